@@ -1,0 +1,40 @@
+# Helpers so every target of ours gets the same warnings and layout.
+set(VKS_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align
+    -Wunused -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough)
+if(VKS_WERROR)
+  list(APPEND VKS_WARNINGS -Werror)
+endif()
+
+# Project root, so tests can find ../shared/models by default.
+set(VKS_SOURCE_DIR ${PROJECT_SOURCE_DIR})
+
+function(vks_warnings target)
+  target_compile_options(${target} PRIVATE ${VKS_WARNINGS})
+endfunction()
+
+# vks_add_library(name SOURCES ... DEPS ...): static library whose include root is the project root,
+# so headers are included as "engine/gguf/gguf_file.h".
+function(vks_add_library name)
+  cmake_parse_arguments(A "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${A_SOURCES})
+  target_include_directories(${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}> $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}>)
+  target_link_libraries(${name} PUBLIC ${A_DEPS})
+  set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  vks_warnings(${name})
+endfunction()
+
+# vks_add_test(name SOURCES ... DEPS ... LABELS ...): a GoogleTest binary registered with ctest.
+# Labels: unit (fast, no device), vulkan (needs a Vulkan device, lavapipe in CI), e2e (real daemon),
+# asan (also run in the ASan+UBSan build).
+function(vks_add_test name)
+  cmake_parse_arguments(A "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${A_SOURCES})
+  target_link_libraries(${name} PRIVATE ${A_DEPS} vks_test_support GTest::gtest GTest::gtest_main)
+  vks_warnings(${name})
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT 300)
+  endif()
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS "${A_LABELS}" TIMEOUT ${A_TIMEOUT}
+    ENVIRONMENT "VKSTREAM_BUILD_DIR=${PROJECT_BINARY_DIR}")
+endfunction()

@@ -1,0 +1,67 @@
+#pragma once
+// The contract between the scheduler and a compute backend (Vulkan, or the CPU reference as
+// fallback). One step runs one flattened batch mixing prefill chunks and decode tokens of many
+// sequences over a paged KV cache; the scheduler owns block allocation, the runner owns the pool.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/model/llama_config.h"
+
+namespace vks {
+
+enum class LogitsMode : uint8_t {
+  kNone,    // no output for this sequence (a prefill chunk that does not end the prompt)
+  kArgmax,  // only the greedy token (computed on the device; nothing else read back)
+  kFull,    // the full logits row of the sequence's last token (for sampling, logprobs)
+};
+
+// The tokens of one sequence in a step: positions n_past .. n_past+n_tokens-1.
+struct SeqChunk {
+  int32_t token_offset = 0;           // index of its first token in StepBatch::tokens
+  int32_t n_tokens = 0;               // 1 for decode, more for a prefill chunk
+  int32_t n_past = 0;                 // tokens already in the KV cache before this step
+  std::vector<int32_t> block_table;   // physical blocks covering positions [0, n_past+n_tokens)
+  LogitsMode logits = LogitsMode::kNone;
+};
+
+struct StepBatch {
+  std::vector<int32_t> tokens;        // [n_tokens] every sequence's tokens, back to back
+  std::vector<int32_t> positions;     // [n_tokens] filled by finalize()
+  std::vector<int32_t> slot_mapping;  // [n_tokens] block*block_size + offset, filled by finalize()
+  std::vector<SeqChunk> seqs;
+
+  // Derives positions and slot_mapping from seqs (call after filling tokens and seqs).
+  void finalize(int32_t block_size) {
+    positions.assign(tokens.size(), 0);
+    slot_mapping.assign(tokens.size(), 0);
+    for (const SeqChunk& s : seqs) {
+      for (int32_t i = 0; i < s.n_tokens; ++i) {
+        const int32_t pos = s.n_past + i;
+        positions[s.token_offset + i] = pos;
+        slot_mapping[s.token_offset + i] = s.block_table[pos / block_size] * block_size + pos % block_size;
+      }
+    }
+  }
+};
+
+struct StepResult {
+  std::vector<int32_t> argmax;  // [seqs.size()] greedy token of each seq with logits != kNone, else -1
+  std::vector<float> logits;    // [n_full * vocab] rows of the seqs with kFull, in seq order
+};
+
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+  virtual const LlamaConfig& config() const = 0;
+  virtual std::string device_name() const = 0;
+  virtual int32_t block_size() const = 0;        // tokens per KV block
+  virtual int32_t num_blocks() const = 0;        // KV blocks in the pool (ids 0..num_blocks-1)
+  virtual int32_t max_step_tokens() const = 0;   // most tokens one step may hold
+  virtual int32_t max_step_seqs() const = 0;     // most sequences one step may hold
+  // Runs one forward pass. Throws vks::Error(kDevice/kInvalidArgument) on failure; the scheduler
+  // thread catches it and fails the step's requests.
+  virtual void step(const StepBatch& batch, StepResult& out) = 0;
+};
+
+}  // namespace vks

@@ -1,0 +1,152 @@
+#pragma once
+// The engine behind the daemon: submit / cancel from any thread; one scheduler thread runs steps on
+// a ModelRunner; events come back through a queue that the server drains (poll_events) after the
+// notifier fires (the server binds it to uv_async_send, which coalesces: drain everything).
+// Requests are known by id only.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/common/error.h"
+#include "engine/model/model_runner.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace vks {
+
+struct SamplingParams {
+  float temperature = 1.0f;         // 0 = greedy
+  int32_t top_k = 0;                // 0 = off
+  float top_p = 1.0f;               // 1 = off
+  float min_p = 0.0f;               // 0 = off
+  float repetition_penalty = 1.0f;  // 1 = off (llama.cpp semantics)
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  int32_t penalty_last_n = 64;      // window for the penalties (-1 = whole context)
+  std::vector<std::pair<TokenId, float>> logit_bias;
+  std::optional<uint64_t> seed;     // none = random
+};
+
+struct StopParams {
+  int32_t max_tokens = 256;
+  int32_t min_tokens = 0;
+  bool ignore_eos = false;
+  std::vector<TokenId> stop_token_ids;
+  std::vector<std::string> stop_strings;  // matched across token boundaries, never emitted
+};
+
+struct GenerateRequest {
+  std::string id;                     // empty: the engine assigns one
+  std::string prompt_text;            // used when prompt_ids is empty
+  std::vector<TokenId> prompt_ids;
+  bool add_bos = true;                // only for prompt_text
+  SamplingParams sampling;
+  StopParams stop;
+  int32_t logprobs = 0;               // top-N alternatives per token, 0..20; -1 = none at all
+  int32_t priority = 0;               // higher first
+  std::optional<std::chrono::steady_clock::time_point> deadline;  // covers queue + generation
+};
+
+enum class EventType { kQueued, kScheduled, kFirstToken, kToken, kPreempted, kFinished, kError };
+enum class FinishReason { kStop, kLength, kCancelled, kDeadline, kError };
+std::string_view event_type_name(EventType t);
+std::string_view finish_reason_name(FinishReason r);
+
+struct TokenLogprob {
+  TokenId id = 0;
+  float logprob = 0;
+};
+struct GeneratedToken {
+  TokenId id = 0;
+  float logprob = 0;                  // of the chosen token (0 when logprobs < 0)
+  std::vector<TokenLogprob> top;      // top-N alternatives
+};
+struct Usage {
+  int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;          // prompt tokens served from the prefix cache
+  int32_t generated_tokens = 0;
+};
+struct Timings {
+  double queue_ms = 0;
+  double ttft_ms = 0;
+  double total_ms = 0;
+};
+
+struct EngineEvent {
+  std::string request_id;
+  EventType type = EventType::kToken;
+  int32_t queue_position = -1;                 // kQueued
+  std::vector<GeneratedToken> tokens;          // kFirstToken / kToken
+  std::string text;                            // kFirstToken / kToken: complete UTF-8 text delta
+  FinishReason reason = FinishReason::kStop;   // kFinished
+  Usage usage;                                 // kFinished
+  Timings timings;                             // kFinished
+  ErrorCode error_code = ErrorCode::kInternal; // kError (a kFinished with reason kError follows)
+  std::string error_message;
+};
+
+enum class SchedulingPolicy { kFcfs, kPriority };
+
+struct EngineConfig {
+  int32_t max_batched_tokens = 256;   // token budget per step (≤ runner max_step_tokens)
+  int32_t max_seqs = 16;              // sequences per step (≤ runner max_step_seqs)
+  int32_t max_queued = 256;           // waiting requests before submit answers kOverloaded
+  int32_t max_prompt_tokens = 0;      // 0 = context length
+  int32_t max_new_tokens = 0;         // upper bound for max_tokens; 0 = context length
+  bool prefix_caching = true;
+  SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+  int32_t worker_threads = 1;
+};
+
+struct SubmitResult {
+  bool ok = false;
+  ErrorCode code = ErrorCode::kInternal;
+  std::string message;                // on failure: names the field or limit
+  int32_t retry_after_ms = 0;         // with kOverloaded
+  std::string id;
+  int32_t queue_position = 0;
+  int32_t prompt_tokens = 0;
+};
+
+struct EngineStats {
+  int32_t waiting = 0;
+  int32_t running = 0;
+  int32_t kv_blocks_total = 0;
+  int32_t kv_blocks_used = 0;
+  int64_t prefix_hit_tokens = 0;
+  int64_t prefix_query_tokens = 0;    // hit rate = hit / query
+  int64_t requests_finished = 0;
+  int64_t tokens_generated = 0;
+  int64_t prompt_tokens_processed = 0;
+  double decode_tokens_per_s = 0;     // recent window
+  std::vector<double> ttft_ms_samples;  // recent, for histograms
+  std::vector<double> itl_ms_samples;   // recent inter-token latencies
+};
+
+class Engine {
+ public:
+  // The tokenizer must outlive the engine. Starts the scheduler thread.
+  Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, EngineConfig config);
+  ~Engine();  // cancels everything and joins the thread; never throws
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Called on the engine thread after events were queued. Set before the first submit.
+  void set_event_notifier(std::function<void()> notify);
+
+  SubmitResult submit(GenerateRequest request);  // any thread; validates, tokenizes, enqueues
+  bool cancel(const std::string& id);            // any thread; false if unknown or finished
+  size_t poll_events(std::vector<EngineEvent>& out);  // any thread; appends and drains
+  EngineStats stats() const;
+  const LlamaConfig& model_config() const;
+  std::string device_name() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vks

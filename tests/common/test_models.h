@@ -1,0 +1,15 @@
+#pragma once
+#include <string>
+
+namespace vks::test {
+
+// Folder of the shared test models: $VKSTREAM_MODELS, else ../shared/models beside the project root.
+std::string models_dir();
+
+// Full path of a file in models_dir().
+std::string model_path(const std::string& file);
+
+// Folder where the build puts binaries (vkstreamd, vkstream, tools): $VKSTREAM_BUILD_DIR.
+std::string build_dir();
+
+}  // namespace vks::test
