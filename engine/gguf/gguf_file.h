@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/common/error.h"
 #include "engine/gguf/ggml_type.h"
 
 namespace vks::gguf {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/common/error.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/llama_config.h"
 

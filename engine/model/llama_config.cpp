@@ -1,0 +1,150 @@
+#include "engine/model/llama_config.h"
+
+#include <cmath>
+#include <limits>
+
+#include "engine/common/error.h"
+
+namespace vks {
+namespace {
+
+// Sizes beyond these are hostile or a bug; they keep products like dim * vocab in range.
+constexpr int64_t kMaxDim = 1 << 20;
+constexpr int64_t kMaxLayers = 4096;
+constexpr int64_t kMaxContext = 1 << 24;
+
+class KeyReader {
+ public:
+  KeyReader(const gguf::GgufFile& file, std::string arch) : file_(file), arch_(std::move(arch)) {}
+
+  std::string key(std::string_view suffix) const { return arch_ + "." + std::string(suffix); }
+
+  uint32_t required_uint(std::string_view suffix, int64_t max) const {
+    const std::string k = key(suffix);
+    const auto v = file_.get_int(k);
+    if (!v) {
+      throw Error(ErrorCode::kCorrupt, "GGUF key '" + k + "' is missing; the file is not a complete " + arch_ +
+                                           " model (re-convert it with llama.cpp's convert_hf_to_gguf.py)");
+    }
+    return checked(k, *v, max);
+  }
+
+  std::optional<uint32_t> optional_uint(std::string_view suffix, int64_t max) const {
+    const std::string k = key(suffix);
+    const auto v = file_.get_int(k);
+    if (!v) return std::nullopt;
+    return checked(k, *v, max);
+  }
+
+  std::optional<float> optional_float(std::string_view suffix) const {
+    const std::string k = key(suffix);
+    const auto v = file_.get_float(k);
+    if (!v) return std::nullopt;
+    if (!std::isfinite(*v) || std::fabs(*v) > std::numeric_limits<float>::max()) {
+      throw Error(ErrorCode::kCorrupt, "GGUF key '" + k + "' is not a finite float32 value");
+    }
+    return static_cast<float>(*v);
+  }
+
+ private:
+  static uint32_t checked(const std::string& k, int64_t v, int64_t max) {
+    if (v <= 0 || v > max) {
+      throw Error(ErrorCode::kCorrupt, "GGUF key '" + k + "' = " + std::to_string(v) + " is out of range (1.." +
+                                           std::to_string(max) + ")");
+    }
+    return static_cast<uint32_t>(v);
+  }
+
+  const gguf::GgufFile& file_;
+  std::string arch_;
+};
+
+[[noreturn]] void inconsistent(const std::string& what) {
+  throw Error(ErrorCode::kCorrupt, "inconsistent llama hyperparameters: " + what);
+}
+
+}  // namespace
+
+LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
+  LlamaConfig c;
+  const auto arch = file.get_string("general.architecture");
+  if (!arch) {
+    throw Error(ErrorCode::kCorrupt, "GGUF key 'general.architecture' is missing; is this a model file?");
+  }
+  if (*arch != "llama") {
+    throw Error(ErrorCode::kUnsupported, "model architecture '" + *arch +
+                                             "' is not supported; vkstream runs llama-architecture models "
+                                             "(general.architecture = llama), e.g. Llama 2/3, TinyLlama, SmolLM2");
+  }
+  c.architecture = *arch;
+  c.name = file.get_string("general.name").value_or("");
+
+  const KeyReader keys(file, c.architecture);
+  c.dim = keys.required_uint("embedding_length", kMaxDim);
+  c.n_layers = keys.required_uint("block_count", kMaxLayers);
+  c.n_heads = keys.required_uint("attention.head_count", kMaxDim);
+  c.n_kv_heads = keys.optional_uint("attention.head_count_kv", kMaxDim).value_or(c.n_heads);
+  c.hidden_dim = keys.required_uint("feed_forward_length", kMaxDim);
+  c.context_length = keys.required_uint("context_length", kMaxContext);
+
+  const auto key_length = keys.optional_uint("attention.key_length", kMaxDim);
+  const auto value_length = keys.optional_uint("attention.value_length", kMaxDim);
+  if (key_length) {
+    c.head_dim = *key_length;
+  } else {
+    if (c.dim % c.n_heads != 0) {
+      inconsistent("embedding_length " + std::to_string(c.dim) + " is not divisible by head_count " +
+                   std::to_string(c.n_heads));
+    }
+    c.head_dim = c.dim / c.n_heads;
+  }
+  if (value_length && *value_length != c.head_dim) {
+    throw Error(ErrorCode::kUnsupported, "attention.value_length " + std::to_string(*value_length) +
+                                             " differs from key_length " + std::to_string(c.head_dim) +
+                                             "; vkstream needs equal key and value head sizes");
+  }
+  if (c.n_kv_heads > c.n_heads || c.n_heads % c.n_kv_heads != 0) {
+    inconsistent("head_count " + std::to_string(c.n_heads) + " is not a multiple of head_count_kv " +
+                 std::to_string(c.n_kv_heads));
+  }
+  if (static_cast<uint64_t>(c.n_heads) * c.head_dim > static_cast<uint64_t>(kMaxDim)) {
+    inconsistent("head_count * head size is larger than " + std::to_string(kMaxDim));
+  }
+
+  c.rope_dim = keys.optional_uint("rope.dimension_count", kMaxDim).value_or(c.head_dim);
+  if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
+    inconsistent("rope.dimension_count " + std::to_string(c.rope_dim) + " must be even and at most the head size " +
+                 std::to_string(c.head_dim));
+  }
+  c.rope_freq_base = keys.optional_float("rope.freq_base").value_or(10000.0f);
+  if (!(c.rope_freq_base > 0.0f)) inconsistent("rope.freq_base must be positive");
+
+  // llama.cpp: linear scaling divides positions by the factor; other scaling types are not handled.
+  const auto scaling_type = file.get_string(keys.key("rope.scaling.type"));
+  const auto scaling_factor = keys.optional_float("rope.scaling.factor");
+  if (scaling_type && *scaling_type != "none" && *scaling_type != "linear") {
+    throw Error(ErrorCode::kUnsupported, "rope scaling type '" + *scaling_type +
+                                             "' is not supported (supported: none, linear)");
+  }
+  if ((!scaling_type || *scaling_type == "linear") && scaling_factor && *scaling_factor != 0.0f) {
+    if (*scaling_factor < 0.0f) inconsistent("rope.scaling.factor must not be negative");
+    c.rope_freq_scale = 1.0f / *scaling_factor;
+  }
+
+  c.norm_eps = keys.optional_float("attention.layer_norm_rms_epsilon").value_or(1e-5f);
+  if (!(c.norm_eps > 0.0f) || c.norm_eps > 1.0f) inconsistent("attention.layer_norm_rms_epsilon must be in (0, 1]");
+
+  // Vocabulary size and tied embeddings come from the tensors (llama.vocab_size is optional).
+  if (const gguf::TensorInfo* embd = file.find_tensor("token_embd.weight"); embd != nullptr && embd->dims.size() >= 2) {
+    if (embd->dims[1] > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+      inconsistent("token_embd.weight has too many rows");
+    }
+    c.vocab_size = static_cast<uint32_t>(embd->dims[1]);
+  } else if (const auto n = keys.optional_uint("vocab_size", std::numeric_limits<int32_t>::max())) {
+    c.vocab_size = *n;
+  }
+  c.tied_embeddings = file.find_tensor("output.weight") == nullptr;
+  return c;
+}
+
+}  // namespace vks

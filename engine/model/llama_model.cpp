@@ -1,0 +1,184 @@
+#include "engine/model/llama_model.h"
+
+#include <set>
+#include <string>
+
+#include "engine/common/error.h"
+
+namespace vks {
+namespace {
+
+std::string shape_string(const std::vector<uint64_t>& dims) {
+  std::string s = "[";
+  for (size_t k = 0; k < dims.size(); ++k) s += (k ? ", " : "") + std::to_string(dims[k]);
+  return s + "]";
+}
+
+bool is_matrix_type(GgmlType t) {
+  const auto traits = ggml_type_traits(static_cast<uint32_t>(t));
+  return traits && traits->supported;
+}
+
+// Looks tensors up by name and checks them against the hyperparameters, remembering which ones it
+// used so that unexpected extras can be reported.
+class TensorBinder {
+ public:
+  TensorBinder(const gguf::GgufFile& file, const LlamaConfig& config) : file_(file), config_(config) {}
+
+  // A weight vector of `n` F32 values (norm weights).
+  TensorRef vector(const std::string& name, uint64_t n) {
+    const gguf::TensorInfo& t = require(name);
+    check_shape(t, {n});
+    if (t.type != GgmlType::kF32) {
+      throw Error(ErrorCode::kUnsupported, "tensor '" + name + "' has type " + std::string(ggml_type_name(t.type)) +
+                                               "; vkstream expects norm weights in f32 (as llama.cpp's converter "
+                                               "writes them); re-convert or re-quantize the model");
+    }
+    return make_ref(t, 1, n);
+  }
+
+  // A matrix of `rows` x `cols` (ggml dims [cols, rows]).
+  TensorRef matrix(const std::string& name, uint64_t rows, uint64_t cols) {
+    const gguf::TensorInfo& t = require(name);
+    return matrix_from(t, rows, cols);
+  }
+
+  std::optional<TensorRef> optional_matrix(const std::string& name, uint64_t rows, uint64_t cols) {
+    const gguf::TensorInfo* t = file_.find_tensor(name);
+    if (t == nullptr) return std::nullopt;
+    used_.insert(name);
+    return matrix_from(*t, rows, cols);
+  }
+
+  void ignore(const std::string& name) { used_.insert(name); }
+
+  void reject_unexpected() const {
+    std::string extras;
+    size_t n_extra = 0;
+    for (const gguf::TensorInfo& t : file_.tensors()) {
+      if (used_.count(t.name) != 0) continue;
+      if (t.name == "rope_freqs.weight") {
+        throw Error(ErrorCode::kUnsupported, "tensor 'rope_freqs.weight' (Llama 3.1-style rope frequency scaling) is "
+                                             "not supported yet");
+      }
+      if (n_extra++ < 5) extras += (extras.empty() ? "'" : ", '") + t.name + "'";
+    }
+    if (n_extra != 0) {
+      throw Error(ErrorCode::kCorrupt, std::to_string(n_extra) + " tensor(s) not used by a " +
+                                           std::to_string(config_.n_layers) + "-layer llama model: " + extras +
+                                           "; the file's tensors do not match its llama.block_count or architecture");
+    }
+  }
+
+ private:
+  const gguf::TensorInfo& require(const std::string& name) {
+    const gguf::TensorInfo* t = file_.find_tensor(name);
+    if (t == nullptr) {
+      throw Error(ErrorCode::kCorrupt, "tensor '" + name + "' is missing (the file has " +
+                                           std::to_string(file_.tensors().size()) +
+                                           " tensors); the model file is incomplete or not a llama model: "
+                                           "re-download or re-convert it");
+    }
+    used_.insert(name);
+    return *t;
+  }
+
+  TensorRef matrix_from(const gguf::TensorInfo& t, uint64_t rows, uint64_t cols) {
+    check_shape(t, {cols, rows});
+    if (!is_matrix_type(t.type)) {
+      throw Error(ErrorCode::kUnsupported,
+                  "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) +
+                      ", which vkstream does not support; use a model in f32, f16, bf16, q8_0 or q4_0 "
+                      "(e.g. llama-quantize in.gguf out.gguf Q8_0)");
+    }
+    return make_ref(t, rows, cols);
+  }
+
+  void check_shape(const gguf::TensorInfo& t, const std::vector<uint64_t>& expected) const {
+    // Trailing dimensions of 1 are the same shape in ggml.
+    std::vector<uint64_t> dims = t.dims;
+    while (dims.size() > expected.size() && dims.back() == 1) dims.pop_back();
+    if (dims != expected) {
+      throw Error(ErrorCode::kCorrupt,
+                  "tensor '" + t.name + "' has shape " + shape_string(t.dims) + ", expected " +
+                      shape_string(expected) + " from the hyperparameters (embedding_length " +
+                      std::to_string(config_.dim) + ", head_count " + std::to_string(config_.n_heads) +
+                      ", head_count_kv " + std::to_string(config_.n_kv_heads) + ", feed_forward_length " +
+                      std::to_string(config_.hidden_dim) + ", vocab " + std::to_string(config_.vocab_size) +
+                      "); the file's metadata and tensors disagree: re-convert the model");
+    }
+  }
+
+  TensorRef make_ref(const gguf::TensorInfo& t, uint64_t rows, uint64_t cols) const {
+    const std::span<const uint8_t> data = file_.tensor_data(t);
+    TensorRef ref;
+    ref.name = t.name;
+    ref.type = t.type;
+    ref.rows = rows;
+    ref.cols = cols;
+    ref.data = data.data();
+    ref.nbytes = data.size();
+    return ref;
+  }
+
+  const gguf::GgufFile& file_;
+  const LlamaConfig& config_;
+  std::set<std::string> used_;
+};
+
+}  // namespace
+
+const uint8_t* TensorRef::row(uint64_t r) const { return data + r * ggml_row_size(type, cols); }
+
+LlamaModel::LlamaModel(gguf::GgufFile file, LlamaConfig config) : file_(std::move(file)), config_(std::move(config)) {}
+
+std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path) {
+  gguf::GgufFile file = gguf::GgufFile::open(path);
+  try {
+    return from_file(std::move(file));
+  } catch (const Error& e) {
+    throw Error(e.code(), path + ": " + e.what());
+  }
+}
+
+std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
+  LlamaConfig config = LlamaConfig::from_gguf(file);
+  std::unique_ptr<LlamaModel> model(new LlamaModel(std::move(file), std::move(config)));
+  const LlamaConfig& c = model->config_;
+  if (c.vocab_size == 0) {
+    throw Error(ErrorCode::kCorrupt, "tensor 'token_embd.weight' is missing or not a matrix; the file has no "
+                                     "token embeddings (a vocabulary-only GGUF cannot be run)");
+  }
+  TensorBinder bind(model->file_, c);
+  LlamaWeights& w = model->weights_;
+  w.token_embd = bind.matrix("token_embd.weight", c.vocab_size, c.dim);
+  w.layers.resize(c.n_layers);
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LayerWeights& L = w.layers[l];
+    L.attn_norm = bind.vector(p + "attn_norm.weight", c.dim);
+    L.wq = bind.matrix(p + "attn_q.weight", c.q_dim(), c.dim);
+    L.wk = bind.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
+    L.wv = bind.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
+    L.wo = bind.matrix(p + "attn_output.weight", c.dim, c.q_dim());
+    L.ffn_norm = bind.vector(p + "ffn_norm.weight", c.dim);
+    L.w_gate = bind.matrix(p + "ffn_gate.weight", c.hidden_dim, c.dim);
+    L.w_up = bind.matrix(p + "ffn_up.weight", c.hidden_dim, c.dim);
+    L.w_down = bind.matrix(p + "ffn_down.weight", c.dim, c.hidden_dim);
+    bind.ignore(p + "attn_rot_embd");  // precomputed rotary tables of old conversions; unused
+  }
+  w.output_norm = bind.vector("output_norm.weight", c.dim);
+  w.output = bind.optional_matrix("output.weight", c.vocab_size, c.dim).value_or(w.token_embd);
+  bind.reject_unexpected();
+  return model;
+}
+
+void dequantize_tensor_row(const TensorRef& t, uint64_t row, float* out) {
+  if (row >= t.rows) {
+    throw Error(ErrorCode::kInvalidArgument, "row " + std::to_string(row) + " of tensor '" + t.name + "' is out of range (" +
+                                                 std::to_string(t.rows) + " rows)");
+  }
+  dequantize_row(t.type, t.row(row), out, t.cols);
+}
+
+}  // namespace vks
