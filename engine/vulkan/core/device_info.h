@@ -1,0 +1,60 @@
+#pragma once
+// What the Vulkan loader can see: one DeviceInfo per physical device (for `vkstream devices`), and
+// the pure selection rule (discrete > integrated > virtual > CPU, overridable by a selector).
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vks::vk {
+
+struct DeviceInfo {
+  uint32_t index = 0;                    // position in vkEnumeratePhysicalDevices order
+  std::string name;                      // "llvmpipe (LLVM 15.0.6, 256 bits)"
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  std::string type_name;                 // "discrete", "integrated", "virtual", "cpu", "other"
+  std::string driver;                    // driverInfo, e.g. "Mesa 22.3.6 (LLVM 15.0.6)"
+  uint32_t api_version = 0;              // VK_MAKE_API_VERSION packed
+  uint32_t vendor_id = 0;
+  uint32_t device_id = 0;
+  uint64_t device_local_bytes = 0;       // sum of DEVICE_LOCAL heaps
+  uint64_t host_visible_bytes = 0;       // sum of heaps with a HOST_VISIBLE memory type
+  bool uma = false;                      // a memory type is both DEVICE_LOCAL and HOST_VISIBLE|COHERENT
+  uint64_t max_storage_buffer_range = 0; // bytes one storage-buffer binding may cover
+  uint64_t max_allocation_size = 0;      // maxMemoryAllocationSize (Vulkan 1.1)
+  uint32_t max_push_constants_size = 0;
+  uint32_t max_workgroup_invocations = 0;
+  uint32_t max_workgroup_size[3] = {0, 0, 0};
+  uint32_t max_workgroup_count[3] = {0, 0, 0};
+  uint32_t max_shared_memory = 0;
+  uint32_t subgroup_size = 0;
+  uint64_t min_storage_buffer_offset_alignment = 0;
+  bool shader_float16 = false;
+  bool shader_int8 = false;
+  bool storage_16bit = false;            // storageBuffer16BitAccess
+  bool storage_8bit = false;             // storageBuffer8BitAccess
+  bool has_compute_queue = false;
+};
+
+std::string_view device_type_name(VkPhysicalDeviceType t);
+std::string api_version_string(uint32_t v);  // "1.3.230"
+
+// Rank used by automatic selection: discrete 4 > integrated 3 > virtual 2 > cpu 1 > other 0.
+int device_type_rank(VkPhysicalDeviceType t);
+
+// Picks a device index into `devices` (devices without a compute queue are never picked).
+// selector: "" = automatic (best rank, ties by enumeration order); all digits = DeviceInfo::index;
+// otherwise a case-insensitive substring of the name. Throws vks::Error(kNotFound) naming the
+// selector and the available devices when nothing matches, or when `devices` is empty.
+size_t select_device(const std::vector<DeviceInfo>& devices, std::string_view selector);
+
+// Properties, limits, features and memory of one physical device.
+DeviceInfo query_device_info(VkPhysicalDevice device, uint32_t index);
+
+// Enumerates the physical devices with a temporary instance. Returns an empty list when no Vulkan
+// loader/driver/device exists (never throws for that case).
+std::vector<DeviceInfo> list_devices();
+
+}  // namespace vks::vk

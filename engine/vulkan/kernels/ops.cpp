@@ -1,0 +1,144 @@
+#include "engine/vulkan/kernels/ops.h"
+
+#include <string>
+
+#include "engine/common/error.h"
+#include "engine/vulkan/shaders/shader_params.h"
+
+namespace vks::vk {
+namespace {
+
+using shader::ElementwiseParams;
+using shader::EmbedParams;
+using shader::MatmulParams;
+using shader::ReduceRowParams;
+using shader::RmsNormParams;
+
+uint32_t u32(uint64_t v) { return static_cast<uint32_t>(v); }
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw Error(ErrorCode::kInvalidArgument, what);
+}
+
+}  // namespace
+
+void Ops::embed(CommandBuffer& cmd, const DeviceMatrix& table, BufferView tokens, uint32_t n_tokens, BufferView out,
+                uint32_t out_stride) const {
+  if (n_tokens == 0) return;
+  require(out_stride >= table.cols, "embed: out_stride < cols");
+  const Kernel& k = kernels_->get(std::string("embed_") + kernel_type_suffix(table.type));
+  for (size_t part = 0; part < table.storage.part_count(); ++part) {
+    const EmbedParams p{n_tokens,
+                        u32(table.cols),
+                        u32(table.storage.first_row(part)),
+                        u32(table.storage.part_rows(part)),
+                        table.row_stride,
+                        table.d_offset[part],
+                        out_stride,
+                        0};
+    cmd.dispatch(k, {table.storage.parts[part].view(), tokens, out}, p,
+                 Groups{u32(ceil_div(table.cols, k.layout().local_size[0])), n_tokens, 1});
+  }
+}
+
+void Ops::gather_rows(CommandBuffer& cmd, BufferView table, uint32_t table_stride, uint32_t table_rows, uint32_t cols,
+                      BufferView ids, uint32_t n, BufferView out, uint32_t out_stride) const {
+  if (n == 0) return;
+  require(table_stride >= cols && out_stride >= cols, "gather_rows: stride < cols");
+  const Kernel& k = kernels_->get("embed_f32");
+  const EmbedParams p{n, cols, 0, table_rows, table_stride, 0, out_stride, 0};
+  cmd.dispatch(k, {table, ids, out}, p, Groups{u32(ceil_div(cols, k.layout().local_size[0])), n, 1});
+}
+
+void Ops::rmsnorm(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferView weight, BufferView out,
+                  uint32_t out_stride, uint32_t n_rows, uint32_t dim, float eps) const {
+  if (n_rows == 0) return;
+  require(x_stride >= dim && out_stride >= dim, "rmsnorm: stride < dim");
+  const Kernel& k = kernels_->get("rmsnorm_f32");
+  const RmsNormParams p{n_rows, dim, x_stride, out_stride, eps, 0, 0, 0};
+  cmd.dispatch(k, {x, weight, out}, p, Groups{n_rows, 1, 1});
+}
+
+void Ops::matmul(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
+                 uint32_t y_stride, uint32_t n_tokens, bool accumulate) const {
+  matmul_with(cmd, n_tokens <= VKS_MATVEC_TOKEN_TILE ? "matvec_" : "matmul_", w, x, x_stride, y, y_stride, n_tokens,
+              accumulate);
+}
+
+void Ops::matvec_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
+                      uint32_t y_stride, uint32_t n_tokens, bool accumulate) const {
+  matmul_with(cmd, "matvec_", w, x, x_stride, y, y_stride, n_tokens, accumulate);
+}
+
+void Ops::matmul_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
+                      uint32_t y_stride, uint32_t n_tokens, bool accumulate) const {
+  matmul_with(cmd, "matmul_", w, x, x_stride, y, y_stride, n_tokens, accumulate);
+}
+
+void Ops::matmul_with(CommandBuffer& cmd, const char* op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
+                      BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate) const {
+  if (n_tokens == 0) return;
+  require(x_stride >= w.cols, "matmul: x_stride < cols");
+  require(y_stride >= w.rows, "matmul: y_stride < rows");
+  const std::string name = std::string(op) + kernel_type_suffix(w.type);
+  const Kernel& k = kernels_->get(name);
+  const bool matvec = name.rfind("matvec_", 0) == 0;
+  const uint32_t rows_per_group = matvec ? VKS_MATVEC_ROWS_PER_GROUP : VKS_MATMUL_ROWS_PER_GROUP;
+  const uint32_t token_tile = matvec ? VKS_MATVEC_TOKEN_TILE : VKS_MATMUL_TOKEN_TILE;
+  for (size_t part = 0; part < w.storage.part_count(); ++part) {
+    const uint64_t rows = w.storage.part_rows(part);
+    const MatmulParams p{u32(rows),
+                         u32(w.cols),
+                         n_tokens,
+                         w.row_stride,
+                         w.d_offset[part],
+                         x_stride,
+                         y_stride,
+                         u32(w.storage.first_row(part)),
+                         accumulate ? 1u : 0u,
+                         0,
+                         0,
+                         0};
+    cmd.dispatch(k, {w.storage.parts[part].view(), x, y}, p,
+                 Groups{u32(ceil_div(rows, rows_per_group)), u32(ceil_div(n_tokens, token_tile)), 1});
+  }
+}
+
+void Ops::swiglu(CommandBuffer& cmd, BufferView gate, BufferView up, uint32_t in_stride, BufferView out,
+                 uint32_t out_stride, uint32_t n_rows, uint32_t cols) const {
+  if (n_rows == 0 || cols == 0) return;
+  require(in_stride >= cols && out_stride >= cols, "swiglu: stride < cols");
+  const Kernel& k = kernels_->get("swiglu_f32");
+  const ElementwiseParams p{n_rows, cols, in_stride, out_stride};
+  cmd.dispatch(k, {gate, up, out}, p, Groups{u32(ceil_div(cols, k.layout().local_size[0])), n_rows, 1});
+}
+
+void Ops::add(CommandBuffer& cmd, BufferView a, BufferView b, uint32_t in_stride, BufferView out, uint32_t out_stride,
+              uint32_t n_rows, uint32_t cols) const {
+  if (n_rows == 0 || cols == 0) return;
+  require(in_stride >= cols && out_stride >= cols, "add: stride < cols");
+  const Kernel& k = kernels_->get("add_f32");
+  const ElementwiseParams p{n_rows, cols, in_stride, out_stride};
+  cmd.dispatch(k, {a, b, out}, p, Groups{u32(ceil_div(cols, k.layout().local_size[0])), n_rows, 1});
+}
+
+void Ops::argmax(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t n_rows, uint32_t cols,
+                 BufferView out) const {
+  if (n_rows == 0) return;
+  require(cols > 0 && x_stride >= cols, "argmax: bad cols/stride");
+  const Kernel& k = kernels_->get("argmax_f32");
+  const ReduceRowParams p{n_rows, cols, x_stride, 1};
+  cmd.dispatch(k, {x, out}, p, Groups{n_rows, 1, 1});
+}
+
+void Ops::topk(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t n_rows, uint32_t cols, uint32_t k,
+               BufferView out_idx, BufferView out_val) const {
+  if (n_rows == 0) return;
+  require(cols > 0 && x_stride >= cols, "topk: bad cols/stride");
+  require(k >= 1 && k <= VKS_TOPK_MAX && k <= cols, "topk: k must be in [1, min(64, cols)]");
+  const Kernel& kernel = kernels_->get("topk_f32");
+  const ReduceRowParams p{n_rows, cols, x_stride, k};
+  cmd.dispatch(kernel, {x, out_idx, out_val}, p, Groups{n_rows, 1, 1});
+}
+
+}  // namespace vks::vk

@@ -1,0 +1,69 @@
+#pragma once
+// Record functions for the core kernels: each records one or more checked dispatches into a
+// command buffer (no barriers: the caller puts cmd.barrier(Stage::kCompute, Stage::kCompute)
+// between dependent ops). Buffer views must start at a multiple of 16 bytes (activation rows of a
+// model whose dims are multiples of 4 satisfy this). All activations are f32.
+#include <cstdint>
+
+#include "engine/vulkan/core/buffer.h"
+#include "engine/vulkan/core/command.h"
+#include "engine/vulkan/core/kernel.h"
+#include "engine/vulkan/kernels/device_matrix.h"
+
+namespace vks::vk {
+
+class Ops {
+ public:
+  explicit Ops(KernelRegistry& kernels) : kernels_(&kernels) {}
+
+  // out[t][0..cols) = table row tokens[t] (tokens: int32 [n_tokens]; out_stride floats per row).
+  // One dispatch per part of the table.
+  void embed(CommandBuffer& cmd, const DeviceMatrix& table, BufferView tokens, uint32_t n_tokens,
+             BufferView out, uint32_t out_stride) const;
+
+  // out[r] = rmsnorm(x[r]) * weight for r < n_rows (x, out: [n_rows][stride]; may alias).
+  void rmsnorm(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferView weight, BufferView out,
+               uint32_t out_stride, uint32_t n_rows, uint32_t dim, float eps) const;
+
+  // y[t][r] = dot(W[r], x[t]) (or y += when accumulate: a fused residual add) for t < n_tokens.
+  // Uses matvec_<type> for n_tokens <= VKS_MATMUL_TOKEN_TILE and matmul_<type> above; both give
+  // bit-identical results for a token whatever the batch. One dispatch per part of W.
+  // x: [n_tokens][x_stride] (x_stride >= cols), y: [n_tokens][y_stride] (y_stride >= rows).
+  void matmul(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
+              uint32_t y_stride, uint32_t n_tokens, bool accumulate = false) const;
+  // Forces one kernel family (tests and benchmarks).
+  void matvec_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
+                   uint32_t y_stride, uint32_t n_tokens, bool accumulate = false) const;
+  void matmul_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
+                   uint32_t y_stride, uint32_t n_tokens, bool accumulate = false) const;
+
+  // out[r][i] = silu(gate[r][i]) * up[r][i] for r < n_rows, i < cols; gate and up rows are
+  // in_stride floats apart (e.g. gate‖up in one [n, 2*hidden] buffer: up = gate view + hidden*4
+  // bytes, in_stride = 2*hidden). out may alias gate.
+  void swiglu(CommandBuffer& cmd, BufferView gate, BufferView up, uint32_t in_stride, BufferView out,
+              uint32_t out_stride, uint32_t n_rows, uint32_t cols) const;
+  // out[r][i] = a[r][i] + b[r][i] (same stride convention; out may alias a).
+  void add(CommandBuffer& cmd, BufferView a, BufferView b, uint32_t in_stride, BufferView out,
+           uint32_t out_stride, uint32_t n_rows, uint32_t cols) const;
+
+  // Generic f32 row gather (embed_f32 on a plain buffer): out[t] = table[ids[t]][0..cols) for
+  // t < n; table rows are table_stride floats apart (table_stride % 4 == 0 is NOT required).
+  // ids: int32 [n]; ids outside [0, table_rows) leave out[t] untouched.
+  void gather_rows(CommandBuffer& cmd, BufferView table, uint32_t table_stride, uint32_t table_rows,
+                   uint32_t cols, BufferView ids, uint32_t n, BufferView out, uint32_t out_stride) const;
+
+  // out (int32 [n_rows]) = argmax of each row of x ([n_rows][x_stride], cols used).
+  void argmax(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t n_rows, uint32_t cols,
+              BufferView out) const;
+  // out_idx (int32 [n_rows][k]) and out_val (f32 [n_rows][k]): the k largest of each row, value
+  // descending then index ascending. k <= VKS_TOPK_MAX (64) and k <= cols.
+  void topk(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t n_rows, uint32_t cols, uint32_t k,
+            BufferView out_idx, BufferView out_val) const;
+
+ private:
+  void matmul_with(CommandBuffer& cmd, const char* op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
+                   BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate) const;
+  KernelRegistry* kernels_;
+};
+
+}  // namespace vks::vk

@@ -1,0 +1,75 @@
+// Push-constant parameters of the attention-side kernels (rope, KV write, paged attention),
+// shared by C++ (engine/vulkan/runner) and GLSL (shaders/{rope,kv,attn}*.comp). Only 32-bit
+// scalars, so the C++ layout equals GLSL's std430 push-constant layout.
+//
+// Paged KV cache layout (one K pool and one V pool per layer, F16):
+//   slot = block * block_size + offset_in_block            (StepBatch::slot_mapping)
+//   pool[slot][kv_head][d]  -> half at index (slot * n_kv_heads + kv_head) * head_dim + d
+// Halves are stored two per uint (packHalf2x16: element 2i in the low 16 bits), so the pools
+// need no 16-bit storage feature; head_dim must be even.
+//
+// Block tables: int32 [n_seqs][max_blocks_per_seq], row s = physical blocks of sequence s.
+// Per-token arrays: positions[t], token_seq[t] (row of block_tables of token t's sequence).
+#ifndef VKS_ATTN_PARAMS_H
+#define VKS_ATTN_PARAMS_H
+
+#ifdef __cplusplus
+#include <cstdint>
+namespace vks::gpu {
+using uint = uint32_t;
+#endif
+
+// Largest head_dim the attention kernel handles (q is staged in shared memory).
+#define VKS_ATTN_MAX_HEAD_DIM 256
+// Keys per tile of the attention kernel = its workgroup size. Part of the numerics: tiles start at
+// key 0, so a key's tile (and the summation order) never depends on batching or chunking.
+#define VKS_ATTN_TILE 64
+#define VKS_ROPE_WG 64
+#define VKS_KV_WRITE_WG 64
+
+// Rotary embedding, llama.cpp NORM mode, in place on rows of an f32 buffer.
+// Dispatch: (ceil(n_heads * rope_dim/2 / VKS_ROPE_WG), n_tokens, 1).
+struct RopeParams {
+  uint n_tokens;
+  uint n_heads;     // heads rotated per row (q heads + k heads when Q|K|V share a row)
+  uint head_dim;
+  uint rope_dim;    // rotated dims per head (even, <= head_dim); the rest pass through
+  uint row_stride;  // floats between consecutive tokens' rows
+  uint col_offset;  // float index of head 0 within a row
+  float freq_base;
+  float freq_scale;
+};
+
+// Writes each token's K and V rows (f32) into the layer's F16 pools at its slot.
+// Dispatch: (ceil(kv_dim/2 / VKS_KV_WRITE_WG), n_tokens, 1).
+struct KvWriteParams {
+  uint n_tokens;
+  uint kv_dim;      // n_kv_heads * head_dim (even)
+  uint row_stride;  // floats between consecutive tokens' rows of the source
+  uint k_offset;    // float index of K within a source row
+  uint v_offset;    // float index of V within a source row
+  uint n_slots;     // slots in each pool (num_blocks * block_size): out-of-range slots are skipped
+};
+
+// Paged attention over a flattened batch: token t, head h attends to positions
+// [0, positions[t]] of its sequence through the block table. Output row: n_heads * head_dim.
+// Dispatch: (n_heads, n_tokens, 1), workgroup VKS_ATTN_TILE.
+struct AttnParams {
+  uint n_tokens;
+  uint n_heads;
+  uint n_kv_heads;          // divides n_heads (GQA)
+  uint head_dim;            // even, <= VKS_ATTN_MAX_HEAD_DIM
+  uint q_stride;            // floats between tokens' rows of the q source
+  uint q_offset;            // float index of Q within a q-source row
+  uint out_stride;          // floats between tokens' rows of the output
+  uint block_size;
+  uint max_blocks_per_seq;  // row length of block_tables
+  uint n_slots;             // slots per pool (bounds check)
+  float scale;              // 1/sqrt(head_dim)
+};
+
+#ifdef __cplusplus
+}  // namespace vks::gpu
+#endif
+
+#endif  // VKS_ATTN_PARAMS_H

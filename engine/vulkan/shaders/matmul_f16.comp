@@ -1,0 +1,7 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define WTYPE_F16
+#define LOCAL_SIZE 32u
+#define ROW_SLOTS 2u
+#include "common_matmul.glsl"
+#include "matmul_main.glsl"

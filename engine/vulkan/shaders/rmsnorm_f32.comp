@@ -1,0 +1,31 @@
+#version 450
+// rmsnorm_f32: out[r] = x[r] * (1 / sqrt(mean(x[r]^2) + eps)) * weight, one workgroup per row.
+// The sum of squares is reduced in a fixed order (64 strided partial sums, then a fixed tree), so a
+// row's result does not depend on the batch.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer W { float weight[]; };
+layout(std430, binding = 2) buffer Out { float outv[]; };
+layout(push_constant) uniform PushBlock { RmsNormParams p; };
+
+shared float partial[64];
+
+void main() {
+  const uint row = gl_WorkGroupID.x;
+  const uint lid = gl_LocalInvocationID.x;
+  const uint xb = row * p.x_stride;
+  float s = 0.0;
+  for (uint j = lid; j < p.dim; j += 64u) s = fma(x[xb + j], x[xb + j], s);
+  partial[lid] = s;
+  barrier();
+  [[unroll]] for (uint step = 32u; step > 0u; step >>= 1) {
+    if (lid < step) partial[lid] += partial[lid + step];
+    barrier();
+  }
+  const float scale = 1.0 / sqrt(partial[0] / float(p.dim) + p.eps);
+  const uint ob = row * p.out_stride;
+  for (uint j = lid; j < p.dim; j += 64u) outv[ob + j] = (x[xb + j] * scale) * weight[j];
+}

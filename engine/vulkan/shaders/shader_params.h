@@ -1,0 +1,99 @@
+// Push-constant parameter structs shared by C++ and GLSL: the one definition of every kernel's
+// parameters. THE PATTERN (other headers such as shaders/attn_params.h follow it):
+//   * Included from C++ (`#include "engine/vulkan/shaders/shader_params.h"`) and from GLSL
+//     (`#include "shader_params.h"`, compiled with -I engine/vulkan/shaders and
+//     GL_GOOGLE_include_directive).
+//   * Members are 4-byte scalars only (uint, int, float), so the C++ layout equals GLSL's std430
+//     push-constant layout with no padding rules to think about; no vec/bool/arrays.
+//   * Each struct is `struct XxxParams { ... };` in both languages; in GLSL the kernel declares
+//       layout(push_constant) uniform PushBlock { XxxParams p; };
+//   * At the end, under __cplusplus: a static_assert on each size (<= 128 bytes, Vulkan's guaranteed minimum);
+//     the checked dispatch also compares sizeof(Params) with the size the SPIR-V declares.
+#ifndef VKS_SHADER_PARAMS_H
+#define VKS_SHADER_PARAMS_H
+
+#ifdef __cplusplus
+#include <cstdint>
+namespace vks::vk::shader {
+using uint = uint32_t;
+#endif
+
+// matvec_<type> / matmul_<type> grids: x = ceil(rows / ROWS_PER_GROUP), y = ceil(n_tokens / TOKEN_TILE).
+// Both families accumulate every output in the same order (see common_matmul.glsl).
+#define VKS_MATVEC_ROWS_PER_GROUP 128
+#define VKS_MATVEC_TOKEN_TILE 8
+#define VKS_MATMUL_ROWS_PER_GROUP 64
+#define VKS_MATMUL_TOKEN_TILE 8
+
+// embed_<type>: out[t][0..cols) = row tokens[t] of the table, for tokens in
+// [row_begin, row_begin + row_count) (the rows of one part of a split table); others untouched.
+struct EmbedParams {
+  uint n_tokens;
+  uint cols;
+  uint row_begin;
+  uint row_count;
+  uint row_stride;   // table row stride in the kernel's storage unit (see DeviceMatrix)
+  uint d_offset;     // quantized types: uint index of the scale plane in the part buffer
+  uint out_stride;   // floats between consecutive output rows
+  uint pad0;
+};
+
+// rmsnorm_f32: out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight, one workgroup per row.
+struct RmsNormParams {
+  uint n_rows;
+  uint dim;
+  uint x_stride;
+  uint out_stride;
+  float eps;
+  uint pad0;
+  uint pad1;
+  uint pad2;
+};
+
+// matvec_<type> / matmul_<type>: y[t][y_offset + r] (+)= dot(W[r], x[t]) for r < rows,
+// t < n_tokens. W is one part of a DeviceMatrix (rows of this part only).
+struct MatmulParams {
+  uint rows;          // rows of this part
+  uint cols;          // K
+  uint n_tokens;
+  uint row_stride;    // W row stride in the storage unit (floats, halves, or uints of quants)
+  uint d_offset;      // quantized types: uint index of the scale plane in the part buffer
+  uint x_stride;      // floats between tokens in x
+  uint y_stride;      // floats between tokens in y
+  uint y_offset;      // first output row of this part
+  uint accumulate;    // 1: y += W x (fused residual add), 0: y = W x
+  uint pad0;
+  uint pad1;
+  uint pad2;
+};
+
+// swiglu_f32: out[r][i] = silu(gate[r][i]) * up[r][i]; add_f32: out[r][i] = a[r][i] + b[r][i];
+// r < n_rows, i < cols. gate/a and up/b share in_stride (floats between rows).
+struct ElementwiseParams {
+  uint n_rows;
+  uint cols;
+  uint in_stride;
+  uint out_stride;
+};
+
+// argmax_f32: out[r] = index of the largest x[r][i] (lowest index on ties, NaN never wins).
+// topk_f32: out_idx[r][j], out_val[r][j] for j < k, by value descending then index ascending.
+struct ReduceRowParams {
+  uint n_rows;
+  uint cols;
+  uint x_stride;
+  uint k;
+};
+
+#define VKS_TOPK_MAX 64
+
+#ifdef __cplusplus
+static_assert(sizeof(EmbedParams) <= 128 && sizeof(EmbedParams) % 4 == 0);
+static_assert(sizeof(RmsNormParams) <= 128 && sizeof(RmsNormParams) % 4 == 0);
+static_assert(sizeof(MatmulParams) <= 128 && sizeof(MatmulParams) % 4 == 0);
+static_assert(sizeof(ElementwiseParams) <= 128 && sizeof(ElementwiseParams) % 4 == 0);
+static_assert(sizeof(ReduceRowParams) <= 128 && sizeof(ReduceRowParams) % 4 == 0);
+}  // namespace vks::vk::shader
+#endif
+
+#endif  // VKS_SHADER_PARAMS_H

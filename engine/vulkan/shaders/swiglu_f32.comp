@@ -1,0 +1,18 @@
+#version 450
+// swiglu_f32: out[r][i] = silu(gate[r][i]) * up[r][i]; grid x = ceil(cols / 64), y = n_rows.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) readonly buffer Gate { float gate[]; };
+layout(std430, binding = 1) readonly buffer Up { float up[]; };
+layout(std430, binding = 2) buffer Out { float outv[]; };
+layout(push_constant) uniform PushBlock { ElementwiseParams p; };
+
+void main() {
+  const uint i = gl_GlobalInvocationID.x;
+  const uint r = gl_WorkGroupID.y;
+  if (i >= p.cols) return;
+  const float g = gate[r * p.in_stride + i];
+  outv[r * p.out_stride + i] = (g / (1.0 + exp(-g))) * up[r * p.in_stride + i];
+}

@@ -1,0 +1,156 @@
+// matvec_<type> / matmul_<type> against the plain C++ reference (vks::ref::matmul), on awkward
+// sizes, plus batch invariance (bit-identical rows whatever the batch/kernel), split weights and
+// the fused residual add.
+#include <cstring>
+#include <string>
+#include <tuple>
+
+#include "engine/cpu/reference_ops.h"
+#include "tests/vulkan/kernels_test_util.h"
+
+namespace vks::vk::test {
+namespace {
+
+struct Case {
+  GgmlType type;
+  uint64_t rows;
+  uint64_t cols;
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  return std::string(ggml_type_name(info.param.type)) + "_" + std::to_string(info.param.rows) + "x" +
+         std::to_string(info.param.cols);
+}
+
+class MatmulKernelTest : public KernelTest, public ::testing::WithParamInterface<Case> {
+ protected:
+  void SetUp() override {
+    KernelTest::SetUp();
+    if (IsSkipped()) return;
+    const Case c = GetParam();
+    data_ = ggml_matrix(c.type, c.rows, c.cols, 1234 + static_cast<uint32_t>(c.rows));
+    matrix_ = upload_matrix(device(), c.type, c.rows, c.cols, data_.data());
+    x_stride_ = static_cast<uint32_t>((c.cols + 3) / 4 * 4);  // views of one token start 16-byte aligned
+  }
+
+  TensorRef tensor() const {
+    TensorRef t;
+    t.name = "w";
+    t.type = GetParam().type;
+    t.rows = GetParam().rows;
+    t.cols = GetParam().cols;
+    t.data = data_.data();
+    t.nbytes = data_.size();
+    return t;
+  }
+
+  // x: [n][x_stride] with the padding filled with NaN (must never be read).
+  std::vector<float> make_x(uint32_t n, uint32_t seed) const {
+    const uint64_t cols = GetParam().cols;
+    const std::vector<float> v = random_floats(n * cols, seed);
+    std::vector<float> x(n * x_stride_, std::nanf(""));
+    for (uint32_t t = 0; t < n; ++t) std::memcpy(&x[t * x_stride_], &v[t * cols], cols * 4);
+    return x;
+  }
+
+  enum class Path { kAuto, kMatvec, kMatmul };
+  std::vector<float> run_matmul(const DeviceMatrix& m, const std::vector<float>& x, uint32_t n, Path path,
+                                uint32_t y_stride, const std::vector<float>* y_init = nullptr) const {
+    Buffer xb = upload(x);
+    std::vector<float> init = y_init ? *y_init : std::vector<float>(n * y_stride, -7.0f);
+    Buffer yb = upload(init);
+    run([&](CommandBuffer& cmd) {
+      const bool acc = y_init != nullptr;
+      if (path == Path::kMatvec) ops().matvec_only(cmd, m, xb.view(), x_stride_, yb.view(), y_stride, n, acc);
+      if (path == Path::kMatmul) ops().matmul_only(cmd, m, xb.view(), x_stride_, yb.view(), y_stride, n, acc);
+      if (path == Path::kAuto) ops().matmul(cmd, m, xb.view(), x_stride_, yb.view(), y_stride, n, acc);
+    });
+    return download<float>(yb, n * y_stride);
+  }
+
+  std::vector<uint8_t> data_;
+  DeviceMatrix matrix_;
+  uint32_t x_stride_ = 0;
+};
+
+TEST_P(MatmulKernelTest, MatchesReferenceForEveryBatchSize) {
+  const Case c = GetParam();
+  for (uint32_t n : {1u, 2u, 3u, 5u, 8u, 9u, 17u}) {
+    const std::vector<float> x = make_x(n, 99 + n);
+    std::vector<float> dense(n * c.cols);
+    for (uint32_t t = 0; t < n; ++t) std::memcpy(&dense[t * c.cols], &x[t * x_stride_], c.cols * 4);
+    std::vector<float> expected(n * c.rows);
+    ref::matmul(tensor(), dense.data(), n, expected.data(), nullptr);
+    for (Path path : {Path::kMatvec, Path::kMatmul}) {
+      const std::vector<float> got = run_matmul(matrix_, x, n, path, static_cast<uint32_t>(c.rows));
+      EXPECT_LT(normalized_error(got, expected), 2e-6) << "n_tokens=" << n << " path=" << int(path);
+    }
+  }
+}
+
+TEST_P(MatmulKernelTest, RowsAreBitIdenticalWhateverTheBatch) {
+  const Case c = GetParam();
+  const uint32_t n = 19;
+  const uint32_t y_stride = static_cast<uint32_t>(c.rows) + 3;
+  const std::vector<float> x = make_x(n, 7);
+  const std::vector<float> batch_matmul = run_matmul(matrix_, x, n, Path::kMatmul, y_stride);
+  const std::vector<float> batch_auto = run_matmul(matrix_, x, n, Path::kAuto, y_stride);
+  for (uint32_t t = 0; t < n; ++t) {
+    const std::vector<float> one(x.begin() + t * x_stride_, x.begin() + (t + 1) * x_stride_);
+    const std::vector<float> alone = run_matmul(matrix_, one, 1, Path::kMatvec, y_stride);
+    // Token t inside a matvec batch of a different size and place.
+    const uint32_t group = 2 + t % 7;
+    const uint32_t first = t >= group - 1 ? t - (group - 1) : 0;
+    const std::vector<float> sub(x.begin() + first * x_stride_, x.begin() + (first + group) * x_stride_);
+    const std::vector<float> in_group = run_matmul(matrix_, sub, group, Path::kMatvec, y_stride);
+    for (uint64_t r = 0; r < c.rows; ++r) {
+      const float a = alone[r];
+      ASSERT_EQ(std::memcmp(&a, &batch_matmul[t * y_stride + r], 4), 0)
+          << "token " << t << " row " << r << ": matvec alone " << a << " vs matmul batch " << batch_matmul[t * y_stride + r];
+      ASSERT_EQ(std::memcmp(&a, &batch_auto[t * y_stride + r], 4), 0) << "token " << t << " row " << r;
+      ASSERT_EQ(std::memcmp(&a, &in_group[(t - first) * y_stride + r], 4), 0)
+          << "token " << t << " row " << r << " in a matvec batch of " << group;
+    }
+  }
+}
+
+TEST_P(MatmulKernelTest, SplitWeightsGiveTheSameBits) {
+  const Case c = GetParam();
+  // Parts of about a third of the matrix each (at least one row).
+  const uint64_t part = std::max<uint64_t>(device_matrix_part_bytes(c.type, 1, c.cols),
+                                           device_matrix_part_bytes(c.type, c.rows / 3, c.cols));
+  const DeviceMatrix split = upload_matrix(device(), c.type, c.rows, c.cols, data_.data(), part);
+  ASSERT_GE(split.storage.part_count(), 3u);
+  const uint32_t n = 5;
+  const std::vector<float> x = make_x(n, 3);
+  const std::vector<float> whole = run_matmul(matrix_, x, n, Path::kAuto, static_cast<uint32_t>(c.rows));
+  const std::vector<float> parts = run_matmul(split, x, n, Path::kAuto, static_cast<uint32_t>(c.rows));
+  ASSERT_EQ(whole.size(), parts.size());
+  EXPECT_EQ(std::memcmp(whole.data(), parts.data(), whole.size() * 4), 0);
+  const std::vector<float> parts_mm = run_matmul(split, x, n, Path::kMatmul, static_cast<uint32_t>(c.rows));
+  EXPECT_EQ(std::memcmp(whole.data(), parts_mm.data(), whole.size() * 4), 0);
+}
+
+TEST_P(MatmulKernelTest, AccumulateAddsTheResidual) {
+  const Case c = GetParam();
+  const uint32_t n = 3;
+  const std::vector<float> x = make_x(n, 11);
+  const std::vector<float> residual = random_floats(n * c.rows, 12);
+  const std::vector<float> plain = run_matmul(matrix_, x, n, Path::kAuto, static_cast<uint32_t>(c.rows));
+  const std::vector<float> fused = run_matmul(matrix_, x, n, Path::kAuto, static_cast<uint32_t>(c.rows), &residual);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    const float expected = residual[i] + plain[i];
+    ASSERT_EQ(std::memcmp(&expected, &fused[i], 4), 0) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, MatmulKernelTest,
+                         ::testing::Values(Case{GgmlType::kF32, 33, 172}, Case{GgmlType::kF32, 172, 61},
+                                           Case{GgmlType::kF16, 33, 172}, Case{GgmlType::kF16, 129, 13},
+                                           Case{GgmlType::kBF16, 37, 64}, Case{GgmlType::kQ8_0, 172, 64},
+                                           Case{GgmlType::kQ8_0, 33, 160}, Case{GgmlType::kQ4_0, 172, 64},
+                                           Case{GgmlType::kQ4_0, 257, 96}),
+                         case_name);
+
+}  // namespace
+}  // namespace vks::vk::test
