@@ -1,0 +1,173 @@
+// Prefill and decode throughput of the Vulkan runner on any llama GGUF:
+//   vks_bench_vulkan_runner MODEL.gguf [--device SEL] [--prompt 128] [--gen 32] [--profile]
+// Prints the device and one table: prefill tokens/s (one prompt of --prompt tokens in one step),
+// decode tokens/s at batch 1, and aggregate decode tokens/s at 4, 8 and 16 sequences.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "engine/common/error.h"
+#include "engine/model/llama_model.h"
+#include "engine/vulkan/runner/vulkan_runner.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Seq {
+  std::vector<int32_t> blocks;
+  int32_t n_past = 0;
+  int32_t last = 1;
+};
+
+class Bench {
+ public:
+  Bench(vks::VulkanRunner& runner, uint32_t seed) : runner_(runner), rng_(seed) {
+    for (int32_t b = runner.num_blocks() - 1; b >= 0; --b) free_.push_back(b);
+  }
+
+  int32_t random_token() { return static_cast<int32_t>(3 + rng_() % (runner_.config().vocab_size - 3)); }
+
+  // One step: every seq gets `n` new tokens (prompt chunk or decode); returns seconds.
+  double step(std::vector<Seq>& seqs, int32_t n) {
+    vks::StepBatch batch;
+    for (Seq& s : seqs) {
+      const int32_t len = s.n_past + n;
+      while (static_cast<int32_t>(s.blocks.size()) * runner_.block_size() < len) {
+        if (free_.empty()) throw vks::Error(vks::ErrorCode::kOutOfMemory, "benchmark ran out of KV blocks");
+        s.blocks.push_back(free_.back());
+        free_.pop_back();
+      }
+      vks::SeqChunk c;
+      c.token_offset = static_cast<int32_t>(batch.tokens.size());
+      c.n_tokens = n;
+      c.n_past = s.n_past;
+      c.block_table = s.blocks;
+      c.logits = vks::LogitsMode::kArgmax;
+      for (int32_t i = 0; i < n; ++i) batch.tokens.push_back(n == 1 ? s.last : random_token());
+      batch.seqs.push_back(std::move(c));
+    }
+    batch.finalize(runner_.block_size());
+    vks::StepResult r;
+    const auto t0 = Clock::now();
+    runner_.step(batch, r);
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    for (size_t k = 0; k < seqs.size(); ++k) {
+      seqs[k].n_past += n;
+      seqs[k].last = r.argmax[k];
+    }
+    return dt;
+  }
+
+  void release(std::vector<Seq>& seqs) {
+    for (Seq& s : seqs) free_.insert(free_.end(), s.blocks.begin(), s.blocks.end());
+    seqs.clear();
+  }
+
+ private:
+  vks::VulkanRunner& runner_;
+  std::mt19937 rng_;
+  std::vector<int32_t> free_;
+};
+
+void print_profile(const char* what, const std::map<std::string, double>& ms, int steps) {
+  double total = 0;
+  for (const auto& [k, v] : ms) total += v;
+  std::vector<std::pair<double, std::string>> rows;
+  for (const auto& [k, v] : ms) rows.emplace_back(v, k);
+  std::sort(rows.rbegin(), rows.rend());
+  std::printf("\nGPU time per step, %s (%.2f ms/step measured by timestamps):\n", what, total / steps);
+  for (const auto& [v, k] : rows) std::printf("  %-16s %8.3f ms  %5.1f%%\n", k.c_str(), v / steps, 100.0 * v / total);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Vulkan runner throughput: prefill and batched decode tokens/s"};
+  std::string path, device;
+  int prompt = 128, gen = 32, reps = 3;
+  std::vector<int> batches{1, 4, 8, 16};
+  bool profile = false;
+  int matvec_max = -1;
+  app.add_option("model", path, "GGUF model file")->required();
+  app.add_option("--device", device, "Vulkan device index or name substring");
+  app.add_option("--prompt", prompt, "prefill prompt length")->check(CLI::Range(1, 4096));
+  app.add_option("--gen", gen, "decode steps timed per batch size")->check(CLI::Range(1, 1024));
+  app.add_option("--reps", reps, "prefill repetitions")->check(CLI::Range(1, 100));
+  app.add_option("--batches", batches, "decode batch sizes")->check(CLI::Range(1, 256));
+  app.add_option("--matvec-max", matvec_max, "largest batch using matvec kernels (-1: kernels' choice)");
+  app.add_flag("--profile", profile, "print per-op GPU time (timestamps) for prefill and batch-1 decode");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    spdlog::set_level(spdlog::level::warn);
+    auto model = vks::LlamaModel::load(path);
+    const int max_batch = *std::max_element(batches.begin(), batches.end());
+    vks::RunnerOptions o;
+    o.device = device;
+    o.max_step_tokens = std::max(prompt, max_batch);
+    o.max_step_seqs = max_batch;
+    o.max_context = prompt + gen + 64;
+    o.matvec_max_tokens = matvec_max;
+    o.num_blocks = (max_batch * (16 + gen + 2) + prompt + 16) / o.block_size + 2 * max_batch + 4;
+    const auto t_load = Clock::now();
+    vks::VulkanRunner runner(*model, o);
+    const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
+    const vks::LlamaConfig& c = model->config();
+    std::printf("device: %s\n", runner.device_name().c_str());
+    std::printf("model:  %s (dim %u, %u layers, %u heads / %u kv, hidden %u, vocab %u, %s weights), start-up %.1f s\n",
+                path.c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.hidden_dim, c.vocab_size,
+                std::string(vks::ggml_type_name(model->weights().layers.at(0).wq.type)).c_str(), load_s);
+
+    Bench bench(runner, 42);
+    std::vector<Seq> seqs;
+    // Prefill: warm-up then the best of `reps` single-step prompts.
+    double best = 1e30;
+    runner.set_profiling(false);
+    for (int r = 0; r <= reps; ++r) {
+      seqs.assign(1, Seq{});
+      if (profile && r == reps) runner.set_profiling(true);
+      const double dt = bench.step(seqs, prompt);
+      if (r > 0 && !(profile && r == reps)) best = std::min(best, dt);
+      bench.release(seqs);
+    }
+    if (profile) print_profile(fmt::format("prefill {}", prompt).c_str(), runner.profile(), 1);
+    runner.set_profiling(false);
+    struct Row {
+      std::string name;
+      double tok_s, ms_step;
+    };
+    std::vector<Row> rows{{fmt::format("prefill {} tokens", prompt), prompt / best, best * 1e3}};
+
+    for (int b : batches) {
+      seqs.assign(static_cast<size_t>(b), Seq{});
+      bench.step(seqs, 16);  // a 16-token prompt for every sequence (not timed)
+      bench.step(seqs, 1);   // warm-up decode
+      double total = 0;
+      for (int i = 0; i < gen; ++i) total += bench.step(seqs, 1);
+      rows.push_back({b == 1 ? "decode batch 1" : fmt::format("decode {} seqs (aggregate)", b), b * gen / total,
+                      total / gen * 1e3});
+      if (profile && b == 1) {
+        runner.set_profiling(true);
+        for (int i = 0; i < 4; ++i) bench.step(seqs, 1);
+        print_profile("decode batch 1", runner.profile(), 4);
+        runner.set_profiling(false);
+      }
+      bench.release(seqs);
+    }
+    std::printf("\n| %-28s | %10s | %9s |\n", "test", "tokens/s", "ms/step");
+    std::printf("|%s|%s|%s|\n", std::string(30, '-').c_str(), std::string(12, '-').c_str(), std::string(11, '-').c_str());
+    for (const Row& r : rows) std::printf("| %-28s | %10.2f | %9.2f |\n", r.name.c_str(), r.tok_s, r.ms_step);
+    std::printf("\ndispatches in the last step: %u\n", runner.last_dispatch_count());
+  } catch (const vks::Error& e) {
+    std::fprintf(stderr, "error (%s): %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());
+    return 1;
+  }
+  return 0;
+}

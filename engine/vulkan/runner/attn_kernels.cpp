@@ -1,0 +1,46 @@
+#include "engine/vulkan/runner/attn_kernels.h"
+
+#include <fmt/format.h>
+
+#include "engine/common/error.h"
+
+namespace vks::vk {
+
+void record_rope(CommandBuffer& cmd, KernelRegistry& kernels, BufferView data, BufferView positions,
+                 const gpu::RopeParams& p) {
+  const uint64_t pairs = uint64_t{p.n_heads} * (p.rope_dim / 2);
+  if (pairs == 0 || p.n_tokens == 0) return;
+  cmd.dispatch(kernels.get("rope_f32"), {data, positions}, p,
+               Groups{static_cast<uint32_t>(ceil_div(pairs, VKS_ROPE_WG)), p.n_tokens, 1});
+}
+
+void record_kv_write(CommandBuffer& cmd, KernelRegistry& kernels, BufferView src, BufferView k_pool,
+                     BufferView v_pool, BufferView slot_mapping, const gpu::KvWriteParams& p) {
+  if (p.n_tokens == 0) return;
+  cmd.dispatch(kernels.get("kv_write_f16"), {src, k_pool, v_pool, slot_mapping}, p,
+               Groups{static_cast<uint32_t>(ceil_div(p.kv_dim / 2, VKS_KV_WRITE_WG)), p.n_tokens, 1});
+}
+
+void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b,
+                      const gpu::AttnParams& p) {
+  if (p.n_tokens == 0) return;
+  cmd.dispatch(kernels.get("attn_f16"), {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out},
+               p, Groups{p.n_heads, p.n_tokens, 1});
+}
+
+void check_attention_shape(uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, uint32_t rope_dim) {
+  if (n_heads == 0 || n_kv_heads == 0 || n_heads % n_kv_heads != 0) {
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("attention: {} heads is not a multiple of {} kv heads", n_heads, n_kv_heads));
+  }
+  if (head_dim == 0 || head_dim % 2 != 0 || head_dim > VKS_ATTN_MAX_HEAD_DIM) {
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("attention: head_dim {} unsupported (even, at most {})", head_dim, VKS_ATTN_MAX_HEAD_DIM));
+  }
+  if (rope_dim % 2 != 0 || rope_dim > head_dim) {
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("rope: rope_dim {} unsupported (even, at most head_dim {})", rope_dim, head_dim));
+  }
+}
+
+}  // namespace vks::vk

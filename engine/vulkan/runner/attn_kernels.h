@@ -1,0 +1,35 @@
+#pragma once
+// Recording the attention-side kernels (rope_f32, kv_write_f16, attn_f16) into a command buffer.
+// Parameters and the KV pool layout: engine/vulkan/shaders/attn_params.h.
+#include "engine/vulkan/core/command.h"
+#include "engine/vulkan/core/kernel.h"
+#include "engine/vulkan/shaders/attn_params.h"
+
+namespace vks::vk {
+
+// data: f32 rows [n_tokens][row_stride], rotated in place; positions: int32 [n_tokens].
+void record_rope(CommandBuffer& cmd, KernelRegistry& kernels, BufferView data, BufferView positions,
+                 const gpu::RopeParams& p);
+
+// src: f32 rows [n_tokens][row_stride] holding K at k_offset and V at v_offset;
+// k_pool, v_pool: one layer's F16 pools; slot_mapping: int32 [n_tokens].
+void record_kv_write(CommandBuffer& cmd, KernelRegistry& kernels, BufferView src, BufferView k_pool,
+                     BufferView v_pool, BufferView slot_mapping, const gpu::KvWriteParams& p);
+
+struct AttnBindings {
+  BufferView q;             // f32 [n_tokens][q_stride]
+  BufferView k_pool;        // one layer's F16 pools
+  BufferView v_pool;
+  BufferView positions;     // int32 [n_tokens]
+  BufferView token_seq;     // int32 [n_tokens]
+  BufferView block_tables;  // int32 [n_seqs][max_blocks_per_seq]
+  BufferView out;           // f32 [n_tokens][out_stride]
+};
+void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b,
+                      const gpu::AttnParams& p);
+
+// Throws vks::Error(kUnsupported) when the model's head shape is one these kernels cannot run
+// (odd head_dim, head_dim above VKS_ATTN_MAX_HEAD_DIM, n_heads not a multiple of n_kv_heads, odd rope_dim).
+void check_attention_shape(uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, uint32_t rope_dim);
+
+}  // namespace vks::vk

@@ -1,0 +1,86 @@
+#include "engine/vulkan/runner/device_weights.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+namespace vks::vk {
+namespace {
+
+uint64_t matrix_bytes(const DeviceMatrix& m) {
+  uint64_t n = 0;
+  for (const Buffer& b : m.storage.parts) n += b.size();
+  return n;
+}
+
+bool stackable(std::initializer_list<const TensorRef*> parts) {
+  for (const TensorRef* t : parts) {
+    if (t->type != (*parts.begin())->type || t->cols != (*parts.begin())->cols) return false;
+  }
+  return true;
+}
+
+// Matrices of the same type and width stacked by rows into one (ggml layout, then uploaded).
+DeviceMatrix upload_stacked(const Device& device, std::initializer_list<const TensorRef*> parts) {
+  uint64_t bytes = 0, rows = 0;
+  for (const TensorRef* t : parts) {
+    bytes += t->nbytes;
+    rows += t->rows;
+  }
+  std::vector<uint8_t> stacked(bytes);
+  uint64_t at = 0;
+  for (const TensorRef* t : parts) {
+    std::memcpy(stacked.data() + at, t->data, t->nbytes);
+    at += t->nbytes;
+  }
+  const TensorRef& first = **parts.begin();
+  return upload_matrix(device, first.type, rows, first.cols, stacked.data());
+}
+
+}  // namespace
+
+std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaModel& model) {
+  const LlamaWeights& w = model.weights();
+  auto dw = std::make_unique<DeviceWeights>();
+  dw->token_embd = upload_matrix(device, w.token_embd);
+  dw->bytes += matrix_bytes(dw->token_embd);
+  for (const LayerWeights& lw : w.layers) {
+    DeviceLayerWeights& d = dw->layers.emplace_back();
+    d.attn_norm = upload_vector_f32(device, lw.attn_norm);
+    d.qkv_fused = stackable({&lw.wq, &lw.wk, &lw.wv});
+    if (d.qkv_fused) {
+      d.wqkv = upload_stacked(device, {&lw.wq, &lw.wk, &lw.wv});
+      dw->bytes += matrix_bytes(d.wqkv);
+    } else {
+      d.wq = upload_matrix(device, lw.wq);
+      d.wk = upload_matrix(device, lw.wk);
+      d.wv = upload_matrix(device, lw.wv);
+      dw->bytes += matrix_bytes(d.wq) + matrix_bytes(d.wk) + matrix_bytes(d.wv);
+    }
+    d.wo = upload_matrix(device, lw.wo);
+    d.ffn_norm = upload_vector_f32(device, lw.ffn_norm);
+    // The up half of a fused gate|up row must start 16-byte aligned for the swiglu kernel's view.
+    d.gate_up_fused = stackable({&lw.w_gate, &lw.w_up}) && lw.w_gate.rows % 4 == 0;
+    if (d.gate_up_fused) {
+      d.w_gate_up = upload_stacked(device, {&lw.w_gate, &lw.w_up});
+      dw->bytes += matrix_bytes(d.w_gate_up);
+    } else {
+      d.w_gate = upload_matrix(device, lw.w_gate);
+      d.w_up = upload_matrix(device, lw.w_up);
+      dw->bytes += matrix_bytes(d.w_gate) + matrix_bytes(d.w_up);
+    }
+    d.w_down = upload_matrix(device, lw.w_down);
+    dw->bytes += matrix_bytes(d.wo) + matrix_bytes(d.w_down);
+  }
+  dw->output_norm = upload_vector_f32(device, w.output_norm);
+  dw->tied = model.config().tied_embeddings || w.output.data == w.token_embd.data;
+  if (!dw->tied) {
+    dw->output_own = upload_matrix(device, w.output);
+    dw->bytes += matrix_bytes(dw->output_own);
+  }
+  spdlog::info("vulkan: uploaded {:.1f} MiB of weights ({} layers{})", static_cast<double>(dw->bytes) / (1 << 20),
+               dw->layers.size(), dw->tied ? ", tied output" : "");
+  return dw;
+}
+
+}  // namespace vks::vk

@@ -1,0 +1,44 @@
+#pragma once
+// The model's weights on the device, uploaded once at start-up. Matrices that read the same input
+// are stacked by rows into one (one dispatch instead of several) when they share a type: Q|K|V
+// [q_dim + 2*kv_dim, dim] and gate|up [2*hidden, dim].
+#include <memory>
+#include <vector>
+
+#include "engine/model/llama_model.h"
+#include "engine/vulkan/core/buffer.h"
+#include "engine/vulkan/core/device.h"
+#include "engine/vulkan/kernels/device_matrix.h"
+
+namespace vks::vk {
+
+struct DeviceLayerWeights {
+  Buffer attn_norm;             // f32 [dim]
+  // Fused: wqkv [q_dim + 2*kv_dim, dim] (rows: q, then k, then v). Unfused: wq, wk, wv.
+  bool qkv_fused = false;
+  DeviceMatrix wqkv;
+  DeviceMatrix wq, wk, wv;
+  DeviceMatrix wo;              // [dim, q_dim]
+  Buffer ffn_norm;              // f32 [dim]
+  // Fused: w_gate_up [2*hidden, dim] (rows: gate, then up). Unfused: w_gate, w_up [hidden, dim].
+  bool gate_up_fused = false;
+  DeviceMatrix w_gate_up;
+  DeviceMatrix w_gate, w_up;
+  DeviceMatrix w_down;          // [dim, hidden]
+};
+
+struct DeviceWeights {
+  DeviceMatrix token_embd;      // [vocab, dim]
+  std::vector<DeviceLayerWeights> layers;
+  Buffer output_norm;           // f32 [dim]
+  DeviceMatrix output_own;      // [vocab, dim]; empty when tied
+  bool tied = false;
+  const DeviceMatrix& output() const { return tied ? token_embd : output_own; }
+  uint64_t bytes = 0;           // device bytes of all weights
+};
+
+// Uploads every weight tensor (through staging where the device needs it). Throws vks::Error
+// (kOutOfMemory when the device cannot hold them, kUnsupported for a weight type it cannot run).
+std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaModel& model);
+
+}  // namespace vks::vk

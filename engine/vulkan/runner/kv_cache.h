@@ -1,0 +1,44 @@
+#pragma once
+// The paged KV cache: one K pool and one V pool per layer, F16, num_blocks blocks of block_size
+// tokens each (layout in engine/vulkan/shaders/attn_params.h). The scheduler owns which blocks
+// belong to which sequence; this only holds the memory.
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/llama_config.h"
+#include "engine/vulkan/core/buffer.h"
+#include "engine/vulkan/core/device.h"
+
+namespace vks::vk {
+
+struct KvCacheShape {
+  int32_t block_size = 16;
+  int32_t num_blocks = 0;
+  uint32_t kv_dim = 0;
+  uint32_t n_layers = 0;
+  uint64_t pool_bytes() const { return uint64_t(num_blocks) * uint64_t(block_size) * kv_dim * 2; }
+  uint64_t total_bytes() const { return pool_bytes() * 2 * n_layers; }
+};
+
+// num_blocks = requested, or (0) as many as kv_budget_bytes holds; clamped so one pool fits one
+// storage binding (max_pool_bytes). Throws vks::Error(kInvalidArgument) for block_size < 1 or a
+// result below one block.
+KvCacheShape plan_kv_cache(const LlamaConfig& config, int32_t block_size, int32_t requested_blocks,
+                           uint64_t kv_budget_bytes, uint64_t max_pool_bytes);
+
+class KvCache {
+ public:
+  KvCache(const Device& device, const KvCacheShape& shape);
+  const KvCacheShape& shape() const { return shape_; }
+  BufferView k(uint32_t layer) const { return k_[layer].view(); }
+  BufferView v(uint32_t layer) const { return v_[layer].view(); }
+  const Buffer& k_buffer(uint32_t layer) const { return k_[layer]; }
+  const Buffer& v_buffer(uint32_t layer) const { return v_[layer]; }
+  uint32_t n_slots() const { return static_cast<uint32_t>(shape_.num_blocks * shape_.block_size); }
+
+ private:
+  KvCacheShape shape_;
+  std::vector<Buffer> k_, v_;  // [n_layers], each [n_slots][kv_dim] halves
+};
+
+}  // namespace vks::vk

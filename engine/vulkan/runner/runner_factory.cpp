@@ -1,0 +1,57 @@
+#include "engine/vulkan/runner/runner_factory.h"
+
+#include <spdlog/spdlog.h>
+
+#include "engine/common/error.h"
+#include "engine/cpu/cpu_runner.h"
+#include "engine/vulkan/core/device_info.h"
+#include "engine/vulkan/runner/vulkan_runner.h"
+
+namespace vks {
+namespace {
+
+std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const RunnerOptions& options) {
+  CpuRunnerOptions cpu;
+  cpu.block_size = options.block_size;
+  cpu.max_step_tokens = options.max_step_tokens;
+  cpu.max_step_seqs = options.max_step_seqs;
+  if (options.num_blocks > 0) {
+    cpu.num_blocks = options.num_blocks;
+  } else {
+    const LlamaConfig& c = model.config();
+    const uint64_t block_bytes = uint64_t(options.block_size) * c.kv_dim() * 2 * c.n_layers * sizeof(float);
+    cpu.num_blocks = static_cast<int32_t>(std::max<uint64_t>(1, options.kv_budget_bytes / std::max<uint64_t>(block_bytes, 1)));
+  }
+  return std::make_unique<CpuRunner>(model, cpu);
+}
+
+}  // namespace
+
+std::unique_ptr<ModelRunner> make_runner(const LlamaModel& model, const RunnerOptions& options) {
+  if (options.force_cpu) {
+    spdlog::info("runner: CPU reference (forced)");
+    return make_cpu_runner(model, options);
+  }
+  if (vk::list_devices().empty()) {
+    if (!options.allow_cpu_fallback) {
+      throw Error(ErrorCode::kDevice,
+                  "no Vulkan device found and CPU fallback is disabled: install a Vulkan driver (for a CPU device, "
+                  "Debian's mesa-vulkan-drivers gives lavapipe; check with `vulkaninfo --summary`), or allow the "
+                  "CPU fallback");
+    }
+    spdlog::warn("runner: no Vulkan device found; falling back to the CPU reference runner (slow). Install a Vulkan "
+                 "driver (e.g. mesa-vulkan-drivers) to use the Vulkan engine");
+    return make_cpu_runner(model, options);
+  }
+  try {
+    return std::make_unique<VulkanRunner>(model, options);
+  } catch (const Error& e) {
+    // A device that exists but cannot be used (driver failure) is like no device at all; bad
+    // options, missing selectors and out-of-memory are the caller's to fix and propagate.
+    if (e.code() != ErrorCode::kDevice || !options.allow_cpu_fallback) throw;
+    spdlog::warn("runner: Vulkan device unusable ({}); falling back to the CPU reference runner (slow)", e.what());
+    return make_cpu_runner(model, options);
+  }
+}
+
+}  // namespace vks

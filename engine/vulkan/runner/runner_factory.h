@@ -1,0 +1,18 @@
+#pragma once
+// Picks the compute backend for a loaded model: the Vulkan runner on the selected device, or the
+// CPU reference runner when no Vulkan device exists (unless the options forbid that fallback).
+#include <memory>
+#include <string>
+
+#include "engine/model/llama_model.h"
+#include "engine/model/model_runner.h"
+#include "engine/vulkan/runner/runner_options.h"
+
+namespace vks {
+
+// Throws vks::Error: kDevice when no Vulkan device exists and the fallback is forbidden (the
+// message says how to fix it), kNotFound when options.device matches no device,
+// kOutOfMemory when weights or KV cache do not fit.
+std::unique_ptr<ModelRunner> make_runner(const LlamaModel& model, const RunnerOptions& options);
+
+}  // namespace vks

@@ -1,0 +1,29 @@
+#pragma once
+// How the runner is built: device, CPU fallback, KV cache capacity, step limits.
+#include <cstdint>
+#include <string>
+
+namespace vks {
+
+struct RunnerOptions {
+  // Vulkan device: "" = best by type (discrete > integrated > virtual > CPU), else a device index
+  // ("0", "1", ...) or a case-insensitive substring of its name. Env VKSTREAM_DEVICE overrides "".
+  std::string device;
+  bool allow_cpu_fallback = true;  // no Vulkan device: run on the CPU reference instead of failing
+  bool force_cpu = false;          // skip Vulkan entirely (tests, `--cpu`)
+
+  int32_t block_size = 16;          // tokens per KV block
+  int32_t num_blocks = 0;           // KV blocks in the pool; 0 = sized from kv_budget_bytes
+  uint64_t kv_budget_bytes = 256ull << 20;  // KV memory (all layers, K and V) when num_blocks == 0
+  int32_t max_step_tokens = 512;    // most tokens in one step (sizes activations)
+  int32_t max_step_seqs = 64;       // most sequences in one step
+  int32_t max_context = 0;          // longest sequence in tokens; 0 = the model's context_length
+  // Batches with at most this many tokens use the matrix-vector kernels, larger ones the tiled
+  // matrix-matrix kernels (both accumulate each dot product in the same order); -1 = the kernels'
+  // own choice (VKS_MATMUL_TOKEN_TILE).
+  int32_t matvec_max_tokens = -1;
+  // Keep compiled pipelines in $XDG_CACHE_HOME (or ~/.cache)/vkstream/pipeline_cache.bin.
+  bool disk_pipeline_cache = true;
+};
+
+}  // namespace vks

@@ -1,0 +1,337 @@
+#include "engine/vulkan/runner/vulkan_runner.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "engine/common/error.h"
+#include "engine/vulkan/runner/attn_kernels.h"
+
+namespace vks {
+namespace {
+
+uint32_t align4(uint32_t n) { return (n + 3u) & ~3u; }
+constexpr uint64_t kF = sizeof(float);
+
+void check_options(const RunnerOptions& o) {
+  if (o.max_step_tokens < 1 || o.max_step_tokens > 65535) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("max_step_tokens {} must be in 1..65535", o.max_step_tokens));
+  }
+  if (o.max_step_seqs < 1 || o.max_step_seqs > o.max_step_tokens) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("max_step_seqs {} must be in 1..max_step_tokens ({})", o.max_step_seqs, o.max_step_tokens));
+  }
+  if (o.max_context < 0) throw Error(ErrorCode::kInvalidArgument, "max_context must not be negative");
+}
+
+}  // namespace
+
+VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options)
+    : model_(model),
+      config_(model.config()),
+      options_(options),
+      device_(vk::Device::create(vk::DeviceOptions{options.device, -1, options.disk_pipeline_cache})) {
+  const LlamaConfig& c = config_;
+  check_options(options);
+  vk::check_attention_shape(c.n_heads, c.n_kv_heads, c.head_dim, c.rope_dim);
+  kernels_.emplace(device_);
+  ops_.emplace(*kernels_);
+  weights_ = vk::upload_weights(device_, model);
+  create_pipelines();
+  const bool fused = weights_->layers.empty() || weights_->layers[0].qkv_fused;
+  if (!fused && (c.q_dim() % 4 != 0 || c.kv_dim() % 4 != 0)) {
+    throw Error(ErrorCode::kUnsupported, "Q, K, V of different types need q_dim and kv_dim multiples of 4");
+  }
+
+  const uint64_t max_binding = device_.max_binding_bytes();
+  kv_.emplace(device_, vk::plan_kv_cache(c, options.block_size, options.num_blocks, options.kv_budget_bytes, max_binding));
+  const vk::KvCacheShape& kv = kv_->shape();
+  const int64_t pool_tokens = int64_t{kv.num_blocks} * kv.block_size;
+  int64_t max_context = options.max_context > 0 ? options.max_context : (c.context_length > 0 ? c.context_length : 4096);
+  max_context = std::min(max_context, pool_tokens);
+  limits_ = StepLimits{static_cast<int32_t>(c.vocab_size), kv.block_size, kv.num_blocks, options.max_step_tokens,
+                       options.max_step_seqs, static_cast<int32_t>((max_context + kv.block_size - 1) / kv.block_size)};
+
+  dim_s_ = align4(c.dim);
+  q_s_ = align4(c.q_dim());
+  qkv_s_ = align4(c.q_dim() + 2 * c.kv_dim());
+  gate_up_s_ = align4(2 * align4(c.hidden_dim));
+  vocab_s_ = align4(c.vocab_size);
+  const uint64_t T = static_cast<uint64_t>(options.max_step_tokens);
+  const uint64_t S = static_cast<uint64_t>(options.max_step_seqs);
+  auto activation = [&](uint64_t rows, uint32_t stride, const char* what) {
+    const uint64_t bytes = rows * stride * kF;
+    if (bytes > max_binding) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{} buffer of {} MiB exceeds the device's {} MiB binding; lower max_step_tokens/max_step_seqs",
+                              what, bytes >> 20, max_binding >> 20));
+    }
+    return device_.create_buffer(bytes);
+  };
+  x_ = activation(T, dim_s_, "residual");
+  xn_ = activation(T, dim_s_, "norm");
+  qkv_ = activation(T, qkv_s_, "qkv");
+  att_ = activation(T, q_s_, "attention");
+  gate_up_ = activation(T, gate_up_s_, "gate_up");
+  xo_ = activation(S, dim_s_, "output rows");
+  tokens_ = make_io(T * 4, true);
+  positions_ = make_io(T * 4, true);
+  slots_ = make_io(T * 4, true);
+  token_seq_ = make_io(T * 4, true);
+  block_tables_ = make_io(S * static_cast<uint64_t>(limits_.max_blocks_per_seq) * 4, true);
+  logits_ = make_io(S * vocab_s_ * kF, false);
+  ids_ = make_io(S * 4, false);
+  if (logits_.device.size() > max_binding) {
+    throw Error(ErrorCode::kInvalidArgument, "logits buffer exceeds the device's binding; lower max_step_seqs");
+  }
+
+  cmd_ = device_.create_command_buffer();
+  fence_ = device_.create_fence(false);
+  // Zero everything once so padding lanes and never-written KV slots hold numbers, not garbage.
+  cmd_.begin();
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    cmd_.fill(kv_->k_buffer(l), 0, VK_WHOLE_SIZE, 0);
+    cmd_.fill(kv_->v_buffer(l), 0, VK_WHOLE_SIZE, 0);
+  }
+  for (vk::Buffer* b : {&x_, &xn_, &qkv_, &att_, &gate_up_, &xo_, &logits_.device}) cmd_.fill(*b, 0, VK_WHOLE_SIZE, 0);
+  cmd_.end();
+  device_.submit_and_wait(cmd_);
+  kernels_->save_cache();
+  spdlog::info("vulkan: {} ready: {} KV blocks of {} tokens ({} MiB), step limits {} tokens / {} seqs, "
+               "longest sequence {} tokens",
+               device_.info().name, kv.num_blocks, kv.block_size, kv.total_bytes() >> 20, options.max_step_tokens,
+               options.max_step_seqs, int64_t{limits_.max_blocks_per_seq} * kv.block_size);
+}
+
+VulkanRunner::~VulkanRunner() {
+  try {
+    device_.wait_idle();
+  } catch (const std::exception& e) {
+    spdlog::warn("vulkan: wait_idle at shutdown failed: {}", e.what());
+  }
+}
+
+// Builds, at start-up, the pipelines this model's forward pass uses (and only those: on a CPU
+// device every pipeline is an LLVM compile).
+void VulkanRunner::create_pipelines() {
+  std::set<std::string> names{"rmsnorm_f32", "swiglu_f32", "argmax_f32", "rope_f32", "kv_write_f16", "attn_f16"};
+  auto add_matrix = [&](const vk::DeviceMatrix& m) {
+    if (m.rows == 0) return;
+    const std::string type = vk::kernel_type_suffix(m.type);
+    names.insert("matvec_" + type);
+    names.insert("matmul_" + type);
+  };
+  names.insert(std::string("embed_") + vk::kernel_type_suffix(weights_->token_embd.type));
+  add_matrix(weights_->output());
+  for (const vk::DeviceLayerWeights& L : weights_->layers) {
+    for (const vk::DeviceMatrix* m : {&L.wqkv, &L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate_up, &L.w_gate, &L.w_up, &L.w_down}) {
+      add_matrix(*m);
+    }
+  }
+  for (const std::string& name : names) {
+    if (kernels_->has(name)) kernels_->get(name);
+  }
+}
+
+std::string VulkanRunner::device_name() const { return device_.info().name; }
+
+void VulkanRunner::set_profiling(bool on) {
+  if (on && !profiler_) profiler_ = std::make_unique<vk::StepProfiler>(device_, 4096);
+  if (!on) profiler_.reset();
+  profile_ms_.clear();
+}
+
+VulkanRunner::IoBuffer VulkanRunner::make_io(uint64_t bytes, bool input) {
+  IoBuffer io;
+  io.device = device_.create_buffer(std::max<uint64_t>(bytes, 16));
+  if (!io.device.host_visible()) {
+    io.host = device_.create_buffer(io.device.size(), input ? vk::BufferKind::kStaging : vk::BufferKind::kReadback);
+  }
+  return io;
+}
+
+void VulkanRunner::mark(vk::CommandBuffer& cmd, const char* label) {
+  if (profiler_) profiler_->mark(cmd, label);
+}
+
+void VulkanRunner::matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix& w, vk::BufferView x, uint32_t x_stride,
+                          vk::BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate) {
+  const int32_t threshold = options_.matvec_max_tokens;
+  if (threshold < 0) {
+    ops_->matmul(cmd, w, x, x_stride, y, y_stride, n_tokens, accumulate);
+  } else if (n_tokens <= static_cast<uint32_t>(threshold)) {
+    ops_->matvec_only(cmd, w, x, x_stride, y, y_stride, n_tokens, accumulate);
+  } else {
+    ops_->matmul_only(cmd, w, x, x_stride, y, y_stride, n_tokens, accumulate);
+  }
+}
+
+void VulkanRunner::write_inputs(vk::CommandBuffer& cmd, const StepInputs& in, const StepBatch& batch) {
+  const uint64_t tok_bytes = uint64_t(in.n_tokens) * 4;
+  const uint64_t table_bytes = in.block_tables.size() * 4;
+  auto put = [&](IoBuffer& io, const void* data, uint64_t bytes) {
+    std::memcpy(io.mapped(), data, bytes);
+    device_.flush(io.host_side(), 0, VK_WHOLE_SIZE);
+    if (io.host.valid()) cmd.copy(io.host, 0, io.device, 0, bytes);
+  };
+  put(tokens_, batch.tokens.data(), tok_bytes);
+  put(positions_, batch.positions.data(), tok_bytes);
+  put(slots_, batch.slot_mapping.data(), tok_bytes);
+  put(token_seq_, in.token_seq.data(), tok_bytes);
+  put(block_tables_, in.block_tables.data(), table_bytes);
+  if (tokens_.host.valid()) cmd.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
+  cmd.barrier(vk::Stage::kHost, vk::Stage::kCompute);
+}
+
+// One decoder layer over the step's n_tokens rows (llama2.c's forward(), batched).
+void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) {
+  const LlamaConfig& c = config_;
+  const vk::DeviceLayerWeights& L = weights_->layers[l];
+  const uint32_t q_dim = c.q_dim(), kv_dim = c.kv_dim();
+
+  // Attention block: xn = rmsnorm(x); q|k|v = xn Wqkv; rope(q, k); cache k, v; att = attention.
+  ops_->rmsnorm(cmd, x_.view(), dim_s_, L.attn_norm.view(), xn_.view(), dim_s_, n, c.dim, c.norm_eps);
+  mark(cmd, "rmsnorm");
+  barrier(cmd);
+  if (L.qkv_fused) {
+    matmul(cmd, L.wqkv, xn_.view(), dim_s_, qkv_.view(), qkv_s_, n, false);
+  } else {
+    matmul(cmd, L.wq, xn_.view(), dim_s_, qkv_.view(), qkv_s_, n, false);
+    matmul(cmd, L.wk, xn_.view(), dim_s_, qkv_.view(q_dim * kF, VK_WHOLE_SIZE), qkv_s_, n, false);
+    matmul(cmd, L.wv, xn_.view(), dim_s_, qkv_.view((q_dim + kv_dim) * kF, VK_WHOLE_SIZE), qkv_s_, n, false);
+  }
+  mark(cmd, "matmul.qkv");
+  barrier(cmd);
+  vk::record_rope(cmd, *kernels_, qkv_.view(), positions_.device.view(),
+                  gpu::RopeParams{n, c.n_heads + c.n_kv_heads, c.head_dim, c.rope_dim, qkv_s_, 0, c.rope_freq_base,
+                                  c.rope_freq_scale});
+  mark(cmd, "rope");
+  barrier(cmd);
+  vk::record_kv_write(cmd, *kernels_, qkv_.view(), kv_->k(l), kv_->v(l), slots_.device.view(),
+                      gpu::KvWriteParams{n, kv_dim, qkv_s_, q_dim, q_dim + kv_dim, kv_->n_slots()});
+  mark(cmd, "kv_write");
+  barrier(cmd);
+  gpu::AttnParams ap{};
+  ap.n_tokens = n;
+  ap.n_heads = c.n_heads;
+  ap.n_kv_heads = c.n_kv_heads;
+  ap.head_dim = c.head_dim;
+  ap.q_stride = qkv_s_;
+  ap.q_offset = 0;
+  ap.out_stride = q_s_;
+  ap.block_size = static_cast<uint32_t>(limits_.block_size);
+  ap.max_blocks_per_seq = static_cast<uint32_t>(limits_.max_blocks_per_seq);
+  ap.n_slots = kv_->n_slots();
+  ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  vk::record_attention(cmd, *kernels_,
+                       vk::AttnBindings{qkv_.view(), kv_->k(l), kv_->v(l), positions_.device.view(),
+                                        token_seq_.device.view(), block_tables_.device.view(), att_.view()},
+                       ap);
+  mark(cmd, "attention");
+  barrier(cmd);
+  // x += att Wo (residual add fused into the matmul).
+  matmul(cmd, L.wo, att_.view(), q_s_, x_.view(), dim_s_, n, true);
+  mark(cmd, "matmul.wo");
+  barrier(cmd);
+
+  // Feed-forward block: x += (silu(xn Wgate) * (xn Wup)) Wdown, xn = rmsnorm(x).
+  ops_->rmsnorm(cmd, x_.view(), dim_s_, L.ffn_norm.view(), xn_.view(), dim_s_, n, c.dim, c.norm_eps);
+  mark(cmd, "rmsnorm");
+  barrier(cmd);
+  // Gate at the start of each gate_up row, up at up_at (hidden, or hidden rounded up to 4 when the
+  // halves come from two matmuls).
+  const uint64_t up_at = (L.gate_up_fused ? c.hidden_dim : align4(c.hidden_dim)) * kF;
+  if (L.gate_up_fused) {
+    matmul(cmd, L.w_gate_up, xn_.view(), dim_s_, gate_up_.view(), gate_up_s_, n, false);
+  } else {
+    matmul(cmd, L.w_gate, xn_.view(), dim_s_, gate_up_.view(), gate_up_s_, n, false);
+    matmul(cmd, L.w_up, xn_.view(), dim_s_, gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, n, false);
+  }
+  mark(cmd, "matmul.gate_up");
+  barrier(cmd);
+  ops_->swiglu(cmd, gate_up_.view(), gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, gate_up_.view(), gate_up_s_, n,
+               c.hidden_dim);
+  mark(cmd, "swiglu");
+  barrier(cmd);
+  matmul(cmd, L.w_down, gate_up_.view(), gate_up_s_, x_.view(), dim_s_, n, true);
+  mark(cmd, "matmul.down");
+  barrier(cmd);
+}
+
+// Final norm of the rows that produce logits (gathered into xo), logits, greedy ids.
+void VulkanRunner::record_logits(vk::CommandBuffer& cmd, const StepInputs& in) {
+  const LlamaConfig& c = config_;
+  const uint32_t n_out = static_cast<uint32_t>(in.out_rows.size());
+  if (n_out == 0) return;
+  const uint64_t row = uint64_t(dim_s_) * kF;
+  for (uint32_t i = 0; i < n_out;) {  // one rmsnorm per run of consecutive rows
+    uint32_t j = i + 1;
+    while (j < n_out && in.out_rows[j] == in.out_rows[j - 1] + 1) ++j;
+    ops_->rmsnorm(cmd, x_.view(uint64_t(in.out_rows[i]) * row, (j - i) * row), dim_s_, weights_->output_norm.view(),
+                  xo_.view(i * row, (j - i) * row), dim_s_, j - i, c.dim, c.norm_eps);
+    i = j;
+  }
+  mark(cmd, "output_norm");
+  barrier(cmd);
+  matmul(cmd, weights_->output(), xo_.view(), dim_s_, logits_.device.view(), vocab_s_, n_out, false);
+  mark(cmd, "matmul.logits");
+  barrier(cmd);
+  ops_->argmax(cmd, logits_.device.view(), vocab_s_, n_out, c.vocab_size, ids_.device.view());
+  mark(cmd, "argmax");
+}
+
+void VulkanRunner::record_forward(vk::CommandBuffer& cmd, const StepInputs& in) {
+  const uint32_t n = static_cast<uint32_t>(in.n_tokens);
+  ops_->embed(cmd, weights_->token_embd, tokens_.device.view(), n, x_.view(), dim_s_);
+  mark(cmd, "embed");
+  barrier(cmd);
+  for (uint32_t l = 0; l < config_.n_layers; ++l) record_layer(cmd, l, n);
+  record_logits(cmd, in);
+}
+
+void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
+  pack_step_inputs(batch, limits_, inputs_);
+  const StepInputs& in = inputs_;
+  const uint32_t n_out = static_cast<uint32_t>(in.out_rows.size());
+
+  cmd_.begin();
+  if (profiler_) profiler_->begin(cmd_);
+  write_inputs(cmd_, in, batch);
+  record_forward(cmd_, in);
+  if (ids_.host.valid() && n_out > 0) {
+    cmd_.barrier(vk::Stage::kCompute, vk::Stage::kTransfer);
+    cmd_.copy(ids_.device, 0, ids_.host, 0, uint64_t(n_out) * 4);
+    if (in.n_full > 0) cmd_.copy(logits_.device, 0, logits_.host, 0, uint64_t(n_out) * vocab_s_ * kF);
+    cmd_.barrier(vk::Stage::kTransfer, vk::Stage::kHost);
+  } else {
+    cmd_.barrier(vk::Stage::kCompute, vk::Stage::kHost);
+  }
+  cmd_.end();
+  last_dispatches_ = cmd_.dispatch_count();
+  device_.submit(cmd_, fence_);
+  fence_.wait();
+  fence_.reset();
+  if (profiler_) profiler_->collect(profile_ms_);
+
+  out.argmax.assign(batch.seqs.size(), -1);
+  out.logits.clear();
+  if (n_out == 0) return;
+  device_.invalidate(ids_.host_side());
+  const auto* ids = static_cast<const int32_t*>(ids_.mapped());
+  for (uint32_t k = 0; k < n_out; ++k) out.argmax[static_cast<size_t>(in.out_seq[k])] = ids[k];
+  if (in.n_full == 0) return;
+  device_.invalidate(logits_.host_side());
+  const auto* logits = static_cast<const float*>(logits_.mapped());
+  const size_t vocab = config_.vocab_size;
+  out.logits.reserve(static_cast<size_t>(in.n_full) * vocab);
+  for (uint32_t k = 0; k < n_out; ++k) {
+    if (batch.seqs[static_cast<size_t>(in.out_seq[k])].logits != LogitsMode::kFull) continue;
+    const float* row = logits + size_t{k} * vocab_s_;
+    out.logits.insert(out.logits.end(), row, row + vocab);
+  }
+}
+
+}  // namespace vks

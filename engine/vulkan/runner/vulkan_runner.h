@@ -1,0 +1,97 @@
+#pragma once
+// The Vulkan compute backend: weights, KV cache and every activation buffer allocated once at
+// start-up; each step is one command buffer (the whole forward pass), one submit, one wait, and
+// only the greedy ids (plus full logits rows for kFull sequences) are read back.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/model/llama_model.h"
+#include "engine/model/model_runner.h"
+#include "engine/vulkan/core/buffer.h"
+#include "engine/vulkan/core/command.h"
+#include "engine/vulkan/core/device.h"
+#include "engine/vulkan/core/kernel.h"
+#include "engine/vulkan/kernels/ops.h"
+#include "engine/vulkan/runner/device_weights.h"
+#include "engine/vulkan/runner/kv_cache.h"
+#include "engine/vulkan/runner/runner_options.h"
+#include "engine/vulkan/runner/step_inputs.h"
+#include "engine/vulkan/runner/step_profiler.h"
+
+namespace vks {
+
+class VulkanRunner final : public ModelRunner {
+ public:
+  // `model` must outlive the runner. Throws vks::Error (kNotFound: no matching device; kDevice;
+  // kOutOfMemory; kUnsupported: a model shape the kernels cannot run).
+  VulkanRunner(const LlamaModel& model, const RunnerOptions& options);
+  ~VulkanRunner() override;
+
+  const LlamaConfig& config() const override { return config_; }
+  std::string device_name() const override;
+  int32_t block_size() const override { return limits_.block_size; }
+  int32_t num_blocks() const override { return limits_.num_blocks; }
+  int32_t max_step_tokens() const override { return limits_.max_step_tokens; }
+  int32_t max_step_seqs() const override { return limits_.max_step_seqs; }
+  void step(const StepBatch& batch, StepResult& out) override;
+
+  // Per-op GPU time (benchmarks): when on, every step adds each op's milliseconds into profile().
+  void set_profiling(bool on);
+  const std::map<std::string, double>& profile() const { return profile_ms_; }
+  uint32_t last_dispatch_count() const { return last_dispatches_; }
+
+ private:
+  // A per-step input or output array: device buffer, plus a host-side twin and a copy when the
+  // device buffer is not host-visible.
+  struct IoBuffer {
+    vk::Buffer device;
+    vk::Buffer host;  // invalid when `device` is mapped
+    void* mapped() const { return host.valid() ? host.mapped() : device.mapped(); }
+    const vk::Buffer& host_side() const { return host.valid() ? host : device; }
+  };
+  void create_pipelines();
+  IoBuffer make_io(uint64_t bytes, bool input);
+  void write_inputs(vk::CommandBuffer& cmd, const StepInputs& in, const StepBatch& batch);
+  void record_forward(vk::CommandBuffer& cmd, const StepInputs& in);
+  void record_layer(vk::CommandBuffer& cmd, uint32_t layer, uint32_t n_tokens);
+  void record_logits(vk::CommandBuffer& cmd, const StepInputs& in);
+  void matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix& w, vk::BufferView x, uint32_t x_stride,
+              vk::BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate);
+  void mark(vk::CommandBuffer& cmd, const char* label);
+  void barrier(vk::CommandBuffer& cmd) { cmd.barrier(vk::Stage::kCompute, vk::Stage::kCompute); }
+
+  const LlamaModel& model_;
+  LlamaConfig config_;
+  RunnerOptions options_;
+  StepLimits limits_;
+  vk::Device device_;
+  std::optional<vk::KernelRegistry> kernels_;
+  std::optional<vk::Ops> ops_;
+  std::unique_ptr<vk::DeviceWeights> weights_;
+  std::optional<vk::KvCache> kv_;
+
+  // Row strides (floats), each a multiple of 4 so every row view starts 16-byte aligned.
+  uint32_t dim_s_ = 0, qkv_s_ = 0, q_s_ = 0, gate_up_s_ = 0, vocab_s_ = 0;
+  // Activations [max_step_tokens][stride] unless noted.
+  vk::Buffer x_;       // residual stream [dim]
+  vk::Buffer xn_;      // normed input of the attention / feed-forward block [dim]
+  vk::Buffer qkv_;     // [q_dim | k kv_dim | v kv_dim]
+  vk::Buffer att_;     // attention output [q_dim]
+  vk::Buffer gate_up_;  // [gate hidden | up hidden], then silu(gate) * up in the gate half
+  vk::Buffer xo_;      // [max_step_seqs][dim] final-normed rows that produce logits
+  // Per-step I/O.
+  IoBuffer tokens_, positions_, slots_, token_seq_, block_tables_;  // int32 inputs
+  IoBuffer logits_;    // f32 [max_step_seqs][vocab]
+  IoBuffer ids_;       // int32 [max_step_seqs]
+
+  vk::CommandBuffer cmd_;
+  vk::Fence fence_;
+  StepInputs inputs_;
+  std::unique_ptr<vk::StepProfiler> profiler_;
+  std::map<std::string, double> profile_ms_;
+  uint32_t last_dispatches_ = 0;
+};
+
+}  // namespace vks

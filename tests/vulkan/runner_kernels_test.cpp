@@ -1,0 +1,286 @@
+// The attention-side kernels (rope_f32, kv_write_f16, attn_f16) against plain C++ references on
+// awkward sizes, plus the batch invariance of attention.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <random>
+
+#include "engine/common/error.h"
+#include "engine/vulkan/core/device.h"
+#include "engine/vulkan/core/device_info.h"
+#include "engine/vulkan/core/kernel.h"
+#include "engine/vulkan/runner/attn_kernels.h"
+#include "tests/vulkan/runner_reference.h"
+
+namespace vks::vk {
+namespace {
+
+using test::normalized_error;
+using test::random_floats;
+
+class RunnerKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (list_devices().empty()) GTEST_SKIP() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe)";
+    device_.emplace(Device::create());
+    kernels_.emplace(*device_);
+  }
+
+  template <class T>
+  Buffer make(const std::vector<T>& data) {
+    const uint64_t bytes = std::max<uint64_t>(data.size() * sizeof(T), 4);
+    Buffer b = device_->create_buffer(bytes);
+    if (!data.empty()) device_->upload(b, 0, data.data(), data.size() * sizeof(T));
+    return b;
+  }
+  template <class T>
+  std::vector<T> read(const Buffer& b, size_t n) {
+    std::vector<T> out(n);
+    device_->download(b, 0, out.data(), n * sizeof(T));
+    return out;
+  }
+  template <class Record>
+  void run(Record record) {
+    CommandBuffer cmd = device_->create_command_buffer();
+    cmd.begin();
+    cmd.barrier(Stage::kHost, Stage::kCompute);
+    record(cmd);
+    cmd.barrier(Stage::kCompute, Stage::kHost);
+    cmd.end();
+    device_->submit_and_wait(cmd);
+  }
+
+  std::optional<Device> device_;
+  std::optional<KernelRegistry> kernels_;
+};
+
+// Halves packed two per uint (element 2i low) <-> plain halves.
+std::vector<uint32_t> pack_halves(const std::vector<uint16_t>& h) {
+  std::vector<uint32_t> out(h.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = h[2 * i] | (uint32_t{h[2 * i + 1]} << 16);
+  return out;
+}
+std::vector<uint16_t> unpack_halves(const std::vector<uint32_t>& p) {
+  std::vector<uint16_t> out(p.size() * 2);
+  for (size_t i = 0; i < p.size(); ++i) {
+    out[2 * i] = static_cast<uint16_t>(p[i] & 0xffffu);
+    out[2 * i + 1] = static_cast<uint16_t>(p[i] >> 16);
+  }
+  return out;
+}
+
+struct RopeCase {
+  int n_tokens, n_heads, head_dim, rope_dim, row_stride, col_offset, max_pos;
+  float base, scale, tolerance;
+};
+
+TEST_F(RunnerKernels, RopeMatchesReference) {
+  const RopeCase cases[] = {
+      {13, 7, 10, 10, 77, 3, 300, 10000.0f, 1.0f, 2e-5f},     // odd heads, 10-dim heads, padded rows
+      {5, 3, 12, 8, 40, 2, 200, 500000.0f, 0.25f, 2e-5f},      // partial rotation, llama3 base, scaling
+      {67, 36, 64, 64, 36 * 64 + 512, 0, 2047, 10000.0f, 1.0f, 2e-4f},  // tinyllama q+k, long positions
+      {1, 12, 8, 8, 96, 0, 0, 10000.0f, 1.0f, 1e-7f},          // position 0 is the identity
+  };
+  uint32_t seed = 1;
+  for (const RopeCase& c : cases) {
+    std::vector<float> x = random_floats(static_cast<size_t>(c.n_tokens * c.row_stride), seed++);
+    std::vector<int32_t> pos(static_cast<size_t>(c.n_tokens));
+    std::mt19937 rng(seed++);
+    for (int32_t& p : pos) p = static_cast<int32_t>(rng() % static_cast<uint32_t>(c.max_pos + 1));
+    Buffer xb = make(x), pb = make(pos);
+    const gpu::RopeParams p{static_cast<uint32_t>(c.n_tokens), static_cast<uint32_t>(c.n_heads),
+                            static_cast<uint32_t>(c.head_dim), static_cast<uint32_t>(c.rope_dim),
+                            static_cast<uint32_t>(c.row_stride), static_cast<uint32_t>(c.col_offset), c.base, c.scale};
+    run([&](CommandBuffer& cmd) { record_rope(cmd, *kernels_, xb.view(), pb.view(), p); });
+    std::vector<float> got = read<float>(xb, x.size());
+    std::vector<float> want = x;
+    test::rope_ref(want, c.n_tokens, c.row_stride, c.col_offset, c.n_heads, c.head_dim, c.rope_dim, pos, c.base, c.scale);
+    EXPECT_LT(normalized_error(got, want), c.tolerance) << "case n_heads=" << c.n_heads << " head_dim=" << c.head_dim;
+    // Elements outside the rotated dims are untouched.
+    for (int t = 0; t < c.n_tokens; ++t) {
+      for (int col = 0; col < c.row_stride; ++col) {
+        const int rel = col - c.col_offset;
+        const bool rotated = rel >= 0 && rel < c.n_heads * c.head_dim && rel % c.head_dim < c.rope_dim;
+        const size_t at = static_cast<size_t>(t * c.row_stride + col);
+        if (!rotated) {
+          ASSERT_EQ(got[at], x[at]) << "token " << t << " col " << col;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(RunnerKernels, KvWriteMatchesReference) {
+  const int n_tokens = 11, kv_dim = 30, row_stride = 83, k_offset = 7, v_offset = 41, n_slots = 48;
+  std::vector<float> src = random_floats(static_cast<size_t>(n_tokens * row_stride), 7, -3.0f, 3.0f);
+  std::vector<int32_t> slots(n_slots);
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), std::mt19937(3));
+  slots.resize(n_tokens);
+  slots[4] = n_slots + 5;  // out of range: must be skipped, never written
+
+  std::vector<uint16_t> k_want(static_cast<size_t>(n_slots * kv_dim), 0x1234), v_want = k_want;
+  Buffer srcb = make(src), kb = make(pack_halves(k_want)), vb = make(pack_halves(v_want)), sb = make(slots);
+  const gpu::KvWriteParams p{n_tokens, kv_dim, row_stride, k_offset, v_offset, n_slots};
+  run([&](CommandBuffer& cmd) { record_kv_write(cmd, *kernels_, srcb.view(), kb.view(), vb.view(), sb.view(), p); });
+
+  std::vector<int32_t> ref_slots = slots;
+  std::vector<float> ref_src = src;
+  ref_slots.erase(ref_slots.begin() + 4);
+  ref_src.erase(ref_src.begin() + 4 * row_stride, ref_src.begin() + 5 * row_stride);
+  test::kv_write_ref(ref_src, n_tokens - 1, kv_dim, row_stride, k_offset, v_offset, ref_slots, k_want, v_want);
+  const std::vector<uint16_t> k_got = unpack_halves(read<uint32_t>(kb, k_want.size() / 2));
+  const std::vector<uint16_t> v_got = unpack_halves(read<uint32_t>(vb, v_want.size() / 2));
+  for (size_t i = 0; i < k_want.size(); ++i) {
+    ASSERT_EQ(k_got[i], k_want[i]) << "K half " << i;
+    ASSERT_EQ(v_got[i], v_want[i]) << "V half " << i;
+  }
+}
+
+struct SeqSpec {
+  int n_past, n_tokens;
+};
+
+struct AttnCase {
+  int n_heads, n_kv_heads, head_dim, block_size;
+  std::vector<SeqSpec> seqs;
+};
+
+// Runs attention over `seqs` (pools pre-filled with random keys for every slot) and returns
+// out rows [n_tokens][n_heads*head_dim]; compares with the reference when `check`.
+class AttnRun {
+ public:
+  AttnRun(const AttnCase& c, uint32_t seed) : c_(c) {
+    const int max_len = std::max_element(c.seqs.begin(), c.seqs.end(), [](auto& a, auto& b) {
+                          return a.n_past + a.n_tokens < b.n_past + b.n_tokens;
+                        })->n_past + 64;
+    max_blocks_ = (max_len + c.block_size - 1) / c.block_size;
+    n_blocks_ = max_blocks_ * static_cast<int>(c.seqs.size()) + 3;
+    kv_dim_ = c.n_kv_heads * c.head_dim;
+    std::mt19937 rng(seed);
+    std::vector<int32_t> blocks(static_cast<size_t>(n_blocks_));
+    std::iota(blocks.begin(), blocks.end(), 0);
+    std::shuffle(blocks.begin(), blocks.end(), rng);
+    for (size_t s = 0; s < c.seqs.size(); ++s) {
+      tables_.emplace_back(blocks.begin() + static_cast<std::ptrdiff_t>(s) * max_blocks_,
+                           blocks.begin() + static_cast<std::ptrdiff_t>(s + 1) * max_blocks_);
+    }
+    const std::vector<float> kf = random_floats(static_cast<size_t>(n_blocks_ * c.block_size * kv_dim_), seed + 1, -2, 2);
+    const std::vector<float> vf = random_floats(kf.size(), seed + 2);
+    for (float f : kf) k_.push_back(fp32_to_fp16(f));
+    for (float f : vf) v_.push_back(fp32_to_fp16(f));
+    q_stride_ = (c.n_heads + 2 * c.n_kv_heads) * c.head_dim + 3;
+    int total = 0;
+    for (const SeqSpec& s : c.seqs) total += s.n_tokens;
+    q_all_ = random_floats(static_cast<size_t>(total * q_stride_), seed + 3, -2, 2);
+  }
+
+  // Tokens of the sequences in `which`, in that order, as one batch.
+  struct Batch {
+    std::vector<float> q;
+    std::vector<int32_t> positions, token_seq, block_tables;
+  };
+  Batch batch(const std::vector<size_t>& which) const {
+    Batch b;
+    for (size_t k = 0; k < which.size(); ++k) {
+      const size_t s = which[k];
+      int first = 0;
+      for (size_t j = 0; j < s; ++j) first += c_.seqs[j].n_tokens;
+      for (int i = 0; i < c_.seqs[s].n_tokens; ++i) {
+        b.q.insert(b.q.end(), q_all_.begin() + (first + i) * q_stride_, q_all_.begin() + (first + i + 1) * q_stride_);
+        b.positions.push_back(c_.seqs[s].n_past + i);
+        b.token_seq.push_back(static_cast<int32_t>(k));
+      }
+      b.block_tables.insert(b.block_tables.end(), tables_[s].begin(), tables_[s].end());
+    }
+    return b;
+  }
+
+  gpu::AttnParams params(uint32_t n_tokens) const {
+    gpu::AttnParams p{};
+    p.n_tokens = n_tokens;
+    p.n_heads = static_cast<uint32_t>(c_.n_heads);
+    p.n_kv_heads = static_cast<uint32_t>(c_.n_kv_heads);
+    p.head_dim = static_cast<uint32_t>(c_.head_dim);
+    p.q_stride = static_cast<uint32_t>(q_stride_);
+    p.q_offset = 1;
+    p.out_stride = static_cast<uint32_t>(c_.n_heads * c_.head_dim);
+    p.block_size = static_cast<uint32_t>(c_.block_size);
+    p.max_blocks_per_seq = static_cast<uint32_t>(max_blocks_);
+    p.n_slots = static_cast<uint32_t>(n_blocks_ * c_.block_size);
+    p.scale = 1.0f / std::sqrt(static_cast<float>(c_.head_dim));
+    return p;
+  }
+  test::AttnRefArgs ref_args(int n_tokens) const {
+    const gpu::AttnParams p = params(static_cast<uint32_t>(n_tokens));
+    return test::AttnRefArgs{n_tokens, c_.n_heads, c_.n_kv_heads, c_.head_dim, static_cast<int>(p.q_stride),
+                             1, static_cast<int>(p.out_stride), c_.block_size, max_blocks_};
+  }
+
+  const AttnCase& c_;
+  int max_blocks_ = 0, n_blocks_ = 0, kv_dim_ = 0, q_stride_ = 0;
+  std::vector<std::vector<int32_t>> tables_;
+  std::vector<uint16_t> k_, v_;
+  std::vector<float> q_all_;
+};
+
+TEST_F(RunnerKernels, AttentionMatchesReferenceAndIsBatchInvariant) {
+  const AttnCase cases[] = {
+      // stories260K shape: 8 heads, 4 kv heads, head_dim 8; decodes crossing the 64-key tile edge.
+      {8, 4, 8, 16, {{0, 5}, {63, 1}, {64, 1}, {130, 9}, {17, 1}}},
+      // awkward: head_dim 10, GQA 3:1, block size 7, prefill chunk crossing tiles.
+      {6, 2, 10, 7, {{0, 1}, {40, 33}, {100, 1}, {3, 2}}},
+      // TinyLlama-like heads; head_dim 256 (the maximum).
+      {8, 1, 64, 16, {{200, 1}, {0, 70}, {5, 1}}},
+      {2, 2, 256, 16, {{90, 3}, {0, 1}}},
+  };
+  uint32_t seed = 100;
+  for (const AttnCase& c : cases) {
+    AttnRun r(c, seed += 10);
+    Buffer kb = make(pack_halves(r.k_)), vb = make(pack_halves(r.v_));
+    auto run_batch = [&](const std::vector<size_t>& which) {
+      const AttnRun::Batch b = r.batch(which);
+      const uint32_t n = static_cast<uint32_t>(b.positions.size());
+      Buffer qb = make(b.q), pb = make(b.positions), tb = make(b.token_seq), bt = make(b.block_tables);
+      const gpu::AttnParams p = r.params(n);
+      Buffer ob = device_->create_buffer(uint64_t{n} * p.out_stride * sizeof(float));
+      run([&](CommandBuffer& cmd) {
+        record_attention(cmd, *kernels_, AttnBindings{qb.view(), kb.view(), vb.view(), pb.view(), tb.view(), bt.view(), ob.view()}, p);
+      });
+      return std::make_pair(read<float>(ob, size_t{n} * p.out_stride), b);
+    };
+
+    std::vector<size_t> all(c.seqs.size());
+    std::iota(all.begin(), all.end(), 0);
+    const auto [got, b] = run_batch(all);
+    std::vector<float> want(got.size());
+    test::attn_ref(r.ref_args(static_cast<int>(b.positions.size())), b.q, r.k_, r.v_, b.positions, b.token_seq,
+                   b.block_tables, want);
+    EXPECT_LT(normalized_error(got, want), 2e-6) << "heads " << c.n_heads << " head_dim " << c.head_dim;
+
+    // Each sequence alone, in reverse order: bit-identical rows.
+    const size_t row = static_cast<size_t>(c.n_heads * c.head_dim);
+    size_t first = 0;
+    for (size_t s = 0; s < c.seqs.size(); ++s) {
+      const auto [alone, unused] = run_batch({s});
+      ASSERT_EQ(alone.size(), static_cast<size_t>(c.seqs[s].n_tokens) * row);
+      EXPECT_EQ(0, std::memcmp(alone.data(), got.data() + first * row, alone.size() * sizeof(float)))
+          << "seq " << s << " differs alone vs batched";
+      first += static_cast<size_t>(c.seqs[s].n_tokens);
+    }
+  }
+}
+
+TEST(RunnerKernelShapes, RejectsUnsupportedHeads) {
+  EXPECT_THROW(check_attention_shape(6, 4, 64, 64), Error);
+  EXPECT_THROW(check_attention_shape(8, 4, 9, 8), Error);
+  EXPECT_THROW(check_attention_shape(8, 4, 512, 64), Error);
+  EXPECT_THROW(check_attention_shape(8, 4, 64, 65), Error);
+  EXPECT_NO_THROW(check_attention_shape(32, 4, 64, 64));
+}
+
+}  // namespace
+}  // namespace vks::vk
