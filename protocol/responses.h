@@ -1,0 +1,159 @@
+#pragma once
+// Server → client messages: direct answers (echo the request's tag) and per-request stream events
+// (carry id + seq, never a tag). Encoders for the server, a parser for clients.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "engine/model/llama_config.h"
+#include "engine/sched/engine.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "protocol/errors.h"
+#include "protocol/limits.h"
+#include "protocol/requests.h"
+#include "protocol/stats.h"
+#include "protocol/tag.h"
+
+namespace vks::proto {
+
+// ---- stream events --------------------------------------------------------------------------
+
+enum class StreamEventType { kQueued, kScheduled, kPreempted, kToken, kError, kFinished };
+std::string_view stream_event_name(StreamEventType t);  // "queued", "scheduled", "preempted", "token", "error", "finished"
+std::optional<StreamEventType> parse_stream_event_name(std::string_view name);
+std::string_view finish_reason_wire_name(FinishReason r);  // "stop", "length", "cancelled", "deadline", "error"
+std::optional<FinishReason> parse_finish_reason(std::string_view name);
+
+struct StreamEvent {
+  StreamEventType type = StreamEventType::kToken;
+  std::string id;
+  int64_t seq = 0;                        // 0, 1, 2, ... per request; finished carries the last
+  int32_t queue_position = -1;            // queued
+  bool first = false;                     // token: the request's first token event
+  std::vector<TokenId> ids;               // token
+  std::string text;                       // token: UTF-8 text delta (may be empty)
+  std::vector<GeneratedToken> logprobs;   // token: one per id when the request asked for logprobs
+  FinishReason reason = FinishReason::kStop;  // finished
+  Usage usage;                            // finished
+  Timings timings;                        // finished
+  WireError error_code = WireError::kInternal;  // error
+  std::string error_message;              // error
+};
+
+// Engine event → wire event. kFirstToken becomes a token event with first = true. with_logprobs:
+// include "logprobs" (the request asked for logprobs ≥ 0).
+StreamEvent stream_event_from_engine(const EngineEvent& ev, int64_t seq, bool with_logprobs);
+std::string encode_event(const StreamEvent& ev);
+inline std::string encode_event(const EngineEvent& ev, int64_t seq, bool with_logprobs) {
+  return encode_event(stream_event_from_engine(ev, seq, with_logprobs));
+}
+
+// ---- direct answers -------------------------------------------------------------------------
+
+struct ModelInfo {
+  std::string name;
+  std::string architecture;
+  int32_t vocab_size = 0;
+  int32_t context_length = 0;
+  int32_t dim = 0;
+  int32_t n_layers = 0;
+  int32_t n_heads = 0;
+  int32_t n_kv_heads = 0;
+  int32_t head_dim = 0;
+  int32_t hidden_dim = 0;
+  TokenId bos = -1;
+  TokenId eos = -1;
+  bool add_bos = true;
+  std::string device;  // device the engine runs on ("cpu" for the reference fallback)
+};
+// tokenizer may be null (bos/eos stay -1).
+ModelInfo model_info_from(const LlamaConfig& config, const Tokenizer* tokenizer, std::string device);
+
+struct HelloAnswer {
+  int32_t version = 1;
+  std::string server;          // e.g. "vkstreamd 0.1.0"
+  ModelInfo model;
+  ProtocolLimits limits;
+  std::string pub_endpoint;    // ZeroMQ XPUB endpoint ("" if none)
+  std::string router_endpoint; // ZeroMQ ROUTER endpoint ("" if none)
+  int64_t retention_ms = 0;    // how long finished requests stay available for replay/late follow
+};
+struct AcceptedAnswer {
+  std::string id;
+  std::string topic;
+  int32_t queue_position = 0;
+  int32_t prompt_tokens = 0;
+  bool detached = false;
+};
+struct CancelledAnswer { std::string id; };
+
+enum class RequestState { kQueued, kRunning, kFinished };
+std::string_view request_state_name(RequestState s);  // "queued", "running", "finished"
+std::optional<RequestState> parse_request_state(std::string_view name);
+
+struct StatusAnswer {
+  std::string id;
+  RequestState state = RequestState::kQueued;
+  std::string topic;
+  int64_t last_seq = -1;         // seq of the last event published so far (-1: none yet)
+  int32_t queue_position = -1;   // queued only
+  int32_t prompt_tokens = 0;
+  int32_t generated_tokens = 0;
+  bool detached = false;
+  std::optional<FinishReason> reason;  // finished only
+};
+struct StatsAnswer {
+  StatsFormat format = StatsFormat::kMap;
+  StatsSnapshot stats;   // kMap
+  std::string text;      // kPrometheus
+};
+struct ErrorAnswer {
+  ProtocolError error;
+  std::string id;             // request id when the error concerns one
+  int32_t retry_after_ms = 0; // overloaded / too_many_requests: suggested wait (0 = none)
+};
+struct TokenizeAnswer { std::vector<TokenId> ids; };
+struct DetokenizeAnswer { std::string text; };
+struct ModelAnswer { ModelInfo model; };
+struct ReplayAnswer {
+  std::string id;
+  std::vector<StreamEvent> events;  // seq ≥ from_seq, ascending, contiguous
+  int64_t next_seq = 0;             // seq after the last event returned
+  bool finished = false;            // the request's last event (finished) has been published
+  bool truncated = false;           // more events exist: ask again from next_seq
+};
+
+using AnswerBody = std::variant<HelloAnswer, AcceptedAnswer, CancelledAnswer, StatusAnswer,
+                                StatsAnswer, ErrorAnswer, TokenizeAnswer, DetokenizeAnswer,
+                                ModelAnswer, ReplayAnswer, StreamEvent>;
+
+struct ServerMessage {
+  Tag tag;           // echoed tag (answers only)
+  AnswerBody body;
+};
+
+std::string_view answer_type_name(const AnswerBody& body);  // the wire "type"
+
+// Encodes any answer or event (tag omitted when none).
+std::string encode_answer(const AnswerBody& body, const Tag& tag = {});
+inline std::string encode_message(const ServerMessage& m) { return encode_answer(m.body, m.tag); }
+// Convenience for the common error answer.
+std::string encode_error(const ProtocolError& error, const Tag& tag = {}, std::string_view id = {},
+                         int32_t retry_after_ms = 0);
+// Replay answer from already-encoded event payloads (as stored for PUB / replay): each must be one
+// msgpack map produced by encode_event; they are embedded verbatim. Stops before the payload that
+// would take the answer above max_bytes (truncated = true then); always includes at least one
+// event when any is given so that progress is guaranteed for frames ≥ one event.
+std::string encode_replay_raw(std::string_view id, std::span<const std::string> event_payloads,
+                              int64_t first_seq, bool finished, const Tag& tag,
+                              size_t max_bytes = SIZE_MAX);
+
+// Client side: parses any server message. Unknown fields are ignored; a message with an unknown
+// "type" is unknown_type (clients should skip it: newer servers may add event types).
+Result<ServerMessage> parse_server_message(std::string_view payload);
+
+}  // namespace vks::proto

@@ -1,0 +1,130 @@
+#include "protocol/stats.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace vks::proto {
+namespace {
+
+constexpr std::array<double, 16> kLatencyBoundsMs = {1,   2,    5,    10,   20,   50,    100,   200,
+                                                     500, 1000, 2000, 5000, 10000, 20000, 60000, 120000};
+
+double nearest_rank(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+// Prometheus wants a plain decimal: the shortest of %.15g / %.17g that round-trips.
+std::string num(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  if (std::strtod(buf, nullptr) != v) std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+void metric(std::string& out, std::string_view name, std::string_view kind, std::string_view help, double value) {
+  out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+  out.append("# TYPE ").append(name).append(" ").append(kind).append("\n");
+  out.append(name).append(" ").append(num(value)).append("\n");
+}
+
+void histogram(std::string& out, std::string_view name, std::string_view help, const Histogram& h) {
+  out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+  out.append("# TYPE ").append(name).append(" histogram\n");
+  for (size_t i = 0; i < h.bounds.size(); ++i) {
+    out.append(name).append("_bucket{le=\"").append(num(h.bounds[i] / 1000.0)).append("\"} ");
+    out.append(std::to_string(h.cumulative[i])).append("\n");
+  }
+  out.append(name).append("_bucket{le=\"+Inf\"} ").append(std::to_string(h.count)).append("\n");
+  out.append(name).append("_sum ").append(num(h.sum / 1000.0)).append("\n");
+  out.append(name).append("_count ").append(std::to_string(h.count)).append("\n");
+}
+
+}  // namespace
+
+std::span<const double> default_latency_bounds_ms() { return kLatencyBoundsMs; }
+
+Histogram make_histogram(std::span<const double> samples, std::span<const double> bounds) {
+  Histogram h;
+  h.bounds.assign(bounds.begin(), bounds.end());
+  h.cumulative.assign(bounds.size(), 0);
+  std::vector<double> sorted;
+  sorted.reserve(samples.size());
+  for (double s : samples) {
+    if (std::isnan(s) || s < 0 || std::isinf(s)) continue;
+    sorted.push_back(s);
+  }
+  std::sort(sorted.begin(), sorted.end());
+  h.count = sorted.size();
+  for (double s : sorted) h.sum += s;
+  for (size_t i = 0; i < h.bounds.size(); ++i) {
+    h.cumulative[i] = static_cast<uint64_t>(std::upper_bound(sorted.begin(), sorted.end(), h.bounds[i]) - sorted.begin());
+  }
+  h.p50 = nearest_rank(sorted, 0.50);
+  h.p90 = nearest_rank(sorted, 0.90);
+  h.p99 = nearest_rank(sorted, 0.99);
+  return h;
+}
+
+StatsSnapshot make_stats_snapshot(const EngineStats& e, const ServerStats& server) {
+  StatsSnapshot s;
+  s.waiting = e.waiting;
+  s.running = e.running;
+  s.kv_blocks_total = e.kv_blocks_total;
+  s.kv_blocks_used = e.kv_blocks_used;
+  s.kv_usage = e.kv_blocks_total > 0 ? static_cast<double>(e.kv_blocks_used) / e.kv_blocks_total : 0.0;
+  s.prefix_hit_tokens = e.prefix_hit_tokens;
+  s.prefix_query_tokens = e.prefix_query_tokens;
+  s.prefix_hit_rate =
+      e.prefix_query_tokens > 0 ? static_cast<double>(e.prefix_hit_tokens) / static_cast<double>(e.prefix_query_tokens) : 0.0;
+  s.requests_finished = e.requests_finished;
+  s.tokens_generated = e.tokens_generated;
+  s.prompt_tokens_processed = e.prompt_tokens_processed;
+  s.decode_tokens_per_s = e.decode_tokens_per_s;
+  s.ttft_ms = make_histogram(e.ttft_ms_samples);
+  s.itl_ms = make_histogram(e.itl_ms_samples);
+  s.server = server;
+  return s;
+}
+
+std::string render_prometheus(const StatsSnapshot& s) {
+  std::string out;
+  metric(out, "vkstream_requests_waiting", "gauge", "Requests waiting in the engine queue.", s.waiting);
+  metric(out, "vkstream_requests_running", "gauge", "Requests being generated.", s.running);
+  metric(out, "vkstream_kv_blocks_total", "gauge", "KV-cache blocks in the pool.", s.kv_blocks_total);
+  metric(out, "vkstream_kv_blocks_used", "gauge", "KV-cache blocks in use.", s.kv_blocks_used);
+  metric(out, "vkstream_kv_usage_ratio", "gauge", "Used / total KV-cache blocks.", s.kv_usage);
+  metric(out, "vkstream_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache.",
+         static_cast<double>(s.prefix_hit_tokens));
+  metric(out, "vkstream_prefix_cache_query_tokens_total", "counter", "Prompt tokens looked up in the prefix cache.",
+         static_cast<double>(s.prefix_query_tokens));
+  metric(out, "vkstream_prefix_cache_hit_ratio", "gauge", "Prefix-cache hit tokens / query tokens.", s.prefix_hit_rate);
+  metric(out, "vkstream_requests_finished_total", "counter", "Requests finished (any reason).",
+         static_cast<double>(s.requests_finished));
+  metric(out, "vkstream_generated_tokens_total", "counter", "Tokens generated.", static_cast<double>(s.tokens_generated));
+  metric(out, "vkstream_prompt_tokens_total", "counter", "Prompt tokens processed.",
+         static_cast<double>(s.prompt_tokens_processed));
+  metric(out, "vkstream_decode_tokens_per_second", "gauge", "Decode throughput over the recent window.",
+         s.decode_tokens_per_s);
+  metric(out, "vkstream_connections", "gauge", "Open Unix-socket connections.", s.server.connections);
+  metric(out, "vkstream_zmq_peers", "gauge", "ZeroMQ ROUTER peers seen recently.", s.server.zmq_peers);
+  metric(out, "vkstream_subscriptions", "gauge", "Live XPUB topic subscriptions.", s.server.subscriptions);
+  metric(out, "vkstream_retained_requests", "gauge", "Finished requests retained for replay.",
+         s.server.retained_requests);
+  metric(out, "vkstream_requests_total", "counter", "Generate requests accepted.",
+         static_cast<double>(s.server.requests_total));
+  metric(out, "vkstream_requests_rejected_total", "counter", "Generate requests rejected with an error.",
+         static_cast<double>(s.server.requests_rejected));
+  metric(out, "vkstream_uptime_seconds", "gauge", "Seconds since the daemon started.", s.server.uptime_s);
+  histogram(out, "vkstream_ttft_seconds", "Time to first token (recent requests).", s.ttft_ms);
+  histogram(out, "vkstream_itl_seconds", "Inter-token latency (recent tokens).", s.itl_ms);
+  return out;
+}
+
+}  // namespace vks::proto

@@ -1,0 +1,427 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "protocol/responses.h"
+#include "protocol/topic.h"
+#include "tests/protocol/msgpack_builder.h"
+
+namespace vks::proto {
+namespace {
+
+template <class T>
+T roundtrip(const T& body, const Tag& tag = Tag::of(12)) {
+  const std::string payload = encode_answer(AnswerBody(body), tag);
+  Result<ServerMessage> m = parse_server_message(payload);
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message + " field " + m.error().field);
+  if (!m.ok()) return T{};
+  EXPECT_TRUE(std::holds_alternative<T>(m->body));
+  if constexpr (!std::is_same_v<T, StreamEvent>) {
+    EXPECT_EQ(m->tag, tag);
+  }
+  return std::get<T>(m->body);
+}
+
+ModelInfo sample_model() {
+  ModelInfo m;
+  m.name = "stories260K";
+  m.architecture = "llama";
+  m.vocab_size = 512;
+  m.context_length = 512;
+  m.dim = 64;
+  m.n_layers = 5;
+  m.n_heads = 8;
+  m.n_kv_heads = 4;
+  m.head_dim = 8;
+  m.hidden_dim = 172;
+  m.bos = 1;
+  m.eos = 2;
+  m.add_bos = true;
+  m.device = "llvmpipe";
+  return m;
+}
+
+void expect_model_eq(const ModelInfo& a, const ModelInfo& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.architecture, b.architecture);
+  EXPECT_EQ(a.vocab_size, b.vocab_size);
+  EXPECT_EQ(a.context_length, b.context_length);
+  EXPECT_EQ(a.dim, b.dim);
+  EXPECT_EQ(a.n_layers, b.n_layers);
+  EXPECT_EQ(a.n_heads, b.n_heads);
+  EXPECT_EQ(a.n_kv_heads, b.n_kv_heads);
+  EXPECT_EQ(a.head_dim, b.head_dim);
+  EXPECT_EQ(a.hidden_dim, b.hidden_dim);
+  EXPECT_EQ(a.bos, b.bos);
+  EXPECT_EQ(a.eos, b.eos);
+  EXPECT_EQ(a.add_bos, b.add_bos);
+  EXPECT_EQ(a.device, b.device);
+}
+
+TEST(Answers, HelloRoundTrip) {
+  HelloAnswer h;
+  h.version = 1;
+  h.server = "vkstreamd 0.1.0";
+  h.model = sample_model();
+  h.limits.max_frame_bytes = 4096;
+  h.limits.max_prompt_tokens = 300;
+  h.limits.max_tokens = 200;
+  h.limits.max_output_bytes = 123456789012ull;
+  h.limits.max_logit_bias = 9;
+  h.pub_endpoint = "ipc:///run/vkstream/pub.zmq";
+  h.router_endpoint = "ipc:///run/vkstream/router.zmq";
+  h.retention_ms = 60000;
+  const HelloAnswer out = roundtrip(h);
+  EXPECT_EQ(out.version, 1);
+  EXPECT_EQ(out.server, h.server);
+  expect_model_eq(out.model, h.model);
+  EXPECT_EQ(out.limits.max_frame_bytes, 4096u);
+  EXPECT_EQ(out.limits.max_prompt_tokens, 300);
+  EXPECT_EQ(out.limits.max_tokens, 200);
+  EXPECT_EQ(out.limits.max_output_bytes, 123456789012ull);
+  EXPECT_EQ(out.limits.max_logit_bias, 9);
+  EXPECT_EQ(out.limits.max_stop_strings, 16);
+  EXPECT_EQ(out.pub_endpoint, h.pub_endpoint);
+  EXPECT_EQ(out.router_endpoint, h.router_endpoint);
+  EXPECT_EQ(out.retention_ms, 60000);
+}
+
+TEST(Answers, AcceptedCancelledTokenizeDetokenizeModel) {
+  AcceptedAnswer a{"req-1", topic_for(StreamToken{}), 3, 17, true};
+  const AcceptedAnswer ao = roundtrip(a);
+  EXPECT_EQ(ao.id, "req-1");
+  EXPECT_EQ(ao.topic, a.topic);
+  EXPECT_EQ(ao.queue_position, 3);
+  EXPECT_EQ(ao.prompt_tokens, 17);
+  EXPECT_TRUE(ao.detached);
+  EXPECT_EQ(roundtrip(CancelledAnswer{"abc"}, Tag::of("s")).id, "abc");
+  EXPECT_EQ(roundtrip(TokenizeAnswer{{1, 403, 9}}).ids, (std::vector<TokenId>{1, 403, 9}));
+  EXPECT_EQ(roundtrip(DetokenizeAnswer{"Once upon"}).text, "Once upon");
+  expect_model_eq(roundtrip(ModelAnswer{sample_model()}).model, sample_model());
+}
+
+TEST(Answers, StatusRoundTrip) {
+  StatusAnswer s;
+  s.id = "x";
+  s.state = RequestState::kFinished;
+  s.topic = "vks.00112233445566778899aabbccddeeff";
+  s.last_seq = 41;
+  s.prompt_tokens = 5;
+  s.generated_tokens = 38;
+  s.detached = true;
+  s.reason = FinishReason::kLength;
+  StatusAnswer o = roundtrip(s);
+  EXPECT_EQ(o.state, RequestState::kFinished);
+  EXPECT_EQ(o.topic, s.topic);
+  EXPECT_EQ(o.last_seq, 41);
+  EXPECT_EQ(o.generated_tokens, 38);
+  EXPECT_TRUE(o.detached);
+  EXPECT_EQ(o.reason, FinishReason::kLength);
+  s.state = RequestState::kQueued;
+  s.reason.reset();
+  s.queue_position = 4;
+  s.last_seq = -1;
+  o = roundtrip(s);
+  EXPECT_EQ(o.state, RequestState::kQueued);
+  EXPECT_EQ(o.queue_position, 4);
+  EXPECT_EQ(o.last_seq, -1);
+  EXPECT_FALSE(o.reason.has_value());
+}
+
+TEST(Answers, StatsRoundTrip) {
+  EngineStats e;
+  e.waiting = 2;
+  e.running = 3;
+  e.kv_blocks_total = 100;
+  e.kv_blocks_used = 25;
+  e.prefix_hit_tokens = 30;
+  e.prefix_query_tokens = 120;
+  e.tokens_generated = 999;
+  e.decode_tokens_per_s = 812.5;
+  e.ttft_ms_samples = {3, 7, 12, 250};
+  e.itl_ms_samples = {1.5, 1.7};
+  ServerStats srv;
+  srv.connections = 4;
+  srv.requests_total = 77;
+  srv.uptime_s = 12.5;
+  StatsAnswer s;
+  s.stats = make_stats_snapshot(e, srv);
+  EXPECT_DOUBLE_EQ(s.stats.kv_usage, 0.25);
+  EXPECT_DOUBLE_EQ(s.stats.prefix_hit_rate, 0.25);
+  const StatsAnswer o = roundtrip(s);
+  EXPECT_EQ(o.format, StatsFormat::kMap);
+  EXPECT_EQ(o.stats, s.stats);
+  StatsAnswer p;
+  p.format = StatsFormat::kPrometheus;
+  p.text = render_prometheus(s.stats);
+  const StatsAnswer po = roundtrip(p);
+  EXPECT_EQ(po.format, StatsFormat::kPrometheus);
+  EXPECT_EQ(po.text, p.text);
+}
+
+TEST(Answers, ErrorRoundTrip) {
+  ErrorAnswer e{make_error(WireError::kOverloaded, "queue full", ""), "req-9", 250};
+  const ErrorAnswer o = roundtrip(e);
+  EXPECT_EQ(o.error.code, WireError::kOverloaded);
+  EXPECT_EQ(o.error.message, "queue full");
+  EXPECT_EQ(o.id, "req-9");
+  EXPECT_EQ(o.retry_after_ms, 250);
+  Result<ServerMessage> m =
+      parse_server_message(encode_error(make_error(WireError::kInvalidField, "top_p: bad", "top_p"), Tag::of("q")));
+  ASSERT_TRUE(m.ok());
+  const ErrorAnswer& ea = std::get<ErrorAnswer>(m->body);
+  EXPECT_EQ(ea.error.field, "top_p");
+  EXPECT_EQ(m->tag, Tag::of("q"));
+}
+
+TEST(Answers, UnknownErrorCodeFromNewerServerIsInternal) {
+  const std::string p = test::pack(test::obj({{"type", test::s("error")}, {"code", test::s("brand_new")}, {"message", test::s("m")}}));
+  Result<ServerMessage> m = parse_server_message(p);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(std::get<ErrorAnswer>(m->body).error.code, WireError::kInternal);
+}
+
+EngineEvent engine_event(EventType t) {
+  EngineEvent ev;
+  ev.request_id = std::string(1, 'r');
+  ev.type = t;
+  return ev;
+}
+
+TEST(Events, FromEngineEveryType) {
+  EngineEvent q = engine_event(EventType::kQueued);
+  q.queue_position = 5;
+  StreamEvent e = roundtrip(stream_event_from_engine(q, 0, false));
+  EXPECT_EQ(e.type, StreamEventType::kQueued);
+  EXPECT_EQ(e.queue_position, 5);
+  EXPECT_EQ(e.seq, 0);
+  EXPECT_EQ(e.id, "r");
+
+  EXPECT_EQ(roundtrip(stream_event_from_engine(engine_event(EventType::kScheduled), 1, false)).type, StreamEventType::kScheduled);
+  EXPECT_EQ(roundtrip(stream_event_from_engine(engine_event(EventType::kPreempted), 9, false)).type, StreamEventType::kPreempted);
+
+  EngineEvent first = engine_event(EventType::kFirstToken);
+  first.tokens = {GeneratedToken{403, -0.25f, {{403, -0.25f}, {7, -2.0f}}}, GeneratedToken{13, -1.0f, {}}};
+  first.text = " Once";
+  e = roundtrip(stream_event_from_engine(first, 2, true));
+  EXPECT_EQ(e.type, StreamEventType::kToken);
+  EXPECT_TRUE(e.first);
+  EXPECT_EQ(e.ids, (std::vector<TokenId>{403, 13}));
+  EXPECT_EQ(e.text, " Once");
+  ASSERT_EQ(e.logprobs.size(), 2u);
+  EXPECT_EQ(e.logprobs[0].id, 403);
+  EXPECT_FLOAT_EQ(e.logprobs[0].logprob, -0.25f);
+  ASSERT_EQ(e.logprobs[0].top.size(), 2u);
+  EXPECT_EQ(e.logprobs[0].top[1].id, 7);
+  EXPECT_FLOAT_EQ(e.logprobs[0].top[1].logprob, -2.0f);
+
+  EngineEvent tok = first;
+  tok.type = EventType::kToken;
+  e = roundtrip(stream_event_from_engine(tok, 3, false));
+  EXPECT_FALSE(e.first);
+  EXPECT_TRUE(e.logprobs.empty());  // not requested: not sent
+  EXPECT_EQ(e.seq, 3);
+
+  EngineEvent err = engine_event(EventType::kError);
+  err.error_code = ErrorCode::kDevice;
+  err.error_message = "lost device";
+  e = roundtrip(stream_event_from_engine(err, 4, false));
+  EXPECT_EQ(e.type, StreamEventType::kError);
+  EXPECT_EQ(e.error_code, WireError::kDeviceError);
+  EXPECT_EQ(e.error_message, "lost device");
+
+  EngineEvent fin = engine_event(EventType::kFinished);
+  fin.reason = FinishReason::kDeadline;
+  fin.usage = Usage{10, 4, 20};
+  fin.timings = Timings{1.5, 20.25, 300.0};
+  e = roundtrip(stream_event_from_engine(fin, 5, false));
+  EXPECT_EQ(e.type, StreamEventType::kFinished);
+  EXPECT_EQ(e.reason, FinishReason::kDeadline);
+  EXPECT_EQ(e.usage.prompt_tokens, 10);
+  EXPECT_EQ(e.usage.cached_tokens, 4);
+  EXPECT_EQ(e.usage.generated_tokens, 20);
+  EXPECT_DOUBLE_EQ(e.timings.queue_ms, 1.5);
+  EXPECT_DOUBLE_EQ(e.timings.ttft_ms, 20.25);
+  EXPECT_DOUBLE_EQ(e.timings.total_ms, 300.0);
+}
+
+TEST(Events, EventsCarryNoTag) {
+  StreamEvent ev;
+  ev.id = "r";
+  const std::string a = encode_answer(AnswerBody(ev), Tag::of(5));
+  EXPECT_EQ(a, encode_event(ev));
+}
+
+TEST(Events, AllFinishReasonsRoundTrip) {
+  for (FinishReason r : {FinishReason::kStop, FinishReason::kLength, FinishReason::kCancelled, FinishReason::kDeadline,
+                         FinishReason::kError}) {
+    EXPECT_EQ(parse_finish_reason(finish_reason_wire_name(r)), r);
+  }
+  EXPECT_FALSE(parse_finish_reason("bogus").has_value());
+}
+
+TEST(Replay, TypedRoundTrip) {
+  ReplayAnswer p;
+  p.id = "abc";
+  for (int k = 0; k < 3; ++k) {
+    StreamEvent ev;
+    ev.id = "abc";
+    ev.seq = 4 + k;
+    ev.ids = {k};
+    ev.text = std::to_string(k);
+    p.events.push_back(ev);
+  }
+  p.next_seq = 7;
+  p.finished = false;
+  p.truncated = true;
+  const ReplayAnswer o = roundtrip(p);
+  ASSERT_EQ(o.events.size(), 3u);
+  EXPECT_EQ(o.events[2].seq, 6);
+  EXPECT_EQ(o.events[2].text, "2");
+  EXPECT_EQ(o.next_seq, 7);
+  EXPECT_TRUE(o.truncated);
+}
+
+TEST(Replay, RawPayloadsAreEmbeddedAndTruncatedBySize) {
+  std::vector<std::string> stored;
+  for (int k = 0; k < 10; ++k) {
+    StreamEvent ev;
+    ev.id = "req";
+    ev.seq = k;
+    ev.text = std::string(100, static_cast<char>('a' + k));
+    ev.ids = {k};
+    if (k == 9) ev.type = StreamEventType::kFinished;
+    stored.push_back(encode_event(ev));
+  }
+  // Everything.
+  Result<ServerMessage> m = parse_server_message(encode_replay_raw("req", stored, 0, true, Tag::of(1)));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const ReplayAnswer& all = std::get<ReplayAnswer>(m->body);
+  ASSERT_EQ(all.events.size(), 10u);
+  EXPECT_EQ(all.events.back().type, StreamEventType::kFinished);
+  EXPECT_TRUE(all.finished);
+  EXPECT_FALSE(all.truncated);
+  EXPECT_EQ(all.next_seq, 10);
+  // From seq 3, bounded size: fewer events, truncated, contiguous seqs.
+  const std::span<const std::string> tail(stored.data() + 3, 7);
+  const std::string bounded = encode_replay_raw("req", tail, 3, true, Tag::none(), 1000);
+  EXPECT_LE(bounded.size(), 1000u);
+  m = parse_server_message(bounded);
+  ASSERT_TRUE(m.ok());
+  const ReplayAnswer& part = std::get<ReplayAnswer>(m->body);
+  ASSERT_GE(part.events.size(), 1u);
+  ASSERT_LT(part.events.size(), 7u);
+  for (size_t k = 0; k < part.events.size(); ++k) EXPECT_EQ(part.events[k].seq, static_cast<int64_t>(3 + k));
+  EXPECT_TRUE(part.truncated);
+  EXPECT_EQ(part.next_seq, 3 + static_cast<int64_t>(part.events.size()));
+  // A limit smaller than one event still makes progress.
+  m = parse_server_message(encode_replay_raw("req", tail, 3, true, Tag::none(), 10));
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(std::get<ReplayAnswer>(m->body).events.size(), 1u);
+  // Nothing to replay.
+  m = parse_server_message(encode_replay_raw("req", {}, 10, true, Tag::none()));
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(std::get<ReplayAnswer>(m->body).events.empty());
+  EXPECT_EQ(std::get<ReplayAnswer>(m->body).next_seq, 10);
+}
+
+TEST(ServerMessages, Malformed) {
+  EXPECT_EQ(parse_server_message("\xc1").error().code, WireError::kBadFrame);
+  EXPECT_EQ(parse_server_message(test::pack(test::i(1))).error().code, WireError::kInvalidRequest);
+  Result<ServerMessage> m = parse_server_message(test::pack(test::obj({{"type", test::s("telepathy")}})));
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code, WireError::kUnknownType);
+  m = parse_server_message(test::pack(test::obj({{"type", test::s("token")}, {"id", test::s("r")}})));
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code, WireError::kMissingField);
+  EXPECT_EQ(m.error().field, "seq");
+  m = parse_server_message(test::pack(test::obj({{"type", test::s("finished")}, {"id", test::s("r")}, {"seq", test::i(1)},
+                                                 {"reason", test::s("stop")}, {"usage", test::obj({{"prompt_tokens", test::s("x")}})}})));
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().field, "usage.prompt_tokens");
+}
+
+TEST(ErrorCodes, NamesAreUniqueAndInvertible) {
+  std::set<std::string_view> names;
+  for (int32_t k = 0; k < kWireErrorCount; ++k) {
+    const auto code = static_cast<WireError>(k);
+    const std::string_view name = wire_error_name(code);
+    EXPECT_TRUE(names.insert(name).second) << name;
+    EXPECT_EQ(parse_wire_error(name), code);
+    for (char c : name) EXPECT_TRUE((c >= 'a' && c <= 'z') || c == '_') << name;
+  }
+  for (const char* required : {"invalid_request", "bad_frame", "frame_too_large", "unknown_type", "invalid_field",
+                               "not_found", "overloaded", "too_many_requests", "prompt_too_long", "cancelled",
+                               "deadline_exceeded", "internal", "unauthorized", "shutting_down", "slow_consumer"}) {
+    EXPECT_TRUE(parse_wire_error(required).has_value()) << required;
+  }
+  EXPECT_FALSE(parse_wire_error("nope").has_value());
+}
+
+TEST(ErrorCodes, EngineMapping) {
+  EXPECT_EQ(wire_error_from_engine(ErrorCode::kInvalidArgument), WireError::kInvalidField);
+  EXPECT_EQ(wire_error_from_engine(ErrorCode::kNotFound), WireError::kNotFound);
+  EXPECT_EQ(wire_error_from_engine(ErrorCode::kOverloaded), WireError::kOverloaded);
+  EXPECT_EQ(wire_error_from_engine(ErrorCode::kOutOfMemory), WireError::kCapacityExceeded);
+  EXPECT_EQ(wire_error_from_engine(ErrorCode::kCancelled), WireError::kCancelled);
+  EXPECT_EQ(wire_error_from_engine(ErrorCode::kDeadlineExceeded), WireError::kDeadlineExceeded);
+  EXPECT_EQ(wire_error_from_engine(ErrorCode::kUnsupported), WireError::kUnsupported);
+  EXPECT_EQ(wire_error_from_engine(ErrorCode::kDevice), WireError::kDeviceError);
+  EXPECT_EQ(wire_error_from_engine(ErrorCode::kIo), WireError::kInternal);
+
+  SubmitResult too_long;
+  too_long.code = ErrorCode::kInvalidArgument;
+  too_long.prompt_tokens = 600;
+  too_long.message = "prompt has 600 tokens";
+  ProtocolError e = error_from_submit(too_long, 512);
+  EXPECT_EQ(e.code, WireError::kPromptTooLong);
+  EXPECT_EQ(e.field, "prompt");
+  too_long.prompt_tokens = 10;
+  EXPECT_EQ(error_from_submit(too_long, 512).code, WireError::kInvalidField);
+  SubmitResult full;
+  full.code = ErrorCode::kOverloaded;
+  EXPECT_EQ(error_from_submit(full, 512).code, WireError::kOverloaded);
+  EXPECT_FALSE(error_from_submit(full, 512).message.empty());
+}
+
+}  // namespace
+}  // namespace vks::proto
+
+namespace vks::proto {
+namespace {
+
+TEST(Events, InfiniteLogprobRoundTrips) {
+  StreamEvent ev;
+  ev.id = "r";
+  ev.seq = 1;
+  ev.ids = {3};
+  ev.logprobs = {GeneratedToken{3, -0.5f, {{3, -0.5f}, {4, -std::numeric_limits<float>::infinity()}}}};
+  Result<ServerMessage> m = parse_server_message(encode_event(ev));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const StreamEvent& out = std::get<StreamEvent>(m->body);
+  ASSERT_EQ(out.logprobs.size(), 1u);
+  ASSERT_EQ(out.logprobs[0].top.size(), 2u);
+  EXPECT_TRUE(std::isinf(out.logprobs[0].top[1].logprob));
+}
+
+TEST(Encoding, FloatsAreAlwaysFloat64) {
+  // Integral floats must stay floats on the wire (msgpack-cxx's pack_double would write ints).
+  FinishReason r = FinishReason::kStop;
+  StreamEvent ev;
+  ev.type = StreamEventType::kFinished;
+  ev.reason = r;
+  ev.timings = Timings{1.0, 2.0, 3.0};
+  const std::string bytes = encode_event(ev);
+  const std::string needle = std::string("\xa8queue_ms\xcb", 10);
+  EXPECT_NE(bytes.find(needle), std::string::npos);
+  GenerateMessage g;
+  g.request.prompt_text = "x";
+  g.request.sampling.temperature = 0.0f;
+  const std::string req = encode_request(RequestBody(g));
+  EXPECT_NE(req.find(std::string("\xabtemperature\xcb", 13)), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vks::proto

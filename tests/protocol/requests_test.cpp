@@ -1,0 +1,384 @@
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "protocol/requests.h"
+#include "protocol/version.h"
+#include "tests/protocol/msgpack_builder.h"
+
+namespace vks::proto {
+namespace {
+
+using test::V;
+
+ProtocolLimits test_limits() {
+  ProtocolLimits l;
+  l.max_prompt_tokens = 100;
+  l.max_tokens = 500;
+  return l;
+}
+
+Result<Request> parse(const V& v, const ProtocolLimits& limits = test_limits()) {
+  return parse_request(test::pack(v), limits);
+}
+
+template <class T>
+T roundtrip(const T& body, const Tag& tag = Tag::of("t-1")) {
+  const std::string payload = encode_request(RequestBody(body), tag);
+  Result<Request> r = parse_request(payload, test_limits());
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  if (!r.ok()) return T{};
+  EXPECT_EQ(r->tag, tag);
+  EXPECT_TRUE(std::holds_alternative<T>(r->body));
+  return std::get<T>(r->body);
+}
+
+TEST(Requests, HelloRoundTrip) {
+  HelloRequest h;
+  h.version = 3;
+  h.client = "unit-test";
+  const HelloRequest out = roundtrip(h);
+  EXPECT_EQ(out.version, 3);
+  EXPECT_EQ(out.client, "unit-test");
+  Result<Request> bare = parse(test::obj({{"type", test::s("hello")}}));
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(std::get<HelloRequest>(bare->body).version, PROTOCOL_VERSION);
+}
+
+TEST(Requests, GenerateRoundTripEveryField) {
+  GenerateMessage g;
+  GenerateRequest& q = g.request;
+  q.id = "my.req-1";
+  q.prompt_ids = {1, 2, 3, 32000};
+  q.add_bos = false;
+  q.sampling.temperature = 0.5f;
+  q.sampling.top_k = 40;
+  q.sampling.top_p = 0.9f;
+  q.sampling.min_p = 0.05f;
+  q.sampling.repetition_penalty = 1.1f;
+  q.sampling.presence_penalty = 0.25f;
+  q.sampling.frequency_penalty = -0.5f;
+  q.sampling.penalty_last_n = -1;
+  q.sampling.logit_bias = {{5, -100.0f}, {7, 2.5f}};
+  q.sampling.seed = 0xfedcba9876543210ull;
+  q.stop.max_tokens = 77;
+  q.stop.min_tokens = 3;
+  q.stop.ignore_eos = true;
+  q.stop.stop_token_ids = {2, 13};
+  q.stop.stop_strings = {"\n\n", "The end"};
+  q.logprobs = 5;
+  q.priority = -7;
+  g.deadline_ms = 1500;
+  g.detached = true;
+  g.stream = false;
+  const GenerateMessage out = roundtrip(g);
+  const GenerateRequest& r = out.request;
+  EXPECT_EQ(r.id, q.id);
+  EXPECT_EQ(r.prompt_ids, q.prompt_ids);
+  EXPECT_TRUE(r.prompt_text.empty());
+  EXPECT_EQ(r.add_bos, false);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
+  EXPECT_EQ(r.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(r.sampling.min_p, 0.05f);
+  EXPECT_FLOAT_EQ(r.sampling.repetition_penalty, 1.1f);
+  EXPECT_FLOAT_EQ(r.sampling.presence_penalty, 0.25f);
+  EXPECT_FLOAT_EQ(r.sampling.frequency_penalty, -0.5f);
+  EXPECT_EQ(r.sampling.penalty_last_n, -1);
+  EXPECT_EQ(r.sampling.logit_bias, q.sampling.logit_bias);
+  EXPECT_EQ(r.sampling.seed, q.sampling.seed);
+  EXPECT_EQ(r.stop.max_tokens, 77);
+  EXPECT_EQ(r.stop.min_tokens, 3);
+  EXPECT_TRUE(r.stop.ignore_eos);
+  EXPECT_EQ(r.stop.stop_token_ids, q.stop.stop_token_ids);
+  EXPECT_EQ(r.stop.stop_strings, q.stop.stop_strings);
+  EXPECT_EQ(r.logprobs, 5);
+  EXPECT_EQ(r.priority, -7);
+  EXPECT_EQ(out.deadline_ms, 1500);
+  EXPECT_TRUE(r.deadline.has_value());
+  EXPECT_TRUE(out.detached);
+  EXPECT_FALSE(out.stream);
+}
+
+TEST(Requests, GenerateDefaults) {
+  Result<Request> r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("Once upon a time")}}));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->tag.has_value());
+  const GenerateMessage& g = std::get<GenerateMessage>(r->body);
+  const GenerateRequest def;
+  EXPECT_EQ(g.request.prompt_text, "Once upon a time");
+  EXPECT_TRUE(g.request.id.empty());
+  EXPECT_TRUE(g.request.add_bos);
+  EXPECT_EQ(g.request.stop.max_tokens, def.stop.max_tokens);
+  EXPECT_FLOAT_EQ(g.request.sampling.temperature, def.sampling.temperature);
+  EXPECT_FALSE(g.request.sampling.seed.has_value());
+  EXPECT_EQ(g.request.logprobs, -1);  // absent: no logprobs at all
+  EXPECT_FALSE(g.request.deadline.has_value());
+  EXPECT_FALSE(g.detached);
+  EXPECT_TRUE(g.stream);
+}
+
+TEST(Requests, DefaultMaxTokensIsCappedByLimit) {
+  ProtocolLimits l = test_limits();
+  l.max_tokens = 10;
+  Result<Request> r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}}), l);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(std::get<GenerateMessage>(r->body).request.stop.max_tokens, 10);
+}
+
+TEST(Requests, DeadlineIsRelativeToNow) {
+  const auto now = std::chrono::steady_clock::time_point(std::chrono::seconds(1000));
+  Result<Request> r = parse_request(
+      test::pack(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"deadline_ms", test::i(250)}})),
+      test_limits(), now);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*std::get<GenerateMessage>(r->body).request.deadline, now + std::chrono::milliseconds(250));
+}
+
+TEST(Requests, AcceptsAlternateSpellings) {
+  // stop as one string, logit_bias with decimal-string keys (JavaScript maps), nil as absent,
+  // integer temperature, unknown fields ignored.
+  Result<Request> r = parse(test::obj({{"type", test::s("generate")},
+                                       {"prompt", test::s("x")},
+                                       {"stop", test::s("END")},
+                                       {"logit_bias", test::map({{test::s("42"), test::i(-3)}})},
+                                       {"seed", test::nil()},
+                                       {"temperature", test::i(0)},
+                                       {"future_field", test::arr({test::i(1)})}}));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const GenerateRequest& q = std::get<GenerateMessage>(r->body).request;
+  EXPECT_EQ(q.stop.stop_strings, std::vector<std::string>{"END"});
+  ASSERT_EQ(q.sampling.logit_bias.size(), 1u);
+  EXPECT_EQ(q.sampling.logit_bias[0].first, 42);
+  EXPECT_FLOAT_EQ(q.sampling.logit_bias[0].second, -3.0f);
+  EXPECT_FALSE(q.sampling.seed.has_value());
+  EXPECT_EQ(q.sampling.temperature, 0.0f);
+}
+
+TEST(Requests, OtherTypesRoundTrip) {
+  EXPECT_EQ(roundtrip(CancelRequest{"abc"}).id, "abc");
+  EXPECT_EQ(roundtrip(StatusRequest{"0123456789abcdef0123456789abcdef"}).id, "0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(roundtrip(StatsRequest{StatsFormat::kMap}).format, StatsFormat::kMap);
+  EXPECT_EQ(roundtrip(StatsRequest{StatsFormat::kPrometheus}, Tag::of(-5)).format, StatsFormat::kPrometheus);
+  const TokenizeRequest t = roundtrip(TokenizeRequest{"héllo <s>", false, true});
+  EXPECT_EQ(t.text, "héllo <s>");
+  EXPECT_FALSE(t.add_bos);
+  EXPECT_TRUE(t.parse_special);
+  EXPECT_EQ(roundtrip(DetokenizeRequest{{1, 2, 3}}).ids, (std::vector<TokenId>{1, 2, 3}));
+  roundtrip(ModelRequest{}, Tag::none());
+  const ReplayRequest p = roundtrip(ReplayRequest{"r1", 17});
+  EXPECT_EQ(p.id, "r1");
+  EXPECT_EQ(p.from_seq, 17);
+}
+
+TEST(Requests, TypeNames) {
+  EXPECT_EQ(request_type_name(RequestBody(HelloRequest{})), "hello");
+  EXPECT_EQ(request_type_name(RequestBody(GenerateMessage{})), "generate");
+  EXPECT_EQ(request_type_name(RequestBody(ReplayRequest{})), "replay");
+}
+
+// ---- framing-level and top-level errors --------------------------------------------------------
+
+TEST(RequestErrors, NotMsgpack) {
+  Result<Request> r = parse_request("\xc1\x00garbage", test_limits());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, WireError::kBadFrame);
+}
+
+TEST(RequestErrors, TrailingBytes) {
+  Result<Request> r = parse_request(test::pack(test::obj({{"type", test::s("model")}})) + "\x01", test_limits());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, WireError::kBadFrame);
+}
+
+TEST(RequestErrors, TruncatedAtEveryLength) {
+  const std::string full = encode_request(RequestBody(TokenizeRequest{"hello world", true, false}), Tag::of("x"));
+  for (size_t n = 0; n < full.size(); ++n) {
+    Result<Request> r = parse_request(std::string_view(full).substr(0, n), test_limits());
+    ASSERT_FALSE(r.ok()) << n;
+    EXPECT_EQ(r.error().code, WireError::kBadFrame) << n;
+  }
+}
+
+TEST(RequestErrors, ContainerClaimingMoreItemsThanBytes) {
+  // map with one entry "ids" → array32 claiming 2^32-1 items, then nothing.
+  std::string p = "\x82\xa4type\xaa" "detokenize\xa3ids\xdd\xff\xff\xff\xff";
+  Result<Request> r = parse_request(p, test_limits());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, WireError::kBadFrame);
+}
+
+TEST(RequestErrors, TooDeep) {
+  test::V v = test::i(1);
+  for (int k = 0; k < 20; ++k) v = test::arr({v});
+  Result<Request> r = parse(test::obj({{"type", test::s("model")}, {"x", v}}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, WireError::kBadFrame);
+}
+
+TEST(RequestErrors, NotAMap) {
+  for (const V& v : {test::arr({test::s("type")}), test::i(3), test::s("generate"), test::nil()}) {
+    Result<Request> r = parse(v);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, WireError::kInvalidRequest);
+  }
+}
+
+TEST(RequestErrors, MissingOrBadType) {
+  Result<Request> r = parse(test::obj({{"prompt", test::s("x")}}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, WireError::kInvalidRequest);
+  EXPECT_EQ(r.error().field, "type");
+  r = parse(test::obj({{"type", test::i(1)}}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, WireError::kInvalidRequest);
+  EXPECT_EQ(r.error().field, "type");
+}
+
+TEST(RequestErrors, UnknownType) {
+  Result<Request> r = parse(test::obj({{"type", test::s("launch_missiles")}}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, WireError::kUnknownType);
+  EXPECT_EQ(r.error().field, "type");
+  EXPECT_NE(r.error().message.find("launch_missiles"), std::string::npos);
+}
+
+TEST(RequestErrors, BadTag) {
+  for (const V& tag : {test::d(1.5), test::arr({}), test::s(std::string(300, 't')), test::u(UINT64_MAX)}) {
+    Result<Request> r = parse(test::obj({{"type", test::s("model")}, {"tag", tag}}));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, WireError::kInvalidField);
+    EXPECT_EQ(r.error().field, "tag");
+  }
+}
+
+TEST(RequestErrors, PeekTagRecoversTagOfInvalidRequest) {
+  EXPECT_EQ(peek_tag(test::pack(test::obj({{"type", test::s("nope")}, {"tag", test::i(99)}}))), Tag::of(99));
+  EXPECT_EQ(peek_tag(test::pack(test::obj({{"type", test::s("generate")}, {"tag", test::s("a")}}))), Tag::of("a"));
+  EXPECT_FALSE(peek_tag("\xc1").has_value());
+  EXPECT_FALSE(peek_tag(test::pack(test::arr({}))).has_value());
+}
+
+// ---- field validation: each bad field is named -----------------------------------------------
+
+struct FieldCase {
+  const char* name;
+  V request;
+  WireError code;
+  const char* field;
+};
+
+V gen(std::initializer_list<std::pair<std::string, V>> extra) {
+  V m = test::obj({{"type", test::s("generate")}, {"prompt", test::s("hello")}});
+  for (const auto& [k, v] : extra) m = test::with(m, k, v);
+  return m;
+}
+
+std::vector<FieldCase> field_cases() {
+  const V base = gen({});
+  std::vector<FieldCase> c;
+  auto add = [&](const char* name, V req, WireError code, const char* field) { c.push_back({name, std::move(req), code, field}); };
+  add("no prompt", test::without(base, "prompt"), WireError::kMissingField, "prompt");
+  add("both prompts", gen({{"prompt_ids", test::arr({test::i(1)})}}), WireError::kInvalidField, "prompt_ids");
+  add("prompt not string", gen({{"prompt", test::i(5)}}), WireError::kInvalidField, "prompt");
+  add("prompt bin", gen({{"prompt", test::bin("abc")}}), WireError::kInvalidField, "prompt");
+  add("prompt_ids not array", test::with(test::without(base, "prompt"), "prompt_ids", test::s("1 2")), WireError::kInvalidField, "prompt_ids");
+  add("prompt_ids empty", test::with(test::without(base, "prompt"), "prompt_ids", test::arr({})), WireError::kInvalidField, "prompt_ids");
+  add("prompt_ids negative", test::with(test::without(base, "prompt"), "prompt_ids", test::arr({test::i(1), test::i(-1)})), WireError::kInvalidField, "prompt_ids.1");
+  add("prompt_ids huge id", test::with(test::without(base, "prompt"), "prompt_ids", test::arr({test::i(int64_t{1} << 40)})), WireError::kInvalidField, "prompt_ids.0");
+  add("prompt_ids string item", test::with(test::without(base, "prompt"), "prompt_ids", test::arr({test::s("1")})), WireError::kInvalidField, "prompt_ids.0");
+  add("prompt_ids too long", test::with(test::without(base, "prompt"), "prompt_ids", test::arr_of_ints(101, 1)), WireError::kPromptTooLong, "prompt_ids");
+  add("add_bos int", gen({{"add_bos", test::i(1)}}), WireError::kInvalidField, "add_bos");
+  add("max_tokens zero", gen({{"max_tokens", test::i(0)}}), WireError::kInvalidField, "max_tokens");
+  add("max_tokens above limit", gen({{"max_tokens", test::i(501)}}), WireError::kInvalidField, "max_tokens");
+  add("max_tokens float", gen({{"max_tokens", test::d(5.0)}}), WireError::kInvalidField, "max_tokens");
+  add("max_tokens uint64", gen({{"max_tokens", test::u(UINT64_MAX)}}), WireError::kInvalidField, "max_tokens");
+  add("min_tokens negative", gen({{"min_tokens", test::i(-1)}}), WireError::kInvalidField, "min_tokens");
+  add("min above max", gen({{"max_tokens", test::i(5)}, {"min_tokens", test::i(6)}}), WireError::kInvalidField, "min_tokens");
+  add("temperature negative", gen({{"temperature", test::d(-0.1)}}), WireError::kInvalidField, "temperature");
+  add("temperature NaN", gen({{"temperature", test::d(std::numeric_limits<double>::quiet_NaN())}}), WireError::kInvalidField, "temperature");
+  add("temperature inf", gen({{"temperature", test::d(std::numeric_limits<double>::infinity())}}), WireError::kInvalidField, "temperature");
+  add("temperature string", gen({{"temperature", test::s("hot")}}), WireError::kInvalidField, "temperature");
+  add("top_k negative", gen({{"top_k", test::i(-1)}}), WireError::kInvalidField, "top_k");
+  add("top_p zero", gen({{"top_p", test::d(0.0)}}), WireError::kInvalidField, "top_p");
+  add("top_p above 1", gen({{"top_p", test::d(1.5)}}), WireError::kInvalidField, "top_p");
+  add("min_p above 1", gen({{"min_p", test::d(2.0)}}), WireError::kInvalidField, "min_p");
+  add("repetition_penalty zero", gen({{"repetition_penalty", test::d(0.0)}}), WireError::kInvalidField, "repetition_penalty");
+  add("presence_penalty huge", gen({{"presence_penalty", test::d(1e9)}}), WireError::kInvalidField, "presence_penalty");
+  add("frequency_penalty bool", gen({{"frequency_penalty", test::b(true)}}), WireError::kInvalidField, "frequency_penalty");
+  add("penalty_last_n -2", gen({{"penalty_last_n", test::i(-2)}}), WireError::kInvalidField, "penalty_last_n");
+  add("logit_bias array", gen({{"logit_bias", test::arr({})}}), WireError::kInvalidField, "logit_bias");
+  add("logit_bias bad key", gen({{"logit_bias", test::map({{test::s("abc"), test::d(1)}})}}), WireError::kInvalidField, "logit_bias.abc");
+  add("logit_bias negative key", gen({{"logit_bias", test::map({{test::i(-4), test::d(1)}})}}), WireError::kInvalidField, "logit_bias.-4");
+  add("logit_bias value", gen({{"logit_bias", test::map({{test::i(4), test::d(1000)}})}}), WireError::kInvalidField, "logit_bias.4");
+  add("logit_bias value type", gen({{"logit_bias", test::map({{test::i(4), test::s("x")}})}}), WireError::kInvalidField, "logit_bias.4");
+  add("logit_bias float key", gen({{"logit_bias", test::map({{test::d(1.5), test::d(1)}})}}), WireError::kInvalidField, "logit_bias");
+  {
+    V big = test::map({});
+    for (int k = 0; k < 1025; ++k) {
+      big.items.push_back(test::i(k));
+      big.items.push_back(test::d(0.5));
+    }
+    add("logit_bias too many", gen({{"logit_bias", big}}), WireError::kInvalidField, "logit_bias");
+  }
+  add("seed negative", gen({{"seed", test::i(-1)}}), WireError::kInvalidField, "seed");
+  add("seed string", gen({{"seed", test::s("1")}}), WireError::kInvalidField, "seed");
+  add("stop int", gen({{"stop", test::i(1)}}), WireError::kInvalidField, "stop");
+  add("stop empty string", gen({{"stop", test::arr({test::s("a"), test::s("")})}}), WireError::kInvalidField, "stop.1");
+  add("stop item type", gen({{"stop", test::arr({test::i(3)})}}), WireError::kInvalidField, "stop.0");
+  add("stop too long", gen({{"stop", test::arr({test::s(std::string(257, 'x'))})}}), WireError::kInvalidField, "stop.0");
+  {
+    V many = test::arr({});
+    for (int k = 0; k < 17; ++k) many.items.push_back(test::s("s" + std::to_string(k)));
+    add("stop too many", gen({{"stop", many}}), WireError::kInvalidField, "stop");
+  }
+  add("stop_token_ids type", gen({{"stop_token_ids", test::i(2)}}), WireError::kInvalidField, "stop_token_ids");
+  add("stop_token_ids item", gen({{"stop_token_ids", test::arr({test::i(2), test::d(3.5)})}}), WireError::kInvalidField, "stop_token_ids.1");
+  add("stop_token_ids too many", gen({{"stop_token_ids", test::arr_of_ints(65, 2)}}), WireError::kInvalidField, "stop_token_ids");
+  add("ignore_eos string", gen({{"ignore_eos", test::s("yes")}}), WireError::kInvalidField, "ignore_eos");
+  add("logprobs 21", gen({{"logprobs", test::i(21)}}), WireError::kInvalidField, "logprobs");
+  add("logprobs negative", gen({{"logprobs", test::i(-1)}}), WireError::kInvalidField, "logprobs");
+  add("priority huge", gen({{"priority", test::i(1000000)}}), WireError::kInvalidField, "priority");
+  add("deadline zero", gen({{"deadline_ms", test::i(0)}}), WireError::kInvalidField, "deadline_ms");
+  add("deadline too far", gen({{"deadline_ms", test::i(86'400'001)}}), WireError::kInvalidField, "deadline_ms");
+  add("id bad chars", gen({{"id", test::s("a b")}}), WireError::kInvalidField, "id");
+  add("id empty", gen({{"id", test::s("")}}), WireError::kInvalidField, "id");
+  add("id too long", gen({{"id", test::s(std::string(65, 'a'))}}), WireError::kInvalidField, "id");
+  add("id int", gen({{"id", test::i(5)}}), WireError::kInvalidField, "id");
+  add("detached int", gen({{"detached", test::i(1)}}), WireError::kInvalidField, "detached");
+  add("stream string", gen({{"stream", test::s("true")}}), WireError::kInvalidField, "stream");
+  add("hello version zero", test::obj({{"type", test::s("hello")}, {"version", test::i(0)}}), WireError::kInvalidField, "version");
+  add("hello version string", test::obj({{"type", test::s("hello")}, {"version", test::s("1")}}), WireError::kInvalidField, "version");
+  add("cancel no id", test::obj({{"type", test::s("cancel")}}), WireError::kMissingField, "id");
+  add("cancel bad id", test::obj({{"type", test::s("cancel")}, {"id", test::s("../etc")}}), WireError::kInvalidField, "id");
+  add("status id type", test::obj({{"type", test::s("status")}, {"id", test::arr({})}}), WireError::kInvalidField, "id");
+  add("stats format", test::obj({{"type", test::s("stats")}, {"format", test::s("xml")}}), WireError::kInvalidField, "format");
+  add("tokenize no text", test::obj({{"type", test::s("tokenize")}}), WireError::kMissingField, "text");
+  add("tokenize parse_special", test::obj({{"type", test::s("tokenize")}, {"text", test::s("a")}, {"parse_special", test::i(0)}}), WireError::kInvalidField, "parse_special");
+  add("detokenize no ids", test::obj({{"type", test::s("detokenize")}}), WireError::kMissingField, "ids");
+  add("detokenize bad id", test::obj({{"type", test::s("detokenize")}, {"ids", test::arr({test::i(1), test::i(-2)})}}), WireError::kInvalidField, "ids.1");
+  add("replay no id", test::obj({{"type", test::s("replay")}}), WireError::kMissingField, "id");
+  add("replay negative seq", test::obj({{"type", test::s("replay")}, {"id", test::s("a")}, {"from_seq", test::i(-1)}}), WireError::kInvalidField, "from_seq");
+  return c;
+}
+
+TEST(RequestErrors, EachBadFieldIsNamed) {
+  for (const FieldCase& fc : field_cases()) {
+    Result<Request> r = parse(fc.request);
+    ASSERT_FALSE(r.ok()) << fc.name;
+    EXPECT_EQ(r.error().code, fc.code) << fc.name << ": " << r.error().message;
+    EXPECT_EQ(r.error().field, fc.field) << fc.name << ": " << r.error().message;
+    EXPECT_FALSE(r.error().message.empty()) << fc.name;
+  }
+}
+
+TEST(RequestErrors, DetokenizeLimit) {
+  ProtocolLimits l = test_limits();
+  l.max_detokenize_ids = 3;
+  Result<Request> r = parse(test::obj({{"type", test::s("detokenize")}, {"ids", test::arr_of_ints(4, 1)}}), l);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().field, "ids");
+}
+
+}  // namespace
+}  // namespace vks::proto
