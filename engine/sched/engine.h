@@ -46,7 +46,7 @@ struct GenerateRequest {
   SamplingParams sampling;
   StopParams stop;
   int32_t logprobs = 0;               // top-N alternatives per token, 0..20; -1 = none at all
-  int32_t priority = 0;               // higher first
+  int32_t priority = 0;               // higher first, -1000..1000
   std::optional<std::chrono::steady_clock::time_point> deadline;  // covers queue + generation
 };
 
@@ -98,7 +98,10 @@ struct EngineConfig {
   int32_t max_new_tokens = 0;         // upper bound for max_tokens; 0 = context length
   bool prefix_caching = true;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
-  int32_t worker_threads = 1;
+  int32_t worker_threads = 1;         // unused: sampling and detokenizing run on the engine thread
+  // Additions (E):
+  int32_t kv_blocks_limit = 0;        // use at most this many of the runner's KV blocks; 0 = all
+  double aging_ms = 1000.0;           // kPriority: a waiting request gains one level per aging_ms
 };
 
 struct SubmitResult {
@@ -124,6 +127,10 @@ struct EngineStats {
   double decode_tokens_per_s = 0;     // recent window
   std::vector<double> ttft_ms_samples;  // recent, for histograms
   std::vector<double> itl_ms_samples;   // recent inter-token latencies
+  // Additions (E):
+  int64_t preemptions = 0;
+  int32_t kv_blocks_cached = 0;       // blocks holding a registered prefix (evictable when free)
+  int64_t requests_rejected = 0;      // submits answered with an error
 };
 
 class Engine {

@@ -1,0 +1,191 @@
+#include "engine/sched/engine.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "engine/sched/engine_impl.h"
+
+namespace vks {
+
+namespace {
+
+EngineConfig resolve(EngineConfig c, const ModelRunner& runner) {
+  if (c.max_seqs <= 0) throw Error(ErrorCode::kInvalidArgument, "engine config: max_seqs must be > 0");
+  if (c.max_batched_tokens <= 0) throw Error(ErrorCode::kInvalidArgument, "engine config: max_batched_tokens must be > 0");
+  if (c.max_queued <= 0) throw Error(ErrorCode::kInvalidArgument, "engine config: max_queued must be > 0");
+  if (c.kv_blocks_limit < 0) throw Error(ErrorCode::kInvalidArgument, "engine config: kv_blocks_limit must be >= 0");
+  if (!(c.aging_ms > 0)) throw Error(ErrorCode::kInvalidArgument, "engine config: aging_ms must be > 0");
+  c.max_seqs = std::min(c.max_seqs, runner.max_step_seqs());
+  c.max_batched_tokens = std::min(c.max_batched_tokens, runner.max_step_tokens());
+  if (c.max_batched_tokens < c.max_seqs) c.max_seqs = c.max_batched_tokens;  // every decode must fit a step
+  if (c.max_seqs <= 0) throw Error(ErrorCode::kInvalidArgument, "engine config: the runner allows no sequences per step");
+  return c;
+}
+
+int32_t kv_blocks_for(const EngineConfig& c, const ModelRunner& runner) {
+  if (runner.num_blocks() <= 0 || runner.block_size() <= 0) throw Error(ErrorCode::kInvalidArgument, "runner has no KV blocks");
+  return c.kv_blocks_limit > 0 ? std::min(c.kv_blocks_limit, runner.num_blocks()) : runner.num_blocks();
+}
+
+sched::SchedulerConfig scheduler_config(const EngineConfig& c) {
+  sched::SchedulerConfig s;
+  s.max_batched_tokens = c.max_batched_tokens;
+  s.max_seqs = c.max_seqs;
+  s.priority_policy = c.policy == SchedulingPolicy::kPriority;
+  s.aging_ms = c.aging_ms;
+  return s;
+}
+
+SubmitResult rejected(ErrorCode code, std::string message) {
+  SubmitResult r;
+  r.code = code;
+  r.message = std::move(message);
+  return r;
+}
+
+}  // namespace
+
+Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, EngineConfig cfg)
+    : runner(std::move(runner_)),
+      tokenizer(tok),
+      config(resolve(cfg, *runner)),
+      blocks(kv_blocks_for(config, *runner), runner->block_size(), config.prefix_caching),
+      scheduler(scheduler_config(config), blocks),
+      id_rng(std::random_device{}()) {
+  const LlamaConfig& mc = runner->config();
+  limits.vocab_size = static_cast<int32_t>(mc.vocab_size);
+  limits.context_length = static_cast<int32_t>(mc.context_length);
+  limits.max_prompt_tokens = config.max_prompt_tokens > 0 ? std::min<int32_t>(config.max_prompt_tokens, limits.context_length)
+                                                          : limits.context_length;
+  limits.max_new_tokens = config.max_new_tokens > 0 ? std::min<int32_t>(config.max_new_tokens, limits.context_length)
+                                                    : limits.context_length;
+  limits.kv_blocks = blocks.num_blocks();
+  limits.block_size = blocks.block_size();
+  if (tokenizer.vocab_size() > limits.vocab_size) {
+    throw Error(ErrorCode::kInvalidArgument, "tokenizer vocabulary is larger than the model's");
+  }
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    if (tokenizer.is_eog(id)) eog_ids.push_back(id);
+  }
+  publish_stats();
+  thread = std::thread([this] { run(); });
+}
+
+Engine::Impl::~Impl() {
+  {
+    std::lock_guard lock(mu);
+    stopping = true;
+  }
+  wake.notify_all();
+  if (thread.joinable()) thread.join();
+}
+
+SubmitResult Engine::Impl::submit(GenerateRequest req) {
+  int32_t n_tokenized = 0;  // reported with rejections once known (the protocol maps prompt_too_long)
+  auto reject = [&](ErrorCode code, std::string message) {
+    std::lock_guard lock(mu);
+    ++requests_rejected;
+    SubmitResult r = rejected(code, std::move(message));
+    r.prompt_tokens = n_tokenized;
+    return r;
+  };
+  try {
+    if (auto bad = sched::check_params(req, limits)) return reject(bad->code, bad->message);
+    std::vector<int32_t> prompt;
+    const char* field = "prompt_ids";
+    if (!req.prompt_ids.empty()) {
+      prompt = req.prompt_ids;
+    } else {
+      prompt = tokenizer.encode(req.prompt_text, req.add_bos);
+      field = "prompt_text";
+    }
+    n_tokenized = static_cast<int32_t>(prompt.size());
+    if (auto bad = sched::check_prompt(prompt, limits, field)) return reject(bad->code, bad->message);
+    if (auto bad = sched::check_fits(static_cast<int32_t>(prompt.size()), req.stop.max_tokens, limits)) {
+      return reject(bad->code, bad->message);
+    }
+    req.prompt_ids.clear();
+    req.prompt_text.clear();
+    const int32_t n_prompt = static_cast<int32_t>(prompt.size());
+
+    std::unique_lock lock(mu);
+    if (stopping) return rejected(ErrorCode::kCancelled, "engine is shutting down");
+    if (waiting_snapshot + static_cast<int32_t>(inbox.size()) >= config.max_queued) {
+      ++requests_rejected;
+      SubmitResult r = rejected(ErrorCode::kOverloaded, "overloaded: " + std::to_string(config.max_queued) +
+                                                            " requests are waiting (max_queued); retry later");
+      r.retry_after_ms = retry_after_ms;
+      return r;
+    }
+    std::string id = req.id;
+    if (id.empty()) {
+      do {
+        char buf[33];
+        std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(id_rng()),
+                      static_cast<unsigned long long>(id_rng()));
+        id = buf;
+      } while (live_ids.count(id));
+    } else if (live_ids.count(id)) {
+      ++requests_rejected;
+      return rejected(ErrorCode::kInvalidArgument, "id: request '" + id + "' is already live");
+    }
+    const uint64_t seed = req.sampling.seed ? *req.sampling.seed : id_rng();
+    const uint64_t arrival = next_arrival++;
+    lock.unlock();  // building the request (detokenizer, sampler) needs no lock
+
+    auto r = std::make_unique<sched::Request>(id, std::move(req), std::move(prompt), seed, tokenizer);
+    r->seq.arrival = arrival;
+    r->submitted = sched::Clock::now();
+    lock.lock();
+    if (stopping) return rejected(ErrorCode::kCancelled, "engine is shutting down");
+    if (!live_ids.insert(id).second) return rejected(ErrorCode::kInvalidArgument, "id: request '" + id + "' is already live");
+    SubmitResult ok;
+    ok.ok = true;
+    ok.id = id;
+    ok.prompt_tokens = n_prompt;
+    ok.queue_position = waiting_snapshot + static_cast<int32_t>(inbox.size());
+    inbox.push_back(std::move(r));
+    lock.unlock();
+    wake.notify_all();
+    return ok;
+  } catch (const Error& e) {
+    return reject(e.code(), e.what());
+  } catch (const std::exception& e) {
+    return reject(ErrorCode::kInternal, e.what());
+  }
+}
+
+bool Engine::Impl::cancel(const std::string& id) {
+  {
+    std::lock_guard lock(mu);
+    if (!live_ids.count(id)) return false;
+    cancel_inbox.push_back(id);
+  }
+  wake.notify_all();
+  return true;
+}
+
+EngineStats Engine::Impl::stats() const {
+  std::lock_guard lock(stats_mu);
+  EngineStats s = stats_snapshot;
+  std::lock_guard lock2(mu);
+  s.requests_rejected = requests_rejected;
+  return s;
+}
+
+Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, EngineConfig config) {
+  if (!runner) throw Error(ErrorCode::kInvalidArgument, "engine needs a model runner");
+  impl_ = std::make_unique<Impl>(std::move(runner), tokenizer, config);
+}
+
+Engine::~Engine() = default;
+
+void Engine::set_event_notifier(std::function<void()> notify) { impl_->events.set_notifier(std::move(notify)); }
+SubmitResult Engine::submit(GenerateRequest request) { return impl_->submit(std::move(request)); }
+bool Engine::cancel(const std::string& id) { return impl_->cancel(id); }
+size_t Engine::poll_events(std::vector<EngineEvent>& out) { return impl_->events.poll(out); }
+EngineStats Engine::stats() const { return impl_->stats(); }
+const LlamaConfig& Engine::model_config() const { return impl_->runner->config(); }
+std::string Engine::device_name() const { return impl_->runner->device_name(); }
+
+}  // namespace vks

@@ -1,0 +1,112 @@
+#pragma once
+// Engine internals shared by engine.cpp (the API, callable from any thread) and engine_loop.cpp
+// (the scheduler thread).
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/sched/block_manager.h"
+#include "engine/sched/engine.h"
+#include "engine/sched/event_queue.h"
+#include "engine/sched/request_validation.h"
+#include "engine/sched/sampler.h"
+#include "engine/sched/scheduler.h"
+#include "engine/sched/sequence.h"
+#include "engine/sched/stop_checker.h"
+
+namespace vks {
+
+namespace sched {
+// One live request. Built by submit() on the caller's thread, then owned by the engine thread.
+struct Request {
+  Request(std::string id_, GenerateRequest params_, std::vector<int32_t> prompt, uint64_t seed, const Tokenizer& tok)
+      : id(std::move(id_)),
+        params(std::move(params_)),
+        sampler(params.sampling, params.logprobs, seed),
+        stop(params.stop, tok, prompt) {
+    seq.tokens = std::move(prompt);
+    seq.num_prompt_tokens = seq.num_tokens();
+    seq.priority = params.priority;
+  }
+  std::string id;
+  GenerateRequest params;  // prompt fields cleared
+  Sequence seq;
+  Sampler sampler;
+  StopChecker stop;
+  Clock::time_point submitted{};
+  Clock::time_point first_scheduled{};
+  Clock::time_point first_token{};
+  Clock::time_point last_token{};
+  bool scheduled_once = false;
+  int32_t generated = 0;
+};
+}  // namespace sched
+
+struct Engine::Impl {
+  Impl(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, EngineConfig config);
+  ~Impl();
+
+  SubmitResult submit(GenerateRequest request);
+  bool cancel(const std::string& id);
+  EngineStats stats() const;
+
+  // Engine thread (engine_loop.cpp).
+  void run();
+  void loop_once();
+  void take_inbox(std::vector<std::unique_ptr<sched::Request>>& fresh, std::vector<std::string>& cancels, bool& stop);
+  void apply_cancels(const std::vector<std::string>& cancels);
+  void expire_deadlines(sched::Clock::time_point now);
+  void run_step(const sched::SchedulerOutput& out);
+  void emit_token(sched::Request& r, const GeneratedToken& tok, sched::Clock::time_point now);
+  void finish(sched::Request& r, FinishReason reason, sched::Clock::time_point now);
+  void fail(sched::Request& r, ErrorCode code, const std::string& message, sched::Clock::time_point now);
+  void publish_stats();
+  sched::Clock::time_point next_deadline() const;
+
+  // Fixed at construction.
+  std::unique_ptr<ModelRunner> runner;
+  const Tokenizer& tokenizer;
+  EngineConfig config;
+  sched::SubmitLimits limits;
+  std::vector<int32_t> eog_ids;
+
+  // Engine thread only.
+  sched::BlockManager blocks;
+  sched::Scheduler scheduler;
+  std::unordered_map<std::string, std::unique_ptr<sched::Request>> requests;
+  std::unordered_map<const sched::Sequence*, sched::Request*> by_seq;
+  std::deque<std::pair<sched::Clock::time_point, int32_t>> decode_window;  // (step end, tokens)
+  std::deque<double> ttft_samples, itl_samples;
+  double avg_request_ms = 500;
+  bool last_step_empty = false;
+  int64_t requests_finished = 0, tokens_generated = 0, prompt_tokens_processed = 0;
+
+  // Shared with submitters: guarded by mu.
+  mutable std::mutex mu;
+  std::condition_variable wake;
+  bool stopping = false;
+  std::vector<std::unique_ptr<sched::Request>> inbox;
+  std::vector<std::string> cancel_inbox;
+  std::unordered_set<std::string> live_ids;
+  std::mt19937_64 id_rng;
+  uint64_t next_arrival = 0;
+  int32_t waiting_snapshot = 0;
+  int32_t retry_after_ms = 500;
+  int64_t requests_rejected = 0;
+
+  mutable std::mutex stats_mu;
+  EngineStats stats_snapshot;  // guarded by stats_mu
+
+  sched::EventQueue events;
+  std::thread thread;  // last: starts after everything above exists
+};
+
+}  // namespace vks

@@ -1,0 +1,312 @@
+// The scheduler thread: drains submissions and cancels, expires deadlines, schedules a step, runs it
+// on the model runner, samples, checks stop conditions and publishes events. Nothing thrown here
+// leaves the thread: a runner failure fails that step's requests and the engine keeps serving.
+#include <algorithm>
+#include <exception>
+
+#include "engine/sched/engine_impl.h"
+
+namespace vks {
+
+using sched::Clock;
+using sched::Request;
+
+namespace {
+constexpr size_t kLatencySamples = 1000;
+constexpr auto kThroughputWindow = std::chrono::seconds(5);
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+EngineEvent event_for(const Request& r, EventType type) {
+  EngineEvent e;
+  e.request_id = r.id;
+  e.type = type;
+  return e;
+}
+}  // namespace
+
+void Engine::Impl::run() {
+  bool stop = false;
+  while (!stop) {
+    std::vector<std::unique_ptr<Request>> fresh;
+    std::vector<std::string> cancels;
+    try {
+      take_inbox(fresh, cancels, stop);
+      const auto now = Clock::now();
+      for (auto& r : fresh) {
+        Request& req = *r;
+        by_seq[&req.seq] = &req;
+        requests[req.id] = std::move(r);
+        scheduler.add(&req.seq, now);
+        EngineEvent e = event_for(req, EventType::kQueued);
+        e.queue_position = scheduler.waiting_position(&req.seq, now);
+        events.add(std::move(e));
+      }
+      apply_cancels(cancels);
+      if (stop) break;
+      expire_deadlines(Clock::now());
+      const sched::SchedulerOutput out = scheduler.schedule(Clock::now());
+      last_step_empty = out.empty();
+      if (!out.empty()) run_step(out);
+    } catch (const std::exception& e) {
+      // A bug, not a device failure: fail everything in flight rather than die with the thread.
+      std::vector<Request*> all;
+      for (auto& [id, r] : requests) all.push_back(r.get());
+      for (Request* r : all) fail(*r, ErrorCode::kInternal, std::string("engine error: ") + e.what(), Clock::now());
+    }
+    publish_stats();
+    events.publish();
+  }
+  // Shutdown: everything still live ends as cancelled.
+  std::vector<Request*> all;
+  for (auto& [id, r] : requests) all.push_back(r.get());
+  std::sort(all.begin(), all.end(), [](const Request* a, const Request* b) { return a->seq.arrival < b->seq.arrival; });
+  for (Request* r : all) finish(*r, FinishReason::kCancelled, Clock::now());
+  publish_stats();
+  events.publish();
+}
+
+void Engine::Impl::take_inbox(std::vector<std::unique_ptr<Request>>& fresh, std::vector<std::string>& cancels, bool& stop) {
+  std::unique_lock lock(mu);
+  const bool busy = scheduler.num_running() > 0 || scheduler.num_waiting() > 0;
+  auto ready = [&] { return stopping || !inbox.empty() || !cancel_inbox.empty(); };
+  if (!busy) {
+    const auto deadline = next_deadline();
+    if (deadline == Clock::time_point::max()) {
+      wake.wait(lock, ready);
+    } else {
+      wake.wait_until(lock, deadline, ready);
+    }
+  } else if (last_step_empty) {
+    // Work exists but nothing could be scheduled (not expected: with nothing running every block is
+    // free); do not spin.
+    wake.wait_for(lock, std::chrono::milliseconds(1), ready);
+  }
+  fresh.swap(inbox);
+  cancels.swap(cancel_inbox);
+  stop = stopping;
+  waiting_snapshot = scheduler.num_waiting() + static_cast<int32_t>(fresh.size());
+}
+
+Clock::time_point Engine::Impl::next_deadline() const {
+  auto t = Clock::time_point::max();
+  for (const auto& [id, r] : requests) {
+    if (r->params.deadline) t = std::min(t, *r->params.deadline);
+  }
+  return t;
+}
+
+void Engine::Impl::apply_cancels(const std::vector<std::string>& cancels) {
+  for (const std::string& id : cancels) {
+    auto it = requests.find(id);
+    if (it != requests.end()) finish(*it->second, FinishReason::kCancelled, Clock::now());
+  }
+}
+
+void Engine::Impl::expire_deadlines(Clock::time_point now) {
+  std::vector<Request*> late;
+  for (auto& [id, r] : requests) {
+    if (r->params.deadline && *r->params.deadline <= now) late.push_back(r.get());
+  }
+  for (Request* r : late) finish(*r, FinishReason::kDeadline, now);
+}
+
+void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
+  const auto start = Clock::now();
+  auto owner = [this](const sched::Sequence* s) { return by_seq.at(s); };
+  for (sched::Sequence* s : out.preempted) {
+    if (s->state == sched::SeqState::kFinished) continue;
+    events.add(event_for(*owner(s), EventType::kPreempted));
+  }
+  for (sched::Sequence* s : out.admitted) {
+    Request& r = *owner(s);
+    if (!r.scheduled_once) {
+      r.scheduled_once = true;
+      r.first_scheduled = start;
+    }
+    events.add(event_for(r, EventType::kScheduled));
+  }
+
+  StepBatch batch;
+  std::vector<bool> full(out.chunks.size(), false);
+  for (size_t i = 0; i < out.chunks.size(); ++i) {
+    const sched::ScheduledChunk& c = out.chunks[i];
+    Request& r = *owner(c.seq);
+    SeqChunk sc;
+    sc.token_offset = static_cast<int32_t>(batch.tokens.size());
+    sc.n_tokens = c.n_tokens;
+    sc.n_past = c.n_past;
+    sc.block_table = c.seq->kv.blocks;
+    if (c.completes()) {
+      const bool suppressing = !r.stop.suppressed_for(r.generated + 1, eog_ids).empty();
+      full[i] = r.sampler.needs_full_logits(suppressing);
+      sc.logits = full[i] ? LogitsMode::kFull : LogitsMode::kArgmax;
+    }
+    batch.tokens.insert(batch.tokens.end(), c.seq->tokens.begin() + c.n_past, c.seq->tokens.begin() + c.n_past + c.n_tokens);
+    batch.seqs.push_back(std::move(sc));
+  }
+  batch.finalize(blocks.block_size());
+
+  StepResult result;
+  std::string failure;
+  ErrorCode failure_code = ErrorCode::kDevice;
+  try {
+    runner->step(batch, result);
+    const size_t n_full = static_cast<size_t>(std::count(full.begin(), full.end(), true));
+    if (result.argmax.size() != batch.seqs.size() || result.logits.size() != n_full * limits.vocab_size) {
+      failure = "runner returned a result of the wrong size";
+      failure_code = ErrorCode::kInternal;
+    }
+  } catch (const Error& e) {
+    failure = e.what();
+    failure_code = e.code();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  const auto now = Clock::now();
+  if (!failure.empty()) {
+    for (const sched::ScheduledChunk& c : out.chunks) {
+      if (c.seq->state != sched::SeqState::kFinished) fail(*owner(c.seq), failure_code, "model step failed: " + failure, now);
+    }
+    return;
+  }
+  scheduler.on_step_done(out);
+  // Cancels that arrived while the step ran take effect before its tokens are emitted (applied
+  // after the loop below, which must not see a destroyed request).
+  std::vector<std::string> late_cancels;
+  {
+    std::lock_guard lock(mu);
+    late_cancels.swap(cancel_inbox);
+  }
+  std::unordered_set<const sched::Sequence*> cancelled;
+  for (const std::string& id : late_cancels) {
+    if (auto it = requests.find(id); it != requests.end()) cancelled.insert(&it->second->seq);
+  }
+
+  int32_t decoded = 0;
+  size_t row = 0;
+  for (size_t i = 0; i < out.chunks.size(); ++i) {
+    const sched::ScheduledChunk& c = out.chunks[i];
+    prompt_tokens_processed += std::max(0, std::min(c.n_past + c.n_tokens, c.seq->num_prompt_tokens) - c.n_past);
+    if (!c.completes()) continue;
+    const size_t my_row = full[i] ? row++ : 0;
+    if (cancelled.count(c.seq)) continue;
+    Request& r = *owner(c.seq);
+    GeneratedToken tok;
+    if (full[i]) {
+      const std::span<const float> logits(result.logits.data() + my_row * limits.vocab_size, limits.vocab_size);
+      tok = r.sampler.sample(logits, r.seq.tokens, r.stop.suppressed_for(r.generated + 1, eog_ids));
+    } else {
+      tok = r.sampler.from_argmax(result.argmax[i]);
+    }
+    if (tok.id < 0 || tok.id >= limits.vocab_size) {
+      fail(r, ErrorCode::kInternal, "runner returned token id " + std::to_string(tok.id) + " outside the vocabulary", now);
+      continue;
+    }
+    ++decoded;
+    emit_token(r, tok, now);
+  }
+  apply_cancels(late_cancels);
+  tokens_generated += decoded;
+  decode_window.emplace_back(now, decoded);
+  while (!decode_window.empty() && now - decode_window.front().first > kThroughputWindow) decode_window.pop_front();
+}
+
+void Engine::Impl::emit_token(Request& r, const GeneratedToken& tok, Clock::time_point now) {
+  r.seq.tokens.push_back(tok.id);
+  ++r.generated;
+  const sched::StopOutcome stop = r.stop.on_token(tok.id, r.generated);
+  const bool first = r.generated == 1;
+  EngineEvent e = event_for(r, first ? EventType::kFirstToken : EventType::kToken);
+  if (r.params.logprobs < 0) {
+    GeneratedToken bare;
+    bare.id = tok.id;
+    e.tokens.push_back(bare);
+  } else {
+    e.tokens.push_back(tok);
+  }
+  e.text = stop.text;
+  events.add(std::move(e));
+  if (first) {
+    r.first_token = now;
+    ttft_samples.push_back(ms_between(r.submitted, now));
+    if (ttft_samples.size() > kLatencySamples) ttft_samples.pop_front();
+  } else {
+    itl_samples.push_back(ms_between(r.last_token, now));
+    if (itl_samples.size() > kLatencySamples) itl_samples.pop_front();
+  }
+  r.last_token = now;
+  if (stop.finish) finish(r, *stop.finish, now);
+}
+
+void Engine::Impl::fail(Request& r, ErrorCode code, const std::string& message, Clock::time_point now) {
+  EngineEvent e = event_for(r, EventType::kError);
+  e.error_code = code;
+  e.error_message = message;
+  events.add(std::move(e));
+  finish(r, FinishReason::kError, now);
+}
+
+void Engine::Impl::finish(Request& r, FinishReason reason, Clock::time_point now) {
+  if (reason == FinishReason::kCancelled || reason == FinishReason::kDeadline) {
+    std::string rest = r.stop.drain();  // text held back for a possible stop string
+    if (!rest.empty()) {
+      EngineEvent t = event_for(r, r.generated == 0 ? EventType::kFirstToken : EventType::kToken);
+      t.text = std::move(rest);
+      events.add(std::move(t));
+    }
+  }
+  EngineEvent e = event_for(r, EventType::kFinished);
+  e.reason = reason;
+  e.usage.prompt_tokens = r.seq.num_prompt_tokens;
+  e.usage.cached_tokens = r.seq.num_cached_prompt;
+  e.usage.generated_tokens = r.generated;
+  e.timings.queue_ms = r.scheduled_once ? ms_between(r.submitted, r.first_scheduled) : ms_between(r.submitted, now);
+  e.timings.ttft_ms = r.generated > 0 ? ms_between(r.submitted, r.first_token) : 0;
+  e.timings.total_ms = ms_between(r.submitted, now);
+  avg_request_ms = 0.9 * avg_request_ms + 0.1 * e.timings.total_ms;
+  events.add(std::move(e));
+
+  ++requests_finished;
+  scheduler.remove(&r.seq);
+  const std::string id = r.id;
+  {
+    std::lock_guard lock(mu);
+    live_ids.erase(id);
+  }
+  by_seq.erase(&r.seq);
+  requests.erase(id);  // destroys r
+}
+
+void Engine::Impl::publish_stats() {
+  EngineStats s;
+  s.waiting = scheduler.num_waiting();
+  s.running = scheduler.num_running();
+  s.kv_blocks_total = blocks.num_blocks();
+  s.kv_blocks_used = blocks.num_used();
+  s.kv_blocks_cached = blocks.num_cached();
+  s.prefix_hit_tokens = blocks.hit_tokens();
+  s.prefix_query_tokens = blocks.query_tokens();
+  s.requests_finished = requests_finished;
+  s.tokens_generated = tokens_generated;
+  s.prompt_tokens_processed = prompt_tokens_processed;
+  s.preemptions = scheduler.num_preemptions();
+  if (decode_window.size() >= 2) {
+    int64_t n = 0;
+    for (size_t i = 1; i < decode_window.size(); ++i) n += decode_window[i].second;
+    const double secs = std::chrono::duration<double>(decode_window.back().first - decode_window.front().first).count();
+    s.decode_tokens_per_s = secs > 0 ? static_cast<double>(n) / secs : 0;
+  }
+  s.ttft_ms_samples.assign(ttft_samples.begin(), ttft_samples.end());
+  s.itl_ms_samples.assign(itl_samples.begin(), itl_samples.end());
+  {
+    std::lock_guard lock(stats_mu);
+    stats_snapshot = std::move(s);
+  }
+  std::lock_guard lock(mu);
+  waiting_snapshot = scheduler.num_waiting();
+  const double per_slot = avg_request_ms / std::max(1, config.max_seqs);
+  retry_after_ms = static_cast<int32_t>(std::clamp(per_slot * std::max(1, scheduler.num_waiting()), 50.0, 30000.0));
+}
+
+}  // namespace vks

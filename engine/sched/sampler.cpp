@@ -1,0 +1,146 @@
+#include "engine/sched/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+namespace vks::sched {
+
+namespace {
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+bool before(const Candidate& a, const Candidate& b) {
+  return a.logit != b.logit ? a.logit > b.logit : a.id < b.id;
+}
+}  // namespace
+
+void apply_logit_bias(std::span<float> logits, const std::vector<std::pair<TokenId, float>>& bias) {
+  for (const auto& [id, b] : bias) {
+    if (id >= 0 && static_cast<size_t>(id) < logits.size()) logits[id] += b;
+  }
+}
+
+void apply_penalties(std::span<float> logits, std::span<const int32_t> history, const SamplingParams& p) {
+  if (p.penalty_last_n == 0) return;
+  if (p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f) return;
+  const size_t n = p.penalty_last_n < 0 ? history.size() : std::min<size_t>(history.size(), p.penalty_last_n);
+  std::unordered_map<int32_t, int32_t> counts;
+  for (int32_t t : history.subspan(history.size() - n)) ++counts[t];
+  for (const auto& [id, count] : counts) {
+    if (id < 0 || static_cast<size_t>(id) >= logits.size()) continue;
+    float& l = logits[id];
+    // llama.cpp: divide positive logits, multiply negative ones, then the OpenAI-style terms.
+    l = l <= 0 ? l * p.repetition_penalty : l / p.repetition_penalty;
+    l -= static_cast<float>(count) * p.frequency_penalty + (count > 0 ? 1.0f : 0.0f) * p.presence_penalty;
+  }
+}
+
+std::vector<Candidate> sorted_candidates(std::span<const float> logits, int32_t top_k) {
+  std::vector<Candidate> c;
+  c.reserve(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float l = logits[i];
+    if (!std::isnan(l) && l != kNegInf) c.push_back({static_cast<int32_t>(i), l});
+  }
+  if (top_k > 0 && static_cast<size_t>(top_k) < c.size()) {
+    std::partial_sort(c.begin(), c.begin() + top_k, c.end(), before);
+    c.resize(top_k);
+  } else {
+    std::sort(c.begin(), c.end(), before);
+  }
+  return c;
+}
+
+void keep_top_p(std::vector<Candidate>& c, float top_p) {
+  if (top_p >= 1.0f || c.size() <= 1) return;
+  const double max_l = c.front().logit;
+  double total = 0;
+  for (const Candidate& x : c) total += std::exp(static_cast<double>(x.logit) - max_l);
+  double cum = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    cum += std::exp(static_cast<double>(c[i].logit) - max_l) / total;
+    if (cum >= top_p) {  // keep the token that crosses p (llama.cpp), at least one
+      c.resize(i + 1);
+      return;
+    }
+  }
+}
+
+void keep_min_p(std::vector<Candidate>& c, float min_p) {
+  if (min_p <= 0.0f || c.empty()) return;
+  // p_i >= min_p * p_max  <=>  logit_i >= logit_max + log(min_p)
+  const double threshold = static_cast<double>(c.front().logit) + std::log(static_cast<double>(min_p));
+  size_t keep = 1;
+  while (keep < c.size() && static_cast<double>(c[keep].logit) >= threshold) ++keep;
+  c.resize(keep);
+}
+
+double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+Sampler::Sampler(const SamplingParams& params, int32_t n_logprobs, uint64_t seed)
+    : params_(params), n_logprobs_(n_logprobs), rng_(seed) {}
+
+bool Sampler::needs_full_logits(bool suppressing) const {
+  const bool penalties = params_.penalty_last_n != 0 &&
+                         (params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+                          params_.frequency_penalty != 0.0f);
+  return !greedy() || n_logprobs_ >= 0 || !params_.logit_bias.empty() || penalties || suppressing;
+}
+
+GeneratedToken Sampler::from_argmax(int32_t id) const {
+  GeneratedToken t;
+  t.id = id;
+  return t;
+}
+
+GeneratedToken Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
+                               std::span<const int32_t> suppressed) {
+  work_.assign(logits.begin(), logits.end());
+  for (float& l : work_) if (std::isnan(l)) l = kNegInf;
+  apply_logit_bias(work_, params_.logit_bias);
+  apply_penalties(work_, history, params_);
+  for (int32_t id : suppressed) if (id >= 0 && static_cast<size_t>(id) < work_.size()) work_[id] = kNegInf;
+
+  GeneratedToken out;
+  std::vector<Candidate> cands = sorted_candidates(work_, greedy() ? 1 : params_.top_k);
+  if (cands.empty()) {  // everything masked: fall back to the raw argmax rather than fail
+    out.id = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  } else if (greedy()) {
+    out.id = cands.front().id;
+  } else {
+    keep_top_p(cands, params_.top_p);
+    keep_min_p(cands, params_.min_p);
+    const double inv_t = 1.0 / params_.temperature;
+    const double max_l = cands.front().logit;
+    std::vector<double> w(cands.size());
+    double total = 0;
+    for (size_t i = 0; i < cands.size(); ++i) total += w[i] = std::exp((cands[i].logit - max_l) * inv_t);
+    const double u = uniform01(rng_) * total;
+    double cum = 0;
+    out.id = cands.back().id;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      cum += w[i];
+      if (u < cum) {
+        out.id = cands[i].id;
+        break;
+      }
+    }
+  }
+  if (n_logprobs_ >= 0) {
+    double max_l = kNegInf;
+    for (float l : work_) max_l = std::max<double>(max_l, l);
+    double total = 0;
+    for (float l : work_) total += std::exp(static_cast<double>(l) - max_l);
+    const double log_z = max_l + std::log(total);
+    out.logprob = static_cast<float>(static_cast<double>(work_[out.id]) - log_z);
+    if (n_logprobs_ > 0) {
+      for (const Candidate& c : sorted_candidates(work_, n_logprobs_)) {
+        out.top.push_back({c.id, static_cast<float>(static_cast<double>(c.logit) - log_z)});
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace vks::sched

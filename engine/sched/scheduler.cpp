@@ -1,0 +1,160 @@
+#include "engine/sched/scheduler.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "engine/common/error.h"
+
+namespace vks::sched {
+
+Scheduler::Scheduler(SchedulerConfig config, BlockManager& blocks) : config_(config), blocks_(blocks) {
+  if (config_.max_seqs <= 0 || config_.max_batched_tokens < config_.max_seqs) {
+    throw Error(ErrorCode::kInvalidArgument, "scheduler needs max_seqs > 0 and max_batched_tokens >= max_seqs");
+  }
+  if (!(config_.aging_ms > 0)) throw Error(ErrorCode::kInvalidArgument, "scheduler aging_ms must be > 0");
+}
+
+void Scheduler::add(Sequence* seq, Clock::time_point now) {
+  seq->state = SeqState::kWaiting;
+  if (seq->submitted_at == Clock::time_point{}) seq->submitted_at = now;
+  waiting_.push_back(seq);
+}
+
+void Scheduler::remove(Sequence* seq) {
+  if (auto it = std::find(waiting_.begin(), waiting_.end(), seq); it != waiting_.end()) waiting_.erase(it);
+  if (auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end()) running_.erase(it);
+  blocks_.release(seq->kv);
+  seq->state = SeqState::kFinished;
+}
+
+bool Scheduler::more_important(const Sequence* a, const Sequence* b, Clock::time_point now, bool waiting) const {
+  if (config_.priority_policy) {
+    double pa = a->priority, pb = b->priority;
+    if (waiting) {
+      pa += std::chrono::duration<double, std::milli>(now - a->submitted_at).count() / config_.aging_ms;
+      pb += std::chrono::duration<double, std::milli>(now - b->submitted_at).count() / config_.aging_ms;
+    }
+    if (pa != pb) return pa > pb;
+  }
+  return a->arrival < b->arrival;
+}
+
+std::vector<Sequence*> Scheduler::waiting_in_order(Clock::time_point now) const {
+  std::vector<Sequence*> order(waiting_.begin(), waiting_.end());
+  if (config_.priority_policy) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](const Sequence* a, const Sequence* b) { return more_important(a, b, now, true); });
+  }
+  return order;  // FCFS: the queue order itself (preempted sequences were put at the front)
+}
+
+int32_t Scheduler::waiting_position(const Sequence* seq, Clock::time_point now) const {
+  const auto order = waiting_in_order(now);
+  auto it = std::find(order.begin(), order.end(), seq);
+  return it == order.end() ? -1 : static_cast<int32_t>(it - order.begin());
+}
+
+Sequence* Scheduler::pick_victim(const std::vector<Sequence*>& unscheduled) const {
+  Sequence* victim = nullptr;
+  for (Sequence* s : unscheduled) {
+    if (s->state != SeqState::kRunning) continue;
+    if (!victim || more_important(victim, s, Clock::time_point{}, false)) victim = s;
+  }
+  return victim;
+}
+
+void Scheduler::preempt(Sequence* victim, Clock::time_point, SchedulerOutput& out) {
+  blocks_.release(victim->kv);
+  victim->num_computed = 0;
+  victim->state = SeqState::kWaiting;
+  running_.erase(std::find(running_.begin(), running_.end(), victim));
+  waiting_.push_front(victim);
+  ++victim->num_preemptions;
+  ++num_preemptions_;
+  out.preempted.push_back(victim);
+}
+
+SchedulerOutput Scheduler::schedule(Clock::time_point now) {
+  SchedulerOutput out;
+  int32_t budget = config_.max_batched_tokens;
+  std::vector<Sequence*> order = running_;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const Sequence* a, const Sequence* b) { return more_important(a, b, now, false); });
+  std::unordered_set<const Sequence*> scheduled;
+  auto unscheduled = [&] {
+    std::vector<Sequence*> v;
+    for (Sequence* s : running_) if (!scheduled.count(s)) v.push_back(s);
+    return v;
+  };
+  auto add_chunk = [&](Sequence* s, int32_t n) {
+    out.chunks.push_back(ScheduledChunk{s, s->num_computed, n});
+    out.num_tokens += n;
+    budget -= n;
+    scheduled.insert(s);
+  };
+  // Gets room for s to hold `want` more tokens, shrinking to what fits or preempting the least
+  // important unscheduled sequence; returns the tokens granted (0: s itself was preempted).
+  auto reserve = [&](Sequence* s, int32_t want) -> int32_t {
+    while (true) {
+      const int32_t held = static_cast<int32_t>(s->kv.blocks.size());
+      const int32_t room = (held + blocks_.num_free()) * blocks_.block_size() - s->num_computed;
+      const int32_t n = std::min(want, room);
+      if (n > 0 && blocks_.grow(s->kv, s->num_computed + n)) return n;
+      Sequence* victim = pick_victim(unscheduled());
+      if (!victim) return 0;
+      preempt(victim, now, out);
+      if (victim == s) return 0;
+    }
+  };
+
+  // 1. One decode token for every running sequence that is decoding.
+  for (Sequence* s : order) {
+    if (budget <= 0) break;
+    if (s->state != SeqState::kRunning || !s->is_decoding()) continue;
+    if (reserve(s, 1) == 1) add_chunk(s, 1);
+  }
+  // 2. Prefill chunks of running sequences still prefilling (or recomputing).
+  for (Sequence* s : order) {
+    if (budget <= 0) break;
+    if (s->state != SeqState::kRunning || scheduled.count(s) || s->num_uncomputed() <= 0) continue;
+    const int32_t n = reserve(s, std::min(s->num_uncomputed(), budget));
+    if (n > 0) add_chunk(s, n);
+  }
+  // 3. Admissions, unless this step had to preempt (the freed blocks are for the running ones).
+  if (!out.preempted.empty()) return out;
+  for (Sequence* s : waiting_in_order(now)) {
+    if (budget <= 0 || static_cast<int32_t>(running_.size()) >= config_.max_seqs) break;
+    const PrefixMatch match = blocks_.match_prefix(s->tokens);
+    const int32_t bs = blocks_.block_size();
+    const int32_t cached = static_cast<int32_t>(match.blocks.size()) * bs;
+    const int32_t free_after = blocks_.num_free() - match.evictable;
+    const int32_t room = (static_cast<int32_t>(match.blocks.size()) + free_after) * bs - cached;
+    const int32_t n = std::min({s->num_tokens() - cached, budget, room});
+    if (n <= 0) break;  // head of line waits for blocks: later ones must not overtake it
+    blocks_.acquire_prefix(s->kv, match);
+    if (!blocks_.grow(s->kv, cached + n)) throw Error(ErrorCode::kInternal, "block pool accounting mismatch");
+    s->num_computed = cached;
+    if (!s->admitted_before) {
+      s->admitted_before = true;
+      s->num_cached_prompt = std::min(cached, s->num_prompt_tokens);
+      blocks_.record_lookup(s->num_tokens(), cached);
+    }
+    s->state = SeqState::kRunning;
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), s));
+    running_.push_back(s);
+    out.admitted.push_back(s);
+    add_chunk(s, n);
+  }
+  return out;
+}
+
+void Scheduler::on_step_done(const SchedulerOutput& out) {
+  for (const ScheduledChunk& c : out.chunks) {
+    Sequence* s = c.seq;
+    if (s->state != SeqState::kRunning) continue;
+    s->num_computed = c.n_past + c.n_tokens;
+    blocks_.commit(s->kv, s->tokens, s->num_computed);
+  }
+}
+
+}  // namespace vks::sched

@@ -1,0 +1,35 @@
+#pragma once
+// What the scheduler knows about one request: its tokens (prompt, then generated), how many of them
+// are in the KV cache, the blocks holding them and where it is in its life.
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "engine/sched/block_manager.h"
+
+namespace vks::sched {
+
+using Clock = std::chrono::steady_clock;
+
+enum class SeqState { kWaiting, kRunning, kFinished };
+
+struct Sequence {
+  uint64_t arrival = 0;              // submission order, lower = older
+  int32_t priority = 0;              // higher first (kPriority policy)
+  Clock::time_point submitted_at{};  // aging counts from here
+  std::vector<int32_t> tokens;       // prompt followed by the generated tokens
+  int32_t num_prompt_tokens = 0;
+  int32_t num_computed = 0;          // tokens whose K/V are in the cache
+  int32_t num_cached_prompt = 0;     // prompt tokens served from the prefix cache at first admission
+  bool admitted_before = false;
+  int32_t num_preemptions = 0;
+  SeqState state = SeqState::kWaiting;
+  SeqBlocks kv;
+
+  int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t num_uncomputed() const { return num_tokens() - num_computed; }
+  // Decoding: only the last sampled token is missing from the cache.
+  bool is_decoding() const { return num_computed > 0 && num_uncomputed() == 1 && num_tokens() > num_prompt_tokens; }
+};
+
+}  // namespace vks::sched
