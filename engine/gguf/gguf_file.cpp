@@ -253,7 +253,10 @@ std::optional<std::vector<float>> GgufFile::get_float_array(std::string_view key
   for (const Value& e : v->arr) {
     const auto x = e.as_float();
     if (!x) wrong_type(key, *v, "an array of numbers");
-    out.push_back(static_cast<float>(*x));
+    // Out-of-range doubles become ±infinity (a plain narrowing cast would be undefined).
+    const double lim = std::numeric_limits<float>::max();
+    out.push_back(*x > lim ? std::numeric_limits<float>::infinity()
+                           : *x < -lim ? -std::numeric_limits<float>::infinity() : static_cast<float>(*x));
   }
   return out;
 }

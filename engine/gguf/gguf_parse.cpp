@@ -43,6 +43,23 @@ std::string quoted(std::string_view s) {
   return out + "'";
 }
 
+// What is being read, for error messages. Rendered only when something is wrong: building strings
+// for every value of a 100k-token vocabulary would dominate parsing time.
+struct What {
+  const char* label;
+  std::string_view subject = {};  // a key or tensor name, shown quoted
+  int64_t index = -1;             // an item number, shown as #index
+  const char* suffix = "";
+
+  std::string str() const {
+    // append() rather than operator+: GCC 12 reports a false -Wrestrict on "lit" + std::string&&.
+    std::string s(label);
+    if (subject.data() != nullptr) s.append(" ").append(quoted(subject));
+    if (index >= 0) s.append(" #").append(std::to_string(index));
+    return s.append(suffix);
+  }
+};
+
 // A bounds-checked little-endian reader over the file bytes.
 class Cursor {
  public:
@@ -52,16 +69,16 @@ class Cursor {
   uint64_t size() const { return bytes_.size(); }
   uint64_t remaining() const { return bytes_.size() - pos_; }
 
-  void need(uint64_t n, const std::string& what) const {
+  void need(uint64_t n, const What& what) const {
     if (n > remaining()) {
-      corrupt("file truncated: " + what + " needs " + std::to_string(n) + " bytes but only " +
+      corrupt("file truncated: " + what.str() + " needs " + std::to_string(n) + " bytes but only " +
                   std::to_string(remaining()) + " remain",
               pos_);
     }
   }
 
   template <typename T>
-  T read(const std::string& what) {
+  T read(const What& what) {
     need(sizeof(T), what);
     T v;
     std::memcpy(&v, bytes_.data() + pos_, sizeof(T));
@@ -69,11 +86,13 @@ class Cursor {
     return v;
   }
 
-  std::string read_string(const std::string& what) {
+  std::string read_string(const What& what) {
     const uint64_t at = pos_;
-    const uint64_t len = read<uint64_t>(what + " length");
+    What length = what;
+    length.suffix = " length";
+    const uint64_t len = read<uint64_t>(length);
     if (len > kMaxStringBytes) {
-      corrupt(what + " length " + std::to_string(len) + " exceeds the limit of " +
+      corrupt(what.str() + " length " + std::to_string(len) + " exceeds the limit of " +
                   std::to_string(kMaxStringBytes) + " bytes",
               at);
     }
@@ -110,8 +129,8 @@ class Parser {
   ParsedGguf run() {
     ParsedGguf out;
     read_header(out);
-    const uint64_t n_tensors = read_count("tensor count", 8 + 4 + 8 + 4 + 8);  // smallest tensor info
-    const uint64_t n_kv = read_count("metadata key count", 8 + 4 + 1);
+    const uint64_t n_tensors = read_count({"tensor count"}, 8 + 4 + 8 + 4 + 8);  // smallest tensor info
+    const uint64_t n_kv = read_count({"metadata key count"}, 8 + 4 + 1);
     read_metadata(out, n_kv);
     read_tensor_infos(out, n_tensors);
     place_data(out);
@@ -121,10 +140,10 @@ class Parser {
  private:
   void read_header(ParsedGguf& out) {
     if (c_.size() < 4) corrupt("file too small to be GGUF (" + std::to_string(c_.size()) + " bytes)", 0);
-    const uint32_t magic = c_.read<uint32_t>("magic");
+    const uint32_t magic = c_.read<uint32_t>({"magic"});
     if (magic != kMagic) corrupt("bad magic: this is not a GGUF file", 0);
     const uint64_t at = c_.pos();
-    const uint32_t version = c_.read<uint32_t>("version");
+    const uint32_t version = c_.read<uint32_t>({"version"});
     if (version == 1) {
       fail(ErrorCode::kUnsupported, "GGUF version 1 is not supported (only v2 and v3); re-convert the model with a current llama.cpp", at);
     }
@@ -138,28 +157,28 @@ class Parser {
   }
 
   // A count whose items each take at least min_item_bytes cannot exceed what is left of the file.
-  uint64_t read_count(const std::string& what, uint64_t min_item_bytes) {
+  uint64_t read_count(const What& what, uint64_t min_item_bytes) {
     const uint64_t at = c_.pos();
     const uint64_t n = c_.read<uint64_t>(what);
     if (n > c_.remaining() / min_item_bytes) {
-      corrupt(what + " " + std::to_string(n) + " cannot fit in the " + std::to_string(c_.remaining()) +
+      corrupt(what.str() + " " + std::to_string(n) + " cannot fit in the " + std::to_string(c_.remaining()) +
                   " bytes left in the file",
               at);
     }
     return n;
   }
 
-  ValueType read_value_type(const std::string& what) {
+  ValueType read_value_type(const What& what) {
     const uint64_t at = c_.pos();
     const uint32_t t = c_.read<uint32_t>(what);
-    if (!valid_value_type(t)) corrupt("unknown " + what + " " + std::to_string(t), at);
+    if (!valid_value_type(t)) corrupt("unknown " + what.str() + " " + std::to_string(t), at);
     return static_cast<ValueType>(t);
   }
 
   Value read_value(ValueType type, const std::string& key, uint32_t depth) {
     Value v;
     v.type = type;
-    const std::string what = "value of " + quoted(key);
+    const What what{"value of", key};
     switch (type) {
       case ValueType::kUint8: v.u = c_.read<uint8_t>(what); break;
       case ValueType::kInt8: v.i = c_.read<int8_t>(what); break;
@@ -183,8 +202,8 @@ class Parser {
     if (depth >= kMaxArrayDepth) {
       corrupt("arrays of " + quoted(key) + " nest deeper than " + std::to_string(kMaxArrayDepth) + " levels", at);
     }
-    v.elem_type = read_value_type("array element type of " + quoted(key));
-    const uint64_t n = read_count("element count of " + quoted(key), min_encoded_size(v.elem_type));
+    v.elem_type = read_value_type({"array element type of", key});
+    const uint64_t n = read_count({"element count of", key}, min_encoded_size(v.elem_type));
     total_array_elements_ += n;
     if (total_array_elements_ > kMaxTotalArrayElements) {
       corrupt("arrays hold more than " + std::to_string(kMaxTotalArrayElements) + " elements in total", at);
@@ -208,9 +227,9 @@ class Parser {
     for (uint64_t k = 0; k < n_kv; ++k) {
       const uint64_t at = c_.pos();
       KeyValue kv;
-      kv.key = c_.read_string("metadata key #" + std::to_string(k));
+      kv.key = c_.read_string({"metadata key", {}, static_cast<int64_t>(k)});
       if (!seen.insert(kv.key).second) corrupt("duplicate metadata key " + quoted(kv.key), at);
-      const ValueType type = read_value_type("value type of " + quoted(kv.key));
+      const ValueType type = read_value_type({"value type of", kv.key});
       kv.value = read_value(type, kv.key, 0);
       if (kv.key == "general.alignment") out.alignment = parse_alignment(kv.value, at);
       out.metadata.push_back(std::move(kv));
@@ -232,20 +251,20 @@ class Parser {
     for (uint64_t k = 0; k < n_tensors; ++k) {
       const uint64_t at = c_.pos();
       TensorInfo t;
-      t.name = c_.read_string("name of tensor #" + std::to_string(k));
+      t.name = c_.read_string({"name of tensor", {}, static_cast<int64_t>(k)});
       if (t.name.size() >= 64) corrupt("tensor name " + quoted(t.name) + " is longer than ggml's 63-byte limit", at);
       if (!seen.insert(t.name).second) corrupt("duplicate tensor name " + quoted(t.name), at);
       const std::string what = "tensor " + quoted(t.name);
 
       const uint64_t dims_at = c_.pos();
-      const uint32_t n_dims = c_.read<uint32_t>("dimension count of " + what);
+      const uint32_t n_dims = c_.read<uint32_t>({"dimension count of tensor", t.name});
       if (n_dims == 0 || n_dims > kMaxDims) {
         corrupt(what + " has " + std::to_string(n_dims) + " dimensions (allowed: 1 to 4)", dims_at);
       }
       uint64_t n_elements = 1;
       for (uint32_t d = 0; d < n_dims; ++d) {
         const uint64_t dim_at = c_.pos();
-        const uint64_t dim = c_.read<uint64_t>("dimension of " + what);
+        const uint64_t dim = c_.read<uint64_t>({"dimension of tensor", t.name});
         if (dim == 0 || dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
             n_elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / dim) {
           corrupt(what + " has an invalid dimension " + std::to_string(dim) + " (zero or element count overflows)", dim_at);
@@ -255,7 +274,7 @@ class Parser {
       }
 
       const uint64_t type_at = c_.pos();
-      const uint32_t type_id = c_.read<uint32_t>("type of " + what);
+      const uint32_t type_id = c_.read<uint32_t>({"type of tensor", t.name});
       const auto traits = ggml_type_traits(type_id);
       if (!traits) fail(ErrorCode::kUnsupported, what + " has unknown ggml type id " + std::to_string(type_id), type_at);
       t.type = static_cast<GgmlType>(type_id);
@@ -272,7 +291,7 @@ class Parser {
       t.nbytes = n_blocks * traits->type_size;
 
       const uint64_t offset_at = c_.pos();
-      t.offset = c_.read<uint64_t>("data offset of " + what);
+      t.offset = c_.read<uint64_t>({"data offset of tensor", t.name});
       if (t.offset % out.alignment != 0) {
         corrupt(what + " data offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
                     std::to_string(out.alignment),

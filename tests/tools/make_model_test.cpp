@@ -1,0 +1,228 @@
+// vks-make-model end to end: generated files load as llama models with the requested shapes and
+// types, weights have the intended statistics, vocabularies are synthetic or copied intact, and
+// output is deterministic.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <vector>
+
+#include "engine/model/llama_model.h"
+#include "tests/common/test_models.h"
+
+namespace vks {
+namespace {
+
+namespace fs = std::filesystem;
+
+class MakeModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("vks_make_model_test_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    tool_ = test::build_dir() + "/tools/vks-make-model";
+    ASSERT_TRUE(fs::exists(tool_)) << tool_ << " not built";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs the tool; returns its exit status and leaves stderr in last_stderr_.
+  int make(const std::string& file, const std::string& args) {
+    const std::string err = (dir_ / "stderr.txt").string();
+    const std::string cmd = "'" + tool_ + "' -q -o '" + path(file) + "' " + args + " 2>'" + err + "'";
+    const int status = std::system(cmd.c_str());
+    const std::vector<char> text = read_all(err);
+    last_stderr_.assign(text.begin(), text.end());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string path(const std::string& file) const { return (dir_ / file).string(); }
+  std::vector<char> bytes(const std::string& file) const { return read_all(path(file)); }
+  static std::vector<char> read_all(const std::string& p) {
+    std::ifstream in(p, std::ios::binary | std::ios::ate);
+    std::vector<char> out(in ? static_cast<size_t>(in.tellg()) : 0);
+    in.seekg(0);
+    in.read(out.data(), static_cast<std::streamsize>(out.size()));
+    return out;
+  }
+
+  fs::path dir_;
+  std::string tool_;
+  std::string last_stderr_;
+};
+
+struct Stats {
+  double mean = 0;
+  double std_dev = 0;
+};
+
+Stats tensor_stats(const TensorRef& t) {
+  std::vector<float> row(t.cols);
+  double sum = 0, sum_sq = 0;
+  for (uint64_t r = 0; r < t.rows; ++r) {
+    dequantize_tensor_row(t, r, row.data());
+    for (float v : row) {
+      sum += v;
+      sum_sq += double(v) * v;
+    }
+  }
+  const double n = double(t.rows) * double(t.cols);
+  const double mean = sum / n;
+  return {mean, std::sqrt(std::max(0.0, sum_sq / n - mean * mean))};
+}
+
+TEST_F(MakeModel, EveryTypeLoadsWithExpectedShapesAndStatistics) {
+  for (const std::string type : {"f32", "f16", "bf16", "q8_0", "q4_0"}) {
+    const std::string file = "tiny_" + type + ".gguf";
+    ASSERT_EQ(make(file, "--preset tiny --type " + type + " --layers 3 --seed 5"), 0) << last_stderr_;
+    const auto model = LlamaModel::load(path(file));
+    const LlamaConfig& c = model->config();
+    EXPECT_EQ(c.dim, 64u);
+    EXPECT_EQ(c.n_layers, 3u);
+    EXPECT_EQ(c.n_heads, 4u);
+    EXPECT_EQ(c.n_kv_heads, 2u);
+    EXPECT_EQ(c.hidden_dim, 192u);
+    EXPECT_EQ(c.vocab_size, 512u);
+    EXPECT_EQ(c.context_length, 256u);
+    EXPECT_FALSE(c.tied_embeddings);
+    const LlamaWeights& w = model->weights();
+    const GgmlType expected = model->weights().token_embd.type;
+    EXPECT_EQ(ggml_type_name(expected), type);
+    for (const LayerWeights& l : w.layers) {
+      for (const TensorRef* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+        EXPECT_EQ(m->type, expected) << m->name;
+        const Stats s = tensor_stats(*m);
+        const double want = 1.0 / std::sqrt(double(m->cols));
+        EXPECT_NEAR(s.mean, 0.0, want * 0.1) << type << " " << m->name;
+        EXPECT_NEAR(s.std_dev, want, want * 0.12) << type << " " << m->name;
+      }
+      for (const TensorRef* n : {&l.attn_norm, &l.ffn_norm}) {
+        EXPECT_EQ(n->type, GgmlType::kF32);
+        const Stats s = tensor_stats(*n);
+        EXPECT_NEAR(s.mean, 1.0, 0.01) << n->name;
+        EXPECT_NEAR(s.std_dev, 0.02, 0.008) << n->name;
+      }
+    }
+    EXPECT_EQ(w.output.name, "output.weight");
+    const gguf::GgufFile& f = model->file();
+    const int64_t file_type = *f.get_int("general.file_type");
+    EXPECT_EQ(file_type, type == "f32" ? 0 : type == "f16" ? 1 : type == "q4_0" ? 2 : type == "q8_0" ? 7 : 32);
+  }
+}
+
+TEST_F(MakeModel, LlamaCppKeysAndSyntheticVocabulary) {
+  ASSERT_EQ(make("m.gguf", "--dim 96 --heads 6 --kv-heads 2 --hidden 160 --layers 1 --vocab 700 --context 333 "
+                           "--rope-base 50000 --norm-eps 1e-6 --tied --name custom"),
+            0)
+      << last_stderr_;
+  const auto model = LlamaModel::load(path("m.gguf"));
+  const LlamaConfig& c = model->config();
+  EXPECT_EQ(c.dim, 96u);
+  EXPECT_EQ(c.head_dim, 16u);
+  EXPECT_EQ(c.kv_dim(), 32u);
+  EXPECT_EQ(c.hidden_dim, 160u);
+  EXPECT_EQ(c.vocab_size, 700u);
+  EXPECT_EQ(c.context_length, 333u);
+  EXPECT_FLOAT_EQ(c.rope_freq_base, 50000.0f);
+  EXPECT_FLOAT_EQ(c.norm_eps, 1e-6f);
+  EXPECT_TRUE(c.tied_embeddings);
+  EXPECT_EQ(c.name, "custom");
+  const gguf::GgufFile& f = model->file();
+  EXPECT_EQ(f.get_int("llama.rope.dimension_count"), 16);
+  EXPECT_EQ(f.get_int("llama.vocab_size"), 700);
+  EXPECT_EQ(f.get_int("general.alignment"), 32);
+  EXPECT_EQ(f.find_tensor("output.weight"), nullptr);
+
+  const auto tokens = *f.get_string_array("tokenizer.ggml.tokens");
+  const auto types = *f.get_int_array("tokenizer.ggml.token_type");
+  const auto scores = *f.get_float_array("tokenizer.ggml.scores");
+  ASSERT_EQ(tokens.size(), 700u);
+  ASSERT_EQ(types.size(), 700u);
+  ASSERT_EQ(scores.size(), 700u);
+  EXPECT_EQ(f.get_string("tokenizer.ggml.model"), "llama");
+  EXPECT_EQ(tokens[0], "<unk>");
+  EXPECT_EQ(tokens[1], "<s>");
+  EXPECT_EQ(tokens[2], "</s>");
+  EXPECT_EQ(tokens[3], "<0x00>");
+  EXPECT_EQ(tokens[3 + 0x41], "<0x41>");
+  EXPECT_EQ(tokens[258], "<0xFF>");
+  EXPECT_EQ(tokens[259], "\xE2\x96\x81");
+  EXPECT_EQ((std::vector<int64_t>{types[0], types[1], types[3], types[300]}), (std::vector<int64_t>{2, 3, 6, 1}));
+  EXPECT_EQ(std::set<std::string>(tokens.begin(), tokens.end()).size(), tokens.size());
+  EXPECT_EQ(f.get_int("tokenizer.ggml.bos_token_id"), 1);
+  EXPECT_EQ(f.get_int("tokenizer.ggml.eos_token_id"), 2);
+  // Every multi-symbol piece can be made by merging a known piece with one more letter.
+  const std::set<std::string> vocab(tokens.begin(), tokens.end());
+  for (size_t k = 260; k < tokens.size(); ++k) {
+    if (tokens[k].size() > 1 && tokens[k] != "\xE2\x96\x81") {
+      EXPECT_TRUE(vocab.count(tokens[k].substr(0, tokens[k].size() - 1))) << tokens[k];
+    }
+  }
+}
+
+TEST_F(MakeModel, VocabFromKeepsTheVocabulary) {
+  const std::string source = test::model_path("llama2-vocab.gguf");
+  ASSERT_EQ(make("v.gguf", "--preset tiny --type q8_0 --vocab-from '" + source + "'"), 0) << last_stderr_;
+  const auto model = LlamaModel::load(path("v.gguf"));
+  EXPECT_EQ(model->config().vocab_size, 32000u);
+  EXPECT_EQ(model->weights().token_embd.rows, 32000u);
+  const gguf::GgufFile src = gguf::GgufFile::open(source);
+  const gguf::GgufFile& out = model->file();
+  size_t copied = 0;
+  for (const gguf::KeyValue& kv : src.metadata()) {
+    if (kv.key.rfind("tokenizer.ggml.", 0) != 0) continue;
+    ++copied;
+    ASSERT_NE(out.find(kv.key), nullptr) << kv.key;
+  }
+  EXPECT_GE(copied, 6u);
+  EXPECT_EQ(out.get_string_array("tokenizer.ggml.tokens"), src.get_string_array("tokenizer.ggml.tokens"));
+  EXPECT_EQ(out.get_float_array("tokenizer.ggml.scores"), src.get_float_array("tokenizer.ggml.scores"));
+  EXPECT_EQ(out.get_int_array("tokenizer.ggml.token_type"), src.get_int_array("tokenizer.ggml.token_type"));
+  EXPECT_EQ(out.get_int("tokenizer.ggml.bos_token_id"), src.get_int("tokenizer.ggml.bos_token_id"));
+  EXPECT_EQ(out.get_string("tokenizer.ggml.model"), "llama");
+  EXPECT_EQ(out.get_int("llama.vocab_size"), 32000);
+}
+
+TEST_F(MakeModel, VocabFromSaysWhenItOverrides) {
+  const std::string source = test::model_path("llama2-vocab.gguf");
+  const std::string cmd = "'" + tool_ + "' -o '" + path("o.gguf") + "' --vocab 1000 --vocab-from '" + source + "' 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+  EXPECT_EQ(pclose(p), 0);
+  EXPECT_NE(out.find("vocabulary size 32000"), std::string::npos) << out;
+  EXPECT_NE(out.find("overrides 1000"), std::string::npos) << out;
+}
+
+TEST_F(MakeModel, DeterministicAcrossRunsAndThreads) {
+  ASSERT_EQ(make("a.gguf", "--type q4_0 --seed 9 --threads 1"), 0);
+  ASSERT_EQ(make("b.gguf", "--type q4_0 --seed 9 --threads 2"), 0);
+  ASSERT_EQ(make("c.gguf", "--type q4_0 --seed 10"), 0);
+  EXPECT_EQ(bytes("a.gguf"), bytes("b.gguf"));
+  EXPECT_NE(bytes("a.gguf"), bytes("c.gguf"));
+  EXPECT_EQ(bytes("a.gguf").size(), bytes("c.gguf").size());
+}
+
+TEST_F(MakeModel, BadArgumentsFailClearly) {
+  EXPECT_EQ(make("x.gguf", "--type q8_0 --dim 80 --heads 4 --kv-heads 2"), 1);
+  EXPECT_NE(last_stderr_.find("--dim 80 is not a multiple of 32"), std::string::npos) << last_stderr_;
+  EXPECT_EQ(make("x.gguf", "--type q5_k"), 2);
+  EXPECT_NE(last_stderr_.find("unknown --type"), std::string::npos) << last_stderr_;
+  EXPECT_EQ(make("x.gguf", "--preset huge"), 2);
+  EXPECT_NE(last_stderr_.find("tinyllama-1.1b"), std::string::npos) << last_stderr_;
+  EXPECT_EQ(make("x.gguf", "--heads 3"), 1);
+  EXPECT_NE(last_stderr_.find("--heads 3"), std::string::npos) << last_stderr_;
+  EXPECT_EQ(make("x.gguf", "--vocab 100"), 1);
+  EXPECT_NE(last_stderr_.find("at least 260"), std::string::npos) << last_stderr_;
+  EXPECT_EQ(make("x.gguf", "--vocab-from /nonexistent.gguf"), 1);
+  EXPECT_NE(last_stderr_.find("/nonexistent.gguf"), std::string::npos) << last_stderr_;
+  EXPECT_EQ(make("x.gguf", "--tied --untied"), 2);
+}
+
+}  // namespace
+}  // namespace vks

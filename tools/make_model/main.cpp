@@ -1,0 +1,133 @@
+// vks-make-model: writes a synthetic llama GGUF (llama.cpp-loadable) of any shape with seeded
+// random weights, for tests and benchmarks at realistic sizes.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "engine/common/error.h"
+#include "engine/gguf/gguf_file.h"
+#include "tools/make_model/model_generator.h"
+#include "tools/make_model/model_spec.h"
+
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Write a synthetic llama-architecture GGUF with seeded random weights."};
+  std::string output, preset_name = "tiny", type_name = "f32", vocab_from, name;
+  std::optional<uint32_t> dim, layers, heads, kv_heads, hidden, vocab, context;
+  std::optional<float> rope_base, norm_eps, init_scale;
+  std::optional<uint64_t> seed;
+  bool tied = false, untied = false, quiet = false;
+  unsigned threads = 0;
+  app.add_option("-o,--output", output, "Output GGUF path")->required();
+  app.add_option("-p,--preset", preset_name, "Shape preset: " + join(vks::tools::preset_names()))->capture_default_str();
+  app.add_option("-t,--type", type_name, "Matrix weight type: f32, f16, bf16, q8_0, q4_0 (norms are always f32)")->capture_default_str();
+  app.add_option("--dim", dim, "Embedding size (llama.embedding_length)");
+  app.add_option("--layers", layers, "Transformer blocks (llama.block_count)");
+  app.add_option("--heads", heads, "Attention heads");
+  app.add_option("--kv-heads", kv_heads, "Key/value heads (grouped-query attention)");
+  app.add_option("--hidden", hidden, "Feed-forward size (llama.feed_forward_length)");
+  app.add_option("--vocab", vocab, "Vocabulary size (synthetic vocabulary)");
+  app.add_option("--context", context, "Context length (llama.context_length)");
+  app.add_option("--rope-base", rope_base, "Rotary base frequency (llama.rope.freq_base)");
+  app.add_option("--norm-eps", norm_eps, "RMSNorm epsilon");
+  app.add_flag("--tied", tied, "Tie output to token embeddings (no output.weight)");
+  app.add_flag("--untied", untied, "Write a separate output.weight");
+  app.add_option("--seed", seed, "Random seed for the weights");
+  app.add_option("--init-scale", init_scale, "Matrix weights ~ N(0, (scale/sqrt(cols))^2)");
+  app.add_option("--name", name, "general.name (default: the preset name)");
+  app.add_option("--vocab-from", vocab_from, "Copy tokenizer.* keys (and vocabulary size) from this GGUF");
+  app.add_option("--threads", threads, "Worker threads (0 = all cores)");
+  app.add_flag("-q,--quiet", quiet, "Print only errors");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  auto spec = vks::tools::preset(preset_name);
+  if (!spec) {
+    std::fprintf(stderr, "vks-make-model: unknown preset '%s' (choose one of: %s)\n", preset_name.c_str(),
+                 join(vks::tools::preset_names()).c_str());
+    return 2;
+  }
+  const auto type = vks::tools::parse_weight_type(type_name);
+  if (!type) {
+    std::fprintf(stderr, "vks-make-model: unknown --type '%s' (choose f32, f16, bf16, q8_0 or q4_0)\n", type_name.c_str());
+    return 2;
+  }
+  if (tied && untied) {
+    std::fprintf(stderr, "vks-make-model: --tied and --untied contradict each other\n");
+    return 2;
+  }
+  spec->type = *type;
+  if (dim) spec->dim = *dim;
+  if (layers) spec->n_layers = *layers;
+  if (heads) spec->n_heads = *heads;
+  if (kv_heads) spec->n_kv_heads = *kv_heads;
+  if (hidden) spec->hidden_dim = *hidden;
+  if (vocab) spec->vocab_size = *vocab;
+  if (context) spec->context_length = *context;
+  if (rope_base) spec->rope_freq_base = *rope_base;
+  if (norm_eps) spec->norm_eps = *norm_eps;
+  if (init_scale) spec->init_scale = *init_scale;
+  if (seed) spec->seed = *seed;
+  if (!name.empty()) spec->name = name;
+  if (tied) spec->tied_embeddings = true;
+  if (untied) spec->tied_embeddings = false;
+
+  std::optional<vks::gguf::GgufFile> vocab_file;
+  vks::tools::GenerateOptions options;
+  options.threads = threads;
+  if (!vocab_from.empty()) {
+    vocab_file = vks::gguf::GgufFile::open(vocab_from);
+    const auto tokens = vocab_file->find("tokenizer.ggml.tokens");
+    if (tokens == nullptr || tokens->type != vks::gguf::ValueType::kArray) {
+      std::fprintf(stderr, "vks-make-model: %s has no tokenizer.ggml.tokens array\n", vocab_from.c_str());
+      return 2;
+    }
+    const auto n = static_cast<uint32_t>(tokens->arr.size());
+    if (n != spec->vocab_size && !quiet) {
+      std::fprintf(stderr, "vks-make-model: vocabulary size %u from %s overrides %u (%s)\n", n, vocab_from.c_str(),
+                   spec->vocab_size, vocab ? "--vocab" : "preset");
+    }
+    spec->vocab_size = n;
+    options.vocab_from = &*vocab_file;
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = vks::tools::write_model(*spec, output, options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!quiet) {
+    std::printf("wrote %s: %s %s, dim %u, layers %u, heads %u/%u kv, hidden %u, vocab %u, ctx %u, %s, "
+                "%.1fM params, %llu tensors, %.1f MiB in %.2f s\n",
+                output.c_str(), spec->name.c_str(), std::string(vks::ggml_type_name(spec->type)).c_str(), spec->dim,
+                spec->n_layers, spec->n_heads, spec->n_kv_heads, spec->hidden_dim, result.vocab_size,
+                spec->context_length, spec->tied_embeddings ? "tied" : "untied", spec->n_parameters() / 1e6,
+                static_cast<unsigned long long>(result.n_tensors), result.file_bytes / 1048576.0, seconds);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const vks::Error& e) {
+    std::fprintf(stderr, "vks-make-model: %s [%s]\n", e.what(), std::string(vks::error_code_name(e.code())).c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vks-make-model: %s\n", e.what());
+    return 1;
+  }
+}

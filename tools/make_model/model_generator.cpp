@@ -1,0 +1,181 @@
+#include "tools/make_model/model_generator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <thread>
+#include <vector>
+
+#include "engine/common/error.h"
+#include "engine/gguf/gguf_writer.h"
+#include "tools/make_model/synthetic_vocab.h"
+
+namespace vks::tools {
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Approximately standard-normal values, cheaply: the sum of four 16-bit uniforms (Irwin-Hall),
+// centred and scaled to unit variance. Fast enough for a billion weights; the tails stop at ±3.5σ.
+class NormalRng {
+ public:
+  explicit NormalRng(uint64_t seed) : state_(seed) {}
+  float next() {
+    const uint64_t r = splitmix64(state_);
+    const uint32_t sum = static_cast<uint32_t>(r & 0xFFFF) + static_cast<uint32_t>((r >> 16) & 0xFFFF) +
+                         static_cast<uint32_t>((r >> 32) & 0xFFFF) + static_cast<uint32_t>(r >> 48);
+    constexpr float kMean = 4 * 32767.5f;
+    constexpr float kInvStd = 1.0f / 37837.23f;  // 65536 * sqrt(4 / 12)
+    return (static_cast<float>(sum) - kMean) * kInvStd;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+enum class Init { kMatrix, kNorm };
+
+struct TensorPlan {
+  std::string name;
+  GgmlType type;
+  uint64_t rows;
+  uint64_t cols;
+  Init init;
+};
+
+std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
+  const uint64_t q = uint64_t{s.n_heads} * s.head_dim(), kv = uint64_t{s.n_kv_heads} * s.head_dim();
+  std::vector<TensorPlan> p;
+  auto matrix = [&](std::string n, uint64_t rows, uint64_t cols) { p.push_back({std::move(n), s.type, rows, cols, Init::kMatrix}); };
+  auto norm = [&](std::string n) { p.push_back({std::move(n), GgmlType::kF32, 1, s.dim, Init::kNorm}); };
+  matrix("token_embd.weight", s.vocab_size, s.dim);
+  for (uint32_t l = 0; l < s.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    norm(b + "attn_norm.weight");
+    matrix(b + "attn_q.weight", q, s.dim);
+    matrix(b + "attn_k.weight", kv, s.dim);
+    matrix(b + "attn_v.weight", kv, s.dim);
+    matrix(b + "attn_output.weight", s.dim, q);
+    norm(b + "ffn_norm.weight");
+    matrix(b + "ffn_gate.weight", s.hidden_dim, s.dim);
+    matrix(b + "ffn_up.weight", s.hidden_dim, s.dim);
+    matrix(b + "ffn_down.weight", s.dim, s.hidden_dim);
+  }
+  norm("output_norm.weight");
+  if (!s.tied_embeddings) matrix("output.weight", s.vocab_size, s.dim);
+  return p;
+}
+
+void add_hyperparameters(gguf::GgufWriter& w, const ModelSpec& s) {
+  using namespace gguf;
+  w.set_alignment(32);
+  w.set("general.architecture", make_string("llama"));
+  w.set("general.name", make_string(s.name));
+  w.set("general.file_type", make_uint32(llama_file_type(s.type)));
+  w.set("general.quantization_version", make_uint32(2));
+  w.set("llama.context_length", make_uint32(s.context_length));
+  w.set("llama.embedding_length", make_uint32(s.dim));
+  w.set("llama.block_count", make_uint32(s.n_layers));
+  w.set("llama.feed_forward_length", make_uint32(s.hidden_dim));
+  w.set("llama.attention.head_count", make_uint32(s.n_heads));
+  w.set("llama.attention.head_count_kv", make_uint32(s.n_kv_heads));
+  w.set("llama.rope.dimension_count", make_uint32(s.head_dim()));
+  w.set("llama.rope.freq_base", make_float32(s.rope_freq_base));
+  w.set("llama.attention.layer_norm_rms_epsilon", make_float32(s.norm_eps));
+  w.set("llama.vocab_size", make_uint32(s.vocab_size));
+}
+
+// Fills rows [r0, r1) of tensor `index` (row-seeded, so the result is independent of threading
+// and chunking) and encodes them into out (row-major, ggml_row_size bytes per row).
+void fill_rows(const ModelSpec& s, size_t index, const TensorPlan& t, uint64_t r0, uint64_t r1, uint8_t* out) {
+  std::vector<float> row(t.cols);
+  const size_t row_bytes = ggml_row_size(t.type, t.cols);
+  const float std_dev = t.init == Init::kNorm ? 0.02f : s.init_scale / std::sqrt(static_cast<float>(t.cols));
+  const float mean = t.init == Init::kNorm ? 1.0f : 0.0f;
+  for (uint64_t r = r0; r < r1; ++r) {
+    uint64_t seed_state = s.seed ^ (static_cast<uint64_t>(index) << 40) ^ r;
+    NormalRng rng(splitmix64(seed_state));
+    for (float& v : row) v = mean + std_dev * rng.next();
+    quantize_row(t.type, row.data(), out + (r - r0) * row_bytes, t.cols);
+  }
+}
+
+}  // namespace
+
+GenerateResult write_model(const ModelSpec& spec, const std::string& path, const GenerateOptions& options) {
+  validate(spec);
+  gguf::GgufWriter w;
+  add_hyperparameters(w, spec);
+  GenerateResult result;
+  if (options.vocab_from != nullptr) {
+    result.vocab_size = copy_vocab(*options.vocab_from, w);
+    if (result.vocab_size != spec.vocab_size) {
+      throw Error(ErrorCode::kInvalidArgument, "vocab size " + std::to_string(spec.vocab_size) +
+                                                   " differs from the copied vocabulary's " + std::to_string(result.vocab_size));
+    }
+  } else {
+    add_synthetic_vocab(w, spec.vocab_size);
+    result.vocab_size = spec.vocab_size;
+  }
+  const std::vector<TensorPlan> plan = plan_tensors(spec);
+  for (const TensorPlan& t : plan) {
+    w.add_tensor(t.name, t.type, t.rows == 1 && t.init == Init::kNorm ? std::vector<uint64_t>{t.cols}
+                                                                       : std::vector<uint64_t>{t.cols, t.rows});
+  }
+  uint64_t total = 0;
+  for (const gguf::TensorInfo& t : w.tensors()) total += t.nbytes;
+
+  const unsigned threads = std::max(1u, options.threads != 0 ? options.threads : std::thread::hardware_concurrency());
+  gguf::GgufFileSink sink(w, path);
+  std::vector<uint8_t> chunk;
+  uint64_t done = 0;
+  for (size_t index = 0; index < plan.size(); ++index) {
+    const TensorPlan& t = plan[index];
+    const size_t row_bytes = ggml_row_size(t.type, t.cols);
+    // About 8 MiB of encoded rows per chunk: bounded memory, large sequential writes.
+    const uint64_t rows_per_chunk = std::max<uint64_t>(1, (8u << 20) / row_bytes);
+    for (uint64_t r0 = 0; r0 < t.rows; r0 += rows_per_chunk) {
+      const uint64_t r1 = std::min(t.rows, r0 + rows_per_chunk);
+      chunk.resize(static_cast<size_t>((r1 - r0) * row_bytes));
+      const uint64_t n_workers = std::min<uint64_t>(threads, r1 - r0);
+      const uint64_t per_worker = (r1 - r0 + n_workers - 1) / n_workers;
+      std::vector<std::thread> workers;
+      std::vector<std::exception_ptr> errors(n_workers);  // exceptions never cross the thread boundary
+      for (uint64_t k = 1; k < n_workers; ++k) {
+        const uint64_t a = r0 + k * per_worker, b = std::min(r1, a + per_worker);
+        if (a >= b) continue;
+        uint8_t* out = chunk.data() + (a - r0) * row_bytes;
+        workers.emplace_back([&spec, &t, &errors, index, a, b, k, out] {
+          try {
+            fill_rows(spec, index, t, a, b, out);
+          } catch (...) {
+            errors[k] = std::current_exception();
+          }
+        });
+      }
+      try {
+        fill_rows(spec, index, t, r0, std::min(r1, r0 + per_worker), chunk.data());
+      } catch (...) {
+        errors[0] = std::current_exception();
+      }
+      for (std::thread& th : workers) th.join();
+      for (const std::exception_ptr& e : errors) {
+        if (e) std::rethrow_exception(e);
+      }
+      sink.write(chunk);
+      done += chunk.size();
+      if (options.progress) options.progress(done, total);
+    }
+  }
+  sink.finish();
+  result.n_tensors = plan.size();
+  result.file_bytes = w.file_size();
+  return result;
+}
+
+}  // namespace vks::tools

@@ -1,0 +1,93 @@
+#include "tools/make_model/model_spec.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "engine/common/error.h"
+
+namespace vks::tools {
+
+uint64_t ModelSpec::n_parameters() const {
+  const uint64_t d = dim, q = uint64_t{n_heads} * head_dim(), kv = uint64_t{n_kv_heads} * head_dim();
+  const uint64_t per_layer = 2 * d + d * q + 2 * d * kv + q * d + 3 * d * hidden_dim;
+  return uint64_t{vocab_size} * d * (tied_embeddings ? 1 : 2) + d + n_layers * per_layer;
+}
+
+std::vector<std::string> preset_names() { return {"tiny", "tinyllama-1.1b", "smollm2-135m", "llama-3.2-1b"}; }
+
+std::optional<ModelSpec> preset(const std::string& name) {
+  ModelSpec s;
+  s.name = name;
+  if (name == "tiny") {  // for tests: small, every dimension a multiple of 32
+    s.dim = 64; s.n_layers = 2; s.n_heads = 4; s.n_kv_heads = 2; s.hidden_dim = 192;
+    s.vocab_size = 512; s.context_length = 256;
+  } else if (name == "tinyllama-1.1b") {
+    s.dim = 2048; s.n_layers = 22; s.n_heads = 32; s.n_kv_heads = 4; s.hidden_dim = 5632;
+    s.vocab_size = 32000; s.context_length = 2048;
+  } else if (name == "smollm2-135m") {
+    s.dim = 576; s.n_layers = 30; s.n_heads = 9; s.n_kv_heads = 3; s.hidden_dim = 1536;
+    s.vocab_size = 49152; s.context_length = 2048; s.rope_freq_base = 100000.0f; s.tied_embeddings = true;
+  } else if (name == "llama-3.2-1b") {
+    s.dim = 2048; s.n_layers = 16; s.n_heads = 32; s.n_kv_heads = 8; s.hidden_dim = 8192;
+    s.vocab_size = 128256; s.context_length = 131072; s.rope_freq_base = 500000.0f; s.tied_embeddings = true;
+  } else {
+    return std::nullopt;
+  }
+  return s;
+}
+
+uint32_t llama_file_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::kF32: return 0;    // LLAMA_FTYPE_ALL_F32
+    case GgmlType::kF16: return 1;    // LLAMA_FTYPE_MOSTLY_F16
+    case GgmlType::kQ4_0: return 2;   // LLAMA_FTYPE_MOSTLY_Q4_0
+    case GgmlType::kQ8_0: return 7;   // LLAMA_FTYPE_MOSTLY_Q8_0
+    case GgmlType::kBF16: return 32;  // LLAMA_FTYPE_MOSTLY_BF16
+    default: break;
+  }
+  throw Error(ErrorCode::kInvalidArgument, "no llama file type for " + std::string(ggml_type_name(t)));
+}
+
+std::optional<GgmlType> parse_weight_type(const std::string& s) {
+  std::string lower = s;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    if (lower == ggml_type_name(t)) return t;
+  }
+  return std::nullopt;
+}
+
+void validate(const ModelSpec& s) {
+  auto bad = [](const std::string& m) { throw Error(ErrorCode::kInvalidArgument, m); };
+  auto positive = [&](const char* flag, uint64_t v, uint64_t max) {
+    if (v == 0 || v > max) bad(std::string(flag) + " must be between 1 and " + std::to_string(max));
+  };
+  positive("--dim", s.dim, 1 << 16);
+  positive("--layers", s.n_layers, 1024);
+  positive("--heads", s.n_heads, 1024);
+  positive("--kv-heads", s.n_kv_heads, 1024);
+  positive("--hidden", s.hidden_dim, 1 << 18);
+  positive("--vocab", s.vocab_size, 1 << 22);
+  positive("--context", s.context_length, 1 << 24);
+  if (s.dim % s.n_heads != 0) bad("--dim " + std::to_string(s.dim) + " is not divisible by --heads " + std::to_string(s.n_heads));
+  if (s.head_dim() % 2 != 0) bad("head size dim/heads = " + std::to_string(s.head_dim()) + " must be even (rotary embedding)");
+  if (s.n_heads % s.n_kv_heads != 0) {
+    bad("--heads " + std::to_string(s.n_heads) + " is not a multiple of --kv-heads " + std::to_string(s.n_kv_heads));
+  }
+  if (!(s.rope_freq_base > 0.0f) || !std::isfinite(s.rope_freq_base)) bad("--rope-base must be positive");
+  if (!(s.norm_eps > 0.0f) || s.norm_eps > 1.0f) bad("--norm-eps must be in (0, 1]");
+  if (!(s.init_scale > 0.0f) || !std::isfinite(s.init_scale)) bad("--init-scale must be positive");
+  const auto traits = ggml_type_traits(static_cast<uint32_t>(s.type));
+  if (!traits || !traits->supported) bad("unsupported weight type");
+  const uint32_t block = traits->block_size;
+  // Every matrix row length (dim, n_heads*head_dim == dim, hidden) must hold whole blocks.
+  for (const auto& [flag, v] : {std::pair<const char*, uint32_t>{"--dim", s.dim}, {"--hidden", s.hidden_dim}}) {
+    if (v % block != 0) {
+      bad(std::string(flag) + " " + std::to_string(v) + " is not a multiple of " + std::to_string(block) +
+          ", the " + std::string(traits->name) + " block size (choose another size or --type f16/f32)");
+    }
+  }
+}
+
+}  // namespace vks::tools
