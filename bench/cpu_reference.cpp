@@ -1,0 +1,114 @@
+// Prints the CPU reference's prefill and decode tokens/s for a GGUF: the baseline the Vulkan
+// engine is measured against.
+//   vks_bench_cpu_reference MODEL.gguf [--threads N] [--prompt N] [--generate N]
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/common/error.h"
+#include "engine/cpu/cpu_model.h"
+#include "engine/cpu/cpu_runner.h"
+#include "engine/cpu/reference_ops.h"
+#include "engine/model/llama_model.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void print_row(const char* what, int tokens, double seconds) {
+  std::printf("%-34s %8d %10.3f %12.2f\n", what, tokens, seconds, tokens / seconds);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"CPU reference prefill/decode throughput"};
+  std::string path;
+  int threads = 0;
+  int n_prompt = 64;
+  int n_generate = 32;
+  app.add_option("model", path, "GGUF file")->required();
+  app.add_option("--threads,-t", threads, "worker threads (0 = all cores)");
+  app.add_option("--prompt,-p", n_prompt, "prompt tokens")->check(CLI::Range(1, 4096));
+  app.add_option("--generate,-n", n_generate, "generated tokens")->check(CLI::Range(1, 4096));
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const auto model = vks::LlamaModel::load(path);
+    const vks::LlamaConfig& c = model->config();
+    std::mt19937 rng(42);
+    std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(c.vocab_size) - 1);
+    std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
+    for (int32_t& t : prompt) t = token(rng);
+    prompt[0] = 1;
+    const int total = n_prompt + n_generate;
+
+    // CpuRunner: the whole prompt in one step (weights dequantized once per step), then decode.
+    vks::CpuRunnerOptions options;
+    options.threads = threads;
+    options.max_step_tokens = std::max(512, n_prompt);
+    options.num_blocks = (total + options.block_size - 1) / options.block_size;
+    vks::CpuRunner runner(*model, options);
+    vks::StepBatch batch;
+    vks::SeqChunk seq;
+    seq.n_tokens = n_prompt;
+    for (int32_t b = 0; b < options.num_blocks; ++b) seq.block_table.push_back(b);
+    seq.logits = vks::LogitsMode::kArgmax;
+    batch.tokens = prompt;
+    batch.seqs = {seq};
+    batch.finalize(options.block_size);
+    vks::StepResult result;
+    auto start = Clock::now();
+    runner.step(batch, result);
+    const double runner_prefill = seconds_since(start);
+    start = Clock::now();
+    for (int i = 0; i < n_generate; ++i) {
+      batch.tokens = {result.argmax[0]};
+      batch.seqs[0].n_past = n_prompt + i;
+      batch.seqs[0].n_tokens = 1;
+      batch.finalize(options.block_size);
+      runner.step(batch, result);
+    }
+    const double runner_decode = seconds_since(start);
+
+    // CpuModel: one token at a time, prompt included.
+    vks::CpuModel cpu(*model, threads, total);
+    start = Clock::now();
+    int32_t next = 0;
+    for (int i = 0; i < n_prompt; ++i) {
+      const std::vector<float>& logits = cpu.forward(prompt[static_cast<size_t>(i)], i);
+      next = vks::ref::argmax(logits.data(), logits.size());
+    }
+    const double model_prefill = seconds_since(start);
+    start = Clock::now();
+    for (int i = 0; i < n_generate; ++i) {
+      const std::vector<float>& logits = cpu.forward(next, n_prompt + i);
+      next = vks::ref::argmax(logits.data(), logits.size());
+    }
+    const double model_decode = seconds_since(start);
+
+    std::printf("model %s: dim %u, layers %u, heads %u/%u, hidden %u, vocab %u, weights %s\n", path.c_str(), c.dim,
+                c.n_layers, c.n_heads, c.n_kv_heads, c.hidden_dim, c.vocab_size,
+                std::string(vks::ggml_type_name(model->weights().layers[0].wq.type)).c_str());
+    std::printf("threads %d\n\n", threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
+    std::printf("%-34s %8s %10s %12s\n", "phase", "tokens", "seconds", "tokens/s");
+    print_row("CpuRunner prefill (one step)", n_prompt, runner_prefill);
+    print_row("CpuRunner decode (batch 1)", n_generate, runner_decode);
+    print_row("CpuModel prefill (token by token)", n_prompt, model_prefill);
+    print_row("CpuModel decode", n_generate, model_decode);
+  } catch (const vks::Error& e) {
+    std::fprintf(stderr, "error (%s): %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());
+    return 1;
+  }
+  return 0;
+}

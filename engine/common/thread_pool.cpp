@@ -1,0 +1,80 @@
+#include "engine/common/thread_pool.h"
+
+#include <algorithm>
+
+namespace vks {
+
+ThreadPool::ThreadPool(int n_threads) {
+  if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  workers_.reserve(static_cast<size_t>(n_threads - 1));
+  for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  work_ready_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& fn) {
+  if (n == 0) return;
+  if (workers_.empty() || n == 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fn_ = &fn;
+    n_ = n;
+    next_ = 0;
+    unfinished_ = n;
+    error_ = nullptr;
+    ++generation_;
+  }
+  work_ready_.notify_all();
+  run_indices();
+  std::exception_ptr error;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    work_done_.wait(lock, [this] { return unfinished_ == 0; });
+    fn_ = nullptr;
+    error = error_;
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+void ThreadPool::run_indices() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (fn_ != nullptr && next_ < n_) {
+    const size_t i = next_++;
+    const std::function<void(size_t)>* fn = fn_;
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      (*fn)(i);
+    } catch (...) {
+      error = std::current_exception();  // handed to the caller of parallel_for, never lost
+    }
+    lock.lock();
+    if (error && !error_) error_ = error;
+    if (--unfinished_ == 0) work_done_.notify_all();
+  }
+}
+
+void ThreadPool::worker_loop() {
+  uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      work_ready_.wait(lock, [&] { return stopping_ || (generation_ != seen && fn_ != nullptr); });
+      if (stopping_) return;
+      seen = generation_;
+    }
+    run_indices();
+  }
+}
+
+}  // namespace vks

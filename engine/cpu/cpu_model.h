@@ -1,0 +1,58 @@
+#pragma once
+// The llama forward pass for one sequence, one token at a time, as straight-line code (in the
+// manner of llama2.c's run.c). The oracle the Vulkan kernels and the engine are tested against.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/common/thread_pool.h"
+#include "engine/model/llama_model.h"
+
+namespace vks {
+
+class CpuModel {
+ public:
+  // threads: 0 = hardware concurrency. max_seq_len: KV cache length; 0 = the model's context
+  // length capped at 4096 (the cache is n_layers * max_seq_len * kv_dim * 2 floats).
+  explicit CpuModel(const LlamaModel& model, int threads = 0, int32_t max_seq_len = 0);
+
+  // Runs `token` at position `pos` (positions 0..pos-1 must have been run since the last reset)
+  // and returns the logits [vocab_size]. Throws vks::Error(kInvalidArgument) for a token outside
+  // the vocabulary or a position outside [0, max_seq_len) or not following the previous one.
+  const std::vector<float>& forward(int32_t token, int32_t pos);
+  void reset() { n_cached_ = 0; }
+
+  const LlamaConfig& config() const { return config_; }
+  int32_t max_seq_len() const { return max_seq_len_; }
+
+ private:
+  const LlamaModel& model_;
+  const LlamaConfig& config_;
+  int32_t max_seq_len_ = 0;
+  int32_t n_cached_ = 0;  // positions in the KV cache
+  ThreadPool pool_;
+
+  // F32 copies of the norm weights, dequantized once.
+  std::vector<std::vector<float>> attn_norm_;  // [n_layers][dim]
+  std::vector<std::vector<float>> ffn_norm_;   // [n_layers][dim]
+  std::vector<float> output_norm_;             // [dim]
+
+  // KV cache, per layer: [max_seq_len, kv_dim], rotated keys.
+  std::vector<std::vector<float>> key_cache_;
+  std::vector<std::vector<float>> value_cache_;
+
+  // Activations of the current token.
+  std::vector<float> x_;       // [dim] residual stream
+  std::vector<float> xb_;      // [dim] normalized input of a sublayer
+  std::vector<float> q_;       // [q_dim]
+  std::vector<float> att_;     // [q_dim] attention output
+  std::vector<float> proj_;    // [dim] sublayer output before the residual add
+  std::vector<float> gate_;    // [hidden_dim]
+  std::vector<float> up_;      // [hidden_dim]
+  std::vector<float> logits_;  // [vocab_size]
+};
+
+// F32 copy of a vector weight (norms), dequantized from its GGUF type.
+std::vector<float> dequantize_vector(const TensorRef& t);
+
+}  // namespace vks

@@ -1,0 +1,55 @@
+#pragma once
+// vks::ModelRunner on the CPU: the fallback backend when no Vulkan device exists, and the
+// reference for the Vulkan runner's batched, paged forward pass. Each token is computed on its own
+// with the reference ops (fixed reduction order), so a sequence's results are bit-identical
+// whatever else is in the batch and however its prompt was chunked.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/common/thread_pool.h"
+#include "engine/model/llama_model.h"
+#include "engine/model/model_runner.h"
+
+namespace vks {
+
+struct CpuRunnerOptions {
+  int32_t block_size = 16;        // tokens per KV block
+  int32_t num_blocks = 256;       // KV blocks in the pool of each layer
+  int threads = 0;                // 0 = hardware concurrency
+  int32_t max_step_tokens = 512;  // most tokens one step may hold
+  int32_t max_step_seqs = 64;     // most sequences one step may hold
+};
+
+class CpuRunner final : public ModelRunner {
+ public:
+  // Throws vks::Error(kInvalidArgument) for non-positive options.
+  explicit CpuRunner(const LlamaModel& model, CpuRunnerOptions options = {});
+
+  const LlamaConfig& config() const override { return model_.config(); }
+  std::string device_name() const override { return "cpu"; }
+  int32_t block_size() const override { return options_.block_size; }
+  int32_t num_blocks() const override { return options_.num_blocks; }
+  int32_t max_step_tokens() const override { return options_.max_step_tokens; }
+  int32_t max_step_seqs() const override { return options_.max_step_seqs; }
+
+  // Throws vks::Error(kInvalidArgument) for a malformed batch (nothing is computed then).
+  void step(const StepBatch& batch, StepResult& out) override;
+
+ private:
+  void validate(const StepBatch& batch) const;
+
+  const LlamaModel& model_;
+  CpuRunnerOptions options_;
+  ThreadPool pool_;
+
+  std::vector<std::vector<float>> attn_norm_;  // [n_layers][dim]
+  std::vector<std::vector<float>> ffn_norm_;   // [n_layers][dim]
+  std::vector<float> output_norm_;             // [dim]
+
+  // Paged KV cache, per layer: [num_blocks * block_size, kv_dim]; slot = block * block_size + offset.
+  std::vector<std::vector<float>> key_pool_;
+  std::vector<std::vector<float>> value_pool_;
+};
+
+}  // namespace vks

@@ -1,0 +1,124 @@
+#include "engine/cpu/reference_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "engine/common/thread_pool.h"
+
+namespace vks::ref {
+
+float dot(const float* a, const float* b, size_t n) {
+  constexpr size_t kLanes = 8;
+  float lane[kLanes] = {};
+  const size_t body = n - n % kLanes;
+  for (size_t i = 0; i < body; i += kLanes) {
+    for (size_t j = 0; j < kLanes; ++j) lane[j] += a[i + j] * b[i + j];
+  }
+  float sum = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+  for (size_t i = body; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+void rmsnorm(float* out, const float* x, const float* weight, size_t n, float eps) {
+  float sum_squares = 0.0f;
+  for (size_t i = 0; i < n; ++i) sum_squares += x[i] * x[i];
+  const float scale = 1.0f / std::sqrt(sum_squares / static_cast<float>(n) + eps);
+  for (size_t i = 0; i < n; ++i) out[i] = weight[i] * (scale * x[i]);
+}
+
+void matmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool) {
+  const size_t rows = w.rows;
+  const size_t cols = w.cols;
+  // Work items of a few rows each so the pool's per-item overhead stays small.
+  constexpr size_t kRowsPerItem = 16;
+  const size_t n_items = (rows + kRowsPerItem - 1) / kRowsPerItem;
+  auto run_item = [&](size_t item) {
+    std::vector<float> row(cols);  // the dequantized weight row
+    const size_t end = std::min(rows, (item + 1) * kRowsPerItem);
+    for (size_t r = item * kRowsPerItem; r < end; ++r) {
+      dequantize_tensor_row(w, r, row.data());
+      for (size_t t = 0; t < n_tokens; ++t) y[t * rows + r] = dot(row.data(), x + t * cols, cols);
+    }
+  };
+  if (pool != nullptr) {
+    pool->parallel_for(n_items, run_item);
+  } else {
+    for (size_t item = 0; item < n_items; ++item) run_item(item);
+  }
+}
+
+void rope_norm(float* vec, size_t n_heads, size_t head_dim, size_t rope_dim, int32_t pos, float freq_base,
+               float freq_scale) {
+  for (size_t i = 0; 2 * i + 1 < rope_dim && 2 * i + 1 < head_dim; ++i) {
+    const float freq = std::pow(freq_base, -static_cast<float>(2 * i) / static_cast<float>(rope_dim));
+    const float theta = static_cast<float>(pos) * freq * freq_scale;
+    const float c = std::cos(theta);
+    const float s = std::sin(theta);
+    for (size_t h = 0; h < n_heads; ++h) {
+      float* pair = vec + h * head_dim + 2 * i;
+      const float v0 = pair[0];
+      const float v1 = pair[1];
+      pair[0] = v0 * c - v1 * s;
+      pair[1] = v0 * s + v1 * c;
+    }
+  }
+}
+
+void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx, size_t n_heads,
+               size_t n_kv_heads, size_t head_dim) {
+  const size_t kv_dim = n_kv_heads * head_dim;
+  const size_t group = n_heads / n_kv_heads;  // query heads sharing one KV head
+  const float sqrt_head_dim = std::sqrt(static_cast<float>(head_dim));
+  std::vector<float> scores(n_ctx);
+  for (size_t h = 0; h < n_heads; ++h) {
+    const float* qh = q + h * head_dim;
+    const size_t kv_offset = (h / group) * head_dim;
+    // Scores of every cached position.
+    float max_score = -INFINITY;
+    for (size_t t = 0; t < n_ctx; ++t) {
+      scores[t] = dot(qh, keys + t * kv_dim + kv_offset, head_dim) / sqrt_head_dim;
+      max_score = std::max(max_score, scores[t]);
+    }
+    // Softmax.
+    float sum = 0.0f;
+    for (size_t t = 0; t < n_ctx; ++t) {
+      scores[t] = std::exp(scores[t] - max_score);
+      sum += scores[t];
+    }
+    // Probability-weighted sum of the values.
+    float* oh = out + h * head_dim;
+    std::fill(oh, oh + head_dim, 0.0f);
+    for (size_t t = 0; t < n_ctx; ++t) {
+      const float p = scores[t] / sum;
+      const float* vt = values + t * kv_dim + kv_offset;
+      for (size_t d = 0; d < head_dim; ++d) oh[d] += p * vt[d];
+    }
+  }
+}
+
+void swiglu(float* out, const float* gate, const float* up, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g * (1.0f / (1.0f + std::exp(-g))) * up[i];
+  }
+}
+
+void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t n_ctx,
+                       size_t width, float* out) {
+  for (size_t t = 0; t < n_ctx; ++t) {
+    const size_t slot = static_cast<size_t>(block_table[t / block_size]) * block_size + t % block_size;
+    std::memcpy(out + t * width, pool + slot * width, width * sizeof(float));
+  }
+}
+
+int32_t argmax(const float* x, size_t n) {
+  size_t best = 0;
+  for (size_t i = 1; i < n; ++i) {
+    if (x[i] > x[best]) best = i;
+  }
+  return static_cast<int32_t>(best);
+}
+
+}  // namespace vks::ref

@@ -1,0 +1,161 @@
+// The reference ops on hand-computed values, and quantized matrix products against F32.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "engine/common/thread_pool.h"
+#include "engine/cpu/reference_ops.h"
+#include "engine/gguf/ggml_type.h"
+
+namespace vks {
+namespace {
+
+TensorRef make_tensor(GgmlType type, uint64_t rows, uint64_t cols, std::vector<uint8_t>& storage) {
+  TensorRef t;
+  t.name = "test";
+  t.type = type;
+  t.rows = rows;
+  t.cols = cols;
+  t.data = storage.data();
+  t.nbytes = storage.size();
+  return t;
+}
+
+TEST(ReferenceOps, RmsNormByHand) {
+  const float x[4] = {1, 2, 3, 4};
+  const float w[4] = {1, 0.5f, 2, -1};
+  float out[4];
+  ref::rmsnorm(out, x, w, 4, 0.0f);
+  const float scale = 1.0f / std::sqrt((1 + 4 + 9 + 16) / 4.0f);
+  EXPECT_FLOAT_EQ(out[0], 1 * scale);
+  EXPECT_FLOAT_EQ(out[1], 0.5f * 2 * scale);
+  EXPECT_FLOAT_EQ(out[2], 2 * 3 * scale);
+  EXPECT_FLOAT_EQ(out[3], -4 * scale);
+}
+
+TEST(ReferenceOps, RopeRotatesAdjacentPairs) {
+  // Two heads of 6 values, rope_dim 4: pairs (0,1) and (2,3) rotate, (4,5) stay.
+  std::vector<float> v = {1, 0, 0, 1, 7, 8, 1, 0, 0, 1, 7, 8};
+  ref::rope_norm(v.data(), 2, 6, 4, 3, 10000.0f, 1.0f);
+  const float t0 = 3.0f;                                  // pair 0: pos * base^0
+  const float t1 = 3.0f * std::pow(10000.0f, -2.0f / 4);  // pair 1: pos * base^(-2/4)
+  for (int h = 0; h < 2; ++h) {
+    const float* p = v.data() + h * 6;
+    EXPECT_NEAR(p[0], std::cos(t0), 1e-6);
+    EXPECT_NEAR(p[1], std::sin(t0), 1e-6);
+    EXPECT_NEAR(p[2], -std::sin(t1), 1e-6);
+    EXPECT_NEAR(p[3], std::cos(t1), 1e-6);
+    EXPECT_EQ(p[4], 7);
+    EXPECT_EQ(p[5], 8);
+  }
+  std::vector<float> at_zero = {0.3f, -0.7f, 1.5f, 2.5f};
+  const std::vector<float> before = at_zero;
+  ref::rope_norm(at_zero.data(), 1, 4, 4, 0, 10000.0f, 1.0f);
+  EXPECT_EQ(at_zero, before);
+}
+
+TEST(ReferenceOps, AttentionByHand) {
+  // 2 query heads sharing 1 KV head of dim 2, 2 positions.
+  const float q[4] = {1, 0, 0, 0};
+  const float k[4] = {1, 0, 0, 1};
+  const float v[4] = {10, 20, 30, 40};
+  float out[4];
+  ref::attention(out, q, k, v, 2, 2, 1, 2);
+  // Head 0: scores 1/sqrt2 and 0.
+  const float a = std::exp(1.0f / std::sqrt(2.0f));
+  const float p0 = a / (a + 1), p1 = 1 / (a + 1);
+  EXPECT_NEAR(out[0], p0 * 10 + p1 * 30, 1e-5);
+  EXPECT_NEAR(out[1], p0 * 20 + p1 * 40, 1e-5);
+  // Head 1: q = 0, uniform.
+  EXPECT_NEAR(out[2], 20, 1e-5);
+  EXPECT_NEAR(out[3], 30, 1e-5);
+}
+
+TEST(ReferenceOps, SwigluAndArgmax) {
+  const float g[3] = {0, 1, -2};
+  const float u[3] = {5, 2, 3};
+  float out[3];
+  ref::swiglu(out, g, u, 3);
+  EXPECT_FLOAT_EQ(out[0], 0);
+  EXPECT_FLOAT_EQ(out[1], 2 * (1 / (1 + std::exp(-1.0f))));
+  EXPECT_FLOAT_EQ(out[2], 3 * (-2 / (1 + std::exp(2.0f))));
+  const float x[5] = {1, 3, -1, 3, 2};
+  EXPECT_EQ(ref::argmax(x, 5), 1);
+}
+
+TEST(ReferenceOps, GatherPagedRows) {
+  // Pool of 3 blocks of 2 slots, width 1: slot s holds s.
+  const float pool[6] = {0, 1, 2, 3, 4, 5};
+  const int32_t table[2] = {2, 0};
+  float out[3];
+  ref::gather_paged_rows(pool, table, 2, 3, 1, out);
+  EXPECT_EQ(out[0], 4);
+  EXPECT_EQ(out[1], 5);
+  EXPECT_EQ(out[2], 0);
+}
+
+TEST(ReferenceOps, DotIsCloseToDouble) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist;
+  for (size_t n : {1u, 7u, 8u, 9u, 172u, 1000u}) {
+    std::vector<float> a(n), b(n);
+    double expected = 0;
+    for (size_t i = 0; i < n; ++i) {
+      a[i] = dist(rng);
+      b[i] = dist(rng);
+      expected += static_cast<double>(a[i]) * b[i];
+    }
+    EXPECT_NEAR(ref::dot(a.data(), b.data(), n), expected, 1e-4 * std::sqrt(static_cast<double>(n))) << n;
+  }
+}
+
+// Quantized matmul equals the F32 matmul of the dequantized weights, bit for bit, for any token
+// count and thread count.
+TEST(ReferenceOps, QuantizedMatmulEqualsDequantizedF32) {
+  const uint64_t rows = 37, cols = 96;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist;
+  std::vector<float> w(rows * cols);
+  for (float& f : w) f = dist(rng);
+  std::vector<float> x(5 * cols);
+  for (float& f : x) f = dist(rng);
+  ThreadPool pool(3);
+  for (GgmlType type : {GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    std::vector<uint8_t> q(rows * ggml_row_size(type, cols));
+    for (uint64_t r = 0; r < rows; ++r) quantize_row(type, &w[r * cols], q.data() + r * ggml_row_size(type, cols), cols);
+    const TensorRef tq = make_tensor(type, rows, cols, q);
+    std::vector<float> deq(rows * cols);
+    for (uint64_t r = 0; r < rows; ++r) dequantize_row(type, q.data() + r * ggml_row_size(type, cols), &deq[r * cols], cols);
+    std::vector<uint8_t> f32_bytes(deq.size() * sizeof(float));
+    std::memcpy(f32_bytes.data(), deq.data(), f32_bytes.size());
+    const TensorRef tf = make_tensor(GgmlType::kF32, rows, cols, f32_bytes);
+
+    std::vector<float> y_q(5 * rows), y_f(5 * rows), y_one(rows);
+    ref::matmul(tq, x.data(), 5, y_q.data(), &pool);
+    ref::matmul(tf, x.data(), 5, y_f.data(), nullptr);
+    EXPECT_EQ(y_q, y_f) << ggml_type_name(type);
+    for (size_t t = 0; t < 5; ++t) {
+      ref::matvec(tq, &x[t * cols], y_one.data(), nullptr);
+      EXPECT_TRUE(std::equal(y_one.begin(), y_one.end(), y_q.begin() + static_cast<std::ptrdiff_t>(t * rows)))
+          << ggml_type_name(type) << " token " << t;
+    }
+    // Close to the unquantized product (loose: Q4_0 keeps 4 bits).
+    std::vector<uint8_t> exact_bytes(w.size() * sizeof(float));
+    std::memcpy(exact_bytes.data(), w.data(), exact_bytes.size());
+    std::vector<float> y_exact(5 * rows);
+    ref::matmul(make_tensor(GgmlType::kF32, rows, cols, exact_bytes), x.data(), 5, y_exact.data(), nullptr);
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < y_exact.size(); ++i) {
+      err += (y_q[i] - y_exact[i]) * (y_q[i] - y_exact[i]);
+      norm += y_exact[i] * y_exact[i];
+    }
+    EXPECT_LT(std::sqrt(err / norm), type == GgmlType::kQ4_0 ? 0.2 : 0.02) << ggml_type_name(type);
+  }
+}
+
+}  // namespace
+}  // namespace vks

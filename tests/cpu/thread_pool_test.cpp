@@ -1,0 +1,48 @@
+#include "engine/common/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <vector>
+
+namespace vks {
+namespace {
+
+TEST(ThreadPool, EveryIndexRunsOnce) {
+  for (int threads : {1, 2, 4}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.size(), threads);
+    for (size_t n : {0u, 1u, 3u, 100u, 1001u}) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.parallel_for(n, [&](size_t i) { hits[i].fetch_add(1); });
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "threads " << threads << " n " << n << " i " << i;
+    }
+  }
+}
+
+TEST(ThreadPool, ManyJobsInARow) {
+  ThreadPool pool(3);
+  std::atomic<long> sum{0};
+  for (int job = 0; job < 2000; ++job) pool.parallel_for(7, [&](size_t i) { sum += static_cast<long>(i); });
+  EXPECT_EQ(sum.load(), 2000L * 21);
+}
+
+TEST(ThreadPool, ExceptionReachesCaller) {
+  ThreadPool pool(2);
+  std::atomic<int> ran{0};
+  EXPECT_THROW(pool.parallel_for(50,
+                                 [&](size_t i) {
+                                   ++ran;
+                                   if (i == 17) throw std::runtime_error("boom");
+                                 }),
+               std::runtime_error);
+  EXPECT_EQ(ran.load(), 50);  // the other indices still ran
+  // The pool is usable afterwards.
+  std::atomic<int> after{0};
+  pool.parallel_for(10, [&](size_t) { ++after; });
+  EXPECT_EQ(after.load(), 10);
+}
+
+}  // namespace
+}  // namespace vks

@@ -1,0 +1,81 @@
+#pragma once
+// Builds small in-memory GGUF v3 files (metadata only) for tokenizer tests.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace vks::test {
+
+class GgufBytes {
+ public:
+  GgufBytes& str(const std::string& key, const std::string& value) {
+    key_header(key, 8);
+    put_string(value);
+    return *this;
+  }
+  GgufBytes& u32(const std::string& key, uint32_t value) {
+    key_header(key, 4);
+    put(value);
+    return *this;
+  }
+  GgufBytes& boolean(const std::string& key, bool value) {
+    key_header(key, 7);
+    put(static_cast<uint8_t>(value ? 1 : 0));
+    return *this;
+  }
+  GgufBytes& strings(const std::string& key, const std::vector<std::string>& values) {
+    key_header(key, 9);
+    put(static_cast<uint32_t>(8));
+    put(static_cast<uint64_t>(values.size()));
+    for (const std::string& v : values) put_string(v);
+    return *this;
+  }
+  GgufBytes& floats(const std::string& key, const std::vector<float>& values) {
+    key_header(key, 9);
+    put(static_cast<uint32_t>(6));
+    put(static_cast<uint64_t>(values.size()));
+    for (const float v : values) put(v);
+    return *this;
+  }
+  GgufBytes& ints(const std::string& key, const std::vector<int32_t>& values) {
+    key_header(key, 9);
+    put(static_cast<uint32_t>(5));
+    put(static_cast<uint64_t>(values.size()));
+    for (const int32_t v : values) put(v);
+    return *this;
+  }
+
+  // The whole file: header (no tensors) + metadata.
+  std::vector<uint8_t> bytes() const {
+    std::vector<uint8_t> out = {'G', 'G', 'U', 'F'};
+    append(out, static_cast<uint32_t>(3));
+    append(out, static_cast<uint64_t>(0));
+    append(out, n_kv_);
+    out.insert(out.end(), body_.begin(), body_.end());
+    return out;
+  }
+
+ private:
+  template <typename T>
+  static void append(std::vector<uint8_t>& out, T v) {
+    uint8_t b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    out.insert(out.end(), b, b + sizeof(T));
+  }
+  template <typename T>
+  void put(T v) { append(body_, v); }
+  void put_string(const std::string& s) {
+    put(static_cast<uint64_t>(s.size()));
+    body_.insert(body_.end(), s.begin(), s.end());
+  }
+  void key_header(const std::string& key, uint32_t type) {
+    put_string(key);
+    put(type);
+    ++n_kv_;
+  }
+  std::vector<uint8_t> body_;
+  uint64_t n_kv_ = 0;
+};
+
+}  // namespace vks::test
