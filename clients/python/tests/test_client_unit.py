@@ -1,0 +1,330 @@
+"""Pure-protocol tests of the Python client against the in-process fake server (no daemon)."""
+import asyncio
+import os
+import socket
+import struct
+import sys
+import threading
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import msgpack  # noqa: E402
+
+import vkstream  # noqa: E402
+from vkstream import errors  # noqa: E402
+from vkstream.protocol import FrameDecoder, SeqTracker, encode_frame, generate_request, pack, unpack  # noqa: E402
+
+from fake_server import Brain, FakeUnixServer, FakeZmqServer  # noqa: E402
+
+
+class FramingTest(unittest.TestCase):
+    def test_documented_example_bytes(self):
+        # docs/PROTOCOL.md 12.1
+        frame = encode_frame(pack({"type": "model"}))
+        self.assertEqual(frame.hex(" "), "00 00 00 0c 81 a4 74 79 70 65 a5 6d 6f 64 65 6c")
+        frame = encode_frame(pack({"type": "cancel", "id": "job-1", "tag": 7}))
+        self.assertEqual(frame[:4], b"\x00\x00\x00\x1b")
+
+    def test_decoder_byte_by_byte_and_batches(self):
+        stream = b"".join(encode_frame(pack({"type": "token", "seq": k})) for k in range(5))
+        dec = FrameDecoder()
+        out = []
+        for b in stream:
+            out.extend(dec.feed(bytes([b])))
+        self.assertEqual([unpack(p)["seq"] for p in out], list(range(5)))
+        dec = FrameDecoder()
+        self.assertEqual(len(dec.feed(stream + stream[:3])), 5)
+        self.assertEqual(dec.buffered, 3)
+
+    def test_decoder_rejects_oversized_before_payload(self):
+        dec = FrameDecoder(max_frame_bytes=10)
+        with self.assertRaises(errors.FrameTooLargeError):
+            dec.feed(struct.pack(">I", 11))
+        with self.assertRaises(errors.ProtocolViolationError):
+            FrameDecoder().feed(b"\x00\x00\x00\x00")
+        with self.assertRaises(errors.FrameTooLargeError):
+            encode_frame(b"x" * 11, max_frame_bytes=10)
+
+    def test_unpack_rejects_non_maps(self):
+        for payload in (b"\xc1", msgpack.packb([1, 2]), msgpack.packb({"no_type": 1}), msgpack.packb({"type": 3})):
+            with self.assertRaises(errors.ProtocolViolationError):
+                unpack(payload)
+
+    def test_generate_request_validation(self):
+        req = generate_request("hi", temperature=0, logit_bias={"5": 1}, stop="x", seed=None)
+        self.assertEqual(req["type"], "generate")
+        self.assertIsInstance(req["temperature"], float)
+        self.assertEqual(req["logit_bias"], {5: 1.0})
+        self.assertNotIn("seed", req)
+        with self.assertRaises(TypeError):
+            generate_request("hi", temprature=0)
+        with self.assertRaises(TypeError):
+            generate_request("hi", prompt_ids=[1])
+        with self.assertRaises(TypeError):
+            generate_request()
+
+    def test_seq_tracker(self):
+        t = SeqTracker()
+        self.assertEqual(t.classify({"seq": 0}), SeqTracker.NEW)
+        t.accept({"seq": 0, "type": "queued"})
+        self.assertEqual(t.classify({"seq": 0}), SeqTracker.DUPLICATE)
+        self.assertEqual(t.classify({"seq": 2}), SeqTracker.GAP)
+        t.accept({"seq": 1, "type": "finished"})
+        self.assertTrue(t.finished)
+
+    def test_error_classes_cover_every_documented_code(self):
+        codes = ["bad_frame", "frame_too_large", "invalid_request", "unknown_type", "missing_field", "invalid_field",
+                 "unsupported_version", "not_found", "already_exists", "overloaded", "too_many_requests",
+                 "prompt_too_long", "capacity_exceeded", "cancelled", "deadline_exceeded", "unsupported",
+                 "unauthorized", "shutting_down", "slow_consumer", "device_error", "internal"]
+        for code in codes:
+            exc = errors.error_from_message({"type": "error", "code": code, "message": "m", "field": "f"})
+            self.assertEqual(exc.code, code)
+            self.assertIsNot(type(exc), errors.VkstreamError, code)
+            self.assertEqual(exc.field, "f")
+        exc = errors.error_from_message({"type": "error", "code": "from_the_future", "message": "m"})
+        self.assertIs(type(exc), errors.VkstreamError)
+        self.assertEqual(exc.code, "from_the_future")
+
+    def test_error_answer_vs_stream_error(self):
+        self.assertFalse(unpack(pack({"type": "error", "code": "x", "id": "a"})).is_event)
+        self.assertTrue(unpack(pack({"type": "error", "code": "x", "id": "a", "seq": 3})).is_event)
+
+
+class UnixClientTest(unittest.TestCase):
+    def setUp(self):
+        self.server = FakeUnixServer()
+        self.client = vkstream.Client.unix(self.server.path, timeout=10)
+
+    def tearDown(self):
+        self.client.close()
+        self.server.close()
+
+    def test_hello_and_simple_calls(self):
+        self.assertEqual(self.client.hello()["version"], 1)
+        self.assertEqual(self.client.tokenize("ab"), [1, 97, 98])
+        self.assertEqual(self.client.tokenize("ab", add_bos=False), [97, 98])
+        self.assertEqual(self.client.detokenize([104, 105]), "hi")
+        self.assertEqual(self.client.model()["name"], "fake")
+        self.assertEqual(self.client.stats()["waiting"], 0)
+        self.assertIn("vkstream_requests_waiting", self.client.stats("prometheus"))
+        tags = [r.get("tag") for r in self.server.brain.received]
+        self.assertEqual(len(set(tags)), len(tags))  # every request had its own tag
+
+    def test_generate_streams_events_in_order(self):
+        stream = self.client.generate("Once", temperature=0)
+        events = list(stream)
+        self.assertEqual([e.type for e in events], ["queued", "scheduled", "token", "token", "token", "token", "finished"])
+        self.assertEqual([e.seq for e in events], list(range(7)))
+        self.assertTrue(events[2].first)
+        self.assertEqual(stream.completion.text, "Once")
+        self.assertEqual(stream.completion.ids, [ord(c) for c in "Once"])
+        self.assertEqual(stream.completion.finish_reason, "length")
+        self.assertEqual(stream.completion.usage["generated_tokens"], 4)
+        self.assertTrue(stream.topic.startswith("vks."))
+
+    def test_duplicates_are_dropped(self):
+        c = self.client.complete("dup")
+        self.assertEqual(c.text, "dup")
+        self.assertEqual([e.seq for e in c.events], list(range(len(c.events))))
+
+    def test_gap_is_filled_by_replay(self):
+        c = self.client.complete("gap")
+        self.assertEqual(c.text, "gap")
+        self.assertEqual([e.seq for e in c.events], list(range(len(c.events))))
+        self.assertTrue(any(r.get("type") == "replay" for r in self.server.brain.received))
+
+    def test_interleaved_streams_on_one_connection(self):
+        a = self.client.submit("first")
+        b = self.client.submit("second")
+        self.assertEqual(self.client.events(b).result().text, "second")
+        self.assertEqual(self.client.events(a).result().text, "first")
+
+    def test_error_answers_are_typed(self):
+        with self.assertRaises(errors.InvalidFieldError) as cm:
+            self.client.generate("bad")
+        self.assertEqual(cm.exception.field, "top_p")
+        with self.assertRaises(errors.OverloadedError) as cm:
+            self.client.generate("overload")
+        self.assertEqual(cm.exception.retry_after_ms, 250)
+        with self.assertRaises(errors.NotFoundError) as cm:
+            self.client.cancel("nope")
+        self.assertEqual(cm.exception.request_id, "nope")
+        with self.assertRaises(errors.NotFoundError):
+            self.client.status("nope")
+        with self.assertRaises(errors.UnknownTypeError):
+            self.client.request({"type": "teleport"})
+        # The connection is still usable after errors.
+        self.assertEqual(self.client.complete("ok").text, "ok")
+
+    def test_stream_error_event_raises_typed(self):
+        stream = self.client.generate("fail")
+        with self.assertRaises(errors.DeviceError):
+            for _ in stream:
+                pass
+        self.assertEqual(stream.completion.finish_reason, "error")
+        stream = self.client.generate("fail", raise_on_error=False)
+        types = [e.type for e in stream]
+        self.assertEqual(types[-2:], ["error", "finished"])
+
+    def test_cancel_and_status(self):
+        stream = self.client.generate("hold")
+        self.assertEqual(next(stream).type, "queued")
+        self.assertEqual(self.client.status(stream.id)["state"], "running")
+        self.assertEqual(self.client.cancel(stream.id)["id"], stream.id)
+        rest = list(stream)
+        self.assertEqual(rest[-1].type, "finished")
+        self.assertEqual(rest[-1].reason, "cancelled")
+        self.assertEqual(self.client.status(stream.id)["state"], "finished")
+
+    def test_replay_follows_truncation(self):
+        accepted = self.client.submit("abcdef", stream=False)
+        events = self.client.replay_events(accepted["id"])
+        self.assertEqual([e["seq"] for e in events], list(range(9)))
+        self.assertEqual(events[-1]["type"], "finished")
+        self.assertEqual([e["seq"] for e in self.client.replay_events(accepted["id"], 7)], [7, 8])
+
+    def test_untagged_error_before_close_is_raised(self):
+        with self.assertRaises(errors.SlowConsumerError):
+            self.client.generate("slow")
+
+    def test_oversized_server_frame(self):
+        with self.assertRaises(errors.FrameTooLargeError):
+            self.client.generate("huge")
+
+    def test_server_gone(self):
+        self.server.close()
+        client = None
+        with self.assertRaises(errors.ConnectionClosedError):
+            client = vkstream.Client.unix(self.server.path)
+        self.assertIsNone(client)
+
+    def test_timeout(self):
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        path = self.server.path + ".silent"
+        listener.bind(path)
+        listener.listen(1)
+        try:
+            client = vkstream.Client.unix(path, timeout=0.2)
+            with self.assertRaises(errors.ClientTimeoutError):
+                client.hello()
+            client.close()
+        finally:
+            listener.close()
+            os.unlink(path)
+
+
+class ZmqClientTest(unittest.TestCase):
+    def setUp(self):
+        self.server = FakeZmqServer()
+        self.client = vkstream.Client.zmq(self.server.router_endpoint, timeout=10)
+
+    def tearDown(self):
+        self.client.close()
+        self.server.close()
+
+    def test_dealer_generate_and_errors(self):
+        self.assertEqual(self.client.hello()["server"], "fake")
+        c = self.client.complete("zmq!")
+        self.assertEqual(c.text, "zmq!")
+        self.assertEqual(c.finish_reason, "length")
+        with self.assertRaises(errors.InvalidFieldError):
+            self.client.generate("bad")
+
+    def test_subscriber_late_follow_gets_whole_stream(self):
+        accepted = self.client.submit("late", stream=False)  # finished before anyone subscribes
+        with vkstream.Subscriber(self.server.pub_endpoint, client=self.client, timeout=10) as sub:
+            events = list(sub.follow(accepted["id"]))
+        self.assertEqual([e.seq for e in events], list(range(len(events))))
+        self.assertEqual("".join(e.text for e in events if e.type == "token"), "late")
+        self.assertEqual(events[-1].type, "finished")
+
+    def test_subscriber_fills_gaps_with_replay(self):
+        accepted = self.client.submit("hold", stream=False)
+        rid = accepted["id"]
+        self.server.drop_seqs = {(rid, 1)}  # the cancel's finished (seq 1) is never published
+        with vkstream.Subscriber(self.server.pub_endpoint, client=self.client, timeout=10, poll_replay_s=0.2) as sub:
+            follow = sub.follow(topic=accepted["topic"], request_id=rid)
+            first = next(follow)
+            self.assertEqual(first.seq, 0)
+            self.client.cancel(rid)
+            rest = list(follow)
+        self.assertEqual([e.seq for e in rest], [1])
+        self.assertEqual(rest[0].reason, "cancelled")
+
+    def test_subscriber_rejects_bad_topic(self):
+        with vkstream.Subscriber(self.server.pub_endpoint) as sub:
+            with self.assertRaises(ValueError):
+                next(sub.follow(topic="req.123"))
+
+
+class AsyncClientTest(unittest.TestCase):
+    def test_async_unix(self):
+        server = FakeUnixServer()
+
+        async def main():
+            client = await vkstream.AsyncClient.unix(server.path, timeout=10)
+            try:
+                self.assertEqual((await client.hello())["version"], 1)
+                stream = await client.generate("async")
+                events = [e async for e in stream]
+                self.assertEqual(events[-1].type, "finished")
+                self.assertEqual(stream.completion.text, "async")
+                # Two concurrent generations on one connection.
+                a, b = await asyncio.gather(client.complete("one"), client.complete("two"))
+                self.assertEqual((a.text, b.text), ("one", "two"))
+                self.assertEqual((await client.complete("dup")).text, "dup")
+                self.assertEqual((await client.complete("gap")).text, "gap")
+                with self.assertRaises(errors.InvalidFieldError):
+                    await client.generate("bad")
+                with self.assertRaises(errors.NotFoundError):
+                    await client.cancel("missing")
+                self.assertEqual(await client.tokenize("a"), [1, 97])
+                self.assertEqual(await client.detokenize([97]), "a")
+                stream = await client.generate("fail")
+                with self.assertRaises(errors.DeviceError):
+                    async for _ in stream:
+                        pass
+            finally:
+                await client.close()
+
+        try:
+            asyncio.run(main())
+        finally:
+            server.close()
+
+    def test_async_zmq(self):
+        server = FakeZmqServer()
+
+        async def main():
+            client = await vkstream.AsyncClient.zmq(server.router_endpoint, timeout=10)
+            try:
+                self.assertEqual((await client.complete("zz")).text, "zz")
+            finally:
+                await client.close()
+
+        try:
+            asyncio.run(main())
+        finally:
+            server.close()
+
+    def test_async_connection_closed(self):
+        server = FakeUnixServer()
+
+        async def main():
+            client = await vkstream.AsyncClient.unix(server.path, timeout=10)
+            try:
+                with self.assertRaises(errors.SlowConsumerError):
+                    await client.generate("slow")
+            finally:
+                await client.close()
+
+        try:
+            asyncio.run(main())
+        finally:
+            server.close()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,158 @@
+"""Wire-level helpers: msgpack encoding, Unix-socket framing, topics, message objects.
+
+Everything here follows docs/PROTOCOL.md; nothing depends on the C++ code."""
+import re
+import struct
+
+import msgpack
+
+from . import errors
+
+PROTOCOL_VERSION = 1
+DEFAULT_MAX_FRAME_BYTES = 1 << 20
+HEADER = struct.Struct(">I")
+TOPIC_RE = re.compile(r"^vks\.[0-9a-f]{32}$")
+CLIENT_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+STREAM_EVENT_TYPES = frozenset({"queued", "scheduled", "preempted", "token", "error", "finished"})
+FINISH_REASONS = ("stop", "length", "cancelled", "deadline", "error")
+
+# generate fields accepted by the server (section 3.2); used to catch typos early on the client.
+GENERATE_FIELDS = frozenset({
+    "prompt", "prompt_ids", "add_bos", "max_tokens", "min_tokens", "temperature", "top_k", "top_p", "min_p",
+    "repetition_penalty", "presence_penalty", "frequency_penalty", "penalty_last_n", "logit_bias", "seed",
+    "stop", "stop_token_ids", "ignore_eos", "logprobs", "priority", "deadline_ms", "id", "detached", "stream",
+})
+FLOAT_FIELDS = frozenset({
+    "temperature", "top_p", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
+})
+
+
+class Message(dict):
+    """A decoded server message: a dict with attribute access (``msg.seq``, ``msg.text``).
+
+    Missing keys read as None through attributes."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            return None
+
+    @property
+    def is_event(self):
+        """Stream event of a request (has id + seq); an ``error`` without seq is a direct answer."""
+        return self.get("type") in STREAM_EVENT_TYPES and "seq" in self
+
+
+def pack(obj):
+    """msgpack bytes of a request map (str keys/values as msgpack str, floats as float64)."""
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def unpack(payload):
+    """Decodes one server payload into a Message; ProtocolViolationError if it is not a map."""
+    try:
+        obj = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises several unrelated exception types
+        raise errors.ProtocolViolationError("server sent invalid msgpack: %s" % exc) from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        raise errors.ProtocolViolationError("server message is not a map with a string type")
+    return Message(obj)
+
+
+def encode_frame(payload, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES):
+    """4-byte big-endian length + payload."""
+    if len(payload) > max_frame_bytes:
+        raise errors.FrameTooLargeError("frame of %d bytes exceeds max_frame_bytes %d" % (len(payload), max_frame_bytes))
+    return HEADER.pack(len(payload)) + payload
+
+
+class FrameDecoder:
+    """Incremental decoder of the Unix-socket framing. feed() bytes, then iterate frames().
+
+    The length is checked against max_frame_bytes before any payload is buffered."""
+
+    def __init__(self, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES):
+        self.max_frame_bytes = max_frame_bytes
+        self._buf = bytearray()
+
+    def feed(self, data):
+        self._buf += data
+        out = []
+        while len(self._buf) >= 4:
+            (n,) = HEADER.unpack_from(self._buf, 0)
+            if n == 0:
+                raise errors.ProtocolViolationError("frame of length 0")
+            if n > self.max_frame_bytes:
+                raise errors.FrameTooLargeError("frame of %d bytes exceeds max_frame_bytes %d" % (n, self.max_frame_bytes))
+            if len(self._buf) < 4 + n:
+                break
+            out.append(bytes(self._buf[4:4 + n]))
+            del self._buf[:4 + n]
+        return out
+
+    @property
+    def buffered(self):
+        return len(self._buf)
+
+
+def is_valid_topic(topic):
+    if isinstance(topic, bytes):
+        topic = topic.decode("ascii", "replace")
+    return bool(TOPIC_RE.match(topic))
+
+
+def is_valid_client_id(request_id):
+    return bool(CLIENT_ID_RE.match(request_id))
+
+
+def generate_request(prompt=None, *, prompt_ids=None, **params):
+    """The generate map. Exactly one of prompt / prompt_ids. Unknown parameter names raise
+    TypeError (the server would silently ignore them)."""
+    unknown = set(params) - GENERATE_FIELDS
+    if unknown:
+        raise TypeError("unknown generate parameter(s): %s" % ", ".join(sorted(unknown)))
+    if (prompt is None) == (prompt_ids is None):
+        raise TypeError("give exactly one of prompt or prompt_ids")
+    req = {"type": "generate"}
+    if prompt is not None:
+        req["prompt"] = prompt
+    else:
+        req["prompt_ids"] = [int(t) for t in prompt_ids]
+    for key, value in params.items():
+        if value is None:
+            continue
+        if key in FLOAT_FIELDS:
+            value = float(value)
+        elif key == "logit_bias":
+            value = {int(k): float(v) for k, v in dict(value).items()}
+        elif key == "stop" and isinstance(value, (list, tuple)):
+            value = list(value)
+        req[key] = value
+    return req
+
+
+class SeqTracker:
+    """Keeps next_seq for one request: classifies events as new, duplicate or after a gap."""
+
+    NEW, DUPLICATE, GAP = "new", "duplicate", "gap"
+
+    def __init__(self, next_seq=0):
+        self.next_seq = next_seq
+        self.finished = False
+
+    def classify(self, event):
+        seq = event.get("seq")
+        if seq is None or seq < self.next_seq:
+            return self.DUPLICATE
+        if seq > self.next_seq:
+            return self.GAP
+        return self.NEW
+
+    def accept(self, event):
+        self.next_seq = event["seq"] + 1
+        if event.get("type") == "finished":
+            self.finished = True
