@@ -46,7 +46,7 @@ std::vector<std::vector<uint8_t>> seeds() {
 }
 
 TEST(FuzzGgufDriver, MutatedSmallSeeds) {
-  const uint64_t iterations = env_or("VKS_FUZZ_ITERATIONS", 20000);
+  const uint64_t iterations = env_or("VKS_FUZZ_ITERATIONS", 12000);
   std::mt19937_64 rng(env_or("VKS_FUZZ_SEED", 1));
   const auto corpus = seeds();
   for (const auto& s : corpus) LLVMFuzzerTestOneInput(s.data(), s.size());
@@ -65,7 +65,7 @@ TEST(FuzzGgufDriver, MutatedStoriesHeader) {
   const std::vector<uint8_t> stories{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   ASSERT_GT(stories.size(), 0u);
   std::mt19937_64 rng(env_or("VKS_FUZZ_SEED", 1) + 1);
-  const uint64_t iterations = env_or("VKS_FUZZ_ITERATIONS", 20000) / 20;
+  const uint64_t iterations = env_or("VKS_FUZZ_ITERATIONS", 12000) / 24;
   for (uint64_t iter = 0; iter < iterations; ++iter) {
     std::vector<uint8_t> input = stories;
     const int n_mutations = 1 + static_cast<int>(rng() % 3);

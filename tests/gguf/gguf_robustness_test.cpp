@@ -18,12 +18,11 @@ std::vector<uint8_t> read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// Parses a heap copy of exactly `bytes` (so ASan sees any read past the end) and, when it parses,
+// Parses `bytes`, an exactly-sized heap buffer (so ASan sees any read past the end) and, when it parses,
 // validates it as a model too. Returns whether parsing succeeded; any other exception escapes.
-bool parse_copy(const uint8_t* data, size_t n) {
-  const std::vector<uint8_t> copy(data, data + n);
+bool parse_exact(const std::vector<uint8_t>& bytes) {
   try {
-    GgufFile f = GgufFile::parse(copy);
+    GgufFile f = GgufFile::parse(bytes);
     try {
       (void)LlamaModel::from_file(std::move(f));
     } catch (const Error&) {
@@ -34,6 +33,8 @@ bool parse_copy(const uint8_t* data, size_t n) {
     return false;
   }
 }
+
+bool parse_copy(const uint8_t* data, size_t n) { return parse_exact(std::vector<uint8_t>(data, data + n)); }
 
 class Stories : public ::testing::Test {
  protected:
@@ -73,7 +74,7 @@ TEST_F(Stories, RandomByteFlipsParseOrThrow) {
       undo.emplace_back(at, mutated[at]);
       mutated[at] ^= static_cast<uint8_t>(1 + rng() % 255);
     }
-    (parse_copy(mutated.data(), mutated.size()) ? parsed : rejected)++;
+    (parse_exact(mutated) ? parsed : rejected)++;
     for (auto it = undo.rbegin(); it != undo.rend(); ++it) mutated[it->first] = it->second;
   }
   // Both outcomes must occur: flips in string bytes or float values are harmless, flips in lengths are not.
@@ -88,7 +89,7 @@ TEST_F(Stories, FlipsInsideTensorDataAlwaysParse) {
     const size_t at = data_offset_ + rng() % (mutated.size() - data_offset_);
     mutated[at] = static_cast<uint8_t>(rng());
   }
-  EXPECT_TRUE(parse_copy(mutated.data(), mutated.size()));
+  EXPECT_TRUE(parse_exact(mutated));
 }
 
 }  // namespace

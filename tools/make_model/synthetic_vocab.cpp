@@ -1,5 +1,6 @@
 #include "tools/make_model/synthetic_vocab.h"
 
+#include <cctype>
 #include <cstdio>
 #include <deque>
 #include <unordered_set>
@@ -33,8 +34,14 @@ void add_synthetic_vocab(gguf::GgufWriter& w, uint32_t n) {
   }
   // Pieces, breadth first: the alphabet, then each piece extended by frequent English letters, so
   // that every piece longer than one symbol can be built by merging two shorter pieces.
+  // Letters first, so the short pieces that follow are English-like ("▁t", "th", "▁th", ...).
   std::vector<std::string> alphabet = {kSpace};
-  for (char c = '!'; c <= '~'; ++c) alphabet.emplace_back(1, c);
+  for (char c = 'a'; c <= 'z'; ++c) alphabet.emplace_back(1, c);
+  for (char c = 'A'; c <= 'Z'; ++c) alphabet.emplace_back(1, c);
+  for (char c = '0'; c <= '9'; ++c) alphabet.emplace_back(1, c);
+  for (char c = '!'; c <= '~'; ++c) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) alphabet.emplace_back(1, c);
+  }
   const std::string extend = "etaoinshrdlucmfwypvbgkjqxz";
   std::unordered_set<std::string> seen;
   std::deque<std::string> queue(alphabet.begin(), alphabet.end());
