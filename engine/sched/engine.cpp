@@ -15,6 +15,9 @@ EngineConfig resolve(EngineConfig c, const ModelRunner& runner) {
   if (c.max_queued <= 0) throw Error(ErrorCode::kInvalidArgument, "engine config: max_queued must be > 0");
   if (c.kv_blocks_limit < 0) throw Error(ErrorCode::kInvalidArgument, "engine config: kv_blocks_limit must be >= 0");
   if (!(c.aging_ms > 0)) throw Error(ErrorCode::kInvalidArgument, "engine config: aging_ms must be > 0");
+  if (c.worker_threads < 0 || c.worker_threads > 256) {
+    throw Error(ErrorCode::kInvalidArgument, "engine config: worker_threads must be in [0, 256]");
+  }
   c.max_seqs = std::min(c.max_seqs, runner.max_step_seqs());
   c.max_batched_tokens = std::min(c.max_batched_tokens, runner.max_step_tokens());
   if (c.max_batched_tokens < c.max_seqs) c.max_seqs = c.max_batched_tokens;  // every decode must fit a step
@@ -51,7 +54,8 @@ Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, E
       config(resolve(cfg, *runner)),
       blocks(kv_blocks_for(config, *runner), runner->block_size(), config.prefix_caching),
       scheduler(scheduler_config(config), blocks),
-      id_rng(std::random_device{}()) {
+      id_rng(std::random_device{}()),
+      pool(config.worker_threads) {
   const LlamaConfig& mc = runner->config();
   limits.vocab_size = static_cast<int32_t>(mc.vocab_size);
   limits.context_length = static_cast<int32_t>(mc.context_length);

@@ -3,6 +3,16 @@
 // a ModelRunner; events come back through a queue that the server drains (poll_events) after the
 // notifier fires (the server binds it to uv_async_send, which coalesces: drain everything).
 // Requests are known by id only.
+//
+// Per request the events are: kQueued (queue position), kScheduled (again after each preemption),
+// kPreempted, kFirstToken then kToken (one generated id each, with its complete UTF-8 text delta and
+// logprobs), kError (code + message, only on failure), and always kFinished last (reason, usage,
+// timings), for every request whose submit returned ok: also when cancelled before being scheduled
+// and when the engine is destroyed (everything live ends as cancelled before ~Engine returns).
+// Text held back for a possible stop string is emitted (with no ids) before a cancel/deadline finish.
+// Logprobs: log-softmax of the logits after logit_bias, penalties and min_tokens suppression, before
+// temperature and top-k/top-p/min-p (see engine/sched/sampler.h). Scheduling, aging bound and
+// preemption: engine/sched/scheduler.h; prefix cache: engine/sched/block_manager.h.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -98,7 +108,7 @@ struct EngineConfig {
   int32_t max_new_tokens = 0;         // upper bound for max_tokens; 0 = context length
   bool prefix_caching = true;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
-  int32_t worker_threads = 1;         // unused: sampling and detokenizing run on the engine thread
+  int32_t worker_threads = 1;         // threads sampling a step's sequences, the engine thread included
   // Additions (E):
   int32_t kv_blocks_limit = 0;        // use at most this many of the runner's KV blocks; 0 = all
   double aging_ms = 1000.0;           // kPriority: a waiting request gains one level per aging_ms

@@ -21,6 +21,7 @@
 #include "engine/sched/scheduler.h"
 #include "engine/sched/sequence.h"
 #include "engine/sched/stop_checker.h"
+#include "engine/sched/worker_pool.h"
 
 namespace vks {
 
@@ -68,6 +69,7 @@ struct Engine::Impl {
   void emit_token(sched::Request& r, const GeneratedToken& tok, sched::Clock::time_point now);
   void finish(sched::Request& r, FinishReason reason, sched::Clock::time_point now);
   void fail(sched::Request& r, ErrorCode code, const std::string& message, sched::Clock::time_point now);
+  void end_all(FinishReason reason, const std::string& message);
   void publish_stats();
   sched::Clock::time_point next_deadline() const;
 
@@ -106,6 +108,7 @@ struct Engine::Impl {
   EngineStats stats_snapshot;  // guarded by stats_mu
 
   sched::EventQueue events;
+  sched::WorkerPool pool;  // sampling helpers (config.worker_threads in all)
   std::thread thread;  // last: starts after everything above exists
 };
 

@@ -49,21 +49,52 @@ void Engine::Impl::run() {
       last_step_empty = out.empty();
       if (!out.empty()) run_step(out);
     } catch (const std::exception& e) {
-      // A bug, not a device failure: fail everything in flight rather than die with the thread.
-      std::vector<Request*> all;
-      for (auto& [id, r] : requests) all.push_back(r.get());
-      for (Request* r : all) fail(*r, ErrorCode::kInternal, std::string("engine error: ") + e.what(), Clock::now());
+      end_all(FinishReason::kError, std::string("engine error: ") + e.what());
+    } catch (...) {
+      end_all(FinishReason::kError, "engine error: unknown exception");
     }
-    publish_stats();
+    try {
+      publish_stats();
+    } catch (...) {  // stats are best effort
+    }
     events.publish();
   }
-  // Shutdown: everything still live ends as cancelled.
+  end_all(FinishReason::kCancelled, {});  // shutdown: everything still live ends as cancelled
+  try {
+    publish_stats();
+  } catch (...) {
+  }
+  events.publish();
+}
+
+void Engine::Impl::end_all(FinishReason reason, const std::string& message) {
+  // A bug, not a device failure (or shutdown): end everything in flight, oldest first, rather than
+  // let the thread die. Never throws.
   std::vector<Request*> all;
   for (auto& [id, r] : requests) all.push_back(r.get());
   std::sort(all.begin(), all.end(), [](const Request* a, const Request* b) { return a->seq.arrival < b->seq.arrival; });
-  for (Request* r : all) finish(*r, FinishReason::kCancelled, Clock::now());
-  publish_stats();
-  events.publish();
+  for (Request* r : all) {
+    const std::string id = r->id;
+    const sched::Sequence* seq = &r->seq;
+    try {
+      if (reason == FinishReason::kError) {
+        fail(*r, ErrorCode::kInternal, message, Clock::now());
+      } else {
+        finish(*r, reason, Clock::now());
+      }
+    } catch (...) {
+      // Its state is inconsistent: drop it, but still end its stream.
+      EngineEvent e;
+      e.request_id = id;
+      e.type = EventType::kFinished;
+      e.reason = FinishReason::kError;
+      events.add(std::move(e));
+      by_seq.erase(seq);
+      requests.erase(id);
+      std::lock_guard lock(mu);
+      live_ids.erase(id);
+    }
+  }
 }
 
 void Engine::Impl::take_inbox(std::vector<std::unique_ptr<Request>>& fresh, std::vector<std::string>& cancels, bool& stop) {
@@ -183,7 +214,16 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
     if (auto it = requests.find(id); it != requests.end()) cancelled.insert(&it->second->seq);
   }
 
-  int32_t decoded = 0;
+  // Sampling is independent per request (own RNG, own logits row), so it may run on the pool;
+  // detokenizing, stop checks and events stay in chunk order on this thread.
+  struct Draw {
+    size_t chunk = 0;
+    size_t row = 0;
+    Request* request = nullptr;
+    GeneratedToken token;
+    std::string error;
+  };
+  std::vector<Draw> draws;
   size_t row = 0;
   for (size_t i = 0; i < out.chunks.size(); ++i) {
     const sched::ScheduledChunk& c = out.chunks[i];
@@ -191,20 +231,33 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
     if (!c.completes()) continue;
     const size_t my_row = full[i] ? row++ : 0;
     if (cancelled.count(c.seq)) continue;
-    Request& r = *owner(c.seq);
-    GeneratedToken tok;
-    if (full[i]) {
-      const std::span<const float> logits(result.logits.data() + my_row * limits.vocab_size, limits.vocab_size);
-      tok = r.sampler.sample(logits, r.seq.tokens, r.stop.suppressed_for(r.generated + 1, eog_ids));
+    draws.push_back(Draw{i, my_row, owner(c.seq), {}, {}});
+  }
+  pool.parallel_for(draws.size(), [&](size_t k) {
+    Draw& d = draws[k];
+    Request& r = *d.request;
+    try {
+      if (full[d.chunk]) {
+        const std::span<const float> logits(result.logits.data() + d.row * limits.vocab_size, limits.vocab_size);
+        d.token = r.sampler.sample(logits, r.seq.tokens, r.stop.suppressed_for(r.generated + 1, eog_ids));
+      } else {
+        d.token = r.sampler.from_argmax(result.argmax[d.chunk]);
+      }
+    } catch (const std::exception& e) {
+      d.error = e.what();
+    }
+  });
+  int32_t decoded = 0;
+  for (Draw& d : draws) {
+    Request& r = *d.request;
+    if (!d.error.empty()) {
+      fail(r, ErrorCode::kInternal, "sampling failed: " + d.error, now);
+    } else if (d.token.id < 0 || d.token.id >= limits.vocab_size) {
+      fail(r, ErrorCode::kInternal, "runner returned token id " + std::to_string(d.token.id) + " outside the vocabulary", now);
     } else {
-      tok = r.sampler.from_argmax(result.argmax[i]);
+      ++decoded;
+      emit_token(r, d.token, now);
     }
-    if (tok.id < 0 || tok.id >= limits.vocab_size) {
-      fail(r, ErrorCode::kInternal, "runner returned token id " + std::to_string(tok.id) + " outside the vocabulary", now);
-      continue;
-    }
-    ++decoded;
-    emit_token(r, tok, now);
   }
   apply_cancels(late_cancels);
   tokens_generated += decoded;

@@ -10,6 +10,10 @@ namespace vks::sched {
 namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// exp over the whole vocabulary is most of the sampling cost: single precision is ~3x cheaper and
+// plenty for weights that are summed in double.
+double fexp(double x) { return std::exp(static_cast<float>(x)); }
+
 bool before(const Candidate& a, const Candidate& b) {
   return a.logit != b.logit ? a.logit > b.logit : a.id < b.id;
 }
@@ -52,19 +56,60 @@ std::vector<Candidate> sorted_candidates(std::span<const float> logits, int32_t 
   return c;
 }
 
-void keep_top_p(std::vector<Candidate>& c, float top_p) {
-  if (top_p >= 1.0f || c.size() <= 1) return;
+namespace {
+// Keeps the shortest prefix of c (sorted) whose probability mass reaches top_p of `total` (the sum of
+// exp(logit - c.front().logit) over the whole distribution), at least one token.
+void keep_top_p_of(std::vector<Candidate>& c, float top_p, double total) {
   const double max_l = c.front().logit;
-  double total = 0;
-  for (const Candidate& x : c) total += std::exp(static_cast<double>(x.logit) - max_l);
   double cum = 0;
   for (size_t i = 0; i < c.size(); ++i) {
-    cum += std::exp(static_cast<double>(c[i].logit) - max_l) / total;
-    if (cum >= top_p) {  // keep the token that crosses p (llama.cpp), at least one
+    cum += fexp(static_cast<double>(c[i].logit) - max_l) / total;
+    if (cum >= top_p) {  // keep the token that crosses p (llama.cpp)
       c.resize(i + 1);
       return;
     }
   }
+}
+}  // namespace
+
+void keep_top_p(std::vector<Candidate>& c, float top_p) {
+  if (top_p >= 1.0f || c.size() <= 1) return;
+  const double max_l = c.front().logit;
+  double total = 0;
+  for (const Candidate& x : c) total += fexp(static_cast<double>(x.logit) - max_l);
+  keep_top_p_of(c, top_p, total);
+}
+
+std::vector<Candidate> top_p_candidates(std::span<const float> logits, float top_p) {
+  std::vector<Candidate> c = sorted_candidates(logits, 1);  // just the maximum
+  if (c.empty() || top_p >= 1.0f) return sorted_candidates(logits, 0);
+  const double max_l = c.front().logit;
+  c.clear();
+  double total = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float l = logits[i];
+    if (std::isnan(l) || l == kNegInf) continue;
+    c.push_back({static_cast<int32_t>(i), l});
+    total += fexp(static_cast<double>(l) - max_l);
+  }
+  // Sorting the whole vocabulary is the expensive part; the nucleus is usually far smaller, so sort
+  // a growing head until it holds top_p of the mass (the head of a partial sort is exactly the head
+  // of the full sort: the order is total).
+  for (size_t k = 256;; k *= 8) {
+    if (k >= c.size()) {
+      std::sort(c.begin(), c.end(), before);
+      break;
+    }
+    std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end(), before);
+    double mass = 0;
+    for (size_t i = 0; i < k; ++i) mass += fexp(static_cast<double>(c[i].logit) - max_l);
+    if (mass >= top_p * total) {
+      c.resize(k);
+      break;
+    }
+  }
+  keep_top_p_of(c, top_p, total);
+  return c;
 }
 
 void keep_min_p(std::vector<Candidate>& c, float min_p) {
@@ -103,19 +148,45 @@ GeneratedToken Sampler::sample(std::span<const float> logits, std::span<const in
   for (int32_t id : suppressed) if (id >= 0 && static_cast<size_t>(id) < work_.size()) work_[id] = kNegInf;
 
   GeneratedToken out;
-  std::vector<Candidate> cands = sorted_candidates(work_, greedy() ? 1 : params_.top_k);
+  std::vector<Candidate> cands;
+  if (greedy()) {
+    int32_t best = -1;
+    for (size_t i = 0; i < work_.size(); ++i) {
+      if (work_[i] != kNegInf && (best < 0 || work_[i] > work_[best])) best = static_cast<int32_t>(i);
+    }
+    if (best >= 0) cands.push_back({best, work_[best]});
+  } else if (params_.top_k > 0) {
+    cands = sorted_candidates(work_, params_.top_k);
+    keep_top_p(cands, params_.top_p);
+    keep_min_p(cands, params_.min_p);
+  } else if (params_.top_p < 1.0f) {
+    cands = top_p_candidates(work_, params_.top_p);
+    keep_min_p(cands, params_.min_p);
+  } else {
+    // No rank-based truncation: skip the O(V log V) sort (a large vocabulary would put it on the
+    // step's critical path) and draw over the tokens in id order; the front holds the maximum.
+    const auto max_it = std::max_element(work_.begin(), work_.end());
+    if (*max_it != kNegInf) {
+      const double threshold = params_.min_p > 0.0f ? static_cast<double>(*max_it) + std::log(static_cast<double>(params_.min_p))
+                                                    : -std::numeric_limits<double>::infinity();
+      cands.push_back({static_cast<int32_t>(max_it - work_.begin()), *max_it});
+      for (size_t i = 0; i < work_.size(); ++i) {
+        if (work_[i] != kNegInf && static_cast<double>(work_[i]) >= threshold && i != static_cast<size_t>(cands[0].id)) {
+          cands.push_back({static_cast<int32_t>(i), work_[i]});
+        }
+      }
+    }
+  }
   if (cands.empty()) {  // everything masked: fall back to the raw argmax rather than fail
     out.id = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   } else if (greedy()) {
     out.id = cands.front().id;
   } else {
-    keep_top_p(cands, params_.top_p);
-    keep_min_p(cands, params_.min_p);
     const double inv_t = 1.0 / params_.temperature;
     const double max_l = cands.front().logit;
     std::vector<double> w(cands.size());
     double total = 0;
-    for (size_t i = 0; i < cands.size(); ++i) total += w[i] = std::exp((cands[i].logit - max_l) * inv_t);
+    for (size_t i = 0; i < cands.size(); ++i) total += w[i] = fexp((cands[i].logit - max_l) * inv_t);
     const double u = uniform01(rng_) * total;
     double cum = 0;
     out.id = cands.back().id;
@@ -130,8 +201,9 @@ GeneratedToken Sampler::sample(std::span<const float> logits, std::span<const in
   if (n_logprobs_ >= 0) {
     double max_l = kNegInf;
     for (float l : work_) max_l = std::max<double>(max_l, l);
+    if (max_l == kNegInf) return out;  // nothing finite: no meaningful logprobs
     double total = 0;
-    for (float l : work_) total += std::exp(static_cast<double>(l) - max_l);
+    for (float l : work_) total += fexp(static_cast<double>(l) - max_l);
     const double log_z = max_l + std::log(total);
     out.logprob = static_cast<float>(static_cast<double>(work_[out.id]) - log_z);
     if (n_logprobs_ > 0) {

@@ -4,6 +4,7 @@
 //   prompt + generated) → top_k → top_p → min_p → temperature → draw.
 // top_k/top_p/min_p act on the pre-temperature distribution, as in llama.cpp's default chain.
 // temperature 0 is greedy: the argmax of the biased/penalised logits (ties: lowest id).
+// With temperature only (no top_k/top_p) nothing is sorted: the draw walks the tokens in id order.
 // Each request owns its RNG (std::mt19937_64 seeded from its seed), and the draw depends only on its
 // own logits and RNG, so the same seed and prompt give the same output whatever else is batched.
 // Logprobs (choice documented for the protocol): log-softmax of the logits after logit_bias,
@@ -28,6 +29,8 @@ void apply_logit_bias(std::span<float> logits, const std::vector<std::pair<Token
 void apply_penalties(std::span<float> logits, std::span<const int32_t> history, const SamplingParams& p);
 std::vector<Candidate> sorted_candidates(std::span<const float> logits, int32_t top_k);  // top_k 0: all
 void keep_top_p(std::vector<Candidate>& c, float top_p);
+// sorted_candidates(logits, 0) + keep_top_p, without sorting the whole vocabulary.
+std::vector<Candidate> top_p_candidates(std::span<const float> logits, float top_p);
 void keep_min_p(std::vector<Candidate>& c, float min_p);
 // Uniform double in [0, 1) from 53 random bits (std::uniform_real_distribution is not portable).
 double uniform01(std::mt19937_64& rng);

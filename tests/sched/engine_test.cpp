@@ -108,12 +108,20 @@ TEST(Engine, BatchInvarianceGreedyAndSeeded) {
     ASSERT_TRUE(h.wait({id}));
     alone.push_back(h.stream(id).ids);
   }
-  Harness h;
+  for (int32_t workers : {1, 4}) {
+  EngineConfig cfg;
+  cfg.worker_threads = workers;  // sampling on a pool must not change anything either
+  Harness h(cfg);
+  // A one-token request holds the first step while the 16 queue up, so they start together.
+  h.runner().hold = true;
+  const std::string opener = h.submit_ok(greedy_request(prompt_of(2, 1), 1));
   std::vector<std::string> ids;
   for (int i = 0; i < 16; ++i) ids.push_back(h.submit_ok(make(i)));
+  h.runner().hold = false;
   ASSERT_TRUE(h.wait(ids));
+  ASSERT_TRUE(h.wait({opener}));
   for (int i = 0; i < 16; ++i) {
-    EXPECT_EQ(h.stream(ids[i]).ids, alone[i]) << "request " << i;
+    EXPECT_EQ(h.stream(ids[i]).ids, alone[i]) << "request " << i << " workers " << workers;
     if (i % 2 == 0) {
       EXPECT_EQ(alone[i], greedy_reference(hashed_logits, 64, prompt_of(3 + i * 2, 100 + i), 10 + i));
     }
@@ -122,6 +130,7 @@ TEST(Engine, BatchInvarianceGreedyAndSeeded) {
   size_t widest = 0;
   for (const StepRecord& st : h.runner().steps) widest = std::max(widest, st.seqs.size());
   EXPECT_EQ(widest, 16u);  // they really were batched
+  }
 }
 
 TEST(Engine, ChunkedPrefillGivesSameTokensAndRespectsBudget) {

@@ -86,6 +86,7 @@ class FakeRunner : public ModelRunner {
     std::vector<StepRecord> steps;
     int32_t fail_steps = 0;            // the next n steps throw Error(kDevice)
     std::atomic<int64_t> delay_us{0};  // extra time per step
+    std::atomic<bool> hold{false};     // a step waits while set (lets a test queue work first)
   };
   std::shared_ptr<Shared> shared() const { return shared_; }
 

@@ -1,5 +1,7 @@
 #include "engine/sched/sampler.h"
 
+#include "tests/common/test_models.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <fstream>
 #include <set>
 
 namespace vks::sched {
@@ -84,6 +87,21 @@ TEST(Sampler, TopKTopPMinPMasksMatchReference) {
   }
 }
 
+TEST(Sampler, FastTopPEqualsFullSort) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    for (float scale : {0.5f, 3.0f, 10.0f}) {
+      const auto l = random_logits(5000, seed, scale);
+      for (float p : {0.1f, 0.5f, 0.9f, 0.999f}) {
+        auto full = sorted_candidates(l, 0);
+        keep_top_p(full, p);
+        const auto fast = top_p_candidates(l, p);
+        ASSERT_EQ(fast.size(), full.size()) << "seed " << seed << " scale " << scale << " p " << p;
+        for (size_t i = 0; i < fast.size(); ++i) EXPECT_EQ(fast[i].id, full[i].id);
+      }
+    }
+  }
+}
+
 TEST(Sampler, DrawsOnlyInsideTheMask) {
   const auto l = random_logits(100, 7);
   SamplingParams p;
@@ -103,6 +121,16 @@ TEST(Sampler, DrawsOnlyInsideTheMask) {
     seen.insert(id);
   }
   EXPECT_EQ(seen, allowed);  // and every allowed token does come up
+
+  // Without top_k/top_p the sampler takes its unsorted path; min_p must still mask exactly.
+  SamplingParams q;
+  q.temperature = 2.0f;
+  q.min_p = 0.1f;
+  const auto allowed_min_p = ref_min_p(l, 0.1);
+  Sampler t(q, -1, 3);
+  std::set<int32_t> seen_min_p;
+  for (int i = 0; i < 5000; ++i) seen_min_p.insert(t.sample(l, {}, {}).id);
+  EXPECT_EQ(seen_min_p, allowed_min_p);
 }
 
 double chi_square(const std::vector<int>& counts, const std::vector<double>& expected_p, int n) {
@@ -128,6 +156,56 @@ TEST(Sampler, TemperatureFrequenciesFollowSoftmax) {
     // The test has power: the same counts are far from the distribution of a different temperature.
     EXPECT_GT(chi_square(counts, softmax(l, t * 1.3), n), 100.0) << "temperature " << t;
   }
+}
+
+// Chi-square quantile for df degrees of freedom at upper tail ~1e-6 (Wilson-Hilferty, z = 4.75).
+double chi2_limit(int df) {
+  const double a = 2.0 / (9.0 * df);
+  return df * std::pow(1.0 - a + 4.75 * std::sqrt(a), 3.0);
+}
+
+// The real model's next-token distribution after "Once upon a time" (llama2.c's logits): draws at
+// temperature 2 follow softmax(logits / 2) (it is very peaked at 1), and top_p keeps exactly the
+// reference nucleus.
+TEST(Sampler, RealModelDistribution) {
+  std::ifstream f(test::model_path("reference/stories260K_once_upon_a_time.step_logits.f32"), std::ios::binary);
+  std::vector<float> l(512);
+  f.read(reinterpret_cast<char*>(l.data()), static_cast<std::streamsize>(l.size() * sizeof(float)));
+  ASSERT_TRUE(f) << "missing reference logits under " << test::models_dir();
+  SamplingParams p;
+  p.temperature = 2.0f;
+  Sampler s(p, -1, 31337);
+  const int n = 50000;
+  std::vector<int> counts(l.size(), 0);
+  for (int i = 0; i < n; ++i) ++counts[s.sample(l, {}, {}).id];
+  const auto prob = softmax(l, 2.0);
+  // Tokens expected at least 20 times are their own bin, the rest one bin.
+  std::vector<int> binned;
+  std::vector<double> expected;
+  int rest = 0;
+  double rest_p = 0;
+  for (size_t i = 0; i < l.size(); ++i) {
+    if (prob[i] * n >= 20) {
+      binned.push_back(counts[i]);
+      expected.push_back(prob[i]);
+    } else {
+      rest += counts[i];
+      rest_p += prob[i];
+    }
+  }
+  binned.push_back(rest);
+  expected.push_back(rest_p);
+  ASSERT_GE(binned.size(), 50u);
+  const int df = static_cast<int>(binned.size()) - 1;
+  EXPECT_LT(chi_square(binned, expected, n), chi2_limit(df)) << df << " degrees of freedom";
+
+  p.top_p = 0.99f;
+  Sampler nucleus(p, -1, 4);
+  const auto allowed = ref_top_p(l, 0.99);
+  ASSERT_GT(allowed.size(), 1u);
+  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(allowed.count(nucleus.sample(l, {}, {}).id));
+  p.temperature = 0;
+  EXPECT_EQ(Sampler(p, -1, 0).sample(l, {}, {}).id, 432);  // the reference's first generated token
 }
 
 TEST(Sampler, TopKRenormalisesWithTemperature) {
