@@ -53,7 +53,8 @@ void Kernel::destroy() noexcept {
   device_ = VK_NULL_HANDLE;
 }
 
-Kernel Kernel::create(const Device& device, std::string_view name, std::span<const uint32_t> spirv) {
+Kernel Kernel::create(const Device& device, std::string_view name, std::span<const uint32_t> spirv,
+                      std::span<const uint32_t> spec_constants) {
   Kernel k;
   k.device_ = device.handle();
   k.name_ = std::string(name);
@@ -96,6 +97,13 @@ Kernel Kernel::create(const Device& device, std::string_view name, std::span<con
   pci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   pci.stage.module = k.module_;
   pci.stage.pName = "main";
+  std::vector<VkSpecializationMapEntry> entries(spec_constants.size());
+  for (uint32_t i = 0; i < spec_constants.size(); ++i) {
+    entries[i] = VkSpecializationMapEntry{i, i * 4u, 4u};
+  }
+  const VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), spec_constants.size() * 4u,
+                                  spec_constants.data()};
+  if (!spec_constants.empty()) pci.stage.pSpecializationInfo = &spec;
   pci.layout = k.pipeline_layout_;
   check(vkCreateComputePipelines(k.device_, device.pipeline_cache(), 1, &pci, nullptr, &k.pipeline_),
         "vkCreateComputePipelines" + what);
@@ -119,8 +127,15 @@ KernelRegistry::KernelRegistry(const Device& device) : device_(&device) {}
 
 bool KernelRegistry::has(std::string_view name) const { return find_embedded_shader(name) != nullptr; }
 
-const Kernel& KernelRegistry::get(std::string_view name) {
-  auto it = kernels_.find(name);
+const Kernel& KernelRegistry::get(std::string_view name) { return get(name, {}); }
+
+const Kernel& KernelRegistry::get(std::string_view name, std::span<const uint32_t> spec_constants) {
+  std::string key(name);
+  for (uint32_t v : spec_constants) {
+    key.push_back(':');
+    key.append(std::to_string(v));
+  }
+  auto it = kernels_.find(key);
   if (it != kernels_.end()) return *it->second;
   const EmbeddedShader* shader = find_embedded_shader(name);
   if (shader == nullptr) {
@@ -128,9 +143,10 @@ const Kernel& KernelRegistry::get(std::string_view name) {
                                           "' (kernels are engine/vulkan/shaders/<name>.comp)");
   }
   auto kernel = std::make_unique<Kernel>(
-      Kernel::create(*device_, shader->name, std::span<const uint32_t>(shader->code, shader->word_count)));
+      Kernel::create(*device_, shader->name, std::span<const uint32_t>(shader->code, shader->word_count),
+                     spec_constants));
   const Kernel& ref = *kernel;
-  kernels_.emplace(std::string(name), std::move(kernel));
+  kernels_.emplace(std::move(key), std::move(kernel));
   return ref;
 }
 

@@ -49,7 +49,10 @@ class Kernel {
 
   // Builds the pipeline from SPIR-V (uses the device's pipeline cache; names the pipeline with
   // VK_EXT_debug_utils when validation is on).
-  static Kernel create(const Device& device, std::string_view name, std::span<const uint32_t> spirv);
+  // spec_constants: values of the shader's specialization constants with constant_id 0..n-1
+  // (32-bit each), e.g. a compile-time row length that lets the compiler unroll a loop.
+  static Kernel create(const Device& device, std::string_view name, std::span<const uint32_t> spirv,
+                       std::span<const uint32_t> spec_constants = {});
 
   const std::string& name() const { return name_; }
   const KernelLayout& layout() const { return layout_; }
@@ -80,6 +83,8 @@ class KernelRegistry {
 
   // Throws vks::Error(kNotFound) naming the kernel when no shader has that name.
   const Kernel& get(std::string_view name);
+  // The pipeline of `name` specialized with constant_id i = spec_constants[i] (one per distinct set).
+  const Kernel& get(std::string_view name, std::span<const uint32_t> spec_constants);
   bool has(std::string_view name) const;
   void create_all();
   // Writes the device's pipeline cache to disk (failures are ignored).

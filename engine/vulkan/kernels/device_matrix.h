@@ -3,7 +3,7 @@
 // that each fit one storage-buffer binding.
 //
 // Layout of every part (rows [first_row, first_row + part_rows) of the matrix):
-//   F32:  float  [part_rows][row_stride]     row_stride = cols rounded up to 4 (zero padded)
+//   F32:  float  [part_rows][row_stride]     row_stride = cols rounded up to 8 (zero padded)
 //   F16:  half   [part_rows][row_stride]     row_stride = cols rounded up to 8 (zero padded);
 //         row_stride in MatmulParams counts halves
 //   Q8_0: quants int8 [part_rows][cols/32][32]            at byte 0 (row_stride = cols/4 uints)

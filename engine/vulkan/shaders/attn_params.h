@@ -19,11 +19,13 @@ namespace vks::gpu {
 using uint = uint32_t;
 #endif
 
-// Largest head_dim the attention kernel handles (q is staged in shared memory).
+// Largest head_dim the attention kernel handles (q and the accumulator live in registers).
 #define VKS_ATTN_MAX_HEAD_DIM 256
-// Keys per tile of the attention kernel = its workgroup size. Part of the numerics: tiles start at
-// key 0, so a key's tile (and the summation order) never depends on batching or chunking.
-#define VKS_ATTN_TILE 64
+// Keys per online-softmax chunk. Part of the numerics: chunks start at key 0, so a key's chunk
+// (and the summation order) never depends on batching or chunking.
+#define VKS_ATTN_CHUNK 16
+// Heads per workgroup of the attention kernel (one invocation per (token, head)).
+#define VKS_ATTN_HEADS_PER_GROUP 8
 #define VKS_ROPE_WG 64
 #define VKS_KV_WRITE_WG 64
 
@@ -53,7 +55,7 @@ struct KvWriteParams {
 
 // Paged attention over a flattened batch: token t, head h attends to positions
 // [0, positions[t]] of its sequence through the block table. Output row: n_heads * head_dim.
-// Dispatch: (n_heads, n_tokens, 1), workgroup VKS_ATTN_TILE.
+// Dispatch: (ceil(n_heads / VKS_ATTN_HEADS_PER_GROUP), n_tokens, 1).
 struct AttnParams {
   uint n_tokens;
   uint n_heads;
@@ -65,7 +67,7 @@ struct AttnParams {
   uint block_size;
   uint max_blocks_per_seq;  // row length of block_tables
   uint n_slots;             // slots per pool (bounds check)
-  float scale;              // 1/sqrt(head_dim)
+  float scale;              // 1/sqrt(head_dim), applied to q
 };
 
 #ifdef __cplusplus

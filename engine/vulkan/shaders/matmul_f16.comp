@@ -2,6 +2,6 @@
 #extension GL_GOOGLE_include_directive : require
 #define WTYPE_F16
 #define LOCAL_SIZE 32u
-#define ROW_SLOTS 2u
+#define ROW_SLOTS 8u
 #include "common_matmul.glsl"
 #include "matmul_main.glsl"

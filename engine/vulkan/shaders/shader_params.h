@@ -20,9 +20,9 @@ using uint = uint32_t;
 
 // matvec_<type> / matmul_<type> grids: x = ceil(rows / ROWS_PER_GROUP), y = ceil(n_tokens / TOKEN_TILE).
 // Both families accumulate every output in the same order (see common_matmul.glsl).
-#define VKS_MATVEC_ROWS_PER_GROUP 128
+#define VKS_MATVEC_ROWS_PER_GROUP 256
 #define VKS_MATVEC_TOKEN_TILE 8
-#define VKS_MATMUL_ROWS_PER_GROUP 64
+#define VKS_MATMUL_ROWS_PER_GROUP 256
 #define VKS_MATMUL_TOKEN_TILE 8
 
 // embed_<type>: out[t][0..cols) = row tokens[t] of the table, for tokens in
