@@ -1,0 +1,74 @@
+#pragma once
+// One Unix-socket client: length-prefixed msgpack frames in (bounded: the frame size is checked
+// from the header before any payload is buffered), frames out (bounded: above max_output_bytes
+// queued the client is a slow consumer and is dropped, as docs/PROTOCOL.md says).
+// Lives on the loop thread. Deleted by its UdsServer from the close callback only.
+#include <sys/socket.h>
+#include <uv.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "protocol/frame.h"
+#include "protocol/limits.h"
+
+namespace vks::server {
+
+class Connection {
+ public:
+  using FrameHandler = std::function<void(Connection&, std::string& payload)>;
+  using ClosedHandler = std::function<void(Connection&)>;
+
+  Connection(uint64_t id, const proto::ProtocolLimits& limits, FrameHandler on_frame,
+             ClosedHandler on_closed);
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&pipe_); }
+  uv_pipe_t* pipe() { return &pipe_; }
+  uint64_t id() const { return id_; }
+  const ucred& peer() const { return peer_; }
+  void set_peer(const ucred& peer) { peer_ = peer; }
+
+  // After uv_pipe_init + uv_accept succeeded.
+  void start_reading();
+  // Queues one frame (header added here). False when the connection is closing, or when the
+  // output bound was hit (then it sends slow_consumer and closes).
+  bool send(std::string_view payload);
+  // Queues the frame whatever the bound (final small answers before a close).
+  void send_unbounded(std::string_view payload);
+  // Stops reading, lets queued writes finish, then closes.
+  void close_after_flush();
+  // Closes at once; queued writes are cancelled.
+  void close_now();
+  bool closing() const { return closing_; }
+  uint64_t queued_bytes() const { return queued_bytes_; }
+
+ private:
+  struct WriteReq;
+  static void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
+  static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
+  static void on_write(uv_write_t* req, int status);
+  static void on_shutdown(uv_shutdown_t* req, int status);
+  static void on_close(uv_handle_t* handle);
+  void handle_bytes(std::string_view bytes);
+  void write_frame(std::string_view payload);
+
+  uv_pipe_t pipe_{};
+  uint64_t id_;
+  proto::ProtocolLimits limits_;
+  proto::FrameDecoder decoder_;
+  FrameHandler on_frame_;
+  ClosedHandler on_closed_;
+  ucred peer_{0, static_cast<uid_t>(-1), static_cast<gid_t>(-1)};
+  std::array<char, 64 * 1024> read_buf_{};
+  uint64_t queued_bytes_ = 0;
+  bool closing_ = false;
+  bool shutdown_pending_ = false;
+  uv_shutdown_t shutdown_req_{};
+};
+
+}  // namespace vks::server

@@ -1,0 +1,425 @@
+#include "server/daemon.h"
+
+#include <zmq.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <exception>
+
+#include "engine/common/error.h"
+#include "engine/vulkan/runner/runner_factory.h"
+
+namespace vks::server {
+
+namespace {
+
+template <class Handle>
+uv_handle_t* as_handle(Handle* h) {
+  return reinterpret_cast<uv_handle_t*>(h);
+}
+
+uint64_t ms_of(double seconds) { return static_cast<uint64_t>(std::max(0.0, seconds) * 1000.0); }
+
+}  // namespace
+
+ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& notifier) {
+  ServedModel served;
+  notifier.status("loading model " + options.model_path);
+  spdlog::info("loading model {}", options.model_path);
+  try {
+    served.model = LlamaModel::load(options.model_path);
+  } catch (const Error& e) {
+    throw Error(e.code(), "cannot load model " + options.model_path + ": " + e.what() +
+                              " (pass --model with a llama GGUF file)");
+  }
+  served.config = served.model->config();
+  notifier.status("loading tokenizer");
+  served.tokenizer = Tokenizer::from_gguf(served.model->file());
+  notifier.status("starting the compute device");
+  RunnerOptions ro;
+  ro.device = options.device;
+  ro.force_cpu = options.force_cpu;
+  ro.allow_cpu_fallback = !options.no_cpu_fallback;
+  if (options.kv_tokens > 0) ro.num_blocks = (options.kv_tokens + ro.block_size - 1) / ro.block_size;
+  std::unique_ptr<ModelRunner> runner = make_runner(*served.model, ro);
+  served.device = runner->device_name();
+  EngineConfig ec;
+  ec.max_batched_tokens = std::min(options.max_batched_tokens, runner->max_step_tokens());
+  ec.max_seqs = std::min(options.max_seqs, runner->max_step_seqs());
+  ec.max_queued = options.limits.max_queued;
+  ec.max_prompt_tokens = options.limits.max_prompt_tokens;
+  ec.max_new_tokens = options.limits.max_tokens;
+  ec.prefix_caching = options.prefix_caching;
+  ec.policy = options.priority_policy ? SchedulingPolicy::kPriority : SchedulingPolicy::kFcfs;
+  served.engine = std::make_unique<Engine>(std::move(runner), *served.tokenizer, ec);
+  spdlog::info("model {} ({} layers, dim {}, vocab {}) on {}", options.model_path, served.config.n_layers,
+               served.config.dim, served.config.vocab_size, served.device);
+  return served;
+}
+
+Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel served, SystemdNotifier& notifier)
+    : options_(std::move(options)),
+      limits_(options_.limits),
+      notifier_(notifier),
+      served_(std::move(served)),
+      registry_(std::chrono::milliseconds(ms_of(options_.retention_s)), options_.retention_max_bytes),
+      rng_(std::random_device{}()) {
+  const int32_t context = static_cast<int32_t>(served_.config.context_length);
+  if (limits_.max_prompt_tokens <= 0) limits_.max_prompt_tokens = context;
+  if (limits_.max_tokens <= 0) limits_.max_tokens = context;
+  model_info_ = proto::model_info_from(served_.config, served_.tokenizer.get(), served_.device);
+
+  if (uv_loop_init(&loop_) != 0) throw Error(ErrorCode::kInternal, "uv_loop_init failed");
+  loop_open_ = true;
+  uv_async_init(&loop_, &engine_async_, &Daemon::on_engine_async);
+  engine_async_.data = this;
+  uv_signal_init(&loop_, &sigterm_);
+  uv_signal_init(&loop_, &sigint_);
+  uv_timer_init(&loop_, &housekeeping_);
+  uv_timer_init(&loop_, &phase_timer_);
+  uv_timer_init(&loop_, &final_timer_);
+  sigterm_.data = sigint_.data = this;
+  housekeeping_.data = phase_timer_.data = final_timer_.data = this;
+  handles_open_ = true;
+  {
+    std::lock_guard lock(async_guard_->mutex);
+    async_guard_->async = &engine_async_;
+  }
+  served_.engine->set_event_notifier([guard = async_guard_] {
+    std::lock_guard lock(guard->mutex);
+    if (guard->async != nullptr) uv_async_send(guard->async);
+  });
+  try {
+    setup_sockets(fds);
+  } catch (...) {
+    close_everything();
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    throw;
+  }
+}
+
+Daemon::~Daemon() {
+  if (handles_open_) {
+    close_everything();
+    uv_run(&loop_, UV_RUN_DEFAULT);
+  }
+  served_.engine.reset();
+  if (zmq_context_ != nullptr) zmq_ctx_term(zmq_context_);
+  if (loop_open_) uv_loop_close(&loop_);
+}
+
+void Daemon::setup_sockets(const ListenFds& fds) {
+  PeerPolicy policy{options_.allow_uids, options_.allow_gids};
+  UdsServer::Hooks hooks;
+  hooks.on_open = [this](Connection&) { touch(); };
+  hooks.on_frame = [this](Connection& c, std::string& payload) {
+    ClientRef from;
+    from.transport = Transport::kUds;
+    from.conn_id = c.id();
+    from.uid = c.peer().uid;
+    from.gid = c.peer().gid;
+    from.pid = c.peer().pid;
+    handle_request(from, payload);
+  };
+  hooks.on_closed = [this](Connection& c) { on_connection_closed(c); };
+  uds_ = std::make_unique<UdsServer>(&loop_, limits_, std::move(policy), std::move(hooks));
+  if (fds.uds) {
+    uds_->adopt(*fds.uds);
+  } else {
+    uds_->bind(options_.socket_path, options_.socket_mode);
+  }
+
+  zmq_context_ = zmq_ctx_new();
+  if (zmq_context_ == nullptr) throw Error(ErrorCode::kInternal, "zmq_ctx_new failed");
+  router_ = std::make_unique<ZmqRouter>(zmq_context_, &loop_,
+                                        [this](const ClientRef& from, std::string& payload) {
+                                          handle_request(from, payload);
+                                        });
+  ZmqBindOptions ro;
+  ro.endpoint = options_.router_endpoint;
+  ro.curve_secret_key = options_.curve_secret_key;
+  ro.socket_mode = options_.socket_mode;
+  ro.max_message_bytes = static_cast<int>(std::min<uint64_t>(limits_.max_frame_bytes, INT32_MAX));
+  if (fds.router) {
+    ro.adopt_fd = *fds.router;
+    ro.endpoint = "ipc://" + unix_socket_path(*fds.router);
+  }
+  router_->bind(ro);
+
+  pub_ = std::make_unique<ZmqPublisher>(zmq_context_, &loop_, [this](const std::string& topic) {
+    StreamEntry* e = registry_.find_by_topic(topic);
+    if (e == nullptr) return;
+    // A late subscriber: everything so far, from seq 0; the live stream continues after it.
+    spdlog::debug("late subscriber for {}: re-publishing {} events", e->id, e->events.size());
+    for (const std::string& ev : e->events) pub_->publish(e->topic, ev);
+  });
+  ZmqBindOptions po;
+  po.endpoint = options_.pub_endpoint;
+  po.curve_secret_key = options_.curve_secret_key;
+  po.socket_mode = options_.socket_mode;
+  if (fds.pub) {
+    po.adopt_fd = *fds.pub;
+    po.endpoint = "ipc://" + unix_socket_path(*fds.pub);
+  }
+  pub_->bind(po);
+}
+
+int Daemon::run() {
+  uv_signal_start(&sigterm_, &Daemon::on_signal, SIGTERM);
+  uv_signal_start(&sigint_, &Daemon::on_signal, SIGINT);
+  const uint64_t tick_ms = options_.idle_exit_s > 0 ? std::clamp<uint64_t>(ms_of(options_.idle_exit_s) / 4, 10, 1000) : 1000;
+  uv_timer_start(&housekeeping_, &Daemon::on_housekeeping, tick_ms, tick_ms);
+  notifier_.start_watchdog(&loop_);
+  touch();
+  const std::string where = "serving " + model_info_.name + " on " + uds_->path() + ", " +
+                            router_->endpoint() + ", " + pub_->endpoint();
+  notifier_.ready(where);
+  spdlog::info("vkstreamd ready: {} (device {})", where, served_.device);
+  uv_run(&loop_, UV_RUN_DEFAULT);
+
+  // Every handle is closed once uv_run returns; the engine is already gone.
+  if (zmq_context_ != nullptr) {
+    zmq_ctx_term(zmq_context_);
+    zmq_context_ = nullptr;
+  }
+  const int rc = uv_loop_close(&loop_);
+  loop_open_ = false;
+  if (rc != 0) {
+    spdlog::error("uv_loop_close: {} (a handle was left open)", uv_strerror(rc));
+    return 1;
+  }
+  spdlog::info("vkstreamd stopped");
+  return exit_code_;
+}
+
+// ---- engine events ---------------------------------------------------------------------------
+
+void Daemon::on_engine_async(uv_async_t* async) {
+  auto* self = static_cast<Daemon*>(async->data);
+  try {
+    self->drain_engine_events();
+  } catch (const std::exception& e) {
+    spdlog::error("engine events: {}", e.what());
+  } catch (...) {
+    spdlog::error("engine events: unknown exception");
+  }
+}
+
+void Daemon::drain_engine_events() {
+  if (!served_.engine) return;
+  event_buffer_.clear();
+  served_.engine->poll_events(event_buffer_);  // everything queued: uv_async_send coalesces
+  if (!event_buffer_.empty()) touch();
+  for (const EngineEvent& ev : event_buffer_) handle_engine_event(ev);
+  event_buffer_.clear();
+  maybe_finish_shutdown();
+}
+
+void Daemon::handle_engine_event(const EngineEvent& ev) {
+  StreamEntry* e = registry_.find(ev.request_id);
+  if (e == nullptr || e->state == proto::RequestState::kFinished) {
+    spdlog::debug("event {} for unknown or finished request {}", event_type_name(ev.type), ev.request_id);
+    return;
+  }
+  switch (ev.type) {
+    case EventType::kQueued:
+      e->queue_position = ev.queue_position;
+      break;
+    case EventType::kPreempted:
+      e->state = proto::RequestState::kQueued;
+      break;
+    case EventType::kScheduled:
+      e->state = proto::RequestState::kRunning;
+      e->queue_position = -1;
+      break;
+    case EventType::kFirstToken:
+    case EventType::kToken:
+      e->state = proto::RequestState::kRunning;
+      e->generated_tokens += static_cast<int32_t>(ev.tokens.size());
+      break;
+    case EventType::kFinished:
+      e->reason = ev.reason;
+      e->generated_tokens = ev.usage.generated_tokens;
+      break;
+    case EventType::kError:
+      break;
+  }
+  std::string encoded = proto::encode_event(ev, registry_.next_seq(*e), e->with_logprobs);
+  registry_.append(*e, encoded);
+  deliver(*e, encoded);
+  if (ev.type == EventType::kFinished) {
+    registry_.mark_finished(*e, std::chrono::steady_clock::now());
+    spdlog::info("request {} finished: {} ({} tokens)", e->id, finish_reason_name(ev.reason),
+                 ev.usage.generated_tokens);
+  }
+}
+
+void Daemon::deliver(StreamEntry& e, const std::string& encoded) {
+  if (pub_) pub_->publish(e.topic, encoded);
+  if (!e.stream_to_owner) return;
+  switch (e.owner.transport) {
+    case Transport::kUds: {
+      Connection* c = uds_ ? uds_->find(e.owner.conn_id) : nullptr;
+      if (c == nullptr || !c->send(encoded)) e.stream_to_owner = false;  // closing: its hook cancels
+      break;
+    }
+    case Transport::kZmq:
+      if (!router_ || !router_->send(e.owner, encoded)) {
+        drop_owner(e.owner, "ZeroMQ peer gone or not reading (send high-water mark)");
+      }
+      break;
+    case Transport::kNone:
+      break;
+  }
+}
+
+// ---- clients going away ----------------------------------------------------------------------
+
+void Daemon::on_connection_closed(Connection& c) {
+  touch();
+  ClientRef owner;
+  owner.transport = Transport::kUds;
+  owner.conn_id = c.id();
+  drop_owner(owner, "client disconnected");
+}
+
+void Daemon::drop_owner(const ClientRef& owner, const char* why) {
+  int cancelled = 0;
+  for (const std::string& id : registry_.live_owned_by(owner_key(owner))) {
+    StreamEntry* e = registry_.find(id);
+    if (e == nullptr) continue;
+    e->stream_to_owner = false;
+    if (!e->detached && served_.engine) {
+      served_.engine->cancel(id);
+      ++cancelled;
+    }
+  }
+  if (cancelled > 0) spdlog::info("{} ({}): cancelled {} request(s)", why, owner.describe(), cancelled);
+}
+
+// ---- life cycle ------------------------------------------------------------------------------
+
+void Daemon::on_signal(uv_signal_t* handle, int signum) {
+  auto* self = static_cast<Daemon*>(handle->data);
+  try {
+    spdlog::info("signal {}: shutting down", signum);
+    self->begin_shutdown(signum == SIGTERM ? "SIGTERM" : "SIGINT");
+  } catch (const std::exception& e) {
+    spdlog::error("shutdown: {}", e.what());
+  }
+}
+
+void Daemon::on_housekeeping(uv_timer_t* timer) {
+  auto* self = static_cast<Daemon*>(timer->data);
+  try {
+    const auto now = std::chrono::steady_clock::now();
+    self->registry_.evict(now);
+    if (self->options_.idle_exit_s > 0 && self->phase_ == Phase::kServing &&
+        self->uds_->connection_count() == 0 && self->registry_.live_count() == 0 &&
+        now - self->last_activity_ >= std::chrono::milliseconds(ms_of(self->options_.idle_exit_s))) {
+      spdlog::info("idle for {} s: exiting", self->options_.idle_exit_s);
+      self->begin_shutdown("idle exit");
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("housekeeping: {}", e.what());
+  }
+}
+
+void Daemon::begin_shutdown(const char* why) {
+  if (phase_ != Phase::kServing) return;
+  phase_ = Phase::kDraining;
+  notifier_.stopping();
+  uds_->stop_accepting();
+  const int32_t live = registry_.live_count();
+  spdlog::info("{}: stopped accepting; {} request(s) running, grace {} s", why, live, options_.grace_s);
+  if (live > 0) uv_timer_start(&phase_timer_, &Daemon::on_phase_timer, ms_of(options_.grace_s), 0);
+  maybe_finish_shutdown();
+}
+
+void Daemon::on_phase_timer(uv_timer_t* timer) {
+  auto* self = static_cast<Daemon*>(timer->data);
+  try {
+    self->on_grace_expired();
+  } catch (const std::exception& e) {
+    spdlog::error("shutdown: {}", e.what());
+  }
+}
+
+void Daemon::on_grace_expired() {
+  if (phase_ == Phase::kDraining) {
+    const std::vector<std::string> live = registry_.live_ids();
+    spdlog::info("grace period over: cancelling {} request(s)", live.size());
+    phase_ = Phase::kCancelling;
+    for (const std::string& id : live) served_.engine->cancel(id);
+    // The engine answers each cancel with a finished event; give it a bounded time to do so.
+    uv_timer_start(&phase_timer_, &Daemon::on_phase_timer, 5000, 0);
+    return;
+  }
+  if (phase_ == Phase::kCancelling) {
+    // The engine did not finish them: close their streams ourselves so every stream has an end.
+    for (const std::string& id : registry_.live_ids()) {
+      spdlog::warn("request {} did not finish after cancel; closing its stream", id);
+      EngineEvent ev;
+      ev.request_id = id;
+      ev.type = EventType::kFinished;
+      ev.reason = FinishReason::kCancelled;
+      handle_engine_event(ev);
+    }
+    maybe_finish_shutdown();
+  }
+}
+
+void Daemon::maybe_finish_shutdown() {
+  if (phase_ != Phase::kDraining && phase_ != Phase::kCancelling) return;
+  if (registry_.live_count() > 0) return;
+  phase_ = Phase::kClosing;
+  spdlog::info("every stream finished; closing");
+  close_everything();
+}
+
+void Daemon::close_everything() {
+  if (!handles_open_) return;
+  handles_open_ = false;
+  phase_ = Phase::kClosing;
+  {
+    std::lock_guard lock(async_guard_->mutex);
+    async_guard_->async = nullptr;
+  }
+  served_.engine.reset();  // joins the engine thread; nothing is running any more
+  notifier_.close_watchdog();
+  uv_close(as_handle(&engine_async_), nullptr);
+  uv_close(as_handle(&sigterm_), nullptr);
+  uv_close(as_handle(&sigint_), nullptr);
+  uv_close(as_handle(&housekeeping_), nullptr);
+  uv_close(as_handle(&phase_timer_), nullptr);
+  if (uds_) {
+    uds_->stop_accepting();
+    uds_->close_all(/*flush=*/true);
+  }
+  if (router_) router_->close();
+  if (pub_) pub_->close();
+  // Connections get a bounded time to take their final events.
+  final_started_ = std::chrono::steady_clock::now();
+  uv_timer_start(&final_timer_, &Daemon::on_final_timer, 20, 20);
+}
+
+void Daemon::on_final_timer(uv_timer_t* timer) {
+  auto* self = static_cast<Daemon*>(timer->data);
+  try {
+    const bool none_left = !self->uds_ || self->uds_->connection_count() == 0;
+    if (none_left) {
+      uv_close(as_handle(timer), nullptr);
+      return;
+    }
+    if (std::chrono::steady_clock::now() - self->final_started_ > std::chrono::seconds(3)) {
+      spdlog::warn("{} connection(s) did not take their output; closing them", self->uds_->connection_count());
+      self->uds_->close_all(/*flush=*/false);
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("final flush: {}", e.what());
+    if (self->uds_) self->uds_->close_all(/*flush=*/false);
+  }
+}
+
+}  // namespace vks::server

@@ -1,0 +1,137 @@
+#pragma once
+// vkstreamd's core: one libuv loop thread owns every socket (Unix socket, ZeroMQ ROUTER and XPUB),
+// the Engine owns its own thread(s); engine events reach the loop through uv_async_send, whose
+// callback drains every queued event (it coalesces). Requests are known by id (StreamRegistry).
+#include <uv.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/model/llama_model.h"
+#include "engine/sched/engine.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "protocol/requests.h"
+#include "protocol/responses.h"
+#include "server/client_ref.h"
+#include "server/listen_fds.h"
+#include "server/server_options.h"
+#include "server/stream_registry.h"
+#include "server/systemd_notify.h"
+#include "server/uds_server.h"
+#include "server/zmq_publisher.h"
+#include "server/zmq_router.h"
+
+namespace vks::server {
+
+// What the daemon serves: a loaded model, its tokenizer and the Engine running it. The model and
+// tokenizer must outlive the engine (members are destroyed in reverse order).
+struct ServedModel {
+  std::unique_ptr<LlamaModel> model;      // may be null when the engine runs a test runner
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<Engine> engine;
+  LlamaConfig config;
+  std::string device;
+};
+
+// Loads the GGUF, its tokenizer and the runner (Vulkan, CPU fallback) and starts the Engine.
+// Reports progress through STATUS=. Throws vks::Error saying what to fix.
+ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& notifier);
+
+class Daemon {
+ public:
+  // Takes the socket-activated descriptors (may be empty) and the model. Binds or adopts every
+  // socket; throws vks::Error on any startup problem.
+  Daemon(ServerOptions options, ListenFds fds, ServedModel served, SystemdNotifier& notifier);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Serves until SIGTERM/SIGINT or idle exit; returns the process exit code (0 on a clean stop).
+  int run();
+
+ private:
+  enum class Phase { kServing, kDraining, kCancelling, kClosing, kClosed };
+
+  // Engine events.
+  static void on_engine_async(uv_async_t* async);
+  void drain_engine_events();
+  void handle_engine_event(const EngineEvent& ev);
+  void deliver(StreamEntry& e, const std::string& encoded);
+
+  // Requests (request_handler.cpp).
+  void handle_request(const ClientRef& from, std::string& payload);
+  void handle(const ClientRef& from, const proto::Tag& tag, const proto::HelloRequest& r);
+  void handle(const ClientRef& from, const proto::Tag& tag, proto::GenerateMessage& r);
+  void handle(const ClientRef& from, const proto::Tag& tag, const proto::CancelRequest& r);
+  void handle(const ClientRef& from, const proto::Tag& tag, const proto::StatusRequest& r);
+  void handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r);
+  void handle(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r);
+  void handle(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r);
+  void handle(const ClientRef& from, const proto::Tag& tag, const proto::ModelRequest& r);
+  void handle(const ClientRef& from, const proto::Tag& tag, const proto::ReplayRequest& r);
+  void reply(const ClientRef& to, const std::string& payload);
+  void reply_error(const ClientRef& to, const proto::Tag& tag, proto::WireError code,
+                   const std::string& message, const std::string& field = {}, const std::string& id = {});
+  proto::StatsSnapshot stats_snapshot() const;
+
+  // Clients going away.
+  void on_connection_closed(Connection& c);
+  void drop_owner(const ClientRef& owner, const char* why);
+
+  // Life cycle.
+  void setup_sockets(const ListenFds& fds);
+  void begin_shutdown(const char* why);
+  void on_grace_expired();
+  void maybe_finish_shutdown();
+  void close_everything();
+  static void on_signal(uv_signal_t* handle, int signum);
+  static void on_housekeeping(uv_timer_t* timer);
+  static void on_phase_timer(uv_timer_t* timer);
+  static void on_final_timer(uv_timer_t* timer);
+  void touch() { last_activity_ = std::chrono::steady_clock::now(); }
+
+  // The engine thread calls the notifier; it must never touch a closed uv_async_t.
+  struct AsyncGuard {
+    std::mutex mutex;
+    uv_async_t* async = nullptr;
+  };
+
+  ServerOptions options_;
+  proto::ProtocolLimits limits_;  // effective (0s replaced by the model's context)
+  SystemdNotifier& notifier_;
+  uv_loop_t loop_{};
+  bool loop_open_ = false;
+  ServedModel served_;
+  proto::ModelInfo model_info_;
+  void* zmq_context_ = nullptr;
+  StreamRegistry registry_;
+  std::unique_ptr<UdsServer> uds_;
+  std::unique_ptr<ZmqRouter> router_;
+  std::unique_ptr<ZmqPublisher> pub_;
+
+  uv_async_t engine_async_{};
+  std::shared_ptr<AsyncGuard> async_guard_ = std::make_shared<AsyncGuard>();
+  uv_signal_t sigterm_{};
+  uv_signal_t sigint_{};
+  uv_timer_t housekeeping_{};
+  uv_timer_t phase_timer_{};   // grace period, then the wait for cancelled streams to finish
+  uv_timer_t final_timer_{};   // bounds the flush of connections at the very end
+  bool handles_open_ = false;
+  std::chrono::steady_clock::time_point final_started_{};
+
+  Phase phase_ = Phase::kServing;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_activity_ = started_;
+  std::mt19937_64 rng_;
+  std::vector<EngineEvent> event_buffer_;
+  int64_t requests_total_ = 0;
+  int64_t requests_rejected_ = 0;
+  int exit_code_ = 0;
+};
+
+}  // namespace vks::server

@@ -1,0 +1,31 @@
+// vkstreamd: parse options, take socket-activated descriptors, load the model, serve.
+#include <csignal>
+#include <cstdio>
+#include <exception>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/common/error.h"
+#include "server/daemon.h"
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);  // a client vanishing mid-write is an error code, not a signal
+  try {
+    std::optional<vks::server::ServerOptions> options = vks::server::parse_options(argc, argv);
+    if (!options) return 0;
+    spdlog::set_level(spdlog::level::from_str(options->log_level));
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ vkstreamd: %v");
+    vks::server::ListenFds fds = vks::server::take_listen_fds();
+    if (!fds.activated() || !fds.uds || !fds.router || !fds.pub) vks::server::apply_default_paths(*options);
+    vks::server::SystemdNotifier notifier;
+    vks::server::ServedModel served = vks::server::load_served_model(*options, notifier);
+    vks::server::Daemon daemon(std::move(*options), fds, std::move(served), notifier);
+    return daemon.run();
+  } catch (const vks::Error& e) {
+    std::fprintf(stderr, "vkstreamd: %s [%s]\n", e.what(), std::string(vks::error_code_name(e.code())).c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vkstreamd: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,229 @@
+// Daemon: one handler per request type. Every request arrives on the loop thread from the Unix
+// socket or the ZeroMQ ROUTER; the answer goes back to the same client (ClientRef).
+#include <spdlog/spdlog.h>
+
+#include <exception>
+#include <span>
+#include <variant>
+
+#include "protocol/topic.h"
+#include "protocol/version.h"
+#include "server/daemon.h"
+
+namespace vks::server {
+
+void Daemon::reply(const ClientRef& to, const std::string& payload) {
+  switch (to.transport) {
+    case Transport::kUds:
+      if (Connection* c = uds_->find(to.conn_id)) c->send(payload);
+      break;
+    case Transport::kZmq:
+      if (router_) router_->send(to, payload);
+      break;
+    case Transport::kNone:
+      break;
+  }
+}
+
+void Daemon::reply_error(const ClientRef& to, const proto::Tag& tag, proto::WireError code,
+                         const std::string& message, const std::string& field, const std::string& id) {
+  reply(to, proto::encode_error(proto::make_error(code, message, field), tag, id));
+}
+
+void Daemon::handle_request(const ClientRef& from, std::string& payload) {
+  touch();
+  try {
+    proto::Result<proto::Request> parsed = proto::parse_request(payload, limits_);
+    if (!parsed) {
+      spdlog::info("{}: rejected request: {} ({})", from.describe(),
+                   proto::wire_error_name(parsed.error().code), parsed.error().message);
+      reply(from, proto::encode_error(parsed.error(), proto::peek_tag(payload)));
+      return;
+    }
+    proto::Request& request = *parsed;
+    spdlog::debug("{}: {}", from.describe(), proto::request_type_name(request.body));
+    std::visit([&](auto& body) { handle(from, request.tag, body); }, request.body);
+  } catch (const std::exception& e) {
+    spdlog::error("{}: request failed: {}", from.describe(), e.what());
+    reply_error(from, proto::peek_tag(payload), proto::WireError::kInternal, e.what());
+  } catch (...) {
+    spdlog::error("{}: request failed with an unknown exception", from.describe());
+    reply_error(from, proto::Tag::none(), proto::WireError::kInternal, "unknown failure");
+  }
+}
+
+void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::HelloRequest& r) {
+  if (r.version < proto::kMinProtocolVersion) {
+    reply_error(from, tag, proto::WireError::kUnsupportedVersion,
+                "client protocol version " + std::to_string(r.version) + " is older than " +
+                    std::to_string(proto::kMinProtocolVersion) + ", the oldest this server speaks",
+                "version");
+    return;
+  }
+  spdlog::info("{}: hello (client '{}', version {})", from.describe(), r.client, r.version);
+  proto::HelloAnswer a;
+  a.version = proto::PROTOCOL_VERSION;
+  a.server = "vkstreamd 0.1.0";
+  a.model = model_info_;
+  a.limits = limits_;
+  a.pub_endpoint = pub_ ? pub_->endpoint() : "";
+  a.router_endpoint = router_ ? router_->endpoint() : "";
+  a.retention_ms = registry_.retention().count();
+  reply(from, proto::encode_answer(a, tag));
+}
+
+void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::GenerateMessage& r) {
+  if (phase_ != Phase::kServing || !served_.engine) {
+    ++requests_rejected_;
+    reply_error(from, tag, proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
+    return;
+  }
+  const std::string owner = owner_key(from);
+  if (registry_.live_count_of(owner) >= limits_.max_requests_per_connection) {
+    ++requests_rejected_;
+    reply(from, proto::encode_error(
+                    proto::make_error(proto::WireError::kTooManyRequests,
+                                      "this connection already has " +
+                                          std::to_string(limits_.max_requests_per_connection) +
+                                          " running requests (max_requests_per_connection)"),
+                    tag, {}, 100));
+    return;
+  }
+  if (!r.request.id.empty() && registry_.contains(r.request.id)) {
+    ++requests_rejected_;
+    reply_error(from, tag, proto::WireError::kAlreadyExists,
+                "request id '" + r.request.id + "' is already live or retained; choose another", "id",
+                r.request.id);
+    return;
+  }
+  const bool with_logprobs = r.request.logprobs >= 0;
+  const std::string chosen_id = r.request.id;
+  SubmitResult result = served_.engine->submit(std::move(r.request));
+  if (!result.ok) {
+    ++requests_rejected_;
+    spdlog::info("{}: generate rejected: {}", from.describe(), result.message);
+    reply(from, proto::encode_error(proto::error_from_submit(result, limits_.max_prompt_tokens), tag,
+                                    chosen_id, result.retry_after_ms));
+    return;
+  }
+  StreamEntry entry;
+  entry.id = result.id;
+  entry.topic = proto::topic_for(proto::stream_token_from(rng_));
+  entry.owner = from;
+  // A REQ peer takes the next message after its next send as the answer: never stream to it.
+  entry.stream_to_owner = r.stream && !from.zmq_envelope;
+  entry.detached = r.detached;
+  entry.with_logprobs = with_logprobs;
+  entry.queue_position = result.queue_position;
+  entry.prompt_tokens = result.prompt_tokens;
+  StreamEntry& e = registry_.add(std::move(entry));
+  ++requests_total_;
+  spdlog::info("{}: generate {} accepted ({} prompt tokens, topic {}{})", from.describe(), e.id,
+               e.prompt_tokens, e.topic, e.detached ? ", detached" : "");
+  proto::AcceptedAnswer a;
+  a.id = e.id;
+  a.topic = e.topic;
+  a.queue_position = e.queue_position;
+  a.prompt_tokens = e.prompt_tokens;
+  a.detached = e.detached;
+  reply(from, proto::encode_answer(a, tag));
+}
+
+void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::CancelRequest& r) {
+  StreamEntry* e = registry_.find(r.id);
+  if (e == nullptr || e->state == proto::RequestState::kFinished) {
+    reply_error(from, tag, proto::WireError::kNotFound,
+                e == nullptr ? "no request with id '" + r.id + "' (unknown or expired)"
+                             : "request '" + r.id + "' already finished",
+                "id", r.id);
+    return;
+  }
+  spdlog::info("{}: cancel {}", from.describe(), r.id);
+  if (served_.engine) served_.engine->cancel(r.id);
+  reply(from, proto::encode_answer(proto::CancelledAnswer{r.id}, tag));
+}
+
+void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::StatusRequest& r) {
+  const StreamEntry* e = registry_.find(r.id);
+  if (e == nullptr) {
+    reply_error(from, tag, proto::WireError::kNotFound, "no request with id '" + r.id + "' (unknown or expired)",
+                "id", r.id);
+    return;
+  }
+  proto::StatusAnswer a;
+  a.id = e->id;
+  a.state = e->state;
+  a.topic = e->topic;
+  a.last_seq = static_cast<int64_t>(e->events.size()) - 1;
+  a.queue_position = e->state == proto::RequestState::kQueued ? e->queue_position : -1;
+  a.prompt_tokens = e->prompt_tokens;
+  a.generated_tokens = e->generated_tokens;
+  a.detached = e->detached;
+  a.reason = e->reason;
+  reply(from, proto::encode_answer(a, tag));
+}
+
+proto::StatsSnapshot Daemon::stats_snapshot() const {
+  proto::ServerStats s;
+  s.connections = uds_ ? static_cast<int32_t>(uds_->connection_count()) : 0;
+  s.subscriptions = pub_ ? pub_->subscriptions() : 0;
+  s.retained_requests = registry_.retained_count();
+  s.requests_total = requests_total_;
+  s.requests_rejected = requests_rejected_;
+  s.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  const EngineStats es = served_.engine ? served_.engine->stats() : EngineStats{};
+  return proto::make_stats_snapshot(es, s);
+}
+
+void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r) {
+  proto::StatsAnswer a;
+  a.format = r.format;
+  a.stats = stats_snapshot();
+  if (r.format == proto::StatsFormat::kPrometheus) a.text = proto::render_prometheus(a.stats);
+  reply(from, proto::encode_answer(a, tag));
+}
+
+void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r) {
+  proto::TokenizeAnswer a;
+  a.ids = served_.tokenizer->encode(r.text, r.add_bos, r.parse_special);
+  reply(from, proto::encode_answer(a, tag));
+}
+
+void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r) {
+  const int32_t vocab = served_.tokenizer->vocab_size();
+  for (size_t i = 0; i < r.ids.size(); ++i) {
+    if (r.ids[i] < 0 || r.ids[i] >= vocab) {
+      reply_error(from, tag, proto::WireError::kInvalidField,
+                  "token id " + std::to_string(r.ids[i]) + " is outside the vocabulary (0.." +
+                      std::to_string(vocab - 1) + ")",
+                  "ids." + std::to_string(i));
+      return;
+    }
+  }
+  proto::DetokenizeAnswer a;
+  a.text = served_.tokenizer->decode(r.ids);
+  reply(from, proto::encode_answer(a, tag));
+}
+
+void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::ModelRequest&) {
+  reply(from, proto::encode_answer(proto::ModelAnswer{model_info_}, tag));
+}
+
+void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::ReplayRequest& r) {
+  const StreamEntry* e = registry_.find(r.id);
+  if (e == nullptr) {
+    reply_error(from, tag, proto::WireError::kNotFound, "no request with id '" + r.id + "' (unknown or expired)",
+                "id", r.id);
+    return;
+  }
+  const size_t total = e->events.size();
+  const size_t from_seq = static_cast<size_t>(std::clamp<int64_t>(r.from_seq, 0, static_cast<int64_t>(total)));
+  const std::span<const std::string> events(e->events.data() + from_seq, total - from_seq);
+  // One answer never exceeds the frame limit (it holds in both directions); the client asks
+  // again from next_seq.
+  const size_t max_bytes = limits_.max_frame_bytes;
+  reply(from, proto::encode_replay_raw(e->id, events, static_cast<int64_t>(from_seq),
+                                       e->state == proto::RequestState::kFinished, tag, max_bytes));
+}
+
+}  // namespace vks::server

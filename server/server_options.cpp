@@ -1,0 +1,174 @@
+#include "server/server_options.h"
+
+#include <grp.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+
+#include "engine/common/error.h"
+
+namespace vks::server {
+
+namespace {
+
+using group_t = struct group;
+
+uint32_t parse_mode(const std::string& text) {
+  char* end = nullptr;
+  const unsigned long mode = std::strtoul(text.c_str(), &end, 8);
+  if (text.empty() || *end != '\0' || mode > 0777) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--socket-mode must be an octal permission like 0660, got '" + text + "'");
+  }
+  return static_cast<uint32_t>(mode);
+}
+
+// A numeric id, or a user/group name looked up in the system databases.
+uint32_t resolve_id(const std::string& text, bool group) {
+  char* end = nullptr;
+  const unsigned long n = std::strtoul(text.c_str(), &end, 10);
+  if (!text.empty() && *end == '\0' && n <= UINT32_MAX) return static_cast<uint32_t>(n);
+  if (group) {
+    if (const group_t* g = getgrnam(text.c_str())) return g->gr_gid;
+    throw Error(ErrorCode::kInvalidArgument, "--allow-gid: no group named '" + text + "'");
+  }
+  if (const passwd* p = getpwnam(text.c_str())) return p->pw_uid;
+  throw Error(ErrorCode::kInvalidArgument, "--allow-uid: no user named '" + text + "'");
+}
+
+// Endpoint mistakes are reported before the (possibly long) model load.
+void check_endpoints(const ServerOptions& o) {
+  for (const auto& [flag, ep] : {std::pair<const char*, const std::string&>{"--router", o.router_endpoint},
+                                 std::pair<const char*, const std::string&>{"--pub", o.pub_endpoint}}) {
+    if (ep.empty()) continue;
+    const bool tcp = ep.rfind("tcp://", 0) == 0;
+    if (!tcp && ep.rfind("ipc://", 0) != 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  std::string(flag) + " " + ep + ": ZeroMQ endpoints must be ipc://PATH or tcp://HOST:PORT");
+    }
+    if (tcp && o.curve_secret_key.size() != 40) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  std::string(flag) + " " + ep + " is tcp:// but no CURVE key was given: pass "
+                  "--curve-secret-key (40-char Z85 secret key, e.g. from zmq_curve_keypair) or use ipc://");
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<ServerOptions> parse_options(int argc, char** argv) {
+  ServerOptions o;
+  CLI::App app{"vkstreamd: the vkstream inference daemon (Unix socket + ZeroMQ, msgpack protocol)"};
+  app.set_version_flag("--version", "vkstreamd 0.1.0");
+  std::string scope = std::getenv("XDG_RUNTIME_DIR") != nullptr ? "user" : "system";
+  std::string mode = "0660";
+
+  app.add_option("-m,--model", o.model_path, "GGUF model file to serve")->required();
+  app.add_option("--scope", scope, "default socket locations: user ($XDG_RUNTIME_DIR/vkstream) or "
+                                   "system (/run/vkstream)")
+      ->check(CLI::IsMember({"user", "system"}))
+      ->capture_default_str();
+  app.add_option("--socket", o.socket_path, "Unix socket path (default <dir>/vkstream.sock)");
+  app.add_option("--router,--zmq", o.router_endpoint,
+                 "ZeroMQ ROUTER endpoint (default ipc://<dir>/router.zmq)");
+  app.add_option("--pub", o.pub_endpoint, "ZeroMQ XPUB endpoint (default ipc://<dir>/pub.zmq)");
+  app.add_option("--socket-mode", mode, "permissions of the socket files we create (octal)")
+      ->capture_default_str();
+  std::vector<std::string> allow_users;
+  std::vector<std::string> allow_groups;
+  app.add_option("--allow-uid", allow_users,
+                 "user (name or uid) allowed on the Unix socket (repeatable; default: own uid and root)");
+  app.add_option("--allow-gid", allow_groups,
+                 "group (name or gid) whose members may use the Unix socket (repeatable)");
+  app.add_option("--curve-secret-key", o.curve_secret_key,
+                 "CURVE server secret key (Z85); required for tcp:// ZeroMQ endpoints");
+  app.add_option("--max-frame-bytes", o.limits.max_frame_bytes, "largest request frame")
+      ->check(CLI::Range(64u, 1u << 30))->capture_default_str();
+  app.add_option("--max-output-bytes", o.limits.max_output_bytes,
+                 "bytes queued for one Unix-socket client before it is dropped as a slow consumer")
+      ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 34))->capture_default_str();
+  app.add_option("--max-prompt-tokens", o.limits.max_prompt_tokens, "0 = model context")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--max-tokens", o.limits.max_tokens, "largest max_tokens a request may ask; 0 = context")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--max-requests-per-connection", o.limits.max_requests_per_connection)
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--max-queued", o.limits.max_queued, "waiting requests before 'overloaded'")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--idle-exit", o.idle_exit_s,
+                 "exit 0 after this many seconds without connection or request (0 = never)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--grace", o.grace_s, "seconds running requests get to finish at SIGTERM")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--retention", o.retention_s, "seconds finished streams stay available for replay")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--retention-max-bytes", o.retention_max_bytes,
+                 "memory bound of the retained finished streams")->capture_default_str();
+  app.add_flag("--cpu", o.force_cpu, "run on the CPU reference instead of Vulkan");
+  app.add_flag("--no-cpu-fallback", o.no_cpu_fallback, "fail instead of falling back to the CPU");
+  app.add_option("--device", o.device, "Vulkan device name or index");
+  app.add_option("--kv-tokens", o.kv_tokens, "KV cache capacity in tokens (0 = runner default)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-batched-tokens", o.max_batched_tokens)->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-seqs", o.max_seqs)->check(CLI::Range(1, 4096))->capture_default_str();
+  bool no_prefix_cache = false;
+  app.add_flag("--no-prefix-cache", no_prefix_cache, "disable prefix caching");
+  app.add_flag("--priority", o.priority_policy, "schedule by priority instead of FCFS");
+  app.add_option("--log-level", o.log_level)
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return std::nullopt;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help();
+    return std::nullopt;
+  } catch (const CLI::CallForVersion&) {
+    std::cout << "vkstreamd 0.1.0\n";
+    return std::nullopt;
+  } catch (const CLI::ParseError& e) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(e.what()) + " (see vkstreamd --help)");
+  }
+  for (const std::string& u : allow_users) o.allow_uids.push_back(resolve_id(u, /*group=*/false));
+  for (const std::string& g : allow_groups) o.allow_gids.push_back(resolve_id(g, /*group=*/true));
+  check_endpoints(o);
+  o.scope = scope == "user" ? Scope::kUser : Scope::kSystem;
+  o.socket_mode = parse_mode(mode);
+  o.prefix_caching = !no_prefix_cache;
+  return o;
+}
+
+std::string default_socket_dir(Scope scope) {
+  if (scope == Scope::kSystem) return "/run/vkstream";
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  if (runtime == nullptr || *runtime == '\0') {
+    throw Error(ErrorCode::kInvalidArgument,
+                "XDG_RUNTIME_DIR is not set: pass --scope system, or --socket/--router/--pub paths");
+  }
+  return std::string(runtime) + "/vkstream";
+}
+
+void apply_default_paths(ServerOptions& options) {
+  if (!options.socket_path.empty() && !options.router_endpoint.empty() && !options.pub_endpoint.empty()) {
+    return;
+  }
+  const std::string dir = default_socket_dir(options.scope);
+  if (options.socket_path.empty()) options.socket_path = dir + "/vkstream.sock";
+  if (options.router_endpoint.empty()) options.router_endpoint = "ipc://" + dir + "/router.zmq";
+  if (options.pub_endpoint.empty()) options.pub_endpoint = "ipc://" + dir + "/pub.zmq";
+}
+
+std::string ipc_path(const std::string& endpoint) {
+  constexpr std::string_view kIpc = "ipc://";
+  if (endpoint.rfind(kIpc, 0) != 0) return {};
+  return endpoint.substr(kIpc.size());
+}
+
+}  // namespace vks::server

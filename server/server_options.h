@@ -1,0 +1,56 @@
+#pragma once
+// Everything vkstreamd can be told on its command line, with the defaults of the product brief.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/limits.h"
+
+namespace vks::server {
+
+enum class Scope { kUser, kSystem };
+
+struct ServerOptions {
+  std::string model_path;
+  Scope scope = Scope::kUser;
+  std::string socket_path;       // Unix socket; empty = default for the scope
+  std::string router_endpoint;   // ZeroMQ ROUTER; empty = ipc:// default for the scope
+  std::string pub_endpoint;      // ZeroMQ XPUB; empty = ipc:// default for the scope
+  uint32_t socket_mode = 0660;
+  std::vector<uint32_t> allow_uids;  // empty = own uid + root
+  std::vector<uint32_t> allow_gids;
+  std::string curve_secret_key;  // Z85, 40 chars; required for tcp:// endpoints
+  proto::ProtocolLimits limits;  // frame, prompt, max_tokens, per-connection, queue, output bounds
+  double idle_exit_s = 0;        // 0 = never
+  double grace_s = 10;           // SIGTERM: running requests get this long to finish
+  double retention_s = 300;      // finished streams kept for replay / late subscribers
+  uint64_t retention_max_bytes = 64u << 20;
+  // Engine and runner.
+  bool force_cpu = false;
+  bool no_cpu_fallback = false;
+  std::string device;            // name or index; empty = best
+  int32_t kv_tokens = 0;         // 0 = runner default
+  int32_t max_batched_tokens = 256;
+  int32_t max_seqs = 16;
+  bool prefix_caching = true;
+  bool priority_policy = false;
+  std::string log_level = "info";
+};
+
+// Parses argv. Returns the options, or nullopt after printing help/version (exit 0).
+// Throws vks::Error(kInvalidArgument) with a message naming the flag on bad input.
+std::optional<ServerOptions> parse_options(int argc, char** argv);
+
+// Fills empty socket paths/endpoints with the scope's defaults
+// ($XDG_RUNTIME_DIR/vkstream/... for users, /run/vkstream/... for the system).
+void apply_default_paths(ServerOptions& options);
+
+// Directory that holds the default sockets of a scope. Throws if the user scope has no
+// $XDG_RUNTIME_DIR.
+std::string default_socket_dir(Scope scope);
+
+// The filesystem path of an ipc:// endpoint, or empty for other transports.
+std::string ipc_path(const std::string& endpoint);
+
+}  // namespace vks::server

@@ -1,0 +1,98 @@
+// Limits set on the command line are reported in hello and enforced: requests per connection,
+// max_tokens, and the per-connection output bound (a client that stops reading is dropped as a
+// slow consumer and its request cancelled).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include "tests/server/daemon_harness.h"
+
+namespace vks::test {
+namespace {
+
+TEST(ServerLimitsTest, ConfiguredLimitsAreReportedAndEnforced) {
+  TempDir dir;
+  DaemonProcess daemon;
+  DaemonConfig config;
+  config.dir = dir.path;
+  config.extra_args = {"--max-output-bytes", "8192", "--max-requests-per-connection", "2",
+                       "--max-frame-bytes", "4096", "--max-queued", "32", "--max-tokens", "2000"};
+  daemon.start(config);
+  ASSERT_TRUE(daemon.wait_ready(40)) << daemon.log();
+
+  UdsClient c;
+  ASSERT_TRUE(c.connect(daemon.socket_path()));
+  auto hello = request(c, simple(proto::HelloRequest{}, 1));
+  ASSERT_TRUE(hello);
+  const auto* h = std::get_if<proto::HelloAnswer>(&hello->body);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->limits.max_output_bytes, 8192u);
+  EXPECT_EQ(h->limits.max_requests_per_connection, 2);
+  EXPECT_EQ(h->limits.max_frame_bytes, 4096u);
+  EXPECT_EQ(h->limits.max_queued, 32);
+  EXPECT_EQ(h->limits.max_tokens, 2000);
+
+  // Per-connection request limit.
+  for (int i = 0; i < 2; ++i) {
+    auto m = request(c, greedy_request(1500, true));
+    ASSERT_TRUE(m);
+    ASSERT_TRUE(std::holds_alternative<proto::AcceptedAnswer>(m->body));
+  }
+  auto third = request(c, greedy_request(10));
+  ASSERT_TRUE(third);
+  const auto* err = std::get_if<proto::ErrorAnswer>(&third->body);
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(err->error.code, proto::WireError::kTooManyRequests);
+  auto too_long = request(c, greedy_request(5000));
+  ASSERT_TRUE(too_long);
+  ASSERT_TRUE(std::holds_alternative<proto::ErrorAnswer>(too_long->body));
+  c.close();  // cancels both
+
+  // A client that never reads is dropped as a slow consumer and its request is cancelled.
+  UdsClient slow;
+  ASSERT_TRUE(slow.connect(daemon.socket_path()));
+  proto::Request req = greedy_request(2000, true);
+  std::get<proto::GenerateMessage>(req.body).request.logprobs = 20;  // big events
+  ASSERT_TRUE(slow.send(req));
+  UdsClient watcher;
+  ASSERT_TRUE(watcher.connect(daemon.socket_path()));
+  bool dropped = false;
+  for (int i = 0; i < 600 && !dropped; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    dropped = daemon.log().find("slow consumer") != std::string::npos;
+  }
+  ASSERT_TRUE(dropped) << daemon.log();
+  // Everything the server still had queued arrives, ending with slow_consumer, then EOF.
+  std::vector<std::string> frames;
+  EXPECT_TRUE(slow.wait_closed(20000, &frames));
+  ASSERT_FALSE(frames.empty());
+  auto last = proto::parse_server_message(frames.back());
+  ASSERT_TRUE(last);
+  const auto* slow_err = std::get_if<proto::ErrorAnswer>(&last->body);
+  ASSERT_NE(slow_err, nullptr);
+  EXPECT_EQ(slow_err->error.code, proto::WireError::kSlowConsumer);
+  auto accepted = proto::parse_server_message(frames.front());
+  ASSERT_TRUE(accepted);
+  const auto* a = std::get_if<proto::AcceptedAnswer>(&accepted->body);
+  ASSERT_NE(a, nullptr);
+  proto::StatusAnswer status;
+  for (int i = 0; i < 200; ++i) {
+    auto st = request(watcher, simple(proto::StatusRequest{a->id}, 2));
+    ASSERT_TRUE(st);
+    ASSERT_TRUE(std::holds_alternative<proto::StatusAnswer>(st->body));
+    status = std::get<proto::StatusAnswer>(st->body);
+    if (status.state == proto::RequestState::kFinished) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_EQ(status.state, proto::RequestState::kFinished);
+  EXPECT_EQ(status.reason, FinishReason::kCancelled);
+  EXPECT_LT(status.generated_tokens, 2000);
+
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(20), 0) << daemon.log();
+}
+
+}  // namespace
+}  // namespace vks::test
