@@ -47,7 +47,26 @@ WireError wire_error_from_engine(ErrorCode code) {
   return WireError::kInternal;
 }
 
+namespace {
+
+// The engine starts field errors with the field name ("max_tokens: ..."); its name for the text
+// prompt is prompt_text, the wire's is prompt.
+std::string field_from_message(std::string_view message) {
+  size_t n = 0;
+  while (n < message.size() && n < 64) {
+    const char c = message[n];
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.')) break;
+    ++n;
+  }
+  if (n == 0 || n >= message.size() || message[n] != ':') return {};
+  const std::string field(message.substr(0, n));
+  return field == "prompt_text" ? "prompt" : field;
+}
+
+}  // namespace
+
 ProtocolError error_from_submit(const SubmitResult& result, int32_t max_prompt_tokens) {
+  std::string field = field_from_message(result.message);
   if (result.code == ErrorCode::kInvalidArgument && max_prompt_tokens > 0 &&
       result.prompt_tokens > max_prompt_tokens) {
     return make_error(WireError::kPromptTooLong,
@@ -55,10 +74,10 @@ ProtocolError error_from_submit(const SubmitResult& result, int32_t max_prompt_t
                           ? "prompt of " + std::to_string(result.prompt_tokens) + " tokens exceeds max_prompt_tokens " +
                                 std::to_string(max_prompt_tokens)
                           : result.message,
-                      "prompt");
+                      field == "prompt_ids" ? field : "prompt");
   }
   std::string message = result.message.empty() ? "request rejected by the engine" : result.message;
-  return make_error(wire_error_from_engine(result.code), std::move(message));
+  return make_error(wire_error_from_engine(result.code), std::move(message), std::move(field));
 }
 
 }  // namespace vks::proto

@@ -60,7 +60,9 @@ struct ProtocolError {
 
 // The wire error for a failed Engine::submit. prompt_too_long when the engine reports a prompt
 // longer than max_prompt_tokens (SubmitResult.prompt_tokens > max_prompt_tokens > 0), otherwise
-// wire_error_from_engine(result.code). field is "prompt" for prompt_too_long.
+// wire_error_from_engine(result.code). field: the field the engine's message starts with
+// ("max_tokens: ..." → "max_tokens"; the engine's "prompt_text" is the wire's "prompt"), else empty;
+// for prompt_too_long "prompt" or "prompt_ids".
 ProtocolError error_from_submit(const SubmitResult& result, int32_t max_prompt_tokens);
 
 // Either a value or a ProtocolError. Nothing in vks_protocol throws across its API.

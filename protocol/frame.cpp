@@ -1,5 +1,6 @@
 #include "protocol/frame.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace vks::proto {
@@ -58,7 +59,8 @@ bool FrameDecoder::feed(std::span<const uint8_t> bytes) {
         break;
       }
       partial_.clear();
-      partial_.reserve(expected_);
+      // Grow with the bytes that actually arrive: a bare header must not pin max_frame_bytes.
+      partial_.reserve(std::min<size_t>(expected_, 64 * 1024));
     }
     const size_t take = std::min<size_t>(expected_ - partial_.size(), bytes.size() - pos);
     partial_.append(reinterpret_cast<const char*>(bytes.data() + pos), take);

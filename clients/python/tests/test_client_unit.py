@@ -1,6 +1,7 @@
 """Pure-protocol tests of the Python client against the in-process fake server (no daemon)."""
 import asyncio
 import os
+import re
 import socket
 import struct
 import sys
@@ -86,6 +87,15 @@ class FramingTest(unittest.TestCase):
         exc = errors.error_from_message({"type": "error", "code": "from_the_future", "message": "m"})
         self.assertIs(type(exc), errors.VkstreamError)
         self.assertEqual(exc.code, "from_the_future")
+
+    def test_error_classes_match_the_protocol_document(self):
+        doc_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs", "PROTOCOL.md")
+        with open(doc_path) as f:
+            doc = f.read()
+        section = doc[doc.index("## 6. Error codes"):doc.index("## 7.")]
+        documented = set(re.findall(r"^\| `([a-z_]+)` \|", section, re.M))
+        self.assertGreater(len(documented), 15)
+        self.assertEqual(documented, set(errors.ERROR_CLASSES))
 
     def test_error_answer_vs_stream_error(self):
         self.assertFalse(unpack(pack({"type": "error", "code": "x", "id": "a"})).is_event)

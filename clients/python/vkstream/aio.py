@@ -95,6 +95,7 @@ class AsyncStream:
             self._tracker.accept(event)
             self.completion.add(event)
             if event.type == "error" and self._raise_on_error:
+                self._client._queues.pop(self.id, None)  # its finished event will be dropped
                 raise errors.error_from_message(event)
             return event
 
