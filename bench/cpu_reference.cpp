@@ -1,6 +1,6 @@
 // Prints the CPU reference's prefill and decode tokens/s for a GGUF: the baseline the Vulkan
 // engine is measured against.
-//   vks_bench_cpu_reference MODEL.gguf [--threads N] [--prompt N] [--generate N]
+//   vks_bench_cpu_reference MODEL.gguf [--threads N] [--prompt N] [--generate N] [--seqs 4 8]
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "engine/common/error.h"
@@ -26,7 +27,7 @@ double seconds_since(Clock::time_point start) {
 }
 
 void print_row(const char* what, int tokens, double seconds) {
-  std::printf("%-34s %8d %10.3f %12.2f\n", what, tokens, seconds, tokens / seconds);
+  std::printf("%-40s %8d %10.3f %12.2f\n", what, tokens, seconds, tokens / seconds);
 }
 
 }  // namespace
@@ -41,6 +42,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads,-t", threads, "worker threads (0 = all cores)");
   app.add_option("--prompt,-p", n_prompt, "prompt tokens")->check(CLI::Range(1, 4096));
   app.add_option("--generate,-n", n_generate, "generated tokens")->check(CLI::Range(1, 4096));
+  std::vector<int> batch_sizes = {4, 8};
+  app.add_option("--seqs,-s", batch_sizes, "sequence counts for aggregate decode (after a shared-length prefill)")
+      ->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -81,6 +85,42 @@ int main(int argc, char** argv) {
     }
     const double runner_decode = seconds_since(start);
 
+    // CpuRunner aggregate decode: n sequences (each with the prompt prefilled) decode together.
+    std::vector<std::pair<int, double>> aggregate;
+    for (const int n_seqs : batch_sizes) {
+      vks::CpuRunnerOptions multi = options;
+      multi.num_blocks = options.num_blocks * n_seqs;
+      multi.max_step_tokens = std::max(512, n_prompt * n_seqs);
+      multi.max_step_seqs = n_seqs;
+      vks::CpuRunner many(*model, multi);
+      vks::StepBatch step;
+      for (int s = 0; s < n_seqs; ++s) {
+        vks::SeqChunk chunk;
+        chunk.token_offset = s * n_prompt;
+        chunk.n_tokens = n_prompt;
+        for (int32_t b = 0; b < options.num_blocks; ++b) chunk.block_table.push_back(s * options.num_blocks + b);
+        chunk.logits = vks::LogitsMode::kArgmax;
+        step.seqs.push_back(chunk);
+        step.tokens.insert(step.tokens.end(), prompt.begin(), prompt.end());
+      }
+      step.finalize(options.block_size);
+      vks::StepResult res;
+      many.step(step, res);
+      start = Clock::now();
+      for (int i = 0; i < n_generate; ++i) {
+        step.tokens.clear();
+        for (int s = 0; s < n_seqs; ++s) {
+          step.tokens.push_back(res.argmax[static_cast<size_t>(s)]);
+          step.seqs[static_cast<size_t>(s)].token_offset = s;
+          step.seqs[static_cast<size_t>(s)].n_tokens = 1;
+          step.seqs[static_cast<size_t>(s)].n_past = n_prompt + i;
+        }
+        step.finalize(options.block_size);
+        many.step(step, res);
+      }
+      aggregate.emplace_back(n_seqs, seconds_since(start));
+    }
+
     // CpuModel: one token at a time, prompt included.
     vks::CpuModel cpu(*model, threads, total);
     start = Clock::now();
@@ -101,9 +141,13 @@ int main(int argc, char** argv) {
                 c.n_layers, c.n_heads, c.n_kv_heads, c.hidden_dim, c.vocab_size,
                 std::string(vks::ggml_type_name(model->weights().layers[0].wq.type)).c_str());
     std::printf("threads %d\n\n", threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
-    std::printf("%-34s %8s %10s %12s\n", "phase", "tokens", "seconds", "tokens/s");
+    std::printf("%-40s %8s %10s %12s\n", "phase", "tokens", "seconds", "tokens/s");
     print_row("CpuRunner prefill (one step)", n_prompt, runner_prefill);
     print_row("CpuRunner decode (batch 1)", n_generate, runner_decode);
+    for (const auto& [n_seqs, seconds] : aggregate) {
+      const std::string label = "CpuRunner decode, " + std::to_string(n_seqs) + " seqs (aggregate)";
+      print_row(label.c_str(), n_seqs * n_generate, seconds);
+    }
     print_row("CpuModel prefill (token by token)", n_prompt, model_prefill);
     print_row("CpuModel decode", n_generate, model_decode);
   } catch (const vks::Error& e) {

@@ -160,19 +160,28 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
     for (size_t i = 0; i < n * dim; ++i) x[i] += proj[i];
   }
 
-  // Final norm and logits, only for the last token of each sequence that wants output.
+  // Final norm and logits, only for the last token of each sequence that wants output (all of
+  // them in one matmul, so the output matrix is dequantized once per step).
+  std::vector<size_t> outputs;  // sequences with logits != kNone
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    if (batch.seqs[s].logits != LogitsMode::kNone) outputs.push_back(s);
+  }
+  std::vector<float> last(outputs.size() * dim);  // [n_outputs, dim] normalized final states
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const SeqChunk& seq = batch.seqs[outputs[o]];
+    const size_t t = static_cast<size_t>(seq.token_offset + seq.n_tokens - 1);
+    ref::rmsnorm(&last[o * dim], &x[t * dim], output_norm_.data(), dim, c.norm_eps);
+  }
+  const size_t vocab = c.vocab_size;
+  std::vector<float> logits(outputs.size() * vocab);  // [n_outputs, vocab]
+  ref::matmul(w.output, last.data(), outputs.size(), logits.data(), &pool_);
+
   out.argmax.assign(batch.seqs.size(), -1);
   out.logits.clear();
-  std::vector<float> last(dim);
-  std::vector<float> logits(c.vocab_size);
-  for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    const SeqChunk& seq = batch.seqs[s];
-    if (seq.logits == LogitsMode::kNone) continue;
-    const size_t t = static_cast<size_t>(seq.token_offset + seq.n_tokens - 1);
-    ref::rmsnorm(last.data(), &x[t * dim], output_norm_.data(), dim, c.norm_eps);
-    ref::matvec(w.output, last.data(), logits.data(), &pool_);
-    out.argmax[s] = ref::argmax(logits.data(), logits.size());
-    if (seq.logits == LogitsMode::kFull) out.logits.insert(out.logits.end(), logits.begin(), logits.end());
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const float* row = &logits[o * vocab];
+    out.argmax[outputs[o]] = ref::argmax(row, vocab);
+    if (batch.seqs[outputs[o]].logits == LogitsMode::kFull) out.logits.insert(out.logits.end(), row, row + vocab);
   }
 }
 

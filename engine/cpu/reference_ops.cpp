@@ -9,14 +9,23 @@
 
 namespace vks::ref {
 
+namespace {
+
+constexpr size_t kLanes = 8;  // dot()'s partial sums; element i goes to lane i % 8
+
+float combine_lanes(const float (&lane)[kLanes]) {
+  return ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+}
+
+}  // namespace
+
 float dot(const float* a, const float* b, size_t n) {
-  constexpr size_t kLanes = 8;
   float lane[kLanes] = {};
   const size_t body = n - n % kLanes;
   for (size_t i = 0; i < body; i += kLanes) {
     for (size_t j = 0; j < kLanes; ++j) lane[j] += a[i + j] * b[i + j];
   }
-  float sum = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+  float sum = combine_lanes(lane);
   for (size_t i = body; i < n; ++i) sum += a[i] * b[i];
   return sum;
 }

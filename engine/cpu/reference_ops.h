@@ -25,8 +25,9 @@ float dot(const float* a, const float* b, size_t n);
 void rmsnorm(float* out, const float* x, const float* weight, size_t n, float eps);
 
 // y[t][r] = W[r] · x[t] for every token t: W is [rows, cols] in its GGUF type, x is [n_tokens, cols],
-// y is [n_tokens, rows]. Each row of W is dequantized once and reused for every token. Rows are
-// spread over the pool's threads (pool may be null: single-threaded).
+// y is [n_tokens, rows]. Each row of W is dequantized once and reused for every token; every
+// y[t][r] is dot(dequantized W[r], x[t]). Rows are spread over the pool's threads (pool may be
+// null: single-threaded).
 void matmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool);
 // matmul for one token.
 inline void matvec(const TensorRef& w, const float* x, float* y, ThreadPool* pool) { matmul(w, x, 1, y, pool); }

@@ -1,6 +1,7 @@
 #include "engine/tokenizer/vocab.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "engine/common/error.h"
@@ -36,6 +37,12 @@ Vocab Vocab::from_gguf(const gguf::GgufFile& file) {
     if (scores->size() != n) {
       throw Error(ErrorCode::kCorrupt, "tokenizer.ggml.scores has " + std::to_string(scores->size()) +
                                            " entries but tokenizer.ggml.tokens has " + std::to_string(n));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      // A NaN would break the merge queue's ordering.
+      if (std::isnan((*scores)[i])) {
+        throw Error(ErrorCode::kCorrupt, "tokenizer.ggml.scores[" + std::to_string(i) + "] is NaN");
+      }
     }
     v.scores = std::move(*scores);
   } else {

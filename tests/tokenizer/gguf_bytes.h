@@ -48,10 +48,14 @@ class GgufBytes {
 
   // The whole file: header (no tensors) + metadata.
   std::vector<uint8_t> bytes() const {
-    std::vector<uint8_t> out = {'G', 'G', 'U', 'F'};
-    append(out, static_cast<uint32_t>(3));
-    append(out, static_cast<uint64_t>(0));
-    append(out, n_kv_);
+    uint8_t header[24];
+    const uint32_t version = 3;
+    const uint64_t n_tensors = 0;
+    std::memcpy(header, "GGUF", 4);
+    std::memcpy(header + 4, &version, 4);
+    std::memcpy(header + 8, &n_tensors, 8);
+    std::memcpy(header + 16, &n_kv_, 8);
+    std::vector<uint8_t> out(header, header + sizeof(header));
     out.insert(out.end(), body_.begin(), body_.end());
     return out;
   }
@@ -59,9 +63,9 @@ class GgufBytes {
  private:
   template <typename T>
   static void append(std::vector<uint8_t>& out, T v) {
-    uint8_t b[sizeof(T)];
-    std::memcpy(b, &v, sizeof(T));
-    out.insert(out.end(), b, b + sizeof(T));
+    const size_t at = out.size();
+    out.resize(at + sizeof(T));
+    std::memcpy(out.data() + at, &v, sizeof(T));
   }
   template <typename T>
   void put(T v) { append(body_, v); }

@@ -2,6 +2,7 @@
 // fallback, unknown characters, user-defined tokens, and the errors for bad tokenizer keys.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -145,6 +146,11 @@ TEST(SpmRules, BadKeysAreErrors) {
   short_scores.str("tokenizer.ggml.model", "llama").strings("tokenizer.ggml.tokens", {"a", "b"});
   short_scores.floats("tokenizer.ggml.scores", {1.0f});
   EXPECT_EQ(load_error(short_scores), ErrorCode::kCorrupt);
+
+  test::GgufBytes nan_score;
+  nan_score.str("tokenizer.ggml.model", "llama").strings("tokenizer.ggml.tokens", {"a", "b"});
+  nan_score.floats("tokenizer.ggml.scores", {1.0f, std::nanf("")});
+  EXPECT_EQ(load_error(nan_score), ErrorCode::kCorrupt);
 
   test::GgufBytes bad_type;
   bad_type.str("tokenizer.ggml.model", "llama").strings("tokenizer.ggml.tokens", {"a", "b"});
