@@ -1,5 +1,6 @@
 // Prefill and decode throughput of the Vulkan runner on any llama GGUF:
-//   vks_bench_vulkan_runner MODEL.gguf [--device SEL] [--prompt 128] [--gen 32] [--profile]
+//   vks_bench_vulkan_runner MODEL.gguf [--device SEL] [--prompt 128] [--gen 32] [--context 16]
+//                           [--batches 1 4 8 16] [--reps 3] [--matvec-max N] [--profile]
 // Prints the device and one table: prefill tokens/s (one prompt of --prompt tokens in one step),
 // decode tokens/s at batch 1, and aggregate decode tokens/s at 4, 8 and 16 sequences.
 #include <CLI/CLI.hpp>
@@ -95,6 +96,8 @@ int main(int argc, char** argv) {
   std::vector<int> batches{1, 4, 8, 16};
   bool profile = false;
   int matvec_max = -1;
+  int num_blocks = 0;
+  int context = 16;
   app.add_option("model", path, "GGUF model file")->required();
   app.add_option("--device", device, "Vulkan device index or name substring");
   app.add_option("--prompt", prompt, "prefill prompt length")->check(CLI::Range(1, 4096));
@@ -102,20 +105,23 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "prefill repetitions")->check(CLI::Range(1, 100));
   app.add_option("--batches", batches, "decode batch sizes")->check(CLI::Range(1, 256));
   app.add_option("--matvec-max", matvec_max, "largest batch using matvec kernels (-1: kernels' choice)");
+  app.add_option("--context", context, "prompt tokens of each decoding sequence (not timed)")->check(CLI::Range(1, 4096));
+  app.add_option("--num-blocks", num_blocks, "KV blocks (0: enough for the benchmark)");
   app.add_flag("--profile", profile, "print per-op GPU time (timestamps) for prefill and batch-1 decode");
   CLI11_PARSE(app, argc, argv);
 
   try {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear as they are measured
     spdlog::set_level(spdlog::level::warn);
     auto model = vks::LlamaModel::load(path);
     const int max_batch = *std::max_element(batches.begin(), batches.end());
     vks::RunnerOptions o;
     o.device = device;
-    o.max_step_tokens = std::max(prompt, max_batch);
+    o.max_step_tokens = std::max(prompt, max_batch * context);
     o.max_step_seqs = max_batch;
-    o.max_context = prompt + gen + 64;
+    o.max_context = std::max(prompt, context) + gen + 64;
     o.matvec_max_tokens = matvec_max;
-    o.num_blocks = (max_batch * (16 + gen + 2) + prompt + 16) / o.block_size + 2 * max_batch + 4;
+    o.num_blocks = num_blocks > 0 ? num_blocks : (max_batch * (context + gen + 2 + 16) + prompt + 16) / o.block_size + 2 * max_batch + 4;
     const auto t_load = Clock::now();
     vks::VulkanRunner runner(*model, o);
     const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
@@ -130,11 +136,16 @@ int main(int argc, char** argv) {
     // Prefill: warm-up then the best of `reps` single-step prompts.
     double best = 1e30;
     runner.set_profiling(false);
-    for (int r = 0; r <= reps; ++r) {
+    for (int r = 0; r <= reps; ++r) {  // run 0 warms up
       seqs.assign(1, Seq{});
-      if (profile && r == reps) runner.set_profiling(true);
       const double dt = bench.step(seqs, prompt);
-      if (r > 0 && !(profile && r == reps)) best = std::min(best, dt);
+      if (r > 0) best = std::min(best, dt);
+      bench.release(seqs);
+    }
+    if (profile) {
+      runner.set_profiling(true);
+      seqs.assign(1, Seq{});
+      bench.step(seqs, prompt);
       bench.release(seqs);
     }
     if (profile) print_profile(fmt::format("prefill {}", prompt).c_str(), runner.profile(), 1);
@@ -144,15 +155,17 @@ int main(int argc, char** argv) {
       double tok_s, ms_step;
     };
     std::vector<Row> rows{{fmt::format("prefill {} tokens", prompt), prompt / best, best * 1e3}};
+    std::printf("prefill: %.2f tokens/s\n", prompt / best);
 
     for (int b : batches) {
       seqs.assign(static_cast<size_t>(b), Seq{});
-      bench.step(seqs, 16);  // a 16-token prompt for every sequence (not timed)
+      bench.step(seqs, context);  // every sequence's prompt (not timed)
       bench.step(seqs, 1);   // warm-up decode
       double total = 0;
       for (int i = 0; i < gen; ++i) total += bench.step(seqs, 1);
       rows.push_back({b == 1 ? "decode batch 1" : fmt::format("decode {} seqs (aggregate)", b), b * gen / total,
                       total / gen * 1e3});
+      std::printf("decode x%d: %.2f tokens/s\n", b, b * gen / total);
       if (profile && b == 1) {
         runner.set_profiling(true);
         for (int i = 0; i < 4; ++i) bench.step(seqs, 1);

@@ -101,6 +101,16 @@ TEST_F(RunnerModel, Stories260KGreedyIdsEqualReference) {
   EXPECT_GT(runner.last_dispatch_count(), 0u);
 }
 
+TEST_F(RunnerModel, DefaultOptionsGreedyIdsEqualReference) {
+  auto model = LlamaModel::load(test::model_path("stories260K.gguf"));
+  VulkanRunner runner(*model, RunnerOptions{});
+  const auto ref = reference_ids();
+  test::GreedyDriver driver(runner, 13);
+  test::GenerateOptions o;
+  o.n_gen = static_cast<int>(ref[1].size());
+  EXPECT_EQ(driver.run({ref[0]}, o)[0].generated, ref[1]);
+}
+
 TEST_F(RunnerModel, RejectsInvalidBatchesAndKeepsWorking) {
   auto model = LlamaModel::load(test::model_path("stories260K.gguf"));
   VulkanRunner runner(*model, small_options());

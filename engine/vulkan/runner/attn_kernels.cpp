@@ -25,7 +25,7 @@ void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBin
                       const gpu::AttnParams& p) {
   if (p.n_tokens == 0) return;
   cmd.dispatch(kernels.get("attn_f16"), {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out},
-               p, Groups{p.n_heads, p.n_tokens, 1});
+               p, Groups{static_cast<uint32_t>(ceil_div(p.n_heads, VKS_ATTN_HEADS_PER_GROUP)), p.n_tokens, 1});
 }
 
 void check_attention_shape(uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, uint32_t rope_dim) {
