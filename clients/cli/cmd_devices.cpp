@@ -1,0 +1,65 @@
+// `vkstream devices`: the Vulkan devices this machine has, in the order --device indexes them.
+#include <iostream>
+#include <memory>
+
+#include "clients/cli/cli_common.h"
+#include "clients/cli/commands.h"
+#include "engine/vulkan/core/device_info.h"
+
+namespace vks::cli {
+namespace {
+
+std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+int run_devices(bool json) {
+  const std::vector<vk::DeviceInfo> devices = vk::list_devices();
+  if (json) {
+    vkstream::Value::Array arr;
+    for (const vk::DeviceInfo& d : devices) {
+      arr.emplace_back(vkstream::Value::Map{
+          {"index", vkstream::Value(int64_t{d.index})},
+          {"name", vkstream::Value(d.name)},
+          {"type", vkstream::Value(d.type_name)},
+          {"driver", vkstream::Value(d.driver)},
+          {"api_version", vkstream::Value(vk::api_version_string(d.api_version))},
+          {"device_local_bytes", vkstream::Value(d.device_local_bytes)},
+          {"max_storage_buffer_range", vkstream::Value(d.max_storage_buffer_range)},
+          {"compute", vkstream::Value(d.has_compute_queue)},
+      });
+    }
+    std::cout << vkstream::Value(std::move(arr)).to_json() << '\n';
+    return kExitOk;
+  }
+  if (devices.empty()) {
+    std::cout << "no Vulkan device found (install a driver, e.g. mesa-vulkan-drivers); "
+                 "vkstream will run on the CPU reference\n";
+    return kExitOk;
+  }
+  size_t best = devices.size();
+  try {
+    best = vk::select_device(devices, "");
+  } catch (const std::exception&) {
+    // No device with a compute queue: none is marked.
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const vk::DeviceInfo& d = devices[i];
+    std::cout << (i == best ? "* " : "  ") << d.index << ": " << d.name << " [" << d.type_name << "] Vulkan "
+              << vk::api_version_string(d.api_version) << ", " << d.driver << ", device-local "
+              << mib(d.device_local_bytes) << ", max storage buffer " << mib(d.max_storage_buffer_range)
+              << (d.has_compute_queue ? "" : ", no compute queue") << '\n';
+  }
+  std::cout << "(* = picked by default; choose another with --device INDEX or a name substring, "
+               "or VKSTREAM_DEVICE)\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_devices_command(CLI::App& root, int& exit_code) {
+  auto json = std::make_shared<bool>(false);
+  CLI::App* d = root.add_subcommand("devices", "List the Vulkan devices of this machine");
+  d->add_flag("--json", *json, "print the list as JSON");
+  d->callback([json, &exit_code] { exit_code = guarded("devices", [&] { return run_devices(*json); }); });
+}
+
+}  // namespace vks::cli

@@ -1,0 +1,166 @@
+// `vkstream generate` and `vkstream chat`: stream generations from the daemon.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
+#include "clients/cli/cli_common.h"
+#include "clients/cli/commands.h"
+#include "clients/cli/interrupt.h"
+
+namespace vks::cli {
+namespace {
+
+constexpr std::chrono::milliseconds kPoll{100};
+
+struct GenerateArgs {
+  ConnectionFlags conn;
+  SamplingFlags sampling;
+  std::string prompt;
+  bool json = false;
+  bool verbose = false;
+  std::string id;
+  int32_t priority = 0;
+  CLI::Option* priority_opt = nullptr;
+  int64_t deadline_ms = 0;
+  CLI::Option* deadline_opt = nullptr;
+  bool detached = false;
+  bool echo = false;
+};
+
+// Streams one request: prints text (or JSON lines), cancels on Ctrl-C. Returns the completion's
+// finish reason ("" when the stream broke off).
+struct StreamOutcome {
+  std::string reason;
+  std::string text;
+  bool failed = false;
+  bool interrupted = false;  // Ctrl-C cancelled it
+};
+
+StreamOutcome stream_request(vkstream::Client& client, const vkstream::GenerateOptions& options, bool json,
+                             bool verbose, int64_t timeout_ms) {
+  InterruptGuard interrupt;
+  const vkstream::Accepted accepted = client.submit(options);
+  if (json) std::cout << accepted.raw.to_json() << '\n' << std::flush;
+  if (verbose) std::cerr << "[request " << accepted.id << ", topic " << accepted.topic << "]\n";
+  StreamOutcome out;
+  bool cancel_sent = false;
+  auto last_event = std::chrono::steady_clock::now();
+  for (;;) {
+    if (interrupt.interrupted() && !cancel_sent) {
+      cancel_sent = true;
+      try {
+        client.cancel(accepted.id);
+      } catch (const vkstream::ServerError&) {
+        // Already finished: its finished event is on its way.
+      }
+    }
+    std::optional<vkstream::Event> ev = client.next_event(accepted.id, kPoll);
+    if (!ev) {
+      if (std::chrono::steady_clock::now() - last_event > std::chrono::milliseconds(timeout_ms)) {
+        throw vkstream::ClientError(vkstream::ErrorKind::kTimeout,
+                                    "no event of request " + accepted.id + " for " + std::to_string(timeout_ms) + " ms");
+      }
+      continue;
+    }
+    last_event = std::chrono::steady_clock::now();
+    if (json) {
+      std::cout << ev->raw.to_json() << '\n' << std::flush;
+    } else if (ev->kind == vkstream::EventKind::kToken) {
+      std::cout << ev->text << std::flush;
+      out.text += ev->text;
+    }
+    if (ev->kind == vkstream::EventKind::kError) {
+      out.failed = true;
+      if (!json) print_error("request " + ev->id + " failed: " + ev->error_code + ": " + ev->error_message);
+    }
+    if (ev->kind == vkstream::EventKind::kFinished) {
+      out.reason = ev->finish_reason;
+      out.interrupted = cancel_sent;
+      if (verbose) {
+        std::cerr << "\n[" << ev->finish_reason << ": prompt " << ev->usage.prompt_tokens << " (cached "
+                  << ev->usage.cached_tokens << "), generated " << ev->usage.generated_tokens << "; queue "
+                  << ev->timings.queue_ms << " ms, TTFT " << ev->timings.ttft_ms << " ms, total "
+                  << ev->timings.total_ms << " ms]\n";
+      }
+      return out;
+    }
+  }
+}
+
+int run_generate(GenerateArgs& a) {
+  vkstream::GenerateOptions options;
+  options.prompt = a.prompt == "-" ? read_all_stdin() : a.prompt;
+  a.sampling.apply(options);
+  options.id = a.id;
+  if (*a.priority_opt) options.priority = a.priority;
+  if (*a.deadline_opt) options.deadline_ms = a.deadline_ms;
+  if (a.detached) options.detached = true;
+  vkstream::Client client = a.conn.connect();
+  if (a.echo && !a.json) std::cout << options.prompt << std::flush;
+  const StreamOutcome out = stream_request(client, options, a.json, a.verbose, a.conn.timeout_ms);
+  if (!a.json) std::cout << '\n' << std::flush;
+  if (out.interrupted) return kExitInterrupted;
+  return out.failed || out.reason == "error" ? kExitError : kExitOk;
+}
+
+struct ChatArgs {
+  ConnectionFlags conn;
+  SamplingFlags sampling;
+  bool verbose = false;
+};
+
+// Plain continuation: the whole conversation so far is the prompt of each turn. (A chat template
+// replaces this once the daemon reports one for the model.)
+int run_chat(ChatArgs& a) {
+  vkstream::Client client = a.conn.connect();
+  const bool tty = ::isatty(STDIN_FILENO) != 0;
+  if (tty) std::cerr << "vkstream chat: plain continuation; an empty line or Ctrl-D ends, Ctrl-C stops a reply\n";
+  std::string conversation;
+  std::string line;
+  for (;;) {
+    if (tty) std::cout << "> " << std::flush;
+    if (!std::getline(std::cin, line) || line.empty() || line == "/quit") break;
+    conversation += line;
+    conversation += '\n';
+    vkstream::GenerateOptions options;
+    options.prompt = conversation;
+    a.sampling.apply(options);
+    // One paragraph per turn unless the user set their own limits.
+    if (options.stop.empty() && !options.max_tokens) options.stop = {"\n\n"};
+    const StreamOutcome out = stream_request(client, options, false, a.verbose, a.conn.timeout_ms);
+    std::cout << '\n' << std::flush;
+    if (out.failed) return kExitError;
+    conversation += out.text;
+    conversation += '\n';
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_generate_commands(CLI::App& root, int& exit_code) {
+  auto g = std::make_shared<GenerateArgs>();
+  CLI::App* gen = root.add_subcommand("generate", "Stream a generation from vkstreamd");
+  gen->add_option("prompt", g->prompt, "prompt text ('-' reads stdin)")->required();
+  g->conn.add_to(*gen);
+  g->sampling.add_to(*gen);
+  gen->add_flag("--json", g->json, "print the accepted answer and every event as JSON lines");
+  gen->add_flag("-v,--verbose", g->verbose, "print the request id and the usage/timings on stderr");
+  gen->add_flag("--echo", g->echo, "print the prompt before the generated text");
+  gen->add_option("--id", g->id, "client-chosen request id (1..64 chars of [A-Za-z0-9._-])");
+  g->priority_opt = gen->add_option("--priority", g->priority, "scheduling priority (higher first)");
+  g->deadline_opt = gen->add_option("--deadline-ms", g->deadline_ms, "give up after this many ms (queue + generation)")
+                        ->check(CLI::Range(int64_t{1}, int64_t{86'400'000}));
+  gen->add_flag("--detached", g->detached, "keep running if this client disconnects");
+  gen->callback([g, &exit_code] { exit_code = guarded("generate", [&] { return run_generate(*g); }); });
+
+  auto c = std::make_shared<ChatArgs>();
+  CLI::App* chat = root.add_subcommand("chat", "Interactive continuation with vkstreamd");
+  c->conn.add_to(*chat);
+  c->sampling.add_to(*chat);
+  chat->add_flag("-v,--verbose", c->verbose, "print usage/timings after each reply");
+  chat->callback([c, &exit_code] { exit_code = guarded("chat", [&] { return run_chat(*c); }); });
+}
+
+}  // namespace vks::cli

@@ -1,0 +1,15 @@
+#pragma once
+// Each file registers its subcommands on the root app; the callback stores the exit code.
+#include <CLI/CLI.hpp>
+
+namespace vks::cli {
+
+void add_run_command(CLI::App& root, int& exit_code);          // cmd_run.cpp (in-process engine)
+void add_generate_commands(CLI::App& root, int& exit_code);    // cmd_generate.cpp: generate, chat
+void add_info_commands(CLI::App& root, int& exit_code);        // cmd_info.cpp: hello, model, tokenize,
+                                                               // detokenize, cancel, status, stats
+void add_follow_command(CLI::App& root, int& exit_code);       // cmd_follow.cpp
+void add_devices_command(CLI::App& root, int& exit_code);      // cmd_devices.cpp
+void add_bench_command(CLI::App& root, int& exit_code);        // cmd_bench.cpp
+
+}  // namespace vks::cli

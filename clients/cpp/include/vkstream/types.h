@@ -1,0 +1,148 @@
+#pragma once
+// Plain data of the protocol as the client library sees it (docs/PROTOCOL.md).
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vkstream/value.h"
+
+namespace vkstream {
+
+// Where the daemon listens. Exactly one of unix_socket / zmq_endpoint is used for requests;
+// pub_endpoint is the XPUB socket that subscribers connect to (empty: taken from `hello`, else the
+// default beside the ROUTER endpoint).
+struct Endpoint {
+  std::string unix_socket;   // e.g. $XDG_RUNTIME_DIR/vkstream/vkstream.sock
+  std::string zmq_endpoint;  // e.g. ipc://$XDG_RUNTIME_DIR/vkstream/router.zmq
+  std::string pub_endpoint;  // e.g. ipc://$XDG_RUNTIME_DIR/vkstream/pub.zmq
+};
+
+// Default paths (TEAM.md): $XDG_RUNTIME_DIR/vkstream/... for a user, /run/vkstream/... otherwise.
+std::string default_runtime_dir();
+Endpoint default_endpoint();
+
+// Every generate parameter of the protocol; unset optionals are not sent (the daemon's default).
+struct GenerateOptions {
+  std::string prompt;                    // used when prompt_ids is empty
+  std::vector<int32_t> prompt_ids;
+  std::optional<bool> add_bos;
+  std::optional<int32_t> max_tokens;
+  std::optional<double> temperature;     // 0 = greedy
+  std::optional<int32_t> top_k;
+  std::optional<double> top_p;
+  std::optional<double> min_p;
+  std::optional<double> repetition_penalty;
+  std::optional<double> presence_penalty;
+  std::optional<double> frequency_penalty;
+  std::optional<int32_t> penalty_last_n;
+  std::vector<std::pair<int32_t, double>> logit_bias;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  std::optional<bool> ignore_eos;
+  std::optional<int32_t> min_tokens;
+  std::optional<int32_t> logprobs;       // top-N alternatives, 0..20
+  std::optional<int32_t> priority;
+  std::optional<int64_t> deadline_ms;    // relative
+  std::string id;                        // optional client-chosen id
+  std::optional<bool> detached;          // survives this connection's close
+  std::optional<bool> stream;            // token events on this connection (default true)
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;
+  int64_t generated_tokens = 0;
+};
+
+struct Timings {
+  double queue_ms = 0;
+  double ttft_ms = 0;
+  double total_ms = 0;
+};
+
+struct TopLogprob {
+  int32_t id = 0;
+  double logprob = 0;
+};
+struct TokenLogprobs {
+  int32_t id = 0;
+  double logprob = 0;
+  std::vector<TopLogprob> top;
+};
+
+enum class EventKind { kQueued, kScheduled, kPreempted, kToken, kFinished, kError, kOther };
+
+// One stream event of a request (the same on the connection, the PUB topic and in `replay`).
+struct Event {
+  EventKind kind = EventKind::kOther;
+  std::string type;                    // wire name
+  std::string id;                      // request id
+  int64_t seq = -1;                    // per-request sequence number, from 0
+  int64_t queue_position = -1;         // queued
+  std::vector<int32_t> ids;            // token
+  std::string text;                    // token: UTF-8 text delta
+  std::vector<TokenLogprobs> logprobs; // token, when requested
+  std::string finish_reason;           // finished: stop, length, cancelled, deadline, error
+  Usage usage;                         // finished
+  Timings timings;                     // finished
+  std::string error_code;              // error
+  std::string error_message;           // error
+  Value raw;                           // the whole message
+  // When the library read it from the socket (events wait in a per-connection queue until taken,
+  // so latency measurements should use this, not the time next_event() returned).
+  std::chrono::steady_clock::time_point received_at{};
+
+  bool is_last() const { return kind == EventKind::kFinished; }
+};
+
+struct Accepted {
+  std::string id;
+  std::string topic;
+  int64_t queue_position = 0;
+  int64_t prompt_tokens = 0;
+  Value raw;
+};
+
+// The end of a request as seen by generate(): text and ids concatenated from every token event.
+struct Completion {
+  std::string id;
+  std::string text;
+  std::vector<int32_t> ids;
+  std::string finish_reason;
+  Usage usage;
+  Timings timings;
+};
+
+struct Hello {
+  int64_t version = 0;
+  std::string server;
+  std::string pub_endpoint;
+  Value model;
+  Value limits;
+  Value raw;
+};
+
+struct RequestStatus {
+  std::string id;
+  std::string state;    // queued, running, finished
+  std::string topic;    // when the daemon reports it
+  int64_t seq = -1;     // last sequence number published so far
+  Value raw;
+};
+
+struct Replay {
+  std::string id;
+  std::vector<Event> events;  // seq >= from_seq, ascending, contiguous
+  int64_t next_seq = 0;       // seq after the last event returned
+  bool finished = false;      // the request's finished event has been published
+  bool truncated = false;     // more events exist: ask again from next_seq
+};
+
+// Parses one event map (a stream event, a replayed event or a published one).
+Event parse_event(const Value& map);
+
+}  // namespace vkstream

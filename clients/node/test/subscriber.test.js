@@ -1,0 +1,137 @@
+// The Node.js client against the real vkstreamd on stories260K: a greedy request followed on its
+// PUB topic yields the reference ids; a follower arriving after the end still gets every event;
+// errors are typed; the command-line script prints the reference text.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { VkstreamClient, VkstreamError, follow } from "../src/client.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const projectRoot = resolve(here, "../../..");
+const buildDir = process.env.VKSTREAM_BUILD_DIR ?? join(projectRoot, "build");
+const modelsDir = process.env.VKSTREAM_MODELS || resolve(projectRoot, "../shared/models");
+const refBase = join(modelsDir, "reference/stories260K_greedy_once_upon_a_time_n64");
+const PROMPT = "Once upon a time";
+
+function readReference() {
+  const lines = readFileSync(`${refBase}.ids`, "utf8").split("\n").filter((l) => l.trim() && !l.startsWith("#"));
+  return {
+    promptIds: lines[0].trim().split(/\s+/).map(Number),
+    generatedIds: lines[1].trim().split(/\s+/).map(Number),
+    text: readFileSync(`${refBase}.txt`, "utf8"),
+  };
+}
+
+const ref = readReference();
+let dir;
+let daemon;
+let router;
+let pub;
+
+function socketAccepts(path) {
+  return new Promise((ok) => {
+    const s = connect(path);
+    s.on("connect", () => { s.destroy(); ok(true); });
+    s.on("error", () => ok(false));
+  });
+}
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), "vks-node-"));
+  router = `ipc://${dir}/router.zmq`;
+  pub = `ipc://${dir}/pub.zmq`;
+  let log = "";
+  daemon = spawn(join(buildDir, "server/vkstreamd"), [
+    "--model", join(modelsDir, "stories260K.gguf"), "--cpu",
+    "--socket", join(dir, "vkstream.sock"), "--zmq", router, "--pub", pub,
+  ], { stdio: ["ignore", "pipe", "pipe"] });
+  daemon.stdout.on("data", (d) => { log += d; });
+  daemon.stderr.on("data", (d) => { log += d; });
+  const deadline = Date.now() + 60000;
+  while (!(await socketAccepts(join(dir, "vkstream.sock")))) {
+    if (daemon.exitCode !== null) throw new Error(`vkstreamd exited: ${log}`);
+    if (Date.now() > deadline) throw new Error(`vkstreamd did not start: ${log}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+});
+
+after(async () => {
+  if (daemon && daemon.exitCode === null) {
+    const exited = new Promise((r) => daemon.once("exit", r));
+    daemon.kill("SIGTERM");
+    await exited;
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function collect(client, accepted) {
+  const events = [];
+  for await (const ev of follow(client, pub, accepted.topic, accepted.id, { timeoutMs: 20000 })) events.push(ev);
+  return events;
+}
+
+test("greedy request followed on its PUB topic yields the reference ids", async () => {
+  const client = new VkstreamClient(router);
+  try {
+    const hello = await client.hello();
+    assert.equal(hello.version, 1);
+    assert.equal(hello.pub_endpoint, pub);
+    const accepted = await client.generate({ prompt: PROMPT, temperature: 0, max_tokens: 60 });
+    assert.match(accepted.topic, /^vks\.[0-9a-f]{32}$/);
+    assert.equal(accepted.prompt_tokens, ref.promptIds.length);
+    const events = await collect(client, accepted);
+    events.forEach((ev, i) => assert.equal(ev.seq, i));
+    assert.deepEqual(events.flatMap((ev) => (ev.type === "token" ? ev.ids : [])), ref.generatedIds);
+    assert.equal(PROMPT + events.map((ev) => ev.text ?? "").join("") + "\n", ref.text);
+    const last = events[events.length - 1];
+    assert.equal(last.type, "finished");
+    assert.equal(last.reason, "length");
+  } finally {
+    client.close();
+  }
+});
+
+test("a follower arriving after the end still gets the whole stream", async () => {
+  const client = new VkstreamClient(router);
+  try {
+    const accepted = await client.generate({ prompt: PROMPT, temperature: 0, max_tokens: 60 });
+    // Wait until the request has finished, then follow.
+    for (let i = 0; i < 500; i++) {
+      const st = await client.status(accepted.id);
+      if (st.state === "finished") break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const events = await collect(client, accepted);
+    assert.deepEqual(events.flatMap((ev) => (ev.type === "token" ? ev.ids : [])), ref.generatedIds);
+  } finally {
+    client.close();
+  }
+});
+
+test("errors are typed", async () => {
+  const client = new VkstreamClient(router);
+  try {
+    await assert.rejects(client.generate({ prompt: PROMPT, temperature: -1 }), (err) => {
+      assert.ok(err instanceof VkstreamError);
+      assert.equal(err.code, "invalid_field");
+      assert.equal(err.field, "temperature");
+      return true;
+    });
+    await assert.rejects(client.cancel("no-such-request"), (err) => err instanceof VkstreamError && err.code === "not_found");
+  } finally {
+    client.close();
+  }
+});
+
+test("the command-line script prints the reference text", async () => {
+  const { stdout } = await promisify(execFile)(process.execPath, [
+    join(here, "../bin/vkstream-node.js"), "--zmq", router, "--temperature", "0", "--max-tokens", "60", PROMPT,
+  ]);
+  assert.equal(PROMPT + stdout, ref.text);
+});

@@ -1,0 +1,170 @@
+// The `vkstream` CLI against the real vkstreamd on stories260K, and its answer when no daemon runs.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "tests/clients/process_util.h"
+#include "tests/clients/reference.h"
+#include "tests/common/test_models.h"
+
+namespace {
+
+using vks::test::Daemon;
+using vks::test::ProcessResult;
+
+std::string vkstream_exe() { return vks::test::build_dir() + "/clients/cli/vkstream"; }
+
+class CliE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { daemon_ = new Daemon(); }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+  // vkstream <command> --socket <daemon> <args...>
+  static ProcessResult cli(const std::string& command, std::vector<std::string> args, const std::string& input = {}) {
+    std::vector<std::string> argv = {vkstream_exe(), command};
+    for (const std::string& f : daemon_->cli_flags()) argv.push_back(f);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return vks::test::run_process(argv, input, 60);
+  }
+  static Daemon* daemon_;
+  const vks::test::GreedyReference ref_ = vks::test::load_greedy_reference();
+};
+Daemon* CliE2E::daemon_ = nullptr;
+
+size_t count_lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+TEST_F(CliE2E, GenerateGreedyPrintsTheReferenceText) {
+  const ProcessResult r = cli("generate", {"--greedy", "-n", "60", "--echo", vks::test::kReferencePrompt});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, ref_.text);
+}
+
+TEST_F(CliE2E, GenerateOverZeroMqWithPromptFromStdin) {
+  const std::vector<std::string> argv = {vkstream_exe(), "generate", "--zmq", "ipc://" + daemon_->dir() + "/router.zmq",
+                                         "--temperature", "0", "--max-tokens", "60", "-"};
+  const ProcessResult r = vks::test::run_process(argv, vks::test::kReferencePrompt, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::string(vks::test::kReferencePrompt) + r.out, ref_.text);
+}
+
+TEST_F(CliE2E, GenerateJsonPrintsOneEventPerLine) {
+  const ProcessResult r = cli("generate", {"--greedy", "-n", "8", "--json", vks::test::kReferencePrompt});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line, last;
+  size_t n = 0, tokens = 0;
+  while (std::getline(lines, line)) {
+    ++n;
+    EXPECT_EQ(line.front(), '{');
+    EXPECT_EQ(line.back(), '}');
+    if (n == 1) {
+      EXPECT_NE(line.find("\"type\":\"accepted\""), std::string::npos) << line;
+    }
+    if (line.find("\"type\":\"token\"") != std::string::npos) ++tokens;
+    last = line;
+  }
+  EXPECT_GE(tokens, 1u);
+  EXPECT_NE(last.find("\"type\":\"finished\""), std::string::npos) << last;
+  EXPECT_NE(last.find("\"reason\":\"length\""), std::string::npos) << last;
+}
+
+TEST_F(CliE2E, StopStringEndsTheGenerationBeforeIt) {
+  const ProcessResult r = cli("generate", {"--greedy", "-n", "60", "--stop", "Lily", vks::test::kReferencePrompt});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The reference continuation reads ", there was a little girl named Lily. ..."
+  EXPECT_EQ(r.out, ", there was a little girl named \n");
+}
+
+TEST_F(CliE2E, TokenizeStatusFollowAndStats) {
+  ProcessResult r = cli("tokenize", {vks::test::kReferencePrompt});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1 403 407 261 378\n");
+
+  r = cli("generate", {"--greedy", "-n", "60", "--id", "cli-follow-1", vks::test::kReferencePrompt});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string generated = r.out;
+
+  r = cli("status", {"cli-follow-1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("state: finished"), std::string::npos) << r.out;
+
+  r = cli("follow", {"cli-follow-1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, generated);
+
+  r = cli("stats", {});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tokens_generated"), std::string::npos) << r.out;
+  r = cli("stats", {"--prometheus"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("vkstream_"), std::string::npos) << r.out;
+}
+
+TEST_F(CliE2E, FollowFromAnotherProcessWhileItRuns) {
+  const std::string out_file = daemon_->dir() + "/gen.out";
+  std::vector<std::string> argv = {vkstream_exe(), "generate"};
+  for (const std::string& f : daemon_->cli_flags()) argv.push_back(f);
+  for (const char* a : {"--greedy", "-n", "1500", "--ignore-eos", "--id", "cli-follow-live"}) argv.emplace_back(a);
+  argv.emplace_back(vks::test::kReferencePrompt);
+  vks::test::BackgroundProcess gen(argv, out_file);
+  // Retry until the request exists (the generator may not have submitted yet).
+  ProcessResult f;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    f = cli("follow", {"cli-follow-live"});
+    if (f.exit_code == 0 || f.err.find("not_found") == std::string::npos) break;
+  }
+  EXPECT_EQ(gen.wait(60), 0);
+  EXPECT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(f.out, vks::test::read_file(out_file));
+  EXPECT_GT(f.out.size(), 1000u);
+}
+
+TEST_F(CliE2E, ErrorsAreOneLineWithNonZeroExit) {
+  ProcessResult r = cli("cancel", {"no-such-request"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("not_found"), std::string::npos) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+
+  r = cli("generate", {"--temperature", "-1", "hi"});
+  EXPECT_EQ(r.exit_code, 2);  // rejected by the command line already
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+
+  r = cli("generate", {"--logit-bias", "abc", "hi"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("ID=BIAS"), std::string::npos) << r.err;
+}
+
+TEST_F(CliE2E, BenchReportsThroughputAndLatency) {
+  const std::string json = daemon_->dir() + "/bench.json";
+  const std::string csv = daemon_->dir() + "/bench.csv";
+  const ProcessResult r = cli("bench", {"-N", "12", "-c", "3", "--concurrency", "6", "--rate", "200",
+                                        "--prompt-len", "4:16", "--output-len", "normal:12:4", "--json", json, "--csv", csv});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("requests: 12 ok, 0 failed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("TTFT"), std::string::npos);
+  EXPECT_NE(r.out.find("inter-token"), std::string::npos);
+  EXPECT_NE(vks::test::read_file(json).find("\"requests_ok\":12"), std::string::npos);
+  EXPECT_EQ(count_lines(vks::test::read_file(csv)), 13u);  // header + 12 rows
+}
+
+TEST(CliNoDaemon, SaysHowToStartTheDaemon) {
+  const std::string dir = vks::test::make_temp_dir("vks-nodaemon");
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{vkstream_exe(), "generate", "--socket", dir + "/none.sock", "hi"},
+        std::vector<std::string>{vkstream_exe(), "stats", "--zmq", "ipc://" + dir + "/none.zmq"}}) {
+    const ProcessResult r = vks::test::run_process(argv, {}, 30);
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find("vkstreamd --model"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("systemctl --user start vkstream.socket"), std::string::npos) << r.err;
+  }
+  ::rmdir(dir.c_str());
+}
+
+}  // namespace

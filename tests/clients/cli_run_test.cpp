@@ -1,0 +1,102 @@
+// `vkstream run`: the in-process first generation (no daemon) and its load-time errors.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "tests/clients/process_util.h"
+#include "tests/clients/reference.h"
+#include "tests/common/test_models.h"
+
+namespace {
+
+using vks::test::ProcessResult;
+
+std::string vkstream_exe() { return vks::test::build_dir() + "/clients/cli/vkstream"; }
+
+size_t count_lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(CliRun, GreedyOnStories260KPrintsTheReferenceText) {
+  const vks::test::GreedyReference ref = vks::test::load_greedy_reference();
+  const ProcessResult r = vks::test::run_process({vkstream_exe(), "run", "--model", vks::test::model_path("stories260K.gguf"),
+                                                  "--cpu", "--greedy", "--max-tokens", "60", vks::test::kReferencePrompt});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, ref.text);
+}
+
+TEST(CliRun, SeededSamplingIsReproducible) {
+  const std::vector<std::string> argv = {vkstream_exe(), "run", "--model", vks::test::model_path("stories260K.gguf"),
+                                         "--cpu", "--temperature", "0.9", "--top-k", "40", "--top-p", "0.95",
+                                         "--seed", "1234", "-n", "40", "--no-echo", "Once upon a time"};
+  const ProcessResult a = vks::test::run_process(argv);
+  const ProcessResult b = vks::test::run_process(argv);
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_GT(a.out.size(), 20u);
+}
+
+TEST(CliRun, MissingFileSaysWhatToDo) {
+  const ProcessResult r = vks::test::run_process({vkstream_exe(), "run", "--model", "/nonexistent/model.gguf", "hi"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent/model.gguf"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--model"), std::string::npos) << r.err;
+}
+
+TEST(CliRun, CorruptFileIsOneClearLine) {
+  const std::string dir = vks::test::make_temp_dir("vks-run");
+  const std::string bad = dir + "/bad.gguf";
+  {
+    std::ofstream f(bad, std::ios::binary);
+    const std::string bytes("GGUF\x03\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\x7f not a model", 29);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  const std::string good = vks::test::read_file(vks::test::model_path("stories260K.gguf"));
+  const std::string truncated = dir + "/truncated.gguf";
+  {
+    std::ofstream f(truncated, std::ios::binary);
+    f.write(good.data(), static_cast<std::streamsize>(good.size() / 2));
+  }
+  for (const std::string& path : {bad, truncated}) {
+    const ProcessResult r = vks::test::run_process({vkstream_exe(), "run", "--model", path, "--cpu", "hi"});
+    EXPECT_EQ(r.exit_code, 1) << path;
+    EXPECT_EQ(r.out, "") << path;
+    EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find("vkstream: run:"), std::string::npos) << r.err;
+  }
+  std::remove(bad.c_str());
+  std::remove(truncated.c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST(CliRun, UnsupportedArchitectureIsOneClearLine) {
+  // stories260K with general.architecture = "mamba" instead of "llama" (same length, so every
+  // offset stays valid).
+  std::string bytes = vks::test::read_file(vks::test::model_path("stories260K.gguf"));
+  const std::string key = "general.architecture";
+  const size_t at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  const size_t value = at + key.size() + 4 + 8;  // u32 type (string), u64 length
+  ASSERT_EQ(bytes.substr(value, 5), "llama");
+  bytes.replace(value, 5, "mamba");
+  const std::string dir = vks::test::make_temp_dir("vks-run");
+  const std::string path = dir + "/mamba.gguf";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  const ProcessResult r = vks::test::run_process({vkstream_exe(), "run", "--model", path, "--cpu", "hi"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("mamba"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unsupported"), std::string::npos) << r.err;
+  std::remove(path.c_str());
+  ::rmdir(dir.c_str());
+}
+
+}  // namespace
