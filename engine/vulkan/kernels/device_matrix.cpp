@@ -33,6 +33,10 @@ uint64_t row_stride_units(GgmlType t, uint64_t cols) {
 
 uint64_t quant_plane_bytes(GgmlType t, uint64_t rows, uint64_t cols) { return rows * quant_row_bytes(t, cols); }
 
+// f16 scales per row of the scale plane: blocks rounded up to 8, so a row's scales of blocks
+// 8s .. 8s+7 are one aligned 16-byte load for the matvec kernels.
+uint64_t scale_row_halves(uint64_t cols) { return round_up(cols / kQuantBlock, 8); }
+
 void check_type(GgmlType t, uint64_t rows, uint64_t cols) {
   if (rows == 0 || cols == 0) throw Error(ErrorCode::kInvalidArgument, "upload_matrix: empty matrix");
   switch (t) {
@@ -78,6 +82,7 @@ void convert_rows(GgmlType src_type, uint64_t cols, const uint8_t* src, uint64_t
     return;
   }
   const uint64_t nb = cols / kQuantBlock;
+  const uint64_t srow = scale_row_halves(cols);
   const uint64_t qrow = quant_row_bytes(t, cols);
   uint8_t* quants = out.data();
   uint8_t* scales = out.data() + quant_plane_bytes(t, n, cols);
@@ -86,11 +91,11 @@ void convert_rows(GgmlType src_type, uint64_t cols, const uint8_t* src, uint64_t
     for (uint64_t b = 0; b < nb; ++b) {
       if (t == GgmlType::kQ8_0) {
         const uint8_t* blk = s + b * sizeof(BlockQ8_0);
-        std::memcpy(scales + 2 * (r * nb + b), blk, 2);
+        std::memcpy(scales + 2 * (r * srow + b), blk, 2);
         std::memcpy(quants + r * qrow + b * 32, blk + 2, 32);
       } else {
         const uint8_t* blk = s + b * sizeof(BlockQ4_0);
-        std::memcpy(scales + 2 * (r * nb + b), blk, 2);
+        std::memcpy(scales + 2 * (r * srow + b), blk, 2);
         uint8_t* q = quants + r * qrow + b * 16;
         // XOR 0x88: each nibble becomes the two's-complement 4-bit value q - 8.
         for (int i = 0; i < 16; ++i) q[i] = static_cast<uint8_t>(blk[2 + i] ^ 0x88);
@@ -117,7 +122,7 @@ uint64_t device_matrix_part_bytes(GgmlType type, uint64_t rows, uint64_t cols) {
     case GgmlType::kF32: return rows * row_stride_units(t, cols) * 4;
     case GgmlType::kF16: return rows * row_stride_units(t, cols) * 2;
     case GgmlType::kQ8_0:
-    case GgmlType::kQ4_0: return quant_plane_bytes(t, rows, cols) + round_up(rows * (cols / kQuantBlock) * 2, 16);
+    case GgmlType::kQ4_0: return quant_plane_bytes(t, rows, cols) + rows * scale_row_halves(cols) * 2;
     default: return 0;
   }
 }
@@ -131,7 +136,7 @@ DeviceMatrix upload_matrix(const Device& device, GgmlType type, uint64_t rows, u
   // Rows per part: the largest count whose device layout fits the binding limit.
   const uint64_t per_row = device_matrix_part_bytes(t, 1, cols);
   const uint64_t dense_row = (t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0)
-                                 ? quant_row_bytes(t, cols) + 2 * (cols / kQuantBlock)
+                                 ? quant_row_bytes(t, cols) + 2 * scale_row_halves(cols)
                                  : per_row;
   uint64_t rows_per_part = std::max<uint64_t>(1, limit / dense_row);
   while (rows_per_part > 1 && device_matrix_part_bytes(t, rows_per_part, cols) > limit) --rows_per_part;

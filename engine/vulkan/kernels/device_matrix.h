@@ -7,11 +7,11 @@
 //   F16:  half   [part_rows][row_stride]     row_stride = cols rounded up to 8 (zero padded);
 //         row_stride in MatmulParams counts halves
 //   Q8_0: quants int8 [part_rows][cols/32][32]            at byte 0 (row_stride = cols/4 uints)
-//         scales f16  [part_rows][cols/32]                at uint index d_offset
+//         scales f16  [part_rows][round_up(cols/32, 8)]   at uint index d_offset (zero padded)
 //   Q4_0: quants      [part_rows][cols/32][16 bytes]      at byte 0 (row_stride = cols/8 uints),
 //         each byte XOR 0x88 so a nibble is the two's-complement 4-bit value q - 8 (ggml's nibble
 //         order: element j<16 low nibble of byte j, j>=16 high nibble of byte j-16)
-//         scales f16  [part_rows][cols/32]                at uint index d_offset
+//         scales f16  [part_rows][round_up(cols/32, 8)]   at uint index d_offset (zero padded)
 // BF16 weights are converted to F32 at upload.
 #include <cstdint>
 #include <vector>

@@ -79,6 +79,8 @@ void Ops::matmul_with(CommandBuffer& cmd, const char* op, const DeviceMatrix& w,
                       BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate) const {
   if (n_tokens == 0) return;
   require(x_stride >= w.cols, "matmul: x_stride < cols");
+  // The kernels read x as vec4s (see common_matmul.glsl).
+  require(x_stride % 4 == 0 && x.offset % 16 == 0, "matmul: x_stride must be a multiple of 4 and x 16-byte aligned");
   require(y_stride >= w.rows, "matmul: y_stride < rows");
   const std::string name = std::string(op) + kernel_type_suffix(w.type);
   const Kernel& k = kernels_->get(name);

@@ -28,7 +28,7 @@ class Ops {
   // y[t][r] = dot(W[r], x[t]) (or y += when accumulate: a fused residual add) for t < n_tokens.
   // Uses matvec_<type> for n_tokens <= VKS_MATMUL_TOKEN_TILE and matmul_<type> above; both give
   // bit-identical results for a token whatever the batch. One dispatch per part of W.
-  // x: [n_tokens][x_stride] (x_stride >= cols), y: [n_tokens][y_stride] (y_stride >= rows).
+  // x: [n_tokens][x_stride] (x_stride >= cols, x_stride % 4 == 0), y: [n_tokens][y_stride] (y_stride >= rows).
   void matmul(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
               uint32_t y_stride, uint32_t n_tokens, bool accumulate = false) const;
   // Forces one kernel family (tests and benchmarks).

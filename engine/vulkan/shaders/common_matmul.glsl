@@ -8,8 +8,11 @@
 // changes any output's chain, so matvec and matmul results are bit-identical for every token.
 //
 // Layout for CPU devices (lavapipe runs 8 invocations as one SIMD vector): invocations take
-// different rows, so the x values of a chunk are the same for every lane (uniform loads) and each
-// lane streams its own rows.
+// different rows, so the x values of a chunk are the same for every lane and each lane streams its
+// own rows. Mesa 22 lavapipe turns every buffer load instruction into a loop over the 8 lanes, so
+// the cost is the NUMBER of loads, not the bytes: weights are read as whole uvec4 "groups" (a
+// Q4_0/Q8_0 block of 32, or one f16/f32 chunk of 8) and x as vec4s (x_stride % 4 == 0 and 16-byte
+// aligned views are required), which cuts the loads per weight about 4x against scalar loads.
 //
 // The includer defines one of WTYPE_F32, WTYPE_F16, WTYPE_Q8_0, WTYPE_Q4_0, then LOCAL_SIZE and
 // ROW_SLOTS (rows per invocation: a workgroup covers LOCAL_SIZE * ROW_SLOTS rows), then includes
@@ -19,55 +22,95 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "shader_params.h"
 
+
 layout(local_size_x = LOCAL_SIZE) in;
 
-layout(std430, binding = 0) readonly buffer WBuf { uint w[]; };   // one part of a DeviceMatrix
-layout(std430, binding = 1) readonly buffer XBuf { float x[]; };  // [n_tokens][x_stride]
-layout(std430, binding = 2) buffer YBuf { float y[]; };           // [n_tokens][y_stride]
+layout(std430, binding = 0) readonly buffer WBuf { uvec4 w4[]; };  // one part of a DeviceMatrix
+layout(std430, binding = 1) readonly buffer XBuf { vec4 x4[]; };   // [n_tokens][x_stride], x_stride % 4 == 0
+layout(std430, binding = 2) buffer YBuf { float y[]; };            // [n_tokens][y_stride]
 layout(push_constant) uniform PushBlock { MatmulParams p; };
 
 float half_at(uint half_index) {
-  const uint word = w[half_index >> 1];
+  const uint word = w4[half_index >> 3u][(half_index >> 1u) & 3u];
   return unpackHalf2x16((half_index & 1u) != 0u ? word >> 16 : word).x;
 }
 
+// Halves per row of the scale plane: blocks per row rounded up to 8, so that the 8 scales of
+// blocks 8s .. 8s+7 are one aligned uvec4 (see DeviceMatrix).
+uint scale_stride() { return ((p.cols >> 5) + 7u) & ~7u; }
+// Scale j (0..7) of a uvec4 of 8 halves.
+float scale_from(uvec4 sc, uint j) { return unpackHalf2x16(sc[j >> 1] >> ((j & 1u) * 16u)).x; }
+
+// A group: the weights one row reads with at most two uvec4 loads (and one scale load).
+struct WGroup {
+  uvec4 q0;
+  uvec4 q1;
+  float d;
+};
+
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0)
+// The scales of blocks first_group .. first_group + 7 (first_group % 8 == 0): one uvec4.
+uvec4 load_scales(uint row, uint first_group) {
+  return w4[((p.d_offset * 2u + row * scale_stride()) >> 3) + (first_group >> 3)];
+}
+#endif
+
 #if defined(WTYPE_F32)
-// Chunk c: elements 8c .. 8c+7 (rows zero-padded to a multiple of 8).
-void load_chunk(uint row, uint c, out float wv[8]) {
-  const uint base = row * p.row_stride + c * 8u;
-  [[unroll]] for (uint i = 0u; i < 8u; ++i) wv[i] = uintBitsToFloat(w[base + i]);
+// Group = chunk c: elements 8c .. 8c+7 (rows zero-padded to a multiple of 8 floats).
+#define GROUP_CHUNKS 1u
+uvec4 load_scales(uint row, uint first_group) { return uvec4(0u); }
+WGroup load_group(uint row, uint g, uvec4 sc, uint j) {
+  const uint base = (row * p.row_stride + g * 8u) >> 2;
+  return WGroup(w4[base], w4[base + 1u], 1.0);
+}
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+    wv[i] = uintBitsToFloat(wg.q0[i]);
+    wv[4u + i] = uintBitsToFloat(wg.q1[i]);
+  }
 }
 uint x_index(uint c, uint i) { return c * 8u + i; }
 #elif defined(WTYPE_F16)
-void load_chunk(uint row, uint c, out float wv[8]) {
-  const uint base = (row * p.row_stride + c * 8u) >> 1;
+// Group = chunk c: elements 8c .. 8c+7 (rows zero-padded to a multiple of 8 halves).
+#define GROUP_CHUNKS 1u
+uvec4 load_scales(uint row, uint first_group) { return uvec4(0u); }
+WGroup load_group(uint row, uint g, uvec4 sc, uint j) {
+  return WGroup(w4[(row * p.row_stride + g * 8u) >> 3], uvec4(0u), 1.0);
+}
+void dequant(WGroup wg, uint k, out float wv[8]) {
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-    const vec2 h = unpackHalf2x16(w[base + i]);
+    const vec2 h = unpackHalf2x16(wg.q0[i]);
     wv[2u * i] = h.x;
     wv[2u * i + 1u] = h.y;
   }
 }
 uint x_index(uint c, uint i) { return c * 8u + i; }
 #elif defined(WTYPE_Q8_0)
-// Chunk c: 2 words of int8 quants = elements 8c .. 8c+7, block c/4.
-void load_chunk(uint row, uint c, out float wv[8]) {
-  const uint base = row * p.row_stride + c * 2u;
-  const float d = half_at(p.d_offset * 2u + row * (p.cols / 32u) + (c >> 2));
-  [[unroll]] for (uint k = 0u; k < 2u; ++k) {
-    const uint q = w[base + k];
-    [[unroll]] for (uint b = 0u; b < 4u; ++b) wv[4u * k + b] = d * float(int(q << (24u - 8u * b)) >> 24);
+// Group = block g (32 int8 quants, 2 uvec4); chunk k of it: bytes 8k .. 8k+7 = elements 8k .. 8k+7.
+#define GROUP_CHUNKS 4u
+WGroup load_group(uint row, uint g, uvec4 sc, uint j) {
+  const uint base = (row * p.row_stride >> 2) + g * 2u;
+  return WGroup(w4[base], w4[base + 1u], scale_from(sc, j));
+}
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  const uvec4 q = k < 2u ? wg.q0 : wg.q1;
+  [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+    const uint word = q[(k & 1u) * 2u + h];
+    [[unroll]] for (uint b = 0u; b < 4u; ++b) wv[4u * h + b] = wg.d * float(int(word << (24u - 8u * b)) >> 24);
   }
 }
 uint x_index(uint c, uint i) { return c * 8u + i; }
 #elif defined(WTYPE_Q4_0)
-// Chunk c: word c%4 of block c/4 (bytes 4k..4k+3 of its 16): elements 4k..4k+3 (low nibbles)
-// then 16+4k .. 16+4k+3 (high nibbles); nibbles are stored XOR 8, i.e. as signed q - 8.
-void load_chunk(uint row, uint c, out float wv[8]) {
-  const uint q = w[row * p.row_stride + c];
-  const float d = half_at(p.d_offset * 2u + row * (p.cols / 32u) + (c >> 2));
+// Group = block g (16 bytes of nibbles, 1 uvec4). Chunk k of it: word k (bytes 4k..4k+3):
+// elements 4k..4k+3 (low nibbles) then 16+4k .. 16+4k+3 (high nibbles); nibbles are stored XOR 8,
+// i.e. as signed q - 8.
+#define GROUP_CHUNKS 4u
+WGroup load_group(uint row, uint g, uvec4 sc, uint j) { return WGroup(w4[(row * p.row_stride >> 2) + g], uvec4(0u), scale_from(sc, j)); }
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  const uint q = wg.q0[k];
   [[unroll]] for (uint b = 0u; b < 4u; ++b) {
-    wv[b] = d * float(int(q << (28u - 8u * b)) >> 28);
-    wv[4u + b] = d * float(int(q << (24u - 8u * b)) >> 28);
+    wv[b] = wg.d * float(int(q << (28u - 8u * b)) >> 28);
+    wv[4u + b] = wg.d * float(int(q << (24u - 8u * b)) >> 28);
   }
 }
 uint x_index(uint c, uint i) { return (c >> 2) * 32u + (c & 3u) * 4u + (i < 4u ? i : 12u + i); }
@@ -75,14 +118,17 @@ uint x_index(uint c, uint i) { return (c >> 2) * 32u + (c & 3u) * 4u + (i < 4u ?
 #error "define the weight type"
 #endif
 
+// Elements i = 0..3 and 4..7 of chunk c are each 4 consecutive, 4-aligned x values: one vec4 each.
+uint x_vec_index(uint c, uint half_) { return x_index(c, half_ * 4u) >> 2; }
+
 // Chunks of a row; the last one may be partial for F32/F16 (its padding weights are zero and its
 // missing x values read as zero).
 uint full_chunks() { return p.cols / 8u; }
 bool has_tail_chunk() { return (p.cols & 7u) != 0u; }
-float x_at(uint token_base, uint c, uint i) { return x[token_base + x_index(c, i)]; }
 float x_at_guarded(uint token_base, uint c, uint i) {
   const uint k = x_index(c, i);
-  return k < p.cols ? x[token_base + k] : 0.0;
+  const uint at = token_base + k;
+  return k < p.cols ? x4[at >> 2][at & 3u] : 0.0;
 }
 
 void store(uint row, uint token, float v) {

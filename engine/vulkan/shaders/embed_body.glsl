@@ -21,14 +21,14 @@ float element(uint row, uint j) {
   return half_at(row * p.row_stride + j);
 #elif defined(WTYPE_Q8_0)
   const uint q = w[row * p.row_stride + (j >> 2)];
-  const float d = half_at(p.d_offset * 2u + row * (p.cols / 32u) + (j >> 5));
+  const float d = half_at(p.d_offset * 2u + row * ((((p.cols >> 5) + 7u) & ~7u)) + (j >> 5));
   return d * float(int(q << (24u - 8u * (j & 3u))) >> 24);
 #elif defined(WTYPE_Q4_0)
   const uint jj = j & 31u;
   const uint byte_index = jj & 15u;
   const uint q = w[row * p.row_stride + (j >> 5) * 4u + (byte_index >> 2)];
   const uint shift = 8u * (byte_index & 3u) + (jj >= 16u ? 4u : 0u);
-  const float d = half_at(p.d_offset * 2u + row * (p.cols / 32u) + (j >> 5));
+  const float d = half_at(p.d_offset * 2u + row * ((((p.cols >> 5) + 7u) & ~7u)) + (j >> 5));
   return d * float(int(q << (28u - shift)) >> 28);
 #else
 #error "define the table type"

@@ -1,40 +1,57 @@
 // Generates `void DOT_NAME(uint t0)`: the DOT_R rows of this invocation (row of slot s = group
 // base + s * LOCAL_SIZE + local id) for tokens t0 .. t0 + DOT_T - 1. Included once per variant.
 // Rows and tokens past the end compute copies of the last one and are not stored, so the loop
-// has no control flow besides itself; the x values of a chunk are loaded once per token and used
-// by all DOT_R rows (on lavapipe each load in a loop costs a per-lane loop, fma is cheap).
+// has no control flow besides itself. Per group, each row's weights are loaded once (wide loads)
+// and each chunk's x values once per token, shared by all DOT_R rows: on lavapipe each load
+// instruction costs a per-lane loop while fma is cheap. The fma chain of every output is chunk
+// ascending, element ascending, whatever DOT_R/DOT_T (batch invariance).
 void DOT_NAME(uint t0) {
   float acc[DOT_R * DOT_T];
   [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) acc[i] = 0.0;
   const uint group_base = gl_WorkGroupID.x * (LOCAL_SIZE * ROW_SLOTS) + gl_LocalInvocationID.x;
   uint row[DOT_R];
   [[unroll]] for (uint r = 0u; r < DOT_R; ++r) row[r] = min(group_base + r * LOCAL_SIZE, p.rows - 1u);
-  uint xb[DOT_T];
+  uint xb[DOT_T];  // first x element of each token (a multiple of 4)
   [[unroll]] for (uint t = 0u; t < DOT_T; ++t) xb[t] = min(t0 + t, p.n_tokens - 1u) * p.x_stride;
-  const uint n_chunks = full_chunks();
-  for (uint c = 0u; c < n_chunks; ++c) {
-    float xv[DOT_T * 8u];
-    [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
-      [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[t * 8u + i] = x_at(xb[t], c, i);
-    }
-    [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
-      float wv[8];
-      load_chunk(row[r], c, wv);
-      [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
-        [[unroll]] for (uint i = 0u; i < 8u; ++i) acc[r * DOT_T + t] = fma(wv[i], xv[t * 8u + i], acc[r * DOT_T + t]);
+  const uint n_groups = full_chunks() / GROUP_CHUNKS;
+  // Super-groups of 8 groups: one uvec4 load brings the 8 block scales of a quantized row.
+  for (uint sg = 0u; sg < n_groups; sg += 8u) {
+    uvec4 sc[DOT_R];
+    [[unroll]] for (uint r = 0u; r < DOT_R; ++r) sc[r] = load_scales(row[r], sg);
+    const uint g_end = min(sg + 8u, n_groups);
+    for (uint g = sg; g < g_end; ++g) {
+      WGroup wg[DOT_R];
+      [[unroll]] for (uint r = 0u; r < DOT_R; ++r) wg[r] = load_group(row[r], g, sc[r], g - sg);
+      [[dont_unroll]] for (uint k = 0u; k < GROUP_CHUNKS; ++k) {
+        const uint c = g * GROUP_CHUNKS + k;
+        vec4 xv[DOT_T * 2u];
+        [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
+          xv[2u * t] = x4[(xb[t] >> 2) + x_vec_index(c, 0u)];
+          xv[2u * t + 1u] = x4[(xb[t] >> 2) + x_vec_index(c, 1u)];
+        }
+        [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
+          float wv[8];
+          dequant(wg[r], k, wv);
+          [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
+            [[unroll]] for (uint i = 0u; i < 8u; ++i) {
+              acc[r * DOT_T + t] = fma(wv[i], xv[2u * t + (i >> 2)][i & 3u], acc[r * DOT_T + t]);
+            }
+          }
+        }
       }
     }
   }
 #if defined(WTYPE_F32) || defined(WTYPE_F16)
   // Quantized rows are whole blocks of 32, so only float types have a partial last chunk.
   if (has_tail_chunk()) {
+    const uint c = full_chunks();
     float xv[DOT_T * 8u];
     [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
-      [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[t * 8u + i] = x_at_guarded(xb[t], n_chunks, i);
+      [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[t * 8u + i] = x_at_guarded(xb[t], c, i);
     }
     [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
       float wv[8];
-      load_chunk(row[r], n_chunks, wv);
+      dequant(load_group(row[r], c, uvec4(0u), 0u), 0u, wv);
       [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
         [[unroll]] for (uint i = 0u; i < 8u; ++i) acc[r * DOT_T + t] = fma(wv[i], xv[t * 8u + i], acc[r * DOT_T + t]);
       }

@@ -1,20 +1,20 @@
 // main() of matvec_<type>: decode-sized batches. A workgroup covers VKS_MATVEC_ROWS_PER_GROUP rows
 // (LOCAL_SIZE invocations x ROW_SLOTS rows) and up to VKS_MATVEC_TOKEN_TILE tokens; the token
 // blocking is picked by the token count so that no work is spent on absent tokens.
-#define DOT_NAME dot_8_1
-#define DOT_R 8u
+#define DOT_NAME dot_tokens_1
+#define DOT_R ROW_SLOTS
 #define DOT_T 1u
 #include "matmul_body.glsl"
-#define DOT_NAME dot_8_2
-#define DOT_R 8u
+#define DOT_NAME dot_tokens_2
+#define DOT_R ROW_SLOTS
 #define DOT_T 2u
 #include "matmul_body.glsl"
-#define DOT_NAME dot_8_4
-#define DOT_R 8u
+#define DOT_NAME dot_tokens_4
+#define DOT_R ROW_SLOTS
 #define DOT_T 4u
 #include "matmul_body.glsl"
-#define DOT_NAME dot_8_8
-#define DOT_R 8u
+#define DOT_NAME dot_tokens_8
+#define DOT_R ROW_SLOTS
 #define DOT_T 8u
 #include "matmul_body.glsl"
 
@@ -22,12 +22,12 @@ void main() {
   const uint t0 = gl_WorkGroupID.y * VKS_MATVEC_TOKEN_TILE;
   const uint nt = min(p.n_tokens - t0, VKS_MATVEC_TOKEN_TILE);
   if (nt == 1u) {
-    dot_8_1(t0);
+    dot_tokens_1(t0);
   } else if (nt == 2u) {
-    dot_8_2(t0);
+    dot_tokens_2(t0);
   } else if (nt <= 4u) {
-    dot_8_4(t0);
+    dot_tokens_4(t0);
   } else {
-    dot_8_8(t0);
+    dot_tokens_8(t0);
   }
 }
