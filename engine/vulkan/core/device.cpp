@@ -91,32 +91,25 @@ Device Device::create(const DeviceOptions& options) {
   if (family == UINT32_MAX) throw Error(ErrorCode::kDevice, "device " + d.info_.name + " has no compute queue");
   d.queue_family_ = family;
 
-  // Enable what the device has of the optional storage/arithmetic features; shaders only use them
+  // Enable the optional storage/arithmetic features query_device_info found; shaders only use them
   // behind checks of DeviceInfo.
-  VkPhysicalDeviceVulkan12Features f12{};
-  f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
-  VkPhysicalDeviceVulkan11Features f11{};
-  f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
-  f11.pNext = &f12;
-  VkPhysicalDeviceFeatures2 supported{};
-  supported.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-  supported.pNext = &f11;
-  vkGetPhysicalDeviceFeatures2(d.physical_, &supported);
+  VkPhysicalDeviceFeatures core{};
+  vkGetPhysicalDeviceFeatures(d.physical_, &core);
 
   VkPhysicalDeviceVulkan12Features e12{};
   e12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
-  e12.shaderFloat16 = f12.shaderFloat16;
-  e12.shaderInt8 = f12.shaderInt8;
-  e12.storageBuffer8BitAccess = f12.storageBuffer8BitAccess;
+  e12.shaderFloat16 = d.info_.shader_float16 ? VK_TRUE : VK_FALSE;
+  e12.shaderInt8 = d.info_.shader_int8 ? VK_TRUE : VK_FALSE;
+  e12.storageBuffer8BitAccess = d.info_.storage_8bit ? VK_TRUE : VK_FALSE;
   VkPhysicalDeviceVulkan11Features e11{};
   e11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
   e11.pNext = &e12;
-  e11.storageBuffer16BitAccess = f11.storageBuffer16BitAccess;
+  e11.storageBuffer16BitAccess = d.info_.storage_16bit ? VK_TRUE : VK_FALSE;
   VkPhysicalDeviceFeatures2 enabled{};
   enabled.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
   enabled.pNext = &e11;
-  enabled.features.shaderInt16 = supported.features.shaderInt16;
-  enabled.features.shaderInt64 = supported.features.shaderInt64;
+  enabled.features.shaderInt16 = core.shaderInt16;
+  enabled.features.shaderInt64 = core.shaderInt64;
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{};
