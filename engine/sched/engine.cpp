@@ -55,7 +55,7 @@ Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, E
       blocks(kv_blocks_for(config, *runner), runner->block_size(), config.prefix_caching),
       scheduler(scheduler_config(config), blocks),
       id_rng(std::random_device{}()),
-      pool(config.worker_threads) {
+      pool(std::max(1, config.worker_threads)) {
   const LlamaConfig& mc = runner->config();
   limits.vocab_size = static_cast<int32_t>(mc.vocab_size);
   limits.context_length = static_cast<int32_t>(mc.context_length);

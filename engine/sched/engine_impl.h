@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/common/thread_pool.h"
 #include "engine/sched/block_manager.h"
 #include "engine/sched/engine.h"
 #include "engine/sched/event_queue.h"
@@ -21,7 +22,6 @@
 #include "engine/sched/scheduler.h"
 #include "engine/sched/sequence.h"
 #include "engine/sched/stop_checker.h"
-#include "engine/sched/worker_pool.h"
 
 namespace vks {
 
@@ -108,7 +108,7 @@ struct Engine::Impl {
   EngineStats stats_snapshot;  // guarded by stats_mu
 
   sched::EventQueue events;
-  sched::WorkerPool pool;  // sampling helpers (config.worker_threads in all)
+  ThreadPool pool;  // sampling helpers (config.worker_threads in all, at least 1)
   std::thread thread;  // last: starts after everything above exists
 };
 

@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace vks {
@@ -42,6 +46,28 @@ TEST(ThreadPool, ExceptionReachesCaller) {
   std::atomic<int> after{0};
   pool.parallel_for(10, [&](size_t) { ++after; });
   EXPECT_EQ(after.load(), 10);
+}
+
+TEST(ThreadPool, InlineWhenOneThread) {
+  ThreadPool pool(1);
+  EXPECT_EQ(pool.size(), 1);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::set<std::thread::id> seen;
+  pool.parallel_for(10, [&](size_t) { seen.insert(std::this_thread::get_id()); });
+  EXPECT_EQ(seen, std::set<std::thread::id>{caller});
+}
+
+TEST(ThreadPool, UsesSeveralThreads) {
+  ThreadPool pool(4);
+  std::mutex mu;
+  std::set<std::thread::id> seen;
+  pool.parallel_for(64, [&](size_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::lock_guard lock(mu);
+    seen.insert(std::this_thread::get_id());
+  });
+  EXPECT_GT(seen.size(), 1u);
+  EXPECT_EQ(pool.size(), 4);
 }
 
 }  // namespace
