@@ -246,8 +246,8 @@ void Daemon::handle_engine_event(const EngineEvent& ev) {
       break;
   }
   std::string encoded = proto::encode_event(ev, registry_.next_seq(*e), e->with_logprobs);
-  registry_.append(*e, encoded);
-  deliver(*e, encoded);
+  registry_.append(*e, std::move(encoded));
+  deliver(*e, e->events.back());
   if (ev.type == EventType::kFinished) {
     registry_.mark_finished(*e, std::chrono::steady_clock::now());
     spdlog::info("request {} finished: {} ({} tokens)", e->id, finish_reason_name(ev.reason),
