@@ -130,6 +130,10 @@ bool KernelRegistry::has(std::string_view name) const { return find_embedded_sha
 const Kernel& KernelRegistry::get(std::string_view name) { return get(name, {}); }
 
 const Kernel& KernelRegistry::get(std::string_view name, std::span<const uint32_t> spec_constants) {
+  // Hot path (every dispatch of every step): a plain kernel is found without building a key.
+  if (spec_constants.empty()) {
+    if (auto found = kernels_.find(name); found != kernels_.end()) return *found->second;
+  }
   std::string key(name);
   for (uint32_t v : spec_constants) {
     key.push_back(':');
