@@ -1,4 +1,5 @@
 #include "clients/cpp/src/msgpack_value.h"
+#include "protocol/msgpack_io.h"
 
 #include <msgpack.hpp>
 
@@ -79,6 +80,9 @@ std::string pack_value(const Value& v) {
 
 Value unpack_value(std::string_view bytes) {
   try {
+    // skim checks every array/map count against the bytes left before msgpack reserves memory
+    // for the elements (a 5-byte header may claim millions of them).
+    if (auto bad = vks::proto::detail::skim(bytes)) throw ClientError(ErrorKind::kProtocol, bad->message);
     std::size_t off = 0;
     // Limits guard against hostile sizes: nothing larger than the frame itself can be legitimate.
     const std::size_t n = bytes.size();
