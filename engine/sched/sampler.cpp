@@ -81,10 +81,14 @@ void keep_top_p(std::vector<Candidate>& c, float top_p) {
 }
 
 std::vector<Candidate> top_p_candidates(std::span<const float> logits, float top_p) {
-  std::vector<Candidate> c = sorted_candidates(logits, 1);  // just the maximum
-  if (c.empty() || top_p >= 1.0f) return sorted_candidates(logits, 0);
-  const double max_l = c.front().logit;
-  c.clear();
+  float max_f = kNegInf;
+  for (const float l : logits) {
+    if (!std::isnan(l) && l > max_f) max_f = l;
+  }
+  if (max_f == kNegInf || top_p >= 1.0f) return sorted_candidates(logits, 0);
+  const double max_l = max_f;
+  std::vector<Candidate> c;
+  c.reserve(logits.size());
   double total = 0;
   for (size_t i = 0; i < logits.size(); ++i) {
     const float l = logits[i];
