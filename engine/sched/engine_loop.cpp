@@ -160,6 +160,8 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
 
   StepBatch batch;
   std::vector<bool> full(out.chunks.size(), false);
+  // Tokens banned for the next draw (EOS/stops before min_tokens); computed once, used twice.
+  std::vector<std::vector<int32_t>> suppressed(out.chunks.size());
   for (size_t i = 0; i < out.chunks.size(); ++i) {
     const sched::ScheduledChunk& c = out.chunks[i];
     Request& r = *owner(c.seq);
@@ -169,8 +171,8 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
     sc.n_past = c.n_past;
     sc.block_table = c.seq->kv.blocks;
     if (c.completes()) {
-      const bool suppressing = !r.stop.suppressed_for(r.generated + 1, eog_ids).empty();
-      full[i] = r.sampler.needs_full_logits(suppressing);
+      suppressed[i] = r.stop.suppressed_for(r.generated + 1, eog_ids);
+      full[i] = r.sampler.needs_full_logits(!suppressed[i].empty());
       sc.logits = full[i] ? LogitsMode::kFull : LogitsMode::kArgmax;
     }
     batch.tokens.insert(batch.tokens.end(), c.seq->tokens.begin() + c.n_past, c.seq->tokens.begin() + c.n_past + c.n_tokens);
@@ -239,7 +241,7 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
     try {
       if (full[d.chunk]) {
         const std::span<const float> logits(result.logits.data() + d.row * limits.vocab_size, limits.vocab_size);
-        d.token = r.sampler.sample(logits, r.seq.tokens, r.stop.suppressed_for(r.generated + 1, eog_ids));
+        d.token = r.sampler.sample(logits, r.seq.tokens, suppressed[d.chunk]);
       } else {
         d.token = r.sampler.from_argmax(result.argmax[d.chunk]);
       }
