@@ -214,7 +214,10 @@ class AsyncClient:
         return await self.request({"type": "hello", "version": version, "client": client})
 
     async def submit(self, prompt=None, **params):
-        return await self.request(generate_request(prompt, **params))
+        accepted = await self.request(generate_request(prompt, **params))
+        if params.get("stream") is False:
+            self._queues.pop(accepted["id"], None)  # no events come on this connection: keep no queue
+        return accepted
 
     async def generate(self, prompt=None, *, raise_on_error=True, **params):
         if params.get("stream") is False:

@@ -189,7 +189,10 @@ class Client:
     def submit(self, prompt=None, **params):
         """Sends a generate and returns the `accepted` answer (events are left queued on this
         connection unless stream=False; iterate them with events(id))."""
-        return self.request(generate_request(prompt, **params))
+        accepted = self.request(generate_request(prompt, **params))
+        if params.get("stream") is False:
+            self._forget(accepted["id"])  # no events come on this connection: keep no queue
+        return accepted
 
     def generate(self, prompt=None, *, raise_on_error=True, **params):
         """Submits a generation and returns a Stream: iterate it for events (token, finished, ...)."""
