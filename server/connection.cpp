@@ -125,7 +125,6 @@ void Connection::close_after_flush() {
   closing_ = true;
   uv_read_stop(stream());
   if (uv_shutdown(&shutdown_req_, stream(), &Connection::on_shutdown) == 0) {
-    shutdown_pending_ = true;
     shutdown_req_.data = this;
   } else {
     uv_close(reinterpret_cast<uv_handle_t*>(&pipe_), &Connection::on_close);
@@ -134,7 +133,6 @@ void Connection::close_after_flush() {
 
 void Connection::on_shutdown(uv_shutdown_t* req, int /*status*/) {
   auto* self = static_cast<Connection*>(req->data);
-  self->shutdown_pending_ = false;
   auto* handle = reinterpret_cast<uv_handle_t*>(&self->pipe_);
   if (!uv_is_closing(handle)) uv_close(handle, &Connection::on_close);
 }

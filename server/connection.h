@@ -45,7 +45,6 @@ class Connection {
   // Closes at once; queued writes are cancelled.
   void close_now();
   bool closing() const { return closing_; }
-  uint64_t queued_bytes() const { return queued_bytes_; }
 
  private:
   struct WriteReq;
@@ -67,7 +66,6 @@ class Connection {
   std::array<char, 64 * 1024> read_buf_{};
   uint64_t queued_bytes_ = 0;
   bool closing_ = false;
-  bool shutdown_pending_ = false;
   uv_shutdown_t shutdown_req_{};
 };
 

@@ -61,7 +61,6 @@ struct Engine::Impl {
 
   // Engine thread (engine_loop.cpp).
   void run();
-  void loop_once();
   void take_inbox(std::vector<std::unique_ptr<sched::Request>>& fresh, std::vector<std::string>& cancels, bool& stop);
   void apply_cancels(const std::vector<std::string>& cancels);
   void expire_deadlines(sched::Clock::time_point now);
