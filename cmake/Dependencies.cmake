@@ -9,6 +9,15 @@ find_package(Vulkan REQUIRED)            # libvulkan-dev
 find_program(GLSLANG_VALIDATOR glslangValidator REQUIRED)  # glslang-tools
 find_package(spdlog REQUIRED)            # libspdlog-dev
 find_package(CLI11 REQUIRED)             # libcli11-dev
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)   # libpcre2-dev: Unicode regexes (BPE pre-tokenizers)
+find_package(nlohmann_json REQUIRED)     # nlohmann-json3-dev: target nlohmann_json::nlohmann_json
+pkg_check_modules(LIBCURL REQUIRED IMPORTED_TARGET libcurl)    # libcurl4-openssl-dev: `vkstream pull`
+# libhttp-parser-dev ships no pkg-config or CMake file: wrap it in an imported target.
+find_path(HTTP_PARSER_INCLUDE_DIR http_parser.h REQUIRED)
+find_library(HTTP_PARSER_LIBRARY http_parser REQUIRED)
+add_library(vks_http_parser INTERFACE)
+target_include_directories(vks_http_parser SYSTEM INTERFACE ${HTTP_PARSER_INCLUDE_DIR})
+target_link_libraries(vks_http_parser INTERFACE ${HTTP_PARSER_LIBRARY})
 if(VKS_BUILD_TESTS)
   find_package(GTest REQUIRED)           # libgtest-dev
 endif()
