@@ -8,6 +8,12 @@ endif()
 # Project root, so tests can find ../shared/models by default.
 set(VKS_SOURCE_DIR ${PROJECT_SOURCE_DIR})
 
+# Environment of every test. lavapipe compiles each pipeline at its first dispatch; sharing Mesa's
+# on-disk shader cache across the test processes of one build pays that once per kernel instead of
+# once per test binary (a cold CI machine otherwise spends minutes recompiling the same shaders).
+set(VKS_TEST_ENVIRONMENT "VKSTREAM_BUILD_DIR=${PROJECT_BINARY_DIR}"
+    "MESA_SHADER_CACHE_DIR=${PROJECT_BINARY_DIR}/mesa-shader-cache")
+
 function(vks_warnings target)
   target_compile_options(${target} PRIVATE ${VKS_WARNINGS})
 endfunction()
@@ -36,5 +42,5 @@ function(vks_add_test name)
   endif()
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS "${A_LABELS}" TIMEOUT ${A_TIMEOUT}
-    ENVIRONMENT "VKSTREAM_BUILD_DIR=${PROJECT_BINARY_DIR}")
+    ENVIRONMENT "${VKS_TEST_ENVIRONMENT}")
 endfunction()
