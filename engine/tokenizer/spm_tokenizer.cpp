@@ -241,8 +241,4 @@ TokenType SpmTokenizer::token_type(TokenId id) const {
   return vocab_.types[static_cast<size_t>(id)];
 }
 
-bool SpmTokenizer::is_eog(TokenId id) const {
-  return id >= 0 && (id == vocab_.eos || id == vocab_.eot || id == vocab_.eom);
-}
-
 }  // namespace vks
