@@ -23,7 +23,6 @@ class SpmTokenizer final : public Tokenizer {
   TokenId eos() const override { return vocab_.eos; }
   TokenId unk() const override { return vocab_.unk; }
   bool is_eog(TokenId id) const override { return vocab_.is_eog(id); }
-  std::vector<TokenId> end_of_generation_ids() const override { return vocab_.eog_ids; }
   bool add_bos_default() const override { return vocab_.add_bos; }
   bool strips_leading_space() const override { return vocab_.add_space_prefix; }
 

@@ -15,13 +15,6 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::GgufFile& file) {
                                            "' is not supported (supported: 'llama', 'gpt2')");
 }
 
-std::vector<TokenId> Tokenizer::end_of_generation_ids() const {
-  std::vector<TokenId> ids;
-  for (TokenId id = 0; id < vocab_size(); ++id) {
-    if (is_eog(id)) ids.push_back(id);
-  }
-  return ids;
-}
 
 IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tok) : IncrementalDetokenizer(tok, true) {}
 

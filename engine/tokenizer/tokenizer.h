@@ -1,6 +1,6 @@
 #pragma once
-// Tokenizers built from a GGUF's tokenizer.ggml.* keys: the SentencePiece-style `llama` model and
-// the byte-level BPE `gpt2` model.
+// Tokenizers built from a GGUF's tokenizer.ggml.* keys. This issue: the SentencePiece-style
+// `llama` model; the interface leaves room for the BPE (`gpt2`) model.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -43,9 +43,7 @@ class Tokenizer {
   virtual TokenId bos() const = 0;
   virtual TokenId eos() const = 0;
   virtual TokenId unk() const = 0;
-  virtual bool is_eog(TokenId id) const = 0;  // end of generation (EOS, EOT, EOM, <|im_end|>, ...)
-  // Every id is_eog() accepts, ascending (what a chat request stops at).
-  virtual std::vector<TokenId> end_of_generation_ids() const;
+  virtual bool is_eog(TokenId id) const = 0;  // end of generation (EOS, EOT)
   virtual bool add_bos_default() const = 0;    // tokenizer.ggml.add_bos_token (default true)
   // Whether decoding drops one leading space from the first piece of a sequence (at its start or
   // right after BOS): SentencePiece models prepend that space when encoding.

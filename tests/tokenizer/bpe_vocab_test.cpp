@@ -57,7 +57,7 @@ TEST_F(BpeVocab, Llama3SpecialIdsAndEndOfGeneration) {
   EXPECT_EQ(v.eot, eot);
   EXPECT_EQ(v.eom, -1);  // Llama 3.0's vocabulary has no <|eom_id|> (3.1 added it)
   const std::vector<TokenId> expected = {128001, eot};
-  EXPECT_EQ(llama3_->end_of_generation_ids(), expected);
+  EXPECT_EQ(v.end_of_generation_ids(), expected);
   for (const TokenId id : expected) EXPECT_TRUE(llama3_->is_eog(id)) << id;
   EXPECT_FALSE(llama3_->is_eog(128000));
   EXPECT_FALSE(llama3_->is_eog(id_of(llama3_, "<|start_header_id|>")));
@@ -70,7 +70,8 @@ TEST_F(BpeVocab, Qwen2SpecialIdsAndEndOfGeneration) {
   EXPECT_FALSE(qwen2_->add_bos_default());  // add_bos_token = false
   EXPECT_EQ(id_of(qwen2_, "<|im_end|>"), 151645);
   // <|im_end|> (EOS and EOT) and <|endoftext|> both end generation, as in llama.cpp.
-  EXPECT_EQ(qwen2_->end_of_generation_ids(), (std::vector<TokenId>{151643, 151645}));
+  const auto& v = dynamic_cast<const BpeTokenizer&>(*qwen2_).vocab();
+  EXPECT_EQ(v.end_of_generation_ids(), (std::vector<TokenId>{151643, 151645}));
   EXPECT_FALSE(qwen2_->is_eog(id_of(qwen2_, "<|im_start|>")));
 }
 
