@@ -1,7 +1,7 @@
 // Tokenizer throughput on ~1 MB of English and ~1 MB of mixed-script text (both generated here,
 // deterministically), and vocabulary load time, for the SentencePiece (llama2-vocab.gguf) and the
 // byte-level BPE (llama3-vocab.gguf, qwen2-vocab.gguf) vocabularies.
-//   tokenizer_bench [--models DIR] [--mb 1] [--reps 3]
+//   tokenizer_bench [--models DIR] [--mb 1] [--reps 3] [--only qwen2]
 // Prints one line per vocabulary and text: load ms, encode MB/s, tokens, decode MB/s (medians).
 #include <CLI/CLI.hpp>
 
@@ -89,10 +89,12 @@ int main(int argc, char** argv) {
   std::string models = std::getenv("VKSTREAM_MODELS") ? std::getenv("VKSTREAM_MODELS") : "../shared/models";
   double mb = 1.0;
   int reps = 3;
+  std::string only;
   CLI::App app{"tokenizer throughput and load time"};
   app.add_option("--models", models, "folder with llama2-vocab.gguf, llama3-vocab.gguf, qwen2-vocab.gguf");
   app.add_option("--mb", mb, "megabytes of each text")->check(CLI::Range(0.001, 64.0));
   app.add_option("--reps", reps, "repetitions (medians are printed)")->check(CLI::Range(1, 100));
+  app.add_option("--only", only, "run only the vocabularies whose name contains this");
   CLI11_PARSE(app, argc, argv);
 
   const size_t bytes = static_cast<size_t>(mb * 1024 * 1024);
@@ -103,6 +105,7 @@ int main(int argc, char** argv) {
 
   std::printf("%-11s %-8s %10s %12s %10s %12s\n", "vocab", "text", "load ms", "encode MB/s", "tokens", "decode MB/s");
   for (const auto& [name, file] : vocabs) {
+    if (std::string(name).find(only) == std::string::npos) continue;
     try {
       std::vector<double> loads;
       std::unique_ptr<vks::gguf::GgufFile> gguf;

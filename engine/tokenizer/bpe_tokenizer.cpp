@@ -1,7 +1,9 @@
 #include "engine/tokenizer/bpe_tokenizer.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <queue>
+#include <unordered_map>
 #include <utility>
 
 #include "engine/tokenizer/byte_encoding.h"
@@ -49,19 +51,22 @@ struct BpeTokenizer::Session {
   std::string piece;
   std::vector<Symbol> symbols;
   std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
+  // Tokens of the pre-tokens met so far in this call (text repeats its words): spelled word ->
+  // [begin, end) in cached_ids. Bounded so that a huge input of distinct words stays linear.
+  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>> cache;
+  std::vector<TokenId> cached_ids;
 };
 
+namespace {
+constexpr size_t kMaxCachedWords = 1 << 16;
+}  // namespace
+
 BpeTokenizer::BpeTokenizer(Vocab vocab) : vocab_(std::move(vocab)), pre_(PreTokenizer::for_name(vocab_.pre)) {
-  merge_ranks_.reserve(vocab_.merges.size());
-  for (size_t i = 0; i < vocab_.merges.size(); ++i) {
-    const std::string& merge = vocab_.merges[i];
-    // llama.cpp splits at the first space after the first byte; symbols never hold a raw space
-    // (the byte alphabet spells it U+0120), so the whole line is the lookup key.
-    if (merge.size() < 3 || merge.find(' ', 1) == std::string::npos) continue;
-    merge_ranks_.try_emplace(merge, static_cast<int32_t>(i));
-  }
-  vocab_.merges.clear();
-  vocab_.merges.shrink_to_fit();
+  // llama.cpp splits a merge at the first space after its first byte; symbols never hold a raw
+  // space (the byte alphabet spells it U+0120), so the whole line is the lookup key, and a line
+  // without such a space can never match.
+  merge_ranks_.build(vocab_.merges,
+                     [](const std::string& merge) { return merge.size() >= 3 && merge.find(' ', 1) != std::string::npos; });
 }
 
 std::vector<TokenId> BpeTokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
@@ -90,7 +95,18 @@ void BpeTokenizer::encode_fragment(std::string_view text, Session& session, std:
         continue;
       }
     }
+    if (const auto hit = session.cache.find(session.word); hit != session.cache.end()) {
+      out.insert(out.end(), session.cached_ids.begin() + hit->second.first,
+                 session.cached_ids.begin() + hit->second.second);
+      continue;
+    }
+    const size_t first = out.size();
     encode_word(session.word, session, out);
+    if (session.cache.size() < kMaxCachedWords) {
+      const auto begin = static_cast<uint32_t>(session.cached_ids.size());
+      session.cached_ids.insert(session.cached_ids.end(), out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+      session.cache.emplace(session.word, std::make_pair(begin, static_cast<uint32_t>(session.cached_ids.size())));
+    }
   }
 }
 
@@ -115,9 +131,9 @@ void BpeTokenizer::encode_word(const std::string& word, Session& session, std::v
     key.assign(word, l.offset, l.n);
     key.push_back(' ');
     key.append(word, r.offset, r.n);
-    const auto it = merge_ranks_.find(key);
-    if (it == merge_ranks_.end()) return;
-    session.queue.push({left, right, it->second, l.n + r.n});
+    const int32_t rank = merge_ranks_.find(key);
+    if (rank < 0) return;
+    session.queue.push({left, right, rank, l.n + r.n});
   };
 
   for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add_bigram(i - 1, i);

@@ -5,9 +5,9 @@
 // characters are merged pairwise, lowest merge rank first (ties: leftmost). With ignore_merges
 // (llama-bpe, tekken) a pre-token that is itself a vocabulary entry is emitted whole.
 #include <string>
-#include <unordered_map>
 
 #include "engine/tokenizer/pretokenizer.h"
+#include "engine/tokenizer/string_index.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/vocab.h"
 
@@ -17,6 +17,8 @@ class BpeTokenizer final : public Tokenizer {
  public:
   // Throws vks::Error(kUnsupported) naming an unknown tokenizer.ggml.pre.
   explicit BpeTokenizer(Vocab vocab);
+  BpeTokenizer(const BpeTokenizer&) = delete;  // merge_ranks_ points into vocab_.merges
+  BpeTokenizer& operator=(const BpeTokenizer&) = delete;
 
   std::vector<TokenId> encode(std::string_view text, bool add_bos, bool parse_special = false) const override;
   std::string decode(std::span<const TokenId> ids) const override;
@@ -43,7 +45,8 @@ class BpeTokenizer final : public Tokenizer {
 
   Vocab vocab_;
   PreTokenizer pre_;
-  std::unordered_map<std::string, int32_t> merge_ranks_;  // "left right" -> rank (first one wins)
+  // "left right" -> rank (= position in vocab_.merges; the first of repeated merges wins).
+  StringIndex merge_ranks_;
 };
 
 }  // namespace vks
