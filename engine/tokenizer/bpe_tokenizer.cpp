@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "engine/tokenizer/byte_encoding.h"
+#include "engine/tokenizer/llama_utf8.h"
 #include "engine/tokenizer/special_split.h"
 #include "engine/tokenizer/utf8.h"
 

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "engine/gguf/gguf_file.h"
-#include "engine/tokenizer/pretokenizer.h"
+#include "engine/tokenizer/llama_utf8.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/utf8.h"
 #include "tests/common/test_models.h"
