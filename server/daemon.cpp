@@ -284,6 +284,7 @@ void Daemon::on_connection_closed(Connection& c) {
   ClientRef owner;
   owner.transport = Transport::kUds;
   owner.conn_id = c.id();
+  off_loop_.forget(owner_key(owner));  // its requests still waiting behind off-loop work
   drop_owner(owner, "client disconnected");
 }
 
