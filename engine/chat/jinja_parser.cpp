@@ -119,6 +119,11 @@ class Parser {
         end_tag = keyword;
         return body;
       }
+      if (keyword.rfind("end", 0) == 0 || keyword == "elif" || keyword == "else") {
+        throw TemplateError(peek().line, "unexpected '" + keyword + "'" +
+                                             (end_tags.empty() ? std::string(" (no open block)")
+                                                               : " (expected one of " + join(end_tags) + ")"));
+      }
       body.push_back(parse_statement());
     }
   }

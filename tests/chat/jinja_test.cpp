@@ -118,6 +118,8 @@ TEST(Jinja, ErrorsNameTheLine) {
   EXPECT_EQ(error_of("a\nb\n{% for x in y %}"), "template line 3: missing end tag: expected one of else, endfor");
   EXPECT_EQ(error_of("\n\n\n{{ raise_exception('roles must alternate') }}"), "template line 4: roles must alternate");
   EXPECT_EQ(error_of("{% frob %}"), "template line 1: unknown tag 'frob'");
+  EXPECT_EQ(error_of("{% for m in x %}\n{% if m %}{% endfor %}"), "template line 2: unexpected 'endfor' (expected one of elif, else, endif)");
+  EXPECT_EQ(error_of("{% endif %}"), "template line 1: unexpected 'endif' (no open block)");
   EXPECT_EQ(error_of("\n{{ 'unterminated }}"), "template line 2: unterminated string literal");
   EXPECT_EQ(error_of("{{ 1 +\n\n 'a' }}").rfind("template line ", 0), 0u);
   EXPECT_EQ(error_of("{{ 'a'.nosuch() }}"), "template line 1: 'nosuch' is undefined");
