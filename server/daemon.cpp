@@ -22,6 +22,20 @@ uv_handle_t* as_handle(Handle* h) {
 
 uint64_t ms_of(double seconds) { return static_cast<uint64_t>(std::max(0.0, seconds) * 1000.0); }
 
+// Parses and test-renders the chat template now, so a template the interpreter cannot handle is
+// reported at load, not at the first chat request.
+std::shared_ptr<const chat::ModelChatTemplate> load_chat_template(const LlamaModel& model, const ServerOptions& options) {
+  auto loaded = std::make_shared<const chat::ModelChatTemplate>(
+      chat::load_model_chat_template(model.file(), options.chat_template_path));
+  if (loaded->fallback_reason.empty()) {
+    spdlog::info("chat template: {}", loaded->origin);
+  } else {
+    spdlog::warn("chat template: {}; falling back to ChatML (pass --chat-template FILE to use another)",
+                 loaded->fallback_reason);
+  }
+  return loaded;
+}
+
 }  // namespace
 
 ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& notifier) {
@@ -39,6 +53,8 @@ ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& not
                               supported_architecture_names() + ")");
   }
   served.config = served.model->config();
+  notifier.status("loading the chat template");
+  served.chat_template = load_chat_template(*served.model, options);
   notifier.status("starting the compute device");
   RunnerOptions ro;
   ro.device = options.device;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/chat/model_chat_template.h"
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -37,6 +38,9 @@ struct ServedModel {
   std::unique_ptr<Engine> engine;
   LlamaConfig config;
   std::string device;
+  // The chat template `chat` requests render with (the model's, --chat-template, or ChatML);
+  // null when the daemon runs without a model file (tests with a fake runner).
+  std::shared_ptr<const chat::ModelChatTemplate> chat_template;
 };
 
 // Loads the GGUF, its tokenizer and the runner (Vulkan, CPU fallback) and starts the Engine.

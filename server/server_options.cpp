@@ -118,6 +118,8 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   bool no_prefix_cache = false;
   app.add_flag("--no-prefix-cache", no_prefix_cache, "disable prefix caching");
   app.add_flag("--priority", o.priority_policy, "schedule by priority instead of FCFS");
+  app.add_option("--chat-template", o.chat_template_path,
+                 "Jinja chat template file to use instead of the model's tokenizer.chat_template");
   app.add_option("--log-level", o.log_level)
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();

@@ -36,6 +36,7 @@ struct ServerOptions {
   bool prefix_caching = true;
   bool priority_policy = false;
   std::string log_level = "info";
+  std::string chat_template_path;  // overrides the model's tokenizer.chat_template; empty = the model's
 };
 
 // Parses argv. Returns the options, or nullopt after printing help/version (exit 0).
