@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "engine/grammar/compile.h"
 #include "engine/sched/engine_impl.h"
 
 namespace vks {
@@ -108,6 +109,16 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
     if (auto bad = sched::check_fits(static_cast<int32_t>(prompt.size()), req.stop.max_tokens, limits)) {
       return reject(bad->code, bad->message);
     }
+    std::unique_ptr<grammar::TokenConstraint> constraint;
+    if (!req.grammar.empty() || !req.json_schema.empty()) {
+      try {
+        auto compiled = grammar::compile_constraint(req.grammar, req.json_schema);
+        std::call_once(token_index_once, [this] { token_index = std::make_shared<grammar::TokenIndex>(tokenizer); });
+        constraint = std::make_unique<grammar::TokenConstraint>(std::move(compiled), token_index);
+      } catch (const grammar::CompileError& e) {
+        return reject(ErrorCode::kInvalidArgument, e.what());
+      }
+    }
     req.prompt_ids.clear();
     req.prompt_text.clear();
     const int32_t n_prompt = static_cast<int32_t>(prompt.size());
@@ -138,6 +149,7 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
     lock.unlock();  // building the request (detokenizer, sampler) needs no lock
 
     auto r = std::make_unique<sched::Request>(id, std::move(req), std::move(prompt), seed, tokenizer);
+    r->constraint = std::move(constraint);
     r->seq.arrival = arrival;
     r->submitted = sched::Clock::now();
     lock.lock();
