@@ -41,6 +41,7 @@ class ModelFixture {
     cfg.max_seqs = max_seqs;
     cfg.max_batched_tokens = 512;
     cfg.worker_threads = 2;
+    cfg.max_queued = 4096;
     return std::make_unique<Engine>(std::make_unique<CpuRunner>(*model_, o), *tok_, cfg);
   }
 
@@ -49,12 +50,11 @@ class ModelFixture {
     using namespace std::chrono_literals;
     std::vector<std::string> ids;
     std::map<std::string, Outcome> out;
-    std::map<std::string, bool> done;
     for (const GenerateRequest& r : reqs) {
       SubmitResult s = engine.submit(r);
       EXPECT_TRUE(s.ok) << s.message;
+      if (!s.ok) return {};
       ids.push_back(s.id);
-      if (!s.ok) done[s.id] = true;
     }
     const auto until = std::chrono::steady_clock::now() + 120s;
     size_t finished = 0;
