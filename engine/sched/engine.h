@@ -53,17 +53,17 @@ struct GenerateRequest {
   std::string prompt_text;            // used when prompt_ids is empty
   std::vector<TokenId> prompt_ids;
   bool add_bos = true;                // only for prompt_text
-  SamplingParams sampling;
-  StopParams stop;
-  int32_t logprobs = 0;               // top-N alternatives per token, 0..20; -1 = none at all
-  int32_t priority = 0;               // higher first, -1000..1000
-  std::optional<std::chrono::steady_clock::time_point> deadline;  // covers queue + generation
   // Constrained output (engine/grammar): a GBNF grammar (start rule `root`) or a JSON Schema as
   // JSON text; at most one. Compiled by submit(), which rejects a bad one (kInvalidArgument, the
   // message gives the position). Every generated token then keeps the text a prefix of a sentence
   // of the grammar, and EOS is allowed only where the grammar can end.
   std::string grammar;
   std::string json_schema;
+  SamplingParams sampling;
+  StopParams stop;
+  int32_t logprobs = 0;               // top-N alternatives per token, 0..20; -1 = none at all
+  int32_t priority = 0;               // higher first, -1000..1000
+  std::optional<std::chrono::steady_clock::time_point> deadline;  // covers queue + generation
 };
 
 enum class EventType { kQueued, kScheduled, kFirstToken, kToken, kPreempted, kFinished, kError };

@@ -22,6 +22,7 @@ GENERATE_FIELDS = frozenset({
     "prompt", "prompt_ids", "add_bos", "max_tokens", "min_tokens", "temperature", "top_k", "top_p", "min_p",
     "repetition_penalty", "presence_penalty", "frequency_penalty", "penalty_last_n", "logit_bias", "seed",
     "stop", "stop_token_ids", "ignore_eos", "logprobs", "priority", "deadline_ms", "id", "detached", "stream",
+    "grammar", "json_schema",
 })
 FLOAT_FIELDS = frozenset({
     "temperature", "top_p", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
@@ -131,6 +132,8 @@ def generate_request(prompt=None, *, prompt_ids=None, **params):
             value = {int(k): float(v) for k, v in dict(value).items()}
         elif key == "stop" and isinstance(value, (list, tuple)):
             value = list(value)
+        elif key == "json_schema" and not isinstance(value, (str, dict, bool)):
+            raise TypeError("json_schema must be a dict (the schema), a bool or its JSON text")
         req[key] = value
     return req
 
