@@ -65,6 +65,15 @@ class FramingTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             generate_request()
 
+    def test_generate_request_constraints(self):
+        schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+        req = generate_request("hi", json_schema=schema)
+        self.assertEqual(req["json_schema"], schema)  # sent as a msgpack map
+        self.assertEqual(generate_request("hi", json_schema='{"type":"string"}')["json_schema"], '{"type":"string"}')
+        self.assertEqual(generate_request("hi", grammar='root ::= "a"')["grammar"], 'root ::= "a"')
+        with self.assertRaises(TypeError):
+            generate_request("hi", json_schema=3)
+
     def test_seq_tracker(self):
         t = SeqTracker()
         self.assertEqual(t.classify({"seq": 0}), SeqTracker.NEW)
