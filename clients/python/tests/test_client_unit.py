@@ -1,5 +1,6 @@
 """Pure-protocol tests of the Python client against the in-process fake server (no daemon)."""
 import asyncio
+import json
 import os
 import re
 import socket
@@ -68,7 +69,7 @@ class FramingTest(unittest.TestCase):
     def test_generate_request_constraints(self):
         schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
         req = generate_request("hi", json_schema=schema)
-        self.assertEqual(req["json_schema"], schema)  # sent as a msgpack map
+        self.assertEqual(json.loads(req["json_schema"]), schema)  # sent as JSON text
         self.assertEqual(generate_request("hi", json_schema='{"type":"string"}')["json_schema"], '{"type":"string"}')
         self.assertEqual(generate_request("hi", grammar='root ::= "a"')["grammar"], 'root ::= "a"')
         with self.assertRaises(TypeError):
