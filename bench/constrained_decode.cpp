@@ -1,7 +1,8 @@
 // Decode throughput with and without a JSON-schema constraint, in one run on one engine: the same
 // requests (greedy, fixed length, EOS ignored) unconstrained and constrained, repeated, and the
 // ratio constrained / unconstrained. Also the cost of one mask computation for a fresh state.
-//   constrained_decode MODEL.gguf [--seqs 4] [--tokens 128] [--rounds 3] [--cpu] [--schema FILE]
+//   constrained_decode MODEL.gguf [--seqs 4] [--tokens 128] [--rounds 3] [--temperature 0.7] [--cpu]
+//                     [--schema FILE]
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -33,13 +34,13 @@ struct Result {
   int64_t tokens = 0;
 };
 
-Result run(vks::Engine& engine, int seqs, int tokens, const std::string& schema, uint64_t seed) {
+Result run(vks::Engine& engine, int seqs, int tokens, const std::string& schema, uint64_t seed, float temperature) {
   std::vector<std::string> ids;
   const auto start = Clock::now();
   for (int i = 0; i < seqs; ++i) {
     vks::GenerateRequest r;
     r.prompt_text = "Once upon a time";
-    r.sampling.temperature = 0.7f;
+    r.sampling.temperature = temperature;
     r.sampling.seed = seed + static_cast<uint64_t>(i);
     r.stop.max_tokens = tokens;
     r.stop.ignore_eos = true;
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Decode tok/s with and without a JSON-schema constraint"};
   std::string path, schema_file;
   int seqs = 4, tokens = 128, rounds = 3, workers = 2;
+  float temperature = 0.7f;
   bool cpu = false;
   app.add_option("model", path, "GGUF file")->required();
   app.add_option("--seqs,-s", seqs, "concurrent requests")->check(CLI::Range(1, 64));
@@ -78,6 +80,7 @@ int main(int argc, char** argv) {
   app.add_option("--workers", workers, "engine sampling threads")->check(CLI::Range(1, 64));
   app.add_option("--schema", schema_file, "JSON Schema file (default: an array of person objects)");
   app.add_flag("--cpu", cpu, "use the CPU runner");
+  app.add_option("--temperature,-t", temperature, "sampling temperature (0 = greedy)")->check(CLI::Range(0.0, 10.0));
   CLI11_PARSE(app, argc, argv);
   try {
     std::string schema = kDefaultSchema;
@@ -114,11 +117,11 @@ int main(int argc, char** argv) {
                   std::chrono::duration<double, std::milli>(t2 - t1).count(),
                   std::chrono::duration<double, std::milli>(t1 - t0).count());
     }
-    run(engine, seqs, 8, "", 1);  // warm-up (pipelines)
+    run(engine, seqs, 8, "", 1, temperature);  // warm-up (pipelines)
     Result plain, constrained;
     for (int r = 0; r < rounds; ++r) {
-      const Result a = run(engine, seqs, tokens, "", 100 + static_cast<uint64_t>(r) * 10);
-      const Result b = run(engine, seqs, tokens, schema, 100 + static_cast<uint64_t>(r) * 10);
+      const Result a = run(engine, seqs, tokens, "", 100 + static_cast<uint64_t>(r) * 10, temperature);
+      const Result b = run(engine, seqs, tokens, schema, 100 + static_cast<uint64_t>(r) * 10, temperature);
       plain.seconds += a.seconds;
       plain.tokens += a.tokens;
       constrained.seconds += b.seconds;

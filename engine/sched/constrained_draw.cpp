@@ -1,6 +1,7 @@
 #include "engine/sched/constrained_draw.h"
 
 #include <bit>
+#include <cmath>
 
 namespace vks::sched {
 
@@ -20,7 +21,21 @@ bool constrained_draw(grammar::TokenConstraint& constraint, Sampler& sampler, st
                   "allowed yet, or no vocabulary token fits)";
     return false;
   }
-  token = sampler.sample(logits, history, suppressed, &mask);
+  if (!sampler.needs_full_logits(!suppressed.empty())) {
+    // Plain greedy: the argmax over the allowed ids only, visiting set bits (no copy of the row).
+    int32_t best = -1;
+    for (size_t w = 0; w < mask.size(); ++w) {
+      for (uint64_t bits = mask[w]; bits != 0; bits &= bits - 1) {
+        const auto id = static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
+        if (static_cast<size_t>(id) >= logits.size()) break;
+        const float l = logits[static_cast<size_t>(id)];
+        if (!std::isnan(l) && (best < 0 || l > logits[static_cast<size_t>(best)])) best = id;
+      }
+    }
+    token = sampler.from_argmax(best < 0 ? 0 : best);
+  } else {
+    token = sampler.sample(logits, history, suppressed, &mask);
+  }
   if (!constraint.accept(token.id)) {
     error = "grammar: no allowed token has a finite logit (logit_bias or penalties removed them all)";
     return false;

@@ -112,9 +112,7 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
     std::unique_ptr<grammar::TokenConstraint> constraint;
     if (!req.grammar.empty() || !req.json_schema.empty()) {
       try {
-        auto compiled = grammar::compile_constraint(req.grammar, req.json_schema);
-        std::call_once(token_index_once, [this] { token_index = std::make_shared<grammar::TokenIndex>(tokenizer); });
-        constraint = std::make_unique<grammar::TokenConstraint>(std::move(compiled), token_index);
+        constraint = std::make_unique<grammar::TokenConstraint>(constraint_table(req.grammar, req.json_schema));
       } catch (const grammar::CompileError& e) {
         return reject(ErrorCode::kInvalidArgument, e.what());
       }
@@ -169,6 +167,28 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
   } catch (const std::exception& e) {
     return reject(ErrorCode::kInternal, e.what());
   }
+}
+
+std::shared_ptr<grammar::GrammarTable> Engine::Impl::constraint_table(const std::string& gbnf,
+                                                                      const std::string& json_schema) {
+  std::string key(gbnf.empty() ? "json_schema\n" : "grammar\n");
+  key.append(gbnf.empty() ? json_schema : gbnf);
+  {
+    std::lock_guard lock(constraint_mu);
+    const auto it = constraint_tables.find(key);
+    if (it != constraint_tables.end()) {
+      if (auto table = it->second.lock()) return table;
+    }
+  }
+  auto compiled = grammar::compile_constraint(gbnf, json_schema);  // throws CompileError
+  std::call_once(token_index_once, [this] { token_index = std::make_shared<grammar::TokenIndex>(tokenizer); });
+  auto table = std::make_shared<grammar::GrammarTable>(std::move(compiled), token_index);
+  std::lock_guard lock(constraint_mu);
+  if (constraint_tables.size() >= 64) {
+    std::erase_if(constraint_tables, [](const auto& kv) { return kv.second.expired(); });
+  }
+  constraint_tables[key] = table;
+  return table;
 }
 
 bool Engine::Impl::cancel(const std::string& id) {

@@ -83,6 +83,10 @@ struct Engine::Impl {
   // Grammar masking tables for the tokenizer's vocabulary, built by the first constrained submit.
   std::once_flag token_index_once;
   std::shared_ptr<const grammar::TokenIndex> token_index;
+  // Requests with the same grammar/schema text share its compiled states and masks.
+  std::mutex constraint_mu;
+  std::unordered_map<std::string, std::weak_ptr<grammar::GrammarTable>> constraint_tables;  // by text
+  std::shared_ptr<grammar::GrammarTable> constraint_table(const std::string& gbnf, const std::string& json_schema);
 
   // Engine thread only.
   sched::BlockManager blocks;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,8 @@ std::vector<bool> brute_force(const std::shared_ptr<const Grammar>& g, const Mat
 // Random walk through the grammar: at every step the mask equals brute force; then a random
 // allowed token is accepted. Returns the generated text; `ended` tells whether it ended.
 std::string random_walk(const std::shared_ptr<const Grammar>& g, const std::shared_ptr<const TokenIndex>& index,
-                        uint32_t seed, int steps, bool* ended) {
-  TokenConstraint c(g, index);
+                        uint32_t seed, int steps, bool* ended, std::shared_ptr<GrammarTable> shared = nullptr) {
+  TokenConstraint c(shared ? shared : std::make_shared<GrammarTable>(g, index));
   MatchState shadow = initial_state(*g);
   std::mt19937 rng(seed);
   std::string text;
@@ -99,6 +100,27 @@ TEST(TokenConstraint, SmallVocabularyMatchesBruteForce) {
   EXPECT_TRUE(c.accept(13));  // first half of 中
   EXPECT_FALSE(c.accept(13));
   EXPECT_TRUE(c.accept(14));  // its last byte
+}
+
+TEST(TokenConstraint, RequestsSharingATableFromThreadsMatchBruteForce) {
+  const std::vector<std::string> vocab = {"</s>", "[", "]", ",", " ", "1", "2", "12", "-", "[1", "1,", ", ", "0", "]]"};
+  auto index = std::make_shared<TokenIndex>(vocab, std::vector<TokenId>{0});
+  auto g = std::make_shared<Grammar>(parse_gbnf("root ::= list\nlist ::= \"[\" (item (\", \"? item)*)? \"]\"\n"
+                                                "item ::= \"-\"? [0-2]+ | list\n"));
+  auto table = std::make_shared<GrammarTable>(g, index);
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint32_t seed = 0; seed < 10; ++seed) {
+        bool ended = false;
+        const std::string text = random_walk(g, index, t * 100 + seed, 25, &ended, table);
+        if (ended) {
+          EXPECT_TRUE(matches_completely(*g, text)) << text;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
 }
 
 TEST(TokenConstraint, Llama2VocabularyJsonGrammarMatchesBruteForce) {
