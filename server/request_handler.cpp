@@ -20,6 +20,7 @@ void Daemon::reply(const ClientRef& to, const std::string& payload) {
     case Transport::kZmq:
       if (router_) router_->send(to, payload);
       break;
+    case Transport::kHttp:  // HTTP answers come from HttpFrontend, never as msgpack
     case Transport::kNone:
       break;
   }

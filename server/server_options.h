@@ -36,6 +36,10 @@ struct ServerOptions {
   bool prefix_caching = true;
   bool priority_policy = false;
   std::string log_level = "info";
+  // HTTP front end (docs/HTTP.md).
+  std::vector<std::string> http_endpoints;  // --http PORT | HOST:PORT | unix:PATH (repeatable)
+  std::string api_key;                      // --api-key: required for non-loopback --http
+  uint32_t http_max_connections = 1024;
 };
 
 // Parses argv. Returns the options, or nullopt after printing help/version (exit 0).

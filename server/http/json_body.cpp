@@ -35,11 +35,13 @@ bool nesting_within(const std::string& text, int max_depth) {
 
 }  // namespace
 
-std::variant<nlohmann::json, ParseFailure> parse_json_object(const HttpRequest& request, bool allow_empty) {
+std::variant<nlohmann::json, ParseFailure> parse_json_object(const HttpRequest& request, bool allow_empty,
+                                                             bool any_media_type) {
   const std::string media = request.media_type();
-  if (!media.empty() && media != "application/json" && !(media.size() > 5 && media.ends_with("+json"))) {
+  if (!any_media_type && !media.empty() && media != "application/json" && !(media.size() > 5 && media.ends_with("+json"))) {
     return ParseFailure{415, "unsupported_media_type",
-                        "Content-Type must be application/json, not '" + media + "'"};
+                        "Content-Type must be application/json, not '" + media + "'" +
+                            (media == "application/x-www-form-urlencoded" ? " (curl: add -H 'Content-Type: application/json')" : "")};
   }
   if (request.body.empty()) {
     if (allow_empty) return nlohmann::json::object();
