@@ -3,6 +3,7 @@
 // transport; answers are rendered by the front end from the engine events).
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <span>
 
 #include "protocol/stats.h"
@@ -43,12 +44,18 @@ void Daemon::setup_http(const ListenFds& fds) {
   // The text a token contributes inside a sequence (its leading space kept, unlike a lone decode).
   backend.token_text = [this](TokenId id) {
     if (!served_.tokenizer || id < 0 || id >= served_.tokenizer->vocab_size()) return std::string();
-    std::string piece(served_.tokenizer->token_text(id));
-    for (size_t at = piece.find("\xE2\x96\x81"); at != std::string::npos; at = piece.find("\xE2\x96\x81", at + 1)) {
-      piece.replace(at, 3, " ");
+    const std::string_view vocab = served_.tokenizer->token_text(id);
+    if (vocab.size() == 6 && vocab.starts_with("<0x") && vocab.back() == '>') {  // a byte token
+      return std::string(1, static_cast<char>(std::strtol(std::string(vocab.substr(3, 2)).c_str(), nullptr, 16)));
     }
-    if (piece.size() == 6 && piece.rfind("<0x", 0) == 0 && piece.back() == '>') {
-      return std::string(1, static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)));
+    std::string piece;  // SentencePiece's U+2581 is a space (appended by hand: GCC 12 -Wrestrict)
+    for (size_t i = 0; i < vocab.size(); ++i) {
+      if (vocab.compare(i, 3, "\xE2\x96\x81") == 0) {
+        piece.push_back(' ');
+        i += 2;
+      } else {
+        piece.push_back(vocab[i]);
+      }
     }
     return piece;
   };
