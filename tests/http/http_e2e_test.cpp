@@ -12,6 +12,9 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "tests/common/test_models.h"
 #include "tests/http/http_test_client.h"
 #include "tests/server/daemon_harness.h"
@@ -329,6 +332,43 @@ TEST(HttpE2eStartup, ApiKeyIsRequiredAsBearer) {
   EXPECT_EQ(get("Authorization: Bearer sesame\r\n")->status, 200);
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(20), 0) << d.log();
+}
+
+TEST(HttpE2eStartup, SocketActivatedHttpDescriptorIsServed) {
+  if (access("/usr/bin/systemd-socket-activate", X_OK) != 0) GTEST_SKIP() << "systemd-socket-activate is not installed";
+  TempDir dir;
+  const std::string sock = dir.path + "/http.sock";
+  const std::string log = dir.path + "/log";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    freopen(log.c_str(), "w", stderr);
+    const std::string daemon = daemon_binary();
+    const std::string model = stories_model();
+    const std::vector<std::string> args = {
+        "/usr/bin/systemd-socket-activate", "-l", dir.path + "/vkstream.sock", "-l", dir.path + "/router.zmq",
+        "-l", dir.path + "/pub.zmq", "-l", sock, "--fdname=uds:router:pub:http", daemon, "--model", model, "--cpu"};
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  std::optional<RawResponse> r;
+  for (int i = 0; i < 600 && !r; ++i) {
+    RawHttpClient c;
+    if (c.connect_unix(sock) && c.send(http_request("GET", "/health"))) r = c.read_response(20000);
+    if (!r) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ASSERT_TRUE(r) << ss.str();
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["status"], "ok");
 }
 
 }  // namespace
