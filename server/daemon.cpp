@@ -236,10 +236,12 @@ void Daemon::handle_engine_event(const EngineEvent& ev) {
       break;
     case EventType::kFirstToken:
     case EventType::kToken:
+      itl_.on_tokens(ev.request_id, ev.tokens.size(), std::chrono::steady_clock::now());
       e->state = proto::RequestState::kRunning;
       e->generated_tokens += static_cast<int32_t>(ev.tokens.size());
       break;
     case EventType::kFinished:
+      itl_.forget(ev.request_id);
       e->reason = ev.reason;
       e->generated_tokens = ev.usage.generated_tokens;
       break;

@@ -19,6 +19,7 @@
 #include "protocol/responses.h"
 #include "server/client_ref.h"
 #include "server/http_frontend.h"
+#include "server/itl_histogram.h"
 #include "server/listen_fds.h"
 #include "server/server_options.h"
 #include "server/stream_registry.h"
@@ -119,6 +120,7 @@ class Daemon {
   std::unique_ptr<ZmqRouter> router_;
   std::unique_ptr<ZmqPublisher> pub_;
   std::unique_ptr<HttpFrontend> http_;
+  ItlHistogram itl_;  // cumulative, for stats and /metrics
 
   uv_async_t engine_async_{};
   std::shared_ptr<AsyncGuard> async_guard_ = std::make_shared<AsyncGuard>();

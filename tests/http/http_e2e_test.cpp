@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -263,10 +264,27 @@ TEST_F(HttpE2eTest, ModelsHealthAndMetrics) {
   auto health = call("GET", "/health");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
-  auto metrics = call("GET", "/metrics");
-  ASSERT_TRUE(metrics);
-  EXPECT_EQ(metrics->status, 200);
-  EXPECT_NE(metrics->body.find("vkstream_itl_seconds_count"), std::string::npos);
+  // vkstream_itl_seconds is cumulative: a 10-token request adds 9 gaps; no bucket goes down.
+  auto scrape = [&] {
+    auto m = call("GET", "/metrics");
+    EXPECT_TRUE(m && m->status == 200);
+    std::map<std::string, double> values;
+    std::istringstream lines(m ? m->body : "");
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("vkstream_itl_seconds", 0) != 0) continue;
+      const size_t space = line.rfind(' ');
+      values[line.substr(0, space)] = std::stod(line.substr(space + 1));
+    }
+    return values;
+  };
+  const auto before = scrape();
+  ASSERT_TRUE(before.count("vkstream_itl_seconds_count"));
+  auto r = call("POST", "/v1/completions", R"({"prompt":"Once upon a time","max_tokens":10,"temperature":0,"ignore_eos":true})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  const auto after = scrape();
+  EXPECT_GE(after.at("vkstream_itl_seconds_count") - before.at("vkstream_itl_seconds_count"), 9);
+  for (const auto& [name, value] : before) EXPECT_GE(after.at(name), value) << name;
 }
 
 TEST_F(HttpE2eTest, MutatedBodiesAreAnsweredWithJsonAndOthersAreUnaffected) {
