@@ -352,6 +352,40 @@ TEST(HttpE2eStartup, ApiKeyIsRequiredAsBearer) {
   EXPECT_EQ(d.wait_exit(20), 0) << d.log();
 }
 
+TEST(HttpE2eStartup, AFullQueueIs429WithRetryAfter) {
+  TempDir dir;
+  DaemonProcess d;
+  DaemonConfig config;
+  config.dir = dir.path;
+  const std::string sock = dir.path + "/http.sock";
+  config.extra_args = {"--cpu", "--http", "unix:" + sock, "--max-seqs", "1", "--max-queued", "1"};
+  d.start(config);
+  ASSERT_TRUE(d.wait_ready(60)) << d.log();
+  const std::string long_stream = R"({"prompt":"Once upon a time","max_tokens":2000,"ignore_eos":true,"stream":true})";
+  std::vector<RawHttpClient> held(2);
+  for (auto& c : held) {  // one running, one waiting
+    ASSERT_TRUE(c.connect_unix(sock));
+    ASSERT_TRUE(c.send(http_request("POST", "/v1/completions", long_stream)));
+  }
+  std::optional<RawResponse> r;
+  for (int i = 0; i < 100; ++i) {  // until the engine has queued both
+    RawHttpClient c;
+    ASSERT_TRUE(c.connect_unix(sock));
+    ASSERT_TRUE(c.send(http_request("POST", "/v1/completions", long_stream)));
+    r = c.read_response(10000);
+    if (r && r->status == 429) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 429) << r->body;
+  ASSERT_NE(r->header("retry-after"), nullptr);
+  EXPECT_GE(std::stoi(*r->header("retry-after")), 1);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "overloaded");
+  held.clear();
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(20), 0) << d.log();
+}
+
 TEST(HttpE2eStartup, SocketActivatedHttpDescriptorIsServed) {
   if (access("/usr/bin/systemd-socket-activate", X_OK) != 0) GTEST_SKIP() << "systemd-socket-activate is not installed";
   TempDir dir;
