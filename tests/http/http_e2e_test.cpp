@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -382,6 +383,45 @@ TEST(HttpE2eStartup, AFullQueueIs429WithRetryAfter) {
   EXPECT_GE(std::stoi(*r->header("retry-after")), 1);
   EXPECT_EQ(json::parse(r->body)["error"]["code"], "overloaded");
   held.clear();
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(20), 0) << d.log();
+}
+
+TEST(HttpE2eStartup, ASlowSseReaderIsClosedAndItsRequestCancelled) {
+  TempDir dir;
+  DaemonProcess d;
+  DaemonConfig config;
+  config.dir = dir.path;
+  const std::string sock = dir.path + "/http.sock";
+  config.extra_args = {"--cpu", "--http", "unix:" + sock, "--max-output-bytes", "65536"};
+  d.start(config);
+  ASSERT_TRUE(d.wait_ready(60)) << d.log();
+  RawHttpClient slow;
+  ASSERT_TRUE(slow.connect_unix(sock));
+  int small = 4096;
+  setsockopt(slow.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  // 2000 tokens with 20 alternatives each: megabytes of SSE that this client never reads.
+  ASSERT_TRUE(slow.send(http_request("POST", "/v1/completions",
+                                     R"({"prompt":"Once upon a time","max_tokens":2000,"ignore_eos":true,"stream":true,"logprobs":20})",
+                                     "x-request-id: slow-reader\r\n")));
+  std::optional<proto::StatusAnswer> s;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    UdsClient u;
+    ASSERT_TRUE(u.connect(d.socket_path()));
+    auto m = request(u, simple(proto::StatusRequest{"slow-reader"}, 1));
+    if (m) {
+      if (const auto* st = std::get_if<proto::StatusAnswer>(&m->body)) s = *st;
+    }
+    if (s && s->state == proto::RequestState::kFinished) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(s) << d.log();
+  EXPECT_EQ(s->state, proto::RequestState::kFinished);
+  ASSERT_TRUE(s->reason.has_value());
+  EXPECT_EQ(*s->reason, FinishReason::kCancelled) << d.log();
+  EXPECT_LT(s->generated_tokens, 2000);
+  EXPECT_NE(d.log().find("slow reader"), std::string::npos);
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(20), 0) << d.log();
 }
