@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "clients/cli/model_cache.h"
 #include "engine/common/error.h"
 
 namespace vks::server {
@@ -66,7 +67,9 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   std::string scope = std::getenv("XDG_RUNTIME_DIR") != nullptr ? "user" : "system";
   std::string mode = "0660";
 
-  app.add_option("-m,--model", o.model_path, "GGUF model file to serve")->required();
+  app.add_option("-m,--model", o.model_path,
+                 "GGUF model file to serve, or a cached model name (see `vkstream pull`, `vkstream models`)")
+      ->required();
   app.add_option("--scope", scope, "default socket locations: user ($XDG_RUNTIME_DIR/vkstream) or "
                                    "system (/run/vkstream)")
       ->check(CLI::IsMember({"user", "system"}))
@@ -139,6 +142,7 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   for (const std::string& u : allow_users) o.allow_uids.push_back(resolve_id(u, /*group=*/false));
   for (const std::string& g : allow_groups) o.allow_gids.push_back(resolve_id(g, /*group=*/true));
   check_endpoints(o);
+  o.model_path = vks::cli::resolve_model_or_path(o.model_path);
   o.scope = scope == "user" ? Scope::kUser : Scope::kSystem;
   o.socket_mode = parse_mode(mode);
   o.prefix_caching = !no_prefix_cache;
