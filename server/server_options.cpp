@@ -120,7 +120,10 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   app.add_option("--max-seqs", o.max_seqs)->check(CLI::Range(1, 4096))->capture_default_str();
   bool no_prefix_cache = false;
   app.add_flag("--no-prefix-cache", no_prefix_cache, "disable prefix caching");
-  app.add_flag("--priority", o.priority_policy, "schedule by priority instead of FCFS");
+  bool fcfs = false;
+  app.add_flag("--fcfs", fcfs, "schedule first come, first served, ignoring request priorities");
+  app.add_flag("--priority", o.priority_policy,
+               "schedule by priority with aging (the default; kept for old command lines)");
   app.add_option("--log-level", o.log_level)
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
@@ -146,6 +149,7 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   o.scope = scope == "user" ? Scope::kUser : Scope::kSystem;
   o.socket_mode = parse_mode(mode);
   o.prefix_caching = !no_prefix_cache;
+  if (fcfs) o.priority_policy = false;
   return o;
 }
 

@@ -108,6 +108,7 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
     if (auto bad = sched::check_fits(static_cast<int32_t>(prompt.size()), req.stop.max_tokens, limits)) {
       return reject(bad->code, bad->message);
     }
+    if (req.stop.max_tokens == 0) req.stop.max_tokens = sched::room_to_generate(static_cast<int32_t>(prompt.size()), limits);
     req.prompt_ids.clear();
     req.prompt_text.clear();
     const int32_t n_prompt = static_cast<int32_t>(prompt.size());
