@@ -117,6 +117,7 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
         return reject(ErrorCode::kInvalidArgument, e.what());
       }
     }
+    if (req.stop.max_tokens == 0) req.stop.max_tokens = sched::room_to_generate(static_cast<int32_t>(prompt.size()), limits);
     req.prompt_ids.clear();
     req.prompt_text.clear();
     const int32_t n_prompt = static_cast<int32_t>(prompt.size());

@@ -41,7 +41,7 @@ struct SamplingParams {
 };
 
 struct StopParams {
-  int32_t max_tokens = 256;
+  int32_t max_tokens = 0;  // 0 = not set: generate until the context (or KV cache) is full, finish `length`
   int32_t min_tokens = 0;
   bool ignore_eos = false;
   std::vector<TokenId> stop_token_ids;

@@ -133,12 +133,13 @@ TEST(Requests, GenerateDefaults) {
   EXPECT_TRUE(g.stream);
 }
 
-TEST(Requests, DefaultMaxTokensIsCappedByLimit) {
+TEST(Requests, AbsentMaxTokensStaysUnsetForTheEngine) {
+  // 0 = not set: the engine generates until the context is full (within its max_new_tokens).
   ProtocolLimits l = test_limits();
   l.max_tokens = 10;
   Result<Request> r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}}), l);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(std::get<GenerateMessage>(r->body).request.stop.max_tokens, 10);
+  EXPECT_EQ(std::get<GenerateMessage>(r->body).request.stop.max_tokens, 0);
 }
 
 TEST(Requests, DeadlineIsRelativeToNow) {
