@@ -74,11 +74,14 @@ TEST(ModelSpecValidate, NamesTheFlag) {
 TEST(ModelSpecTypes, ParseAndFileType) {
   EXPECT_EQ(parse_weight_type("Q4_0"), GgmlType::kQ4_0);
   EXPECT_EQ(parse_weight_type("bf16"), GgmlType::kBF16);
-  EXPECT_FALSE(parse_weight_type("q4_k").has_value());
+  EXPECT_EQ(parse_weight_type("q5_1"), GgmlType::kQ5_1);
+  EXPECT_FALSE(parse_weight_type("iq4_nl").has_value());  // a known type without a quantizer
+  EXPECT_FALSE(parse_weight_type("q9_9").has_value());
   EXPECT_EQ(llama_file_type(GgmlType::kQ8_0), 7u);
   EXPECT_EQ(llama_file_type(GgmlType::kQ4_0), 2u);
   EXPECT_EQ(llama_file_type(GgmlType::kF16), 1u);
-  EXPECT_THROW(llama_file_type(GgmlType::kQ4_K), Error);
+  EXPECT_EQ(llama_file_type(GgmlType::kQ6_K), 18u);
+  EXPECT_THROW(llama_file_type(GgmlType::kIQ4_NL), Error);
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ int run(int argc, char** argv) {
   unsigned threads = 0;
   app.add_option("-o,--output", output, "Output GGUF path")->required();
   app.add_option("-p,--preset", preset_name, "Shape preset: " + join(vks::tools::preset_names()))->capture_default_str();
-  app.add_option("-t,--type", type_name, "Matrix weight type: f32, f16, bf16, q8_0, q4_0 (norms are always f32)")->capture_default_str();
+  app.add_option("-t,--type", type_name, "Matrix weight type: " + vks::tools::weight_type_names() + " (norms are always f32)")->capture_default_str();
   app.add_option("--dim", dim, "Embedding size (llama.embedding_length)");
   app.add_option("--layers", layers, "Transformer blocks (llama.block_count)");
   app.add_option("--heads", heads, "Attention heads");
@@ -62,7 +62,8 @@ int run(int argc, char** argv) {
   }
   const auto type = vks::tools::parse_weight_type(type_name);
   if (!type) {
-    std::fprintf(stderr, "vks-make-model: unknown --type '%s' (choose f32, f16, bf16, q8_0 or q4_0)\n", type_name.c_str());
+    std::fprintf(stderr, "vks-make-model: unknown --type '%s' (choose one of %s)\n", type_name.c_str(),
+                 vks::tools::weight_type_names().c_str());
     return 2;
   }
   if (tied && untied) {

@@ -42,7 +42,15 @@ uint32_t llama_file_type(GgmlType t) {
     case GgmlType::kF32: return 0;    // LLAMA_FTYPE_ALL_F32
     case GgmlType::kF16: return 1;    // LLAMA_FTYPE_MOSTLY_F16
     case GgmlType::kQ4_0: return 2;   // LLAMA_FTYPE_MOSTLY_Q4_0
+    case GgmlType::kQ4_1: return 3;   // LLAMA_FTYPE_MOSTLY_Q4_1
     case GgmlType::kQ8_0: return 7;   // LLAMA_FTYPE_MOSTLY_Q8_0
+    case GgmlType::kQ5_0: return 8;   // LLAMA_FTYPE_MOSTLY_Q5_0
+    case GgmlType::kQ5_1: return 9;   // LLAMA_FTYPE_MOSTLY_Q5_1
+    case GgmlType::kQ2_K: return 10;  // LLAMA_FTYPE_MOSTLY_Q2_K
+    case GgmlType::kQ3_K: return 12;  // LLAMA_FTYPE_MOSTLY_Q3_K_M (llama.cpp has no pure Q3_K type)
+    case GgmlType::kQ4_K: return 14;  // LLAMA_FTYPE_MOSTLY_Q4_K_S
+    case GgmlType::kQ5_K: return 16;  // LLAMA_FTYPE_MOSTLY_Q5_K_S
+    case GgmlType::kQ6_K: return 18;  // LLAMA_FTYPE_MOSTLY_Q6_K
     case GgmlType::kBF16: return 32;  // LLAMA_FTYPE_MOSTLY_BF16
     default: break;
   }
@@ -50,12 +58,19 @@ uint32_t llama_file_type(GgmlType t) {
 }
 
 std::optional<GgmlType> parse_weight_type(const std::string& s) {
-  std::string lower = s;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
-    if (lower == ggml_type_name(t)) return t;
+  const auto t = ggml_type_from_name(s);
+  if (!t) return std::nullopt;
+  const auto traits = ggml_type_traits(*t);
+  if (!traits || traits->quantize == nullptr) return std::nullopt;
+  return t;
+}
+
+std::string weight_type_names() {
+  std::string list;
+  for (const GgmlType t : supported_ggml_types()) {
+    if (ggml_type_traits(t)->quantize != nullptr) list += (list.empty() ? "" : ", ") + std::string(ggml_type_name(t));
   }
-  return std::nullopt;
+  return list;
 }
 
 void validate(const ModelSpec& s) {
@@ -79,7 +94,7 @@ void validate(const ModelSpec& s) {
   if (!(s.norm_eps > 0.0f) || s.norm_eps > 1.0f) bad("--norm-eps must be in (0, 1]");
   if (!(s.init_scale > 0.0f) || !std::isfinite(s.init_scale)) bad("--init-scale must be positive");
   const auto traits = ggml_type_traits(static_cast<uint32_t>(s.type));
-  if (!traits || !traits->supported) bad("unsupported weight type");
+  if (!traits || traits->quantize == nullptr) bad("unsupported weight type (supported: " + weight_type_names() + ")");
   const uint32_t block = traits->block_size;
   // Every matrix row length (dim, n_heads*head_dim == dim, hidden) must hold whole blocks.
   for (const auto& [flag, v] : {std::pair<const char*, uint32_t>{"--dim", s.dim}, {"--hidden", s.hidden_dim}}) {

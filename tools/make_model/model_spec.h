@@ -35,8 +35,11 @@ std::optional<ModelSpec> preset(const std::string& name);
 
 // llama.cpp's general.file_type (LLAMA_FTYPE_*) for a model whose matrices are all of type t.
 uint32_t llama_file_type(GgmlType t);
-// Parses "f32", "f16", "bf16", "q8_0", "q4_0" (case-insensitive); nullopt otherwise.
+// Parses a type name (case-insensitive) of a type the tool can write (one with a quantizer in
+// ggml_type.cpp's table); nullopt otherwise.
 std::optional<GgmlType> parse_weight_type(const std::string& s);
+// "f32, f16, ...": the types parse_weight_type accepts, for help and messages.
+std::string weight_type_names();
 
 // Throws vks::Error(kInvalidArgument) naming the first impossible setting.
 void validate(const ModelSpec& spec);
