@@ -30,6 +30,12 @@ void dequantize_q3_K(const uint8_t* src, float* dst, uint64_t n_blocks);
 void dequantize_q4_K(const uint8_t* src, float* dst, uint64_t n_blocks);
 void dequantize_q5_K(const uint8_t* src, float* dst, uint64_t n_blocks);
 void dequantize_q6_K(const uint8_t* src, float* dst, uint64_t n_blocks);
+// Straightforward K-quant quantizers (quant_kquants_quantize.cpp).
+void quantize_q2_K(const float* src, uint8_t* dst, uint64_t n_blocks);
+void quantize_q3_K(const float* src, uint8_t* dst, uint64_t n_blocks);
+void quantize_q4_K(const float* src, uint8_t* dst, uint64_t n_blocks);
+void quantize_q5_K(const float* src, uint8_t* dst, uint64_t n_blocks);
+void quantize_q6_K(const float* src, uint8_t* dst, uint64_t n_blocks);
 
 // float -> int with a defined result for NaN and out-of-range values (the plain cast would be
 // undefined behaviour, and values from a hostile file can be anything).

@@ -4,6 +4,7 @@
 // packed with ggml's own packing rules.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -273,6 +274,47 @@ TEST(QuantBlocks, LegacyQuantizersRoundTrip) {
         ASSERT_LE(std::fabs(y[b * 32 + j] - x[b * 32 + j]), 0.51f * range / levels + 0.01f * range)
             << ggml_type_name(t) << " element " << b * 32 + j;
       }
+    }
+  }
+}
+
+TEST(QuantBlocks, KQuantQuantizersRoundTrip) {
+  // Normal weights over 8 super-blocks, one of them scaled up 100x (sub-block scales must adapt).
+  std::mt19937 rng(10);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(8 * 256);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = normal(rng) * (i / 256 == 3 ? 100.0f : 1.0f);
+  // Bounds on the RMS error relative to the RMS of each super-block: a level step over a
+  // sub-block's range is about range / levels, and uniform rounding error is step / sqrt(12).
+  const std::pair<GgmlType, double> bounds[] = {{GgmlType::kQ2_K, 0.45}, {GgmlType::kQ3_K, 0.25}, {GgmlType::kQ4_K, 0.12},
+                                                {GgmlType::kQ5_K, 0.06}, {GgmlType::kQ6_K, 0.03}};
+  for (const auto& [t, bound] : bounds) {
+    std::vector<uint8_t> q(ggml_row_size(t, x.size()));
+    quantize_row(t, x.data(), q.data(), x.size());
+    std::vector<float> y(x.size());
+    dequantize_row(t, q.data(), y.data(), y.size());
+    for (size_t b = 0; b < 8; ++b) {
+      double err = 0.0, ref = 0.0;
+      for (size_t i = b * 256; i < (b + 1) * 256; ++i) {
+        err += (y[i] - x[i]) * double(y[i] - x[i]);
+        ref += double(x[i]) * x[i];
+      }
+      const double rel = std::sqrt(err / ref);
+      EXPECT_LT(rel, bound) << ggml_type_name(t) << " super-block " << b;
+      EXPECT_GT(rel, bound / 20) << ggml_type_name(t) << " super-block " << b;  // it is lossy
+    }
+  }
+}
+
+TEST(QuantBlocks, KQuantQuantizersKeepZeroAndConstantBlocks) {
+  for (GgmlType t : {GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+    for (const float value : {0.0f, 0.5f, -2.0f}) {
+      std::vector<float> x(256, value);
+      std::vector<uint8_t> q(ggml_row_size(t, 256));
+      quantize_row(t, x.data(), q.data(), 256);
+      std::vector<float> y(256);
+      dequantize_row(t, q.data(), y.data(), 256);
+      for (float v : y) ASSERT_NEAR(v, value, 0.02f * std::fabs(value) + 1e-6f) << ggml_type_name(t) << " " << value;
     }
   }
 }
