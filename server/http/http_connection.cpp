@@ -12,6 +12,18 @@ namespace vks::http {
 namespace {
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr uint64_t kMaxLingerBytes = 1u << 20;
+
+
+// Every answer carries an x-request-id; answers that belong to no request get a fresh one.
+HeaderList with_request_id(const HeaderList& headers) {
+  for (const auto& [name, value] : headers) {
+    if (name == "x-request-id") return headers;
+  }
+  HeaderList out = headers;
+  out.emplace_back("x-request-id", random_request_id());
+  return out;
+}
+
 }  // namespace
 
 struct HttpConnection::WriteReq {
@@ -115,8 +127,8 @@ void HttpConnection::dispatch_ready() {
 void HttpConnection::fail_stream(const ParseFailure& failure) {
   spdlog::debug("http connection {}: {} ({})", id_, failure.status, failure.message);
   const std::string body = openai_error_body(failure.status, failure.message, failure.code);
-  std::string bytes = serialize_head(failure.status, "application/json", {}, static_cast<int64_t>(body.size()),
-                                     /*keep_alive=*/false, /*http10=*/false);
+  std::string bytes = serialize_head(failure.status, "application/json", {{"x-request-id", random_request_id()}},
+                                     static_cast<int64_t>(body.size()), /*keep_alive=*/false, /*http10=*/false);
   bytes += body;
   write_raw(std::move(bytes));
   close_after_flush(/*linger=*/true);
@@ -145,7 +157,7 @@ bool HttpConnection::over_output_bound(size_t more) {
 
 void HttpConnection::respond(const HttpResponse& response) {
   if (!active_ || streaming_ || closing_) return;
-  std::string bytes = serialize_head(response.status, response.content_type, response.headers,
+  std::string bytes = serialize_head(response.status, response.content_type, with_request_id(response.headers),
                                      static_cast<int64_t>(response.body.size()), keep_alive_, http10_);
   if (!head_only_) bytes += response.body;
   if (over_output_bound(bytes.size())) return;
@@ -165,7 +177,7 @@ void HttpConnection::respond_error(int status, std::string_view message, std::st
 bool HttpConnection::begin_stream(int status, std::string_view content_type, const HeaderList& headers) {
   if (!active_ || streaming_ || closing_) return false;
   if (http10_) keep_alive_ = false;  // no chunked encoding: the body ends when the connection does
-  std::string head = serialize_head(status, content_type, headers, -1, keep_alive_, http10_);
+  std::string head = serialize_head(status, content_type, with_request_id(headers), -1, keep_alive_, http10_);
   if (over_output_bound(head.size())) return false;
   write_raw(std::move(head));
   streaming_ = true;
@@ -195,8 +207,8 @@ void HttpConnection::end_stream() {
 
 void HttpConnection::refuse(int status, std::string_view message, std::string_view code) {
   const std::string body = openai_error_body(status, message, code);
-  std::string bytes = serialize_head(status, "application/json", {}, static_cast<int64_t>(body.size()),
-                                     /*keep_alive=*/false, /*http10=*/false);
+  std::string bytes = serialize_head(status, "application/json", {{"x-request-id", random_request_id()}},
+                                     static_cast<int64_t>(body.size()), /*keep_alive=*/false, /*http10=*/false);
   bytes += body;
   write_raw(std::move(bytes));
   close_after_flush(/*linger=*/false);

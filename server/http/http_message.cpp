@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <random>
 
 namespace vks::http {
 
@@ -21,6 +22,14 @@ std::string HttpRequest::media_type() const {
   std::transform(type.begin(), type.end(), type.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return type;
+}
+
+std::string random_request_id() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char hex[33];
+  std::snprintf(hex, sizeof(hex), "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()));
+  return hex;
 }
 
 std::string_view status_reason(int status) {

@@ -35,6 +35,10 @@ struct HttpResponse {
   std::string body;
 };
 
+// A fresh random id (32 hex digits) for answers that belong to no generation: every answer carries
+// an x-request-id.
+std::string random_request_id();
+
 // "OK", "Not Found", ...; "Unknown" for codes we never send.
 std::string_view status_reason(int status);
 

@@ -38,6 +38,7 @@ void expect_json_error(const RawResponse& r, int status) {
   EXPECT_TRUE(body["error"]["message"].is_string());
   EXPECT_TRUE(body["error"]["type"].is_string());
   EXPECT_TRUE(body["error"]["code"].is_string());
+  EXPECT_NE(r.header("x-request-id"), nullptr);  // every answer carries one
 }
 
 TEST(HttpTransport, KeepAliveServesManyRequestsOnOneConnection) {
