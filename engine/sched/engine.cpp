@@ -72,6 +72,7 @@ Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, E
   for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
     if (tokenizer.is_eog(id)) eog_ids.push_back(id);
   }
+  token_index = std::make_shared<grammar::TokenIndex>(tokenizer);  // grammar masking tables
   publish_stats();
   thread = std::thread([this] { run(); });
 }
@@ -112,7 +113,8 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
     std::unique_ptr<grammar::TokenConstraint> constraint;
     if (!req.grammar.empty() || !req.json_schema.empty()) {
       try {
-        constraint = std::make_unique<grammar::TokenConstraint>(constraint_table(req.grammar, req.json_schema));
+        if (!req.compiled_constraint) req.compiled_constraint = constraint_table(req.grammar, req.json_schema);
+        constraint = std::make_unique<grammar::TokenConstraint>(req.compiled_constraint);
       } catch (const grammar::CompileError& e) {
         return reject(ErrorCode::kInvalidArgument, e.what());
       }
@@ -182,7 +184,6 @@ std::shared_ptr<grammar::GrammarTable> Engine::Impl::constraint_table(const std:
     }
   }
   auto compiled = grammar::compile_constraint(gbnf, json_schema);  // throws CompileError
-  std::call_once(token_index_once, [this] { token_index = std::make_shared<grammar::TokenIndex>(tokenizer); });
   auto table = std::make_shared<grammar::GrammarTable>(std::move(compiled), token_index);
   std::lock_guard lock(constraint_mu);
   if (constraint_tables.size() >= 64) {
@@ -220,6 +221,16 @@ Engine::~Engine() = default;
 void Engine::set_event_notifier(std::function<void()> notify) { impl_->events.set_notifier(std::move(notify)); }
 SubmitResult Engine::submit(GenerateRequest request) { return impl_->submit(std::move(request)); }
 bool Engine::cancel(const std::string& id) { return impl_->cancel(id); }
+bool Engine::prepare_constraint(GenerateRequest& request, std::string& error) {
+  if (request.compiled_constraint || (request.grammar.empty() && request.json_schema.empty())) return true;
+  try {
+    request.compiled_constraint = impl_->constraint_table(request.grammar, request.json_schema);
+    return true;
+  } catch (const std::exception& e) {
+    error = e.what();
+    return false;
+  }
+}
 size_t Engine::poll_events(std::vector<EngineEvent>& out) { return impl_->events.poll(out); }
 EngineStats Engine::stats() const { return impl_->stats(); }
 const LlamaConfig& Engine::model_config() const { return impl_->runner->config(); }

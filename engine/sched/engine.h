@@ -27,6 +27,10 @@
 
 namespace vks {
 
+namespace grammar {
+class GrammarTable;
+}
+
 struct SamplingParams {
   float temperature = 1.0f;         // 0 = greedy
   int32_t top_k = 0;                // 0 = off
@@ -61,6 +65,9 @@ struct GenerateRequest {
   // of the grammar, and EOS is allowed only where the grammar can end.
   std::string grammar;
   std::string json_schema;
+  // Set by Engine::prepare_constraint (e.g. on a worker thread, so a big grammar never compiles on
+  // the daemon's socket loop); submit() compiles the text only when this is null.
+  std::shared_ptr<grammar::GrammarTable> compiled_constraint;
   SamplingParams sampling;
   StopParams stop;
   int32_t logprobs = 0;               // top-N alternatives per token, 0..20; -1 = none at all
@@ -163,6 +170,9 @@ class Engine {
   void set_event_notifier(std::function<void()> notify);
 
   SubmitResult submit(GenerateRequest request);  // any thread; validates, tokenizes, enqueues
+  // Any thread: compiles request.grammar / request.json_schema into request.compiled_constraint.
+  // False with `error` set (starts with the field name, gives the position) when it does not compile.
+  bool prepare_constraint(GenerateRequest& request, std::string& error);
   bool cancel(const std::string& id);            // any thread; false if unknown or finished
   size_t poll_events(std::vector<EngineEvent>& out);  // any thread; appends and drains
   EngineStats stats() const;

@@ -80,8 +80,7 @@ struct Engine::Impl {
   EngineConfig config;
   sched::SubmitLimits limits;
   std::vector<int32_t> eog_ids;
-  // Grammar masking tables for the tokenizer's vocabulary, built by the first constrained submit.
-  std::once_flag token_index_once;
+  // Grammar masking tables for the tokenizer's vocabulary.
   std::shared_ptr<const grammar::TokenIndex> token_index;
   // Requests with the same grammar/schema text share its compiled states and masks.
   std::mutex constraint_mu;

@@ -133,6 +133,23 @@ TEST_F(ConstrainedEngine, StopStringsMaxTokensAndCancel) {
   EXPECT_TRUE(cancelled);
 }
 
+TEST_F(ConstrainedEngine, PreparedOffThreadEqualsCompiledAtSubmit) {
+  auto engine = fixture().engine();
+  GenerateRequest r = constrained("Once upon a time", 0.0f, 100, 1);
+  r.json_schema = kSchema;
+  GenerateRequest prepared = r;
+  std::string error;
+  std::thread worker([&] { EXPECT_TRUE(engine->prepare_constraint(prepared, error)) << error; });
+  worker.join();
+  ASSERT_NE(prepared.compiled_constraint, nullptr);
+  const auto outs = fixture().run(*engine, {r, prepared});
+  EXPECT_EQ(outs[0].text, outs[1].text);
+  GenerateRequest bad = r;
+  bad.json_schema = R"({"type": "integer", "minimum": 5, "maximum": 1})";
+  EXPECT_FALSE(engine->prepare_constraint(bad, error));
+  EXPECT_NE(error.find("json_schema"), std::string::npos) << error;
+}
+
 TEST_F(ConstrainedEngine, BadConstraintsRejectedAtSubmitWithPosition) {
   auto engine = fixture().engine();
   GenerateRequest r = constrained("Once", 0.0f, 10, 1);
