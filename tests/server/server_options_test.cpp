@@ -19,6 +19,7 @@
 
 #include "engine/common/error.h"
 #include "server/bind_check.h"
+#include "server/gpu_check.h"
 #include "server/server_options.h"
 #include "tests/common/test_models.h"
 
@@ -142,6 +143,26 @@ TEST(BindCheck, DaemonFailsBeforeLoadingTheModel) {
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("--scope user"), std::string::npos) << out;
   EXPECT_EQ(out.find("loading model"), std::string::npos) << out;
+}
+
+TEST(GpuCheck, WarnsOnlyForACpuDeviceWhenAGpuExists) {
+  const std::filesystem::path dri = std::filesystem::temp_directory_path() / ("vks-dri-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dri);
+  EXPECT_TRUE(vks::server::gpu_render_nodes(dri.string()).empty());
+  std::ofstream(dri / "renderD128") << "";
+  std::ofstream(dri / "card0") << "";
+  const std::vector<std::string> nodes = vks::server::gpu_render_nodes(dri.string());
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0], (dri / "renderD128").string());
+  EXPECT_TRUE(vks::server::is_cpu_device("cpu"));
+  EXPECT_TRUE(vks::server::is_cpu_device("llvmpipe (LLVM 15.0.7, 256 bits)"));
+  EXPECT_FALSE(vks::server::is_cpu_device("AMD Radeon RX 7900 XTX (RADV NAVI31)"));
+  const auto warning = vks::server::cpu_device_warning("llvmpipe (LLVM 15.0.7, 256 bits)", nodes);
+  ASSERT_TRUE(warning.has_value());
+  EXPECT_NE(warning->find("renderD128"), std::string::npos) << *warning;
+  EXPECT_FALSE(vks::server::cpu_device_warning("NVIDIA H100", nodes).has_value());
+  EXPECT_FALSE(vks::server::cpu_device_warning("cpu", {}).has_value());
+  std::filesystem::remove_all(dri);
 }
 
 }  // namespace
