@@ -10,6 +10,7 @@
 #include "engine/common/error.h"
 #include "engine/model/servable_model.h"
 #include "engine/vulkan/runner/runner_factory.h"
+#include "server/gpu_check.h"
 
 namespace vks::server {
 
@@ -74,6 +75,9 @@ ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& not
   served.engine = std::make_unique<Engine>(std::move(runner), *served.tokenizer, ec);
   spdlog::info("model {} ({} layers, dim {}, vocab {}) on {}", options.model_path, served.config.n_layers,
                served.config.dim, served.config.vocab_size, served.device);
+  if (!options.force_cpu) {
+    if (auto warning = cpu_device_warning(served.device, gpu_render_nodes())) spdlog::warn("{}", *warning);
+  }
   return served;
 }
 

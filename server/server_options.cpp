@@ -167,7 +167,7 @@ std::string default_socket_dir(Scope scope) {
   const char* runtime = std::getenv("XDG_RUNTIME_DIR");
   if (runtime == nullptr || *runtime == '\0') {
     throw Error(ErrorCode::kInvalidArgument,
-                "XDG_RUNTIME_DIR is not set: pass --scope system, or --socket/--router/--pub paths");
+                "XDG_RUNTIME_DIR is not set: use --scope system (as root), or --socket PATH with --router and --pub");
   }
   return std::string(runtime) + "/vkstream";
 }
