@@ -36,8 +36,10 @@ ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& not
   served.config = served.model->config();
   notifier.status("loading tokenizer");
   served.tokenizer = Tokenizer::from_gguf(served.model->file());
-  notifier.status("starting the compute device");
+  notifier.status("starting the compute device and compiling its kernels (slow only when the shader cache is cold)");
+  spdlog::info("starting the compute device and compiling its kernels");
   RunnerOptions ro;
+  ro.warm_up = true;
   ro.device = options.device;
   ro.force_cpu = options.force_cpu;
   ro.allow_cpu_fallback = !options.no_cpu_fallback;
