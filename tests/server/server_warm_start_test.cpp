@@ -76,6 +76,8 @@ TEST(ServerWarmStartTest, SecondStartCompilesNothingAndAnswersFast) {
   }
   const size_t cached = count_files(mesa_cache);
   ASSERT_GT(cached, 0u) << "no shader cache written under " << mesa_cache;
+  // Mesa's own default under XDG_CACHE_HOME is read-only under the units: the daemon must not use it.
+  EXPECT_FALSE(fs::exists(fs::path(cache_home) / "mesa_shader_cache"));
 
   DaemonProcess second;
   second.start(config);
