@@ -56,8 +56,10 @@ ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& not
   served.config = served.model->config();
   notifier.status("loading the chat template");
   served.chat_template = load_chat_template(*served.model, options);
-  notifier.status("starting the compute device");
+  notifier.status("starting the compute device and compiling its kernels (slow only when the shader cache is cold)");
+  spdlog::info("starting the compute device and compiling its kernels");
   RunnerOptions ro;
+  ro.warm_up = true;
   ro.device = options.device;
   ro.force_cpu = options.force_cpu;
   ro.allow_cpu_fallback = !options.no_cpu_fallback;
