@@ -12,6 +12,8 @@
 #include "clients/cli/cli_common.h"
 #include "clients/cli/commands.h"
 #include "clients/cli/interrupt.h"
+#include "engine/gguf/ggml_type.h"
+#include "engine/model/architecture.h"
 #include "engine/common/error.h"
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
@@ -148,7 +150,9 @@ int run_local(RunArgs& a) {
     std::string hint;
     switch (e.code()) {
       case ErrorCode::kCorrupt: hint = " (the file is damaged or not a GGUF: download or convert it again)"; break;
-      case ErrorCode::kUnsupported: hint = " (vkstream runs llama-architecture GGUFs with F32/F16/BF16/Q8_0/Q4_0 weights)"; break;
+      case ErrorCode::kUnsupported:
+        hint = " (vkstream runs " + supported_architecture_names() + " GGUFs with weights in " + supported_ggml_type_names() + ")";
+        break;
       case ErrorCode::kIo: hint = " (check the path and its permissions)"; break;
       case ErrorCode::kDevice: hint = " (try --cpu, or check the Vulkan driver with `vkstream devices`)"; break;
       default: break;
