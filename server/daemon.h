@@ -78,6 +78,9 @@ class Daemon {
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::ModelRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::ReplayRequest& r);
+  // chat_handler.cpp: renders and tokenizes off the loop, then continues as a generate.
+  void handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r);
+  static void on_chat_rendered(uv_work_t* req, int status);
   void reply(const ClientRef& to, const std::string& payload);
   void reply_error(const ClientRef& to, const proto::Tag& tag, proto::WireError code,
                    const std::string& message, const std::string& field = {}, const std::string& id = {});
