@@ -1,8 +1,9 @@
 // Daemon: the `chat` request. The conversation is rendered with the chat template and tokenized on
-// libuv's thread pool (a long conversation must not stall the socket loop); the prompt ids then
-// take generate's path (validation, engine submit, stream registry, topics, replay, prefix cache).
-// The engine already stops at every end-of-generation token of the model (EOS, <|eot_id|>,
-// <|im_end|>, ...), so a reply ends at the end of the assistant's turn.
+// libuv's thread pool (OffLoop: a long conversation must not stall the socket loop, and the
+// client's later requests wait so its answers keep their order); the prompt ids then take
+// generate's path (validation, engine submit, stream registry, topics, replay, prefix cache). The
+// engine already stops at every end-of-generation token of the model (EOS, <|eot_id|>,
+// <|im_end|>, ...), so a reply ends with the assistant's turn.
 #include <spdlog/spdlog.h>
 
 #include <exception>
@@ -12,42 +13,30 @@
 #include "server/daemon.h"
 
 namespace vks::server {
+namespace {
 
-// One chat request in flight between the loop thread and a pool thread. The pool thread only
-// reads `request`, the template and the tokenizer (immutable while the daemon serves) and writes
-// `ids` / `error`; the loop thread reads them after the work completed.
-struct ChatWork {
-  uv_work_t req{};
-  Daemon* daemon = nullptr;
-  ClientRef from;
-  proto::Tag tag;
+// What the pool thread produces: the prompt ids, or the error to answer with.
+struct ChatRendering {
   proto::ChatRequest request;
-  std::shared_ptr<const chat::ModelChatTemplate> tmpl;
-  const Tokenizer* tokenizer = nullptr;
-  std::vector<TokenId> ids;
   std::optional<proto::ProtocolError> error;
 };
 
-namespace {
-
-void render_and_tokenize(uv_work_t* req) {
-  auto* work = static_cast<ChatWork*>(req->data);
+void render_and_tokenize(ChatRendering& work, const chat::ModelChatTemplate& tmpl, const Tokenizer& tokenizer) {
   try {
     std::vector<chat::ChatMessage> messages;
-    messages.reserve(work->request.messages.size());
-    for (const auto& turn : work->request.messages) messages.push_back({turn.role, turn.content});
-    const chat::ChatPrompt prompt = chat::build_chat_prompt(work->tmpl->tmpl, messages, work->request.add_generation_prompt,
-                                                            work->request.chat_template, *work->tokenizer);
-    work->ids = prompt.ids;
+    messages.reserve(work.request.messages.size());
+    for (const auto& turn : work.request.messages) messages.push_back({turn.role, turn.content});
+    chat::ChatPrompt prompt = chat::build_chat_prompt(tmpl.tmpl, messages, work.request.add_generation_prompt,
+                                                      work.request.chat_template, tokenizer);
+    work.request.generate.request.prompt_ids = std::move(prompt.ids);
+    work.request.generate.request.prompt_ids_from_text = true;
   } catch (const jinja::TemplateError& e) {
     // A bad request template, or the model's template refusing this conversation (its own
     // raise_exception, e.g. "Conversation roles must alternate").
-    work->error = proto::make_error(proto::WireError::kInvalidField, e.what(),
-                                    work->request.chat_template ? "chat_template" : "messages");
+    work.error = proto::make_error(proto::WireError::kInvalidField, e.what(),
+                                   work.request.chat_template ? "chat_template" : "messages");
   } catch (const std::exception& e) {
-    work->error = proto::make_error(proto::WireError::kInternal, std::string("rendering the chat failed: ") + e.what());
-  } catch (...) {
-    work->error = proto::make_error(proto::WireError::kInternal, "rendering the chat failed");
+    work.error = proto::make_error(proto::WireError::kInternal, std::string("rendering the chat failed: ") + e.what());
   }
 }
 
@@ -63,49 +52,30 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatReq
     reply_error(from, tag, proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
     return;
   }
-  auto work = std::make_unique<ChatWork>();
-  work->req.data = work.get();
-  work->daemon = this;
-  work->from = from;
-  work->tag = tag;
+  auto work = std::make_shared<ChatRendering>();
   work->request = std::move(r);
-  work->tmpl = served_.chat_template;
-  work->tokenizer = served_.tokenizer.get();
-  const int rc = uv_queue_work(&loop_, &work->req, render_and_tokenize, &Daemon::on_chat_rendered);
-  if (rc != 0) {
-    reply_error(from, tag, proto::WireError::kInternal, std::string("cannot queue the chat rendering: ") + uv_strerror(rc));
-    return;
-  }
-  work.release();  // owned by libuv until on_chat_rendered
-}
-
-void Daemon::on_chat_rendered(uv_work_t* req, int status) {
-  std::unique_ptr<ChatWork> work(static_cast<ChatWork*>(req->data));
-  Daemon& d = *work->daemon;
-  try {
-    if (status != 0) {
-      d.reply_error(work->from, work->tag, proto::WireError::kInternal, "the chat rendering was cancelled");
-      return;
-    }
-    if (work->error) {
-      ++d.requests_rejected_;
-      spdlog::info("{}: chat rejected: {}", work->from.describe(), work->error->message);
-      d.reply(work->from, proto::encode_error(*work->error, work->tag, work->request.generate.request.id));
-      return;
-    }
-    // The client left while its chat was being rendered: nobody would read the reply.
-    if (work->from.transport == Transport::kUds && !work->request.generate.detached &&
-        (!d.uds_ || d.uds_->find(work->from.conn_id) == nullptr)) {
-      return;
-    }
-    work->request.generate.request.prompt_ids = std::move(work->ids);
-    d.handle(work->from, work->tag, work->request.generate);
-  } catch (const std::exception& e) {
-    spdlog::error("{}: chat failed: {}", work->from.describe(), e.what());
-    d.reply_error(work->from, work->tag, proto::WireError::kInternal, e.what());
-  } catch (...) {
-    spdlog::error("{}: chat failed with an unknown exception", work->from.describe());
-  }
+  std::shared_ptr<const chat::ModelChatTemplate> tmpl = served_.chat_template;
+  const Tokenizer* tokenizer = served_.tokenizer.get();
+  off_loop_.run(
+      &loop_, owner_key(from), [work, tmpl, tokenizer] { render_and_tokenize(*work, *tmpl, *tokenizer); },
+      [this, from, tag, work](std::exception_ptr error) {
+        if (!handles_open_) return;  // shut down meanwhile: every socket is closed
+        proto::GenerateMessage& generate = work->request.generate;
+        if (error || work->error) {
+          ++requests_rejected_;
+          const proto::ProtocolError e =
+              work->error ? *work->error : proto::make_error(proto::WireError::kInternal, "rendering the chat failed");
+          spdlog::info("{}: chat rejected: {}", from.describe(), e.message);
+          reply(from, proto::encode_error(e, tag, generate.request.id));
+          return;
+        }
+        // A connection that closed meanwhile gets nothing started, unless the request outlives it.
+        if (from.transport == Transport::kUds && !generate.detached && uds_ && uds_->find(from.conn_id) == nullptr) {
+          spdlog::info("{}: closed while its chat was rendered; request dropped", from.describe());
+          return;
+        }
+        handle(from, tag, generate);  // prompt_ids are set now: handled inline
+      });
 }
 
 }  // namespace vks::server

@@ -20,6 +20,7 @@
 #include "protocol/responses.h"
 #include "server/client_ref.h"
 #include "server/listen_fds.h"
+#include "server/off_loop.h"
 #include "server/server_options.h"
 #include "server/stream_registry.h"
 #include "server/systemd_notify.h"
@@ -78,9 +79,13 @@ class Daemon {
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::ModelRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::ReplayRequest& r);
-  // chat_handler.cpp: renders and tokenizes off the loop, then continues as a generate.
+  // Off the loop thread (request_off_loop.cpp): true when the request was taken over.
+  bool defer_if_busy(const ClientRef& from, std::string& payload);
+  bool tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r);
+  bool detokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r);
+  bool generate_off_loop(const ClientRef& from, const proto::Tag& tag, proto::GenerateMessage& r);
+  // chat_handler.cpp: renders and tokenizes off the loop (OffLoop), then continues as a generate.
   void handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r);
-  static void on_chat_rendered(uv_work_t* req, int status);
   void reply(const ClientRef& to, const std::string& payload);
   void reply_error(const ClientRef& to, const proto::Tag& tag, proto::WireError code,
                    const std::string& message, const std::string& field = {}, const std::string& id = {});
@@ -120,6 +125,7 @@ class Daemon {
   std::unique_ptr<UdsServer> uds_;
   std::unique_ptr<ZmqRouter> router_;
   std::unique_ptr<ZmqPublisher> pub_;
+  OffLoop off_loop_;  // tokenizing/detokenizing on libuv's pool; per-client order of answers
 
   uv_async_t engine_async_{};
   std::shared_ptr<AsyncGuard> async_guard_ = std::make_shared<AsyncGuard>();

@@ -96,7 +96,7 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
   try {
     if (auto bad = sched::check_params(req, limits)) return reject(bad->code, bad->message);
     std::vector<int32_t> prompt;
-    const char* field = "prompt_ids";
+    const char* field = req.prompt_ids_from_text ? "prompt_text" : "prompt_ids";
     if (!req.prompt_ids.empty()) {
       prompt = req.prompt_ids;
     } else {

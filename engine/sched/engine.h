@@ -53,6 +53,8 @@ struct GenerateRequest {
   std::string prompt_text;            // used when prompt_ids is empty
   std::vector<TokenId> prompt_ids;
   bool add_bos = true;                // only for prompt_text
+  bool prompt_ids_from_text = false;  // prompt_ids were tokenized from prompt_text by the caller
+                                      // (off the socket loop): errors still name prompt_text
   SamplingParams sampling;
   StopParams stop;
   int32_t logprobs = 0;               // top-N alternatives per token, 0..20; -1 = none at all
