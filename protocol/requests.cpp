@@ -104,23 +104,31 @@ bool read_stop_strings(MapReader& r, const ProtocolLimits& limits, StopParams& s
   return true;
 }
 
+// with_prompt = false: the generation fields of a chat request (no prompt, no add_bos).
 Result<GenerateMessage> parse_generate(MapReader& r, const ProtocolLimits& limits,
-                                       std::chrono::steady_clock::time_point now) {
+                                       std::chrono::steady_clock::time_point now, bool with_prompt = true) {
   GenerateMessage g;
   GenerateRequest& q = g.request;
   auto fail = [&]() -> Result<GenerateMessage> { return r.take_error(); };
 
   const bool has_text = r.has("prompt");
   const bool has_ids = r.has("prompt_ids");
-  if (has_text && has_ids) {
+  if (!with_prompt) {
+    if (has_text || has_ids) {
+      r.fail(WireError::kInvalidField, has_text ? "prompt" : "prompt_ids", "a chat request takes messages, not a prompt");
+      return fail();
+    }
+  } else if (has_text && has_ids) {
     r.fail(WireError::kInvalidField, "prompt_ids", "give either prompt or prompt_ids, not both");
     return fail();
   }
-  if (!has_text && !has_ids) {
+  if (with_prompt && !has_text && !has_ids) {
     r.fail(WireError::kMissingField, "prompt", "one of prompt (string) or prompt_ids (array of token ids) is required");
     return fail();
   }
-  if (has_text) {
+  if (!with_prompt) {
+    q.add_bos = false;  // the chat template decides (the server adds BOS only when it did not)
+  } else if (has_text) {
     if (!r.get_string("prompt", q.prompt_text, true, limits.max_frame_bytes)) return fail();
   } else {
     const msgpack::object* arr = nullptr;
@@ -137,7 +145,7 @@ Result<GenerateMessage> parse_generate(MapReader& r, const ProtocolLimits& limit
     }
     if (!read_token_ids(r, "prompt_ids", *arr, q.prompt_ids)) return fail();
   }
-  if (!r.get_bool("add_bos", q.add_bos, false)) return fail();
+  if (with_prompt && !r.get_bool("add_bos", q.add_bos, false)) return fail();
 
   const int32_t max_tokens_cap = limits.max_tokens > 0 ? limits.max_tokens : kDefaultMaxTokensCap;
   q.stop.max_tokens = std::min(q.stop.max_tokens, max_tokens_cap);
@@ -215,9 +223,49 @@ Result<GenerateMessage> parse_generate(MapReader& r, const ProtocolLimits& limit
   return g;
 }
 
+Result<ChatRequest> parse_chat(MapReader& r, const ProtocolLimits& limits, std::chrono::steady_clock::time_point now) {
+  auto fail = [&]() -> Result<ChatRequest> { return r.take_error(); };
+  ChatRequest c;
+  const msgpack::object* arr = nullptr;
+  if (!r.get_array("messages", arr, true, kMaxChatMessages)) return fail();
+  if (arr->via.array.size == 0) {
+    r.fail(WireError::kInvalidField, "messages", "must hold at least one message");
+    return fail();
+  }
+  for (uint32_t i = 0; i < arr->via.array.size; ++i) {
+    const msgpack::object& item = arr->via.array.ptr[i];
+    const std::string key = "messages." + std::to_string(i);
+    if (item.type != msgpack::type::MAP) {
+      r.fail(WireError::kInvalidField, key, std::string("must be a map {role, content}, not ") + std::string(detail::type_name(item)));
+      return fail();
+    }
+    MapReader m(item, r.field_name(key));
+    ChatTurn turn;
+    if (!m.get_string("role", turn.role, true, 64, false) || !m.get_string("content", turn.content, true, limits.max_frame_bytes)) {
+      return r.fail_from(m), fail();
+    }
+    c.messages.push_back(std::move(turn));
+  }
+  if (!r.get_bool("add_generation_prompt", c.add_generation_prompt, false)) return fail();
+  if (r.has("chat_template")) {
+    std::string source;
+    if (!r.get_string("chat_template", source, true, kMaxChatTemplateBytes, false)) return fail();
+    c.chat_template = std::move(source);
+  }
+  Result<GenerateMessage> g = parse_generate(r, limits, now, /*with_prompt=*/false);
+  if (!g) return g.error();
+  c.generate = std::move(g.value());
+  return c;
+}
+
 Result<RequestBody> parse_body(std::string_view type, MapReader& r, const ProtocolLimits& limits,
                                std::chrono::steady_clock::time_point now) {
   auto fail = [&]() -> Result<RequestBody> { return r.take_error(); };
+  if (type == "chat") {
+    Result<ChatRequest> c = parse_chat(r, limits, now);
+    if (!c) return c.error();
+    return RequestBody(std::move(c.value()));
+  }
   if (type == "generate") {
     Result<GenerateMessage> g = parse_generate(r, limits, now);
     if (!g) return g.error();
@@ -292,6 +340,7 @@ std::string_view request_type_name(const RequestBody& body) {
                         [](const DetokenizeRequest&) { return std::string_view("detokenize"); },
                         [](const ModelRequest&) { return std::string_view("model"); },
                         [](const ReplayRequest&) { return std::string_view("replay"); },
+                        [](const ChatRequest&) { return std::string_view("chat"); },
                     },
                     body);
 }
@@ -346,14 +395,16 @@ Tag peek_tag(std::string_view payload) {
 
 namespace {
 
-void encode_generate(detail::MapWriter& w, const GenerateMessage& g) {
+void encode_generate(detail::MapWriter& w, const GenerateMessage& g, bool with_prompt = true) {
   const GenerateRequest& q = g.request;
-  if (!q.prompt_ids.empty()) {
+  if (!with_prompt) {
+    // chat: messages instead of a prompt (encoded by the caller)
+  } else if (!q.prompt_ids.empty()) {
     w.raw("prompt_ids", detail::pack_int_array(q.prompt_ids.data(), q.prompt_ids.size()));
   } else {
     w.str("prompt", q.prompt_text);
   }
-  w.boolean("add_bos", q.add_bos);
+  if (with_prompt) w.boolean("add_bos", q.add_bos);
   w.i64("max_tokens", q.stop.max_tokens);
   w.i64("min_tokens", q.stop.min_tokens);
   const SamplingParams& s = q.sampling;
@@ -417,6 +468,20 @@ std::string encode_request(const RequestBody& body, const Tag& tag) {
                  [&](const ReplayRequest& p) {
                    w.str("id", p.id);
                    w.i64("from_seq", p.from_seq);
+                 },
+                 [&](const ChatRequest& c) {
+                   auto& pk = w.key("messages");
+                   pk.pack_array(static_cast<uint32_t>(c.messages.size()));
+                   for (const ChatTurn& turn : c.messages) {
+                     pk.pack_map(2);
+                     detail::pack_str(pk, "role");
+                     detail::pack_str(pk, turn.role);
+                     detail::pack_str(pk, "content");
+                     detail::pack_str(pk, turn.content);
+                   }
+                   w.boolean("add_generation_prompt", c.add_generation_prompt);
+                   if (c.chat_template) w.str("chat_template", *c.chat_template);
+                   encode_generate(w, c.generate, /*with_prompt=*/false);
                  },
              },
              body);

@@ -50,9 +50,25 @@ struct ReplayRequest {
   int64_t from_seq = 0;
 };
 
+// `chat` (docs/PROTOCOL.md 3.10): a conversation the server renders with the model's chat template,
+// tokenizes and generates from. The generation fields are generate's; generate.request carries no
+// prompt (the server fills prompt_ids once rendered).
+struct ChatTurn {
+  std::string role;
+  std::string content;
+};
+struct ChatRequest {
+  GenerateMessage generate;
+  std::vector<ChatTurn> messages;
+  bool add_generation_prompt = true;
+  std::optional<std::string> chat_template;  // a template for this request instead of the model's
+};
+inline constexpr size_t kMaxChatMessages = 1024;
+inline constexpr size_t kMaxChatTemplateBytes = 65536;
+
 using RequestBody = std::variant<HelloRequest, GenerateMessage, CancelRequest, StatusRequest,
                                  StatsRequest, TokenizeRequest, DetokenizeRequest, ModelRequest,
-                                 ReplayRequest>;
+                                 ReplayRequest, ChatRequest>;
 
 struct Request {
   Tag tag;

@@ -86,6 +86,8 @@ class Daemon {
   bool tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r);
   bool detokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r);
   bool generate_off_loop(const ClientRef& from, const proto::Tag& tag, proto::GenerateMessage& r);
+  // chat_handler.cpp: renders and tokenizes off the loop (OffLoop), then continues as a generate.
+  void handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r);
   void reply(const ClientRef& to, const std::string& payload);
   void reply_error(const ClientRef& to, const proto::Tag& tag, proto::WireError code,
                    const std::string& message, const std::string& field = {}, const std::string& id = {});

@@ -1,4 +1,4 @@
-// `vkstream generate` and `vkstream chat`: stream generations from the daemon.
+// `vkstream generate`: stream a generation from the daemon (`vkstream chat` is in cmd_chat.cpp).
 #include <unistd.h>
 
 #include <iostream>
@@ -104,39 +104,6 @@ int run_generate(GenerateArgs& a) {
   return out.failed || out.reason == "error" ? kExitError : kExitOk;
 }
 
-struct ChatArgs {
-  ConnectionFlags conn;
-  SamplingFlags sampling;
-  bool verbose = false;
-};
-
-// Plain continuation: the whole conversation so far is the prompt of each turn. (A chat template
-// replaces this once the daemon reports one for the model.)
-int run_chat(ChatArgs& a) {
-  vkstream::Client client = a.conn.connect();
-  const bool tty = ::isatty(STDIN_FILENO) != 0;
-  if (tty) std::cerr << "vkstream chat: plain continuation; an empty line or Ctrl-D ends, Ctrl-C stops a reply\n";
-  std::string conversation;
-  std::string line;
-  for (;;) {
-    if (tty) std::cout << "> " << std::flush;
-    if (!std::getline(std::cin, line) || line.empty() || line == "/quit") break;
-    conversation += line;
-    conversation += '\n';
-    vkstream::GenerateOptions options;
-    options.prompt = conversation;
-    a.sampling.apply(options);
-    // One paragraph per turn unless the user set their own limits.
-    if (options.stop.empty() && !options.max_tokens) options.stop = {"\n\n"};
-    const StreamOutcome out = stream_request(client, options, false, a.verbose, a.conn.timeout_ms);
-    std::cout << '\n' << std::flush;
-    if (out.failed) return kExitError;
-    conversation += out.text;
-    conversation += '\n';
-  }
-  return kExitOk;
-}
-
 }  // namespace
 
 void add_generate_commands(CLI::App& root, int& exit_code) {
@@ -155,12 +122,6 @@ void add_generate_commands(CLI::App& root, int& exit_code) {
   gen->add_flag("--detached", g->detached, "keep running if this client disconnects");
   gen->callback([g, &exit_code] { exit_code = guarded("generate", [&] { return run_generate(*g); }); });
 
-  auto c = std::make_shared<ChatArgs>();
-  CLI::App* chat = root.add_subcommand("chat", "Interactive continuation with vkstreamd");
-  c->conn.add_to(*chat);
-  c->sampling.add_to(*chat);
-  chat->add_flag("-v,--verbose", c->verbose, "print usage/timings after each reply");
-  chat->callback([c, &exit_code] { exit_code = guarded("chat", [&] { return run_chat(*c); }); });
 }
 
 }  // namespace vks::cli

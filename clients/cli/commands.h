@@ -5,7 +5,8 @@
 namespace vks::cli {
 
 void add_run_command(CLI::App& root, int& exit_code);          // cmd_run.cpp (in-process engine)
-void add_generate_commands(CLI::App& root, int& exit_code);    // cmd_generate.cpp: generate, chat
+void add_generate_commands(CLI::App& root, int& exit_code);    // cmd_generate.cpp: generate
+void add_chat_command(CLI::App& root, int& exit_code);         // cmd_chat.cpp: interactive chat
 void add_info_commands(CLI::App& root, int& exit_code);        // cmd_info.cpp: hello, model, tokenize,
                                                                // detokenize, cancel, status, stats
 void add_follow_command(CLI::App& root, int& exit_code);       // cmd_follow.cpp

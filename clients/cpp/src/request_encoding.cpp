@@ -41,11 +41,29 @@ class MapWriter {
 };
 
 void write_generate(MapWriter& w, const GenerateOptions& o, int64_t tag) {
-  w.field("type", std::string_view("generate"));
+  const bool chat = !o.messages.empty();
+  w.field("type", std::string_view(chat ? "chat" : "generate"));
   w.field("tag", tag);
-  if (!o.prompt_ids.empty()) w.field("prompt_ids", o.prompt_ids);
-  else w.field("prompt", o.prompt);
-  w.optional("add_bos", o.add_bos);
+  if (chat) {
+    w.count_one();
+    if (auto* pk = w.packer()) {
+      pk->pack(std::string_view("messages"));
+      pk->pack_array(static_cast<uint32_t>(o.messages.size()));
+      for (const ChatMessage& m : o.messages) {
+        pk->pack_map(2);
+        pk->pack(std::string_view("role"));
+        pk->pack(m.role);
+        pk->pack(std::string_view("content"));
+        pk->pack(m.content);
+      }
+    }
+    w.optional("add_generation_prompt", o.add_generation_prompt);
+    w.optional("chat_template", o.chat_template);
+  } else {
+    if (!o.prompt_ids.empty()) w.field("prompt_ids", o.prompt_ids);
+    else w.field("prompt", o.prompt);
+    w.optional("add_bos", o.add_bos);
+  }
   w.optional("max_tokens", o.max_tokens);
   w.optional("temperature", o.temperature);
   w.optional("top_k", o.top_k);

@@ -143,6 +143,30 @@ def generate_request(prompt=None, *, prompt_ids=None, **params):
     return req
 
 
+def chat_request(messages, *, add_generation_prompt=None, chat_template=None, **params):
+    """The chat map: `messages` is a list of {"role": ..., "content": ...} dicts (or (role, content)
+    pairs); every generate parameter except prompt, prompt_ids and add_bos applies. The server renders
+    the model's chat template (or `chat_template`) and stops at the model's end-of-turn tokens."""
+    for key in ("prompt", "prompt_ids", "add_bos"):
+        if key in params:
+            raise TypeError("chat takes messages, not %s" % key)
+    turns = []
+    for m in messages:
+        role, content = (m["role"], m["content"]) if isinstance(m, dict) else m
+        turns.append({"role": str(role), "content": str(content)})
+    if not turns:
+        raise TypeError("chat needs at least one message")
+    req = generate_request("", **params)
+    req["type"] = "chat"
+    del req["prompt"]
+    req["messages"] = turns
+    if add_generation_prompt is not None:
+        req["add_generation_prompt"] = bool(add_generation_prompt)
+    if chat_template is not None:
+        req["chat_template"] = str(chat_template)
+    return req
+
+
 class SeqTracker:
     """Keeps next_seq for one request: classifies events as new, duplicate or after a gap."""
 
