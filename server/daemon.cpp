@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "engine/common/error.h"
+#include "engine/model/servable_model.h"
 #include "engine/vulkan/runner/runner_factory.h"
 
 namespace vks::server {
@@ -21,6 +22,20 @@ uv_handle_t* as_handle(Handle* h) {
 
 uint64_t ms_of(double seconds) { return static_cast<uint64_t>(std::max(0.0, seconds) * 1000.0); }
 
+// Parses and test-renders the chat template now, so a template the interpreter cannot handle is
+// reported at load, not at the first chat request.
+std::shared_ptr<const chat::ModelChatTemplate> load_chat_template(const LlamaModel& model, const ServerOptions& options) {
+  auto loaded = std::make_shared<const chat::ModelChatTemplate>(
+      chat::load_model_chat_template(model.file(), options.chat_template_path));
+  if (loaded->fallback_reason.empty()) {
+    spdlog::info("chat template: {}", loaded->origin);
+  } else {
+    spdlog::warn("chat template: {}; falling back to ChatML (pass --chat-template FILE to use another)",
+                 loaded->fallback_reason);
+  }
+  return loaded;
+}
+
 }  // namespace
 
 ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& notifier) {
@@ -28,14 +43,18 @@ ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& not
   notifier.status("loading model " + options.model_path);
   spdlog::info("loading model {}", options.model_path);
   try {
-    served.model = LlamaModel::load(options.model_path);
+    // The same verdict as vks-gguf-info's (model and tokenizer), so both say the same thing.
+    ServableModel servable = load_servable_model(options.model_path);
+    served.model = std::move(servable.model);
+    served.tokenizer = std::move(servable.tokenizer);
   } catch (const Error& e) {
     throw Error(e.code(), "cannot load model " + options.model_path + ": " + e.what() +
-                              " (pass --model with a llama GGUF file)");
+                              " (pass --model with a GGUF file of a supported architecture: " +
+                              supported_architecture_names() + ")");
   }
   served.config = served.model->config();
-  notifier.status("loading tokenizer");
-  served.tokenizer = Tokenizer::from_gguf(served.model->file());
+  notifier.status("loading the chat template");
+  served.chat_template = load_chat_template(*served.model, options);
   notifier.status("starting the compute device");
   RunnerOptions ro;
   ro.device = options.device;
@@ -286,6 +305,7 @@ void Daemon::on_connection_closed(Connection& c) {
   ClientRef owner;
   owner.transport = Transport::kUds;
   owner.conn_id = c.id();
+  off_loop_.forget(owner_key(owner));  // its requests still waiting behind off-loop work
   drop_owner(owner, "client disconnected");
 }
 

@@ -33,6 +33,7 @@ void Daemon::reply_error(const ClientRef& to, const proto::Tag& tag, proto::Wire
 
 void Daemon::handle_request(const ClientRef& from, std::string& payload) {
   touch();
+  if (defer_if_busy(from, payload)) return;  // keeps this client's answers in order
   try {
     proto::Result<proto::Request> parsed = proto::parse_request(payload, limits_);
     if (!parsed) {
@@ -97,6 +98,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::Generat
                 r.request.id);
     return;
   }
+  if (generate_off_loop(from, tag, r)) return;  // a long prompt_text is tokenized off the loop first
   const bool with_logprobs = r.request.logprobs >= 0;
   const std::string chosen_id = r.request.id;
   SubmitResult result = served_.engine->submit(std::move(r.request));
@@ -187,6 +189,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::S
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r) {
+  if (tokenize_off_loop(from, tag, r)) return;
   proto::TokenizeAnswer a;
   a.ids = served_.tokenizer->encode(r.text, r.add_bos, r.parse_special);
   reply(from, proto::encode_answer(a, tag));
@@ -203,6 +206,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::D
       return;
     }
   }
+  if (detokenize_off_loop(from, tag, r)) return;
   proto::DetokenizeAnswer a;
   a.text = served_.tokenizer->decode(r.ids);
   reply(from, proto::encode_answer(a, tag));
