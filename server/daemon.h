@@ -95,7 +95,9 @@ class Daemon {
 
   // HTTP front end (http_frontend_wiring.cpp).
   void setup_http(const ListenFds& fds);
-  HttpSubmitOutcome submit_http(uint64_t conn_id, proto::GenerateMessage& message);
+  void submit_http(uint64_t conn_id, proto::GenerateMessage message, std::function<bool()> still_wanted,
+                   std::function<void(HttpSubmitOutcome)> done);
+  HttpSubmitOutcome submit_http_now(uint64_t conn_id, proto::GenerateMessage& message);
 
   // Clients going away.
   void on_connection_closed(Connection& c);

@@ -269,21 +269,37 @@ void HttpFrontend::submit(HttpConnection& c, const HttpRequest& r, http::Generat
   }
   auto message = http::to_generate_message(std::move(wire), options_.wire_limits, names);
   if (auto* e = std::get_if<ApiError>(&message)) return send_error(c, ollama, *e, fresh_request_id());
-  HttpSubmitOutcome outcome = backend_.submit(c.id(), std::get<proto::GenerateMessage>(message));
+  const uint64_t conn_id = c.id();
+  const uint64_t exchange = c.exchange();
+  auto still_wanted = [this, conn_id, exchange] {
+    HttpConnection* now = server_->find(conn_id);
+    return now != nullptr && !now->closing() && now->exchange() == exchange;
+  };
+  backend_.submit(conn_id, std::move(std::get<proto::GenerateMessage>(message)), still_wanted,
+                  [this, conn_id, exchange, g = std::move(g), &names](const HttpSubmitOutcome& outcome) mutable {
+                    submitted(conn_id, exchange, std::move(g), outcome, names);
+                  });
+}
+
+void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generation g, const HttpSubmitOutcome& outcome,
+                             const std::map<std::string, std::string>& names) {
+  const bool ollama = g.api == http::Api::kOllamaGenerate;
+  HttpConnection* c = server_->find(conn_id);
+  if (c == nullptr || c->closing() || c->exchange() != exchange) return;  // gone: its close cancelled the request
   if (!outcome.ok) {
-    return send_error(c, ollama, http::api_error_from_wire(outcome.error, outcome.retry_after_ms, names),
+    return send_error(*c, ollama, http::api_error_from_wire(outcome.error, outcome.retry_after_ms, names),
                       outcome.id.empty() ? fresh_request_id() : outcome.id);
   }
   g.id = outcome.id;
   g.model = model_.id;
   g.created_unix = http::unix_now();
-  g.conn_id = c.id();
-  g.exchange = c.exchange();
+  g.conn_id = conn_id;
+  g.exchange = exchange;
   g.prompt_tokens = outcome.prompt_tokens;
   g.started = std::chrono::steady_clock::now();
   if (g.stream) {
     http::HeaderList headers = {{"x-request-id", g.id}, {"Cache-Control", "no-cache"}};
-    c.begin_stream(200, ollama ? "application/x-ndjson" : "text/event-stream", headers);
+    c->begin_stream(200, ollama ? "application/x-ndjson" : "text/event-stream", headers);
   }
   generations_.emplace(g.id, std::move(g));
 }

@@ -46,7 +46,11 @@ struct HttpFrontendOptions {
 class HttpFrontend {
  public:
   struct Backend {
-    std::function<HttpSubmitOutcome(uint64_t conn_id, proto::GenerateMessage& message)> submit;
+    // Submits (a long prompt is tokenized off the loop first); `done` runs on the loop thread, at
+    // once or later, unless `still_wanted` says the client went away meanwhile.
+    std::function<void(uint64_t conn_id, proto::GenerateMessage message, std::function<bool()> still_wanted,
+                       std::function<void(HttpSubmitOutcome)> done)>
+        submit;
     std::function<void(uint64_t conn_id)> connection_closed;  // cancel what it owns
     std::function<std::string()> metrics;                     // Prometheus text
     std::function<bool()> serving;                            // false while draining
@@ -82,6 +86,8 @@ class HttpFrontend {
   // Submits the wire request; on success registers the generation and starts its answer.
   void submit(http::HttpConnection& c, const http::HttpRequest& r, http::Generation g, nlohmann::json wire,
               const std::map<std::string, std::string>& names);
+  void submitted(uint64_t conn_id, uint64_t exchange, http::Generation g, const HttpSubmitOutcome& outcome,
+                 const std::map<std::string, std::string>& names);
   void send_error(http::HttpConnection& c, bool ollama, const http::ApiError& e, const std::string& request_id);
   void send_json(http::HttpConnection& c, int status, const nlohmann::json& body, const std::string& request_id);
   std::string fresh_request_id();

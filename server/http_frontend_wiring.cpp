@@ -25,7 +25,10 @@ void Daemon::setup_http(const ListenFds& fds) {
   ho.wire_limits = limits_;
 
   HttpFrontend::Backend backend;
-  backend.submit = [this](uint64_t conn_id, proto::GenerateMessage& m) { return submit_http(conn_id, m); };
+  backend.submit = [this](uint64_t conn_id, proto::GenerateMessage m, std::function<bool()> still_wanted,
+                          std::function<void(HttpSubmitOutcome)> done) {
+    submit_http(conn_id, std::move(m), std::move(still_wanted), std::move(done));
+  };
   backend.connection_closed = [this](uint64_t conn_id) {
     touch();
     ClientRef owner;
@@ -65,7 +68,41 @@ void Daemon::setup_http(const ListenFds& fds) {
   for (const std::string& a : http_->addresses()) spdlog::info("HTTP API on {}", a);
 }
 
-HttpSubmitOutcome Daemon::submit_http(uint64_t conn_id, proto::GenerateMessage& r) {
+void Daemon::submit_http(uint64_t conn_id, proto::GenerateMessage message, std::function<bool()> still_wanted,
+                         std::function<void(HttpSubmitOutcome)> done) {
+  GenerateRequest& req = message.request;
+  // A long prompt is tokenized on libuv's pool, as for the Unix socket (request_off_loop.cpp).
+  constexpr size_t kOffLoopMinTextBytes = 1024;
+  if (!req.prompt_ids.empty() || req.prompt_text.size() < kOffLoopMinTextBytes || !served_.tokenizer) {
+    done(submit_http_now(conn_id, message));
+    return;
+  }
+  auto shared = std::make_shared<proto::GenerateMessage>(std::move(message));
+  const Tokenizer* tok = served_.tokenizer.get();
+  ClientRef from;
+  from.transport = Transport::kHttp;
+  from.conn_id = conn_id;
+  off_loop_.run(
+      &loop_, owner_key(from),
+      [tok, shared] {
+        GenerateRequest& q = shared->request;
+        q.prompt_ids = tok->encode(q.prompt_text, q.add_bos);
+        q.prompt_ids_from_text = true;
+      },
+      [this, conn_id, shared, still_wanted = std::move(still_wanted), done = std::move(done)](std::exception_ptr error) {
+        if (!handles_open_ || !still_wanted()) return;  // the client went away: nothing started
+        if (error) {
+          HttpSubmitOutcome failed;
+          failed.error = proto::make_error(proto::WireError::kInternal, "tokenizing the prompt failed", "prompt");
+          done(failed);
+          return;
+        }
+        if (shared->request.prompt_ids.empty()) shared->request.prompt_ids_from_text = false;
+        done(submit_http_now(conn_id, *shared));
+      });
+}
+
+HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, proto::GenerateMessage& r) {
   touch();
   HttpSubmitOutcome out;
   ClientRef from;

@@ -37,7 +37,7 @@ const std::map<std::string, std::string>& ollama_param_names() {
       {"min_p", "options.min_p"},                   {"seed", "options.seed"},
       {"stop", "options.stop"},                     {"repetition_penalty", "options.repeat_penalty"},
       {"presence_penalty", "options.presence_penalty"}, {"frequency_penalty", "options.frequency_penalty"},
-      {"penalty_last_n", "options.repeat_last_n"},  {"prompt_ids", "context"}};
+      {"penalty_last_n", "options.repeat_last_n"},  {"prompt_ids", "context"}, {"json_schema", "format"}};
   return names;
 }
 
@@ -61,8 +61,15 @@ std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const json& bo
       return bad(std::string(unsupported) + " is not supported by this server", unsupported);
     }
   }
+  // format: "json" (any JSON object) or a JSON Schema -> the wire's json_schema (as text).
   if (auto it = body.find("format"); it != body.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty())) {
-    return ApiError{501, "format (constrained JSON output) is not supported by this server yet", "unsupported", "format", 0};
+    if (it->is_string() && it->get<std::string>() == "json") {
+      w["json_schema"] = R"({"type":"object"})";
+    } else if (it->is_object()) {
+      w["json_schema"] = it->dump();
+    } else {
+      return bad("format must be \"json\" or a JSON Schema object", "format");
+    }
   }
   std::string prompt;
   if (auto it = body.find("prompt"); it != body.end() && !it->is_null()) {

@@ -47,7 +47,7 @@ json chunk_base(const Generation& g) {
 }  // namespace
 
 const std::map<std::string, std::string>& openai_param_names() {
-  static const std::map<std::string, std::string> names = {{"prompt_ids", "prompt"}};
+  static const std::map<std::string, std::string> names = {{"prompt_ids", "prompt"}, {"json_schema", "response_format"}};
   return names;
 }
 
@@ -106,12 +106,28 @@ std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const json
   }
   for (const char* same : {"temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty",
                            "logit_bias", "top_k", "min_p", "repetition_penalty", "ignore_eos", "priority",
-                           "deadline_ms", "min_tokens", "stop_token_ids", "penalty_last_n", "add_bos"}) {
+                           "deadline_ms", "min_tokens", "stop_token_ids", "penalty_last_n", "add_bos", "grammar"}) {
     copy_field(body, same, w, same);
   }
   if (auto it = body.find("stream"); it != body.end() && !it->is_null()) {
     if (!it->is_boolean()) return bad("stream must be a boolean", "stream");
     out.stream = it->get<bool>();
+  }
+  // Constrained output: the wire's json_schema (sent as text: schemas nest deeper than frames may).
+  if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
+    const std::string type = it->is_object() && (*it)["type"].is_string() ? (*it)["type"].get<std::string>() : "";
+    if (type == "json_object") {
+      w["json_schema"] = R"({"type":"object"})";
+    } else if (type == "json_schema") {
+      const json* schema = nullptr;
+      if ((*it)["json_schema"].is_object() && (*it)["json_schema"].contains("schema")) schema = &(*it)["json_schema"]["schema"];
+      if (schema == nullptr || !(schema->is_object() || schema->is_boolean())) {
+        return bad("response_format.json_schema.schema must be a JSON Schema object", "response_format.json_schema.schema");
+      }
+      w["json_schema"] = schema->dump();
+    } else if (type != "text") {
+      return bad("response_format must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}", "response_format");
+    }
   }
   if (auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
     if (!it->is_object()) return bad("stream_options must be an object", "stream_options");

@@ -317,6 +317,54 @@ TEST_F(HttpE2eTest, MutatedBodiesAreAnsweredWithJsonAndOthersAreUnaffected) {
   EXPECT_EQ(trim_end(json::parse(ok->body)["choices"][0]["text"]), reference_continuation());
 }
 
+TEST_F(HttpE2eTest, ResponseFormatAndOllamaFormatConstrainTheOutputToJson) {
+  auto check = [](const std::string& text, const std::string& finish, const std::string& what) {
+    size_t start = text.find_first_not_of(" \n\t");
+    ASSERT_NE(start, std::string::npos) << what << ": empty output";
+    EXPECT_EQ(text[start], '{') << what << ": " << text;
+    if (finish == "stop") {
+      const json parsed = json::parse(text, nullptr, false);
+      EXPECT_TRUE(parsed.is_object()) << what << ": " << text;
+    }
+  };
+  auto r = call("POST", "/v1/completions",
+                R"({"prompt":"Once upon a time","max_tokens":120,"temperature":0,"response_format":{"type":"json_object"}})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json a = json::parse(r->body);
+  check(a["choices"][0]["text"], a["choices"][0]["finish_reason"], "response_format json_object");
+  auto s = call("POST", "/v1/completions",
+                R"({"prompt":"x","max_tokens":60,"temperature":0,"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],"additionalProperties":false}}}})");
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->status, 200) << s->body;
+  const json b = json::parse(s->body);
+  const std::string text = b["choices"][0]["text"];
+  check(text, b["choices"][0]["finish_reason"], "json_schema");
+  if (b["choices"][0]["finish_reason"] == "stop") {
+    EXPECT_TRUE(json::parse(text)["n"].is_number_integer()) << text;
+  }
+  auto bad = call("POST", "/v1/completions", R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","not":{}}}}})");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
+  EXPECT_EQ(json::parse(bad->body)["error"]["param"], "response_format") << bad->body;
+  auto o = call("POST", "/api/generate", R"({"model":"stories260K","prompt":"Once upon a time","format":"json","stream":false,"options":{"num_predict":120,"temperature":0}})");
+  ASSERT_TRUE(o);
+  ASSERT_EQ(o->status, 200) << o->body;
+  const json c = json::parse(o->body);
+  check(c["response"], c["done_reason"], "ollama format json");
+}
+
+TEST_F(HttpE2eTest, ALongPromptIsTokenizedOffTheLoopAndServed) {
+  std::string prompt;
+  while (prompt.size() < 4000) prompt += "Once upon a time there was a little girl. ";
+  auto r = call("POST", "/v1/completions", json{{"prompt", prompt}, {"max_tokens", 4}, {"temperature", 0}}.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json body = json::parse(r->body);
+  EXPECT_GT(body["usage"]["prompt_tokens"].get<int>(), 500);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 4);
+}
+
 TEST(HttpE2eStartup, NonLoopbackWithoutApiKeyRefusesToStart) {
   TempDir dir;
   DaemonProcess d;
