@@ -12,12 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "engine/chat/model_chat_template.h"
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "protocol/requests.h"
 #include "protocol/responses.h"
 #include "server/client_ref.h"
+#include "server/http_frontend.h"
+#include "server/itl_histogram.h"
 #include "server/listen_fds.h"
 #include "server/off_loop.h"
 #include "server/server_options.h"
@@ -37,6 +40,9 @@ struct ServedModel {
   std::unique_ptr<Engine> engine;
   LlamaConfig config;
   std::string device;
+  // The chat template `chat` requests render with (the model's, --chat-template, or ChatML);
+  // null when the daemon runs without a model file (tests with a fake runner).
+  std::shared_ptr<const chat::ModelChatTemplate> chat_template;
 };
 
 // Loads the GGUF, its tokenizer and the runner (Vulkan, CPU fallback) and starts the Engine.
@@ -85,6 +91,10 @@ class Daemon {
                    const std::string& message, const std::string& field = {}, const std::string& id = {});
   proto::StatsSnapshot stats_snapshot() const;
 
+  // HTTP front end (http_frontend_wiring.cpp).
+  void setup_http(const ListenFds& fds);
+  HttpSubmitOutcome submit_http(uint64_t conn_id, proto::GenerateMessage& message);
+
   // Clients going away.
   void on_connection_closed(Connection& c);
   void drop_owner(const ClientRef& owner, const char* why);
@@ -120,6 +130,8 @@ class Daemon {
   std::unique_ptr<ZmqRouter> router_;
   std::unique_ptr<ZmqPublisher> pub_;
   OffLoop off_loop_;  // tokenizing/detokenizing on libuv's pool; per-client order of answers
+  std::unique_ptr<HttpFrontend> http_;
+  ItlHistogram itl_;  // cumulative, for stats and /metrics
 
   uv_async_t engine_async_{};
   std::shared_ptr<AsyncGuard> async_guard_ = std::make_shared<AsyncGuard>();

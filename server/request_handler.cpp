@@ -20,6 +20,7 @@ void Daemon::reply(const ClientRef& to, const std::string& payload) {
     case Transport::kZmq:
       if (router_) router_->send(to, payload);
       break;
+    case Transport::kHttp:  // HTTP answers come from HttpFrontend, never as msgpack
     case Transport::kNone:
       break;
   }
@@ -174,7 +175,9 @@ proto::StatsSnapshot Daemon::stats_snapshot() const {
   s.requests_rejected = requests_rejected_;
   s.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   const EngineStats es = served_.engine ? served_.engine->stats() : EngineStats{};
-  return proto::make_stats_snapshot(es, s);
+  proto::StatsSnapshot snapshot = proto::make_stats_snapshot(es, s);
+  itl_.fill(snapshot.itl_ms);  // cumulative since start (the engine's samples are a recent window)
+  return snapshot;
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r) {

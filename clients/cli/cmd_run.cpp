@@ -12,6 +12,7 @@
 #include "clients/cli/cli_common.h"
 #include "clients/cli/commands.h"
 #include "clients/cli/interrupt.h"
+#include "clients/cli/model_cache.h"
 #include "engine/common/error.h"
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
@@ -56,6 +57,8 @@ GenerateRequest to_engine_request(const RunArgs& a) {
   r.stop.stop_token_ids = o.stop_token_ids;
   r.stop.stop_strings = o.stop;
   r.logprobs = o.logprobs.value_or(-1);
+  r.grammar = o.grammar.value_or("");
+  r.json_schema = o.json_schema.value_or("");
   return r;
 }
 
@@ -88,6 +91,7 @@ int run_local(RunArgs& a) {
   spdlog::set_default_logger(logger);
 
   if (a.prompt == "-") a.prompt = read_all_stdin();
+  a.model = resolve_model_or_path(a.model);  // a cached name (see `vkstream pull`) or a path
   std::error_code ec;
   if (!std::filesystem::exists(a.model, ec)) {
     print_error("run: model file '" + a.model + "' does not exist: pass the path of a llama GGUF file with --model");
@@ -166,7 +170,7 @@ int run_local(RunArgs& a) {
 void add_run_command(CLI::App& root, int& exit_code) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* run = root.add_subcommand("run", "Load a GGUF in this process and stream a generation (no daemon)");
-  run->add_option("-m,--model", a->model, "llama GGUF file")->required();
+  run->add_option("-m,--model", a->model, "llama GGUF file, or a cached model name (see `vkstream models`)")->required();
   run->add_option("prompt", a->prompt, "prompt text ('-' reads stdin)")->required();
   a->sampling.add_to(*run);
   run->add_option("--device", a->device, "Vulkan device: index or name substring (see `vkstream devices`)");
