@@ -20,6 +20,7 @@ void Daemon::reply(const ClientRef& to, const std::string& payload) {
     case Transport::kZmq:
       if (router_) router_->send(to, payload);
       break;
+    case Transport::kHttp:  // HTTP answers come from HttpFrontend, never as msgpack
     case Transport::kNone:
       break;
   }
@@ -32,6 +33,7 @@ void Daemon::reply_error(const ClientRef& to, const proto::Tag& tag, proto::Wire
 
 void Daemon::handle_request(const ClientRef& from, std::string& payload) {
   touch();
+  if (defer_if_busy(from, payload)) return;  // keeps this client's answers in order
   try {
     proto::Result<proto::Request> parsed = proto::parse_request(payload, limits_);
     if (!parsed) {
@@ -96,6 +98,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::Generat
                 r.request.id);
     return;
   }
+  if (generate_off_loop(from, tag, r)) return;  // a long prompt_text is tokenized off the loop first
   const bool with_logprobs = r.request.logprobs >= 0;
   const std::string chosen_id = r.request.id;
   SubmitResult result = served_.engine->submit(std::move(r.request));
@@ -172,7 +175,9 @@ proto::StatsSnapshot Daemon::stats_snapshot() const {
   s.requests_rejected = requests_rejected_;
   s.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   const EngineStats es = served_.engine ? served_.engine->stats() : EngineStats{};
-  return proto::make_stats_snapshot(es, s);
+  proto::StatsSnapshot snapshot = proto::make_stats_snapshot(es, s);
+  itl_.fill(snapshot.itl_ms);  // cumulative since start (the engine's samples are a recent window)
+  return snapshot;
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r) {
@@ -184,6 +189,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::S
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r) {
+  if (tokenize_off_loop(from, tag, r)) return;
   proto::TokenizeAnswer a;
   a.ids = served_.tokenizer->encode(r.text, r.add_bos, r.parse_special);
   reply(from, proto::encode_answer(a, tag));
@@ -200,6 +206,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::D
       return;
     }
   }
+  if (detokenize_off_loop(from, tag, r)) return;
   proto::DetokenizeAnswer a;
   a.text = served_.tokenizer->decode(r.ids);
   reply(from, proto::encode_answer(a, tag));

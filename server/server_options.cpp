@@ -124,6 +124,15 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   app.add_flag("--fcfs", fcfs, "schedule first come, first served, ignoring request priorities");
   app.add_flag("--priority", o.priority_policy,
                "schedule by priority with aging (the default; kept for old command lines)");
+  app.add_option("--chat-template", o.chat_template_path,
+                 "Jinja chat template file to use instead of the model's tokenizer.chat_template");
+  app.add_option("--http", o.http_endpoints,
+                 "serve the OpenAI/Ollama HTTP API on PORT (loopback), HOST:PORT or unix:PATH (repeatable)");
+  app.add_option("--api-key", o.api_key,
+                 "HTTP API key, checked as 'Authorization: Bearer KEY'; required for non-loopback --http")
+      ->envname("VKSTREAM_API_KEY");
+  app.add_option("--http-max-connections", o.http_max_connections, "open HTTP connections before 503")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--log-level", o.log_level)
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();

@@ -57,6 +57,8 @@ GenerateRequest to_engine_request(const RunArgs& a) {
   r.stop.stop_token_ids = o.stop_token_ids;
   r.stop.stop_strings = o.stop;
   r.logprobs = o.logprobs.value_or(-1);
+  r.grammar = o.grammar.value_or("");
+  r.json_schema = o.json_schema.value_or("");
   return r;
 }
 

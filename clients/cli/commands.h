@@ -11,6 +11,7 @@ void add_info_commands(CLI::App& root, int& exit_code);        // cmd_info.cpp: 
 void add_follow_command(CLI::App& root, int& exit_code);       // cmd_follow.cpp
 void add_devices_command(CLI::App& root, int& exit_code);      // cmd_devices.cpp
 void add_bench_command(CLI::App& root, int& exit_code);        // cmd_bench.cpp
+void add_template_command(CLI::App& root, int& exit_code);     // cmd_template.cpp (in-process)
 void add_pull_command(CLI::App& root, int& exit_code);         // cmd_pull.cpp
 void add_models_command(CLI::App& root, int& exit_code);       // cmd_models.cpp
 

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   vks::cli::add_follow_command(app, exit_code);
   vks::cli::add_devices_command(app, exit_code);
   vks::cli::add_bench_command(app, exit_code);
+  vks::cli::add_template_command(app, exit_code);
   vks::cli::add_pull_command(app, exit_code);
   vks::cli::add_models_command(app, exit_code);
   try {

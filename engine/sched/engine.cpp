@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "engine/grammar/compile.h"
 #include "engine/sched/engine_impl.h"
 
 namespace vks {
@@ -96,7 +97,7 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
   try {
     if (auto bad = sched::check_params(req, limits)) return reject(bad->code, bad->message);
     std::vector<int32_t> prompt;
-    const char* field = "prompt_ids";
+    const char* field = req.prompt_ids_from_text ? "prompt_text" : "prompt_ids";
     if (!req.prompt_ids.empty()) {
       prompt = req.prompt_ids;
     } else {
@@ -107,6 +108,14 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
     if (auto bad = sched::check_prompt(prompt, limits, field)) return reject(bad->code, bad->message);
     if (auto bad = sched::check_fits(static_cast<int32_t>(prompt.size()), req.stop.max_tokens, limits)) {
       return reject(bad->code, bad->message);
+    }
+    std::unique_ptr<grammar::TokenConstraint> constraint;
+    if (!req.grammar.empty() || !req.json_schema.empty()) {
+      try {
+        constraint = std::make_unique<grammar::TokenConstraint>(constraint_table(req.grammar, req.json_schema));
+      } catch (const grammar::CompileError& e) {
+        return reject(ErrorCode::kInvalidArgument, e.what());
+      }
     }
     if (req.stop.max_tokens == 0) req.stop.max_tokens = sched::room_to_generate(static_cast<int32_t>(prompt.size()), limits);
     req.prompt_ids.clear();
@@ -139,6 +148,7 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
     lock.unlock();  // building the request (detokenizer, sampler) needs no lock
 
     auto r = std::make_unique<sched::Request>(id, std::move(req), std::move(prompt), seed, tokenizer);
+    r->constraint = std::move(constraint);
     r->seq.arrival = arrival;
     r->submitted = sched::Clock::now();
     lock.lock();
@@ -158,6 +168,28 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
   } catch (const std::exception& e) {
     return reject(ErrorCode::kInternal, e.what());
   }
+}
+
+std::shared_ptr<grammar::GrammarTable> Engine::Impl::constraint_table(const std::string& gbnf,
+                                                                      const std::string& json_schema) {
+  std::string key(gbnf.empty() ? "json_schema\n" : "grammar\n");
+  key.append(gbnf.empty() ? json_schema : gbnf);
+  {
+    std::lock_guard lock(constraint_mu);
+    const auto it = constraint_tables.find(key);
+    if (it != constraint_tables.end()) {
+      if (auto table = it->second.lock()) return table;
+    }
+  }
+  auto compiled = grammar::compile_constraint(gbnf, json_schema);  // throws CompileError
+  std::call_once(token_index_once, [this] { token_index = std::make_shared<grammar::TokenIndex>(tokenizer); });
+  auto table = std::make_shared<grammar::GrammarTable>(std::move(compiled), token_index);
+  std::lock_guard lock(constraint_mu);
+  if (constraint_tables.size() >= 64) {
+    std::erase_if(constraint_tables, [](const auto& kv) { return kv.second.expired(); });
+  }
+  constraint_tables[key] = table;
+  return table;
 }
 
 bool Engine::Impl::cancel(const std::string& id) {

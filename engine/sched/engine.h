@@ -53,6 +53,14 @@ struct GenerateRequest {
   std::string prompt_text;            // used when prompt_ids is empty
   std::vector<TokenId> prompt_ids;
   bool add_bos = true;                // only for prompt_text
+  bool prompt_ids_from_text = false;  // prompt_ids were tokenized from prompt_text by the caller
+                                      // (off the socket loop): errors still name prompt_text
+  // Constrained output (engine/grammar): a GBNF grammar (start rule `root`) or a JSON Schema as
+  // JSON text; at most one. Compiled by submit(), which rejects a bad one (kInvalidArgument, the
+  // message gives the position). Every generated token then keeps the text a prefix of a sentence
+  // of the grammar, and EOS is allowed only where the grammar can end.
+  std::string grammar;
+  std::string json_schema;
   SamplingParams sampling;
   StopParams stop;
   int32_t logprobs = 0;               // top-N alternatives per token, 0..20; -1 = none at all

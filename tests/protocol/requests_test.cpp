@@ -71,6 +71,7 @@ TEST(Requests, GenerateRoundTripEveryField) {
   g.deadline_ms = 1500;
   g.detached = true;
   g.stream = false;
+  q.grammar = "root ::= \"a\"+\n";
   const GenerateMessage out = roundtrip(g);
   const GenerateRequest& r = out.request;
   EXPECT_EQ(r.id, q.id);
@@ -98,6 +99,20 @@ TEST(Requests, GenerateRoundTripEveryField) {
   EXPECT_TRUE(r.deadline.has_value());
   EXPECT_TRUE(out.detached);
   EXPECT_FALSE(out.stream);
+  EXPECT_EQ(r.grammar, q.grammar);
+}
+
+TEST(Requests, JsonSchemaAsMapOrText) {
+  const V schema = test::obj({{"type", test::s("object")},
+                              {"properties", test::obj({{"n", test::obj({{"type", test::s("integer")}, {"maximum", test::d(2.5)}})}})},
+                              {"required", test::arr({test::s("n")})}});
+  Result<Request> r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"json_schema", schema}}));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(std::get<GenerateMessage>(r->body).request.json_schema,
+            R"({"properties":{"n":{"maximum":2.5,"type":"integer"}},"required":["n"],"type":"object"})");
+  r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"json_schema", test::s("{\"type\":\"string\"}")}}));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(std::get<GenerateMessage>(r->body).request.json_schema, "{\"type\":\"string\"}");
 }
 
 TEST(Requests, GenerateDefaults) {
@@ -348,6 +363,10 @@ std::vector<FieldCase> field_cases() {
   add("id int", gen({{"id", test::i(5)}}), WireError::kInvalidField, "id");
   add("detached int", gen({{"detached", test::i(1)}}), WireError::kInvalidField, "detached");
   add("stream string", gen({{"stream", test::s("true")}}), WireError::kInvalidField, "stream");
+  add("grammar int", gen({{"grammar", test::i(1)}}), WireError::kInvalidField, "grammar");
+  add("json_schema int", gen({{"json_schema", test::i(1)}}), WireError::kInvalidField, "json_schema");
+  add("json_schema bin", gen({{"json_schema", test::obj({{"x", test::bin("ab")}})}}), WireError::kInvalidField, "json_schema");
+  add("json_schema int key", gen({{"json_schema", test::map({{test::i(1), test::s("a")}})}}), WireError::kInvalidField, "json_schema");
   add("hello version zero", test::obj({{"type", test::s("hello")}, {"version", test::i(0)}}), WireError::kInvalidField, "version");
   add("hello version string", test::obj({{"type", test::s("hello")}, {"version", test::s("1")}}), WireError::kInvalidField, "version");
   add("cancel no id", test::obj({{"type", test::s("cancel")}}), WireError::kMissingField, "id");

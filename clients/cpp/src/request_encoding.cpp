@@ -78,6 +78,8 @@ void write_generate(MapWriter& w, const GenerateOptions& o, int64_t tag) {
   if (!o.id.empty()) w.field("id", o.id);
   w.optional("detached", o.detached);
   w.optional("stream", o.stream);
+  w.optional("grammar", o.grammar);
+  w.optional("json_schema", o.json_schema);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 """Pure-protocol tests of the Python client against the in-process fake server (no daemon)."""
 import asyncio
+import json
 import os
 import re
 import socket
@@ -64,6 +65,15 @@ class FramingTest(unittest.TestCase):
             generate_request("hi", prompt_ids=[1])
         with self.assertRaises(TypeError):
             generate_request()
+
+    def test_generate_request_constraints(self):
+        schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+        req = generate_request("hi", json_schema=schema)
+        self.assertEqual(json.loads(req["json_schema"]), schema)  # sent as JSON text
+        self.assertEqual(generate_request("hi", json_schema='{"type":"string"}')["json_schema"], '{"type":"string"}')
+        self.assertEqual(generate_request("hi", grammar='root ::= "a"')["grammar"], 'root ::= "a"')
+        with self.assertRaises(TypeError):
+            generate_request("hi", json_schema=3)
 
     def test_seq_tracker(self):
         t = SeqTracker()

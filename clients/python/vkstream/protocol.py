@@ -1,6 +1,7 @@
 """Wire-level helpers: msgpack encoding, Unix-socket framing, topics, message objects.
 
 Everything here follows docs/PROTOCOL.md; nothing depends on the C++ code."""
+import json
 import re
 import struct
 
@@ -22,6 +23,7 @@ GENERATE_FIELDS = frozenset({
     "prompt", "prompt_ids", "add_bos", "max_tokens", "min_tokens", "temperature", "top_k", "top_p", "min_p",
     "repetition_penalty", "presence_penalty", "frequency_penalty", "penalty_last_n", "logit_bias", "seed",
     "stop", "stop_token_ids", "ignore_eos", "logprobs", "priority", "deadline_ms", "id", "detached", "stream",
+    "grammar", "json_schema",
 })
 FLOAT_FIELDS = frozenset({
     "temperature", "top_p", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
@@ -131,6 +133,12 @@ def generate_request(prompt=None, *, prompt_ids=None, **params):
             value = {int(k): float(v) for k, v in dict(value).items()}
         elif key == "stop" and isinstance(value, (list, tuple)):
             value = list(value)
+        elif key == "json_schema":
+            if not isinstance(value, (str, dict, bool)):
+                raise TypeError("json_schema must be a dict (the schema), a bool or its JSON text")
+            if not isinstance(value, str):
+                # As JSON text: a deep schema as a msgpack map would exceed the frame nesting limit.
+                value = json.dumps(value)
         req[key] = value
     return req
 

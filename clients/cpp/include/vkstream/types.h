@@ -50,6 +50,9 @@ struct GenerateOptions {
   std::string id;                        // optional client-chosen id
   std::optional<bool> detached;          // survives this connection's close
   std::optional<bool> stream;            // token events on this connection (default true)
+  // Constrained output (at most one): GBNF grammar text, or a JSON Schema as JSON text.
+  std::optional<std::string> grammar;
+  std::optional<std::string> json_schema;
 };
 
 struct Usage {

@@ -1,0 +1,110 @@
+// Daemon: the request handlers' heavy parts run off the loop thread (OffLoop, libuv's thread pool):
+// tokenizing long texts (tokenize requests and generate prompts) and detokenizing many ids. Small
+// ones stay inline (a pool round trip costs more than they do). While a client has such work in
+// flight, its later requests wait (handle_request defers them), so its answers keep their order.
+#include <spdlog/spdlog.h>
+
+#include <exception>
+#include <memory>
+#include <utility>
+
+#include "server/daemon.h"
+
+namespace vks::server {
+namespace {
+
+constexpr size_t kOffLoopMinTextBytes = 1024;  // ~0.1-5 ms of tokenizing, depending on the model
+constexpr size_t kOffLoopMinIds = 1024;
+
+std::string what_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown failure";
+  }
+}
+
+}  // namespace
+
+bool Daemon::defer_if_busy(const ClientRef& from, std::string& payload) {
+  const std::string key = owner_key(from);
+  if (!off_loop_.busy(key)) return false;
+  off_loop_.defer(key, [this, from, request = std::move(payload)]() mutable { handle_request(from, request); });
+  return true;
+}
+
+bool Daemon::tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r) {
+  if (r.text.size() < kOffLoopMinTextBytes) return false;
+  auto ids = std::make_shared<std::vector<TokenId>>();
+  const Tokenizer* tok = served_.tokenizer.get();
+  off_loop_.run(
+      &loop_, owner_key(from),
+      [tok, ids, text = r.text, add_bos = r.add_bos, parse_special = r.parse_special] {
+        *ids = tok->encode(text, add_bos, parse_special);
+      },
+      [this, from, tag, ids](std::exception_ptr error) {
+        if (!handles_open_) return;  // shut down meanwhile: every socket is closed
+        if (error) {
+          reply_error(from, tag, proto::WireError::kInternal, "tokenize failed: " + what_of(error));
+          return;
+        }
+        proto::TokenizeAnswer a;
+        a.ids = std::move(*ids);
+        reply(from, proto::encode_answer(a, tag));
+      });
+  return true;
+}
+
+bool Daemon::detokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r) {
+  if (r.ids.size() < kOffLoopMinIds) return false;  // the caller has checked every id
+  auto text = std::make_shared<std::string>();
+  const Tokenizer* tok = served_.tokenizer.get();
+  off_loop_.run(
+      &loop_, owner_key(from), [tok, text, ids = r.ids] { *text = tok->decode(ids); },
+      [this, from, tag, text](std::exception_ptr error) {
+        if (!handles_open_) return;
+        if (error) {
+          reply_error(from, tag, proto::WireError::kInternal, "detokenize failed: " + what_of(error));
+          return;
+        }
+        proto::DetokenizeAnswer a;
+        a.text = std::move(*text);
+        reply(from, proto::encode_answer(a, tag));
+      });
+  return true;
+}
+
+bool Daemon::generate_off_loop(const ClientRef& from, const proto::Tag& tag, proto::GenerateMessage& r) {
+  GenerateRequest& req = r.request;
+  if (!req.prompt_ids.empty() || req.prompt_text.size() < kOffLoopMinTextBytes || !served_.tokenizer) return false;
+  auto message = std::make_shared<proto::GenerateMessage>(std::move(r));
+  const Tokenizer* tok = served_.tokenizer.get();
+  off_loop_.run(
+      &loop_, owner_key(from),
+      [tok, message] {
+        GenerateRequest& q = message->request;
+        q.prompt_ids = tok->encode(q.prompt_text, q.add_bos);
+        q.prompt_ids_from_text = true;
+      },
+      [this, from, tag, message](std::exception_ptr error) {
+        if (!handles_open_) return;
+        if (error) {
+          ++requests_rejected_;
+          reply_error(from, tag, proto::WireError::kInternal, "tokenizing the prompt failed: " + what_of(error),
+                      "prompt", message->request.id);
+          return;
+        }
+        // A connection that closed meanwhile gets nothing started, unless the request outlives it.
+        if (from.transport == Transport::kUds && !message->detached && uds_ && uds_->find(from.conn_id) == nullptr) {
+          spdlog::info("{}: closed while its prompt was tokenized; request dropped", from.describe());
+          return;
+        }
+        if (message->request.prompt_ids.empty()) message->request.prompt_ids_from_text = false;
+        handle(from, tag, *message);  // prompt_ids are set now: handled inline
+      });
+  return true;
+}
+
+}  // namespace vks::server
