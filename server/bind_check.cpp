@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "engine/common/error.h"
+#include "server/http/http_endpoint.h"
 
 namespace vks::server {
 namespace {
@@ -123,6 +124,16 @@ void check_endpoints_bindable(const ServerOptions& options, const ListenFds& fds
       check_unix_path_bindable(path, flag, 0755);
     } else if (endpoint.rfind("tcp://", 0) == 0) {
       check_tcp_bindable(endpoint, flag);
+    }
+  }
+  if (fds.http) return;
+  for (const std::string& spec : options.http_endpoints) {
+    const http::HttpEndpoint ep = http::parse_http_endpoint(spec);
+    if (ep.is_unix) {
+      check_unix_path_bindable(ep.path, "--http", 0755);
+    } else if (ep.port != 0) {
+      const std::string host = ep.host.find(':') != std::string::npos ? "[" + ep.host + "]" : ep.host;
+      check_tcp_bindable("tcp://" + host + ":" + std::to_string(ep.port), "--http");
     }
   }
 }

@@ -2,11 +2,13 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "clients/cli/cli_common.h"
 #include "clients/cli/commands.h"
 #include "clients/cli/interrupt.h"
+#include "clients/cli/logprobs_print.h"
 
 namespace vks::cli {
 namespace {
@@ -35,6 +37,7 @@ struct StreamOutcome {
   std::string text;
   bool failed = false;
   bool interrupted = false;  // Ctrl-C cancelled it
+  std::vector<LogprobRow> logprobs;  // when asked for (not with --json)
 };
 
 StreamOutcome stream_request(vkstream::Client& client, const vkstream::GenerateOptions& options, bool json,
@@ -69,6 +72,11 @@ StreamOutcome stream_request(vkstream::Client& client, const vkstream::GenerateO
     } else if (ev->kind == vkstream::EventKind::kToken) {
       std::cout << ev->text << std::flush;
       out.text += ev->text;
+      for (const vkstream::TokenLogprobs& lp : ev->logprobs) {
+        LogprobRow row{lp.id, lp.logprob, {}};
+        for (const vkstream::TopLogprob& t : lp.top) row.top.emplace_back(t.id, t.logprob);
+        out.logprobs.push_back(std::move(row));
+      }
     }
     if (ev->kind == vkstream::EventKind::kError) {
       out.failed = true;
@@ -100,6 +108,15 @@ int run_generate(GenerateArgs& a) {
   if (a.echo && !a.json) std::cout << options.prompt << std::flush;
   const StreamOutcome out = stream_request(client, options, a.json, a.verbose, a.conn.timeout_ms);
   if (!a.json) std::cout << '\n' << std::flush;
+  if (!a.json && !out.logprobs.empty()) {
+    std::map<int32_t, std::string> pieces;  // one detokenize per distinct id
+    const auto piece = [&](int32_t id) -> std::string {
+      auto it = pieces.find(id);
+      if (it == pieces.end()) it = pieces.emplace(id, client.detokenize({id})).first;
+      return it->second;
+    };
+    std::cout << format_logprob_table(out.logprobs, piece) << std::flush;
+  }
   if (out.interrupted) return kExitInterrupted;
   return out.failed || out.reason == "error" ? kExitError : kExitOk;
 }

@@ -12,6 +12,7 @@
 #include "clients/cli/cli_common.h"
 #include "clients/cli/commands.h"
 #include "clients/cli/interrupt.h"
+#include "clients/cli/logprobs_print.h"
 #include "clients/cli/model_cache.h"
 #include "engine/common/error.h"
 #include "engine/gguf/ggml_type.h"
@@ -100,6 +101,8 @@ int run_local(RunArgs& a) {
     return kExitUsage;
   }
   GenerateRequest request = to_engine_request(a);
+  const int32_t request_logprobs = request.logprobs;
+  std::vector<LogprobRow> logprob_rows;
   try {
     std::unique_ptr<LlamaModel> model = LlamaModel::load(a.model);
     std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model->file());
@@ -134,11 +137,25 @@ int run_local(RunArgs& a) {
         if (ev.request_id != submitted.id) continue;
         if (ev.type == EventType::kToken || ev.type == EventType::kFirstToken) {
           std::cout << ev.text << std::flush;
+          if (request_logprobs >= 0) {
+            for (const GeneratedToken& t : ev.tokens) {
+              LogprobRow row{t.id, t.logprob, {}};
+              for (const TokenLogprob& alt : t.top) row.top.emplace_back(alt.id, alt.logprob);
+              logprob_rows.push_back(std::move(row));
+            }
+          }
         } else if (ev.type == EventType::kError) {
           std::cout << std::endl;
           print_error("run: generation failed: " + std::string(error_code_name(ev.error_code)) + ": " + ev.error_message);
         } else if (ev.type == EventType::kFinished) {
           std::cout << '\n' << std::flush;
+          if (!logprob_rows.empty()) {
+            const auto piece = [&](int32_t id) {
+              const int32_t one[] = {id};
+              return tokenizer->decode(one);
+            };
+            std::cout << format_logprob_table(logprob_rows, piece) << std::flush;
+          }
           if (a.verbose) {
             std::cerr << "[" << finish_reason_name(ev.reason) << ": prompt " << ev.usage.prompt_tokens << ", generated "
                       << ev.usage.generated_tokens << "; TTFT " << ev.timings.ttft_ms << " ms, total "
