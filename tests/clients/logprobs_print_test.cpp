@@ -7,7 +7,14 @@
 
 namespace {
 
-std::string piece(int32_t id) { return id == 1 ? " upon" : id == 2 ? "a\n\"b\"\x01" : "<" + std::to_string(id) + ">"; }
+std::string piece(int32_t id) {
+  if (id == 1) return " upon";
+  if (id == 2) return "a\n\"b\"\x01";
+  std::string other = "<";
+  other += std::to_string(id);
+  other += '>';
+  return other;
+}
 
 TEST(LogprobsPrint, RowsShowTokenIdLogprobAndAlternatives) {
   const vks::cli::LogprobRow row{1, -0.01234, {{1, -0.01234}, {2, -INFINITY}}};
