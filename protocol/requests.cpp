@@ -151,7 +151,8 @@ Result<GenerateMessage> parse_generate(MapReader& r, const ProtocolLimits& limit
   q.stop.max_tokens = std::min(q.stop.max_tokens, max_tokens_cap);
   if (!r.get_i32("max_tokens", q.stop.max_tokens, false, 1, max_tokens_cap)) return fail();
   if (!r.get_i32("min_tokens", q.stop.min_tokens, false, 0, max_tokens_cap)) return fail();
-  if (q.stop.min_tokens > q.stop.max_tokens) {
+  // max_tokens 0 = unset: generate until the context is full (the engine checks min_tokens then).
+  if (q.stop.max_tokens > 0 && q.stop.min_tokens > q.stop.max_tokens) {
     r.fail(WireError::kInvalidField, "min_tokens", "must not exceed max_tokens (" + std::to_string(q.stop.max_tokens) + ")");
     return fail();
   }

@@ -142,6 +142,15 @@ TEST(Requests, AbsentMaxTokensStaysUnsetForTheEngine) {
   EXPECT_EQ(std::get<GenerateMessage>(r->body).request.stop.max_tokens, 0);
 }
 
+TEST(Requests, MinTokensWithoutMaxTokensIsAccepted) {
+  // With max_tokens unset there is no upper bound to compare min_tokens with on the wire.
+  Result<Request> r = parse(
+      test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"min_tokens", test::i(4)}}), test_limits());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(std::get<GenerateMessage>(r->body).request.stop.min_tokens, 4);
+  EXPECT_EQ(std::get<GenerateMessage>(r->body).request.stop.max_tokens, 0);
+}
+
 TEST(Requests, DeadlineIsRelativeToNow) {
   const auto now = std::chrono::steady_clock::time_point(std::chrono::seconds(1000));
   Result<Request> r = parse_request(
