@@ -406,7 +406,7 @@ void encode_generate(detail::MapWriter& w, const GenerateMessage& g, bool with_p
     w.str("prompt", q.prompt_text);
   }
   if (with_prompt) w.boolean("add_bos", q.add_bos);
-  w.i64("max_tokens", q.stop.max_tokens);
+  if (q.stop.max_tokens > 0) w.i64("max_tokens", q.stop.max_tokens);  // 0 = unset: until the context is full
   w.i64("min_tokens", q.stop.min_tokens);
   const SamplingParams& s = q.sampling;
   w.f64("temperature", s.temperature);
