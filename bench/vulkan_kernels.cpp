@@ -45,11 +45,9 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 GgmlType parse_type(const std::string& name) {
-  if (name == "f32") return GgmlType::kF32;
-  if (name == "f16") return GgmlType::kF16;
-  if (name == "q8_0") return GgmlType::kQ8_0;
-  if (name == "q4_0") return GgmlType::kQ4_0;
-  throw Error(ErrorCode::kInvalidArgument, "unknown type " + name + " (f32, f16, q8_0, q4_0)");
+  // Names come from the one table of weight formats (engine/gguf/ggml_type.cpp).
+  if (const std::optional<GgmlType> t = ggml_type_from_name(name)) return *t;
+  throw Error(ErrorCode::kInvalidArgument, "unknown type " + name);
 }
 
 std::vector<uint8_t> random_matrix(GgmlType type, uint64_t rows, uint64_t cols) {
