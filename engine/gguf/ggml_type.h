@@ -47,6 +47,8 @@ std::optional<GgmlType> ggml_type_from_name(std::string_view name);
 // The types vkstream computes with, in table order, and the same as "f32, f16, ..." for messages.
 std::vector<GgmlType> supported_ggml_types();
 std::string supported_ggml_type_names();
+// Every supported row of the table has a dequantizer and no other row has one; sizes are non-zero.
+bool ggml_type_table_is_consistent();
 // Bytes of a row of n elements; n must be a multiple of block_size (caller checks).
 size_t ggml_row_size(GgmlType t, uint64_t n);
 

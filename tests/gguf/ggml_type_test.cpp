@@ -34,6 +34,8 @@ TEST(GgmlTypeTraits, SizesAndNames) {
   EXPECT_EQ(ggml_row_size(GgmlType::kF32, 172), 688u);
 }
 
+TEST(GgmlTypeTraits, TableIsConsistent) { EXPECT_TRUE(vks::ggml_type_table_is_consistent()); }
+
 TEST(Fp16, KnownValues) {
   EXPECT_EQ(fp16_to_fp32(0x3C00), 1.0f);
   EXPECT_EQ(fp16_to_fp32(0xC000), -2.0f);
