@@ -3,7 +3,6 @@
 // transport; answers are rendered by the front end from the engine events).
 #include <spdlog/spdlog.h>
 
-#include <cstdlib>
 #include <span>
 
 #include "protocol/stats.h"
@@ -44,22 +43,13 @@ void Daemon::setup_http(const ListenFds& fds) {
     why = "uid " + std::to_string(peer.cred.uid) + " is not allowed on this socket (--allow-uid/--allow-gid)";
     return false;
   };
-  // The text a token contributes inside a sequence (its leading space kept, unlike a lone decode).
+  // The text a token contributes inside a sequence (its leading space kept, unlike a lone decode):
+  // the tokenizer's own piece bytes (SentencePiece and byte-level BPE alike); a control token,
+  // which contributes no text, is shown by its vocabulary string.
   backend.token_text = [this](TokenId id) {
     if (!served_.tokenizer || id < 0 || id >= served_.tokenizer->vocab_size()) return std::string();
-    const std::string_view vocab = served_.tokenizer->token_text(id);
-    if (vocab.size() == 6 && vocab.starts_with("<0x") && vocab.back() == '>') {  // a byte token
-      return std::string(1, static_cast<char>(std::strtol(std::string(vocab.substr(3, 2)).c_str(), nullptr, 16)));
-    }
-    std::string piece;  // SentencePiece's U+2581 is a space (appended by hand: GCC 12 -Wrestrict)
-    for (size_t i = 0; i < vocab.size(); ++i) {
-      if (vocab.compare(i, 3, "\xE2\x96\x81") == 0) {
-        piece.push_back(' ');
-        i += 2;
-      } else {
-        piece.push_back(vocab[i]);
-      }
-    }
+    std::string piece = served_.tokenizer->token_bytes(id);
+    if (piece.empty()) piece = std::string(served_.tokenizer->token_text(id));
     return piece;
   };
   http_ = std::make_unique<HttpFrontend>(&loop_, std::move(ho),
