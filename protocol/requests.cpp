@@ -148,10 +148,10 @@ Result<GenerateMessage> parse_generate(MapReader& r, const ProtocolLimits& limit
   if (with_prompt && !r.get_bool("add_bos", q.add_bos, false)) return fail();
 
   const int32_t max_tokens_cap = limits.max_tokens > 0 ? limits.max_tokens : kDefaultMaxTokensCap;
-  q.stop.max_tokens = std::min(q.stop.max_tokens, max_tokens_cap);
   if (!r.get_i32("max_tokens", q.stop.max_tokens, false, 1, max_tokens_cap)) return fail();
   if (!r.get_i32("min_tokens", q.stop.min_tokens, false, 0, max_tokens_cap)) return fail();
-  // max_tokens 0 = unset: generate until the context is full (the engine checks min_tokens then).
+  // max_tokens 0 = unset: generate until the context is full (Engine::submit checks min_tokens
+  // against the room left once it knows the prompt's length).
   if (q.stop.max_tokens > 0 && q.stop.min_tokens > q.stop.max_tokens) {
     r.fail(WireError::kInvalidField, "min_tokens", "must not exceed max_tokens (" + std::to_string(q.stop.max_tokens) + ")");
     return fail();

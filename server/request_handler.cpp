@@ -98,7 +98,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::Generat
                 r.request.id);
     return;
   }
-  if (generate_off_loop(from, tag, r)) return;  // a long prompt_text is tokenized off the loop first
+  if (generate_off_loop(from, tag, r)) return;  // long prompt_text / grammar: prepared off the loop first
   const bool with_logprobs = r.request.logprobs >= 0;
   const std::string chosen_id = r.request.id;
   SubmitResult result = served_.engine->submit(std::move(r.request));

@@ -1,5 +1,6 @@
 // Daemon: the request handlers' heavy parts run off the loop thread (OffLoop, libuv's thread pool):
-// tokenizing long texts (tokenize requests and generate prompts) and detokenizing many ids. Small
+// tokenizing long texts (tokenize requests and generate prompts), compiling grammars and JSON
+// schemas, and detokenizing many ids. Small
 // ones stay inline (a pool round trip costs more than they do). While a client has such work in
 // flight, its later requests wait (handle_request defers them), so its answers keep their order.
 #include <spdlog/spdlog.h>
@@ -78,31 +79,49 @@ bool Daemon::detokenize_off_loop(const ClientRef& from, const proto::Tag& tag, c
 
 bool Daemon::generate_off_loop(const ClientRef& from, const proto::Tag& tag, proto::GenerateMessage& r) {
   GenerateRequest& req = r.request;
-  if (!req.prompt_ids.empty() || req.prompt_text.size() < kOffLoopMinTextBytes || !served_.tokenizer) return false;
+  const bool long_text = req.prompt_ids.empty() && req.prompt_text.size() >= kOffLoopMinTextBytes;
+  // A grammar or schema compiles here too: a big one takes far longer than tokenizing.
+  const bool constrained = (!req.grammar.empty() || !req.json_schema.empty()) && !req.compiled_constraint;
+  if (!served_.tokenizer || !served_.engine || (!long_text && !constrained)) return false;
   auto message = std::make_shared<proto::GenerateMessage>(std::move(r));
+  auto compile_error = std::make_shared<std::string>();
   const Tokenizer* tok = served_.tokenizer.get();
+  Engine* engine = served_.engine.get();
   off_loop_.run(
       &loop_, owner_key(from),
-      [tok, message] {
+      [tok, engine, message, compile_error] {
         GenerateRequest& q = message->request;
-        q.prompt_ids = tok->encode(q.prompt_text, q.add_bos);
-        q.prompt_ids_from_text = true;
+        if (q.prompt_ids.empty() && !q.prompt_text.empty()) {
+          q.prompt_ids = tok->encode(q.prompt_text, q.add_bos);
+          q.prompt_ids_from_text = true;
+        }
+        engine->prepare_constraint(q, *compile_error);  // thread-safe; submit() reuses the result
       },
-      [this, from, tag, message](std::exception_ptr error) {
+      [this, from, tag, message, compile_error](std::exception_ptr error) {
         if (!handles_open_) return;
         if (error) {
           ++requests_rejected_;
-          reply_error(from, tag, proto::WireError::kInternal, "tokenizing the prompt failed: " + what_of(error),
+          reply_error(from, tag, proto::WireError::kInternal, "preparing the request failed: " + what_of(error),
                       "prompt", message->request.id);
+          return;
+        }
+        if (!compile_error->empty()) {  // answered exactly as Engine::submit would have
+          ++requests_rejected_;
+          SubmitResult rejected;
+          rejected.code = ErrorCode::kInvalidArgument;
+          rejected.message = *compile_error;
+          spdlog::info("{}: generate rejected: {}", from.describe(), rejected.message);
+          reply(from, proto::encode_error(proto::error_from_submit(rejected, limits_.max_prompt_tokens), tag,
+                                          message->request.id));
           return;
         }
         // A connection that closed meanwhile gets nothing started, unless the request outlives it.
         if (from.transport == Transport::kUds && !message->detached && uds_ && uds_->find(from.conn_id) == nullptr) {
-          spdlog::info("{}: closed while its prompt was tokenized; request dropped", from.describe());
+          spdlog::info("{}: closed while its request was prepared; request dropped", from.describe());
           return;
         }
         if (message->request.prompt_ids.empty()) message->request.prompt_ids_from_text = false;
-        handle(from, tag, *message);  // prompt_ids are set now: handled inline
+        handle(from, tag, *message);  // prompt_ids and the compiled constraint are set now: handled inline
       });
   return true;
 }

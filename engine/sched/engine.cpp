@@ -112,14 +112,18 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
     }
     std::unique_ptr<grammar::TokenConstraint> constraint;
     if (!req.grammar.empty() || !req.json_schema.empty()) {
-      try {
-        if (!req.compiled_constraint) req.compiled_constraint = constraint_table(req.grammar, req.json_schema);
-        constraint = std::make_unique<grammar::TokenConstraint>(req.compiled_constraint);
-      } catch (const grammar::CompileError& e) {
-        return reject(ErrorCode::kInvalidArgument, e.what());
+      std::string error;
+      if (!prepare_constraint(req, error)) return reject(ErrorCode::kInvalidArgument, error);
+      constraint = std::make_unique<grammar::TokenConstraint>(req.compiled_constraint);
+    }
+    if (req.stop.max_tokens == 0) {
+      req.stop.max_tokens = sched::room_to_generate(static_cast<int32_t>(prompt.size()), limits);
+      if (req.stop.min_tokens > req.stop.max_tokens) {  // the wire could not check it: max_tokens was unset
+        return reject(ErrorCode::kInvalidArgument,
+                      "min_tokens: " + std::to_string(req.stop.min_tokens) + " exceeds the " +
+                          std::to_string(req.stop.max_tokens) + " tokens left in the context after the prompt");
       }
     }
-    if (req.stop.max_tokens == 0) req.stop.max_tokens = sched::room_to_generate(static_cast<int32_t>(prompt.size()), limits);
     req.prompt_ids.clear();
     req.prompt_text.clear();
     const int32_t n_prompt = static_cast<int32_t>(prompt.size());
@@ -169,6 +173,17 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
     return reject(e.code(), e.what());
   } catch (const std::exception& e) {
     return reject(ErrorCode::kInternal, e.what());
+  }
+}
+
+bool Engine::Impl::prepare_constraint(GenerateRequest& request, std::string& error) {
+  if (request.compiled_constraint || (request.grammar.empty() && request.json_schema.empty())) return true;
+  try {
+    request.compiled_constraint = constraint_table(request.grammar, request.json_schema);
+    return true;
+  } catch (const grammar::CompileError& e) {  // anything else is the caller's internal error
+    error = e.what();
+    return false;
   }
 }
 
@@ -222,14 +237,7 @@ void Engine::set_event_notifier(std::function<void()> notify) { impl_->events.se
 SubmitResult Engine::submit(GenerateRequest request) { return impl_->submit(std::move(request)); }
 bool Engine::cancel(const std::string& id) { return impl_->cancel(id); }
 bool Engine::prepare_constraint(GenerateRequest& request, std::string& error) {
-  if (request.compiled_constraint || (request.grammar.empty() && request.json_schema.empty())) return true;
-  try {
-    request.compiled_constraint = impl_->constraint_table(request.grammar, request.json_schema);
-    return true;
-  } catch (const std::exception& e) {
-    error = e.what();
-    return false;
-  }
+  return impl_->prepare_constraint(request, error);
 }
 size_t Engine::poll_events(std::vector<EngineEvent>& out) { return impl_->events.poll(out); }
 EngineStats Engine::stats() const { return impl_->stats(); }

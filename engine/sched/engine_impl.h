@@ -86,6 +86,9 @@ struct Engine::Impl {
   std::mutex constraint_mu;
   std::unordered_map<std::string, std::weak_ptr<grammar::GrammarTable>> constraint_tables;  // by text
   std::shared_ptr<grammar::GrammarTable> constraint_table(const std::string& gbnf, const std::string& json_schema);
+  // Compiles (or finds) the request's grammar/schema into request.compiled_constraint; false with
+  // the compile error (and its position) in `error`. Thread-safe.
+  bool prepare_constraint(GenerateRequest& request, std::string& error);
 
   // Engine thread only.
   sched::BlockManager blocks;

@@ -366,6 +366,15 @@ TEST(Engine, UnsetMaxTokensGeneratesUntilTheContextIsFull) {
   expect_rejected(e, greedy_request({1, 5, 6, 7, 8}, 22), ErrorCode::kInvalidArgument, "at most 19 fit");
   // A prompt that fills the context leaves nothing to generate, even unset.
   expect_rejected(e, greedy_request(std::vector<int32_t>(24, 5), 0), ErrorCode::kInvalidArgument, "no room to generate");
+  // With max_tokens unset, min_tokens is checked against the room left after the prompt (19 here).
+  GenerateRequest too_many = greedy_request({1, 5, 6, 7, 8}, 0);
+  too_many.stop.min_tokens = 20;
+  expect_rejected(e, too_many, ErrorCode::kInvalidArgument, "min_tokens: 20 exceeds the 19 tokens left");
+  GenerateRequest fits = greedy_request({1, 5, 6, 7, 8}, 0);
+  fits.stop.min_tokens = 19;
+  const std::string fits_id = h.submit_ok(fits);
+  ASSERT_TRUE(h.wait({fits_id}));
+  EXPECT_EQ(h.stream(fits_id).ids.size(), 19u);
 }
 
 TEST(Engine, DuplicateLiveIdRejectedAndOverloadHasRetryHint) {
