@@ -12,6 +12,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
+#include "engine/grammar/gbnf_parser.h"
+#include "engine/grammar/json_pattern.h"
+#include "engine/grammar/json_schema.h"
+
 namespace {
 
 int run(const std::string& input) {
@@ -40,6 +44,22 @@ std::vector<std::string> seeds() {
   }
   s.push_back(std::string(1, '\2') + "^[A-Z][a-z]*(-\\w{1,3})?\\.?$");
   return s;
+}
+
+// The mutations only explore the parsers' depths if the seeds are valid inputs: every seed must
+// load and compile (a missing data file or a seed the parsers reject would silently weaken the test).
+TEST(GrammarFuzz, SeedsAreValidInputs) {
+  for (const std::string& seed : seeds()) {
+    ASSERT_GT(seed.size(), 1u);
+    const std::string text = seed.substr(1);
+    switch (seed[0]) {
+      case '\0': EXPECT_NO_THROW((void)vks::grammar::parse_gbnf(text)) << text.substr(0, 80); break;
+      case '\1':
+        EXPECT_NO_THROW((void)vks::grammar::parse_gbnf(vks::grammar::json_schema_text_to_gbnf(text))) << text;
+        break;
+      default: EXPECT_NO_THROW((void)vks::grammar::json_pattern_to_gbnf(text)) << text; break;
+    }
+  }
 }
 
 TEST(GrammarFuzz, RandomBytes) {
