@@ -1,5 +1,7 @@
 #include "engine/sched/sampler.h"
 
+#include "engine/grammar/grammar_table.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -150,7 +152,7 @@ GeneratedToken Sampler::sample(std::span<const float> logits, std::span<const in
   if (allowed) {
     const size_t n_bits = allowed->size() * 64;
     for (size_t i = 0; i < work_.size(); ++i) {
-      if (i >= n_bits || !(((*allowed)[i >> 6] >> (i & 63)) & 1u)) work_[i] = kNegInf;
+      if (i >= n_bits || !grammar::mask_has(*allowed, static_cast<TokenId>(i))) work_[i] = kNegInf;
     }
   }
   apply_logit_bias(work_, params_.logit_bias);
