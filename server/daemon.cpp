@@ -9,6 +9,7 @@
 
 #include "engine/common/error.h"
 #include "engine/vulkan/runner/runner_factory.h"
+#include "server/engine_translation.h"
 
 namespace vks::server {
 
@@ -68,7 +69,7 @@ Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel served, Systemd
   const int32_t context = static_cast<int32_t>(served_.config.context_length);
   if (limits_.max_prompt_tokens <= 0) limits_.max_prompt_tokens = context;
   if (limits_.max_tokens <= 0) limits_.max_tokens = context;
-  model_info_ = proto::model_info_from(served_.config, served_.tokenizer.get(), served_.device);
+  model_info_ = model_info_from(served_.config, served_.tokenizer.get(), served_.device);
 
   if (uv_loop_init(&loop_) != 0) throw Error(ErrorCode::kInternal, "uv_loop_init failed");
   loop_open_ = true;
@@ -239,13 +240,13 @@ void Daemon::handle_engine_event(const EngineEvent& ev) {
       e->generated_tokens += static_cast<int32_t>(ev.tokens.size());
       break;
     case EventType::kFinished:
-      e->reason = ev.reason;
+      e->reason = to_wire(ev.reason);
       e->generated_tokens = ev.usage.generated_tokens;
       break;
     case EventType::kError:
       break;
   }
-  std::string encoded = proto::encode_event(ev, registry_.next_seq(*e), e->with_logprobs);
+  std::string encoded = encode_engine_event(ev, registry_.next_seq(*e), e->with_logprobs);
   registry_.append(*e, std::move(encoded));
   deliver(*e, e->events.back());
   if (ev.type == EventType::kFinished) {

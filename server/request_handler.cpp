@@ -9,6 +9,7 @@
 #include "protocol/topic.h"
 #include "protocol/version.h"
 #include "server/daemon.h"
+#include "server/engine_translation.h"
 
 namespace vks::server {
 
@@ -89,20 +90,19 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::Generat
                     tag, {}, 100));
     return;
   }
-  if (!r.request.id.empty() && registry_.contains(r.request.id)) {
+  if (!r.id.empty() && registry_.contains(r.id)) {
     ++requests_rejected_;
     reply_error(from, tag, proto::WireError::kAlreadyExists,
-                "request id '" + r.request.id + "' is already live or retained; choose another", "id",
-                r.request.id);
+                "request id '" + r.id + "' is already live or retained; choose another", "id", r.id);
     return;
   }
-  const bool with_logprobs = r.request.logprobs >= 0;
-  const std::string chosen_id = r.request.id;
-  SubmitResult result = served_.engine->submit(std::move(r.request));
+  const bool with_logprobs = r.wants_logprobs();
+  const std::string chosen_id = r.id;
+  SubmitResult result = served_.engine->submit(to_engine_request(r, limits_));
   if (!result.ok) {
     ++requests_rejected_;
     spdlog::info("{}: generate rejected: {}", from.describe(), result.message);
-    reply(from, proto::encode_error(proto::error_from_submit(result, limits_.max_prompt_tokens), tag,
+    reply(from, proto::encode_error(error_from_submit(result, limits_.max_prompt_tokens), tag,
                                     chosen_id, result.retry_after_ms));
     return;
   }
@@ -111,8 +111,8 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::Generat
   entry.topic = proto::topic_for(proto::stream_token_from(rng_));
   entry.owner = from;
   // A REQ peer takes the next message after its next send as the answer: never stream to it.
-  entry.stream_to_owner = r.stream && !from.zmq_envelope;
-  entry.detached = r.detached;
+  entry.stream_to_owner = r.is_streamed() && !from.zmq_envelope;
+  entry.detached = r.is_detached();
   entry.with_logprobs = with_logprobs;
   entry.queue_position = result.queue_position;
   entry.prompt_tokens = result.prompt_tokens;
@@ -172,7 +172,7 @@ proto::StatsSnapshot Daemon::stats_snapshot() const {
   s.requests_rejected = requests_rejected_;
   s.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   const EngineStats es = served_.engine ? served_.engine->stats() : EngineStats{};
-  return proto::make_stats_snapshot(es, s);
+  return make_stats_snapshot(es, s);
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r) {
