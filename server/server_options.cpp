@@ -41,6 +41,17 @@ uint32_t resolve_id(const std::string& text, bool group) {
 
 // Endpoint mistakes are reported before the (possibly long) model load.
 void check_endpoints(const ServerOptions& o) {
+  // A key that was given but cannot be one is reported as malformed, not as missing.
+  if (!o.curve_secret_key.empty()) {
+    static constexpr std::string_view kZ85 =
+        "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+    const bool z85 = o.curve_secret_key.find_first_not_of(kZ85) == std::string::npos;
+    if (o.curve_secret_key.size() != 40 || !z85) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--curve-secret-key is malformed: expected 40 Z85 characters (as printed by zmq_curve_keypair), got " +
+                      std::to_string(o.curve_secret_key.size()) + (z85 ? " characters" : " characters, some not Z85"));
+    }
+  }
   for (const auto& [flag, ep] : {std::pair<const char*, const std::string&>{"--router", o.router_endpoint},
                                  std::pair<const char*, const std::string&>{"--pub", o.pub_endpoint}}) {
     if (ep.empty()) continue;
