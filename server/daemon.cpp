@@ -111,7 +111,7 @@ Daemon::~Daemon() {
 }
 
 void Daemon::setup_sockets(const ListenFds& fds) {
-  PeerPolicy policy{options_.allow_uids, options_.allow_gids};
+  PeerPolicy policy{options_.allow_uids, options_.allow_gids, options_.deny_uids};
   UdsServer::Hooks hooks;
   hooks.on_open = [this](Connection&) { touch(); };
   hooks.on_frame = [this](Connection& c, std::string& payload) {

@@ -89,9 +89,13 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   app.add_option("--socket-mode", mode, "permissions of the socket files we create (octal)")
       ->capture_default_str();
   std::vector<std::string> allow_users;
+  std::vector<std::string> deny_users;
   std::vector<std::string> allow_groups;
   app.add_option("--allow-uid", allow_users,
-                 "user (name or uid) allowed on the Unix socket (repeatable; default: own uid and root)");
+                 "user (name or uid) allowed on the Unix socket, in addition to the daemon's own uid and "
+                 "root, which are always allowed unless --deny-uid names them (repeatable)");
+  app.add_option("--deny-uid", deny_users,
+                 "user (name or uid) refused on the Unix socket even if it is the owner or root (repeatable)");
   app.add_option("--allow-gid", allow_groups,
                  "group (name or gid) whose members may use the Unix socket (repeatable)");
   app.add_option("--curve-secret-key", o.curve_secret_key,
@@ -149,6 +153,7 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   }
   for (const std::string& u : allow_users) o.allow_uids.push_back(resolve_id(u, /*group=*/false));
   for (const std::string& g : allow_groups) o.allow_gids.push_back(resolve_id(g, /*group=*/true));
+  for (const std::string& u : deny_users) o.deny_uids.push_back(resolve_id(u, /*group=*/false));
   check_endpoints(o);
   o.scope = scope == "user" ? Scope::kUser : Scope::kSystem;
   o.socket_mode = parse_mode(mode);
