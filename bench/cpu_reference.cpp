@@ -1,10 +1,13 @@
-// Prints the CPU reference's prefill and decode tokens/s for a GGUF: the baseline the Vulkan
-// engine is measured against.
-//   vks_bench_cpu_reference MODEL.gguf [--threads N] [--prompt N] [--generate N] [--seqs 4 8]
+// Prints the CPU reference's prefill and decode tokens/s for GGUFs: the baseline the Vulkan
+// engine is measured against. Given several files (e.g. one model in several weight types), it
+// ends with one table comparing them: weight bytes, prefill and decode tok/s, and the GB/s of
+// weights a decode token streams.
+//   vks_bench_cpu_reference MODEL.gguf [MODEL2.gguf ...] [--threads N] [--prompt N] [--generate N] [--seqs 4 8]
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -30,15 +33,40 @@ void print_row(const char* what, int tokens, double seconds) {
   std::printf("%-40s %8d %10.3f %12.2f\n", what, tokens, seconds, tokens / seconds);
 }
 
+// "q4_K x 9, q6_K x 3" over the model's matrices (norms and biases left out).
+std::string matrix_types(const vks::LlamaModel& model, uint64_t& matrix_bytes) {
+  std::map<std::string, int> count;
+  matrix_bytes = 0;
+  auto add = [&](const vks::TensorRef& t) {
+    ++count[std::string(vks::ggml_type_name(t.type))];
+    matrix_bytes += t.nbytes;
+  };
+  for (const vks::LayerWeights& l : model.weights().layers) {
+    for (const vks::TensorRef* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m);
+  }
+  add(model.weights().output);  // the token embedding is read one row per token: not counted
+  std::string s;
+  for (const auto& [name, n] : count) s += (s.empty() ? "" : ", ") + name + " x " + std::to_string(n);
+  return s;
+}
+
+struct Summary {
+  std::string file;
+  std::string types;
+  uint64_t matrix_bytes = 0;
+  double prefill_tps = 0;
+  double decode_tps = 0;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"CPU reference prefill/decode throughput"};
-  std::string path;
+  std::vector<std::string> paths;
   int threads = 0;
   int n_prompt = 64;
   int n_generate = 32;
-  app.add_option("model", path, "GGUF file")->required();
+  app.add_option("models", paths, "GGUF files")->required();
   app.add_option("--threads,-t", threads, "worker threads (0 = all cores)");
   app.add_option("--prompt,-p", n_prompt, "prompt tokens")->check(CLI::Range(1, 4096));
   app.add_option("--generate,-n", n_generate, "generated tokens")->check(CLI::Range(1, 4096));
@@ -47,7 +75,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
 
-  try {
+  std::vector<Summary> summaries;
+  for (const std::string& path : paths) try {
     const auto model = vks::LlamaModel::load(path);
     const vks::LlamaConfig& c = model->config();
     std::mt19937 rng(42);
@@ -137,9 +166,15 @@ int main(int argc, char** argv) {
     }
     const double model_decode = seconds_since(start);
 
-    std::printf("model %s: dim %u, layers %u, heads %u/%u, hidden %u, vocab %u, weights %s\n", path.c_str(), c.dim,
-                c.n_layers, c.n_heads, c.n_kv_heads, c.hidden_dim, c.vocab_size,
-                std::string(vks::ggml_type_name(model->weights().layers[0].wq.type)).c_str());
+    Summary summary;
+    summary.file = path.substr(path.find_last_of('/') + 1);
+    summary.types = matrix_types(*model, summary.matrix_bytes);
+    summary.prefill_tps = n_prompt / runner_prefill;
+    summary.decode_tps = n_generate / runner_decode;
+    summaries.push_back(summary);
+    std::printf("model %s (%s): dim %u, layers %u, heads %u/%u, hidden %u, vocab %u, matrices %s\n", path.c_str(),
+                c.architecture.c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.hidden_dim, c.vocab_size,
+                summary.types.c_str());
     std::printf("threads %d\n\n", threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
     std::printf("%-40s %8s %10s %12s\n", "phase", "tokens", "seconds", "tokens/s");
     print_row("CpuRunner prefill (one step)", n_prompt, runner_prefill);
@@ -150,9 +185,20 @@ int main(int argc, char** argv) {
     }
     print_row("CpuModel prefill (token by token)", n_prompt, model_prefill);
     print_row("CpuModel decode", n_generate, model_decode);
+    std::printf("\n");
   } catch (const vks::Error& e) {
     std::fprintf(stderr, "error (%s): %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());
     return 1;
+  }
+  if (summaries.size() > 1) {
+    // Decode streams every matrix once per token: GB/s = matrix bytes x decode tok/s.
+    std::printf("%-32s %10s %14s %14s %12s %9s  %s\n", "file", "MiB", "prefill tok/s", "decode tok/s", "decode GB/s",
+                "vs first", "matrix types");
+    for (const Summary& s : summaries) {
+      std::printf("%-32s %10.1f %14.2f %14.2f %12.2f %9.2f  %s\n", s.file.c_str(), s.matrix_bytes / 1048576.0,
+                  s.prefill_tps, s.decode_tps, s.matrix_bytes * s.decode_tps / 1e9,
+                  s.decode_tps / summaries.front().decode_tps, s.types.c_str());
+    }
   }
   return 0;
 }

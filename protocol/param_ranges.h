@@ -50,7 +50,6 @@ inline constexpr std::array<ParamRange, 10> kGenerateParamRanges = {
 
 // Defaults the server applies to absent generate fields (docs/PROTOCOL.md 3.2).
 namespace param_default {
-inline constexpr int32_t kMaxTokens = 256;  // capped by limits.max_tokens
 inline constexpr int32_t kMaxTokensCap = 1 << 20;  // limits.max_tokens = 0 means this
 }  // namespace param_default
 

@@ -1,11 +1,16 @@
 #include "protocol/requests.h"
 
+// GCC 12 reports a false -Wmaybe-uninitialized when the Request variant is moved into a Result at
+// -O3 (it appeared when GenerateRequest grew the grammar/json_schema strings).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <type_traits>
 #include <limits>
 
+#include "protocol/json_text.h"
 #include "protocol/msgpack_io.h"
 #include "protocol/param_ranges.h"
 #include "protocol/topic.h"
@@ -141,45 +146,61 @@ bool read_opt_i32(MapReader& r, std::string_view key, std::optional<int32_t>& ou
   return true;
 }
 
-Result<GenerateRequest> parse_generate(MapReader& r, const ProtocolLimits& limits) {
+// The prompt of a generate request: exactly one of prompt / prompt_ids, and add_bos.
+bool read_prompt(MapReader& r, const ProtocolLimits& limits, GenerateRequest& g) {
+  const bool has_text = r.has("prompt");
+  const bool has_ids = r.has("prompt_ids");
+  if (has_text && has_ids) return r.fail(WireError::kInvalidField, "prompt_ids", "give either prompt or prompt_ids, not both");
+  if (!has_text && !has_ids)
+    return r.fail(WireError::kMissingField, "prompt", "one of prompt (string) or prompt_ids (array of token ids) is required");
+  if (has_text) return r.get_string("prompt", g.prompt, true, limits.max_frame_bytes) && read_opt_bool(r, "add_bos", g.add_bos);
+  const msgpack::object* arr = nullptr;
+  if (!r.get_array("prompt_ids", arr, true, std::numeric_limits<uint32_t>::max())) return false;
+  if (arr->via.array.size == 0) return r.fail(WireError::kInvalidField, "prompt_ids", "must not be empty");
+  if (limits.max_prompt_tokens > 0 && arr->via.array.size > static_cast<uint32_t>(limits.max_prompt_tokens))
+    return r.fail(WireError::kPromptTooLong, "prompt_ids",
+                  std::to_string(arr->via.array.size) + " prompt tokens exceed max_prompt_tokens " +
+                      std::to_string(limits.max_prompt_tokens));
+  return read_token_ids(r, "prompt_ids", *arr, g.prompt_ids) && read_opt_bool(r, "add_bos", g.add_bos);
+}
+
+// json_schema: a map (the schema) or a string (its JSON text); kept as JSON text.
+bool read_json_schema(MapReader& r, const ProtocolLimits& limits, std::string& out) {
+  const msgpack::object* schema = r.find("json_schema");
+  if (!schema) return true;
+  if (schema->type == msgpack::type::STR) return r.get_string("json_schema", out, true, limits.max_frame_bytes);
+  if (schema->type == msgpack::type::MAP || schema->type == msgpack::type::BOOLEAN) {
+    std::string why;
+    if (!msgpack_to_json_text(*schema, out, why)) return r.fail(WireError::kInvalidField, "json_schema", why);
+    return true;
+  }
+  return r.fail_type("json_schema", "map (the schema) or string (its JSON text)");
+}
+
+// The generation fields shared by generate and chat. with_prompt = false: chat (messages instead
+// of a prompt; the chat template decides about BOS).
+Result<GenerateRequest> parse_generate(MapReader& r, const ProtocolLimits& limits, bool with_prompt = true) {
   GenerateRequest g;
   auto fail = [&]() -> Result<GenerateRequest> { return r.take_error(); };
 
-  const bool has_text = r.has("prompt");
-  const bool has_ids = r.has("prompt_ids");
-  if (has_text && has_ids) {
-    r.fail(WireError::kInvalidField, "prompt_ids", "give either prompt or prompt_ids, not both");
+  if (!with_prompt) {
+    for (const char* key : {"prompt", "prompt_ids"}) {  // add_bos is ignored: the template decides
+      if (r.has(key)) {
+        r.fail(WireError::kInvalidField, key, "a chat request takes messages, not a prompt");
+        return fail();
+      }
+    }
+  } else if (!read_prompt(r, limits, g)) {
     return fail();
   }
-  if (!has_text && !has_ids) {
-    r.fail(WireError::kMissingField, "prompt", "one of prompt (string) or prompt_ids (array of token ids) is required");
-    return fail();
-  }
-  if (has_text) {
-    if (!r.get_string("prompt", g.prompt, true, limits.max_frame_bytes)) return fail();
-  } else {
-    const msgpack::object* arr = nullptr;
-    if (!r.get_array("prompt_ids", arr, true, std::numeric_limits<uint32_t>::max())) return fail();
-    if (arr->via.array.size == 0) {
-      r.fail(WireError::kInvalidField, "prompt_ids", "must not be empty");
-      return fail();
-    }
-    if (limits.max_prompt_tokens > 0 && arr->via.array.size > static_cast<uint32_t>(limits.max_prompt_tokens)) {
-      r.fail(WireError::kPromptTooLong, "prompt_ids",
-             std::to_string(arr->via.array.size) + " prompt tokens exceed max_prompt_tokens " +
-                 std::to_string(limits.max_prompt_tokens));
-      return fail();
-    }
-    if (!read_token_ids(r, "prompt_ids", *arr, g.prompt_ids)) return fail();
-  }
-  if (!read_opt_bool(r, "add_bos", g.add_bos)) return fail();
 
   const int32_t max_tokens_cap = limits.max_tokens > 0 ? limits.max_tokens : param_default::kMaxTokensCap;
   if (!read_opt_i32(r, "max_tokens", g.max_tokens, 1, max_tokens_cap)) return fail();
   if (!read_opt_i32(r, "min_tokens", g.min_tokens, 0, max_tokens_cap)) return fail();
-  const int32_t max_tokens = g.max_tokens.value_or(std::min(param_default::kMaxTokens, max_tokens_cap));
-  if (g.min_tokens.value_or(0) > max_tokens) {
-    r.fail(WireError::kInvalidField, "min_tokens", "must not exceed max_tokens (" + std::to_string(max_tokens) + ")");
+  // Unset max_tokens: generate until the context is full (the engine checks min_tokens against the
+  // room left once it knows the prompt's length).
+  if (g.max_tokens && g.min_tokens.value_or(0) > *g.max_tokens) {
+    r.fail(WireError::kInvalidField, "min_tokens", "must not exceed max_tokens (" + std::to_string(*g.max_tokens) + ")");
     return fail();
   }
 
@@ -220,11 +241,54 @@ Result<GenerateRequest> parse_generate(MapReader& r, const ProtocolLimits& limit
   }
   if (!read_opt_bool(r, "detached", g.detached)) return fail();
   if (!read_opt_bool(r, "stream", g.stream)) return fail();
+  // Constrained output: compiled (and a bad one rejected with its position) by the server.
+  if (!r.get_string("grammar", g.grammar, false, limits.max_frame_bytes)) return fail();
+  if (!read_json_schema(r, limits, g.json_schema)) return fail();
   return g;
+}
+
+Result<ChatRequest> parse_chat(MapReader& r, const ProtocolLimits& limits) {
+  auto fail = [&]() -> Result<ChatRequest> { return r.take_error(); };
+  ChatRequest c;
+  const msgpack::object* arr = nullptr;
+  if (!r.get_array("messages", arr, true, kMaxChatMessages)) return fail();
+  if (arr->via.array.size == 0) {
+    r.fail(WireError::kInvalidField, "messages", "must hold at least one message");
+    return fail();
+  }
+  for (uint32_t i = 0; i < arr->via.array.size; ++i) {
+    const msgpack::object& item = arr->via.array.ptr[i];
+    const std::string key = "messages." + std::to_string(i);
+    if (item.type != msgpack::type::MAP) {
+      r.fail(WireError::kInvalidField, key, std::string("must be a map {role, content}, not ") + std::string(detail::type_name(item)));
+      return fail();
+    }
+    MapReader m(item, r.field_name(key));
+    ChatTurn turn;
+    if (!m.get_string("role", turn.role, true, 64, false) || !m.get_string("content", turn.content, true, limits.max_frame_bytes)) {
+      return r.fail_from(m), fail();
+    }
+    c.messages.push_back(std::move(turn));
+  }
+  if (!r.get_bool("add_generation_prompt", c.add_generation_prompt, false)) return fail();
+  if (r.has("chat_template")) {
+    std::string source;
+    if (!r.get_string("chat_template", source, true, kMaxChatTemplateBytes, false)) return fail();
+    c.chat_template = std::move(source);
+  }
+  Result<GenerateRequest> g = parse_generate(r, limits, /*with_prompt=*/false);
+  if (!g) return g.error();
+  c.generate = std::move(g.value());
+  return c;
 }
 
 Result<RequestBody> parse_body(std::string_view type, MapReader& r, const ProtocolLimits& limits) {
   auto fail = [&]() -> Result<RequestBody> { return r.take_error(); };
+  if (type == "chat") {
+    Result<ChatRequest> c = parse_chat(r, limits);
+    if (!c) return c.error();
+    return RequestBody(std::move(c.value()));
+  }
   if (type == "generate") {
     Result<GenerateRequest> g = parse_generate(r, limits);
     if (!g) return g.error();
@@ -301,6 +365,7 @@ std::string_view request_type_name(const RequestBody& body) {
                         [](const DetokenizeRequest&) { return std::string_view("detokenize"); },
                         [](const ModelRequest&) { return std::string_view("model"); },
                         [](const ReplayRequest&) { return std::string_view("replay"); },
+                        [](const ChatRequest&) { return std::string_view("chat"); },
                     },
                     body);
 }
@@ -363,13 +428,16 @@ void put_optional(detail::MapWriter& w, std::string_view key, const std::optiona
   else w.i64(key, *v);
 }
 
-void encode_generate(detail::MapWriter& w, const GenerateRequest& g) {
-  if (!g.prompt_ids.empty()) {
-    w.raw("prompt_ids", detail::pack_int_array(g.prompt_ids.data(), g.prompt_ids.size()));
-  } else {
-    w.str("prompt", g.prompt);
+// with_prompt = false: the generation fields of a chat request (its messages are encoded by the caller).
+void encode_generate(detail::MapWriter& w, const GenerateRequest& g, bool with_prompt = true) {
+  if (with_prompt) {
+    if (!g.prompt_ids.empty()) {
+      w.raw("prompt_ids", detail::pack_int_array(g.prompt_ids.data(), g.prompt_ids.size()));
+    } else {
+      w.str("prompt", g.prompt);
+    }
+    put_optional(w, "add_bos", g.add_bos);
   }
-  put_optional(w, "add_bos", g.add_bos);
   put_optional(w, "max_tokens", g.max_tokens);
   put_optional(w, "min_tokens", g.min_tokens);
   put_optional(w, "temperature", g.temperature);
@@ -403,6 +471,8 @@ void encode_generate(detail::MapWriter& w, const GenerateRequest& g) {
   if (!g.id.empty()) w.str("id", g.id);
   put_optional(w, "detached", g.detached);
   put_optional(w, "stream", g.stream);
+  if (!g.grammar.empty()) w.str("grammar", g.grammar);
+  if (!g.json_schema.empty()) w.str("json_schema", g.json_schema);
 }
 
 }  // namespace
@@ -430,6 +500,20 @@ std::string encode_request(const RequestBody& body, const Tag& tag) {
                  [&](const ReplayRequest& p) {
                    w.str("id", p.id);
                    w.i64("from_seq", p.from_seq);
+                 },
+                 [&](const ChatRequest& c) {
+                   auto& pk = w.key("messages");
+                   pk.pack_array(static_cast<uint32_t>(c.messages.size()));
+                   for (const ChatTurn& turn : c.messages) {
+                     pk.pack_map(2);
+                     detail::pack_str(pk, "role");
+                     detail::pack_str(pk, turn.role);
+                     detail::pack_str(pk, "content");
+                     detail::pack_str(pk, turn.content);
+                   }
+                   w.boolean("add_generation_prompt", c.add_generation_prompt);
+                   if (c.chat_template) w.str("chat_template", *c.chat_template);
+                   encode_generate(w, c.generate, /*with_prompt=*/false);
                  },
              },
              body);

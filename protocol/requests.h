@@ -50,6 +50,10 @@ struct GenerateRequest {
   std::optional<bool> detached;        // true: survives the submitting connection's close
   std::optional<bool> stream;          // false: no events on the submitting connection (only
                                        // `accepted`); follow the PUB topic or use replay/status
+  // Constrained output (docs/PROTOCOL.md 3.2): a GBNF grammar (start rule `root`) or a JSON Schema
+  // as JSON text; at most one, "" = none. Compiled by the server, which rejects a bad one.
+  std::string grammar;
+  std::string json_schema;
 
   bool is_detached() const { return detached.value_or(false); }
   bool is_streamed() const { return stream.value_or(true); }
@@ -75,9 +79,25 @@ struct ReplayRequest {
   int64_t from_seq = 0;
 };
 
+// `chat` (docs/PROTOCOL.md 3.10): a conversation the server renders with the model's chat template,
+// tokenizes and generates from. The generation fields are generate's; `generate` carries no prompt
+// (the server renders the messages into prompt ids).
+struct ChatTurn {
+  std::string role;
+  std::string content;
+};
+struct ChatRequest {
+  GenerateRequest generate;
+  std::vector<ChatTurn> messages;
+  bool add_generation_prompt = true;
+  std::optional<std::string> chat_template;  // a template for this request instead of the model's
+};
+inline constexpr size_t kMaxChatMessages = 1024;
+inline constexpr size_t kMaxChatTemplateBytes = 65536;
+
 using RequestBody = std::variant<HelloRequest, GenerateMessage, CancelRequest, StatusRequest,
                                  StatsRequest, TokenizeRequest, DetokenizeRequest, ModelRequest,
-                                 ReplayRequest>;
+                                 ReplayRequest, ChatRequest>;
 
 struct Request {
   Tag tag;

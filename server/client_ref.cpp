@@ -16,6 +16,8 @@ std::string ClientRef::describe() const {
       }
       return "zmq peer " + hex;
     }
+    case Transport::kHttp:
+      return "http#" + std::to_string(conn_id);
     case Transport::kNone:
       break;
   }

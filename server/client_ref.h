@@ -8,11 +8,11 @@
 
 namespace vks::server {
 
-enum class Transport : uint8_t { kNone, kUds, kZmq };
+enum class Transport : uint8_t { kNone, kUds, kZmq, kHttp };
 
 struct ClientRef {
   Transport transport = Transport::kNone;
-  uint64_t conn_id = 0;        // kUds: connection id
+  uint64_t conn_id = 0;        // kUds / kHttp: connection id
   std::string zmq_identity;    // kZmq: ROUTER routing id
   bool zmq_envelope = false;   // kZmq: the peer is a REQ socket (empty delimiter frame)
   int64_t uid = -1;            // peer credentials (kUds, from SO_PEERCRED); -1 unknown

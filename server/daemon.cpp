@@ -8,8 +8,10 @@
 #include <exception>
 
 #include "engine/common/error.h"
+#include "engine/model/servable_model.h"
 #include "engine/vulkan/runner/runner_factory.h"
 #include "server/engine_translation.h"
+#include "server/gpu_check.h"
 
 namespace vks::server {
 
@@ -22,6 +24,20 @@ uv_handle_t* as_handle(Handle* h) {
 
 uint64_t ms_of(double seconds) { return static_cast<uint64_t>(std::max(0.0, seconds) * 1000.0); }
 
+// Parses and test-renders the chat template now, so a template the interpreter cannot handle is
+// reported at load, not at the first chat request.
+std::shared_ptr<const chat::ModelChatTemplate> load_chat_template(const LlamaModel& model, const ServerOptions& options) {
+  auto loaded = std::make_shared<const chat::ModelChatTemplate>(
+      chat::load_model_chat_template(model.file(), options.chat_template_path));
+  if (loaded->fallback_reason.empty()) {
+    spdlog::info("chat template: {}", loaded->origin);
+  } else {
+    spdlog::warn("chat template: {}; falling back to ChatML (pass --chat-template FILE to use another)",
+                 loaded->fallback_reason);
+  }
+  return loaded;
+}
+
 }  // namespace
 
 ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& notifier) {
@@ -29,16 +45,22 @@ ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& not
   notifier.status("loading model " + options.model_path);
   spdlog::info("loading model {}", options.model_path);
   try {
-    served.model = LlamaModel::load(options.model_path);
+    // The same verdict as vks-gguf-info's (model and tokenizer), so both say the same thing.
+    ServableModel servable = load_servable_model(options.model_path);
+    served.model = std::move(servable.model);
+    served.tokenizer = std::move(servable.tokenizer);
   } catch (const Error& e) {
     throw Error(e.code(), "cannot load model " + options.model_path + ": " + e.what() +
-                              " (pass --model with a llama GGUF file)");
+                              " (pass --model with a GGUF file of a supported architecture: " +
+                              supported_architecture_names() + ")");
   }
   served.config = served.model->config();
-  notifier.status("loading tokenizer");
-  served.tokenizer = Tokenizer::from_gguf(served.model->file());
-  notifier.status("starting the compute device");
+  notifier.status("loading the chat template");
+  served.chat_template = load_chat_template(*served.model, options);
+  notifier.status("starting the compute device and compiling its kernels (slow only when the shader cache is cold)");
+  spdlog::info("starting the compute device and compiling its kernels");
   RunnerOptions ro;
+  ro.warm_up = true;
   ro.device = options.device;
   ro.force_cpu = options.force_cpu;
   ro.allow_cpu_fallback = !options.no_cpu_fallback;
@@ -56,6 +78,9 @@ ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& not
   served.engine = std::make_unique<Engine>(std::move(runner), *served.tokenizer, ec);
   spdlog::info("model {} ({} layers, dim {}, vocab {}) on {}", options.model_path, served.config.n_layers,
                served.config.dim, served.config.vocab_size, served.device);
+  if (!options.force_cpu) {
+    if (auto warning = cpu_device_warning(served.device, gpu_render_nodes())) spdlog::warn("{}", *warning);
+  }
   return served;
 }
 
@@ -164,6 +189,7 @@ void Daemon::setup_sockets(const ListenFds& fds) {
     po.endpoint = "ipc://" + unix_socket_path(*fds.pub);
   }
   pub_->bind(po);
+  setup_http(fds);  // http_frontend_wiring.cpp
 }
 
 int Daemon::run() {
@@ -236,10 +262,12 @@ void Daemon::handle_engine_event(const EngineEvent& ev) {
       break;
     case EventType::kFirstToken:
     case EventType::kToken:
+      itl_.on_tokens(ev.request_id, ev.tokens.size(), std::chrono::steady_clock::now());
       e->state = proto::RequestState::kRunning;
       e->generated_tokens += static_cast<int32_t>(ev.tokens.size());
       break;
     case EventType::kFinished:
+      itl_.forget(ev.request_id);
       e->reason = to_wire(ev.reason);
       e->generated_tokens = ev.usage.generated_tokens;
       break;
@@ -249,6 +277,7 @@ void Daemon::handle_engine_event(const EngineEvent& ev) {
   std::string encoded = encode_engine_event(ev, registry_.next_seq(*e), e->with_logprobs);
   registry_.append(*e, std::move(encoded));
   deliver(*e, e->events.back());
+  if (e->owner.transport == Transport::kHttp && http_) http_->on_engine_event(ev);
   if (ev.type == EventType::kFinished) {
     registry_.mark_finished(*e, std::chrono::steady_clock::now());
     spdlog::info("request {} finished: {} ({} tokens)", e->id, finish_reason_name(ev.reason),
@@ -270,6 +299,7 @@ void Daemon::deliver(StreamEntry& e, const std::string& encoded) {
         drop_owner(e.owner, "ZeroMQ peer gone or not reading (send high-water mark)");
       }
       break;
+    case Transport::kHttp:  // rendered by the HTTP front end (handle_engine_event)
     case Transport::kNone:
       break;
   }
@@ -282,6 +312,7 @@ void Daemon::on_connection_closed(Connection& c) {
   ClientRef owner;
   owner.transport = Transport::kUds;
   owner.conn_id = c.id();
+  off_loop_.forget(owner_key(owner));  // its requests still waiting behind off-loop work
   drop_owner(owner, "client disconnected");
 }
 
@@ -318,6 +349,7 @@ void Daemon::on_housekeeping(uv_timer_t* timer) {
     self->registry_.evict(now);
     if (self->options_.idle_exit_s > 0 && self->phase_ == Phase::kServing &&
         self->uds_->connection_count() == 0 && self->registry_.live_count() == 0 &&
+        (!self->http_ || self->http_->connection_count() == 0) &&
         now - self->last_activity_ >= std::chrono::milliseconds(ms_of(self->options_.idle_exit_s))) {
       spdlog::info("idle for {} s: exiting", self->options_.idle_exit_s);
       self->begin_shutdown("idle exit");
@@ -398,6 +430,10 @@ void Daemon::close_everything() {
     uds_->stop_accepting();
     uds_->close_all(/*flush=*/true);
   }
+  if (http_) {
+    http_->stop_accepting();
+    http_->close_all(/*flush=*/true);
+  }
   if (router_) router_->close();
   if (pub_) pub_->close();
   // Connections get a bounded time to take their final events.
@@ -408,7 +444,8 @@ void Daemon::close_everything() {
 void Daemon::on_final_timer(uv_timer_t* timer) {
   auto* self = static_cast<Daemon*>(timer->data);
   try {
-    const bool none_left = !self->uds_ || self->uds_->connection_count() == 0;
+    const bool none_left = (!self->uds_ || self->uds_->connection_count() == 0) &&
+                           (!self->http_ || self->http_->connection_count() == 0);
     if (none_left) {
       uv_close(as_handle(timer), nullptr);
       return;
@@ -416,10 +453,12 @@ void Daemon::on_final_timer(uv_timer_t* timer) {
     if (std::chrono::steady_clock::now() - self->final_started_ > std::chrono::seconds(3)) {
       spdlog::warn("{} connection(s) did not take their output; closing them", self->uds_->connection_count());
       self->uds_->close_all(/*flush=*/false);
+      if (self->http_) self->http_->close_all(/*flush=*/false);
     }
   } catch (const std::exception& e) {
     spdlog::error("final flush: {}", e.what());
     if (self->uds_) self->uds_->close_all(/*flush=*/false);
+    if (self->http_) self->http_->close_all(/*flush=*/false);
   }
 }
 

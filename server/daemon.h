@@ -12,13 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "engine/chat/model_chat_template.h"
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "protocol/requests.h"
 #include "protocol/responses.h"
 #include "server/client_ref.h"
+#include "server/engine_translation.h"
+#include "server/http_frontend.h"
+#include "server/itl_histogram.h"
 #include "server/listen_fds.h"
+#include "server/off_loop.h"
 #include "server/server_options.h"
 #include "server/stream_registry.h"
 #include "server/systemd_notify.h"
@@ -36,6 +41,9 @@ struct ServedModel {
   std::unique_ptr<Engine> engine;
   LlamaConfig config;
   std::string device;
+  // The chat template `chat` requests render with (the model's, --chat-template, or ChatML);
+  // null when the daemon runs without a model file (tests with a fake runner).
+  std::shared_ptr<const chat::ModelChatTemplate> chat_template;
 };
 
 // Loads the GGUF, its tokenizer and the runner (Vulkan, CPU fallback) and starts the Engine.
@@ -66,7 +74,9 @@ class Daemon {
   // Requests (request_handler.cpp).
   void handle_request(const ClientRef& from, std::string& payload);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::HelloRequest& r);
-  void handle(const ClientRef& from, const proto::Tag& tag, proto::GenerateMessage& r);
+  void handle(const ClientRef& from, const proto::Tag& tag, proto::GenerateRequest& r);
+  // A generate (or a rendered chat) translated for the engine: checks, submit, stream registry.
+  void submit_generate(const ClientRef& from, const proto::Tag& tag, GenerateJob& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::CancelRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::StatusRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r);
@@ -74,10 +84,23 @@ class Daemon {
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::ModelRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::ReplayRequest& r);
+  // Off the loop thread (request_off_loop.cpp): true when the request was taken over.
+  bool defer_if_busy(const ClientRef& from, std::string& payload);
+  bool tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r);
+  bool detokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r);
+  bool generate_off_loop(const ClientRef& from, const proto::Tag& tag, GenerateJob& r);
+  // chat_handler.cpp: renders and tokenizes off the loop (OffLoop), then continues as a generate.
+  void handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r);
   void reply(const ClientRef& to, const std::string& payload);
   void reply_error(const ClientRef& to, const proto::Tag& tag, proto::WireError code,
                    const std::string& message, const std::string& field = {}, const std::string& id = {});
   proto::StatsSnapshot stats_snapshot() const;
+
+  // HTTP front end (http_frontend_wiring.cpp).
+  void setup_http(const ListenFds& fds);
+  void submit_http(uint64_t conn_id, const proto::GenerateRequest& message, std::function<bool()> still_wanted,
+                   std::function<void(HttpSubmitOutcome)> done);
+  HttpSubmitOutcome submit_http_now(uint64_t conn_id, GenerateJob& job);
 
   // Clients going away.
   void on_connection_closed(Connection& c);
@@ -113,6 +136,9 @@ class Daemon {
   std::unique_ptr<UdsServer> uds_;
   std::unique_ptr<ZmqRouter> router_;
   std::unique_ptr<ZmqPublisher> pub_;
+  OffLoop off_loop_;  // tokenizing/detokenizing on libuv's pool; per-client order of answers
+  std::unique_ptr<HttpFrontend> http_;
+  ItlHistogram itl_;  // cumulative, for stats and /metrics
 
   uv_async_t engine_async_{};
   std::shared_ptr<AsyncGuard> async_guard_ = std::make_shared<AsyncGuard>();

@@ -13,15 +13,14 @@ using proto::StreamEvent;
 using proto::StreamEventType;
 using proto::WireError;
 
-GenerateRequest to_engine_request(const proto::GenerateRequest& w, const proto::ProtocolLimits& limits,
+GenerateRequest to_engine_request(const proto::GenerateRequest& w,
                                   std::chrono::steady_clock::time_point now) {
   GenerateRequest q;
   q.id = w.id;
   q.prompt_text = w.prompt;
   q.prompt_ids = w.prompt_ids;
   q.add_bos = w.add_bos.value_or(q.add_bos);
-  const int32_t cap = limits.max_tokens > 0 ? limits.max_tokens : proto::param_default::kMaxTokensCap;
-  q.stop.max_tokens = w.max_tokens.value_or(std::min(proto::param_default::kMaxTokens, cap));
+  q.stop.max_tokens = w.max_tokens.value_or(0);  // 0 = unset: until the context is full
   q.stop.min_tokens = w.min_tokens.value_or(q.stop.min_tokens);
   q.stop.ignore_eos = w.ignore_eos.value_or(q.stop.ignore_eos);
   q.stop.stop_token_ids = w.stop_token_ids;
@@ -49,7 +48,18 @@ GenerateRequest to_engine_request(const proto::GenerateRequest& w, const proto::
   q.logprobs = w.logprobs.value_or(-1);
   q.priority = w.priority.value_or(q.priority);
   if (w.deadline_ms) q.deadline = now + std::chrono::milliseconds(*w.deadline_ms);
+  q.grammar = w.grammar;
+  q.json_schema = w.json_schema;
   return q;
+}
+
+GenerateJob to_generate_job(const proto::GenerateRequest& wire,
+                            std::chrono::steady_clock::time_point now) {
+  GenerateJob job;
+  job.request = to_engine_request(wire, now);
+  job.detached = wire.is_detached();
+  job.stream = wire.is_streamed();
+  return job;
 }
 
 proto::FinishReason to_wire(FinishReason r) {

@@ -17,12 +17,21 @@
 
 namespace vks {
 
-// Wire generate → engine request. Absent fields get the documented defaults (max_tokens:
-// min(256, limits.max_tokens); logprobs: -1 = none at all); deadline_ms becomes an absolute
+// Wire generate → engine request. Absent fields get the documented defaults (max_tokens: 0 =
+// until the context is full; logprobs: -1 = none at all); deadline_ms becomes an absolute
 // deadline from `now`. A top_p too small for a float becomes the smallest positive float (the
 // protocol accepts any p > 0). The request was validated by proto::parse_request.
-GenerateRequest to_engine_request(const proto::GenerateRequest& wire, const proto::ProtocolLimits& limits,
+GenerateRequest to_engine_request(const proto::GenerateRequest& wire,
                                   std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
+
+// A generate as the server runs it: the engine request plus what only the server acts on.
+struct GenerateJob {
+  GenerateRequest request;
+  bool detached = false;  // survives the submitting connection's close
+  bool stream = true;     // events go to the submitting connection (else only `accepted`)
+};
+GenerateJob to_generate_job(const proto::GenerateRequest& wire,
+                            std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
 
 // Engine finish reason ↔ wire finish reason (same five values).
 proto::FinishReason to_wire(FinishReason r);

@@ -49,10 +49,11 @@ ListenFds take_listen_fds() {
     if (name == "uds") slot = &fds.uds;
     if (name == "router") slot = &fds.router;
     if (name == "pub") slot = &fds.pub;
+    if (name == "http") slot = &fds.http;
     if (error.empty()) {
       if (slot == nullptr) {
         error = "socket-activated descriptor " + std::to_string(fd) + " has unknown name '" + name +
-                "': set FileDescriptorName= to uds, router or pub";
+                "': set FileDescriptorName= to uds, router, pub or http";
       } else if (slot->has_value()) {
         error = "socket-activated descriptor name '" + name + "' given twice (fds " +
                 std::to_string(**slot) + " and " + std::to_string(fd) + ")";

@@ -1,7 +1,7 @@
 #pragma once
 // Socket activation: the descriptors systemd (or systemd-socket-activate) passed us, by name.
 // Names: "uds" (the Unix stream socket), "router" (ZeroMQ ROUTER ipc socket), "pub" (ZeroMQ XPUB
-// ipc socket). Any other name, or a name given twice, is a startup error.
+// ipc socket), "http" (the HTTP front end, TCP or Unix). Any other name, or a name given twice, is a startup error.
 #include <optional>
 #include <string>
 
@@ -11,7 +11,8 @@ struct ListenFds {
   std::optional<int> uds;
   std::optional<int> router;
   std::optional<int> pub;
-  bool activated() const { return uds || router || pub; }
+  std::optional<int> http;  // HTTP front end: a listening TCP or Unix stream socket
+  bool activated() const { return uds || router || pub || http; }
 };
 
 // Reads $LISTEN_FDS/$LISTEN_FDNAMES (and unsets them). Throws vks::Error on unknown, duplicate or

@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/common/error.h"
+#include "server/bind_check.h"
+#include "engine/vulkan/core/device.h"
 #include "server/daemon.h"
 
 int main(int argc, char** argv) {
@@ -17,6 +19,9 @@ int main(int argc, char** argv) {
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ vkstreamd: %v");
     vks::server::ListenFds fds = vks::server::take_listen_fds();
     if (!fds.activated() || !fds.uds || !fds.router || !fds.pub) vks::server::apply_default_paths(*options);
+    vks::server::check_endpoints_bindable(*options, fds);  // before the model load, which may take long
+    const std::string shader_cache = vks::vk::place_driver_shader_cache();
+    if (!shader_cache.empty()) spdlog::debug("driver shader cache: {}", shader_cache);
     vks::server::SystemdNotifier notifier;
     vks::server::ServedModel served = vks::server::load_served_model(*options, notifier);
     vks::server::Daemon daemon(std::move(*options), fds, std::move(served), notifier);

@@ -21,6 +21,7 @@ void Daemon::reply(const ClientRef& to, const std::string& payload) {
     case Transport::kZmq:
       if (router_) router_->send(to, payload);
       break;
+    case Transport::kHttp:  // HTTP answers come from HttpFrontend, never as msgpack
     case Transport::kNone:
       break;
   }
@@ -33,6 +34,7 @@ void Daemon::reply_error(const ClientRef& to, const proto::Tag& tag, proto::Wire
 
 void Daemon::handle_request(const ClientRef& from, std::string& payload) {
   touch();
+  if (defer_if_busy(from, payload)) return;  // keeps this client's answers in order
   try {
     proto::Result<proto::Request> parsed = proto::parse_request(payload, limits_);
     if (!parsed) {
@@ -73,7 +75,12 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::H
   reply(from, proto::encode_answer(a, tag));
 }
 
-void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::GenerateMessage& r) {
+void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::GenerateRequest& r) {
+  GenerateJob job = to_generate_job(r);
+  submit_generate(from, tag, job);
+}
+
+void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, GenerateJob& r) {
   if (phase_ != Phase::kServing || !served_.engine) {
     ++requests_rejected_;
     reply_error(from, tag, proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
@@ -90,15 +97,17 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::Generat
                     tag, {}, 100));
     return;
   }
-  if (!r.id.empty() && registry_.contains(r.id)) {
+  if (!r.request.id.empty() && registry_.contains(r.request.id)) {
     ++requests_rejected_;
     reply_error(from, tag, proto::WireError::kAlreadyExists,
-                "request id '" + r.id + "' is already live or retained; choose another", "id", r.id);
+                "request id '" + r.request.id + "' is already live or retained; choose another", "id",
+                r.request.id);
     return;
   }
-  const bool with_logprobs = r.wants_logprobs();
-  const std::string chosen_id = r.id;
-  SubmitResult result = served_.engine->submit(to_engine_request(r, limits_));
+  if (generate_off_loop(from, tag, r)) return;  // long prompt_text / grammar: prepared off the loop first
+  const bool with_logprobs = r.request.logprobs >= 0;
+  const std::string chosen_id = r.request.id;
+  SubmitResult result = served_.engine->submit(std::move(r.request));
   if (!result.ok) {
     ++requests_rejected_;
     spdlog::info("{}: generate rejected: {}", from.describe(), result.message);
@@ -111,8 +120,8 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::Generat
   entry.topic = proto::topic_for(proto::stream_token_from(rng_));
   entry.owner = from;
   // A REQ peer takes the next message after its next send as the answer: never stream to it.
-  entry.stream_to_owner = r.is_streamed() && !from.zmq_envelope;
-  entry.detached = r.is_detached();
+  entry.stream_to_owner = r.stream && !from.zmq_envelope;
+  entry.detached = r.detached;
   entry.with_logprobs = with_logprobs;
   entry.queue_position = result.queue_position;
   entry.prompt_tokens = result.prompt_tokens;
@@ -172,7 +181,9 @@ proto::StatsSnapshot Daemon::stats_snapshot() const {
   s.requests_rejected = requests_rejected_;
   s.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   const EngineStats es = served_.engine ? served_.engine->stats() : EngineStats{};
-  return make_stats_snapshot(es, s);
+  proto::StatsSnapshot snapshot = make_stats_snapshot(es, s);
+  itl_.fill(snapshot.itl_ms);  // cumulative since start (the engine's samples are a recent window)
+  return snapshot;
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r) {
@@ -184,6 +195,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::S
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r) {
+  if (tokenize_off_loop(from, tag, r)) return;
   proto::TokenizeAnswer a;
   a.ids = served_.tokenizer->encode(r.text, r.add_bos, r.parse_special);
   reply(from, proto::encode_answer(a, tag));
@@ -200,6 +212,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::D
       return;
     }
   }
+  if (detokenize_off_loop(from, tag, r)) return;
   proto::DetokenizeAnswer a;
   a.text = served_.tokenizer->decode(r.ids);
   reply(from, proto::encode_answer(a, tag));

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "clients/cli/model_cache.h"
 #include "engine/common/error.h"
 
 namespace vks::server {
@@ -77,7 +78,9 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   std::string scope = std::getenv("XDG_RUNTIME_DIR") != nullptr ? "user" : "system";
   std::string mode = "0660";
 
-  app.add_option("-m,--model", o.model_path, "GGUF model file to serve")->required();
+  app.add_option("-m,--model", o.model_path,
+                 "GGUF model file to serve, or a cached model name (see `vkstream pull`, `vkstream models`)")
+      ->required();
   app.add_option("--scope", scope, "default socket locations: user ($XDG_RUNTIME_DIR/vkstream) or "
                                    "system (/run/vkstream)")
       ->check(CLI::IsMember({"user", "system"}))
@@ -132,7 +135,19 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   app.add_option("--max-seqs", o.max_seqs)->check(CLI::Range(1, 4096))->capture_default_str();
   bool no_prefix_cache = false;
   app.add_flag("--no-prefix-cache", no_prefix_cache, "disable prefix caching");
-  app.add_flag("--priority", o.priority_policy, "schedule by priority instead of FCFS");
+  bool fcfs = false;
+  app.add_flag("--fcfs", fcfs, "schedule first come, first served, ignoring request priorities");
+  app.add_flag("--priority", o.priority_policy,
+               "schedule by priority with aging (the default; kept for old command lines)");
+  app.add_option("--chat-template", o.chat_template_path,
+                 "Jinja chat template file to use instead of the model's tokenizer.chat_template");
+  app.add_option("--http", o.http_endpoints,
+                 "serve the OpenAI/Ollama HTTP API on PORT (loopback), HOST:PORT or unix:PATH (repeatable)");
+  app.add_option("--api-key", o.api_key,
+                 "HTTP API key, checked as 'Authorization: Bearer KEY'; required for non-loopback --http")
+      ->envname("VKSTREAM_API_KEY");
+  app.add_option("--http-max-connections", o.http_max_connections, "open HTTP connections before 503")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--log-level", o.log_level)
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
@@ -155,9 +170,11 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   for (const std::string& g : allow_groups) o.allow_gids.push_back(resolve_id(g, /*group=*/true));
   for (const std::string& u : deny_users) o.deny_uids.push_back(resolve_id(u, /*group=*/false));
   check_endpoints(o);
+  o.model_path = vks::cli::resolve_model_or_path(o.model_path);
   o.scope = scope == "user" ? Scope::kUser : Scope::kSystem;
   o.socket_mode = parse_mode(mode);
   o.prefix_caching = !no_prefix_cache;
+  if (fcfs) o.priority_policy = false;
   return o;
 }
 
@@ -166,7 +183,7 @@ std::string default_socket_dir(Scope scope) {
   const char* runtime = std::getenv("XDG_RUNTIME_DIR");
   if (runtime == nullptr || *runtime == '\0') {
     throw Error(ErrorCode::kInvalidArgument,
-                "XDG_RUNTIME_DIR is not set: pass --scope system, or --socket/--router/--pub paths");
+                "XDG_RUNTIME_DIR is not set: use --scope system (as root), or --socket PATH with --router and --pub");
   }
   return std::string(runtime) + "/vkstream";
 }

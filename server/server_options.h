@@ -35,8 +35,13 @@ struct ServerOptions {
   int32_t max_batched_tokens = 256;
   int32_t max_seqs = 16;
   bool prefix_caching = true;
-  bool priority_policy = false;
+  bool priority_policy = true;  // priority with aging; --fcfs turns it off
   std::string log_level = "info";
+  std::string chat_template_path;  // overrides the model's tokenizer.chat_template; empty = the model's
+  // HTTP front end (docs/HTTP.md).
+  std::vector<std::string> http_endpoints;  // --http PORT | HOST:PORT | unix:PATH (repeatable)
+  std::string api_key;                      // --api-key: required for non-loopback --http
+  uint32_t http_max_connections = 1024;
 };
 
 // Parses argv. Returns the options, or nullopt after printing help/version (exit 0).

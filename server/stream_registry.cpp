@@ -17,6 +17,10 @@ std::string owner_key(const ClientRef& client) {
       key.push_back('z');
       key.append(client.zmq_identity);
       break;
+    case Transport::kHttp:
+      key.push_back('h');
+      key.append(std::to_string(client.conn_id));
+      break;
     case Transport::kNone:
       key.push_back('-');
       break;

@@ -84,7 +84,28 @@ void SamplingFlags::add_to(CLI::App& app) {
   logprobs_opt = app.add_option("--logprobs", logprobs, "return the top-N alternatives per token (0..20)")
                      ->check(CLI::Range(0, 20));
   app.add_flag("--no-bos", no_bos, "do not prepend the BOS token to the prompt");
+  app.add_option("--grammar-file", grammar_file, "constrain the output to a GBNF grammar (llama.cpp notation)");
+  app.add_option("--json-schema", json_schema_file, "constrain the output to JSON valid against this JSON Schema file")
+      ->excludes("--grammar-file");
 }
+
+namespace {
+std::string read_constraint_file(const std::string& path, const char* flag) {
+  if (path.empty()) return {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw CLI::ValidationError(flag, "cannot read '" + path + "'");
+  std::string text;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  if (text.empty()) throw CLI::ValidationError(flag, "'" + path + "' is empty");
+  return text;
+}
+}  // namespace
+
+std::string SamplingFlags::grammar_text() const { return read_constraint_file(grammar_file, "--grammar-file"); }
+std::string SamplingFlags::json_schema_text() const { return read_constraint_file(json_schema_file, "--json-schema"); }
 
 std::vector<std::pair<int32_t, double>> SamplingFlags::parsed_logit_bias() const {
   std::vector<std::pair<int32_t, double>> out;
@@ -125,6 +146,8 @@ void SamplingFlags::apply(vkstream::GenerateOptions& o) const {
   if (*min_tokens_opt) o.min_tokens = min_tokens;
   if (*logprobs_opt) o.logprobs = logprobs;
   if (no_bos) o.add_bos = false;
+  if (!grammar_file.empty()) o.grammar = grammar_text();
+  if (!json_schema_file.empty()) o.json_schema = json_schema_text();
 }
 
 std::string read_all_stdin() {

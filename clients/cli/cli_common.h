@@ -51,6 +51,8 @@ struct SamplingFlags {
   int32_t min_tokens = 0;
   int32_t logprobs = 0;
   bool no_bos = false;
+  std::string grammar_file;      // --grammar-file: GBNF text sent as `grammar`
+  std::string json_schema_file;  // --json-schema: JSON Schema file sent as `json_schema`
 
   // Set once the command line was parsed: which flags were given.
   CLI::Option* max_tokens_opt = nullptr;
@@ -69,8 +71,12 @@ struct SamplingFlags {
   void add_to(CLI::App& app);
   // Parsed logit_bias; throws CLI::ValidationError for a malformed entry.
   std::vector<std::pair<int32_t, double>> parsed_logit_bias() const;
-  // Copies the given flags into options (greedy → temperature 0).
+  // Copies the given flags into options (greedy → temperature 0). Throws CLI::ValidationError
+  // when a --grammar-file / --json-schema file cannot be read.
   void apply(vkstream::GenerateOptions& options) const;
+  // Contents of --grammar-file / --json-schema ("" when not given).
+  std::string grammar_text() const;
+  std::string json_schema_text() const;
 };
 
 // Reads all of stdin (for a prompt given as "-").

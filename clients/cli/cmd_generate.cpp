@@ -1,12 +1,14 @@
-// `vkstream generate` and `vkstream chat`: stream generations from the daemon.
+// `vkstream generate`: stream a generation from the daemon (`vkstream chat` is in cmd_chat.cpp).
 #include <unistd.h>
 
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "clients/cli/cli_common.h"
 #include "clients/cli/commands.h"
 #include "clients/cli/interrupt.h"
+#include "clients/cli/logprobs_print.h"
 
 namespace vks::cli {
 namespace {
@@ -35,6 +37,7 @@ struct StreamOutcome {
   std::string text;
   bool failed = false;
   bool interrupted = false;  // Ctrl-C cancelled it
+  std::vector<LogprobRow> logprobs;  // when asked for (not with --json)
 };
 
 StreamOutcome stream_request(vkstream::Client& client, const vkstream::GenerateOptions& options, bool json,
@@ -69,6 +72,11 @@ StreamOutcome stream_request(vkstream::Client& client, const vkstream::GenerateO
     } else if (ev->kind == vkstream::EventKind::kToken) {
       std::cout << ev->text << std::flush;
       out.text += ev->text;
+      for (const vkstream::TokenLogprobs& lp : ev->logprobs) {
+        LogprobRow row{lp.id, lp.logprob, {}};
+        for (const vkstream::TopLogprob& t : lp.top) row.top.emplace_back(t.id, t.logprob);
+        out.logprobs.push_back(std::move(row));
+      }
     }
     if (ev->kind == vkstream::EventKind::kError) {
       out.failed = true;
@@ -100,41 +108,17 @@ int run_generate(GenerateArgs& a) {
   if (a.echo && !a.json) std::cout << options.prompt << std::flush;
   const StreamOutcome out = stream_request(client, options, a.json, a.verbose, a.conn.timeout_ms);
   if (!a.json) std::cout << '\n' << std::flush;
+  if (!a.json && !out.logprobs.empty()) {
+    std::map<int32_t, std::string> pieces;  // one detokenize per distinct id
+    const auto piece = [&](int32_t id) -> std::string {
+      auto it = pieces.find(id);
+      if (it == pieces.end()) it = pieces.emplace(id, client.detokenize({id})).first;
+      return it->second;
+    };
+    std::cout << format_logprob_table(out.logprobs, piece) << std::flush;
+  }
   if (out.interrupted) return kExitInterrupted;
   return out.failed || out.reason == "error" ? kExitError : kExitOk;
-}
-
-struct ChatArgs {
-  ConnectionFlags conn;
-  SamplingFlags sampling;
-  bool verbose = false;
-};
-
-// Plain continuation: the whole conversation so far is the prompt of each turn. (A chat template
-// replaces this once the daemon reports one for the model.)
-int run_chat(ChatArgs& a) {
-  vkstream::Client client = a.conn.connect();
-  const bool tty = ::isatty(STDIN_FILENO) != 0;
-  if (tty) std::cerr << "vkstream chat: plain continuation; an empty line or Ctrl-D ends, Ctrl-C stops a reply\n";
-  std::string conversation;
-  std::string line;
-  for (;;) {
-    if (tty) std::cout << "> " << std::flush;
-    if (!std::getline(std::cin, line) || line.empty() || line == "/quit") break;
-    conversation += line;
-    conversation += '\n';
-    vkstream::GenerateOptions options;
-    options.prompt = conversation;
-    a.sampling.apply(options);
-    // One paragraph per turn unless the user set their own limits.
-    if (options.stop.empty() && !options.max_tokens) options.stop = {"\n\n"};
-    const StreamOutcome out = stream_request(client, options, false, a.verbose, a.conn.timeout_ms);
-    std::cout << '\n' << std::flush;
-    if (out.failed) return kExitError;
-    conversation += out.text;
-    conversation += '\n';
-  }
-  return kExitOk;
 }
 
 }  // namespace
@@ -155,12 +139,6 @@ void add_generate_commands(CLI::App& root, int& exit_code) {
   gen->add_flag("--detached", g->detached, "keep running if this client disconnects");
   gen->callback([g, &exit_code] { exit_code = guarded("generate", [&] { return run_generate(*g); }); });
 
-  auto c = std::make_shared<ChatArgs>();
-  CLI::App* chat = root.add_subcommand("chat", "Interactive continuation with vkstreamd");
-  c->conn.add_to(*chat);
-  c->sampling.add_to(*chat);
-  chat->add_flag("-v,--verbose", c->verbose, "print usage/timings after each reply");
-  chat->callback([c, &exit_code] { exit_code = guarded("chat", [&] { return run_chat(*c); }); });
 }
 
 }  // namespace vks::cli

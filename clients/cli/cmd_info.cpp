@@ -5,6 +5,7 @@
 
 #include "clients/cli/cli_common.h"
 #include "clients/cli/commands.h"
+#include "clients/cli/offline_tokenizer.h"
 #include "clients/cli/value_print.h"
 
 namespace vks::cli {
@@ -19,6 +20,7 @@ struct InfoArgs {
   bool parse_special = false;
   std::string id;
   bool prometheus = false;
+  std::string model;  // tokenize/detokenize in-process with this GGUF (no daemon)
 };
 
 void print(const vkstream::Value& v, bool json) {
@@ -56,7 +58,9 @@ void add_info_commands(CLI::App& root, int& exit_code) {
   CLI::App* t = add(root, exit_code, "tokenize", "Token ids of a text (with the daemon's tokenizer)", tok,
                     [](InfoArgs& a) {
                       const std::string text = a.text == "-" ? read_all_stdin() : a.text;
-                      const std::vector<int32_t> ids = a.conn.connect().tokenize(text, !a.no_bos, a.parse_special);
+                      const std::vector<int32_t> ids =
+                          a.model.empty() ? a.conn.connect().tokenize(text, !a.no_bos, a.parse_special)
+                                          : offline_tokenize(a.model, text, !a.no_bos, a.parse_special);
                       if (a.json) {
                         vkstream::Value::Array arr;
                         for (int32_t id : ids) arr.emplace_back(int64_t{id});
@@ -70,13 +74,15 @@ void add_info_commands(CLI::App& root, int& exit_code) {
   t->add_option("text", tok->text, "text ('-' reads stdin)")->required();
   t->add_flag("--no-bos", tok->no_bos, "do not prepend BOS");
   t->add_flag("--parse-special", tok->parse_special, "turn control-token text into control tokens");
+  t->add_option("--model", tok->model, "tokenize in-process with this GGUF's tokenizer (no daemon)");
 
   auto detok = std::make_shared<InfoArgs>();
   CLI::App* d = add(root, exit_code, "detokenize", "Text of token ids", detok, [](InfoArgs& a) {
-    std::cout << a.conn.connect().detokenize(a.ids) << '\n';
+    std::cout << (a.model.empty() ? a.conn.connect().detokenize(a.ids) : offline_detokenize(a.model, a.ids)) << '\n';
     return kExitOk;
   });
   d->add_option("ids", detok->ids, "token ids")->required();
+  d->add_option("--model", detok->model, "detokenize in-process with this GGUF's tokenizer (no daemon)");
 
   auto cancel = std::make_shared<InfoArgs>();
   CLI::App* c = add(root, exit_code, "cancel", "Cancel a request (from any client)", cancel, [](InfoArgs& a) {

@@ -12,7 +12,11 @@
 #include "clients/cli/cli_common.h"
 #include "clients/cli/commands.h"
 #include "clients/cli/interrupt.h"
+#include "clients/cli/logprobs_print.h"
+#include "clients/cli/model_cache.h"
 #include "engine/common/error.h"
+#include "engine/gguf/ggml_type.h"
+#include "engine/model/architecture.h"
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -56,6 +60,8 @@ GenerateRequest to_engine_request(const RunArgs& a) {
   r.stop.stop_token_ids = o.stop_token_ids;
   r.stop.stop_strings = o.stop;
   r.logprobs = o.logprobs.value_or(-1);
+  r.grammar = o.grammar.value_or("");
+  r.json_schema = o.json_schema.value_or("");
   return r;
 }
 
@@ -88,12 +94,15 @@ int run_local(RunArgs& a) {
   spdlog::set_default_logger(logger);
 
   if (a.prompt == "-") a.prompt = read_all_stdin();
+  a.model = resolve_model_or_path(a.model);  // a cached name (see `vkstream pull`) or a path
   std::error_code ec;
   if (!std::filesystem::exists(a.model, ec)) {
     print_error("run: model file '" + a.model + "' does not exist: pass the path of a llama GGUF file with --model");
     return kExitUsage;
   }
   GenerateRequest request = to_engine_request(a);
+  const int32_t request_logprobs = request.logprobs;
+  std::vector<LogprobRow> logprob_rows;
   try {
     std::unique_ptr<LlamaModel> model = LlamaModel::load(a.model);
     std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model->file());
@@ -128,11 +137,25 @@ int run_local(RunArgs& a) {
         if (ev.request_id != submitted.id) continue;
         if (ev.type == EventType::kToken || ev.type == EventType::kFirstToken) {
           std::cout << ev.text << std::flush;
+          if (request_logprobs >= 0) {
+            for (const GeneratedToken& t : ev.tokens) {
+              LogprobRow row{t.id, t.logprob, {}};
+              for (const TokenLogprob& alt : t.top) row.top.emplace_back(alt.id, alt.logprob);
+              logprob_rows.push_back(std::move(row));
+            }
+          }
         } else if (ev.type == EventType::kError) {
           std::cout << std::endl;
           print_error("run: generation failed: " + std::string(error_code_name(ev.error_code)) + ": " + ev.error_message);
         } else if (ev.type == EventType::kFinished) {
           std::cout << '\n' << std::flush;
+          if (!logprob_rows.empty()) {
+            const auto piece = [&](int32_t id) {
+              const int32_t one[] = {id};
+              return tokenizer->decode(one);
+            };
+            std::cout << format_logprob_table(logprob_rows, piece) << std::flush;
+          }
           if (a.verbose) {
             std::cerr << "[" << finish_reason_name(ev.reason) << ": prompt " << ev.usage.prompt_tokens << ", generated "
                       << ev.usage.generated_tokens << "; TTFT " << ev.timings.ttft_ms << " ms, total "
@@ -148,7 +171,9 @@ int run_local(RunArgs& a) {
     std::string hint;
     switch (e.code()) {
       case ErrorCode::kCorrupt: hint = " (the file is damaged or not a GGUF: download or convert it again)"; break;
-      case ErrorCode::kUnsupported: hint = " (vkstream runs llama-architecture GGUFs with F32/F16/BF16/Q8_0/Q4_0 weights)"; break;
+      case ErrorCode::kUnsupported:
+        hint = " (vkstream runs " + supported_architecture_names() + " GGUFs with weights in " + supported_ggml_type_names() + ")";
+        break;
       case ErrorCode::kIo: hint = " (check the path and its permissions)"; break;
       case ErrorCode::kDevice: hint = " (try --cpu, or check the Vulkan driver with `vkstream devices`)"; break;
       default: break;
@@ -166,7 +191,7 @@ int run_local(RunArgs& a) {
 void add_run_command(CLI::App& root, int& exit_code) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* run = root.add_subcommand("run", "Load a GGUF in this process and stream a generation (no daemon)");
-  run->add_option("-m,--model", a->model, "llama GGUF file")->required();
+  run->add_option("-m,--model", a->model, "llama GGUF file, or a cached model name (see `vkstream models`)")->required();
   run->add_option("prompt", a->prompt, "prompt text ('-' reads stdin)")->required();
   a->sampling.add_to(*run);
   run->add_option("--device", a->device, "Vulkan device: index or name substring (see `vkstream devices`)");

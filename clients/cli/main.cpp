@@ -14,10 +14,14 @@ int main(int argc, char** argv) {
   int exit_code = vks::cli::kExitOk;
   vks::cli::add_run_command(app, exit_code);
   vks::cli::add_generate_commands(app, exit_code);
+  vks::cli::add_chat_command(app, exit_code);
   vks::cli::add_info_commands(app, exit_code);
   vks::cli::add_follow_command(app, exit_code);
   vks::cli::add_devices_command(app, exit_code);
   vks::cli::add_bench_command(app, exit_code);
+  vks::cli::add_template_command(app, exit_code);
+  vks::cli::add_pull_command(app, exit_code);
+  vks::cli::add_models_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -14,31 +14,45 @@ std::vector<float> dequantize_vector(const TensorRef& t) {
   return out;
 }
 
+namespace {
+
+// The contiguous cache of one layer: position p's rows at p * kv_dim.
+class ContiguousKv final : public LayerKv {
+ public:
+  ContiguousKv(const LlamaConfig& c, float* keys, float* values, int32_t pos)
+      : c_(c), keys_(keys), values_(values), pos_(static_cast<size_t>(pos)) {}
+  void store(size_t t, const float* k, const float* v) override {
+    std::copy_n(k, c_.kv_dim(), keys_ + (pos_ + t) * c_.kv_dim());
+    std::copy_n(v, c_.kv_dim(), values_ + (pos_ + t) * c_.kv_dim());
+  }
+  void attend(size_t t, const float* q, float* out) override {
+    ref::attention(out, q, keys_, values_, pos_ + t + 1, c_.n_heads, c_.n_kv_heads, c_.head_dim);
+  }
+
+ private:
+  const LlamaConfig& c_;
+  float* keys_;
+  float* values_;
+  size_t pos_;  // position of token 0
+};
+
+}  // namespace
+
 CpuModel::CpuModel(const LlamaModel& model, int threads, int32_t max_seq_len)
-    : model_(model), config_(model.config()), pool_(threads) {
+    : model_(model), config_(model.config()), pool_(threads), vectors_(std::make_unique<CpuModelVectors>(model)) {
   const LlamaConfig& c = config_;
   max_seq_len_ = max_seq_len > 0 ? max_seq_len : static_cast<int32_t>(std::min<uint32_t>(c.context_length, 4096));
   if (max_seq_len_ <= 0) max_seq_len_ = 4096;
-  for (const LayerWeights& layer : model.weights().layers) {
-    attn_norm_.push_back(dequantize_vector(layer.attn_norm));
-    ffn_norm_.push_back(dequantize_vector(layer.ffn_norm));
+  for (size_t l = 0; l < c.n_layers; ++l) {
     key_cache_.emplace_back(static_cast<size_t>(max_seq_len_) * c.kv_dim());
     value_cache_.emplace_back(static_cast<size_t>(max_seq_len_) * c.kv_dim());
   }
-  output_norm_ = dequantize_vector(model.weights().output_norm);
-  x_.resize(c.dim);
-  xb_.resize(c.dim);
-  q_.resize(c.q_dim());
-  att_.resize(c.q_dim());
-  proj_.resize(c.dim);
-  gate_.resize(c.hidden_dim);
-  up_.resize(c.hidden_dim);
+  acts_.resize(c, 1);
   logits_.resize(c.vocab_size);
 }
 
 const std::vector<float>& CpuModel::forward(int32_t token, int32_t pos) {
   const LlamaConfig& c = config_;
-  const LlamaWeights& w = model_.weights();
   if (token < 0 || static_cast<uint32_t>(token) >= c.vocab_size) {
     throw Error(ErrorCode::kInvalidArgument, "token id " + std::to_string(token) + " is outside the vocabulary (" +
                                                  std::to_string(c.vocab_size) + " tokens)");
@@ -48,49 +62,13 @@ const std::vector<float>& CpuModel::forward(int32_t token, int32_t pos) {
                                                  std::to_string(n_cached_) + " positions cached, capacity " +
                                                  std::to_string(max_seq_len_));
   }
-  const size_t dim = c.dim;
-  const size_t kv_dim = c.kv_dim();
-  const size_t n_ctx = static_cast<size_t>(pos) + 1;  // positions this token attends to
-
-  // Embedding: the token's row of token_embd.
-  dequantize_tensor_row(w.token_embd, static_cast<uint64_t>(token), x_.data());
-
+  cpu_embed(model_, &token, acts_);
   for (size_t l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& layer = w.layers[l];
-    float* k = key_cache_[l].data() + static_cast<size_t>(pos) * kv_dim;    // this position's key row
-    float* v = value_cache_[l].data() + static_cast<size_t>(pos) * kv_dim;  // and value row
-
-    // Attention RMSNorm.
-    ref::rmsnorm(xb_.data(), x_.data(), attn_norm_[l].data(), dim, c.norm_eps);
-    // Q, K, V projections; K and V go straight into the cache.
-    ref::matvec(layer.wq, xb_.data(), q_.data(), &pool_);
-    ref::matvec(layer.wk, xb_.data(), k, &pool_);
-    ref::matvec(layer.wv, xb_.data(), v, &pool_);
-    // Rotary embedding of Q and K at this position.
-    ref::rope_norm(q_.data(), c.n_heads, c.head_dim, c.rope_dim, pos, c.rope_freq_base, c.rope_freq_scale);
-    ref::rope_norm(k, c.n_kv_heads, c.head_dim, c.rope_dim, pos, c.rope_freq_base, c.rope_freq_scale);
-    // Grouped-query attention over positions 0..pos.
-    ref::attention(att_.data(), q_.data(), key_cache_[l].data(), value_cache_[l].data(), n_ctx, c.n_heads,
-                   c.n_kv_heads, c.head_dim);
-    // Output projection and residual.
-    ref::matvec(layer.wo, att_.data(), proj_.data(), &pool_);
-    for (size_t i = 0; i < dim; ++i) x_[i] += proj_[i];
-
-    // FFN RMSNorm.
-    ref::rmsnorm(xb_.data(), x_.data(), ffn_norm_[l].data(), dim, c.norm_eps);
-    // SwiGLU feed-forward: w_down(silu(w_gate x) * w_up x).
-    ref::matvec(layer.w_gate, xb_.data(), gate_.data(), &pool_);
-    ref::matvec(layer.w_up, xb_.data(), up_.data(), &pool_);
-    ref::swiglu(gate_.data(), gate_.data(), up_.data(), c.hidden_dim);
-    ref::matvec(layer.w_down, gate_.data(), proj_.data(), &pool_);
-    // Residual.
-    for (size_t i = 0; i < dim; ++i) x_[i] += proj_[i];
+    ContiguousKv kv(c, key_cache_[l].data(), value_cache_[l].data(), pos);
+    cpu_layer(model_, *vectors_, l, &pos, acts_, kv, &pool_);
   }
-
-  // Final RMSNorm.
-  ref::rmsnorm(x_.data(), x_.data(), output_norm_.data(), dim, c.norm_eps);
-  // Logits.
-  ref::matvec(w.output, x_.data(), logits_.data(), &pool_);
+  const size_t row = 0;
+  cpu_logits(model_, *vectors_, acts_, &row, 1, logits_.data(), &pool_);
   n_cached_ = pos + 1;
   return logits_;
 }

@@ -1,11 +1,12 @@
 #pragma once
-// The llama forward pass for one sequence, one token at a time, as straight-line code (in the
-// manner of llama2.c's run.c). The oracle the Vulkan kernels and the engine are tested against.
+// The forward pass for one sequence, one token at a time (the layer code is cpu_layer.h's, shared
+// with CpuRunner). The oracle the Vulkan kernels and the engine are tested against.
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "engine/common/thread_pool.h"
+#include "engine/cpu/cpu_layer.h"
 #include "engine/model/llama_model.h"
 
 namespace vks {
@@ -32,24 +33,14 @@ class CpuModel {
   int32_t n_cached_ = 0;  // positions in the KV cache
   ThreadPool pool_;
 
-  // F32 copies of the norm weights, dequantized once.
-  std::vector<std::vector<float>> attn_norm_;  // [n_layers][dim]
-  std::vector<std::vector<float>> ffn_norm_;   // [n_layers][dim]
-  std::vector<float> output_norm_;             // [dim]
+  std::unique_ptr<CpuModelVectors> vectors_;  // norms, biases, rope factors in F32
 
   // KV cache, per layer: [max_seq_len, kv_dim], rotated keys.
   std::vector<std::vector<float>> key_cache_;
   std::vector<std::vector<float>> value_cache_;
 
-  // Activations of the current token.
-  std::vector<float> x_;       // [dim] residual stream
-  std::vector<float> xb_;      // [dim] normalized input of a sublayer
-  std::vector<float> q_;       // [q_dim]
-  std::vector<float> att_;     // [q_dim] attention output
-  std::vector<float> proj_;    // [dim] sublayer output before the residual add
-  std::vector<float> gate_;    // [hidden_dim]
-  std::vector<float> up_;      // [hidden_dim]
-  std::vector<float> logits_;  // [vocab_size]
+  CpuActivations acts_;         // of the current token
+  std::vector<float> logits_;   // [vocab_size]
 };
 
 // F32 copy of a vector weight (norms), dequantized from its GGUF type.

@@ -23,14 +23,12 @@ CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
     throw Error(ErrorCode::kInvalidArgument,
                 "CPU runner options must be positive (block_size, num_blocks, max_step_tokens, max_step_seqs)");
   }
+  vectors_ = std::make_unique<CpuModelVectors>(model);
   const size_t slots = static_cast<size_t>(options_.num_blocks) * static_cast<size_t>(options_.block_size);
-  for (const LayerWeights& layer : model.weights().layers) {
-    attn_norm_.push_back(dequantize_vector(layer.attn_norm));
-    ffn_norm_.push_back(dequantize_vector(layer.ffn_norm));
+  for (size_t l = 0; l < model.config().n_layers; ++l) {
     key_pool_.emplace_back(slots * model.config().kv_dim());
     value_pool_.emplace_back(slots * model.config().kv_dim());
   }
-  output_norm_ = dequantize_vector(model.weights().output_norm);
 }
 
 void CpuRunner::validate(const StepBatch& batch) const {
@@ -86,26 +84,46 @@ void CpuRunner::validate(const StepBatch& batch) const {
   }
 }
 
+namespace {
+
+// One layer's paged pool: token t's rows go to its slot, and its attention gathers its sequence's
+// positions 0..pos through the block table.
+class PagedKv final : public LayerKv {
+ public:
+  PagedKv(const LlamaConfig& c, const StepBatch& batch, const std::vector<size_t>& seq_of, size_t block_size,
+          float* keys, float* values)
+      : c_(c), batch_(batch), seq_of_(seq_of), block_size_(block_size), keys_(keys), values_(values) {}
+  void store(size_t t, const float* k, const float* v) override {
+    const size_t slot = static_cast<size_t>(batch_.slot_mapping[t]);
+    std::copy_n(k, c_.kv_dim(), keys_ + slot * c_.kv_dim());
+    std::copy_n(v, c_.kv_dim(), values_ + slot * c_.kv_dim());
+  }
+  void attend(size_t t, const float* q, float* out) override {
+    const SeqChunk& seq = batch_.seqs[seq_of_[t]];
+    const size_t kv_dim = c_.kv_dim();
+    const size_t n_ctx = static_cast<size_t>(batch_.positions[t]) + 1;
+    std::vector<float> keys(n_ctx * kv_dim);
+    std::vector<float> values(n_ctx * kv_dim);
+    ref::gather_paged_rows(keys_, seq.block_table, block_size_, n_ctx, kv_dim, keys.data());
+    ref::gather_paged_rows(values_, seq.block_table, block_size_, n_ctx, kv_dim, values.data());
+    ref::attention(out, q, keys.data(), values.data(), n_ctx, c_.n_heads, c_.n_kv_heads, c_.head_dim);
+  }
+
+ private:
+  const LlamaConfig& c_;
+  const StepBatch& batch_;
+  const std::vector<size_t>& seq_of_;
+  size_t block_size_;
+  float* keys_;
+  float* values_;
+};
+
+}  // namespace
+
 void CpuRunner::step(const StepBatch& batch, StepResult& out) {
   validate(batch);
   const LlamaConfig& c = config();
-  const LlamaWeights& w = model_.weights();
   const size_t n = batch.tokens.size();
-  const size_t dim = c.dim;
-  const size_t q_dim = c.q_dim();
-  const size_t kv_dim = c.kv_dim();
-  const size_t hidden = c.hidden_dim;
-
-  // Activations of every token of the step, token-major: [n, width].
-  std::vector<float> x(n * dim);        // residual stream
-  std::vector<float> xb(n * dim);       // normalized input of a sublayer
-  std::vector<float> q(n * q_dim);
-  std::vector<float> k(n * kv_dim);
-  std::vector<float> v(n * kv_dim);
-  std::vector<float> att(n * q_dim);    // attention output
-  std::vector<float> proj(n * dim);     // sublayer output before the residual add
-  std::vector<float> gate(n * hidden);
-  std::vector<float> up(n * hidden);
 
   // Which sequence each token belongs to (for its block table).
   std::vector<size_t> seq_of(n);
@@ -113,68 +131,25 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
     for (int32_t i = 0; i < batch.seqs[s].n_tokens; ++i) seq_of[static_cast<size_t>(batch.seqs[s].token_offset + i)] = s;
   }
 
-  // Embedding.
-  for (size_t t = 0; t < n; ++t) dequantize_tensor_row(w.token_embd, static_cast<uint64_t>(batch.tokens[t]), &x[t * dim]);
-
+  CpuActivations acts;
+  acts.resize(c, n);
+  cpu_embed(model_, batch.tokens.data(), acts);
   for (size_t l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& layer = w.layers[l];
-    // Attention RMSNorm.
-    for (size_t t = 0; t < n; ++t) ref::rmsnorm(&xb[t * dim], &x[t * dim], attn_norm_[l].data(), dim, c.norm_eps);
-    // Q, K, V projections.
-    ref::matmul(layer.wq, xb.data(), n, q.data(), &pool_);
-    ref::matmul(layer.wk, xb.data(), n, k.data(), &pool_);
-    ref::matmul(layer.wv, xb.data(), n, v.data(), &pool_);
-    // Rotary embedding, then K and V into their cache slots.
-    for (size_t t = 0; t < n; ++t) {
-      const int32_t pos = batch.positions[t];
-      ref::rope_norm(&q[t * q_dim], c.n_heads, c.head_dim, c.rope_dim, pos, c.rope_freq_base, c.rope_freq_scale);
-      ref::rope_norm(&k[t * kv_dim], c.n_kv_heads, c.head_dim, c.rope_dim, pos, c.rope_freq_base, c.rope_freq_scale);
-      const size_t slot = static_cast<size_t>(batch.slot_mapping[t]);
-      std::copy_n(&k[t * kv_dim], kv_dim, &key_pool_[l][slot * kv_dim]);
-      std::copy_n(&v[t * kv_dim], kv_dim, &value_pool_[l][slot * kv_dim]);
-    }
-    // Attention of each token over its sequence's positions 0..pos, gathered from the blocks.
-    pool_.parallel_for(n, [&](size_t t) {
-      const SeqChunk& seq = batch.seqs[seq_of[t]];
-      const size_t n_ctx = static_cast<size_t>(batch.positions[t]) + 1;
-      std::vector<float> keys(n_ctx * kv_dim);
-      std::vector<float> values(n_ctx * kv_dim);
-      const size_t bs = static_cast<size_t>(options_.block_size);
-      ref::gather_paged_rows(key_pool_[l].data(), seq.block_table, bs, n_ctx, kv_dim, keys.data());
-      ref::gather_paged_rows(value_pool_[l].data(), seq.block_table, bs, n_ctx, kv_dim, values.data());
-      ref::attention(&att[t * q_dim], &q[t * q_dim], keys.data(), values.data(), n_ctx, c.n_heads, c.n_kv_heads,
-                     c.head_dim);
-    });
-    // Output projection and residual.
-    ref::matmul(layer.wo, att.data(), n, proj.data(), &pool_);
-    for (size_t i = 0; i < n * dim; ++i) x[i] += proj[i];
-
-    // FFN RMSNorm.
-    for (size_t t = 0; t < n; ++t) ref::rmsnorm(&xb[t * dim], &x[t * dim], ffn_norm_[l].data(), dim, c.norm_eps);
-    // SwiGLU feed-forward.
-    ref::matmul(layer.w_gate, xb.data(), n, gate.data(), &pool_);
-    ref::matmul(layer.w_up, xb.data(), n, up.data(), &pool_);
-    ref::swiglu(gate.data(), gate.data(), up.data(), n * hidden);
-    ref::matmul(layer.w_down, gate.data(), n, proj.data(), &pool_);
-    // Residual.
-    for (size_t i = 0; i < n * dim; ++i) x[i] += proj[i];
+    PagedKv kv(c, batch, seq_of, static_cast<size_t>(options_.block_size), key_pool_[l].data(), value_pool_[l].data());
+    cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_);
   }
 
-  // Final norm and logits, only for the last token of each sequence that wants output (all of
-  // them in one matmul, so the output matrix is dequantized once per step).
+  // Logits only for the last token of each sequence that wants output, in one matmul.
   std::vector<size_t> outputs;  // sequences with logits != kNone
+  std::vector<size_t> rows;     // their last tokens
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    if (batch.seqs[s].logits != LogitsMode::kNone) outputs.push_back(s);
-  }
-  std::vector<float> last(outputs.size() * dim);  // [n_outputs, dim] normalized final states
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    const SeqChunk& seq = batch.seqs[outputs[o]];
-    const size_t t = static_cast<size_t>(seq.token_offset + seq.n_tokens - 1);
-    ref::rmsnorm(&last[o * dim], &x[t * dim], output_norm_.data(), dim, c.norm_eps);
+    if (batch.seqs[s].logits == LogitsMode::kNone) continue;
+    outputs.push_back(s);
+    rows.push_back(static_cast<size_t>(batch.seqs[s].token_offset + batch.seqs[s].n_tokens - 1));
   }
   const size_t vocab = c.vocab_size;
   std::vector<float> logits(outputs.size() * vocab);  // [n_outputs, vocab]
-  ref::matmul(w.output, last.data(), outputs.size(), logits.data(), &pool_);
+  cpu_logits(model_, *vectors_, acts, rows.data(), rows.size(), logits.data(), &pool_);
 
   out.argmax.assign(batch.seqs.size(), -1);
   out.logits.clear();

@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "engine/common/thread_pool.h"
+#include "engine/cpu/cpu_layer.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/model_runner.h"
 
@@ -45,9 +48,7 @@ class CpuRunner final : public ModelRunner {
   CpuRunnerOptions options_;
   ThreadPool pool_;
 
-  std::vector<std::vector<float>> attn_norm_;  // [n_layers][dim]
-  std::vector<std::vector<float>> ffn_norm_;   // [n_layers][dim]
-  std::vector<float> output_norm_;             // [dim]
+  std::unique_ptr<CpuModelVectors> vectors_;  // norms, biases, rope factors in F32
 
   // Paged KV cache, per layer: [num_blocks * block_size, kv_dim]; slot = block * block_size + offset.
   std::vector<std::vector<float>> key_pool_;

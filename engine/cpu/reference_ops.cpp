@@ -58,21 +58,43 @@ void matmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, Threa
   }
 }
 
-void rope_norm(float* vec, size_t n_heads, size_t head_dim, size_t rope_dim, int32_t pos, float freq_base,
-               float freq_scale) {
-  for (size_t i = 0; 2 * i + 1 < rope_dim && 2 * i + 1 < head_dim; ++i) {
-    const float freq = std::pow(freq_base, -static_cast<float>(2 * i) / static_cast<float>(rope_dim));
-    const float theta = static_cast<float>(pos) * freq * freq_scale;
+void rope(float* vec, size_t n_heads, size_t head_dim, int32_t pos, const RopeParams& p) {
+  const size_t n_pairs = std::min(p.rope_dim, head_dim) / 2;
+  // NORM rotates (2i, 2i+1); NEOX rotates (i, i + rope_dim/2).
+  const size_t stride = p.mode == RopeMode::kNeox ? 1 : 2;
+  const size_t partner = p.mode == RopeMode::kNeox ? p.rope_dim / 2 : 1;
+  for (size_t i = 0; i < n_pairs; ++i) {
+    float freq = std::pow(p.freq_base, -static_cast<float>(2 * i) / static_cast<float>(p.rope_dim));
+    if (p.freq_factors != nullptr) freq /= p.freq_factors[i];
+    const float theta = static_cast<float>(pos) * freq * p.freq_scale;
     const float c = std::cos(theta);
     const float s = std::sin(theta);
     for (size_t h = 0; h < n_heads; ++h) {
-      float* pair = vec + h * head_dim + 2 * i;
-      const float v0 = pair[0];
-      const float v1 = pair[1];
-      pair[0] = v0 * c - v1 * s;
-      pair[1] = v0 * s + v1 * c;
+      float* v0p = vec + h * head_dim + stride * i;
+      float* v1p = v0p + partner;
+      const float v0 = *v0p;
+      const float v1 = *v1p;
+      *v0p = v0 * c - v1 * s;
+      *v1p = v0 * s + v1 * c;
     }
   }
+}
+
+void rope_norm(float* vec, size_t n_heads, size_t head_dim, size_t rope_dim, int32_t pos, float freq_base,
+               float freq_scale) {
+  RopeParams p;
+  p.rope_dim = rope_dim;
+  p.freq_base = freq_base;
+  p.freq_scale = freq_scale;
+  rope(vec, n_heads, head_dim, pos, p);
+}
+
+void rmsnorm_heads(float* vec, const float* weight, size_t n_heads, size_t head_dim, float eps) {
+  for (size_t h = 0; h < n_heads; ++h) rmsnorm(vec + h * head_dim, vec + h * head_dim, weight, head_dim, eps);
+}
+
+void add_bias(float* x, const float* bias, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] += bias[i];
 }
 
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx, size_t n_heads,

@@ -32,10 +32,20 @@ void matmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, Threa
 // matmul for one token.
 inline void matvec(const TensorRef& w, const float* x, float* y, ThreadPool* pool) { matmul(w, x, 1, y, pool); }
 
-// Rotary embedding as llama.cpp applies it to llama GGUFs (NORM mode): in each head of head_dim
-// values, the adjacent pairs (v[2i], v[2i+1]) with 2i < rope_dim are rotated by the angle
-// pos * freq_base^(-2i/rope_dim) * freq_scale; values past rope_dim are left as they are.
+// Rotary embedding as llama.cpp applies it. In each head of head_dim values, pair i (0 <= i <
+// rope_dim/2) is rotated by the angle pos * freq_base^(-2i/rope_dim) / freq_factors[i] * freq_scale
+// (freq_factors may be null: all 1). NORM mode pairs (v[2i], v[2i+1]) (llama); NEOX mode pairs
+// (v[i], v[i + rope_dim/2]) (qwen2, qwen3). Values past rope_dim are left as they are.
 // vec: [n_heads * head_dim].
+struct RopeParams {
+  size_t rope_dim = 0;
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;
+  RopeMode mode = RopeMode::kNorm;
+  const float* freq_factors = nullptr;  // [rope_dim / 2] or null
+};
+void rope(float* vec, size_t n_heads, size_t head_dim, int32_t pos, const RopeParams& p);
+// NORM mode without frequency factors.
 void rope_norm(float* vec, size_t n_heads, size_t head_dim, size_t rope_dim, int32_t pos, float freq_base,
                float freq_scale);
 
@@ -46,6 +56,13 @@ void rope_norm(float* vec, size_t n_heads, size_t head_dim, size_t rope_dim, int
 // and the output sums probability-weighted values in the same order.
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx, size_t n_heads,
                size_t n_kv_heads, size_t head_dim);
+
+// RMSNorm of each of the n_heads heads of head_dim values in place, with one weight vector
+// [head_dim] shared by all heads (qwen3's attn_q_norm / attn_k_norm).
+void rmsnorm_heads(float* vec, const float* weight, size_t n_heads, size_t head_dim, float eps);
+
+// x[i] += bias[i] for n values.
+void add_bias(float* x, const float* bias, size_t n);
 
 // SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + e^-x). out may alias gate.
 void swiglu(float* out, const float* gate, const float* up, size_t n);

@@ -2,151 +2,171 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <string>
 
 #include "engine/common/error.h"
+#include "engine/gguf/quant_rows.h"
 
 namespace vks {
 namespace {
 
-struct TypeRow {
-  uint32_t id;
-  GgmlTypeTraits traits;
+using namespace quant;
+
+// THE table of weight formats. Every type id ggml defines is here (ids 4, 5, 31..33 and 36..38
+// were removed upstream): sizes of the types vkstream cannot compute with still matter, as the
+// GGUF reader bounds-checks every tensor with them. A new type is a row here, its block layout in
+// quant_blocks.h and its converters in quant_legacy.cpp / quant_kquants.cpp.
+//  type               name       block  bytes  dequantize        quantize        row_dot supported
+constexpr GgmlTypeTraits kTypes[] = {
+    {GgmlType::kF32,   "f32",     1,   4,   dequantize_f32,  quantize_f32,  nullptr, true},
+    {GgmlType::kF16,   "f16",     1,   2,   dequantize_f16,  quantize_f16,  nullptr, true},
+    {GgmlType::kBF16,  "bf16",    1,   2,   dequantize_bf16, quantize_bf16, nullptr, true},
+    {GgmlType::kQ8_0,  "q8_0",    32,  34,  dequantize_q8_0, quantize_q8_0, nullptr, true},
+    {GgmlType::kQ4_0,  "q4_0",    32,  18,  dequantize_q4_0, quantize_q4_0, nullptr, true},
+    {GgmlType::kQ4_1,  "q4_1",    32,  20,  dequantize_q4_1, quantize_q4_1, nullptr, true},
+    {GgmlType::kQ5_0,  "q5_0",    32,  22,  dequantize_q5_0, quantize_q5_0, nullptr, true},
+    {GgmlType::kQ5_1,  "q5_1",    32,  24,  dequantize_q5_1, quantize_q5_1, nullptr, true},
+    {GgmlType::kQ2_K,  "q2_K",    256, 84,  dequantize_q2_K, quantize_q2_K, nullptr, true},
+    {GgmlType::kQ3_K,  "q3_K",    256, 110, dequantize_q3_K, quantize_q3_K, nullptr, true},
+    {GgmlType::kQ4_K,  "q4_K",    256, 144, dequantize_q4_K, quantize_q4_K, nullptr, true},
+    {GgmlType::kQ5_K,  "q5_K",    256, 176, dequantize_q5_K, quantize_q5_K, nullptr, true},
+    {GgmlType::kQ6_K,  "q6_K",    256, 210, dequantize_q6_K, quantize_q6_K, nullptr, true},
+    // Types ggml defines that vkstream does not compute with (activation-only, integer or exotic).
+    {GgmlType::kQ8_1,  "q8_1",    32,  36,  nullptr, nullptr, nullptr, false},
+    {GgmlType::kQ8_K,  "q8_K",    256, 292, nullptr, nullptr, nullptr, false},
+    {GgmlType{16},     "iq2_xxs", 256, 66,  nullptr, nullptr, nullptr, false},
+    {GgmlType{17},     "iq2_xs",  256, 74,  nullptr, nullptr, nullptr, false},
+    {GgmlType{18},     "iq3_xxs", 256, 98,  nullptr, nullptr, nullptr, false},
+    {GgmlType{19},     "iq1_s",   256, 50,  nullptr, nullptr, nullptr, false},
+    {GgmlType::kIQ4_NL, "iq4_nl", 32,  18,  nullptr, nullptr, nullptr, false},
+    {GgmlType{21},     "iq3_s",   256, 110, nullptr, nullptr, nullptr, false},
+    {GgmlType{22},     "iq2_s",   256, 82,  nullptr, nullptr, nullptr, false},
+    {GgmlType{23},     "iq4_xs",  256, 136, nullptr, nullptr, nullptr, false},
+    {GgmlType::kI8,    "i8",      1,   1,   nullptr, nullptr, nullptr, false},
+    {GgmlType::kI16,   "i16",     1,   2,   nullptr, nullptr, nullptr, false},
+    {GgmlType::kI32,   "i32",     1,   4,   nullptr, nullptr, nullptr, false},
+    {GgmlType::kI64,   "i64",     1,   8,   nullptr, nullptr, nullptr, false},
+    {GgmlType::kF64,   "f64",     1,   8,   nullptr, nullptr, nullptr, false},
+    {GgmlType{29},     "iq1_m",   256, 56,  nullptr, nullptr, nullptr, false},
+    {GgmlType{34},     "tq1_0",   256, 54,  nullptr, nullptr, nullptr, false},
+    {GgmlType{35},     "tq2_0",   256, 66,  nullptr, nullptr, nullptr, false},
+    {GgmlType{39},     "mxfp4",   32,  17,  nullptr, nullptr, nullptr, false},
 };
 
-// Every type id ggml defines (ids 4, 5, 31..33 and 36..38 were removed upstream). Sizes of the
-// types we cannot compute with still matter: the GGUF reader uses them to bounds-check tensors.
-constexpr TypeRow kTypes[] = {
-    {0, {"f32", 1, 4, true}},        {1, {"f16", 1, 2, true}},
-    {2, {"q4_0", 32, 18, true}},     {3, {"q4_1", 32, 20, false}},
-    {6, {"q5_0", 32, 22, false}},    {7, {"q5_1", 32, 24, false}},
-    {8, {"q8_0", 32, 34, true}},     {9, {"q8_1", 32, 36, false}},
-    {10, {"q2_K", 256, 84, false}},  {11, {"q3_K", 256, 110, false}},
-    {12, {"q4_K", 256, 144, false}}, {13, {"q5_K", 256, 176, false}},
-    {14, {"q6_K", 256, 210, false}}, {15, {"q8_K", 256, 292, false}},
-    {16, {"iq2_xxs", 256, 66, false}}, {17, {"iq2_xs", 256, 74, false}},
-    {18, {"iq3_xxs", 256, 98, false}}, {19, {"iq1_s", 256, 50, false}},
-    {20, {"iq4_nl", 32, 18, false}},   {21, {"iq3_s", 256, 110, false}},
-    {22, {"iq2_s", 256, 82, false}},   {23, {"iq4_xs", 256, 136, false}},
-    {24, {"i8", 1, 1, false}},       {25, {"i16", 1, 2, false}},
-    {26, {"i32", 1, 4, false}},      {27, {"i64", 1, 8, false}},
-    {28, {"f64", 1, 8, false}},      {29, {"iq1_m", 256, 56, false}},
-    {30, {"bf16", 1, 2, true}},      {34, {"tq1_0", 256, 54, false}},
-    {35, {"tq2_0", 256, 66, false}}, {39, {"mxfp4", 32, 17, false}},
-};
 
 float f32_from_bits(uint32_t w) { return std::bit_cast<float>(w); }
 uint32_t f32_to_bits(float f) { return std::bit_cast<uint32_t>(f); }
 
-// float -> int conversion with a defined result for NaN and out-of-range values (the plain cast
-// would be undefined behaviour, and random weights from a hostile file can be anything).
-int clamp_to_int(float v, int lo, int hi) {
-  if (!(v >= static_cast<float>(lo))) return v != v ? 0 : lo;  // NaN -> 0
-  if (v > static_cast<float>(hi)) return hi;
-  return static_cast<int>(v);
+const GgmlTypeTraits* find_row(GgmlType t) {
+  for (const GgmlTypeTraits& row : kTypes) {
+    if (row.type == t) return &row;
+  }
+  return nullptr;
 }
 
-void require_supported(GgmlType t, uint64_t n, const char* what) {
-  const auto traits = ggml_type_traits(static_cast<uint32_t>(t));
-  if (!traits || !traits->supported) {
-    throw Error(ErrorCode::kUnsupported,
-                std::string(what) + ": tensor type " + std::string(ggml_type_name(t)) +
-                    " is not supported (supported: f32, f16, bf16, q8_0, q4_0)");
+// The table row of t if n elements of it can be converted; throws otherwise.
+const GgmlTypeTraits& require_convertible(GgmlType t, uint64_t n, bool quantizing, const char* what) {
+  const GgmlTypeTraits* row = find_row(t);
+  if (row == nullptr || (quantizing ? row->quantize == nullptr : row->dequantize == nullptr)) {
+    std::string list;
+    for (const GgmlTypeTraits& r : kTypes) {
+      if (quantizing ? r.quantize != nullptr : r.supported) list += (list.empty() ? "" : ", ") + std::string(r.name);
+    }
+    throw Error(ErrorCode::kUnsupported, std::string(what) + ": tensor type " + std::string(ggml_type_name(t)) +
+                                             " is not supported (supported: " + list + ")");
   }
-  if (n % traits->block_size != 0) {
+  if (n % row->block_size != 0) {
     throw Error(ErrorCode::kInvalidArgument,
                 std::string(what) + ": " + std::to_string(n) + " elements is not a multiple of the " +
-                    std::string(traits->name) + " block size " + std::to_string(traits->block_size));
+                    std::string(row->name) + " block size " + std::to_string(row->block_size));
   }
-}
-
-// Blocks are copied out byte-wise: inside a mapped file they need not be 2-byte aligned.
-void dequantize_q8_0(const uint8_t* src, float* dst, uint64_t n_blocks) {
-  for (uint64_t b = 0; b < n_blocks; ++b) {
-    BlockQ8_0 block;
-    std::memcpy(&block, src + b * sizeof(BlockQ8_0), sizeof(BlockQ8_0));
-    const float d = fp16_to_fp32(block.d);
-    for (int j = 0; j < 32; ++j) dst[b * 32 + j] = static_cast<float>(block.qs[j]) * d;
-  }
-}
-
-void dequantize_q4_0(const uint8_t* src, float* dst, uint64_t n_blocks) {
-  for (uint64_t b = 0; b < n_blocks; ++b) {
-    BlockQ4_0 block;
-    std::memcpy(&block, src + b * sizeof(BlockQ4_0), sizeof(BlockQ4_0));
-    const float d = fp16_to_fp32(block.d);
-    for (int j = 0; j < 16; ++j) {
-      const int x0 = (block.qs[j] & 0x0F) - 8;
-      const int x1 = (block.qs[j] >> 4) - 8;
-      dst[b * 32 + j] = static_cast<float>(x0) * d;
-      dst[b * 32 + j + 16] = static_cast<float>(x1) * d;
-    }
-  }
-}
-
-// ggml's quantize_row_q8_0_ref.
-void quantize_q8_0(const float* src, uint8_t* dst, uint64_t n_blocks) {
-  for (uint64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * 32;
-    BlockQ8_0 block;
-    float amax = 0.0f;
-    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    block.d = fp32_to_fp16(d);
-    for (int j = 0; j < 32; ++j) {
-      block.qs[j] = static_cast<int8_t>(clamp_to_int(std::round(x[j] * id), -128, 127));
-    }
-    std::memcpy(dst + b * sizeof(BlockQ8_0), &block, sizeof(BlockQ8_0));
-  }
-}
-
-// ggml's quantize_row_q4_0_ref: the scale maps the element of largest magnitude to -8.
-void quantize_q4_0(const float* src, uint8_t* dst, uint64_t n_blocks) {
-  for (uint64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * 32;
-    BlockQ4_0 block;
-    float amax = 0.0f;
-    float max = 0.0f;
-    for (int j = 0; j < 32; ++j) {
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    block.d = fp32_to_fp16(d);
-    for (int j = 0; j < 16; ++j) {
-      // ggml: MIN(15, (int8_t)(x * id + 8.5f)); the int8 cast truncates toward zero.
-      const int q0 = std::min(15, clamp_to_int(x[j] * id + 8.5f, -128, 127));
-      const int q1 = std::min(15, clamp_to_int(x[j + 16] * id + 8.5f, -128, 127));
-      block.qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
-    }
-    std::memcpy(dst + b * sizeof(BlockQ4_0), &block, sizeof(BlockQ4_0));
-  }
+  return *row;
 }
 
 }  // namespace
 
+namespace quant {
+
+void dequantize_f32(const uint8_t* src, float* dst, uint64_t n) { std::memcpy(dst, src, n * sizeof(float)); }
+
+void dequantize_f16(const uint8_t* src, float* dst, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    dst[i] = fp16_to_fp32(h);
+  }
+}
+
+void dequantize_bf16(const uint8_t* src, float* dst, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    dst[i] = bf16_to_fp32(h);
+  }
+}
+
+void quantize_f32(const float* src, uint8_t* dst, uint64_t n) { std::memcpy(dst, src, n * sizeof(float)); }
+
+void quantize_f16(const float* src, uint8_t* dst, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint16_t h = fp32_to_fp16(src[i]);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+void quantize_bf16(const float* src, uint8_t* dst, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint16_t h = fp32_to_bf16(src[i]);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+}  // namespace quant
+
 std::optional<GgmlTypeTraits> ggml_type_traits(uint32_t type_id) {
-  for (const TypeRow& row : kTypes) {
-    if (row.id == type_id) return row.traits;
+  const GgmlTypeTraits* row = find_row(static_cast<GgmlType>(type_id));
+  if (row == nullptr) return std::nullopt;
+  return *row;
+}
+
+std::string_view ggml_type_name(GgmlType t) {
+  const GgmlTypeTraits* row = find_row(t);
+  return row != nullptr ? row->name : std::string_view("unknown");
+}
+
+std::optional<GgmlType> ggml_type_from_name(std::string_view name) {
+  for (const GgmlTypeTraits& row : kTypes) {
+    if (row.name.size() != name.size()) continue;
+    bool same = true;
+    for (size_t k = 0; k < name.size() && same; ++k) {
+      same = std::tolower(static_cast<unsigned char>(name[k])) == std::tolower(static_cast<unsigned char>(row.name[k]));
+    }
+    if (same) return row.type;
   }
   return std::nullopt;
 }
 
-std::string_view ggml_type_name(GgmlType t) {
-  const auto traits = ggml_type_traits(static_cast<uint32_t>(t));
-  return traits ? traits->name : std::string_view("unknown");
+std::vector<GgmlType> supported_ggml_types() {
+  std::vector<GgmlType> types;
+  for (const GgmlTypeTraits& row : kTypes) {
+    if (row.supported) types.push_back(row.type);
+  }
+  return types;
+}
+
+std::string supported_ggml_type_names() {
+  std::string list;
+  for (const GgmlType t : supported_ggml_types()) list += (list.empty() ? "" : ", ") + std::string(ggml_type_name(t));
+  return list;
 }
 
 size_t ggml_row_size(GgmlType t, uint64_t n) {
-  const auto traits = ggml_type_traits(static_cast<uint32_t>(t));
-  if (!traits) return 0;
-  return static_cast<size_t>(n / traits->block_size * traits->type_size);
+  const GgmlTypeTraits* row = find_row(t);
+  if (row == nullptr) return 0;
+  return static_cast<size_t>(n / row->block_size * row->type_size);
 }
 
 // The two conversions below are ggml's (from Maratyszcza's FP16 library): exact for every input,
@@ -193,73 +213,23 @@ uint16_t fp32_to_bf16(float f) {
 }
 
 void dequantize_row(GgmlType t, const void* src, float* dst, uint64_t n) {
-  require_supported(t, n, "dequantize_row");
-  switch (t) {
-    case GgmlType::kF32:
-      std::memcpy(dst, src, n * sizeof(float));
-      return;
-    case GgmlType::kF16: {
-      const auto* p = static_cast<const uint8_t*>(src);
-      for (uint64_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        dst[i] = fp16_to_fp32(h);
-      }
-      return;
-    }
-    case GgmlType::kBF16: {
-      const auto* p = static_cast<const uint8_t*>(src);
-      for (uint64_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        dst[i] = bf16_to_fp32(h);
-      }
-      return;
-    }
-    case GgmlType::kQ8_0:
-      dequantize_q8_0(static_cast<const uint8_t*>(src), dst, n / 32);
-      return;
-    case GgmlType::kQ4_0:
-      dequantize_q4_0(static_cast<const uint8_t*>(src), dst, n / 32);
-      return;
-    default:
-      break;
-  }
-  throw Error(ErrorCode::kInternal, "dequantize_row: unhandled supported type");
+  const GgmlTypeTraits& row = require_convertible(t, n, false, "dequantize_row");
+  row.dequantize(static_cast<const uint8_t*>(src), dst, n / row.block_size);
 }
 
 void quantize_row(GgmlType t, const float* src, void* dst, uint64_t n) {
-  require_supported(t, n, "quantize_row");
-  switch (t) {
-    case GgmlType::kF32:
-      std::memcpy(dst, src, n * sizeof(float));
-      return;
-    case GgmlType::kF16: {
-      auto* p = static_cast<uint8_t*>(dst);
-      for (uint64_t i = 0; i < n; ++i) {
-        const uint16_t h = fp32_to_fp16(src[i]);
-        std::memcpy(p + 2 * i, &h, 2);
-      }
-      return;
-    }
-    case GgmlType::kBF16: {
-      auto* p = static_cast<uint8_t*>(dst);
-      for (uint64_t i = 0; i < n; ++i) {
-        const uint16_t h = fp32_to_bf16(src[i]);
-        std::memcpy(p + 2 * i, &h, 2);
-      }
-      return;
-    }
-    case GgmlType::kQ8_0:
-      quantize_q8_0(src, static_cast<uint8_t*>(dst), n / 32);
-      return;
-    case GgmlType::kQ4_0:
-      quantize_q4_0(src, static_cast<uint8_t*>(dst), n / 32);
-      return;
-    default:
-      break;
+  const GgmlTypeTraits& row = require_convertible(t, n, true, "quantize_row");
+  row.quantize(src, static_cast<uint8_t*>(dst), n / row.block_size);
+}
+
+// Every supported row must have a converter, every other row none. (A run-time check, tested in
+// ggml_type_test: comparing function pointers is not a constant expression under UBSan.)
+bool ggml_type_table_is_consistent() {
+  for (const GgmlTypeTraits& t : kTypes) {
+    if (t.supported != (t.dequantize != nullptr)) return false;
+    if (t.block_size == 0 || t.type_size == 0) return false;
   }
-  throw Error(ErrorCode::kInternal, "quantize_row: unhandled supported type");
+  return true;
 }
 
 }  // namespace vks

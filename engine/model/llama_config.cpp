@@ -71,12 +71,15 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   if (!arch) {
     throw Error(ErrorCode::kCorrupt, "GGUF key 'general.architecture' is missing; is this a model file?");
   }
-  if (*arch != "llama") {
-    throw Error(ErrorCode::kUnsupported, "model architecture '" + *arch +
-                                             "' is not supported; vkstream runs llama-architecture models "
-                                             "(general.architecture = llama), e.g. Llama 2/3, TinyLlama, SmolLM2");
+  const ArchitectureInfo* info = find_architecture(*arch);
+  if (info == nullptr) {
+    throw Error(ErrorCode::kUnsupported, "model architecture '" + *arch + "' is not supported (supported: " +
+                                             supported_architecture_names() +
+                                             "; e.g. Llama 2/3, Mistral, TinyLlama, SmolLM2, Qwen2.5, Qwen3)");
   }
   c.architecture = *arch;
+  c.arch = info->arch;
+  c.rope_mode = info->rope_mode;
   c.name = file.get_string("general.name").value_or("");
 
   const KeyReader keys(file, c.architecture);
@@ -119,16 +122,21 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   c.rope_freq_base = keys.optional_float("rope.freq_base").value_or(10000.0f);
   if (!(c.rope_freq_base > 0.0f)) inconsistent("rope.freq_base must be positive");
 
-  // llama.cpp: linear scaling divides positions by the factor; other scaling types are not handled.
+  // llama.cpp: linear scaling divides positions by the factor. YaRN and LongRoPE need attention
+  // factors vkstream does not implement; Llama 3.1 scaling comes as the rope_freqs.weight tensor.
   const auto scaling_type = file.get_string(keys.key("rope.scaling.type"));
   const auto scaling_factor = keys.optional_float("rope.scaling.factor");
   if (scaling_type && *scaling_type != "none" && *scaling_type != "linear") {
     throw Error(ErrorCode::kUnsupported, "rope scaling type '" + *scaling_type +
-                                             "' is not supported (supported: none, linear)");
+                                             "' (key " + keys.key("rope.scaling.type") +
+                                             ") is not supported (supported: none, linear; Llama 3.1 scaling "
+                                             "through a rope_freqs.weight tensor)");
   }
-  if ((!scaling_type || *scaling_type == "linear") && scaling_factor && *scaling_factor != 0.0f) {
+  if ((!scaling_type || *scaling_type == "linear") && scaling_factor && *scaling_factor != 0.0f &&
+      *scaling_factor != 1.0f) {
     if (*scaling_factor < 0.0f) inconsistent("rope.scaling.factor must not be negative");
     c.rope_freq_scale = 1.0f / *scaling_factor;
+    c.rope_scaling = "linear";
   }
 
   c.norm_eps = keys.optional_float("attention.layer_norm_rms_epsilon").value_or(1e-5f);

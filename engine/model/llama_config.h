@@ -1,15 +1,19 @@
 #pragma once
-// Llama-family hyperparameters from a GGUF's `llama.*` keys, with llama.cpp's defaults for absent
-// ones (rope.freq_base 10000, layer_norm_rms_epsilon 1e-5, head_count_kv = head_count, ...).
+// Hyperparameters of a llama-family model (llama, qwen2, qwen3: see architecture.h) from a GGUF's
+// `<arch>.*` keys, with llama.cpp's defaults for absent ones (rope.freq_base 10000,
+// layer_norm_rms_epsilon 1e-5, head_count_kv = head_count, ...).
 #include <cstdint>
 #include <string>
 
 #include "engine/gguf/gguf_file.h"
+#include "engine/model/architecture.h"
 
 namespace vks {
 
 struct LlamaConfig {
-  std::string architecture;     // general.architecture ("llama")
+  std::string architecture;     // general.architecture ("llama", "qwen2", "qwen3")
+  Arch arch = Arch::kLlama;     // the same, as the architecture table's enum
+  RopeMode rope_mode = RopeMode::kNorm;  // from the architecture
   std::string name;             // general.name, may be empty
   uint32_t dim = 0;             // llama.embedding_length
   uint32_t n_layers = 0;        // llama.block_count
@@ -21,14 +25,16 @@ struct LlamaConfig {
   uint32_t context_length = 0;  // llama.context_length
   uint32_t rope_dim = 0;        // llama.rope.dimension_count (default head_dim)
   float rope_freq_base = 10000.0f;   // llama.rope.freq_base
-  float rope_freq_scale = 1.0f;      // 1 / llama.rope.scaling.factor for linear scaling
+  float rope_freq_scale = 1.0f;      // 1 / rope.scaling.factor for linear scaling
+  std::string rope_scaling = "none"; // rope.scaling.type: none or linear (Llama 3.1 scaling is the
+                                     // rope_freqs.weight tensor, see LlamaWeights::rope_freqs)
   float norm_eps = 1e-5f;            // llama.attention.layer_norm_rms_epsilon
   bool tied_embeddings = false;      // no output.weight: logits use token_embd
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
   uint32_t q_dim() const { return n_heads * head_dim; }
 
-  // Throws vks::Error(kUnsupported) for a non-llama architecture and kCorrupt for missing or
-  // inconsistent keys, naming the key.
+  // Throws vks::Error(kUnsupported) for an architecture not in the table (naming the supported
+  // ones) and kCorrupt for missing or inconsistent keys, naming the key.
   static LlamaConfig from_gguf(const gguf::GgufFile& file);
 };
 

@@ -1,5 +1,6 @@
 #include "engine/model/llama_model.h"
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -31,10 +32,18 @@ class TensorBinder {
     check_shape(t, {n});
     if (t.type != GgmlType::kF32) {
       throw Error(ErrorCode::kUnsupported, "tensor '" + name + "' has type " + std::string(ggml_type_name(t.type)) +
-                                               "; vkstream expects norm weights in f32 (as llama.cpp's converter "
-                                               "writes them); re-convert or re-quantize the model");
+                                               "; vkstream expects norm weights and biases in f32 (as llama.cpp's "
+                                               "converter writes them); re-convert or re-quantize the model");
     }
     return make_ref(t, 1, n);
+  }
+
+  // A vector the architecture may (kOptional), must (kRequired) or must not (kAbsent: left for
+  // reject_unexpected to report) have.
+  std::optional<TensorRef> optional_vector(const std::string& name, uint64_t n, TensorRule rule) {
+    if (rule == TensorRule::kAbsent) return std::nullopt;
+    if (rule == TensorRule::kOptional && file_.find_tensor(name) == nullptr) return std::nullopt;
+    return vector(name, n);
   }
 
   // A matrix of `rows` x `cols` (ggml dims [cols, rows]).
@@ -57,16 +66,13 @@ class TensorBinder {
     size_t n_extra = 0;
     for (const gguf::TensorInfo& t : file_.tensors()) {
       if (used_.count(t.name) != 0) continue;
-      if (t.name == "rope_freqs.weight") {
-        throw Error(ErrorCode::kUnsupported, "tensor 'rope_freqs.weight' (Llama 3.1-style rope frequency scaling) is "
-                                             "not supported yet");
-      }
       if (n_extra++ < 5) extras += (extras.empty() ? "'" : ", '") + t.name + "'";
     }
     if (n_extra != 0) {
       throw Error(ErrorCode::kCorrupt, std::to_string(n_extra) + " tensor(s) not used by a " +
-                                           std::to_string(config_.n_layers) + "-layer llama model: " + extras +
-                                           "; the file's tensors do not match its llama.block_count or architecture");
+                                           std::to_string(config_.n_layers) + "-layer " + config_.architecture +
+                                           " model: " + extras + "; the file's tensors do not match its " +
+                                           config_.architecture + ".block_count or architecture");
     }
   }
 
@@ -88,8 +94,8 @@ class TensorBinder {
     if (!is_matrix_type(t.type)) {
       throw Error(ErrorCode::kUnsupported,
                   "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) +
-                      ", which vkstream does not support; use a model in f32, f16, bf16, q8_0 or q4_0 "
-                      "(e.g. llama-quantize in.gguf out.gguf Q8_0)");
+                      ", which vkstream does not support (supported: " + supported_ggml_type_names() +
+                      "); use a model in one of those (e.g. llama-quantize in.gguf out.gguf Q4_K_M)");
     }
     return make_ref(t, rows, cols);
   }
@@ -150,6 +156,7 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
                                      "token embeddings (a vocabulary-only GGUF cannot be run)");
   }
   TensorBinder bind(model->file_, c);
+  const ArchitectureInfo& arch = architecture_info(c.arch);
   LlamaWeights& w = model->weights_;
   w.token_embd = bind.matrix("token_embd.weight", c.vocab_size, c.dim);
   w.layers.resize(c.n_layers);
@@ -166,9 +173,26 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
     L.w_up = bind.matrix(p + "ffn_up.weight", c.hidden_dim, c.dim);
     L.w_down = bind.matrix(p + "ffn_down.weight", c.dim, c.hidden_dim);
     bind.ignore(p + "attn_rot_embd");  // precomputed rotary tables of old conversions; unused
+    L.bq = bind.optional_vector(p + "attn_q.bias", c.q_dim(), arch.qkv_bias);
+    L.bk = bind.optional_vector(p + "attn_k.bias", c.kv_dim(), arch.qkv_bias);
+    L.bv = bind.optional_vector(p + "attn_v.bias", c.kv_dim(), arch.qkv_bias);
+    L.attn_q_norm = bind.optional_vector(p + "attn_q_norm.weight", c.head_dim, arch.qk_norm);
+    L.attn_k_norm = bind.optional_vector(p + "attn_k_norm.weight", c.head_dim, arch.qk_norm);
   }
   w.output_norm = bind.vector("output_norm.weight", c.dim);
   w.output = bind.optional_matrix("output.weight", c.vocab_size, c.dim).value_or(w.token_embd);
+  w.rope_freqs = bind.optional_vector("rope_freqs.weight", c.rope_dim / 2, arch.rope_freqs);
+  if (w.rope_freqs) {
+    // Rope frequencies are divided by these factors: zero, negative or NaN would poison every position.
+    std::vector<float> factors(c.rope_dim / 2);
+    dequantize_row(GgmlType::kF32, w.rope_freqs->data, factors.data(), factors.size());
+    for (size_t i = 0; i < factors.size(); ++i) {
+      if (!(factors[i] > 0.0f) || !std::isfinite(factors[i])) {
+        throw Error(ErrorCode::kCorrupt, "tensor 'rope_freqs.weight' holds " + std::to_string(factors[i]) + " at index " +
+                                             std::to_string(i) + "; rope frequency factors must be positive and finite");
+      }
+    }
+  }
   bind.reject_unexpected();
   return model;
 }

@@ -1,7 +1,10 @@
 #pragma once
-// A loaded llama GGUF: the mapped file, its hyperparameters and views of every weight tensor.
-// Weights stay in the mmap (no copy); matrices keep their GGUF type (F32/F16/BF16/Q8_0/Q4_0).
+// A loaded llama-family GGUF (llama, qwen2, qwen3): the mapped file, its hyperparameters and views
+// of every weight tensor. Weights stay in the mmap (no copy); matrices keep their GGUF type (any
+// supported type of ggml_type.h, mixed freely). Tensors only some architectures have are
+// std::optional: absent = nullopt, and the forward passes branch on them.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +36,12 @@ struct LayerWeights {
   TensorRef w_gate;     // [hidden_dim, dim]              blk.N.ffn_gate.weight
   TensorRef w_up;       // [hidden_dim, dim]              blk.N.ffn_up.weight
   TensorRef w_down;     // [dim, hidden_dim]              blk.N.ffn_down.weight
+  std::optional<TensorRef> bq;           // [n_heads*head_dim]     blk.N.attn_q.bias (F32; qwen2)
+  std::optional<TensorRef> bk;           // [n_kv_heads*head_dim]  blk.N.attn_k.bias
+  std::optional<TensorRef> bv;           // [n_kv_heads*head_dim]  blk.N.attn_v.bias
+  std::optional<TensorRef> attn_q_norm;  // [head_dim] blk.N.attn_q_norm.weight: RMSNorm of each Q head
+  std::optional<TensorRef> attn_k_norm;  // [head_dim] blk.N.attn_k_norm.weight: and of each K head,
+                                         // after the projection, before rope (qwen3)
 };
 
 struct LlamaWeights {
@@ -40,12 +49,15 @@ struct LlamaWeights {
   std::vector<LayerWeights> layers;
   TensorRef output_norm;           // [dim]              output_norm.weight (F32)
   TensorRef output;                // [vocab_size, dim]  output.weight, or token_embd if tied
+  // [rope_dim/2] rope_freqs.weight (F32): rope frequency i is divided by rope_freqs[i] (Llama 3.1
+  // rope scaling, precomputed by llama.cpp's converter).
+  std::optional<TensorRef> rope_freqs;
 };
 
 class LlamaModel {
  public:
-  // Opens, parses and validates a GGUF: every tensor present with the expected shape and a
-  // supported type. Throws vks::Error with a message that says what is wrong and what to do.
+  // Opens, parses and validates a GGUF: a supported architecture, every tensor it needs present
+  // with the expected shape and a supported type, no tensor it does not use. Throws vks::Error with a message that says what is wrong and what to do.
   static std::unique_ptr<LlamaModel> load(const std::string& path);
   static std::unique_ptr<LlamaModel> from_file(gguf::GgufFile file);
 

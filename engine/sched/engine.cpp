@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "engine/grammar/compile.h"
 #include "engine/sched/engine_impl.h"
 
 namespace vks {
@@ -71,6 +72,7 @@ Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, E
   for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
     if (tokenizer.is_eog(id)) eog_ids.push_back(id);
   }
+  token_index = std::make_shared<grammar::TokenIndex>(tokenizer);  // grammar masking tables
   publish_stats();
   thread = std::thread([this] { run(); });
 }
@@ -96,7 +98,7 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
   try {
     if (auto bad = sched::check_params(req, limits)) return reject(bad->code, bad->message);
     std::vector<int32_t> prompt;
-    const char* field = "prompt_ids";
+    const char* field = req.prompt_ids_from_text ? "prompt_text" : "prompt_ids";
     if (!req.prompt_ids.empty()) {
       prompt = req.prompt_ids;
     } else {
@@ -107,6 +109,20 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
     if (auto bad = sched::check_prompt(prompt, limits, field)) return reject(bad->code, bad->message);
     if (auto bad = sched::check_fits(static_cast<int32_t>(prompt.size()), req.stop.max_tokens, limits)) {
       return reject(bad->code, bad->message);
+    }
+    std::unique_ptr<grammar::TokenConstraint> constraint;
+    if (!req.grammar.empty() || !req.json_schema.empty()) {
+      std::string error;
+      if (!prepare_constraint(req, error)) return reject(ErrorCode::kInvalidArgument, error);
+      constraint = std::make_unique<grammar::TokenConstraint>(req.compiled_constraint);
+    }
+    if (req.stop.max_tokens == 0) {
+      req.stop.max_tokens = sched::room_to_generate(static_cast<int32_t>(prompt.size()), limits);
+      if (req.stop.min_tokens > req.stop.max_tokens) {  // the wire could not check it: max_tokens was unset
+        return reject(ErrorCode::kInvalidArgument,
+                      "min_tokens: " + std::to_string(req.stop.min_tokens) + " exceeds the " +
+                          std::to_string(req.stop.max_tokens) + " tokens left in the context after the prompt");
+      }
     }
     req.prompt_ids.clear();
     req.prompt_text.clear();
@@ -138,6 +154,7 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
     lock.unlock();  // building the request (detokenizer, sampler) needs no lock
 
     auto r = std::make_unique<sched::Request>(id, std::move(req), std::move(prompt), seed, tokenizer);
+    r->constraint = std::move(constraint);
     r->seq.arrival = arrival;
     r->submitted = sched::Clock::now();
     lock.lock();
@@ -157,6 +174,38 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
   } catch (const std::exception& e) {
     return reject(ErrorCode::kInternal, e.what());
   }
+}
+
+bool Engine::Impl::prepare_constraint(GenerateRequest& request, std::string& error) {
+  if (request.compiled_constraint || (request.grammar.empty() && request.json_schema.empty())) return true;
+  try {
+    request.compiled_constraint = constraint_table(request.grammar, request.json_schema);
+    return true;
+  } catch (const grammar::CompileError& e) {  // anything else is the caller's internal error
+    error = e.what();
+    return false;
+  }
+}
+
+std::shared_ptr<grammar::GrammarTable> Engine::Impl::constraint_table(const std::string& gbnf,
+                                                                      const std::string& json_schema) {
+  std::string key(gbnf.empty() ? "json_schema\n" : "grammar\n");
+  key.append(gbnf.empty() ? json_schema : gbnf);
+  {
+    std::lock_guard lock(constraint_mu);
+    const auto it = constraint_tables.find(key);
+    if (it != constraint_tables.end()) {
+      if (auto table = it->second.lock()) return table;
+    }
+  }
+  auto compiled = grammar::compile_constraint(gbnf, json_schema);  // throws CompileError
+  auto table = std::make_shared<grammar::GrammarTable>(std::move(compiled), token_index);
+  std::lock_guard lock(constraint_mu);
+  if (constraint_tables.size() >= 64) {
+    std::erase_if(constraint_tables, [](const auto& kv) { return kv.second.expired(); });
+  }
+  constraint_tables[key] = table;
+  return table;
 }
 
 bool Engine::Impl::cancel(const std::string& id) {
@@ -187,6 +236,9 @@ Engine::~Engine() = default;
 void Engine::set_event_notifier(std::function<void()> notify) { impl_->events.set_notifier(std::move(notify)); }
 SubmitResult Engine::submit(GenerateRequest request) { return impl_->submit(std::move(request)); }
 bool Engine::cancel(const std::string& id) { return impl_->cancel(id); }
+bool Engine::prepare_constraint(GenerateRequest& request, std::string& error) {
+  return impl_->prepare_constraint(request, error);
+}
 size_t Engine::poll_events(std::vector<EngineEvent>& out) { return impl_->events.poll(out); }
 EngineStats Engine::stats() const { return impl_->stats(); }
 const LlamaConfig& Engine::model_config() const { return impl_->runner->config(); }

@@ -27,6 +27,10 @@
 
 namespace vks {
 
+namespace grammar {
+class GrammarTable;
+}
+
 struct SamplingParams {
   float temperature = 1.0f;         // 0 = greedy
   int32_t top_k = 0;                // 0 = off
@@ -41,7 +45,7 @@ struct SamplingParams {
 };
 
 struct StopParams {
-  int32_t max_tokens = 256;
+  int32_t max_tokens = 0;  // 0 = not set: generate until the context (or KV cache) is full, finish `length`
   int32_t min_tokens = 0;
   bool ignore_eos = false;
   std::vector<TokenId> stop_token_ids;
@@ -53,6 +57,17 @@ struct GenerateRequest {
   std::string prompt_text;            // used when prompt_ids is empty
   std::vector<TokenId> prompt_ids;
   bool add_bos = true;                // only for prompt_text
+  bool prompt_ids_from_text = false;  // prompt_ids were tokenized from prompt_text by the caller
+                                      // (off the socket loop): errors still name prompt_text
+  // Constrained output (engine/grammar): a GBNF grammar (start rule `root`) or a JSON Schema as
+  // JSON text; at most one. Compiled by submit(), which rejects a bad one (kInvalidArgument, the
+  // message gives the position). Every generated token then keeps the text a prefix of a sentence
+  // of the grammar, and EOS is allowed only where the grammar can end.
+  std::string grammar;
+  std::string json_schema;
+  // Set by Engine::prepare_constraint (e.g. on a worker thread, so a big grammar never compiles on
+  // the daemon's socket loop); submit() compiles the text only when this is null.
+  std::shared_ptr<grammar::GrammarTable> compiled_constraint;
   SamplingParams sampling;
   StopParams stop;
   int32_t logprobs = 0;               // top-N alternatives per token, 0..20; -1 = none at all
@@ -155,6 +170,9 @@ class Engine {
   void set_event_notifier(std::function<void()> notify);
 
   SubmitResult submit(GenerateRequest request);  // any thread; validates, tokenizes, enqueues
+  // Any thread: compiles request.grammar / request.json_schema into request.compiled_constraint.
+  // False with `error` set (starts with the field name, gives the position) when it does not compile.
+  bool prepare_constraint(GenerateRequest& request, std::string& error);
   bool cancel(const std::string& id);            // any thread; false if unknown or finished
   size_t poll_events(std::vector<EngineEvent>& out);  // any thread; appends and drains
   EngineStats stats() const;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/common/thread_pool.h"
+#include "engine/grammar/token_constraint.h"
 #include "engine/sched/block_manager.h"
 #include "engine/sched/engine.h"
 #include "engine/sched/event_queue.h"
@@ -48,6 +49,7 @@ struct Request {
   Clock::time_point last_token{};
   bool scheduled_once = false;
   int32_t generated = 0;
+  std::unique_ptr<grammar::TokenConstraint> constraint;  // null = unconstrained
 };
 }  // namespace sched
 
@@ -78,6 +80,15 @@ struct Engine::Impl {
   EngineConfig config;
   sched::SubmitLimits limits;
   std::vector<int32_t> eog_ids;
+  // Grammar masking tables for the tokenizer's vocabulary.
+  std::shared_ptr<const grammar::TokenIndex> token_index;
+  // Requests with the same grammar/schema text share its compiled states and masks.
+  std::mutex constraint_mu;
+  std::unordered_map<std::string, std::weak_ptr<grammar::GrammarTable>> constraint_tables;  // by text
+  std::shared_ptr<grammar::GrammarTable> constraint_table(const std::string& gbnf, const std::string& json_schema);
+  // Compiles (or finds) the request's grammar/schema into request.compiled_constraint; false with
+  // the compile error (and its position) in `error`. Thread-safe.
+  bool prepare_constraint(GenerateRequest& request, std::string& error);
 
   // Engine thread only.
   sched::BlockManager blocks;

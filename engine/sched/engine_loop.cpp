@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "engine/sched/constrained_draw.h"
 #include "engine/sched/engine_impl.h"
 
 namespace vks {
@@ -172,7 +173,7 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
     sc.block_table = c.seq->kv.blocks;
     if (c.completes()) {
       suppressed[i] = r.stop.suppressed_for(r.generated + 1, eog_ids);
-      full[i] = r.sampler.needs_full_logits(!suppressed[i].empty());
+      full[i] = r.constraint != nullptr || r.sampler.needs_full_logits(!suppressed[i].empty());
       sc.logits = full[i] ? LogitsMode::kFull : LogitsMode::kArgmax;
     }
     batch.tokens.insert(batch.tokens.end(), c.seq->tokens.begin() + c.n_past, c.seq->tokens.begin() + c.n_past + c.n_tokens);
@@ -224,6 +225,7 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
     Request* request = nullptr;
     GeneratedToken token;
     std::string error;
+    ErrorCode error_code = ErrorCode::kInternal;
   };
   std::vector<Draw> draws;
   size_t row = 0;
@@ -239,7 +241,14 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
     Draw& d = draws[k];
     Request& r = *d.request;
     try {
-      if (full[d.chunk]) {
+      if (r.constraint) {
+        // Grammar masking runs here, on the sampling pool, so it never delays other requests'
+        // draws; the mask of a state seen before comes from the constraint's cache.
+        const std::span<const float> logits(result.logits.data() + d.row * limits.vocab_size, limits.vocab_size);
+        if (!sched::constrained_draw(*r.constraint, r.sampler, logits, r.seq.tokens, suppressed[d.chunk], d.token, d.error)) {
+          d.error_code = ErrorCode::kInvalidArgument;
+        }
+      } else if (full[d.chunk]) {
         const std::span<const float> logits(result.logits.data() + d.row * limits.vocab_size, limits.vocab_size);
         d.token = r.sampler.sample(logits, r.seq.tokens, suppressed[d.chunk]);
       } else {
@@ -253,7 +262,7 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
   for (Draw& d : draws) {
     Request& r = *d.request;
     if (!d.error.empty()) {
-      fail(r, ErrorCode::kInternal, "sampling failed: " + d.error, now);
+      fail(r, d.error_code, (d.error_code == ErrorCode::kInternal ? "sampling failed: " : "") + d.error, now);
     } else if (d.token.id < 0 || d.token.id >= limits.vocab_size) {
       fail(r, ErrorCode::kInternal, "runner returned token id " + std::to_string(d.token.id) + " outside the vocabulary", now);
     } else {

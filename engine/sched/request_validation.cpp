@@ -1,5 +1,6 @@
 #include "engine/sched/request_validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -71,11 +72,13 @@ std::optional<Rejection> check_params(const GenerateRequest& r, const SubmitLimi
     }
   }
   const StopParams& st = r.stop;
-  if (st.max_tokens <= 0) return invalid("max_tokens: must be > 0, got " + std::to_string(st.max_tokens));
+  if (st.max_tokens < 0) return invalid("max_tokens: must be > 0 (or unset), got " + std::to_string(st.max_tokens));
   if (st.max_tokens > lim.max_new_tokens) {
-    return invalid("max_tokens: " + std::to_string(st.max_tokens) + " exceeds the limit of " + std::to_string(lim.max_new_tokens));
+    return invalid("max_tokens: " + std::to_string(st.max_tokens) + " exceeds the limit of " + std::to_string(lim.max_new_tokens) +
+                   " by " + std::to_string(st.max_tokens - lim.max_new_tokens) +
+                   " (leave max_tokens unset to generate until the context is full)");
   }
-  if (st.min_tokens < 0 || st.min_tokens > st.max_tokens) return invalid("min_tokens: must be in [0, max_tokens], got " + std::to_string(st.min_tokens));
+  if (st.min_tokens < 0 || (st.max_tokens > 0 && st.min_tokens > st.max_tokens)) return invalid("min_tokens: must be in [0, max_tokens], got " + std::to_string(st.min_tokens));
   if (st.stop_token_ids.size() > kMaxStopTokenIds) return invalid("stop_token_ids: at most 64 ids");
   for (TokenId id : st.stop_token_ids) {
     if (id < 0 || id >= lim.vocab_size) return invalid("stop_token_ids: unknown token id " + std::to_string(id));
@@ -108,18 +111,42 @@ std::optional<Rejection> check_prompt(std::span<const int32_t> ids, const Submit
   return std::nullopt;
 }
 
+int32_t room_to_generate(int32_t prompt_tokens, const SubmitLimits& lim) {
+  const int64_t capacity = static_cast<int64_t>(lim.kv_blocks) * lim.block_size;
+  int64_t room = std::min<int64_t>(lim.context_length, capacity) - prompt_tokens;
+  if (lim.max_new_tokens > 0) room = std::min<int64_t>(room, lim.max_new_tokens);
+  return static_cast<int32_t>(std::max<int64_t>(room, 0));
+}
+
 std::optional<Rejection> check_fits(int32_t prompt_tokens, int32_t max_tokens, const SubmitLimits& lim) {
+  const int64_t capacity = static_cast<int64_t>(lim.kv_blocks) * lim.block_size;
+  if (max_tokens == 0) {  // not set: whatever room is left, but at least one token
+    if (prompt_tokens >= lim.context_length) {
+      return invalid("prompt: " + std::to_string(prompt_tokens) + " tokens fill the whole context of " +
+                     std::to_string(lim.context_length) + " tokens, leaving no room to generate");
+    }
+    if (prompt_tokens >= capacity) {
+      return Rejection{ErrorCode::kOutOfMemory, "prompt: " + std::to_string(prompt_tokens) + " tokens fill the whole KV cache of " +
+                                                    std::to_string(capacity) + " tokens, leaving no room to generate"};
+    }
+    return std::nullopt;
+  }
   const int64_t total = static_cast<int64_t>(prompt_tokens) + max_tokens;
+  const auto at_most = [&](int64_t limit) {
+    return limit > prompt_tokens ? "at most " + std::to_string(limit - prompt_tokens) + " fit" : std::string("none fit");
+  };
   if (total > lim.context_length) {
     return invalid("max_tokens: prompt (" + std::to_string(prompt_tokens) + " tokens) + max_tokens (" + std::to_string(max_tokens) +
-                   ") exceeds the context length of " + std::to_string(lim.context_length) + " tokens");
+                   ") exceeds the context length of " + std::to_string(lim.context_length) + " tokens by " +
+                   std::to_string(total - lim.context_length) + " (" + at_most(lim.context_length) +
+                   "; leave max_tokens unset to generate until the context is full)");
   }
-  const int64_t capacity = static_cast<int64_t>(lim.kv_blocks) * lim.block_size;
   if (total > capacity) {
     return Rejection{ErrorCode::kOutOfMemory,
                      "max_tokens: prompt (" + std::to_string(prompt_tokens) + " tokens) + max_tokens (" + std::to_string(max_tokens) +
                          ") exceeds the whole KV cache of " + std::to_string(capacity) + " tokens (" +
-                         std::to_string(lim.kv_blocks) + " blocks of " + std::to_string(lim.block_size) + ")"};
+                         std::to_string(lim.kv_blocks) + " blocks of " + std::to_string(lim.block_size) + ") by " +
+                         std::to_string(total - capacity) + " (" + at_most(capacity) + ")"};
   }
   return std::nullopt;
 }

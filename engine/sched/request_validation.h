@@ -43,6 +43,10 @@ std::optional<Rejection> check_params(const GenerateRequest& r, const SubmitLimi
 // Prompt ids: non-empty, every id known; `field` names them in the message ("prompt_ids").
 std::optional<Rejection> check_prompt(std::span<const int32_t> ids, const SubmitLimits& lim, std::string_view field);
 // prompt + max_tokens against the context length and the whole KV cache.
+// max_tokens 0 (not set) fits whenever the prompt leaves room for one token; an explicit one is
+// rejected saying by how much it is too large.
 std::optional<Rejection> check_fits(int32_t prompt_tokens, int32_t max_tokens, const SubmitLimits& lim);
+// The tokens an unset max_tokens allows: the rest of the context and KV cache, within max_new_tokens.
+int32_t room_to_generate(int32_t prompt_tokens, const SubmitLimits& lim);
 
 }  // namespace vks::sched

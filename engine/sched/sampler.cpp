@@ -1,5 +1,7 @@
 #include "engine/sched/sampler.h"
 
+#include "engine/grammar/grammar_table.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -144,9 +146,15 @@ GeneratedToken Sampler::from_argmax(int32_t id) const {
 }
 
 GeneratedToken Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
-                               std::span<const int32_t> suppressed) {
+                               std::span<const int32_t> suppressed, const std::vector<uint64_t>* allowed) {
   work_.assign(logits.begin(), logits.end());
   for (float& l : work_) if (std::isnan(l)) l = kNegInf;
+  if (allowed) {
+    const size_t n_bits = allowed->size() * 64;
+    for (size_t i = 0; i < work_.size(); ++i) {
+      if (i >= n_bits || !grammar::mask_has(*allowed, static_cast<TokenId>(i))) work_[i] = kNegInf;
+    }
+  }
   apply_logit_bias(work_, params_.logit_bias);
   apply_penalties(work_, history, params_);
   for (int32_t id : suppressed) if (id >= 0 && static_cast<size_t>(id) < work_.size()) work_[id] = kNegInf;

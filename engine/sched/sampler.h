@@ -46,8 +46,10 @@ class Sampler {
 
   // Chooses the next token from one raw logits row. history = prompt + generated tokens;
   // suppressed = ids that may not be chosen now (EOS and stop ids before min_tokens).
+  // allowed = grammar mask (bit per id; ids past it are disallowed), or null; applied first, so
+  // logprobs are those of the constrained distribution.
   GeneratedToken sample(std::span<const float> logits, std::span<const int32_t> history,
-                        std::span<const int32_t> suppressed);
+                        std::span<const int32_t> suppressed, const std::vector<uint64_t>* allowed = nullptr);
   // The token chosen by the device argmax (only valid when !needs_full_logits()).
   GeneratedToken from_argmax(int32_t id) const;
 

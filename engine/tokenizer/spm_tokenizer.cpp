@@ -157,7 +157,17 @@ class SpmSession {
 
 }  // namespace
 
-SpmTokenizer::SpmTokenizer(Vocab vocab) : vocab_(std::move(vocab)) {}
+SpmTokenizer::SpmTokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
+  for (const std::string& token : vocab_.tokens) {
+    size_t prev = std::string::npos;
+    for (size_t at = 0; at < token.size();) {
+      const size_t n = std::min(symbol_length(static_cast<unsigned char>(token[at])), token.size() - at);
+      if (prev != std::string::npos) inner_pairs_.insert(token.substr(prev, at + n - prev));
+      prev = at;
+      at += n;
+    }
+  }
+}
 
 std::vector<TokenId> SpmTokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
   std::vector<TokenId> out;
@@ -179,8 +189,28 @@ std::vector<TokenId> SpmTokenizer::encode(std::string_view text, bool add_bos, b
 }
 
 void SpmTokenizer::encode_fragment(const std::string& text, std::vector<TokenId>& out) const {
-  SpmSession session(vocab_, text);
-  session.run(out);
+  // Cut the text where no token spans the two symbols on either side (see inner_pairs_).
+  std::string piece;
+  std::string pair;
+  size_t piece_start = 0;
+  size_t prev = 0;  // start of the previous symbol
+  for (size_t at = 0; at < text.size();) {
+    const size_t n = std::min(symbol_length(static_cast<unsigned char>(text[at])), text.size() - at);
+    if (at > 0) {
+      pair.assign(text, prev, at + n - prev);
+      if (!inner_pairs_.contains(pair)) {
+        piece.assign(text, piece_start, at - piece_start);
+        SpmSession(vocab_, piece).run(out);
+        piece_start = at;
+      }
+    }
+    prev = at;
+    at += n;
+  }
+  if (piece_start < text.size()) {
+    piece.assign(text, piece_start, std::string::npos);
+    SpmSession(vocab_, piece).run(out);
+  }
 }
 
 std::string SpmTokenizer::decode(std::span<const TokenId> ids) const {
@@ -239,10 +269,6 @@ std::string_view SpmTokenizer::token_text(TokenId id) const {
 TokenType SpmTokenizer::token_type(TokenId id) const {
   if (!vocab_.valid(id)) return TokenType::kUndefined;
   return vocab_.types[static_cast<size_t>(id)];
-}
-
-bool SpmTokenizer::is_eog(TokenId id) const {
-  return id >= 0 && (id == vocab_.eos || id == vocab_.eot || id == vocab_.eom);
 }
 
 }  // namespace vks

@@ -3,6 +3,9 @@
 // a space is prepended to text that follows a special token (or starts the input), spaces become
 // U+2581, then the input's UTF-8 characters are merged pairwise, highest-scoring vocabulary entry
 // first (ties: leftmost), and characters no token covers fall back to <0xNN> byte tokens.
+#include <string>
+#include <unordered_set>
+
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/vocab.h"
 
@@ -22,7 +25,7 @@ class SpmTokenizer final : public Tokenizer {
   TokenId bos() const override { return vocab_.bos; }
   TokenId eos() const override { return vocab_.eos; }
   TokenId unk() const override { return vocab_.unk; }
-  bool is_eog(TokenId id) const override;
+  bool is_eog(TokenId id) const override { return vocab_.is_eog(id); }
   bool add_bos_default() const override { return vocab_.add_bos; }
   bool strips_leading_space() const override { return vocab_.add_space_prefix; }
 
@@ -32,6 +35,10 @@ class SpmTokenizer final : public Tokenizer {
   // Appends the tokens of one raw-text fragment (already space-escaped) to `out`.
   void encode_fragment(const std::string& text, std::vector<TokenId>& out) const;
   Vocab vocab_;
+  // Every pair of adjacent symbols (UTF-8 characters, split as the merge splits text) inside some
+  // token. Merges never cross a point of the text whose two sides form no such pair, so the text is
+  // merged in independent pieces there: same result, but small merge queues instead of one huge one.
+  std::unordered_set<std::string> inner_pairs_;
 };
 
 }  // namespace vks

@@ -1,6 +1,7 @@
 #include "engine/tokenizer/tokenizer.h"
 
 #include "engine/common/error.h"
+#include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/spm_tokenizer.h"
 #include "engine/tokenizer/vocab.h"
 
@@ -9,14 +10,11 @@ namespace vks {
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::GgufFile& file) {
   Vocab vocab = Vocab::from_gguf(file);
   if (vocab.model == "llama") return std::make_unique<SpmTokenizer>(std::move(vocab));
-  if (vocab.model == "gpt2") {
-    throw Error(ErrorCode::kUnsupported,
-                "tokenizer.ggml.model 'gpt2' (BPE) is not supported yet; use a model with a "
-                "SentencePiece ('llama') vocabulary");
-  }
+  if (vocab.model == "gpt2") return std::make_unique<BpeTokenizer>(std::move(vocab));
   throw Error(ErrorCode::kUnsupported, "tokenizer.ggml.model '" + vocab.model +
-                                           "' is not supported (supported: 'llama')");
+                                           "' is not supported (supported: 'llama', 'gpt2')");
 }
+
 
 IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tok) : IncrementalDetokenizer(tok, true) {}
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engine/common/error.h"
+#include "engine/tokenizer/pretokenizer.h"
 
 namespace vks {
 namespace {
@@ -15,6 +16,17 @@ void read_special_id(const gguf::GgufFile& file, std::string_view key, int32_t n
   if (v && *v >= 0 && *v < n_tokens) id = static_cast<TokenId>(*v);
 }
 
+// Token texts llama.cpp (llama-vocab.cpp) recognises as end of turn / end of message when the
+// GGUF names no such id, and the wider set it stops generation at.
+constexpr std::string_view kEotTexts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
+    "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>"  /* DeepSeek */, "<end_of_utterance>",
+};
+constexpr std::string_view kEogTexts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>", "<|endoftext|>",
+    "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
+};
+
 }  // namespace
 
 Vocab Vocab::from_gguf(const gguf::GgufFile& file) {
@@ -22,6 +34,20 @@ Vocab Vocab::from_gguf(const gguf::GgufFile& file) {
   std::optional<std::string> model = file.get_string("tokenizer.ggml.model");
   if (!model) throw Error(ErrorCode::kCorrupt, "GGUF has no tokenizer: key tokenizer.ggml.model is missing");
   v.model = *model;
+  const bool bpe = v.model == "gpt2";
+  if (bpe) {  // llama.cpp's BPE defaults
+    v.bos = 11;
+    v.eos = 11;
+    v.unk = -1;
+    v.add_space_prefix = false;
+  }
+  if (std::optional<std::string> pre = file.get_string("tokenizer.ggml.pre")) v.pre = *pre;
+  if (bpe) {
+    v.add_bos = PreTokenizer::default_add_bos(v.pre);
+    std::optional<std::vector<std::string>> merges = file.get_string_array("tokenizer.ggml.merges");
+    if (!merges) throw Error(ErrorCode::kCorrupt, "BPE vocabulary has no tokenizer.ggml.merges");
+    v.merges = std::move(*merges);
+  }
 
   std::optional<std::vector<std::string>> tokens = file.get_string_array("tokenizer.ggml.tokens");
   if (!tokens || tokens->empty()) {
@@ -101,6 +127,8 @@ void Vocab::build_indexes() {
     byte_to_id[static_cast<size_t>(b)] = id;
   }
 
+  detect_end_of_generation();
+
   special_tokens.clear();
   for (size_t i = 0; i < tokens.size(); ++i) {
     const TokenType t = types[i];
@@ -113,6 +141,45 @@ void Vocab::build_indexes() {
   std::stable_sort(special_tokens.begin(), special_tokens.end(), [this](TokenId a, TokenId b) {
     return tokens[static_cast<size_t>(a)].size() > tokens[static_cast<size_t>(b)].size();
   });
+}
+
+}  // namespace vks
+
+namespace vks {
+
+bool Vocab::is_eog(TokenId id) const {
+  return id >= 0 && std::binary_search(eog_ids.begin(), eog_ids.end(), id);
+}
+
+void Vocab::detect_end_of_generation() {
+  auto mark_control = [this](TokenId id) { types[static_cast<size_t>(id)] = TokenType::kControl; };
+  if (eot < 0) {
+    for (const std::string_view text : kEotTexts) {
+      if (const TokenId id = find(std::string(text)); id >= 0) {
+        eot = id;
+        mark_control(id);
+        break;
+      }
+    }
+  }
+  if (eom < 0) {
+    if (const TokenId id = find("<|eom_id|>"); id >= 0) {
+      eom = id;
+      mark_control(id);
+    }
+  }
+  eog_ids.clear();
+  for (const std::string_view text : kEogTexts) {
+    if (const TokenId id = find(std::string(text)); id >= 0) {
+      eog_ids.push_back(id);
+      mark_control(id);
+    }
+  }
+  for (const TokenId id : {eos, eot, eom}) {
+    if (valid(id)) eog_ids.push_back(id);
+  }
+  std::sort(eog_ids.begin(), eog_ids.end());
+  eog_ids.erase(std::unique(eog_ids.begin(), eog_ids.end()), eog_ids.end());
 }
 
 }  // namespace vks

@@ -38,6 +38,22 @@ TEST(CliRun, SeededSamplingIsReproducible) {
   EXPECT_GT(a.out.size(), 20u);
 }
 
+TEST(CliRun, WithoutMaxTokensASmallContextModelGeneratesUntilTheContextIsFull) {
+  // aidreams260K has a context of 128: no max_tokens means "until the context is full".
+  const ProcessResult r = vks::test::run_process({vkstream_exe(), "run", "-m", vks::test::model_path("aidreams260K.gguf"),
+                                                  "--cpu", "--ignore-eos", "-v", "Once upon a time"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("[length: prompt 13, generated 115"), std::string::npos) << r.err;
+  const ProcessResult too_many = vks::test::run_process({vkstream_exe(), "run", "-m", vks::test::model_path("aidreams260K.gguf"),
+                                                         "--cpu", "-n", "200", "Once upon a time"});
+  EXPECT_EQ(too_many.exit_code, 1);
+  EXPECT_NE(too_many.err.find("by 72"), std::string::npos) << too_many.err;
+  const ProcessResult with_prompt = vks::test::run_process({vkstream_exe(), "run", "-m", vks::test::model_path("aidreams260K.gguf"),
+                                                         "--cpu", "-n", "120", "Once upon a time"});
+  EXPECT_EQ(with_prompt.exit_code, 1);
+  EXPECT_NE(with_prompt.err.find("by 5 (at most 115 fit"), std::string::npos) << with_prompt.err;
+}
+
 TEST(CliRun, MissingFileSaysWhatToDo) {
   const ProcessResult r = vks::test::run_process({vkstream_exe(), "run", "--model", "/nonexistent/model.gguf", "hi"});
   EXPECT_EQ(r.exit_code, 2);

@@ -18,8 +18,10 @@ std::string read_all(const std::string& path) {
 
 }  // namespace
 
-GreedyReference load_greedy_reference() {
-  std::istringstream in(read_all(model_path("reference/stories260K_greedy_once_upon_a_time_n64.ids")));
+GreedyReference load_greedy_reference() { return load_ids_file("stories260K_greedy_once_upon_a_time_n64.ids"); }
+
+GreedyReference load_ids_file(const std::string& reference_file) {
+  std::istringstream in(read_all(model_path("reference/" + reference_file)));
   std::vector<std::vector<int32_t>> lines;
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
@@ -42,8 +44,10 @@ std::string load_greedy_reference_text() {
   return text;
 }
 
-std::vector<float> load_reference_logits() {
-  const std::string bytes = read_all(model_path("reference/stories260K_once_upon_a_time.step_logits.f32"));
+std::vector<float> load_reference_logits() { return load_f32_file("stories260K_once_upon_a_time.step_logits.f32"); }
+
+std::vector<float> load_f32_file(const std::string& reference_file) {
+  const std::string bytes = read_all(model_path("reference/" + reference_file));
   std::vector<float> logits(bytes.size() / sizeof(float));
   std::memcpy(logits.data(), bytes.data(), logits.size() * sizeof(float));
   return logits;

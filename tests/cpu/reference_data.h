@@ -18,3 +18,13 @@ std::string load_greedy_reference_text();   // ...n64.txt without the file's fin
 std::vector<float> load_reference_logits();  // stories260K_once_upon_a_time.step_logits.f32 [512]
 
 }  // namespace vks::test
+
+namespace vks::test {
+
+// A `reference/*.greedy.ids` file of the next-wave fixtures: '#' comment lines, the prompt ids
+// line, the generated ids line. Empty vectors when the file is missing.
+GreedyReference load_ids_file(const std::string& reference_file);
+// A little-endian float32 file under reference/ (logits [vocab] or [steps, vocab]); empty if missing.
+std::vector<float> load_f32_file(const std::string& reference_file);
+
+}  // namespace vks::test

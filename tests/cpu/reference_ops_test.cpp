@@ -58,6 +58,45 @@ TEST(ReferenceOps, RopeRotatesAdjacentPairs) {
   EXPECT_EQ(at_zero, before);
 }
 
+TEST(ReferenceOps, RopeNeoxRotatesHalvesWithFactors) {
+  // One head of 10 values, rope_dim 8, NEOX: pairs (i, i+4) for i < 4 rotate, values 8, 9 stay.
+  // Frequency factors divide pair i's frequency.
+  std::vector<float> v = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  const std::vector<float> before = v;
+  const float factors[4] = {1.0f, 2.0f, 4.0f, 8.0f};
+  ref::RopeParams p;
+  p.rope_dim = 8;
+  p.freq_base = 100.0f;
+  p.freq_scale = 0.5f;
+  p.mode = RopeMode::kNeox;
+  p.freq_factors = factors;
+  ref::rope(v.data(), 1, 10, 5, p);
+  for (int i = 0; i < 4; ++i) {
+    const double theta = 5.0 * std::pow(100.0, -2.0 * i / 8) / factors[i] * 0.5;
+    const double a = before[i], b = before[i + 4];
+    EXPECT_NEAR(v[i], a * std::cos(theta) - b * std::sin(theta), 1e-5) << i;
+    EXPECT_NEAR(v[i + 4], a * std::sin(theta) + b * std::cos(theta), 1e-5) << i;
+  }
+  EXPECT_EQ(v[8], 9);
+  EXPECT_EQ(v[9], 10);
+}
+
+TEST(ReferenceOps, RmsNormHeadsAndBias) {
+  // Two heads of 2 values share the weight (2, 0.5): each head is normalized by its own RMS.
+  std::vector<float> v = {3, 4, 1, -1};
+  const float w[2] = {2.0f, 0.5f};
+  ref::rmsnorm_heads(v.data(), w, 2, 2, 0.0f);
+  const double rms0 = std::sqrt((9.0 + 16.0) / 2), rms1 = 1.0;
+  EXPECT_NEAR(v[0], 3 / rms0 * 2, 1e-6);
+  EXPECT_NEAR(v[1], 4 / rms0 * 0.5, 1e-6);
+  EXPECT_NEAR(v[2], 1 / rms1 * 2, 1e-6);
+  EXPECT_NEAR(v[3], -1 / rms1 * 0.5, 1e-6);
+  const float bias[4] = {1, -2, 0.5f, 0};
+  ref::add_bias(v.data(), bias, 4);
+  EXPECT_NEAR(v[1], 4 / rms0 * 0.5 - 2, 1e-6);
+  EXPECT_NEAR(v[2], 2.5, 1e-6);
+}
+
 TEST(ReferenceOps, AttentionByHand) {
   // 2 query heads sharing 1 KV head of dim 2, 2 positions.
   const float q[4] = {1, 0, 0, 0};

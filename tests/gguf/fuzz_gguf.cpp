@@ -39,7 +39,11 @@ void touch_model(vks::gguf::GgufFile f) {
   std::vector<vks::TensorRef> refs = {w.token_embd, w.output_norm, w.output};
   for (const vks::LayerWeights& l : w.layers) {
     refs.insert(refs.end(), {l.attn_norm, l.wq, l.wk, l.wv, l.wo, l.ffn_norm, l.w_gate, l.w_up, l.w_down});
+    for (const auto* opt : {&l.bq, &l.bk, &l.bv, &l.attn_q_norm, &l.attn_k_norm}) {
+      if (*opt) refs.push_back(**opt);
+    }
   }
+  if (w.rope_freqs) refs.push_back(*w.rope_freqs);
   std::vector<float> row;
   for (const vks::TensorRef& r : refs) {
     row.resize(r.cols);

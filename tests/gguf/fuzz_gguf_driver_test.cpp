@@ -34,6 +34,21 @@ std::vector<std::vector<uint8_t>> seeds() {
   TinyLlamaSpec q8 = f32;
   q8.matrix_type = GgmlType::kQ8_0;
   out.push_back(build_tiny_llama(q8));
+  // The architectures' optional tensors and the newer legacy types.
+  TinyLlamaSpec qwen2 = f32;
+  qwen2.architecture = "qwen2";
+  qwen2.matrix_type = GgmlType::kQ5_0;
+  qwen2.extra_f32_tensors = {{"blk.0.attn_q.bias", {32}}, {"blk.0.attn_k.bias", {16}}, {"blk.0.attn_v.bias", {16}}};
+  out.push_back(build_tiny_llama(qwen2));
+  TinyLlamaSpec qwen3 = f32;
+  qwen3.architecture = "qwen3";
+  qwen3.matrix_type = GgmlType::kQ5_1;
+  qwen3.extra_f32_tensors = {{"blk.0.attn_q_norm.weight", {16}}, {"blk.0.attn_k_norm.weight", {16}}};
+  out.push_back(build_tiny_llama(qwen3));
+  TinyLlamaSpec llama3 = f32;
+  llama3.matrix_type = GgmlType::kQ4_1;
+  llama3.extra_f32_tensors = {{"rope_freqs.weight", {8}}};
+  out.push_back(build_tiny_llama(llama3));
 
   gguf::GgufWriter meta;
   meta.set_alignment(16);

@@ -21,8 +21,10 @@ TEST(GgmlTypeTraits, SizesAndNames) {
   EXPECT_EQ(ggml_type_traits(30)->name, "bf16");
   EXPECT_EQ(ggml_type_traits(12)->name, "q4_K");
   EXPECT_EQ(ggml_type_traits(12)->type_size, 144u);
-  EXPECT_FALSE(ggml_type_traits(12)->supported);
+  EXPECT_TRUE(ggml_type_traits(12)->supported);
   EXPECT_TRUE(ggml_type_traits(1)->supported);
+  EXPECT_FALSE(ggml_type_traits(20)->supported);  // iq4_nl
+  EXPECT_FALSE(ggml_type_traits(15)->supported);  // q8_K: activations only
   EXPECT_FALSE(ggml_type_traits(4).has_value());   // removed upstream
   EXPECT_FALSE(ggml_type_traits(999).has_value());
   EXPECT_EQ(ggml_type_name(GgmlType::kQ8_0), "q8_0");
@@ -31,6 +33,8 @@ TEST(GgmlTypeTraits, SizesAndNames) {
   EXPECT_EQ(ggml_row_size(GgmlType::kF16, 10), 20u);
   EXPECT_EQ(ggml_row_size(GgmlType::kF32, 172), 688u);
 }
+
+TEST(GgmlTypeTraits, TableIsConsistent) { EXPECT_TRUE(vks::ggml_type_table_is_consistent()); }
 
 TEST(Fp16, KnownValues) {
   EXPECT_EQ(fp16_to_fp32(0x3C00), 1.0f);
@@ -217,14 +221,31 @@ TEST(Quantize, RejectsUnsupportedAndPartialBlocks) {
   std::vector<float> x(64);
   std::vector<uint8_t> q(256);
   try {
-    dequantize_row(GgmlType::kQ4_K, q.data(), x.data(), 256);
+    dequantize_row(GgmlType::kIQ4_NL, q.data(), x.data(), 32);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("q4_K"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("iq4_nl"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(supported_ggml_type_names()), std::string::npos) << e.what();
   }
   EXPECT_THROW(quantize_row(GgmlType::kQ8_0, x.data(), q.data(), 33), Error);
-  EXPECT_THROW(quantize_row(GgmlType::kQ5_0, x.data(), q.data(), 32), Error);
+  EXPECT_THROW(quantize_row(GgmlType::kIQ4_NL, x.data(), q.data(), 32), Error);
+}
+
+TEST(GgmlTypeTable, NamesParseBackAndListSupportedTypes) {
+  for (uint32_t id = 0; id < 64; ++id) {
+    const auto traits = ggml_type_traits(id);
+    if (!traits) continue;
+    EXPECT_EQ(static_cast<uint32_t>(traits->type), id);
+    EXPECT_EQ(ggml_type_from_name(traits->name), traits->type) << traits->name;
+    EXPECT_EQ(traits->supported, traits->dequantize != nullptr) << traits->name;
+  }
+  EXPECT_EQ(ggml_type_from_name("Q4_k"), GgmlType::kQ4_K);
+  EXPECT_EQ(ggml_type_from_name("BF16"), GgmlType::kBF16);
+  EXPECT_FALSE(ggml_type_from_name("q4_K_M").has_value());  // a file recipe, not a tensor type
+  EXPECT_FALSE(ggml_type_from_name("").has_value());
+  EXPECT_EQ(supported_ggml_type_names(), "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K");
+  EXPECT_EQ(supported_ggml_types().size(), 13u);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // files built wrong in one way each (missing tensor, wrong shape, unsupported type, other arch).
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "engine/model/llama_model.h"
 #include "tests/model/tiny_llama_gguf.h"
 
@@ -74,7 +76,8 @@ TEST(LlamaConfig, ExplicitValues) {
 }
 
 TEST(LlamaModelTypes, EverySupportedMatrixTypeLoads) {
-  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
+                     GgmlType::kQ5_0, GgmlType::kQ5_1}) {
     TinyLlamaSpec spec;
     spec.matrix_type = t;
     const std::vector<uint8_t> bytes = test::build_tiny_llama(spec);
@@ -97,10 +100,10 @@ TEST(LlamaModelTypes, EverySupportedMatrixTypeLoads) {
   }
 }
 
-TEST(LlamaModelErrors, NonLlamaArchitecture) {
+TEST(LlamaModelErrors, UnsupportedArchitecture) {
   TinyLlamaSpec spec;
-  spec.architecture = "qwen2";
-  expect_load_error(spec, ErrorCode::kUnsupported, {"qwen2", "not supported", "general.architecture = llama"});
+  spec.architecture = "gemma";
+  expect_load_error(spec, ErrorCode::kUnsupported, {"'gemma'", "not supported", "supported: llama, qwen2, qwen3"});
 }
 
 TEST(LlamaModelErrors, MissingArchitecture) {
@@ -150,9 +153,10 @@ TEST(LlamaModelErrors, WrongShape) {
 TEST(LlamaModelErrors, UnsupportedMatrixType) {
   TinyLlamaSpec spec;
   spec.edit_tensor = [](const std::string& n, std::vector<uint64_t>&, GgmlType& t) {
-    if (n == "blk.1.attn_v.weight") t = GgmlType::kQ5_0;
+    if (n == "blk.1.attn_v.weight") t = GgmlType::kIQ4_NL;
   };
-  expect_load_error(spec, ErrorCode::kUnsupported, {"'blk.1.attn_v.weight'", "q5_0", "q8_0", "llama-quantize"});
+  expect_load_error(spec, ErrorCode::kUnsupported,
+                    {"'blk.1.attn_v.weight'", "iq4_nl", "supported: " + supported_ggml_type_names(), "llama-quantize"});
 }
 
 TEST(LlamaModelErrors, NormWeightsMustBeF32) {
@@ -169,10 +173,104 @@ TEST(LlamaModelErrors, ExtraLayerTensors) {
   expect_load_error(spec, ErrorCode::kCorrupt, {"not used by a 1-layer llama model", "blk.1."});
 }
 
-TEST(LlamaModelErrors, RopeFreqsTensorUnsupported) {
+TEST(LlamaModelErrors, RopeFreqsOfWrongSize) {
+  TinyLlamaSpec spec;
+  spec.extra_f32_tensors = {{"rope_freqs.weight", {6}}};  // rope_dim 16: 8 factors
+  expect_load_error(spec, ErrorCode::kCorrupt, {"'rope_freqs.weight'", "[6]", "expected [8]"});
+}
+
+TEST(LlamaModelErrors, RopeFreqsMustBePositive) {
+  // The builder fills F32 vectors with values near 1; a scaling by -1 makes them negative.
   TinyLlamaSpec spec;
   spec.extra_f32_tensors = {{"rope_freqs.weight", {8}}};
-  expect_load_error(spec, ErrorCode::kUnsupported, {"rope_freqs.weight", "not supported"});
+  const std::vector<uint8_t> good = test::build_tiny_llama(spec);
+  const auto model = load_bytes(good);
+  ASSERT_TRUE(model->weights().rope_freqs.has_value());
+  EXPECT_EQ(model->weights().rope_freqs->cols, 8u);
+  std::vector<uint8_t> bad = good;
+  const gguf::TensorInfo* t = model->file().find_tensor("rope_freqs.weight");
+  ASSERT_NE(t, nullptr);
+  const size_t at = static_cast<size_t>(model->file().data_offset() + t->offset);
+  const float minus_one = -1.0f;
+  std::memcpy(&bad[at + 4], &minus_one, 4);
+  try {
+    load_bytes(bad);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCorrupt);
+    EXPECT_NE(std::string(e.what()).find("index 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LlamaModelErrors, TensorOfAnotherArchitecture) {
+  TinyLlamaSpec spec;
+  spec.architecture = "qwen3";
+  spec.extra_f32_tensors = {{"rope_freqs.weight", {8}}};
+  for (int l = 0; l < 2; ++l) {
+    spec.extra_f32_tensors.push_back({"blk." + std::to_string(l) + ".attn_q_norm.weight", {16}});
+    spec.extra_f32_tensors.push_back({"blk." + std::to_string(l) + ".attn_k_norm.weight", {16}});
+  }
+  expect_load_error(spec, ErrorCode::kCorrupt, {"not used by a 2-layer qwen3 model", "'rope_freqs.weight'"});
+}
+
+TEST(LlamaArchitectures, Qwen2HasBiasesAndNeoxRope) {
+  TinyLlamaSpec spec;
+  spec.architecture = "qwen2";
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    spec.extra_f32_tensors.push_back({p + "attn_q.bias", {64}});
+    spec.extra_f32_tensors.push_back({p + "attn_k.bias", {32}});
+    spec.extra_f32_tensors.push_back({p + "attn_v.bias", {32}});
+  }
+  const auto model = load_bytes(test::build_tiny_llama(spec));
+  const LlamaConfig& c = model->config();
+  EXPECT_EQ(c.arch, Arch::kQwen2);
+  EXPECT_EQ(c.architecture, "qwen2");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  const LayerWeights& L = model->weights().layers[1];
+  ASSERT_TRUE(L.bq && L.bk && L.bv);
+  EXPECT_EQ(L.bq->cols, 64u);
+  EXPECT_EQ(L.bk->name, "blk.1.attn_k.bias");
+  EXPECT_FALSE(L.attn_q_norm.has_value());
+  EXPECT_FALSE(model->weights().rope_freqs.has_value());
+
+  // qwen2 requires the biases.
+  spec.extra_f32_tensors.pop_back();
+  expect_load_error(spec, ErrorCode::kCorrupt, {"'blk.1.attn_v.bias' is missing"});
+}
+
+TEST(LlamaArchitectures, Qwen3HasPerHeadQkNorms) {
+  TinyLlamaSpec spec;
+  spec.architecture = "qwen3";
+  for (int l = 0; l < 2; ++l) {
+    spec.extra_f32_tensors.push_back({"blk." + std::to_string(l) + ".attn_q_norm.weight", {16}});
+    spec.extra_f32_tensors.push_back({"blk." + std::to_string(l) + ".attn_k_norm.weight", {16}});
+  }
+  const auto model = load_bytes(test::build_tiny_llama(spec));
+  EXPECT_EQ(model->config().arch, Arch::kQwen3);
+  EXPECT_EQ(model->config().rope_mode, RopeMode::kNeox);
+  const LayerWeights& L = model->weights().layers[0];
+  ASSERT_TRUE(L.attn_q_norm && L.attn_k_norm);
+  EXPECT_EQ(L.attn_k_norm->cols, 16u);
+  EXPECT_FALSE(L.bq.has_value());
+
+  spec.extra_f32_tensors[0].second = {8};  // a norm of the wrong size
+  expect_load_error(spec, ErrorCode::kCorrupt, {"'blk.0.attn_q_norm.weight'", "expected [16]"});
+}
+
+TEST(LlamaArchitectures, LlamaMayHaveBiases) {
+  TinyLlamaSpec spec;
+  spec.extra_f32_tensors = {{"blk.0.attn_q.bias", {64}}};
+  const auto model = load_bytes(test::build_tiny_llama(spec));
+  EXPECT_TRUE(model->weights().layers[0].bq.has_value());
+  EXPECT_FALSE(model->weights().layers[1].bq.has_value());
+  EXPECT_EQ(model->config().rope_mode, RopeMode::kNorm);
+}
+
+TEST(LlamaConfig, UnsupportedRopeScalingNamesTheKey) {
+  TinyLlamaSpec spec;
+  spec.edit_metadata = [](gguf::GgufWriter& w) { w.set("llama.rope.scaling.type", gguf::make_string("yarn")); };
+  expect_load_error(spec, ErrorCode::kUnsupported, {"'yarn'", "llama.rope.scaling.type", "supported: none, linear"});
 }
 
 TEST(LlamaModelErrors, UnknownExtraTensor) {

@@ -82,7 +82,7 @@ inline std::vector<uint8_t> build_tiny_llama(const TinyLlamaSpec& s) {
     const TensorInfo& t = w.add_tensor(d.name, d.type, d.dims);
     std::vector<uint8_t> bytes(t.nbytes);
     const auto traits = ggml_type_traits(static_cast<uint32_t>(d.type));
-    if (traits && traits->supported) {
+    if (traits && traits->quantize != nullptr) {
       std::vector<float> values(t.n_elements());
       for (float& v : values) v = d.dims.size() == 1 ? 1.0f + normal(rng) : normal(rng);
       quantize_row(d.type, values.data(), bytes.data(), values.size());

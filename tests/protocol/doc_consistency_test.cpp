@@ -40,7 +40,7 @@ TEST(ProtocolDoc, ListsEveryErrorCodeInTheTable) {
 TEST(ProtocolDoc, DocumentsEveryRequestEventAndReason) {
   const std::string doc = read_doc();
   const RequestBody bodies[] = {HelloRequest{}, GenerateMessage{}, CancelRequest{}, StatusRequest{}, StatsRequest{},
-                                TokenizeRequest{}, DetokenizeRequest{}, ModelRequest{}, ReplayRequest{}};
+                                TokenizeRequest{}, DetokenizeRequest{}, ModelRequest{}, ReplayRequest{}, ChatRequest{}};
   for (const RequestBody& b : bodies) {
     EXPECT_NE(doc.find(cat({"`", request_type_name(b), "`\n"})), std::string::npos) << request_type_name(b);
   }

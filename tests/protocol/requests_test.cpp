@@ -71,6 +71,7 @@ TEST(Requests, GenerateRoundTripEveryField) {
   q.deadline_ms = 1500;
   q.detached = true;
   q.stream = false;
+  q.grammar = "root ::= \"a\"+\n";
   const GenerateRequest r = roundtrip(q);
   EXPECT_EQ(r.id, q.id);
   EXPECT_EQ(r.prompt_ids, q.prompt_ids);
@@ -96,6 +97,20 @@ TEST(Requests, GenerateRoundTripEveryField) {
   EXPECT_EQ(r.deadline_ms, 1500);
   EXPECT_TRUE(r.is_detached());
   EXPECT_FALSE(r.is_streamed());
+  EXPECT_EQ(r.grammar, q.grammar);
+}
+
+TEST(Requests, JsonSchemaAsMapOrText) {
+  const V schema = test::obj({{"type", test::s("object")},
+                              {"properties", test::obj({{"n", test::obj({{"type", test::s("integer")}, {"maximum", test::d(2.5)}})}})},
+                              {"required", test::arr({test::s("n")})}});
+  Result<Request> r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"json_schema", schema}}));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(std::get<GenerateRequest>(r->body).json_schema,
+            R"({"properties":{"n":{"maximum":2.5,"type":"integer"}},"required":["n"],"type":"object"})");
+  r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"json_schema", test::s("{\"type\":\"string\"}")}}));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(std::get<GenerateRequest>(r->body).json_schema, "{\"type\":\"string\"}");
 }
 
 TEST(Requests, GenerateAbsentFieldsStayUnset) {
@@ -119,13 +134,21 @@ TEST(Requests, GenerateAbsentFieldsStayUnset) {
   EXPECT_FALSE(std::get<GenerateRequest>(again->body).max_tokens.has_value());
 }
 
-TEST(Requests, MinTokensIsCheckedAgainstTheDefaultMaxTokens) {
-  ProtocolLimits l = test_limits();
-  l.max_tokens = 10;
-  Result<Request> r =
-      parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"min_tokens", test::i(11)}}), l);
+TEST(Requests, MinTokensIsCheckedAgainstAGivenMaxTokens) {
+  Result<Request> r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")},
+                                       {"max_tokens", test::i(5)}, {"min_tokens", test::i(6)}}));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().field, "min_tokens");
+}
+
+TEST(Requests, MinTokensWithoutMaxTokensIsAccepted) {
+  // With max_tokens unset there is no upper bound to compare min_tokens with on the wire (the
+  // engine checks it against the room the prompt leaves).
+  Result<Request> r = parse(
+      test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"min_tokens", test::i(4)}}), test_limits());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(std::get<GenerateRequest>(r->body).min_tokens, 4);
+  EXPECT_FALSE(std::get<GenerateRequest>(r->body).max_tokens.has_value());
 }
 
 // Fault 5 of issue 14: the documented ranges hold at their extremes, through the one table.
@@ -370,6 +393,10 @@ std::vector<FieldCase> field_cases() {
   add("id int", gen({{"id", test::i(5)}}), WireError::kInvalidField, "id");
   add("detached int", gen({{"detached", test::i(1)}}), WireError::kInvalidField, "detached");
   add("stream string", gen({{"stream", test::s("true")}}), WireError::kInvalidField, "stream");
+  add("grammar int", gen({{"grammar", test::i(1)}}), WireError::kInvalidField, "grammar");
+  add("json_schema int", gen({{"json_schema", test::i(1)}}), WireError::kInvalidField, "json_schema");
+  add("json_schema bin", gen({{"json_schema", test::obj({{"x", test::bin("ab")}})}}), WireError::kInvalidField, "json_schema");
+  add("json_schema int key", gen({{"json_schema", test::map({{test::i(1), test::s("a")}})}}), WireError::kInvalidField, "json_schema");
   add("hello version zero", test::obj({{"type", test::s("hello")}, {"version", test::i(0)}}), WireError::kInvalidField, "version");
   add("hello version string", test::obj({{"type", test::s("hello")}, {"version", test::s("1")}}), WireError::kInvalidField, "version");
   add("cancel no id", test::obj({{"type", test::s("cancel")}}), WireError::kMissingField, "id");

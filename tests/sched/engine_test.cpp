@@ -321,7 +321,7 @@ TEST(Engine, SubmitValidatesEveryField) {
   expect_rejected(e, with([](auto& r) { r.sampling.logit_bias = {{3, 1000.0f}}; }), bad, "logit_bias");
   expect_rejected(e, with([](auto& r) { r.logprobs = 21; }), bad, "logprobs");
   expect_rejected(e, with([](auto& r) { r.logprobs = -2; }), bad, "logprobs");
-  expect_rejected(e, with([](auto& r) { r.stop.max_tokens = 0; }), bad, "max_tokens");
+  expect_rejected(e, with([](auto& r) { r.stop.max_tokens = -1; }), bad, "max_tokens");
   expect_rejected(e, with([](auto& r) { r.stop.min_tokens = 5; }), bad, "min_tokens");
   expect_rejected(e, with([](auto& r) { r.stop.stop_token_ids = {-1}; }), bad, "stop_token_ids");
   expect_rejected(e, with([](auto& r) { r.stop.stop_strings = {""}; }), bad, "stop_strings");
@@ -350,6 +350,31 @@ TEST(Engine, SubmitValidatesEveryField) {
   const SubmitResult dup_after = e.submit(text);  // finished ids may be reused
   EXPECT_TRUE(dup_after.ok) << dup_after.message;
   ASSERT_TRUE(h.wait({ok.id}));
+}
+
+TEST(Engine, UnsetMaxTokensGeneratesUntilTheContextIsFull) {
+  FakeRunnerOptions ro;
+  ro.context_length = 24;
+  Harness h(EngineConfig{}, ro);
+  Engine& e = h.engine();
+  const std::string id = h.submit_ok(greedy_request({1, 5, 6, 7, 8}, /*max_tokens=*/0));
+  ASSERT_TRUE(h.wait({id}));
+  EXPECT_EQ(h.stream(id).final_event.reason, FinishReason::kLength);
+  EXPECT_EQ(h.stream(id).ids.size(), 24u - 5u);
+  // An explicit max_tokens that can never fit says by how much and what does fit.
+  expect_rejected(e, greedy_request({1, 5, 6, 7, 8}, 22), ErrorCode::kInvalidArgument, "context length of 24 tokens by 3");
+  expect_rejected(e, greedy_request({1, 5, 6, 7, 8}, 22), ErrorCode::kInvalidArgument, "at most 19 fit");
+  // A prompt that fills the context leaves nothing to generate, even unset.
+  expect_rejected(e, greedy_request(std::vector<int32_t>(24, 5), 0), ErrorCode::kInvalidArgument, "no room to generate");
+  // With max_tokens unset, min_tokens is checked against the room left after the prompt (19 here).
+  GenerateRequest too_many = greedy_request({1, 5, 6, 7, 8}, 0);
+  too_many.stop.min_tokens = 20;
+  expect_rejected(e, too_many, ErrorCode::kInvalidArgument, "min_tokens: 20 exceeds the 19 tokens left");
+  GenerateRequest fits = greedy_request({1, 5, 6, 7, 8}, 0);
+  fits.stop.min_tokens = 19;
+  const std::string fits_id = h.submit_ok(fits);
+  ASSERT_TRUE(h.wait({fits_id}));
+  EXPECT_EQ(h.stream(fits_id).ids.size(), 19u);
 }
 
 TEST(Engine, DuplicateLiveIdRejectedAndOverloadHasRetryHint) {

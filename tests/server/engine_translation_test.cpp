@@ -182,23 +182,24 @@ proto::GenerateRequest parsed_generate(const test::V& fields, const ProtocolLimi
 TEST(ToEngine, AbsentFieldsGetTheDocumentedDefaults) {
   ProtocolLimits l;
   const proto::GenerateRequest w = parsed_generate(test::obj({{"type", test::s("generate")}, {"prompt", test::s("hi")}}), l);
-  const vks::GenerateRequest q = to_engine_request(w, l);
+  const vks::GenerateRequest q = to_engine_request(w);
   const vks::GenerateRequest def;
   EXPECT_EQ(q.prompt_text, "hi");
   EXPECT_TRUE(q.id.empty());
   EXPECT_TRUE(q.add_bos);
-  EXPECT_EQ(q.stop.max_tokens, 256);
+  EXPECT_EQ(q.stop.max_tokens, 0);  // unset: until the context is full
   EXPECT_FLOAT_EQ(q.sampling.temperature, def.sampling.temperature);
   EXPECT_FALSE(q.sampling.seed.has_value());
   EXPECT_EQ(q.logprobs, -1);  // absent: no logprobs at all
   EXPECT_FALSE(q.deadline.has_value());
 }
 
-TEST(ToEngine, DefaultMaxTokensIsCappedByLimit) {
+TEST(ToEngine, AbsentMaxTokensStaysUnsetForTheEngine) {
+  // 0 = not set: the engine generates until the context is full (within its max_new_tokens).
   ProtocolLimits l;
   l.max_tokens = 10;
   const proto::GenerateRequest w = parsed_generate(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}}), l);
-  EXPECT_EQ(to_engine_request(w, l).stop.max_tokens, 10);
+  EXPECT_EQ(to_engine_request(w).stop.max_tokens, 0);
 }
 
 TEST(ToEngine, DeadlineIsRelativeToNow) {
@@ -206,7 +207,7 @@ TEST(ToEngine, DeadlineIsRelativeToNow) {
   proto::GenerateRequest w;
   w.prompt = "x";
   w.deadline_ms = 250;
-  EXPECT_EQ(*to_engine_request(w, ProtocolLimits{}, now).deadline, now + std::chrono::milliseconds(250));
+  EXPECT_EQ(*to_engine_request(w, now).deadline, now + std::chrono::milliseconds(250));
 }
 
 TEST(ToEngine, EveryFieldArrives) {
@@ -231,7 +232,9 @@ TEST(ToEngine, EveryFieldArrives) {
   w.logprobs = 0;
   w.priority = 8;
   w.id = "abc";
-  const vks::GenerateRequest q = to_engine_request(w, ProtocolLimits{});
+  w.grammar = "root ::= \"a\"";
+  w.json_schema = "{}";
+  const vks::GenerateRequest q = to_engine_request(w);
   EXPECT_EQ(q.prompt_ids, (std::vector<vks::TokenId>{1, 2}));
   EXPECT_FALSE(q.add_bos);
   EXPECT_EQ(q.stop.max_tokens, 9);
@@ -253,6 +256,8 @@ TEST(ToEngine, EveryFieldArrives) {
   EXPECT_EQ(q.logprobs, 0);
   EXPECT_EQ(q.priority, 8);
   EXPECT_EQ(q.id, "abc");
+  EXPECT_EQ(q.grammar, w.grammar);
+  EXPECT_EQ(q.json_schema, w.json_schema);
 }
 
 // Fault 5 of issue 14: whatever the range table (and so the server's parser) accepts, the engine's
@@ -274,7 +279,7 @@ TEST(ToEngine, EngineValidationAcceptsEveryExtremeOfTheRangeTable) {
       else if (name == "logit_bias") w.logit_bias = {{1, v}};
       else if (name == "priority") w.priority = static_cast<int32_t>(v);
       else FAIL() << "range " << name << " has no case here";
-      const vks::GenerateRequest q = to_engine_request(w, ProtocolLimits{});
+      const vks::GenerateRequest q = to_engine_request(w);
       vks::sched::SubmitLimits lim;
       lim.vocab_size = 32000;
       lim.context_length = 4096;

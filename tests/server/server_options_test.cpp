@@ -1,16 +1,174 @@
-// vkstreamd's command line: bad input gets a message that names the actual problem.
-#include "server/server_options.h"
-
-#include <unistd.h>
-
+// vkstreamd's command line: defaults that fit a new user (priority scheduling with aging unless
+// --fcfs) and cached model names accepted by --model.
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "engine/common/error.h"
+#include "server/bind_check.h"
+#include "server/gpu_check.h"
+#include "server/server_options.h"
 #include "server/uds_server.h"
+#include "tests/common/test_models.h"
 
+namespace {
+
+std::optional<vks::server::ServerOptions> parse(std::vector<std::string> args) {
+  static char program[] = "vkstreamd";
+  std::vector<char*> argv{program};
+  for (std::string& a : args) argv.push_back(a.data());
+  return vks::server::parse_options(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(ServerOptions, PrioritySchedulingIsTheDefaultAndFcfsTurnsItOff) {
+  const auto def = parse({"--model", "m.gguf", "--socket", "/tmp/x.sock"});
+  ASSERT_TRUE(def.has_value());
+  EXPECT_TRUE(def->priority_policy);
+  const auto fcfs = parse({"--model", "m.gguf", "--fcfs"});
+  ASSERT_TRUE(fcfs.has_value());
+  EXPECT_FALSE(fcfs->priority_policy);
+  const auto old = parse({"--model", "m.gguf", "--priority"});
+  ASSERT_TRUE(old.has_value());
+  EXPECT_TRUE(old->priority_policy);
+}
+
+TEST(ServerOptions, ModelAcceptsACachedName) {
+  const std::filesystem::path cache = std::filesystem::temp_directory_path() / ("vks-opt-cache-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(cache / "owner/repo");
+  std::ofstream(cache / "owner/repo/m.Q4_0.gguf") << "x";
+  ::setenv("VKSTREAM_CACHE_DIR", cache.c_str(), 1);
+  const auto o = parse({"--model", "owner/repo:Q4_0"});
+  const auto missing = parse({"--model", "/no/such/file.gguf"});
+  ::unsetenv("VKSTREAM_CACHE_DIR");
+  std::filesystem::remove_all(cache);
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->model_path, (cache / "owner/repo/m.Q4_0.gguf").string());
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_EQ(missing->model_path, "/no/such/file.gguf");  // the loader reports the missing file
+}
+
+std::string bind_error(const std::string& path) {
+  try {
+    vks::server::check_unix_path_bindable(path, "--socket", 0755);
+  } catch (const vks::Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+TEST(BindCheck, UnusablePathsFailWithTheScopeHint) {
+  const std::string err = bind_error("/dev/null/vkstream/vkstream.sock");
+  EXPECT_NE(err.find("--scope user"), std::string::npos) << err;
+  EXPECT_NE(err.find("--socket PATH"), std::string::npos) << err;
+  EXPECT_NE(bind_error("/tmp/" + std::string(200, 'x') + ".sock").find("longer than"), std::string::npos);
+}
+
+TEST(BindCheck, AFolderTheUserCannotWriteFailsWithTheScopeHint) {
+  if (::getuid() == 0) GTEST_SKIP() << "root may write anywhere";
+  const std::string dir = std::filesystem::temp_directory_path() / ("vks-ro-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ::chmod(dir.c_str(), 0555);
+  const std::string err = bind_error(dir + "/vkstream/vkstream.sock");
+  std::filesystem::remove_all(dir);
+  EXPECT_NE(err.find("Permission denied"), std::string::npos) << err;
+  EXPECT_NE(err.find("--scope user"), std::string::npos) << err;
+}
+
+TEST(BindCheck, FreshFolderIsCreatedAndLeftClean) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("vks-bind-" + std::to_string(::getpid()));
+  EXPECT_EQ(bind_error((dir / "sub/vkstream.sock").string()), "");
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "sub"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir / "sub"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BindCheck, LiveServerAtThePathAndBusyTcpPortAreReported) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("vks-busy-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "live.sock").string();
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  const std::string err = bind_error(path);
+  EXPECT_NE(err.find("address in use"), std::string::npos) << err;
+  ::close(fd);
+
+  const int tcp = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in in{};
+  in.sin_family = AF_INET;
+  in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(tcp, reinterpret_cast<sockaddr*>(&in), sizeof in), 0);
+  ASSERT_EQ(::listen(tcp, 4), 0);
+  socklen_t len = sizeof in;
+  ::getsockname(tcp, reinterpret_cast<sockaddr*>(&in), &len);
+  vks::server::ServerOptions o;
+  o.socket_path = (dir / "ok.sock").string();
+  o.router_endpoint = "tcp://127.0.0.1:" + std::to_string(ntohs(in.sin_port));
+  try {
+    vks::server::check_endpoints_bindable(o, vks::server::ListenFds{});
+    ADD_FAILURE() << "busy port accepted";
+  } catch (const vks::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--router"), std::string::npos) << e.what();
+  }
+  ::close(tcp);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BindCheck, DaemonFailsBeforeLoadingTheModel) {
+  const std::string cmd = vks::test::build_dir() + "/server/vkstreamd --model " + vks::test::model_path("stories260K.gguf") +
+                          " --cpu --socket /dev/null/vkstream.sock 2>&1";
+  const auto start = std::chrono::steady_clock::now();
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  const int status = ::pclose(p);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_NE(status, 0);
+  EXPECT_NE(out.find("--scope user"), std::string::npos) << out;
+  EXPECT_EQ(out.find("loading model"), std::string::npos) << out;
+}
+
+TEST(GpuCheck, WarnsOnlyForACpuDeviceWhenAGpuExists) {
+  const std::filesystem::path dri = std::filesystem::temp_directory_path() / ("vks-dri-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dri);
+  EXPECT_TRUE(vks::server::gpu_render_nodes(dri.string()).empty());
+  std::ofstream(dri / "renderD128") << "";
+  std::ofstream(dri / "card0") << "";
+  const std::vector<std::string> nodes = vks::server::gpu_render_nodes(dri.string());
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0], (dri / "renderD128").string());
+  EXPECT_TRUE(vks::server::is_cpu_device("cpu"));
+  EXPECT_TRUE(vks::server::is_cpu_device("llvmpipe (LLVM 15.0.7, 256 bits)"));
+  EXPECT_FALSE(vks::server::is_cpu_device("AMD Radeon RX 7900 XTX (RADV NAVI31)"));
+  const auto warning = vks::server::cpu_device_warning("llvmpipe (LLVM 15.0.7, 256 bits)", nodes);
+  ASSERT_TRUE(warning.has_value());
+  EXPECT_NE(warning->find("renderD128"), std::string::npos) << *warning;
+  EXPECT_FALSE(vks::server::cpu_device_warning("NVIDIA H100", nodes).has_value());
+  EXPECT_FALSE(vks::server::cpu_device_warning("cpu", {}).has_value());
+  std::filesystem::remove_all(dri);
+}
+
+}  // namespace
+
+// Faults 7 and 8 of issue 14.
 namespace vks::server {
 namespace {
 

@@ -35,5 +35,7 @@ for scope in system user; do
   grep -qx "Type=notify" vkstream.service || { echo "FAIL: $scope/vkstream.service is not Type=notify"; fail=1; }
   grep -q "^WatchdogSec=" vkstream.service || { echo "FAIL: $scope/vkstream.service has no WatchdogSec"; fail=1; }
 done
+grep -qx "SupplementaryGroups=render video" "$dir/system/vkstream.service" ||
+  { echo "FAIL: system/vkstream.service lacks SupplementaryGroups=render video"; fail=1; }
 [ $fail -eq 0 ] && echo "systemd units verified"
 exit $fail

@@ -55,8 +55,11 @@ class GgufBytes {
     std::memcpy(header + 4, &version, 4);
     std::memcpy(header + 8, &n_tensors, 8);
     std::memcpy(header + 16, &n_kv_, 8);
-    std::vector<uint8_t> out(header, header + sizeof(header));
-    out.insert(out.end(), body_.begin(), body_.end());
+    // Byte by byte: GCC 12 misfires -Warray-bounds / -Wnull-dereference on insert() or memcpy here.
+    std::vector<uint8_t> out;
+    out.reserve(sizeof(header) + body_.size());
+    for (const uint8_t b : header) out.push_back(b);
+    for (const uint8_t b : body_) out.push_back(b);
     return out;
   }
 

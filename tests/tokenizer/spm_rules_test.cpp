@@ -128,7 +128,7 @@ TEST(SpmRules, SpecialIdsFromKeys) {
 TEST(SpmRules, BadKeysAreErrors) {
   test::GgufBytes gpt2;
   gpt2.str("tokenizer.ggml.model", "gpt2").strings("tokenizer.ggml.tokens", {"a"});
-  EXPECT_EQ(load_error(gpt2), ErrorCode::kUnsupported);
+  EXPECT_EQ(load_error(gpt2), ErrorCode::kCorrupt);  // BPE is supported, but needs tokenizer.ggml.merges
 
   test::GgufBytes unknown_model;
   unknown_model.str("tokenizer.ggml.model", "wordpiece-9").strings("tokenizer.ggml.tokens", {"a"});

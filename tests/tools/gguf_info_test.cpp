@@ -47,6 +47,20 @@ TEST(GgufInfo, RunnableModel) {
       << r.output;
 }
 
+TEST(GgufInfo, NewArchitecturesAndTypes) {
+  const ToolRun qwen = run_info(std::string("--no-tensors ").append(quote(test::model_path("qwen2-tiny.gguf"))));
+  EXPECT_EQ(qwen.status, 0) << qwen.output;
+  EXPECT_NE(qwen.output.find("runnable qwen2 model: dim 128, layers 3"), std::string::npos) << qwen.output;
+  EXPECT_NE(qwen.output.find("rope neox base 1e+06"), std::string::npos) << qwen.output;
+  EXPECT_NE(qwen.output.find("q/k/v biases"), std::string::npos) << qwen.output;
+  const ToolRun llama3 = run_info(std::string("--no-tensors ").append(quote(test::model_path("llama3-rope-freqs-tiny.gguf"))));
+  EXPECT_EQ(llama3.status, 0) << llama3.output;
+  EXPECT_NE(llama3.output.find("rope_freqs factors"), std::string::npos) << llama3.output;
+  const ToolRun kquant = run_info(std::string("--no-tensors ").append(quote(test::model_path("kquant-q4_k_m.gguf"))));
+  EXPECT_EQ(kquant.status, 0) << kquant.output;
+  EXPECT_NE(kquant.output.find("f32 x 9, q4_K x 25, q6_K x 5"), std::string::npos) << kquant.output;
+}
+
 TEST(GgufInfo, VocabularyOnlyFileIsNotRunnable) {
   const ToolRun r = run_info(std::string("--no-tensors ").append(quote(test::model_path("llama2-vocab.gguf"))));
   EXPECT_EQ(r.status, 3) << r.output;

@@ -74,6 +74,77 @@ Stats tensor_stats(const TensorRef& t) {
   return {mean, std::sqrt(std::max(0.0, sum_sq / n - mean * mean))};
 }
 
+TEST_F(MakeModel, NewTypesAndRecipesLoadWithExpectedTypes) {
+  // dim 256, hidden 512: every K-quant block fits. 8 layers: use_more_bits picks layers 0, 3, 6, 7 (i < 1, i >= 7, (i - 1) % 3 == 2).
+  const std::string shape = "--preset tiny --dim 256 --hidden 512 --layers 8 --seed 3 ";
+  for (const std::string type : {"q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K"}) {
+    const std::string file = "t_" + type + ".gguf";
+    ASSERT_EQ(make(file, shape + "--type " + type), 0) << last_stderr_;
+    const auto model = LlamaModel::load(path(file));
+    for (const LayerWeights& l : model->weights().layers) {
+      for (const TensorRef* m : {&l.wq, &l.wv, &l.w_down}) {
+        EXPECT_EQ(ggml_type_name(m->type), type) << m->name;
+        const Stats st = tensor_stats(*m);
+        const double want = 1.0 / std::sqrt(double(m->cols));
+        // Low-bit types shrink or grow the spread a little; the shape of the data must survive.
+        EXPECT_NEAR(st.std_dev, want, want * (type == "q2_K" ? 0.35 : 0.15)) << type << " " << m->name;
+      }
+    }
+  }
+  for (const std::string recipe : {"q4_k_m", "q5_k_m"}) {
+    const std::string file = "t_" + recipe + ".gguf";
+    ASSERT_EQ(make(file, shape + "--type " + recipe), 0) << last_stderr_;
+    const auto model = LlamaModel::load(path(file));
+    const GgmlType main = recipe == "q4_k_m" ? GgmlType::kQ4_K : GgmlType::kQ5_K;
+    EXPECT_EQ(model->file().get_int("general.file_type"), recipe == "q4_k_m" ? 15 : 17);
+    EXPECT_EQ(model->weights().output.type, GgmlType::kQ6_K);
+    EXPECT_EQ(model->weights().token_embd.type, main);
+    const std::set<size_t> more_bits = {0, 3, 6, 7};
+    for (size_t i = 0; i < 8; ++i) {
+      const LayerWeights& l = model->weights().layers[i];
+      const GgmlType expected = more_bits.count(i) ? GgmlType::kQ6_K : main;
+      EXPECT_EQ(l.wv.type, expected) << recipe << " layer " << i;
+      EXPECT_EQ(l.w_down.type, expected) << recipe << " layer " << i;
+      EXPECT_EQ(l.wq.type, main);
+      EXPECT_EQ(l.wk.type, main);
+      EXPECT_EQ(l.attn_norm.type, GgmlType::kF32);
+    }
+  }
+  // Rows that are not whole K-quant blocks fall back as llama.cpp does (Q4_K -> Q5_0, Q6_K -> Q8_0).
+  ASSERT_EQ(make("fallback.gguf", "--preset tiny --dim 96 --heads 4 --hidden 512 --tied --type q4_k_m"), 0) << last_stderr_;
+  const auto model = LlamaModel::load(path("fallback.gguf"));
+  EXPECT_EQ(model->weights().token_embd.type, GgmlType::kQ8_0);     // tied output: Q6_K, 96 columns
+  EXPECT_EQ(model->weights().layers[1].wq.type, GgmlType::kQ5_0);   // 96 columns
+  EXPECT_EQ(model->weights().layers[0].w_down.type, GgmlType::kQ4_K);  // 512 columns
+  EXPECT_EQ(model->weights().layers[1].w_down.type, GgmlType::kQ6_K);  // 2 layers: the last has more bits
+  // A pure K-quant of rows that do not fit is refused, naming the flag.
+  EXPECT_EQ(make("bad.gguf", "--preset tiny --type q4_K"), 1);
+  EXPECT_NE(last_stderr_.find("--dim 64 is not a multiple of 256"), std::string::npos) << last_stderr_;
+  EXPECT_EQ(make("bad.gguf", "--preset tiny --type q4_k_s"), 2);
+  EXPECT_NE(last_stderr_.find("q4_k_m, q5_k_m"), std::string::npos) << last_stderr_;
+}
+
+TEST_F(MakeModel, QwenArchitectures) {
+  ASSERT_EQ(make("q2.gguf", "--preset tiny --arch qwen2 --tied"), 0) << last_stderr_;
+  const auto qwen2 = LlamaModel::load(path("q2.gguf"));
+  EXPECT_EQ(qwen2->config().arch, Arch::kQwen2);
+  EXPECT_TRUE(qwen2->config().tied_embeddings);
+  ASSERT_TRUE(qwen2->weights().layers[1].bk.has_value());
+  const Stats bias = tensor_stats(*qwen2->weights().layers[1].bq);
+  EXPECT_NEAR(bias.std_dev, 0.1, 0.03);
+  EXPECT_FALSE(qwen2->weights().layers[1].attn_q_norm.has_value());
+
+  ASSERT_EQ(make("q3.gguf", "--preset tiny --arch qwen3 --type q8_0"), 0) << last_stderr_;
+  const auto qwen3 = LlamaModel::load(path("q3.gguf"));
+  EXPECT_EQ(qwen3->config().arch, Arch::kQwen3);
+  ASSERT_TRUE(qwen3->weights().layers[0].attn_k_norm.has_value());
+  EXPECT_EQ(qwen3->weights().layers[0].attn_k_norm->cols, 16u);
+  EXPECT_FALSE(qwen3->weights().layers[0].bq.has_value());
+
+  EXPECT_EQ(make("x.gguf", "--preset tiny --arch gemma"), 1);
+  EXPECT_NE(last_stderr_.find("supported: llama, qwen2, qwen3"), std::string::npos) << last_stderr_;
+}
+
 TEST_F(MakeModel, EveryTypeLoadsWithExpectedShapesAndStatistics) {
   for (const std::string type : {"f32", "f16", "bf16", "q8_0", "q4_0"}) {
     const std::string file = "tiny_" + type + ".gguf";
@@ -211,7 +282,7 @@ TEST_F(MakeModel, DeterministicAcrossRunsAndThreads) {
 TEST_F(MakeModel, BadArgumentsFailClearly) {
   EXPECT_EQ(make("x.gguf", "--type q8_0 --dim 80 --heads 4 --kv-heads 2"), 1);
   EXPECT_NE(last_stderr_.find("--dim 80 is not a multiple of 32"), std::string::npos) << last_stderr_;
-  EXPECT_EQ(make("x.gguf", "--type q5_k"), 2);
+  EXPECT_EQ(make("x.gguf", "--type q5_k_l"), 2);
   EXPECT_NE(last_stderr_.find("unknown --type"), std::string::npos) << last_stderr_;
   EXPECT_EQ(make("x.gguf", "--preset huge"), 2);
   EXPECT_NE(last_stderr_.find("tinyllama-1.1b"), std::string::npos) << last_stderr_;

@@ -1,6 +1,8 @@
 // Presets carry the real models' shapes; spec validation names the offending flag.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "engine/common/error.h"
 #include "tools/make_model/model_spec.h"
 
@@ -39,11 +41,32 @@ TEST(ModelSpecPresets, RealShapes) {
   EXPECT_FLOAT_EQ(l.rope_freq_base, 500000.0f);
   EXPECT_TRUE(l.tied_embeddings);
   EXPECT_NEAR(l.n_parameters() / 1e9, 1.24, 0.01);
+  EXPECT_EQ(l.recipe, Recipe::kQ4_K_M);
+  EXPECT_EQ(llama_file_type(l), 15u);
+
+  const ModelSpec q = *preset("qwen2.5-0.5b");
+  EXPECT_EQ(q.architecture, "qwen2");
+  EXPECT_EQ(q.dim, 896u);
+  EXPECT_EQ(q.n_layers, 24u);
+  EXPECT_EQ(q.n_heads, 14u);
+  EXPECT_EQ(q.n_kv_heads, 2u);
+  EXPECT_EQ(q.head_dim(), 64u);
+  EXPECT_EQ(q.hidden_dim, 4864u);
+  EXPECT_EQ(q.vocab_size, 151936u);
+  EXPECT_TRUE(q.tied_embeddings);
+  EXPECT_EQ(q.recipe, Recipe::kQ4_K_M);
+  // Qwen2.5-0.5B-Instruct-Q4_K_M.gguf as llama.cpp writes it: 896-wide rows cannot hold 256-blocks.
+  EXPECT_EQ(matrix_type(q, "token_embd.weight", 896), GgmlType::kQ8_0);
+  EXPECT_EQ(matrix_type(q, "blk.0.attn_q.weight", 896), GgmlType::kQ5_0);
+  EXPECT_EQ(matrix_type(q, "blk.0.ffn_down.weight", 4864), GgmlType::kQ6_K);
+  EXPECT_EQ(matrix_type(q, "blk.3.ffn_down.weight", 4864), GgmlType::kQ4_K);  // 24 layers: 0-2, 5, 8, ..., 21-23
 
   EXPECT_EQ(preset("tiny")->dim, 64u);
   EXPECT_FALSE(preset("nope").has_value());
   for (const std::string& name : preset_names()) {
     ModelSpec p = *preset(name);
+    EXPECT_NO_THROW(validate(p)) << name;  // with the preset's own types
+    p.recipe = Recipe::kPure;
     for (GgmlType type : {GgmlType::kF32, GgmlType::kQ4_0, GgmlType::kQ8_0}) {
       p.type = type;
       EXPECT_NO_THROW(validate(p)) << name;
@@ -71,14 +94,43 @@ TEST(ModelSpecValidate, NamesTheFlag) {
   EXPECT_THROW(validate(s), Error);
 }
 
+TEST(ModelSpecTypes, RecipeFollowsUseMoreBits) {
+  ModelSpec s = *preset("tiny");
+  s.dim = 256;
+  s.hidden_dim = 512;
+  s.n_layers = 16;  // use_more_bits: layers 0-1, 14-15, and 4, 7, 10, 13
+  s.type = GgmlType::kQ5_K;
+  s.recipe = Recipe::kQ5_K_M;
+  const std::set<uint32_t> more = {0, 1, 4, 7, 10, 13, 14, 15};
+  for (uint32_t l = 0; l < 16; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    const GgmlType want = more.count(l) ? GgmlType::kQ6_K : GgmlType::kQ5_K;
+    EXPECT_EQ(matrix_type(s, b + "attn_v.weight", 256), want) << l;
+    EXPECT_EQ(matrix_type(s, b + "ffn_down.weight", 512), want) << l;
+    EXPECT_EQ(matrix_type(s, b + "attn_k.weight", 256), GgmlType::kQ5_K) << l;
+  }
+  EXPECT_EQ(matrix_type(s, "output.weight", 256), GgmlType::kQ6_K);
+  EXPECT_EQ(matrix_type(s, "token_embd.weight", 256), GgmlType::kQ5_K);  // untied
+  EXPECT_EQ(llama_file_type(s), 17u);
+  s.recipe = Recipe::kPure;
+  EXPECT_EQ(matrix_type(s, "output.weight", 256), GgmlType::kQ5_K);
+}
+
 TEST(ModelSpecTypes, ParseAndFileType) {
+  EXPECT_EQ(parse_weight_format("Q4_K_M")->recipe, Recipe::kQ4_K_M);
+  EXPECT_EQ(parse_weight_format("q5_k_m")->type, GgmlType::kQ5_K);
+  EXPECT_EQ(parse_weight_format("q6_k")->recipe, Recipe::kPure);
+  EXPECT_FALSE(parse_weight_format("q4_k_s").has_value());
   EXPECT_EQ(parse_weight_type("Q4_0"), GgmlType::kQ4_0);
   EXPECT_EQ(parse_weight_type("bf16"), GgmlType::kBF16);
-  EXPECT_FALSE(parse_weight_type("q4_k").has_value());
+  EXPECT_EQ(parse_weight_type("q5_1"), GgmlType::kQ5_1);
+  EXPECT_FALSE(parse_weight_type("iq4_nl").has_value());  // a known type without a quantizer
+  EXPECT_FALSE(parse_weight_type("q9_9").has_value());
   EXPECT_EQ(llama_file_type(GgmlType::kQ8_0), 7u);
   EXPECT_EQ(llama_file_type(GgmlType::kQ4_0), 2u);
   EXPECT_EQ(llama_file_type(GgmlType::kF16), 1u);
-  EXPECT_THROW(llama_file_type(GgmlType::kQ4_K), Error);
+  EXPECT_EQ(llama_file_type(GgmlType::kQ6_K), 18u);
+  EXPECT_THROW(llama_file_type(GgmlType::kIQ4_NL), Error);
 }
 
 }  // namespace

@@ -149,7 +149,14 @@ INSTANTIATE_TEST_SUITE_P(Types, MatmulKernelTest,
                                            Case{GgmlType::kF16, 33, 172}, Case{GgmlType::kF16, 129, 13},
                                            Case{GgmlType::kBF16, 37, 64}, Case{GgmlType::kQ8_0, 172, 64},
                                            Case{GgmlType::kQ8_0, 33, 160}, Case{GgmlType::kQ4_0, 172, 64},
-                                           Case{GgmlType::kQ4_0, 257, 96}),
+                                           Case{GgmlType::kQ4_0, 257, 96},
+                                           // One awkward size per added type: rows not a multiple
+                                           // of a workgroup's, a partial side record (legacy
+                                           // types) or several super-blocks (K-quants).
+                                           Case{GgmlType::kQ4_1, 37, 288}, Case{GgmlType::kQ5_0, 37, 288},
+                                           Case{GgmlType::kQ5_1, 37, 288}, Case{GgmlType::kQ2_K, 37, 768},
+                                           Case{GgmlType::kQ3_K, 37, 768}, Case{GgmlType::kQ4_K, 37, 768},
+                                           Case{GgmlType::kQ5_K, 37, 768}, Case{GgmlType::kQ6_K, 37, 768}),
                          case_name);
 
 }  // namespace

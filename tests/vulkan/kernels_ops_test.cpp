@@ -13,9 +13,11 @@ namespace {
 using OpsTest = KernelTest;
 
 TEST_F(OpsTest, EmbedGathersExactRowsOfEveryType) {
-  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
-    const bool quant = type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0;
-    const uint64_t rows = 37, cols = quant ? 96 : 61;
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0,
+                        GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K,
+                        GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+    const uint32_t block = ggml_type_traits(static_cast<uint32_t>(type))->block_size;
+    const uint64_t rows = 37, cols = block == 1 ? 61 : block == 32 ? 96 : 512;
     const std::vector<uint8_t> data = ggml_matrix(type, rows, cols, 5);
     const std::vector<float> table = dequantize_matrix(type, data, rows, cols);
     // Split in parts of ~10 rows so tokens land in different parts; one id out of range.
@@ -23,7 +25,7 @@ TEST_F(OpsTest, EmbedGathersExactRowsOfEveryType) {
         upload_matrix(device(), type, rows, cols, data.data(), device_matrix_part_bytes(type, 10, cols));
     ASSERT_EQ(m.storage.part_count(), 4u);
     const std::vector<int32_t> ids = {0, 36, 5, 10, 9, 20, 37, 21, 36};
-    const uint32_t stride = 100;
+    const uint32_t stride = static_cast<uint32_t>(cols) + 39;
     Buffer tok = upload(ids);
     Buffer out = upload(std::vector<float>(ids.size() * stride, 42.0f));
     run([&](CommandBuffer& cmd) { ops().embed(cmd, m, tok.view(), uint32_t(ids.size()), out.view(), stride); });

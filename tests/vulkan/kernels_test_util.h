@@ -86,8 +86,47 @@ inline double normalized_error(const std::vector<float>& a, const std::vector<fl
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
 }
 
-// rows x cols random floats encoded in ggml layout of `type`.
+// Hand-made blocks of the types tested without a quantizer (Q4_1, Q5_0, Q5_1 and the K-quants):
+// random bytes with every f16 scale field (byte offsets below) set to a random half in
+// +-[0.002, 0.05] (dmin positive), so every bit pattern of quants and packed scales occurs.
+struct HalfFields {
+  GgmlType type;
+  uint32_t block_bytes;
+  int d, dmin;  // byte offsets of the f16 fields in a block (-1: none)
+};
+inline const HalfFields* hand_made_fields(GgmlType type) {
+  static const HalfFields kFields[] = {
+      {GgmlType::kQ4_1, 20, 0, 2},   {GgmlType::kQ5_0, 22, 0, -1},  {GgmlType::kQ5_1, 24, 0, 2},
+      {GgmlType::kQ2_K, 84, 80, 82}, {GgmlType::kQ3_K, 110, 108, -1}, {GgmlType::kQ4_K, 144, 0, 2},
+      {GgmlType::kQ5_K, 176, 0, 2},  {GgmlType::kQ6_K, 210, 208, -1},
+  };
+  for (const HalfFields& f : kFields) {
+    if (f.type == type) return &f;
+  }
+  return nullptr;
+}
+inline std::vector<uint8_t> hand_made_blocks(const HalfFields& f, uint64_t n_blocks, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> out(n_blocks * f.block_bytes);
+  for (uint8_t& b : out) b = static_cast<uint8_t>(rng() & 0xff);
+  std::uniform_real_distribution<float> mag(0.002f, 0.05f);
+  for (uint64_t b = 0; b < n_blocks; ++b) {
+    uint8_t* blk = out.data() + b * f.block_bytes;
+    const uint16_t d = fp32_to_fp16((rng() & 1) ? mag(rng) : -mag(rng));
+    std::memcpy(blk + f.d, &d, 2);
+    if (f.dmin >= 0) {
+      const uint16_t m = fp32_to_fp16(mag(rng));
+      std::memcpy(blk + f.dmin, &m, 2);
+    }
+  }
+  return out;
+}
+
+// rows x cols random floats encoded in ggml layout of `type` (hand-made blocks for the types above).
 inline std::vector<uint8_t> ggml_matrix(GgmlType type, uint64_t rows, uint64_t cols, uint32_t seed) {
+  if (const HalfFields* f = hand_made_fields(type)) {
+    return hand_made_blocks(*f, rows * ggml_row_size(type, cols) / f->block_bytes, seed);
+  }
   const std::vector<float> f = random_floats(rows * cols, seed);
   const size_t row_bytes = ggml_row_size(type, cols);
   std::vector<uint8_t> out(rows * row_bytes);

@@ -75,6 +75,8 @@ std::vector<uint16_t> unpack_halves(const std::vector<uint32_t>& p) {
 struct RopeCase {
   int n_tokens, n_heads, head_dim, rope_dim, row_stride, col_offset, max_pos;
   float base, scale, tolerance;
+  uint32_t mode = VKS_ROPE_MODE_NORM;
+  bool freq_factors = false;
 };
 
 TEST_F(RunnerKernels, RopeMatchesReference) {
@@ -83,6 +85,11 @@ TEST_F(RunnerKernels, RopeMatchesReference) {
       {5, 3, 12, 8, 40, 2, 200, 500000.0f, 0.25f, 2e-5f},      // partial rotation, llama3 base, scaling
       {67, 36, 64, 64, 36 * 64 + 512, 0, 2047, 10000.0f, 1.0f, 2e-4f},  // tinyllama q+k, long positions
       {1, 12, 8, 8, 96, 0, 0, 10000.0f, 1.0f, 1e-7f},          // position 0 is the identity
+      // NEOX (qwen2/qwen3): pairs (i, i + rope_dim/2); partial rotation, odd heads, padded rows.
+      {9, 5, 12, 8, 70, 5, 1000, 1000000.0f, 1.0f, 2e-5f, VKS_ROPE_MODE_NEOX},
+      // Llama 3 frequency factors (rope_freqs.weight), NORM and NEOX.
+      {7, 6, 32, 32, 200, 4, 5000, 500000.0f, 1.0f, 2e-5f, VKS_ROPE_MODE_NORM, true},
+      {6, 3, 16, 16, 52, 0, 700, 10000.0f, 0.5f, 2e-5f, VKS_ROPE_MODE_NEOX, true},
   };
   uint32_t seed = 1;
   for (const RopeCase& c : cases) {
@@ -90,15 +97,22 @@ TEST_F(RunnerKernels, RopeMatchesReference) {
     std::vector<int32_t> pos(static_cast<size_t>(c.n_tokens));
     std::mt19937 rng(seed++);
     for (int32_t& p : pos) p = static_cast<int32_t>(rng() % static_cast<uint32_t>(c.max_pos + 1));
-    Buffer xb = make(x), pb = make(pos);
+    std::vector<float> factors;
+    if (c.freq_factors) {
+      for (int i = 0; i < c.rope_dim / 2; ++i) factors.push_back(1.0f + 7.0f * float(i % 5) / 4.0f);
+    }
+    Buffer xb = make(x), pb = make(pos), fb = make(factors.empty() ? std::vector<float>(4, 0.0f) : factors);
     const gpu::RopeParams p{static_cast<uint32_t>(c.n_tokens), static_cast<uint32_t>(c.n_heads),
                             static_cast<uint32_t>(c.head_dim), static_cast<uint32_t>(c.rope_dim),
-                            static_cast<uint32_t>(c.row_stride), static_cast<uint32_t>(c.col_offset), c.base, c.scale};
-    run([&](CommandBuffer& cmd) { record_rope(cmd, *kernels_, xb.view(), pb.view(), p); });
+                            static_cast<uint32_t>(c.row_stride), static_cast<uint32_t>(c.col_offset), c.base, c.scale,
+                            c.mode, c.freq_factors ? 1u : 0u};
+    run([&](CommandBuffer& cmd) { record_rope(cmd, *kernels_, xb.view(), pb.view(), fb.view(), p); });
     std::vector<float> got = read<float>(xb, x.size());
     std::vector<float> want = x;
-    test::rope_ref(want, c.n_tokens, c.row_stride, c.col_offset, c.n_heads, c.head_dim, c.rope_dim, pos, c.base, c.scale);
-    EXPECT_LT(normalized_error(got, want), c.tolerance) << "case n_heads=" << c.n_heads << " head_dim=" << c.head_dim;
+    test::rope_ref(want, c.n_tokens, c.row_stride, c.col_offset, c.n_heads, c.head_dim, c.rope_dim, pos, c.base, c.scale,
+                   c.mode, factors);
+    EXPECT_LT(normalized_error(got, want), c.tolerance)
+        << "case n_heads=" << c.n_heads << " head_dim=" << c.head_dim << " mode=" << c.mode << " factors=" << c.freq_factors;
     // Elements outside the rotated dims are untouched.
     for (int t = 0; t < c.n_tokens; ++t) {
       for (int col = 0; col < c.row_stride; ++col) {

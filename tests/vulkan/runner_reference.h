@@ -12,17 +12,23 @@
 namespace vks::test {
 
 // llama.cpp NORM rope on rows [n_tokens][row_stride], heads starting at col_offset.
+// mode VKS_ROPE_MODE_NORM rotates (2i, 2i+1), NEOX (i, i + rope_dim/2); factors (may be empty)
+// divide the frequencies as llama 3's rope_freqs.weight does.
 inline void rope_ref(std::vector<float>& x, int n_tokens, int row_stride, int col_offset, int n_heads,
                      int head_dim, int rope_dim, const std::vector<int32_t>& positions, float freq_base,
-                     float freq_scale) {
+                     float freq_scale, uint32_t mode = 0, const std::vector<float>& factors = {}) {
   for (int t = 0; t < n_tokens; ++t) {
     for (int h = 0; h < n_heads; ++h) {
       for (int i = 0; i < rope_dim / 2; ++i) {
-        const double theta = positions[static_cast<size_t>(t)] * std::pow(double{freq_base}, -2.0 * i / rope_dim) * freq_scale;
-        const size_t at = static_cast<size_t>(t * row_stride + col_offset + h * head_dim + 2 * i);
-        const double x0 = x[at], x1 = x[at + 1];
-        x[at] = static_cast<float>(x0 * std::cos(theta) - x1 * std::sin(theta));
-        x[at + 1] = static_cast<float>(x0 * std::sin(theta) + x1 * std::cos(theta));
+        const double factor = factors.empty() ? 1.0 : factors[static_cast<size_t>(i)];
+        const double theta =
+            positions[static_cast<size_t>(t)] * std::pow(double{freq_base}, -2.0 * i / rope_dim) / factor * freq_scale;
+        const size_t head = static_cast<size_t>(t * row_stride + col_offset + h * head_dim);
+        const size_t a0 = head + static_cast<size_t>(mode == 1 ? i : 2 * i);
+        const size_t a1 = a0 + static_cast<size_t>(mode == 1 ? rope_dim / 2 : 1);
+        const double x0 = x[a0], x1 = x[a1];
+        x[a0] = static_cast<float>(x0 * std::cos(theta) - x1 * std::sin(theta));
+        x[a1] = static_cast<float>(x0 * std::sin(theta) + x1 * std::cos(theta));
       }
     }
   }

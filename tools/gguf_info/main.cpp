@@ -1,6 +1,6 @@
-// vks-gguf-info: prints a GGUF's header, metadata and tensor table, and whether vkstream can run it
-// as a llama model (and if not, why). Exit status: 0 runnable, 1 unreadable file, 3 readable but not
-// runnable.
+// vks-gguf-info: prints a GGUF's header, metadata and tensor table, and whether vkstreamd can serve
+// it (and if not, why: the very verdict vkstreamd gives, from servable_model.h). Exit status:
+// 0 runnable, 1 unreadable file, 3 readable but not runnable.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -8,7 +8,7 @@
 
 #include "engine/common/error.h"
 #include "engine/gguf/gguf_file.h"
-#include "engine/model/llama_model.h"
+#include "engine/model/servable_model.h"
 
 namespace {
 
@@ -67,15 +67,11 @@ int run(int argc, char** argv) {
     }
   }
   try {
-    const auto model = vks::LlamaModel::from_file(std::move(file));
-    const vks::LlamaConfig& c = model->config();
-    std::printf("runnable llama model: dim %u, layers %u, heads %u (kv %u, head %u), hidden %u, vocab %u, context %u, "
-                "rope base %g, eps %g, %s embeddings\n",
-                c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.hidden_dim, c.vocab_size, c.context_length,
-                static_cast<double>(c.rope_freq_base), static_cast<double>(c.norm_eps), c.tied_embeddings ? "tied" : "separate output");
+    const vks::ServableModel served = vks::load_servable_model(std::move(file));
+    std::printf("runnable %s\n", vks::describe_servable_model(*served.model).c_str());
     return 0;
   } catch (const vks::Error& e) {
-    std::printf("not runnable by vkstream: %s [%s]\n", e.what(), std::string(vks::error_code_name(e.code())).c_str());
+    std::printf("not runnable by vkstreamd: %s [%s]\n", e.what(), std::string(vks::error_code_name(e.code())).c_str());
     return 3;
   }
 }

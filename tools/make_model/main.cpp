@@ -9,6 +9,7 @@
 
 #include "engine/common/error.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/model/architecture.h"
 #include "tools/make_model/model_generator.h"
 #include "tools/make_model/model_spec.h"
 
@@ -21,8 +22,8 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"Write a synthetic llama-architecture GGUF with seeded random weights."};
-  std::string output, preset_name = "tiny", type_name = "f32", vocab_from, name;
+  CLI::App app{"Write a synthetic llama/qwen2/qwen3 GGUF with seeded random weights."};
+  std::string output, preset_name = "tiny", type_name, arch_name, vocab_from, name;
   std::optional<uint32_t> dim, layers, heads, kv_heads, hidden, vocab, context;
   std::optional<float> rope_base, norm_eps, init_scale;
   std::optional<uint64_t> seed;
@@ -30,7 +31,10 @@ int run(int argc, char** argv) {
   unsigned threads = 0;
   app.add_option("-o,--output", output, "Output GGUF path")->required();
   app.add_option("-p,--preset", preset_name, "Shape preset: " + join(vks::tools::preset_names()))->capture_default_str();
-  app.add_option("-t,--type", type_name, "Matrix weight type: f32, f16, bf16, q8_0, q4_0 (norms are always f32)")->capture_default_str();
+  app.add_option("-t,--type", type_name,
+                 "Matrix weight type or recipe: " + vks::tools::weight_format_names() +
+                     " (norms are always f32; default: the preset's, f32 for most)");
+  app.add_option("--arch", arch_name, "Architecture: " + vks::supported_architecture_names() + " (default: the preset's)");
   app.add_option("--dim", dim, "Embedding size (llama.embedding_length)");
   app.add_option("--layers", layers, "Transformer blocks (llama.block_count)");
   app.add_option("--heads", heads, "Attention heads");
@@ -60,16 +64,21 @@ int run(int argc, char** argv) {
                  join(vks::tools::preset_names()).c_str());
     return 2;
   }
-  const auto type = vks::tools::parse_weight_type(type_name);
-  if (!type) {
-    std::fprintf(stderr, "vks-make-model: unknown --type '%s' (choose f32, f16, bf16, q8_0 or q4_0)\n", type_name.c_str());
-    return 2;
+  if (!type_name.empty()) {
+    const auto format = vks::tools::parse_weight_format(type_name);
+    if (!format) {
+      std::fprintf(stderr, "vks-make-model: unknown --type '%s' (choose one of %s)\n", type_name.c_str(),
+                   vks::tools::weight_format_names().c_str());
+      return 2;
+    }
+    spec->type = format->type;
+    spec->recipe = format->recipe;
   }
+  if (!arch_name.empty()) spec->architecture = arch_name;
   if (tied && untied) {
     std::fprintf(stderr, "vks-make-model: --tied and --untied contradict each other\n");
     return 2;
   }
-  spec->type = *type;
   if (dim) spec->dim = *dim;
   if (layers) spec->n_layers = *layers;
   if (heads) spec->n_heads = *heads;
@@ -108,9 +117,12 @@ int run(int argc, char** argv) {
   const auto result = vks::tools::write_model(*spec, output, options);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!quiet) {
-    std::printf("wrote %s: %s %s, dim %u, layers %u, heads %u/%u kv, hidden %u, vocab %u, ctx %u, %s, "
+    std::printf("wrote %s: %s %s %s, dim %u, layers %u, heads %u/%u kv, hidden %u, vocab %u, ctx %u, %s, "
                 "%.1fM params, %llu tensors, %.1f MiB in %.2f s\n",
-                output.c_str(), spec->name.c_str(), std::string(vks::ggml_type_name(spec->type)).c_str(), spec->dim,
+                output.c_str(), spec->architecture.c_str(), spec->name.c_str(),
+                spec->recipe == vks::tools::Recipe::kPure ? std::string(vks::ggml_type_name(spec->type)).c_str()
+                : spec->recipe == vks::tools::Recipe::kQ4_K_M ? "q4_k_m" : "q5_k_m",
+                spec->dim,
                 spec->n_layers, spec->n_heads, spec->n_kv_heads, spec->hidden_dim, result.vocab_size,
                 spec->context_length, spec->tied_embeddings ? "tied" : "untied", spec->n_parameters() / 1e6,
                 static_cast<unsigned long long>(result.n_tensors), result.file_bytes / 1048576.0, seconds);

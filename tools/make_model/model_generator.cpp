@@ -8,6 +8,7 @@
 
 #include "engine/common/error.h"
 #include "engine/gguf/gguf_writer.h"
+#include "engine/model/architecture.h"
 #include "tools/make_model/synthetic_vocab.h"
 
 namespace vks::tools {
@@ -38,7 +39,7 @@ class NormalRng {
   uint64_t state_;
 };
 
-enum class Init { kMatrix, kNorm };
+enum class Init { kMatrix, kNorm, kBias };
 
 struct TensorPlan {
   std::string name;
@@ -50,44 +51,58 @@ struct TensorPlan {
 
 std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
   const uint64_t q = uint64_t{s.n_heads} * s.head_dim(), kv = uint64_t{s.n_kv_heads} * s.head_dim();
+  const ArchitectureInfo& arch = *find_architecture(s.architecture);
   std::vector<TensorPlan> p;
-  auto matrix = [&](std::string n, uint64_t rows, uint64_t cols) { p.push_back({std::move(n), s.type, rows, cols, Init::kMatrix}); };
-  auto norm = [&](std::string n) { p.push_back({std::move(n), GgmlType::kF32, 1, s.dim, Init::kNorm}); };
+  auto matrix = [&](std::string n, uint64_t rows, uint64_t cols) {
+    const GgmlType t = matrix_type(s, n, cols);
+    p.push_back({std::move(n), t, rows, cols, Init::kMatrix});
+  };
+  auto vec = [&](std::string n, uint64_t len, Init init) { p.push_back({std::move(n), GgmlType::kF32, 1, len, init}); };
   matrix("token_embd.weight", s.vocab_size, s.dim);
   for (uint32_t l = 0; l < s.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    norm(b + "attn_norm.weight");
+    vec(b + "attn_norm.weight", s.dim, Init::kNorm);
     matrix(b + "attn_q.weight", q, s.dim);
     matrix(b + "attn_k.weight", kv, s.dim);
     matrix(b + "attn_v.weight", kv, s.dim);
+    if (arch.qkv_bias == TensorRule::kRequired) {  // qwen2
+      vec(b + "attn_q.bias", q, Init::kBias);
+      vec(b + "attn_k.bias", kv, Init::kBias);
+      vec(b + "attn_v.bias", kv, Init::kBias);
+    }
+    if (arch.qk_norm == TensorRule::kRequired) {  // qwen3
+      vec(b + "attn_q_norm.weight", s.head_dim(), Init::kNorm);
+      vec(b + "attn_k_norm.weight", s.head_dim(), Init::kNorm);
+    }
     matrix(b + "attn_output.weight", s.dim, q);
-    norm(b + "ffn_norm.weight");
+    vec(b + "ffn_norm.weight", s.dim, Init::kNorm);
     matrix(b + "ffn_gate.weight", s.hidden_dim, s.dim);
     matrix(b + "ffn_up.weight", s.hidden_dim, s.dim);
     matrix(b + "ffn_down.weight", s.dim, s.hidden_dim);
   }
-  norm("output_norm.weight");
+  vec("output_norm.weight", s.dim, Init::kNorm);
   if (!s.tied_embeddings) matrix("output.weight", s.vocab_size, s.dim);
   return p;
 }
 
 void add_hyperparameters(gguf::GgufWriter& w, const ModelSpec& s) {
   using namespace gguf;
+  const std::string a = s.architecture;  // the key prefix
   w.set_alignment(32);
-  w.set("general.architecture", make_string("llama"));
+  w.set("general.architecture", make_string(a));
   w.set("general.name", make_string(s.name));
-  w.set("general.file_type", make_uint32(llama_file_type(s.type)));
+  w.set("general.file_type", make_uint32(llama_file_type(s)));
   w.set("general.quantization_version", make_uint32(2));
-  w.set("llama.context_length", make_uint32(s.context_length));
-  w.set("llama.embedding_length", make_uint32(s.dim));
-  w.set("llama.block_count", make_uint32(s.n_layers));
-  w.set("llama.feed_forward_length", make_uint32(s.hidden_dim));
-  w.set("llama.attention.head_count", make_uint32(s.n_heads));
-  w.set("llama.attention.head_count_kv", make_uint32(s.n_kv_heads));
-  w.set("llama.rope.dimension_count", make_uint32(s.head_dim()));
-  w.set("llama.rope.freq_base", make_float32(s.rope_freq_base));
-  w.set("llama.attention.layer_norm_rms_epsilon", make_float32(s.norm_eps));
-  w.set("llama.vocab_size", make_uint32(s.vocab_size));
+  w.set(a + ".context_length", make_uint32(s.context_length));
+  w.set(a + ".embedding_length", make_uint32(s.dim));
+  w.set(a + ".block_count", make_uint32(s.n_layers));
+  w.set(a + ".feed_forward_length", make_uint32(s.hidden_dim));
+  w.set(a + ".attention.head_count", make_uint32(s.n_heads));
+  w.set(a + ".attention.head_count_kv", make_uint32(s.n_kv_heads));
+  w.set(a + ".rope.dimension_count", make_uint32(s.head_dim()));
+  w.set(a + ".rope.freq_base", make_float32(s.rope_freq_base));
+  w.set(a + ".attention.layer_norm_rms_epsilon", make_float32(s.norm_eps));
+  w.set(a + ".vocab_size", make_uint32(s.vocab_size));
 }
 
 // Fills rows [r0, r1) of tensor `index` (row-seeded, so the result is independent of threading
@@ -95,7 +110,10 @@ void add_hyperparameters(gguf::GgufWriter& w, const ModelSpec& s) {
 void fill_rows(const ModelSpec& s, size_t index, const TensorPlan& t, uint64_t r0, uint64_t r1, uint8_t* out) {
   std::vector<float> row(t.cols);
   const size_t row_bytes = ggml_row_size(t.type, t.cols);
-  const float std_dev = t.init == Init::kNorm ? 0.02f : s.init_scale / std::sqrt(static_cast<float>(t.cols));
+  // Norms ~ 1 ± 0.02, biases ~ N(0, 0.1²) (small next to the projections' unit-scale outputs).
+  const float std_dev = t.init == Init::kNorm   ? 0.02f
+                        : t.init == Init::kBias ? 0.1f
+                                                : s.init_scale / std::sqrt(static_cast<float>(t.cols));
   const float mean = t.init == Init::kNorm ? 1.0f : 0.0f;
   for (uint64_t r = r0; r < r1; ++r) {
     uint64_t seed_state = s.seed ^ (static_cast<uint64_t>(index) << 40) ^ r;
@@ -124,8 +142,8 @@ GenerateResult write_model(const ModelSpec& spec, const std::string& path, const
   }
   const std::vector<TensorPlan> plan = plan_tensors(spec);
   for (const TensorPlan& t : plan) {
-    w.add_tensor(t.name, t.type, t.rows == 1 && t.init == Init::kNorm ? std::vector<uint64_t>{t.cols}
-                                                                       : std::vector<uint64_t>{t.cols, t.rows});
+    w.add_tensor(t.name, t.type, t.init != Init::kMatrix ? std::vector<uint64_t>{t.cols}
+                                                          : std::vector<uint64_t>{t.cols, t.rows});
   }
   uint64_t total = 0;
   for (const gguf::TensorInfo& t : w.tensors()) total += t.nbytes;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/common/error.h"
+#include "engine/model/architecture.h"
 
 namespace vks::tools {
 
@@ -14,7 +15,9 @@ uint64_t ModelSpec::n_parameters() const {
   return uint64_t{vocab_size} * d * (tied_embeddings ? 1 : 2) + d + n_layers * per_layer;
 }
 
-std::vector<std::string> preset_names() { return {"tiny", "tinyllama-1.1b", "smollm2-135m", "llama-3.2-1b"}; }
+std::vector<std::string> preset_names() {
+  return {"tiny", "tinyllama-1.1b", "smollm2-135m", "llama-3.2-1b", "qwen2.5-0.5b"};
+}
 
 std::optional<ModelSpec> preset(const std::string& name) {
   ModelSpec s;
@@ -31,10 +34,26 @@ std::optional<ModelSpec> preset(const std::string& name) {
   } else if (name == "llama-3.2-1b") {
     s.dim = 2048; s.n_layers = 16; s.n_heads = 32; s.n_kv_heads = 8; s.hidden_dim = 8192;
     s.vocab_size = 128256; s.context_length = 131072; s.rope_freq_base = 500000.0f; s.tied_embeddings = true;
+    s.type = GgmlType::kQ4_K; s.recipe = Recipe::kQ4_K_M;  // as the popular downloads
+  } else if (name == "qwen2.5-0.5b") {  // dim 896 is not a multiple of 256: Q4_K_M falls back to Q5_0/Q8_0 there
+    s.architecture = "qwen2";
+    s.dim = 896; s.n_layers = 24; s.n_heads = 14; s.n_kv_heads = 2; s.hidden_dim = 4864;
+    s.vocab_size = 151936; s.context_length = 32768; s.rope_freq_base = 1000000.0f; s.norm_eps = 1e-6f;
+    s.tied_embeddings = true;
+    s.type = GgmlType::kQ4_K; s.recipe = Recipe::kQ4_K_M;
   } else {
     return std::nullopt;
   }
   return s;
+}
+
+uint32_t llama_file_type(const ModelSpec& spec) {
+  switch (spec.recipe) {
+    case Recipe::kQ4_K_M: return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+    case Recipe::kQ5_K_M: return 17;  // LLAMA_FTYPE_MOSTLY_Q5_K_M
+    case Recipe::kPure: break;
+  }
+  return llama_file_type(spec.type);
 }
 
 uint32_t llama_file_type(GgmlType t) {
@@ -42,7 +61,15 @@ uint32_t llama_file_type(GgmlType t) {
     case GgmlType::kF32: return 0;    // LLAMA_FTYPE_ALL_F32
     case GgmlType::kF16: return 1;    // LLAMA_FTYPE_MOSTLY_F16
     case GgmlType::kQ4_0: return 2;   // LLAMA_FTYPE_MOSTLY_Q4_0
+    case GgmlType::kQ4_1: return 3;   // LLAMA_FTYPE_MOSTLY_Q4_1
     case GgmlType::kQ8_0: return 7;   // LLAMA_FTYPE_MOSTLY_Q8_0
+    case GgmlType::kQ5_0: return 8;   // LLAMA_FTYPE_MOSTLY_Q5_0
+    case GgmlType::kQ5_1: return 9;   // LLAMA_FTYPE_MOSTLY_Q5_1
+    case GgmlType::kQ2_K: return 10;  // LLAMA_FTYPE_MOSTLY_Q2_K
+    case GgmlType::kQ3_K: return 12;  // LLAMA_FTYPE_MOSTLY_Q3_K_M (llama.cpp has no pure Q3_K type)
+    case GgmlType::kQ4_K: return 14;  // LLAMA_FTYPE_MOSTLY_Q4_K_S
+    case GgmlType::kQ5_K: return 16;  // LLAMA_FTYPE_MOSTLY_Q5_K_S
+    case GgmlType::kQ6_K: return 18;  // LLAMA_FTYPE_MOSTLY_Q6_K
     case GgmlType::kBF16: return 32;  // LLAMA_FTYPE_MOSTLY_BF16
     default: break;
   }
@@ -50,12 +77,76 @@ uint32_t llama_file_type(GgmlType t) {
 }
 
 std::optional<GgmlType> parse_weight_type(const std::string& s) {
+  const auto t = ggml_type_from_name(s);
+  if (!t) return std::nullopt;
+  const auto traits = ggml_type_traits(*t);
+  if (!traits || traits->quantize == nullptr) return std::nullopt;
+  return t;
+}
+
+std::string weight_type_names() {
+  std::string list;
+  for (const GgmlType t : supported_ggml_types()) {
+    if (ggml_type_traits(t)->quantize != nullptr) list += (list.empty() ? "" : ", ") + std::string(ggml_type_name(t));
+  }
+  return list;
+}
+
+std::optional<WeightFormat> parse_weight_format(const std::string& s) {
   std::string lower = s;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
-    if (lower == ggml_type_name(t)) return t;
+  if (lower == "q4_k_m") return WeightFormat{GgmlType::kQ4_K, Recipe::kQ4_K_M};
+  if (lower == "q5_k_m") return WeightFormat{GgmlType::kQ5_K, Recipe::kQ5_K_M};
+  const auto t = parse_weight_type(s);
+  if (!t) return std::nullopt;
+  return WeightFormat{*t, Recipe::kPure};
+}
+
+std::string weight_format_names() { return weight_type_names() + ", q4_k_m, q5_k_m"; }
+
+namespace {
+
+// llama.cpp's use_more_bits: the first and last eighth of the layers, and every third in between.
+bool use_more_bits(uint32_t layer, uint32_t n_layers) {
+  const int64_t i = layer, n = n_layers;
+  return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+// llama.cpp's fallback for a K-quant whose 256-block does not divide the rows.
+GgmlType fallback_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::kQ2_K: case GgmlType::kQ3_K: return GgmlType::kQ4_0;
+    case GgmlType::kQ4_K: return GgmlType::kQ5_0;
+    case GgmlType::kQ5_K: return GgmlType::kQ5_1;
+    case GgmlType::kQ6_K: return GgmlType::kQ8_0;
+    default: return t;
   }
-  return std::nullopt;
+}
+
+// Layer number of "blk.N.<...>", or nullopt.
+std::optional<uint32_t> layer_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return std::nullopt;
+  return static_cast<uint32_t>(std::stoul(name.substr(4)));
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+GgmlType matrix_type(const ModelSpec& spec, const std::string& name, uint64_t cols) {
+  GgmlType t = spec.type;
+  if (spec.recipe != Recipe::kPure) {
+    const bool output = name == "output.weight" || (spec.tied_embeddings && name == "token_embd.weight");
+    const auto layer = layer_of(name);
+    const bool more_bits = layer && (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight")) &&
+                           use_more_bits(*layer, spec.n_layers);
+    if (output || more_bits) t = GgmlType::kQ6_K;
+  }
+  const auto traits = ggml_type_traits(t);
+  if (traits && cols % traits->block_size != 0) t = fallback_type(t);
+  return t;
 }
 
 void validate(const ModelSpec& s) {
@@ -78,14 +169,19 @@ void validate(const ModelSpec& s) {
   if (!(s.rope_freq_base > 0.0f) || !std::isfinite(s.rope_freq_base)) bad("--rope-base must be positive");
   if (!(s.norm_eps > 0.0f) || s.norm_eps > 1.0f) bad("--norm-eps must be in (0, 1]");
   if (!(s.init_scale > 0.0f) || !std::isfinite(s.init_scale)) bad("--init-scale must be positive");
+  if (find_architecture(s.architecture) == nullptr) {
+    bad("--arch '" + s.architecture + "' is not supported (supported: " + supported_architecture_names() + ")");
+  }
   const auto traits = ggml_type_traits(static_cast<uint32_t>(s.type));
-  if (!traits || !traits->supported) bad("unsupported weight type");
-  const uint32_t block = traits->block_size;
-  // Every matrix row length (dim, n_heads*head_dim == dim, hidden) must hold whole blocks.
+  if (!traits || traits->quantize == nullptr) bad("unsupported weight type (supported: " + weight_type_names() + ")");
+  // Every matrix row length (dim, n_heads*head_dim == dim, hidden) must hold whole blocks of the
+  // type it gets (after a recipe's fallbacks, which only exist for K-quants).
   for (const auto& [flag, v] : {std::pair<const char*, uint32_t>{"--dim", s.dim}, {"--hidden", s.hidden_dim}}) {
+    const GgmlType t = s.recipe == Recipe::kPure ? s.type : matrix_type(s, "blk.0.ffn_up.weight", v);
+    const uint32_t block = ggml_type_traits(t)->block_size;
     if (v % block != 0) {
       bad(std::string(flag) + " " + std::to_string(v) + " is not a multiple of " + std::to_string(block) +
-          ", the " + std::string(traits->name) + " block size (choose another size or --type f16/f32)");
+          ", the " + std::string(ggml_type_name(t)) + " block size (choose another size or --type f16/f32)");
     }
   }
 }

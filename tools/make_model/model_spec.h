@@ -1,5 +1,6 @@
 #pragma once
-// The shape and weight type of a synthetic llama model, with presets for real models' shapes.
+// The shape, architecture and weight types of a synthetic llama-family model, with presets for real
+// models' shapes.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -8,6 +9,13 @@
 #include "engine/gguf/ggml_type.h"
 
 namespace vks::tools {
+
+// How matrices get their types: all of one type, or one of llama.cpp's mixes ("file types").
+enum class Recipe : uint8_t {
+  kPure,    // every matrix of ModelSpec::type
+  kQ4_K_M,  // Q4_K; Q6_K for the output matrix and attn_v/ffn_down of "more bits" layers
+  kQ5_K_M,  // the same with Q5_K
+};
 
 struct ModelSpec {
   std::string name = "synthetic";
@@ -21,7 +29,9 @@ struct ModelSpec {
   float rope_freq_base = 10000.0f;
   float norm_eps = 1e-5f;
   bool tied_embeddings = false;
-  GgmlType type = GgmlType::kF32;  // every matrix; norm weights are always F32
+  std::string architecture = "llama";  // llama, qwen2 (adds Q/K/V biases), qwen3 (adds Q/K norms)
+  GgmlType type = GgmlType::kF32;  // every matrix (kPure) or the recipe's main type; norms are F32
+  Recipe recipe = Recipe::kPure;
   uint64_t seed = 1;
   float init_scale = 1.0f;         // matrix weights ~ N(0, init_scale^2 / cols)
 
@@ -35,8 +45,31 @@ std::optional<ModelSpec> preset(const std::string& name);
 
 // llama.cpp's general.file_type (LLAMA_FTYPE_*) for a model whose matrices are all of type t.
 uint32_t llama_file_type(GgmlType t);
-// Parses "f32", "f16", "bf16", "q8_0", "q4_0" (case-insensitive); nullopt otherwise.
+// ... and for a spec (its recipe's file type, e.g. 15 for Q4_K_M).
+uint32_t llama_file_type(const ModelSpec& spec);
+
+struct WeightFormat {
+  GgmlType type;
+  Recipe recipe;
+};
+// Parses a --type value: a type name the tool can write, or a recipe (q4_k_m, q5_k_m);
+// case-insensitive. nullopt otherwise.
+std::optional<WeightFormat> parse_weight_format(const std::string& s);
+// "f32, ..., q6_K, q4_k_m, q5_k_m": what parse_weight_format accepts.
+std::string weight_format_names();
+
+// The type of the matrix `name` (a GGUF tensor name: "output.weight", "blk.3.attn_v.weight", ...)
+// with rows of `cols` values under the spec's recipe. As llama.cpp's llama_tensor_get_type for
+// these mixes: Q6_K for output (token_embd when tied) and for attn_v / ffn_down of layers where
+// use_more_bits holds (the first and last eighth, and every third between); a K-quant whose
+// 256-block does not divide cols falls back as llama.cpp does (Q4_K→Q5_0, Q5_K→Q5_1, Q6_K→Q8_0,
+// Q2_K/Q3_K→Q4_0, where llama.cpp would use IQ4_NL).
+GgmlType matrix_type(const ModelSpec& spec, const std::string& name, uint64_t cols);
+// Parses a type name (case-insensitive) of a type the tool can write (one with a quantizer in
+// ggml_type.cpp's table); nullopt otherwise.
 std::optional<GgmlType> parse_weight_type(const std::string& s);
+// "f32, f16, ...": the types parse_weight_type accepts, for help and messages.
+std::string weight_type_names();
 
 // Throws vks::Error(kInvalidArgument) naming the first impossible setting.
 void validate(const ModelSpec& spec);

@@ -211,7 +211,7 @@ Replay Client::replay(const std::string& id, int64_t from_seq) {
 
 Accepted Client::submit(const GenerateOptions& options) {
   const int64_t tag = impl_->next_tag++;
-  Value a = impl_->call("generate", tag, detail::encode_generate(options, tag));
+  Value a = impl_->call(options.messages.empty() ? "generate" : "chat", tag, detail::encode_generate(options, tag));
   Accepted acc;
   acc.id = a.get_string("id");
   acc.topic = a.get_string("topic");

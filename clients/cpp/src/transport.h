@@ -25,7 +25,10 @@ std::unique_ptr<Transport> connect_unix_transport(const std::string& path, uint3
 // ZeroMQ connects lazily: for ipc:// endpoints a missing socket file is reported as kNotRunning.
 std::unique_ptr<Transport> connect_zmq_transport(const std::string& endpoint);
 
-// Hint printed with kNotRunning errors.
+// Hint printed with kNotRunning errors, naming the systemctl scope that serves `path`: the system
+// instance for paths under /run/vkstream, the user instance otherwise (without a path: the scope
+// the default endpoints use, i.e. user when XDG_RUNTIME_DIR is set).
 std::string not_running_hint();
+std::string not_running_hint(const std::string& path);
 
 }  // namespace vkstream::detail

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <poll.h>
 #include <sys/socket.h>
@@ -12,8 +13,15 @@
 
 namespace vkstream::detail {
 
+std::string not_running_hint(const std::string& path) {
+  const bool system_scope = path.find("/run/vkstream/") != std::string::npos;
+  return std::string("start it with `vkstreamd --model FILE.gguf` or `") +
+         (system_scope ? "sudo systemctl start vkstream.socket" : "systemctl --user start vkstream.socket") + "`";
+}
+
 std::string not_running_hint() {
-  return "start it with `vkstreamd --model FILE.gguf` or `systemctl --user start vkstream.socket`";
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  return not_running_hint(runtime != nullptr && *runtime != '\0' ? std::string(runtime) : std::string("/run/vkstream/"));
 }
 
 namespace {
@@ -97,7 +105,7 @@ std::unique_ptr<Transport> connect_unix_transport(const std::string& path, uint3
     ::close(fd);
     if (err == ENOENT || err == ECONNREFUSED) {
       throw ClientError(ErrorKind::kNotRunning,
-                        "vkstreamd is not running (nothing listens at " + path + "): " + not_running_hint());
+                        "vkstreamd is not running (nothing listens at " + path + "): " + not_running_hint(path));
     }
     throw ClientError(ErrorKind::kTransport, "cannot connect to " + path + ": " + std::strerror(err));
   }

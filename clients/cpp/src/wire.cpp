@@ -31,11 +31,22 @@ vks::proto::GenerateRequest to_wire(const GenerateOptions& o) {
   g.id = o.id;
   g.detached = o.detached;
   g.stream = o.stream;
+  g.grammar = o.grammar.value_or("");
+  g.json_schema = o.json_schema.value_or("");
   return g;
 }
 
 std::string encode_generate(const GenerateOptions& options, int64_t tag) {
-  return vks::proto::encode_request(vks::proto::RequestBody(to_wire(options)), vks::proto::Tag::of(tag));
+  if (options.messages.empty()) {
+    return vks::proto::encode_request(vks::proto::RequestBody(to_wire(options)), vks::proto::Tag::of(tag));
+  }
+  // A chat: the generation fields without the prompt, plus the conversation.
+  vks::proto::ChatRequest chat;
+  chat.generate = to_wire(options);
+  for (const ChatMessage& m : options.messages) chat.messages.push_back({m.role, m.content});
+  chat.add_generation_prompt = options.add_generation_prompt.value_or(true);
+  chat.chat_template = options.chat_template;
+  return vks::proto::encode_request(vks::proto::RequestBody(std::move(chat)), vks::proto::Tag::of(tag));
 }
 
 std::string encode_simple_request(const std::string& type, int64_t tag, const Value& fields) {

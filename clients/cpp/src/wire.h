@@ -13,7 +13,7 @@ namespace vkstream::detail {
 
 // GenerateOptions → the protocol's generate request (unset options stay unset: server defaults).
 vks::proto::GenerateRequest to_wire(const GenerateOptions& options);
-// A generate request payload.
+// A generate request payload (a `chat` when options.messages is not empty).
 std::string encode_generate(const GenerateOptions& options, int64_t tag);
 // A request of `type` with `tag` and the fields of `fields` (a map, or nil for none).
 std::string encode_simple_request(const std::string& type, int64_t tag, const Value& fields);

@@ -59,7 +59,7 @@ std::unique_ptr<Transport> connect_zmq_transport(const std::string& endpoint) {
     const std::string path = endpoint.substr(kIpc.size());
     if (::stat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
       throw ClientError(ErrorKind::kNotRunning,
-                        "vkstreamd is not running (no socket at " + endpoint + "): " + not_running_hint());
+                        "vkstreamd is not running (no socket at " + endpoint + "): " + not_running_hint(path));
     }
   }
   try {

@@ -89,6 +89,13 @@ export class VkstreamClient {
     return this.call("generate", { stream: false, ...options });
   }
 
+  // Submits a conversation (messages: [{role, content}, ...]); the daemon renders the model's chat
+  // template and stops at its end-of-turn tokens. Options are generate's (minus prompt), plus
+  // add_generation_prompt and chat_template. Resolves with the `accepted` answer; follow() its topic.
+  chat(messages, options = {}) {
+    return this.call("chat", { stream: false, ...options, messages });
+  }
+
   status(id) {
     return this.call("status", { id });
   }

@@ -135,3 +135,40 @@ test("the command-line script prints the reference text", async () => {
   ]);
   assert.equal(PROMPT + stdout, ref.text);
 });
+
+// The tool's command line: --help, usage errors without stack traces, "not running" within seconds.
+function runTool(args) {
+  return new Promise((done) => {
+    execFile(process.execPath, [join(here, "../bin/vkstream-node.js"), ...args], (err, stdout, stderr) => {
+      done({ code: err ? err.code : 0, stdout, stderr });
+    });
+  });
+}
+
+test("vkstream-node --help lists the sampling options", async () => {
+  const r = await runTool(["--help"]);
+  assert.equal(r.code, 0);
+  for (const flag of ["--top-k", "--top-p", "--min-p", "--seed", "--stop", "--logprobs", "--repeat-penalty", "--greedy"]) {
+    assert.ok(r.stdout.includes(flag), `${flag} missing from --help`);
+  }
+});
+
+test("vkstream-node usage errors are one line, exit 2", async () => {
+  for (const args of [["--bogus", "x"], [], ["-n", "abc", "hi"], ["--logit-bias", "x", "hi"]]) {
+    const r = await runTool(args);
+    assert.equal(r.code, 2, r.stderr);
+    assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+    assert.ok(r.stderr.includes("see vkstream-node --help"), r.stderr);
+  }
+});
+
+test("vkstream-node says vkstreamd is not running, within seconds", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "vks-node-"));
+  const start = Date.now();
+  const r = await runTool(["--zmq", `ipc://${dir}/router.zmq`, "hi"]);
+  rmSync(dir, { recursive: true, force: true });
+  assert.equal(r.code, 3, r.stderr);
+  assert.ok(Date.now() - start < 5000);
+  assert.ok(r.stderr.includes("vkstreamd is not running at ipc://"), r.stderr);
+  assert.ok(r.stderr.includes("systemctl --user start vkstream.socket"), r.stderr);
+});

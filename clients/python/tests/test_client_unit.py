@@ -1,5 +1,6 @@
 """Pure-protocol tests of the Python client against the in-process fake server (no daemon)."""
 import asyncio
+import json
 import os
 import re
 import socket
@@ -64,6 +65,15 @@ class FramingTest(unittest.TestCase):
             generate_request("hi", prompt_ids=[1])
         with self.assertRaises(TypeError):
             generate_request()
+
+    def test_generate_request_constraints(self):
+        schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+        req = generate_request("hi", json_schema=schema)
+        self.assertEqual(json.loads(req["json_schema"]), schema)  # sent as JSON text
+        self.assertEqual(generate_request("hi", json_schema='{"type":"string"}')["json_schema"], '{"type":"string"}')
+        self.assertEqual(generate_request("hi", grammar='root ::= "a"')["grammar"], 'root ::= "a"')
+        with self.assertRaises(TypeError):
+            generate_request("hi", json_schema=3)
 
     def test_seq_tracker(self):
         t = SeqTracker()
@@ -334,6 +344,48 @@ class AsyncClientTest(unittest.TestCase):
             asyncio.run(main())
         finally:
             server.close()
+
+
+class NotRunningTest(unittest.TestCase):
+    """Nothing at the endpoint: fail within seconds, saying vkstreamd is not running and how to start it."""
+
+    def setUp(self):
+        import tempfile
+        self.dir = tempfile.mkdtemp(prefix="vks-py-notrunning-")
+
+    def tearDown(self):
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def assert_not_running(self, make, where):
+        import time
+        start = time.monotonic()
+        with self.assertRaises(errors.NotRunningError) as ctx:
+            make().hello()
+        self.assertLess(time.monotonic() - start, 5.0)
+        self.assertIn("vkstreamd is not running at " + where, str(ctx.exception))
+        self.assertIn("systemctl --user start vkstream.socket", str(ctx.exception))
+        self.assertIsInstance(ctx.exception, errors.ConnectionClosedError)  # old except clauses still work
+
+    def test_zmq_ipc_without_socket_file(self):
+        endpoint = "ipc://" + os.path.join(self.dir, "router.zmq")
+        self.assert_not_running(lambda: vkstream.Client.zmq(endpoint), endpoint)
+
+    def test_zmq_ipc_with_stale_socket_file(self):
+        path = os.path.join(self.dir, "router.zmq")
+        stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stale.bind(path)
+        stale.close()  # the file stays, nobody listens
+        self.assert_not_running(lambda: vkstream.Client.zmq("ipc://" + path), "ipc://" + path)
+
+    def test_unix_socket_missing(self):
+        path = os.path.join(self.dir, "vkstream.sock")
+        self.assert_not_running(lambda: vkstream.Client.unix(path), path)
+
+    def test_hint_names_the_system_scope_for_run_vkstream(self):
+        from vkstream.transport import not_running_hint
+        self.assertIn("sudo systemctl start vkstream.socket", not_running_hint("/run/vkstream/vkstream.sock"))
+        self.assertIn("systemctl --user start", not_running_hint("/run/user/1000/vkstream/vkstream.sock"))
 
 
 if __name__ == "__main__":

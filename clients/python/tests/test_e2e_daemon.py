@@ -5,6 +5,7 @@ Environment: VKSTREAM_BUILD_DIR (build folder), VKSTREAM_MODELS (default ../shar
 the project root), VKSTREAM_E2E_CPU=1 to pass --cpu, VKSTREAM_E2E_REQUIRED=1 (set by ctest) turns a
 missing daemon or model into a failure instead of a skip."""
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -151,6 +152,28 @@ class DaemonE2ETest(unittest.TestCase):
 
         for c in asyncio.run(main()):
             self.assertEqual(c.ids, self.greedy_ids)
+
+    # -- constrained output (grammar / json_schema) -----------------------------------------------
+    def test_json_schema_output_validates(self):
+        schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10},
+                                                   "age": {"type": "integer", "minimum": 0, "maximum": 99}},
+                  "required": ["name", "age"], "additionalProperties": False}
+        client = self.unix()
+        for temperature in (0, 0.8):
+            c = client.complete(PROMPT, temperature=temperature, seed=7, max_tokens=100, json_schema=schema)
+            self.assertEqual(c.finish_reason, "stop", c.text)
+            doc = json.loads(c.text)
+            self.assertEqual(set(doc), {"name", "age"}, c.text)
+            self.assertIsInstance(doc["age"], int)
+            self.assertLessEqual(len(doc["name"]), 10)
+
+    def test_grammar_output_and_bad_grammar_position(self):
+        client = self.unix()
+        c = client.complete(PROMPT, temperature=0, max_tokens=20, grammar='root ::= " yes" | " no"\n')
+        self.assertIn(c.text, (" yes", " no"))
+        with self.assertRaises(errors.InvalidFieldError) as ctx:
+            client.complete(PROMPT, max_tokens=5, grammar='root ::= [z-a]\n')
+        self.assertIn("grammar: line 1, column 11", str(ctx.exception))
 
     # -- cancel -----------------------------------------------------------------------------------
     def test_cancel_from_second_client(self):

@@ -5,7 +5,7 @@ import itertools
 from . import errors
 from .client import Completion
 from .protocol import (DEFAULT_MAX_FRAME_BYTES, HEADER, PROTOCOL_VERSION, Message, SeqTracker, encode_frame,
-                       generate_request, pack, unpack)
+                       chat_request, generate_request, pack, unpack)
 from .transport import default_router_endpoint, default_socket_path
 
 
@@ -228,6 +228,20 @@ class AsyncClient:
 
     async def complete(self, prompt=None, **params):
         return await (await self.generate(prompt, **params)).result()
+
+    async def submit_chat(self, messages, **params):
+        accepted = await self.request(chat_request(messages, **params))
+        if params.get("stream") is False:
+            self._queues.pop(accepted["id"], None)
+        return accepted
+
+    async def chat(self, messages, *, raise_on_error=True, **params):
+        """Streams the reply to a conversation (see Client.chat)."""
+        if params.get("stream") is False:
+            raise TypeError("chat() streams; use submit_chat(stream=False) for fire-and-forget")
+        accepted = await self.submit_chat(messages, **params)
+        queue = self._queues.setdefault(accepted["id"], asyncio.Queue())
+        return AsyncStream(self, accepted, queue, raise_on_error=raise_on_error)
 
     async def cancel(self, request_id):
         return await self.request({"type": "cancel", "id": request_id})

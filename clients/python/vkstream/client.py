@@ -5,7 +5,7 @@ import collections
 import itertools
 
 from . import errors
-from .protocol import PROTOCOL_VERSION, Message, SeqTracker, generate_request, pack, unpack
+from .protocol import PROTOCOL_VERSION, Message, SeqTracker, chat_request, generate_request, pack, unpack
 from .transport import UnixTransport, ZmqTransport
 
 
@@ -204,6 +204,21 @@ class Client:
     def complete(self, prompt=None, **params):
         """Generates to the end and returns the Completion (text, ids, finish_reason, usage)."""
         return self.generate(prompt, **params).result()
+
+    def submit_chat(self, messages, **params):
+        """Sends a chat request (see protocol.chat_request) and returns the `accepted` answer."""
+        accepted = self.request(chat_request(messages, **params))
+        if params.get("stream") is False:
+            self._forget(accepted["id"])
+        return accepted
+
+    def chat(self, messages, *, raise_on_error=True, **params):
+        """Submits a conversation and returns a Stream of the reply's events; the server renders the
+        model's chat template and stops at its end-of-turn tokens. stream(...).result().text is
+        the reply."""
+        if params.get("stream") is False:
+            raise TypeError("chat() streams; use submit_chat(stream=False) for fire-and-forget")
+        return Stream(self, self.submit_chat(messages, **params), raise_on_error=raise_on_error)
 
     def events(self, accepted, raise_on_error=True):
         """A Stream over a request submitted earlier with submit() on this client."""

@@ -28,6 +28,10 @@ class ConnectionClosedError(VkstreamError):
     """The server closed the connection (or it broke) while a request was pending."""
 
 
+class NotRunningError(ConnectionClosedError):
+    """Nothing listens at the endpoint: vkstreamd is not running there (the message says how to start it)."""
+
+
 class ProtocolViolationError(VkstreamError):
     """The server sent something that is not valid protocol (bad frame, not a map, ...)."""
 

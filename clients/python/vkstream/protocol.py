@@ -1,6 +1,7 @@
 """Wire-level helpers: msgpack encoding, Unix-socket framing, topics, message objects.
 
 Everything here follows docs/PROTOCOL.md; nothing depends on the C++ code."""
+import json
 import re
 import struct
 
@@ -22,6 +23,7 @@ GENERATE_FIELDS = frozenset({
     "prompt", "prompt_ids", "add_bos", "max_tokens", "min_tokens", "temperature", "top_k", "top_p", "min_p",
     "repetition_penalty", "presence_penalty", "frequency_penalty", "penalty_last_n", "logit_bias", "seed",
     "stop", "stop_token_ids", "ignore_eos", "logprobs", "priority", "deadline_ms", "id", "detached", "stream",
+    "grammar", "json_schema",
 })
 FLOAT_FIELDS = frozenset({
     "temperature", "top_p", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
@@ -131,7 +133,37 @@ def generate_request(prompt=None, *, prompt_ids=None, **params):
             value = {int(k): float(v) for k, v in dict(value).items()}
         elif key == "stop" and isinstance(value, (list, tuple)):
             value = list(value)
+        elif key == "json_schema":
+            if not isinstance(value, (str, dict, bool)):
+                raise TypeError("json_schema must be a dict (the schema), a bool or its JSON text")
+            if not isinstance(value, str):
+                # As JSON text: a deep schema as a msgpack map would exceed the frame nesting limit.
+                value = json.dumps(value)
         req[key] = value
+    return req
+
+
+def chat_request(messages, *, add_generation_prompt=None, chat_template=None, **params):
+    """The chat map: `messages` is a list of {"role": ..., "content": ...} dicts (or (role, content)
+    pairs); every generate parameter except prompt, prompt_ids and add_bos applies. The server renders
+    the model's chat template (or `chat_template`) and stops at the model's end-of-turn tokens."""
+    for key in ("prompt", "prompt_ids", "add_bos"):
+        if key in params:
+            raise TypeError("chat takes messages, not %s" % key)
+    turns = []
+    for m in messages:
+        role, content = (m["role"], m["content"]) if isinstance(m, dict) else m
+        turns.append({"role": str(role), "content": str(content)})
+    if not turns:
+        raise TypeError("chat needs at least one message")
+    req = generate_request("", **params)
+    req["type"] = "chat"
+    del req["prompt"]
+    req["messages"] = turns
+    if add_generation_prompt is not None:
+        req["add_generation_prompt"] = bool(add_generation_prompt)
+    if chat_template is not None:
+        req["chat_template"] = str(chat_template)
     return req
 
 

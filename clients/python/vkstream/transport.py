@@ -13,6 +13,26 @@ def runtime_dir():
     return os.path.join(xdg, "vkstream") if xdg else "/run/vkstream"
 
 
+def not_running_hint(path):
+    """How to start the daemon serving `path`: the system instance owns /run/vkstream, users their own."""
+    scope = "sudo systemctl start vkstream.socket" if path.startswith("/run/vkstream/") else \
+        "systemctl --user start vkstream.socket"
+    return "start it with `vkstreamd --model FILE.gguf` or `%s`" % scope
+
+
+def check_unix_listener(path, what, timeout=2.0):
+    """Raises errors.NotRunningError unless something accepts connections on the Unix socket `path`."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(timeout)
+    try:
+        probe.connect(path)
+    except OSError as exc:
+        raise errors.NotRunningError("vkstreamd is not running at %s (%s): %s"
+                                     % (what, exc.strerror or exc, not_running_hint(path))) from None
+    finally:
+        probe.close()
+
+
 def default_socket_path():
     return os.path.join(runtime_dir(), "vkstream.sock")
 
@@ -39,9 +59,12 @@ class UnixTransport:
             self._sock.connect(self.path)
         except OSError as exc:
             self._sock.close()
+            if isinstance(exc, (FileNotFoundError, ConnectionRefusedError)):
+                raise errors.NotRunningError("vkstreamd is not running at %s (%s): %s"
+                                             % (self.path, exc.strerror or exc, not_running_hint(self.path))) from None
             raise errors.ConnectionClosedError(
-                "cannot connect to %s: %s (is vkstreamd running? start it with `vkstreamd --model FILE.gguf` "
-                "or `systemctl --user start vkstream.socket`)" % (self.path, exc.strerror or exc)) from None
+                "cannot connect to %s: %s (is vkstreamd running? %s)"
+                % (self.path, exc.strerror or exc, not_running_hint(self.path))) from None
         self._closed = False
 
     def send(self, payload):
@@ -93,6 +116,9 @@ class ZmqTransport:
 
         self._zmq = zmq
         self.endpoint = endpoint or default_router_endpoint()
+        if self.endpoint.startswith("ipc://"):
+            # ZeroMQ would wait forever for an ipc peer that is not there: fail at once instead.
+            check_unix_listener(self.endpoint[len("ipc://"):], self.endpoint)
         self.max_frame_bytes = max_frame_bytes
         self._own_context = context is None
         self._ctx = context or zmq.Context()

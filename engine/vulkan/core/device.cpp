@@ -59,6 +59,19 @@ std::string pipeline_cache_path() {
   return "";
 }
 
+std::string place_driver_shader_cache() {
+  const char* set = std::getenv("MESA_SHADER_CACHE_DIR");
+  if (set != nullptr && set[0] != '\0') return "";  // the user's choice (empty counts as unset)
+  const std::string pipeline_cache = pipeline_cache_path();
+  if (pipeline_cache.empty()) return "";
+  const std::string dir = pipeline_cache.substr(0, pipeline_cache.rfind('/')) + "/mesa_shader_cache";
+  std::error_code ec;  // Mesa creates only the last folder level itself
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return "";
+  setenv("MESA_SHADER_CACHE_DIR", dir.c_str(), 1);
+  return dir;
+}
+
 Device Device::create(const DeviceOptions& options) {
   Device d;
   d.instance_ = options.validation < 0 ? Instance::create() : Instance::create(options.validation == 1);

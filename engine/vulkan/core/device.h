@@ -90,4 +90,13 @@ class Device {
 // $XDG_CACHE_HOME/vkstream/pipeline_cache.bin, or ~/.cache/vkstream/..., "" if neither is known.
 std::string pipeline_cache_path();
 
+// Points Mesa's on-disk shader cache (MESA_SHADER_CACHE_DIR, unless the user set it) at
+// <our cache folder>/mesa_shader_cache, beside pipeline_cache.bin. Mesa's own default
+// (~/.cache/mesa_shader_cache, or $XDG_CACHE_HOME/mesa_shader_cache) is read-only under the
+// units' ProtectHome=/ProtectSystem=, so every activation recompiled every kernel (15-22 s on
+// lavapipe); the units' CacheDirectory=vkstream is writable. Call once at start-up, before any
+// thread exists and before the first Vulkan call (it calls setenv). Returns the folder used, or ""
+// when the variable was already set or no cache folder is known.
+std::string place_driver_shader_cache();
+
 }  // namespace vks::vk

@@ -22,11 +22,26 @@ void require(bool ok, const std::string& what) {
 
 }  // namespace
 
+Ops::Ops(KernelRegistry& kernels)
+    : kernels_(&kernels), weight_kernels_(size_t{device_kernel_slot_count()} * kWeightOpCount, nullptr) {}
+
+const Kernel& Ops::weight_kernel(const DeviceMatrix& w, WeightOp op) const {
+  if (w.format == nullptr) throw Error(ErrorCode::kInvalidArgument, "weight op on a matrix that was never uploaded");
+  const Kernel*& slot = weight_kernels_[size_t{w.format->kernel_slot} * kWeightOpCount + static_cast<uint32_t>(op)];
+  if (slot == nullptr) slot = &kernels_->get(w.format->kernel_name(op));
+  return *slot;
+}
+
 void Ops::embed(CommandBuffer& cmd, const DeviceMatrix& table, BufferView tokens, uint32_t n_tokens, BufferView out,
                 uint32_t out_stride) const {
   if (n_tokens == 0) return;
   require(out_stride >= table.cols, "embed: out_stride < cols");
-  const Kernel& k = kernels_->get(std::string("embed_") + kernel_type_suffix(table.type));
+  const Kernel& k = weight_kernel(table, WeightOp::kEmbed);
+  // F32 tables: one invocation per element; every other format: one per chunk of 8 elements
+  // (the decode unit of shaders/weight_blocks.glsl).
+  const uint64_t per_row = table.format->source == GgmlType::kF32 || table.format->source == GgmlType::kBF16
+                               ? table.cols
+                               : ceil_div(table.cols, 8);
   for (size_t part = 0; part < table.storage.part_count(); ++part) {
     const EmbedParams p{n_tokens,
                         u32(table.cols),
@@ -37,7 +52,7 @@ void Ops::embed(CommandBuffer& cmd, const DeviceMatrix& table, BufferView tokens
                         out_stride,
                         0};
     cmd.dispatch(k, {table.storage.parts[part].view(), tokens, out}, p,
-                 Groups{u32(ceil_div(table.cols, k.layout().local_size[0])), n_tokens, 1});
+                 Groups{u32(ceil_div(per_row, k.layout().local_size[0])), n_tokens, 1});
   }
 }
 
@@ -56,35 +71,52 @@ void Ops::rmsnorm(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferVie
   require(x_stride >= dim && out_stride >= dim, "rmsnorm: stride < dim");
   const Kernel& k = kernels_->get("rmsnorm_f32");
   const RmsNormParams p{n_rows, dim, x_stride, out_stride, eps, 0, 0, 0};
-  cmd.dispatch(k, {x, weight, out}, p, Groups{n_rows, 1, 1});
+  cmd.dispatch(k, {x, weight, out}, p, Groups{1, n_rows, 1});
+}
+
+void Ops::rmsnorm_heads(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferView weight, uint32_t n_rows,
+                        uint32_t n_heads, uint32_t head_dim, float eps) const {
+  if (n_rows == 0 || n_heads == 0) return;
+  require(head_dim > 0 && x_stride >= uint64_t{n_heads} * head_dim, "rmsnorm_heads: stride < n_heads * head_dim");
+  const Kernel& k = kernels_->get("rmsnorm_f32");
+  const RmsNormParams p{n_rows, head_dim, x_stride, x_stride, eps, head_dim, 0, 0};
+  cmd.dispatch(k, {x, weight, x}, p, Groups{n_heads, n_rows, 1});
+}
+
+void Ops::bias_add(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferView bias, uint32_t n_rows,
+                   uint32_t cols) const {
+  if (n_rows == 0 || cols == 0) return;
+  require(x_stride >= cols, "bias_add: stride < cols");
+  const Kernel& k = kernels_->get("bias_add_f32");
+  const ElementwiseParams p{n_rows, cols, x_stride, x_stride};
+  cmd.dispatch(k, {x, bias}, p, Groups{u32(ceil_div(cols, k.layout().local_size[0])), n_rows, 1});
 }
 
 void Ops::matmul(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
                  uint32_t y_stride, uint32_t n_tokens, bool accumulate) const {
-  matmul_with(cmd, n_tokens <= VKS_MATVEC_TOKEN_TILE ? "matvec_" : "matmul_", w, x, x_stride, y, y_stride, n_tokens,
+  matmul_with(cmd, n_tokens <= VKS_MATVEC_TOKEN_TILE ? WeightOp::kMatvec : WeightOp::kMatmul, w, x, x_stride, y, y_stride, n_tokens,
               accumulate);
 }
 
 void Ops::matvec_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
                       uint32_t y_stride, uint32_t n_tokens, bool accumulate) const {
-  matmul_with(cmd, "matvec_", w, x, x_stride, y, y_stride, n_tokens, accumulate);
+  matmul_with(cmd, WeightOp::kMatvec, w, x, x_stride, y, y_stride, n_tokens, accumulate);
 }
 
 void Ops::matmul_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
                       uint32_t y_stride, uint32_t n_tokens, bool accumulate) const {
-  matmul_with(cmd, "matmul_", w, x, x_stride, y, y_stride, n_tokens, accumulate);
+  matmul_with(cmd, WeightOp::kMatmul, w, x, x_stride, y, y_stride, n_tokens, accumulate);
 }
 
-void Ops::matmul_with(CommandBuffer& cmd, const char* op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
+void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
                       BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate) const {
   if (n_tokens == 0) return;
   require(x_stride >= w.cols, "matmul: x_stride < cols");
   // The kernels read x as vec4s (see common_matmul.glsl).
   require(x_stride % 4 == 0 && x.offset % 16 == 0, "matmul: x_stride must be a multiple of 4 and x 16-byte aligned");
   require(y_stride >= w.rows, "matmul: y_stride < rows");
-  const std::string name = std::string(op) + kernel_type_suffix(w.type);
-  const Kernel& k = kernels_->get(name);
-  const bool matvec = name.rfind("matvec_", 0) == 0;
+  const Kernel& k = weight_kernel(w, op);
+  const bool matvec = op == WeightOp::kMatvec;
   const uint32_t rows_per_group = matvec ? VKS_MATVEC_ROWS_PER_GROUP : VKS_MATMUL_ROWS_PER_GROUP;
   const uint32_t token_tile = matvec ? VKS_MATVEC_TOKEN_TILE : VKS_MATMUL_TOKEN_TILE;
   for (size_t part = 0; part < w.storage.part_count(); ++part) {

@@ -4,6 +4,7 @@
 // between dependent ops). Buffer views must start at a multiple of 16 bytes (activation rows of a
 // model whose dims are multiples of 4 satisfy this). All activations are f32.
 #include <cstdint>
+#include <vector>
 
 #include "engine/vulkan/core/buffer.h"
 #include "engine/vulkan/core/command.h"
@@ -14,7 +15,7 @@ namespace vks::vk {
 
 class Ops {
  public:
-  explicit Ops(KernelRegistry& kernels) : kernels_(&kernels) {}
+  explicit Ops(KernelRegistry& kernels);
 
   // out[t][0..cols) = table row tokens[t] (tokens: int32 [n_tokens]; out_stride floats per row).
   // One dispatch per part of the table.
@@ -36,6 +37,20 @@ class Ops {
                    uint32_t y_stride, uint32_t n_tokens, bool accumulate = false) const;
   void matmul_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
                    uint32_t y_stride, uint32_t n_tokens, bool accumulate = false) const;
+
+  // Per-head RMSNorm (qwen3's attn_q_norm / attn_k_norm), in place: for r < n_rows, h < n_heads,
+  // the head_dim floats at x[r * x_stride + h * head_dim] are normalized and scaled by
+  // weight[0..head_dim). Same kernel and reduction order as rmsnorm.
+  void rmsnorm_heads(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferView weight, uint32_t n_rows,
+                     uint32_t n_heads, uint32_t head_dim, float eps) const;
+
+  // x[r][i] += bias[i] for r < n_rows, i < cols (x rows x_stride floats apart): qwen2's Q/K/V biases.
+  void bias_add(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferView bias, uint32_t n_rows,
+                uint32_t cols) const;
+
+  // The pipeline of one weight op for this matrix's format, looked up by name once per format and
+  // Ops (then by kernel slot).
+  const Kernel& weight_kernel(const DeviceMatrix& w, WeightOp op) const;
 
   // out[r][i] = silu(gate[r][i]) * up[r][i] for r < n_rows, i < cols; gate and up rows are
   // in_stride floats apart (e.g. gate‖up in one [n, 2*hidden] buffer: up = gate view + hidden*4
@@ -61,9 +76,10 @@ class Ops {
             BufferView out_idx, BufferView out_val) const;
 
  private:
-  void matmul_with(CommandBuffer& cmd, const char* op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
+  void matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
                    BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate) const;
   KernelRegistry* kernels_;
+  mutable std::vector<const Kernel*> weight_kernels_;  // [kernel_slot * kWeightOpCount + op]
 };
 
 }  // namespace vks::vk

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "engine/common/error.h"
+
 namespace vks::vk {
 namespace {
 
@@ -35,6 +37,26 @@ DeviceMatrix upload_stacked(const Device& device, std::initializer_list<const Te
   }
   const TensorRef& first = **parts.begin();
   return upload_matrix(device, first.type, rows, first.cols, stacked.data());
+}
+
+// bq | bk | bv as one f32 vector (a part that is absent is zero), or an invalid Buffer when the
+// layer has no bias at all.
+Buffer upload_qkv_bias(const Device& device, const LayerWeights& lw, uint64_t q_dim, uint64_t kv_dim) {
+  if (!lw.bq && !lw.bk && !lw.bv) return Buffer();
+  std::vector<float> bias(q_dim + 2 * kv_dim, 0.0f);
+  uint64_t at = 0;
+  for (const auto* part : {&lw.bq, &lw.bk, &lw.bv}) {
+    const uint64_t n = part == &lw.bq ? q_dim : kv_dim;
+    if (part->has_value()) {
+      const TensorRef& t = **part;
+      if (t.rows * t.cols != n) throw Error(ErrorCode::kCorrupt, "tensor " + t.name + ": bias has the wrong length");
+      dequantize_row(t.type, t.data, bias.data() + at, n);
+    }
+    at += n;
+  }
+  Buffer b = device.create_buffer(bias.size() * sizeof(float), BufferKind::kStorage);
+  device.upload(b, 0, bias.data(), bias.size() * sizeof(float));
+  return b;
 }
 
 }  // namespace
@@ -70,9 +92,13 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
       dw->bytes += matrix_bytes(d.w_gate) + matrix_bytes(d.w_up);
     }
     d.w_down = upload_matrix(device, lw.w_down);
+    d.bqkv = upload_qkv_bias(device, lw, model.config().q_dim(), model.config().kv_dim());
+    if (lw.attn_q_norm) d.q_norm = upload_vector_f32(device, *lw.attn_q_norm);
+    if (lw.attn_k_norm) d.k_norm = upload_vector_f32(device, *lw.attn_k_norm);
     dw->bytes += matrix_bytes(d.wo) + matrix_bytes(d.w_down);
   }
   dw->output_norm = upload_vector_f32(device, w.output_norm);
+  if (w.rope_freqs) dw->rope_freqs = upload_vector_f32(device, *w.rope_freqs);
   dw->tied = model.config().tied_embeddings || w.output.data == w.token_embd.data;
   if (!dw->tied) {
     dw->output_own = upload_matrix(device, w.output);

@@ -25,6 +25,9 @@ struct DeviceLayerWeights {
   DeviceMatrix w_gate_up;
   DeviceMatrix w_gate, w_up;
   DeviceMatrix w_down;          // [dim, hidden]
+  // Optional tensors of some architectures (invalid Buffer = absent; the forward branches on them).
+  Buffer bqkv;                  // f32 [q_dim + 2*kv_dim]: bq | bk | bv (qwen2; absent parts zero)
+  Buffer q_norm, k_norm;        // f32 [head_dim]: per-head RMSNorm of Q and K (qwen3)
 };
 
 struct DeviceWeights {
@@ -33,6 +36,7 @@ struct DeviceWeights {
   Buffer output_norm;           // f32 [dim]
   DeviceMatrix output_own;      // [vocab, dim]; empty when tied
   bool tied = false;
+  Buffer rope_freqs;            // f32 [rope_dim/2] frequency divisors (llama 3.1); invalid = none
   const DeviceMatrix& output() const { return tied ? token_embd : output_own; }
   uint64_t bytes = 0;           // device bytes of all weights
 };

@@ -5,6 +5,7 @@
 #include "engine/common/error.h"
 #include "engine/cpu/cpu_runner.h"
 #include "engine/vulkan/core/device_info.h"
+#include "engine/vulkan/runner/runner_warmup.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
 
 namespace vks {
@@ -44,7 +45,13 @@ std::unique_ptr<ModelRunner> make_runner(const LlamaModel& model, const RunnerOp
     return make_cpu_runner(model, options);
   }
   try {
-    return std::make_unique<VulkanRunner>(model, options);
+    auto runner = std::make_unique<VulkanRunner>(model, options);
+    if (options.warm_up) {
+      const WarmUpReport warm = warm_up_runner(*runner);
+      spdlog::info("runner: kernels compiled and warmed up in {:.0f} ms ({} steps; a warm shader cache makes this fast)",
+                   warm.milliseconds, warm.steps);
+    }
+    return runner;
   } catch (const Error& e) {
     // A device that exists but cannot be used (driver failure) is like no device at all; bad
     // options, missing selectors and out-of-memory are the caller's to fix and propagate.

@@ -24,6 +24,9 @@ struct RunnerOptions {
   int32_t matvec_max_tokens = -1;
   // Keep compiled pipelines in $XDG_CACHE_HOME (or ~/.cache)/vkstream/pipeline_cache.bin.
   bool disk_pipeline_cache = true;
+  // Run a few throw-away steps before returning the runner, so every kernel is compiled before the
+  // daemon says READY (drivers compile lazily at the first dispatch). Off in kernel tests.
+  bool warm_up = false;
 };
 
 }  // namespace vks

@@ -118,13 +118,15 @@ VulkanRunner::~VulkanRunner() {
 // device every pipeline is an LLVM compile).
 void VulkanRunner::create_pipelines() {
   std::set<std::string> names{"rmsnorm_f32", "swiglu_f32", "argmax_f32", "rope_f32", "kv_write_f16", "attn_f16"};
+  for (const vk::DeviceLayerWeights& L : weights_->layers) {
+    if (L.bqkv.valid()) names.insert("bias_add_f32");
+  }
   auto add_matrix = [&](const vk::DeviceMatrix& m) {
     if (m.rows == 0) return;
-    const std::string type = vk::kernel_type_suffix(m.type);
-    names.insert("matvec_" + type);
-    names.insert("matmul_" + type);
+    names.insert(m.format->kernel_name(vk::WeightOp::kMatvec));
+    names.insert(m.format->kernel_name(vk::WeightOp::kMatmul));
   };
-  names.insert(std::string("embed_") + vk::kernel_type_suffix(weights_->token_embd.type));
+  names.insert(weights_->token_embd.format->kernel_name(vk::WeightOp::kEmbed));
   add_matrix(weights_->output());
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
     for (const vk::DeviceMatrix* m : {&L.wqkv, &L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate_up, &L.w_gate, &L.w_up, &L.w_down}) {
@@ -205,9 +207,28 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) 
   }
   mark(cmd, "matmul.qkv");
   barrier(cmd);
+  // Architecture branches on the tensors a layer has: Q/K/V biases (qwen2), per-head Q/K norms (qwen3).
+  if (L.bqkv.valid()) {
+    ops_->bias_add(cmd, qkv_.view(), qkv_s_, L.bqkv.view(), n, q_dim + 2 * kv_dim);
+    mark(cmd, "bias.qkv");
+    barrier(cmd);
+  }
+  if (L.q_norm.valid() || L.k_norm.valid()) {
+    if (L.q_norm.valid()) ops_->rmsnorm_heads(cmd, qkv_.view(), qkv_s_, L.q_norm.view(), n, c.n_heads, c.head_dim, c.norm_eps);
+    if (L.k_norm.valid()) {
+      ops_->rmsnorm_heads(cmd, qkv_.view(q_dim * kF, VK_WHOLE_SIZE), qkv_s_, L.k_norm.view(), n, c.n_kv_heads,
+                          c.head_dim, c.norm_eps);
+    }
+    mark(cmd, "norm.qk");
+    barrier(cmd);
+  }
+  const bool freq_factors = weights_->rope_freqs.valid();
   vk::record_rope(cmd, *kernels_, qkv_.view(), positions_.device.view(),
+                  freq_factors ? weights_->rope_freqs.view() : positions_.device.view(),
                   gpu::RopeParams{n, c.n_heads + c.n_kv_heads, c.head_dim, c.rope_dim, qkv_s_, 0, c.rope_freq_base,
-                                  c.rope_freq_scale});
+                                  c.rope_freq_scale,
+                                  c.rope_mode == RopeMode::kNeox ? uint32_t{VKS_ROPE_MODE_NEOX} : uint32_t{VKS_ROPE_MODE_NORM},
+                                  freq_factors ? 1u : 0u});
   mark(cmd, "rope");
   barrier(cmd);
   vk::record_kv_write(cmd, *kernels_, qkv_.view(), kv_->k(l), kv_->v(l), slots_.device.view(),

@@ -29,8 +29,13 @@ using uint = uint32_t;
 #define VKS_ROPE_WG 64
 #define VKS_KV_WRITE_WG 64
 
-// Rotary embedding, llama.cpp NORM mode, in place on rows of an f32 buffer.
+// Rotary embedding as llama.cpp applies it, in place on rows of an f32 buffer. Pair i of a head
+// (i < rope_dim/2) is rotated by theta = pos * freq_base^(-2i/rope_dim) / factor[i] * freq_scale;
+// its elements are (2i, 2i+1) in NORM mode (llama) and (i, i + rope_dim/2) in NEOX mode (qwen2,
+// qwen3). factor[i] = freq_factors[i] (llama 3 rope_freqs.weight) when has_freq_factors, else 1.
 // Dispatch: (ceil(n_heads * rope_dim/2 / VKS_ROPE_WG), n_tokens, 1).
+#define VKS_ROPE_MODE_NORM 0
+#define VKS_ROPE_MODE_NEOX 1
 struct RopeParams {
   uint n_tokens;
   uint n_heads;     // heads rotated per row (q heads + k heads when Q|K|V share a row)
@@ -40,6 +45,8 @@ struct RopeParams {
   uint col_offset;  // float index of head 0 within a row
   float freq_base;
   float freq_scale;
+  uint mode;              // VKS_ROPE_MODE_*
+  uint has_freq_factors;  // 1: binding 2 holds rope_dim/2 floats dividing the frequencies
 };
 
 // Writes each token's K and V rows (f32) into the layer's F16 pools at its slot.

@@ -14,14 +14,14 @@ void DOT_NAME(uint t0) {
   uint xb[DOT_T];  // first x element of each token (a multiple of 4)
   [[unroll]] for (uint t = 0u; t < DOT_T; ++t) xb[t] = min(t0 + t, p.n_tokens - 1u) * p.x_stride;
   const uint n_groups = full_chunks() / GROUP_CHUNKS;
-  // Super-groups of 8 groups: one uvec4 load brings the 8 block scales of a quantized row.
+  // Super-groups of 8 groups: a few uvec4 loads bring the side record (scales, ...) of 8 groups.
   for (uint sg = 0u; sg < n_groups; sg += 8u) {
-    uvec4 sc[DOT_R];
-    [[unroll]] for (uint r = 0u; r < DOT_R; ++r) sc[r] = load_scales(row[r], sg);
+    WSide sd[DOT_R];
+    [[unroll]] for (uint r = 0u; r < DOT_R; ++r) sd[r] = load_side(row[r], sg);
     const uint g_end = min(sg + 8u, n_groups);
     for (uint g = sg; g < g_end; ++g) {
       WGroup wg[DOT_R];
-      [[unroll]] for (uint r = 0u; r < DOT_R; ++r) wg[r] = load_group(row[r], g, sc[r], g - sg);
+      [[unroll]] for (uint r = 0u; r < DOT_R; ++r) wg[r] = load_group(row[r], g, sd[r], g - sg);
       [[dont_unroll]] for (uint k = 0u; k < GROUP_CHUNKS; ++k) {
         const uint c = g * GROUP_CHUNKS + k;
         vec4 xv[DOT_T * 2u];
@@ -51,7 +51,7 @@ void DOT_NAME(uint t0) {
     }
     [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
       float wv[8];
-      dequant(load_group(row[r], c, uvec4(0u), 0u), 0u, wv);
+      dequant(load_group(row[r], c, load_side(row[r], 0u), 0u), 0u, wv);
       [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
         [[unroll]] for (uint i = 0u; i < 8u; ++i) acc[r * DOT_T + t] = fma(wv[i], xv[t * 8u + i], acc[r * DOT_T + t]);
       }

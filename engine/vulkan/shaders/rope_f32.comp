@@ -1,7 +1,7 @@
 #version 450
-// Rotary embedding as llama.cpp applies it to llama GGUFs (NORM mode): within each head the
-// adjacent pair (x[2i], x[2i+1]) is rotated by theta = pos * freq_base^(-2i/rope_dim) * freq_scale.
-// One invocation per pair; rows are tokens of the flattened batch, each with its own position.
+// Rotary embedding as llama.cpp applies it (NORM and NEOX modes, optional frequency factors; see
+// RopeParams). One invocation per pair; rows are tokens of the flattened batch, each with its own
+// position.
 #extension GL_GOOGLE_include_directive : require
 #include "attn_params.h"
 
@@ -9,6 +9,7 @@ layout(local_size_x = VKS_ROPE_WG, local_size_y = 1, local_size_z = 1) in;
 
 layout(std430, binding = 0) buffer Data { float x[]; };              // [n_tokens][row_stride]
 layout(std430, binding = 1) readonly buffer Positions { int positions[]; };  // [n_tokens]
+layout(std430, binding = 2) readonly buffer FreqFactors { float freq_factors[]; };  // [rope_dim / 2]
 
 layout(push_constant) uniform Push { RopeParams p; };
 
@@ -21,13 +22,16 @@ void main() {
   const uint i = pair % pairs_per_head;
 
   const float inv_freq = pow(p.freq_base, -float(2 * i) / float(p.rope_dim));
-  const float theta = float(positions[token]) * inv_freq * p.freq_scale;
+  const float factor = p.has_freq_factors != 0u ? freq_factors[i] : 1.0;
+  const float theta = float(positions[token]) * inv_freq / factor * p.freq_scale;
   const float c = cos(theta);
   const float s = sin(theta);
 
-  const uint at = token * p.row_stride + p.col_offset + head * p.head_dim + 2 * i;
-  const float x0 = x[at];
-  const float x1 = x[at + 1];
-  x[at] = x0 * c - x1 * s;
-  x[at + 1] = x0 * s + x1 * c;
+  const uint head_at = token * p.row_stride + p.col_offset + head * p.head_dim;
+  const uint at0 = head_at + (p.mode == VKS_ROPE_MODE_NEOX ? i : 2 * i);
+  const uint at1 = at0 + (p.mode == VKS_ROPE_MODE_NEOX ? pairs_per_head : 1);
+  const float x0 = x[at0];
+  const float x1 = x[at1];
+  x[at0] = x0 * c - x1 * s;
+  x[at1] = x0 * s + x1 * c;
 }

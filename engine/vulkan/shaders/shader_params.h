@@ -38,14 +38,15 @@ struct EmbedParams {
   uint pad0;
 };
 
-// rmsnorm_f32: out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight, one workgroup per row.
+// rmsnorm_f32: out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight, one workgroup per row (grid y)
+// and per sub-row h (grid x, h * head_stride floats into the row: per-head norms; 1 group, 0 otherwise).
 struct RmsNormParams {
   uint n_rows;
   uint dim;
   uint x_stride;
   uint out_stride;
   float eps;
-  uint pad0;
+  uint head_stride;
   uint pad1;
   uint pad2;
 };

@@ -25,6 +25,12 @@ std::string default_runtime_dir();
 Endpoint default_endpoint();
 
 // Every generate parameter of the protocol; unset optionals are not sent (the daemon's default).
+// One turn of a conversation for a `chat` request.
+struct ChatMessage {
+  std::string role;     // "system", "user", "assistant", ...
+  std::string content;
+};
+
 struct GenerateOptions {
   std::string prompt;                    // used when prompt_ids is empty
   std::vector<int32_t> prompt_ids;
@@ -50,6 +56,15 @@ struct GenerateOptions {
   std::string id;                        // optional client-chosen id
   std::optional<bool> detached;          // survives this connection's close
   std::optional<bool> stream;            // token events on this connection (default true)
+  // Constrained output (at most one): GBNF grammar text, or a JSON Schema as JSON text.
+  std::optional<std::string> grammar;
+  std::optional<std::string> json_schema;
+  // Chat: when `messages` is not empty the request is a `chat`: the daemon renders the model's chat
+  // template (or `chat_template`) and stops at the model's end-of-turn tokens; prompt, prompt_ids
+  // and add_bos are then not sent.
+  std::vector<ChatMessage> messages;
+  std::optional<bool> add_generation_prompt;  // default true
+  std::optional<std::string> chat_template;   // a Jinja template for this request only
 };
 
 struct Usage {

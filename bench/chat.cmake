@@ -1,0 +1,6 @@
+# Chat template benchmarks (owner: chat): render time of a long conversation.
+if(TARGET vks_chat)
+  add_executable(chat_template_render ${CMAKE_CURRENT_LIST_DIR}/chat_template_render.cpp)
+  target_link_libraries(chat_template_render PRIVATE vks_chat nlohmann_json::nlohmann_json CLI11::CLI11)
+  vks_warnings(chat_template_render)
+endif()

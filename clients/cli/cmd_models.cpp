@@ -1,0 +1,109 @@
+// `vkstream models`: the GGUFs in the user's model cache with size, architecture, type and whether
+// this build can run them (the verdict of vks-gguf-info).
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "clients/cli/cli_common.h"
+#include "clients/cli/commands.h"
+#include "clients/cli/downloader.h"
+#include "clients/cli/model_cache.h"
+#include "engine/common/error.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/model/llama_model.h"
+
+namespace vks::cli {
+namespace {
+
+struct ModelSummary {
+  std::string architecture = "?";
+  std::string type = "?";  // general.file_type spelled out, else the most common weight type
+  bool runnable = false;
+  std::string why_not;
+};
+
+std::string metadata_string(const gguf::GgufFile& file, const char* key) {
+  for (const gguf::KeyValue& kv : file.metadata()) {
+    if (kv.key == key && kv.value.type == gguf::ValueType::kString) return kv.value.s;
+  }
+  return {};
+}
+
+// The type of most weight bytes (what a user calls the model's quantization).
+std::string dominant_type(const gguf::GgufFile& file) {
+  std::vector<std::pair<std::string, uint64_t>> bytes_per_type;
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    if (t.dims.size() < 2) continue;
+    const std::string name(ggml_type_name(t.type));
+    auto it = std::find_if(bytes_per_type.begin(), bytes_per_type.end(), [&](const auto& p) { return p.first == name; });
+    if (it == bytes_per_type.end()) bytes_per_type.emplace_back(name, t.nbytes);
+    else it->second += t.nbytes;
+  }
+  if (bytes_per_type.empty()) return "none";
+  return std::max_element(bytes_per_type.begin(), bytes_per_type.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
+
+ModelSummary summarize(const std::string& path) {
+  ModelSummary s;
+  try {
+    gguf::GgufFile file = gguf::GgufFile::open(path);
+    if (std::string arch = metadata_string(file, "general.architecture"); !arch.empty()) s.architecture = arch;
+    s.type = dominant_type(file);
+    try {
+      const auto model = LlamaModel::from_file(std::move(file));
+      s.runnable = true;
+    } catch (const Error& e) {
+      s.why_not = e.what();
+    }
+  } catch (const Error& e) {
+    s.why_not = std::string("unreadable: ") + e.what();
+  }
+  return s;
+}
+
+int run_models(bool json) {
+  const std::string dir = model_cache_dir();
+  const std::vector<CachedModel> models = list_cached_models(dir);
+  if (json) {
+    vkstream::Value::Array arr;
+    for (const CachedModel& m : models) {
+      const ModelSummary s = summarize(m.path);
+      vkstream::Value::Map entry{{"name", vkstream::Value(m.name)},
+                                 {"path", vkstream::Value(m.path)},
+                                 {"size_bytes", vkstream::Value(m.size_bytes)},
+                                 {"architecture", vkstream::Value(s.architecture)},
+                                 {"type", vkstream::Value(s.type)},
+                                 {"runnable", vkstream::Value(s.runnable)}};
+      if (!s.runnable) entry.emplace_back("reason", vkstream::Value(s.why_not));
+      arr.emplace_back(std::move(entry));
+    }
+    std::cout << vkstream::Value(std::move(arr)).to_json() << '\n';
+    return kExitOk;
+  }
+  if (models.empty()) {
+    std::cout << "no models in " << dir << " (get one with: vkstream pull OWNER/REPO[:QUANT] or URL)\n";
+    return kExitOk;
+  }
+  std::printf("%-56s %10s  %-8s %-6s %s\n", "NAME", "SIZE", "ARCH", "TYPE", "RUNNABLE");
+  for (const CachedModel& m : models) {
+    const ModelSummary s = summarize(m.path);
+    std::printf("%-56s %10s  %-8s %-6s %s\n", m.name.c_str(), human_size(m.size_bytes).c_str(), s.architecture.c_str(),
+                s.type.c_str(), s.runnable ? "yes" : ("no: " + s.why_not).c_str());
+  }
+  std::printf("(in %s; serve one with: vkstreamd --model NAME)\n", dir.c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_models_command(CLI::App& root, int& exit_code) {
+  auto json = std::make_shared<bool>(false);
+  CLI::App* models = root.add_subcommand("models", "List the models in the cache (see `vkstream pull`) and whether they run");
+  models->add_flag("--json", *json, "print a JSON array");
+  models->callback([json, &exit_code] { exit_code = guarded("models", [&] { return run_models(*json); }); });
+}
+
+}  // namespace vks::cli

@@ -1,0 +1,93 @@
+// `vkstream pull SOURCE`: downloads a GGUF (URL or Hugging Face owner/repo[:quant]) into the user's
+// model cache, resuming a partial download and checking size and sha256 where the source gives them.
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "clients/cli/cli_common.h"
+#include "clients/cli/commands.h"
+#include "clients/cli/downloader.h"
+#include "clients/cli/model_cache.h"
+#include "clients/cli/pull_source.h"
+#include "clients/cli/sha256.h"
+#include "engine/common/error.h"
+#include "engine/model/llama_model.h"
+
+namespace vks::cli {
+namespace {
+
+struct PullArgs {
+  std::string source;
+  bool quiet = false;
+};
+
+std::string runnable_verdict(const std::string& path) {
+  try {
+    const auto model = LlamaModel::load(path);
+    return "runnable";
+  } catch (const Error& e) {
+    return std::string("not runnable by this build: ") + e.what();
+  }
+}
+
+int run_pull(const PullArgs& a) {
+  try {
+    const PullSource source = parse_pull_source(a.source);
+    PullPlan plan;
+    if (source.is_url) {
+      plan = plan_for_url(source);
+    } else {
+      const std::string endpoint = hf_endpoint();
+      const std::string listing =
+          http_get_text(endpoint + "/api/models/" + source.owner + "/" + source.repo + "?blobs=true");
+      plan = plan_for_hf_listing(source, listing, endpoint);
+    }
+    const std::string dest = (std::filesystem::path(model_cache_dir()) / plan.cache_name).string();
+    std::error_code ec;
+    const bool cached = std::filesystem::is_regular_file(dest, ec) &&
+                        (!plan.size_bytes || std::filesystem::file_size(dest, ec) == *plan.size_bytes) &&
+                        (plan.sha256.empty() || sha256_file(dest) == plan.sha256);
+    if (cached) {
+      if (!a.quiet) std::cerr << "already cached and verified\n";
+    } else {
+      if (!a.quiet) {
+        std::cerr << "pulling " << plan.url;
+        if (plan.size_bytes) std::cerr << " (" << human_size(*plan.size_bytes) << ")";
+        std::cerr << '\n';
+      }
+      DownloadOptions options;
+      options.progress = !a.quiet && ::isatty(STDERR_FILENO) == 1;
+      download_file(plan, dest, options);
+    }
+    const std::string verdict = runnable_verdict(dest);
+    // stdout: the path, so scripts can do `vkstreamd --model "$(vkstream pull ...)"`.
+    std::cout << dest << '\n';
+    if (!a.quiet) {
+      std::cerr << plan.cache_name << ": " << verdict << "; serve it with: vkstreamd --model "
+                << (source.is_url ? plan.cache_name : a.source) << '\n';
+    }
+    return kExitOk;
+  } catch (const Error& e) {
+    print_error("pull: " + std::string(e.what()) + " [" + std::string(error_code_name(e.code())) + "]");
+    return e.code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;
+  }
+}
+
+}  // namespace
+
+void add_pull_command(CLI::App& root, int& exit_code) {
+  auto a = std::make_shared<PullArgs>();
+  CLI::App* pull = root.add_subcommand(
+      "pull",
+      "Download a GGUF into the model cache ($XDG_CACHE_HOME/vkstream/models): SOURCE is an http(s) URL or a "
+      "Hugging Face OWNER/REPO[:QUANT] (default quant Q4_K_M). Resumes a broken download; checks size and sha256. "
+      "Prints the file's path. Env: VKSTREAM_HF_ENDPOINT (default https://huggingface.co), HF_TOKEN, "
+      "VKSTREAM_CACHE_DIR.");
+  pull->add_option("source", a->source, "URL or OWNER/REPO[:QUANT]")->required();
+  pull->add_flag("-q,--quiet", a->quiet, "no progress or summary on stderr");
+  pull->callback([a, &exit_code] { exit_code = guarded("pull", [&] { return run_pull(*a); }); });
+}
+
+}  // namespace vks::cli

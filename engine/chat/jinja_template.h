@@ -1,0 +1,36 @@
+#pragma once
+// A small Jinja interpreter for chat templates: parse once, render many times, thread-safe
+// rendering (a render owns all of its mutable state).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "engine/chat/jinja_ast.h"
+#include "engine/chat/jinja_error.h"
+#include "engine/chat/jinja_value.h"
+
+namespace vks::jinja {
+
+// Bounds on one render, so a hostile template cannot loop, recurse or allocate without end.
+struct RenderLimits {
+  size_t max_output_bytes = size_t{16} << 20;  // also bounds any single string or list built
+  uint64_t max_steps = 20'000'000;             // statements + expressions + loop iterations
+  int max_call_depth = 64;                     // nested macro calls
+};
+
+class Template {
+ public:
+  // Throws TemplateError naming the line of a syntax error.
+  static Template parse(std::string_view source);
+
+  // Renders with the given variables. Throws TemplateError naming the line of the failure
+  // (unknown filter, type error, raise_exception, a limit exceeded).
+  std::string render(const Value::Dict& variables, const RenderLimits& limits = {}) const;
+
+ private:
+  std::shared_ptr<const Body> body_;
+};
+
+}  // namespace vks::jinja

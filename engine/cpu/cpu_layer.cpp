@@ -1,0 +1,120 @@
+#include "engine/cpu/cpu_layer.h"
+
+#include <algorithm>
+
+#include "engine/cpu/cpu_model.h"
+
+namespace vks {
+namespace {
+
+std::vector<float> optional_vector(const std::optional<TensorRef>& t) {
+  return t ? dequantize_vector(*t) : std::vector<float>();
+}
+
+}  // namespace
+
+CpuModelVectors::CpuModelVectors(const LlamaModel& model) {
+  const LlamaConfig& c = model.config();
+  const LlamaWeights& w = model.weights();
+  for (const LayerWeights& layer : w.layers) {
+    CpuLayerVectors& v = layers.emplace_back();
+    v.attn_norm = dequantize_vector(layer.attn_norm);
+    v.ffn_norm = dequantize_vector(layer.ffn_norm);
+    v.bq = optional_vector(layer.bq);
+    v.bk = optional_vector(layer.bk);
+    v.bv = optional_vector(layer.bv);
+    v.q_norm = optional_vector(layer.attn_q_norm);
+    v.k_norm = optional_vector(layer.attn_k_norm);
+  }
+  output_norm = dequantize_vector(w.output_norm);
+  rope_freqs = optional_vector(w.rope_freqs);
+  rope.rope_dim = c.rope_dim;
+  rope.freq_base = c.rope_freq_base;
+  rope.freq_scale = c.rope_freq_scale;
+  rope.mode = c.rope_mode;
+  rope.freq_factors = rope_freqs.empty() ? nullptr : rope_freqs.data();
+}
+
+void CpuActivations::resize(const LlamaConfig& c, size_t n) {
+  n_tokens = n;
+  x.resize(n * c.dim);
+  xb.resize(n * c.dim);
+  q.resize(n * c.q_dim());
+  k.resize(n * c.kv_dim());
+  v.resize(n * c.kv_dim());
+  att.resize(n * c.q_dim());
+  proj.resize(n * c.dim);
+  gate.resize(n * c.hidden_dim);
+  up.resize(n * c.hidden_dim);
+}
+
+void cpu_embed(const LlamaModel& model, const int32_t* tokens, CpuActivations& a) {
+  const size_t dim = model.config().dim;
+  for (size_t t = 0; t < a.n_tokens; ++t) {
+    dequantize_tensor_row(model.weights().token_embd, static_cast<uint64_t>(tokens[t]), &a.x[t * dim]);
+  }
+}
+
+void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, const int32_t* positions,
+               CpuActivations& a, LayerKv& kv, ThreadPool* pool) {
+  const LlamaConfig& c = model.config();
+  const LayerWeights& layer = model.weights().layers[l];
+  const CpuLayerVectors& lv = vec.layers[l];
+  const size_t n = a.n_tokens;
+  const size_t dim = c.dim;
+  const size_t q_dim = c.q_dim();
+  const size_t kv_dim = c.kv_dim();
+  const size_t hidden = c.hidden_dim;
+
+  // Attention RMSNorm.
+  for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.xb[t * dim], &a.x[t * dim], lv.attn_norm.data(), dim, c.norm_eps);
+  // Q, K, V projections.
+  ref::matmul(layer.wq, a.xb.data(), n, a.q.data(), pool);
+  ref::matmul(layer.wk, a.xb.data(), n, a.k.data(), pool);
+  ref::matmul(layer.wv, a.xb.data(), n, a.v.data(), pool);
+  for (size_t t = 0; t < n; ++t) {
+    float* q = &a.q[t * q_dim];
+    float* k = &a.k[t * kv_dim];
+    float* v = &a.v[t * kv_dim];
+    // Biases (qwen2), per-head Q/K norms (qwen3), then rope; K and V go to the cache.
+    if (layer.bq) ref::add_bias(q, lv.bq.data(), q_dim);
+    if (layer.bk) ref::add_bias(k, lv.bk.data(), kv_dim);
+    if (layer.bv) ref::add_bias(v, lv.bv.data(), kv_dim);
+    if (layer.attn_q_norm) ref::rmsnorm_heads(q, lv.q_norm.data(), c.n_heads, c.head_dim, c.norm_eps);
+    if (layer.attn_k_norm) ref::rmsnorm_heads(k, lv.k_norm.data(), c.n_kv_heads, c.head_dim, c.norm_eps);
+    ref::rope(q, c.n_heads, c.head_dim, positions[t], vec.rope);
+    ref::rope(k, c.n_kv_heads, c.head_dim, positions[t], vec.rope);
+    kv.store(t, k, v);
+  }
+  // Attention of each token over its sequence's cached positions.
+  auto attend = [&](size_t t) { kv.attend(t, &a.q[t * q_dim], &a.att[t * q_dim]); };
+  if (pool != nullptr && n > 1) {
+    pool->parallel_for(n, attend);
+  } else {
+    for (size_t t = 0; t < n; ++t) attend(t);
+  }
+  // Output projection and residual.
+  ref::matmul(layer.wo, a.att.data(), n, a.proj.data(), pool);
+  for (size_t i = 0; i < n * dim; ++i) a.x[i] += a.proj[i];
+
+  // FFN RMSNorm, SwiGLU feed-forward w_down(silu(w_gate x) * w_up x), residual.
+  for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.xb[t * dim], &a.x[t * dim], lv.ffn_norm.data(), dim, c.norm_eps);
+  ref::matmul(layer.w_gate, a.xb.data(), n, a.gate.data(), pool);
+  ref::matmul(layer.w_up, a.xb.data(), n, a.up.data(), pool);
+  ref::swiglu(a.gate.data(), a.gate.data(), a.up.data(), n * hidden);
+  ref::matmul(layer.w_down, a.gate.data(), n, a.proj.data(), pool);
+  for (size_t i = 0; i < n * dim; ++i) a.x[i] += a.proj[i];
+}
+
+void cpu_logits(const LlamaModel& model, const CpuModelVectors& vec, const CpuActivations& a, const size_t* rows,
+                size_t n_rows, float* logits, ThreadPool* pool) {
+  const LlamaConfig& c = model.config();
+  const size_t dim = c.dim;
+  std::vector<float> last(n_rows * dim);  // [n_rows, dim] normalized final states
+  for (size_t o = 0; o < n_rows; ++o) {
+    ref::rmsnorm(&last[o * dim], &a.x[rows[o] * dim], vec.output_norm.data(), dim, c.norm_eps);
+  }
+  ref::matmul(model.weights().output, last.data(), n_rows, logits, pool);
+}
+
+}  // namespace vks

@@ -1,0 +1,73 @@
+#pragma once
+// The CPU forward pass, written once: CpuModel::forward (one sequence, one token at a time) and
+// CpuRunner::step (a paged, multi-sequence batch) both run these functions and differ only in
+// where keys and values live (LayerKv). Architectures differ by optional tensors only: a layer
+// adds Q/K/V biases when it has them, normalizes Q and K heads when it has attn_q_norm/attn_k_norm,
+// and rope uses the architecture's mode and the model's rope_freqs factors.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/common/thread_pool.h"
+#include "engine/cpu/reference_ops.h"
+#include "engine/model/llama_model.h"
+
+namespace vks {
+
+// F32 copies of a model's vector weights (norms, biases, rope factors), dequantized once. An
+// empty vector is an absent optional tensor.
+struct CpuLayerVectors {
+  std::vector<float> attn_norm, ffn_norm;  // [dim]
+  std::vector<float> bq, bk, bv;           // [q_dim], [kv_dim], [kv_dim]
+  std::vector<float> q_norm, k_norm;       // [head_dim]
+};
+struct CpuModelVectors {
+  std::vector<CpuLayerVectors> layers;
+  std::vector<float> output_norm;  // [dim]
+  std::vector<float> rope_freqs;   // [rope_dim / 2]
+  ref::RopeParams rope;            // rope of this model (freq_factors points into rope_freqs)
+
+  explicit CpuModelVectors(const LlamaModel& model);
+  CpuModelVectors(const CpuModelVectors&) = delete;  // rope.freq_factors points into this object
+  CpuModelVectors& operator=(const CpuModelVectors&) = delete;
+};
+
+// Activations of the tokens of a step, token-major: [n_tokens, width].
+struct CpuActivations {
+  size_t n_tokens = 0;
+  std::vector<float> x;     // residual stream [n, dim]
+  std::vector<float> xb;    // normalized sublayer input [n, dim]
+  std::vector<float> q;     // [n, q_dim]
+  std::vector<float> k;     // [n, kv_dim] (roped)
+  std::vector<float> v;     // [n, kv_dim]
+  std::vector<float> att;   // attention output [n, q_dim]
+  std::vector<float> proj;  // sublayer output before the residual add [n, dim]
+  std::vector<float> gate;  // [n, hidden]
+  std::vector<float> up;    // [n, hidden]
+  void resize(const LlamaConfig& c, size_t n);
+};
+
+// Where one layer's keys and values live.
+class LayerKv {
+ public:
+  virtual ~LayerKv() = default;
+  // Stores the roped key and the value of token t (called for every token before any attend).
+  virtual void store(size_t t, const float* k, const float* v) = 0;
+  // Attention of token t's query over its sequence's positions 0..pos into out [q_dim]. Called from
+  // pool threads for different tokens at once.
+  virtual void attend(size_t t, const float* q, float* out) = 0;
+};
+
+// a.x[t] = the embedding of tokens[t] (ids already validated).
+void cpu_embed(const LlamaModel& model, const int32_t* tokens, CpuActivations& a);
+
+// Runs layer l over every token of a (positions[t] is token t's position), updating a.x.
+void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, const int32_t* positions,
+               CpuActivations& a, LayerKv& kv, ThreadPool* pool);
+
+// Final norm and logits of the tokens rows[0..n_rows): logits [n_rows, vocab]. The output matrix is
+// dequantized once for all of them.
+void cpu_logits(const LlamaModel& model, const CpuModelVectors& vec, const CpuActivations& a, const size_t* rows,
+                size_t n_rows, float* logits, ThreadPool* pool);
+
+}  // namespace vks

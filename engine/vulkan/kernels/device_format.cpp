@@ -1,0 +1,250 @@
+#include "engine/vulkan/kernels/device_format.h"
+
+#include <cstring>
+
+namespace vks::vk {
+namespace {
+
+uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
+
+// ---- float formats: the row as stored (BF16 widened to F32) ----
+
+void convert_f32(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t*) { std::memcpy(quants, src, cols * 4); }
+void convert_f16(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t*) { std::memcpy(quants, src, cols * 2); }
+void convert_bf16(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t*) {
+  for (uint64_t c = 0; c < cols; ++c) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * c, 2);
+    const float f = bf16_to_fp32(h);
+    std::memcpy(quants + 4 * c, &f, 4);
+  }
+}
+
+// ---- blocked formats ----
+// Q8_0 side record (1 uvec4 per 256): the 8 blocks' f16 scales d. Quants: the 32 int8 as stored.
+void convert_q8_0(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+  for (uint64_t b = 0; b < cols / 32; ++b) {
+    const uint8_t* blk = src + b * sizeof(BlockQ8_0);
+    std::memcpy(side + 2 * b, blk, 2);
+    std::memcpy(quants + 32 * b, blk + 2, 32);
+  }
+}
+
+// Q4_0 side record (1 uvec4 per 256): the 8 blocks' f16 scales d. Quants: ggml's nibbles XOR 0x88,
+// so a nibble read as a signed 4-bit value is q - 8 (no subtraction in the kernel).
+void convert_q4_0(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+  for (uint64_t b = 0; b < cols / 32; ++b) {
+    const uint8_t* blk = src + b * sizeof(BlockQ4_0);
+    std::memcpy(side + 2 * b, blk, 2);
+    for (int i = 0; i < 16; ++i) quants[16 * b + i] = static_cast<uint8_t>(blk[2 + i] ^ 0x88);
+  }
+}
+
+// ---- 4-bit-plane formats: every weight's integer value as a nibble in Q4_0 order ----
+
+void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+
+// Writes 32 values (low 4 bits of each) as one 16-byte group: element e < 16 in the low nibble of
+// byte e, e >= 16 in the high nibble of byte e - 16.
+void pack_group(const int* v, uint8_t* group) {
+  for (int e = 0; e < 16; ++e) group[e] = static_cast<uint8_t>((v[e] & 15) | ((v[e + 16] & 15) << 4));
+}
+
+// Q4_1 side record (2 uvec4 per 256): per block the uint d | m << 16 (halves). Quants: ggml's nibbles.
+void convert_q4_1(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+  for (uint64_t b = 0; b < cols / 32; ++b) {
+    const uint8_t* blk = src + b * 20;
+    std::memcpy(side + 32 * (b / 8) + 4 * (b % 8), blk, 4);
+    std::memcpy(quants + 16 * b, blk + 4, 16);
+  }
+}
+
+// Q5_0 side record (3 uvec4 per 256): the 8 blocks' f16 d, then their 8 qh words (bit e = fifth
+// bit of element e, as ggml reads qh). Quants: the low nibbles as stored.
+void convert_q5_0(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+  for (uint64_t b = 0; b < cols / 32; ++b) {
+    const uint8_t* blk = src + b * 22;
+    uint8_t* rec = side + 48 * (b / 8);
+    std::memcpy(rec + 2 * (b % 8), blk, 2);
+    std::memcpy(rec + 16 + 4 * (b % 8), blk + 2, 4);
+    std::memcpy(quants + 16 * b, blk + 6, 16);
+  }
+}
+
+// Q5_1 side record (4 uvec4 per 256): 8 words d | m << 16, then the 8 qh words.
+void convert_q5_1(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+  for (uint64_t b = 0; b < cols / 32; ++b) {
+    const uint8_t* blk = src + b * 24;
+    uint8_t* rec = side + 64 * (b / 8);
+    std::memcpy(rec + 4 * (b % 8), blk, 4);
+    std::memcpy(rec + 32 + 4 * (b % 8), blk + 4, 4);
+    std::memcpy(quants + 16 * b, blk + 8, 16);
+  }
+}
+
+// K-quants: group g of a super-block is its weights 32g .. 32g+31; sub-blocks of 16 are 2g (the
+// group's elements 0..15) and 2g+1 (16..31).
+
+// Q2_K (84 bytes: scales[16], qs[64], d, dmin). Side record (2 uvec4): the 16 scale bytes as
+// stored (scale | min << 4, sub-block order), then d | dmin << 16. Quants: the 2-bit values.
+void convert_q2_k(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+  for (uint64_t sb = 0; sb < cols / 256; ++sb) {
+    const uint8_t* blk = src + sb * 84;
+    uint8_t* rec = side + 32 * sb;
+    std::memcpy(rec, blk, 16);
+    std::memcpy(rec + 16, blk + 80, 4);
+    for (int g = 0; g < 8; ++g) {
+      const uint8_t* q = blk + 16 + 32 * (g / 4);
+      int v[32];
+      for (int e = 0; e < 32; ++e) v[e] = (q[e] >> (2 * (g % 4))) & 3;
+      pack_group(v, quants + 16 * (8 * sb + g));
+    }
+  }
+}
+
+// Q3_K (110 bytes: hmask[32], qs[64], scales[12], d). Side record (2 uvec4): the 16 unpacked
+// scales (6-bit minus 32) as int8, then d. Quants: the signed values q - (hmask bit ? 0 : 4).
+void convert_q3_k(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+  for (uint64_t sb = 0; sb < cols / 256; ++sb) {
+    const uint8_t* blk = src + sb * 110;
+    const uint8_t* hmask = blk;
+    const uint8_t* packed = blk + 96;
+    uint8_t* rec = side + 32 * sb;
+    for (int j = 0; j < 16; ++j) {
+      const int low = j < 8 ? (packed[j] & 0x0F) : (packed[j - 8] >> 4);
+      const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
+      rec[j] = static_cast<uint8_t>(static_cast<int8_t>((low | (high << 4)) - 32));
+    }
+    std::memcpy(rec + 16, blk + 108, 2);
+    for (int g = 0; g < 8; ++g) {
+      const uint8_t* q = blk + 32 + 32 * (g / 4);
+      int v[32];
+      for (int e = 0; e < 32; ++e) v[e] = ((q[e] >> (2 * (g % 4))) & 3) - ((hmask[e] >> g) & 1 ? 0 : 4);
+      pack_group(v, quants + 16 * (8 * sb + g));
+    }
+  }
+}
+
+// Q4_K (144 bytes: d, dmin, scales[12], qs[128]). Side record (1 uvec4): the 16-byte header as
+// stored (get_scale_min_k4 runs in the kernel). Quants: group g = the low (g even) or high (g odd)
+// nibbles of qs[32 (g/2) ..].
+void convert_q4_k(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+  for (uint64_t sb = 0; sb < cols / 256; ++sb) {
+    const uint8_t* blk = src + sb * 144;
+    std::memcpy(side + 16 * sb, blk, 16);
+    for (int g = 0; g < 8; ++g) {
+      const uint8_t* q = blk + 16 + 32 * (g / 2);
+      int v[32];
+      for (int e = 0; e < 32; ++e) v[e] = (q[e] >> (4 * (g % 2))) & 15;
+      pack_group(v, quants + 16 * (8 * sb + g));
+    }
+  }
+}
+
+// Q5_K (176 bytes: d, dmin, scales[12], qh[32], qs[128]). Side record (3 uvec4): the header, then
+// per group a word whose bit e is element e's fifth bit (bit g of qh[e]). Quants as Q4_K.
+void convert_q5_k(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+  for (uint64_t sb = 0; sb < cols / 256; ++sb) {
+    const uint8_t* blk = src + sb * 176;
+    const uint8_t* qh = blk + 16;
+    uint8_t* rec = side + 48 * sb;
+    std::memcpy(rec, blk, 16);
+    for (int g = 0; g < 8; ++g) {
+      const uint8_t* q = blk + 48 + 32 * (g / 2);
+      int v[32];
+      uint32_t high = 0;
+      for (int e = 0; e < 32; ++e) {
+        v[e] = (q[e] >> (4 * (g % 2))) & 15;
+        high |= static_cast<uint32_t>((qh[e] >> g) & 1) << e;
+      }
+      store_u32(rec + 16 + 4 * g, high);
+      pack_group(v, quants + 16 * (8 * sb + g));
+    }
+  }
+}
+
+// Q6_K (210 bytes: ql[128], qh[64], scales[16] int8, d). Side record (6 uvec4): per group two
+// words of 2-bit high parts (element e < 16 at bits 2e of the first, e >= 16 at bits 2(e-16) of
+// the second), then the 16 int8 scales, then d. Quants: the low 4 bits.
+void convert_q6_k(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+  for (uint64_t sb = 0; sb < cols / 256; ++sb) {
+    const uint8_t* blk = src + sb * 210;
+    uint8_t* rec = side + 96 * sb;
+    std::memcpy(rec + 64, blk + 192, 16);
+    std::memcpy(rec + 80, blk + 208, 2);
+    for (int g = 0; g < 8; ++g) {
+      // ggml: group 4n + k takes ql[64n + 32 (k % 2) + e] (low nibble for k < 2, high for k >= 2)
+      // and bits 2k.. of qh[32n + e].
+      const int n = g / 4, k = g % 4;
+      const uint8_t* ql = blk + 64 * n + 32 * (k % 2);
+      const uint8_t* qh = blk + 128 + 32 * n;
+      int v[32];
+      uint32_t high[2] = {0, 0};
+      for (int e = 0; e < 32; ++e) {
+        v[e] = (ql[e] >> (4 * (k / 2))) & 15;
+        high[e / 16] |= static_cast<uint32_t>((qh[e] >> (2 * k)) & 3) << (2 * (e % 16));
+      }
+      store_u32(rec + 8 * g, high[0]);
+      store_u32(rec + 8 * g + 4, high[1]);
+      pack_group(v, quants + 16 * (8 * sb + g));
+    }
+  }
+}
+
+// Kernel slots: F32 and BF16 share the f32 kernels.
+const DeviceFormat kFormats[] = {
+    {GgmlType::kF32, "f32", 0, 1, 4, 0, 0, convert_f32},
+    {GgmlType::kBF16, "f32", 0, 1, 4, 0, 0, convert_bf16},
+    {GgmlType::kF16, "f16", 1, 1, 2, 0, 0, convert_f16},
+    {GgmlType::kQ8_0, "q8_0", 2, 32, 0, 32, 1, convert_q8_0},
+    {GgmlType::kQ4_0, "q4_0", 3, 32, 0, 16, 1, convert_q4_0},
+    {GgmlType::kQ4_1, "q4_1", 4, 32, 0, 16, 2, convert_q4_1},
+    {GgmlType::kQ5_0, "q5_0", 5, 32, 0, 16, 3, convert_q5_0},
+    {GgmlType::kQ5_1, "q5_1", 6, 32, 0, 16, 4, convert_q5_1},
+    {GgmlType::kQ2_K, "q2_k", 7, 256, 0, 16, 2, convert_q2_k},
+    {GgmlType::kQ3_K, "q3_k", 8, 256, 0, 16, 2, convert_q3_k},
+    {GgmlType::kQ4_K, "q4_k", 9, 256, 0, 16, 1, convert_q4_k},
+    {GgmlType::kQ5_K, "q5_k", 10, 256, 0, 16, 3, convert_q5_k},
+    {GgmlType::kQ6_K, "q6_k", 11, 256, 0, 16, 6, convert_q6_k},
+};
+constexpr uint32_t kSlotCount = 12;
+
+}  // namespace
+
+std::string DeviceFormat::kernel_name(WeightOp op) const {
+  static const char* const kOps[kWeightOpCount] = {"matvec_", "matmul_", "embed_"};
+  return std::string(kOps[static_cast<uint32_t>(op)]) + suffix;
+}
+
+const DeviceFormat* find_device_format(GgmlType source) {
+  for (const DeviceFormat& f : kFormats) {
+    if (f.source == source) return &f;
+  }
+  return nullptr;
+}
+
+std::span<const DeviceFormat> device_formats() { return kFormats; }
+uint32_t device_kernel_slot_count() { return kSlotCount; }
+
+std::string supported_device_type_names() {
+  std::string names;
+  for (const DeviceFormat& f : kFormats) {
+    if (!names.empty()) names += ", ";
+    names += ggml_type_name(f.source);
+  }
+  return names;
+}
+
+uint64_t device_quant_row_bytes(const DeviceFormat& f, uint64_t cols) {
+  return f.blocked() ? cols / 32 * f.quant_bytes_per_32 : round_up(cols, 8) * f.float_bytes;
+}
+
+uint64_t device_side_row_bytes(const DeviceFormat& f, uint64_t cols) {
+  return f.blocked() ? (cols + 255) / 256 * f.side_uvec4 * 16 : 0;
+}
+
+uint32_t device_row_stride(const DeviceFormat& f, uint64_t cols) {
+  return static_cast<uint32_t>(f.blocked() ? device_quant_row_bytes(f, cols) / 4 : round_up(cols, 8));
+}
+
+}  // namespace vks::vk

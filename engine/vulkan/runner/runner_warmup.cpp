@@ -1,0 +1,67 @@
+#include "engine/vulkan/runner/runner_warmup.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace vks {
+namespace {
+
+// One sequence of `n_tokens` tokens at positions n_past.. in blocks 0.., all of token id 1.
+void add_sequence(StepBatch& batch, int32_t n_past, int32_t n_tokens, int32_t first_block, int32_t block_size,
+                  LogitsMode logits) {
+  SeqChunk seq;
+  seq.token_offset = static_cast<int32_t>(batch.tokens.size());
+  seq.n_tokens = n_tokens;
+  seq.n_past = n_past;
+  seq.logits = logits;
+  const int32_t blocks = (n_past + n_tokens + block_size - 1) / block_size;
+  for (int32_t b = 0; b < blocks; ++b) seq.block_table.push_back(first_block + b);
+  batch.tokens.insert(batch.tokens.end(), static_cast<size_t>(n_tokens), 1);
+  batch.seqs.push_back(std::move(seq));
+}
+
+}  // namespace
+
+WarmUpReport warm_up_runner(ModelRunner& runner) {
+  const auto start = std::chrono::steady_clock::now();
+  const int32_t block_size = runner.block_size();
+  const int32_t context = static_cast<int32_t>(std::min<uint32_t>(runner.config().context_length, 1u << 30));
+  // Large enough to take the matrix-matrix path (the kernels switch above a few tokens), small
+  // enough for tiny models and pools.
+  const int32_t prefill = std::max(1, std::min({64, runner.max_step_tokens(), context - 2,
+                                                 (runner.num_blocks() / 2) * block_size - 2}));
+  const int32_t blocks_per_seq = (prefill + 1 + block_size - 1) / block_size;
+  const bool two_sequences = runner.max_step_seqs() >= 2 && runner.num_blocks() >= 2 * blocks_per_seq;
+
+  WarmUpReport report;
+  StepResult result;
+  auto run = [&](StepBatch& batch) {
+    batch.finalize(block_size);
+    runner.step(batch, result);
+    ++report.steps;
+  };
+  {
+    StepBatch batch;  // prefill chunk with full logits (sampling path)
+    add_sequence(batch, 0, prefill, 0, block_size, LogitsMode::kFull);
+    run(batch);
+  }
+  if (prefill + 1 >= context) {  // a toy context with no room for a decode step after the prefill
+    report.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return report;
+  }
+  {
+    StepBatch batch;  // single decode, greedy (device argmax)
+    add_sequence(batch, prefill, 1, 0, block_size, LogitsMode::kArgmax);
+    run(batch);
+  }
+  if (two_sequences) {
+    StepBatch batch;  // batched decode mixing greedy and sampled sequences
+    add_sequence(batch, prefill, 1, 0, block_size, LogitsMode::kArgmax);
+    add_sequence(batch, prefill, 1, blocks_per_seq, block_size, LogitsMode::kFull);
+    run(batch);
+  }
+  report.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace vks

@@ -1,0 +1,249 @@
+// Block decoding of every device weight format (the layouts of engine/vulkan/kernels/device_format.h),
+// shared by matvec_<type>, matmul_<type> (common_matmul.glsl) and embed_<type> (embed_body.glsl).
+//
+// The includer defines one WTYPE_<type>, declares `w4` (uvec4[], one part of a DeviceMatrix) and a
+// push-constant block `p` with cols, row_stride and d_offset, then includes this file. It gets:
+//   GROUP_CHUNKS           chunks of 8 weights per group (a group: what one row loads at once)
+//   WSide load_side(row, first_group)    the side record (scales, minimums, high bits) of groups
+//                                        first_group .. first_group + 7 (first_group % 8 == 0)
+//   WGroup load_group(row, g, side, j)   group g of the row (j = g - first_group)
+//   void dequant(group, k, out float wv[8])   the 8 weights of chunk k of the group, exactly the
+//                                             floats the CPU dequantization gives
+//   uint x_index(c, i)     the element (column) that weight i of chunk c multiplies
+// Elements x_index(c, 0..3) and x_index(c, 4..7) are each 4 consecutive, 4-aligned columns.
+
+float half_at(uint half_index) {
+  const uint word = w4[half_index >> 3u][(half_index >> 1u) & 3u];
+  return unpackHalf2x16((half_index & 1u) != 0u ? word >> 16 : word).x;
+}
+
+// Half j (0..7) of a uvec4 of 8 halves.
+float half_from(uvec4 v, uint j) { return unpackHalf2x16(v[j >> 1] >> ((j & 1u) * 16u)).x; }
+
+// A group as loaded: up to two uvec4 of quants, the scales it needs as floats and extra bits.
+struct WGroup {
+  uvec4 q0;
+  uvec4 q1;
+  vec4 dm;   // per-type: scales / minimums of the group's (sub-)blocks
+  uvec2 hi;  // per-type: high bits of the group's quants
+};
+
+#if defined(WTYPE_F32) || defined(WTYPE_F16)
+#define SIDE_UVEC4 1u
+#else
+// Side record sizes in uvec4 per 256 weights (device_format.cpp side_uvec4).
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0) || defined(WTYPE_Q4_K)
+#define SIDE_UVEC4 1u
+#elif defined(WTYPE_Q4_1) || defined(WTYPE_Q2_K) || defined(WTYPE_Q3_K)
+#define SIDE_UVEC4 2u
+#elif defined(WTYPE_Q5_0) || defined(WTYPE_Q5_K)
+#define SIDE_UVEC4 3u
+#elif defined(WTYPE_Q5_1)
+#define SIDE_UVEC4 4u
+#elif defined(WTYPE_Q6_K)
+#define SIDE_UVEC4 6u
+#endif
+#endif
+
+struct WSide {
+  uvec4 v[SIDE_UVEC4];
+};
+
+#if defined(WTYPE_F32) || defined(WTYPE_F16)
+WSide load_side(uint row, uint first_group) { return WSide(uvec4[SIDE_UVEC4](uvec4(0u))); }
+#else
+// Side records of a row: ceil(cols / 256) of SIDE_UVEC4 uvec4 each, after the quant plane.
+WSide load_side(uint row, uint first_group) {
+  const uint base = (p.d_offset >> 2) + row * (((p.cols + 255u) >> 8) * SIDE_UVEC4) + (first_group >> 3) * SIDE_UVEC4;
+  WSide s;
+  [[unroll]] for (uint i = 0u; i < SIDE_UVEC4; ++i) s.v[i] = w4[base + i];
+  return s;
+}
+#endif
+
+// Quant-plane uvec4 index of group g of a row (blocked formats).
+uint group_base(uint row, uint g, uint uvec4_per_group) { return (row * p.row_stride >> 2) + g * uvec4_per_group; }
+
+#if defined(WTYPE_F32)
+// Group = chunk c: elements 8c .. 8c+7 (rows zero-padded to a multiple of 8 floats).
+#define GROUP_CHUNKS 1u
+WGroup load_group(uint row, uint g, WSide sd, uint j) {
+  const uint base = (row * p.row_stride + g * 8u) >> 2;
+  return WGroup(w4[base], w4[base + 1u], vec4(1.0), uvec2(0u));
+}
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+    wv[i] = uintBitsToFloat(wg.q0[i]);
+    wv[4u + i] = uintBitsToFloat(wg.q1[i]);
+  }
+}
+uint x_index(uint c, uint i) { return c * 8u + i; }
+#elif defined(WTYPE_F16)
+// Group = chunk c: elements 8c .. 8c+7 (rows zero-padded to a multiple of 8 halves).
+#define GROUP_CHUNKS 1u
+WGroup load_group(uint row, uint g, WSide sd, uint j) {
+  return WGroup(w4[(row * p.row_stride + g * 8u) >> 3], uvec4(0u), vec4(1.0), uvec2(0u));
+}
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+    const vec2 h = unpackHalf2x16(wg.q0[i]);
+    wv[2u * i] = h.x;
+    wv[2u * i + 1u] = h.y;
+  }
+}
+uint x_index(uint c, uint i) { return c * 8u + i; }
+#elif defined(WTYPE_Q8_0)
+// Group = block g (32 int8 quants, 2 uvec4); chunk k of it: bytes 8k .. 8k+7 = elements 8k .. 8k+7.
+#define GROUP_CHUNKS 4u
+WGroup load_group(uint row, uint g, WSide sd, uint j) {
+  const uint base = group_base(row, g, 2u);
+  return WGroup(w4[base], w4[base + 1u], vec4(half_from(sd.v[0], j)), uvec2(0u));
+}
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  const uvec4 q = k < 2u ? wg.q0 : wg.q1;
+  [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+    const uint word = q[(k & 1u) * 2u + h];
+    [[unroll]] for (uint b = 0u; b < 4u; ++b) wv[4u * h + b] = wg.dm.x * float(int(word << (24u - 8u * b)) >> 24);
+  }
+}
+uint x_index(uint c, uint i) { return c * 8u + i; }
+#else
+// The 4-bit formats: group = 32 weights in one uvec4 of nibbles in Q4_0 order. Chunk k of it is
+// word k (bytes 4k..4k+3): elements 4k..4k+3 (low nibbles) then 16+4k .. 16+4k+3 (high nibbles).
+#define GROUP_CHUNKS 4u
+uint x_index(uint c, uint i) { return (c >> 2) * 32u + (c & 3u) * 4u + (i < 4u ? i : 12u + i); }
+// Nibble b (0..3 low nibbles, 4..7 high nibbles) of word q, as unsigned and as signed 4-bit values.
+uint nibble_u(uint q, uint b) { return (q >> ((b & 3u) * 8u + (b >> 2) * 4u)) & 15u; }
+int nibble_s(uint q, uint b) { return int(q << (28u - (b & 3u) * 8u - (b >> 2) * 4u)) >> 28; }
+
+#if defined(WTYPE_Q4_0)
+// Q4_0: nibbles stored XOR 8, i.e. as signed q - 8; weight = d * (q - 8).
+WGroup load_group(uint row, uint g, WSide sd, uint j) {
+  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u), vec4(half_from(sd.v[0], j)), uvec2(0u));
+}
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  const uint q = wg.q0[k];
+  [[unroll]] for (uint b = 0u; b < 8u; ++b) wv[b] = wg.dm.x * float(nibble_s(q, b));
+}
+#else
+// The element (0..31) of its group that slot b of chunk k holds.
+uint group_elem(uint k, uint b) { return b < 4u ? 4u * k + b : 12u + 4u * k + b; }
+// Byte i (0..15) of a uvec4, unsigned and sign-extended.
+uint byte_u(uvec4 v, uint i) { return (v[i >> 2] >> ((i & 3u) * 8u)) & 255u; }
+int byte_s(uvec4 v, uint i) { return int(v[i >> 2] << (24u - (i & 3u) * 8u)) >> 24; }
+// Word i (0..7) of two consecutive uvec4 a, b.
+uint word_of(uvec4 a, uvec4 b, uint i) { return i < 4u ? a[i] : b[i - 4u]; }
+
+#if defined(WTYPE_Q4_1) || defined(WTYPE_Q5_1)
+// Q4_1 / Q5_1: weight = q * d + m (q * d is exact, so the one rounding is the CPU's).
+WGroup load_group(uint row, uint g, WSide sd, uint j) {
+  const vec2 dm = unpackHalf2x16(word_of(sd.v[0], sd.v[1], j));
+#if defined(WTYPE_Q5_1)
+  const uint qh = word_of(sd.v[2], sd.v[3], j);
+#else
+  const uint qh = 0u;
+#endif
+  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u), vec4(dm, 0.0, 0.0), uvec2(qh, 0u));
+}
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  const uint q = wg.q0[k];
+  [[unroll]] for (uint b = 0u; b < 8u; ++b) {
+    const uint v = nibble_u(q, b) | (((wg.hi.x >> group_elem(k, b)) & 1u) << 4);
+    wv[b] = float(v) * wg.dm.x + wg.dm.y;
+  }
+}
+#elif defined(WTYPE_Q5_0)
+// Q5_0: weight = (q - 16) * d, q = nibble | qh bit << 4.
+WGroup load_group(uint row, uint g, WSide sd, uint j) {
+  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u), vec4(half_from(sd.v[0], j)),
+                uvec2(word_of(sd.v[1], sd.v[2], j), 0u));
+}
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  const uint q = wg.q0[k];
+  [[unroll]] for (uint b = 0u; b < 8u; ++b) {
+    const uint v = nibble_u(q, b) | (((wg.hi.x >> group_elem(k, b)) & 1u) << 4);
+    wv[b] = float(int(v) - 16) * wg.dm.x;
+  }
+}
+#elif defined(WTYPE_Q2_K) || defined(WTYPE_Q3_K) || defined(WTYPE_Q6_K)
+// Sub-blocks of 16: slots 0..3 of a chunk (elements < 16) use dm.xy, slots 4..7 dm.zw.
+#if defined(WTYPE_Q2_K)
+// Q2_K: weight = (d * scale) * q - dmin * min, per sub-block scale | min << 4 bytes.
+WGroup load_group(uint row, uint g, WSide sd, uint j) {
+  const vec2 dd = unpackHalf2x16(sd.v[1].x);
+  const uint lo = byte_u(sd.v[0], 2u * j), hi = byte_u(sd.v[0], 2u * j + 1u);
+  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u),
+                vec4(dd.x * float(lo & 15u), dd.y * float(lo >> 4), dd.x * float(hi & 15u), dd.y * float(hi >> 4)),
+                uvec2(0u));
+}
+#elif defined(WTYPE_Q3_K)
+// Q3_K: weight = (d * scale) * q, q signed in -4..3, scale signed 6-bit.
+WGroup load_group(uint row, uint g, WSide sd, uint j) {
+  const float d = unpackHalf2x16(sd.v[1].x).x;
+  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u),
+                vec4(d * float(byte_s(sd.v[0], 2u * j)), 0.0, d * float(byte_s(sd.v[0], 2u * j + 1u)), 0.0),
+                uvec2(0u));
+}
+#else
+// Q6_K: weight = (d * scale) * (q - 32), q = nibble | 2 high bits << 4, scale int8.
+WGroup load_group(uint row, uint g, WSide sd, uint j) {
+  const float d = unpackHalf2x16(sd.v[5].x).x;
+  const uvec4 hv = sd.v[j >> 1];
+  const uint h0 = (j & 1u) != 0u ? hv.z : hv.x;
+  const uint h1 = (j & 1u) != 0u ? hv.w : hv.y;
+  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u),
+                vec4(d * float(byte_s(sd.v[4], 2u * j)), 0.0, d * float(byte_s(sd.v[4], 2u * j + 1u)), 0.0),
+                uvec2(h0, h1));
+}
+#endif
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  const uint q = wg.q0[k];
+  [[unroll]] for (uint b = 0u; b < 8u; ++b) {
+    const float dl = b < 4u ? wg.dm.x : wg.dm.z;
+#if defined(WTYPE_Q2_K)
+    const float ml = b < 4u ? wg.dm.y : wg.dm.w;
+    wv[b] = dl * float(nibble_u(q, b)) - ml;
+#elif defined(WTYPE_Q3_K)
+    wv[b] = dl * float(nibble_s(q, b));
+#else
+    // Element e < 16: bits 2e of hi.x; e >= 16: bits 2(e - 16) of hi.y (e = 4k + b or 12 + 4k + b).
+    const uint high = ((b < 4u ? wg.hi.x : wg.hi.y) >> (2u * (4u * k + (b & 3u)))) & 3u;
+    precise float w = dl * float(int(nibble_u(q, b) | (high << 4)) - 32);
+    wv[b] = w;
+#endif
+  }
+}
+#elif defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
+// Q4_K / Q5_K: weight = (d * scale) * q - dmin * min with ggml's get_scale_min_k4 on the header
+// (d, dmin, scales[12]) in sd.v[0]; Q5_K adds a fifth bit per weight (one word per group).
+WGroup load_group(uint row, uint g, WSide sd, uint j) {
+  const uvec4 h = sd.v[0];
+  const vec2 dd = unpackHalf2x16(h.x);
+  uint sc, m;
+  if (j < 4u) {
+    sc = byte_u(h, 4u + j) & 63u;
+    m = byte_u(h, 8u + j) & 63u;
+  } else {
+    sc = (byte_u(h, 8u + j) & 15u) | ((byte_u(h, j) >> 6) << 4);
+    m = (byte_u(h, 8u + j) >> 4) | ((byte_u(h, 4u + j) >> 6) << 4);
+  }
+#if defined(WTYPE_Q5_K)
+  const uint qh = word_of(sd.v[1], sd.v[2], j);
+#else
+  const uint qh = 0u;
+#endif
+  const float d1 = dd.x * float(sc);
+  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u), vec4(d1, dd.y * float(m), d1, 0.0), uvec2(qh, 0u));
+}
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  const uint q = wg.q0[k];
+  [[unroll]] for (uint b = 0u; b < 8u; ++b) {
+    const uint v = nibble_u(q, b) | (((wg.hi.x >> group_elem(k, b)) & 1u) << 4);
+    wv[b] = wg.dm.x * float(v) - wg.dm.y;
+  }
+}
+#else
+#error "define the weight type"
+#endif
+#endif
+#endif

@@ -1,0 +1,105 @@
+#include "server/http/api_common.h"
+
+#include <cstdio>
+#include <ctime>
+
+namespace vks::http {
+
+using nlohmann::json;
+
+bool ModelCatalogue::matches(const std::string& requested) const {
+  if (requested.empty() || requested == id || requested == id + ":latest") return true;
+  return !info.name.empty() && (requested == info.name || requested == info.name + ":latest");
+}
+
+namespace {
+
+std::string api_name(const std::string& wire_field, const std::map<std::string, std::string>& names) {
+  if (wire_field.empty()) return {};
+  // Dotted paths ("logit_bias.17", "stop.2"): rename the head.
+  const size_t dot = wire_field.find('.');
+  const std::string head = wire_field.substr(0, dot);
+  auto it = names.find(head);
+  const std::string renamed = it == names.end() ? head : it->second;
+  return dot == std::string::npos ? renamed : renamed + wire_field.substr(dot);
+}
+
+}  // namespace
+
+ApiError api_error_from_wire(const proto::ProtocolError& error, int32_t retry_after_ms,
+                             const std::map<std::string, std::string>& param_names) {
+  ApiError e;
+  e.code = std::string(proto::wire_error_name(error.code));
+  e.param = api_name(error.field, param_names);
+  e.message = error.message;
+  if (!e.param.empty() && e.param != error.field && !error.field.empty()) {
+    e.message += " (wire field '" + error.field + "')";
+  }
+  switch (error.code) {
+    case proto::WireError::kNotFound: e.status = 404; break;
+    case proto::WireError::kAlreadyExists: e.status = 409; break;
+    case proto::WireError::kOverloaded:
+    case proto::WireError::kTooManyRequests:
+      e.status = 429;
+      e.retry_after_s = std::max<int32_t>(1, (retry_after_ms + 999) / 1000);
+      break;
+    case proto::WireError::kShuttingDown: e.status = 503; break;
+    case proto::WireError::kUnsupported: e.status = 501; break;
+    case proto::WireError::kInternal:
+    case proto::WireError::kDeviceError: e.status = 500; break;
+    default: e.status = 400; break;
+  }
+  return e;
+}
+
+std::variant<proto::GenerateMessage, ApiError> to_generate_message(
+    json wire, const proto::ProtocolLimits& limits, const std::map<std::string, std::string>& param_names) {
+  wire["type"] = "generate";
+  std::vector<uint8_t> packed;
+  try {
+    packed = json::to_msgpack(wire);
+  } catch (const json::exception& e) {
+    return ApiError{400, std::string("cannot encode the request: ") + e.what(), "invalid_request", {}, 0};
+  }
+  const std::string payload(packed.begin(), packed.end());
+  proto::Result<proto::Request> parsed = proto::parse_request(payload, limits);
+  if (!parsed) return api_error_from_wire(parsed.error(), 0, param_names);
+  auto* message = std::get_if<proto::GenerateMessage>(&parsed->body);
+  if (message == nullptr) return ApiError{500, "internal: not a generate request", "internal", {}, 0};
+  return std::move(*message);
+}
+
+void copy_field(const json& body, const char* api_field, json& wire, const char* wire_field) {
+  auto it = body.find(api_field);
+  if (it != body.end() && !it->is_null()) wire[wire_field] = *it;
+}
+
+std::string finish_reason_text(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kDeadline: return "deadline";
+    case FinishReason::kError: return "error";
+  }
+  return "stop";
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string rfc3339_now() {
+  const auto now = std::chrono::system_clock::now();
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ns / 1'000'000'000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  const size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  char frac[16];
+  std::snprintf(frac, sizeof(frac), ".%09lldZ", static_cast<long long>(ns % 1'000'000'000));
+  return std::string(buf, n) + frac;
+}
+
+}  // namespace vks::http

@@ -1,0 +1,40 @@
+#pragma once
+// One HTTP generation in flight: which API asked, where its answer goes (connection + exchange),
+// and what a non-streamed answer has gathered so far.
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "engine/sched/engine.h"
+
+namespace vks::http {
+
+enum class Api { kOpenAiCompletion, kOllamaGenerate };
+
+struct Generation {
+  Api api = Api::kOpenAiCompletion;
+  std::string id;                 // bare vkstream id
+  std::string model;
+  int64_t created_unix = 0;
+  uint64_t conn_id = 0;
+  uint64_t exchange = 0;
+  bool stream = false;
+  bool include_usage = false;     // OpenAI stream_options.include_usage
+  int32_t logprobs = -1;          // OpenAI completions logprobs (N alternatives), -1 = none
+  int32_t prompt_tokens = 0;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::string text;               // non-streamed: everything so far
+  size_t text_bytes = 0;          // streamed or not: bytes of text so far (logprobs text_offset)
+  nlohmann::json logprobs_acc;    // non-streamed OpenAI logprobs object
+  std::string error_message;      // from a kError event
+  ErrorCode error_code = ErrorCode::kInternal;
+};
+
+// The text of one token for logprobs ("tokens" and "top_logprobs" keys).
+using TokenText = std::function<std::string(TokenId)>;
+
+}  // namespace vks::http

@@ -1,0 +1,187 @@
+#include "server/http/ollama_api.h"
+
+namespace vks::http {
+
+using nlohmann::json;
+
+namespace {
+
+ApiError bad(std::string message, std::string param) {
+  return ApiError{400, std::move(message), "invalid_field", std::move(param), 0};
+}
+
+int64_t ns_of_ms(double ms) { return static_cast<int64_t>(ms * 1e6); }
+
+std::string parameter_size(const ModelCatalogue& m) {
+  // Rough count from the shapes: embeddings + per-layer attention and MLP.
+  const double d = m.info.dim;
+  const double params = d * m.info.vocab_size * 2 +
+                        m.info.n_layers * (d * d * 2 + 2 * d * m.info.n_kv_heads * m.info.head_dim + 3 * d * m.info.hidden_dim);
+  char buf[32];
+  if (params >= 1e9) {
+    std::snprintf(buf, sizeof(buf), "%.1fB", params / 1e9);
+  } else if (params >= 1e6) {
+    std::snprintf(buf, sizeof(buf), "%.1fM", params / 1e6);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.0fK", params / 1e3);
+  }
+  return buf;
+}
+
+}  // namespace
+
+const std::map<std::string, std::string>& ollama_param_names() {
+  static const std::map<std::string, std::string> names = {
+      {"max_tokens", "options.num_predict"},       {"temperature", "options.temperature"},
+      {"top_k", "options.top_k"},                   {"top_p", "options.top_p"},
+      {"min_p", "options.min_p"},                   {"seed", "options.seed"},
+      {"stop", "options.stop"},                     {"repetition_penalty", "options.repeat_penalty"},
+      {"presence_penalty", "options.presence_penalty"}, {"frequency_penalty", "options.frequency_penalty"},
+      {"penalty_last_n", "options.repeat_last_n"},  {"prompt_ids", "context"}, {"json_schema", "format"}};
+  return names;
+}
+
+std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const json& body, const ModelCatalogue& model) {
+  OllamaGenerateRequest out;
+  json& w = out.wire;
+  w = json::object();
+  const auto model_it = body.find("model");
+  if (model_it == body.end() || !model_it->is_string()) return bad("model is required (a string)", "model");
+  if (!model.matches(model_it->get<std::string>())) {
+    return ApiError{404, "model '" + model_it->get<std::string>() + "' not found; this server serves '" + model.id + "'",
+                    "model_not_found", "model", 0};
+  }
+  if (auto it = body.find("stream"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) return bad("stream must be a boolean", "stream");
+    out.stream = it->get<bool>();
+  }
+  for (const char* unsupported : {"images", "suffix"}) {
+    auto it = body.find(unsupported);
+    if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()) && !(it->is_string() && it->get<std::string>().empty())) {
+      return bad(std::string(unsupported) + " is not supported by this server", unsupported);
+    }
+  }
+  // format: "json" (any JSON object) or a JSON Schema -> the wire's json_schema (as text).
+  if (auto it = body.find("format"); it != body.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty())) {
+    if (it->is_string() && it->get<std::string>() == "json") {
+      w["json_schema"] = R"({"type":"object"})";
+    } else if (it->is_object()) {
+      w["json_schema"] = it->dump();
+    } else {
+      return bad("format must be \"json\" or a JSON Schema object", "format");
+    }
+  }
+  std::string prompt;
+  if (auto it = body.find("prompt"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) return bad("prompt must be a string", "prompt");
+    prompt = it->get<std::string>();
+  }
+  if (auto it = body.find("system"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) return bad("system must be a string", "system");
+    if (!it->get<std::string>().empty()) prompt = it->get<std::string>() + "\n\n" + prompt;
+  }
+  if (auto it = body.find("context"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {
+    return bad("context (token ids of an earlier answer) is not supported; send the text as prompt", "context");
+  }
+  if (prompt.empty()) {
+    out.load_only = true;
+    return out;
+  }
+  w["prompt"] = prompt;
+  if (auto it = body.find("options"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) return bad("options must be an object", "options");
+    const json& o = *it;
+    for (const auto& [api, wire] : std::initializer_list<std::pair<const char*, const char*>>{
+             {"temperature", "temperature"}, {"top_k", "top_k"}, {"top_p", "top_p"}, {"min_p", "min_p"},
+             {"seed", "seed"}, {"stop", "stop"}, {"repeat_penalty", "repetition_penalty"},
+             {"presence_penalty", "presence_penalty"}, {"frequency_penalty", "frequency_penalty"},
+             {"repeat_last_n", "penalty_last_n"}}) {
+      copy_field(o, api, w, wire);
+    }
+    if (auto np = o.find("num_predict"); np != o.end() && !np->is_null()) {
+      // -1 (infinite) and -2 (fill the context): the server's default bound.
+      if (!(np->is_number_integer() && np->get<int64_t>() < 0)) w["max_tokens"] = *np;
+    }
+  }
+  w["stream"] = true;
+  return out;
+}
+
+std::string ollama_token_line(const Generation& g, const EngineEvent& ev) {
+  if (ev.text.empty()) return {};
+  json line = {{"model", g.model}, {"created_at", rfc3339_now()}, {"response", ev.text}, {"done", false}};
+  return line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+json ollama_final(const Generation& g, const EngineEvent& finished, bool with_text) {
+  const auto total_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - g.started).count();
+  const double prompt_ms = std::max(0.0, finished.timings.ttft_ms - finished.timings.queue_ms);
+  const double eval_ms = std::max(0.0, finished.timings.total_ms - finished.timings.ttft_ms);
+  const int32_t prompt = finished.usage.prompt_tokens > 0 ? finished.usage.prompt_tokens : g.prompt_tokens;
+  return {{"model", g.model},
+          {"created_at", rfc3339_now()},
+          {"response", with_text ? g.text : std::string()},
+          {"done", true},
+          {"done_reason", finish_reason_text(finished.reason)},
+          {"total_duration", total_ns},
+          {"load_duration", 0},
+          {"prompt_eval_count", prompt},
+          {"prompt_eval_duration", ns_of_ms(prompt_ms)},
+          {"eval_count", finished.usage.generated_tokens},
+          {"eval_duration", ns_of_ms(eval_ms)}};
+}
+
+json ollama_details(const ModelCatalogue& model) {
+  return {{"parent_model", ""},
+          {"format", "gguf"},
+          {"family", model.info.architecture},
+          {"families", json::array({model.info.architecture})},
+          {"parameter_size", parameter_size(model)},
+          {"quantization_level", model.file_type}};
+}
+
+json ollama_tags(const ModelCatalogue& model) {
+  char modified[64];
+  const std::time_t t = static_cast<std::time_t>(model.created_unix);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(modified, sizeof(modified), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return {{"models", json::array({{{"name", model.id + ":latest"},
+                                    {"model", model.id + ":latest"},
+                                    {"modified_at", modified},
+                                    {"size", model.file_bytes},
+                                    {"digest", model.digest},
+                                    {"details", ollama_details(model)}}})}};
+}
+
+json ollama_show(const ModelCatalogue& model) {
+  const std::string arch = model.info.architecture;
+  return {{"modelfile", ""},
+          {"parameters", ""},
+          {"template", "{{ .Prompt }}"},
+          {"details", ollama_details(model)},
+          {"model_info",
+           {{"general.architecture", arch},
+            {"general.name", model.id},
+            {arch + ".context_length", model.info.context_length},
+            {arch + ".embedding_length", model.info.dim},
+            {arch + ".block_count", model.info.n_layers},
+            {arch + ".attention.head_count", model.info.n_heads},
+            {arch + ".attention.head_count_kv", model.info.n_kv_heads},
+            {arch + ".feed_forward_length", model.info.hidden_dim},
+            {"tokenizer.ggml.vocab_size", model.info.vocab_size}}},
+          {"capabilities", json::array({"completion"})}};
+}
+
+json ollama_ps(const ModelCatalogue& model) {
+  return {{"models", json::array({{{"name", model.id + ":latest"},
+                                    {"model", model.id + ":latest"},
+                                    {"size", model.file_bytes},
+                                    {"digest", model.digest},
+                                    {"details", ollama_details(model)},
+                                    {"expires_at", "2318-01-01T00:00:00Z"},
+                                    {"size_vram", model.info.device == "cpu" ? 0 : model.file_bytes}}})}};
+}
+
+}  // namespace vks::http

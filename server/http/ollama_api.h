@@ -1,0 +1,34 @@
+#pragma once
+// Ollama-compatible surface: POST /api/generate (NDJSON stream by default), /api/tags, /api/show,
+// /api/ps, /api/version. `options` map onto the wire sampling fields.
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <variant>
+
+#include "server/http/api_common.h"
+#include "server/http/generation.h"
+
+namespace vks::http {
+
+struct OllamaGenerateRequest {
+  nlohmann::json wire;
+  bool stream = true;
+  bool load_only = false;  // no prompt: Ollama's "load the model" request, answered done at once
+};
+
+std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const nlohmann::json& body,
+                                                                  const ModelCatalogue& model);
+const std::map<std::string, std::string>& ollama_param_names();
+
+// One NDJSON line for a token event ("" when it carries no text).
+std::string ollama_token_line(const Generation& g, const EngineEvent& ev);
+// The final object (done: true, done_reason, counts and durations in ns).
+nlohmann::json ollama_final(const Generation& g, const EngineEvent& finished, bool with_text);
+
+nlohmann::json ollama_tags(const ModelCatalogue& model);
+nlohmann::json ollama_show(const ModelCatalogue& model);
+nlohmann::json ollama_ps(const ModelCatalogue& model);
+nlohmann::json ollama_details(const ModelCatalogue& model);
+
+}  // namespace vks::http

@@ -1,0 +1,220 @@
+#include "server/http/openai_api.h"
+
+#include "server/http/json_error.h"
+
+namespace vks::http {
+
+using nlohmann::json;
+
+namespace {
+
+ApiError bad(std::string message, std::string param, std::string code = "invalid_field") {
+  return ApiError{400, std::move(message), std::move(code), std::move(param), 0};
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json logprobs_of(const EngineEvent& ev, const TokenText& token_text, size_t& text_bytes, int32_t top_n) {
+  json lp = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()},
+             {"text_offset", json::array()}};
+  for (const GeneratedToken& t : ev.tokens) {
+    const std::string piece = token_text(t.id);
+    lp["tokens"].push_back(piece);
+    lp["token_logprobs"].push_back(t.logprob);
+    json top = json::object();
+    for (size_t i = 0; i < t.top.size() && static_cast<int32_t>(i) < top_n; ++i) {
+      top[token_text(t.top[i].id)] = t.top[i].logprob;
+    }
+    lp["top_logprobs"].push_back(top_n > 0 ? top : json(nullptr));
+    lp["text_offset"].push_back(text_bytes);
+    text_bytes += piece.size();
+  }
+  return lp;
+}
+
+json usage_of(const EngineEvent& finished, int32_t prompt_tokens) {
+  const int32_t prompt = finished.usage.prompt_tokens > 0 ? finished.usage.prompt_tokens : prompt_tokens;
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", finished.usage.generated_tokens},
+          {"total_tokens", prompt + finished.usage.generated_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", finished.usage.cached_tokens}}}};
+}
+
+json chunk_base(const Generation& g) {
+  return {{"id", "cmpl-" + g.id}, {"object", "text_completion"}, {"created", g.created_unix}, {"model", g.model}};
+}
+
+}  // namespace
+
+const std::map<std::string, std::string>& openai_param_names() {
+  static const std::map<std::string, std::string> names = {{"prompt_ids", "prompt"}, {"json_schema", "response_format"}};
+  return names;
+}
+
+std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const json& body, const ModelCatalogue& model) {
+  OpenAiCompletionRequest out;
+  json& w = out.wire;
+  w = json::object();
+  const auto model_it = body.find("model");
+  if (model_it != body.end() && !model_it->is_null()) {
+    if (!model_it->is_string()) return bad("model must be a string", "model");
+    if (!model.matches(model_it->get<std::string>())) {
+      return ApiError{404, "The model '" + model_it->get<std::string>() + "' does not exist; this server serves '" +
+                               model.id + "' (GET /v1/models)", "model_not_found", "model", 0};
+    }
+  }
+  const auto prompt = body.find("prompt");
+  if (prompt == body.end() || prompt->is_null()) return bad("prompt is required", "prompt", "missing_field");
+  if (prompt->is_string()) {
+    w["prompt"] = *prompt;
+  } else if (prompt->is_array()) {
+    const json& p = *prompt;
+    if (p.size() == 1 && p[0].is_string()) {
+      w["prompt"] = p[0];
+    } else if (p.size() == 1 && p[0].is_array()) {
+      w["prompt_ids"] = p[0];
+    } else if (!p.empty() && p[0].is_number()) {
+      w["prompt_ids"] = p;
+    } else if (p.size() > 1 && (p[0].is_string() || p[0].is_array())) {
+      return bad("several prompts in one request are not supported; send one request per prompt", "prompt");
+    } else {
+      return bad("prompt must be a string, an array of token ids, or an array holding one of those", "prompt");
+    }
+    if (w.contains("prompt_ids") && w["prompt_ids"].empty()) return bad("prompt must not be empty", "prompt");
+  } else {
+    return bad("prompt must be a string, an array of token ids, or an array holding one of those", "prompt");
+  }
+  for (const char* must_be_one : {"n", "best_of"}) {
+    auto it = body.find(must_be_one);
+    if (it != body.end() && !it->is_null() && !(it->is_number_integer() && it->get<int64_t>() == 1)) {
+      return bad(std::string(must_be_one) + " must be 1: one choice per request", must_be_one);
+    }
+  }
+  if (auto it = body.find("echo"); it != body.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>())) {
+    return bad("echo is not supported", "echo");
+  }
+  if (auto it = body.find("suffix"); it != body.end() && !it->is_null()) {
+    return bad("suffix (insertion) is not supported", "suffix");
+  }
+  // max_tokens (OpenAI default 16) or its newer name.
+  if (body.contains("max_completion_tokens") && !body["max_completion_tokens"].is_null()) {
+    w["max_tokens"] = body["max_completion_tokens"];
+  } else if (body.contains("max_tokens") && !body["max_tokens"].is_null()) {
+    w["max_tokens"] = body["max_tokens"];
+  } else {
+    w["max_tokens"] = 16;
+  }
+  for (const char* same : {"temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty",
+                           "logit_bias", "top_k", "min_p", "repetition_penalty", "ignore_eos", "priority",
+                           "deadline_ms", "min_tokens", "stop_token_ids", "penalty_last_n", "add_bos", "grammar"}) {
+    copy_field(body, same, w, same);
+  }
+  if (auto it = body.find("stream"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) return bad("stream must be a boolean", "stream");
+    out.stream = it->get<bool>();
+  }
+  // Constrained output: the wire's json_schema (sent as text: schemas nest deeper than frames may).
+  if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
+    const std::string type = it->is_object() && (*it)["type"].is_string() ? (*it)["type"].get<std::string>() : "";
+    if (type == "json_object") {
+      w["json_schema"] = R"({"type":"object"})";
+    } else if (type == "json_schema") {
+      const json* schema = nullptr;
+      if ((*it)["json_schema"].is_object() && (*it)["json_schema"].contains("schema")) schema = &(*it)["json_schema"]["schema"];
+      if (schema == nullptr || !(schema->is_object() || schema->is_boolean())) {
+        return bad("response_format.json_schema.schema must be a JSON Schema object", "response_format.json_schema.schema");
+      }
+      w["json_schema"] = schema->dump();
+    } else if (type != "text") {
+      return bad("response_format must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}", "response_format");
+    }
+  }
+  if (auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) return bad("stream_options must be an object", "stream_options");
+    auto iu = it->find("include_usage");
+    if (iu != it->end() && !iu->is_null()) {
+      if (!iu->is_boolean()) return bad("stream_options.include_usage must be a boolean", "stream_options.include_usage");
+      out.include_usage = iu->get<bool>();
+    }
+  }
+  if (auto it = body.find("logprobs"); it != body.end() && !it->is_null()) {
+    if (it->is_boolean()) {
+      out.logprobs = it->get<bool>() ? 0 : -1;
+    } else if (it->is_number_integer() && it->get<int64_t>() >= 0 && it->get<int64_t>() <= 20) {
+      out.logprobs = static_cast<int32_t>(it->get<int64_t>());
+    } else {
+      return bad("logprobs must be an integer 0..20 (alternatives per token)", "logprobs");
+    }
+    if (out.logprobs >= 0) w["logprobs"] = out.logprobs;
+  }
+  if (auto it = body.find("user"); it != body.end() && !it->is_null() && !it->is_string()) {
+    return bad("user must be a string", "user");
+  }
+  w["stream"] = true;  // events come to the front end, which decides how to answer
+  return out;
+}
+
+void openai_accumulate(Generation& g, const EngineEvent& ev, const TokenText& token_text) {
+  g.text += ev.text;
+  if (g.logprobs < 0) return;
+  if (g.logprobs_acc.is_null()) {
+    g.logprobs_acc = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()},
+                      {"text_offset", json::array()}};
+  }
+  json lp = logprobs_of(ev, token_text, g.text_bytes, g.logprobs);
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    for (auto& v : lp[key]) g.logprobs_acc[key].push_back(std::move(v));
+  }
+}
+
+std::string openai_token_chunk(Generation& g, const EngineEvent& ev, const TokenText& token_text) {
+  if (ev.text.empty() && (g.logprobs < 0 || ev.tokens.empty())) return {};
+  json chunk = chunk_base(g);
+  json choice = {{"text", ev.text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  if (g.logprobs >= 0) choice["logprobs"] = logprobs_of(ev, token_text, g.text_bytes, g.logprobs);
+  chunk["choices"] = json::array({std::move(choice)});
+  return "data: " + dump(chunk) + "\n\n";
+}
+
+std::string openai_final_chunks(const Generation& g, const EngineEvent& finished) {
+  std::string out;
+  if (finished.reason == FinishReason::kError) {
+    const std::string message = g.error_message.empty() ? "generation failed" : g.error_message;
+    out += "data: " + openai_error_body(500, message, "generation_failed") + "\n\n";
+    out += "data: [DONE]\n\n";
+    return out;
+  }
+  json chunk = chunk_base(g);
+  chunk["choices"] = json::array(
+      {{{"text", ""}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason_text(finished.reason)}}});
+  if (g.include_usage) chunk["usage"] = nullptr;
+  out += "data: " + dump(chunk) + "\n\n";
+  if (g.include_usage) {
+    json usage_chunk = chunk_base(g);
+    usage_chunk["choices"] = json::array();
+    usage_chunk["usage"] = usage_of(finished, g.prompt_tokens);
+    out += "data: " + dump(usage_chunk) + "\n\n";
+  }
+  out += "data: [DONE]\n\n";
+  return out;
+}
+
+json openai_completion(const Generation& g, const EngineEvent& finished) {
+  json answer = chunk_base(g);
+  answer["choices"] = json::array({{{"text", g.text},
+                                    {"index", 0},
+                                    {"logprobs", g.logprobs >= 0 ? g.logprobs_acc : json(nullptr)},
+                                    {"finish_reason", finish_reason_text(finished.reason)}}});
+  answer["usage"] = usage_of(finished, g.prompt_tokens);
+  return answer;
+}
+
+json openai_model(const ModelCatalogue& model) {
+  return {{"id", model.id}, {"object", "model"}, {"created", model.created_unix}, {"owned_by", "vkstream"}};
+}
+
+json openai_models(const ModelCatalogue& model) {
+  return {{"object", "list"}, {"data", json::array({openai_model(model)})}};
+}
+
+}  // namespace vks::http

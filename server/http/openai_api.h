@@ -1,0 +1,41 @@
+#pragma once
+// OpenAI-compatible surface: POST /v1/completions mapped onto the wire generate request, its
+// answers (whole, or SSE chunks ending with `data: [DONE]`), and GET /v1/models.
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <variant>
+
+#include "server/http/api_common.h"
+#include "server/http/generation.h"
+
+namespace vks::http {
+
+struct OpenAiCompletionRequest {
+  nlohmann::json wire;        // wire generate fields
+  bool stream = false;
+  bool include_usage = false;
+  int32_t logprobs = -1;
+};
+
+// Validates the OpenAI fields we translate (prompt shape, n, echo, suffix, ...) and builds the
+// wire map; everything else is checked by the wire parser.
+std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const nlohmann::json& body,
+                                                                      const ModelCatalogue& model);
+// wire field -> OpenAI field, for error params.
+const std::map<std::string, std::string>& openai_param_names();
+
+// Adds one token event to a non-streamed answer, or renders it as one SSE chunk ("" when it
+// carries nothing to send).
+void openai_accumulate(Generation& g, const EngineEvent& ev, const TokenText& token_text);
+std::string openai_token_chunk(Generation& g, const EngineEvent& ev, const TokenText& token_text);
+// The end: the final SSE chunk(s) (finish_reason, usage when asked, an error object when the
+// request failed) and "data: [DONE]".
+std::string openai_final_chunks(const Generation& g, const EngineEvent& finished);
+// The whole non-streamed answer.
+nlohmann::json openai_completion(const Generation& g, const EngineEvent& finished);
+
+nlohmann::json openai_models(const ModelCatalogue& model);
+nlohmann::json openai_model(const ModelCatalogue& model);
+
+}  // namespace vks::http

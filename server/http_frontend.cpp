@@ -1,0 +1,370 @@
+#include "server/http_frontend.h"
+
+#include <sys/stat.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "engine/common/error.h"
+#include "server/http/json_body.h"
+#include "server/http/json_error.h"
+#include "server/http/ollama_api.h"
+#include "server/http/openai_api.h"
+
+namespace vks::server {
+
+using nlohmann::json;
+using http::ApiError;
+using http::HttpConnection;
+using http::HttpRequest;
+
+namespace {
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+bool is_ollama_path(const std::string& path) { return path.rfind("/api/", 0) == 0; }
+
+// A client-chosen id from an x-request-id header, when it is a valid wire id.
+bool valid_client_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char ch : id) {
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+                    ch == '_' || ch == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Constant-time comparison: the key must not leak through timing.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  return diff == 0 && !b.empty();
+}
+
+}  // namespace
+
+http::ModelCatalogue make_model_catalogue(const std::string& model_path, const proto::ModelInfo& info,
+                                          const std::string& file_type) {
+  http::ModelCatalogue m;
+  m.info = info;
+  std::string stem = model_path.substr(model_path.rfind('/') + 1);
+  if (stem.size() > 5 && stem.ends_with(".gguf")) stem.resize(stem.size() - 5);
+  m.id = stem.empty() ? (info.name.empty() ? "model" : info.name) : stem;
+  m.file_type = file_type;
+  struct stat st {};
+  if (stat(model_path.c_str(), &st) == 0) {
+    m.file_bytes = static_cast<uint64_t>(st.st_size);
+    m.created_unix = static_cast<int64_t>(st.st_mtime);
+  }
+  // Not a content hash (that would read the whole file at startup): stable for one file version.
+  const uint64_t h = std::hash<std::string>{}(m.id + "/" + std::to_string(m.file_bytes) + "/" + std::to_string(m.created_unix));
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  m.digest = std::string(hex) + std::string(hex) + std::string(hex) + std::string(hex);
+  return m;
+}
+
+HttpFrontend::HttpFrontend(uv_loop_t* loop, HttpFrontendOptions options, http::ModelCatalogue model, Backend backend)
+    : options_(std::move(options)), model_(std::move(model)), backend_(std::move(backend)) {
+  http::HttpServer::Hooks hooks;
+  hooks.on_request = [this](HttpConnection& c, HttpRequest& r) { handle(c, r); };
+  hooks.on_closed = [this](HttpConnection& c) { on_closed(c); };
+  hooks.allow_peer = [this](const http::PeerInfo& peer, std::string& why) {
+    if (!peer.is_unix || !backend_.allow_unix_peer) return true;
+    return backend_.allow_unix_peer(peer, why);
+  };
+  server_ = std::make_unique<http::HttpServer>(loop, options_.limits, std::move(hooks));
+}
+
+HttpFrontend::~HttpFrontend() = default;
+
+void HttpFrontend::start(std::optional<int> activated_fd) {
+  std::vector<http::HttpEndpoint> endpoints;
+  for (const std::string& spec : options_.endpoints) endpoints.push_back(http::parse_http_endpoint(spec));
+  for (const http::HttpEndpoint& e : endpoints) {
+    if (!e.is_loopback() && options_.api_key.empty()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--http " + e.describe() + " is not a loopback address: pass --api-key (clients send it as "
+                  "'Authorization: Bearer KEY'), or listen on 127.0.0.1 / unix:PATH");
+    }
+  }
+  for (const http::HttpEndpoint& e : endpoints) server_->listen(e, options_.unix_mode);
+  if (activated_fd) server_->adopt(*activated_fd);
+}
+
+std::string HttpFrontend::fresh_request_id() {
+  char hex[33];
+  std::snprintf(hex, sizeof(hex), "%016llx%016llx", static_cast<unsigned long long>(rng_()),
+                static_cast<unsigned long long>(rng_()));
+  return hex;
+}
+
+bool HttpFrontend::authorized(const HttpRequest& r) const {
+  if (options_.api_key.empty()) return true;
+  const std::string* auth = r.header("authorization");
+  if (auth == nullptr || auth->size() < 7 || auth->compare(0, 7, "Bearer ") != 0) return false;
+  return same_secret(auth->substr(7), options_.api_key);
+}
+
+void HttpFrontend::send_json(HttpConnection& c, int status, const json& body, const std::string& request_id) {
+  http::HttpResponse resp;
+  resp.status = status;
+  resp.headers.emplace_back("x-request-id", request_id);
+  resp.body = dump(body);
+  c.respond(resp);
+}
+
+void HttpFrontend::send_error(HttpConnection& c, bool ollama, const ApiError& e, const std::string& request_id) {
+  http::HttpResponse resp;
+  resp.status = e.status;
+  resp.headers.emplace_back("x-request-id", request_id);
+  if (e.retry_after_s > 0) resp.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s));
+  resp.body = ollama ? http::ollama_error_body(e.message) : http::openai_error_body(e.status, e.message, e.code, e.param);
+  c.respond(resp);
+}
+
+void HttpFrontend::handle(HttpConnection& c, HttpRequest& r) {
+  const std::string request_id = fresh_request_id();
+  try {
+    if (!authorized(r) && r.path != "/health") {
+      send_error(c, is_ollama_path(r.path),
+                 ApiError{401, "missing or wrong API key: send 'Authorization: Bearer KEY'", "invalid_api_key", {}, 0},
+                 request_id);
+      return;
+    }
+    route(c, r, request_id);
+  } catch (const std::exception& e) {
+    spdlog::error("http {} {}: {}", r.method, r.path, e.what());
+    if (c.answering()) send_error(c, is_ollama_path(r.path), ApiError{500, e.what(), "internal", {}, 0}, request_id);
+  }
+}
+
+void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
+  const std::string& p = r.path;
+  const bool get = r.method == "GET" || r.method == "HEAD";
+  const bool post = r.method == "POST";
+  const bool ollama = is_ollama_path(p);
+  auto wrong_method = [&](const char* allowed) {
+    http::HttpResponse resp;
+    resp.status = 405;
+    resp.headers = {{"x-request-id", request_id}, {"Allow", allowed}};
+    const std::string message = r.method + " is not allowed on " + p + " (use " + allowed + ")";
+    resp.body = ollama ? http::ollama_error_body(message) : http::openai_error_body(405, message, "method_not_allowed");
+    c.respond(resp);
+  };
+  auto not_yet = [&](const std::string& what) {
+    send_error(c, ollama, ApiError{501, what, "not_implemented", {}, 0}, request_id);
+  };
+
+  if (p == "/v1/completions") return post ? completions(c, r) : wrong_method("POST");
+  if (p == "/api/generate") return post ? ollama_generate(c, r) : wrong_method("POST");
+  if (p == "/v1/chat/completions" || p == "/api/chat") {
+    if (!post) return wrong_method("POST");
+    return not_yet("chat is not supported yet: this vkstreamd has no chat template support (the chat-template "
+                   "feature has not landed); use " + std::string(ollama ? "/api/generate" : "/v1/completions") +
+                   " with a plain prompt");
+  }
+  if (p == "/v1/embeddings" || p == "/api/embed" || p == "/api/embeddings") {
+    return post ? not_yet("embeddings are not supported by this vkstreamd yet") : wrong_method("POST");
+  }
+  if (p == "/v1/models") return get ? send_json(c, 200, http::openai_models(model_), request_id) : wrong_method("GET");
+  if (p.rfind("/v1/models/", 0) == 0) {
+    if (!get) return wrong_method("GET");
+    const std::string wanted = p.substr(11);
+    if (!model_.matches(wanted) || wanted.empty()) {
+      return send_error(c, false, ApiError{404, "The model '" + wanted + "' does not exist", "model_not_found", "model", 0},
+                        request_id);
+    }
+    return send_json(c, 200, http::openai_model(model_), request_id);
+  }
+  if (p == "/api/tags") return get ? send_json(c, 200, http::ollama_tags(model_), request_id) : wrong_method("GET");
+  if (p == "/api/ps") return get ? send_json(c, 200, http::ollama_ps(model_), request_id) : wrong_method("GET");
+  if (p == "/api/version") {
+    return get ? send_json(c, 200, json{{"version", options_.version}}, request_id) : wrong_method("GET");
+  }
+  if (p == "/api/show") {
+    if (!post) return wrong_method("POST");
+    auto body = http::parse_json_object(r, false, /*any_media_type=*/true);
+    if (auto* f = std::get_if<http::ParseFailure>(&body)) return send_error(c, true, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+    const json& b = std::get<json>(body);
+    std::string name;
+    for (const char* key : {"model", "name"}) {
+      if (b.contains(key) && b[key].is_string()) name = b[key].get<std::string>();
+    }
+    if (name.empty()) return send_error(c, true, ApiError{400, "model is required", "missing_field", "model", 0}, request_id);
+    if (!model_.matches(name)) return send_error(c, true, ApiError{404, "model '" + name + "' not found", "model_not_found", "model", 0}, request_id);
+    return send_json(c, 200, http::ollama_show(model_), request_id);
+  }
+  if (p == "/health") {
+    if (!get) return wrong_method("GET");
+    const bool serving = !backend_.serving || backend_.serving();
+    return send_json(c, serving ? 200 : 503, json{{"status", serving ? "ok" : "draining"}, {"model", model_.id}}, request_id);
+  }
+  if (p == "/metrics") {
+    if (!get) return wrong_method("GET");
+    http::HttpResponse resp;
+    resp.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    resp.headers.emplace_back("x-request-id", request_id);
+    resp.body = backend_.metrics ? backend_.metrics() : std::string();
+    return c.respond(resp);
+  }
+  if (p == "/" || p == "/api") {
+    if (!get) return wrong_method("GET");
+    http::HttpResponse resp;
+    resp.content_type = "text/plain; charset=utf-8";
+    resp.headers.emplace_back("x-request-id", request_id);
+    resp.body = "vkstream is running\n";
+    return c.respond(resp);
+  }
+  send_error(c, ollama, ApiError{404, "no endpoint " + r.method + " " + p + " (see docs/HTTP.md)", "not_found", {}, 0},
+             request_id);
+}
+
+void HttpFrontend::completions(HttpConnection& c, HttpRequest& r) {
+  const std::string request_id = fresh_request_id();
+  auto body = http::parse_json_object(r);
+  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
+    return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+  }
+  auto mapped = http::map_openai_completion(std::get<json>(body), model_);
+  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
+  auto& req = std::get<http::OpenAiCompletionRequest>(mapped);
+  http::Generation g;
+  g.api = http::Api::kOpenAiCompletion;
+  g.stream = req.stream;
+  g.include_usage = req.include_usage;
+  g.logprobs = req.logprobs;
+  submit(c, r, std::move(g), std::move(req.wire), http::openai_param_names());
+}
+
+void HttpFrontend::ollama_generate(HttpConnection& c, HttpRequest& r) {
+  const std::string request_id = fresh_request_id();
+  auto body = http::parse_json_object(r, false, /*any_media_type=*/true);
+  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
+    return send_error(c, true, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+  }
+  auto mapped = http::map_ollama_generate(std::get<json>(body), model_);
+  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, true, *e, request_id);
+  auto& req = std::get<http::OllamaGenerateRequest>(mapped);
+  if (req.load_only) {
+    return send_json(c, 200,
+                     json{{"model", model_.id}, {"created_at", http::rfc3339_now()}, {"response", ""}, {"done", true},
+                          {"done_reason", "load"}},
+                     request_id);
+  }
+  http::Generation g;
+  g.api = http::Api::kOllamaGenerate;
+  g.stream = req.stream;
+  submit(c, r, std::move(g), std::move(req.wire), http::ollama_param_names());
+}
+
+void HttpFrontend::submit(HttpConnection& c, const HttpRequest& r, http::Generation g, json wire,
+                          const std::map<std::string, std::string>& names) {
+  const bool ollama = g.api == http::Api::kOllamaGenerate;
+  if (const std::string* chosen = r.header("x-request-id"); chosen != nullptr && valid_client_id(*chosen)) {
+    wire["id"] = *chosen;
+  }
+  auto message = http::to_generate_message(std::move(wire), options_.wire_limits, names);
+  if (auto* e = std::get_if<ApiError>(&message)) return send_error(c, ollama, *e, fresh_request_id());
+  const uint64_t conn_id = c.id();
+  const uint64_t exchange = c.exchange();
+  auto still_wanted = [this, conn_id, exchange] {
+    HttpConnection* now = server_->find(conn_id);
+    return now != nullptr && !now->closing() && now->exchange() == exchange;
+  };
+  backend_.submit(conn_id, std::move(std::get<proto::GenerateMessage>(message)), still_wanted,
+                  [this, conn_id, exchange, g = std::move(g), &names](const HttpSubmitOutcome& outcome) mutable {
+                    submitted(conn_id, exchange, std::move(g), outcome, names);
+                  });
+}
+
+void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generation g, const HttpSubmitOutcome& outcome,
+                             const std::map<std::string, std::string>& names) {
+  const bool ollama = g.api == http::Api::kOllamaGenerate;
+  HttpConnection* c = server_->find(conn_id);
+  if (c == nullptr || c->closing() || c->exchange() != exchange) return;  // gone: its close cancelled the request
+  if (!outcome.ok) {
+    return send_error(*c, ollama, http::api_error_from_wire(outcome.error, outcome.retry_after_ms, names),
+                      outcome.id.empty() ? fresh_request_id() : outcome.id);
+  }
+  g.id = outcome.id;
+  g.model = model_.id;
+  g.created_unix = http::unix_now();
+  g.conn_id = conn_id;
+  g.exchange = exchange;
+  g.prompt_tokens = outcome.prompt_tokens;
+  g.started = std::chrono::steady_clock::now();
+  if (g.stream) {
+    http::HeaderList headers = {{"x-request-id", g.id}, {"Cache-Control", "no-cache"}};
+    c->begin_stream(200, ollama ? "application/x-ndjson" : "text/event-stream", headers);
+  }
+  generations_.emplace(g.id, std::move(g));
+}
+
+void HttpFrontend::on_engine_event(const EngineEvent& ev) {
+  auto it = generations_.find(ev.request_id);
+  if (it == generations_.end()) return;
+  http::Generation& g = it->second;
+  HttpConnection* c = server_->find(g.conn_id);
+  if (c == nullptr || c->closing() || c->exchange() != g.exchange) {
+    generations_.erase(it);  // the client went away; its close cancelled the request
+    return;
+  }
+  const bool ollama = g.api == http::Api::kOllamaGenerate;
+  switch (ev.type) {
+    case EventType::kFirstToken:
+    case EventType::kToken: {
+      if (!g.stream) {
+        if (ollama) {
+          g.text += ev.text;
+        } else {
+          http::openai_accumulate(g, ev, backend_.token_text);
+        }
+        return;
+      }
+      const std::string piece = ollama ? http::ollama_token_line(g, ev) : http::openai_token_chunk(g, ev, backend_.token_text);
+      if (!piece.empty() && !c->send_chunk(piece)) generations_.erase(it);  // slow reader: closed, cancelled
+      return;
+    }
+    case EventType::kError:
+      g.error_message = ev.error_message;
+      g.error_code = ev.error_code;
+      return;
+    case EventType::kFinished:
+      break;
+    default:
+      return;
+  }
+  // Finished.
+  if (g.stream) {
+    if (ollama) {
+      json last = http::ollama_final(g, ev, /*with_text=*/false);
+      if (ev.reason == FinishReason::kError) last["error"] = g.error_message.empty() ? "generation failed" : g.error_message;
+      c->send_chunk(dump(last) + "\n");
+    } else {
+      c->send_chunk(http::openai_final_chunks(g, ev));
+    }
+    c->end_stream();
+  } else if (ev.reason == FinishReason::kError) {
+    send_error(*c, ollama, ApiError{500, g.error_message.empty() ? "generation failed" : g.error_message, "generation_failed", {}, 0},
+               g.id);
+  } else {
+    http::HttpResponse resp;
+    resp.headers.emplace_back("x-request-id", g.id);
+    resp.body = dump(ollama ? http::ollama_final(g, ev, /*with_text=*/true) : http::openai_completion(g, ev));
+    c->respond(resp);
+  }
+  generations_.erase(it);
+}
+
+void HttpFrontend::on_closed(HttpConnection& c) {
+  for (auto it = generations_.begin(); it != generations_.end();) {
+    it = it->second.conn_id == c.id() ? generations_.erase(it) : std::next(it);
+  }
+  if (backend_.connection_closed) backend_.connection_closed(c.id());
+}
+
+}  // namespace vks::server

@@ -1,0 +1,108 @@
+#pragma once
+// The HTTP front end of vkstreamd: OpenAI- and Ollama-compatible endpoints, /health and /metrics,
+// on the daemon's loop thread (server/http/ is the transport and the API mappings). A generation
+// is submitted through the daemon like any other request (same ids, registry, PUB topic, limits);
+// its engine events come back through on_engine_event and are rendered for the API that asked.
+// A connection that goes away cancels its request at once (Backend::connection_closed).
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/sched/engine.h"
+#include "protocol/errors.h"
+#include "protocol/limits.h"
+#include "protocol/requests.h"
+#include "server/http/api_common.h"
+#include "server/http/generation.h"
+#include "server/http/http_limits.h"
+#include "server/http/http_server.h"
+
+namespace vks::server {
+
+struct HttpSubmitOutcome {
+  bool ok = false;
+  std::string id;
+  int32_t prompt_tokens = 0;
+  proto::ProtocolError error;
+  int32_t retry_after_ms = 0;
+};
+
+struct HttpFrontendOptions {
+  std::vector<std::string> endpoints;  // --http values
+  std::string api_key;                 // required as "Authorization: Bearer" when not empty
+  uint32_t unix_mode = 0660;
+  http::HttpLimits limits;
+  proto::ProtocolLimits wire_limits;
+  std::string version = "0.1.0";
+};
+
+class HttpFrontend {
+ public:
+  struct Backend {
+    // Submits (a long prompt is tokenized off the loop first); `done` runs on the loop thread, at
+    // once or later, unless `still_wanted` says the client went away meanwhile.
+    std::function<void(uint64_t conn_id, proto::GenerateMessage message, std::function<bool()> still_wanted,
+                       std::function<void(HttpSubmitOutcome)> done)>
+        submit;
+    std::function<void(uint64_t conn_id)> connection_closed;  // cancel what it owns
+    std::function<std::string()> metrics;                     // Prometheus text
+    std::function<bool()> serving;                            // false while draining
+    std::function<bool(const http::PeerInfo&, std::string& why)> allow_unix_peer;
+    http::TokenText token_text;
+  };
+
+  HttpFrontend(uv_loop_t* loop, HttpFrontendOptions options, http::ModelCatalogue model, Backend backend);
+  ~HttpFrontend();
+  HttpFrontend(const HttpFrontend&) = delete;
+  HttpFrontend& operator=(const HttpFrontend&) = delete;
+
+  // Listens on every --http endpoint, and adopts the socket-activated "http" descriptor when given.
+  // Throws vks::Error: a non-loopback address without an API key, bind failures.
+  void start(std::optional<int> activated_fd);
+  std::vector<std::string> addresses() const { return server_->addresses(); }
+
+  // An engine event of a request an HTTP client submitted.
+  void on_engine_event(const EngineEvent& ev);
+
+  void stop_accepting() { server_->stop_accepting(); }
+  void close_all(bool flush) { server_->close_all(flush); }
+  size_t connection_count() const { return server_->connection_count(); }
+  size_t live_generations() const { return generations_.size(); }
+
+ private:
+  void handle(http::HttpConnection& c, http::HttpRequest& r);
+  void on_closed(http::HttpConnection& c);
+  bool authorized(const http::HttpRequest& r) const;
+  void route(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
+  void completions(http::HttpConnection& c, http::HttpRequest& r);
+  void ollama_generate(http::HttpConnection& c, http::HttpRequest& r);
+  // Submits the wire request; on success registers the generation and starts its answer.
+  void submit(http::HttpConnection& c, const http::HttpRequest& r, http::Generation g, nlohmann::json wire,
+              const std::map<std::string, std::string>& names);
+  void submitted(uint64_t conn_id, uint64_t exchange, http::Generation g, const HttpSubmitOutcome& outcome,
+                 const std::map<std::string, std::string>& names);
+  void send_error(http::HttpConnection& c, bool ollama, const http::ApiError& e, const std::string& request_id);
+  void send_json(http::HttpConnection& c, int status, const nlohmann::json& body, const std::string& request_id);
+  std::string fresh_request_id();
+
+  HttpFrontendOptions options_;
+  http::ModelCatalogue model_;
+  Backend backend_;
+  std::unique_ptr<http::HttpServer> server_;
+  std::unordered_map<std::string, http::Generation> generations_;  // by request id
+  std::mt19937_64 rng_{std::random_device{}()};
+};
+
+// The catalogue entry of the served model: its name (GGUF general.name, else the file stem),
+// size, mtime and file type.
+http::ModelCatalogue make_model_catalogue(const std::string& model_path, const proto::ModelInfo& info,
+                                          const std::string& file_type);
+
+}  // namespace vks::server

@@ -1,0 +1,128 @@
+// The `chat` wire request: encode/parse round trip and field-level errors.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include <msgpack.hpp>
+
+#include "protocol/requests.h"
+
+namespace {
+
+using namespace vks::proto;
+
+ChatRequest sample() {
+  ChatRequest c;
+  c.messages = {{"system", "Be brief."}, {"user", "Hi \xF0\x9F\x98\x80"}};
+  c.add_generation_prompt = false;
+  c.chat_template = "{{ messages[0].content }}";
+  c.generate.max_tokens = 7;
+  c.generate.temperature = 0.5;
+  c.generate.stop = {"\n\n"};
+  c.generate.id = "chat-1";
+  c.generate.detached = true;
+  return c;
+}
+
+Result<Request> parse(const std::string& payload) { return parse_request(payload, ProtocolLimits{}); }
+
+TEST(ChatRequest, RoundTrips) {
+  Result<Request> parsed = parse(encode_request(RequestBody(sample()), Tag::of(5)));
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  ASSERT_TRUE(std::holds_alternative<ChatRequest>(parsed->body));
+  EXPECT_EQ(request_type_name(parsed->body), "chat");
+  const ChatRequest& c = std::get<ChatRequest>(parsed->body);
+  ASSERT_EQ(c.messages.size(), 2u);
+  EXPECT_EQ(c.messages[1].role, "user");
+  EXPECT_EQ(c.messages[1].content, "Hi \xF0\x9F\x98\x80");
+  EXPECT_FALSE(c.add_generation_prompt);
+  EXPECT_EQ(c.chat_template, "{{ messages[0].content }}");
+  EXPECT_EQ(c.generate.max_tokens, 7);
+  EXPECT_EQ(c.generate.temperature, 0.5);
+  EXPECT_EQ(c.generate.stop, std::vector<std::string>{"\n\n"});
+  EXPECT_EQ(c.generate.id, "chat-1");
+  EXPECT_TRUE(c.generate.is_detached());
+  EXPECT_TRUE(c.generate.prompt.empty());
+  EXPECT_TRUE(c.generate.prompt_ids.empty());
+}
+
+TEST(ChatRequest, DefaultsAddTheGenerationPrompt) {
+  ChatRequest c;
+  c.messages = {{"user", "x"}};
+  Result<Request> parsed = parse(encode_request(RequestBody(c)));
+  ASSERT_TRUE(parsed);
+  EXPECT_TRUE(std::get<ChatRequest>(parsed->body).add_generation_prompt);
+  EXPECT_FALSE(std::get<ChatRequest>(parsed->body).chat_template.has_value());
+}
+
+// Field name of the error a chat request with `edit` applied gets ("" when it parses).
+std::string error_field(const std::function<void(ChatRequest&)>& edit, WireError expected = WireError::kInvalidField) {
+  ChatRequest c = sample();
+  edit(c);
+  Result<Request> parsed = parse(encode_request(RequestBody(c)));
+  if (parsed) return "";
+  EXPECT_EQ(parsed.error().code, expected) << parsed.error().message;
+  return parsed.error().field;
+}
+
+TEST(ChatRequest, BadFieldsAreNamed) {
+  EXPECT_EQ(error_field([](ChatRequest& c) { c.messages.clear(); }), "messages");
+  EXPECT_EQ(error_field([](ChatRequest& c) { c.messages[1].role.clear(); }), "messages.1.role");
+  EXPECT_EQ(error_field([](ChatRequest& c) { c.messages.assign(kMaxChatMessages + 1, {"user", "x"}); }), "messages");
+  EXPECT_EQ(error_field([](ChatRequest& c) { c.chat_template = std::string(kMaxChatTemplateBytes + 1, 'x'); }),
+            "chat_template");
+  EXPECT_EQ(error_field([](ChatRequest& c) { c.generate.temperature = -1; }), "temperature");
+}
+
+// A hand-built chat map: {"type": "chat", <extra>}.
+std::string chat_map(const std::function<void(msgpack::packer<msgpack::sbuffer>&)>& extra, uint32_t extra_entries) {
+  msgpack::sbuffer buf;
+  msgpack::packer<msgpack::sbuffer> pk(buf);
+  pk.pack_map(1 + extra_entries);
+  pk.pack(std::string("type"));
+  pk.pack(std::string("chat"));
+  extra(pk);
+  return std::string(buf.data(), buf.size());
+}
+
+TEST(ChatRequest, MissingOrMalformedMessages) {
+  Result<Request> r = parse(chat_map([](auto&) {}, 0));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, WireError::kMissingField);
+  EXPECT_EQ(r.error().field, "messages");
+
+  r = parse(chat_map([](auto& pk) {
+    pk.pack(std::string("messages"));
+    pk.pack_array(1);
+    pk.pack(std::string("not a map"));
+  }, 1));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().field, "messages.0");
+
+  r = parse(chat_map([](auto& pk) {
+    pk.pack(std::string("messages"));
+    pk.pack_array(1);
+    pk.pack_map(1);
+    pk.pack(std::string("role"));
+    pk.pack(std::string("user"));
+  }, 1));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, WireError::kMissingField);
+  EXPECT_EQ(r.error().field, "messages.0.content");
+
+  r = parse(chat_map([](auto& pk) {
+    pk.pack(std::string("messages"));
+    pk.pack_array(1);
+    pk.pack_map(2);
+    pk.pack(std::string("role"));
+    pk.pack(std::string("user"));
+    pk.pack(std::string("content"));
+    pk.pack(std::string("hi"));
+    pk.pack(std::string("prompt"));
+    pk.pack(std::string("also a prompt"));
+  }, 2));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().field, "prompt");
+}
+
+}  // namespace

@@ -1,0 +1,91 @@
+// vkstreamd parses and test-renders the chat template at load: the model's template, a
+// --chat-template file, or ChatML (logged) when the model has none or one the interpreter cannot
+// handle; a broken --chat-template file stops the start with the template line named.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <optional>
+
+#include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_writer.h"
+#include "tests/clients/process_util.h"
+#include "tests/common/test_models.h"
+
+namespace {
+
+using vks::test::run_process;
+
+// stories260K with tokenizer.chat_template set (or left absent).
+std::string model_with_template(const std::string& dir, const std::optional<std::string>& tmpl) {
+  const auto source = vks::gguf::GgufFile::open(vks::test::model_path("stories260K.gguf"));
+  vks::gguf::GgufWriter writer;
+  writer.set_alignment(source.alignment());
+  for (const auto& kv : source.metadata()) {
+    if (kv.key != "general.alignment") writer.set(kv.key, kv.value);
+  }
+  if (tmpl) writer.set("tokenizer.chat_template", vks::gguf::make_string(*tmpl));
+  std::vector<std::vector<uint8_t>> data;
+  for (const auto& t : source.tensors()) {
+    writer.add_tensor(t.name, t.type, t.dims);
+    const auto bytes = source.tensor_data(t);
+    data.emplace_back(bytes.begin(), bytes.end());
+  }
+  const std::string path = dir + "/model.gguf";
+  vks::gguf::write_gguf_file(writer, data, path);
+  return path;
+}
+
+// Starts vkstreamd, lets it exit on its own after 0.3 s idle, returns its exit code and log.
+vks::test::ProcessResult run_daemon(const std::string& dir, const std::string& model,
+                                    const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv = {vks::test::build_dir() + "/server/vkstreamd", "--model", model, "--cpu",
+                                   "--socket", dir + "/vkstream.sock", "--zmq", "ipc://" + dir + "/router.zmq",
+                                   "--pub", "ipc://" + dir + "/pub.zmq", "--idle-exit", "0.3"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto result = run_process(argv, "", 60);
+  result.err = result.out + result.err;
+  return result;
+}
+
+TEST(DaemonChatTemplate, ModelTemplateIsUsed) {
+  const std::string dir = vks::test::make_temp_dir("vks-chat-daemon");
+  const auto r = run_daemon(dir, model_with_template(dir, "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("chat template: model"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("ChatML"), std::string::npos) << r.err;
+}
+
+TEST(DaemonChatTemplate, NoTemplateFallsBackToChatmlAndSaysSo) {
+  const std::string dir = vks::test::make_temp_dir("vks-chat-daemon");
+  const auto r = run_daemon(dir, vks::test::model_path("stories260K.gguf"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("the model has no tokenizer.chat_template; falling back to ChatML"), std::string::npos) << r.err;
+}
+
+TEST(DaemonChatTemplate, UnusableTemplateIsReportedAtLoadAndFallsBack) {
+  const std::string dir = vks::test::make_temp_dir("vks-chat-daemon");
+  const auto r = run_daemon(dir, model_with_template(dir, "{{ bos_token }}\n{{ messages | frobnicate }}"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("template line 2: unknown filter 'frobnicate'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("falling back to ChatML"), std::string::npos) << r.err;
+}
+
+TEST(DaemonChatTemplate, UserTemplateOverridesAndABrokenOneStopsTheStart) {
+  const std::string dir = vks::test::make_temp_dir("vks-chat-daemon");
+  const std::string good = dir + "/good.jinja";
+  const std::string bad = dir + "/bad.jinja";
+  {
+    std::ofstream(good) << "{% for m in messages %}{{ m.content }}{% endfor %}";
+    std::ofstream(bad) << "{% for m in messages %}\n{% if m %}{% endfor %}";
+  }
+  auto r = run_daemon(dir, vks::test::model_path("stories260K.gguf"), {"--chat-template", good});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("chat template: file " + good), std::string::npos) << r.err;
+
+  r = run_daemon(dir, vks::test::model_path("stories260K.gguf"), {"--chat-template", bad});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("template line"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
+}
+
+}  // namespace

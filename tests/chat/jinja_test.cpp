@@ -1,0 +1,154 @@
+// Jinja interpreter behaviour beyond the reference chat templates: each feature the issue lists,
+// jinja2's whitespace control and scoping, and errors that name the template line.
+#include <gtest/gtest.h>
+
+#include "engine/chat/jinja_template.h"
+#include "engine/chat/json_value.h"
+
+namespace {
+
+using vks::jinja::Template;
+using vks::jinja::TemplateError;
+using vks::jinja::Value;
+
+std::string render(const std::string& source, const std::string& json_vars = "{}") {
+  const Value vars = vks::jinja::value_from_json(nlohmann::ordered_json::parse(json_vars));
+  return Template::parse(source).render(vars.as_dict());
+}
+
+// The message of the TemplateError that parsing or rendering throws ("" if none).
+std::string error_of(const std::string& source, const std::string& json_vars = "{}") {
+  try {
+    render(source, json_vars);
+  } catch (const TemplateError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Jinja, ControlFlow) {
+  EXPECT_EQ(render("{% for x in [1, 2, 3] %}{{ x }}{% if not loop.last %},{% endif %}{% endfor %}"), "1,2,3");
+  EXPECT_EQ(render("{% if a %}A{% elif b %}B{% else %}C{% endif %}", R"({"b": 1})"), "B");
+  EXPECT_EQ(render("{% if a %}A{% elif b %}B{% else %}C{% endif %}"), "C");
+  EXPECT_EQ(render("{% for x in [] %}x{% else %}empty{% endfor %}"), "empty");
+  EXPECT_EQ(render("{% for x in range(10) if x % 3 == 0 %}{{ loop.index }}:{{ x }} {% endfor %}"), "1:0 2:3 3:6 4:9 ");
+  EXPECT_EQ(render("{% for x in range(5) %}{% if x == 3 %}{% break %}{% endif %}{% if x == 1 %}{% continue %}{% endif %}{{ x }}{% endfor %}"),
+            "02");
+  EXPECT_EQ(render("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", R"({"d": {"b": 1, "a": 2}})"), "b=1;a=2;");
+  EXPECT_EQ(render("{% for x in 'ab' %}{{ loop.index0 }}{{ loop.revindex }}{{ x }}{% endfor %}"), "02a11b");
+}
+
+TEST(Jinja, ScopingAndNamespace) {
+  // A set inside a loop does not leak out; a namespace carries state out.
+  EXPECT_EQ(render("{% set x = 1 %}{% for i in [1, 2] %}{% set x = i %}{% endfor %}{{ x }}"), "1");
+  EXPECT_EQ(render("{% set ns = namespace(x=1) %}{% for i in [5, 7] %}{% set ns.x = ns.x + i %}{% endfor %}{{ ns.x }}"), "13");
+  EXPECT_EQ(render("{% if true %}{% set y = 'in' %}{% endif %}{{ y }}"), "in");
+  EXPECT_EQ(render("{% set a, b = 1, 2 %}{{ b }}{{ a }}"), "21");
+  EXPECT_EQ(render("{% set block %}x{{ 1 + 1 }}{% endset %}[{{ block }}]"), "[x2]");
+}
+
+TEST(Jinja, Macros) {
+  EXPECT_EQ(render("{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}{{ greet('A') }} {{ greet('B', punct='?') }}"),
+            "Hi A! Hi B?");
+  EXPECT_EQ(render("{% macro f(n) %}{% if n > 0 %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(3) }}"), "321");
+}
+
+TEST(Jinja, FiltersAndMethods) {
+  EXPECT_EQ(render("{{ '  a b  ' | trim }}|{{ 'Ab' | upper }}{{ 'Ab' | lower }}|{{ [1, 2] | length }}{{ 'héé' | length }}"),
+            "a b|ABab|23");
+  EXPECT_EQ(render("{{ d | tojson }}", R"({"d": {"a": [1, 2.5, null, true], "s": "q\"\n é"}})"),
+            "{\"a\": [1, 2.5, null, true], \"s\": \"q\\\"\\n é\"}");
+  EXPECT_EQ(render("{{ d | tojson(indent=2) }}", R"({"d": {"a": [1]}})"), "{\n  \"a\": [\n    1\n  ]\n}");
+  EXPECT_EQ(render("{{ 'a,b,,c'.split(',') | join('|') }} {{ 'a b  c'.split() | length }}"), "a|b||c 3");
+  EXPECT_EQ(render("{{ 'xxhixx'.strip('x') }}{{ '\\n\\nq\\n'.lstrip('\\n') }}{{ 'ab'.startswith('a') }}{{ 'ab'.endswith('a') }}"),
+            "hiq\nTrueFalse");
+  EXPECT_EQ(render("{{ x | default('dflt') }}{{ '' | default('e', true) }}{{ [3, 1, 2] | sort | first }}{{ [3, 1] | last }}"),
+            "dflte11");
+  EXPECT_EQ(render("{{ msgs | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(',') }}",
+                   R"({"msgs": [{"role": "user", "content": "a"}, {"role": "bot", "content": "b"}, {"role": "user", "content": "c"}]})"),
+            "a,c");
+  EXPECT_EQ(render("{{ 'a-b'.replace('-', '+') }}{{ 'abc' | replace('b', '') }}{{ [1, 1, 2] | unique | list | length }}"), "a+bac2");
+  EXPECT_EQ(render("{{ d.get('x', 5) }}{{ d.keys() | list | length }}{% set l = [] %}{% set _ = l.append(1) %}{{ l }}", R"({"d": {"a": 1}})"),
+            "51[1]");
+}
+
+TEST(Jinja, SlicingIndexingAndConcatenation) {
+  EXPECT_EQ(render("{{ 'héllo'[1:3] }}{{ 'abc'[::-1] }}{{ 'abc'[-1] }}{{ [1, 2, 3][1:] }}{{ [1, 2, 3][::-1][0] }}"), "élcbac[2, 3]3");
+  EXPECT_EQ(render("{{ messages[0]['role'] }}{{ messages[0].content }}{{ messages[-1].role }}",
+                   R"({"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]})"),
+            "systemSuser");
+  EXPECT_EQ(render("{{ 'a' + 'b' ~ 1 ~ none }}{{ [1] + [2] }}{{ 'ab' * 2 }}"), "ab1None[1, 2]abab");
+}
+
+TEST(Jinja, ArithmeticAndComparison) {
+  EXPECT_EQ(render("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 2 ** 10 }} {{ 1.5 + 1 }}"),
+            "3 -4 1 2 3.5 1024 2.5");
+  EXPECT_EQ(render("{{ 1 < 2 and 'a' < 'b' }} {{ 1 == 1.0 }} {{ 'b' in 'abc' }} {{ 3 not in [1, 2] }} {{ 'k' in {'k': 1} }}"),
+            "True True True True True");
+  EXPECT_EQ(render("{{ 'yes' if 1 > 2 else 'no' }}{{ none or 'x' }}{{ 0 and 1 }}"), "nox0");
+  EXPECT_EQ(render("{{ 9223372036854775807 + 1 }}"), "9.223372036854776e+18");
+}
+
+TEST(Jinja, Tests) {
+  EXPECT_EQ(render("{{ x is defined }}{{ y is defined }}{{ x is none }}{{ 'a' is string }}{{ 1 is string }}{{ y is not defined }}",
+                   R"({"x": null})"),
+            "TrueFalseTrueTrueFalseTrue");
+  EXPECT_EQ(render("{{ 4 is divisibleby 2 }}{{ 3 is odd }}{{ d is mapping }}{{ [] is iterable }}{{ false is false }}{{ 1 is number }}",
+                   R"({"d": {}})"),
+            "TrueTrueTrueTrueTrueTrue");
+}
+
+TEST(Jinja, WhitespaceControl) {
+  // trim_blocks and lstrip_blocks, as transformers configures jinja2.
+  EXPECT_EQ(render("{% if true %}\n  x\n  {% endif %}\ny"), "  x\ny");
+  EXPECT_EQ(render("a  {%- if true -%}  b  {%- endif -%}  c"), "abc");
+  EXPECT_EQ(render("a\n  {{- 'b' -}}  \nc"), "abc");
+  EXPECT_EQ(render("a {# comment #}b"), "a b");
+  EXPECT_EQ(render("{% raw %}{{ not parsed }}{% endraw %}"), "{{ not parsed }}");
+  EXPECT_EQ(render("{{ {'a': {'b': 1}}['a']['b'] }}"), "1");
+}
+
+TEST(Jinja, Output) {
+  EXPECT_EQ(render("{{ true }} {{ none }} {{ x }} {{ [1, 'a', none] }} {{ {'k': 'v'} }} {{ 1.0 }} {{ 0.1 }}"),
+            "True None  [1, 'a', None] {'k': 'v'} 1.0 0.1");
+}
+
+TEST(Jinja, ErrorsNameTheLine) {
+  EXPECT_EQ(error_of("line one\n{{ x | frobnicate }}"), "template line 2: unknown filter 'frobnicate'");
+  EXPECT_EQ(error_of("a\nb\n{% for x in y %}"), "template line 3: missing end tag: expected one of else, endfor");
+  EXPECT_EQ(error_of("\n\n\n{{ raise_exception('roles must alternate') }}"), "template line 4: roles must alternate");
+  EXPECT_EQ(error_of("{% frob %}"), "template line 1: unknown tag 'frob'");
+  EXPECT_EQ(error_of("{% for m in x %}\n{% if m %}{% endfor %}"), "template line 2: unexpected 'endfor' (expected one of elif, else, endif)");
+  EXPECT_EQ(error_of("{% endif %}"), "template line 1: unexpected 'endif' (no open block)");
+  EXPECT_EQ(error_of("\n{{ 'unterminated }}"), "template line 2: unterminated string literal");
+  EXPECT_EQ(error_of("{{ 1 +\n\n 'a' }}").rfind("template line ", 0), 0u);
+  EXPECT_EQ(error_of("{{ 'a'.nosuch() }}"), "template line 1: 'nosuch' is undefined");
+  EXPECT_EQ(error_of("{{ 1 // 0 }}"), "template line 1: integer division by zero");
+  EXPECT_EQ(error_of("{% set x.y = 1 %}", R"({"x": {}})"),
+            "template line 1: cannot assign attribute 'y' on dict (only on a namespace)");
+}
+
+TEST(Jinja, LimitsStopHostileTemplates) {
+  vks::jinja::RenderLimits limits;
+  limits.max_steps = 10'000;
+  limits.max_output_bytes = 1000;
+  const Value::Dict none;
+  const auto fails = [&](const std::string& source) {
+    try {
+      Template::parse(source).render(none, limits);
+    } catch (const TemplateError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(fails("{% for i in range(100000) %}{% endfor %}").find("step limit"), std::string::npos);
+  EXPECT_NE(fails("{% for i in range(2000) %}x{% endfor %}").find("size limit"), std::string::npos);
+  EXPECT_NE(fails("{% macro r() %}{{ r() }}{% endmacro %}{{ r() }}").find("nested too deeply"), std::string::npos);
+  EXPECT_NE(fails("{{ 'ab' * 100000000000 }}").find("size limit"), std::string::npos);
+  std::string deep = "{{ ";
+  for (int i = 0; i < 1000; ++i) deep += "(";
+  deep += "1" + std::string(1000, ')') + " }}";
+  EXPECT_NE(fails(deep).find("nested too deeply"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,335 @@
+// CPU dequantization of the legacy and K-quant block types on hand-made blocks. Expected values
+// come from each format's element-wise description (which bits of which bytes make weight i, and
+// which scale applies), written independently of the sweep-order code under test; scales are
+// packed with ggml's own packing rules.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "engine/common/error.h"
+#include "engine/gguf/ggml_type.h"
+
+namespace vks {
+namespace {
+
+constexpr float kD = 0.0123f;
+constexpr float kDmin = 0.0456f;
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> b(n);
+  for (uint8_t& v : b) v = static_cast<uint8_t>(rng());
+  return b;
+}
+
+void put_half(uint8_t* at, float v) {
+  const uint16_t h = fp32_to_fp16(v);
+  std::memcpy(at, &h, 2);
+}
+
+float half(float v) { return fp16_to_fp32(fp32_to_fp16(v)); }
+
+// Dequantizes n_blocks blocks (from a deliberately misaligned buffer) and compares element i with
+// expected(block bytes, i) computed in double.
+void check(GgmlType t, std::vector<uint8_t> blocks, const std::function<double(const uint8_t*, int)>& expected) {
+  const auto traits = ggml_type_traits(t);
+  ASSERT_TRUE(traits && traits->supported);
+  const size_t n_blocks = blocks.size() / traits->type_size;
+  ASSERT_EQ(n_blocks * traits->type_size, blocks.size());
+  std::vector<uint8_t> unaligned(blocks.size() + 1);
+  std::memcpy(unaligned.data() + 1, blocks.data(), blocks.size());
+  std::vector<float> y(n_blocks * traits->block_size);
+  dequantize_row(t, unaligned.data() + 1, y.data(), y.size());
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* block = blocks.data() + b * traits->type_size;
+    for (uint32_t i = 0; i < traits->block_size; ++i) {
+      const double want = expected(block, static_cast<int>(i));
+      ASSERT_NEAR(y[b * traits->block_size + i], want, 1e-6 * (1.0 + std::fabs(want)))
+          << ggml_type_name(t) << " block " << b << " element " << i;
+    }
+  }
+}
+
+// Low nibble of qs[i] for i < 16, high nibble of qs[i - 16] otherwise (the 32-element legacy types).
+int legacy_nibble(const uint8_t* qs, int i) { return i < 16 ? (qs[i] & 15) : (qs[i - 16] >> 4); }
+int bit(const uint8_t* bytes, int i) { return (bytes[i / 8] >> (i % 8)) & 1; }
+
+TEST(QuantBlocks, Q4_1) {
+  auto blocks = random_bytes(3 * 20, 1);
+  for (int b = 0; b < 3; ++b) {
+    put_half(&blocks[b * 20], kD * (b + 1));
+    put_half(&blocks[b * 20 + 2], -kDmin * b);
+  }
+  int b = -1;
+  check(GgmlType::kQ4_1, blocks, [&](const uint8_t* blk, int i) {
+    if (i == 0) ++b;
+    return double(half(kD * (b + 1))) * legacy_nibble(blk + 4, i) + double(half(-kDmin * b));
+  });
+}
+
+TEST(QuantBlocks, Q5_0) {
+  auto blocks = random_bytes(2 * 22, 2);
+  put_half(&blocks[0], kD);
+  put_half(&blocks[22], -2 * kD);
+  check(GgmlType::kQ5_0, blocks, [&](const uint8_t* blk, int i) {
+    uint16_t h;
+    std::memcpy(&h, blk, 2);
+    const int q = legacy_nibble(blk + 6, i) + 16 * bit(blk + 2, i);
+    return double(fp16_to_fp32(h)) * (q - 16);
+  });
+}
+
+TEST(QuantBlocks, Q5_1) {
+  auto blocks = random_bytes(2 * 24, 3);
+  put_half(&blocks[0], kD);
+  put_half(&blocks[2], -kDmin);
+  put_half(&blocks[24], 3 * kD);
+  put_half(&blocks[26], kDmin);
+  check(GgmlType::kQ5_1, blocks, [&](const uint8_t* blk, int i) {
+    uint16_t d, m;
+    std::memcpy(&d, blk, 2);
+    std::memcpy(&m, blk + 2, 2);
+    const int q = legacy_nibble(blk + 8, i) + 16 * bit(blk + 4, i);
+    return double(fp16_to_fp32(d)) * q + double(fp16_to_fp32(m));
+  });
+}
+
+TEST(QuantBlocks, Q2_K) {
+  // Layout: scales[16] qs[64] d dmin.
+  auto blocks = random_bytes(2 * 84, 4);
+  put_half(&blocks[80], kD);
+  put_half(&blocks[82], kDmin);
+  put_half(&blocks[84 + 80], -kD);
+  put_half(&blocks[84 + 82], 2 * kDmin);
+  check(GgmlType::kQ2_K, blocks, [&](const uint8_t* blk, int i) {
+    uint16_t d, dmin;
+    std::memcpy(&d, blk + 80, 2);
+    std::memcpy(&dmin, blk + 82, 2);
+    // Weight i: 128-element half h, within it 2-bit plane j = (i % 128) / 32 of byte
+    // qs[32h + i % 32]; scale byte i / 16: low nibble scale, high nibble min.
+    const int h = i / 128, j = (i % 128) / 32;
+    const int q = (blk[16 + 32 * h + i % 32] >> (2 * j)) & 3;
+    const uint8_t sc = blk[i / 16];
+    return double(fp16_to_fp32(d)) * (sc & 15) * q - double(fp16_to_fp32(dmin)) * (sc >> 4);
+  });
+}
+
+// ggml's quantize_row_q3_K_ref packing of 16 six-bit scales into 12 bytes.
+void pack_q3_k_scales(const int (&ls)[16], uint8_t* scales) {
+  std::memset(scales, 0, 12);
+  for (int j = 0; j < 16; ++j) {
+    int l = ls[j];
+    if (j < 8) scales[j] = static_cast<uint8_t>(l & 0xF);
+    else scales[j - 8] = static_cast<uint8_t>(scales[j - 8] | ((l & 0xF) << 4));
+    l >>= 4;
+    scales[j % 4 + 8] = static_cast<uint8_t>(scales[j % 4 + 8] | (l << (2 * (j / 4))));
+  }
+}
+
+TEST(QuantBlocks, Q3_K) {
+  // Layout: hmask[32] qs[64] scales[12] d.
+  auto blocks = random_bytes(2 * 110, 5);
+  int ls[2][16];
+  for (int b = 0; b < 2; ++b) {
+    for (int j = 0; j < 16; ++j) ls[b][j] = (j * 7 + b * 13 + 5) % 64;  // stored value; scale = value - 32
+    pack_q3_k_scales(ls[b], &blocks[b * 110 + 96]);
+    put_half(&blocks[b * 110 + 108], (b + 1) * kD);
+  }
+  int b = -1;
+  check(GgmlType::kQ3_K, blocks, [&](const uint8_t* blk, int i) {
+    if (i == 0) ++b;
+    // Weight i: 2 low bits from plane j of qs[32h + i % 32], minus 4 unless bit 4h + j of
+    // hmask[i % 32] is set.
+    const int h = i / 128, j = (i % 128) / 32;
+    const int low = (blk[32 + 32 * h + i % 32] >> (2 * j)) & 3;
+    const int high = (blk[i % 32] >> (4 * h + j)) & 1;
+    const int q = low - (high ? 0 : 4);
+    return double(half((b + 1) * kD)) * (ls[b][i / 16] - 32) * q;
+  });
+}
+
+// ggml's quantize_row_q4_K_ref packing of 8 six-bit scales and mins into 12 bytes.
+void pack_k4_scales(const int (&ls)[8], const int (&lm)[8], uint8_t* scales) {
+  for (int j = 0; j < 8; ++j) {
+    if (j < 4) {
+      scales[j] = static_cast<uint8_t>(ls[j]);
+      scales[j + 4] = static_cast<uint8_t>(lm[j]);
+    } else {
+      scales[j + 4] = static_cast<uint8_t>((ls[j] & 0xF) | ((lm[j] & 0xF) << 4));
+      scales[j - 4] = static_cast<uint8_t>(scales[j - 4] | ((ls[j] >> 4) << 6));
+      scales[j] = static_cast<uint8_t>(scales[j] | ((lm[j] >> 4) << 6));
+    }
+  }
+}
+
+TEST(QuantBlocks, GetScaleMinK4Unpacks) {
+  const int ls[8] = {0, 63, 17, 42, 5, 63, 33, 60};
+  const int lm[8] = {63, 0, 21, 9, 48, 31, 1, 62};
+  uint8_t packed[12];
+  pack_k4_scales(ls, lm, packed);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc = 0, m = 0;
+    get_scale_min_k4(j, packed, &sc, &m);
+    EXPECT_EQ(sc, ls[j]) << j;
+    EXPECT_EQ(m, lm[j]) << j;
+  }
+}
+
+TEST(QuantBlocks, Q4_K) {
+  // Layout: d dmin scales[12] qs[128].
+  auto blocks = random_bytes(2 * 144, 6);
+  int ls[2][8], lm[2][8];
+  for (int b = 0; b < 2; ++b) {
+    for (int j = 0; j < 8; ++j) {
+      ls[b][j] = (j * 11 + b * 5 + 3) % 64;
+      lm[b][j] = (j * 23 + b * 7 + 1) % 64;
+    }
+    put_half(&blocks[b * 144], (b + 1) * kD);
+    put_half(&blocks[b * 144 + 2], (b + 1) * kDmin);
+    pack_k4_scales(ls[b], lm[b], &blocks[b * 144 + 4]);
+  }
+  int b = -1;
+  check(GgmlType::kQ4_K, blocks, [&](const uint8_t* blk, int i) {
+    if (i == 0) ++b;
+    // Weight i: 64-element group g; its first 32 weights are the low nibbles of qs[32g..32g+31],
+    // the next 32 the high nibbles; sub-block i / 32 has its own scale and min.
+    const int g = i / 64, r = i % 64;
+    const uint8_t byte = blk[16 + 32 * g + r % 32];
+    const int q = r < 32 ? (byte & 15) : (byte >> 4);
+    return double(half((b + 1) * kD)) * ls[b][i / 32] * q - double(half((b + 1) * kDmin)) * lm[b][i / 32];
+  });
+}
+
+TEST(QuantBlocks, Q5_K) {
+  // Layout: d dmin scales[12] qh[32] qs[128].
+  auto blocks = random_bytes(2 * 176, 7);
+  int ls[2][8], lm[2][8];
+  for (int b = 0; b < 2; ++b) {
+    for (int j = 0; j < 8; ++j) {
+      ls[b][j] = (j * 13 + b * 3 + 7) % 64;
+      lm[b][j] = (j * 19 + b * 11 + 2) % 64;
+    }
+    put_half(&blocks[b * 176], (b + 1) * kD);
+    put_half(&blocks[b * 176 + 2], -(b + 1) * kDmin);
+    pack_k4_scales(ls[b], lm[b], &blocks[b * 176 + 4]);
+  }
+  int b = -1;
+  check(GgmlType::kQ5_K, blocks, [&](const uint8_t* blk, int i) {
+    if (i == 0) ++b;
+    // As Q4_K, plus a fifth bit: bit (i / 32) of qh[i % 32].
+    const int g = i / 64, r = i % 64;
+    const uint8_t byte = blk[48 + 32 * g + r % 32];
+    const int low = r < 32 ? (byte & 15) : (byte >> 4);
+    const int q = low + 16 * ((blk[16 + i % 32] >> (i / 32)) & 1);
+    return double(half((b + 1) * kD)) * ls[b][i / 32] * q - double(half(-(b + 1) * kDmin)) * lm[b][i / 32];
+  });
+}
+
+TEST(QuantBlocks, Q6_K) {
+  // Layout: ql[128] qh[64] scales[16] (int8) d.
+  auto blocks = random_bytes(2 * 210, 8);
+  put_half(&blocks[208], kD);
+  put_half(&blocks[210 + 208], -kD / 2);
+  check(GgmlType::kQ6_K, blocks, [&](const uint8_t* blk, int i) {
+    uint16_t d;
+    std::memcpy(&d, blk + 208, 2);
+    // Weight i: 128-element half h, quarter k = (i % 128) / 32, l = i % 32. Low 4 bits: quarters
+    // 0/1 the low nibbles of ql[64h + l] / ql[64h + 32 + l], quarters 2/3 their high nibbles;
+    // high 2 bits: bits 2k, 2k+1 of qh[32h + l]. Scale: int8 scales[i / 16].
+    const int h = i / 128, k = (i % 128) / 32, l = i % 32;
+    const uint8_t lo_byte = blk[64 * h + (k % 2) * 32 + l];
+    const int low = k < 2 ? (lo_byte & 15) : (lo_byte >> 4);
+    const int high = (blk[128 + 32 * h + l] >> (2 * k)) & 3;
+    const int q = (low | (high << 4)) - 32;
+    const int8_t scale = static_cast<int8_t>(blk[192 + i / 16]);
+    return double(fp16_to_fp32(d)) * scale * q;
+  });
+}
+
+TEST(QuantBlocks, LegacyQuantizersRoundTrip) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(256);
+  for (float& v : x) v = normal(rng);
+  for (GgmlType t : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1}) {
+    std::vector<uint8_t> q(ggml_row_size(t, x.size()));
+    quantize_row(t, x.data(), q.data(), x.size());
+    std::vector<float> y(x.size());
+    dequantize_row(t, q.data(), y.data(), y.size());
+    // Each block spans its range in 15 (4-bit) or 31 (5-bit) steps: the error is at most half a
+    // step (plus fp16 rounding of the scale).
+    const int levels = t == GgmlType::kQ4_1 ? 15 : 31;
+    for (size_t b = 0; b < x.size() / 32; ++b) {
+      float lo = x[b * 32], hi = x[b * 32];
+      for (int j = 0; j < 32; ++j) {
+        lo = std::min(lo, x[b * 32 + j]);
+        hi = std::max(hi, x[b * 32 + j]);
+      }
+      const float range = t == GgmlType::kQ5_0 ? 2 * std::max(std::fabs(lo), std::fabs(hi)) : hi - lo;
+      for (int j = 0; j < 32; ++j) {
+        ASSERT_LE(std::fabs(y[b * 32 + j] - x[b * 32 + j]), 0.51f * range / levels + 0.01f * range)
+            << ggml_type_name(t) << " element " << b * 32 + j;
+      }
+    }
+  }
+}
+
+TEST(QuantBlocks, KQuantQuantizersRoundTrip) {
+  // Normal weights over 8 super-blocks, one of them scaled up 100x (sub-block scales must adapt).
+  std::mt19937 rng(10);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(8 * 256);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = normal(rng) * (i / 256 == 3 ? 100.0f : 1.0f);
+  // Bounds on the RMS error relative to the RMS of each super-block: a level step over a
+  // sub-block's range is about range / levels, and uniform rounding error is step / sqrt(12).
+  const std::pair<GgmlType, double> bounds[] = {{GgmlType::kQ2_K, 0.45}, {GgmlType::kQ3_K, 0.25}, {GgmlType::kQ4_K, 0.12},
+                                                {GgmlType::kQ5_K, 0.06}, {GgmlType::kQ6_K, 0.03}};
+  for (const auto& [t, bound] : bounds) {
+    std::vector<uint8_t> q(ggml_row_size(t, x.size()));
+    quantize_row(t, x.data(), q.data(), x.size());
+    std::vector<float> y(x.size());
+    dequantize_row(t, q.data(), y.data(), y.size());
+    for (size_t b = 0; b < 8; ++b) {
+      double err = 0.0, ref = 0.0;
+      for (size_t i = b * 256; i < (b + 1) * 256; ++i) {
+        err += (y[i] - x[i]) * double(y[i] - x[i]);
+        ref += double(x[i]) * x[i];
+      }
+      const double rel = std::sqrt(err / ref);
+      EXPECT_LT(rel, bound) << ggml_type_name(t) << " super-block " << b;
+      EXPECT_GT(rel, bound / 20) << ggml_type_name(t) << " super-block " << b;  // it is lossy
+    }
+  }
+}
+
+TEST(QuantBlocks, KQuantQuantizersKeepZeroAndConstantBlocks) {
+  for (GgmlType t : {GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+    for (const float value : {0.0f, 0.5f, -2.0f}) {
+      std::vector<float> x(256, value);
+      std::vector<uint8_t> q(ggml_row_size(t, 256));
+      quantize_row(t, x.data(), q.data(), 256);
+      std::vector<float> y(256);
+      dequantize_row(t, q.data(), y.data(), 256);
+      for (float v : y) ASSERT_NEAR(v, value, 0.02f * std::fabs(value) + 1e-6f) << ggml_type_name(t) << " " << value;
+    }
+  }
+}
+
+TEST(QuantBlocks, PartialSuperBlockIsRejected) {
+  std::vector<uint8_t> q(144);
+  std::vector<float> y(256);
+  try {
+    dequantize_row(GgmlType::kQ4_K, q.data(), y.data(), 128);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("block size 256"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace vks

@@ -1,0 +1,91 @@
+// The small kernels the qwen2/qwen3 architectures add (bias add, per-head RMSNorm) against plain
+// C++ references on awkward sizes, and the device format table's refusal of unsupported types.
+#include <cstring>
+#include <string>
+
+#include "engine/common/error.h"
+#include "engine/cpu/reference_ops.h"
+#include "engine/vulkan/kernels/device_format.h"
+#include "tests/vulkan/kernels_test_util.h"
+
+namespace vks::vk::test {
+namespace {
+
+using ArchOpsTest = KernelTest;
+
+TEST_F(ArchOpsTest, BiasAddAddsTheBiasToEveryRowOnly) {
+  for (uint32_t cols : {1u, 67u, 200u}) {
+    const uint32_t rows = 11, stride = cols + 5;
+    const std::vector<float> x = random_floats(rows * stride, cols);
+    const std::vector<float> bias = random_floats(cols, cols + 1);
+    Buffer xb = upload(x), bb = upload(bias);
+    run([&](CommandBuffer& cmd) { ops().bias_add(cmd, xb.view(), stride, bb.view(), rows, cols); });
+    const std::vector<float> got = download<float>(xb, rows * stride);
+    for (uint32_t r = 0; r < rows; ++r) {
+      for (uint32_t i = 0; i < stride; ++i) {
+        const float expected = i < cols ? x[r * stride + i] + bias[i] : x[r * stride + i];
+        ASSERT_EQ(got[r * stride + i], expected) << "cols " << cols << " row " << r << " col " << i;
+      }
+    }
+  }
+}
+
+TEST_F(ArchOpsTest, PerHeadRmsNormMatchesReference) {
+  struct Case {
+    uint32_t rows, heads, head_dim, stride;
+  };
+  for (const Case c : {Case{7, 3, 64, 200}, Case{5, 16, 128, 2048 + 12}, Case{9, 5, 10, 53}}) {
+    const std::vector<float> x = random_floats(c.rows * c.stride, c.head_dim, 2.0f);
+    const std::vector<float> w = random_floats(c.head_dim, c.head_dim + 1);
+    Buffer xb = upload(x), wb = upload(w);
+    run([&](CommandBuffer& cmd) {
+      ops().rmsnorm_heads(cmd, xb.view(), c.stride, wb.view(), c.rows, c.heads, c.head_dim, 1e-6f);
+    });
+    const std::vector<float> got = download<float>(xb, c.rows * c.stride);
+    std::vector<float> expected = x;
+    for (uint32_t r = 0; r < c.rows; ++r) {
+      for (uint32_t h = 0; h < c.heads; ++h) {
+        const size_t at = size_t{r} * c.stride + size_t{h} * c.head_dim;
+        ref::rmsnorm(&expected[at], &x[at], w.data(), c.head_dim, 1e-6f);
+      }
+    }
+    EXPECT_LT(normalized_error(got, expected), 1e-6) << "heads " << c.heads << " head_dim " << c.head_dim;
+    // Columns past the heads are untouched.
+    for (uint32_t r = 0; r < c.rows; ++r) {
+      for (uint32_t i = c.heads * c.head_dim; i < c.stride; ++i) ASSERT_EQ(got[r * c.stride + i], x[r * c.stride + i]);
+    }
+  }
+}
+
+TEST(DeviceFormatTable, RowsAreConsistentAndUnsupportedTypesAreRefusedByName) {
+  for (const DeviceFormat& f : device_formats()) {
+    EXPECT_EQ(find_device_format(f.source), &f) << f.suffix;
+    EXPECT_LT(f.kernel_slot, device_kernel_slot_count()) << f.suffix;
+    EXPECT_NE(f.convert_row, nullptr) << f.suffix;
+    EXPECT_TRUE(find_embedded_shader(f.kernel_name(WeightOp::kMatvec)) != nullptr) << f.suffix;
+    EXPECT_TRUE(find_embedded_shader(f.kernel_name(WeightOp::kMatmul)) != nullptr) << f.suffix;
+    EXPECT_TRUE(find_embedded_shader(f.kernel_name(WeightOp::kEmbed)) != nullptr) << f.suffix;
+    if (f.blocked()) {
+      EXPECT_EQ(f.block % 32, 0u) << f.suffix;
+      EXPECT_EQ(f.quant_bytes_per_32 % 16, 0u) << f.suffix;  // a group is whole uvec4s
+    }
+  }
+  EXPECT_EQ(find_device_format(GgmlType::kQ8_K), nullptr);
+  EXPECT_EQ(kernel_type_suffix(GgmlType::kQ8_K), std::string("unsupported"));
+  EXPECT_NE(supported_device_type_names().find("q4_0"), std::string::npos);
+}
+
+TEST_F(ArchOpsTest, UploadRefusesAnUnsupportedTypeWithTheListOfSupportedOnes) {
+  const std::vector<uint8_t> data(4096, 0);
+  try {
+    upload_matrix(device(), GgmlType::kQ8_K, 2, 256, data.data());
+    FAIL() << "q8_K uploaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("q8_K"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(supported_device_type_names()), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace vks::vk::test

@@ -1,0 +1,111 @@
+// The Vulkan runner on the next-wave fixtures (../shared/models README): the 12 kquant-* files
+// (every added weight type, mixed Q4_K_M/Q5_K_M/Q3_K_M/Q2_K recipes) against the float64
+// reference over the dequantized weights, qwen2-tiny (Q/K/V biases, NEOX rope, tied output) and
+// llama3-rope-freqs-tiny (rope_freqs.weight) against llama.cpp.
+//
+// Tolerance: the Vulkan runner keeps K and V in an F16 cache (11-bit mantissa, relative error
+// up to 2^-11 per value) while the references keep them in F32/F64, so last-prompt logits are
+// compared as max |got - want| <= 3e-3 x the reference logits' standard deviation (measured:
+// at most 9e-4 x on lavapipe, printed by each case), and greedy ids must be equal for the first steps.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include "engine/model/llama_model.h"
+#include "engine/vulkan/core/device_info.h"
+#include "engine/vulkan/runner/vulkan_runner.h"
+#include "tests/common/test_models.h"
+#include "tests/vulkan/runner_test_util.h"
+
+namespace vks {
+namespace {
+
+struct Fixture {
+  std::string model;      // file in the models folder
+  std::string reference;  // reference/<reference>.{logits.f32,greedy.ids}
+  int ids_checked;        // leading greedy ids that must be equal
+};
+
+std::string fixture_name(const ::testing::TestParamInfo<Fixture>& info) {
+  std::string s = info.param.reference;
+  std::replace(s.begin(), s.end(), '-', '_');
+  std::replace(s.begin(), s.end(), '.', '_');
+  return s;
+}
+
+std::vector<float> read_floats(const std::string& path, size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<float> v(n);
+  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(float)));
+  if (!in) v.clear();
+  return v;
+}
+
+class RunnerFixtures : public ::testing::TestWithParam<Fixture> {
+ protected:
+  void SetUp() override {
+    if (vk::list_devices().empty()) GTEST_SKIP() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe)";
+  }
+};
+
+TEST_P(RunnerFixtures, LogitsAndGreedyIdsMatchTheReference) {
+  const Fixture& f = GetParam();
+  auto model = LlamaModel::load(test::model_path(f.model));
+  RunnerOptions o;
+  o.num_blocks = 64;
+  o.max_step_tokens = 64;
+  o.max_step_seqs = 4;
+  VulkanRunner runner(*model, o);
+  const auto ids = test::read_id_lines(test::model_path("reference/" + f.reference + ".greedy.ids"));
+  ASSERT_EQ(ids.size(), 2u) << "prompt line and generated line expected";
+  const uint32_t vocab = model->config().vocab_size;
+  const std::vector<float> want = read_floats(test::model_path("reference/" + f.reference + ".logits.f32"), vocab);
+  ASSERT_EQ(want.size(), vocab) << "cannot read the reference logits";
+
+  test::GreedyDriver driver(runner, 5);
+  test::GenerateOptions g;
+  g.n_gen = f.ids_checked;
+  g.full_logits = true;
+  const test::SeqResult r = driver.run({ids[0]}, g)[0];
+  ASSERT_FALSE(r.logits.empty());
+  const std::vector<float>& got = r.logits[0];
+  ASSERT_EQ(got.size(), want.size());
+  double mean = 0, var = 0, max_diff = 0;
+  for (float w : want) mean += w;
+  mean /= vocab;
+  for (size_t i = 0; i < vocab; ++i) {
+    var += (want[i] - mean) * (want[i] - mean);
+    max_diff = std::max(max_diff, std::fabs(double(got[i]) - want[i]));
+  }
+  const double spread = std::sqrt(var / vocab);
+  std::printf("%s: max |logit diff| %.3g, reference std %.3g (ratio %.3g)\n", f.reference.c_str(), max_diff, spread,
+              max_diff / spread);
+  EXPECT_LE(max_diff, 3e-3 * spread) << f.model;
+  for (int i = 0; i < f.ids_checked; ++i) {
+    ASSERT_EQ(r.generated.at(static_cast<size_t>(i)), ids[1].at(static_cast<size_t>(i))) << f.model << " step " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, RunnerFixtures,
+    ::testing::Values(Fixture{"qwen2-tiny.gguf", "qwen2-tiny", 32},
+                      Fixture{"llama3-rope-freqs-tiny.gguf", "llama3-rope-freqs-tiny", 32},
+                      Fixture{"kquant-q4_k_m.gguf", "kquant-q4_k_m.floatref", 8},
+                      Fixture{"kquant-q5_k_m.gguf", "kquant-q5_k_m.floatref", 8},
+                      Fixture{"kquant-q6_k.gguf", "kquant-q6_k.floatref", 8},
+                      Fixture{"kquant-q3_k_m.gguf", "kquant-q3_k_m.floatref", 8},
+                      Fixture{"kquant-q2_k.gguf", "kquant-q2_k.floatref", 8},
+                      Fixture{"kquant-q4_1.gguf", "kquant-q4_1.floatref", 8},
+                      Fixture{"kquant-q5_0.gguf", "kquant-q5_0.floatref", 8},
+                      Fixture{"kquant-q5_1.gguf", "kquant-q5_1.floatref", 8},
+                      Fixture{"kquant-q2_k-pure.gguf", "kquant-q2_k-pure.floatref", 8},
+                      Fixture{"kquant-q3_k-pure.gguf", "kquant-q3_k-pure.floatref", 8},
+                      Fixture{"kquant-q4_k-pure.gguf", "kquant-q4_k-pure.floatref", 8},
+                      Fixture{"kquant-q5_k-pure.gguf", "kquant-q5_k-pure.floatref", 8}),
+    fixture_name);
+
+}  // namespace
+}  // namespace vks
