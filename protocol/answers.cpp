@@ -1,4 +1,5 @@
 // Encoders for the server's direct answers (everything except stream events lives here).
+#include "protocol/embed_wire.h"
 #include "protocol/msgpack_io.h"
 #include "protocol/responses.h"
 #include "protocol/wire_fields.h"
@@ -86,6 +87,7 @@ std::string_view answer_type_name(const AnswerBody& body) {
                         [](const DetokenizeAnswer&) { return std::string_view("detokenize"); },
                         [](const ModelAnswer&) { return std::string_view("model"); },
                         [](const ReplayAnswer&) { return std::string_view("replay"); },
+                        [](const EmbedAnswer&) { return std::string_view("embed"); },
                         [](const StreamEvent& e) { return stream_event_name(e.type); },
                     },
                     body);
@@ -142,6 +144,7 @@ std::string encode_answer(const AnswerBody& body, const Tag& tag) {
                    w.boolean("finished", p.finished).boolean("truncated", p.truncated);
                  },
                  [&](const StreamEvent&) {},
+                 [&](const EmbedAnswer& e) { detail::encode_embed_answer(w, e); },
              },
              body);
   return w.finish();

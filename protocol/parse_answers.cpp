@@ -2,6 +2,7 @@
 // omit or add some), strict about types of the fields present.
 #include <limits>
 
+#include "protocol/embed_wire.h"
 #include "protocol/msgpack_io.h"
 #include "protocol/responses.h"
 #include "protocol/wire_fields.h"
@@ -348,6 +349,11 @@ Result<AnswerBody> parse_answer_body(std::string_view type, const msgpack::objec
     DetokenizeAnswer d;
     if (!r.get_string("text", d.text, true, SIZE_MAX)) return fail();
     return AnswerBody(std::move(d));
+  }
+  if (type == "embed") {
+    EmbedAnswer e;
+    if (!detail::parse_embed_answer(r, e)) return fail();
+    return AnswerBody(std::move(e));
   }
   if (type == "model") {
     ModelAnswer m;

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <limits>
 
+#include "protocol/embed_wire.h"
 #include "protocol/json_text.h"
 #include "protocol/msgpack_io.h"
 #include "protocol/param_ranges.h"
@@ -340,6 +341,11 @@ Result<RequestBody> parse_body(std::string_view type, MapReader& r, const Protoc
     return RequestBody(std::move(d));
   }
   if (type == "model") return RequestBody(ModelRequest{});
+  if (type == "embed") {
+    Result<EmbedRequest> e = detail::parse_embed(r, limits);
+    if (!e) return e.error();
+    return RequestBody(std::move(e.value()));
+  }
   if (type == "replay") {
     ReplayRequest p;
     if (!read_request_id(r, p.id)) return fail();
@@ -366,6 +372,7 @@ std::string_view request_type_name(const RequestBody& body) {
                         [](const ModelRequest&) { return std::string_view("model"); },
                         [](const ReplayRequest&) { return std::string_view("replay"); },
                         [](const ChatRequest&) { return std::string_view("chat"); },
+                        [](const EmbedRequest&) { return std::string_view("embed"); },
                     },
                     body);
 }
@@ -515,6 +522,7 @@ std::string encode_request(const RequestBody& body, const Tag& tag) {
                    if (c.chat_template) w.str("chat_template", *c.chat_template);
                    encode_generate(w, c.generate, /*with_prompt=*/false);
                  },
+                 [&](const EmbedRequest& e) { detail::encode_embed(w, e); },
              },
              body);
   return w.finish();

@@ -95,9 +95,23 @@ struct ChatRequest {
 inline constexpr size_t kMaxChatMessages = 1024;
 inline constexpr size_t kMaxChatTemplateBytes = 65536;
 
+// `embed` (docs/PROTOCOL.md 3.11): one vector per input, from texts (`input`, tokenized by the server)
+// or token ids (`tokens`); exactly one of the two is non-empty. Answer: EmbedAnswer.
+struct EmbedRequest {
+  std::vector<std::string> input;
+  std::vector<std::vector<TokenId>> tokens;
+  std::optional<bool> add_bos;           // texts only (default true)
+  std::optional<bool> normalize;         // default true: each vector has unit L2 norm
+  std::optional<std::string> pooling;    // "mean" | "cls" | "last" (default: the model's, mean for generative models)
+  std::optional<int32_t> priority;
+  std::optional<int64_t> deadline_ms;
+  std::string id;                        // client-chosen id ("" = server assigns one)
+};
+inline constexpr size_t kMaxEmbedInputs = 2048;
+
 using RequestBody = std::variant<HelloRequest, GenerateMessage, CancelRequest, StatusRequest,
                                  StatsRequest, TokenizeRequest, DetokenizeRequest, ModelRequest,
-                                 ReplayRequest, ChatRequest>;
+                                 ReplayRequest, ChatRequest, EmbedRequest>;
 
 struct Request {
   Tag tag;

@@ -109,6 +109,11 @@ struct ErrorAnswer {
 struct TokenizeAnswer { std::vector<TokenId> ids; };
 struct DetokenizeAnswer { std::string text; };
 struct ModelAnswer { ModelInfo model; };
+struct EmbedAnswer {
+  std::string id;
+  std::vector<std::vector<float>> embeddings;  // one per input, in order (float32 on the wire)
+  Usage usage;                                 // prompt_tokens: all inputs together
+};
 struct ReplayAnswer {
   std::string id;
   std::vector<StreamEvent> events;  // seq ≥ from_seq, ascending, contiguous
@@ -119,7 +124,7 @@ struct ReplayAnswer {
 
 using AnswerBody = std::variant<HelloAnswer, AcceptedAnswer, CancelledAnswer, StatusAnswer,
                                 StatsAnswer, ErrorAnswer, TokenizeAnswer, DetokenizeAnswer,
-                                ModelAnswer, ReplayAnswer, StreamEvent>;
+                                ModelAnswer, ReplayAnswer, StreamEvent, EmbedAnswer>;
 
 struct ServerMessage {
   Tag tag;           // echoed tag (answers only)

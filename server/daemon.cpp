@@ -244,6 +244,7 @@ void Daemon::drain_engine_events() {
 }
 
 void Daemon::handle_engine_event(const EngineEvent& ev) {
+  if (handle_embed_event(ev)) return;
   StreamEntry* e = registry_.find(ev.request_id);
   if (e == nullptr || e->state == proto::RequestState::kFinished) {
     spdlog::debug("event {} for unknown or finished request {}", event_type_name(ev.type), ev.request_id);
@@ -317,6 +318,7 @@ void Daemon::on_connection_closed(Connection& c) {
 }
 
 void Daemon::drop_owner(const ClientRef& owner, const char* why) {
+  cancel_embeds_of(owner_key(owner));
   int cancelled = 0;
   for (const std::string& id : registry_.live_owned_by(owner_key(owner))) {
     StreamEntry* e = registry_.find(id);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <unordered_map>
 #include <random>
 #include <string>
 #include <vector>
@@ -91,6 +93,11 @@ class Daemon {
   bool generate_off_loop(const ClientRef& from, const proto::Tag& tag, GenerateJob& r);
   // chat_handler.cpp: renders and tokenizes off the loop (OffLoop), then continues as a generate.
   void handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r);
+  // embed_handler.cpp: embed requests (one answer when the engine finishes them, no stream).
+  void handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRequest& r);
+  void submit_embed(const ClientRef& from, const proto::Tag& tag, EmbedRequest& request);
+  bool handle_embed_event(const EngineEvent& ev);  // false: not an embed request's event
+  void cancel_embeds_of(const std::string& owner_key);
   void reply(const ClientRef& to, const std::string& payload);
   void reply_error(const ClientRef& to, const proto::Tag& tag, proto::WireError code,
                    const std::string& message, const std::string& field = {}, const std::string& id = {});
@@ -139,6 +146,13 @@ class Daemon {
   OffLoop off_loop_;  // tokenizing/detokenizing on libuv's pool; per-client order of answers
   std::unique_ptr<HttpFrontend> http_;
   ItlHistogram itl_;  // cumulative, for stats and /metrics
+  struct PendingEmbed {
+    ClientRef owner;
+    std::string owner_key;
+    proto::Tag tag;
+    std::optional<EngineEvent> error;  // its kError, answered with the kFinished that follows
+  };
+  std::unordered_map<std::string, PendingEmbed> pending_embeds_;  // by request id
 
   uv_async_t engine_async_{};
   std::shared_ptr<AsyncGuard> async_guard_ = std::make_shared<AsyncGuard>();

@@ -223,3 +223,48 @@ proto::StatsSnapshot make_stats_snapshot(const EngineStats& e, const proto::Serv
 }
 
 }  // namespace vks
+
+// ---- embed ----
+namespace vks {
+
+EmbedRequest to_engine_embed(const proto::EmbedRequest& w, std::chrono::steady_clock::time_point now) {
+  EmbedRequest q;
+  q.id = w.id;
+  q.texts = w.input;
+  q.token_inputs = w.tokens;
+  q.add_bos = w.add_bos.value_or(q.add_bos);
+  q.normalize = w.normalize.value_or(q.normalize);
+  if (w.pooling) q.pooling = pooling_from_name(*w.pooling);  // the parser allowed only known names
+  q.priority = w.priority.value_or(q.priority);
+  if (w.deadline_ms) q.deadline = now + std::chrono::milliseconds(*w.deadline_ms);
+  return q;
+}
+
+proto::ProtocolError error_from_embed_submit(const SubmitResult& result) {
+  std::string field = field_from_message(result.message);
+  std::string message = result.message.empty() ? "request rejected by the engine" : result.message;
+  if (result.code == ErrorCode::kInvalidArgument && result.prompt_tokens > 0) {
+    return make_error(WireError::kPromptTooLong, std::move(message), std::move(field));
+  }
+  return make_error(wire_error_from_engine(result.code), std::move(message), std::move(field));
+}
+
+proto::EmbedAnswer embed_answer_from_engine(const EngineEvent& finished) {
+  proto::EmbedAnswer a;
+  a.id = finished.request_id;
+  a.embeddings = finished.embeddings;
+  a.usage.prompt_tokens = finished.usage.prompt_tokens;
+  return a;
+}
+
+proto::ProtocolError embed_failure(FinishReason reason, const EngineEvent* error_event) {
+  switch (reason) {
+    case FinishReason::kCancelled: return make_error(WireError::kCancelled, "the embed request was cancelled");
+    case FinishReason::kDeadline: return make_error(WireError::kDeadlineExceeded, "deadline_ms passed before every input was embedded");
+    default: break;
+  }
+  if (error_event != nullptr) return make_error(wire_error_from_engine(error_event->error_code), error_event->error_message);
+  return make_error(WireError::kInternal, "the embed request failed");
+}
+
+}  // namespace vks

@@ -61,3 +61,24 @@ proto::ModelInfo model_info_from(const LlamaConfig& config, const Tokenizer* tok
 proto::StatsSnapshot make_stats_snapshot(const EngineStats& engine, const proto::ServerStats& server);
 
 }  // namespace vks
+
+// ---- embed (docs/PROTOCOL.md 3.11) ----
+namespace vks {
+
+// Wire embed → engine request (texts or token ids; pooling name → Pooling; deadline from `now`).
+EmbedRequest to_engine_embed(const proto::EmbedRequest& wire,
+                             std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
+
+// The wire error for a failed Engine::submit_embed: prompt_too_long when the engine names an input
+// that is too long (SubmitResult.prompt_tokens > 0 on an invalid argument), else
+// wire_error_from_engine; field from the message ("input.2: ..." → "input.2").
+proto::ProtocolError error_from_embed_submit(const SubmitResult& result);
+
+// The answer for an embed request's kFinished event with reason kStop.
+proto::EmbedAnswer embed_answer_from_engine(const EngineEvent& finished);
+
+// The error for an embed request that finished otherwise (cancelled, deadline, error: the kError
+// event's code and message when there was one).
+proto::ProtocolError embed_failure(FinishReason reason, const EngineEvent* error_event);
+
+}  // namespace vks

@@ -139,6 +139,12 @@ void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, Gener
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::CancelRequest& r) {
+  if (pending_embeds_.count(r.id)) {  // an embed request (no stream entry): answered by its error
+    spdlog::info("{}: cancel embed {}", from.describe(), r.id);
+    if (served_.engine) served_.engine->cancel(r.id);
+    reply(from, proto::encode_answer(proto::CancelledAnswer{r.id}, tag));
+    return;
+  }
   StreamEntry* e = registry_.find(r.id);
   if (e == nullptr || e->state == proto::RequestState::kFinished) {
     reply_error(from, tag, proto::WireError::kNotFound,

@@ -195,7 +195,7 @@ class Engine {
   // False with `error` set (starts with the field name, gives the position) when it does not compile.
   bool prepare_constraint(GenerateRequest& request, std::string& error);
   // Any thread: validates, tokenizes texts, enqueues every input. An input longer than the context
-  // (or max_prompt_tokens) is rejected with kInvalidArgument naming it (`input[i]` / `tokens[i]`),
+  // (or max_prompt_tokens) is rejected with kInvalidArgument naming it (`input.i` / `tokens.i`),
   // and prompt_tokens is then that input's length; on success prompt_tokens is the total.
   SubmitResult submit_embed(EmbedRequest request);
   bool cancel(const std::string& id);            // any thread; false if unknown or finished

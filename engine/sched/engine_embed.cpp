@@ -53,7 +53,7 @@ SubmitResult Engine::Impl::submit_embed(EmbedRequest req) {
       inputs.reserve(n_inputs);
       for (size_t i = 0; i < n_inputs; ++i) {
         if (!sched::valid_utf8(req.texts[i])) {
-          return reject(ErrorCode::kInvalidArgument, "input[" + std::to_string(i) + "]: not valid UTF-8");
+          return reject(ErrorCode::kInvalidArgument, "input." + std::to_string(i) + ": not valid UTF-8");
         }
         inputs.push_back(tokenizer.encode(req.texts[i], req.add_bos));
       }
@@ -64,12 +64,12 @@ SubmitResult Engine::Impl::submit_embed(EmbedRequest req) {
     const int64_t capacity = static_cast<int64_t>(limits.kv_blocks) * limits.block_size;
     int64_t total = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      const std::string name = field + "[" + std::to_string(i) + "]";
+      const std::string name = field + "." + std::to_string(i);
       const std::vector<int32_t>& ids = inputs[i];
       if (ids.empty()) return reject(ErrorCode::kInvalidArgument, name + ": the input has no tokens");
       for (size_t k = 0; k < ids.size(); ++k) {
         if (ids[k] < 0 || ids[k] >= limits.vocab_size) {
-          return reject(ErrorCode::kInvalidArgument, name + "[" + std::to_string(k) + "]: unknown token id " +
+          return reject(ErrorCode::kInvalidArgument, name + "." + std::to_string(k) + ": unknown token id " +
                                                          std::to_string(ids[k]) + " (vocabulary has " +
                                                          std::to_string(limits.vocab_size) + ")");
         }

@@ -37,6 +37,16 @@ std::vector<std::string> seed_payloads() {
   out.push_back(encode_request(RequestBody(DetokenizeRequest{{1, 2, 3}})));
   out.push_back(encode_request(RequestBody(ModelRequest{})));
   out.push_back(encode_request(RequestBody(ReplayRequest{"abc", 3})));
+  EmbedRequest embed;
+  embed.input = {"Once upon a time", "héllo"};
+  embed.normalize = false;
+  embed.pooling = "last";
+  embed.id = "emb-1";
+  out.push_back(encode_request(RequestBody(embed), Tag::of(5)));
+  embed.input.clear();
+  embed.tokens = {{1, 2, 3}, {4}};
+  out.push_back(encode_request(RequestBody(embed)));
+  out.push_back(encode_answer(AnswerBody(EmbedAnswer{"emb-1", {{0.5f, -1.25f}, {0.0f, 3.0f}}, Usage{7, 0, 0}}), Tag::of(5)));
   StreamEvent ev;
   ev.id = "abc";
   ev.seq = 4;

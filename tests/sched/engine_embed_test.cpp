@@ -326,7 +326,7 @@ TEST_F(EmbedEngine, RejectsBadInputs) {
   SubmitResult s = engine->submit_embed(too_long);
   EXPECT_FALSE(s.ok);
   EXPECT_EQ(s.code, ErrorCode::kInvalidArgument);
-  EXPECT_NE(s.message.find("input[1]"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("input.1"), std::string::npos) << s.message;
   EXPECT_NE(s.message.find("exceed"), std::string::npos) << s.message;
   EXPECT_GT(s.prompt_tokens, 64);
 
@@ -334,7 +334,7 @@ TEST_F(EmbedEngine, RejectsBadInputs) {
   long_ids.token_inputs = {{1, 2, 3}, std::vector<int32_t>(65, 5)};
   s = engine->submit_embed(long_ids);
   EXPECT_FALSE(s.ok);
-  EXPECT_NE(s.message.find("tokens[1]"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("tokens.1"), std::string::npos) << s.message;
   EXPECT_EQ(s.prompt_tokens, 65);
 
   EmbedRequest none;
@@ -346,19 +346,19 @@ TEST_F(EmbedEngine, RejectsBadInputs) {
   empty_ids.token_inputs = {{1}, {}};
   s = engine->submit_embed(empty_ids);
   EXPECT_FALSE(s.ok);
-  EXPECT_NE(s.message.find("tokens[1]"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("tokens.1"), std::string::npos) << s.message;
 
   EmbedRequest bad_id;
   bad_id.token_inputs = {{1, 100000}};
   s = engine->submit_embed(bad_id);
   EXPECT_FALSE(s.ok);
-  EXPECT_NE(s.message.find("tokens[0][1]"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("tokens.0.1"), std::string::npos) << s.message;
 
   EmbedRequest bad_utf8;
   bad_utf8.texts = {"ok", "\xff\xfe"};
   s = engine->submit_embed(bad_utf8);
   EXPECT_FALSE(s.ok);
-  EXPECT_NE(s.message.find("input[1]"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("input.1"), std::string::npos) << s.message;
 
   EmbedRequest too_many;
   too_many.token_inputs.assign(kMaxEmbedInputs + 1, {1});

@@ -1,0 +1,144 @@
+// Daemon: `embed` requests (docs/PROTOCOL.md 3.11). The texts are tokenized off the socket loop
+// when they are long (OffLoop, like generate prompts), the inputs go to Engine::submit_embed, and
+// the one answer (`embed` with every vector, or an error) goes back when the engine's kFinished
+// for the request arrives. Embed requests have no stream: they are not in the StreamRegistry.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <exception>
+#include <memory>
+
+#include "protocol/embed_wire.h"
+#include "server/daemon.h"
+
+namespace vks::server {
+namespace {
+
+constexpr size_t kOffLoopMinTextBytes = 1024;  // as for generate prompts
+
+size_t text_bytes(const EmbedRequest& r) {
+  size_t n = 0;
+  for (const std::string& t : r.texts) n += t.size();
+  return n;
+}
+
+}  // namespace
+
+void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRequest& r) {
+  if (phase_ != Phase::kServing || !served_.engine) {
+    ++requests_rejected_;
+    reply_error(from, tag, proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
+    return;
+  }
+  const std::string key = owner_key(from);
+  int32_t live = static_cast<int32_t>(registry_.live_count_of(key));
+  for (const auto& [id, p] : pending_embeds_) live += p.owner_key == key ? 1 : 0;
+  if (live >= limits_.max_requests_per_connection) {
+    ++requests_rejected_;
+    reply(from, proto::encode_error(proto::make_error(proto::WireError::kTooManyRequests,
+                                                      "this connection already has " +
+                                                          std::to_string(limits_.max_requests_per_connection) +
+                                                          " running requests (max_requests_per_connection)"),
+                                    tag, {}, 100));
+    return;
+  }
+  if (!r.id.empty() && (registry_.contains(r.id) || pending_embeds_.count(r.id))) {
+    ++requests_rejected_;
+    reply_error(from, tag, proto::WireError::kAlreadyExists,
+                "request id '" + r.id + "' is already live or retained; choose another", "id", r.id);
+    return;
+  }
+  // The answer must fit one frame.
+  const size_t n_inputs = r.tokens.empty() ? r.input.size() : r.tokens.size();
+  const size_t dim = static_cast<size_t>(std::max(1, model_info_.dim));
+  if (proto::detail::embed_answer_bytes(n_inputs, dim) > limits_.max_frame_bytes) {
+    size_t fit = 1;
+    while (proto::detail::embed_answer_bytes(fit + 1, dim) <= limits_.max_frame_bytes) ++fit;
+    ++requests_rejected_;
+    reply_error(from, tag, proto::WireError::kInvalidField,
+                std::to_string(n_inputs) + " vectors of " + std::to_string(dim) + " floats exceed max_frame_bytes (" +
+                    std::to_string(limits_.max_frame_bytes) + "); send at most " + std::to_string(fit) +
+                    " inputs per request",
+                r.tokens.empty() ? "input" : "tokens", r.id);
+    return;
+  }
+  auto request = std::make_shared<EmbedRequest>(to_engine_embed(r));
+  if (!served_.tokenizer || text_bytes(*request) < kOffLoopMinTextBytes) {
+    submit_embed(from, tag, *request);
+    return;
+  }
+  const Tokenizer* tok = served_.tokenizer.get();
+  off_loop_.run(
+      &loop_, key,
+      [tok, request] {
+        EmbedRequest& q = *request;
+        q.token_inputs.reserve(q.texts.size());
+        for (const std::string& text : q.texts) q.token_inputs.push_back(tok->encode(text, q.add_bos));
+        q.texts.clear();
+        q.inputs_from_text = true;
+      },
+      [this, from, tag, request](std::exception_ptr error) {
+        if (!handles_open_) return;  // shut down meanwhile: every socket is closed
+        if (error) {
+          ++requests_rejected_;
+          std::string what = "unknown failure";
+          try {
+            std::rethrow_exception(error);
+          } catch (const std::exception& e) {
+            what = e.what();
+          } catch (...) {
+          }
+          reply_error(from, tag, proto::WireError::kInternal, "tokenizing the inputs failed: " + what, "input", request->id);
+          return;
+        }
+        if (from.transport == Transport::kUds && uds_ && uds_->find(from.conn_id) == nullptr) {
+          spdlog::info("{}: closed while its embed inputs were tokenized; request dropped", from.describe());
+          return;
+        }
+        submit_embed(from, tag, *request);
+      });
+}
+
+void Daemon::submit_embed(const ClientRef& from, const proto::Tag& tag, EmbedRequest& request) {
+  const std::string chosen_id = request.id;
+  const SubmitResult result = served_.engine->submit_embed(std::move(request));
+  if (!result.ok) {
+    ++requests_rejected_;
+    spdlog::info("{}: embed rejected: {}", from.describe(), result.message);
+    reply(from, proto::encode_error(error_from_embed_submit(result), tag, chosen_id, result.retry_after_ms));
+    return;
+  }
+  ++requests_total_;
+  PendingEmbed& p = pending_embeds_[result.id];
+  p.owner = from;
+  p.owner_key = owner_key(from);
+  p.tag = tag;
+  spdlog::debug("{}: embed {} accepted ({} tokens)", from.describe(), result.id, result.prompt_tokens);
+}
+
+bool Daemon::handle_embed_event(const EngineEvent& ev) {
+  const auto it = pending_embeds_.find(ev.request_id);
+  if (it == pending_embeds_.end()) return false;
+  PendingEmbed& p = it->second;
+  if (ev.type == EventType::kError) {
+    p.error = ev;
+    return true;
+  }
+  if (ev.type != EventType::kFinished) return true;
+  if (ev.reason == FinishReason::kStop) {
+    reply(p.owner, proto::encode_answer(embed_answer_from_engine(ev), p.tag));
+  } else {
+    reply(p.owner, proto::encode_error(embed_failure(ev.reason, p.error ? &*p.error : nullptr), p.tag, ev.request_id));
+  }
+  pending_embeds_.erase(it);
+  return true;
+}
+
+void Daemon::cancel_embeds_of(const std::string& key) {
+  if (!served_.engine) return;
+  for (const auto& [id, p] : pending_embeds_) {
+    if (p.owner_key == key) served_.engine->cancel(id);
+  }
+}
+
+}  // namespace vks::server
