@@ -15,5 +15,6 @@ void add_bench_command(CLI::App& root, int& exit_code);        // cmd_bench.cpp
 void add_template_command(CLI::App& root, int& exit_code);     // cmd_template.cpp (in-process)
 void add_pull_command(CLI::App& root, int& exit_code);         // cmd_pull.cpp
 void add_models_command(CLI::App& root, int& exit_code);       // cmd_models.cpp
+void add_embed_command(CLI::App& root, int& exit_code);        // cmd_embed.cpp
 
 }  // namespace vks::cli

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   vks::cli::add_template_command(app, exit_code);
   vks::cli::add_pull_command(app, exit_code);
   vks::cli::add_models_command(app, exit_code);
+  vks::cli::add_embed_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -152,6 +152,46 @@ TEST_F(CliE2E, BenchReportsThroughputAndLatency) {
   EXPECT_EQ(count_lines(vks::test::read_file(csv)), 13u);  // header + 12 rows
 }
 
+// `vkstream embed A B A`: one JSON array of three 64-float arrays, in order; the repeated text gives
+// the same array; a text longer than the context fails with one line on stderr.
+TEST_F(CliE2E, EmbedPrintsOneJsonArrayOfVectors) {
+  ProcessResult r = cli("embed", {"Once upon a time", "The cat sat on the mat.", "Once upon a time"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(count_lines(r.out), 1u);
+  ASSERT_GE(r.out.size(), 6u);
+  EXPECT_EQ(r.out.substr(0, 2), "[[");
+  EXPECT_EQ(r.out.substr(r.out.size() - 3), "]]\n");
+  std::vector<std::string> vectors;
+  std::string body = r.out.substr(2, r.out.size() - 5);
+  for (size_t at = 0;;) {
+    const size_t next = body.find("],[", at);
+    vectors.push_back(body.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    if (next == std::string::npos) break;
+    at = next + 3;
+  }
+  ASSERT_EQ(vectors.size(), 3u) << r.out;
+  for (const std::string& v : vectors) {
+    EXPECT_EQ(std::count(v.begin(), v.end(), ','), 63) << v;  // 64 floats
+    double norm = 0;
+    std::istringstream in(v);
+    for (std::string x; std::getline(in, x, ',');) norm += std::stod(x) * std::stod(x);
+    EXPECT_NEAR(norm, 1.0, 1e-5);
+  }
+  EXPECT_EQ(vectors[0], vectors[2]);
+  EXPECT_NE(vectors[0], vectors[1]);
+  const ProcessResult raw = cli("embed", {"--raw", "--pooling", "last", "Once upon a time"});
+  ASSERT_EQ(raw.exit_code, 0) << raw.err;
+  EXPECT_NE(raw.out, "[[" + vectors[0] + "]]\n");
+
+  std::string too_long;
+  while (too_long.size() < 40 * 1024) too_long += "Once upon a time, there was a little girl. ";
+  const ProcessResult bad = cli("embed", {"ok", too_long});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.out, "");
+  EXPECT_EQ(count_lines(bad.err), 1u) << bad.err;
+  EXPECT_NE(bad.err.find("prompt_too_long"), std::string::npos) << bad.err;
+}
+
 TEST(CliNoDaemon, SaysHowToStartTheDaemon) {
   const std::string dir = vks::test::make_temp_dir("vks-nodaemon");
   for (const std::vector<std::string>& argv :

@@ -3,6 +3,8 @@
 // stream, errors surface as typed errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tests/clients/process_util.h"
 #include "tests/clients/reference.h"
 #include "vkstream/client.h"
@@ -190,6 +192,43 @@ TEST_F(ClientE2E, StatsInBothFormats) {
   ASSERT_TRUE(stats.is_map());
   EXPECT_GE(stats.get_int("tokens_generated"), 60);
   EXPECT_NE(c.stats_prometheus().find("vkstream_"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+double l2(const std::vector<float>& v) {
+  double s = 0;
+  for (float x : v) s += double(x) * x;
+  return std::sqrt(s);
+}
+
+TEST_F(ClientE2E, EmbedReturnsOneVectorPerText) {
+  vkstream::Client c = connect();
+  const auto v = c.embed({"Once upon a time", "The cat sat on the mat.", "Once upon a time"});
+  ASSERT_EQ(v.size(), 3u);
+  for (const auto& e : v) {
+    EXPECT_EQ(e.size(), 64u);
+    EXPECT_NEAR(l2(e), 1.0, 1e-5);
+  }
+  EXPECT_EQ(v[0], v[2]);
+  EXPECT_NE(v[0], v[1]);
+  vkstream::EmbedOptions last;
+  last.pooling = "last";
+  last.normalize = false;
+  const auto w = c.embed({"Once upon a time"}, last);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_GT(std::fabs(l2(w[0]) - 1.0), 1e-3);
+  std::string too_long;
+  while (too_long.size() < 40 * 1024) too_long += "Once upon a time, there was a little girl. ";
+  try {
+    c.embed({too_long});
+    FAIL() << "an input longer than the context was accepted";
+  } catch (const vkstream::ServerError& e) {
+    EXPECT_EQ(e.code(), "prompt_too_long");
+    EXPECT_EQ(e.field(), "input.0");
+  }
 }
 
 }  // namespace

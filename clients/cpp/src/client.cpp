@@ -192,6 +192,25 @@ std::string Client::detokenize(const std::vector<int32_t>& ids) {
   return impl_->call("detokenize", Value::Map{{"ids", Value(std::move(arr))}}).get_string("text");
 }
 
+std::vector<std::vector<float>> Client::embed(const std::vector<std::string>& texts, const EmbedOptions& options) {
+  Value::Array input;
+  for (const std::string& t : texts) input.emplace_back(t);
+  Value::Map request{{"input", Value(std::move(input))}, {"normalize", Value(options.normalize)}};
+  if (!options.pooling.empty()) request.emplace_back("pooling", Value(options.pooling));
+  if (options.add_bos) request.emplace_back("add_bos", Value(*options.add_bos));
+  Value a = impl_->call("embed", std::move(request));
+  std::vector<std::vector<float>> out;
+  if (const Value* arr = a.find("embeddings"); arr != nullptr && arr->as_array() != nullptr) {
+    for (const Value& v : *arr->as_array()) {
+      std::vector<float>& vec = out.emplace_back();
+      if (const Value::Array* xs = v.as_array()) {
+        for (const Value& x : *xs) vec.push_back(static_cast<float>(x.as_double().value_or(0.0)));
+      }
+    }
+  }
+  return out;
+}
+
 Replay Client::replay(const std::string& id, int64_t from_seq) {
   Value a = impl_->call("replay", Value::Map{{"id", Value(id)}, {"from_seq", Value(from_seq)}});
   Replay r;

@@ -100,6 +100,15 @@ export class VkstreamClient {
     return this.call("status", { id });
   }
 
+  // One embedding per text (an array of numbers each), in order (docs/PROTOCOL.md 3.11). pooling:
+  // undefined (the model's), "mean", "cls" or "last"; normalize: false gives the raw vectors.
+  async embed(texts, { normalize = true, pooling, addBos } = {}) {
+    const fields = { input: typeof texts === "string" ? [texts] : [...texts], normalize };
+    if (pooling !== undefined) fields.pooling = pooling;
+    if (addBos !== undefined) fields.add_bos = addBos;
+    return (await this.call("embed", fields)).embeddings;
+  }
+
   cancel(id) {
     return this.call("cancel", { id });
   }

@@ -114,6 +114,28 @@ test("a follower arriving after the end still gets the whole stream", async () =
   }
 });
 
+test("embed returns one unit vector per text, in order", async () => {
+  const client = new VkstreamClient(router);
+  try {
+    const texts = ["Once upon a time", "The cat sat on the mat.", "Once upon a time"];
+    const vectors = await client.embed(texts);
+    assert.equal(vectors.length, 3);
+    for (const v of vectors) {
+      assert.equal(v.length, 64);
+      assert.ok(Math.abs(v.reduce((s, x) => s + x * x, 0) - 1) < 1e-5);
+    }
+    assert.deepEqual(vectors[0], vectors[2]);
+    assert.notDeepEqual(vectors[0], vectors[1]);
+    const raw = await client.embed("Once upon a time", { normalize: false, pooling: "last" });
+    assert.equal(raw.length, 1);
+    assert.ok(Math.abs(raw[0].reduce((s, x) => s + x * x, 0) - 1) > 1e-3);
+    await assert.rejects(client.embed(["x"], { pooling: "max" }),
+      (err) => err instanceof VkstreamError && err.code === "invalid_field" && err.field === "pooling");
+  } finally {
+    client.close();
+  }
+});
+
 test("errors are typed", async () => {
   const client = new VkstreamClient(router);
   try {

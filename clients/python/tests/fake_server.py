@@ -106,6 +106,13 @@ class Brain:
                 answer({"type": "tokenize", "ids": ([1] if req.get("add_bos", True) else []) + [ord(c) for c in req["text"]]})
             elif t == "detokenize":
                 answer({"type": "detokenize", "text": "".join(chr(i) for i in req["ids"])})
+            elif t == "embed":  # vector = [len(text), normalize, pooling given]
+                if req.get("pooling") not in (None, "mean", "cls", "last"):
+                    answer({"type": "error", "code": "invalid_field", "message": "bad pooling", "field": "pooling"})
+                else:
+                    answer({"type": "embed", "id": "e1", "usage": {"prompt_tokens": sum(len(x) for x in req["input"])},
+                            "embeddings": [[float(len(x)), float(req.get("normalize", True)),
+                                            float("pooling" in req)] for x in req["input"]]})
             elif t == "model":
                 answer({"type": "model", "model": {"name": "fake", "vocab_size": 512}})
             elif t == "replay":

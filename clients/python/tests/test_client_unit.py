@@ -126,6 +126,10 @@ class UnixClientTest(unittest.TestCase):
         self.assertEqual(self.client.tokenize("ab"), [1, 97, 98])
         self.assertEqual(self.client.tokenize("ab", add_bos=False), [97, 98])
         self.assertEqual(self.client.detokenize([104, 105]), "hi")
+        self.assertEqual(self.client.embed(["ab", "abc"]), [[2.0, 1.0, 0.0], [3.0, 1.0, 0.0]])
+        self.assertEqual(self.client.embed("abcd", normalize=False, pooling="last"), [[4.0, 0.0, 1.0]])
+        with self.assertRaises(errors.InvalidFieldError):
+            self.client.embed(["a"], pooling="max")
         self.assertEqual(self.client.model()["name"], "fake")
         self.assertEqual(self.client.stats()["waiting"], 0)
         self.assertIn("vkstream_requests_waiting", self.client.stats("prometheus"))
@@ -302,6 +306,7 @@ class AsyncClientTest(unittest.TestCase):
                     await client.cancel("missing")
                 self.assertEqual(await client.tokenize("a"), [1, 97])
                 self.assertEqual(await client.detokenize([97]), "a")
+                self.assertEqual(await client.embed(["xy"]), [[2.0, 1.0, 0.0]])
                 stream = await client.generate("fail")
                 with self.assertRaises(errors.DeviceError):
                     async for _ in stream:

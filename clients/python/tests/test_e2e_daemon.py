@@ -116,6 +116,30 @@ class DaemonE2ETest(unittest.TestCase):
         return dict(temperature=0, ignore_eos=True, max_tokens=max(1, min(limit, context - len(self.prompt_ids))))
 
     # -- greedy output equals the reference -------------------------------------------------------
+    def test_embed_sync_and_asyncio(self):
+        texts = ["Once upon a time", "The cat sat on the mat.", "Once upon a time"]
+        vectors = self.unix().embed(texts)
+        self.assertEqual(len(vectors), 3)
+        for v in vectors:
+            self.assertEqual(len(v), 64)
+            self.assertAlmostEqual(sum(x * x for x in v), 1.0, places=5)
+        self.assertEqual(vectors[0], vectors[2])
+        self.assertNotEqual(vectors[0], vectors[1])
+        raw = self.unix().embed("Once upon a time", normalize=False, pooling="last")
+        self.assertEqual(len(raw), 1)
+        self.assertNotAlmostEqual(sum(x * x for x in raw[0]), 1.0, places=3)
+        with self.assertRaises(errors.InvalidFieldError):
+            self.unix().embed(["x"], pooling="max")
+
+        async def main():
+            client = await vkstream.AsyncClient.unix(self.daemon.socket, timeout=60)
+            try:
+                return await client.embed(texts)
+            finally:
+                await client.close()
+
+        self.assertEqual(asyncio.run(main()), vectors)
+
     def test_tokenize_matches_reference_prompt(self):
         self.assertEqual(self.unix().tokenize(PROMPT), self.prompt_ids)
 

@@ -2,7 +2,7 @@
 import asyncio
 import itertools
 
-from . import errors
+from . import errors, protocol
 from .client import Completion
 from .protocol import (DEFAULT_MAX_FRAME_BYTES, HEADER, PROTOCOL_VERSION, Message, SeqTracker, encode_frame,
                        chat_request, generate_request, pack, unpack)
@@ -259,6 +259,10 @@ class AsyncClient:
 
     async def detokenize(self, ids):
         return (await self.request({"type": "detokenize", "ids": [int(i) for i in ids]}))["text"]
+
+    async def embed(self, texts, normalize=True, pooling=None, add_bos=None):
+        """One embedding (list of floats) per text, in order (see Client.embed)."""
+        return (await self.request(protocol.embed_request(texts, normalize, pooling, add_bos)))["embeddings"]
 
     async def model(self):
         return (await self.request({"type": "model"}))["model"]

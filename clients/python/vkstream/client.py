@@ -4,7 +4,7 @@ Not thread-safe: use one Client per thread (or the asyncio client)."""
 import collections
 import itertools
 
-from . import errors
+from . import errors, protocol
 from .protocol import PROTOCOL_VERSION, Message, SeqTracker, chat_request, generate_request, pack, unpack
 from .transport import UnixTransport, ZmqTransport
 
@@ -239,6 +239,11 @@ class Client:
 
     def detokenize(self, ids):
         return self.request({"type": "detokenize", "ids": [int(i) for i in ids]})["text"]
+
+    def embed(self, texts, normalize=True, pooling=None, add_bos=None):
+        """One embedding (list of floats) per text, in order. pooling: None (the model's), "mean",
+        "cls" or "last"; normalize=False returns the raw pooled vectors."""
+        return self.request(protocol.embed_request(texts, normalize, pooling, add_bos))["embeddings"]
 
     def model(self):
         return self.request({"type": "model"})["model"]

@@ -54,6 +54,18 @@ def pack(obj):
     return msgpack.packb(obj, use_bin_type=True)
 
 
+def embed_request(texts, normalize=True, pooling=None, add_bos=None):
+    """The `embed` request map (docs/PROTOCOL.md 3.11) for one text or a list of texts."""
+    if isinstance(texts, str):
+        texts = [texts]
+    req = {"type": "embed", "input": list(texts), "normalize": bool(normalize)}
+    if pooling is not None:
+        req["pooling"] = pooling
+    if add_bos is not None:
+        req["add_bos"] = bool(add_bos)
+    return req
+
+
 def unpack(payload):
     """Decodes one server payload into a Message; ProtocolViolationError if it is not a map."""
     try:

@@ -46,6 +46,9 @@ class Client {
   void cancel(const std::string& id);  // throws ServerError (not_found, ...) when refused
   std::vector<int32_t> tokenize(const std::string& text, bool add_bos = true, bool parse_special = false);
   std::string detokenize(const std::vector<int32_t>& ids);
+  // One embedding per text, in order (waits for the whole answer; throws ServerError, e.g.
+  // prompt_too_long naming input.N).
+  std::vector<std::vector<float>> embed(const std::vector<std::string>& texts, const EmbedOptions& options = {});
   Replay replay(const std::string& id, int64_t from_seq = 0);
 
   // Submits a request; its events then arrive through next_event / a Stream.

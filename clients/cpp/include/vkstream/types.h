@@ -31,6 +31,13 @@ struct ChatMessage {
   std::string content;
 };
 
+// embed (docs/PROTOCOL.md 3.11): one vector per text.
+struct EmbedOptions {
+  bool normalize = true;   // false: the raw pooled vectors
+  std::string pooling;     // "" = the model's (mean for generative models), or "mean" / "cls" / "last"
+  std::optional<bool> add_bos;
+};
+
 struct GenerateOptions {
   std::string prompt;                    // used when prompt_ids is empty
   std::vector<int32_t> prompt_ids;
