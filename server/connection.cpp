@@ -16,12 +16,13 @@ struct Connection::WriteReq {
 };
 
 Connection::Connection(uint64_t id, const proto::ProtocolLimits& limits, FrameHandler on_frame,
-                       ClosedHandler on_closed)
+                       ClosedHandler on_closed, FramingErrorHandler on_framing_error)
     : id_(id),
       limits_(limits),
       decoder_(limits.max_frame_bytes),
       on_frame_(std::move(on_frame)),
-      on_closed_(std::move(on_closed)) {
+      on_closed_(std::move(on_closed)),
+      on_framing_error_(std::move(on_framing_error)) {
   pipe_.data = this;
 }
 
@@ -62,16 +63,26 @@ void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf
 }
 
 void Connection::handle_bytes(std::string_view bytes) {
-  if (closing_) return;
-  if (!decoder_.feed(bytes)) {
-    // frame_too_large (or an empty frame): the stream cannot be resynchronised.
-    spdlog::info("connection {}: {}; closing it", id_, decoder_.error().message);
-    send_unbounded(proto::encode_error(decoder_.error()));
-    close_after_flush();
-    return;
-  }
+  if (closing_ || decoder_.failed()) return;
+  const bool ok = decoder_.feed(bytes);
+  // Frames that were complete before a bad header in the same read are requests like any other:
+  // they are handled (and answered) first, in order.
   std::string payload;
   while (!closing_ && decoder_.next(payload)) on_frame_(*this, payload);
+  if (ok || closing_) return;
+  // frame_too_large (or an empty frame): the stream cannot be resynchronised.
+  spdlog::info("connection {}: {}; closing it", id_, decoder_.error().message);
+  uv_read_stop(stream());
+  if (on_framing_error_) {
+    on_framing_error_(*this, decoder_.error());
+  } else {
+    fail(decoder_.error());
+  }
+}
+
+void Connection::fail(const proto::ProtocolError& error) {
+  send_unbounded(proto::encode_error(error));
+  close_after_flush();
 }
 
 bool Connection::send(std::string_view payload) {

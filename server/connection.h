@@ -21,9 +21,14 @@ class Connection {
  public:
   using FrameHandler = std::function<void(Connection&, std::string& payload)>;
   using ClosedHandler = std::function<void(Connection&)>;
+  // A framing error (oversized or zero-length header) after every complete frame before it was
+  // handed to the FrameHandler. Reading has stopped. The handler must end with fail(error) once
+  // the answers to those frames are queued (some may still be prepared off the loop); when
+  // unset, fail(error) runs at once.
+  using FramingErrorHandler = std::function<void(Connection&, const proto::ProtocolError&)>;
 
   Connection(uint64_t id, const proto::ProtocolLimits& limits, FrameHandler on_frame,
-             ClosedHandler on_closed);
+             ClosedHandler on_closed, FramingErrorHandler on_framing_error = {});
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
@@ -44,6 +49,8 @@ class Connection {
   void close_after_flush();
   // Closes at once; queued writes are cancelled.
   void close_now();
+  // Sends `error` (no tag: it concerns the connection) and closes after flushing.
+  void fail(const proto::ProtocolError& error);
   bool closing() const { return closing_; }
 
  private:
@@ -62,6 +69,7 @@ class Connection {
   proto::FrameDecoder decoder_;
   FrameHandler on_frame_;
   ClosedHandler on_closed_;
+  FramingErrorHandler on_framing_error_;
   ucred peer_{0, static_cast<uid_t>(-1), static_cast<gid_t>(-1)};
   std::array<char, 64 * 1024> read_buf_{};
   uint64_t queued_bytes_ = 0;

@@ -148,6 +148,21 @@ void Daemon::setup_sockets(const ListenFds& fds) {
     handle_request(from, payload);
   };
   hooks.on_closed = [this](Connection& c) { on_connection_closed(c); };
+  hooks.on_framing_error = [this](Connection& c, const proto::ProtocolError& error) {
+    // The error closes the connection only after the answers to every frame before it, some of
+    // which may still be prepared off the loop (their completions run the deferred close).
+    ClientRef from;
+    from.transport = Transport::kUds;
+    from.conn_id = c.id();
+    auto fail = [this, id = c.id(), error] {
+      if (Connection* conn = uds_ ? uds_->find(id) : nullptr) conn->fail(error);
+    };
+    if (off_loop_.busy(owner_key(from))) {
+      off_loop_.defer(owner_key(from), std::move(fail));
+    } else {
+      fail();
+    }
+  };
   uds_ = std::make_unique<UdsServer>(&loop_, limits_, std::move(policy), std::move(hooks));
   if (fds.uds) {
     uds_->adopt(*fds.uds);

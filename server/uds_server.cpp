@@ -152,7 +152,8 @@ void UdsServer::accept_one() {
         const uint64_t cid = c.id();
         hooks_.on_closed(c);
         connections_.erase(cid);  // deletes c
-      });
+      },
+      hooks_.on_framing_error);
   uv_pipe_init(loop_, conn->pipe(), 0);
   Connection& c = *conn;
   connections_.emplace(id, std::move(conn));
