@@ -154,7 +154,7 @@ void UdsServer::accept_one() {
         connections_.erase(cid);  // deletes c
       },
       hooks_.on_framing_error);
-  uv_pipe_init(loop_, conn->pipe(), 0);
+  conn->init(loop_);
   Connection& c = *conn;
   connections_.emplace(id, std::move(conn));
   if (uv_accept(reinterpret_cast<uv_stream_t*>(&listener_), c.stream()) != 0) {

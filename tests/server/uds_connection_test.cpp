@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <uv.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <thread>
@@ -156,6 +158,57 @@ TEST(UdsConnection, FramingErrorWaitsForAnswersStillInPreparation) {
       [&] { uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr); });
   expect_frames_answered_before_error(server, header(0), 20, proto::WireError::kBadFrame);
   server.stop();
+}
+
+// Issue 14, fault 2: a client that never reads is closed as soon as its queued output passes
+// max_output_bytes (no flush it would never take), so the owner's close hook (which cancels its
+// requests) runs at once; the queued output never exceeds the bound.
+TEST(UdsConnection, SlowConsumerIsClosedAtOnceWithoutReading) {
+  struct Flood {
+    UdsServer* server = nullptr;
+    uint64_t conn_id = 0;
+    uint64_t max_queued = 0;
+    int refused = 0;
+    std::atomic<bool> closed{false};
+  } flood;
+  uv_timer_t timer{};
+  proto::ProtocolLimits limits = small_limits();
+  limits.max_output_bytes = 64 * 1024;
+  UdsServer::Hooks hooks = echo_hooks();
+  hooks.on_frame = [&](Connection& c, std::string&) {
+    flood.conn_id = c.id();
+    uv_timer_start(&timer, [](uv_timer_t* t) {
+      auto* f = static_cast<Flood*>(t->data);
+      Connection* conn = f->server->find(f->conn_id);
+      for (int i = 0; conn != nullptr && i < 8; ++i) {
+        if (!conn->send(std::string(2000, 'x'))) {
+          ++f->refused;
+          break;
+        }
+        f->max_queued = std::max(f->max_queued, conn->queued_bytes());
+      }
+      if (conn == nullptr || conn->closing()) uv_timer_stop(t);
+    }, 1, 1);
+  };
+  hooks.on_closed = [&](Connection&) { flood.closed = true; };
+  LoopServer server(
+      limits, std::move(hooks),
+      [&](uv_loop_t* loop, UdsServer& uds) {
+        uv_timer_init(loop, &timer);
+        timer.data = &flood;
+        flood.server = &uds;
+      },
+      [&] { uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr); });
+  test::UdsClient client;
+  ASSERT_TRUE(client.connect(server.path()));
+  ASSERT_TRUE(client.send("start"));
+  // The client reads nothing meanwhile.
+  for (int i = 0; i < 500 && !flood.closed; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(flood.closed) << "the slow consumer was not closed while it did not read";
+  server.stop();
+  EXPECT_EQ(flood.refused, 1);
+  EXPECT_LE(flood.max_queued, limits.max_output_bytes);
+  EXPECT_TRUE(client.wait_closed(5000));  // what the kernel held, then EOF
 }
 
 }  // namespace
