@@ -41,6 +41,12 @@ void ZmqSocket::set_int(int option, int value) {
   if (zmq_setsockopt(socket_, option, &value, sizeof(value)) != 0) throw_zmq("zmq_setsockopt");
 }
 
+bool ZmqSocket::set_bytes(int option, std::string_view value) {
+  if (zmq_setsockopt(socket_, option, value.data(), value.size()) == 0) return true;
+  spdlog::debug("zmq_setsockopt({}): {}", option, zmq_strerror(zmq_errno()));
+  return false;
+}
+
 void ZmqSocket::bind(const ZmqBindOptions& options) {
   const std::string& ep = options.endpoint;
   const bool tcp = ep.rfind("tcp://", 0) == 0;

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vks::server {
@@ -30,6 +31,8 @@ class ZmqSocket {
   ZmqSocket& operator=(const ZmqSocket&) = delete;
 
   void set_int(int option, int value);
+  // Byte-valued option; false (logged) when ZeroMQ refuses it.
+  bool set_bytes(int option, std::string_view value);
   // Binds (adopting the descriptor when given) and starts polling. Throws vks::Error saying what
   // to fix (socket in use, tcp:// without CURVE key, bad endpoint).
   void bind(const ZmqBindOptions& options);
