@@ -11,6 +11,7 @@
 #include "engine/model/servable_model.h"
 #include "engine/vulkan/runner/runner_factory.h"
 #include "server/gpu_check.h"
+#include "server/ipc_peer_filter.h"
 
 namespace vks::server {
 
@@ -180,6 +181,9 @@ void Daemon::setup_sockets(const ListenFds& fds) {
   ro.endpoint = options_.router_endpoint;
   ro.curve_secret_key = options_.curve_secret_key;
   ro.socket_mode = options_.socket_mode;
+  const IpcPeerFilter ipc_filter = ipc_peer_filter(PeerPolicy{options_.allow_uids, options_.allow_gids});
+  ro.ipc_allow_uids = ipc_filter.uids;  // the Unix socket's peer policy on the ZeroMQ ipc files too
+  ro.ipc_allow_gids = ipc_filter.gids;
   ro.max_message_bytes = static_cast<int>(std::min<uint64_t>(limits_.max_frame_bytes, INT32_MAX));
   if (fds.router) {
     ro.adopt_fd = *fds.router;
@@ -198,6 +202,8 @@ void Daemon::setup_sockets(const ListenFds& fds) {
   po.endpoint = options_.pub_endpoint;
   po.curve_secret_key = options_.curve_secret_key;
   po.socket_mode = options_.socket_mode;
+  po.ipc_allow_uids = ipc_filter.uids;
+  po.ipc_allow_gids = ipc_filter.gids;
   if (fds.pub) {
     po.adopt_fd = *fds.pub;
     po.endpoint = "ipc://" + unix_socket_path(*fds.pub);

@@ -4,6 +4,7 @@
 // from the poll callback, and a send schedules a drain on an idle handle (never recursively).
 #include <uv.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,9 @@ struct ZmqBindOptions {
   std::string curve_secret_key;  // Z85; required for tcp://
   uint32_t socket_mode = 0660;   // for ipc:// sockets we create
   int max_message_bytes = 0;     // ZMQ_MAXMSGSIZE (0 = unlimited)
+  // ipc:// only: the peers admitted (ZMQ_IPC_FILTER_UID/GID); both empty = no filter.
+  std::vector<uint32_t> ipc_allow_uids;
+  std::vector<uint32_t> ipc_allow_gids;
 };
 
 class ZmqSocket {
@@ -48,6 +52,7 @@ class ZmqSocket {
   static void on_idle(uv_idle_t* idle);
   void drain();
   void schedule_drain();
+  void apply_ipc_filter(const ZmqBindOptions& options);
 
   void* socket_ = nullptr;
   uv_loop_t* loop_;
