@@ -10,6 +10,7 @@
 #include "engine/common/error.h"
 #include "engine/model/servable_model.h"
 #include "engine/vulkan/runner/runner_factory.h"
+#include "server/engine_translation.h"
 #include "server/gpu_check.h"
 #include "server/ipc_peer_filter.h"
 
@@ -94,7 +95,7 @@ Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel served, Systemd
   const int32_t context = static_cast<int32_t>(served_.config.context_length);
   if (limits_.max_prompt_tokens <= 0) limits_.max_prompt_tokens = context;
   if (limits_.max_tokens <= 0) limits_.max_tokens = context;
-  model_info_ = proto::model_info_from(served_.config, served_.tokenizer.get(), served_.device);
+  model_info_ = model_info_from(served_.config, served_.tokenizer.get(), served_.device);
 
   if (uv_loop_init(&loop_) != 0) throw Error(ErrorCode::kInternal, "uv_loop_init failed");
   loop_open_ = true;
@@ -136,7 +137,7 @@ Daemon::~Daemon() {
 }
 
 void Daemon::setup_sockets(const ListenFds& fds) {
-  PeerPolicy policy{options_.allow_uids, options_.allow_gids};
+  PeerPolicy policy{options_.allow_uids, options_.allow_gids, options_.deny_uids};
   UdsServer::Hooks hooks;
   hooks.on_open = [this](Connection&) { touch(); };
   hooks.on_frame = [this](Connection& c, std::string& payload) {
@@ -181,7 +182,13 @@ void Daemon::setup_sockets(const ListenFds& fds) {
   ro.endpoint = options_.router_endpoint;
   ro.curve_secret_key = options_.curve_secret_key;
   ro.socket_mode = options_.socket_mode;
-  const IpcPeerFilter ipc_filter = ipc_peer_filter(PeerPolicy{options_.allow_uids, options_.allow_gids});
+  const IpcPeerFilter ipc_filter =
+      ipc_peer_filter(PeerPolicy{options_.allow_uids, options_.allow_gids, options_.deny_uids});
+  if (ipc_filter.narrowed) {
+    spdlog::warn("--deny-uid with --allow-gid: the ZeroMQ ipc endpoints admit the allowed groups' members "
+                 "as listed in the user and group databases now (libzmq's ipc filter cannot refuse a uid "
+                 "that an allowed group admits)");
+  }
   ro.ipc_allow_uids = ipc_filter.uids;  // the Unix socket's peer policy on the ZeroMQ ipc files too
   ro.ipc_allow_gids = ipc_filter.gids;
   ro.max_message_bytes = static_cast<int>(std::min<uint64_t>(limits_.max_frame_bytes, INT32_MAX));
@@ -288,13 +295,13 @@ void Daemon::handle_engine_event(const EngineEvent& ev) {
       break;
     case EventType::kFinished:
       itl_.forget(ev.request_id);
-      e->reason = ev.reason;
+      e->reason = to_wire(ev.reason);
       e->generated_tokens = ev.usage.generated_tokens;
       break;
     case EventType::kError:
       break;
   }
-  std::string encoded = proto::encode_event(ev, registry_.next_seq(*e), e->with_logprobs);
+  std::string encoded = encode_engine_event(ev, registry_.next_seq(*e), e->with_logprobs);
   registry_.append(*e, std::move(encoded));
   deliver(*e, e->events.back());
   if (e->owner.transport == Transport::kHttp && http_) http_->on_engine_event(ev);

@@ -24,9 +24,9 @@ void Daemon::setup_http(const ListenFds& fds) {
   ho.wire_limits = limits_;
 
   HttpFrontend::Backend backend;
-  backend.submit = [this](uint64_t conn_id, proto::GenerateMessage m, std::function<bool()> still_wanted,
+  backend.submit = [this](uint64_t conn_id, proto::GenerateRequest m, std::function<bool()> still_wanted,
                           std::function<void(HttpSubmitOutcome)> done) {
-    submit_http(conn_id, std::move(m), std::move(still_wanted), std::move(done));
+    submit_http(conn_id, m, std::move(still_wanted), std::move(done));
   };
   backend.connection_closed = [this](uint64_t conn_id) {
     touch();
@@ -37,7 +37,7 @@ void Daemon::setup_http(const ListenFds& fds) {
   };
   backend.metrics = [this] { return proto::render_prometheus(stats_snapshot()); };
   backend.serving = [this] { return phase_ == Phase::kServing; };
-  PeerPolicy policy{options_.allow_uids, options_.allow_gids};
+  PeerPolicy policy{options_.allow_uids, options_.allow_gids, options_.deny_uids};
   backend.allow_unix_peer = [policy](const http::PeerInfo& peer, std::string& why) {
     if (policy.allows(peer.cred)) return true;
     why = "uid " + std::to_string(peer.cred.uid) + " is not allowed on this socket (--allow-uid/--allow-gid)";
@@ -58,16 +58,17 @@ void Daemon::setup_http(const ListenFds& fds) {
   for (const std::string& a : http_->addresses()) spdlog::info("HTTP API on {}", a);
 }
 
-void Daemon::submit_http(uint64_t conn_id, proto::GenerateMessage message, std::function<bool()> still_wanted,
+void Daemon::submit_http(uint64_t conn_id, const proto::GenerateRequest& message, std::function<bool()> still_wanted,
                          std::function<void(HttpSubmitOutcome)> done) {
-  GenerateRequest& req = message.request;
+  GenerateJob job = to_generate_job(message);
+  GenerateRequest& req = job.request;
   // A long prompt is tokenized on libuv's pool, as for the Unix socket (request_off_loop.cpp).
   constexpr size_t kOffLoopMinTextBytes = 1024;
   if (!req.prompt_ids.empty() || req.prompt_text.size() < kOffLoopMinTextBytes || !served_.tokenizer) {
-    done(submit_http_now(conn_id, message));
+    done(submit_http_now(conn_id, job));
     return;
   }
-  auto shared = std::make_shared<proto::GenerateMessage>(std::move(message));
+  auto shared = std::make_shared<GenerateJob>(std::move(job));
   const Tokenizer* tok = served_.tokenizer.get();
   ClientRef from;
   from.transport = Transport::kHttp;
@@ -92,7 +93,7 @@ void Daemon::submit_http(uint64_t conn_id, proto::GenerateMessage message, std::
       });
 }
 
-HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, proto::GenerateMessage& r) {
+HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, GenerateJob& r) {
   touch();
   HttpSubmitOutcome out;
   ClientRef from;
@@ -115,7 +116,7 @@ HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, proto::GenerateMessa
   if (!result.ok) {
     ++requests_rejected_;
     spdlog::info("{}: generate rejected: {}", from.describe(), result.message);
-    out.error = proto::error_from_submit(result, limits_.max_prompt_tokens);
+    out.error = error_from_submit(result, limits_.max_prompt_tokens);
     out.retry_after_ms = result.retry_after_ms;
     out.id = chosen_id;
     return out;

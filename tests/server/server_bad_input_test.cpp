@@ -115,13 +115,13 @@ TEST_F(ServerBadInputTest, RequestsBeforeABadHeaderAreAnsweredInOrderFirst) {
     while (long_text.size() < 1200) long_text += "Once upon a time there was a cat. ";
     std::string burst;
     proto::Request detached = greedy_request(20);
-    std::get<proto::GenerateMessage>(detached.body).detached = true;
+    std::get<proto::GenerateRequest>(detached.body).detached = true;
     detached.tag = proto::Tag::of(1);
     proto::append_frame(burst, proto::encode_request(detached));
     proto::append_frame(burst, proto::encode_request(simple(proto::TokenizeRequest{long_text}, 2)));
     proto::Request long_prompt = greedy_request(5);
-    std::get<proto::GenerateMessage>(long_prompt.body).request.prompt_text = long_text.substr(0, 1100);
-    std::get<proto::GenerateMessage>(long_prompt.body).detached = true;
+    std::get<proto::GenerateRequest>(long_prompt.body).prompt = long_text.substr(0, 1100);
+    std::get<proto::GenerateRequest>(long_prompt.body).detached = true;
     long_prompt.tag = proto::Tag::of(3);
     proto::append_frame(burst, proto::encode_request(long_prompt));
     constexpr int kAnswers = 40;

@@ -31,8 +31,8 @@ TEST(ServerLateSubscriberTest, CatchUpComesBeforeLiveEventsWithoutDuplicates) {
   ASSERT_TRUE(owner.connect(daemon.socket_path()));
   for (int i = 0; i < kStreams; ++i) {
     proto::Request req = greedy_request(150, true);
-    std::get<proto::GenerateMessage>(req.body).request.id = "late-" + std::to_string(i);
-    std::get<proto::GenerateMessage>(req.body).request.logprobs = 8;  // bigger events: a busier loop
+    std::get<proto::GenerateRequest>(req.body).id = "late-" + std::to_string(i);
+    std::get<proto::GenerateRequest>(req.body).logprobs = 8;  // bigger events: a busier loop
     req.tag = proto::Tag::of(i + 1);
     ASSERT_TRUE(owner.send(req));
   }

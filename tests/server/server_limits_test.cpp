@@ -57,9 +57,9 @@ TEST(ServerLimitsTest, ConfiguredLimitsAreReportedAndEnforced) {
   constexpr int kSlowRequests = 2;  // --max-requests-per-connection 2
   for (int i = 0; i < kSlowRequests; ++i) {
     proto::Request req = greedy_request(2000, true);
-    auto& g = std::get<proto::GenerateMessage>(req.body);
-    g.request.id = "slow-consumer-" + std::to_string(i);  // known without reading the answer
-    g.request.logprobs = 20;                              // big events
+    auto& g = std::get<proto::GenerateRequest>(req.body);
+    g.id = "slow-consumer-" + std::to_string(i);  // known without reading the answer
+    g.logprobs = 20;                              // big events
     ASSERT_TRUE(slow.send(req));
   }
   UdsClient watcher;
