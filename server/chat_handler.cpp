@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "engine/chat/chat_prompt.h"
+#include "server/chat_render.h"
 #include "server/daemon.h"
 
 namespace vks::server {
@@ -21,26 +22,30 @@ struct ChatRendering {
   std::optional<proto::ProtocolError> error;
 };
 
-void render_and_tokenize(ChatRendering& work, const chat::ModelChatTemplate& tmpl, const Tokenizer& tokenizer) {
+}  // namespace
+
+std::optional<proto::ProtocolError> render_chat_request(proto::ChatRequest& request, const chat::ModelChatTemplate& tmpl,
+                                                        const Tokenizer& tokenizer) noexcept {
   try {
     std::vector<chat::ChatMessage> messages;
-    messages.reserve(work.request.messages.size());
-    for (const auto& turn : work.request.messages) messages.push_back({turn.role, turn.content});
-    chat::ChatPrompt prompt = chat::build_chat_prompt(tmpl.tmpl, messages, work.request.add_generation_prompt,
-                                                      work.request.chat_template, tokenizer);
-    work.request.generate.request.prompt_ids = std::move(prompt.ids);
-    work.request.generate.request.prompt_ids_from_text = true;
+    messages.reserve(request.messages.size());
+    for (const auto& turn : request.messages) messages.push_back({turn.role, turn.content});
+    chat::ChatPrompt prompt = chat::build_chat_prompt(tmpl.tmpl, messages, request.add_generation_prompt,
+                                                      request.chat_template, tokenizer);
+    request.generate.request.prompt_ids = std::move(prompt.ids);
+    request.generate.request.prompt_ids_from_text = true;
+    return std::nullopt;
   } catch (const jinja::TemplateError& e) {
     // A bad request template, or the model's template refusing this conversation (its own
     // raise_exception, e.g. "Conversation roles must alternate").
-    work.error = proto::make_error(proto::WireError::kInvalidField, e.what(),
-                                   work.request.chat_template ? "chat_template" : "messages");
+    return proto::make_error(proto::WireError::kInvalidField, e.what(),
+                             request.chat_template ? "chat_template" : "messages");
   } catch (const std::exception& e) {
-    work.error = proto::make_error(proto::WireError::kInternal, std::string("rendering the chat failed: ") + e.what());
+    return proto::make_error(proto::WireError::kInternal, std::string("rendering the chat failed: ") + e.what());
+  } catch (...) {
+    return proto::make_error(proto::WireError::kInternal, "rendering the chat failed");
   }
 }
-
-}  // namespace
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r) {
   if (!served_.chat_template || !served_.tokenizer) {
@@ -57,7 +62,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatReq
   std::shared_ptr<const chat::ModelChatTemplate> tmpl = served_.chat_template;
   const Tokenizer* tokenizer = served_.tokenizer.get();
   off_loop_.run(
-      &loop_, owner_key(from), [work, tmpl, tokenizer] { render_and_tokenize(*work, *tmpl, *tokenizer); },
+      &loop_, owner_key(from), [work, tmpl, tokenizer] { work->error = render_chat_request(work->request, *tmpl, *tokenizer); },
       [this, from, tag, work](std::exception_ptr error) {
         if (!handles_open_) return;  // shut down meanwhile: every socket is closed
         proto::GenerateMessage& generate = work->request.generate;

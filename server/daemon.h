@@ -98,6 +98,12 @@ class Daemon {
   void submit_http(uint64_t conn_id, proto::GenerateMessage message, std::function<bool()> still_wanted,
                    std::function<void(HttpSubmitOutcome)> done);
   HttpSubmitOutcome submit_http_now(uint64_t conn_id, proto::GenerateMessage& message);
+  void submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std::function<bool()> still_wanted,
+                        std::function<void(HttpSubmitOutcome)> done);
+  // Runs `prepare` (tokenize or render) and the constraint compile on libuv's pool, then submits.
+  void submit_http_prepared(uint64_t conn_id, std::shared_ptr<proto::GenerateMessage> message,
+                            std::function<std::optional<proto::ProtocolError>()> prepare,
+                            std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done);
 
   // Clients going away.
   void on_connection_closed(Connection& c);
