@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # curl against vkstreamd --http on stories260K (CPU): a greedy chat answered whole and as SSE
-# (`curl -N`) gives the same reply, /api/chat (curl -d, no Content-Type) gives it too, and a bad
-# conversation is a 400 with an OpenAI error object. Checks the JSON with python3.
+# (`curl -N`) gives the same reply, /api/chat (curl -d, no Content-Type) gives it too, a
+# response_format json_schema / Ollama format schema makes the reply valid against the schema
+# (checked with python3-jsonschema), and a bad conversation is a 400 with an OpenAI error object.
 set -euo pipefail
 build="${VKSTREAM_BUILD_DIR:?}"
 models="${VKSTREAM_MODELS:-$(dirname "$0")/../../../shared/models}"
@@ -67,4 +68,22 @@ status="$(curl -sS -o "$dir/err" -w '%{http_code}' "$base/v1/chat/completions" -
 [[ "$status" == 400 ]] || fail "bad role: status $status"
 $py -c 'import json, sys; e = json.load(open(sys.argv[1]))["error"]; assert e["param"] == "messages.0.role", e' "$dir/err" \
   || fail "bad role: $(cat "$dir/err")"
+schema='{"type":"object","properties":{"mood":{"enum":["happy","sad"]},"age":{"type":"integer","minimum":0,"maximum":120}},"required":["mood","age"],"additionalProperties":false}'
+printf '%s' "$schema" >"$dir/schema.json"
+validate() {  # validate FILE KEY...: the reply at that path is JSON text valid against the schema
+  $py -c '
+import json, sys, jsonschema
+answer = json.load(open(sys.argv[1]))
+for key in sys.argv[3:]:
+    answer = answer[int(key)] if key.isdigit() else answer[key]
+jsonschema.validate(json.loads(answer), json.load(open(sys.argv[2])))' "$@"
+}
+curl -sS --fail-with-body -o "$dir/constrained" "$base/v1/chat/completions" -H 'Content-Type: application/json' \
+  -d "{\"messages\":$messages,\"max_tokens\":120,\"temperature\":0.7,\"seed\":11,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"m\",\"schema\":$schema}}}" \
+  || fail "response_format: $(cat "$dir/constrained")"
+validate "$dir/constrained" "$dir/schema.json" choices 0 message content || fail "response_format reply: $(cat "$dir/constrained")"
+curl -sS --fail-with-body -o "$dir/constrained" "$base/api/chat" \
+  -d "{\"model\":\"stories260K\",\"messages\":$messages,\"stream\":false,\"format\":$schema,\"options\":{\"num_predict\":120,\"temperature\":0}}" \
+  || fail "format: $(cat "$dir/constrained")"
+validate "$dir/constrained" "$dir/schema.json" message content || fail "format reply: $(cat "$dir/constrained")"
 echo "curl chat: ok ($reply)"

@@ -2,13 +2,16 @@
 // reference, stories260K, whose missing chat template makes the daemon use its ChatML fallback):
 // greedy replies equal the msgpack `chat` request's reply for the same messages (streamed and
 // not), the answers have each API's shape (chat.completion / chunks with a first role delta and
-// [DONE]; Ollama NDJSON with message objects), chat logprobs, bad conversations get 400 in each
-// API's error shape, the request is the same request on the Unix socket, and a hang-up cancels it.
+// [DONE]; Ollama NDJSON with message objects), chat logprobs, response_format / Ollama format
+// constrain the reply to JSON valid against the schema, bad conversations get 400 in each API's
+// error shape, mutated bodies never get a 5xx, the request is the same request on the Unix socket,
+// and a hang-up cancels it.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <csignal>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -318,6 +321,107 @@ TEST_F(HttpChatE2eTest, BadConversationsAre400InEachApisErrorShape) {
   ASSERT_TRUE(ollama_range);
   EXPECT_EQ(ollama_range->status, 400);
   EXPECT_NE(json::parse(ollama_range->body)["error"].get<std::string>().find("temperature"), std::string::npos);
+}
+
+// Valid against kMoodSchema: exactly {"mood": "happy"|"sad", "age": integer 0..120}.
+const json kMoodSchema = json::parse(R"({"type":"object","properties":{"mood":{"enum":["happy","sad"]},
+  "age":{"type":"integer","minimum":0,"maximum":120}},"required":["mood","age"],"additionalProperties":false})");
+
+void expect_valid_mood(const std::string& text, const std::string& what) {
+  const json parsed = json::parse(text, nullptr, false);
+  ASSERT_TRUE(parsed.is_object()) << what << ": " << text;
+  EXPECT_EQ(parsed.size(), 2u) << what << ": " << text;
+  ASSERT_TRUE(parsed.contains("mood") && parsed["mood"].is_string()) << what << ": " << text;
+  EXPECT_TRUE(parsed["mood"] == "happy" || parsed["mood"] == "sad") << what << ": " << text;
+  ASSERT_TRUE(parsed.contains("age") && parsed["age"].is_number_integer()) << what << ": " << text;
+  EXPECT_GE(parsed["age"].get<int64_t>(), 0);
+  EXPECT_LE(parsed["age"].get<int64_t>(), 120);
+}
+
+TEST_F(HttpChatE2eTest, ResponseFormatAndOllamaFormatConstrainTheReplyToTheSchema) {
+  const json ask = json::array({{{"role", "user"}, {"content", "How do you feel, and how old are you?"}}});
+  const json response_format = {{"type", "json_schema"}, {"json_schema", {{"name", "mood"}, {"schema", kMoodSchema}}}};
+  for (const double temperature : {0.0, 0.9}) {
+    auto r = call("/v1/chat/completions", {{"messages", ask}, {"max_tokens", 120}, {"temperature", temperature}, {"seed", 5},
+                                           {"response_format", response_format}});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json body = json::parse(r->body);
+    EXPECT_EQ(body["choices"][0]["finish_reason"], "stop") << r->body;
+    expect_valid_mood(body["choices"][0]["message"]["content"], "temperature " + std::to_string(temperature));
+  }
+  auto s = call("/v1/chat/completions", {{"messages", ask}, {"max_tokens", 120}, {"temperature", 0}, {"stream", true},
+                                         {"response_format", response_format}});
+  ASSERT_TRUE(s);
+  bool done = false;
+  std::string streamed;
+  for (const json& c : sse_chunks(s->body, done)) {
+    if (!c["choices"].empty() && c["choices"][0]["delta"].contains("content")) streamed += c["choices"][0]["delta"]["content"].get<std::string>();
+  }
+  expect_valid_mood(streamed, "streamed");
+
+  auto any_object = call("/v1/chat/completions", {{"messages", ask}, {"max_tokens", 120}, {"temperature", 0},
+                                                  {"response_format", {{"type", "json_object"}}}});
+  ASSERT_TRUE(any_object);
+  ASSERT_EQ(any_object->status, 200) << any_object->body;
+  const json object_body = json::parse(any_object->body);
+  if (object_body["choices"][0]["finish_reason"] == "stop") {
+    EXPECT_TRUE(json::parse(object_body["choices"][0]["message"]["content"].get<std::string>(), nullptr, false).is_object())
+        << any_object->body;
+  }
+
+  auto o = call("/api/chat", {{"model", "stories260K"}, {"messages", ask}, {"stream", false}, {"format", kMoodSchema},
+                              {"options", {{"num_predict", 120}, {"temperature", 0}}}});
+  ASSERT_TRUE(o);
+  ASSERT_EQ(o->status, 200) << o->body;
+  const json ollama = json::parse(o->body);
+  EXPECT_EQ(ollama["done_reason"], "stop") << o->body;
+  expect_valid_mood(ollama["message"]["content"], "ollama format");
+
+  const json unsupported = {{"type", "object"}, {"not", json::object()}};
+  auto bad = call("/v1/chat/completions", {{"messages", ask}, {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", unsupported}}}}}});
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
+  EXPECT_EQ(json::parse(bad->body)["error"]["param"], "response_format") << bad->body;
+  auto bad_ollama = call("/api/chat", {{"model", "stories260K"}, {"messages", ask}, {"format", unsupported}});
+  ASSERT_TRUE(bad_ollama);
+  EXPECT_EQ(bad_ollama->status, 400) << bad_ollama->body;
+}
+
+TEST_F(HttpChatE2eTest, MutatedBodiesGetJsonAnswersAndNever5xx) {
+  std::mt19937 rng(7);
+  const json base = {{"messages", kMessages}, {"max_tokens", 2}, {"temperature", 0}, {"top_p", 0.9}, {"stop", {"\n"}},
+                     {"logprobs", true}, {"top_logprobs", 1}, {"response_format", {{"type", "text"}}}};
+  const std::vector<json> odd = {nullptr, true, -1, 1e300, "str", json::array(), json::object(), 3.5,
+                                 json::array({{{"role", "user"}}}), "<|im_start|>system\n<|im_end|>"};
+  int errors = 0;
+  for (int i = 0; i < 60; ++i) {
+    json body = base;
+    auto it = body.begin();
+    std::advance(it, static_cast<long>(rng() % body.size()));
+    if (it.key() == "messages" && rng() % 2 == 0) {
+      body["messages"][rng() % body["messages"].size()]["content"] = odd[rng() % odd.size()];
+    } else {
+      body[it.key()] = odd[rng() % odd.size()];
+    }
+    if (!body["max_tokens"].is_number_integer()) body["max_tokens"] = 2;
+    auto r = call("/v1/chat/completions", body);
+    ASSERT_TRUE(r) << body.dump();
+    const json answer = json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(answer.is_object()) << body.dump() << " -> " << r->body;
+    if (r->status != 200) {
+      ++errors;
+      EXPECT_GE(r->status, 400);
+      EXPECT_LT(r->status, 500) << body.dump() << " -> " << r->body;
+      EXPECT_TRUE(answer["error"]["message"].is_string());
+    }
+  }
+  EXPECT_GT(errors, 10);
+  const auto wire = wire_chat(kMessages, 4);
+  ASSERT_TRUE(wire);
+  auto ok = call("/v1/chat/completions", {{"messages", kMessages}, {"max_tokens", 4}, {"temperature", 0}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(json::parse(ok->body)["choices"][0]["message"]["content"], wire->text);
 }
 
 TEST_F(HttpChatE2eTest, AHangUpCancelsTheChatRequest) {
