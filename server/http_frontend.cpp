@@ -337,7 +337,6 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
   g.conn_id = conn_id;
   g.exchange = exchange;
   g.prompt_tokens = outcome.prompt_tokens;
-  g.started = std::chrono::steady_clock::now();
   if (g.stream) {
     http::HeaderList headers = {{"x-request-id", g.id}, {"Cache-Control", "no-cache"}};
     c->begin_stream(200, ollama ? "application/x-ndjson" : "text/event-stream", headers);

@@ -29,6 +29,8 @@ struct Generation {
   bool include_usage = false;     // OpenAI stream_options.include_usage
   int32_t logprobs = -1;          // OpenAI logprobs: N alternatives per token (chat: top_logprobs), -1 = none
   int32_t prompt_tokens = 0;
+  // When the request arrived (before tokenizing / rendering and the engine's queue): Ollama's
+  // total_duration covers all of it, so it is never shorter than the engine's own timings.
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::string text;               // non-streamed: everything so far
   size_t text_bytes = 0;          // streamed or not: bytes of text so far (logprobs text_offset)

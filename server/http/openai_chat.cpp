@@ -150,7 +150,9 @@ std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const json& body, cons
     out.logprobs = 0;
   }
   if (out.logprobs >= 0) w["logprobs"] = out.logprobs;
-  copy_field(body, "chat_template", w, "chat_template");  // vkstream's own: a template for this request
+  // vkstream's own (vLLM's names): a template for this request; false = no assistant header at the end.
+  copy_field(body, "chat_template", w, "chat_template");
+  copy_field(body, "add_generation_prompt", w, "add_generation_prompt");
   return out;
 }
 

@@ -61,6 +61,15 @@ TEST(ChatMapping, OpenAiBodyBecomesTheWireChatRequest) {
   EXPECT_EQ(r.wire["logprobs"], 2);
   EXPECT_EQ(r.wire["json_schema"], R"({"type":"object"})");
   EXPECT_FALSE(r.wire.contains("prompt"));
+  EXPECT_TRUE(chat.add_generation_prompt);
+
+  json no_header = kOpenAi;
+  no_header["add_generation_prompt"] = false;
+  auto continued = map_openai_chat(no_header, catalogue());
+  ASSERT_TRUE(std::holds_alternative<OpenAiChatRequest>(continued));
+  auto continued_wire = to_chat_request(std::get<OpenAiChatRequest>(continued).wire, limits(), openai_chat_param_names());
+  ASSERT_TRUE(std::holds_alternative<proto::ChatRequest>(continued_wire));
+  EXPECT_FALSE(std::get<proto::ChatRequest>(continued_wire).add_generation_prompt);
 }
 
 TEST(ChatMapping, OllamaBodyBecomesTheWireChatRequest) {

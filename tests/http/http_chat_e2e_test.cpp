@@ -202,6 +202,9 @@ TEST_F(HttpChatE2eTest, OllamaChatEqualsTheMsgpackChatReplyStreamedAndNot) {
   }
   EXPECT_EQ(last["prompt_eval_count"], wire->prompt_tokens);
   EXPECT_GT(last["total_duration"].get<int64_t>(), 0);
+  // The whole request covers the engine's prompt evaluation and generation.
+  EXPECT_GE(last["total_duration"].get<int64_t>(),
+            last["prompt_eval_duration"].get<int64_t>() + last["eval_duration"].get<int64_t>());
 
   json whole_request = request;
   whole_request["stream"] = false;
