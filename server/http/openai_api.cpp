@@ -8,6 +8,13 @@ using nlohmann::json;
 
 namespace {
 
+// object[key] when object is an object holding key, else null.
+const json* member(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
 ApiError bad(std::string message, std::string param, std::string code = "invalid_field") {
   return ApiError{400, std::move(message), std::move(code), std::move(param), 0};
 }
@@ -88,12 +95,14 @@ std::optional<ApiError> map_openai_common(const json& body, const ModelCatalogue
   }
   // Constrained output: the wire's json_schema (sent as text: schemas nest deeper than frames may).
   if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
-    const std::string type = it->is_object() && (*it)["type"].is_string() ? (*it)["type"].get<std::string>() : "";
+    // (find, never a const operator[]: on a missing key that is undefined behaviour)
+    const json* type_value = member(*it, "type");
+    const std::string type = type_value != nullptr && type_value->is_string() ? type_value->get<std::string>() : "";
     if (type == "json_object") {
       w["json_schema"] = R"({"type":"object"})";
     } else if (type == "json_schema") {
-      const json* schema = nullptr;
-      if ((*it)["json_schema"].is_object() && (*it)["json_schema"].contains("schema")) schema = &(*it)["json_schema"]["schema"];
+      const json* named = member(*it, "json_schema");
+      const json* schema = named != nullptr ? member(*named, "schema") : nullptr;
       if (schema == nullptr || !(schema->is_object() || schema->is_boolean())) {
         return bad("response_format.json_schema.schema must be a JSON Schema object", "response_format.json_schema.schema");
       }

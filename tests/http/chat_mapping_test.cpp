@@ -131,6 +131,12 @@ TEST(ChatMapping, BadOpenAiBodiesNameTheField) {
       {R"({"messages":[{"role":"user","content":"x"}],"modalities":["audio"]})", "modalities"},
       {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}})", "response_format"},
       {R"({"messages":[{"role":"user","content":"x"}],"chat_template":7})", "chat_template"},
+      // (missing keys inside response_format once read a const operator[]: undefined behaviour)
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{}})", "response_format"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}})",
+       "response_format.json_schema.schema"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{}}})",
+       "response_format.json_schema.schema"},
   };
   for (const auto& [body, param] : cases) {
     auto e = openai_error(json::parse(body));
