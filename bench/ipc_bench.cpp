@@ -60,8 +60,12 @@ vks::GenerateRequest workload_request(int max_tokens) {
 }
 
 std::string encoded_generate(int max_tokens) {
-  vks::proto::GenerateMessage g;
-  g.request = workload_request(max_tokens);
+  // The same workload as workload_request, as the wire carries it.
+  vks::proto::GenerateRequest g;
+  g.prompt = "Once upon a time";
+  g.temperature = 0.0;
+  g.max_tokens = max_tokens;
+  g.ignore_eos = true;
   return vks::proto::encode_request(vks::proto::RequestBody{std::move(g)});
 }
 

@@ -74,27 +74,6 @@ std::string pack_stats(const StatsSnapshot& s) {
 
 }  // namespace detail
 
-ModelInfo model_info_from(const LlamaConfig& c, const Tokenizer* tokenizer, std::string device) {
-  ModelInfo m;
-  m.name = c.name;
-  m.architecture = c.architecture;
-  m.vocab_size = static_cast<int32_t>(c.vocab_size);
-  m.context_length = static_cast<int32_t>(c.context_length);
-  m.dim = static_cast<int32_t>(c.dim);
-  m.n_layers = static_cast<int32_t>(c.n_layers);
-  m.n_heads = static_cast<int32_t>(c.n_heads);
-  m.n_kv_heads = static_cast<int32_t>(c.n_kv_heads);
-  m.head_dim = static_cast<int32_t>(c.head_dim);
-  m.hidden_dim = static_cast<int32_t>(c.hidden_dim);
-  if (tokenizer) {
-    m.bos = tokenizer->bos();
-    m.eos = tokenizer->eos();
-    m.add_bos = tokenizer->add_bos_default();
-  }
-  m.device = std::move(device);
-  return m;
-}
-
 std::string_view answer_type_name(const AnswerBody& body) {
   return std::visit(Overloaded{
                         [](const HelloAnswer&) { return std::string_view("hello"); },

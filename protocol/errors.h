@@ -8,12 +8,6 @@
 #include <utility>
 #include <variant>
 
-#include "engine/common/error.h"
-
-namespace vks {
-struct SubmitResult;
-}
-
 namespace vks::proto {
 
 // One enum for every error a client can see. Names (wire_error_name) are the wire strings and are
@@ -47,23 +41,11 @@ std::string_view wire_error_name(WireError code);
 // Inverse of wire_error_name; nullopt for a string that is not a known code (clients should treat
 // an unknown code as a generic error: new codes may be added without a version bump).
 std::optional<WireError> parse_wire_error(std::string_view name);
-// Engine error category → wire code (kInvalidArgument→invalid_field, kOutOfMemory→capacity_exceeded,
-// kOverloaded→overloaded, kCancelled→cancelled, kDeadlineExceeded→deadline_exceeded,
-// kNotFound→not_found, kUnsupported→unsupported, kDevice→device_error, others→internal).
-WireError wire_error_from_engine(ErrorCode code);
-
 struct ProtocolError {
   WireError code = WireError::kInternal;
   std::string message;  // human-readable, names the problem
   std::string field;    // offending field (dotted path, e.g. "logit_bias.17"); empty if none
 };
-
-// The wire error for a failed Engine::submit. prompt_too_long when the engine reports a prompt
-// longer than max_prompt_tokens (SubmitResult.prompt_tokens > max_prompt_tokens > 0), otherwise
-// wire_error_from_engine(result.code). field: the field the engine's message starts with
-// ("max_tokens: ..." → "max_tokens"; the engine's "prompt_text" is the wire's "prompt"), else empty;
-// for prompt_too_long "prompt" or "prompt_ids".
-ProtocolError error_from_submit(const SubmitResult& result, int32_t max_prompt_tokens);
 
 // Either a value or a ProtocolError. Nothing in vks_protocol throws across its API.
 template <class T>

@@ -1,4 +1,4 @@
-// Stream events: engine → wire conversion, encoding, and the wire names of enums.
+// Stream events: encoding and the wire names of enums.
 #include <array>
 
 #include "protocol/msgpack_io.h"
@@ -39,41 +39,6 @@ std::optional<FinishReason> parse_finish_reason(std::string_view name) {
 std::string_view request_state_name(RequestState s) { return name_of(kStateNames, static_cast<size_t>(s)); }
 std::optional<RequestState> parse_request_state(std::string_view name) {
   return find_name<RequestState>(kStateNames, name);
-}
-
-StreamEvent stream_event_from_engine(const EngineEvent& ev, int64_t seq, bool with_logprobs) {
-  StreamEvent out;
-  out.id = ev.request_id;
-  out.seq = seq;
-  switch (ev.type) {
-    case EventType::kQueued:
-      out.type = StreamEventType::kQueued;
-      out.queue_position = ev.queue_position;
-      break;
-    case EventType::kScheduled: out.type = StreamEventType::kScheduled; break;
-    case EventType::kPreempted: out.type = StreamEventType::kPreempted; break;
-    case EventType::kFirstToken:
-    case EventType::kToken:
-      out.type = StreamEventType::kToken;
-      out.first = ev.type == EventType::kFirstToken;
-      out.ids.reserve(ev.tokens.size());
-      for (const GeneratedToken& t : ev.tokens) out.ids.push_back(t.id);
-      out.text = ev.text;
-      if (with_logprobs) out.logprobs = ev.tokens;
-      break;
-    case EventType::kFinished:
-      out.type = StreamEventType::kFinished;
-      out.reason = ev.reason;
-      out.usage = ev.usage;
-      out.timings = ev.timings;
-      break;
-    case EventType::kError:
-      out.type = StreamEventType::kError;
-      out.error_code = wire_error_from_engine(ev.error_code);
-      out.error_message = ev.error_message;
-      break;
-  }
-  return out;
 }
 
 namespace detail {

@@ -80,6 +80,10 @@ bool as_int64(const msgpack::object& o, int64_t& out);     // POSITIVE/NEGATIVE_
 bool as_double(const msgpack::object& o, double& out);     // integer or float
 bool as_string(const msgpack::object& o, std::string_view& out);
 std::string_view type_name(const msgpack::object& o);      // "int", "str", ... for messages
+// Client-supplied bytes made safe to quote in an error message (which must be valid UTF-8 for
+// strict decoders): valid printable UTF-8 is kept, control characters and bytes that are not
+// valid UTF-8 become \xNN.
+std::string printable(std::string_view bytes);
 
 // Tag from a top-level map: nullopt when present but invalid.
 std::optional<Tag> read_tag(const msgpack::object& map, size_t max_bytes);

@@ -4,11 +4,15 @@
 // -O3 (it appeared when GenerateRequest grew the grammar/json_schema strings).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <type_traits>
 #include <limits>
 
 #include "protocol/json_text.h"
 #include "protocol/msgpack_io.h"
+#include "protocol/param_ranges.h"
 #include "protocol/topic.h"
 #include "protocol/version.h"
 
@@ -17,7 +21,6 @@ namespace {
 
 using detail::MapReader;
 constexpr int64_t kMaxTokenId = std::numeric_limits<int32_t>::max();
-constexpr int32_t kDefaultMaxTokensCap = 1 << 20;
 
 template <class... Ts>
 struct Overloaded : Ts... {
@@ -47,14 +50,14 @@ bool read_request_id(MapReader& r, std::string& out) {
   return true;
 }
 
-bool read_logit_bias(MapReader& r, const ProtocolLimits& limits, SamplingParams& s) {
+bool read_logit_bias(MapReader& r, const ProtocolLimits& limits, GenerateRequest& g) {
   if (!r.has("logit_bias")) return true;
   const msgpack::object* m = nullptr;
   if (!r.get_map("logit_bias", m, true)) return false;
   if (m->via.map.size > static_cast<uint32_t>(limits.max_logit_bias))
     return r.fail(WireError::kInvalidField, "logit_bias",
                   std::to_string(m->via.map.size) + " entries exceed the limit of " + std::to_string(limits.max_logit_bias));
-  s.logit_bias.clear();
+  g.logit_bias.clear();
   for (uint32_t i = 0; i < m->via.map.size; ++i) {
     const msgpack::object_kv& kv = m->via.map.ptr[i];
     int64_t id = -1;
@@ -63,7 +66,7 @@ bool read_logit_bias(MapReader& r, const ProtocolLimits& limits, SamplingParams&
     if (detail::as_int64(kv.key, id)) {
       key_text = std::to_string(id);
     } else if (detail::as_string(kv.key, ks)) {
-      key_text = std::string(ks.substr(0, 32));
+      key_text = detail::printable(ks.substr(0, 32));
       const auto [p, ec] = std::from_chars(ks.data(), ks.data() + ks.size(), id);
       if (ec != std::errc() || p != ks.data() + ks.size()) id = -1;
     } else {
@@ -73,16 +76,16 @@ bool read_logit_bias(MapReader& r, const ProtocolLimits& limits, SamplingParams&
     if (id < 0 || id > kMaxTokenId) return r.fail(WireError::kInvalidField, field, "not a valid token id");
     double bias = 0;
     if (!detail::as_double(kv.val, bias)) return r.fail(WireError::kInvalidField, field, "bias must be a number");
-    if (!(bias >= -100.0 && bias <= 100.0)) return r.fail(WireError::kInvalidField, field, "bias must be in [-100, 100]");
-    s.logit_bias.emplace_back(static_cast<TokenId>(id), static_cast<float>(bias));
+    if (!param::kLogitBias.contains(bias)) return r.fail(WireError::kInvalidField, field, param::kLogitBias.violation());
+    g.logit_bias.emplace_back(static_cast<TokenId>(id), bias);
   }
   return true;
 }
 
-bool read_stop_strings(MapReader& r, const ProtocolLimits& limits, StopParams& stop) {
+bool read_stop_strings(MapReader& r, const ProtocolLimits& limits, GenerateRequest& g) {
   const msgpack::object* o = r.find("stop");
   if (!o) return true;
-  stop.stop_strings.clear();
+  g.stop.clear();
   auto add = [&](const msgpack::object& item, const std::string& field) {
     std::string_view s;
     if (!detail::as_string(item, s)) return r.fail(WireError::kInvalidField, field, "expected string, got " + std::string(detail::type_name(item)));
@@ -90,7 +93,7 @@ bool read_stop_strings(MapReader& r, const ProtocolLimits& limits, StopParams& s
     if (s.size() > static_cast<size_t>(limits.max_stop_string_bytes))
       return r.fail(WireError::kInvalidField, field, "stop string of " + std::to_string(s.size()) +
                                                           " bytes exceeds " + std::to_string(limits.max_stop_string_bytes));
-    stop.stop_strings.emplace_back(s);
+    g.stop.emplace_back(s);
     return true;
   };
   if (o->type == msgpack::type::STR) return add(*o, "stop");
@@ -104,127 +107,147 @@ bool read_stop_strings(MapReader& r, const ProtocolLimits& limits, StopParams& s
   return true;
 }
 
-// with_prompt = false: the generation fields of a chat request (no prompt, no add_bos).
-Result<GenerateMessage> parse_generate(MapReader& r, const ProtocolLimits& limits,
-                                       std::chrono::steady_clock::time_point now, bool with_prompt = true) {
-  GenerateMessage g;
-  GenerateRequest& q = g.request;
-  auto fail = [&]() -> Result<GenerateMessage> { return r.take_error(); };
+// Optional numeric fields checked against protocol/param_ranges.h.
+bool read_ranged(MapReader& r, const ParamRange& range, std::optional<double>& out) {
+  const msgpack::object* o = r.find(range.name);
+  if (!o) return true;
+  double v = 0;
+  if (!detail::as_double(*o, v)) return r.fail_type(range.name, "number");
+  if (!range.contains(v)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", v);
+    return r.fail(WireError::kInvalidField, range.name, range.violation(got));
+  }
+  out = v;
+  return true;
+}
 
+bool read_ranged(MapReader& r, const ParamRange& range, std::optional<int32_t>& out) {
+  if (!r.has(range.name)) return true;
+  int32_t v = 0;
+  if (!r.get_i32(range.name, v, true, static_cast<int32_t>(range.min), static_cast<int32_t>(range.max))) return false;
+  out = v;
+  return true;
+}
+
+bool read_opt_bool(MapReader& r, std::string_view key, std::optional<bool>& out) {
+  if (!r.has(key)) return true;
+  bool v = false;
+  if (!r.get_bool(key, v, true)) return false;
+  out = v;
+  return true;
+}
+
+bool read_opt_i32(MapReader& r, std::string_view key, std::optional<int32_t>& out, int32_t min, int32_t max) {
+  if (!r.has(key)) return true;
+  int32_t v = 0;
+  if (!r.get_i32(key, v, true, min, max)) return false;
+  out = v;
+  return true;
+}
+
+// The prompt of a generate request: exactly one of prompt / prompt_ids, and add_bos.
+bool read_prompt(MapReader& r, const ProtocolLimits& limits, GenerateRequest& g) {
   const bool has_text = r.has("prompt");
   const bool has_ids = r.has("prompt_ids");
-  if (!with_prompt) {
-    if (has_text || has_ids) {
-      r.fail(WireError::kInvalidField, has_text ? "prompt" : "prompt_ids", "a chat request takes messages, not a prompt");
-      return fail();
-    }
-  } else if (has_text && has_ids) {
-    r.fail(WireError::kInvalidField, "prompt_ids", "give either prompt or prompt_ids, not both");
-    return fail();
-  }
-  if (with_prompt && !has_text && !has_ids) {
-    r.fail(WireError::kMissingField, "prompt", "one of prompt (string) or prompt_ids (array of token ids) is required");
-    return fail();
-  }
-  if (!with_prompt) {
-    q.add_bos = false;  // the chat template decides (the server adds BOS only when it did not)
-  } else if (has_text) {
-    if (!r.get_string("prompt", q.prompt_text, true, limits.max_frame_bytes)) return fail();
-  } else {
-    const msgpack::object* arr = nullptr;
-    if (!r.get_array("prompt_ids", arr, true, std::numeric_limits<uint32_t>::max())) return fail();
-    if (arr->via.array.size == 0) {
-      r.fail(WireError::kInvalidField, "prompt_ids", "must not be empty");
-      return fail();
-    }
-    if (limits.max_prompt_tokens > 0 && arr->via.array.size > static_cast<uint32_t>(limits.max_prompt_tokens)) {
-      r.fail(WireError::kPromptTooLong, "prompt_ids",
-             std::to_string(arr->via.array.size) + " prompt tokens exceed max_prompt_tokens " +
-                 std::to_string(limits.max_prompt_tokens));
-      return fail();
-    }
-    if (!read_token_ids(r, "prompt_ids", *arr, q.prompt_ids)) return fail();
-  }
-  if (with_prompt && !r.get_bool("add_bos", q.add_bos, false)) return fail();
+  if (has_text && has_ids) return r.fail(WireError::kInvalidField, "prompt_ids", "give either prompt or prompt_ids, not both");
+  if (!has_text && !has_ids)
+    return r.fail(WireError::kMissingField, "prompt", "one of prompt (string) or prompt_ids (array of token ids) is required");
+  if (has_text) return r.get_string("prompt", g.prompt, true, limits.max_frame_bytes) && read_opt_bool(r, "add_bos", g.add_bos);
+  const msgpack::object* arr = nullptr;
+  if (!r.get_array("prompt_ids", arr, true, std::numeric_limits<uint32_t>::max())) return false;
+  if (arr->via.array.size == 0) return r.fail(WireError::kInvalidField, "prompt_ids", "must not be empty");
+  if (limits.max_prompt_tokens > 0 && arr->via.array.size > static_cast<uint32_t>(limits.max_prompt_tokens))
+    return r.fail(WireError::kPromptTooLong, "prompt_ids",
+                  std::to_string(arr->via.array.size) + " prompt tokens exceed max_prompt_tokens " +
+                      std::to_string(limits.max_prompt_tokens));
+  return read_token_ids(r, "prompt_ids", *arr, g.prompt_ids) && read_opt_bool(r, "add_bos", g.add_bos);
+}
 
-  const int32_t max_tokens_cap = limits.max_tokens > 0 ? limits.max_tokens : kDefaultMaxTokensCap;
-  if (!r.get_i32("max_tokens", q.stop.max_tokens, false, 1, max_tokens_cap)) return fail();
-  if (!r.get_i32("min_tokens", q.stop.min_tokens, false, 0, max_tokens_cap)) return fail();
-  // max_tokens 0 = unset: generate until the context is full (Engine::submit checks min_tokens
-  // against the room left once it knows the prompt's length).
-  if (q.stop.max_tokens > 0 && q.stop.min_tokens > q.stop.max_tokens) {
-    r.fail(WireError::kInvalidField, "min_tokens", "must not exceed max_tokens (" + std::to_string(q.stop.max_tokens) + ")");
+// json_schema: a map (the schema) or a string (its JSON text); kept as JSON text.
+bool read_json_schema(MapReader& r, const ProtocolLimits& limits, std::string& out) {
+  const msgpack::object* schema = r.find("json_schema");
+  if (!schema) return true;
+  if (schema->type == msgpack::type::STR) return r.get_string("json_schema", out, true, limits.max_frame_bytes);
+  if (schema->type == msgpack::type::MAP || schema->type == msgpack::type::BOOLEAN) {
+    std::string why;
+    if (!msgpack_to_json_text(*schema, out, why)) return r.fail(WireError::kInvalidField, "json_schema", why);
+    return true;
+  }
+  return r.fail_type("json_schema", "map (the schema) or string (its JSON text)");
+}
+
+// The generation fields shared by generate and chat. with_prompt = false: chat (messages instead
+// of a prompt; the chat template decides about BOS).
+Result<GenerateRequest> parse_generate(MapReader& r, const ProtocolLimits& limits, bool with_prompt = true) {
+  GenerateRequest g;
+  auto fail = [&]() -> Result<GenerateRequest> { return r.take_error(); };
+
+  if (!with_prompt) {
+    for (const char* key : {"prompt", "prompt_ids"}) {  // add_bos is ignored: the template decides
+      if (r.has(key)) {
+        r.fail(WireError::kInvalidField, key, "a chat request takes messages, not a prompt");
+        return fail();
+      }
+    }
+  } else if (!read_prompt(r, limits, g)) {
     return fail();
   }
 
-  SamplingParams& s = q.sampling;
-  if (!r.get_float("temperature", s.temperature, false, 0.0f, 100.0f)) return fail();
-  if (!r.get_i32("top_k", s.top_k, false, 0, 1 << 20)) return fail();
-  if (!r.get_float("top_p", s.top_p, false, 0.0f, 1.0f)) return fail();
-  if (!(s.top_p > 0.0f)) {
-    r.fail(WireError::kInvalidField, "top_p", "must be in (0, 1]; 1 disables it");
+  const int32_t max_tokens_cap = limits.max_tokens > 0 ? limits.max_tokens : param_default::kMaxTokensCap;
+  if (!read_opt_i32(r, "max_tokens", g.max_tokens, 1, max_tokens_cap)) return fail();
+  if (!read_opt_i32(r, "min_tokens", g.min_tokens, 0, max_tokens_cap)) return fail();
+  // Unset max_tokens: generate until the context is full (the engine checks min_tokens against the
+  // room left once it knows the prompt's length).
+  if (g.max_tokens && g.min_tokens.value_or(0) > *g.max_tokens) {
+    r.fail(WireError::kInvalidField, "min_tokens", "must not exceed max_tokens (" + std::to_string(*g.max_tokens) + ")");
     return fail();
   }
-  if (!r.get_float("min_p", s.min_p, false, 0.0f, 1.0f)) return fail();
-  if (!r.get_float("repetition_penalty", s.repetition_penalty, false, 0.0f, 100.0f)) return fail();
-  if (!(s.repetition_penalty > 0.0f)) {
-    r.fail(WireError::kInvalidField, "repetition_penalty", "must be in (0, 100]; 1 disables it");
-    return fail();
-  }
-  if (!r.get_float("presence_penalty", s.presence_penalty, false, -100.0f, 100.0f)) return fail();
-  if (!r.get_float("frequency_penalty", s.frequency_penalty, false, -100.0f, 100.0f)) return fail();
-  if (!r.get_i32("penalty_last_n", s.penalty_last_n, false, -1, 1 << 20)) return fail();
-  if (!read_logit_bias(r, limits, s)) return fail();
+
+  if (!read_ranged(r, param::kTemperature, g.temperature)) return fail();
+  if (!read_ranged(r, param::kTopK, g.top_k)) return fail();
+  if (!read_ranged(r, param::kTopP, g.top_p)) return fail();
+  if (!read_ranged(r, param::kMinP, g.min_p)) return fail();
+  if (!read_ranged(r, param::kRepetitionPenalty, g.repetition_penalty)) return fail();
+  if (!read_ranged(r, param::kPresencePenalty, g.presence_penalty)) return fail();
+  if (!read_ranged(r, param::kFrequencyPenalty, g.frequency_penalty)) return fail();
+  if (!read_ranged(r, param::kPenaltyLastN, g.penalty_last_n)) return fail();
+  if (!read_logit_bias(r, limits, g)) return fail();
   if (r.has("seed")) {
     uint64_t seed = 0;
     if (!r.get_u64("seed", seed, true)) return fail();
-    s.seed = seed;
+    g.seed = seed;
   }
 
-  if (!read_stop_strings(r, limits, q.stop)) return fail();
+  if (!read_stop_strings(r, limits, g)) return fail();
   const msgpack::object* stop_ids = nullptr;
   if (!r.get_array("stop_token_ids", stop_ids, false, static_cast<size_t>(limits.max_stop_token_ids))) return fail();
-  if (stop_ids && !read_token_ids(r, "stop_token_ids", *stop_ids, q.stop.stop_token_ids)) return fail();
-  if (!r.get_bool("ignore_eos", q.stop.ignore_eos, false)) return fail();
+  if (stop_ids && !read_token_ids(r, "stop_token_ids", *stop_ids, g.stop_token_ids)) return fail();
+  if (!read_opt_bool(r, "ignore_eos", g.ignore_eos)) return fail();
 
-  q.logprobs = -1;
-  if (!r.get_i32("logprobs", q.logprobs, false, 0, limits.max_logprobs)) return fail();
-  if (!r.get_i32("priority", q.priority, false, -1000, 1000)) return fail();
+  if (!read_opt_i32(r, "logprobs", g.logprobs, 0, limits.max_logprobs)) return fail();
+  if (!read_ranged(r, param::kPriority, g.priority)) return fail();
   if (r.has("deadline_ms")) {
     int64_t ms = 0;
     if (!r.get_int("deadline_ms", ms, true, 1, limits.max_deadline_ms)) return fail();
     g.deadline_ms = ms;
-    q.deadline = now + std::chrono::milliseconds(ms);
   }
   if (r.has("id")) {
-    if (!r.get_string("id", q.id, true, 1024)) return fail();
-    if (!is_valid_client_id(q.id)) {
+    if (!r.get_string("id", g.id, true, 1024)) return fail();
+    if (!is_valid_client_id(g.id)) {
       r.fail(WireError::kInvalidField, "id", "client-chosen ids are 1..64 chars of [A-Za-z0-9._-]");
       return fail();
     }
   }
-  if (!r.get_bool("detached", g.detached, false)) return fail();
-  if (!r.get_bool("stream", g.stream, false)) return fail();
-  // Constrained output: compiled (and a bad one rejected with its position) by the engine's submit.
-  if (!r.get_string("grammar", q.grammar, false, limits.max_frame_bytes)) return fail();
-  if (const msgpack::object* schema = r.find("json_schema")) {
-    if (schema->type == msgpack::type::STR) {
-      if (!r.get_string("json_schema", q.json_schema, true, limits.max_frame_bytes)) return fail();
-    } else if (schema->type == msgpack::type::MAP || schema->type == msgpack::type::BOOLEAN) {
-      std::string why;
-      if (!msgpack_to_json_text(*schema, q.json_schema, why)) {
-        r.fail(WireError::kInvalidField, "json_schema", why);
-        return fail();
-      }
-    } else {
-      r.fail_type("json_schema", "map (the schema) or string (its JSON text)");
-      return fail();
-    }
-  }
+  if (!read_opt_bool(r, "detached", g.detached)) return fail();
+  if (!read_opt_bool(r, "stream", g.stream)) return fail();
+  // Constrained output: compiled (and a bad one rejected with its position) by the server.
+  if (!r.get_string("grammar", g.grammar, false, limits.max_frame_bytes)) return fail();
+  if (!read_json_schema(r, limits, g.json_schema)) return fail();
   return g;
 }
 
-Result<ChatRequest> parse_chat(MapReader& r, const ProtocolLimits& limits, std::chrono::steady_clock::time_point now) {
+Result<ChatRequest> parse_chat(MapReader& r, const ProtocolLimits& limits) {
   auto fail = [&]() -> Result<ChatRequest> { return r.take_error(); };
   ChatRequest c;
   const msgpack::object* arr = nullptr;
@@ -253,22 +276,21 @@ Result<ChatRequest> parse_chat(MapReader& r, const ProtocolLimits& limits, std::
     if (!r.get_string("chat_template", source, true, kMaxChatTemplateBytes, false)) return fail();
     c.chat_template = std::move(source);
   }
-  Result<GenerateMessage> g = parse_generate(r, limits, now, /*with_prompt=*/false);
+  Result<GenerateRequest> g = parse_generate(r, limits, /*with_prompt=*/false);
   if (!g) return g.error();
   c.generate = std::move(g.value());
   return c;
 }
 
-Result<RequestBody> parse_body(std::string_view type, MapReader& r, const ProtocolLimits& limits,
-                               std::chrono::steady_clock::time_point now) {
+Result<RequestBody> parse_body(std::string_view type, MapReader& r, const ProtocolLimits& limits) {
   auto fail = [&]() -> Result<RequestBody> { return r.take_error(); };
   if (type == "chat") {
-    Result<ChatRequest> c = parse_chat(r, limits, now);
+    Result<ChatRequest> c = parse_chat(r, limits);
     if (!c) return c.error();
     return RequestBody(std::move(c.value()));
   }
   if (type == "generate") {
-    Result<GenerateMessage> g = parse_generate(r, limits, now);
+    Result<GenerateRequest> g = parse_generate(r, limits);
     if (!g) return g.error();
     return RequestBody(std::move(g.value()));
   }
@@ -324,8 +346,10 @@ Result<RequestBody> parse_body(std::string_view type, MapReader& r, const Protoc
     if (!r.get_int("from_seq", p.from_seq, false, 0, std::numeric_limits<int64_t>::max() / 2)) return fail();
     return RequestBody(std::move(p));
   }
-  std::string shown(type.substr(0, 64));
-  return make_error(WireError::kUnknownType, "unknown request type \"" + shown + "\"", "type");
+  // The type came from the client and may be any bytes: quote it escaped (the answer must stay
+  // valid UTF-8 for strict msgpack decoders).
+  return make_error(WireError::kUnknownType, "unknown request type \"" + detail::printable(type.substr(0, 64)) + "\"",
+                    "type");
 }
 
 }  // namespace
@@ -346,8 +370,7 @@ std::string_view request_type_name(const RequestBody& body) {
                     body);
 }
 
-Result<Request> parse_request(std::string_view payload, const ProtocolLimits& limits,
-                              std::chrono::steady_clock::time_point now) {
+Result<Request> parse_request(std::string_view payload, const ProtocolLimits& limits) {
   try {
     Result<msgpack::object_handle> decoded = detail::decode(payload);
     if (!decoded) return decoded.error();
@@ -372,7 +395,7 @@ Result<Request> parse_request(std::string_view payload, const ProtocolLimits& li
                         "tag: must be an integer or a string of at most " + std::to_string(limits.max_tag_bytes) + " bytes",
                         "tag");
     req.tag = std::move(*tag);
-    Result<RequestBody> body = parse_body(type, r, limits, now);
+    Result<RequestBody> body = parse_body(type, r, limits);
     if (!body) return body.error();
     req.body = std::move(body.value());
     return req;
@@ -396,52 +419,60 @@ Tag peek_tag(std::string_view payload) {
 
 namespace {
 
-void encode_generate(detail::MapWriter& w, const GenerateMessage& g, bool with_prompt = true) {
-  const GenerateRequest& q = g.request;
-  if (!with_prompt) {
-    // chat: messages instead of a prompt (encoded by the caller)
-  } else if (!q.prompt_ids.empty()) {
-    w.raw("prompt_ids", detail::pack_int_array(q.prompt_ids.data(), q.prompt_ids.size()));
-  } else {
-    w.str("prompt", q.prompt_text);
+template <class T>
+void put_optional(detail::MapWriter& w, std::string_view key, const std::optional<T>& v) {
+  if (!v) return;
+  if constexpr (std::is_same_v<T, bool>) w.boolean(key, *v);
+  else if constexpr (std::is_same_v<T, double>) w.f64(key, *v);
+  else if constexpr (std::is_same_v<T, uint64_t>) w.u64(key, *v);
+  else w.i64(key, *v);
+}
+
+// with_prompt = false: the generation fields of a chat request (its messages are encoded by the caller).
+void encode_generate(detail::MapWriter& w, const GenerateRequest& g, bool with_prompt = true) {
+  if (with_prompt) {
+    if (!g.prompt_ids.empty()) {
+      w.raw("prompt_ids", detail::pack_int_array(g.prompt_ids.data(), g.prompt_ids.size()));
+    } else {
+      w.str("prompt", g.prompt);
+    }
+    put_optional(w, "add_bos", g.add_bos);
   }
-  if (with_prompt) w.boolean("add_bos", q.add_bos);
-  if (q.stop.max_tokens > 0) w.i64("max_tokens", q.stop.max_tokens);  // 0 = unset: until the context is full
-  w.i64("min_tokens", q.stop.min_tokens);
-  const SamplingParams& s = q.sampling;
-  w.f64("temperature", s.temperature);
-  w.i64("top_k", s.top_k);
-  w.f64("top_p", s.top_p);
-  w.f64("min_p", s.min_p);
-  w.f64("repetition_penalty", s.repetition_penalty);
-  w.f64("presence_penalty", s.presence_penalty);
-  w.f64("frequency_penalty", s.frequency_penalty);
-  w.i64("penalty_last_n", s.penalty_last_n);
-  if (!s.logit_bias.empty()) {
+  put_optional(w, "max_tokens", g.max_tokens);
+  put_optional(w, "min_tokens", g.min_tokens);
+  put_optional(w, "temperature", g.temperature);
+  put_optional(w, "top_k", g.top_k);
+  put_optional(w, "top_p", g.top_p);
+  put_optional(w, "min_p", g.min_p);
+  put_optional(w, "repetition_penalty", g.repetition_penalty);
+  put_optional(w, "presence_penalty", g.presence_penalty);
+  put_optional(w, "frequency_penalty", g.frequency_penalty);
+  put_optional(w, "penalty_last_n", g.penalty_last_n);
+  if (!g.logit_bias.empty()) {
     auto& pk = w.key("logit_bias");
-    pk.pack_map(static_cast<uint32_t>(s.logit_bias.size()));
-    for (const auto& [id, bias] : s.logit_bias) {
+    pk.pack_map(static_cast<uint32_t>(g.logit_bias.size()));
+    for (const auto& [id, bias] : g.logit_bias) {
       pk.pack_int32(id);
       detail::pack_f64(w.body(), bias);
     }
   }
-  if (s.seed) w.u64("seed", *s.seed);
-  if (!q.stop.stop_strings.empty()) {
+  put_optional(w, "seed", g.seed);
+  if (!g.stop.empty()) {
     auto& pk = w.key("stop");
-    pk.pack_array(static_cast<uint32_t>(q.stop.stop_strings.size()));
-    for (const std::string& str : q.stop.stop_strings) detail::pack_str(pk, str);
+    pk.pack_array(static_cast<uint32_t>(g.stop.size()));
+    for (const std::string& str : g.stop) detail::pack_str(pk, str);
   }
-  if (!q.stop.stop_token_ids.empty())
-    w.raw("stop_token_ids", detail::pack_int_array(q.stop.stop_token_ids.data(), q.stop.stop_token_ids.size()));
-  w.boolean("ignore_eos", q.stop.ignore_eos);
-  if (q.logprobs >= 0) w.i64("logprobs", q.logprobs);
-  w.i64("priority", q.priority);
-  if (g.deadline_ms) w.i64("deadline_ms", *g.deadline_ms);
-  if (!q.id.empty()) w.str("id", q.id);
-  w.boolean("detached", g.detached);
-  w.boolean("stream", g.stream);
-  if (!q.grammar.empty()) w.str("grammar", q.grammar);
-  if (!q.json_schema.empty()) w.str("json_schema", q.json_schema);
+  if (!g.stop_token_ids.empty())
+    w.raw("stop_token_ids", detail::pack_int_array(g.stop_token_ids.data(), g.stop_token_ids.size()));
+  put_optional(w, "ignore_eos", g.ignore_eos);
+  put_optional(w, "logprobs", g.logprobs);
+  put_optional(w, "priority", g.priority);
+  put_optional(w, "deadline_ms", g.deadline_ms);
+  if (!g.id.empty()) w.str("id", g.id);
+  put_optional(w, "detached", g.detached);
+  put_optional(w, "stream", g.stream);
+  if (!g.grammar.empty()) w.str("grammar", g.grammar);
+  if (!g.json_schema.empty()) w.str("json_schema", g.json_schema);
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #pragma once
 // Client → server messages as typed structs: parse (server side, with field-level validation) and
 // encode (client side). Every field, default and limit is documented in docs/PROTOCOL.md.
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -10,10 +9,10 @@
 #include <variant>
 #include <vector>
 
-#include "engine/sched/engine.h"
 #include "protocol/errors.h"
 #include "protocol/limits.h"
 #include "protocol/tag.h"
+#include "protocol/wire_types.h"
 
 namespace vks::proto {
 
@@ -22,15 +21,45 @@ struct HelloRequest {
   std::string client;    // optional client name for the server's log (≤ 256 bytes)
 };
 
-struct GenerateMessage {
-  // Engine request. request.id holds the client-chosen id ("" = server assigns one).
-  // request.deadline is set from deadline_ms relative to the `now` given to the parser.
-  GenerateRequest request;
-  std::optional<int64_t> deadline_ms;  // as sent (relative, milliseconds, 1..max_deadline_ms)
-  bool detached = false;  // true: survives the submitting connection's close
-  bool stream = true;     // false: no events on the submitting connection (only `accepted`);
-                          // follow the PUB topic or use replay/status instead
+// A generate request as sent: every optional field that is unset was absent on the wire and gets the
+// server's default (docs/PROTOCOL.md 3.2; ranges in protocol/param_ranges.h). Exactly one of
+// prompt / prompt_ids is used (prompt_ids when non-empty).
+struct GenerateRequest {
+  std::string prompt;
+  std::vector<TokenId> prompt_ids;
+  std::optional<bool> add_bos;
+  std::optional<int32_t> max_tokens;
+  std::optional<int32_t> min_tokens;
+  std::optional<double> temperature;
+  std::optional<int32_t> top_k;
+  std::optional<double> top_p;
+  std::optional<double> min_p;
+  std::optional<double> repetition_penalty;
+  std::optional<double> presence_penalty;
+  std::optional<double> frequency_penalty;
+  std::optional<int32_t> penalty_last_n;
+  std::vector<std::pair<TokenId, double>> logit_bias;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;
+  std::vector<TokenId> stop_token_ids;
+  std::optional<bool> ignore_eos;
+  std::optional<int32_t> logprobs;     // absent: no logprobs at all
+  std::optional<int32_t> priority;
+  std::optional<int64_t> deadline_ms;  // relative, milliseconds, 1..max_deadline_ms
+  std::string id;                      // client-chosen id ("" = server assigns one)
+  std::optional<bool> detached;        // true: survives the submitting connection's close
+  std::optional<bool> stream;          // false: no events on the submitting connection (only
+                                       // `accepted`); follow the PUB topic or use replay/status
+  // Constrained output (docs/PROTOCOL.md 3.2): a GBNF grammar (start rule `root`) or a JSON Schema
+  // as JSON text; at most one, "" = none. Compiled by the server, which rejects a bad one.
+  std::string grammar;
+  std::string json_schema;
+
+  bool is_detached() const { return detached.value_or(false); }
+  bool is_streamed() const { return stream.value_or(true); }
+  bool wants_logprobs() const { return logprobs.has_value(); }
 };
+using GenerateMessage = GenerateRequest;  // the name older code uses
 
 struct CancelRequest { std::string id; };
 struct StatusRequest { std::string id; };
@@ -51,14 +80,14 @@ struct ReplayRequest {
 };
 
 // `chat` (docs/PROTOCOL.md 3.10): a conversation the server renders with the model's chat template,
-// tokenizes and generates from. The generation fields are generate's; generate.request carries no
-// prompt (the server fills prompt_ids once rendered).
+// tokenizes and generates from. The generation fields are generate's; `generate` carries no prompt
+// (the server renders the messages into prompt ids).
 struct ChatTurn {
   std::string role;
   std::string content;
 };
 struct ChatRequest {
-  GenerateMessage generate;
+  GenerateRequest generate;
   std::vector<ChatTurn> messages;
   bool add_generation_prompt = true;
   std::optional<std::string> chat_template;  // a template for this request instead of the model's
@@ -82,17 +111,15 @@ std::string_view request_type_name(const RequestBody& body);
 // Errors: bad_frame (not msgpack / trailing bytes / nesting too deep), invalid_request (not a map,
 // "type" missing or not a string), unknown_type, missing_field, invalid_field, prompt_too_long.
 // The error's field names the offending field. Unknown fields are ignored.
-// `now` anchors deadline_ms. Never throws.
-Result<Request> parse_request(std::string_view payload, const ProtocolLimits& limits,
-                              std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
+// Never throws.
+Result<Request> parse_request(std::string_view payload, const ProtocolLimits& limits);
 
 // When a request fails to parse, the tag may still be recoverable (a map with a valid "tag");
 // servers echo it in the error answer. Tag::none() otherwise. Never throws.
 Tag peek_tag(std::string_view payload);
 
-// Client side: one msgpack map payload (no frame header) for a request. Generate encodes every
-// field of GenerateRequest (defaults included); prompt_ids when non-empty, else prompt text;
-// logprobs only when ≥ 0; seed only when set; deadline_ms when set.
+// Client side: one msgpack map payload (no frame header) for a request. Generate encodes the fields
+// that are set (prompt_ids when non-empty, else prompt); absent ones get the server's defaults.
 std::string encode_request(const Request& request);
 std::string encode_request(const RequestBody& body, const Tag& tag = {});
 

@@ -9,14 +9,12 @@
 #include <variant>
 #include <vector>
 
-#include "engine/model/llama_config.h"
-#include "engine/sched/engine.h"
-#include "engine/tokenizer/tokenizer.h"
 #include "protocol/errors.h"
 #include "protocol/limits.h"
 #include "protocol/requests.h"
 #include "protocol/stats.h"
 #include "protocol/tag.h"
+#include "protocol/wire_types.h"
 
 namespace vks::proto {
 
@@ -44,13 +42,7 @@ struct StreamEvent {
   std::string error_message;              // error
 };
 
-// Engine event → wire event. kFirstToken becomes a token event with first = true. with_logprobs:
-// include "logprobs" (the request asked for logprobs ≥ 0).
-StreamEvent stream_event_from_engine(const EngineEvent& ev, int64_t seq, bool with_logprobs);
 std::string encode_event(const StreamEvent& ev);
-inline std::string encode_event(const EngineEvent& ev, int64_t seq, bool with_logprobs) {
-  return encode_event(stream_event_from_engine(ev, seq, with_logprobs));
-}
 
 // ---- direct answers -------------------------------------------------------------------------
 
@@ -70,8 +62,6 @@ struct ModelInfo {
   bool add_bos = true;
   std::string device;  // device the engine runs on ("cpu" for the reference fallback)
 };
-// tokenizer may be null (bos/eos stay -1).
-ModelInfo model_info_from(const LlamaConfig& config, const Tokenizer* tokenizer, std::string device);
 
 struct HelloAnswer {
   int32_t version = 1;

@@ -72,27 +72,6 @@ Histogram make_histogram(std::span<const double> samples, std::span<const double
   return h;
 }
 
-StatsSnapshot make_stats_snapshot(const EngineStats& e, const ServerStats& server) {
-  StatsSnapshot s;
-  s.waiting = e.waiting;
-  s.running = e.running;
-  s.kv_blocks_total = e.kv_blocks_total;
-  s.kv_blocks_used = e.kv_blocks_used;
-  s.kv_usage = e.kv_blocks_total > 0 ? static_cast<double>(e.kv_blocks_used) / e.kv_blocks_total : 0.0;
-  s.prefix_hit_tokens = e.prefix_hit_tokens;
-  s.prefix_query_tokens = e.prefix_query_tokens;
-  s.prefix_hit_rate =
-      e.prefix_query_tokens > 0 ? static_cast<double>(e.prefix_hit_tokens) / static_cast<double>(e.prefix_query_tokens) : 0.0;
-  s.requests_finished = e.requests_finished;
-  s.tokens_generated = e.tokens_generated;
-  s.prompt_tokens_processed = e.prompt_tokens_processed;
-  s.decode_tokens_per_s = e.decode_tokens_per_s;
-  s.ttft_ms = make_histogram(e.ttft_ms_samples);
-  s.itl_ms = make_histogram(e.itl_ms_samples);
-  s.server = server;
-  return s;
-}
-
 std::string render_prometheus(const StatsSnapshot& s) {
   std::string out;
   metric(out, "vkstream_requests_waiting", "gauge", "Requests waiting in the engine queue.", s.waiting);

@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/sched/engine.h"
 
 namespace vks::proto {
 
@@ -55,8 +54,6 @@ struct StatsSnapshot {
   ServerStats server;
   bool operator==(const StatsSnapshot&) const = default;
 };
-
-StatsSnapshot make_stats_snapshot(const EngineStats& engine, const ServerStats& server);
 
 // Prometheus text exposition: vkstream_* gauges/counters and the two histograms
 // (vkstream_ttft_seconds, vkstream_itl_seconds; bucket bounds converted to seconds).

@@ -19,12 +19,29 @@ namespace {
 // What the pool thread produces: the prompt ids, or the error to answer with.
 struct ChatRendering {
   proto::ChatRequest request;
+  GenerateJob job;  // request.generate for the engine; the rendering fills its prompt ids
   std::optional<proto::ProtocolError> error;
 };
 
+// Renders, tokenizes and compiles the request's grammar or schema (a big one takes far longer than
+// rendering), all on the pool thread.
+void render_and_tokenize(ChatRendering& work, const chat::ModelChatTemplate& tmpl, const Tokenizer& tokenizer,
+                         Engine& engine, int32_t max_prompt_tokens) {
+  work.error = render_chat_request(work.request, work.job.request, tmpl, tokenizer);
+  if (work.error) return;
+  std::string compile_error;
+  if (!engine.prepare_constraint(work.job.request, compile_error)) {  // answered as Engine::submit would
+    SubmitResult rejected;
+    rejected.code = ErrorCode::kInvalidArgument;
+    rejected.message = compile_error;
+    work.error = error_from_submit(rejected, max_prompt_tokens);
+  }
+}
+
 }  // namespace
 
-std::optional<proto::ProtocolError> render_chat_request(proto::ChatRequest& request, const chat::ModelChatTemplate& tmpl,
+std::optional<proto::ProtocolError> render_chat_request(const proto::ChatRequest& request, GenerateRequest& engine_request,
+                                                        const chat::ModelChatTemplate& tmpl,
                                                         const Tokenizer& tokenizer) noexcept {
   try {
     std::vector<chat::ChatMessage> messages;
@@ -32,8 +49,8 @@ std::optional<proto::ProtocolError> render_chat_request(proto::ChatRequest& requ
     for (const auto& turn : request.messages) messages.push_back({turn.role, turn.content});
     chat::ChatPrompt prompt = chat::build_chat_prompt(tmpl.tmpl, messages, request.add_generation_prompt,
                                                       request.chat_template, tokenizer);
-    request.generate.request.prompt_ids = std::move(prompt.ids);
-    request.generate.request.prompt_ids_from_text = true;
+    engine_request.prompt_ids = std::move(prompt.ids);
+    engine_request.prompt_ids_from_text = true;
     return std::nullopt;
   } catch (const jinja::TemplateError& e) {
     // A bad request template, or the model's template refusing this conversation (its own
@@ -48,7 +65,7 @@ std::optional<proto::ProtocolError> render_chat_request(proto::ChatRequest& requ
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r) {
-  if (!served_.chat_template || !served_.tokenizer) {
+  if (!served_.chat_template || !served_.tokenizer || !served_.engine) {
     reply_error(from, tag, proto::WireError::kUnsupported, "this server has no chat template (it serves no model file)");
     return;
   }
@@ -58,14 +75,20 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatReq
     return;
   }
   auto work = std::make_shared<ChatRendering>();
+  work->job = to_generate_job(r.generate);
   work->request = std::move(r);
   std::shared_ptr<const chat::ModelChatTemplate> tmpl = served_.chat_template;
   const Tokenizer* tokenizer = served_.tokenizer.get();
+  Engine* engine = served_.engine.get();
+  const int32_t max_prompt_tokens = limits_.max_prompt_tokens;
   off_loop_.run(
-      &loop_, owner_key(from), [work, tmpl, tokenizer] { work->error = render_chat_request(work->request, *tmpl, *tokenizer); },
+      &loop_, owner_key(from),
+      [work, tmpl, tokenizer, engine, max_prompt_tokens] {
+        render_and_tokenize(*work, *tmpl, *tokenizer, *engine, max_prompt_tokens);
+      },
       [this, from, tag, work](std::exception_ptr error) {
         if (!handles_open_) return;  // shut down meanwhile: every socket is closed
-        proto::GenerateMessage& generate = work->request.generate;
+        GenerateJob& generate = work->job;
         if (error || work->error) {
           ++requests_rejected_;
           const proto::ProtocolError e =
@@ -79,7 +102,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatReq
           spdlog::info("{}: closed while its chat was rendered; request dropped", from.describe());
           return;
         }
-        handle(from, tag, generate);  // prompt_ids are set now: handled inline
+        submit_generate(from, tag, generate);  // prompt_ids are set now: handled inline
       });
 }
 

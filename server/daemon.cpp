@@ -10,6 +10,7 @@
 #include "engine/common/error.h"
 #include "engine/model/servable_model.h"
 #include "engine/vulkan/runner/runner_factory.h"
+#include "server/engine_translation.h"
 #include "server/gpu_check.h"
 
 namespace vks::server {
@@ -93,7 +94,7 @@ Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel served, Systemd
   const int32_t context = static_cast<int32_t>(served_.config.context_length);
   if (limits_.max_prompt_tokens <= 0) limits_.max_prompt_tokens = context;
   if (limits_.max_tokens <= 0) limits_.max_tokens = context;
-  model_info_ = proto::model_info_from(served_.config, served_.tokenizer.get(), served_.device);
+  model_info_ = model_info_from(served_.config, served_.tokenizer.get(), served_.device);
 
   if (uv_loop_init(&loop_) != 0) throw Error(ErrorCode::kInternal, "uv_loop_init failed");
   loop_open_ = true;
@@ -135,7 +136,7 @@ Daemon::~Daemon() {
 }
 
 void Daemon::setup_sockets(const ListenFds& fds) {
-  PeerPolicy policy{options_.allow_uids, options_.allow_gids};
+  PeerPolicy policy{options_.allow_uids, options_.allow_gids, options_.deny_uids};
   UdsServer::Hooks hooks;
   hooks.on_open = [this](Connection&) { touch(); };
   hooks.on_frame = [this](Connection& c, std::string& payload) {
@@ -267,13 +268,13 @@ void Daemon::handle_engine_event(const EngineEvent& ev) {
       break;
     case EventType::kFinished:
       itl_.forget(ev.request_id);
-      e->reason = ev.reason;
+      e->reason = to_wire(ev.reason);
       e->generated_tokens = ev.usage.generated_tokens;
       break;
     case EventType::kError:
       break;
   }
-  std::string encoded = proto::encode_event(ev, registry_.next_seq(*e), e->with_logprobs);
+  std::string encoded = encode_engine_event(ev, registry_.next_seq(*e), e->with_logprobs);
   registry_.append(*e, std::move(encoded));
   deliver(*e, e->events.back());
   if (e->owner.transport == Transport::kHttp && http_) http_->on_engine_event(ev);

@@ -19,6 +19,7 @@
 #include "protocol/requests.h"
 #include "protocol/responses.h"
 #include "server/client_ref.h"
+#include "server/engine_translation.h"
 #include "server/http_frontend.h"
 #include "server/itl_histogram.h"
 #include "server/listen_fds.h"
@@ -73,7 +74,9 @@ class Daemon {
   // Requests (request_handler.cpp).
   void handle_request(const ClientRef& from, std::string& payload);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::HelloRequest& r);
-  void handle(const ClientRef& from, const proto::Tag& tag, proto::GenerateMessage& r);
+  void handle(const ClientRef& from, const proto::Tag& tag, proto::GenerateRequest& r);
+  // A generate (or a rendered chat) translated for the engine: checks, submit, stream registry.
+  void submit_generate(const ClientRef& from, const proto::Tag& tag, GenerateJob& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::CancelRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::StatusRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r);
@@ -85,7 +88,7 @@ class Daemon {
   bool defer_if_busy(const ClientRef& from, std::string& payload);
   bool tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r);
   bool detokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r);
-  bool generate_off_loop(const ClientRef& from, const proto::Tag& tag, proto::GenerateMessage& r);
+  bool generate_off_loop(const ClientRef& from, const proto::Tag& tag, GenerateJob& r);
   // chat_handler.cpp: renders and tokenizes off the loop (OffLoop), then continues as a generate.
   void handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r);
   void reply(const ClientRef& to, const std::string& payload);
@@ -95,13 +98,14 @@ class Daemon {
 
   // HTTP front end (http_frontend_wiring.cpp).
   void setup_http(const ListenFds& fds);
-  void submit_http(uint64_t conn_id, proto::GenerateMessage message, std::function<bool()> still_wanted,
+  void submit_http(uint64_t conn_id, const proto::GenerateRequest& message, std::function<bool()> still_wanted,
                    std::function<void(HttpSubmitOutcome)> done);
-  HttpSubmitOutcome submit_http_now(uint64_t conn_id, proto::GenerateMessage& message);
+  HttpSubmitOutcome submit_http_now(uint64_t conn_id, GenerateJob& job);
   void submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std::function<bool()> still_wanted,
                         std::function<void(HttpSubmitOutcome)> done);
-  // Runs `prepare` (tokenize or render) and the constraint compile on libuv's pool, then submits.
-  void submit_http_prepared(uint64_t conn_id, std::shared_ptr<proto::GenerateMessage> message,
+  // Runs `prepare` (tokenize or render into job->request) and the constraint compile on libuv's
+  // pool, then submits.
+  void submit_http_prepared(uint64_t conn_id, std::shared_ptr<GenerateJob> job,
                             std::function<std::optional<proto::ProtocolError>()> prepare,
                             std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done);
 

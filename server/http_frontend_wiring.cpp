@@ -25,9 +25,9 @@ void Daemon::setup_http(const ListenFds& fds) {
   ho.wire_limits = limits_;
 
   HttpFrontend::Backend backend;
-  backend.submit = [this](uint64_t conn_id, proto::GenerateMessage m, std::function<bool()> still_wanted,
+  backend.submit = [this](uint64_t conn_id, proto::GenerateRequest m, std::function<bool()> still_wanted,
                           std::function<void(HttpSubmitOutcome)> done) {
-    submit_http(conn_id, std::move(m), std::move(still_wanted), std::move(done));
+    submit_http(conn_id, m, std::move(still_wanted), std::move(done));
   };
   backend.submit_chat = [this](uint64_t conn_id, proto::ChatRequest m, std::function<bool()> still_wanted,
                                std::function<void(HttpSubmitOutcome)> done) {
@@ -42,7 +42,7 @@ void Daemon::setup_http(const ListenFds& fds) {
   };
   backend.metrics = [this] { return proto::render_prometheus(stats_snapshot()); };
   backend.serving = [this] { return phase_ == Phase::kServing; };
-  PeerPolicy policy{options_.allow_uids, options_.allow_gids};
+  PeerPolicy policy{options_.allow_uids, options_.allow_gids, options_.deny_uids};
   backend.allow_unix_peer = [policy](const http::PeerInfo& peer, std::string& why) {
     if (policy.allows(peer.cred)) return true;
     why = "uid " + std::to_string(peer.cred.uid) + " is not allowed on this socket (--allow-uid/--allow-gid)";
@@ -82,16 +82,17 @@ HttpSubmitOutcome failed(proto::ProtocolError error, const std::string& id) {
 
 }  // namespace
 
-void Daemon::submit_http(uint64_t conn_id, proto::GenerateMessage message, std::function<bool()> still_wanted,
+void Daemon::submit_http(uint64_t conn_id, const proto::GenerateRequest& message, std::function<bool()> still_wanted,
                          std::function<void(HttpSubmitOutcome)> done) {
-  GenerateRequest& req = message.request;
+  GenerateJob job = to_generate_job(message);
+  GenerateRequest& req = job.request;
   // A long prompt is tokenized, and a grammar or schema compiled, on libuv's pool.
   const bool long_text = req.prompt_ids.empty() && req.prompt_text.size() >= kOffLoopMinTextBytes;
   if (!served_.tokenizer || !served_.engine || (!long_text && !has_uncompiled_constraint(req))) {
-    done(submit_http_now(conn_id, message));
+    done(submit_http_now(conn_id, job));
     return;
   }
-  auto shared = std::make_shared<proto::GenerateMessage>(std::move(message));
+  auto shared = std::make_shared<GenerateJob>(std::move(job));
   const Tokenizer* tok = served_.tokenizer.get();
   auto tokenize = [tok, shared]() -> std::optional<proto::ProtocolError> {
     GenerateRequest& q = shared->request;
@@ -109,19 +110,19 @@ void Daemon::submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std:
   touch();
   if (!served_.chat_template || !served_.tokenizer || !served_.engine) {
     done(failed(proto::make_error(proto::WireError::kUnsupported, "this server has no chat template (it serves no model file)"),
-                message.generate.request.id));
+                message.generate.id));
     return;
   }
   // Rendered and tokenized off the loop, exactly as the msgpack `chat` request (chat_render.h).
-  auto chat = std::make_shared<proto::ChatRequest>(std::move(message));
-  std::shared_ptr<proto::GenerateMessage> generate(chat, &chat->generate);
+  auto chat = std::make_shared<const proto::ChatRequest>(std::move(message));
+  auto job = std::make_shared<GenerateJob>(to_generate_job(chat->generate));
   std::shared_ptr<const chat::ModelChatTemplate> tmpl = served_.chat_template;
   const Tokenizer* tok = served_.tokenizer.get();
-  auto render = [chat, tmpl, tok] { return render_chat_request(*chat, *tmpl, *tok); };
-  submit_http_prepared(conn_id, std::move(generate), std::move(render), std::move(still_wanted), std::move(done));
+  auto render = [chat, job, tmpl, tok] { return render_chat_request(*chat, job->request, *tmpl, *tok); };
+  submit_http_prepared(conn_id, std::move(job), std::move(render), std::move(still_wanted), std::move(done));
 }
 
-void Daemon::submit_http_prepared(uint64_t conn_id, std::shared_ptr<proto::GenerateMessage> message,
+void Daemon::submit_http_prepared(uint64_t conn_id, std::shared_ptr<GenerateJob> job,
                                   std::function<std::optional<proto::ProtocolError>()> prepare,
                                   std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done) {
   ClientRef from;
@@ -132,14 +133,14 @@ void Daemon::submit_http_prepared(uint64_t conn_id, std::shared_ptr<proto::Gener
   auto compile_error = std::make_shared<std::string>();
   off_loop_.run(
       &loop_, owner_key(from),
-      [engine, message, prepare = std::move(prepare), prepared_error, compile_error] {
+      [engine, job, prepare = std::move(prepare), prepared_error, compile_error] {
         *prepared_error = prepare();
-        if (!*prepared_error) engine->prepare_constraint(message->request, *compile_error);  // thread-safe
+        if (!*prepared_error) engine->prepare_constraint(job->request, *compile_error);  // thread-safe
       },
-      [this, conn_id, message, prepared_error, compile_error, still_wanted = std::move(still_wanted),
+      [this, conn_id, job, prepared_error, compile_error, still_wanted = std::move(still_wanted),
        done = std::move(done)](std::exception_ptr error) {
         if (!handles_open_ || !still_wanted()) return;  // the client went away: nothing started
-        const std::string& id = message->request.id;
+        const std::string& id = job->request.id;
         if (error) {
           ++requests_rejected_;
           return done(failed(proto::make_error(proto::WireError::kInternal, "preparing the request failed", "prompt"), id));
@@ -153,14 +154,14 @@ void Daemon::submit_http_prepared(uint64_t conn_id, std::shared_ptr<proto::Gener
           SubmitResult rejected;
           rejected.code = ErrorCode::kInvalidArgument;
           rejected.message = *compile_error;
-          return done(failed(proto::error_from_submit(rejected, limits_.max_prompt_tokens), id));
+          return done(failed(error_from_submit(rejected, limits_.max_prompt_tokens), id));
         }
-        if (message->request.prompt_ids.empty()) message->request.prompt_ids_from_text = false;
-        done(submit_http_now(conn_id, *message));
+        if (job->request.prompt_ids.empty()) job->request.prompt_ids_from_text = false;
+        done(submit_http_now(conn_id, *job));
       });
 }
 
-HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, proto::GenerateMessage& r) {
+HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, GenerateJob& r) {
   touch();
   HttpSubmitOutcome out;
   ClientRef from;
@@ -183,7 +184,7 @@ HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, proto::GenerateMessa
   if (!result.ok) {
     ++requests_rejected_;
     spdlog::info("{}: generate rejected: {}", from.describe(), result.message);
-    out.error = proto::error_from_submit(result, limits_.max_prompt_tokens);
+    out.error = error_from_submit(result, limits_.max_prompt_tokens);
     out.retry_after_ms = result.retry_after_ms;
     out.id = chosen_id;
     return out;

@@ -9,6 +9,7 @@
 #include "protocol/topic.h"
 #include "protocol/version.h"
 #include "server/daemon.h"
+#include "server/engine_translation.h"
 
 namespace vks::server {
 
@@ -74,7 +75,12 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::H
   reply(from, proto::encode_answer(a, tag));
 }
 
-void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::GenerateMessage& r) {
+void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::GenerateRequest& r) {
+  GenerateJob job = to_generate_job(r);
+  submit_generate(from, tag, job);
+}
+
+void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, GenerateJob& r) {
   if (phase_ != Phase::kServing || !served_.engine) {
     ++requests_rejected_;
     reply_error(from, tag, proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
@@ -105,7 +111,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::Generat
   if (!result.ok) {
     ++requests_rejected_;
     spdlog::info("{}: generate rejected: {}", from.describe(), result.message);
-    reply(from, proto::encode_error(proto::error_from_submit(result, limits_.max_prompt_tokens), tag,
+    reply(from, proto::encode_error(error_from_submit(result, limits_.max_prompt_tokens), tag,
                                     chosen_id, result.retry_after_ms));
     return;
   }
@@ -175,7 +181,7 @@ proto::StatsSnapshot Daemon::stats_snapshot() const {
   s.requests_rejected = requests_rejected_;
   s.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   const EngineStats es = served_.engine ? served_.engine->stats() : EngineStats{};
-  proto::StatsSnapshot snapshot = proto::make_stats_snapshot(es, s);
+  proto::StatsSnapshot snapshot = make_stats_snapshot(es, s);
   itl_.fill(snapshot.itl_ms);  // cumulative since start (the engine's samples are a recent window)
   return snapshot;
 }

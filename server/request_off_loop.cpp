@@ -77,13 +77,13 @@ bool Daemon::detokenize_off_loop(const ClientRef& from, const proto::Tag& tag, c
   return true;
 }
 
-bool Daemon::generate_off_loop(const ClientRef& from, const proto::Tag& tag, proto::GenerateMessage& r) {
+bool Daemon::generate_off_loop(const ClientRef& from, const proto::Tag& tag, GenerateJob& r) {
   GenerateRequest& req = r.request;
   const bool long_text = req.prompt_ids.empty() && req.prompt_text.size() >= kOffLoopMinTextBytes;
   // A grammar or schema compiles here too: a big one takes far longer than tokenizing.
   const bool constrained = (!req.grammar.empty() || !req.json_schema.empty()) && !req.compiled_constraint;
   if (!served_.tokenizer || !served_.engine || (!long_text && !constrained)) return false;
-  auto message = std::make_shared<proto::GenerateMessage>(std::move(r));
+  auto message = std::make_shared<GenerateJob>(std::move(r));
   auto compile_error = std::make_shared<std::string>();
   const Tokenizer* tok = served_.tokenizer.get();
   Engine* engine = served_.engine.get();
@@ -111,7 +111,7 @@ bool Daemon::generate_off_loop(const ClientRef& from, const proto::Tag& tag, pro
           rejected.code = ErrorCode::kInvalidArgument;
           rejected.message = *compile_error;
           spdlog::info("{}: generate rejected: {}", from.describe(), rejected.message);
-          reply(from, proto::encode_error(proto::error_from_submit(rejected, limits_.max_prompt_tokens), tag,
+          reply(from, proto::encode_error(error_from_submit(rejected, limits_.max_prompt_tokens), tag,
                                           message->request.id));
           return;
         }
@@ -121,7 +121,7 @@ bool Daemon::generate_off_loop(const ClientRef& from, const proto::Tag& tag, pro
           return;
         }
         if (message->request.prompt_ids.empty()) message->request.prompt_ids_from_text = false;
-        handle(from, tag, *message);  // prompt_ids and the compiled constraint are set now: handled inline
+        submit_generate(from, tag, *message);  // prompt_ids and the compiled constraint are set now: handled inline
       });
   return true;
 }

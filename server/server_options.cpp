@@ -42,6 +42,17 @@ uint32_t resolve_id(const std::string& text, bool group) {
 
 // Endpoint mistakes are reported before the (possibly long) model load.
 void check_endpoints(const ServerOptions& o) {
+  // A key that was given but cannot be one is reported as malformed, not as missing.
+  if (!o.curve_secret_key.empty()) {
+    static constexpr std::string_view kZ85 =
+        "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+    const bool z85 = o.curve_secret_key.find_first_not_of(kZ85) == std::string::npos;
+    if (o.curve_secret_key.size() != 40 || !z85) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--curve-secret-key is malformed: expected 40 Z85 characters (as printed by zmq_curve_keypair), got " +
+                      std::to_string(o.curve_secret_key.size()) + (z85 ? " characters" : " characters, some not Z85"));
+    }
+  }
   for (const auto& [flag, ep] : {std::pair<const char*, const std::string&>{"--router", o.router_endpoint},
                                  std::pair<const char*, const std::string&>{"--pub", o.pub_endpoint}}) {
     if (ep.empty()) continue;
@@ -81,9 +92,13 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   app.add_option("--socket-mode", mode, "permissions of the socket files we create (octal)")
       ->capture_default_str();
   std::vector<std::string> allow_users;
+  std::vector<std::string> deny_users;
   std::vector<std::string> allow_groups;
   app.add_option("--allow-uid", allow_users,
-                 "user (name or uid) allowed on the Unix socket (repeatable; default: own uid and root)");
+                 "user (name or uid) allowed on the Unix socket, in addition to the daemon's own uid and "
+                 "root, which are always allowed unless --deny-uid names them (repeatable)");
+  app.add_option("--deny-uid", deny_users,
+                 "user (name or uid) refused on the Unix socket even if it is the owner or root (repeatable)");
   app.add_option("--allow-gid", allow_groups,
                  "group (name or gid) whose members may use the Unix socket (repeatable)");
   app.add_option("--curve-secret-key", o.curve_secret_key,
@@ -153,6 +168,7 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   }
   for (const std::string& u : allow_users) o.allow_uids.push_back(resolve_id(u, /*group=*/false));
   for (const std::string& g : allow_groups) o.allow_gids.push_back(resolve_id(g, /*group=*/true));
+  for (const std::string& u : deny_users) o.deny_uids.push_back(resolve_id(u, /*group=*/false));
   check_endpoints(o);
   o.model_path = vks::cli::resolve_model_or_path(o.model_path);
   o.scope = scope == "user" ? Scope::kUser : Scope::kSystem;

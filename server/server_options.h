@@ -20,6 +20,7 @@ struct ServerOptions {
   uint32_t socket_mode = 0660;
   std::vector<uint32_t> allow_uids;  // empty = own uid + root
   std::vector<uint32_t> allow_gids;
+  std::vector<uint32_t> deny_uids;   // excluded even when they are the owner or root
   std::string curve_secret_key;  // Z85, 40 chars; required for tcp:// endpoints
   proto::ProtocolLimits limits;  // frame, prompt, max_tokens, per-connection, queue, output bounds
   double idle_exit_s = 0;        // 0 = never

@@ -27,7 +27,7 @@ struct StreamEntry {
   int32_t queue_position = -1;
   int32_t prompt_tokens = 0;
   int32_t generated_tokens = 0;
-  std::optional<FinishReason> reason;
+  std::optional<proto::FinishReason> reason;
   std::vector<std::string> events;  // encoded event maps; events[seq]
   uint64_t bytes = 0;
   std::chrono::steady_clock::time_point finished_at{};

@@ -21,7 +21,8 @@
 namespace vks::server {
 
 bool PeerPolicy::allows(const ucred& peer) const {
-  if (allow_uids.empty() && allow_gids.empty()) return peer.uid == getuid() || peer.uid == 0;
+  if (std::find(deny_uids.begin(), deny_uids.end(), peer.uid) != deny_uids.end()) return false;
+  if (peer.uid == getuid() || peer.uid == 0) return true;
   if (std::find(allow_uids.begin(), allow_uids.end(), peer.uid) != allow_uids.end()) return true;
   if (allow_gids.empty()) return false;
   if (std::find(allow_gids.begin(), allow_gids.end(), peer.gid) != allow_gids.end()) return true;

@@ -16,8 +16,11 @@
 namespace vks::server {
 
 struct PeerPolicy {
-  std::vector<uint32_t> allow_uids;  // empty = own uid + root
+  // The daemon's own uid and root are always allowed (an allow-list adds to them) unless listed
+  // in deny_uids; deny_uids wins over every allow.
+  std::vector<uint32_t> allow_uids;
   std::vector<uint32_t> allow_gids;
+  std::vector<uint32_t> deny_uids;
   bool allows(const ucred& peer) const;
 };
 

@@ -3,7 +3,31 @@
 #include <iostream>
 #include <cstdio>
 
+#include "protocol/param_ranges.h"
+
 namespace vks::cli {
+namespace {
+
+// The protocol's range for a generate parameter (protocol/param_ranges.h), so the CLI accepts
+// exactly what the daemon accepts and says so in the same words.
+CLI::Validator wire_range(const vks::proto::ParamRange& range) {
+  return CLI::Validator(
+      [range](std::string& in) -> std::string {
+        double v = 0;
+        try {
+          size_t used = 0;
+          v = std::stod(in, &used);
+          if (used != in.size()) return "not a number: " + in;
+        } catch (const std::exception&) {
+          return "not a number: " + in;
+        }
+        if (range.contains(v)) return {};
+        return std::string(range.name) + ": " + range.violation(in);
+      },
+      range.describe(), std::string(range.name));
+}
+
+}  // namespace
 
 void ConnectionFlags::add_to(CLI::App& app) {
   app.add_option("--socket", socket, "vkstreamd Unix socket (default $XDG_RUNTIME_DIR/vkstream/vkstream.sock)");
@@ -36,19 +60,19 @@ void SamplingFlags::add_to(CLI::App& app) {
   max_tokens_opt = app.add_option("-n,--max-tokens", max_tokens, "tokens to generate at most")
                        ->check(CLI::Range(1, 1 << 20));
   temperature_opt = app.add_option("-t,--temperature", temperature, "sampling temperature (0 = greedy)")
-                        ->check(CLI::Range(0.0, 100.0));
-  top_k_opt = app.add_option("--top-k", top_k, "keep the K most likely tokens (0 = off)")->check(CLI::Range(0, 1 << 24));
-  top_p_opt = app.add_option("--top-p", top_p, "nucleus sampling mass (1 = off)")->check(CLI::Range(0.0, 1.0));
+                        ->check(wire_range(vks::proto::param::kTemperature));
+  top_k_opt = app.add_option("--top-k", top_k, "keep the K most likely tokens (0 = off)")->check(wire_range(vks::proto::param::kTopK));
+  top_p_opt = app.add_option("--top-p", top_p, "nucleus sampling mass (1 = off)")->check(wire_range(vks::proto::param::kTopP));
   min_p_opt = app.add_option("--min-p", min_p, "drop tokens below min_p x the top probability (0 = off)")
-                  ->check(CLI::Range(0.0, 1.0));
+                  ->check(wire_range(vks::proto::param::kMinP));
   repetition_opt = app.add_option("--repeat-penalty,--repetition-penalty", repetition_penalty,
-                                  "repetition penalty (1 = off)")->check(CLI::Range(0.0, 100.0));
+                                  "repetition penalty (1 = off)")->check(wire_range(vks::proto::param::kRepetitionPenalty));
   presence_opt = app.add_option("--presence-penalty", presence_penalty, "presence penalty (0 = off)")
-                     ->check(CLI::Range(-100.0, 100.0));
+                     ->check(wire_range(vks::proto::param::kPresencePenalty));
   frequency_opt = app.add_option("--frequency-penalty", frequency_penalty, "frequency penalty (0 = off)")
-                      ->check(CLI::Range(-100.0, 100.0));
+                      ->check(wire_range(vks::proto::param::kFrequencyPenalty));
   last_n_opt = app.add_option("--penalty-last-n", penalty_last_n, "tokens the penalties look back (-1 = all)")
-                   ->check(CLI::Range(-1, 1 << 24));
+                   ->check(wire_range(vks::proto::param::kPenaltyLastN));
   seed_opt = app.add_option("-s,--seed", seed, "random seed (same seed and prompt: same output)");
   app.add_flag("-g,--greedy", greedy, "greedy decoding (same as --temperature 0)");
   app.add_option("--stop", stop, "stop string (repeatable; not included in the output)");

@@ -55,11 +55,12 @@ std::optional<Rejection> check_params(const GenerateRequest& r, const SubmitLimi
   if (s.top_k < 0) return invalid("top_k: must be >= 0 (0 = off), got " + std::to_string(s.top_k));
   if (!(s.top_p > 0.0f && s.top_p <= 1.0f)) return invalid("top_p: must be in (0, 1], got " + num(s.top_p));
   if (!in_range(s.min_p, 0.0f, 1.0f)) return invalid("min_p: must be in [0, 1], got " + num(s.min_p));
-  if (!(s.repetition_penalty > 0.0f && s.repetition_penalty <= 10.0f)) {
-    return invalid("repetition_penalty: must be in (0, 10], got " + num(s.repetition_penalty));
+  // The penalty ranges are those of protocol/param_ranges.h (docs/PROTOCOL.md 3.2).
+  if (!(s.repetition_penalty > 0.0f && s.repetition_penalty <= 100.0f)) {
+    return invalid("repetition_penalty: must be in (0, 100], got " + num(s.repetition_penalty));
   }
-  if (!in_range(s.presence_penalty, -10.0f, 10.0f)) return invalid("presence_penalty: must be in [-10, 10], got " + num(s.presence_penalty));
-  if (!in_range(s.frequency_penalty, -10.0f, 10.0f)) return invalid("frequency_penalty: must be in [-10, 10], got " + num(s.frequency_penalty));
+  if (!in_range(s.presence_penalty, -100.0f, 100.0f)) return invalid("presence_penalty: must be in -100..100, got " + num(s.presence_penalty));
+  if (!in_range(s.frequency_penalty, -100.0f, 100.0f)) return invalid("frequency_penalty: must be in -100..100, got " + num(s.frequency_penalty));
   if (s.penalty_last_n < -1) return invalid("penalty_last_n: must be >= -1, got " + std::to_string(s.penalty_last_n));
   if (s.logit_bias.size() > kMaxLogitBias) return invalid("logit_bias: at most 1024 entries");
   for (const auto& [id, bias] : s.logit_bias) {

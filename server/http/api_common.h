@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/sched/engine.h"
 #include "protocol/errors.h"
 #include "protocol/limits.h"
 #include "protocol/requests.h"

@@ -110,6 +110,37 @@ TEST_F(ChatE2E, StopStringsAndCancelWorkAsForGenerate) {
   EXPECT_EQ(c.status(a.id).state, "finished");
 }
 
+// Issue 12: grammar / json_schema apply to chat as to generate, compiled off the loop; a bad one is
+// rejected by field with its position.
+TEST_F(ChatE2E, JsonSchemaConstrainsTheReply) {
+  vkstream::Client c = connect();
+  vkstream::GenerateOptions o;
+  o.messages = {{"user", "Give me a number."}};
+  o.temperature = 0;
+  o.max_tokens = 40;
+  o.json_schema = R"({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],"additionalProperties":false})";
+  const vkstream::Completion done = c.generate(o);
+  ASSERT_EQ(done.finish_reason, "stop") << done.text;  // stories260K never writes JSON by itself
+  std::string compact;  // the grammar allows JSON whitespace; an integer value has none of its own
+  for (char ch : done.text) {
+    if (ch != ' ' && ch != '\n' && ch != '\t' && ch != '\r') compact += ch;
+  }
+  ASSERT_GT(compact.size(), 6u) << done.text;
+  EXPECT_EQ(compact.rfind("{\"n\":", 0), 0u) << done.text;
+  EXPECT_EQ(compact.back(), '}') << done.text;
+  const std::string digits = compact.substr(5, compact.size() - 6);
+  EXPECT_EQ(digits.find_first_not_of("-0123456789"), std::string::npos) << done.text;
+
+  o.json_schema = R"({"type":"object","properties":{"a":{"not":{}}}})";
+  try {
+    c.generate(o);
+    ADD_FAILURE() << "a schema with an unsupported keyword was accepted";
+  } catch (const vkstream::ServerError& e) {
+    EXPECT_EQ(e.code(), "invalid_field");
+    EXPECT_EQ(e.field(), "json_schema") << e.server_message();
+  }
+}
+
 TEST_F(ChatE2E, BadInputGetsFieldLevelErrors) {
   vkstream::Client c = connect();
   const auto error_of = [&](const vkstream::GenerateOptions& o) -> std::pair<std::string, std::string> {

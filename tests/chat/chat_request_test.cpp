@@ -16,10 +16,10 @@ ChatRequest sample() {
   c.messages = {{"system", "Be brief."}, {"user", "Hi \xF0\x9F\x98\x80"}};
   c.add_generation_prompt = false;
   c.chat_template = "{{ messages[0].content }}";
-  c.generate.request.stop.max_tokens = 7;
-  c.generate.request.sampling.temperature = 0.5f;
-  c.generate.request.stop.stop_strings = {"\n\n"};
-  c.generate.request.id = "chat-1";
+  c.generate.max_tokens = 7;
+  c.generate.temperature = 0.5;
+  c.generate.stop = {"\n\n"};
+  c.generate.id = "chat-1";
   c.generate.detached = true;
   return c;
 }
@@ -37,13 +37,13 @@ TEST(ChatRequest, RoundTrips) {
   EXPECT_EQ(c.messages[1].content, "Hi \xF0\x9F\x98\x80");
   EXPECT_FALSE(c.add_generation_prompt);
   EXPECT_EQ(c.chat_template, "{{ messages[0].content }}");
-  EXPECT_EQ(c.generate.request.stop.max_tokens, 7);
-  EXPECT_FLOAT_EQ(c.generate.request.sampling.temperature, 0.5f);
-  EXPECT_EQ(c.generate.request.stop.stop_strings, std::vector<std::string>{"\n\n"});
-  EXPECT_EQ(c.generate.request.id, "chat-1");
-  EXPECT_TRUE(c.generate.detached);
-  EXPECT_TRUE(c.generate.request.prompt_text.empty());
-  EXPECT_TRUE(c.generate.request.prompt_ids.empty());
+  EXPECT_EQ(c.generate.max_tokens, 7);
+  EXPECT_EQ(c.generate.temperature, 0.5);
+  EXPECT_EQ(c.generate.stop, std::vector<std::string>{"\n\n"});
+  EXPECT_EQ(c.generate.id, "chat-1");
+  EXPECT_TRUE(c.generate.is_detached());
+  EXPECT_TRUE(c.generate.prompt.empty());
+  EXPECT_TRUE(c.generate.prompt_ids.empty());
 }
 
 TEST(ChatRequest, DefaultsAddTheGenerationPrompt) {
@@ -71,7 +71,7 @@ TEST(ChatRequest, BadFieldsAreNamed) {
   EXPECT_EQ(error_field([](ChatRequest& c) { c.messages.assign(kMaxChatMessages + 1, {"user", "x"}); }), "messages");
   EXPECT_EQ(error_field([](ChatRequest& c) { c.chat_template = std::string(kMaxChatTemplateBytes + 1, 'x'); }),
             "chat_template");
-  EXPECT_EQ(error_field([](ChatRequest& c) { c.generate.request.sampling.temperature = -1; }), "temperature");
+  EXPECT_EQ(error_field([](ChatRequest& c) { c.generate.temperature = -1; }), "temperature");
 }
 
 // A hand-built chat map: {"type": "chat", <extra>}.

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "clients/cpp/src/msgpack_value.h"
+#include "clients/cpp/src/wire.h"
 #include "protocol/frame.h"
 
 namespace vks::test {

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "clients/cpp/src/msgpack_value.h"
+#include "clients/cpp/src/wire.h"
 #include "vkstream/errors.h"
 #include "vkstream/types.h"
 

@@ -21,7 +21,7 @@ std::vector<std::string> seed_messages() {
   tok.seq = 5;
   tok.ids = {432, 383};
   tok.text = ", there \xc3\xa9";
-  vks::GeneratedToken g;
+  vks::proto::GeneratedToken g;
   g.id = 432;
   g.logprob = -0.5f;
   g.top = {{432, -0.5f}, {13, -1.5f}};

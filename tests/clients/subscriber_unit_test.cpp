@@ -6,7 +6,7 @@
 
 #include <zmq.hpp>
 
-#include "clients/cpp/src/msgpack_value.h"
+#include "clients/cpp/src/wire.h"
 #include "tests/clients/fake_daemon.h"
 #include "tests/clients/process_util.h"
 #include "vkstream/client.h"

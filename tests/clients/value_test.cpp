@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "clients/cpp/src/msgpack_value.h"
+#include "clients/cpp/src/wire.h"
 #include "vkstream/errors.h"
 #include "vkstream/value.h"
 

@@ -2,8 +2,7 @@
 // client sends parses to the intended request, and what the daemon sends parses to the right event.
 #include <gtest/gtest.h>
 
-#include "clients/cpp/src/msgpack_value.h"
-#include "clients/cpp/src/request_encoding.h"
+#include "clients/cpp/src/wire.h"
 #include "protocol/requests.h"
 #include "protocol/responses.h"
 #include "vkstream/types.h"
@@ -39,34 +38,34 @@ TEST(WireCompat, EveryGenerateOptionReachesTheDaemonParser) {
   const vks::proto::Result<vks::proto::Request> parsed = vks::proto::parse_request(payload, vks::proto::ProtocolLimits{});
   ASSERT_TRUE(parsed.ok()) << parsed.error().message << " (field " << parsed.error().field << ")";
   EXPECT_EQ(parsed->tag, vks::proto::Tag::of(42));
-  const auto* g = std::get_if<vks::proto::GenerateMessage>(&parsed->body);
+  const auto* g = std::get_if<vks::proto::GenerateRequest>(&parsed->body);
   ASSERT_NE(g, nullptr);
-  const vks::GenerateRequest& r = g->request;
-  EXPECT_EQ(r.prompt_text, "Once upon a time");
-  EXPECT_FALSE(r.add_bos);
-  EXPECT_EQ(r.stop.max_tokens, 17);
-  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
-  EXPECT_EQ(r.sampling.top_k, 40);
-  EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
-  EXPECT_FLOAT_EQ(r.sampling.min_p, 0.05f);
-  EXPECT_FLOAT_EQ(r.sampling.repetition_penalty, 1.1f);
-  EXPECT_FLOAT_EQ(r.sampling.presence_penalty, 0.2f);
-  EXPECT_FLOAT_EQ(r.sampling.frequency_penalty, 0.3f);
-  EXPECT_EQ(r.sampling.penalty_last_n, 32);
-  ASSERT_EQ(r.sampling.logit_bias.size(), 2u);
-  EXPECT_EQ(r.sampling.logit_bias[0].first, 13);
-  EXPECT_FLOAT_EQ(r.sampling.logit_bias[0].second, -100.0f);
-  EXPECT_EQ(r.sampling.seed, std::optional<uint64_t>(0xFFFFFFFFFFFFFFF0ull));
-  EXPECT_EQ(r.stop.stop_strings, (std::vector<std::string>{"\n\n", "The end"}));
-  EXPECT_EQ(r.stop.stop_token_ids, (std::vector<vks::TokenId>{2, 7}));
-  EXPECT_TRUE(r.stop.ignore_eos);
-  EXPECT_EQ(r.stop.min_tokens, 3);
+  const vks::proto::GenerateRequest& r = *g;
+  EXPECT_EQ(r.prompt, "Once upon a time");
+  EXPECT_EQ(r.add_bos, false);
+  EXPECT_EQ(r.max_tokens, 17);
+  EXPECT_EQ(r.temperature, 0.5);
+  EXPECT_EQ(r.top_k, 40);
+  EXPECT_EQ(r.top_p, 0.9);
+  EXPECT_EQ(r.min_p, 0.05);
+  EXPECT_EQ(r.repetition_penalty, 1.1);
+  EXPECT_EQ(r.presence_penalty, 0.2);
+  EXPECT_EQ(r.frequency_penalty, 0.3);
+  EXPECT_EQ(r.penalty_last_n, 32);
+  ASSERT_EQ(r.logit_bias.size(), 2u);
+  EXPECT_EQ(r.logit_bias[0].first, 13);
+  EXPECT_EQ(r.logit_bias[0].second, -100.0);
+  EXPECT_EQ(r.seed, std::optional<uint64_t>(0xFFFFFFFFFFFFFFF0ull));
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"\n\n", "The end"}));
+  EXPECT_EQ(r.stop_token_ids, (std::vector<vks::proto::TokenId>{2, 7}));
+  EXPECT_EQ(r.ignore_eos, true);
+  EXPECT_EQ(r.min_tokens, 3);
   EXPECT_EQ(r.logprobs, 5);
   EXPECT_EQ(r.priority, 4);
-  EXPECT_EQ(g->deadline_ms, std::optional<int64_t>(5000));
+  EXPECT_EQ(r.deadline_ms, std::optional<int64_t>(5000));
   EXPECT_EQ(r.id, "my-req.1");
-  EXPECT_TRUE(g->detached);
-  EXPECT_FALSE(g->stream);
+  EXPECT_TRUE(r.is_detached());
+  EXPECT_FALSE(r.is_streamed());
 }
 
 TEST(WireCompat, PromptIdsAreSentInsteadOfText) {
@@ -75,8 +74,8 @@ TEST(WireCompat, PromptIdsAreSentInsteadOfText) {
   o.prompt_ids = {1, 403, 407};
   const auto parsed = vks::proto::parse_request(vkstream::detail::encode_generate(o, 1), vks::proto::ProtocolLimits{});
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
-  const auto& g = std::get<vks::proto::GenerateMessage>(parsed->body);
-  EXPECT_EQ(g.request.prompt_ids, (std::vector<vks::TokenId>{1, 403, 407}));
+  const auto& g = std::get<vks::proto::GenerateRequest>(parsed->body);
+  EXPECT_EQ(g.prompt_ids, (std::vector<vks::proto::TokenId>{1, 403, 407}));
 }
 
 TEST(WireCompat, SimpleRequestsParse) {
@@ -97,11 +96,11 @@ TEST(WireCompat, DaemonEventsParseIntoClientEvents) {
   tok.seq = 3;
   tok.ids = {432, 383};
   tok.text = ", there";
-  vks::GeneratedToken g1;
+  vks::proto::GeneratedToken g1;
   g1.id = 432;
   g1.logprob = -0.25f;
   g1.top = {{432, -0.25f}, {13, -2.0f}};
-  vks::GeneratedToken g2;
+  vks::proto::GeneratedToken g2;
   g2.id = 383;
   g2.logprob = -0.5f;
   tok.logprobs = {g1, g2};
@@ -121,7 +120,7 @@ TEST(WireCompat, DaemonEventsParseIntoClientEvents) {
   fin.type = vks::proto::StreamEventType::kFinished;
   fin.id = tok.id;
   fin.seq = 9;
-  fin.reason = vks::FinishReason::kCancelled;
+  fin.reason = vks::proto::FinishReason::kCancelled;
   fin.usage = {5, 2, 4};
   fin.timings = {1.0, 2.0, 3.0};
   const vkstream::Event f = vkstream::parse_event(vkstream::detail::unpack_value(vks::proto::encode_event(fin)));

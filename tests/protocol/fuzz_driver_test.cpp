@@ -15,17 +15,19 @@ namespace {
 
 std::vector<std::string> seed_payloads() {
   std::vector<std::string> out;
-  GenerateMessage g;
-  g.request.prompt_text = "Once upon a time";
-  g.request.sampling.logit_bias = {{3, 1.0f}};
-  g.request.stop.stop_strings = {"\n", "end"};
-  g.request.stop.stop_token_ids = {2};
-  g.request.sampling.seed = 7;
-  g.request.logprobs = 2;
-  g.request.id = "client-1";
+  GenerateRequest g;
+  g.prompt = "Once upon a time";
+  g.logit_bias = {{3, 1.0}};
+  g.stop = {"\n", "end"};
+  g.stop_token_ids = {2};
+  g.seed = 7;
+  g.logprobs = 2;
+  g.temperature = 0.7;
+  g.max_tokens = 20;
+  g.id = "client-1";
   g.deadline_ms = 1000;
   out.push_back(encode_request(RequestBody(g), Tag::of(1)));
-  g.request.prompt_ids = {1, 2, 3};
+  g.prompt_ids = {1, 2, 3};
   out.push_back(encode_request(RequestBody(g), Tag::of("x")));
   out.push_back(encode_request(RequestBody(HelloRequest{1, "fuzz"})));
   out.push_back(encode_request(RequestBody(CancelRequest{"abc"})));

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "protocol/param_ranges.h"
 #include "protocol/requests.h"
 #include "protocol/version.h"
 #include "tests/protocol/msgpack_builder.h"
@@ -46,59 +47,56 @@ TEST(Requests, HelloRoundTrip) {
 }
 
 TEST(Requests, GenerateRoundTripEveryField) {
-  GenerateMessage g;
-  GenerateRequest& q = g.request;
+  GenerateRequest q;
   q.id = "my.req-1";
   q.prompt_ids = {1, 2, 3, 32000};
   q.add_bos = false;
-  q.sampling.temperature = 0.5f;
-  q.sampling.top_k = 40;
-  q.sampling.top_p = 0.9f;
-  q.sampling.min_p = 0.05f;
-  q.sampling.repetition_penalty = 1.1f;
-  q.sampling.presence_penalty = 0.25f;
-  q.sampling.frequency_penalty = -0.5f;
-  q.sampling.penalty_last_n = -1;
-  q.sampling.logit_bias = {{5, -100.0f}, {7, 2.5f}};
-  q.sampling.seed = 0xfedcba9876543210ull;
-  q.stop.max_tokens = 77;
-  q.stop.min_tokens = 3;
-  q.stop.ignore_eos = true;
-  q.stop.stop_token_ids = {2, 13};
-  q.stop.stop_strings = {"\n\n", "The end"};
+  q.temperature = 0.5;
+  q.top_k = 40;
+  q.top_p = 0.9;
+  q.min_p = 0.05;
+  q.repetition_penalty = 1.1;
+  q.presence_penalty = 0.25;
+  q.frequency_penalty = -0.5;
+  q.penalty_last_n = -1;
+  q.logit_bias = {{5, -100.0}, {7, 2.5}};
+  q.seed = 0xfedcba9876543210ull;
+  q.max_tokens = 77;
+  q.min_tokens = 3;
+  q.ignore_eos = true;
+  q.stop_token_ids = {2, 13};
+  q.stop = {"\n\n", "The end"};
   q.logprobs = 5;
   q.priority = -7;
-  g.deadline_ms = 1500;
-  g.detached = true;
-  g.stream = false;
+  q.deadline_ms = 1500;
+  q.detached = true;
+  q.stream = false;
   q.grammar = "root ::= \"a\"+\n";
-  const GenerateMessage out = roundtrip(g);
-  const GenerateRequest& r = out.request;
+  const GenerateRequest r = roundtrip(q);
   EXPECT_EQ(r.id, q.id);
   EXPECT_EQ(r.prompt_ids, q.prompt_ids);
-  EXPECT_TRUE(r.prompt_text.empty());
+  EXPECT_TRUE(r.prompt.empty());
   EXPECT_EQ(r.add_bos, false);
-  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
-  EXPECT_EQ(r.sampling.top_k, 40);
-  EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
-  EXPECT_FLOAT_EQ(r.sampling.min_p, 0.05f);
-  EXPECT_FLOAT_EQ(r.sampling.repetition_penalty, 1.1f);
-  EXPECT_FLOAT_EQ(r.sampling.presence_penalty, 0.25f);
-  EXPECT_FLOAT_EQ(r.sampling.frequency_penalty, -0.5f);
-  EXPECT_EQ(r.sampling.penalty_last_n, -1);
-  EXPECT_EQ(r.sampling.logit_bias, q.sampling.logit_bias);
-  EXPECT_EQ(r.sampling.seed, q.sampling.seed);
-  EXPECT_EQ(r.stop.max_tokens, 77);
-  EXPECT_EQ(r.stop.min_tokens, 3);
-  EXPECT_TRUE(r.stop.ignore_eos);
-  EXPECT_EQ(r.stop.stop_token_ids, q.stop.stop_token_ids);
-  EXPECT_EQ(r.stop.stop_strings, q.stop.stop_strings);
+  EXPECT_EQ(r.temperature, 0.5);
+  EXPECT_EQ(r.top_k, 40);
+  EXPECT_EQ(r.top_p, 0.9);
+  EXPECT_EQ(r.min_p, 0.05);
+  EXPECT_EQ(r.repetition_penalty, 1.1);
+  EXPECT_EQ(r.presence_penalty, 0.25);
+  EXPECT_EQ(r.frequency_penalty, -0.5);
+  EXPECT_EQ(r.penalty_last_n, -1);
+  EXPECT_EQ(r.logit_bias, q.logit_bias);
+  EXPECT_EQ(r.seed, q.seed);
+  EXPECT_EQ(r.max_tokens, 77);
+  EXPECT_EQ(r.min_tokens, 3);
+  EXPECT_EQ(r.ignore_eos, true);
+  EXPECT_EQ(r.stop_token_ids, q.stop_token_ids);
+  EXPECT_EQ(r.stop, q.stop);
   EXPECT_EQ(r.logprobs, 5);
   EXPECT_EQ(r.priority, -7);
-  EXPECT_EQ(out.deadline_ms, 1500);
-  EXPECT_TRUE(r.deadline.has_value());
-  EXPECT_TRUE(out.detached);
-  EXPECT_FALSE(out.stream);
+  EXPECT_EQ(r.deadline_ms, 1500);
+  EXPECT_TRUE(r.is_detached());
+  EXPECT_FALSE(r.is_streamed());
   EXPECT_EQ(r.grammar, q.grammar);
 }
 
@@ -108,56 +106,79 @@ TEST(Requests, JsonSchemaAsMapOrText) {
                               {"required", test::arr({test::s("n")})}});
   Result<Request> r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"json_schema", schema}}));
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(std::get<GenerateMessage>(r->body).request.json_schema,
+  EXPECT_EQ(std::get<GenerateRequest>(r->body).json_schema,
             R"({"properties":{"n":{"maximum":2.5,"type":"integer"}},"required":["n"],"type":"object"})");
   r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"json_schema", test::s("{\"type\":\"string\"}")}}));
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(std::get<GenerateMessage>(r->body).request.json_schema, "{\"type\":\"string\"}");
+  EXPECT_EQ(std::get<GenerateRequest>(r->body).json_schema, "{\"type\":\"string\"}");
 }
 
-TEST(Requests, GenerateDefaults) {
+TEST(Requests, GenerateAbsentFieldsStayUnset) {
   Result<Request> r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("Once upon a time")}}));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_FALSE(r->tag.has_value());
-  const GenerateMessage& g = std::get<GenerateMessage>(r->body);
-  const GenerateRequest def;
-  EXPECT_EQ(g.request.prompt_text, "Once upon a time");
-  EXPECT_TRUE(g.request.id.empty());
-  EXPECT_TRUE(g.request.add_bos);
-  EXPECT_EQ(g.request.stop.max_tokens, def.stop.max_tokens);
-  EXPECT_FLOAT_EQ(g.request.sampling.temperature, def.sampling.temperature);
-  EXPECT_FALSE(g.request.sampling.seed.has_value());
-  EXPECT_EQ(g.request.logprobs, -1);  // absent: no logprobs at all
-  EXPECT_FALSE(g.request.deadline.has_value());
-  EXPECT_FALSE(g.detached);
-  EXPECT_TRUE(g.stream);
+  const GenerateRequest& g = std::get<GenerateRequest>(r->body);
+  EXPECT_EQ(g.prompt, "Once upon a time");
+  EXPECT_TRUE(g.id.empty());
+  EXPECT_FALSE(g.add_bos.has_value());
+  EXPECT_FALSE(g.max_tokens.has_value());
+  EXPECT_FALSE(g.temperature.has_value());
+  EXPECT_FALSE(g.seed.has_value());
+  EXPECT_FALSE(g.wants_logprobs());  // absent: no logprobs at all
+  EXPECT_FALSE(g.deadline_ms.has_value());
+  EXPECT_FALSE(g.is_detached());
+  EXPECT_TRUE(g.is_streamed());
+  // Encoding sends only what is set: the payload is just type + prompt.
+  const Result<Request> again = parse_request(encode_request(g), test_limits());
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(std::get<GenerateRequest>(again->body).max_tokens.has_value());
 }
 
-TEST(Requests, AbsentMaxTokensStaysUnsetForTheEngine) {
-  // 0 = not set: the engine generates until the context is full (within its max_new_tokens).
-  ProtocolLimits l = test_limits();
-  l.max_tokens = 10;
-  Result<Request> r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}}), l);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(std::get<GenerateMessage>(r->body).request.stop.max_tokens, 0);
+TEST(Requests, MinTokensIsCheckedAgainstAGivenMaxTokens) {
+  Result<Request> r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")},
+                                       {"max_tokens", test::i(5)}, {"min_tokens", test::i(6)}}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().field, "min_tokens");
 }
 
 TEST(Requests, MinTokensWithoutMaxTokensIsAccepted) {
-  // With max_tokens unset there is no upper bound to compare min_tokens with on the wire.
+  // With max_tokens unset there is no upper bound to compare min_tokens with on the wire (the
+  // engine checks it against the room the prompt leaves).
   Result<Request> r = parse(
       test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"min_tokens", test::i(4)}}), test_limits());
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(std::get<GenerateMessage>(r->body).request.stop.min_tokens, 4);
-  EXPECT_EQ(std::get<GenerateMessage>(r->body).request.stop.max_tokens, 0);
+  EXPECT_EQ(std::get<GenerateRequest>(r->body).min_tokens, 4);
+  EXPECT_FALSE(std::get<GenerateRequest>(r->body).max_tokens.has_value());
 }
 
-TEST(Requests, DeadlineIsRelativeToNow) {
-  const auto now = std::chrono::steady_clock::time_point(std::chrono::seconds(1000));
-  Result<Request> r = parse_request(
-      test::pack(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"deadline_ms", test::i(250)}})),
-      test_limits(), now);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(*std::get<GenerateMessage>(r->body).request.deadline, now + std::chrono::milliseconds(250));
+// Fault 5 of issue 14: the documented ranges hold at their extremes, through the one table.
+TEST(Requests, ParameterExtremesOfTheRangeTableAreAccepted) {
+  for (const ParamRange& range : kGenerateParamRanges) {
+    if (range.name == "logit_bias") continue;
+    const double lo = range.min_exclusive ? 1e-300 : range.min;
+    for (double v : {lo, range.max}) {
+      Result<Request> r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")},
+                                           {std::string(range.name), range.integer ? test::i(static_cast<int64_t>(v)) : test::d(v)}}));
+      EXPECT_TRUE(r.ok()) << range.name << " = " << v << ": " << (r.ok() ? "" : r.error().message);
+    }
+    if (!range.integer) {
+      const double below = range.min_exclusive ? range.min : range.min - 0.5;
+      Result<Request> r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")},
+                                           {std::string(range.name), test::d(below)}}));
+      ASSERT_FALSE(r.ok()) << range.name;
+      EXPECT_EQ(r.error().field, range.name);
+      EXPECT_NE(r.error().message.find(range.describe()), std::string::npos) << r.error().message;
+    }
+  }
+}
+
+// Fault 6 of issue 14: an unknown type that is not valid UTF-8 is quoted escaped, so the error
+// answer stays decodable by strict msgpack decoders.
+TEST(Requests, UnknownTypeWithInvalidUtf8IsEscaped) {
+  Result<Request> r = parse(test::obj({{"type", test::s(std::string("ab\xff\xc3(\x01z"))}}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, WireError::kUnknownType);
+  EXPECT_EQ(r.error().message, "unknown request type \"ab\\xff\\xc3(\\x01z\"");
 }
 
 TEST(Requests, AcceptsAlternateSpellings) {
@@ -171,13 +192,13 @@ TEST(Requests, AcceptsAlternateSpellings) {
                                        {"temperature", test::i(0)},
                                        {"future_field", test::arr({test::i(1)})}}));
   ASSERT_TRUE(r.ok()) << r.error().message;
-  const GenerateRequest& q = std::get<GenerateMessage>(r->body).request;
-  EXPECT_EQ(q.stop.stop_strings, std::vector<std::string>{"END"});
-  ASSERT_EQ(q.sampling.logit_bias.size(), 1u);
-  EXPECT_EQ(q.sampling.logit_bias[0].first, 42);
-  EXPECT_FLOAT_EQ(q.sampling.logit_bias[0].second, -3.0f);
-  EXPECT_FALSE(q.sampling.seed.has_value());
-  EXPECT_EQ(q.sampling.temperature, 0.0f);
+  const GenerateRequest& q = std::get<GenerateRequest>(r->body);
+  EXPECT_EQ(q.stop, std::vector<std::string>{"END"});
+  ASSERT_EQ(q.logit_bias.size(), 1u);
+  EXPECT_EQ(q.logit_bias[0].first, 42);
+  EXPECT_EQ(q.logit_bias[0].second, -3.0);
+  EXPECT_FALSE(q.seed.has_value());
+  EXPECT_EQ(q.temperature, 0.0);
 }
 
 TEST(Requests, OtherTypesRoundTrip) {
@@ -198,7 +219,7 @@ TEST(Requests, OtherTypesRoundTrip) {
 
 TEST(Requests, TypeNames) {
   EXPECT_EQ(request_type_name(RequestBody(HelloRequest{})), "hello");
-  EXPECT_EQ(request_type_name(RequestBody(GenerateMessage{})), "generate");
+  EXPECT_EQ(request_type_name(RequestBody(GenerateRequest{})), "generate");
   EXPECT_EQ(request_type_name(RequestBody(ReplayRequest{})), "replay");
 }
 

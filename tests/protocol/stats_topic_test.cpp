@@ -33,14 +33,16 @@ TEST(Histogram, BucketsAndPercentiles) {
 }
 
 TEST(Prometheus, WellFormedExposition) {
-  EngineStats e;
-  e.waiting = 3;
-  e.kv_blocks_total = 10;
-  e.kv_blocks_used = 5;
-  e.ttft_ms_samples = {4, 40, 400};
-  ServerStats s;
-  s.connections = 2;
-  const std::string text = render_prometheus(make_stats_snapshot(e, s));
+  StatsSnapshot snap;
+  snap.waiting = 3;
+  snap.kv_blocks_total = 10;
+  snap.kv_blocks_used = 5;
+  snap.kv_usage = 0.5;
+  const double ttft[] = {4, 40, 400};
+  snap.ttft_ms = make_histogram(ttft);
+  snap.itl_ms = make_histogram({});
+  snap.server.connections = 2;
+  const std::string text = render_prometheus(snap);
   std::istringstream in(text);
   std::string line;
   std::set<std::string> typed;

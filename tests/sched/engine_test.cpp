@@ -314,8 +314,8 @@ TEST(Engine, SubmitValidatesEveryField) {
   expect_rejected(e, with([](auto& r) { r.sampling.top_k = -1; }), bad, "top_k");
   expect_rejected(e, with([](auto& r) { r.sampling.min_p = 2; }), bad, "min_p");
   expect_rejected(e, with([](auto& r) { r.sampling.repetition_penalty = 0; }), bad, "repetition_penalty");
-  expect_rejected(e, with([](auto& r) { r.sampling.presence_penalty = 50; }), bad, "presence_penalty");
-  expect_rejected(e, with([](auto& r) { r.sampling.frequency_penalty = -50; }), bad, "frequency_penalty");
+  expect_rejected(e, with([](auto& r) { r.sampling.presence_penalty = 150; }), bad, "presence_penalty");
+  expect_rejected(e, with([](auto& r) { r.sampling.frequency_penalty = -150; }), bad, "frequency_penalty");
   expect_rejected(e, with([](auto& r) { r.sampling.penalty_last_n = -2; }), bad, "penalty_last_n");
   expect_rejected(e, with([](auto& r) { r.sampling.logit_bias = {{64, 1.0f}}; }), bad, "logit_bias");
   expect_rejected(e, with([](auto& r) { r.sampling.logit_bias = {{3, 1000.0f}}; }), bad, "logit_bias");

@@ -394,13 +394,12 @@ int StreamCollector::token_events() const {
 }
 
 proto::Request greedy_request(int32_t max_tokens, bool ignore_eos) {
-  proto::GenerateMessage g;
-  g.request.prompt_text = "Once upon a time";
-  g.request.add_bos = true;
-  g.request.sampling.temperature = 0.0f;
-  g.request.stop.max_tokens = max_tokens;
-  g.request.stop.ignore_eos = ignore_eos;
-  g.request.logprobs = -1;
+  proto::GenerateRequest g;
+  g.prompt = "Once upon a time";
+  g.add_bos = true;
+  g.temperature = 0.0;
+  g.max_tokens = max_tokens;
+  g.ignore_eos = ignore_eos;
   return simple(std::move(g), 7);
 }
 

@@ -14,6 +14,10 @@
 
 namespace vks::test {
 
+// Wire vocabulary (engine-free, protocol/wire_types.h) under the names the tests use.
+using proto::FinishReason;
+using proto::TokenId;
+
 struct TempDir {
   TempDir();
   ~TempDir();

@@ -211,7 +211,8 @@ TEST(ServerLifecycleTest, RefusedPeerGetsUnauthorized) {
   DaemonProcess daemon;
   DaemonConfig config;
   config.dir = dir.path;
-  config.extra_args = {"--allow-uid", "4242"};  // not us
+  // The owner is always allowed unless denied (issue 14 fault 8): deny ourselves explicitly.
+  config.extra_args = {"--allow-uid", "4242", "--deny-uid", std::to_string(getuid())};
   daemon.start(config);
   // wait_ready needs a hello answer, which we will not get: poll for the socket instead.
   UdsClient c;

@@ -54,7 +54,7 @@ TEST(ServerLimitsTest, ConfiguredLimitsAreReportedAndEnforced) {
   UdsClient slow;
   ASSERT_TRUE(slow.connect(daemon.socket_path()));
   proto::Request req = greedy_request(2000, true);
-  std::get<proto::GenerateMessage>(req.body).request.logprobs = 20;  // big events
+  std::get<proto::GenerateRequest>(req.body).logprobs = 20;  // big events
   ASSERT_TRUE(slow.send(req));
   UdsClient watcher;
   ASSERT_TRUE(watcher.connect(daemon.socket_path()));

@@ -112,7 +112,7 @@ TEST_F(ServerOffLoopTest, ALongPromptIsTokenizedOffTheLoopAndRejectedByName) {
   ASSERT_TRUE(c.connect(daemon_->socket_path()));
   ASSERT_TRUE(other.connect(daemon_->socket_path()));
   proto::Request req = greedy_request(10);
-  std::get<proto::GenerateMessage>(req.body).request.prompt_text = long_text();
+  std::get<proto::GenerateRequest>(req.body).prompt = long_text();
   ASSERT_TRUE(c.send(req));
   ASSERT_TRUE(other.send(simple(proto::HelloRequest{}, 2)));
   ASSERT_TRUE(other.recv(20000));

@@ -251,7 +251,7 @@ TEST_F(ServerStreamTest, DetachedRequestSurvivesItsClient) {
     UdsClient c;
     ASSERT_TRUE(c.connect(daemon_->socket_path()));
     proto::Request req = greedy_request(60);
-    std::get<proto::GenerateMessage>(req.body).detached = true;
+    std::get<proto::GenerateRequest>(req.body).detached = true;
     id = accepted_id(request(c, req));
     ASSERT_FALSE(id.empty());
   }  // the connection closes here

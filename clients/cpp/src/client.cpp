@@ -4,8 +4,7 @@
 #include <map>
 #include <set>
 
-#include "clients/cpp/src/msgpack_value.h"
-#include "clients/cpp/src/request_encoding.h"
+#include "clients/cpp/src/wire.h"
 #include "clients/cpp/src/transport.h"
 
 namespace vkstream {

@@ -3,7 +3,7 @@
 
 #include <zmq.hpp>
 
-#include "clients/cpp/src/msgpack_value.h"
+#include "clients/cpp/src/wire.h"
 #include "vkstream/client.h"
 
 namespace vkstream {

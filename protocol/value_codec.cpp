@@ -1,11 +1,10 @@
-#include "clients/cpp/src/msgpack_value.h"
+#include "protocol/value_codec.h"
+
+#include <stdexcept>
+
 #include "protocol/msgpack_io.h"
 
-#include <msgpack.hpp>
-
-#include "vkstream/errors.h"
-
-namespace vkstream::detail {
+namespace vks::proto {
 namespace {
 
 constexpr int kMaxDepth = 32;
@@ -36,7 +35,7 @@ void pack(msgpack::packer<msgpack::sbuffer>& pk, const Value& v) {
 }
 
 Value from_object(const msgpack::object& o, int depth) {
-  if (depth > kMaxDepth) throw ClientError(ErrorKind::kProtocol, "message nested too deeply");
+  if (depth > kMaxDepth) throw std::runtime_error("message nested too deeply");
   switch (o.type) {
     case msgpack::type::NIL: return Value();
     case msgpack::type::BOOLEAN: return Value(o.via.boolean);
@@ -78,23 +77,21 @@ std::string pack_value(const Value& v) {
   return std::string(buf.data(), buf.size());
 }
 
-Value unpack_value(std::string_view bytes) {
+Result<Value> unpack_value(std::string_view bytes) {
   try {
     // skim checks every array/map count against the bytes left before msgpack reserves memory
     // for the elements (a 5-byte header may claim millions of them).
-    if (auto bad = vks::proto::detail::skim(bytes)) throw ClientError(ErrorKind::kProtocol, bad->message);
+    if (auto bad = detail::skim(bytes)) return *bad;
     std::size_t off = 0;
     // Limits guard against hostile sizes: nothing larger than the frame itself can be legitimate.
     const std::size_t n = bytes.size();
     msgpack::unpack_limit limit(n, n, n, n, n, kMaxDepth);
     msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size(), off, nullptr, nullptr, limit);
-    if (off != bytes.size()) throw ClientError(ErrorKind::kProtocol, "trailing bytes after a msgpack message");
+    if (off != bytes.size()) return make_error(WireError::kBadFrame, "trailing bytes after a msgpack message");
     return from_object(oh.get(), 0);
-  } catch (const ClientError&) {
-    throw;
   } catch (const std::exception& e) {
-    throw ClientError(ErrorKind::kProtocol, std::string("malformed msgpack message: ") + e.what());
+    return make_error(WireError::kBadFrame, std::string("malformed msgpack message: ") + e.what());
   }
 }
 
-}  // namespace vkstream::detail
+}  // namespace vks::proto

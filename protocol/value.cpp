@@ -1,10 +1,10 @@
-#include "vkstream/value.h"
+#include "protocol/value.h"
 
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
-namespace vkstream {
+namespace vks::proto {
 
 std::optional<bool> Value::as_bool() const {
   if (const bool* b = std::get_if<bool>(&v_)) return *b;
@@ -181,4 +181,4 @@ std::string Value::to_json() const {
   return out;
 }
 
-}  // namespace vkstream
+}  // namespace vks::proto

@@ -1,0 +1,35 @@
+#pragma once
+// Plain value types that appear on the wire (token ids, finish reasons, usage, timings, logprobs).
+// They mirror the engine's types field by field but do not depend on engine/: the server translates
+// between the two in server/engine_translation.h, clients use these directly.
+#include <cstdint>
+#include <vector>
+
+namespace vks::proto {
+
+using TokenId = int32_t;
+
+// Wire names: "stop", "length", "cancelled", "deadline", "error" (finish_reason_wire_name).
+enum class FinishReason { kStop, kLength, kCancelled, kDeadline, kError };
+
+struct TokenLogprob {
+  TokenId id = 0;
+  float logprob = 0;
+};
+struct GeneratedToken {
+  TokenId id = 0;
+  float logprob = 0;              // of the chosen token
+  std::vector<TokenLogprob> top;  // top-N alternatives
+};
+struct Usage {
+  int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;      // prompt tokens served from the prefix cache
+  int32_t generated_tokens = 0;
+};
+struct Timings {
+  double queue_ms = 0;
+  double ttft_ms = 0;
+  double total_ms = 0;
+};
+
+}  // namespace vks::proto
