@@ -3,7 +3,9 @@
 //     loopback TCP, whole JSON answer) vs the Unix-socket generate until its `finished` event;
 //  2. throughput at C concurrent streams (default 16): SSE /v1/completions vs Unix-socket streams,
 //     tokens/s and their ratio (target >= 0.95).
-// Rounds are interleaved (UDS, HTTP, UDS, HTTP, ...); medians for latency, best round for throughput.
+// Rounds are interleaved, the order alternating (UDS then HTTP, HTTP then UDS, ...) so that drift in
+// the machine's load favours neither; latency: medians; throughput: the per-round ratio's median and
+// spread (min..max), and the best round of each.
 // The Unix-socket side speaks the documented wire format (msgpack maps, 4-byte big-endian frames).
 //   http_bench MODEL.gguf [--concurrency 16] [--requests 64] [--max-tokens 64] [--latency-runs 200]
 //              [--rounds 3] [--cpu]
@@ -256,6 +258,10 @@ int main(int argc, char** argv) {
   app.add_flag("--cpu", cpu, "run the daemon on the CPU reference");
   app.add_option("--daemon", daemon, "vkstreamd binary")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (rounds < 1 || concurrency < 1 || requests < 1 || max_tokens < 1) {
+    std::fprintf(stderr, "http_bench: --rounds, --concurrency, --requests and --max-tokens must be >= 1\n");
+    return 2;
+  }
   signal(SIGPIPE, SIG_IGN);
 
   char dir_template[] = "/tmp/vks-http-bench-XXXXXX";
@@ -294,7 +300,7 @@ int main(int argc, char** argv) {
     }
     std::printf("http_bench: %s, %d concurrent streams x %d requests of %d tokens, %d latency runs, %d rounds\n",
                 model.c_str(), concurrency, requests, max_tokens, latency_runs, rounds);
-    std::vector<double> uds_lat, http_lat;
+    std::vector<double> uds_lat, http_lat, ratios;
     Throughput best_uds, best_http;
     for (int round = 0; round < rounds; ++round) {
       for (int i = 0; i < latency_runs; ++i) {
@@ -305,16 +311,30 @@ int main(int argc, char** argv) {
         warm_http.complete(1, false);
         http_lat.push_back(ms_since(t0));
       }
-      const Throughput u = run_concurrent(concurrency, requests, [&] {
-        auto conn = std::make_shared<UdsConn>(sock);
-        return std::function<int64_t()>([conn, max_tokens] { return conn->generate(max_tokens); });
-      });
-      const Throughput h = run_concurrent(concurrency, requests, [&] {
-        auto conn = std::make_shared<HttpConn>(port);
-        return std::function<int64_t()>([conn, max_tokens] { return conn->complete(max_tokens, true); });
-      });
-      std::printf("round %d: unix socket %.1f tok/s, HTTP SSE %.1f tok/s (ratio %.3f)\n", round + 1, u.per_s(),
-                  h.per_s(), u.per_s() > 0 ? h.per_s() / u.per_s() : 0.0);
+      auto uds_round = [&] {
+        return run_concurrent(concurrency, requests, [&] {
+          auto conn = std::make_shared<UdsConn>(sock);
+          return std::function<int64_t()>([conn, max_tokens] { return conn->generate(max_tokens); });
+        });
+      };
+      auto http_round = [&] {
+        return run_concurrent(concurrency, requests, [&] {
+          auto conn = std::make_shared<HttpConn>(port);
+          return std::function<int64_t()>([conn, max_tokens] { return conn->complete(max_tokens, true); });
+        });
+      };
+      Throughput u, h;
+      if (round % 2 == 0) {
+        u = uds_round();
+        h = http_round();
+      } else {
+        h = http_round();
+        u = uds_round();
+      }
+      const double ratio = u.per_s() > 0 ? h.per_s() / u.per_s() : 0.0;
+      ratios.push_back(ratio);
+      std::printf("round %d (%s first): unix socket %.1f tok/s, HTTP SSE %.1f tok/s (ratio %.3f)\n", round + 1,
+                  round % 2 == 0 ? "unix socket" : "HTTP", u.per_s(), h.per_s(), ratio);
       if (u.per_s() > best_uds.per_s()) best_uds = u;
       if (h.per_s() > best_http.per_s()) best_http = h;
     }
@@ -326,6 +346,10 @@ int main(int argc, char** argv) {
                 "(target >= 0.95)\n",
                 concurrency, best_uds.per_s(), best_http.per_s(),
                 best_uds.per_s() > 0 ? best_http.per_s() / best_uds.per_s() : 0.0);
+    std::printf("throughput ratio HTTP / unix socket at %d streams over %zu interleaved rounds: median %.3f, "
+                "spread %.3f..%.3f\n",
+                concurrency, ratios.size(), median(ratios), *std::min_element(ratios.begin(), ratios.end()),
+                *std::max_element(ratios.begin(), ratios.end()));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "http_bench: %s\n", e.what());
     rc = 1;

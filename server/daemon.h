@@ -108,6 +108,13 @@ class Daemon {
   void submit_http(uint64_t conn_id, const proto::GenerateRequest& message, std::function<bool()> still_wanted,
                    std::function<void(HttpSubmitOutcome)> done);
   HttpSubmitOutcome submit_http_now(uint64_t conn_id, GenerateJob& job);
+  void submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std::function<bool()> still_wanted,
+                        std::function<void(HttpSubmitOutcome)> done);
+  // Runs `prepare` (tokenize or render into job->request) and the constraint compile on libuv's
+  // pool, then submits.
+  void submit_http_prepared(uint64_t conn_id, std::shared_ptr<GenerateJob> job,
+                            std::function<std::optional<proto::ProtocolError>()> prepare,
+                            std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done);
 
   // Clients going away.
   void on_connection_closed(Connection& c);

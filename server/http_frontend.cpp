@@ -11,7 +11,9 @@
 #include "server/http/json_body.h"
 #include "server/http/json_error.h"
 #include "server/http/ollama_api.h"
+#include "server/http/ollama_chat.h"
 #include "server/http/openai_api.h"
+#include "server/http/openai_chat.h"
 
 namespace vks::server {
 
@@ -161,12 +163,8 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
 
   if (p == "/v1/completions") return post ? completions(c, r) : wrong_method("POST");
   if (p == "/api/generate") return post ? ollama_generate(c, r) : wrong_method("POST");
-  if (p == "/v1/chat/completions" || p == "/api/chat") {
-    if (!post) return wrong_method("POST");
-    return not_yet("chat is not supported yet: this vkstreamd has no chat template support (the chat-template "
-                   "feature has not landed); use " + std::string(ollama ? "/api/generate" : "/v1/completions") +
-                   " with a plain prompt");
-  }
+  if (p == "/v1/chat/completions") return post ? chat_completions(c, r) : wrong_method("POST");
+  if (p == "/api/chat") return post ? ollama_chat(c, r) : wrong_method("POST");
   if (p == "/v1/embeddings" || p == "/api/embed" || p == "/api/embeddings") {
     return post ? not_yet("embeddings are not supported by this vkstreamd yet") : wrong_method("POST");
   }
@@ -261,29 +259,72 @@ void HttpFrontend::ollama_generate(HttpConnection& c, HttpRequest& r) {
   submit(c, r, std::move(g), std::move(req.wire), http::ollama_param_names());
 }
 
+void HttpFrontend::chat_completions(HttpConnection& c, HttpRequest& r) {
+  const std::string request_id = fresh_request_id();
+  auto body = http::parse_json_object(r);
+  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
+    return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+  }
+  auto mapped = http::map_openai_chat(std::get<json>(body), model_);
+  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
+  auto& req = std::get<http::OpenAiChatRequest>(mapped);
+  http::Generation g;
+  g.api = http::Api::kOpenAiChat;
+  g.stream = req.stream;
+  g.include_usage = req.include_usage;
+  g.logprobs = req.logprobs;
+  submit(c, r, std::move(g), std::move(req.wire), http::openai_chat_param_names());
+}
+
+void HttpFrontend::ollama_chat(HttpConnection& c, HttpRequest& r) {
+  const std::string request_id = fresh_request_id();
+  auto body = http::parse_json_object(r, false, /*any_media_type=*/true);
+  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
+    return send_error(c, true, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+  }
+  auto mapped = http::map_ollama_chat(std::get<json>(body), model_);
+  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, true, *e, request_id);
+  auto& req = std::get<http::OllamaChatRequest>(mapped);
+  if (req.load_only) return send_json(c, 200, http::ollama_chat_loaded(model_), request_id);
+  http::Generation g;
+  g.api = http::Api::kOllamaChat;
+  g.stream = req.stream;
+  submit(c, r, std::move(g), std::move(req.wire), http::ollama_chat_param_names());
+}
+
 void HttpFrontend::submit(HttpConnection& c, const HttpRequest& r, http::Generation g, json wire,
                           const std::map<std::string, std::string>& names) {
-  const bool ollama = g.api == http::Api::kOllamaGenerate;
+  const bool ollama = http::is_ollama(g.api);
   if (const std::string* chosen = r.header("x-request-id"); chosen != nullptr && valid_client_id(*chosen)) {
     wire["id"] = *chosen;
   }
-  auto message = http::to_generate_message(std::move(wire), options_.wire_limits, names);
-  if (auto* e = std::get_if<ApiError>(&message)) return send_error(c, ollama, *e, fresh_request_id());
   const uint64_t conn_id = c.id();
   const uint64_t exchange = c.exchange();
   auto still_wanted = [this, conn_id, exchange] {
     HttpConnection* now = server_->find(conn_id);
     return now != nullptr && !now->closing() && now->exchange() == exchange;
   };
-  backend_.submit(conn_id, std::move(std::get<proto::GenerateMessage>(message)), still_wanted,
-                  [this, conn_id, exchange, g = std::move(g), &names](const HttpSubmitOutcome& outcome) mutable {
-                    submitted(conn_id, exchange, std::move(g), outcome, names);
-                  });
+  const bool chat = http::is_chat(g.api);
+  auto done = [this, conn_id, exchange, g = std::move(g), &names](const HttpSubmitOutcome& outcome) mutable {
+    submitted(conn_id, exchange, std::move(g), outcome, names);
+  };
+  if (chat) {
+    auto message = http::to_chat_request(std::move(wire), options_.wire_limits, names);
+    if (auto* e = std::get_if<ApiError>(&message)) return send_error(c, ollama, *e, fresh_request_id());
+    if (!backend_.submit_chat) {
+      return send_error(c, ollama, ApiError{501, "chat is not supported by this server", "unsupported", {}, 0},
+                        fresh_request_id());
+    }
+    return backend_.submit_chat(conn_id, std::move(std::get<proto::ChatRequest>(message)), still_wanted, std::move(done));
+  }
+  auto message = http::to_generate_message(std::move(wire), options_.wire_limits, names);
+  if (auto* e = std::get_if<ApiError>(&message)) return send_error(c, ollama, *e, fresh_request_id());
+  backend_.submit(conn_id, std::move(std::get<proto::GenerateMessage>(message)), still_wanted, std::move(done));
 }
 
 void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generation g, const HttpSubmitOutcome& outcome,
                              const std::map<std::string, std::string>& names) {
-  const bool ollama = g.api == http::Api::kOllamaGenerate;
+  const bool ollama = http::is_ollama(g.api);
   HttpConnection* c = server_->find(conn_id);
   if (c == nullptr || c->closing() || c->exchange() != exchange) return;  // gone: its close cancelled the request
   if (!outcome.ok) {
@@ -296,12 +337,31 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
   g.conn_id = conn_id;
   g.exchange = exchange;
   g.prompt_tokens = outcome.prompt_tokens;
-  g.started = std::chrono::steady_clock::now();
   if (g.stream) {
     http::HeaderList headers = {{"x-request-id", g.id}, {"Cache-Control", "no-cache"}};
     c->begin_stream(200, ollama ? "application/x-ndjson" : "text/event-stream", headers);
+    if (g.api == http::Api::kOpenAiChat && !c->send_chunk(http::openai_chat_first_chunk(g))) return;  // closed
   }
   generations_.emplace(g.id, std::move(g));
+}
+
+std::string HttpFrontend::render_tokens(http::Generation& g, const EngineEvent& ev) {
+  switch (g.api) {
+    case http::Api::kOpenAiCompletion:
+      if (g.stream) return http::openai_token_chunk(g, ev, backend_.token_text);
+      http::openai_accumulate(g, ev, backend_.token_text);
+      return {};
+    case http::Api::kOpenAiChat:
+      if (g.stream) return http::openai_chat_token_chunk(g, ev, backend_.token_text);
+      http::openai_chat_accumulate(g, ev, backend_.token_text);
+      return {};
+    case http::Api::kOllamaGenerate:
+    case http::Api::kOllamaChat:
+      if (g.stream) return g.api == http::Api::kOllamaChat ? http::ollama_chat_line(g, ev) : http::ollama_token_line(g, ev);
+      g.text += ev.text;
+      return {};
+  }
+  return {};
 }
 
 void HttpFrontend::on_engine_event(const EngineEvent& ev) {
@@ -313,19 +373,10 @@ void HttpFrontend::on_engine_event(const EngineEvent& ev) {
     generations_.erase(it);  // the client went away; its close cancelled the request
     return;
   }
-  const bool ollama = g.api == http::Api::kOllamaGenerate;
   switch (ev.type) {
     case EventType::kFirstToken:
     case EventType::kToken: {
-      if (!g.stream) {
-        if (ollama) {
-          g.text += ev.text;
-        } else {
-          http::openai_accumulate(g, ev, backend_.token_text);
-        }
-        return;
-      }
-      const std::string piece = ollama ? http::ollama_token_line(g, ev) : http::openai_token_chunk(g, ev, backend_.token_text);
+      const std::string piece = render_tokens(g, ev);
       if (!piece.empty() && !c->send_chunk(piece)) generations_.erase(it);  // slow reader: closed, cancelled
       return;
     }
@@ -334,30 +385,42 @@ void HttpFrontend::on_engine_event(const EngineEvent& ev) {
       g.error_code = ev.error_code;
       return;
     case EventType::kFinished:
-      break;
+      finish(*c, g, ev);
+      generations_.erase(it);
+      return;
     default:
       return;
   }
-  // Finished.
+}
+
+void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEvent& ev) {
+  const bool ollama = http::is_ollama(g.api);
+  const bool chat = http::is_chat(g.api);
   if (g.stream) {
     if (ollama) {
-      json last = http::ollama_final(g, ev, /*with_text=*/false);
+      json last = chat ? http::ollama_chat_final(g, ev, /*with_text=*/false) : http::ollama_final(g, ev, /*with_text=*/false);
       if (ev.reason == FinishReason::kError) last["error"] = g.error_message.empty() ? "generation failed" : g.error_message;
-      c->send_chunk(dump(last) + "\n");
+      c.send_chunk(dump(last) + "\n");
     } else {
-      c->send_chunk(http::openai_final_chunks(g, ev));
+      c.send_chunk(chat ? http::openai_chat_final_chunks(g, ev) : http::openai_final_chunks(g, ev));
     }
-    c->end_stream();
-  } else if (ev.reason == FinishReason::kError) {
-    send_error(*c, ollama, ApiError{500, g.error_message.empty() ? "generation failed" : g.error_message, "generation_failed", {}, 0},
-               g.id);
-  } else {
-    http::HttpResponse resp;
-    resp.headers.emplace_back("x-request-id", g.id);
-    resp.body = dump(ollama ? http::ollama_final(g, ev, /*with_text=*/true) : http::openai_completion(g, ev));
-    c->respond(resp);
+    c.end_stream();
+    return;
   }
-  generations_.erase(it);
+  if (ev.reason == FinishReason::kError) {
+    return send_error(c, ollama,
+                      ApiError{500, g.error_message.empty() ? "generation failed" : g.error_message, "generation_failed", {}, 0},
+                      g.id);
+  }
+  http::HttpResponse resp;
+  resp.headers.emplace_back("x-request-id", g.id);
+  switch (g.api) {
+    case http::Api::kOpenAiCompletion: resp.body = dump(http::openai_completion(g, ev)); break;
+    case http::Api::kOpenAiChat: resp.body = dump(http::openai_chat_completion(g, ev)); break;
+    case http::Api::kOllamaGenerate: resp.body = dump(http::ollama_final(g, ev, /*with_text=*/true)); break;
+    case http::Api::kOllamaChat: resp.body = dump(http::ollama_chat_final(g, ev, /*with_text=*/true)); break;
+  }
+  c.respond(resp);
 }
 
 void HttpFrontend::on_closed(HttpConnection& c) {

@@ -51,6 +51,10 @@ class HttpFrontend {
     std::function<void(uint64_t conn_id, proto::GenerateMessage message, std::function<bool()> still_wanted,
                        std::function<void(HttpSubmitOutcome)> done)>
         submit;
+    // The same for a chat request: rendered with the chat template and tokenized off the loop first.
+    std::function<void(uint64_t conn_id, proto::ChatRequest message, std::function<bool()> still_wanted,
+                       std::function<void(HttpSubmitOutcome)> done)>
+        submit_chat;
     std::function<void(uint64_t conn_id)> connection_closed;  // cancel what it owns
     std::function<std::string()> metrics;                     // Prometheus text
     std::function<bool()> serving;                            // false while draining
@@ -83,7 +87,10 @@ class HttpFrontend {
   void route(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
   void completions(http::HttpConnection& c, http::HttpRequest& r);
   void ollama_generate(http::HttpConnection& c, http::HttpRequest& r);
-  // Submits the wire request; on success registers the generation and starts its answer.
+  void chat_completions(http::HttpConnection& c, http::HttpRequest& r);
+  void ollama_chat(http::HttpConnection& c, http::HttpRequest& r);
+  // Submits the wire request (generate, or chat for the chat APIs); on success registers the
+  // generation and starts its answer.
   void submit(http::HttpConnection& c, const http::HttpRequest& r, http::Generation g, nlohmann::json wire,
               const std::map<std::string, std::string>& names);
   void submitted(uint64_t conn_id, uint64_t exchange, http::Generation g, const HttpSubmitOutcome& outcome,
@@ -91,6 +98,10 @@ class HttpFrontend {
   void send_error(http::HttpConnection& c, bool ollama, const http::ApiError& e, const std::string& request_id);
   void send_json(http::HttpConnection& c, int status, const nlohmann::json& body, const std::string& request_id);
   std::string fresh_request_id();
+  // One token event rendered for the generation's API ("" when nothing is to be sent), or added
+  // to its whole answer when it is not streamed.
+  std::string render_tokens(http::Generation& g, const EngineEvent& ev);
+  void finish(http::HttpConnection& c, http::Generation& g, const EngineEvent& finished);
 
   HttpFrontendOptions options_;
   http::ModelCatalogue model_;

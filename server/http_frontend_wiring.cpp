@@ -7,6 +7,7 @@
 
 #include "protocol/stats.h"
 #include "protocol/topic.h"
+#include "server/chat_render.h"
 #include "server/daemon.h"
 
 namespace vks::server {
@@ -27,6 +28,10 @@ void Daemon::setup_http(const ListenFds& fds) {
   backend.submit = [this](uint64_t conn_id, proto::GenerateRequest m, std::function<bool()> still_wanted,
                           std::function<void(HttpSubmitOutcome)> done) {
     submit_http(conn_id, m, std::move(still_wanted), std::move(done));
+  };
+  backend.submit_chat = [this](uint64_t conn_id, proto::ChatRequest m, std::function<bool()> still_wanted,
+                               std::function<void(HttpSubmitOutcome)> done) {
+    submit_http_chat(conn_id, std::move(m), std::move(still_wanted), std::move(done));
   };
   backend.connection_closed = [this](uint64_t conn_id) {
     touch();
@@ -58,38 +63,101 @@ void Daemon::setup_http(const ListenFds& fds) {
   for (const std::string& a : http_->addresses()) spdlog::info("HTTP API on {}", a);
 }
 
+namespace {
+
+// Below these sizes a pool round trip costs more than the work (as for the Unix socket,
+// request_off_loop.cpp).
+constexpr size_t kOffLoopMinTextBytes = 1024;
+
+bool has_uncompiled_constraint(const GenerateRequest& q) {
+  return (!q.grammar.empty() || !q.json_schema.empty()) && !q.compiled_constraint;
+}
+
+HttpSubmitOutcome failed(proto::ProtocolError error, const std::string& id) {
+  HttpSubmitOutcome out;
+  out.error = std::move(error);
+  out.id = id;
+  return out;
+}
+
+}  // namespace
+
 void Daemon::submit_http(uint64_t conn_id, const proto::GenerateRequest& message, std::function<bool()> still_wanted,
                          std::function<void(HttpSubmitOutcome)> done) {
   GenerateJob job = to_generate_job(message);
   GenerateRequest& req = job.request;
-  // A long prompt is tokenized on libuv's pool, as for the Unix socket (request_off_loop.cpp).
-  constexpr size_t kOffLoopMinTextBytes = 1024;
-  if (!req.prompt_ids.empty() || req.prompt_text.size() < kOffLoopMinTextBytes || !served_.tokenizer) {
+  // A long prompt is tokenized, and a grammar or schema compiled, on libuv's pool.
+  const bool long_text = req.prompt_ids.empty() && req.prompt_text.size() >= kOffLoopMinTextBytes;
+  if (!served_.tokenizer || !served_.engine || (!long_text && !has_uncompiled_constraint(req))) {
     done(submit_http_now(conn_id, job));
     return;
   }
   auto shared = std::make_shared<GenerateJob>(std::move(job));
   const Tokenizer* tok = served_.tokenizer.get();
+  auto tokenize = [tok, shared]() -> std::optional<proto::ProtocolError> {
+    GenerateRequest& q = shared->request;
+    if (q.prompt_ids.empty() && !q.prompt_text.empty()) {
+      q.prompt_ids = tok->encode(q.prompt_text, q.add_bos);
+      q.prompt_ids_from_text = true;
+    }
+    return std::nullopt;
+  };
+  submit_http_prepared(conn_id, shared, std::move(tokenize), std::move(still_wanted), std::move(done));
+}
+
+void Daemon::submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std::function<bool()> still_wanted,
+                              std::function<void(HttpSubmitOutcome)> done) {
+  touch();
+  if (!served_.chat_template || !served_.tokenizer || !served_.engine) {
+    done(failed(proto::make_error(proto::WireError::kUnsupported, "this server has no chat template (it serves no model file)"),
+                message.generate.id));
+    return;
+  }
+  // Rendered and tokenized off the loop, exactly as the msgpack `chat` request (chat_render.h).
+  auto chat = std::make_shared<const proto::ChatRequest>(std::move(message));
+  auto job = std::make_shared<GenerateJob>(to_generate_job(chat->generate));
+  std::shared_ptr<const chat::ModelChatTemplate> tmpl = served_.chat_template;
+  const Tokenizer* tok = served_.tokenizer.get();
+  auto render = [chat, job, tmpl, tok] { return render_chat_request(*chat, job->request, *tmpl, *tok); };
+  submit_http_prepared(conn_id, std::move(job), std::move(render), std::move(still_wanted), std::move(done));
+}
+
+void Daemon::submit_http_prepared(uint64_t conn_id, std::shared_ptr<GenerateJob> job,
+                                  std::function<std::optional<proto::ProtocolError>()> prepare,
+                                  std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done) {
   ClientRef from;
   from.transport = Transport::kHttp;
   from.conn_id = conn_id;
+  Engine* engine = served_.engine.get();
+  auto prepared_error = std::make_shared<std::optional<proto::ProtocolError>>();
+  auto compile_error = std::make_shared<std::string>();
   off_loop_.run(
       &loop_, owner_key(from),
-      [tok, shared] {
-        GenerateRequest& q = shared->request;
-        q.prompt_ids = tok->encode(q.prompt_text, q.add_bos);
-        q.prompt_ids_from_text = true;
+      [engine, job, prepare = std::move(prepare), prepared_error, compile_error] {
+        *prepared_error = prepare();
+        if (!*prepared_error) engine->prepare_constraint(job->request, *compile_error);  // thread-safe
       },
-      [this, conn_id, shared, still_wanted = std::move(still_wanted), done = std::move(done)](std::exception_ptr error) {
+      [this, conn_id, job, prepared_error, compile_error, still_wanted = std::move(still_wanted),
+       done = std::move(done)](std::exception_ptr error) {
         if (!handles_open_ || !still_wanted()) return;  // the client went away: nothing started
+        const std::string& id = job->request.id;
         if (error) {
-          HttpSubmitOutcome failed;
-          failed.error = proto::make_error(proto::WireError::kInternal, "tokenizing the prompt failed", "prompt");
-          done(failed);
-          return;
+          ++requests_rejected_;
+          return done(failed(proto::make_error(proto::WireError::kInternal, "preparing the request failed", "prompt"), id));
         }
-        if (shared->request.prompt_ids.empty()) shared->request.prompt_ids_from_text = false;
-        done(submit_http_now(conn_id, *shared));
+        if (*prepared_error) {
+          ++requests_rejected_;
+          return done(failed(**prepared_error, id));
+        }
+        if (!compile_error->empty()) {  // answered exactly as Engine::submit would have
+          ++requests_rejected_;
+          SubmitResult rejected;
+          rejected.code = ErrorCode::kInvalidArgument;
+          rejected.message = *compile_error;
+          return done(failed(error_from_submit(rejected, limits_.max_prompt_tokens), id));
+        }
+        if (job->request.prompt_ids.empty()) job->request.prompt_ids_from_text = false;
+        done(submit_http_now(conn_id, *job));
       });
 }
 

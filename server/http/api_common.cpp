@@ -52,9 +52,11 @@ ApiError api_error_from_wire(const proto::ProtocolError& error, int32_t retry_af
   return e;
 }
 
-std::variant<proto::GenerateMessage, ApiError> to_generate_message(
-    json wire, const proto::ProtocolLimits& limits, const std::map<std::string, std::string>& param_names) {
-  wire["type"] = "generate";
+namespace {
+
+// The wire map (with its "type") → the parsed request body, through the Unix socket's own parser.
+std::variant<proto::RequestBody, ApiError> parse_wire(const json& wire, const proto::ProtocolLimits& limits,
+                                                      const std::map<std::string, std::string>& param_names) {
   std::vector<uint8_t> packed;
   try {
     packed = json::to_msgpack(wire);
@@ -64,9 +66,30 @@ std::variant<proto::GenerateMessage, ApiError> to_generate_message(
   const std::string payload(packed.begin(), packed.end());
   proto::Result<proto::Request> parsed = proto::parse_request(payload, limits);
   if (!parsed) return api_error_from_wire(parsed.error(), 0, param_names);
-  auto* message = std::get_if<proto::GenerateMessage>(&parsed->body);
-  if (message == nullptr) return ApiError{500, "internal: not a generate request", "internal", {}, 0};
+  return std::move(parsed->body);
+}
+
+template <typename Message>
+std::variant<Message, ApiError> parse_wire_as(json wire, const char* type, const proto::ProtocolLimits& limits,
+                                              const std::map<std::string, std::string>& param_names) {
+  wire["type"] = type;
+  auto body = parse_wire(wire, limits, param_names);
+  if (auto* e = std::get_if<ApiError>(&body)) return std::move(*e);
+  auto* message = std::get_if<Message>(&std::get<proto::RequestBody>(body));
+  if (message == nullptr) return ApiError{500, std::string("internal: not a ") + type + " request", "internal", {}, 0};
   return std::move(*message);
+}
+
+}  // namespace
+
+std::variant<proto::GenerateMessage, ApiError> to_generate_message(
+    json wire, const proto::ProtocolLimits& limits, const std::map<std::string, std::string>& param_names) {
+  return parse_wire_as<proto::GenerateMessage>(std::move(wire), "generate", limits, param_names);
+}
+
+std::variant<proto::ChatRequest, ApiError> to_chat_request(json wire, const proto::ProtocolLimits& limits,
+                                                           const std::map<std::string, std::string>& param_names) {
+  return parse_wire_as<proto::ChatRequest>(std::move(wire), "chat", limits, param_names);
 }
 
 void copy_field(const json& body, const char* api_field, json& wire, const char* wire_field) {

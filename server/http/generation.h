@@ -13,7 +13,10 @@
 
 namespace vks::http {
 
-enum class Api { kOpenAiCompletion, kOllamaGenerate };
+enum class Api { kOpenAiCompletion, kOllamaGenerate, kOpenAiChat, kOllamaChat };
+
+inline bool is_ollama(Api api) { return api == Api::kOllamaGenerate || api == Api::kOllamaChat; }
+inline bool is_chat(Api api) { return api == Api::kOpenAiChat || api == Api::kOllamaChat; }
 
 struct Generation {
   Api api = Api::kOpenAiCompletion;
@@ -24,12 +27,14 @@ struct Generation {
   uint64_t exchange = 0;
   bool stream = false;
   bool include_usage = false;     // OpenAI stream_options.include_usage
-  int32_t logprobs = -1;          // OpenAI completions logprobs (N alternatives), -1 = none
+  int32_t logprobs = -1;          // OpenAI logprobs: N alternatives per token (chat: top_logprobs), -1 = none
   int32_t prompt_tokens = 0;
+  // When the request arrived (before tokenizing / rendering and the engine's queue): Ollama's
+  // total_duration covers all of it, so it is never shorter than the engine's own timings.
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::string text;               // non-streamed: everything so far
   size_t text_bytes = 0;          // streamed or not: bytes of text so far (logprobs text_offset)
-  nlohmann::json logprobs_acc;    // non-streamed OpenAI logprobs object
+  nlohmann::json logprobs_acc;    // non-streamed OpenAI logprobs object (chat: {"content": [...]})
   std::string error_message;      // from a kError event
   ErrorCode error_code = ErrorCode::kInternal;
 };

@@ -41,10 +41,7 @@ const std::map<std::string, std::string>& ollama_param_names() {
   return names;
 }
 
-std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const json& body, const ModelCatalogue& model) {
-  OllamaGenerateRequest out;
-  json& w = out.wire;
-  w = json::object();
+std::optional<ApiError> map_ollama_common(const json& body, const ModelCatalogue& model, json& w, bool& stream) {
   const auto model_it = body.find("model");
   if (model_it == body.end() || !model_it->is_string()) return bad("model is required (a string)", "model");
   if (!model.matches(model_it->get<std::string>())) {
@@ -53,13 +50,7 @@ std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const json& bo
   }
   if (auto it = body.find("stream"); it != body.end() && !it->is_null()) {
     if (!it->is_boolean()) return bad("stream must be a boolean", "stream");
-    out.stream = it->get<bool>();
-  }
-  for (const char* unsupported : {"images", "suffix"}) {
-    auto it = body.find(unsupported);
-    if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()) && !(it->is_string() && it->get<std::string>().empty())) {
-      return bad(std::string(unsupported) + " is not supported by this server", unsupported);
-    }
+    stream = it->get<bool>();
   }
   // format: "json" (any JSON object) or a JSON Schema -> the wire's json_schema (as text).
   if (auto it = body.find("format"); it != body.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty())) {
@@ -69,6 +60,36 @@ std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const json& bo
       w["json_schema"] = it->dump();
     } else {
       return bad("format must be \"json\" or a JSON Schema object", "format");
+    }
+  }
+  if (auto it = body.find("options"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) return bad("options must be an object", "options");
+    const json& o = *it;
+    for (const auto& [api, wire] : std::initializer_list<std::pair<const char*, const char*>>{
+             {"temperature", "temperature"}, {"top_k", "top_k"}, {"top_p", "top_p"}, {"min_p", "min_p"},
+             {"seed", "seed"}, {"stop", "stop"}, {"repeat_penalty", "repetition_penalty"},
+             {"presence_penalty", "presence_penalty"}, {"frequency_penalty", "frequency_penalty"},
+             {"repeat_last_n", "penalty_last_n"}}) {
+      copy_field(o, api, w, wire);
+    }
+    if (auto np = o.find("num_predict"); np != o.end() && !np->is_null()) {
+      // -1 (infinite) and -2 (fill the context): the server's default bound.
+      if (!(np->is_number_integer() && np->get<int64_t>() < 0)) w["max_tokens"] = *np;
+    }
+  }
+  w["stream"] = true;
+  return std::nullopt;
+}
+
+std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const json& body, const ModelCatalogue& model) {
+  OllamaGenerateRequest out;
+  json& w = out.wire;
+  w = json::object();
+  if (auto e = map_ollama_common(body, model, w, out.stream)) return std::move(*e);
+  for (const char* unsupported : {"images", "suffix"}) {
+    auto it = body.find(unsupported);
+    if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()) && !(it->is_string() && it->get<std::string>().empty())) {
+      return bad(std::string(unsupported) + " is not supported by this server", unsupported);
     }
   }
   std::string prompt;
@@ -88,22 +109,6 @@ std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const json& bo
     return out;
   }
   w["prompt"] = prompt;
-  if (auto it = body.find("options"); it != body.end() && !it->is_null()) {
-    if (!it->is_object()) return bad("options must be an object", "options");
-    const json& o = *it;
-    for (const auto& [api, wire] : std::initializer_list<std::pair<const char*, const char*>>{
-             {"temperature", "temperature"}, {"top_k", "top_k"}, {"top_p", "top_p"}, {"min_p", "min_p"},
-             {"seed", "seed"}, {"stop", "stop"}, {"repeat_penalty", "repetition_penalty"},
-             {"presence_penalty", "presence_penalty"}, {"frequency_penalty", "frequency_penalty"},
-             {"repeat_last_n", "penalty_last_n"}}) {
-      copy_field(o, api, w, wire);
-    }
-    if (auto np = o.find("num_predict"); np != o.end() && !np->is_null()) {
-      // -1 (infinite) and -2 (fill the context): the server's default bound.
-      if (!(np->is_number_integer() && np->get<int64_t>() < 0)) w["max_tokens"] = *np;
-    }
-  }
-  w["stream"] = true;
   return out;
 }
 

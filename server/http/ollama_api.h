@@ -3,6 +3,7 @@
 // /api/ps, /api/version. `options` map onto the wire sampling fields.
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -17,6 +18,9 @@ struct OllamaGenerateRequest {
   bool load_only = false;  // no prompt: Ollama's "load the model" request, answered done at once
 };
 
+// The fields /api/generate and /api/chat share (model, stream, format, options) into the wire map.
+std::optional<ApiError> map_ollama_common(const nlohmann::json& body, const ModelCatalogue& model,
+                                          nlohmann::json& wire, bool& stream);
 std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const nlohmann::json& body,
                                                                   const ModelCatalogue& model);
 const std::map<std::string, std::string>& ollama_param_names();

@@ -8,6 +8,13 @@ using nlohmann::json;
 
 namespace {
 
+// object[key] when object is an object holding key, else null.
+const json* member(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
 ApiError bad(std::string message, std::string param, std::string code = "invalid_field") {
   return ApiError{400, std::move(message), std::move(code), std::move(param), 0};
 }
@@ -32,13 +39,17 @@ json logprobs_of(const EngineEvent& ev, const TokenText& token_text, size_t& tex
   return lp;
 }
 
-json usage_of(const EngineEvent& finished, int32_t prompt_tokens) {
+}  // namespace
+
+json openai_usage(const EngineEvent& finished, int32_t prompt_tokens) {
   const int32_t prompt = finished.usage.prompt_tokens > 0 ? finished.usage.prompt_tokens : prompt_tokens;
   return {{"prompt_tokens", prompt},
           {"completion_tokens", finished.usage.generated_tokens},
           {"total_tokens", prompt + finished.usage.generated_tokens},
           {"prompt_tokens_details", {{"cached_tokens", finished.usage.cached_tokens}}}};
 }
+
+namespace {
 
 json chunk_base(const Generation& g) {
   return {{"id", "cmpl-" + g.id}, {"object", "text_completion"}, {"created", g.created_unix}, {"model", g.model}};
@@ -51,10 +62,8 @@ const std::map<std::string, std::string>& openai_param_names() {
   return names;
 }
 
-std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const json& body, const ModelCatalogue& model) {
-  OpenAiCompletionRequest out;
-  json& w = out.wire;
-  w = json::object();
+std::optional<ApiError> map_openai_common(const json& body, const ModelCatalogue& model, json& w, bool& stream,
+                                          bool& include_usage) {
   const auto model_it = body.find("model");
   if (model_it != body.end() && !model_it->is_null()) {
     if (!model_it->is_string()) return bad("model must be a string", "model");
@@ -63,6 +72,65 @@ std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const json
                                model.id + "' (GET /v1/models)", "model_not_found", "model", 0};
     }
   }
+  for (const char* must_be_one : {"n", "best_of"}) {
+    auto it = body.find(must_be_one);
+    if (it != body.end() && !it->is_null() && !(it->is_number_integer() && it->get<int64_t>() == 1)) {
+      return bad(std::string(must_be_one) + " must be 1: one choice per request", must_be_one);
+    }
+  }
+  // max_tokens or its newer name; the caller sets its API's default when neither is given.
+  if (body.contains("max_completion_tokens") && !body["max_completion_tokens"].is_null()) {
+    w["max_tokens"] = body["max_completion_tokens"];
+  } else if (body.contains("max_tokens") && !body["max_tokens"].is_null()) {
+    w["max_tokens"] = body["max_tokens"];
+  }
+  for (const char* same : {"temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty",
+                           "logit_bias", "top_k", "min_p", "repetition_penalty", "ignore_eos", "priority",
+                           "deadline_ms", "min_tokens", "stop_token_ids", "penalty_last_n", "grammar"}) {
+    copy_field(body, same, w, same);
+  }
+  if (auto it = body.find("stream"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) return bad("stream must be a boolean", "stream");
+    stream = it->get<bool>();
+  }
+  // Constrained output: the wire's json_schema (sent as text: schemas nest deeper than frames may).
+  if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
+    // (find, never a const operator[]: on a missing key that is undefined behaviour)
+    const json* type_value = member(*it, "type");
+    const std::string type = type_value != nullptr && type_value->is_string() ? type_value->get<std::string>() : "";
+    if (type == "json_object") {
+      w["json_schema"] = R"({"type":"object"})";
+    } else if (type == "json_schema") {
+      const json* named = member(*it, "json_schema");
+      const json* schema = named != nullptr ? member(*named, "schema") : nullptr;
+      if (schema == nullptr || !(schema->is_object() || schema->is_boolean())) {
+        return bad("response_format.json_schema.schema must be a JSON Schema object", "response_format.json_schema.schema");
+      }
+      w["json_schema"] = schema->dump();
+    } else if (type != "text") {
+      return bad("response_format must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}", "response_format");
+    }
+  }
+  if (auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) return bad("stream_options must be an object", "stream_options");
+    auto iu = it->find("include_usage");
+    if (iu != it->end() && !iu->is_null()) {
+      if (!iu->is_boolean()) return bad("stream_options.include_usage must be a boolean", "stream_options.include_usage");
+      include_usage = iu->get<bool>();
+    }
+  }
+  if (auto it = body.find("user"); it != body.end() && !it->is_null() && !it->is_string()) {
+    return bad("user must be a string", "user");
+  }
+  w["stream"] = true;  // events come to the front end, which decides how to answer
+  return std::nullopt;
+}
+
+std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const json& body, const ModelCatalogue& model) {
+  OpenAiCompletionRequest out;
+  json& w = out.wire;
+  w = json::object();
+  if (auto e = map_openai_common(body, model, w, out.stream, out.include_usage)) return std::move(*e);
   const auto prompt = body.find("prompt");
   if (prompt == body.end() || prompt->is_null()) return bad("prompt is required", "prompt", "missing_field");
   if (prompt->is_string()) {
@@ -84,59 +152,14 @@ std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const json
   } else {
     return bad("prompt must be a string, an array of token ids, or an array holding one of those", "prompt");
   }
-  for (const char* must_be_one : {"n", "best_of"}) {
-    auto it = body.find(must_be_one);
-    if (it != body.end() && !it->is_null() && !(it->is_number_integer() && it->get<int64_t>() == 1)) {
-      return bad(std::string(must_be_one) + " must be 1: one choice per request", must_be_one);
-    }
-  }
   if (auto it = body.find("echo"); it != body.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>())) {
     return bad("echo is not supported", "echo");
   }
   if (auto it = body.find("suffix"); it != body.end() && !it->is_null()) {
     return bad("suffix (insertion) is not supported", "suffix");
   }
-  // max_tokens (OpenAI default 16) or its newer name.
-  if (body.contains("max_completion_tokens") && !body["max_completion_tokens"].is_null()) {
-    w["max_tokens"] = body["max_completion_tokens"];
-  } else if (body.contains("max_tokens") && !body["max_tokens"].is_null()) {
-    w["max_tokens"] = body["max_tokens"];
-  } else {
-    w["max_tokens"] = 16;
-  }
-  for (const char* same : {"temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty",
-                           "logit_bias", "top_k", "min_p", "repetition_penalty", "ignore_eos", "priority",
-                           "deadline_ms", "min_tokens", "stop_token_ids", "penalty_last_n", "add_bos", "grammar"}) {
-    copy_field(body, same, w, same);
-  }
-  if (auto it = body.find("stream"); it != body.end() && !it->is_null()) {
-    if (!it->is_boolean()) return bad("stream must be a boolean", "stream");
-    out.stream = it->get<bool>();
-  }
-  // Constrained output: the wire's json_schema (sent as text: schemas nest deeper than frames may).
-  if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
-    const std::string type = it->is_object() && (*it)["type"].is_string() ? (*it)["type"].get<std::string>() : "";
-    if (type == "json_object") {
-      w["json_schema"] = R"({"type":"object"})";
-    } else if (type == "json_schema") {
-      const json* schema = nullptr;
-      if ((*it)["json_schema"].is_object() && (*it)["json_schema"].contains("schema")) schema = &(*it)["json_schema"]["schema"];
-      if (schema == nullptr || !(schema->is_object() || schema->is_boolean())) {
-        return bad("response_format.json_schema.schema must be a JSON Schema object", "response_format.json_schema.schema");
-      }
-      w["json_schema"] = schema->dump();
-    } else if (type != "text") {
-      return bad("response_format must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}", "response_format");
-    }
-  }
-  if (auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
-    if (!it->is_object()) return bad("stream_options must be an object", "stream_options");
-    auto iu = it->find("include_usage");
-    if (iu != it->end() && !iu->is_null()) {
-      if (!iu->is_boolean()) return bad("stream_options.include_usage must be a boolean", "stream_options.include_usage");
-      out.include_usage = iu->get<bool>();
-    }
-  }
+  if (!w.contains("max_tokens")) w["max_tokens"] = 16;  // OpenAI's default for completions
+  copy_field(body, "add_bos", w, "add_bos");
   if (auto it = body.find("logprobs"); it != body.end() && !it->is_null()) {
     if (it->is_boolean()) {
       out.logprobs = it->get<bool>() ? 0 : -1;
@@ -147,10 +170,6 @@ std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const json
     }
     if (out.logprobs >= 0) w["logprobs"] = out.logprobs;
   }
-  if (auto it = body.find("user"); it != body.end() && !it->is_null() && !it->is_string()) {
-    return bad("user must be a string", "user");
-  }
-  w["stream"] = true;  // events come to the front end, which decides how to answer
   return out;
 }
 
@@ -192,7 +211,7 @@ std::string openai_final_chunks(const Generation& g, const EngineEvent& finished
   if (g.include_usage) {
     json usage_chunk = chunk_base(g);
     usage_chunk["choices"] = json::array();
-    usage_chunk["usage"] = usage_of(finished, g.prompt_tokens);
+    usage_chunk["usage"] = openai_usage(finished, g.prompt_tokens);
     out += "data: " + dump(usage_chunk) + "\n\n";
   }
   out += "data: [DONE]\n\n";
@@ -205,7 +224,7 @@ json openai_completion(const Generation& g, const EngineEvent& finished) {
                                     {"index", 0},
                                     {"logprobs", g.logprobs >= 0 ? g.logprobs_acc : json(nullptr)},
                                     {"finish_reason", finish_reason_text(finished.reason)}}});
-  answer["usage"] = usage_of(finished, g.prompt_tokens);
+  answer["usage"] = openai_usage(finished, g.prompt_tokens);
   return answer;
 }
 

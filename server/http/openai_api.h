@@ -3,6 +3,7 @@
 // answers (whole, or SSE chunks ending with `data: [DONE]`), and GET /v1/models.
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -22,6 +23,10 @@ struct OpenAiCompletionRequest {
 // wire map; everything else is checked by the wire parser.
 std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const nlohmann::json& body,
                                                                       const ModelCatalogue& model);
+// The fields /v1/completions and /v1/chat/completions share (model, n, max_tokens, sampling,
+// stream, stream_options, response_format, user) into the wire map `wire`.
+std::optional<ApiError> map_openai_common(const nlohmann::json& body, const ModelCatalogue& model,
+                                          nlohmann::json& wire, bool& stream, bool& include_usage);
 // wire field -> OpenAI field, for error params.
 const std::map<std::string, std::string>& openai_param_names();
 
@@ -34,6 +39,9 @@ std::string openai_token_chunk(Generation& g, const EngineEvent& ev, const Token
 std::string openai_final_chunks(const Generation& g, const EngineEvent& finished);
 // The whole non-streamed answer.
 nlohmann::json openai_completion(const Generation& g, const EngineEvent& finished);
+
+// {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details": {"cached_tokens"}}.
+nlohmann::json openai_usage(const EngineEvent& finished, int32_t prompt_tokens);
 
 nlohmann::json openai_models(const ModelCatalogue& model);
 nlohmann::json openai_model(const ModelCatalogue& model);

@@ -85,6 +85,54 @@ std::string chat_map(const std::function<void(msgpack::packer<msgpack::sbuffer>&
   return std::string(buf.data(), buf.size());
 }
 
+// Constrained output applies to chat as to generate (issue 12: grammar / json_schema on chat; the
+// HTTP chat endpoints' response_format and Ollama format travel in these fields).
+TEST(ChatRequest, GrammarAndJsonSchemaRoundTrip) {
+  ChatRequest c = sample();
+  c.generate.json_schema = R"({"type":"object","properties":{"n":{"type":"integer"}}})";
+  Result<Request> parsed = parse(encode_request(RequestBody(c)));
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(std::get<ChatRequest>(parsed->body).generate.json_schema, c.generate.json_schema);
+
+  c.generate.json_schema.clear();
+  c.generate.grammar = "root ::= \"yes\" | \"no\"";
+  parsed = parse(encode_request(RequestBody(c)));
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(std::get<ChatRequest>(parsed->body).generate.grammar, c.generate.grammar);
+  EXPECT_TRUE(std::get<ChatRequest>(parsed->body).generate.json_schema.empty());
+
+  // A schema given as a map (not its text) is kept as JSON text too.
+  Result<Request> as_map = parse(chat_map([](auto& pk) {
+    pk.pack(std::string("messages"));
+    pk.pack_array(1);
+    pk.pack_map(2);
+    pk.pack(std::string("role"));
+    pk.pack(std::string("user"));
+    pk.pack(std::string("content"));
+    pk.pack(std::string("hi"));
+    pk.pack(std::string("json_schema"));
+    pk.pack_map(1);
+    pk.pack(std::string("type"));
+    pk.pack(std::string("object"));
+  }, 2));
+  ASSERT_TRUE(as_map) << as_map.error().message;
+  EXPECT_EQ(std::get<ChatRequest>(as_map->body).generate.json_schema, R"({"type":"object"})");
+
+  Result<Request> bad = parse(chat_map([](auto& pk) {
+    pk.pack(std::string("messages"));
+    pk.pack_array(1);
+    pk.pack_map(2);
+    pk.pack(std::string("role"));
+    pk.pack(std::string("user"));
+    pk.pack(std::string("content"));
+    pk.pack(std::string("hi"));
+    pk.pack(std::string("json_schema"));
+    pk.pack(7);
+  }, 2));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "json_schema");
+}
+
 TEST(ChatRequest, MissingOrMalformedMessages) {
   Result<Request> r = parse(chat_map([](auto&) {}, 0));
   ASSERT_FALSE(r);

@@ -220,7 +220,8 @@ TEST_F(HttpE2eTest, ErrorsAreJsonWithTheRightStatus) {
       {"POST", "/v1/completions", R"({"model":"gpt-4","prompt":"x"})", 404, "model"},
       {"POST", "/v1/completions", R"({"max_tokens":3})", 400, "prompt"},
       {"POST", "/v1/completions", "[1]", 400, ""},
-      {"POST", "/v1/chat/completions", R"({"messages":[]})", 501, ""},
+      {"POST", "/v1/chat/completions", R"({"messages":[]})", 400, "messages"},
+      {"POST", "/v1/embeddings", R"({"input":"x"})", 501, ""},
       {"GET", "/v1/completions", "", 405, ""},
       {"GET", "/v1/nothing", "", 404, ""},
   };
@@ -241,7 +242,7 @@ TEST_F(HttpE2eTest, ErrorsAreJsonWithTheRightStatus) {
   for (const auto& [path, body, status] : std::vector<std::tuple<std::string, std::string, int>>{
            {"/api/generate", R"({"model":"nope","prompt":"x"})", 404},
            {"/api/generate", R"({"model":"stories260K","prompt":"x","options":{"temperature":"hot"}})", 400},
-           {"/api/chat", R"({"model":"stories260K","messages":[]})", 501},
+           {"/api/chat", R"({"model":"stories260K","messages":"x"})", 400},
            {"/api/show", R"({"model":"nope"})", 404}}) {
     auto r = call("POST", path, body);
     ASSERT_TRUE(r);

@@ -1,10 +1,12 @@
 // The official `openai` and `ollama` npm packages, unmodified, against a real vkstreamd --http on
 // stories260K (CPU reference): greedy completions reproduce the reference text streamed and not,
-// model listings, errors surface as each SDK's own error classes, and a client that aborts a
-// stream cancels its request (seen in /metrics).
+// greedy chat replies (openai chat.completions.create, ollama chat) equal the msgpack `chat`
+// request's reply that `vkstream chat` prints for the same conversation, model listings, errors
+// surface as each SDK's own error classes, and a client that aborts a stream cancels its request
+// (seen in /metrics).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -100,8 +102,83 @@ test("openai: errors are the SDK's error classes", async () => {
     return true;
   });
   await assert.rejects(
-    openai.chat.completions.create({ model: "stories260K", messages: [{ role: "user", content: "hi" }] }),
-    (e) => e instanceof OpenAI.APIError && e.status === 501 && /chat/.test(e.message));
+    openai.chat.completions.create({ model: "stories260K", messages: [{ role: "wizard", content: "hi" }] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === "messages.0.role");
+});
+
+// The reply of the msgpack `chat` request for [system, user], as `vkstream chat` prints it (the
+// reply, then a newline).
+const SYSTEM = "You tell short stories about Lily and her dog.";
+const USER = "Tell me a story about the park.";
+const CHAT_TOKENS = 24;
+let wireReplyCache = null;
+function wireChatReply() {
+  if (wireReplyCache !== null) return wireReplyCache;
+  const r = spawnSync(join(buildDir, "clients/cli/vkstream"),
+    ["chat", "--socket", join(dir, "vkstream.sock"), "--greedy", "-n", String(CHAT_TOKENS), "--system", SYSTEM],
+    { input: `${USER}\n`, encoding: "utf8", timeout: 30000 });
+  assert.equal(r.status, 0, `vkstream chat failed: ${r.stderr}`);
+  assert.ok(r.stdout.endsWith("\n"), r.stdout);
+  wireReplyCache = r.stdout.slice(0, -1);
+  assert.ok(wireReplyCache.length > 0);
+  return wireReplyCache;
+}
+const chatMessages = [{ role: "system", content: SYSTEM }, { role: "user", content: USER }];
+
+test("openai: chat.completions.create equals the msgpack chat reply, streamed and not", async () => {
+  const expected = wireChatReply();
+  const c = await openai.chat.completions.create(
+    { model: "stories260K", messages: chatMessages, max_tokens: CHAT_TOKENS, temperature: 0 });
+  assert.equal(c.object, "chat.completion");
+  assert.match(c.id, /^chatcmpl-/);
+  assert.equal(c.choices[0].message.role, "assistant");
+  assert.equal(c.choices[0].message.content, expected);
+  assert.ok(["stop", "length"].includes(c.choices[0].finish_reason));
+  assert.ok(c.usage.prompt_tokens > 0);
+
+  const stream = await openai.chat.completions.create({
+    model: "stories260K", messages: chatMessages, max_tokens: CHAT_TOKENS, temperature: 0, stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = "";
+  let role = null;
+  let finish = null;
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.choices.length > 0) {
+      role = role ?? chunk.choices[0].delta.role ?? null;
+      text += chunk.choices[0].delta.content ?? "";
+      finish = chunk.choices[0].finish_reason ?? finish;
+    }
+    if (chunk.usage) usage = chunk.usage;
+  }
+  assert.equal(role, "assistant");
+  assert.equal(text, expected);
+  assert.equal(finish, c.choices[0].finish_reason);
+  assert.equal(usage.prompt_tokens, c.usage.prompt_tokens);
+  assert.equal(usage.completion_tokens, c.usage.completion_tokens);
+});
+
+test("ollama: chat equals the msgpack chat reply, streamed and not", async () => {
+  const expected = wireChatReply();
+  const options = { num_predict: CHAT_TOKENS, temperature: 0 };
+  const whole = await ollama.chat({ model: "stories260K", messages: chatMessages, options, stream: false });
+  assert.equal(whole.message.role, "assistant");
+  assert.equal(whole.message.content, expected);
+  assert.equal(whole.done, true);
+  assert.ok(whole.prompt_eval_count > 0);
+  assert.ok(whole.eval_count > 0 && whole.eval_count <= CHAT_TOKENS);
+
+  let text = "";
+  let last = null;
+  for await (const part of await ollama.chat({ model: "stories260K", messages: chatMessages, options, stream: true })) {
+    text += part.message.content;
+    last = part;
+  }
+  assert.equal(text, expected);
+  assert.equal(last.done, true);
+  assert.equal(last.done_reason, whole.done_reason);
+  assert.equal(last.eval_count, whole.eval_count);
 });
 
 async function metric(name) {
@@ -173,6 +250,6 @@ test("ollama: errors are ResponseError with the status", async () => {
     return true;
   });
   await assert.rejects(
-    ollama.chat({ model: "stories260K", messages: [{ role: "user", content: "hi" }], stream: false }),
-    (e) => e.name === "ResponseError" && e.status_code === 501);
+    ollama.chat({ model: "stories260K", messages: [{ role: "wizard", content: "hi" }], stream: false }),
+    (e) => e.name === "ResponseError" && e.status_code === 400 && /wizard/.test(e.error));
 });

@@ -1,0 +1,23 @@
+#pragma once
+// A chat request's rendering step, shared by the msgpack `chat` request (chat_handler.cpp) and the
+// HTTP chat endpoints (http_frontend_wiring.cpp): the conversation rendered with the served chat
+// template (or the request's own) and tokenized into the engine request's prompt ids. Runs on
+// libuv's thread pool, never on the loop thread.
+#include <optional>
+
+#include "engine/chat/model_chat_template.h"
+#include "engine/sched/engine.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "protocol/errors.h"
+#include "protocol/requests.h"
+
+namespace vks::server {
+
+// Sets engine_request's prompt ids; returns the error to answer with instead (a template that
+// refuses the conversation: invalid_field on `messages` or `chat_template`). Never throws.
+std::optional<proto::ProtocolError> render_chat_request(const proto::ChatRequest& request,
+                                                        GenerateRequest& engine_request,
+                                                        const chat::ModelChatTemplate& tmpl,
+                                                        const Tokenizer& tokenizer) noexcept;
+
+}  // namespace vks::server

@@ -1,0 +1,33 @@
+#pragma once
+// Ollama-compatible POST /api/chat mapped onto the wire `chat` request (the conversation rendered
+// with the model's chat template, PROTOCOL.md 3.10): NDJSON lines {message: {role, content}, done}
+// by default, the last one with done_reason, counts and durations in ns.
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+#include <variant>
+
+#include "server/http/api_common.h"
+#include "server/http/generation.h"
+
+namespace vks::http {
+
+struct OllamaChatRequest {
+  nlohmann::json wire;
+  bool stream = true;
+  bool load_only = false;  // no messages: Ollama's "load the model" request, answered done at once
+};
+
+std::variant<OllamaChatRequest, ApiError> map_ollama_chat(const nlohmann::json& body, const ModelCatalogue& model);
+const std::map<std::string, std::string>& ollama_chat_param_names();
+
+// One NDJSON line for a token event ("" when it carries no text).
+std::string ollama_chat_line(const Generation& g, const EngineEvent& ev);
+// The final object: message {role: "assistant", content: the whole reply or ""}, done: true,
+// done_reason, prompt_eval_count, eval_count and durations (as /api/generate's).
+nlohmann::json ollama_chat_final(const Generation& g, const EngineEvent& finished, bool with_text);
+// The answer to a load request (no messages).
+nlohmann::json ollama_chat_loaded(const ModelCatalogue& model);
+
+}  // namespace vks::http

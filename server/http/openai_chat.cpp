@@ -1,0 +1,227 @@
+#include "server/http/openai_chat.h"
+
+#include <array>
+#include <string_view>
+
+#include "server/http/json_error.h"
+#include "server/http/openai_api.h"
+
+namespace vks::http {
+
+using nlohmann::json;
+
+namespace {
+
+ApiError bad(std::string message, std::string param, std::string code = "invalid_field") {
+  return ApiError{400, std::move(message), std::move(code), std::move(param), 0};
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+bool non_empty(const json& body, const char* key) {
+  auto it = body.find(key);
+  return it != body.end() && !it->is_null() && !(it->is_array() && it->empty()) && !(it->is_object() && it->empty());
+}
+
+// The roles a chat template knows. OpenAI's "developer" (the system prompt of its newer models)
+// is rendered as "system": no open template knows "developer".
+std::optional<std::string> template_role(const std::string& role) {
+  static constexpr std::array<std::string_view, 4> kRoles = {"system", "user", "assistant", "tool"};
+  if (role == "developer") return "system";
+  for (std::string_view known : kRoles) {
+    if (role == known) return role;
+  }
+  return std::nullopt;
+}
+
+// content: a string, null (an assistant turn), or text parts joined with "\n" (as vLLM does).
+std::variant<std::string, ApiError> message_text(const json& message, const std::string& where, bool assistant) {
+  const auto it = message.find("content");
+  if (it == message.end() || it->is_null()) {
+    if (assistant) return std::string();
+    return bad(where + ".content is required", where + ".content", "missing_field");
+  }
+  if (it->is_string()) return it->get<std::string>();
+  if (!it->is_array()) return bad(where + ".content must be a string or an array of text parts", where + ".content");
+  std::string text;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& part = (*it)[i];
+    const std::string at = where + ".content." + std::to_string(i);
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
+      return bad(at + " must be an object {\"type\": \"text\", \"text\": \"...\"}", at);
+    }
+    if (part["type"] != "text") {
+      return bad(at + ": only text content parts are supported (not '" + part["type"].get<std::string>() + "')",
+                 at + ".type");
+    }
+    if (!part.contains("text") || !part["text"].is_string()) return bad(at + ".text must be a string", at + ".text");
+    if (i > 0) text += "\n";
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+std::variant<json, ApiError> wire_messages(const json& body) {
+  const auto it = body.find("messages");
+  if (it == body.end() || it->is_null()) return bad("messages is required", "messages", "missing_field");
+  if (!it->is_array()) return bad("messages must be an array of {role, content}", "messages");
+  if (it->empty()) return bad("messages must hold at least one message", "messages");
+  json out = json::array();
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& m = (*it)[i];
+    const std::string where = "messages." + std::to_string(i);
+    if (!m.is_object()) return bad(where + " must be an object {role, content}", where);
+    if (!m.contains("role") || !m["role"].is_string()) return bad(where + ".role must be a string", where + ".role");
+    const std::string role = m["role"].get<std::string>();
+    const std::optional<std::string> rendered_role = template_role(role);
+    if (!rendered_role) {
+      return bad(where + ".role '" + role + "' is not one of system, developer, user, assistant, tool", where + ".role");
+    }
+    if (non_empty(m, "tool_calls") || non_empty(m, "function_call")) {
+      return bad(where + ": tool calls are not supported by this server", where + ".tool_calls");
+    }
+    auto text = message_text(m, where, role == "assistant");
+    if (auto* e = std::get_if<ApiError>(&text)) return std::move(*e);
+    out.push_back({{"role", *rendered_role}, {"content", std::move(std::get<std::string>(text))}});
+  }
+  return out;
+}
+
+json chunk_base(const Generation& g) {
+  return {{"id", "chatcmpl-" + g.id}, {"object", "chat.completion.chunk"}, {"created", g.created_unix}, {"model", g.model}};
+}
+
+json with_bytes(json entry, const std::string& piece) {
+  json bytes = json::array();
+  for (unsigned char ch : piece) bytes.push_back(ch);
+  entry["bytes"] = std::move(bytes);
+  return entry;
+}
+
+// The chat logprobs entries of one token event: {token, logprob, bytes, top_logprobs: [...]}.
+json logprob_entries(const EngineEvent& ev, const TokenText& token_text, int32_t top_n) {
+  json entries = json::array();
+  for (const GeneratedToken& t : ev.tokens) {
+    const std::string piece = token_text(t.id);
+    json top = json::array();
+    for (size_t i = 0; i < t.top.size() && static_cast<int32_t>(i) < top_n; ++i) {
+      const std::string alt = token_text(t.top[i].id);
+      top.push_back(with_bytes({{"token", alt}, {"logprob", t.top[i].logprob}}, alt));
+    }
+    json entry = with_bytes({{"token", piece}, {"logprob", t.logprob}}, piece);
+    entry["top_logprobs"] = std::move(top);
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+std::string event(const json& chunk) { return "data: " + dump(chunk) + "\n\n"; }
+
+}  // namespace
+
+std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const json& body, const ModelCatalogue& model) {
+  OpenAiChatRequest out;
+  json& w = out.wire;
+  w = json::object();
+  if (auto e = map_openai_common(body, model, w, out.stream, out.include_usage)) return std::move(*e);
+  auto messages = wire_messages(body);
+  if (auto* e = std::get_if<ApiError>(&messages)) return std::move(*e);
+  w["messages"] = std::move(std::get<json>(messages));
+  for (const char* unsupported : {"tools", "functions"}) {
+    if (non_empty(body, unsupported)) {
+      return bad(std::string(unsupported) + " (function calling) is not supported by this server", unsupported);
+    }
+  }
+  if (auto it = body.find("modalities"); it != body.end() && !it->is_null() && *it != json::array({"text"})) {
+    return bad("only the text modality is supported", "modalities");
+  }
+  bool logprobs = false;
+  if (auto it = body.find("logprobs"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) return bad("logprobs must be a boolean", "logprobs");
+    logprobs = it->get<bool>();
+  }
+  if (auto it = body.find("top_logprobs"); it != body.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 20) {
+      return bad("top_logprobs must be an integer 0..20", "top_logprobs");
+    }
+    if (!logprobs) return bad("top_logprobs requires logprobs: true", "top_logprobs");
+    out.logprobs = static_cast<int32_t>(it->get<int64_t>());
+  } else if (logprobs) {
+    out.logprobs = 0;
+  }
+  if (out.logprobs >= 0) w["logprobs"] = out.logprobs;
+  // vkstream's own (vLLM's names): a template for this request; false = no assistant header at the end.
+  copy_field(body, "chat_template", w, "chat_template");
+  copy_field(body, "add_generation_prompt", w, "add_generation_prompt");
+  return out;
+}
+
+const std::map<std::string, std::string>& openai_chat_param_names() {
+  static const std::map<std::string, std::string> names = [] {
+    std::map<std::string, std::string> n = openai_param_names();
+    n["prompt"] = "messages";  // a conversation too long once rendered
+    n["prompt_ids"] = "messages";
+    return n;
+  }();
+  return names;
+}
+
+std::string openai_chat_first_chunk(const Generation& g) {
+  json chunk = chunk_base(g);
+  chunk["choices"] = json::array(
+      {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+  if (g.include_usage) chunk["usage"] = nullptr;
+  return event(chunk);
+}
+
+void openai_chat_accumulate(Generation& g, const EngineEvent& ev, const TokenText& token_text) {
+  g.text += ev.text;
+  if (g.logprobs < 0) return;
+  if (g.logprobs_acc.is_null()) g.logprobs_acc = {{"content", json::array()}};
+  for (json& entry : logprob_entries(ev, token_text, g.logprobs)) g.logprobs_acc["content"].push_back(std::move(entry));
+}
+
+std::string openai_chat_token_chunk(Generation& g, const EngineEvent& ev, const TokenText& token_text) {
+  if (ev.text.empty() && (g.logprobs < 0 || ev.tokens.empty())) return {};
+  json chunk = chunk_base(g);
+  json choice = {{"index", 0}, {"delta", {{"content", ev.text}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  if (g.logprobs >= 0) choice["logprobs"] = {{"content", logprob_entries(ev, token_text, g.logprobs)}};
+  chunk["choices"] = json::array({std::move(choice)});
+  if (g.include_usage) chunk["usage"] = nullptr;
+  return event(chunk);
+}
+
+std::string openai_chat_final_chunks(const Generation& g, const EngineEvent& finished) {
+  if (finished.reason == FinishReason::kError) {
+    const std::string message = g.error_message.empty() ? "generation failed" : g.error_message;
+    return "data: " + openai_error_body(500, message, "generation_failed") + "\n\ndata: [DONE]\n\n";
+  }
+  json chunk = chunk_base(g);
+  chunk["choices"] = json::array({{{"index", 0},
+                                   {"delta", json::object()},
+                                   {"logprobs", nullptr},
+                                   {"finish_reason", finish_reason_text(finished.reason)}}});
+  if (g.include_usage) chunk["usage"] = nullptr;
+  std::string out = event(chunk);
+  if (g.include_usage) {
+    json usage_chunk = chunk_base(g);
+    usage_chunk["choices"] = json::array();
+    usage_chunk["usage"] = openai_usage(finished, g.prompt_tokens);
+    out += event(usage_chunk);
+  }
+  return out + "data: [DONE]\n\n";
+}
+
+json openai_chat_completion(const Generation& g, const EngineEvent& finished) {
+  json answer = {{"id", "chatcmpl-" + g.id}, {"object", "chat.completion"}, {"created", g.created_unix}, {"model", g.model}};
+  json logprobs = nullptr;
+  if (g.logprobs >= 0) logprobs = g.logprobs_acc.is_null() ? json{{"content", json::array()}} : g.logprobs_acc;
+  answer["choices"] = json::array({{{"index", 0},
+                                    {"message", {{"role", "assistant"}, {"content", g.text}, {"refusal", nullptr}}},
+                                    {"logprobs", std::move(logprobs)},
+                                    {"finish_reason", finish_reason_text(finished.reason)}}});
+  answer["usage"] = openai_usage(finished, g.prompt_tokens);
+  return answer;
+}
+
+}  // namespace vks::http

@@ -1,0 +1,42 @@
+#pragma once
+// OpenAI-compatible POST /v1/chat/completions mapped onto the wire `chat` request (the server
+// renders the conversation with the model's chat template, PROTOCOL.md 3.10), and its answers:
+// a "chat.completion" object, or "chat.completion.chunk" SSE events (a first delta with the
+// assistant role, content deltas, a last chunk with finish_reason, usage when asked, [DONE]).
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+#include <variant>
+
+#include "server/http/api_common.h"
+#include "server/http/generation.h"
+
+namespace vks::http {
+
+struct OpenAiChatRequest {
+  nlohmann::json wire;        // wire chat fields
+  bool stream = false;
+  bool include_usage = false;
+  int32_t logprobs = -1;      // top_logprobs when logprobs is true, else -1
+};
+
+// Validates messages (roles, string or text-part content), logprobs/top_logprobs and the
+// unsupported chat features (tools, n > 1, images); the rest is map_openai_common's and the wire's.
+std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const nlohmann::json& body, const ModelCatalogue& model);
+// wire field -> OpenAI field, for error params.
+const std::map<std::string, std::string>& openai_chat_param_names();
+
+// The first SSE chunk of a streamed answer: delta {role: "assistant", content: ""}.
+std::string openai_chat_first_chunk(const Generation& g);
+// Adds one token event to a non-streamed answer, or renders it as one SSE chunk ("" when it
+// carries nothing to send).
+void openai_chat_accumulate(Generation& g, const EngineEvent& ev, const TokenText& token_text);
+std::string openai_chat_token_chunk(Generation& g, const EngineEvent& ev, const TokenText& token_text);
+// The last chunk (finish_reason), the usage chunk when asked, and [DONE]; an error event instead
+// when the generation failed.
+std::string openai_chat_final_chunks(const Generation& g, const EngineEvent& finished);
+// The whole non-streamed answer.
+nlohmann::json openai_chat_completion(const Generation& g, const EngineEvent& finished);
+
+}  // namespace vks::http

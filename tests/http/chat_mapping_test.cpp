@@ -1,0 +1,317 @@
+// The chat endpoints' mappings without a daemon: OpenAI and Ollama chat bodies → the wire `chat`
+// request (parsed by the Unix socket's own parser), every bad body a 4xx ApiError naming the field,
+// a structured fuzzer over both (never a throw, never a 5xx), and the answer renderers' shapes
+// (chunks, logprobs bytes, usage, errors) from hand-made engine events.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "server/http/ollama_chat.h"
+#include "server/http/openai_chat.h"
+
+namespace vks::http {
+namespace {
+
+using nlohmann::json;
+
+ModelCatalogue catalogue() {
+  ModelCatalogue m;
+  m.id = "stories260K";
+  return m;
+}
+
+proto::ProtocolLimits limits() {
+  proto::ProtocolLimits l;
+  l.max_prompt_tokens = 2048;
+  l.max_tokens = 2048;
+  return l;
+}
+
+const json kOpenAi = json::parse(R"({"model":"stories260K","messages":[
+  {"role":"developer","content":"Be brief."},
+  {"role":"user","content":[{"type":"text","text":"Hello"},{"type":"text","text":"there"}]},
+  {"role":"assistant","content":null},
+  {"role":"user","content":"Go on"}],
+  "max_tokens":12,"temperature":0.5,"stop":["\n\n"],"logprobs":true,"top_logprobs":2,
+  "response_format":{"type":"json_object"},"stream":true,"stream_options":{"include_usage":true}})");
+
+const json kOllama = json::parse(R"({"model":"stories260K","messages":[
+  {"role":"system","content":"Be brief."},{"role":"user","content":"Hello"}],
+  "options":{"num_predict":12,"temperature":0.5,"repeat_penalty":1.1},"format":"json","stream":false})");
+
+TEST(ChatMapping, OpenAiBodyBecomesTheWireChatRequest) {
+  auto mapped = map_openai_chat(kOpenAi, catalogue());
+  ASSERT_TRUE(std::holds_alternative<OpenAiChatRequest>(mapped)) << std::get<ApiError>(mapped).message;
+  const OpenAiChatRequest& r = std::get<OpenAiChatRequest>(mapped);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.logprobs, 2);
+  auto wire = to_chat_request(r.wire, limits(), openai_chat_param_names());
+  ASSERT_TRUE(std::holds_alternative<proto::ChatRequest>(wire)) << std::get<ApiError>(wire).message;
+  const proto::ChatRequest& chat = std::get<proto::ChatRequest>(wire);
+  ASSERT_EQ(chat.messages.size(), 4u);
+  EXPECT_EQ(chat.messages[0].role, "system");  // developer
+  EXPECT_EQ(chat.messages[1].content, "Hello\nthere");
+  EXPECT_EQ(chat.messages[2].role, "assistant");
+  EXPECT_EQ(chat.messages[2].content, "");
+  EXPECT_EQ(r.wire["max_tokens"], 12);
+  EXPECT_EQ(r.wire["logprobs"], 2);
+  EXPECT_EQ(r.wire["json_schema"], R"({"type":"object"})");
+  EXPECT_FALSE(r.wire.contains("prompt"));
+  EXPECT_TRUE(chat.add_generation_prompt);
+
+  json no_header = kOpenAi;
+  no_header["add_generation_prompt"] = false;
+  auto continued = map_openai_chat(no_header, catalogue());
+  ASSERT_TRUE(std::holds_alternative<OpenAiChatRequest>(continued));
+  auto continued_wire = to_chat_request(std::get<OpenAiChatRequest>(continued).wire, limits(), openai_chat_param_names());
+  ASSERT_TRUE(std::holds_alternative<proto::ChatRequest>(continued_wire));
+  EXPECT_FALSE(std::get<proto::ChatRequest>(continued_wire).add_generation_prompt);
+}
+
+TEST(ChatMapping, OllamaBodyBecomesTheWireChatRequest) {
+  auto mapped = map_ollama_chat(kOllama, catalogue());
+  ASSERT_TRUE(std::holds_alternative<OllamaChatRequest>(mapped)) << std::get<ApiError>(mapped).message;
+  const OllamaChatRequest& r = std::get<OllamaChatRequest>(mapped);
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.load_only);
+  EXPECT_EQ(r.wire["max_tokens"], 12);
+  EXPECT_EQ(r.wire["repetition_penalty"], 1.1);
+  EXPECT_EQ(r.wire["json_schema"], R"({"type":"object"})");
+  auto wire = to_chat_request(r.wire, limits(), ollama_chat_param_names());
+  ASSERT_TRUE(std::holds_alternative<proto::ChatRequest>(wire)) << std::get<ApiError>(wire).message;
+  EXPECT_EQ(std::get<proto::ChatRequest>(wire).messages.size(), 2u);
+
+  json load = {{"model", "stories260K"}, {"messages", json::array()}};
+  auto loaded = map_ollama_chat(load, catalogue());
+  ASSERT_TRUE(std::holds_alternative<OllamaChatRequest>(loaded));
+  EXPECT_TRUE(std::get<OllamaChatRequest>(loaded).load_only);
+}
+
+// The error of a body: mapping first, then the wire parser (as the front end does).
+std::optional<ApiError> openai_error(const json& body) {
+  auto mapped = map_openai_chat(body, catalogue());
+  if (auto* e = std::get_if<ApiError>(&mapped)) return *e;
+  auto wire = to_chat_request(std::get<OpenAiChatRequest>(mapped).wire, limits(), openai_chat_param_names());
+  if (auto* e = std::get_if<ApiError>(&wire)) return *e;
+  return std::nullopt;
+}
+
+std::optional<ApiError> ollama_error(const json& body) {
+  auto mapped = map_ollama_chat(body, catalogue());
+  if (auto* e = std::get_if<ApiError>(&mapped)) return *e;
+  if (std::get<OllamaChatRequest>(mapped).load_only) return std::nullopt;
+  auto wire = to_chat_request(std::get<OllamaChatRequest>(mapped).wire, limits(), ollama_chat_param_names());
+  if (auto* e = std::get_if<ApiError>(&wire)) return *e;
+  return std::nullopt;
+}
+
+TEST(ChatMapping, BadOpenAiBodiesNameTheField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({})", "messages"},
+      {R"({"messages":[]})", "messages"},
+      {R"({"messages":{"role":"user"}})", "messages"},
+      {R"({"messages":[{"role":"robot","content":"x"}]})", "messages.0.role"},
+      {R"({"messages":[{"content":"x"}]})", "messages.0.role"},
+      {R"({"messages":[{"role":"user","content":"x"},{"role":"user"}]})", "messages.1.content"},
+      {R"({"messages":[{"role":"user","content":[{"type":"input_audio"}]}]})", "messages.0.content.0.type"},
+      {R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})", "messages.0.content.0.text"},
+      {R"({"messages":[{"role":"user","content":[7]}]})", "messages.0.content.0"},
+      {R"({"messages":[{"role":"assistant","content":"x","tool_calls":[{"id":"1"}]}]})", "messages.0.tool_calls"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{}]})", "tools"},
+      {R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", "logprobs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21})", "top_logprobs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", "top_logprobs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"n":2})", "n"},
+      {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":-1})", "max_tokens"},
+      {R"({"messages":[{"role":"user","content":"x"}],"top_p":2})", "top_p"},
+      {R"({"messages":[{"role":"user","content":"x"}],"modalities":["audio"]})", "modalities"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}})", "response_format"},
+      {R"({"messages":[{"role":"user","content":"x"}],"chat_template":7})", "chat_template"},
+      // (missing keys inside response_format once read a const operator[]: undefined behaviour)
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{}})", "response_format"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}})",
+       "response_format.json_schema.schema"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{}}})",
+       "response_format.json_schema.schema"},
+  };
+  for (const auto& [body, param] : cases) {
+    auto e = openai_error(json::parse(body));
+    ASSERT_TRUE(e) << body;
+    EXPECT_EQ(e->status, 400) << body;
+    EXPECT_EQ(e->param, param) << body << ": " << e->message;
+    EXPECT_FALSE(e->message.empty());
+  }
+  auto unknown = openai_error(json::parse(R"({"model":"gpt-x","messages":[{"role":"user","content":"x"}]})"));
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+}
+
+TEST(ChatMapping, BadOllamaBodiesNameTheField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"messages":[{"role":"user","content":"x"}]})", "model"},
+      {R"({"model":"stories260K","messages":"x"})", "messages"},
+      {R"({"model":"stories260K","messages":[{"role":"developer","content":"x"}]})", "messages.0.role"},
+      {R"({"model":"stories260K","messages":[{"role":"user","content":["x"]}]})", "messages.0.content"},
+      {R"({"model":"stories260K","messages":[{"role":"user","content":"x","images":["aGk="]}]})", "messages.0.images"},
+      {R"({"model":"stories260K","messages":[{"role":"user","content":"x"}],"tools":[{}]})", "tools"},
+      {R"({"model":"stories260K","messages":[{"role":"user","content":"x"}],"format":7})", "format"},
+      {R"({"model":"stories260K","messages":[{"role":"user","content":"x"}],"options":{"temperature":"hot"}})",
+       "options.temperature"},
+  };
+  for (const auto& [body, param] : cases) {
+    auto e = ollama_error(json::parse(body));
+    ASSERT_TRUE(e) << body;
+    EXPECT_EQ(e->status, 400) << body;
+    EXPECT_EQ(e->param, param) << body << ": " << e->message;
+  }
+}
+
+// Replaces one value somewhere in the body (any depth) with an odd one, or deletes it.
+void mutate(std::mt19937& rng, json& j) {
+  static const std::vector<json> odd = {nullptr, true, -1, 0, 1e300, -3.5, "", "x", "system", json::array(),
+                                        json::object(), json::array({1, 2}), json::object({{"type", "text"}}),
+                                        std::string(300, 'a'), 99999999999LL};
+  json* at = &j;
+  for (int depth = 0; depth < 5; ++depth) {
+    if (!(at->is_object() || at->is_array()) || at->empty() || rng() % 3 == 0) break;
+    auto it = at->begin();
+    std::advance(it, static_cast<long>(rng() % at->size()));
+    at = &*it;
+  }
+  if (rng() % 5 == 0 && (j.is_object() || j.is_array()) && at != &j) {
+    *at = nullptr;
+  } else {
+    *at = odd[rng() % odd.size()];
+  }
+}
+
+TEST(ChatMapping, FuzzedBodiesAreAnsweredOr4xxNeverThrowNor5xx) {
+  std::mt19937 rng(2026);
+  int accepted = 0;
+  int rejected = 0;
+  for (int i = 0; i < 3000; ++i) {
+    json body = i % 2 == 0 ? kOpenAi : kOllama;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) mutate(rng, body);
+    std::optional<ApiError> e;
+    ASSERT_NO_THROW(e = i % 2 == 0 ? openai_error(body) : ollama_error(body)) << body.dump();
+    if (e) {
+      ++rejected;
+      EXPECT_GE(e->status, 400) << body.dump();
+      EXPECT_LT(e->status, 500) << body.dump() << ": " << e->message;
+      EXPECT_FALSE(e->message.empty());
+    } else {
+      ++accepted;
+    }
+  }
+  EXPECT_GT(accepted, 100);
+  EXPECT_GT(rejected, 300);
+}
+
+Generation generation(Api api, bool stream, int32_t logprobs) {
+  Generation g;
+  g.api = api;
+  g.id = "abc";
+  g.model = "stories260K";
+  g.stream = stream;
+  g.include_usage = true;
+  g.logprobs = logprobs;
+  g.prompt_tokens = 9;
+  return g;
+}
+
+EngineEvent token_event(const std::string& text, TokenId id) {
+  EngineEvent ev;
+  ev.type = EventType::kToken;
+  ev.text = text;
+  GeneratedToken t;
+  t.id = id;
+  t.logprob = -0.25f;
+  t.top = {{id, -0.25f}, {id + 1, -2.0f}};
+  ev.tokens.push_back(t);
+  return ev;
+}
+
+EngineEvent finished_event(FinishReason reason) {
+  EngineEvent ev;
+  ev.type = EventType::kFinished;
+  ev.reason = reason;
+  ev.usage.prompt_tokens = 9;
+  ev.usage.generated_tokens = 2;
+  return ev;
+}
+
+std::vector<json> data_events(const std::string& sse) {
+  std::vector<json> out;
+  size_t pos = 0;
+  while ((pos = sse.find("data: ", pos)) != std::string::npos) {
+    const size_t end = sse.find("\n\n", pos);
+    const std::string data = sse.substr(pos + 6, end - pos - 6);
+    out.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data));
+    pos = end;
+  }
+  return out;
+}
+
+// Token 7's text is "é" split over bytes; its alternative 8 is "x".
+std::string token_text(TokenId id) { return id == 7 ? std::string("\xC3\xA9") : std::string("x"); }
+
+TEST(ChatMapping, OpenAiChunksHaveTheChatShape) {
+  Generation g = generation(Api::kOpenAiChat, true, 1);
+  const json first = data_events(openai_chat_first_chunk(g)).at(0);
+  EXPECT_EQ(first["id"], "chatcmpl-abc");
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  const json chunk = data_events(openai_chat_token_chunk(g, token_event("\xC3\xA9", 7), token_text)).at(0);
+  EXPECT_EQ(chunk["choices"][0]["delta"]["content"], "\xC3\xA9");
+  const json& lp = chunk["choices"][0]["logprobs"]["content"][0];
+  EXPECT_EQ(lp["token"], "\xC3\xA9");
+  EXPECT_EQ(lp["bytes"], json::array({0xC3, 0xA9}));
+  EXPECT_DOUBLE_EQ(lp["logprob"].get<double>(), -0.25);
+  ASSERT_EQ(lp["top_logprobs"].size(), 1u);  // top_logprobs 1 of the 2 alternatives
+  const std::vector<json> end = data_events(openai_chat_final_chunks(g, finished_event(FinishReason::kLength)));
+  ASSERT_EQ(end.size(), 3u);
+  EXPECT_EQ(end[0]["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(end[0]["choices"][0]["delta"].empty());
+  EXPECT_TRUE(end[1]["choices"].empty());
+  EXPECT_EQ(end[1]["usage"]["total_tokens"], 11);
+  EXPECT_EQ(end[2], "[DONE]");
+
+  g.error_message = "device lost";
+  const std::vector<json> failed = data_events(openai_chat_final_chunks(g, finished_event(FinishReason::kError)));
+  ASSERT_EQ(failed.size(), 2u);
+  EXPECT_EQ(failed[0]["error"]["message"], "device lost");
+  EXPECT_EQ(failed[1], "[DONE]");
+}
+
+TEST(ChatMapping, WholeAnswersHaveTheChatShape) {
+  Generation g = generation(Api::kOpenAiChat, false, 0);
+  openai_chat_accumulate(g, token_event("\xC3\xA9", 7), token_text);
+  openai_chat_accumulate(g, token_event("x", 8), token_text);
+  const json answer = openai_chat_completion(g, finished_event(FinishReason::kStop));
+  EXPECT_EQ(answer["object"], "chat.completion");
+  EXPECT_EQ(answer["choices"][0]["message"]["content"], "\xC3\xA9x");
+  EXPECT_EQ(answer["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(answer["choices"][0]["logprobs"]["content"].size(), 2u);
+  EXPECT_TRUE(answer["choices"][0]["logprobs"]["content"][0]["top_logprobs"].empty());
+
+  Generation o = generation(Api::kOllamaChat, false, -1);
+  o.text = "hello";
+  const json whole = ollama_chat_final(o, finished_event(FinishReason::kLength), /*with_text=*/true);
+  EXPECT_EQ(whole["message"]["role"], "assistant");
+  EXPECT_EQ(whole["message"]["content"], "hello");
+  EXPECT_EQ(whole["done_reason"], "length");
+  EXPECT_EQ(whole["eval_count"], 2);
+  EXPECT_FALSE(whole.contains("response"));
+  const json line = json::parse(ollama_chat_line(o, token_event("hi", 8)));
+  EXPECT_EQ(line["message"]["content"], "hi");
+  EXPECT_EQ(line["done"], false);
+  EXPECT_EQ(ollama_chat_line(o, token_event("", 8)), "");
+}
+
+}  // namespace
+}  // namespace vks::http
