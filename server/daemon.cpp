@@ -12,6 +12,7 @@
 #include "engine/vulkan/runner/runner_factory.h"
 #include "server/engine_translation.h"
 #include "server/gpu_check.h"
+#include "server/ipc_peer_filter.h"
 
 namespace vks::server {
 
@@ -149,6 +150,21 @@ void Daemon::setup_sockets(const ListenFds& fds) {
     handle_request(from, payload);
   };
   hooks.on_closed = [this](Connection& c) { on_connection_closed(c); };
+  hooks.on_framing_error = [this](Connection& c, const proto::ProtocolError& error) {
+    // The error closes the connection only after the answers to every frame before it, some of
+    // which may still be prepared off the loop (their completions run the deferred close).
+    ClientRef from;
+    from.transport = Transport::kUds;
+    from.conn_id = c.id();
+    auto fail = [this, id = c.id(), error] {
+      if (Connection* conn = uds_ ? uds_->find(id) : nullptr) conn->fail(error);
+    };
+    if (off_loop_.busy(owner_key(from))) {
+      off_loop_.defer(owner_key(from), std::move(fail));
+    } else {
+      fail();
+    }
+  };
   uds_ = std::make_unique<UdsServer>(&loop_, limits_, std::move(policy), std::move(hooks));
   if (fds.uds) {
     uds_->adopt(*fds.uds);
@@ -166,6 +182,15 @@ void Daemon::setup_sockets(const ListenFds& fds) {
   ro.endpoint = options_.router_endpoint;
   ro.curve_secret_key = options_.curve_secret_key;
   ro.socket_mode = options_.socket_mode;
+  const IpcPeerFilter ipc_filter =
+      ipc_peer_filter(PeerPolicy{options_.allow_uids, options_.allow_gids, options_.deny_uids});
+  if (ipc_filter.narrowed) {
+    spdlog::warn("--deny-uid with --allow-gid: the ZeroMQ ipc endpoints admit the allowed groups' members "
+                 "as listed in the user and group databases now (libzmq's ipc filter cannot refuse a uid "
+                 "that an allowed group admits)");
+  }
+  ro.ipc_allow_uids = ipc_filter.uids;  // the Unix socket's peer policy on the ZeroMQ ipc files too
+  ro.ipc_allow_gids = ipc_filter.gids;
   ro.max_message_bytes = static_cast<int>(std::min<uint64_t>(limits_.max_frame_bytes, INT32_MAX));
   if (fds.router) {
     ro.adopt_fd = *fds.router;
@@ -184,6 +209,8 @@ void Daemon::setup_sockets(const ListenFds& fds) {
   po.endpoint = options_.pub_endpoint;
   po.curve_secret_key = options_.curve_secret_key;
   po.socket_mode = options_.socket_mode;
+  po.ipc_allow_uids = ipc_filter.uids;
+  po.ipc_allow_gids = ipc_filter.gids;
   if (fds.pub) {
     po.adopt_fd = *fds.pub;
     po.endpoint = "ipc://" + unix_socket_path(*fds.pub);

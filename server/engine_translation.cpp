@@ -109,7 +109,10 @@ std::string field_from_message(std::string_view message) {
 }  // namespace
 
 ProtocolError error_from_submit(const SubmitResult& result, int32_t max_prompt_tokens) {
-  std::string field = field_from_message(result.message);
+  // Only a rejected field or a request too big for the cache names one ("max_tokens: ..."); an
+  // overloaded or shutting-down engine does not (issue 15: `overloaded` carried field "overloaded").
+  const bool names_field = result.code == ErrorCode::kInvalidArgument || result.code == ErrorCode::kOutOfMemory;
+  std::string field = names_field ? field_from_message(result.message) : std::string();
   if (result.code == ErrorCode::kInvalidArgument && max_prompt_tokens > 0 &&
       result.prompt_tokens > max_prompt_tokens) {
     return make_error(WireError::kPromptTooLong,

@@ -1,5 +1,7 @@
 #include "server/server_options.h"
 
+#include <filesystem>
+
 #include <grp.h>
 #include <pwd.h>
 #include <unistd.h>
@@ -188,14 +190,31 @@ std::string default_socket_dir(Scope scope) {
   return std::string(runtime) + "/vkstream";
 }
 
+namespace {
+
+// hello advertises the endpoints to clients that may run in another directory: an ipc:// path
+// relative to the daemon's working directory is made absolute (an abstract "@name" stays).
+std::string absolute_ipc(const std::string& endpoint) {
+  constexpr std::string_view kIpc = "ipc://";
+  if (endpoint.rfind(kIpc, 0) != 0) return endpoint;
+  const std::string path = endpoint.substr(kIpc.size());
+  if (path.empty() || path[0] == '/' || path[0] == '@') return endpoint;
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  return ec ? endpoint : std::string(kIpc) + abs.lexically_normal().string();
+}
+
+}  // namespace
+
 void apply_default_paths(ServerOptions& options) {
-  if (!options.socket_path.empty() && !options.router_endpoint.empty() && !options.pub_endpoint.empty()) {
-    return;
+  if (options.socket_path.empty() || options.router_endpoint.empty() || options.pub_endpoint.empty()) {
+    const std::string dir = default_socket_dir(options.scope);
+    if (options.socket_path.empty()) options.socket_path = dir + "/vkstream.sock";
+    if (options.router_endpoint.empty()) options.router_endpoint = "ipc://" + dir + "/router.zmq";
+    if (options.pub_endpoint.empty()) options.pub_endpoint = "ipc://" + dir + "/pub.zmq";
   }
-  const std::string dir = default_socket_dir(options.scope);
-  if (options.socket_path.empty()) options.socket_path = dir + "/vkstream.sock";
-  if (options.router_endpoint.empty()) options.router_endpoint = "ipc://" + dir + "/router.zmq";
-  if (options.pub_endpoint.empty()) options.pub_endpoint = "ipc://" + dir + "/pub.zmq";
+  options.router_endpoint = absolute_ipc(options.router_endpoint);
+  options.pub_endpoint = absolute_ipc(options.pub_endpoint);
 }
 
 std::string ipc_path(const std::string& endpoint) {

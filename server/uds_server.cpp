@@ -153,8 +153,9 @@ void UdsServer::accept_one() {
         const uint64_t cid = c.id();
         hooks_.on_closed(c);
         connections_.erase(cid);  // deletes c
-      });
-  uv_pipe_init(loop_, conn->pipe(), 0);
+      },
+      hooks_.on_framing_error);
+  conn->init(loop_);
   Connection& c = *conn;
   connections_.emplace(id, std::move(conn));
   if (uv_accept(reinterpret_cast<uv_stream_t*>(&listener_), c.stream()) != 0) {

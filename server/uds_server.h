@@ -30,6 +30,7 @@ class UdsServer {
     std::function<void(Connection&)> on_open;                    // accepted and allowed
     std::function<void(Connection&, std::string& payload)> on_frame;
     std::function<void(Connection&)> on_closed;                  // right before deletion
+    Connection::FramingErrorHandler on_framing_error;            // optional (see Connection)
   };
 
   UdsServer(uv_loop_t* loop, const proto::ProtocolLimits& limits, PeerPolicy policy, Hooks hooks);

@@ -1,8 +1,11 @@
 #pragma once
-// The ZeroMQ XPUB endpoint. Every event of every request is published as [topic, event]. With
-// ZMQ_XPUB_VERBOSE every subscription message reaches us, so a new subscriber to a live or retained
-// request's topic triggers on_subscribe, and the server re-publishes that stream from seq 0
-// (subscribers drop duplicates by seq).
+// The ZeroMQ XPUB endpoint. Every event of every request is published as [topic, event]. In
+// ZMQ_XPUB_MANUAL mode every subscription message reaches us and takes effect only when we apply
+// it: a new subscriber to a live or retained request's topic is subscribed and on_subscribe
+// re-publishes that stream from seq 0 in the same loop-thread step, so no live event of that topic
+// can reach the new subscriber before its catch-up (with automatic subscriptions, libzmq applies
+// one inside any send, and live events overtook the catch-up). Other subscribers of the same
+// topic receive the catch-up again and drop it by seq.
 #include <uv.h>
 
 #include <functional>

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 
@@ -19,6 +20,12 @@
 namespace vks::server {
 
 namespace {
+
+std::string mode_text(uint32_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof(text), "%04o", mode & 07777);
+  return text;
+}
 
 [[noreturn]] void throw_zmq(const std::string& what) {
   throw Error(ErrorCode::kIo, what + ": " + zmq_strerror(zmq_errno()));
@@ -39,6 +46,36 @@ ZmqSocket::~ZmqSocket() {
 
 void ZmqSocket::set_int(int option, int value) {
   if (zmq_setsockopt(socket_, option, &value, sizeof(value)) != 0) throw_zmq("zmq_setsockopt");
+}
+
+void ZmqSocket::apply_ipc_filter(const ZmqBindOptions& options) {
+  // The same peers as on the Unix socket (--allow-uid/--allow-gid): libzmq checks SO_PEERCRED at
+  // accept and closes a refused peer's connection before any message is read.
+  bool ok = true;
+  for (const uint32_t uid : options.ipc_allow_uids) {
+    const int value = static_cast<int>(uid);
+    ok = ok && zmq_setsockopt(socket_, ZMQ_IPC_FILTER_UID, &value, sizeof(value)) == 0;
+  }
+  for (const uint32_t gid : options.ipc_allow_gids) {
+    const int value = static_cast<int>(gid);
+    ok = ok && zmq_setsockopt(socket_, ZMQ_IPC_FILTER_GID, &value, sizeof(value)) == 0;
+  }
+  if (ok) return;
+  // A libzmq without the (deprecated) ipc filters: only the file mode keeps others out.
+  if ((options.socket_mode & 0007) != 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "this libzmq cannot restrict ipc:// peers by uid/gid (" + std::string(zmq_strerror(zmq_errno())) +
+                    "), so --socket-mode " + mode_text(options.socket_mode) + " would let every local user use " +
+                    options.endpoint + ": pass --socket-mode 0660 or narrower (owner and group only)");
+  }
+  spdlog::warn("this libzmq cannot restrict ipc:// peers by uid/gid; {} admits whoever its file mode {} admits",
+               options.endpoint, mode_text(options.socket_mode));
+}
+
+bool ZmqSocket::set_bytes(int option, std::string_view value) {
+  if (zmq_setsockopt(socket_, option, value.data(), value.size()) == 0) return true;
+  spdlog::debug("zmq_setsockopt({}): {}", option, zmq_strerror(zmq_errno()));
+  return false;
 }
 
 void ZmqSocket::bind(const ZmqBindOptions& options) {
@@ -63,6 +100,7 @@ void ZmqSocket::bind(const ZmqBindOptions& options) {
     const int64_t max = options.max_message_bytes;
     if (zmq_setsockopt(socket_, ZMQ_MAXMSGSIZE, &max, sizeof(max)) != 0) throw_zmq("ZMQ_MAXMSGSIZE");
   }
+  if (!tcp) apply_ipc_filter(options);
   if (options.adopt_fd >= 0) {
     set_int(ZMQ_USE_FD, options.adopt_fd);
   } else if (!path.empty()) {

@@ -4,8 +4,10 @@
 // from the poll callback, and a send schedules a drain on an idle handle (never recursively).
 #include <uv.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vks::server {
@@ -17,6 +19,9 @@ struct ZmqBindOptions {
   std::string curve_secret_key;  // Z85; required for tcp://
   uint32_t socket_mode = 0660;   // for ipc:// sockets we create
   int max_message_bytes = 0;     // ZMQ_MAXMSGSIZE (0 = unlimited)
+  // ipc:// only: the peers admitted (ZMQ_IPC_FILTER_UID/GID); both empty = no filter.
+  std::vector<uint32_t> ipc_allow_uids;
+  std::vector<uint32_t> ipc_allow_gids;
 };
 
 class ZmqSocket {
@@ -30,6 +35,8 @@ class ZmqSocket {
   ZmqSocket& operator=(const ZmqSocket&) = delete;
 
   void set_int(int option, int value);
+  // Byte-valued option; false (logged) when ZeroMQ refuses it.
+  bool set_bytes(int option, std::string_view value);
   // Binds (adopting the descriptor when given) and starts polling. Throws vks::Error saying what
   // to fix (socket in use, tcp:// without CURVE key, bad endpoint).
   void bind(const ZmqBindOptions& options);
@@ -45,6 +52,7 @@ class ZmqSocket {
   static void on_idle(uv_idle_t* idle);
   void drain();
   void schedule_drain();
+  void apply_ipc_filter(const ZmqBindOptions& options);
 
   void* socket_ = nullptr;
   uv_loop_t* loop_;

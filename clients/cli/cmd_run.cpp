@@ -3,7 +3,11 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -14,6 +18,7 @@
 #include "clients/cli/interrupt.h"
 #include "clients/cli/logprobs_print.h"
 #include "clients/cli/model_cache.h"
+#include "clients/cpp/src/wire.h"
 #include "engine/common/error.h"
 #include "engine/gguf/ggml_type.h"
 #include "engine/model/architecture.h"
@@ -21,6 +26,9 @@
 #include "engine/sched/engine.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/vulkan/runner/runner_factory.h"
+#include "protocol/responses.h"
+#include "protocol/value_codec.h"
+#include "server/engine_translation.h"
 
 namespace vks::cli {
 namespace {
@@ -34,35 +42,17 @@ struct RunArgs {
   bool no_fallback = false;
   bool no_echo = false;
   bool verbose = false;
+  bool json = false;
 };
 
 GenerateRequest to_engine_request(const RunArgs& a) {
-  // The wire options and the engine's request carry the same fields; map through the wire struct so
-  // `run` and `generate` interpret every flag identically.
+  // `run` and `generate` interpret every flag identically: the flags fill the client's options,
+  // which map to the wire request (clients/cpp) and from there to the engine's through the one
+  // translation the daemon uses (server/engine_translation).
   vkstream::GenerateOptions o;
   a.sampling.apply(o);
-  GenerateRequest r;
-  r.prompt_text = a.prompt;
-  r.add_bos = o.add_bos.value_or(true);
-  if (o.temperature) r.sampling.temperature = static_cast<float>(*o.temperature);
-  if (o.top_k) r.sampling.top_k = *o.top_k;
-  if (o.top_p) r.sampling.top_p = static_cast<float>(*o.top_p);
-  if (o.min_p) r.sampling.min_p = static_cast<float>(*o.min_p);
-  if (o.repetition_penalty) r.sampling.repetition_penalty = static_cast<float>(*o.repetition_penalty);
-  if (o.presence_penalty) r.sampling.presence_penalty = static_cast<float>(*o.presence_penalty);
-  if (o.frequency_penalty) r.sampling.frequency_penalty = static_cast<float>(*o.frequency_penalty);
-  if (o.penalty_last_n) r.sampling.penalty_last_n = *o.penalty_last_n;
-  for (const auto& [id, bias] : o.logit_bias) r.sampling.logit_bias.emplace_back(id, static_cast<float>(bias));
-  r.sampling.seed = o.seed;
-  if (o.max_tokens) r.stop.max_tokens = *o.max_tokens;
-  if (o.min_tokens) r.stop.min_tokens = *o.min_tokens;
-  r.stop.ignore_eos = o.ignore_eos.value_or(false);
-  r.stop.stop_token_ids = o.stop_token_ids;
-  r.stop.stop_strings = o.stop;
-  r.logprobs = o.logprobs.value_or(-1);
-  r.grammar = o.grammar.value_or("");
-  r.json_schema = o.json_schema.value_or("");
-  return r;
+  o.prompt = a.prompt;
+  return vks::to_engine_request(vkstream::detail::to_wire(o));
 }
 
 // Waits for the engine's events (the notifier fires on the engine thread).
@@ -87,6 +77,49 @@ class EventWaiter {
   bool ready_ = false;
 };
 
+// Loading takes seconds (file, device upload, kernel compilation): on a terminal (or with -v) each
+// stage is shown on stderr as it starts, with its time when it ends.
+class LoadProgress {
+ public:
+  explicit LoadProgress(bool shown) : shown_(shown) {}
+  void begin(const std::string& stage) {
+    if (shown_) std::cerr << stage << "... " << std::flush;
+    started_ = std::chrono::steady_clock::now();
+  }
+  void end() {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    total_s_ += s;
+    if (!shown_) return;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f s\n", s);
+    std::cerr << buf << std::flush;
+  }
+  bool shown() const { return shown_; }
+  double total_s() const { return total_s_; }
+
+ private:
+  bool shown_;
+  std::chrono::steady_clock::time_point started_;
+  double total_s_ = 0;
+};
+
+// One line a user reads to know what runs where: model, shape, context, device, load time.
+std::string load_summary(const std::string& path, const LlamaConfig& c, const std::string& device, double load_s) {
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f s", load_s);
+  return "[" + std::filesystem::path(path).filename().string() + ": " + c.architecture + ", " +
+         std::to_string(c.n_layers) + " layers, dim " + std::to_string(c.dim) + ", vocab " +
+         std::to_string(c.vocab_size) + ", context " + std::to_string(c.context_length) + "; device " + device +
+         "; loaded in " + secs + "]";
+}
+
+// --json: the same JSON lines as `vkstream generate --json` (the wire event, rendered by the
+// server's own translation).
+void print_json_event(const EngineEvent& ev, int64_t seq, bool with_logprobs) {
+  const proto::Result<proto::Value> v = proto::unpack_value(encode_engine_event(ev, seq, with_logprobs));
+  if (v) std::cout << v->to_json() << '\n' << std::flush;
+}
+
 int run_local(RunArgs& a) {
   // Engine and runner log through spdlog; keep stdout for the generated text only.
   auto logger = spdlog::stderr_color_st("vkstream");
@@ -103,15 +136,21 @@ int run_local(RunArgs& a) {
   GenerateRequest request = to_engine_request(a);
   const int32_t request_logprobs = request.logprobs;
   std::vector<LogprobRow> logprob_rows;
+  LoadProgress progress(a.verbose || ::isatty(STDERR_FILENO) == 1);
   try {
+    progress.begin("loading " + a.model);
     std::unique_ptr<LlamaModel> model = LlamaModel::load(a.model);
     std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model->file());
+    progress.end();
     RunnerOptions ro;
     ro.device = a.device;
     ro.force_cpu = a.cpu;
     ro.allow_cpu_fallback = !a.no_fallback;
+    ro.warm_up = true;  // kernels compile here, inside the shown stage, not before the first token
+    progress.begin("uploading the weights and compiling the kernels");
     std::unique_ptr<ModelRunner> runner = make_runner(*model, ro);
-    if (a.verbose) std::cerr << "[device: " << runner->device_name() << "]\n";
+    progress.end();
+    if (progress.shown()) std::cerr << load_summary(a.model, model->config(), runner->device_name(), progress.total_s()) << '\n';
 
     EventWaiter waiter;
     Engine engine(std::move(runner), *tokenizer, EngineConfig{});
@@ -122,7 +161,16 @@ int run_local(RunArgs& a) {
       print_error("run: " + std::string(error_code_name(submitted.code)) + ": " + submitted.message);
       return kExitError;
     }
-    if (!a.no_echo) std::cout << a.prompt << std::flush;
+    if (a.json) {
+      proto::AcceptedAnswer accepted;
+      accepted.id = submitted.id;
+      accepted.prompt_tokens = submitted.prompt_tokens;
+      const proto::Result<proto::Value> v = proto::unpack_value(proto::encode_answer(accepted));
+      if (v) std::cout << v->to_json() << '\n' << std::flush;
+    } else if (!a.no_echo) {
+      std::cout << a.prompt << std::flush;
+    }
+    int64_t seq = 0;
     bool cancel_sent = false;
     std::vector<EngineEvent> events;
     for (;;) {
@@ -135,6 +183,14 @@ int run_local(RunArgs& a) {
       engine.poll_events(events);
       for (const EngineEvent& ev : events) {
         if (ev.request_id != submitted.id) continue;
+        if (a.json) {
+          print_json_event(ev, seq++, request_logprobs >= 0);
+          if (ev.type == EventType::kFinished) {
+            if (cancel_sent) return kExitInterrupted;
+            return ev.reason == FinishReason::kError ? kExitError : kExitOk;
+          }
+          continue;
+        }
         if (ev.type == EventType::kToken || ev.type == EventType::kFirstToken) {
           std::cout << ev.text << std::flush;
           if (request_logprobs >= 0) {
@@ -198,7 +254,9 @@ void add_run_command(CLI::App& root, int& exit_code) {
   run->add_flag("--cpu", a->cpu, "run on the CPU reference, not Vulkan");
   run->add_flag("--no-cpu-fallback", a->no_fallback, "fail instead of using the CPU when no Vulkan device exists");
   run->add_flag("--no-echo", a->no_echo, "do not print the prompt before the generated text");
-  run->add_flag("-v,--verbose", a->verbose, "log loading, the device and timings on stderr");
+  run->add_flag("-v,--verbose", a->verbose,
+                "show loading progress and a summary (also shown on a terminal), engine logs and timings on stderr");
+  run->add_flag("--json", a->json, "print the accepted answer and every event as JSON lines (as `generate --json`)");
   run->callback([a, &exit_code] { exit_code = guarded("run", [&] { return run_local(*a); }); });
 }
 

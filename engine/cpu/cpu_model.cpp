@@ -73,4 +73,10 @@ const std::vector<float>& CpuModel::forward(int32_t token, int32_t pos) {
   return logits_;
 }
 
+std::vector<float> CpuModel::final_hidden() const {
+  std::vector<float> out(config_.dim);
+  ref::rmsnorm(out.data(), acts_.x.data(), vectors_->output_norm.data(), config_.dim, config_.norm_eps);
+  return out;
+}
+
 }  // namespace vks

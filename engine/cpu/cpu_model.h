@@ -22,6 +22,9 @@ class CpuModel {
   // the vocabulary or a position outside [0, max_seq_len) or not following the previous one.
   const std::vector<float>& forward(int32_t token, int32_t pos);
   void reset() { n_cached_ = 0; }
+  // The hidden state of the last forward() token after the final RMSNorm (before the output
+  // projection): what embeddings pool. [dim]
+  std::vector<float> final_hidden() const;
 
   const LlamaConfig& config() const { return config_; }
   int32_t max_seq_len() const { return max_seq_len_; }

@@ -143,7 +143,7 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
   std::vector<size_t> outputs;  // sequences with logits != kNone
   std::vector<size_t> rows;     // their last tokens
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    if (batch.seqs[s].logits == LogitsMode::kNone) continue;
+    if (batch.seqs[s].logits == LogitsMode::kNone || batch.seqs[s].logits == LogitsMode::kHidden) continue;
     outputs.push_back(s);
     rows.push_back(static_cast<size_t>(batch.seqs[s].token_offset + batch.seqs[s].n_tokens - 1));
   }
@@ -157,6 +157,18 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
     const float* row = &logits[o * vocab];
     out.argmax[outputs[o]] = ref::argmax(row, vocab);
     if (batch.seqs[outputs[o]].logits == LogitsMode::kFull) out.logits.insert(out.logits.end(), row, row + vocab);
+  }
+  // Embeddings: the final-normed hidden state of every token of the kHidden sequences.
+  out.hidden.clear();
+  const size_t dim = c.dim;
+  for (const SeqChunk& seq : batch.seqs) {
+    if (seq.logits != LogitsMode::kHidden) continue;
+    for (int32_t i = 0; i < seq.n_tokens; ++i) {
+      const size_t t = static_cast<size_t>(seq.token_offset + i);
+      const size_t at = out.hidden.size();
+      out.hidden.resize(at + dim);
+      ref::rmsnorm(&out.hidden[at], &acts.x[t * dim], vectors_->output_norm.data(), dim, c.norm_eps);
+    }
   }
 }
 

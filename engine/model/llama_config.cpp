@@ -152,6 +152,10 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
     c.vocab_size = *n;
   }
   c.tied_embeddings = file.find_tensor("output.weight") == nullptr;
+  // Embeddings only (engine/model/pooling.h): an unknown value means the default (mean), not a bad file.
+  if (const auto pooling = file.get_int(keys.key("pooling_type")); pooling && *pooling >= 0 && *pooling <= 16) {
+    c.pooling_type = static_cast<int32_t>(*pooling);
+  }
   return c;
 }
 

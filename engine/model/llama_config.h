@@ -30,6 +30,7 @@ struct LlamaConfig {
                                      // rope_freqs.weight tensor, see LlamaWeights::rope_freqs)
   float norm_eps = 1e-5f;            // llama.attention.layer_norm_rms_epsilon
   bool tied_embeddings = false;      // no output.weight: logits use token_embd
+  int32_t pooling_type = -1;         // <arch>.pooling_type, llama.cpp's enum (-1 absent; see pooling.h)
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
   uint32_t q_dim() const { return n_heads * head_dim; }
 

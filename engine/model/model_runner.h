@@ -14,6 +14,7 @@ enum class LogitsMode : uint8_t {
   kNone,    // no output for this sequence (a prefill chunk that does not end the prompt)
   kArgmax,  // only the greedy token (computed on the device; nothing else read back)
   kFull,    // the full logits row of the sequence's last token (for sampling, logprobs)
+  kHidden,  // no logits: the final-normed hidden state of every token of the chunk (embeddings)
 };
 
 // The tokens of one sequence in a step: positions n_past .. n_past+n_tokens-1.
@@ -48,6 +49,9 @@ struct StepBatch {
 struct StepResult {
   std::vector<int32_t> argmax;  // [seqs.size()] greedy token of each seq with logits != kNone, else -1
   std::vector<float> logits;    // [n_full * vocab] rows of the seqs with kFull, in seq order
+  // [n_hidden_tokens * dim] the hidden state after the final RMSNorm (before the output projection)
+  // of every token of the seqs with kHidden, in seq order then token order.
+  std::vector<float> hidden;
 };
 
 class ModelRunner {

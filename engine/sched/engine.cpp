@@ -132,7 +132,7 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
     if (stopping) return rejected(ErrorCode::kCancelled, "engine is shutting down");
     if (waiting_snapshot + static_cast<int32_t>(inbox.size()) >= config.max_queued) {
       ++requests_rejected;
-      SubmitResult r = rejected(ErrorCode::kOverloaded, "overloaded: " + std::to_string(config.max_queued) +
+      SubmitResult r = rejected(ErrorCode::kOverloaded, std::to_string(config.max_queued) +
                                                             " requests are waiting (max_queued); retry later");
       r.retry_after_ms = retry_after_ms;
       return r;

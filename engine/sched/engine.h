@@ -23,6 +23,7 @@
 
 #include "engine/common/error.h"
 #include "engine/model/model_runner.h"
+#include "engine/model/pooling.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace vks {
@@ -75,6 +76,24 @@ struct GenerateRequest {
   std::optional<std::chrono::steady_clock::time_point> deadline;  // covers queue + generation
 };
 
+// Embeddings (engine/sched/engine_embed.cpp): one vector per input, pooled from the hidden states
+// after the final RMSNorm (engine/model/pooling.h). Each input is prefilled through the scheduler
+// like a prompt (chunked, batched with generation; no prefix-cache reuse, its KV blocks freed as
+// soon as it is pooled). Events: kError (on failure) and kFinished, which carries `embeddings`.
+struct EmbedRequest {
+  std::string id;                               // empty: the engine assigns one
+  std::vector<std::string> texts;               // used when token_inputs is empty
+  std::vector<std::vector<TokenId>> token_inputs;
+  bool add_bos = true;                          // only for texts
+  bool inputs_from_text = false;                // token_inputs were tokenized from texts by the caller:
+                                                // errors still name `input`
+  std::optional<Pooling> pooling;               // none: the model's pooling_type (mean for generative models)
+  bool normalize = true;                        // L2-normalize each vector
+  int32_t priority = 0;                         // as GenerateRequest::priority
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+inline constexpr size_t kMaxEmbedInputs = 2048;  // per request (OpenAI's limit)
+
 enum class EventType { kQueued, kScheduled, kFirstToken, kToken, kPreempted, kFinished, kError };
 enum class FinishReason { kStop, kLength, kCancelled, kDeadline, kError };
 std::string_view event_type_name(EventType t);
@@ -111,6 +130,8 @@ struct EngineEvent {
   Timings timings;                             // kFinished
   ErrorCode error_code = ErrorCode::kInternal; // kError (a kFinished with reason kError follows)
   std::string error_message;
+  // kFinished (reason kStop) of an embed request: one vector [dim] per input, in input order.
+  std::vector<std::vector<float>> embeddings;
 };
 
 enum class SchedulingPolicy { kFcfs, kPriority };
@@ -173,6 +194,10 @@ class Engine {
   // Any thread: compiles request.grammar / request.json_schema into request.compiled_constraint.
   // False with `error` set (starts with the field name, gives the position) when it does not compile.
   bool prepare_constraint(GenerateRequest& request, std::string& error);
+  // Any thread: validates, tokenizes texts, enqueues every input. An input longer than the context
+  // (or max_prompt_tokens) is rejected with kInvalidArgument naming it (`input[i]` / `tokens[i]`),
+  // and prompt_tokens is then that input's length; on success prompt_tokens is the total.
+  SubmitResult submit_embed(EmbedRequest request);
   bool cancel(const std::string& id);            // any thread; false if unknown or finished
   size_t poll_events(std::vector<EngineEvent>& out);  // any thread; appends and drains
   EngineStats stats() const;

@@ -16,6 +16,7 @@
 #include "engine/common/thread_pool.h"
 #include "engine/grammar/token_constraint.h"
 #include "engine/sched/block_manager.h"
+#include "engine/sched/embed_job.h"
 #include "engine/sched/engine.h"
 #include "engine/sched/event_queue.h"
 #include "engine/sched/request_validation.h"
@@ -63,7 +64,8 @@ struct Engine::Impl {
 
   // Engine thread (engine_loop.cpp).
   void run();
-  void take_inbox(std::vector<std::unique_ptr<sched::Request>>& fresh, std::vector<std::string>& cancels, bool& stop);
+  void take_inbox(std::vector<std::unique_ptr<sched::Request>>& fresh, std::vector<std::string>& cancels, bool& stop,
+                  std::vector<std::unique_ptr<sched::EmbedJob>>& fresh_embeds);
   void apply_cancels(const std::vector<std::string>& cancels);
   void expire_deadlines(sched::Clock::time_point now);
   void run_step(const sched::SchedulerOutput& out);
@@ -73,6 +75,16 @@ struct Engine::Impl {
   void end_all(FinishReason reason, const std::string& message);
   void publish_stats();
   sched::Clock::time_point next_deadline() const;
+
+  // Embed requests (engine_embed.cpp).
+  SubmitResult submit_embed(EmbedRequest request);  // any thread
+  sched::EmbedJob* embed_owner(const sched::Sequence* seq) const;  // null: a generate request's
+  void add_embed_job(std::unique_ptr<sched::EmbedJob> job, sched::Clock::time_point now);
+  // After a step: pools the hidden rows of the kHidden chunks (in chunk order) and finishes the
+  // jobs whose inputs are all pooled.
+  void embed_step_done(const sched::SchedulerOutput& out, const StepResult& result, sched::Clock::time_point now);
+  void finish_embed(sched::EmbedJob& job, FinishReason reason, sched::Clock::time_point now);
+  void fail_embed(sched::EmbedJob& job, ErrorCode code, const std::string& message, sched::Clock::time_point now);
 
   // Fixed at construction.
   std::unique_ptr<ModelRunner> runner;
@@ -95,6 +107,8 @@ struct Engine::Impl {
   sched::Scheduler scheduler;
   std::unordered_map<std::string, std::unique_ptr<sched::Request>> requests;
   std::unordered_map<const sched::Sequence*, sched::Request*> by_seq;
+  std::unordered_map<std::string, std::unique_ptr<sched::EmbedJob>> embed_jobs;
+  std::unordered_map<const sched::Sequence*, sched::EmbedJob*> embed_by_seq;
   std::deque<std::pair<sched::Clock::time_point, int32_t>> decode_window;  // (step end, tokens)
   std::deque<double> ttft_samples, itl_samples;
   double avg_request_ms = 500;
@@ -106,6 +120,8 @@ struct Engine::Impl {
   std::condition_variable wake;
   bool stopping = false;
   std::vector<std::unique_ptr<sched::Request>> inbox;
+  std::vector<std::unique_ptr<sched::EmbedJob>> embed_inbox;
+  int32_t embed_inbox_inputs = 0;  // sequences waiting in embed_inbox
   std::vector<std::string> cancel_inbox;
   std::unordered_set<std::string> live_ids;
   std::mt19937_64 id_rng;

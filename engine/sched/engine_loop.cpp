@@ -31,9 +31,11 @@ void Engine::Impl::run() {
   while (!stop) {
     std::vector<std::unique_ptr<Request>> fresh;
     std::vector<std::string> cancels;
+    std::vector<std::unique_ptr<sched::EmbedJob>> fresh_embeds;
     try {
-      take_inbox(fresh, cancels, stop);
+      take_inbox(fresh, cancels, stop, fresh_embeds);
       const auto now = Clock::now();
+      for (auto& job : fresh_embeds) add_embed_job(std::move(job), now);
       for (auto& r : fresh) {
         Request& req = *r;
         by_seq[&req.seq] = &req;
@@ -74,6 +76,30 @@ void Engine::Impl::end_all(FinishReason reason, const std::string& message) {
   std::vector<Request*> all;
   for (auto& [id, r] : requests) all.push_back(r.get());
   std::sort(all.begin(), all.end(), [](const Request* a, const Request* b) { return a->seq.arrival < b->seq.arrival; });
+  std::vector<sched::EmbedJob*> embeds;
+  for (auto& [id, job] : embed_jobs) embeds.push_back(job.get());
+  for (sched::EmbedJob* job : embeds) {
+    const std::string id = job->id;
+    try {
+      if (reason == FinishReason::kError) {
+        fail_embed(*job, ErrorCode::kInternal, message, Clock::now());
+      } else {
+        finish_embed(*job, reason, Clock::now());
+      }
+    } catch (...) {
+      EngineEvent e;
+      e.request_id = id;
+      e.type = EventType::kFinished;
+      e.reason = FinishReason::kError;
+      events.add(std::move(e));
+      if (auto it = embed_jobs.find(id); it != embed_jobs.end()) {
+        for (auto& in : it->second->inputs) embed_by_seq.erase(&in->seq);
+        embed_jobs.erase(it);
+      }
+      std::lock_guard lock(mu);
+      live_ids.erase(id);
+    }
+  }
   for (Request* r : all) {
     const std::string id = r->id;
     const sched::Sequence* seq = &r->seq;
@@ -98,10 +124,11 @@ void Engine::Impl::end_all(FinishReason reason, const std::string& message) {
   }
 }
 
-void Engine::Impl::take_inbox(std::vector<std::unique_ptr<Request>>& fresh, std::vector<std::string>& cancels, bool& stop) {
+void Engine::Impl::take_inbox(std::vector<std::unique_ptr<Request>>& fresh, std::vector<std::string>& cancels, bool& stop,
+                              std::vector<std::unique_ptr<sched::EmbedJob>>& fresh_embeds) {
   std::unique_lock lock(mu);
   const bool busy = scheduler.num_running() > 0 || scheduler.num_waiting() > 0;
-  auto ready = [&] { return stopping || !inbox.empty() || !cancel_inbox.empty(); };
+  auto ready = [&] { return stopping || !inbox.empty() || !cancel_inbox.empty() || !embed_inbox.empty(); };
   if (!busy) {
     const auto deadline = next_deadline();
     if (deadline == Clock::time_point::max()) {
@@ -116,8 +143,10 @@ void Engine::Impl::take_inbox(std::vector<std::unique_ptr<Request>>& fresh, std:
   }
   fresh.swap(inbox);
   cancels.swap(cancel_inbox);
+  fresh_embeds.swap(embed_inbox);
   stop = stopping;
-  waiting_snapshot = scheduler.num_waiting() + static_cast<int32_t>(fresh.size());
+  waiting_snapshot = scheduler.num_waiting() + static_cast<int32_t>(fresh.size()) + embed_inbox_inputs;
+  embed_inbox_inputs = 0;
 }
 
 Clock::time_point Engine::Impl::next_deadline() const {
@@ -125,13 +154,20 @@ Clock::time_point Engine::Impl::next_deadline() const {
   for (const auto& [id, r] : requests) {
     if (r->params.deadline) t = std::min(t, *r->params.deadline);
   }
+  for (const auto& [id, job] : embed_jobs) {
+    if (job->deadline) t = std::min(t, *job->deadline);
+  }
   return t;
 }
 
 void Engine::Impl::apply_cancels(const std::vector<std::string>& cancels) {
   for (const std::string& id : cancels) {
     auto it = requests.find(id);
-    if (it != requests.end()) finish(*it->second, FinishReason::kCancelled, Clock::now());
+    if (it != requests.end()) {
+      finish(*it->second, FinishReason::kCancelled, Clock::now());
+    } else if (auto job = embed_jobs.find(id); job != embed_jobs.end()) {
+      finish_embed(*job->second, FinishReason::kCancelled, Clock::now());
+    }
   }
 }
 
@@ -141,16 +177,28 @@ void Engine::Impl::expire_deadlines(Clock::time_point now) {
     if (r->params.deadline && *r->params.deadline <= now) late.push_back(r.get());
   }
   for (Request* r : late) finish(*r, FinishReason::kDeadline, now);
+  std::vector<sched::EmbedJob*> late_embeds;
+  for (auto& [id, job] : embed_jobs) {
+    if (job->deadline && *job->deadline <= now) late_embeds.push_back(job.get());
+  }
+  for (sched::EmbedJob* job : late_embeds) finish_embed(*job, FinishReason::kDeadline, now);
 }
 
 void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
   const auto start = Clock::now();
   auto owner = [this](const sched::Sequence* s) { return by_seq.at(s); };
   for (sched::Sequence* s : out.preempted) {
-    if (s->state == sched::SeqState::kFinished) continue;
+    if (s->state == sched::SeqState::kFinished || embed_owner(s)) continue;
     events.add(event_for(*owner(s), EventType::kPreempted));
   }
   for (sched::Sequence* s : out.admitted) {
+    if (sched::EmbedJob* job = embed_owner(s)) {
+      if (!job->scheduled_once) {
+        job->scheduled_once = true;
+        job->first_scheduled = start;
+      }
+      continue;
+    }
     Request& r = *owner(s);
     if (!r.scheduled_once) {
       r.scheduled_once = true;
@@ -160,18 +208,22 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
   }
 
   StepBatch batch;
+  size_t n_hidden = 0;  // tokens whose hidden state an embed request pools
   std::vector<bool> full(out.chunks.size(), false);
   // Tokens banned for the next draw (EOS/stops before min_tokens); computed once, used twice.
   std::vector<std::vector<int32_t>> suppressed(out.chunks.size());
   for (size_t i = 0; i < out.chunks.size(); ++i) {
     const sched::ScheduledChunk& c = out.chunks[i];
-    Request& r = *owner(c.seq);
     SeqChunk sc;
     sc.token_offset = static_cast<int32_t>(batch.tokens.size());
     sc.n_tokens = c.n_tokens;
     sc.n_past = c.n_past;
     sc.block_table = c.seq->kv.blocks;
-    if (c.completes()) {
+    if (embed_owner(c.seq)) {
+      sc.logits = LogitsMode::kHidden;
+      n_hidden += static_cast<size_t>(c.n_tokens);
+    } else if (c.completes()) {
+      Request& r = *owner(c.seq);
       suppressed[i] = r.stop.suppressed_for(r.generated + 1, eog_ids);
       full[i] = r.constraint != nullptr || r.sampler.needs_full_logits(!suppressed[i].empty());
       sc.logits = full[i] ? LogitsMode::kFull : LogitsMode::kArgmax;
@@ -187,7 +239,8 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
   try {
     runner->step(batch, result);
     const size_t n_full = static_cast<size_t>(std::count(full.begin(), full.end(), true));
-    if (result.argmax.size() != batch.seqs.size() || result.logits.size() != n_full * limits.vocab_size) {
+    if (result.argmax.size() != batch.seqs.size() || result.logits.size() != n_full * limits.vocab_size ||
+        result.hidden.size() != n_hidden * runner->config().dim) {
       failure = "runner returned a result of the wrong size";
       failure_code = ErrorCode::kInternal;
     }
@@ -200,7 +253,13 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
   const auto now = Clock::now();
   if (!failure.empty()) {
     for (const sched::ScheduledChunk& c : out.chunks) {
-      if (c.seq->state != sched::SeqState::kFinished) fail(*owner(c.seq), failure_code, "model step failed: " + failure, now);
+      if (auto it = embed_by_seq.find(c.seq); it != embed_by_seq.end()) {
+        fail_embed(*it->second, failure_code, "model step failed: " + failure, now);  // forgets all its seqs
+        continue;
+      }
+      if (by_seq.count(c.seq) && c.seq->state != sched::SeqState::kFinished) {
+        fail(*owner(c.seq), failure_code, "model step failed: " + failure, now);
+      }
     }
     return;
   }
@@ -232,7 +291,7 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
   for (size_t i = 0; i < out.chunks.size(); ++i) {
     const sched::ScheduledChunk& c = out.chunks[i];
     prompt_tokens_processed += std::max(0, std::min(c.n_past + c.n_tokens, c.seq->num_prompt_tokens) - c.n_past);
-    if (!c.completes()) continue;
+    if (!c.completes() || embed_owner(c.seq)) continue;
     const size_t my_row = full[i] ? row++ : 0;
     if (cancelled.count(c.seq)) continue;
     draws.push_back(Draw{i, my_row, owner(c.seq), {}, {}});
@@ -258,6 +317,7 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
       d.error = e.what();
     }
   });
+  if (n_hidden > 0) embed_step_done(out, result, now);
   int32_t decoded = 0;
   for (Draw& d : draws) {
     Request& r = *d.request;

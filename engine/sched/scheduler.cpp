@@ -124,7 +124,7 @@ SchedulerOutput Scheduler::schedule(Clock::time_point now) {
   if (!out.preempted.empty()) return out;
   for (Sequence* s : waiting_in_order(now)) {
     if (budget <= 0 || static_cast<int32_t>(running_.size()) >= config_.max_seqs) break;
-    const PrefixMatch match = blocks_.match_prefix(s->tokens);
+    const PrefixMatch match = s->use_prefix_cache ? blocks_.match_prefix(s->tokens) : PrefixMatch{};
     const int32_t bs = blocks_.block_size();
     const int32_t cached = static_cast<int32_t>(match.blocks.size()) * bs;
     const int32_t free_after = blocks_.num_free() - match.evictable;
@@ -137,7 +137,7 @@ SchedulerOutput Scheduler::schedule(Clock::time_point now) {
     if (!s->admitted_before) {
       s->admitted_before = true;
       s->num_cached_prompt = std::min(cached, s->num_prompt_tokens);
-      blocks_.record_lookup(s->num_tokens(), cached);
+      if (s->use_prefix_cache) blocks_.record_lookup(s->num_tokens(), cached);
     }
     s->state = SeqState::kRunning;
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), s));

@@ -23,6 +23,7 @@ struct Sequence {
   int32_t num_cached_prompt = 0;     // prompt tokens served from the prefix cache at first admission
   bool admitted_before = false;
   int32_t num_preemptions = 0;
+  bool use_prefix_cache = true;      // false: always computed from position 0 (embeddings need every row)
   SeqState state = SeqState::kWaiting;
   SeqBlocks kv;
 

@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 #include "tests/clients/process_util.h"
 #include "tests/clients/reference.h"
 #include "tests/common/test_models.h"
@@ -52,6 +55,44 @@ TEST(CliRun, WithoutMaxTokensASmallContextModelGeneratesUntilTheContextIsFull) {
                                                          "--cpu", "-n", "120", "Once upon a time"});
   EXPECT_EQ(with_prompt.exit_code, 1);
   EXPECT_NE(with_prompt.err.find("by 5 (at most 115 fit"), std::string::npos) << with_prompt.err;
+}
+
+// Issue 15: `run --json` prints the event objects `generate --json` prints, and -v a load summary.
+TEST(CliRun, JsonPrintsTheAcceptedAnswerAndEveryEvent) {
+  const vks::test::GreedyReference ref = vks::test::load_greedy_reference();
+  const ProcessResult r = vks::test::run_process({vkstream_exe(), "run", "-m", vks::test::model_path("stories260K.gguf"),
+                                                  "--cpu", "--greedy", "-n", "12", "--json", "--logprobs", "2", "-v",
+                                                  vks::test::kReferencePrompt});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false));
+    ASSERT_FALSE(lines.back().is_discarded()) << line;
+  }
+  ASSERT_GE(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines.front()["type"], "accepted");
+  const std::string id = lines.front()["id"];
+  EXPECT_EQ(lines.back()["type"], "finished");
+  EXPECT_EQ(lines.back()["reason"], "length");
+  EXPECT_EQ(lines.back()["usage"]["generated_tokens"], 12);
+  std::string text;
+  int64_t expected_seq = 0;
+  size_t tokens = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i]["id"], id);
+    EXPECT_EQ(lines[i]["seq"], expected_seq++);
+    if (lines[i]["type"] != "token") continue;
+    text += lines[i]["text"].get<std::string>();
+    tokens += lines[i]["ids"].size();
+    ASSERT_EQ(lines[i]["logprobs"].size(), lines[i]["ids"].size());
+    EXPECT_EQ(lines[i]["logprobs"][0]["top"].size(), 2u);
+  }
+  EXPECT_EQ(tokens, 12u);
+  // The greedy reference continues the prompt: the streamed text is its next part.
+  EXPECT_EQ(ref.text.find(std::string(vks::test::kReferencePrompt) + text), 0u) << text;
+  EXPECT_NE(r.err.find("[stories260K.gguf: llama, 5 layers"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; device cpu; loaded in "), std::string::npos) << r.err;
 }
 
 TEST(CliRun, MissingFileSaysWhatToDo) {

@@ -163,6 +163,8 @@ TEST(ErrorCodes, EngineMapping) {
   full.code = ErrorCode::kOverloaded;
   EXPECT_EQ(error_from_submit(full, 512).code, WireError::kOverloaded);
   EXPECT_FALSE(error_from_submit(full, 512).message.empty());
+  full.message = "overloaded: 64 requests are waiting (max_queued); retry later";
+  EXPECT_EQ(error_from_submit(full, 512).field, "");  // no spurious field "overloaded"
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 
 #include <msgpack.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include "tests/server/daemon_harness.h"
 
 namespace vks::test {
@@ -99,6 +102,68 @@ TEST_F(ServerBadInputTest, OversizedFrameGetsFrameTooLargeAndClose) {
   ASSERT_NE(err, nullptr);
   EXPECT_EQ(err->error.code, proto::WireError::kFrameTooLarge);
   EXPECT_TRUE(c.wait_closed(5000));
+}
+
+// Issue 14, fault 3: requests that arrive in the same read just before a bad header are run and
+// answered, in order (a long tokenize and a long-prompt generate are prepared off the loop), then
+// the error closes the connection; a detached generate among them runs to its end.
+TEST_F(ServerBadInputTest, RequestsBeforeABadHeaderAreAnsweredInOrderFirst) {
+  for (const std::string& bad : {header(0), header(64u << 20)}) {
+    UdsClient c;
+    ASSERT_TRUE(c.connect(daemon_->socket_path()));
+    std::string long_text;
+    while (long_text.size() < 1200) long_text += "Once upon a time there was a cat. ";
+    std::string burst;
+    proto::Request detached = greedy_request(20);
+    std::get<proto::GenerateRequest>(detached.body).detached = true;
+    detached.tag = proto::Tag::of(1);
+    proto::append_frame(burst, proto::encode_request(detached));
+    proto::append_frame(burst, proto::encode_request(simple(proto::TokenizeRequest{long_text}, 2)));
+    proto::Request long_prompt = greedy_request(5);
+    std::get<proto::GenerateRequest>(long_prompt.body).prompt = long_text.substr(0, 1100);
+    std::get<proto::GenerateRequest>(long_prompt.body).detached = true;
+    long_prompt.tag = proto::Tag::of(3);
+    proto::append_frame(burst, proto::encode_request(long_prompt));
+    constexpr int kAnswers = 40;
+    for (int tag = 4; tag <= kAnswers; ++tag) {
+      proto::append_frame(burst, proto::encode_request(simple(proto::HelloRequest{}, tag)));
+    }
+    ASSERT_TRUE(c.send_raw(burst + bad));
+    std::vector<std::string> ids;
+    int next_tag = 1;
+    std::optional<proto::ServerMessage> m;
+    while ((m = c.recv(10000)) && std::holds_alternative<proto::StreamEvent>(m->body)) {}
+    for (; m && next_tag <= kAnswers; m = c.recv(10000)) {
+      if (std::holds_alternative<proto::StreamEvent>(m->body)) continue;
+      ASSERT_EQ(m->tag, proto::Tag::of(next_tag)) << "answer " << next_tag << ": " << proto::answer_type_name(m->body);
+      EXPECT_FALSE(std::holds_alternative<proto::ErrorAnswer>(m->body)) << "answer " << next_tag;
+      if (const auto* a = std::get_if<proto::AcceptedAnswer>(&m->body)) ids.push_back(a->id);
+      ++next_tag;
+    }
+    EXPECT_EQ(next_tag, kAnswers + 1) << "requests before the bad header were dropped";
+    while (m && std::holds_alternative<proto::StreamEvent>(m->body)) m = c.recv(10000);
+    const auto* err = as_error(m);
+    ASSERT_NE(err, nullptr);
+    EXPECT_TRUE(err->error.code == proto::WireError::kBadFrame || err->error.code == proto::WireError::kFrameTooLarge);
+    EXPECT_FALSE(m->tag.has_value());
+    EXPECT_TRUE(c.wait_closed(5000));
+    // Both detached generates exist and run to their end although the connection closed.
+    ASSERT_EQ(ids.size(), 2u);
+    UdsClient watcher;
+    ASSERT_TRUE(watcher.connect(daemon_->socket_path()));
+    for (const std::string& id : ids) {
+      proto::StatusAnswer status;
+      for (int i = 0; i < 400 && status.state != proto::RequestState::kFinished; ++i) {
+        auto st = request(watcher, simple(proto::StatusRequest{id}, 9));
+        ASSERT_TRUE(st);
+        ASSERT_TRUE(std::holds_alternative<proto::StatusAnswer>(st->body));
+        status = std::get<proto::StatusAnswer>(st->body);
+        if (status.state != proto::RequestState::kFinished) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      }
+      EXPECT_EQ(status.state, proto::RequestState::kFinished);
+      EXPECT_NE(status.reason, FinishReason::kCancelled);
+    }
+  }
 }
 
 TEST_F(ServerBadInputTest, NonMsgpackFrameGetsBadFrameAndConnectionStays) {

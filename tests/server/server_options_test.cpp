@@ -168,6 +168,18 @@ TEST(GpuCheck, WarnsOnlyForACpuDeviceWhenAGpuExists) {
 
 }  // namespace
 
+// Issue 15: hello advertised a relative --router/--pub as given, useless to a client elsewhere.
+TEST(ServerOptions, RelativeIpcEndpointsBecomeAbsolute) {
+  auto o = parse({"--model", "m.gguf", "--socket", "/tmp/x.sock", "--router", "ipc://rel/router.zmq", "--pub",
+                  "ipc:///abs/pub.zmq"});
+  ASSERT_TRUE(o.has_value());
+  vks::server::apply_default_paths(*o);
+  const std::string cwd = std::filesystem::current_path().string();
+  EXPECT_EQ(o->router_endpoint, "ipc://" + cwd + "/rel/router.zmq");
+  EXPECT_EQ(o->pub_endpoint, "ipc:///abs/pub.zmq");
+  EXPECT_EQ(o->socket_path, "/tmp/x.sock");
+}
+
 // Faults 7 and 8 of issue 14.
 namespace vks::server {
 namespace {

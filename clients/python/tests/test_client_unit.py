@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import msgpack  # noqa: E402
 
 import vkstream  # noqa: E402
-from vkstream import errors  # noqa: E402
+from vkstream import calls, errors  # noqa: E402
 from vkstream.protocol import FrameDecoder, SeqTracker, encode_frame, generate_request, pack, unpack  # noqa: E402
 
 from fake_server import Brain, FakeUnixServer, FakeZmqServer  # noqa: E402
@@ -110,6 +110,42 @@ class FramingTest(unittest.TestCase):
     def test_error_answer_vs_stream_error(self):
         self.assertFalse(unpack(pack({"type": "error", "code": "x", "id": "a"})).is_event)
         self.assertTrue(unpack(pack({"type": "error", "code": "x", "id": "a", "seq": 3})).is_event)
+
+
+class CallsTest(unittest.TestCase):
+    """calls.py: each request once, driven the same way by the sync and the asyncio client."""
+
+    PAGES = {0: {"events": [{"seq": 0}, {"seq": 1}], "truncated": True, "next_seq": 2},
+             2: {"events": [{"seq": 2}], "truncated": True, "next_seq": 3},
+             3: {"events": [{"seq": 3}], "truncated": False, "next_seq": 4}}
+
+    def test_replay_events_follows_truncated_pages(self):
+        asked = []
+
+        def answer_of(request):
+            asked.append(request["from_seq"])
+            self.assertEqual(request["type"], "replay")
+            self.assertEqual(request["id"], "r1")
+            return self.PAGES[request["from_seq"]]
+
+        events = calls.drive(calls.replay_events("r1"), answer_of)
+        self.assertEqual(asked, [0, 2, 3])
+        self.assertEqual([e.seq for e in events], [0, 1, 2, 3])
+
+        async def answer_async(request):
+            return self.PAGES[request["from_seq"]]
+
+        events = asyncio.run(calls.drive_async(calls.replay_events("r1", 2), answer_async))
+        self.assertEqual([e.seq for e in events], [2, 3])
+
+    def test_a_page_that_does_not_advance_ends_the_replay(self):
+        stuck = {"events": [], "truncated": True, "next_seq": 0}
+        self.assertEqual(calls.drive(calls.replay_events("r1"), lambda request: stuck), [])
+
+    def test_answers_are_unwrapped(self):
+        self.assertEqual(calls.drive(calls.stats("prometheus"), lambda r: {"text": "x 1", "stats": None}), "x 1")
+        self.assertEqual(calls.drive(calls.stats(), lambda r: {"stats": {"a": 1}}), {"a": 1})
+        self.assertEqual(calls.drive(calls.tokenize("hi"), lambda r: {"ids": [r["text"]]}), ["hi"])
 
 
 class UnixClientTest(unittest.TestCase):

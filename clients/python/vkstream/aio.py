@@ -2,10 +2,9 @@
 import asyncio
 import itertools
 
-from . import errors
+from . import calls, errors
 from .client import Completion
-from .protocol import (DEFAULT_MAX_FRAME_BYTES, HEADER, PROTOCOL_VERSION, Message, SeqTracker, encode_frame,
-                       chat_request, generate_request, pack, unpack)
+from .protocol import DEFAULT_MAX_FRAME_BYTES, HEADER, PROTOCOL_VERSION, SeqTracker, encode_frame, pack, unpack
 from .transport import default_router_endpoint, default_socket_path
 
 
@@ -210,67 +209,63 @@ class AsyncClient:
             raise errors.error_from_message(answer)
         return answer
 
-    async def hello(self, version=PROTOCOL_VERSION, client="vkstream-python-asyncio"):
-        return await self.request({"type": "hello", "version": version, "client": client})
+    # -- requests (each written once in calls.py) --------------------------------------------------
+    async def call(self, call):
+        """Runs one of calls.py's request generators over this connection."""
+        return await calls.drive_async(call, self.request)
 
-    async def submit(self, prompt=None, **params):
-        accepted = await self.request(generate_request(prompt, **params))
+    async def hello(self, version=PROTOCOL_VERSION, client="vkstream-python-asyncio"):
+        return await self.call(calls.hello(version, client))
+
+    def _accepted(self, accepted, params):
         if params.get("stream") is False:
             self._queues.pop(accepted["id"], None)  # no events come on this connection: keep no queue
         return accepted
 
+    def _stream(self, accepted, raise_on_error):
+        queue = self._queues.setdefault(accepted["id"], asyncio.Queue())
+        return AsyncStream(self, accepted, queue, raise_on_error=raise_on_error)
+
+    async def submit(self, prompt=None, **params):
+        return self._accepted(await self.call(calls.submit(prompt, **params)), params)
+
     async def generate(self, prompt=None, *, raise_on_error=True, **params):
         if params.get("stream") is False:
             raise TypeError("generate() streams; use submit(stream=False) for fire-and-forget")
-        accepted = await self.submit(prompt, **params)
-        queue = self._queues.setdefault(accepted["id"], asyncio.Queue())
-        return AsyncStream(self, accepted, queue, raise_on_error=raise_on_error)
+        return self._stream(await self.submit(prompt, **params), raise_on_error)
 
     async def complete(self, prompt=None, **params):
         return await (await self.generate(prompt, **params)).result()
 
     async def submit_chat(self, messages, **params):
-        accepted = await self.request(chat_request(messages, **params))
-        if params.get("stream") is False:
-            self._queues.pop(accepted["id"], None)
-        return accepted
+        return self._accepted(await self.call(calls.submit_chat(messages, **params)), params)
 
     async def chat(self, messages, *, raise_on_error=True, **params):
         """Streams the reply to a conversation (see Client.chat)."""
         if params.get("stream") is False:
             raise TypeError("chat() streams; use submit_chat(stream=False) for fire-and-forget")
-        accepted = await self.submit_chat(messages, **params)
-        queue = self._queues.setdefault(accepted["id"], asyncio.Queue())
-        return AsyncStream(self, accepted, queue, raise_on_error=raise_on_error)
+        return self._stream(await self.submit_chat(messages, **params), raise_on_error)
 
     async def cancel(self, request_id):
-        return await self.request({"type": "cancel", "id": request_id})
+        return await self.call(calls.cancel(request_id))
 
     async def status(self, request_id):
-        return await self.request({"type": "status", "id": request_id})
+        return await self.call(calls.status(request_id))
 
     async def stats(self, format="map"):  # noqa: A002
-        answer = await self.request({"type": "stats", "format": format})
-        return answer["text"] if format == "prometheus" else answer["stats"]
+        return await self.call(calls.stats(format))
 
     async def tokenize(self, text, add_bos=True, parse_special=False):
-        answer = await self.request({"type": "tokenize", "text": text, "add_bos": add_bos, "parse_special": parse_special})
-        return answer["ids"]
+        return await self.call(calls.tokenize(text, add_bos, parse_special))
 
     async def detokenize(self, ids):
-        return (await self.request({"type": "detokenize", "ids": [int(i) for i in ids]}))["text"]
+        return await self.call(calls.detokenize(ids))
 
     async def model(self):
-        return (await self.request({"type": "model"}))["model"]
+        return await self.call(calls.model())
 
     async def replay(self, request_id, from_seq=0):
-        return await self.request({"type": "replay", "id": request_id, "from_seq": from_seq})
+        return await self.call(calls.replay(request_id, from_seq))
 
     async def replay_events(self, request_id, from_seq=0):
-        events = []
-        while True:
-            answer = await self.replay(request_id, from_seq)
-            events.extend(Message(e) for e in answer["events"])
-            if not answer.get("truncated") or answer["next_seq"] <= from_seq:
-                return events
-            from_seq = answer["next_seq"]
+        return await self.call(calls.replay_events(request_id, from_seq))

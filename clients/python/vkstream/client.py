@@ -5,7 +5,8 @@ import collections
 import itertools
 
 from . import errors
-from .protocol import PROTOCOL_VERSION, Message, SeqTracker, chat_request, generate_request, pack, unpack
+from . import calls
+from .protocol import PROTOCOL_VERSION, SeqTracker, pack, unpack
 from .transport import UnixTransport, ZmqTransport
 
 
@@ -182,24 +183,29 @@ class Client:
     def _forget(self, request_id):
         self._events.pop(request_id, None)
 
-    # -- requests ---------------------------------------------------------------------------------
+    # -- requests (each written once in calls.py) --------------------------------------------------
+    def call(self, call):
+        """Runs one of calls.py's request generators over this connection."""
+        return calls.drive(call, self.request)
+
     def hello(self, version=PROTOCOL_VERSION, client="vkstream-python"):
-        return self.request({"type": "hello", "version": version, "client": client})
+        return self.call(calls.hello(version, client))
+
+    def _accepted(self, accepted, params):
+        if params.get("stream") is False:
+            self._forget(accepted["id"])  # no events come on this connection: keep no queue
+        return accepted
 
     def submit(self, prompt=None, **params):
         """Sends a generate and returns the `accepted` answer (events are left queued on this
         connection unless stream=False; iterate them with events(id))."""
-        accepted = self.request(generate_request(prompt, **params))
-        if params.get("stream") is False:
-            self._forget(accepted["id"])  # no events come on this connection: keep no queue
-        return accepted
+        return self._accepted(self.call(calls.submit(prompt, **params)), params)
 
     def generate(self, prompt=None, *, raise_on_error=True, **params):
         """Submits a generation and returns a Stream: iterate it for events (token, finished, ...)."""
         if params.get("stream") is False:
             raise TypeError("generate() streams; use submit(stream=False) for fire-and-forget")
-        accepted = self.submit(prompt, **params)
-        return Stream(self, accepted, raise_on_error=raise_on_error)
+        return Stream(self, self.submit(prompt, **params), raise_on_error=raise_on_error)
 
     def complete(self, prompt=None, **params):
         """Generates to the end and returns the Completion (text, ids, finish_reason, usage)."""
@@ -207,10 +213,7 @@ class Client:
 
     def submit_chat(self, messages, **params):
         """Sends a chat request (see protocol.chat_request) and returns the `accepted` answer."""
-        accepted = self.request(chat_request(messages, **params))
-        if params.get("stream") is False:
-            self._forget(accepted["id"])
-        return accepted
+        return self._accepted(self.call(calls.submit_chat(messages, **params)), params)
 
     def chat(self, messages, *, raise_on_error=True, **params):
         """Submits a conversation and returns a Stream of the reply's events; the server renders the
@@ -225,34 +228,27 @@ class Client:
         return Stream(self, accepted, raise_on_error=raise_on_error)
 
     def cancel(self, request_id):
-        return self.request({"type": "cancel", "id": request_id})
+        return self.call(calls.cancel(request_id))
 
     def status(self, request_id):
-        return self.request({"type": "status", "id": request_id})
+        return self.call(calls.status(request_id))
 
     def stats(self, format="map"):  # noqa: A002 - the wire field is called format
-        answer = self.request({"type": "stats", "format": format})
-        return answer["text"] if format == "prometheus" else answer["stats"]
+        return self.call(calls.stats(format))
 
     def tokenize(self, text, add_bos=True, parse_special=False):
-        return self.request({"type": "tokenize", "text": text, "add_bos": add_bos, "parse_special": parse_special})["ids"]
+        return self.call(calls.tokenize(text, add_bos, parse_special))
 
     def detokenize(self, ids):
-        return self.request({"type": "detokenize", "ids": [int(i) for i in ids]})["text"]
+        return self.call(calls.detokenize(ids))
 
     def model(self):
-        return self.request({"type": "model"})["model"]
+        return self.call(calls.model())
 
     def replay(self, request_id, from_seq=0):
         """One `replay` answer (may be truncated: see replay_events)."""
-        return self.request({"type": "replay", "id": request_id, "from_seq": from_seq})
+        return self.call(calls.replay(request_id, from_seq))
 
     def replay_events(self, request_id, from_seq=0):
-        """Every event with seq ≥ from_seq published so far, following truncated answers."""
-        events = []
-        while True:
-            answer = self.replay(request_id, from_seq)
-            events.extend(Message(e) for e in answer["events"])
-            if not answer.get("truncated") or answer["next_seq"] <= from_seq:
-                return events
-            from_seq = answer["next_seq"]
+        """Every event with seq >= from_seq published so far, following truncated answers."""
+        return self.call(calls.replay_events(request_id, from_seq))

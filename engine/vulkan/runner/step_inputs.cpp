@@ -80,13 +80,16 @@ void pack_step_inputs(const StepBatch& batch, const StepLimits& limits, StepInpu
   out.out_rows.clear();
   out.out_seq.clear();
   out.n_full = 0;
+  out.hidden_rows.clear();
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const SeqChunk& c = batch.seqs[s];
     check_seq(batch, limits, s, out.token_seq);
     const size_t used = std::min(c.block_table.size(), static_cast<size_t>(limits.max_blocks_per_seq));
     std::copy_n(c.block_table.begin(), used,
                 out.block_tables.begin() + static_cast<std::ptrdiff_t>(s * static_cast<size_t>(limits.max_blocks_per_seq)));
-    if (c.logits != LogitsMode::kNone) {
+    if (c.logits == LogitsMode::kHidden) {
+      for (int32_t i = 0; i < c.n_tokens; ++i) out.hidden_rows.push_back(c.token_offset + i);
+    } else if (c.logits != LogitsMode::kNone) {
       out.out_rows.push_back(c.token_offset + c.n_tokens - 1);
       out.out_seq.push_back(static_cast<int32_t>(s));
       if (c.logits == LogitsMode::kFull) ++out.n_full;

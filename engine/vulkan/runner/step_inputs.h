@@ -25,6 +25,8 @@ struct StepInputs {
   std::vector<int32_t> out_rows;       // [n_out] token index whose logits are computed, seq order
   std::vector<int32_t> out_seq;        // [n_out] sequence index of each out row
   int32_t n_full = 0;                  // out rows whose sequence wants LogitsMode::kFull
+  std::vector<int32_t> hidden_rows;    // token indexes whose final-normed state is read back
+                                       // (every token of the LogitsMode::kHidden seqs), seq order
 };
 
 // Throws vks::Error(kInvalidArgument) naming the first problem: sizes, token ids, sequences that

@@ -84,6 +84,10 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   block_tables_ = make_io(S * static_cast<uint64_t>(limits_.max_blocks_per_seq) * 4, true);
   logits_ = make_io(S * vocab_s_ * kF, false);
   ids_ = make_io(S * 4, false);
+  hidden_ = make_io(T * dim_s_ * kF, false);
+  if (hidden_.device.size() > max_binding) {
+    throw Error(ErrorCode::kInvalidArgument, "hidden-state buffer exceeds the device's binding; lower max_step_tokens");
+  }
   if (logits_.device.size() > max_binding) {
     throw Error(ErrorCode::kInvalidArgument, "logits buffer exceeds the device's binding; lower max_step_seqs");
   }
@@ -304,6 +308,22 @@ void VulkanRunner::record_logits(vk::CommandBuffer& cmd, const StepInputs& in) {
   mark(cmd, "argmax");
 }
 
+// Embeddings: the final norm of every kHidden row, packed in hidden_ in the order of in.hidden_rows.
+void VulkanRunner::record_hidden(vk::CommandBuffer& cmd, const StepInputs& in) {
+  const LlamaConfig& c = config_;
+  const uint32_t n = static_cast<uint32_t>(in.hidden_rows.size());
+  if (n == 0) return;
+  const uint64_t row = uint64_t(dim_s_) * kF;
+  for (uint32_t i = 0; i < n;) {  // one rmsnorm per run of consecutive rows
+    uint32_t j = i + 1;
+    while (j < n && in.hidden_rows[j] == in.hidden_rows[j - 1] + 1) ++j;
+    ops_->rmsnorm(cmd, x_.view(uint64_t(in.hidden_rows[i]) * row, (j - i) * row), dim_s_, weights_->output_norm.view(),
+                  hidden_.device.view(i * row, (j - i) * row), dim_s_, j - i, c.dim, c.norm_eps);
+    i = j;
+  }
+  mark(cmd, "hidden_norm");
+}
+
 void VulkanRunner::record_forward(vk::CommandBuffer& cmd, const StepInputs& in) {
   const uint32_t n = static_cast<uint32_t>(in.n_tokens);
   ops_->embed(cmd, weights_->token_embd, tokens_.device.view(), n, x_.view(), dim_s_);
@@ -311,12 +331,15 @@ void VulkanRunner::record_forward(vk::CommandBuffer& cmd, const StepInputs& in) 
   barrier(cmd);
   for (uint32_t l = 0; l < config_.n_layers; ++l) record_layer(cmd, l, n);
   record_logits(cmd, in);
+  record_hidden(cmd, in);
 }
 
 void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
   pack_step_inputs(batch, limits_, inputs_);
   const StepInputs& in = inputs_;
   const uint32_t n_out = static_cast<uint32_t>(in.out_rows.size());
+  const uint32_t n_hidden = static_cast<uint32_t>(in.hidden_rows.size());
+  const uint64_t hidden_bytes = uint64_t(n_hidden) * dim_s_ * kF;
 
   cmd_.begin();
   if (profiler_) profiler_->begin(cmd_);
@@ -326,7 +349,13 @@ void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
     cmd_.barrier(vk::Stage::kCompute, vk::Stage::kTransfer);
     cmd_.copy(ids_.device, 0, ids_.host, 0, uint64_t(n_out) * 4);
     if (in.n_full > 0) cmd_.copy(logits_.device, 0, logits_.host, 0, uint64_t(n_out) * vocab_s_ * kF);
+    if (hidden_.host.valid() && n_hidden > 0) cmd_.copy(hidden_.device, 0, hidden_.host, 0, hidden_bytes);
     cmd_.barrier(vk::Stage::kTransfer, vk::Stage::kHost);
+  } else if (hidden_.host.valid() && n_hidden > 0) {
+    cmd_.barrier(vk::Stage::kCompute, vk::Stage::kTransfer);
+    cmd_.copy(hidden_.device, 0, hidden_.host, 0, hidden_bytes);
+    cmd_.barrier(vk::Stage::kTransfer, vk::Stage::kHost);
+    cmd_.barrier(vk::Stage::kCompute, vk::Stage::kHost);  // ids written straight to mapped memory
   } else {
     cmd_.barrier(vk::Stage::kCompute, vk::Stage::kHost);
   }
@@ -339,6 +368,16 @@ void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
 
   out.argmax.assign(batch.seqs.size(), -1);
   out.logits.clear();
+  out.hidden.clear();
+  if (n_hidden > 0) {
+    device_.invalidate(hidden_.host_side());
+    const auto* rows = static_cast<const float*>(hidden_.mapped());
+    out.hidden.reserve(size_t{n_hidden} * config_.dim);
+    for (uint32_t k = 0; k < n_hidden; ++k) {
+      const float* row = rows + size_t{k} * dim_s_;
+      out.hidden.insert(out.hidden.end(), row, row + config_.dim);
+    }
+  }
   if (n_out == 0) return;
   device_.invalidate(ids_.host_side());
   const auto* ids = static_cast<const int32_t*>(ids_.mapped());

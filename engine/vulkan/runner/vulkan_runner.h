@@ -57,6 +57,7 @@ class VulkanRunner final : public ModelRunner {
   void record_forward(vk::CommandBuffer& cmd, const StepInputs& in);
   void record_layer(vk::CommandBuffer& cmd, uint32_t layer, uint32_t n_tokens);
   void record_logits(vk::CommandBuffer& cmd, const StepInputs& in);
+  void record_hidden(vk::CommandBuffer& cmd, const StepInputs& in);
   void matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix& w, vk::BufferView x, uint32_t x_stride,
               vk::BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate);
   void mark(vk::CommandBuffer& cmd, const char* label);
@@ -85,6 +86,7 @@ class VulkanRunner final : public ModelRunner {
   IoBuffer tokens_, positions_, slots_, token_seq_, block_tables_;  // int32 inputs
   IoBuffer logits_;    // f32 [max_step_seqs][vocab]
   IoBuffer ids_;       // int32 [max_step_seqs]
+  IoBuffer hidden_;    // f32 [max_step_tokens][dim] final-normed states of kHidden rows (embeddings)
 
   vk::CommandBuffer cmd_;
   vk::Fence fence_;

@@ -1,0 +1,84 @@
+"""Every request of the protocol written once, for the sync and the asyncio client alike.
+
+Each call is a generator: it yields a request map, receives the server's answer (the client sends
+it in, raising the typed error of an `error` answer first), and returns the result. A call that
+needs several round trips (replay paging) yields several requests. Client.call() drives one with
+blocking I/O, AsyncClient.call() with awaits, so neither repeats a request's fields or its
+answer's shape."""
+from .protocol import PROTOCOL_VERSION, Message, chat_request, generate_request
+
+
+def hello(version=PROTOCOL_VERSION, client="vkstream-python"):
+    return (yield {"type": "hello", "version": version, "client": client})
+
+
+def submit(prompt=None, **params):
+    """A generate; returns the `accepted` answer."""
+    return (yield generate_request(prompt, **params))
+
+
+def submit_chat(messages, **params):
+    """A chat (the server renders the model's template); returns the `accepted` answer."""
+    return (yield chat_request(messages, **params))
+
+
+def cancel(request_id):
+    return (yield {"type": "cancel", "id": request_id})
+
+
+def status(request_id):
+    return (yield {"type": "status", "id": request_id})
+
+
+def stats(format="map"):  # noqa: A002 - the wire field is called format
+    answer = yield {"type": "stats", "format": format}
+    return answer["text"] if format == "prometheus" else answer["stats"]
+
+
+def tokenize(text, add_bos=True, parse_special=False):
+    answer = yield {"type": "tokenize", "text": text, "add_bos": add_bos, "parse_special": parse_special}
+    return answer["ids"]
+
+
+def detokenize(ids):
+    return (yield {"type": "detokenize", "ids": [int(i) for i in ids]})["text"]
+
+
+def model():
+    return (yield {"type": "model"})["model"]
+
+
+def replay(request_id, from_seq=0):
+    """One `replay` answer (may be truncated: see replay_events)."""
+    return (yield {"type": "replay", "id": request_id, "from_seq": from_seq})
+
+
+def replay_events(request_id, from_seq=0):
+    """Every event with seq >= from_seq published so far, following truncated answers."""
+    events = []
+    while True:
+        answer = yield {"type": "replay", "id": request_id, "from_seq": from_seq}
+        events.extend(Message(e) for e in answer["events"])
+        if not answer.get("truncated") or answer["next_seq"] <= from_seq:
+            return events
+        from_seq = answer["next_seq"]
+
+
+def drive(call, answer_of):
+    """Runs a call with a blocking answer_of(request) -> answer."""
+    try:
+        request = next(call)
+        while True:
+            request = call.send(answer_of(request))
+    except StopIteration as done:
+        return done.value
+
+
+async def drive_async(call, answer_of):
+    """Runs a call with an awaitable answer_of(request) -> answer."""
+    try:
+        request = next(call)
+        while True:
+            request = call.send(await answer_of(request))
+    except StopIteration as done:
+        return done.value
