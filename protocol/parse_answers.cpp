@@ -12,7 +12,6 @@ namespace {
 
 using detail::MapReader;
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
-constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
 constexpr int32_t kI32Max = std::numeric_limits<int32_t>::max();
 constexpr int32_t kI32Min = std::numeric_limits<int32_t>::min();
 constexpr double kDMax = std::numeric_limits<double>::max();

@@ -2,7 +2,9 @@
 
 // GCC 12 reports a false -Wmaybe-uninitialized when the Request variant is moved into a Result at
 // -O3 (it appeared when GenerateRequest grew the grammar/json_schema strings).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <algorithm>
 #include <charconv>

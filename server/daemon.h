@@ -52,6 +52,9 @@ struct ServedModel {
 // Reports progress through STATUS=. Throws vks::Error saying what to fix.
 ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& notifier);
 
+// Tokenizes an embed request's texts into its token inputs (libuv's pool; embed_handler.cpp).
+void tokenize_embed_inputs(EmbedRequest& request, const Tokenizer& tokenizer);
+
 class Daemon {
  public:
   // Takes the socket-activated descriptors (may be empty) and the model. Binds or adopts every
@@ -110,6 +113,8 @@ class Daemon {
   HttpSubmitOutcome submit_http_now(uint64_t conn_id, GenerateJob& job);
   void submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std::function<bool()> still_wanted,
                         std::function<void(HttpSubmitOutcome)> done);
+  void submit_http_embed(uint64_t conn_id, proto::EmbedRequest message, std::function<bool()> still_wanted,
+                         std::function<void(HttpSubmitOutcome)> done);
   // Runs `prepare` (tokenize or render into job->request) and the constraint compile on libuv's
   // pool, then submits.
   void submit_http_prepared(uint64_t conn_id, std::shared_ptr<GenerateJob> job,

@@ -24,6 +24,13 @@ size_t text_bytes(const EmbedRequest& r) {
 
 }  // namespace
 
+void tokenize_embed_inputs(EmbedRequest& request, const Tokenizer& tokenizer) {
+  request.token_inputs.reserve(request.texts.size());
+  for (const std::string& text : request.texts) request.token_inputs.push_back(tokenizer.encode(text, request.add_bos));
+  request.texts.clear();
+  request.inputs_from_text = true;
+}
+
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRequest& r) {
   if (phase_ != Phase::kServing || !served_.engine) {
     ++requests_rejected_;
@@ -70,13 +77,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRe
   const Tokenizer* tok = served_.tokenizer.get();
   off_loop_.run(
       &loop_, key,
-      [tok, request] {
-        EmbedRequest& q = *request;
-        q.token_inputs.reserve(q.texts.size());
-        for (const std::string& text : q.texts) q.token_inputs.push_back(tok->encode(text, q.add_bos));
-        q.texts.clear();
-        q.inputs_from_text = true;
-      },
+      [tok, request] { tokenize_embed_inputs(*request, *tok); },
       [this, from, tag, request](std::exception_ptr error) {
         if (!handles_open_) return;  // shut down meanwhile: every socket is closed
         if (error) {
@@ -120,6 +121,11 @@ bool Daemon::handle_embed_event(const EngineEvent& ev) {
   const auto it = pending_embeds_.find(ev.request_id);
   if (it == pending_embeds_.end()) return false;
   PendingEmbed& p = it->second;
+  if (p.owner.transport == Transport::kHttp) {  // the HTTP front end renders its own answer
+    if (http_) http_->on_engine_event(ev);
+    if (ev.type == EventType::kFinished) pending_embeds_.erase(it);
+    return true;
+  }
   if (ev.type == EventType::kError) {
     p.error = ev;
     return true;

@@ -157,17 +157,13 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
     resp.body = ollama ? http::ollama_error_body(message) : http::openai_error_body(405, message, "method_not_allowed");
     c.respond(resp);
   };
-  auto not_yet = [&](const std::string& what) {
-    send_error(c, ollama, ApiError{501, what, "not_implemented", {}, 0}, request_id);
-  };
-
   if (p == "/v1/completions") return post ? completions(c, r) : wrong_method("POST");
   if (p == "/api/generate") return post ? ollama_generate(c, r) : wrong_method("POST");
   if (p == "/v1/chat/completions") return post ? chat_completions(c, r) : wrong_method("POST");
   if (p == "/api/chat") return post ? ollama_chat(c, r) : wrong_method("POST");
-  if (p == "/v1/embeddings" || p == "/api/embed" || p == "/api/embeddings") {
-    return post ? not_yet("embeddings are not supported by this vkstreamd yet") : wrong_method("POST");
-  }
+  if (p == "/v1/embeddings") return post ? embeddings(c, r, http::EmbedApi::kOpenAi) : wrong_method("POST");
+  if (p == "/api/embed") return post ? embeddings(c, r, http::EmbedApi::kOllama) : wrong_method("POST");
+  if (p == "/api/embeddings") return post ? embeddings(c, r, http::EmbedApi::kOllamaLegacy) : wrong_method("POST");
   if (p == "/v1/models") return get ? send_json(c, 200, http::openai_models(model_), request_id) : wrong_method("GET");
   if (p.rfind("/v1/models/", 0) == 0) {
     if (!get) return wrong_method("GET");
@@ -292,9 +288,41 @@ void HttpFrontend::ollama_chat(HttpConnection& c, HttpRequest& r) {
   submit(c, r, std::move(g), std::move(req.wire), http::ollama_chat_param_names());
 }
 
+void HttpFrontend::embeddings(HttpConnection& c, HttpRequest& r, http::EmbedApi api) {
+  const bool ollama = api != http::EmbedApi::kOpenAi;
+  const std::string request_id = fresh_request_id();
+  auto body = http::parse_json_object(r, false, /*any_media_type=*/ollama);
+  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
+    return send_error(c, ollama, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+  }
+  const json& b = std::get<json>(body);
+  auto mapped = api == http::EmbedApi::kOpenAi ? http::map_openai_embeddings(b, model_)
+                : api == http::EmbedApi::kOllama ? http::map_ollama_embed(b, model_)
+                                                 : http::map_ollama_embeddings_legacy(b, model_);
+  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, ollama, *e, request_id);
+  http::EmbedHttpRequest& req = std::get<http::EmbedHttpRequest>(mapped);
+  if (req.load_only) return send_json(c, 200, http::embeddings_answer(req, model_.id, {}), request_id);
+  // The whole answer goes out at once: it must fit the connection's output bound (~16 bytes a float).
+  const size_t inputs = std::max(req.wire.value("input", json::array()).size(), req.wire.value("tokens", json::array()).size());
+  const size_t bytes_per_vector = 16 * static_cast<size_t>(std::max(1, model_.info.dim)) + 64;
+  if (inputs * bytes_per_vector > options_.limits.max_output_bytes) {
+    const size_t fit = std::max<size_t>(1, options_.limits.max_output_bytes / bytes_per_vector);
+    return send_error(c, ollama,
+                      ApiError{400, std::to_string(inputs) + " vectors of " + std::to_string(model_.info.dim) +
+                                        " floats exceed the answer bound; send at most " + std::to_string(fit) +
+                                        " inputs per request", "invalid_field", api == http::EmbedApi::kOllamaLegacy ? "prompt" : "input", 0},
+                      request_id);
+  }
+  http::Generation g;
+  g.api = http::Api::kEmbed;
+  g.embed.api = req.api;
+  g.embed.base64 = req.base64;
+  submit(c, r, std::move(g), std::move(req.wire), http::embed_param_names(api));
+}
+
 void HttpFrontend::submit(HttpConnection& c, const HttpRequest& r, http::Generation g, json wire,
                           const std::map<std::string, std::string>& names) {
-  const bool ollama = http::is_ollama(g.api);
+  const bool ollama = g.ollama();
   if (const std::string* chosen = r.header("x-request-id"); chosen != nullptr && valid_client_id(*chosen)) {
     wire["id"] = *chosen;
   }
@@ -305,9 +333,19 @@ void HttpFrontend::submit(HttpConnection& c, const HttpRequest& r, http::Generat
     return now != nullptr && !now->closing() && now->exchange() == exchange;
   };
   const bool chat = http::is_chat(g.api);
+  const http::Api g_api = g.api;
   auto done = [this, conn_id, exchange, g = std::move(g), &names](const HttpSubmitOutcome& outcome) mutable {
     submitted(conn_id, exchange, std::move(g), outcome, names);
   };
+  if (g_api == http::Api::kEmbed) {
+    auto message = http::to_embed_request(std::move(wire), options_.wire_limits, names);
+    if (auto* e = std::get_if<ApiError>(&message)) return send_error(c, ollama, *e, fresh_request_id());
+    if (!backend_.submit_embed) {
+      return send_error(c, ollama, ApiError{501, "embeddings are not supported by this server", "unsupported", {}, 0},
+                        fresh_request_id());
+    }
+    return backend_.submit_embed(conn_id, std::move(std::get<proto::EmbedRequest>(message)), still_wanted, std::move(done));
+  }
   if (chat) {
     auto message = http::to_chat_request(std::move(wire), options_.wire_limits, names);
     if (auto* e = std::get_if<ApiError>(&message)) return send_error(c, ollama, *e, fresh_request_id());
@@ -324,7 +362,7 @@ void HttpFrontend::submit(HttpConnection& c, const HttpRequest& r, http::Generat
 
 void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generation g, const HttpSubmitOutcome& outcome,
                              const std::map<std::string, std::string>& names) {
-  const bool ollama = http::is_ollama(g.api);
+  const bool ollama = g.ollama();
   HttpConnection* c = server_->find(conn_id);
   if (c == nullptr || c->closing() || c->exchange() != exchange) return;  // gone: its close cancelled the request
   if (!outcome.ok) {
@@ -360,6 +398,8 @@ std::string HttpFrontend::render_tokens(http::Generation& g, const EngineEvent& 
       if (g.stream) return g.api == http::Api::kOllamaChat ? http::ollama_chat_line(g, ev) : http::ollama_token_line(g, ev);
       g.text += ev.text;
       return {};
+    case http::Api::kEmbed:
+      return {};
   }
   return {};
 }
@@ -394,7 +434,7 @@ void HttpFrontend::on_engine_event(const EngineEvent& ev) {
 }
 
 void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEvent& ev) {
-  const bool ollama = http::is_ollama(g.api);
+  const bool ollama = g.ollama();
   const bool chat = http::is_chat(g.api);
   if (g.stream) {
     if (ollama) {
@@ -406,6 +446,13 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
     }
     c.end_stream();
     return;
+  }
+  if (g.api == http::Api::kEmbed && ev.reason != FinishReason::kStop) {  // no partial answer
+    const bool deadline = ev.reason == FinishReason::kDeadline;
+    std::string message = g.error_message;
+    if (message.empty()) message = "the embed request ended: " + http::finish_reason_text(ev.reason);
+    return send_error(c, ollama, ApiError{deadline ? 504 : 500, message, deadline ? "deadline_exceeded" : "embed_failed", {}, 0},
+                      g.id);
   }
   if (ev.reason == FinishReason::kError) {
     return send_error(c, ollama,
@@ -419,6 +466,15 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
     case http::Api::kOpenAiChat: resp.body = dump(http::openai_chat_completion(g, ev)); break;
     case http::Api::kOllamaGenerate: resp.body = dump(http::ollama_final(g, ev, /*with_text=*/true)); break;
     case http::Api::kOllamaChat: resp.body = dump(http::ollama_chat_final(g, ev, /*with_text=*/true)); break;
+    case http::Api::kEmbed: {
+      http::EmbedResult result;
+      result.vectors = ev.embeddings;
+      result.prompt_tokens = ev.usage.prompt_tokens > 0 ? ev.usage.prompt_tokens : g.prompt_tokens;
+      result.total_ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - g.started).count();
+      resp.body = dump(http::embeddings_answer(g.embed, g.model, result));
+      break;
+    }
   }
   c.respond(resp);
 }

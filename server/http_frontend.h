@@ -55,6 +55,10 @@ class HttpFrontend {
     std::function<void(uint64_t conn_id, proto::ChatRequest message, std::function<bool()> still_wanted,
                        std::function<void(HttpSubmitOutcome)> done)>
         submit_chat;
+    // An embed request (no stream): its one answer is rendered from the engine's kFinished event.
+    std::function<void(uint64_t conn_id, proto::EmbedRequest message, std::function<bool()> still_wanted,
+                       std::function<void(HttpSubmitOutcome)> done)>
+        submit_embed;
     std::function<void(uint64_t conn_id)> connection_closed;  // cancel what it owns
     std::function<std::string()> metrics;                     // Prometheus text
     std::function<bool()> serving;                            // false while draining
@@ -89,6 +93,7 @@ class HttpFrontend {
   void ollama_generate(http::HttpConnection& c, http::HttpRequest& r);
   void chat_completions(http::HttpConnection& c, http::HttpRequest& r);
   void ollama_chat(http::HttpConnection& c, http::HttpRequest& r);
+  void embeddings(http::HttpConnection& c, http::HttpRequest& r, http::EmbedApi api);
   // Submits the wire request (generate, or chat for the chat APIs); on success registers the
   // generation and starts its answer.
   void submit(http::HttpConnection& c, const http::HttpRequest& r, http::Generation g, nlohmann::json wire,

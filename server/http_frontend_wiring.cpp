@@ -33,6 +33,10 @@ void Daemon::setup_http(const ListenFds& fds) {
                                std::function<void(HttpSubmitOutcome)> done) {
     submit_http_chat(conn_id, std::move(m), std::move(still_wanted), std::move(done));
   };
+  backend.submit_embed = [this](uint64_t conn_id, proto::EmbedRequest m, std::function<bool()> still_wanted,
+                                std::function<void(HttpSubmitOutcome)> done) {
+    submit_http_embed(conn_id, std::move(m), std::move(still_wanted), std::move(done));
+  };
   backend.connection_closed = [this](uint64_t conn_id) {
     touch();
     ClientRef owner;
@@ -158,6 +162,62 @@ void Daemon::submit_http_prepared(uint64_t conn_id, std::shared_ptr<GenerateJob>
         }
         if (job->request.prompt_ids.empty()) job->request.prompt_ids_from_text = false;
         done(submit_http_now(conn_id, *job));
+      });
+}
+
+void Daemon::submit_http_embed(uint64_t conn_id, proto::EmbedRequest message, std::function<bool()> still_wanted,
+                               std::function<void(HttpSubmitOutcome)> done) {
+  touch();
+  if (phase_ != Phase::kServing || !served_.engine) {
+    ++requests_rejected_;
+    return done(failed(proto::make_error(proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts"),
+                       message.id));
+  }
+  if (!message.id.empty() && (registry_.contains(message.id) || pending_embeds_.count(message.id) > 0)) {
+    ++requests_rejected_;
+    return done(failed(proto::make_error(proto::WireError::kAlreadyExists,
+                                         "request id '" + message.id + "' is already live or retained; choose another", "id"),
+                       message.id));
+  }
+  ClientRef from;
+  from.transport = Transport::kHttp;
+  from.conn_id = conn_id;
+  auto request = std::make_shared<EmbedRequest>(to_engine_embed(message));
+  // Registered like a msgpack embed (embed_handler.cpp), whose events come back to the front end.
+  auto submit_now = [this, from, request]() {
+    const std::string chosen_id = request->id;
+    const SubmitResult result = served_.engine->submit_embed(std::move(*request));
+    if (!result.ok) {
+      ++requests_rejected_;
+      spdlog::info("{}: embed rejected: {}", from.describe(), result.message);
+      HttpSubmitOutcome out = failed(error_from_embed_submit(result), chosen_id);
+      out.retry_after_ms = result.retry_after_ms;
+      return out;
+    }
+    ++requests_total_;
+    PendingEmbed& p = pending_embeds_[result.id];
+    p.owner = from;
+    p.owner_key = owner_key(from);
+    HttpSubmitOutcome out;
+    out.ok = true;
+    out.id = result.id;
+    out.prompt_tokens = result.prompt_tokens;
+    return out;
+  };
+  size_t text_bytes = 0;
+  for (const std::string& t : request->texts) text_bytes += t.size();
+  if (!served_.tokenizer || text_bytes < kOffLoopMinTextBytes) return done(submit_now());
+  const Tokenizer* tok = served_.tokenizer.get();
+  off_loop_.run(
+      &loop_, owner_key(from), [tok, request] { tokenize_embed_inputs(*request, *tok); },
+      [this, request, submit_now, still_wanted = std::move(still_wanted), done = std::move(done)](std::exception_ptr error) {
+        if (!handles_open_ || !still_wanted()) return;  // the client went away: nothing started
+        if (error) {
+          ++requests_rejected_;
+          return done(failed(proto::make_error(proto::WireError::kInternal, "tokenizing the inputs failed", "input"),
+                             request->id));
+        }
+        done(submit_now());
       });
 }
 

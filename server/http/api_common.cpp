@@ -92,6 +92,11 @@ std::variant<proto::ChatRequest, ApiError> to_chat_request(json wire, const prot
   return parse_wire_as<proto::ChatRequest>(std::move(wire), "chat", limits, param_names);
 }
 
+std::variant<proto::EmbedRequest, ApiError> to_embed_request(json wire, const proto::ProtocolLimits& limits,
+                                                             const std::map<std::string, std::string>& param_names) {
+  return parse_wire_as<proto::EmbedRequest>(std::move(wire), "embed", limits, param_names);
+}
+
 void copy_field(const json& body, const char* api_field, json& wire, const char* wire_field) {
   auto it = body.find(api_field);
   if (it != body.end() && !it->is_null()) wire[wire_field] = *it;

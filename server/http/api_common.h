@@ -52,6 +52,11 @@ std::variant<proto::ChatRequest, ApiError> to_chat_request(
     nlohmann::json wire, const proto::ProtocolLimits& limits,
     const std::map<std::string, std::string>& param_names);
 
+// The same for the wire `embed` request (PROTOCOL.md 3.11).
+std::variant<proto::EmbedRequest, ApiError> to_embed_request(
+    nlohmann::json wire, const proto::ProtocolLimits& limits,
+    const std::map<std::string, std::string>& param_names);
+
 // A wire error (parse or submit) as an HTTP error: 400 field errors, 404 not_found, 409
 // already_exists, 429 overloaded/too_many_requests (+ Retry-After), 503 shutting_down, 500 others.
 ApiError api_error_from_wire(const proto::ProtocolError& error, int32_t retry_after_ms,

@@ -10,15 +10,19 @@
 #include <string_view>
 
 #include "engine/sched/engine.h"
+#include "server/http/embeddings_api.h"
 
 namespace vks::http {
 
-enum class Api { kOpenAiCompletion, kOllamaGenerate, kOpenAiChat, kOllamaChat };
+enum class Api { kOpenAiCompletion, kOllamaGenerate, kOpenAiChat, kOllamaChat, kEmbed };
 
-inline bool is_ollama(Api api) { return api == Api::kOllamaGenerate || api == Api::kOllamaChat; }
 inline bool is_chat(Api api) { return api == Api::kOpenAiChat || api == Api::kOllamaChat; }
 
 struct Generation {
+  bool ollama() const {
+    return api == Api::kOllamaGenerate || api == Api::kOllamaChat || (api == Api::kEmbed && embed.api != EmbedApi::kOpenAi);
+  }
+
   Api api = Api::kOpenAiCompletion;
   std::string id;                 // bare vkstream id
   std::string model;
@@ -35,6 +39,7 @@ struct Generation {
   std::string text;               // non-streamed: everything so far
   size_t text_bytes = 0;          // streamed or not: bytes of text so far (logprobs text_offset)
   nlohmann::json logprobs_acc;    // non-streamed OpenAI logprobs object (chat: {"content": [...]})
+  EmbedHttpRequest embed;         // kEmbed: which API asked, base64 or not (its wire is not kept)
   std::string error_message;      // from a kError event
   ErrorCode error_code = ErrorCode::kInternal;
 };

@@ -221,7 +221,7 @@ TEST_F(HttpE2eTest, ErrorsAreJsonWithTheRightStatus) {
       {"POST", "/v1/completions", R"({"max_tokens":3})", 400, "prompt"},
       {"POST", "/v1/completions", "[1]", 400, ""},
       {"POST", "/v1/chat/completions", R"({"messages":[]})", 400, "messages"},
-      {"POST", "/v1/embeddings", R"({"input":"x"})", 501, ""},
+      {"POST", "/v1/embeddings", R"({"input":[]})", 400, "input"},
       {"GET", "/v1/completions", "", 405, ""},
       {"GET", "/v1/nothing", "", 404, ""},
   };

@@ -1,7 +1,8 @@
 // The official `openai` and `ollama` npm packages, unmodified, against a real vkstreamd --http on
 // stories260K (CPU reference): greedy completions reproduce the reference text streamed and not,
 // greedy chat replies (openai chat.completions.create, ollama chat) equal the msgpack `chat`
-// request's reply that `vkstream chat` prints for the same conversation, model listings, errors
+// request's reply that `vkstream chat` prints for the same conversation, embeddings agree across
+// openai (base64 and float) and ollama, model listings, errors
 // surface as each SDK's own error classes, and a client that aborts a stream cancels its request
 // (seen in /metrics).
 import { test, before, after } from "node:test";
@@ -179,6 +180,29 @@ test("ollama: chat equals the msgpack chat reply, streamed and not", async () =>
   assert.equal(last.done, true);
   assert.equal(last.done_reason, whole.done_reason);
   assert.equal(last.eval_count, whole.eval_count);
+});
+
+test("openai and ollama: embeddings agree (the SDK's default base64 and floats)", async () => {
+  const input = ["Once upon a time", "Lily and her dog played in the park."];
+  const viaBase64 = await openai.embeddings.create({ model: "stories260K", input });  // the SDK asks for base64
+  const viaFloat = await openai.embeddings.create({ model: "stories260K", input, encoding_format: "float" });
+  const viaOllama = await ollama.embed({ model: "stories260K", input });
+  assert.equal(viaBase64.data.length, 2);
+  assert.equal(viaOllama.embeddings.length, 2);
+  for (let i = 0; i < 2; ++i) {
+    const a = viaBase64.data[i].embedding;
+    const b = viaFloat.data[i].embedding;
+    const c = viaOllama.embeddings[i];
+    assert.ok(a.length > 0);
+    assert.equal(a.length, b.length);
+    assert.equal(a.length, c.length);
+    for (let k = 0; k < a.length; ++k) {
+      assert.ok(Math.abs(a[k] - b[k]) < 1e-6 && Math.abs(a[k] - c[k]) < 1e-6, `vector ${i}[${k}]`);
+    }
+    const norm = Math.sqrt(a.reduce((s, v) => s + v * v, 0));
+    assert.ok(Math.abs(norm - 1) < 1e-4, `norm ${norm}`);
+  }
+  assert.ok(viaFloat.usage.prompt_tokens > 0);
 });
 
 async function metric(name) {
