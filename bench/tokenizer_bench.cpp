@@ -1,14 +1,18 @@
 // Tokenizer throughput on ~1 MB of English and ~1 MB of mixed-script text (both generated here,
 // deterministically), and vocabulary load time, for the SentencePiece (llama2-vocab.gguf) and the
 // byte-level BPE (llama3-vocab.gguf, qwen2-vocab.gguf) vocabularies.
-//   tokenizer_bench [--models DIR] [--mb 1] [--reps 3] [--only qwen2]
+//   tokenizer_bench [--models DIR] [--mb 1] [--reps 3] [--only qwen2] [--write-texts DIR]
 // Prints one line per vocabulary and text: load ms, encode MB/s, tokens, decode MB/s (medians).
+// --write-texts also saves the texts (DIR/english.txt, DIR/mixed.txt) and each vocabulary's ids of
+// them (DIR/llama3-vocab.english.ids: space-separated, no BOS) for comparing with other tokenizers
+// (tools/llama_cpp_refs/tokenizer_throughput.mjs runs llama.cpp's on the same files).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -76,6 +80,22 @@ std::string mixed_text(size_t bytes) {
   return out;
 }
 
+void write_file(const std::string& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::binary);
+  out << contents;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+std::string ids_line(const std::vector<vks::TokenId>& ids) {
+  std::string line;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) line.push_back(' ');
+    line.append(std::to_string(ids[i]));
+  }
+  line.push_back('\n');
+  return line;
+}
+
 struct Row {
   double load_ms = 0;
   double encode_mb_s = 0;
@@ -90,11 +110,14 @@ int main(int argc, char** argv) {
   double mb = 1.0;
   int reps = 3;
   std::string only;
+  std::string write_dir;
   CLI::App app{"tokenizer throughput and load time"};
   app.add_option("--models", models, "folder with llama2-vocab.gguf, llama3-vocab.gguf, qwen2-vocab.gguf");
   app.add_option("--mb", mb, "megabytes of each text")->check(CLI::Range(0.001, 64.0));
   app.add_option("--reps", reps, "repetitions (medians are printed)")->check(CLI::Range(1, 100));
   app.add_option("--only", only, "run only the vocabularies whose name contains this");
+  app.add_option("--write-texts", write_dir, "also write the texts and each vocabulary's token ids to this folder")
+      ->check(CLI::ExistingDirectory);
   CLI11_PARSE(app, argc, argv);
 
   const size_t bytes = static_cast<size_t>(mb * 1024 * 1024);
@@ -102,6 +125,9 @@ int main(int argc, char** argv) {
                                                                    {"mixed", mixed_text(bytes)}};
   const std::vector<std::pair<const char*, const char*>> vocabs = {
       {"spm llama2", "llama2-vocab.gguf"}, {"bpe llama3", "llama3-vocab.gguf"}, {"bpe qwen2", "qwen2-vocab.gguf"}};
+  if (!write_dir.empty()) {
+    for (const auto& [text_name, text] : texts) write_file(write_dir + "/" + text_name + ".txt", text);
+  }
 
   std::printf("%-11s %-8s %10s %12s %10s %12s\n", "vocab", "text", "load ms", "encode MB/s", "tokens", "decode MB/s");
   for (const auto& [name, file] : vocabs) {
@@ -131,6 +157,10 @@ int main(int argc, char** argv) {
         }
         std::printf("%-11s %-8s %10.1f %12.2f %10zu %12.1f\n", name, text_name, median(loads), median(enc), ids.size(),
                     median(dec));
+        if (!write_dir.empty()) {
+          const std::string stem = std::string(file).substr(0, std::string(file).rfind(".gguf"));
+          write_file(write_dir + "/" + stem + "." + text_name + ".ids", ids_line(ids));
+        }
       }
     } catch (const std::exception& e) {
       std::printf("%-11s skipped: %s\n", name, e.what());

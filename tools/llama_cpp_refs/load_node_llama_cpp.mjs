@@ -25,8 +25,9 @@ export async function importNodeLlamaCpp() {
 }
 
 // A CPU-only llama.cpp (the prebuilt binaries; never compiles from source) and its build facts.
-export async function cpuLlama(nlc) {
-  const llama = await nlc.mod.getLlama({gpu: false, build: "never", logLevel: nlc.mod.LlamaLogLevel.error});
+// logLevel: a LlamaLogLevel name ("error" by default).
+export async function cpuLlama(nlc, logLevel = "error") {
+  const llama = await nlc.mod.getLlama({gpu: false, build: "never", logLevel: nlc.mod.LlamaLogLevel[logLevel]});
   return {
     llama,
     build: {
