@@ -8,8 +8,8 @@
 // decode MB/s; medians of --reps) and how the ids compare with tokenizer_bench's (`same`, or the first
 // differing position). model.tokenize(text) is llama.cpp's common_tokenize(vocab, text,
 // add_special = false, parse_special = false), the same call as tokenizer_bench's encode(text, false);
-// its time includes node's UTF-16 to UTF-8 conversion of the text (~1 ms per MB) and the copy of the
-// ids into a Uint32Array. The load column is node-llama-cpp's loadModel({vocabOnly: true}), which
+// it is timed at the addon (model._model.tokenize), including node's UTF-16 to UTF-8 conversion of the
+// text (~1 ms per MB) and the copy of the ids into a Uint32Array. The load column is node-llama-cpp's loadModel({vocabOnly: true}), which
 // besides llama.cpp's vocabulary load parses the GGUF in JavaScript and first tries (and, on a
 // vocabulary-only file, fails: the "missing tensor" log lines, silenced here) a full load to estimate
 // memory use; it is not comparable with tokenizer_bench's load time.
@@ -72,12 +72,18 @@ async function main() {
       model = await llama.loadModel({modelPath: path.join(args.models, file), vocabOnly: true});
       loads.push(performance.now() - t0);
     }
+    // The addon's tokenize (llama.cpp's common_tokenize, ids in a Uint32Array) without the
+    // Array.from copy of model.tokenize(), so that the time is llama.cpp's; the public call where an
+    // other node-llama-cpp version lacks it.
+    const tokenize = typeof model._model?.tokenize === "function"
+        ? (text) => model._model.tokenize(text, false)
+        : (text) => model.tokenize(text, false);
     for (const t of texts) {
       const enc = [], dec = [];
       let ids = null;
       for (let r = 0; r < args.reps; ++r) {
         let t0 = performance.now();
-        ids = model.tokenize(t.text);
+        ids = tokenize(t.text);
         enc.push(t.bytes / 1e6 / ((performance.now() - t0) / 1e3));
         t0 = performance.now();
         const back = model.detokenize(ids);
