@@ -94,11 +94,28 @@ void HttpServer::listen(const HttpEndpoint& endpoint, uint32_t unix_mode) {
       }
       unlink(path.c_str());
     }
+    // Bound here, not with uv_pipe_bind: libuv would remove the file when the handle closes, also
+    // when the listening socket lives on in another owner (hand_over_listeners).
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(addr.sun_path)) {
+      throw Error(ErrorCode::kInvalidArgument, "HTTP socket path " + path + " is longer than a Unix socket path may be");
+    }
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw Error(ErrorCode::kIo, std::string("socket(): ") + strerror(errno));
+    if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+      const int err = errno;
+      close(fd);
+      throw Error(ErrorCode::kIo, "cannot bind HTTP socket " + path + ": " + strerror(err));
+    }
     Listener& l = add_listener(false);
     l.address = "unix:" + path;
-    int rc = uv_pipe_bind(&l.handle.pipe, path.c_str());
-    if (rc != 0) throw Error(ErrorCode::kIo, "cannot bind HTTP socket " + path + ": " + uv_strerror(rc));
     l.unlink_path = path;
+    if (const int rc = uv_pipe_open(&l.handle.pipe, fd); rc != 0) {
+      close(fd);
+      throw Error(ErrorCode::kIo, "cannot open HTTP socket " + path + ": " + uv_strerror(rc));
+    }
     if (chmod(path.c_str(), unix_mode) != 0) {
       throw Error(ErrorCode::kIo, "cannot chmod " + path + ": " + strerror(errno));
     }
