@@ -331,7 +331,7 @@ Result<RequestBody> parse_body(std::string_view type, MapReader& r, const Protoc
   if (type == "tokenize") {
     TokenizeRequest t;
     if (!r.get_string("text", t.text, true, limits.max_frame_bytes)) return fail();
-    if (!r.get_bool("add_bos", t.add_bos, false)) return fail();
+    if (!read_opt_bool(r, "add_bos", t.add_bos)) return fail();
     if (!r.get_bool("parse_special", t.parse_special, false)) return fail();
     return RequestBody(std::move(t));
   }
@@ -501,7 +501,7 @@ std::string encode_request(const RequestBody& body, const Tag& tag) {
                  [&](const StatsRequest& s) { w.str("format", s.format == StatsFormat::kMap ? "map" : "prometheus"); },
                  [&](const TokenizeRequest& t) {
                    w.str("text", t.text);
-                   w.boolean("add_bos", t.add_bos);
+                   put_optional(w, "add_bos", t.add_bos);
                    w.boolean("parse_special", t.parse_special);
                  },
                  [&](const DetokenizeRequest& d) { w.raw("ids", detail::pack_int_array(d.ids.data(), d.ids.size())); },

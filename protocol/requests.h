@@ -69,7 +69,7 @@ struct StatsRequest { StatsFormat format = StatsFormat::kMap; };
 
 struct TokenizeRequest {
   std::string text;
-  bool add_bos = true;
+  std::optional<bool> add_bos = std::nullopt;  // unset: the model's add_bos_token
   bool parse_special = false;
 };
 struct DetokenizeRequest { std::vector<TokenId> ids; };
@@ -100,7 +100,7 @@ inline constexpr size_t kMaxChatTemplateBytes = 65536;
 struct EmbedRequest {
   std::vector<std::string> input;
   std::vector<std::vector<TokenId>> tokens;
-  std::optional<bool> add_bos;           // texts only (default true)
+  std::optional<bool> add_bos;           // texts only; unset: the model's add_bos_token
   std::optional<bool> normalize;         // default true: each vector has unit L2 norm
   std::optional<std::string> pooling;    // "mean" | "cls" | "last" (default: the model's, mean for generative models)
   std::optional<int32_t> priority;

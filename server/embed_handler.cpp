@@ -26,7 +26,8 @@ size_t text_bytes(const EmbedRequest& r) {
 
 void tokenize_embed_inputs(EmbedRequest& request, const Tokenizer& tokenizer) {
   request.token_inputs.reserve(request.texts.size());
-  for (const std::string& text : request.texts) request.token_inputs.push_back(tokenizer.encode(text, request.add_bos));
+  const bool add_bos = request.add_bos.value_or(tokenizer.add_bos_default());
+  for (const std::string& text : request.texts) request.token_inputs.push_back(tokenizer.encode(text, add_bos));
   request.texts.clear();
   request.inputs_from_text = true;
 }

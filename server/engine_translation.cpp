@@ -19,7 +19,7 @@ GenerateRequest to_engine_request(const proto::GenerateRequest& w,
   q.id = w.id;
   q.prompt_text = w.prompt;
   q.prompt_ids = w.prompt_ids;
-  q.add_bos = w.add_bos.value_or(q.add_bos);
+  q.add_bos = w.add_bos;
   q.stop.max_tokens = w.max_tokens.value_or(0);  // 0 = unset: until the context is full
   q.stop.min_tokens = w.min_tokens.value_or(q.stop.min_tokens);
   q.stop.ignore_eos = w.ignore_eos.value_or(q.stop.ignore_eos);
@@ -232,7 +232,7 @@ EmbedRequest to_engine_embed(const proto::EmbedRequest& w, std::chrono::steady_c
   q.id = w.id;
   q.texts = w.input;
   q.token_inputs = w.tokens;
-  q.add_bos = w.add_bos.value_or(q.add_bos);
+  q.add_bos = w.add_bos;
   q.normalize = w.normalize.value_or(q.normalize);
   if (w.pooling) q.pooling = pooling_from_name(*w.pooling);  // the parser allowed only known names
   q.priority = w.priority.value_or(q.priority);

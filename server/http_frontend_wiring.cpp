@@ -101,7 +101,7 @@ void Daemon::submit_http(uint64_t conn_id, const proto::GenerateRequest& message
   auto tokenize = [tok, shared]() -> std::optional<proto::ProtocolError> {
     GenerateRequest& q = shared->request;
     if (q.prompt_ids.empty() && !q.prompt_text.empty()) {
-      q.prompt_ids = tok->encode(q.prompt_text, q.add_bos);
+      q.prompt_ids = tok->encode(q.prompt_text, q.add_bos.value_or(tok->add_bos_default()));
       q.prompt_ids_from_text = true;
     }
     return std::nullopt;

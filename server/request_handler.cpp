@@ -203,7 +203,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::S
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r) {
   if (tokenize_off_loop(from, tag, r)) return;
   proto::TokenizeAnswer a;
-  a.ids = served_.tokenizer->encode(r.text, r.add_bos, r.parse_special);
+  a.ids = served_.tokenizer->encode(r.text, r.add_bos.value_or(served_.tokenizer->add_bos_default()), r.parse_special);
   reply(from, proto::encode_answer(a, tag));
 }
 

@@ -42,7 +42,7 @@ bool Daemon::tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, con
   const Tokenizer* tok = served_.tokenizer.get();
   off_loop_.run(
       &loop_, owner_key(from),
-      [tok, ids, text = r.text, add_bos = r.add_bos, parse_special = r.parse_special] {
+      [tok, ids, text = r.text, add_bos = r.add_bos.value_or(tok->add_bos_default()), parse_special = r.parse_special] {
         *ids = tok->encode(text, add_bos, parse_special);
       },
       [this, from, tag, ids](std::exception_ptr error) {
@@ -92,7 +92,7 @@ bool Daemon::generate_off_loop(const ClientRef& from, const proto::Tag& tag, Gen
       [tok, engine, message, compile_error] {
         GenerateRequest& q = message->request;
         if (q.prompt_ids.empty() && !q.prompt_text.empty()) {
-          q.prompt_ids = tok->encode(q.prompt_text, q.add_bos);
+          q.prompt_ids = tok->encode(q.prompt_text, q.add_bos.value_or(tok->add_bos_default()));
           q.prompt_ids_from_text = true;
         }
         engine->prepare_constraint(q, *compile_error);  // thread-safe; submit() reuses the result

@@ -23,6 +23,9 @@ struct InfoArgs {
   std::string model;  // tokenize/detokenize in-process with this GGUF (no daemon)
 };
 
+// --no-bos forces no BOS; otherwise the model's tokenizer.ggml.add_bos_token decides.
+std::optional<bool> bos_choice(const InfoArgs& a) { return a.no_bos ? std::optional<bool>(false) : std::nullopt; }
+
 void print(const vkstream::Value& v, bool json) {
   if (json) std::cout << v.to_json() << '\n';
   else print_value_tree(std::cout, v);
@@ -59,8 +62,8 @@ void add_info_commands(CLI::App& root, int& exit_code) {
                     [](InfoArgs& a) {
                       const std::string text = a.text == "-" ? read_all_stdin() : a.text;
                       const std::vector<int32_t> ids =
-                          a.model.empty() ? a.conn.connect().tokenize(text, !a.no_bos, a.parse_special)
-                                          : offline_tokenize(a.model, text, !a.no_bos, a.parse_special);
+                          a.model.empty() ? a.conn.connect().tokenize(text, bos_choice(a), a.parse_special)
+                                          : offline_tokenize(a.model, text, bos_choice(a), a.parse_special);
                       if (a.json) {
                         vkstream::Value::Array arr;
                         for (int32_t id : ids) arr.emplace_back(int64_t{id});

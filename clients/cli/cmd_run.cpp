@@ -206,10 +206,8 @@ int run_local(RunArgs& a) {
         } else if (ev.type == EventType::kFinished) {
           std::cout << '\n' << std::flush;
           if (!logprob_rows.empty()) {
-            const auto piece = [&](int32_t id) {
-              const int32_t one[] = {id};
-              return tokenizer->decode(one);
-            };
+            // The token's own bytes: decode() would drop a SentencePiece piece's leading space.
+            const auto piece = [&](int32_t id) { return tokenizer->token_bytes(id); };
             std::cout << format_logprob_table(logprob_rows, piece) << std::flush;
           }
           if (a.verbose) {

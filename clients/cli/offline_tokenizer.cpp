@@ -8,11 +8,11 @@
 
 namespace vks::cli {
 
-std::vector<int32_t> offline_tokenize(const std::string& model_path, const std::string& text, bool add_bos,
+std::vector<int32_t> offline_tokenize(const std::string& model_path, const std::string& text, std::optional<bool> add_bos,
                                       bool parse_special) {
   const gguf::GgufFile file = gguf::GgufFile::open(model_path);
   const std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(file);
-  return tok->encode(text, add_bos, parse_special);
+  return tok->encode(text, add_bos.value_or(tok->add_bos_default()), parse_special);
 }
 
 std::string offline_detokenize(const std::string& model_path, const std::vector<int32_t>& ids) {

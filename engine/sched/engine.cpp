@@ -102,7 +102,7 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
     if (!req.prompt_ids.empty()) {
       prompt = req.prompt_ids;
     } else {
-      prompt = tokenizer.encode(req.prompt_text, req.add_bos);
+      prompt = tokenizer.encode(req.prompt_text, req.add_bos.value_or(tokenizer.add_bos_default()));
       field = "prompt_text";
     }
     n_tokenized = static_cast<int32_t>(prompt.size());

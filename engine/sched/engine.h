@@ -57,7 +57,7 @@ struct GenerateRequest {
   std::string id;                     // empty: the engine assigns one
   std::string prompt_text;            // used when prompt_ids is empty
   std::vector<TokenId> prompt_ids;
-  bool add_bos = true;                // only for prompt_text
+  std::optional<bool> add_bos;        // only for prompt_text; unset: the model's add_bos_token
   bool prompt_ids_from_text = false;  // prompt_ids were tokenized from prompt_text by the caller
                                       // (off the socket loop): errors still name prompt_text
   // Constrained output (engine/grammar): a GBNF grammar (start rule `root`) or a JSON Schema as
@@ -84,7 +84,7 @@ struct EmbedRequest {
   std::string id;                               // empty: the engine assigns one
   std::vector<std::string> texts;               // used when token_inputs is empty
   std::vector<std::vector<TokenId>> token_inputs;
-  bool add_bos = true;                          // only for texts
+  std::optional<bool> add_bos;                  // only for texts; unset: the model's add_bos_token
   bool inputs_from_text = false;                // token_inputs were tokenized from texts by the caller:
                                                 // errors still name `input`
   std::optional<Pooling> pooling;               // none: the model's pooling_type (mean for generative models)

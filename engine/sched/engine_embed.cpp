@@ -55,7 +55,7 @@ SubmitResult Engine::Impl::submit_embed(EmbedRequest req) {
         if (!sched::valid_utf8(req.texts[i])) {
           return reject(ErrorCode::kInvalidArgument, "input." + std::to_string(i) + ": not valid UTF-8");
         }
-        inputs.push_back(tokenizer.encode(req.texts[i], req.add_bos));
+        inputs.push_back(tokenizer.encode(req.texts[i], req.add_bos.value_or(tokenizer.add_bos_default())));
       }
     } else {
       inputs = std::move(req.token_inputs);

@@ -4,6 +4,10 @@
 // gets field-level errors; and `vkstream chat` drives a conversation from stdin.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "tests/clients/process_util.h"
 #include "tests/common/test_models.h"
 #include "vkstream/client.h"
@@ -194,6 +198,46 @@ TEST_F(ChatE2E, CliChatKeepsHistoryResetsAndSetsTheSystemPrompt) {
   EXPECT_GT(prompts[3], 0);
   EXPECT_NE(r.err.find("[conversation cleared]"), std::string::npos);
   EXPECT_NE(r.err.find("[system prompt set]"), std::string::npos);
+}
+
+// Issue 10: a synthetic Llama-3.2-1B-shape model (one block, to keep CI fast on the CPU) with
+// llama3-vocab.gguf's vocabulary and chat template chats through `vkstream chat`. A large logit
+// bias on <|eot_id|> makes the reply want to end at once: it must stop there ("stop", no text
+// printed), and the same bias with --ignore-eos runs to --max-tokens, so the check can fail.
+TEST(ChatLlama3Cli, ReplyStopsAtEotId) {
+  const std::string vocab = vks::test::model_path("llama3-vocab.gguf");
+  if (::access(vocab.c_str(), R_OK) != 0) GTEST_SKIP() << "no " << vocab;
+  const std::string dir = vks::test::make_temp_dir("vks-chat-llama3");
+  const std::string model = dir + "/llama-3.2-1b-shape.gguf";
+  const auto made = vks::test::run_process({vks::test::build_dir() + "/tools/vks-make-model", "--preset", "llama-3.2-1b",
+                                            "--layers", "1", "--context", "512", "--vocab-from", vocab, "-q", "-o", model});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  {
+    Daemon daemon({"--model", model});
+    vkstream::Client c = vkstream::Client::connect(daemon.endpoint());
+    c.set_timeout(std::chrono::seconds(120));
+    const std::vector<int32_t> eot = c.tokenize("<|eot_id|>", false, true);
+    ASSERT_EQ(eot.size(), 1u);
+    const std::string vkstream_exe = vks::test::build_dir() + "/clients/cli/vkstream";
+    const auto chat = [&](std::vector<std::string> extra) {
+      std::vector<std::string> argv = {vkstream_exe, "chat", "--temperature", "0", "-v",
+                                       "--logit-bias", std::to_string(eot[0]) + "=100"};
+      argv.insert(argv.end(), extra.begin(), extra.end());
+      const auto flags = daemon.cli_flags();
+      argv.insert(argv.end(), flags.begin(), flags.end());
+      return vks::test::run_process(argv, "Hi\n/quit\n");
+    };
+    const auto stopped = chat({"--max-tokens", "8"});
+    ASSERT_EQ(stopped.exit_code, 0) << stopped.err;
+    EXPECT_NE(stopped.err.find("[stop: prompt "), std::string::npos) << stopped.err;
+    EXPECT_NE(stopped.err.find("generated 1;"), std::string::npos) << stopped.err;  // <|eot_id|> itself
+    EXPECT_EQ(stopped.out.find("<|eot_id|>"), std::string::npos) << stopped.out;
+    const auto forced = chat({"--max-tokens", "2", "--ignore-eos"});
+    ASSERT_EQ(forced.exit_code, 0) << forced.err;
+    EXPECT_NE(forced.err.find("[length: prompt "), std::string::npos) << forced.err;
+    EXPECT_NE(forced.err.find("generated 2;"), std::string::npos) << forced.err;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

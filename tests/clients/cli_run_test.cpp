@@ -41,6 +41,28 @@ TEST(CliRun, SeededSamplingIsReproducible) {
   EXPECT_GT(a.out.size(), 20u);
 }
 
+TEST(CliRun, LogprobsTableShowsEachTokensOwnBytesWithItsLeadingSpace) {
+  // Greedy stories260K continues with whole words ("▁was", "▁a"...): their rows must keep the
+  // space, which decoding a piece alone would strip (the SentencePiece rule for a first piece).
+  const ProcessResult r = vks::test::run_process({vkstream_exe(), "run", "--model", vks::test::model_path("stories260K.gguf"),
+                                                  "--cpu", "--greedy", "-n", "8", "--logprobs", "1", "--no-echo",
+                                                  "Once upon a time"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t table = r.out.find("logprobs (");
+  ASSERT_NE(table, std::string::npos) << r.out;
+  std::istringstream rows(r.out.substr(table));
+  std::string row;
+  size_t spaced = 0, total = 0;
+  std::getline(rows, row);  // the header
+  while (std::getline(rows, row)) {
+    if (row.rfind("  \"", 0) != 0) continue;
+    ++total;
+    if (row.rfind("  \" ", 0) == 0) ++spaced;
+  }
+  EXPECT_EQ(total, 8u) << r.out;
+  EXPECT_GT(spaced, 0u) << r.out;
+}
+
 TEST(CliRun, WithoutMaxTokensASmallContextModelGeneratesUntilTheContextIsFull) {
   // aidreams260K has a context of 128: no max_tokens means "until the context is full".
   const ProcessResult r = vks::test::run_process({vkstream_exe(), "run", "-m", vks::test::model_path("aidreams260K.gguf"),

@@ -26,4 +26,14 @@ TEST(LogprobsPrint, RowsShowTokenIdLogprobAndAlternatives) {
   EXPECT_NE(table.find("-2.5000\n"), std::string::npos) << table;
 }
 
+TEST(LogprobsPrint, WholeUtf8CharactersStayAndBrokenBytesAreEscaped) {
+  using vks::cli::quote_piece;
+  EXPECT_EQ(quote_piece(" caf\xc3\xa9"), "\" caf\xc3\xa9\"");                  // é
+  EXPECT_EQ(quote_piece("\xf0\x9f\xa6\x99"), "\"\xf0\x9f\xa6\x99\"");          // 🦙
+  EXPECT_EQ(quote_piece("\xe2\x96"), "\"\\xe2\\x96\"");                       // half of ▁
+  EXPECT_EQ(quote_piece("\xc0\xaf"), "\"\\xc0\\xaf\"");                       // overlong '/'
+  EXPECT_EQ(quote_piece("\xed\xa0\x80"), "\"\\xed\\xa0\\x80\"");              // a surrogate
+  EXPECT_EQ(quote_piece("a\x96" "b"), "\"a\\x96b\"");                           // lone continuation
+}
+
 }  // namespace

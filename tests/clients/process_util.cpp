@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -151,12 +152,14 @@ int BackgroundProcess::wait(int timeout_s) {
 
 Daemon::Daemon(const std::vector<std::string>& extra_args) {
   dir_ = make_temp_dir("vks-clients");
+  const bool own_model = std::find(extra_args.begin(), extra_args.end(), "--model") != extra_args.end();
   std::vector<std::string> argv = {build_dir() + "/server/vkstreamd",
-                                   "--model", model_path("stories260K.gguf"),
+                                   "--model", own_model ? "" : model_path("stories260K.gguf"),
                                    "--cpu",
                                    "--socket", dir_ + "/vkstream.sock",
                                    "--zmq", "ipc://" + dir_ + "/router.zmq",
                                    "--pub", "ipc://" + dir_ + "/pub.zmq"};
+  if (own_model) argv.erase(argv.begin() + 1, argv.begin() + 3);
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   std::vector<char*> args = c_argv(argv);
   const std::string log = dir_ + "/vkstreamd.log";

@@ -35,7 +35,8 @@ class BackgroundProcess {
 
 class Daemon {
  public:
-  // Starts build_dir()/server/vkstreamd --model stories260K.gguf --cpu with sockets in a temp
+  // Starts build_dir()/server/vkstreamd --model stories260K.gguf (unless extra_args has its own
+  // --model) --cpu with sockets in a temp
   // folder and waits until its Unix socket accepts connections. Throws std::runtime_error with the
   // daemon's stderr when it does not come up within 60 s.
   explicit Daemon(const std::vector<std::string>& extra_args = {});

@@ -208,8 +208,10 @@ TEST(Requests, OtherTypesRoundTrip) {
   EXPECT_EQ(roundtrip(StatsRequest{StatsFormat::kPrometheus}, Tag::of(-5)).format, StatsFormat::kPrometheus);
   const TokenizeRequest t = roundtrip(TokenizeRequest{"héllo <s>", false, true});
   EXPECT_EQ(t.text, "héllo <s>");
-  EXPECT_FALSE(t.add_bos);
+  EXPECT_EQ(t.add_bos, std::optional<bool>(false));
   EXPECT_TRUE(t.parse_special);
+  // Unset stays unset on the wire: the server's model decides.
+  EXPECT_FALSE(roundtrip(TokenizeRequest{"x"}).add_bos.has_value());
   EXPECT_EQ(roundtrip(DetokenizeRequest{{1, 2, 3}}).ids, (std::vector<TokenId>{1, 2, 3}));
   roundtrip(ModelRequest{}, Tag::none());
   const ReplayRequest p = roundtrip(ReplayRequest{"r1", 17});

@@ -188,7 +188,7 @@ TEST(ToEngine, AbsentFieldsGetTheDocumentedDefaults) {
   const vks::GenerateRequest def;
   EXPECT_EQ(q.prompt_text, "hi");
   EXPECT_TRUE(q.id.empty());
-  EXPECT_TRUE(q.add_bos);
+  EXPECT_FALSE(q.add_bos.has_value());  // unset: the model's tokenizer.ggml.add_bos_token decides
   EXPECT_EQ(q.stop.max_tokens, 0);  // unset: until the context is full
   EXPECT_FLOAT_EQ(q.sampling.temperature, def.sampling.temperature);
   EXPECT_FALSE(q.sampling.seed.has_value());
@@ -238,7 +238,7 @@ TEST(ToEngine, EveryFieldArrives) {
   w.json_schema = "{}";
   const vks::GenerateRequest q = to_engine_request(w);
   EXPECT_EQ(q.prompt_ids, (std::vector<vks::TokenId>{1, 2}));
-  EXPECT_FALSE(q.add_bos);
+  EXPECT_EQ(q.add_bos, std::optional<bool>(false));
   EXPECT_EQ(q.stop.max_tokens, 9);
   EXPECT_EQ(q.stop.min_tokens, 2);
   EXPECT_FLOAT_EQ(q.sampling.temperature, 0.5f);

@@ -176,9 +176,10 @@ RequestStatus Client::status(const std::string& id) {
 
 void Client::cancel(const std::string& id) { impl_->call("cancel", Value::Map{{"id", Value(id)}}); }
 
-std::vector<int32_t> Client::tokenize(const std::string& text, bool add_bos, bool parse_special) {
-  Value a = impl_->call("tokenize", Value::Map{{"text", Value(text)}, {"add_bos", Value(add_bos)},
-                                              {"parse_special", Value(parse_special)}});
+std::vector<int32_t> Client::tokenize(const std::string& text, std::optional<bool> add_bos, bool parse_special) {
+  Value::Map request{{"text", Value(text)}, {"parse_special", Value(parse_special)}};
+  if (add_bos) request.emplace_back("add_bos", Value(*add_bos));
+  Value a = impl_->call("tokenize", std::move(request));
   std::vector<int32_t> ids;
   if (const Value* arr = a.find("ids"); arr != nullptr && arr->as_array() != nullptr) {
     for (const Value& v : *arr->as_array()) ids.push_back(static_cast<int32_t>(v.as_int().value_or(-1)));

@@ -124,7 +124,7 @@ class ChatEndOfTurnTest(unittest.TestCase):
     end its turn (a large logit bias on the end-of-turn token) stops there; without the stop the
     bias would make it repeat that token until max_tokens."""
 
-    def run_model(self, vocab_file, end_of_turn_text):
+    def run_model(self, vocab_file, end_of_turn_text, bos_by_default):
         require(daemon_path(), "daemon")
         make_model = tool_path("vks-make-model")
         require(make_model, "vks-make-model")
@@ -145,6 +145,7 @@ class ChatEndOfTurnTest(unittest.TestCase):
         self.addCleanup(daemon.stop)
         self.assertIn("chat template: model", daemon.output())
         with daemon.client() as c:
+            self.check_bos_follows_the_model(c, bos_by_default)
             ids = c.tokenize(end_of_turn_text, add_bos=False, parse_special=True)
             self.assertEqual(len(ids), 1, "%s should be one control token" % end_of_turn_text)
             done = c.chat([("user", "Hi")], max_tokens=20, logit_bias={ids[0]: 100.0}).result()
@@ -155,11 +156,25 @@ class ChatEndOfTurnTest(unittest.TestCase):
             done = c.chat([("user", "Hi")], max_tokens=3, logit_bias={ids[0]: 100.0}, ignore_eos=True).result()
             self.assertEqual(done.finish_reason, "length")
 
+    def check_bos_follows_the_model(self, c, bos_by_default):
+        """Unset add_bos follows the GGUF's add_bos_token, as llama.cpp does: Llama 3 prepends
+        <|begin_of_text|>, Qwen prepends nothing (a forced true would add <|endoftext|>)."""
+        info = c.model()
+        self.assertEqual(info["add_bos"], bos_by_default)
+        bos = info["bos"]
+        plain = c.tokenize("Hello world", add_bos=False)
+        with_bos = c.tokenize("Hello world", add_bos=True)
+        self.assertEqual(with_bos, [bos] + plain)
+        self.assertEqual(c.tokenize("Hello world"), with_bos if bos_by_default else plain)
+        done = c.generate("Hello world", max_tokens=1, temperature=0).result()
+        self.assertEqual(done.usage["prompt_tokens"], len(with_bos if bos_by_default else plain))
+        self.assertEqual(c.embed(["Hello world"])[0] == c.embed(["Hello world"], add_bos=True)[0], bos_by_default)
+
     def test_llama3_stops_at_eot_id(self):
-        self.run_model("llama3-vocab.gguf", "<|eot_id|>")
+        self.run_model("llama3-vocab.gguf", "<|eot_id|>", bos_by_default=True)
 
     def test_qwen_stops_at_im_end(self):
-        self.run_model("qwen2-vocab.gguf", "<|im_end|>")
+        self.run_model("qwen2-vocab.gguf", "<|im_end|>", bos_by_default=False)
 
 
 if __name__ == "__main__":

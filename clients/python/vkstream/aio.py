@@ -255,7 +255,7 @@ class AsyncClient:
     async def stats(self, format="map"):  # noqa: A002
         return await self.call(calls.stats(format))
 
-    async def tokenize(self, text, add_bos=True, parse_special=False):
+    async def tokenize(self, text, add_bos=None, parse_special=False):
         return await self.call(calls.tokenize(text, add_bos, parse_special))
 
     async def detokenize(self, ids):

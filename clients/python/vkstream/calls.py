@@ -35,8 +35,12 @@ def stats(format="map"):  # noqa: A002 - the wire field is called format
     return answer["text"] if format == "prometheus" else answer["stats"]
 
 
-def tokenize(text, add_bos=True, parse_special=False):
-    answer = yield {"type": "tokenize", "text": text, "add_bos": add_bos, "parse_special": parse_special}
+def tokenize(text, add_bos=None, parse_special=False):
+    """add_bos None: the model's tokenizer.ggml.add_bos_token decides (Llama: yes, Qwen: no)."""
+    request = {"type": "tokenize", "text": text, "parse_special": parse_special}
+    if add_bos is not None:
+        request["add_bos"] = add_bos
+    answer = yield request
     return answer["ids"]
 
 

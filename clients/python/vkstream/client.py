@@ -236,7 +236,7 @@ class Client:
     def stats(self, format="map"):  # noqa: A002 - the wire field is called format
         return self.call(calls.stats(format))
 
-    def tokenize(self, text, add_bos=True, parse_special=False):
+    def tokenize(self, text, add_bos=None, parse_special=False):
         return self.call(calls.tokenize(text, add_bos, parse_special))
 
     def detokenize(self, ids):

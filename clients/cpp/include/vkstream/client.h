@@ -44,7 +44,9 @@ class Client {
   std::string stats_prometheus();  // Prometheus text exposition
   RequestStatus status(const std::string& id);
   void cancel(const std::string& id);  // throws ServerError (not_found, ...) when refused
-  std::vector<int32_t> tokenize(const std::string& text, bool add_bos = true, bool parse_special = false);
+  // add_bos unset: the model's tokenizer.ggml.add_bos_token (Llama: yes, Qwen: no).
+  std::vector<int32_t> tokenize(const std::string& text, std::optional<bool> add_bos = std::nullopt,
+                                bool parse_special = false);
   std::string detokenize(const std::vector<int32_t>& ids);
   // One embedding per text, in order (waits for the whole answer; throws ServerError, e.g.
   // prompt_too_long naming input.N).
