@@ -83,15 +83,13 @@ HttpFrontend::HttpFrontend(uv_loop_t* loop, HttpFrontendOptions options, http::M
 
 HttpFrontend::~HttpFrontend() = default;
 
-void HttpFrontend::start(std::optional<int> activated_fd) {
+void HttpFrontend::start(std::optional<int> activated_fd, std::vector<http::HandedListener> handed) {
   std::vector<http::HttpEndpoint> endpoints;
   for (const std::string& spec : options_.endpoints) endpoints.push_back(http::parse_http_endpoint(spec));
-  for (const http::HttpEndpoint& e : endpoints) {
-    if (!e.is_loopback() && options_.api_key.empty()) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "--http " + e.describe() + " is not a loopback address: pass --api-key (clients send it as "
-                  "'Authorization: Bearer KEY'), or listen on 127.0.0.1 / unix:PATH");
-    }
+  for (const http::HttpEndpoint& e : endpoints) http::require_api_key_off_loopback(e, options_.api_key);
+  if (!handed.empty()) {  // the --http endpoints (and activated socket), bound before the model load
+    for (http::HandedListener& h : handed) server_->adopt(h.fd, std::move(h.unlink_path));
+    return;
   }
   for (const http::HttpEndpoint& e : endpoints) server_->listen(e, options_.unix_mode);
   if (activated_fd) server_->adopt(*activated_fd);

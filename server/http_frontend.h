@@ -71,9 +71,10 @@ class HttpFrontend {
   HttpFrontend(const HttpFrontend&) = delete;
   HttpFrontend& operator=(const HttpFrontend&) = delete;
 
-  // Listens on every --http endpoint, and adopts the socket-activated "http" descriptor when given.
-  // Throws vks::Error: a non-loopback address without an API key, bind failures.
-  void start(std::optional<int> activated_fd);
+  // Listens on every --http endpoint, and adopts the socket-activated "http" descriptor when given;
+  // or, when `handed` is not empty, adopts those instead (the same endpoints, already listening:
+  // server/http_loading.h). Throws vks::Error: a non-loopback address without an API key, bind failures.
+  void start(std::optional<int> activated_fd, std::vector<http::HandedListener> handed = {});
   std::vector<std::string> addresses() const { return server_->addresses(); }
 
   // An engine event of a request an HTTP client submitted.

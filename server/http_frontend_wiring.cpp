@@ -13,7 +13,7 @@
 namespace vks::server {
 
 void Daemon::setup_http(const ListenFds& fds) {
-  if (options_.http_endpoints.empty() && !fds.http) return;
+  if (options_.http_endpoints.empty() && !fds.http && fds.http_handed.empty()) return;
   HttpFrontendOptions ho;
   ho.endpoints = options_.http_endpoints;
   ho.api_key = options_.api_key;
@@ -63,7 +63,7 @@ void Daemon::setup_http(const ListenFds& fds) {
   };
   http_ = std::make_unique<HttpFrontend>(&loop_, std::move(ho),
                                          make_model_catalogue(options_.model_path, model_info_, ""), std::move(backend));
-  http_->start(fds.http);
+  http_->start(fds.http, fds.http_handed);
   for (const std::string& a : http_->addresses()) spdlog::info("HTTP API on {}", a);
 }
 

@@ -4,6 +4,9 @@
 // ipc socket), "http" (the HTTP front end, TCP or Unix). Any other name, or a name given twice, is a startup error.
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "server/http/handed_listener.h"
 
 namespace vks::server {
 
@@ -12,6 +15,9 @@ struct ListenFds {
   std::optional<int> router;
   std::optional<int> pub;
   std::optional<int> http;  // HTTP front end: a listening TCP or Unix stream socket
+  // The --http listeners (and the activated "http" socket) that answered 503 while the model loaded
+  // (server/http_loading.h): the front end adopts these instead of binding.
+  std::vector<http::HandedListener> http_handed;
   bool activated() const { return uds || router || pub || http; }
 };
 

@@ -1,4 +1,5 @@
-// vkstreamd: parse options, take socket-activated descriptors, load the model, serve.
+// vkstreamd: parse options, take socket-activated descriptors, load the model (--http answering
+// 503 "loading" meanwhile), serve.
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -9,6 +10,7 @@
 #include "server/bind_check.h"
 #include "engine/vulkan/core/device.h"
 #include "server/daemon.h"
+#include "server/http_loading.h"
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a client vanishing mid-write is an error code, not a signal
@@ -23,7 +25,10 @@ int main(int argc, char** argv) {
     const std::string shader_cache = vks::vk::place_driver_shader_cache();
     if (!shader_cache.empty()) spdlog::debug("driver shader cache: {}", shader_cache);
     vks::server::SystemdNotifier notifier;
+    // --http answers 503 "loading" meanwhile, on listeners the Daemon then takes over as they are.
+    std::unique_ptr<vks::http::LoadingResponder> loading = vks::server::answer_http_while_loading(*options, fds);
     vks::server::ServedModel served = vks::server::load_served_model(*options, notifier);
+    if (loading) vks::server::hand_http_to_daemon(*loading, fds);
     vks::server::Daemon daemon(std::move(*options), fds, std::move(served), notifier);
     return daemon.run();
   } catch (const vks::Error& e) {

@@ -109,10 +109,18 @@ int run_generate(GenerateArgs& a) {
   const StreamOutcome out = stream_request(client, options, a.json, a.verbose, a.conn.timeout_ms);
   if (!a.json) std::cout << '\n' << std::flush;
   if (!a.json && !out.logprobs.empty()) {
-    std::map<int32_t, std::string> pieces;  // one detokenize per distinct id
+    std::map<int32_t, std::string> pieces;  // detokenized once per distinct id
+    // A token's text as it reads inside a text: decoding it alone would drop a SentencePiece
+    // word's leading space (the rule for a sequence's first piece), so decode it twice in a row
+    // and keep the second copy.
     const auto piece = [&](int32_t id) -> std::string {
       auto it = pieces.find(id);
-      if (it == pieces.end()) it = pieces.emplace(id, client.detokenize({id})).first;
+      if (it == pieces.end()) {
+        const std::string alone = client.detokenize({id});
+        const std::string twice = client.detokenize({id, id});
+        const bool prefixed = twice.size() >= alone.size() && twice.compare(0, alone.size(), alone) == 0;
+        it = pieces.emplace(id, prefixed ? twice.substr(alone.size()) : alone).first;
+      }
       return it->second;
     };
     std::cout << format_logprob_table(out.logprobs, piece) << std::flush;

@@ -157,6 +157,7 @@ bool HttpConnection::over_output_bound(size_t more) {
 
 void HttpConnection::respond(const HttpResponse& response) {
   if (!active_ || streaming_ || closing_) return;
+  if (response.close_connection) keep_alive_ = false;
   std::string bytes = serialize_head(response.status, response.content_type, with_request_id(response.headers),
                                      static_cast<int64_t>(response.body.size()), keep_alive_, http10_);
   if (!head_only_) bytes += response.body;

@@ -66,4 +66,11 @@ HttpEndpoint parse_http_endpoint(const std::string& spec) {
   return e;
 }
 
+void require_api_key_off_loopback(const HttpEndpoint& endpoint, const std::string& api_key) {
+  if (endpoint.is_loopback() || !api_key.empty()) return;
+  throw Error(ErrorCode::kInvalidArgument,
+              "--http " + endpoint.describe() + " is not a loopback address: pass --api-key (clients send it as "
+              "'Authorization: Bearer KEY'), or listen on 127.0.0.1 / unix:PATH");
+}
+
 }  // namespace vks::http

@@ -20,4 +20,7 @@ struct HttpEndpoint {
 // Throws vks::Error(kInvalidArgument) naming the problem.
 HttpEndpoint parse_http_endpoint(const std::string& spec);
 
+// Throws vks::Error(kInvalidArgument) for a non-loopback endpoint when `api_key` is empty.
+void require_api_key_off_loopback(const HttpEndpoint& endpoint, const std::string& api_key);
+
 }  // namespace vks::http

@@ -33,6 +33,7 @@ struct HttpResponse {
   std::string content_type = "application/json";
   HeaderList headers;  // extra headers (x-request-id, Retry-After, ...)
   std::string body;
+  bool close_connection = false;  // "Connection: close" and close after it, whatever the request asked
 };
 
 // A fresh random id (32 hex digits) for answers that belong to no generation: every answer carries

@@ -1,6 +1,7 @@
 #include "server/http/http_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <utility>
 
 #include "engine/common/error.h"
 
@@ -92,11 +94,28 @@ void HttpServer::listen(const HttpEndpoint& endpoint, uint32_t unix_mode) {
       }
       unlink(path.c_str());
     }
+    // Bound here, not with uv_pipe_bind: libuv would remove the file when the handle closes, also
+    // when the listening socket lives on in another owner (hand_over_listeners).
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(addr.sun_path)) {
+      throw Error(ErrorCode::kInvalidArgument, "HTTP socket path " + path + " is longer than a Unix socket path may be");
+    }
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw Error(ErrorCode::kIo, std::string("socket(): ") + strerror(errno));
+    if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+      const int err = errno;
+      close(fd);
+      throw Error(ErrorCode::kIo, "cannot bind HTTP socket " + path + ": " + strerror(err));
+    }
     Listener& l = add_listener(false);
     l.address = "unix:" + path;
-    int rc = uv_pipe_bind(&l.handle.pipe, path.c_str());
-    if (rc != 0) throw Error(ErrorCode::kIo, "cannot bind HTTP socket " + path + ": " + uv_strerror(rc));
     l.unlink_path = path;
+    if (const int rc = uv_pipe_open(&l.handle.pipe, fd); rc != 0) {
+      close(fd);
+      throw Error(ErrorCode::kIo, "cannot open HTTP socket " + path + ": " + uv_strerror(rc));
+    }
     if (chmod(path.c_str(), unix_mode) != 0) {
       throw Error(ErrorCode::kIo, "cannot chmod " + path + ": " + strerror(errno));
     }
@@ -124,18 +143,19 @@ void HttpServer::listen(const HttpEndpoint& endpoint, uint32_t unix_mode) {
   start_listening(l);  // bind errors such as EADDRINUSE surface here with libuv
 }
 
-void HttpServer::adopt(int fd) {
+void HttpServer::adopt(int fd, std::string unlink_path) {
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
-    throw Error(ErrorCode::kIo, std::string("cannot inspect the socket-activated 'http' descriptor: ") + strerror(errno));
+    throw Error(ErrorCode::kIo, std::string("cannot inspect the 'http' listening descriptor: ") + strerror(errno));
   }
   const bool is_tcp = ss.ss_family == AF_INET || ss.ss_family == AF_INET6;
   Listener& l = add_listener(is_tcp);
   const int rc = is_tcp ? uv_tcp_open(&l.handle.tcp, fd) : uv_pipe_open(&l.handle.pipe, fd);
   if (rc != 0) {
-    throw Error(ErrorCode::kIo, std::string("cannot adopt the socket-activated 'http' descriptor: ") + uv_strerror(rc));
+    throw Error(ErrorCode::kIo, std::string("cannot adopt the 'http' listening descriptor: ") + uv_strerror(rc));
   }
+  l.unlink_path = std::move(unlink_path);
   if (is_tcp) {
     l.address = "http://" + sockaddr_text(ss);
   } else {
@@ -143,6 +163,27 @@ void HttpServer::adopt(int fd) {
     l.address = "unix:" + std::string(un->sun_path, strnlen(un->sun_path, sizeof(un->sun_path)));
   }
   start_listening(l);
+}
+
+std::vector<HandedListener> HttpServer::hand_over_listeners() {
+  std::vector<HandedListener> out;
+  std::vector<Listener*> from;
+  for (auto& l : listeners_) {
+    uv_os_fd_t fd = -1;
+    if (uv_is_closing(&l->handle.handle) || uv_fileno(&l->handle.handle, &fd) != 0) continue;
+    HandedListener h;
+    h.fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (h.fd < 0) {
+      const int err = errno;
+      for (const HandedListener& done : out) close(done.fd);
+      throw Error(ErrorCode::kIo, "cannot duplicate the listener of " + l->address + ": " + strerror(err));
+    }
+    out.push_back(std::move(h));
+    from.push_back(l.get());
+  }
+  // Only once every descriptor is duplicated: on failure this server still owns its files.
+  for (size_t i = 0; i < out.size(); ++i) out[i].unlink_path = std::exchange(from[i]->unlink_path, {});
+  return out;
 }
 
 std::vector<std::string> HttpServer::addresses() const {

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "server/http/handed_listener.h"
 #include "server/http/http_connection.h"
 #include "server/http/http_endpoint.h"
 #include "server/http/http_limits.h"
@@ -34,8 +35,13 @@ class HttpServer {
 
   // Binds and listens (unix: replaces a stale socket file, chmods to `mode`). Throws vks::Error.
   void listen(const HttpEndpoint& endpoint, uint32_t unix_mode = 0660);
-  // Adopts a listening socket passed by systemd (TCP or Unix, told apart by its address family).
-  void adopt(int fd);
+  // Adopts a listening socket passed by systemd (TCP or Unix, told apart by its address family),
+  // or handed over by another server (HandedListener: its socket file is removed at stop_accepting).
+  void adopt(int fd, std::string unlink_path = {});
+  // Duplicates every listener's descriptor for a next owner, who also takes over removing the
+  // socket files this server created. This server still listens until stop_accepting (call it
+  // before, or on, the loop thread).
+  std::vector<HandedListener> hand_over_listeners();
   // The actual addresses ("http://127.0.0.1:41234", "unix:/run/..."), after listen/adopt.
   std::vector<std::string> addresses() const;
   // The TCP port of the first TCP listener (0 if none): tests listen on port 0.

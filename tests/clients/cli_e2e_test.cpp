@@ -73,6 +73,17 @@ TEST_F(CliE2E, GenerateJsonPrintsOneEventPerLine) {
   EXPECT_NE(last.find("\"reason\":\"length\""), std::string::npos) << last;
 }
 
+TEST_F(CliE2E, LogprobsTableKeepsEachWordsLeadingSpace) {
+  // Greedy stories260K continues with whole words ("▁there", "▁was"...); decoding such a piece
+  // alone drops its space, so at least one row would start with a bare quote-letter without it.
+  const ProcessResult r = cli("generate", {"--greedy", "-n", "6", "--logprobs", "1", "Once upon a time"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t table = r.out.find("logprobs (");
+  ASSERT_NE(table, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  \" there\" (", table), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  \" was\" (", table), std::string::npos) << r.out;
+}
+
 TEST_F(CliE2E, StopStringEndsTheGenerationBeforeIt) {
   const ProcessResult r = cli("generate", {"--greedy", "-n", "60", "--stop", "Lily", vks::test::kReferencePrompt});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -103,6 +114,15 @@ TEST_F(CliE2E, TokenizeStatusFollowAndStats) {
   r = cli("stats", {"--prometheus"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("vkstream_"), std::string::npos) << r.out;
+
+  // --json answers are one line each, newline-terminated, so `| jq` and line readers see them whole.
+  for (const char* command : {"model", "hello", "stats"}) {
+    r = cli(command, {"--json"});
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
+    ASSERT_GE(r.out.size(), 3u) << command;
+    EXPECT_EQ(r.out.substr(r.out.size() - 2), "}\n") << command << ": " << r.out;
+    EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << command << ": " << r.out;
+  }
 }
 
 TEST_F(CliE2E, FollowFromAnotherProcessWhileItRuns) {

@@ -495,11 +495,16 @@ TEST(HttpE2eStartup, SocketActivatedHttpDescriptorIsServed) {
     execv(argv[0], argv.data());
     _exit(127);
   }
+  // While the model loads the activated socket answers 503 "loading" (server/http_loading.h),
+  // then the front end serves it: the same socket, never closed in between.
   std::optional<RawResponse> r;
-  for (int i = 0; i < 600 && !r; ++i) {
+  int loading = 0;
+  for (int i = 0; i < 600 && !(r && r->status != 503); ++i) {
     RawHttpClient c;
+    r.reset();
     if (c.connect_unix(sock) && c.send(http_request("GET", "/health"))) r = c.read_response(20000);
-    if (!r) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (r && r->status == 503 && json::parse(r->body, nullptr, false) == json({{"status", "loading"}})) ++loading;
+    if (!r || r->status == 503) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   kill(pid, SIGTERM);
   int status = 0;
@@ -510,6 +515,7 @@ TEST(HttpE2eStartup, SocketActivatedHttpDescriptorIsServed) {
   ASSERT_TRUE(r) << ss.str();
   EXPECT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(json::parse(r->body)["status"], "ok");
+  EXPECT_GE(loading, 1) << ss.str();
 }
 
 }  // namespace
