@@ -123,6 +123,13 @@ TEST_F(CliE2E, TokenizeStatusFollowAndStats) {
     EXPECT_EQ(r.out.substr(r.out.size() - 2), "}\n") << command << ": " << r.out;
     EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << command << ": " << r.out;
   }
+  // `devices` asks no daemon: one JSON array on one newline-terminated line (lavapipe or no device).
+  r = vks::test::run_process({vkstream_exe(), "devices", "--json"}, {}, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_GE(r.out.size(), 3u) << r.out;
+  EXPECT_EQ(r.out.front(), '[') << r.out;
+  EXPECT_EQ(r.out.substr(r.out.size() - 2), "]\n") << r.out;
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
 }
 
 TEST_F(CliE2E, FollowFromAnotherProcessWhileItRuns) {
