@@ -23,10 +23,9 @@ inline std::string read_whole_file(const std::string& path) {
   return ss.str();
 }
 
-// `stem` like "llama3-bpe-tokenizer-cases" under models_dir()/reference.
-inline std::vector<TokenizerCase> load_tokenizer_cases(const std::string& stem) {
-  const std::string dir = model_path("reference/");
-  const std::string text = read_whole_file(dir + stem + ".txt");
+// `path_stem` + ".txt" holds the strings, `path_stem` + ".ids" their ids.
+inline std::vector<TokenizerCase> load_tokenizer_cases_at(const std::string& path_stem) {
+  const std::string text = read_whole_file(path_stem + ".txt");
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::vector<TokenizerCase> cases;
   for (size_t start = 0;;) {
@@ -35,7 +34,7 @@ inline std::vector<TokenizerCase> load_tokenizer_cases(const std::string& stem) 
     cases.push_back({text.substr(start, end - start), {}});
     start = end + sep.size();
   }
-  std::istringstream ids(read_whole_file(dir + stem + ".ids"));
+  std::istringstream ids(read_whole_file(path_stem + ".ids"));
   std::string line;
   for (size_t i = 0; std::getline(ids, line); ++i) {
     if (i >= cases.size()) break;
@@ -43,6 +42,11 @@ inline std::vector<TokenizerCase> load_tokenizer_cases(const std::string& stem) 
     for (TokenId id; ls >> id;) cases[i].ids.push_back(id);
   }
   return cases;
+}
+
+// `stem` like "llama3-bpe-tokenizer-cases" under models_dir()/reference.
+inline std::vector<TokenizerCase> load_tokenizer_cases(const std::string& stem) {
+  return load_tokenizer_cases_at(model_path("reference/") + stem);
 }
 
 inline std::string show_tokens(const Tokenizer& tok, const std::vector<TokenId>& ids) {
