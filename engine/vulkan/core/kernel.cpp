@@ -130,17 +130,17 @@ bool KernelRegistry::has(std::string_view name) const { return find_embedded_sha
 const Kernel& KernelRegistry::get(std::string_view name) { return get(name, {}); }
 
 const Kernel& KernelRegistry::get(std::string_view name, std::span<const uint32_t> spec_constants) {
-  // Hot path (every dispatch of every step): a plain kernel is found without building a key.
+  // Hot path (every dispatch of every step): found without building a key or allocating.
   if (spec_constants.empty()) {
     if (auto found = kernels_.find(name); found != kernels_.end()) return *found->second;
+  } else {
+    for (const SpecializedKernel& s : specialized_) {
+      if (s.name == name && std::equal(s.constants.begin(), s.constants.end(), spec_constants.begin(),
+                                       spec_constants.end())) {
+        return *s.kernel;
+      }
+    }
   }
-  std::string key(name);
-  for (uint32_t v : spec_constants) {
-    key.push_back(':');
-    key.append(std::to_string(v));
-  }
-  auto it = kernels_.find(key);
-  if (it != kernels_.end()) return *it->second;
   const EmbeddedShader* shader = find_embedded_shader(name);
   if (shader == nullptr) {
     throw Error(ErrorCode::kNotFound, "no kernel named '" + std::string(name) +
@@ -150,7 +150,13 @@ const Kernel& KernelRegistry::get(std::string_view name, std::span<const uint32_
       Kernel::create(*device_, shader->name, std::span<const uint32_t>(shader->code, shader->word_count),
                      spec_constants));
   const Kernel& ref = *kernel;
-  kernels_.emplace(std::move(key), std::move(kernel));
+  if (spec_constants.empty()) {
+    kernels_.emplace(std::string(name), std::move(kernel));
+  } else {
+    specialized_.push_back(SpecializedKernel{std::string(name),
+                                             std::vector<uint32_t>(spec_constants.begin(), spec_constants.end()),
+                                             std::move(kernel)});
+  }
   return ref;
 }
 

@@ -91,8 +91,16 @@ class KernelRegistry {
   void save_cache() const;
 
  private:
+  // A pipeline specialized with constants (e.g. attention's head size); few exist, so a scan finds
+  // one without building a key on every dispatch.
+  struct SpecializedKernel {
+    std::string name;
+    std::vector<uint32_t> constants;
+    std::unique_ptr<Kernel> kernel;
+  };
   const Device* device_;
   std::map<std::string, std::unique_ptr<Kernel>, std::less<>> kernels_;
+  std::vector<SpecializedKernel> specialized_;
 };
 
 }  // namespace vks::vk

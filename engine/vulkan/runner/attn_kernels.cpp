@@ -24,8 +24,26 @@ void record_kv_write(CommandBuffer& cmd, KernelRegistry& kernels, BufferView src
 void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b,
                       const gpu::AttnParams& p) {
   if (p.n_tokens == 0) return;
-  cmd.dispatch(kernels.get("attn_f16"), {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out},
+  // Specialized by head size so that its loops fit lavapipe's loop budget (attn_f16.comp).
+  const AttnSpecialization spec = attention_specialization(p.head_dim);
+  const uint32_t constants[2] = {spec.half_head_dim, spec.dim_step};
+  cmd.dispatch(kernels.get("attn_f16", constants), {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out},
                p, Groups{static_cast<uint32_t>(ceil_div(p.n_heads, VKS_ATTN_HEADS_PER_GROUP)), p.n_tokens, 1});
+}
+
+AttnSpecialization attention_specialization(uint32_t head_dim) {
+  const uint32_t half = head_dim / 2;
+  uint32_t step = 4;  // see AttnSpecialization::dim_step
+  while (step > 1 && half % step != 0) step /= 2;
+  return AttnSpecialization{half, step};
+}
+
+uint64_t attention_max_keys(uint32_t head_dim) {
+  const AttnSpecialization spec = attention_specialization(head_dim);
+  const uint64_t dim_iterations = spec.half_head_dim / spec.dim_step;
+  const uint64_t fixed = 2 * dim_iterations;         // loading q, writing the output
+  const uint64_t per_chunk = 2 * dim_iterations + 1;  // scores, values, the chunk loop itself
+  return (uint64_t{VKS_LAVAPIPE_LOOP_BUDGET} - fixed) / per_chunk * VKS_ATTN_CHUNK;
 }
 
 void check_attention_shape(uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, uint32_t rope_dim) {

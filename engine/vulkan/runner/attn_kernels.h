@@ -29,6 +29,21 @@ struct AttnBindings {
 void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b,
                       const gpu::AttnParams& p);
 
+// attn_f16's specialization for a head size: {head_dim / 2, pairs per runtime-loop iteration}.
+struct AttnSpecialization {
+  uint32_t half_head_dim;
+  // The largest power of two up to 4 that divides half_head_dim: a larger step unrolls a bigger
+  // body, which lavapipe compiles for seconds longer (cold start) for contexts past 123k tokens.
+  uint32_t dim_step;
+};
+AttnSpecialization attention_specialization(uint32_t head_dim);
+
+// The most keys one attention row can attend to on a device that ends an invocation's loops after
+// VKS_LAVAPIPE_LOOP_BUDGET iterations (lavapipe): 2 * half_head_dim / dim_step + 1 loop iterations
+// per VKS_ATTN_CHUNK keys, plus the set-up and output loops: 123,328 keys at head_dim 64,
+// 63,488 at 128, 32,224 at 256.
+uint64_t attention_max_keys(uint32_t head_dim);
+
 // Throws vks::Error(kUnsupported) when the model's head shape is one these kernels cannot run
 // (odd head_dim, head_dim above VKS_ATTN_MAX_HEAD_DIM, n_heads not a multiple of n_kv_heads, odd rope_dim).
 void check_attention_shape(uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, uint32_t rope_dim);

@@ -52,6 +52,13 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   const int64_t pool_tokens = int64_t{kv.num_blocks} * kv.block_size;
   int64_t max_context = options.max_context > 0 ? options.max_context : (c.context_length > 0 ? c.context_length : 4096);
   max_context = std::min(max_context, pool_tokens);
+  const int64_t attention_keys = static_cast<int64_t>(vk::attention_max_keys(c.head_dim));
+  if (device_.info().type_name == "cpu" && max_context > attention_keys) {
+    // lavapipe ends a shader's loops after 65,535 iterations: attention could not reach further keys.
+    spdlog::warn("vulkan: context limited to {} tokens on the CPU device {} (its shader loop limit, head_dim {})",
+                 attention_keys, device_.info().name, c.head_dim);
+    max_context = attention_keys;
+  }
   limits_ = StepLimits{static_cast<int32_t>(c.vocab_size), kv.block_size, kv.num_blocks, options.max_step_tokens,
                        options.max_step_seqs, static_cast<int32_t>((max_context + kv.block_size - 1) / kv.block_size)};
 
@@ -121,7 +128,7 @@ VulkanRunner::~VulkanRunner() {
 // Builds, at start-up, the pipelines this model's forward pass uses (and only those: on a CPU
 // device every pipeline is an LLVM compile).
 void VulkanRunner::create_pipelines() {
-  std::set<std::string> names{"rmsnorm_f32", "swiglu_f32", "argmax_f32", "rope_f32", "kv_write_f16", "attn_f16"};
+  std::set<std::string> names{"rmsnorm_f32", "swiglu_f32", "argmax_f32", "rope_f32", "kv_write_f16"};
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
     if (L.bqkv.valid()) names.insert("bias_add_f32");
   }
@@ -140,6 +147,10 @@ void VulkanRunner::create_pipelines() {
   for (const std::string& name : names) {
     if (kernels_->has(name)) kernels_->get(name);
   }
+  // Attention is specialized by head size (as record_attention asks for it).
+  const vk::AttnSpecialization spec = vk::attention_specialization(config_.head_dim);
+  const uint32_t constants[2] = {spec.half_head_dim, spec.dim_step};
+  kernels_->get("attn_f16", constants);
 }
 
 std::string VulkanRunner::device_name() const { return device_.info().name; }

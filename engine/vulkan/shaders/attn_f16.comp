@@ -10,7 +10,15 @@
 //
 // Online softmax over chunks of VKS_ATTN_CHUNK keys that start at key 0, with every sum in key
 // order: a token's output is bit-identical however its sequence was batched or chunked.
+//
+// lavapipe (Mesa's llvmpipe) silently ends a shader's loops once the invocation has run 65,535 loop
+// iterations in all, nested loops included. A loop over the head dimension per key spent that
+// after ~960 keys at head_dim 64 (the rest were skipped and uninitialized scores read). So the
+// pipeline is specialized with the head size, the loops over a chunk's keys are unrolled, and the
+// only runtime loops step through the head dimension DIM_STEP pairs at a time, once per chunk:
+// 2 * HALF_HD / DIM_STEP + 1 iterations per CHUNK keys (attention_max_keys() in attn_kernels.h).
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "attn_params.h"
 
 layout(local_size_x = VKS_ATTN_HEADS_PER_GROUP, local_size_y = 1, local_size_z = 1) in;
@@ -25,67 +33,90 @@ layout(std430, binding = 6) writeonly buffer Out { float out_rows[]; };     // [
 
 layout(push_constant) uniform Push { AttnParams p; };
 
-const uint HALF_MAX = VKS_ATTN_MAX_HEAD_DIM / 2;
+// Set by record_attention: p.head_dim == 2 * HALF_HD, and DIM_STEP divides HALF_HD.
+layout(constant_id = 0) const uint HALF_HD = 4;   // head_dim / 2 (pairs of halves)
+layout(constant_id = 1) const uint DIM_STEP = 4;  // pairs handled per runtime-loop iteration
 const uint CHUNK = VKS_ATTN_CHUNK;
 
 void main() {
   const uint head = gl_GlobalInvocationID.x;
   const uint token = gl_GlobalInvocationID.y;
   if (head >= p.n_heads || token >= p.n_tokens) return;
-  const uint half_hd = p.head_dim / 2;
   const uint kv_head = head / (p.n_heads / p.n_kv_heads);
-  const uint kv_half_dim = p.n_kv_heads * half_hd;
-  const uint kv_col = kv_head * half_hd;
+  const uint kv_half_dim = p.n_kv_heads * HALF_HD;
+  const uint kv_col = kv_head * HALF_HD;
 
-  vec2 q[HALF_MAX];
-  vec2 acc[HALF_MAX];
+  vec2 q[HALF_HD];
+  vec2 acc[HALF_HD];
   const uint q_at = token * p.q_stride + p.q_offset + head * p.head_dim;
-  for (uint i = 0; i < half_hd; ++i) {
-    q[i] = vec2(q_src[q_at + 2 * i], q_src[q_at + 2 * i + 1]) * p.scale;
-    acc[i] = vec2(0.0);
+  for (uint i0 = 0; i0 < HALF_HD; i0 += DIM_STEP) {
+    [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) {
+      const uint i = i0 + u;
+      q[i] = vec2(q_src[q_at + 2 * i], q_src[q_at + 2 * i + 1]) * p.scale;
+      acc[i] = vec2(0.0);
+    }
   }
 
   const uint n_keys = uint(positions[token]) + 1;
   const uint table = uint(token_seq[token]) * p.max_blocks_per_seq;
   float m = -1.0 / 0.0;  // running max of the scores
   float l = 0.0;         // running sum of exp(score - m)
-  float s[CHUNK];
-  uint rows[CHUNK];
 
   for (uint base = 0; base < n_keys; base += CHUNK) {
     const uint n = min(CHUNK, n_keys - base);
-    float chunk_max = -1.0 / 0.0;
-    for (uint j = 0; j < n; ++j) {
-      const uint key = base + j;
+    // Rows of the chunk's keys; keys past the last repeat it, so every load below is in bounds
+    // (their scores are left out of the max and the sums).
+    uint rows[CHUNK];
+    float s[CHUNK];
+    [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
+      const uint key = base + min(j, n - 1);
       const uint block = uint(block_tables[table + key / p.block_size]);
       const uint slot = min(block * p.block_size + key % p.block_size, p.n_slots - 1);
-      const uint row = slot * kv_half_dim + kv_col;
-      rows[j] = row;
-      float dot_qk = 0.0;
-      for (uint i = 0; i < half_hd; ++i) {
-        const vec2 k2 = unpackHalf2x16(k_pool[row + i]);
-        dot_qk += q[i].x * k2.x + q[i].y * k2.y;
+      rows[j] = slot * kv_half_dim + kv_col;
+      s[j] = 0.0;
+    }
+    // Scores: each key's dot product sums its pairs in order.
+    for (uint i0 = 0; i0 < HALF_HD; i0 += DIM_STEP) {
+      [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) {
+        const vec2 qi = q[i0 + u];
+        [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
+          const vec2 k2 = unpackHalf2x16(k_pool[rows[j] + i0 + u]);
+          s[j] += qi.x * k2.x + qi.y * k2.y;
+        }
       }
-      s[j] = dot_qk;
-      chunk_max = max(chunk_max, dot_qk);
+    }
+    float chunk_max = -1.0 / 0.0;
+    [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
+      if (j < n) chunk_max = max(chunk_max, s[j]);
     }
     const float m_new = max(m, chunk_max);
     const float correction = exp(m - m_new);
     l *= correction;
-    for (uint i = 0; i < half_hd; ++i) acc[i] *= correction;
-    for (uint j = 0; j < n; ++j) {
-      const float pj = exp(s[j] - m_new);
-      l += pj;
-      const uint row = rows[j];
-      for (uint i = 0; i < half_hd; ++i) acc[i] += pj * unpackHalf2x16(v_pool[row + i]);
+    float pj[CHUNK];
+    [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
+      pj[j] = exp(s[j] - m_new);
+      if (j < n) l += pj[j];
+    }
+    // Values: each pair's accumulator adds the chunk's keys in order.
+    for (uint i0 = 0; i0 < HALF_HD; i0 += DIM_STEP) {
+      [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) {
+        vec2 a = acc[i0 + u] * correction;
+        [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
+          if (j < n) a += pj[j] * unpackHalf2x16(v_pool[rows[j] + i0 + u]);
+        }
+        acc[i0 + u] = a;
+      }
     }
     m = m_new;
   }
 
   const float inv_l = 1.0 / l;
   const uint out_at = token * p.out_stride + head * p.head_dim;
-  for (uint i = 0; i < half_hd; ++i) {
-    out_rows[out_at + 2 * i] = acc[i].x * inv_l;
-    out_rows[out_at + 2 * i + 1] = acc[i].y * inv_l;
+  for (uint i0 = 0; i0 < HALF_HD; i0 += DIM_STEP) {
+    [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) {
+      const uint i = i0 + u;
+      out_rows[out_at + 2 * i] = acc[i].x * inv_l;
+      out_rows[out_at + 2 * i + 1] = acc[i].y * inv_l;
+    }
   }
 }

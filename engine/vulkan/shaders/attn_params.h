@@ -23,7 +23,10 @@ using uint = uint32_t;
 #define VKS_ATTN_MAX_HEAD_DIM 256
 // Keys per online-softmax chunk. Part of the numerics: chunks start at key 0, so a key's chunk
 // (and the summation order) never depends on batching or chunking.
-#define VKS_ATTN_CHUNK 16
+#define VKS_ATTN_CHUNK 32
+// lavapipe (llvmpipe) silently ends an invocation's loops once it has run this many loop
+// iterations in all, nested loops included; attn_f16 keeps its loop count under it.
+#define VKS_LAVAPIPE_LOOP_BUDGET 65535u
 // Heads per workgroup of the attention kernel (one invocation per (token, head)).
 #define VKS_ATTN_HEADS_PER_GROUP 8
 #define VKS_ROPE_WG 64
