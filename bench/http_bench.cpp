@@ -100,6 +100,21 @@ class Reader {
   int fd_;
 };
 
+// True when GET /health answers 200 (false while nothing listens or the model still loads).
+bool health_ok(uint16_t port) {
+  const int fd = connect_tcp(port);
+  if (fd < 0) return false;
+  const std::string request = "GET /health HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n";
+  std::string head;
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+    char buf[256];
+    ssize_t n;
+    while (head.size() < 12 && (n = ::recv(fd, buf, sizeof buf, 0)) > 0) head.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return head.compare(0, 12, "HTTP/1.1 200") == 0;
+}
+
 // ---- Unix socket (msgpack frames) ----
 
 class UdsConn {
@@ -283,12 +298,8 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     const auto deadline = Clock::now() + std::chrono::seconds(120);
-    for (;;) {
-      const int fd = connect_tcp(port);
-      if (fd >= 0) {
-        close(fd);
-        break;
-      }
+    // The HTTP port answers 503 while the model loads: wait for /health to say 200.
+    while (!health_ok(port)) {
       if (Clock::now() > deadline) throw std::runtime_error("vkstreamd did not start");
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
