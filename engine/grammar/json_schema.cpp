@@ -2,7 +2,9 @@
 
 // This file builds grammar text by string concatenation; GCC 12 reports a false -Wrestrict on
 // `"literal" + std::string` at -O3 (GCC bug 105329).
+#if defined(__GNUC__) && !defined(__clang__)  // clang has no -Wrestrict
 #pragma GCC diagnostic ignored "-Wrestrict"
+#endif
 
 #include <cmath>
 #include <map>
