@@ -383,6 +383,8 @@ std::string json_schema_text_to_gbnf(std::string_view schema_json) {
   } catch (const json::parse_error& e) {
     throw CompileError(e.byte > 0 ? e.byte - 1 : 0,
                        "json_schema: invalid JSON at offset " + std::to_string(e.byte > 0 ? e.byte - 1 : 0) + ": " + e.what());
+  } catch (const json::exception& e) {  // e.g. out_of_range 406: a number literal beyond a double (1e999)
+    throw CompileError(0, std::string("json_schema: invalid JSON: ") + e.what());
   }
   return json_schema_to_gbnf(schema);
 }

@@ -169,6 +169,18 @@ TEST(JsonSchema, ErrorsNameThePathOrOffset) {
   } catch (const CompileError& e) {
     EXPECT_EQ(e.offset(), 18u) << e.what();
   }
+  // A number literal beyond a double is JSON the parser refuses with out_of_range, not parse_error
+  // (found by libFuzzer): still a CompileError, so the request gets invalid_field, not internal.
+  for (const char* text : {"1e999999", R"({"type":"number","maximum":-1e400})", "7000000000000e00000409927646082434480"}) {
+    try {
+      json_schema_text_to_gbnf(text);
+      ADD_FAILURE() << text << " compiled";
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find("json_schema: invalid JSON"), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << text << ": " << e.what() << " is not a CompileError";
+    }
+  }
 }
 
 }  // namespace
