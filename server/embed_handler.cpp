@@ -14,8 +14,6 @@
 namespace vks::server {
 namespace {
 
-constexpr size_t kOffLoopMinTextBytes = 1024;  // as for generate prompts
-
 size_t text_bytes(const EmbedRequest& r) {
   size_t n = 0;
   for (const std::string& t : r.texts) n += t.size();

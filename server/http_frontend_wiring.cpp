@@ -69,10 +69,6 @@ void Daemon::setup_http(const ListenFds& fds) {
 
 namespace {
 
-// Below these sizes a pool round trip costs more than the work (as for the Unix socket,
-// request_off_loop.cpp).
-constexpr size_t kOffLoopMinTextBytes = 1024;
-
 bool has_uncompiled_constraint(const GenerateRequest& q) {
   return (!q.grammar.empty() || !q.json_schema.empty()) && !q.compiled_constraint;
 }

@@ -15,6 +15,11 @@
 
 namespace vks::server {
 
+// Texts shorter than this are tokenized on the loop thread (generate, chat, embed, tokenize; Unix
+// socket, ZeroMQ and HTTP alike): a pool round trip costs more than the work, 1 KiB taking
+// 0.03-0.2 ms at the tokenizers' measured 5-37 MB/s (bench/tokenizer_bench).
+inline constexpr size_t kOffLoopMinTextBytes = 1024;
+
 class OffLoop {
  public:
   using Work = std::function<void()>;                    // pool thread; may throw

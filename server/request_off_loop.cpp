@@ -14,7 +14,6 @@
 namespace vks::server {
 namespace {
 
-constexpr size_t kOffLoopMinTextBytes = 1024;  // ~0.1-5 ms of tokenizing, depending on the model
 constexpr size_t kOffLoopMinIds = 1024;
 
 std::string what_of(const std::exception_ptr& error) {
