@@ -9,6 +9,7 @@
 #include "engine/cpu/cpu_model.h"
 #include "engine/model/llama_model.h"
 #include "engine/vulkan/core/device_info.h"
+#include "engine/vulkan/runner/attn_kernels.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
 #include "tests/common/test_models.h"
 #include "tests/vulkan/runner_reference.h"
@@ -83,5 +84,30 @@ TEST_P(RunnerSynthetic, LogitsMatchCpuModel) {
 // separate gate/up path runs.
 INSTANTIATE_TEST_SUITE_P(WeightTypes, RunnerSynthetic, ::testing::Values("q8_0", "q4_0", "f16", "f32:222"));
 
+// lavapipe's loop budget bounds how many keys attention reaches (attention_max_keys): on a CPU
+// device a model with a longer context is served with the context capped there, and the runner's
+// config says so, so the engine refuses longer requests up front. Elsewhere the model's context stands.
+TEST_F(RunnerSynthetic, ContextIsCappedWhereAttentionCannotReach) {
+  const std::string path = (dir_ / "long_context.gguf").string();
+  const std::string cmd = fmt::format(
+      "'{}' -q -o '{}' -p tiny -t f32 --dim 128 --heads 2 --kv-heads 1 --hidden 128 --vocab 300 --layers 1 "
+      "--context 200000",
+      test::build_dir() + "/tools/vks-make-model", path);
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto model = LlamaModel::load(path);
+  ASSERT_EQ(model->config().head_dim, 64u);
+  RunnerOptions o;
+  o.num_blocks = 13000;  // 208,000 tokens: the pool does not limit the context
+  o.max_step_tokens = 64;
+  o.max_step_seqs = 2;
+  VulkanRunner runner(*model, o);
+  const std::vector<vk::DeviceInfo> devices = vk::list_devices();
+  const bool cpu_device = devices[vk::select_device(devices, "")].type_name == "cpu";  // the runner's pick
+  const uint32_t expected = cpu_device ? static_cast<uint32_t>(vk::attention_max_keys(64)) : 200000u;
+  EXPECT_EQ(runner.config().context_length, expected) << runner.device_name() << ", " << runner.num_blocks() << " blocks of " << runner.block_size();
+  EXPECT_EQ(model->config().context_length, 200000u);  // the model itself is unchanged
+}
+
 }  // namespace
 }  // namespace vks
+

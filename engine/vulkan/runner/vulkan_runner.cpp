@@ -59,6 +59,11 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
                  attention_keys, device_.info().name, c.head_dim);
     max_context = attention_keys;
   }
+  // The engine checks requests against config().context_length: make it the longest sequence this
+  // runner holds, so a request past it is refused up front instead of failing its step.
+  if (c.context_length == 0 || max_context < int64_t{c.context_length}) {
+    config_.context_length = static_cast<uint32_t>(max_context);
+  }
   limits_ = StepLimits{static_cast<int32_t>(c.vocab_size), kv.block_size, kv.num_blocks, options.max_step_tokens,
                        options.max_step_seqs, static_cast<int32_t>((max_context + kv.block_size - 1) / kv.block_size)};
 
