@@ -1,8 +1,12 @@
 // Prefill and decode throughput of the Vulkan runner on any llama GGUF:
 //   vks_bench_vulkan_runner MODEL.gguf [--device SEL] [--prompt 128] [--gen 32] [--context 16]
 //                           [--batches 1 4 8 16] [--reps 3] [--matvec-max N] [--profile]
-// Prints the device and one table: prefill tokens/s (one prompt of --prompt tokens in one step),
-// decode tokens/s at batch 1, and aggregate decode tokens/s at 4, 8 and 16 sequences.
+// Prints the device, its ceilings measured in the same run (bench/device_ceiling: streaming read
+// GB/s, FMA GFLOP/s) and one table: prefill tokens/s (one prompt of --prompt tokens in one step),
+// decode tokens/s at batch 1, and aggregate decode tokens/s at 4, 8 and 16 sequences. Each row also
+// gives the weight-matrix bandwidth and arithmetic it achieved as ratios to those ceilings: a step
+// streams every weight matrix once (bytes / step time vs the read ceiling) and does one
+// multiply-add per weight per token (2 * weights * tokens / step time vs the FMA ceiling).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -13,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/device_ceiling.h"
 #include "engine/common/error.h"
 #include "engine/model/llama_model.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
@@ -20,6 +25,25 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The weight matrices one step streams: every layer's projections and the output matrix (norms and
+// the token-embedding gather are negligible next to them).
+struct MatrixTotals {
+  double bytes = 0;
+  double weights = 0;
+};
+MatrixTotals matrix_totals(const vks::LlamaWeights& w) {
+  MatrixTotals t;
+  auto add = [&](const vks::TensorRef& m) {
+    t.bytes += static_cast<double>(m.nbytes);
+    t.weights += static_cast<double>(m.rows) * static_cast<double>(m.cols);
+  };
+  for (const vks::LayerWeights& l : w.layers) {
+    for (const vks::TensorRef* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m);
+  }
+  add(w.output);
+  return t;
+}
 
 struct Seq {
   std::vector<int32_t> blocks;
@@ -122,6 +146,16 @@ int main(int argc, char** argv) {
     o.max_context = std::max(prompt, context) + gen + 64;
     o.matvec_max_tokens = matvec_max;
     o.num_blocks = num_blocks > 0 ? num_blocks : (max_batch * (context + gen + 2 + 16) + prompt + 16) / o.block_size + 2 * max_batch + 4;
+    // The device's ceilings, on a second handle to the same device, before the runner starts.
+    vks::bench::DeviceCeiling ceiling;
+    {
+      vks::vk::DeviceOptions probe_options;
+      probe_options.selector = device;
+      vks::vk::Device probe_device = vks::vk::Device::create(probe_options);
+      vks::vk::KernelRegistry probe_kernels(probe_device);
+      ceiling = vks::bench::measure_device_ceiling(probe_device, probe_kernels);
+    }
+    const MatrixTotals matrices = matrix_totals(model->weights());
     const auto t_load = Clock::now();
     vks::VulkanRunner runner(*model, o);
     const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
@@ -130,6 +164,11 @@ int main(int argc, char** argv) {
     std::printf("model:  %s (dim %u, %u layers, %u heads / %u kv, hidden %u, vocab %u, %s weights), start-up %.1f s\n",
                 path.c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.hidden_dim, c.vocab_size,
                 std::string(vks::ggml_type_name(model->weights().layers.at(0).wq.type)).c_str(), load_s);
+
+    std::printf("ceiling: streaming read %.2f GB/s (%s), FMA %.2f GFLOP/s (measured in this run)\n",
+                ceiling.read_gbs, ceiling.read_pattern.c_str(), ceiling.fma_gflops);
+    std::printf("weight matrices: %.1f MB, %.1f M weights streamed per step\n", matrices.bytes / 1e6,
+                matrices.weights / 1e6);
 
     Bench bench(runner, 42);
     std::vector<Seq> seqs;
@@ -153,8 +192,9 @@ int main(int argc, char** argv) {
     struct Row {
       std::string name;
       double tok_s, ms_step;
+      int tokens_per_step;
     };
-    std::vector<Row> rows{{fmt::format("prefill {} tokens", prompt), prompt / best, best * 1e3}};
+    std::vector<Row> rows{{fmt::format("prefill {} tokens", prompt), prompt / best, best * 1e3, prompt}};
     std::printf("prefill: %.2f tokens/s\n", prompt / best);
 
     for (int b : batches) {
@@ -164,7 +204,7 @@ int main(int argc, char** argv) {
       double total = 0;
       for (int i = 0; i < gen; ++i) total += bench.step(seqs, 1);
       rows.push_back({b == 1 ? "decode batch 1" : fmt::format("decode {} seqs (aggregate)", b), b * gen / total,
-                      total / gen * 1e3});
+                      total / gen * 1e3, b});
       std::printf("decode x%d: %.2f tokens/s\n", b, b * gen / total);
       if (profile && b == 1) {
         runner.set_profiling(true);
@@ -174,9 +214,18 @@ int main(int argc, char** argv) {
       }
       bench.release(seqs);
     }
-    std::printf("\n| %-28s | %10s | %9s |\n", "test", "tokens/s", "ms/step");
-    std::printf("|%s|%s|%s|\n", std::string(30, '-').c_str(), std::string(12, '-').c_str(), std::string(11, '-').c_str());
-    for (const Row& r : rows) std::printf("| %-28s | %10.2f | %9.2f |\n", r.name.c_str(), r.tok_s, r.ms_step);
+    std::printf("\n| %-28s | %10s | %9s | %8s | %7s | %8s | %7s |\n", "test", "tokens/s", "ms/step", "GB/s",
+                "x read", "GFLOP/s", "x FMA");
+    std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(30, '-').c_str(), std::string(12, '-').c_str(),
+                std::string(11, '-').c_str(), std::string(10, '-').c_str(), std::string(9, '-').c_str(),
+                std::string(10, '-').c_str(), std::string(9, '-').c_str());
+    for (const Row& r : rows) {
+      const double step_s = r.ms_step / 1e3;
+      const double gbs = matrices.bytes / step_s / 1e9;
+      const double gflops = 2.0 * matrices.weights * r.tokens_per_step / step_s / 1e9;
+      std::printf("| %-28s | %10.2f | %9.2f | %8.2f | %7.3f | %8.2f | %7.3f |\n", r.name.c_str(), r.tok_s, r.ms_step,
+                  gbs, vks::bench::ratio(gbs, ceiling.read_gbs), gflops, vks::bench::ratio(gflops, ceiling.fma_gflops));
+    }
     std::printf("\ndispatches in the last step: %u\n", runner.last_dispatch_count());
   } catch (const vks::Error& e) {
     std::fprintf(stderr, "error (%s): %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());
