@@ -24,10 +24,7 @@ void record_kv_write(CommandBuffer& cmd, KernelRegistry& kernels, BufferView src
 void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b,
                       const gpu::AttnParams& p) {
   if (p.n_tokens == 0) return;
-  // Specialized by head size so that its loops fit lavapipe's loop budget (attn_f16.comp).
-  const AttnSpecialization spec = attention_specialization(p.head_dim);
-  const uint32_t constants[2] = {spec.half_head_dim, spec.dim_step};
-  cmd.dispatch(kernels.get("attn_f16", constants), {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out},
+  cmd.dispatch(attention_kernel(kernels, p.head_dim), {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out},
                p, Groups{static_cast<uint32_t>(ceil_div(p.n_heads, VKS_ATTN_HEADS_PER_GROUP)), p.n_tokens, 1});
 }
 
@@ -38,11 +35,20 @@ AttnSpecialization attention_specialization(uint32_t head_dim) {
   return AttnSpecialization{half, step};
 }
 
+const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim) {
+  // Specialized by head size so that its loops fit lavapipe's loop budget (attn_f16.comp).
+  const AttnSpecialization spec = attention_specialization(head_dim);
+  const uint32_t constants[2] = {spec.half_head_dim, spec.dim_step};
+  return kernels.get("attn_f16", constants);
+}
+
 uint64_t attention_max_keys(uint32_t head_dim) {
   const AttnSpecialization spec = attention_specialization(head_dim);
-  const uint64_t dim_iterations = spec.half_head_dim / spec.dim_step;
-  const uint64_t fixed = 2 * dim_iterations;         // loading q, writing the output
-  const uint64_t per_chunk = 2 * dim_iterations + 1;  // scores, values, the chunk loop itself
+  // lavapipe counts a loop's exit test as an iteration too (measured: at head_dim 64 the kernel
+  // reaches 3,449 chunks and not 3,450, i.e. 19 counted iterations per chunk, not 17).
+  const uint64_t dim_loop = spec.half_head_dim / spec.dim_step + 1;
+  const uint64_t per_chunk = 2 * dim_loop + 1;  // scores, values, the chunk loop itself
+  const uint64_t fixed = 2 * dim_loop + 1;      // loading q, writing the output, the chunk loop's exit
   return (uint64_t{VKS_LAVAPIPE_LOOP_BUDGET} - fixed) / per_chunk * VKS_ATTN_CHUNK;
 }
 

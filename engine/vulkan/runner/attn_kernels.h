@@ -33,15 +33,17 @@ void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBin
 struct AttnSpecialization {
   uint32_t half_head_dim;
   // The largest power of two up to 4 that divides half_head_dim: a larger step unrolls a bigger
-  // body, which lavapipe compiles for seconds longer (cold start) for contexts past 123k tokens.
+  // body, which lavapipe compiles for seconds longer (cold start) for contexts past 110k tokens.
   uint32_t dim_step;
 };
 AttnSpecialization attention_specialization(uint32_t head_dim);
+// The attn_f16 pipeline specialized for head_dim (built on first use; the runner builds it at start).
+const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim);
 
 // The most keys one attention row can attend to on a device that ends an invocation's loops after
-// VKS_LAVAPIPE_LOOP_BUDGET iterations (lavapipe): 2 * half_head_dim / dim_step + 1 loop iterations
-// per VKS_ATTN_CHUNK keys, plus the set-up and output loops: 123,328 keys at head_dim 64,
-// 63,488 at 128, 32,224 at 256.
+// VKS_LAVAPIPE_LOOP_BUDGET iterations (lavapipe), counting each loop's exit test: two loops of
+// half_head_dim / dim_step + 1 and the chunk loop per VKS_ATTN_CHUNK keys, plus the set-up and output
+// loops: 110,336 keys at head_dim 64, 59,872 at 128, 31,264 at 256.
 uint64_t attention_max_keys(uint32_t head_dim);
 
 // Throws vks::Error(kUnsupported) when the model's head shape is one these kernels cannot run
