@@ -18,6 +18,15 @@ function(vks_warnings target)
   target_compile_options(${target} PRIVATE ${VKS_WARNINGS})
 endfunction()
 
+# Fuzzing build (-DVKS_LIBFUZZER=ON with clang): coverage-instrument a library's code for libFuzzer
+# and check it with ASan+UBSan; the fuzz targets that link it pick up the sanitizer runtime.
+function(vks_fuzz_instrument target)
+  if(VKS_LIBFUZZER)
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link,address,undefined)
+    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+  endif()
+endfunction()
+
 # vks_add_library(name SOURCES ... DEPS ...): static library whose include root is the project root,
 # so headers are included as "engine/gguf/gguf_file.h".
 function(vks_add_library name)

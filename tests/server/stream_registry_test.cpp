@@ -3,9 +3,7 @@
 
 // GCC 12 reports a false -Wrestrict on std::string concatenation at -O3 (GCC bug 105329).
 #if defined(__GNUC__) && !defined(__clang__)
-#if defined(__GNUC__) && !defined(__clang__)  // clang has no -Wrestrict
 #pragma GCC diagnostic ignored "-Wrestrict"
-#endif
 #endif
 
 #include <gtest/gtest.h>

@@ -38,13 +38,17 @@ class RunnerSynthetic : public ::testing::TestWithParam<const char*> {
     const size_t colon = param.find(':');
     const std::string type = param.substr(0, colon);
     const std::string hidden = colon == std::string::npos ? "224" : param.substr(colon + 1);
+    return make_model_with(type + "_" + hidden, fmt::format("-t {} --dim 96 --heads 6 --kv-heads 2 --hidden {} --vocab 300 "
+                                                            "--layers 3 --untied --rope-base 500000 --seed 5",
+                                                            type, hidden));
+  }
+
+  // vks-make-model -p tiny with these flags into dir_/<name>.gguf.
+  std::string make_model_with(const std::string& name, const std::string& flags) {
     const std::string tool = test::build_dir() + "/tools/vks-make-model";
     if (!fs::exists(tool)) ADD_FAILURE() << "missing " << tool << ": build the vks-make-model target";
-    const std::string path = (dir_ / (type + "_" + hidden + ".gguf")).string();
-    const std::string cmd = fmt::format(
-        "'{}' -q -o '{}' -p tiny -t {} --dim 96 --heads 6 --kv-heads 2 --hidden {} --vocab 300 --layers 3 "
-        "--untied --rope-base 500000 --seed 5",
-        tool, path, type, hidden);
+    const std::string path = (dir_ / (name + ".gguf")).string();
+    const std::string cmd = fmt::format("'{}' -q -o '{}' -p tiny {}", tool, path, flags);
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     return path;
   }
@@ -88,12 +92,9 @@ INSTANTIATE_TEST_SUITE_P(WeightTypes, RunnerSynthetic, ::testing::Values("q8_0",
 // device a model with a longer context is served with the context capped there, and the runner's
 // config says so, so the engine refuses longer requests up front. Elsewhere the model's context stands.
 TEST_F(RunnerSynthetic, ContextIsCappedWhereAttentionCannotReach) {
-  const std::string path = (dir_ / "long_context.gguf").string();
-  const std::string cmd = fmt::format(
-      "'{}' -q -o '{}' -p tiny -t f32 --dim 128 --heads 2 --kv-heads 1 --hidden 128 --vocab 300 --layers 1 "
-      "--context 200000",
-      test::build_dir() + "/tools/vks-make-model", path);
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const std::string path = make_model_with(
+      "long_context", "-t f32 --dim 128 --heads 2 --kv-heads 1 --hidden 128 --vocab 300 --layers 1 --context 200000");
+  ASSERT_FALSE(HasFailure());
   auto model = LlamaModel::load(path);
   ASSERT_EQ(model->config().head_dim, 64u);
   RunnerOptions o;
@@ -101,8 +102,7 @@ TEST_F(RunnerSynthetic, ContextIsCappedWhereAttentionCannotReach) {
   o.max_step_tokens = 64;
   o.max_step_seqs = 2;
   VulkanRunner runner(*model, o);
-  const std::vector<vk::DeviceInfo> devices = vk::list_devices();
-  const bool cpu_device = devices[vk::select_device(devices, "")].type_name == "cpu";  // the runner's pick
+  const bool cpu_device = runner.device_info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   const uint32_t expected = cpu_device ? static_cast<uint32_t>(vk::attention_max_keys(64)) : 200000u;
   EXPECT_EQ(runner.config().context_length, expected) << runner.device_name() << ", " << runner.num_blocks() << " blocks of " << runner.block_size();
   EXPECT_EQ(model->config().context_length, 200000u);  // the model itself is unchanged
@@ -110,4 +110,3 @@ TEST_F(RunnerSynthetic, ContextIsCappedWhereAttentionCannotReach) {
 
 }  // namespace
 }  // namespace vks
-

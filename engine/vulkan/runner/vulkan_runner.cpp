@@ -53,7 +53,7 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   int64_t max_context = options.max_context > 0 ? options.max_context : (c.context_length > 0 ? c.context_length : 4096);
   max_context = std::min(max_context, pool_tokens);
   const int64_t attention_keys = static_cast<int64_t>(vk::attention_max_keys(c.head_dim));
-  if (device_.info().type_name == "cpu" && max_context > attention_keys) {
+  if (device_.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU && max_context > attention_keys) {
     // lavapipe ends a shader's loops after 65,535 iterations: attention could not reach further keys.
     spdlog::warn("vulkan: context limited to {} tokens on the CPU device {} (its shader loop limit, head_dim {})",
                  attention_keys, device_.info().name, c.head_dim);
@@ -152,10 +152,7 @@ void VulkanRunner::create_pipelines() {
   for (const std::string& name : names) {
     if (kernels_->has(name)) kernels_->get(name);
   }
-  // Attention is specialized by head size (as record_attention asks for it).
-  const vk::AttnSpecialization spec = vk::attention_specialization(config_.head_dim);
-  const uint32_t constants[2] = {spec.half_head_dim, spec.dim_step};
-  kernels_->get("attn_f16", constants);
+  vk::attention_kernel(*kernels_, config_.head_dim);  // specialized by head size
 }
 
 std::string VulkanRunner::device_name() const { return device_.info().name; }

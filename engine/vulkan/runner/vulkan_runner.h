@@ -31,6 +31,7 @@ class VulkanRunner final : public ModelRunner {
 
   const LlamaConfig& config() const override { return config_; }
   std::string device_name() const override;
+  const vk::DeviceInfo& device_info() const { return device_.info(); }
   int32_t block_size() const override { return limits_.block_size; }
   int32_t num_blocks() const override { return limits_.num_blocks; }
   int32_t max_step_tokens() const override { return limits_.max_step_tokens; }
