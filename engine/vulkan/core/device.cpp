@@ -74,8 +74,8 @@ std::string place_driver_shader_cache() {
 
 Device Device::create(const DeviceOptions& options) {
   Device d;
-  d.instance_ = options.validation < 0 ? Instance::create() : Instance::create(options.validation == 1);
-  const std::vector<VkPhysicalDevice> pds = d.instance_.physical_devices();
+  d.instance_ = options.validation < 0 ? Instance::shared() : Instance::shared(options.validation == 1);
+  const std::vector<VkPhysicalDevice> pds = d.instance_->physical_devices();
   std::vector<DeviceInfo> infos;
   for (uint32_t i = 0; i < pds.size(); ++i) infos.push_back(query_device_info(pds[i], i));
   std::string selector = options.selector;

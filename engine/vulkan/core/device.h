@@ -39,8 +39,8 @@ class Device {
   const DeviceInfo& info() const { return info_; }
   VkDevice handle() const { return device_; }
   VkPhysicalDevice physical() const { return physical_; }
-  VkInstance instance() const { return instance_.handle(); }
-  bool validation_enabled() const { return instance_.validation_enabled(); }
+  VkInstance instance() const { return instance_->handle(); }
+  bool validation_enabled() const { return instance_->validation_enabled(); }
   VkQueue queue() const { return queue_; }
   uint32_t queue_family() const { return queue_family_; }
   VkPipelineCache pipeline_cache() const { return pipeline_cache_; }
@@ -75,7 +75,7 @@ class Device {
 
  private:
   void destroy() noexcept;
-  Instance instance_;
+  std::shared_ptr<const Instance> instance_;  // the process's one instance (Instance::shared)
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;

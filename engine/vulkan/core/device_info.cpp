@@ -168,8 +168,8 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t index) {
 std::vector<DeviceInfo> list_devices() {
   std::vector<DeviceInfo> out;
   try {
-    Instance instance = Instance::create(false);
-    const std::vector<VkPhysicalDevice> pds = instance.physical_devices();
+    const std::shared_ptr<const Instance> instance = Instance::shared(false);
+    const std::vector<VkPhysicalDevice> pds = instance->physical_devices();
     for (uint32_t i = 0; i < pds.size(); ++i) out.push_back(query_device_info(pds[i], i));
   } catch (const Error&) {
     out.clear();  // no loader, no driver: no devices

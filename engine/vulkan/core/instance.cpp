@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string_view>
 #include <utility>
 
@@ -48,6 +49,17 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverity
 }  // namespace
 
 Instance Instance::create() { return create(env_validation()); }
+
+std::shared_ptr<const Instance> Instance::shared() { return shared(env_validation()); }
+
+std::shared_ptr<const Instance> Instance::shared(bool validation) {
+  static std::mutex mutex;
+  static std::shared_ptr<const Instance> instances[2];
+  std::lock_guard<std::mutex> lock(mutex);
+  std::shared_ptr<const Instance>& slot = instances[validation ? 1 : 0];
+  if (!slot) slot = std::make_shared<const Instance>(create(validation));
+  return slot;
+}
 
 Instance Instance::create(bool validation) {
   if (validation && !layer_available(kValidationLayer)) {

@@ -2,6 +2,7 @@
 // Move-only owner of a VkInstance (+ debug messenger when validation is on).
 #include <vulkan/vulkan.h>
 
+#include <memory>
 #include <vector>
 
 namespace vks::vk {
@@ -13,6 +14,14 @@ class Instance {
   // when no Vulkan 1.2 instance can be created.
   static Instance create();
   static Instance create(bool validation);
+  // The process's one instance (per validation setting), created on first use and kept until exit.
+  // Why not one per Device: the loader unloads a driver with the last instance, and NVIDIA's driver
+  // cannot be loaded again in the same process once its static TLS block is spent (seen on an H100:
+  // "libnvidia-tls.so: cannot allocate memory in static TLS block" after a test binary had created
+  // and destroyed about twenty devices; every later device was "not found"). Thread-safe; throws as
+  // create() does (a failure is not remembered, so a later call tries again).
+  static std::shared_ptr<const Instance> shared();
+  static std::shared_ptr<const Instance> shared(bool validation);
 
   Instance() = default;
   ~Instance();
