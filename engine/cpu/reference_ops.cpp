@@ -64,9 +64,7 @@ void rope(float* vec, size_t n_heads, size_t head_dim, int32_t pos, const RopePa
   const size_t stride = p.mode == RopeMode::kNeox ? 1 : 2;
   const size_t partner = p.mode == RopeMode::kNeox ? p.rope_dim / 2 : 1;
   for (size_t i = 0; i < n_pairs; ++i) {
-    float freq = std::pow(p.freq_base, -static_cast<float>(2 * i) / static_cast<float>(p.rope_dim));
-    if (p.freq_factors != nullptr) freq /= p.freq_factors[i];
-    const float theta = static_cast<float>(pos) * freq * p.freq_scale;
+    const float theta = static_cast<float>(pos) * rope_frequency(i, p) * p.freq_scale;
     const float c = std::cos(theta);
     const float s = std::sin(theta);
     for (size_t h = 0; h < n_heads; ++h) {
@@ -78,6 +76,18 @@ void rope(float* vec, size_t n_heads, size_t head_dim, int32_t pos, const RopePa
       *v1p = v0 * s + v1 * c;
     }
   }
+}
+
+float rope_frequency(size_t i, const RopeParams& p) {
+  float freq = std::pow(p.freq_base, -static_cast<float>(2 * i) / static_cast<float>(p.rope_dim));
+  if (p.freq_factors != nullptr) freq /= p.freq_factors[i];
+  return freq;
+}
+
+std::vector<float> rope_frequencies(const RopeParams& p) {
+  std::vector<float> out(p.rope_dim / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = rope_frequency(i, p);
+  return out;
 }
 
 void rope_norm(float* vec, size_t n_heads, size_t head_dim, size_t rope_dim, int32_t pos, float freq_base,

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "engine/model/llama_model.h"
 
@@ -45,6 +46,10 @@ struct RopeParams {
   const float* freq_factors = nullptr;  // [rope_dim / 2] or null
 };
 void rope(float* vec, size_t n_heads, size_t head_dim, int32_t pos, const RopeParams& p);
+// Pair i's angle per position before freq_scale: freq_base^(-2i/rope_dim) / freq_factors[i]. Both
+// backends take it from here (the Vulkan runner as a table), so the angles agree to the bit.
+float rope_frequency(size_t i, const RopeParams& p);
+std::vector<float> rope_frequencies(const RopeParams& p);  // [rope_dim / 2]
 // NORM mode without frequency factors.
 void rope_norm(float* vec, size_t n_heads, size_t head_dim, size_t rope_dim, int32_t pos, float freq_base,
                float freq_scale);

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "engine/common/error.h"
+#include "engine/cpu/reference_ops.h"
 #include "engine/vulkan/core/device.h"
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/core/kernel.h"
@@ -101,11 +102,14 @@ TEST_F(RunnerKernels, RopeMatchesReference) {
     if (c.freq_factors) {
       for (int i = 0; i < c.rope_dim / 2; ++i) factors.push_back(1.0f + 7.0f * float(i % 5) / 4.0f);
     }
-    Buffer xb = make(x), pb = make(pos), fb = make(factors.empty() ? std::vector<float>(4, 0.0f) : factors);
+    ref::RopeParams table_params;  // the runner's table of angles, as it builds it
+    table_params.rope_dim = static_cast<size_t>(c.rope_dim);
+    table_params.freq_base = c.base;
+    table_params.freq_factors = factors.empty() ? nullptr : factors.data();
+    Buffer xb = make(x), pb = make(pos), fb = make(ref::rope_frequencies(table_params));
     const gpu::RopeParams p{static_cast<uint32_t>(c.n_tokens), static_cast<uint32_t>(c.n_heads),
                             static_cast<uint32_t>(c.head_dim), static_cast<uint32_t>(c.rope_dim),
-                            static_cast<uint32_t>(c.row_stride), static_cast<uint32_t>(c.col_offset), c.base, c.scale,
-                            c.mode, c.freq_factors ? 1u : 0u};
+                            static_cast<uint32_t>(c.row_stride), static_cast<uint32_t>(c.col_offset), c.scale, c.mode};
     run([&](CommandBuffer& cmd) { record_rope(cmd, *kernels_, xb.view(), pb.view(), fb.view(), p); });
     std::vector<float> got = read<float>(xb, x.size());
     std::vector<float> want = x;
@@ -123,6 +127,38 @@ TEST_F(RunnerKernels, RopeMatchesReference) {
           ASSERT_EQ(got[at], x[at]) << "token " << t << " col " << col;
         }
       }
+    }
+  }
+}
+
+// Against the CPU backend's own rope (ref::rope), which computes the same float angle: only the
+// sine and cosine may differ, so the tolerance is tight at any position. Positions run to a
+// 128k context, where an angle of ~1e5 radians must still be reduced exactly (NVIDIA's sin/cos lost
+// precision on large angles before the kernel reduced them itself).
+TEST_F(RunnerKernels, RopeMatchesTheCpuBackendAtLongPositions) {
+  const int n_tokens = 48, n_heads = 6, head_dim = 64, rope_dim = 64, row_stride = n_heads * head_dim;
+  for (const float base : {10000.0f, 500000.0f}) {
+    for (const uint32_t mode : {uint32_t{VKS_ROPE_MODE_NORM}, uint32_t{VKS_ROPE_MODE_NEOX}}) {
+      std::vector<float> x = random_floats(static_cast<size_t>(n_tokens * row_stride), 11);
+      std::vector<int32_t> pos(static_cast<size_t>(n_tokens));
+      std::mt19937 rng(5);
+      for (size_t t = 0; t < pos.size(); ++t) pos[t] = t < 2 ? static_cast<int32_t>(131071 - t) : static_cast<int32_t>(rng() % 131072);
+      ref::RopeParams rp;
+      rp.rope_dim = rope_dim;
+      rp.freq_base = base;
+      rp.freq_scale = 1.0f;
+      rp.mode = mode == VKS_ROPE_MODE_NEOX ? RopeMode::kNeox : RopeMode::kNorm;
+      Buffer xb = make(x), pb = make(pos), fb = make(ref::rope_frequencies(rp));
+      const gpu::RopeParams p{static_cast<uint32_t>(n_tokens), static_cast<uint32_t>(n_heads),
+                              static_cast<uint32_t>(head_dim), static_cast<uint32_t>(rope_dim),
+                              static_cast<uint32_t>(row_stride), 0, 1.0f, mode};
+      run([&](CommandBuffer& cmd) { record_rope(cmd, *kernels_, xb.view(), pb.view(), fb.view(), p); });
+      const std::vector<float> got = read<float>(xb, x.size());
+      std::vector<float> want = x;
+      for (int t = 0; t < n_tokens; ++t) {
+        ref::rope(want.data() + static_cast<size_t>(t * row_stride), n_heads, head_dim, pos[static_cast<size_t>(t)], rp);
+      }
+      EXPECT_LT(normalized_error(got, want), 2e-6) << "base " << base << " mode " << mode;
     }
   }
 }

@@ -7,10 +7,10 @@
 namespace vks::vk {
 
 void record_rope(CommandBuffer& cmd, KernelRegistry& kernels, BufferView data, BufferView positions,
-                 BufferView freq_factors, const gpu::RopeParams& p) {
+                 BufferView freqs, const gpu::RopeParams& p) {
   const uint64_t pairs = uint64_t{p.n_heads} * (p.rope_dim / 2);
   if (pairs == 0 || p.n_tokens == 0) return;
-  cmd.dispatch(kernels.get("rope_f32"), {data, positions, freq_factors}, p,
+  cmd.dispatch(kernels.get("rope_f32"), {data, positions, freqs}, p,
                Groups{static_cast<uint32_t>(ceil_div(pairs, VKS_ROPE_WG)), p.n_tokens, 1});
 }
 

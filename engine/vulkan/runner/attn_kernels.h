@@ -8,9 +8,9 @@
 namespace vks::vk {
 
 // data: f32 rows [n_tokens][row_stride], rotated in place; positions: int32 [n_tokens];
-// freq_factors: f32 [rope_dim / 2] when p.has_freq_factors (any bound view otherwise: unread).
+// freqs: f32 [rope_dim / 2], ref::rope_frequencies of the model (see RopeParams).
 void record_rope(CommandBuffer& cmd, KernelRegistry& kernels, BufferView data, BufferView positions,
-                 BufferView freq_factors, const gpu::RopeParams& p);
+                 BufferView freqs, const gpu::RopeParams& p);
 
 // src: f32 rows [n_tokens][row_stride] holding K at k_offset and V at v_offset;
 // k_pool, v_pool: one layer's F16 pools; slot_mapping: int32 [n_tokens].

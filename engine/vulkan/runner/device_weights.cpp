@@ -1,10 +1,15 @@
 #include "engine/vulkan/runner/device_weights.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "engine/common/error.h"
+#include "engine/cpu/cpu_model.h"
+#include "engine/cpu/reference_ops.h"
 
 namespace vks::vk {
 namespace {
@@ -59,6 +64,25 @@ Buffer upload_qkv_bias(const Device& device, const LayerWeights& lw, uint64_t q_
   return b;
 }
 
+// The rope angle table, from the model's base and optional rope_freqs.weight divisors.
+Buffer upload_rope_frequencies(const Device& device, const LlamaModel& model) {
+  const LlamaConfig& c = model.config();
+  const std::vector<float> divisors =
+      model.weights().rope_freqs ? dequantize_vector(*model.weights().rope_freqs) : std::vector<float>();
+  if (!divisors.empty() && divisors.size() < c.rope_dim / 2) {
+    throw Error(ErrorCode::kCorrupt, fmt::format("rope_freqs.weight has {} values; the rope needs {}", divisors.size(),
+                                                 c.rope_dim / 2));
+  }
+  ref::RopeParams p;
+  p.rope_dim = c.rope_dim;
+  p.freq_base = c.rope_freq_base;
+  p.freq_factors = divisors.empty() ? nullptr : divisors.data();
+  const std::vector<float> freqs = ref::rope_frequencies(p);
+  Buffer b = device.create_buffer(std::max<size_t>(freqs.size(), 1) * sizeof(float), BufferKind::kStorage);
+  if (!freqs.empty()) device.upload(b, 0, freqs.data(), freqs.size() * sizeof(float));
+  return b;
+}
+
 }  // namespace
 
 std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaModel& model) {
@@ -98,7 +122,7 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
     dw->bytes += matrix_bytes(d.wo) + matrix_bytes(d.w_down);
   }
   dw->output_norm = upload_vector_f32(device, w.output_norm);
-  if (w.rope_freqs) dw->rope_freqs = upload_vector_f32(device, *w.rope_freqs);
+  dw->rope_freqs = upload_rope_frequencies(device, model);
   dw->tied = model.config().tied_embeddings || w.output.data == w.token_embd.data;
   if (!dw->tied) {
     dw->output_own = upload_matrix(device, w.output);

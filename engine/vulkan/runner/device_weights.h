@@ -36,7 +36,7 @@ struct DeviceWeights {
   Buffer output_norm;           // f32 [dim]
   DeviceMatrix output_own;      // [vocab, dim]; empty when tied
   bool tied = false;
-  Buffer rope_freqs;            // f32 [rope_dim/2] frequency divisors (llama 3.1); invalid = none
+  Buffer rope_freqs;            // f32 [rope_dim/2] each pair's angle per position (ref::rope_frequencies)
   const DeviceMatrix& output() const { return tied ? token_embd : output_own; }
   uint64_t bytes = 0;           // device bytes of all weights
 };

@@ -239,13 +239,9 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) 
     mark(cmd, "norm.qk");
     barrier(cmd);
   }
-  const bool freq_factors = weights_->rope_freqs.valid();
-  vk::record_rope(cmd, *kernels_, qkv_.view(), positions_.device.view(),
-                  freq_factors ? weights_->rope_freqs.view() : positions_.device.view(),
-                  gpu::RopeParams{n, c.n_heads + c.n_kv_heads, c.head_dim, c.rope_dim, qkv_s_, 0, c.rope_freq_base,
-                                  c.rope_freq_scale,
-                                  c.rope_mode == RopeMode::kNeox ? uint32_t{VKS_ROPE_MODE_NEOX} : uint32_t{VKS_ROPE_MODE_NORM},
-                                  freq_factors ? 1u : 0u});
+  vk::record_rope(cmd, *kernels_, qkv_.view(), positions_.device.view(), weights_->rope_freqs.view(),
+                  gpu::RopeParams{n, c.n_heads + c.n_kv_heads, c.head_dim, c.rope_dim, qkv_s_, 0, c.rope_freq_scale,
+                                  c.rope_mode == RopeMode::kNeox ? uint32_t{VKS_ROPE_MODE_NEOX} : uint32_t{VKS_ROPE_MODE_NORM}});
   mark(cmd, "rope");
   barrier(cmd);
   vk::record_kv_write(cmd, *kernels_, qkv_.view(), kv_->k(l), kv_->v(l), slots_.device.view(),

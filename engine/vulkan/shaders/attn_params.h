@@ -33,9 +33,10 @@ using uint = uint32_t;
 #define VKS_KV_WRITE_WG 64
 
 // Rotary embedding as llama.cpp applies it, in place on rows of an f32 buffer. Pair i of a head
-// (i < rope_dim/2) is rotated by theta = pos * freq_base^(-2i/rope_dim) / factor[i] * freq_scale;
-// its elements are (2i, 2i+1) in NORM mode (llama) and (i, i + rope_dim/2) in NEOX mode (qwen2,
-// qwen3). factor[i] = freq_factors[i] (llama 3 rope_freqs.weight) when has_freq_factors, else 1.
+// (i < rope_dim/2) is rotated by theta = pos * freqs[i] * freq_scale, freqs[i] being
+// freq_base^(-2i/rope_dim) / factor[i] (llama 3 rope_freqs.weight, else 1) computed on the host
+// (ref::rope_frequencies) so that no device pow() enters the angle; its elements are (2i, 2i+1) in
+// NORM mode (llama) and (i, i + rope_dim/2) in NEOX mode (qwen2, qwen3).
 // Dispatch: (ceil(n_heads * rope_dim/2 / VKS_ROPE_WG), n_tokens, 1).
 #define VKS_ROPE_MODE_NORM 0
 #define VKS_ROPE_MODE_NEOX 1
@@ -46,10 +47,8 @@ struct RopeParams {
   uint rope_dim;    // rotated dims per head (even, <= head_dim); the rest pass through
   uint row_stride;  // floats between consecutive tokens' rows
   uint col_offset;  // float index of head 0 within a row
-  float freq_base;
   float freq_scale;
-  uint mode;              // VKS_ROPE_MODE_*
-  uint has_freq_factors;  // 1: binding 2 holds rope_dim/2 floats dividing the frequencies
+  uint mode;  // VKS_ROPE_MODE_*
 };
 
 // Writes each token's K and V rows (f32) into the layer's F16 pools at its slot.
