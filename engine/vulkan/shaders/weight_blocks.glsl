@@ -34,14 +34,12 @@ struct WGroup {
 // Side record sizes in uvec4 per 256 weights (device_format.cpp side_uvec4).
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0) || defined(WTYPE_Q4_K)
 #define SIDE_UVEC4 1u
-#elif defined(WTYPE_Q4_1) || defined(WTYPE_Q2_K) || defined(WTYPE_Q3_K)
+#elif defined(WTYPE_Q4_1) || defined(WTYPE_Q2_K) || defined(WTYPE_Q3_K) || defined(WTYPE_Q6_K)
 #define SIDE_UVEC4 2u
 #elif defined(WTYPE_Q5_0) || defined(WTYPE_Q5_K)
 #define SIDE_UVEC4 3u
 #elif defined(WTYPE_Q5_1)
 #define SIDE_UVEC4 4u
-#elif defined(WTYPE_Q6_K)
-#define SIDE_UVEC4 6u
 #endif
 #endif
 
@@ -107,6 +105,32 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
   }
 }
 uint x_index(uint c, uint i) { return c * 8u + i; }
+#elif defined(WTYPE_Q6_K)
+// Q6_K, widened at upload to one int8 (q - 32) per weight: decoding 6-bit values (nibble | 2 high
+// bits) cost lavapipe about three times Q4_0's time per weight, far more than the extra bytes.
+// Group = 32 weights (2 uvec4) in order; chunk k = elements 8k .. 8k+7, of sub-block k / 2.
+// weight = (d * scale) * (q - 32), as the CPU computes it. Side record: 16 int8 scales, then d.
+#define GROUP_CHUNKS 4u
+int scale_byte(uvec4 v, uint i) { return int(v[i >> 2] << (24u - (i & 3u) * 8u)) >> 24; }
+WGroup load_group(uint row, uint g, WSide sd, uint j) {
+  const float d = unpackHalf2x16(sd.v[1].x).x;
+  const uint base = group_base(row, g, 2u);
+  return WGroup(w4[base], w4[base + 1u],
+                vec4(d * float(scale_byte(sd.v[0], 2u * j)), d * float(scale_byte(sd.v[0], 2u * j + 1u)), 0.0, 0.0),
+                uvec2(0u));
+}
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  const uvec4 q = k < 2u ? wg.q0 : wg.q1;
+  const float dl = k < 2u ? wg.dm.x : wg.dm.y;
+  [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+    const uint word = q[(k & 1u) * 2u + h];
+    [[unroll]] for (uint b = 0u; b < 4u; ++b) {
+      precise float w = dl * float(int(word << (24u - 8u * b)) >> 24);
+      wv[4u * h + b] = w;
+    }
+  }
+}
+uint x_index(uint c, uint i) { return c * 8u + i; }
 #else
 // The 4-bit formats: group = 32 weights in one uvec4 of nibbles in Q4_0 order. Chunk k of it is
 // word k (bytes 4k..4k+3): elements 4k..4k+3 (low nibbles) then 16+4k .. 16+4k+3 (high nibbles).
@@ -165,7 +189,7 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
     wv[b] = float(int(v) - 16) * wg.dm.x;
   }
 }
-#elif defined(WTYPE_Q2_K) || defined(WTYPE_Q3_K) || defined(WTYPE_Q6_K)
+#elif defined(WTYPE_Q2_K) || defined(WTYPE_Q3_K)
 // Sub-blocks of 16: slots 0..3 of a chunk (elements < 16) use dm.xy, slots 4..7 dm.zw.
 #if defined(WTYPE_Q2_K)
 // Q2_K: weight = (d * scale) * q - dmin * min, per sub-block scale | min << 4 bytes.
@@ -184,17 +208,6 @@ WGroup load_group(uint row, uint g, WSide sd, uint j) {
                 vec4(d * float(byte_s(sd.v[0], 2u * j)), 0.0, d * float(byte_s(sd.v[0], 2u * j + 1u)), 0.0),
                 uvec2(0u));
 }
-#else
-// Q6_K: weight = (d * scale) * (q - 32), q = nibble | 2 high bits << 4, scale int8.
-WGroup load_group(uint row, uint g, WSide sd, uint j) {
-  const float d = unpackHalf2x16(sd.v[5].x).x;
-  const uvec4 hv = sd.v[j >> 1];
-  const uint h0 = (j & 1u) != 0u ? hv.z : hv.x;
-  const uint h1 = (j & 1u) != 0u ? hv.w : hv.y;
-  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u),
-                vec4(d * float(byte_s(sd.v[4], 2u * j)), 0.0, d * float(byte_s(sd.v[4], 2u * j + 1u)), 0.0),
-                uvec2(h0, h1));
-}
 #endif
 void dequant(WGroup wg, uint k, out float wv[8]) {
   const uint q = wg.q0[k];
@@ -203,13 +216,8 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
 #if defined(WTYPE_Q2_K)
     const float ml = b < 4u ? wg.dm.y : wg.dm.w;
     wv[b] = dl * float(nibble_u(q, b)) - ml;
-#elif defined(WTYPE_Q3_K)
-    wv[b] = dl * float(nibble_s(q, b));
 #else
-    // Element e < 16: bits 2e of hi.x; e >= 16: bits 2(e - 16) of hi.y (e = 4k + b or 12 + 4k + b).
-    const uint high = ((b < 4u ? wg.hi.x : wg.hi.y) >> (2u * (4u * k + (b & 3u)))) & 3u;
-    precise float w = dl * float(int(nibble_u(q, b) | (high << 4)) - 32);
-    wv[b] = w;
+    wv[b] = dl * float(nibble_s(q, b));
 #endif
   }
 }
