@@ -150,12 +150,12 @@ int BackgroundProcess::wait(int timeout_s) {
   return code;
 }
 
-Daemon::Daemon(const std::vector<std::string>& extra_args) {
+Daemon::Daemon(const std::vector<std::string>& extra_args, Backend backend) {
   dir_ = make_temp_dir("vks-clients");
   const bool own_model = std::find(extra_args.begin(), extra_args.end(), "--model") != extra_args.end();
   std::vector<std::string> argv = {build_dir() + "/server/vkstreamd",
                                    "--model", own_model ? "" : model_path("stories260K.gguf"),
-                                   "--cpu",
+                                   backend == Backend::kCpu ? "--cpu" : "--no-cpu-fallback",
                                    "--socket", dir_ + "/vkstream.sock",
                                    "--zmq", "ipc://" + dir_ + "/router.zmq",
                                    "--pub", "ipc://" + dir_ + "/pub.zmq"};

@@ -35,11 +35,13 @@ class BackgroundProcess {
 
 class Daemon {
  public:
+  enum class Backend { kCpu, kVulkan };
   // Starts build_dir()/server/vkstreamd --model stories260K.gguf (unless extra_args has its own
-  // --model) --cpu with sockets in a temp
-  // folder and waits until its Unix socket accepts connections. Throws std::runtime_error with the
-  // daemon's stderr when it does not come up within 60 s.
-  explicit Daemon(const std::vector<std::string>& extra_args = {});
+  // --model) with sockets in a temp folder, on the CPU reference (--cpu) or on Vulkan
+  // (--no-cpu-fallback, so a missing device fails instead of testing the CPU), and waits until its
+  // Unix socket accepts connections. Throws std::runtime_error with the daemon's stderr when it
+  // does not come up within 60 s.
+  explicit Daemon(const std::vector<std::string>& extra_args = {}, Backend backend = Backend::kCpu);
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;

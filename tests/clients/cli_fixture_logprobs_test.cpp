@@ -1,0 +1,186 @@
+// What a user runs on the shared fixtures (../shared/models README): `vkstreamd --model FILE` on the
+// CPU reference and on Vulkan, then `vkstream generate --json --logprobs 20 -t 0 PROMPT`. The first
+// token's 20 log-probabilities must be the reference logits' log-softmax: the float64 forward pass
+// over the dequantized weights (`floatref`) for the kquant files, llama.cpp for qwen2-tiny and
+// llama3-rope-freqs-tiny (F32 files, where llama.cpp is exact). The greedy ids must be the
+// reference's too.
+//
+// Tolerance, per log-probability: twice the logit tolerance of the backend's own fixture test (a
+// log-probability is a logit minus the log-sum-exp, each off by at most that): CPU 1e-3 x the
+// reference logits' range (cpu_fixtures_test), Vulkan 3e-3 x their standard deviation, for its F16
+// KV cache (runner_fixtures_test).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/vulkan/core/device_info.h"
+#include "tests/clients/process_util.h"
+#include "tests/common/test_models.h"
+
+namespace {
+
+using vks::test::Daemon;
+using Json = nlohmann::json;
+
+struct Fixture {
+  std::string model;      // file in the models folder
+  std::string reference;  // reference/<reference>.{logits.f32,greedy.ids}
+  bool on_vulkan;         // also run through a Vulkan daemon (one file per weight type is enough)
+};
+
+const char* const kLongPrompt =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends "
+    "every day.";
+
+const Fixture kFixtures[] = {
+    {"kquant-q4_k_m.gguf", "kquant-q4_k_m.floatref", true},  // Q4_K, Q6_K
+    {"kquant-q5_k_m.gguf", "kquant-q5_k_m.floatref", false},
+    {"kquant-q6_k.gguf", "kquant-q6_k.floatref", false},
+    {"kquant-q3_k_m.gguf", "kquant-q3_k_m.floatref", true},  // Q3_K, Q4_K, Q5_K, Q6_K
+    {"kquant-q2_k.gguf", "kquant-q2_k.floatref", true},      // Q2_K, Q3_K, Q6_K
+    {"kquant-q4_1.gguf", "kquant-q4_1.floatref", true},
+    {"kquant-q5_0.gguf", "kquant-q5_0.floatref", true},
+    {"kquant-q5_1.gguf", "kquant-q5_1.floatref", true},
+    {"kquant-q2_k-pure.gguf", "kquant-q2_k-pure.floatref", false},
+    {"kquant-q3_k-pure.gguf", "kquant-q3_k-pure.floatref", false},
+    {"kquant-q4_k-pure.gguf", "kquant-q4_k-pure.floatref", false},
+    {"kquant-q5_k-pure.gguf", "kquant-q5_k-pure.floatref", false},
+    {"qwen2-tiny.gguf", "qwen2-tiny", true},
+    {"llama3-rope-freqs-tiny.gguf", "llama3-rope-freqs-tiny", true},
+};
+
+struct Case {
+  Fixture fixture;
+  Daemon::Backend backend;
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  std::string s = info.param.fixture.reference + (info.param.backend == Daemon::Backend::kCpu ? "_cpu" : "_vulkan");
+  std::replace_if(s.begin(), s.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+  return s;
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> out;
+  for (const Fixture& f : kFixtures) out.push_back({f, Daemon::Backend::kCpu});
+  for (const Fixture& f : kFixtures) {
+    if (f.on_vulkan) out.push_back({f, Daemon::Backend::kVulkan});
+  }
+  return out;
+}
+
+std::vector<float> read_floats(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<float> v;
+  float x = 0;
+  while (in.read(reinterpret_cast<char*>(&x), sizeof x)) v.push_back(x);
+  return v;
+}
+
+// '#' comment lines, then the prompt ids line, then the generated ids line.
+std::vector<std::vector<int>> read_id_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<int>> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    std::vector<int> ids;
+    int id = 0;
+    while (ss >> id) ids.push_back(id);
+    lines.push_back(ids);
+  }
+  return lines;
+}
+
+class CliFixtureLogprobs : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    if (GetParam().backend == Daemon::Backend::kVulkan && vks::vk::list_devices().empty()) {
+      GTEST_SKIP() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe)";
+    }
+  }
+};
+
+TEST_P(CliFixtureLogprobs, FirstTokenLogprobsAndGreedyIdsMatchTheReference) {
+  const Fixture& f = GetParam().fixture;
+  const bool vulkan = GetParam().backend == Daemon::Backend::kVulkan;
+  const std::vector<float> logits = read_floats(vks::test::model_path("reference/" + f.reference + ".logits.f32"));
+  const auto ids = read_id_lines(vks::test::model_path("reference/" + f.reference + ".greedy.ids"));
+  ASSERT_EQ(logits.size(), 512u) << "cannot read the reference logits";
+  ASSERT_EQ(ids.size(), 2u) << "prompt line and generated line expected";
+
+  // The reference log-softmax and the tolerance (see the top of the file).
+  double max_logit = *std::max_element(logits.begin(), logits.end()), sum = 0, mean = 0, var = 0;
+  for (float l : logits) sum += std::exp(l - max_logit);
+  const double lse = max_logit + std::log(sum);
+  for (float l : logits) mean += l;
+  mean /= static_cast<double>(logits.size());
+  for (float l : logits) var += (l - mean) * (l - mean);
+  const double range = max_logit - *std::min_element(logits.begin(), logits.end());
+  const double tolerance = vulkan ? 2 * 3e-3 * std::sqrt(var / static_cast<double>(logits.size())) : 2 * 1e-3 * range;
+
+  Daemon daemon({"--model", vks::test::model_path(f.model)}, GetParam().backend);
+  const int n_generate = 6;
+  std::vector<std::string> argv = {vks::test::build_dir() + "/clients/cli/vkstream", "generate"};
+  for (const std::string& flag : daemon.cli_flags()) argv.push_back(flag);
+  for (const char* a : {"--json", "--logprobs", "20", "-t", "0", "-n"}) argv.emplace_back(a);
+  argv.push_back(std::to_string(n_generate));
+  argv.emplace_back(f.model.rfind("llama3-rope", 0) == 0 ? kLongPrompt : "Once upon a time");
+  const vks::test::ProcessResult r = vks::test::run_process(argv, {}, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  std::vector<Json> tokens;
+  int prompt_tokens = -1;
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const Json e = Json::parse(line);
+    if (e.at("type") == "accepted") prompt_tokens = e.at("prompt_tokens").get<int>();
+    if (e.at("type") == "token") tokens.push_back(e);
+  }
+  EXPECT_EQ(prompt_tokens, static_cast<int>(ids[0].size())) << "the daemon's tokenization differs from the reference's";
+  ASSERT_FALSE(tokens.empty()) << r.out;
+
+  // First token: its 20 alternatives, best first, each at the reference's log-probability.
+  const Json& first = tokens.front().at("logprobs").at(0);
+  const Json& top = first.at("top");
+  ASSERT_EQ(top.size(), 20u) << first.dump();
+  double worst = 0;
+  std::vector<int> listed;
+  for (const Json& t : top) {
+    const int id = t.at("id").get<int>();
+    const double want = logits.at(static_cast<size_t>(id)) - lse;
+    worst = std::max(worst, std::fabs(t.at("logprob").get<double>() - want));
+    listed.push_back(id);
+  }
+  std::printf("%s on %s: max |logprob - reference| %.2e (tolerance %.2e)\n", f.model.c_str(), vulkan ? "Vulkan" : "CPU",
+              worst, tolerance);
+  EXPECT_LE(worst, tolerance) << first.dump();
+  // Every id clearly inside the reference's top 20 is listed (near-ties at the edge may swap).
+  std::vector<double> sorted(logits.begin(), logits.end());
+  std::sort(sorted.rbegin(), sorted.rend());
+  for (size_t id = 0; id < logits.size(); ++id) {
+    if (logits[id] > sorted[19] + 2 * tolerance) {
+      EXPECT_NE(std::find(listed.begin(), listed.end(), static_cast<int>(id)), listed.end()) << "reference top id " << id;
+    }
+  }
+  EXPECT_EQ(first.at("id").get<int>(), listed.front()) << "greedy picks the most likely token";
+
+  std::vector<int> generated;
+  for (const Json& t : tokens) {
+    for (const Json& id : t.at("ids")) generated.push_back(id.get<int>());
+  }
+  ASSERT_EQ(generated.size(), static_cast<size_t>(n_generate));
+  for (int i = 0; i < n_generate; ++i) EXPECT_EQ(generated[static_cast<size_t>(i)], ids[1].at(static_cast<size_t>(i))) << "step " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CliFixtureLogprobs, ::testing::ValuesIn(all_cases()), case_name);
+
+}  // namespace
