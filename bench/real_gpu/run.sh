@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Runs on a machine with a real GPU, from the repository root, over the tarballs of
+# bench/real_gpu/pack.sh (in .gpu/). Writes its logs to /tmp/real_gpu_logs and, at the end, all of them
+# as one $OUT/MODE.tgz (the device tool returns at most 8 files).
+#   run.sh tests   the Vulkan test binaries, `vkstream devices`, the fixtures through vkstreamd with
+#                  `vkstream generate --json --logprobs 20 -t 0`, and the kernel benchmark
+#   run.sh bench   synthetic TinyLlama-shape models (Q4_0, Q8_0, F16, Q4_K_M, Q6_K) and stories260K:
+#                  vks_bench_vulkan_runner and llama.cpp's Vulkan backend (node-llama-cpp) on each
+#                  file, one after the other; Llama-3.2-1B-shape Q4_0 and Q4_K_M with vkstream alone
+set -uo pipefail
+mode=${1:?usage: run.sh tests|bench}
+out=/tmp/real_gpu_logs
+mkdir -p "$out" /tmp/vks /tmp/m
+trap 'tar -C "$out" -czf "${OUT:-/tmp}/$mode.tgz" .' EXIT
+for t in .gpu/*.tar.xz; do [ -f "$t" ] || continue; tar -C /tmp -xJf "$t"; done
+export LD_LIBRARY_PATH=/tmp/vks/lib
+# The CUDA image has NVIDIA's Vulkan ICD but neither the loader nor libglvnd, which its
+# libGLX_nvidia.so.0 needs ("Could not get 'vkCreateInstance' via 'vk_icdGetInstanceProcAddr'"
+# otherwise): pack.sh carries both in lib/.
+for icd in /usr/share/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; do
+  [ -f "$icd" ] && export VK_DRIVER_FILES=$icd && break
+done
+export VKSTREAM_MODELS=/tmp/vks/models XDG_CACHE_HOME=/tmp/cache
+bin=/tmp/vks/bin
+step() { echo "== $*"; }
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1
+nproc
+# Without a GPU the Vulkan tests skip and "pass": stop here instead of measuring nothing.
+if [ -x "$bin/vkstream" ] && ! "$bin/vkstream" devices 2>&1 | grep -v '\[cpu\]' | grep -q '^\* 0:'; then
+  "$bin/vkstream" devices
+  echo "no GPU Vulkan device: fix the driver set-up above before spending device time" >&2
+  exit 2
+fi
+
+if [ "$mode" = tests ]; then
+  step devices; "$bin/vkstream" devices 2>&1 | tee "$out/devices.txt"
+  for t in vks_vulkan_kernels_tests vks_vulkan_runner_tests sched_engine_vulkan_test sched_engine_embed_vulkan_test; do
+    step "$t"
+    timeout 100 "$bin/$t" --gtest_brief=1 > "$out/$t.log" 2>&1
+    echo "exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)|tests ran' "$out/$t.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED  \]' "$out/$t.log" | head -20
+  done
+  step "fixtures through vkstreamd on the GPU"
+  long="Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends every day."
+  for f in /tmp/vks/models/kquant-*.gguf /tmp/vks/models/qwen2-tiny.gguf /tmp/vks/models/llama3-rope-freqs-tiny.gguf; do
+    name=$(basename "$f" .gguf); d=/tmp/d-$name; mkdir -p "$d"
+    prompt="Once upon a time"; [ "$name" = llama3-rope-freqs-tiny ] && prompt=$long
+    "$bin/vkstreamd" --model "$f" --no-cpu-fallback --socket "$d/s" --zmq "ipc://$d/r" --pub "ipc://$d/p" \
+      --log-level warn > "$d/log" 2>&1 &
+    pid=$!
+    for _ in $(seq 600); do [ -S "$d/s" ] && break; sleep 0.1; done
+    timeout 60 "$bin/vkstream" generate --socket "$d/s" --json --logprobs 20 -t 0 -n 8 "$prompt" > "$out/gen-$name.jsonl" 2>> "$d/log"
+    echo "$name: exit $? $(grep -c '"type":"token"' "$out/gen-$name.jsonl") tokens"
+    kill "$pid"; wait "$pid"
+    grep -v "chat template" "$d/log" | head -3
+  done
+  step kernels; timeout 90 "$bin/vks_bench_vulkan_kernels" > "$out/kernels.txt" 2>&1; echo "exit $?"; tail -40 "$out/kernels.txt"
+fi
+
+if [ "$mode" = bench ]; then
+  mk() { [ -f "/tmp/m/$1.gguf" ] || "$bin/vks-make-model" -q -p "$2" -t "$3" ${4:+--vocab-from "$4"} -o "/tmp/m/$1.gguf"; }
+  voc=/tmp/vks/models/llama2-vocab.gguf
+  step models
+  mk tl-q4_0 tinyllama-1.1b q4_0 "$voc"; mk tl-q8_0 tinyllama-1.1b q8_0 "$voc"; mk tl-f16 tinyllama-1.1b f16 "$voc"
+  mk tl-q4_k_m tinyllama-1.1b q4_k_m "$voc"; mk tl-q6_k tinyllama-1.1b q6_K "$voc"
+  mk l32-q4_0 llama-3.2-1b q4_0; mk l32-q4_k_m llama-3.2-1b q4_k_m
+  ls -la /tmp/m
+  export PATH=/tmp/nlc/bin:$PATH
+  for m in tl-q4_0 tl-q8_0 tl-f16 tl-q4_k_m tl-q6_k stories260K l32-q4_0 l32-q4_k_m; do
+    f=/tmp/m/$m.gguf; [ "$m" = stories260K ] && f=/tmp/vks/models/stories260K.gguf
+    step "vkstream $m"
+    timeout 120 "$bin/vks_bench_vulkan_runner" "$f" --prompt 128 --gen 32 --reps 3 --batches 1 8 16 > "$out/vks-$m.txt" 2>&1
+    echo "exit $?"; tail -12 "$out/vks-$m.txt"
+    case $m in l32-*) continue ;; esac
+    if [ -x /tmp/nlc/bin/node ]; then
+      step "llama.cpp $m"
+      (cd /tmp/nlc && timeout 150 node "$OLDPWD/tools/llama_cpp_refs/throughput.mjs" --model "$f" --gpu vulkan \
+        --prompt 128 --gen 32 --reps 3 --batches 1,8,16 --json "$out/llama-$m.json") > "$out/llama-$m.txt" 2>&1
+      echo "exit $?"; tail -6 "$out/llama-$m.txt"
+    fi
+  done
+fi
