@@ -172,7 +172,10 @@ Daemon::Daemon(const std::vector<std::string>& extra_args, Backend backend) {
     _exit(127);
   }
   ::close(err);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // On Vulkan, READY waits for every pipeline: lavapipe's cold compile of a K-quant model takes
+  // 15-30 s on a loaded 2-core machine.
+  const int start_limit_s = backend == Backend::kVulkan ? 180 : 60;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(start_limit_s);
   while (!socket_accepts(dir_ + "/vkstream.sock")) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -183,7 +186,8 @@ Daemon::Daemon(const std::vector<std::string>& extra_args, Backend backend) {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, &status, 0);
       pid_ = -1;
-      throw std::runtime_error("vkstreamd did not come up within 60 s: " + read_file(log));
+      throw std::runtime_error("vkstreamd did not come up within " + std::to_string(start_limit_s) +
+                               " s: " + read_file(log));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

@@ -40,7 +40,7 @@ class Daemon {
   // --model) with sockets in a temp folder, on the CPU reference (--cpu) or on Vulkan
   // (--no-cpu-fallback, so a missing device fails instead of testing the CPU), and waits until its
   // Unix socket accepts connections. Throws std::runtime_error with the daemon's stderr when it
-  // does not come up within 60 s.
+  // does not come up within 60 s (180 s on Vulkan, which compiles its pipelines first).
   explicit Daemon(const std::vector<std::string>& extra_args = {}, Backend backend = Backend::kCpu);
   ~Daemon();
   Daemon(const Daemon&) = delete;
