@@ -31,7 +31,6 @@ using Json = nlohmann::json;
 struct Fixture {
   std::string model;      // file in the models folder
   std::string reference;  // reference/<reference>.{logits.f32,greedy.ids}
-  bool on_vulkan;         // also run through a Vulkan daemon (one file per weight type is enough)
 };
 
 const char* const kLongPrompt =
@@ -39,20 +38,20 @@ const char* const kLongPrompt =
     "every day.";
 
 const Fixture kFixtures[] = {
-    {"kquant-q4_k_m.gguf", "kquant-q4_k_m.floatref", true},  // Q4_K, Q6_K
-    {"kquant-q5_k_m.gguf", "kquant-q5_k_m.floatref", false},
-    {"kquant-q6_k.gguf", "kquant-q6_k.floatref", false},
-    {"kquant-q3_k_m.gguf", "kquant-q3_k_m.floatref", true},  // Q3_K, Q4_K, Q5_K, Q6_K
-    {"kquant-q2_k.gguf", "kquant-q2_k.floatref", true},      // Q2_K, Q3_K, Q6_K
-    {"kquant-q4_1.gguf", "kquant-q4_1.floatref", true},
-    {"kquant-q5_0.gguf", "kquant-q5_0.floatref", true},
-    {"kquant-q5_1.gguf", "kquant-q5_1.floatref", true},
-    {"kquant-q2_k-pure.gguf", "kquant-q2_k-pure.floatref", false},
-    {"kquant-q3_k-pure.gguf", "kquant-q3_k-pure.floatref", false},
-    {"kquant-q4_k-pure.gguf", "kquant-q4_k-pure.floatref", false},
-    {"kquant-q5_k-pure.gguf", "kquant-q5_k-pure.floatref", false},
-    {"qwen2-tiny.gguf", "qwen2-tiny", true},
-    {"llama3-rope-freqs-tiny.gguf", "llama3-rope-freqs-tiny", true},
+    {"kquant-q4_k_m.gguf", "kquant-q4_k_m.floatref"},
+    {"kquant-q5_k_m.gguf", "kquant-q5_k_m.floatref"},
+    {"kquant-q6_k.gguf", "kquant-q6_k.floatref"},
+    {"kquant-q3_k_m.gguf", "kquant-q3_k_m.floatref"},
+    {"kquant-q2_k.gguf", "kquant-q2_k.floatref"},
+    {"kquant-q4_1.gguf", "kquant-q4_1.floatref"},
+    {"kquant-q5_0.gguf", "kquant-q5_0.floatref"},
+    {"kquant-q5_1.gguf", "kquant-q5_1.floatref"},
+    {"kquant-q2_k-pure.gguf", "kquant-q2_k-pure.floatref"},
+    {"kquant-q3_k-pure.gguf", "kquant-q3_k-pure.floatref"},
+    {"kquant-q4_k-pure.gguf", "kquant-q4_k-pure.floatref"},
+    {"kquant-q5_k-pure.gguf", "kquant-q5_k-pure.floatref"},
+    {"qwen2-tiny.gguf", "qwen2-tiny"},
+    {"llama3-rope-freqs-tiny.gguf", "llama3-rope-freqs-tiny"},
 };
 
 struct Case {
@@ -69,9 +68,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 std::vector<Case> all_cases() {
   std::vector<Case> out;
   for (const Fixture& f : kFixtures) out.push_back({f, Daemon::Backend::kCpu});
-  for (const Fixture& f : kFixtures) {
-    if (f.on_vulkan) out.push_back({f, Daemon::Backend::kVulkan});
-  }
+  for (const Fixture& f : kFixtures) out.push_back({f, Daemon::Backend::kVulkan});
   return out;
 }
 
