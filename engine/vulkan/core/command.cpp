@@ -1,5 +1,6 @@
 #include "engine/vulkan/core/command.h"
 
+#include <array>
 #include <string>
 #include <utility>
 
@@ -187,8 +188,9 @@ void CommandBuffer::dispatch_raw(const Kernel& kernel, std::span<const BufferVie
                                             std::to_string(max_groups_[i]));
     }
   }
-  std::vector<VkDescriptorBufferInfo> infos(bindings.size());
-  std::vector<VkWriteDescriptorSet> writes(bindings.size());
+  // On the stack: a decode step records dozens of dispatches, none of which should allocate.
+  std::array<VkDescriptorBufferInfo, kMaxKernelBindings> infos;
+  std::array<VkWriteDescriptorSet, kMaxKernelBindings> writes;
   for (size_t i = 0; i < bindings.size(); ++i) {
     const BufferView& v = bindings[i];
     if (v.buffer == VK_NULL_HANDLE) {
@@ -227,8 +229,8 @@ void CommandBuffer::dispatch_raw(const Kernel& kernel, std::span<const BufferVie
       if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) check(r, "vkAllocateDescriptorSets");
       ++current_pool_;
     }
-    for (auto& w : writes) w.dstSet = set;
-    vkUpdateDescriptorSets(device_, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+    for (size_t i = 0; i < bindings.size(); ++i) writes[i].dstSet = set;
+    vkUpdateDescriptorSets(device_, static_cast<uint32_t>(bindings.size()), writes.data(), 0, nullptr);
   }
   vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.pipeline());
   if (set != VK_NULL_HANDLE) {

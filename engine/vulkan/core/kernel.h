@@ -27,6 +27,10 @@ struct EmbeddedShader {
 std::span<const EmbeddedShader> embedded_shaders();
 const EmbeddedShader* find_embedded_shader(std::string_view name);
 
+// Most storage buffers one kernel may bind (the shaders use at most 7); lets a dispatch keep its
+// descriptor writes on the stack.
+inline constexpr uint32_t kMaxKernelBindings = 16;
+
 struct KernelLayout {
   uint32_t bindings = 0;          // storage buffers at set 0, bindings 0..bindings-1 (dense)
   uint32_t push_size = 0;         // bytes of the push-constant block (0 if none)

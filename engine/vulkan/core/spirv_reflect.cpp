@@ -158,6 +158,7 @@ KernelLayout reflect_spirv(std::span<const uint32_t> words) {
   }
   layout.bindings = static_cast<uint32_t>(bindings.size());
   if (!bindings.empty() && *bindings.rbegin() != layout.bindings - 1) fail("bindings are not dense 0..n-1");
+  if (layout.bindings > kMaxKernelBindings) fail("more than " + std::to_string(kMaxKernelBindings) + " bindings");
   return layout;
 }
 
