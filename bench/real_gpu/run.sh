@@ -20,7 +20,7 @@ export LD_LIBRARY_PATH=/tmp/vks/lib
 for icd in /usr/share/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; do
   [ -f "$icd" ] && export VK_DRIVER_FILES=$icd && break
 done
-export VKSTREAM_MODELS=/tmp/vks/models XDG_CACHE_HOME=/tmp/cache
+export VKSTREAM_MODELS=/tmp/vks/models XDG_CACHE_HOME=/tmp/cache VKSTREAM_REQUIRE_VULKAN=1
 bin=/tmp/vks/bin
 step() { echo "== $*"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1

@@ -21,6 +21,7 @@
 
 #include "engine/vulkan/core/device_info.h"
 #include "tests/clients/process_util.h"
+#include "tests/common/vulkan_skip.h"
 #include "tests/common/test_models.h"
 
 namespace {
@@ -100,7 +101,7 @@ class CliFixtureLogprobs : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
     if (GetParam().backend == Daemon::Backend::kVulkan && vks::vk::list_devices().empty()) {
-      GTEST_SKIP() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe)";
+      VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
     }
   }
 };

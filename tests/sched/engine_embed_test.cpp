@@ -13,6 +13,7 @@
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
 #include "tests/common/test_models.h"
+#include "tests/common/vulkan_skip.h"
 #ifdef VKS_ENGINE_TEST_VULKAN
 #include "engine/vulkan/runner/runner_factory.h"
 #else
@@ -180,7 +181,7 @@ Tokenizer* EmbedEngine::tok_ = nullptr;
 
 #define MAKE_ENGINE_OR_SKIP(var, ...)                                     \
   auto var = make_engine(__VA_ARGS__);                                    \
-  if (!var) GTEST_SKIP() << "no Vulkan device: test skipped"
+  if (!var) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device: test skipped")
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());

@@ -10,6 +10,7 @@
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
 #include "tests/common/test_models.h"
+#include "tests/common/vulkan_skip.h"
 #include "tests/sched/engine_harness.h"
 #ifdef VKS_ENGINE_TEST_VULKAN
 #include "engine/vulkan/runner/runner_factory.h"
@@ -150,7 +151,7 @@ class ModelEngine : public ::testing::Test {
 };
 
 #define SKIP_IF_NO_DEVICE()                                        \
-  if (skipped_) GTEST_SKIP() << "no Vulkan device: test skipped"
+  if (skipped_) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device: test skipped")
 
 TEST_F(ModelEngine, GreedyEqualsReferenceIdsAndText) {
   GenerateRequest r;
@@ -159,7 +160,7 @@ TEST_F(ModelEngine, GreedyEqualsReferenceIdsAndText) {
   r.stop.max_tokens = 60;
   r.stop.ignore_eos = true;
   auto runner = make(512);
-  if (!runner) GTEST_SKIP() << "no Vulkan device: test skipped";
+  if (!runner) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device: test skipped");
   Engine engine(std::move(runner), *tok_, EngineConfig{});
   const SubmitResult s = engine.submit(r);
   ASSERT_TRUE(s.ok) << s.message;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/gguf/ggml_type.h"
+#include "tests/common/vulkan_skip.h"
 #include "engine/vulkan/core/device.h"
 #include "engine/vulkan/core/kernel.h"
 #include "engine/vulkan/kernels/ops.h"
@@ -36,7 +37,7 @@ class KernelTest : public ::testing::Test {
   }
   static void TearDownTestSuite() { gpu_.reset(); }
   void SetUp() override {
-    if (!gpu_) GTEST_SKIP() << "no Vulkan device found (install mesa-vulkan-drivers for lavapipe); skipping";
+    if (!gpu_) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device found (install mesa-vulkan-drivers for lavapipe); skipping");
   }
 
   const Device& device() const { return gpu_->device; }

@@ -9,6 +9,7 @@
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
 #include "tests/common/test_models.h"
+#include "tests/common/vulkan_skip.h"
 #include "tests/vulkan/runner_test_util.h"
 
 namespace vks {
@@ -17,7 +18,7 @@ namespace {
 class RunnerBatch : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (vk::list_devices().empty()) GTEST_SKIP() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe)";
+    if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
     model_ = LlamaModel::load(test::model_path("stories260K.gguf"));
     RunnerOptions o;
     o.num_blocks = 512;

@@ -6,6 +6,7 @@
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/runner_factory.h"
 #include "tests/common/test_models.h"
+#include "tests/common/vulkan_skip.h"
 #include "tests/vulkan/runner_test_util.h"
 
 namespace vks {
@@ -32,7 +33,7 @@ TEST(RunnerFactory, ForcedCpuRunsTheReferenceAndAgreesWithVulkan) {
   test::GreedyDriver cpu_driver(*cpu, 1);
   const auto cpu_ids = cpu_driver.run({ref.at(0)}, g)[0].generated;
   EXPECT_EQ(cpu_ids, std::vector<int32_t>(ref.at(1).begin(), ref.at(1).begin() + 20));
-  if (vk::list_devices().empty()) GTEST_SKIP() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe)";
+  if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
   o.force_cpu = false;
   auto gpu = make_runner(*model, o);
   EXPECT_NE(gpu->device_name(), "cpu");
@@ -45,7 +46,7 @@ TEST(RunnerFactory, ForcedCpuRunsTheReferenceAndAgreesWithVulkan) {
 }
 
 TEST(RunnerFactory, UnknownDeviceSelectorIsNotFound) {
-  if (vk::list_devices().empty()) GTEST_SKIP() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe)";
+  if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
   auto model = LlamaModel::load(test::model_path("stories260K.gguf"));
   RunnerOptions o = options();
   o.device = "no-such-device-xyz";
@@ -58,7 +59,7 @@ TEST(RunnerFactory, UnknownDeviceSelectorIsNotFound) {
 }
 
 TEST(RunnerFactory, BadOptionsAreInvalidArgument) {
-  if (vk::list_devices().empty()) GTEST_SKIP() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe)";
+  if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
   auto model = LlamaModel::load(test::model_path("stories260K.gguf"));
   RunnerOptions o = options();
   o.block_size = 0;

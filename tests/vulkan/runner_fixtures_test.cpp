@@ -18,6 +18,7 @@
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
 #include "tests/common/test_models.h"
+#include "tests/common/vulkan_skip.h"
 #include "tests/vulkan/runner_test_util.h"
 
 namespace vks {
@@ -47,7 +48,7 @@ std::vector<float> read_floats(const std::string& path, size_t n) {
 class RunnerFixtures : public ::testing::TestWithParam<Fixture> {
  protected:
   void SetUp() override {
-    if (vk::list_devices().empty()) GTEST_SKIP() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe)";
+    if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
   }
 };
 

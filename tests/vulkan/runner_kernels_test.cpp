@@ -14,6 +14,7 @@
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/core/kernel.h"
 #include "engine/vulkan/runner/attn_kernels.h"
+#include "tests/common/vulkan_skip.h"
 #include "tests/vulkan/runner_reference.h"
 
 namespace vks::vk {
@@ -25,7 +26,7 @@ using test::random_floats;
 class RunnerKernels : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (list_devices().empty()) GTEST_SKIP() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe)";
+    if (list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
     device_.emplace(Device::create());
     kernels_.emplace(*device_);
   }

@@ -10,6 +10,7 @@
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
 #include "tests/common/test_models.h"
+#include "tests/common/vulkan_skip.h"
 #include "tests/vulkan/runner_reference.h"
 #include "tests/vulkan/runner_test_util.h"
 
@@ -31,7 +32,7 @@ std::vector<std::vector<int32_t>> reference_ids() {
 class RunnerModel : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (vk::list_devices().empty()) GTEST_SKIP() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe)";
+    if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
   }
 };
 

@@ -12,6 +12,7 @@
 #include "engine/vulkan/runner/attn_kernels.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
 #include "tests/common/test_models.h"
+#include "tests/common/vulkan_skip.h"
 #include "tests/vulkan/runner_reference.h"
 #include "tests/vulkan/runner_test_util.h"
 
@@ -23,7 +24,7 @@ namespace fs = std::filesystem;
 class RunnerSynthetic : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
-    if (vk::list_devices().empty()) GTEST_SKIP() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe)";
+    if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
     dir_ = fs::temp_directory_path() / fmt::format("vks_runner_synthetic_{}", ::getpid());
     fs::create_directories(dir_);
   }
