@@ -110,7 +110,9 @@ void LoadingResponder::on_stop(uv_async_t* async) {
   auto* self = static_cast<LoadingResponder*>(async->data);
   try {
     self->server_->stop_accepting();  // closes our descriptors; the handed duplicates keep listening
-    self->server_->close_all(/*flush=*/true);
+    // Connections already accepted stay open for kFlushTime: a request still on its way (a client
+    // that connected just before the model was ready) gets its 503 "loading" answer, and every answer
+    // closes its connection. Closing them at once left such a client with no answer at all.
     uv_close(as_handle(async), nullptr);
     self->final_started_ = std::chrono::steady_clock::now();
     uv_timer_start(&self->final_timer_, &LoadingResponder::on_final_tick, 0, 20);

@@ -49,8 +49,9 @@ class LoadingResponder {
   std::vector<std::string> addresses() const { return addresses_; }
   uint16_t tcp_port() const { return tcp_port_; }
 
-  // Stops accepting, closes the connections it accepted (answers already written are flushed
-  // first, briefly), closes its loop, and returns the listening sockets, still listening.
+  // Stops accepting, gives the connections it accepted a short window (250 ms) in which a request
+  // still arriving is answered 503 "loading" (every answer closes its connection), closes the rest,
+  // closes its loop, and returns the listening sockets, still listening.
   std::vector<HandedListener> hand_over();
 
  private:

@@ -161,7 +161,7 @@ TEST(LoadingResponder, HandOverKeepsListeningAndTheNextOwnerServesTheBacklog) {
   const std::string path = dir.path + "/h.sock";
   auto responder = std::make_unique<http::LoadingResponder>(options_for(path));
   const uint16_t port = responder->tcp_port();
-  RawHttpClient midway;  // a request half sent when the hand-over comes: that connection is closed
+  RawHttpClient midway;  // a request half sent when the hand-over comes and never finished: closed
   ASSERT_TRUE(midway.connect_tcp(port));
   ASSERT_TRUE(midway.send("GET /health HTTP/1.1\r\nHost: t\r\n"));
   {
@@ -201,6 +201,26 @@ TEST(LoadingResponder, HandOverKeepsListeningAndTheNextOwnerServesTheBacklog) {
   EXPECT_FALSE(exists(path));  // removed by the next owner when it stopped listening
   RawHttpClient after;
   EXPECT_FALSE(after.connect_tcp(port));
+}
+
+// A client that connected while loading and sends its request just as the model becomes ready still
+// gets an answer (failed before: the hand-over closed the accepted connection, and the request, sent
+// 20 ms into it, was met by a closed socket; seen as a flaky http_loading_e2e_test).
+TEST(LoadingResponder, ARequestArrivingDuringTheHandOverIsStillAnswered) {
+  auto responder = std::make_unique<http::LoadingResponder>(options_for(""));
+  RawHttpClient late;
+  ASSERT_TRUE(late.connect_tcp(responder->tcp_port()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // accepted by the responder by now
+  std::vector<http::HandedListener> handed;
+  std::thread handing([&] { handed = responder->hand_over(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // inside the hand-over's 250 ms window
+  auto r = ask(late, "GET", "/health");
+  handing.join();
+  ASSERT_TRUE(r) << "the connection was closed without an answer";
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(json::parse(r->body), json({{"status", "loading"}}));
+  EXPECT_TRUE(late.wait_closed(3000));
+  EXPECT_EQ(handed.size(), 1u);
 }
 
 TEST(LoadingResponder, WithoutHandOverEverythingIsClosedAndRemoved) {
