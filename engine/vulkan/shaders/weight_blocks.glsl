@@ -19,6 +19,9 @@ float half_at(uint half_index) {
 
 // Half j (0..7) of a uvec4 of 8 halves.
 float half_from(uvec4 v, uint j) { return unpackHalf2x16(v[j >> 1] >> ((j & 1u) * 16u)).x; }
+// Byte i (0..15) of a uvec4, unsigned and sign-extended.
+uint byte_u(uvec4 v, uint i) { return (v[i >> 2] >> ((i & 3u) * 8u)) & 255u; }
+int byte_s(uvec4 v, uint i) { return int(v[i >> 2] << (24u - (i & 3u) * 8u)) >> 24; }
 
 // A group as loaded: up to two uvec4 of quants, the scales it needs as floats and extra bits.
 struct WGroup {
@@ -90,44 +93,35 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
   }
 }
 uint x_index(uint c, uint i) { return c * 8u + i; }
-#elif defined(WTYPE_Q8_0)
-// Group = block g (32 int8 quants, 2 uvec4); chunk k of it: bytes 8k .. 8k+7 = elements 8k .. 8k+7.
+#elif defined(WTYPE_Q8_0) || defined(WTYPE_Q6_K)
+// int8 groups: 32 quants (2 uvec4) in element order; chunk k = bytes 8k .. 8k+7 = elements 8k .. 8k+7,
+// scaled by dm.x (chunks 0-1) or dm.y (chunks 2-3).
 #define GROUP_CHUNKS 4u
+#if defined(WTYPE_Q8_0)
+// Q8_0: group = block g, one scale d for all 32.
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
   const uint base = group_base(row, g, 2u);
   return WGroup(w4[base], w4[base + 1u], vec4(half_from(sd.v[0], j)), uvec2(0u));
 }
-void dequant(WGroup wg, uint k, out float wv[8]) {
-  const uvec4 q = k < 2u ? wg.q0 : wg.q1;
-  [[unroll]] for (uint h = 0u; h < 2u; ++h) {
-    const uint word = q[(k & 1u) * 2u + h];
-    [[unroll]] for (uint b = 0u; b < 4u; ++b) wv[4u * h + b] = wg.dm.x * float(int(word << (24u - 8u * b)) >> 24);
-  }
-}
-uint x_index(uint c, uint i) { return c * 8u + i; }
-#elif defined(WTYPE_Q6_K)
+#else
 // Q6_K, widened at upload to one int8 (q - 32) per weight: decoding 6-bit values (nibble | 2 high
 // bits) cost lavapipe about three times Q4_0's time per weight, far more than the extra bytes.
-// Group = 32 weights (2 uvec4) in order; chunk k = elements 8k .. 8k+7, of sub-block k / 2.
-// weight = (d * scale) * (q - 32), as the CPU computes it. Side record: 16 int8 scales, then d.
-#define GROUP_CHUNKS 4u
-int scale_byte(uvec4 v, uint i) { return int(v[i >> 2] << (24u - (i & 3u) * 8u)) >> 24; }
+// Side record: 16 int8 scales, then d; the group's two sub-blocks of 16 take d * scale each.
+// weight = (d * scale) * (q - 32), as the CPU computes it.
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
   const float d = unpackHalf2x16(sd.v[1].x).x;
   const uint base = group_base(row, g, 2u);
   return WGroup(w4[base], w4[base + 1u],
-                vec4(d * float(scale_byte(sd.v[0], 2u * j)), d * float(scale_byte(sd.v[0], 2u * j + 1u)), 0.0, 0.0),
+                vec4(d * float(byte_s(sd.v[0], 2u * j)), d * float(byte_s(sd.v[0], 2u * j + 1u)), 0.0, 0.0),
                 uvec2(0u));
 }
+#endif
 void dequant(WGroup wg, uint k, out float wv[8]) {
   const uvec4 q = k < 2u ? wg.q0 : wg.q1;
   const float dl = k < 2u ? wg.dm.x : wg.dm.y;
   [[unroll]] for (uint h = 0u; h < 2u; ++h) {
     const uint word = q[(k & 1u) * 2u + h];
-    [[unroll]] for (uint b = 0u; b < 4u; ++b) {
-      precise float w = dl * float(int(word << (24u - 8u * b)) >> 24);
-      wv[4u * h + b] = w;
-    }
+    [[unroll]] for (uint b = 0u; b < 4u; ++b) wv[4u * h + b] = dl * float(int(word << (24u - 8u * b)) >> 24);
   }
 }
 uint x_index(uint c, uint i) { return c * 8u + i; }
@@ -152,9 +146,6 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
 #else
 // The element (0..31) of its group that slot b of chunk k holds.
 uint group_elem(uint k, uint b) { return b < 4u ? 4u * k + b : 12u + 4u * k + b; }
-// Byte i (0..15) of a uvec4, unsigned and sign-extended.
-uint byte_u(uvec4 v, uint i) { return (v[i >> 2] >> ((i & 3u) * 8u)) & 255u; }
-int byte_s(uvec4 v, uint i) { return int(v[i >> 2] << (24u - (i & 3u) * 8u)) >> 24; }
 // Word i (0..7) of two consecutive uvec4 a, b.
 uint word_of(uvec4 a, uvec4 b, uint i) { return i < 4u ? a[i] : b[i - 4u]; }
 
