@@ -28,11 +28,7 @@ CpuModelVectors::CpuModelVectors(const LlamaModel& model) {
   }
   output_norm = dequantize_vector(w.output_norm);
   rope_freqs = optional_vector(w.rope_freqs);
-  rope.rope_dim = c.rope_dim;
-  rope.freq_base = c.rope_freq_base;
-  rope.freq_scale = c.rope_freq_scale;
-  rope.mode = c.rope_mode;
-  rope.freq_factors = rope_freqs.empty() ? nullptr : rope_freqs.data();
+  rope = ref::rope_params(c, rope_freqs.empty() ? nullptr : rope_freqs.data());
 }
 
 void CpuActivations::resize(const LlamaConfig& c, size_t n) {

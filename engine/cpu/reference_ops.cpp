@@ -84,6 +84,16 @@ float rope_frequency(size_t i, const RopeParams& p) {
   return freq;
 }
 
+RopeParams rope_params(const LlamaConfig& c, const float* freq_factors) {
+  RopeParams p;
+  p.rope_dim = c.rope_dim;
+  p.freq_base = c.rope_freq_base;
+  p.freq_scale = c.rope_freq_scale;
+  p.mode = c.rope_mode;
+  p.freq_factors = freq_factors;
+  return p;
+}
+
 std::vector<float> rope_frequencies(const RopeParams& p) {
   std::vector<float> out(p.rope_dim / 2);
   for (size_t i = 0; i < out.size(); ++i) out[i] = rope_frequency(i, p);

@@ -50,6 +50,8 @@ void rope(float* vec, size_t n_heads, size_t head_dim, int32_t pos, const RopePa
 // backends take it from here (the Vulkan runner as a table), so the angles agree to the bit.
 float rope_frequency(size_t i, const RopeParams& p);
 std::vector<float> rope_frequencies(const RopeParams& p);  // [rope_dim / 2]
+// The model's rope; freq_factors: its rope_freqs.weight as floats ([rope_dim / 2]), or null.
+RopeParams rope_params(const LlamaConfig& c, const float* freq_factors);
 // NORM mode without frequency factors.
 void rope_norm(float* vec, size_t n_heads, size_t head_dim, size_t rope_dim, int32_t pos, float freq_base,
                float freq_scale);

@@ -1,6 +1,5 @@
 #include "engine/vulkan/runner/device_weights.h"
 
-#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -64,20 +63,13 @@ Buffer upload_qkv_bias(const Device& device, const LayerWeights& lw, uint64_t q_
   return b;
 }
 
-// The rope angle table, from the model's base and optional rope_freqs.weight divisors.
+// The rope angle table, from the model's base and optional rope_freqs.weight divisors (whose length
+// the model loader checked).
 Buffer upload_rope_frequencies(const Device& device, const LlamaModel& model) {
-  const LlamaConfig& c = model.config();
   const std::vector<float> divisors =
       model.weights().rope_freqs ? dequantize_vector(*model.weights().rope_freqs) : std::vector<float>();
-  if (!divisors.empty() && divisors.size() < c.rope_dim / 2) {
-    throw Error(ErrorCode::kCorrupt, fmt::format("rope_freqs.weight has {} values; the rope needs {}", divisors.size(),
-                                                 c.rope_dim / 2));
-  }
-  ref::RopeParams p;
-  p.rope_dim = c.rope_dim;
-  p.freq_base = c.rope_freq_base;
-  p.freq_factors = divisors.empty() ? nullptr : divisors.data();
-  const std::vector<float> freqs = ref::rope_frequencies(p);
+  const std::vector<float> freqs =
+      ref::rope_frequencies(ref::rope_params(model.config(), divisors.empty() ? nullptr : divisors.data()));
   Buffer b = device.create_buffer(std::max<size_t>(freqs.size(), 1) * sizeof(float), BufferKind::kStorage);
   if (!freqs.empty()) device.upload(b, 0, freqs.data(), freqs.size() * sizeof(float));
   return b;
