@@ -12,8 +12,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -21,8 +21,9 @@
 
 #include "engine/vulkan/core/device_info.h"
 #include "tests/clients/process_util.h"
-#include "tests/common/vulkan_skip.h"
 #include "tests/common/test_models.h"
+#include "tests/common/vulkan_skip.h"
+#include "tests/cpu/reference_data.h"
 
 namespace {
 
@@ -73,30 +74,6 @@ std::vector<Case> all_cases() {
   return out;
 }
 
-std::vector<float> read_floats(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<float> v;
-  float x = 0;
-  while (in.read(reinterpret_cast<char*>(&x), sizeof x)) v.push_back(x);
-  return v;
-}
-
-// '#' comment lines, then the prompt ids line, then the generated ids line.
-std::vector<std::vector<int>> read_id_lines(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::vector<int>> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream ss(line);
-    std::vector<int> ids;
-    int id = 0;
-    while (ss >> id) ids.push_back(id);
-    lines.push_back(ids);
-  }
-  return lines;
-}
-
 class CliFixtureLogprobs : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
@@ -109,10 +86,10 @@ class CliFixtureLogprobs : public ::testing::TestWithParam<Case> {
 TEST_P(CliFixtureLogprobs, FirstTokenLogprobsAndGreedyIdsMatchTheReference) {
   const Fixture& f = GetParam().fixture;
   const bool vulkan = GetParam().backend == Daemon::Backend::kVulkan;
-  const std::vector<float> logits = read_floats(vks::test::model_path("reference/" + f.reference + ".logits.f32"));
-  const auto ids = read_id_lines(vks::test::model_path("reference/" + f.reference + ".greedy.ids"));
+  const std::vector<float> logits = vks::test::load_f32_file(f.reference + ".logits.f32");
+  const vks::test::GreedyReference ids = vks::test::load_ids_file(f.reference + ".greedy.ids");
   ASSERT_EQ(logits.size(), 512u) << "cannot read the reference logits";
-  ASSERT_EQ(ids.size(), 2u) << "prompt line and generated line expected";
+  ASSERT_FALSE(ids.generated.empty()) << "prompt line and generated line expected";
 
   // The reference log-softmax and the tolerance (see the top of the file).
   double max_logit = *std::max_element(logits.begin(), logits.end()), sum = 0, mean = 0, var = 0;
@@ -143,7 +120,7 @@ TEST_P(CliFixtureLogprobs, FirstTokenLogprobsAndGreedyIdsMatchTheReference) {
     if (e.at("type") == "accepted") prompt_tokens = e.at("prompt_tokens").get<int>();
     if (e.at("type") == "token") tokens.push_back(e);
   }
-  EXPECT_EQ(prompt_tokens, static_cast<int>(ids[0].size())) << "the daemon's tokenization differs from the reference's";
+  EXPECT_EQ(prompt_tokens, static_cast<int>(ids.prompt.size())) << "the daemon's tokenization differs from the reference's";
   ASSERT_FALSE(tokens.empty()) << r.out;
 
   // First token: its 20 alternatives, best first, each at the reference's log-probability.
@@ -176,7 +153,7 @@ TEST_P(CliFixtureLogprobs, FirstTokenLogprobsAndGreedyIdsMatchTheReference) {
     for (const Json& id : t.at("ids")) generated.push_back(id.get<int>());
   }
   ASSERT_EQ(generated.size(), static_cast<size_t>(n_generate));
-  for (int i = 0; i < n_generate; ++i) EXPECT_EQ(generated[static_cast<size_t>(i)], ids[1].at(static_cast<size_t>(i))) << "step " << i;
+  for (int i = 0; i < n_generate; ++i) EXPECT_EQ(generated[static_cast<size_t>(i)], ids.generated.at(static_cast<size_t>(i))) << "step " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CliFixtureLogprobs, ::testing::ValuesIn(all_cases()), case_name);
