@@ -19,7 +19,7 @@ mkdir -p "$dest"
 # pack_vks TARBALL "BINARIES" "MODEL FILES": a vks/ folder with bin/, lib/ and models/.
 pack_vks() {
   local tarball=$1 b lib
-  local -a bins; read -ra bins <<< "$(echo $2)"
+  local -a bins=($2)  # word-split on purpose: the list spans lines
   rm -rf "$stage/vks"
   mkdir -p "$stage/vks/bin" "$stage/vks/lib" "$stage/vks/models/reference"
   for b in "${bins[@]}"; do cp "$build/$b" "$stage/vks/bin/"; done

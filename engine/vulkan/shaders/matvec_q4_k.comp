@@ -2,8 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 #define WTYPE_Q4_K
 // 16 rows per invocation, as q4_0 and q8_0: each x load is shared by 16 rows, which lavapipe's
-// per-lane loads need (vks_bench_vulkan_kernels, TinyLlama shapes: 1.7-2.3x Q4_0's time at 4 rows,
-// 0.6-1.2x at 16).
+// per-lane loads need (vks_bench_vulkan_kernels, TinyLlama shapes: 1.7-2.3x Q4_0's time at 4 rows in
+// one run; 0.6-1.7x, median 0.8, over four runs at 16).
 #define LOCAL_SIZE 16u
 #define ROW_SLOTS 16u
 #include "common_matmul.glsl"
