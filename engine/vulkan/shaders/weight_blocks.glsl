@@ -105,7 +105,8 @@ WGroup load_group(uint row, uint g, WSide sd, uint j) {
 }
 #else
 // Q6_K, widened at upload to one int8 (q - 32) per weight: decoding 6-bit values (nibble | 2 high
-// bits) cost lavapipe about three times Q4_0's time per weight, far more than the extra bytes.
+// bits) took lavapipe 3.5-5.3x Q4_0's time on the same matrices (one kernel-bench run), far more
+// than the extra bytes cost.
 // Side record: 16 int8 scales, then d; the group's two sub-blocks of 16 take d * scale each.
 // weight = (d * scale) * (q - 32), as the CPU computes it.
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
