@@ -1,7 +1,16 @@
-# Vulkan runner benchmark: prefill and (aggregate) decode tokens/s on the chosen device.
+# Vulkan runner benchmarks: prefill and (aggregate) decode tokens/s on the chosen device, and two
+# models step for step on one device (their same-run ratio).
 if(TARGET vks_vulkan AND TARGET vks_model)
+  add_library(vks_bench_runner_steps STATIC ${CMAKE_CURRENT_LIST_DIR}/runner_steps.cpp)
+  target_link_libraries(vks_bench_runner_steps PUBLIC vks_vulkan vks_model)
+  target_include_directories(vks_bench_runner_steps PUBLIC ${PROJECT_SOURCE_DIR})
+  vks_warnings(vks_bench_runner_steps)
+
   add_executable(vks_bench_vulkan_runner ${CMAKE_CURRENT_LIST_DIR}/vulkan_runner.cpp)
-  target_link_libraries(vks_bench_vulkan_runner PRIVATE vks_bench_ceiling vks_vulkan vks_model CLI11::CLI11 spdlog::spdlog)
-  target_include_directories(vks_bench_vulkan_runner PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(vks_bench_vulkan_runner PRIVATE vks_bench_ceiling vks_bench_runner_steps CLI11::CLI11 spdlog::spdlog)
   vks_warnings(vks_bench_vulkan_runner)
+
+  add_executable(vks_bench_vulkan_versus ${CMAKE_CURRENT_LIST_DIR}/vulkan_versus.cpp)
+  target_link_libraries(vks_bench_vulkan_versus PRIVATE vks_bench_runner_steps CLI11::CLI11 spdlog::spdlog)
+  vks_warnings(vks_bench_vulkan_versus)
 endif()

@@ -14,10 +14,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <random>
 #include <vector>
 
 #include "bench/device_ceiling.h"
+#include "bench/runner_steps.h"
 #include "engine/common/error.h"
 #include "engine/model/llama_model.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
@@ -25,81 +25,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The weight matrices one step streams: every layer's projections and the output matrix (norms and
-// the token-embedding gather are negligible next to them).
-struct MatrixTotals {
-  double bytes = 0;
-  double weights = 0;
-};
-MatrixTotals matrix_totals(const vks::LlamaWeights& w) {
-  MatrixTotals t;
-  auto add = [&](const vks::TensorRef& m) {
-    t.bytes += static_cast<double>(m.nbytes);
-    t.weights += static_cast<double>(m.rows) * static_cast<double>(m.cols);
-  };
-  for (const vks::LayerWeights& l : w.layers) {
-    for (const vks::TensorRef* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m);
-  }
-  add(w.output);
-  return t;
-}
-
-struct Seq {
-  std::vector<int32_t> blocks;
-  int32_t n_past = 0;
-  int32_t last = 1;
-};
-
-class Bench {
- public:
-  Bench(vks::VulkanRunner& runner, uint32_t seed) : runner_(runner), rng_(seed) {
-    for (int32_t b = runner.num_blocks() - 1; b >= 0; --b) free_.push_back(b);
-  }
-
-  int32_t random_token() { return static_cast<int32_t>(3 + rng_() % (runner_.config().vocab_size - 3)); }
-
-  // One step: every seq gets `n` new tokens (prompt chunk or decode); returns seconds.
-  double step(std::vector<Seq>& seqs, int32_t n) {
-    vks::StepBatch batch;
-    for (Seq& s : seqs) {
-      const int32_t len = s.n_past + n;
-      while (static_cast<int32_t>(s.blocks.size()) * runner_.block_size() < len) {
-        if (free_.empty()) throw vks::Error(vks::ErrorCode::kOutOfMemory, "benchmark ran out of KV blocks");
-        s.blocks.push_back(free_.back());
-        free_.pop_back();
-      }
-      vks::SeqChunk c;
-      c.token_offset = static_cast<int32_t>(batch.tokens.size());
-      c.n_tokens = n;
-      c.n_past = s.n_past;
-      c.block_table = s.blocks;
-      c.logits = vks::LogitsMode::kArgmax;
-      for (int32_t i = 0; i < n; ++i) batch.tokens.push_back(n == 1 ? s.last : random_token());
-      batch.seqs.push_back(std::move(c));
-    }
-    batch.finalize(runner_.block_size());
-    vks::StepResult r;
-    const auto t0 = Clock::now();
-    runner_.step(batch, r);
-    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-    for (size_t k = 0; k < seqs.size(); ++k) {
-      seqs[k].n_past += n;
-      seqs[k].last = r.argmax[k];
-    }
-    return dt;
-  }
-
-  void release(std::vector<Seq>& seqs) {
-    for (Seq& s : seqs) free_.insert(free_.end(), s.blocks.begin(), s.blocks.end());
-    seqs.clear();
-  }
-
- private:
-  vks::VulkanRunner& runner_;
-  std::mt19937 rng_;
-  std::vector<int32_t> free_;
-};
+using vks::bench::BenchSeq;
 
 void print_profile(const char* what, const std::map<std::string, double>& ms, int steps) {
   double total = 0;
@@ -145,7 +71,7 @@ int main(int argc, char** argv) {
     o.max_step_seqs = max_batch;
     o.max_context = std::max(prompt, context) + gen + 64;
     o.matvec_max_tokens = matvec_max;
-    o.num_blocks = num_blocks > 0 ? num_blocks : (max_batch * (context + gen + 2 + 16) + prompt + 16) / o.block_size + 2 * max_batch + 4;
+    o.num_blocks = num_blocks > 0 ? num_blocks : vks::bench::bench_num_blocks(o.block_size, max_batch, context, gen, prompt);
     // The device's ceilings, on a second handle to the same device, before the runner starts.
     vks::bench::DeviceCeiling ceiling;
     {
@@ -155,7 +81,7 @@ int main(int argc, char** argv) {
       vks::vk::KernelRegistry probe_kernels(probe_device);
       ceiling = vks::bench::measure_device_ceiling(probe_device, probe_kernels);
     }
-    const MatrixTotals matrices = matrix_totals(model->weights());
+    const vks::bench::MatrixTotals matrices = vks::bench::matrix_totals(model->weights());
     const auto t_load = Clock::now();
     vks::VulkanRunner runner(*model, o);
     const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
@@ -170,20 +96,20 @@ int main(int argc, char** argv) {
     std::printf("weight matrices: %.1f MB, %.1f M weights streamed per step\n", matrices.bytes / 1e6,
                 matrices.weights / 1e6);
 
-    Bench bench(runner, 42);
-    std::vector<Seq> seqs;
+    vks::bench::StepDriver bench(runner, 42);
+    std::vector<BenchSeq> seqs;
     // Prefill: warm-up then the best of `reps` single-step prompts.
     double best = 1e30;
     runner.set_profiling(false);
     for (int r = 0; r <= reps; ++r) {  // run 0 warms up
-      seqs.assign(1, Seq{});
+      seqs.assign(1, BenchSeq{});
       const double dt = bench.step(seqs, prompt);
       if (r > 0) best = std::min(best, dt);
       bench.release(seqs);
     }
     if (profile) {
       runner.set_profiling(true);
-      seqs.assign(1, Seq{});
+      seqs.assign(1, BenchSeq{});
       bench.step(seqs, prompt);
       bench.release(seqs);
     }
@@ -198,7 +124,7 @@ int main(int argc, char** argv) {
     std::printf("prefill: %.2f tokens/s\n", prompt / best);
 
     for (int b : batches) {
-      seqs.assign(static_cast<size_t>(b), Seq{});
+      seqs.assign(static_cast<size_t>(b), BenchSeq{});
       bench.step(seqs, context);  // every sequence's prompt (not timed)
       bench.step(seqs, 1);   // warm-up decode
       double total = 0;

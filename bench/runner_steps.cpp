@@ -1,0 +1,69 @@
+#include "bench/runner_steps.h"
+
+#include <chrono>
+
+#include "engine/common/error.h"
+
+namespace vks::bench {
+
+MatrixTotals matrix_totals(const LlamaWeights& w) {
+  MatrixTotals t;
+  auto add = [&](const TensorRef& m) {
+    t.bytes += static_cast<double>(m.nbytes);
+    t.weights += static_cast<double>(m.rows) * static_cast<double>(m.cols);
+  };
+  for (const LayerWeights& l : w.layers) {
+    for (const TensorRef* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m);
+  }
+  add(w.output);
+  return t;
+}
+
+StepDriver::StepDriver(VulkanRunner& runner, uint32_t seed) : runner_(runner), rng_(seed) {
+  for (int32_t b = runner.num_blocks() - 1; b >= 0; --b) free_.push_back(b);
+}
+
+int32_t StepDriver::random_token() {
+  return static_cast<int32_t>(3 + rng_() % (runner_.config().vocab_size - 3));
+}
+
+double StepDriver::step(std::vector<BenchSeq>& seqs, int32_t n) {
+  StepBatch batch;
+  for (BenchSeq& s : seqs) {
+    const int32_t len = s.n_past + n;
+    while (static_cast<int32_t>(s.blocks.size()) * runner_.block_size() < len) {
+      if (free_.empty()) throw Error(ErrorCode::kOutOfMemory, "benchmark ran out of KV blocks");
+      s.blocks.push_back(free_.back());
+      free_.pop_back();
+    }
+    SeqChunk c;
+    c.token_offset = static_cast<int32_t>(batch.tokens.size());
+    c.n_tokens = n;
+    c.n_past = s.n_past;
+    c.block_table = s.blocks;
+    c.logits = LogitsMode::kArgmax;
+    for (int32_t i = 0; i < n; ++i) batch.tokens.push_back(n == 1 ? s.last : random_token());
+    batch.seqs.push_back(std::move(c));
+  }
+  batch.finalize(runner_.block_size());
+  StepResult r;
+  const auto t0 = std::chrono::steady_clock::now();
+  runner_.step(batch, r);
+  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (size_t k = 0; k < seqs.size(); ++k) {
+    seqs[k].n_past += n;
+    seqs[k].last = r.argmax[k];
+  }
+  return dt;
+}
+
+void StepDriver::release(std::vector<BenchSeq>& seqs) {
+  for (BenchSeq& s : seqs) free_.insert(free_.end(), s.blocks.begin(), s.blocks.end());
+  seqs.clear();
+}
+
+int32_t bench_num_blocks(int32_t block_size, int max_batch, int context, int gen, int prompt) {
+  return (max_batch * (context + gen + 2 + 16) + prompt + 16) / block_size + 2 * max_batch + 4;
+}
+
+}  // namespace vks::bench

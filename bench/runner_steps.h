@@ -1,0 +1,48 @@
+#pragma once
+// What the Vulkan runner benchmarks share: the weight-matrix totals a step streams, and a driver
+// that runs timed prefill/decode steps on sequences with their own KV blocks.
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "engine/model/llama_model.h"
+#include "engine/vulkan/runner/vulkan_runner.h"
+
+namespace vks::bench {
+
+// The weight matrices one step streams: every layer's projections and the output matrix (norms and
+// the token-embedding gather are negligible next to them).
+struct MatrixTotals {
+  double bytes = 0;
+  double weights = 0;
+};
+MatrixTotals matrix_totals(const LlamaWeights& w);
+
+struct BenchSeq {
+  std::vector<int32_t> blocks;
+  int32_t n_past = 0;
+  int32_t last = 1;
+};
+
+// Runs steps on one runner, handing out its KV blocks to the sequences it is given.
+class StepDriver {
+ public:
+  StepDriver(VulkanRunner& runner, uint32_t seed);
+
+  // One step: every seq gets `n` new tokens (random prompt tokens, or its last greedy token when
+  // n == 1); returns the step's wall seconds.
+  double step(std::vector<BenchSeq>& seqs, int32_t n);
+  void release(std::vector<BenchSeq>& seqs);
+
+ private:
+  int32_t random_token();
+
+  VulkanRunner& runner_;
+  std::mt19937 rng_;
+  std::vector<int32_t> free_;
+};
+
+// KV blocks enough for `max_batch` sequences of `context + gen` tokens plus one prompt.
+int32_t bench_num_blocks(int32_t block_size, int max_batch, int context, int gen, int prompt);
+
+}  // namespace vks::bench

@@ -1,0 +1,131 @@
+// Two models on one device, step for step: the same-run throughput ratio of OTHER to BASE.
+//   vks_bench_vulkan_versus BASE.gguf OTHER.gguf [--device SEL] [--prompt 64] [--gen 32]
+//                           [--batch 1] [--context 16] [--rounds 5]
+// Both runners live in one process and their steps alternate (BASE, OTHER, BASE, ...), so load on a
+// shared machine falls on both alike; separate processes run minutes apart and their ratio drifts
+// with the neighbours (0.59-1.05 over five rounds for the same pair of files). Prints, per model,
+// the median prefill and decode step time, tokens/s and weight GB/s, then OTHER / BASE tokens/s as
+// the median of the per-pair ratios with their quartiles and range.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/runner_steps.h"
+#include "engine/common/error.h"
+#include "engine/model/llama_model.h"
+#include "engine/vulkan/runner/vulkan_runner.h"
+
+namespace {
+
+using vks::bench::BenchSeq;
+
+struct Contender {
+  std::string path;
+  std::unique_ptr<vks::LlamaModel> model;
+  std::unique_ptr<vks::VulkanRunner> runner;
+  std::unique_ptr<vks::bench::StepDriver> driver;
+  vks::bench::MatrixTotals matrices;
+  std::vector<BenchSeq> seqs;
+  std::vector<double> prefill_s, decode_s;
+};
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(at);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (at - static_cast<double>(lo));
+}
+
+// Per-pair tokens/s ratios OTHER / BASE = base seconds / other seconds.
+std::vector<double> pair_ratios(const std::vector<double>& base_s, const std::vector<double>& other_s) {
+  std::vector<double> r;
+  for (size_t i = 0; i < base_s.size() && i < other_s.size(); ++i) r.push_back(base_s[i] / other_s[i]);
+  return r;
+}
+
+void print_model_row(const char* phase, const Contender& c, const std::vector<double>& secs, int tokens) {
+  const double med = quantile(secs, 0.5);
+  std::printf("| %-7s | %-40s | %9.2f | %10.2f | %8.2f |\n", phase, c.path.c_str(), med * 1e3, tokens / med,
+              c.matrices.bytes / med / 1e9);
+}
+
+void print_ratio(const char* phase, const std::vector<double>& r) {
+  std::printf("%s OTHER/BASE tokens/s: median %.3f, quartiles %.3f-%.3f, range %.3f-%.3f over %zu pairs\n", phase,
+              quantile(r, 0.5), quantile(r, 0.25), quantile(r, 0.75), quantile(r, 0.0), quantile(r, 1.0), r.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Two models on one Vulkan device, alternating step for step: same-run throughput ratio"};
+  std::string base_path, other_path, device;
+  int prompt = 64, gen = 32, batch = 1, context = 16, rounds = 5;
+  app.add_option("base", base_path, "GGUF model file the ratio is relative to")->required();
+  app.add_option("other", other_path, "GGUF model file compared with it")->required();
+  app.add_option("--device", device, "Vulkan device index or name substring");
+  app.add_option("--prompt", prompt, "prefill prompt length")->check(CLI::Range(1, 4096));
+  app.add_option("--gen", gen, "decode steps timed per model")->check(CLI::Range(1, 4096));
+  app.add_option("--batch", batch, "decoding sequences per step")->check(CLI::Range(1, 256));
+  app.add_option("--context", context, "prompt tokens of each decoding sequence (not timed)")->check(CLI::Range(1, 4096));
+  app.add_option("--rounds", rounds, "prefill steps timed per model")->check(CLI::Range(1, 100));
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    spdlog::set_level(spdlog::level::warn);
+    Contender base, other;
+    base.path = base_path;
+    other.path = other_path;
+    for (Contender* c : {&base, &other}) {
+      c->model = vks::LlamaModel::load(c->path);
+      vks::RunnerOptions o;
+      o.device = device;
+      o.max_step_tokens = std::max(prompt, batch * context);
+      o.max_step_seqs = batch;
+      o.max_context = std::max(prompt, context) + gen + 64;
+      o.num_blocks = vks::bench::bench_num_blocks(o.block_size, batch, context, gen, prompt);
+      c->runner = std::make_unique<vks::VulkanRunner>(*c->model, o);
+      c->driver = std::make_unique<vks::bench::StepDriver>(*c->runner, 42);
+      c->matrices = vks::bench::matrix_totals(c->model->weights());
+    }
+    std::printf("device: %s\n", base.runner->device_name().c_str());
+
+    // Prefill: one warm-up each, then `rounds` alternating single-prompt steps.
+    for (int r = 0; r <= rounds; ++r) {
+      for (Contender* c : {&base, &other}) {
+        c->seqs.assign(1, BenchSeq{});
+        const double dt = c->driver->step(c->seqs, prompt);
+        if (r > 0) c->prefill_s.push_back(dt);
+        c->driver->release(c->seqs);
+      }
+    }
+    // Decode: each model's `batch` sequences get their context (untimed) and one warm-up step, then
+    // the models take turns, one decode step each.
+    for (Contender* c : {&base, &other}) {
+      c->seqs.assign(static_cast<size_t>(batch), BenchSeq{});
+      c->driver->step(c->seqs, context);
+      c->driver->step(c->seqs, 1);
+    }
+    for (int i = 0; i < gen; ++i) {
+      for (Contender* c : {&base, &other}) c->decode_s.push_back(c->driver->step(c->seqs, 1));
+    }
+
+    std::printf("\n| %-7s | %-40s | %9s | %10s | %8s |\n", "phase", "model", "ms/step", "tokens/s", "GB/s");
+    std::printf("|---------|------------------------------------------|-----------|------------|----------|\n");
+    for (const Contender* c : {&base, &other}) print_model_row("prefill", *c, c->prefill_s, prompt);
+    for (const Contender* c : {&base, &other}) print_model_row("decode", *c, c->decode_s, batch);
+    std::printf("(medians; GB/s = the model's weight-matrix bytes / step time)\n\n");
+    print_ratio("prefill", pair_ratios(base.prefill_s, other.prefill_s));
+    print_ratio("decode ", pair_ratios(base.decode_s, other.decode_s));
+  } catch (const vks::Error& e) {
+    std::fprintf(stderr, "error (%s): %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());
+    return 1;
+  }
+  return 0;
+}
