@@ -1,16 +1,18 @@
 // Two models on one device, step for step: the same-run throughput ratio of OTHER to BASE.
 //   vks_bench_vulkan_versus BASE.gguf OTHER.gguf [--device SEL] [--prompt 64] [--gen 32]
-//                           [--batch 1] [--context 16] [--rounds 5]
+//                           [--batch 1] [--context 16] [--rounds 5] [--profile]
 // Both runners live in one process and their steps alternate (BASE, OTHER, BASE, ...), so load on a
 // shared machine falls on both alike; separate processes run minutes apart and their ratio drifts
 // with the neighbours (0.59-1.05 over five rounds for the same pair of files). Prints, per model,
 // the median prefill and decode step time, tokens/s and weight GB/s, then OTHER / BASE tokens/s as
-// the median of the per-pair ratios with their quartiles and range.
+// the median of the per-pair ratios with their quartiles and range. --profile adds, after the timed
+// steps, 4 more decode steps each with GPU timestamps: per-op milliseconds side by side.
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +57,26 @@ void print_model_row(const char* phase, const Contender& c, const std::vector<do
               c.matrices.bytes / med / 1e9);
 }
 
+// Per-op GPU ms per step of both models, one row per op, largest first by BASE + OTHER.
+void print_profiles(const std::map<std::string, double>& base, const std::map<std::string, double>& other, int steps) {
+  std::map<std::string, std::pair<double, double>> ops;
+  for (const auto& [k, v] : base) ops[k].first = v / steps;
+  for (const auto& [k, v] : other) ops[k].second = v / steps;
+  std::vector<std::pair<std::string, std::pair<double, double>>> rows(ops.begin(), ops.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.second.first + a.second.second > b.second.first + b.second.second;
+  });
+  std::printf("\nGPU ms per decode step (timestamps, %d steps each, alternating):\n", steps);
+  std::printf("  %-16s %10s %10s %8s\n", "op", "BASE", "OTHER", "OTHER-BASE");
+  double tb = 0, to = 0;
+  for (const auto& [k, v] : rows) {
+    std::printf("  %-16s %10.3f %10.3f %+8.3f\n", k.c_str(), v.first, v.second, v.second - v.first);
+    tb += v.first;
+    to += v.second;
+  }
+  std::printf("  %-16s %10.3f %10.3f %+8.3f\n", "total", tb, to, to - tb);
+}
+
 void print_ratio(const char* phase, const std::vector<double>& r) {
   std::printf("%s OTHER/BASE tokens/s: median %.3f, quartiles %.3f-%.3f, range %.3f-%.3f over %zu pairs\n", phase,
               quantile(r, 0.5), quantile(r, 0.25), quantile(r, 0.75), quantile(r, 0.0), quantile(r, 1.0), r.size());
@@ -66,6 +88,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Two models on one Vulkan device, alternating step for step: same-run throughput ratio"};
   std::string base_path, other_path, device;
   int prompt = 64, gen = 32, batch = 1, context = 16, rounds = 5;
+  bool profile = false;
   app.add_option("base", base_path, "GGUF model file the ratio is relative to")->required();
   app.add_option("other", other_path, "GGUF model file compared with it")->required();
   app.add_option("--device", device, "Vulkan device index or name substring");
@@ -74,6 +97,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch, "decoding sequences per step")->check(CLI::Range(1, 256));
   app.add_option("--context", context, "prompt tokens of each decoding sequence (not timed)")->check(CLI::Range(1, 4096));
   app.add_option("--rounds", rounds, "prefill steps timed per model")->check(CLI::Range(1, 100));
+  app.add_flag("--profile", profile, "print per-op GPU time of both models' decode steps side by side");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -88,7 +112,7 @@ int main(int argc, char** argv) {
       o.device = device;
       o.max_step_tokens = std::max(prompt, batch * context);
       o.max_step_seqs = batch;
-      o.max_context = std::max(prompt, context) + gen + 64;
+      o.max_context = std::max(prompt, context) + gen + 64;  // 64: warm-up and profiled steps
       o.num_blocks = vks::bench::bench_num_blocks(o.block_size, batch, context, gen, prompt);
       c->runner = std::make_unique<vks::VulkanRunner>(*c->model, o);
       c->driver = std::make_unique<vks::bench::StepDriver>(*c->runner, 42);
@@ -115,6 +139,13 @@ int main(int argc, char** argv) {
     for (int i = 0; i < gen; ++i) {
       for (Contender* c : {&base, &other}) c->decode_s.push_back(c->driver->step(c->seqs, 1));
     }
+    constexpr int kProfiledSteps = 4;
+    if (profile) {
+      for (Contender* c : {&base, &other}) c->runner->set_profiling(true);
+      for (int i = 0; i < kProfiledSteps; ++i) {
+        for (Contender* c : {&base, &other}) c->driver->step(c->seqs, 1);
+      }
+    }
 
     std::printf("\n| %-7s | %-40s | %9s | %10s | %8s |\n", "phase", "model", "ms/step", "tokens/s", "GB/s");
     std::printf("|---------|------------------------------------------|-----------|------------|----------|\n");
@@ -123,6 +154,7 @@ int main(int argc, char** argv) {
     std::printf("(medians; GB/s = the model's weight-matrix bytes / step time)\n\n");
     print_ratio("prefill", pair_ratios(base.prefill_s, other.prefill_s));
     print_ratio("decode ", pair_ratios(base.decode_s, other.decode_s));
+    if (profile) print_profiles(base.runner->profile(), other.runner->profile(), kProfiledSteps);
   } catch (const vks::Error& e) {
     std::fprintf(stderr, "error (%s): %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());
     return 1;
