@@ -5,12 +5,36 @@
 #include <numeric>
 
 #include "engine/cpu/reference_ops.h"
+#include "engine/vulkan/shaders/shader_params.h"
 #include "tests/vulkan/kernels_test_util.h"
 
 namespace vks::vk::test {
 namespace {
 
-using OpsTest = KernelTest;
+class OpsTest : public KernelTest {
+ protected:
+  // Runs topk on `rows` rows of `cols` and checks every pick against a stable sort of the row (value
+  // descending, index ascending, NaN as -inf).
+  void expect_topk_matches_sort(const std::vector<float>& x, uint32_t rows, uint32_t cols, uint32_t k) {
+    Buffer xb = upload(x), ib = upload(std::vector<int32_t>(rows * k, -1)), vb = upload(std::vector<float>(rows * k));
+    run([&](CommandBuffer& cmd) { ops().topk(cmd, xb.view(), cols, rows, cols, k, ib.view(), vb.view()); });
+    const std::vector<int32_t> idx = download<int32_t>(ib, rows * k);
+    const std::vector<float> val = download<float>(vb, rows * k);
+    for (uint32_t r = 0; r < rows; ++r) {
+      std::vector<int32_t> order(cols);
+      std::iota(order.begin(), order.end(), 0);
+      auto key = [&](int32_t j) {
+        const float v = x[size_t{r} * cols + j];
+        return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v;
+      };
+      std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return key(a) > key(b); });
+      for (uint32_t j = 0; j < k; ++j) {
+        ASSERT_EQ(idx[r * k + j], order[j]) << "row " << r << " rank " << j;
+        ASSERT_EQ(val[r * k + j], key(order[j])) << "row " << r << " rank " << j;
+      }
+    }
+  }
+};
 
 TEST_F(OpsTest, EmbedGathersExactRowsOfEveryType) {
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0,
@@ -142,23 +166,27 @@ TEST_F(OpsTest, TopkSortedWithIndices) {
   std::vector<float> x = random_floats(rows * cols, 10);
   for (uint32_t j = 0; j < cols; j += 3) x[2 * cols + j] = 1.5f;  // many ties
   x[4 * cols + 7] = std::nanf("");
-  Buffer xb = upload(x), ib = upload(std::vector<int32_t>(rows * k, -1)), vb = upload(std::vector<float>(rows * k));
-  run([&](CommandBuffer& cmd) { ops().topk(cmd, xb.view(), cols, rows, cols, k, ib.view(), vb.view()); });
-  const std::vector<int32_t> idx = download<int32_t>(ib, rows * k);
-  const std::vector<float> val = download<float>(vb, rows * k);
+  expect_topk_matches_sort(x, rows, cols, k);
+}
+
+TEST_F(OpsTest, TopkOfTheLargestKOverAQwenSizedVocabulary) {
+  // The longest loop path: k = VKS_TOPK_MAX rounds over a 152,064-entry row (Qwen2.5's vocabulary).
+  // lavapipe ends an invocation's loops after 65,535 iterations in all; with the winners at the
+  // end of the row a kernel that ran out of iterations would miss them.
+  const uint32_t rows = 2, cols = 152064, k = VKS_TOPK_MAX;
+  std::vector<float> x = random_floats(size_t{rows} * cols, 11);
   for (uint32_t r = 0; r < rows; ++r) {
-    std::vector<int32_t> order(cols);
-    std::iota(order.begin(), order.end(), 0);
-    auto key = [&](int32_t j) {
-      const float v = x[r * cols + j];
-      return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v;
-    };
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return key(a) > key(b); });
-    for (uint32_t j = 0; j < k; ++j) {
-      ASSERT_EQ(idx[r * k + j], order[j]) << "row " << r << " rank " << j;
-      ASSERT_EQ(val[r * k + j], key(order[j])) << "row " << r << " rank " << j;
-    }
+    for (uint32_t j = 0; j < k; ++j) x[size_t{r} * cols + cols - 1 - 7 * j] = 2.0f + static_cast<float>(j % 5);
   }
+  expect_topk_matches_sort(x, rows, cols, k);
+}
+
+TEST(TopkLoopBudget, EveryVocabularyUpToGemmasFitsAtTheLargestK) {
+  // Gemma's 256,000 entries is the largest vocabulary of a shipped model family.
+  EXPECT_LE(topk_loop_iterations(256000, VKS_TOPK_MAX), uint64_t{VKS_LAVAPIPE_LOOP_BUDGET});
+  EXPECT_GT(topk_loop_iterations(300000, VKS_TOPK_MAX), uint64_t{VKS_LAVAPIPE_LOOP_BUDGET});
+  // The count the device test above relies on: 64 rounds over 152,064 entries.
+  EXPECT_EQ(topk_loop_iterations(152064, 64), 64u * (594u + 2u) + 1u);
 }
 
 TEST_F(OpsTest, BadArgumentsAreRejected) {
@@ -167,6 +195,8 @@ TEST_F(OpsTest, BadArgumentsAreRejected) {
   cmd.begin();
   EXPECT_THROW(ops().topk(cmd, b.view(), 8, 1, 8, 9, b.view(), b.view()), Error);
   EXPECT_THROW(ops().topk(cmd, b.view(), 8, 1, 100, 65, b.view(), b.view()), Error);
+  // Past lavapipe's loop budget: refused rather than silently truncated.
+  EXPECT_THROW(ops().topk(cmd, b.view(), 300000, 1, 300000, 64, b.view(), b.view()), Error);
   EXPECT_THROW(ops().rmsnorm(cmd, b.view(), 4, b.view(), b.view(), 8, 1, 8, 1e-5f), Error);
   cmd.end();
 }

@@ -170,9 +170,16 @@ void Ops::topk(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t n_r
   if (n_rows == 0) return;
   require(cols > 0 && x_stride >= cols, "topk: bad cols/stride");
   require(k >= 1 && k <= VKS_TOPK_MAX && k <= cols, "topk: k must be in [1, min(64, cols)]");
+  require(topk_loop_iterations(cols, k) <= VKS_LAVAPIPE_LOOP_BUDGET,
+          "topk: k rounds over this many columns exceed the device loop budget; lower k");
   const Kernel& kernel = kernels_->get("topk_f32");
   const ReduceRowParams p{n_rows, cols, x_stride, k};
   cmd.dispatch(kernel, {x, out_idx, out_val}, p, Groups{n_rows, 1, 1});
+}
+
+uint64_t topk_loop_iterations(uint32_t cols, uint32_t k) {
+  const uint64_t steps = (uint64_t{cols} + VKS_TOPK_WG - 1) / VKS_TOPK_WG;
+  return uint64_t{k} * (steps + 2) + 1;
 }
 
 }  // namespace vks::vk

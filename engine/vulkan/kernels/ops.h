@@ -71,7 +71,8 @@ class Ops {
   void argmax(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t n_rows, uint32_t cols,
               BufferView out) const;
   // out_idx (int32 [n_rows][k]) and out_val (f32 [n_rows][k]): the k largest of each row, value
-  // descending then index ascending. k <= VKS_TOPK_MAX (64) and k <= cols.
+  // descending then index ascending. k <= VKS_TOPK_MAX (64) and k <= cols, and k rounds over cols
+  // must fit lavapipe's loop budget (topk_loop_iterations; any vocabulary up to 261,000 at k = 64).
   void topk(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t n_rows, uint32_t cols, uint32_t k,
             BufferView out_idx, BufferView out_val) const;
 
@@ -81,5 +82,9 @@ class Ops {
   KernelRegistry* kernels_;
   mutable std::vector<const Kernel*> weight_kernels_;  // [kernel_slot * kWeightOpCount + op]
 };
+
+// Loop iterations one topk_f32 invocation runs, exit tests counted: k rounds of ceil(cols /
+// VKS_TOPK_WG) steps plus the inner exit test, and the round loop's own tests.
+uint64_t topk_loop_iterations(uint32_t cols, uint32_t k);
 
 }  // namespace vks::vk

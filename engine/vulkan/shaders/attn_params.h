@@ -13,6 +13,8 @@
 #ifndef VKS_ATTN_PARAMS_H
 #define VKS_ATTN_PARAMS_H
 
+#include "shader_params.h"
+
 #ifdef __cplusplus
 #include <cstdint>
 namespace vks::gpu {
@@ -24,9 +26,7 @@ using uint = uint32_t;
 // Keys per online-softmax chunk. Part of the numerics: chunks start at key 0, so a key's chunk
 // (and the summation order) never depends on batching or chunking.
 #define VKS_ATTN_CHUNK 32
-// lavapipe (llvmpipe) silently ends an invocation's loops once it has run this many loop
-// iterations in all, nested loops included; attn_f16 keeps its loop count under it.
-#define VKS_LAVAPIPE_LOOP_BUDGET 65535u
+// attn_f16 keeps its loop count under VKS_LAVAPIPE_LOOP_BUDGET (shader_params.h).
 // Heads per workgroup of the attention kernel (one invocation per (token, head)).
 #define VKS_ATTN_HEADS_PER_GROUP 8
 #define VKS_ROPE_WG 64

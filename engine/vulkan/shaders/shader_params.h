@@ -86,7 +86,14 @@ struct ReduceRowParams {
   uint k;
 };
 
+// lavapipe (llvmpipe) silently ends an invocation's loops once it has run this many loop
+// iterations in all, nested loops included, each loop's exit test counted too. Every kernel keeps
+// its count under it for every shape it accepts (attention_max_keys, topk_loop_iterations).
+#define VKS_LAVAPIPE_LOOP_BUDGET 65535u
+
 #define VKS_TOPK_MAX 64
+// Invocations per topk row (a power of two): each makes k rounds of ceil(cols / VKS_TOPK_WG) steps.
+#define VKS_TOPK_WG 256
 
 #ifdef __cplusplus
 static_assert(sizeof(EmbedParams) <= 128 && sizeof(EmbedParams) % 4 == 0);

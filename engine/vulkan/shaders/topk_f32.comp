@@ -1,18 +1,19 @@
 #version 450
 // topk_f32: the k largest values of each row with their indices, value descending then index
 // ascending (NaN counts as -inf). One workgroup per row; k rounds, each picking the best element
-// ranked strictly after the previous pick (k <= VKS_TOPK_MAX).
+// ranked strictly after the previous pick (k <= VKS_TOPK_MAX). VKS_TOPK_WG invocations share a row so
+// that k rounds over a whole vocabulary stay inside lavapipe's loop budget (see topk_loop_iterations).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
-layout(local_size_x = 64) in;
+layout(local_size_x = VKS_TOPK_WG) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) buffer OutIdx { int out_idx[]; };
 layout(std430, binding = 2) buffer OutVal { float out_val[]; };
 layout(push_constant) uniform PushBlock { ReduceRowParams p; };
 
-shared float best_v[64];
-shared uint best_i[64];
+shared float best_v[VKS_TOPK_WG];
+shared uint best_i[VKS_TOPK_WG];
 
 void main() {
   const uint row = gl_WorkGroupID.x;
@@ -27,7 +28,7 @@ void main() {
   for (uint round = 0u; round < k; ++round) {
     float bv = neg_inf;
     uint bi = 0xffffffffu;
-    for (uint j = lid; j < p.cols; j += 64u) {
+    for (uint j = lid; j < p.cols; j += uint(VKS_TOPK_WG)) {
       const float v = ordered_value(x[xb + j]);
       const bool after_prev = first || ranks_before(prev_v, prev_i, v, j);
       if (after_prev && ranks_before(v, j, bv, bi)) { bv = v; bi = j; }
@@ -35,7 +36,7 @@ void main() {
     best_v[lid] = bv;
     best_i[lid] = bi;
     barrier();
-    [[unroll]] for (uint step = 32u; step > 0u; step >>= 1) {
+    [[unroll]] for (uint step = uint(VKS_TOPK_WG) / 2u; step > 0u; step >>= 1) {
       if (lid < step && ranks_before(best_v[lid + step], best_i[lid + step], best_v[lid], best_i[lid])) {
         best_v[lid] = best_v[lid + step];
         best_i[lid] = best_i[lid + step];
