@@ -94,6 +94,7 @@ int main(int argc, char** argv) {
     const auto tok = vks::Tokenizer::from_gguf(model->file());
     vks::RunnerOptions ro;
     ro.force_cpu = cpu;
+    ro.force_vulkan = !cpu;  // the bench measures the backend it names, not the rule's pick
     ro.max_step_seqs = std::max(seqs, 1);
     ro.max_step_tokens = 512;
     vks::EngineConfig cfg;

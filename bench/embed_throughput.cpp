@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
     const auto tok = vks::Tokenizer::from_gguf(model->file());
     vks::RunnerOptions ro;
     ro.force_cpu = cpu;
+    ro.force_vulkan = !cpu;  // the bench measures the backend it names, not the rule's pick
     ro.max_step_tokens = 512;
     ro.max_step_seqs = 64;
     vks::EngineConfig cfg;

@@ -66,6 +66,7 @@ double percentile(std::vector<double> v, double p) {
 std::unique_ptr<vks::ModelRunner> make_runner(const vks::LlamaModel& model, const Options& o) {
   vks::RunnerOptions ro;
   ro.force_cpu = o.cpu;
+  ro.force_vulkan = !o.cpu;  // the bench measures the backend it names, not the rule's pick
   ro.device = o.device;
   ro.num_blocks = o.kv_blocks;
   ro.max_step_tokens = std::max(o.max_batched_tokens, 16);

@@ -19,7 +19,7 @@ MatrixTotals matrix_totals(const LlamaWeights& w) {
   return t;
 }
 
-StepDriver::StepDriver(VulkanRunner& runner, uint32_t seed) : runner_(runner), rng_(seed) {
+StepDriver::StepDriver(ModelRunner& runner, uint32_t seed) : runner_(runner), rng_(seed) {
   for (int32_t b = runner.num_blocks() - 1; b >= 0; --b) free_.push_back(b);
 }
 

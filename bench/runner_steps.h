@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/model/llama_model.h"
-#include "engine/vulkan/runner/vulkan_runner.h"
+#include "engine/model/model_runner.h"
 
 namespace vks::bench {
 
@@ -24,10 +24,10 @@ struct BenchSeq {
   int32_t last = 1;
 };
 
-// Runs steps on one runner, handing out its KV blocks to the sequences it is given.
+// Runs steps on one runner (Vulkan or the CPU reference), handing out its KV blocks to the sequences it is given.
 class StepDriver {
  public:
-  StepDriver(VulkanRunner& runner, uint32_t seed);
+  StepDriver(ModelRunner& runner, uint32_t seed);
 
   // One step: every seq gets `n` new tokens (random prompt tokens, or its last greedy token when
   // n == 1); returns the step's wall seconds.
@@ -37,7 +37,7 @@ class StepDriver {
  private:
   int32_t random_token();
 
-  VulkanRunner& runner_;
+  ModelRunner& runner_;
   std::mt19937 rng_;
   std::vector<int32_t> free_;
 };

@@ -14,3 +14,10 @@ if(TARGET vks_vulkan AND TARGET vks_model)
   target_link_libraries(vks_bench_vulkan_versus PRIVATE vks_bench_runner_steps CLI11::CLI11 spdlog::spdlog)
   vks_warnings(vks_bench_vulkan_versus)
 endif()
+
+# CPU reference vs Vulkan runner per model: the backend rule's crossover.
+if(TARGET vks_vulkan AND TARGET vks_model)
+  add_executable(vks_bench_backend_choice ${CMAKE_CURRENT_LIST_DIR}/backend_choice.cpp)
+  target_link_libraries(vks_bench_backend_choice PRIVATE vks_bench_runner_steps CLI11::CLI11 spdlog::spdlog)
+  vks_warnings(vks_bench_backend_choice)
+endif()

@@ -65,6 +65,7 @@ ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& not
   ro.device = options.device;
   ro.force_cpu = options.force_cpu;
   ro.allow_cpu_fallback = !options.no_cpu_fallback;
+  ro.force_vulkan = options.force_vulkan;
   if (options.kv_tokens > 0) ro.num_blocks = (options.kv_tokens + ro.block_size - 1) / ro.block_size;
   std::unique_ptr<ModelRunner> runner = make_runner(*served.model, ro);
   served.device = runner->device_name();

@@ -127,7 +127,10 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--retention-max-bytes", o.retention_max_bytes,
                  "memory bound of the retained finished streams")->capture_default_str();
-  app.add_flag("--cpu", o.force_cpu, "run on the CPU reference instead of Vulkan");
+  CLI::Option* cpu = app.add_flag("--cpu", o.force_cpu, "run on the CPU reference instead of Vulkan");
+  app.add_flag("--vulkan", o.force_vulkan,
+               "run on Vulkan even where the backend rule picks the CPU reference (small models on a CPU device)")
+      ->excludes(cpu);
   app.add_flag("--no-cpu-fallback", o.no_cpu_fallback, "fail instead of falling back to the CPU");
   app.add_option("--device", o.device, "Vulkan device name or index");
   app.add_option("--kv-tokens", o.kv_tokens, "KV cache capacity in tokens (0 = runner default)")

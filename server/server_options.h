@@ -30,6 +30,7 @@ struct ServerOptions {
   // Engine and runner.
   bool force_cpu = false;
   bool no_cpu_fallback = false;
+  bool force_vulkan = false;  // --vulkan: overrides the backend rule (engine/vulkan/runner/backend_choice.h)
   std::string device;            // name or index; empty = best
   int32_t kv_tokens = 0;         // 0 = runner default
   int32_t max_batched_tokens = 256;

@@ -5,6 +5,7 @@
 #include "clients/cli/cli_common.h"
 #include "clients/cli/commands.h"
 #include "engine/vulkan/core/device_info.h"
+#include "engine/vulkan/runner/backend_choice.h"
 
 namespace vks::cli {
 namespace {
@@ -25,6 +26,7 @@ int run_devices(bool json) {
           {"device_local_bytes", vkstream::Value(d.device_local_bytes)},
           {"max_storage_buffer_range", vkstream::Value(d.max_storage_buffer_range)},
           {"compute", vkstream::Value(d.has_compute_queue)},
+          {"default_backend", vkstream::Value(backend_rule_summary(d))},
       });
     }
     std::cout << vkstream::Value(std::move(arr)).to_json() << '\n';
@@ -50,6 +52,7 @@ int run_devices(bool json) {
   }
   std::cout << "(* = picked by default; choose another with --device INDEX or a name substring, "
                "or VKSTREAM_DEVICE)\n";
+  if (best < devices.size()) std::cout << "default backend: " << backend_rule_summary(devices[best]) << '\n';
   return kExitOk;
 }
 

@@ -40,6 +40,7 @@ struct RunArgs {
   std::string device;
   bool cpu = false;
   bool no_fallback = false;
+  bool vulkan = false;
   bool no_echo = false;
   bool verbose = false;
   bool json = false;
@@ -146,6 +147,7 @@ int run_local(RunArgs& a) {
     ro.device = a.device;
     ro.force_cpu = a.cpu;
     ro.allow_cpu_fallback = !a.no_fallback;
+    ro.force_vulkan = a.vulkan;
     ro.warm_up = true;  // kernels compile here, inside the shown stage, not before the first token
     progress.begin("uploading the weights and compiling the kernels");
     std::unique_ptr<ModelRunner> runner = make_runner(*model, ro);
@@ -249,7 +251,10 @@ void add_run_command(CLI::App& root, int& exit_code) {
   run->add_option("prompt", a->prompt, "prompt text ('-' reads stdin)")->required();
   a->sampling.add_to(*run);
   run->add_option("--device", a->device, "Vulkan device: index or name substring (see `vkstream devices`)");
-  run->add_flag("--cpu", a->cpu, "run on the CPU reference, not Vulkan");
+  CLI::Option* cpu = run->add_flag("--cpu", a->cpu, "run on the CPU reference, not Vulkan");
+  run->add_flag("--vulkan", a->vulkan, "run on Vulkan even where the backend rule picks the CPU reference "
+                                        "(small models on a CPU device; see `vkstream devices`)")
+      ->excludes(cpu);
   run->add_flag("--no-cpu-fallback", a->no_fallback, "fail instead of using the CPU when no Vulkan device exists");
   run->add_flag("--no-echo", a->no_echo, "do not print the prompt before the generated text");
   run->add_flag("-v,--verbose", a->verbose,

@@ -1,9 +1,12 @@
 // make_runner: Vulkan when a device exists, the CPU reference when forced, clear errors otherwise.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "engine/common/error.h"
 #include "engine/model/llama_model.h"
 #include "engine/vulkan/core/device_info.h"
+#include "engine/vulkan/runner/backend_choice.h"
 #include "engine/vulkan/runner/runner_factory.h"
 #include "tests/common/test_models.h"
 #include "tests/common/vulkan_skip.h"
@@ -35,6 +38,7 @@ TEST(RunnerFactory, ForcedCpuRunsTheReferenceAndAgreesWithVulkan) {
   EXPECT_EQ(cpu_ids, std::vector<int32_t>(ref.at(1).begin(), ref.at(1).begin() + 20));
   if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
   o.force_cpu = false;
+  o.force_vulkan = true;  // stories260K on a CPU device would otherwise follow the rule to the CPU
   auto gpu = make_runner(*model, o);
   EXPECT_NE(gpu->device_name(), "cpu");
   EXPECT_EQ(gpu->block_size(), 16);
@@ -62,11 +66,69 @@ TEST(RunnerFactory, BadOptionsAreInvalidArgument) {
   if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
   auto model = LlamaModel::load(test::model_path("stories260K.gguf"));
   RunnerOptions o = options();
+  o.force_vulkan = true;
   o.block_size = 0;
   EXPECT_THROW(make_runner(*model, o), Error);
   o = options();
+  o.force_vulkan = true;
   o.max_step_seqs = 0;
   EXPECT_THROW(make_runner(*model, o), Error);
+}
+
+vk::DeviceInfo device_of_type(VkPhysicalDeviceType type) {
+  vk::DeviceInfo d;
+  d.name = type == VK_PHYSICAL_DEVICE_TYPE_CPU ? "llvmpipe" : "some GPU";
+  d.type = type;
+  d.type_name = std::string(vk::device_type_name(type));
+  return d;
+}
+
+TEST(BackendChoice, FollowsTheDocumentedRule) {
+  const vk::DeviceInfo cpu_device = device_of_type(VK_PHYSICAL_DEVICE_TYPE_CPU);
+  const RunnerOptions plain;
+  // A CPU device: the CPU reference.
+  EXPECT_EQ(choose_backend(&cpu_device, plain).backend, Backend::kCpu);
+  // Every kind of GPU: Vulkan.
+  for (VkPhysicalDeviceType t : {VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU,
+                                 VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU, VK_PHYSICAL_DEVICE_TYPE_OTHER}) {
+    const vk::DeviceInfo gpu = device_of_type(t);
+    EXPECT_EQ(choose_backend(&gpu, plain).backend, Backend::kVulkan) << gpu.type_name;
+  }
+  // No device: the CPU reference.
+  EXPECT_EQ(choose_backend(nullptr, plain).backend, Backend::kCpu);
+  // What the user asked for wins over the rule.
+  RunnerOptions o;
+  o.force_vulkan = true;
+  EXPECT_EQ(choose_backend(&cpu_device, o).backend, Backend::kVulkan);
+  o = RunnerOptions{};
+  o.allow_cpu_fallback = false;
+  EXPECT_EQ(choose_backend(&cpu_device, o).backend, Backend::kVulkan);
+  o = RunnerOptions{};
+  o.device = "0";
+  EXPECT_EQ(choose_backend(&cpu_device, o).backend, Backend::kVulkan);
+  o = RunnerOptions{};
+  o.force_cpu = true;
+  const vk::DeviceInfo gpu = device_of_type(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
+  EXPECT_EQ(choose_backend(&gpu, o).backend, Backend::kCpu);
+  // The reason names the device and how to override, for the log.
+  const std::string why = choose_backend(&cpu_device, plain).reason;
+  EXPECT_NE(why.find("llvmpipe"), std::string::npos) << why;
+  EXPECT_NE(why.find("--vulkan"), std::string::npos) << why;
+}
+
+TEST(RunnerFactory, APlainStartFollowsTheBackendRule) {
+  const std::vector<vk::DeviceInfo> devices = vk::list_devices();
+  if (devices.empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
+  if (std::getenv("VKSTREAM_DEVICE") != nullptr) GTEST_SKIP() << "VKSTREAM_DEVICE names a device: the rule yields to it";
+  auto model = LlamaModel::load(test::model_path("stories260K.gguf"));
+  const vk::DeviceInfo& picked = devices[vk::select_device(devices, "")];
+  auto runner = make_runner(*model, options());
+  // The CPU reference on a CPU device, Vulkan on a GPU.
+  if (picked.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    EXPECT_EQ(runner->device_name(), "cpu") << picked.name;
+  } else {
+    EXPECT_EQ(runner->device_name(), picked.name);
+  }
 }
 
 }  // namespace

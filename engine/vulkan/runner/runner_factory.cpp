@@ -2,9 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+#include <vector>
+
 #include "engine/common/error.h"
 #include "engine/cpu/cpu_runner.h"
 #include "engine/vulkan/core/device_info.h"
+#include "engine/vulkan/runner/backend_choice.h"
 #include "engine/vulkan/runner/runner_warmup.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
 
@@ -28,22 +32,28 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
 
 }  // namespace
 
-std::unique_ptr<ModelRunner> make_runner(const LlamaModel& model, const RunnerOptions& options) {
-  if (options.force_cpu) {
-    spdlog::info("runner: CPU reference (forced)");
-    return make_cpu_runner(model, options);
+std::unique_ptr<ModelRunner> make_runner(const LlamaModel& model, const RunnerOptions& requested) {
+  RunnerOptions options = requested;
+  if (const char* env = std::getenv("VKSTREAM_DEVICE"); options.device.empty() && env != nullptr) options.device = env;
+  const std::vector<vk::DeviceInfo> devices = options.force_cpu ? std::vector<vk::DeviceInfo>{} : vk::list_devices();
+  if (!options.force_cpu && devices.empty() && !options.allow_cpu_fallback) {
+    throw Error(ErrorCode::kDevice,
+                "no Vulkan device found and CPU fallback is disabled: install a Vulkan driver (for a CPU device, "
+                "Debian's mesa-vulkan-drivers gives lavapipe; check with `vulkaninfo --summary`), or allow the "
+                "CPU fallback");
   }
-  if (vk::list_devices().empty()) {
-    if (!options.allow_cpu_fallback) {
-      throw Error(ErrorCode::kDevice,
-                  "no Vulkan device found and CPU fallback is disabled: install a Vulkan driver (for a CPU device, "
-                  "Debian's mesa-vulkan-drivers gives lavapipe; check with `vulkaninfo --summary`), or allow the "
-                  "CPU fallback");
+  const vk::DeviceInfo* device = devices.empty() ? nullptr : &devices[vk::select_device(devices, options.device)];
+  const BackendChoice choice = choose_backend(device, options);
+  if (choice.backend == Backend::kCpu) {
+    if (device == nullptr && !options.force_cpu) {
+      spdlog::warn("runner: no Vulkan device found; falling back to the CPU reference runner (slow). Install a "
+                   "Vulkan driver (e.g. mesa-vulkan-drivers) to use the Vulkan engine");
+    } else {
+      spdlog::info("runner: CPU reference: {}", choice.reason);
     }
-    spdlog::warn("runner: no Vulkan device found; falling back to the CPU reference runner (slow). Install a Vulkan "
-                 "driver (e.g. mesa-vulkan-drivers) to use the Vulkan engine");
     return make_cpu_runner(model, options);
   }
+  spdlog::info("runner: Vulkan: {}", choice.reason);
   try {
     auto runner = std::make_unique<VulkanRunner>(model, options);
     if (options.warm_up) {

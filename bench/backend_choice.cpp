@@ -1,0 +1,112 @@
+// The CPU reference against the Vulkan runner on the same machine, model by model: the data behind
+// the backend rule (engine/vulkan/runner/backend_choice.h) for CPU-type Vulkan devices such as
+// lavapipe, where both run on the same cores.
+//   vks_bench_backend_choice MODEL.gguf [MODEL2.gguf ...] [--device SEL] [--prompt 32] [--gen 16]
+//                            [--rounds 3] [--batch 1]
+// For each file both runners are built in this process and their steps alternate (prefill `prompt`
+// tokens, then decode at --batch sequences, aggregate tokens/s), so machine load falls on both alike. Prints one row per file:
+// weight-matrix MB, median ms per step of each backend, and Vulkan / CPU tokens/s; then what the
+// rule picks for the file.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench/runner_steps.h"
+#include "engine/common/error.h"
+#include "engine/model/llama_model.h"
+#include "engine/vulkan/core/device_info.h"
+#include "engine/vulkan/runner/backend_choice.h"
+#include "engine/vulkan/runner/runner_factory.h"
+#include "engine/vulkan/runner/vulkan_runner.h"
+
+namespace {
+
+using vks::bench::BenchSeq;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+struct Timings {
+  std::vector<double> prefill_s, decode_s;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"CPU reference vs Vulkan runner, model by model: the backend rule's data"};
+  std::vector<std::string> paths;
+  std::string device;
+  int prompt = 32, gen = 16, rounds = 3, batch = 1;
+  app.add_option("models", paths, "GGUF model files")->required();
+  app.add_option("--device", device, "Vulkan device index or name substring");
+  app.add_option("--prompt", prompt, "prefill prompt length")->check(CLI::Range(1, 2048));
+  app.add_option("--gen", gen, "decode steps timed per backend")->check(CLI::Range(1, 1024));
+  app.add_option("--batch", batch, "decoding sequences per step")->check(CLI::Range(1, 64));
+  app.add_option("--rounds", rounds, "prefill steps timed per backend")->check(CLI::Range(1, 100));
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    spdlog::set_level(spdlog::level::warn);
+    const std::vector<vks::vk::DeviceInfo> devices = vks::vk::list_devices();
+    const vks::vk::DeviceInfo picked = devices.at(vks::vk::select_device(devices, device));
+    std::printf("device: %s [%s]\n\n", picked.name.c_str(), picked.type_name.c_str());
+    std::printf("| %-36s | %9s | %12s | %12s | %8s | %12s | %12s | %8s | %-7s |\n", "model", "matrix MB",
+                "CPU prefill", "VK prefill", "VK/CPU", "CPU decode", "VK decode", "VK/CPU", "rule");
+    std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(38, '-').c_str(), std::string(11, '-').c_str(),
+                std::string(14, '-').c_str(), std::string(14, '-').c_str(), std::string(10, '-').c_str(),
+                std::string(14, '-').c_str(), std::string(14, '-').c_str(), std::string(10, '-').c_str(),
+                std::string(9, '-').c_str());
+    for (const std::string& path : paths) {
+      auto model = vks::LlamaModel::load(path);
+      vks::RunnerOptions o;
+      o.device = device;
+      o.max_step_tokens = std::max(prompt, batch * prompt);
+      o.max_step_seqs = batch;
+      o.max_context = prompt + gen + 64;
+      o.num_blocks = vks::bench::bench_num_blocks(o.block_size, batch, prompt, gen, prompt);
+      vks::RunnerOptions cpu_options = o;
+      cpu_options.force_cpu = true;
+      std::unique_ptr<vks::ModelRunner> cpu = vks::make_runner(*model, cpu_options);
+      vks::VulkanRunner vulkan(*model, o);
+      vks::bench::StepDriver drivers[2] = {vks::bench::StepDriver(*cpu, 42), vks::bench::StepDriver(vulkan, 42)};
+      Timings t[2];
+      std::vector<BenchSeq> seqs[2];
+      for (int r = 0; r <= rounds; ++r) {  // round 0 warms up
+        for (int b = 0; b < 2; ++b) {
+          seqs[b].assign(1, BenchSeq{});
+          const double dt = drivers[b].step(seqs[b], prompt);
+          if (r > 0) t[b].prefill_s.push_back(dt);
+          drivers[b].release(seqs[b]);
+        }
+      }
+      for (int b = 0; b < 2; ++b) {
+        seqs[b].assign(static_cast<size_t>(batch), BenchSeq{});
+        drivers[b].step(seqs[b], prompt);
+        drivers[b].step(seqs[b], 1);
+      }
+      for (int i = 0; i < gen; ++i) {
+        for (int b = 0; b < 2; ++b) t[b].decode_s.push_back(drivers[b].step(seqs[b], 1));
+      }
+      const double mb = vks::bench::matrix_totals(model->weights()).bytes / 1e6;
+      const double cpu_pf = prompt / median(t[0].prefill_s), vk_pf = prompt / median(t[1].prefill_s);
+      const double cpu_dec = batch / median(t[0].decode_s), vk_dec = batch / median(t[1].decode_s);
+      vks::RunnerOptions default_options;  // what a plain `vkstreamd --model FILE` asks for
+      const vks::BackendChoice choice = vks::choose_backend(&picked, default_options);
+      std::string name = path.substr(path.find_last_of('/') + 1);
+      std::printf("| %-36s | %9.1f | %8.1f t/s | %8.1f t/s | %8.2f | %8.1f t/s | %8.1f t/s | %8.2f | %-7s |\n",
+                  name.c_str(), mb, cpu_pf, vk_pf, vk_pf / cpu_pf, cpu_dec, vk_dec, vk_dec / cpu_dec,
+                  choice.backend == vks::Backend::kCpu ? "CPU" : "Vulkan");
+    }
+  } catch (const vks::Error& e) {
+    std::fprintf(stderr, "error (%s): %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,29 @@
+#include "engine/vulkan/runner/backend_choice.h"
+
+#include <fmt/format.h>
+
+namespace vks {
+
+BackendChoice choose_backend(const vk::DeviceInfo* device, const RunnerOptions& options) {
+  if (options.force_cpu) return {Backend::kCpu, "the CPU reference was asked for (--cpu)"};
+  if (device == nullptr) return {Backend::kCpu, "no Vulkan device was found"};
+  if (options.force_vulkan || !options.allow_cpu_fallback || !options.device.empty()) {
+    return {Backend::kVulkan, fmt::format("Vulkan on {} was asked for (--vulkan, --no-cpu-fallback, --device or "
+                                          "VKSTREAM_DEVICE)",
+                                          device->name)};
+  }
+  if (device->type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    return {Backend::kVulkan, fmt::format("{} is a {} GPU", device->name, device->type_name)};
+  }
+  return {Backend::kCpu, fmt::format("{} is a CPU device, where the CPU reference runs as fast or faster "
+                                     "(vks_bench_backend_choice); --vulkan runs on it anyway",
+                                     device->name)};
+}
+
+std::string backend_rule_summary(const vk::DeviceInfo& device) {
+  if (device.type != VK_PHYSICAL_DEVICE_TYPE_CPU) return "Vulkan on this device (a GPU)";
+  return "the CPU reference (this is a CPU device, where the CPU reference runs as fast or faster; --vulkan uses "
+         "the device anyway)";
+}
+
+}  // namespace vks
