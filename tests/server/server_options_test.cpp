@@ -45,6 +45,21 @@ TEST(ServerOptions, PrioritySchedulingIsTheDefaultAndFcfsTurnsItOff) {
   EXPECT_TRUE(old->priority_policy);
 }
 
+TEST(ServerOptions, VulkanOverridesTheBackendRuleAndExcludesCpu) {
+  const auto def = parse({"--model", "m.gguf"});
+  ASSERT_TRUE(def);
+  EXPECT_FALSE(def->force_vulkan);
+  const auto vulkan = parse({"--model", "m.gguf", "--vulkan"});
+  ASSERT_TRUE(vulkan);
+  EXPECT_TRUE(vulkan->force_vulkan);
+  try {
+    (void)parse({"--model", "m.gguf", "--vulkan", "--cpu"});
+    FAIL() << "--vulkan with --cpu was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("--vulkan"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ServerOptions, ModelAcceptsACachedName) {
   const std::filesystem::path cache = std::filesystem::temp_directory_path() / ("vks-opt-cache-" + std::to_string(::getpid()));
   std::filesystem::create_directories(cache / "owner/repo");
