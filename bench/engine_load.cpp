@@ -1,6 +1,8 @@
 // In-process load generator for the engine: N requests with Poisson arrivals and uniform prompt and
 // output length distributions, printing throughput, TTFT and inter-token latency percentiles; and a
-// prefix-cache run (requests sharing a long prefix) with the cache on and off.
+// prefix-cache run (requests sharing a long prefix) with the cache on and off. Each row ends with the
+// engine's mean step (a loop turn that ran the model: scheduling, batch, runner, sampling, stops,
+// events) against the runner's own share of it, measured in the same run (eng/run: the overhead).
 //   engine_load MODEL.gguf [--requests 64] [--rate 8] [--prompt-min 16 --prompt-max 256]
 //               [--out-min 16 --out-max 128] [--cpu] [--prefix-only | --no-prefix]
 #include <CLI/CLI.hpp>
@@ -166,17 +168,22 @@ void print_row(const char* name, const RunResult& r) {
   const double hit = r.stats.prefix_query_tokens ? 100.0 * static_cast<double>(r.stats.prefix_hit_tokens) /
                                                        static_cast<double>(r.stats.prefix_query_tokens)
                                                  : 0.0;
-  std::printf("%-22s %8.2f %9lld %9lld %10.1f %10.1f %9.1f %9.1f %8.2f %8.2f %7lld %6.1f%% %4d\n", name, r.wall_s,
+  const double steps = static_cast<double>(std::max<int64_t>(r.stats.steps, 1));
+  const double step_ms = r.stats.step_ms_total / steps, runner_ms = r.stats.runner_ms_total / steps;
+  std::printf("%-22s %8.2f %9lld %9lld %10.1f %10.1f %9.1f %9.1f %8.2f %8.2f %7lld %6.1f%% %4d %8.2f %9.2f %7.3f\n",
+              name, r.wall_s,
               static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.generated),
               static_cast<double>(r.generated) / r.wall_s,
               static_cast<double>(r.prompt_tokens + r.generated) / r.wall_s, percentile(r.ttft_ms, 50),
               percentile(r.ttft_ms, 99), percentile(r.itl_ms, 50), percentile(r.itl_ms, 99),
-              static_cast<long long>(r.stats.preemptions), hit, r.errors);
+              static_cast<long long>(r.stats.preemptions), hit, r.errors, step_ms, runner_ms,
+              runner_ms > 0 ? step_ms / runner_ms : 0.0);
 }
 
 void print_header() {
-  std::printf("%-22s %8s %9s %9s %10s %10s %9s %9s %8s %8s %7s %7s %4s\n", "run", "wall_s", "prompt", "generated",
-              "gen_tok/s", "all_tok/s", "ttft_p50", "ttft_p99", "itl_p50", "itl_p99", "preempt", "hit", "err");
+  std::printf("%-22s %8s %9s %9s %10s %10s %9s %9s %8s %8s %7s %7s %4s %8s %9s %7s\n", "run", "wall_s", "prompt",
+              "generated", "gen_tok/s", "all_tok/s", "ttft_p50", "ttft_p99", "itl_p50", "itl_p99", "preempt", "hit",
+              "err", "step_ms", "runner_ms", "eng/run");
 }
 
 }  // namespace

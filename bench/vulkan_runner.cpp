@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   app.add_option("--matvec-max", matvec_max, "largest batch using matvec kernels (-1: kernels' choice)");
   app.add_option("--context", context, "prompt tokens of each decoding sequence (not timed)")->check(CLI::Range(1, 4096));
   app.add_option("--num-blocks", num_blocks, "KV blocks (0: enough for the benchmark)");
-  app.add_flag("--profile", profile, "print per-op GPU time (timestamps) for prefill and batch-1 decode");
+  app.add_flag("--profile", profile, "print per-op GPU time (timestamps) for prefill and every decode batch size");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -132,10 +132,10 @@ int main(int argc, char** argv) {
       rows.push_back({b == 1 ? "decode batch 1" : fmt::format("decode {} seqs (aggregate)", b), b * gen / total,
                       total / gen * 1e3, b});
       std::printf("decode x%d: %.2f tokens/s\n", b, b * gen / total);
-      if (profile && b == 1) {
+      if (profile) {
         runner.set_profiling(true);
         for (int i = 0; i < 4; ++i) bench.step(seqs, 1);
-        print_profile("decode batch 1", runner.profile(), 4);
+        print_profile(fmt::format("decode batch {}", b).c_str(), runner.profile(), 4);
         runner.set_profiling(false);
       }
       bench.release(seqs);

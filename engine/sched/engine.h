@@ -177,6 +177,12 @@ struct EngineStats {
   int64_t preemptions = 0;
   int32_t kv_blocks_cached = 0;       // blocks holding a registered prefix (evictable when free)
   int64_t requests_rejected = 0;      // submits answered with an error
+  // Engine overhead: over the `steps` loop turns that ran a model step, their total wall time
+  // (scheduling, batch building, the runner, sampling, stop checks, events) and the part inside
+  // ModelRunner::step. step / runner is the engine's cost on top of the runner's.
+  int64_t steps = 0;
+  double step_ms_total = 0;
+  double runner_ms_total = 0;
 };
 
 class Engine {

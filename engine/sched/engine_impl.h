@@ -114,6 +114,10 @@ struct Engine::Impl {
   double avg_request_ms = 500;
   bool last_step_empty = false;
   int64_t requests_finished = 0, tokens_generated = 0, prompt_tokens_processed = 0;
+  // Loop turns that ran a step: their wall time (from the inbox drained to the step's events
+  // queued) and the part spent inside runner->step (EngineStats::step_ms_total / runner_ms_total).
+  int64_t steps_run = 0;
+  double step_ms_total = 0, runner_ms_total = 0;
 
   // Shared with submitters: guarded by mu.
   mutable std::mutex mu;

@@ -29,12 +29,15 @@ EngineEvent event_for(const Request& r, EventType type) {
 void Engine::Impl::run() {
   bool stop = false;
   while (!stop) {
+    Clock::time_point turn_start = Clock::now();
+    bool stepped = false;
     std::vector<std::unique_ptr<Request>> fresh;
     std::vector<std::string> cancels;
     std::vector<std::unique_ptr<sched::EmbedJob>> fresh_embeds;
     try {
       take_inbox(fresh, cancels, stop, fresh_embeds);
-      const auto now = Clock::now();
+      turn_start = Clock::now();
+      const auto now = turn_start;
       for (auto& job : fresh_embeds) add_embed_job(std::move(job), now);
       for (auto& r : fresh) {
         Request& req = *r;
@@ -50,11 +53,18 @@ void Engine::Impl::run() {
       expire_deadlines(Clock::now());
       const sched::SchedulerOutput out = scheduler.schedule(Clock::now());
       last_step_empty = out.empty();
-      if (!out.empty()) run_step(out);
+      if (!out.empty()) {
+        stepped = true;
+        run_step(out);
+      }
     } catch (const std::exception& e) {
       end_all(FinishReason::kError, std::string("engine error: ") + e.what());
     } catch (...) {
       end_all(FinishReason::kError, "engine error: unknown exception");
+    }
+    if (stepped) {
+      ++steps_run;
+      step_ms_total += ms_between(turn_start, Clock::now());
     }
     try {
       publish_stats();
@@ -237,7 +247,9 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
   std::string failure;
   ErrorCode failure_code = ErrorCode::kDevice;
   try {
+    const auto runner_start = Clock::now();
     runner->step(batch, result);
+    runner_ms_total += ms_between(runner_start, Clock::now());
     const size_t n_full = static_cast<size_t>(std::count(full.begin(), full.end(), true));
     if (result.argmax.size() != batch.seqs.size() || result.logits.size() != n_full * limits.vocab_size ||
         result.hidden.size() != n_hidden * runner->config().dim) {
@@ -415,6 +427,9 @@ void Engine::Impl::publish_stats() {
   s.tokens_generated = tokens_generated;
   s.prompt_tokens_processed = prompt_tokens_processed;
   s.preemptions = scheduler.num_preemptions();
+  s.steps = steps_run;
+  s.step_ms_total = step_ms_total;
+  s.runner_ms_total = runner_ms_total;
   if (decode_window.size() >= 2) {
     int64_t n = 0;
     for (size_t i = 1; i < decode_window.size(); ++i) n += decode_window[i].second;

@@ -186,6 +186,19 @@ TEST_F(ModelEngine, GreedyEqualsReferenceIdsAndText) {
   EXPECT_EQ("Once upon a time" + text, want);
 }
 
+TEST_F(ModelEngine, StatsSplitEachStepIntoRunnerAndEngineTime) {
+  // One request of 60 tokens after a 5-token prompt in one chunk: at least 60 steps (prefill with
+  // the first token, then 59 decodes), each timed as a whole and inside the runner.
+  EngineStats st;
+  const auto out = run({reference_request()}, EngineConfig{}, 512, &st);
+  SKIP_IF_NO_DEVICE();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_GE(st.steps, 60);
+  EXPECT_LE(st.steps, 61);
+  EXPECT_GT(st.runner_ms_total, 0.0);
+  EXPECT_GE(st.step_ms_total, st.runner_ms_total) << "the runner's share cannot exceed the whole step";
+}
+
 TEST_F(ModelEngine, GreedyIsInvariantAcrossBatchingChunkingPreemptionAndCache) {
   const GenerateRequest target = reference_request();
   const auto alone = run({target}, EngineConfig{});
