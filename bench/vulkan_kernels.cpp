@@ -1,7 +1,9 @@
 // Micro-benchmark of the core matrix kernels on the chosen Vulkan device: for each weight type and
 // token count, the time of one matvec/matmul over a rows x cols matrix (default 5632 x 2048 and
 // 2048 x 5632, TinyLlama's FFN shapes), the weight bytes streamed per second and GFLOP/s.
+// Both kernel families run unless --kernels says otherwise (rows: matvec/matmul, lanes: matlanes).
 //   vks_bench_vulkan_kernels [--device SEL] [--types q4_0,q8_0,f16] [--tokens 1,2,4,8,16,64] [--reps N]
+//                            [--kernels rows,lanes]
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -69,11 +71,12 @@ std::vector<uint8_t> random_matrix(GgmlType type, uint64_t rows, uint64_t cols) 
 
 int run(int argc, char** argv) {
   CLI::App app{"vkstream core-kernel benchmark (matvec/matmul bandwidth)"};
-  std::string device_sel, types = "q4_0,q8_0,f16", tokens = "1,2,4,8,16,64";
+  std::string device_sel, types = "q4_0,q8_0,f16", tokens = "1,2,4,8,16,64", families = "rows,lanes";
   int reps = 20;
   app.add_option("--device", device_sel, "device index or name substring (default: best / VKSTREAM_DEVICE)");
   app.add_option("--types", types, "weight types");
   app.add_option("--tokens", tokens, "token counts (<= 8: matvec, else matmul)");
+  app.add_option("--kernels", families, "matrix kernel families: rows (CPU devices' default), lanes (GPUs')");
   app.add_option("--reps", reps, "dispatches timed per measurement")->check(CLI::Range(1, 10000));
   CLI11_PARSE(app, argc, argv);
 
@@ -82,7 +85,8 @@ int run(int argc, char** argv) {
   Device device = Device::create(options);
   KernelRegistry kernels(device);
   kernels.create_all();
-  const Ops ops(kernels);
+  std::vector<std::pair<std::string, Ops>> family_ops;
+  for (const std::string& f : split_list(families)) family_ops.emplace_back(f, Ops(kernels, choose_matmul_family(device.info(), f)));
   std::printf("device: %s (%s, %s)\n", device.info().name.c_str(), device.info().type_name.c_str(),
               device.info().driver.c_str());
   // The device's own ceilings, measured in this run: every figure below is also a ratio to them.
@@ -100,37 +104,42 @@ int run(int argc, char** argv) {
       const DeviceMatrix m = upload_matrix(device, type, rows, cols, data.data());
       uint64_t weight_bytes = 0;
       for (const Buffer& b : m.storage.parts) weight_bytes += b.size();
-      for (const std::string& tok : split_list(tokens)) {
-        const uint32_t n = static_cast<uint32_t>(std::stoul(tok));
-        Buffer x = device.create_buffer(uint64_t(n) * cols * 4);
-        Buffer y = device.create_buffer(uint64_t(n) * rows * 4);
-        std::vector<float> xv(uint64_t(n) * cols, 0.5f);
-        device.upload(x, 0, xv.data(), xv.size() * 4);
-        CommandBuffer cmd = device.create_command_buffer();
-        auto record = [&](int count) {
-          cmd.begin();
-          for (int i = 0; i < count; ++i) {
-            ops.matmul(cmd, m, x.view(), static_cast<uint32_t>(cols), y.view(), static_cast<uint32_t>(rows), n);
-            cmd.barrier(Stage::kCompute, Stage::kCompute);
-          }
-          cmd.end();
-        };
-        record(2);  // warm-up
-        device.submit_and_wait(cmd);
-        record(reps);
-        const auto t0 = std::chrono::steady_clock::now();
-        const double cpu0 = process_cpu_seconds();
-        device.submit_and_wait(cmd);
-        const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
-        const double cpu_sec = (process_cpu_seconds() - cpu0) / reps;
-        char shape[32];
-        std::snprintf(shape, sizeof(shape), "%llux%llu", static_cast<unsigned long long>(rows),
-                      static_cast<unsigned long long>(cols));
-        const double gbs = weight_bytes / sec / 1e9, gflops = 2.0 * rows * cols * n / sec / 1e9;
-        std::printf("%-6s %-11s %6u %-7s %10.1f %10.2f %9.2f %9.2f %12.1f %7.2f %7.2f\n", type_name.c_str(), shape, n,
-                    n <= VKS_MATVEC_TOKEN_TILE ? "matvec" : "matmul", sec * 1e6, weight_bytes / 1e6, gbs, gflops,
-                    cpu_sec * 1e6, bench::ratio(gbs, ceiling.read_gbs), bench::ratio(gflops, ceiling.fma_gflops));
-        std::fflush(stdout);
+      for (const auto& [family, ops] : family_ops) {
+        for (const std::string& tok : split_list(tokens)) {
+          const uint32_t n = static_cast<uint32_t>(std::stoul(tok));
+          Buffer x = device.create_buffer(uint64_t(n) * cols * 4);
+          Buffer y = device.create_buffer(uint64_t(n) * rows * 4);
+          std::vector<float> xv(uint64_t(n) * cols, 0.5f);
+          device.upload(x, 0, xv.data(), xv.size() * 4);
+          CommandBuffer cmd = device.create_command_buffer();
+          auto record = [&](int count) {
+            cmd.begin();
+            for (int i = 0; i < count; ++i) {
+              ops.matmul(cmd, m, x.view(), static_cast<uint32_t>(cols), y.view(), static_cast<uint32_t>(rows), n);
+              cmd.barrier(Stage::kCompute, Stage::kCompute);
+            }
+            cmd.end();
+          };
+          record(2);  // warm-up
+          device.submit_and_wait(cmd);
+          record(reps);
+          const auto t0 = std::chrono::steady_clock::now();
+          const double cpu0 = process_cpu_seconds();
+          device.submit_and_wait(cmd);
+          const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+          const double cpu_sec = (process_cpu_seconds() - cpu0) / reps;
+          char shape[32];
+          std::snprintf(shape, sizeof(shape), "%llux%llu", static_cast<unsigned long long>(rows),
+                        static_cast<unsigned long long>(cols));
+          const double gbs = weight_bytes / sec / 1e9, gflops = 2.0 * rows * cols * n / sec / 1e9;
+          const std::string kernel = ops.matmul_family() == MatmulFamily::kLanes ? "lanes"
+                                     : n <= VKS_MATVEC_TOKEN_TILE               ? "matvec"
+                                                                                : "matmul";
+          std::printf("%-6s %-11s %6u %-7s %10.1f %10.2f %9.2f %9.2f %12.1f %7.2f %7.2f\n", type_name.c_str(), shape, n,
+                      kernel.c_str(), sec * 1e6, weight_bytes / 1e6, gbs, gflops,
+                      cpu_sec * 1e6, bench::ratio(gbs, ceiling.read_gbs), bench::ratio(gflops, ceiling.fma_gflops));
+          std::fflush(stdout);
+        }
       }
     }
   }

@@ -71,6 +71,12 @@ if [ "$mode" = bench ]; then
     step "vkstream $m"
     timeout 120 "$bin/vks_bench_vulkan_runner" "$f" --prompt 128 --gen 32 --reps 3 --batches 1 8 16 > "$out/vks-$m.txt" 2>&1
     echo "exit $?"; tail -12 "$out/vks-$m.txt"
+    if [ "$m" = tl-q4_0 ]; then  # the CPU devices' kernel family on the same GPU, for the ratio
+      step "vkstream $m, rows kernels"
+      VKSTREAM_MATMUL_KERNELS=rows timeout 120 "$bin/vks_bench_vulkan_runner" "$f" --prompt 128 --gen 32 --reps 3 \
+        --batches 1 8 16 > "$out/vks-$m-rows.txt" 2>&1
+      echo "exit $?"; tail -6 "$out/vks-$m-rows.txt"
+    fi
     case $m in l32-*) continue ;; esac
     if [ -x /tmp/nlc/bin/node ]; then
       step "llama.cpp $m"

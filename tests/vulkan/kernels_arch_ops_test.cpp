@@ -65,6 +65,7 @@ TEST(DeviceFormatTable, RowsAreConsistentAndUnsupportedTypesAreRefusedByName) {
     EXPECT_TRUE(find_embedded_shader(f.kernel_name(WeightOp::kMatvec)) != nullptr) << f.suffix;
     EXPECT_TRUE(find_embedded_shader(f.kernel_name(WeightOp::kMatmul)) != nullptr) << f.suffix;
     EXPECT_TRUE(find_embedded_shader(f.kernel_name(WeightOp::kEmbed)) != nullptr) << f.suffix;
+    EXPECT_TRUE(find_embedded_shader(f.kernel_name(WeightOp::kLanes)) != nullptr) << f.suffix;
     if (f.blocked()) {
       EXPECT_EQ(f.block % 32, 0u) << f.suffix;
       EXPECT_EQ(f.quant_bytes_per_32 % 16, 0u) << f.suffix;  // a group is whole uvec4s

@@ -1,9 +1,10 @@
-// matvec_<type> / matmul_<type> against the plain C++ reference (vks::ref::matmul), on awkward
-// sizes, plus batch invariance (bit-identical rows whatever the batch/kernel), split weights and
-// the fused residual add.
+// Both weight-matrix kernel families, matvec_<type> / matmul_<type> (rows) and matlanes_<type>
+// (lanes), against the plain C++ reference (vks::ref::matmul), on awkward sizes, plus batch
+// invariance (bit-identical rows whatever the batch/kernel), split weights and the fused residual add.
 #include <cstring>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "engine/cpu/reference_ops.h"
 #include "tests/vulkan/kernels_test_util.h"
@@ -15,11 +16,12 @@ struct Case {
   GgmlType type;
   uint64_t rows;
   uint64_t cols;
+  MatmulFamily family = MatmulFamily::kRows;
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  return std::string(ggml_type_name(info.param.type)) + "_" + std::to_string(info.param.rows) + "x" +
-         std::to_string(info.param.cols);
+  return std::string(matmul_family_name(info.param.family)) + "_" + std::string(ggml_type_name(info.param.type)) +
+         "_" + std::to_string(info.param.rows) + "x" + std::to_string(info.param.cols);
 }
 
 class MatmulKernelTest : public KernelTest, public ::testing::WithParamInterface<Case> {
@@ -59,11 +61,12 @@ class MatmulKernelTest : public KernelTest, public ::testing::WithParamInterface
     Buffer xb = upload(x);
     std::vector<float> init = y_init ? *y_init : std::vector<float>(n * y_stride, -7.0f);
     Buffer yb = upload(init);
+    const Ops& o = ops(GetParam().family);
     run([&](CommandBuffer& cmd) {
       const bool acc = y_init != nullptr;
-      if (path == Path::kMatvec) ops().matvec_only(cmd, m, xb.view(), x_stride_, yb.view(), y_stride, n, acc);
-      if (path == Path::kMatmul) ops().matmul_only(cmd, m, xb.view(), x_stride_, yb.view(), y_stride, n, acc);
-      if (path == Path::kAuto) ops().matmul(cmd, m, xb.view(), x_stride_, yb.view(), y_stride, n, acc);
+      if (path == Path::kMatvec) o.matvec_only(cmd, m, xb.view(), x_stride_, yb.view(), y_stride, n, acc);
+      if (path == Path::kMatmul) o.matmul_only(cmd, m, xb.view(), x_stride_, yb.view(), y_stride, n, acc);
+      if (path == Path::kAuto) o.matmul(cmd, m, xb.view(), x_stride_, yb.view(), y_stride, n, acc);
     });
     return download<float>(yb, n * y_stride);
   }
@@ -158,6 +161,20 @@ INSTANTIATE_TEST_SUITE_P(Types, MatmulKernelTest,
                                            Case{GgmlType::kQ3_K, 37, 768}, Case{GgmlType::kQ4_K, 37, 768},
                                            Case{GgmlType::kQ5_K, 37, 768}, Case{GgmlType::kQ6_K, 37, 768}),
                          case_name);
+
+// The lanes family on the same cases, plus rows long enough that every lane takes several groups
+// (64 lanes: 4096 Q4_0 columns are 128 groups) and a float tail chunk after them.
+std::vector<Case> lanes_cases() {
+  std::vector<Case> cases{Case{GgmlType::kF32, 33, 172},   Case{GgmlType::kF16, 129, 13},  Case{GgmlType::kBF16, 37, 64},
+                          Case{GgmlType::kQ8_0, 33, 160},  Case{GgmlType::kQ4_0, 257, 96}, Case{GgmlType::kQ4_1, 37, 288},
+                          Case{GgmlType::kQ5_0, 37, 288},  Case{GgmlType::kQ5_1, 37, 288}, Case{GgmlType::kQ2_K, 37, 768},
+                          Case{GgmlType::kQ3_K, 37, 768},  Case{GgmlType::kQ4_K, 37, 768}, Case{GgmlType::kQ5_K, 37, 768},
+                          Case{GgmlType::kQ6_K, 37, 768},  Case{GgmlType::kQ4_0, 9, 4096}, Case{GgmlType::kQ4_K, 7, 4608},
+                          Case{GgmlType::kQ6_K, 7, 4608},  Case{GgmlType::kF16, 11, 1037}, Case{GgmlType::kQ8_0, 13, 2080}};
+  for (Case& c : cases) c.family = MatmulFamily::kLanes;
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(Lanes, MatmulKernelTest, ::testing::ValuesIn(lanes_cases()), case_name);
 
 }  // namespace
 }  // namespace vks::vk::test

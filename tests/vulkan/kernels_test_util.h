@@ -23,8 +23,10 @@ namespace vks::vk::test {
 struct Gpu {
   Device device;
   KernelRegistry kernels;
-  Ops ops;
-  explicit Gpu(Device d) : device(std::move(d)), kernels(device), ops(kernels) {}
+  Ops ops;        // the rows family (CPU devices' matrix kernels)
+  Ops lanes_ops;  // the lanes family (GPUs'): both are tested on every device
+  explicit Gpu(Device d)
+      : device(std::move(d)), kernels(device), ops(kernels), lanes_ops(kernels, MatmulFamily::kLanes) {}
 };
 
 class KernelTest : public ::testing::Test {
@@ -43,6 +45,7 @@ class KernelTest : public ::testing::Test {
   const Device& device() const { return gpu_->device; }
   KernelRegistry& kernels() const { return gpu_->kernels; }
   const Ops& ops() const { return gpu_->ops; }
+  const Ops& ops(MatmulFamily family) const { return family == MatmulFamily::kLanes ? gpu_->lanes_ops : gpu_->ops; }
 
   template <class T>
   Buffer upload(const std::vector<T>& v) const {

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <utility>
 
+#include "engine/common/error.h"
 #include "engine/cpu/cpu_model.h"
 #include "engine/model/llama_model.h"
 #include "engine/vulkan/core/device_info.h"
@@ -100,6 +103,36 @@ TEST_F(RunnerModel, Stories260KGreedyIdsEqualReference) {
   o.n_gen = static_cast<int>(ref[1].size());
   EXPECT_EQ(driver.run({ref[0]}, o)[0].generated, ref[1]);
   EXPECT_GT(runner.last_dispatch_count(), 0u);
+}
+
+TEST_F(RunnerModel, MatrixKernelsAreTheOptionsThenTheEnvironmentsThenTheDevices) {
+  auto model = LlamaModel::load(test::model_path("stories260K.gguf"));
+  // Unset: VKSTREAM_MATMUL_KERNELS if set (ctest's vks_vulkan_runner_lanes_tests sets "lanes"),
+  // else the device's own.
+  const char* env = std::getenv("VKSTREAM_MATMUL_KERNELS");
+  {
+    VulkanRunner runner(*model, small_options());
+    const vk::DeviceInfo info = vk::list_devices().at(vk::select_device(vk::list_devices(), ""));
+    EXPECT_EQ(runner.matmul_family(), vk::choose_matmul_family(info, env != nullptr ? env : ""));
+    if (env != nullptr && std::string(env) == "lanes") {
+      EXPECT_EQ(runner.matmul_family(), vk::MatmulFamily::kLanes);
+    }
+  }
+  for (const auto& [name, family] : {std::pair{"rows", vk::MatmulFamily::kRows}, std::pair{"lanes", vk::MatmulFamily::kLanes}}) {
+    RunnerOptions o = small_options();
+    o.matmul_kernels = name;
+    VulkanRunner runner(*model, o);
+    EXPECT_EQ(runner.matmul_family(), family) << name;
+  }
+  RunnerOptions bad = small_options();
+  bad.matmul_kernels = "columns";
+  try {
+    VulkanRunner runner(*model, bad);
+    FAIL() << "matmul_kernels 'columns' was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("columns"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(RunnerModel, DefaultOptionsGreedyIdsEqualReference) {

@@ -210,7 +210,7 @@ constexpr uint32_t kSlotCount = 12;
 }  // namespace
 
 std::string DeviceFormat::kernel_name(WeightOp op) const {
-  static const char* const kOps[kWeightOpCount] = {"matvec_", "matmul_", "embed_"};
+  static const char* const kOps[kWeightOpCount] = {"matvec_", "matmul_", "embed_", "matlanes_"};
   return std::string(kOps[static_cast<uint32_t>(op)]) + suffix;
 }
 

@@ -27,12 +27,13 @@
 namespace vks::vk {
 
 // What a kernel does with a weight matrix (an index into a format's pipeline cache slots).
-enum class WeightOp : uint32_t { kMatvec = 0, kMatmul = 1, kEmbed = 2 };
-inline constexpr uint32_t kWeightOpCount = 3;
+// kLanes is the GPU family's one kernel for both matrix ops (Ops' MatmulFamily::kLanes).
+enum class WeightOp : uint32_t { kMatvec = 0, kMatmul = 1, kEmbed = 2, kLanes = 3 };
+inline constexpr uint32_t kWeightOpCount = 4;
 
 struct DeviceFormat {
   GgmlType source;                 // ggml type of the tensor in the file
-  const char* suffix;              // kernels matvec_<suffix>, matmul_<suffix>, embed_<suffix>
+  const char* suffix;              // kernels matvec_, matmul_, embed_ and matlanes_<suffix>
   uint32_t kernel_slot;            // dense index shared by formats using the same kernels (BF16 -> F32)
   uint32_t block;                  // cols must be a multiple of this (1 for float formats)
   uint32_t float_bytes;            // float formats: bytes per stored element; 0 for blocked formats

@@ -22,8 +22,22 @@ void require(bool ok, const std::string& what) {
 
 }  // namespace
 
-Ops::Ops(KernelRegistry& kernels)
-    : kernels_(&kernels), weight_kernels_(size_t{device_kernel_slot_count()} * kWeightOpCount, nullptr) {}
+std::string_view matmul_family_name(MatmulFamily family) {
+  return family == MatmulFamily::kLanes ? "lanes" : "rows";
+}
+
+MatmulFamily choose_matmul_family(const DeviceInfo& device, std::string_view choice) {
+  if (choice == "rows") return MatmulFamily::kRows;
+  if (choice == "lanes") return MatmulFamily::kLanes;
+  if (!choice.empty() && choice != "auto") {
+    throw Error(ErrorCode::kInvalidArgument,
+                "matmul kernels must be auto, rows or lanes, not '" + std::string(choice) + "'");
+  }
+  return device.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? MatmulFamily::kRows : MatmulFamily::kLanes;
+}
+
+Ops::Ops(KernelRegistry& kernels, MatmulFamily family)
+    : kernels_(&kernels), family_(family), weight_kernels_(size_t{device_kernel_slot_count()} * kWeightOpCount, nullptr) {}
 
 const Kernel& Ops::weight_kernel(const DeviceMatrix& w, WeightOp op) const {
   if (w.format == nullptr) throw Error(ErrorCode::kInvalidArgument, "weight op on a matrix that was never uploaded");
@@ -115,10 +129,14 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
   // The kernels read x as vec4s (see common_matmul.glsl).
   require(x_stride % 4 == 0 && x.offset % 16 == 0, "matmul: x_stride must be a multiple of 4 and x 16-byte aligned");
   require(y_stride >= w.rows, "matmul: y_stride < rows");
+  if (family_ == MatmulFamily::kLanes) op = WeightOp::kLanes;
   const Kernel& k = weight_kernel(w, op);
-  const bool matvec = op == WeightOp::kMatvec;
-  const uint32_t rows_per_group = matvec ? VKS_MATVEC_ROWS_PER_GROUP : VKS_MATMUL_ROWS_PER_GROUP;
-  const uint32_t token_tile = matvec ? VKS_MATVEC_TOKEN_TILE : VKS_MATMUL_TOKEN_TILE;
+  const uint32_t rows_per_group = op == WeightOp::kLanes    ? VKS_LANES_ROWS
+                                  : op == WeightOp::kMatvec ? VKS_MATVEC_ROWS_PER_GROUP
+                                                            : VKS_MATMUL_ROWS_PER_GROUP;
+  const uint32_t token_tile = op == WeightOp::kLanes    ? VKS_LANES_TOKEN_TILE
+                              : op == WeightOp::kMatvec ? VKS_MATVEC_TOKEN_TILE
+                                                        : VKS_MATMUL_TOKEN_TILE;
   for (size_t part = 0; part < w.storage.part_count(); ++part) {
     const uint64_t rows = w.storage.part_rows(part);
     const MatmulParams p{u32(rows),

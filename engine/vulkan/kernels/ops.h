@@ -4,6 +4,7 @@
 // between dependent ops). Buffer views must start at a multiple of 16 bytes (activation rows of a
 // model whose dims are multiples of 4 satisfy this). All activations are f32.
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "engine/vulkan/core/buffer.h"
@@ -13,9 +14,26 @@
 
 namespace vks::vk {
 
+// Which kernels compute products with a weight matrix, chosen per device (default_matmul_family):
+enum class MatmulFamily : uint8_t {
+  // matvec_/matmul_<type>: each invocation streams its own rows, and one x load serves up to 16
+  // of them (CPU devices: lavapipe runs 8 invocations as one SIMD vector and loops over lanes for
+  // every load, so neighbouring rows per lane beat neighbouring words per lane).
+  kRows,
+  // matlanes_<type>: a workgroup's 64 invocations split each row, neighbours reading neighbouring
+  // 16-byte words (GPUs: coalesced loads), partial sums added in a fixed tree.
+  kLanes,
+};
+std::string_view matmul_family_name(MatmulFamily family);
+// kLanes on a GPU, kRows on a CPU device; `choice` "rows" or "lanes" forces one (RunnerOptions::
+// matmul_kernels, VKSTREAM_MATMUL_KERNELS), "" or "auto" leaves it to the device. Throws
+// vks::Error(kInvalidArgument) on anything else.
+MatmulFamily choose_matmul_family(const DeviceInfo& device, std::string_view choice);
+
 class Ops {
  public:
-  explicit Ops(KernelRegistry& kernels);
+  explicit Ops(KernelRegistry& kernels, MatmulFamily family = MatmulFamily::kRows);
+  MatmulFamily matmul_family() const { return family_; }
 
   // out[t][0..cols) = table row tokens[t] (tokens: int32 [n_tokens]; out_stride floats per row).
   // One dispatch per part of the table.
@@ -27,12 +45,13 @@ class Ops {
                uint32_t out_stride, uint32_t n_rows, uint32_t dim, float eps) const;
 
   // y[t][r] = dot(W[r], x[t]) (or y += when accumulate: a fused residual add) for t < n_tokens.
-  // Uses matvec_<type> for n_tokens <= VKS_MATMUL_TOKEN_TILE and matmul_<type> above; both give
-  // bit-identical results for a token whatever the batch. One dispatch per part of W.
+  // kRows: matvec_<type> for n_tokens <= VKS_MATMUL_TOKEN_TILE and matmul_<type> above; kLanes:
+  // matlanes_<type> for any count. Either family gives a token bit-identical results whatever the
+  // batch (the two families differ from each other in summation order). One dispatch per part of W.
   // x: [n_tokens][x_stride] (x_stride >= cols, x_stride % 4 == 0), y: [n_tokens][y_stride] (y_stride >= rows).
   void matmul(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
               uint32_t y_stride, uint32_t n_tokens, bool accumulate = false) const;
-  // Forces one kernel family (tests and benchmarks).
+  // Force matvec_ or matmul_ in the kRows family (tests and benchmarks); kLanes has one kernel.
   void matvec_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
                    uint32_t y_stride, uint32_t n_tokens, bool accumulate = false) const;
   void matmul_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
@@ -80,6 +99,7 @@ class Ops {
   void matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
                    BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate) const;
   KernelRegistry* kernels_;
+  MatmulFamily family_;
   mutable std::vector<const Kernel*> weight_kernels_;  // [kernel_slot * kWeightOpCount + op]
 };
 

@@ -25,6 +25,9 @@ struct RunnerOptions {
   // matrix-matrix kernels (both accumulate each dot product in the same order); -1 = the kernels'
   // own choice (VKS_MATMUL_TOKEN_TILE).
   int32_t matvec_max_tokens = -1;
+  // Weight-matrix kernel family (engine/vulkan/kernels/ops.h MatmulFamily): "rows" (CPU devices'
+  // layout), "lanes" (GPUs'), or "" for the device's own (VKSTREAM_MATMUL_KERNELS when set).
+  std::string matmul_kernels;
   // Keep compiled pipelines in $XDG_CACHE_HOME (or ~/.cache)/vkstream/pipeline_cache.bin.
   bool disk_pipeline_cache = true;
   // Run a few throw-away steps before returning the runner, so every kernel is compiled before the

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
@@ -38,7 +39,10 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   check_options(options);
   vk::check_attention_shape(c.n_heads, c.n_kv_heads, c.head_dim, c.rope_dim);
   kernels_.emplace(device_);
-  ops_.emplace(*kernels_);
+  const char* env_family = std::getenv("VKSTREAM_MATMUL_KERNELS");
+  ops_.emplace(*kernels_, vk::choose_matmul_family(device_.info(), !options.matmul_kernels.empty() ? options.matmul_kernels
+                                                                   : env_family != nullptr   ? env_family
+                                                                                             : ""));
   weights_ = vk::upload_weights(device_, model);
   create_pipelines();
   const bool fused = weights_->layers.empty() || weights_->layers[0].qkv_fused;
@@ -116,9 +120,9 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   cmd_.end();
   device_.submit_and_wait(cmd_);
   kernels_->save_cache();
-  spdlog::info("vulkan: {} ready: {} KV blocks of {} tokens ({} MiB), step limits {} tokens / {} seqs, "
-               "longest sequence {} tokens",
-               device_.info().name, kv.num_blocks, kv.block_size, kv.total_bytes() >> 20, options.max_step_tokens,
+  spdlog::info("vulkan: {} ready: {} matrix kernels, {} KV blocks of {} tokens ({} MiB), step limits {} tokens / "
+               "{} seqs, longest sequence {} tokens",
+               device_.info().name, vk::matmul_family_name(ops_->matmul_family()), kv.num_blocks, kv.block_size, kv.total_bytes() >> 20, options.max_step_tokens,
                options.max_step_seqs, int64_t{limits_.max_blocks_per_seq} * kv.block_size);
 }
 
@@ -139,8 +143,12 @@ void VulkanRunner::create_pipelines() {
   }
   auto add_matrix = [&](const vk::DeviceMatrix& m) {
     if (m.rows == 0) return;
-    names.insert(m.format->kernel_name(vk::WeightOp::kMatvec));
-    names.insert(m.format->kernel_name(vk::WeightOp::kMatmul));
+    if (ops_->matmul_family() == vk::MatmulFamily::kLanes) {
+      names.insert(m.format->kernel_name(vk::WeightOp::kLanes));
+    } else {
+      names.insert(m.format->kernel_name(vk::WeightOp::kMatvec));
+      names.insert(m.format->kernel_name(vk::WeightOp::kMatmul));
+    }
   };
   names.insert(weights_->token_embd.format->kernel_name(vk::WeightOp::kEmbed));
   add_matrix(weights_->output());

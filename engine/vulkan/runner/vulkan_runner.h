@@ -31,6 +31,8 @@ class VulkanRunner final : public ModelRunner {
 
   const LlamaConfig& config() const override { return config_; }
   std::string device_name() const override;
+  // Which weight-matrix kernels this runner records (RunnerOptions::matmul_kernels, else the device's).
+  vk::MatmulFamily matmul_family() const { return ops_->matmul_family(); }
   const vk::DeviceInfo& device_info() const { return device_.info(); }
   int32_t block_size() const override { return limits_.block_size; }
   int32_t num_blocks() const override { return limits_.num_blocks; }

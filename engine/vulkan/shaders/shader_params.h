@@ -24,6 +24,11 @@ using uint = uint32_t;
 #define VKS_MATVEC_TOKEN_TILE 8
 #define VKS_MATMUL_ROWS_PER_GROUP 256
 #define VKS_MATMUL_TOKEN_TILE 8
+// matlanes_<type> (the GPU family, see matlanes_main.glsl): VKS_LANES invocations share each row,
+// a workgroup computes VKS_LANES_ROWS rows for up to VKS_LANES_TOKEN_TILE tokens.
+#define VKS_LANES 64
+#define VKS_LANES_ROWS 4
+#define VKS_LANES_TOKEN_TILE 8
 
 // embed_<type>: out[t][0..cols) = row tokens[t] of the table, for tokens in
 // [row_begin, row_begin + row_count) (the rows of one part of a split table); others untouched.
