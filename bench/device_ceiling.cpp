@@ -36,7 +36,12 @@ double best_seconds(const vk::Device& device, int trials, Record record) {
 DeviceCeiling measure_device_ceiling(const vk::Device& device, vk::KernelRegistry& kernels,
                                      const CeilingOptions& options) {
   DeviceCeiling c;
-  uint64_t bytes = options.buffer_bytes;
+  // A GPU streams 128 MiB in tens of microseconds and needs hundreds of thousands of loads in
+  // flight: there the buffer is larger and the grids wider (the H100 probe reached 360-768 GB/s of
+  // its ~3 TB/s with lavapipe-sized grids). On a CPU device the extra patterns would only add
+  // seconds of slow reads to every benchmark.
+  const bool gpu = device.info().type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+  uint64_t bytes = gpu ? std::max<uint64_t>(options.buffer_bytes, 1ull << 30) : options.buffer_bytes;
   if (device.info().max_storage_buffer_range > 0) bytes = std::min(bytes, device.info().max_storage_buffer_range);
   bytes -= bytes % 16;
   const uint32_t n_vec4 = static_cast<uint32_t>(bytes / 16);
@@ -67,15 +72,21 @@ DeviceCeiling measure_device_ceiling(const vk::Device& device, vk::KernelRegistr
   // Neighbouring invocations, neighbouring words (grid-stride loop).
   {
     const vk::Kernel& coal = kernels.get("probe_coalread_u32");
-    const uint32_t n_groups = std::max<uint32_t>(1, static_cast<uint32_t>(vk::ceil_div(n_vec4, 64ull * 1024)));
-    ProbeParams p{n_vec4, 0, 0, 0};
-    const double s = best_seconds(device, options.trials, [&](vk::CommandBuffer& cmd) {
-      for (int i = 0; i < options.passes; ++i) {
-        cmd.dispatch(coal, {data.view(), out.view()}, p, vk::Groups{n_groups, 1, 1});
-        cmd.barrier(vk::Stage::kCompute, vk::Stage::kCompute);
-      }
-    });
-    c.coalesced_read_gbs = streamed / s / 1e9;
+    const uint32_t max_groups = std::max<uint32_t>(1, device.info().max_workgroup_count[0]);
+    std::vector<uint64_t> per_invocation{1024};  // uvec4 each invocation reads
+    if (gpu) per_invocation.insert(per_invocation.end(), {64, 16, 4});
+    for (uint64_t each : per_invocation) {
+      const uint32_t n_groups = static_cast<uint32_t>(
+          std::clamp<uint64_t>(vk::ceil_div(n_vec4, 64ull * each), 1, max_groups));
+      ProbeParams p{n_vec4, 0, 0, 0};
+      const double s = best_seconds(device, options.trials, [&](vk::CommandBuffer& cmd) {
+        for (int i = 0; i < options.passes; ++i) {
+          cmd.dispatch(coal, {data.view(), out.view()}, p, vk::Groups{n_groups, 1, 1});
+          cmd.barrier(vk::Stage::kCompute, vk::Stage::kCompute);
+        }
+      });
+      c.coalesced_read_gbs = std::max(c.coalesced_read_gbs, streamed / s / 1e9);
+    }
   }
   c.read_gbs = std::max(c.run_read_gbs, c.coalesced_read_gbs);
   c.read_pattern = c.run_read_gbs >= c.coalesced_read_gbs ? "contiguous run per invocation" : "coalesced";
@@ -85,7 +96,7 @@ DeviceCeiling measure_device_ceiling(const vk::Device& device, vk::KernelRegistr
     const vk::Kernel& fma = kernels.get("probe_fma_f32");
     const float seed[8] = {0.999f, 0.999f, 0.999f, 0.999f, 0.001f, 0.001f, 0.001f, 0.001f};
     device.upload(data, 0, seed, sizeof(seed));
-    const uint32_t n_groups = 512, iterations = 4096;
+    const uint32_t n_groups = gpu ? 16384 : 512, iterations = 4096;
     ProbeParams p{iterations, 0, 0, 0};
     const double s = best_seconds(device, options.trials, [&](vk::CommandBuffer& cmd) {
       cmd.dispatch(fma, {data.view(), out.view()}, p, vk::Groups{n_groups, 1, 1});
