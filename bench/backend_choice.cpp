@@ -4,9 +4,9 @@
 //   vks_bench_backend_choice MODEL.gguf [MODEL2.gguf ...] [--device SEL] [--prompt 32] [--gen 16]
 //                            [--rounds 3] [--batch 1]
 // For each file both runners are built in this process and their steps alternate (prefill `prompt`
-// tokens, then decode at --batch sequences, aggregate tokens/s), so machine load falls on both alike. Prints one row per file:
-// weight-matrix MB, median ms per step of each backend, and Vulkan / CPU tokens/s; then what the
-// rule picks for the file.
+// tokens, then decode at --batch sequences, aggregate tokens/s), so machine load falls on both alike.
+// Prints one row per file: weight-matrix MB, each backend's tokens/s from its median step and
+// Vulkan / CPU, and the backend a plain start would pick on this device.
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 

@@ -75,7 +75,7 @@ int run(int argc, char** argv) {
   int reps = 20;
   app.add_option("--device", device_sel, "device index or name substring (default: best / VKSTREAM_DEVICE)");
   app.add_option("--types", types, "weight types");
-  app.add_option("--tokens", tokens, "token counts (<= 8: matvec, else matmul)");
+  app.add_option("--tokens", tokens, "token counts (rows family: <= 8 matvec, else matmul; lanes: one kernel)");
   app.add_option("--kernels", families, "matrix kernel families: rows (CPU devices' default), lanes (GPUs')");
   app.add_option("--reps", reps, "dispatches timed per measurement")->check(CLI::Range(1, 10000));
   CLI11_PARSE(app, argc, argv);

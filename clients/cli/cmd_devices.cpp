@@ -33,8 +33,8 @@ int run_devices(bool json) {
     return kExitOk;
   }
   if (devices.empty()) {
-    std::cout << "no Vulkan device found (install a driver, e.g. mesa-vulkan-drivers); "
-                 "vkstream will run on the CPU reference\n";
+    std::cout << "no Vulkan device found: vkstream runs on the CPU reference (a GPU's Vulkan driver, e.g. "
+                 "mesa-vulkan-drivers for AMD and Intel, lets it use the GPU)\n";
     return kExitOk;
   }
   size_t best = devices.size();

@@ -161,6 +161,23 @@ TEST(BindCheck, DaemonFailsBeforeLoadingTheModel) {
   EXPECT_EQ(out.find("loading model"), std::string::npos) << out;
 }
 
+TEST(ServerOptions, VulkanWithoutADeviceFailsAtStartInsteadOfFallingBack) {
+  // No Vulkan driver for this process: --vulkan must not quietly serve from the CPU reference.
+  const std::string cmd = "VK_DRIVER_FILES=/nonexistent.json VK_ICD_FILENAMES=/nonexistent.json " +
+                          vks::test::build_dir() + "/server/vkstreamd --model " +
+                          vks::test::model_path("stories260K.gguf") + " --vulkan --socket " +
+                          std::filesystem::temp_directory_path().string() + "/vks-vulkan-" +
+                          std::to_string(::getpid()) + ".sock 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  EXPECT_NE(::pclose(p), 0) << out;
+  EXPECT_NE(out.find("no Vulkan device found"), std::string::npos) << out;
+  EXPECT_NE(out.find("--vulkan"), std::string::npos) << out;
+}
+
 TEST(GpuCheck, WarnsOnlyForACpuDeviceWhenAGpuExists) {
   const std::filesystem::path dri = std::filesystem::temp_directory_path() / ("vks-dri-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dri);

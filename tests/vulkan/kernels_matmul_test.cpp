@@ -176,5 +176,30 @@ std::vector<Case> lanes_cases() {
 }
 INSTANTIATE_TEST_SUITE_P(Lanes, MatmulKernelTest, ::testing::ValuesIn(lanes_cases()), case_name);
 
+TEST_F(KernelTest, MoreRowGroupsThanOneGridDimensionHolds) {
+  // 262,200 rows are 65,550 lanes workgroups of 4 rows: past the 65,535 a grid dimension is
+  // guaranteed, so Ops spreads them over grid z; the last rows must still be computed and stored.
+  const uint64_t rows = 262200, cols = 32;
+  const std::vector<uint8_t> data = ggml_matrix(GgmlType::kQ4_0, rows, cols, 77);
+  const DeviceMatrix m = upload_matrix(device(), GgmlType::kQ4_0, rows, cols, data.data());
+  const std::vector<float> x = random_floats(cols, 78);
+  TensorRef t;
+  t.name = "w";
+  t.type = GgmlType::kQ4_0;
+  t.rows = rows;
+  t.cols = cols;
+  t.data = data.data();
+  t.nbytes = data.size();
+  std::vector<float> expected(rows);
+  ref::matmul(t, x.data(), 1, expected.data(), nullptr);
+  for (MatmulFamily family : {MatmulFamily::kLanes, MatmulFamily::kRows}) {
+    Buffer xb = upload(x), yb = upload(std::vector<float>(rows, -7.0f));
+    run([&](CommandBuffer& cmd) { ops(family).matmul(cmd, m, xb.view(), cols, yb.view(), rows, 1); });
+    const std::vector<float> got = download<float>(yb, rows);
+    EXPECT_LT(normalized_error(got, expected), 2e-6) << matmul_family_name(family);
+    EXPECT_NE(got.back(), -7.0f) << matmul_family_name(family) << ": the last row was never written";
+  }
+}
+
 }  // namespace
 }  // namespace vks::vk::test

@@ -1,4 +1,5 @@
-// make_runner: Vulkan when a device exists, the CPU reference when forced, clear errors otherwise.
+// make_runner and the backend rule: Vulkan on a GPU or when asked for, the CPU reference when forced,
+// on a CPU-type device or without a device, clear errors otherwise.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -6,6 +7,7 @@
 #include "engine/common/error.h"
 #include "engine/model/llama_model.h"
 #include "engine/vulkan/core/device_info.h"
+#include "engine/vulkan/kernels/ops.h"
 #include "engine/vulkan/runner/backend_choice.h"
 #include "engine/vulkan/runner/runner_factory.h"
 #include "tests/common/test_models.h"
@@ -114,6 +116,19 @@ TEST(BackendChoice, FollowsTheDocumentedRule) {
   const std::string why = choose_backend(&cpu_device, plain).reason;
   EXPECT_NE(why.find("llvmpipe"), std::string::npos) << why;
   EXPECT_NE(why.find("--vulkan"), std::string::npos) << why;
+}
+
+TEST(MatmulFamily, LanesOnGpusRowsOnCpuDevicesUnlessNamed) {
+  const vk::DeviceInfo cpu_device = device_of_type(VK_PHYSICAL_DEVICE_TYPE_CPU);
+  const vk::DeviceInfo gpu = device_of_type(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
+  EXPECT_EQ(vk::choose_matmul_family(cpu_device, ""), vk::MatmulFamily::kRows);
+  EXPECT_EQ(vk::choose_matmul_family(cpu_device, "auto"), vk::MatmulFamily::kRows);
+  EXPECT_EQ(vk::choose_matmul_family(gpu, ""), vk::MatmulFamily::kLanes);
+  EXPECT_EQ(vk::choose_matmul_family(device_of_type(VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU), ""),
+            vk::MatmulFamily::kLanes);
+  EXPECT_EQ(vk::choose_matmul_family(cpu_device, "lanes"), vk::MatmulFamily::kLanes);
+  EXPECT_EQ(vk::choose_matmul_family(gpu, "rows"), vk::MatmulFamily::kRows);
+  EXPECT_THROW(vk::choose_matmul_family(gpu, "Lanes"), Error);
 }
 
 TEST(RunnerFactory, APlainStartFollowsTheBackendRule) {

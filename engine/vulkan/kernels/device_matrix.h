@@ -1,5 +1,5 @@
 #pragma once
-// Weights on the device in the layout the matvec/matmul/embed kernels read, split into row ranges
+// Weights on the device in the layout the matvec/matmul/matlanes/embed kernels read, split into row ranges
 // that each fit one storage-buffer binding.
 //
 // Layout of every part (rows [first_row, first_row + part_rows) of the matrix): see

@@ -1,5 +1,6 @@
 #include "engine/vulkan/kernels/ops.h"
 
+#include <bit>
 #include <string>
 
 #include "engine/common/error.h"
@@ -15,6 +16,9 @@ using shader::ReduceRowParams;
 using shader::RmsNormParams;
 
 uint32_t u32(uint64_t v) { return static_cast<uint32_t>(v); }
+
+// Workgroups every Vulkan device accepts in one grid dimension (maxComputeWorkGroupCount minimum).
+constexpr uint64_t kMaxGroupsPerDimension = 65535;
 
 void require(bool ok, const std::string& what) {
   if (!ok) throw Error(ErrorCode::kInvalidArgument, what);
@@ -131,12 +135,12 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
   require(y_stride >= w.rows, "matmul: y_stride < rows");
   if (family_ == MatmulFamily::kLanes) op = WeightOp::kLanes;
   const Kernel& k = weight_kernel(w, op);
-  const uint32_t rows_per_group = op == WeightOp::kLanes    ? VKS_LANES_ROWS
-                                  : op == WeightOp::kMatvec ? VKS_MATVEC_ROWS_PER_GROUP
-                                                            : VKS_MATMUL_ROWS_PER_GROUP;
-  const uint32_t token_tile = op == WeightOp::kLanes    ? VKS_LANES_TOKEN_TILE
-                              : op == WeightOp::kMatvec ? VKS_MATVEC_TOKEN_TILE
-                                                        : VKS_MATMUL_TOKEN_TILE;
+  struct Tiling {
+    uint32_t rows_per_group, token_tile;
+  };
+  const Tiling tiling = op == WeightOp::kLanes    ? Tiling{VKS_LANES_ROWS, VKS_LANES_TOKEN_TILE}
+                        : op == WeightOp::kMatvec ? Tiling{VKS_MATVEC_ROWS_PER_GROUP, VKS_MATVEC_TOKEN_TILE}
+                                                  : Tiling{VKS_MATMUL_ROWS_PER_GROUP, VKS_MATMUL_TOKEN_TILE};
   for (size_t part = 0; part < w.storage.part_count(); ++part) {
     const uint64_t rows = w.storage.part_rows(part);
     const MatmulParams p{u32(rows),
@@ -151,8 +155,12 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
                          0,
                          0,
                          0};
+    // Row groups past the guaranteed 65,535 per grid dimension go to grid z (the lanes family's 4
+    // rows per group reach it at 262,141 rows; its shader numbers groups across x and z).
+    const uint64_t row_groups = ceil_div(rows, tiling.rows_per_group);
+    const uint64_t z = ceil_div(row_groups, kMaxGroupsPerDimension);
     cmd.dispatch(k, {w.storage.parts[part].view(), x, y}, p,
-                 Groups{u32(ceil_div(rows, rows_per_group)), u32(ceil_div(n_tokens, token_tile)), 1});
+                 Groups{u32(ceil_div(row_groups, z)), u32(ceil_div(n_tokens, tiling.token_tile)), u32(z)});
   }
 }
 
@@ -196,8 +204,13 @@ void Ops::topk(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t n_r
 }
 
 uint64_t topk_loop_iterations(uint32_t cols, uint32_t k) {
-  const uint64_t steps = (uint64_t{cols} + VKS_TOPK_WG - 1) / VKS_TOPK_WG;
-  return uint64_t{k} * (steps + 2) + 1;
+  const uint64_t per_iteration = uint64_t{VKS_TOPK_WG} * VKS_TOPK_PER_STEP;
+  const uint64_t steps = (uint64_t{cols} + per_iteration - 1) / per_iteration;
+  // lavapipe keeps the shared-memory reduction a loop despite [[unroll]] (it holds barriers):
+  // log2(VKS_TOPK_WG) levels and its exit test count too. Measured: 64 rounds over 261,000 columns
+  // (1,020 steps) stopped at the last round, as 64 * (1,020 + 10) + 1 = 65,921 predicts.
+  const uint64_t reduction = static_cast<uint64_t>(std::bit_width(uint32_t{VKS_TOPK_WG}) - 1) + 1;
+  return uint64_t{k} * (steps + 1 + reduction + 1) + 1;
 }
 
 }  // namespace vks::vk

@@ -14,7 +14,7 @@
 
 namespace vks::vk {
 
-// Which kernels compute products with a weight matrix, chosen per device (default_matmul_family):
+// Which kernels compute products with a weight matrix, chosen per device (choose_matmul_family):
 enum class MatmulFamily : uint8_t {
   // matvec_/matmul_<type>: each invocation streams its own rows, and one x load serves up to 16
   // of them (CPU devices: lavapipe runs 8 invocations as one SIMD vector and loops over lanes for
@@ -91,7 +91,7 @@ class Ops {
               BufferView out) const;
   // out_idx (int32 [n_rows][k]) and out_val (f32 [n_rows][k]): the k largest of each row, value
   // descending then index ascending. k <= VKS_TOPK_MAX (64) and k <= cols, and k rounds over cols
-  // must fit lavapipe's loop budget (topk_loop_iterations; any vocabulary up to 261,000 at k = 64).
+  // must fit lavapipe's loop budget (topk_loop_iterations; any vocabulary up to 259,328 at k = 64).
   void topk(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t n_rows, uint32_t cols, uint32_t k,
             BufferView out_idx, BufferView out_val) const;
 
@@ -104,7 +104,8 @@ class Ops {
 };
 
 // Loop iterations one topk_f32 invocation runs, exit tests counted: k rounds of ceil(cols /
-// VKS_TOPK_WG) steps plus the inner exit test, and the round loop's own tests.
+// (VKS_TOPK_WG * VKS_TOPK_PER_STEP)) steps plus the scan's exit test, the reduction's levels and
+// exit test and the round loop's own test, and the round loop's last test.
 uint64_t topk_loop_iterations(uint32_t cols, uint32_t k);
 
 }  // namespace vks::vk

@@ -15,15 +15,15 @@ BackendChoice choose_backend(const vk::DeviceInfo* device, const RunnerOptions& 
   if (device->type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
     return {Backend::kVulkan, fmt::format("{} is a {} GPU", device->name, device->type_name)};
   }
-  return {Backend::kCpu, fmt::format("{} is a CPU device, where the CPU reference runs as fast or faster "
-                                     "(vks_bench_backend_choice); --vulkan runs on it anyway",
+  return {Backend::kCpu, fmt::format("{} is a CPU device, where the CPU reference prefills faster and decodes "
+                                     "about as fast (vks_bench_backend_choice); --vulkan runs on it anyway",
                                      device->name)};
 }
 
 std::string backend_rule_summary(const vk::DeviceInfo& device) {
   if (device.type != VK_PHYSICAL_DEVICE_TYPE_CPU) return "Vulkan on this device (a GPU)";
-  return "the CPU reference (this is a CPU device, where the CPU reference runs as fast or faster; --vulkan uses "
-         "the device anyway)";
+  return "the CPU reference (this is a CPU device, where the CPU reference prefills faster and decodes about as "
+         "fast; --vulkan uses the device anyway)";
 }
 
 }  // namespace vks

@@ -34,20 +34,22 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
 
 std::unique_ptr<ModelRunner> make_runner(const LlamaModel& model, const RunnerOptions& requested) {
   RunnerOptions options = requested;
+  // --vulkan promises Vulkan: no quiet fallback to the CPU when the device is missing or unusable.
+  if (options.force_vulkan) options.allow_cpu_fallback = false;
   if (const char* env = std::getenv("VKSTREAM_DEVICE"); options.device.empty() && env != nullptr) options.device = env;
   const std::vector<vk::DeviceInfo> devices = options.force_cpu ? std::vector<vk::DeviceInfo>{} : vk::list_devices();
   if (!options.force_cpu && devices.empty() && !options.allow_cpu_fallback) {
     throw Error(ErrorCode::kDevice,
                 "no Vulkan device found and CPU fallback is disabled: install a Vulkan driver (for a CPU device, "
-                "Debian's mesa-vulkan-drivers gives lavapipe; check with `vulkaninfo --summary`), or allow the "
-                "CPU fallback");
+                "Debian's mesa-vulkan-drivers gives lavapipe; check with `vulkaninfo --summary`), or run without "
+                "--vulkan / --no-cpu-fallback to use the CPU reference");
   }
   const vk::DeviceInfo* device = devices.empty() ? nullptr : &devices[vk::select_device(devices, options.device)];
   const BackendChoice choice = choose_backend(device, options);
   if (choice.backend == Backend::kCpu) {
     if (device == nullptr && !options.force_cpu) {
-      spdlog::warn("runner: no Vulkan device found; falling back to the CPU reference runner (slow). Install a "
-                   "Vulkan driver (e.g. mesa-vulkan-drivers) to use the Vulkan engine");
+      spdlog::warn("runner: no Vulkan device found; running on the CPU reference. A GPU's Vulkan driver (e.g. "
+                   "mesa-vulkan-drivers for AMD and Intel) lets vkstream use the GPU");
     } else {
       spdlog::info("runner: CPU reference: {}", choice.reason);
     }

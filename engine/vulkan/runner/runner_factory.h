@@ -1,6 +1,7 @@
 #pragma once
-// Picks the compute backend for a loaded model: the Vulkan runner on the selected device, or the
-// CPU reference runner when no Vulkan device exists (unless the options forbid that fallback).
+// Builds the compute backend for a loaded model, the Vulkan runner or the CPU reference, by the rule
+// of backend_choice.h (the CPU reference when there is no device or only a CPU-type one), and logs
+// which and why.
 #include <memory>
 #include <string>
 

@@ -39,10 +39,9 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   check_options(options);
   vk::check_attention_shape(c.n_heads, c.n_kv_heads, c.head_dim, c.rope_dim);
   kernels_.emplace(device_);
-  const char* env_family = std::getenv("VKSTREAM_MATMUL_KERNELS");
-  ops_.emplace(*kernels_, vk::choose_matmul_family(device_.info(), !options.matmul_kernels.empty() ? options.matmul_kernels
-                                                                   : env_family != nullptr   ? env_family
-                                                                                             : ""));
+  std::string family = options.matmul_kernels;
+  if (const char* env = std::getenv("VKSTREAM_MATMUL_KERNELS"); family.empty() && env != nullptr) family = env;
+  ops_.emplace(*kernels_, vk::choose_matmul_family(device_.info(), family));
   weights_ = vk::upload_weights(device_, model);
   create_pipelines();
   const bool fused = weights_->layers.empty() || weights_->layers[0].qkv_fused;

@@ -1,4 +1,6 @@
 // Shared body of matvec_<type> and matmul_<type>: y[t][y_offset + row] (+)= dot(W[row], x[t]).
+// matlanes_<type> (matlanes_main.glsl) includes it too, for the buffers, x_vec_index and store(),
+// but sums in its own order: the rest of this comment is about the rows family.
 //
 // Batch invariance: every output is ONE sequential fma chain over the row, in a fixed order of
 // "chunks" of 8 weights (chunk c ascending, element i ascending inside a chunk; which elements a

@@ -1,5 +1,7 @@
 // Generates `void DOT_NAME(uint t0)` for matlanes_<type>: the ROW_SLOTS rows of this workgroup
-// (rows gl_WorkGroupID.x * ROW_SLOTS + r) for tokens t0 .. t0 + DOT_T - 1. Included once per variant.
+// (rows group * ROW_SLOTS + r, the group numbered across grid x and z: z carries what exceeds the
+// 65,535 workgroups a grid dimension is guaranteed) for tokens t0 .. t0 + DOT_T - 1. Included once
+// per variant.
 // Lane l (the invocation) takes groups l, l + LOCAL_SIZE, l + 2 * LOCAL_SIZE, ... of every row: in
 // one pass the lanes read LOCAL_SIZE neighbouring groups of a row, so the loads coalesce on a GPU.
 // Each lane keeps one fma chain per (row, token) over its groups, ascending, chunk and element order
@@ -10,7 +12,7 @@ void DOT_NAME(uint t0) {
   const uint lane = gl_LocalInvocationID.x;
   float acc[ROW_SLOTS * DOT_T];
   [[unroll]] for (uint i = 0u; i < ROW_SLOTS * DOT_T; ++i) acc[i] = 0.0;
-  const uint first_row = gl_WorkGroupID.x * ROW_SLOTS;
+  const uint first_row = (gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x) * ROW_SLOTS;
   uint row[ROW_SLOTS];
   [[unroll]] for (uint r = 0u; r < ROW_SLOTS; ++r) row[r] = min(first_row + r, p.rows - 1u);
   uint xb[DOT_T];  // first x element of each token (a multiple of 4)

@@ -8,7 +8,9 @@
 void DOT_NAME(uint t0) {
   float acc[DOT_R * DOT_T];
   [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) acc[i] = 0.0;
-  const uint group_base = gl_WorkGroupID.x * (LOCAL_SIZE * ROW_SLOTS) + gl_LocalInvocationID.x;
+  // Groups are numbered across grid x and z (Ops puts what exceeds 65,535 per dimension in z).
+  const uint group = gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  const uint group_base = group * (LOCAL_SIZE * ROW_SLOTS) + gl_LocalInvocationID.x;
   uint row[DOT_R];
   [[unroll]] for (uint r = 0u; r < DOT_R; ++r) row[r] = min(group_base + r * LOCAL_SIZE, p.rows - 1u);
   uint xb[DOT_T];  // first x element of each token (a multiple of 4)

@@ -18,8 +18,9 @@ namespace vks::vk::shader {
 using uint = uint32_t;
 #endif
 
-// matvec_<type> / matmul_<type> grids: x = ceil(rows / ROWS_PER_GROUP), y = ceil(n_tokens / TOKEN_TILE).
-// Both families accumulate every output in the same order (see common_matmul.glsl).
+// matvec_<type> / matmul_<type> grids: x = ceil(rows / ROWS_PER_GROUP), y = ceil(n_tokens / TOKEN_TILE)
+// (row groups past 65,535 continue in z). Both accumulate every output in the same order (see
+// common_matmul.glsl); matlanes_<type> (below) has an order of its own.
 #define VKS_MATVEC_ROWS_PER_GROUP 256
 #define VKS_MATVEC_TOKEN_TILE 8
 #define VKS_MATMUL_ROWS_PER_GROUP 256
@@ -56,7 +57,7 @@ struct RmsNormParams {
   uint pad2;
 };
 
-// matvec_<type> / matmul_<type>: y[t][y_offset + r] (+)= dot(W[r], x[t]) for r < rows,
+// matvec_<type> / matmul_<type> / matlanes_<type>: y[t][y_offset + r] (+)= dot(W[r], x[t]) for r < rows,
 // t < n_tokens. W is one part of a DeviceMatrix (rows of this part only).
 struct MatmulParams {
   uint rows;          // rows of this part
@@ -97,8 +98,10 @@ struct ReduceRowParams {
 #define VKS_LAVAPIPE_LOOP_BUDGET 65535u
 
 #define VKS_TOPK_MAX 64
-// Invocations per topk row (a power of two): each makes k rounds of ceil(cols / VKS_TOPK_WG) steps.
-#define VKS_TOPK_WG 256
+// Invocations per topk row (a power of two, at most the 128 every device allows) and elements each
+// takes per loop iteration: k rounds of ceil(cols / (VKS_TOPK_WG * VKS_TOPK_PER_STEP)) iterations.
+#define VKS_TOPK_WG 128
+#define VKS_TOPK_PER_STEP 2
 
 #ifdef __cplusplus
 static_assert(sizeof(EmbedParams) <= 128 && sizeof(EmbedParams) % 4 == 0);

@@ -1,8 +1,9 @@
 #version 450
 // topk_f32: the k largest values of each row with their indices, value descending then index
 // ascending (NaN counts as -inf). One workgroup per row; k rounds, each picking the best element
-// ranked strictly after the previous pick (k <= VKS_TOPK_MAX). VKS_TOPK_WG invocations share a row so
-// that k rounds over a whole vocabulary stay inside lavapipe's loop budget (see topk_loop_iterations).
+// ranked strictly after the previous pick (k <= VKS_TOPK_MAX). VKS_TOPK_WG invocations share a row and
+// each loop iteration takes VKS_TOPK_PER_STEP elements, so that k rounds over a whole vocabulary
+// stay inside lavapipe's loop budget (see topk_loop_iterations).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -28,10 +29,17 @@ void main() {
   for (uint round = 0u; round < k; ++round) {
     float bv = neg_inf;
     uint bi = 0xffffffffu;
-    for (uint j = lid; j < p.cols; j += uint(VKS_TOPK_WG)) {
-      const float v = ordered_value(x[xb + j]);
-      const bool after_prev = first || ranks_before(prev_v, prev_i, v, j);
-      if (after_prev && ranks_before(v, j, bv, bi)) { bv = v; bi = j; }
+    // Each iteration looks at VKS_TOPK_PER_STEP elements VKS_TOPK_WG apart: fewer loop iterations
+    // for lavapipe's budget without a workgroup above the 128 invocations every device allows.
+    for (uint base = lid; base < p.cols; base += uint(VKS_TOPK_WG * VKS_TOPK_PER_STEP)) {
+      [[unroll]] for (uint e = 0u; e < uint(VKS_TOPK_PER_STEP); ++e) {
+        const uint j = base + e * uint(VKS_TOPK_WG);
+        if (j < p.cols) {
+          const float v = ordered_value(x[xb + j]);
+          const bool after_prev = first || ranks_before(prev_v, prev_i, v, j);
+          if (after_prev && ranks_before(v, j, bv, bi)) { bv = v; bi = j; }
+        }
+      }
     }
     best_v[lid] = bv;
     best_i[lid] = bi;

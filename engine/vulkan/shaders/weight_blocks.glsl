@@ -1,5 +1,6 @@
 // Block decoding of every device weight format (the layouts of engine/vulkan/kernels/device_format.h),
-// shared by matvec_<type>, matmul_<type> (common_matmul.glsl) and embed_<type> (embed_body.glsl).
+// shared by matvec_<type>, matmul_<type>, matlanes_<type> (common_matmul.glsl) and embed_<type>
+// (embed_body.glsl).
 //
 // The includer defines one WTYPE_<type>, declares `w4` (uvec4[], one part of a DeviceMatrix) and a
 // push-constant block `p` with cols, row_stride and d_offset, then includes this file. It gets:
@@ -219,19 +220,19 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
   const uvec4 h = sd.v[0];
   const vec2 dd = unpackHalf2x16(h.x);
-  // Bytes 4+j, 8+j (j < 4) or 12+(j-4), j, 4+j (j >= 4) of the header, taken from fixed words by
-  // one shift instead of four byte_u(h, f(j)) with a group-dependent index: Q4_K gate/up matvecs
+  // Bytes 4+j, 8+j (j < 4) or 12+(j-4), j, 4+j (j >= 4) of the header, taken from fixed words
+  // shifted by one amount instead of four byte_u(h, f(j)) with a group-dependent index: Q4_K gate/up matvecs
   // took 1.02-1.16x Q4_0's time with those and 0.94-1.06x with this (vks_bench_vulkan_versus
   // --profile on TinyLlama-shape Q4_K_M against Q4_0, three runs each).
-  const uint s = 8u * (j & 3u);
-  const uint y = h.y >> s, z = h.z >> s, w = h.w >> s;
+  const uint shift = 8u * (j & 3u);
+  const uint bytes_4_7 = h.y >> shift, bytes_8_11 = h.z >> shift, bytes_12_15 = h.w >> shift;
   uint sc, m;
   if (j < 4u) {
-    sc = y & 63u;
-    m = z & 63u;
+    sc = bytes_4_7 & 63u;
+    m = bytes_8_11 & 63u;
   } else {
-    sc = (w & 15u) | (((y >> 6) & 3u) << 4);
-    m = ((w >> 4) & 15u) | (((z >> 6) & 3u) << 4);
+    sc = (bytes_12_15 & 15u) | (((bytes_4_7 >> 6) & 3u) << 4);
+    m = ((bytes_12_15 >> 4) & 15u) | (((bytes_8_11 >> 6) & 3u) << 4);
   }
 #if defined(WTYPE_Q5_K)
   const uint qh = word_of(sd.v[1], sd.v[2], j);
