@@ -25,16 +25,7 @@
 
 namespace {
 
-using vks::bench::BenchSeq;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-struct Timings {
-  std::vector<double> prefill_s, decode_s;
-};
+double median(const std::vector<double>& v) { return vks::bench::quantile(v, 0.5); }
 
 }  // namespace
 
@@ -75,25 +66,12 @@ int main(int argc, char** argv) {
       cpu_options.force_cpu = true;
       std::unique_ptr<vks::ModelRunner> cpu = vks::make_runner(*model, cpu_options);
       vks::VulkanRunner vulkan(*model, o);
-      vks::bench::StepDriver drivers[2] = {vks::bench::StepDriver(*cpu, 42), vks::bench::StepDriver(vulkan, 42)};
-      Timings t[2];
-      std::vector<BenchSeq> seqs[2];
-      for (int r = 0; r <= rounds; ++r) {  // round 0 warms up
-        for (int b = 0; b < 2; ++b) {
-          seqs[b].assign(1, BenchSeq{});
-          const double dt = drivers[b].step(seqs[b], prompt);
-          if (r > 0) t[b].prefill_s.push_back(dt);
-          drivers[b].release(seqs[b]);
-        }
-      }
-      for (int b = 0; b < 2; ++b) {
-        seqs[b].assign(static_cast<size_t>(batch), BenchSeq{});
-        drivers[b].step(seqs[b], prompt);
-        drivers[b].step(seqs[b], 1);
-      }
-      for (int i = 0; i < gen; ++i) {
-        for (int b = 0; b < 2; ++b) t[b].decode_s.push_back(drivers[b].step(seqs[b], 1));
-      }
+      vks::bench::StepDriver cpu_driver(*cpu, 42), vulkan_driver(vulkan, 42);
+      vks::bench::AlternatingSide t[2];
+      t[0].driver = &cpu_driver;
+      t[1].driver = &vulkan_driver;
+      std::vector<vks::bench::AlternatingSide*> sides{&t[0], &t[1]};
+      vks::bench::run_alternating(sides, vks::bench::AlternatingPlan{prompt, rounds, batch, prompt, gen});
       const double mb = vks::bench::matrix_totals(model->weights()).bytes / 1e6;
       const double cpu_pf = prompt / median(t[0].prefill_s), vk_pf = prompt / median(t[1].prefill_s);
       const double cpu_dec = batch / median(t[0].decode_s), vk_dec = batch / median(t[1].decode_s);

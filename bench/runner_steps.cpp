@@ -1,5 +1,6 @@
 #include "bench/runner_steps.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/common/error.h"
@@ -60,6 +61,34 @@ double StepDriver::step(std::vector<BenchSeq>& seqs, int32_t n) {
 void StepDriver::release(std::vector<BenchSeq>& seqs) {
   for (BenchSeq& s : seqs) free_.insert(free_.end(), s.blocks.begin(), s.blocks.end());
   seqs.clear();
+}
+
+void run_alternating(std::vector<AlternatingSide*>& sides, const AlternatingPlan& plan) {
+  for (int r = 0; r <= plan.rounds; ++r) {  // round 0 warms up
+    for (AlternatingSide* s : sides) {
+      s->seqs.assign(1, BenchSeq{});
+      const double dt = s->driver->step(s->seqs, plan.prompt);
+      if (r > 0) s->prefill_s.push_back(dt);
+      s->driver->release(s->seqs);
+    }
+  }
+  for (AlternatingSide* s : sides) {
+    s->seqs.assign(static_cast<size_t>(plan.batch), BenchSeq{});
+    s->driver->step(s->seqs, plan.context);  // untimed prompts
+    s->driver->step(s->seqs, 1);             // warm-up decode
+  }
+  for (int i = 0; i < plan.gen; ++i) {
+    for (AlternatingSide* s : sides) s->decode_s.push_back(s->driver->step(s->seqs, 1));
+  }
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(at);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (at - static_cast<double>(lo));
 }
 
 int32_t bench_num_blocks(int32_t block_size, int max_batch, int context, int gen, int prompt) {

@@ -42,6 +42,27 @@ class StepDriver {
   std::vector<int32_t> free_;
 };
 
+// One runner's side of an alternating comparison: its driver, its decoding sequences (kept after
+// run_alternating, for further steps) and the seconds of each timed step.
+struct AlternatingSide {
+  StepDriver* driver = nullptr;
+  std::vector<BenchSeq> seqs;
+  std::vector<double> prefill_s, decode_s;
+};
+struct AlternatingPlan {
+  int prompt = 64;   // tokens of each timed prefill step (one sequence)
+  int rounds = 3;    // timed prefill steps per side, after one warm-up each
+  int batch = 1;     // decoding sequences per step
+  int context = 16;  // untimed prompt tokens of each decoding sequence
+  int gen = 32;      // timed decode steps per side, after one warm-up each
+};
+// Prefill rounds, then decode steps, the sides taking turns step by step, so that the load of a
+// shared machine falls on every side alike.
+void run_alternating(std::vector<AlternatingSide*>& sides, const AlternatingPlan& plan);
+
+// The q-quantile (0..1) of v by linear interpolation; 0 for an empty v.
+double quantile(std::vector<double> v, double q);
+
 // KV blocks enough for `max_batch` sequences of `context + gen` tokens plus one prompt.
 int32_t bench_num_blocks(int32_t block_size, int max_batch, int context, int gen, int prompt);
 

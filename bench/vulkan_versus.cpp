@@ -24,25 +24,15 @@
 
 namespace {
 
-using vks::bench::BenchSeq;
+using vks::bench::quantile;
 
-struct Contender {
+struct Contender : vks::bench::AlternatingSide {
   std::string path;
   std::unique_ptr<vks::LlamaModel> model;
   std::unique_ptr<vks::VulkanRunner> runner;
-  std::unique_ptr<vks::bench::StepDriver> driver;
+  std::unique_ptr<vks::bench::StepDriver> owned_driver;
   vks::bench::MatrixTotals matrices;
-  std::vector<BenchSeq> seqs;
-  std::vector<double> prefill_s, decode_s;
 };
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double at = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(at);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (at - static_cast<double>(lo));
-}
 
 // Per-pair tokens/s ratios OTHER / BASE = base seconds / other seconds.
 std::vector<double> pair_ratios(const std::vector<double>& base_s, const std::vector<double>& other_s) {
@@ -115,30 +105,14 @@ int main(int argc, char** argv) {
       o.max_context = std::max(prompt, context) + gen + 64;  // 64: warm-up and profiled steps
       o.num_blocks = vks::bench::bench_num_blocks(o.block_size, batch, context, gen, prompt);
       c->runner = std::make_unique<vks::VulkanRunner>(*c->model, o);
-      c->driver = std::make_unique<vks::bench::StepDriver>(*c->runner, 42);
+      c->owned_driver = std::make_unique<vks::bench::StepDriver>(*c->runner, 42);
+      c->driver = c->owned_driver.get();
       c->matrices = vks::bench::matrix_totals(c->model->weights());
     }
     std::printf("device: %s\n", base.runner->device_name().c_str());
 
-    // Prefill: one warm-up each, then `rounds` alternating single-prompt steps.
-    for (int r = 0; r <= rounds; ++r) {
-      for (Contender* c : {&base, &other}) {
-        c->seqs.assign(1, BenchSeq{});
-        const double dt = c->driver->step(c->seqs, prompt);
-        if (r > 0) c->prefill_s.push_back(dt);
-        c->driver->release(c->seqs);
-      }
-    }
-    // Decode: each model's `batch` sequences get their context (untimed) and one warm-up step, then
-    // the models take turns, one decode step each.
-    for (Contender* c : {&base, &other}) {
-      c->seqs.assign(static_cast<size_t>(batch), BenchSeq{});
-      c->driver->step(c->seqs, context);
-      c->driver->step(c->seqs, 1);
-    }
-    for (int i = 0; i < gen; ++i) {
-      for (Contender* c : {&base, &other}) c->decode_s.push_back(c->driver->step(c->seqs, 1));
-    }
+    std::vector<vks::bench::AlternatingSide*> sides{&base, &other};
+    vks::bench::run_alternating(sides, vks::bench::AlternatingPlan{prompt, rounds, batch, context, gen});
     constexpr int kProfiledSteps = 4;
     if (profile) {
       for (Contender* c : {&base, &other}) c->runner->set_profiling(true);
