@@ -14,10 +14,17 @@ std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 int run_devices(bool json) {
   const std::vector<vk::DeviceInfo> devices = vk::list_devices();
+  size_t best = devices.size();
+  try {
+    if (!devices.empty()) best = vk::select_device(devices, "");
+  } catch (const std::exception&) {
+    // No device with a compute queue: none is marked.
+  }
   if (json) {
     vkstream::Value::Array arr;
-    for (const vk::DeviceInfo& d : devices) {
-      arr.emplace_back(vkstream::Value::Map{
+    for (size_t i = 0; i < devices.size(); ++i) {
+      const vk::DeviceInfo& d = devices[i];
+      vkstream::Value::Map m{
           {"index", vkstream::Value(int64_t{d.index})},
           {"name", vkstream::Value(d.name)},
           {"type", vkstream::Value(d.type_name)},
@@ -26,8 +33,11 @@ int run_devices(bool json) {
           {"device_local_bytes", vkstream::Value(d.device_local_bytes)},
           {"max_storage_buffer_range", vkstream::Value(d.max_storage_buffer_range)},
           {"compute", vkstream::Value(d.has_compute_queue)},
-          {"default_backend", vkstream::Value(backend_rule_summary(d))},
-      });
+          {"picked", vkstream::Value(i == best)},
+      };
+      // What a plain start does with the device it picks (naming another one means Vulkan on it).
+      if (i == best) m.emplace_back("default_backend", vkstream::Value(backend_rule_summary(d)));
+      arr.emplace_back(std::move(m));
     }
     std::cout << vkstream::Value(std::move(arr)).to_json() << '\n';
     return kExitOk;
@@ -36,12 +46,6 @@ int run_devices(bool json) {
     std::cout << "no Vulkan device found: vkstream runs on the CPU reference (a GPU's Vulkan driver, e.g. "
                  "mesa-vulkan-drivers for AMD and Intel, lets it use the GPU)\n";
     return kExitOk;
-  }
-  size_t best = devices.size();
-  try {
-    best = vk::select_device(devices, "");
-  } catch (const std::exception&) {
-    // No device with a compute queue: none is marked.
   }
   for (size_t i = 0; i < devices.size(); ++i) {
     const vk::DeviceInfo& d = devices[i];

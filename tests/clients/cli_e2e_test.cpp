@@ -130,6 +130,18 @@ TEST_F(CliE2E, TokenizeStatusFollowAndStats) {
   EXPECT_EQ(r.out.front(), '[') << r.out;
   EXPECT_EQ(r.out.substr(r.out.size() - 2), "]\n") << r.out;
   EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
+  // The picked device carries the backend a plain start would use on it (backend_choice.h).
+  if (r.out != "[]\n") {
+    const size_t picked = r.out.find("\"picked\":true");
+    ASSERT_NE(picked, std::string::npos) << r.out;
+    const size_t type = r.out.rfind("\"type\":\"", picked);  // the picked device's own "type"
+    ASSERT_NE(type, std::string::npos) << r.out;
+    const std::string cpu_type = "\"type\":\"cpu\"";
+    const bool cpu_device = r.out.compare(type, cpu_type.size(), cpu_type) == 0;
+    EXPECT_NE(r.out.find(cpu_device ? "\"default_backend\":\"the CPU reference" : "\"default_backend\":\"Vulkan"),
+              std::string::npos)
+        << r.out;
+  }
 }
 
 TEST_F(CliE2E, FollowFromAnotherProcessWhileItRuns) {

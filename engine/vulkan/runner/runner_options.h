@@ -23,7 +23,7 @@ struct RunnerOptions {
   int32_t max_context = 0;          // longest sequence in tokens; 0 = the model's context_length
   // Batches with at most this many tokens use the matrix-vector kernels, larger ones the tiled
   // matrix-matrix kernels (both accumulate each dot product in the same order); -1 = the kernels'
-  // own choice (VKS_MATMUL_TOKEN_TILE).
+  // own choice (VKS_MATMUL_TOKEN_TILE). The rows family only: lanes has one kernel for both.
   int32_t matvec_max_tokens = -1;
   // Weight-matrix kernel family (engine/vulkan/kernels/ops.h MatmulFamily): "rows" (CPU devices'
   // layout), "lanes" (GPUs'), or "" for the device's own (VKSTREAM_MATMUL_KERNELS when set).
