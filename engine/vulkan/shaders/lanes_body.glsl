@@ -1,7 +1,7 @@
-// Generates `void DOT_NAME(uint t0)` for matlanes_<type>: the ROW_SLOTS rows of this workgroup
-// (rows group * ROW_SLOTS + r, the group numbered across grid x and z: z carries what exceeds the
-// 65,535 workgroups a grid dimension is guaranteed) for tokens t0 .. t0 + DOT_T - 1. Included once
-// per variant.
+// Generates `void DOT_NAME(uint t0)` for matlanes_<type>: the DOT_R (= ROW_SLOTS) rows of this
+// workgroup (rows group * DOT_R + r, the group numbered across grid x and z: z carries what exceeds
+// the 65,535 workgroups a grid dimension is guaranteed) for tokens t0 .. t0 + DOT_T - 1. Included
+// once per variant.
 // Lane l (the invocation) takes groups l, l + LOCAL_SIZE, l + 2 * LOCAL_SIZE, ... of every row: in
 // one pass the lanes read LOCAL_SIZE neighbouring groups of a row, so the loads coalesce on a GPU.
 // Each lane keeps one fma chain per (row, token) over its groups, ascending, chunk and element order
@@ -10,68 +10,44 @@
 // token sits in the batch, so every token's outputs are the same bits for 1..8 tokens and any tile.
 void DOT_NAME(uint t0) {
   const uint lane = gl_LocalInvocationID.x;
-  float acc[ROW_SLOTS * DOT_T];
-  [[unroll]] for (uint i = 0u; i < ROW_SLOTS * DOT_T; ++i) acc[i] = 0.0;
-  const uint first_row = (gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x) * ROW_SLOTS;
-  uint row[ROW_SLOTS];
-  [[unroll]] for (uint r = 0u; r < ROW_SLOTS; ++r) row[r] = min(first_row + r, p.rows - 1u);
+  float acc[DOT_R * DOT_T];
+  [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) acc[i] = 0.0;
+  const uint first_row = (gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x) * DOT_R;
+  uint row[DOT_R];
+  [[unroll]] for (uint r = 0u; r < DOT_R; ++r) row[r] = min(first_row + r, p.rows - 1u);
   uint xb[DOT_T];  // first x element of each token (a multiple of 4)
   [[unroll]] for (uint t = 0u; t < DOT_T; ++t) xb[t] = min(t0 + t, p.n_tokens - 1u) * p.x_stride;
   const uint n_groups = full_chunks() / GROUP_CHUNKS;
   for (uint g = lane; g < n_groups; g += LOCAL_SIZE) {
-    WGroup wg[ROW_SLOTS];
-    [[unroll]] for (uint r = 0u; r < ROW_SLOTS; ++r) {
+    WGroup wg[DOT_R];
+    [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
       wg[r] = load_group(row[r], g, load_side(row[r], g & ~7u), g & 7u);
     }
     [[unroll]] for (uint k = 0u; k < GROUP_CHUNKS; ++k) {
-      const uint c = g * GROUP_CHUNKS + k;
-      vec4 xv[DOT_T * 2u];
-      [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
-        xv[2u * t] = x4[(xb[t] >> 2) + x_vec_index(c, 0u)];
-        xv[2u * t + 1u] = x4[(xb[t] >> 2) + x_vec_index(c, 1u)];
-      }
-      [[unroll]] for (uint r = 0u; r < ROW_SLOTS; ++r) {
-        float wv[8];
-        dequant(wg[r], k, wv);
-        [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
-          [[unroll]] for (uint i = 0u; i < 8u; ++i) {
-            acc[r * DOT_T + t] = fma(wv[i], xv[2u * t + (i >> 2)][i & 3u], acc[r * DOT_T + t]);
-          }
-        }
-      }
+#include "chunk_fma.glsl"
     }
   }
 #if defined(WTYPE_F32) || defined(WTYPE_F16)
   if (has_tail_chunk() && lane == 0u) {
-    const uint c = full_chunks();
-    float xv[DOT_T * 8u];
-    [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
-      [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[t * 8u + i] = x_at_guarded(xb[t], c, i);
-    }
-    [[unroll]] for (uint r = 0u; r < ROW_SLOTS; ++r) {
-      float wv[8];
-      dequant(load_group(row[r], c, load_side(row[r], 0u), 0u), 0u, wv);
-      [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
-        [[unroll]] for (uint i = 0u; i < 8u; ++i) acc[r * DOT_T + t] = fma(wv[i], xv[t * 8u + i], acc[r * DOT_T + t]);
-      }
-    }
+#include "tail_chunk_fma.glsl"
   }
 #endif
   // Fixed tree: at each level lane l < s adds lane l + s's sum to its own.
-  [[unroll]] for (uint i = 0u; i < ROW_SLOTS * DOT_T; ++i) lane_sums[i * LOCAL_SIZE + lane] = acc[i];
+  [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) lane_sums[i * LOCAL_SIZE + lane] = acc[i];
   barrier();
   [[unroll]] for (uint s = LOCAL_SIZE / 2u; s > 0u; s >>= 1) {
     if (lane < s) {
-      [[unroll]] for (uint i = 0u; i < ROW_SLOTS * DOT_T; ++i) {
+      [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) {
         lane_sums[i * LOCAL_SIZE + lane] = lane_sums[i * LOCAL_SIZE + lane] + lane_sums[i * LOCAL_SIZE + lane + s];
       }
     }
     barrier();
   }
-  if (lane < ROW_SLOTS * DOT_T) {
+  if (lane < DOT_R * DOT_T) {
     const uint r = lane / DOT_T, t = lane % DOT_T;
     store(first_row + r, t0 + t, lane_sums[lane * LOCAL_SIZE]);
   }
 }
 #undef DOT_NAME
+#undef DOT_R
 #undef DOT_T

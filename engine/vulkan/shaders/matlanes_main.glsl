@@ -8,9 +8,11 @@
 shared float lane_sums[ROW_SLOTS * VKS_LANES_TOKEN_TILE * LOCAL_SIZE];
 
 #define DOT_NAME lanes_tokens_1
+#define DOT_R ROW_SLOTS
 #define DOT_T 1u
 #include "lanes_body.glsl"
 #define DOT_NAME lanes_tokens_8
+#define DOT_R ROW_SLOTS
 #define DOT_T 8u
 #include "lanes_body.glsl"
 

@@ -25,39 +25,13 @@ void DOT_NAME(uint t0) {
       WGroup wg[DOT_R];
       [[unroll]] for (uint r = 0u; r < DOT_R; ++r) wg[r] = load_group(row[r], g, sd[r], g - sg);
       [[dont_unroll]] for (uint k = 0u; k < GROUP_CHUNKS; ++k) {
-        const uint c = g * GROUP_CHUNKS + k;
-        vec4 xv[DOT_T * 2u];
-        [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
-          xv[2u * t] = x4[(xb[t] >> 2) + x_vec_index(c, 0u)];
-          xv[2u * t + 1u] = x4[(xb[t] >> 2) + x_vec_index(c, 1u)];
-        }
-        [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
-          float wv[8];
-          dequant(wg[r], k, wv);
-          [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
-            [[unroll]] for (uint i = 0u; i < 8u; ++i) {
-              acc[r * DOT_T + t] = fma(wv[i], xv[2u * t + (i >> 2)][i & 3u], acc[r * DOT_T + t]);
-            }
-          }
-        }
+#include "chunk_fma.glsl"
       }
     }
   }
 #if defined(WTYPE_F32) || defined(WTYPE_F16)
-  // Quantized rows are whole blocks of 32, so only float types have a partial last chunk.
   if (has_tail_chunk()) {
-    const uint c = full_chunks();
-    float xv[DOT_T * 8u];
-    [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
-      [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[t * 8u + i] = x_at_guarded(xb[t], c, i);
-    }
-    [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
-      float wv[8];
-      dequant(load_group(row[r], c, load_side(row[r], 0u), 0u), 0u, wv);
-      [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
-        [[unroll]] for (uint i = 0u; i < 8u; ++i) acc[r * DOT_T + t] = fma(wv[i], xv[t * 8u + i], acc[r * DOT_T + t]);
-      }
-    }
+#include "tail_chunk_fma.glsl"
   }
 #endif
   [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
