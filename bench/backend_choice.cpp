@@ -2,7 +2,7 @@
 // the backend rule (engine/vulkan/runner/backend_choice.h) for CPU-type Vulkan devices such as
 // lavapipe, where both run on the same cores.
 //   vks_bench_backend_choice MODEL.gguf [MODEL2.gguf ...] [--device SEL] [--prompt 32] [--gen 16]
-//                            [--rounds 3] [--batch 1]
+//                            [--rounds 3] [--batch 1] [--context N, default: --prompt]
 // For each file both runners are built in this process and their steps alternate (prefill `prompt`
 // tokens, then decode at --batch sequences, aggregate tokens/s), so machine load falls on both alike.
 // Prints one row per file: weight-matrix MB, each backend's tokens/s from its median step and
@@ -33,14 +33,12 @@ int main(int argc, char** argv) {
   CLI::App app{"CPU reference vs Vulkan runner, model by model: the backend rule's data"};
   std::vector<std::string> paths;
   std::string device;
-  int prompt = 32, gen = 16, rounds = 3, batch = 1;
+  vks::bench::AlternatingPlan plan{32, 3, 1, 32, 16};  // prompt, rounds, batch, context, gen
   app.add_option("models", paths, "GGUF model files")->required();
   app.add_option("--device", device, "Vulkan device index or name substring");
-  app.add_option("--prompt", prompt, "prefill prompt length")->check(CLI::Range(1, 2048));
-  app.add_option("--gen", gen, "decode steps timed per backend")->check(CLI::Range(1, 1024));
-  app.add_option("--batch", batch, "decoding sequences per step")->check(CLI::Range(1, 64));
-  app.add_option("--rounds", rounds, "prefill steps timed per backend")->check(CLI::Range(1, 100));
+  vks::bench::add_alternating_options(app, plan, "backend");
   CLI11_PARSE(app, argc, argv);
+  if (app.count("--context") == 0) plan.context = plan.prompt;  // decoding sequences start from a prompt
 
   try {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -56,12 +54,7 @@ int main(int argc, char** argv) {
                 std::string(9, '-').c_str());
     for (const std::string& path : paths) {
       auto model = vks::LlamaModel::load(path);
-      vks::RunnerOptions o;
-      o.device = device;
-      o.max_step_tokens = std::max(prompt, batch * prompt);
-      o.max_step_seqs = batch;
-      o.max_context = prompt + gen + 64;
-      o.num_blocks = vks::bench::bench_num_blocks(o.block_size, batch, prompt, gen, prompt);
+      const vks::RunnerOptions o = vks::bench::alternating_runner_options(plan, device);
       vks::RunnerOptions cpu_options = o;
       cpu_options.force_cpu = true;
       std::unique_ptr<vks::ModelRunner> cpu = vks::make_runner(*model, cpu_options);
@@ -71,10 +64,10 @@ int main(int argc, char** argv) {
       t[0].driver = &cpu_driver;
       t[1].driver = &vulkan_driver;
       std::vector<vks::bench::AlternatingSide*> sides{&t[0], &t[1]};
-      vks::bench::run_alternating(sides, vks::bench::AlternatingPlan{prompt, rounds, batch, prompt, gen});
+      vks::bench::run_alternating(sides, plan);
       const double mb = vks::bench::matrix_totals(model->weights()).bytes / 1e6;
-      const double cpu_pf = prompt / median(t[0].prefill_s), vk_pf = prompt / median(t[1].prefill_s);
-      const double cpu_dec = batch / median(t[0].decode_s), vk_dec = batch / median(t[1].decode_s);
+      const double cpu_pf = plan.prompt / median(t[0].prefill_s), vk_pf = plan.prompt / median(t[1].prefill_s);
+      const double cpu_dec = plan.batch / median(t[0].decode_s), vk_dec = plan.batch / median(t[1].decode_s);
       vks::RunnerOptions default_options;  // what a plain `vkstreamd --model FILE` asks for
       const vks::BackendChoice choice = vks::choose_backend(&picked, default_options);
       std::string name = path.substr(path.find_last_of('/') + 1);

@@ -82,6 +82,26 @@ void run_alternating(std::vector<AlternatingSide*>& sides, const AlternatingPlan
   }
 }
 
+void add_alternating_options(CLI::App& app, AlternatingPlan& plan, const std::string& per) {
+  app.add_option("--prompt", plan.prompt, "prefill prompt length")->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_option("--rounds", plan.rounds, "prefill steps timed per " + per)->check(CLI::Range(1, 100))->capture_default_str();
+  app.add_option("--batch", plan.batch, "decoding sequences per step")->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_option("--context", plan.context, "prompt tokens of each decoding sequence (not timed)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--gen", plan.gen, "decode steps timed per " + per)->check(CLI::Range(1, 4096))->capture_default_str();
+}
+
+RunnerOptions alternating_runner_options(const AlternatingPlan& plan, const std::string& device) {
+  RunnerOptions o;
+  o.device = device;
+  o.max_step_tokens = std::max(plan.prompt, plan.batch * plan.context);
+  o.max_step_seqs = plan.batch;
+  o.max_context = std::max(plan.prompt, plan.context) + plan.gen + 64;
+  o.num_blocks = bench_num_blocks(o.block_size, plan.batch, plan.context, plan.gen, plan.prompt);
+  return o;
+}
+
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());

@@ -1,12 +1,16 @@
 #pragma once
 // What the Vulkan runner benchmarks share: the weight-matrix totals a step streams, and a driver
 // that runs timed prefill/decode steps on sequences with their own KV blocks.
+#include <CLI/CLI.hpp>
+
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/model/llama_model.h"
 #include "engine/model/model_runner.h"
+#include "engine/vulkan/runner/runner_options.h"
 
 namespace vks::bench {
 
@@ -59,6 +63,12 @@ struct AlternatingPlan {
 // Prefill rounds, then decode steps, the sides taking turns step by step, so that the load of a
 // shared machine falls on every side alike.
 void run_alternating(std::vector<AlternatingSide*>& sides, const AlternatingPlan& plan);
+// --prompt, --rounds, --batch, --context and --gen, defaulting to `plan`'s values; `per` names what
+// takes turns in the help ("model", "backend").
+void add_alternating_options(CLI::App& app, AlternatingPlan& plan, const std::string& per);
+// Runner limits and KV blocks for `plan` on `device` (64 spare positions for warm-up and profiled
+// steps).
+RunnerOptions alternating_runner_options(const AlternatingPlan& plan, const std::string& device);
 
 // The q-quantile (0..1) of v by linear interpolation; 0 for an empty v.
 double quantile(std::vector<double> v, double q);

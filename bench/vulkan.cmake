@@ -2,7 +2,7 @@
 # models step for step on one device (their same-run ratio).
 if(TARGET vks_vulkan AND TARGET vks_model)
   add_library(vks_bench_runner_steps STATIC ${CMAKE_CURRENT_LIST_DIR}/runner_steps.cpp)
-  target_link_libraries(vks_bench_runner_steps PUBLIC vks_vulkan vks_model)
+  target_link_libraries(vks_bench_runner_steps PUBLIC vks_vulkan vks_model CLI11::CLI11)
   target_include_directories(vks_bench_runner_steps PUBLIC ${PROJECT_SOURCE_DIR})
   vks_warnings(vks_bench_runner_steps)
 

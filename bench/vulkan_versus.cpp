@@ -77,16 +77,12 @@ void print_ratio(const char* phase, const std::vector<double>& r) {
 int main(int argc, char** argv) {
   CLI::App app{"Two models on one Vulkan device, alternating step for step: same-run throughput ratio"};
   std::string base_path, other_path, device;
-  int prompt = 64, gen = 32, batch = 1, context = 16, rounds = 5;
+  vks::bench::AlternatingPlan plan{64, 5, 1, 16, 32};  // prompt, rounds, batch, context, gen
   bool profile = false;
   app.add_option("base", base_path, "GGUF model file the ratio is relative to")->required();
   app.add_option("other", other_path, "GGUF model file compared with it")->required();
   app.add_option("--device", device, "Vulkan device index or name substring");
-  app.add_option("--prompt", prompt, "prefill prompt length")->check(CLI::Range(1, 4096));
-  app.add_option("--gen", gen, "decode steps timed per model")->check(CLI::Range(1, 4096));
-  app.add_option("--batch", batch, "decoding sequences per step")->check(CLI::Range(1, 256));
-  app.add_option("--context", context, "prompt tokens of each decoding sequence (not timed)")->check(CLI::Range(1, 4096));
-  app.add_option("--rounds", rounds, "prefill steps timed per model")->check(CLI::Range(1, 100));
+  vks::bench::add_alternating_options(app, plan, "model");
   app.add_flag("--profile", profile, "print per-op GPU time of both models' decode steps side by side");
   CLI11_PARSE(app, argc, argv);
 
@@ -98,12 +94,7 @@ int main(int argc, char** argv) {
     other.path = other_path;
     for (Contender* c : {&base, &other}) {
       c->model = vks::LlamaModel::load(c->path);
-      vks::RunnerOptions o;
-      o.device = device;
-      o.max_step_tokens = std::max(prompt, batch * context);
-      o.max_step_seqs = batch;
-      o.max_context = std::max(prompt, context) + gen + 64;  // 64: warm-up and profiled steps
-      o.num_blocks = vks::bench::bench_num_blocks(o.block_size, batch, context, gen, prompt);
+      const vks::RunnerOptions o = vks::bench::alternating_runner_options(plan, device);
       c->runner = std::make_unique<vks::VulkanRunner>(*c->model, o);
       c->owned_driver = std::make_unique<vks::bench::StepDriver>(*c->runner, 42);
       c->driver = c->owned_driver.get();
@@ -112,7 +103,7 @@ int main(int argc, char** argv) {
     std::printf("device: %s\n", base.runner->device_name().c_str());
 
     std::vector<vks::bench::AlternatingSide*> sides{&base, &other};
-    vks::bench::run_alternating(sides, vks::bench::AlternatingPlan{prompt, rounds, batch, context, gen});
+    vks::bench::run_alternating(sides, plan);
     constexpr int kProfiledSteps = 4;
     if (profile) {
       for (Contender* c : {&base, &other}) c->runner->set_profiling(true);
@@ -123,8 +114,8 @@ int main(int argc, char** argv) {
 
     std::printf("\n| %-7s | %-40s | %9s | %10s | %8s |\n", "phase", "model", "ms/step", "tokens/s", "GB/s");
     std::printf("|---------|------------------------------------------|-----------|------------|----------|\n");
-    for (const Contender* c : {&base, &other}) print_model_row("prefill", *c, c->prefill_s, prompt);
-    for (const Contender* c : {&base, &other}) print_model_row("decode", *c, c->decode_s, batch);
+    for (const Contender* c : {&base, &other}) print_model_row("prefill", *c, c->prefill_s, plan.prompt);
+    for (const Contender* c : {&base, &other}) print_model_row("decode", *c, c->decode_s, plan.batch);
     std::printf("(medians; GB/s = the model's weight-matrix bytes / step time)\n\n");
     print_ratio("prefill", pair_ratios(base.prefill_s, other.prefill_s));
     print_ratio("decode ", pair_ratios(base.decode_s, other.decode_s));
