@@ -85,8 +85,8 @@ int run(int argc, char** argv) {
   Device device = Device::create(options);
   KernelRegistry kernels(device);
   kernels.create_all();
-  std::vector<std::pair<std::string, Ops>> family_ops;
-  for (const std::string& f : split_list(families)) family_ops.emplace_back(f, Ops(kernels, choose_matmul_family(device.info(), f)));
+  std::vector<Ops> family_ops;
+  for (const std::string& f : split_list(families)) family_ops.emplace_back(kernels, choose_matmul_family(device.info(), f));
   std::printf("device: %s (%s, %s)\n", device.info().name.c_str(), device.info().type_name.c_str(),
               device.info().driver.c_str());
   // The device's own ceilings, measured in this run: every figure below is also a ratio to them.
@@ -104,7 +104,7 @@ int run(int argc, char** argv) {
       const DeviceMatrix m = upload_matrix(device, type, rows, cols, data.data());
       uint64_t weight_bytes = 0;
       for (const Buffer& b : m.storage.parts) weight_bytes += b.size();
-      for (const auto& [family, ops] : family_ops) {
+      for (const Ops& ops : family_ops) {
         for (const std::string& tok : split_list(tokens)) {
           const uint32_t n = static_cast<uint32_t>(std::stoul(tok));
           Buffer x = device.create_buffer(uint64_t(n) * cols * 4);

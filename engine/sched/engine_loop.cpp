@@ -29,7 +29,7 @@ EngineEvent event_for(const Request& r, EventType type) {
 void Engine::Impl::run() {
   bool stop = false;
   while (!stop) {
-    Clock::time_point turn_start = Clock::now();
+    Clock::time_point turn_start;  // set once the inbox is drained (take_inbox may wait)
     bool stepped = false;
     std::vector<std::unique_ptr<Request>> fresh;
     std::vector<std::string> cancels;

@@ -21,9 +21,8 @@ BackendChoice choose_backend(const vk::DeviceInfo* device, const RunnerOptions& 
 }
 
 std::string backend_rule_summary(const vk::DeviceInfo& device) {
-  if (device.type != VK_PHYSICAL_DEVICE_TYPE_CPU) return "Vulkan on this device (a GPU)";
-  return "the CPU reference (this is a CPU device, where the CPU reference prefills faster and decodes about as "
-         "fast; --vulkan uses the device anyway)";
+  const BackendChoice plain = choose_backend(&device, RunnerOptions{});
+  return std::string(plain.backend == Backend::kCpu ? "the CPU reference: " : "Vulkan: ") + plain.reason;
 }
 
 }  // namespace vks

@@ -30,7 +30,8 @@ struct BackendChoice {
 // The rule above on `device`, the one the Vulkan runner would select (nullptr when there is none).
 BackendChoice choose_backend(const vk::DeviceInfo* device, const RunnerOptions& options);
 
-// The backend a plain start picks with `device` selected, and why, in one line (`vkstream devices`).
+// The backend a plain start picks with `device` selected, and choose_backend's reason, in one line
+// (`vkstream devices`).
 std::string backend_rule_summary(const vk::DeviceInfo& device);
 
 }  // namespace vks

@@ -121,8 +121,8 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   kernels_->save_cache();
   spdlog::info("vulkan: {} ready: {} matrix kernels, {} KV blocks of {} tokens ({} MiB), step limits {} tokens / "
                "{} seqs, longest sequence {} tokens",
-               device_.info().name, vk::matmul_family_name(ops_->matmul_family()), kv.num_blocks, kv.block_size, kv.total_bytes() >> 20, options.max_step_tokens,
-               options.max_step_seqs, int64_t{limits_.max_blocks_per_seq} * kv.block_size);
+               device_.info().name, vk::matmul_family_name(ops_->matmul_family()), kv.num_blocks, kv.block_size,
+               kv.total_bytes() >> 20, options.max_step_tokens, options.max_step_seqs, int64_t{limits_.max_blocks_per_seq} * kv.block_size);
 }
 
 VulkanRunner::~VulkanRunner() {

@@ -25,8 +25,8 @@ void main() {
   const float theta = float(positions[token]) * freqs[i] * p.freq_scale;
   // Reduce to [-pi, pi] before sin/cos: Vulkan promises their precision only there, and NVIDIA's
   // error grew with the angle (normalized 6.6e-5 against the reference at positions up to 5000, on
-  // an H100; lavapipe stayed under the test's 2e-5). Cody-Waite: 2*pi = C1 + C2 with C1 = 6.28125 exact in 8 bits, so k * C1 is exact
-  // for any k a position can give and the fma steps lose nothing.
+  // an H100; lavapipe stayed under the test's 2e-5). Cody-Waite: 2*pi = C1 + C2 with C1 = 6.28125
+  // exact in 8 bits, so k * C1 is exact for any k a position can give and the fma steps lose nothing.
   const float k = round(theta * 0.15915494309189535);
   float r = fma(-k, 6.28125, theta);
   r = fma(-k, 1.9353071795864769e-3, r);
