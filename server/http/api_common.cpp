@@ -102,6 +102,14 @@ void copy_field(const json& body, const char* api_field, json& wire, const char*
   if (it != body.end() && !it->is_null()) wire[wire_field] = *it;
 }
 
+ApiError bad_field(std::string message, std::string param, std::string code) {
+  return ApiError{400, std::move(message), std::move(code), std::move(param), 0};
+}
+
+std::string compact_dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string finish_reason_text(FinishReason reason) {
   switch (reason) {
     case FinishReason::kStop: return "stop";

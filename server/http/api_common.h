@@ -28,6 +28,12 @@ struct ApiError {
   int32_t retry_after_s = 0; // 429: Retry-After
 };
 
+// A 400 error about one request field (`param`, in the API's own names).
+ApiError bad_field(std::string message, std::string param, std::string code = "invalid_field");
+
+// One line of JSON for a response body or stream event; invalid UTF-8 is replaced, never thrown on.
+std::string compact_dump(const nlohmann::json& j);
+
 // The one model this daemon serves, as the HTTP APIs list it.
 struct ModelCatalogue {
   std::string id;             // the name clients use ("stories260K")

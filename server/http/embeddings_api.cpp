@@ -9,17 +9,13 @@ using nlohmann::json;
 
 namespace {
 
-ApiError bad(std::string message, std::string param, std::string code = "invalid_field") {
-  return ApiError{400, std::move(message), std::move(code), std::move(param), 0};
-}
-
 std::optional<ApiError> check_model(const json& body, const ModelCatalogue& model, bool required) {
   const auto it = body.find("model");
   if (it == body.end() || it->is_null()) {
-    if (required) return bad("model is required (a string)", "model");
+    if (required) return bad_field("model is required (a string)", "model");
     return std::nullopt;
   }
-  if (!it->is_string()) return bad("model must be a string", "model");
+  if (!it->is_string()) return bad_field("model must be a string", "model");
   if (!model.matches(it->get<std::string>())) {
     return ApiError{404, "model '" + it->get<std::string>() + "' not found; this server serves '" + model.id + "'",
                     "model_not_found", "model", 0};
@@ -61,7 +57,7 @@ std::variant<EmbedHttpRequest, ApiError> map_openai_embeddings(const json& body,
   w = json::object();
   if (auto e = check_model(body, model, false)) return std::move(*e);
   const auto input = body.find("input");
-  if (input == body.end() || input->is_null()) return bad("input is required", "input", "missing_field");
+  if (input == body.end() || input->is_null()) return bad_field("input is required", "input", "missing_field");
   if (input->is_string()) {
     w["input"] = json::array({*input});
   } else if (input->is_array() && !input->empty() && all_of_type(*input, &json::is_string)) {
@@ -71,24 +67,24 @@ std::variant<EmbedHttpRequest, ApiError> map_openai_embeddings(const json& body,
   } else if (input->is_array() && !input->empty() && all_of_type(*input, &json::is_array)) {
     w["tokens"] = *input;
   } else {
-    return bad("input must be a string, an array of strings, an array of token ids or an array of such arrays "
+    return bad_field("input must be a string, an array of strings, an array of token ids or an array of such arrays "
                "(not empty)", "input");
   }
   if (auto it = body.find("encoding_format"); it != body.end() && !it->is_null()) {
     if (*it == "base64") {
       out.base64 = true;
     } else if (*it != "float") {
-      return bad("encoding_format must be \"float\" or \"base64\"", "encoding_format");
+      return bad_field("encoding_format must be \"float\" or \"base64\"", "encoding_format");
     }
   }
   if (auto it = body.find("dimensions"); it != body.end() && !it->is_null()) {
     if (!it->is_number_integer() || it->get<int64_t>() != model.info.dim) {
-      return bad("dimensions: this model's embeddings have " + std::to_string(model.info.dim) +
+      return bad_field("dimensions: this model's embeddings have " + std::to_string(model.info.dim) +
                  " dimensions and cannot be shortened", "dimensions");
     }
   }
   if (auto it = body.find("user"); it != body.end() && !it->is_null() && !it->is_string()) {
-    return bad("user must be a string", "user");
+    return bad_field("user must be a string", "user");
   }
   copy_extras(body, w);
   return out;
@@ -111,12 +107,12 @@ std::variant<EmbedHttpRequest, ApiError> map_ollama_embed(const json& body, cons
   } else if (input->is_array() && all_of_type(*input, &json::is_string)) {
     w["input"] = *input;
   } else {
-    return bad("input must be a string or an array of strings", "input");
+    return bad_field("input must be a string or an array of strings", "input");
   }
   // truncate (default true in Ollama): vkstream never truncates; an input longer than the
   // context is an error either way.
   if (auto it = body.find("truncate"); it != body.end() && !it->is_null() && !it->is_boolean()) {
-    return bad("truncate must be a boolean", "truncate");
+    return bad_field("truncate must be a boolean", "truncate");
   }
   copy_extras(body, w);
   return out;
@@ -133,7 +129,7 @@ std::variant<EmbedHttpRequest, ApiError> map_ollama_embeddings_legacy(const json
     out.load_only = true;
     return out;
   }
-  if (!prompt.is_string()) return bad("prompt must be a string", "prompt");
+  if (!prompt.is_string()) return bad_field("prompt must be a string", "prompt");
   w["input"] = json::array({prompt});
   w["normalize"] = false;  // Ollama's legacy endpoint answers the raw pooled vector
   return out;

@@ -6,10 +6,6 @@ using nlohmann::json;
 
 namespace {
 
-ApiError bad(std::string message, std::string param) {
-  return ApiError{400, std::move(message), "invalid_field", std::move(param), 0};
-}
-
 int64_t ns_of_ms(double ms) { return static_cast<int64_t>(ms * 1e6); }
 
 std::string parameter_size(const ModelCatalogue& m) {
@@ -43,13 +39,13 @@ const std::map<std::string, std::string>& ollama_param_names() {
 
 std::optional<ApiError> map_ollama_common(const json& body, const ModelCatalogue& model, json& w, bool& stream) {
   const auto model_it = body.find("model");
-  if (model_it == body.end() || !model_it->is_string()) return bad("model is required (a string)", "model");
+  if (model_it == body.end() || !model_it->is_string()) return bad_field("model is required (a string)", "model");
   if (!model.matches(model_it->get<std::string>())) {
     return ApiError{404, "model '" + model_it->get<std::string>() + "' not found; this server serves '" + model.id + "'",
                     "model_not_found", "model", 0};
   }
   if (auto it = body.find("stream"); it != body.end() && !it->is_null()) {
-    if (!it->is_boolean()) return bad("stream must be a boolean", "stream");
+    if (!it->is_boolean()) return bad_field("stream must be a boolean", "stream");
     stream = it->get<bool>();
   }
   // format: "json" (any JSON object) or a JSON Schema -> the wire's json_schema (as text).
@@ -59,11 +55,11 @@ std::optional<ApiError> map_ollama_common(const json& body, const ModelCatalogue
     } else if (it->is_object()) {
       w["json_schema"] = it->dump();
     } else {
-      return bad("format must be \"json\" or a JSON Schema object", "format");
+      return bad_field("format must be \"json\" or a JSON Schema object", "format");
     }
   }
   if (auto it = body.find("options"); it != body.end() && !it->is_null()) {
-    if (!it->is_object()) return bad("options must be an object", "options");
+    if (!it->is_object()) return bad_field("options must be an object", "options");
     const json& o = *it;
     for (const auto& [api, wire] : std::initializer_list<std::pair<const char*, const char*>>{
              {"temperature", "temperature"}, {"top_k", "top_k"}, {"top_p", "top_p"}, {"min_p", "min_p"},
@@ -89,20 +85,20 @@ std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const json& bo
   for (const char* unsupported : {"images", "suffix"}) {
     auto it = body.find(unsupported);
     if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()) && !(it->is_string() && it->get<std::string>().empty())) {
-      return bad(std::string(unsupported) + " is not supported by this server", unsupported);
+      return bad_field(std::string(unsupported) + " is not supported by this server", unsupported);
     }
   }
   std::string prompt;
   if (auto it = body.find("prompt"); it != body.end() && !it->is_null()) {
-    if (!it->is_string()) return bad("prompt must be a string", "prompt");
+    if (!it->is_string()) return bad_field("prompt must be a string", "prompt");
     prompt = it->get<std::string>();
   }
   if (auto it = body.find("system"); it != body.end() && !it->is_null()) {
-    if (!it->is_string()) return bad("system must be a string", "system");
+    if (!it->is_string()) return bad_field("system must be a string", "system");
     if (!it->get<std::string>().empty()) prompt = it->get<std::string>() + "\n\n" + prompt;
   }
   if (auto it = body.find("context"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {
-    return bad("context (token ids of an earlier answer) is not supported; send the text as prompt", "context");
+    return bad_field("context (token ids of an earlier answer) is not supported; send the text as prompt", "context");
   }
   if (prompt.empty()) {
     out.load_only = true;
@@ -115,7 +111,7 @@ std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const json& bo
 std::string ollama_token_line(const Generation& g, const EngineEvent& ev) {
   if (ev.text.empty()) return {};
   json line = {{"model", g.model}, {"created_at", rfc3339_now()}, {"response", ev.text}, {"done", false}};
-  return line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  return compact_dump(line) + "\n";
 }
 
 json ollama_final(const Generation& g, const EngineEvent& finished, bool with_text) {

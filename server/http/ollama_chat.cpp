@@ -11,11 +11,7 @@ using nlohmann::json;
 
 namespace {
 
-ApiError bad(std::string message, std::string param) {
-  return ApiError{400, std::move(message), "invalid_field", std::move(param), 0};
-}
-
-bool non_empty(const json& object, const char* key) {
+bool has_content(const json& object, const char* key) {
   auto it = object.find(key);
   return it != object.end() && !it->is_null() && !(it->is_array() && it->empty()) &&
          !(it->is_string() && it->get<std::string>().empty());
@@ -48,26 +44,26 @@ std::variant<OllamaChatRequest, ApiError> map_ollama_chat(const json& body, cons
   json& w = out.wire;
   w = json::object();
   if (auto e = map_ollama_common(body, model, w, out.stream)) return std::move(*e);
-  if (non_empty(body, "tools")) return bad("tools (function calling) are not supported by this server", "tools");
+  if (has_content(body, "tools")) return bad_field("tools (function calling) are not supported by this server", "tools");
   const auto it = body.find("messages");
   if (it == body.end() || it->is_null() || (it->is_array() && it->empty())) {
     out.load_only = true;
     return out;
   }
-  if (!it->is_array()) return bad("messages must be an array of {role, content}", "messages");
+  if (!it->is_array()) return bad_field("messages must be an array of {role, content}", "messages");
   json messages = json::array();
   for (size_t i = 0; i < it->size(); ++i) {
     const json& m = (*it)[i];
     const std::string where = "messages." + std::to_string(i);
-    if (!m.is_object()) return bad(where + " must be an object {role, content}", where);
-    if (!m.contains("role") || !m["role"].is_string()) return bad(where + ".role must be a string", where + ".role");
+    if (!m.is_object()) return bad_field(where + " must be an object {role, content}", where);
+    if (!m.contains("role") || !m["role"].is_string()) return bad_field(where + ".role must be a string", where + ".role");
     const std::string role = m["role"].get<std::string>();
-    if (!known_role(role)) return bad(where + ".role '" + role + "' is not one of system, user, assistant, tool", where + ".role");
-    if (non_empty(m, "images")) return bad(where + ".images: images are not supported by this server", where + ".images");
-    if (non_empty(m, "tool_calls")) return bad(where + ".tool_calls: tool calls are not supported by this server", where + ".tool_calls");
+    if (!known_role(role)) return bad_field(where + ".role '" + role + "' is not one of system, user, assistant, tool", where + ".role");
+    if (has_content(m, "images")) return bad_field(where + ".images: images are not supported by this server", where + ".images");
+    if (has_content(m, "tool_calls")) return bad_field(where + ".tool_calls: tool calls are not supported by this server", where + ".tool_calls");
     std::string content;
     if (auto c = m.find("content"); c != m.end() && !c->is_null()) {
-      if (!c->is_string()) return bad(where + ".content must be a string", where + ".content");
+      if (!c->is_string()) return bad_field(where + ".content must be a string", where + ".content");
       content = c->get<std::string>();
     }
     messages.push_back({{"role", role}, {"content", std::move(content)}});
@@ -79,7 +75,7 @@ std::variant<OllamaChatRequest, ApiError> map_ollama_chat(const json& body, cons
 std::string ollama_chat_line(const Generation& g, const EngineEvent& ev) {
   if (ev.text.empty()) return {};
   json line = {{"model", g.model}, {"created_at", rfc3339_now()}, {"message", assistant_message(ev.text)}, {"done", false}};
-  return line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  return compact_dump(line) + "\n";
 }
 
 json ollama_chat_final(const Generation& g, const EngineEvent& finished, bool with_text) {

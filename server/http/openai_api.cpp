@@ -15,12 +15,6 @@ const json* member(const json& object, const char* key) {
   return it == object.end() ? nullptr : &*it;
 }
 
-ApiError bad(std::string message, std::string param, std::string code = "invalid_field") {
-  return ApiError{400, std::move(message), std::move(code), std::move(param), 0};
-}
-
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 json logprobs_of(const EngineEvent& ev, const TokenText& token_text, size_t& text_bytes, int32_t top_n) {
   json lp = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()},
              {"text_offset", json::array()}};
@@ -51,7 +45,7 @@ json openai_usage(const EngineEvent& finished, int32_t prompt_tokens) {
 
 namespace {
 
-json chunk_base(const Generation& g) {
+json completion_chunk_base(const Generation& g) {
   return {{"id", "cmpl-" + g.id}, {"object", "text_completion"}, {"created", g.created_unix}, {"model", g.model}};
 }
 
@@ -66,7 +60,7 @@ std::optional<ApiError> map_openai_common(const json& body, const ModelCatalogue
                                           bool& include_usage) {
   const auto model_it = body.find("model");
   if (model_it != body.end() && !model_it->is_null()) {
-    if (!model_it->is_string()) return bad("model must be a string", "model");
+    if (!model_it->is_string()) return bad_field("model must be a string", "model");
     if (!model.matches(model_it->get<std::string>())) {
       return ApiError{404, "The model '" + model_it->get<std::string>() + "' does not exist; this server serves '" +
                                model.id + "' (GET /v1/models)", "model_not_found", "model", 0};
@@ -75,7 +69,7 @@ std::optional<ApiError> map_openai_common(const json& body, const ModelCatalogue
   for (const char* must_be_one : {"n", "best_of"}) {
     auto it = body.find(must_be_one);
     if (it != body.end() && !it->is_null() && !(it->is_number_integer() && it->get<int64_t>() == 1)) {
-      return bad(std::string(must_be_one) + " must be 1: one choice per request", must_be_one);
+      return bad_field(std::string(must_be_one) + " must be 1: one choice per request", must_be_one);
     }
   }
   // max_tokens or its newer name; the caller sets its API's default when neither is given.
@@ -90,7 +84,7 @@ std::optional<ApiError> map_openai_common(const json& body, const ModelCatalogue
     copy_field(body, same, w, same);
   }
   if (auto it = body.find("stream"); it != body.end() && !it->is_null()) {
-    if (!it->is_boolean()) return bad("stream must be a boolean", "stream");
+    if (!it->is_boolean()) return bad_field("stream must be a boolean", "stream");
     stream = it->get<bool>();
   }
   // Constrained output: the wire's json_schema (sent as text: schemas nest deeper than frames may).
@@ -104,23 +98,23 @@ std::optional<ApiError> map_openai_common(const json& body, const ModelCatalogue
       const json* named = member(*it, "json_schema");
       const json* schema = named != nullptr ? member(*named, "schema") : nullptr;
       if (schema == nullptr || !(schema->is_object() || schema->is_boolean())) {
-        return bad("response_format.json_schema.schema must be a JSON Schema object", "response_format.json_schema.schema");
+        return bad_field("response_format.json_schema.schema must be a JSON Schema object", "response_format.json_schema.schema");
       }
       w["json_schema"] = schema->dump();
     } else if (type != "text") {
-      return bad("response_format must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}", "response_format");
+      return bad_field("response_format must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}", "response_format");
     }
   }
   if (auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
-    if (!it->is_object()) return bad("stream_options must be an object", "stream_options");
+    if (!it->is_object()) return bad_field("stream_options must be an object", "stream_options");
     auto iu = it->find("include_usage");
     if (iu != it->end() && !iu->is_null()) {
-      if (!iu->is_boolean()) return bad("stream_options.include_usage must be a boolean", "stream_options.include_usage");
+      if (!iu->is_boolean()) return bad_field("stream_options.include_usage must be a boolean", "stream_options.include_usage");
       include_usage = iu->get<bool>();
     }
   }
   if (auto it = body.find("user"); it != body.end() && !it->is_null() && !it->is_string()) {
-    return bad("user must be a string", "user");
+    return bad_field("user must be a string", "user");
   }
   w["stream"] = true;  // events come to the front end, which decides how to answer
   return std::nullopt;
@@ -132,7 +126,7 @@ std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const json
   w = json::object();
   if (auto e = map_openai_common(body, model, w, out.stream, out.include_usage)) return std::move(*e);
   const auto prompt = body.find("prompt");
-  if (prompt == body.end() || prompt->is_null()) return bad("prompt is required", "prompt", "missing_field");
+  if (prompt == body.end() || prompt->is_null()) return bad_field("prompt is required", "prompt", "missing_field");
   if (prompt->is_string()) {
     w["prompt"] = *prompt;
   } else if (prompt->is_array()) {
@@ -144,19 +138,19 @@ std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const json
     } else if (!p.empty() && p[0].is_number()) {
       w["prompt_ids"] = p;
     } else if (p.size() > 1 && (p[0].is_string() || p[0].is_array())) {
-      return bad("several prompts in one request are not supported; send one request per prompt", "prompt");
+      return bad_field("several prompts in one request are not supported; send one request per prompt", "prompt");
     } else {
-      return bad("prompt must be a string, an array of token ids, or an array holding one of those", "prompt");
+      return bad_field("prompt must be a string, an array of token ids, or an array holding one of those", "prompt");
     }
-    if (w.contains("prompt_ids") && w["prompt_ids"].empty()) return bad("prompt must not be empty", "prompt");
+    if (w.contains("prompt_ids") && w["prompt_ids"].empty()) return bad_field("prompt must not be empty", "prompt");
   } else {
-    return bad("prompt must be a string, an array of token ids, or an array holding one of those", "prompt");
+    return bad_field("prompt must be a string, an array of token ids, or an array holding one of those", "prompt");
   }
   if (auto it = body.find("echo"); it != body.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>())) {
-    return bad("echo is not supported", "echo");
+    return bad_field("echo is not supported", "echo");
   }
   if (auto it = body.find("suffix"); it != body.end() && !it->is_null()) {
-    return bad("suffix (insertion) is not supported", "suffix");
+    return bad_field("suffix (insertion) is not supported", "suffix");
   }
   if (!w.contains("max_tokens")) w["max_tokens"] = 16;  // OpenAI's default for completions
   copy_field(body, "add_bos", w, "add_bos");
@@ -166,7 +160,7 @@ std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const json
     } else if (it->is_number_integer() && it->get<int64_t>() >= 0 && it->get<int64_t>() <= 20) {
       out.logprobs = static_cast<int32_t>(it->get<int64_t>());
     } else {
-      return bad("logprobs must be an integer 0..20 (alternatives per token)", "logprobs");
+      return bad_field("logprobs must be an integer 0..20 (alternatives per token)", "logprobs");
     }
     if (out.logprobs >= 0) w["logprobs"] = out.logprobs;
   }
@@ -188,11 +182,11 @@ void openai_accumulate(Generation& g, const EngineEvent& ev, const TokenText& to
 
 std::string openai_token_chunk(Generation& g, const EngineEvent& ev, const TokenText& token_text) {
   if (ev.text.empty() && (g.logprobs < 0 || ev.tokens.empty())) return {};
-  json chunk = chunk_base(g);
+  json chunk = completion_chunk_base(g);
   json choice = {{"text", ev.text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
   if (g.logprobs >= 0) choice["logprobs"] = logprobs_of(ev, token_text, g.text_bytes, g.logprobs);
   chunk["choices"] = json::array({std::move(choice)});
-  return "data: " + dump(chunk) + "\n\n";
+  return "data: " + compact_dump(chunk) + "\n\n";
 }
 
 std::string openai_final_chunks(const Generation& g, const EngineEvent& finished) {
@@ -203,23 +197,23 @@ std::string openai_final_chunks(const Generation& g, const EngineEvent& finished
     out += "data: [DONE]\n\n";
     return out;
   }
-  json chunk = chunk_base(g);
+  json chunk = completion_chunk_base(g);
   chunk["choices"] = json::array(
       {{{"text", ""}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason_text(finished.reason)}}});
   if (g.include_usage) chunk["usage"] = nullptr;
-  out += "data: " + dump(chunk) + "\n\n";
+  out += "data: " + compact_dump(chunk) + "\n\n";
   if (g.include_usage) {
-    json usage_chunk = chunk_base(g);
+    json usage_chunk = completion_chunk_base(g);
     usage_chunk["choices"] = json::array();
     usage_chunk["usage"] = openai_usage(finished, g.prompt_tokens);
-    out += "data: " + dump(usage_chunk) + "\n\n";
+    out += "data: " + compact_dump(usage_chunk) + "\n\n";
   }
   out += "data: [DONE]\n\n";
   return out;
 }
 
 json openai_completion(const Generation& g, const EngineEvent& finished) {
-  json answer = chunk_base(g);
+  json answer = completion_chunk_base(g);
   answer["choices"] = json::array({{{"text", g.text},
                                     {"index", 0},
                                     {"logprobs", g.logprobs >= 0 ? g.logprobs_acc : json(nullptr)},

@@ -12,13 +12,7 @@ using nlohmann::json;
 
 namespace {
 
-ApiError bad(std::string message, std::string param, std::string code = "invalid_field") {
-  return ApiError{400, std::move(message), std::move(code), std::move(param), 0};
-}
-
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-bool non_empty(const json& body, const char* key) {
+bool has_value(const json& body, const char* key) {
   auto it = body.find(key);
   return it != body.end() && !it->is_null() && !(it->is_array() && it->empty()) && !(it->is_object() && it->empty());
 }
@@ -39,22 +33,22 @@ std::variant<std::string, ApiError> message_text(const json& message, const std:
   const auto it = message.find("content");
   if (it == message.end() || it->is_null()) {
     if (assistant) return std::string();
-    return bad(where + ".content is required", where + ".content", "missing_field");
+    return bad_field(where + ".content is required", where + ".content", "missing_field");
   }
   if (it->is_string()) return it->get<std::string>();
-  if (!it->is_array()) return bad(where + ".content must be a string or an array of text parts", where + ".content");
+  if (!it->is_array()) return bad_field(where + ".content must be a string or an array of text parts", where + ".content");
   std::string text;
   for (size_t i = 0; i < it->size(); ++i) {
     const json& part = (*it)[i];
     const std::string at = where + ".content." + std::to_string(i);
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
-      return bad(at + " must be an object {\"type\": \"text\", \"text\": \"...\"}", at);
+      return bad_field(at + " must be an object {\"type\": \"text\", \"text\": \"...\"}", at);
     }
     if (part["type"] != "text") {
-      return bad(at + ": only text content parts are supported (not '" + part["type"].get<std::string>() + "')",
+      return bad_field(at + ": only text content parts are supported (not '" + part["type"].get<std::string>() + "')",
                  at + ".type");
     }
-    if (!part.contains("text") || !part["text"].is_string()) return bad(at + ".text must be a string", at + ".text");
+    if (!part.contains("text") || !part["text"].is_string()) return bad_field(at + ".text must be a string", at + ".text");
     if (i > 0) text += "\n";
     text += part["text"].get<std::string>();
   }
@@ -63,22 +57,22 @@ std::variant<std::string, ApiError> message_text(const json& message, const std:
 
 std::variant<json, ApiError> wire_messages(const json& body) {
   const auto it = body.find("messages");
-  if (it == body.end() || it->is_null()) return bad("messages is required", "messages", "missing_field");
-  if (!it->is_array()) return bad("messages must be an array of {role, content}", "messages");
-  if (it->empty()) return bad("messages must hold at least one message", "messages");
+  if (it == body.end() || it->is_null()) return bad_field("messages is required", "messages", "missing_field");
+  if (!it->is_array()) return bad_field("messages must be an array of {role, content}", "messages");
+  if (it->empty()) return bad_field("messages must hold at least one message", "messages");
   json out = json::array();
   for (size_t i = 0; i < it->size(); ++i) {
     const json& m = (*it)[i];
     const std::string where = "messages." + std::to_string(i);
-    if (!m.is_object()) return bad(where + " must be an object {role, content}", where);
-    if (!m.contains("role") || !m["role"].is_string()) return bad(where + ".role must be a string", where + ".role");
+    if (!m.is_object()) return bad_field(where + " must be an object {role, content}", where);
+    if (!m.contains("role") || !m["role"].is_string()) return bad_field(where + ".role must be a string", where + ".role");
     const std::string role = m["role"].get<std::string>();
     const std::optional<std::string> rendered_role = template_role(role);
     if (!rendered_role) {
-      return bad(where + ".role '" + role + "' is not one of system, developer, user, assistant, tool", where + ".role");
+      return bad_field(where + ".role '" + role + "' is not one of system, developer, user, assistant, tool", where + ".role");
     }
-    if (non_empty(m, "tool_calls") || non_empty(m, "function_call")) {
-      return bad(where + ": tool calls are not supported by this server", where + ".tool_calls");
+    if (has_value(m, "tool_calls") || has_value(m, "function_call")) {
+      return bad_field(where + ": tool calls are not supported by this server", where + ".tool_calls");
     }
     auto text = message_text(m, where, role == "assistant");
     if (auto* e = std::get_if<ApiError>(&text)) return std::move(*e);
@@ -87,7 +81,7 @@ std::variant<json, ApiError> wire_messages(const json& body) {
   return out;
 }
 
-json chunk_base(const Generation& g) {
+json chat_chunk_base(const Generation& g) {
   return {{"id", "chatcmpl-" + g.id}, {"object", "chat.completion.chunk"}, {"created", g.created_unix}, {"model", g.model}};
 }
 
@@ -115,7 +109,7 @@ json logprob_entries(const EngineEvent& ev, const TokenText& token_text, int32_t
   return entries;
 }
 
-std::string event(const json& chunk) { return "data: " + dump(chunk) + "\n\n"; }
+std::string event(const json& chunk) { return "data: " + compact_dump(chunk) + "\n\n"; }
 
 }  // namespace
 
@@ -128,23 +122,23 @@ std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const json& body, cons
   if (auto* e = std::get_if<ApiError>(&messages)) return std::move(*e);
   w["messages"] = std::move(std::get<json>(messages));
   for (const char* unsupported : {"tools", "functions"}) {
-    if (non_empty(body, unsupported)) {
-      return bad(std::string(unsupported) + " (function calling) is not supported by this server", unsupported);
+    if (has_value(body, unsupported)) {
+      return bad_field(std::string(unsupported) + " (function calling) is not supported by this server", unsupported);
     }
   }
   if (auto it = body.find("modalities"); it != body.end() && !it->is_null() && *it != json::array({"text"})) {
-    return bad("only the text modality is supported", "modalities");
+    return bad_field("only the text modality is supported", "modalities");
   }
   bool logprobs = false;
   if (auto it = body.find("logprobs"); it != body.end() && !it->is_null()) {
-    if (!it->is_boolean()) return bad("logprobs must be a boolean", "logprobs");
+    if (!it->is_boolean()) return bad_field("logprobs must be a boolean", "logprobs");
     logprobs = it->get<bool>();
   }
   if (auto it = body.find("top_logprobs"); it != body.end() && !it->is_null()) {
     if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 20) {
-      return bad("top_logprobs must be an integer 0..20", "top_logprobs");
+      return bad_field("top_logprobs must be an integer 0..20", "top_logprobs");
     }
-    if (!logprobs) return bad("top_logprobs requires logprobs: true", "top_logprobs");
+    if (!logprobs) return bad_field("top_logprobs requires logprobs: true", "top_logprobs");
     out.logprobs = static_cast<int32_t>(it->get<int64_t>());
   } else if (logprobs) {
     out.logprobs = 0;
@@ -167,7 +161,7 @@ const std::map<std::string, std::string>& openai_chat_param_names() {
 }
 
 std::string openai_chat_first_chunk(const Generation& g) {
-  json chunk = chunk_base(g);
+  json chunk = chat_chunk_base(g);
   chunk["choices"] = json::array(
       {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
   if (g.include_usage) chunk["usage"] = nullptr;
@@ -183,7 +177,7 @@ void openai_chat_accumulate(Generation& g, const EngineEvent& ev, const TokenTex
 
 std::string openai_chat_token_chunk(Generation& g, const EngineEvent& ev, const TokenText& token_text) {
   if (ev.text.empty() && (g.logprobs < 0 || ev.tokens.empty())) return {};
-  json chunk = chunk_base(g);
+  json chunk = chat_chunk_base(g);
   json choice = {{"index", 0}, {"delta", {{"content", ev.text}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
   if (g.logprobs >= 0) choice["logprobs"] = {{"content", logprob_entries(ev, token_text, g.logprobs)}};
   chunk["choices"] = json::array({std::move(choice)});
@@ -196,7 +190,7 @@ std::string openai_chat_final_chunks(const Generation& g, const EngineEvent& fin
     const std::string message = g.error_message.empty() ? "generation failed" : g.error_message;
     return "data: " + openai_error_body(500, message, "generation_failed") + "\n\ndata: [DONE]\n\n";
   }
-  json chunk = chunk_base(g);
+  json chunk = chat_chunk_base(g);
   chunk["choices"] = json::array({{{"index", 0},
                                    {"delta", json::object()},
                                    {"logprobs", nullptr},
@@ -204,7 +198,7 @@ std::string openai_chat_final_chunks(const Generation& g, const EngineEvent& fin
   if (g.include_usage) chunk["usage"] = nullptr;
   std::string out = event(chunk);
   if (g.include_usage) {
-    json usage_chunk = chunk_base(g);
+    json usage_chunk = chat_chunk_base(g);
     usage_chunk["choices"] = json::array();
     usage_chunk["usage"] = openai_usage(finished, g.prompt_tokens);
     out += event(usage_chunk);
