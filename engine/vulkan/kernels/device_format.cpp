@@ -163,28 +163,30 @@ void convert_q5_k(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* s
   }
 }
 
-// Q6_K (210 bytes: ql[128], qh[64], scales[16] int8, d), widened to one int8 (q - 32) per weight in
-// element order (decoding 6-bit values in the kernels cost more than the bytes saved; see
-// weight_blocks.glsl). Side record (2 uvec4): the 16 int8 scales, then d.
+// Q6_K (210 bytes: ql[128], qh[64], scales[16] int8, d). Quants: the low nibbles as a 4-bit plane.
+// Side record (6 uvec4): the 16 int8 scales; per group two words whose bits 2e, 2e + 1 (of word
+// e / 16) are element e's two high bits; then d. ggml: group g is half n = g / 4, quarter k = g % 4,
+// whose element l takes the low (k < 2) or high nibble of ql[64n + 32(k % 2) + l] and bits 2k.. of
+// qh[32n + l].
 void convert_q6_k(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
   for (uint64_t sb = 0; sb < cols / 256; ++sb) {
     const uint8_t* blk = src + sb * 210;
-    uint8_t* rec = side + 32 * sb;
+    uint8_t* rec = side + 96 * sb;
     std::memcpy(rec, blk + 192, 16);
-    std::memcpy(rec + 16, blk + 208, 2);
-    int8_t* q = reinterpret_cast<int8_t*>(quants + 256 * sb);
-    // ggml: in each half n of 128, element 32k + l (k = 0..3) takes the low (k < 2) or high nibble
-    // of ql[64n + 32(k % 2) + l] and bits 2k.. of qh[32n + l].
-    for (int n = 0; n < 2; ++n) {
-      const uint8_t* ql = blk + 64 * n;
+    std::memcpy(rec + 80, blk + 208, 2);
+    for (int g = 0; g < 8; ++g) {
+      const int n = g / 4, k = g % 4;
+      const uint8_t* ql = blk + 64 * n + 32 * (k % 2);
       const uint8_t* qh = blk + 128 + 32 * n;
-      for (int k = 0; k < 4; ++k) {
-        for (int l = 0; l < 32; ++l) {
-          const int low = (ql[32 * (k % 2) + l] >> (4 * (k / 2))) & 15;
-          const int high = (qh[l] >> (2 * k)) & 3;
-          q[128 * n + 32 * k + l] = static_cast<int8_t>((low | (high << 4)) - 32);
-        }
+      int v[32];
+      uint32_t high[2] = {0, 0};
+      for (int l = 0; l < 32; ++l) {
+        v[l] = (ql[l] >> (4 * (k / 2))) & 15;
+        high[l / 16] |= static_cast<uint32_t>((qh[l] >> (2 * k)) & 3) << (2 * (l % 16));
       }
+      store_u32(rec + 16 + 8 * g, high[0]);
+      store_u32(rec + 20 + 8 * g, high[1]);
+      pack_group(v, quants + 16 * (8 * sb + g));
     }
   }
 }
@@ -203,7 +205,7 @@ const DeviceFormat kFormats[] = {
     {GgmlType::kQ3_K, "q3_k", 8, 256, 0, 16, 2, convert_q3_k},
     {GgmlType::kQ4_K, "q4_k", 9, 256, 0, 16, 1, convert_q4_k},
     {GgmlType::kQ5_K, "q5_k", 10, 256, 0, 16, 3, convert_q5_k},
-    {GgmlType::kQ6_K, "q6_k", 11, 256, 0, 32, 2, convert_q6_k},
+    {GgmlType::kQ6_K, "q6_k", 11, 256, 0, 16, 6, convert_q6_k},
 };
 constexpr uint32_t kSlotCount = 12;
 

@@ -38,12 +38,14 @@ struct WGroup {
 // Side record sizes in uvec4 per 256 weights (device_format.cpp side_uvec4).
 #if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0) || defined(WTYPE_Q4_K)
 #define SIDE_UVEC4 1u
-#elif defined(WTYPE_Q4_1) || defined(WTYPE_Q2_K) || defined(WTYPE_Q3_K) || defined(WTYPE_Q6_K)
+#elif defined(WTYPE_Q4_1) || defined(WTYPE_Q2_K) || defined(WTYPE_Q3_K)
 #define SIDE_UVEC4 2u
 #elif defined(WTYPE_Q5_0) || defined(WTYPE_Q5_K)
 #define SIDE_UVEC4 3u
 #elif defined(WTYPE_Q5_1)
 #define SIDE_UVEC4 4u
+#elif defined(WTYPE_Q6_K)
+#define SIDE_UVEC4 6u
 #endif
 #endif
 
@@ -94,33 +96,17 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
   }
 }
 uint x_index(uint c, uint i) { return c * 8u + i; }
-#elif defined(WTYPE_Q8_0) || defined(WTYPE_Q6_K)
-// int8 groups: 32 quants (2 uvec4) in element order; chunk k = bytes 8k .. 8k+7 = elements 8k .. 8k+7,
-// scaled by dm.x (chunks 0-1) or dm.y (chunks 2-3).
+#elif defined(WTYPE_Q8_0)
+// Q8_0: group = block g, 32 int8 quants (2 uvec4) in element order, one scale d (dm.x) for all 32;
+// chunk k = bytes 8k .. 8k+7 = elements 8k .. 8k+7.
 #define GROUP_CHUNKS 4u
-#if defined(WTYPE_Q8_0)
-// Q8_0: group = block g, one scale d for all 32.
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
   const uint base = group_base(row, g, 2u);
   return WGroup(w4[base], w4[base + 1u], vec4(half_from(sd.v[0], j)), uvec2(0u));
 }
-#else
-// Q6_K, widened at upload to one int8 (q - 32) per weight: decoding 6-bit values (nibble | 2 high
-// bits) took lavapipe 3.5-5.3x Q4_0's time on the same matrices (one kernel-bench run), far more
-// than the extra bytes cost.
-// Side record: 16 int8 scales, then d; the group's two sub-blocks of 16 take d * scale each.
-// weight = (d * scale) * (q - 32), as the CPU computes it.
-WGroup load_group(uint row, uint g, WSide sd, uint j) {
-  const float d = unpackHalf2x16(sd.v[1].x).x;
-  const uint base = group_base(row, g, 2u);
-  return WGroup(w4[base], w4[base + 1u],
-                vec4(d * float(byte_s(sd.v[0], 2u * j)), d * float(byte_s(sd.v[0], 2u * j + 1u)), 0.0, 0.0),
-                uvec2(0u));
-}
-#endif
 void dequant(WGroup wg, uint k, out float wv[8]) {
   const uvec4 q = k < 2u ? wg.q0 : wg.q1;
-  const float dl = k < 2u ? wg.dm.x : wg.dm.y;
+  const float dl = wg.dm.x;
   [[unroll]] for (uint h = 0u; h < 2u; ++h) {
     const uint word = q[(k & 1u) * 2u + h];
     [[unroll]] for (uint b = 0u; b < 4u; ++b) wv[4u * h + b] = dl * float(int(word << (24u - 8u * b)) >> 24);
@@ -212,6 +198,26 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
 #else
     wv[b] = dl * float(nibble_s(q, b));
 #endif
+  }
+}
+#elif defined(WTYPE_Q6_K)
+// Q6_K: weight = (d * scale) * (q - 32), q = nibble | 2 high bits << 4, as the CPU computes it.
+// Side record: 16 int8 scales (sub-blocks of 16: dm.x for slots 0..3, dm.z for 4..7), per group a
+// uvec2 of high bits (element e at bits 2(e % 16) of word e / 16, so a chunk's low slots are all in
+// hi.x and its high slots in hi.y), then d.
+WGroup load_group(uint row, uint g, WSide sd, uint j) {
+  const float d = unpackHalf2x16(sd.v[5].x).x;
+  // Selects, not sd.v[1u + (j >> 1)]: a dynamic index into the side array puts it in memory.
+  const uvec4 pair = j < 4u ? (j < 2u ? sd.v[1] : sd.v[2]) : (j < 6u ? sd.v[3] : sd.v[4]);
+  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u),
+                vec4(d * float(byte_s(sd.v[0], 2u * j)), 0.0, d * float(byte_s(sd.v[0], 2u * j + 1u)), 0.0),
+                (j & 1u) != 0u ? pair.zw : pair.xy);
+}
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  const uint q = wg.q0[k];
+  [[unroll]] for (uint b = 0u; b < 8u; ++b) {
+    const uint high = ((b < 4u ? wg.hi.x : wg.hi.y) >> (8u * k + 2u * (b & 3u))) & 3u;
+    wv[b] = (b < 4u ? wg.dm.x : wg.dm.z) * float(int(nibble_u(q, b) | (high << 4)) - 32);
   }
 }
 #elif defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
