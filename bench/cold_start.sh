@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cold vs warm start of vkstreamd: seconds until the socket answers (READY) and until a first
 # one-token greedy request completes, first with an empty private cache, then with the cache the
-# first start left (pipeline cache + Mesa shader cache under $XDG_CACHE_HOME/vkstream).
+# first start left (pipeline cache + Mesa shader cache under $XDG_CACHE_HOME/vkstream). On Vulkan
+# (--vulkan) even where the backend rule would pick the CPU reference: the pipelines are what it times.
 #   bench/cold_start.sh [BUILD_DIR] [MODEL]   (run from the project root)
 set -eu
 B=${1:-build}
@@ -12,7 +13,7 @@ export XDG_CACHE_HOME=$T/cache MESA_SHADER_CACHE_DIR=
 start() {
   local t0 t1 t2
   t0=$(date +%s.%N)
-  "$B/server/vkstreamd" --model "$M" --socket "$T/s.sock" --router "ipc://$T/r.zmq" --pub "ipc://$T/p.zmq" >"$T/log.$1" 2>&1 &
+  "$B/server/vkstreamd" --model "$M" --vulkan --socket "$T/s.sock" --router "ipc://$T/r.zmq" --pub "ipc://$T/p.zmq" >"$T/log.$1" 2>&1 &
   local pid=$!
   until "$B/clients/cli/vkstream" hello --socket "$T/s.sock" >/dev/null 2>&1; do sleep 0.05; done
   t1=$(date +%s.%N)
