@@ -1,5 +1,5 @@
-// The attention-side kernels (rope_f32, kv_write_f16, attn_f16) against plain C++ references on
-// awkward sizes, plus the batch invariance of attention.
+// The attention-side kernels (rope_kv_f16, attn_f16) against plain C++ references on awkward sizes,
+// plus the batch invariance of attention.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -55,9 +55,27 @@ class RunnerKernels : public ::testing::Test {
     device_->submit_and_wait(cmd);
   }
 
+  // rope_kv_f16 over `rows`; absent pools and slots (no K/V heads) are one-word stand-ins.
+  void rope_kv(Buffer& rows, const std::vector<int32_t>& positions, const std::vector<float>& freqs, Buffer* k_pool,
+               Buffer* v_pool, const std::vector<int32_t>& slots, const gpu::RopeKvParams& p) {
+    Buffer pb = make(positions), fb = make(freqs), sb = make(slots);
+    Buffer stand_in = make(std::vector<uint32_t>(1));
+    const RopeKvBindings b{rows.view(), pb.view(), fb.view(), (k_pool ? *k_pool : stand_in).view(),
+                           (v_pool ? *v_pool : stand_in).view(), sb.view()};
+    run([&](CommandBuffer& cmd) { record_rope_kv(cmd, *kernels_, b, p); });
+  }
+
   std::optional<Device> device_;
   std::optional<KernelRegistry> kernels_;
 };
+
+// Parameters of a rope over n_heads Q heads at col_offset, with no K/V heads.
+gpu::RopeKvParams rope_only(int n_tokens, int n_heads, int head_dim, int rope_dim, int row_stride, int col_offset,
+                            float scale, uint32_t mode) {
+  return gpu::RopeKvParams{static_cast<uint32_t>(n_tokens), static_cast<uint32_t>(n_heads), 0,
+                           static_cast<uint32_t>(head_dim), static_cast<uint32_t>(rope_dim),
+                           static_cast<uint32_t>(row_stride), static_cast<uint32_t>(col_offset), 0, 0, 0, scale, mode};
+}
 
 // Halves packed two per uint (element 2i low) <-> plain halves.
 std::vector<uint32_t> pack_halves(const std::vector<uint16_t>& h) {
@@ -107,11 +125,9 @@ TEST_F(RunnerKernels, RopeMatchesReference) {
     table_params.rope_dim = static_cast<size_t>(c.rope_dim);
     table_params.freq_base = c.base;
     table_params.freq_factors = factors.empty() ? nullptr : factors.data();
-    Buffer xb = make(x), pb = make(pos), fb = make(ref::rope_frequencies(table_params));
-    const gpu::RopeParams p{static_cast<uint32_t>(c.n_tokens), static_cast<uint32_t>(c.n_heads),
-                            static_cast<uint32_t>(c.head_dim), static_cast<uint32_t>(c.rope_dim),
-                            static_cast<uint32_t>(c.row_stride), static_cast<uint32_t>(c.col_offset), c.scale, c.mode};
-    run([&](CommandBuffer& cmd) { record_rope(cmd, *kernels_, xb.view(), pb.view(), fb.view(), p); });
+    Buffer xb = make(x);
+    rope_kv(xb, pos, ref::rope_frequencies(table_params), nullptr, nullptr, {0},
+            rope_only(c.n_tokens, c.n_heads, c.head_dim, c.rope_dim, c.row_stride, c.col_offset, c.scale, c.mode));
     std::vector<float> got = read<float>(xb, x.size());
     std::vector<float> want = x;
     test::rope_ref(want, c.n_tokens, c.row_stride, c.col_offset, c.n_heads, c.head_dim, c.rope_dim, pos, c.base, c.scale,
@@ -149,11 +165,9 @@ TEST_F(RunnerKernels, RopeMatchesTheCpuBackendAtLongPositions) {
       rp.freq_base = base;
       rp.freq_scale = 1.0f;
       rp.mode = mode == VKS_ROPE_MODE_NEOX ? RopeMode::kNeox : RopeMode::kNorm;
-      Buffer xb = make(x), pb = make(pos), fb = make(ref::rope_frequencies(rp));
-      const gpu::RopeParams p{static_cast<uint32_t>(n_tokens), static_cast<uint32_t>(n_heads),
-                              static_cast<uint32_t>(head_dim), static_cast<uint32_t>(rope_dim),
-                              static_cast<uint32_t>(row_stride), 0, 1.0f, mode};
-      run([&](CommandBuffer& cmd) { record_rope(cmd, *kernels_, xb.view(), pb.view(), fb.view(), p); });
+      Buffer xb = make(x);
+      rope_kv(xb, pos, ref::rope_frequencies(rp), nullptr, nullptr, {0},
+              rope_only(n_tokens, n_heads, head_dim, rope_dim, row_stride, 0, 1.0f, mode));
       const std::vector<float> got = read<float>(xb, x.size());
       std::vector<float> want = x;
       for (int t = 0; t < n_tokens; ++t) {
@@ -164,8 +178,10 @@ TEST_F(RunnerKernels, RopeMatchesTheCpuBackendAtLongPositions) {
   }
 }
 
+// No rotation (rope_dim 0): K and V rows stored as halves at each token's slot, exactly.
 TEST_F(RunnerKernels, KvWriteMatchesReference) {
-  const int n_tokens = 11, kv_dim = 30, row_stride = 83, k_offset = 7, v_offset = 41, n_slots = 48;
+  const int n_tokens = 11, n_kv_heads = 3, head_dim = 10, kv_dim = n_kv_heads * head_dim, row_stride = 83;
+  const int k_offset = 7, v_offset = 41, n_slots = 48;
   std::vector<float> src = random_floats(static_cast<size_t>(n_tokens * row_stride), 7, -3.0f, 3.0f);
   std::vector<int32_t> slots(n_slots);
   std::iota(slots.begin(), slots.end(), 0);
@@ -174,9 +190,10 @@ TEST_F(RunnerKernels, KvWriteMatchesReference) {
   slots[4] = n_slots + 5;  // out of range: must be skipped, never written
 
   std::vector<uint16_t> k_want(static_cast<size_t>(n_slots * kv_dim), 0x1234), v_want = k_want;
-  Buffer srcb = make(src), kb = make(pack_halves(k_want)), vb = make(pack_halves(v_want)), sb = make(slots);
-  const gpu::KvWriteParams p{n_tokens, kv_dim, row_stride, k_offset, v_offset, n_slots};
-  run([&](CommandBuffer& cmd) { record_kv_write(cmd, *kernels_, srcb.view(), kb.view(), vb.view(), sb.view(), p); });
+  Buffer srcb = make(src), kb = make(pack_halves(k_want)), vb = make(pack_halves(v_want));
+  const gpu::RopeKvParams p{n_tokens, 0, n_kv_heads, head_dim, 0, row_stride, 0, k_offset, v_offset, n_slots, 1.0f,
+                            VKS_ROPE_MODE_NORM};
+  rope_kv(srcb, std::vector<int32_t>(n_tokens, 0), {0.0f}, &kb, &vb, slots, p);
 
   std::vector<int32_t> ref_slots = slots;
   std::vector<float> ref_src = src;
@@ -188,6 +205,69 @@ TEST_F(RunnerKernels, KvWriteMatchesReference) {
   for (size_t i = 0; i < k_want.size(); ++i) {
     ASSERT_EQ(k_got[i], k_want[i]) << "K half " << i;
     ASSERT_EQ(v_got[i], v_want[i]) << "V half " << i;
+  }
+  EXPECT_EQ(read<float>(srcb, src.size()), src) << "the rows are only read";
+}
+
+// The whole of one layer's use: Q rotated in place, K rotated into the K pool, V into the V pool,
+// against rope_ref then kv_write_ref. GQA heads, partial rotation, padded rows, an invalid slot.
+TEST_F(RunnerKernels, RopeKvMatchesRopeThenKvWrite) {
+  const int n_tokens = 9, n_q = 6, n_kv = 2, head_dim = 12, rope_dim = 8, n_slots = 32;
+  const int q_offset = 3, k_offset = q_offset + n_q * head_dim, v_offset = k_offset + n_kv * head_dim;
+  const int row_stride = v_offset + n_kv * head_dim + 5, kv_dim = n_kv * head_dim;
+  for (const uint32_t mode : {uint32_t{VKS_ROPE_MODE_NORM}, uint32_t{VKS_ROPE_MODE_NEOX}}) {
+    const std::vector<float> rows = random_floats(static_cast<size_t>(n_tokens * row_stride), 21 + mode);
+    std::vector<int32_t> pos(n_tokens), slots(n_tokens);
+    for (int t = 0; t < n_tokens; ++t) {
+      pos[static_cast<size_t>(t)] = 37 * t + 5;
+      slots[static_cast<size_t>(t)] = (7 * t + 3) % n_slots;
+    }
+    slots[6] = -1;  // skipped: the pools keep their fill there
+    ref::RopeParams rp;
+    rp.rope_dim = rope_dim;
+    rp.freq_base = 10000.0f;
+    std::vector<uint16_t> pool_fill(static_cast<size_t>(n_slots * kv_dim), 0x3c00);  // 1.0
+    Buffer rb = make(rows), kb = make(pack_halves(pool_fill)), vb = make(pack_halves(pool_fill));
+    rope_kv(rb, pos, ref::rope_frequencies(rp), &kb, &vb, slots,
+            gpu::RopeKvParams{n_tokens, n_q, n_kv, head_dim, rope_dim, row_stride, q_offset, k_offset, v_offset,
+                              n_slots, 1.0f, mode});
+
+    // Rows: Q rotated, everything else (K, V, padding before and after) as it was.
+    std::vector<float> want_rows = rows;
+    test::rope_ref(want_rows, n_tokens, row_stride, q_offset, n_q, head_dim, rope_dim, pos, 10000.0f, 1.0f, mode);
+    const std::vector<float> got_rows = read<float>(rb, rows.size());
+    EXPECT_LT(normalized_error(got_rows, want_rows), 2e-5) << "mode " << mode;
+    for (int t = 0; t < n_tokens; ++t) {
+      for (int col = 0; col < row_stride; ++col) {
+        if (col >= q_offset && col < k_offset) continue;
+        const size_t at = static_cast<size_t>(t * row_stride + col);
+        ASSERT_EQ(got_rows[at], rows[at]) << "token " << t << " col " << col;
+      }
+    }
+    // Pools: K from the rotated rows (halves within rounding of the float rotation), V exact.
+    std::vector<float> rotated_k = rows;
+    test::rope_ref(rotated_k, n_tokens, row_stride, k_offset, n_kv, head_dim, rope_dim, pos, 10000.0f, 1.0f, mode);
+    std::vector<uint16_t> k_want = pool_fill, v_want = pool_fill;
+    std::vector<int32_t> ref_slots = slots;
+    ref_slots.erase(ref_slots.begin() + 6);
+    rotated_k.erase(rotated_k.begin() + 6 * row_stride, rotated_k.begin() + 7 * row_stride);
+    test::kv_write_ref(rotated_k, n_tokens - 1, kv_dim, row_stride, k_offset, v_offset, ref_slots, k_want, v_want);
+    const std::vector<uint16_t> k_got = unpack_halves(read<uint32_t>(kb, k_want.size() / 2));
+    const std::vector<uint16_t> v_got = unpack_halves(read<uint32_t>(vb, v_want.size() / 2));
+    std::vector<float> k_got_f, k_want_f;
+    for (size_t i = 0; i < k_want.size(); ++i) {
+      k_got_f.push_back(fp16_to_fp32(k_got[i]));
+      k_want_f.push_back(fp16_to_fp32(k_want[i]));
+      ASSERT_EQ(v_got[i], v_want[i]) << "V half " << i;
+    }
+    EXPECT_LT(normalized_error(k_got_f, k_want_f), 1e-3) << "mode " << mode;  // half rounding of either side
+    for (int s = 0; s < n_slots; ++s) {
+      const bool written = std::find(ref_slots.begin(), ref_slots.end(), s) != ref_slots.end();
+      if (written) continue;
+      for (int j = 0; j < kv_dim; ++j) {
+        ASSERT_EQ(k_got[static_cast<size_t>(s * kv_dim + j)], 0x3c00) << "slot " << s << " was written";
+      }
+    }
   }
 }
 

@@ -6,19 +6,11 @@
 
 namespace vks::vk {
 
-void record_rope(CommandBuffer& cmd, KernelRegistry& kernels, BufferView data, BufferView positions,
-                 BufferView freqs, const gpu::RopeParams& p) {
-  const uint64_t pairs = uint64_t{p.n_heads} * (p.rope_dim / 2);
-  if (pairs == 0 || p.n_tokens == 0) return;
-  cmd.dispatch(kernels.get("rope_f32"), {data, positions, freqs}, p,
-               Groups{static_cast<uint32_t>(ceil_div(pairs, VKS_ROPE_WG)), p.n_tokens, 1});
-}
-
-void record_kv_write(CommandBuffer& cmd, KernelRegistry& kernels, BufferView src, BufferView k_pool,
-                     BufferView v_pool, BufferView slot_mapping, const gpu::KvWriteParams& p) {
-  if (p.n_tokens == 0) return;
-  cmd.dispatch(kernels.get("kv_write_f16"), {src, k_pool, v_pool, slot_mapping}, p,
-               Groups{static_cast<uint32_t>(ceil_div(p.kv_dim / 2, VKS_KV_WRITE_WG)), p.n_tokens, 1});
+void record_rope_kv(CommandBuffer& cmd, KernelRegistry& kernels, const RopeKvBindings& b, const gpu::RopeKvParams& p) {
+  const uint64_t invocations = uint64_t{p.n_q_heads} * (p.rope_dim / 2) + uint64_t{p.n_kv_heads} * (p.head_dim / 2);
+  if (invocations == 0 || p.n_tokens == 0) return;
+  cmd.dispatch(kernels.get("rope_kv_f16"), {b.rows, b.positions, b.freqs, b.k_pool, b.v_pool, b.slot_mapping}, p,
+               Groups{static_cast<uint32_t>(ceil_div(invocations, VKS_ROPE_KV_WG)), p.n_tokens, 1});
 }
 
 void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b,

@@ -1,5 +1,5 @@
 #pragma once
-// Recording the attention-side kernels (rope_f32, kv_write_f16, attn_f16) into a command buffer.
+// Recording the attention-side kernels (rope_kv_f16, attn_f16) into a command buffer.
 // Parameters and the KV pool layout: engine/vulkan/shaders/attn_params.h.
 #include "engine/vulkan/core/command.h"
 #include "engine/vulkan/core/kernel.h"
@@ -7,15 +7,16 @@
 
 namespace vks::vk {
 
-// data: f32 rows [n_tokens][row_stride], rotated in place; positions: int32 [n_tokens];
-// freqs: f32 [rope_dim / 2], ref::rope_frequencies of the model (see RopeParams).
-void record_rope(CommandBuffer& cmd, KernelRegistry& kernels, BufferView data, BufferView positions,
-                 BufferView freqs, const gpu::RopeParams& p);
-
-// src: f32 rows [n_tokens][row_stride] holding K at k_offset and V at v_offset;
-// k_pool, v_pool: one layer's F16 pools; slot_mapping: int32 [n_tokens].
-void record_kv_write(CommandBuffer& cmd, KernelRegistry& kernels, BufferView src, BufferView k_pool,
-                     BufferView v_pool, BufferView slot_mapping, const gpu::KvWriteParams& p);
+struct RopeKvBindings {
+  BufferView rows;          // f32 [n_tokens][row_stride]: Q rotated in place, K and V read
+  BufferView positions;     // int32 [n_tokens]
+  BufferView freqs;         // f32 [rope_dim / 2], ref::rope_frequencies of the model
+  BufferView k_pool;        // one layer's F16 pools
+  BufferView v_pool;
+  BufferView slot_mapping;  // int32 [n_tokens]
+};
+// Rope on Q, rope on K into the K pool, V into the V pool: one dispatch (see RopeKvParams).
+void record_rope_kv(CommandBuffer& cmd, KernelRegistry& kernels, const RopeKvBindings& b, const gpu::RopeKvParams& p);
 
 struct AttnBindings {
   BufferView q;             // f32 [n_tokens][q_stride]

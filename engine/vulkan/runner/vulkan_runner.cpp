@@ -136,7 +136,7 @@ VulkanRunner::~VulkanRunner() {
 // Builds, at start-up, the pipelines this model's forward pass uses (and only those: on a CPU
 // device every pipeline is an LLVM compile).
 void VulkanRunner::create_pipelines() {
-  std::set<std::string> names{"rmsnorm_f32", "swiglu_f32", "argmax_f32", "rope_f32", "kv_write_f16"};
+  std::set<std::string> names{"rmsnorm_f32", "swiglu_f32", "argmax_f32", "rope_kv_f16"};
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
     if (L.bqkv.valid()) names.insert("bias_add_f32");
   }
@@ -246,14 +246,15 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) 
     mark(cmd, "norm.qk");
     barrier(cmd);
   }
-  vk::record_rope(cmd, *kernels_, qkv_.view(), positions_.device.view(), weights_->rope_freqs.view(),
-                  gpu::RopeParams{n, c.n_heads + c.n_kv_heads, c.head_dim, c.rope_dim, qkv_s_, 0, c.rope_freq_scale,
-                                  c.rope_mode == RopeMode::kNeox ? uint32_t{VKS_ROPE_MODE_NEOX} : uint32_t{VKS_ROPE_MODE_NORM}});
-  mark(cmd, "rope");
-  barrier(cmd);
-  vk::record_kv_write(cmd, *kernels_, qkv_.view(), kv_->k(l), kv_->v(l), slots_.device.view(),
-                      gpu::KvWriteParams{n, kv_dim, qkv_s_, q_dim, q_dim + kv_dim, kv_->n_slots()});
-  mark(cmd, "kv_write");
+  // Rope on Q in place, rope on K into the cache, V into the cache: one dispatch.
+  vk::record_rope_kv(cmd, *kernels_,
+                     vk::RopeKvBindings{qkv_.view(), positions_.device.view(), weights_->rope_freqs.view(), kv_->k(l),
+                                        kv_->v(l), slots_.device.view()},
+                     gpu::RopeKvParams{n, c.n_heads, c.n_kv_heads, c.head_dim, c.rope_dim, qkv_s_, 0, q_dim,
+                                       q_dim + kv_dim, kv_->n_slots(), c.rope_freq_scale,
+                                       c.rope_mode == RopeMode::kNeox ? uint32_t{VKS_ROPE_MODE_NEOX}
+                                                                      : uint32_t{VKS_ROPE_MODE_NORM}});
+  mark(cmd, "rope_kv");
   barrier(cmd);
   gpu::AttnParams ap{};
   ap.n_tokens = n;

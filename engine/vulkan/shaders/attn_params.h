@@ -1,5 +1,5 @@
-// Push-constant parameters of the attention-side kernels (rope, KV write, paged attention),
-// shared by C++ (engine/vulkan/runner) and GLSL (shaders/{rope,kv,attn}*.comp). Only 32-bit
+// Push-constant parameters of the attention-side kernels (rope + KV write, paged attention),
+// shared by C++ (engine/vulkan/runner) and GLSL (shaders/{rope_kv,attn}*.comp). Only 32-bit
 // scalars, so the C++ layout equals GLSL's std430 push-constant layout.
 //
 // Paged KV cache layout (one K pool and one V pool per layer, F16):
@@ -29,37 +29,31 @@ using uint = uint32_t;
 // attn_f16 keeps its loop count under VKS_LAVAPIPE_LOOP_BUDGET (shader_params.h).
 // Heads per workgroup of the attention kernel (one invocation per (token, head)).
 #define VKS_ATTN_HEADS_PER_GROUP 8
-#define VKS_ROPE_WG 64
-#define VKS_KV_WRITE_WG 64
+#define VKS_ROPE_KV_WG 64
 
-// Rotary embedding as llama.cpp applies it, in place on rows of an f32 buffer. Pair i of a head
-// (i < rope_dim/2) is rotated by theta = pos * freqs[i] * freq_scale, freqs[i] being
-// freq_base^(-2i/rope_dim) / factor[i] (llama 3 rope_freqs.weight, else 1) computed on the host
-// (ref::rope_frequencies) so that no device pow() enters the angle; its elements are (2i, 2i+1) in
-// NORM mode (llama) and (i, i + rope_dim/2) in NEOX mode (qwen2, qwen3).
-// Dispatch: (ceil(n_heads * rope_dim/2 / VKS_ROPE_WG), n_tokens, 1).
+// Rotary embedding as llama.cpp applies it, and the K/V cache write, in one dispatch (rope_kv_f16):
+// Q heads are rotated in place; K heads are rotated on their way into the layer's F16 K pool and V
+// copied into the V pool, at each token's slot. Pair i of a head (i < rope_dim/2) is rotated by
+// theta = pos * freqs[i] * freq_scale, freqs[i] being freq_base^(-2i/rope_dim) / factor[i] (llama 3
+// rope_freqs.weight, else 1) computed on the host (ref::rope_frequencies) so that no device pow()
+// enters the angle; its elements are (2i, 2i+1) in NORM mode (llama) and (i, i + rope_dim/2) in NEOX
+// mode (qwen2, qwen3). Elements past rope_dim pass through.
+// Dispatch: (ceil((n_q_heads * rope_dim/2 + n_kv_heads * head_dim/2) / VKS_ROPE_KV_WG), n_tokens, 1).
 #define VKS_ROPE_MODE_NORM 0
 #define VKS_ROPE_MODE_NEOX 1
-struct RopeParams {
+struct RopeKvParams {
   uint n_tokens;
-  uint n_heads;     // heads rotated per row (q heads + k heads when Q|K|V share a row)
-  uint head_dim;
-  uint rope_dim;    // rotated dims per head (even, <= head_dim); the rest pass through
+  uint n_q_heads;   // heads rotated in place (0: none)
+  uint n_kv_heads;  // K/V heads written to the pools (0: none)
+  uint head_dim;    // even
+  uint rope_dim;    // rotated dims per head (even, <= head_dim)
   uint row_stride;  // floats between consecutive tokens' rows
-  uint col_offset;  // float index of head 0 within a row
+  uint q_offset;    // float index of Q head 0 within a row
+  uint k_offset;    // float index of K head 0 within a row
+  uint v_offset;    // float index of V within a row
+  uint n_slots;     // slots in each pool (num_blocks * block_size): out-of-range slots are skipped
   float freq_scale;
   uint mode;  // VKS_ROPE_MODE_*
-};
-
-// Writes each token's K and V rows (f32) into the layer's F16 pools at its slot.
-// Dispatch: (ceil(kv_dim/2 / VKS_KV_WRITE_WG), n_tokens, 1).
-struct KvWriteParams {
-  uint n_tokens;
-  uint kv_dim;      // n_kv_heads * head_dim (even)
-  uint row_stride;  // floats between consecutive tokens' rows of the source
-  uint k_offset;    // float index of K within a source row
-  uint v_offset;    // float index of V within a source row
-  uint n_slots;     // slots in each pool (num_blocks * block_size): out-of-range slots are skipped
 };
 
 // Paged attention over a flattened batch: token t, head h attends to positions
