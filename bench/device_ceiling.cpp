@@ -103,6 +103,25 @@ DeviceCeiling measure_device_ceiling(const vk::Device& device, vk::KernelRegistr
     });
     c.fma_gflops = double(n_groups) * 8 * iterations * 64 / s / 1e9;
   }
+
+  // Dispatch floor: near-empty dispatches of the FMA probe (no iterations), each followed by a
+  // compute barrier as a runner step records them; 64 per submit, so the submit's own cost is
+  // shared. With one workgroup and with 16 (lavapipe runs a single workgroup on the submitting
+  // thread but hands several to its worker threads).
+  {
+    const vk::Kernel& fma = kernels.get("probe_fma_f32");
+    constexpr int kDispatches = 64;
+    ProbeParams p{0, 0, 0, 0};
+    for (const uint32_t groups : {1u, 16u}) {
+      const double s = best_seconds(device, options.trials, [&](vk::CommandBuffer& cmd) {
+        for (int i = 0; i < kDispatches; ++i) {
+          cmd.dispatch(fma, {data.view(), out.view()}, p, vk::Groups{groups, 1, 1});
+          cmd.barrier(vk::Stage::kCompute, vk::Stage::kCompute);
+        }
+      });
+      (groups == 1 ? c.dispatch_us : c.dispatch_spread_us) = s / kDispatches * 1e6;
+    }
+  }
   return c;
 }
 

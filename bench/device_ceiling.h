@@ -2,7 +2,9 @@
 // What the selected Vulkan device can do at best, measured in the same run as a benchmark so every
 // kernel or runner figure can be printed as a ratio to it (machines here are shared and noisy:
 // absolute numbers drift, ratios measured together hold). Probes: streaming read GB/s (best of a
-// few access patterns) and FMA GFLOP/s, with the bench-only probe_*.comp kernels.
+// few access patterns), FMA GFLOP/s and the fixed cost of one dispatch, with the bench-only
+// probe_*.comp kernels.
+#include <cstdint>
 #include <string>
 
 #include "engine/vulkan/core/device.h"
@@ -16,6 +18,9 @@ struct DeviceCeiling {
   double run_read_gbs = 0;      // each invocation streams its own contiguous run (best run length)
   double coalesced_read_gbs = 0;  // neighbouring invocations read neighbouring words
   double fma_gflops = 0;        // register-only FMA chains
+  double dispatch_us = 0;         // a near-empty dispatch of one workgroup and the barrier after it
+  double dispatch_spread_us = 0;  // the same with 16 workgroups: the floor of a dispatch whose
+                                  // groups the device spreads over its cores, whatever their work
 };
 
 struct CeilingOptions {
@@ -26,6 +31,11 @@ struct CeilingOptions {
 
 DeviceCeiling measure_device_ceiling(const vk::Device& device, vk::KernelRegistry& kernels,
                                      const CeilingOptions& options = {});
+
+// Floor of a step that records `dispatches` dispatches of several workgroups each, in ms.
+inline double dispatch_floor_ms(const DeviceCeiling& c, uint32_t dispatches) {
+  return c.dispatch_spread_us * dispatches / 1e3;
+}
 
 // "GB/s 3.42 = 0.84 of the device's streaming read" style ratio; 0 when the ceiling is unknown.
 inline double ratio(double value, double ceiling) { return ceiling > 0 ? value / ceiling : 0.0; }

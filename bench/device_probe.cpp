@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
     std::printf("read, coalesced (GPU idiom):          %8.2f GB/s\n", c.coalesced_read_gbs);
     std::printf("streaming read ceiling:               %8.2f GB/s (%s)\n", c.read_gbs, c.read_pattern.c_str());
     std::printf("FMA ceiling:                          %8.2f GFLOP/s\n", c.fma_gflops);
+    std::printf("dispatch + barrier, 1 workgroup:      %8.1f us\n", c.dispatch_us);
+    std::printf("dispatch + barrier, 16 workgroups:    %8.1f us\n", c.dispatch_spread_us);
     return 0;
   } catch (const vks::Error& e) {
     std::fprintf(stderr, "error [%s]: %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());

@@ -91,8 +91,9 @@ int run(int argc, char** argv) {
               device.info().driver.c_str());
   // The device's own ceilings, measured in this run: every figure below is also a ratio to them.
   const bench::DeviceCeiling ceiling = bench::measure_device_ceiling(device, kernels);
-  std::printf("ceiling: streaming read %.2f GB/s (%s), FMA %.2f GFLOP/s\n", ceiling.read_gbs,
-              ceiling.read_pattern.c_str(), ceiling.fma_gflops);
+  std::printf("ceiling: streaming read %.2f GB/s (%s), FMA %.2f GFLOP/s, dispatch %.1f us (1 group) / %.1f us (16)\n",
+              ceiling.read_gbs, ceiling.read_pattern.c_str(), ceiling.fma_gflops, ceiling.dispatch_us,
+              ceiling.dispatch_spread_us);
   std::printf("%-6s %-11s %6s %-7s %10s %10s %9s %9s %12s %7s %7s\n", "type", "shape", "tokens", "kernel", "us/call",
               "weight MB", "GB/s", "GFLOP/s", "cpu-us/call", "read", "fma");
 

@@ -6,7 +6,9 @@
 // decode tokens/s at batch 1, and aggregate decode tokens/s at 4, 8 and 16 sequences. Each row also
 // gives the weight-matrix bandwidth and arithmetic it achieved as ratios to those ceilings: a step
 // streams every weight matrix once (bytes / step time vs the read ceiling) and does one
-// multiply-add per weight per token (2 * weights * tokens / step time vs the FMA ceiling).
+// multiply-add per weight per token (2 * weights * tokens / step time vs the FMA ceiling). For small
+// models, where the work is not the cost, each row gives the step's dispatches and its time as a ratio
+// to their fixed cost (dispatches x the probe's time for one near-empty 16-workgroup dispatch).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -91,8 +93,10 @@ int main(int argc, char** argv) {
                 path.c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.hidden_dim, c.vocab_size,
                 std::string(vks::ggml_type_name(model->weights().layers.at(0).wq.type)).c_str(), load_s);
 
-    std::printf("ceiling: streaming read %.2f GB/s (%s), FMA %.2f GFLOP/s (measured in this run)\n",
-                ceiling.read_gbs, ceiling.read_pattern.c_str(), ceiling.fma_gflops);
+    std::printf("ceiling: streaming read %.2f GB/s (%s), FMA %.2f GFLOP/s, dispatch + barrier %.1f us (1 workgroup) / "
+                "%.1f us (16) (measured in this run)\n",
+                ceiling.read_gbs, ceiling.read_pattern.c_str(), ceiling.fma_gflops, ceiling.dispatch_us,
+                ceiling.dispatch_spread_us);
     std::printf("weight matrices: %.1f MB, %.1f M weights streamed per step\n", matrices.bytes / 1e6,
                 matrices.weights / 1e6);
 
@@ -107,6 +111,7 @@ int main(int argc, char** argv) {
       if (r > 0) best = std::min(best, dt);
       bench.release(seqs);
     }
+    const uint32_t prefill_dispatches = runner.last_dispatch_count();
     if (profile) {
       runner.set_profiling(true);
       seqs.assign(1, BenchSeq{});
@@ -119,8 +124,10 @@ int main(int argc, char** argv) {
       std::string name;
       double tok_s, ms_step;
       int tokens_per_step;
+      uint32_t dispatches;
     };
-    std::vector<Row> rows{{fmt::format("prefill {} tokens", prompt), prompt / best, best * 1e3, prompt}};
+    std::vector<Row> rows{
+        {fmt::format("prefill {} tokens", prompt), prompt / best, best * 1e3, prompt, prefill_dispatches}};
     std::printf("prefill: %.2f tokens/s\n", prompt / best);
 
     for (int b : batches) {
@@ -130,7 +137,7 @@ int main(int argc, char** argv) {
       double total = 0;
       for (int i = 0; i < gen; ++i) total += bench.step(seqs, 1);
       rows.push_back({b == 1 ? "decode batch 1" : fmt::format("decode {} seqs (aggregate)", b), b * gen / total,
-                      total / gen * 1e3, b});
+                      total / gen * 1e3, b, runner.last_dispatch_count()});
       std::printf("decode x%d: %.2f tokens/s\n", b, b * gen / total);
       if (profile) {
         runner.set_profiling(true);
@@ -140,19 +147,24 @@ int main(int argc, char** argv) {
       }
       bench.release(seqs);
     }
-    std::printf("\n| %-28s | %10s | %9s | %8s | %7s | %8s | %7s |\n", "test", "tokens/s", "ms/step", "GB/s",
-                "x read", "GFLOP/s", "x FMA");
-    std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(30, '-').c_str(), std::string(12, '-').c_str(),
+    // x floor: the step's time over its dispatches' fixed cost (count x the probe's 16-workgroup
+    // dispatch time);
+    // near 1, the step is all dispatch overhead and only fewer dispatches make it faster.
+    std::printf("\n| %-28s | %10s | %9s | %8s | %7s | %8s | %7s | %10s | %7s |\n", "test", "tokens/s", "ms/step",
+                "GB/s", "x read", "GFLOP/s", "x FMA", "dispatches", "x floor");
+    std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(30, '-').c_str(), std::string(12, '-').c_str(),
                 std::string(11, '-').c_str(), std::string(10, '-').c_str(), std::string(9, '-').c_str(),
-                std::string(10, '-').c_str(), std::string(9, '-').c_str());
+                std::string(10, '-').c_str(), std::string(9, '-').c_str(), std::string(12, '-').c_str(),
+                std::string(9, '-').c_str());
     for (const Row& r : rows) {
       const double step_s = r.ms_step / 1e3;
       const double gbs = matrices.bytes / step_s / 1e9;
       const double gflops = 2.0 * matrices.weights * r.tokens_per_step / step_s / 1e9;
-      std::printf("| %-28s | %10.2f | %9.2f | %8.2f | %7.3f | %8.2f | %7.3f |\n", r.name.c_str(), r.tok_s, r.ms_step,
-                  gbs, vks::bench::ratio(gbs, ceiling.read_gbs), gflops, vks::bench::ratio(gflops, ceiling.fma_gflops));
+      const double floor_ms = vks::bench::dispatch_floor_ms(ceiling, r.dispatches);
+      std::printf("| %-28s | %10.2f | %9.2f | %8.2f | %7.3f | %8.2f | %7.3f | %10u | %7.2f |\n", r.name.c_str(),
+                  r.tok_s, r.ms_step, gbs, vks::bench::ratio(gbs, ceiling.read_gbs), gflops,
+                  vks::bench::ratio(gflops, ceiling.fma_gflops), r.dispatches, vks::bench::ratio(r.ms_step, floor_ms));
     }
-    std::printf("\ndispatches in the last step: %u\n", runner.last_dispatch_count());
   } catch (const vks::Error& e) {
     std::fprintf(stderr, "error (%s): %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());
     return 1;
