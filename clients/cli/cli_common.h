@@ -2,6 +2,7 @@
 // Pieces shared by the vkstream subcommands: exit codes, connection flags, sampling/stop flags.
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -18,6 +19,9 @@ inline constexpr int kExitError = 1;       // the request or the operation faile
 inline constexpr int kExitUsage = 2;       // bad command line
 inline constexpr int kExitNotRunning = 3;  // no daemon at the endpoint
 inline constexpr int kExitInterrupted = 130;  // Ctrl-C cancelled the generation (128 + SIGINT)
+
+// How long a streaming command waits for its next event before it checks for Ctrl-C again.
+inline constexpr std::chrono::milliseconds kEventPoll{100};
 
 // --socket PATH / --zmq ENDPOINT / --pub ENDPOINT / --timeout MS.
 struct ConnectionFlags {

@@ -15,8 +15,6 @@
 namespace vks::cli {
 namespace {
 
-constexpr std::chrono::milliseconds kPoll{100};
-
 struct ChatArgs {
   ConnectionFlags conn;
   SamplingFlags sampling;
@@ -47,7 +45,7 @@ Reply stream_reply(vkstream::Client& client, const vkstream::GenerateOptions& op
         // Already finished: its finished event is on its way.
       }
     }
-    std::optional<vkstream::Event> ev = client.next_event(accepted.id, kPoll);
+    std::optional<vkstream::Event> ev = client.next_event(accepted.id, kEventPoll);
     if (!ev) {
       if (std::chrono::steady_clock::now() - last_event > std::chrono::milliseconds(timeout_ms)) {
         throw vkstream::ClientError(vkstream::ErrorKind::kTimeout,

@@ -13,8 +13,6 @@
 namespace vks::cli {
 namespace {
 
-constexpr std::chrono::milliseconds kPoll{100};
-
 struct GenerateArgs {
   ConnectionFlags conn;
   SamplingFlags sampling;
@@ -58,7 +56,7 @@ StreamOutcome stream_request(vkstream::Client& client, const vkstream::GenerateO
         // Already finished: its finished event is on its way.
       }
     }
-    std::optional<vkstream::Event> ev = client.next_event(accepted.id, kPoll);
+    std::optional<vkstream::Event> ev = client.next_event(accepted.id, kEventPoll);
     if (!ev) {
       if (std::chrono::steady_clock::now() - last_event > std::chrono::milliseconds(timeout_ms)) {
         throw vkstream::ClientError(vkstream::ErrorKind::kTimeout,
