@@ -40,10 +40,10 @@ for ((r = 1; r <= rounds; ++r)); do
     echo "== round $r: vkstream, $m"
     timeout "$limit" "$B/bench/vks_bench_vulkan_runner" "$m" --prompt "$prompt" --gen "$gen" --reps "$reps" \
       --batches ${batches//,/ } 2>&1 | sed -n '/^ceiling/p;/^| /p'
-    [ "${PIPESTATUS[0]}" = 124 ] && echo "(no result within $limit s)"
+    if [ "${PIPESTATUS[0]}" = 124 ]; then echo "(no result within $limit s)"; fi
     echo "== round $r: llama.cpp Vulkan, $m"
     (cd "$nlc" && timeout "$limit" node "$root/tools/llama_cpp_refs/throughput.mjs" --model "$(realpath "$m")" \
       --gpu vulkan --prompt "$prompt" --gen "$gen" --reps "$reps" --batches "$batches") 2>&1 | tail -12
-    [ "${PIPESTATUS[0]}" = 124 ] && echo "(no result within $limit s)"
+    if [ "${PIPESTATUS[0]}" = 124 ]; then echo "(no result within $limit s)"; fi
   done
 done
