@@ -10,6 +10,7 @@
 #include "engine/common/error.h"
 #include "server/http/json_body.h"
 #include "server/http/json_error.h"
+#include "server/http/json_text.h"
 #include "server/http/ollama_api.h"
 #include "server/http/ollama_chat.h"
 #include "server/http/openai_api.h"
@@ -23,8 +24,6 @@ using http::HttpConnection;
 using http::HttpRequest;
 
 namespace {
-
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 bool is_ollama_path(const std::string& path) { return path.rfind("/api/", 0) == 0; }
 
@@ -113,7 +112,7 @@ void HttpFrontend::send_json(HttpConnection& c, int status, const json& body, co
   http::HttpResponse resp;
   resp.status = status;
   resp.headers.emplace_back("x-request-id", request_id);
-  resp.body = dump(body);
+  resp.body = http::compact_dump(body);
   c.respond(resp);
 }
 
@@ -438,7 +437,7 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
     if (ollama) {
       json last = chat ? http::ollama_chat_final(g, ev, /*with_text=*/false) : http::ollama_final(g, ev, /*with_text=*/false);
       if (ev.reason == FinishReason::kError) last["error"] = g.error_message.empty() ? "generation failed" : g.error_message;
-      c.send_chunk(dump(last) + "\n");
+      c.send_chunk(http::compact_dump(last) + "\n");
     } else {
       c.send_chunk(chat ? http::openai_chat_final_chunks(g, ev) : http::openai_final_chunks(g, ev));
     }
@@ -460,17 +459,17 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
   http::HttpResponse resp;
   resp.headers.emplace_back("x-request-id", g.id);
   switch (g.api) {
-    case http::Api::kOpenAiCompletion: resp.body = dump(http::openai_completion(g, ev)); break;
-    case http::Api::kOpenAiChat: resp.body = dump(http::openai_chat_completion(g, ev)); break;
-    case http::Api::kOllamaGenerate: resp.body = dump(http::ollama_final(g, ev, /*with_text=*/true)); break;
-    case http::Api::kOllamaChat: resp.body = dump(http::ollama_chat_final(g, ev, /*with_text=*/true)); break;
+    case http::Api::kOpenAiCompletion: resp.body = http::compact_dump(http::openai_completion(g, ev)); break;
+    case http::Api::kOpenAiChat: resp.body = http::compact_dump(http::openai_chat_completion(g, ev)); break;
+    case http::Api::kOllamaGenerate: resp.body = http::compact_dump(http::ollama_final(g, ev, /*with_text=*/true)); break;
+    case http::Api::kOllamaChat: resp.body = http::compact_dump(http::ollama_chat_final(g, ev, /*with_text=*/true)); break;
     case http::Api::kEmbed: {
       http::EmbedResult result;
       result.vectors = ev.embeddings;
       result.prompt_tokens = ev.usage.prompt_tokens > 0 ? ev.usage.prompt_tokens : g.prompt_tokens;
       result.total_ns =
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - g.started).count();
-      resp.body = dump(http::embeddings_answer(g.embed, g.model, result));
+      resp.body = http::compact_dump(http::embeddings_answer(g.embed, g.model, result));
       break;
     }
   }

@@ -106,10 +106,6 @@ ApiError bad_field(std::string message, std::string param, std::string code) {
   return ApiError{400, std::move(message), std::move(code), std::move(param), 0};
 }
 
-std::string compact_dump(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 std::string finish_reason_text(FinishReason reason) {
   switch (reason) {
     case FinishReason::kStop: return "stop";

@@ -17,6 +17,7 @@
 #include "protocol/limits.h"
 #include "protocol/requests.h"
 #include "protocol/responses.h"
+#include "server/http/json_text.h"
 
 namespace vks::http {
 
@@ -30,9 +31,6 @@ struct ApiError {
 
 // A 400 error about one request field (`param`, in the API's own names).
 ApiError bad_field(std::string message, std::string param, std::string code = "invalid_field");
-
-// One line of JSON for a response body or stream event; invalid UTF-8 is replaced, never thrown on.
-std::string compact_dump(const nlohmann::json& j);
 
 // The one model this daemon serves, as the HTTP APIs list it.
 struct ModelCatalogue {

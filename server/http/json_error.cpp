@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/http/json_text.h"
+
 namespace vks::http {
 
 std::string_view error_type_for_status(int status) {
@@ -23,14 +25,11 @@ std::string openai_error_body(int status, std::string_view message, std::string_
       {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::string(param))},
       {"code", std::string(code)},
   };
-  // Replace, not throw, on invalid UTF-8 (messages may quote what a client sent).
-  return nlohmann::json{{"error", std::move(error)}}.dump(-1, ' ', false,
-                                                          nlohmann::json::error_handler_t::replace);
+  return compact_dump(nlohmann::json{{"error", std::move(error)}});
 }
 
 std::string ollama_error_body(std::string_view message) {
-  return nlohmann::json{{"error", std::string(message)}}.dump(-1, ' ', false,
-                                                              nlohmann::json::error_handler_t::replace);
+  return compact_dump(nlohmann::json{{"error", std::string(message)}});
 }
 
 }  // namespace vks::http
