@@ -23,6 +23,21 @@ namespace {
 using test::normalized_error;
 using test::random_floats;
 
+// Halves packed two per uint (element 2i low) <-> plain halves.
+std::vector<uint32_t> pack_halves(const std::vector<uint16_t>& h) {
+  std::vector<uint32_t> out(h.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = h[2 * i] | (uint32_t{h[2 * i + 1]} << 16);
+  return out;
+}
+std::vector<uint16_t> unpack_halves(const std::vector<uint32_t>& p) {
+  std::vector<uint16_t> out(p.size() * 2);
+  for (size_t i = 0; i < p.size(); ++i) {
+    out[2 * i] = static_cast<uint16_t>(p[i] & 0xffffu);
+    out[2 * i + 1] = static_cast<uint16_t>(p[i] >> 16);
+  }
+  return out;
+}
+
 class RunnerKernels : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -44,6 +59,8 @@ class RunnerKernels : public ::testing::Test {
     device_->download(b, 0, out.data(), n * sizeof(T));
     return out;
   }
+  // n halves of a pool (stored two per uint).
+  std::vector<uint16_t> read_halves(const Buffer& b, size_t n) { return unpack_halves(read<uint32_t>(b, n / 2)); }
   template <class Record>
   void run(Record record) {
     CommandBuffer cmd = device_->create_command_buffer();
@@ -75,21 +92,6 @@ gpu::RopeKvParams rope_only(int n_tokens, int n_heads, int head_dim, int rope_di
   return gpu::RopeKvParams{static_cast<uint32_t>(n_tokens), static_cast<uint32_t>(n_heads), 0,
                            static_cast<uint32_t>(head_dim), static_cast<uint32_t>(rope_dim),
                            static_cast<uint32_t>(row_stride), static_cast<uint32_t>(col_offset), 0, 0, 0, scale, mode};
-}
-
-// Halves packed two per uint (element 2i low) <-> plain halves.
-std::vector<uint32_t> pack_halves(const std::vector<uint16_t>& h) {
-  std::vector<uint32_t> out(h.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = h[2 * i] | (uint32_t{h[2 * i + 1]} << 16);
-  return out;
-}
-std::vector<uint16_t> unpack_halves(const std::vector<uint32_t>& p) {
-  std::vector<uint16_t> out(p.size() * 2);
-  for (size_t i = 0; i < p.size(); ++i) {
-    out[2 * i] = static_cast<uint16_t>(p[i] & 0xffffu);
-    out[2 * i + 1] = static_cast<uint16_t>(p[i] >> 16);
-  }
-  return out;
 }
 
 struct RopeCase {
@@ -195,13 +197,8 @@ TEST_F(RunnerKernels, KvWriteMatchesReference) {
                             VKS_ROPE_MODE_NORM};
   rope_kv(srcb, std::vector<int32_t>(n_tokens, 0), {0.0f}, &kb, &vb, slots, p);
 
-  std::vector<int32_t> ref_slots = slots;
-  std::vector<float> ref_src = src;
-  ref_slots.erase(ref_slots.begin() + 4);
-  ref_src.erase(ref_src.begin() + 4 * row_stride, ref_src.begin() + 5 * row_stride);
-  test::kv_write_ref(ref_src, n_tokens - 1, kv_dim, row_stride, k_offset, v_offset, ref_slots, k_want, v_want);
-  const std::vector<uint16_t> k_got = unpack_halves(read<uint32_t>(kb, k_want.size() / 2));
-  const std::vector<uint16_t> v_got = unpack_halves(read<uint32_t>(vb, v_want.size() / 2));
+  test::kv_write_ref(src, n_tokens, kv_dim, row_stride, k_offset, v_offset, slots, k_want, v_want);
+  const std::vector<uint16_t> k_got = read_halves(kb, k_want.size()), v_got = read_halves(vb, v_want.size());
   for (size_t i = 0; i < k_want.size(); ++i) {
     ASSERT_EQ(k_got[i], k_want[i]) << "K half " << i;
     ASSERT_EQ(v_got[i], v_want[i]) << "V half " << i;
@@ -248,12 +245,8 @@ TEST_F(RunnerKernels, RopeKvMatchesRopeThenKvWrite) {
     std::vector<float> rotated_k = rows;
     test::rope_ref(rotated_k, n_tokens, row_stride, k_offset, n_kv, head_dim, rope_dim, pos, 10000.0f, 1.0f, mode);
     std::vector<uint16_t> k_want = pool_fill, v_want = pool_fill;
-    std::vector<int32_t> ref_slots = slots;
-    ref_slots.erase(ref_slots.begin() + 6);
-    rotated_k.erase(rotated_k.begin() + 6 * row_stride, rotated_k.begin() + 7 * row_stride);
-    test::kv_write_ref(rotated_k, n_tokens - 1, kv_dim, row_stride, k_offset, v_offset, ref_slots, k_want, v_want);
-    const std::vector<uint16_t> k_got = unpack_halves(read<uint32_t>(kb, k_want.size() / 2));
-    const std::vector<uint16_t> v_got = unpack_halves(read<uint32_t>(vb, v_want.size() / 2));
+    test::kv_write_ref(rotated_k, n_tokens, kv_dim, row_stride, k_offset, v_offset, slots, k_want, v_want);
+    const std::vector<uint16_t> k_got = read_halves(kb, k_want.size()), v_got = read_halves(vb, v_want.size());
     std::vector<float> k_got_f, k_want_f;
     for (size_t i = 0; i < k_want.size(); ++i) {
       k_got_f.push_back(fp16_to_fp32(k_got[i]));
@@ -262,7 +255,7 @@ TEST_F(RunnerKernels, RopeKvMatchesRopeThenKvWrite) {
     }
     EXPECT_LT(normalized_error(k_got_f, k_want_f), 1e-3) << "mode " << mode;  // half rounding of either side
     for (int s = 0; s < n_slots; ++s) {
-      const bool written = std::find(ref_slots.begin(), ref_slots.end(), s) != ref_slots.end();
+      const bool written = std::find(slots.begin(), slots.end(), s) != slots.end();
       if (written) continue;
       for (int j = 0; j < kv_dim; ++j) {
         ASSERT_EQ(k_got[static_cast<size_t>(s * kv_dim + j)], 0x3c00) << "slot " << s << " was written";

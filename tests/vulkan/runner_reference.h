@@ -34,11 +34,14 @@ inline void rope_ref(std::vector<float>& x, int n_tokens, int row_stride, int co
   }
 }
 
-// F16 pools as halves: pool[slot * kv_dim + j].
+// F16 pools as halves: pool[slot * kv_dim + j]. A token whose slot is outside the pools is skipped,
+// as the kernel skips it.
 inline void kv_write_ref(const std::vector<float>& src, int n_tokens, int kv_dim, int row_stride, int k_offset,
                          int v_offset, const std::vector<int32_t>& slots, std::vector<uint16_t>& k_pool,
                          std::vector<uint16_t>& v_pool) {
+  const int64_t n_slots = static_cast<int64_t>(k_pool.size() / static_cast<size_t>(kv_dim));
   for (int t = 0; t < n_tokens; ++t) {
+    if (slots[static_cast<size_t>(t)] < 0 || slots[static_cast<size_t>(t)] >= n_slots) continue;
     const size_t slot = static_cast<size_t>(slots[static_cast<size_t>(t)]);
     for (int j = 0; j < kv_dim; ++j) {
       k_pool[slot * static_cast<size_t>(kv_dim) + static_cast<size_t>(j)] =
