@@ -111,16 +111,18 @@ DeviceCeiling measure_device_ceiling(const vk::Device& device, vk::KernelRegistr
   {
     const vk::Kernel& fma = kernels.get("probe_fma_f32");
     constexpr int kDispatches = 64;
-    ProbeParams p{0, 0, 0, 0};
-    for (const uint32_t groups : {1u, 16u}) {
+    const ProbeParams p{0, 0, 0, 0};
+    const auto dispatch_us = [&](uint32_t groups) {
       const double s = best_seconds(device, options.trials, [&](vk::CommandBuffer& cmd) {
         for (int i = 0; i < kDispatches; ++i) {
           cmd.dispatch(fma, {data.view(), out.view()}, p, vk::Groups{groups, 1, 1});
           cmd.barrier(vk::Stage::kCompute, vk::Stage::kCompute);
         }
       });
-      (groups == 1 ? c.dispatch_us : c.dispatch_spread_us) = s / kDispatches * 1e6;
-    }
+      return s / kDispatches * 1e6;
+    };
+    c.dispatch_us = dispatch_us(1);
+    c.dispatch_spread_us = dispatch_us(16);
   }
   return c;
 }

@@ -148,8 +148,7 @@ int main(int argc, char** argv) {
       bench.release(seqs);
     }
     // x floor: the step's time over its dispatches' fixed cost (count x the probe's 16-workgroup
-    // dispatch time);
-    // near 1, the step is all dispatch overhead and only fewer dispatches make it faster.
+    // dispatch time); near 1, the step is all dispatch overhead and only fewer dispatches help.
     std::printf("\n| %-28s | %10s | %9s | %8s | %7s | %8s | %7s | %10s | %7s |\n", "test", "tokens/s", "ms/step",
                 "GB/s", "x read", "GFLOP/s", "x FMA", "dispatches", "x floor");
     std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(30, '-').c_str(), std::string(12, '-').c_str(),

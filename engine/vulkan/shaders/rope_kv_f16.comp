@@ -41,15 +41,17 @@ uvec2 pair_at(uint head_at, uint i) {
   return uvec2(at0, at0 + (neox ? p.rope_dim / 2u : 1u));
 }
 
+// The pair (x0, x1) rotated by the angle whose cos and sin are cs.
+vec2 rotate(float x0, float x1, vec2 cs) { return vec2(x0 * cs.x - x1 * cs.y, x0 * cs.y + x1 * cs.x); }
+
 // Element d of the head at `head_at`, rotated (d < rope_dim) or as it is.
 float rotated_element(uint head_at, uint d, int pos) {
   if (d >= p.rope_dim) return x[head_at + d];
   const uint half_rot = p.rope_dim / 2u;
   const uint i = p.mode == VKS_ROPE_MODE_NEOX ? (d < half_rot ? d : d - half_rot) : d / 2u;
   const uvec2 at = pair_at(head_at, i);
-  const vec2 cs = angle_cos_sin(pos, i);
-  const float x0 = x[at.x], x1 = x[at.y];
-  return at.x == head_at + d ? x0 * cs.x - x1 * cs.y : x0 * cs.y + x1 * cs.x;
+  const vec2 r = rotate(x[at.x], x[at.y], angle_cos_sin(pos, i));
+  return at.x == head_at + d ? r.x : r.y;
 }
 
 void main() {
@@ -65,10 +67,9 @@ void main() {
   if (id < q_pairs) {  // Q: rotate one pair in place
     const uint i = id % pairs_per_head;
     const uvec2 at = pair_at(row + p.q_offset + (id / pairs_per_head) * p.head_dim, i);
-    const vec2 cs = angle_cos_sin(pos, i);
-    const float x0 = x[at.x], x1 = x[at.y];
-    x[at.x] = x0 * cs.x - x1 * cs.y;
-    x[at.y] = x0 * cs.y + x1 * cs.x;
+    const vec2 r = rotate(x[at.x], x[at.y], angle_cos_sin(pos, i));
+    x[at.x] = r.x;
+    x[at.y] = r.y;
     return;
   }
   const int slot = slot_mapping[token];
