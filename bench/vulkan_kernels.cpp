@@ -3,7 +3,7 @@
 // 2048 x 5632, TinyLlama's FFN shapes), the weight bytes streamed per second and GFLOP/s.
 // Both kernel families run unless --kernels says otherwise (rows: matvec/matmul, lanes: matlanes).
 //   vks_bench_vulkan_kernels [--device SEL] [--types q4_0,q8_0,f16] [--tokens 1,2,4,8,16,64] [--reps N]
-//                            [--kernels rows,lanes]
+//                            [--kernels rows,lanes] [--shapes 5632x2048,64x64]
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -69,14 +69,29 @@ std::vector<uint8_t> random_matrix(GgmlType type, uint64_t rows, uint64_t cols) 
   return out;
 }
 
+std::vector<std::pair<uint64_t, uint64_t>> parse_shapes(const std::string& list) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (const std::string& item : split_list(list)) {
+    unsigned long long rows = 0, cols = 0;
+    char extra = 0;
+    if (std::sscanf(item.c_str(), "%llux%llu%c", &rows, &cols, &extra) != 2 || rows == 0 || cols == 0) {
+      throw Error(ErrorCode::kInvalidArgument, "shape " + item + " is not ROWSxCOLS");
+    }
+    out.emplace_back(rows, cols);
+  }
+  return out;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"vkstream core-kernel benchmark (matvec/matmul bandwidth)"};
   std::string device_sel, types = "q4_0,q8_0,f16", tokens = "1,2,4,8,16,64", families = "rows,lanes";
+  std::string shape_list = "5632x2048,2048x5632";
   int reps = 20;
   app.add_option("--device", device_sel, "device index or name substring (default: best / VKSTREAM_DEVICE)");
   app.add_option("--types", types, "weight types");
   app.add_option("--tokens", tokens, "token counts (rows family: <= 8 matvec, else matmul; lanes: one kernel)");
   app.add_option("--kernels", families, "matrix kernel families: rows (CPU devices' default), lanes (GPUs')");
+  app.add_option("--shapes", shape_list, "ROWSxCOLS matrices (small ones show a kernel's fixed cost)");
   app.add_option("--reps", reps, "dispatches timed per measurement")->check(CLI::Range(1, 10000));
   CLI11_PARSE(app, argc, argv);
 
@@ -97,7 +112,7 @@ int run(int argc, char** argv) {
   std::printf("%-6s %-11s %6s %-7s %10s %10s %9s %9s %12s %7s %7s\n", "type", "shape", "tokens", "kernel", "us/call",
               "weight MB", "GB/s", "GFLOP/s", "cpu-us/call", "read", "fma");
 
-  const std::pair<uint64_t, uint64_t> shapes[] = {{5632, 2048}, {2048, 5632}};
+  const std::vector<std::pair<uint64_t, uint64_t>> shapes = parse_shapes(shape_list);
   for (const std::string& type_name : split_list(types)) {
     const GgmlType type = parse_type(type_name);
     for (const auto& [rows, cols] : shapes) {

@@ -39,11 +39,16 @@ struct DeviceFormat {
   uint32_t float_bytes;            // float formats: bytes per stored element; 0 for blocked formats
   uint32_t quant_bytes_per_32;     // blocked formats: quant plane bytes per 32 weights
   uint32_t side_uvec4;             // blocked formats: side plane 16-byte units per 256 weights
+  // Rows per invocation of the rows family (ROW_SLOTS of matvec_/matmul_<suffix>.comp): a
+  // workgroup covers VKS_ROWS_LOCAL_SIZE * row_slots rows. More rows share each x load (on
+  // lavapipe every load costs the same per lane, whatever its width); fewer compile faster.
+  uint32_t row_slots;
   // Converts one row of `cols` weights from ggml layout into its quant-plane row and side-plane
   // row (both zero-initialised by the caller; side is null for float formats).
   void (*convert_row)(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side);
 
   bool blocked() const { return float_bytes == 0; }
+  uint32_t rows_per_group() const;  // rows family: rows one workgroup covers
   std::string kernel_name(WeightOp op) const;
 };
 

@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define WTYPE_F16
-#define LOCAL_SIZE 32u
+#define LOCAL_SIZE VKS_ROWS_LOCAL_SIZE
 #define ROW_SLOTS 8u
 #include "common_matmul.glsl"
 #include "matmul_main.glsl"

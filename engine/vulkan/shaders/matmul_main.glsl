@@ -1,4 +1,4 @@
-// main() of matmul_<type>: prefill batches, tiles of VKS_MATMUL_ROWS_PER_GROUP rows x
+// main() of matmul_<type>: prefill batches, tiles of LOCAL_SIZE x ROW_SLOTS rows x
 // VKS_MATMUL_TOKEN_TILE tokens per workgroup (grid y walks the token tiles).
 #define DOT_NAME dot_tokens_8
 #define DOT_R ROW_SLOTS

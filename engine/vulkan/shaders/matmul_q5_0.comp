@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define WTYPE_Q5_0
-#define LOCAL_SIZE 64u
+#define LOCAL_SIZE VKS_ROWS_LOCAL_SIZE
 #define ROW_SLOTS 4u
 #include "common_matmul.glsl"
 #include "matmul_main.glsl"

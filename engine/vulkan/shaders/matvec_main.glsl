@@ -1,5 +1,5 @@
-// main() of matvec_<type>: decode-sized batches. A workgroup covers VKS_MATVEC_ROWS_PER_GROUP rows
-// (LOCAL_SIZE invocations x ROW_SLOTS rows) and up to VKS_MATVEC_TOKEN_TILE tokens; the token
+// main() of matvec_<type>: decode-sized batches. A workgroup covers LOCAL_SIZE x ROW_SLOTS rows
+// (one per invocation and slot, see shader_params.h) and up to VKS_MATVEC_TOKEN_TILE tokens; the token
 // blocking is picked by the token count so that no work is spent on absent tokens.
 #define DOT_NAME dot_tokens_1
 #define DOT_R ROW_SLOTS

@@ -4,7 +4,7 @@
 // 4 rows per invocation (q4_0, q8_0 and q4_k take 16): at 16, lavapipe's cold compile of a Q4_K_M
 // model's pipelines took 31.6 s instead of 14.7 s, for no decode speed the runner bench could tell
 // apart from its noise.
-#define LOCAL_SIZE 64u
+#define LOCAL_SIZE VKS_ROWS_LOCAL_SIZE
 #define ROW_SLOTS 4u
 #include "common_matmul.glsl"
 #include "matvec_main.glsl"

@@ -18,12 +18,16 @@ namespace vks::vk::shader {
 using uint = uint32_t;
 #endif
 
-// matvec_<type> / matmul_<type> grids: x = ceil(rows / ROWS_PER_GROUP), y = ceil(n_tokens / TOKEN_TILE)
-// (row groups past 65,535 continue in z). Both accumulate every output in the same order (see
-// common_matmul.glsl); matlanes_<type> (below) has an order of its own.
-#define VKS_MATVEC_ROWS_PER_GROUP 256
+// matvec_<type> / matmul_<type> (the rows family, CPU devices' default): a workgroup is
+// VKS_ROWS_LOCAL_SIZE invocations, one SIMD vector of lavapipe on AVX2, each carrying ROW_SLOTS
+// rows (per type: DeviceFormat::row_slots), so it covers VKS_ROWS_LOCAL_SIZE * row_slots rows.
+// Small groups waste little on small matrices: a 64-row matrix in 256-row groups computed four
+// times its rows (rows past the end compute copies of the last one). Grids: x = ceil(rows / rows
+// per group), y = ceil(n_tokens / TOKEN_TILE) (row groups past 65,535 continue in z). Both
+// accumulate every output in the same order (see common_matmul.glsl); matlanes_<type> (below) has
+// an order of its own.
+#define VKS_ROWS_LOCAL_SIZE 8
 #define VKS_MATVEC_TOKEN_TILE 8
-#define VKS_MATMUL_ROWS_PER_GROUP 256
 #define VKS_MATMUL_TOKEN_TILE 8
 // matlanes_<type> (the GPU family, see matlanes_main.glsl): VKS_LANES invocations share each row,
 // a workgroup computes VKS_LANES_ROWS rows for up to VKS_LANES_TOKEN_TILE tokens.
