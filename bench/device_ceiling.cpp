@@ -55,20 +55,26 @@ DeviceCeiling measure_device_ceiling(const vk::Device& device, vk::KernelRegistr
   vk::Buffer out = device.create_buffer(max_invocations * 4);
   const double streamed = double(bytes) * options.passes;
 
-  // Each invocation its own contiguous run; a few run lengths (all far below the loop limit).
-  const vk::Kernel& run = kernels.get("probe_runread_u32");
-  for (uint32_t run_vec4 : {256u, 1024u, 4096u}) {
-    ProbeParams p{n_vec4, run_vec4, 0, 0};
-    const uint32_t invocations = static_cast<uint32_t>(vk::ceil_div(n_vec4, run_vec4));
-    const vk::Groups groups{static_cast<uint32_t>(vk::ceil_div(invocations, 8)), 1, 1};
-    const double s = best_seconds(device, options.trials, [&](vk::CommandBuffer& cmd) {
-      for (int i = 0; i < options.passes; ++i) {
-        cmd.dispatch(run, {data.view(), out.view()}, p, groups);
-        cmd.barrier(vk::Stage::kCompute, vk::Stage::kCompute);
-      }
-    });
-    c.run_read_gbs = std::max(c.run_read_gbs, streamed / s / 1e9);
-  }
+  // Each invocation its own contiguous run; a few run lengths (all far below the loop limit),
+  // through a storage buffer and through a texel view.
+  auto best_run_read = [&](const vk::Kernel& kernel) {
+    double best = 0;
+    for (uint32_t run_vec4 : {256u, 1024u, 4096u}) {
+      ProbeParams p{n_vec4, run_vec4, 0, 0};
+      const uint32_t invocations = static_cast<uint32_t>(vk::ceil_div(n_vec4, run_vec4));
+      const vk::Groups groups{static_cast<uint32_t>(vk::ceil_div(invocations, 8)), 1, 1};
+      const double s = best_seconds(device, options.trials, [&](vk::CommandBuffer& cmd) {
+        for (int i = 0; i < options.passes; ++i) {
+          cmd.dispatch(kernel, {data.view(), out.view()}, p, groups);
+          cmd.barrier(vk::Stage::kCompute, vk::Stage::kCompute);
+        }
+      });
+      best = std::max(best, streamed / s / 1e9);
+    }
+    return best;
+  };
+  c.run_read_gbs = best_run_read(kernels.get("probe_runread_u32"));
+  if (data.texel_view() != VK_NULL_HANDLE) c.texel_read_gbs = best_run_read(kernels.get("probe_texread_u32"));
   // Neighbouring invocations, neighbouring words (grid-stride loop).
   {
     const vk::Kernel& coal = kernels.get("probe_coalread_u32");
@@ -88,8 +94,10 @@ DeviceCeiling measure_device_ceiling(const vk::Device& device, vk::KernelRegistr
       c.coalesced_read_gbs = std::max(c.coalesced_read_gbs, streamed / s / 1e9);
     }
   }
-  c.read_gbs = std::max(c.run_read_gbs, c.coalesced_read_gbs);
-  c.read_pattern = c.run_read_gbs >= c.coalesced_read_gbs ? "contiguous run per invocation" : "coalesced";
+  c.read_gbs = std::max({c.run_read_gbs, c.coalesced_read_gbs, c.texel_read_gbs});
+  c.read_pattern = c.read_gbs == c.texel_read_gbs  ? "texel fetch, contiguous run per invocation"
+                   : c.read_gbs == c.run_read_gbs ? "contiguous run per invocation"
+                                                  : "coalesced";
 
   // FMA: 8 independent vec4 chains per invocation, 64 flops per iteration.
   {

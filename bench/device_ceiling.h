@@ -17,6 +17,7 @@ struct DeviceCeiling {
   std::string read_pattern;     // which pattern gave it
   double run_read_gbs = 0;      // each invocation streams its own contiguous run (best run length)
   double coalesced_read_gbs = 0;  // neighbouring invocations read neighbouring words
+  double texel_read_gbs = 0;    // the contiguous runs through a texel view (how the matrix kernels read)
   double fma_gflops = 0;        // register-only FMA chains
   double dispatch_us = 0;         // a near-empty dispatch of one workgroup and the barrier after it
   double dispatch_spread_us = 0;  // the same with 16 workgroups: the floor of a dispatch whose

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
     std::printf("device: %s (%s)\n", device.info().name.c_str(), device.info().type_name.c_str());
     std::printf("read, contiguous run per invocation: %8.2f GB/s\n", c.run_read_gbs);
     std::printf("read, coalesced (GPU idiom):          %8.2f GB/s\n", c.coalesced_read_gbs);
+    std::printf("read, texel fetch, run per invocation: %7.2f GB/s\n", c.texel_read_gbs);
     std::printf("streaming read ceiling:               %8.2f GB/s (%s)\n", c.read_gbs, c.read_pattern.c_str());
     std::printf("FMA ceiling:                          %8.2f GFLOP/s\n", c.fma_gflops);
     std::printf("dispatch + barrier, 1 workgroup:      %8.1f us\n", c.dispatch_us);

@@ -76,6 +76,9 @@ TEST(Reflection, EmbeddedKernelsDeclareWhatTheParamsSay) {
     ASSERT_NE(s, nullptr) << name;
     const KernelLayout l = reflect_spirv(std::span<const uint32_t>(s->code, s->word_count));
     const std::string n = name;
+    if (n.rfind("mat", 0) != 0) {
+      EXPECT_EQ(l.texel_bindings, 0u) << n;
+    }
     if (n.rfind("embed_", 0) == 0) {
       EXPECT_EQ(l.push_size, sizeof(shader::EmbedParams)) << n;
       EXPECT_EQ(l.bindings, 3u) << n;
@@ -86,6 +89,7 @@ TEST(Reflection, EmbeddedKernelsDeclareWhatTheParamsSay) {
       // rows per workgroup (a row_slots above the shader's ROW_SLOTS leaves rows out: the matmul
       // tests check every row).
       EXPECT_EQ(l.local_size[0], uint32_t{VKS_ROWS_LOCAL_SIZE}) << n;
+      EXPECT_EQ(l.texel_bindings, 0b011u) << n << ": weights and x through texel views, y a storage buffer";
     } else if (n == "rmsnorm_f32") {
       EXPECT_EQ(l.push_size, sizeof(shader::RmsNormParams));
     } else if (n == "argmax_f32") {
@@ -140,6 +144,37 @@ TEST_F(CoreTest, CheckedDispatchRejectsMismatches) {
   EXPECT_THROW(kernels().get("no_such_kernel"), Error);
   EXPECT_EQ(groups_for(add, 65).x, 2u);
   EXPECT_EQ(groups_for(add, 64).x, 1u);
+}
+
+TEST_F(CoreTest, TexelBindingsNeedATexelViewAndWholeTexels) {
+  const Kernel& probe = kernels().get("probe_texread_u32");
+  EXPECT_EQ(probe.layout().texel_bindings, 1u);
+  std::vector<uint32_t> words(64);
+  for (size_t i = 0; i < words.size(); ++i) words[i] = static_cast<uint32_t>(i * 2654435761u + 1u);
+  Buffer data = upload(words);
+  Buffer out = device().create_buffer(64);
+  ASSERT_NE(data.texel_view(), VK_NULL_HANDLE);
+  // Staging and readback buffers have no texel view; neither has a buffer under one texel.
+  Buffer staging = device().create_buffer(256, BufferKind::kStaging);
+  Buffer tiny = device().create_buffer(8);
+  EXPECT_EQ(staging.texel_view(), VK_NULL_HANDLE);
+  EXPECT_EQ(tiny.texel_view(), VK_NULL_HANDLE);
+  const uint32_t p[4] = {16, 4, 0, 0};
+  CommandBuffer cmd = device().create_command_buffer();
+  cmd.begin();
+  EXPECT_THROW(cmd.dispatch(probe, {staging.view(), out.view()}, p, Groups{1, 1, 1}), Error);
+  EXPECT_THROW(cmd.dispatch(probe, {tiny.view(), out.view()}, p, Groups{1, 1, 1}), Error);
+  EXPECT_THROW(cmd.dispatch(probe, {data.view(8, 64), out.view()}, p, Groups{1, 1, 1}), Error);  // half a texel
+  EXPECT_NO_THROW(cmd.dispatch(probe, {data.view(), out.view()}, p, Groups{1, 1, 1}));
+  cmd.end();
+  device().submit_and_wait(cmd);
+  // 16 texels in runs of 4: invocation i XORs words 16i .. 16i+15.
+  const std::vector<uint32_t> got = download<uint32_t>(out, 4);
+  for (uint32_t inv = 0; inv < 4; ++inv) {
+    uint32_t expected = 0;
+    for (uint32_t w = 16 * inv; w < 16 * inv + 16; ++w) expected ^= words[w];
+    EXPECT_EQ(got[inv], expected) << inv;
+  }
 }
 
 TEST_F(CoreTest, SplitBufferPartsRespectTheLimit) {

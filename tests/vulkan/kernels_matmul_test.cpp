@@ -147,6 +147,26 @@ TEST_P(MatmulKernelTest, AccumulateAddsTheResidual) {
   }
 }
 
+TEST_P(MatmulKernelTest, XAtAnOffsetInItsBufferGivesTheSameBits) {
+  // x is read through its buffer's texel view, which starts at the buffer's first byte: the
+  // kernel adds the view's offset itself (MatmulParams::x_offset). NaN before x must never be read.
+  const Case c = GetParam();
+  const uint32_t n = 3;
+  const std::vector<float> x = make_x(n, 21);
+  const std::vector<float> at_zero = run_matmul(matrix_, x, n, Path::kAuto, static_cast<uint32_t>(c.rows));
+  const uint64_t lead = 68;  // floats: 272 bytes, a multiple of 16 and of common storage alignments
+  std::vector<float> padded(lead, std::nanf(""));
+  padded.insert(padded.end(), x.begin(), x.end());
+  Buffer xb = upload(padded);
+  Buffer yb = upload(std::vector<float>(n * c.rows, -7.0f));
+  run([&](CommandBuffer& cmd) {
+    ops(c.family).matmul(cmd, matrix_, xb.view(lead * 4, x.size() * 4), x_stride_, yb.view(), static_cast<uint32_t>(c.rows), n);
+  });
+  const std::vector<float> shifted = download<float>(yb, n * c.rows);
+  ASSERT_EQ(shifted.size(), at_zero.size());
+  EXPECT_EQ(std::memcmp(shifted.data(), at_zero.data(), at_zero.size() * 4), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, MatmulKernelTest,
                          ::testing::Values(Case{GgmlType::kF32, 33, 172}, Case{GgmlType::kF32, 172, 61},
                                            Case{GgmlType::kF16, 33, 172}, Case{GgmlType::kF16, 129, 13},

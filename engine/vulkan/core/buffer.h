@@ -14,12 +14,18 @@ enum class BufferKind {
   kReadback,  // host-visible (cached if possible), transfer destination (downloads)
 };
 
-// A range of a buffer to bind as a storage buffer. offset must be a multiple of the device's
-// minStorageBufferOffsetAlignment (checked at dispatch); size VK_WHOLE_SIZE = to the end.
+// A range of a buffer to bind. As a storage buffer: offset must be a multiple of the device's
+// minStorageBufferOffsetAlignment (checked at dispatch); size VK_WHOLE_SIZE = to the end. As a
+// uniform texel buffer the descriptor is the buffer's texel view, which covers the whole buffer
+// from 0: the kernel takes the offset in its parameters (in 16-byte texels, see texel_offset()).
 struct BufferView {
   VkBuffer buffer = VK_NULL_HANDLE;
   uint64_t offset = 0;
   uint64_t size = VK_WHOLE_SIZE;
+  VkBufferView texel = VK_NULL_HANDLE;  // the buffer's uvec4 texel view; null if it has none
+
+  // offset in texels; offset % 16 must be 0 (Ops checks it where a kernel reads through texels).
+  uint32_t texel_offset() const { return static_cast<uint32_t>(offset / 16); }
 };
 
 class Buffer {
@@ -42,8 +48,11 @@ class Buffer {
   bool coherent() const { return coherent_; }
   VkDeviceMemory memory() const { return memory_; }
 
-  BufferView view() const { return BufferView{buffer_, 0, size_}; }
-  BufferView view(uint64_t offset, uint64_t size) const { return BufferView{buffer_, offset, size}; }
+  BufferView view() const { return BufferView{buffer_, 0, size_, texel_view_}; }
+  BufferView view(uint64_t offset, uint64_t size) const { return BufferView{buffer_, offset, size, texel_view_}; }
+  // The whole buffer as R32G32B32A32_UINT texels (storage buffers up to the device's
+  // maxTexelBufferElements texels; null otherwise).
+  VkBufferView texel_view() const { return texel_view_; }
 
  private:
   friend class Device;
@@ -51,6 +60,7 @@ class Buffer {
   VkDevice device_ = VK_NULL_HANDLE;
   VkBuffer buffer_ = VK_NULL_HANDLE;
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  VkBufferView texel_view_ = VK_NULL_HANDLE;
   void* mapped_ = nullptr;
   uint64_t size_ = 0;
   BufferKind kind_ = BufferKind::kStorage;

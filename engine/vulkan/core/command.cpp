@@ -156,12 +156,13 @@ void CommandBuffer::fill(const Buffer& dst, uint64_t offset, uint64_t size, uint
 }
 
 VkDescriptorPool CommandBuffer::grow_pool() {
-  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool};
+  const VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool},
+                                         {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, kDescriptorsPerPool}};
   VkDescriptorPoolCreateInfo ci{};
   ci.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
   ci.maxSets = kSetsPerPool;
-  ci.poolSizeCount = 1;
-  ci.pPoolSizes = &size;
+  ci.poolSizeCount = 2;
+  ci.pPoolSizes = sizes;
   VkDescriptorPool pool = VK_NULL_HANDLE;
   check(vkCreateDescriptorPool(device_, &ci, nullptr, &pool), "vkCreateDescriptorPool");
   descriptor_pools_.push_back(pool);
@@ -196,6 +197,24 @@ void CommandBuffer::dispatch_raw(const Kernel& kernel, std::span<const BufferVie
     if (v.buffer == VK_NULL_HANDLE) {
       throw Error(ErrorCode::kInternal, "dispatch " + name + ": binding " + std::to_string(i) + " is a null buffer");
     }
+    writes[i] = VkWriteDescriptorSet{};
+    writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+    writes[i].dstBinding = static_cast<uint32_t>(i);
+    writes[i].descriptorCount = 1;
+    if ((layout.texel_bindings >> i) & 1u) {
+      // The texel view covers the whole buffer; the kernel adds the offset itself.
+      if (v.texel == VK_NULL_HANDLE) {
+        throw Error(ErrorCode::kInternal, "dispatch " + name + ": binding " + std::to_string(i) +
+                                              " is a texel buffer and the buffer has no texel view");
+      }
+      if (v.offset % 16 != 0) {
+        throw Error(ErrorCode::kInternal, "dispatch " + name + ": binding " + std::to_string(i) +
+                                              " is a texel buffer and its offset is not a whole texel");
+      }
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+      writes[i].pTexelBufferView = &v.texel;
+      continue;
+    }
     if (v.offset % offset_alignment_ != 0) {
       throw Error(ErrorCode::kInternal, "dispatch " + name + ": binding " + std::to_string(i) + " offset " +
                                             std::to_string(v.offset) + " is not a multiple of " +
@@ -206,10 +225,6 @@ void CommandBuffer::dispatch_raw(const Kernel& kernel, std::span<const BufferVie
                                             std::to_string(v.size) + " is 0 or above maxStorageBufferRange");
     }
     infos[i] = VkDescriptorBufferInfo{v.buffer, v.offset, v.size};
-    writes[i] = VkWriteDescriptorSet{};
-    writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-    writes[i].dstBinding = static_cast<uint32_t>(i);
-    writes[i].descriptorCount = 1;
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }

@@ -243,6 +243,8 @@ void Device::save_pipeline_cache() const {
 uint64_t Device::max_binding_bytes() const {
   uint64_t limit = info_.max_storage_buffer_range;
   if (info_.max_allocation_size != 0) limit = std::min(limit, info_.max_allocation_size);
+  // Weight parts are read through their texel view, which must cover them whole.
+  if (info_.max_texel_buffer_elements != 0) limit = std::min(limit, info_.max_texel_buffer_elements * 16);
   return limit;
 }
 
@@ -260,6 +262,8 @@ Buffer Device::create_buffer(uint64_t size, BufferKind kind) const {
   bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
   bci.size = size;
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  const bool texel = kind == BufferKind::kStorage && size >= 16 && size / 16 <= info_.max_texel_buffer_elements;
+  if (texel) bci.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   check(vkCreateBuffer(device_, &bci, nullptr, &b.buffer_), "vkCreateBuffer");
   VkMemoryRequirements req{};
@@ -294,6 +298,15 @@ Buffer Device::create_buffer(uint64_t size, BufferKind kind) const {
   const VkMemoryPropertyFlags flags = memory_props_.memoryTypes[type].propertyFlags;
   b.coherent_ = (flags & kCoherent) != 0;
   if (flags & kVisible) check(vkMapMemory(device_, b.memory_, 0, VK_WHOLE_SIZE, 0, &b.mapped_), "vkMapMemory");
+  if (texel) {
+    VkBufferViewCreateInfo vci{};
+    vci.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO;
+    vci.buffer = b.buffer_;
+    vci.format = VK_FORMAT_R32G32B32A32_UINT;  // uniform texel buffer support is required for it
+    vci.offset = 0;
+    vci.range = size / 16 * 16;
+    check(vkCreateBufferView(device_, &vci, nullptr, &b.texel_view_), "vkCreateBufferView");
+  }
   return b;
 }
 

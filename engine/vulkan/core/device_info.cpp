@@ -104,6 +104,7 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t index) {
   info.vendor_id = p.vendorID;
   info.device_id = p.deviceID;
   info.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  info.max_texel_buffer_elements = p.limits.maxTexelBufferElements;
   info.max_allocation_size = maint3.maxMemoryAllocationSize;
   info.max_push_constants_size = p.limits.maxPushConstantsSize;
   info.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;

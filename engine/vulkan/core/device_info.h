@@ -23,6 +23,7 @@ struct DeviceInfo {
   uint64_t host_visible_bytes = 0;       // sum of heaps with a HOST_VISIBLE memory type
   bool uma = false;                      // a memory type is both DEVICE_LOCAL and HOST_VISIBLE|COHERENT
   uint64_t max_storage_buffer_range = 0; // bytes one storage-buffer binding may cover
+  uint64_t max_texel_buffer_elements = 0; // texels one texel-buffer view may cover
   uint64_t max_allocation_size = 0;      // maxMemoryAllocationSize (Vulkan 1.1)
   uint32_t max_push_constants_size = 0;
   uint32_t max_workgroup_invocations = 0;

@@ -74,7 +74,9 @@ Kernel Kernel::create(const Device& device, std::string_view name, std::span<con
 
   std::vector<VkDescriptorSetLayoutBinding> bindings(k.layout_.bindings);
   for (uint32_t i = 0; i < k.layout_.bindings; ++i) {
-    bindings[i] = VkDescriptorSetLayoutBinding{i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    const VkDescriptorType type = (k.layout_.texel_bindings >> i) & 1u ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                                                        : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings[i] = VkDescriptorSetLayoutBinding{i, type, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
   }
   VkDescriptorSetLayoutCreateInfo sci{};
   sci.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;

@@ -32,13 +32,19 @@ const EmbeddedShader* find_embedded_shader(std::string_view name);
 inline constexpr uint32_t kMaxKernelBindings = 16;
 
 struct KernelLayout {
-  uint32_t bindings = 0;          // storage buffers at set 0, bindings 0..bindings-1 (dense)
+  uint32_t bindings = 0;          // descriptors at set 0, bindings 0..bindings-1 (dense)
+  // Bit i set: binding i is a uniform texel buffer of uvec4 texels (a samplerBuffer), bound
+  // through the buffer's texel view; the others are storage buffers. lavapipe turns a storage
+  // buffer load into a loop over the SIMD lanes, a texel fetch into a vector gather: reading
+  // weights this way streams about three times faster there (vks_bench_device_probe).
+  uint32_t texel_bindings = 0;
   uint32_t push_size = 0;         // bytes of the push-constant block (0 if none)
   uint32_t local_size[3] = {1, 1, 1};
 };
 
 // Reads the layout from SPIR-V. Throws vks::Error(kInternal) for malformed SPIR-V, descriptor
-// sets other than 0, non-dense bindings, non-storage-buffer descriptors or spec-constant sizes.
+// sets other than 0, non-dense bindings, descriptors other than storage and uniform texel buffers
+// or spec-constant sizes.
 KernelLayout reflect_spirv(std::span<const uint32_t> words);
 
 // A compute pipeline with its layouts. Move-only.

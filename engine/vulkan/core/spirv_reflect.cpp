@@ -1,5 +1,5 @@
-// Just enough SPIR-V parsing to know what a compute shader declares: its storage-buffer bindings,
-// the size of its push-constant block and its local size.
+// Just enough SPIR-V parsing to know what a compute shader declares: its storage-buffer and
+// uniform-texel-buffer bindings, the size of its push-constant block and its local size.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -14,13 +14,14 @@ namespace {
 constexpr uint32_t kMagic = 0x07230203;
 enum Op : uint32_t {
   kOpExecutionMode = 16, kOpTypeInt = 21, kOpTypeFloat = 22, kOpTypeVector = 23, kOpTypeMatrix = 24,
-  kOpTypeArray = 28, kOpTypeStruct = 30, kOpTypePointer = 32, kOpConstant = 43, kOpVariable = 59,
+  kOpTypeImage = 25, kOpTypeSampledImage = 27, kOpTypeArray = 28, kOpTypeStruct = 30, kOpTypePointer = 32, kOpConstant = 43, kOpVariable = 59,
   kOpDecorate = 71, kOpMemberDecorate = 72, kOpExecutionModeId = 331,
 };
 constexpr uint32_t kDecorationBinding = 33, kDecorationDescriptorSet = 34, kDecorationOffset = 35,
                    kDecorationArrayStride = 6, kDecorationMatrixStride = 7;
 constexpr uint32_t kStorageUniformConstant = 0, kStorageUniform = 2, kStoragePushConstant = 9, kStorageStorageBuffer = 12;
 constexpr uint32_t kModeLocalSize = 17, kModeLocalSizeId = 38;
+constexpr uint32_t kDimBuffer = 5, kImageSampled = 1;
 
 [[noreturn]] void fail(const std::string& what) { throw Error(ErrorCode::kInternal, "SPIR-V reflection: " + what); }
 
@@ -73,6 +74,19 @@ uint64_t type_size(const Module& m, uint32_t id, int depth = 0) {
   }
 }
 
+// A UniformConstant variable whose type is a sampled image of dimension Buffer: a samplerBuffer.
+bool is_uniform_texel_buffer(const Module& m, const std::map<uint32_t, std::pair<uint32_t, uint32_t>>& pointers,
+                             uint32_t pointer_type) {
+  auto p = pointers.find(pointer_type);
+  if (p == pointers.end()) return false;
+  auto sampled = m.types.find(p->second.second);
+  if (sampled == m.types.end() || sampled->second[0] != kOpTypeSampledImage || sampled->second.size() < 3) return false;
+  auto image = m.types.find(sampled->second[2]);
+  // OpTypeImage: result, sampled type, Dim, Depth, Arrayed, MS, Sampled, format
+  if (image == m.types.end() || image->second[0] != kOpTypeImage || image->second.size() < 9) return false;
+  return image->second[3] == kDimBuffer && image->second[7] == kImageSampled;
+}
+
 }  // namespace
 
 KernelLayout reflect_spirv(std::span<const uint32_t> words) {
@@ -103,7 +117,7 @@ KernelLayout reflect_spirv(std::span<const uint32_t> words) {
         if (count >= 3 && w[2] == kModeLocalSizeId) fail("LocalSizeId is not supported");
         break;
       case kOpTypeInt: case kOpTypeFloat: case kOpTypeVector: case kOpTypeMatrix:
-      case kOpTypeArray: case kOpTypeStruct:
+      case kOpTypeArray: case kOpTypeStruct: case kOpTypeImage: case kOpTypeSampledImage:
         if (count >= 2) {
           std::vector<uint32_t> t(w, w + count);
           t[0] = op;  // first word keeps only the opcode
@@ -149,12 +163,17 @@ KernelLayout reflect_spirv(std::span<const uint32_t> words) {
     const bool is_resource = v.storage == kStorageStorageBuffer || v.storage == kStorageUniform ||
                              v.storage == kStorageUniformConstant;
     if (!is_resource) continue;
-    if (v.storage != kStorageStorageBuffer) fail("only storage buffers are supported as bindings");
+    const bool texel = v.storage == kStorageUniformConstant && is_uniform_texel_buffer(m, pointers, v.pointer_type);
+    if (v.storage != kStorageStorageBuffer && !texel) {
+      fail("only storage buffers and uniform texel buffers (samplerBuffer) are supported as bindings");
+    }
     auto set = m.set.find(v.id);
     auto binding = m.binding.find(v.id);
-    if (set == m.set.end() || binding == m.binding.end()) fail("storage buffer without set/binding");
+    if (set == m.set.end() || binding == m.binding.end()) fail("binding without set/binding decoration");
     if (set->second != 0) fail("descriptor set " + std::to_string(set->second) + " (only set 0 is supported)");
+    if (binding->second >= kMaxKernelBindings) fail("binding " + std::to_string(binding->second) + " out of range");
     if (!bindings.insert(binding->second).second) fail("binding " + std::to_string(binding->second) + " declared twice");
+    if (texel) layout.texel_bindings |= 1u << binding->second;
   }
   layout.bindings = static_cast<uint32_t>(bindings.size());
   if (!bindings.empty() && *bindings.rbegin() != layout.bindings - 1) fail("bindings are not dense 0..n-1");

@@ -152,7 +152,7 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
                          y_stride,
                          u32(w.storage.first_row(part)),
                          accumulate ? 1u : 0u,
-                         0,
+                         x.texel_offset(),
                          0,
                          0};
     // Row groups past the guaranteed 65,535 per grid dimension go to grid z (the lanes family's 4

@@ -7,8 +7,8 @@
   const uint c = g * GROUP_CHUNKS + k;
   vec4 xv[DOT_T * 2u];
   [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
-    xv[2u * t] = x4[(xb[t] >> 2) + x_vec_index(c, 0u)];
-    xv[2u * t + 1u] = x4[(xb[t] >> 2) + x_vec_index(c, 1u)];
+    xv[2u * t] = xfetch((xb[t] >> 2) + x_vec_index(c, 0u));
+    xv[2u * t + 1u] = xfetch((xb[t] >> 2) + x_vec_index(c, 1u));
   }
   [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
     float wv[8];

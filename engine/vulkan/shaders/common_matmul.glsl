@@ -11,10 +11,10 @@
 //
 // Layout for CPU devices (lavapipe runs 8 invocations as one SIMD vector): invocations take
 // different rows, so the x values of a chunk are the same for every lane and each lane streams its
-// own rows. Mesa 22 lavapipe turns every buffer load instruction into a loop over the 8 lanes, so
-// the cost is the NUMBER of loads, not the bytes: weights are read as whole uvec4 "groups" (a
-// Q4_0/Q8_0 block of 32, or one f16/f32 chunk of 8) and x as vec4s (x_stride % 4 == 0 and 16-byte
-// aligned views are required), which cuts the loads per weight about 4x against scalar loads.
+// own rows. Mesa 22 lavapipe pays per load instruction (below), not per byte: weights are read as
+// whole uvec4 "groups" (a Q4_0/Q8_0 block of 32, or one f16/f32 chunk of 8) and x as vec4s
+// (x_stride % 4 == 0 and 16-byte aligned views are required), which cuts the loads per weight
+// about 4x against scalar loads.
 //
 // The includer defines one WTYPE_<type> (see weight_blocks.glsl), then LOCAL_SIZE and
 // ROW_SLOTS (rows per invocation: a workgroup covers LOCAL_SIZE * ROW_SLOTS rows), then includes
@@ -27,10 +27,19 @@
 
 layout(local_size_x = LOCAL_SIZE) in;
 
-layout(std430, binding = 0) readonly buffer WBuf { uvec4 w4[]; };  // one part of a DeviceMatrix
-layout(std430, binding = 1) readonly buffer XBuf { vec4 x4[]; };   // [n_tokens][x_stride], x_stride % 4 == 0
+// Weights and x are read through uniform texel buffers (uvec4 texels), y written as a storage
+// buffer: lavapipe turns each storage-buffer load into a loop over the SIMD lanes, with a branch
+// and a bounds check per lane and component, but a texel fetch into one vector gather per
+// component. That streams about three times faster (vks_bench_device_probe: texel fetch against
+// storage loads, same pattern); a GPU reads both through its caches.
+layout(binding = 0) uniform usamplerBuffer w_texels;  // one part of a DeviceMatrix, from texel 0
+layout(binding = 1) uniform usamplerBuffer x_texels;  // x starts at texel p.x_offset
 layout(std430, binding = 2) buffer YBuf { float y[]; };            // [n_tokens][y_stride]
 layout(push_constant) uniform PushBlock { MatmulParams p; };
+
+uvec4 wfetch(uint i) { return texelFetch(w_texels, int(i)); }
+// Texel i of x: floats 4i .. 4i+3 of [n_tokens][x_stride].
+vec4 xfetch(uint i) { return uintBitsToFloat(texelFetch(x_texels, int(p.x_offset + i))); }
 
 #include "weight_blocks.glsl"
 
@@ -44,7 +53,7 @@ bool has_tail_chunk() { return (p.cols & 7u) != 0u; }
 float x_at_guarded(uint token_base, uint c, uint i) {
   const uint k = x_index(c, i);
   const uint at = token_base + k;
-  return k < p.cols ? x4[at >> 2][at & 3u] : 0.0;
+  return k < p.cols ? xfetch(at >> 2)[at & 3u] : 0.0;
 }
 
 void store(uint row, uint token, float v) {

@@ -22,7 +22,9 @@ void main() {
   outv[t * p.out_stride + j] = uintBitsToFloat(w[(uint(id) - p.row_begin) * p.row_stride + j]);
 }
 #else
+// A storage buffer, not a texel view as in the matrix kernels: a gather reads one row per token.
 layout(std430, binding = 0) readonly buffer Table { uvec4 w4[]; };  // one part of a DeviceMatrix
+uvec4 wfetch(uint i) { return w4[i]; }
 #include "weight_blocks.glsl"
 
 void main() {

@@ -73,7 +73,7 @@ struct MatmulParams {
   uint y_stride;      // floats between tokens in y
   uint y_offset;      // first output row of this part
   uint accumulate;    // 1: y += W x (fused residual add), 0: y = W x
-  uint pad0;
+  uint x_offset;      // first texel (16 bytes) of x in its buffer (x is read through a texel view)
   uint pad1;
   uint pad2;
 };

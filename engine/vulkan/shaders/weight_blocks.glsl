@@ -2,8 +2,9 @@
 // shared by matvec_<type>, matmul_<type>, matlanes_<type> (common_matmul.glsl) and embed_<type>
 // (embed_body.glsl).
 //
-// The includer defines one WTYPE_<type>, declares `w4` (uvec4[], one part of a DeviceMatrix) and a
-// push-constant block `p` with cols, row_stride and d_offset, then includes this file. It gets:
+// The includer defines one WTYPE_<type>, `uvec4 wfetch(uint i)` (texel i of one part of a
+// DeviceMatrix) and a push-constant block `p` with cols, row_stride and d_offset, then includes
+// this file. It gets:
 //   GROUP_CHUNKS           chunks of 8 weights per group (a group: what one row loads at once)
 //   WSide load_side(row, first_group)    the side record (scales, minimums, high bits) of groups
 //                                        first_group .. first_group + 7 (first_group % 8 == 0)
@@ -14,7 +15,7 @@
 // Elements x_index(c, 0..3) and x_index(c, 4..7) are each 4 consecutive, 4-aligned columns.
 
 float half_at(uint half_index) {
-  const uint word = w4[half_index >> 3u][(half_index >> 1u) & 3u];
+  const uint word = wfetch(half_index >> 3u)[(half_index >> 1u) & 3u];
   return unpackHalf2x16((half_index & 1u) != 0u ? word >> 16 : word).x;
 }
 
@@ -60,7 +61,7 @@ WSide load_side(uint row, uint first_group) { return WSide(uvec4[SIDE_UVEC4](uve
 WSide load_side(uint row, uint first_group) {
   const uint base = (p.d_offset >> 2) + row * (((p.cols + 255u) >> 8) * SIDE_UVEC4) + (first_group >> 3) * SIDE_UVEC4;
   WSide s;
-  [[unroll]] for (uint i = 0u; i < SIDE_UVEC4; ++i) s.v[i] = w4[base + i];
+  [[unroll]] for (uint i = 0u; i < SIDE_UVEC4; ++i) s.v[i] = wfetch(base + i);
   return s;
 }
 #endif
@@ -73,7 +74,7 @@ uint group_base(uint row, uint g, uint uvec4_per_group) { return (row * p.row_st
 #define GROUP_CHUNKS 1u
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
   const uint base = (row * p.row_stride + g * 8u) >> 2;
-  return WGroup(w4[base], w4[base + 1u], vec4(1.0), uvec2(0u));
+  return WGroup(wfetch(base), wfetch(base + 1u), vec4(1.0), uvec2(0u));
 }
 void dequant(WGroup wg, uint k, out float wv[8]) {
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
@@ -86,7 +87,7 @@ uint x_index(uint c, uint i) { return c * 8u + i; }
 // Group = chunk c: elements 8c .. 8c+7 (rows zero-padded to a multiple of 8 halves).
 #define GROUP_CHUNKS 1u
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
-  return WGroup(w4[(row * p.row_stride + g * 8u) >> 3], uvec4(0u), vec4(1.0), uvec2(0u));
+  return WGroup(wfetch((row * p.row_stride + g * 8u) >> 3), uvec4(0u), vec4(1.0), uvec2(0u));
 }
 void dequant(WGroup wg, uint k, out float wv[8]) {
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
@@ -102,7 +103,7 @@ uint x_index(uint c, uint i) { return c * 8u + i; }
 #define GROUP_CHUNKS 4u
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
   const uint base = group_base(row, g, 2u);
-  return WGroup(w4[base], w4[base + 1u], vec4(half_from(sd.v[0], j)), uvec2(0u));
+  return WGroup(wfetch(base), wfetch(base + 1u), vec4(half_from(sd.v[0], j)), uvec2(0u));
 }
 void dequant(WGroup wg, uint k, out float wv[8]) {
   const uvec4 q = k < 2u ? wg.q0 : wg.q1;
@@ -125,7 +126,7 @@ int nibble_s(uint q, uint b) { return int(q << (28u - (b & 3u) * 8u - (b >> 2) *
 #if defined(WTYPE_Q4_0)
 // Q4_0: nibbles stored XOR 8, i.e. as signed q - 8; weight = d * (q - 8).
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
-  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u), vec4(half_from(sd.v[0], j)), uvec2(0u));
+  return WGroup(wfetch(group_base(row, g, 1u)), uvec4(0u), vec4(half_from(sd.v[0], j)), uvec2(0u));
 }
 void dequant(WGroup wg, uint k, out float wv[8]) {
   const uint q = wg.q0[k];
@@ -146,7 +147,7 @@ WGroup load_group(uint row, uint g, WSide sd, uint j) {
 #else
   const uint qh = 0u;
 #endif
-  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u), vec4(dm, 0.0, 0.0), uvec2(qh, 0u));
+  return WGroup(wfetch(group_base(row, g, 1u)), uvec4(0u), vec4(dm, 0.0, 0.0), uvec2(qh, 0u));
 }
 void dequant(WGroup wg, uint k, out float wv[8]) {
   const uint q = wg.q0[k];
@@ -158,7 +159,7 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
 #elif defined(WTYPE_Q5_0)
 // Q5_0: weight = (q - 16) * d, q = nibble | qh bit << 4.
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
-  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u), vec4(half_from(sd.v[0], j)),
+  return WGroup(wfetch(group_base(row, g, 1u)), uvec4(0u), vec4(half_from(sd.v[0], j)),
                 uvec2(word_of(sd.v[1], sd.v[2], j), 0u));
 }
 void dequant(WGroup wg, uint k, out float wv[8]) {
@@ -175,7 +176,7 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
   const vec2 dd = unpackHalf2x16(sd.v[1].x);
   const uint lo = byte_u(sd.v[0], 2u * j), hi = byte_u(sd.v[0], 2u * j + 1u);
-  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u),
+  return WGroup(wfetch(group_base(row, g, 1u)), uvec4(0u),
                 vec4(dd.x * float(lo & 15u), dd.y * float(lo >> 4), dd.x * float(hi & 15u), dd.y * float(hi >> 4)),
                 uvec2(0u));
 }
@@ -183,7 +184,7 @@ WGroup load_group(uint row, uint g, WSide sd, uint j) {
 // Q3_K: weight = (d * scale) * q, q signed in -4..3, scale signed 6-bit.
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
   const float d = unpackHalf2x16(sd.v[1].x).x;
-  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u),
+  return WGroup(wfetch(group_base(row, g, 1u)), uvec4(0u),
                 vec4(d * float(byte_s(sd.v[0], 2u * j)), 0.0, d * float(byte_s(sd.v[0], 2u * j + 1u)), 0.0),
                 uvec2(0u));
 }
@@ -209,7 +210,7 @@ WGroup load_group(uint row, uint g, WSide sd, uint j) {
   const float d = unpackHalf2x16(sd.v[5].x).x;
   // Selects, not sd.v[1u + (j >> 1)]: a dynamic index into the side array puts it in memory.
   const uvec4 pair = j < 4u ? (j < 2u ? sd.v[1] : sd.v[2]) : (j < 6u ? sd.v[3] : sd.v[4]);
-  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u),
+  return WGroup(wfetch(group_base(row, g, 1u)), uvec4(0u),
                 vec4(d * float(byte_s(sd.v[0], 2u * j)), 0.0, d * float(byte_s(sd.v[0], 2u * j + 1u)), 0.0),
                 (j & 1u) != 0u ? pair.zw : pair.xy);
 }
@@ -246,7 +247,7 @@ WGroup load_group(uint row, uint g, WSide sd, uint j) {
   const uint qh = 0u;
 #endif
   const float d1 = dd.x * float(sc);
-  return WGroup(w4[group_base(row, g, 1u)], uvec4(0u), vec4(d1, dd.y * float(m), d1, 0.0), uvec2(qh, 0u));
+  return WGroup(wfetch(group_base(row, g, 1u)), uvec4(0u), vec4(d1, dd.y * float(m), d1, 0.0), uvec2(qh, 0u));
 }
 void dequant(WGroup wg, uint k, out float wv[8]) {
   const uint q = wg.q0[k];
