@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
       const double cpu_pf = plan.prompt / median(t[0].prefill_s), vk_pf = plan.prompt / median(t[1].prefill_s);
       const double cpu_dec = plan.batch / median(t[0].decode_s), vk_dec = plan.batch / median(t[1].decode_s);
       vks::RunnerOptions default_options;  // what a plain `vkstreamd --model FILE` asks for
-      const vks::BackendChoice choice = vks::choose_backend(&picked, default_options);
+      const vks::BackendChoice choice =
+          vks::choose_backend(&picked, default_options, vks::step_matrix_bytes(model->weights()));
       std::string name = path.substr(path.find_last_of('/') + 1);
       std::printf("| %-36s | %9.1f | %8.1f t/s | %8.1f t/s | %8.2f | %8.1f t/s | %8.1f t/s | %8.2f | %-7s |\n",
                   name.c_str(), mb, cpu_pf, vk_pf, vk_pf / cpu_pf, cpu_dec, vk_dec, vk_dec / cpu_dec,

@@ -9,14 +9,12 @@ namespace vks::bench {
 
 MatrixTotals matrix_totals(const LlamaWeights& w) {
   MatrixTotals t;
-  auto add = [&](const TensorRef& m) {
-    t.bytes += static_cast<double>(m.nbytes);
-    t.weights += static_cast<double>(m.rows) * static_cast<double>(m.cols);
-  };
+  t.bytes = static_cast<double>(step_matrix_bytes(w));
+  auto count = [](const TensorRef& m) { return static_cast<double>(m.rows) * static_cast<double>(m.cols); };
   for (const LayerWeights& l : w.layers) {
-    for (const TensorRef* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m);
+    for (const TensorRef* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) t.weights += count(*m);
   }
-  add(w.output);
+  t.weights += count(w.output);
   return t;
 }
 

@@ -197,6 +197,14 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
   return model;
 }
 
+uint64_t step_matrix_bytes(const LlamaWeights& w) {
+  uint64_t bytes = w.output.nbytes;
+  for (const LayerWeights& l : w.layers) {
+    for (const TensorRef* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) bytes += m->nbytes;
+  }
+  return bytes;
+}
+
 void dequantize_tensor_row(const TensorRef& t, uint64_t row, float* out) {
   if (row >= t.rows) {
     throw Error(ErrorCode::kInvalidArgument, "row " + std::to_string(row) + " of tensor '" + t.name + "' is out of range (" +

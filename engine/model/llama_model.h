@@ -72,6 +72,10 @@ class LlamaModel {
   LlamaWeights weights_;
 };
 
+// Bytes of the weight matrices one decode step streams: every layer's projections and the output
+// matrix (norms and the token-embedding gather are small next to them).
+uint64_t step_matrix_bytes(const LlamaWeights& w);
+
 // Dequantize one row of a weight into floats (cols values).
 void dequantize_tensor_row(const TensorRef& t, uint64_t row, float* out);
 

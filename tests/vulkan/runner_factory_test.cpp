@@ -88,32 +88,38 @@ vk::DeviceInfo device_of_type(VkPhysicalDeviceType type) {
 TEST(BackendChoice, FollowsTheDocumentedRule) {
   const vk::DeviceInfo cpu_device = device_of_type(VK_PHYSICAL_DEVICE_TYPE_CPU);
   const RunnerOptions plain;
-  // A CPU device: the CPU reference.
-  EXPECT_EQ(choose_backend(&cpu_device, plain).backend, Backend::kCpu);
+  constexpr uint64_t kSmall = kVulkanOnCpuDeviceMinBytes - 1, kLarge = kVulkanOnCpuDeviceMinBytes;
+  // A CPU device: the CPU reference for small models, Vulkan from the size where it decodes faster.
+  EXPECT_EQ(choose_backend(&cpu_device, plain, kSmall).backend, Backend::kCpu);
+  EXPECT_EQ(choose_backend(&cpu_device, plain, 1'000'000).backend, Backend::kCpu);
+  EXPECT_EQ(choose_backend(&cpu_device, plain, kLarge).backend, Backend::kVulkan);
+  EXPECT_EQ(choose_backend(&cpu_device, plain, 2'000'000'000).backend, Backend::kVulkan);
+  EXPECT_NE(choose_backend(&cpu_device, plain, kLarge).reason.find("--cpu"), std::string::npos);
+  EXPECT_NE(backend_rule_summary(cpu_device).find("under 200 MB"), std::string::npos) << backend_rule_summary(cpu_device);
   // Every kind of GPU: Vulkan.
   for (VkPhysicalDeviceType t : {VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU,
                                  VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU, VK_PHYSICAL_DEVICE_TYPE_OTHER}) {
     const vk::DeviceInfo gpu = device_of_type(t);
-    EXPECT_EQ(choose_backend(&gpu, plain).backend, Backend::kVulkan) << gpu.type_name;
+    EXPECT_EQ(choose_backend(&gpu, plain, kSmall).backend, Backend::kVulkan) << gpu.type_name;
   }
   // No device: the CPU reference.
-  EXPECT_EQ(choose_backend(nullptr, plain).backend, Backend::kCpu);
+  EXPECT_EQ(choose_backend(nullptr, plain, kLarge).backend, Backend::kCpu);
   // What the user asked for wins over the rule.
   RunnerOptions o;
   o.force_vulkan = true;
-  EXPECT_EQ(choose_backend(&cpu_device, o).backend, Backend::kVulkan);
+  EXPECT_EQ(choose_backend(&cpu_device, o, kSmall).backend, Backend::kVulkan);
   o = RunnerOptions{};
   o.allow_cpu_fallback = false;
-  EXPECT_EQ(choose_backend(&cpu_device, o).backend, Backend::kVulkan);
+  EXPECT_EQ(choose_backend(&cpu_device, o, kSmall).backend, Backend::kVulkan);
   o = RunnerOptions{};
   o.device = "0";
-  EXPECT_EQ(choose_backend(&cpu_device, o).backend, Backend::kVulkan);
+  EXPECT_EQ(choose_backend(&cpu_device, o, kSmall).backend, Backend::kVulkan);
   o = RunnerOptions{};
   o.force_cpu = true;
   const vk::DeviceInfo gpu = device_of_type(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
-  EXPECT_EQ(choose_backend(&gpu, o).backend, Backend::kCpu);
+  EXPECT_EQ(choose_backend(&gpu, o, kLarge).backend, Backend::kCpu);
   // The reason names the device and how to override, for the log.
-  const std::string why = choose_backend(&cpu_device, plain).reason;
+  const std::string why = choose_backend(&cpu_device, plain, kSmall).reason;
   EXPECT_NE(why.find("llvmpipe"), std::string::npos) << why;
   EXPECT_NE(why.find("--vulkan"), std::string::npos) << why;
 }

@@ -45,7 +45,7 @@ std::unique_ptr<ModelRunner> make_runner(const LlamaModel& model, const RunnerOp
                 "--vulkan / --no-cpu-fallback to use the CPU reference");
   }
   const vk::DeviceInfo* device = devices.empty() ? nullptr : &devices[vk::select_device(devices, options.device)];
-  const BackendChoice choice = choose_backend(device, options);
+  const BackendChoice choice = choose_backend(device, options, step_matrix_bytes(model.weights()));
   if (choice.backend == Backend::kCpu) {
     if (device == nullptr && !options.force_cpu) {
       spdlog::warn("runner: no Vulkan device found; running on the CPU reference. A GPU's Vulkan driver (e.g. "
