@@ -129,7 +129,8 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
                  "memory bound of the retained finished streams")->capture_default_str();
   CLI::Option* cpu = app.add_flag("--cpu", o.force_cpu, "run on the CPU reference instead of Vulkan");
   app.add_flag("--vulkan", o.force_vulkan,
-               "run on Vulkan even on a CPU-type device, where the CPU reference is the default; fail without a device")
+               "run on Vulkan even where the CPU reference is the default (a CPU-type device and a model under 200 MB); "
+               "fail without a device")
       ->excludes(cpu);
   app.add_flag("--no-cpu-fallback", o.no_cpu_fallback, "fail instead of falling back to the CPU");
   app.add_option("--device", o.device, "Vulkan device name or index");

@@ -252,8 +252,8 @@ void add_run_command(CLI::App& root, int& exit_code) {
   a->sampling.add_to(*run);
   run->add_option("--device", a->device, "Vulkan device: index or name substring (see `vkstream devices`)");
   CLI::Option* cpu = run->add_flag("--cpu", a->cpu, "run on the CPU reference, not Vulkan");
-  run->add_flag("--vulkan", a->vulkan, "run on Vulkan even on a CPU-type device, where the CPU reference is "
-                                        "the default (see `vkstream devices`); fail without a device")
+  run->add_flag("--vulkan", a->vulkan, "run on Vulkan even where the CPU reference is the default (a CPU-type "
+                                        "device and a small model: see `vkstream devices`); fail without a device")
       ->excludes(cpu);
   run->add_flag("--no-cpu-fallback", a->no_fallback, "fail instead of using the CPU when no Vulkan device exists");
   run->add_flag("--no-echo", a->no_echo, "do not print the prompt before the generated text");

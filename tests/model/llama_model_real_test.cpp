@@ -38,6 +38,10 @@ TEST(LlamaModelReal, Stories260K) {
   EXPECT_EQ(w.output.name, "output.weight");
   // output.weight is a copy of token_embd.weight in this file.
   EXPECT_EQ(std::memcmp(w.output.data, w.token_embd.data, w.token_embd.nbytes), 0);
+  // What a decode step streams, F32: 5 layers of q, k, v, o (64x64, 32x64, 32x64, 64x64), gate and
+  // up (172x64) and down (64x172), and the 512x64 output; the embedding table is not counted.
+  const uint64_t per_layer = (64 * 64 + 32 * 64 + 32 * 64 + 64 * 64 + 3 * 172 * 64) * 4;
+  EXPECT_EQ(step_matrix_bytes(w), 5 * per_layer + 512 * 64 * 4);
 
   std::vector<float> row(64);
   dequantize_tensor_row(w.token_embd, 511, row.data());

@@ -170,7 +170,7 @@ TEST_P(MatmulKernelTest, XAtAnOffsetInItsBufferGivesTheSameBits) {
 INSTANTIATE_TEST_SUITE_P(Types, MatmulKernelTest,
                          ::testing::Values(Case{GgmlType::kF32, 33, 172}, Case{GgmlType::kF32, 172, 61},
                                            Case{GgmlType::kF16, 33, 172}, Case{GgmlType::kF16, 129, 13},
-                                           Case{GgmlType::kBF16, 37, 64}, Case{GgmlType::kQ8_0, 172, 64},
+                                           Case{GgmlType::kBF16, 77, 64}, Case{GgmlType::kQ8_0, 172, 64},
                                            Case{GgmlType::kQ8_0, 33, 160}, Case{GgmlType::kQ4_0, 172, 64},
                                            Case{GgmlType::kQ4_0, 257, 96},
                                            // One awkward size per added type: rows not a multiple

@@ -243,9 +243,12 @@ void Device::save_pipeline_cache() const {
 uint64_t Device::max_binding_bytes() const {
   uint64_t limit = info_.max_storage_buffer_range;
   if (info_.max_allocation_size != 0) limit = std::min(limit, info_.max_allocation_size);
-  // Weight parts are read through their texel view, which must cover them whole.
-  if (info_.max_texel_buffer_elements != 0) limit = std::min(limit, info_.max_texel_buffer_elements * 16);
   return limit;
+}
+
+uint64_t Device::max_texel_binding_bytes() const {
+  const uint64_t texels = info_.max_texel_buffer_elements * 16;
+  return texels == 0 ? max_binding_bytes() : std::min(max_binding_bytes(), texels);
 }
 
 Buffer Device::create_buffer(uint64_t size, BufferKind kind) const {

@@ -46,6 +46,9 @@ class Device {
   VkPipelineCache pipeline_cache() const { return pipeline_cache_; }
   // Largest buffer a single storage binding can cover (and one allocation can hold).
   uint64_t max_binding_bytes() const;
+  // Largest buffer that is also read whole through its texel view (Buffer::texel_view): weight
+  // parts and the activations the matrix kernels read as x.
+  uint64_t max_texel_binding_bytes() const;
 
   // Buffers. size > 0. kStorage on a UMA device is host-visible and mapped.
   Buffer create_buffer(uint64_t size, BufferKind kind = BufferKind::kStorage) const;

@@ -74,7 +74,8 @@ uint64_t type_size(const Module& m, uint32_t id, int depth = 0) {
   }
 }
 
-// A UniformConstant variable whose type is a sampled image of dimension Buffer: a samplerBuffer.
+// A UniformConstant variable whose type is a sampled image of dimension Buffer with 32-bit unsigned
+// texels: a usamplerBuffer.
 bool is_uniform_texel_buffer(const Module& m, const std::map<uint32_t, std::pair<uint32_t, uint32_t>>& pointers,
                              uint32_t pointer_type) {
   auto p = pointers.find(pointer_type);
@@ -84,7 +85,11 @@ bool is_uniform_texel_buffer(const Module& m, const std::map<uint32_t, std::pair
   auto image = m.types.find(sampled->second[2]);
   // OpTypeImage: result, sampled type, Dim, Depth, Arrayed, MS, Sampled, format
   if (image == m.types.end() || image->second[0] != kOpTypeImage || image->second.size() < 9) return false;
-  return image->second[3] == kDimBuffer && image->second[7] == kImageSampled;
+  if (image->second[3] != kDimBuffer || image->second[7] != kImageSampled) return false;
+  // A usamplerBuffer: the view's texels are R32G32B32A32_UINT (OpTypeInt: width 32, signedness 0).
+  auto texel = m.types.find(image->second[2]);
+  return texel != m.types.end() && texel->second[0] == kOpTypeInt && texel->second.size() >= 4 &&
+         texel->second[2] == 32 && texel->second[3] == 0;
 }
 
 }  // namespace
@@ -165,7 +170,7 @@ KernelLayout reflect_spirv(std::span<const uint32_t> words) {
     if (!is_resource) continue;
     const bool texel = v.storage == kStorageUniformConstant && is_uniform_texel_buffer(m, pointers, v.pointer_type);
     if (v.storage != kStorageStorageBuffer && !texel) {
-      fail("only storage buffers and uniform texel buffers (samplerBuffer) are supported as bindings");
+      fail("only storage buffers and uniform texel buffers (usamplerBuffer) are supported as bindings");
     }
     auto set = m.set.find(v.id);
     auto binding = m.binding.find(v.id);

@@ -53,8 +53,9 @@ uint64_t device_matrix_part_bytes(GgmlType type, uint64_t rows, uint64_t cols) {
 DeviceMatrix upload_matrix(const Device& device, GgmlType type, uint64_t rows, uint64_t cols, const void* ggml_data,
                            uint64_t max_part_bytes) {
   const DeviceFormat& f = checked_format(type, rows, cols);
-  const uint64_t limit = max_part_bytes == 0 ? device.max_binding_bytes()
-                                             : std::min(max_part_bytes, device.max_binding_bytes());
+  // Every part is read whole through its texel view.
+  const uint64_t limit = max_part_bytes == 0 ? device.max_texel_binding_bytes()
+                                             : std::min(max_part_bytes, device.max_texel_binding_bytes());
   // Rows per part: the largest count whose device layout fits the binding limit (the layout is
   // linear in rows).
   const uint64_t per_row = device_matrix_part_bytes(type, 1, cols);

@@ -1,3 +1,4 @@
+#pragma once
 // Which backend runs a model when the user did not say (docs/ARCHITECTURE.md, "Backend choice"):
 //   1. --cpu: the CPU reference.
 //   2. No Vulkan device: the CPU reference, unless the fallback is forbidden (then make_runner fails).

@@ -11,8 +11,8 @@ struct RunnerOptions {
   std::string device;
   bool allow_cpu_fallback = true;  // no Vulkan device: run on the CPU reference instead of failing
   bool force_cpu = false;          // skip Vulkan entirely (tests, `--cpu`)
-  // Run on Vulkan even on a CPU-type device, where the backend rule (backend_choice.h) picks the CPU
-  // reference; implies no CPU fallback. A non-empty `device` or VKSTREAM_DEVICE also picks Vulkan.
+  // Run on Vulkan even where the backend rule (backend_choice.h) picks the CPU reference (a CPU-type
+  // device and a small model); implies no CPU fallback. A non-empty `device` or VKSTREAM_DEVICE also picks Vulkan.
   bool force_vulkan = false;
 
   int32_t block_size = 16;          // tokens per KV block

@@ -77,21 +77,26 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   vocab_s_ = align4(c.vocab_size);
   const uint64_t T = static_cast<uint64_t>(options.max_step_tokens);
   const uint64_t S = static_cast<uint64_t>(options.max_step_seqs);
-  auto activation = [&](uint64_t rows, uint32_t stride, const char* what) {
+  // The matrix kernels read their x through a texel view of the whole buffer (xn_, att_,
+  // gate_up_, xo_), so those buffers must also fit the device's texel-buffer limit.
+  const uint64_t max_texel_binding = device_.max_texel_binding_bytes();
+  auto activation = [&](uint64_t rows, uint32_t stride, const char* what, bool read_as_x) {
     const uint64_t bytes = rows * stride * kF;
-    if (bytes > max_binding) {
+    const uint64_t limit = read_as_x ? max_texel_binding : max_binding;
+    if (bytes > limit) {
       throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{} buffer of {} MiB exceeds the device's {} MiB binding; lower max_step_tokens/max_step_seqs",
-                              what, bytes >> 20, max_binding >> 20));
+                  fmt::format("{} buffer of {} MiB exceeds the device's {} MiB {}binding; lower "
+                              "max_step_tokens/max_step_seqs",
+                              what, bytes >> 20, limit >> 20, read_as_x ? "texel-buffer " : ""));
     }
     return device_.create_buffer(bytes);
   };
-  x_ = activation(T, dim_s_, "residual");
-  xn_ = activation(T, dim_s_, "norm");
-  qkv_ = activation(T, qkv_s_, "qkv");
-  att_ = activation(T, q_s_, "attention");
-  gate_up_ = activation(T, gate_up_s_, "gate_up");
-  xo_ = activation(S, dim_s_, "output rows");
+  x_ = activation(T, dim_s_, "residual", false);
+  xn_ = activation(T, dim_s_, "norm", true);
+  qkv_ = activation(T, qkv_s_, "qkv", false);
+  att_ = activation(T, q_s_, "attention", true);
+  gate_up_ = activation(T, gate_up_s_, "gate_up", true);
+  xo_ = activation(S, dim_s_, "output rows", true);
   tokens_ = make_io(T * 4, true);
   positions_ = make_io(T * 4, true);
   slots_ = make_io(T * 4, true);
