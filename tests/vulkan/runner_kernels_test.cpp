@@ -357,6 +357,9 @@ TEST_F(RunnerKernels, AttentionMatchesReferenceAndIsBatchInvariant) {
       {8, 4, 8, 16, {{0, 5}, {63, 1}, {64, 1}, {130, 9}, {17, 1}}},
       // awkward: head_dim 10, GQA 3:1, block size 7, prefill chunk crossing tiles.
       {6, 2, 10, 7, {{0, 1}, {40, 33}, {100, 1}, {3, 2}}},
+      // K/V are fetched 4 pairs a texel when head_dim / 2 is a multiple of 4, else pair by pair:
+      // head_dim 10 above reads one pair a step, head_dim 12 two.
+      {4, 2, 12, 16, {{0, 3}, {50, 1}, {33, 2}}},
       // TinyLlama-like heads; head_dim 256 (the maximum).
       {8, 1, 64, 16, {{200, 1}, {0, 70}, {5, 1}}},
       {2, 2, 256, 16, {{90, 3}, {0, 1}}},

@@ -50,7 +50,9 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   }
 
   const uint64_t max_binding = device_.max_binding_bytes();
-  kv_.emplace(device_, vk::plan_kv_cache(c, options.block_size, options.num_blocks, options.kv_budget_bytes, max_binding));
+  // Attention reads each pool whole through its texel view.
+  kv_.emplace(device_, vk::plan_kv_cache(c, options.block_size, options.num_blocks, options.kv_budget_bytes,
+                                         device_.max_texel_binding_bytes()));
   const vk::KvCacheShape& kv = kv_->shape();
   const int64_t pool_tokens = int64_t{kv.num_blocks} * kv.block_size;
   int64_t max_context = options.max_context > 0 ? options.max_context : (c.context_length > 0 ? c.context_length : 4096);

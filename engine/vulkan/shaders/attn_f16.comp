@@ -24,8 +24,11 @@
 layout(local_size_x = VKS_ATTN_HEADS_PER_GROUP, local_size_y = 1, local_size_z = 1) in;
 
 layout(std430, binding = 0) readonly buffer QSrc { float q_src[]; };        // [n_tokens][q_stride]
-layout(std430, binding = 1) readonly buffer KPool { uint k_pool[]; };       // [n_slots][kv_dim/2]
-layout(std430, binding = 2) readonly buffer VPool { uint v_pool[]; };       // [n_slots][kv_dim/2]
+// The pools are read through texel views (uvec4 = 4 pairs of halves): lavapipe loads a storage
+// buffer lane by lane but gathers texels as vectors (see common_matmul.glsl); at 1,024 tokens of
+// context attention was a third of a SmolLM2 decode step with storage-buffer reads.
+layout(binding = 1) uniform usamplerBuffer k_texels;  // [n_slots][kv_dim/2] uints, from texel 0
+layout(binding = 2) uniform usamplerBuffer v_texels;  // [n_slots][kv_dim/2] uints, from texel 0
 layout(std430, binding = 3) readonly buffer Positions { int positions[]; };  // [n_tokens]
 layout(std430, binding = 4) readonly buffer TokenSeq { int token_seq[]; };   // [n_tokens]
 layout(std430, binding = 5) readonly buffer BlockTables { int block_tables[]; };  // [n_seqs][max_blocks_per_seq]
@@ -37,6 +40,15 @@ layout(push_constant) uniform Push { AttnParams p; };
 layout(constant_id = 0) const uint HALF_HD = 4;   // head_dim / 2 (pairs of halves)
 layout(constant_id = 1) const uint DIM_STEP = 4;  // pairs handled per runtime-loop iteration
 const uint CHUNK = VKS_ATTN_CHUNK;
+
+// Pairs at..at+DIM_STEP-1 of a pool (at is a multiple of DIM_STEP). With DIM_STEP 4 they are one
+// texel: HALF_HD is then a multiple of 4, and so is every row start and i0 (attention_specialization).
+uvec4 pairs_at(usamplerBuffer pool, uint at) {
+  if (DIM_STEP == 4u) return texelFetch(pool, int(at >> 2));
+  uvec4 r = uvec4(0u);
+  [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) r[u] = texelFetch(pool, int((at + u) >> 2))[(at + u) & 3u];
+  return r;
+}
 
 void main() {
   const uint head = gl_GlobalInvocationID.x;
@@ -75,12 +87,13 @@ void main() {
       rows[j] = slot * kv_half_dim + kv_col;
       s[j] = 0.0;
     }
-    // Scores: each key's dot product sums its pairs in order.
+    // Scores: each key's dot product sums its pairs in order (i0, then u, ascending).
     for (uint i0 = 0; i0 < HALF_HD; i0 += DIM_STEP) {
-      [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) {
-        const vec2 qi = q[i0 + u];
-        [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
-          const vec2 k2 = unpackHalf2x16(k_pool[rows[j] + i0 + u]);
+      [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
+        const uvec4 k4 = pairs_at(k_texels, rows[j] + i0);
+        [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) {
+          const vec2 qi = q[i0 + u];
+          const vec2 k2 = unpackHalf2x16(k4[u]);
           s[j] += qi.x * k2.x + qi.y * k2.y;
         }
       }
@@ -97,15 +110,17 @@ void main() {
       pj[j] = exp(s[j] - m_new);
       if (j < n) l += pj[j];
     }
-    // Values: each pair's accumulator adds the chunk's keys in order.
+    // Values: each pair's accumulator adds the chunk's keys in order (j ascending).
     for (uint i0 = 0; i0 < HALF_HD; i0 += DIM_STEP) {
-      [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) {
-        vec2 a = acc[i0 + u] * correction;
-        [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
-          if (j < n) a += pj[j] * unpackHalf2x16(v_pool[rows[j] + i0 + u]);
+      vec2 a[DIM_STEP];
+      [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) a[u] = acc[i0 + u] * correction;
+      [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
+        if (j < n) {
+          const uvec4 v4 = pairs_at(v_texels, rows[j] + i0);
+          [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) a[u] += pj[j] * unpackHalf2x16(v4[u]);
         }
-        acc[i0 + u] = a;
       }
+      [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) acc[i0 + u] = a[u];
     }
     m = m_new;
   }
