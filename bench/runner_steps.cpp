@@ -9,12 +9,10 @@ namespace vks::bench {
 
 MatrixTotals matrix_totals(const LlamaWeights& w) {
   MatrixTotals t;
-  t.bytes = static_cast<double>(step_matrix_bytes(w));
-  auto count = [](const TensorRef& m) { return static_cast<double>(m.rows) * static_cast<double>(m.cols); };
-  for (const LayerWeights& l : w.layers) {
-    for (const TensorRef* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) t.weights += count(*m);
+  for (const TensorRef* m : step_matrices(w)) {
+    t.bytes += static_cast<double>(m->nbytes);
+    t.weights += static_cast<double>(m->rows) * static_cast<double>(m->cols);
   }
-  t.weights += count(w.output);
   return t;
 }
 

@@ -197,11 +197,17 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
   return model;
 }
 
+std::vector<const TensorRef*> step_matrices(const LlamaWeights& w) {
+  std::vector<const TensorRef*> out;
+  out.reserve(w.layers.size() * 7 + 1);
+  for (const LayerWeights& l : w.layers) out.insert(out.end(), {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down});
+  out.push_back(&w.output);
+  return out;
+}
+
 uint64_t step_matrix_bytes(const LlamaWeights& w) {
-  uint64_t bytes = w.output.nbytes;
-  for (const LayerWeights& l : w.layers) {
-    for (const TensorRef* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) bytes += m->nbytes;
-  }
+  uint64_t bytes = 0;
+  for (const TensorRef* m : step_matrices(w)) bytes += m->nbytes;
   return bytes;
 }
 

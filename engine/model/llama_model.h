@@ -72,8 +72,10 @@ class LlamaModel {
   LlamaWeights weights_;
 };
 
-// Bytes of the weight matrices one decode step streams: every layer's projections and the output
-// matrix (norms and the token-embedding gather are small next to them).
+// The weight matrices one decode step streams: every layer's projections, then the output matrix
+// (norms and the token-embedding gather are small next to them).
+std::vector<const TensorRef*> step_matrices(const LlamaWeights& w);
+// Their bytes.
 uint64_t step_matrix_bytes(const LlamaWeights& w);
 
 // Dequantize one row of a weight into floats (cols values).

@@ -86,8 +86,7 @@ TEST(Reflection, EmbeddedKernelsDeclareWhatTheParamsSay) {
       EXPECT_EQ(l.push_size, sizeof(shader::MatmulParams)) << n;
       EXPECT_EQ(l.bindings, 3u) << n;
       // Each invocation carries ROW_SLOTS rows, the host counts VKS_ROWS_LOCAL_SIZE * row_slots
-      // rows per workgroup (a row_slots above the shader's ROW_SLOTS leaves rows out: the matmul
-      // tests check every row).
+      // rows per workgroup (both from VKS_ROW_SLOTS_<TYPE>; the matmul tests check every row).
       EXPECT_EQ(l.local_size[0], uint32_t{VKS_ROWS_LOCAL_SIZE}) << n;
       EXPECT_EQ(l.texel_bindings, 0b011u) << n << ": weights and x through texel views, y a storage buffer";
     } else if (n == "rmsnorm_f32") {

@@ -177,9 +177,8 @@ INSTANTIATE_TEST_SUITE_P(Types, MatmulKernelTest,
                                            // of a workgroup's, a partial side record (legacy
                                            // types) or several super-blocks (K-quants). Every
                                            // kernel gets rows past its first workgroup (the rows
-                                           // family's: 64, 128 or 32 rows), so a row_slots larger
-                                           // than the shader's ROW_SLOTS leaves rows out (a
-                                           // smaller one adds groups that store nothing).
+                                           // family's: 64, 128 or 32 rows), so the grid's rows
+                                           // per group are checked against what the shader covers.
                                            Case{GgmlType::kQ4_1, 37, 288}, Case{GgmlType::kQ5_0, 37, 288},
                                            Case{GgmlType::kQ5_1, 37, 288}, Case{GgmlType::kQ2_K, 37, 768},
                                            Case{GgmlType::kQ3_K, 37, 768}, Case{GgmlType::kQ4_K, 137, 768},

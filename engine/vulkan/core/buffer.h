@@ -24,7 +24,7 @@ struct BufferView {
   uint64_t size = VK_WHOLE_SIZE;
   VkBufferView texel = VK_NULL_HANDLE;  // the buffer's uvec4 texel view; null if it has none
 
-  // offset in texels; offset % 16 must be 0 (Ops checks it where a kernel reads through texels).
+  // offset in texels; offset % 16 must be 0 (a dispatch refuses a texel binding otherwise).
   uint32_t texel_offset() const { return static_cast<uint32_t>(offset / 16); }
 };
 

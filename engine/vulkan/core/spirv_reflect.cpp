@@ -14,7 +14,8 @@ namespace {
 constexpr uint32_t kMagic = 0x07230203;
 enum Op : uint32_t {
   kOpExecutionMode = 16, kOpTypeInt = 21, kOpTypeFloat = 22, kOpTypeVector = 23, kOpTypeMatrix = 24,
-  kOpTypeImage = 25, kOpTypeSampledImage = 27, kOpTypeArray = 28, kOpTypeStruct = 30, kOpTypePointer = 32, kOpConstant = 43, kOpVariable = 59,
+  kOpTypeImage = 25, kOpTypeSampledImage = 27, kOpTypeArray = 28, kOpTypeStruct = 30, kOpTypePointer = 32,
+  kOpConstant = 43, kOpVariable = 59,
   kOpDecorate = 71, kOpMemberDecorate = 72, kOpExecutionModeId = 331,
 };
 constexpr uint32_t kDecorationBinding = 33, kDecorationDescriptorSet = 34, kDecorationOffset = 35,

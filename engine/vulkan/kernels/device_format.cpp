@@ -195,19 +195,19 @@ void convert_q6_k(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* s
 
 // Kernel slots: F32 and BF16 share the f32 kernels.
 const DeviceFormat kFormats[] = {
-    {GgmlType::kF32, "f32", 0, 1, 4, 0, 0, 8, convert_f32},
-    {GgmlType::kBF16, "f32", 0, 1, 4, 0, 0, 8, convert_bf16},
-    {GgmlType::kF16, "f16", 1, 1, 2, 0, 0, 8, convert_f16},
-    {GgmlType::kQ8_0, "q8_0", 2, 32, 0, 32, 1, 16, convert_q8_0},
-    {GgmlType::kQ4_0, "q4_0", 3, 32, 0, 16, 1, 16, convert_q4_0},
-    {GgmlType::kQ4_1, "q4_1", 4, 32, 0, 16, 2, 4, convert_q4_1},
-    {GgmlType::kQ5_0, "q5_0", 5, 32, 0, 16, 3, 4, convert_q5_0},
-    {GgmlType::kQ5_1, "q5_1", 6, 32, 0, 16, 4, 4, convert_q5_1},
-    {GgmlType::kQ2_K, "q2_k", 7, 256, 0, 16, 2, 4, convert_q2_k},
-    {GgmlType::kQ3_K, "q3_k", 8, 256, 0, 16, 2, 4, convert_q3_k},
-    {GgmlType::kQ4_K, "q4_k", 9, 256, 0, 16, 1, 16, convert_q4_k},
-    {GgmlType::kQ5_K, "q5_k", 10, 256, 0, 16, 3, 4, convert_q5_k},
-    {GgmlType::kQ6_K, "q6_k", 11, 256, 0, 16, 6, 4, convert_q6_k},
+    {GgmlType::kF32, "f32", 0, 1, 4, 0, 0, VKS_ROW_SLOTS_F32, convert_f32},
+    {GgmlType::kBF16, "f32", 0, 1, 4, 0, 0, VKS_ROW_SLOTS_F32, convert_bf16},
+    {GgmlType::kF16, "f16", 1, 1, 2, 0, 0, VKS_ROW_SLOTS_F16, convert_f16},
+    {GgmlType::kQ8_0, "q8_0", 2, 32, 0, 32, 1, VKS_ROW_SLOTS_Q8_0, convert_q8_0},
+    {GgmlType::kQ4_0, "q4_0", 3, 32, 0, 16, 1, VKS_ROW_SLOTS_Q4_0, convert_q4_0},
+    {GgmlType::kQ4_1, "q4_1", 4, 32, 0, 16, 2, VKS_ROW_SLOTS_Q4_1, convert_q4_1},
+    {GgmlType::kQ5_0, "q5_0", 5, 32, 0, 16, 3, VKS_ROW_SLOTS_Q5_0, convert_q5_0},
+    {GgmlType::kQ5_1, "q5_1", 6, 32, 0, 16, 4, VKS_ROW_SLOTS_Q5_1, convert_q5_1},
+    {GgmlType::kQ2_K, "q2_k", 7, 256, 0, 16, 2, VKS_ROW_SLOTS_Q2_K, convert_q2_k},
+    {GgmlType::kQ3_K, "q3_k", 8, 256, 0, 16, 2, VKS_ROW_SLOTS_Q3_K, convert_q3_k},
+    {GgmlType::kQ4_K, "q4_k", 9, 256, 0, 16, 1, VKS_ROW_SLOTS_Q4_K, convert_q4_k},
+    {GgmlType::kQ5_K, "q5_k", 10, 256, 0, 16, 3, VKS_ROW_SLOTS_Q5_K, convert_q5_k},
+    {GgmlType::kQ6_K, "q6_k", 11, 256, 0, 16, 6, VKS_ROW_SLOTS_Q6_K, convert_q6_k},
 };
 constexpr uint32_t kSlotCount = 12;
 

@@ -39,9 +39,9 @@ struct DeviceFormat {
   uint32_t float_bytes;            // float formats: bytes per stored element; 0 for blocked formats
   uint32_t quant_bytes_per_32;     // blocked formats: quant plane bytes per 32 weights
   uint32_t side_uvec4;             // blocked formats: side plane 16-byte units per 256 weights
-  // Rows per invocation of the rows family (ROW_SLOTS of matvec_/matmul_<suffix>.comp): a
-  // workgroup covers VKS_ROWS_LOCAL_SIZE * row_slots rows. More rows share each x load (on
-  // lavapipe every load costs the same per lane, whatever its width); fewer compile faster.
+  // Rows per invocation of the rows family: VKS_ROW_SLOTS_<SUFFIX> (shader_params.h), which
+  // matvec_/matmul_<suffix>.comp use as ROW_SLOTS; a workgroup covers VKS_ROWS_LOCAL_SIZE *
+  // row_slots rows.
   uint32_t row_slots;
   // Converts one row of `cols` weights from ggml layout into its quant-plane row and side-plane
   // row (both zero-initialised by the caller; side is null for float formats).

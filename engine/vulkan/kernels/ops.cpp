@@ -138,9 +138,9 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
   struct Tiling {
     uint32_t rows_per_group, token_tile;
   };
-  const Tiling tiling = op == WeightOp::kLanes    ? Tiling{VKS_LANES_ROWS, VKS_LANES_TOKEN_TILE}
-                        : op == WeightOp::kMatvec ? Tiling{w.format->rows_per_group(), VKS_MATVEC_TOKEN_TILE}
-                                                  : Tiling{w.format->rows_per_group(), VKS_MATMUL_TOKEN_TILE};
+  const uint32_t token_tile = op == WeightOp::kMatvec ? VKS_MATVEC_TOKEN_TILE : VKS_MATMUL_TOKEN_TILE;
+  const Tiling tiling = op == WeightOp::kLanes ? Tiling{VKS_LANES_ROWS, VKS_LANES_TOKEN_TILE}
+                                               : Tiling{w.format->rows_per_group(), token_tile};
   for (size_t part = 0; part < w.storage.part_count(); ++part) {
     const uint64_t rows = w.storage.part_rows(part);
     const MatmulParams p{u32(rows),

@@ -6,6 +6,6 @@
 // runs per variant): 0.49 and 0.51 of Q4_0's tokens/s at 4 rows, 0.95 and 0.84 at 16. Cold
 // compile of kquant-q4_k_m's pipelines: 15.1 s against 13.8 s at 4 rows (bench/cold_start.sh).
 #define LOCAL_SIZE VKS_ROWS_LOCAL_SIZE
-#define ROW_SLOTS 16u
+#define ROW_SLOTS VKS_ROW_SLOTS_Q4_K
 #include "common_matmul.glsl"
 #include "matmul_main.glsl"

@@ -2,6 +2,6 @@
 #extension GL_GOOGLE_include_directive : require
 #define WTYPE_Q5_0
 #define LOCAL_SIZE VKS_ROWS_LOCAL_SIZE
-#define ROW_SLOTS 4u
+#define ROW_SLOTS VKS_ROW_SLOTS_Q5_0
 #include "common_matmul.glsl"
 #include "matmul_main.glsl"

@@ -2,6 +2,6 @@
 #extension GL_GOOGLE_include_directive : require
 #define WTYPE_Q3_K
 #define LOCAL_SIZE VKS_ROWS_LOCAL_SIZE
-#define ROW_SLOTS 4u
+#define ROW_SLOTS VKS_ROW_SLOTS_Q3_K
 #include "common_matmul.glsl"
 #include "matvec_main.glsl"

@@ -5,6 +5,6 @@
 // model's pipelines took 31.6 s instead of 14.7 s, for no decode speed the runner bench could tell
 // apart from its noise.
 #define LOCAL_SIZE VKS_ROWS_LOCAL_SIZE
-#define ROW_SLOTS 4u
+#define ROW_SLOTS VKS_ROW_SLOTS_Q6_K
 #include "common_matmul.glsl"
 #include "matvec_main.glsl"

@@ -20,13 +20,28 @@ using uint = uint32_t;
 
 // matvec_<type> / matmul_<type> (the rows family, CPU devices' default): a workgroup is
 // VKS_ROWS_LOCAL_SIZE invocations, one SIMD vector of lavapipe on AVX2, each carrying ROW_SLOTS
-// rows (per type: DeviceFormat::row_slots), so it covers VKS_ROWS_LOCAL_SIZE * row_slots rows.
+// rows (per type: VKS_ROW_SLOTS_<TYPE> below), so it covers VKS_ROWS_LOCAL_SIZE * row_slots rows.
 // Small groups waste little on small matrices: a 64-row matrix in 256-row groups computed four
 // times its rows (rows past the end compute copies of the last one). Grids: x = ceil(rows / rows
 // per group), y = ceil(n_tokens / TOKEN_TILE) (row groups past 65,535 continue in z). Both
 // accumulate every output in the same order (see common_matmul.glsl); matlanes_<type> (below) has
 // an order of its own.
 #define VKS_ROWS_LOCAL_SIZE 8
+// ROW_SLOTS per kernel suffix, the one definition that matvec_/matmul_<suffix>.comp and
+// DeviceFormat::row_slots both use. More rows share each x load; the K-quants other than Q4_K and
+// the legacy 5-bit types stay at 4 because their larger decode state compiles slowly at 16.
+#define VKS_ROW_SLOTS_F32 8
+#define VKS_ROW_SLOTS_F16 8
+#define VKS_ROW_SLOTS_Q8_0 16
+#define VKS_ROW_SLOTS_Q4_0 16
+#define VKS_ROW_SLOTS_Q4_1 4
+#define VKS_ROW_SLOTS_Q5_0 4
+#define VKS_ROW_SLOTS_Q5_1 4
+#define VKS_ROW_SLOTS_Q2_K 4
+#define VKS_ROW_SLOTS_Q3_K 4
+#define VKS_ROW_SLOTS_Q4_K 16
+#define VKS_ROW_SLOTS_Q5_K 4
+#define VKS_ROW_SLOTS_Q6_K 4
 #define VKS_MATVEC_TOKEN_TILE 8
 #define VKS_MATMUL_TOKEN_TILE 8
 // matlanes_<type> (the GPU family, see matlanes_main.glsl): VKS_LANES invocations share each row,
