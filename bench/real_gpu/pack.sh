@@ -2,7 +2,7 @@
 # Packs what bench/real_gpu/run.sh needs on a machine that has a real GPU but none of this project's
 # Debian libraries (the workplace's `device` tool: a CUDA image, no network). Writes DEST (default
 # .gpu/, which .git/info/exclude must ignore) with:
-#   tests.tar.xz the Vulkan test binaries, daemon, CLI and kernel bench, every shared library they need
+#   tests.tar.xz the Vulkan test binaries, daemon, CLI, model writer, kernel/runner/engine benches, every shared library they need
 #                except glibc/libstdc++ (the target's are newer), and the small test models with references
 #   bench.tar.xz vks-make-model and the runner bench with their libraries, stories260K, the Llama 2 vocab
 #   nlc.tar.xz   node and node-llama-cpp with only its Vulkan prebuilt binaries (llama.cpp's Vulkan
@@ -37,8 +37,8 @@ pack_vks() {
   tar -C "$stage" -cJf "$dest/$tarball" vks
 }
 # tests.tar.xz: everything `run.sh tests` runs, with the fixtures.
-pack_vks tests.tar.xz "server/vkstreamd clients/cli/vkstream tools/vks-gguf-info bench/vks_bench_vulkan_kernels
-  bench/vks_bench_device_probe tests/vulkan/vks_vulkan_kernels_tests tests/vulkan/vks_vulkan_runner_tests
+pack_vks tests.tar.xz "server/vkstreamd clients/cli/vkstream tools/vks-gguf-info tools/vks-make-model
+  bench/vks_bench_vulkan_kernels bench/vks_bench_vulkan_runner bench/engine_load bench/vks_bench_device_probe tests/vulkan/vks_vulkan_kernels_tests tests/vulkan/vks_vulkan_runner_tests
   tests/sched/sched_engine_vulkan_test tests/sched/sched_engine_embed_vulkan_test" \
   "$(cd "$models" && echo stories260K.gguf kquant-*.gguf qwen2-tiny.gguf llama3-rope-freqs-tiny.gguf)"
 # bench.tar.xz: the model writer and the runner benchmark, small enough to travel beside nlc.tar.xz.

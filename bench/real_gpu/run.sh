@@ -4,6 +4,8 @@
 # as one $OUT/MODE.tgz (the device tool returns at most 8 files).
 #   run.sh tests   the Vulkan test binaries, `vkstream devices`, the fixtures through vkstreamd with
 #                  `vkstream generate --json --logprobs 20 -t 0`, and the kernel benchmark
+#   run.sh profile per-op GPU time of TinyLlama-shape Q4_0 and Q4_K_M steps, and the engine's step
+#                  against the runner's (engine_load), from tests.tar.xz alone
 #   run.sh bench   synthetic TinyLlama-shape models (Q4_0, Q8_0, F16, Q4_K_M, Q6_K) and stories260K:
 #                  vks_bench_vulkan_runner and llama.cpp's Vulkan backend (node-llama-cpp) on each
 #                  file, one after the other; Llama-3.2-1B-shape Q4_0 and Q4_K_M with vkstream alone
@@ -26,17 +28,23 @@ step() { echo "== $*"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1
 nproc
 # Without a GPU the Vulkan tests skip and "pass": stop here instead of measuring nothing.
-if [ -x "$bin/vkstream" ] && ! "$bin/vkstream" devices 2>&1 | grep -v '\[cpu\]' | grep -q '^\* 0:'; then
-  "$bin/vkstream" devices
-  echo "no GPU Vulkan device: fix the driver set-up above before spending device time" >&2
-  exit 2
+# (The listing is read before grep: a crash at exit would otherwise fail the pipeline, as it once did.)
+if [ -x "$bin/vkstream" ]; then
+  devices=$("$bin/vkstream" devices 2>&1); rc=$?
+  echo "$devices"; [ "$rc" = 0 ] || echo "vkstream devices exited $rc" >&2
+  if ! grep -v '\[cpu\]' <<< "$devices" | grep -q '^\* 0:'; then
+    echo "no GPU Vulkan device: fix the driver set-up above before spending device time" >&2
+    exit 2
+  fi
 fi
 
 if [ "$mode" = tests ]; then
   step devices; "$bin/vkstream" devices 2>&1 | tee "$out/devices.txt"
+  # The tests run from a folder laid out like the build tree: some call ./tools/vks-make-model.
+  mkdir -p /tmp/vks/run/tools && ln -sf "$bin/vks-make-model" /tmp/vks/run/tools/vks-make-model
   for t in vks_vulkan_kernels_tests vks_vulkan_runner_tests sched_engine_vulkan_test sched_engine_embed_vulkan_test; do
     step "$t"
-    timeout 100 "$bin/$t" --gtest_brief=1 > "$out/$t.log" 2>&1
+    (cd /tmp/vks/run && timeout 100 "$bin/$t" --gtest_brief=1) > "$out/$t.log" 2>&1
     echo "exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)|tests ran' "$out/$t.log" | tr '\n' ' ')"
     grep -E '^\[  FAILED  \]' "$out/$t.log" | head -20
   done
@@ -54,7 +62,22 @@ if [ "$mode" = tests ]; then
     kill "$pid"; wait "$pid"
     grep -v "chat template" "$d/log" | head -3
   done
-  step kernels; timeout 90 "$bin/vks_bench_vulkan_kernels" > "$out/kernels.txt" 2>&1; echo "exit $?"; tail -40 "$out/kernels.txt"
+  [ "${VKS_KERNEL_BENCH:-1}" = 1 ] && step kernels && timeout 90 "$bin/vks_bench_vulkan_kernels" > "$out/kernels.txt" 2>&1; echo "exit $?"; tail -40 "$out/kernels.txt"
+fi
+
+if [ "$mode" = profile ]; then  # where a step's time goes: per-op GPU time, and the engine around the runner
+  "$bin/vks-make-model" -q -p tinyllama-1.1b -t q4_0 -o /tmp/m/p-q4_0.gguf
+  "$bin/vks-make-model" -q -p tinyllama-1.1b -t q4_k_m -o /tmp/m/p-q4_k_m.gguf
+  for m in p-q4_0 p-q4_k_m; do
+    step "vkstream $m --profile"
+    timeout 60 "$bin/vks_bench_vulkan_runner" /tmp/m/$m.gguf --prompt 128 --gen 16 --reps 2 --batches 1 16 --profile \
+      > "$out/profile-$m.txt" 2>&1
+    echo "exit $?"; grep -A40 'decode batch 1' "$out/profile-$m.txt" | head -45
+  done
+  step "engine_load p-q4_0"
+  timeout 90 "$bin/engine_load" /tmp/m/p-q4_0.gguf --requests 32 --rate 0 --prompt-min 64 --prompt-max 128 \
+    --out-min 64 --out-max 64 --no-prefix > "$out/engine-p-q4_0.txt" 2>&1
+  echo "exit $?"; tail -15 "$out/engine-p-q4_0.txt"
 fi
 
 if [ "$mode" = bench ]; then

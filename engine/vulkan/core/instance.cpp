@@ -54,7 +54,11 @@ std::shared_ptr<const Instance> Instance::shared() { return shared(env_validatio
 
 std::shared_ptr<const Instance> Instance::shared(bool validation) {
   static std::mutex mutex;
-  static std::shared_ptr<const Instance> instances[2];
+  // Deliberately never destroyed: a static's destructor would call vkDestroyInstance after NVIDIA's
+  // driver has run its own exit handlers (registered inside vkCreateInstance, so they run first), and
+  // every Vulkan program segfaulted at exit on an H100 (driver 580.159.04) after printing all its
+  // results. The process's end frees the instance; llama.cpp's Vulkan backend does the same.
+  static auto* const instances = new std::shared_ptr<const Instance>[2];
   std::lock_guard<std::mutex> lock(mutex);
   std::shared_ptr<const Instance>& slot = instances[validation ? 1 : 0];
   if (!slot) slot = std::make_shared<const Instance>(create(validation));

@@ -14,7 +14,8 @@ class Instance {
   // when no Vulkan 1.2 instance can be created.
   static Instance create();
   static Instance create(bool validation);
-  // The process's one instance (per validation setting), created on first use and kept until exit.
+  // The process's one instance (per validation setting), created on first use and never destroyed
+  // (instance.cpp says why).
   // Why not one per Device: the loader unloads a driver with the last instance, and NVIDIA's driver
   // cannot be loaded again in the same process once its static TLS block is spent (seen on an H100:
   // "libnvidia-tls.so: cannot allocate memory in static TLS block" after a test binary had created
