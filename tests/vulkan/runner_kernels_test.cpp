@@ -351,8 +351,12 @@ class AttnRun {
   std::vector<float> q_all_;
 };
 
-TEST_F(RunnerKernels, AttentionMatchesReferenceAndIsBatchInvariant) {
-  const AttnCase cases[] = {
+// Both kernels (attn_f16 for CPU devices, attn_lanes_f16 for GPUs) on every case they can reach here.
+class RunnerAttention : public RunnerKernels, public ::testing::WithParamInterface<MatmulFamily> {};
+
+TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
+  const MatmulFamily family = GetParam();
+  std::vector<AttnCase> cases = {
       // stories260K shape: 8 heads, 4 kv heads, head_dim 8; decodes crossing the 64-key tile edge.
       {8, 4, 8, 16, {{0, 5}, {63, 1}, {64, 1}, {130, 9}, {17, 1}}},
       // awkward: head_dim 10, GQA 3:1, block size 7, prefill chunk crossing tiles.
@@ -371,12 +375,19 @@ TEST_F(RunnerKernels, AttentionMatchesReferenceAndIsBatchInvariant) {
       {1, 1, 256, 16, {{600, 1}}},
       // The budget's edge: the last key attention_max_keys() promises (the runner caps the context
       // there on CPU devices) is reached, so the formula holds on the device, not only on paper.
-      {1, 1, 64, 16, {{static_cast<int>(attention_max_keys(64)) - 1, 1}}},
-      {1, 1, 256, 16, {{static_cast<int>(attention_max_keys(256)) - 1, 1}}},
+      {1, 1, 64, 16, {{static_cast<int>(attention_max_keys(64, family)) - 1, 1}}},
+      {1, 1, 256, 16, {{static_cast<int>(attention_max_keys(256, family)) - 1, 1}}},
   };
+  const bool cpu_device = device_->info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   uint32_t seed = 100;
   for (const AttnCase& c : cases) {
-    AttnRun r(c, seed += 10);
+    seed += 10;
+    int longest_key = 0;
+    for (const SeqSpec& s : c.seqs) longest_key = std::max(longest_key, s.n_past + s.n_tokens - 1);
+    if (cpu_device && uint64_t(longest_key) >= attention_max_keys(static_cast<uint32_t>(c.head_dim), family)) {
+      continue;  // past the loop budget: the runner never asks this of a CPU device
+    }
+    AttnRun r(c, seed);
     Buffer kb = make(pack_halves(r.k_)), vb = make(pack_halves(r.v_));
     auto run_batch = [&](const std::vector<size_t>& which) {
       const AttnRun::Batch b = r.batch(which);
@@ -385,7 +396,8 @@ TEST_F(RunnerKernels, AttentionMatchesReferenceAndIsBatchInvariant) {
       const gpu::AttnParams p = r.params(n);
       Buffer ob = device_->create_buffer(uint64_t{n} * p.out_stride * sizeof(float));
       run([&](CommandBuffer& cmd) {
-        record_attention(cmd, *kernels_, AttnBindings{qb.view(), kb.view(), vb.view(), pb.view(), tb.view(), bt.view(), ob.view()}, p);
+        record_attention(cmd, *kernels_, AttnBindings{qb.view(), kb.view(), vb.view(), pb.view(), tb.view(), bt.view(), ob.view()}, p,
+                         family);
       });
       return std::make_pair(read<float>(ob, size_t{n} * p.out_stride), b);
     };
@@ -414,6 +426,11 @@ TEST_F(RunnerKernels, AttentionMatchesReferenceAndIsBatchInvariant) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, RunnerAttention, ::testing::Values(MatmulFamily::kRows, MatmulFamily::kLanes),
+                         [](const ::testing::TestParamInfo<MatmulFamily>& family_info) {
+                           return std::string(matmul_family_name(family_info.param));
+                         });
 
 // Loop iterations lavapipe counts when attn_f16 attends to `keys` keys, walked loop by loop as the
 // shader runs them (each loop's exit test counts as one more): independent of attention_max_keys'
@@ -445,12 +462,16 @@ TEST(RunnerKernelShapes, AttentionFitsLavapipesLoopBudget) {
     const AttnSpecialization s = attention_specialization(head_dim);
     EXPECT_EQ(s.half_head_dim, head_dim / 2);
     EXPECT_EQ(s.half_head_dim % s.dim_step, 0u) << head_dim;
-    const uint64_t max_keys = attention_max_keys(head_dim);
+    const uint64_t max_keys = attention_max_keys(head_dim, MatmulFamily::kRows);
     EXPECT_EQ(max_keys % VKS_ATTN_CHUNK, 0u) << head_dim;
     EXPECT_LE(attention_loop_iterations(head_dim, max_keys), uint64_t{VKS_LAVAPIPE_LOOP_BUDGET}) << head_dim;
     EXPECT_GT(attention_loop_iterations(head_dim, max_keys + VKS_ATTN_CHUNK), uint64_t{VKS_LAVAPIPE_LOOP_BUDGET})
         << head_dim << ": one more chunk would still fit";
     EXPECT_GE(max_keys, head_dim % 8 == 0 ? 30000u : 8000u) << head_dim;
+    // attn_lanes_f16 (forced on a CPU device): whole tiles, and still room for long contexts.
+    const uint64_t lanes_keys = attention_max_keys(head_dim, MatmulFamily::kLanes);
+    EXPECT_EQ(lanes_keys % VKS_ATTN_LANES_WG, 0u) << head_dim;
+    EXPECT_GE(lanes_keys, head_dim % 8 == 0 ? 20000u : 8000u) << head_dim;
   }
 }
 

@@ -14,10 +14,14 @@ void record_rope_kv(CommandBuffer& cmd, KernelRegistry& kernels, const RopeKvBin
 }
 
 void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b,
-                      const gpu::AttnParams& p) {
+                      const gpu::AttnParams& p, MatmulFamily family) {
   if (p.n_tokens == 0) return;
-  cmd.dispatch(attention_kernel(kernels, p.head_dim), {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out},
-               p, Groups{static_cast<uint32_t>(ceil_div(p.n_heads, VKS_ATTN_HEADS_PER_GROUP)), p.n_tokens, 1});
+  const uint32_t head_groups = family == MatmulFamily::kLanes
+                                   ? p.n_heads
+                                   : static_cast<uint32_t>(ceil_div(p.n_heads, VKS_ATTN_HEADS_PER_GROUP));
+  cmd.dispatch(attention_kernel(kernels, p.head_dim, family),
+               {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out}, p,
+               Groups{head_groups, p.n_tokens, 1});
 }
 
 AttnSpecialization attention_specialization(uint32_t head_dim) {
@@ -27,15 +31,40 @@ AttnSpecialization attention_specialization(uint32_t head_dim) {
   return AttnSpecialization{half, step};
 }
 
-const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim) {
+const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, MatmulFamily family) {
   // Specialized by head size so that its loops fit lavapipe's loop budget (attn_f16.comp).
   const AttnSpecialization spec = attention_specialization(head_dim);
   const uint32_t constants[2] = {spec.half_head_dim, spec.dim_step};
-  return kernels.get("attn_f16", constants);
+  return kernels.get(family == MatmulFamily::kLanes ? "attn_lanes_f16" : "attn_f16", constants);
 }
 
-uint64_t attention_max_keys(uint32_t head_dim) {
+namespace {
+
+// attn_lanes_f16, walked as one invocation runs it, every loop's exit test counted, the loops NIR may
+// unroll counted as if they ran, and 8 more per tile. Measured on lavapipe (Mesa 22.3, bisecting the
+// key count): keys were lost past 49,312 at head_dim 8 to 128 (85 counted per tile: NIR unrolls the
+// score loop there) and past 23,033 at head_dim 256 (~182 per tile: the score loop stays); this
+// count stops 4% (head_dim 256) to 15% (64) short of them.
+uint64_t lanes_attention_max_keys(const AttnSpecialization& spec) {
+  const uint64_t wg = VKS_ATTN_LANES_WG;
+  const uint64_t owned_max = VKS_ATTN_MAX_HEAD_DIM / 2 / wg;       // the unrolled loop over output pairs
+  const uint64_t owned = (spec.half_head_dim + wg - 1) / wg;       // pairs an invocation accumulates
+  uint64_t tree = 0;                                               // one reduction tree's loop
+  for (uint64_t step = wg / 2; step > 0; step >>= 1) ++tree;
+  const uint64_t per_tile = 1                                      // the tile loop
+                            + spec.half_head_dim / spec.dim_step + 1  // scores
+                            + 2 * (tree + 1)                       // max and sum trees
+                            + (owned_max + 1) + owned * (wg + 1)   // values
+                            + 8;                                   // what the measured edges showed beyond
+  const uint64_t fixed = (owned + 1) + 2 * (owned_max + 1) + 1;    // q, acc and output loops, tile-loop exit
+  return (uint64_t{VKS_LAVAPIPE_LOOP_BUDGET} - fixed) / per_tile * wg;
+}
+
+}  // namespace
+
+uint64_t attention_max_keys(uint32_t head_dim, MatmulFamily family) {
   const AttnSpecialization spec = attention_specialization(head_dim);
+  if (family == MatmulFamily::kLanes) return lanes_attention_max_keys(spec);
   // lavapipe counts a loop's exit test as an iteration too (measured: at head_dim 64 the kernel
   // reaches 3,449 chunks and not 3,450, i.e. 19 counted iterations per chunk, not 17).
   const uint64_t dim_loop = spec.half_head_dim / spec.dim_step + 1;

@@ -1,8 +1,10 @@
 #pragma once
-// Recording the attention-side kernels (rope_kv_f16, attn_f16) into a command buffer.
+// Recording the attention-side kernels (rope_kv_f16; attention: attn_f16 on CPU devices,
+// attn_lanes_f16 on GPUs, following the runner's MatmulFamily) into a command buffer.
 // Parameters and the KV pool layout: engine/vulkan/shaders/attn_params.h.
 #include "engine/vulkan/core/command.h"
 #include "engine/vulkan/core/kernel.h"
+#include "engine/vulkan/kernels/ops.h"
 #include "engine/vulkan/shaders/attn_params.h"
 
 namespace vks::vk {
@@ -27,10 +29,13 @@ struct AttnBindings {
   BufferView block_tables;  // int32 [n_seqs][max_blocks_per_seq]
   BufferView out;           // f32 [n_tokens][out_stride]
 };
+// kRows: attn_f16, one invocation per (token, head) walking its keys alone; kLanes: attn_lanes_f16,
+// a workgroup per (head, token) splitting each tile of keys. Each is bit-identical alone/batched/
+// chunked; the two differ from each other in the last bits (their sums run in other orders).
 void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b,
-                      const gpu::AttnParams& p);
+                      const gpu::AttnParams& p, MatmulFamily family);
 
-// attn_f16's specialization for a head size: {head_dim / 2, pairs per runtime-loop iteration}.
+// The attention kernels' specialization for a head size: {head_dim / 2, pairs per runtime-loop iteration}.
 struct AttnSpecialization {
   uint32_t half_head_dim;
   // The largest power of two up to 4 that divides half_head_dim: a larger step unrolls a bigger
@@ -38,14 +43,17 @@ struct AttnSpecialization {
   uint32_t dim_step;
 };
 AttnSpecialization attention_specialization(uint32_t head_dim);
-// The attn_f16 pipeline specialized for head_dim (built on first use; the runner builds it at start).
-const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim);
+// The family's attention pipeline specialized for head_dim (built on first use; the runner builds it
+// at start).
+const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, MatmulFamily family);
 
 // The most keys one attention row can attend to on a device that ends an invocation's loops after
-// VKS_LAVAPIPE_LOOP_BUDGET iterations (lavapipe), counting each loop's exit test: two loops of
-// half_head_dim / dim_step + 1 and the chunk loop per VKS_ATTN_CHUNK keys, plus the set-up and output
-// loops: 110,336 keys at head_dim 64, 59,872 at 128, 31,264 at 256.
-uint64_t attention_max_keys(uint32_t head_dim);
+// VKS_LAVAPIPE_LOOP_BUDGET iterations (lavapipe), counting each loop's exit test. attn_f16: two
+// loops of half_head_dim / dim_step + 1 and the chunk loop per VKS_ATTN_CHUNK keys, plus the set-up
+// and output loops: 110,336 keys at head_dim 64, 59,872 at 128, 31,264 at 256. attn_lanes_f16 (only
+// on a CPU device when forced): every loop counted, the unrolled ones too, per tile of
+// VKS_ATTN_LANES_WG keys and a margin: 41,920 keys at head_dim 64, 38,784 at 128, 22,144 at 256.
+uint64_t attention_max_keys(uint32_t head_dim, MatmulFamily family);
 
 // Throws vks::Error(kUnsupported) when the model's head shape is one these kernels cannot run
 // (odd head_dim, head_dim above VKS_ATTN_MAX_HEAD_DIM, n_heads not a multiple of n_kv_heads, odd rope_dim).

@@ -57,7 +57,7 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   const int64_t pool_tokens = int64_t{kv.num_blocks} * kv.block_size;
   int64_t max_context = options.max_context > 0 ? options.max_context : (c.context_length > 0 ? c.context_length : 4096);
   max_context = std::min(max_context, pool_tokens);
-  const int64_t attention_keys = static_cast<int64_t>(vk::attention_max_keys(c.head_dim));
+  const int64_t attention_keys = static_cast<int64_t>(vk::attention_max_keys(c.head_dim, ops_->matmul_family()));
   if (device_.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU && max_context > attention_keys) {
     // lavapipe ends a shader's loops after 65,535 iterations: attention could not reach further keys.
     spdlog::warn("vulkan: context limited to {} tokens on the CPU device {} (its shader loop limit, head_dim {})",
@@ -166,7 +166,7 @@ void VulkanRunner::create_pipelines() {
   for (const std::string& name : names) {
     if (kernels_->has(name)) kernels_->get(name);
   }
-  vk::attention_kernel(*kernels_, config_.head_dim);  // specialized by head size
+  vk::attention_kernel(*kernels_, config_.head_dim, ops_->matmul_family());  // specialized by head size
 }
 
 std::string VulkanRunner::device_name() const { return device_.info().name; }
@@ -278,7 +278,7 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) 
   vk::record_attention(cmd, *kernels_,
                        vk::AttnBindings{qkv_.view(), kv_->k(l), kv_->v(l), positions_.device.view(),
                                         token_seq_.device.view(), block_tables_.device.view(), att_.view()},
-                       ap);
+                       ap, ops_->matmul_family());
   mark(cmd, "attention");
   barrier(cmd);
   // x += att Wo (residual add fused into the matmul).

@@ -27,8 +27,10 @@ using uint = uint32_t;
 // (and the summation order) never depends on batching or chunking.
 #define VKS_ATTN_CHUNK 32
 // attn_f16 keeps its loop count under VKS_LAVAPIPE_LOOP_BUDGET (shader_params.h).
-// Heads per workgroup of the attention kernel (one invocation per (token, head)).
+// Heads per workgroup of attn_f16 (CPU devices: one invocation per (token, head)).
 #define VKS_ATTN_HEADS_PER_GROUP 8
+// Invocations per workgroup of attn_lanes_f16 (GPUs: one workgroup per (head, token)), and keys per tile.
+#define VKS_ATTN_LANES_WG 64
 #define VKS_ROPE_KV_WG 64
 
 // Rotary embedding as llama.cpp applies it, and the K/V cache write, in one dispatch (rope_kv_f16):
@@ -58,7 +60,8 @@ struct RopeKvParams {
 
 // Paged attention over a flattened batch: token t, head h attends to positions
 // [0, positions[t]] of its sequence through the block table. Output row: n_heads * head_dim.
-// Dispatch: (ceil(n_heads / VKS_ATTN_HEADS_PER_GROUP), n_tokens, 1).
+// Dispatch: attn_f16 (ceil(n_heads / VKS_ATTN_HEADS_PER_GROUP), n_tokens, 1); attn_lanes_f16
+// (n_heads, n_tokens, 1).
 struct AttnParams {
   uint n_tokens;
   uint n_heads;

@@ -1,0 +1,130 @@
+#version 450
+// Paged causal attention for GPUs (the lanes family; attn_f16 is the CPU devices' kernel): one
+// workgroup of VKS_ATTN_LANES_WG invocations per (head, query token), same bindings, push constants
+// and specialization as attn_f16 (attn_params.h).
+//
+// Why not attn_f16 on a GPU: one invocation per (token, head) walks all of its keys alone, so a
+// decode step of 32 heads ran 32 threads on a 132-SM H100, and attention took 30% of a TinyLlama
+// decode step at 140 tokens of context (41 us a layer).
+//
+// Keys go in tiles of VKS_ATTN_LANES_WG starting at key 0; in each tile invocation j scores key
+// base + j (its pairs summed in order), the tile's max and sum of exp() are reduced in a fixed tree,
+// and invocation i accumulates output pairs i, i + WG, ... over the tile's keys in order. Nothing
+// depends on the rest of the batch: a token's output is bit-identical however its sequence was
+// batched or chunked (it differs from attn_f16's, whose sums run in another order).
+//
+// lavapipe's loop limit (65,535 iterations an invocation, nested loops counted; attn_f16.comp) holds
+// here too when this family is forced on a CPU device: attention_max_keys() counts this kernel's loops.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "attn_params.h"
+
+layout(local_size_x = VKS_ATTN_LANES_WG, local_size_y = 1, local_size_z = 1) in;
+
+layout(std430, binding = 0) readonly buffer QSrc { float q_src[]; };        // [n_tokens][q_stride]
+layout(binding = 1) uniform usamplerBuffer k_texels;  // [n_slots][kv_dim/2] uints, from texel 0
+layout(binding = 2) uniform usamplerBuffer v_texels;  // [n_slots][kv_dim/2] uints, from texel 0
+layout(std430, binding = 3) readonly buffer Positions { int positions[]; };  // [n_tokens]
+layout(std430, binding = 4) readonly buffer TokenSeq { int token_seq[]; };   // [n_tokens]
+layout(std430, binding = 5) readonly buffer BlockTables { int block_tables[]; };  // [n_seqs][max_blocks_per_seq]
+layout(std430, binding = 6) writeonly buffer Out { float out_rows[]; };     // [n_tokens][out_stride]
+
+layout(push_constant) uniform Push { AttnParams p; };
+
+// Set by record_attention: p.head_dim == 2 * HALF_HD, and DIM_STEP divides HALF_HD.
+layout(constant_id = 0) const uint HALF_HD = 4;   // head_dim / 2 (pairs of halves)
+layout(constant_id = 1) const uint DIM_STEP = 4;  // pairs of a key read per score-loop iteration
+const uint WG = VKS_ATTN_LANES_WG;                // keys per tile, and invocations
+const uint OWNED = VKS_ATTN_MAX_HEAD_DIM / 2 / WG;  // output pairs an invocation accumulates, at most
+
+shared vec2 q_shared[VKS_ATTN_MAX_HEAD_DIM / 2];  // the scaled query head
+shared float reduce[WG];                          // the tile's max, then its sum of exp()
+shared float weights[WG];                         // exp(score - running max) of the tile's keys
+shared uint rows[WG];                             // first pair of each tile key's K/V row
+
+uvec4 pairs_at(usamplerBuffer pool, uint at) {
+  if (DIM_STEP == 4u) return texelFetch(pool, int(at >> 2));
+  uvec4 r = uvec4(0u);
+  [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) r[u] = texelFetch(pool, int((at + u) >> 2))[(at + u) & 3u];
+  return r;
+}
+
+void main() {
+  const uint head = gl_WorkGroupID.x;
+  const uint token = gl_WorkGroupID.y;
+  const uint lid = gl_LocalInvocationID.x;
+  const uint kv_head = head / (p.n_heads / p.n_kv_heads);
+  const uint kv_half_dim = p.n_kv_heads * HALF_HD;
+  const uint kv_col = kv_head * HALF_HD;
+
+  const uint q_at = token * p.q_stride + p.q_offset + head * p.head_dim;
+  for (uint i = lid; i < HALF_HD; i += WG) q_shared[i] = vec2(q_src[q_at + 2 * i], q_src[q_at + 2 * i + 1]) * p.scale;
+  vec2 acc[OWNED];
+  [[unroll]] for (uint r = 0; r < OWNED; ++r) acc[r] = vec2(0.0);
+  barrier();
+
+  const uint n_keys = uint(positions[token]) + 1;
+  const uint table = uint(token_seq[token]) * p.max_blocks_per_seq;
+  float m = -1.0 / 0.0;  // running max of the scores (the same in every invocation)
+  float l = 0.0;         // running sum of exp(score - m)
+  for (uint base = 0; base < n_keys; base += WG) {
+    const uint n = min(WG, n_keys - base);
+    // This invocation's key; past the last key it repeats it, so loads stay in bounds (masked below).
+    const uint key = base + min(lid, n - 1);
+    const uint block = uint(block_tables[table + key / p.block_size]);
+    const uint slot = min(block * p.block_size + key % p.block_size, p.n_slots - 1);
+    const uint row = slot * kv_half_dim + kv_col;
+    float s = 0.0;
+    for (uint i0 = 0; i0 < HALF_HD; i0 += DIM_STEP) {
+      const uvec4 k4 = pairs_at(k_texels, row + i0);
+      [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) {
+        const vec2 qi = q_shared[i0 + u];
+        const vec2 k2 = unpackHalf2x16(k4[u]);
+        s += qi.x * k2.x + qi.y * k2.y;
+      }
+    }
+    rows[lid] = row;
+    reduce[lid] = lid < n ? s : -1.0 / 0.0;
+    barrier();
+    [[unroll]] for (uint step = WG / 2; step > 0; step >>= 1) {
+      if (lid < step) reduce[lid] = max(reduce[lid], reduce[lid + step]);
+      barrier();
+    }
+    const float m_new = max(m, reduce[0]);
+    barrier();  // every invocation has read the max before the sums overwrite it
+    const float w = lid < n ? exp(s - m_new) : 0.0;
+    weights[lid] = w;
+    reduce[lid] = w;
+    barrier();
+    [[unroll]] for (uint step = WG / 2; step > 0; step >>= 1) {
+      if (lid < step) reduce[lid] += reduce[lid + step];
+      barrier();
+    }
+    const float correction = exp(m - m_new);
+    l = l * correction + reduce[0];
+    m = m_new;
+    // Values: output pair i adds the tile's keys in order.
+    [[unroll]] for (uint r = 0; r < OWNED; ++r) {
+      const uint i = lid + r * WG;
+      if (i < HALF_HD) {
+        vec2 a = acc[r] * correction;
+        for (uint j = 0; j < n; ++j) {
+          const uint at = rows[j] + i;
+          a += weights[j] * unpackHalf2x16(texelFetch(v_texels, int(at >> 2))[at & 3u]);
+        }
+        acc[r] = a;
+      }
+    }
+    barrier();  // the tile's shared arrays are read before the next tile writes them
+  }
+
+  const float inv_l = 1.0 / l;
+  const uint out_at = token * p.out_stride + head * p.head_dim;
+  [[unroll]] for (uint r = 0; r < OWNED; ++r) {
+    const uint i = lid + r * WG;
+    if (i < HALF_HD) {
+      out_rows[out_at + 2 * i] = acc[r].x * inv_l;
+      out_rows[out_at + 2 * i + 1] = acc[r].y * inv_l;
+    }
+  }
+}
