@@ -145,6 +145,41 @@ GeneratedToken Sampler::from_argmax(int32_t id) const {
   return t;
 }
 
+// No rank-based truncation: no O(V log V) sort and no candidate list (on a GPU the engine samples
+// 16 sequences between steps of a few ms, so this loop is on the critical path). The draw runs over
+// the tokens in the order max first, then ids ascending, summing the same weights in the same order
+// as a candidate list would: a seed gives the same token it always did.
+int32_t Sampler::draw_untruncated() {
+  const auto max_it = std::max_element(work_.begin(), work_.end());
+  if (max_it == work_.end() || *max_it == kNegInf) return -1;
+  const size_t max_id = static_cast<size_t>(max_it - work_.begin());
+  const double max_l = *max_it;
+  const double threshold = params_.min_p > 0.0f ? max_l + std::log(static_cast<double>(params_.min_p))
+                                                : -std::numeric_limits<double>::infinity();
+  const double inv_t = 1.0 / params_.temperature;
+  weights_.resize(work_.size());
+  double total = weights_[max_id] = fexp((work_[max_id] - max_l) * inv_t);
+  size_t last = max_id;  // where the draw lands if rounding leaves u past the final sum
+  for (size_t i = 0; i < work_.size(); ++i) {
+    const bool kept = i != max_id && work_[i] != kNegInf && static_cast<double>(work_[i]) >= threshold;
+    if (kept) {
+      total += weights_[i] = fexp((work_[i] - max_l) * inv_t);
+      last = i;
+    } else if (i != max_id) {
+      weights_[i] = 0.0;
+    }
+  }
+  const double u = uniform01(rng_) * total;
+  double cum = weights_[max_id];
+  if (u < cum) return static_cast<int32_t>(max_id);
+  for (size_t i = 0; i < work_.size(); ++i) {
+    if (i == max_id || weights_[i] == 0.0) continue;
+    cum += weights_[i];
+    if (u < cum) return static_cast<int32_t>(i);
+  }
+  return static_cast<int32_t>(last);
+}
+
 GeneratedToken Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
                                std::span<const int32_t> suppressed, const std::vector<uint64_t>* allowed) {
   work_.assign(logits.begin(), logits.end());
@@ -175,24 +210,13 @@ GeneratedToken Sampler::sample(std::span<const float> logits, std::span<const in
     cands = top_p_candidates(work_, params_.top_p);
     keep_min_p(cands, params_.min_p);
   } else {
-    // No rank-based truncation: skip the O(V log V) sort (a large vocabulary would put it on the
-    // step's critical path) and draw over the tokens in id order; the front holds the maximum.
-    const auto max_it = std::max_element(work_.begin(), work_.end());
-    if (*max_it != kNegInf) {
-      const double threshold = params_.min_p > 0.0f ? static_cast<double>(*max_it) + std::log(static_cast<double>(params_.min_p))
-                                                    : -std::numeric_limits<double>::infinity();
-      cands.push_back({static_cast<int32_t>(max_it - work_.begin()), *max_it});
-      for (size_t i = 0; i < work_.size(); ++i) {
-        if (work_[i] != kNegInf && static_cast<double>(work_[i]) >= threshold && i != static_cast<size_t>(cands[0].id)) {
-          cands.push_back({static_cast<int32_t>(i), work_[i]});
-        }
-      }
-    }
+    const int32_t id = draw_untruncated();
+    if (id >= 0) cands.push_back({id, work_[static_cast<size_t>(id)]});
   }
   if (cands.empty()) {  // everything masked: fall back to the raw argmax rather than fail
     out.id = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  } else if (greedy()) {
-    out.id = cands.front().id;
+  } else if (greedy() || (params_.top_k <= 0 && params_.top_p >= 1.0f)) {
+    out.id = cands.front().id;  // greedy, or already drawn by draw_untruncated
   } else {
     const double inv_t = 1.0 / params_.temperature;
     const double max_l = cands.front().logit;

@@ -57,7 +57,11 @@ class Sampler {
   SamplingParams params_;
   int32_t n_logprobs_;
   std::mt19937_64 rng_;
-  std::vector<float> work_;  // [vocab] processed logits, reused
+  // Temperature draw over the whole vocabulary (no rank-based truncation) without a candidate list.
+  int32_t draw_untruncated();
+
+  std::vector<float> work_;       // [vocab] processed logits, reused
+  std::vector<double> weights_;   // [vocab] draw weights of draw_untruncated, reused
 };
 
 }  // namespace vks::sched

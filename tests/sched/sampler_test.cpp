@@ -281,6 +281,48 @@ TEST(Sampler, GreedyTiesPickLowestIdAndNanIsNeverChosen) {
   EXPECT_EQ(Sampler(p, -1, 0).sample(n, {}, {}).id, 1);
 }
 
+// The untruncated temperature draw (no top-k/top-p) as a candidate list does it: the maximum first,
+// then the kept ids ascending, weights exp((l - max) / T) summed in that order, one uniform draw.
+int32_t ref_untruncated_draw(const std::vector<float>& l, float temperature, float min_p, std::mt19937_64& rng) {
+  const size_t max_id = static_cast<size_t>(std::max_element(l.begin(), l.end()) - l.begin());
+  const double max_l = l[max_id];
+  const double threshold = min_p > 0 ? max_l + std::log(static_cast<double>(min_p)) : -INFINITY;
+  std::vector<size_t> order{max_id};
+  for (size_t i = 0; i < l.size(); ++i) {
+    if (i != max_id && l[i] != -INFINITY && static_cast<double>(l[i]) >= threshold) order.push_back(i);
+  }
+  std::vector<double> w;
+  double total = 0;
+  for (size_t i : order) total += w.emplace_back(std::exp(static_cast<float>((l[i] - max_l) * (1.0 / temperature))));
+  const double u = uniform01(rng) * total;
+  double cum = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    cum += w[k];
+    if (u < cum) return static_cast<int32_t>(order[k]);
+  }
+  return static_cast<int32_t>(order.back());
+}
+
+TEST(Sampler, UntruncatedDrawEqualsTheCandidateListDraw) {
+  // A seed keeps drawing the tokens it did before the draw stopped building a candidate list.
+  for (const float min_p : {0.0f, 0.05f}) {
+    for (const float temperature : {0.7f, 1.0f, 1.6f}) {
+      SamplingParams p;
+      p.temperature = temperature;
+      p.min_p = min_p;
+      Sampler s(p, -1, 1234);
+      std::mt19937_64 ref_rng(1234);
+      for (uint32_t i = 0; i < 300; ++i) {
+        std::vector<float> l = random_logits(4000, i, 2.0f);
+        for (size_t j = i % 7; j < l.size(); j += 97) l[j] = -INFINITY;  // masked ids (bias, grammar)
+        if (i % 5 == 0) std::fill(l.begin() + 10, l.end(), -INFINITY);   // few ids left
+        ASSERT_EQ(s.sample(l, {}, {}).id, ref_untruncated_draw(l, temperature, min_p, ref_rng))
+            << "draw " << i << " T " << temperature << " min_p " << min_p;
+      }
+    }
+  }
+}
+
 TEST(Sampler, SameSeedSameTokensDifferentSeedDifferent) {
   SamplingParams p;
   p.temperature = 1.0f;
