@@ -7,6 +7,10 @@
 #   bench.tar.xz vks-make-model and the runner bench with their libraries, stories260K, the Llama 2 vocab
 #   nlc.tar.xz   node and node-llama-cpp with only its Vulkan prebuilt binaries (llama.cpp's Vulkan
 #                backend, for the side-by-side figures), when NLC_DIR (default /tmp/nlc) holds it
+# With BASE_BUILD set (a build of an older commit), tests.tar.xz also holds that build's runner bench
+# and engine_load as bin/base-*, for `run.sh versus`; with FIXTURES set (file names in the models
+# folder), only those fixtures travel, so that tests.tar.xz fits beside nlc.tar.xz (run.sh then skips
+# the runner tests of the missing ones).
 # Usage: bench/real_gpu/pack.sh [BUILD_DIR] [DEST]
 set -euo pipefail
 build=${1:-build}
@@ -32,6 +36,9 @@ pack_vks() {
     cp -L "/lib/x86_64-linux-gnu/$lib" "$stage/vks/lib/" 2>/dev/null || echo "pack.sh: no $lib here (apt-get install libglvnd0)" >&2
   done
   for b in $3; do cp "$models/$b" "$stage/vks/models/"; done
+  if [ -n "${BASE_BUILD:-}" ] && [ "$tarball" = tests.tar.xz ]; then
+    for b in bench/vks_bench_vulkan_runner bench/engine_load; do cp "$BASE_BUILD/$b" "$stage/vks/bin/base-${b#bench/}"; done
+  fi
   cp "$models"/README.md "$stage/vks/models/"
   cp -r "$models"/reference/. "$stage/vks/models/reference/"
   tar -C "$stage" -cJf "$dest/$tarball" vks
@@ -40,7 +47,7 @@ pack_vks() {
 pack_vks tests.tar.xz "server/vkstreamd clients/cli/vkstream tools/vks-gguf-info tools/vks-make-model
   bench/vks_bench_vulkan_kernels bench/vks_bench_vulkan_runner bench/engine_load bench/vks_bench_device_probe tests/vulkan/vks_vulkan_kernels_tests tests/vulkan/vks_vulkan_runner_tests
   tests/sched/sched_engine_vulkan_test tests/sched/sched_engine_embed_vulkan_test" \
-  "$(cd "$models" && echo stories260K.gguf kquant-*.gguf qwen2-tiny.gguf llama3-rope-freqs-tiny.gguf)"
+  "${FIXTURES:-$(cd "$models" && echo stories260K.gguf kquant-*.gguf qwen2-tiny.gguf llama3-rope-freqs-tiny.gguf)}"
 # bench.tar.xz: the model writer and the runner benchmark, small enough to travel beside nlc.tar.xz.
 pack_vks bench.tar.xz "tools/vks-make-model bench/vks_bench_vulkan_runner" "stories260K.gguf llama2-vocab.gguf"
 if [ -d "$nlc/node_modules/node-llama-cpp" ]; then
