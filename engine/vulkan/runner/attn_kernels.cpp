@@ -41,20 +41,20 @@ const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, Matmu
 namespace {
 
 // attn_lanes_f16, walked as one invocation runs it, every loop's exit test counted, the loops NIR may
-// unroll counted as if they ran, and 8 more per tile. Measured on lavapipe (Mesa 22.3, bisecting the
-// key count): keys were lost past 49,312 at head_dim 8 to 128 (85 counted per tile: NIR unrolls the
-// score loop there) and past 23,033 at head_dim 256 (~182 per tile: the score loop stays); this
-// count stops 4% (head_dim 256) to 15% (64) short of them.
+// unroll counted as if they ran (but the values' loop over the tile's keys, which the shader unrolls
+// by hand), and 8 more per tile. Measured on lavapipe (Mesa 22.3, bisecting the key count): keys were
+// lost past 279,579 at head_dim 64 (15 counted per tile: NIR unrolls the score loop there) and past
+// 87,352 at head_dim 256 (48 per tile: the score loop stays); this count stops at 43% and 81% of them.
 uint64_t lanes_attention_max_keys(const AttnSpecialization& spec) {
   const uint64_t wg = VKS_ATTN_LANES_WG;
   const uint64_t owned_max = VKS_ATTN_MAX_HEAD_DIM / 2 / wg;       // the unrolled loop over output pairs
-  const uint64_t owned = (spec.half_head_dim + wg - 1) / wg;       // pairs an invocation accumulates
+  const uint64_t owned = (spec.half_head_dim + wg - 1) / wg;       // pairs an invocation loads q for
   uint64_t tree = 0;                                               // one reduction tree's loop
   for (uint64_t step = wg / 2; step > 0; step >>= 1) ++tree;
   const uint64_t per_tile = 1                                      // the tile loop
                             + spec.half_head_dim / spec.dim_step + 1  // scores
                             + 2 * (tree + 1)                       // max and sum trees
-                            + (owned_max + 1) + owned * (wg + 1)   // values
+                            + (owned_max + 1)                      // values (keys unrolled)
                             + 8;                                   // what the measured edges showed beyond
   const uint64_t fixed = (owned + 1) + 2 * (owned_max + 1) + 1;    // q, acc and output loops, tile-loop exit
   return (uint64_t{VKS_LAVAPIPE_LOOP_BUDGET} - fixed) / per_tile * wg;

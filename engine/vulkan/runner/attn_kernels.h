@@ -52,7 +52,7 @@ const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, Matmu
 // loops of half_head_dim / dim_step + 1 and the chunk loop per VKS_ATTN_CHUNK keys, plus the set-up
 // and output loops: 110,336 keys at head_dim 64, 59,872 at 128, 31,264 at 256. attn_lanes_f16 (only
 // on a CPU device when forced): every loop counted, the unrolled ones too, per tile of
-// VKS_ATTN_LANES_WG keys and a margin: 41,920 keys at head_dim 64, 38,784 at 128, 22,144 at 256.
+// VKS_ATTN_LANES_WG keys and a margin: 119,808 keys at head_dim 64, 97,472 at 128, 71,040 at 256.
 uint64_t attention_max_keys(uint32_t head_dim, MatmulFamily family);
 
 // Throws vks::Error(kUnsupported) when the model's head shape is one these kernels cannot run

@@ -103,12 +103,15 @@ void main() {
     const float correction = exp(m - m_new);
     l = l * correction + reduce[0];
     m = m_new;
-    // Values: output pair i adds the tile's keys in order.
+    // Values: output pair i adds the tile's keys in order. All WG keys, unrolled, so that the loads
+    // are in flight together: a loop over them waited for each (at 1,024 tokens of context, KV rows
+    // no longer in L2, a decode step of TinyLlama on an H100 took 13.6 ms, 11 of them here).
+    // Keys past the last weigh 0 and repeat its row, so they add +0 to a sum of finite values.
     [[unroll]] for (uint r = 0; r < OWNED; ++r) {
       const uint i = lid + r * WG;
       if (i < HALF_HD) {
         vec2 a = acc[r] * correction;
-        for (uint j = 0; j < n; ++j) {
+        [[unroll]] for (uint j = 0; j < WG; ++j) {
           const uint at = rows[j] + i;
           a += weights[j] * unpackHalf2x16(texelFetch(v_texels, int(at >> 2))[at & 3u]);
         }
