@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "engine/grammar/compile.h"
 #include "engine/sched/engine_impl.h"
@@ -56,7 +57,8 @@ Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, E
       blocks(kv_blocks_for(config, *runner), runner->block_size(), config.prefix_caching),
       scheduler(scheduler_config(config), blocks),
       id_rng(std::random_device{}()),
-      pool(std::max(1, config.worker_threads)) {
+      pool(config.worker_threads > 0 ? config.worker_threads
+                                     : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 16)) {
   const LlamaConfig& mc = runner->config();
   limits.vocab_size = static_cast<int32_t>(mc.vocab_size);
   limits.context_length = static_cast<int32_t>(mc.context_length);

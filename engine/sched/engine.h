@@ -144,7 +144,10 @@ struct EngineConfig {
   int32_t max_new_tokens = 0;         // upper bound for max_tokens; 0 = context length
   bool prefix_caching = true;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
-  int32_t worker_threads = 1;         // threads sampling a step's sequences, the engine thread included
+  // Threads sampling a step's sequences, the engine thread included; 0: one per core, at most 16.
+  // Why not 1: a temperature draw over a 32,000-token vocabulary takes 0.1-0.3 ms, and on a GPU
+  // 16 of them in a row made the engine's step 1.35-1.6x the runner's (TinyLlama Q4_0 on an H100).
+  int32_t worker_threads = 0;
   // Additions (E):
   int32_t kv_blocks_limit = 0;        // use at most this many of the runner's KV blocks; 0 = all
   double aging_ms = 1000.0;           // kPriority: a waiting request gains one level per aging_ms
