@@ -104,12 +104,12 @@ DeviceCeiling measure_device_ceiling(const vk::Device& device, vk::KernelRegistr
     const vk::Kernel& fma = kernels.get("probe_fma_f32");
     const float seed[8] = {0.999f, 0.999f, 0.999f, 0.999f, 0.001f, 0.001f, 0.001f, 0.001f};
     device.upload(data, 0, seed, sizeof(seed));
-    const uint32_t n_groups = gpu ? 16384 : 512, iterations = 4096;
+    const uint32_t n_groups = gpu ? 4096 : 64, iterations = 4096;  // workgroups of 64 invocations
     ProbeParams p{iterations, 0, 0, 0};
     const double s = best_seconds(device, options.trials, [&](vk::CommandBuffer& cmd) {
       cmd.dispatch(fma, {data.view(), out.view()}, p, vk::Groups{n_groups, 1, 1});
     });
-    c.fma_gflops = double(n_groups) * 8 * iterations * 64 / s / 1e9;
+    c.fma_gflops = double(n_groups) * 64 * iterations * 64 / s / 1e9;
   }
 
   // Dispatch floor: near-empty dispatches of the FMA probe (no iterations), each followed by a
