@@ -9,8 +9,8 @@
 #                backend, for the side-by-side figures), when NLC_DIR (default /tmp/nlc) holds it
 # With BASE_BUILD set (a build of an older commit), tests.tar.xz also holds that build's runner bench
 # and engine_load as bin/base-*, for `run.sh versus`; with FIXTURES set (file names in the models
-# folder), only those fixtures travel, so that tests.tar.xz fits beside nlc.tar.xz (run.sh then skips
-# the runner tests of the missing ones).
+# folder; stories260K.gguf among them), only those fixtures travel, so that tests.tar.xz fits beside
+# nlc.tar.xz (run.sh then skips the runner tests of the missing ones).
 # Usage: bench/real_gpu/pack.sh [BUILD_DIR] [DEST]
 set -euo pipefail
 build=${1:-build}
@@ -28,7 +28,11 @@ pack_vks() {
   mkdir -p "$stage/vks/bin" "$stage/vks/lib" "$stage/vks/models/reference"
   for b in "${bins[@]}"; do cp "$build/$b" "$stage/vks/bin/"; done
   # Every resolved dependency except the C and C++ runtimes, which the target has in newer versions.
-  for b in "${bins[@]}"; do ldd "$build/$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
+  local -a all=("${bins[@]/#/$build/}")
+  if [ -n "${BASE_BUILD:-}" ] && [ "$tarball" = tests.tar.xz ]; then
+    all+=("$BASE_BUILD/bench/vks_bench_vulkan_runner" "$BASE_BUILD/bench/engine_load")
+  fi
+  for b in "${all[@]}"; do ldd "$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s)\.so' |
     while read -r lib; do cp -L "$lib" "$stage/vks/lib/"; done
   # libglvnd, which NVIDIA's Vulkan ICD (libGLX_nvidia.so.0) loads and the CUDA image lacks.

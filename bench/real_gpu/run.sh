@@ -13,7 +13,8 @@
 #                  vks_bench_vulkan_runner and llama.cpp's Vulkan backend (node-llama-cpp) on each
 #                  file, one after the other; Llama-3.2-1B-shape Q4_0 and Q4_K_M with vkstream alone
 set -uo pipefail
-mode=${1:?usage: run.sh tests|bench}
+mode=${1:?usage: run.sh tests|profile|versus|bench}
+case $mode in tests|profile|versus|bench) ;; *) echo "usage: run.sh tests|profile|versus|bench" >&2; exit 2 ;; esac
 out=/tmp/real_gpu_logs
 mkdir -p "$out" /tmp/vks /tmp/m
 trap 'tar -C "$out" -czf "${OUT:-/tmp}/$mode.tgz" .' EXIT
@@ -51,6 +52,9 @@ if [ "$mode" = tests ]; then
     name=$(basename "$r" .floatref.greedy.ids)
     [ -f "/tmp/vks/models/$name.gguf" ] || skip="$skip:*/${name//-/_}_floatref"
   done
+  for name in qwen2-tiny llama3-rope-freqs-tiny; do
+    [ -f "/tmp/vks/models/$name.gguf" ] || skip="$skip:*/${name//-/_}"
+  done
   for t in vks_vulkan_kernels_tests vks_vulkan_runner_tests sched_engine_vulkan_test sched_engine_embed_vulkan_test; do
     step "$t"
     filter="*"; [ -n "$skip" ] && [ "$t" = vks_vulkan_runner_tests ] && filter="*-${skip#:}"
@@ -61,6 +65,7 @@ if [ "$mode" = tests ]; then
   step "fixtures through vkstreamd on the GPU"
   long="Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends every day."
   for f in /tmp/vks/models/kquant-*.gguf /tmp/vks/models/qwen2-tiny.gguf /tmp/vks/models/llama3-rope-freqs-tiny.gguf; do
+    [ -f "$f" ] || continue
     name=$(basename "$f" .gguf); d=/tmp/d-$name; mkdir -p "$d"
     prompt="Once upon a time"; [ "$name" = llama3-rope-freqs-tiny ] && prompt=$long
     "$bin/vkstreamd" --model "$f" --no-cpu-fallback --socket "$d/s" --zmq "ipc://$d/r" --pub "ipc://$d/p" \
@@ -72,7 +77,9 @@ if [ "$mode" = tests ]; then
     kill "$pid"; wait "$pid"
     grep -v "chat template" "$d/log" | head -3
   done
-  [ "${VKS_KERNEL_BENCH:-1}" = 1 ] && step kernels && timeout 90 "$bin/vks_bench_vulkan_kernels" > "$out/kernels.txt" 2>&1; echo "exit $?"; tail -40 "$out/kernels.txt"
+  if [ "${VKS_KERNEL_BENCH:-1}" = 1 ]; then
+    step kernels; timeout 90 "$bin/vks_bench_vulkan_kernels" > "$out/kernels.txt" 2>&1; echo "exit $?"; tail -40 "$out/kernels.txt"
+  fi
 fi
 
 if [ "$mode" = profile ]; then  # where a step's time goes: per-op GPU time, and the engine around the runner

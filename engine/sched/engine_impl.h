@@ -138,7 +138,7 @@ struct Engine::Impl {
   EngineStats stats_snapshot;  // guarded by stats_mu
 
   sched::EventQueue events;
-  ThreadPool pool;  // sampling helpers (config.worker_threads in all, at least 1)
+  ThreadPool pool;  // sampling helpers (config.worker_threads in all; 0: one per core, at most 16)
   std::thread thread;  // last: starts after everything above exists
 };
 

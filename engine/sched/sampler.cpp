@@ -158,22 +158,23 @@ int32_t Sampler::draw_untruncated() {
                                                 : -std::numeric_limits<double>::infinity();
   const double inv_t = 1.0 / params_.temperature;
   weights_.resize(work_.size());
-  double total = weights_[max_id] = fexp((work_[max_id] - max_l) * inv_t);
+  const auto weight = [&](size_t i) { return static_cast<float>(fexp((work_[i] - max_l) * inv_t)); };
+  double total = weights_[max_id] = weight(max_id);
   size_t last = max_id;  // where the draw lands if rounding leaves u past the final sum
   for (size_t i = 0; i < work_.size(); ++i) {
     const bool kept = i != max_id && work_[i] != kNegInf && static_cast<double>(work_[i]) >= threshold;
     if (kept) {
-      total += weights_[i] = fexp((work_[i] - max_l) * inv_t);
+      total += weights_[i] = weight(i);
       last = i;
     } else if (i != max_id) {
-      weights_[i] = 0.0;
+      weights_[i] = 0.0f;
     }
   }
   const double u = uniform01(rng_) * total;
   double cum = weights_[max_id];
   if (u < cum) return static_cast<int32_t>(max_id);
   for (size_t i = 0; i < work_.size(); ++i) {
-    if (i == max_id || weights_[i] == 0.0) continue;
+    if (i == max_id || weights_[i] == 0.0f) continue;
     cum += weights_[i];
     if (u < cum) return static_cast<int32_t>(i);
   }
@@ -196,12 +197,14 @@ GeneratedToken Sampler::sample(std::span<const float> logits, std::span<const in
 
   GeneratedToken out;
   std::vector<Candidate> cands;
+  bool drawn = false;  // the candidate is already the draw (greedy, or draw_untruncated)
   if (greedy()) {
     int32_t best = -1;
     for (size_t i = 0; i < work_.size(); ++i) {
       if (work_[i] != kNegInf && (best < 0 || work_[i] > work_[best])) best = static_cast<int32_t>(i);
     }
     if (best >= 0) cands.push_back({best, work_[best]});
+    drawn = true;
   } else if (params_.top_k > 0) {
     cands = sorted_candidates(work_, params_.top_k);
     keep_top_p(cands, params_.top_p);
@@ -212,11 +215,12 @@ GeneratedToken Sampler::sample(std::span<const float> logits, std::span<const in
   } else {
     const int32_t id = draw_untruncated();
     if (id >= 0) cands.push_back({id, work_[static_cast<size_t>(id)]});
+    drawn = true;
   }
   if (cands.empty()) {  // everything masked: fall back to the raw argmax rather than fail
     out.id = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  } else if (greedy() || (params_.top_k <= 0 && params_.top_p >= 1.0f)) {
-    out.id = cands.front().id;  // greedy, or already drawn by draw_untruncated
+  } else if (drawn) {
+    out.id = cands.front().id;
   } else {
     const double inv_t = 1.0 / params_.temperature;
     const double max_l = cands.front().logit;

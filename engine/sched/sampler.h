@@ -61,7 +61,9 @@ class Sampler {
   int32_t draw_untruncated();
 
   std::vector<float> work_;       // [vocab] processed logits, reused
-  std::vector<double> weights_;   // [vocab] draw weights of draw_untruncated, reused
+  // [vocab] draw weights of draw_untruncated, reused. float holds them exactly: fexp() is a float
+  // exp widened to double.
+  std::vector<float> weights_;
 };
 
 }  // namespace vks::sched

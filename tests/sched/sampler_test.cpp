@@ -306,7 +306,8 @@ int32_t ref_untruncated_draw(const std::vector<float>& l, float temperature, flo
 TEST(Sampler, UntruncatedDrawEqualsTheCandidateListDraw) {
   // A seed keeps drawing the tokens it did before the draw stopped building a candidate list.
   for (const float min_p : {0.0f, 0.05f}) {
-    for (const float temperature : {0.7f, 1.0f, 1.6f}) {
+    // 0.02: most weights underflow to 0 (skipped by the draw, kept by a candidate list).
+    for (const float temperature : {0.02f, 0.7f, 1.0f, 1.6f}) {
       SamplingParams p;
       p.temperature = temperature;
       p.min_p = min_p;
@@ -316,6 +317,10 @@ TEST(Sampler, UntruncatedDrawEqualsTheCandidateListDraw) {
         std::vector<float> l = random_logits(4000, i, 2.0f);
         for (size_t j = i % 7; j < l.size(); j += 97) l[j] = -INFINITY;  // masked ids (bias, grammar)
         if (i % 5 == 0) std::fill(l.begin() + 10, l.end(), -INFINITY);   // few ids left
+        if (i % 3 == 0) {  // a tied maximum: the first is the front
+          const size_t at = static_cast<size_t>(std::max_element(l.begin(), l.end()) - l.begin());
+          l[(at + 1 + i) % 10] = l[at];
+        }
         ASSERT_EQ(s.sample(l, {}, {}).id, ref_untruncated_draw(l, temperature, min_p, ref_rng))
             << "draw " << i << " T " << temperature << " min_p " << min_p;
       }

@@ -41,8 +41,10 @@ const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, Matmu
 namespace {
 
 // attn_lanes_f16, walked as one invocation runs it, every loop's exit test counted, the loops NIR may
-// unroll counted as if they ran (but the values' loop over the tile's keys, which the shader unrolls
-// by hand), and 8 more per tile. Measured on lavapipe (Mesa 22.3, bisecting the key count): keys were
+// unroll counted as if they ran (but the values' loop over the tile's 64 keys, marked [[unroll]]
+// with constant bounds: counted, it would leave a third of the range; the measured edges below
+// show Mesa 22.3 unrolls it, and the attention test at this count's edge fails if a driver did
+// not), and 8 more per tile. Measured on lavapipe (Mesa 22.3, bisecting the key count): keys were
 // lost past 279,579 at head_dim 64 (15 counted per tile: NIR unrolls the score loop there) and past
 // 87,352 at head_dim 256 (48 per tile: the score loop stays); this count stops at 43% and 81% of them.
 uint64_t lanes_attention_max_keys(const AttnSpecialization& spec) {
