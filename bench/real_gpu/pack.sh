@@ -19,6 +19,9 @@ models=${VKSTREAM_MODELS:-../shared/models}
 nlc=${NLC_DIR:-/tmp/nlc}
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
+# The older build's programs that tests.tar.xz carries as bin/base-* (BASE_BUILD, for run.sh versus).
+base_bins=()
+[ -n "${BASE_BUILD:-}" ] && base_bins=("$BASE_BUILD/bench/vks_bench_vulkan_runner" "$BASE_BUILD/bench/engine_load")
 mkdir -p "$dest"
 # pack_vks TARBALL "BINARIES" "MODEL FILES": a vks/ folder with bin/, lib/ and models/.
 pack_vks() {
@@ -28,10 +31,9 @@ pack_vks() {
   mkdir -p "$stage/vks/bin" "$stage/vks/lib" "$stage/vks/models/reference"
   for b in "${bins[@]}"; do cp "$build/$b" "$stage/vks/bin/"; done
   # Every resolved dependency except the C and C++ runtimes, which the target has in newer versions.
-  local -a all=("${bins[@]/#/$build/}")
-  if [ -n "${BASE_BUILD:-}" ] && [ "$tarball" = tests.tar.xz ]; then
-    all+=("$BASE_BUILD/bench/vks_bench_vulkan_runner" "$BASE_BUILD/bench/engine_load")
-  fi
+  local -a base=()
+  [ "$tarball" = tests.tar.xz ] && base=("${base_bins[@]}")
+  local -a all=("${bins[@]/#/$build/}" "${base[@]}")
   for b in "${all[@]}"; do ldd "$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s)\.so' |
     while read -r lib; do cp -L "$lib" "$stage/vks/lib/"; done
@@ -40,9 +42,7 @@ pack_vks() {
     cp -L "/lib/x86_64-linux-gnu/$lib" "$stage/vks/lib/" 2>/dev/null || echo "pack.sh: no $lib here (apt-get install libglvnd0)" >&2
   done
   for b in $3; do cp "$models/$b" "$stage/vks/models/"; done
-  if [ -n "${BASE_BUILD:-}" ] && [ "$tarball" = tests.tar.xz ]; then
-    for b in bench/vks_bench_vulkan_runner bench/engine_load; do cp "$BASE_BUILD/$b" "$stage/vks/bin/base-${b#bench/}"; done
-  fi
+  for b in "${base[@]}"; do cp "$b" "$stage/vks/bin/base-$(basename "$b")"; done
   cp "$models"/README.md "$stage/vks/models/"
   cp -r "$models"/reference/. "$stage/vks/models/reference/"
   tar -C "$stage" -cJf "$dest/$tarball" vks

@@ -16,7 +16,7 @@ set -uo pipefail
 mode=${1:?usage: run.sh tests|profile|versus|bench}
 case $mode in tests|profile|versus|bench) ;; *) echo "usage: run.sh tests|profile|versus|bench" >&2; exit 2 ;; esac
 out=/tmp/real_gpu_logs
-mkdir -p "$out" /tmp/vks /tmp/m
+mkdir -p "$out" /tmp/m
 trap 'tar -C "$out" -czf "${OUT:-/tmp}/$mode.tgz" .' EXIT
 rm -rf /tmp/vks  # what an earlier call on a warm machine unpacked (fixtures included) is not this call's
 for t in .gpu/*.tar.xz; do [ -f "$t" ] || continue; tar -C /tmp -xJf "$t"; done
@@ -30,6 +30,32 @@ done
 export VKSTREAM_MODELS=/tmp/vks/models XDG_CACHE_HOME=/tmp/cache VKSTREAM_REQUIRE_VULKAN=1
 bin=/tmp/vks/bin
 step() { echo "== $*"; }
+voc=/tmp/vks/models/llama2-vocab.gguf
+# mk NAME PRESET TYPE [VOCAB_GGUF]: /tmp/m/NAME.gguf from vks-make-model, once per machine.
+mk() { [ -f "/tmp/m/$1.gguf" ] || "$bin/vks-make-model" -q -p "$2" -t "$3" ${4:+--vocab-from "$4"} -o "/tmp/m/$1.gguf"; }
+# vks_bench NAME FILE [ENV...]: the runner benchmark (prompt 128, 32 steps, batches 1/8/16) into vks-NAME.txt.
+vks_bench() {
+  local name=$1 file=$2; shift 2
+  step "vkstream $name"
+  env "$@" timeout 120 "$bin/vks_bench_vulkan_runner" "$file" --prompt 128 --gen 32 --reps 3 --batches 1 8 16 \
+    > "$out/vks-$name.txt" 2>&1
+  echo "exit $?"; grep -E '^\| (prefill|decode)' "$out/vks-$name.txt"
+}
+# llama_bench NAME FILE: llama.cpp's Vulkan backend on the same work, into llama-NAME.{txt,json}.
+llama_bench() {
+  [ -x /tmp/nlc/bin/node ] || return 0
+  step "llama.cpp $1"
+  (cd /tmp/nlc && PATH=/tmp/nlc/bin:$PATH timeout 150 node "$OLDPWD/tools/llama_cpp_refs/throughput.mjs" --model "$2" \
+    --gpu vulkan --prompt 128 --gen 32 --reps 3 --batches 1,8,16 --json "$out/llama-$1.json") > "$out/llama-$1.txt" 2>&1
+  echo "exit $?"; tail -3 "$out/llama-$1.txt"
+}
+# engine_run PROGRAM NAME FILE: engine_load's step against the runner's (32 requests at once, 16 a step).
+engine_run() {
+  step "$1 $2"
+  timeout 90 "$bin/$1" "$3" --requests 32 --rate 0 --prompt-min 64 --prompt-max 128 --out-min 64 --out-max 64 \
+    --no-prefix > "$out/$1-$2.txt" 2>&1
+  echo "exit $?"; tail -1 "$out/$1-$2.txt"
+}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1
 nproc
 # Without a GPU the Vulkan tests skip and "pass": stop here instead of measuring nothing.
@@ -85,23 +111,18 @@ if [ "$mode" = tests ]; then
 fi
 
 if [ "$mode" = profile ]; then  # where a step's time goes: per-op GPU time, and the engine around the runner
-  "$bin/vks-make-model" -q -p tinyllama-1.1b -t q4_0 -o /tmp/m/p-q4_0.gguf
-  "$bin/vks-make-model" -q -p tinyllama-1.1b -t q4_k_m -o /tmp/m/p-q4_k_m.gguf
+  mk p-q4_0 tinyllama-1.1b q4_0; mk p-q4_k_m tinyllama-1.1b q4_k_m
   for m in p-q4_0 p-q4_k_m; do
     step "vkstream $m --profile"
     timeout 60 "$bin/vks_bench_vulkan_runner" /tmp/m/$m.gguf --prompt 128 --gen 16 --reps 2 --batches 1 16 --profile \
       > "$out/profile-$m.txt" 2>&1
     echo "exit $?"; grep -A40 'decode batch 1' "$out/profile-$m.txt" | head -45
   done
-  step "engine_load p-q4_0"
-  timeout 90 "$bin/engine_load" /tmp/m/p-q4_0.gguf --requests 32 --rate 0 --prompt-min 64 --prompt-max 128 \
-    --out-min 64 --out-max 64 --no-prefix > "$out/engine-p-q4_0.txt" 2>&1
-  echo "exit $?"; tail -15 "$out/engine-p-q4_0.txt"
+  engine_run engine_load p-q4_0 /tmp/m/p-q4_0.gguf
 fi
 
 if [ "$mode" = versus ]; then  # pack.sh's BASE_BUILD (bin/base-*) and this build alternating, then llama.cpp
-  m=/tmp/m/p-q4_0.gguf
-  [ -f "$m" ] || "$bin/vks-make-model" -q -p tinyllama-1.1b -t q4_0 -o "$m"
+  mk p-q4_0 tinyllama-1.1b q4_0; m=/tmp/m/p-q4_0.gguf
   for round in 1 2; do
     for b in base- ""; do
       tag=${b:-new-}
@@ -109,52 +130,28 @@ if [ "$mode" = versus ]; then  # pack.sh's BASE_BUILD (bin/base-*) and this buil
       timeout 60 "$bin/${b}vks_bench_vulkan_runner" "$m" --prompt 128 --gen 16 --reps 2 --batches 1 16 --context 1024 \
         > "$out/versus-${tag}runner-$round.txt" 2>&1
       echo "exit $?"; grep -E '^\| (prefill|decode)' "$out/versus-${tag}runner-$round.txt"
-      step "${tag}engine_load, round $round"
-      timeout 60 "$bin/${b}engine_load" "$m" --requests 32 --rate 0 --prompt-min 64 --prompt-max 128 --out-min 64 \
-        --out-max 64 --no-prefix > "$out/versus-${tag}engine-$round.txt" 2>&1
-      echo "exit $?"; tail -1 "$out/versus-${tag}engine-$round.txt"
+      engine_run "${b}engine_load" "p-q4_0-$round" "$m"
     done
   done
-  if [ -x /tmp/nlc/bin/node ] && [ -f /tmp/vks/models/llama2-vocab.gguf ]; then
-    f=/tmp/m/tl-q4_0.gguf
-    [ -f "$f" ] || "$bin/vks-make-model" -q -p tinyllama-1.1b -t q4_0 --vocab-from /tmp/vks/models/llama2-vocab.gguf -o "$f"
-    step "vkstream tl-q4_0"
-    timeout 60 "$bin/vks_bench_vulkan_runner" "$f" --prompt 128 --gen 32 --reps 3 --batches 1 8 16 > "$out/versus-vks-tl-q4_0.txt" 2>&1
-    echo "exit $?"; grep -E '^\| (prefill|decode)' "$out/versus-vks-tl-q4_0.txt"
-    step "llama.cpp tl-q4_0"
-    (cd /tmp/nlc && PATH=/tmp/nlc/bin:$PATH timeout 100 node "$OLDPWD/tools/llama_cpp_refs/throughput.mjs" --model "$f" \
-      --gpu vulkan --prompt 128 --gen 32 --reps 3 --batches 1,8,16 --json "$out/versus-llama-tl-q4_0.json") \
-      > "$out/versus-llama-tl-q4_0.txt" 2>&1
-    echo "exit $?"; tail -3 "$out/versus-llama-tl-q4_0.txt"
+  if [ -x /tmp/nlc/bin/node ] && [ -f "$voc" ]; then
+    mk tl-q4_0 tinyllama-1.1b q4_0 "$voc"
+    vks_bench tl-q4_0 /tmp/m/tl-q4_0.gguf
+    llama_bench tl-q4_0 /tmp/m/tl-q4_0.gguf
   fi
 fi
 
 if [ "$mode" = bench ]; then
-  mk() { [ -f "/tmp/m/$1.gguf" ] || "$bin/vks-make-model" -q -p "$2" -t "$3" ${4:+--vocab-from "$4"} -o "/tmp/m/$1.gguf"; }
-  voc=/tmp/vks/models/llama2-vocab.gguf
   step models
   mk tl-q4_0 tinyllama-1.1b q4_0 "$voc"; mk tl-q8_0 tinyllama-1.1b q8_0 "$voc"; mk tl-f16 tinyllama-1.1b f16 "$voc"
   mk tl-q4_k_m tinyllama-1.1b q4_k_m "$voc"; mk tl-q6_k tinyllama-1.1b q6_K "$voc"
   mk l32-q4_0 llama-3.2-1b q4_0; mk l32-q4_k_m llama-3.2-1b q4_k_m
   ls -la /tmp/m
-  export PATH=/tmp/nlc/bin:$PATH
   for m in tl-q4_0 tl-q8_0 tl-f16 tl-q4_k_m tl-q6_k stories260K l32-q4_0 l32-q4_k_m; do
     f=/tmp/m/$m.gguf; [ "$m" = stories260K ] && f=/tmp/vks/models/stories260K.gguf
-    step "vkstream $m"
-    timeout 120 "$bin/vks_bench_vulkan_runner" "$f" --prompt 128 --gen 32 --reps 3 --batches 1 8 16 > "$out/vks-$m.txt" 2>&1
-    echo "exit $?"; tail -12 "$out/vks-$m.txt"
-    if [ "$m" = tl-q4_0 ]; then  # the CPU devices' kernel family on the same GPU, for the ratio
-      step "vkstream $m, rows kernels"
-      VKSTREAM_MATMUL_KERNELS=rows timeout 120 "$bin/vks_bench_vulkan_runner" "$f" --prompt 128 --gen 32 --reps 3 \
-        --batches 1 8 16 > "$out/vks-$m-rows.txt" 2>&1
-      echo "exit $?"; tail -6 "$out/vks-$m-rows.txt"
-    fi
+    vks_bench "$m" "$f"
+    # The CPU devices' kernel family on the same GPU, for the ratio.
+    [ "$m" = tl-q4_0 ] && vks_bench "$m-rows" "$f" VKSTREAM_MATMUL_KERNELS=rows
     case $m in l32-*) continue ;; esac
-    if [ -x /tmp/nlc/bin/node ]; then
-      step "llama.cpp $m"
-      (cd /tmp/nlc && timeout 150 node "$OLDPWD/tools/llama_cpp_refs/throughput.mjs" --model "$f" --gpu vulkan \
-        --prompt 128 --gen 32 --reps 3 --batches 1,8,16 --json "$out/llama-$m.json") > "$out/llama-$m.txt" 2>&1
-      echo "exit $?"; tail -6 "$out/llama-$m.txt"
-    fi
+    llama_bench "$m" "$f"
   done
 fi
