@@ -2,9 +2,25 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 #include "engine/common/error.h"
 
 namespace vks::vk {
+
+namespace {
+
+// The one place a kernel family picks its attention kernel and how many heads a workgroup takes.
+struct AttnKernelChoice {
+  std::string_view name;
+  uint32_t heads_per_group;
+};
+AttnKernelChoice attention_choice(MatmulFamily family) {
+  if (family == MatmulFamily::kLanes) return {"attn_lanes_f16", 1};  // a workgroup per (head, token)
+  return {"attn_f16", VKS_ATTN_HEADS_PER_GROUP};                      // an invocation per (head, token)
+}
+
+}  // namespace
 
 void record_rope_kv(CommandBuffer& cmd, KernelRegistry& kernels, const RopeKvBindings& b, const gpu::RopeKvParams& p) {
   const uint64_t invocations = uint64_t{p.n_q_heads} * (p.rope_dim / 2) + uint64_t{p.n_kv_heads} * (p.head_dim / 2);
@@ -16,9 +32,7 @@ void record_rope_kv(CommandBuffer& cmd, KernelRegistry& kernels, const RopeKvBin
 void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b,
                       const gpu::AttnParams& p, MatmulFamily family) {
   if (p.n_tokens == 0) return;
-  const uint32_t head_groups = family == MatmulFamily::kLanes
-                                   ? p.n_heads
-                                   : static_cast<uint32_t>(ceil_div(p.n_heads, VKS_ATTN_HEADS_PER_GROUP));
+  const uint32_t head_groups = static_cast<uint32_t>(ceil_div(p.n_heads, attention_choice(family).heads_per_group));
   cmd.dispatch(attention_kernel(kernels, p.head_dim, family),
                {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out}, p,
                Groups{head_groups, p.n_tokens, 1});
@@ -35,7 +49,7 @@ const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, Matmu
   // Specialized by head size so that its loops fit lavapipe's loop budget (attn_f16.comp).
   const AttnSpecialization spec = attention_specialization(head_dim);
   const uint32_t constants[2] = {spec.half_head_dim, spec.dim_step};
-  return kernels.get(family == MatmulFamily::kLanes ? "attn_lanes_f16" : "attn_f16", constants);
+  return kernels.get(attention_choice(family).name, constants);
 }
 
 namespace {
