@@ -162,12 +162,12 @@ int32_t Sampler::draw_untruncated() {
   double total = weights_[max_id] = weight(max_id);
   size_t last = max_id;  // where the draw lands if rounding leaves u past the final sum
   for (size_t i = 0; i < work_.size(); ++i) {
-    const bool kept = i != max_id && work_[i] != kNegInf && static_cast<double>(work_[i]) >= threshold;
+    if (i == max_id) continue;
+    const bool kept = work_[i] != kNegInf && static_cast<double>(work_[i]) >= threshold;
+    weights_[i] = kept ? weight(i) : 0.0f;
     if (kept) {
-      total += weights_[i] = weight(i);
+      total += weights_[i];
       last = i;
-    } else if (i != max_id) {
-      weights_[i] = 0.0f;
     }
   }
   const double u = uniform01(rng_) * total;
