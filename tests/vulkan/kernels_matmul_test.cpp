@@ -224,5 +224,56 @@ TEST_F(KernelTest, MoreRowGroupsThanOneGridDimensionHolds) {
   }
 }
 
+// The SwiGLU epilogue (Ops::matmul_swiglu) is the same code for every weight type (it changes which
+// rows a workgroup takes and what it stores), so a few types cover it: each case compiles two more
+// pipelines on lavapipe. Hidden sizes (rows / 2: 86, 128, 68, 18, 16, 4) are rarely a multiple of a
+// workgroup's outputs (rows family: 4 x 8 to 8 x 8 outputs; lanes: 2).
+class SwigluEpilogueTest : public MatmulKernelTest {};
+
+TEST_P(SwigluEpilogueTest, GivesTheBitsOfMatmulThenSwiglu) {
+  // The matrix as a gate|up stack: rows 0 .. hidden-1 gate, hidden .. 2*hidden-1 up (an odd last
+  // row is left out). Token counts take both rows kernels (matvec up to 8, matmul above); hidden
+  // is rarely a multiple of a workgroup's outputs, so the clamped rows past the end are covered.
+  const Case c = GetParam();
+  const uint32_t hidden = static_cast<uint32_t>(c.rows / 2);
+  const DeviceMatrix stack = upload_matrix(device(), c.type, 2 * hidden, c.cols, data_.data());
+  ASSERT_TRUE(Ops::swiglu_epilogue_fits(stack));
+  const Ops& o = ops(c.family);
+  for (uint32_t n : {1u, 2u, 3u, 5u, 8u, 9u, 17u}) {
+    const std::vector<float> x = make_x(n, 31 + n);
+    const uint32_t y_stride = 2 * hidden + 4;
+    const std::vector<float> products = run_matmul(stack, x, n, Path::kAuto, y_stride);
+    // swiglu_f32 on the products: the up half moved to the start of its own buffer's rows.
+    std::vector<float> up(products.size(), 0.0f);
+    for (uint32_t t = 0; t < n; ++t) {
+      std::memcpy(&up[t * y_stride], &products[t * y_stride + hidden], hidden * 4);
+    }
+    Buffer gate_b = upload(products), up_b = upload(up), two_step = upload(std::vector<float>(n * y_stride, -7.0f));
+    Buffer xb = upload(x), fused = upload(std::vector<float>(n * y_stride, -7.0f));
+    run([&](CommandBuffer& cmd) {
+      o.swiglu(cmd, gate_b.view(), up_b.view(), y_stride, two_step.view(), y_stride, n, hidden);
+      o.matmul_swiglu(cmd, Ops::weight_op_for(n), stack, xb.view(), x_stride_, fused.view(), y_stride, n);
+    });
+    const std::vector<float> want = download<float>(two_step, n * y_stride);
+    const std::vector<float> got = download<float>(fused, n * y_stride);
+    for (uint32_t t = 0; t < n; ++t) {
+      for (uint32_t h = 0; h < y_stride; ++h) {
+        // Outputs past hidden stay untouched (-7) in both.
+        const float expected = h < hidden ? want[t * y_stride + h] : -7.0f;
+        ASSERT_EQ(std::memcmp(&expected, &got[t * y_stride + h], 4), 0)
+            << "n_tokens " << n << " token " << t << " output " << h << ": " << got[t * y_stride + h] << " vs "
+            << expected;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, SwigluEpilogueTest,
+                         ::testing::Values(Case{GgmlType::kF32, 172, 61}, Case{GgmlType::kQ4_0, 257, 96},
+                                           Case{GgmlType::kQ4_K, 137, 768}, Case{GgmlType::kQ6_K, 37, 768},
+                                           Case{GgmlType::kF32, 33, 172, MatmulFamily::kLanes},
+                                           Case{GgmlType::kQ4_0, 9, 4096, MatmulFamily::kLanes}),
+                         case_name);
+
 }  // namespace
 }  // namespace vks::vk::test

@@ -41,12 +41,17 @@ MatmulFamily choose_matmul_family(const DeviceInfo& device, std::string_view cho
 }
 
 Ops::Ops(KernelRegistry& kernels, MatmulFamily family)
-    : kernels_(&kernels), family_(family), weight_kernels_(size_t{device_kernel_slot_count()} * kWeightOpCount, nullptr) {}
+    : kernels_(&kernels), family_(family), weight_kernels_(size_t{device_kernel_slot_count()} * kWeightOpCount * 2, nullptr) {}
 
-const Kernel& Ops::weight_kernel(const DeviceMatrix& w, WeightOp op) const {
+const Kernel& Ops::weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu_epilogue) const {
   if (w.format == nullptr) throw Error(ErrorCode::kInvalidArgument, "weight op on a matrix that was never uploaded");
-  const Kernel*& slot = weight_kernels_[size_t{w.format->kernel_slot} * kWeightOpCount + static_cast<uint32_t>(op)];
-  if (slot == nullptr) slot = &kernels_->get(w.format->kernel_name(op));
+  const size_t index = (size_t{w.format->kernel_slot} * kWeightOpCount + static_cast<uint32_t>(op)) * 2 + (swiglu_epilogue ? 1 : 0);
+  const Kernel*& slot = weight_kernels_[index];
+  if (slot == nullptr) {
+    static constexpr uint32_t kSwigluEpilogue[] = {1};  // constant_id 0 of common_matmul.glsl
+    slot = swiglu_epilogue ? &kernels_->get(w.format->kernel_name(op), kSwigluEpilogue)
+                           : &kernels_->get(w.format->kernel_name(op));
+  }
   return *slot;
 }
 
@@ -110,10 +115,20 @@ void Ops::bias_add(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferVi
   cmd.dispatch(k, {x, bias}, p, Groups{u32(ceil_div(cols, k.layout().local_size[0])), n_rows, 1});
 }
 
+WeightOp Ops::weight_op_for(uint32_t n_tokens) {
+  return n_tokens <= VKS_MATVEC_TOKEN_TILE ? WeightOp::kMatvec : WeightOp::kMatmul;
+}
+
 void Ops::matmul(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
                  uint32_t y_stride, uint32_t n_tokens, bool accumulate) const {
-  matmul_with(cmd, n_tokens <= VKS_MATVEC_TOKEN_TILE ? WeightOp::kMatvec : WeightOp::kMatmul, w, x, x_stride, y, y_stride, n_tokens,
-              accumulate);
+  matmul_with(cmd, weight_op_for(n_tokens), w, x, x_stride, y, y_stride, n_tokens, accumulate);
+}
+
+void Ops::matmul_swiglu(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
+                        BufferView y, uint32_t y_stride, uint32_t n_tokens) const {
+  require(swiglu_epilogue_fits(w), "matmul_swiglu: the gate|up matrix must have an even row count and one part");
+  require(op == WeightOp::kMatvec || op == WeightOp::kMatmul, "matmul_swiglu: op must be kMatvec or kMatmul");
+  matmul_with(cmd, op, w, x, x_stride, y, y_stride, n_tokens, false, u32(w.rows / 2));
 }
 
 void Ops::matvec_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
@@ -127,22 +142,28 @@ void Ops::matmul_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, u
 }
 
 void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
-                      BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate) const {
+                      BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate,
+                      uint32_t up_rows_at) const {
   if (n_tokens == 0) return;
   require(x_stride >= w.cols, "matmul: x_stride < cols");
   // The kernels read x as vec4s (see common_matmul.glsl).
   require(x_stride % 4 == 0 && x.offset % 16 == 0, "matmul: x_stride must be a multiple of 4 and x 16-byte aligned");
-  require(y_stride >= w.rows, "matmul: y_stride < rows");
+  // The SwiGLU epilogue writes one output per gate|up pair, from the pair's two rows in one workgroup.
+  const uint64_t outputs = up_rows_at != 0 ? up_rows_at : w.rows;
+  require(up_rows_at == 0 || (w.storage.part_count() == 1 && !accumulate && uint64_t(up_rows_at) * 2 == w.rows),
+          "matmul: the SwiGLU epilogue needs one part of 2 * up_rows_at rows and no accumulate");
+  require(y_stride >= outputs, "matmul: y_stride < rows");
   if (family_ == MatmulFamily::kLanes) op = WeightOp::kLanes;
-  const Kernel& k = weight_kernel(w, op);
+  const Kernel& k = weight_kernel(w, op, up_rows_at != 0);
   struct Tiling {
     uint32_t rows_per_group, token_tile;
   };
   const uint32_t token_tile = op == WeightOp::kMatvec ? VKS_MATVEC_TOKEN_TILE : VKS_MATMUL_TOKEN_TILE;
   const Tiling tiling = op == WeightOp::kLanes ? Tiling{VKS_LANES_ROWS, VKS_LANES_TOKEN_TILE}
                                                : Tiling{w.format->rows_per_group(), token_tile};
+  const uint32_t outputs_per_group = up_rows_at != 0 ? tiling.rows_per_group / 2 : tiling.rows_per_group;
   for (size_t part = 0; part < w.storage.part_count(); ++part) {
-    const uint64_t rows = w.storage.part_rows(part);
+    const uint64_t rows = up_rows_at != 0 ? up_rows_at : w.storage.part_rows(part);
     const MatmulParams p{u32(rows),
                          u32(w.cols),
                          n_tokens,
@@ -153,11 +174,11 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
                          u32(w.storage.first_row(part)),
                          accumulate ? 1u : 0u,
                          x.texel_offset(),
-                         0,
+                         up_rows_at,
                          0};
     // Row groups past the guaranteed 65,535 per grid dimension go to grid z (the lanes family's 4
     // rows per group reach it at 262,141 rows; its shader numbers groups across x and z).
-    const uint64_t row_groups = ceil_div(rows, tiling.rows_per_group);
+    const uint64_t row_groups = ceil_div(rows, outputs_per_group);
     const uint64_t z = ceil_div(row_groups, kMaxGroupsPerDimension);
     cmd.dispatch(k, {w.storage.parts[part].view(), x, y}, p,
                  Groups{u32(ceil_div(row_groups, z)), u32(ceil_div(n_tokens, tiling.token_tile)), u32(z)});

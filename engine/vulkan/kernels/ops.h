@@ -57,6 +57,16 @@ class Ops {
   void matmul_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
                    uint32_t y_stride, uint32_t n_tokens, bool accumulate = false) const;
 
+  // SwiGLU as the epilogue of the gate|up product, saving swiglu's dispatch: w stacks hidden gate
+  // rows then hidden up rows ([2 * hidden, cols] in one part: swiglu_epilogue_fits(w)), and
+  // y[t][h] = silu(dot(gate_h, x[t])) * dot(up_h, x[t]) for h < hidden: the same bits as matmul
+  // then swiglu. op: kMatvec or kMatmul as above (the kLanes family has one kernel for both).
+  void matmul_swiglu(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
+                     BufferView y, uint32_t y_stride, uint32_t n_tokens) const;
+  static bool swiglu_epilogue_fits(const DeviceMatrix& w) { return w.rows % 2 == 0 && w.storage.part_count() == 1; }
+  // The rows family's kernel for a token count (kMatvec up to VKS_MATVEC_TOKEN_TILE).
+  static WeightOp weight_op_for(uint32_t n_tokens);
+
   // Per-head RMSNorm (qwen3's attn_q_norm / attn_k_norm), in place: for r < n_rows, h < n_heads,
   // the head_dim floats at x[r * x_stride + h * head_dim] are normalized and scaled by
   // weight[0..head_dim). Same kernel and reduction order as rmsnorm.
@@ -68,8 +78,8 @@ class Ops {
                 uint32_t cols) const;
 
   // The pipeline of one weight op for this matrix's format, looked up by name once per format and
-  // Ops (then by kernel slot).
-  const Kernel& weight_kernel(const DeviceMatrix& w, WeightOp op) const;
+  // Ops (then by kernel slot); swiglu_epilogue: its specialization for matmul_swiglu.
+  const Kernel& weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu_epilogue = false) const;
 
   // out[r][i] = silu(gate[r][i]) * up[r][i] for r < n_rows, i < cols; gate and up rows are
   // in_stride floats apart (e.g. gate‖up in one [n, 2*hidden] buffer: up = gate view + hidden*4
@@ -96,11 +106,13 @@ class Ops {
             BufferView out_idx, BufferView out_val) const;
 
  private:
+  // up_rows_at: 0, or the SwiGLU epilogue's offset of the up rows (MatmulParams::up_rows_at).
   void matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
-                   BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate) const;
+                   BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate,
+                   uint32_t up_rows_at = 0) const;
   KernelRegistry* kernels_;
   MatmulFamily family_;
-  mutable std::vector<const Kernel*> weight_kernels_;  // [kernel_slot * kWeightOpCount + op]
+  mutable std::vector<const Kernel*> weight_kernels_;  // [(kernel_slot * kWeightOpCount + op) * 2 + swiglu]
 };
 
 // Loop iterations one topk_f32 invocation runs, exit tests counted: k rounds of ceil(cols /

@@ -143,9 +143,10 @@ VulkanRunner::~VulkanRunner() {
 // Builds, at start-up, the pipelines this model's forward pass uses (and only those: on a CPU
 // device every pipeline is an LLVM compile).
 void VulkanRunner::create_pipelines() {
-  std::set<std::string> names{"rmsnorm_f32", "swiglu_f32", "argmax_f32", "rope_kv_f16"};
+  std::set<std::string> names{"rmsnorm_f32", "argmax_f32", "rope_kv_f16"};
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
     if (L.bqkv.valid()) names.insert("bias_add_f32");
+    if (!swiglu_epilogue(L)) names.insert("swiglu_f32");
   }
   auto add_matrix = [&](const vk::DeviceMatrix& m) {
     if (m.rows == 0) return;
@@ -159,8 +160,15 @@ void VulkanRunner::create_pipelines() {
   names.insert(weights_->token_embd.format->kernel_name(vk::WeightOp::kEmbed));
   add_matrix(weights_->output());
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
-    for (const vk::DeviceMatrix* m : {&L.wqkv, &L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate_up, &L.w_gate, &L.w_up, &L.w_down}) {
+    for (const vk::DeviceMatrix* m : {&L.wqkv, &L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
       add_matrix(*m);
+    }
+    if (!swiglu_epilogue(L)) {
+      add_matrix(L.w_gate_up);
+    } else if (ops_->matmul_family() == vk::MatmulFamily::kLanes) {  // specialized: not looked up by name
+      ops_->weight_kernel(L.w_gate_up, vk::WeightOp::kLanes, true);
+    } else {
+      for (vk::WeightOp op : {vk::WeightOp::kMatvec, vk::WeightOp::kMatmul}) ops_->weight_kernel(L.w_gate_up, op, true);
     }
   }
   for (const std::string& name : names) {
@@ -190,12 +198,19 @@ void VulkanRunner::mark(vk::CommandBuffer& cmd, const char* label) {
   if (profiler_) profiler_->mark(cmd, label);
 }
 
+bool VulkanRunner::swiglu_epilogue(const vk::DeviceLayerWeights& L) {
+  return L.gate_up_fused && vk::Ops::swiglu_epilogue_fits(L.w_gate_up);
+}
+
+vk::WeightOp VulkanRunner::weight_op(uint32_t n_tokens) const {
+  const int32_t threshold = options_.matvec_max_tokens;
+  if (threshold < 0) return vk::Ops::weight_op_for(n_tokens);
+  return n_tokens <= static_cast<uint32_t>(threshold) ? vk::WeightOp::kMatvec : vk::WeightOp::kMatmul;
+}
+
 void VulkanRunner::matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix& w, vk::BufferView x, uint32_t x_stride,
                           vk::BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate) {
-  const int32_t threshold = options_.matvec_max_tokens;
-  if (threshold < 0) {
-    ops_->matmul(cmd, w, x, x_stride, y, y_stride, n_tokens, accumulate);
-  } else if (n_tokens <= static_cast<uint32_t>(threshold)) {
+  if (weight_op(n_tokens) == vk::WeightOp::kMatvec) {
     ops_->matvec_only(cmd, w, x, x_stride, y, y_stride, n_tokens, accumulate);
   } else {
     ops_->matmul_only(cmd, w, x, x_stride, y, y_stride, n_tokens, accumulate);
@@ -290,21 +305,29 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) 
   ops_->rmsnorm(cmd, x_.view(), dim_s_, L.ffn_norm.view(), xn_.view(), dim_s_, n, c.dim, c.norm_eps);
   mark(cmd, "rmsnorm");
   barrier(cmd);
-  // Gate at the start of each gate_up row, up at up_at (hidden, or hidden rounded up to 4 when the
-  // halves come from two matmuls).
-  const uint64_t up_at = (L.gate_up_fused ? c.hidden_dim : align4(c.hidden_dim)) * kF;
-  if (L.gate_up_fused) {
-    matmul(cmd, L.w_gate_up, xn_.view(), dim_s_, gate_up_.view(), gate_up_s_, n, false);
+  if (swiglu_epilogue(L)) {
+    // One dispatch: each workgroup takes gate and up rows of the same outputs and stores
+    // silu(gate) * up at the start of each gate_up row.
+    ops_->matmul_swiglu(cmd, weight_op(n), L.w_gate_up, xn_.view(), dim_s_, gate_up_.view(), gate_up_s_, n);
+    mark(cmd, "matmul.gate_up_swiglu");
+    barrier(cmd);
   } else {
-    matmul(cmd, L.w_gate, xn_.view(), dim_s_, gate_up_.view(), gate_up_s_, n, false);
-    matmul(cmd, L.w_up, xn_.view(), dim_s_, gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, n, false);
+    // Gate at the start of each gate_up row, up at up_at (hidden, or hidden rounded up to 4 when
+    // the halves come from two matmuls).
+    const uint64_t up_at = (L.gate_up_fused ? c.hidden_dim : align4(c.hidden_dim)) * kF;
+    if (L.gate_up_fused) {
+      matmul(cmd, L.w_gate_up, xn_.view(), dim_s_, gate_up_.view(), gate_up_s_, n, false);
+    } else {
+      matmul(cmd, L.w_gate, xn_.view(), dim_s_, gate_up_.view(), gate_up_s_, n, false);
+      matmul(cmd, L.w_up, xn_.view(), dim_s_, gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, n, false);
+    }
+    mark(cmd, "matmul.gate_up");
+    barrier(cmd);
+    ops_->swiglu(cmd, gate_up_.view(), gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, gate_up_.view(), gate_up_s_,
+                 n, c.hidden_dim);
+    mark(cmd, "swiglu");
+    barrier(cmd);
   }
-  mark(cmd, "matmul.gate_up");
-  barrier(cmd);
-  ops_->swiglu(cmd, gate_up_.view(), gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, gate_up_.view(), gate_up_s_, n,
-               c.hidden_dim);
-  mark(cmd, "swiglu");
-  barrier(cmd);
   matmul(cmd, L.w_down, gate_up_.view(), gate_up_s_, x_.view(), dim_s_, n, true);
   mark(cmd, "matmul.down");
   barrier(cmd);

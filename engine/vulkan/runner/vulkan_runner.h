@@ -61,6 +61,10 @@ class VulkanRunner final : public ModelRunner {
   void record_layer(vk::CommandBuffer& cmd, uint32_t layer, uint32_t n_tokens);
   void record_logits(vk::CommandBuffer& cmd, const StepInputs& in);
   void record_hidden(vk::CommandBuffer& cmd, const StepInputs& in);
+  // The rows family's kernel for n_tokens (RunnerOptions::matvec_max_tokens, else the kernels' choice).
+  vk::WeightOp weight_op(uint32_t n_tokens) const;
+  // Whether the layer's gate|up product stores silu(gate) * up itself (Ops::matmul_swiglu).
+  static bool swiglu_epilogue(const vk::DeviceLayerWeights& L);
   void matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix& w, vk::BufferView x, uint32_t x_stride,
               vk::BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate);
   void mark(vk::CommandBuffer& cmd, const char* label);

@@ -23,9 +23,15 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "shader_params.h"
+#include "swiglu.glsl"
 
 
 layout(local_size_x = LOCAL_SIZE) in;
+// 1: the SwiGLU epilogue over a gate|up stack (MatmulParams::up_rows_at). A specialization constant,
+// not a push constant: the plain pipeline compiles without the epilogue's code (on lavapipe a
+// runtime flag doubled the compile time of every weight kernel), and a model builds the
+// epilogue's pipeline only for its gate|up matrices' format.
+layout(constant_id = 0) const uint SWIGLU_EPILOGUE = 0u;
 
 // Weights and x are read through uniform texel buffers (uvec4 texels), y written as a storage
 // buffer: lavapipe turns each storage-buffer load into a loop over the SIMD lanes, with a branch

@@ -8,13 +8,19 @@
 // inside a group as in matmul_body.glsl; the F32/F16 tail chunk ends lane 0's chain. The lanes' sums
 // are then added in a fixed tree through `lane_sums`. None of this depends on DOT_T or on where a
 // token sits in the batch, so every token's outputs are the same bits for 1..8 tokens and any tile.
+// With SWIGLU_EPILOGUE (see common_matmul.glsl) rows 0 .. DOT_R / 2 - 1 are gate rows and the others the up
+// rows of the same outputs; the store combines each pair.
 void DOT_NAME(uint t0) {
   const uint lane = gl_LocalInvocationID.x;
   float acc[DOT_R * DOT_T];
   [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) acc[i] = 0.0;
-  const uint first_row = (gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x) * DOT_R;
+  const bool paired = SWIGLU_EPILOGUE != 0u;
+  const uint first_row = (gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (paired ? DOT_R / 2u : DOT_R);
   uint row[DOT_R];
-  [[unroll]] for (uint r = 0u; r < DOT_R; ++r) row[r] = min(first_row + r, p.rows - 1u);
+  [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
+    const bool up = paired && r >= DOT_R / 2u;
+    row[r] = min(first_row + (up ? r - DOT_R / 2u : r), p.rows - 1u) + (up ? p.up_rows_at : 0u);
+  }
   uint xb[DOT_T];  // first x element of each token (a multiple of 4)
   [[unroll]] for (uint t = 0u; t < DOT_T; ++t) xb[t] = min(t0 + t, p.n_tokens - 1u) * p.x_stride;
   const uint n_groups = full_chunks() / GROUP_CHUNKS;
@@ -43,7 +49,13 @@ void DOT_NAME(uint t0) {
     }
     barrier();
   }
-  if (lane < DOT_R * DOT_T) {
+  if (paired) {
+    if (lane < (DOT_R / 2u) * DOT_T) {
+      const uint r = lane / DOT_T, t = lane % DOT_T;
+      store(first_row + r, t0 + t,
+            silu_times(lane_sums[lane * LOCAL_SIZE], lane_sums[(lane + (DOT_R / 2u) * DOT_T) * LOCAL_SIZE]));
+    }
+  } else if (lane < DOT_R * DOT_T) {
     const uint r = lane / DOT_T, t = lane % DOT_T;
     store(first_row + r, t0 + t, lane_sums[lane * LOCAL_SIZE]);
   }

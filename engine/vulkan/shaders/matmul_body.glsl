@@ -1,7 +1,8 @@
 // Generates `void DOT_NAME(uint t0)`: the DOT_R rows of this invocation (row of slot s = group
 // base + s * LOCAL_SIZE + local id) for tokens t0 .. t0 + DOT_T - 1. Included once per variant.
 // Rows and tokens past the end compute copies of the last one and are not stored, so the loop
-// has no control flow besides itself. Per group, each row's weights are loaded once (wide loads)
+// has no control flow besides itself. With SWIGLU_EPILOGUE (see common_matmul.glsl) the first DOT_R / 2 slots
+// take gate rows and the others the up rows of the same outputs, and the store combines them. Per group, each row's weights are loaded once (wide loads)
 // and each chunk's x values once per token, shared by all DOT_R rows: on lavapipe each load
 // instruction costs a per-lane loop while fma is cheap. The fma chain of every output is chunk
 // ascending, element ascending, whatever DOT_R/DOT_T (batch invariance).
@@ -10,9 +11,13 @@ void DOT_NAME(uint t0) {
   [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) acc[i] = 0.0;
   // Groups are numbered across grid x and z (Ops puts what exceeds 65,535 per dimension in z).
   const uint group = gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-  const uint group_base = group * (LOCAL_SIZE * ROW_SLOTS) + gl_LocalInvocationID.x;
+  const bool paired = SWIGLU_EPILOGUE != 0u;
+  const uint group_base = group * (paired ? LOCAL_SIZE * (DOT_R / 2u) : LOCAL_SIZE * DOT_R) + gl_LocalInvocationID.x;
   uint row[DOT_R];
-  [[unroll]] for (uint r = 0u; r < DOT_R; ++r) row[r] = min(group_base + r * LOCAL_SIZE, p.rows - 1u);
+  [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
+    const bool up = paired && r >= DOT_R / 2u;
+    row[r] = min(group_base + (up ? r - DOT_R / 2u : r) * LOCAL_SIZE, p.rows - 1u) + (up ? p.up_rows_at : 0u);
+  }
   uint xb[DOT_T];  // first x element of each token (a multiple of 4)
   [[unroll]] for (uint t = 0u; t < DOT_T; ++t) xb[t] = min(t0 + t, p.n_tokens - 1u) * p.x_stride;
   const uint n_groups = full_chunks() / GROUP_CHUNKS;
@@ -34,9 +39,18 @@ void DOT_NAME(uint t0) {
 #include "tail_chunk_fma.glsl"
   }
 #endif
-  [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
-    const uint out_row = group_base + r * LOCAL_SIZE;
-    [[unroll]] for (uint t = 0u; t < DOT_T; ++t) store(out_row, t0 + t, acc[r * DOT_T + t]);
+  if (paired) {
+    [[unroll]] for (uint r = 0u; r < DOT_R / 2u; ++r) {
+      const uint out_row = group_base + r * LOCAL_SIZE;
+      [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
+        store(out_row, t0 + t, silu_times(acc[r * DOT_T + t], acc[(r + DOT_R / 2u) * DOT_T + t]));
+      }
+    }
+  } else {
+    [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
+      const uint out_row = group_base + r * LOCAL_SIZE;
+      [[unroll]] for (uint t = 0u; t < DOT_T; ++t) store(out_row, t0 + t, acc[r * DOT_T + t]);
+    }
   }
 }
 #undef DOT_NAME

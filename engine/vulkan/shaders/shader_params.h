@@ -89,7 +89,10 @@ struct MatmulParams {
   uint y_offset;      // first output row of this part
   uint accumulate;    // 1: y += W x (fused residual add), 0: y = W x
   uint x_offset;      // first texel (16 bytes) of x in its buffer (x is read through a texel view)
-  uint pad1;
+  // The pipelines specialized with SWIGLU_EPILOGUE = 1 (common_matmul.glsl) compute, over a gate|up
+  // stack, y[t][y_offset + h] = silu(dot(W[h], x[t])) * dot(W[h + up_rows_at], x[t]) for h < rows
+  // (accumulate is 0); the others ignore it (0).
+  uint up_rows_at;
   uint pad2;
 };
 

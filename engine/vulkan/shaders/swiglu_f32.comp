@@ -2,6 +2,7 @@
 // swiglu_f32: out[r][i] = silu(gate[r][i]) * up[r][i]; grid x = ceil(cols / 64), y = n_rows.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "swiglu.glsl"
 
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Gate { float gate[]; };
@@ -14,5 +15,5 @@ void main() {
   const uint r = gl_WorkGroupID.y;
   if (i >= p.cols) return;
   const float g = gate[r * p.in_stride + i];
-  outv[r * p.out_stride + i] = (g / (1.0 + exp(-g))) * up[r * p.in_stride + i];
+  outv[r * p.out_stride + i] = silu_times(g, up[r * p.in_stride + i]);
 }
