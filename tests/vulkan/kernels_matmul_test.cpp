@@ -275,5 +275,83 @@ INSTANTIATE_TEST_SUITE_P(Types, SwigluEpilogueTest,
                                            Case{GgmlType::kQ4_0, 9, 4096, MatmulFamily::kLanes}),
                          case_name);
 
+// The lanes family's RMSNorm prologue (Ops::matmul_rmsnorm), alone and with the SwiGLU epilogue:
+// within rounding of rmsnorm_f32 then the product (the scale multiplies the sum instead of each x),
+// and a token's bits do not depend on its batch. Columns: float tails (172, 1037) and rows of many
+// groups per lane (4096).
+class RmsnormPrologueTest : public MatmulKernelTest {
+ protected:
+  // y = w (rmsnorm(x) with norm weights `norm`), fused or as rmsnorm_f32 then the product.
+  std::vector<float> run_normed(const DeviceMatrix& w, const std::vector<float>& x, const std::vector<float>& norm,
+                                uint32_t n, bool fused, bool swiglu, uint32_t y_stride) const {
+    const Ops& o = ops(MatmulFamily::kLanes);
+    const uint32_t cols = static_cast<uint32_t>(GetParam().cols);
+    Buffer xb = upload(x), nb = upload(norm), xn = upload(std::vector<float>(x.size(), 0.0f));
+    Buffer yb = upload(std::vector<float>(n * y_stride, -7.0f));
+    run([&](CommandBuffer& cmd) {
+      if (fused) {
+        o.matmul_rmsnorm(cmd, Ops::weight_op_for(n), w, xb.view(), x_stride_, nb.view(), kEps, yb.view(), y_stride, n,
+                         swiglu);
+        return;
+      }
+      o.rmsnorm(cmd, xb.view(), x_stride_, nb.view(), xn.view(), x_stride_, n, cols, kEps);
+      cmd.barrier(Stage::kCompute, Stage::kCompute);
+      if (swiglu) {
+        o.matmul_swiglu(cmd, Ops::weight_op_for(n), w, xn.view(), x_stride_, yb.view(), y_stride, n);
+      } else {
+        o.matmul(cmd, w, xn.view(), x_stride_, yb.view(), y_stride, n);
+      }
+    });
+    return download<float>(yb, n * y_stride);
+  }
+  static constexpr float kEps = 1e-5f;
+};
+
+TEST_P(RmsnormPrologueTest, MatchesRmsnormThenMatmulAndIsBatchInvariant) {
+  const Case c = GetParam();
+  ASSERT_EQ(c.family, MatmulFamily::kLanes);
+  std::vector<float> norm = random_floats(c.cols, 5);
+  norm.resize((c.cols + 3) / 4 * 4, 0.0f);  // whole texels, as upload_vector_f32 pads them
+  const uint32_t hidden = static_cast<uint32_t>(c.rows / 2);
+  const DeviceMatrix stack = upload_matrix(device(), c.type, 2 * hidden, c.cols, data_.data());
+  for (bool swiglu : {false, true}) {
+    const DeviceMatrix& w = swiglu ? stack : matrix_;
+    const uint32_t outputs = swiglu ? hidden : static_cast<uint32_t>(c.rows);
+    const uint32_t y_stride = outputs + 3;
+    const uint32_t n = 11;
+    const std::vector<float> x = make_x(n, 41);
+    const std::vector<float> fused = run_normed(w, x, norm, n, true, swiglu, y_stride);
+    const std::vector<float> two_step = run_normed(w, x, norm, n, false, swiglu, y_stride);
+    std::vector<float> got, want;
+    for (uint32_t t = 0; t < n; ++t) {
+      for (uint32_t r = 0; r < y_stride; ++r) {
+        if (r >= outputs) {  // never written
+          ASSERT_EQ(fused[t * y_stride + r], -7.0f) << "token " << t << " row " << r;
+          continue;
+        }
+        got.push_back(fused[t * y_stride + r]);
+        want.push_back(two_step[t * y_stride + r]);
+      }
+    }
+    EXPECT_LT(normalized_error(got, want), 2e-6) << "swiglu " << swiglu;
+    EXPECT_NE(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
+        << "swiglu " << swiglu << ": the fused path gave the two-step bits: was the prologue used?";
+    for (uint32_t t : {0u, 5u, 10u}) {
+      const std::vector<float> one(x.begin() + t * x_stride_, x.begin() + (t + 1) * x_stride_);
+      const std::vector<float> alone = run_normed(w, one, norm, 1, true, swiglu, y_stride);
+      ASSERT_EQ(std::memcmp(alone.data(), &fused[t * y_stride], outputs * 4), 0)
+          << "swiglu " << swiglu << ": token " << t << " alone differs from its batch of " << n;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Lanes, RmsnormPrologueTest,
+                         ::testing::Values(Case{GgmlType::kF32, 33, 172, MatmulFamily::kLanes},
+                                           Case{GgmlType::kF16, 11, 1037, MatmulFamily::kLanes},
+                                           Case{GgmlType::kQ4_0, 9, 4096, MatmulFamily::kLanes},
+                                           Case{GgmlType::kQ4_K, 37, 768, MatmulFamily::kLanes},
+                                           Case{GgmlType::kQ6_K, 7, 4608, MatmulFamily::kLanes}),
+                         case_name);
+
 }  // namespace
 }  // namespace vks::vk::test

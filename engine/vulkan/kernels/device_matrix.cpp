@@ -99,7 +99,9 @@ DeviceMatrix upload_matrix(const Device& device, const TensorRef& tensor, uint64
 
 Buffer upload_vector_f32(const Device& device, const TensorRef& tensor) {
   const uint64_t n = tensor.rows * tensor.cols;
-  std::vector<float> values(n);
+  // Zero-padded to whole 16-byte texels: its texel view (read by the lanes kernels' RMSNorm
+  // prologue) covers whole texels only.
+  std::vector<float> values((n + 3) / 4 * 4, 0.0f);
   switch (tensor.type) {
     case GgmlType::kF32:
     case GgmlType::kF16:
@@ -110,8 +112,8 @@ Buffer upload_vector_f32(const Device& device, const TensorRef& tensor) {
       throw Error(ErrorCode::kUnsupported, "tensor " + tensor.name + ": vector of type " +
                                                std::string(ggml_type_name(tensor.type)) + " (expected f32/f16/bf16)");
   }
-  Buffer b = device.create_buffer(n * sizeof(float), BufferKind::kStorage);
-  device.upload(b, 0, values.data(), n * sizeof(float));
+  Buffer b = device.create_buffer(values.size() * sizeof(float), BufferKind::kStorage);
+  device.upload(b, 0, values.data(), values.size() * sizeof(float));
   return b;
 }
 

@@ -38,6 +38,7 @@ DeviceMatrix upload_matrix(const Device& device, GgmlType type, uint64_t rows, u
 DeviceMatrix upload_matrix(const Device& device, const TensorRef& tensor, uint64_t max_part_bytes = 0);
 
 // A vector tensor (norm weights) as floats in a storage buffer (F32/F16/BF16 converted to F32).
+// Zero-padded to a multiple of 4 floats.
 Buffer upload_vector_f32(const Device& device, const TensorRef& tensor);
 
 // Kernel name suffix for a weight type ("f32" for f32 and bf16, "q4_k", ...; "unsupported").

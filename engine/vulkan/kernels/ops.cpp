@@ -41,16 +41,20 @@ MatmulFamily choose_matmul_family(const DeviceInfo& device, std::string_view cho
 }
 
 Ops::Ops(KernelRegistry& kernels, MatmulFamily family)
-    : kernels_(&kernels), family_(family), weight_kernels_(size_t{device_kernel_slot_count()} * kWeightOpCount * 2, nullptr) {}
+    : kernels_(&kernels), family_(family), weight_kernels_(size_t{device_kernel_slot_count()} * kWeightOpCount * 4, nullptr) {}
 
-const Kernel& Ops::weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu_epilogue) const {
+const Kernel& Ops::weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu_epilogue,
+                                 bool rmsnorm_prologue) const {
   if (w.format == nullptr) throw Error(ErrorCode::kInvalidArgument, "weight op on a matrix that was never uploaded");
-  const size_t index = (size_t{w.format->kernel_slot} * kWeightOpCount + static_cast<uint32_t>(op)) * 2 + (swiglu_epilogue ? 1 : 0);
+  require(!rmsnorm_prologue || op == WeightOp::kLanes, "the RMSNorm prologue exists in the lanes kernels only");
+  const size_t index = (size_t{w.format->kernel_slot} * kWeightOpCount + static_cast<uint32_t>(op)) * 4 +
+                       (rmsnorm_prologue ? 2 : 0) + (swiglu_epilogue ? 1 : 0);
   const Kernel*& slot = weight_kernels_[index];
   if (slot == nullptr) {
-    static constexpr uint32_t kSwigluEpilogue[] = {1};  // constant_id 0 of common_matmul.glsl
-    slot = swiglu_epilogue ? &kernels_->get(w.format->kernel_name(op), kSwigluEpilogue)
-                           : &kernels_->get(w.format->kernel_name(op));
+    // constant_id 0 and 1 of common_matmul.glsl.
+    const uint32_t constants[] = {swiglu_epilogue ? 1u : 0u, rmsnorm_prologue ? 1u : 0u};
+    slot = swiglu_epilogue || rmsnorm_prologue ? &kernels_->get(w.format->kernel_name(op), constants)
+                                               : &kernels_->get(w.format->kernel_name(op));
   }
   return *slot;
 }
@@ -121,30 +125,45 @@ WeightOp Ops::weight_op_for(uint32_t n_tokens) {
 
 void Ops::matmul(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
                  uint32_t y_stride, uint32_t n_tokens, bool accumulate) const {
-  matmul_with(cmd, weight_op_for(n_tokens), w, x, x_stride, y, y_stride, n_tokens, accumulate);
+  matmul_with(cmd, weight_op_for(n_tokens), w, x, x_stride, y, y_stride, n_tokens, accumulate, Fusion{});
 }
 
 void Ops::matmul_swiglu(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
                         BufferView y, uint32_t y_stride, uint32_t n_tokens) const {
   require(swiglu_epilogue_fits(w), "matmul_swiglu: the gate|up matrix must have an even row count and one part");
   require(op == WeightOp::kMatvec || op == WeightOp::kMatmul, "matmul_swiglu: op must be kMatvec or kMatmul");
-  matmul_with(cmd, op, w, x, x_stride, y, y_stride, n_tokens, false, u32(w.rows / 2));
+  matmul_with(cmd, op, w, x, x_stride, y, y_stride, n_tokens, false, Fusion{u32(w.rows / 2), {}, 0.0f});
+}
+
+void Ops::matmul_rmsnorm(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
+                         BufferView norm, float eps, BufferView y, uint32_t y_stride, uint32_t n_tokens,
+                         bool swiglu_epilogue) const {
+  require(fuses_rmsnorm(), "matmul_rmsnorm: the rows family has no RMSNorm prologue");
+  require(norm.buffer != VK_NULL_HANDLE && norm.offset == 0, "matmul_rmsnorm: the norm weights start their buffer");
+  // Read through the buffer's texel view, which covers whole 16-byte texels only.
+  require(norm.size == VK_WHOLE_SIZE || norm.size >= (w.cols + 3) / 4 * 16,
+          "matmul_rmsnorm: the norm weights' buffer must hold a whole texel past the last column (pad to 4 floats)");
+  require(!swiglu_epilogue || swiglu_epilogue_fits(w), "matmul_rmsnorm: the gate|up matrix must have an even row count and one part");
+  matmul_with(cmd, op, w, x, x_stride, y, y_stride, n_tokens, false,
+              Fusion{swiglu_epilogue ? u32(w.rows / 2) : 0u, norm, eps});
 }
 
 void Ops::matvec_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
                       uint32_t y_stride, uint32_t n_tokens, bool accumulate) const {
-  matmul_with(cmd, WeightOp::kMatvec, w, x, x_stride, y, y_stride, n_tokens, accumulate);
+  matmul_with(cmd, WeightOp::kMatvec, w, x, x_stride, y, y_stride, n_tokens, accumulate, Fusion{});
 }
 
 void Ops::matmul_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
                       uint32_t y_stride, uint32_t n_tokens, bool accumulate) const {
-  matmul_with(cmd, WeightOp::kMatmul, w, x, x_stride, y, y_stride, n_tokens, accumulate);
+  matmul_with(cmd, WeightOp::kMatmul, w, x, x_stride, y, y_stride, n_tokens, accumulate, Fusion{});
 }
 
 void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
                       BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate,
-                      uint32_t up_rows_at) const {
+                      const Fusion& fusion) const {
   if (n_tokens == 0) return;
+  const uint32_t up_rows_at = fusion.up_rows_at;
+  const bool norm = fusion.norm.buffer != VK_NULL_HANDLE;
   require(x_stride >= w.cols, "matmul: x_stride < cols");
   // The kernels read x as vec4s (see common_matmul.glsl).
   require(x_stride % 4 == 0 && x.offset % 16 == 0, "matmul: x_stride must be a multiple of 4 and x 16-byte aligned");
@@ -154,7 +173,7 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
           "matmul: the SwiGLU epilogue needs one part of 2 * up_rows_at rows and no accumulate");
   require(y_stride >= outputs, "matmul: y_stride < rows");
   if (family_ == MatmulFamily::kLanes) op = WeightOp::kLanes;
-  const Kernel& k = weight_kernel(w, op, up_rows_at != 0);
+  const Kernel& k = weight_kernel(w, op, up_rows_at != 0, norm);
   struct Tiling {
     uint32_t rows_per_group, token_tile;
   };
@@ -175,13 +194,17 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
                          accumulate ? 1u : 0u,
                          x.texel_offset(),
                          up_rows_at,
-                         0};
+                         fusion.norm_eps};
     // Row groups past the guaranteed 65,535 per grid dimension go to grid z (the lanes family's 4
     // rows per group reach it at 262,141 rows; its shader numbers groups across x and z).
     const uint64_t row_groups = ceil_div(rows, outputs_per_group);
     const uint64_t z = ceil_div(row_groups, kMaxGroupsPerDimension);
-    cmd.dispatch(k, {w.storage.parts[part].view(), x, y}, p,
-                 Groups{u32(ceil_div(row_groups, z)), u32(ceil_div(n_tokens, tiling.token_tile)), u32(z)});
+    const Groups groups{u32(ceil_div(row_groups, z)), u32(ceil_div(n_tokens, tiling.token_tile)), u32(z)};
+    if (op == WeightOp::kLanes) {  // binding 3: the norm weights, or x standing in (never read)
+      cmd.dispatch(k, {w.storage.parts[part].view(), x, y, norm ? fusion.norm : x}, p, groups);
+    } else {
+      cmd.dispatch(k, {w.storage.parts[part].view(), x, y}, p, groups);
+    }
   }
 }
 

@@ -64,6 +64,17 @@ class Ops {
   void matmul_swiglu(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
                      BufferView y, uint32_t y_stride, uint32_t n_tokens) const;
   static bool swiglu_epilogue_fits(const DeviceMatrix& w) { return w.rows % 2 == 0 && w.storage.part_count() == 1; }
+
+  // The lanes family only (fuses_rmsnorm()): y[t] = W rmsnorm(x[t]) with RMSNorm's weights `norm`
+  // (f32 [cols] at the start of its buffer, padded to a multiple of 4 floats) and eps, each workgroup norming the x it reads anyway (see
+  // matlanes_main.glsl): no rmsnorm dispatch, the same values up to rounding, batch-invariant.
+  // swiglu_epilogue: as matmul_swiglu as well. op as above.
+  void matmul_rmsnorm(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
+                      BufferView norm, float eps, BufferView y, uint32_t y_stride, uint32_t n_tokens,
+                      bool swiglu_epilogue = false) const;
+  // On CPU devices (the rows family) the norm's weights would cost each row group as many loads as
+  // x itself, so rmsnorm stays a dispatch of its own there.
+  bool fuses_rmsnorm() const { return family_ == MatmulFamily::kLanes; }
   // The rows family's kernel for a token count (kMatvec up to VKS_MATVEC_TOKEN_TILE).
   static WeightOp weight_op_for(uint32_t n_tokens);
 
@@ -79,7 +90,8 @@ class Ops {
 
   // The pipeline of one weight op for this matrix's format, looked up by name once per format and
   // Ops (then by kernel slot); swiglu_epilogue: its specialization for matmul_swiglu.
-  const Kernel& weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu_epilogue = false) const;
+  const Kernel& weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu_epilogue = false,
+                              bool rmsnorm_prologue = false) const;
 
   // out[r][i] = silu(gate[r][i]) * up[r][i] for r < n_rows, i < cols; gate and up rows are
   // in_stride floats apart (e.g. gate‖up in one [n, 2*hidden] buffer: up = gate view + hidden*4
@@ -106,13 +118,16 @@ class Ops {
             BufferView out_idx, BufferView out_val) const;
 
  private:
-  // up_rows_at: 0, or the SwiGLU epilogue's offset of the up rows (MatmulParams::up_rows_at).
+  struct Fusion {
+    uint32_t up_rows_at = 0;  // the SwiGLU epilogue's offset of the up rows (0: none)
+    BufferView norm{};        // the RMSNorm prologue's weights (null buffer: none)
+    float norm_eps = 0.0f;
+  };
   void matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
-                   BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate,
-                   uint32_t up_rows_at = 0) const;
+                   BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate, const Fusion& fusion) const;
   KernelRegistry* kernels_;
   MatmulFamily family_;
-  mutable std::vector<const Kernel*> weight_kernels_;  // [(kernel_slot * kWeightOpCount + op) * 2 + swiglu]
+  mutable std::vector<const Kernel*> weight_kernels_;  // [(kernel_slot * kWeightOpCount + op) * 4 + norm * 2 + swiglu]
 };
 
 // Loop iterations one topk_f32 invocation runs, exit tests counted: k rounds of ceil(cols /

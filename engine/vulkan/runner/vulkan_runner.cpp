@@ -143,6 +143,7 @@ VulkanRunner::~VulkanRunner() {
 // Builds, at start-up, the pipelines this model's forward pass uses (and only those: on a CPU
 // device every pipeline is an LLVM compile).
 void VulkanRunner::create_pipelines() {
+  // rmsnorm_f32 also norms the final hidden state, and qwen3's heads.
   std::set<std::string> names{"rmsnorm_f32", "argmax_f32", "rope_kv_f16"};
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
     if (L.bqkv.valid()) names.insert("bias_add_f32");
@@ -159,17 +160,22 @@ void VulkanRunner::create_pipelines() {
   };
   names.insert(weights_->token_embd.format->kernel_name(vk::WeightOp::kEmbed));
   add_matrix(weights_->output());
-  for (const vk::DeviceLayerWeights& L : weights_->layers) {
-    for (const vk::DeviceMatrix* m : {&L.wqkv, &L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
-      add_matrix(*m);
-    }
-    if (!swiglu_epilogue(L)) {
-      add_matrix(L.w_gate_up);
-    } else if (ops_->matmul_family() == vk::MatmulFamily::kLanes) {  // specialized: not looked up by name
-      ops_->weight_kernel(L.w_gate_up, vk::WeightOp::kLanes, true);
+  // Products with a fused norm or SwiGLU use specialized pipelines, built here through Ops.
+  const bool fuse_norm = ops_->fuses_rmsnorm();
+  auto add_specialized = [&](const vk::DeviceMatrix& m, bool swiglu) {
+    if (m.rows == 0) return;
+    if (fuse_norm) {
+      ops_->weight_kernel(m, vk::WeightOp::kLanes, swiglu, true);
+    } else if (swiglu) {
+      for (vk::WeightOp op : {vk::WeightOp::kMatvec, vk::WeightOp::kMatmul}) ops_->weight_kernel(m, op, true);
     } else {
-      for (vk::WeightOp op : {vk::WeightOp::kMatvec, vk::WeightOp::kMatmul}) ops_->weight_kernel(L.w_gate_up, op, true);
+      add_matrix(m);
     }
+  };
+  for (const vk::DeviceLayerWeights& L : weights_->layers) {
+    for (const vk::DeviceMatrix* m : {&L.wo, &L.w_down}) add_matrix(*m);
+    for (const vk::DeviceMatrix* m : {&L.wqkv, &L.wq, &L.wk, &L.wv, &L.w_gate, &L.w_up}) add_specialized(*m, false);
+    add_specialized(L.w_gate_up, swiglu_epilogue(L));
   }
   for (const std::string& name : names) {
     if (kernels_->has(name)) kernels_->get(name);
@@ -196,6 +202,25 @@ VulkanRunner::IoBuffer VulkanRunner::make_io(uint64_t bytes, bool input) {
 
 void VulkanRunner::mark(vk::CommandBuffer& cmd, const char* label) {
   if (profiler_) profiler_->mark(cmd, label);
+}
+
+void VulkanRunner::norm_for_matmul(vk::CommandBuffer& cmd, const vk::Buffer& norm, uint32_t n_tokens) {
+  if (ops_->fuses_rmsnorm()) return;  // the products norm x themselves
+  ops_->rmsnorm(cmd, x_.view(), dim_s_, norm.view(), xn_.view(), dim_s_, n_tokens, config_.dim, config_.norm_eps);
+  mark(cmd, "rmsnorm");
+  barrier(cmd);
+}
+
+void VulkanRunner::normed_matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix& w, const vk::Buffer& norm,
+                                 vk::BufferView y, uint32_t y_stride, uint32_t n_tokens, bool swiglu) {
+  if (ops_->fuses_rmsnorm()) {
+    ops_->matmul_rmsnorm(cmd, weight_op(n_tokens), w, x_.view(), dim_s_, norm.view(), config_.norm_eps, y, y_stride,
+                         n_tokens, swiglu);
+  } else if (swiglu) {
+    ops_->matmul_swiglu(cmd, weight_op(n_tokens), w, xn_.view(), dim_s_, y, y_stride, n_tokens);
+  } else {
+    matmul(cmd, w, xn_.view(), dim_s_, y, y_stride, n_tokens, false);
+  }
 }
 
 bool VulkanRunner::swiglu_epilogue(const vk::DeviceLayerWeights& L) {
@@ -241,15 +266,13 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) 
   const uint32_t q_dim = c.q_dim(), kv_dim = c.kv_dim();
 
   // Attention block: xn = rmsnorm(x); q|k|v = xn Wqkv; rope(q, k); cache k, v; att = attention.
-  ops_->rmsnorm(cmd, x_.view(), dim_s_, L.attn_norm.view(), xn_.view(), dim_s_, n, c.dim, c.norm_eps);
-  mark(cmd, "rmsnorm");
-  barrier(cmd);
+  norm_for_matmul(cmd, L.attn_norm, n);
   if (L.qkv_fused) {
-    matmul(cmd, L.wqkv, xn_.view(), dim_s_, qkv_.view(), qkv_s_, n, false);
+    normed_matmul(cmd, L.wqkv, L.attn_norm, qkv_.view(), qkv_s_, n);
   } else {
-    matmul(cmd, L.wq, xn_.view(), dim_s_, qkv_.view(), qkv_s_, n, false);
-    matmul(cmd, L.wk, xn_.view(), dim_s_, qkv_.view(q_dim * kF, VK_WHOLE_SIZE), qkv_s_, n, false);
-    matmul(cmd, L.wv, xn_.view(), dim_s_, qkv_.view((q_dim + kv_dim) * kF, VK_WHOLE_SIZE), qkv_s_, n, false);
+    normed_matmul(cmd, L.wq, L.attn_norm, qkv_.view(), qkv_s_, n);
+    normed_matmul(cmd, L.wk, L.attn_norm, qkv_.view(q_dim * kF, VK_WHOLE_SIZE), qkv_s_, n);
+    normed_matmul(cmd, L.wv, L.attn_norm, qkv_.view((q_dim + kv_dim) * kF, VK_WHOLE_SIZE), qkv_s_, n);
   }
   mark(cmd, "matmul.qkv");
   barrier(cmd);
@@ -302,13 +325,11 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) 
   barrier(cmd);
 
   // Feed-forward block: x += (silu(xn Wgate) * (xn Wup)) Wdown, xn = rmsnorm(x).
-  ops_->rmsnorm(cmd, x_.view(), dim_s_, L.ffn_norm.view(), xn_.view(), dim_s_, n, c.dim, c.norm_eps);
-  mark(cmd, "rmsnorm");
-  barrier(cmd);
+  norm_for_matmul(cmd, L.ffn_norm, n);
   if (swiglu_epilogue(L)) {
     // One dispatch: each workgroup takes gate and up rows of the same outputs and stores
     // silu(gate) * up at the start of each gate_up row.
-    ops_->matmul_swiglu(cmd, weight_op(n), L.w_gate_up, xn_.view(), dim_s_, gate_up_.view(), gate_up_s_, n);
+    normed_matmul(cmd, L.w_gate_up, L.ffn_norm, gate_up_.view(), gate_up_s_, n, true);
     mark(cmd, "matmul.gate_up_swiglu");
     barrier(cmd);
   } else {
@@ -316,10 +337,10 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) 
     // the halves come from two matmuls).
     const uint64_t up_at = (L.gate_up_fused ? c.hidden_dim : align4(c.hidden_dim)) * kF;
     if (L.gate_up_fused) {
-      matmul(cmd, L.w_gate_up, xn_.view(), dim_s_, gate_up_.view(), gate_up_s_, n, false);
+      normed_matmul(cmd, L.w_gate_up, L.ffn_norm, gate_up_.view(), gate_up_s_, n);
     } else {
-      matmul(cmd, L.w_gate, xn_.view(), dim_s_, gate_up_.view(), gate_up_s_, n, false);
-      matmul(cmd, L.w_up, xn_.view(), dim_s_, gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, n, false);
+      normed_matmul(cmd, L.w_gate, L.ffn_norm, gate_up_.view(), gate_up_s_, n);
+      normed_matmul(cmd, L.w_up, L.ffn_norm, gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, n);
     }
     mark(cmd, "matmul.gate_up");
     barrier(cmd);

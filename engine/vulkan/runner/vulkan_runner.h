@@ -63,6 +63,11 @@ class VulkanRunner final : public ModelRunner {
   void record_hidden(vk::CommandBuffer& cmd, const StepInputs& in);
   // The rows family's kernel for n_tokens (RunnerOptions::matvec_max_tokens, else the kernels' choice).
   vk::WeightOp weight_op(uint32_t n_tokens) const;
+  // xn = rmsnorm(x) with `norm`, unless the products norm x themselves (Ops::fuses_rmsnorm).
+  void norm_for_matmul(vk::CommandBuffer& cmd, const vk::Buffer& norm, uint32_t n_tokens);
+  // y = w rmsnorm(x): from xn, or fused (Ops::matmul_rmsnorm); swiglu: the SwiGLU epilogue too.
+  void normed_matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix& w, const vk::Buffer& norm, vk::BufferView y,
+                     uint32_t y_stride, uint32_t n_tokens, bool swiglu = false);
   // Whether the layer's gate|up product stores silu(gate) * up itself (Ops::matmul_swiglu).
   static bool swiglu_epilogue(const vk::DeviceLayerWeights& L);
   void matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix& w, vk::BufferView x, uint32_t x_stride,

@@ -32,6 +32,8 @@ layout(local_size_x = LOCAL_SIZE) in;
 // runtime flag doubled the compile time of every weight kernel), and a model builds the
 // epilogue's pipeline only for its gate|up matrices' format.
 layout(constant_id = 0) const uint SWIGLU_EPILOGUE = 0u;
+// 1: the RMSNorm prologue of the lanes family (matlanes_main.glsl), MatmulParams::norm_eps.
+layout(constant_id = 1) const uint RMSNORM_PROLOGUE = 0u;
 
 // Weights and x are read through uniform texel buffers (uvec4 texels), y written as a storage
 // buffer: lavapipe turns each storage-buffer load into a loop over the SIMD lanes, with a branch

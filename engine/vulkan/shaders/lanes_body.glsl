@@ -14,6 +14,8 @@ void DOT_NAME(uint t0) {
   const uint lane = gl_LocalInvocationID.x;
   float acc[DOT_R * DOT_T];
   [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) acc[i] = 0.0;
+  float sumsq[DOT_T];  // RMSNORM_PROLOGUE: this lane's share of each token's sum of x^2
+  [[unroll]] for (uint t = 0u; t < DOT_T; ++t) sumsq[t] = 0.0;
   const bool paired = SWIGLU_EPILOGUE != 0u;
   const uint first_row = (gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (paired ? DOT_R / 2u : DOT_R);
   uint row[DOT_R];
@@ -38,26 +40,36 @@ void DOT_NAME(uint t0) {
 #include "tail_chunk_fma.glsl"
   }
 #endif
-  // Fixed tree: at each level lane l < s adds lane l + s's sum to its own.
+  // Fixed tree: at each level lane l < s adds lane l + s's sum to its own (sums of squares last).
+  const uint n_sums = RMSNORM_PROLOGUE != 0u ? (DOT_R + 1u) * DOT_T : DOT_R * DOT_T;
   [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) lane_sums[i * LOCAL_SIZE + lane] = acc[i];
+  if (RMSNORM_PROLOGUE != 0u) {
+    [[unroll]] for (uint t = 0u; t < DOT_T; ++t) lane_sums[(DOT_R * DOT_T + t) * LOCAL_SIZE + lane] = sumsq[t];
+  }
   barrier();
   [[unroll]] for (uint s = LOCAL_SIZE / 2u; s > 0u; s >>= 1) {
     if (lane < s) {
-      [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) {
+      [[unroll]] for (uint i = 0u; i < n_sums; ++i) {
         lane_sums[i * LOCAL_SIZE + lane] = lane_sums[i * LOCAL_SIZE + lane] + lane_sums[i * LOCAL_SIZE + lane + s];
       }
     }
     barrier();
   }
+  // The output of lane's (row, token): RMSNORM_PROLOGUE scales it by the token's 1 / rms, as
+  // rmsnorm_f32 computes it.
+  const uint t_out = lane % DOT_T;
+  const float scale = RMSNORM_PROLOGUE != 0u
+                          ? 1.0 / sqrt(lane_sums[(DOT_R * DOT_T + t_out) * LOCAL_SIZE] / float(p.cols) + p.norm_eps)
+                          : 1.0;
   if (paired) {
     if (lane < (DOT_R / 2u) * DOT_T) {
-      const uint r = lane / DOT_T, t = lane % DOT_T;
-      store(first_row + r, t0 + t,
-            silu_times(lane_sums[lane * LOCAL_SIZE], lane_sums[(lane + (DOT_R / 2u) * DOT_T) * LOCAL_SIZE]));
+      const uint r = lane / DOT_T;
+      store(first_row + r, t0 + t_out,
+            silu_times(scale * lane_sums[lane * LOCAL_SIZE], scale * lane_sums[(lane + (DOT_R / 2u) * DOT_T) * LOCAL_SIZE]));
     }
   } else if (lane < DOT_R * DOT_T) {
-    const uint r = lane / DOT_T, t = lane % DOT_T;
-    store(first_row + r, t0 + t, lane_sums[lane * LOCAL_SIZE]);
+    const uint r = lane / DOT_T;
+    store(first_row + r, t0 + t_out, scale * lane_sums[lane * LOCAL_SIZE]);
   }
 }
 #undef DOT_NAME

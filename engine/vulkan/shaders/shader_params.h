@@ -93,7 +93,9 @@ struct MatmulParams {
   // stack, y[t][y_offset + h] = silu(dot(W[h], x[t])) * dot(W[h + up_rows_at], x[t]) for h < rows
   // (accumulate is 0); the others ignore it (0).
   uint up_rows_at;
-  uint pad2;
+  // The lanes pipelines specialized with RMSNORM_PROLOGUE = 1 (matlanes_main.glsl) multiply by
+  // rmsnorm(x[t]) instead of x[t], with this eps and the norm weights of binding 3.
+  float norm_eps;
 };
 
 // swiglu_f32: out[r][i] = silu(gate[r][i]) * up[r][i]; add_f32: out[r][i] = a[r][i] + b[r][i];
