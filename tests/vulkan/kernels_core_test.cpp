@@ -70,7 +70,8 @@ TEST(PipelineCache, PathFollowsXdgCacheHome) {
 TEST(Reflection, EmbeddedKernelsDeclareWhatTheParamsSay) {
   const char* names[] = {"embed_f32", "embed_f16", "embed_q8_0", "embed_q4_0", "rmsnorm_f32", "matvec_f32",
                          "matvec_f16", "matvec_q8_0", "matvec_q4_0", "matmul_f32", "matmul_f16", "matmul_q8_0",
-                         "matmul_q4_0", "swiglu_f32", "add_f32", "argmax_f32", "topk_f32"};
+                         "matmul_q4_0", "matlanes_f32", "matlanes_q4_0", "swiglu_f32", "add_f32", "argmax_f32",
+                         "topk_f32"};
   for (const char* name : names) {
     const EmbeddedShader* s = find_embedded_shader(name);
     ASSERT_NE(s, nullptr) << name;
@@ -82,6 +83,11 @@ TEST(Reflection, EmbeddedKernelsDeclareWhatTheParamsSay) {
     if (n.rfind("embed_", 0) == 0) {
       EXPECT_EQ(l.push_size, sizeof(shader::EmbedParams)) << n;
       EXPECT_EQ(l.bindings, 3u) << n;
+    } else if (n.rfind("matlanes_", 0) == 0) {
+      EXPECT_EQ(l.push_size, sizeof(shader::MatmulParams)) << n;
+      EXPECT_EQ(l.bindings, 4u) << n;
+      EXPECT_EQ(l.local_size[0], uint32_t{VKS_LANES}) << n;
+      EXPECT_EQ(l.texel_bindings, 0b1011u) << n << ": weights, x and the RMSNorm prologue's weights through texel views";
     } else if (n.rfind("mat", 0) == 0) {
       EXPECT_EQ(l.push_size, sizeof(shader::MatmulParams)) << n;
       EXPECT_EQ(l.bindings, 3u) << n;

@@ -226,8 +226,8 @@ TEST_F(KernelTest, MoreRowGroupsThanOneGridDimensionHolds) {
 
 // The SwiGLU epilogue (Ops::matmul_swiglu) is the same code for every weight type (it changes which
 // rows a workgroup takes and what it stores), so a few types cover it: each case compiles two more
-// pipelines on lavapipe. Hidden sizes (rows / 2: 86, 128, 68, 18, 16, 4) are rarely a multiple of a
-// workgroup's outputs (rows family: 4 x 8 to 8 x 8 outputs; lanes: 2).
+// pipelines on lavapipe. Hidden sizes (rows / 2: 86, 128, 68, 18, 16, 17, 4) are rarely a multiple of
+// a workgroup's outputs (rows family: 2 x 8 to 8 x 8 outputs; lanes: 2, so 17 leaves one past the end).
 class SwigluEpilogueTest : public MatmulKernelTest {};
 
 TEST_P(SwigluEpilogueTest, GivesTheBitsOfMatmulThenSwiglu) {
@@ -272,6 +272,7 @@ INSTANTIATE_TEST_SUITE_P(Types, SwigluEpilogueTest,
                          ::testing::Values(Case{GgmlType::kF32, 172, 61}, Case{GgmlType::kQ4_0, 257, 96},
                                            Case{GgmlType::kQ4_K, 137, 768}, Case{GgmlType::kQ6_K, 37, 768},
                                            Case{GgmlType::kF32, 33, 172, MatmulFamily::kLanes},
+                                           Case{GgmlType::kF32, 35, 172, MatmulFamily::kLanes},
                                            Case{GgmlType::kQ4_0, 9, 4096, MatmulFamily::kLanes}),
                          case_name);
 

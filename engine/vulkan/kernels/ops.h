@@ -72,8 +72,8 @@ class Ops {
   void matmul_rmsnorm(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
                       BufferView norm, float eps, BufferView y, uint32_t y_stride, uint32_t n_tokens,
                       bool swiglu_epilogue = false) const;
-  // On CPU devices (the rows family) the norm's weights would cost each row group as many loads as
-  // x itself, so rmsnorm stays a dispatch of its own there.
+  // In the kRows family (CPU devices' default) the norm's weights would cost each row group as many
+  // loads as x itself, so rmsnorm stays a dispatch of its own there.
   bool fuses_rmsnorm() const { return family_ == MatmulFamily::kLanes; }
   // The rows family's kernel for a token count (kMatvec up to VKS_MATVEC_TOKEN_TILE).
   static WeightOp weight_op_for(uint32_t n_tokens);
@@ -89,7 +89,8 @@ class Ops {
                 uint32_t cols) const;
 
   // The pipeline of one weight op for this matrix's format, looked up by name once per format and
-  // Ops (then by kernel slot); swiglu_epilogue: its specialization for matmul_swiglu.
+  // Ops (then by kernel slot); swiglu_epilogue / rmsnorm_prologue: its specializations for
+  // matmul_swiglu / matmul_rmsnorm (the prologue exists in the kLanes kernels only).
   const Kernel& weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu_epilogue = false,
                               bool rmsnorm_prologue = false) const;
 

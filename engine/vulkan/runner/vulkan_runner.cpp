@@ -79,8 +79,9 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   vocab_s_ = align4(c.vocab_size);
   const uint64_t T = static_cast<uint64_t>(options.max_step_tokens);
   const uint64_t S = static_cast<uint64_t>(options.max_step_seqs);
-  // The matrix kernels read their x through a texel view of the whole buffer (xn_, att_,
-  // gate_up_, xo_), so those buffers must also fit the device's texel-buffer limit.
+  // The matrix kernels read their x through a texel view of the whole buffer (xn_, or x_ itself
+  // where the products norm it (Ops::fuses_rmsnorm), att_, gate_up_, xo_), so those buffers must
+  // also fit the device's texel-buffer limit.
   const uint64_t max_texel_binding = device_.max_texel_binding_bytes();
   auto activation = [&](uint64_t rows, uint32_t stride, const char* what, bool read_as_x) {
     const uint64_t bytes = rows * stride * kF;
@@ -93,8 +94,8 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     }
     return device_.create_buffer(bytes);
   };
-  x_ = activation(T, dim_s_, "residual", false);
-  xn_ = activation(T, dim_s_, "norm", true);
+  x_ = activation(T, dim_s_, "residual", ops_->fuses_rmsnorm());
+  if (!ops_->fuses_rmsnorm()) xn_ = activation(T, dim_s_, "norm", true);
   qkv_ = activation(T, qkv_s_, "qkv", false);
   att_ = activation(T, q_s_, "attention", true);
   gate_up_ = activation(T, gate_up_s_, "gate_up", true);
@@ -122,7 +123,9 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     cmd_.fill(kv_->k_buffer(l), 0, VK_WHOLE_SIZE, 0);
     cmd_.fill(kv_->v_buffer(l), 0, VK_WHOLE_SIZE, 0);
   }
-  for (vk::Buffer* b : {&x_, &xn_, &qkv_, &att_, &gate_up_, &xo_, &logits_.device}) cmd_.fill(*b, 0, VK_WHOLE_SIZE, 0);
+  for (vk::Buffer* b : {&x_, &xn_, &qkv_, &att_, &gate_up_, &xo_, &logits_.device}) {
+    if (b->valid()) cmd_.fill(*b, 0, VK_WHOLE_SIZE, 0);  // xn_ is absent where the products norm x
+  }
   cmd_.end();
   device_.submit_and_wait(cmd_);
   kernels_->save_cache();
@@ -265,7 +268,7 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) 
   const vk::DeviceLayerWeights& L = weights_->layers[l];
   const uint32_t q_dim = c.q_dim(), kv_dim = c.kv_dim();
 
-  // Attention block: xn = rmsnorm(x); q|k|v = xn Wqkv; rope(q, k); cache k, v; att = attention.
+  // Attention block: q|k|v = rmsnorm(x) Wqkv; rope(q, k); cache k, v; att = attention.
   norm_for_matmul(cmd, L.attn_norm, n);
   if (L.qkv_fused) {
     normed_matmul(cmd, L.wqkv, L.attn_norm, qkv_.view(), qkv_s_, n);
@@ -324,7 +327,8 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) 
   mark(cmd, "matmul.wo");
   barrier(cmd);
 
-  // Feed-forward block: x += (silu(xn Wgate) * (xn Wup)) Wdown, xn = rmsnorm(x).
+  // Feed-forward block: x += (silu(xn Wgate) * (xn Wup)) Wdown, xn = rmsnorm(x) (fused where the
+  // products norm x themselves).
   norm_for_matmul(cmd, L.ffn_norm, n);
   if (swiglu_epilogue(L)) {
     // One dispatch: each workgroup takes gate and up rows of the same outputs and stores

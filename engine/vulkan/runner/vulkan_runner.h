@@ -89,7 +89,7 @@ class VulkanRunner final : public ModelRunner {
   uint32_t dim_s_ = 0, qkv_s_ = 0, q_s_ = 0, gate_up_s_ = 0, vocab_s_ = 0;
   // Activations [max_step_tokens][stride] unless noted.
   vk::Buffer x_;       // residual stream [dim]
-  vk::Buffer xn_;      // normed input of the attention / feed-forward block [dim]
+  vk::Buffer xn_;      // normed input of the attention / feed-forward block [dim] (none where the products norm x)
   vk::Buffer qkv_;     // [q_dim | k kv_dim | v kv_dim]
   vk::Buffer att_;     // attention output [q_dim]
   vk::Buffer gate_up_;  // [gate hidden | up hidden], then silu(gate) * up in the gate half

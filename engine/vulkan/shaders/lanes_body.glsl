@@ -1,7 +1,7 @@
 // Generates `void DOT_NAME(uint t0)` for matlanes_<type>: the DOT_R (= ROW_SLOTS) rows of this
 // workgroup (rows group * DOT_R + r, the group numbered across grid x and z: z carries what exceeds
-// the 65,535 workgroups a grid dimension is guaranteed) for tokens t0 .. t0 + DOT_T - 1. Included
-// once per variant.
+// the 65,535 workgroups a grid dimension is guaranteed; the SwiGLU epilogue maps them as below) for
+// tokens t0 .. t0 + DOT_T - 1. Included once per variant.
 // Lane l (the invocation) takes groups l, l + LOCAL_SIZE, l + 2 * LOCAL_SIZE, ... of every row: in
 // one pass the lanes read LOCAL_SIZE neighbouring groups of a row, so the loads coalesce on a GPU.
 // Each lane keeps one fma chain per (row, token) over its groups, ascending, chunk and element order

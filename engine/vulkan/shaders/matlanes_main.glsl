@@ -5,8 +5,9 @@
 // where each invocation streams its own rows (common_matmul.glsl explains why lavapipe wants that).
 // The includer defines WTYPE_<type>, LOCAL_SIZE (VKS_LANES) and ROW_SLOTS (VKS_LANES_ROWS) and
 // includes common_matmul.glsl first.
-// Per (row, token) partial sums, then (RMSNORM_PROLOGUE) per token sums of squares of x.
-shared float lane_sums[(ROW_SLOTS + 1) * VKS_LANES_TOKEN_TILE * LOCAL_SIZE];
+// Per (row, token) partial sums, then (RMSNORM_PROLOGUE) per token sums of squares of x: sized by the
+// specialization constant, so pipelines without the prologue keep their 8 KiB (workgroups per GPU core).
+shared float lane_sums[(ROW_SLOTS + RMSNORM_PROLOGUE) * VKS_LANES_TOKEN_TILE * LOCAL_SIZE];
 
 // The RMSNorm prologue: every workgroup reads all of x anyway (its lanes split each row), so it sums
 // x^2 on the way (per lane in the order it reads x, then the fixed tree), multiplies x by the norm

@@ -79,7 +79,7 @@ struct RmsNormParams {
 // matvec_<type> / matmul_<type> / matlanes_<type>: y[t][y_offset + r] (+)= dot(W[r], x[t]) for r < rows,
 // t < n_tokens. W is one part of a DeviceMatrix (rows of this part only).
 struct MatmulParams {
-  uint rows;          // rows of this part
+  uint rows;          // rows of this part (the SwiGLU epilogue: outputs, up_rows_at below)
   uint cols;          // K
   uint n_tokens;
   uint row_stride;    // W row stride in the storage unit (floats, halves, or uints of quants)
