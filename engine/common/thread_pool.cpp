@@ -4,8 +4,10 @@
 
 namespace vks {
 
+int ThreadPool::hardware_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
 ThreadPool::ThreadPool(int n_threads) {
-  if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (n_threads <= 0) n_threads = hardware_threads();
   workers_.reserve(static_cast<size_t>(n_threads - 1));
   for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }

@@ -15,8 +15,10 @@ namespace vks {
 
 class ThreadPool {
  public:
-  // n_threads counts the caller: 1 runs everything inline; 0 means the hardware concurrency.
+  // n_threads counts the caller: 1 runs everything inline; 0 means hardware_threads().
   explicit ThreadPool(int n_threads = 0);
+  // The hardware concurrency, at least 1.
+  static int hardware_threads();
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

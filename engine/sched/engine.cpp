@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <thread>
 
 #include "engine/grammar/compile.h"
 #include "engine/sched/engine_impl.h"
@@ -57,8 +56,7 @@ Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, E
       blocks(kv_blocks_for(config, *runner), runner->block_size(), config.prefix_caching),
       scheduler(scheduler_config(config), blocks),
       id_rng(std::random_device{}()),
-      pool(config.worker_threads > 0 ? config.worker_threads
-                                     : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 16)) {
+      pool(config.worker_threads > 0 ? config.worker_threads : std::min(ThreadPool::hardware_threads(), 16)) {
   const LlamaConfig& mc = runner->config();
   limits.vocab_size = static_cast<int32_t>(mc.vocab_size);
   limits.context_length = static_cast<int32_t>(mc.context_length);

@@ -119,6 +119,15 @@ void Ops::bias_add(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferVi
   cmd.dispatch(k, {x, bias}, p, Groups{u32(ceil_div(cols, k.layout().local_size[0])), n_rows, 1});
 }
 
+void Ops::build_weight_kernels(const DeviceMatrix& w, bool swiglu_epilogue, bool rmsnorm_prologue) const {
+  if (w.rows == 0) return;
+  if (family_ == MatmulFamily::kLanes) {
+    weight_kernel(w, WeightOp::kLanes, swiglu_epilogue, rmsnorm_prologue);
+    return;
+  }
+  for (WeightOp op : {WeightOp::kMatvec, WeightOp::kMatmul}) weight_kernel(w, op, swiglu_epilogue, rmsnorm_prologue);
+}
+
 WeightOp Ops::weight_op_for(uint32_t n_tokens) {
   return n_tokens <= VKS_MATVEC_TOKEN_TILE ? WeightOp::kMatvec : WeightOp::kMatmul;
 }
@@ -130,9 +139,7 @@ void Ops::matmul(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32
 
 void Ops::matmul_swiglu(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
                         BufferView y, uint32_t y_stride, uint32_t n_tokens) const {
-  require(swiglu_epilogue_fits(w), "matmul_swiglu: the gate|up matrix must have an even row count and one part");
-  require(op == WeightOp::kMatvec || op == WeightOp::kMatmul, "matmul_swiglu: op must be kMatvec or kMatmul");
-  matmul_with(cmd, op, w, x, x_stride, y, y_stride, n_tokens, false, Fusion{u32(w.rows / 2), {}, 0.0f});
+  matmul_with(cmd, op, w, x, x_stride, y, y_stride, n_tokens, false, Fusion{true, {}, 0.0f});
 }
 
 void Ops::matmul_rmsnorm(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
@@ -143,9 +150,8 @@ void Ops::matmul_rmsnorm(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w,
   // Read through the buffer's texel view, which covers whole 16-byte texels only.
   require(norm.size == VK_WHOLE_SIZE || norm.size >= (w.cols + 3) / 4 * 16,
           "matmul_rmsnorm: the norm weights' buffer must hold a whole texel past the last column (pad to 4 floats)");
-  require(!swiglu_epilogue || swiglu_epilogue_fits(w), "matmul_rmsnorm: the gate|up matrix must have an even row count and one part");
   matmul_with(cmd, op, w, x, x_stride, y, y_stride, n_tokens, false,
-              Fusion{swiglu_epilogue ? u32(w.rows / 2) : 0u, norm, eps});
+              Fusion{swiglu_epilogue, norm, eps});
 }
 
 void Ops::matvec_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
@@ -162,27 +168,28 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
                       BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate,
                       const Fusion& fusion) const {
   if (n_tokens == 0) return;
-  const uint32_t up_rows_at = fusion.up_rows_at;
+  require(op != WeightOp::kEmbed, "matmul: kEmbed is not a product");
   const bool norm = fusion.norm.buffer != VK_NULL_HANDLE;
   require(x_stride >= w.cols, "matmul: x_stride < cols");
   // The kernels read x as vec4s (see common_matmul.glsl).
   require(x_stride % 4 == 0 && x.offset % 16 == 0, "matmul: x_stride must be a multiple of 4 and x 16-byte aligned");
   // The SwiGLU epilogue writes one output per gate|up pair, from the pair's two rows in one workgroup.
-  const uint64_t outputs = up_rows_at != 0 ? up_rows_at : w.rows;
-  require(up_rows_at == 0 || (w.storage.part_count() == 1 && !accumulate && uint64_t(up_rows_at) * 2 == w.rows),
-          "matmul: the SwiGLU epilogue needs one part of 2 * up_rows_at rows and no accumulate");
+  require(!fusion.swiglu || (swiglu_epilogue_fits(w) && !accumulate),
+          "matmul: the SwiGLU epilogue needs a gate|up matrix of an even row count in one part, and no accumulate");
+  const uint32_t up_rows_at = fusion.swiglu ? u32(w.rows / 2) : 0u;
+  const uint64_t outputs = fusion.swiglu ? up_rows_at : w.rows;
   require(y_stride >= outputs, "matmul: y_stride < rows");
   if (family_ == MatmulFamily::kLanes) op = WeightOp::kLanes;
-  const Kernel& k = weight_kernel(w, op, up_rows_at != 0, norm);
+  const Kernel& k = weight_kernel(w, op, fusion.swiglu, norm);
   struct Tiling {
     uint32_t rows_per_group, token_tile;
   };
   const uint32_t token_tile = op == WeightOp::kMatvec ? VKS_MATVEC_TOKEN_TILE : VKS_MATMUL_TOKEN_TILE;
   const Tiling tiling = op == WeightOp::kLanes ? Tiling{VKS_LANES_ROWS, VKS_LANES_TOKEN_TILE}
                                                : Tiling{w.format->rows_per_group(), token_tile};
-  const uint32_t outputs_per_group = up_rows_at != 0 ? tiling.rows_per_group / 2 : tiling.rows_per_group;
+  const uint32_t outputs_per_group = fusion.swiglu ? tiling.rows_per_group / 2 : tiling.rows_per_group;
   for (size_t part = 0; part < w.storage.part_count(); ++part) {
-    const uint64_t rows = up_rows_at != 0 ? up_rows_at : w.storage.part_rows(part);
+    const uint64_t rows = fusion.swiglu ? up_rows_at : w.storage.part_rows(part);
     const MatmulParams p{u32(rows),
                          u32(w.cols),
                          n_tokens,

@@ -63,7 +63,9 @@ class Ops {
   // then swiglu. op: kMatvec or kMatmul as above (the kLanes family has one kernel for both).
   void matmul_swiglu(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
                      BufferView y, uint32_t y_stride, uint32_t n_tokens) const;
-  static bool swiglu_epilogue_fits(const DeviceMatrix& w) { return w.rows % 2 == 0 && w.storage.part_count() == 1; }
+  static bool swiglu_epilogue_fits(const DeviceMatrix& w) {
+    return w.rows >= 2 && w.rows % 2 == 0 && w.storage.part_count() == 1;
+  }
 
   // The lanes family only (fuses_rmsnorm()): y[t] = W rmsnorm(x[t]) with RMSNorm's weights `norm`
   // (f32 [cols] at the start of its buffer, padded to a multiple of 4 floats) and eps, each workgroup norming the x it reads anyway (see
@@ -88,11 +90,10 @@ class Ops {
   void bias_add(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferView bias, uint32_t n_rows,
                 uint32_t cols) const;
 
-  // The pipeline of one weight op for this matrix's format, looked up by name once per format and
-  // Ops (then by kernel slot); swiglu_epilogue / rmsnorm_prologue: its specializations for
-  // matmul_swiglu / matmul_rmsnorm (the prologue exists in the kLanes kernels only).
-  const Kernel& weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu_epilogue = false,
-                              bool rmsnorm_prologue = false) const;
+  // Builds, ahead of use (start-up), the pipelines this family's products with w take: matmul
+  // (both false), matmul_swiglu (swiglu_epilogue), matmul_rmsnorm (rmsnorm_prologue, with or without
+  // the epilogue). Nothing for a matrix with no rows.
+  void build_weight_kernels(const DeviceMatrix& w, bool swiglu_epilogue, bool rmsnorm_prologue) const;
 
   // out[r][i] = silu(gate[r][i]) * up[r][i] for r < n_rows, i < cols; gate and up rows are
   // in_stride floats apart (e.g. gate‖up in one [n, 2*hidden] buffer: up = gate view + hidden*4
@@ -119,8 +120,13 @@ class Ops {
             BufferView out_idx, BufferView out_val) const;
 
  private:
+  // The pipeline of one weight op for this matrix's format, looked up by name once per format and
+  // Ops (then by kernel slot); swiglu_epilogue / rmsnorm_prologue: its specializations for
+  // matmul_swiglu / matmul_rmsnorm (the prologue exists in the kLanes kernels only).
+  const Kernel& weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu_epilogue = false,
+                              bool rmsnorm_prologue = false) const;
   struct Fusion {
-    uint32_t up_rows_at = 0;  // the SwiGLU epilogue's offset of the up rows (0: none)
+    bool swiglu = false;      // the SwiGLU epilogue (up rows from w.rows / 2)
     BufferView norm{};        // the RMSNorm prologue's weights (null buffer: none)
     float norm_eps = 0.0f;
   };

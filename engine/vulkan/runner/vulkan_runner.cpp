@@ -152,33 +152,17 @@ void VulkanRunner::create_pipelines() {
     if (L.bqkv.valid()) names.insert("bias_add_f32");
     if (!swiglu_epilogue(L)) names.insert("swiglu_f32");
   }
-  auto add_matrix = [&](const vk::DeviceMatrix& m) {
-    if (m.rows == 0) return;
-    if (ops_->matmul_family() == vk::MatmulFamily::kLanes) {
-      names.insert(m.format->kernel_name(vk::WeightOp::kLanes));
-    } else {
-      names.insert(m.format->kernel_name(vk::WeightOp::kMatvec));
-      names.insert(m.format->kernel_name(vk::WeightOp::kMatmul));
-    }
-  };
   names.insert(weights_->token_embd.format->kernel_name(vk::WeightOp::kEmbed));
-  add_matrix(weights_->output());
-  // Products with a fused norm or SwiGLU use specialized pipelines, built here through Ops.
-  const bool fuse_norm = ops_->fuses_rmsnorm();
-  auto add_specialized = [&](const vk::DeviceMatrix& m, bool swiglu) {
-    if (m.rows == 0) return;
-    if (fuse_norm) {
-      ops_->weight_kernel(m, vk::WeightOp::kLanes, swiglu, true);
-    } else if (swiglu) {
-      for (vk::WeightOp op : {vk::WeightOp::kMatvec, vk::WeightOp::kMatmul}) ops_->weight_kernel(m, op, true);
-    } else {
-      add_matrix(m);
-    }
-  };
+  // The products as record_layer / record_logits ask for them: normed_matmul's inputs (rmsnorm(x))
+  // carry the norm where Ops fuses it, the gate|up stack the SwiGLU epilogue where it fits.
+  const bool normed = ops_->fuses_rmsnorm();
+  ops_->build_weight_kernels(weights_->output(), false, false);
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
-    for (const vk::DeviceMatrix* m : {&L.wo, &L.w_down}) add_matrix(*m);
-    for (const vk::DeviceMatrix* m : {&L.wqkv, &L.wq, &L.wk, &L.wv, &L.w_gate, &L.w_up}) add_specialized(*m, false);
-    add_specialized(L.w_gate_up, swiglu_epilogue(L));
+    for (const vk::DeviceMatrix* m : {&L.wo, &L.w_down}) ops_->build_weight_kernels(*m, false, false);
+    for (const vk::DeviceMatrix* m : {&L.wqkv, &L.wq, &L.wk, &L.wv, &L.w_gate, &L.w_up}) {
+      ops_->build_weight_kernels(*m, false, normed);
+    }
+    ops_->build_weight_kernels(L.w_gate_up, swiglu_epilogue(L), normed);
   }
   for (const std::string& name : names) {
     if (kernels_->has(name)) kernels_->get(name);

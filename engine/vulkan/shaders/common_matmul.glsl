@@ -65,6 +65,16 @@ float x_at_guarded(uint token_base, uint c, uint i) {
   return k < p.cols ? xfetch(at >> 2)[at & 3u] : 0.0;
 }
 
+// A workgroup's row slots and the outputs they make (matmul_body.glsl: slots of an invocation,
+// step LOCAL_SIZE; lanes_body.glsl: rows of a workgroup, step 1). Slot r makes output
+// first + r * step; with the SwiGLU epilogue only the first half make outputs, and slot
+// slots / 2 + r reads the up row of slot r's output. Rows past the end repeat the last output's.
+uint slot_outputs(uint slots) { return SWIGLU_EPILOGUE != 0u ? slots / 2u : slots; }
+uint slot_row(uint first, uint r, uint slots, uint step) {
+  const bool up = SWIGLU_EPILOGUE != 0u && r >= slots / 2u;
+  return min(first + (up ? r - slots / 2u : r) * step, p.rows - 1u) + (up ? p.up_rows_at : 0u);
+}
+
 void store(uint row, uint token, float v) {
   if (row >= p.rows || token >= p.n_tokens) return;
   const uint idx = token * p.y_stride + p.y_offset + row;

@@ -16,13 +16,9 @@ void DOT_NAME(uint t0) {
   [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) acc[i] = 0.0;
   float sumsq[DOT_T];  // RMSNORM_PROLOGUE: this lane's share of each token's sum of x^2
   [[unroll]] for (uint t = 0u; t < DOT_T; ++t) sumsq[t] = 0.0;
-  const bool paired = SWIGLU_EPILOGUE != 0u;
-  const uint first_row = (gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (paired ? DOT_R / 2u : DOT_R);
+  const uint first_row = (gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x) * slot_outputs(DOT_R);
   uint row[DOT_R];
-  [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
-    const bool up = paired && r >= DOT_R / 2u;
-    row[r] = min(first_row + (up ? r - DOT_R / 2u : r), p.rows - 1u) + (up ? p.up_rows_at : 0u);
-  }
+  [[unroll]] for (uint r = 0u; r < DOT_R; ++r) row[r] = slot_row(first_row, r, DOT_R, 1u);
   uint xb[DOT_T];  // first x element of each token (a multiple of 4)
   [[unroll]] for (uint t = 0u; t < DOT_T; ++t) xb[t] = min(t0 + t, p.n_tokens - 1u) * p.x_stride;
   const uint n_groups = full_chunks() / GROUP_CHUNKS;
@@ -61,7 +57,7 @@ void DOT_NAME(uint t0) {
   const float scale = RMSNORM_PROLOGUE != 0u
                           ? 1.0 / sqrt(lane_sums[(DOT_R * DOT_T + t_out) * LOCAL_SIZE] / float(p.cols) + p.norm_eps)
                           : 1.0;
-  if (paired) {
+  if (SWIGLU_EPILOGUE != 0u) {
     if (lane < (DOT_R / 2u) * DOT_T) {
       const uint r = lane / DOT_T;
       store(first_row + r, t0 + t_out,

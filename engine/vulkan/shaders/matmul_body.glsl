@@ -11,13 +11,9 @@ void DOT_NAME(uint t0) {
   [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) acc[i] = 0.0;
   // Groups are numbered across grid x and z (Ops puts what exceeds 65,535 per dimension in z).
   const uint group = gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-  const bool paired = SWIGLU_EPILOGUE != 0u;
-  const uint group_base = group * (paired ? LOCAL_SIZE * (DOT_R / 2u) : LOCAL_SIZE * DOT_R) + gl_LocalInvocationID.x;
+  const uint group_base = group * (LOCAL_SIZE * slot_outputs(DOT_R)) + gl_LocalInvocationID.x;
   uint row[DOT_R];
-  [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
-    const bool up = paired && r >= DOT_R / 2u;
-    row[r] = min(group_base + (up ? r - DOT_R / 2u : r) * LOCAL_SIZE, p.rows - 1u) + (up ? p.up_rows_at : 0u);
-  }
+  [[unroll]] for (uint r = 0u; r < DOT_R; ++r) row[r] = slot_row(group_base, r, DOT_R, LOCAL_SIZE);
   uint xb[DOT_T];  // first x element of each token (a multiple of 4)
   [[unroll]] for (uint t = 0u; t < DOT_T; ++t) xb[t] = min(t0 + t, p.n_tokens - 1u) * p.x_stride;
   const uint n_groups = full_chunks() / GROUP_CHUNKS;
@@ -39,7 +35,7 @@ void DOT_NAME(uint t0) {
 #include "tail_chunk_fma.glsl"
   }
 #endif
-  if (paired) {
+  if (SWIGLU_EPILOGUE != 0u) {
     [[unroll]] for (uint r = 0u; r < DOT_R / 2u; ++r) {
       const uint out_row = group_base + r * LOCAL_SIZE;
       [[unroll]] for (uint t = 0u; t < DOT_T; ++t) {
