@@ -86,7 +86,7 @@ if [ "$mode" = tests ]; then
   for t in vks_vulkan_kernels_tests vks_vulkan_runner_tests sched_engine_vulkan_test sched_engine_embed_vulkan_test; do
     step "$t"
     filter="*"; [ -n "$skip" ] && [ "$t" = vks_vulkan_runner_tests ] && filter="*-${skip#:}"
-    (cd /tmp/vks/run && timeout 100 "$bin/$t" --gtest_brief=1 --gtest_filter="$filter") > "$out/$t.log" 2>&1
+    (cd /tmp/vks/run && timeout 150 "$bin/$t" --gtest_brief=1 --gtest_filter="$filter") > "$out/$t.log" 2>&1
     echo "exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)|tests ran' "$out/$t.log" | tr '\n' ' ')"
     grep -E '^\[  FAILED  \]' "$out/$t.log" | head -20
   done

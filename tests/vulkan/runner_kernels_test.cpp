@@ -367,6 +367,10 @@ TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
       // TinyLlama-like heads; head_dim 256 (the maximum).
       {8, 1, 64, 16, {{200, 1}, {0, 70}, {5, 1}}},
       {2, 2, 256, 16, {{90, 3}, {0, 1}}},
+      // A decode batch whose rows end in different splits of VKS_ATTN_SPLIT_KEYS (128): 301 keys (3),
+      // 130 (2, one key into the second), 128 (exactly 1), 6; the lanes kernel runs its splits in
+      // parallel here, the shorter rows' extra workgroups exit at once.
+      {4, 2, 64, 16, {{300, 1}, {129, 1}, {127, 1}, {5, 1}}},
       // lavapipe stops an invocation's loops after 65,535 iterations in all (nested ones counted):
       // the old kernel lost keys past ~960 at head_dim 64 and ~250 at head_dim 256. A decode at key
       // 70,000 and a prefill chunk crossing key 65,535; long rows at head_dim 64 and 256.
@@ -380,6 +384,7 @@ TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
   };
   const bool cpu_device = device_->info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   uint32_t seed = 100;
+  int parallel_runs = 0;  // runs of the lanes kernel whose splits went in parallel
   for (const AttnCase& c : cases) {
     seed += 10;
     int longest_key = 0;
@@ -389,22 +394,34 @@ TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
     }
     AttnRun r(c, seed);
     Buffer kb = make(pack_halves(r.k_)), vb = make(pack_halves(r.v_));
-    auto run_batch = [&](const std::vector<size_t>& which) {
+    // with_partials: room for the lanes kernel's split states, so that steps of up to
+    // kAttnParallelMaxTokens tokens over more than one split run them in parallel (attn_combine_f32).
+    auto run_batch = [&](const std::vector<size_t>& which, bool with_partials) {
       const AttnRun::Batch b = r.batch(which);
       const uint32_t n = static_cast<uint32_t>(b.positions.size());
       Buffer qb = make(b.q), pb = make(b.positions), tb = make(b.token_seq), bt = make(b.block_tables);
       const gpu::AttnParams p = r.params(n);
       Buffer ob = device_->create_buffer(uint64_t{n} * p.out_stride * sizeof(float));
+      const uint64_t longest = static_cast<uint64_t>(*std::max_element(b.positions.begin(), b.positions.end())) + 1;
+      const uint64_t partials_bytes = attention_partials_bytes(p.n_heads, p.head_dim, longest);
+      Buffer partials = device_->create_buffer(partials_bytes);
+      if (with_partials && attention_parallel_splits(p, family, longest, partials_bytes) > 1) ++parallel_runs;
       run([&](CommandBuffer& cmd) {
-        record_attention(cmd, *kernels_, AttnBindings{qb.view(), kb.view(), vb.view(), pb.view(), tb.view(), bt.view(), ob.view()}, p,
-                         family);
+        record_attention(cmd, *kernels_,
+                         AttnBindings{qb.view(), kb.view(), vb.view(), pb.view(), tb.view(), bt.view(), ob.view(),
+                                      with_partials ? partials.view() : BufferView{}},
+                         p, family, longest);
       });
       return std::make_pair(read<float>(ob, size_t{n} * p.out_stride), b);
     };
 
     std::vector<size_t> all(c.seqs.size());
     std::iota(all.begin(), all.end(), 0);
-    const auto [got, b] = run_batch(all);
+    const auto [got, b] = run_batch(all, false);
+    // The same batch with its splits in parallel where it qualifies: the same bits.
+    const auto [got_parallel, unused_batch] = run_batch(all, true);
+    ASSERT_EQ(0, std::memcmp(got.data(), got_parallel.data(), got.size() * sizeof(float)))
+        << "heads " << c.n_heads << " head_dim " << c.head_dim << ": splits in parallel differ";
     std::vector<float> want(got.size());
     test::attn_ref(r.ref_args(static_cast<int>(b.positions.size())), b.q, r.k_, r.v_, b.positions, b.token_seq,
                    b.block_tables, want);
@@ -414,16 +431,19 @@ TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
     EXPECT_LT(normalized_error(got, want), longest > 10000 ? 2e-5 : 2e-6)
         << "heads " << c.n_heads << " head_dim " << c.head_dim << " longest position " << longest;
 
-    // Each sequence alone, in reverse order: bit-identical rows.
+    // Each sequence alone (its splits in parallel where it qualifies): bit-identical rows.
     const size_t row = static_cast<size_t>(c.n_heads * c.head_dim);
     size_t first = 0;
     for (size_t s = 0; s < c.seqs.size(); ++s) {
-      const auto [alone, unused] = run_batch({s});
+      const auto [alone, unused] = run_batch({s}, true);
       ASSERT_EQ(alone.size(), static_cast<size_t>(c.seqs[s].n_tokens) * row);
       EXPECT_EQ(0, std::memcmp(alone.data(), got.data() + first * row, alone.size() * sizeof(float)))
           << "seq " << s << " differs alone vs batched";
       first += static_cast<size_t>(c.seqs[s].n_tokens);
     }
+  }
+  if (family == MatmulFamily::kLanes) {
+    EXPECT_GE(parallel_runs, 8) << "the parallel splits were hardly exercised";
   }
 }
 

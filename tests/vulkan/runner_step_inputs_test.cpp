@@ -49,6 +49,15 @@ TEST(RunnerStepInputs, PacksSequencesTablesAndOutputRows) {
   EXPECT_EQ(in.out_rows, (std::vector<int32_t>{4, 5}));
   EXPECT_EQ(in.out_seq, (std::vector<int32_t>{0, 1}));
   EXPECT_EQ(in.n_full, 1);
+  // The decode token at position 9 attends to 10 keys, the prefill's last to 5: the attention
+  // kernels size their parallel splits by the longest.
+  EXPECT_EQ(in.longest_keys, 10);
+  StepBatch prefill = two_seqs();
+  prefill.tokens.resize(5);
+  prefill.seqs.resize(1);
+  prefill.finalize(4);
+  pack_step_inputs(prefill, limits(), in);  // into the same inputs: nothing of the last step stays
+  EXPECT_EQ(in.longest_keys, 5);
 }
 
 TEST(RunnerStepInputs, RejectsBadBatches) {

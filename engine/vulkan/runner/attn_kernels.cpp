@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string_view>
 
 #include "engine/common/error.h"
@@ -29,13 +30,42 @@ void record_rope_kv(CommandBuffer& cmd, KernelRegistry& kernels, const RopeKvBin
                Groups{static_cast<uint32_t>(ceil_div(invocations, VKS_ROPE_KV_WG)), p.n_tokens, 1});
 }
 
-void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b,
-                      const gpu::AttnParams& p, MatmulFamily family) {
+void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b, gpu::AttnParams p,
+                      MatmulFamily family, uint64_t longest_keys) {
   if (p.n_tokens == 0) return;
   const uint32_t head_groups = static_cast<uint32_t>(ceil_div(p.n_heads, attention_choice(family).heads_per_group));
-  cmd.dispatch(attention_kernel(kernels, p.head_dim, family),
-               {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out}, p,
-               Groups{head_groups, p.n_tokens, 1});
+  const Kernel& k = attention_kernel(kernels, p.head_dim, family);
+  if (family == MatmulFamily::kRows) {
+    p.split_count = 0;
+    cmd.dispatch(k, {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out}, p,
+                 Groups{head_groups, p.n_tokens, 1});
+    return;
+  }
+  const uint64_t partials_bytes = b.partials.buffer == VK_NULL_HANDLE ? 0 : b.partials.size;
+  p.split_count = attention_parallel_splits(p, family, longest_keys, partials_bytes);
+  // Binding 7 is written only with split_count > 1; out stands in otherwise.
+  const BufferView partials = p.split_count > 1 ? b.partials : b.out;
+  cmd.dispatch(k, {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out, partials}, p,
+               Groups{head_groups, p.n_tokens, std::max<uint32_t>(p.split_count, 1)});
+  if (p.split_count > 1) {
+    cmd.barrier(Stage::kCompute, Stage::kCompute);
+    cmd.dispatch(attention_combine_kernel(kernels, p.head_dim), {b.partials, b.positions, b.out}, p,
+                 Groups{p.n_heads, p.n_tokens, 1});
+  }
+}
+
+uint32_t attention_parallel_splits(const gpu::AttnParams& p, MatmulFamily family, uint64_t longest_keys,
+                                   uint64_t partials_bytes) {
+  if (family != MatmulFamily::kLanes || p.n_tokens > kAttnParallelMaxTokens) return 0;
+  const uint64_t splits = ceil_div(longest_keys, VKS_ATTN_SPLIT_KEYS);
+  if (splits <= 1) return 0;
+  const uint64_t need = uint64_t{p.n_tokens} * p.n_heads * splits * (p.head_dim + 2) * sizeof(float);
+  return need <= partials_bytes ? static_cast<uint32_t>(splits) : 0;
+}
+
+uint64_t attention_partials_bytes(uint32_t n_heads, uint32_t head_dim, uint64_t max_keys) {
+  return uint64_t{kAttnParallelMaxTokens} * n_heads * ceil_div(max_keys, VKS_ATTN_SPLIT_KEYS) * (head_dim + 2) *
+         sizeof(float);
 }
 
 AttnSpecialization attention_specialization(uint32_t head_dim) {
@@ -52,9 +82,16 @@ const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, Matmu
   return kernels.get(attention_choice(family).name, constants);
 }
 
+const Kernel& attention_combine_kernel(KernelRegistry& kernels, uint32_t head_dim) {
+  const AttnSpecialization spec = attention_specialization(head_dim);
+  const uint32_t constants[2] = {spec.half_head_dim, spec.dim_step};
+  return kernels.get("attn_combine_f32", constants);
+}
+
 namespace {
 
-// attn_lanes_f16, walked as one invocation runs it, every loop's exit test counted, the loops NIR may
+// attn_lanes_f16 walking every split itself (the longest path: a split in parallel runs one), walked
+// as one invocation runs it, every loop's exit test counted, the loops NIR may
 // unroll counted as if they ran (but the values' loop over the tile's 64 keys, marked [[unroll]]
 // with constant bounds: counted, it would leave a third of the range; the measured edges below
 // show Mesa 22.3 unrolls it, and the attention test at this count's edge fails if a driver did
@@ -72,8 +109,12 @@ uint64_t lanes_attention_max_keys(const AttnSpecialization& spec) {
                             + 2 * (tree + 1)                       // max and sum trees
                             + (owned_max + 1)                      // values (keys unrolled)
                             + 8;                                   // what the measured edges showed beyond
-  const uint64_t fixed = (owned + 1) + 2 * (owned_max + 1) + 1;    // q, acc and output loops, tile-loop exit
-  return (uint64_t{VKS_LAVAPIPE_LOOP_BUDGET} - fixed) / per_tile * wg;
+  const uint64_t per_split = 1                                     // the split loop
+                             + VKS_ATTN_SPLIT_KEYS / wg * per_tile
+                             + 1                                   // the tile loop's exit test
+                             + 2 * (owned_max + 1);                // clearing the pairs, merging the split
+  const uint64_t fixed = (owned + 1) + 2 * (owned_max + 1) + 1;    // q, empty state and output loops, split-loop exit
+  return (uint64_t{VKS_LAVAPIPE_LOOP_BUDGET} - fixed) / per_split * VKS_ATTN_SPLIT_KEYS;
 }
 
 }  // namespace

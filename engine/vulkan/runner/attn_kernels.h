@@ -28,12 +28,29 @@ struct AttnBindings {
   BufferView token_seq;     // int32 [n_tokens]
   BufferView block_tables;  // int32 [n_seqs][max_blocks_per_seq]
   BufferView out;           // f32 [n_tokens][out_stride]
+  // kLanes: room for the split states of attention_parallel_splits (attention_partials_bytes);
+  // a null or smaller buffer leaves every workgroup walking all of its splits.
+  BufferView partials;
 };
 // kRows: attn_f16, one invocation per (token, head) walking its keys alone; kLanes: attn_lanes_f16,
-// a workgroup per (head, token) splitting each tile of keys. Each is bit-identical alone/batched/
-// chunked; the two differ from each other in the last bits (their sums run in other orders).
-void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b,
-                      const gpu::AttnParams& p, MatmulFamily family);
+// a workgroup per (head, token) splitting each tile of keys, and for decode batches per split of
+// VKS_ATTN_SPLIT_KEYS keys with attn_combine_f32 merging them (a second dispatch). Each is
+// bit-identical alone/batched/chunked, split in parallel or not; the two families differ from each
+// other in the last bits (their sums run in other orders). longest_keys: the step's
+// StepInputs::longest_keys. p.split_count is set here.
+void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b, gpu::AttnParams p,
+                      MatmulFamily family, uint64_t longest_keys);
+
+// Steps of at most this many tokens run attn_lanes_f16's splits in parallel: decode batches, where
+// a workgroup per (head, token) leaves most of a GPU idle while each walks a long context.
+inline constexpr uint32_t kAttnParallelMaxTokens = 16;
+// The split workgroups record_attention dispatches per (head, token): 0 (each walks its splits)
+// unless the family is kLanes, the step has at most kAttnParallelMaxTokens tokens, its longest
+// row has more than one split and their states fit partials_bytes.
+uint32_t attention_parallel_splits(const gpu::AttnParams& p, MatmulFamily family, uint64_t longest_keys,
+                                   uint64_t partials_bytes);
+// Bytes of split states a step of kAttnParallelMaxTokens tokens attending to max_keys keys needs.
+uint64_t attention_partials_bytes(uint32_t n_heads, uint32_t head_dim, uint64_t max_keys);
 
 // The attention kernels' specialization for a head size: {head_dim / 2, pairs per runtime-loop iteration}.
 struct AttnSpecialization {
@@ -46,13 +63,16 @@ AttnSpecialization attention_specialization(uint32_t head_dim);
 // The family's attention pipeline specialized for head_dim (built on first use; the runner builds it
 // at start).
 const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, MatmulFamily family);
+// attn_combine_f32 specialized for head_dim (kLanes only; built at start like attention_kernel).
+const Kernel& attention_combine_kernel(KernelRegistry& kernels, uint32_t head_dim);
 
 // The most keys one attention row can attend to on a device that ends an invocation's loops after
 // VKS_LAVAPIPE_LOOP_BUDGET iterations (lavapipe), counting each loop's exit test. attn_f16: two
 // loops of half_head_dim / dim_step + 1 and the chunk loop per VKS_ATTN_CHUNK keys, plus the set-up
 // and output loops: 110,336 keys at head_dim 64, 59,872 at 128, 31,264 at 256. attn_lanes_f16 (only
-// on a CPU device when forced): every loop counted, the unrolled ones too, per tile of
-// VKS_ATTN_LANES_WG keys and a margin: 119,808 keys at head_dim 64, 97,472 at 128, 71,040 at 256.
+// on a CPU device when forced): every loop counted, the unrolled ones too, per split of
+// VKS_ATTN_SPLIT_KEYS keys walked by one workgroup, and a margin (the printed figures: the
+// AttentionFitsLavapipesLoopBudget test).
 uint64_t attention_max_keys(uint32_t head_dim, MatmulFamily family);
 
 // Throws vks::Error(kUnsupported) when the model's head shape is one these kernels cannot run

@@ -95,8 +95,10 @@ void pack_step_inputs(const StepBatch& batch, const StepLimits& limits, StepInpu
       if (c.logits == LogitsMode::kFull) ++out.n_full;
     }
   }
+  out.longest_keys = 0;
   for (size_t t = 0; t < n; ++t) {
     if (out.token_seq[t] == -1) bad_batch(fmt::format("token {} belongs to no sequence", t));
+    out.longest_keys = std::max(out.longest_keys, batch.positions[t] + 1);
   }
 }
 

@@ -20,6 +20,7 @@ struct StepLimits {
 struct StepInputs {
   int32_t n_tokens = 0;
   int32_t n_seqs = 0;
+  int32_t longest_keys = 0;            // keys the furthest token attends to (its position + 1)
   std::vector<int32_t> token_seq;      // [n_tokens] sequence index of each token
   std::vector<int32_t> block_tables;   // [n_seqs][max_blocks_per_seq], unused entries 0
   std::vector<int32_t> out_rows;       // [n_out] token index whose logits are computed, seq order

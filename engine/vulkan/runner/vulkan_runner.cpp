@@ -100,6 +100,12 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   att_ = activation(T, q_s_, "attention", true);
   gate_up_ = activation(T, gate_up_s_, "gate_up", true);
   xo_ = activation(S, dim_s_, "output rows", true);
+  if (ops_->matmul_family() == vk::MatmulFamily::kLanes) {
+    // Split states of decode steps over long rows (vk::attention_parallel_splits). Past the binding
+    // limit the longest rows' steps run their splits one workgroup each, as prefill does.
+    attn_partials_ = device_.create_buffer(std::min<uint64_t>(
+        vk::attention_partials_bytes(c.n_heads, c.head_dim, static_cast<uint64_t>(max_context)), max_binding));
+  }
   tokens_ = make_io(T * 4, true);
   positions_ = make_io(T * 4, true);
   slots_ = make_io(T * 4, true);
@@ -168,6 +174,7 @@ void VulkanRunner::create_pipelines() {
     if (kernels_->has(name)) kernels_->get(name);
   }
   vk::attention_kernel(*kernels_, config_.head_dim, ops_->matmul_family());  // specialized by head size
+  if (ops_->matmul_family() == vk::MatmulFamily::kLanes) vk::attention_combine_kernel(*kernels_, config_.head_dim);
 }
 
 std::string VulkanRunner::device_name() const { return device_.info().name; }
@@ -302,8 +309,9 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) 
   ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   vk::record_attention(cmd, *kernels_,
                        vk::AttnBindings{qkv_.view(), kv_->k(l), kv_->v(l), positions_.device.view(),
-                                        token_seq_.device.view(), block_tables_.device.view(), att_.view()},
-                       ap, ops_->matmul_family());
+                                        token_seq_.device.view(), block_tables_.device.view(), att_.view(),
+                                        attn_partials_.valid() ? attn_partials_.view() : vk::BufferView{}},
+                       ap, ops_->matmul_family(), static_cast<uint64_t>(inputs_.longest_keys));
   mark(cmd, "attention");
   barrier(cmd);
   // x += att Wo (residual add fused into the matmul).

@@ -92,6 +92,7 @@ class VulkanRunner final : public ModelRunner {
   vk::Buffer xn_;      // normed input of the attention / feed-forward block [dim] (none where the products norm x)
   vk::Buffer qkv_;     // [q_dim | k kv_dim | v kv_dim]
   vk::Buffer att_;     // attention output [q_dim]
+  vk::Buffer attn_partials_;  // lanes family: attention split states (vk::attention_partials_bytes)
   vk::Buffer gate_up_;  // [gate hidden | up hidden], then silu(gate) * up in the gate half
   vk::Buffer xo_;      // [max_step_seqs][dim] final-normed rows that produce logits
   // Per-step I/O.

@@ -31,6 +31,9 @@ using uint = uint32_t;
 #define VKS_ATTN_HEADS_PER_GROUP 8
 // Invocations per workgroup of attn_lanes_f16 (GPUs: one workgroup per (head, token)), and keys per tile.
 #define VKS_ATTN_LANES_WG 64
+// Keys per split of attn_lanes_f16 (a whole number of its tiles). Part of its numerics: splits start
+// at key 0 and are merged in order, so a token's output does not depend on how its splits were run.
+#define VKS_ATTN_SPLIT_KEYS 128
 #define VKS_ROPE_KV_WG 64
 
 // Rotary embedding as llama.cpp applies it, and the K/V cache write, in one dispatch (rope_kv_f16):
@@ -61,7 +64,7 @@ struct RopeKvParams {
 // Paged attention over a flattened batch: token t, head h attends to positions
 // [0, positions[t]] of its sequence through the block table. Output row: n_heads * head_dim.
 // Dispatch: attn_f16 (ceil(n_heads / VKS_ATTN_HEADS_PER_GROUP), n_tokens, 1); attn_lanes_f16
-// (n_heads, n_tokens, 1).
+// (n_heads, n_tokens, max(split_count, 1)).
 struct AttnParams {
   uint n_tokens;
   uint n_heads;
@@ -74,6 +77,8 @@ struct AttnParams {
   uint max_blocks_per_seq;  // row length of block_tables
   uint n_slots;             // slots per pool (bounds check)
   float scale;              // 1/sqrt(head_dim), applied to q
+  uint split_count;         // attn_lanes_f16: 0 or 1, a workgroup per (head, token) walks every split;
+                            // P > 1, grid z = P takes one split each and attn_combine_f32 merges them
 };
 
 #ifdef __cplusplus

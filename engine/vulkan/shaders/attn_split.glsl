@@ -1,0 +1,50 @@
+// The split arithmetic of the lanes attention (attn_lanes_f16 and attn_combine_f32 include it, so
+// both run the same expressions): a token's keys in splits of VKS_ATTN_SPLIT_KEYS from key 0, each
+// split's online-softmax state (max m, sum l of exp(score - m), output pairs o weighted alike)
+// merged into a running total in ascending split order, the output o / l at the end. Merging the
+// first split into the empty state gives it back exactly (exp(-inf) = 0, exp(0) = 1), so a split
+// merged by its own workgroup, stored and merged again by attn_combine_f32 has the bits it has when
+// one workgroup walks every split. The merge uses explicit fma()s: a compiler may not contract
+// them differently in the two shaders.
+// The includer defines HALF_HD (specialization constant) and WG, and binds `p` (AttnParams).
+
+const uint OWNED = VKS_ATTN_MAX_HEAD_DIM / 2 / WG;  // output pairs an invocation holds, at most: lid + r * WG
+
+struct SplitState {
+  float m;
+  float l;
+  vec2 o[OWNED];
+};
+
+uint split_count_of(uint n_keys) { return (n_keys + VKS_ATTN_SPLIT_KEYS - 1u) / VKS_ATTN_SPLIT_KEYS; }
+
+SplitState empty_split_state() {
+  SplitState t;
+  t.m = -1.0 / 0.0;
+  t.l = 0.0;
+  [[unroll]] for (uint r = 0; r < OWNED; ++r) t.o[r] = vec2(0.0);
+  return t;
+}
+
+void merge_split(inout SplitState t, float m, float l, vec2 o[OWNED]) {
+  const float m_new = max(t.m, m);
+  const float c_total = exp(t.m - m_new);
+  const float c_split = exp(m - m_new);
+  t.l = fma(t.l, c_total, l * c_split);
+  [[unroll]] for (uint r = 0; r < OWNED; ++r) t.o[r] = fma(t.o[r], vec2(c_total), o[r] * c_split);
+  t.m = m_new;
+}
+
+// A stored split state: [m, l, then the head's head_dim output floats] (p.head_dim + 2 floats).
+uint split_record_floats() { return p.head_dim + 2u; }
+
+void write_output(SplitState t, uint out_at, uint lid) {
+  const float inv_l = 1.0 / t.l;
+  [[unroll]] for (uint r = 0; r < OWNED; ++r) {
+    const uint i = lid + r * WG;
+    if (i < HALF_HD) {
+      out_rows[out_at + 2 * i] = t.o[r].x * inv_l;
+      out_rows[out_at + 2 * i + 1] = t.o[r].y * inv_l;
+    }
+  }
+}
