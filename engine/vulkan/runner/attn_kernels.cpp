@@ -41,7 +41,9 @@ void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBin
                  Groups{head_groups, p.n_tokens, 1});
     return;
   }
-  const uint64_t partials_bytes = b.partials.buffer == VK_NULL_HANDLE ? 0 : b.partials.size;
+  // A view of unknown size (VK_WHOLE_SIZE) bounds nothing: no parallel splits then.
+  const uint64_t partials_bytes =
+      b.partials.buffer == VK_NULL_HANDLE || b.partials.size == VK_WHOLE_SIZE ? 0 : b.partials.size;
   p.split_count = attention_parallel_splits(p, family, longest_keys, partials_bytes);
   // Binding 7 is written only with split_count > 1; out stands in otherwise.
   const BufferView partials = p.split_count > 1 ? b.partials : b.out;

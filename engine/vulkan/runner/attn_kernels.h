@@ -28,8 +28,8 @@ struct AttnBindings {
   BufferView token_seq;     // int32 [n_tokens]
   BufferView block_tables;  // int32 [n_seqs][max_blocks_per_seq]
   BufferView out;           // f32 [n_tokens][out_stride]
-  // kLanes: room for the split states of attention_parallel_splits (attention_partials_bytes);
-  // a null or smaller buffer leaves every workgroup walking all of its splits.
+  // kLanes: room for the split states of attention_parallel_splits (attention_partials_bytes), a
+  // view with its size; a null, smaller or unsized view leaves every workgroup walking its splits.
   BufferView partials;
 };
 // kRows: attn_f16, one invocation per (token, head) walking its keys alone; kLanes: attn_lanes_f16,
