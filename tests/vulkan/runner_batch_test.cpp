@@ -99,5 +99,25 @@ TEST_F(RunnerBatch, PrefillInChunksOfSevenEqualsOnePiece) {
   expect_same(whole, single_driver.run(prompts, o));
 }
 
+TEST_F(RunnerBatch, RowsPastOneAttentionSplitEqualInEveryChunking) {
+  // Past 128 keys (VKS_ATTN_SPLIT_KEYS) the GPU attention kernel (the lanes family:
+  // vks_vulkan_runner_lanes_tests) runs the splits of a step of up to 16 tokens in parallel and
+  // merges them in a second dispatch; chunks of 90 tokens walk them in one workgroup. Same tokens,
+  // same logits bits either way.
+  const std::vector<std::vector<int32_t>> prompts{prompt(150, 11), prompt(290, 12)};
+  test::GenerateOptions o;
+  o.n_gen = 12;
+  o.full_logits = true;
+  o.chunk = 90;
+  test::GreedyDriver serial_driver(*runner_, 13);
+  const auto serial = serial_driver.run(prompts, o);
+  o.chunk = 7;
+  test::GreedyDriver chunked_driver(*runner_, 14);
+  expect_same(serial, chunked_driver.run(prompts, o));
+  o.chunk = 1;
+  test::GreedyDriver single_driver(*runner_, 15);
+  expect_same(serial, single_driver.run(prompts, o));
+}
+
 }  // namespace
 }  // namespace vks

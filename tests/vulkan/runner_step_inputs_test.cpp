@@ -58,6 +58,14 @@ TEST(RunnerStepInputs, PacksSequencesTablesAndOutputRows) {
   prefill.finalize(4);
   pack_step_inputs(prefill, limits(), in);  // into the same inputs: nothing of the last step stays
   EXPECT_EQ(in.longest_keys, 5);
+  // The longest row first: the furthest token, not the last one, sets it.
+  StepBatch decode_first = two_seqs();
+  std::swap(decode_first.seqs[0], decode_first.seqs[1]);
+  decode_first.seqs[0].token_offset = 0;
+  decode_first.seqs[1].token_offset = 1;
+  decode_first.finalize(4);
+  pack_step_inputs(decode_first, limits(), in);
+  EXPECT_EQ(in.longest_keys, 10);
 }
 
 TEST(RunnerStepInputs, RejectsBadBatches) {

@@ -60,7 +60,9 @@ uint32_t attention_parallel_splits(const gpu::AttnParams& p, MatmulFamily family
                                    uint64_t partials_bytes) {
   if (family != MatmulFamily::kLanes || p.n_tokens > kAttnParallelMaxTokens) return 0;
   const uint64_t splits = ceil_div(longest_keys, VKS_ATTN_SPLIT_KEYS);
-  if (splits <= 1) return 0;
+  // Grid z holds the splits: past the 65,535 workgroups a grid dimension is guaranteed (8.4M keys),
+  // the workgroups walk them.
+  if (splits <= 1 || splits > 65535) return 0;
   const uint64_t need = uint64_t{p.n_tokens} * p.n_heads * splits * (p.head_dim + 2) * sizeof(float);
   return need <= partials_bytes ? static_cast<uint32_t>(splits) : 0;
 }
@@ -99,7 +101,9 @@ namespace {
 // show Mesa 22.3 unrolls it, and the attention test at this count's edge fails if a driver did
 // not), and 8 more per tile. Measured on lavapipe (Mesa 22.3, bisecting the key count): keys were
 // lost past 279,579 at head_dim 64 (15 counted per tile: NIR unrolls the score loop there) and past
-// 87,352 at head_dim 256 (48 per tile: the score loop stays); this count stops at 43% and 81% of them.
+// 87,352 at head_dim 256 (48 per tile: the score loop stays), before the kernel walked splits (a
+// split adds the merge and its own loops, so the edges now lie a little lower); the attention test
+// runs the count's last key on the device.
 uint64_t lanes_attention_max_keys(const AttnSpecialization& spec) {
   const uint64_t wg = VKS_ATTN_LANES_WG;
   const uint64_t owned_max = VKS_ATTN_MAX_HEAD_DIM / 2 / wg;       // the unrolled loop over output pairs

@@ -2,10 +2,10 @@
 // both run the same expressions): a token's keys in splits of VKS_ATTN_SPLIT_KEYS from key 0, each
 // split's online-softmax state (max m, sum l of exp(score - m), output pairs o weighted alike)
 // merged into a running total in ascending split order, the output o / l at the end. Merging the
-// first split into the empty state gives it back exactly (exp(-inf) = 0, exp(0) = 1), so a split
-// merged by its own workgroup, stored and merged again by attn_combine_f32 has the bits it has when
-// one workgroup walks every split. The merge uses explicit fma()s: a compiler may not contract
-// them differently in the two shaders.
+// first split into the empty state copies it, so a split merged by its own workgroup, stored and
+// merged again by attn_combine_f32 has the bits it has when one workgroup walks every split. The
+// merge's results are `precise`: no compiler may contract or reorder them differently in the two
+// shaders.
 // The includer defines HALF_HD (specialization constant) and WG, and binds `p` (AttnParams).
 
 const uint OWNED = VKS_ATTN_MAX_HEAD_DIM / 2 / WG;  // output pairs an invocation holds, at most: lid + r * WG
@@ -27,11 +27,21 @@ SplitState empty_split_state() {
 }
 
 void merge_split(inout SplitState t, float m, float l, vec2 o[OWNED]) {
+  if (t.l == 0.0) {  // the empty state (a split's l is above 0: its largest key weighs exp(0))
+    t.m = m;
+    t.l = l;
+    t.o = o;
+    return;
+  }
   const float m_new = max(t.m, m);
   const float c_total = exp(t.m - m_new);
   const float c_split = exp(m - m_new);
-  t.l = fma(t.l, c_total, l * c_split);
-  [[unroll]] for (uint r = 0; r < OWNED; ++r) t.o[r] = fma(t.o[r], vec2(c_total), o[r] * c_split);
+  precise float l_new = fma(t.l, c_total, l * c_split);
+  t.l = l_new;
+  [[unroll]] for (uint r = 0; r < OWNED; ++r) {
+    precise vec2 o_new = fma(t.o[r], vec2(c_total), o[r] * c_split);
+    t.o[r] = o_new;
+  }
   t.m = m_new;
 }
 
