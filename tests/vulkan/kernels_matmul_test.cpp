@@ -182,7 +182,7 @@ INSTANTIATE_TEST_SUITE_P(Types, MatmulKernelTest,
                                            Case{GgmlType::kQ4_1, 37, 288}, Case{GgmlType::kQ5_0, 37, 288},
                                            Case{GgmlType::kQ5_1, 37, 288}, Case{GgmlType::kQ2_K, 37, 768},
                                            Case{GgmlType::kQ3_K, 37, 768}, Case{GgmlType::kQ4_K, 137, 768},
-                                           Case{GgmlType::kQ5_K, 37, 768}, Case{GgmlType::kQ6_K, 77, 768}),
+                                           Case{GgmlType::kQ5_K, 77, 768}, Case{GgmlType::kQ6_K, 77, 768}),
                          case_name);
 
 // The lanes family on the same cases, plus rows long enough that every lane takes several groups

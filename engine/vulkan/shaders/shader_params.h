@@ -28,11 +28,12 @@ using uint = uint32_t;
 // an order of its own.
 #define VKS_ROWS_LOCAL_SIZE 8
 // ROW_SLOTS per kernel suffix, the one definition that matvec_/matmul_<suffix>.comp and
-// DeviceFormat::row_slots both use. More rows share each x load; the K-quants other than Q4_K and
-// Q6_K and the legacy 5-bit types stay at 4 because their larger decode state compiles slowly at
-// 16. Q6_K (the output and half the down projections of a Q4_K_M file) takes 8: its matvec ran
-// about 20% faster on lavapipe (vks_bench_vulkan_kernels, Q6_K 5632x2048 at one token: 2,334 us
-// three times against 2,994-3,088 us at 4), for 1-6 s more of pipeline build on a cold cache.
+// DeviceFormat::row_slots both use. More rows share each x load; Q2_K, Q3_K and the legacy 5-bit
+// types stay at 4 because their larger decode state compiles slowly at 16. Q6_K (the output and
+// half the down projections of a Q4_K_M file) and Q5_K (most of a Q5_K_M file) take 8: their
+// matvecs ran about 20% faster on lavapipe (vks_bench_vulkan_kernels, 5632x2048 at one token, three
+// runs each alternating with 4: Q6_K 2,334 us against 2,994-3,088; Q5_K 1.43-3.32x Q4_0's time
+// against 1.76-3.48x), for 1-6 s (Q6_K) and 3-3.5 s (Q5_K) more of pipeline build on a cold cache.
 #define VKS_ROW_SLOTS_F32 8
 #define VKS_ROW_SLOTS_F16 8
 #define VKS_ROW_SLOTS_Q8_0 16
@@ -43,7 +44,7 @@ using uint = uint32_t;
 #define VKS_ROW_SLOTS_Q2_K 4
 #define VKS_ROW_SLOTS_Q3_K 4
 #define VKS_ROW_SLOTS_Q4_K 16
-#define VKS_ROW_SLOTS_Q5_K 4
+#define VKS_ROW_SLOTS_Q5_K 8
 #define VKS_ROW_SLOTS_Q6_K 8
 #define VKS_MATVEC_TOKEN_TILE 8
 #define VKS_MATMUL_TOKEN_TILE 8
