@@ -46,6 +46,9 @@ struct Groups {
 
 constexpr uint64_t ceil_div(uint64_t n, uint64_t d) { return (n + d - 1) / d; }
 
+// Workgroups every Vulkan device accepts in one grid dimension (maxComputeWorkGroupCount minimum).
+inline constexpr uint32_t kGuaranteedGroupsPerDimension = 65535;
+
 class CommandBuffer {
  public:
   CommandBuffer() = default;
@@ -113,7 +116,8 @@ class CommandBuffer {
   size_t current_pool_ = 0;
   uint64_t offset_alignment_ = 16;
   uint64_t max_range_ = 0;
-  uint32_t max_groups_[3] = {65535, 65535, 65535};
+  uint32_t max_groups_[3] = {kGuaranteedGroupsPerDimension, kGuaranteedGroupsPerDimension,
+                             kGuaranteedGroupsPerDimension};
   uint32_t dispatches_ = 0;
 };
 

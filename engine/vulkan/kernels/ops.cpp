@@ -17,9 +17,6 @@ using shader::RmsNormParams;
 
 uint32_t u32(uint64_t v) { return static_cast<uint32_t>(v); }
 
-// Workgroups every Vulkan device accepts in one grid dimension (maxComputeWorkGroupCount minimum).
-constexpr uint64_t kMaxGroupsPerDimension = 65535;
-
 void require(bool ok, const std::string& what) {
   if (!ok) throw Error(ErrorCode::kInvalidArgument, what);
 }
@@ -205,7 +202,7 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
     // Row groups past the guaranteed 65,535 per grid dimension go to grid z (the lanes family's 4
     // rows per group reach it at 262,141 rows; its shader numbers groups across x and z).
     const uint64_t row_groups = ceil_div(rows, outputs_per_group);
-    const uint64_t z = ceil_div(row_groups, kMaxGroupsPerDimension);
+    const uint64_t z = ceil_div(row_groups, kGuaranteedGroupsPerDimension);
     const Groups groups{u32(ceil_div(row_groups, z)), u32(ceil_div(n_tokens, tiling.token_tile)), u32(z)};
     if (op == WeightOp::kLanes) {  // binding 3: the norm weights, or x standing in (never read)
       cmd.dispatch(k, {w.storage.parts[part].view(), x, y, norm ? fusion.norm : x}, p, groups);

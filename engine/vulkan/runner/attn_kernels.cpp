@@ -60,9 +60,9 @@ uint32_t attention_parallel_splits(const gpu::AttnParams& p, MatmulFamily family
                                    uint64_t partials_bytes) {
   if (family != MatmulFamily::kLanes || p.n_tokens > kAttnParallelMaxTokens) return 0;
   const uint64_t splits = ceil_div(longest_keys, VKS_ATTN_SPLIT_KEYS);
-  // Grid z holds the splits: past the 65,535 workgroups a grid dimension is guaranteed (8.4M keys),
-  // the workgroups walk them.
-  if (splits <= 1 || splits > 65535) return 0;
+  // Grid z holds the splits: past the workgroups a grid dimension is guaranteed (8.4M keys), the
+  // workgroups walk them.
+  if (splits <= 1 || splits > kGuaranteedGroupsPerDimension) return 0;
   const uint64_t need = uint64_t{p.n_tokens} * p.n_heads * splits * (p.head_dim + 2) * sizeof(float);
   return need <= partials_bytes ? static_cast<uint32_t>(splits) : 0;
 }
@@ -79,17 +79,24 @@ AttnSpecialization attention_specialization(uint32_t head_dim) {
   return AttnSpecialization{half, step};
 }
 
-const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, MatmulFamily family) {
-  // Specialized by head size so that its loops fit lavapipe's loop budget (attn_f16.comp).
+namespace {
+
+// An attention pipeline specialized by head size (constant_id 0 and 1 of every attention shader), so
+// that its loops fit lavapipe's loop budget (attn_f16.comp).
+const Kernel& specialized_for_head(KernelRegistry& kernels, std::string_view name, uint32_t head_dim) {
   const AttnSpecialization spec = attention_specialization(head_dim);
   const uint32_t constants[2] = {spec.half_head_dim, spec.dim_step};
-  return kernels.get(attention_choice(family).name, constants);
+  return kernels.get(name, constants);
+}
+
+}  // namespace
+
+const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, MatmulFamily family) {
+  return specialized_for_head(kernels, attention_choice(family).name, head_dim);
 }
 
 const Kernel& attention_combine_kernel(KernelRegistry& kernels, uint32_t head_dim) {
-  const AttnSpecialization spec = attention_specialization(head_dim);
-  const uint32_t constants[2] = {spec.half_head_dim, spec.dim_step};
-  return kernels.get("attn_combine_f32", constants);
+  return specialized_for_head(kernels, "attn_combine_f32", head_dim);
 }
 
 namespace {

@@ -254,7 +254,8 @@ void VulkanRunner::write_inputs(vk::CommandBuffer& cmd, const StepInputs& in, co
 }
 
 // One decoder layer over the step's n_tokens rows (llama2.c's forward(), batched).
-void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) {
+void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepInputs& in) {
+  const uint32_t n = static_cast<uint32_t>(in.n_tokens);
   const LlamaConfig& c = config_;
   const vk::DeviceLayerWeights& L = weights_->layers[l];
   const uint32_t q_dim = c.q_dim(), kv_dim = c.kv_dim();
@@ -311,7 +312,7 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) 
                        vk::AttnBindings{qkv_.view(), kv_->k(l), kv_->v(l), positions_.device.view(),
                                         token_seq_.device.view(), block_tables_.device.view(), att_.view(),
                                         attn_partials_.valid() ? attn_partials_.view() : vk::BufferView{}},
-                       ap, ops_->matmul_family(), static_cast<uint64_t>(inputs_.longest_keys));
+                       ap, ops_->matmul_family(), static_cast<uint64_t>(in.longest_keys));
   mark(cmd, "attention");
   barrier(cmd);
   // x += att Wo (residual add fused into the matmul).
@@ -393,7 +394,7 @@ void VulkanRunner::record_forward(vk::CommandBuffer& cmd, const StepInputs& in) 
   ops_->embed(cmd, weights_->token_embd, tokens_.device.view(), n, x_.view(), dim_s_);
   mark(cmd, "embed");
   barrier(cmd);
-  for (uint32_t l = 0; l < config_.n_layers; ++l) record_layer(cmd, l, n);
+  for (uint32_t l = 0; l < config_.n_layers; ++l) record_layer(cmd, l, in);
   record_logits(cmd, in);
   record_hidden(cmd, in);
 }

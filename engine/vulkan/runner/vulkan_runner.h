@@ -58,7 +58,7 @@ class VulkanRunner final : public ModelRunner {
   IoBuffer make_io(uint64_t bytes, bool input);
   void write_inputs(vk::CommandBuffer& cmd, const StepInputs& in, const StepBatch& batch);
   void record_forward(vk::CommandBuffer& cmd, const StepInputs& in);
-  void record_layer(vk::CommandBuffer& cmd, uint32_t layer, uint32_t n_tokens);
+  void record_layer(vk::CommandBuffer& cmd, uint32_t layer, const StepInputs& in);
   void record_logits(vk::CommandBuffer& cmd, const StepInputs& in);
   void record_hidden(vk::CommandBuffer& cmd, const StepInputs& in);
   // The rows family's kernel for n_tokens (RunnerOptions::matvec_max_tokens, else the kernels' choice).
