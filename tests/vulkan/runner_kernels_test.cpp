@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -482,6 +483,38 @@ uint64_t attention_loop_iterations(uint32_t head_dim, uint64_t keys) {
   return count;
 }
 
+// The same for attn_lanes_f16 walking every split itself, loop by loop as attention_max_keys models it
+// (unrolled loops counted as if they ran, 8 more a tile for what the measured edges showed).
+uint64_t lanes_attention_loop_iterations(uint32_t head_dim, uint64_t keys) {
+  const AttnSpecialization s = attention_specialization(head_dim);
+  const uint64_t wg = VKS_ATTN_LANES_WG, owned_max = VKS_ATTN_MAX_HEAD_DIM / 2 / wg;
+  uint64_t count = 0;
+  const auto loop = [&](uint64_t iterations) { count += iterations + 1; };  // and its exit test
+  loop((s.half_head_dim + wg - 1) / wg);  // load q
+  loop(owned_max);                        // the empty state
+  for (uint64_t split = 0; split * VKS_ATTN_SPLIT_KEYS < keys; ++split) {
+    ++count;          // the split loop
+    loop(owned_max);  // clearing the pairs
+    const uint64_t split_end = std::min(keys, (split + 1) * VKS_ATTN_SPLIT_KEYS);
+    for (uint64_t base = split * VKS_ATTN_SPLIT_KEYS; base < split_end; base += wg) {
+      ++count;                                    // the tile loop
+      loop(s.half_head_dim / s.dim_step);         // scores
+      for (int tree = 0; tree < 2; ++tree) {      // max and sum
+        uint64_t levels = 0;
+        for (uint64_t step = wg / 2; step > 0; step >>= 1) ++levels;
+        loop(levels);
+      }
+      loop(owned_max);                            // values
+      count += 8;
+    }
+    ++count;          // the tile loop's exit test
+    loop(owned_max);  // merging the split
+  }
+  ++count;            // the split loop's exit test
+  loop(owned_max);    // the output
+  return count;
+}
+
 TEST(RunnerKernelShapes, AttentionFitsLavapipesLoopBudget) {
   // Every supported head size: a specialization that divides the head, and attention_max_keys the
   // largest whole number of chunks whose loops fit the budget; room for 30,000 keys at head sizes
@@ -497,9 +530,20 @@ TEST(RunnerKernelShapes, AttentionFitsLavapipesLoopBudget) {
     EXPECT_GT(attention_loop_iterations(head_dim, max_keys + VKS_ATTN_CHUNK), uint64_t{VKS_LAVAPIPE_LOOP_BUDGET})
         << head_dim << ": one more chunk would still fit";
     EXPECT_GE(max_keys, head_dim % 8 == 0 ? 30000u : 8000u) << head_dim;
-    // attn_lanes_f16 (forced on a CPU device): still room for long contexts.
-    EXPECT_GE(attention_max_keys(head_dim, MatmulFamily::kLanes), head_dim % 8 == 0 ? 20000u : 8000u) << head_dim;
+    // attn_lanes_f16 (forced on a CPU device): still room for long contexts, and the closed form is
+    // the largest whole number of splits the walk fits in the budget.
+    const uint64_t lanes_keys = attention_max_keys(head_dim, MatmulFamily::kLanes);
+    EXPECT_GE(lanes_keys, head_dim % 8 == 0 ? 20000u : 8000u) << head_dim;
+    EXPECT_EQ(lanes_keys % VKS_ATTN_SPLIT_KEYS, 0u) << head_dim;
+    EXPECT_LE(lanes_attention_loop_iterations(head_dim, lanes_keys), uint64_t{VKS_LAVAPIPE_LOOP_BUDGET}) << head_dim;
+    EXPECT_GT(lanes_attention_loop_iterations(head_dim, lanes_keys + VKS_ATTN_SPLIT_KEYS),
+              uint64_t{VKS_LAVAPIPE_LOOP_BUDGET})
+        << head_dim << ": one more split would still fit";
   }
+  std::printf("attn_lanes_f16 on lavapipe: at most %llu keys at head_dim 64, %llu at 128, %llu at 256\n",
+              static_cast<unsigned long long>(attention_max_keys(64, MatmulFamily::kLanes)),
+              static_cast<unsigned long long>(attention_max_keys(128, MatmulFamily::kLanes)),
+              static_cast<unsigned long long>(attention_max_keys(256, MatmulFamily::kLanes)));
   // And never past the edges measured on lavapipe (Mesa 22.3) by bisecting the key count: keys were
   // lost past 279,579 at head_dim 64 and past 87,352 at 256 (before the kernel walked splits, which
   // lowered the edges a little; the attention test above runs the count's last key on the device).
