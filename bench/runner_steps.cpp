@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "bench/process_cpu.h"
 #include "engine/common/error.h"
 
 namespace vks::bench {
@@ -44,9 +45,11 @@ double StepDriver::step(std::vector<BenchSeq>& seqs, int32_t n) {
   }
   batch.finalize(runner_.block_size());
   StepResult r;
+  const double cpu0 = process_cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
   runner_.step(batch, r);
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  last_cpu_s_ = process_cpu_seconds() - cpu0;
   for (size_t k = 0; k < seqs.size(); ++k) {
     seqs[k].n_past += n;
     seqs[k].last = r.argmax[k];
@@ -74,7 +77,10 @@ void run_alternating(std::vector<AlternatingSide*>& sides, const AlternatingPlan
     s->driver->step(s->seqs, 1);             // warm-up decode
   }
   for (int i = 0; i < plan.gen; ++i) {
-    for (AlternatingSide* s : sides) s->decode_s.push_back(s->driver->step(s->seqs, 1));
+    for (AlternatingSide* s : sides) {
+      s->decode_s.push_back(s->driver->step(s->seqs, 1));
+      s->decode_cpu_s.push_back(s->driver->last_cpu_seconds());
+    }
   }
 }
 

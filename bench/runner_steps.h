@@ -36,6 +36,8 @@ class StepDriver {
   // One step: every seq gets `n` new tokens (random prompt tokens, or its last greedy token when
   // n == 1); returns the step's wall seconds.
   double step(std::vector<BenchSeq>& seqs, int32_t n);
+  // Process CPU seconds of the last step (process_cpu.h): the work itself on a CPU device.
+  double last_cpu_seconds() const { return last_cpu_s_; }
   void release(std::vector<BenchSeq>& seqs);
 
  private:
@@ -44,6 +46,7 @@ class StepDriver {
   ModelRunner& runner_;
   std::mt19937 rng_;
   std::vector<int32_t> free_;
+  double last_cpu_s_ = 0;
 };
 
 // One runner's side of an alternating comparison: its driver, its decoding sequences (kept after
@@ -52,6 +55,7 @@ struct AlternatingSide {
   StepDriver* driver = nullptr;
   std::vector<BenchSeq> seqs;
   std::vector<double> prefill_s, decode_s;
+  std::vector<double> decode_cpu_s;  // process CPU seconds of each timed decode step
 };
 struct AlternatingPlan {
   int prompt = 64;   // tokens of each timed prefill step (one sequence)

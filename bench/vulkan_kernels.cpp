@@ -7,7 +7,6 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "bench/device_ceiling.h"
+#include "bench/process_cpu.h"
 #include "engine/common/error.h"
 #include "engine/gguf/ggml_type.h"
 #include "engine/vulkan/core/device.h"
@@ -29,13 +29,7 @@ namespace {
 using namespace vks;
 using namespace vks::vk;
 
-// CPU time of the whole process (lavapipe's worker threads included): on a loaded machine it
-// shows the work a call costs even when the wall time is stretched by other processes.
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
+using bench::process_cpu_seconds;
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;

@@ -5,7 +5,9 @@
 // shared machine falls on both alike; separate processes run minutes apart and their ratio drifts
 // with the neighbours (0.59-1.05 over five rounds for the same pair of files). Prints, per model,
 // the median prefill and decode step time, tokens/s and weight GB/s, then OTHER / BASE tokens/s as
-// the median of the per-pair ratios with their quartiles and range. --profile adds, after the timed
+// the median of the per-pair ratios with their quartiles and range, and the same ratio of the
+// steps' process CPU time (on a CPU device such as lavapipe that is the work itself, which a
+// neighbour's load stretches far less than the wall time). --profile adds, after the timed
 // steps, 4 more decode steps each with GPU timestamps: per-op milliseconds side by side.
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -119,6 +121,7 @@ int main(int argc, char** argv) {
     std::printf("(medians; GB/s = the model's weight-matrix bytes / step time)\n\n");
     print_ratio("prefill", pair_ratios(base.prefill_s, other.prefill_s));
     print_ratio("decode ", pair_ratios(base.decode_s, other.decode_s));
+    print_ratio("decode (process CPU time)", pair_ratios(base.decode_cpu_s, other.decode_cpu_s));
     if (profile) print_profiles(base.runner->profile(), other.runner->profile(), kProfiledSteps);
   } catch (const vks::Error& e) {
     std::fprintf(stderr, "error (%s): %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());
