@@ -166,10 +166,14 @@ void convert_q5_k(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* s
 }
 
 // Q6_K (210 bytes: ql[128], qh[64], scales[16] int8, d). Quants: the low nibbles as a 4-bit plane.
-// Side record (6 uvec4): the 16 int8 scales; per group two words whose bits 2e, 2e + 1 (of word
-// e / 16) are element e's two high bits; then d. ggml: group g is half n = g / 4, quarter k = g % 4,
-// whose element l takes the low (k < 2) or high nibble of ql[64n + 32(k % 2) + l] and bits 2k.. of
-// qh[32n + l].
+// Side record (6 uvec4): the 16 int8 scales; per group two words of high bits; then d. ggml: group
+// g is half n = g / 4, quarter k = g % 4, whose element l takes the low (k < 2) or high nibble of
+// ql[64n + 32(k % 2) + l] and bits 2k.. of qh[32n + l].
+// The high-bit words are laid out for the kernel's byte-wise assembly (weight_blocks.glsl): chunk c
+// (0..3) of the group is in word c / 2; its slot j < 4 (element 4c + j) has its two bits at bit
+// 8j + 2(c % 2), slot 4 + j (element 16 + 4c + j) at bit 8j + 4 + 2(c % 2). So one shift and two
+// masks put every high pair next to its nibble (bits 4..5 of a byte). Stored with the upper bit
+// flipped (q XOR 32): the assembled 6 bits read as a signed value are q - 32.
 void convert_q6_k(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
   for (uint64_t sb = 0; sb < cols / 256; ++sb) {
     const uint8_t* blk = src + sb * 210;
@@ -184,7 +188,9 @@ void convert_q6_k(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* s
       uint32_t high[2] = {0, 0};
       for (int l = 0; l < 32; ++l) {
         v[l] = (ql[l] >> (4 * (k / 2))) & 15;
-        high[l / 16] |= static_cast<uint32_t>((qh[l] >> (2 * k)) & 3) << (2 * (l % 16));
+        const uint32_t pair = ((qh[l] >> (2 * k)) & 3) ^ 2;
+        const int chunk = (l % 16) / 4, slot_byte = l % 4, upper = l / 16;
+        high[chunk / 2] |= pair << (8 * slot_byte + 4 * upper + 2 * (chunk % 2));
       }
       store_u32(rec + 16 + 8 * g, high[0]);
       store_u32(rec + 20 + 8 * g, high[1]);

@@ -29,11 +29,14 @@ using uint = uint32_t;
 #define VKS_ROWS_LOCAL_SIZE 8
 // ROW_SLOTS per kernel suffix, the one definition that matvec_/matmul_<suffix>.comp and
 // DeviceFormat::row_slots both use. More rows share each x load; Q2_K, Q3_K and the legacy 5-bit
-// types stay at 4 because their larger decode state compiles slowly at 16. Q6_K (the output and
-// half the down projections of a Q4_K_M file) and Q5_K (most of a Q5_K_M file) take 8: their
-// matvecs ran about 20% faster on lavapipe (vks_bench_vulkan_kernels, 5632x2048 at one token, three
-// runs each alternating with 4: Q6_K 2,334 us against 2,994-3,088; Q5_K 1.43-3.32x Q4_0's time
-// against 1.76-3.48x), for 1-6 s (Q6_K) and 3-3.5 s (Q5_K) more of pipeline build on a cold cache.
+// types stay at 4 because their larger decode state compiles slowly at 16. Q5_K (most of a Q5_K_M
+// file) takes 8: its matvecs ran about 20% faster on lavapipe than at 4 (vks_bench_vulkan_kernels,
+// 5632x2048 at one token, three runs each alternating: 1.43-3.32x Q4_0's time against 1.76-3.48x),
+// for 3-3.5 s more of pipeline build on a cold cache. Q6_K (the output and half the down
+// projections of a Q4_K_M file) takes 16 since its decode became byte-wise (weight_blocks.glsl): a
+// pure Q6_K TinyLlama decodes at 0.73-0.74x Q4_0's speed by process CPU time against 0.67 at 8 rows
+// and 0.64-0.65 with the old decode at 8 (vks_bench_vulkan_versus, two runs each); 32 rows were
+// slower again (spills). Cost: a Q4_K_M model's cold pipeline build 19-21 s -> 24-34 s.
 #define VKS_ROW_SLOTS_F32 8
 #define VKS_ROW_SLOTS_F16 8
 #define VKS_ROW_SLOTS_Q8_0 16
@@ -45,7 +48,7 @@ using uint = uint32_t;
 #define VKS_ROW_SLOTS_Q3_K 4
 #define VKS_ROW_SLOTS_Q4_K 16
 #define VKS_ROW_SLOTS_Q5_K 8
-#define VKS_ROW_SLOTS_Q6_K 8
+#define VKS_ROW_SLOTS_Q6_K 16
 #define VKS_MATVEC_TOKEN_TILE 8
 #define VKS_MATMUL_TOKEN_TILE 8
 // matlanes_<type> (the GPU family, see matlanes_main.glsl): VKS_LANES invocations share each row,

@@ -202,10 +202,10 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
   }
 }
 #elif defined(WTYPE_Q6_K)
-// Q6_K: weight = (d * scale) * (q - 32), q = nibble | 2 high bits << 4, as the CPU computes it.
-// Side record: 16 int8 scales (sub-blocks of 16: dm.x for slots 0..3, dm.z for 4..7), per group a
-// uvec2 of high bits (element e at bits 2(e % 16) of word e / 16, so a chunk's low slots are all in
-// hi.x and its high slots in hi.y), then d.
+// Q6_K: weight = (d * scale) * (q - 32), as the CPU computes it. Side record: 16 int8 scales
+// (sub-blocks of 16: dm.x for slots 0..3, dm.z for 4..7), per group a uvec2 of high bits laid out
+// as device_format.cpp's convert_q6_k says (chunk c in word c / 2, each pair beside its nibble's
+// byte position, upper bit flipped), then d.
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
   const float d = unpackHalf2x16(sd.v[5].x).x;
   // Selects, not sd.v[1u + (j >> 1)]: a dynamic index into the side array puts it in memory.
@@ -214,11 +214,17 @@ WGroup load_group(uint row, uint g, WSide sd, uint j) {
                 vec4(d * float(byte_s(sd.v[0], 2u * j)), 0.0, d * float(byte_s(sd.v[0], 2u * j + 1u)), 0.0),
                 (j & 1u) != 0u ? pair.zw : pair.xy);
 }
+// Byte j of each word holds a whole 6-bit value (q XOR 32): four masks and shifts assemble the
+// chunk's 8 values, then each is read as a signed 6-bit field, q - 32, in two shifts (lavapipe pays
+// per instruction: the per-weight bit picking this replaced took about twice Q4_0's work).
 void dequant(WGroup wg, uint k, out float wv[8]) {
   const uint q = wg.q0[k];
+  const uint h = (k < 2u ? wg.hi.x : wg.hi.y) >> (2u * (k & 1u));
+  const uint low_slots = (q & 0x0F0F0F0Fu) | ((h & 0x03030303u) << 4);
+  const uint high_slots = ((q >> 4) & 0x0F0F0F0Fu) | (h & 0x30303030u);
   [[unroll]] for (uint b = 0u; b < 8u; ++b) {
-    const uint high = ((b < 4u ? wg.hi.x : wg.hi.y) >> (8u * k + 2u * (b & 3u))) & 3u;
-    wv[b] = (b < 4u ? wg.dm.x : wg.dm.z) * float(int(nibble_u(q, b) | (high << 4)) - 32);
+    const uint v = b < 4u ? low_slots : high_slots;
+    wv[b] = (b < 4u ? wg.dm.x : wg.dm.z) * float(int(v << (26u - 8u * (b & 3u))) >> 26);
   }
 }
 #elif defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
