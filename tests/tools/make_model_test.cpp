@@ -117,6 +117,15 @@ TEST_F(MakeModel, NewTypesAndRecipesLoadWithExpectedTypes) {
   EXPECT_EQ(model->weights().layers[1].wq.type, GgmlType::kQ5_0);   // 96 columns
   EXPECT_EQ(model->weights().layers[0].w_down.type, GgmlType::kQ4_K);  // 512 columns
   EXPECT_EQ(model->weights().layers[1].w_down.type, GgmlType::kQ6_K);  // 2 layers: the last has more bits
+  // --output-type: a Q4_0 file as llama-quantize writes it by default (its output in Q6_K).
+  ASSERT_EQ(make("q4_0_llama.gguf", shape + "--type q4_0 --output-type Q6_K"), 0) << last_stderr_;
+  const auto q4_0 = LlamaModel::load(path("q4_0_llama.gguf"));
+  EXPECT_EQ(q4_0->file().get_int("general.file_type"), 2);
+  EXPECT_EQ(q4_0->weights().output.type, GgmlType::kQ6_K);
+  EXPECT_EQ(q4_0->weights().token_embd.type, GgmlType::kQ4_0);
+  EXPECT_EQ(q4_0->weights().layers[0].w_down.type, GgmlType::kQ4_0);
+  EXPECT_EQ(make("bad.gguf", shape + "--type q4_0 --output-type q7_K"), 2);
+  EXPECT_NE(last_stderr_.find("unknown --output-type 'q7_K'"), std::string::npos) << last_stderr_;
   // A pure K-quant of rows that do not fit is refused, naming the flag.
   EXPECT_EQ(make("bad.gguf", "--preset tiny --type q4_K"), 1);
   EXPECT_NE(last_stderr_.find("--dim 64 is not a multiple of 256"), std::string::npos) << last_stderr_;

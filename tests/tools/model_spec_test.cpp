@@ -116,6 +116,24 @@ TEST(ModelSpecTypes, RecipeFollowsUseMoreBits) {
   EXPECT_EQ(matrix_type(s, "output.weight", 256), GgmlType::kQ5_K);
 }
 
+TEST(ModelSpecTypes, OutputTypeOverridesTheRecipe) {
+  ModelSpec s = *preset("tiny");
+  s.dim = 256;
+  s.type = GgmlType::kQ4_0;
+  s.output_type = GgmlType::kQ6_K;
+  EXPECT_EQ(matrix_type(s, "output.weight", 256), GgmlType::kQ6_K);
+  EXPECT_EQ(matrix_type(s, "token_embd.weight", 256), GgmlType::kQ4_0);  // untied: not the output
+  EXPECT_EQ(matrix_type(s, "blk.0.ffn_down.weight", 256), GgmlType::kQ4_0);
+  EXPECT_EQ(matrix_type(s, "output.weight", 96), GgmlType::kQ8_0);  // Q6_K's 256-block does not divide 96
+  s.tied_embeddings = true;
+  EXPECT_EQ(matrix_type(s, "token_embd.weight", 256), GgmlType::kQ6_K);
+  s.recipe = Recipe::kQ4_K_M;
+  s.type = GgmlType::kQ4_K;
+  s.output_type = GgmlType::kQ8_0;
+  EXPECT_EQ(matrix_type(s, "token_embd.weight", 256), GgmlType::kQ8_0);
+  EXPECT_EQ(matrix_type(s, "blk.1.attn_v.weight", 256), GgmlType::kQ6_K);  // the recipe still holds elsewhere (2 layers: the last has more bits)
+}
+
 TEST(ModelSpecTypes, ParseAndFileType) {
   EXPECT_EQ(parse_weight_format("Q4_K_M")->recipe, Recipe::kQ4_K_M);
   EXPECT_EQ(parse_weight_format("q5_k_m")->type, GgmlType::kQ5_K);

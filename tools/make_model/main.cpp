@@ -23,7 +23,7 @@ std::string join(const std::vector<std::string>& v) {
 
 int run(int argc, char** argv) {
   CLI::App app{"Write a synthetic llama/qwen2/qwen3 GGUF with seeded random weights."};
-  std::string output, preset_name = "tiny", type_name, arch_name, vocab_from, name;
+  std::string output, preset_name = "tiny", type_name, output_type_name, arch_name, vocab_from, name;
   std::optional<uint32_t> dim, layers, heads, kv_heads, hidden, vocab, context;
   std::optional<float> rope_base, norm_eps, init_scale;
   std::optional<uint64_t> seed;
@@ -34,6 +34,10 @@ int run(int argc, char** argv) {
   app.add_option("-t,--type", type_name,
                  "Matrix weight type or recipe: " + vks::tools::weight_format_names() +
                      " (norms are always f32; default: the preset's, f32 for most)");
+  app.add_option("--output-type", output_type_name,
+                 "Type of output.weight (token_embd when tied) whatever --type says, as llama-quantize's "
+                 "--output-tensor-type (its default for q4_0 and most types is q6_K): " +
+                     vks::tools::weight_type_names());
   app.add_option("--arch", arch_name, "Architecture: " + vks::supported_architecture_names() + " (default: the preset's)");
   app.add_option("--dim", dim, "Embedding size (llama.embedding_length)");
   app.add_option("--layers", layers, "Transformer blocks (llama.block_count)");
@@ -73,6 +77,14 @@ int run(int argc, char** argv) {
     }
     spec->type = format->type;
     spec->recipe = format->recipe;
+  }
+  if (!output_type_name.empty()) {
+    spec->output_type = vks::tools::parse_weight_type(output_type_name);
+    if (!spec->output_type) {
+      std::fprintf(stderr, "vks-make-model: unknown --output-type '%s' (choose one of %s)\n", output_type_name.c_str(),
+                   vks::tools::weight_type_names().c_str());
+      return 2;
+    }
   }
   if (!arch_name.empty()) spec->architecture = arch_name;
   if (tied && untied) {

@@ -137,8 +137,10 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 GgmlType matrix_type(const ModelSpec& spec, const std::string& name, uint64_t cols) {
   GgmlType t = spec.type;
-  if (spec.recipe != Recipe::kPure) {
-    const bool output = name == "output.weight" || (spec.tied_embeddings && name == "token_embd.weight");
+  const bool output = name == "output.weight" || (spec.tied_embeddings && name == "token_embd.weight");
+  if (output && spec.output_type) {
+    t = *spec.output_type;
+  } else if (spec.recipe != Recipe::kPure) {
     const auto layer = layer_of(name);
     const bool more_bits = layer && (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight")) &&
                            use_more_bits(*layer, spec.n_layers);

@@ -32,6 +32,9 @@ struct ModelSpec {
   std::string architecture = "llama";  // llama, qwen2 (adds Q/K/V biases), qwen3 (adds Q/K norms)
   GgmlType type = GgmlType::kF32;  // every matrix (kPure) or the recipe's main type; norms are F32
   Recipe recipe = Recipe::kPure;
+  // Type of output.weight (token_embd when tied) instead of the recipe's, as llama-quantize's
+  // --output-tensor-type: e.g. Q6_K makes a Q4_0 file as llama-quantize writes one by default.
+  std::optional<GgmlType> output_type;
   uint64_t seed = 1;
   float init_scale = 1.0f;         // matrix weights ~ N(0, init_scale^2 / cols)
 
@@ -63,7 +66,8 @@ std::string weight_format_names();
 // these mixes: Q6_K for output (token_embd when tied) and for attn_v / ffn_down of layers where
 // use_more_bits holds (the first and last eighth, and every third between); a K-quant whose
 // 256-block does not divide cols falls back as llama.cpp does (Q4_K→Q5_0, Q5_K→Q5_1, Q6_K→Q8_0,
-// Q2_K/Q3_K→Q4_0, where llama.cpp would use IQ4_NL).
+// Q2_K/Q3_K→Q4_0, where llama.cpp would use IQ4_NL). spec.output_type, when set, is the output's
+// type whatever the recipe (with the same fallback).
 GgmlType matrix_type(const ModelSpec& spec, const std::string& name, uint64_t cols);
 // Parses a type name (case-insensitive) of a type the tool can write (one with a quantizer in
 // ggml_type.cpp's table); nullopt otherwise.
