@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "engine/common/error.h"
@@ -19,15 +21,16 @@ uint64_t matrix_bytes(const DeviceMatrix& m) {
   return n;
 }
 
-bool stackable(std::initializer_list<const TensorRef*> parts) {
+bool stackable(std::span<const TensorRef* const> parts) {
   for (const TensorRef* t : parts) {
-    if (t->type != (*parts.begin())->type || t->cols != (*parts.begin())->cols) return false;
+    if (t->type != parts.front()->type || t->cols != parts.front()->cols) return false;
   }
   return true;
 }
 
 // Matrices of the same type and width stacked by rows into one (ggml layout, then uploaded).
-DeviceMatrix upload_stacked(const Device& device, std::initializer_list<const TensorRef*> parts) {
+DeviceMatrix upload_stacked(const Device& device, std::span<const TensorRef* const> parts) {
+  if (parts.size() == 1) return upload_matrix(device, *parts.front());
   uint64_t bytes = 0, rows = 0;
   for (const TensorRef* t : parts) {
     bytes += t->nbytes;
@@ -39,8 +42,24 @@ DeviceMatrix upload_stacked(const Device& device, std::initializer_list<const Te
     std::memcpy(stacked.data() + at, t->data, t->nbytes);
     at += t->nbytes;
   }
-  const TensorRef& first = **parts.begin();
+  const TensorRef& first = *parts.front();
   return upload_matrix(device, first.type, rows, first.cols, stacked.data());
+}
+
+// Q, K, V in row order, each run of one type stacked into one matrix.
+std::vector<DeviceLayerWeights::RowBlock> upload_qkv(const Device& device, const LayerWeights& lw) {
+  const std::array<const TensorRef*, 3> parts{&lw.wq, &lw.wk, &lw.wv};
+  std::vector<DeviceLayerWeights::RowBlock> blocks;
+  uint32_t row = 0;
+  for (size_t i = 0; i < parts.size();) {
+    size_t end = i + 1;
+    while (end < parts.size() && stackable(std::array<const TensorRef*, 2>{parts[i], parts[end]})) ++end;
+    const std::span<const TensorRef* const> run(parts.data() + i, end - i);
+    blocks.push_back({upload_stacked(device, run), row});
+    for (const TensorRef* t : run) row += static_cast<uint32_t>(t->rows);
+    i = end;
+  }
+  return blocks;
 }
 
 // bq | bk | bv as one f32 vector (a part that is absent is zero), or an invalid Buffer when the
@@ -85,22 +104,15 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
   for (const LayerWeights& lw : w.layers) {
     DeviceLayerWeights& d = dw->layers.emplace_back();
     d.attn_norm = upload_vector_f32(device, lw.attn_norm);
-    d.qkv_fused = stackable({&lw.wq, &lw.wk, &lw.wv});
-    if (d.qkv_fused) {
-      d.wqkv = upload_stacked(device, {&lw.wq, &lw.wk, &lw.wv});
-      dw->bytes += matrix_bytes(d.wqkv);
-    } else {
-      d.wq = upload_matrix(device, lw.wq);
-      d.wk = upload_matrix(device, lw.wk);
-      d.wv = upload_matrix(device, lw.wv);
-      dw->bytes += matrix_bytes(d.wq) + matrix_bytes(d.wk) + matrix_bytes(d.wv);
-    }
+    d.qkv = upload_qkv(device, lw);
+    for (const DeviceLayerWeights::RowBlock& b : d.qkv) dw->bytes += matrix_bytes(b.matrix);
     d.wo = upload_matrix(device, lw.wo);
     d.ffn_norm = upload_vector_f32(device, lw.ffn_norm);
     // The up half of a fused gate|up row must start 16-byte aligned for the swiglu kernel's view.
-    d.gate_up_fused = stackable({&lw.w_gate, &lw.w_up}) && lw.w_gate.rows % 4 == 0;
+    const std::array<const TensorRef*, 2> gate_up{&lw.w_gate, &lw.w_up};
+    d.gate_up_fused = stackable(gate_up) && lw.w_gate.rows % 4 == 0;
     if (d.gate_up_fused) {
-      d.w_gate_up = upload_stacked(device, {&lw.w_gate, &lw.w_up});
+      d.w_gate_up = upload_stacked(device, gate_up);
       dw->bytes += matrix_bytes(d.w_gate_up);
     } else {
       d.w_gate = upload_matrix(device, lw.w_gate);

@@ -1,7 +1,7 @@
 #pragma once
 // The model's weights on the device, uploaded once at start-up. Matrices that read the same input
 // are stacked by rows into one (one dispatch instead of several) when they share a type: Q|K|V
-// [q_dim + 2*kv_dim, dim] and gate|up [2*hidden, dim].
+// [q_dim + 2*kv_dim, dim] (or Q|K when V differs) and gate|up [2*hidden, dim].
 #include <memory>
 #include <vector>
 
@@ -14,10 +14,14 @@ namespace vks::vk {
 
 struct DeviceLayerWeights {
   Buffer attn_norm;             // f32 [dim]
-  // Fused: wqkv [q_dim + 2*kv_dim, dim] (rows: q, then k, then v). Unfused: wq, wk, wv.
-  bool qkv_fused = false;
-  DeviceMatrix wqkv;
-  DeviceMatrix wq, wk, wv;
+  // Q, K, V [q_dim + 2*kv_dim rows in all, dim], rows q then k then v, in as few matrices as their
+  // types allow: q|k|v, or q|k and v (V has its own type in a Q4_K_M file's more-bits layers), or
+  // three. Each writes its rows of the step's q|k|v activation from first_row on.
+  struct RowBlock {
+    DeviceMatrix matrix;
+    uint32_t first_row = 0;
+  };
+  std::vector<RowBlock> qkv;
   DeviceMatrix wo;              // [dim, q_dim]
   Buffer ffn_norm;              // f32 [dim]
   // Fused: w_gate_up [2*hidden, dim] (rows: gate, then up). Unfused: w_gate, w_up [hidden, dim].

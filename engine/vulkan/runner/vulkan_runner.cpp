@@ -44,9 +44,11 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   ops_.emplace(*kernels_, vk::choose_matmul_family(device_.info(), family));
   weights_ = vk::upload_weights(device_, model);
   create_pipelines();
-  const bool fused = weights_->layers.empty() || weights_->layers[0].qkv_fused;
-  if (!fused && (c.q_dim() % 4 != 0 || c.kv_dim() % 4 != 0)) {
-    throw Error(ErrorCode::kUnsupported, "Q, K, V of different types need q_dim and kv_dim multiples of 4");
+  for (const vk::DeviceLayerWeights& L : weights_->layers) {
+    // A block after the first writes from its first row on: a view 16-byte aligned.
+    if (L.qkv.size() > 1 && (c.q_dim() % 4 != 0 || c.kv_dim() % 4 != 0)) {
+      throw Error(ErrorCode::kUnsupported, "Q, K, V of different types need q_dim and kv_dim multiples of 4");
+    }
   }
 
   const uint64_t max_binding = device_.max_binding_bytes();
@@ -165,9 +167,8 @@ void VulkanRunner::create_pipelines() {
   ops_->build_weight_kernels(weights_->output(), false, false);
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
     for (const vk::DeviceMatrix* m : {&L.wo, &L.w_down}) ops_->build_weight_kernels(*m, false, false);
-    for (const vk::DeviceMatrix* m : {&L.wqkv, &L.wq, &L.wk, &L.wv, &L.w_gate, &L.w_up}) {
-      ops_->build_weight_kernels(*m, false, normed);
-    }
+    for (const vk::DeviceLayerWeights::RowBlock& b : L.qkv) ops_->build_weight_kernels(b.matrix, false, normed);
+    for (const vk::DeviceMatrix* m : {&L.w_gate, &L.w_up}) ops_->build_weight_kernels(*m, false, normed);
     ops_->build_weight_kernels(L.w_gate_up, swiglu_epilogue(L), normed);
   }
   for (const std::string& name : names) {
@@ -262,12 +263,9 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
 
   // Attention block: q|k|v = rmsnorm(x) Wqkv; rope(q, k); cache k, v; att = attention.
   norm_for_matmul(cmd, L.attn_norm, n);
-  if (L.qkv_fused) {
-    normed_matmul(cmd, L.wqkv, L.attn_norm, qkv_.view(), qkv_s_, n);
-  } else {
-    normed_matmul(cmd, L.wq, L.attn_norm, qkv_.view(), qkv_s_, n);
-    normed_matmul(cmd, L.wk, L.attn_norm, qkv_.view(q_dim * kF, VK_WHOLE_SIZE), qkv_s_, n);
-    normed_matmul(cmd, L.wv, L.attn_norm, qkv_.view((q_dim + kv_dim) * kF, VK_WHOLE_SIZE), qkv_s_, n);
+  for (const vk::DeviceLayerWeights::RowBlock& b : L.qkv) {
+    const vk::BufferView out = b.first_row == 0 ? qkv_.view() : qkv_.view(b.first_row * kF, VK_WHOLE_SIZE);
+    normed_matmul(cmd, b.matrix, L.attn_norm, out, qkv_s_, n);
   }
   mark(cmd, "matmul.qkv");
   barrier(cmd);
