@@ -16,6 +16,8 @@ TEST(DeviceWeights, QkvStacksRunsOfOneType) {
   if (list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
   // A Q4_K_M file: Q, K, V all Q4_K in layers 0-1; V in Q6_K (use_more_bits) in layers 2-3.
   auto model = LlamaModel::load(test::model_path("kquant-q4_k_m.gguf"));
+  ASSERT_EQ(model->weights().layers[0].wv.type, GgmlType::kQ4_K);  // the file has both kinds of layer
+  ASSERT_EQ(model->weights().layers[2].wv.type, GgmlType::kQ6_K);
   const LlamaConfig& c = model->config();
   Device device = Device::create();
   const auto weights = upload_weights(device, *model);
@@ -37,8 +39,6 @@ TEST(DeviceWeights, QkvStacksRunsOfOneType) {
       EXPECT_EQ(qkv[1].first_row, c.q_dim() + c.kv_dim());
     }
   }
-  EXPECT_EQ(model->weights().layers[2].wv.type, GgmlType::kQ6_K);  // the file still has both kinds of layer
-  EXPECT_EQ(model->weights().layers[0].wv.type, GgmlType::kQ4_K);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "engine/common/error.h"
 #include "engine/cpu/cpu_model.h"
 #include "engine/model/llama_model.h"
 #include "engine/vulkan/core/device_info.h"
@@ -86,6 +87,27 @@ void expect_runner_matches_cpu_model(const std::string& path, const std::string&
 }
 
 TEST_P(RunnerSynthetic, LogitsMatchCpuModel) { expect_runner_matches_cpu_model(make_model(GetParam()), GetParam()); }
+
+// Q, K, V of different types are separate products writing into one q|k|v row at their offsets,
+// which must be 16-byte aligned: a model where they are not is refused, whatever its first layer
+// holds (head_dim 6 and one kv head make kv_dim 6; the q4_k_m recipe's fallbacks give layer 0
+// Q5_0 throughout and layer 1, a more-bits layer, its V in Q8_0).
+TEST_F(RunnerSynthetic, RefusesQkvOfMixedTypesWhoseRowsWouldMisalign) {
+  const std::string path = make_model_with("mixed_qkv", "-t q4_k_m --dim 96 --heads 16 --kv-heads 1 --hidden 512 "
+                                                        "--vocab 300 --layers 2");
+  auto model = LlamaModel::load(path);
+  ASSERT_EQ(model->weights().layers[0].wv.type, model->weights().layers[0].wq.type);
+  ASSERT_NE(model->weights().layers[1].wv.type, model->weights().layers[1].wq.type);
+  RunnerOptions o;
+  o.num_blocks = 16;
+  try {
+    VulkanRunner runner(*model, o);
+    FAIL() << "a layer-1 q|k|v split at kv_dim 6 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("multiples of 4"), std::string::npos) << e.what();
+  }
+}
 
 // qwen2 (Q/K/V biases, NEOX rope) and qwen3 (per-head Q/K RMSNorm) at the same awkward sizes. The CPU
 // model's qwen3 is checked against llama.cpp in tests/tools/llama_cpp_crosscheck_test.cpp.

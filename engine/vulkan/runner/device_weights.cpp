@@ -53,8 +53,8 @@ std::vector<DeviceLayerWeights::RowBlock> upload_qkv(const Device& device, const
   uint32_t row = 0;
   for (size_t i = 0; i < parts.size();) {
     size_t end = i + 1;
-    while (end < parts.size() && stackable(std::array<const TensorRef*, 2>{parts[i], parts[end]})) ++end;
-    const std::span<const TensorRef* const> run(parts.data() + i, end - i);
+    while (end < parts.size() && stackable(std::span(parts).subspan(i, end - i + 1))) ++end;
+    const auto run = std::span(parts).subspan(i, end - i);
     blocks.push_back({upload_stacked(device, run), row});
     for (const TensorRef* t : run) row += static_cast<uint32_t>(t->rows);
     i = end;

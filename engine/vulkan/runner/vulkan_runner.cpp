@@ -43,13 +43,14 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   if (const char* env = std::getenv("VKSTREAM_MATMUL_KERNELS"); family.empty() && env != nullptr) family = env;
   ops_.emplace(*kernels_, vk::choose_matmul_family(device_.info(), family));
   weights_ = vk::upload_weights(device_, model);
-  create_pipelines();
+  // Before the pipelines are built (a CPU device compiles each for seconds): a Q/K/V block after the
+  // first writes from its first row on, through a view that must be 16-byte aligned.
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
-    // A block after the first writes from its first row on: a view 16-byte aligned.
     if (L.qkv.size() > 1 && (c.q_dim() % 4 != 0 || c.kv_dim() % 4 != 0)) {
       throw Error(ErrorCode::kUnsupported, "Q, K, V of different types need q_dim and kv_dim multiples of 4");
     }
   }
+  create_pipelines();
 
   const uint64_t max_binding = device_.max_binding_bytes();
   // Attention reads each pool whole through its texel view.

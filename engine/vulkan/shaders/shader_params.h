@@ -36,7 +36,7 @@ using uint = uint32_t;
 // projections of a Q4_K_M file) takes 16 since its decode became byte-wise (weight_blocks.glsl): a
 // pure Q6_K TinyLlama decodes at 0.73-0.74x Q4_0's speed by process CPU time against 0.67 at 8 rows
 // and 0.64-0.65 with the old decode at 8 (vks_bench_vulkan_versus, two runs each); 32 rows were
-// slower again (spills). Cost: a Q4_K_M model's cold pipeline build 19-21 s -> 24-34 s.
+// slower again (1.54-1.58x Q4_0's time on 32000x2048; presumably spills). Cost: a Q4_K_M model's cold pipeline build 19-21 s -> 24-34 s.
 #define VKS_ROW_SLOTS_F32 8
 #define VKS_ROW_SLOTS_F16 8
 #define VKS_ROW_SLOTS_Q8_0 16
