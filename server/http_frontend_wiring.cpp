@@ -62,7 +62,7 @@ void Daemon::setup_http(const ListenFds& fds) {
     return piece;
   };
   http_ = std::make_unique<HttpFrontend>(&loop_, std::move(ho),
-                                         make_model_catalogue(options_.model_path, model_info_, ""), std::move(backend));
+                                         make_model_catalogue(options_.model_path, model_info_, served_.config.quantization), std::move(backend));
   http_->start(fds.http, fds.http_handed);
   for (const std::string& a : http_->addresses()) spdlog::info("HTTP API on {}", a);
 }

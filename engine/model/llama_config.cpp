@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "engine/common/error.h"
+#include "engine/gguf/file_type.h"
 
 namespace vks {
 namespace {
@@ -81,6 +82,7 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   c.arch = info->arch;
   c.rope_mode = info->rope_mode;
   c.name = file.get_string("general.name").value_or("");
+  c.quantization = gguf::model_quantization(file);
 
   const KeyReader keys(file, c.architecture);
   c.dim = keys.required_uint("embedding_length", kMaxDim);

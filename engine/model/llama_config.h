@@ -15,6 +15,7 @@ struct LlamaConfig {
   Arch arch = Arch::kLlama;     // the same, as the architecture table's enum
   RopeMode rope_mode = RopeMode::kNorm;  // from the architecture
   std::string name;             // general.name, may be empty
+  std::string quantization;     // "Q4_K_M", "F32", ... (gguf::model_quantization), may be empty
   uint32_t dim = 0;             // llama.embedding_length
   uint32_t n_layers = 0;        // llama.block_count
   uint32_t n_heads = 0;         // llama.attention.head_count

@@ -260,6 +260,8 @@ TEST_F(HttpE2eTest, ModelsHealthAndMetrics) {
   auto tags = call("GET", "/api/tags");
   ASSERT_TRUE(tags);
   EXPECT_EQ(json::parse(tags->body)["models"][0]["name"], "stories260K:latest");
+  // stories260K has no general.file_type: its matrices' type.
+  EXPECT_EQ(json::parse(tags->body)["models"][0]["details"]["quantization_level"], "F32");
   auto version = call("GET", "/api/version");
   ASSERT_TRUE(version);
   EXPECT_TRUE(json::parse(version->body)["version"].is_string());

@@ -2,6 +2,7 @@
 // files built wrong in one way each (missing tensor, wrong shape, unsupported type, other arch).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstring>
 
 #include "engine/model/llama_model.h"
@@ -75,6 +76,16 @@ TEST(LlamaConfig, ExplicitValues) {
   EXPECT_EQ(model->weights().output.name, "output.weight");
 }
 
+TEST(LlamaConfig, QuantizationNamesTheFileType) {
+  TinyLlamaSpec spec;
+  spec.matrix_type = GgmlType::kQ8_0;
+  spec.edit_metadata = [](gguf::GgufWriter& w) { w.set("general.file_type", gguf::make_uint32(15)); };
+  EXPECT_EQ(load_bytes(test::build_tiny_llama(spec))->config().quantization, "Q4_K_M");
+  // A value llama.cpp does not have is no reason to refuse the file: the matrices' type instead.
+  spec.edit_metadata = [](gguf::GgufWriter& w) { w.set("general.file_type", gguf::make_string("fast")); };
+  EXPECT_EQ(load_bytes(test::build_tiny_llama(spec))->config().quantization, "Q8_0");
+}
+
 TEST(LlamaModelTypes, EverySupportedMatrixTypeLoads) {
   for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
                      GgmlType::kQ5_0, GgmlType::kQ5_1}) {
@@ -97,6 +108,10 @@ TEST(LlamaModelTypes, EverySupportedMatrixTypeLoads) {
     EXPECT_GT(sq, 0.0) << ggml_type_name(t);  // builder writes N(0, 0.05) values
     EXPECT_LT(sq, 96 * 0.05 * 0.05 * 4) << ggml_type_name(t);
     EXPECT_EQ(model->weights().layers[0].attn_norm.type, GgmlType::kF32);
+    // No general.file_type in these files: the matrices' type, upper-case (what Ollama shows).
+    std::string want(ggml_type_name(t));
+    for (char& ch : want) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    EXPECT_EQ(model->config().quantization, want);
   }
 }
 
