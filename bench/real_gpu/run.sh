@@ -17,7 +17,9 @@ mode=${1:?usage: run.sh tests|profile|versus|bench}
 case $mode in tests|profile|versus|bench) ;; *) echo "usage: run.sh tests|profile|versus|bench" >&2; exit 2 ;; esac
 out=/tmp/real_gpu_logs
 mkdir -p "$out" /tmp/m
-trap 'tar -C "$out" -czf "${OUT:-/tmp}/$mode.tgz" .' EXIT
+# The logs so far, also after each suite: a call killed at the device's limit skips the EXIT trap.
+save_logs() { tar -C "$out" -czf "${OUT:-/tmp}/$mode.tgz" . 2> /dev/null; }
+trap save_logs EXIT
 rm -rf /tmp/vks  # what an earlier call on a warm machine unpacked (fixtures included) is not this call's
 for t in .gpu/*.tar.xz; do [ -f "$t" ] || continue; tar -C /tmp -xJf "$t"; done
 export LD_LIBRARY_PATH=/tmp/vks/lib
@@ -91,8 +93,12 @@ if [ "$mode" = tests ]; then
     step "$t"
     [ -n "$skip" ] && [ "$t" = vks_vulkan_runner_tests ] && filter="*-${skip#:}"
     (cd /tmp/vks/run && timeout "$2" $linebuf "$bin/$t" --gtest_filter="$filter") > "$out/$t.log" 2>&1
-    echo "exit $?: $(grep -c '^\[       OK' "$out/$t.log") ok $(grep -E '^\[  (PASSED|FAILED|SKIPPED)|tests ran' "$out/$t.log" | tr '\n' ' ')"
-    grep -E '^\[  FAILED  \]' "$out/$t.log" | head -20
+    local rc=$?
+    # gtest's totals only (not the per-test SKIPPED/FAILED lines of a run without --gtest_brief).
+    echo "exit $rc: $(grep -c '^\[       OK' "$out/$t.log") ok $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ?\] [0-9]+ tests?|test suites? ran' "$out/$t.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED  \] [^0-9]' "$out/$t.log" | sed -E 's/( \(|, where ).*//' | sort -u | head -20
+    [ "$rc" = 124 ] && echo "stopped by its limit in: $(grep '^\[ RUN' "$out/$t.log" | tail -1 | cut -c14-)"
+    save_logs
   }
   for t in vks_vulkan_runner_tests sched_engine_vulkan_test sched_engine_embed_vulkan_test; do gtest_suite "$t" 150; done
   step "fixtures through vkstreamd on the GPU"
@@ -110,6 +116,7 @@ if [ "$mode" = tests ]; then
     kill "$pid"; wait "$pid"
     grep -v "chat template" "$d/log" | head -3
   done
+  save_logs
   # Last and with the longest limit: on NVIDIA's compiler the rows family's pipelines (the CPU
   # devices' kernels, tested on every device) take seconds each; 204 of the 214 tests ran in 90 s
   # on an H100.

@@ -1,6 +1,5 @@
 // `vkstream models`: the GGUFs in the user's model cache with size, architecture, type and whether
 // this build can run them (the verdict of vks-gguf-info).
-#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -10,6 +9,7 @@
 #include "clients/cli/downloader.h"
 #include "clients/cli/model_cache.h"
 #include "engine/common/error.h"
+#include "engine/gguf/file_type.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/llama_model.h"
 
@@ -18,7 +18,7 @@ namespace {
 
 struct ModelSummary {
   std::string architecture = "?";
-  std::string type = "?";  // general.file_type spelled out, else the most common weight type
+  std::string type = "?";  // gguf::model_quantization: "Q4_K_M", "F32", ... ("none" without matrices)
   bool runnable = false;
   std::string why_not;
 };
@@ -30,28 +30,13 @@ std::string metadata_string(const gguf::GgufFile& file, const char* key) {
   return {};
 }
 
-// The type of most weight bytes (what a user calls the model's quantization).
-std::string dominant_type(const gguf::GgufFile& file) {
-  std::vector<std::pair<std::string, uint64_t>> bytes_per_type;
-  for (const gguf::TensorInfo& t : file.tensors()) {
-    if (t.dims.size() < 2) continue;
-    const std::string name(ggml_type_name(t.type));
-    auto it = std::find_if(bytes_per_type.begin(), bytes_per_type.end(), [&](const auto& p) { return p.first == name; });
-    if (it == bytes_per_type.end()) bytes_per_type.emplace_back(name, t.nbytes);
-    else it->second += t.nbytes;
-  }
-  if (bytes_per_type.empty()) return "none";
-  return std::max_element(bytes_per_type.begin(), bytes_per_type.end(),
-                          [](const auto& a, const auto& b) { return a.second < b.second; })
-      ->first;
-}
-
 ModelSummary summarize(const std::string& path) {
   ModelSummary s;
   try {
     gguf::GgufFile file = gguf::GgufFile::open(path);
     if (std::string arch = metadata_string(file, "general.architecture"); !arch.empty()) s.architecture = arch;
-    s.type = dominant_type(file);
+    s.type = gguf::model_quantization(file);
+    if (s.type.empty()) s.type = "none";
     try {
       const auto model = LlamaModel::from_file(std::move(file));
       s.runnable = true;

@@ -15,8 +15,9 @@ struct FileTypeName {
   std::string_view name;
 };
 
-// llama.h's llama_ftype, in Ollama's spelling (its fileType names): 5 and 6 (Q4_2, Q4_3) and
-// 33-35 (Q4_0_4_4, Q4_0_4_8, Q4_0_8_8) were removed from llama.cpp.
+// llama.h's llama_ftype up to MXFP4_MOE (38), in the spelling of Ollama's fileType names: 5 and 6
+// (Q4_2, Q4_3) and 33-35 (Q4_0_4_4, Q4_0_4_8, Q4_0_8_8) were removed from llama.cpp. Newer Ollama
+// reuses 4 for MXFP4 in its own gpt-oss files, an architecture vkstream refuses anyway.
 constexpr FileTypeName kFileTypes[] = {
     {0, "F32"},      {1, "F16"},      {2, "Q4_0"},    {3, "Q4_1"},     {4, "Q4_1_F16"},  {7, "Q8_0"},
     {8, "Q5_0"},     {9, "Q5_1"},     {10, "Q2_K"},   {11, "Q3_K_S"},  {12, "Q3_K_M"},   {13, "Q3_K_L"},
@@ -43,7 +44,7 @@ std::string_view llama_file_type_name(int64_t file_type) {
 
 std::string model_quantization(const GgufFile& file) {
   // Informational only: a key of another type or an unknown value falls back to the guess.
-  if (const Value* v = file.find("general.file_type"); v != nullptr) {
+  if (const Value* v = file.find("general.file_type"); v != nullptr && v->type != ValueType::kBool) {
     if (const auto value = v->as_int()) {
       if (const std::string_view name = llama_file_type_name(*value); !name.empty()) return std::string(name);
     }

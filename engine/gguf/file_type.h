@@ -15,7 +15,8 @@ namespace vks::gguf {
 std::string_view llama_file_type_name(int64_t file_type);
 
 // general.file_type's name when the file has a known one; otherwise the type that holds most of
-// the file's matrix (2-D and larger) weights, as llama.cpp guesses it ("Q8_0"); "" with neither.
+// the file's matrix (2-D and larger) weights ("Q8_0"; llama.cpp counts tensors of each type
+// instead, norms included); "" with neither.
 std::string model_quantization(const GgufFile& file);
 
 }  // namespace vks::gguf

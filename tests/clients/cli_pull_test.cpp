@@ -99,7 +99,7 @@ TEST_F(CliPull, HuggingFaceSourceDownloadsTheQuantIntoTheCacheAndItRuns) {
   EXPECT_EQ(listed.exit_code, 0) << listed.err;
   EXPECT_NE(listed.out.find("test/stories260K-GGUF/stories260K.F32.gguf"), std::string::npos) << listed.out;
   EXPECT_NE(listed.out.find("llama"), std::string::npos) << listed.out;
-  EXPECT_NE(listed.out.find("f32"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find(" F32 "), std::string::npos) << listed.out;  // the TYPE column, as Ollama names it
   EXPECT_NE(listed.out.find("yes"), std::string::npos) << listed.out;
 
   // The pulled name works as --model.

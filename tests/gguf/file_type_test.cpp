@@ -23,18 +23,16 @@ GgufFile file_with(const std::vector<std::pair<GgmlType, std::vector<uint64_t>>>
 }
 
 TEST(FileType, NamesLlamaCppsEnumInOllamasSpelling) {
-  EXPECT_EQ(llama_file_type_name(0), "F32");
-  EXPECT_EQ(llama_file_type_name(1), "F16");
-  EXPECT_EQ(llama_file_type_name(2), "Q4_0");
-  EXPECT_EQ(llama_file_type_name(7), "Q8_0");
-  EXPECT_EQ(llama_file_type_name(12), "Q3_K_M");
-  EXPECT_EQ(llama_file_type_name(15), "Q4_K_M");
-  EXPECT_EQ(llama_file_type_name(17), "Q5_K_M");
-  EXPECT_EQ(llama_file_type_name(18), "Q6_K");
-  EXPECT_EQ(llama_file_type_name(30), "IQ4_XS");
-  EXPECT_EQ(llama_file_type_name(32), "BF16");
-  for (int64_t removed : {5, 6, 33, 34, 35}) EXPECT_EQ(llama_file_type_name(removed), "") << removed;
-  for (int64_t unknown : {-1, 39, 1024, 1 << 20}) EXPECT_EQ(llama_file_type_name(unknown), "") << unknown;
+  // llama.h's enum llama_ftype, 0 .. 40, "" where it has no value (removed, or newer than the table).
+  const std::vector<std::string_view> want = {
+      "F32",    "F16",    "Q4_0",   "Q4_1",    "Q4_1_F16", "",       "",         "Q8_0",   "Q5_0",
+      "Q5_1",   "Q2_K",   "Q3_K_S", "Q3_K_M",  "Q3_K_L",   "Q4_K_S", "Q4_K_M",   "Q5_K_S", "Q5_K_M",
+      "Q6_K",   "IQ2_XXS", "IQ2_XS", "Q2_K_S", "IQ3_XS",   "IQ3_XXS", "IQ1_S",   "IQ4_NL", "IQ3_S",
+      "IQ3_M",  "IQ2_S",  "IQ2_M",  "IQ4_XS",  "IQ1_M",    "BF16",   "",         "",       "",
+      "TQ1_0",  "TQ2_0",  "MXFP4_MOE", "",     ""};
+  ASSERT_EQ(want.size(), 41u);
+  for (size_t v = 0; v < want.size(); ++v) EXPECT_EQ(llama_file_type_name(static_cast<int64_t>(v)), want[v]) << v;
+  for (int64_t unknown : {-1, 1024, 1 << 20}) EXPECT_EQ(llama_file_type_name(unknown), "") << unknown;
 }
 
 TEST(FileType, FileTypeKeyWins) {
@@ -54,6 +52,7 @@ TEST(FileType, GuessedFromMostMatrixWeightsWithoutAUsableKey) {
   EXPECT_EQ(model_quantization(file_with(tensors, make_uint32(99))), "Q8_0");      // unknown value
   EXPECT_EQ(model_quantization(file_with(tensors, make_uint32(5))), "Q8_0");       // removed value
   EXPECT_EQ(model_quantization(file_with(tensors, make_string("Q4_K_M"))), "Q8_0");  // not an integer
+  EXPECT_EQ(model_quantization(file_with(tensors, make_bool(true))), "Q8_0");        // nor a bool (not 1: F16)
   EXPECT_EQ(model_quantization(file_with({{GgmlType::kF32, {64, 8}}, {GgmlType::kQ4_K, {256, 4}}})), "Q4_K");
 }
 
