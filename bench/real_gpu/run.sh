@@ -95,7 +95,7 @@ if [ "$mode" = tests ]; then
     (cd /tmp/vks/run && timeout "$2" $linebuf "$bin/$t" --gtest_filter="$filter") > "$out/$t.log" 2>&1
     local rc=$?
     # gtest's totals only (not the per-test SKIPPED/FAILED lines of a run without --gtest_brief).
-    echo "exit $rc: $(grep -c '^\[       OK' "$out/$t.log") ok $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ?\] [0-9]+ tests?|test suites? ran' "$out/$t.log" | tr '\n' ' ')"
+    echo "exit $rc: $(grep -c '^\[       OK' "$out/$t.log") ok $(grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ tests?|test suites? ran' "$out/$t.log" | tr '\n' ' ')"
     grep -E '^\[  FAILED  \] [^0-9]' "$out/$t.log" | sed -E 's/( \(|, where ).*//' | sort -u | head -20
     [ "$rc" = 124 ] && echo "stopped by its limit in: $(grep '^\[ RUN' "$out/$t.log" | tail -1 | cut -c14-)"
     save_logs
