@@ -3,12 +3,56 @@
 #include <algorithm>
 
 #include "engine/cpu/cpu_model.h"
+#include "engine/model/expert_routing.h"
 
 namespace vks {
 namespace {
 
 std::vector<float> optional_vector(const std::optional<TensorRef>& t) {
   return t ? dequantize_vector(*t) : std::vector<float>();
+}
+
+// y = down(silu(gate x) * up x) for n tokens (x: [n, dim] -> y: [n, dim]), through a.gate and a.up.
+void swiglu_ffn(const TensorRef& gate, const TensorRef& up, const TensorRef& down, const float* x, size_t n,
+                float* y, CpuActivations& a, ThreadPool* pool) {
+  ref::matmul(gate, x, n, a.gate.data(), pool);
+  ref::matmul(up, x, n, a.up.data(), pool);
+  ref::swiglu(a.gate.data(), a.gate.data(), a.up.data(), n * gate.rows);
+  ref::matmul(down, a.gate.data(), n, y, pool);
+}
+
+// The expert block over the normed inputs a.xb: each token runs the experts its router picks, and
+// x += the weighted sum of their outputs, added in the router's order (llama.cpp's build_moe_ffn).
+// Tokens are grouped by expert, so each expert's rows are read once per step; a token's values do
+// not depend on which other tokens share its experts.
+void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& layer, CpuActivations& a,
+                ThreadPool* pool) {
+  const size_t n = a.n_tokens, dim = c.dim, k = ffn.n_used;
+  ref::matmul(*layer.router, a.xb.data(), n, a.router_logits.data(), pool);
+  for (size_t t = 0; t < n; ++t) {
+    route_experts(&a.router_logits[t * ffn.n_experts], ffn, &a.expert_ids[t * k], &a.expert_weights[t * k]);
+  }
+  std::vector<size_t> choices;  // (token * k + slot) of the tokens that chose expert e
+  for (uint32_t e = 0; e < ffn.n_experts; ++e) {
+    choices.clear();
+    for (size_t i = 0; i < n * k; ++i) {
+      if (a.expert_ids[i] == static_cast<int32_t>(e)) choices.push_back(i);
+    }
+    if (choices.empty()) continue;
+    for (size_t j = 0; j < choices.size(); ++j) {
+      std::copy_n(&a.xb[(choices[j] / k) * dim], dim, &a.expert_in[j * dim]);
+    }
+    swiglu_ffn(expert_matrix(layer.w_gate, e, ffn.hidden), expert_matrix(layer.w_up, e, ffn.hidden),
+               expert_matrix(layer.w_down, e, dim), a.expert_in.data(), choices.size(), a.proj.data(), a, pool);
+    for (size_t j = 0; j < choices.size(); ++j) std::copy_n(&a.proj[j * dim], dim, &a.expert_out[choices[j] * dim]);
+  }
+  for (size_t t = 0; t < n; ++t) {
+    for (size_t i = 0; i < dim; ++i) {
+      float sum = a.expert_weights[t * k] * a.expert_out[(t * k) * dim + i];
+      for (size_t s = 1; s < k; ++s) sum += a.expert_weights[t * k + s] * a.expert_out[(t * k + s) * dim + i];
+      a.x[t * dim + i] += sum;
+    }
+  }
 }
 
 }  // namespace
@@ -40,8 +84,15 @@ void CpuActivations::resize(const LlamaConfig& c, size_t n) {
   v.resize(n * c.kv_dim());
   att.resize(n * c.q_dim());
   proj.resize(n * c.dim);
-  gate.resize(n * c.hidden_dim);
-  up.resize(n * c.hidden_dim);
+  gate.resize(n * c.max_ffn_hidden());
+  up.resize(n * c.max_ffn_hidden());
+  if (c.n_experts > 1) {
+    router_logits.resize(n * c.n_experts);
+    expert_ids.resize(n * c.n_experts_used);
+    expert_weights.resize(n * c.n_experts_used);
+    expert_in.resize(n * c.dim);
+    expert_out.resize(n * c.n_experts_used * c.dim);
+  }
 }
 
 void cpu_embed(const LlamaModel& model, const int32_t* tokens, CpuActivations& a) {
@@ -60,7 +111,6 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
   const size_t dim = c.dim;
   const size_t q_dim = c.q_dim();
   const size_t kv_dim = c.kv_dim();
-  const size_t hidden = c.hidden_dim;
 
   // Attention RMSNorm.
   for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.xb[t * dim], &a.x[t * dim], lv.attn_norm.data(), dim, c.norm_eps);
@@ -93,13 +143,16 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
   ref::matmul(layer.wo, a.att.data(), n, a.proj.data(), pool);
   for (size_t i = 0; i < n * dim; ++i) a.x[i] += a.proj[i];
 
-  // FFN RMSNorm, SwiGLU feed-forward w_down(silu(w_gate x) * w_up x), residual.
+  // FFN RMSNorm, then the feed-forward block w_down(silu(w_gate x) * w_up x): one dense block, or
+  // the experts the router picks; residual.
   for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.xb[t * dim], &a.x[t * dim], lv.ffn_norm.data(), dim, c.norm_eps);
-  ref::matmul(layer.w_gate, a.xb.data(), n, a.gate.data(), pool);
-  ref::matmul(layer.w_up, a.xb.data(), n, a.up.data(), pool);
-  ref::swiglu(a.gate.data(), a.gate.data(), a.up.data(), n * hidden);
-  ref::matmul(layer.w_down, a.gate.data(), n, a.proj.data(), pool);
-  for (size_t i = 0; i < n * dim; ++i) a.x[i] += a.proj[i];
+  const FfnSpec& ffn = c.layers[l].ffn;
+  if (ffn.routed()) {
+    expert_ffn(c, ffn, layer, a, pool);
+  } else {
+    swiglu_ffn(layer.w_gate, layer.w_up, layer.w_down, a.xb.data(), n, a.proj.data(), a, pool);
+    for (size_t i = 0; i < n * dim; ++i) a.x[i] += a.proj[i];
+  }
 }
 
 void cpu_logits(const LlamaModel& model, const CpuModelVectors& vec, const CpuActivations& a, const size_t* rows,

@@ -1,9 +1,10 @@
 #pragma once
 // The CPU forward pass, written once: CpuModel::forward (one sequence, one token at a time) and
 // CpuRunner::step (a paged, multi-sequence batch) both run these functions and differ only in
-// where keys and values live (LayerKv). Architectures differ by optional tensors only: a layer
-// adds Q/K/V biases when it has them, normalizes Q and K heads when it has attn_q_norm/attn_k_norm,
-// and rope uses the architecture's mode and the model's rope_freqs factors.
+// where keys and values live (LayerKv). Layers differ by their description (LayerSpec: a dense or
+// an expert feed-forward block) and their optional tensors: a layer adds Q/K/V biases when it has
+// them, normalizes Q and K heads when it has attn_q_norm/attn_k_norm, and rope uses the
+// architecture's mode and the model's rope_freqs factors.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -44,6 +45,13 @@ struct CpuActivations {
   std::vector<float> proj;  // sublayer output before the residual add [n, dim]
   std::vector<float> gate;  // [n, hidden]
   std::vector<float> up;    // [n, hidden]
+  // Expert layers: router logits [n, n_experts], each token's chosen experts and weights [n, n_used],
+  // the inputs of one expert's tokens [n, dim] and every (token, choice)'s expert output [n * n_used, dim].
+  std::vector<float> router_logits;
+  std::vector<int32_t> expert_ids;
+  std::vector<float> expert_weights;
+  std::vector<float> expert_in;
+  std::vector<float> expert_out;
   void resize(const LlamaConfig& c, size_t n);
 };
 

@@ -3,13 +3,23 @@
 namespace vks {
 namespace {
 
-// A new architecture that is a variant of these is a row here plus a branch per new tensor in the
-// forward passes (engine/cpu/cpu_layer.cpp, the Vulkan runner). Rules follow llama.cpp's loader:
-// llama may carry Q/K/V biases and rope factors, qwen2 always has the biases, qwen3 the Q/K norms.
+using R = TensorRule;
+using P = ProjectionLayout;
+constexpr ExpertRouting kSoftmaxTopKNormalized{ExpertRouting::Order::kSoftmaxThenTopK, true};
+
+// A new architecture that varies these behaviours is a row here. Rules follow llama.cpp's loader
+// and graphs: llama may carry Q/K/V biases, rope factors and (Mixtral layout) experts; qwen2 always
+// has the biases, qwen3 the Q/K norms, qwen3moe both Q/K norms and experts; phi3 fuses its
+// projections. llama.cpp's build_moe_ffn renormalizes the chosen softmax weights for llama and
+// qwen3moe.
 constexpr ArchitectureInfo kArchitectures[] = {
-    {Arch::kLlama, "llama", RopeMode::kNorm, TensorRule::kOptional, TensorRule::kAbsent, TensorRule::kOptional},
-    {Arch::kQwen2, "qwen2", RopeMode::kNeox, TensorRule::kRequired, TensorRule::kAbsent, TensorRule::kAbsent},
-    {Arch::kQwen3, "qwen3", RopeMode::kNeox, TensorRule::kAbsent, TensorRule::kRequired, TensorRule::kAbsent},
+    {Arch::kLlama, "llama", RopeMode::kNorm, R::kOptional, R::kAbsent, R::kOptional, P::kSeparate, R::kOptional,
+     kSoftmaxTopKNormalized},
+    {Arch::kQwen2, "qwen2", RopeMode::kNeox, R::kRequired, R::kAbsent, R::kAbsent, P::kSeparate, R::kAbsent, {}},
+    {Arch::kQwen3, "qwen3", RopeMode::kNeox, R::kAbsent, R::kRequired, R::kAbsent, P::kSeparate, R::kAbsent, {}},
+    {Arch::kQwen3Moe, "qwen3moe", RopeMode::kNeox, R::kAbsent, R::kRequired, R::kAbsent, P::kSeparate, R::kRequired,
+     kSoftmaxTopKNormalized},
+    {Arch::kPhi3, "phi3", RopeMode::kNeox, R::kAbsent, R::kAbsent, R::kAbsent, P::kFused, R::kAbsent, {}},
 };
 
 }  // namespace

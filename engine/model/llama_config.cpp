@@ -1,5 +1,6 @@
 #include "engine/model/llama_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -64,7 +65,34 @@ class KeyReader {
   throw Error(ErrorCode::kCorrupt, "inconsistent llama hyperparameters: " + what);
 }
 
+// <arch>.expert_count and friends: 0 and absent both mean a dense model (some llama files write 0).
+void read_experts(const gguf::GgufFile& file, const KeyReader& keys, const ArchitectureInfo& arch, LlamaConfig& c) {
+  const auto count = file.get_int(keys.key("expert_count"));
+  if (count && (*count < 0 || *count > 4096)) inconsistent("expert_count " + std::to_string(*count) + " is out of range (0..4096)");
+  const uint32_t n = count ? static_cast<uint32_t>(*count) : 0;
+  if (n <= 1) {
+    if (arch.experts == TensorRule::kRequired) {
+      throw Error(ErrorCode::kCorrupt, "GGUF key '" + keys.key("expert_count") + "' is missing or below 2; a " +
+                                           std::string(arch.name) + " model has experts");
+    }
+    return;
+  }
+  if (arch.experts == TensorRule::kAbsent) {
+    throw Error(ErrorCode::kUnsupported, "a " + std::string(arch.name) + " model with " + std::to_string(n) +
+                                             " experts is not supported (experts run for: llama, qwen3moe)");
+  }
+  c.n_experts = n;
+  c.n_experts_used = keys.required_uint("expert_used_count", n);
+  c.expert_hidden_dim = keys.optional_uint("expert_feed_forward_length", kMaxDim).value_or(c.hidden_dim);
+}
+
 }  // namespace
+
+uint32_t LlamaConfig::max_ffn_hidden() const {
+  uint32_t m = 0;
+  for (const LayerSpec& l : layers) m = std::max(m, l.ffn.hidden);
+  return m;
+}
 
 LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   LlamaConfig c;
@@ -76,7 +104,7 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   if (info == nullptr) {
     throw Error(ErrorCode::kUnsupported, "model architecture '" + *arch + "' is not supported (supported: " +
                                              supported_architecture_names() +
-                                             "; e.g. Llama 2/3, Mistral, TinyLlama, SmolLM2, Qwen2.5, Qwen3)");
+                                             "; e.g. Llama 2/3, Mistral, Mixtral, TinyLlama, SmolLM2, Qwen2.5, Qwen3, Qwen3-30B-A3B, Phi-3)");
   }
   c.architecture = *arch;
   c.arch = info->arch;
@@ -90,6 +118,7 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   c.n_heads = keys.required_uint("attention.head_count", kMaxDim);
   c.n_kv_heads = keys.optional_uint("attention.head_count_kv", kMaxDim).value_or(c.n_heads);
   c.hidden_dim = keys.required_uint("feed_forward_length", kMaxDim);
+  read_experts(file, keys, *info, c);
   c.context_length = keys.required_uint("context_length", kMaxContext);
 
   const auto key_length = keys.optional_uint("attention.key_length", kMaxDim);
@@ -141,6 +170,12 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
     c.rope_scaling = "linear";
   }
 
+  // Attention vkstream does not run yet: refuse rather than compute something else.
+  if (const auto window = file.get_int(keys.key("attention.sliding_window")); window && *window > 0) {
+    throw Error(ErrorCode::kUnsupported, "sliding-window attention (" + keys.key("attention.sliding_window") + " = " +
+                                             std::to_string(*window) + ") is not supported yet");
+  }
+
   c.norm_eps = keys.optional_float("attention.layer_norm_rms_epsilon").value_or(1e-5f);
   if (!(c.norm_eps > 0.0f) || c.norm_eps > 1.0f) inconsistent("attention.layer_norm_rms_epsilon must be in (0, 1]");
 
@@ -158,6 +193,15 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   if (const auto pooling = file.get_int(keys.key("pooling_type")); pooling && *pooling >= 0 && *pooling <= 16) {
     c.pooling_type = static_cast<int32_t>(*pooling);
   }
+
+  // Every layer alike: experts where the model has them, else a dense block (one expert).
+  LayerSpec layer;
+  if (c.n_experts > 1) {
+    layer.ffn = FfnSpec{c.expert_hidden_dim, c.n_experts, c.n_experts_used, info->routing, FfnActivation::kSilu};
+  } else {
+    layer.ffn = FfnSpec{c.hidden_dim, 1, 1, {}, FfnActivation::kSilu};
+  }
+  c.layers.assign(c.n_layers, layer);
   return c;
 }
 

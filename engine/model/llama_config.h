@@ -1,12 +1,15 @@
 #pragma once
-// Hyperparameters of a llama-family model (llama, qwen2, qwen3: see architecture.h) from a GGUF's
+// Hyperparameters of a llama-family model (the architectures of architecture.h) from a GGUF's
 // `<arch>.*` keys, with llama.cpp's defaults for absent ones (rope.freq_base 10000,
-// layer_norm_rms_epsilon 1e-5, head_count_kv = head_count, ...).
+// layer_norm_rms_epsilon 1e-5, head_count_kv = head_count, ...), and what each layer does
+// (layer_spec.h).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/architecture.h"
+#include "engine/model/layer_spec.h"
 
 namespace vks {
 
@@ -21,7 +24,7 @@ struct LlamaConfig {
   uint32_t n_heads = 0;         // llama.attention.head_count
   uint32_t n_kv_heads = 0;      // llama.attention.head_count_kv (default n_heads)
   uint32_t head_dim = 0;        // dim / n_heads (or llama.attention.key_length)
-  uint32_t hidden_dim = 0;      // llama.feed_forward_length
+  uint32_t hidden_dim = 0;      // llama.feed_forward_length (a dense layer's FFN rows)
   uint32_t vocab_size = 0;      // rows of token_embd
   uint32_t context_length = 0;  // llama.context_length
   uint32_t rope_dim = 0;        // llama.rope.dimension_count (default head_dim)
@@ -32,8 +35,16 @@ struct LlamaConfig {
   float norm_eps = 1e-5f;            // llama.attention.layer_norm_rms_epsilon
   bool tied_embeddings = false;      // no output.weight: logits use token_embd
   int32_t pooling_type = -1;         // <arch>.pooling_type, llama.cpp's enum (-1 absent; see pooling.h)
+  // Experts (<arch>.expert_count > 1; 0 for a dense model): how many, how many each token runs,
+  // each one's FFN rows (expert_feed_forward_length, else feed_forward_length).
+  uint32_t n_experts = 0;
+  uint32_t n_experts_used = 0;
+  uint32_t expert_hidden_dim = 0;
+  std::vector<LayerSpec> layers;     // [n_layers] what each layer does
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
   uint32_t q_dim() const { return n_heads * head_dim; }
+  // The most FFN rows any layer's gate (or one expert's gate) has: the size of FFN activations.
+  uint32_t max_ffn_hidden() const;
 
   // Throws vks::Error(kUnsupported) for an architecture not in the table (naming the supported
   // ones) and kCorrupt for missing or inconsistent keys, naming the key.

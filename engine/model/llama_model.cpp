@@ -52,6 +52,14 @@ class TensorBinder {
     return matrix_from(t, rows, cols);
   }
 
+  // A 3-D stack of `n` matrices of `rows` x `cols` (ggml dims [cols, rows, n]: experts), as one
+  // matrix of n * rows rows.
+  TensorRef stacked(const std::string& name, uint64_t rows, uint64_t cols, uint64_t n) {
+    const gguf::TensorInfo& t = require(name);
+    check_shape(t, {cols, rows, n});
+    return matrix_from(t, n * rows, cols, true);
+  }
+
   std::optional<TensorRef> optional_matrix(const std::string& name, uint64_t rows, uint64_t cols) {
     const gguf::TensorInfo* t = file_.find_tensor(name);
     if (t == nullptr) return std::nullopt;
@@ -80,6 +88,7 @@ class TensorBinder {
   const gguf::TensorInfo& require(const std::string& name) {
     const gguf::TensorInfo* t = file_.find_tensor(name);
     if (t == nullptr) {
+      reject_unknown_layout(name);
       throw Error(ErrorCode::kCorrupt, "tensor '" + name + "' is missing (the file has " +
                                            std::to_string(file_.tensors().size()) +
                                            " tensors); the model file is incomplete or not a llama model: "
@@ -89,8 +98,8 @@ class TensorBinder {
     return *t;
   }
 
-  TensorRef matrix_from(const gguf::TensorInfo& t, uint64_t rows, uint64_t cols) {
-    check_shape(t, {cols, rows});
+  TensorRef matrix_from(const gguf::TensorInfo& t, uint64_t rows, uint64_t cols, bool shape_checked = false) {
+    if (!shape_checked) check_shape(t, {cols, rows});
     if (!is_matrix_type(t.type)) {
       throw Error(ErrorCode::kUnsupported,
                   "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) +
@@ -127,6 +136,30 @@ class TensorBinder {
     return ref;
   }
 
+  // A tensor is missing: when the same block holds tensors of a layout vkstream does not know
+  // (another attention, other experts), the file is fine and this build is what lacks: say so
+  // instead of calling the file incomplete.
+  void reject_unknown_layout(const std::string& missing) const {
+    static const std::set<std::string> kKnown = {
+        "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight",
+        "attn_output.weight", "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_q_norm.weight",
+        "attn_k_norm.weight", "attn_rot_embd", "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight",
+        "ffn_down.weight", "ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight",
+        "ffn_down_exps.weight"};
+    const size_t dot = missing.find('.', 4);
+    if (missing.rfind("blk.", 0) != 0 || dot == std::string::npos) return;
+    const std::string block = missing.substr(0, dot + 1);
+    std::string unknown;
+    for (const gguf::TensorInfo& t : file_.tensors()) {
+      if (t.name.rfind(block, 0) != 0 || kKnown.count(t.name.substr(block.size())) != 0) continue;
+      unknown += (unknown.empty() ? "'" : "', '") + t.name;
+    }
+    if (unknown.empty()) return;
+    throw Error(ErrorCode::kUnsupported, "this " + config_.architecture + " model's layout is not supported: it has " +
+                                             unknown + "' where vkstream expects '" + missing +
+                                             "' (the file is likely fine; this build does not run that layout)");
+  }
+
   const gguf::GgufFile& file_;
   const LlamaConfig& config_;
   std::set<std::string> used_;
@@ -135,6 +168,19 @@ class TensorBinder {
 }  // namespace
 
 const uint8_t* TensorRef::row(uint64_t r) const { return data + r * ggml_row_size(type, cols); }
+
+TensorRef TensorRef::rows_slice(uint64_t first, uint64_t n) const {
+  if (first + n > rows) {
+    throw Error(ErrorCode::kInvalidArgument, "rows " + std::to_string(first) + ".." + std::to_string(first + n) +
+                                                 " of tensor '" + name + "' are out of range (" + std::to_string(rows) +
+                                                 " rows)");
+  }
+  TensorRef s = *this;
+  s.rows = n;
+  s.data = row(first);
+  s.nbytes = n * ggml_row_size(type, cols);
+  return s;
+}
 
 LlamaModel::LlamaModel(gguf::GgufFile file, LlamaConfig config) : file_(std::move(file)), config_(std::move(config)) {}
 
@@ -151,9 +197,13 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
   LlamaConfig config = LlamaConfig::from_gguf(file);
   std::unique_ptr<LlamaModel> model(new LlamaModel(std::move(file), std::move(config)));
   const LlamaConfig& c = model->config_;
+  if (model->file_.tensors().empty()) {
+    throw Error(ErrorCode::kUnsupported, "the file has no weights (a vocabulary-only GGUF): it can tokenize "
+                                         "(vkstream tokenize) but not generate");
+  }
   if (c.vocab_size == 0) {
     throw Error(ErrorCode::kCorrupt, "tensor 'token_embd.weight' is missing or not a matrix; the file has no "
-                                     "token embeddings (a vocabulary-only GGUF cannot be run)");
+                                     "token embeddings");
   }
   TensorBinder bind(model->file_, c);
   const ArchitectureInfo& arch = architecture_info(c.arch);
@@ -163,15 +213,36 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& L = w.layers[l];
+    const FfnSpec& ffn = c.layers[l].ffn;
+    const bool fused = arch.projections == ProjectionLayout::kFused;
     L.attn_norm = bind.vector(p + "attn_norm.weight", c.dim);
-    L.wq = bind.matrix(p + "attn_q.weight", c.q_dim(), c.dim);
-    L.wk = bind.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
-    L.wv = bind.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
+    if (fused) {  // Q, K, V as row ranges of one matrix
+      const TensorRef qkv = bind.matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), c.dim);
+      L.wq = qkv.rows_slice(0, c.q_dim());
+      L.wk = qkv.rows_slice(c.q_dim(), c.kv_dim());
+      L.wv = qkv.rows_slice(c.q_dim() + c.kv_dim(), c.kv_dim());
+    } else {
+      L.wq = bind.matrix(p + "attn_q.weight", c.q_dim(), c.dim);
+      L.wk = bind.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
+      L.wv = bind.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
+    }
     L.wo = bind.matrix(p + "attn_output.weight", c.dim, c.q_dim());
     L.ffn_norm = bind.vector(p + "ffn_norm.weight", c.dim);
-    L.w_gate = bind.matrix(p + "ffn_gate.weight", c.hidden_dim, c.dim);
-    L.w_up = bind.matrix(p + "ffn_up.weight", c.hidden_dim, c.dim);
-    L.w_down = bind.matrix(p + "ffn_down.weight", c.dim, c.hidden_dim);
+    if (ffn.routed()) {
+      L.router = bind.matrix(p + "ffn_gate_inp.weight", ffn.n_experts, c.dim);
+      L.w_gate = bind.stacked(p + "ffn_gate_exps.weight", ffn.hidden, c.dim, ffn.n_experts);
+      L.w_up = bind.stacked(p + "ffn_up_exps.weight", ffn.hidden, c.dim, ffn.n_experts);
+      L.w_down = bind.stacked(p + "ffn_down_exps.weight", c.dim, ffn.hidden, ffn.n_experts);
+    } else if (fused) {  // gate rows then up rows in ffn_up
+      const TensorRef gate_up = bind.matrix(p + "ffn_up.weight", 2 * uint64_t{ffn.hidden}, c.dim);
+      L.w_gate = gate_up.rows_slice(0, ffn.hidden);
+      L.w_up = gate_up.rows_slice(ffn.hidden, ffn.hidden);
+      L.w_down = bind.matrix(p + "ffn_down.weight", c.dim, ffn.hidden);
+    } else {
+      L.w_gate = bind.matrix(p + "ffn_gate.weight", ffn.hidden, c.dim);
+      L.w_up = bind.matrix(p + "ffn_up.weight", ffn.hidden, c.dim);
+      L.w_down = bind.matrix(p + "ffn_down.weight", c.dim, ffn.hidden);
+    }
     bind.ignore(p + "attn_rot_embd");  // precomputed rotary tables of old conversions; unused
     L.bq = bind.optional_vector(p + "attn_q.bias", c.q_dim(), arch.qkv_bias);
     L.bk = bind.optional_vector(p + "attn_k.bias", c.kv_dim(), arch.qkv_bias);
@@ -200,9 +271,26 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
 std::vector<const TensorRef*> step_matrices(const LlamaWeights& w) {
   std::vector<const TensorRef*> out;
   out.reserve(w.layers.size() * 7 + 1);
-  for (const LayerWeights& l : w.layers) out.insert(out.end(), {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down});
+  for (const LayerWeights& l : w.layers) {
+    out.insert(out.end(), {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down});
+    if (l.router) out.push_back(&*l.router);
+  }
   out.push_back(&w.output);
   return out;
+}
+
+ParameterCounts count_parameters(const LlamaConfig& c) {
+  const uint64_t d = c.dim;
+  const uint64_t embeddings = uint64_t{c.vocab_size} * d * (c.tied_embeddings ? 1 : 2);
+  ParameterCounts n{embeddings, embeddings};
+  for (const LayerSpec& l : c.layers) {
+    const uint64_t attention = d * c.q_dim() * 2 + 2 * d * c.kv_dim();
+    const uint64_t expert = 3 * d * l.ffn.hidden;
+    const uint64_t router = l.ffn.routed() ? d * l.ffn.n_experts : 0;
+    n.total += attention + router + expert * l.ffn.n_experts;
+    n.active += attention + router + expert * l.ffn.n_used;
+  }
+  return n;
 }
 
 uint64_t step_matrix_bytes(const LlamaWeights& w) {

@@ -1,8 +1,9 @@
 #pragma once
-// A loaded llama-family GGUF (llama, qwen2, qwen3): the mapped file, its hyperparameters and views
-// of every weight tensor. Weights stay in the mmap (no copy); matrices keep their GGUF type (any
-// supported type of ggml_type.h, mixed freely). Tensors only some architectures have are
-// std::optional: absent = nullopt, and the forward passes branch on them.
+// A loaded llama-family GGUF (the architectures of architecture.h): the mapped file, its
+// hyperparameters and views of every weight tensor. Weights stay in the mmap (no copy); matrices
+// keep their GGUF type (any supported type of ggml_type.h, mixed freely). Tensors only some
+// architectures have are std::optional: absent = nullopt, and the forward passes branch on them.
+// Fused tensors (phi3's attn_qkv) are row ranges of one mapping; so are the experts of a layer.
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,8 @@ struct TensorRef {
   const uint8_t* data = nullptr;
   uint64_t nbytes = 0;
   const uint8_t* row(uint64_t r) const;  // pointer to row r
+  // Rows [first, first + n) as a matrix of their own (same mapping, no copy).
+  TensorRef rows_slice(uint64_t first, uint64_t n) const;
 };
 
 struct LayerWeights {
@@ -33,9 +36,13 @@ struct LayerWeights {
   TensorRef wv;         // [n_kv_heads*head_dim, dim]     blk.N.attn_v.weight
   TensorRef wo;         // [dim, n_heads*head_dim]        blk.N.attn_output.weight
   TensorRef ffn_norm;   // [dim]                          blk.N.ffn_norm.weight (F32)
-  TensorRef w_gate;     // [hidden_dim, dim]              blk.N.ffn_gate.weight
-  TensorRef w_up;       // [hidden_dim, dim]              blk.N.ffn_up.weight
-  TensorRef w_down;     // [dim, hidden_dim]              blk.N.ffn_down.weight
+  // The feed-forward block's experts stacked by rows (LayerSpec::ffn: E experts of H rows; a dense
+  // block is one expert): expert e's gate is rows [e*H, (e+1)*H) of w_gate, its down projection
+  // rows [e*dim, (e+1)*dim) of w_down (expert_matrix below).
+  TensorRef w_gate;     // [E*H, dim]    blk.N.ffn_gate.weight, ffn_gate_exps (3-D), or phi3's ffn_up rows [0, H)
+  TensorRef w_up;       // [E*H, dim]    blk.N.ffn_up.weight, ffn_up_exps, or phi3's ffn_up rows [H, 2H)
+  TensorRef w_down;     // [E*dim, H]    blk.N.ffn_down.weight or ffn_down_exps
+  std::optional<TensorRef> router;       // [E, dim] blk.N.ffn_gate_inp.weight: one logit per expert
   std::optional<TensorRef> bq;           // [n_heads*head_dim]     blk.N.attn_q.bias (F32; qwen2)
   std::optional<TensorRef> bk;           // [n_kv_heads*head_dim]  blk.N.attn_k.bias
   std::optional<TensorRef> bv;           // [n_kv_heads*head_dim]  blk.N.attn_v.bias
@@ -77,6 +84,19 @@ class LlamaModel {
 std::vector<const TensorRef*> step_matrices(const LlamaWeights& w);
 // Their bytes.
 uint64_t step_matrix_bytes(const LlamaWeights& w);
+
+// Expert e of a stacked expert matrix whose experts have `rows` rows each.
+inline TensorRef expert_matrix(const TensorRef& stacked, uint32_t e, uint64_t rows) {
+  return stacked.rows_slice(uint64_t{e} * rows, rows);
+}
+
+// Parameters of the weight matrices (embeddings included, a tied output counted once): all of
+// them, and those one token uses (n_used of each layer's experts).
+struct ParameterCounts {
+  uint64_t total = 0;
+  uint64_t active = 0;
+};
+ParameterCounts count_parameters(const LlamaConfig& c);
 
 // Dequantize one row of a weight into floats (cols values).
 void dequantize_tensor_row(const TensorRef& t, uint64_t row, float* out);

@@ -38,6 +38,13 @@ std::string describe_servable_model(const LlamaModel& model) {
   std::string s = line;
   if (!w.layers.empty() && w.layers[0].bq) s += ", q/k/v biases";
   if (!w.layers.empty() && w.layers[0].attn_q_norm) s += ", q/k norms";
+  if (c.n_experts > 1) {
+    s += ", experts " + std::to_string(c.n_experts) + " (" + std::to_string(c.n_experts_used) + " per token, " +
+         std::to_string(c.expert_hidden_dim) + " rows each)";
+  }
+  const ParameterCounts params = count_parameters(c);
+  s += ", " + std::to_string(params.total) + " parameters";
+  if (params.active != params.total) s += " (" + std::to_string(params.active) + " active per token)";
   std::map<std::string, size_t> types;  // weight type name -> tensors
   for (const gguf::TensorInfo& t : model.file().tensors()) ++types[std::string(ggml_type_name(t.type))];
   s += "; tensor types:";

@@ -3,8 +3,10 @@
 //   forward pass over the dequantized weights (`floatref`): last-prompt logits within 1e-3 of the
 //   logits' spread, same 32 greedy ids; llama.cpp's own logits only loosely (it quantizes
 //   activations, which moves logits by up to ~0.35);
-// - qwen2-tiny.gguf (Q/K/V biases, NEOX rope, tied output) and llama3-rope-freqs-tiny.gguf (Llama
-//   3.1 rope factors) against llama.cpp: every step's logits within 1e-4, same greedy ids.
+// - qwen2-tiny.gguf (Q/K/V biases, NEOX rope, tied output), llama3-rope-freqs-tiny.gguf (Llama
+//   3.1 rope factors), qwen3moe-tiny and llama-moe-tiny (experts: softmax, top 2, renormalized)
+//   and phi3-tiny (fused attn_qkv and gate|up) against llama.cpp: every step's logits within 1e-4,
+//   same greedy ids.
 // Also: CpuRunner's one-step prefill gives bit-identical logits to CpuModel's token-by-token run.
 #include <gtest/gtest.h>
 
@@ -136,7 +138,8 @@ TEST_P(LlamaCppFixture, MatchesLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, LlamaCppFixture,
-                         ::testing::Values("qwen2-tiny", "llama3-rope-freqs-tiny"),
+                         ::testing::Values("qwen2-tiny", "llama3-rope-freqs-tiny", "qwen3moe-tiny", "llama-moe-tiny",
+                                           "phi3-tiny"),
                          test_name);
 
 TEST(LlamaCppFixtureModels, DescribeTheirArchitecture) {

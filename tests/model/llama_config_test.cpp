@@ -117,7 +117,7 @@ TEST(LlamaModelTypes, EverySupportedMatrixTypeLoads) {
 TEST(LlamaModelErrors, UnsupportedArchitecture) {
   TinyLlamaSpec spec;
   spec.architecture = "gemma";
-  expect_load_error(spec, ErrorCode::kUnsupported, {"'gemma'", "not supported", "supported: llama, qwen2, qwen3"});
+  expect_load_error(spec, ErrorCode::kUnsupported, {"'gemma'", "not supported", "supported: llama, qwen2, qwen3, qwen3moe, phi3"});
 }
 
 TEST(LlamaModelErrors, MissingArchitecture) {

@@ -46,6 +46,11 @@ int run(int argc, char** argv) {
   app.add_option("--hidden", hidden, "Feed-forward size (llama.feed_forward_length)");
   app.add_option("--vocab", vocab, "Vocabulary size (synthetic vocabulary)");
   app.add_option("--context", context, "Context length (llama.context_length)");
+  std::optional<uint32_t> head_dim, experts, experts_used, expert_hidden;
+  app.add_option("--head-dim", head_dim, "Head size (attention.key_length; default dim / heads)");
+  app.add_option("--experts", experts, "Experts per layer (expert_count; 0 = a dense model)");
+  app.add_option("--experts-used", experts_used, "Experts each token runs (expert_used_count)");
+  app.add_option("--expert-hidden", expert_hidden, "Each expert's feed-forward size (expert_feed_forward_length)");
   app.add_option("--rope-base", rope_base, "Rotary base frequency (llama.rope.freq_base)");
   app.add_option("--norm-eps", norm_eps, "RMSNorm epsilon");
   app.add_flag("--tied", tied, "Tie output to token embeddings (no output.weight)");
@@ -96,6 +101,10 @@ int run(int argc, char** argv) {
   if (heads) spec->n_heads = *heads;
   if (kv_heads) spec->n_kv_heads = *kv_heads;
   if (hidden) spec->hidden_dim = *hidden;
+  if (head_dim) spec->head_dim_override = *head_dim;
+  if (experts) spec->n_experts = *experts;
+  if (experts_used) spec->n_experts_used = *experts_used;
+  if (expert_hidden) spec->expert_hidden_dim = *expert_hidden;
   if (vocab) spec->vocab_size = *vocab;
   if (context) spec->context_length = *context;
   if (rope_base) spec->rope_freq_base = *rope_base;
@@ -138,6 +147,10 @@ int run(int argc, char** argv) {
                 spec->n_layers, spec->n_heads, spec->n_kv_heads, spec->hidden_dim, result.vocab_size,
                 spec->context_length, spec->tied_embeddings ? "tied" : "untied", spec->n_parameters() / 1e6,
                 static_cast<unsigned long long>(result.n_tensors), result.file_bytes / 1048576.0, seconds);
+    if (spec->has_experts()) {
+      std::printf("experts: %u per layer of %u rows, %u per token: %.1fM params active per token\n", spec->n_experts,
+                  spec->expert_hidden_dim, spec->n_experts_used, spec->n_active_parameters() / 1e6);
+    }
   }
   return 0;
 }

@@ -44,9 +44,10 @@ enum class Init { kMatrix, kNorm, kBias };
 struct TensorPlan {
   std::string name;
   GgmlType type;
-  uint64_t rows;
+  uint64_t rows;       // of all `stack` matrices together
   uint64_t cols;
   Init init;
+  uint64_t stack = 1;  // a 3-D tensor of `stack` matrices (experts): ggml dims [cols, rows / stack, stack]
 };
 
 std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
@@ -58,13 +59,22 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
     p.push_back({std::move(n), t, rows, cols, Init::kMatrix});
   };
   auto vec = [&](std::string n, uint64_t len, Init init) { p.push_back({std::move(n), GgmlType::kF32, 1, len, init}); };
+  auto experts = [&](std::string n, uint64_t rows, uint64_t cols) {
+    const GgmlType t = matrix_type(s, n, cols);
+    p.push_back({std::move(n), t, rows * s.n_experts, cols, Init::kMatrix, s.n_experts});
+  };
+  const bool fused = arch.projections == ProjectionLayout::kFused;
   matrix("token_embd.weight", s.vocab_size, s.dim);
   for (uint32_t l = 0; l < s.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     vec(b + "attn_norm.weight", s.dim, Init::kNorm);
-    matrix(b + "attn_q.weight", q, s.dim);
-    matrix(b + "attn_k.weight", kv, s.dim);
-    matrix(b + "attn_v.weight", kv, s.dim);
+    if (fused) {
+      matrix(b + "attn_qkv.weight", q + 2 * kv, s.dim);
+    } else {
+      matrix(b + "attn_q.weight", q, s.dim);
+      matrix(b + "attn_k.weight", kv, s.dim);
+      matrix(b + "attn_v.weight", kv, s.dim);
+    }
     if (arch.qkv_bias == TensorRule::kRequired) {  // qwen2
       vec(b + "attn_q.bias", q, Init::kBias);
       vec(b + "attn_k.bias", kv, Init::kBias);
@@ -76,9 +86,19 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
     }
     matrix(b + "attn_output.weight", s.dim, q);
     vec(b + "ffn_norm.weight", s.dim, Init::kNorm);
-    matrix(b + "ffn_gate.weight", s.hidden_dim, s.dim);
-    matrix(b + "ffn_up.weight", s.hidden_dim, s.dim);
-    matrix(b + "ffn_down.weight", s.dim, s.hidden_dim);
+    if (s.has_experts()) {  // the router stays F32, as llama-quantize leaves it
+      p.push_back({b + "ffn_gate_inp.weight", GgmlType::kF32, s.n_experts, s.dim, Init::kMatrix});
+      experts(b + "ffn_gate_exps.weight", s.expert_hidden_dim, s.dim);
+      experts(b + "ffn_up_exps.weight", s.expert_hidden_dim, s.dim);
+      experts(b + "ffn_down_exps.weight", s.dim, s.expert_hidden_dim);
+    } else if (fused) {  // gate rows then up rows in ffn_up
+      matrix(b + "ffn_up.weight", 2 * uint64_t{s.hidden_dim}, s.dim);
+      matrix(b + "ffn_down.weight", s.dim, s.hidden_dim);
+    } else {
+      matrix(b + "ffn_gate.weight", s.hidden_dim, s.dim);
+      matrix(b + "ffn_up.weight", s.hidden_dim, s.dim);
+      matrix(b + "ffn_down.weight", s.dim, s.hidden_dim);
+    }
   }
   vec("output_norm.weight", s.dim, Init::kNorm);
   if (!s.tied_embeddings) matrix("output.weight", s.vocab_size, s.dim);
@@ -100,6 +120,15 @@ void add_hyperparameters(gguf::GgufWriter& w, const ModelSpec& s) {
   w.set(a + ".attention.head_count", make_uint32(s.n_heads));
   w.set(a + ".attention.head_count_kv", make_uint32(s.n_kv_heads));
   w.set(a + ".rope.dimension_count", make_uint32(s.head_dim()));
+  if (s.head_dim_override != 0) {
+    w.set(a + ".attention.key_length", make_uint32(s.head_dim()));
+    w.set(a + ".attention.value_length", make_uint32(s.head_dim()));
+  }
+  if (s.has_experts()) {
+    w.set(a + ".expert_count", make_uint32(s.n_experts));
+    w.set(a + ".expert_used_count", make_uint32(s.n_experts_used));
+    w.set(a + ".expert_feed_forward_length", make_uint32(s.expert_hidden_dim));
+  }
   w.set(a + ".rope.freq_base", make_float32(s.rope_freq_base));
   w.set(a + ".attention.layer_norm_rms_epsilon", make_float32(s.norm_eps));
   w.set(a + ".vocab_size", make_uint32(s.vocab_size));
@@ -143,6 +172,7 @@ GenerateResult write_model(const ModelSpec& spec, const std::string& path, const
   const std::vector<TensorPlan> plan = plan_tensors(spec);
   for (const TensorPlan& t : plan) {
     w.add_tensor(t.name, t.type, t.init != Init::kMatrix ? std::vector<uint64_t>{t.cols}
+                                 : t.stack > 1            ? std::vector<uint64_t>{t.cols, t.rows / t.stack, t.stack}
                                                           : std::vector<uint64_t>{t.cols, t.rows});
   }
   uint64_t total = 0;

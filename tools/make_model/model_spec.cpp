@@ -9,14 +9,23 @@
 
 namespace vks::tools {
 
-uint64_t ModelSpec::n_parameters() const {
-  const uint64_t d = dim, q = uint64_t{n_heads} * head_dim(), kv = uint64_t{n_kv_heads} * head_dim();
-  const uint64_t per_layer = 2 * d + d * q + 2 * d * kv + q * d + 3 * d * hidden_dim;
-  return uint64_t{vocab_size} * d * (tied_embeddings ? 1 : 2) + d + n_layers * per_layer;
+namespace {
+
+uint64_t parameters(const ModelSpec& s, uint64_t experts_counted) {
+  const uint64_t d = s.dim, q = uint64_t{s.n_heads} * s.head_dim(), kv = uint64_t{s.n_kv_heads} * s.head_dim();
+  const uint64_t ffn = s.has_experts() ? d * s.n_experts + experts_counted * 3 * d * s.expert_hidden_dim
+                                       : 3 * d * s.hidden_dim;
+  const uint64_t per_layer = 2 * d + d * q + 2 * d * kv + q * d + ffn;
+  return uint64_t{s.vocab_size} * d * (s.tied_embeddings ? 1 : 2) + d + s.n_layers * per_layer;
 }
 
+}  // namespace
+
+uint64_t ModelSpec::n_parameters() const { return parameters(*this, n_experts); }
+uint64_t ModelSpec::n_active_parameters() const { return parameters(*this, n_experts_used); }
+
 std::vector<std::string> preset_names() {
-  return {"tiny", "tinyllama-1.1b", "smollm2-135m", "llama-3.2-1b", "qwen2.5-0.5b"};
+  return {"tiny", "tiny-moe", "tinyllama-1.1b", "smollm2-135m", "llama-3.2-1b", "qwen2.5-0.5b", "qwen3-30b-a3b"};
 }
 
 std::optional<ModelSpec> preset(const std::string& name) {
@@ -25,6 +34,17 @@ std::optional<ModelSpec> preset(const std::string& name) {
   if (name == "tiny") {  // for tests: small, every dimension a multiple of 32
     s.dim = 64; s.n_layers = 2; s.n_heads = 4; s.n_kv_heads = 2; s.hidden_dim = 192;
     s.vocab_size = 512; s.context_length = 256;
+  } else if (name == "tiny-moe") {  // for tests: "tiny" with 8 experts, 2 per token
+    s.architecture = "qwen3moe";
+    s.dim = 64; s.n_layers = 2; s.n_heads = 4; s.n_kv_heads = 2; s.hidden_dim = 192;
+    s.vocab_size = 512; s.context_length = 256;
+    s.n_experts = 8; s.n_experts_used = 2; s.expert_hidden_dim = 64;
+  } else if (name == "qwen3-30b-a3b") {  // Qwen3-30B-A3B: 128 experts of 768 rows, 8 per token
+    s.architecture = "qwen3moe";
+    s.dim = 2048; s.n_layers = 48; s.n_heads = 32; s.n_kv_heads = 4; s.head_dim_override = 128; s.hidden_dim = 6144;
+    s.vocab_size = 151936; s.context_length = 40960; s.rope_freq_base = 1000000.0f; s.norm_eps = 1e-6f;
+    s.n_experts = 128; s.n_experts_used = 8; s.expert_hidden_dim = 768;
+    s.type = GgmlType::kQ4_K; s.recipe = Recipe::kQ4_K_M;
   } else if (name == "tinyllama-1.1b") {
     s.dim = 2048; s.n_layers = 22; s.n_heads = 32; s.n_kv_heads = 4; s.hidden_dim = 5632;
     s.vocab_size = 32000; s.context_length = 2048;
@@ -142,7 +162,8 @@ GgmlType matrix_type(const ModelSpec& spec, const std::string& name, uint64_t co
     t = *spec.output_type;
   } else if (spec.recipe != Recipe::kPure) {
     const auto layer = layer_of(name);
-    const bool more_bits = layer && (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight")) &&
+    const bool more_bits = layer && (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight") ||
+                                   ends_with(name, ".ffn_down_exps.weight")) &&
                            use_more_bits(*layer, spec.n_layers);
     if (output || more_bits) t = GgmlType::kQ6_K;
   }
@@ -163,7 +184,19 @@ void validate(const ModelSpec& s) {
   positive("--hidden", s.hidden_dim, 1 << 18);
   positive("--vocab", s.vocab_size, 1 << 22);
   positive("--context", s.context_length, 1 << 24);
-  if (s.dim % s.n_heads != 0) bad("--dim " + std::to_string(s.dim) + " is not divisible by --heads " + std::to_string(s.n_heads));
+  if (s.n_experts != 0 || s.n_experts_used != 0 || s.expert_hidden_dim != 0) {
+    if (s.n_experts < 2 || s.n_experts > 4096) bad("--experts must be between 2 and 4096");
+    if (s.n_experts_used < 1 || s.n_experts_used > s.n_experts) bad("--experts-used must be between 1 and --experts");
+    positive("--expert-hidden", s.expert_hidden_dim, 1 << 18);
+  }
+  const ArchitectureInfo* arch = find_architecture(s.architecture);
+  if (arch != nullptr && arch->experts == TensorRule::kRequired && !s.has_experts()) {
+    bad("--arch " + s.architecture + " needs --experts, --experts-used and --expert-hidden");
+  }
+  if (arch != nullptr && arch->experts == TensorRule::kAbsent && s.has_experts()) {
+    bad("--arch " + s.architecture + " has no experts");
+  }
+  if (s.head_dim_override == 0 && s.dim % s.n_heads != 0) bad("--dim " + std::to_string(s.dim) + " is not divisible by --heads " + std::to_string(s.n_heads));
   if (s.head_dim() % 2 != 0) bad("head size dim/heads = " + std::to_string(s.head_dim()) + " must be even (rotary embedding)");
   if (s.n_heads % s.n_kv_heads != 0) {
     bad("--heads " + std::to_string(s.n_heads) + " is not a multiple of --kv-heads " + std::to_string(s.n_kv_heads));
@@ -178,7 +211,8 @@ void validate(const ModelSpec& s) {
   if (!traits || traits->quantize == nullptr) bad("unsupported weight type (supported: " + weight_type_names() + ")");
   // Every matrix row length (dim, n_heads*head_dim == dim, hidden) must hold whole blocks of the
   // type it gets (after a recipe's fallbacks, which only exist for K-quants).
-  for (const auto& [flag, v] : {std::pair<const char*, uint32_t>{"--dim", s.dim}, {"--hidden", s.hidden_dim}}) {
+  for (const auto& [flag, v] : {std::pair<const char*, uint32_t>{"--dim", s.dim}, {"--hidden", s.hidden_dim},
+                                {"--expert-hidden", s.has_experts() ? s.expert_hidden_dim : s.dim}}) {
     const GgmlType t = s.recipe == Recipe::kPure ? s.type : matrix_type(s, "blk.0.ffn_up.weight", v);
     const uint32_t block = ggml_type_traits(t)->block_size;
     if (v % block != 0) {

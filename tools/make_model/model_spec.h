@@ -29,7 +29,14 @@ struct ModelSpec {
   float rope_freq_base = 10000.0f;
   float norm_eps = 1e-5f;
   bool tied_embeddings = false;
-  std::string architecture = "llama";  // llama, qwen2 (adds Q/K/V biases), qwen3 (adds Q/K norms)
+  std::string architecture = "llama";  // llama, qwen2 (adds Q/K/V biases), qwen3 (adds Q/K norms),
+                                       // qwen3moe (Q/K norms, experts), phi3 (fused projections)
+  uint32_t head_dim_override = 0;  // attention.key_length when the heads are not dim / n_heads wide
+  // Experts (n_experts > 1): every layer's feed-forward block is n_experts experts of
+  // expert_hidden_dim rows, n_experts_used per token, picked by an F32 router (ffn_gate_inp).
+  uint32_t n_experts = 0;
+  uint32_t n_experts_used = 0;
+  uint32_t expert_hidden_dim = 0;
   GgmlType type = GgmlType::kF32;  // every matrix (kPure) or the recipe's main type; norms are F32
   Recipe recipe = Recipe::kPure;
   // Type of output.weight (token_embd when tied) instead of the recipe's, as llama-quantize's
@@ -38,8 +45,10 @@ struct ModelSpec {
   uint64_t seed = 1;
   float init_scale = 1.0f;         // matrix weights ~ N(0, init_scale^2 / cols)
 
-  uint32_t head_dim() const { return dim / n_heads; }
+  uint32_t head_dim() const { return head_dim_override != 0 ? head_dim_override : dim / n_heads; }
+  bool has_experts() const { return n_experts > 1; }
   uint64_t n_parameters() const;
+  uint64_t n_active_parameters() const;  // those one token uses (n_experts_used experts)
 };
 
 std::vector<std::string> preset_names();
