@@ -1,7 +1,8 @@
 // The Vulkan runner on the next-wave fixtures (../shared/models README): the 12 kquant-* files
 // (every added weight type, mixed Q4_K_M/Q5_K_M/Q3_K_M/Q2_K recipes) against the float64
-// reference over the dequantized weights, qwen2-tiny (Q/K/V biases, NEOX rope, tied output) and
-// llama3-rope-freqs-tiny (rope_freqs.weight) against llama.cpp.
+// reference over the dequantized weights, qwen2-tiny (Q/K/V biases, NEOX rope, tied output),
+// llama3-rope-freqs-tiny (rope_freqs.weight), qwen3moe-tiny and llama-moe-tiny (experts) and
+// phi3-tiny (fused projections) against llama.cpp.
 //
 // Tolerance: the Vulkan runner keeps K and V in an F16 cache (11-bit mantissa, relative error
 // up to 2^-11 per value) while the references keep them in F32/F64, so last-prompt logits are
@@ -94,6 +95,9 @@ INSTANTIATE_TEST_SUITE_P(
     Models, RunnerFixtures,
     ::testing::Values(Fixture{"qwen2-tiny.gguf", "qwen2-tiny", 32},
                       Fixture{"llama3-rope-freqs-tiny.gguf", "llama3-rope-freqs-tiny", 32},
+                      Fixture{"qwen3moe-tiny.gguf", "qwen3moe-tiny", 32},
+                      Fixture{"llama-moe-tiny.gguf", "llama-moe-tiny", 32},
+                      Fixture{"phi3-tiny.gguf", "phi3-tiny", 32},
                       Fixture{"kquant-q4_k_m.gguf", "kquant-q4_k_m.floatref", 8},
                       Fixture{"kquant-q5_k_m.gguf", "kquant-q5_k_m.floatref", 8},
                       Fixture{"kquant-q6_k.gguf", "kquant-q6_k.floatref", 8},

@@ -94,6 +94,26 @@ Buffer upload_rope_frequencies(const Device& device, const LlamaModel& model) {
   return b;
 }
 
+// Index of the layer being filled (the last one emplaced).
+size_t d_index(const std::vector<DeviceLayerWeights>& layers) { return layers.size() - 1; }
+
+// One feed-forward block; gate and up stacked into one matrix where their types allow.
+DeviceFfn upload_ffn(const Device& device, const TensorRef& gate, const TensorRef& up, const TensorRef& down) {
+  DeviceFfn f;
+  f.hidden = static_cast<uint32_t>(gate.rows);
+  // The up half of a fused gate|up row must start 16-byte aligned for the swiglu kernel's view.
+  const std::array<const TensorRef*, 2> gate_up{&gate, &up};
+  f.gate_up_fused = stackable(gate_up) && gate.rows % 4 == 0;
+  if (f.gate_up_fused) {
+    f.w_gate_up = upload_stacked(device, gate_up);
+  } else {
+    f.w_gate = upload_matrix(device, gate);
+    f.w_up = upload_matrix(device, up);
+  }
+  f.w_down = upload_matrix(device, down);
+  return f;
+}
+
 }  // namespace
 
 std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaModel& model) {
@@ -108,22 +128,21 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
     for (const DeviceLayerWeights::RowBlock& b : d.qkv) dw->bytes += matrix_bytes(b.matrix);
     d.wo = upload_matrix(device, lw.wo);
     d.ffn_norm = upload_vector_f32(device, lw.ffn_norm);
-    // The up half of a fused gate|up row must start 16-byte aligned for the swiglu kernel's view.
-    const std::array<const TensorRef*, 2> gate_up{&lw.w_gate, &lw.w_up};
-    d.gate_up_fused = stackable(gate_up) && lw.w_gate.rows % 4 == 0;
-    if (d.gate_up_fused) {
-      d.w_gate_up = upload_stacked(device, gate_up);
-      dw->bytes += matrix_bytes(d.w_gate_up);
-    } else {
-      d.w_gate = upload_matrix(device, lw.w_gate);
-      d.w_up = upload_matrix(device, lw.w_up);
-      dw->bytes += matrix_bytes(d.w_gate) + matrix_bytes(d.w_up);
+    const FfnSpec& ffn = model.config().layers[d_index(dw->layers)].ffn;
+    for (uint32_t e = 0; e < ffn.n_experts; ++e) {
+      d.experts.push_back(upload_ffn(device, expert_matrix(lw.w_gate, e, ffn.hidden), expert_matrix(lw.w_up, e, ffn.hidden),
+                                     expert_matrix(lw.w_down, e, model.config().dim)));
+      const DeviceFfn& f = d.experts.back();
+      dw->bytes += matrix_bytes(f.w_gate_up) + matrix_bytes(f.w_gate) + matrix_bytes(f.w_up) + matrix_bytes(f.w_down);
     }
-    d.w_down = upload_matrix(device, lw.w_down);
+    if (lw.router) {
+      d.router = upload_matrix(device, *lw.router);
+      dw->bytes += matrix_bytes(d.router);
+    }
     d.bqkv = upload_qkv_bias(device, lw, model.config().q_dim(), model.config().kv_dim());
     if (lw.attn_q_norm) d.q_norm = upload_vector_f32(device, *lw.attn_q_norm);
     if (lw.attn_k_norm) d.k_norm = upload_vector_f32(device, *lw.attn_k_norm);
-    dw->bytes += matrix_bytes(d.wo) + matrix_bytes(d.w_down);
+    dw->bytes += matrix_bytes(d.wo);
   }
   dw->output_norm = upload_vector_f32(device, w.output_norm);
   dw->rope_freqs = upload_rope_frequencies(device, model);

@@ -12,6 +12,16 @@
 
 namespace vks::vk {
 
+// One feed-forward block (a dense layer's, or one expert's): down(silu(gate x) * up x).
+struct DeviceFfn {
+  // Fused: w_gate_up [2*hidden, dim] (rows: gate, then up). Unfused: w_gate, w_up [hidden, dim].
+  bool gate_up_fused = false;
+  DeviceMatrix w_gate_up;
+  DeviceMatrix w_gate, w_up;
+  DeviceMatrix w_down;          // [dim, hidden]
+  uint32_t hidden = 0;
+};
+
 struct DeviceLayerWeights {
   Buffer attn_norm;             // f32 [dim]
   // Q, K, V [q_dim + 2*kv_dim rows in all, dim], rows q then k then v, in as few matrices as their
@@ -24,11 +34,10 @@ struct DeviceLayerWeights {
   std::vector<RowBlock> qkv;
   DeviceMatrix wo;              // [dim, q_dim]
   Buffer ffn_norm;              // f32 [dim]
-  // Fused: w_gate_up [2*hidden, dim] (rows: gate, then up). Unfused: w_gate, w_up [hidden, dim].
-  bool gate_up_fused = false;
-  DeviceMatrix w_gate_up;
-  DeviceMatrix w_gate, w_up;
-  DeviceMatrix w_down;          // [dim, hidden]
+  // The feed-forward block as experts: one for a dense block (no router), else router picks
+  // LayerSpec::ffn.n_used of them per token.
+  std::vector<DeviceFfn> experts;
+  DeviceMatrix router;          // [n_experts, dim] ffn_gate_inp; no rows for a dense block
   // Optional tensors of some architectures (invalid Buffer = absent; the forward branches on them).
   Buffer bqkv;                  // f32 [q_dim + 2*kv_dim]: bq | bk | bv (qwen2; absent parts zero)
   Buffer q_norm, k_norm;        // f32 [head_dim]: per-head RMSNorm of Q and K (qwen3)

@@ -10,6 +10,7 @@
 
 #include "engine/common/error.h"
 #include "engine/vulkan/runner/attn_kernels.h"
+#include "engine/vulkan/runner/expert_kernels.h"
 
 namespace vks {
 namespace {
@@ -78,7 +79,7 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   dim_s_ = align4(c.dim);
   q_s_ = align4(c.q_dim());
   qkv_s_ = align4(c.q_dim() + 2 * c.kv_dim());
-  gate_up_s_ = align4(2 * align4(c.hidden_dim));
+  gate_up_s_ = align4(2 * align4(c.max_ffn_hidden()));
   vocab_s_ = align4(c.vocab_size);
   const uint64_t T = static_cast<uint64_t>(options.max_step_tokens);
   const uint64_t S = static_cast<uint64_t>(options.max_step_seqs);
@@ -98,7 +99,8 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     return device_.create_buffer(bytes);
   };
   x_ = activation(T, dim_s_, "residual", ops_->fuses_rmsnorm());
-  if (!ops_->fuses_rmsnorm()) xn_ = activation(T, dim_s_, "norm", true);
+  // Expert layers norm x into xn_ whatever the family (their inputs are gathered from it).
+  if (!ops_->fuses_rmsnorm() || c.n_experts > 1) xn_ = activation(T, dim_s_, "norm", true);
   qkv_ = activation(T, qkv_s_, "qkv", false);
   att_ = activation(T, q_s_, "attention", true);
   gate_up_ = activation(T, gate_up_s_, "gate_up", true);
@@ -108,6 +110,24 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     // limit the longest rows' steps run their splits one workgroup each, as prefill does.
     attn_partials_ = device_.create_buffer(std::min<uint64_t>(
         vk::attention_partials_bytes(c.n_heads, c.head_dim, static_cast<uint64_t>(max_context)), max_binding));
+  }
+  if (c.n_experts > 1) {
+    // A group's rows are bound from its first row: every row size must reach the binding alignment.
+    router_s_ = align4(c.n_experts);
+    expert_row_align_ = vk::rows_for_alignment(std::max<uint64_t>(device_.info().min_storage_buffer_offset_alignment, 16),
+                                               {uint64_t{gate_up_s_} * kF, uint64_t{dim_s_} * kF});
+    FfnSpec widest;  // the most rows any expert layer's plan needs
+    for (const LayerSpec& l : c.layers) {
+      if (l.ffn.routed() && l.ffn.n_used * l.ffn.n_experts >= widest.n_used * widest.n_experts) widest = l.ffn;
+    }
+    const uint64_t rows = vk::expert_plan_max_rows(static_cast<uint32_t>(T), widest, expert_row_align_);
+    router_logits_ = make_io(T * router_s_ * kF, false);
+    expert_gather_ = make_io(rows * 4, true);
+    expert_rows_ = make_io(T * widest.n_used * 4, true);
+    expert_weights_ = make_io(T * widest.n_used * kF, true);
+    expert_in_ = activation(rows, dim_s_, "expert input", true);
+    expert_gate_up_ = activation(rows, gate_up_s_, "expert gate_up", true);
+    expert_out_ = activation(rows, dim_s_, "expert output", false);
   }
   tokens_ = make_io(T * 4, true);
   positions_ = make_io(T * 4, true);
@@ -132,7 +152,8 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     cmd_.fill(kv_->k_buffer(l), 0, VK_WHOLE_SIZE, 0);
     cmd_.fill(kv_->v_buffer(l), 0, VK_WHOLE_SIZE, 0);
   }
-  for (vk::Buffer* b : {&x_, &xn_, &qkv_, &att_, &gate_up_, &xo_, &logits_.device}) {
+  for (vk::Buffer* b : {&x_, &xn_, &qkv_, &att_, &gate_up_, &xo_, &logits_.device, &expert_in_, &expert_gate_up_,
+                        &expert_out_}) {
     if (b->valid()) cmd_.fill(*b, 0, VK_WHOLE_SIZE, 0);  // xn_ is absent where the products norm x
   }
   cmd_.end();
@@ -159,7 +180,10 @@ void VulkanRunner::create_pipelines() {
   std::set<std::string> names{"rmsnorm_f32", "argmax_f32", "rope_kv_f16"};
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
     if (L.bqkv.valid()) names.insert("bias_add_f32");
-    if (!swiglu_epilogue(L)) names.insert("swiglu_f32");
+    for (const vk::DeviceFfn& f : L.experts) {
+      if (!swiglu_epilogue(f)) names.insert("swiglu_f32");
+    }
+    if (L.router.rows > 0) names.insert({"moe_combine_f32", "embed_f32"});  // embed_f32: the row gather
   }
   names.insert(weights_->token_embd.format->kernel_name(vk::WeightOp::kEmbed));
   // The products as record_layer / record_logits ask for them: normed_matmul's inputs (rmsnorm(x))
@@ -167,10 +191,16 @@ void VulkanRunner::create_pipelines() {
   const bool normed = ops_->fuses_rmsnorm();
   ops_->build_weight_kernels(weights_->output(), false, false);
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
-    for (const vk::DeviceMatrix* m : {&L.wo, &L.w_down}) ops_->build_weight_kernels(*m, false, false);
+    ops_->build_weight_kernels(L.wo, false, false);
     for (const vk::DeviceLayerWeights::RowBlock& b : L.qkv) ops_->build_weight_kernels(b.matrix, false, normed);
-    for (const vk::DeviceMatrix* m : {&L.w_gate, &L.w_up}) ops_->build_weight_kernels(*m, false, normed);
-    ops_->build_weight_kernels(L.w_gate_up, swiglu_epilogue(L), normed);
+    // Experts read inputs normed beforehand (gathered from xn_); a dense block may norm them itself.
+    const bool routed = L.router.rows > 0;
+    ops_->build_weight_kernels(L.router, false, false);
+    for (const vk::DeviceFfn& f : L.experts) {
+      ops_->build_weight_kernels(f.w_down, false, false);
+      for (const vk::DeviceMatrix* m : {&f.w_gate, &f.w_up}) ops_->build_weight_kernels(*m, false, normed && !routed);
+      ops_->build_weight_kernels(f.w_gate_up, swiglu_epilogue(f), normed && !routed);
+    }
   }
   for (const std::string& name : names) {
     if (kernels_->has(name)) kernels_->get(name);
@@ -219,8 +249,8 @@ void VulkanRunner::normed_matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix&
   }
 }
 
-bool VulkanRunner::swiglu_epilogue(const vk::DeviceLayerWeights& L) {
-  return L.gate_up_fused && vk::Ops::swiglu_epilogue_fits(L.w_gate_up);
+bool VulkanRunner::swiglu_epilogue(const vk::DeviceFfn& f) {
+  return f.gate_up_fused && vk::Ops::swiglu_epilogue_fits(f.w_gate_up);
 }
 
 vk::WeightOp VulkanRunner::weight_op(uint32_t n_tokens) const {
@@ -238,19 +268,20 @@ void VulkanRunner::matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix& w, vk:
   }
 }
 
+void VulkanRunner::put(vk::CommandBuffer& cmd, IoBuffer& io, const void* data, uint64_t bytes) {
+  std::memcpy(io.mapped(), data, bytes);
+  device_.flush(io.host_side(), 0, VK_WHOLE_SIZE);
+  if (io.host.valid()) cmd.copy(io.host, 0, io.device, 0, bytes);
+}
+
 void VulkanRunner::write_inputs(vk::CommandBuffer& cmd, const StepInputs& in, const StepBatch& batch) {
   const uint64_t tok_bytes = uint64_t(in.n_tokens) * 4;
   const uint64_t table_bytes = in.block_tables.size() * 4;
-  auto put = [&](IoBuffer& io, const void* data, uint64_t bytes) {
-    std::memcpy(io.mapped(), data, bytes);
-    device_.flush(io.host_side(), 0, VK_WHOLE_SIZE);
-    if (io.host.valid()) cmd.copy(io.host, 0, io.device, 0, bytes);
-  };
-  put(tokens_, batch.tokens.data(), tok_bytes);
-  put(positions_, batch.positions.data(), tok_bytes);
-  put(slots_, batch.slot_mapping.data(), tok_bytes);
-  put(token_seq_, in.token_seq.data(), tok_bytes);
-  put(block_tables_, in.block_tables.data(), table_bytes);
+  put(cmd, tokens_, batch.tokens.data(), tok_bytes);
+  put(cmd, positions_, batch.positions.data(), tok_bytes);
+  put(cmd, slots_, batch.slot_mapping.data(), tok_bytes);
+  put(cmd, token_seq_, in.token_seq.data(), tok_bytes);
+  put(cmd, block_tables_, in.block_tables.data(), table_bytes);
   if (tokens_.host.valid()) cmd.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
   cmd.barrier(vk::Stage::kHost, vk::Stage::kCompute);
 }
@@ -319,35 +350,139 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
   mark(cmd, "matmul.wo");
   barrier(cmd);
 
-  // Feed-forward block: x += (silu(xn Wgate) * (xn Wup)) Wdown, xn = rmsnorm(x) (fused where the
-  // products norm x themselves).
+  // Feed-forward block: x += (silu(xn Wgate) * (xn Wup)) Wdown, xn = rmsnorm(x), of one dense block
+  // or of the experts each token's router picks.
+  if (L.router.rows > 0) {
+    record_expert_ffn(cmd, l, n);
+  } else {
+    record_dense_ffn(cmd, L, n);
+  }
+}
+
+// The dense block (fused with the norm where the products norm x themselves).
+void VulkanRunner::record_dense_ffn(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n) {
+  const vk::DeviceFfn& f = L.experts.front();
   norm_for_matmul(cmd, L.ffn_norm, n);
-  if (swiglu_epilogue(L)) {
+  if (swiglu_epilogue(f)) {
     // One dispatch: each workgroup takes gate and up rows of the same outputs and stores
     // silu(gate) * up at the start of each gate_up row.
-    normed_matmul(cmd, L.w_gate_up, L.ffn_norm, gate_up_.view(), gate_up_s_, n, true);
+    normed_matmul(cmd, f.w_gate_up, L.ffn_norm, gate_up_.view(), gate_up_s_, n, true);
     mark(cmd, "matmul.gate_up_swiglu");
     barrier(cmd);
   } else {
     // Gate at the start of each gate_up row, up at up_at (hidden, or hidden rounded up to 4 when
     // the halves come from two matmuls).
-    const uint64_t up_at = (L.gate_up_fused ? c.hidden_dim : align4(c.hidden_dim)) * kF;
-    if (L.gate_up_fused) {
-      normed_matmul(cmd, L.w_gate_up, L.ffn_norm, gate_up_.view(), gate_up_s_, n);
+    const uint64_t up_at = (f.gate_up_fused ? f.hidden : align4(f.hidden)) * kF;
+    if (f.gate_up_fused) {
+      normed_matmul(cmd, f.w_gate_up, L.ffn_norm, gate_up_.view(), gate_up_s_, n);
     } else {
-      normed_matmul(cmd, L.w_gate, L.ffn_norm, gate_up_.view(), gate_up_s_, n);
-      normed_matmul(cmd, L.w_up, L.ffn_norm, gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, n);
+      normed_matmul(cmd, f.w_gate, L.ffn_norm, gate_up_.view(), gate_up_s_, n);
+      normed_matmul(cmd, f.w_up, L.ffn_norm, gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, n);
     }
     mark(cmd, "matmul.gate_up");
     barrier(cmd);
     ops_->swiglu(cmd, gate_up_.view(), gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, gate_up_.view(), gate_up_s_,
-                 n, c.hidden_dim);
+                 n, f.hidden);
     mark(cmd, "swiglu");
     barrier(cmd);
   }
-  matmul(cmd, L.w_down, gate_up_.view(), gate_up_s_, x_.view(), dim_s_, n, true);
+  matmul(cmd, f.w_down, gate_up_.view(), gate_up_s_, x_.view(), dim_s_, n, true);
   mark(cmd, "matmul.down");
   barrier(cmd);
+}
+
+// Routed experts: the router's logits are read back and routed on the host (expert_plan.h), then
+// each expert in use runs over the rows of the tokens that chose it, and moe_combine_f32 adds the
+// weighted outputs to x in the router's order.
+void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) {
+  const LlamaConfig& c = config_;
+  const FfnSpec& spec = c.layers[l].ffn;
+  const vk::DeviceLayerWeights& L = weights_->layers[l];
+  ops_->rmsnorm(cmd, x_.view(), dim_s_, L.ffn_norm.view(), xn_.view(), dim_s_, n, c.dim, c.norm_eps);
+  mark(cmd, "rmsnorm");
+  barrier(cmd);
+  matmul(cmd, L.router, xn_.view(), dim_s_, router_logits_.device.view(), router_s_, n, false);
+  mark(cmd, "matmul.router");
+  if (router_logits_.host.valid()) {
+    cmd.barrier(vk::Stage::kCompute, vk::Stage::kTransfer);
+    cmd.copy(router_logits_.device, 0, router_logits_.host, 0, uint64_t{n} * router_s_ * kF);
+    cmd.barrier(vk::Stage::kTransfer, vk::Stage::kHost);
+  } else {
+    cmd.barrier(vk::Stage::kCompute, vk::Stage::kHost);
+  }
+  run_recorded(cmd);
+
+  device_.invalidate(router_logits_.host_side());
+  vk::plan_experts(static_cast<const float*>(router_logits_.mapped()), router_s_, n, spec, expert_row_align_,
+                   expert_plan_);
+  const vk::ExpertPlan& plan = expert_plan_;
+  put(cmd, expert_gather_, plan.gather.data(), plan.gather.size() * 4);
+  put(cmd, expert_rows_, plan.rows.data(), plan.rows.size() * 4);
+  put(cmd, expert_weights_, plan.weights.data(), plan.weights.size() * kF);
+  if (expert_gather_.host.valid()) cmd.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
+  cmd.barrier(vk::Stage::kHost, vk::Stage::kCompute);
+
+  // Each (token, choice)'s normed input at its row.
+  ops_->gather_rows(cmd, xn_.view(), dim_s_, n, c.dim, expert_gather_.device.view(), plan.padded_rows,
+                    expert_in_.view(), dim_s_);
+  mark(cmd, "expert.gather");
+  barrier(cmd);
+  auto rows_of = [](const vk::Buffer& b, uint32_t stride, uint32_t first_row) {
+    return b.view(uint64_t{first_row} * stride * kF, VK_WHOLE_SIZE);
+  };
+  for (const vk::ExpertPlan::Group& g : plan.groups) {
+    const vk::DeviceFfn& f = L.experts[g.expert];
+    const vk::BufferView in = rows_of(expert_in_, dim_s_, g.first_row);
+    const vk::BufferView gu = rows_of(expert_gate_up_, gate_up_s_, g.first_row);
+    if (swiglu_epilogue(f)) {
+      ops_->matmul_swiglu(cmd, weight_op(g.n_rows), f.w_gate_up, in, dim_s_, gu, gate_up_s_, g.n_rows);
+    } else if (f.gate_up_fused) {
+      matmul(cmd, f.w_gate_up, in, dim_s_, gu, gate_up_s_, g.n_rows, false);
+    } else {
+      matmul(cmd, f.w_gate, in, dim_s_, gu, gate_up_s_, g.n_rows, false);
+      matmul(cmd, f.w_up, in, dim_s_, expert_gate_up_.view(gu.offset + align4(f.hidden) * kF, VK_WHOLE_SIZE),
+             gate_up_s_, g.n_rows, false);
+    }
+  }
+  mark(cmd, "expert.gate_up");
+  barrier(cmd);
+  bool swiglu_pass = false;
+  for (const vk::ExpertPlan::Group& g : plan.groups) {
+    const vk::DeviceFfn& f = L.experts[g.expert];
+    if (swiglu_epilogue(f)) continue;
+    const uint64_t up_at = (f.gate_up_fused ? f.hidden : align4(f.hidden)) * kF;
+    const vk::BufferView gu = rows_of(expert_gate_up_, gate_up_s_, g.first_row);
+    ops_->swiglu(cmd, gu, expert_gate_up_.view(gu.offset + up_at, VK_WHOLE_SIZE), gate_up_s_, gu, gate_up_s_, g.n_rows,
+                 f.hidden);
+    swiglu_pass = true;
+  }
+  if (swiglu_pass) {
+    mark(cmd, "expert.swiglu");
+    barrier(cmd);
+  }
+  for (const vk::ExpertPlan::Group& g : plan.groups) {
+    matmul(cmd, L.experts[g.expert].w_down, rows_of(expert_gate_up_, gate_up_s_, g.first_row), gate_up_s_,
+           rows_of(expert_out_, dim_s_, g.first_row), dim_s_, g.n_rows, false);
+  }
+  mark(cmd, "expert.down");
+  barrier(cmd);
+  vk::record_moe_combine(cmd, *kernels_,
+                         vk::MoeCombineBindings{x_.view(), expert_out_.view(), expert_rows_.device.view(),
+                                                expert_weights_.device.view()},
+                         vk::shader::MoeCombineParams{n, c.dim, spec.n_used, dim_s_, dim_s_});
+  mark(cmd, "expert.combine");
+  barrier(cmd);
+}
+
+void VulkanRunner::run_recorded(vk::CommandBuffer& cmd) {
+  cmd.end();
+  recorded_dispatches_ += cmd.dispatch_count();
+  device_.submit(cmd, fence_);
+  fence_.wait();
+  fence_.reset();
+  if (profiler_) profiler_->collect(profile_ms_);
+  cmd.begin();
+  if (profiler_) profiler_->begin(cmd);
 }
 
 // Final norm of the rows that produce logits (gathered into xo), logits, greedy ids.
@@ -405,6 +540,7 @@ void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
   const uint32_t n_hidden = static_cast<uint32_t>(in.hidden_rows.size());
   const uint64_t hidden_bytes = uint64_t(n_hidden) * dim_s_ * kF;
 
+  recorded_dispatches_ = 0;
   cmd_.begin();
   if (profiler_) profiler_->begin(cmd_);
   write_inputs(cmd_, in, batch);
@@ -424,7 +560,7 @@ void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
     cmd_.barrier(vk::Stage::kCompute, vk::Stage::kHost);
   }
   cmd_.end();
-  last_dispatches_ = cmd_.dispatch_count();
+  last_dispatches_ = recorded_dispatches_ + cmd_.dispatch_count();
   device_.submit(cmd_, fence_);
   fence_.wait();
   fence_.reset();

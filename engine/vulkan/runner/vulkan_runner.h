@@ -15,6 +15,7 @@
 #include "engine/vulkan/core/kernel.h"
 #include "engine/vulkan/kernels/ops.h"
 #include "engine/vulkan/runner/device_weights.h"
+#include "engine/vulkan/runner/expert_plan.h"
 #include "engine/vulkan/runner/kv_cache.h"
 #include "engine/vulkan/runner/runner_options.h"
 #include "engine/vulkan/runner/step_inputs.h"
@@ -56,6 +57,8 @@ class VulkanRunner final : public ModelRunner {
   };
   void create_pipelines();
   IoBuffer make_io(uint64_t bytes, bool input);
+  // Writes an input array into its mapped buffer (and records the copy to the device where it has one).
+  void put(vk::CommandBuffer& cmd, IoBuffer& io, const void* data, uint64_t bytes);
   void write_inputs(vk::CommandBuffer& cmd, const StepInputs& in, const StepBatch& batch);
   void record_forward(vk::CommandBuffer& cmd, const StepInputs& in);
   void record_layer(vk::CommandBuffer& cmd, uint32_t layer, const StepInputs& in);
@@ -68,8 +71,14 @@ class VulkanRunner final : public ModelRunner {
   // y = w rmsnorm(x): from xn, or fused (Ops::matmul_rmsnorm); swiglu: the SwiGLU epilogue too.
   void normed_matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix& w, const vk::Buffer& norm, vk::BufferView y,
                      uint32_t y_stride, uint32_t n_tokens, bool swiglu = false);
-  // Whether the layer's gate|up product stores silu(gate) * up itself (Ops::matmul_swiglu).
-  static bool swiglu_epilogue(const vk::DeviceLayerWeights& L);
+  // Whether a block's gate|up product stores silu(gate) * up itself (Ops::matmul_swiglu).
+  static bool swiglu_epilogue(const vk::DeviceFfn& f);
+  // The feed-forward block of a layer: dense (one expert over every token), or routed experts.
+  void record_dense_ffn(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n_tokens);
+  void record_expert_ffn(vk::CommandBuffer& cmd, uint32_t layer, uint32_t n_tokens);
+  // Ends the command buffer, runs it and waits, then begins it again: the host reads what the
+  // device computed so far (the router's logits) before recording the rest of the step.
+  void run_recorded(vk::CommandBuffer& cmd);
   void matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix& w, vk::BufferView x, uint32_t x_stride,
               vk::BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate);
   void mark(vk::CommandBuffer& cmd, const char* label);
@@ -95,6 +104,12 @@ class VulkanRunner final : public ModelRunner {
   vk::Buffer attn_partials_;  // lanes family: attention split states (vk::attention_partials_bytes)
   vk::Buffer gate_up_;  // [gate hidden | up hidden], then silu(gate) * up in the gate half
   vk::Buffer xo_;      // [max_step_seqs][dim] final-normed rows that produce logits
+  // Expert layers (see expert_plan.h): the router's logits read back, the plan's int32/f32 arrays,
+  // each (token, choice)'s normed input, gate|up and output rows grouped by expert.
+  uint32_t router_s_ = 0, expert_row_align_ = 1;
+  IoBuffer router_logits_, expert_gather_, expert_rows_, expert_weights_;
+  vk::Buffer expert_in_, expert_gate_up_, expert_out_;
+  vk::ExpertPlan expert_plan_;
   // Per-step I/O.
   IoBuffer tokens_, positions_, slots_, token_seq_, block_tables_;  // int32 inputs
   IoBuffer logits_;    // f32 [max_step_seqs][vocab]
@@ -107,6 +122,7 @@ class VulkanRunner final : public ModelRunner {
   std::unique_ptr<vk::StepProfiler> profiler_;
   std::map<std::string, double> profile_ms_;
   uint32_t last_dispatches_ = 0;
+  uint32_t recorded_dispatches_ = 0;  // dispatches of the step's segments already run
 };
 
 }  // namespace vks
