@@ -107,6 +107,7 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t index) {
   info.max_texel_buffer_elements = p.limits.maxTexelBufferElements;
   info.max_allocation_size = maint3.maxMemoryAllocationSize;
   info.max_push_constants_size = p.limits.maxPushConstantsSize;
+  info.max_memory_allocations = p.limits.maxMemoryAllocationCount;
   info.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
   for (int i = 0; i < 3; ++i) {
     info.max_workgroup_size[i] = p.limits.maxComputeWorkGroupSize[i];

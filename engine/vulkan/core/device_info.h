@@ -25,6 +25,7 @@ struct DeviceInfo {
   uint64_t max_storage_buffer_range = 0; // bytes one storage-buffer binding may cover
   uint64_t max_texel_buffer_elements = 0; // texels one texel-buffer view may cover
   uint64_t max_allocation_size = 0;      // maxMemoryAllocationSize (Vulkan 1.1)
+  uint32_t max_memory_allocations = 0;   // maxMemoryAllocationCount (every Buffer is one allocation)
   uint32_t max_push_constants_size = 0;
   uint32_t max_workgroup_invocations = 0;
   uint32_t max_workgroup_size[3] = {0, 0, 0};

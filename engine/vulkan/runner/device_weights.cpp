@@ -114,9 +114,49 @@ DeviceFfn upload_ffn(const Device& device, const TensorRef& gate, const TensorRe
   return f;
 }
 
+// Before any upload: the device layout's bytes and buffers of every matrix against the device's
+// memory and allocation count, so a model that cannot fit is refused with its sizes instead of
+// failing halfway (an expert model has two buffers per expert per layer).
+void check_weights_fit(const Device& device, const LlamaModel& model) {
+  const LlamaConfig& c = model.config();
+  const LlamaWeights& w = model.weights();
+  uint64_t bytes = 0, buffers = 0;
+  auto add = [&](const TensorRef& t) {
+    bytes += device_matrix_part_bytes(t.type, t.rows, t.cols);
+    buffers += 1 + device_matrix_part_bytes(t.type, t.rows, t.cols) / std::max<uint64_t>(device.max_texel_binding_bytes(), 1);
+  };
+  add(w.token_embd);
+  if (w.output.data != w.token_embd.data) add(w.output);
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const LayerWeights& lw = w.layers[l];
+    for (const TensorRef* t : {&lw.wq, &lw.wk, &lw.wv, &lw.wo}) add(*t);
+    if (lw.router) add(*lw.router);
+    const FfnSpec& ffn = c.layers[l].ffn;
+    for (uint32_t e = 0; e < ffn.n_experts; ++e) {
+      add(expert_matrix(lw.w_gate, e, ffn.hidden));
+      add(expert_matrix(lw.w_up, e, ffn.hidden));
+      add(expert_matrix(lw.w_down, e, c.dim));
+    }
+  }
+  const DeviceInfo& info = device.info();
+  const uint64_t mib = 1 << 20;
+  if (info.device_local_bytes != 0 && bytes > info.device_local_bytes) {
+    throw Error(ErrorCode::kOutOfMemory, "the model's weights take " + std::to_string(bytes / mib) + " MiB on " +
+                                             info.name + ", which has " + std::to_string(info.device_local_bytes / mib) +
+                                             " MiB of device memory; run it on the CPU (--cpu) or use a smaller quantization");
+  }
+  if (info.max_memory_allocations != 0 && buffers + 1024 > info.max_memory_allocations) {
+    throw Error(ErrorCode::kUnsupported, "the model's weights need " + std::to_string(buffers) + " device buffers (" +
+                                             std::to_string(c.n_experts) + " experts a layer, each its own) and " +
+                                             info.name + " allows " + std::to_string(info.max_memory_allocations) +
+                                             " allocations; run it on the CPU (--cpu)");
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaModel& model) {
+  check_weights_fit(device, model);
   const LlamaWeights& w = model.weights();
   auto dw = std::make_unique<DeviceWeights>();
   dw->token_embd = upload_matrix(device, w.token_embd);
