@@ -18,7 +18,7 @@ using namespace quant;
 // THE table of weight formats. Every type id ggml defines is here (ids 4, 5, 31..33 and 36..38
 // were removed upstream): sizes of the types vkstream cannot compute with still matter, as the
 // GGUF reader bounds-checks every tensor with them. A new type is a row here, its block layout in
-// quant_blocks.h and its converters in quant_legacy.cpp / quant_kquants.cpp.
+// quant_blocks.h and its converters in quant_legacy.cpp / quant_kquants.cpp / quant_mxfp4.cpp.
 //  type               name       block  bytes  dequantize        quantize        row_dot supported
 constexpr GgmlTypeTraits kTypes[] = {
     {GgmlType::kF32,   "f32",     1,   4,   dequantize_f32,  quantize_f32,  nullptr, true},
@@ -34,6 +34,7 @@ constexpr GgmlTypeTraits kTypes[] = {
     {GgmlType::kQ4_K,  "q4_K",    256, 144, dequantize_q4_K, quantize_q4_K, nullptr, true},
     {GgmlType::kQ5_K,  "q5_K",    256, 176, dequantize_q5_K, quantize_q5_K, nullptr, true},
     {GgmlType::kQ6_K,  "q6_K",    256, 210, dequantize_q6_K, quantize_q6_K, nullptr, true},
+    {GgmlType::kMXFP4, "mxfp4",   32,  17,  dequantize_mxfp4, quantize_mxfp4, nullptr, true},
     // Types ggml defines that vkstream does not compute with (activation-only, integer or exotic).
     {GgmlType::kQ8_1,  "q8_1",    32,  36,  nullptr, nullptr, nullptr, false},
     {GgmlType::kQ8_K,  "q8_K",    256, 292, nullptr, nullptr, nullptr, false},
@@ -53,7 +54,6 @@ constexpr GgmlTypeTraits kTypes[] = {
     {GgmlType{29},     "iq1_m",   256, 56,  nullptr, nullptr, nullptr, false},
     {GgmlType{34},     "tq1_0",   256, 54,  nullptr, nullptr, nullptr, false},
     {GgmlType{35},     "tq2_0",   256, 66,  nullptr, nullptr, nullptr, false},
-    {GgmlType{39},     "mxfp4",   32,  17,  nullptr, nullptr, nullptr, false},
 };
 
 

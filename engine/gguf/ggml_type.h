@@ -18,6 +18,7 @@ enum class GgmlType : uint32_t {
   kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15,
   kIQ4_NL = 20,
   kI8 = 24, kI16 = 25, kI32 = 26, kI64 = 27, kF64 = 28, kBF16 = 30,
+  kMXFP4 = 39,
 };
 
 // Converts n_blocks whole blocks (src: n_blocks * type_size bytes, any alignment) to floats.

@@ -31,6 +31,14 @@ static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34);
 
+// MXFP4 (OCP microscaling FP4, gpt-oss's expert weights): 32 weights per block.
+inline constexpr uint32_t QK_MXFP4 = 32;
+// ggml block_mxfp4: one shared E8M0 exponent byte e, then 32 E2M1 codes (sign bit 3, exponent
+// bits 2..1, mantissa bit 0) as nibbles in Q4_0's order. x = e2m1(code) * 2^(e - 127); ggml stores
+// the E2M1 values doubled (integers 0..12) and halves the scale: x = doubled(code) * 2^(e - 128).
+struct BlockMXFP4 { uint8_t e; uint8_t qs[QK_MXFP4 / 2]; };
+static_assert(sizeof(BlockMXFP4) == 17);
+
 // K-quants: super-blocks of QK_K = 256 weights in sub-blocks of 16 or 32 with quantized scales.
 inline constexpr uint32_t QK_K = 256;
 inline constexpr uint32_t K_SCALE_SIZE = 12;

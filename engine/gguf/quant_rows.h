@@ -24,6 +24,10 @@ void quantize_q5_0(const float* src, uint8_t* dst, uint64_t n_blocks);
 void quantize_q5_1(const float* src, uint8_t* dst, uint64_t n_blocks);
 void quantize_q8_0(const float* src, uint8_t* dst, uint64_t n_blocks);
 
+// MXFP4 (quant_mxfp4.cpp).
+void dequantize_mxfp4(const uint8_t* src, float* dst, uint64_t n_blocks);
+void quantize_mxfp4(const float* src, uint8_t* dst, uint64_t n_blocks);
+
 // K-quant 256-element super-blocks (quant_kquants.cpp).
 void dequantize_q2_K(const uint8_t* src, float* dst, uint64_t n_blocks);
 void dequantize_q3_K(const uint8_t* src, float* dst, uint64_t n_blocks);

@@ -25,6 +25,11 @@ TEST(GgmlTypeTraits, SizesAndNames) {
   EXPECT_TRUE(ggml_type_traits(1)->supported);
   EXPECT_FALSE(ggml_type_traits(20)->supported);  // iq4_nl
   EXPECT_FALSE(ggml_type_traits(15)->supported);  // q8_K: activations only
+  EXPECT_EQ(ggml_type_traits(39)->name, "mxfp4");
+  EXPECT_EQ(ggml_type_traits(39)->block_size, 32u);
+  EXPECT_EQ(ggml_type_traits(39)->type_size, 17u);
+  EXPECT_TRUE(ggml_type_traits(39)->supported);
+  EXPECT_EQ(ggml_row_size(GgmlType::kMXFP4, 2880), 1530u);  // a gpt-oss expert row: 90 blocks
   EXPECT_FALSE(ggml_type_traits(4).has_value());   // removed upstream
   EXPECT_FALSE(ggml_type_traits(999).has_value());
   EXPECT_EQ(ggml_type_name(GgmlType::kQ8_0), "q8_0");
@@ -244,8 +249,8 @@ TEST(GgmlTypeTable, NamesParseBackAndListSupportedTypes) {
   EXPECT_EQ(ggml_type_from_name("BF16"), GgmlType::kBF16);
   EXPECT_FALSE(ggml_type_from_name("q4_K_M").has_value());  // a file recipe, not a tensor type
   EXPECT_FALSE(ggml_type_from_name("").has_value());
-  EXPECT_EQ(supported_ggml_type_names(), "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K");
-  EXPECT_EQ(supported_ggml_types().size(), 13u);
+  EXPECT_EQ(supported_ggml_type_names(), "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, mxfp4");
+  EXPECT_EQ(supported_ggml_types().size(), 14u);
 }
 
 }  // namespace

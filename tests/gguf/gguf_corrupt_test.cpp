@@ -116,6 +116,10 @@ TEST(GgufCorrupt, TensorTypes) {
   expect_error(one_tensor({32}, 5, 0, 64), {ErrorCode::kUnsupported, "unknown ggml type id 5", 45});
   expect_error(one_tensor({32}, 1000, 0, 64), {ErrorCode::kUnsupported, "unknown ggml type id 1000", 45});
   expect_error(one_tensor({33}, 8, 0, 64), {ErrorCode::kCorrupt, "not a multiple of the q8_0 block size 32", 45});
+  // MXFP4 (type 39): rows of whole 32-weight blocks of 17 bytes, sized from the table.
+  expect_error(one_tensor({48}, 39, 0, 64), {ErrorCode::kCorrupt, "not a multiple of the mxfp4 block size 32", 45});
+  expect_error(one_tensor({64, 2}, 39, 0, 64), {ErrorCode::kCorrupt, "extends past the end of the file", 24});
+  EXPECT_NO_THROW(GgufFile::parse(one_tensor({64, 2}, 39, 0, 68)));
 }
 
 TEST(GgufCorrupt, TensorOffsets) {

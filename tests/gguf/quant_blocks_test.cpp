@@ -1,12 +1,14 @@
-// CPU dequantization of the legacy and K-quant block types on hand-made blocks. Expected values
-// come from each format's element-wise description (which bits of which bytes make weight i, and
-// which scale applies), written independently of the sweep-order code under test; scales are
-// packed with ggml's own packing rules.
+// CPU dequantization of the legacy, K-quant and MXFP4 block types on hand-made blocks. Expected
+// values come from each format's element-wise description (which bits of which bytes make weight i,
+// and which scale applies), written independently of the sweep-order code under test; scales are
+// packed with ggml's own packing rules. MXFP4's quantizer is checked against blocks worked out by hand
+// from llama.cpp's quantize_row_mxfp4_ref.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -317,6 +319,174 @@ TEST(QuantBlocks, KQuantQuantizersKeepZeroAndConstantBlocks) {
       for (float v : y) ASSERT_NEAR(v, value, 0.02f * std::fabs(value) + 1e-6f) << ggml_type_name(t) << " " << value;
     }
   }
+}
+
+// ---- MXFP4 ----
+
+// The OCP E2M1 value of a 4-bit code, from the format's fields: sign bit 3, exponent bits 2..1
+// (bias 1; 0 means subnormal), mantissa bit 0.
+double e2m1_value(int code) {
+  const int exponent = (code >> 1) & 3, mantissa = code & 1;
+  const double magnitude = exponent == 0 ? 0.5 * mantissa : std::ldexp(1.0 + 0.5 * mantissa, exponent - 1);
+  return (code & 8) != 0 ? -magnitude : magnitude;
+}
+
+TEST(QuantBlocks, Mxfp4EveryCodeAndExponent) {
+  // x = e2m1(code) * 2^(e - 127) for every code at exponents across the E8M0 range: 0 and 1 give
+  // subnormal results, 127 the plain E2M1 values, the top ones overflow float to infinity (ggml
+  // reads 255 as the scale 2^128, not NaN, so it does here too).
+  const int exponents[] = {0, 1, 2, 3, 100, 126, 127, 128, 200, 252, 253, 254, 255};
+  std::vector<uint8_t> blocks;
+  for (const int e : exponents) {
+    for (int variant = 0; variant < 2; ++variant) {
+      // Variant 0: low nibble j, high nibble 15 - j; variant 1: random codes.
+      std::vector<uint8_t> block = random_bytes(17, static_cast<uint32_t>(e * 2 + variant));
+      block[0] = static_cast<uint8_t>(e);
+      if (variant == 0) {
+        for (int j = 0; j < 16; ++j) block[1 + j] = static_cast<uint8_t>(j | (15 - j) << 4);
+      }
+      blocks.insert(blocks.end(), block.begin(), block.end());
+    }
+  }
+  std::vector<uint8_t> unaligned(blocks.size() + 1);
+  std::memcpy(unaligned.data() + 1, blocks.data(), blocks.size());
+  const size_t n_blocks = blocks.size() / 17;
+  std::vector<float> y(n_blocks * 32);
+  dequantize_row(GgmlType::kMXFP4, unaligned.data() + 1, y.data(), y.size());
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* block = blocks.data() + b * 17;
+    for (int i = 0; i < 32; ++i) {
+      const int code = legacy_nibble(block + 1, i);
+      // The product is a small integer times a power of two: exact in double, and float's rounding
+      // of it is ggml's float product (infinity above FLT_MAX).
+      const float want = static_cast<float>(e2m1_value(code) * std::ldexp(1.0, block[0] - 127));
+      ASSERT_EQ(y[b * 32 + i], want) << "e " << int(block[0]) << " code " << code;
+      if (code == 8) {
+        EXPECT_FALSE(std::signbit(y[b * 32 + i])) << "-0 decodes to +0, as ggml's table has it";
+      }
+    }
+  }
+  EXPECT_EQ(y[7], std::ldexp(6.0f, -127));  // e = 0, code 7: 6 * 2^-127, a subnormal float
+}
+
+struct Mxfp4Case {
+  const char* what;
+  std::vector<float> x;                // the first elements of a block; the rest are 0
+  std::vector<uint8_t> bytes;          // the block llama.cpp's quantize_row_mxfp4_ref writes
+};
+
+// Expected blocks worked out by hand from llama.cpp's algorithm: e = floor(log2f(amax)) - 2 + 127,
+// d = 2^(e - 128), each weight gets the code (0..15, values {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, ...} * d)
+// at least distance, the lowest code on a tie.
+std::vector<Mxfp4Case> mxfp4_cases() {
+  std::vector<Mxfp4Case> cases;
+  {
+    // Every E2M1 value exactly (amax 6: e = 127, d = 1/2); element 16 + j holds code 15 - j. -0
+    // (code 8) comes back as code 0, the lower code of the tie.
+    Mxfp4Case c{"every value", std::vector<float>(32), {0x7F, 0xF0, 0xE1, 0xD2, 0xC3, 0xB4, 0xA5, 0x96, 0x07,
+                                                        0x70, 0x69, 0x5A, 0x4B, 0x3C, 0x2D, 0x1E, 0x0F}};
+    for (int j = 0; j < 16; ++j) {
+      c.x[j] = static_cast<float>(e2m1_value(j));
+      c.x[16 + j] = static_cast<float>(e2m1_value(15 - j));
+    }
+    cases.push_back(c);
+  }
+  {
+    // amax 7 (e = 127, values 0, .5, 1, 1.5, 2, 3, 4, 6): 7 clips to 6; midpoints go to the lower
+    // code (2.5 -> 2, -2.5 -> -2, 5 -> 4, +-0.25 -> 0, ...). Element 16 + j is -x[j].
+    const std::vector<float> low = {7.0f, -7.0f, 2.5f, -2.5f, 5.0f, 0.25f, -0.25f, 0.75f,
+                                    1.25f, 3.5f, 0.3f, -5.1f, 0.1f, -1.7f, 2.9f, -0.0f};
+    Mxfp4Case c{"ties and clipping", std::vector<float>(32), {0x7F, 0xF7, 0x7F, 0xC4, 0x4C, 0xE6, 0x00, 0x00, 0x91,
+                                                              0xA2, 0xD5, 0x91, 0x7F, 0x00, 0x3B, 0xD5, 0x00}};
+    for (int j = 0; j < 16; ++j) {
+      c.x[j] = low[j];
+      c.x[16 + j] = -low[j];
+    }
+    cases.push_back(c);
+  }
+  // amax 1 exactly: e = 125, d = 1/8; 0.3 -> 0.25 (code 2).
+  cases.push_back({"amax 1", {1.0f, -1.0f, 0.3f}, {0x7D, 0x06, 0x0E, 0x02}});
+  // amax 0.99: floor(log2) = -1, e = 124, d = 1/16, top value 0.75: 0.99 clips to it (code 7);
+  // 0.6 -> 0.5 (code 6), -0.3 -> -0.25 (code 12).
+  cases.push_back({"amax just under 1", {0.99f, 0.6f, -0.3f}, {0x7C, 0x07, 0x06, 0x0C}});
+  // amax = the float below 8: log2f rounds to 3, so e = 128 and d = 1 (8 is code 6; exact math
+  // would give e = 127 and clip to 6). 5 is a tie of 4 and 6 -> code 4.
+  cases.push_back({"amax just under 8", {std::nextafter(8.0f, 0.0f), 5.0f}, {0x80, 0x06, 0x04}});
+  // amax 2^-125: e = 0, d = 2^-128 (subnormal): 2^-125 = 8d (code 6), 3 * 2^-128 = 3d (code 3).
+  cases.push_back({"smallest exponent", {std::ldexp(1.0f, -125), std::ldexp(3.0f, -128)}, {0x00, 0x06, 0x03}});
+  // amax 1.5 * 2^127: e = 252, d = 2^124: 12d (code 7); -2^125 = -2d (code 10).
+  cases.push_back({"largest exponent", {std::ldexp(1.5f, 127), -std::ldexp(1.0f, 125)}, {0xFC, 0x07, 0x0A}});
+  cases.push_back({"zero block", {}, {0x00}});
+  for (Mxfp4Case& c : cases) {
+    c.x.resize(32, 0.0f);
+    c.bytes.resize(17, 0x00);
+  }
+  return cases;
+}
+
+TEST(QuantBlocks, Mxfp4QuantizeGivesLlamaCppBytes) {
+  for (const Mxfp4Case& c : mxfp4_cases()) {
+    std::vector<uint8_t> q(17);
+    quantize_row(GgmlType::kMXFP4, c.x.data(), q.data(), 32);
+    EXPECT_EQ(q, c.bytes) << c.what;
+  }
+}
+
+TEST(QuantBlocks, Mxfp4QuantizeOutOfRangeIsDefined) {
+  // Below 2^-125 ggml's exponent cast is undefined; it saturates at 0 here (UBSan builds check that
+  // nothing undefined runs), and so do infinities at 255. NaN never becomes the block's amax.
+  std::vector<float> x(32, 0.0f);
+  x[0] = std::ldexp(1.0f, -130);
+  x[1] = std::numeric_limits<float>::denorm_min();
+  std::vector<uint8_t> q(17);
+  quantize_row(GgmlType::kMXFP4, x.data(), q.data(), 32);
+  EXPECT_EQ(q[0], 0);
+  x[2] = std::numeric_limits<float>::infinity();
+  quantize_row(GgmlType::kMXFP4, x.data(), q.data(), 32);
+  EXPECT_EQ(q[0], 255);
+  x.assign(32, 1.0f);
+  x[5] = std::numeric_limits<float>::quiet_NaN();
+  quantize_row(GgmlType::kMXFP4, x.data(), q.data(), 32);
+  EXPECT_EQ(q[0], 125);
+  EXPECT_EQ(q[1 + 5], 0x60) << "the NaN gets code 0 (low nibble), element 21 stays 1 (code 6)";
+}
+
+TEST(QuantBlocks, Mxfp4QuantizerRoundTrip) {
+  // Normal weights, some blocks scaled by 1e-3 or 1e3. With f = floor(log2(amax)) the block's
+  // values are E2M1 * 2^(f - 2), top value 1.5 * 2^f: a weight above it is clipped to it, one
+  // below is off by at most half the gap between neighbouring values (at most 2^(f-1) / 2).
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(64 * 32);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = normal(rng) * (i / 32 % 3 == 1 ? 1e-3f : i / 32 % 3 == 2 ? 1e3f : 1.0f);
+  std::vector<uint8_t> q(ggml_row_size(GgmlType::kMXFP4, x.size()));
+  quantize_row(GgmlType::kMXFP4, x.data(), q.data(), x.size());
+  std::vector<float> y(x.size());
+  dequantize_row(GgmlType::kMXFP4, q.data(), y.data(), y.size());
+  double err = 0.0, ref = 0.0;
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
+    const double f = std::floor(std::log2(amax));
+    const double top = std::ldexp(1.5, static_cast<int>(f));
+    for (int j = 0; j < 32; ++j) {
+      const double v = x[b * 32 + j], got = y[b * 32 + j];
+      const double a = std::fabs(v);
+      // Gap between neighbouring values around |v|: 2^(f-3) below 2^(f-1) (0, .5, 1, 1.5 times
+      // 2^(f-2)), then 2^(f-2) up to 2^f, then 2^(f-1).
+      const double gap = a < std::ldexp(1.0, static_cast<int>(f) - 1) ? std::ldexp(1.0, static_cast<int>(f) - 3)
+                         : a < std::ldexp(1.0, static_cast<int>(f)) ? std::ldexp(1.0, static_cast<int>(f) - 2)
+                                                                       : std::ldexp(1.0, static_cast<int>(f) - 1);
+      const double bound = a > top ? a - top : gap / 2;
+      ASSERT_LE(std::fabs(got - v), bound * (1 + 1e-6)) << "element " << b * 32 + j << " amax " << amax;
+      ASSERT_EQ(std::signbit(got) && got != 0, std::signbit(v) && got != 0) << "element " << b * 32 + j;
+      err += (got - v) * (got - v);
+      ref += v * v;
+    }
+  }
+  const double rel = std::sqrt(err / ref);
+  EXPECT_LT(rel, 0.2);
+  EXPECT_GT(rel, 0.01);  // it is lossy
 }
 
 TEST(QuantBlocks, PartialSuperBlockIsRejected) {

@@ -77,7 +77,7 @@ Stats tensor_stats(const TensorRef& t) {
 TEST_F(MakeModel, NewTypesAndRecipesLoadWithExpectedTypes) {
   // dim 256, hidden 512: every K-quant block fits. 8 layers: use_more_bits picks layers 0, 3, 6, 7 (i < 1, i >= 7, (i - 1) % 3 == 2).
   const std::string shape = "--preset tiny --dim 256 --hidden 512 --layers 8 --seed 3 ";
-  for (const std::string type : {"q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K"}) {
+  for (const std::string type : {"q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "mxfp4"}) {
     const std::string file = "t_" + type + ".gguf";
     ASSERT_EQ(make(file, shape + "--type " + type), 0) << last_stderr_;
     const auto model = LlamaModel::load(path(file));
@@ -91,6 +91,8 @@ TEST_F(MakeModel, NewTypesAndRecipesLoadWithExpectedTypes) {
       }
     }
   }
+  // llama.cpp names a file of MXFP4 matrices MXFP4_MOE (its only MXFP4 file type).
+  EXPECT_EQ(LlamaModel::load(path("t_mxfp4.gguf"))->file().get_int("general.file_type"), 38);
   for (const std::string recipe : {"q4_k_m", "q5_k_m"}) {
     const std::string file = "t_" + recipe + ".gguf";
     ASSERT_EQ(make(file, shape + "--type " + recipe), 0) << last_stderr_;

@@ -148,6 +148,8 @@ TEST(ModelSpecTypes, ParseAndFileType) {
   EXPECT_EQ(llama_file_type(GgmlType::kQ4_0), 2u);
   EXPECT_EQ(llama_file_type(GgmlType::kF16), 1u);
   EXPECT_EQ(llama_file_type(GgmlType::kQ6_K), 18u);
+  EXPECT_EQ(parse_weight_type("MXFP4"), GgmlType::kMXFP4);
+  EXPECT_EQ(llama_file_type(GgmlType::kMXFP4), 38u);
   EXPECT_THROW(llama_file_type(GgmlType::kIQ4_NL), Error);
 }
 

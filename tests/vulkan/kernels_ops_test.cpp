@@ -1,6 +1,7 @@
 // embed, rmsnorm, swiglu, add, argmax, topk and gather_rows against plain C++ references.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -39,7 +40,7 @@ class OpsTest : public KernelTest {
 TEST_F(OpsTest, EmbedGathersExactRowsOfEveryType) {
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0,
                         GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K,
-                        GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+                        GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kMXFP4}) {
     const uint32_t block = ggml_type_traits(static_cast<uint32_t>(type))->block_size;
     const uint64_t rows = 37, cols = block == 1 ? 61 : block == 32 ? 96 : 512;
     const std::vector<uint8_t> data = ggml_matrix(type, rows, cols, 5);
@@ -60,6 +61,32 @@ TEST_F(OpsTest, EmbedGathersExactRowsOfEveryType) {
         ASSERT_EQ(got[t * stride + j], expected) << ggml_type_name(type) << " token " << t << " col " << j;
       }
     }
+  }
+}
+
+TEST_F(OpsTest, EmbedMxfp4RowsAtTheEdgesOfTheExponentRange) {
+  // One row per exponent byte, every code twice: e = 0 and 1 give subnormal scales (2^-128,
+  // 2^-127), 253..255 weights that overflow float to infinity; -0 (code 8) must come back as +0.
+  const uint8_t exponents[] = {0, 1, 2, 127, 200, 253, 254, 255};
+  const uint64_t rows = sizeof(exponents), cols = 64;
+  std::vector<uint8_t> data;
+  for (const uint8_t e : exponents) {
+    for (int b = 0; b < 2; ++b) {
+      data.push_back(e);
+      for (int j = 0; j < 16; ++j) data.push_back(static_cast<uint8_t>(b == 0 ? j | (15 - j) << 4 : (j * 7 + 3) % 16 | j << 4));
+    }
+  }
+  const std::vector<float> table = dequantize_matrix(GgmlType::kMXFP4, data, rows, cols);
+  const DeviceMatrix m = upload_matrix(device(), GgmlType::kMXFP4, rows, cols, data.data());
+  std::vector<int32_t> ids(rows);
+  std::iota(ids.begin(), ids.end(), 0);
+  Buffer tok = upload(ids);
+  Buffer out = upload(std::vector<float>(rows * cols, 42.0f));
+  run([&](CommandBuffer& cmd) { ops().embed(cmd, m, tok.view(), uint32_t(rows), out.view(), uint32_t(cols)); });
+  const std::vector<float> got = download<float>(out, rows * cols);
+  for (uint64_t i = 0; i < rows * cols; ++i) {
+    ASSERT_EQ(std::memcmp(&got[i], &table[i], 4), 0)
+        << "e " << int(exponents[i / cols]) << " col " << i % cols << ": " << got[i] << " vs " << table[i];
   }
 }
 

@@ -126,11 +126,22 @@ inline std::vector<uint8_t> hand_made_blocks(const HalfFields& f, uint64_t n_blo
   return out;
 }
 
+// Hand-made MXFP4 blocks: random codes (all 16, -0 included, which the quantizer never writes)
+// under random exponent bytes 120..131 (weights up to 12 * 2^3).
+inline std::vector<uint8_t> hand_made_mxfp4_blocks(uint64_t n_blocks, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> out(n_blocks * 17);
+  for (uint8_t& b : out) b = static_cast<uint8_t>(rng() & 0xff);
+  for (uint64_t b = 0; b < n_blocks; ++b) out[b * 17] = static_cast<uint8_t>(120 + rng() % 12);
+  return out;
+}
+
 // rows x cols random floats encoded in ggml layout of `type` (hand-made blocks for the types above).
 inline std::vector<uint8_t> ggml_matrix(GgmlType type, uint64_t rows, uint64_t cols, uint32_t seed) {
   if (const HalfFields* f = hand_made_fields(type)) {
     return hand_made_blocks(*f, rows * ggml_row_size(type, cols) / f->block_bytes, seed);
   }
+  if (type == GgmlType::kMXFP4) return hand_made_mxfp4_blocks(rows * cols / 32, seed);
   const std::vector<float> f = random_floats(rows * cols, seed);
   const size_t row_bytes = ggml_row_size(type, cols);
   std::vector<uint8_t> out(rows * row_bytes);

@@ -91,6 +91,7 @@ uint32_t llama_file_type(GgmlType t) {
     case GgmlType::kQ5_K: return 16;  // LLAMA_FTYPE_MOSTLY_Q5_K_S
     case GgmlType::kQ6_K: return 18;  // LLAMA_FTYPE_MOSTLY_Q6_K
     case GgmlType::kBF16: return 32;  // LLAMA_FTYPE_MOSTLY_BF16
+    case GgmlType::kMXFP4: return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE (llama.cpp's only MXFP4 file type)
     default: break;
   }
   throw Error(ErrorCode::kInvalidArgument, "no llama file type for " + std::string(ggml_type_name(t)));

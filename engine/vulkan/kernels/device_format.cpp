@@ -199,6 +199,22 @@ void convert_q6_k(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* s
   }
 }
 
+// MXFP4 (17 bytes: e, qs[16]). Side record (1 uvec4 per 256): the 8 blocks' E8M0 exponent bytes,
+// then 8 zero bytes. Quants: the E2M1 codes in ggml's nibble order, with code 8 (-0) stored as
+// code 0, so that the kernel's sign select never makes a -0 that ggml's table does not.
+void convert_mxfp4(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+  for (uint64_t b = 0; b < cols / 32; ++b) {
+    const uint8_t* blk = src + b * sizeof(BlockMXFP4);
+    side[16 * (b / 8) + b % 8] = blk[0];
+    for (int i = 0; i < 16; ++i) {
+      uint8_t q = blk[1 + i];
+      if ((q & 0x0F) == 0x08) q = static_cast<uint8_t>(q & 0xF0);
+      if ((q & 0xF0) == 0x80) q = static_cast<uint8_t>(q & 0x0F);
+      quants[16 * b + i] = q;
+    }
+  }
+}
+
 // Kernel slots: F32 and BF16 share the f32 kernels.
 const DeviceFormat kFormats[] = {
     {GgmlType::kF32, "f32", 0, 1, 4, 0, 0, VKS_ROW_SLOTS_F32, convert_f32},
@@ -214,8 +230,9 @@ const DeviceFormat kFormats[] = {
     {GgmlType::kQ4_K, "q4_k", 9, 256, 0, 16, 1, VKS_ROW_SLOTS_Q4_K, convert_q4_k},
     {GgmlType::kQ5_K, "q5_k", 10, 256, 0, 16, 3, VKS_ROW_SLOTS_Q5_K, convert_q5_k},
     {GgmlType::kQ6_K, "q6_k", 11, 256, 0, 16, 6, VKS_ROW_SLOTS_Q6_K, convert_q6_k},
+    {GgmlType::kMXFP4, "mxfp4", 12, 32, 0, 16, 1, VKS_ROW_SLOTS_MXFP4, convert_mxfp4},
 };
-constexpr uint32_t kSlotCount = 12;
+constexpr uint32_t kSlotCount = 13;
 
 }  // namespace
 

@@ -2,8 +2,8 @@
 // The device side of the table of weight formats: for every ggml type the Vulkan kernels can run,
 // one row saying how its rows are laid out on the device, which kernels read it and how a ggml row
 // is converted at upload. Everything in device_matrix.cpp and ops.cpp derives from these rows;
-// adding a type = one row here + its decode in shaders/weight_blocks.glsl + its three .comp files
-// (matvec_<suffix>, matmul_<suffix>, embed_<suffix>) + its tests.
+// adding a type = one row here + its decode in shaders/weight_blocks.glsl + its four .comp files
+// (matvec_<suffix>, matmul_<suffix>, matlanes_<suffix>, embed_<suffix>) + its tests.
 //
 // Device layout of rows [first, first + n) of one part (a DeviceMatrix part buffer):
 //   float formats (F32, F16; BF16 is converted to F32):

@@ -37,7 +37,7 @@ struct WGroup {
 #define SIDE_UVEC4 1u
 #else
 // Side record sizes in uvec4 per 256 weights (device_format.cpp side_uvec4).
-#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0) || defined(WTYPE_Q4_K)
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0) || defined(WTYPE_Q4_K) || defined(WTYPE_MXFP4)
 #define SIDE_UVEC4 1u
 #elif defined(WTYPE_Q4_1) || defined(WTYPE_Q2_K) || defined(WTYPE_Q3_K)
 #define SIDE_UVEC4 2u
@@ -131,6 +131,27 @@ WGroup load_group(uint row, uint g, WSide sd, uint j) {
 void dequant(WGroup wg, uint k, out float wv[8]) {
   const uint q = wg.q0[k];
   [[unroll]] for (uint b = 0u; b < 8u; ++b) wv[b] = wg.dm.x * float(nibble_s(q, b));
+}
+#elif defined(WTYPE_MXFP4)
+// MXFP4: weight = doubled E2M1 value of the code * 2^(e - 128) (device_format.cpp convert_mxfp4:
+// the codes as stored, except -0 stored as +0, and the 8 groups' exponent bytes e in the side
+// record). The 8 magnitudes {0, 1, 2, 3, 4, 6, 8, 12} sit as nibbles in one constant, indexed by
+// the code's low 3 bits: shifts and masks, not a lookup in an array, which lavapipe would put in
+// memory. The sign (bit 3) picks -d or d; float(magnitude) * d is exact as the CPU's product.
+const uint kMxfp4Magnitudes = 0xC8643210u;
+WGroup load_group(uint row, uint g, WSide sd, uint j) {
+  const uint e = byte_u(sd.v[0], j);
+  // 2^(e - 128), ggml's ggml_e8m0_to_fp32_half: e = 0, 1 are the subnormals 2^-128 and 2^-127.
+  const float d = uintBitsToFloat(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
+  return WGroup(wfetch(group_base(row, g, 1u)), uvec4(0u), vec4(d, -d, 0.0, 0.0), uvec2(0u));
+}
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  const uint q = wg.q0[k];
+  [[unroll]] for (uint b = 0u; b < 8u; ++b) {
+    const uint code = nibble_u(q, b);
+    const uint magnitude = (kMxfp4Magnitudes >> ((code & 7u) * 4u)) & 15u;
+    wv[b] = (code > 7u ? wg.dm.y : wg.dm.x) * float(magnitude);
+  }
 }
 #else
 // The element (0..31) of its group that slot b of chunk k holds.
