@@ -278,10 +278,18 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
   scheduler.on_step_done(out);
   // Cancels that arrived while the step ran take effect before its tokens are emitted (applied
   // after the loop below, which must not see a destroyed request).
+  // A cancel for a request submitted during the step (still in the inbox, not admitted) stays in
+  // cancel_inbox: the next turn admits that request first and then cancels it. Taking it here
+  // would drop it, and the request would run to its end although its cancel was answered.
   std::vector<std::string> late_cancels;
   {
     std::lock_guard lock(mu);
-    late_cancels.swap(cancel_inbox);
+    std::vector<std::string> not_admitted;
+    for (std::string& id : cancel_inbox) {
+      const bool admitted = requests.count(id) != 0 || embed_jobs.count(id) != 0;
+      (admitted ? late_cancels : not_admitted).push_back(std::move(id));
+    }
+    cancel_inbox.swap(not_admitted);
   }
   std::unordered_set<const sched::Sequence*> cancelled;
   for (const std::string& id : late_cancels) {

@@ -287,6 +287,30 @@ TEST(Engine, CancelBeforeSchedulingStillEndsWithFinished) {
   EXPECT_EQ(h.stream(a).events.back().type, EventType::kFinished);
 }
 
+// Issue 37: a cancel that arrived while a step ran was applied only to admitted requests; one for
+// a request still in the inbox (submitted during the same step) was dropped, and the request ran
+// to its end although its cancel had been answered `true`.
+TEST(Engine, CancelOfARequestStillInTheInboxIsNotLost) {
+  Harness h;
+  h.runner().hold = true;
+  const std::string a = h.submit_ok(greedy_request(prompt_of(8, 15), 50));
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (h.runner().steps_started == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+  ASSERT_GT(h.runner().steps_started, 0);
+  // The engine thread is inside a step now: b waits in the inbox when its cancel comes.
+  const std::string b = h.submit_ok(greedy_request(prompt_of(8, 16), 500));
+  const std::string c = h.submit_ok(greedy_request(prompt_of(8, 17), 500));
+  EXPECT_TRUE(h.engine().cancel(b));
+  EXPECT_TRUE(h.engine().cancel(a));
+  h.runner().hold = false;
+  ASSERT_TRUE(h.wait({a, b, c}));
+  EXPECT_EQ(h.stream(a).final_event.reason, FinishReason::kCancelled);
+  EXPECT_EQ(h.stream(b).final_event.reason, FinishReason::kCancelled);
+  EXPECT_EQ(h.stream(b).final_event.usage.generated_tokens, 0);
+  EXPECT_EQ(h.stream(c).final_event.reason, FinishReason::kLength);  // others are not touched
+  EXPECT_EQ(h.engine().stats().kv_blocks_used, 0);
+}
+
 void expect_rejected(Engine& e, GenerateRequest r, ErrorCode code, const std::string& names) {
   const SubmitResult s = e.submit(std::move(r));
   EXPECT_FALSE(s.ok);
