@@ -167,6 +167,7 @@ void Daemon::setup_sockets(const ListenFds& fds) {
     }
   };
   uds_ = std::make_unique<UdsServer>(&loop_, limits_, std::move(policy), std::move(hooks));
+  uds_->set_max_connections(options_.max_connections);
   if (fds.uds) {
     uds_->adopt(*fds.uds);
   } else {
