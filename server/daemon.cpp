@@ -10,6 +10,7 @@
 #include "engine/common/error.h"
 #include "engine/model/servable_model.h"
 #include "engine/vulkan/runner/runner_factory.h"
+#include "server/catchup_mark.h"
 #include "server/engine_translation.h"
 #include "server/gpu_check.h"
 #include "server/ipc_peer_filter.h"
@@ -205,7 +206,8 @@ void Daemon::setup_sockets(const ListenFds& fds) {
     if (e == nullptr) return;
     // A late subscriber: everything so far, from seq 0; the live stream continues after it.
     spdlog::debug("late subscriber for {}: re-publishing {} events", e->id, e->events.size());
-    for (const std::string& ev : e->events) pub_->publish(e->topic, ev);
+    // Marked, so that prefix (firehose) subscribers can drop what they already received.
+    for (const std::string& ev : e->events) pub_->publish(e->topic, with_catchup_mark(ev));
   });
   ZmqBindOptions po;
   po.endpoint = options_.pub_endpoint;
