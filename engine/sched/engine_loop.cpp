@@ -155,8 +155,8 @@ void Engine::Impl::take_inbox(std::vector<std::unique_ptr<Request>>& fresh, std:
   cancels.swap(cancel_inbox);
   fresh_embeds.swap(embed_inbox);
   stop = stopping;
-  waiting_snapshot = scheduler.num_waiting() + static_cast<int32_t>(fresh.size()) + embed_inbox_inputs;
-  embed_inbox_inputs = 0;
+  waiting_snapshot = waiting_admissions() + static_cast<int32_t>(fresh.size()) + embed_inbox_jobs;
+  embed_inbox_jobs = 0;
 }
 
 Clock::time_point Engine::Impl::next_deadline() const {
@@ -168,6 +168,16 @@ Clock::time_point Engine::Impl::next_deadline() const {
     if (job->deadline) t = std::min(t, *job->deadline);
   }
   return t;
+}
+
+int32_t Engine::Impl::waiting_admissions() const {
+  int32_t n = scheduler.num_waiting();
+  for (const auto& [id, job] : embed_jobs) {
+    int32_t waiting_inputs = 0;
+    for (const auto& in : job->inputs) waiting_inputs += in->seq.state == sched::SeqState::kWaiting && !in->done ? 1 : 0;
+    if (waiting_inputs > 1) n -= waiting_inputs - 1;
+  }
+  return n;
 }
 
 void Engine::Impl::apply_cancels(const std::vector<std::string>& cancels) {
@@ -450,8 +460,9 @@ void Engine::Impl::publish_stats() {
     std::lock_guard lock(stats_mu);
     stats_snapshot = std::move(s);
   }
+  const int32_t waiting = waiting_admissions();
   std::lock_guard lock(mu);
-  waiting_snapshot = scheduler.num_waiting();
+  waiting_snapshot = waiting;
   const double per_slot = avg_request_ms / std::max(1, config.max_seqs);
   retry_after_ms = static_cast<int32_t>(std::clamp(per_slot * std::max(1, scheduler.num_waiting()), 50.0, 30000.0));
 }
