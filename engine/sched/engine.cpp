@@ -98,12 +98,13 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
   try {
     if (auto bad = sched::check_params(req, limits)) return reject(bad->code, bad->message);
     std::vector<int32_t> prompt;
-    const char* field = req.prompt_ids_from_text ? "prompt_text" : "prompt_ids";
+    // Messages name the wire's field: `prompt` for text (prompt_text is the engine's own name).
+    const char* field = req.prompt_ids_from_text ? "prompt" : "prompt_ids";
     if (!req.prompt_ids.empty()) {
       prompt = req.prompt_ids;
     } else {
       prompt = tokenizer.encode(req.prompt_text, req.add_bos.value_or(tokenizer.add_bos_default()));
-      field = "prompt_text";
+      field = "prompt";
     }
     n_tokenized = static_cast<int32_t>(prompt.size());
     if (auto bad = sched::check_prompt(prompt, limits, field)) return reject(bad->code, bad->message);
