@@ -32,7 +32,9 @@ TEST(CatchupMark, AddsOneEntryToMapsOfEveryHeaderForm) {
     ASSERT_EQ(m.size(), n + 1) << n;
     ASSERT_EQ(m.count("catchup"), 1u) << n;
     EXPECT_TRUE(m.at("catchup").as<bool>()) << n;
-    if (n > 0) EXPECT_EQ(m.at("k" + std::to_string(n - 1)).as<int64_t>(), static_cast<int64_t>(n - 1)) << n;
+    if (n > 0) {
+      EXPECT_EQ(m.at("k" + std::to_string(n - 1)).as<int64_t>(), static_cast<int64_t>(n - 1)) << n;
+    }
   }
 }
 
