@@ -96,6 +96,11 @@ Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel served, Systemd
       rng_(std::random_device{}()) {
   const int32_t context = static_cast<int32_t>(served_.config.context_length);
   if (limits_.max_prompt_tokens <= 0) limits_.max_prompt_tokens = context;
+  // hello advertises what a prompt can really be: never more than the KV cache holds (a 128K
+  // context model served with a 4K cache advertised 131,072).
+  if (served_.engine && served_.engine->kv_capacity_tokens() > 0) {
+    limits_.max_prompt_tokens = std::min(limits_.max_prompt_tokens, served_.engine->kv_capacity_tokens());
+  }
   if (limits_.max_tokens <= 0) limits_.max_tokens = context;
   model_info_ = model_info_from(served_.config, served_.tokenizer.get(), served_.device);
 

@@ -244,5 +244,6 @@ size_t Engine::poll_events(std::vector<EngineEvent>& out) { return impl_->events
 EngineStats Engine::stats() const { return impl_->stats(); }
 const LlamaConfig& Engine::model_config() const { return impl_->runner->config(); }
 std::string Engine::device_name() const { return impl_->runner->device_name(); }
+int32_t Engine::kv_capacity_tokens() const { return impl_->limits.kv_blocks * impl_->limits.block_size; }
 
 }  // namespace vks

@@ -212,6 +212,8 @@ class Engine {
   EngineStats stats() const;
   const LlamaConfig& model_config() const;
   std::string device_name() const;
+  // Tokens the KV cache can hold (blocks in use x block size): what one sequence can ever reach.
+  int32_t kv_capacity_tokens() const;
 
  private:
   struct Impl;
