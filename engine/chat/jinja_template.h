@@ -24,7 +24,9 @@ struct RenderLimits {
   uint64_t max_alloc_bytes = uint64_t{256} << 20;
   uint64_t max_steps = 20'000'000;  // statements + expressions + loop iterations
   int max_call_depth = 64;          // nested macro calls
-  std::chrono::milliseconds max_duration{10'000};
+  // Renders share libuv's 4-thread pool with every client's tokenizing: a slow render may hold a
+  // thread this long at most (a real chat template renders in well under a millisecond).
+  std::chrono::milliseconds max_duration{2'000};
   // Set by another thread when nobody waits for the result any more (the client left).
   const std::atomic<bool>* cancelled = nullptr;
 };
