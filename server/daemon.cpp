@@ -94,12 +94,16 @@ Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel served, Systemd
       served_(std::move(served)),
       registry_(std::chrono::milliseconds(ms_of(options_.retention_s)), options_.retention_max_bytes),
       rng_(std::random_device{}()) {
-  const int32_t context = static_cast<int32_t>(served_.config.context_length);
-  if (limits_.max_prompt_tokens <= 0) limits_.max_prompt_tokens = context;
-  // hello advertises what a prompt can really be: never more than the KV cache holds (a 128K
-  // context model served with a 4K cache advertised 131,072).
-  if (served_.engine && served_.engine->kv_capacity_tokens() > 0) {
-    limits_.max_prompt_tokens = std::min(limits_.max_prompt_tokens, served_.engine->kv_capacity_tokens());
+  const int32_t context = static_cast<int32_t>(served_.engine ? served_.engine->model_config().context_length
+                                                              : served_.config.context_length);
+  // The engine's prompt limit (the least of --max-prompt-tokens, its runner's context and the KV
+  // cache) is the one hello advertises and the wire parser applies: a 128K-context model served
+  // with a 4K cache advertised 131,072, and one condition got two answers (the engine's
+  // invalid_field where the daemon expected prompt_too_long).
+  if (served_.engine) {
+    limits_.max_prompt_tokens = served_.engine->max_prompt_tokens();
+  } else if (limits_.max_prompt_tokens <= 0) {
+    limits_.max_prompt_tokens = context;
   }
   if (limits_.max_tokens <= 0) limits_.max_tokens = context;
   model_info_ = model_info_from(served_.config, served_.tokenizer.get(), served_.device);

@@ -66,6 +66,11 @@ Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, E
                                                     : limits.context_length;
   limits.kv_blocks = blocks.num_blocks();
   limits.block_size = blocks.block_size();
+  // A prompt longer than the KV cache can never run: it is over the prompt limit like one longer
+  // than the context, so that one condition gets one answer on every device (the Vulkan runner's
+  // cache is often smaller than the context, the CPU's not) and the limit the daemon advertises in
+  // hello is the one enforced.
+  limits.max_prompt_tokens = std::min<int32_t>(limits.max_prompt_tokens, limits.kv_blocks * limits.block_size);
   if (tokenizer.vocab_size() > limits.vocab_size) {
     throw Error(ErrorCode::kInvalidArgument, "tokenizer vocabulary is larger than the model's");
   }
@@ -245,5 +250,6 @@ EngineStats Engine::stats() const { return impl_->stats(); }
 const LlamaConfig& Engine::model_config() const { return impl_->runner->config(); }
 std::string Engine::device_name() const { return impl_->runner->device_name(); }
 int32_t Engine::kv_capacity_tokens() const { return impl_->limits.kv_blocks * impl_->limits.block_size; }
+int32_t Engine::max_prompt_tokens() const { return impl_->limits.max_prompt_tokens; }
 
 }  // namespace vks

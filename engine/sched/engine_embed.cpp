@@ -75,17 +75,17 @@ SubmitResult Engine::Impl::submit_embed(EmbedRequest req) {
         }
       }
       const int64_t n = static_cast<int64_t>(ids.size());
-      if (n > capacity) {  // first, as for generate: one condition, one answer on every device
-        reported_tokens = static_cast<int32_t>(n);
-        return reject(ErrorCode::kOutOfMemory, name + ": " + std::to_string(n) + " tokens exceed the whole KV cache of " +
-                                                   std::to_string(capacity) + " tokens");
-      }
       if (n > limits.max_prompt_tokens) {
         reported_tokens = static_cast<int32_t>(n);
         return reject(ErrorCode::kInvalidArgument,
                       name + ": " + std::to_string(n) + " tokens exceed the limit of " +
                           std::to_string(limits.max_prompt_tokens) + " tokens per input (the context length is " +
                           std::to_string(limits.context_length) + ")");
+      }
+      if (n > capacity) {
+        reported_tokens = static_cast<int32_t>(n);
+        return reject(ErrorCode::kOutOfMemory, name + ": " + std::to_string(n) + " tokens exceed the whole KV cache of " +
+                                                   std::to_string(capacity) + " tokens");
       }
       total += n;
     }

@@ -104,14 +104,6 @@ std::optional<Rejection> check_prompt(std::span<const int32_t> ids, const Submit
                      " (vocabulary has " + std::to_string(lim.vocab_size) + ")");
     }
   }
-  // Longer than the KV cache is checked first, so that one condition gets one answer on every
-  // device (the Vulkan runner's cache may be smaller than max_prompt_tokens, the CPU's larger).
-  const int64_t capacity = static_cast<int64_t>(lim.kv_blocks) * lim.block_size;
-  if (capacity > 0 && static_cast<int64_t>(ids.size()) > capacity) {
-    return Rejection{ErrorCode::kOutOfMemory, "prompt: " + std::to_string(ids.size()) + " tokens exceed the whole KV cache of " +
-                                                  std::to_string(capacity) + " tokens (" + std::to_string(lim.kv_blocks) +
-                                                  " blocks of " + std::to_string(lim.block_size) + ")"};
-  }
   if (static_cast<int64_t>(ids.size()) > lim.max_prompt_tokens) {
     return invalid(std::string(field) + ": " + std::to_string(ids.size()) + " prompt tokens exceed the limit of " +
                    std::to_string(lim.max_prompt_tokens));

@@ -376,35 +376,37 @@ TEST(Engine, SubmitValidatesEveryField) {
   ASSERT_TRUE(h.wait({ok.id}));
 }
 
-// Issue 37: a prompt longer than the KV cache was capacity_exceeded on one device and an
-// invalid field ("prompt_text: ... exceed the limit") on another, depending on whether the cache
-// or max_prompt_tokens was smaller. The cache is checked first: one code, one message, with or
-// without max_tokens; and messages name the wire's field, `prompt`.
+// Issue 37: a prompt longer than the KV cache was capacity_exceeded where the cache was smaller
+// than the prompt limit and "prompt_text: ... exceed the limit" where it was larger, and named by
+// max_tokens when max_tokens was set. The prompt limit is the least of max_prompt_tokens, the
+// context and the KV cache: one condition, one answer, naming the wire's field `prompt`.
 TEST(Engine, APromptLongerThanTheKvCacheGetsOneAnswer) {
   EngineConfig cfg;
-  cfg.kv_blocks_limit = 10;     // 40 tokens
-  cfg.max_prompt_tokens = 30;   // smaller than the cache
+  cfg.kv_blocks_limit = 10;  // 40 tokens; the context is 1024
   Harness h(cfg);
-  const auto submit_text = [&](size_t letters, int32_t max_tokens) {
+  EXPECT_EQ(h.engine().max_prompt_tokens(), 40);
+  EXPECT_EQ(h.engine().kv_capacity_tokens(), 40);
+  const auto submit_text = [&](Harness& on, size_t letters, int32_t max_tokens) {
     GenerateRequest r;
     r.prompt_text = std::string(letters, 'a');  // BOS + one token per letter
     r.stop.max_tokens = max_tokens;
-    return h.engine().submit(std::move(r));
+    return on.engine().submit(std::move(r));
   };
   for (const int32_t max_tokens : {0, 2}) {
-    const SubmitResult s = submit_text(44, max_tokens);
+    const SubmitResult s = submit_text(h, 44, max_tokens);
     EXPECT_FALSE(s.ok);
-    EXPECT_EQ(s.code, ErrorCode::kOutOfMemory) << s.message;
-    EXPECT_EQ(s.message, "prompt: 45 tokens exceed the whole KV cache of 40 tokens (10 blocks of 4)");
+    EXPECT_EQ(s.code, ErrorCode::kInvalidArgument) << s.message;
+    EXPECT_EQ(s.message, "prompt: 45 prompt tokens exceed the limit of 40") << max_tokens;
+    EXPECT_EQ(s.prompt_tokens, 45);
   }
   GenerateRequest ids;
   ids.prompt_ids.assign(45, 3);
-  SubmitResult s = h.engine().submit(ids);
-  EXPECT_EQ(s.code, ErrorCode::kOutOfMemory) << s.message;
-  // Under the cache but over max_prompt_tokens: the field is `prompt`, not the engine's prompt_text.
-  s = submit_text(34, 2);
-  EXPECT_EQ(s.code, ErrorCode::kInvalidArgument);
-  EXPECT_EQ(s.message.rfind("prompt: 35 prompt tokens exceed the limit of 30", 0), 0u) << s.message;
+  EXPECT_EQ(h.engine().submit(ids).message, "prompt_ids: 45 prompt tokens exceed the limit of 40");
+  // A smaller max_prompt_tokens is the limit then.
+  EngineConfig limited = cfg;
+  limited.max_prompt_tokens = 30;
+  Harness g(limited);
+  EXPECT_EQ(submit_text(g, 34, 2).message, "prompt: 35 prompt tokens exceed the limit of 30");
 }
 
 TEST(Engine, UnsetMaxTokensGeneratesUntilTheContextIsFull) {
