@@ -114,7 +114,29 @@ void check_unix_path_bindable(const std::string& path, const char* flag, uint32_
   if (rc != 0) fail(flag, "cannot bind a socket in " + dir, err);
 }
 
+void create_user_runtime_dir(const ServerOptions& options) {
+  if (options.scope != Scope::kUser) return;
+  std::string dir;
+  try {
+    dir = default_socket_dir(Scope::kUser);
+  } catch (const Error&) {
+    return;  // no XDG_RUNTIME_DIR: every path was given, or the endpoint checks say what to do
+  }
+  const auto inside = [&](const std::string& path) { return parent_dir(path) == dir; };
+  if (!inside(options.socket_path) && !inside(ipc_path(options.router_endpoint)) && !inside(ipc_path(options.pub_endpoint))) {
+    return;
+  }
+  // mkdir's mode is masked by the umask (0755 under the usual 022), and the folder holds the
+  // sockets that drive the engine: only the user may enter it, whatever the umask says.
+  if (::mkdir(dir.c_str(), 0700) == 0) {
+    if (::chmod(dir.c_str(), 0700) != 0) fail("--scope user", "cannot make " + dir + " private (chmod 0700)", errno);
+  } else if (errno != EEXIST) {
+    fail("--scope user", "cannot create the folder " + dir, errno);
+  }
+}
+
 void check_endpoints_bindable(const ServerOptions& options, const ListenFds& fds) {
+  create_user_runtime_dir(options);
   if (!fds.uds) check_unix_path_bindable(options.socket_path, "--socket", 0755);
   for (const auto& [flag, endpoint, adopted] :
        {std::tuple<const char*, const std::string&, bool>{"--router", options.router_endpoint, fds.router.has_value()},

@@ -10,6 +10,7 @@
 #include "engine/common/error.h"
 #include "engine/model/servable_model.h"
 #include "engine/vulkan/runner/runner_factory.h"
+#include "server/catchup_mark.h"
 #include "server/engine_translation.h"
 #include "server/gpu_check.h"
 #include "server/ipc_peer_filter.h"
@@ -93,8 +94,17 @@ Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel served, Systemd
       served_(std::move(served)),
       registry_(std::chrono::milliseconds(ms_of(options_.retention_s)), options_.retention_max_bytes),
       rng_(std::random_device{}()) {
-  const int32_t context = static_cast<int32_t>(served_.config.context_length);
-  if (limits_.max_prompt_tokens <= 0) limits_.max_prompt_tokens = context;
+  const int32_t context = static_cast<int32_t>(served_.engine ? served_.engine->model_config().context_length
+                                                              : served_.config.context_length);
+  // The engine's prompt limit (the least of --max-prompt-tokens, its runner's context and the KV
+  // cache) is the one hello advertises and the wire parser applies: a 128K-context model served
+  // with a 4K cache advertised 131,072, and one condition got two answers (the engine's
+  // invalid_field where the daemon expected prompt_too_long).
+  if (served_.engine) {
+    limits_.max_prompt_tokens = served_.engine->max_prompt_tokens();
+  } else if (limits_.max_prompt_tokens <= 0) {
+    limits_.max_prompt_tokens = context;
+  }
   if (limits_.max_tokens <= 0) limits_.max_tokens = context;
   model_info_ = model_info_from(served_.config, served_.tokenizer.get(), served_.device);
 
@@ -167,6 +177,7 @@ void Daemon::setup_sockets(const ListenFds& fds) {
     }
   };
   uds_ = std::make_unique<UdsServer>(&loop_, limits_, std::move(policy), std::move(hooks));
+  uds_->set_max_connections(options_.max_connections);
   if (fds.uds) {
     uds_->adopt(*fds.uds);
   } else {
@@ -204,7 +215,8 @@ void Daemon::setup_sockets(const ListenFds& fds) {
     if (e == nullptr) return;
     // A late subscriber: everything so far, from seq 0; the live stream continues after it.
     spdlog::debug("late subscriber for {}: re-publishing {} events", e->id, e->events.size());
-    for (const std::string& ev : e->events) pub_->publish(e->topic, ev);
+    // Marked, so that prefix (firehose) subscribers can drop what they already received.
+    for (const std::string& ev : e->events) pub_->publish(e->topic, with_catchup_mark(ev));
   });
   ZmqBindOptions po;
   po.endpoint = options_.pub_endpoint;

@@ -10,6 +10,7 @@
 #include "server/bind_check.h"
 #include "engine/vulkan/core/device.h"
 #include "server/daemon.h"
+#include "server/fd_limit.h"
 #include "server/http_loading.h"
 
 int main(int argc, char** argv) {
@@ -19,6 +20,12 @@ int main(int argc, char** argv) {
     if (!options) return 0;
     spdlog::set_level(spdlog::level::from_str(options->log_level));
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ vkstreamd: %v");
+    // Before any connection: past the open-file limit accept() fails and clients get resets.
+    const vks::server::ConnectionCaps caps = vks::server::fit_connection_caps(
+        vks::server::raise_fd_limit(), options->http_max_connections, options->max_connections);
+    if (!caps.note.empty()) spdlog::warn("{}", caps.note);
+    options->http_max_connections = caps.http;
+    options->max_connections = caps.uds;
     vks::server::ListenFds fds = vks::server::take_listen_fds();
     if (!fds.activated() || !fds.uds || !fds.router || !fds.pub) vks::server::apply_default_paths(*options);
     vks::server::check_endpoints_bindable(*options, fds);  // before the model load, which may take long

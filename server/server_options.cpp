@@ -152,6 +152,11 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   app.add_option("--api-key", o.api_key,
                  "HTTP API key, checked as 'Authorization: Bearer KEY'; required for non-loopback --http")
       ->envname("VKSTREAM_API_KEY");
+  app.add_option("--max-connections", o.max_connections,
+                 "open Unix-socket connections before the next is answered 'overloaded' (both caps are lowered to "
+                 "fit the open-file limit, which vkstreamd raises to its hard limit)")
+      ->check(CLI::Range(1u, 1u << 20))
+      ->capture_default_str();
   app.add_option("--http-max-connections", o.http_max_connections, "open HTTP connections before 503")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--log-level", o.log_level)

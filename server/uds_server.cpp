@@ -172,6 +172,15 @@ void UdsServer::accept_one() {
     return;
   }
   c.set_peer(peer);
+  if (connections_.size() > max_connections_) {  // this one included
+    spdlog::warn("connection {}: {} connections open, the limit (--max-connections): answering overloaded", id,
+                 max_connections_);
+    c.send_unbounded(proto::encode_error(proto::make_error(
+        proto::WireError::kOverloaded,
+        "too many open connections (limit " + std::to_string(max_connections_) + "); retry later")));
+    c.close_after_flush();
+    return;
+  }
   if (!policy_.allows(peer)) {
     spdlog::warn("connection {}: refused pid {} uid {} gid {} (not in --allow-uid/--allow-gid)", id,
                  peer.pid, peer.uid, peer.gid);

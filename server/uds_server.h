@@ -49,10 +49,13 @@ class UdsServer {
   void close_all(bool flush);     // every connection: after flushing queued output, or at once
   Connection* find(uint64_t id);
   size_t connection_count() const { return connections_.size(); }
+  // Connections past this are answered `overloaded` and closed (default: no cap).
+  void set_max_connections(size_t n) { max_connections_ = n; }
   bool idle() const { return connections_.empty() && !listener_open_; }
 
  private:
   static void on_connection(uv_stream_t* server, int status);
+  size_t max_connections_ = SIZE_MAX;
   void accept_one();
   void listen_or_throw();
 

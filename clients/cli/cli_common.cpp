@@ -30,7 +30,7 @@ CLI::Validator wire_range(const vks::proto::ParamRange& range) {
 }  // namespace
 
 void ConnectionFlags::add_to(CLI::App& app) {
-  app.add_option("--socket", socket, "vkstreamd Unix socket (default $XDG_RUNTIME_DIR/vkstream/vkstream.sock)");
+  app.add_option("--socket", socket, "vkstreamd Unix socket (default " + vkstream::default_runtime_dir() + "/vkstream.sock)");
   app.add_option("--zmq", zmq, "use ZeroMQ at this ROUTER endpoint instead (e.g. ipc://.../router.zmq)");
   app.add_option("--pub", pub, "ZeroMQ XPUB endpoint for follow (default: from the daemon's hello)");
   app.add_option("--timeout", timeout_ms, "milliseconds to wait for an answer or the next event")

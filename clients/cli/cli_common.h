@@ -18,6 +18,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;       // the request or the operation failed
 inline constexpr int kExitUsage = 2;       // bad command line
 inline constexpr int kExitNotRunning = 3;  // no daemon at the endpoint
+// The request ended without its answer: cancelled by someone else, or past its deadline (a script
+// must not take a cut-off text for a complete one).
+inline constexpr int kExitCutOff = 4;
 inline constexpr int kExitInterrupted = 130;  // Ctrl-C cancelled the generation (128 + SIGINT)
 
 // How long a streaming command waits for its next event before it checks for Ctrl-C again.

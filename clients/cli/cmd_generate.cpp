@@ -124,7 +124,12 @@ int run_generate(GenerateArgs& a) {
     std::cout << format_logprob_table(out.logprobs, piece) << std::flush;
   }
   if (out.interrupted) return kExitInterrupted;
-  return out.failed || out.reason == "error" ? kExitError : kExitOk;
+  if (out.failed || out.reason == "error") return kExitError;
+  if (out.reason == "cancelled" || out.reason == "deadline") {
+    if (!a.json) print_error("request " + (a.id.empty() ? std::string("") : a.id + " ") + "ended early: " + out.reason);
+    return kExitCutOff;
+  }
+  return kExitOk;
 }
 
 }  // namespace

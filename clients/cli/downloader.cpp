@@ -252,6 +252,9 @@ void download_file(const PullPlan& plan, const std::string& dest, const Download
       download_file(plan, dest, options);
       return;
     }
+    // A failure before any byte arrived leaves no empty .part behind (one with bytes is kept for
+    // resuming).
+    if ((status >= 400 || sink.io_error || !flushed || rc != CURLE_OK) && file_size_or_zero(part) == 0) fs::remove(part, ec);
     if (status >= 400) throw_http_error(status, plan.url);
     if (sink.io_error || !flushed) throw Error(ErrorCode::kIo, "cannot write " + part + ": " + std::strerror(errno));
     if (rc != CURLE_OK) {

@@ -9,8 +9,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 ok, 1 the operation failed, 2 bad command line, 3 vkstreamd is not running,\n"
+      "4 the request was cancelled elsewhere or hit its deadline (generate: the text is cut off),\n"
       "130 interrupted (the first Ctrl-C cancels the generation, a second one exits at once).\n"
-      "Daemon endpoints default to $XDG_RUNTIME_DIR/vkstream/{vkstream.sock,router.zmq,pub.zmq}.");
+      "Daemon endpoints default to " +
+      vkstream::default_runtime_dir() +
+      "/{vkstream.sock,router.zmq,pub.zmq}\n"
+      "($XDG_RUNTIME_DIR/vkstream, or /run/vkstream without XDG_RUNTIME_DIR).");
   int exit_code = vks::cli::kExitOk;
   vks::cli::add_run_command(app, exit_code);
   vks::cli::add_generate_commands(app, exit_code);

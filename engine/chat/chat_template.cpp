@@ -68,8 +68,11 @@ void ChatTemplate::validate() const {
       {{"system", "You are helpful."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}},
       {{"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}},
   };
+  // Tighter than a request's render: this runs before the daemon is ready, and a sample
+  // conversation needs a tiny fraction of these (time: the default 2 s).
   jinja::RenderLimits limits;
   limits.max_steps = 1'000'000;
+  limits.max_alloc_bytes = uint64_t{64} << 20;
   std::optional<jinja::TemplateError> first_error;
   for (const auto& sample : samples) {
     try {

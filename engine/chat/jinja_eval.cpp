@@ -1,8 +1,10 @@
 // Tree-walking evaluator of parsed templates, with jinja2's scoping: a for loop body and a macro
 // call get their own scope; `if` does not; namespace() objects carry state out of loops.
 #include <cmath>
+#include <limits>
 #include <optional>
 
+#include "engine/chat/jinja_budget.h"
 #include "engine/chat/jinja_builtins.h"
 #include "engine/chat/jinja_parser.h"
 #include "engine/chat/jinja_strings.h"
@@ -41,7 +43,7 @@ std::vector<int64_t> slice_indices(int64_t len, std::optional<int64_t> start, st
 
 class Evaluator final : public BuiltinHost {
  public:
-  Evaluator(const RenderLimits& limits, const Value::Dict& variables) : limits_(limits) {
+  Evaluator(const RenderLimits& limits, const Value::Dict& variables) : limits_(limits), budget_(limits) {
     Value::Dict globals;
     add_global_functions(globals, *this);
     for (const auto& [k, v] : variables.entries) globals.set(k, v);
@@ -50,6 +52,7 @@ class Evaluator final : public BuiltinHost {
 
   std::string run(const Body& body) {
     std::string out;
+    const BudgetScope metered(budget_);
     try {
       exec_body(body, out);
     } catch (const EvalError& e) {
@@ -63,10 +66,7 @@ class Evaluator final : public BuiltinHost {
     return callable.as_callable()(args);
   }
   size_t max_bytes() const override { return limits_.max_output_bytes; }
-  void count_steps(size_t n) override {
-    steps_ += n;
-    if (steps_ > limits_.max_steps) throw EvalError("template exceeded its step limit (endless loop?)");
-  }
+  void count_steps(size_t n) override { budget_.charge_steps(n); }
 
  private:
   enum class Flow { kNormal, kBreak, kContinue };
@@ -171,22 +171,8 @@ class Evaluator final : public BuiltinHost {
     const auto n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
       count_steps(1);
-      Value::Dict loop;
-      loop.set("index0", Value::integer(i));
-      loop.set("index", Value::integer(i + 1));
-      loop.set("revindex0", Value::integer(n - i - 1));
-      loop.set("revindex", Value::integer(n - i));
-      loop.set("first", Value::boolean(i == 0));
-      loop.set("last", Value::boolean(i == n - 1));
-      loop.set("length", Value::integer(n));
-      loop.set("previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value());
-      loop.set("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value());
-      loop.set("cycle", Value::callable("cycle", [i](const CallArgs& args) {
-        if (args.positional.empty()) throw EvalError("loop.cycle needs arguments");
-        return args.positional[static_cast<size_t>(i) % args.positional.size()];
-      }));
       Scope scope;
-      scope.emplace_back("loop", Value::dict(std::move(loop)));
+      scope.emplace_back("loop", loop_object(items, i));
       bind_loop_names(s.names, items[static_cast<size_t>(i)], scope);
       scopes_.push_back(std::move(scope));
       const Flow flow = exec_body(s.body, out);
@@ -194,6 +180,28 @@ class Evaluator final : public BuiltinHost {
       if (flow == Flow::kBreak) break;
     }
     return Flow::kNormal;
+  }
+
+  // The `loop` variable of iteration i. Not charged to the render's memory: it is freed after the
+  // iteration, and the steps bound how many there are.
+  static Value loop_object(const Value::List& items, int64_t i) {
+    const UnchargedScope bookkeeping;
+    const auto n = static_cast<int64_t>(items.size());
+    Value::Dict loop;
+    loop.set("index0", Value::integer(i));
+    loop.set("index", Value::integer(i + 1));
+    loop.set("revindex0", Value::integer(n - i - 1));
+    loop.set("revindex", Value::integer(n - i));
+    loop.set("first", Value::boolean(i == 0));
+    loop.set("last", Value::boolean(i == n - 1));
+    loop.set("length", Value::integer(n));
+    loop.set("previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value());
+    loop.set("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value());
+    loop.set("cycle", Value::callable("cycle", [i](const CallArgs& args) {
+      if (args.positional.empty()) throw EvalError("loop.cycle needs arguments");
+      return args.positional[static_cast<size_t>(i) % args.positional.size()];
+    }));
+    return Value::dict(std::move(loop));
   }
 
   void exec_set(const Stmt& s) {
@@ -406,15 +414,16 @@ class Evaluator final : public BuiltinHost {
     if (op == "!=") return Value::boolean(!values_equal(a, b));
     if (op == "in") return Value::boolean(contains(b, a));
     if (op == "not in") return Value::boolean(!contains(b, a));
-    if (op == "~") return sized(Value::string(a.to_output() + b.to_output()));
+    if (op == "~") return Value::string(a.to_output() + b.to_output());
     if (op == "<" || op == "<=" || op == ">" || op == ">=") return Value::boolean(compare(op, a, b));
     return arithmetic(op, a, b);
   }
 
-  Value sized(Value v) {
-    const size_t n = v.is_string() ? v.as_string().size() : v.is_list() ? v.as_list().size() : 0;
-    if (n > limits_.max_output_bytes) throw EvalError("value exceeds the template size limit");
-    return v;
+  // A list of `count` values would still fit the render's memory budget (checked before the
+  // copy is made: the copy itself is what takes the host's memory).
+  static void ensure_list_room(uint64_t count) {
+    if (count > std::numeric_limits<size_t>::max() / sizeof(Value)) throw EvalError("value exceeds the template size limit");
+    budget::ensure_room(static_cast<size_t>(count) * sizeof(Value));
   }
 
   static bool compare(const std::string& op, const Value& a, const Value& b) {
@@ -438,6 +447,7 @@ class Evaluator final : public BuiltinHost {
     if (unit != 0 && static_cast<uint64_t>(times) > limits_.max_output_bytes / unit) {
       throw EvalError("value exceeds the template size limit");
     }
+    if (seq.is_list()) ensure_list_room(unit * static_cast<uint64_t>(times));
     if (seq.is_string()) {
       std::string out;
       for (int64_t i = 0; i < times; ++i) out += seq.as_string();
@@ -450,11 +460,17 @@ class Evaluator final : public BuiltinHost {
 
   Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     if (op == "+") {
-      if (a.is_string() && b.is_string()) return sized(Value::string(a.as_string() + b.as_string()));
+      if (a.is_string() && b.is_string()) {
+        budget::check_string(a.as_string().size() + b.as_string().size());
+        return Value::string(a.as_string() + b.as_string());
+      }
       if (a.is_list() && b.is_list()) {
-        Value::List out = a.as_list();
+        ensure_list_room(uint64_t{a.as_list().size()} + b.as_list().size());
+        Value::List out;
+        out.reserve(a.as_list().size() + b.as_list().size());
+        out.insert(out.end(), a.as_list().begin(), a.as_list().end());
         out.insert(out.end(), b.as_list().begin(), b.as_list().end());
-        return sized(Value::list(std::move(out)));
+        return Value::list(std::move(out));
       }
     }
     if (op == "*") {
@@ -509,8 +525,8 @@ class Evaluator final : public BuiltinHost {
   }
 
   RenderLimits limits_;
+  RenderBudget budget_;
   std::vector<Scope> scopes_;
-  uint64_t steps_ = 0;
   int call_depth_ = 0;
   int line_ = 0;
 };

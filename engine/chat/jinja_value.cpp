@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/chat/jinja_budget.h"
+
 namespace vks::jinja {
 
 const Value* CallArgs::find_keyword(std::string_view name) const {
@@ -27,8 +29,14 @@ void Value::Dict::set(const std::string& key, Value value) {
       return;
     }
   }
+  budget::charge_bytes(sizeof(entries.front()) + key.size());
   entries.emplace_back(key, std::move(value));
 }
+
+struct Value::NamedCallable {
+  std::string name;
+  Callable fn;
+};
 
 Value Value::none() {
   Value v;
@@ -53,33 +61,50 @@ Value Value::number(double f) {
   v.f_ = f;
   return v;
 }
+// Allocation overhead of one shared object (control block and heap header), roughly.
+constexpr size_t kSharedOverhead = 48;
+
 Value Value::string(std::string s) {
+  budget::check_string(s.size());
+  budget::charge_bytes(s.size() + kSharedOverhead);
   Value v;
   v.kind_ = Kind::kString;
-  v.s_ = std::move(s);
+  v.ptr_ = std::make_shared<std::string>(std::move(s));
   return v;
 }
 Value Value::list() { return list(List{}); }
 Value Value::dict() { return dict(Dict{}); }
 Value Value::list(List items) {
+  budget::charge_bytes(items.size() * sizeof(Value) + kSharedOverhead);
   Value v;
   v.kind_ = Kind::kList;
-  v.list_ = std::make_shared<List>(std::move(items));
+  v.ptr_ = std::make_shared<List>(std::move(items));
   return v;
 }
 Value Value::dict(Dict d) {
+  size_t bytes = kSharedOverhead + d.entries.size() * sizeof(d.entries.front());
+  for (const auto& [key, value] : d.entries) bytes += key.size();
+  budget::charge_bytes(bytes);
   Value v;
   v.kind_ = Kind::kDict;
-  v.dict_ = std::make_shared<Dict>(std::move(d));
+  v.ptr_ = std::make_shared<Dict>(std::move(d));
   return v;
 }
 Value Value::callable(std::string name, Callable fn) {
   Value v;
   v.kind_ = Kind::kCallable;
-  v.s_ = std::move(name);
-  v.fn_ = std::make_shared<Callable>(std::move(fn));
+  v.ptr_ = std::make_shared<NamedCallable>(NamedCallable{std::move(name), std::move(fn)});
   return v;
 }
+
+const std::string& Value::as_string() const {
+  static const std::string kEmpty;
+  if (kind_ == Kind::kString) return *static_cast<const std::string*>(ptr_.get());
+  if (kind_ == Kind::kCallable) return static_cast<const NamedCallable*>(ptr_.get())->name;
+  return kEmpty;
+}
+
+const Callable& Value::as_callable() const { return static_cast<const NamedCallable*>(ptr_.get())->fn; }
 
 int64_t Value::as_int() const {
   switch (kind_) {
@@ -108,9 +133,9 @@ bool Value::truthy() const {
     case Kind::kBool: return b_;
     case Kind::kInt: return i_ != 0;
     case Kind::kFloat: return f_ != 0;
-    case Kind::kString: return !s_.empty();
-    case Kind::kList: return !list_->empty();
-    case Kind::kDict: return !dict_->entries.empty();
+    case Kind::kString: return !as_string().empty();
+    case Kind::kList: return !as_list().empty();
+    case Kind::kDict: return !as_dict().entries.empty();
     case Kind::kCallable: return true;
   }
   return false;
@@ -158,6 +183,13 @@ std::string quote_python(const std::string& s) {
 
 std::string repr_at(const Value& v, int depth, bool top);
 
+// A list holding the same big list a thousand times is small, but prints enormous: printing
+// counts a step per item and stops at the size limit instead of building the text first.
+void charge_printed(const std::string& out) {
+  budget::charge_steps(1);
+  budget::check_string(out.size());
+}
+
 std::string container_repr(const Value& v, int depth) {
   if (depth > kMaxReprDepth) return v.is_list() ? "[...]" : "{...}";
   std::string out;
@@ -168,6 +200,7 @@ std::string container_repr(const Value& v, int depth) {
       if (!first) out += ", ";
       first = false;
       out += repr_at(item, depth + 1, false);
+      charge_printed(out);
     }
     return out + "]";
   }
@@ -177,6 +210,7 @@ std::string container_repr(const Value& v, int depth) {
     if (!first) out += ", ";
     first = false;
     out += quote_python(key) + ": " + repr_at(item, depth + 1, false);
+    charge_printed(out);
   }
   return out + "}";
 }
@@ -262,6 +296,7 @@ void json_at(const Value& v, int indent, int depth, int depth_limit, std::string
       out += ": ";
       json_at(item, indent, depth + 1, depth_limit, out);
     }
+    charge_printed(out);
   }
   if (indent >= 0) newline(depth);
   out += is_list ? ']' : '}';
@@ -293,6 +328,7 @@ constexpr int kMaxCompareDepth = 64;
 
 bool equal_at(const Value& a, const Value& b, int depth) {
   if (depth > kMaxCompareDepth) return false;  // cyclic containers: stop instead of recursing forever
+  budget::charge_steps(1);  // shared nested lists compare in time exponential in their depth
   if (a.is_number() && b.is_number()) {
     if (a.kind() == Value::Kind::kFloat || b.kind() == Value::Kind::kFloat) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();

@@ -1,6 +1,9 @@
 #pragma once
 // Values of the Jinja interpreter. Lists, dicts and callables are shared by reference (as in
-// Python), so `namespace` objects and list.append behave like jinja2; scalars are copied.
+// Python), so `namespace` objects and list.append behave like jinja2. Strings are immutable and
+// shared too, so copying any value never allocates: a template that puts one 16 MiB string in a
+// list a thousand times holds one string, and all real allocation happens in the constructors
+// below, where the render's budget (jinja_budget.h) is charged.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -56,14 +59,14 @@ class Value {
   bool is_dict() const { return kind_ == Kind::kDict; }
   bool is_callable() const { return kind_ == Kind::kCallable; }
 
-  bool as_bool() const { return b_; }
+  bool as_bool() const { return kind_ == Kind::kBool && b_; }
   int64_t as_int() const;     // bool, int or float (truncated)
   double as_double() const;   // bool, int or float
-  const std::string& as_string() const { return s_; }
-  List& as_list() const { return *list_; }
-  Dict& as_dict() const { return *dict_; }
-  const Callable& as_callable() const { return *fn_; }
-  const std::string& callable_name() const { return s_; }
+  const std::string& as_string() const;  // empty unless a string (or a callable: its name)
+  List& as_list() const { return *static_cast<List*>(ptr_.get()); }
+  Dict& as_dict() const { return *static_cast<Dict*>(ptr_.get()); }
+  const Callable& as_callable() const;
+  const std::string& callable_name() const { return as_string(); }
 
   bool truthy() const;
   // Text as `{{ value }}` prints it (Python str(): True, None, ['a', 1], {'k': 'v'}).
@@ -73,14 +76,17 @@ class Value {
   std::string type_name() const;
 
  private:
+  struct NamedCallable;
+
   Kind kind_ = Kind::kUndefined;
-  bool b_ = false;
-  int64_t i_ = 0;
-  double f_ = 0;
-  std::string s_;
-  std::shared_ptr<List> list_;
-  std::shared_ptr<Dict> dict_;
-  std::shared_ptr<Callable> fn_;
+  union {
+    bool b_;
+    int64_t i_ = 0;
+    double f_;
+  };
+  // The string, List, Dict or NamedCallable, by kind_ (one pointer keeps a value at 32 bytes,
+  // which matters as lists are bounded by the bytes of their values).
+  std::shared_ptr<void> ptr_;
 };
 
 // Python-style equality (1 == 1.0, deep for lists and dicts).

@@ -66,6 +66,11 @@ Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, E
                                                     : limits.context_length;
   limits.kv_blocks = blocks.num_blocks();
   limits.block_size = blocks.block_size();
+  // A prompt longer than the KV cache can never run: it is over the prompt limit like one longer
+  // than the context, so that one condition gets one answer on every device (the Vulkan runner's
+  // cache is often smaller than the context, the CPU's not) and the limit the daemon advertises in
+  // hello is the one enforced.
+  limits.max_prompt_tokens = std::min<int32_t>(limits.max_prompt_tokens, limits.kv_blocks * limits.block_size);
   if (tokenizer.vocab_size() > limits.vocab_size) {
     throw Error(ErrorCode::kInvalidArgument, "tokenizer vocabulary is larger than the model's");
   }
@@ -98,12 +103,13 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
   try {
     if (auto bad = sched::check_params(req, limits)) return reject(bad->code, bad->message);
     std::vector<int32_t> prompt;
-    const char* field = req.prompt_ids_from_text ? "prompt_text" : "prompt_ids";
+    // Messages name the wire's field: `prompt` for text (prompt_text is the engine's own name).
+    const char* field = req.prompt_ids_from_text ? "prompt" : "prompt_ids";
     if (!req.prompt_ids.empty()) {
       prompt = req.prompt_ids;
     } else {
       prompt = tokenizer.encode(req.prompt_text, req.add_bos.value_or(tokenizer.add_bos_default()));
-      field = "prompt_text";
+      field = "prompt";
     }
     n_tokenized = static_cast<int32_t>(prompt.size());
     if (auto bad = sched::check_prompt(prompt, limits, field)) return reject(bad->code, bad->message);
@@ -243,5 +249,7 @@ size_t Engine::poll_events(std::vector<EngineEvent>& out) { return impl_->events
 EngineStats Engine::stats() const { return impl_->stats(); }
 const LlamaConfig& Engine::model_config() const { return impl_->runner->config(); }
 std::string Engine::device_name() const { return impl_->runner->device_name(); }
+int32_t Engine::kv_capacity_tokens() const { return impl_->limits.kv_blocks * impl_->limits.block_size; }
+int32_t Engine::max_prompt_tokens() const { return impl_->limits.max_prompt_tokens; }
 
 }  // namespace vks

@@ -212,6 +212,10 @@ class Engine {
   EngineStats stats() const;
   const LlamaConfig& model_config() const;
   std::string device_name() const;
+  // Tokens the KV cache can hold (blocks in use x block size): what one sequence can ever reach.
+  int32_t kv_capacity_tokens() const;
+  // The longest prompt accepted: config.max_prompt_tokens, the context and the KV cache, the least.
+  int32_t max_prompt_tokens() const;
 
  private:
   struct Impl;

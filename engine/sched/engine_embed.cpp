@@ -105,7 +105,9 @@ SubmitResult Engine::Impl::submit_embed(EmbedRequest req) {
 
     std::unique_lock lock(mu);
     if (stopping) return reject(ErrorCode::kCancelled, "engine is shutting down");
-    const int32_t queued = waiting_snapshot + static_cast<int32_t>(inbox.size()) + embed_inbox_inputs;
+    // One admission however many inputs: a batch of 2,048 inputs (the documented maximum) must not
+    // lock every other client out of a queue of 256.
+    const int32_t queued = waiting_snapshot + static_cast<int32_t>(inbox.size()) + embed_inbox_jobs;
     if (queued >= config.max_queued) {
       ++requests_rejected;
       SubmitResult r;
@@ -138,7 +140,7 @@ SubmitResult Engine::Impl::submit_embed(EmbedRequest req) {
     ok.id = id;
     ok.prompt_tokens = job->prompt_tokens;
     ok.queue_position = queued;
-    embed_inbox_inputs += static_cast<int32_t>(job->inputs.size());
+    ++embed_inbox_jobs;
     embed_inbox.push_back(std::move(job));
     lock.unlock();
     wake.notify_all();

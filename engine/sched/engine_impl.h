@@ -67,6 +67,9 @@ struct Engine::Impl {
   void take_inbox(std::vector<std::unique_ptr<sched::Request>>& fresh, std::vector<std::string>& cancels, bool& stop,
                   std::vector<std::unique_ptr<sched::EmbedJob>>& fresh_embeds);
   void apply_cancels(const std::vector<std::string>& cancels);
+  // Requests waiting to be scheduled, as max_queued counts them: an embed request whose inputs
+  // wait counts once, not once per input (engine thread).
+  int32_t waiting_admissions() const;
   void expire_deadlines(sched::Clock::time_point now);
   void run_step(const sched::SchedulerOutput& out);
   void emit_token(sched::Request& r, const GeneratedToken& tok, sched::Clock::time_point now);
@@ -125,7 +128,7 @@ struct Engine::Impl {
   bool stopping = false;
   std::vector<std::unique_ptr<sched::Request>> inbox;
   std::vector<std::unique_ptr<sched::EmbedJob>> embed_inbox;
-  int32_t embed_inbox_inputs = 0;  // sequences waiting in embed_inbox
+  int32_t embed_inbox_jobs = 0;  // embed requests in embed_inbox (counted against max_queued once each)
   std::vector<std::string> cancel_inbox;
   std::unordered_set<std::string> live_ids;
   std::mt19937_64 id_rng;

@@ -155,8 +155,8 @@ void Engine::Impl::take_inbox(std::vector<std::unique_ptr<Request>>& fresh, std:
   cancels.swap(cancel_inbox);
   fresh_embeds.swap(embed_inbox);
   stop = stopping;
-  waiting_snapshot = scheduler.num_waiting() + static_cast<int32_t>(fresh.size()) + embed_inbox_inputs;
-  embed_inbox_inputs = 0;
+  waiting_snapshot = waiting_admissions() + static_cast<int32_t>(fresh.size()) + embed_inbox_jobs;
+  embed_inbox_jobs = 0;
 }
 
 Clock::time_point Engine::Impl::next_deadline() const {
@@ -168,6 +168,16 @@ Clock::time_point Engine::Impl::next_deadline() const {
     if (job->deadline) t = std::min(t, *job->deadline);
   }
   return t;
+}
+
+int32_t Engine::Impl::waiting_admissions() const {
+  int32_t n = scheduler.num_waiting();
+  for (const auto& [id, job] : embed_jobs) {
+    int32_t waiting_inputs = 0;
+    for (const auto& in : job->inputs) waiting_inputs += in->seq.state == sched::SeqState::kWaiting && !in->done ? 1 : 0;
+    if (waiting_inputs > 1) n -= waiting_inputs - 1;
+  }
+  return n;
 }
 
 void Engine::Impl::apply_cancels(const std::vector<std::string>& cancels) {
@@ -278,10 +288,18 @@ void Engine::Impl::run_step(const sched::SchedulerOutput& out) {
   scheduler.on_step_done(out);
   // Cancels that arrived while the step ran take effect before its tokens are emitted (applied
   // after the loop below, which must not see a destroyed request).
+  // A cancel for a request submitted during the step (still in the inbox, not admitted) stays in
+  // cancel_inbox: the next turn admits that request first and then cancels it. Taking it here
+  // would drop it, and the request would run to its end although its cancel was answered.
   std::vector<std::string> late_cancels;
   {
     std::lock_guard lock(mu);
-    late_cancels.swap(cancel_inbox);
+    std::vector<std::string> not_admitted;
+    for (std::string& id : cancel_inbox) {
+      const bool admitted = requests.count(id) != 0 || embed_jobs.count(id) != 0;
+      (admitted ? late_cancels : not_admitted).push_back(std::move(id));
+    }
+    cancel_inbox.swap(not_admitted);
   }
   std::unordered_set<const sched::Sequence*> cancelled;
   for (const std::string& id : late_cancels) {
@@ -442,8 +460,9 @@ void Engine::Impl::publish_stats() {
     std::lock_guard lock(stats_mu);
     stats_snapshot = std::move(s);
   }
+  const int32_t waiting = waiting_admissions();
   std::lock_guard lock(mu);
-  waiting_snapshot = scheduler.num_waiting();
+  waiting_snapshot = waiting;
   const double per_slot = avg_request_ms / std::max(1, config.max_seqs);
   retry_after_ms = static_cast<int32_t>(std::clamp(per_slot * std::max(1, scheduler.num_waiting()), 50.0, 30000.0));
 }

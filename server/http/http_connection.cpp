@@ -87,6 +87,10 @@ void HttpConnection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t*
 void HttpConnection::handle_bytes(std::string_view bytes) {
   if (closing_) return;
   last_activity_ = std::chrono::steady_clock::now();
+  // The first byte of a request starts its clock; later bytes do not reset it (a request dribbled
+  // a byte a second would otherwise never time out). While an answer is being written, bytes of
+  // the next (pipelined) request wait: its clock starts when that answer is done.
+  if (!active_ && !parser_.mid_request()) request_started_ = last_activity_;
   parser_.feed(bytes);
   if (active_) {
     // Read ahead of the current answer only so far; the rest waits in the socket.
@@ -143,14 +147,17 @@ void HttpConnection::finish_exchange() {
     return;
   }
   last_activity_ = std::chrono::steady_clock::now();
+  request_started_ = last_activity_;
   if (!reading_) start_reading();
   dispatch_ready();
 }
 
 bool HttpConnection::over_output_bound(size_t more) {
-  if (queued_bytes_ + more <= limits_.max_output_bytes) return false;
-  spdlog::warn("http connection {} ({}): {} bytes of output queued, above the limit of {}: slow reader, "
-               "closing it", id_, peer_.address, queued_bytes_, limits_.max_output_bytes);
+  // The bound is on output the client has not read: a write into an empty queue goes whatever its
+  // size (a non-streamed answer larger than the bound is not a slow reader's fault).
+  if (queued_bytes_ == 0 || queued_bytes_ + more <= limits_.max_output_bytes) return false;
+  spdlog::warn("http connection {} ({}): {} bytes of output unread and {} more to queue, above the limit of {}: "
+               "slow reader, closing it", id_, peer_.address, queued_bytes_, more, limits_.max_output_bytes);
   close_now();
   return true;
 }
@@ -279,7 +286,7 @@ bool HttpConnection::expire(std::chrono::steady_clock::time_point now) {
   }
   if (active_) return false;
   if (parser_.mid_request()) {
-    if (idle > std::chrono::milliseconds(limits_.request_timeout_ms)) {
+    if (now - request_started_ > std::chrono::milliseconds(limits_.request_timeout_ms)) {
       fail_stream(ParseFailure{408, "request_timeout",
                                "the request was not complete after " +
                                    std::to_string(limits_.request_timeout_ms) + " ms"});

@@ -114,6 +114,9 @@ class HttpConnection {
   uint64_t lingered_bytes_ = 0;
   uint64_t exchange_ = 0;
   std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();
+  // When the current request's first byte came: request_timeout_ms counts from here, so it times
+  // the whole request (headers and body), not the silence between its bytes.
+  std::chrono::steady_clock::time_point request_started_ = last_activity_;
   uv_shutdown_t shutdown_req_{};
 };
 

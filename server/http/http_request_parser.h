@@ -2,7 +2,9 @@
 // Incremental HTTP/1.1 request parser over Debian's http-parser (nodejs/http-parser 2.9). It
 // parses ONE request at a time: after a complete request it pauses and keeps the following
 // (pipelined) bytes for later, so answers go out in request order. Enforces the header and body
-// limits; any failure is a status code (400, 413, 431, 501, 505) with a message to send back.
+// limits and what RFC 9112 requires that http-parser lets through (single spaces in the request
+// line, token header names, no transfer coding but chunked); any failure is a status code (400,
+// 413, 431, 501, 505) with a message to send back.
 #include <http_parser.h>
 
 #include <cstdint>
@@ -38,7 +40,7 @@ class HttpRequestParser {
   bool wants_continue() const { return wants_continue_ && !continue_sent_; }
   void continue_sent() { continue_sent_ = true; }
   // Bytes of a request that is not complete yet, plus pipelined bytes waiting behind one.
-  bool mid_request() const { return started_ && !complete_; }
+  bool mid_request() const { return !complete_ && (started_ || !stash_.empty()); }
   size_t stashed_bytes() const { return stash_.size(); }
 
  private:
@@ -53,6 +55,8 @@ class HttpRequestParser {
   void run();  // parses stash_ until paused, done, or out of bytes
   bool fail(int status, std::string code, std::string message);
   bool count_header_bytes(size_t len);
+  bool check_request_line();  // false: incomplete, or failed (see failure_)
+  bool check_transfer_coding();
   void finish_header();
 
   HttpLimits limits_;
@@ -65,6 +69,7 @@ class HttpRequestParser {
   uint64_t header_bytes_ = 0;
   bool started_ = false;
   bool complete_ = false;
+  bool line_checked_ = false;  // the current request's line passed request_line_error
   bool wants_continue_ = false;
   bool continue_sent_ = false;
   std::optional<ParseFailure> failure_;

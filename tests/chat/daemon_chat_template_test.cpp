@@ -3,6 +3,7 @@
 // handle; a broken --chat-template file stops the start with the template line named.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <optional>
 
@@ -68,6 +69,24 @@ TEST(DaemonChatTemplate, UnusableTemplateIsReportedAtLoadAndFallsBack) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("template line 2: unknown filter 'frobnicate'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("falling back to ChatML"), std::string::npos) << r.err;
+}
+
+// Issue 37: as a GGUF's template, the list-doubling attack took the host's memory during the
+// probe render, and a quadratic list build delayed `ready` by minutes. Both are stopped by the
+// render's bounds, logged, and the daemon serves with ChatML.
+TEST(DaemonChatTemplate, HostileModelTemplateIsStoppedAtLoad) {
+  const std::string dir = vks::test::make_temp_dir("vks-chat-daemon");
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_daemon(dir, model_with_template(dir, "{% set ns = namespace(l=[1]) %}{% for i in range(64) %}"
+                                                    "{% set ns.l = ns.l + ns.l %}{% endfor %}"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("template exceeded its memory limit"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("falling back to ChatML"), std::string::npos) << r.err;
+  r = run_daemon(dir, model_with_template(dir, "{% set ns = namespace(l=[]) %}{% for i in range(200000) %}"
+                                               "{% set ns.l = ns.l + [i] %}{% endfor %}"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("falling back to ChatML"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
 TEST(DaemonChatTemplate, UserTemplateOverridesAndABrokenOneStopsTheStart) {

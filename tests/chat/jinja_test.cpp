@@ -2,6 +2,9 @@
 // jinja2's whitespace control and scoping, and errors that name the template line.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+
 #include "engine/chat/jinja_template.h"
 #include "engine/chat/json_value.h"
 
@@ -149,6 +152,78 @@ TEST(Jinja, LimitsStopHostileTemplates) {
   for (int i = 0; i < 1000; ++i) deep += "(";
   deep += "1" + std::string(1000, ')') + " }}";
   EXPECT_NE(fails(deep).find("nested too deeply"), std::string::npos);
+}
+
+// Issue 37: bounds by element count let a template double a list 64 times or rebuild it
+// quadratically and take the host's memory and minutes of CPU. Every render is bounded by the
+// bytes it allocates (copies count again), by time, and stops when cancelled.
+std::string render_error(const std::string& source, const vks::jinja::RenderLimits& limits) {
+  try {
+    Template::parse(source).render(Value::Dict{}, limits);
+  } catch (const TemplateError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Jinja, RenderIsBoundedByTheBytesItAllocates) {
+  vks::jinja::RenderLimits limits;
+  limits.max_alloc_bytes = uint64_t{32} << 20;
+  // Doubling: 2^20 one-value elements fit the old element bound of 16 Mi but not 32 MiB of values.
+  EXPECT_NE(render_error("{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}", limits)
+                .find("memory limit (32 MiB"),
+            std::string::npos);
+  // Quadratic: each `ns.l + [i]` copies the list; 20,000 iterations copy 200 M values.
+  EXPECT_NE(render_error("{% set ns = namespace(l=[]) %}{% for i in range(20000) %}{% set ns.l = ns.l + [i] %}{% endfor %}", limits)
+                .find("memory limit"),
+            std::string::npos);
+  EXPECT_NE(render_error("{% set l = [1] * 8000000 %}", limits).find("memory limit"), std::string::npos);
+  // Strings built by concatenation count too.
+  EXPECT_NE(render_error("{% set ns = namespace(s='') %}{% for i in range(20000) %}{% set ns.s = ns.s ~ 'abcdefghij' %}{% endfor %}", limits)
+                .find("memory limit"),
+            std::string::npos);
+  // Under the bound the same constructs work.
+  EXPECT_EQ(Template::parse("{% set ns = namespace(l=[1]) %}{% for i in range(10) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l | length }}")
+                .render(Value::Dict{}, limits),
+            "1024");
+}
+
+TEST(Jinja, ASmallListOfAHugeValuePrintsNoHugeText) {
+  vks::jinja::RenderLimits limits;
+  limits.max_output_bytes = 1 << 20;
+  // Strings are shared, so the list is small; printing it would be 1 GB.
+  EXPECT_NE(render_error("{% set s = 'a' * 1000000 %}{% set l = [] %}{% for i in range(1000) %}{% set _ = l.append(s) %}{% endfor %}{{ l }}", limits)
+                .find("size limit"),
+            std::string::npos);
+  EXPECT_NE(render_error("{% set a = [1] * 1000 %}{% set b = [a] * 1000 %}{% set c = [b] * 1000 %}{{ c | tojson }}", limits)
+                .find("size limit"),
+            std::string::npos);
+  // Equal but not the same lists: comparing them visits 10^9 values.
+  limits.max_steps = 1'000'000;
+  EXPECT_NE(render_error("{% set a = [1] * 1000 %}{% set b = [a] * 1000 %}{% set c = [b] * 1000 %}"
+                         "{% set b2 = [a[:]] * 1000 %}{% set c2 = [b2] * 1000 %}{{ c == c2 }}",
+                         limits)
+                .find("step limit"),
+            std::string::npos);
+}
+
+TEST(Jinja, RenderStopsAtItsDeadlineAndWhenCancelled) {
+  vks::jinja::RenderLimits limits;
+  limits.max_duration = std::chrono::milliseconds(50);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_NE(render_error("{% for i in range(1000000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}", limits)
+                .find("time limit (50 ms)"),
+            std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+
+  std::atomic<bool> cancelled{true};
+  limits.max_duration = std::chrono::milliseconds(60'000);
+  limits.cancelled = &cancelled;
+  EXPECT_NE(render_error("{% for i in range(1000000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}", limits)
+                .find("cancelled"),
+            std::string::npos);
+  cancelled = false;
+  EXPECT_EQ(Template::parse("{% for i in range(3) %}{{ i }}{% endfor %}").render(Value::Dict{}, limits), "012");
 }
 
 }  // namespace

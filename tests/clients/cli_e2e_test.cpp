@@ -44,6 +44,16 @@ TEST_F(CliE2E, GenerateGreedyPrintsTheReferenceText) {
   EXPECT_EQ(r.out, ref_.text);
 }
 
+// Issue 37: a generation cut off by its deadline (or cancelled by another client) exited 0, so a
+// script took the partial text for a complete answer. It exits 4, as `vkstream --help` says.
+TEST_F(CliE2E, GenerateCutOffByItsDeadlineExits4) {
+  const ProcessResult r = cli("generate", {"--greedy", "--ignore-eos", "--deadline-ms", "1", "Once"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("deadline"), std::string::npos) << r.err;
+  const ProcessResult help = vks::test::run_process({vkstream_exe(), "--help"}, "", 30);
+  EXPECT_NE(help.out.find("4 the request was cancelled elsewhere or hit its deadline"), std::string::npos) << help.out;
+}
+
 TEST_F(CliE2E, GenerateOverZeroMqWithPromptFromStdin) {
   const std::vector<std::string> argv = {vkstream_exe(), "generate", "--zmq", "ipc://" + daemon_->dir() + "/router.zmq",
                                          "--temperature", "0", "--max-tokens", "60", "-"};

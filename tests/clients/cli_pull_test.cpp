@@ -156,6 +156,18 @@ TEST_F(CliPull, PlainUrlGoesToTheCacheUnderItsFileName) {
   EXPECT_EQ(vks::test::read_file(cache_ + "/stories260K.Q8_0.gguf"), source_bytes_);
 }
 
+// Issue 37: a failed pull left an empty FILE.part in the cache (the file was opened before the
+// transfer); a failure before any byte arrives leaves nothing.
+TEST_F(CliPull, AFailureBeforeAnyByteLeavesNoPartFile) {
+  const ProcessResult r = pull(endpoint_ + "/test/stories260K-GGUF/resolve/main/no-such.gguf");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("404"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(cache_ + "/no-such.gguf.part"));
+  const std::string offline = "http://127.0.0.1:" + std::to_string(closed_port());
+  EXPECT_EQ(pull(offline + "/x/y/resolve/main/m.gguf").exit_code, 1);
+  EXPECT_FALSE(fs::exists(cache_ + "/m.gguf.part"));
+}
+
 TEST_F(CliPull, UnreachableHostSaysOffline) {
   const std::string endpoint = "http://127.0.0.1:" + std::to_string(closed_port());
   ::setenv("VKSTREAM_HF_ENDPOINT", endpoint.c_str(), 1);

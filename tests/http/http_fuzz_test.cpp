@@ -55,6 +55,13 @@ std::vector<std::string> corpus() {
       "POST /json HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{\"a\":tru}",
       "POST /json HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 6\r\n\r\n[1,2] ",
       "GET /echo HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}",
+      // Issue 37's attack: what RFC 9112 rejects and http-parser let through.
+      "POST /json HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length : 2\r\n\r\n{}",
+      "POST /json HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+      "2\r\n{}\r\n0\r\n\r\n",
+      "POST /json HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      "GET  /echo  HTTP/1.1\r\nHost: t\r\n\r\n",
+      "GET /echo HTTP/1.1\r\nHost: t\r\nX(y): 1\r\n\r\n",
   };
 }
 
@@ -97,6 +104,39 @@ TEST(HttpFuzz, EveryMutatedRequestGetsAnHttpAnswerWithJson) {
   }
   EXPECT_GT(answered_errors, 800);  // most mutations break something
   // Still serving.
+  RawHttpClient c;
+  ASSERT_TRUE(c.connect_tcp(server.port()));
+  ASSERT_TRUE(c.send(http_request("POST", "/json", "{\"ok\":true}")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+// Issue 37's HTTP attack inputs, each with the answer RFC 9112 asks for, on one server that keeps
+// serving: smuggling-prone framing (400/501), and a request dribbled past its timeout (408).
+TEST(HttpFuzz, TheAttackInputsGetTheirRfcAnswers) {
+  http::HttpLimits limits;
+  limits.request_timeout_ms = 300;
+  TestHttpServer server{limits};
+  const std::pair<std::string, int> cases[] = {
+      {"POST /json HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length : 2\r\n\r\n{}", 400},
+      {"POST /json HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+       "2\r\n{}\r\n0\r\n\r\n",
+       501},
+      {"POST /json HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n", 400},
+      {"GET  /echo HTTP/1.1\r\nHost: t\r\n\r\n", 400},
+      {"GET /echo HTTP/1.1\r\nHost: t\r\nBad Name: 1\r\n\r\n", 400},
+      {"POST /json HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n", 408},
+  };
+  for (const auto& [input, status] : cases) {
+    RawHttpClient c;
+    ASSERT_TRUE(c.connect_tcp(server.port()));
+    c.send(input);
+    const auto r = c.read_response(5000);
+    check_answer(r, input);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << input;
+  }
   RawHttpClient c;
   ASSERT_TRUE(c.connect_tcp(server.port()));
   ASSERT_TRUE(c.send(http_request("POST", "/json", "{\"ok\":true}")));

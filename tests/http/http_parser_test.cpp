@@ -105,6 +105,49 @@ TEST(HttpRequestParser, MalformedInputIs400AndOtherVersionsAre505) {
   EXPECT_EQ(p.failure()->status, 505);
 }
 
+// Issue 37: http-parser's leniencies, which a proxy in front may read differently (RFC 9112).
+// Each of these was accepted before.
+TEST(HttpRequestParser, WhatRfc9112RejectsIsRejected) {
+  const auto failure_of = [](const std::string& bytes) {
+    HttpRequestParser p{HttpLimits{}};
+    p.feed(bytes);
+    while (p.next()) {
+    }
+    return p.failure() ? *p.failure() : ParseFailure{0, "", ""};
+  };
+  const std::pair<const char*, int> cases[] = {
+      {"POST / HTTP/1.1\r\nContent-Length : 5\r\n\r\nhello", 400},    // space before the colon
+      {"POST / HTTP/1.1\r\nContent-Length\t: 5\r\n\r\nhello", 400},
+      {"GET / HTTP/1.1\r\nX(bad): 1\r\n\r\n", 400},                   // not a token
+      {"GET / HTTP/1.1\r\nX\x01: 1\r\n\r\n", 400},
+      {"GET  / HTTP/1.1\r\n\r\n", 400},                                  // double spaces
+      {"GET /  HTTP/1.1\r\n\r\n", 400},
+      {"GET / HTTP/1.1 \r\n\r\n", 400},
+      {"GET\t/ HTTP/1.1\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 501},
+      {"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 501},
+      {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
+  };
+  for (const auto& [bytes, status] : cases) {
+    const ParseFailure f = failure_of(bytes);
+    EXPECT_EQ(f.status, status) << bytes;
+    EXPECT_FALSE(f.message.empty()) << bytes;
+  }
+  // Fed a byte at a time, the checks hold too, and well-formed requests still parse.
+  HttpRequestParser p{HttpLimits{}};
+  for (char c : std::string("GET  / HTTP/1.1\r\n\r\n")) p.feed(std::string(1, c));
+  ASSERT_TRUE(p.failure());
+  EXPECT_EQ(p.failure()->status, 400);
+  HttpRequestParser ok{HttpLimits{}};
+  for (char c : std::string("\r\nPOST /a?b=c HTTP/1.1\r\nTransfer-Encoding: Chunked\r\nX-Ok_1.~: v\r\n\r\n5\r\nhello\r\n0\r\n\r\n")) {
+    ASSERT_TRUE(ok.feed(std::string(1, c)));
+  }
+  auto r = ok.next();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "hello");
+}
+
 TEST(HttpRequestParser, RandomBytesNeverCrashAndEndInARequestOrAFailure) {
   std::mt19937 rng(7);
   const std::string seed = "POST /v1/completions HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\nhello";

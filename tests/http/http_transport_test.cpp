@@ -2,6 +2,7 @@
 // bodies, Expect: 100-continue, the header/body/connection limits, slow readers, disconnects.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <poll.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -181,6 +182,35 @@ TEST(HttpTransport, ConnectionsPastTheLimitGet503) {
   EXPECT_EQ(ok->status, 200);
 }
 
+// Issue 37 (slowloris): the request timeout was an idle timer reset by every byte, so a request
+// dribbled a byte at a time was never answered nor closed. It times the whole request (headers and
+// body) from its first byte.
+TEST(HttpTransport, ARequestDribbledByteByByteTimesOutFromItsFirstByte) {
+  http::HttpLimits limits;
+  limits.request_timeout_ms = 400;
+  TestHttpServer server{limits};
+  for (const bool in_body : {false, true}) {
+    RawHttpClient c;
+    ASSERT_TRUE(c.connect_tcp(server.port()));
+    const std::string request = http_request("POST", "/echo", std::string(200, 'x'));
+    // In the body case the headers come at once and the body dribbles.
+    size_t sent = in_body ? request.find("\r\n\r\n") + 4 : 0;
+    ASSERT_TRUE(c.send(request.substr(0, sent)));
+    const auto start = std::chrono::steady_clock::now();
+    bool answered = false;
+    while (!answered && sent < request.size() && std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+      ASSERT_TRUE(c.send(request.substr(sent++, 1)));
+      pollfd p{c.fd(), POLLIN, 0};
+      answered = poll(&p, 1, 20) > 0;  // a byte each 20 ms: 5 s for the whole request
+    }
+    EXPECT_TRUE(answered) << "in_body=" << in_body;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3)) << "in_body=" << in_body;
+    auto r = c.read_response(1000);
+    ASSERT_TRUE(r) << "in_body=" << in_body;
+    expect_json_error(*r, 408);
+  }
+}
+
 TEST(HttpTransport, ASlowStreamReaderIsClosedAtTheOutputBound) {
   http::HttpLimits limits;
   limits.max_output_bytes = 512 * 1024;
@@ -199,6 +229,26 @@ TEST(HttpTransport, ASlowStreamReaderIsClosedAtTheOutputBound) {
   auto r = d.read_response();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->body, "chunk 0\nchunk 1\n");
+}
+
+// Issue 37: the bound meant for slow readers rejected any single write larger than it, so a
+// non-streamed answer above --max-output-bytes was dropped with no response, even to a client
+// that reads. The bound is on what is queued unread.
+TEST(HttpTransport, AnAnswerLargerThanTheOutputBoundReachesAReader) {
+  http::HttpLimits limits;
+  limits.max_output_bytes = 64 * 1024;
+  TestHttpServer server{limits};
+  RawHttpClient c;
+  ASSERT_TRUE(c.connect_tcp(server.port()));
+  const std::string big(200 * 1024, 'b');
+  for (int i = 0; i < 2; ++i) {  // and again on the same connection
+    ASSERT_TRUE(c.send(http_request("POST", "/echo", big)));
+    auto r = c.read_response();
+    ASSERT_TRUE(r) << i;
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(json::parse(r->body)["body"], big);
+  }
+  EXPECT_EQ(server.closed.load(), 0);
 }
 
 TEST(HttpTransport, ADisconnectMidAnswerIsReportedAtOnce) {

@@ -315,6 +315,35 @@ TEST_F(EmbedEngine, IdenticalAloneBatchedAndUnderKvPressure) {
   EXPECT_EQ(small->stats().kv_blocks_used, 0) << "embed inputs must not keep KV blocks";
 }
 
+// Issue 37: each input of an embed request counted against max_queued, so one request of 2,048
+// inputs (the documented maximum; max_queued is 256) locked every other client out with
+// `overloaded`. A request is one admission however many inputs it has.
+TEST_F(EmbedEngine, ABatchOfManyInputsCountsAsOneAdmission) {
+  EngineConfig cfg;
+  cfg.max_queued = 4;
+  MAKE_ENGINE_OR_SKIP(engine, cfg);
+  Collector c(*engine);
+  EmbedRequest big;
+  for (int k = 0; k < 32; ++k) big.texts.push_back(kTexts[2]);
+  const SubmitResult first = engine->submit_embed(big);
+  ASSERT_TRUE(first.ok) << first.message;
+  GenerateRequest g;
+  g.prompt_text = "Once upon a time";
+  g.stop.max_tokens = 4;
+  const SubmitResult gen = engine->submit(g);
+  EXPECT_TRUE(gen.ok) << gen.message;
+  const SubmitResult second = engine->submit_embed(big);
+  EXPECT_TRUE(second.ok) << second.message;
+  ASSERT_TRUE(c.finished(first.id));
+  EXPECT_EQ(c[first.id].embeddings.size(), big.texts.size());
+  if (gen.ok) {
+    EXPECT_TRUE(c.finished(gen.id));
+  }
+  if (second.ok) {
+    EXPECT_TRUE(c.finished(second.id));
+  }
+}
+
 // Inputs that cannot run are rejected at submit with a code naming the input.
 TEST_F(EmbedEngine, RejectsBadInputs) {
   EngineConfig cfg;

@@ -287,6 +287,30 @@ TEST(Engine, CancelBeforeSchedulingStillEndsWithFinished) {
   EXPECT_EQ(h.stream(a).events.back().type, EventType::kFinished);
 }
 
+// Issue 37: a cancel that arrived while a step ran was applied only to admitted requests; one for
+// a request still in the inbox (submitted during the same step) was dropped, and the request ran
+// to its end although its cancel had been answered `true`.
+TEST(Engine, CancelOfARequestStillInTheInboxIsNotLost) {
+  Harness h;
+  h.runner().hold = true;
+  const std::string a = h.submit_ok(greedy_request(prompt_of(8, 15), 50));
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (h.runner().steps_started == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+  ASSERT_GT(h.runner().steps_started, 0);
+  // The engine thread is inside a step now: b waits in the inbox when its cancel comes.
+  const std::string b = h.submit_ok(greedy_request(prompt_of(8, 16), 500));
+  const std::string c = h.submit_ok(greedy_request(prompt_of(8, 17), 500));
+  EXPECT_TRUE(h.engine().cancel(b));
+  EXPECT_TRUE(h.engine().cancel(a));
+  h.runner().hold = false;
+  ASSERT_TRUE(h.wait({a, b, c}));
+  EXPECT_EQ(h.stream(a).final_event.reason, FinishReason::kCancelled);
+  EXPECT_EQ(h.stream(b).final_event.reason, FinishReason::kCancelled);
+  EXPECT_EQ(h.stream(b).final_event.usage.generated_tokens, 0);
+  EXPECT_EQ(h.stream(c).final_event.reason, FinishReason::kLength);  // others are not touched
+  EXPECT_EQ(h.engine().stats().kv_blocks_used, 0);
+}
+
 void expect_rejected(Engine& e, GenerateRequest r, ErrorCode code, const std::string& names) {
   const SubmitResult s = e.submit(std::move(r));
   EXPECT_FALSE(s.ok);
@@ -350,6 +374,39 @@ TEST(Engine, SubmitValidatesEveryField) {
   const SubmitResult dup_after = e.submit(text);  // finished ids may be reused
   EXPECT_TRUE(dup_after.ok) << dup_after.message;
   ASSERT_TRUE(h.wait({ok.id}));
+}
+
+// Issue 37: a prompt longer than the KV cache was capacity_exceeded where the cache was smaller
+// than the prompt limit and "prompt_text: ... exceed the limit" where it was larger, and named by
+// max_tokens when max_tokens was set. The prompt limit is the least of max_prompt_tokens, the
+// context and the KV cache: one condition, one answer, naming the wire's field `prompt`.
+TEST(Engine, APromptLongerThanTheKvCacheGetsOneAnswer) {
+  EngineConfig cfg;
+  cfg.kv_blocks_limit = 10;  // 40 tokens; the context is 1024
+  Harness h(cfg);
+  EXPECT_EQ(h.engine().max_prompt_tokens(), 40);
+  EXPECT_EQ(h.engine().kv_capacity_tokens(), 40);
+  const auto submit_text = [&](Harness& on, size_t letters, int32_t max_tokens) {
+    GenerateRequest r;
+    r.prompt_text = std::string(letters, 'a');  // BOS + one token per letter
+    r.stop.max_tokens = max_tokens;
+    return on.engine().submit(std::move(r));
+  };
+  for (const int32_t max_tokens : {0, 2}) {
+    const SubmitResult s = submit_text(h, 44, max_tokens);
+    EXPECT_FALSE(s.ok);
+    EXPECT_EQ(s.code, ErrorCode::kInvalidArgument) << s.message;
+    EXPECT_EQ(s.message, "prompt: 45 prompt tokens exceed the limit of 40") << max_tokens;
+    EXPECT_EQ(s.prompt_tokens, 45);
+  }
+  GenerateRequest ids;
+  ids.prompt_ids.assign(45, 3);
+  EXPECT_EQ(h.engine().submit(ids).message, "prompt_ids: 45 prompt tokens exceed the limit of 40");
+  // A smaller max_prompt_tokens is the limit then.
+  EngineConfig limited = cfg;
+  limited.max_prompt_tokens = 30;
+  Harness g(limited);
+  EXPECT_EQ(submit_text(g, 34, 2).message, "prompt: 35 prompt tokens exceed the limit of 30");
 }
 
 TEST(Engine, UnsetMaxTokensGeneratesUntilTheContextIsFull) {

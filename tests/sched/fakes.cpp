@@ -95,6 +95,7 @@ FakeRunner::FakeRunner(FakeRunnerOptions options, LogitsFn fn)
 }
 
 void FakeRunner::step(const StepBatch& batch, StepResult& out) {
+  ++shared_->steps_started;
   while (shared_->hold) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   StepRecord rec;
   rec.n_tokens = static_cast<int32_t>(batch.tokens.size());

@@ -87,6 +87,7 @@ class FakeRunner : public ModelRunner {
     int32_t fail_steps = 0;            // the next n steps throw Error(kDevice)
     std::atomic<int64_t> delay_us{0};  // extra time per step
     std::atomic<bool> hold{false};     // a step waits while set (lets a test queue work first)
+    std::atomic<int32_t> steps_started{0};  // counted before the hold: a held step is in flight
   };
   std::shared_ptr<Shared> shared() const { return shared_; }
 

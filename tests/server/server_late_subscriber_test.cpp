@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -90,6 +91,77 @@ TEST(ServerLateSubscriberTest, CatchUpComesBeforeLiveEventsWithoutDuplicates) {
   zmq_ctx_term(ctx);
   stop_owner = true;
   owner_reader.join();
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(20), 0) << daemon.log();
+}
+
+bool is_catchup(const std::string& payload) { return payload.find("\xa7" "catchup" "\xc3") != std::string::npos; }
+
+// Issue 37: a late subscriber's catch-up is published on the request's topic, so a firehose
+// subscriber (prefix `vks.`) received those events twice, indistinguishable from the live ones.
+// Catch-up events are marked `catchup: true`: without them the firehose sees every seq once.
+TEST(ServerLateSubscriberTest, FirehoseCanTellCatchUpFromLiveEvents) {
+  TempDir dir;
+  DaemonProcess daemon;
+  DaemonConfig config;
+  config.dir = dir.path;
+  daemon.start(config);
+  ASSERT_TRUE(daemon.wait_ready(40)) << daemon.log();
+  void* ctx = zmq_ctx_new();
+  {  // the sockets close before zmq_ctx_term, which waits for them
+    ZmqSubscriber firehose(ctx);
+    ASSERT_TRUE(firehose.connect(daemon.pub_endpoint()));
+    firehose.subscribe("vks.");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the subscription reaches the daemon
+
+    UdsClient owner;
+    ASSERT_TRUE(owner.connect(daemon.socket_path()));
+    proto::Request req = greedy_request(300, true);
+    std::get<proto::GenerateRequest>(req.body).id = "fh-0";
+    std::get<proto::GenerateRequest>(req.body).stream = false;
+    req.tag = proto::Tag::of(1);
+    ASSERT_TRUE(owner.send(req));
+    std::string topic;
+    for (int tries = 0; tries < 600 && topic.empty(); ++tries) {
+      auto st = request(owner, simple(proto::StatusRequest{"fh-0"}, 2));
+      ASSERT_TRUE(st);
+      if (const auto* status = std::get_if<proto::StatusAnswer>(&st->body); status != nullptr && status->last_seq >= 2) {
+        topic = status->topic;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+  }
+  ASSERT_FALSE(topic.empty());
+  ZmqSubscriber late(ctx);
+  ASSERT_TRUE(late.connect(daemon.pub_endpoint()));
+  late.subscribe(topic);
+  StreamCollector late_stream("fh-0");
+  ASSERT_TRUE(collect(late, late_stream, 60000));
+  EXPECT_EQ(late_stream.duplicates, 0);
+
+  // Everything the firehose got for this request, until it has been quiet for a while.
+  std::map<int64_t, int> live_by_seq;
+  int marked = 0;
+  bool finished = false;
+  while (auto m = firehose.recv(finished ? 500 : 30000)) {
+    if (m->first != topic) continue;
+    auto parsed = proto::parse_server_message(m->second);
+    ASSERT_TRUE(parsed);
+    const auto* ev = std::get_if<proto::StreamEvent>(&parsed->body);
+    ASSERT_NE(ev, nullptr);
+    if (is_catchup(m->second)) {
+      ++marked;
+      continue;
+    }
+    ++live_by_seq[ev->seq];
+    finished = finished || ev->type == proto::StreamEventType::kFinished;
+  }
+  EXPECT_TRUE(finished);
+  EXPECT_GT(marked, 0) << "the late subscriber's catch-up reached the firehose unmarked";
+  for (const auto& [seq, n] : live_by_seq) EXPECT_EQ(n, 1) << "seq " << seq << " reached the firehose " << n << " times";
+  EXPECT_EQ(static_cast<int64_t>(live_by_seq.size()), late_stream.last_seq + 1);
+  }
+  zmq_ctx_term(ctx);
   daemon.signal(SIGTERM);
   EXPECT_EQ(daemon.wait_exit(20), 0) << daemon.log();
 }

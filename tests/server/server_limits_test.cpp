@@ -7,10 +7,95 @@
 #include <chrono>
 #include <thread>
 
+#include "protocol/protocol.h"
 #include "tests/server/daemon_harness.h"
 
 namespace vks::test {
 namespace {
+
+// Issue 37: on a busy engine, a cancel in the same write as its generate, or a connection closed
+// right after the submit, was answered and then lost (the engine applied cancels that came during a
+// step only to admitted requests): 37 of 40 such requests kept running, and orphans filled every
+// slot. Every one of them must end cancelled.
+TEST(ServerLimitsTest, CancelsRightAfterTheSubmitAreNeverLost) {
+  TempDir dir;
+  DaemonProcess daemon;
+  DaemonConfig config;
+  config.dir = dir.path;
+  daemon.start(config);
+  ASSERT_TRUE(daemon.wait_ready(40)) << daemon.log();
+
+  // Two long requests keep the engine stepping, so the submits below land during steps.
+  UdsClient busy;
+  ASSERT_TRUE(busy.connect(daemon.socket_path()));
+  for (int i = 0; i < 2; ++i) {
+    proto::Request req = greedy_request(1500, true);
+    auto& g = std::get<proto::GenerateRequest>(req.body);
+    g.id = "busy-" + std::to_string(i);
+    g.stream = false;
+    auto m = request(busy, req);
+    ASSERT_TRUE(m);
+    ASSERT_TRUE(std::holds_alternative<proto::AcceptedAnswer>(m->body));
+  }
+  constexpr int kClients = 20;
+  for (int i = 0; i < kClients; ++i) {
+    UdsClient c;
+    ASSERT_TRUE(c.connect(daemon.socket_path()));
+    proto::Request gen = greedy_request(1500, true);
+    auto& g = std::get<proto::GenerateRequest>(gen.body);
+    g.id = "same-write-" + std::to_string(i);
+    g.stream = false;
+    gen.tag = proto::Tag::of(1);
+    std::string bytes;
+    proto::append_frame(bytes, proto::encode_request(gen));
+    proto::append_frame(bytes, proto::encode_request(simple(proto::CancelRequest{g.id}, 2)));
+    ASSERT_TRUE(c.send_raw(bytes));
+    if (i % 2 == 0) {  // half read both answers, half close at once (the close cancels too)
+      EXPECT_TRUE(c.recv(10000));
+      EXPECT_TRUE(c.recv(10000));
+    }
+  }
+  UdsClient watcher;
+  ASSERT_TRUE(watcher.connect(daemon.socket_path()));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int i = 0; i < kClients; ++i) {
+    proto::StatusAnswer status;
+    do {
+      auto st = request(watcher, simple(proto::StatusRequest{"same-write-" + std::to_string(i)}, 3));
+      ASSERT_TRUE(st);
+      ASSERT_TRUE(std::holds_alternative<proto::StatusAnswer>(st->body));
+      status = std::get<proto::StatusAnswer>(st->body);
+      if (status.state != proto::RequestState::kFinished) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } while (status.state != proto::RequestState::kFinished && std::chrono::steady_clock::now() < until);
+    EXPECT_EQ(status.state, proto::RequestState::kFinished) << "request " << i << " still running";
+    EXPECT_EQ(status.reason, FinishReason::kCancelled) << "request " << i;
+    EXPECT_LT(status.generated_tokens, 1500) << "request " << i;
+  }
+  busy.close();
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(20), 0) << daemon.log();
+}
+
+// Issue 37 (first hour): hello's max_prompt_tokens said the model's context (131,072 for a
+// 128K model) where the KV cache held 4,096. It says what the cache can hold.
+TEST(ServerLimitsTest, HelloAdvertisesTheKvCacheNotTheContext) {
+  TempDir dir;
+  DaemonProcess daemon;
+  DaemonConfig config;
+  config.dir = dir.path;
+  config.extra_args = {"--kv-tokens", "256"};  // stories260K's file says a context of 2048
+  daemon.start(config);
+  ASSERT_TRUE(daemon.wait_ready(40)) << daemon.log();
+  UdsClient c;
+  ASSERT_TRUE(c.connect(daemon.socket_path()));
+  auto hello = request(c, simple(proto::HelloRequest{}, 1));
+  ASSERT_TRUE(hello);
+  const auto* h = std::get_if<proto::HelloAnswer>(&hello->body);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->limits.max_prompt_tokens, 256);
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(20), 0) << daemon.log();
+}
 
 TEST(ServerLimitsTest, ConfiguredLimitsAreReportedAndEnforced) {
   TempDir dir;

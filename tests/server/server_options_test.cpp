@@ -4,6 +4,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 
 #include "engine/common/error.h"
 #include "server/bind_check.h"
+#include "server/fd_limit.h"
 #include "server/gpu_check.h"
 #include "server/server_options.h"
 #include "server/uds_server.h"
@@ -108,6 +110,76 @@ TEST(BindCheck, FreshFolderIsCreatedAndLeftClean) {
   EXPECT_TRUE(std::filesystem::is_directory(dir / "sub"));
   EXPECT_TRUE(std::filesystem::is_empty(dir / "sub"));
   std::filesystem::remove_all(dir);
+}
+
+// Issue 37: --scope user created $XDG_RUNTIME_DIR/vkstream with the umask's mode (0755 under
+// 022), so any local user could reach the sockets' folder. It is 0700 whatever the umask.
+TEST(BindCheck, UserScopeRuntimeFolderIsPrivateWhateverTheUmask) {
+  const std::filesystem::path runtime = std::filesystem::temp_directory_path() / ("vks-xdg-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(runtime);
+  const char* old_xdg = std::getenv("XDG_RUNTIME_DIR");
+  const std::string saved = old_xdg != nullptr ? old_xdg : "";
+  ::setenv("XDG_RUNTIME_DIR", runtime.c_str(), 1);
+  auto o = parse({"--model", "m.gguf", "--scope", "user"});
+  ASSERT_TRUE(o.has_value());
+  vks::server::apply_default_paths(*o);
+  const mode_t old_umask = ::umask(0);
+  std::string error;
+  try {
+    vks::server::check_endpoints_bindable(*o, vks::server::ListenFds{});
+  } catch (const vks::Error& e) {
+    error = e.what();
+  }
+  ::umask(old_umask);
+  if (old_xdg != nullptr) {
+    ::setenv("XDG_RUNTIME_DIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("XDG_RUNTIME_DIR");
+  }
+  EXPECT_EQ(error, "");
+  struct stat st {};
+  ASSERT_EQ(::stat((runtime / "vkstream").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  std::filesystem::remove_all(runtime);
+}
+
+// Issue 37: the daemon kept the soft open-file limit (often 1024) while allowing 1024 HTTP
+// connections, so past ~1,000 clients accept() failed and clients got resets, not 503.
+TEST(FdLimit, SoftLimitIsRaisedToTheHardOne) {
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max < 128) GTEST_SKIP() << "hard limit too small to test";
+  rlimit low = saved;
+  low.rlim_cur = 64;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  const uint64_t now = vks::server::raise_fd_limit();
+  rlimit after{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &after), 0);
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  EXPECT_EQ(after.rlim_cur, saved.rlim_max);
+  EXPECT_EQ(now, saved.rlim_max == RLIM_INFINITY ? UINT64_MAX : static_cast<uint64_t>(saved.rlim_max));
+}
+
+TEST(FdLimit, ConnectionCapsFitTheLimitWithRoomForOtherSockets) {
+  auto caps = vks::server::fit_connection_caps(65536, 1024, 1024);
+  EXPECT_EQ(caps.http, 1024u);
+  EXPECT_EQ(caps.uds, 1024u);
+  EXPECT_EQ(caps.note, "");
+  for (const uint64_t limit : {uint64_t{64}, uint64_t{1024}, uint64_t{2048}, uint64_t{4096}}) {
+    caps = vks::server::fit_connection_caps(limit, 1024, 1024);
+    EXPECT_LE(uint64_t{caps.http} + caps.uds + vks::server::reserved_fds(limit), limit) << limit;
+    EXPECT_GE(caps.http, 1u);
+    EXPECT_GE(caps.uds, 1u);
+    EXPECT_GE(vks::server::reserved_fds(limit), 32u);
+  }
+  caps = vks::server::fit_connection_caps(1024, 1024, 1024);
+  EXPECT_EQ(caps.http, 384u);  // (1024 - 256) / 2
+  EXPECT_EQ(caps.uds, 384u);
+  EXPECT_NE(caps.note.find("LimitNOFILE"), std::string::npos) << caps.note;
+  // A small wanted cap leaves the rest to the other.
+  caps = vks::server::fit_connection_caps(1024, 1024, 16);
+  EXPECT_EQ(caps.uds, 16u);
+  EXPECT_EQ(caps.http, 752u);
 }
 
 TEST(BindCheck, LiveServerAtThePathAndBusyTcpPortAreReported) {

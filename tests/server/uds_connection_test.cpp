@@ -114,6 +114,38 @@ UdsServer::Hooks echo_hooks() {
   return hooks;
 }
 
+// Issue 37: past the open-file limit, msgpack clients got EPIPE. The daemon caps Unix-socket
+// connections below what its descriptors allow; past the cap a client is answered `overloaded`.
+TEST(UdsConnection, ConnectionsPastTheCapAreAnsweredOverloaded) {
+  LoopServer server(small_limits(), echo_hooks(), [](uv_loop_t*, UdsServer& uds) { uds.set_max_connections(2); });
+  std::vector<test::UdsClient> held(2);
+  for (auto& c : held) {
+    ASSERT_TRUE(c.connect(server.path()));
+    ASSERT_TRUE(c.send_raw(framed("hi")));
+    ASSERT_EQ(c.recv_frame(5000), std::optional<std::string>("echo hi"));
+  }
+  test::UdsClient extra;
+  ASSERT_TRUE(extra.connect(server.path()));
+  std::optional<std::string> answer = extra.recv_frame(5000);
+  ASSERT_TRUE(answer);
+  proto::Result<proto::ServerMessage> error = proto::parse_server_message(*answer);
+  ASSERT_TRUE(error);
+  const auto* e = std::get_if<proto::ErrorAnswer>(&error->body);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->error.code, proto::WireError::kOverloaded);
+  EXPECT_TRUE(extra.wait_closed(5000));
+  held.clear();  // room again
+  bool served = false;
+  for (int attempt = 0; attempt < 100 && !served; ++attempt) {
+    test::UdsClient c;
+    ASSERT_TRUE(c.connect(server.path()));
+    ASSERT_TRUE(c.send_raw(framed("again")));
+    served = c.recv_frame(5000) == std::optional<std::string>("echo again");
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(served);
+}
+
 TEST(UdsConnection, FramesBeforeAZeroLengthHeaderAreAnsweredFirst) {
   LoopServer server(small_limits(), echo_hooks());
   expect_frames_answered_before_error(server, header(0), 50, proto::WireError::kBadFrame);

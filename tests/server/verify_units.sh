@@ -34,6 +34,8 @@ for scope in system user; do
   done
   grep -qx "Type=notify" vkstream.service || { echo "FAIL: $scope/vkstream.service is not Type=notify"; fail=1; }
   grep -q "^WatchdogSec=" vkstream.service || { echo "FAIL: $scope/vkstream.service has no WatchdogSec"; fail=1; }
+  # Issue 37: without it the soft limit of 1024 was below the 1024 HTTP connections allowed.
+  grep -q "^LimitNOFILE=" vkstream.service || { echo "FAIL: $scope/vkstream.service has no LimitNOFILE"; fail=1; }
 done
 grep -qx "SupplementaryGroups=render video" "$dir/system/vkstream.service" ||
   { echo "FAIL: system/vkstream.service lacks SupplementaryGroups=render video"; fail=1; }
