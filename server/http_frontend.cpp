@@ -180,7 +180,7 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
     if (!post) return wrong_method("POST");
     auto body = http::parse_json_object(r, false, /*any_media_type=*/true);
     if (auto* f = std::get_if<http::ParseFailure>(&body)) return send_error(c, true, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-    const json& b = std::get<json>(body);
+    const http::JsonBody& b = std::get<http::JsonBody>(body);
     std::string name;
     for (const char* key : {"model", "name"}) {
       if (b.contains(key) && b[key].is_string()) name = b[key].get<std::string>();
@@ -220,7 +220,7 @@ void HttpFrontend::completions(HttpConnection& c, HttpRequest& r) {
   if (auto* f = std::get_if<http::ParseFailure>(&body)) {
     return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
   }
-  auto mapped = http::map_openai_completion(std::get<json>(body), model_);
+  auto mapped = http::map_openai_completion(std::get<http::JsonBody>(body), model_);
   if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
   auto& req = std::get<http::OpenAiCompletionRequest>(mapped);
   http::Generation g;
@@ -237,7 +237,7 @@ void HttpFrontend::ollama_generate(HttpConnection& c, HttpRequest& r) {
   if (auto* f = std::get_if<http::ParseFailure>(&body)) {
     return send_error(c, true, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
   }
-  auto mapped = http::map_ollama_generate(std::get<json>(body), model_);
+  auto mapped = http::map_ollama_generate(std::get<http::JsonBody>(body), model_);
   if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, true, *e, request_id);
   auto& req = std::get<http::OllamaGenerateRequest>(mapped);
   if (req.load_only) {
@@ -258,7 +258,7 @@ void HttpFrontend::chat_completions(HttpConnection& c, HttpRequest& r) {
   if (auto* f = std::get_if<http::ParseFailure>(&body)) {
     return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
   }
-  auto mapped = http::map_openai_chat(std::get<json>(body), model_);
+  auto mapped = http::map_openai_chat(std::get<http::JsonBody>(body), model_);
   if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
   auto& req = std::get<http::OpenAiChatRequest>(mapped);
   http::Generation g;
@@ -266,6 +266,7 @@ void HttpFrontend::chat_completions(HttpConnection& c, HttpRequest& r) {
   g.stream = req.stream;
   g.include_usage = req.include_usage;
   g.logprobs = req.logprobs;
+  g.tools = std::move(req.tools);
   submit(c, r, std::move(g), std::move(req.wire), http::openai_chat_param_names());
 }
 
@@ -275,13 +276,14 @@ void HttpFrontend::ollama_chat(HttpConnection& c, HttpRequest& r) {
   if (auto* f = std::get_if<http::ParseFailure>(&body)) {
     return send_error(c, true, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
   }
-  auto mapped = http::map_ollama_chat(std::get<json>(body), model_);
+  auto mapped = http::map_ollama_chat(std::get<http::JsonBody>(body), model_);
   if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, true, *e, request_id);
   auto& req = std::get<http::OllamaChatRequest>(mapped);
   if (req.load_only) return send_json(c, 200, http::ollama_chat_loaded(model_), request_id);
   http::Generation g;
   g.api = http::Api::kOllamaChat;
   g.stream = req.stream;
+  g.tools = std::move(req.tools);
   submit(c, r, std::move(g), std::move(req.wire), http::ollama_chat_param_names());
 }
 
@@ -292,7 +294,7 @@ void HttpFrontend::embeddings(HttpConnection& c, HttpRequest& r, http::EmbedApi 
   if (auto* f = std::get_if<http::ParseFailure>(&body)) {
     return send_error(c, ollama, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
   }
-  const json& b = std::get<json>(body);
+  const http::JsonBody& b = std::get<http::JsonBody>(body);
   auto mapped = api == http::EmbedApi::kOpenAi ? http::map_openai_embeddings(b, model_)
                 : api == http::EmbedApi::kOllama ? http::map_ollama_embed(b, model_)
                                                  : http::map_ollama_embeddings_legacy(b, model_);
@@ -435,6 +437,7 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
   const bool chat = http::is_chat(g.api);
   if (g.stream) {
     if (ollama) {
+      if (chat) c.send_chunk(http::ollama_chat_held_line(g));
       json last = chat ? http::ollama_chat_final(g, ev, /*with_text=*/false) : http::ollama_final(g, ev, /*with_text=*/false);
       if (ev.reason == FinishReason::kError) last["error"] = g.error_message.empty() ? "generation failed" : g.error_message;
       c.send_chunk(http::compact_dump(last) + "\n");

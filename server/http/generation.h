@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "engine/chat/tool_call_parser.h"
 #include "engine/sched/engine.h"
 #include "server/http/embeddings_api.h"
 
@@ -40,6 +42,10 @@ struct Generation {
   size_t text_bytes = 0;          // streamed or not: bytes of text so far (logprobs text_offset)
   nlohmann::json logprobs_acc;    // non-streamed OpenAI logprobs object (chat: {"content": [...]})
   EmbedHttpRequest embed;         // kEmbed: which API asked, base64 or not (its wire is not kept)
+  // Chat with tools offered: the answer is split into text and tool calls (the served template's
+  // format) as it streams; tool_calls_sent counts the calls already sent.
+  std::optional<chat::ToolCallParser> tools;
+  size_t tool_calls_sent = 0;
   std::string error_message;      // from a kError event
   ErrorCode error_code = ErrorCode::kInternal;
 };

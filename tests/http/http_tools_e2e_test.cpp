@@ -1,0 +1,297 @@
+// End to end: tool calls on /v1/chat/completions and /api/chat against the real vkstreamd (CPU
+// reference) serving tiny random-weight models made with the Qwen2.5 vocabulary and template
+// (native <tool_call> format) and the Llama 3 one (no tool syntax: the generic format). Their
+// text is gibberish, so only structure is checked: with tool_choice "required" or a named
+// function every call parses and validates against its tool's schema (enforced by a grammar),
+// streamed delta.tool_calls reassemble to the non-streamed calls, tool results in the history
+// render, and bad tool requests get a 400 naming the field.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+
+#include "tests/common/test_models.h"
+#include "tests/http/http_test_client.h"
+#include "tests/server/daemon_harness.h"
+
+namespace vks::test {
+namespace {
+
+using nlohmann::json;
+
+const json kTools = json::parse(R"([
+  {"type":"function","function":{"name":"get_weather","description":"Weather in a city",
+   "parameters":{"type":"object","properties":{"city":{"enum":["Paris","Rome"]},"days":{"type":"integer","minimum":1,"maximum":9}},
+                 "required":["city","days"],"additionalProperties":false}}},
+  {"type":"function","function":{"name":"set_alarm","description":"Set an alarm",
+   "parameters":{"type":"object","properties":{"loud":{"type":"boolean"}},"required":["loud"],"additionalProperties":false}}}])");
+
+const json kAsk = json::array({{{"role", "user"}, {"content", "What is the weather in Paris?"}}});
+
+// The arguments validate against the tool's schema above (written out: the schemas are small).
+void expect_valid_call(const json& call) {
+  ASSERT_TRUE(call["function"]["arguments"].is_string()) << call;
+  const json args = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
+  ASSERT_TRUE(args.is_object()) << call;
+  const std::string name = call["function"]["name"];
+  if (name == "get_weather") {
+    EXPECT_EQ(args.size(), 2u) << args;
+    EXPECT_TRUE(args["city"] == "Paris" || args["city"] == "Rome") << args;
+    ASSERT_TRUE(args["days"].is_number_integer()) << args;
+    EXPECT_GE(args["days"].get<int>(), 1);
+    EXPECT_LE(args["days"].get<int>(), 9);
+  } else {
+    EXPECT_EQ(name, "set_alarm");
+    EXPECT_EQ(args.size(), 1u) << args;
+    EXPECT_TRUE(args["loud"].is_boolean()) << args;
+  }
+}
+
+class ToolsDaemon {
+ public:
+  ToolsDaemon(const std::string& vocab_file, const std::string& name) : name_(name) {
+    model_ = dir_.path + "/" + name + ".gguf";
+    const std::string cmd = "'" + build_dir() + "/tools/vks-make-model' --dim 32 --layers 1 --heads 2 --kv-heads 1 --hidden 64 "
+                            "--context 1024 --tied --vocab-from '" + model_path(vocab_file) + "' -q -o '" + model_ + "'";
+    made_ = std::system(cmd.c_str()) == 0;
+    if (!made_) return;
+    DaemonConfig config;
+    config.dir = dir_.path;
+    config.with_model = false;
+    config.extra_args = {"--model", model_, "--cpu", "--http", "unix:" + dir_.path + "/http.sock"};
+    daemon_.start(config);
+    ready_ = daemon_.wait_ready(120);
+  }
+  ~ToolsDaemon() {
+    if (!ready_) return;
+    daemon_.signal(SIGTERM);
+    EXPECT_EQ(daemon_.wait_exit(20), 0) << daemon_.log();
+  }
+  bool ready() const { return made_ && ready_; }
+  const std::string& name() const { return name_; }
+  std::string log() { return daemon_.log(); }
+
+  std::optional<RawResponse> call(const std::string& path, const json& body) {
+    RawHttpClient c;
+    if (!c.connect_unix(dir_.path + "/http.sock")) return std::nullopt;
+    if (!c.send(http_request("POST", path, body.dump()))) return std::nullopt;
+    return c.read_response(60000);
+  }
+
+ private:
+  std::string name_;
+  TempDir dir_;
+  DaemonProcess daemon_;
+  std::string model_;
+  bool made_ = false;
+  bool ready_ = false;
+};
+
+std::vector<json> sse_events(const std::string& body) {
+  std::vector<json> chunks;
+  std::istringstream lines(body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("data: {", 0) == 0) chunks.push_back(json::parse(line.substr(6)));
+  }
+  return chunks;
+}
+
+// The streamed answer put back together: content, calls by index (fragments concatenated),
+// finish_reason.
+json reassemble(const std::vector<json>& chunks) {
+  std::string content;
+  json calls = json::array();
+  json finish = nullptr;
+  for (const json& c : chunks) {
+    if (c["choices"].empty()) continue;
+    const json& choice = c["choices"][0];
+    if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+    const json& delta = choice["delta"];
+    if (delta.contains("content") && delta["content"].is_string()) content += delta["content"].get<std::string>();
+    if (!delta.contains("tool_calls")) continue;
+    for (const json& fragment : delta["tool_calls"]) {
+      const size_t index = fragment["index"];
+      while (calls.size() <= index) calls.push_back({{"function", {{"name", ""}, {"arguments", ""}}}});
+      json& call = calls[index];
+      if (fragment.contains("id")) call["id"] = fragment["id"];
+      if (fragment.contains("type")) call["type"] = fragment["type"];
+      if (fragment["function"].contains("name")) call["function"]["name"] = call["function"]["name"].get<std::string>() + fragment["function"]["name"].get<std::string>();
+      if (fragment["function"].contains("arguments")) {
+        call["function"]["arguments"] = call["function"]["arguments"].get<std::string>() + fragment["function"]["arguments"].get<std::string>();
+      }
+    }
+  }
+  return {{"content", content}, {"tool_calls", calls}, {"finish_reason", finish}};
+}
+
+class ToolsE2e : public ::testing::TestWithParam<const char*> {
+ protected:
+  static void SetUpTestSuite() {
+    qwen_ = new ToolsDaemon("qwen2-vocab.gguf", "qwen-tools");
+    llama_ = new ToolsDaemon("llama3-vocab.gguf", "llama-tools");
+  }
+  static void TearDownTestSuite() {
+    delete qwen_;
+    delete llama_;
+  }
+  ToolsDaemon& d() { return std::string(GetParam()) == "qwen" ? *qwen_ : *llama_; }
+  void SetUp() override { ASSERT_TRUE(d().ready()) << "daemon did not start:\n" << d().log(); }
+
+  json chat(json body) {
+    body["model"] = d().name();
+    if (!body.contains("max_tokens")) body["max_tokens"] = 160;
+    auto r = d().call("/v1/chat/completions", body);
+    if (!r) return {{"status", 0}};
+    json out = json::parse(r->body, nullptr, false);
+    if (!out.is_object()) out = {{"raw", r->body}};
+    out["status"] = r->status;
+    return out;
+  }
+
+  static ToolsDaemon* qwen_;
+  static ToolsDaemon* llama_;
+};
+ToolsDaemon* ToolsE2e::qwen_ = nullptr;
+ToolsDaemon* ToolsE2e::llama_ = nullptr;
+
+TEST_P(ToolsE2e, RequiredCallsParseAndValidate) {
+  for (int seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    // parallel_tool_calls: false = exactly one call, then the grammar ends the turn; true = the
+    // random model may go on calling until max_tokens cuts the last call (which stays text).
+    const bool parallel = seed > 2;
+    const json r = chat({{"messages", kAsk}, {"tools", kTools}, {"tool_choice", "required"}, {"seed", seed},
+                         {"temperature", 1.0}, {"parallel_tool_calls", parallel}});
+    ASSERT_EQ(r["status"], 200) << r;
+    const json& choice = r["choices"][0];
+    const json& calls = choice["message"]["tool_calls"];
+    ASSERT_TRUE(calls.is_array() && !calls.empty()) << r;
+    if (!parallel) {
+      EXPECT_EQ(calls.size(), 1u) << r;
+      EXPECT_EQ(choice["finish_reason"], "tool_calls") << r;
+      EXPECT_TRUE(choice["message"]["content"].is_null()) << r;  // the grammar allows no text
+    } else if (choice["finish_reason"] == "length") {
+      EXPECT_EQ(choice["message"]["content"].get<std::string>().find("<tool_call>") == std::string::npos,
+                choice["message"]["content"].get<std::string>().find("{") == std::string::npos) << r;
+    } else {
+      EXPECT_EQ(choice["finish_reason"], "tool_calls") << r;
+    }
+    std::set<std::string> ids;
+    for (const json& call : calls) {
+      EXPECT_EQ(call["type"], "function");
+      ids.insert(call["id"].get<std::string>());
+      expect_valid_call(call);
+    }
+    EXPECT_EQ(ids.size(), calls.size());
+  }
+}
+
+TEST_P(ToolsE2e, NamedFunctionIsTheOnlyOneCalled) {
+  const json r = chat({{"messages", kAsk}, {"tools", kTools}, {"seed", 7}, {"temperature", 1.0}, {"parallel_tool_calls", false},
+                       {"tool_choice", {{"type", "function"}, {"function", {{"name", "set_alarm"}}}}}});
+  ASSERT_EQ(r["status"], 200) << r;
+  const json& calls = r["choices"][0]["message"]["tool_calls"];
+  ASSERT_FALSE(calls.empty()) << r;
+  for (const json& call : calls) {
+    EXPECT_EQ(call["function"]["name"], "set_alarm");
+    expect_valid_call(call);
+  }
+}
+
+TEST_P(ToolsE2e, StreamedDeltasReassembleToTheWholeAnswer) {
+  const json body = {{"messages", kAsk}, {"tools", kTools}, {"tool_choice", "required"}, {"seed", 3}, {"temperature", 1.0}};
+  const json whole = chat(body);
+  ASSERT_EQ(whole["status"], 200) << whole;
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  streamed_body["model"] = d().name();
+  streamed_body["max_tokens"] = 160;
+  auto r = d().call("/v1/chat/completions", streamed_body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json joined = reassemble(sse_events(r->body));
+  const json& message = whole["choices"][0]["message"];
+  EXPECT_EQ(joined["finish_reason"], whole["choices"][0]["finish_reason"]);
+  ASSERT_EQ(joined["tool_calls"].size(), message["tool_calls"].size()) << r->body;
+  for (size_t i = 0; i < message["tool_calls"].size(); ++i) {
+    EXPECT_EQ(joined["tool_calls"][i]["function"], message["tool_calls"][i]["function"]);
+    EXPECT_EQ(joined["tool_calls"][i]["type"], "function");
+  }
+  EXPECT_EQ(joined["content"], message["content"].is_null() ? "" : message["content"].get<std::string>());
+}
+
+TEST_P(ToolsE2e, ToolResultsInTheHistoryAreRendered) {
+  const json history = json::array(
+      {kAsk[0],
+       {{"role", "assistant"}, {"content", nullptr},
+        {"tool_calls", json::array({{{"id", "call_1"}, {"type", "function"},
+                                     {"function", {{"name", "get_weather"}, {"arguments", R"({"city":"Paris","days":2})"}}}}})}},
+       {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "Sunny, 24 degrees."}}});
+  const json without = chat({{"messages", kAsk}, {"tools", kTools}, {"max_tokens", 4}});
+  const json with = chat({{"messages", history}, {"tools", kTools}, {"max_tokens", 4}});
+  ASSERT_EQ(without["status"], 200) << without;
+  ASSERT_EQ(with["status"], 200) << with;
+  EXPECT_GT(with["usage"]["prompt_tokens"].get<int>(), without["usage"]["prompt_tokens"].get<int>() + 10);
+  // auto: an answer is text or calls, and either way has the chat.completion shape.
+  const json& m = with["choices"][0]["message"];
+  EXPECT_TRUE(m["content"].is_string() || m.contains("tool_calls")) << with;
+}
+
+TEST_P(ToolsE2e, OllamaChatCallsWithArgumentsAsObjects) {
+  json body = {{"model", d().name()}, {"messages", kAsk}, {"tools", kTools}, {"tool_choice", "required"}, {"stream", false},
+               {"options", {{"seed", 5}, {"temperature", 1.0}, {"num_predict", 160}}}};
+  auto r = d().call("/api/chat", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json answer = json::parse(r->body);
+  const json& calls = answer["message"]["tool_calls"];
+  ASSERT_FALSE(calls.empty()) << answer;
+  for (const json& call : calls) {
+    ASSERT_TRUE(call["function"]["arguments"].is_object()) << call;
+    json as_openai = call;
+    as_openai["function"]["arguments"] = call["function"]["arguments"].dump();
+    expect_valid_call(as_openai);
+  }
+  // Streamed: the calls come in message.tool_calls of the NDJSON lines.
+  body["stream"] = true;
+  r = d().call("/api/chat", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json streamed_calls = json::array();
+  std::istringstream lines(r->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    const json l = json::parse(line);
+    if (l["message"].contains("tool_calls")) {
+      for (const json& c : l["message"]["tool_calls"]) streamed_calls.push_back(c);
+    }
+  }
+  EXPECT_EQ(streamed_calls, calls);
+}
+
+TEST_P(ToolsE2e, BadToolRequestsName400Fields) {
+  auto param_of = [&](const json& body) {
+    const json r = chat(body);
+    EXPECT_EQ(r["status"], 400) << r;
+    return r.contains("error") ? r["error"]["param"] : json();
+  };
+  EXPECT_EQ(param_of({{"messages", kAsk}, {"tool_choice", "required"}}), "tool_choice");
+  EXPECT_EQ(param_of({{"messages", kAsk}, {"tools", json::array({{{"type", "function"}, {"function", json::object()}}})}}),
+            "tools.0.function.name");
+  EXPECT_EQ(param_of({{"messages", kAsk}, {"tools", kTools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "nope"}}}}}}),
+            "tool_choice");
+  EXPECT_EQ(param_of({{"messages", kAsk}, {"tools", kTools}, {"tool_choice", "required"},
+                      {"response_format", {{"type", "json_object"}}}}),
+            "tool_choice");
+  json bad_history = kAsk;
+  bad_history.push_back({{"role", "assistant"}, {"tool_calls", json::array({{{"function", {{"name", "f"}, {"arguments", "{oops"}}}}})}});
+  EXPECT_EQ(param_of({{"messages", bad_history}, {"tools", kTools}}), "messages.1.tool_calls.0.function.arguments");
+}
+
+INSTANTIATE_TEST_SUITE_P(Vocabularies, ToolsE2e, ::testing::Values("qwen", "llama"));
+
+}  // namespace
+}  // namespace vks::test
