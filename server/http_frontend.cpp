@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "engine/common/error.h"
+#include "server/http/anthropic_messages.h"
 #include "server/http/json_body.h"
 #include "server/http/json_error.h"
 #include "server/http/json_text.h"
@@ -103,6 +104,8 @@ std::string HttpFrontend::fresh_request_id() {
 
 bool HttpFrontend::authorized(const HttpRequest& r) const {
   if (options_.api_key.empty()) return true;
+  // Anthropic's clients send the key as x-api-key.
+  if (const std::string* key = r.header("x-api-key"); key != nullptr && same_secret(*key, options_.api_key)) return true;
   const std::string* auth = r.header("authorization");
   if (auth == nullptr || auth->size() < 7 || auth->compare(0, 7, "Bearer ") != 0) return false;
   return same_secret(auth->substr(7), options_.api_key);
@@ -158,6 +161,7 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
   if (p == "/api/generate") return post ? ollama_generate(c, r) : wrong_method("POST");
   if (p == "/v1/chat/completions") return post ? chat_completions(c, r) : wrong_method("POST");
   if (p == "/api/chat") return post ? ollama_chat(c, r) : wrong_method("POST");
+  if (p == "/v1/messages") return post ? anthropic_messages(c, r) : wrong_method("POST");
   if (p == "/v1/embeddings") return post ? embeddings(c, r, http::EmbedApi::kOpenAi) : wrong_method("POST");
   if (p == "/api/embed") return post ? embeddings(c, r, http::EmbedApi::kOllama) : wrong_method("POST");
   if (p == "/api/embeddings") return post ? embeddings(c, r, http::EmbedApi::kOllamaLegacy) : wrong_method("POST");
@@ -287,6 +291,22 @@ void HttpFrontend::ollama_chat(HttpConnection& c, HttpRequest& r) {
   submit(c, r, std::move(g), std::move(req.wire), http::ollama_chat_param_names());
 }
 
+void HttpFrontend::anthropic_messages(HttpConnection& c, HttpRequest& r) {
+  const std::string request_id = fresh_request_id();
+  auto body = http::parse_json_object(r);
+  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
+    return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+  }
+  auto mapped = http::map_anthropic_messages(std::get<http::JsonBody>(body), model_);
+  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
+  auto& req = std::get<http::AnthropicRequest>(mapped);
+  http::Generation g;
+  g.api = http::Api::kAnthropicMessages;
+  g.stream = req.stream;
+  g.tools = std::move(req.tools);
+  submit(c, r, std::move(g), std::move(req.wire), http::anthropic_param_names());
+}
+
 void HttpFrontend::embeddings(HttpConnection& c, HttpRequest& r, http::EmbedApi api) {
   const bool ollama = api != http::EmbedApi::kOpenAi;
   const std::string request_id = fresh_request_id();
@@ -378,6 +398,7 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
     http::HeaderList headers = {{"x-request-id", g.id}, {"Cache-Control", "no-cache"}};
     c->begin_stream(200, ollama ? "application/x-ndjson" : "text/event-stream", headers);
     if (g.api == http::Api::kOpenAiChat && !c->send_chunk(http::openai_chat_first_chunk(g))) return;  // closed
+    if (g.api == http::Api::kAnthropicMessages && !c->send_chunk(http::anthropic_message_start(g))) return;
   }
   generations_.emplace(g.id, std::move(g));
 }
@@ -395,6 +416,10 @@ std::string HttpFrontend::render_tokens(http::Generation& g, const EngineEvent& 
     case http::Api::kOllamaGenerate:
     case http::Api::kOllamaChat:
       if (g.stream) return g.api == http::Api::kOllamaChat ? http::ollama_chat_line(g, ev) : http::ollama_token_line(g, ev);
+      g.text += ev.text;
+      return {};
+    case http::Api::kAnthropicMessages:
+      if (g.stream) return http::anthropic_token_events(g, ev);
       g.text += ev.text;
       return {};
     case http::Api::kEmbed:
@@ -442,7 +467,8 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
       if (ev.reason == FinishReason::kError) last["error"] = g.error_message.empty() ? "generation failed" : g.error_message;
       c.send_chunk(http::compact_dump(last) + "\n");
     } else {
-      c.send_chunk(chat ? http::openai_chat_final_chunks(g, ev) : http::openai_final_chunks(g, ev));
+      c.send_chunk(g.api == http::Api::kAnthropicMessages ? http::anthropic_final_events(g, ev)
+                   : chat ? http::openai_chat_final_chunks(g, ev) : http::openai_final_chunks(g, ev));
     }
     c.end_stream();
     return;
@@ -466,6 +492,7 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
     case http::Api::kOpenAiChat: resp.body = http::compact_dump(http::openai_chat_completion(g, ev)); break;
     case http::Api::kOllamaGenerate: resp.body = http::compact_dump(http::ollama_final(g, ev, /*with_text=*/true)); break;
     case http::Api::kOllamaChat: resp.body = http::compact_dump(http::ollama_chat_final(g, ev, /*with_text=*/true)); break;
+    case http::Api::kAnthropicMessages: resp.body = http::compact_dump(http::anthropic_message(g, ev)); break;
     case http::Api::kEmbed: {
       http::EmbedResult result;
       result.vectors = ev.embeddings;

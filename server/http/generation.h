@@ -16,9 +16,9 @@
 
 namespace vks::http {
 
-enum class Api { kOpenAiCompletion, kOllamaGenerate, kOpenAiChat, kOllamaChat, kEmbed };
+enum class Api { kOpenAiCompletion, kOllamaGenerate, kOpenAiChat, kOllamaChat, kEmbed, kAnthropicMessages };
 
-inline bool is_chat(Api api) { return api == Api::kOpenAiChat || api == Api::kOllamaChat; }
+inline bool is_chat(Api api) { return api == Api::kOpenAiChat || api == Api::kOllamaChat || api == Api::kAnthropicMessages; }
 
 struct Generation {
   bool ollama() const {
@@ -46,6 +46,8 @@ struct Generation {
   // format) as it streams; tool_calls_sent counts the calls already sent.
   std::optional<chat::ToolCallParser> tools;
   size_t tool_calls_sent = 0;
+  int32_t open_text_block = -1;   // Anthropic streaming: the text block being streamed, -1 = none
+  int32_t blocks = 0;             // Anthropic streaming: content blocks started
   std::string error_message;      // from a kError event
   ErrorCode error_code = ErrorCode::kInternal;
 };

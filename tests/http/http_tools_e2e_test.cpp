@@ -291,6 +291,73 @@ TEST_P(ToolsE2e, BadToolRequestsName400Fields) {
   EXPECT_EQ(param_of({{"messages", bad_history}, {"tools", kTools}}), "messages.1.tool_calls.0.function.arguments");
 }
 
+// Anthropic Messages: tool_choice any gives tool_use blocks whose input validates (stop_reason
+// tool_use); streamed, the typed events rebuild the same blocks; tool_result turns are accepted.
+TEST_P(ToolsE2e, AnthropicMessagesToolUse) {
+  json tools = json::array();
+  for (const json& t : kTools) {
+    tools.push_back({{"name", t["function"]["name"]}, {"description", t["function"]["description"]},
+                     {"input_schema", t["function"]["parameters"]}});
+  }
+  const json body = {{"model", d().name()}, {"max_tokens", 160}, {"system", "You call tools."}, {"messages", kAsk},
+                     {"tools", tools}, {"tool_choice", {{"type", "any"}, {"disable_parallel_tool_use", true}}},
+                     {"temperature", 0}};  // greedy: the streamed request gives the same answer
+  auto r = d().call("/v1/messages", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json message = json::parse(r->body);
+  EXPECT_EQ(message["type"], "message");
+  EXPECT_EQ(message["stop_reason"], "tool_use") << message;
+  ASSERT_EQ(message["content"].size(), 1u) << message;
+  const json& block = message["content"][0];
+  EXPECT_EQ(block["type"], "tool_use");
+  expect_valid_call({{"function", {{"name", block["name"]}, {"arguments", block["input"].dump()}}}});
+
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  r = d().call("/v1/messages", streamed_body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  std::vector<std::string> names;
+  json blocks = json::array();
+  std::string stop_reason;
+  std::istringstream lines(r->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("event: ", 0) == 0) names.push_back(line.substr(7));
+    if (line.rfind("data: ", 0) != 0) continue;
+    const json e = json::parse(line.substr(6));
+    if (e["type"] == "content_block_start") blocks.push_back(e["content_block"]);
+    if (e["type"] == "content_block_delta" && e["delta"]["type"] == "input_json_delta") {
+      blocks.back()["partial"] = blocks.back().value("partial", "") + e["delta"]["partial_json"].get<std::string>();
+    }
+    if (e["type"] == "message_delta") stop_reason = e["delta"]["stop_reason"];
+  }
+  ASSERT_GE(names.size(), 5u) << r->body;
+  EXPECT_EQ(names.front(), "message_start");
+  EXPECT_EQ(names.back(), "message_stop");
+  EXPECT_EQ(names[names.size() - 2], "message_delta");
+  EXPECT_EQ(stop_reason, "tool_use");
+  ASSERT_EQ(blocks.size(), 1u) << r->body;
+  EXPECT_EQ(blocks[0]["name"], block["name"]);
+  EXPECT_EQ(json::parse(blocks[0]["partial"].get<std::string>()), block["input"]);
+
+  json history = body;
+  history["tool_choice"] = {{"type", "auto"}};
+  history["max_tokens"] = 4;
+  history["messages"] = json::array({kAsk[0],
+                                     {{"role", "assistant"}, {"content", json::array({block})}},
+                                     {{"role", "user"}, {"content", json::array({{{"type", "tool_result"}, {"tool_use_id", block["id"]},
+                                                                                  {"content", "Sunny"}}})}}});
+  r = d().call("/v1/messages", history);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  json no_max = body;
+  no_max.erase("max_tokens");
+  r = d().call("/v1/messages", no_max);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+}
+
 INSTANTIATE_TEST_SUITE_P(Vocabularies, ToolsE2e, ::testing::Values("qwen", "llama"));
 
 }  // namespace

@@ -3,7 +3,8 @@
 // template (made by vks-make-model; its text is gibberish, so only structure is checked): a
 // required call comes back as message.tool_calls whose arguments validate, the SDK's own stream
 // accumulator (beta.chat.completions.stream) rebuilds the same calls from the deltas, a tool
-// result in the history is accepted, and ollama.chat returns calls with object arguments.
+// result in the history is accepted, ollama.chat returns calls with object arguments, and
+// Anthropic's SDK gets tool_use blocks from /v1/messages, whole and through its stream helper.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -13,6 +14,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { Ollama } from "ollama";
+import Anthropic from "@anthropic-ai/sdk";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const projectRoot = resolve(here, "../../..");
@@ -38,6 +40,7 @@ let dir;
 let daemon;
 let openai;
 let ollama;
+let anthropic;
 
 function checkArguments(args) {
   assert.deepEqual(Object.keys(args), ["city", "days"]);  // declared order, nothing else
@@ -71,6 +74,7 @@ before(async () => {
   });
   openai = new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: "unused-on-loopback", maxRetries: 0 });
   ollama = new Ollama({ host: baseUrl });
+  anthropic = new Anthropic({ baseURL: baseUrl, apiKey: "unused-on-loopback", maxRetries: 0 });
 });
 
 after(async () => {
@@ -129,4 +133,22 @@ test("ollama: chat with tools returns calls with object arguments", async () => 
     assert.equal(call.function.name, "get_weather");
     checkArguments(call.function.arguments);
   }
+});
+
+test("anthropic: messages with tool_choice any give tool_use blocks, whole and streamed", async () => {
+  const params = {
+    model: "qwen-tools", max_tokens: 120, temperature: 0, system: "You call tools.", messages,
+    tools: tools.map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters })),
+    tool_choice: { type: "any", disable_parallel_tool_use: true },
+  };
+  const whole = await anthropic.messages.create(params);
+  assert.equal(whole.stop_reason, "tool_use");
+  const uses = whole.content.filter((b) => b.type === "tool_use");
+  assert.equal(uses.length, 1);
+  assert.equal(uses[0].name, "get_weather");
+  checkArguments(uses[0].input);
+  const streamed = await anthropic.messages.stream(params).finalMessage();
+  assert.equal(streamed.stop_reason, "tool_use");
+  assert.deepEqual(streamed.content.filter((b) => b.type === "tool_use").map((b) => [b.name, b.input]),
+    uses.map((b) => [b.name, b.input]));
 });
