@@ -9,6 +9,7 @@
 
 #include "engine/common/error.h"
 #include "server/http/anthropic_messages.h"
+#include "server/http/cors.h"
 #include "server/http/json_body.h"
 #include "server/http/json_error.h"
 #include "server/http/json_text.h"
@@ -115,6 +116,7 @@ void HttpFrontend::send_json(HttpConnection& c, int status, const json& body, co
   http::HttpResponse resp;
   resp.status = status;
   resp.headers.emplace_back("x-request-id", request_id);
+  http::add_cors_headers(resp.headers, cors_origin_);
   resp.body = http::compact_dump(body);
   c.respond(resp);
 }
@@ -124,12 +126,15 @@ void HttpFrontend::send_error(HttpConnection& c, bool ollama, const ApiError& e,
   resp.status = e.status;
   resp.headers.emplace_back("x-request-id", request_id);
   if (e.retry_after_s > 0) resp.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s));
+  http::add_cors_headers(resp.headers, cors_origin_);
   resp.body = ollama ? http::ollama_error_body(e.message) : http::openai_error_body(e.status, e.message, e.code, e.param);
   c.respond(resp);
 }
 
 void HttpFrontend::handle(HttpConnection& c, HttpRequest& r) {
   const std::string request_id = fresh_request_id();
+  cors_origin_ = http::allowed_origin(r, options_.cors_origins);
+  if (http::is_preflight(r)) return c.respond(http::preflight_response(cors_origin_));  // no key needed
   try {
     if (!authorized(r) && r.path != "/health") {
       send_error(c, is_ollama_path(r.path),
@@ -153,6 +158,7 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
     http::HttpResponse resp;
     resp.status = 405;
     resp.headers = {{"x-request-id", request_id}, {"Allow", allowed}};
+    http::add_cors_headers(resp.headers, cors_origin_);
     const std::string message = r.method + " is not allowed on " + p + " (use " + allowed + ")";
     resp.body = ollama ? http::ollama_error_body(message) : http::openai_error_body(405, message, "method_not_allowed");
     c.respond(resp);
@@ -203,6 +209,7 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
     http::HttpResponse resp;
     resp.content_type = "text/plain; version=0.0.4; charset=utf-8";
     resp.headers.emplace_back("x-request-id", request_id);
+    http::add_cors_headers(resp.headers, cors_origin_);
     resp.body = backend_.metrics ? backend_.metrics() : std::string();
     return c.respond(resp);
   }
@@ -211,6 +218,7 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
     http::HttpResponse resp;
     resp.content_type = "text/plain; charset=utf-8";
     resp.headers.emplace_back("x-request-id", request_id);
+    http::add_cors_headers(resp.headers, cors_origin_);
     resp.body = "vkstream is running\n";
     return c.respond(resp);
   }
@@ -342,6 +350,7 @@ void HttpFrontend::embeddings(HttpConnection& c, HttpRequest& r, http::EmbedApi 
 void HttpFrontend::submit(HttpConnection& c, const HttpRequest& r, http::Generation g, json wire,
                           const std::map<std::string, std::string>& names) {
   const bool ollama = g.ollama();
+  g.cors_origin = cors_origin_;
   if (const std::string* chosen = r.header("x-request-id"); chosen != nullptr && valid_client_id(*chosen)) {
     wire["id"] = *chosen;
   }
@@ -384,6 +393,7 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
   const bool ollama = g.ollama();
   HttpConnection* c = server_->find(conn_id);
   if (c == nullptr || c->closing() || c->exchange() != exchange) return;  // gone: its close cancelled the request
+  cors_origin_ = g.cors_origin;  // answered later than its request
   if (!outcome.ok) {
     return send_error(*c, ollama, http::api_error_from_wire(outcome.error, outcome.retry_after_ms, names),
                       outcome.id.empty() ? fresh_request_id() : outcome.id);
@@ -396,6 +406,7 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
   g.prompt_tokens = outcome.prompt_tokens;
   if (g.stream) {
     http::HeaderList headers = {{"x-request-id", g.id}, {"Cache-Control", "no-cache"}};
+    http::add_cors_headers(headers, g.cors_origin);
     c->begin_stream(200, ollama ? "application/x-ndjson" : "text/event-stream", headers);
     if (g.api == http::Api::kOpenAiChat && !c->send_chunk(http::openai_chat_first_chunk(g))) return;  // closed
     if (g.api == http::Api::kAnthropicMessages && !c->send_chunk(http::anthropic_message_start(g))) return;
@@ -459,6 +470,7 @@ void HttpFrontend::on_engine_event(const EngineEvent& ev) {
 
 void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEvent& ev) {
   const bool ollama = g.ollama();
+  cors_origin_ = g.cors_origin;
   const bool chat = http::is_chat(g.api);
   if (g.stream) {
     if (ollama) {
@@ -487,6 +499,7 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
   }
   http::HttpResponse resp;
   resp.headers.emplace_back("x-request-id", g.id);
+  http::add_cors_headers(resp.headers, g.cors_origin);
   switch (g.api) {
     case http::Api::kOpenAiCompletion: resp.body = http::compact_dump(http::openai_completion(g, ev)); break;
     case http::Api::kOpenAiChat: resp.body = http::compact_dump(http::openai_chat_completion(g, ev)); break;

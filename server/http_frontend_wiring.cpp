@@ -17,6 +17,7 @@ void Daemon::setup_http(const ListenFds& fds) {
   HttpFrontendOptions ho;
   ho.endpoints = options_.http_endpoints;
   ho.api_key = options_.api_key;
+  ho.cors_origins = options_.http_cors;
   ho.unix_mode = options_.socket_mode;
   ho.limits.max_connections = options_.http_max_connections;
   ho.limits.max_output_bytes = limits_.max_output_bytes;

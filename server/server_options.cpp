@@ -152,6 +152,9 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   app.add_option("--api-key", o.api_key,
                  "HTTP API key, checked as 'Authorization: Bearer KEY'; required for non-loopback --http")
       ->envname("VKSTREAM_API_KEY");
+  app.add_option("--http-cors", o.http_cors,
+                 "a browser origin (https://app.example) allowed to call the HTTP API besides localhost/127.0.0.1 "
+                 "(repeatable; '*' = any)");
   app.add_option("--http-max-connections", o.http_max_connections, "open HTTP connections before 503")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--log-level", o.log_level)

@@ -43,6 +43,7 @@ struct ServerOptions {
   std::vector<std::string> http_endpoints;  // --http PORT | HOST:PORT | unix:PATH (repeatable)
   std::string api_key;                      // --api-key: required for non-loopback --http
   uint32_t http_max_connections = 1024;
+  std::vector<std::string> http_cors;       // --http-cors ORIGIN: browser origins allowed besides localhost
 };
 
 // Parses argv. Returns the options, or nullopt after printing help/version (exit 0).

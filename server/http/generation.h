@@ -48,6 +48,7 @@ struct Generation {
   size_t tool_calls_sent = 0;
   int32_t open_text_block = -1;   // Anthropic streaming: the text block being streamed, -1 = none
   int32_t blocks = 0;             // Anthropic streaming: content blocks started
+  std::optional<std::string> cors_origin;  // the request's allowed Origin (CORS header on its answer)
   std::string error_message;      // from a kError event
   ErrorCode error_code = ErrorCode::kInternal;
 };

@@ -4,7 +4,8 @@
 // text is gibberish, so only structure is checked: with tool_choice "required" or a named
 // function every call parses and validates against its tool's schema (enforced by a grammar),
 // streamed delta.tool_calls reassemble to the non-streamed calls, tool results in the history
-// render, and bad tool requests get a 400 naming the field.
+// render, and bad tool requests get a 400 naming the field; /v1/messages (Anthropic) tool_use; and
+// CORS on the same daemons (local pages allowed, other origins not).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -74,10 +75,11 @@ class ToolsDaemon {
   const std::string& name() const { return name_; }
   std::string log() { return daemon_.log(); }
 
-  std::optional<RawResponse> call(const std::string& path, const json& body) {
+  std::optional<RawResponse> call(const std::string& path, const json& body, const std::string& method = "POST",
+                                  const std::string& headers = {}) {
     RawHttpClient c;
     if (!c.connect_unix(dir_.path + "/http.sock")) return std::nullopt;
-    if (!c.send(http_request("POST", path, body.dump()))) return std::nullopt;
+    if (!c.send(http_request(method, path, method == "POST" ? body.dump() : "", headers))) return std::nullopt;
     return c.read_response(60000);
   }
 
@@ -356,6 +358,36 @@ TEST_P(ToolsE2e, AnthropicMessagesToolUse) {
   r = d().call("/v1/messages", no_max);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400) << r->body;
+}
+
+// CORS: a page on localhost may call the API (preflight 204, Access-Control-Allow-Origin on the
+// answer, streamed or not); another origin gets neither.
+TEST_P(ToolsE2e, CorsAllowsLocalPagesOnly) {
+  auto pre = d().call("/v1/chat/completions", {}, "OPTIONS",
+                      "Origin: http://localhost:5173\r\nAccess-Control-Request-Method: POST\r\n"
+                      "Access-Control-Request-Headers: content-type, authorization\r\n");
+  ASSERT_TRUE(pre);
+  EXPECT_EQ(pre->status, 204);
+  ASSERT_NE(pre->header("access-control-allow-origin"), nullptr);
+  EXPECT_EQ(*pre->header("access-control-allow-origin"), "http://localhost:5173");
+  auto refused = d().call("/v1/chat/completions", {}, "OPTIONS",
+                          "Origin: https://evil.example\r\nAccess-Control-Request-Method: POST\r\n");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 403);
+  EXPECT_EQ(refused->header("access-control-allow-origin"), nullptr);
+  const json body = {{"model", d().name()}, {"messages", kAsk}, {"max_tokens", 2}};
+  for (bool stream : {false, true}) {
+    json b = body;
+    b["stream"] = stream;
+    auto local = d().call("/v1/chat/completions", b, "POST", "Origin: http://127.0.0.1:8080\r\n");
+    ASSERT_TRUE(local);
+    EXPECT_EQ(local->status, 200);
+    ASSERT_NE(local->header("access-control-allow-origin"), nullptr) << stream;
+    EXPECT_EQ(*local->header("access-control-allow-origin"), "http://127.0.0.1:8080");
+    auto other = d().call("/v1/chat/completions", b, "POST", "Origin: https://evil.example\r\n");
+    ASSERT_TRUE(other);
+    EXPECT_EQ(other->header("access-control-allow-origin"), nullptr) << stream;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, ToolsE2e, ::testing::Values("qwen", "llama"));
