@@ -10,6 +10,7 @@
 #include "engine/common/error.h"
 #include "server/http/anthropic_messages.h"
 #include "server/http/cors.h"
+#include "server/http/openai_responses.h"
 #include "server/http/json_body.h"
 #include "server/http/json_error.h"
 #include "server/http/json_text.h"
@@ -168,6 +169,7 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
   if (p == "/v1/chat/completions") return post ? chat_completions(c, r) : wrong_method("POST");
   if (p == "/api/chat") return post ? ollama_chat(c, r) : wrong_method("POST");
   if (p == "/v1/messages") return post ? anthropic_messages(c, r) : wrong_method("POST");
+  if (p == "/v1/responses") return post ? openai_responses(c, r) : wrong_method("POST");
   if (p == "/v1/embeddings") return post ? embeddings(c, r, http::EmbedApi::kOpenAi) : wrong_method("POST");
   if (p == "/api/embed") return post ? embeddings(c, r, http::EmbedApi::kOllama) : wrong_method("POST");
   if (p == "/api/embeddings") return post ? embeddings(c, r, http::EmbedApi::kOllamaLegacy) : wrong_method("POST");
@@ -315,6 +317,22 @@ void HttpFrontend::anthropic_messages(HttpConnection& c, HttpRequest& r) {
   submit(c, r, std::move(g), std::move(req.wire), http::anthropic_param_names());
 }
 
+void HttpFrontend::openai_responses(HttpConnection& c, HttpRequest& r) {
+  const std::string request_id = fresh_request_id();
+  auto body = http::parse_json_object(r);
+  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
+    return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+  }
+  auto mapped = http::map_openai_responses(std::get<http::JsonBody>(body), model_);
+  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
+  auto& req = std::get<http::OpenAiResponsesRequest>(mapped);
+  http::Generation g;
+  g.api = http::Api::kOpenAiResponses;
+  g.stream = req.stream;
+  g.tools = std::move(req.tools);
+  submit(c, r, std::move(g), std::move(req.wire), http::openai_responses_param_names());
+}
+
 void HttpFrontend::embeddings(HttpConnection& c, HttpRequest& r, http::EmbedApi api) {
   const bool ollama = api != http::EmbedApi::kOpenAi;
   const std::string request_id = fresh_request_id();
@@ -410,6 +428,7 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
     c->begin_stream(200, ollama ? "application/x-ndjson" : "text/event-stream", headers);
     if (g.api == http::Api::kOpenAiChat && !c->send_chunk(http::openai_chat_first_chunk(g))) return;  // closed
     if (g.api == http::Api::kAnthropicMessages && !c->send_chunk(http::anthropic_message_start(g))) return;
+    if (g.api == http::Api::kOpenAiResponses && !c->send_chunk(http::responses_created_event(g))) return;
   }
   generations_.emplace(g.id, std::move(g));
 }
@@ -431,6 +450,10 @@ std::string HttpFrontend::render_tokens(http::Generation& g, const EngineEvent& 
       return {};
     case http::Api::kAnthropicMessages:
       if (g.stream) return http::anthropic_token_events(g, ev);
+      g.text += ev.text;
+      return {};
+    case http::Api::kOpenAiResponses:
+      if (g.stream) return http::responses_token_events(g, ev);
       g.text += ev.text;
       return {};
     case http::Api::kEmbed:
@@ -480,6 +503,7 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
       c.send_chunk(http::compact_dump(last) + "\n");
     } else {
       c.send_chunk(g.api == http::Api::kAnthropicMessages ? http::anthropic_final_events(g, ev)
+                   : g.api == http::Api::kOpenAiResponses ? http::responses_final_events(g, ev)
                    : chat ? http::openai_chat_final_chunks(g, ev) : http::openai_final_chunks(g, ev));
     }
     c.end_stream();
@@ -506,6 +530,7 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
     case http::Api::kOllamaGenerate: resp.body = http::compact_dump(http::ollama_final(g, ev, /*with_text=*/true)); break;
     case http::Api::kOllamaChat: resp.body = http::compact_dump(http::ollama_chat_final(g, ev, /*with_text=*/true)); break;
     case http::Api::kAnthropicMessages: resp.body = http::compact_dump(http::anthropic_message(g, ev)); break;
+    case http::Api::kOpenAiResponses: resp.body = http::compact_dump(http::responses_object(g, ev)); break;
     case http::Api::kEmbed: {
       http::EmbedResult result;
       result.vectors = ev.embeddings;

@@ -96,6 +96,7 @@ class HttpFrontend {
   void chat_completions(http::HttpConnection& c, http::HttpRequest& r);
   void ollama_chat(http::HttpConnection& c, http::HttpRequest& r);
   void anthropic_messages(http::HttpConnection& c, http::HttpRequest& r);
+  void openai_responses(http::HttpConnection& c, http::HttpRequest& r);
   void embeddings(http::HttpConnection& c, http::HttpRequest& r, http::EmbedApi api);
   // Submits the wire request (generate, or chat for the chat APIs); on success registers the
   // generation and starts its answer.

@@ -16,9 +16,11 @@
 
 namespace vks::http {
 
-enum class Api { kOpenAiCompletion, kOllamaGenerate, kOpenAiChat, kOllamaChat, kEmbed, kAnthropicMessages };
+enum class Api { kOpenAiCompletion, kOllamaGenerate, kOpenAiChat, kOllamaChat, kEmbed, kAnthropicMessages, kOpenAiResponses };
 
-inline bool is_chat(Api api) { return api == Api::kOpenAiChat || api == Api::kOllamaChat || api == Api::kAnthropicMessages; }
+inline bool is_chat(Api api) {
+  return api == Api::kOpenAiChat || api == Api::kOllamaChat || api == Api::kAnthropicMessages || api == Api::kOpenAiResponses;
+}
 
 struct Generation {
   bool ollama() const {
@@ -46,8 +48,9 @@ struct Generation {
   // format) as it streams; tool_calls_sent counts the calls already sent.
   std::optional<chat::ToolCallParser> tools;
   size_t tool_calls_sent = 0;
-  int32_t open_text_block = -1;   // Anthropic streaming: the text block being streamed, -1 = none
-  int32_t blocks = 0;             // Anthropic streaming: content blocks started
+  int32_t open_text_block = -1;   // Anthropic / Responses streaming: the text block (item) being streamed, -1 = none
+  int32_t blocks = 0;             // Anthropic / Responses streaming: content blocks (output items) started
+  int64_t sequence = 0;           // Responses streaming: the events' sequence_number
   std::optional<std::string> cors_origin;  // the request's allowed Origin (CORS header on its answer)
   std::string error_message;      // from a kError event
   ErrorCode error_code = ErrorCode::kInternal;

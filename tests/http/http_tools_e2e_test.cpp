@@ -75,7 +75,8 @@ class ToolsDaemon {
   const std::string& name() const { return name_; }
   std::string log() { return daemon_.log(); }
 
-  std::optional<RawResponse> call(const std::string& path, const json& body, const std::string& method = "POST",
+  // The body as ordered JSON: a schema's property order is part of what is tested.
+  std::optional<RawResponse> call(const std::string& path, const nlohmann::ordered_json& body, const std::string& method = "POST",
                                   const std::string& headers = {}) {
     RawHttpClient c;
     if (!c.connect_unix(dir_.path + "/http.sock")) return std::nullopt;
@@ -388,6 +389,72 @@ TEST_P(ToolsE2e, CorsAllowsLocalPagesOnly) {
     ASSERT_TRUE(other);
     EXPECT_EQ(other->header("access-control-allow-origin"), nullptr) << stream;
   }
+}
+
+// OpenAI Responses (stateless): a required call is a function_call output item that validates;
+// streamed, response.function_call_arguments.delta rebuilds it between response.created and
+// response.completed; text.format's schema comes out in its declared order; no stored responses.
+TEST_P(ToolsE2e, ResponsesFunctionCallsAndSchemaOrder) {
+  json tools = json::array();
+  for (const json& t : kTools) {
+    tools.push_back({{"type", "function"}, {"name", t["function"]["name"]}, {"parameters", t["function"]["parameters"]}});
+  }
+  const json body = {{"model", d().name()}, {"instructions", "Call a tool."}, {"input", "Weather in Paris?"}, {"tools", tools},
+                     {"tool_choice", "required"}, {"parallel_tool_calls", false}, {"temperature", 0}, {"max_output_tokens", 160}};
+  auto r = d().call("/v1/responses", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json whole = json::parse(r->body);
+  EXPECT_EQ(whole["object"], "response");
+  EXPECT_EQ(whole["status"], "completed") << whole;
+  ASSERT_EQ(whole["output"].size(), 1u) << whole;
+  const json& item = whole["output"][0];
+  EXPECT_EQ(item["type"], "function_call");
+  expect_valid_call({{"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}});
+
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  r = d().call("/v1/responses", streamed_body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  std::vector<std::string> types;
+  std::string arguments;
+  int64_t last_sequence = -1;
+  std::istringstream lines(r->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("data: ", 0) != 0) continue;
+    const json e = json::parse(line.substr(6));
+    types.push_back(e["type"]);
+    EXPECT_EQ(e["sequence_number"].get<int64_t>(), last_sequence + 1);
+    last_sequence = e["sequence_number"];
+    if (e["type"] == "response.function_call_arguments.delta") arguments += e["delta"].get<std::string>();
+    if (e["type"] == "response.completed") {  // ids differ per request; the call is the same
+      ASSERT_EQ(e["response"]["output"].size(), 1u);
+      EXPECT_EQ(e["response"]["output"][0]["name"], item["name"]);
+      EXPECT_EQ(e["response"]["output"][0]["arguments"], item["arguments"]);
+    }
+  }
+  ASSERT_FALSE(types.empty());
+  EXPECT_EQ(types.front(), "response.created");
+  EXPECT_EQ(types.back(), "response.completed");
+  EXPECT_EQ(arguments, item["arguments"]);
+
+  const auto schema = nlohmann::ordered_json::parse(R"({"type":"object","properties":{"reasoning":{"type":"string","maxLength":6},
+      "answer":{"type":"string","maxLength":6}},"required":["reasoning","answer"],"additionalProperties":false})");
+  nlohmann::ordered_json schema_body = {{"model", d().name()}, {"input", "Why?"}, {"max_output_tokens", 200}, {"temperature", 0}};
+  schema_body["text"]["format"] = {{"type", "json_schema"}, {"name", "r"}, {"schema", schema}};
+  r = d().call("/v1/responses", schema_body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json text_answer = json::parse(r->body);
+  ASSERT_EQ(text_answer["output"][0]["type"], "message") << text_answer;
+  const auto ordered = nlohmann::ordered_json::parse(text_answer["output"][0]["content"][0]["text"].get<std::string>());
+  ASSERT_EQ(ordered.size(), 2u);
+  EXPECT_EQ(ordered.begin().key(), "reasoning");  // declared order, not sorted
+
+  r = d().call("/v1/responses", {{"input", "x"}, {"previous_response_id", "resp_1"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, ToolsE2e, ::testing::Values("qwen", "llama"));

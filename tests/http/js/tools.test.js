@@ -152,3 +152,19 @@ test("anthropic: messages with tool_choice any give tool_use blocks, whole and s
   assert.deepEqual(streamed.content.filter((b) => b.type === "tool_use").map((b) => [b.name, b.input]),
     uses.map((b) => [b.name, b.input]));
 });
+
+test("openai: responses.create and responses.stream give the same function_call", async () => {
+  const params = {
+    model: "qwen-tools", instructions: "Call a tool.", input: "Weather in Paris?", temperature: 0, max_output_tokens: 120,
+    tools: tools.map((t) => ({ type: "function", name: t.function.name, parameters: t.function.parameters, strict: true })),
+    tool_choice: "required", parallel_tool_calls: false,
+  };
+  const whole = await openai.responses.create(params);
+  assert.equal(whole.status, "completed");
+  const calls = whole.output.filter((o) => o.type === "function_call");
+  assert.equal(calls.length, 1);
+  checkArguments(JSON.parse(calls[0].arguments));
+  const streamed = await openai.responses.stream(params).finalResponse();
+  assert.deepEqual(streamed.output.filter((o) => o.type === "function_call").map((o) => [o.name, o.arguments]),
+    calls.map((o) => [o.name, o.arguments]));
+});
