@@ -4,3 +4,10 @@ if(TARGET vks_chat)
   target_link_libraries(chat_template_render PRIVATE vks_chat nlohmann_json::nlohmann_json CLI11::CLI11)
   vks_warnings(chat_template_render)
 endif()
+
+# Tool calls: the incremental parser's cost per token, and probing a template's format.
+if(TARGET vks_chat)
+  add_executable(tool_call_parser ${CMAKE_CURRENT_LIST_DIR}/tool_call_parser.cpp)
+  target_link_libraries(tool_call_parser PRIVATE vks_chat CLI11::CLI11)
+  vks_warnings(tool_call_parser)
+endif()

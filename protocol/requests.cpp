@@ -180,6 +180,19 @@ bool read_json_schema(MapReader& r, const ProtocolLimits& limits, std::string& o
   return r.fail_type("json_schema", "map (the schema) or string (its JSON text)");
 }
 
+// A JSON value the server reads as JSON (tools, tool calls): an array, or a string holding its text.
+bool read_json_array_text(MapReader& r, std::string_view key, const ProtocolLimits& limits, std::string& out) {
+  const msgpack::object* value = r.find(key);
+  if (!value) return true;
+  if (value->type == msgpack::type::STR) return r.get_string(key, out, true, limits.max_frame_bytes);
+  if (value->type == msgpack::type::ARRAY) {
+    std::string why;
+    if (!msgpack_to_json_text(*value, out, why)) return r.fail(WireError::kInvalidField, key, why);
+    return true;
+  }
+  return r.fail_type(key, "array or string (its JSON text)");
+}
+
 // The generation fields shared by generate and chat. with_prompt = false: chat (messages instead
 // of a prompt; the chat template decides about BOS).
 Result<GenerateRequest> parse_generate(MapReader& r, const ProtocolLimits& limits, bool with_prompt = true) {
@@ -268,12 +281,31 @@ Result<ChatRequest> parse_chat(MapReader& r, const ProtocolLimits& limits) {
     }
     MapReader m(item, r.field_name(key));
     ChatTurn turn;
-    if (!m.get_string("role", turn.role, true, 64, false) || !m.get_string("content", turn.content, true, limits.max_frame_bytes)) {
+    if (!m.get_string("role", turn.role, true, 64, false) || !read_json_array_text(m, "tool_calls", limits, turn.tool_calls) ||
+        !m.get_string("content", turn.content, turn.tool_calls.empty(), limits.max_frame_bytes) ||
+        !m.get_string("tool_call_id", turn.tool_call_id, false, 256) || !m.get_string("name", turn.name, false, 256)) {
       return r.fail_from(m), fail();
     }
     c.messages.push_back(std::move(turn));
   }
   if (!r.get_bool("add_generation_prompt", c.add_generation_prompt, false)) return fail();
+  if (!read_json_array_text(r, "tools", limits, c.tools)) return fail();
+  if (!r.get_string("tool_choice", c.tool_choice, false, 16)) return fail();
+  if (!c.tool_choice.empty() && std::find(std::begin(kToolChoices), std::end(kToolChoices), c.tool_choice) == std::end(kToolChoices)) {
+    r.fail(WireError::kInvalidField, "tool_choice", "must be one of auto, none, required, function");
+    return fail();
+  }
+  if (!r.get_string("tool_name", c.tool_name, false, 256)) return fail();
+  if ((c.tool_choice == "function") != !c.tool_name.empty()) {
+    r.fail(WireError::kInvalidField, c.tool_name.empty() ? "tool_name" : "tool_choice",
+           "tool_choice \"function\" and tool_name go together");
+    return fail();
+  }
+  if (!read_opt_bool(r, "parallel_tool_calls", c.parallel_tool_calls)) return fail();
+  if ((c.tool_choice == "required" || c.tool_choice == "function") && c.tools.empty()) {
+    r.fail(WireError::kInvalidField, "tool_choice", "tool_choice " + c.tool_choice + " needs tools");
+    return fail();
+  }
   if (r.has("chat_template")) {
     std::string source;
     if (!r.get_string("chat_template", source, true, kMaxChatTemplateBytes, false)) return fail();
@@ -514,14 +546,24 @@ std::string encode_request(const RequestBody& body, const Tag& tag) {
                    auto& pk = w.key("messages");
                    pk.pack_array(static_cast<uint32_t>(c.messages.size()));
                    for (const ChatTurn& turn : c.messages) {
-                     pk.pack_map(2);
+                     pk.pack_map(2 + !turn.tool_calls.empty() + !turn.tool_call_id.empty() + !turn.name.empty());
                      detail::pack_str(pk, "role");
                      detail::pack_str(pk, turn.role);
                      detail::pack_str(pk, "content");
                      detail::pack_str(pk, turn.content);
+                     for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"tool_calls", &turn.tool_calls},
+                                                      {"tool_call_id", &turn.tool_call_id}, {"name", &turn.name}}) {
+                       if (value->empty()) continue;
+                       detail::pack_str(pk, key);
+                       detail::pack_str(pk, *value);
+                     }
                    }
                    w.boolean("add_generation_prompt", c.add_generation_prompt);
                    if (c.chat_template) w.str("chat_template", *c.chat_template);
+                   if (!c.tools.empty()) w.str("tools", c.tools);
+                   if (!c.tool_choice.empty()) w.str("tool_choice", c.tool_choice);
+                   if (!c.tool_name.empty()) w.str("tool_name", c.tool_name);
+                   put_optional(w, "parallel_tool_calls", c.parallel_tool_calls);
                    encode_generate(w, c.generate, /*with_prompt=*/false);
                  },
                  [&](const EmbedRequest& e) { detail::encode_embed(w, e); },

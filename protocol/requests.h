@@ -85,12 +85,28 @@ struct ReplayRequest {
 struct ChatTurn {
   std::string role;
   std::string content;
+  // An assistant turn's tool calls: JSON text of an OpenAI-shaped array
+  // [{"id", "type": "function", "function": {"name", "arguments"}}] ("" = none). Initialized here
+  // so that {role, content} still initializes a turn without warnings.
+  std::string tool_calls = {};
+  std::string tool_call_id = {};  // a "tool" turn: the call it answers
+  std::string name = {};          // a "tool" turn: the function's name
 };
+// tool_choice (docs/PROTOCOL.md 3.10): "auto" (the model decides; calls are parsed from its
+// answer), "none" (no tools offered), "required" (at least one call, grammar-enforced), or
+// "function" with tool_name (that function, grammar-enforced).
+inline constexpr std::string_view kToolChoices[] = {"auto", "none", "required", "function"};
 struct ChatRequest {
   GenerateRequest generate;
   std::vector<ChatTurn> messages;
   bool add_generation_prompt = true;
   std::optional<std::string> chat_template;  // a template for this request instead of the model's
+  std::string tools;                         // JSON text of the tools array ("" = none)
+  std::string tool_choice;                   // "" = "auto" when tools are given
+  std::string tool_name;                     // tool_choice "function": the function to call
+  std::optional<bool> parallel_tool_calls;   // unset: true
+
+  bool has_tools() const { return !tools.empty() && tool_choice != "none"; }
 };
 inline constexpr size_t kMaxChatMessages = 1024;
 inline constexpr size_t kMaxChatTemplateBytes = 65536;

@@ -9,7 +9,6 @@
 #include <exception>
 #include <memory>
 
-#include "engine/chat/chat_prompt.h"
 #include "server/chat_render.h"
 #include "server/daemon.h"
 
@@ -39,30 +38,6 @@ void render_and_tokenize(ChatRendering& work, const chat::ModelChatTemplate& tmp
 }
 
 }  // namespace
-
-std::optional<proto::ProtocolError> render_chat_request(const proto::ChatRequest& request, GenerateRequest& engine_request,
-                                                        const chat::ModelChatTemplate& tmpl,
-                                                        const Tokenizer& tokenizer) noexcept {
-  try {
-    std::vector<chat::ChatMessage> messages;
-    messages.reserve(request.messages.size());
-    for (const auto& turn : request.messages) messages.push_back({turn.role, turn.content});
-    chat::ChatPrompt prompt = chat::build_chat_prompt(tmpl.tmpl, messages, request.add_generation_prompt,
-                                                      request.chat_template, tokenizer);
-    engine_request.prompt_ids = std::move(prompt.ids);
-    engine_request.prompt_ids_from_text = true;
-    return std::nullopt;
-  } catch (const jinja::TemplateError& e) {
-    // A bad request template, or the model's template refusing this conversation (its own
-    // raise_exception, e.g. "Conversation roles must alternate").
-    return proto::make_error(proto::WireError::kInvalidField, e.what(),
-                             request.chat_template ? "chat_template" : "messages");
-  } catch (const std::exception& e) {
-    return proto::make_error(proto::WireError::kInternal, std::string("rendering the chat failed: ") + e.what());
-  } catch (...) {
-    return proto::make_error(proto::WireError::kInternal, "rendering the chat failed");
-  }
-}
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r) {
   if (!served_.chat_template || !served_.tokenizer || !served_.engine) {

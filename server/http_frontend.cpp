@@ -8,6 +8,9 @@
 #include <exception>
 
 #include "engine/common/error.h"
+#include "server/http/anthropic_messages.h"
+#include "server/http/cors.h"
+#include "server/http/openai_responses.h"
 #include "server/http/json_body.h"
 #include "server/http/json_error.h"
 #include "server/http/json_text.h"
@@ -103,6 +106,8 @@ std::string HttpFrontend::fresh_request_id() {
 
 bool HttpFrontend::authorized(const HttpRequest& r) const {
   if (options_.api_key.empty()) return true;
+  // Anthropic's clients send the key as x-api-key.
+  if (const std::string* key = r.header("x-api-key"); key != nullptr && same_secret(*key, options_.api_key)) return true;
   const std::string* auth = r.header("authorization");
   if (auth == nullptr || auth->size() < 7 || auth->compare(0, 7, "Bearer ") != 0) return false;
   return same_secret(auth->substr(7), options_.api_key);
@@ -112,6 +117,7 @@ void HttpFrontend::send_json(HttpConnection& c, int status, const json& body, co
   http::HttpResponse resp;
   resp.status = status;
   resp.headers.emplace_back("x-request-id", request_id);
+  http::add_cors_headers(resp.headers, cors_origin_);
   resp.body = http::compact_dump(body);
   c.respond(resp);
 }
@@ -121,12 +127,15 @@ void HttpFrontend::send_error(HttpConnection& c, bool ollama, const ApiError& e,
   resp.status = e.status;
   resp.headers.emplace_back("x-request-id", request_id);
   if (e.retry_after_s > 0) resp.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s));
+  http::add_cors_headers(resp.headers, cors_origin_);
   resp.body = ollama ? http::ollama_error_body(e.message) : http::openai_error_body(e.status, e.message, e.code, e.param);
   c.respond(resp);
 }
 
 void HttpFrontend::handle(HttpConnection& c, HttpRequest& r) {
   const std::string request_id = fresh_request_id();
+  cors_origin_ = http::allowed_origin(r, options_.cors_origins);
+  if (http::is_preflight(r)) return c.respond(http::preflight_response(cors_origin_));  // no key needed
   try {
     if (!authorized(r) && r.path != "/health") {
       send_error(c, is_ollama_path(r.path),
@@ -150,6 +159,7 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
     http::HttpResponse resp;
     resp.status = 405;
     resp.headers = {{"x-request-id", request_id}, {"Allow", allowed}};
+    http::add_cors_headers(resp.headers, cors_origin_);
     const std::string message = r.method + " is not allowed on " + p + " (use " + allowed + ")";
     resp.body = ollama ? http::ollama_error_body(message) : http::openai_error_body(405, message, "method_not_allowed");
     c.respond(resp);
@@ -158,6 +168,8 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
   if (p == "/api/generate") return post ? ollama_generate(c, r) : wrong_method("POST");
   if (p == "/v1/chat/completions") return post ? chat_completions(c, r) : wrong_method("POST");
   if (p == "/api/chat") return post ? ollama_chat(c, r) : wrong_method("POST");
+  if (p == "/v1/messages") return post ? anthropic_messages(c, r) : wrong_method("POST");
+  if (p == "/v1/responses") return post ? openai_responses(c, r) : wrong_method("POST");
   if (p == "/v1/embeddings") return post ? embeddings(c, r, http::EmbedApi::kOpenAi) : wrong_method("POST");
   if (p == "/api/embed") return post ? embeddings(c, r, http::EmbedApi::kOllama) : wrong_method("POST");
   if (p == "/api/embeddings") return post ? embeddings(c, r, http::EmbedApi::kOllamaLegacy) : wrong_method("POST");
@@ -180,7 +192,7 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
     if (!post) return wrong_method("POST");
     auto body = http::parse_json_object(r, false, /*any_media_type=*/true);
     if (auto* f = std::get_if<http::ParseFailure>(&body)) return send_error(c, true, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-    const json& b = std::get<json>(body);
+    const http::JsonBody& b = std::get<http::JsonBody>(body);
     std::string name;
     for (const char* key : {"model", "name"}) {
       if (b.contains(key) && b[key].is_string()) name = b[key].get<std::string>();
@@ -199,6 +211,7 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
     http::HttpResponse resp;
     resp.content_type = "text/plain; version=0.0.4; charset=utf-8";
     resp.headers.emplace_back("x-request-id", request_id);
+    http::add_cors_headers(resp.headers, cors_origin_);
     resp.body = backend_.metrics ? backend_.metrics() : std::string();
     return c.respond(resp);
   }
@@ -207,6 +220,7 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
     http::HttpResponse resp;
     resp.content_type = "text/plain; charset=utf-8";
     resp.headers.emplace_back("x-request-id", request_id);
+    http::add_cors_headers(resp.headers, cors_origin_);
     resp.body = "vkstream is running\n";
     return c.respond(resp);
   }
@@ -220,7 +234,7 @@ void HttpFrontend::completions(HttpConnection& c, HttpRequest& r) {
   if (auto* f = std::get_if<http::ParseFailure>(&body)) {
     return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
   }
-  auto mapped = http::map_openai_completion(std::get<json>(body), model_);
+  auto mapped = http::map_openai_completion(std::get<http::JsonBody>(body), model_);
   if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
   auto& req = std::get<http::OpenAiCompletionRequest>(mapped);
   http::Generation g;
@@ -237,7 +251,7 @@ void HttpFrontend::ollama_generate(HttpConnection& c, HttpRequest& r) {
   if (auto* f = std::get_if<http::ParseFailure>(&body)) {
     return send_error(c, true, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
   }
-  auto mapped = http::map_ollama_generate(std::get<json>(body), model_);
+  auto mapped = http::map_ollama_generate(std::get<http::JsonBody>(body), model_);
   if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, true, *e, request_id);
   auto& req = std::get<http::OllamaGenerateRequest>(mapped);
   if (req.load_only) {
@@ -258,7 +272,7 @@ void HttpFrontend::chat_completions(HttpConnection& c, HttpRequest& r) {
   if (auto* f = std::get_if<http::ParseFailure>(&body)) {
     return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
   }
-  auto mapped = http::map_openai_chat(std::get<json>(body), model_);
+  auto mapped = http::map_openai_chat(std::get<http::JsonBody>(body), model_);
   if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
   auto& req = std::get<http::OpenAiChatRequest>(mapped);
   http::Generation g;
@@ -266,6 +280,7 @@ void HttpFrontend::chat_completions(HttpConnection& c, HttpRequest& r) {
   g.stream = req.stream;
   g.include_usage = req.include_usage;
   g.logprobs = req.logprobs;
+  g.tools = std::move(req.tools);
   submit(c, r, std::move(g), std::move(req.wire), http::openai_chat_param_names());
 }
 
@@ -275,14 +290,47 @@ void HttpFrontend::ollama_chat(HttpConnection& c, HttpRequest& r) {
   if (auto* f = std::get_if<http::ParseFailure>(&body)) {
     return send_error(c, true, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
   }
-  auto mapped = http::map_ollama_chat(std::get<json>(body), model_);
+  auto mapped = http::map_ollama_chat(std::get<http::JsonBody>(body), model_);
   if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, true, *e, request_id);
   auto& req = std::get<http::OllamaChatRequest>(mapped);
   if (req.load_only) return send_json(c, 200, http::ollama_chat_loaded(model_), request_id);
   http::Generation g;
   g.api = http::Api::kOllamaChat;
   g.stream = req.stream;
+  g.tools = std::move(req.tools);
   submit(c, r, std::move(g), std::move(req.wire), http::ollama_chat_param_names());
+}
+
+void HttpFrontend::anthropic_messages(HttpConnection& c, HttpRequest& r) {
+  const std::string request_id = fresh_request_id();
+  auto body = http::parse_json_object(r);
+  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
+    return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+  }
+  auto mapped = http::map_anthropic_messages(std::get<http::JsonBody>(body), model_);
+  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
+  auto& req = std::get<http::AnthropicRequest>(mapped);
+  http::Generation g;
+  g.api = http::Api::kAnthropicMessages;
+  g.stream = req.stream;
+  g.tools = std::move(req.tools);
+  submit(c, r, std::move(g), std::move(req.wire), http::anthropic_param_names());
+}
+
+void HttpFrontend::openai_responses(HttpConnection& c, HttpRequest& r) {
+  const std::string request_id = fresh_request_id();
+  auto body = http::parse_json_object(r);
+  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
+    return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+  }
+  auto mapped = http::map_openai_responses(std::get<http::JsonBody>(body), model_);
+  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
+  auto& req = std::get<http::OpenAiResponsesRequest>(mapped);
+  http::Generation g;
+  g.api = http::Api::kOpenAiResponses;
+  g.stream = req.stream;
+  g.tools = std::move(req.tools);
+  submit(c, r, std::move(g), std::move(req.wire), http::openai_responses_param_names());
 }
 
 void HttpFrontend::embeddings(HttpConnection& c, HttpRequest& r, http::EmbedApi api) {
@@ -292,7 +340,7 @@ void HttpFrontend::embeddings(HttpConnection& c, HttpRequest& r, http::EmbedApi 
   if (auto* f = std::get_if<http::ParseFailure>(&body)) {
     return send_error(c, ollama, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
   }
-  const json& b = std::get<json>(body);
+  const http::JsonBody& b = std::get<http::JsonBody>(body);
   auto mapped = api == http::EmbedApi::kOpenAi ? http::map_openai_embeddings(b, model_)
                 : api == http::EmbedApi::kOllama ? http::map_ollama_embed(b, model_)
                                                  : http::map_ollama_embeddings_legacy(b, model_);
@@ -320,6 +368,7 @@ void HttpFrontend::embeddings(HttpConnection& c, HttpRequest& r, http::EmbedApi 
 void HttpFrontend::submit(HttpConnection& c, const HttpRequest& r, http::Generation g, json wire,
                           const std::map<std::string, std::string>& names) {
   const bool ollama = g.ollama();
+  g.cors_origin = cors_origin_;
   if (const std::string* chosen = r.header("x-request-id"); chosen != nullptr && valid_client_id(*chosen)) {
     wire["id"] = *chosen;
   }
@@ -362,6 +411,7 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
   const bool ollama = g.ollama();
   HttpConnection* c = server_->find(conn_id);
   if (c == nullptr || c->closing() || c->exchange() != exchange) return;  // gone: its close cancelled the request
+  cors_origin_ = g.cors_origin;  // answered later than its request
   if (!outcome.ok) {
     return send_error(*c, ollama, http::api_error_from_wire(outcome.error, outcome.retry_after_ms, names),
                       outcome.id.empty() ? fresh_request_id() : outcome.id);
@@ -374,8 +424,11 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
   g.prompt_tokens = outcome.prompt_tokens;
   if (g.stream) {
     http::HeaderList headers = {{"x-request-id", g.id}, {"Cache-Control", "no-cache"}};
+    http::add_cors_headers(headers, g.cors_origin);
     c->begin_stream(200, ollama ? "application/x-ndjson" : "text/event-stream", headers);
     if (g.api == http::Api::kOpenAiChat && !c->send_chunk(http::openai_chat_first_chunk(g))) return;  // closed
+    if (g.api == http::Api::kAnthropicMessages && !c->send_chunk(http::anthropic_message_start(g))) return;
+    if (g.api == http::Api::kOpenAiResponses && !c->send_chunk(http::responses_created_event(g))) return;
   }
   generations_.emplace(g.id, std::move(g));
 }
@@ -393,6 +446,14 @@ std::string HttpFrontend::render_tokens(http::Generation& g, const EngineEvent& 
     case http::Api::kOllamaGenerate:
     case http::Api::kOllamaChat:
       if (g.stream) return g.api == http::Api::kOllamaChat ? http::ollama_chat_line(g, ev) : http::ollama_token_line(g, ev);
+      g.text += ev.text;
+      return {};
+    case http::Api::kAnthropicMessages:
+      if (g.stream) return http::anthropic_token_events(g, ev);
+      g.text += ev.text;
+      return {};
+    case http::Api::kOpenAiResponses:
+      if (g.stream) return http::responses_token_events(g, ev);
       g.text += ev.text;
       return {};
     case http::Api::kEmbed:
@@ -432,14 +493,18 @@ void HttpFrontend::on_engine_event(const EngineEvent& ev) {
 
 void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEvent& ev) {
   const bool ollama = g.ollama();
+  cors_origin_ = g.cors_origin;
   const bool chat = http::is_chat(g.api);
   if (g.stream) {
     if (ollama) {
+      if (chat) c.send_chunk(http::ollama_chat_held_line(g));
       json last = chat ? http::ollama_chat_final(g, ev, /*with_text=*/false) : http::ollama_final(g, ev, /*with_text=*/false);
       if (ev.reason == FinishReason::kError) last["error"] = g.error_message.empty() ? "generation failed" : g.error_message;
       c.send_chunk(http::compact_dump(last) + "\n");
     } else {
-      c.send_chunk(chat ? http::openai_chat_final_chunks(g, ev) : http::openai_final_chunks(g, ev));
+      c.send_chunk(g.api == http::Api::kAnthropicMessages ? http::anthropic_final_events(g, ev)
+                   : g.api == http::Api::kOpenAiResponses ? http::responses_final_events(g, ev)
+                   : chat ? http::openai_chat_final_chunks(g, ev) : http::openai_final_chunks(g, ev));
     }
     c.end_stream();
     return;
@@ -458,11 +523,14 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
   }
   http::HttpResponse resp;
   resp.headers.emplace_back("x-request-id", g.id);
+  http::add_cors_headers(resp.headers, g.cors_origin);
   switch (g.api) {
     case http::Api::kOpenAiCompletion: resp.body = http::compact_dump(http::openai_completion(g, ev)); break;
     case http::Api::kOpenAiChat: resp.body = http::compact_dump(http::openai_chat_completion(g, ev)); break;
     case http::Api::kOllamaGenerate: resp.body = http::compact_dump(http::ollama_final(g, ev, /*with_text=*/true)); break;
     case http::Api::kOllamaChat: resp.body = http::compact_dump(http::ollama_chat_final(g, ev, /*with_text=*/true)); break;
+    case http::Api::kAnthropicMessages: resp.body = http::compact_dump(http::anthropic_message(g, ev)); break;
+    case http::Api::kOpenAiResponses: resp.body = http::compact_dump(http::responses_object(g, ev)); break;
     case http::Api::kEmbed: {
       http::EmbedResult result;
       result.vectors = ev.embeddings;

@@ -41,6 +41,7 @@ struct HttpFrontendOptions {
   http::HttpLimits limits;
   proto::ProtocolLimits wire_limits;
   std::string version = "0.1.0";
+  std::vector<std::string> cors_origins;  // --http-cors: allowed browser origins besides localhost
 };
 
 class HttpFrontend {
@@ -94,6 +95,8 @@ class HttpFrontend {
   void ollama_generate(http::HttpConnection& c, http::HttpRequest& r);
   void chat_completions(http::HttpConnection& c, http::HttpRequest& r);
   void ollama_chat(http::HttpConnection& c, http::HttpRequest& r);
+  void anthropic_messages(http::HttpConnection& c, http::HttpRequest& r);
+  void openai_responses(http::HttpConnection& c, http::HttpRequest& r);
   void embeddings(http::HttpConnection& c, http::HttpRequest& r, http::EmbedApi api);
   // Submits the wire request (generate, or chat for the chat APIs); on success registers the
   // generation and starts its answer.
@@ -115,6 +118,8 @@ class HttpFrontend {
   std::unique_ptr<http::HttpServer> server_;
   std::unordered_map<std::string, http::Generation> generations_;  // by request id
   std::mt19937_64 rng_{std::random_device{}()};
+  // The allowed Origin of the request being answered (CORS); a generation keeps its own.
+  std::optional<std::string> cors_origin_;
 };
 
 // The catalogue entry of the served model: its name (GGUF general.name, else the file stem),

@@ -17,6 +17,7 @@ void Daemon::setup_http(const ListenFds& fds) {
   HttpFrontendOptions ho;
   ho.endpoints = options_.http_endpoints;
   ho.api_key = options_.api_key;
+  ho.cors_origins = options_.http_cors;
   ho.unix_mode = options_.socket_mode;
   ho.limits.max_connections = options_.http_max_connections;
   ho.limits.max_output_bytes = limits_.max_output_bytes;
@@ -61,8 +62,10 @@ void Daemon::setup_http(const ListenFds& fds) {
     if (piece.empty()) piece = std::string(served_.tokenizer->token_text(id));
     return piece;
   };
-  http_ = std::make_unique<HttpFrontend>(&loop_, std::move(ho),
-                                         make_model_catalogue(options_.model_path, model_info_, served_.config.quantization), std::move(backend));
+  http::ModelCatalogue catalogue = make_model_catalogue(options_.model_path, model_info_, served_.config.quantization);
+  if (served_.chat_template) catalogue.tool_format = served_.chat_template->tool_format;
+  catalogue.tied_embeddings = served_.config.tied_embeddings;
+  http_ = std::make_unique<HttpFrontend>(&loop_, std::move(ho), std::move(catalogue), std::move(backend));
   http_->start(fds.http, fds.http_handed);
   for (const std::string& a : http_->addresses()) spdlog::info("HTTP API on {}", a);
 }

@@ -157,6 +157,9 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
                  "fit the open-file limit, which vkstreamd raises to its hard limit)")
       ->check(CLI::Range(1u, 1u << 20))
       ->capture_default_str();
+  app.add_option("--http-cors", o.http_cors,
+                 "a browser origin (https://app.example) allowed to call the HTTP API besides localhost/127.0.0.1 "
+                 "(repeatable; '*' = any)");
   app.add_option("--http-max-connections", o.http_max_connections, "open HTTP connections before 503")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--log-level", o.log_level)

@@ -44,6 +44,7 @@ struct ServerOptions {
   std::string api_key;                      // --api-key: required for non-loopback --http
   uint32_t http_max_connections = 1024;
   uint32_t max_connections = 1024;  // Unix-socket (msgpack) connections; more are answered overloaded
+  std::vector<std::string> http_cors;       // --http-cors ORIGIN: browser origins allowed besides localhost
 };
 
 // Parses argv. Returns the options, or nullopt after printing help/version (exit 0).

@@ -2,16 +2,9 @@
 
 namespace vks::chat {
 
-ChatPrompt build_chat_prompt(const ChatTemplate& model_template, const std::vector<ChatMessage>& messages,
-                             bool add_generation_prompt, const std::optional<std::string>& override_source,
-                             const Tokenizer& tokenizer) {
+ChatPrompt tokenize_chat_prompt(std::string text, const Tokenizer& tokenizer) {
   ChatPrompt prompt;
-  if (override_source) {
-    const ChatTemplate custom = ChatTemplate::parse(*override_source, model_template.bos_token(), model_template.eos_token());
-    prompt.text = custom.render(messages, add_generation_prompt);
-  } else {
-    prompt.text = model_template.render(messages, add_generation_prompt);
-  }
+  prompt.text = std::move(text);
   const TokenId bos = tokenizer.bos();
   const bool has_bos_token = bos >= 0 && bos < tokenizer.vocab_size();
   const std::string_view bos_text = has_bos_token ? tokenizer.token_text(bos) : std::string_view();
@@ -19,6 +12,16 @@ ChatPrompt build_chat_prompt(const ChatTemplate& model_template, const std::vect
   prompt.added_bos = has_bos_token && tokenizer.add_bos_default() && !template_wrote_bos;
   prompt.ids = tokenizer.encode(prompt.text, prompt.added_bos, /*parse_special=*/true);
   return prompt;
+}
+
+ChatPrompt build_chat_prompt(const ChatTemplate& model_template, const std::vector<ChatMessage>& messages,
+                             bool add_generation_prompt, const std::optional<std::string>& override_source,
+                             const Tokenizer& tokenizer) {
+  if (override_source) {
+    const ChatTemplate custom = ChatTemplate::parse(*override_source, model_template.bos_token(), model_template.eos_token());
+    return tokenize_chat_prompt(custom.render(messages, add_generation_prompt), tokenizer);
+  }
+  return tokenize_chat_prompt(model_template.render(messages, add_generation_prompt), tokenizer);
 }
 
 }  // namespace vks::chat

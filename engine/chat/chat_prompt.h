@@ -22,6 +22,9 @@ struct ChatPrompt {
 // BOS is prepended when the tokenizer adds one by default and the text does not already start
 // with the BOS token's text (as llama.cpp's server does, so there is never a double BOS).
 // Throws jinja::TemplateError (bad override, or the template refused the conversation).
+// Tokenizes rendered prompt text as build_chat_prompt does (special tokens parsed, BOS rule).
+ChatPrompt tokenize_chat_prompt(std::string text, const Tokenizer& tokenizer);
+
 ChatPrompt build_chat_prompt(const ChatTemplate& model_template, const std::vector<ChatMessage>& messages,
                              bool add_generation_prompt, const std::optional<std::string>& override_source,
                              const Tokenizer& tokenizer);

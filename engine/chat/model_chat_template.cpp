@@ -38,6 +38,15 @@ std::string read_template_file(const std::string& path) {
   return text;
 }
 
+namespace {
+
+ModelChatTemplate with_tool_format(ModelChatTemplate t) {
+  t.tool_format = detect_tool_format(t.tmpl);
+  return t;
+}
+
+}  // namespace
+
 ModelChatTemplate load_model_chat_template(const gguf::GgufFile& file, const std::string& template_file) {
   const std::optional<std::string> bos = gguf_token_text(file, "tokenizer.ggml.bos_token_id");
   const std::optional<std::string> eos = gguf_token_text(file, "tokenizer.ggml.eos_token_id");
@@ -45,7 +54,7 @@ ModelChatTemplate load_model_chat_template(const gguf::GgufFile& file, const std
     try {
       ChatTemplate t = ChatTemplate::parse(read_template_file(template_file), bos, eos);
       t.validate();
-      return {std::move(t), "file " + template_file, ""};
+      return with_tool_format({std::move(t), "file " + template_file, "", {}});
     } catch (const vks::Error& e) {
       throw vks::Error(e.code(), "chat template " + template_file + ": " + e.what());
     }
@@ -55,14 +64,14 @@ ModelChatTemplate load_model_chat_template(const gguf::GgufFile& file, const std
     try {
       ChatTemplate t = ChatTemplate::parse(*source, bos, eos);
       t.validate();
-      return {std::move(t), "model", ""};
+      return with_tool_format({std::move(t), "model", "", {}});
     } catch (const vks::Error& e) {
       reason = std::string("the model's chat template cannot be used (") + e.what() + ")";
     }
   } else {
     reason = "the model has no tokenizer.chat_template";
   }
-  return {ChatTemplate::chatml(bos, eos), "ChatML fallback", reason};
+  return with_tool_format({ChatTemplate::chatml(bos, eos), "ChatML fallback", reason, {}});
 }
 
 }  // namespace vks::chat

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/chat/chat_template.h"
+#include "engine/chat/tool_format.h"
 #include "engine/gguf/gguf_file.h"
 
 namespace vks::chat {
@@ -15,6 +16,8 @@ struct ModelChatTemplate {
   // Why the fallback was taken (empty when the model's or the user's template is used); the
   // daemon logs it at load.
   std::string fallback_reason;
+  // How this template writes tool calls (probed once at load; tool_format.h).
+  ToolCallFormat tool_format;
 };
 
 // bos/eos token text of the GGUF's vocabulary (nullopt when the id or the tokens are absent).

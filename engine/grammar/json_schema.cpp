@@ -19,7 +19,7 @@ namespace vks::grammar {
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // properties keep their declared order
 
 constexpr uint64_t kMaxCount = 1000;  // minItems/maxItems/minLength/maxLength we expand
 

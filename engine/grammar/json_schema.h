@@ -22,7 +22,7 @@
 
 namespace vks::grammar {
 
-std::string json_schema_to_gbnf(const nlohmann::json& schema);
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);  // properties in declared order
 std::string json_schema_text_to_gbnf(std::string_view schema_json);
 
 }  // namespace vks::grammar

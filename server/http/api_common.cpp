@@ -102,6 +102,11 @@ void copy_field(const json& body, const char* api_field, json& wire, const char*
   if (it != body.end() && !it->is_null()) wire[wire_field] = *it;
 }
 
+void copy_field(const JsonBody& body, const char* api_field, json& wire, const char* wire_field) {
+  auto it = body.find(api_field);
+  if (it != body.end() && !it->is_null()) wire[wire_field] = json(*it);
+}
+
 ApiError bad_field(std::string message, std::string param, std::string code) {
   return ApiError{400, std::move(message), std::move(code), std::move(param), 0};
 }

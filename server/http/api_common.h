@@ -12,11 +12,13 @@
 #include <variant>
 #include <vector>
 
+#include "engine/chat/tool_format.h"
 #include "engine/sched/engine.h"
 #include "protocol/errors.h"
 #include "protocol/limits.h"
 #include "protocol/requests.h"
 #include "protocol/responses.h"
+#include "server/http/json_body.h"
 #include "server/http/json_text.h"
 
 namespace vks::http {
@@ -40,6 +42,8 @@ struct ModelCatalogue {
   int64_t created_unix = 0;   // model file mtime
   std::string file_type;      // "Q4_0", "F32", ... (Ollama quantization_level)
   std::string digest;         // stable hex id of the file (size + mtime + name)
+  chat::ToolCallFormat tool_format = chat::generic_tool_format();  // how the served template writes tool calls
+  bool tied_embeddings = false;  // no output.weight: token_embd serves as the output projection too
 
   // "stories260K", "stories260K:latest", the file name: all this model. Empty = the default.
   bool matches(const std::string& requested) const;
@@ -68,6 +72,7 @@ ApiError api_error_from_wire(const proto::ProtocolError& error, int32_t retry_af
 
 // Copies body[api_name] to wire[wire_name] when present and not null.
 void copy_field(const nlohmann::json& body, const char* api_name, nlohmann::json& wire, const char* wire_name);
+void copy_field(const JsonBody& body, const char* api_name, nlohmann::json& wire, const char* wire_name);
 
 std::string finish_reason_text(FinishReason reason);  // "stop", "length", "cancelled", ...
 int64_t unix_now();

@@ -6,17 +6,21 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "engine/chat/tool_call_parser.h"
 #include "engine/sched/engine.h"
 #include "server/http/embeddings_api.h"
 
 namespace vks::http {
 
-enum class Api { kOpenAiCompletion, kOllamaGenerate, kOpenAiChat, kOllamaChat, kEmbed };
+enum class Api { kOpenAiCompletion, kOllamaGenerate, kOpenAiChat, kOllamaChat, kEmbed, kAnthropicMessages, kOpenAiResponses };
 
-inline bool is_chat(Api api) { return api == Api::kOpenAiChat || api == Api::kOllamaChat; }
+inline bool is_chat(Api api) {
+  return api == Api::kOpenAiChat || api == Api::kOllamaChat || api == Api::kAnthropicMessages || api == Api::kOpenAiResponses;
+}
 
 struct Generation {
   bool ollama() const {
@@ -40,6 +44,14 @@ struct Generation {
   size_t text_bytes = 0;          // streamed or not: bytes of text so far (logprobs text_offset)
   nlohmann::json logprobs_acc;    // non-streamed OpenAI logprobs object (chat: {"content": [...]})
   EmbedHttpRequest embed;         // kEmbed: which API asked, base64 or not (its wire is not kept)
+  // Chat with tools offered: the answer is split into text and tool calls (the served template's
+  // format) as it streams; tool_calls_sent counts the calls already sent.
+  std::optional<chat::ToolCallParser> tools;
+  size_t tool_calls_sent = 0;
+  int32_t open_text_block = -1;   // Anthropic / Responses streaming: the text block (item) being streamed, -1 = none
+  int32_t blocks = 0;             // Anthropic / Responses streaming: content blocks (output items) started
+  int64_t sequence = 0;           // Responses streaming: the events' sequence_number
+  std::optional<std::string> cors_origin;  // the request's allowed Origin (CORS header on its answer)
   std::string error_message;      // from a kError event
   ErrorCode error_code = ErrorCode::kInternal;
 };

@@ -35,7 +35,7 @@ bool nesting_within(const std::string& text, int max_depth) {
 
 }  // namespace
 
-std::variant<nlohmann::json, ParseFailure> parse_json_object(const HttpRequest& request, bool allow_empty,
+std::variant<JsonBody, ParseFailure> parse_json_object(const HttpRequest& request, bool allow_empty,
                                                              bool any_media_type) {
   const std::string media = request.media_type();
   if (!any_media_type && !media.empty() && media != "application/json" && !(media.size() > 5 && media.ends_with("+json"))) {
@@ -44,13 +44,13 @@ std::variant<nlohmann::json, ParseFailure> parse_json_object(const HttpRequest& 
                             (media == "application/x-www-form-urlencoded" ? " (curl: add -H 'Content-Type: application/json')" : "")};
   }
   if (request.body.empty()) {
-    if (allow_empty) return nlohmann::json::object();
+    if (allow_empty) return JsonBody::object();
     return ParseFailure{400, "invalid_json", "the request body is empty; send a JSON object"};
   }
   if (!nesting_within(request.body, kMaxJsonDepth)) {
     return ParseFailure{400, "invalid_json", "the JSON body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
   }
-  nlohmann::json parsed = nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  JsonBody parsed = JsonBody::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
     return ParseFailure{400, "invalid_json", "the request body is not valid JSON"};
   }

@@ -15,8 +15,10 @@ namespace vks::http {
 
 inline constexpr int kMaxJsonDepth = 32;
 
-// The parsed object, or why not. `allow_empty`: an empty body reads as {}.
-std::variant<nlohmann::json, ParseFailure> parse_json_object(const HttpRequest& request, bool allow_empty = false,
+// The parsed object, or why not. `allow_empty`: an empty body reads as {}. Objects keep the
+// client's key order: a JSON Schema's properties are generated in the order it declares them.
+using JsonBody = nlohmann::ordered_json;
+std::variant<JsonBody, ParseFailure> parse_json_object(const HttpRequest& request, bool allow_empty = false,
                                                              bool any_media_type = false);
 
 }  // namespace vks::http

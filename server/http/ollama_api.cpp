@@ -9,9 +9,10 @@ namespace {
 int64_t ns_of_ms(double ms) { return static_cast<int64_t>(ms * 1e6); }
 
 std::string parameter_size(const ModelCatalogue& m) {
-  // Rough count from the shapes: embeddings + per-layer attention and MLP.
+  // Rough count from the shapes: embeddings (the output projection too, unless it is the same
+  // tensor) + per-layer attention and MLP.
   const double d = m.info.dim;
-  const double params = d * m.info.vocab_size * 2 +
+  const double params = d * m.info.vocab_size * (m.tied_embeddings ? 1 : 2) +
                         m.info.n_layers * (d * d * 2 + 2 * d * m.info.n_kv_heads * m.info.head_dim + 3 * d * m.info.hidden_dim);
   char buf[32];
   if (params >= 1e9) {
@@ -37,7 +38,7 @@ const std::map<std::string, std::string>& ollama_param_names() {
   return names;
 }
 
-std::optional<ApiError> map_ollama_common(const json& body, const ModelCatalogue& model, json& w, bool& stream) {
+std::optional<ApiError> map_ollama_common(const JsonBody& body, const ModelCatalogue& model, json& w, bool& stream) {
   const auto model_it = body.find("model");
   if (model_it == body.end() || !model_it->is_string()) return bad_field("model is required (a string)", "model");
   if (!model.matches(model_it->get<std::string>())) {
@@ -60,7 +61,7 @@ std::optional<ApiError> map_ollama_common(const json& body, const ModelCatalogue
   }
   if (auto it = body.find("options"); it != body.end() && !it->is_null()) {
     if (!it->is_object()) return bad_field("options must be an object", "options");
-    const json& o = *it;
+    const JsonBody& o = *it;
     for (const auto& [api, wire] : std::initializer_list<std::pair<const char*, const char*>>{
              {"temperature", "temperature"}, {"top_k", "top_k"}, {"top_p", "top_p"}, {"min_p", "min_p"},
              {"seed", "seed"}, {"stop", "stop"}, {"repeat_penalty", "repetition_penalty"},
@@ -77,7 +78,7 @@ std::optional<ApiError> map_ollama_common(const json& body, const ModelCatalogue
   return std::nullopt;
 }
 
-std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const json& body, const ModelCatalogue& model) {
+std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const JsonBody& body, const ModelCatalogue& model) {
   OllamaGenerateRequest out;
   json& w = out.wire;
   w = json::object();
@@ -172,7 +173,9 @@ json ollama_show(const ModelCatalogue& model) {
             {arch + ".attention.head_count_kv", model.info.n_kv_heads},
             {arch + ".feed_forward_length", model.info.hidden_dim},
             {"tokenizer.ggml.vocab_size", model.info.vocab_size}}},
-          {"capabilities", json::array({"completion"})}};
+          // "tools" when the served template renders tools itself (tool_format.h); the generic
+          // tool form works with any template but is not the model's own.
+          {"capabilities", model.tool_format.native ? json::array({"completion", "tools"}) : json::array({"completion"})}};
 }
 
 json ollama_ps(const ModelCatalogue& model) {

@@ -19,9 +19,9 @@ struct OllamaGenerateRequest {
 };
 
 // The fields /api/generate and /api/chat share (model, stream, format, options) into the wire map.
-std::optional<ApiError> map_ollama_common(const nlohmann::json& body, const ModelCatalogue& model,
+std::optional<ApiError> map_ollama_common(const JsonBody& body, const ModelCatalogue& model,
                                           nlohmann::json& wire, bool& stream);
-std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const nlohmann::json& body,
+std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const JsonBody& body,
                                                                   const ModelCatalogue& model);
 const std::map<std::string, std::string>& ollama_param_names();
 

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "server/http/ollama_api.h"
+#include "server/http/tool_mapping.h"
 
 namespace vks::http {
 
@@ -34,17 +35,20 @@ const std::map<std::string, std::string>& ollama_chat_param_names() {
     std::map<std::string, std::string> n = ollama_param_names();
     n["prompt"] = "messages";  // a conversation too long once rendered
     n["prompt_ids"] = "messages";
+    n["tool_name"] = "tool_choice";  // the named function of tool_choice
     return n;
   }();
   return names;
 }
 
-std::variant<OllamaChatRequest, ApiError> map_ollama_chat(const json& body, const ModelCatalogue& model) {
+std::variant<OllamaChatRequest, ApiError> map_ollama_chat(const JsonBody& body, const ModelCatalogue& model) {
   OllamaChatRequest out;
   json& w = out.wire;
   w = json::object();
   if (auto e = map_ollama_common(body, model, w, out.stream)) return std::move(*e);
-  if (has_content(body, "tools")) return bad_field("tools (function calling) are not supported by this server", "tools");
+  bool offered = false;  // tools, and tool_choice / parallel_tool_calls as extensions (Ollama has none)
+  if (auto e = map_tools(body, w, offered)) return std::move(*e);
+  if (offered) out.tools.emplace(model.tool_format);
   const auto it = body.find("messages");
   if (it == body.end() || it->is_null() || (it->is_array() && it->empty())) {
     out.load_only = true;
@@ -53,35 +57,84 @@ std::variant<OllamaChatRequest, ApiError> map_ollama_chat(const json& body, cons
   if (!it->is_array()) return bad_field("messages must be an array of {role, content}", "messages");
   json messages = json::array();
   for (size_t i = 0; i < it->size(); ++i) {
-    const json& m = (*it)[i];
+    const JsonBody& m = (*it)[i];
     const std::string where = "messages." + std::to_string(i);
     if (!m.is_object()) return bad_field(where + " must be an object {role, content}", where);
     if (!m.contains("role") || !m["role"].is_string()) return bad_field(where + ".role must be a string", where + ".role");
     const std::string role = m["role"].get<std::string>();
     if (!known_role(role)) return bad_field(where + ".role '" + role + "' is not one of system, user, assistant, tool", where + ".role");
     if (has_content(m, "images")) return bad_field(where + ".images: images are not supported by this server", where + ".images");
-    if (has_content(m, "tool_calls")) return bad_field(where + ".tool_calls: tool calls are not supported by this server", where + ".tool_calls");
     std::string content;
     if (auto c = m.find("content"); c != m.end() && !c->is_null()) {
       if (!c->is_string()) return bad_field(where + ".content must be a string", where + ".content");
       content = c->get<std::string>();
     }
-    messages.push_back({{"role", role}, {"content", std::move(content)}});
+    json turn = {{"role", role}, {"content", std::move(content)}};
+    if (has_content(m, "tool_calls")) {
+      if (role != "assistant") return bad_field(where + ".tool_calls: only assistant messages carry tool calls", where + ".tool_calls");
+      auto calls = wire_tool_calls(m["tool_calls"], where + ".tool_calls");
+      if (auto* e = std::get_if<ApiError>(&calls)) return std::move(*e);
+      turn["tool_calls"] = std::move(std::get<std::string>(calls));
+    }
+    for (const char* key : {"tool_name", "name"}) {  // a tool result's function (Ollama: tool_name)
+      if (auto n = m.find(key); n != m.end() && n->is_string() && !n->get<std::string>().empty()) {
+        turn["name"] = n->get<std::string>();
+        break;
+      }
+    }
+    messages.push_back(std::move(turn));
   }
   w["messages"] = std::move(messages);
   return out;
 }
 
-std::string ollama_chat_line(const Generation& g, const EngineEvent& ev) {
-  if (ev.text.empty()) return {};
-  json line = {{"model", g.model}, {"created_at", rfc3339_now()}, {"message", assistant_message(ev.text)}, {"done", false}};
+namespace {
+
+json parsed_message(const chat::ToolParse& parsed) {
+  json message = assistant_message(parsed.text);
+  if (!parsed.calls.empty()) {
+    json calls = json::array();
+    for (const chat::ToolCall& call : parsed.calls) calls.push_back(ollama_tool_call(call));
+    message["tool_calls"] = std::move(calls);
+  }
+  return message;
+}
+
+std::string chat_line(const Generation& g, json message) {
+  json line = {{"model", g.model}, {"created_at", rfc3339_now()}, {"message", std::move(message)}, {"done", false}};
   return compact_dump(line) + "\n";
 }
 
-json ollama_chat_final(const Generation& g, const EngineEvent& finished, bool with_text) {
+}  // namespace
+
+std::string ollama_chat_line(Generation& g, const EngineEvent& ev) {
+  if (ev.text.empty()) return {};
+  if (!g.tools) return chat_line(g, assistant_message(ev.text));
+  chat::ToolParse parsed;
+  g.tools->feed(ev.text, parsed);
+  if (parsed.text.empty() && parsed.calls.empty()) return {};
+  return chat_line(g, parsed_message(parsed));
+}
+
+std::string ollama_chat_held_line(Generation& g) {
+  if (!g.tools) return {};
+  chat::ToolParse parsed;
+  g.tools->finish(parsed);
+  if (parsed.text.empty() && parsed.calls.empty()) return {};
+  return chat_line(g, parsed_message(parsed));
+}
+
+json ollama_chat_final(Generation& g, const EngineEvent& finished, bool with_text) {
   json last = ollama_final(g, finished, /*with_text=*/false);
   last.erase("response");
-  last["message"] = assistant_message(with_text ? g.text : std::string());
+  if (with_text && g.tools) {  // the whole answer parses exactly as streamed pieces would
+    chat::ToolParse parsed;
+    g.tools->feed(g.text, parsed);
+    g.tools->finish(parsed);
+    last["message"] = parsed_message(parsed);
+  } else {
+    last["message"] = assistant_message(with_text ? g.text : std::string());
+  }
   return last;
 }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -17,16 +18,20 @@ struct OllamaChatRequest {
   nlohmann::json wire;
   bool stream = true;
   bool load_only = false;  // no messages: Ollama's "load the model" request, answered done at once
+  std::optional<chat::ToolCallParser> tools;  // tools offered: the answer's parser
 };
 
-std::variant<OllamaChatRequest, ApiError> map_ollama_chat(const nlohmann::json& body, const ModelCatalogue& model);
+std::variant<OllamaChatRequest, ApiError> map_ollama_chat(const JsonBody& body, const ModelCatalogue& model);
 const std::map<std::string, std::string>& ollama_chat_param_names();
 
-// One NDJSON line for a token event ("" when it carries no text).
-std::string ollama_chat_line(const Generation& g, const EngineEvent& ev);
+// One NDJSON line for a token event ("" when it carries no text). With tools: the text and the
+// calls (message.tool_calls, arguments as objects) the parser settled.
+std::string ollama_chat_line(Generation& g, const EngineEvent& ev);
+// Streamed with tools: a line with what the parser still held at the end ("" if nothing).
+std::string ollama_chat_held_line(Generation& g);
 // The final object: message {role: "assistant", content: the whole reply or ""}, done: true,
 // done_reason, prompt_eval_count, eval_count and durations (as /api/generate's).
-nlohmann::json ollama_chat_final(const Generation& g, const EngineEvent& finished, bool with_text);
+nlohmann::json ollama_chat_final(Generation& g, const EngineEvent& finished, bool with_text);
 // The answer to a load request (no messages).
 nlohmann::json ollama_chat_loaded(const ModelCatalogue& model);
 

@@ -9,7 +9,7 @@ using nlohmann::json;
 namespace {
 
 // object[key] when object is an object holding key, else null.
-const json* member(const json& object, const char* key) {
+const JsonBody* member(const JsonBody& object, const char* key) {
   if (!object.is_object()) return nullptr;
   auto it = object.find(key);
   return it == object.end() ? nullptr : &*it;
@@ -56,7 +56,7 @@ const std::map<std::string, std::string>& openai_param_names() {
   return names;
 }
 
-std::optional<ApiError> map_openai_common(const json& body, const ModelCatalogue& model, json& w, bool& stream,
+std::optional<ApiError> map_openai_common(const JsonBody& body, const ModelCatalogue& model, json& w, bool& stream,
                                           bool& include_usage) {
   const auto model_it = body.find("model");
   if (model_it != body.end() && !model_it->is_null()) {
@@ -90,13 +90,13 @@ std::optional<ApiError> map_openai_common(const json& body, const ModelCatalogue
   // Constrained output: the wire's json_schema (sent as text: schemas nest deeper than frames may).
   if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
     // (find, never a const operator[]: on a missing key that is undefined behaviour)
-    const json* type_value = member(*it, "type");
+    const JsonBody* type_value = member(*it, "type");
     const std::string type = type_value != nullptr && type_value->is_string() ? type_value->get<std::string>() : "";
     if (type == "json_object") {
       w["json_schema"] = R"({"type":"object"})";
     } else if (type == "json_schema") {
-      const json* named = member(*it, "json_schema");
-      const json* schema = named != nullptr ? member(*named, "schema") : nullptr;
+      const JsonBody* named = member(*it, "json_schema");
+      const JsonBody* schema = named != nullptr ? member(*named, "schema") : nullptr;
       if (schema == nullptr || !(schema->is_object() || schema->is_boolean())) {
         return bad_field("response_format.json_schema.schema must be a JSON Schema object", "response_format.json_schema.schema");
       }
@@ -120,7 +120,7 @@ std::optional<ApiError> map_openai_common(const json& body, const ModelCatalogue
   return std::nullopt;
 }
 
-std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const json& body, const ModelCatalogue& model) {
+std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const JsonBody& body, const ModelCatalogue& model) {
   OpenAiCompletionRequest out;
   json& w = out.wire;
   w = json::object();

@@ -21,11 +21,11 @@ struct OpenAiCompletionRequest {
 
 // Validates the OpenAI fields we translate (prompt shape, n, echo, suffix, ...) and builds the
 // wire map; everything else is checked by the wire parser.
-std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const nlohmann::json& body,
+std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const JsonBody& body,
                                                                       const ModelCatalogue& model);
 // The fields /v1/completions and /v1/chat/completions share (model, n, max_tokens, sampling,
 // stream, stream_options, response_format, user) into the wire map `wire`.
-std::optional<ApiError> map_openai_common(const nlohmann::json& body, const ModelCatalogue& model,
+std::optional<ApiError> map_openai_common(const JsonBody& body, const ModelCatalogue& model,
                                           nlohmann::json& wire, bool& stream, bool& include_usage);
 // wire field -> OpenAI field, for error params.
 const std::map<std::string, std::string>& openai_param_names();

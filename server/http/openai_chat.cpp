@@ -5,6 +5,7 @@
 
 #include "server/http/json_error.h"
 #include "server/http/openai_api.h"
+#include "server/http/tool_mapping.h"
 
 namespace vks::http {
 
@@ -12,7 +13,7 @@ using nlohmann::json;
 
 namespace {
 
-bool has_value(const json& body, const char* key) {
+bool has_value(const JsonBody& body, const char* key) {
   auto it = body.find(key);
   return it != body.end() && !it->is_null() && !(it->is_array() && it->empty()) && !(it->is_object() && it->empty());
 }
@@ -29,7 +30,7 @@ std::optional<std::string> template_role(const std::string& role) {
 }
 
 // content: a string, null (an assistant turn), or text parts joined with "\n" (as vLLM does).
-std::variant<std::string, ApiError> message_text(const json& message, const std::string& where, bool assistant) {
+std::variant<std::string, ApiError> message_text(const JsonBody& message, const std::string& where, bool assistant) {
   const auto it = message.find("content");
   if (it == message.end() || it->is_null()) {
     if (assistant) return std::string();
@@ -39,7 +40,7 @@ std::variant<std::string, ApiError> message_text(const json& message, const std:
   if (!it->is_array()) return bad_field(where + ".content must be a string or an array of text parts", where + ".content");
   std::string text;
   for (size_t i = 0; i < it->size(); ++i) {
-    const json& part = (*it)[i];
+    const JsonBody& part = (*it)[i];
     const std::string at = where + ".content." + std::to_string(i);
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
       return bad_field(at + " must be an object {\"type\": \"text\", \"text\": \"...\"}", at);
@@ -55,14 +56,14 @@ std::variant<std::string, ApiError> message_text(const json& message, const std:
   return text;
 }
 
-std::variant<json, ApiError> wire_messages(const json& body) {
+std::variant<json, ApiError> wire_messages(const JsonBody& body) {
   const auto it = body.find("messages");
   if (it == body.end() || it->is_null()) return bad_field("messages is required", "messages", "missing_field");
   if (!it->is_array()) return bad_field("messages must be an array of {role, content}", "messages");
   if (it->empty()) return bad_field("messages must hold at least one message", "messages");
   json out = json::array();
   for (size_t i = 0; i < it->size(); ++i) {
-    const json& m = (*it)[i];
+    const JsonBody& m = (*it)[i];
     const std::string where = "messages." + std::to_string(i);
     if (!m.is_object()) return bad_field(where + " must be an object {role, content}", where);
     if (!m.contains("role") || !m["role"].is_string()) return bad_field(where + ".role must be a string", where + ".role");
@@ -71,12 +72,28 @@ std::variant<json, ApiError> wire_messages(const json& body) {
     if (!rendered_role) {
       return bad_field(where + ".role '" + role + "' is not one of system, developer, user, assistant, tool", where + ".role");
     }
-    if (has_value(m, "tool_calls") || has_value(m, "function_call")) {
-      return bad_field(where + ": tool calls are not supported by this server", where + ".tool_calls");
+    if (has_value(m, "function_call")) {
+      return bad_field(where + ".function_call (the legacy functions API) is not supported; use tool_calls", where + ".function_call");
     }
     auto text = message_text(m, where, role == "assistant");
     if (auto* e = std::get_if<ApiError>(&text)) return std::move(*e);
-    out.push_back({{"role", *rendered_role}, {"content", std::move(std::get<std::string>(text))}});
+    json turn = {{"role", *rendered_role}, {"content", std::move(std::get<std::string>(text))}};
+    if (has_value(m, "tool_calls")) {
+      if (role != "assistant") return bad_field(where + ".tool_calls: only assistant messages carry tool calls", where + ".tool_calls");
+      auto calls = wire_tool_calls(m["tool_calls"], where + ".tool_calls");
+      if (auto* e = std::get_if<ApiError>(&calls)) return std::move(*e);
+      turn["tool_calls"] = std::move(std::get<std::string>(calls));
+    }
+    if (role == "tool") {
+      if (auto id = m.find("tool_call_id"); id != m.end() && !id->is_null()) {
+        if (!id->is_string()) return bad_field(where + ".tool_call_id must be a string", where + ".tool_call_id");
+        turn["tool_call_id"] = id->get<std::string>();
+      }
+    }
+    if (auto name = m.find("name"); name != m.end() && name->is_string() && !name->get<std::string>().empty()) {
+      turn["name"] = name->get<std::string>();
+    }
+    out.push_back(std::move(turn));
   }
   return out;
 }
@@ -113,7 +130,7 @@ std::string event(const json& chunk) { return "data: " + compact_dump(chunk) + "
 
 }  // namespace
 
-std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const json& body, const ModelCatalogue& model) {
+std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const JsonBody& body, const ModelCatalogue& model) {
   OpenAiChatRequest out;
   json& w = out.wire;
   w = json::object();
@@ -121,12 +138,13 @@ std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const json& body, cons
   auto messages = wire_messages(body);
   if (auto* e = std::get_if<ApiError>(&messages)) return std::move(*e);
   w["messages"] = std::move(std::get<json>(messages));
-  for (const char* unsupported : {"tools", "functions"}) {
-    if (has_value(body, unsupported)) {
-      return bad_field(std::string(unsupported) + " (function calling) is not supported by this server", unsupported);
-    }
+  if (has_value(body, "functions")) {
+    return bad_field("functions (the legacy functions API) is not supported; use tools", "functions");
   }
-  if (auto it = body.find("modalities"); it != body.end() && !it->is_null() && *it != json::array({"text"})) {
+  bool offered = false;
+  if (auto e = map_tools(body, w, offered)) return std::move(*e);
+  if (offered) out.tools.emplace(model.tool_format);
+  if (auto it = body.find("modalities"); it != body.end() && !it->is_null() && *it != JsonBody::array({"text"})) {
     return bad_field("only the text modality is supported", "modalities");
   }
   bool logprobs = false;
@@ -155,6 +173,7 @@ const std::map<std::string, std::string>& openai_chat_param_names() {
     std::map<std::string, std::string> n = openai_param_names();
     n["prompt"] = "messages";  // a conversation too long once rendered
     n["prompt_ids"] = "messages";
+    n["tool_name"] = "tool_choice";  // the named function of tool_choice
     return n;
   }();
   return names;
@@ -175,28 +194,65 @@ void openai_chat_accumulate(Generation& g, const EngineEvent& ev, const TokenTex
   for (json& entry : logprob_entries(ev, token_text, g.logprobs)) g.logprobs_acc["content"].push_back(std::move(entry));
 }
 
-std::string openai_chat_token_chunk(Generation& g, const EngineEvent& ev, const TokenText& token_text) {
-  if (ev.text.empty() && (g.logprobs < 0 || ev.tokens.empty())) return {};
+namespace {
+
+std::string delta_chunk(const Generation& g, json delta, json logprobs) {
   json chunk = chat_chunk_base(g);
-  json choice = {{"index", 0}, {"delta", {{"content", ev.text}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
-  if (g.logprobs >= 0) choice["logprobs"] = {{"content", logprob_entries(ev, token_text, g.logprobs)}};
-  chunk["choices"] = json::array({std::move(choice)});
+  chunk["choices"] = json::array(
+      {{{"index", 0}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)}, {"finish_reason", nullptr}}});
   if (g.include_usage) chunk["usage"] = nullptr;
   return event(chunk);
 }
 
-std::string openai_chat_final_chunks(const Generation& g, const EngineEvent& finished) {
+// What the tool-call parser settled: a content delta, then one delta per completed call.
+std::string parsed_chunks(Generation& g, const chat::ToolParse& parsed, json logprobs) {
+  std::string out;
+  if (!parsed.text.empty() || !logprobs.is_null()) out += delta_chunk(g, {{"content", parsed.text}}, std::move(logprobs));
+  for (const chat::ToolCall& call : parsed.calls) {
+    json delta = {{"tool_calls", json::array({openai_tool_call(call, g.id, g.tool_calls_sent++, /*streamed=*/true)})}};
+    out += delta_chunk(g, std::move(delta), nullptr);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string openai_chat_token_chunk(Generation& g, const EngineEvent& ev, const TokenText& token_text) {
+  if (ev.text.empty() && (g.logprobs < 0 || ev.tokens.empty())) return {};
+  json logprobs = nullptr;
+  if (g.logprobs >= 0) logprobs = {{"content", logprob_entries(ev, token_text, g.logprobs)}};
+  if (g.tools) {
+    chat::ToolParse parsed;
+    g.tools->feed(ev.text, parsed);
+    return parsed_chunks(g, parsed, std::move(logprobs));
+  }
+  return delta_chunk(g, {{"content", ev.text}}, std::move(logprobs));
+}
+
+std::string openai_chat_finish_reason(FinishReason reason, size_t calls) {
+  // A turn that called tools ends with "tool_calls" (unless cut by the length bound).
+  if (calls > 0 && reason == FinishReason::kStop) return "tool_calls";
+  return finish_reason_text(reason);
+}
+
+std::string openai_chat_final_chunks(Generation& g, const EngineEvent& finished) {
   if (finished.reason == FinishReason::kError) {
     const std::string message = g.error_message.empty() ? "generation failed" : g.error_message;
     return "data: " + openai_error_body(500, message, "generation_failed") + "\n\ndata: [DONE]\n\n";
+  }
+  std::string out;
+  if (g.tools) {
+    chat::ToolParse parsed;
+    g.tools->finish(parsed);
+    out += parsed_chunks(g, parsed, nullptr);
   }
   json chunk = chat_chunk_base(g);
   chunk["choices"] = json::array({{{"index", 0},
                                    {"delta", json::object()},
                                    {"logprobs", nullptr},
-                                   {"finish_reason", finish_reason_text(finished.reason)}}});
+                                   {"finish_reason", openai_chat_finish_reason(finished.reason, g.tool_calls_sent)}}});
   if (g.include_usage) chunk["usage"] = nullptr;
-  std::string out = event(chunk);
+  out += event(chunk);
   if (g.include_usage) {
     json usage_chunk = chat_chunk_base(g);
     usage_chunk["choices"] = json::array();
@@ -206,14 +262,30 @@ std::string openai_chat_final_chunks(const Generation& g, const EngineEvent& fin
   return out + "data: [DONE]\n\n";
 }
 
-json openai_chat_completion(const Generation& g, const EngineEvent& finished) {
+json openai_chat_completion(Generation& g, const EngineEvent& finished) {
   json answer = {{"id", "chatcmpl-" + g.id}, {"object", "chat.completion"}, {"created", g.created_unix}, {"model", g.model}};
   json logprobs = nullptr;
   if (g.logprobs >= 0) logprobs = g.logprobs_acc.is_null() ? json{{"content", json::array()}} : g.logprobs_acc;
+  json message = {{"role", "assistant"}, {"content", g.text}, {"refusal", nullptr}};
+  size_t calls = 0;
+  if (g.tools) {  // the whole answer at once parses exactly as the streamed pieces would
+    chat::ToolParse parsed;
+    g.tools->feed(g.text, parsed);
+    g.tools->finish(parsed);
+    calls = parsed.calls.size();
+    if (calls > 0) {
+      message["content"] = parsed.text.empty() ? json(nullptr) : json(parsed.text);
+      json list = json::array();
+      for (size_t i = 0; i < calls; ++i) list.push_back(openai_tool_call(parsed.calls[i], g.id, i, /*streamed=*/false));
+      message["tool_calls"] = std::move(list);
+    } else {
+      message["content"] = parsed.text;
+    }
+  }
   answer["choices"] = json::array({{{"index", 0},
-                                    {"message", {{"role", "assistant"}, {"content", g.text}, {"refusal", nullptr}}},
+                                    {"message", std::move(message)},
                                     {"logprobs", std::move(logprobs)},
-                                    {"finish_reason", finish_reason_text(finished.reason)}}});
+                                    {"finish_reason", openai_chat_finish_reason(finished.reason, calls)}}});
   answer["usage"] = openai_usage(finished, g.prompt_tokens);
   return answer;
 }

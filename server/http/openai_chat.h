@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -19,11 +20,12 @@ struct OpenAiChatRequest {
   bool stream = false;
   bool include_usage = false;
   int32_t logprobs = -1;      // top_logprobs when logprobs is true, else -1
+  std::optional<chat::ToolCallParser> tools;  // tools offered: the answer's parser (served template's format)
 };
 
 // Validates messages (roles, string or text-part content), logprobs/top_logprobs and the
 // unsupported chat features (tools, n > 1, images); the rest is map_openai_common's and the wire's.
-std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const nlohmann::json& body, const ModelCatalogue& model);
+std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const JsonBody& body, const ModelCatalogue& model);
 // wire field -> OpenAI field, for error params.
 const std::map<std::string, std::string>& openai_chat_param_names();
 
@@ -35,8 +37,12 @@ void openai_chat_accumulate(Generation& g, const EngineEvent& ev, const TokenTex
 std::string openai_chat_token_chunk(Generation& g, const EngineEvent& ev, const TokenText& token_text);
 // The last chunk (finish_reason), the usage chunk when asked, and [DONE]; an error event instead
 // when the generation failed.
-std::string openai_chat_final_chunks(const Generation& g, const EngineEvent& finished);
-// The whole non-streamed answer.
-nlohmann::json openai_chat_completion(const Generation& g, const EngineEvent& finished);
+// With tools, what the parser still held goes out first, and a turn with calls finishes with
+// "tool_calls".
+std::string openai_chat_final_chunks(Generation& g, const EngineEvent& finished);
+// The whole non-streamed answer (with tools: content and message.tool_calls parsed from it).
+nlohmann::json openai_chat_completion(Generation& g, const EngineEvent& finished);
+// "tool_calls" when the turn called tools and stopped, else the finish reason's name.
+std::string openai_chat_finish_reason(FinishReason reason, size_t calls);
 
 }  // namespace vks::http

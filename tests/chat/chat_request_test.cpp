@@ -174,3 +174,59 @@ TEST(ChatRequest, MissingOrMalformedMessages) {
 }
 
 }  // namespace
+
+namespace {
+
+// Tool fields: tools and an assistant turn's calls as JSON text (key order kept), a tool turn's
+// id and name, tool_choice with its function, parallel_tool_calls; and their errors.
+ChatRequest with_tools() {
+  ChatRequest c;
+  c.messages = {{"user", "Weather?", "", "", ""},
+                {"assistant", "", R"([{"id":"c1","type":"function","function":{"name":"f","arguments":{"z":1,"a":2}}}])", "", ""},
+                {"tool", "sunny", "", "c1", "f"}};
+  c.tools = R"([{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}])";
+  c.tool_choice = "function";
+  c.tool_name = "f";
+  c.parallel_tool_calls = false;
+  return c;
+}
+
+TEST(ChatRequest, ToolFieldsRoundTrip) {
+  Result<Request> parsed = parse(encode_request(RequestBody(with_tools()), Tag::of(1)));
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  const ChatRequest& c = std::get<ChatRequest>(parsed->body);
+  EXPECT_EQ(c.tools, with_tools().tools);
+  EXPECT_EQ(c.tool_choice, "function");
+  EXPECT_EQ(c.tool_name, "f");
+  EXPECT_EQ(c.parallel_tool_calls, false);
+  ASSERT_EQ(c.messages.size(), 3u);
+  EXPECT_EQ(c.messages[1].tool_calls, with_tools().messages[1].tool_calls);
+  EXPECT_EQ(c.messages[2].tool_call_id, "c1");
+  EXPECT_EQ(c.messages[2].name, "f");
+  EXPECT_TRUE(c.has_tools());
+}
+
+TEST(ChatRequest, ToolFieldErrorsAreNamed) {
+  auto field = [](const std::function<void(ChatRequest&)>& edit) {
+    ChatRequest c = with_tools();
+    edit(c);
+    Result<Request> parsed = parse(encode_request(RequestBody(c)));
+    return parsed ? std::string("accepted") : parsed.error().field;
+  };
+  EXPECT_EQ(field([](ChatRequest& c) { c.tool_choice = "sometimes"; }), "tool_choice");
+  EXPECT_EQ(field([](ChatRequest& c) { c.tool_name.clear(); }), "tool_name");
+  EXPECT_EQ(field([](ChatRequest& c) { c.tool_choice = "auto"; }), "tool_choice");  // a name without "function"
+  EXPECT_EQ(field([](ChatRequest& c) {
+              c.tools.clear();
+              c.tool_choice = "required";
+              c.tool_name.clear();
+            }),
+            "tool_choice");
+  EXPECT_EQ(field([](ChatRequest& c) {
+              c.tool_choice = "none";
+              c.tool_name.clear();
+            }),
+            "accepted");
+}
+
+}  // namespace

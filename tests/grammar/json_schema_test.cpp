@@ -58,6 +58,16 @@ TEST(JsonSchema, Primitives) {
   EXPECT_FALSE(multi.ok("1"));
 }
 
+// Reason-first prompting depends on it: the properties come out in the order the schema declares
+// them, not sorted ({"answer", "reasoning"} was what a sorted JSON map produced).
+TEST(JsonSchema, PropertiesInDeclaredOrder) {
+  const auto s = compile(R"({"type":"object","properties":{"reasoning":{"type":"string"},"answer":{"type":"string"},
+      "confidence":{"type":"integer"}},"required":["reasoning","answer","confidence"]})");
+  EXPECT_TRUE(s.ok(R"({"reasoning":"r","answer":"a","confidence":1})"));
+  EXPECT_FALSE(s.ok(R"({"answer":"a","confidence":1,"reasoning":"r"})"));
+  EXPECT_FALSE(s.ok(R"({"answer":"a","reasoning":"r","confidence":1})"));
+}
+
 TEST(JsonSchema, ObjectsRequiredOptionalAndNested) {
   const auto s = compile(R"({"type":"object","properties":{
       "a":{"type":"integer"},"b":{"type":"string"},"c":{"type":"object","properties":{"d":{"type":"boolean"}},"required":["d"]}},

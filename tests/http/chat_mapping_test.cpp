@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "server/http/ollama_api.h"
 #include "server/http/ollama_chat.h"
 #include "server/http/openai_chat.h"
 
@@ -91,6 +92,67 @@ TEST(ChatMapping, OllamaBodyBecomesTheWireChatRequest) {
   EXPECT_TRUE(std::get<OllamaChatRequest>(loaded).load_only);
 }
 
+// Tools on the wire: the list as JSON text in the client's order, tool_choice and the named
+// function, an assistant turn's calls with their arguments parsed from OpenAI's JSON string, a
+// tool turn's id; and the parser the answer will go through.
+TEST(ChatMapping, ToolsBecomeTheWireToolFields) {
+  HttpRequest openai;
+  openai.body = R"({"messages":[{"role":"user","content":"Weather?"},
+    {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"z\":1,\"a\":2}"}}]},
+    {"role":"tool","tool_call_id":"c1","content":"sunny"}],
+    "tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"z":{},"a":{}}}}}],
+    "tool_choice":{"type":"function","function":{"name":"get_weather"}},"parallel_tool_calls":false})";
+  auto body = parse_json_object(openai);
+  ASSERT_TRUE(std::holds_alternative<JsonBody>(body));
+  auto mapped = map_openai_chat(std::get<JsonBody>(body), catalogue());
+  ASSERT_TRUE(std::holds_alternative<OpenAiChatRequest>(mapped)) << std::get<ApiError>(mapped).message;
+  OpenAiChatRequest& r = std::get<OpenAiChatRequest>(mapped);
+  EXPECT_TRUE(r.tools.has_value());
+  auto wire = to_chat_request(r.wire, limits(), openai_chat_param_names());
+  ASSERT_TRUE(std::holds_alternative<proto::ChatRequest>(wire)) << std::get<ApiError>(wire).message;
+  const proto::ChatRequest& chat = std::get<proto::ChatRequest>(wire);
+  EXPECT_EQ(chat.tools, R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"z":{},"a":{}}}}}])");
+  EXPECT_EQ(chat.tool_choice, "function");
+  EXPECT_EQ(chat.tool_name, "get_weather");
+  EXPECT_EQ(chat.parallel_tool_calls, false);
+  ASSERT_EQ(chat.messages.size(), 3u);
+  EXPECT_EQ(chat.messages[1].tool_calls,
+            R"([{"id":"c1","type":"function","function":{"name":"get_weather","arguments":{"z":1,"a":2}}}])");
+  EXPECT_EQ(chat.messages[2].tool_call_id, "c1");
+
+  // tool_choice "none": tools known to the wire, nothing offered, no parser.
+  JsonBody none = std::get<JsonBody>(body);
+  none["tool_choice"] = "none";
+  auto not_offered = map_openai_chat(none, catalogue());
+  ASSERT_TRUE(std::holds_alternative<OpenAiChatRequest>(not_offered));
+  EXPECT_FALSE(std::get<OpenAiChatRequest>(not_offered).tools.has_value());
+}
+
+// A body as the front end reads it (parse_json_object), the schema sent on in its declared order on
+// both surfaces: {reasoning, answer} stays reason-first (a sorted JSON map made it {answer, reasoning}).
+TEST(ChatMapping, SchemasKeepTheirDeclaredPropertyOrder) {
+  const std::string schema = R"({"type":"object","properties":{"reasoning":{"type":"string"},"answer":{"type":"string"}},"required":["reasoning","answer"]})";
+  HttpRequest openai;
+  openai.body = R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"r","schema":)" +
+                schema + "}}}";
+  auto body = parse_json_object(openai);
+  ASSERT_TRUE(std::holds_alternative<JsonBody>(body));
+  auto mapped = map_openai_chat(std::get<JsonBody>(body), catalogue());
+  ASSERT_TRUE(std::holds_alternative<OpenAiChatRequest>(mapped)) << std::get<ApiError>(mapped).message;
+  EXPECT_EQ(std::get<OpenAiChatRequest>(mapped).wire["json_schema"], schema);
+  auto wire = to_chat_request(std::get<OpenAiChatRequest>(mapped).wire, limits(), openai_chat_param_names());
+  ASSERT_TRUE(std::holds_alternative<proto::ChatRequest>(wire));
+  EXPECT_EQ(std::get<proto::ChatRequest>(wire).generate.json_schema, schema);
+
+  HttpRequest ollama;
+  ollama.body = R"({"model":"stories260K","messages":[{"role":"user","content":"x"}],"format":)" + schema + "}";
+  body = parse_json_object(ollama);
+  ASSERT_TRUE(std::holds_alternative<JsonBody>(body));
+  auto mapped_ollama = map_ollama_chat(std::get<JsonBody>(body), catalogue());
+  ASSERT_TRUE(std::holds_alternative<OllamaChatRequest>(mapped_ollama)) << std::get<ApiError>(mapped_ollama).message;
+  EXPECT_EQ(std::get<OllamaChatRequest>(mapped_ollama).wire["json_schema"], schema);
+}
+
 // The error of a body: mapping first, then the wire parser (as the front end does).
 std::optional<ApiError> openai_error(const json& body) {
   auto mapped = map_openai_chat(body, catalogue());
@@ -120,8 +182,20 @@ TEST(ChatMapping, BadOpenAiBodiesNameTheField) {
       {R"({"messages":[{"role":"user","content":[{"type":"input_audio"}]}]})", "messages.0.content.0.type"},
       {R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})", "messages.0.content.0.text"},
       {R"({"messages":[{"role":"user","content":[7]}]})", "messages.0.content.0"},
-      {R"({"messages":[{"role":"assistant","content":"x","tool_calls":[{"id":"1"}]}]})", "messages.0.tool_calls"},
-      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{}]})", "tools"},
+      {R"({"messages":[{"role":"assistant","content":"x","tool_calls":[{"id":"1"}]}]})", "messages.0.tool_calls.0"},
+      {R"({"messages":[{"role":"assistant","content":"x","tool_calls":[{"function":{"name":"f","arguments":"{x"}}]}]})",
+       "messages.0.tool_calls.0.function.arguments"},
+      {R"({"messages":[{"role":"user","content":"x","tool_calls":[{"function":{"name":"f"}}]}]})", "messages.0.tool_calls"},
+      {R"({"messages":[{"role":"assistant","content":"x","function_call":{"name":"f"}}]})", "messages.0.function_call"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{}]})", "tools.0.function"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":{}})", "tools"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":""}}]})", "tools.0.function.name"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"function":{"name":"f","parameters":3}}]})", "tools.0.function.parameters"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})", "tool_choice"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"function":{"name":"f"}}],"tool_choice":"sometimes"})", "tool_choice"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"function":{"name":"f"}}],"tool_choice":{"type":"function"}})", "tool_choice"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"function":{"name":"f"}}],"parallel_tool_calls":1})", "parallel_tool_calls"},
+      {R"({"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}]})", "functions"},
       {R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", "logprobs"},
       {R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21})", "top_logprobs"},
       {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", "top_logprobs"},
@@ -157,7 +231,9 @@ TEST(ChatMapping, BadOllamaBodiesNameTheField) {
       {R"({"model":"stories260K","messages":[{"role":"developer","content":"x"}]})", "messages.0.role"},
       {R"({"model":"stories260K","messages":[{"role":"user","content":["x"]}]})", "messages.0.content"},
       {R"({"model":"stories260K","messages":[{"role":"user","content":"x","images":["aGk="]}]})", "messages.0.images"},
-      {R"({"model":"stories260K","messages":[{"role":"user","content":"x"}],"tools":[{}]})", "tools"},
+      {R"({"model":"stories260K","messages":[{"role":"user","content":"x"}],"tools":[{}]})", "tools.0.function"},
+      {R"({"model":"stories260K","messages":[{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":[1]}}]}]})",
+       "messages.0.tool_calls.0.function.arguments"},
       {R"({"model":"stories260K","messages":[{"role":"user","content":"x"}],"format":7})", "format"},
       {R"({"model":"stories260K","messages":[{"role":"user","content":"x"}],"options":{"temperature":"hot"}})",
        "options.temperature"},
@@ -311,6 +387,30 @@ TEST(ChatMapping, WholeAnswersHaveTheChatShape) {
   EXPECT_EQ(line["message"]["content"], "hi");
   EXPECT_EQ(line["done"], false);
   EXPECT_EQ(ollama_chat_line(o, token_event("", 8)), "");
+}
+
+}  // namespace
+}  // namespace vks::http
+
+namespace vks::http {
+namespace {
+
+// Ollama's model details: tied embeddings are one tensor, counted once; "tools" is a capability
+// only where the served template renders tools itself.
+TEST(OllamaShow, ParameterSizeAndCapabilities) {
+  ModelCatalogue m;
+  m.id = "m";
+  m.info.dim = 1000;
+  m.info.vocab_size = 100000;  // embeddings: 100M parameters per copy
+  m.info.n_layers = 0;
+  const std::string untied = ollama_show(m)["details"]["parameter_size"];
+  m.tied_embeddings = true;
+  const std::string tied = ollama_show(m)["details"]["parameter_size"];
+  EXPECT_EQ(untied, "200.0M");
+  EXPECT_EQ(tied, "100.0M");
+  EXPECT_EQ(ollama_show(m)["capabilities"], nlohmann::json::array({"completion"}));
+  m.tool_format.native = true;
+  EXPECT_EQ(ollama_show(m)["capabilities"], nlohmann::json::array({"completion", "tools"}));
 }
 
 }  // namespace

@@ -192,8 +192,8 @@ TEST(JsonBody, ChecksMediaTypeSyntaxDepthAndShape) {
   }
   r.body = "{\"a\":[1,{\"b\":\"[[[\"}]}";
   auto ok = parse_json_object(r);
-  ASSERT_TRUE(std::holds_alternative<nlohmann::json>(ok));
-  EXPECT_EQ(std::get<nlohmann::json>(ok)["a"][1]["b"], "[[[");
+  ASSERT_TRUE(std::holds_alternative<JsonBody>(ok));
+  EXPECT_EQ(std::get<JsonBody>(ok)["a"][1]["b"], "[[[");
 }
 
 }  // namespace

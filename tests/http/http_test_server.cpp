@@ -34,7 +34,7 @@ struct TestHttpServer::Impl {
         return;
       }
       http::HttpResponse resp;
-      resp.body = std::get<nlohmann::json>(parsed).dump();
+      resp.body = std::get<http::JsonBody>(parsed).dump();
       c.respond(resp);
     } else if (r.path == "/stream") {
       const int n = r.query.rfind("n=", 0) == 0 ? std::atoi(r.query.c_str() + 2) : 3;

@@ -106,8 +106,16 @@ TEST(Requests, JsonSchemaAsMapOrText) {
                               {"required", test::arr({test::s("n")})}});
   Result<Request> r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"json_schema", schema}}));
   ASSERT_TRUE(r.ok()) << r.error().message;
+  // The map's own key order, never sorted: properties are generated in the order they are declared.
   EXPECT_EQ(std::get<GenerateRequest>(r->body).json_schema,
-            R"({"properties":{"n":{"maximum":2.5,"type":"integer"}},"required":["n"],"type":"object"})");
+            R"({"type":"object","properties":{"n":{"type":"integer","maximum":2.5}},"required":["n"]})");
+  const V reason_first = test::obj({{"type", test::s("object")},
+                                    {"properties", test::obj({{"reasoning", test::obj({{"type", test::s("string")}})},
+                                                              {"answer", test::obj({{"type", test::s("string")}})}})}});
+  r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"json_schema", reason_first}}));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(std::get<GenerateRequest>(r->body).json_schema,
+            R"({"type":"object","properties":{"reasoning":{"type":"string"},"answer":{"type":"string"}}})");
   r = parse(test::obj({{"type", test::s("generate")}, {"prompt", test::s("x")}, {"json_schema", test::s("{\"type\":\"string\"}")}}));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(std::get<GenerateRequest>(r->body).json_schema, "{\"type\":\"string\"}");

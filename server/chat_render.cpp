@@ -1,0 +1,127 @@
+// The rendering step of a chat request (chat_render.h): messages (with tool calls and tool
+// results) rendered by the chat template, which receives the tools; a forced tool call becomes
+// the request's grammar.
+#include "server/chat_render.h"
+
+#include <nlohmann/json.hpp>
+
+#include "engine/chat/chat_prompt.h"
+#include "engine/chat/tool_grammar.h"
+#include "engine/chat/tool_prompt.h"
+#include "engine/common/error.h"
+#include "engine/grammar/grammar.h"
+
+namespace vks::server {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+bool uses_tools(const proto::ChatRequest& request) {
+  if (!request.tools.empty()) return true;
+  for (const proto::ChatTurn& turn : request.messages) {
+    if (!turn.tool_calls.empty() || !turn.tool_call_id.empty()) return true;
+  }
+  return false;
+}
+
+// An error about one field of the request.
+struct FieldError {
+  std::string field;
+  std::string message;
+};
+
+ojson parse_json_field(const std::string& text, const std::string& field) {
+  ojson parsed = ojson::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) throw FieldError{field, field + " is not valid JSON"};
+  return parsed;
+}
+
+std::optional<proto::ProtocolError> render_with_tools(const proto::ChatRequest& request, GenerateRequest& engine_request,
+                                                      const chat::ModelChatTemplate& tmpl, const Tokenizer& tokenizer) {
+  std::optional<chat::ChatTemplate> custom;
+  if (request.chat_template) {
+    custom = chat::ChatTemplate::parse(*request.chat_template, tmpl.tmpl.bos_token(), tmpl.tmpl.eos_token());
+  }
+  const chat::ChatTemplate& chosen = custom ? *custom : tmpl.tmpl;
+  const chat::ToolCallFormat format = custom ? chat::detect_tool_format(*custom) : tmpl.tool_format;
+
+  ojson tools = request.tools.empty() ? ojson::array() : parse_json_field(request.tools, "tools");
+  std::vector<chat::ToolSpec> specs;
+  try {
+    specs = chat::parse_tools(tools);
+  } catch (const vks::Error& e) {
+    throw FieldError{"tools", e.what()};
+  }
+  ojson messages = ojson::array();
+  for (size_t i = 0; i < request.messages.size(); ++i) {
+    const proto::ChatTurn& turn = request.messages[i];
+    ojson m = {{"role", turn.role}, {"content", turn.content}};
+    if (!turn.tool_calls.empty()) m["tool_calls"] = parse_json_field(turn.tool_calls, "messages." + std::to_string(i) + ".tool_calls");
+    if (!turn.tool_call_id.empty()) m["tool_call_id"] = turn.tool_call_id;
+    if (!turn.name.empty()) m["name"] = turn.name;
+    messages.push_back(std::move(m));
+  }
+  const bool offer = request.has_tools() && !specs.empty();
+  try {
+    messages = chat::prepare_tool_messages(std::move(messages), tools, offer, format);
+  } catch (const vks::Error& e) {
+    throw FieldError{"messages", e.what()};
+  }
+  ojson extra = ojson::object();
+  if (offer && format.native) extra["tools"] = tools;
+  engine_request.prompt_ids =
+      chat::tokenize_chat_prompt(chosen.render_json(messages, request.add_generation_prompt, extra), tokenizer).ids;
+  engine_request.prompt_ids_from_text = true;
+
+  // A call that must happen is enforced by a grammar from the first token.
+  const bool forced = request.tool_choice == "required" || request.tool_choice == "function";
+  if (!forced) return std::nullopt;
+  if (!engine_request.grammar.empty() || !engine_request.json_schema.empty()) {
+    throw FieldError{"tool_choice", "a forced tool call (tool_choice " + request.tool_choice +
+                                        ") cannot be combined with a grammar or a JSON schema"};
+  }
+  std::vector<chat::ToolSpec> allowed;
+  for (const chat::ToolSpec& spec : specs) {
+    if (request.tool_choice == "required" || spec.name == request.tool_name) allowed.push_back(spec);
+  }
+  if (allowed.empty()) throw FieldError{"tool_name", "no tool is named '" + request.tool_name + "'"};
+  try {
+    engine_request.grammar = chat::tool_call_gbnf(format, allowed, request.parallel_tool_calls.value_or(true));
+  } catch (const vks::Error& e) {
+    throw FieldError{"tools", std::string("a tool's parameters cannot be enforced: ") + e.what()};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<proto::ProtocolError> render_chat_request(const proto::ChatRequest& request, GenerateRequest& engine_request,
+                                                        const chat::ModelChatTemplate& tmpl,
+                                                        const Tokenizer& tokenizer) noexcept {
+  try {
+    if (uses_tools(request)) return render_with_tools(request, engine_request, tmpl, tokenizer);
+    std::vector<chat::ChatMessage> messages;
+    messages.reserve(request.messages.size());
+    for (const auto& turn : request.messages) messages.push_back({turn.role, turn.content});
+    chat::ChatPrompt prompt = chat::build_chat_prompt(tmpl.tmpl, messages, request.add_generation_prompt,
+                                                      request.chat_template, tokenizer);
+    engine_request.prompt_ids = std::move(prompt.ids);
+    engine_request.prompt_ids_from_text = true;
+    return std::nullopt;
+  } catch (const FieldError& e) {
+    return proto::make_error(proto::WireError::kInvalidField, e.message, e.field);
+  } catch (const jinja::TemplateError& e) {
+    // A bad request template, or the model's template refusing this conversation (its own
+    // raise_exception, e.g. "Conversation roles must alternate").
+    return proto::make_error(proto::WireError::kInvalidField, e.what(),
+                             request.chat_template ? "chat_template" : "messages");
+  } catch (const vks::Error& e) {
+    return proto::make_error(proto::WireError::kInvalidField, e.what(), "messages");
+  } catch (const std::exception& e) {
+    return proto::make_error(proto::WireError::kInternal, std::string("rendering the chat failed: ") + e.what());
+  } catch (...) {
+    return proto::make_error(proto::WireError::kInternal, "rendering the chat failed");
+  }
+}
+
+}  // namespace vks::server

@@ -1,0 +1,280 @@
+#include "server/http/anthropic_messages.h"
+
+#include "server/http/tool_mapping.h"
+
+namespace vks::http {
+
+using nlohmann::json;
+
+namespace {
+
+bool present(const JsonBody& body, const char* key) {
+  auto it = body.find(key);
+  return it != body.end() && !it->is_null();
+}
+
+// A content block list (or a plain string) -> its text; other block types are the caller's.
+std::variant<std::string, ApiError> text_of(const JsonBody& content, const std::string& where) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) return bad_field(where + " must be a string or an array of content blocks", where);
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const JsonBody& block = content[i];
+    const std::string at = where + "." + std::to_string(i);
+    if (!block.is_object() || !block.contains("type") || block["type"] != "text" || !block.contains("text") ||
+        !block["text"].is_string()) {
+      return bad_field(at + " must be a text block {\"type\": \"text\", \"text\": \"...\"}", at);
+    }
+    if (!text.empty()) text += "\n";
+    text += block["text"].get<std::string>();
+  }
+  return text;
+}
+
+// One Anthropic message -> wire turns (a user message's tool_result blocks become tool turns).
+std::optional<ApiError> add_turns(const JsonBody& m, const std::string& where, json& turns) {
+  if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+    return bad_field(where + " must be an object {role, content}", where);
+  }
+  const std::string role = m["role"].get<std::string>();
+  if (role != "user" && role != "assistant") return bad_field(where + ".role must be user or assistant", where + ".role");
+  if (!present(m, "content")) return bad_field(where + ".content is required", where + ".content");
+  const JsonBody& content = m["content"];
+  if (content.is_string()) {
+    turns.push_back({{"role", role}, {"content", content.get<std::string>()}});
+    return std::nullopt;
+  }
+  if (!content.is_array()) return bad_field(where + ".content must be a string or an array of content blocks", where + ".content");
+  std::string text;
+  JsonBody calls = JsonBody::array();
+  for (size_t i = 0; i < content.size(); ++i) {
+    const JsonBody& block = content[i];
+    const std::string at = where + ".content." + std::to_string(i);
+    const std::string type = block.is_object() && block.contains("type") && block["type"].is_string() ? block["type"].get<std::string>() : "";
+    if (type == "text" && block.contains("text") && block["text"].is_string()) {
+      if (!text.empty()) text += "\n";
+      text += block["text"].get<std::string>();
+    } else if (type == "tool_use" && role == "assistant") {
+      if (!block.contains("name") || !block["name"].is_string()) return bad_field(at + ".name must be a string", at + ".name");
+      calls.push_back({{"id", block.value("id", "")},
+                       {"type", "function"},
+                       {"function", {{"name", block["name"]}, {"arguments", block.contains("input") ? block["input"] : JsonBody::object()}}}});
+    } else if (type == "tool_result" && role == "user") {
+      if (!block.contains("tool_use_id") || !block["tool_use_id"].is_string()) {
+        return bad_field(at + ".tool_use_id must be a string", at + ".tool_use_id");
+      }
+      std::string result;
+      if (present(block, "content")) {
+        auto t = text_of(block["content"], at + ".content");
+        if (auto* e = std::get_if<ApiError>(&t)) return std::move(*e);
+        result = std::get<std::string>(t);
+      }
+      if (block.value("is_error", false)) result = "Error: " + result;
+      turns.push_back({{"role", "tool"}, {"content", result}, {"tool_call_id", block["tool_use_id"].get<std::string>()}});
+    } else if (type == "thinking" || type == "redacted_thinking") {
+      continue;  // earlier reasoning is not shown to the model again
+    } else {
+      return bad_field(at + ": content blocks of type '" + type + "' are not supported here", at + ".type");
+    }
+  }
+  if (role == "user" && text.empty() && !turns.empty() && turns.back()["role"] == "tool") return std::nullopt;
+  json turn = {{"role", role}, {"content", text}};
+  if (!calls.empty()) {
+    auto wire_calls = wire_tool_calls(calls, where + ".content");
+    if (auto* e = std::get_if<ApiError>(&wire_calls)) return std::move(*e);
+    turn["tool_calls"] = std::move(std::get<std::string>(wire_calls));
+  }
+  turns.push_back(std::move(turn));
+  return std::nullopt;
+}
+
+// tools [{name, description, input_schema}] and tool_choice {type: auto|any|tool|none, name,
+// disable_parallel_tool_use} in OpenAI's shape, for map_tools.
+std::variant<JsonBody, ApiError> openai_tools(const JsonBody& body) {
+  JsonBody out = JsonBody::object();
+  if (present(body, "tools")) {
+    const JsonBody& tools = body["tools"];
+    if (!tools.is_array()) return bad_field("tools must be an array of {name, description, input_schema}", "tools");
+    JsonBody list = JsonBody::array();
+    for (size_t i = 0; i < tools.size(); ++i) {
+      const JsonBody& t = tools[i];
+      const std::string at = "tools." + std::to_string(i);
+      if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) return bad_field(at + ".name must be a string", at + ".name");
+      JsonBody fn = {{"name", t["name"]}};
+      if (t.contains("description")) fn["description"] = t["description"];
+      if (t.contains("input_schema")) fn["parameters"] = t["input_schema"];
+      list.push_back({{"type", "function"}, {"function", std::move(fn)}});
+    }
+    out["tools"] = std::move(list);
+  }
+  if (present(body, "tool_choice")) {
+    const JsonBody& c = body["tool_choice"];
+    const std::string type = c.is_object() && c.contains("type") && c["type"].is_string() ? c["type"].get<std::string>() : "";
+    if (type == "auto" || type == "none") {
+      out["tool_choice"] = type;
+    } else if (type == "any") {
+      out["tool_choice"] = "required";
+    } else if (type == "tool" && c.contains("name") && c["name"].is_string()) {
+      out["tool_choice"] = {{"type", "function"}, {"function", {{"name", c["name"]}}}};
+    } else {
+      return bad_field("tool_choice must be {\"type\": \"auto\" | \"any\" | \"none\"} or {\"type\": \"tool\", \"name\": ...}", "tool_choice");
+    }
+    if (c.value("disable_parallel_tool_use", false)) out["parallel_tool_calls"] = false;
+  }
+  return out;
+}
+
+std::string sse(const char* name, const json& data) { return std::string("event: ") + name + "\ndata: " + compact_dump(data) + "\n\n"; }
+
+std::string stop_reason(FinishReason reason, size_t calls) {
+  if (reason == FinishReason::kLength) return "max_tokens";
+  if (calls > 0) return "tool_use";
+  return "end_turn";
+}
+
+json usage_of(const Generation& g, const EngineEvent* finished) {
+  const int32_t prompt = finished != nullptr && finished->usage.prompt_tokens > 0 ? finished->usage.prompt_tokens : g.prompt_tokens;
+  return {{"input_tokens", prompt}, {"output_tokens", finished != nullptr ? finished->usage.generated_tokens : 0}};
+}
+
+json tool_use_block(const Generation& g, const chat::ToolCall& call, size_t index) {
+  json input = json::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
+  if (input.is_discarded()) input = json::object();
+  return {{"type", "tool_use"}, {"id", "toolu_" + g.id + "_" + std::to_string(index)}, {"name", call.name}, {"input", std::move(input)}};
+}
+
+// The events for what the parser settled (or all of the text without tools).
+std::string block_events(Generation& g, const chat::ToolParse& parsed) {
+  std::string out;
+  if (!parsed.text.empty()) {
+    if (g.open_text_block < 0) {
+      g.open_text_block = g.blocks++;
+      out += sse("content_block_start", {{"type", "content_block_start"}, {"index", g.open_text_block},
+                                         {"content_block", {{"type", "text"}, {"text", ""}}}});
+    }
+    out += sse("content_block_delta", {{"type", "content_block_delta"}, {"index", g.open_text_block},
+                                       {"delta", {{"type", "text_delta"}, {"text", parsed.text}}}});
+  }
+  for (const chat::ToolCall& call : parsed.calls) {
+    if (g.open_text_block >= 0) {
+      out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", g.open_text_block}});
+      g.open_text_block = -1;
+    }
+    const int32_t index = g.blocks++;
+    json start = tool_use_block(g, call, g.tool_calls_sent++);
+    start["input"] = json::object();
+    out += sse("content_block_start", {{"type", "content_block_start"}, {"index", index}, {"content_block", std::move(start)}});
+    out += sse("content_block_delta", {{"type", "content_block_delta"}, {"index", index},
+                                       {"delta", {{"type", "input_json_delta"}, {"partial_json", call.arguments}}}});
+    out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", index}});
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::map<std::string, std::string>& anthropic_param_names() {
+  static const std::map<std::string, std::string> names = {
+      {"stop", "stop_sequences"}, {"prompt", "messages"}, {"prompt_ids", "messages"}, {"tool_name", "tool_choice"}};
+  return names;
+}
+
+std::variant<AnthropicRequest, ApiError> map_anthropic_messages(const JsonBody& body, const ModelCatalogue& model) {
+  AnthropicRequest out;
+  json& w = out.wire;
+  w = json::object();
+  if (present(body, "model")) {
+    if (!body["model"].is_string()) return bad_field("model must be a string", "model");
+    if (!model.matches(body["model"].get<std::string>())) {
+      return ApiError{404, "model '" + body["model"].get<std::string>() + "' not found; this server serves '" + model.id + "'",
+                      "not_found_error", "model", 0};
+    }
+  }
+  if (!present(body, "max_tokens")) return bad_field("max_tokens is required", "max_tokens", "missing_field");
+  w["max_tokens"] = json(body["max_tokens"]);
+  copy_field(body, "temperature", w, "temperature");
+  copy_field(body, "top_p", w, "top_p");
+  copy_field(body, "top_k", w, "top_k");
+  copy_field(body, "stop_sequences", w, "stop");
+  if (present(body, "stream")) {
+    if (!body["stream"].is_boolean()) return bad_field("stream must be a boolean", "stream");
+    out.stream = body["stream"].get<bool>();
+  }
+  json turns = json::array();
+  if (present(body, "system")) {
+    auto system = text_of(body["system"], "system");
+    if (auto* e = std::get_if<ApiError>(&system)) return std::move(*e);
+    turns.push_back({{"role", "system"}, {"content", std::get<std::string>(system)}});
+  }
+  if (!present(body, "messages") || !body["messages"].is_array() || body["messages"].empty()) {
+    return bad_field("messages must be a non-empty array of {role, content}", "messages");
+  }
+  for (size_t i = 0; i < body["messages"].size(); ++i) {
+    if (auto e = add_turns(body["messages"][i], "messages." + std::to_string(i), turns)) return std::move(*e);
+  }
+  w["messages"] = std::move(turns);
+  auto tools = openai_tools(body);
+  if (auto* e = std::get_if<ApiError>(&tools)) return std::move(*e);
+  bool offered = false;
+  if (auto e = map_tools(std::get<JsonBody>(tools), w, offered)) return std::move(*e);
+  if (offered) out.tools.emplace(model.tool_format);
+  w["stream"] = true;
+  return out;
+}
+
+std::string anthropic_message_start(const Generation& g) {
+  json message = {{"id", "msg_" + g.id}, {"type", "message"}, {"role", "assistant"}, {"content", json::array()},
+                  {"model", g.model}, {"stop_reason", nullptr}, {"stop_sequence", nullptr}, {"usage", usage_of(g, nullptr)}};
+  return sse("message_start", {{"type", "message_start"}, {"message", std::move(message)}});
+}
+
+std::string anthropic_token_events(Generation& g, const EngineEvent& ev) {
+  if (ev.text.empty()) return {};
+  chat::ToolParse parsed;
+  if (g.tools) {
+    g.tools->feed(ev.text, parsed);
+  } else {
+    parsed.text = ev.text;
+  }
+  return block_events(g, parsed);
+}
+
+std::string anthropic_final_events(Generation& g, const EngineEvent& finished) {
+  if (finished.reason == FinishReason::kError) {
+    const std::string message = g.error_message.empty() ? "generation failed" : g.error_message;
+    return sse("error", {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", message}}}});
+  }
+  std::string out;
+  if (g.tools) {
+    chat::ToolParse parsed;
+    g.tools->finish(parsed);
+    out += block_events(g, parsed);
+  }
+  if (g.open_text_block >= 0) {
+    out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", g.open_text_block}});
+    g.open_text_block = -1;
+  }
+  json usage = usage_of(g, &finished);
+  out += sse("message_delta", {{"type", "message_delta"},
+                               {"delta", {{"stop_reason", stop_reason(finished.reason, g.tool_calls_sent)}, {"stop_sequence", nullptr}}},
+                               {"usage", {{"output_tokens", usage["output_tokens"]}}}});
+  return out + sse("message_stop", {{"type", "message_stop"}});
+}
+
+json anthropic_message(Generation& g, const EngineEvent& finished) {
+  chat::ToolParse parsed;
+  if (g.tools) {
+    g.tools->feed(g.text, parsed);
+    g.tools->finish(parsed);
+  } else {
+    parsed.text = g.text;
+  }
+  json content = json::array();
+  if (!parsed.text.empty()) content.push_back({{"type", "text"}, {"text", parsed.text}});
+  for (size_t i = 0; i < parsed.calls.size(); ++i) content.push_back(tool_use_block(g, parsed.calls[i], i));
+  return {{"id", "msg_" + g.id}, {"type", "message"}, {"role", "assistant"}, {"content", std::move(content)},
+          {"model", g.model}, {"stop_reason", stop_reason(finished.reason, parsed.calls.size())}, {"stop_sequence", nullptr},
+          {"usage", usage_of(g, &finished)}};
+}
+
+}  // namespace vks::http

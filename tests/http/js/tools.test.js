@@ -1,0 +1,170 @@
+// Tool calling through the official `openai` and `ollama` npm packages, unmodified, against a real
+// vkstreamd --http serving a tiny random-weight model with the Qwen2.5 vocabulary and chat
+// template (made by vks-make-model; its text is gibberish, so only structure is checked): a
+// required call comes back as message.tool_calls whose arguments validate, the SDK's own stream
+// accumulator (beta.chat.completions.stream) rebuilds the same calls from the deltas, a tool
+// result in the history is accepted, ollama.chat returns calls with object arguments, and
+// Anthropic's SDK gets tool_use blocks from /v1/messages, whole and through its stream helper.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import OpenAI from "openai";
+import { Ollama } from "ollama";
+import Anthropic from "@anthropic-ai/sdk";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const projectRoot = resolve(here, "../../..");
+const buildDir = process.env.VKSTREAM_BUILD_DIR ?? join(projectRoot, "build");
+const modelsDir = process.env.VKSTREAM_MODELS || resolve(projectRoot, "../shared/models");
+
+const tools = [{
+  type: "function",
+  function: {
+    name: "get_weather",
+    description: "Weather in a city",
+    parameters: {
+      type: "object",
+      properties: { city: { enum: ["Paris", "Rome"] }, days: { type: "integer", minimum: 1, maximum: 9 } },
+      required: ["city", "days"],
+      additionalProperties: false,
+    },
+  },
+}];
+const messages = [{ role: "user", content: "Weather in Paris for two days?" }];
+
+let dir;
+let daemon;
+let openai;
+let ollama;
+let anthropic;
+
+function checkArguments(args) {
+  assert.deepEqual(Object.keys(args), ["city", "days"]);  // declared order, nothing else
+  assert.ok(["Paris", "Rome"].includes(args.city));
+  assert.ok(Number.isInteger(args.days) && args.days >= 1 && args.days <= 9);
+}
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), "vks-http-tools-"));
+  const model = join(dir, "qwen-tools.gguf");
+  const made = spawnSync(join(buildDir, "tools/vks-make-model"), [
+    "--dim", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1", "--hidden", "64", "--context", "1024", "--tied",
+    "--vocab-from", join(modelsDir, "qwen2-vocab.gguf"), "-q", "-o", model]);
+  assert.equal(made.status, 0, String(made.stderr));
+  let log = "";
+  daemon = spawn(join(buildDir, "server/vkstreamd"), [
+    "--model", model, "--cpu",
+    "--socket", join(dir, "vkstream.sock"), "--zmq", `ipc://${dir}/router.zmq`, "--pub", `ipc://${dir}/pub.zmq`,
+    "--http", "127.0.0.1:0",
+  ], { stdio: ["ignore", "pipe", "pipe"] });
+  const baseUrl = await new Promise((ok, fail) => {
+    const onData = (d) => {
+      log += d;
+      const m = log.match(/HTTP API on (http:\/\/127\.0\.0\.1:\d+)/);
+      if (m && log.includes("vkstreamd ready")) ok(m[1]);
+    };
+    daemon.stdout.on("data", onData);
+    daemon.stderr.on("data", onData);
+    daemon.on("exit", () => fail(new Error(`vkstreamd exited: ${log}`)));
+    setTimeout(() => fail(new Error(`vkstreamd did not start: ${log}`)), 90000).unref();
+  });
+  openai = new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: "unused-on-loopback", maxRetries: 0 });
+  ollama = new Ollama({ host: baseUrl });
+  anthropic = new Anthropic({ baseURL: baseUrl, apiKey: "unused-on-loopback", maxRetries: 0 });
+});
+
+after(async () => {
+  if (daemon && daemon.exitCode === null) {
+    const exited = new Promise((r) => daemon.once("exit", r));
+    daemon.kill("SIGTERM");
+    await exited;
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+// One call per turn: with parallel calls a random model goes on calling until max_tokens.
+const request = {
+  model: "qwen-tools", messages, tools, tool_choice: "required", parallel_tool_calls: false, seed: 11, temperature: 1, max_tokens: 120,
+};
+
+test("openai: a required call comes back as message.tool_calls that validate", async () => {
+  const c = await openai.chat.completions.create(request);
+  const choice = c.choices[0];
+  assert.equal(choice.finish_reason, "tool_calls");
+  assert.equal(choice.message.content, null);
+  assert.ok(choice.message.tool_calls.length >= 1);
+  for (const call of choice.message.tool_calls) {
+    assert.equal(call.type, "function");
+    assert.equal(call.function.name, "get_weather");
+    checkArguments(JSON.parse(call.function.arguments));
+  }
+});
+
+test("openai: the SDK's stream accumulator rebuilds the same calls from the deltas", async () => {
+  const whole = await openai.chat.completions.create(request);
+  const stream = openai.beta.chat.completions.stream({ ...request, stream: true });
+  const final = await stream.finalChatCompletion();
+  const streamed = final.choices[0];
+  assert.equal(streamed.finish_reason, "tool_calls");
+  assert.deepEqual(streamed.message.tool_calls.map((t) => t.function), whole.choices[0].message.tool_calls.map((t) => t.function));
+});
+
+test("openai: a tool result in the history is accepted", async () => {
+  const first = await openai.chat.completions.create(request);
+  const call = first.choices[0].message.tool_calls[0];
+  const next = await openai.chat.completions.create({
+    model: "qwen-tools", tools, max_tokens: 8, temperature: 0,
+    messages: [...messages, first.choices[0].message, { role: "tool", tool_call_id: call.id, content: "Sunny, 24 C" }],
+  });
+  assert.ok(["stop", "length", "tool_calls"].includes(next.choices[0].finish_reason));
+  assert.ok(next.usage.prompt_tokens > first.usage.prompt_tokens);
+});
+
+test("ollama: chat with tools returns calls with object arguments", async () => {
+  const r = await ollama.chat({
+    model: "qwen-tools", messages, tools, tool_choice: "required", parallel_tool_calls: false, options: { seed: 4, temperature: 1, num_predict: 120 },
+  });
+  assert.ok(r.message.tool_calls.length >= 1);
+  for (const call of r.message.tool_calls) {
+    assert.equal(call.function.name, "get_weather");
+    checkArguments(call.function.arguments);
+  }
+});
+
+test("anthropic: messages with tool_choice any give tool_use blocks, whole and streamed", async () => {
+  const params = {
+    model: "qwen-tools", max_tokens: 120, temperature: 0, system: "You call tools.", messages,
+    tools: tools.map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters })),
+    tool_choice: { type: "any", disable_parallel_tool_use: true },
+  };
+  const whole = await anthropic.messages.create(params);
+  assert.equal(whole.stop_reason, "tool_use");
+  const uses = whole.content.filter((b) => b.type === "tool_use");
+  assert.equal(uses.length, 1);
+  assert.equal(uses[0].name, "get_weather");
+  checkArguments(uses[0].input);
+  const streamed = await anthropic.messages.stream(params).finalMessage();
+  assert.equal(streamed.stop_reason, "tool_use");
+  assert.deepEqual(streamed.content.filter((b) => b.type === "tool_use").map((b) => [b.name, b.input]),
+    uses.map((b) => [b.name, b.input]));
+});
+
+test("openai: responses.create and responses.stream give the same function_call", async () => {
+  const params = {
+    model: "qwen-tools", instructions: "Call a tool.", input: "Weather in Paris?", temperature: 0, max_output_tokens: 120,
+    tools: tools.map((t) => ({ type: "function", name: t.function.name, parameters: t.function.parameters, strict: true })),
+    tool_choice: "required", parallel_tool_calls: false,
+  };
+  const whole = await openai.responses.create(params);
+  assert.equal(whole.status, "completed");
+  const calls = whole.output.filter((o) => o.type === "function_call");
+  assert.equal(calls.length, 1);
+  checkArguments(JSON.parse(calls[0].arguments));
+  const streamed = await openai.responses.stream(params).finalResponse();
+  assert.deepEqual(streamed.output.filter((o) => o.type === "function_call").map((o) => [o.name, o.arguments]),
+    calls.map((o) => [o.name, o.arguments]));
+});
