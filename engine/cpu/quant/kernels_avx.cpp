@@ -238,6 +238,130 @@ struct Q6_K {
   }
 };
 
+// Q5_K: Q4_K with a fifth bit, bit j of qh[l] for element l of sub-block j.
+struct Q5_K {
+  using Act = ActQ8x256;
+  using W = Q4_K::W;
+  static constexpr size_t kBytes = 176;
+  static void load(const uint8_t* b, W& w) {
+    w.d = _mm_set1_ps(half(b));
+    w.dmin = half(b + 2);
+    int16_t mins[16];
+    for (int j = 0; j < 8; ++j) {
+      int sc = 0, m = 0;
+      util::scale_min_k4(j, b + 4, sc, m);
+      w.sc[j] = _mm_set1_epi16(static_cast<int16_t>(sc));
+      mins[2 * j] = mins[2 * j + 1] = static_cast<int16_t>(m);
+    }
+    w.mins_lo = load16(mins);
+    w.mins_hi = load16(mins + 8);
+    const __m128i m4 = _mm_set1_epi8(0xF);
+    const __m128i one = _mm_set1_epi8(1);
+    const __m128i h0 = load16(b + 16), h1 = load16(b + 32);
+    for (int p = 0; p < 4; ++p) {
+      const __m128i q0 = load16(b + 48 + 32 * p);
+      const __m128i q1 = load16(b + 64 + 32 * p);
+      // Bit j of each byte to bit 4 (a 16-bit shift; the mask keeps each byte's own bit).
+      const int j0 = 2 * p, j1 = 2 * p + 1;
+      const __m128i b00 = _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h0, j0), one), 4);
+      const __m128i b01 = _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h1, j0), one), 4);
+      const __m128i b10 = _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h0, j1), one), 4);
+      const __m128i b11 = _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h1, j1), one), 4);
+      w.q[4 * p + 0] = _mm_or_si128(_mm_and_si128(q0, m4), b00);
+      w.q[4 * p + 1] = _mm_or_si128(_mm_and_si128(q1, m4), b01);
+      w.q[4 * p + 2] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q0, 4), m4), b10);
+      w.q[4 * p + 3] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q1, 4), m4), b11);
+    }
+  }
+  static void dot(const W& w, const Act& a, __m128& acc, float& macc) { Q4_K::dot(w, a, acc, macc); }
+};
+
+// Q2_K and Q3_K: 16-element chunks c = 8n + 2j + h (element order), bits 2j.. of qs[32n + 16h + l].
+struct Q2_K {
+  using Act = ActQ8x256;
+  struct W {
+    __m128i q[16];  // unsigned 0..3
+    __m128i sc[16];
+    __m128i mins_lo, mins_hi;
+    __m128 d;
+    float dmin;
+  };
+  static constexpr size_t kBytes = 84;
+  static void load(const uint8_t* b, W& w) {
+    w.d = _mm_set1_ps(half(b + 80));
+    w.dmin = half(b + 82);
+    const __m128i packed = load16(b);
+    const __m128i m4 = _mm_set1_epi8(0xF);
+    const __m128i mins = _mm_and_si128(_mm_srli_epi16(packed, 4), m4);
+    w.mins_lo = _mm_cvtepu8_epi16(mins);
+    w.mins_hi = _mm_cvtepu8_epi16(_mm_srli_si128(mins, 8));
+    for (int c = 0; c < 16; ++c) w.sc[c] = _mm_set1_epi16(static_cast<int16_t>(b[c] & 0xF));
+    const __m128i m3 = _mm_set1_epi8(3);
+    for (int n = 0; n < 2; ++n) {
+      const __m128i q0 = load16(b + 16 + 32 * n), q1 = load16(b + 32 + 32 * n);
+      for (int j = 0; j < 4; ++j) {
+        w.q[8 * n + 2 * j] = _mm_and_si128(_mm_srli_epi16(q0, 2 * j), m3);
+        w.q[8 * n + 2 * j + 1] = _mm_and_si128(_mm_srli_epi16(q1, 2 * j), m3);
+      }
+    }
+  }
+  static void dot(const W& w, const Act& a, __m128& acc, float& macc) {
+    const auto* x = reinterpret_cast<const __m128i*>(a.qs);
+    __m128i lanes = _mm_setzero_si128();
+    for (int c = 0; c < 16; ++c) {
+      lanes = _mm_add_epi32(lanes, _mm_madd_epi16(_mm_maddubs_epi16(w.q[c], _mm_load_si128(x + c)), w.sc[c]));
+    }
+    scale_add(acc, lanes, w.d, a.d);
+    const int32_t mins = bsums_dot(a, w.mins_lo, w.mins_hi);
+    macc = macc + static_cast<float>(-mins) * (w.dmin * a.d);
+  }
+};
+
+struct Q3_K {
+  using Act = ActQ8x256;
+  struct W {
+    __m128i q[16];  // unsigned 0..7 (weight = scale * (q - 4))
+    __m128i sc[16];
+    __m128i sc_lo, sc_hi;
+    __m128 d;
+  };
+  static constexpr size_t kBytes = 110;
+  static void load(const uint8_t* b, W& w) {
+    w.d = _mm_set1_ps(half(b + 108));
+    int scales[16];
+    util::q3_k_scales(b + 96, scales);
+    int16_t sc16[16];
+    for (int c = 0; c < 16; ++c) {
+      sc16[c] = static_cast<int16_t>(scales[c]);
+      w.sc[c] = _mm_set1_epi16(sc16[c]);
+    }
+    w.sc_lo = load16(sc16);
+    w.sc_hi = load16(sc16 + 8);
+    const __m128i m3 = _mm_set1_epi8(3);
+    const __m128i one = _mm_set1_epi8(1);
+    const __m128i hm0 = load16(b), hm1 = load16(b + 16);
+    for (int n = 0; n < 2; ++n) {
+      const __m128i q0 = load16(b + 32 + 32 * n), q1 = load16(b + 48 + 32 * n);
+      for (int j = 0; j < 4; ++j) {
+        const int bit = 4 * n + j;
+        const __m128i h0 = _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(hm0, bit), one), 2);
+        const __m128i h1 = _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(hm1, bit), one), 2);
+        w.q[8 * n + 2 * j] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q0, 2 * j), m3), h0);
+        w.q[8 * n + 2 * j + 1] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q1, 2 * j), m3), h1);
+      }
+    }
+  }
+  static void dot(const W& w, const Act& a, __m128& acc, float&) {
+    const auto* x = reinterpret_cast<const __m128i*>(a.qs);
+    __m128i lanes = _mm_setzero_si128();
+    for (int c = 0; c < 16; ++c) {
+      lanes = _mm_add_epi32(lanes, _mm_madd_epi16(_mm_maddubs_epi16(w.q[c], _mm_load_si128(x + c)), w.sc[c]));
+    }
+    const int32_t corr = bsums_dot(a, w.sc_lo, w.sc_hi);
+    scale_add(acc, _mm_sub_epi32(lanes, _mm_cvtsi32_si128(corr * 4)), w.d, a.d);
+  }
+};
+
 #include "engine/cpu/quant/x86_driver.inc"
 
 }  // namespace
@@ -248,7 +372,10 @@ void add_avx_kernels(KernelTable& table) {
   table.gemm[6] = gemm<Q5_0>;
   table.gemm[7] = gemm<Q5_1>;
   table.gemm[8] = gemm<Q8_0>;
+  table.gemm[10] = gemm<Q2_K>;
+  table.gemm[11] = gemm<Q3_K>;
   table.gemm[12] = gemm<Q4_K>;
+  table.gemm[13] = gemm<Q5_K>;
   table.gemm[14] = gemm<Q6_K>;
 }
 
