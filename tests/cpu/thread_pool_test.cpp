@@ -70,5 +70,33 @@ TEST(ThreadPool, UsesSeveralThreads) {
   EXPECT_EQ(pool.size(), 4);
 }
 
+// Indices are claimed one by one: a thread held up on one index (as by another process taking its
+// core) leaves the rest to the others instead of holding a fixed share.
+TEST(ThreadPool, SlowThreadLeavesItsShareToOthers) {
+  ThreadPool pool(2);
+  constexpr size_t kN = 200;
+  std::vector<std::thread::id> ran_by(kN);
+  pool.parallel_for(kN, [&](size_t i) {
+    if (i == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ran_by[i] = std::this_thread::get_id();
+  });
+  size_t by_slow = 0;
+  for (size_t i = 0; i < kN; ++i) by_slow += ran_by[i] == ran_by[0] ? 1 : 0;
+  EXPECT_LT(by_slow, kN / 2) << "the thread that slept ran " << by_slow << " of " << kN << " indices";
+}
+
+// Jobs back to back with uneven work: no index of one job may run with the next job's function.
+TEST(ThreadPool, BackToBackJobsKeepTheirOwnFunctions) {
+  ThreadPool pool(3);
+  for (int job = 0; job < 300; ++job) {
+    std::vector<int> out(static_cast<size_t>(job % 17 + 1), -1);
+    pool.parallel_for(out.size(), [&](size_t i) {
+      if (i % 5 == 0) std::this_thread::yield();
+      out[i] = job;
+    });
+    for (int v : out) ASSERT_EQ(v, job);
+  }
+}
+
 }  // namespace
 }  // namespace vks
