@@ -185,14 +185,14 @@ TEST(Qmatmul, FloatTypesEqualRefMatmul) {
 TEST(Qmatmul, BitIdenticalAcrossBatchesAndThreads) {
   ThreadPool pool2(2);
   ThreadPool pool3(3);
-  constexpr size_t kTokens = 33;
+  constexpr size_t kTokens = 70;  // more than one token chunk (64) of qmatmul's work items
   for (const Case& c : all_cases()) {
     const Matrix m = make_matrix(c.type, kRows, c.cols, Fill::kRandom, 5);
     const std::vector<float> x = make_activations(kTokens, c.cols, Fill::kRandom, 6);
     std::vector<float> all(kTokens * kRows);
     qmatmul(m.ref(), x.data(), kTokens, all.data(), nullptr);
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
-      for (size_t n : {1u, 2u, 3u, 7u, 16u, 33u}) {
+      for (size_t n : {1u, 2u, 3u, 7u, 16u, 33u, 70u}) {
         for (size_t first : {size_t{0}, kTokens - n}) {
           std::vector<float> part(n * kRows);
           qmatmul(m.ref(), x.data() + first * c.cols, n, part.data(), pool);

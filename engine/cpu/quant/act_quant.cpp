@@ -1,22 +1,35 @@
 #include "engine/cpu/quant/act_quant.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace vks::cpuq {
 namespace {
 
-// Quantizes n floats with one scale; returns d. NaN activations become 0 (the cast of NaN to int
-// would be undefined) and the scale stays whatever amax gives.
+// Nearest integer, ties to even, for |v| < 2^22 (ggml's nearest_int): adding 1.5 * 2^23 leaves the
+// rounded integer in the mantissa. Inline where std::nearbyint is a library call.
+int round_nearest(float v) {
+  const float t = v + 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &t, 4);
+  return (bits & 0x007FFFFF) - 0x00400000;
+}
+
+// Quantizes n floats with one scale; returns d. NaN becomes 0 (and a non-finite amax gives
+// scale 0 to the finite values), so no value is ever out of [-127, 127].
 float quantize_run(const float* x, int8_t* q, size_t n) {
   float amax = 0.0f;
-  for (size_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+  for (size_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    amax = a > amax ? a : amax;
+  }
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 127.0f / amax : 0.0f;
   for (size_t i = 0; i < n; ++i) {
-    float v = std::nearbyint(x[i] * id);
-    if (!(v == v)) v = 0.0f;
-    v = std::fmin(127.0f, std::fmax(-127.0f, v));
-    q[i] = static_cast<int8_t>(v);
+    const float v = x[i] * id;
+    int r = 0;
+    if (v == v) r = v >= 127.0f ? 127 : v <= -127.0f ? -127 : round_nearest(v);
+    q[i] = static_cast<int8_t>(r);
   }
   return d;
 }
