@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/process_cpu.h"
 #include "engine/common/thread_pool.h"
 #include "engine/cpu/quant/qmatmul.h"
 #include "engine/cpu/reference_ops.h"
@@ -95,17 +96,24 @@ vks::TensorRef tensor(GgmlType type, size_t rows, size_t cols, const uint8_t* da
   return t;
 }
 
-// Seconds per call of fn, run at least min_seconds (and at least once after a warm-up call).
+// Wall and process CPU seconds per call of fn, run at least min_seconds (after a warm-up call).
+// On a shared machine the CPU time shows the work itself when other processes stretch the wall time.
+struct PerCall {
+  double wall = 0;
+  double cpu = 0;
+};
 template <class Fn>
-double time_per_call(double min_seconds, const Fn& fn) {
+PerCall time_per_call(double min_seconds, const Fn& fn) {
   fn();
   size_t calls = 0;
+  const double cpu0 = vks::bench::process_cpu_seconds();
   const Clock::time_point start = Clock::now();
   do {
     fn();
     ++calls;
   } while (seconds_since(start) < min_seconds);
-  return seconds_since(start) / static_cast<double>(calls);
+  const double n = static_cast<double>(calls);
+  return {seconds_since(start) / n, (vks::bench::process_cpu_seconds() - cpu0) / n};
 }
 
 }  // namespace
@@ -137,8 +145,9 @@ int main(int argc, char** argv) {
     probe.push_back(read_probe_gbs(threads));
     std::printf(" %.1f GB/s at %d thread%s", probe.back(), threads, threads == 1 ? "" : "s");
   }
-  std::printf("\n\n%-6s %-14s %3s %10s %8s %9s %12s %9s %11s\n", "type", "shape", "thr", "matvec us", "GB/s",
-              "% probe", "GEMM GFLOP/s", "ref GF/s", "vs ref mv/mm");
+  std::printf("\n(per core: per second of process CPU time, i.e. per busy core)\n");
+  std::printf("%-6s %-11s %3s %9s %6s %7s %9s %8s %10s %9s %8s %11s\n", "type", "shape", "thr", "matvec us", "GB/s",
+              "% probe", "GB/s/core", "GFLOP/s", "GF/s/core", "ref GF/s", "ref GB/s", "vs ref mv/mm");
 
   std::mt19937 rng(2);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -161,14 +170,14 @@ int main(int argc, char** argv) {
         const int threads = thread_counts[ti];
         vks::ThreadPool pool(threads);
         size_t next = 0;
-        const double mv = time_per_call(min_seconds, [&] {
+        const PerCall mv = time_per_call(min_seconds, [&] {
           const vks::TensorRef w = tensor(*type, s.rows, s.cols, all.data() + (next++ % copies) * bytes);
           vks::cpuq::qmatmul(w, x.data(), 1, y.data(), &pool);
         });
         const vks::TensorRef w0 = tensor(*type, s.rows, s.cols, all.data());
-        const double mm = time_per_call(min_seconds, [&] { vks::cpuq::qmatmul(w0, x.data(), tokens, y.data(), &pool); });
+        const PerCall mm = time_per_call(min_seconds, [&] { vks::cpuq::qmatmul(w0, x.data(), tokens, y.data(), &pool); });
         const double flops = 2.0 * static_cast<double>(s.rows * s.cols * tokens);
-        double ref_mv = 0, ref_mm = 0;
+        PerCall ref_mv, ref_mm;
         if (!no_ref) {
           next = 0;
           ref_mv = time_per_call(min_seconds, [&] {
@@ -177,15 +186,17 @@ int main(int argc, char** argv) {
           });
           ref_mm = time_per_call(0.0, [&] { vks::ref::matmul(w0, x.data(), tokens, y.data(), &pool); });
         }
-        const double gbs = static_cast<double>(bytes) / mv / 1e9;
+        const double gb = static_cast<double>(bytes) / 1e9;
         char shape[32];
         std::snprintf(shape, sizeof shape, "%zux%zu", s.rows, s.cols);
-        std::printf("%-6s %-14s %3d %10.1f %8.2f %8.0f%% %12.1f", name.c_str(), shape, threads, mv * 1e6, gbs,
-                    100.0 * gbs / probe[ti], flops / mm / 1e9);
+        std::printf("%-6s %-11s %3d %9.1f %6.2f %6.0f%% %9.2f %8.1f %10.1f", name.c_str(), shape, threads,
+                    mv.wall * 1e6, gb / mv.wall, 100.0 * gb / mv.wall / probe[ti], gb / mv.cpu, flops / mm.wall / 1e9,
+                    flops / mm.cpu / 1e9);
         if (no_ref) {
           std::printf("\n");
         } else {
-          std::printf(" %9.2f %5.1fx/%4.1fx\n", flops / ref_mm / 1e9, ref_mv / mv, ref_mm / mm);
+          std::printf(" %9.2f %8.2f %5.1fx/%4.1fx\n", flops / ref_mm.wall / 1e9, gb / ref_mv.wall, ref_mv.wall / mv.wall,
+                      ref_mm.wall / mm.wall);
         }
         std::fflush(stdout);
       }

@@ -55,7 +55,7 @@ struct Q4_0 {
     unpack_nibbles(b + 2, w);
   }
   static void dot(const W& w, const Act& a, __m128& acc, float&) {
-    const __m128i lanes = _mm_sub_epi32(unsigned_lanes(w, a), _mm_cvtsi32_si128(a.sum * 8));
+    const __m128i lanes = _mm_sub_epi32(unsigned_lanes(w, a), _mm_load_si128(reinterpret_cast<const __m128i*>(a.c8)));
     scale_add(acc, lanes, w.d, a.d);
   }
 };

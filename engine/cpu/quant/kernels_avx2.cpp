@@ -58,7 +58,8 @@ struct Q4_0 {
     w.q = unpack_nibbles(b + 2);
   }
   static void dot(const W& w, const Act& a, __m128& acc, float&) {
-    scale_add(acc, _mm_sub_epi32(unsigned_lanes(w, a), _mm_cvtsi32_si128(a.sum * 8)), w.d, a.d);
+    scale_add(acc, _mm_sub_epi32(unsigned_lanes(w, a), _mm_load_si128(reinterpret_cast<const __m128i*>(a.c8))), w.d,
+              a.d);
   }
 };
 

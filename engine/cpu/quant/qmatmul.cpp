@@ -62,7 +62,7 @@ std::vector<Line>& act_scratch() {
 // process hands its share to the others), large enough that claiming one costs little.
 constexpr size_t kRowsPerItem = 16;
 // Tokens per work item of a large batch: one item's quantized activations (64 tokens x 2048
-// columns: 192 KiB) stay in L2 while its rows sweep them.
+// columns of Q8x32 blocks: 256 KiB) stay in L2 while its rows sweep them.
 constexpr size_t kTokensPerItem = 64;
 
 template <class Fn>
