@@ -150,18 +150,18 @@ struct Q4_K {
     float dmin;
   };
   static constexpr size_t kBytes = 144;
-  static void load(const uint8_t* b, W& w) {
+  static void load_scales(const uint8_t* b, W& w) {
     w.d = _mm_set1_ps(half(b));
     w.dmin = half(b + 2);
-    int16_t mins[16];
-    for (int j = 0; j < 8; ++j) {
-      int sc = 0, m = 0;
-      util::scale_min_k4(j, b + 4, sc, m);
-      w.sc[j] = _mm_set1_epi16(static_cast<int16_t>(sc));
-      mins[2 * j] = mins[2 * j + 1] = static_cast<int16_t>(m);
-    }
-    w.mins_lo = load16(mins);
-    w.mins_hi = load16(mins + 8);
+    const __m128i sm = k4_scales_mins(b + 4);
+    const __m128i sc = _mm_cvtepu8_epi16(sm);
+    const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+    for (int j = 0; j < 8; ++j) w.sc[j] = broadcast_i16(sc, j);
+    w.mins_lo = _mm_unpacklo_epi16(mins, mins);  // each min twice: once per 16-element sum
+    w.mins_hi = _mm_unpackhi_epi16(mins, mins);
+  }
+  static void load(const uint8_t* b, W& w) {
+    load_scales(b, w);
     const __m128i m4 = _mm_set1_epi8(0xF);
     for (int p = 0; p < 4; ++p) {
       const __m128i q0 = load16(b + 16 + 32 * p);
@@ -200,8 +200,10 @@ struct Q6_K {
     const __m128i scales = load16(b + 192);
     w.sc_lo = _mm_cvtepi8_epi16(scales);
     w.sc_hi = _mm_cvtepi8_epi16(_mm_srli_si128(scales, 8));
-    const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
-    for (int j = 0; j < 16; ++j) w.sc[j] = _mm_set1_epi16(sc[j]);
+    for (int j = 0; j < 8; ++j) {
+      w.sc[j] = broadcast_i16(w.sc_lo, j);
+      w.sc[j + 8] = broadcast_i16(w.sc_hi, j);
+    }
     const __m128i m4 = _mm_set1_epi8(0xF);
     const __m128i m30 = _mm_set1_epi8(0x30);
     for (int n = 0; n < 2; ++n) {
@@ -244,17 +246,7 @@ struct Q5_K {
   using W = Q4_K::W;
   static constexpr size_t kBytes = 176;
   static void load(const uint8_t* b, W& w) {
-    w.d = _mm_set1_ps(half(b));
-    w.dmin = half(b + 2);
-    int16_t mins[16];
-    for (int j = 0; j < 8; ++j) {
-      int sc = 0, m = 0;
-      util::scale_min_k4(j, b + 4, sc, m);
-      w.sc[j] = _mm_set1_epi16(static_cast<int16_t>(sc));
-      mins[2 * j] = mins[2 * j + 1] = static_cast<int16_t>(m);
-    }
-    w.mins_lo = load16(mins);
-    w.mins_hi = load16(mins + 8);
+    Q4_K::load_scales(b, w);
     const __m128i m4 = _mm_set1_epi8(0xF);
     const __m128i one = _mm_set1_epi8(1);
     const __m128i h0 = load16(b + 16), h1 = load16(b + 32);

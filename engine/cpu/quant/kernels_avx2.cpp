@@ -145,15 +145,12 @@ struct Q4_K {
   static void load(const uint8_t* b, W& w) {
     w.d = _mm_set1_ps(half(b));
     w.dmin = half(b + 2);
-    int16_t mins[16];
-    for (int j = 0; j < 8; ++j) {
-      int sc = 0, m = 0;
-      util::scale_min_k4(j, b + 4, sc, m);
-      w.sc[j] = _mm256_set1_epi16(static_cast<int16_t>(sc));
-      mins[2 * j] = mins[2 * j + 1] = static_cast<int16_t>(m);
-    }
-    w.mins_lo = load16(mins);
-    w.mins_hi = load16(mins + 8);
+    const __m128i sm = k4_scales_mins(b + 4);
+    const __m128i sc = _mm_cvtepu8_epi16(sm);
+    const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+    for (int j = 0; j < 8; ++j) w.sc[j] = _mm256_broadcastsi128_si256(broadcast_i16(sc, j));
+    w.mins_lo = _mm_unpacklo_epi16(mins, mins);  // each min twice: once per 16-element sum
+    w.mins_hi = _mm_unpackhi_epi16(mins, mins);
     const __m256i m4 = _mm256_set1_epi8(0xF);
     for (int p = 0; p < 4; ++p) {
       const __m256i q = load32(b + 16 + 32 * p);
@@ -187,8 +184,10 @@ struct Q6_K {
     const __m128i scales = load16(b + 192);
     w.sc_lo = _mm_cvtepi8_epi16(scales);
     w.sc_hi = _mm_cvtepi8_epi16(_mm_srli_si128(scales, 8));
-    const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
-    for (int i = 0; i < 8; ++i) w.sc[i] = two(_mm_set1_epi16(sc[2 * i]), _mm_set1_epi16(sc[2 * i + 1]));
+    for (int i = 0; i < 8; ++i) {
+      const __m128i half_scales = i < 4 ? w.sc_lo : w.sc_hi;  // sub-blocks 2i, 2i + 1
+      w.sc[i] = two(broadcast_i16(half_scales, (2 * i) % 8), broadcast_i16(half_scales, (2 * i + 1) % 8));
+    }
     const __m256i m4 = _mm256_set1_epi8(0xF);
     const __m256i m30 = _mm256_set1_epi8(0x30);
     for (int n = 0; n < 2; ++n) {
