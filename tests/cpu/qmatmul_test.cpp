@@ -242,6 +242,21 @@ TEST(Qmatmul, IsaNames) {
   EXPECT_LE(static_cast<int>(active_isa()), static_cast<int>(detected_isa()));
 }
 
+// A caller's own scratch gives the same bits, and a smaller batch reuses it without reallocating.
+TEST(Qmatmul, CallerScratchIsReused) {
+  QmatmulScratch scratch;
+  const Matrix m = make_matrix(GgmlType::kQ4_K, kRows, 512, Fill::kRandom, 21);
+  const std::vector<float> x = make_activations(9, 512, Fill::kRandom, 22);
+  std::vector<float> want(9 * kRows), got(9 * kRows);
+  qmatmul(m.ref(), x.data(), 9, want.data(), nullptr);
+  qmatmul(m.ref(), x.data(), 9, got.data(), nullptr, active_isa(), scratch);
+  ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+  const uint8_t* buffer = scratch.reserve(1);
+  qmatmul(m.ref(), x.data(), 2, got.data(), nullptr, active_isa(), scratch);
+  EXPECT_EQ(scratch.reserve(1), buffer);
+  ASSERT_EQ(0, std::memcmp(got.data(), want.data(), 2 * kRows * sizeof(float)));
+}
+
 TEST(Qmatmul, RejectsPartialBlocks) {
   const Matrix m = make_matrix(GgmlType::kQ4_0, 2, 64, Fill::kRandom, 1);
   TensorRef t = m.ref();

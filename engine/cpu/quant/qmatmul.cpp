@@ -49,12 +49,9 @@ CpuIsa runnable(CpuIsa isa) {
   return static_cast<int>(isa) <= static_cast<int>(best) ? isa : best;
 }
 
-// Activation rows reused across calls (per calling thread), so no call allocates once warmed up.
-struct alignas(64) Line {
-  unsigned char bytes[64];
-};
-std::vector<Line>& act_scratch() {
-  thread_local std::vector<Line> scratch;
+// The scratch of the overloads that take none: one per calling thread.
+QmatmulScratch& thread_scratch() {
+  thread_local QmatmulScratch scratch;
   return scratch;
 }
 
@@ -81,11 +78,22 @@ bool has_integer_kernel(GgmlType type, CpuIsa isa) {
   return act_kind(type) != ActKind::kFloat && id < kMaxTypeId && kernel_table(runnable(isa)).gemm[id] != nullptr;
 }
 
+uint8_t* QmatmulScratch::reserve(size_t bytes) {
+  const size_t lines = (bytes + sizeof(Line) - 1) / sizeof(Line);
+  if (lines_.size() < lines) lines_.resize(lines);
+  return reinterpret_cast<uint8_t*>(lines_.data());
+}
+
 void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool) {
-  qmatmul(w, x, n_tokens, y, pool, active_isa());
+  qmatmul(w, x, n_tokens, y, pool, active_isa(), thread_scratch());
 }
 
 void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool, CpuIsa isa) {
+  qmatmul(w, x, n_tokens, y, pool, isa, thread_scratch());
+}
+
+void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool, CpuIsa isa,
+             QmatmulScratch& scratch) {
   const std::optional<GgmlTypeTraits> traits = ggml_type_traits(w.type);
   if (!traits || traits->dequantize == nullptr) {
     throw Error(ErrorCode::kUnsupported,
@@ -131,10 +139,7 @@ void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, Thre
   // Quantize every token's activations once (each token on its own: the same bits whatever the batch).
   const size_t act_block_bytes = kind == ActKind::kQ8x32 ? sizeof(ActQ8x32) : sizeof(ActQ8x256);
   const size_t act_stride = n_blocks * act_block_bytes;  // a multiple of 16
-  std::vector<Line>& scratch = act_scratch();
-  const size_t lines = (n_tokens * act_stride + sizeof(Line) - 1) / sizeof(Line);
-  if (scratch.size() < lines) scratch.resize(lines);
-  auto* act = reinterpret_cast<uint8_t*>(scratch.data());
+  uint8_t* act = scratch.reserve(n_tokens * act_stride);
   auto quantize_token = [&](size_t t) {
     if (kind == ActKind::kQ8x32) {
       quantize_act_q8x32(x + t * cols, reinterpret_cast<ActQ8x32*>(act + t * act_stride), n_blocks);

@@ -7,6 +7,8 @@
 // the ISA level (the lane convention of kernels.h). Prefill runs the same per-token arithmetic
 // with each weight block loaded once for several tokens.
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "engine/cpu/quant/isa.h"
 #include "engine/model/llama_model.h"
@@ -27,6 +29,21 @@ void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, Thre
 // The same at a given ISA level (tests and benches compare levels); a level above detected_isa()
 // is lowered to it.
 void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool, CpuIsa isa);
+
+// The quantized activations of one call, kept between calls so that none allocates once the
+// largest batch has been seen. The overloads without one use a buffer per calling thread.
+class QmatmulScratch {
+ public:
+  uint8_t* reserve(size_t bytes);  // 64-byte aligned, grown as needed, contents unspecified
+
+ private:
+  struct alignas(64) Line {
+    unsigned char bytes[64];
+  };
+  std::vector<Line> lines_;
+};
+void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool, CpuIsa isa,
+             QmatmulScratch& scratch);
 
 // Whether type has an integer kernel at the given level (false: the float fallback runs).
 bool has_integer_kernel(GgmlType type, CpuIsa isa);
