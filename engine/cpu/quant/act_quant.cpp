@@ -40,6 +40,7 @@ void quantize_act_q8x32(const float* x, ActQ8x32* out, size_t n_blocks) {
   for (size_t b = 0; b < n_blocks; ++b) {
     ActQ8x32& blk = out[b];
     blk.d = quantize_run(x + b * 32, blk.qs, 32);
+    blk.dv[0] = blk.dv[1] = blk.dv[2] = blk.dv[3] = blk.d;
     int32_t sum = 0;
     for (int i = 0; i < 32; ++i) sum += blk.qs[i];
     blk.sum = sum;

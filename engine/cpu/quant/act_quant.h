@@ -14,12 +14,13 @@ namespace vks::cpuq {
 struct alignas(16) ActQ8x32 {
   int8_t qs[32];
   int32_t c8[4];  // {8 * sum, 0, 0, 0}: Q4_0's offset correction, ready to subtract from the lanes
+  float dv[4];    // d four times, ready to multiply lanes by
   float d;        // x ≈ d * q
   float s;        // d * sum (the block sum in float, for weight types with an additive min)
   int32_t sum;    // sum of qs
   int32_t pad;
 };
-static_assert(sizeof(ActQ8x32) == 64);
+static_assert(sizeof(ActQ8x32) == 80);
 
 struct alignas(16) ActQ8x256 {
   int8_t qs[256];

@@ -56,7 +56,7 @@ struct Q4_0 {
   }
   static void dot(const W& w, const Act& a, __m128& acc, float&) {
     const __m128i lanes = _mm_sub_epi32(unsigned_lanes(w, a), _mm_load_si128(reinterpret_cast<const __m128i*>(a.c8)));
-    scale_add(acc, lanes, w.d, a.d);
+    scale_add(acc, lanes, w.d, act_d(a));
   }
 };
 
@@ -70,7 +70,7 @@ struct Q4_1 {
     unpack_nibbles(b + 4, w);
   }
   static void dot(const W& w, const Act& a, __m128& acc, float& macc) {
-    scale_add(acc, unsigned_lanes(w, a), w.d, a.d);
+    scale_add(acc, unsigned_lanes(w, a), w.d, act_d(a));
     macc = macc + w.m * a.s;
   }
 };
@@ -92,7 +92,7 @@ struct Q5_0 {
   }
   static void dot(const W& w, const Act& a, __m128& acc, float&) {
     const __m128i lanes = _mm_sub_epi32(unsigned_lanes(w, a), _mm_cvtsi32_si128(a.sum * 16));
-    scale_add(acc, lanes, w.d, a.d);
+    scale_add(acc, lanes, w.d, act_d(a));
   }
 };
 
@@ -106,7 +106,7 @@ struct Q5_1 {
     unpack_q5(b + 4, b + 8, w);
   }
   static void dot(const W& w, const Act& a, __m128& acc, float& macc) {
-    scale_add(acc, unsigned_lanes(w, a), w.d, a.d);
+    scale_add(acc, unsigned_lanes(w, a), w.d, act_d(a));
     macc = macc + w.m * a.s;
   }
 };
@@ -134,7 +134,7 @@ struct Q8_0 {
     const __m128i ones = _mm_set1_epi16(1);
     const __m128i p0 = _mm_madd_epi16(_mm_maddubs_epi16(w.a0, _mm_sign_epi8(x0, w.q0)), ones);
     const __m128i p1 = _mm_madd_epi16(_mm_maddubs_epi16(w.a1, _mm_sign_epi8(x1, w.q1)), ones);
-    scale_add(acc, _mm_add_epi32(p0, p1), w.d, a.d);
+    scale_add(acc, _mm_add_epi32(p0, p1), w.d, act_d(a));
   }
 };
 

@@ -59,7 +59,7 @@ struct Q4_0 {
   }
   static void dot(const W& w, const Act& a, __m128& acc, float&) {
     scale_add(acc, _mm_sub_epi32(unsigned_lanes(w, a), _mm_load_si128(reinterpret_cast<const __m128i*>(a.c8))), w.d,
-              a.d);
+              act_d(a));
   }
 };
 
@@ -73,7 +73,7 @@ struct Q4_1 {
     w.q = unpack_nibbles(b + 4);
   }
   static void dot(const W& w, const Act& a, __m128& acc, float& macc) {
-    scale_add(acc, unsigned_lanes(w, a), w.d, a.d);
+    scale_add(acc, unsigned_lanes(w, a), w.d, act_d(a));
     macc = macc + w.m * a.s;
   }
 };
@@ -92,7 +92,7 @@ struct Q5_0 {
     w.q = unpack_q5(b + 2, b + 6);
   }
   static void dot(const W& w, const Act& a, __m128& acc, float&) {
-    scale_add(acc, _mm_sub_epi32(unsigned_lanes(w, a), _mm_cvtsi32_si128(a.sum * 16)), w.d, a.d);
+    scale_add(acc, _mm_sub_epi32(unsigned_lanes(w, a), _mm_cvtsi32_si128(a.sum * 16)), w.d, act_d(a));
   }
 };
 
@@ -106,7 +106,7 @@ struct Q5_1 {
     w.q = unpack_q5(b + 4, b + 8);
   }
   static void dot(const W& w, const Act& a, __m128& acc, float& macc) {
-    scale_add(acc, unsigned_lanes(w, a), w.d, a.d);
+    scale_add(acc, unsigned_lanes(w, a), w.d, act_d(a));
     macc = macc + w.m * a.s;
   }
 };
@@ -126,7 +126,7 @@ struct Q8_0 {
   static void dot(const W& w, const Act& a, __m128& acc, float&) {
     // Pairs reach 2 * 128 * 127 < 2^15 (x is never -128), so one maddubs is exact.
     const __m256i p = _mm256_maddubs_epi16(w.a, _mm256_sign_epi8(load32(a.qs), w.q));
-    scale_add(acc, fold(_mm256_madd_epi16(p, _mm256_set1_epi16(1))), w.d, a.d);
+    scale_add(acc, fold(_mm256_madd_epi16(p, _mm256_set1_epi16(1))), w.d, act_d(a));
   }
 };
 
