@@ -31,51 +31,63 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& fn) {
     std::lock_guard<std::mutex> lock(mutex_);
     fn_ = &fn;
     n_ = n;
-    next_ = 0;
-    unfinished_ = n;
+    next_.store(0, std::memory_order_relaxed);
+    unfinished_.store(n, std::memory_order_relaxed);
     error_ = nullptr;
     ++generation_;
   }
   work_ready_.notify_all();
-  run_indices();
+  run_indices(fn, n);
   std::exception_ptr error;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    work_done_.wait(lock, [this] { return unfinished_ == 0; });
+    work_done_.wait(lock, [this] { return unfinished_.load(std::memory_order_acquire) == 0 && active_ == 0; });
     fn_ = nullptr;
     error = error_;
   }
   if (error) std::rethrow_exception(error);
 }
 
-void ThreadPool::run_indices() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (fn_ != nullptr && next_ < n_) {
-    const size_t i = next_++;
-    const std::function<void(size_t)>* fn = fn_;
-    lock.unlock();
-    std::exception_ptr error;
+void ThreadPool::run_indices(const std::function<void(size_t)>& fn, size_t n) {
+  size_t completed = 0;
+  for (;;) {
+    const size_t i = next_.fetch_add(1, std::memory_order_relaxed);
+    if (i >= n) break;
     try {
-      (*fn)(i);
+      fn(i);
     } catch (...) {
-      error = std::current_exception();  // handed to the caller of parallel_for, never lost
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();  // handed to the caller of parallel_for, never lost
     }
-    lock.lock();
-    if (error && !error_) error_ = error;
-    if (--unfinished_ == 0) work_done_.notify_all();
+    ++completed;
+  }
+  // The last thread to complete an index wakes the caller (under the mutex, so the wake-up cannot
+  // fall between the caller's check and its sleep).
+  if (completed > 0 && unfinished_.fetch_sub(completed, std::memory_order_acq_rel) == completed) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    work_done_.notify_all();
   }
 }
 
 void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
+    const std::function<void(size_t)>* fn = nullptr;
+    size_t n = 0;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       work_ready_.wait(lock, [&] { return stopping_ || (generation_ != seen && fn_ != nullptr); });
       if (stopping_) return;
       seen = generation_;
+      fn = fn_;
+      n = n_;
+      ++active_;
     }
-    run_indices();
+    run_indices(*fn, n);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--active_ == 0) work_done_.notify_all();
+    }
   }
 }
 

@@ -1,7 +1,12 @@
 #pragma once
-// A small fixed pool of worker threads for data-parallel loops (the CPU reference's matrix
-// products). The calling thread takes part in the work; parallel_for returns when every index has
-// run. Which thread runs an index is unspecified, so each index must write only its own outputs.
+// A small fixed pool of worker threads for data-parallel loops (the CPU matrix products). The
+// calling thread takes part in the work; parallel_for returns when every index has run. Which
+// thread runs an index is unspecified, so each index must write only its own outputs.
+//
+// Indices are claimed one at a time from an atomic counter, so a thread slowed down (another
+// process on its core) simply claims fewer: nobody waits for a fixed share. Idle workers sleep on a
+// condition variable (no spinning), which keeps a loaded machine's cores for whoever needs them.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstddef>
@@ -26,12 +31,14 @@ class ThreadPool {
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Runs fn(i) for i in [0, n). If any call throws, the first exception is rethrown here after
-  // all started calls have finished. Not reentrant: fn must not call parallel_for on this pool.
+  // all calls have finished (the others still run). Not reentrant: fn must not call parallel_for
+  // on this pool.
   void parallel_for(size_t n, const std::function<void(size_t)>& fn);
 
  private:
   void worker_loop();
-  void run_indices();  // takes indices until none are left
+  // Claims and runs indices of the current job until none are left.
+  void run_indices(const std::function<void(size_t)>& fn, size_t n);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -40,11 +47,14 @@ class ThreadPool {
   // The current job (guarded by mutex_).
   const std::function<void(size_t)>* fn_ = nullptr;
   size_t n_ = 0;
-  size_t next_ = 0;          // next index to hand out
-  size_t unfinished_ = 0;    // indices handed out or waiting, not yet completed
   uint64_t generation_ = 0;  // bumped per job so sleeping workers notice new work
+  int active_ = 0;           // workers inside run_indices of the current job: a job ends only when
+                             // none is, so none claims an index of the next job with this one's fn
   std::exception_ptr error_;
   bool stopping_ = false;
+  // Claimed without the mutex.
+  std::atomic<size_t> next_{0};        // next index to hand out
+  std::atomic<size_t> unfinished_{0};  // indices not yet completed
 };
 
 }  // namespace vks

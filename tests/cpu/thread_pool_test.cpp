@@ -70,5 +70,41 @@ TEST(ThreadPool, UsesSeveralThreads) {
   EXPECT_EQ(pool.size(), 4);
 }
 
+// Indices are claimed one by one: a thread held up on one index (as by another process taking its
+// core) leaves the rest to the others instead of holding a fixed share. Index 0 holds its thread
+// until the others have completed half the indices (at most 10 s): with fixed shares they could not.
+TEST(ThreadPool, SlowThreadLeavesItsShareToOthers) {
+  ThreadPool pool(2);
+  constexpr size_t kN = 200;
+  std::vector<std::thread::id> ran_by(kN);
+  std::atomic<size_t> completed{0};
+  pool.parallel_for(kN, [&](size_t i) {
+    if (i == 0) {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (completed.load() < kN / 2 && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    ran_by[i] = std::this_thread::get_id();
+    ++completed;
+  });
+  size_t by_slow = 0;
+  for (size_t i = 0; i < kN; ++i) by_slow += ran_by[i] == ran_by[0] ? 1 : 0;
+  EXPECT_LT(by_slow, kN / 2) << "the thread held up on index 0 ran " << by_slow << " of " << kN << " indices";
+}
+
+// Jobs back to back with uneven work: no index of one job may run with the next job's function.
+TEST(ThreadPool, BackToBackJobsKeepTheirOwnFunctions) {
+  ThreadPool pool(3);
+  for (int job = 0; job < 300; ++job) {
+    std::vector<int> out(static_cast<size_t>(job % 17 + 1), -1);
+    pool.parallel_for(out.size(), [&](size_t i) {
+      if (i % 5 == 0) std::this_thread::yield();
+      out[i] = job;
+    });
+    for (int v : out) ASSERT_EQ(v, job);
+  }
+}
+
 }  // namespace
 }  // namespace vks

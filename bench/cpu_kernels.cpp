@@ -1,0 +1,206 @@
+// The quantized CPU kernels (engine/cpu/quant) on TinyLlama-1.1B-shape matrices: matvec GB/s of
+// weights read (decode) beside a plain-C memory read probe measured in the same run, GFLOP/s at
+// 128 tokens (prefill), and the speedup over ref::matmul (the float CPU reference) in the same run.
+// Matvec cycles over copies of the matrix that together exceed the caches, as decode does.
+// Shared machines are noisy: read the ratios, measured back to back, rather than the absolutes.
+//   vks_bench_cpu_kernels [--types q4_0 q8_0 q4_K q6_K] [--threads 1 2] [--tokens 128] [--no-ref]
+//   VKSTREAM_CPU_ISA=avx vks_bench_cpu_kernels   (the 128-bit level on an AVX2 machine)
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/process_cpu.h"
+#include "engine/common/thread_pool.h"
+#include "engine/cpu/quant/qmatmul.h"
+#include "engine/cpu/reference_ops.h"
+#include "engine/gguf/ggml_type.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using vks::GgmlType;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+constexpr size_t kCacheDefeatBytes = size_t{256} << 20;  // more than any L3 here
+
+// Plain C read bandwidth: each thread sums its slice of a buffer of 64-bit words. Best of 5.
+double read_probe_gbs(int threads) {
+  const size_t words = (size_t{512} << 20) / sizeof(uint64_t);
+  std::vector<uint64_t> buf(words);
+  for (size_t i = 0; i < words; ++i) buf[i] = i;
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    std::vector<uint64_t> sums(static_cast<size_t>(threads));
+    const Clock::time_point start = Clock::now();
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        const size_t lo = words * static_cast<size_t>(t) / static_cast<size_t>(threads);
+        const size_t hi = words * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
+        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (size_t i = lo; i + 4 <= hi; i += 4) {
+          s0 += buf[i];
+          s1 += buf[i + 1];
+          s2 += buf[i + 2];
+          s3 += buf[i + 3];
+        }
+        sums[static_cast<size_t>(t)] = s0 + s1 + s2 + s3;
+      });
+    }
+    for (std::thread& th : pool) th.join();
+    const double s = seconds_since(start);
+    uint64_t total = 0;
+    for (uint64_t v : sums) total += v;
+    if (total == 42) std::printf(" ");  // keeps the sums alive
+    best = std::max(best, static_cast<double>(words * sizeof(uint64_t)) / s / 1e9);
+  }
+  return best;
+}
+
+// A [rows, cols] matrix of the type: 64 random rows quantized once and repeated (quantizing the
+// largest matrices row by row would take longer than the benchmark).
+std::vector<uint8_t> make_matrix(GgmlType type, size_t rows, size_t cols) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const size_t row_bytes = vks::ggml_row_size(type, cols);
+  const size_t distinct = std::min<size_t>(64, rows);
+  std::vector<uint8_t> seed(distinct * row_bytes);
+  std::vector<float> row(cols);
+  for (size_t r = 0; r < distinct; ++r) {
+    for (float& v : row) v = normal(rng) * 0.02f;
+    vks::quantize_row(type, row.data(), seed.data() + r * row_bytes, cols);
+  }
+  std::vector<uint8_t> out(rows * row_bytes);
+  for (size_t r = 0; r < rows; ++r) std::memcpy(out.data() + r * row_bytes, seed.data() + (r % distinct) * row_bytes, row_bytes);
+  return out;
+}
+
+vks::TensorRef tensor(GgmlType type, size_t rows, size_t cols, const uint8_t* data) {
+  vks::TensorRef t;
+  t.name = "bench";
+  t.type = type;
+  t.rows = rows;
+  t.cols = cols;
+  t.data = data;
+  t.nbytes = rows * vks::ggml_row_size(type, cols);
+  return t;
+}
+
+// Wall and process CPU seconds per call of fn, run at least min_seconds (after a warm-up call).
+// On a shared machine the CPU time shows the work itself when other processes stretch the wall time.
+struct PerCall {
+  double wall = 0;
+  double cpu = 0;
+};
+template <class Fn>
+PerCall time_per_call(double min_seconds, const Fn& fn) {
+  fn();
+  size_t calls = 0;
+  const double cpu0 = vks::bench::process_cpu_seconds();
+  const Clock::time_point start = Clock::now();
+  do {
+    fn();
+    ++calls;
+  } while (seconds_since(start) < min_seconds);
+  const double n = static_cast<double>(calls);
+  return {seconds_since(start) / n, (vks::bench::process_cpu_seconds() - cpu0) / n};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Quantized CPU kernels: matvec GB/s and GEMM GFLOP/s on TinyLlama-shape matrices"};
+  std::vector<std::string> type_names = {"q4_0", "q8_0", "q4_K", "q6_K"};
+  std::vector<int> thread_counts = {1, 2};
+  size_t tokens = 128;
+  bool no_ref = false;
+  double min_seconds = 0.4;
+  app.add_option("--types", type_names, "weight types");
+  app.add_option("--threads", thread_counts, "thread counts");
+  app.add_option("--tokens", tokens, "tokens of the GEMM (prefill)");
+  app.add_option("--seconds", min_seconds, "minimum seconds per measurement");
+  app.add_flag("--no-ref", no_ref, "skip ref::matmul (the float reference) for speed");
+  CLI11_PARSE(app, argc, argv);
+
+  struct Shape {
+    size_t rows, cols;
+    const char* what;
+  };
+  const Shape shapes[] = {{2048, 2048, "wq/wo"}, {5632, 2048, "gate/up"}, {2048, 5632, "down"}, {32000, 2048, "output"}};
+
+  std::printf("ISA level %s (detected %s); plain-C read probe:", std::string(vks::cpuq::isa_name(vks::cpuq::active_isa())).c_str(),
+              std::string(vks::cpuq::isa_name(vks::cpuq::detected_isa())).c_str());
+  std::vector<double> probe;
+  for (int threads : thread_counts) {
+    probe.push_back(read_probe_gbs(threads));
+    std::printf(" %.1f GB/s at %d thread%s", probe.back(), threads, threads == 1 ? "" : "s");
+  }
+  std::printf("\n(per core: per second of process CPU time, i.e. per busy core)\n");
+  std::printf("%-6s %-11s %3s %9s %6s %7s %9s %8s %10s %9s %8s %11s\n", "type", "shape", "thr", "matvec us", "GB/s",
+              "% probe", "GB/s/core", "GFLOP/s", "GF/s/core", "ref GF/s", "ref GB/s", "vs ref mv/mm");
+
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const std::string& name : type_names) {
+    const std::optional<GgmlType> type = vks::ggml_type_from_name(name);
+    if (!type) {
+      std::fprintf(stderr, "unknown type %s\n", name.c_str());
+      return 1;
+    }
+    for (const Shape& s : shapes) {
+      const size_t bytes = s.rows * vks::ggml_row_size(*type, s.cols);
+      const size_t copies = std::max<size_t>(1, (kCacheDefeatBytes + bytes - 1) / bytes);
+      const std::vector<uint8_t> one = make_matrix(*type, s.rows, s.cols);
+      std::vector<uint8_t> all(copies * bytes);
+      for (size_t c = 0; c < copies; ++c) std::memcpy(all.data() + c * bytes, one.data(), bytes);
+      std::vector<float> x(tokens * s.cols);
+      for (float& v : x) v = normal(rng);
+      std::vector<float> y(tokens * s.rows);
+      for (size_t ti = 0; ti < thread_counts.size(); ++ti) {
+        const int threads = thread_counts[ti];
+        vks::ThreadPool pool(threads);
+        size_t next = 0;
+        const PerCall mv = time_per_call(min_seconds, [&] {
+          const vks::TensorRef w = tensor(*type, s.rows, s.cols, all.data() + (next++ % copies) * bytes);
+          vks::cpuq::qmatmul(w, x.data(), 1, y.data(), &pool);
+        });
+        const vks::TensorRef w0 = tensor(*type, s.rows, s.cols, all.data());
+        const PerCall mm = time_per_call(min_seconds, [&] { vks::cpuq::qmatmul(w0, x.data(), tokens, y.data(), &pool); });
+        const double flops = 2.0 * static_cast<double>(s.rows * s.cols * tokens);
+        PerCall ref_mv, ref_mm;
+        if (!no_ref) {
+          next = 0;
+          ref_mv = time_per_call(min_seconds, [&] {
+            const vks::TensorRef w = tensor(*type, s.rows, s.cols, all.data() + (next++ % copies) * bytes);
+            vks::ref::matmul(w, x.data(), 1, y.data(), &pool);
+          });
+          ref_mm = time_per_call(0.0, [&] { vks::ref::matmul(w0, x.data(), tokens, y.data(), &pool); });
+        }
+        const double gb = static_cast<double>(bytes) / 1e9;
+        char shape[32];
+        std::snprintf(shape, sizeof shape, "%zux%zu", s.rows, s.cols);
+        std::printf("%-6s %-11s %3d %9.1f %6.2f %6.0f%% %9.2f %8.1f %10.1f", name.c_str(), shape, threads,
+                    mv.wall * 1e6, gb / mv.wall, 100.0 * gb / mv.wall / probe[ti], gb / mv.cpu, flops / mm.wall / 1e9,
+                    flops / mm.cpu / 1e9);
+        if (no_ref) {
+          std::printf("\n");
+        } else {
+          std::printf(" %9.2f %8.2f %5.1fx/%4.1fx\n", flops / ref_mm.wall / 1e9, gb / ref_mv.wall, ref_mv.wall / mv.wall,
+                      ref_mm.wall / mm.wall);
+        }
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}

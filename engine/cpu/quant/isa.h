@@ -1,0 +1,29 @@
+#pragma once
+// The instruction-set levels the quantized CPU kernels are compiled for, and the one this process
+// uses. One binary carries every level (each in its own source file compiled for its target); the
+// level is chosen once, from the CPU's features, lowered by VKSTREAM_CPU_ISA when that is set.
+// Every level computes the same bits (see docs/ARCHITECTURE.md, "CPU kernels").
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace vks::cpuq {
+
+enum class CpuIsa {
+  kScalar = 0,  // plain C++: any CPU
+  kAvx = 1,     // 128-bit integer dot products (SSSE3 maddubs) with AVX encoding and F16C
+  kAvx2 = 2,    // 256-bit integer dot products (AVX2, F16C)
+};
+
+std::string_view isa_name(CpuIsa isa);
+// "scalar", "avx", "avx2" (case-sensitive); nullopt otherwise.
+std::optional<CpuIsa> isa_from_name(std::string_view name);
+// The highest level this CPU executes.
+CpuIsa detected_isa();
+// Every level this CPU executes, lowest first (what tests compare).
+std::vector<CpuIsa> runnable_isas();
+// The level qmatmul uses: detected_isa(), or VKSTREAM_CPU_ISA when it names a level this CPU
+// executes (a higher one than the CPU has is lowered to detected_isa()). Read once per process.
+CpuIsa active_isa();
+
+}  // namespace vks::cpuq

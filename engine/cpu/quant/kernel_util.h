@@ -1,0 +1,70 @@
+#pragma once
+// Helpers the kernel files share, each with internal linkage (static): every file compiled for its
+// own ISA gets its own copy (see kernels.h on why nothing inline with external linkage is shared).
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace vks::cpuq::util {
+
+static inline uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+static inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// IEEE half to float, exact (subnormals, infinities and NaN included).
+static inline float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1Fu;
+  uint32_t mant = h & 0x3FFu;
+  uint32_t bits;
+  if (exp == 0x1Fu) {
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else {  // subnormal: normalize
+    exp = 113;
+    while ((mant & 0x400u) == 0) {
+      mant <<= 1;
+      --exp;
+    }
+    bits = sign | (exp << 23) | ((mant & 0x3FFu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// The 6-bit scale and min of sub-block j of a Q4_K/Q5_K block (ggml's get_scale_min_k4).
+static inline void scale_min_k4(int j, const uint8_t* q, int& sc, int& m) {
+  if (j < 4) {
+    sc = q[j] & 63;
+    m = q[j + 4] & 63;
+  } else {
+    sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// The 16 signed 6-bit scales of a Q3_K block.
+static inline void q3_k_scales(const uint8_t* packed, int* scales) {
+  for (int j = 0; j < 16; ++j) {
+    const int low = j < 8 ? (packed[j] & 0x0F) : (packed[j - 8] >> 4);
+    const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
+    scales[j] = (low | (high << 4)) - 32;
+  }
+}
+
+// The final combination of the lane convention (kernels.h).
+static inline float finish(const float* acc, float macc) { return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + macc; }
+
+}  // namespace vks::cpuq::util

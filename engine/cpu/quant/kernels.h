@@ -1,0 +1,47 @@
+#pragma once
+// The per-ISA kernel tables behind qmatmul. Each ISA level lives in its own source file compiled
+// for its target; this header holds only declarations, so nothing inline is shared between files
+// compiled for different targets (the linker could otherwise keep an AVX2 copy of a shared inline
+// function and run it on a CPU without AVX2).
+//
+// The bits every level computes (the "lane convention"): for output y[t][r], for each weight block
+// b in order, the integer products of the block are summed into 4 lanes, element e of the block
+// going to lane (e % 16) / 4 (what SSSE3's maddubs + madd produce on 16-byte chunks); integer
+// offset corrections (Q4_0's -8, Q5_0's -16, Q3_K's -4, Q6_K's -32, times the activation sums) are
+// subtracted from lane 0. Then acc[k] = acc[k] + float(L[k]) * (d_w * d_x) for k = 0..3, and a
+// separate float macc collects the min terms (Q4_1/Q5_1: m_w * s_x; Q2_K/Q4_K/Q5_K:
+// float(-sum of min * bsum) * (dmin_w * d_x)). Finally y = ((acc0 + acc1) + (acc2 + acc3)) + macc.
+// Integer sums are exact, so any ISA computing them gives the same lanes; the float operations are
+// the same sequence everywhere (the library is compiled with -ffp-contract=off so no level fuses
+// a multiply-add the others do not).
+#include <cstddef>
+#include <cstdint>
+
+namespace vks::cpuq {
+
+// y[t * y_stride + r] = W[r] · x[t] for r < n_rows, t < n_tokens. w: row 0's blocks, w_stride bytes
+// per row; act: token t's quantized activations at act + t * act_stride bytes; n_blocks: blocks
+// per row.
+using GemmFn = void (*)(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                        size_t n_tokens, size_t n_blocks, float* y, size_t y_stride);
+
+// Indexed by ggml type id; null where the level has no kernel of its own.
+inline constexpr size_t kMaxTypeId = 64;
+struct KernelTable {
+  GemmFn gemm[kMaxTypeId] = {};
+};
+
+// Each level sets the entries it implements (kernels_scalar.cpp, kernels_avx.cpp, kernels_avx2.cpp).
+void add_scalar_kernels(KernelTable& table);
+void add_avx_kernels(KernelTable& table);
+void add_avx2_kernels(KernelTable& table);
+
+// The fallback for any type with a dequantizer (float weights, and quantized types without an
+// integer kernel): each row chunk dequantized to floats, dotted with float activations in ref::dot's
+// order (8 lanes, element i to lane i % 8, lanes combined pairwise, then the cols % 8 tail).
+using DequantizeFn = void (*)(const uint8_t* src, float* dst, uint64_t n_blocks);
+void gemm_dequantized(DequantizeFn dequantize, uint32_t block_size, uint32_t block_bytes, const uint8_t* w,
+                      size_t w_stride, size_t n_rows, const float* x, size_t n_cols, size_t n_tokens, float* y,
+                      size_t y_stride);
+
+}  // namespace vks::cpuq

@@ -1,0 +1,51 @@
+#pragma once
+// Quantized matrix products for the CPU backend: weights stay in their GGUF blocks, activations are
+// quantized per block (act_quant.h) and each block's products are integer dot products (SSSE3/AVX
+// maddubs, AVX2), chosen at run time by CPU features (isa.h).
+//
+// Batch invariance: y[t][r] depends only on W[r] and x[t], never on n_tokens, the thread count or
+// the ISA level (the lane convention of kernels.h). Prefill runs the same per-token arithmetic
+// with each weight block loaded once for several tokens.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/cpu/quant/isa.h"
+#include "engine/model/llama_model.h"
+
+namespace vks {
+class ThreadPool;
+}
+
+namespace vks::cpuq {
+
+// ref::matmul's contract: y[t][r] = W[r] · x[t]; W is [rows, cols] in its GGUF type, x is
+// [n_tokens, cols], y is [n_tokens, rows]. Rows are spread over the pool's threads (pool may be
+// null: single-threaded). Quantized types with an integer kernel (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// Q2_K..Q6_K) use it; every other type with a dequantizer (F32, F16, BF16, and any type added to
+// the table later) is dequantized chunk by chunk and dotted in floats in ref::dot's order. Throws
+// vks::Error for a type without a dequantizer or cols not a multiple of its block size.
+void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool);
+// The same at a given ISA level (tests and benches compare levels); a level above detected_isa()
+// is lowered to it.
+void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool, CpuIsa isa);
+
+// The quantized activations of one call, kept between calls so that none allocates once the
+// largest batch has been seen. The overloads without one use a buffer per calling thread.
+class QmatmulScratch {
+ public:
+  uint8_t* reserve(size_t bytes);  // 64-byte aligned, grown as needed, contents unspecified
+
+ private:
+  struct alignas(64) Line {
+    unsigned char bytes[64];
+  };
+  std::vector<Line> lines_;
+};
+void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool, CpuIsa isa,
+             QmatmulScratch& scratch);
+
+// Whether type has an integer kernel at the given level (false: the float fallback runs).
+bool has_integer_kernel(GgmlType type, CpuIsa isa);
+
+}  // namespace vks::cpuq

@@ -1,0 +1,269 @@
+// qmatmul (engine/cpu/quant) against the float reference, and its batch invariance: the same bits
+// for a token whatever the batch, the thread count and the ISA level.
+#include "engine/cpu/quant/qmatmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/common/thread_pool.h"
+#include "engine/cpu/reference_ops.h"
+#include "engine/gguf/ggml_type.h"
+
+namespace vks::cpuq {
+namespace {
+
+// A weight matrix in its GGUF type, made by quantizing random floats (or floats of one magnitude).
+struct Matrix {
+  GgmlType type;
+  size_t rows, cols;
+  std::vector<uint8_t> bytes;
+  TensorRef ref() const {
+    TensorRef t;
+    t.name = "w";
+    t.type = type;
+    t.rows = rows;
+    t.cols = cols;
+    t.data = bytes.data();
+    t.nbytes = bytes.size();
+    return t;
+  }
+};
+
+enum class Fill { kRandom, kExtreme };
+
+Matrix make_matrix(GgmlType type, size_t rows, size_t cols, Fill fill, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Matrix m{type, rows, cols, std::vector<uint8_t>(rows * ggml_row_size(type, cols))};
+  std::vector<float> row(cols);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < cols; ++c) {
+      // Extreme: every weight at the largest magnitude, the sign flipping per row, so the integer
+      // sums reach their bounds (no i16 pair may saturate).
+      row[c] = fill == Fill::kRandom ? normal(rng) * (1.0f + static_cast<float>(c % 7)) : (r % 2 ? 3.0f : -3.0f);
+    }
+    quantize_row(type, row.data(), m.bytes.data() + r * ggml_row_size(type, cols), cols);
+  }
+  return m;
+}
+
+std::vector<float> make_activations(size_t n_tokens, size_t cols, Fill fill, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(n_tokens * cols);
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (fill == Fill::kExtreme) {
+      x[i] = 2.0f;  // every activation quantizes to 127
+    } else {
+      // Some blocks all zero (scale 0), some values exact ties of the quantizer, the rest normal.
+      const size_t c = i % cols;
+      x[i] = (c / 32) % 5 == 3 ? 0.0f : normal(rng);
+      if (c % 11 == 0) x[i] = 0.5f;
+    }
+  }
+  return x;
+}
+
+bool uses_quantized_activations(GgmlType t) {
+  return t != GgmlType::kF32 && t != GgmlType::kF16 && t != GgmlType::kBF16;
+}
+
+uint32_t activation_block(GgmlType t) {
+  const uint32_t bs = ggml_type_traits(t)->block_size;
+  return bs == 256 ? 256 : 32;
+}
+
+// The activations as qmatmul quantizes them (act_quant.h): per block d = amax / 127 and
+// q = nearest integer (ties to even) of x * (127 / amax); back as d * q.
+std::vector<double> quantized_activations(GgmlType t, const float* x, size_t cols) {
+  std::vector<double> out(x, x + cols);
+  if (!uses_quantized_activations(t)) return out;
+  const uint32_t ab = activation_block(t);
+  for (size_t b = 0; b < cols; b += ab) {
+    float amax = 0;
+    for (size_t e = b; e < b + ab; ++e) amax = std::max(amax, std::fabs(x[e]));
+    const float d = amax / 127.0f;
+    const float id = amax != 0 ? 127.0f / amax : 0.0f;
+    for (size_t e = b; e < b + ab; ++e) out[e] = static_cast<double>(d) * std::nearbyint(x[e] * id);
+  }
+  return out;
+}
+
+// Every supported type, with a column count of several blocks and rows that fill neither a work
+// item (16 rows) nor a token tile (4).
+struct Case {
+  GgmlType type;
+  size_t cols;
+};
+std::vector<Case> all_cases() {
+  std::vector<Case> out;
+  for (GgmlType t : supported_ggml_types()) {
+    const uint32_t bs = ggml_type_traits(t)->block_size;
+    out.push_back({t, bs == 1 ? 101 : bs * 3});  // 101: float types with ref::dot's sequential tail
+  }
+  return out;
+}
+constexpr size_t kRows = 37;
+
+std::string label(GgmlType t) { return std::string(ggml_type_name(t)); }
+
+// The float reference: the dequantized row dotted in double. Quantized activations err by at most
+// half a quantization step per element (step = block amax / 127), so |y - ref| is bounded by
+// sum |w_e| * step_e / 2; the float accumulation adds a relative error far below 1e-4 of sum |w_e x_e|.
+TEST(Qmatmul, EveryTypeMatchesTheFloatReference) {
+  for (CpuIsa isa : runnable_isas()) {
+    for (const Case& c : all_cases()) {
+      for (Fill fill : {Fill::kRandom, Fill::kExtreme}) {
+        SCOPED_TRACE(std::string(isa_name(isa)));
+        const Matrix m = make_matrix(c.type, kRows, c.cols, fill, 11);
+        const size_t n_tokens = 5;
+        const std::vector<float> x = make_activations(n_tokens, c.cols, fill, 12);
+        std::vector<float> y(n_tokens * kRows);
+        qmatmul(m.ref(), x.data(), n_tokens, y.data(), nullptr, isa);
+        std::vector<float> w(c.cols);
+        double err2 = 0, ref2 = 0;
+        for (size_t r = 0; r < kRows; ++r) {
+          dequantize_row(c.type, m.bytes.data() + r * ggml_row_size(c.type, c.cols), w.data(), c.cols);
+          for (size_t t = 0; t < n_tokens; ++t) {
+            const float* xt = x.data() + t * c.cols;
+            double want = 0, abs_sum = 0, bound = 0;
+            const uint32_t ab = activation_block(c.type);
+            for (size_t b = 0; b < c.cols; b += ab) {
+              double amax = 0;
+              for (size_t e = b; e < b + ab && e < c.cols; ++e) amax = std::max(amax, std::fabs(static_cast<double>(xt[e])));
+              for (size_t e = b; e < b + ab && e < c.cols; ++e) {
+                want += static_cast<double>(w[e]) * xt[e];
+                abs_sum += std::fabs(static_cast<double>(w[e]) * xt[e]);
+                if (uses_quantized_activations(c.type)) bound += std::fabs(static_cast<double>(w[e])) * amax / 127.0 / 2.0;
+              }
+            }
+            bound = bound * 1.001 + 1e-4 * abs_sum + 1e-6;
+            const double got = y[t * kRows + r];
+            ASSERT_LE(std::fabs(got - want), bound) << label(c.type) << " row " << r << " token " << t;
+            // Tighter: against the activations quantized as act_quant.h specifies, only float rounding
+            // remains (relative to the weights' magnitudes, as K-quant mins cancel in the weights).
+            const std::vector<double> xq = quantized_activations(c.type, xt, c.cols);
+            double want_q = 0, scale = 0, w_max = 0;
+            for (size_t e = 0; e < c.cols; ++e) w_max = std::max(w_max, std::fabs(static_cast<double>(w[e])));
+            for (size_t e = 0; e < c.cols; ++e) {
+              want_q += static_cast<double>(w[e]) * xq[e];
+              scale += (std::fabs(static_cast<double>(w[e])) + w_max) * std::fabs(xq[e]);
+            }
+            ASSERT_LE(std::fabs(got - want_q), 1e-5 * scale + 1e-7) << label(c.type) << " row " << r << " token " << t;
+            err2 += (got - want) * (got - want);
+            ref2 += want * want;
+          }
+        }
+        // And overall the error is what 8-bit activations give, a few tenths of a percent.
+        EXPECT_LT(std::sqrt(err2 / ref2), 0.02) << label(c.type);
+      }
+    }
+  }
+}
+
+// Float weights take the dequantize-and-dot path in ref::dot's order: ref::matmul's exact bits.
+TEST(Qmatmul, FloatTypesEqualRefMatmul) {
+  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
+    for (size_t cols : {7u, 101u, 300u}) {
+      const Matrix m = make_matrix(t, kRows, cols, Fill::kRandom, 3);
+      const std::vector<float> x = make_activations(6, cols, Fill::kRandom, 4);
+      std::vector<float> got(6 * kRows), want(6 * kRows);
+      qmatmul(m.ref(), x.data(), 6, got.data(), nullptr);
+      ref::matmul(m.ref(), x.data(), 6, want.data(), nullptr);
+      ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << label(t) << " cols " << cols;
+    }
+  }
+}
+
+// y[t] for a token is the same bits alone, in any batch, at any position in the batch and with any
+// thread count.
+TEST(Qmatmul, BitIdenticalAcrossBatchesAndThreads) {
+  ThreadPool pool2(2);
+  ThreadPool pool3(3);
+  constexpr size_t kTokens = 70;  // more than one token chunk (64) of qmatmul's work items
+  for (const Case& c : all_cases()) {
+    const Matrix m = make_matrix(c.type, kRows, c.cols, Fill::kRandom, 5);
+    const std::vector<float> x = make_activations(kTokens, c.cols, Fill::kRandom, 6);
+    std::vector<float> all(kTokens * kRows);
+    qmatmul(m.ref(), x.data(), kTokens, all.data(), nullptr);
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+      for (size_t n : {1u, 2u, 3u, 7u, 16u, 33u, 70u}) {
+        for (size_t first : {size_t{0}, kTokens - n}) {
+          std::vector<float> part(n * kRows);
+          qmatmul(m.ref(), x.data() + first * c.cols, n, part.data(), pool);
+          ASSERT_EQ(0, std::memcmp(part.data(), all.data() + first * kRows, part.size() * sizeof(float)))
+              << label(c.type) << " n_tokens " << n << " first " << first << " threads "
+              << (pool ? pool->size() : 1);
+        }
+      }
+    }
+  }
+}
+
+// Every ISA level this CPU executes gives the scalar level's bits (VKSTREAM_CPU_ISA forces the
+// level for the whole process; here each level is asked for directly).
+TEST(Qmatmul, EveryIsaLevelGivesTheSameBits) {
+  const std::vector<CpuIsa> levels = runnable_isas();
+  ASSERT_EQ(levels.front(), CpuIsa::kScalar);
+  for (const Case& c : all_cases()) {
+    for (Fill fill : {Fill::kRandom, Fill::kExtreme}) {
+      const Matrix m = make_matrix(c.type, kRows, c.cols, fill, 8);
+      const size_t n_tokens = 7;  // a tile of 4 and one of 3
+      const std::vector<float> x = make_activations(n_tokens, c.cols, fill, 9);
+      std::vector<float> scalar(n_tokens * kRows);
+      qmatmul(m.ref(), x.data(), n_tokens, scalar.data(), nullptr, CpuIsa::kScalar);
+      for (CpuIsa isa : levels) {
+        std::vector<float> y(n_tokens * kRows);
+        qmatmul(m.ref(), x.data(), n_tokens, y.data(), nullptr, isa);
+        ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
+            << label(c.type) << " at " << isa_name(isa);
+      }
+    }
+  }
+}
+
+TEST(Qmatmul, IntegerKernelsAtEveryLevelForQuantizedTypes) {
+  for (CpuIsa isa : runnable_isas()) {
+    for (GgmlType t : supported_ggml_types()) {
+      EXPECT_EQ(has_integer_kernel(t, isa), uses_quantized_activations(t)) << label(t) << " " << isa_name(isa);
+    }
+  }
+}
+
+TEST(Qmatmul, IsaNames) {
+  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx, CpuIsa::kAvx2}) EXPECT_EQ(isa_from_name(isa_name(isa)), isa);
+  EXPECT_FALSE(isa_from_name("sse9"));
+  // The active level is one the CPU executes.
+  EXPECT_LE(static_cast<int>(active_isa()), static_cast<int>(detected_isa()));
+}
+
+// A caller's own scratch gives the same bits, and a smaller batch reuses it without reallocating.
+TEST(Qmatmul, CallerScratchIsReused) {
+  QmatmulScratch scratch;
+  const Matrix m = make_matrix(GgmlType::kQ4_K, kRows, 512, Fill::kRandom, 21);
+  const std::vector<float> x = make_activations(9, 512, Fill::kRandom, 22);
+  std::vector<float> want(9 * kRows), got(9 * kRows);
+  qmatmul(m.ref(), x.data(), 9, want.data(), nullptr);
+  qmatmul(m.ref(), x.data(), 9, got.data(), nullptr, active_isa(), scratch);
+  ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+  const uint8_t* buffer = scratch.reserve(1);
+  qmatmul(m.ref(), x.data(), 2, got.data(), nullptr, active_isa(), scratch);
+  EXPECT_EQ(scratch.reserve(1), buffer);
+  ASSERT_EQ(0, std::memcmp(got.data(), want.data(), 2 * kRows * sizeof(float)));
+}
+
+TEST(Qmatmul, RejectsPartialBlocks) {
+  const Matrix m = make_matrix(GgmlType::kQ4_0, 2, 64, Fill::kRandom, 1);
+  TensorRef t = m.ref();
+  t.cols = 48;
+  std::vector<float> x(48), y(2);
+  EXPECT_THROW(qmatmul(t, x.data(), 1, y.data(), nullptr), Error);
+}
+
+}  // namespace
+}  // namespace vks::cpuq
