@@ -14,11 +14,11 @@ std::vector<float> optional_vector(const std::optional<TensorRef>& t) {
 
 // y = down(silu(gate x) * up x) for n tokens (x: [n, dim] -> y: [n, dim]), through a.gate and a.up.
 void swiglu_ffn(const TensorRef& gate, const TensorRef& up, const TensorRef& down, const float* x, size_t n,
-                float* y, CpuActivations& a, ThreadPool* pool) {
-  ref::matmul(gate, x, n, a.gate.data(), pool);
-  ref::matmul(up, x, n, a.up.data(), pool);
+                float* y, CpuActivations& a, ThreadPool* pool, MatmulFn matmul) {
+  matmul(gate, x, n, a.gate.data(), pool);
+  matmul(up, x, n, a.up.data(), pool);
   ref::swiglu(a.gate.data(), a.gate.data(), a.up.data(), n * gate.rows);
-  ref::matmul(down, a.gate.data(), n, y, pool);
+  matmul(down, a.gate.data(), n, y, pool);
 }
 
 // The expert block over the normed inputs a.xb: each token runs the experts its router picks, and
@@ -26,9 +26,9 @@ void swiglu_ffn(const TensorRef& gate, const TensorRef& up, const TensorRef& dow
 // Tokens are grouped by expert, so each expert's rows are read once per step; a token's values do
 // not depend on which other tokens share its experts.
 void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& layer, CpuActivations& a,
-                ThreadPool* pool) {
+                ThreadPool* pool, MatmulFn matmul) {
   const size_t n = a.n_tokens, dim = c.dim, k = ffn.n_used;
-  ref::matmul(*layer.router, a.xb.data(), n, a.router_logits.data(), pool);
+  matmul(*layer.router, a.xb.data(), n, a.router_logits.data(), pool);
   for (size_t t = 0; t < n; ++t) {
     route_experts(&a.router_logits[t * ffn.n_experts], ffn, &a.expert_ids[t * k], &a.expert_weights[t * k]);
   }
@@ -43,7 +43,7 @@ void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& la
       std::copy_n(&a.xb[(choices[j] / k) * dim], dim, &a.expert_in[j * dim]);
     }
     swiglu_ffn(expert_matrix(layer.w_gate, e, ffn.hidden), expert_matrix(layer.w_up, e, ffn.hidden),
-               expert_matrix(layer.w_down, e, dim), a.expert_in.data(), choices.size(), a.proj.data(), a, pool);
+               expert_matrix(layer.w_down, e, dim), a.expert_in.data(), choices.size(), a.proj.data(), a, pool, matmul);
     for (size_t j = 0; j < choices.size(); ++j) std::copy_n(&a.proj[j * dim], dim, &a.expert_out[choices[j] * dim]);
   }
   for (size_t t = 0; t < n; ++t) {
@@ -103,7 +103,7 @@ void cpu_embed(const LlamaModel& model, const int32_t* tokens, CpuActivations& a
 }
 
 void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, const int32_t* positions,
-               CpuActivations& a, LayerKv& kv, ThreadPool* pool) {
+               CpuActivations& a, LayerKv& kv, ThreadPool* pool, MatmulFn matmul) {
   const LlamaConfig& c = model.config();
   const LayerWeights& layer = model.weights().layers[l];
   const CpuLayerVectors& lv = vec.layers[l];
@@ -115,9 +115,9 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
   // Attention RMSNorm.
   for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.xb[t * dim], &a.x[t * dim], lv.attn_norm.data(), dim, c.norm_eps);
   // Q, K, V projections.
-  ref::matmul(layer.wq, a.xb.data(), n, a.q.data(), pool);
-  ref::matmul(layer.wk, a.xb.data(), n, a.k.data(), pool);
-  ref::matmul(layer.wv, a.xb.data(), n, a.v.data(), pool);
+  matmul(layer.wq, a.xb.data(), n, a.q.data(), pool);
+  matmul(layer.wk, a.xb.data(), n, a.k.data(), pool);
+  matmul(layer.wv, a.xb.data(), n, a.v.data(), pool);
   for (size_t t = 0; t < n; ++t) {
     float* q = &a.q[t * q_dim];
     float* k = &a.k[t * kv_dim];
@@ -140,7 +140,7 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
     for (size_t t = 0; t < n; ++t) attend(t);
   }
   // Output projection and residual.
-  ref::matmul(layer.wo, a.att.data(), n, a.proj.data(), pool);
+  matmul(layer.wo, a.att.data(), n, a.proj.data(), pool);
   for (size_t i = 0; i < n * dim; ++i) a.x[i] += a.proj[i];
 
   // FFN RMSNorm, then the feed-forward block w_down(silu(w_gate x) * w_up x): one dense block, or
@@ -148,22 +148,22 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
   for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.xb[t * dim], &a.x[t * dim], lv.ffn_norm.data(), dim, c.norm_eps);
   const FfnSpec& ffn = c.layers[l].ffn;
   if (ffn.routed()) {
-    expert_ffn(c, ffn, layer, a, pool);
+    expert_ffn(c, ffn, layer, a, pool, matmul);
   } else {
-    swiglu_ffn(layer.w_gate, layer.w_up, layer.w_down, a.xb.data(), n, a.proj.data(), a, pool);
+    swiglu_ffn(layer.w_gate, layer.w_up, layer.w_down, a.xb.data(), n, a.proj.data(), a, pool, matmul);
     for (size_t i = 0; i < n * dim; ++i) a.x[i] += a.proj[i];
   }
 }
 
 void cpu_logits(const LlamaModel& model, const CpuModelVectors& vec, const CpuActivations& a, const size_t* rows,
-                size_t n_rows, float* logits, ThreadPool* pool) {
+                size_t n_rows, float* logits, ThreadPool* pool, MatmulFn matmul) {
   const LlamaConfig& c = model.config();
   const size_t dim = c.dim;
   std::vector<float> last(n_rows * dim);  // [n_rows, dim] normalized final states
   for (size_t o = 0; o < n_rows; ++o) {
     ref::rmsnorm(&last[o * dim], &a.x[rows[o] * dim], vec.output_norm.data(), dim, c.norm_eps);
   }
-  ref::matmul(model.weights().output, last.data(), n_rows, logits, pool);
+  matmul(model.weights().output, last.data(), n_rows, logits, pool);
 }
 
 }  // namespace vks

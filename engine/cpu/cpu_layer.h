@@ -69,13 +69,17 @@ class LayerKv {
 // a.x[t] = the embedding of tokens[t] (ids already validated).
 void cpu_embed(const LlamaModel& model, const int32_t* tokens, CpuActivations& a);
 
+// The weight products of a forward pass (ref::matmul's contract): the float reference for the
+// oracle (CpuModel), the quantized integer kernels (cpuq::qmatmul) for the serving runner.
+using MatmulFn = void (*)(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool);
+
 // Runs layer l over every token of a (positions[t] is token t's position), updating a.x.
 void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, const int32_t* positions,
-               CpuActivations& a, LayerKv& kv, ThreadPool* pool);
+               CpuActivations& a, LayerKv& kv, ThreadPool* pool, MatmulFn matmul);
 
 // Final norm and logits of the tokens rows[0..n_rows): logits [n_rows, vocab]. The output matrix is
 // dequantized once for all of them.
 void cpu_logits(const LlamaModel& model, const CpuModelVectors& vec, const CpuActivations& a, const size_t* rows,
-                size_t n_rows, float* logits, ThreadPool* pool);
+                size_t n_rows, float* logits, ThreadPool* pool, MatmulFn matmul);
 
 }  // namespace vks

@@ -65,10 +65,10 @@ const std::vector<float>& CpuModel::forward(int32_t token, int32_t pos) {
   cpu_embed(model_, &token, acts_);
   for (size_t l = 0; l < c.n_layers; ++l) {
     ContiguousKv kv(c, key_cache_[l].data(), value_cache_[l].data(), pos);
-    cpu_layer(model_, *vectors_, l, &pos, acts_, kv, &pool_);
+    cpu_layer(model_, *vectors_, l, &pos, acts_, kv, &pool_, &ref::matmul);
   }
   const size_t row = 0;
-  cpu_logits(model_, *vectors_, acts_, &row, 1, logits_.data(), &pool_);
+  cpu_logits(model_, *vectors_, acts_, &row, 1, logits_.data(), &pool_, &ref::matmul);
   n_cached_ = pos + 1;
   return logits_;
 }

@@ -5,10 +5,16 @@
 
 #include "engine/common/error.h"
 #include "engine/cpu/cpu_model.h"
+#include "engine/cpu/quant/qmatmul.h"
 #include "engine/cpu/reference_ops.h"
 
 namespace vks {
 namespace {
+
+// Serving runs the integer kernels (activations quantized per block, as llama.cpp); F32/F16/BF16
+// weights give ref::matmul's bits there too.
+constexpr MatmulFn kQuantizedMatmul =
+    static_cast<void (*)(const TensorRef&, const float*, size_t, float*, ThreadPool*)>(&cpuq::qmatmul);
 
 [[noreturn]] void bad_batch(const std::string& what) {
   throw Error(ErrorCode::kInvalidArgument, "invalid step batch: " + what);
@@ -136,7 +142,7 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
   cpu_embed(model_, batch.tokens.data(), acts);
   for (size_t l = 0; l < c.n_layers; ++l) {
     PagedKv kv(c, batch, seq_of, static_cast<size_t>(options_.block_size), key_pool_[l].data(), value_pool_[l].data());
-    cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_);
+    cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
   }
 
   // Logits only for the last token of each sequence that wants output, in one matmul.
@@ -149,7 +155,7 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
   }
   const size_t vocab = c.vocab_size;
   std::vector<float> logits(outputs.size() * vocab);  // [n_outputs, vocab]
-  cpu_logits(model_, *vectors_, acts, rows.data(), rows.size(), logits.data(), &pool_);
+  cpu_logits(model_, *vectors_, acts, rows.data(), rows.size(), logits.data(), &pool_, kQuantizedMatmul);
 
   out.argmax.assign(batch.seqs.size(), -1);
   out.logits.clear();

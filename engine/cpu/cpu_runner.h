@@ -1,10 +1,11 @@
 #pragma once
-// vks::ModelRunner on the CPU: the fallback backend when no Vulkan device exists, and the
-// reference for the Vulkan runner's batched, paged forward pass. A step runs layer by layer over
-// all its tokens (each weight row dequantized once per step), but every value of a token comes
-// from the reference ops' fixed-order reductions over that token's own inputs and its sequence's
-// cached positions 0..pos, so a sequence's results are bit-identical whatever else is in the
-// batch and however its prompt was chunked. One step at a time (the engine thread).
+// vks::ModelRunner on the CPU: the backend of machines without a GPU. A step runs layer by layer
+// over all its tokens with the quantized integer kernels (engine/cpu/quant: activations quantized
+// per block as llama.cpp does, float weights as the reference computes them); every value of a
+// token comes from fixed-order reductions over that token's own inputs and its sequence's cached
+// positions 0..pos, so a sequence's results are bit-identical whatever else is in the batch and
+// however its prompt was chunked. CpuModel keeps the float reference as the tests' oracle. One
+// step at a time (the engine thread).
 #include <cstdint>
 #include <string>
 #include <vector>

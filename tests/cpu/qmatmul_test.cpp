@@ -69,8 +69,15 @@ std::vector<float> make_activations(size_t n_tokens, size_t cols, Fill fill, uin
   return x;
 }
 
+// The types with integer kernels; the others (F32, F16, BF16, MXFP4 for now) take the float fallback.
 bool uses_quantized_activations(GgmlType t) {
-  return t != GgmlType::kF32 && t != GgmlType::kF16 && t != GgmlType::kBF16;
+  switch (t) {
+    case GgmlType::kQ4_0: case GgmlType::kQ4_1: case GgmlType::kQ5_0: case GgmlType::kQ5_1: case GgmlType::kQ8_0:
+    case GgmlType::kQ2_K: case GgmlType::kQ3_K: case GgmlType::kQ4_K: case GgmlType::kQ5_K: case GgmlType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
 }
 
 uint32_t activation_block(GgmlType t) {
