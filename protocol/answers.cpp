@@ -40,6 +40,8 @@ std::string pack_model(const ModelInfo& m) {
   w.i64("vocab_size", m.vocab_size).i64("context_length", m.context_length).i64("dim", m.dim);
   w.i64("n_layers", m.n_layers).i64("n_heads", m.n_heads).i64("n_kv_heads", m.n_kv_heads);
   w.i64("head_dim", m.head_dim).i64("hidden_dim", m.hidden_dim);
+  w.i64("parameters", m.parameters).i64("active_parameters", m.active_parameters);
+  w.i64("n_experts", m.n_experts).i64("n_experts_used", m.n_experts_used).i64("expert_hidden_dim", m.expert_hidden_dim);
   w.i64("bos", m.bos).i64("eos", m.eos).boolean("add_bos", m.add_bos).str("device", m.device);
   return w.finish();
 }

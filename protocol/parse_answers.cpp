@@ -190,6 +190,11 @@ bool read_model(const msgpack::object& map, ModelInfo& m, MapReader& outer) {
                   r.get_i32("n_kv_heads", m.n_kv_heads, false, 0, kI32Max) &&
                   r.get_i32("head_dim", m.head_dim, false, 0, kI32Max) &&
                   r.get_i32("hidden_dim", m.hidden_dim, false, 0, kI32Max) &&
+                  r.get_int("parameters", m.parameters, false, 0, std::numeric_limits<int64_t>::max()) &&
+                  r.get_int("active_parameters", m.active_parameters, false, 0, std::numeric_limits<int64_t>::max()) &&
+                  r.get_i32("n_experts", m.n_experts, false, 0, kI32Max) &&
+                  r.get_i32("n_experts_used", m.n_experts_used, false, 0, kI32Max) &&
+                  r.get_i32("expert_hidden_dim", m.expert_hidden_dim, false, 0, kI32Max) &&
                   r.get_i32("bos", m.bos, false, -1, kI32Max) && r.get_i32("eos", m.eos, false, -1, kI32Max) &&
                   r.get_bool("add_bos", m.add_bos, false) && r.get_string("device", m.device, false, SIZE_MAX);
   if (!ok) outer.fail_from(r);

@@ -57,6 +57,13 @@ struct ModelInfo {
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;
   int32_t hidden_dim = 0;
+  // Weight-matrix parameters (a tied output counted once) and those one token uses; the experts
+  // of a mixture-of-experts model (0 for a dense one), how many each token runs and their rows.
+  int64_t parameters = 0;
+  int64_t active_parameters = 0;
+  int32_t n_experts = 0;
+  int32_t n_experts_used = 0;
+  int32_t expert_hidden_dim = 0;
   TokenId bos = -1;
   TokenId eos = -1;
   bool add_bos = true;

@@ -191,6 +191,12 @@ proto::ModelInfo model_info_from(const LlamaConfig& c, const Tokenizer* tokenize
   m.n_kv_heads = static_cast<int32_t>(c.n_kv_heads);
   m.head_dim = static_cast<int32_t>(c.head_dim);
   m.hidden_dim = static_cast<int32_t>(c.hidden_dim);
+  const ParameterCounts params = count_parameters(c);
+  m.parameters = static_cast<int64_t>(params.total);
+  m.active_parameters = static_cast<int64_t>(params.active);
+  m.n_experts = static_cast<int32_t>(c.n_experts);
+  m.n_experts_used = static_cast<int32_t>(c.n_experts_used);
+  m.expert_hidden_dim = static_cast<int32_t>(c.expert_hidden_dim);
   if (tokenizer) {
     m.bos = tokenizer->bos();
     m.eos = tokenizer->eos();

@@ -21,7 +21,23 @@ struct ModelSummary {
   std::string type = "?";  // gguf::model_quantization: "Q4_K_M", "F32", ... ("none" without matrices)
   bool runnable = false;
   std::string why_not;
+  ParameterCounts params;    // of a runnable model
+  uint32_t n_experts = 0;    // mixture of experts: experts per layer and per token (0: dense)
+  uint32_t n_experts_used = 0;
 };
+
+// "1.1B", "30.5B (3.4B active, 8 of 128 experts)".
+std::string parameters_text(const ModelSummary& s) {
+  auto scaled = [](uint64_t n) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), n >= 1'000'000'000 ? "%.1fB" : "%.0fM", n >= 1'000'000'000 ? n / 1e9 : n / 1e6);
+    return std::string(buf);
+  };
+  if (!s.runnable) return "-";
+  if (s.n_experts <= 1) return scaled(s.params.total);
+  return scaled(s.params.total) + " (" + scaled(s.params.active) + " active, " + std::to_string(s.n_experts_used) +
+         " of " + std::to_string(s.n_experts) + " experts)";
+}
 
 std::string metadata_string(const gguf::GgufFile& file, const char* key) {
   for (const gguf::KeyValue& kv : file.metadata()) {
@@ -40,6 +56,9 @@ ModelSummary summarize(const std::string& path) {
     try {
       const auto model = LlamaModel::from_file(std::move(file));
       s.runnable = true;
+      s.params = count_parameters(model->config());
+      s.n_experts = model->config().n_experts;
+      s.n_experts_used = model->config().n_experts_used;
     } catch (const Error& e) {
       s.why_not = e.what();
     }
@@ -63,6 +82,12 @@ int run_models(bool json) {
                                  {"type", vkstream::Value(s.type)},
                                  {"runnable", vkstream::Value(s.runnable)}};
       if (!s.runnable) entry.emplace_back("reason", vkstream::Value(s.why_not));
+      if (s.runnable) {
+        entry.emplace_back("parameters", vkstream::Value(static_cast<int64_t>(s.params.total)));
+        entry.emplace_back("active_parameters", vkstream::Value(static_cast<int64_t>(s.params.active)));
+        entry.emplace_back("experts", vkstream::Value(static_cast<int64_t>(s.n_experts)));
+        entry.emplace_back("experts_used", vkstream::Value(static_cast<int64_t>(s.n_experts_used)));
+      }
       arr.emplace_back(std::move(entry));
     }
     std::cout << vkstream::Value(std::move(arr)).to_json() << '\n';
@@ -72,11 +97,12 @@ int run_models(bool json) {
     std::cout << "no models in " << dir << " (get one with: vkstream pull OWNER/REPO[:QUANT] or URL)\n";
     return kExitOk;
   }
-  std::printf("%-56s %10s  %-8s %-6s %s\n", "NAME", "SIZE", "ARCH", "TYPE", "RUNNABLE");
+  std::printf("%-56s %10s  %-8s %-6s %-34s %s\n", "NAME", "SIZE", "ARCH", "TYPE", "PARAMETERS", "RUNNABLE");
   for (const CachedModel& m : models) {
     const ModelSummary s = summarize(m.path);
-    std::printf("%-56s %10s  %-8s %-6s %s\n", m.name.c_str(), human_size(m.size_bytes).c_str(), s.architecture.c_str(),
-                s.type.c_str(), s.runnable ? "yes" : ("no: " + s.why_not).c_str());
+    std::printf("%-56s %10s  %-8s %-6s %-34s %s\n", m.name.c_str(), human_size(m.size_bytes).c_str(),
+                s.architecture.c_str(), s.type.c_str(), parameters_text(s).c_str(),
+                s.runnable ? "yes" : ("no: " + s.why_not).c_str());
   }
   std::printf("(in %s; serve one with: vkstreamd --model NAME)\n", dir.c_str());
   return kExitOk;

@@ -51,4 +51,12 @@ struct LlamaConfig {
   static LlamaConfig from_gguf(const gguf::GgufFile& file);
 };
 
+// Parameters of the weight matrices (embeddings included, a tied output counted once): all of
+// them, and those one token uses (n_used of each layer's experts).
+struct ParameterCounts {
+  uint64_t total = 0;
+  uint64_t active = 0;
+};
+ParameterCounts count_parameters(const LlamaConfig& c);
+
 }  // namespace vks

@@ -279,20 +279,6 @@ std::vector<const TensorRef*> step_matrices(const LlamaWeights& w) {
   return out;
 }
 
-ParameterCounts count_parameters(const LlamaConfig& c) {
-  const uint64_t d = c.dim;
-  const uint64_t embeddings = uint64_t{c.vocab_size} * d * (c.tied_embeddings ? 1 : 2);
-  ParameterCounts n{embeddings, embeddings};
-  for (const LayerSpec& l : c.layers) {
-    const uint64_t attention = d * c.q_dim() * 2 + 2 * d * c.kv_dim();
-    const uint64_t expert = 3 * d * l.ffn.hidden;
-    const uint64_t router = l.ffn.routed() ? d * l.ffn.n_experts : 0;
-    n.total += attention + router + expert * l.ffn.n_experts;
-    n.active += attention + router + expert * l.ffn.n_used;
-  }
-  return n;
-}
-
 uint64_t step_matrix_bytes(const LlamaWeights& w) {
   uint64_t bytes = 0;
   for (const TensorRef* m : step_matrices(w)) bytes += m->nbytes;

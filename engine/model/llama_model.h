@@ -90,14 +90,6 @@ inline TensorRef expert_matrix(const TensorRef& stacked, uint32_t e, uint64_t ro
   return stacked.rows_slice(uint64_t{e} * rows, rows);
 }
 
-// Parameters of the weight matrices (embeddings included, a tied output counted once): all of
-// them, and those one token uses (n_used of each layer's experts).
-struct ParameterCounts {
-  uint64_t total = 0;
-  uint64_t active = 0;
-};
-ParameterCounts count_parameters(const LlamaConfig& c);
-
 // Dequantize one row of a weight into floats (cols values).
 void dequantize_tensor_row(const TensorRef& t, uint64_t row, float* out);
 

@@ -9,11 +9,15 @@ namespace {
 int64_t ns_of_ms(double ms) { return static_cast<int64_t>(ms * 1e6); }
 
 std::string parameter_size(const ModelCatalogue& m) {
-  // Rough count from the shapes: embeddings (the output projection too, unless it is the same
+  // The engine's count (every expert included), or a rough count from the shapes where an older
+  // daemon's model answer has none: embeddings (the output projection too, unless it is the same
   // tensor) + per-layer attention and MLP.
   const double d = m.info.dim;
-  const double params = d * m.info.vocab_size * (m.tied_embeddings ? 1 : 2) +
-                        m.info.n_layers * (d * d * 2 + 2 * d * m.info.n_kv_heads * m.info.head_dim + 3 * d * m.info.hidden_dim);
+  const double params = m.info.parameters > 0
+                            ? static_cast<double>(m.info.parameters)
+                            : d * m.info.vocab_size * (m.tied_embeddings ? 1 : 2) +
+                                  m.info.n_layers * (d * d * 2 + 2 * d * m.info.n_kv_heads * m.info.head_dim +
+                                                     3 * d * m.info.hidden_dim);
   char buf[32];
   if (params >= 1e9) {
     std::snprintf(buf, sizeof(buf), "%.1fB", params / 1e9);
@@ -159,20 +163,27 @@ json ollama_tags(const ModelCatalogue& model) {
 
 json ollama_show(const ModelCatalogue& model) {
   const std::string arch = model.info.architecture;
+  json info = {{"general.architecture", arch},
+               {"general.name", model.id},
+               {"general.parameter_count", model.info.parameters},
+               {arch + ".context_length", model.info.context_length},
+               {arch + ".embedding_length", model.info.dim},
+               {arch + ".block_count", model.info.n_layers},
+               {arch + ".attention.head_count", model.info.n_heads},
+               {arch + ".attention.head_count_kv", model.info.n_kv_heads},
+               {arch + ".feed_forward_length", model.info.hidden_dim},
+               {"tokenizer.ggml.vocab_size", model.info.vocab_size}};
+  if (model.info.n_experts > 1) {  // as the GGUF keys name them, and the active count beside
+    info[arch + ".expert_count"] = model.info.n_experts;
+    info[arch + ".expert_used_count"] = model.info.n_experts_used;
+    info[arch + ".expert_feed_forward_length"] = model.info.expert_hidden_dim;
+    info["general.active_parameter_count"] = model.info.active_parameters;
+  }
   return {{"modelfile", ""},
           {"parameters", ""},
           {"template", "{{ .Prompt }}"},
           {"details", ollama_details(model)},
-          {"model_info",
-           {{"general.architecture", arch},
-            {"general.name", model.id},
-            {arch + ".context_length", model.info.context_length},
-            {arch + ".embedding_length", model.info.dim},
-            {arch + ".block_count", model.info.n_layers},
-            {arch + ".attention.head_count", model.info.n_heads},
-            {arch + ".attention.head_count_kv", model.info.n_kv_heads},
-            {arch + ".feed_forward_length", model.info.hidden_dim},
-            {"tokenizer.ggml.vocab_size", model.info.vocab_size}}},
+          {"model_info", info},
           // "tools" when the served template renders tools itself (tool_format.h); the generic
           // tool form works with any template but is not the model's own.
           {"capabilities", model.tool_format.native ? json::array({"completion", "tools"}) : json::array({"completion"})}};

@@ -223,7 +223,19 @@ json openai_completion(const Generation& g, const EngineEvent& finished) {
 }
 
 json openai_model(const ModelCatalogue& model) {
-  return {{"id", model.id}, {"object", "model"}, {"created", model.created_unix}, {"owned_by", "vkstream"}};
+  json m = {{"id", model.id}, {"object", "model"}, {"created", model.created_unix}, {"owned_by", "vkstream"}};
+  // Beyond OpenAI's fields (as llama.cpp's server adds "meta"): the size and the expert layout.
+  json meta = {{"architecture", model.info.architecture},
+               {"parameters", model.info.parameters},
+               {"active_parameters", model.info.active_parameters},
+               {"context_length", model.info.context_length}};
+  if (model.info.n_experts > 1) {
+    meta["experts"] = {{"count", model.info.n_experts},
+                       {"used", model.info.n_experts_used},
+                       {"feed_forward_length", model.info.expert_hidden_dim}};
+  }
+  m["meta"] = std::move(meta);
+  return m;
 }
 
 json openai_models(const ModelCatalogue& model) {

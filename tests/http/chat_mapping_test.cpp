@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/http/ollama_api.h"
+#include "server/http/openai_api.h"
 #include "server/http/ollama_chat.h"
 #include "server/http/openai_chat.h"
 
@@ -411,6 +412,34 @@ TEST(OllamaShow, ParameterSizeAndCapabilities) {
   EXPECT_EQ(ollama_show(m)["capabilities"], nlohmann::json::array({"completion"}));
   m.tool_format.native = true;
   EXPECT_EQ(ollama_show(m)["capabilities"], nlohmann::json::array({"completion", "tools"}));
+}
+
+// A mixture-of-experts model: the engine's parameter count (all experts), the active count and the
+// expert layout under the GGUF key names on /api/show, and in /v1/models' meta.
+TEST(OllamaShow, ExpertLayoutAndActiveParameters) {
+  ModelCatalogue m;
+  m.id = "moe";
+  m.info.architecture = "qwen3moe";
+  m.info.dim = 2048;
+  m.info.vocab_size = 151936;
+  m.info.n_layers = 48;
+  m.info.parameters = 30'532'122'624;
+  m.info.active_parameters = 3'352'965'120;
+  m.info.n_experts = 128;
+  m.info.n_experts_used = 8;
+  m.info.expert_hidden_dim = 768;
+  const nlohmann::json show = ollama_show(m);
+  EXPECT_EQ(show["details"]["parameter_size"], "30.5B");
+  EXPECT_EQ(show["model_info"]["qwen3moe.expert_count"], 128);
+  EXPECT_EQ(show["model_info"]["qwen3moe.expert_used_count"], 8);
+  EXPECT_EQ(show["model_info"]["qwen3moe.expert_feed_forward_length"], 768);
+  EXPECT_EQ(show["model_info"]["general.active_parameter_count"], 3'352'965'120);
+  const nlohmann::json model = openai_model(m);
+  EXPECT_EQ(model["meta"]["experts"]["used"], 8);
+  EXPECT_EQ(model["meta"]["active_parameters"], 3'352'965'120);
+  m.info.n_experts = 0;  // dense: no expert keys
+  EXPECT_FALSE(ollama_show(m)["model_info"].contains("qwen3moe.expert_count"));
+  EXPECT_FALSE(openai_model(m)["meta"].contains("experts"));
 }
 
 }  // namespace

@@ -36,6 +36,11 @@ ModelInfo sample_model() {
   m.n_kv_heads = 4;
   m.head_dim = 8;
   m.hidden_dim = 172;
+  m.parameters = 30'532'122'624;  // past int32: Qwen3-30B-A3B's count
+  m.active_parameters = 3'352'965'120;
+  m.n_experts = 128;
+  m.n_experts_used = 8;
+  m.expert_hidden_dim = 768;
   m.bos = 1;
   m.eos = 2;
   m.add_bos = true;
@@ -54,6 +59,11 @@ void expect_model_eq(const ModelInfo& a, const ModelInfo& b) {
   EXPECT_EQ(a.n_kv_heads, b.n_kv_heads);
   EXPECT_EQ(a.head_dim, b.head_dim);
   EXPECT_EQ(a.hidden_dim, b.hidden_dim);
+  EXPECT_EQ(a.parameters, b.parameters);
+  EXPECT_EQ(a.active_parameters, b.active_parameters);
+  EXPECT_EQ(a.n_experts, b.n_experts);
+  EXPECT_EQ(a.n_experts_used, b.n_experts_used);
+  EXPECT_EQ(a.expert_hidden_dim, b.expert_hidden_dim);
   EXPECT_EQ(a.bos, b.bos);
   EXPECT_EQ(a.eos, b.eos);
   EXPECT_EQ(a.add_bos, b.add_bos);
