@@ -127,9 +127,9 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--retention-max-bytes", o.retention_max_bytes,
                  "memory bound of the retained finished streams")->capture_default_str();
-  CLI::Option* cpu = app.add_flag("--cpu", o.force_cpu, "run on the CPU reference instead of Vulkan");
+  CLI::Option* cpu = app.add_flag("--cpu", o.force_cpu, "run on the CPU backend instead of Vulkan");
   app.add_flag("--vulkan", o.force_vulkan,
-               "run on Vulkan even where the CPU reference is the default (a CPU-type device and a model under 200 MB); "
+               "run on Vulkan even where the CPU backend is the default (a CPU-type Vulkan device such as lavapipe); "
                "fail without a device")
       ->excludes(cpu);
   app.add_flag("--no-cpu-fallback", o.no_cpu_fallback, "fail instead of falling back to the CPU");

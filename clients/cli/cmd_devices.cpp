@@ -43,7 +43,7 @@ int run_devices(bool json) {
     return kExitOk;
   }
   if (devices.empty()) {
-    std::cout << "no Vulkan device found: vkstream runs on the CPU reference (a GPU's Vulkan driver, e.g. "
+    std::cout << "no Vulkan device found: vkstream runs on its CPU backend (a GPU's Vulkan driver, e.g. "
                  "mesa-vulkan-drivers for AMD and Intel, lets it use the GPU)\n";
     return kExitOk;
   }

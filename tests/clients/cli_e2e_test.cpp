@@ -148,7 +148,7 @@ TEST_F(CliE2E, TokenizeStatusFollowAndStats) {
     ASSERT_NE(type, std::string::npos) << r.out;
     const std::string cpu_type = "\"type\":\"cpu\"";
     const bool cpu_device = r.out.compare(type, cpu_type.size(), cpu_type) == 0;
-    EXPECT_NE(r.out.find(cpu_device ? "\"default_backend\":\"by model size: the CPU reference for models under 200 MB"
+    EXPECT_NE(r.out.find(cpu_device ? "\"default_backend\":\"the CPU backend: "
                                     : "\"default_backend\":\"Vulkan"),
               std::string::npos)
         << r.out;

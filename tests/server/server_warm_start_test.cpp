@@ -56,7 +56,7 @@ TEST(ServerWarmStartTest, SecondStartCompilesNothingAndAnswersFast) {
   config.dir = dir.path;
   // Empty MESA_SHADER_CACHE_DIR: the daemon picks the folder itself, as under the systemd units.
   config.env = {"XDG_CACHE_HOME=" + cache_home, "MESA_SHADER_CACHE_DIR="};
-  // stories260K on a CPU device would follow the backend rule to the CPU reference, which compiles
+  // stories260K on a CPU device would follow the backend rule to the CPU backend, which compiles
   // nothing: this test is about Vulkan's caches.
   config.extra_args = {"--vulkan"};
   const fs::path mesa_cache = fs::path(cache_home) / "vkstream" / "mesa_shader_cache";
@@ -72,7 +72,7 @@ TEST(ServerWarmStartTest, SecondStartCompilesNothingAndAnswersFast) {
     DaemonProcess first;
     first.start(config);
     ASSERT_TRUE(first.wait_ready(240)) << first.log();
-    if (first.log().find("CPU reference") != std::string::npos) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device: " << first.log());
+    if (first.log().find("CPU backend") != std::string::npos) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device: " << first.log());
     // The request a user sent last time: its kernels are in the cache from now on.
     ASSERT_GT(first_token_seconds(first), 0) << first.log();
     first.signal(SIGTERM);

@@ -1,17 +1,15 @@
 #pragma once
 // Which backend runs a model when the user did not say (docs/ARCHITECTURE.md, "Backend choice"):
-//   1. --cpu: the CPU reference.
-//   2. No Vulkan device: the CPU reference, unless the fallback is forbidden (then make_runner fails).
+//   1. --cpu: the CPU backend.
+//   2. No Vulkan device: the CPU backend, unless the fallback is forbidden (then make_runner fails).
 //   3. The user asked for Vulkan (--vulkan, --no-cpu-fallback, --device or VKSTREAM_DEVICE): Vulkan.
 //   4. The selected device is a GPU (discrete, integrated, virtual or other): Vulkan.
-//   5. It is a CPU-type Vulkan device (lavapipe): Vulkan for models of at least
-//      kVulkanOnCpuDeviceMinBytes of weight matrices, the CPU reference below. Both backends then
-//      run on the same cores. vks_bench_backend_choice on lavapipe (Mesa 22.3, 2 cores), Vulkan / CPU
-//      tokens/s with steps alternating in one process, 14 files:
-//        from 269 MB (SmolLM2 F16, Qwen2.5-0.5B Q4_0 and Q4_K_M, TinyLlama Q4_0 and Q4_K_M) Vulkan
-//        decoded 1.38-2.23x as fast and prefilled at 0.72-1.11x;
-//        below, the CPU reference decoded faster on 7 of 9 files (Vulkan 0.12-0.87: F32 files,
-//        stories260K, SmolLM2 Q8_0 and Q4_K_M); Vulkan won two small Q4_0 files (1.44, 1.53).
+//   5. It is a CPU-type Vulkan device (lavapipe): the CPU backend at every size. Both run on the
+//      same cores, and since the CPU backend computes with integer kernels over the GGUF blocks
+//      (engine/cpu/quant) it is the faster: vks_bench_backend_choice on lavapipe (Mesa 22.3, 2
+//      cores, steps alternating in one process), TinyLlama-shape Q4_0 (582 MB of matrices), Vulkan
+//      / CPU 0.46 at prefill and 0.45 at decode. (With the float reference before it, Vulkan had
+//      decoded the files from 269 MB up 1.38-2.23x as fast, hence a size threshold then.)
 #include <cstdint>
 #include <string>
 
@@ -26,8 +24,6 @@ struct BackendChoice {
   Backend backend = Backend::kVulkan;
   std::string reason;  // one sentence for the log
 };
-
-inline constexpr uint64_t kVulkanOnCpuDeviceMinBytes = 200'000'000;
 
 // The rule above on `device`, the one the Vulkan runner would select (nullptr when there is none),
 // for a model whose decode step streams `model_matrix_bytes` (step_matrix_bytes()).

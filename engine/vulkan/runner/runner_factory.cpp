@@ -42,16 +42,16 @@ std::unique_ptr<ModelRunner> make_runner(const LlamaModel& model, const RunnerOp
     throw Error(ErrorCode::kDevice,
                 "no Vulkan device found and CPU fallback is disabled: install a Vulkan driver (for a CPU device, "
                 "Debian's mesa-vulkan-drivers gives lavapipe; check with `vulkaninfo --summary`), or run without "
-                "--vulkan / --no-cpu-fallback to use the CPU reference");
+                "--vulkan / --no-cpu-fallback to use the CPU backend");
   }
   const vk::DeviceInfo* device = devices.empty() ? nullptr : &devices[vk::select_device(devices, options.device)];
   const BackendChoice choice = choose_backend(device, options, step_matrix_bytes(model.weights()));
   if (choice.backend == Backend::kCpu) {
     if (device == nullptr && !options.force_cpu) {
-      spdlog::warn("runner: no Vulkan device found; running on the CPU reference. A GPU's Vulkan driver (e.g. "
+      spdlog::warn("runner: no Vulkan device found; running on the CPU backend. A GPU's Vulkan driver (e.g. "
                    "mesa-vulkan-drivers for AMD and Intel) lets vkstream use the GPU");
     } else {
-      spdlog::info("runner: CPU reference: {}", choice.reason);
+      spdlog::info("runner: CPU backend: {}", choice.reason);
     }
     return make_cpu_runner(model, options);
   }
@@ -68,7 +68,7 @@ std::unique_ptr<ModelRunner> make_runner(const LlamaModel& model, const RunnerOp
     // A device that exists but cannot be used (driver failure) is like no device at all; bad
     // options, missing selectors and out-of-memory are the caller's to fix and propagate.
     if (e.code() != ErrorCode::kDevice || !options.allow_cpu_fallback) throw;
-    spdlog::warn("runner: Vulkan device unusable ({}); falling back to the CPU reference runner (slow)", e.what());
+    spdlog::warn("runner: Vulkan device unusable ({}); falling back to the CPU backend", e.what());
     return make_cpu_runner(model, options);
   }
 }

@@ -1,7 +1,7 @@
 #pragma once
-// Builds the compute backend for a loaded model, the Vulkan runner or the CPU reference, by the rule
-// of backend_choice.h (the CPU reference when there is no device, or a CPU-type one and a model
-// under 200 MB of weight matrices), and logs which and why.
+// Builds the compute backend for a loaded model, the Vulkan runner or the CPU runner, by the rule of
+// backend_choice.h (the CPU runner when there is no device or only a CPU-type one such as
+// lavapipe), and logs which and why.
 #include <memory>
 #include <string>
 
