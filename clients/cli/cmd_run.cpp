@@ -1,5 +1,5 @@
 // `vkstream run --model FILE.gguf "prompt"`: loads the model in this process and streams one
-// generation to the terminal (no daemon). Vulkan when a device exists, else the CPU reference.
+// generation to the terminal (no daemon). Vulkan on a GPU, else the CPU backend.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -251,9 +251,9 @@ void add_run_command(CLI::App& root, int& exit_code) {
   run->add_option("prompt", a->prompt, "prompt text ('-' reads stdin)")->required();
   a->sampling.add_to(*run);
   run->add_option("--device", a->device, "Vulkan device: index or name substring (see `vkstream devices`)");
-  CLI::Option* cpu = run->add_flag("--cpu", a->cpu, "run on the CPU reference, not Vulkan");
-  run->add_flag("--vulkan", a->vulkan, "run on Vulkan even where the CPU reference is the default (a CPU-type "
-                                        "device and a small model: see `vkstream devices`); fail without a device")
+  CLI::Option* cpu = run->add_flag("--cpu", a->cpu, "run on the CPU backend, not Vulkan");
+  run->add_flag("--vulkan", a->vulkan, "run on Vulkan even where the CPU backend is the default (a CPU-type "
+                                        "device such as lavapipe: see `vkstream devices`); fail without a device")
       ->excludes(cpu);
   run->add_flag("--no-cpu-fallback", a->no_fallback, "fail instead of using the CPU when no Vulkan device exists");
   run->add_flag("--no-echo", a->no_echo, "do not print the prompt before the generated text");
