@@ -31,23 +31,10 @@ class RunnerExperts : public ::testing::Test {
   }
 
   std::vector<int32_t> prompt(int len, uint32_t seed) const {
-    std::mt19937 rng(seed);
-    std::vector<int32_t> p{1};
-    while (static_cast<int>(p.size()) < len) p.push_back(static_cast<int32_t>(3 + rng() % (model_->config().vocab_size - 3)));
-    return p;
+    return test::random_prompt(len, seed, model_->config().vocab_size);
   }
-
   static void expect_same(const std::vector<test::SeqResult>& a, const std::vector<test::SeqResult>& b) {
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t s = 0; s < a.size(); ++s) {
-      EXPECT_EQ(a[s].generated, b[s].generated) << "sequence " << s;
-      ASSERT_EQ(a[s].logits.size(), b[s].logits.size()) << "sequence " << s;
-      for (size_t i = 0; i < a[s].logits.size(); ++i) {
-        ASSERT_EQ(a[s].logits[i].size(), b[s].logits[i].size());
-        EXPECT_EQ(0, std::memcmp(a[s].logits[i].data(), b[s].logits[i].data(), a[s].logits[i].size() * sizeof(float)))
-            << "sequence " << s << " logits of token " << i << " differ";
-      }
-    }
+    test::expect_same_results(a, b);
   }
 
   std::unique_ptr<LlamaModel> model_;

@@ -2,8 +2,11 @@
 // Test driver for a ModelRunner: greedy generation of several sequences, batched or alone, with
 // chunked prefill, over a toy block allocator that hands out blocks in a shuffled order (so the
 // physical placement of a sequence differs between runs that must agree).
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <numeric>
 #include <random>
@@ -132,6 +135,28 @@ inline std::vector<std::vector<int32_t>> read_id_lines(const std::string& path) 
     if (!ids.empty()) lines.push_back(ids);
   }
   return lines;
+}
+
+// BOS then random ids below `vocab` (seeded), `len` tokens in all.
+inline std::vector<int32_t> random_prompt(int len, uint32_t seed, uint32_t vocab) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> p{1};
+  while (static_cast<int>(p.size()) < len) p.push_back(static_cast<int32_t>(3 + rng() % (vocab - 3)));
+  return p;
+}
+
+// The same generated ids and the same logits, bit for bit, for every sequence.
+inline void expect_same_results(const std::vector<SeqResult>& a, const std::vector<SeqResult>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t s = 0; s < a.size(); ++s) {
+    EXPECT_EQ(a[s].generated, b[s].generated) << "sequence " << s;
+    ASSERT_EQ(a[s].logits.size(), b[s].logits.size()) << "sequence " << s;
+    for (size_t i = 0; i < a[s].logits.size(); ++i) {
+      ASSERT_EQ(a[s].logits[i].size(), b[s].logits[i].size());
+      EXPECT_EQ(0, std::memcmp(a[s].logits[i].data(), b[s].logits[i].data(), a[s].logits[i].size() * sizeof(float)))
+          << "sequence " << s << " logits of token " << i << " differ";
+    }
+  }
 }
 
 }  // namespace vks::test
