@@ -32,19 +32,15 @@ void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& la
   for (size_t t = 0; t < n; ++t) {
     route_experts(&a.router_logits[t * ffn.n_experts], ffn, &a.expert_ids[t * k], &a.expert_weights[t * k]);
   }
-  std::vector<size_t> choices;  // (token * k + slot) of the tokens that chose expert e
+  group_by_expert(a.expert_ids.data(), n * k, ffn.n_experts, a.expert_groups);
   for (uint32_t e = 0; e < ffn.n_experts; ++e) {
-    choices.clear();
-    for (size_t i = 0; i < n * k; ++i) {
-      if (a.expert_ids[i] == static_cast<int32_t>(e)) choices.push_back(i);
-    }
-    if (choices.empty()) continue;
-    for (size_t j = 0; j < choices.size(); ++j) {
-      std::copy_n(&a.xb[(choices[j] / k) * dim], dim, &a.expert_in[j * dim]);
-    }
+    const uint32_t m = a.expert_groups.count(e);
+    if (m == 0) continue;
+    const uint32_t* choices = &a.expert_groups.choices[a.expert_groups.starts[e]];  // token * k + slot
+    for (uint32_t j = 0; j < m; ++j) std::copy_n(&a.xb[(choices[j] / k) * dim], dim, &a.expert_in[j * dim]);
     swiglu_ffn(expert_matrix(layer.w_gate, e, ffn.hidden), expert_matrix(layer.w_up, e, ffn.hidden),
-               expert_matrix(layer.w_down, e, dim), a.expert_in.data(), choices.size(), a.proj.data(), a, pool, matmul);
-    for (size_t j = 0; j < choices.size(); ++j) std::copy_n(&a.proj[j * dim], dim, &a.expert_out[choices[j] * dim]);
+               expert_matrix(layer.w_down, e, dim), a.expert_in.data(), m, a.proj.data(), a, pool, matmul);
+    for (uint32_t j = 0; j < m; ++j) std::copy_n(&a.proj[j * dim], dim, &a.expert_out[size_t{choices[j]} * dim]);
   }
   for (size_t t = 0; t < n; ++t) {
     for (size_t i = 0; i < dim; ++i) {

@@ -11,6 +11,7 @@
 
 #include "engine/common/thread_pool.h"
 #include "engine/cpu/reference_ops.h"
+#include "engine/model/expert_routing.h"
 #include "engine/model/llama_model.h"
 
 namespace vks {
@@ -52,6 +53,7 @@ struct CpuActivations {
   std::vector<float> expert_weights;
   std::vector<float> expert_in;
   std::vector<float> expert_out;
+  ExpertGroups expert_groups;  // the step's (token, choice) pairs by expert
   void resize(const LlamaConfig& c, size_t n);
 };
 

@@ -42,4 +42,13 @@ void route_experts(const float* logits, const FfnSpec& spec, int32_t* ids, float
   }
 }
 
+void group_by_expert(const int32_t* ids, size_t n, uint32_t n_experts, ExpertGroups& groups) {
+  groups.starts.assign(size_t{n_experts} + 1, 0);
+  for (size_t i = 0; i < n; ++i) ++groups.starts[static_cast<size_t>(ids[i]) + 1];
+  for (uint32_t e = 0; e < n_experts; ++e) groups.starts[e + 1] += groups.starts[e];
+  groups.choices.resize(n);
+  std::vector<uint32_t> next(groups.starts.begin(), groups.starts.end() - 1);
+  for (size_t i = 0; i < n; ++i) groups.choices[next[static_cast<size_t>(ids[i])]++] = static_cast<uint32_t>(i);
+}
+
 }  // namespace vks

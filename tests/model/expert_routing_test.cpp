@@ -77,3 +77,22 @@ TEST(ExpertRouting, OneExpertOfManyGetsTheWholeWeightWhenNormalized) {
 
 }  // namespace
 }  // namespace vks
+
+namespace vks {
+namespace {
+
+TEST(ExpertGroups, ChoicesByExpertInAscendingOrder) {
+  // 4 tokens x 2 choices over 5 experts; expert 2 and 4 chosen by nobody.
+  const std::vector<int32_t> ids{3, 1, 0, 3, 1, 0, 3, 1};
+  ExpertGroups g;
+  group_by_expert(ids.data(), ids.size(), 5, g);
+  EXPECT_EQ(g.starts, (std::vector<uint32_t>{0, 2, 5, 5, 8, 8}));
+  EXPECT_EQ(g.choices, (std::vector<uint32_t>{2, 5, 1, 4, 7, 0, 3, 6}));
+  EXPECT_EQ(g.count(2), 0u);
+  group_by_expert(ids.data(), 2, 5, g);  // storage reused, a shorter step
+  EXPECT_EQ(g.starts, (std::vector<uint32_t>{0, 0, 1, 1, 2, 2}));
+  EXPECT_EQ(g.choices, (std::vector<uint32_t>{1, 0}));
+}
+
+}  // namespace
+}  // namespace vks

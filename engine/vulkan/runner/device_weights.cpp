@@ -94,9 +94,6 @@ Buffer upload_rope_frequencies(const Device& device, const LlamaModel& model) {
   return b;
 }
 
-// Index of the layer being filled (the last one emplaced).
-size_t d_index(const std::vector<DeviceLayerWeights>& layers) { return layers.size() - 1; }
-
 // One feed-forward block; gate and up stacked into one matrix where their types allow.
 DeviceFfn upload_ffn(const Device& device, const TensorRef& gate, const TensorRef& up, const TensorRef& down) {
   DeviceFfn f;
@@ -161,14 +158,15 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
   auto dw = std::make_unique<DeviceWeights>();
   dw->token_embd = upload_matrix(device, w.token_embd);
   dw->bytes += matrix_bytes(dw->token_embd);
-  for (const LayerWeights& lw : w.layers) {
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const LayerWeights& lw = w.layers[l];
     DeviceLayerWeights& d = dw->layers.emplace_back();
     d.attn_norm = upload_vector_f32(device, lw.attn_norm);
     d.qkv = upload_qkv(device, lw);
     for (const DeviceLayerWeights::RowBlock& b : d.qkv) dw->bytes += matrix_bytes(b.matrix);
     d.wo = upload_matrix(device, lw.wo);
     d.ffn_norm = upload_vector_f32(device, lw.ffn_norm);
-    const FfnSpec& ffn = model.config().layers[d_index(dw->layers)].ffn;
+    const FfnSpec& ffn = model.config().layers[l].ffn;
     for (uint32_t e = 0; e < ffn.n_experts; ++e) {
       d.experts.push_back(upload_ffn(device, expert_matrix(lw.w_gate, e, ffn.hidden), expert_matrix(lw.w_up, e, ffn.hidden),
                                      expert_matrix(lw.w_down, e, model.config().dim)));

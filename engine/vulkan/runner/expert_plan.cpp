@@ -20,17 +20,18 @@ void plan_experts(const float* logits, uint32_t logits_stride, uint32_t n_tokens
   for (uint32_t t = 0; t < n_tokens; ++t) {
     route_experts(logits + std::size_t{t} * logits_stride, spec, &ids[std::size_t{t} * k], &plan.weights[std::size_t{t} * k]);
   }
+  group_by_expert(ids.data(), ids.size(), spec.n_experts, plan.by_expert);
   plan.groups.clear();
   plan.gather.clear();
   for (uint32_t e = 0; e < spec.n_experts; ++e) {
-    ExpertPlan::Group group{e, static_cast<uint32_t>(plan.gather.size()), 0};
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      if (ids[i] != static_cast<int32_t>(e)) continue;
-      plan.rows[i] = static_cast<int32_t>(group.first_row + group.n_rows++);
-      plan.gather.push_back(static_cast<int32_t>(i / k));
+    const uint32_t m = plan.by_expert.count(e);
+    if (m == 0) continue;
+    plan.groups.push_back({e, static_cast<uint32_t>(plan.gather.size()), m});
+    for (uint32_t j = 0; j < m; ++j) {
+      const uint32_t choice = plan.by_expert.choices[plan.by_expert.starts[e] + j];
+      plan.rows[choice] = static_cast<int32_t>(plan.gather.size());
+      plan.gather.push_back(static_cast<int32_t>(choice / k));
     }
-    if (group.n_rows == 0) continue;
-    plan.groups.push_back(group);
     while (plan.gather.size() % row_align != 0) plan.gather.push_back(-1);
   }
   plan.padded_rows = static_cast<uint32_t>(plan.gather.size());

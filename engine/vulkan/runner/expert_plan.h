@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <vector>
 
+#include "engine/model/expert_routing.h"
 #include "engine/model/layer_spec.h"
 
 namespace vks::vk {
@@ -24,6 +25,7 @@ struct ExpertPlan {
   std::vector<int32_t> rows;     // [n_tokens][n_used] the row holding each (token, choice)'s output
   std::vector<float> weights;    // [n_tokens][n_used] the router's weight of each choice
   uint32_t padded_rows = 0;
+  ExpertGroups by_expert;        // the grouping the rows follow (storage reused step to step)
 };
 
 // Rows the gathered buffers need for a step of n_tokens (every group padded to row_align).
