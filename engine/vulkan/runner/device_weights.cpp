@@ -94,14 +94,20 @@ Buffer upload_rope_frequencies(const Device& device, const LlamaModel& model) {
   return b;
 }
 
+// Whether a block's gate and up matrices upload as one (the up half of a fused gate|up row must
+// start 16-byte aligned for the swiglu kernel's view).
+bool gate_up_stacks(const TensorRef& gate, const TensorRef& up) {
+  const std::array<const TensorRef*, 2> parts{&gate, &up};
+  return stackable(parts) && gate.rows % 4 == 0;
+}
+
 // One feed-forward block; gate and up stacked into one matrix where their types allow.
 DeviceFfn upload_ffn(const Device& device, const TensorRef& gate, const TensorRef& up, const TensorRef& down) {
   DeviceFfn f;
   f.hidden = static_cast<uint32_t>(gate.rows);
-  // The up half of a fused gate|up row must start 16-byte aligned for the swiglu kernel's view.
-  const std::array<const TensorRef*, 2> gate_up{&gate, &up};
-  f.gate_up_fused = stackable(gate_up) && gate.rows % 4 == 0;
+  f.gate_up_fused = gate_up_stacks(gate, up);
   if (f.gate_up_fused) {
+    const std::array<const TensorRef*, 2> gate_up{&gate, &up};
     f.w_gate_up = upload_stacked(device, gate_up);
   } else {
     f.w_gate = upload_matrix(device, gate);
@@ -130,8 +136,10 @@ void check_weights_fit(const Device& device, const LlamaModel& model) {
     if (lw.router) add(*lw.router);
     const FfnSpec& ffn = c.layers[l].ffn;
     for (uint32_t e = 0; e < ffn.n_experts; ++e) {
-      add(expert_matrix(lw.w_gate, e, ffn.hidden));
-      add(expert_matrix(lw.w_up, e, ffn.hidden));
+      const TensorRef gate = expert_matrix(lw.w_gate, e, ffn.hidden), up = expert_matrix(lw.w_up, e, ffn.hidden);
+      add(gate);
+      add(up);
+      if (gate_up_stacks(gate, up)) --buffers;  // uploaded as one gate|up matrix
       add(expert_matrix(lw.w_down, e, c.dim));
     }
   }
