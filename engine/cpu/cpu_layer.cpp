@@ -12,43 +12,80 @@ std::vector<float> optional_vector(const std::optional<TensorRef>& t) {
   return t ? dequantize_vector(*t) : std::vector<float>();
 }
 
-// y = down(silu(gate x) * up x) for n tokens (x: [n, dim] -> y: [n, dim]), through a.gate and a.up.
-void swiglu_ffn(const TensorRef& gate, const TensorRef& up, const TensorRef& down, const float* x, size_t n,
-                float* y, CpuActivations& a, ThreadPool* pool, MatmulFn matmul) {
-  matmul(gate, x, n, a.gate.data(), pool);
-  matmul(up, x, n, a.up.data(), pool);
-  ref::swiglu(a.gate.data(), a.gate.data(), a.up.data(), n * gate.rows);
-  matmul(down, a.gate.data(), n, y, pool);
+// Rows [e * n, (e + 1) * n) of stacked per-expert vectors, or null where there are none.
+const float* expert_row(const std::vector<float>& stacked, uint32_t e, size_t n) {
+  return stacked.empty() ? nullptr : &stacked[e * n];
 }
 
-// The expert block over the normed inputs a.xb: each token runs the experts its router picks, and
-// x += the weighted sum of their outputs, added in the router's order (llama.cpp's build_moe_ffn).
-// Tokens are grouped by expert, so each expert's rows are read once per step; a token's values do
-// not depend on which other tokens share its experts.
-void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& layer, CpuActivations& a,
-                ThreadPool* pool, MatmulFn matmul) {
+void add_bias_rows(float* y, const float* bias, size_t n_rows, size_t width) {
+  if (bias == nullptr) return;
+  for (size_t r = 0; r < n_rows; ++r) ref::add_bias(&y[r * width], bias, width);
+}
+
+// One expert's weights and optional biases (a dense block is expert 0 without biases).
+struct ExpertWeights {
+  TensorRef gate, up, down;
+  const float* b_gate = nullptr;  // [hidden]
+  const float* b_up = nullptr;    // [hidden]
+  const float* b_down = nullptr;  // [dim]
+};
+
+// y = down(act(gate x + b_gate, up x + b_up)) + b_down for n tokens (x: [n, dim] -> y: [n, dim]),
+// through a.gate and a.up.
+void ffn_block(const ExpertWeights& w, FfnActivation act, const float* x, size_t n, float* y, CpuActivations& a,
+               ThreadPool* pool, MatmulFn matmul) {
+  const size_t hidden = w.gate.rows;
+  matmul(w.gate, x, n, a.gate.data(), pool);
+  matmul(w.up, x, n, a.up.data(), pool);
+  add_bias_rows(a.gate.data(), w.b_gate, n, hidden);
+  add_bias_rows(a.up.data(), w.b_up, n, hidden);
+  ref::ffn_activation(act, a.gate.data(), a.gate.data(), a.up.data(), n * hidden);
+  matmul(w.down, a.gate.data(), n, y, pool);
+  add_bias_rows(y, w.b_down, n, w.down.rows);
+}
+
+// The expert block over the normed inputs a.xb into a.proj: each token runs the experts its router
+// picks, and its output is the weighted sum of theirs, added in the router's order (llama.cpp's
+// build_moe_ffn). Tokens are grouped by expert, so each expert's rows are read once per step; a
+// token's values do not depend on which other tokens share its experts.
+void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& layer, const CpuLayerVectors& lv,
+                CpuActivations& a, ThreadPool* pool, MatmulFn matmul) {
   const size_t n = a.n_tokens, dim = c.dim, k = ffn.n_used;
   matmul(*layer.router, a.xb.data(), n, a.router_logits.data(), pool);
+  add_bias_rows(a.router_logits.data(), lv.router_bias.empty() ? nullptr : lv.router_bias.data(), n, ffn.n_experts);
   for (size_t t = 0; t < n; ++t) {
     route_experts(&a.router_logits[t * ffn.n_experts], ffn, &a.expert_ids[t * k], &a.expert_weights[t * k]);
   }
   group_by_expert(a.expert_ids.data(), n * k, ffn.n_experts, a.expert_groups);
   for (uint32_t e = 0; e < ffn.n_experts; ++e) {
-    const uint32_t m = a.expert_groups.count(e);
+    const uint32_t m = a.expert_groups.count(e);  // at most n: a token picks an expert once
     if (m == 0) continue;
     const uint32_t* choices = &a.expert_groups.choices[a.expert_groups.starts[e]];  // token * k + slot
     for (uint32_t j = 0; j < m; ++j) std::copy_n(&a.xb[(choices[j] / k) * dim], dim, &a.expert_in[j * dim]);
-    swiglu_ffn(expert_matrix(layer.w_gate, e, ffn.hidden), expert_matrix(layer.w_up, e, ffn.hidden),
-               expert_matrix(layer.w_down, e, dim), a.expert_in.data(), m, a.proj.data(), a, pool, matmul);
+    const ExpertWeights w{expert_matrix(layer.w_gate, e, ffn.hidden), expert_matrix(layer.w_up, e, ffn.hidden),
+                          expert_matrix(layer.w_down, e, dim), expert_row(lv.b_gate, e, ffn.hidden),
+                          expert_row(lv.b_up, e, ffn.hidden), expert_row(lv.b_down, e, dim)};
+    ffn_block(w, ffn.activation, a.expert_in.data(), m, a.proj.data(), a, pool, matmul);
     for (uint32_t j = 0; j < m; ++j) std::copy_n(&a.proj[j * dim], dim, &a.expert_out[size_t{choices[j]} * dim]);
   }
   for (size_t t = 0; t < n; ++t) {
     for (size_t i = 0; i < dim; ++i) {
       float sum = a.expert_weights[t * k] * a.expert_out[(t * k) * dim + i];
       for (size_t s = 1; s < k; ++s) sum += a.expert_weights[t * k + s] * a.expert_out[(t * k + s) * dim + i];
-      a.x[t * dim + i] += sum;
+      a.proj[t * dim + i] = sum;
     }
   }
+}
+
+// x += sublayer output (a.proj), RMS-normed first where the layer post-norms (Gemma).
+void add_residual(const LlamaConfig& c, const std::vector<float>& post_norm, CpuActivations& a) {
+  const size_t dim = c.dim;
+  if (!post_norm.empty()) {
+    for (size_t t = 0; t < a.n_tokens; ++t) {
+      ref::rmsnorm(&a.proj[t * dim], &a.proj[t * dim], post_norm.data(), dim, c.norm_eps);
+    }
+  }
+  for (size_t i = 0; i < a.n_tokens * dim; ++i) a.x[i] += a.proj[i];
 }
 
 }  // namespace
@@ -56,19 +93,28 @@ void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& la
 CpuModelVectors::CpuModelVectors(const LlamaModel& model) {
   const LlamaConfig& c = model.config();
   const LlamaWeights& w = model.weights();
-  for (const LayerWeights& layer : w.layers) {
+  output_norm = dequantize_vector(w.output_norm);
+  rope_freqs = optional_vector(w.rope_freqs);
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const LayerWeights& layer = w.layers[l];
     CpuLayerVectors& v = layers.emplace_back();
     v.attn_norm = dequantize_vector(layer.attn_norm);
     v.ffn_norm = dequantize_vector(layer.ffn_norm);
     v.bq = optional_vector(layer.bq);
     v.bk = optional_vector(layer.bk);
     v.bv = optional_vector(layer.bv);
+    v.bo = optional_vector(layer.bo);
     v.q_norm = optional_vector(layer.attn_q_norm);
     v.k_norm = optional_vector(layer.attn_k_norm);
+    v.sinks = optional_vector(layer.attn_sinks);
+    v.post_attn_norm = optional_vector(layer.post_attn_norm);
+    v.post_ffn_norm = optional_vector(layer.post_ffn_norm);
+    v.router_bias = optional_vector(layer.router_bias);
+    v.b_gate = optional_vector(layer.b_gate);
+    v.b_up = optional_vector(layer.b_up);
+    v.b_down = optional_vector(layer.b_down);
+    v.rope = ref::rope_params(c, c.layers[l].attention, rope_freqs.empty() ? nullptr : rope_freqs.data());
   }
-  output_norm = dequantize_vector(w.output_norm);
-  rope_freqs = optional_vector(w.rope_freqs);
-  rope = ref::rope_params(c, rope_freqs.empty() ? nullptr : rope_freqs.data());
 }
 
 void CpuActivations::resize(const LlamaConfig& c, size_t n) {
@@ -93,8 +139,13 @@ void CpuActivations::resize(const LlamaConfig& c, size_t n) {
 
 void cpu_embed(const LlamaModel& model, const int32_t* tokens, CpuActivations& a) {
   const size_t dim = model.config().dim;
+  const float scale = model.config().embedding_scale;
   for (size_t t = 0; t < a.n_tokens; ++t) {
-    dequantize_tensor_row(model.weights().token_embd, static_cast<uint64_t>(tokens[t]), &a.x[t * dim]);
+    float* x = &a.x[t * dim];
+    dequantize_tensor_row(model.weights().token_embd, static_cast<uint64_t>(tokens[t]), x);
+    if (scale != 1.0f) {
+      for (size_t i = 0; i < dim; ++i) x[i] *= scale;
+    }
   }
 }
 
@@ -108,6 +159,8 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
   const size_t q_dim = c.q_dim();
   const size_t kv_dim = c.kv_dim();
 
+  const LayerSpec& spec = c.layers[l];
+
   // Attention RMSNorm.
   for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.xb[t * dim], &a.x[t * dim], lv.attn_norm.data(), dim, c.norm_eps);
   // Q, K, V projections.
@@ -118,37 +171,47 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
     float* q = &a.q[t * q_dim];
     float* k = &a.k[t * kv_dim];
     float* v = &a.v[t * kv_dim];
-    // Biases (qwen2), per-head Q/K norms (qwen3), then rope; K and V go to the cache.
+    // Biases (qwen2, gpt-oss), per-head Q/K norms (qwen3, gemma3), then the layer's rope; K and V go
+    // to the cache.
     if (layer.bq) ref::add_bias(q, lv.bq.data(), q_dim);
     if (layer.bk) ref::add_bias(k, lv.bk.data(), kv_dim);
     if (layer.bv) ref::add_bias(v, lv.bv.data(), kv_dim);
     if (layer.attn_q_norm) ref::rmsnorm_heads(q, lv.q_norm.data(), c.n_heads, c.head_dim, c.norm_eps);
     if (layer.attn_k_norm) ref::rmsnorm_heads(k, lv.k_norm.data(), c.n_kv_heads, c.head_dim, c.norm_eps);
-    ref::rope(q, c.n_heads, c.head_dim, positions[t], vec.rope);
-    ref::rope(k, c.n_kv_heads, c.head_dim, positions[t], vec.rope);
+    ref::rope(q, c.n_heads, c.head_dim, positions[t], lv.rope);
+    ref::rope(k, c.n_kv_heads, c.head_dim, positions[t], lv.rope);
     kv.store(t, k, v);
   }
-  // Attention of each token over its sequence's cached positions.
-  auto attend = [&](size_t t) { kv.attend(t, &a.q[t * q_dim], &a.att[t * q_dim]); };
+  // Attention of each token over the cached positions its window sees.
+  ref::AttentionParams ap;
+  ap.n_heads = c.n_heads;
+  ap.n_kv_heads = c.n_kv_heads;
+  ap.head_dim = c.head_dim;
+  ap.scale = spec.attention.scale;
+  ap.softcap = spec.attention.softcap;
+  ap.sinks = lv.sinks.empty() ? nullptr : lv.sinks.data();
+  ap.window = spec.attention.window;
+  auto attend = [&](size_t t) { kv.attend(t, &a.q[t * q_dim], ap, &a.att[t * q_dim]); };
   if (pool != nullptr && n > 1) {
     pool->parallel_for(n, attend);
   } else {
     for (size_t t = 0; t < n; ++t) attend(t);
   }
-  // Output projection and residual.
+  // Output projection (and bias), post-norm, residual.
   matmul(layer.wo, a.att.data(), n, a.proj.data(), pool);
-  for (size_t i = 0; i < n * dim; ++i) a.x[i] += a.proj[i];
+  add_bias_rows(a.proj.data(), lv.bo.empty() ? nullptr : lv.bo.data(), n, dim);
+  add_residual(c, lv.post_attn_norm, a);
 
-  // FFN RMSNorm, then the feed-forward block w_down(silu(w_gate x) * w_up x): one dense block, or
-  // the experts the router picks; residual.
+  // FFN RMSNorm, then the feed-forward block down(act(gate x, up x)): one dense block, or the
+  // experts the router picks; post-norm, residual.
   for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.xb[t * dim], &a.x[t * dim], lv.ffn_norm.data(), dim, c.norm_eps);
-  const FfnSpec& ffn = c.layers[l].ffn;
-  if (ffn.routed()) {
-    expert_ffn(c, ffn, layer, a, pool, matmul);
+  if (spec.ffn.routed()) {
+    expert_ffn(c, spec.ffn, layer, lv, a, pool, matmul);
   } else {
-    swiglu_ffn(layer.w_gate, layer.w_up, layer.w_down, a.xb.data(), n, a.proj.data(), a, pool, matmul);
-    for (size_t i = 0; i < n * dim; ++i) a.x[i] += a.proj[i];
+    ffn_block(ExpertWeights{layer.w_gate, layer.w_up, layer.w_down}, spec.ffn.activation, a.xb.data(), n,
+              a.proj.data(), a, pool, matmul);
   }
+  add_residual(c, lv.post_ffn_norm, a);
 }
 
 void cpu_logits(const LlamaModel& model, const CpuModelVectors& vec, const CpuActivations& a, const size_t* rows,
@@ -160,6 +223,7 @@ void cpu_logits(const LlamaModel& model, const CpuModelVectors& vec, const CpuAc
     ref::rmsnorm(&last[o * dim], &a.x[rows[o] * dim], vec.output_norm.data(), dim, c.norm_eps);
   }
   matmul(model.weights().output, last.data(), n_rows, logits, pool);
+  if (c.final_softcap > 0.0f) ref::softcap(logits, n_rows * c.vocab_size, c.final_softcap);
 }
 
 }  // namespace vks

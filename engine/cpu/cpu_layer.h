@@ -1,10 +1,11 @@
 #pragma once
 // The CPU forward pass, written once: CpuModel::forward (one sequence, one token at a time) and
 // CpuRunner::step (a paged, multi-sequence batch) both run these functions and differ only in
-// where keys and values live (LayerKv). Layers differ by their description (LayerSpec: a dense or
-// an expert feed-forward block) and their optional tensors: a layer adds Q/K/V biases when it has
-// them, normalizes Q and K heads when it has attn_q_norm/attn_k_norm, and rope uses the
-// architecture's mode and the model's rope_freqs factors.
+// where keys and values live (LayerKv). Layers differ by their description (LayerSpec: attention's
+// window, rope, scale, soft-cap and sinks; post-norms; a dense or an expert feed-forward block and
+// its activation) and their optional tensors: a layer adds biases when it has them, normalizes Q
+// and K heads when it has attn_q_norm/attn_k_norm, and rope uses the architecture's mode and the
+// model's rope_freqs factors.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -19,15 +20,19 @@ namespace vks {
 // F32 copies of a model's vector weights (norms, biases, rope factors), dequantized once. An
 // empty vector is an absent optional tensor.
 struct CpuLayerVectors {
-  std::vector<float> attn_norm, ffn_norm;  // [dim]
-  std::vector<float> bq, bk, bv;           // [q_dim], [kv_dim], [kv_dim]
-  std::vector<float> q_norm, k_norm;       // [head_dim]
+  std::vector<float> attn_norm, ffn_norm;            // [dim]
+  std::vector<float> bq, bk, bv, bo;                 // [q_dim], [kv_dim], [kv_dim], [dim]
+  std::vector<float> q_norm, k_norm;                 // [head_dim]
+  std::vector<float> sinks;                          // [n_heads]
+  std::vector<float> post_attn_norm, post_ffn_norm;  // [dim]
+  std::vector<float> router_bias;                    // [n_experts]
+  std::vector<float> b_gate, b_up, b_down;           // [E * hidden], [E * hidden], [E * dim]
+  ref::RopeParams rope;  // this layer's rope (freq_factors points into CpuModelVectors::rope_freqs)
 };
 struct CpuModelVectors {
   std::vector<CpuLayerVectors> layers;
   std::vector<float> output_norm;  // [dim]
   std::vector<float> rope_freqs;   // [rope_dim / 2]
-  ref::RopeParams rope;            // rope of this model (freq_factors points into rope_freqs)
 
   explicit CpuModelVectors(const LlamaModel& model);
   CpuModelVectors(const CpuModelVectors&) = delete;  // rope.freq_factors points into this object
@@ -63,9 +68,10 @@ class LayerKv {
   virtual ~LayerKv() = default;
   // Stores the roped key and the value of token t (called for every token before any attend).
   virtual void store(size_t t, const float* k, const float* v) = 0;
-  // Attention of token t's query over its sequence's positions 0..pos into out [q_dim]. Called from
-  // pool threads for different tokens at once.
-  virtual void attend(size_t t, const float* q, float* out) = 0;
+  // Attention of token t's query over its sequence's positions up to its own (the last p.window
+  // of them where p.window > 0) into out [q_dim]. Called from pool threads for different tokens at
+  // once.
+  virtual void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) = 0;
 };
 
 // a.x[t] = the embedding of tokens[t] (ids already validated).

@@ -25,8 +25,9 @@ class ContiguousKv final : public LayerKv {
     std::copy_n(k, c_.kv_dim(), keys_ + (pos_ + t) * c_.kv_dim());
     std::copy_n(v, c_.kv_dim(), values_ + (pos_ + t) * c_.kv_dim());
   }
-  void attend(size_t t, const float* q, float* out) override {
-    ref::attention(out, q, keys_, values_, pos_ + t + 1, c_.n_heads, c_.n_kv_heads, c_.head_dim);
+  void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) override {
+    const size_t first = ref::window_start(pos_ + t, p.window);
+    ref::attention(out, q, keys_ + first * c_.kv_dim(), values_ + first * c_.kv_dim(), pos_ + t + 1 - first, p);
   }
 
  private:

@@ -104,15 +104,17 @@ class PagedKv final : public LayerKv {
     std::copy_n(k, c_.kv_dim(), keys_ + slot * c_.kv_dim());
     std::copy_n(v, c_.kv_dim(), values_ + slot * c_.kv_dim());
   }
-  void attend(size_t t, const float* q, float* out) override {
+  void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) override {
     const SeqChunk& seq = batch_.seqs[seq_of_[t]];
     const size_t kv_dim = c_.kv_dim();
-    const size_t n_ctx = static_cast<size_t>(batch_.positions[t]) + 1;
+    const size_t pos = static_cast<size_t>(batch_.positions[t]);
+    const size_t first = ref::window_start(pos, p.window);  // a window layer reads only its window
+    const size_t n_ctx = pos + 1 - first;
     std::vector<float> keys(n_ctx * kv_dim);
     std::vector<float> values(n_ctx * kv_dim);
-    ref::gather_paged_rows(keys_, seq.block_table, block_size_, n_ctx, kv_dim, keys.data());
-    ref::gather_paged_rows(values_, seq.block_table, block_size_, n_ctx, kv_dim, values.data());
-    ref::attention(out, q, keys.data(), values.data(), n_ctx, c_.n_heads, c_.n_kv_heads, c_.head_dim);
+    ref::gather_paged_rows(keys_, seq.block_table, block_size_, first, n_ctx, kv_dim, keys.data());
+    ref::gather_paged_rows(values_, seq.block_table, block_size_, first, n_ctx, kv_dim, values.data());
+    ref::attention(out, q, keys.data(), values.data(), n_ctx, p);
   }
 
  private:

@@ -64,9 +64,9 @@ void rope(float* vec, size_t n_heads, size_t head_dim, int32_t pos, const RopePa
   const size_t stride = p.mode == RopeMode::kNeox ? 1 : 2;
   const size_t partner = p.mode == RopeMode::kNeox ? p.rope_dim / 2 : 1;
   for (size_t i = 0; i < n_pairs; ++i) {
-    const float theta = static_cast<float>(pos) * rope_frequency(i, p) * p.freq_scale;
-    const float c = std::cos(theta);
-    const float s = std::sin(theta);
+    const float theta = static_cast<float>(pos) * rope_frequency(i, p) * rope_angle_scale(p);
+    const float c = std::cos(theta) * (1.0f + p.mscale_extra);
+    const float s = std::sin(theta) * (1.0f + p.mscale_extra);
     for (size_t h = 0; h < n_heads; ++h) {
       float* v0p = vec + h * head_dim + stride * i;
       float* v1p = v0p + partner;
@@ -81,16 +81,34 @@ void rope(float* vec, size_t n_heads, size_t head_dim, int32_t pos, const RopePa
 float rope_frequency(size_t i, const RopeParams& p) {
   float freq = std::pow(p.freq_base, -static_cast<float>(2 * i) / static_cast<float>(p.rope_dim));
   if (p.freq_factors != nullptr) freq /= p.freq_factors[i];
-  return freq;
+  if (!p.yarn) return freq;
+  // ggml's rope_yarn_ramp: 1 below yarn_low (extrapolate: keep the frequency), 0 above yarn_high.
+  const float y = (static_cast<float>(i) - p.yarn_low) / std::max(0.001f, p.yarn_high - p.yarn_low);
+  const float ramp = 1.0f - std::min(1.0f, std::max(0.0f, y));
+  return freq * p.freq_scale * (1.0f - ramp) + freq * ramp;
 }
 
-RopeParams rope_params(const LlamaConfig& c, const float* freq_factors) {
+RopeParams rope_params(const LlamaConfig& c, const AttentionSpec& layer, const float* freq_factors) {
   RopeParams p;
   p.rope_dim = c.rope_dim;
-  p.freq_base = c.rope_freq_base;
-  p.freq_scale = c.rope_freq_scale;
+  p.freq_base = layer.rope_base;
+  p.freq_scale = layer.rope_scale;
   p.mode = c.rope_mode;
   p.freq_factors = freq_factors;
+  if (c.rope_scaling == "yarn") {
+    // ggml_rope_yarn_corr_dims: the pairs that turn beta_fast and beta_slow times over the training
+    // context bound the ramp.
+    const float n_dims = static_cast<float>(c.rope_dim);
+    const float ctx = static_cast<float>(c.yarn.original_context);
+    auto corr_dim = [&](float rotations) {
+      return n_dims * std::log(ctx / (rotations * 2.0f * 3.14159265358979323846f)) / (2.0f * std::log(layer.rope_base));
+    };
+    p.yarn = true;
+    p.freq_scale = c.rope_freq_scale;
+    p.yarn_low = std::max(0.0f, std::floor(corr_dim(c.yarn.beta_fast)));
+    p.yarn_high = std::min(n_dims - 1.0f, std::ceil(corr_dim(c.yarn.beta_slow)));
+    p.mscale_extra = 0.1f * std::log(1.0f / c.rope_freq_scale);
+  }
   return p;
 }
 
@@ -117,36 +135,49 @@ void add_bias(float* x, const float* bias, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] += bias[i];
 }
 
-void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx, size_t n_heads,
-               size_t n_kv_heads, size_t head_dim) {
-  const size_t kv_dim = n_kv_heads * head_dim;
-  const size_t group = n_heads / n_kv_heads;  // query heads sharing one KV head
-  const float sqrt_head_dim = std::sqrt(static_cast<float>(head_dim));
+void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
+               const AttentionParams& p) {
+  const size_t head_dim = p.head_dim;
+  const size_t kv_dim = p.n_kv_heads * head_dim;
+  const size_t group = p.n_heads / p.n_kv_heads;  // query heads sharing one KV head
   std::vector<float> scores(n_ctx);
-  for (size_t h = 0; h < n_heads; ++h) {
+  for (size_t h = 0; h < p.n_heads; ++h) {
     const float* qh = q + h * head_dim;
     const size_t kv_offset = (h / group) * head_dim;
-    // Scores of every cached position.
-    float max_score = -INFINITY;
+    // Scores of every visible cached position.
+    float max_score = p.sinks != nullptr ? p.sinks[h] : -INFINITY;
     for (size_t t = 0; t < n_ctx; ++t) {
-      scores[t] = dot(qh, keys + t * kv_dim + kv_offset, head_dim) / sqrt_head_dim;
-      max_score = std::max(max_score, scores[t]);
+      float score = dot(qh, keys + t * kv_dim + kv_offset, head_dim) * p.scale;
+      if (p.softcap > 0.0f) score = p.softcap * std::tanh(score / p.softcap);
+      scores[t] = score;
+      max_score = std::max(max_score, score);
     }
-    // Softmax.
+    // Softmax (a sink adds to the denominator only).
     float sum = 0.0f;
     for (size_t t = 0; t < n_ctx; ++t) {
       scores[t] = std::exp(scores[t] - max_score);
       sum += scores[t];
     }
+    if (p.sinks != nullptr) sum += std::exp(p.sinks[h] - max_score);
     // Probability-weighted sum of the values.
     float* oh = out + h * head_dim;
     std::fill(oh, oh + head_dim, 0.0f);
     for (size_t t = 0; t < n_ctx; ++t) {
-      const float p = scores[t] / sum;
+      const float prob = scores[t] / sum;
       const float* vt = values + t * kv_dim + kv_offset;
-      for (size_t d = 0; d < head_dim; ++d) oh[d] += p * vt[d];
+      for (size_t d = 0; d < head_dim; ++d) oh[d] += prob * vt[d];
     }
   }
+}
+
+void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx, size_t n_heads,
+               size_t n_kv_heads, size_t head_dim) {
+  AttentionParams p;
+  p.n_heads = n_heads;
+  p.n_kv_heads = n_kv_heads;
+  p.head_dim = head_dim;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  attention(out, q, keys, values, n_ctx, p);
 }
 
 void swiglu(float* out, const float* gate, const float* up, size_t n) {
@@ -156,11 +187,46 @@ void swiglu(float* out, const float* gate, const float* up, size_t n) {
   }
 }
 
+void gelu_glu(float* out, const float* gate, const float* up, size_t n) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+  for (size_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * g * (1.0f + 0.044715f * g * g))) * up[i];
+  }
+}
+
+void swiglu_oai(float* out, const float* gate, const float* up, size_t n) {
+  constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+  for (size_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], kLimit);
+    const float u = std::clamp(up[i], -kLimit, kLimit);
+    out[i] = g / (1.0f + std::exp(-kAlpha * g)) * (u + 1.0f);
+  }
+}
+
+void ffn_activation(FfnActivation act, float* out, const float* gate, const float* up, size_t n) {
+  switch (act) {
+    case FfnActivation::kSilu: return swiglu(out, gate, up, n);
+    case FfnActivation::kGeluTanh: return gelu_glu(out, gate, up, n);
+    case FfnActivation::kSwigluOai: return swiglu_oai(out, gate, up, n);
+  }
+}
+
+void softcap(float* x, size_t n, float cap) {
+  for (size_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
 void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t n_ctx,
                        size_t width, float* out) {
-  for (size_t t = 0; t < n_ctx; ++t) {
+  gather_paged_rows(pool, block_table, block_size, 0, n_ctx, width, out);
+}
+
+void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t first,
+                       size_t n, size_t width, float* out) {
+  for (size_t k = 0; k < n; ++k) {
+    const size_t t = first + k;
     const size_t slot = static_cast<size_t>(block_table[t / block_size]) * block_size + t % block_size;
-    std::memcpy(out + t * width, pool + slot * width, width * sizeof(float));
+    std::memcpy(out + k * width, pool + slot * width, width * sizeof(float));
   }
 }
 

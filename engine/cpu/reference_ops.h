@@ -34,35 +34,60 @@ void matmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, Threa
 inline void matvec(const TensorRef& w, const float* x, float* y, ThreadPool* pool) { matmul(w, x, 1, y, pool); }
 
 // Rotary embedding as llama.cpp applies it. In each head of head_dim values, pair i (0 <= i <
-// rope_dim/2) is rotated by the angle pos * freq_base^(-2i/rope_dim) / freq_factors[i] * freq_scale
-// (freq_factors may be null: all 1). NORM mode pairs (v[2i], v[2i+1]) (llama); NEOX mode pairs
-// (v[i], v[i + rope_dim/2]) (qwen2, qwen3). Values past rope_dim are left as they are.
-// vec: [n_heads * head_dim].
+// rope_dim/2) is rotated by the angle pos * rope_frequency(i) * angle_scale (below); cos and sin
+// are multiplied by 1 + mscale_extra (YaRN's attention factor). NORM mode pairs (v[2i], v[2i+1])
+// (llama); NEOX mode pairs (v[i], v[i + rope_dim/2]) (qwen2, qwen3, gemma, gpt-oss). Values past
+// rope_dim are left as they are. vec: [n_heads * head_dim].
 struct RopeParams {
   size_t rope_dim = 0;
   float freq_base = 10000.0f;
-  float freq_scale = 1.0f;
+  float freq_scale = 1.0f;  // linear scaling; under YaRN, 1 / factor blended by the ramp below
   RopeMode mode = RopeMode::kNorm;
   const float* freq_factors = nullptr;  // [rope_dim / 2] or null
+  // YaRN (ggml's rope_yarn with ext_factor 1): pairs below yarn_low keep their frequency, pairs
+  // above yarn_high are interpolated by freq_scale, a linear ramp between.
+  bool yarn = false;
+  float yarn_low = 0.0f;
+  float yarn_high = 0.0f;
+  float mscale_extra = 0.0f;  // cos and sin are multiplied by 1 + mscale_extra (YaRN's attention factor)
 };
 void rope(float* vec, size_t n_heads, size_t head_dim, int32_t pos, const RopeParams& p);
-// Pair i's angle per position before freq_scale: freq_base^(-2i/rope_dim) / freq_factors[i]. Both
-// backends take it from here (the Vulkan runner as a table), so the angles agree to the bit.
+// Pair i's angle per position before angle_scale: freq_base^(-2i/rope_dim) / freq_factors[i], under
+// YaRN blended with its interpolation. Both backends take it from here (the Vulkan runner as a
+// table, with angle_scale as a constant), so the angles agree to the bit.
 float rope_frequency(size_t i, const RopeParams& p);
 std::vector<float> rope_frequencies(const RopeParams& p);  // [rope_dim / 2]
-// The model's rope; freq_factors: its rope_freqs.weight as floats ([rope_dim / 2]), or null.
-RopeParams rope_params(const LlamaConfig& c, const float* freq_factors);
+// The factor applied after the table: freq_scale, or 1 under YaRN (the table holds the blend).
+inline float rope_angle_scale(const RopeParams& p) { return p.yarn ? 1.0f : p.freq_scale; }
+// A layer's rope (its base and scale: LayerSpec::attention); freq_factors: the model's
+// rope_freqs.weight as floats ([rope_dim / 2]), or null.
+RopeParams rope_params(const LlamaConfig& c, const AttentionSpec& layer, const float* freq_factors);
 // NORM mode without frequency factors.
 void rope_norm(float* vec, size_t n_heads, size_t head_dim, size_t rope_dim, int32_t pos, float freq_base,
                float freq_scale);
 
-// Causal grouped-query attention of one query token over n_ctx cached positions (the token's own
-// position included, as the last). q: [n_heads * head_dim]; keys, values: [n_ctx, n_kv_heads *
-// head_dim]; out: [n_heads * head_dim]. Query head h reads KV head h / (n_heads / n_kv_heads).
-// Scores are q·k / sqrt(head_dim), softmax over positions in order 0..n_ctx-1 (max subtracted),
-// and the output sums probability-weighted values in the same order.
+// Grouped-query attention of one query token over n_ctx cached positions (the last is the token's
+// own). q: [n_heads * head_dim]; keys, values: [n_ctx, n_kv_heads * head_dim]; out: [n_heads *
+// head_dim]. Query head h reads KV head h / (n_heads / n_kv_heads). Scores are q·k * scale,
+// soft-capped where softcap > 0 (softcap * tanh(score / softcap)); softmax over positions in order
+// 0..n_ctx-1 (max subtracted), with head h's sink logit in the denominator where sinks is set; the
+// output sums probability-weighted values in the same order.
+struct AttentionParams {
+  size_t n_heads = 0;
+  size_t n_kv_heads = 0;
+  size_t head_dim = 0;
+  float scale = 1.0f;
+  float softcap = 0.0f;
+  const float* sinks = nullptr;  // [n_heads] or null
+  uint32_t window = 0;           // for the callers: 0, or how many of the latest positions a query sees
+};
+void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
+               const AttentionParams& p);
+// Scale 1/sqrt(head_dim), no soft-cap or sinks.
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx, size_t n_heads,
                size_t n_kv_heads, size_t head_dim);
+// The first position a query at `pos` sees under `window` (0: none hidden).
+inline size_t window_start(size_t pos, uint32_t window) { return window == 0 || pos < window ? 0 : pos + 1 - window; }
 
 // RMSNorm of each of the n_heads heads of head_dim values in place, with one weight vector
 // [head_dim] shared by all heads (qwen3's attn_q_norm / attn_k_norm).
@@ -73,11 +98,22 @@ void add_bias(float* x, const float* bias, size_t n);
 
 // SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + e^-x). out may alias gate.
 void swiglu(float* out, const float* gate, const float* up, size_t n);
+// GeGLU: out[i] = gelu(gate[i]) * up[i], GELU's tanh approximation. out may alias gate.
+void gelu_glu(float* out, const float* gate, const float* up, size_t n);
+// gpt-oss's clamped SwiGLU: g = min(gate, 7), u = clamp(up, -7, 7), out = g * sigmoid(1.702 g) * (u + 1).
+void swiglu_oai(float* out, const float* gate, const float* up, size_t n);
+// The gated activation a feed-forward block's spec names.
+void ffn_activation(FfnActivation act, float* out, const float* gate, const float* up, size_t n);
+// x[i] = cap * tanh(x[i] / cap) (logit soft-capping).
+void softcap(float* x, size_t n, float cap);
 
 // Copies the rows of positions [0, n_ctx) of a paged pool ([num_blocks * block_size, width])
 // into out ([n_ctx, width]) in position order, following block_table.
 void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t n_ctx,
                        size_t width, float* out);
+// The same for positions [first, first + n).
+void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t first,
+                       size_t n, size_t width, float* out);
 
 // Index of the largest value (the lowest index among equal maxima).
 int32_t argmax(const float* x, size_t n);

@@ -11,15 +11,36 @@ constexpr ExpertRouting kSoftmaxTopKNormalized{ExpertRouting::Order::kSoftmaxThe
 // and graphs: llama may carry Q/K/V biases, rope factors and (Mixtral layout) experts; qwen2 always
 // has the biases, qwen3 the Q/K norms, qwen3moe both Q/K norms and experts; phi3 fuses its
 // projections. llama.cpp's build_moe_ffn renormalizes the chosen softmax weights for llama and
-// qwen3moe.
+// qwen3moe. Gemma 2 and 3 scale embeddings, post-norm both sublayers, gate with GELU and window
+// 1 of 2 (Gemma 2) or 5 of 6 (Gemma 3, whose local layers keep rope base 10000) layers; Gemma 2
+// soft-caps attention scores and logits. gpt-oss windows every other layer, adds sinks and
+// biases, and routes top-k then softmax through clamped SwiGLU experts.
 constexpr ArchitectureInfo kArchitectures[] = {
-    {Arch::kLlama, "llama", RopeMode::kNorm, R::kOptional, R::kAbsent, R::kOptional, P::kSeparate, R::kOptional,
-     kSoftmaxTopKNormalized},
-    {Arch::kQwen2, "qwen2", RopeMode::kNeox, R::kRequired, R::kAbsent, R::kAbsent, P::kSeparate, R::kAbsent, {}},
-    {Arch::kQwen3, "qwen3", RopeMode::kNeox, R::kAbsent, R::kRequired, R::kAbsent, P::kSeparate, R::kAbsent, {}},
-    {Arch::kQwen3Moe, "qwen3moe", RopeMode::kNeox, R::kAbsent, R::kRequired, R::kAbsent, P::kSeparate, R::kRequired,
-     kSoftmaxTopKNormalized},
-    {Arch::kPhi3, "phi3", RopeMode::kNeox, R::kAbsent, R::kAbsent, R::kAbsent, P::kFused, R::kAbsent, {}},
+    {.arch = Arch::kLlama, .name = "llama", .rope_mode = RopeMode::kNorm, .qkv_bias = R::kOptional,
+     .qk_norm = R::kAbsent, .rope_freqs = R::kOptional, .projections = P::kSeparate, .experts = R::kOptional,
+     .routing = kSoftmaxTopKNormalized},
+    {.arch = Arch::kQwen2, .name = "qwen2", .rope_mode = RopeMode::kNeox, .qkv_bias = R::kRequired,
+     .qk_norm = R::kAbsent, .rope_freqs = R::kAbsent, .projections = P::kSeparate, .experts = R::kAbsent},
+    {.arch = Arch::kQwen3, .name = "qwen3", .rope_mode = RopeMode::kNeox, .qkv_bias = R::kAbsent,
+     .qk_norm = R::kRequired, .rope_freqs = R::kAbsent, .projections = P::kSeparate, .experts = R::kAbsent},
+    {.arch = Arch::kQwen3Moe, .name = "qwen3moe", .rope_mode = RopeMode::kNeox, .qkv_bias = R::kAbsent,
+     .qk_norm = R::kRequired, .rope_freqs = R::kAbsent, .projections = P::kSeparate, .experts = R::kRequired,
+     .routing = kSoftmaxTopKNormalized},
+    {.arch = Arch::kPhi3, .name = "phi3", .rope_mode = RopeMode::kNeox, .qkv_bias = R::kAbsent,
+     .qk_norm = R::kAbsent, .rope_freqs = R::kAbsent, .projections = P::kFused, .experts = R::kAbsent},
+    {.arch = Arch::kGemma2, .name = "gemma2", .rope_mode = RopeMode::kNeox, .qkv_bias = R::kAbsent,
+     .qk_norm = R::kAbsent, .rope_freqs = R::kAbsent, .projections = P::kSeparate, .experts = R::kAbsent,
+     .activation = FfnActivation::kGeluTanh, .window_period = 2, .attn_softcap = 50.0f, .final_softcap = 30.0f,
+     .softcap_keys = true, .scale_embeddings = true, .post_norms = true, .dim_per_head_scale_layers = 46},
+    {.arch = Arch::kGemma3, .name = "gemma3", .rope_mode = RopeMode::kNeox, .qkv_bias = R::kAbsent,
+     .qk_norm = R::kRequired, .rope_freqs = R::kAbsent, .projections = P::kSeparate, .experts = R::kAbsent,
+     .activation = FfnActivation::kGeluTanh, .window_period = 6, .local_rope_base = 10000.0f,
+     .scale_embeddings = true, .post_norms = true, .dim_per_head_scale_layers = 62},
+    {.arch = Arch::kGptOss, .name = "gpt-oss", .rope_mode = RopeMode::kNeox, .qkv_bias = R::kRequired,
+     .qk_norm = R::kAbsent, .rope_freqs = R::kAbsent, .projections = P::kSeparate, .experts = R::kRequired,
+     .routing = {ExpertRouting::Order::kTopKThenSoftmax, false}, .activation = FfnActivation::kSwigluOai,
+     .window_period = 2, .ffn_norm = "post_attention_norm", .output_bias = R::kRequired, .sinks = R::kRequired,
+     .expert_biases = R::kRequired},
 };
 
 }  // namespace

@@ -12,12 +12,12 @@
 
 namespace vks {
 
-enum class Arch : uint8_t { kLlama, kQwen2, kQwen3, kQwen3Moe, kPhi3 };
+enum class Arch : uint8_t { kLlama, kQwen2, kQwen3, kQwen3Moe, kPhi3, kGemma2, kGemma3, kGptOss };
 
 // How rotary embedding pairs the values of a head (llama.cpp's LLAMA_ROPE_TYPE_NORM / _NEOX).
 enum class RopeMode : uint8_t {
   kNorm,  // adjacent pairs (v[2i], v[2i+1]): llama
-  kNeox,  // halves (v[i], v[i + rope_dim/2]): qwen2, qwen3, phi3 (GPT-NeoX style)
+  kNeox,  // halves (v[i], v[i + rope_dim/2]): qwen2, qwen3, phi3, gemma, gpt-oss (GPT-NeoX style)
 };
 
 // Whether a layer may or must carry an optional tensor (or feature).
@@ -38,7 +38,25 @@ struct ArchitectureInfo {
   TensorRule rope_freqs;  // rope_freqs.weight: per-frequency divisors (Llama 3.1 rope scaling)
   ProjectionLayout projections;
   TensorRule experts;     // routed experts (expert_count > 1) instead of a dense feed-forward block
-  ExpertRouting routing;  // how the router weighs them, where there are experts
+  ExpertRouting routing = {};  // how the router weighs them, where there are experts
+  FfnActivation activation = FfnActivation::kSilu;
+  // Sliding windows: llama.cpp's default pattern period where <arch>.attention.sliding_window is set
+  // and no sliding_window_pattern key says otherwise (layer l is local when l % period < period - 1);
+  // 0: the architecture has no windows (the key is refused).
+  uint32_t window_period = 0;
+  float local_rope_base = 0.0f;     // local layers' rope base without rope.freq_base_swa (0: the global one)
+  float attn_softcap = 0.0f;        // default of <arch>.attn_logit_softcapping (0: not applied)
+  float final_softcap = 0.0f;       // default of <arch>.final_logit_softcapping (0: not applied)
+  bool softcap_keys = false;        // whether those two keys are read
+  bool scale_embeddings = false;    // input embeddings times sqrt(dim) (Gemma)
+  bool post_norms = false;          // post_attention_norm and post_ffw_norm after each sublayer
+  std::string_view ffn_norm = "ffn_norm";  // the pre-FFN norm's tensor (gpt-oss: post_attention_norm)
+  TensorRule output_bias = TensorRule::kAbsent;   // blk.N.attn_output.bias
+  TensorRule sinks = TensorRule::kAbsent;         // blk.N.attn_sinks.weight
+  TensorRule expert_biases = TensorRule::kAbsent; // router and expert gate/up/down biases (gpt-oss)
+  // llama.cpp scales Q by 1/sqrt(dim / n_heads) instead of 1/sqrt(head_dim) for Gemma's 27B shapes,
+  // which it recognises by their layer count (0: never).
+  uint32_t dim_per_head_scale_layers = 0;
 };
 
 // nullptr for an architecture vkstream does not run.

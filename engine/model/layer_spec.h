@@ -2,7 +2,8 @@
 // What a layer does, described by behaviour rather than by architecture name (zeux/calm's way):
 // the loader (llama_config.cpp) fills it from GGUF keys and the architecture table, the CPU forward
 // pass and the Vulkan step recorder read it, and nothing else needs to know which family a file is.
-// A dense feed-forward block is an expert block with one expert and no router.
+// A dense feed-forward block is an expert block with one expert and no router; a global attention
+// layer is a window layer whose window is unbounded.
 #include <cstdint>
 
 namespace vks {
@@ -17,8 +18,12 @@ struct ExpertRouting {
   bool normalize = false;  // divide the chosen weights by their sum (llama.cpp's norm_w)
 };
 
-// The gate's activation in down(act(gate x) * up x).
-enum class FfnActivation : uint8_t { kSilu };
+// The gate's activation in down(act(gate x, up x)).
+enum class FfnActivation : uint8_t {
+  kSilu,       // silu(g) * u
+  kGeluTanh,   // gelu(g) * u, GELU's tanh approximation (Gemma)
+  kSwigluOai,  // gpt-oss: g' = min(g, 7), u' = clamp(u, -7, 7), g' * sigmoid(1.702 g') * (u' + 1)
+};
 
 struct FfnSpec {
   uint32_t hidden = 0;     // rows of each expert's gate and up matrices
@@ -29,8 +34,23 @@ struct FfnSpec {
   bool routed() const { return n_experts > 1; }
 };
 
+// Which keys a query sees and how its scores are formed.
+struct AttentionSpec {
+  uint32_t window = 0;       // 0: every position up to its own; W: only the last W (p-W+1..p)
+  float rope_base = 10000.0f;
+  float rope_scale = 1.0f;   // linear position scaling (1 / rope.scaling.factor); 1 under YaRN
+  float scale = 0.0f;        // q·k multiplier (1/sqrt(head_dim) unless the architecture says otherwise)
+  float softcap = 0.0f;      // 0: none; c: score = c * tanh(score / c) before the softmax (Gemma 2)
+  bool sinks = false;        // blk.N.attn_sinks: one logit per head joins the softmax denominator (gpt-oss)
+  bool windowed() const { return window > 0; }
+};
+
 struct LayerSpec {
+  AttentionSpec attention;
   FfnSpec ffn;
+  // Gemma: each sublayer's output is RMS-normed (post_attention_norm, post_ffw_norm) before the
+  // residual add.
+  bool post_norms = false;
 };
 
 }  // namespace vks

@@ -79,14 +79,117 @@ void read_experts(const gguf::GgufFile& file, const KeyReader& keys, const Archi
   }
   if (arch.experts == TensorRule::kAbsent) {
     throw Error(ErrorCode::kUnsupported, "a " + std::string(arch.name) + " model with " + std::to_string(n) +
-                                             " experts is not supported (experts run for: llama, qwen3moe)");
+                                             " experts is not supported (experts run for: llama, qwen3moe, gpt-oss)");
   }
   c.n_experts = n;
   c.n_experts_used = keys.required_uint("expert_used_count", n);
   c.expert_hidden_dim = keys.optional_uint("expert_feed_forward_length", kMaxDim).value_or(c.hidden_dim);
 }
 
+// rope.scaling.*: linear divides positions by the factor; YaRN blends interpolated and original
+// frequencies by rotation count (the ramp between beta_fast and beta_slow rotations over the
+// training context); Llama 3.1 scaling comes as the rope_freqs.weight tensor instead.
+void read_rope_scaling(const gguf::GgufFile& file, const KeyReader& keys, LlamaConfig& c) {
+  const auto type = file.get_string(keys.key("rope.scaling.type"));
+  const auto factor = keys.optional_float("rope.scaling.factor");
+  if (type && *type != "none" && *type != "linear" && *type != "yarn") {
+    throw Error(ErrorCode::kUnsupported, "rope scaling type '" + *type + "' (key " + keys.key("rope.scaling.type") +
+                                             ") is not supported (supported: none, linear, yarn; Llama 3.1 scaling "
+                                             "through a rope_freqs.weight tensor)");
+  }
+  if (factor && *factor < 0.0f) inconsistent("rope.scaling.factor must not be negative");
+  const bool scaled = factor && *factor != 0.0f && *factor != 1.0f;
+  if (type && *type == "yarn") {
+    if (!scaled) return;  // a factor of 1: nothing to blend
+    c.rope_scaling = "yarn";
+    c.rope_freq_scale = 1.0f / *factor;
+    c.yarn.factor = *factor;
+    c.yarn.original_context =
+        keys.optional_uint("rope.scaling.original_context_length", kMaxContext).value_or(c.context_length);
+    c.yarn.beta_fast = keys.optional_float("rope.scaling.yarn_beta_fast").value_or(32.0f);
+    c.yarn.beta_slow = keys.optional_float("rope.scaling.yarn_beta_slow").value_or(1.0f);
+    if (!(c.yarn.beta_fast > 0.0f) || !(c.yarn.beta_slow > 0.0f)) inconsistent("YaRN beta_fast/beta_slow must be positive");
+    return;
+  }
+  if (scaled) {
+    c.rope_freq_scale = 1.0f / *factor;
+    c.rope_scaling = "linear";
+  }
+}
+
+// Which layers slide a window (llama.cpp's swa pattern): <arch>.attention.sliding_window_pattern as
+// a period (layer l slides when l % period < period - 1) or a per-layer array of booleans, else the
+// architecture's default period.
+std::vector<bool> sliding_layers(const gguf::GgufFile& file, const KeyReader& keys, const ArchitectureInfo& arch,
+                                 uint32_t n_layers) {
+  std::vector<bool> sliding(n_layers, false);
+  const std::string key = keys.key("attention.sliding_window_pattern");
+  const gguf::Value* v = file.find(key);
+  if (v != nullptr && v->type == gguf::ValueType::kArray) {
+    const auto flags = file.get_int_array(key);
+    if (flags->size() != n_layers) {
+      inconsistent(key + " has " + std::to_string(flags->size()) + " entries for " + std::to_string(n_layers) +
+                   " layers");
+    }
+    for (uint32_t l = 0; l < n_layers; ++l) sliding[l] = (*flags)[l] != 0;
+    return sliding;
+  }
+  int64_t period = arch.window_period;
+  if (v != nullptr) {
+    period = file.get_int(key).value_or(0);
+    if (period < 0 || period > kMaxLayers) inconsistent(key + " = " + std::to_string(period) + " is out of range");
+  }
+  // Period 0 or 1: every layer slides (llama.cpp: n_pattern 0 means all layers are SWA).
+  for (uint32_t l = 0; l < n_layers; ++l) sliding[l] = period <= 1 || l % period < period - 1;
+  return sliding;
+}
+
+// What each layer's attention does: window, rope, score scale and soft-cap, sinks.
+void read_attention(const gguf::GgufFile& file, const KeyReader& keys, const ArchitectureInfo& arch, LlamaConfig& c) {
+  AttentionSpec global;
+  global.rope_base = c.rope_freq_base;
+  global.rope_scale = c.rope_scaling == "yarn" ? 1.0f : c.rope_freq_scale;
+  const bool dim_per_head = arch.dim_per_head_scale_layers != 0 && c.n_layers == arch.dim_per_head_scale_layers;
+  global.scale = 1.0f / std::sqrt(static_cast<float>(dim_per_head ? c.dim / c.n_heads : c.head_dim));
+  if (arch.softcap_keys) {
+    global.softcap = keys.optional_float("attn_logit_softcapping").value_or(arch.attn_softcap);
+    c.final_softcap = keys.optional_float("final_logit_softcapping").value_or(arch.final_softcap);
+    if (global.softcap < 0.0f || c.final_softcap < 0.0f) inconsistent("soft-capping values must not be negative");
+  }
+  global.sinks = arch.sinks == TensorRule::kRequired;
+  c.embedding_scale = arch.scale_embeddings ? std::sqrt(static_cast<float>(c.dim)) : 1.0f;
+  for (LayerSpec& l : c.layers) {
+    l.attention = global;
+    l.post_norms = arch.post_norms;
+  }
+
+  const auto window = file.get_int(keys.key("attention.sliding_window"));
+  if (!window || *window <= 0) return;
+  if (arch.window_period == 0) {
+    throw Error(ErrorCode::kUnsupported, "sliding-window attention (" + keys.key("attention.sliding_window") + " = " +
+                                             std::to_string(*window) + ") is not supported for " +
+                                             std::string(arch.name) + " (it runs for gemma2, gemma3, gpt-oss)");
+  }
+  if (*window > kMaxContext) inconsistent("attention.sliding_window is out of range");
+  AttentionSpec local = global;
+  local.window = static_cast<uint32_t>(*window);
+  local.rope_base = keys.optional_float("rope.freq_base_swa")
+                        .value_or(arch.local_rope_base > 0.0f ? arch.local_rope_base : c.rope_freq_base);
+  if (!(local.rope_base > 0.0f)) inconsistent("rope.freq_base_swa must be positive");
+  if (arch.local_rope_base > 0.0f) local.rope_scale = 1.0f;  // Gemma 3: local layers are never scaled
+  const std::vector<bool> sliding = sliding_layers(file, keys, arch, c.n_layers);
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    if (sliding[l]) c.layers[l].attention = local;
+  }
+}
+
 }  // namespace
+
+uint32_t LlamaConfig::max_window() const {
+  uint32_t w = 0;
+  for (const LayerSpec& l : layers) w = std::max(w, l.attention.window);
+  return w;
+}
 
 uint32_t LlamaConfig::max_ffn_hidden() const {
   uint32_t m = 0;
@@ -118,7 +221,7 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   if (info == nullptr) {
     throw Error(ErrorCode::kUnsupported, "model architecture '" + *arch + "' is not supported (supported: " +
                                              supported_architecture_names() +
-                                             "; e.g. Llama 2/3, Mistral, Mixtral, TinyLlama, SmolLM2, Qwen2.5, Qwen3, Qwen3-30B-A3B, Phi-3)");
+                                             "; e.g. Llama 2/3, Mistral, Mixtral, TinyLlama, SmolLM2, Qwen2.5, Qwen3, Qwen3-30B-A3B, Phi-3, Gemma 2/3, gpt-oss)");
   }
   c.architecture = *arch;
   c.arch = info->arch;
@@ -167,28 +270,7 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   c.rope_freq_base = keys.optional_float("rope.freq_base").value_or(10000.0f);
   if (!(c.rope_freq_base > 0.0f)) inconsistent("rope.freq_base must be positive");
 
-  // llama.cpp: linear scaling divides positions by the factor. YaRN and LongRoPE need attention
-  // factors vkstream does not implement; Llama 3.1 scaling comes as the rope_freqs.weight tensor.
-  const auto scaling_type = file.get_string(keys.key("rope.scaling.type"));
-  const auto scaling_factor = keys.optional_float("rope.scaling.factor");
-  if (scaling_type && *scaling_type != "none" && *scaling_type != "linear") {
-    throw Error(ErrorCode::kUnsupported, "rope scaling type '" + *scaling_type +
-                                             "' (key " + keys.key("rope.scaling.type") +
-                                             ") is not supported (supported: none, linear; Llama 3.1 scaling "
-                                             "through a rope_freqs.weight tensor)");
-  }
-  if ((!scaling_type || *scaling_type == "linear") && scaling_factor && *scaling_factor != 0.0f &&
-      *scaling_factor != 1.0f) {
-    if (*scaling_factor < 0.0f) inconsistent("rope.scaling.factor must not be negative");
-    c.rope_freq_scale = 1.0f / *scaling_factor;
-    c.rope_scaling = "linear";
-  }
-
-  // Attention vkstream does not run yet: refuse rather than compute something else.
-  if (const auto window = file.get_int(keys.key("attention.sliding_window")); window && *window > 0) {
-    throw Error(ErrorCode::kUnsupported, "sliding-window attention (" + keys.key("attention.sliding_window") + " = " +
-                                             std::to_string(*window) + ") is not supported yet");
-  }
+  read_rope_scaling(file, keys, c);
 
   c.norm_eps = keys.optional_float("attention.layer_norm_rms_epsilon").value_or(1e-5f);
   if (!(c.norm_eps > 0.0f) || c.norm_eps > 1.0f) inconsistent("attention.layer_norm_rms_epsilon must be in (0, 1]");
@@ -208,14 +290,16 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
     c.pooling_type = static_cast<int32_t>(*pooling);
   }
 
-  // Every layer alike: experts where the model has them, else a dense block (one expert).
+  // Every layer's feed-forward block alike: experts where the model has them, else a dense block
+  // (one expert); attention differs by layer where windows slide.
   LayerSpec layer;
   if (c.n_experts > 1) {
-    layer.ffn = FfnSpec{c.expert_hidden_dim, c.n_experts, c.n_experts_used, info->routing, FfnActivation::kSilu};
+    layer.ffn = FfnSpec{c.expert_hidden_dim, c.n_experts, c.n_experts_used, info->routing, info->activation};
   } else {
-    layer.ffn = FfnSpec{c.hidden_dim, 1, 1, {}, FfnActivation::kSilu};
+    layer.ffn = FfnSpec{c.hidden_dim, 1, 1, {}, info->activation};
   }
   c.layers.assign(c.n_layers, layer);
+  read_attention(file, keys, *info, c);
   return c;
 }
 

@@ -28,10 +28,20 @@ struct LlamaConfig {
   uint32_t vocab_size = 0;      // rows of token_embd
   uint32_t context_length = 0;  // llama.context_length
   uint32_t rope_dim = 0;        // llama.rope.dimension_count (default head_dim)
-  float rope_freq_base = 10000.0f;   // llama.rope.freq_base
+  float rope_freq_base = 10000.0f;   // llama.rope.freq_base (global layers; see LayerSpec::attention)
   float rope_freq_scale = 1.0f;      // 1 / rope.scaling.factor for linear scaling
-  std::string rope_scaling = "none"; // rope.scaling.type: none or linear (Llama 3.1 scaling is the
-                                     // rope_freqs.weight tensor, see LlamaWeights::rope_freqs)
+  std::string rope_scaling = "none"; // rope.scaling.type: none, linear or yarn (Llama 3.1 scaling is
+                                     // the rope_freqs.weight tensor, see LlamaWeights::rope_freqs)
+  // YaRN (rope_scaling "yarn"): the context factor, the training context and the ramp's bounds in
+  // rotations (llama.cpp's yarn_beta_fast / yarn_beta_slow).
+  struct Yarn {
+    float factor = 1.0f;
+    uint32_t original_context = 0;
+    float beta_fast = 32.0f;
+    float beta_slow = 1.0f;
+  } yarn;
+  float embedding_scale = 1.0f;      // input embeddings are multiplied by this (Gemma: sqrt(dim))
+  float final_softcap = 0.0f;        // 0: none; c: logits = c * tanh(logits / c)
   float norm_eps = 1e-5f;            // llama.attention.layer_norm_rms_epsilon
   bool tied_embeddings = false;      // no output.weight: logits use token_embd
   int32_t pooling_type = -1;         // <arch>.pooling_type, llama.cpp's enum (-1 absent; see pooling.h)
@@ -42,6 +52,8 @@ struct LlamaConfig {
   uint32_t expert_hidden_dim = 0;
   std::vector<LayerSpec> layers;     // [n_layers] what each layer does
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
+  // The widest sliding window of any layer, 0 when every layer attends to every position.
+  uint32_t max_window() const;
   uint32_t q_dim() const { return n_heads * head_dim; }
   // The most FFN rows any layer's gate (or one expert's gate) has: the size of FFN activations.
   uint32_t max_ffn_hidden() const;

@@ -46,6 +46,18 @@ class TensorBinder {
     return vector(name, n);
   }
 
+  // `count` F32 vectors of `n` values stacked (ggml dims [n, count]: one bias per expert), as a
+  // count x n matrix.
+  TensorRef vector_stack(const std::string& name, uint64_t n, uint64_t count) {
+    const gguf::TensorInfo& t = require(name);
+    check_shape(t, {n, count});
+    if (t.type != GgmlType::kF32) {
+      throw Error(ErrorCode::kUnsupported, "tensor '" + name + "' has type " + std::string(ggml_type_name(t.type)) +
+                                               "; vkstream expects biases in f32");
+    }
+    return make_ref(t, count, n);
+  }
+
   // A matrix of `rows` x `cols` (ggml dims [cols, rows]).
   TensorRef matrix(const std::string& name, uint64_t rows, uint64_t cols) {
     const gguf::TensorInfo& t = require(name);
@@ -145,7 +157,8 @@ class TensorBinder {
         "attn_output.weight", "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_q_norm.weight",
         "attn_k_norm.weight", "attn_rot_embd", "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight",
         "ffn_down.weight", "ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight",
-        "ffn_down_exps.weight"};
+        "ffn_down_exps.weight", "attn_output.bias", "attn_sinks.weight", "post_attention_norm.weight",
+        "post_ffw_norm.weight", "ffn_gate_inp.bias", "ffn_gate_exps.bias", "ffn_up_exps.bias", "ffn_down_exps.bias"};
     const size_t dot = missing.find('.', 4);
     if (missing.rfind("blk.", 0) != 0 || dot == std::string::npos) return;
     const std::string block = missing.substr(0, dot + 1);
@@ -227,7 +240,7 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
       L.wv = bind.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
     }
     L.wo = bind.matrix(p + "attn_output.weight", c.dim, c.q_dim());
-    L.ffn_norm = bind.vector(p + "ffn_norm.weight", c.dim);
+    L.ffn_norm = bind.vector(p + std::string(arch.ffn_norm) + ".weight", c.dim);
     if (ffn.routed()) {
       L.router = bind.matrix(p + "ffn_gate_inp.weight", ffn.n_experts, c.dim);
       L.w_gate = bind.stacked(p + "ffn_gate_exps.weight", ffn.hidden, c.dim, ffn.n_experts);
@@ -249,6 +262,17 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
     L.bv = bind.optional_vector(p + "attn_v.bias", c.kv_dim(), arch.qkv_bias);
     L.attn_q_norm = bind.optional_vector(p + "attn_q_norm.weight", c.head_dim, arch.qk_norm);
     L.attn_k_norm = bind.optional_vector(p + "attn_k_norm.weight", c.head_dim, arch.qk_norm);
+    L.bo = bind.optional_vector(p + "attn_output.bias", c.dim, arch.output_bias);
+    L.attn_sinks = bind.optional_vector(p + "attn_sinks.weight", c.n_heads, arch.sinks);
+    const TensorRule post = c.layers[l].post_norms ? TensorRule::kRequired : TensorRule::kAbsent;
+    L.post_attn_norm = bind.optional_vector(p + "post_attention_norm.weight", c.dim, post);
+    L.post_ffn_norm = bind.optional_vector(p + "post_ffw_norm.weight", c.dim, post);
+    if (ffn.routed() && arch.expert_biases == TensorRule::kRequired) {
+      L.router_bias = bind.vector(p + "ffn_gate_inp.bias", ffn.n_experts);
+      L.b_gate = bind.vector_stack(p + "ffn_gate_exps.bias", ffn.hidden, ffn.n_experts);
+      L.b_up = bind.vector_stack(p + "ffn_up_exps.bias", ffn.hidden, ffn.n_experts);
+      L.b_down = bind.vector_stack(p + "ffn_down_exps.bias", c.dim, ffn.n_experts);
+    }
   }
   w.output_norm = bind.vector("output_norm.weight", c.dim);
   w.output = bind.optional_matrix("output.weight", c.vocab_size, c.dim).value_or(w.token_embd);

@@ -49,6 +49,13 @@ struct LayerWeights {
   std::optional<TensorRef> attn_q_norm;  // [head_dim] blk.N.attn_q_norm.weight: RMSNorm of each Q head
   std::optional<TensorRef> attn_k_norm;  // [head_dim] blk.N.attn_k_norm.weight: and of each K head,
                                          // after the projection, before rope (qwen3)
+  std::optional<TensorRef> bo;           // [dim] blk.N.attn_output.bias (gpt-oss)
+  std::optional<TensorRef> attn_sinks;   // [n_heads] blk.N.attn_sinks.weight: a logit per head (gpt-oss)
+  std::optional<TensorRef> post_attn_norm;  // [dim] blk.N.post_attention_norm.weight (Gemma: LayerSpec::post_norms)
+  std::optional<TensorRef> post_ffn_norm;   // [dim] blk.N.post_ffw_norm.weight
+  // Expert biases (gpt-oss), stacked like their matrices: router [E], gate and up [E*H], down [E*dim].
+  std::optional<TensorRef> router_bias;
+  std::optional<TensorRef> b_gate, b_up, b_down;
 };
 
 struct LlamaWeights {

@@ -6,7 +6,9 @@
 // - qwen2-tiny.gguf (Q/K/V biases, NEOX rope, tied output), llama3-rope-freqs-tiny.gguf (Llama
 //   3.1 rope factors), qwen3moe-tiny and llama-moe-tiny (experts: softmax, top 2, renormalized)
 //   and phi3-tiny (fused attn_qkv and gate|up) against llama.cpp: every step's logits within 1e-4,
-//   same greedy ids.
+//   same greedy ids;
+// - gemma2-tiny, gemma3-tiny (sliding windows, soft-caps, post-norms, GELU, scaled embeddings),
+//   gpt-oss-tiny and gpt-oss-yarn-tiny (sinks, biases, MXFP4 experts, YaRN) against `floatref`.
 // Also: CpuRunner's one-step prefill gives bit-identical logits to CpuModel's token-by-token run.
 #include <gtest/gtest.h>
 
@@ -148,12 +150,73 @@ INSTANTIATE_TEST_SUITE_P(Architectures, LlamaCppFixture,
                                            "phi3-tiny"),
                          test_name);
 
+// Architectures whose llama.cpp logits carry its fp16 GELU table or its activation quantization
+// (../shared/models/README.md): every step's logits against the float64 pass (`floatref`) within
+// 1e-4 of their spread, the greedy ids equal to llama.cpp's and the float pass's, llama.cpp's logits
+// loosely (0.02 for GELU, 0.2 for MXFP4), and the runner's one-step prefill bit-identical to the token-by-token run.
+class FloatRefFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FloatRefFixture, MatchesFloatReference) {
+  const std::string name = GetParam();
+  const auto model = LlamaModel::load(test::model_path(name + ".gguf"));
+  const test::GreedyReference ref = test::load_ids_file(name + ".floatref.greedy.ids");
+  const test::GreedyReference cpp = test::load_ids_file(name + ".greedy.ids");
+  const std::vector<float> ref_logits = test::load_f32_file(name + ".floatref.logits.f32");
+  const std::vector<float> gen_logits = test::load_f32_file(name + ".floatref.gen_logits.f32");
+  const std::vector<float> cpp_logits = test::load_f32_file(name + ".logits.f32");
+  const size_t vocab = model->config().vocab_size;
+  ASSERT_FALSE(ref.prompt.empty()) << "reference ids not found under " << test::models_dir();
+  ASSERT_EQ(ref.generated.size(), 32u);
+  ASSERT_EQ(ref_logits.size(), vocab);
+  ASSERT_EQ(gen_logits.size(), 32 * vocab);
+
+  const GreedyRun run = run_greedy(*model, ref.prompt, ref.generated.size());
+  const float tolerance = 1e-4f * spread(ref_logits);
+  EXPECT_LE(max_abs_diff(run.logits[0].data(), ref_logits.data(), vocab), tolerance) << name;
+  EXPECT_EQ(run.generated, ref.generated) << name;
+  EXPECT_EQ(run.generated, cpp.generated) << name << ": llama.cpp's ids";
+  for (size_t i = 0; i + 1 < run.logits.size() && run.generated[i] == ref.generated[i]; ++i) {
+    EXPECT_LE(max_abs_diff(run.logits[i + 1].data(), &gen_logits[i * vocab], vocab), tolerance) << name << " step " << i;
+  }
+  // llama.cpp's GELU table moves gemma's logits by up to 8.8e-3, its Q8_0 activations before the
+  // MXFP4 experts gpt-oss's by up to 0.145 (the fixtures' README).
+  const float loose = name.rfind("gpt-oss", 0) == 0 ? 0.2f : 0.02f;
+  EXPECT_LE(max_abs_diff(run.logits[0].data(), cpp_logits.data(), vocab), loose) << name << ": llama.cpp's logits";
+  EXPECT_EQ(runner_prefill_logits(*model, ref.prompt), run.logits[0]) << name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, FloatRefFixture,
+                         ::testing::Values("gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny", "gpt-oss-yarn-tiny"),
+                         test_name);
+
 TEST(LlamaCppFixtureModels, DescribeTheirArchitecture) {
   const auto qwen2 = LlamaModel::load(test::model_path("qwen2-tiny.gguf"));
   EXPECT_EQ(qwen2->config().arch, Arch::kQwen2);
   EXPECT_EQ(qwen2->config().rope_mode, RopeMode::kNeox);
   EXPECT_TRUE(qwen2->config().tied_embeddings);
   EXPECT_TRUE(qwen2->weights().layers[2].bv.has_value());
+  // Gemma 3: layers 0-4 slide a window of 8 with rope base 10000, layer 5 attends globally at 1e6.
+  const auto gemma3 = LlamaModel::load(test::model_path("gemma3-tiny.gguf"));
+  for (uint32_t l = 0; l < 6; ++l) {
+    const AttentionSpec& a = gemma3->config().layers[l].attention;
+    EXPECT_EQ(a.window, l < 5 ? 8u : 0u) << "layer " << l;
+    EXPECT_EQ(a.rope_base, l < 5 ? 10000.0f : 1e6f) << "layer " << l;
+  }
+  EXPECT_FLOAT_EQ(gemma3->config().embedding_scale, std::sqrt(128.0f));
+  EXPECT_EQ(gemma3->config().layers[0].ffn.activation, FfnActivation::kGeluTanh);
+  // Gemma 2: even layers local, soft-caps from the file.
+  const auto gemma2 = LlamaModel::load(test::model_path("gemma2-tiny.gguf"));
+  EXPECT_EQ(gemma2->config().layers[0].attention.window, 8u);
+  EXPECT_EQ(gemma2->config().layers[1].attention.window, 0u);
+  EXPECT_EQ(gemma2->config().layers[1].attention.softcap, 5.0f);
+  EXPECT_EQ(gemma2->config().final_softcap, 30.0f);
+  // gpt-oss: sinks, biases, top-k then softmax, YaRN from the keys.
+  const auto oss = LlamaModel::load(test::model_path("gpt-oss-yarn-tiny.gguf"));
+  EXPECT_TRUE(oss->config().layers[1].attention.sinks);
+  EXPECT_TRUE(oss->weights().layers[1].b_down.has_value());
+  EXPECT_EQ(oss->config().layers[0].ffn.routing.order, ExpertRouting::Order::kTopKThenSoftmax);
+  EXPECT_EQ(oss->config().rope_scaling, "yarn");
+  EXPECT_EQ(oss->config().yarn.original_context, 4096u);
   const auto llama3 = LlamaModel::load(test::model_path("llama3-rope-freqs-tiny.gguf"));
   ASSERT_TRUE(llama3->weights().rope_freqs.has_value());
   EXPECT_EQ(llama3->weights().rope_freqs->cols, 16u);

@@ -2,8 +2,10 @@
 // files built wrong in one way each (missing tensor, wrong shape, unsupported type, other arch).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
+#include "engine/cpu/reference_ops.h"
 #include "engine/model/llama_model.h"
 #include "tests/model/tiny_llama_gguf.h"
 
@@ -117,7 +119,7 @@ TEST(LlamaModelTypes, EverySupportedMatrixTypeLoads) {
 TEST(LlamaModelErrors, UnsupportedArchitecture) {
   TinyLlamaSpec spec;
   spec.architecture = "gemma";
-  expect_load_error(spec, ErrorCode::kUnsupported, {"'gemma'", "not supported", "supported: llama, qwen2, qwen3, qwen3moe, phi3"});
+  expect_load_error(spec, ErrorCode::kUnsupported, {"'gemma'", "not supported", "supported: llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, gpt-oss"});
 }
 
 TEST(LlamaModelErrors, MissingArchitecture) {
@@ -283,8 +285,52 @@ TEST(LlamaArchitectures, LlamaMayHaveBiases) {
 
 TEST(LlamaConfig, UnsupportedRopeScalingNamesTheKey) {
   TinyLlamaSpec spec;
-  spec.edit_metadata = [](gguf::GgufWriter& w) { w.set("llama.rope.scaling.type", gguf::make_string("yarn")); };
-  expect_load_error(spec, ErrorCode::kUnsupported, {"'yarn'", "llama.rope.scaling.type", "supported: none, linear"});
+  spec.edit_metadata = [](gguf::GgufWriter& w) { w.set("llama.rope.scaling.type", gguf::make_string("longrope")); };
+  expect_load_error(spec, ErrorCode::kUnsupported, {"'longrope'", "llama.rope.scaling.type", "supported: none, linear, yarn"});
+}
+
+// YaRN as llama.cpp's ggml_rope_yarn_corr_dims derives it, on gpt-oss-yarn-tiny's numbers (README:
+// head dim 32, base 150000, factor 32 over 4096: pairs 0-4 keep their frequency, 9-15 are divided
+// by 32, cos and sin grow by 1 + 0.1 ln 32).
+TEST(LlamaConfig, YarnRopeBlendsFrequenciesByRotationCount) {
+  TinyLlamaSpec spec;
+  spec.edit_metadata = [](gguf::GgufWriter& w) {
+    w.set("llama.rope.scaling.type", gguf::make_string("yarn"));
+    w.set("llama.rope.scaling.factor", gguf::make_float32(32.0f));
+    w.set("llama.rope.scaling.original_context_length", gguf::make_uint32(4096));
+    w.set("llama.rope.freq_base", gguf::make_float32(150000.0f));
+  };
+  const auto model = load_bytes(test::build_tiny_llama(spec));
+  const LlamaConfig& c = model->config();
+  EXPECT_EQ(c.rope_scaling, "yarn");
+  EXPECT_EQ(c.yarn.original_context, 4096u);
+  LlamaConfig head32 = c;  // the fixture's head size (the correction range depends on it)
+  head32.rope_dim = 32;
+  const ref::RopeParams p = ref::rope_params(head32, c.layers[0].attention, nullptr);
+  EXPECT_EQ(p.yarn_low, 4.0f);
+  EXPECT_EQ(p.yarn_high, 9.0f);
+  EXPECT_NEAR(p.mscale_extra, 0.1f * std::log(32.0f), 1e-6f);
+  for (size_t i = 0; i < 16; ++i) {
+    const float plain = std::pow(150000.0f, -static_cast<float>(2 * i) / 32.0f);
+    const float got = ref::rope_frequency(i, p);
+    if (i <= 4) {
+      EXPECT_FLOAT_EQ(got, plain) << i;
+    } else if (i >= 9) {
+      EXPECT_FLOAT_EQ(got, plain / 32.0f) << i;
+    } else {
+      EXPECT_LT(got, plain) << i;
+      EXPECT_GT(got, plain / 32.0f) << i;
+    }
+  }
+  EXPECT_EQ(ref::rope_angle_scale(p), 1.0f);
+}
+
+// A sliding window for an architecture without windows is refused; the pattern key, as a period or
+// per-layer flags, picks the window layers.
+TEST(LlamaConfig, SlidingWindowPatterns) {
+  TinyLlamaSpec spec;
+  spec.edit_metadata = [](gguf::GgufWriter& w) { w.set("llama.attention.sliding_window", gguf::make_uint32(64)); };
+  expect_load_error(spec, ErrorCode::kUnsupported, {"sliding-window attention", "not supported for llama"});
 }
 
 TEST(LlamaModelErrors, UnknownExtraTensor) {
