@@ -1,5 +1,7 @@
-// The small kernels the qwen2/qwen3 architectures add (bias add, per-head RMSNorm) against plain
-// C++ references on awkward sizes, and the device format table's refusal of unsupported types.
+// The small kernels the architectures beyond llama add (bias add, per-head RMSNorm; Gemma's GeGLU,
+// embedding scale and soft-cap; gpt-oss's clamped SwiGLU) against plain C++ references on awkward
+// sizes, and the device format table's refusal of unsupported types.
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -53,6 +55,55 @@ TEST_F(ArchOpsTest, PerHeadRmsNormMatchesReference) {
     // Columns past the heads are untouched.
     for (uint32_t r = 0; r < c.rows; ++r) {
       for (uint32_t i = c.heads * c.head_dim; i < c.stride; ++i) ASSERT_EQ(got[r * c.stride + i], x[r * c.stride + i]);
+    }
+  }
+}
+
+TEST_F(ArchOpsTest, GatedActivationsMatchReference) {
+  const uint32_t rows = 5, hidden = 172, in_stride = 2 * hidden;
+  // Gates and ups past gpt-oss's clamp (7) on both sides.
+  const std::vector<float> gu = random_floats(rows * in_stride, 6, 12.0f);
+  for (const FfnActivation act : {FfnActivation::kGeluTanh, FfnActivation::kSwigluOai}) {
+    Buffer gb = upload(gu), ob = upload(std::vector<float>(rows * hidden, 0.0f));
+    run([&](CommandBuffer& cmd) {
+      const BufferView up = gb.view(hidden * 4, VK_WHOLE_SIZE);
+      if (act == FfnActivation::kGeluTanh) {
+        ops().geglu(cmd, gb.view(), up, in_stride, ob.view(), hidden, rows, hidden);
+      } else {
+        ops().swiglu_oai(cmd, gb.view(), up, in_stride, ob.view(), hidden, rows, hidden);
+      }
+    });
+    const std::vector<float> got = download<float>(ob, rows * hidden);
+    std::vector<float> expected(rows * hidden);
+    for (uint32_t r = 0; r < rows; ++r) {
+      ref::ffn_activation(act, &expected[r * hidden], &gu[r * in_stride], &gu[r * in_stride + hidden], hidden);
+    }
+    EXPECT_LT(normalized_error(got, expected), 1e-6) << static_cast<int>(act);
+  }
+}
+
+TEST_F(ArchOpsTest, ScaleAndSoftcapTouchOnlyTheirColumns) {
+  const uint32_t rows = 3, cols = 130, stride = 136;
+  const std::vector<float> x = random_floats(rows * stride, 9, 80.0f);
+  Buffer sb = upload(x), cb = upload(x);
+  run([&](CommandBuffer& cmd) {
+    ops().scale(cmd, sb.view(), stride, rows, cols, 11.3137f);
+    ops().softcap(cmd, cb.view(), stride, rows, cols, 30.0f);
+  });
+  const std::vector<float> scaled = download<float>(sb, rows * stride);
+  const std::vector<float> capped = download<float>(cb, rows * stride);
+  for (uint32_t r = 0; r < rows; ++r) {
+    std::vector<float> want(&x[r * stride], &x[r * stride] + cols);
+    ref::softcap(want.data(), cols, 30.0f);
+    for (uint32_t i = 0; i < stride; ++i) {
+      const float v = x[r * stride + i];
+      ASSERT_EQ(scaled[r * stride + i], i < cols ? v * 11.3137f : v) << r << "," << i;
+      if (i < cols) {
+        ASSERT_NEAR(capped[r * stride + i], want[i], 1e-5f * 30.0f) << r << "," << i;
+        ASSERT_LE(std::fabs(capped[r * stride + i]), 30.0f);
+      } else {
+        ASSERT_EQ(capped[r * stride + i], v);
+      }
     }
   }
 }

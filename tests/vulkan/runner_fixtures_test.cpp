@@ -2,7 +2,8 @@
 // (every added weight type, mixed Q4_K_M/Q5_K_M/Q3_K_M/Q2_K recipes) against the float64
 // reference over the dequantized weights, qwen2-tiny (Q/K/V biases, NEOX rope, tied output),
 // llama3-rope-freqs-tiny (rope_freqs.weight), qwen3moe-tiny and llama-moe-tiny (experts) and
-// phi3-tiny (fused projections) against llama.cpp.
+// phi3-tiny (fused projections) against llama.cpp; gemma2-tiny, gemma3-tiny, gpt-oss-tiny and
+// gpt-oss-yarn-tiny (attention variants) against their float64 pass.
 //
 // Tolerance: the Vulkan runner keeps K and V in an F16 cache (11-bit mantissa, relative error
 // up to 2^-11 per value) while the references keep them in F32/F64, so last-prompt logits are
@@ -98,6 +99,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Fixture{"qwen3moe-tiny.gguf", "qwen3moe-tiny", 32},
                       Fixture{"llama-moe-tiny.gguf", "llama-moe-tiny", 32},
                       Fixture{"phi3-tiny.gguf", "phi3-tiny", 32},
+                      // Windows, soft-caps, post-norms, GELU (exact here; llama.cpp's is a table),
+                      // sinks, biases, MXFP4 experts, YaRN: against the float64 pass.
+                      Fixture{"gemma2-tiny.gguf", "gemma2-tiny.floatref", 32},
+                      Fixture{"gemma3-tiny.gguf", "gemma3-tiny.floatref", 32},
+                      Fixture{"gpt-oss-tiny.gguf", "gpt-oss-tiny.floatref", 32},
+                      Fixture{"gpt-oss-yarn-tiny.gguf", "gpt-oss-yarn-tiny.floatref", 32},
                       Fixture{"kquant-q4_k_m.gguf", "kquant-q4_k_m.floatref", 8},
                       Fixture{"kquant-q5_k_m.gguf", "kquant-q5_k_m.floatref", 8},
                       Fixture{"kquant-q6_k.gguf", "kquant-q6_k.floatref", 8},

@@ -92,7 +92,7 @@ gpu::RopeKvParams rope_only(int n_tokens, int n_heads, int head_dim, int rope_di
                             float scale, uint32_t mode) {
   return gpu::RopeKvParams{static_cast<uint32_t>(n_tokens), static_cast<uint32_t>(n_heads), 0,
                            static_cast<uint32_t>(head_dim), static_cast<uint32_t>(rope_dim),
-                           static_cast<uint32_t>(row_stride), static_cast<uint32_t>(col_offset), 0, 0, 0, scale, mode};
+                           static_cast<uint32_t>(row_stride), static_cast<uint32_t>(col_offset), 0, 0, 0, scale, mode, 0.0f};
 }
 
 struct RopeCase {
@@ -195,7 +195,7 @@ TEST_F(RunnerKernels, KvWriteMatchesReference) {
   std::vector<uint16_t> k_want(static_cast<size_t>(n_slots * kv_dim), 0x1234), v_want = k_want;
   Buffer srcb = make(src), kb = make(pack_halves(k_want)), vb = make(pack_halves(v_want));
   const gpu::RopeKvParams p{n_tokens, 0, n_kv_heads, head_dim, 0, row_stride, 0, k_offset, v_offset, n_slots, 1.0f,
-                            VKS_ROPE_MODE_NORM};
+                            VKS_ROPE_MODE_NORM, 0.0f};
   rope_kv(srcb, std::vector<int32_t>(n_tokens, 0), {0.0f}, &kb, &vb, slots, p);
 
   test::kv_write_ref(src, n_tokens, kv_dim, row_stride, k_offset, v_offset, slots, k_want, v_want);
@@ -228,7 +228,7 @@ TEST_F(RunnerKernels, RopeKvMatchesRopeThenKvWrite) {
     Buffer rb = make(rows), kb = make(pack_halves(pool_fill)), vb = make(pack_halves(pool_fill));
     rope_kv(rb, pos, ref::rope_frequencies(rp), &kb, &vb, slots,
             gpu::RopeKvParams{n_tokens, n_q, n_kv, head_dim, rope_dim, row_stride, q_offset, k_offset, v_offset,
-                              n_slots, 1.0f, mode});
+                              n_slots, 1.0f, mode, 0.0f});
 
     // Rows: Q rotated, everything else (K, V, padding before and after) as it was.
     std::vector<float> want_rows = rows;
@@ -272,6 +272,10 @@ struct SeqSpec {
 struct AttnCase {
   int n_heads, n_kv_heads, head_dim, block_size;
   std::vector<SeqSpec> seqs;
+  // Attention variants (LayerSpec::attention): a sliding window, soft-capped scores, sink logits.
+  uint32_t window = 0;
+  float softcap = 0.0f;
+  bool sinks = false;
 };
 
 // Runs attention over `seqs` (pools pre-filled with random keys for every slot) and returns
@@ -301,6 +305,7 @@ class AttnRun {
     int total = 0;
     for (const SeqSpec& s : c.seqs) total += s.n_tokens;
     q_all_ = random_floats(static_cast<size_t>(total * q_stride_), seed + 3, -2, 2);
+    if (c.sinks) sinks_ = random_floats(static_cast<size_t>(c.n_heads), seed + 4, -3, 3);
   }
 
   // Tokens of the sequences in `which`, in that order, as one batch.
@@ -337,12 +342,19 @@ class AttnRun {
     p.max_blocks_per_seq = static_cast<uint32_t>(max_blocks_);
     p.n_slots = static_cast<uint32_t>(n_blocks_ * c_.block_size);
     p.scale = 1.0f / std::sqrt(static_cast<float>(c_.head_dim));
+    p.window = c_.window;
+    p.softcap = c_.softcap;
+    p.has_sinks = c_.sinks ? 1u : 0u;
     return p;
   }
   test::AttnRefArgs ref_args(int n_tokens) const {
     const gpu::AttnParams p = params(static_cast<uint32_t>(n_tokens));
-    return test::AttnRefArgs{n_tokens, c_.n_heads, c_.n_kv_heads, c_.head_dim, static_cast<int>(p.q_stride),
-                             1, static_cast<int>(p.out_stride), c_.block_size, max_blocks_};
+    test::AttnRefArgs a{n_tokens, c_.n_heads, c_.n_kv_heads, c_.head_dim, static_cast<int>(p.q_stride),
+                        1, static_cast<int>(p.out_stride), c_.block_size, max_blocks_, 0, 0.0f, {}};
+    a.window = static_cast<int>(c_.window);
+    a.softcap = c_.softcap;
+    a.sinks = sinks_;
+    return a;
   }
 
   const AttnCase& c_;
@@ -350,6 +362,7 @@ class AttnRun {
   std::vector<std::vector<int32_t>> tables_;
   std::vector<uint16_t> k_, v_;
   std::vector<float> q_all_;
+  std::vector<float> sinks_;  // [n_heads] where the case has sinks
 };
 
 // Both kernels (attn_f16 for CPU devices, attn_lanes_f16 for GPUs) on every case they can reach here.
@@ -386,6 +399,11 @@ TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
       // there on CPU devices) is reached, so the formula holds on the device, not only on paper.
       {1, 1, 64, 16, {{static_cast<int>(attention_max_keys(64, family)) - 1, 1}}},
       {1, 1, 256, 16, {{static_cast<int>(attention_max_keys(256, family)) - 1, 1}}},
+      // Variants: windows shorter and longer than a chunk/split, not a multiple of the block, with
+      // soft-capping and sinks; prefill chunks crossing the window's edge.
+      {4, 2, 32, 16, {{0, 12}, {30, 1}, {200, 9}, {5, 1}}, 8, 5.0f, true},
+      {8, 4, 64, 16, {{300, 1}, {140, 20}, {0, 3}}, 130, 0.0f, false},
+      {4, 4, 64, 7, {{1000, 1}, {600, 4}}, 257, 50.0f, true},
   };
   const bool cpu_device = device_->info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   uint32_t seed = 100;
@@ -405,6 +423,7 @@ TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
       const AttnRun::Batch b = r.batch(which);
       const uint32_t n = static_cast<uint32_t>(b.positions.size());
       Buffer qb = make(b.q), pb = make(b.positions), tb = make(b.token_seq), bt = make(b.block_tables);
+      Buffer sb = make(r.sinks_.empty() ? std::vector<float>{0.0f} : r.sinks_);
       const gpu::AttnParams p = r.params(n);
       Buffer ob = device_->create_buffer(uint64_t{n} * p.out_stride * sizeof(float));
       const uint64_t longest = static_cast<uint64_t>(*std::max_element(b.positions.begin(), b.positions.end())) + 1;
@@ -415,7 +434,7 @@ TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
       run([&](CommandBuffer& cmd) {
         record_attention(cmd, *kernels_,
                          AttnBindings{qb.view(), kb.view(), vb.view(), pb.view(), tb.view(), bt.view(), ob.view(),
-                                      with_partials ? partials.view() : BufferView{}},
+                                      with_partials ? partials.view() : BufferView{}, sb.view()},
                          p, family, longest);
         dispatches = cmd.dispatch_count();
       });

@@ -55,9 +55,13 @@ inline void kv_write_ref(const std::vector<float>& src, int n_tokens, int kv_dim
 struct AttnRefArgs {
   int n_tokens = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
   int q_stride = 0, q_offset = 0, out_stride = 0, block_size = 16, max_blocks_per_seq = 0;
+  int window = 0;            // 0, or the last `window` keys only
+  float softcap = 0.0f;      // 0, or scores c * tanh(s / c)
+  std::vector<float> sinks;  // empty, or a logit per head in the denominator
 };
 
-// Causal paged attention: token t, head h over keys 0..positions[t] of its sequence.
+// Causal paged attention: token t, head h over keys 0..positions[t] of its sequence (the last
+// `window` of them), scores soft-capped, sinks in the denominator.
 inline void attn_ref(const AttnRefArgs& a, const std::vector<float>& q, const std::vector<uint16_t>& k_pool,
                      const std::vector<uint16_t>& v_pool, const std::vector<int32_t>& positions,
                      const std::vector<int32_t>& token_seq, const std::vector<int32_t>& block_tables,
@@ -66,13 +70,18 @@ inline void attn_ref(const AttnRefArgs& a, const std::vector<float>& q, const st
   const double scale = 1.0 / std::sqrt(static_cast<double>(a.head_dim));
   for (int t = 0; t < a.n_tokens; ++t) {
     const int n_keys = positions[static_cast<size_t>(t)] + 1;
+    const int first = a.window > 0 && n_keys > a.window ? n_keys - a.window : 0;
     const int table = token_seq[static_cast<size_t>(t)] * a.max_blocks_per_seq;
     for (int h = 0; h < a.n_heads; ++h) {
       const int kvh = h / (a.n_heads / a.n_kv_heads);
       std::vector<double> scores(static_cast<size_t>(n_keys));
       std::vector<size_t> rows(static_cast<size_t>(n_keys));
-      double mx = -std::numeric_limits<double>::infinity();
+      double mx = a.sinks.empty() ? -std::numeric_limits<double>::infinity() : a.sinks[static_cast<size_t>(h)];
       for (int k = 0; k < n_keys; ++k) {
+        if (k < first) {
+          scores[static_cast<size_t>(k)] = -std::numeric_limits<double>::infinity();
+          continue;
+        }
         const int slot = block_tables[static_cast<size_t>(table + k / a.block_size)] * a.block_size + k % a.block_size;
         const size_t row = static_cast<size_t>(slot * kv_dim + kvh * a.head_dim);
         rows[static_cast<size_t>(k)] = row;
@@ -81,14 +90,16 @@ inline void attn_ref(const AttnRefArgs& a, const std::vector<float>& q, const st
           dot += double{q[static_cast<size_t>(t * a.q_stride + a.q_offset + h * a.head_dim + d)]} *
                  fp16_to_fp32(k_pool[row + static_cast<size_t>(d)]);
         }
-        scores[static_cast<size_t>(k)] = dot * scale;
-        mx = std::max(mx, dot * scale);
+        double score = dot * scale;
+        if (a.softcap > 0.0f) score = a.softcap * std::tanh(score / a.softcap);
+        scores[static_cast<size_t>(k)] = score;
+        mx = std::max(mx, score);
       }
-      double sum = 0;
+      double sum = a.sinks.empty() ? 0.0 : std::exp(a.sinks[static_cast<size_t>(h)] - mx);
       for (double& s : scores) sum += (s = std::exp(s - mx));
       for (int d = 0; d < a.head_dim; ++d) {
         double acc = 0;
-        for (int k = 0; k < n_keys; ++k) {
+        for (int k = first; k < n_keys; ++k) {
           acc += scores[static_cast<size_t>(k)] * fp16_to_fp32(v_pool[rows[static_cast<size_t>(k)] + static_cast<size_t>(d)]);
         }
         out[static_cast<size_t>(t * a.out_stride + h * a.head_dim + d)] = static_cast<float>(acc / sum);

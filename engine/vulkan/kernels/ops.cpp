@@ -10,6 +10,7 @@ namespace vks::vk {
 namespace {
 
 using shader::ElementwiseParams;
+using shader::ScalarMapParams;
 using shader::EmbedParams;
 using shader::MatmulParams;
 using shader::ReduceRowParams;
@@ -219,6 +220,46 @@ void Ops::swiglu(CommandBuffer& cmd, BufferView gate, BufferView up, uint32_t in
   const Kernel& k = kernels_->get("swiglu_f32");
   const ElementwiseParams p{n_rows, cols, in_stride, out_stride};
   cmd.dispatch(k, {gate, up, out}, p, Groups{u32(ceil_div(cols, k.layout().local_size[0])), n_rows, 1});
+}
+
+namespace {
+
+void gated(KernelRegistry& kernels, CommandBuffer& cmd, const char* kernel, BufferView gate, BufferView up,
+           uint32_t in_stride, BufferView out, uint32_t out_stride, uint32_t n_rows, uint32_t cols) {
+  if (n_rows == 0 || cols == 0) return;
+  if (in_stride < cols || out_stride < cols) throw Error(ErrorCode::kInvalidArgument, std::string(kernel) + ": stride < cols");
+  const Kernel& k = kernels.get(kernel);
+  const ElementwiseParams p{n_rows, cols, in_stride, out_stride};
+  cmd.dispatch(k, {gate, up, out}, p, Groups{static_cast<uint32_t>(ceil_div(cols, k.layout().local_size[0])), n_rows, 1});
+}
+
+void scalar_map(KernelRegistry& kernels, CommandBuffer& cmd, const char* kernel, BufferView x, uint32_t stride,
+                uint32_t n_rows, uint32_t cols, float value) {
+  if (n_rows == 0 || cols == 0) return;
+  if (stride < cols) throw Error(ErrorCode::kInvalidArgument, std::string(kernel) + ": stride < cols");
+  const Kernel& k = kernels.get(kernel);
+  const ScalarMapParams p{n_rows, cols, stride, value};
+  cmd.dispatch(k, {x}, p, Groups{static_cast<uint32_t>(ceil_div(cols, k.layout().local_size[0])), n_rows, 1});
+}
+
+}  // namespace
+
+void Ops::geglu(CommandBuffer& cmd, BufferView gate, BufferView up, uint32_t in_stride, BufferView out,
+                uint32_t out_stride, uint32_t n_rows, uint32_t cols) const {
+  gated(*kernels_, cmd, "geglu_f32", gate, up, in_stride, out, out_stride, n_rows, cols);
+}
+
+void Ops::swiglu_oai(CommandBuffer& cmd, BufferView gate, BufferView up, uint32_t in_stride, BufferView out,
+                     uint32_t out_stride, uint32_t n_rows, uint32_t cols) const {
+  gated(*kernels_, cmd, "swiglu_oai_f32", gate, up, in_stride, out, out_stride, n_rows, cols);
+}
+
+void Ops::scale(CommandBuffer& cmd, BufferView x, uint32_t stride, uint32_t n_rows, uint32_t cols, float value) const {
+  scalar_map(*kernels_, cmd, "scale_f32", x, stride, n_rows, cols, value);
+}
+
+void Ops::softcap(CommandBuffer& cmd, BufferView x, uint32_t stride, uint32_t n_rows, uint32_t cols, float cap) const {
+  scalar_map(*kernels_, cmd, "softcap_f32", x, stride, n_rows, cols, cap);
 }
 
 void Ops::add(CommandBuffer& cmd, BufferView a, BufferView b, uint32_t in_stride, BufferView out, uint32_t out_stride,

@@ -100,6 +100,15 @@ class Ops {
   // bytes, in_stride = 2*hidden). out may alias gate.
   void swiglu(CommandBuffer& cmd, BufferView gate, BufferView up, uint32_t in_stride, BufferView out,
               uint32_t out_stride, uint32_t n_rows, uint32_t cols) const;
+  // The other gated activations, same conventions: gelu(gate) * up (tanh GELU, geglu_f32) and
+  // gpt-oss's clamped SwiGLU (swiglu_oai_f32).
+  void geglu(CommandBuffer& cmd, BufferView gate, BufferView up, uint32_t in_stride, BufferView out,
+             uint32_t out_stride, uint32_t n_rows, uint32_t cols) const;
+  void swiglu_oai(CommandBuffer& cmd, BufferView gate, BufferView up, uint32_t in_stride, BufferView out,
+                  uint32_t out_stride, uint32_t n_rows, uint32_t cols) const;
+  // In place over x [n_rows][stride]: x *= value (scale_f32); x = cap * tanh(x / cap) (softcap_f32).
+  void scale(CommandBuffer& cmd, BufferView x, uint32_t stride, uint32_t n_rows, uint32_t cols, float value) const;
+  void softcap(CommandBuffer& cmd, BufferView x, uint32_t stride, uint32_t n_rows, uint32_t cols, float cap) const;
   // out[r][i] = a[r][i] + b[r][i] (same stride convention; out may alias a).
   void add(CommandBuffer& cmd, BufferView a, BufferView b, uint32_t in_stride, BufferView out,
            uint32_t out_stride, uint32_t n_rows, uint32_t cols) const;

@@ -35,9 +35,10 @@ void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBin
   if (p.n_tokens == 0) return;
   const uint32_t head_groups = static_cast<uint32_t>(ceil_div(p.n_heads, attention_choice(family).heads_per_group));
   const Kernel& k = attention_kernel(kernels, p.head_dim, family);
+  const BufferView sinks = p.has_sinks != 0 ? b.sinks : b.out;  // bound in any case, read with has_sinks
   if (family == MatmulFamily::kRows) {
     p.split_count = 0;
-    cmd.dispatch(k, {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out}, p,
+    cmd.dispatch(k, {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out, sinks}, p,
                  Groups{head_groups, p.n_tokens, 1});
     return;
   }
@@ -47,11 +48,11 @@ void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBin
   p.split_count = attention_parallel_splits(p, family, longest_keys, partials_bytes);
   // Binding 7 is written only with split_count > 1; out stands in otherwise.
   const BufferView partials = p.split_count > 1 ? b.partials : b.out;
-  cmd.dispatch(k, {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out, partials}, p,
+  cmd.dispatch(k, {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out, partials, sinks}, p,
                Groups{head_groups, p.n_tokens, std::max<uint32_t>(p.split_count, 1)});
   if (p.split_count > 1) {
     cmd.barrier(Stage::kCompute, Stage::kCompute);
-    cmd.dispatch(attention_combine_kernel(kernels, p.head_dim), {b.partials, b.positions, b.out}, p,
+    cmd.dispatch(attention_combine_kernel(kernels, p.head_dim), {b.partials, b.positions, b.out, sinks}, p,
                  Groups{p.n_heads, p.n_tokens, 1});
   }
 }
@@ -59,7 +60,9 @@ void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBin
 uint32_t attention_parallel_splits(const gpu::AttnParams& p, MatmulFamily family, uint64_t longest_keys,
                                    uint64_t partials_bytes) {
   if (family != MatmulFamily::kLanes || p.n_tokens > kAttnParallelMaxTokens) return 0;
-  const uint64_t splits = ceil_div(longest_keys, VKS_ATTN_SPLIT_KEYS);
+  // A window layer's tokens see at most its window.
+  const uint64_t visible = p.window > 0 ? std::min<uint64_t>(longest_keys, p.window) : longest_keys;
+  const uint64_t splits = ceil_div(visible, VKS_ATTN_SPLIT_KEYS);
   // Grid z holds the splits: past the workgroups a grid dimension is guaranteed (8.4M keys), the
   // workgroups walk them.
   if (splits <= 1 || splits > kGuaranteedGroupsPerDimension) return 0;

@@ -31,6 +31,7 @@ struct AttnBindings {
   // kLanes: room for the split states of attention_parallel_splits (attention_partials_bytes), a
   // view with its size; a null, smaller or unsized view leaves every workgroup walking its splits.
   BufferView partials;
+  BufferView sinks;         // f32 [n_heads] where p.has_sinks (else unread: any view)
 };
 // kRows: attn_f16, one invocation per (token, head) walking its keys alone; kLanes: attn_lanes_f16,
 // a workgroup per (head, token) splitting each tile of keys, and for decode batches per split of

@@ -82,16 +82,30 @@ Buffer upload_qkv_bias(const Device& device, const LayerWeights& lw, uint64_t q_
   return b;
 }
 
-// The rope angle table, from the model's base and optional rope_freqs.weight divisors (whose length
-// the model loader checked).
-Buffer upload_rope_frequencies(const Device& device, const LlamaModel& model) {
-  const std::vector<float> divisors =
-      model.weights().rope_freqs ? dequantize_vector(*model.weights().rope_freqs) : std::vector<float>();
-  const std::vector<float> freqs =
-      ref::rope_frequencies(ref::rope_params(model.config(), divisors.empty() ? nullptr : divisors.data()));
+// A layer's rope angle table, from its base and the model's optional rope_freqs.weight divisors
+// (whose length the model loader checked).
+Buffer upload_rope_frequencies(const Device& device, const ref::RopeParams& rope) {
+  const std::vector<float> freqs = ref::rope_frequencies(rope);
   Buffer b = device.create_buffer(std::max<size_t>(freqs.size(), 1) * sizeof(float), BufferKind::kStorage);
   if (!freqs.empty()) device.upload(b, 0, freqs.data(), freqs.size() * sizeof(float));
   return b;
+}
+
+Buffer upload_floats(const Device& device, const std::vector<float>& v) {
+  Buffer b = device.create_buffer(std::max<size_t>(v.size(), 1) * sizeof(float), BufferKind::kStorage);
+  if (!v.empty()) device.upload(b, 0, v.data(), v.size() * sizeof(float));
+  return b;
+}
+
+// Stacked per-expert biases (rows x cols F32), each row padded to the offset alignment.
+DeviceLayerWeights::BiasRows upload_bias_rows(const Device& device, const TensorRef& t) {
+  const uint64_t align = std::max<uint64_t>(device.info().min_storage_buffer_offset_alignment, 16);
+  DeviceLayerWeights::BiasRows rows;
+  rows.row_bytes = (t.cols * sizeof(float) + align - 1) / align * align;
+  std::vector<float> padded(t.rows * rows.row_bytes / sizeof(float), 0.0f);
+  for (uint64_t r = 0; r < t.rows; ++r) dequantize_tensor_row(t, r, &padded[r * rows.row_bytes / sizeof(float)]);
+  rows.buffer = upload_floats(device, padded);
+  return rows;
 }
 
 // Whether a block's gate and up matrices upload as one (the up half of a fused gate|up row must
@@ -166,6 +180,7 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
   auto dw = std::make_unique<DeviceWeights>();
   dw->token_embd = upload_matrix(device, w.token_embd);
   dw->bytes += matrix_bytes(dw->token_embd);
+  const std::vector<float> divisors = w.rope_freqs ? dequantize_vector(*w.rope_freqs) : std::vector<float>();
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const LayerWeights& lw = w.layers[l];
     DeviceLayerWeights& d = dw->layers.emplace_back();
@@ -178,7 +193,9 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
     for (uint32_t e = 0; e < ffn.n_experts; ++e) {
       d.experts.push_back(upload_ffn(device, expert_matrix(lw.w_gate, e, ffn.hidden), expert_matrix(lw.w_up, e, ffn.hidden),
                                      expert_matrix(lw.w_down, e, model.config().dim)));
-      const DeviceFfn& f = d.experts.back();
+      DeviceFfn& f = d.experts.back();
+      f.activation = ffn.activation;
+      f.biased = lw.b_gate.has_value();
       dw->bytes += matrix_bytes(f.w_gate_up) + matrix_bytes(f.w_gate) + matrix_bytes(f.w_up) + matrix_bytes(f.w_down);
     }
     if (lw.router) {
@@ -188,10 +205,22 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
     d.bqkv = upload_qkv_bias(device, lw, model.config().q_dim(), model.config().kv_dim());
     if (lw.attn_q_norm) d.q_norm = upload_vector_f32(device, *lw.attn_q_norm);
     if (lw.attn_k_norm) d.k_norm = upload_vector_f32(device, *lw.attn_k_norm);
+    if (lw.bo) d.bo = upload_vector_f32(device, *lw.bo);
+    if (lw.attn_sinks) d.sinks = upload_vector_f32(device, *lw.attn_sinks);
+    if (lw.post_attn_norm) d.post_attn_norm = upload_vector_f32(device, *lw.post_attn_norm);
+    if (lw.post_ffn_norm) d.post_ffn_norm = upload_vector_f32(device, *lw.post_ffn_norm);
+    if (lw.router_bias) d.router_bias = upload_vector_f32(device, *lw.router_bias);
+    if (lw.b_gate) d.b_gate = upload_bias_rows(device, *lw.b_gate);
+    if (lw.b_up) d.b_up = upload_bias_rows(device, *lw.b_up);
+    if (lw.b_down) d.b_down = upload_bias_rows(device, *lw.b_down);
+    const ref::RopeParams rope =
+        ref::rope_params(model.config(), model.config().layers[l].attention, divisors.empty() ? nullptr : divisors.data());
+    d.rope_freqs = upload_rope_frequencies(device, rope);
+    d.rope_angle_scale = ref::rope_angle_scale(rope);
+    d.rope_mscale_extra = rope.mscale_extra;
     dw->bytes += matrix_bytes(d.wo);
   }
   dw->output_norm = upload_vector_f32(device, w.output_norm);
-  dw->rope_freqs = upload_rope_frequencies(device, model);
   dw->tied = model.config().tied_embeddings || w.output.data == w.token_embd.data;
   if (!dw->tied) {
     dw->output_own = upload_matrix(device, w.output);

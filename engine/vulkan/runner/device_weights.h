@@ -12,8 +12,10 @@
 
 namespace vks::vk {
 
-// One feed-forward block (a dense layer's, or one expert's): down(silu(gate x) * up x).
+// One feed-forward block (a dense layer's, or one expert's): down(act(gate x, up x)).
 struct DeviceFfn {
+  FfnActivation activation = FfnActivation::kSilu;
+  bool biased = false;          // gate/up/down biases (DeviceLayerWeights::b_gate...) apply
   // Fused: w_gate_up [2*hidden, dim] (rows: gate, then up). Unfused: w_gate, w_up [hidden, dim].
   bool gate_up_fused = false;
   DeviceMatrix w_gate_up;
@@ -41,6 +43,24 @@ struct DeviceLayerWeights {
   // Optional tensors of some architectures (invalid Buffer = absent; the forward branches on them).
   Buffer bqkv;                  // f32 [q_dim + 2*kv_dim]: bq | bk | bv (qwen2; absent parts zero)
   Buffer q_norm, k_norm;        // f32 [head_dim]: per-head RMSNorm of Q and K (qwen3)
+  Buffer bo;                    // f32 [dim]: attn_output bias (gpt-oss)
+  Buffer sinks;                 // f32 [n_heads]: attention sink logits (gpt-oss)
+  Buffer post_attn_norm, post_ffn_norm;  // f32 [dim]: Gemma's post-norms (LayerSpec::post_norms)
+  Buffer router_bias;           // f32 [n_experts] (gpt-oss)
+  // Per-expert biases (gpt-oss): expert e's row at e * row_bytes, row_bytes a multiple of the
+  // device's storage-offset alignment so that a row is a view of its own.
+  struct BiasRows {
+    Buffer buffer;
+    uint64_t row_bytes = 0;
+    bool valid() const { return buffer.valid(); }
+    BufferView row(uint32_t e, uint64_t n_floats) const { return buffer.view(e * row_bytes, n_floats * sizeof(float)); }
+  };
+  BiasRows b_gate, b_up, b_down;
+  // This layer's rope (its base; YaRN's blend): each pair's angle per position
+  // (ref::rope_frequencies), and YaRN's attention factor less 1 (0 without YaRN).
+  Buffer rope_freqs;
+  float rope_angle_scale = 1.0f;   // RopeKvParams::freq_scale (ref::rope_angle_scale)
+  float rope_mscale_extra = 0.0f;
 };
 
 struct DeviceWeights {
@@ -49,7 +69,6 @@ struct DeviceWeights {
   Buffer output_norm;           // f32 [dim]
   DeviceMatrix output_own;      // [vocab, dim]; empty when tied
   bool tied = false;
-  Buffer rope_freqs;            // f32 [rope_dim/2] each pair's angle per position (ref::rope_frequencies)
   const DeviceMatrix& output() const { return tied ? token_embd : output_own; }
   uint64_t bytes = 0;           // device bytes of all weights
 };

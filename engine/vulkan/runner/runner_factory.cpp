@@ -10,6 +10,7 @@
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/backend_choice.h"
 #include "engine/vulkan/runner/runner_warmup.h"
+#include "engine/vulkan/runner/vulkan_features.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
 
 namespace vks {
@@ -45,7 +46,15 @@ std::unique_ptr<ModelRunner> make_runner(const LlamaModel& model, const RunnerOp
                 "--vulkan / --no-cpu-fallback to use the CPU backend");
   }
   const vk::DeviceInfo* device = devices.empty() ? nullptr : &devices[vk::select_device(devices, options.device)];
-  const BackendChoice choice = choose_backend(device, options, step_matrix_bytes(model.weights()));
+  BackendChoice choice = choose_backend(device, options, step_matrix_bytes(model.weights()));
+  if (const std::string missing = vk::missing_vulkan_feature(model); choice.backend == Backend::kVulkan && !missing.empty()) {
+    if (options.force_vulkan) {
+      throw Error(ErrorCode::kUnsupported, "this model needs " + missing +
+                                               ", which the Vulkan backend does not run yet; run it without --vulkan "
+                                               "(the CPU backend runs it)");
+    }
+    choice = BackendChoice{Backend::kCpu, "the model needs " + missing + ", which the Vulkan backend does not run yet"};
+  }
   if (choice.backend == Backend::kCpu) {
     if (device == nullptr && !options.force_cpu) {
       spdlog::warn("runner: no Vulkan device found; running on the CPU backend. A GPU's Vulkan driver (e.g. "

@@ -11,6 +11,7 @@
 #include "engine/common/error.h"
 #include "engine/vulkan/runner/attn_kernels.h"
 #include "engine/vulkan/runner/expert_kernels.h"
+#include "engine/vulkan/runner/vulkan_features.h"
 
 namespace vks {
 namespace {
@@ -38,6 +39,9 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
       device_(vk::Device::create(vk::DeviceOptions{options.device, -1, options.disk_pipeline_cache})) {
   const LlamaConfig& c = config_;
   check_options(options);
+  if (const std::string missing = vk::missing_vulkan_feature(model); !missing.empty()) {
+    throw Error(ErrorCode::kUnsupported, "the Vulkan runner does not run " + missing + " yet (the CPU backend does)");
+  }
   vk::check_attention_shape(c.n_heads, c.n_kv_heads, c.head_dim, c.rope_dim);
   kernels_.emplace(device_);
   std::string family = options.matmul_kernels;
@@ -105,6 +109,9 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   att_ = activation(T, q_s_, "attention", true);
   gate_up_ = activation(T, gate_up_s_, "gate_up", true);
   xo_ = activation(S, dim_s_, "output rows", true);
+  for (const vk::DeviceLayerWeights& L : weights_->layers) {
+    if ((L.post_attn_norm.valid() || L.post_ffn_norm.valid()) && !sub_.valid()) sub_ = activation(T, dim_s_, "sublayer", false);
+  }
   if (ops_->matmul_family() == vk::MatmulFamily::kLanes) {
     // Split states of decode steps over long rows (vk::attention_parallel_splits). Past the binding
     // limit the longest rows' steps run their splits one workgroup each, as prefill does.
@@ -152,8 +159,8 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     cmd_.fill(kv_->k_buffer(l), 0, VK_WHOLE_SIZE, 0);
     cmd_.fill(kv_->v_buffer(l), 0, VK_WHOLE_SIZE, 0);
   }
-  for (vk::Buffer* b : {&x_, &xn_, &qkv_, &att_, &gate_up_, &xo_, &logits_.device, &expert_in_, &expert_gate_up_,
-                        &expert_out_}) {
+  for (vk::Buffer* b : {&x_, &xn_, &qkv_, &att_, &gate_up_, &sub_, &xo_, &logits_.device, &expert_in_,
+                        &expert_gate_up_, &expert_out_}) {
     if (b->valid()) cmd_.fill(*b, 0, VK_WHOLE_SIZE, 0);  // xn_ is absent where the products norm x
   }
   cmd_.end();
@@ -178,10 +185,16 @@ VulkanRunner::~VulkanRunner() {
 void VulkanRunner::create_pipelines() {
   // rmsnorm_f32 also norms the final hidden state, and qwen3's heads.
   std::set<std::string> names{"rmsnorm_f32", "argmax_f32", "rope_kv_f16"};
+  if (config_.embedding_scale != 1.0f) names.insert("scale_f32");
+  if (config_.final_softcap > 0.0f) names.insert("softcap_f32");
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
-    if (L.bqkv.valid()) names.insert("bias_add_f32");
+    if (L.bqkv.valid() || L.bo.valid() || L.router_bias.valid() || L.b_gate.valid()) names.insert("bias_add_f32");
+    if (L.post_attn_norm.valid() || L.post_ffn_norm.valid()) names.insert("add_f32");
     for (const vk::DeviceFfn& f : L.experts) {
-      if (!swiglu_epilogue(f)) names.insert("swiglu_f32");
+      if (swiglu_epilogue(f)) continue;
+      names.insert(f.activation == FfnActivation::kGeluTanh    ? "geglu_f32"
+                   : f.activation == FfnActivation::kSwigluOai ? "swiglu_oai_f32"
+                                                               : "swiglu_f32");
     }
     if (L.router.rows > 0) names.insert({"moe_combine_f32", "embed_f32"});  // embed_f32: the row gather
   }
@@ -249,8 +262,37 @@ void VulkanRunner::normed_matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix&
   }
 }
 
+// The SwiGLU epilogue applies silu(gate) * up straight to the products: no other activation, and no
+// biases to add between.
 bool VulkanRunner::swiglu_epilogue(const vk::DeviceFfn& f) {
-  return f.gate_up_fused && vk::Ops::swiglu_epilogue_fits(f.w_gate_up);
+  return f.activation == FfnActivation::kSilu && !f.biased && f.gate_up_fused &&
+         vk::Ops::swiglu_epilogue_fits(f.w_gate_up);
+}
+
+void VulkanRunner::record_activation(vk::CommandBuffer& cmd, const vk::DeviceFfn& f, vk::BufferView gate,
+                                     vk::BufferView up, uint32_t stride, uint32_t n_rows) {
+  switch (f.activation) {
+    case FfnActivation::kSilu: return ops_->swiglu(cmd, gate, up, stride, gate, stride, n_rows, f.hidden);
+    case FfnActivation::kGeluTanh: return ops_->geglu(cmd, gate, up, stride, gate, stride, n_rows, f.hidden);
+    case FfnActivation::kSwigluOai: return ops_->swiglu_oai(cmd, gate, up, stride, gate, stride, n_rows, f.hidden);
+  }
+}
+
+void VulkanRunner::finish_sublayer(vk::CommandBuffer& cmd, const vk::Buffer& bias, const vk::Buffer& post_norm,
+                                   uint32_t n) {
+  const vk::BufferView out = sublayer_out(post_norm);
+  if (bias.valid()) {
+    ops_->bias_add(cmd, out, dim_s_, bias.view(), n, config_.dim);
+    mark(cmd, "bias.out");
+    barrier(cmd);
+  }
+  if (!post_norm.valid()) return;
+  ops_->rmsnorm(cmd, out, dim_s_, post_norm.view(), out, dim_s_, n, config_.dim, config_.norm_eps);
+  mark(cmd, "post_norm");
+  barrier(cmd);
+  ops_->add(cmd, x_.view(), out, dim_s_, x_.view(), dim_s_, n, config_.dim);
+  mark(cmd, "residual");
+  barrier(cmd);
 }
 
 vk::WeightOp VulkanRunner::weight_op(uint32_t n_tokens) const {
@@ -318,12 +360,13 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
   }
   // Rope on Q in place, rope on K into the cache, V into the cache: one dispatch.
   vk::record_rope_kv(cmd, *kernels_,
-                     vk::RopeKvBindings{qkv_.view(), positions_.device.view(), weights_->rope_freqs.view(), kv_->k(l),
+                     vk::RopeKvBindings{qkv_.view(), positions_.device.view(), L.rope_freqs.view(), kv_->k(l),
                                         kv_->v(l), slots_.device.view()},
                      gpu::RopeKvParams{n, c.n_heads, c.n_kv_heads, c.head_dim, c.rope_dim, qkv_s_, 0, q_dim,
-                                       q_dim + kv_dim, kv_->n_slots(), c.rope_freq_scale,
+                                       q_dim + kv_dim, kv_->n_slots(), L.rope_angle_scale,
                                        c.rope_mode == RopeMode::kNeox ? uint32_t{VKS_ROPE_MODE_NEOX}
-                                                                      : uint32_t{VKS_ROPE_MODE_NORM}});
+                                                                      : uint32_t{VKS_ROPE_MODE_NORM},
+                                       L.rope_mscale_extra});
   mark(cmd, "rope_kv");
   barrier(cmd);
   gpu::AttnParams ap{};
@@ -337,21 +380,27 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
   ap.block_size = static_cast<uint32_t>(limits_.block_size);
   ap.max_blocks_per_seq = static_cast<uint32_t>(limits_.max_blocks_per_seq);
   ap.n_slots = kv_->n_slots();
-  ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const AttentionSpec& spec = c.layers[l].attention;
+  ap.scale = spec.scale;
+  ap.window = spec.window;
+  ap.softcap = spec.softcap;
+  ap.has_sinks = L.sinks.valid() ? 1u : 0u;
   vk::record_attention(cmd, *kernels_,
                        vk::AttnBindings{qkv_.view(), kv_->k(l), kv_->v(l), positions_.device.view(),
                                         token_seq_.device.view(), block_tables_.device.view(), att_.view(),
-                                        attn_partials_.valid() ? attn_partials_.view() : vk::BufferView{}},
+                                        attn_partials_.valid() ? attn_partials_.view() : vk::BufferView{},
+                                        L.sinks.valid() ? L.sinks.view() : vk::BufferView{}},
                        ap, ops_->matmul_family(), static_cast<uint64_t>(in.longest_keys));
   mark(cmd, "attention");
   barrier(cmd);
-  // x += att Wo (residual add fused into the matmul).
-  matmul(cmd, L.wo, att_.view(), q_s_, x_.view(), dim_s_, n, true);
+  // x += att Wo (residual add fused into the matmul), or its bias and post-norm first.
+  matmul(cmd, L.wo, att_.view(), q_s_, sublayer_out(L.post_attn_norm), dim_s_, n, !L.post_attn_norm.valid());
   mark(cmd, "matmul.wo");
   barrier(cmd);
+  finish_sublayer(cmd, L.bo, L.post_attn_norm, n);
 
-  // Feed-forward block: x += (silu(xn Wgate) * (xn Wup)) Wdown, xn = rmsnorm(x), of one dense block
-  // or of the experts each token's router picks.
+  // Feed-forward block: x += down(act(xn Wgate, xn Wup)), xn = rmsnorm(x), of one dense block or of
+  // the experts each token's router picks.
   if (L.router.rows > 0) {
     record_expert_ffn(cmd, l, n);
   } else {
@@ -381,14 +430,15 @@ void VulkanRunner::record_dense_ffn(vk::CommandBuffer& cmd, const vk::DeviceLaye
     }
     mark(cmd, "matmul.gate_up");
     barrier(cmd);
-    ops_->swiglu(cmd, gate_up_.view(), gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, gate_up_.view(), gate_up_s_,
-                 n, f.hidden);
-    mark(cmd, "swiglu");
+    record_activation(cmd, f, gate_up_.view(), gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, n);
+    mark(cmd, "activation");
     barrier(cmd);
   }
-  matmul(cmd, f.w_down, gate_up_.view(), gate_up_s_, x_.view(), dim_s_, n, true);
+  matmul(cmd, f.w_down, gate_up_.view(), gate_up_s_, sublayer_out(L.post_ffn_norm), dim_s_, n,
+         !L.post_ffn_norm.valid());
   mark(cmd, "matmul.down");
   barrier(cmd);
+  finish_sublayer(cmd, vk::Buffer{}, L.post_ffn_norm, n);
 }
 
 // Routed experts: the router's logits are read back and routed on the host (expert_plan.h), then
@@ -403,6 +453,10 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
   barrier(cmd);
   matmul(cmd, L.router, xn_.view(), dim_s_, router_logits_.device.view(), router_s_, n, false);
   mark(cmd, "matmul.router");
+  if (L.router_bias.valid()) {
+    barrier(cmd);
+    ops_->bias_add(cmd, router_logits_.device.view(), router_s_, L.router_bias.view(), n, spec.n_experts);
+  }
   if (router_logits_.host.valid()) {
     cmd.barrier(vk::Stage::kCompute, vk::Stage::kTransfer);
     cmd.copy(router_logits_.device, 0, router_logits_.host, 0, uint64_t{n} * router_s_ * kF);
@@ -446,18 +500,29 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
   }
   mark(cmd, "expert.gate_up");
   barrier(cmd);
-  bool swiglu_pass = false;
+  auto up_of = [&](const vk::DeviceFfn& f, const vk::BufferView& gu) {
+    return expert_gate_up_.view(gu.offset + (f.gate_up_fused ? f.hidden : align4(f.hidden)) * kF, VK_WHOLE_SIZE);
+  };
+  if (L.b_gate.valid()) {  // gpt-oss: each expert's gate and up biases on its rows
+    for (const vk::ExpertPlan::Group& g : plan.groups) {
+      const vk::DeviceFfn& f = L.experts[g.expert];
+      const vk::BufferView gu = rows_of(expert_gate_up_, gate_up_s_, g.first_row);
+      ops_->bias_add(cmd, gu, gate_up_s_, L.b_gate.row(g.expert, f.hidden), g.n_rows, f.hidden);
+      ops_->bias_add(cmd, up_of(f, gu), gate_up_s_, L.b_up.row(g.expert, f.hidden), g.n_rows, f.hidden);
+    }
+    mark(cmd, "expert.bias");
+    barrier(cmd);
+  }
+  bool activation_pass = false;
   for (const vk::ExpertPlan::Group& g : plan.groups) {
     const vk::DeviceFfn& f = L.experts[g.expert];
     if (swiglu_epilogue(f)) continue;
-    const uint64_t up_at = (f.gate_up_fused ? f.hidden : align4(f.hidden)) * kF;
     const vk::BufferView gu = rows_of(expert_gate_up_, gate_up_s_, g.first_row);
-    ops_->swiglu(cmd, gu, expert_gate_up_.view(gu.offset + up_at, VK_WHOLE_SIZE), gate_up_s_, gu, gate_up_s_, g.n_rows,
-                 f.hidden);
-    swiglu_pass = true;
+    record_activation(cmd, f, gu, up_of(f, gu), gate_up_s_, g.n_rows);
+    activation_pass = true;
   }
-  if (swiglu_pass) {
-    mark(cmd, "expert.swiglu");
+  if (activation_pass) {
+    mark(cmd, "expert.activation");
     barrier(cmd);
   }
   for (const vk::ExpertPlan::Group& g : plan.groups) {
@@ -466,6 +531,14 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
   }
   mark(cmd, "expert.down");
   barrier(cmd);
+  if (L.b_down.valid()) {
+    for (const vk::ExpertPlan::Group& g : plan.groups) {
+      ops_->bias_add(cmd, rows_of(expert_out_, dim_s_, g.first_row), dim_s_, L.b_down.row(g.expert, c.dim), g.n_rows,
+                     c.dim);
+    }
+    mark(cmd, "expert.bias_down");
+    barrier(cmd);
+  }
   vk::record_moe_combine(cmd, *kernels_,
                          vk::MoeCombineBindings{x_.view(), expert_out_.view(), expert_rows_.device.view(),
                                                 expert_weights_.device.view()},
@@ -503,6 +576,11 @@ void VulkanRunner::record_logits(vk::CommandBuffer& cmd, const StepInputs& in) {
   matmul(cmd, weights_->output(), xo_.view(), dim_s_, logits_.device.view(), vocab_s_, n_out, false);
   mark(cmd, "matmul.logits");
   barrier(cmd);
+  if (c.final_softcap > 0.0f) {
+    ops_->softcap(cmd, logits_.device.view(), vocab_s_, n_out, c.vocab_size, c.final_softcap);
+    mark(cmd, "softcap");
+    barrier(cmd);
+  }
   ops_->argmax(cmd, logits_.device.view(), vocab_s_, n_out, c.vocab_size, ids_.device.view());
   mark(cmd, "argmax");
 }
@@ -528,6 +606,11 @@ void VulkanRunner::record_forward(vk::CommandBuffer& cmd, const StepInputs& in) 
   ops_->embed(cmd, weights_->token_embd, tokens_.device.view(), n, x_.view(), dim_s_);
   mark(cmd, "embed");
   barrier(cmd);
+  if (config_.embedding_scale != 1.0f) {
+    ops_->scale(cmd, x_.view(), dim_s_, n, config_.dim, config_.embedding_scale);
+    mark(cmd, "embed.scale");
+    barrier(cmd);
+  }
   for (uint32_t l = 0; l < config_.n_layers; ++l) record_layer(cmd, l, in);
   record_logits(cmd, in);
   record_hidden(cmd, in);

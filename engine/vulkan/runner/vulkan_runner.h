@@ -75,6 +75,13 @@ class VulkanRunner final : public ModelRunner {
   static bool swiglu_epilogue(const vk::DeviceFfn& f);
   // The feed-forward block of a layer: dense (one expert over every token), or routed experts.
   void record_dense_ffn(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n_tokens);
+  // out = act(gate, up) of a block's rows (gate at gate's row start, up at `up`), by its activation.
+  void record_activation(vk::CommandBuffer& cmd, const vk::DeviceFfn& f, vk::BufferView gate, vk::BufferView up,
+                         uint32_t stride, uint32_t n_rows);
+  // Where a sublayer's product lands: x_ itself (accumulating), or sub_ where a post-norm follows.
+  vk::BufferView sublayer_out(const vk::Buffer& post_norm) { return post_norm.valid() ? sub_.view() : x_.view(); }
+  // After a sublayer's product into sublayer_out: its bias, then (post-norm) x += rmsnorm(sub_).
+  void finish_sublayer(vk::CommandBuffer& cmd, const vk::Buffer& bias, const vk::Buffer& post_norm, uint32_t n_tokens);
   void record_expert_ffn(vk::CommandBuffer& cmd, uint32_t layer, uint32_t n_tokens);
   // Ends the command buffer, runs it and waits, then begins it again: the host reads what the
   // device computed so far (the router's logits) before recording the rest of the step.
@@ -103,6 +110,7 @@ class VulkanRunner final : public ModelRunner {
   vk::Buffer att_;     // attention output [q_dim]
   vk::Buffer attn_partials_;  // lanes family: attention split states (vk::attention_partials_bytes)
   vk::Buffer gate_up_;  // [gate hidden | up hidden], then silu(gate) * up in the gate half
+  vk::Buffer sub_;     // [max_step_tokens][dim] a sublayer's output before its post-norm (Gemma)
   vk::Buffer xo_;      // [max_step_seqs][dim] final-normed rows that produce logits
   // Expert layers (see expert_plan.h): the router's logits read back, the plan's int32/f32 arrays,
   // each (token, choice)'s normed input, gate|up and output rows grouped by expert.

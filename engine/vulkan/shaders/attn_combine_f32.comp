@@ -12,6 +12,7 @@ layout(local_size_x = VKS_ATTN_LANES_WG, local_size_y = 1, local_size_z = 1) in;
 layout(std430, binding = 0) readonly buffer Partials { float partials[]; };  // [n_tokens][n_heads][split_count] records
 layout(std430, binding = 1) readonly buffer Positions { int positions[]; };  // [n_tokens]
 layout(std430, binding = 2) writeonly buffer Out { float out_rows[]; };      // [n_tokens][out_stride]
+layout(std430, binding = 3) readonly buffer Sinks { float sinks[]; };        // [n_heads] (p.has_sinks)
 
 layout(push_constant) uniform Push { AttnParams p; };
 
@@ -24,7 +25,8 @@ void main() {
   const uint head = gl_WorkGroupID.x;
   const uint token = gl_WorkGroupID.y;
   const uint lid = gl_LocalInvocationID.x;
-  const uint n_splits = split_count_of(uint(positions[token]) + 1u);
+  const uint n_keys = uint(positions[token]) + 1u;
+  const uint n_splits = split_count_of(n_keys - first_visible_key(n_keys));
   SplitState total = empty_split_state();
   for (uint split = 0u; split < n_splits; ++split) {
     const uint at = ((token * p.n_heads + head) * p.split_count + split) * split_record_floats();
@@ -35,5 +37,5 @@ void main() {
     }
     merge_split(total, partials[at], partials[at + 1u], o);
   }
-  write_output(total, token * p.out_stride + head * p.head_dim, lid);
+  write_output(total, token * p.out_stride + head * p.head_dim, lid, p.has_sinks != 0u ? sinks[head] : -1.0 / 0.0);
 }

@@ -33,6 +33,7 @@ layout(std430, binding = 3) readonly buffer Positions { int positions[]; };  // 
 layout(std430, binding = 4) readonly buffer TokenSeq { int token_seq[]; };   // [n_tokens]
 layout(std430, binding = 5) readonly buffer BlockTables { int block_tables[]; };  // [n_seqs][max_blocks_per_seq]
 layout(std430, binding = 6) writeonly buffer Out { float out_rows[]; };     // [n_tokens][out_stride]
+layout(std430, binding = 7) readonly buffer Sinks { float sinks[]; };       // [n_heads] (p.has_sinks)
 
 layout(push_constant) uniform Push { AttnParams p; };
 
@@ -70,11 +71,13 @@ void main() {
   }
 
   const uint n_keys = uint(positions[token]) + 1;
+  // A window layer's chunks start at its first visible key: still a function of the token alone.
+  const uint first = p.window == 0u || n_keys <= p.window ? 0u : n_keys - p.window;
   const uint table = uint(token_seq[token]) * p.max_blocks_per_seq;
   float m = -1.0 / 0.0;  // running max of the scores
   float l = 0.0;         // running sum of exp(score - m)
 
-  for (uint base = 0; base < n_keys; base += CHUNK) {
+  for (uint base = first; base < n_keys; base += CHUNK) {
     const uint n = min(CHUNK, n_keys - base);
     // Rows of the chunk's keys; keys past the last repeat it, so every load below is in bounds
     // (their scores are left out of the max and the sums).
@@ -97,6 +100,9 @@ void main() {
           s[j] += qi.x * k2.x + qi.y * k2.y;
         }
       }
+    }
+    if (p.softcap > 0.0) {
+      [[unroll]] for (uint j = 0; j < CHUNK; ++j) s[j] = p.softcap * tanh(s[j] / p.softcap);
     }
     float chunk_max = -1.0 / 0.0;
     [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
@@ -125,6 +131,15 @@ void main() {
     m = m_new;
   }
 
+  if (p.has_sinks != 0u) {  // the sink weighs in the denominator only
+    const float sink = sinks[head];
+    const float m_sink = max(m, sink);
+    const float correction = exp(m - m_sink);
+    l = l * correction + exp(sink - m_sink);
+    for (uint i0 = 0; i0 < HALF_HD; i0 += DIM_STEP) {
+      [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) acc[i0 + u] *= correction;
+    }
+  }
   const float inv_l = 1.0 / l;
   const uint out_at = token * p.out_stride + head * p.head_dim;
   for (uint i0 = 0; i0 < HALF_HD; i0 += DIM_STEP) {

@@ -40,6 +40,7 @@ layout(std430, binding = 5) readonly buffer BlockTables { int block_tables[]; };
 layout(std430, binding = 6) writeonly buffer Out { float out_rows[]; };     // [n_tokens][out_stride]
 // p.split_count > 1: [n_tokens][n_heads][split_count] records of attn_split.glsl (unused otherwise).
 layout(std430, binding = 7) writeonly buffer Partials { float partials[]; };
+layout(std430, binding = 8) readonly buffer Sinks { float sinks[]; };  // [n_heads] (p.has_sinks)
 
 layout(push_constant) uniform Push { AttnParams p; };
 
@@ -91,18 +92,19 @@ void main() {
   barrier();
 
   const uint n_keys = uint(positions[token]) + 1;
+  const uint first = first_visible_key(n_keys);
   const uint table = uint(token_seq[token]) * p.max_blocks_per_seq;
   const bool split_alone = p.split_count > 1u;  // this workgroup takes split gl_WorkGroupID.z only
   const uint first_split = split_alone ? gl_WorkGroupID.z : 0u;
-  const uint end_split = split_alone ? first_split + 1u : split_count_of(n_keys);
-  if (first_split >= split_count_of(n_keys)) return;  // a shorter sequence of the batch: no keys here
+  const uint end_split = split_alone ? first_split + 1u : split_count_of(n_keys - first);
+  if (first_split >= split_count_of(n_keys - first)) return;  // a shorter sequence of the batch: no keys here
   SplitState total = empty_split_state();
   for (uint split = first_split; split < end_split; ++split) {
-    const uint split_end = min(n_keys, (split + 1u) * VKS_ATTN_SPLIT_KEYS);
+    const uint split_end = min(n_keys, first + (split + 1u) * VKS_ATTN_SPLIT_KEYS);
     float m = -1.0 / 0.0;  // running max of the split's scores (the same in every invocation)
     float l = 0.0;         // running sum of exp(score - m)
     [[unroll]] for (uint r = 0; r < OWNED; ++r) acc[r] = vec2(0.0);
-    for (uint base = split * VKS_ATTN_SPLIT_KEYS; base < split_end; base += WG) {
+    for (uint base = first + split * VKS_ATTN_SPLIT_KEYS; base < split_end; base += WG) {
       const uint n = min(WG, split_end - base);
       // This invocation's key; past the last key it repeats it, so loads stay in bounds (masked below).
       const uint key = base + min(lid, n - 1);
@@ -118,6 +120,7 @@ void main() {
           s += qi.x * k2.x + qi.y * k2.y;
         }
       }
+      if (p.softcap > 0.0) s = p.softcap * tanh(s / p.softcap);
       rows[lid] = row;
       reduce[lid] = lid < n ? s : -1.0 / 0.0;
       barrier();
@@ -161,6 +164,6 @@ void main() {
   if (split_alone) {
     write_split_state(total, (token * p.n_heads + head) * p.split_count + first_split, lid);
   } else {
-    write_output(total, token * p.out_stride + head * p.head_dim, lid);
+    write_output(total, token * p.out_stride + head * p.head_dim, lid, p.has_sinks != 0u ? sinks[head] : -1.0 / 0.0);
   }
 }

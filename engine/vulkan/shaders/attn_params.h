@@ -40,8 +40,8 @@ using uint = uint32_t;
 // Q heads are rotated in place; K heads are rotated on their way into the layer's F16 K pool and V
 // copied into the V pool, at each token's slot. Pair i of a head (i < rope_dim/2) is rotated by
 // theta = pos * freqs[i] * freq_scale, freqs[i] being freq_base^(-2i/rope_dim) / factor[i] (llama 3
-// rope_freqs.weight, else 1) computed on the host (ref::rope_frequencies) so that no device pow()
-// enters the angle; its elements are (2i, 2i+1) in NORM mode (llama) and (i, i + rope_dim/2) in NEOX
+// rope_freqs.weight, else 1; the layer's base; YaRN's blend) computed on the host
+// (ref::rope_frequencies) so that no device pow() enters the angle; its elements are (2i, 2i+1) in NORM mode (llama) and (i, i + rope_dim/2) in NEOX
 // mode (qwen2, qwen3). Elements past rope_dim pass through.
 // Dispatch: (ceil((n_q_heads * rope_dim/2 + n_kv_heads * head_dim/2) / VKS_ROPE_KV_WG), n_tokens, 1).
 #define VKS_ROPE_MODE_NORM 0
@@ -59,10 +59,14 @@ struct RopeKvParams {
   uint n_slots;     // slots in each pool (num_blocks * block_size): out-of-range slots are skipped
   float freq_scale;
   uint mode;  // VKS_ROPE_MODE_*
+  float mscale_extra;  // cos and sin are multiplied by 1 + mscale_extra (YaRN's attention factor; 0: none)
 };
 
 // Paged attention over a flattened batch: token t, head h attends to positions
-// [0, positions[t]] of its sequence through the block table. Output row: n_heads * head_dim.
+// [0, positions[t]] of its sequence (the last `window` of them where window > 0) through the block
+// table; scores q·k * scale, soft-capped where softcap > 0 (softcap * tanh(s / softcap)); with
+// has_sinks, head h's sink logit (the sinks binding) joins the softmax denominator. Output row:
+// n_heads * head_dim.
 // Dispatch: attn_f16 (ceil(n_heads / VKS_ATTN_HEADS_PER_GROUP), n_tokens, 1); attn_lanes_f16
 // (n_heads, n_tokens, max(split_count, 1)).
 struct AttnParams {
@@ -79,6 +83,9 @@ struct AttnParams {
   float scale;              // 1/sqrt(head_dim), applied to q
   uint split_count;         // attn_lanes_f16: 0 or 1, a workgroup per (head, token) walks every split;
                             // P > 1, grid z = P takes one split each and attn_combine_f32 merges them
+  uint window;              // 0: every position up to the token's own; W: the last W of them
+  float softcap;            // 0: none
+  uint has_sinks;           // 0: the sinks binding is not read
 };
 
 #ifdef __cplusplus

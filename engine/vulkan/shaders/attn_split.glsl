@@ -1,5 +1,6 @@
 // The split arithmetic of the lanes attention (attn_lanes_f16 and attn_combine_f32 include it, so
-// both run the same expressions): a token's keys in splits of VKS_ATTN_SPLIT_KEYS from key 0, each
+// both run the same expressions): a token's keys in splits of VKS_ATTN_SPLIT_KEYS from its first
+// visible key (key 0 without a window), each
 // split's online-softmax state (max m, sum l of exp(score - m), output pairs o weighted alike)
 // merged into a running total in ascending split order, the output o / l at the end. Merging the
 // first split into the empty state copies it, so a split merged by its own workgroup, stored and
@@ -48,13 +49,21 @@ void merge_split(inout SplitState t, float m, float l, vec2 o[OWNED]) {
 // A stored split state: [m, l, then the head's head_dim output floats] (p.head_dim + 2 floats).
 uint split_record_floats() { return p.head_dim + 2u; }
 
-void write_output(SplitState t, uint out_at, uint lid) {
-  const float inv_l = 1.0 / t.l;
+// sink: the head's sink logit, which weighs in the denominator only (-inf: none, the same bits as
+// without: its correction is exp(0) and its weight 0).
+void write_output(SplitState t, uint out_at, uint lid, float sink) {
+  const float m_sink = max(t.m, sink);
+  const float correction = exp(t.m - m_sink);
+  const float inv_l = 1.0 / (t.l * correction + exp(sink - m_sink));
   [[unroll]] for (uint r = 0; r < OWNED; ++r) {
     const uint i = lid + r * WG;
     if (i < HALF_HD) {
-      out_rows[out_at + 2 * i] = t.o[r].x * inv_l;
-      out_rows[out_at + 2 * i + 1] = t.o[r].y * inv_l;
+      out_rows[out_at + 2 * i] = t.o[r].x * correction * inv_l;
+      out_rows[out_at + 2 * i + 1] = t.o[r].y * correction * inv_l;
     }
   }
 }
+
+// A window layer's first visible key for a token with n_keys keys (0 without a window). Splits
+// start there: a function of the token alone, as the numerics above need.
+uint first_visible_key(uint n_keys) { return p.window == 0u || n_keys <= p.window ? 0u : n_keys - p.window; }

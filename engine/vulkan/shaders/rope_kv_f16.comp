@@ -31,7 +31,7 @@ vec2 angle_cos_sin(int pos, uint i) {
   const float k = round(theta * 0.15915494309189535);
   float r = fma(-k, 6.28125, theta);
   r = fma(-k, 1.9353071795864769e-3, r);
-  return vec2(cos(r), sin(r));
+  return vec2(cos(r), sin(r)) * (1.0 + p.mscale_extra);
 }
 
 // Pair i of the head at `head_at`: its two elements' indices (NORM: 2i, 2i+1; NEOX: i, i + rope_dim/2).

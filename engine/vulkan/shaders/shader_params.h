@@ -106,13 +106,23 @@ struct MatmulParams {
   float norm_eps;
 };
 
-// swiglu_f32: out[r][i] = silu(gate[r][i]) * up[r][i]; add_f32: out[r][i] = a[r][i] + b[r][i];
+// swiglu_f32: out[r][i] = silu(gate[r][i]) * up[r][i] (geglu_f32, swiglu_oai_f32: the other gated
+// activations of swiglu.glsl); add_f32: out[r][i] = a[r][i] + b[r][i];
 // r < n_rows, i < cols. gate/a and up/b share in_stride (floats between rows).
 struct ElementwiseParams {
   uint n_rows;
   uint cols;
   uint in_stride;
   uint out_stride;
+};
+
+// scale_f32: x[r][i] *= value (Gemma's embedding scale); softcap_f32: x[r][i] = value *
+// tanh(x[r][i] / value) (logit soft-capping). In place, r < n_rows, i < cols.
+struct ScalarMapParams {
+  uint n_rows;
+  uint cols;
+  uint stride;
+  float value;
 };
 
 // argmax_f32: out[r] = index of the largest x[r][i] (lowest index on ties, NaN never wins).
