@@ -84,24 +84,34 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
     cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
   }
 
-  // Logits only for the last token of each sequence that wants output, in one matmul.
-  std::vector<size_t> outputs;  // sequences with logits != kNone
-  std::vector<size_t> rows;     // their last tokens
+  // Logits only for the last token of each sequence that wants output (and the n_verify tokens
+  // before it), in one matmul.
+  std::vector<size_t> outputs;  // per row: its sequence (logits != kNone)
+  std::vector<size_t> rows;     // the token of each row, seq order then token order
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    if (batch.seqs[s].logits == LogitsMode::kNone || batch.seqs[s].logits == LogitsMode::kHidden) continue;
-    outputs.push_back(s);
-    rows.push_back(static_cast<size_t>(batch.seqs[s].token_offset + batch.seqs[s].n_tokens - 1));
+    const SeqChunk& seq = batch.seqs[s];
+    if (seq.logits == LogitsMode::kNone || seq.logits == LogitsMode::kHidden) continue;
+    for (int32_t i = seq.n_tokens - 1 - seq.n_verify; i < seq.n_tokens; ++i) {
+      outputs.push_back(s);
+      rows.push_back(static_cast<size_t>(seq.token_offset + i));
+    }
   }
   const size_t vocab = c.vocab_size;
   std::vector<float> logits(outputs.size() * vocab);  // [n_outputs, vocab]
   cpu_logits(model_, *vectors_, acts, rows.data(), rows.size(), logits.data(), &pool_, kQuantizedMatmul);
 
   out.argmax.assign(batch.seqs.size(), -1);
+  out.verify_argmax.clear();
   out.logits.clear();
   for (size_t o = 0; o < outputs.size(); ++o) {
     const float* row = &logits[o * vocab];
+    const SeqChunk& seq = batch.seqs[outputs[o]];
+    if (rows[o] != static_cast<size_t>(seq.token_offset + seq.n_tokens - 1)) {
+      out.verify_argmax.push_back(ref::argmax(row, vocab));
+      continue;
+    }
     out.argmax[outputs[o]] = ref::argmax(row, vocab);
-    if (batch.seqs[outputs[o]].logits == LogitsMode::kFull) out.logits.insert(out.logits.end(), row, row + vocab);
+    if (seq.logits == LogitsMode::kFull) out.logits.insert(out.logits.end(), row, row + vocab);
   }
   // Embeddings: the final-normed hidden state of every token of the kHidden sequences.
   out.hidden.clear();

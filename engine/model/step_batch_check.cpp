@@ -22,6 +22,10 @@ void check_seq(const StepBatch& batch, const StepLimits& limits, size_t s, std::
                           c.token_offset, c.n_tokens, n_tokens));
   }
   if (c.n_past < 0) bad_batch(fmt::format("seq {}: negative n_past {}", s, c.n_past));
+  if (c.n_verify < 0 || c.n_verify >= c.n_tokens || (c.n_verify > 0 && c.logits != LogitsMode::kArgmax)) {
+    bad_batch(fmt::format("seq {}: n_verify {} needs LogitsMode::kArgmax and fewer than its {} tokens", s,
+                          c.n_verify, c.n_tokens));
+  }
   const int64_t len = int64_t{c.n_past} + c.n_tokens;
   const int64_t max_len = int64_t{limits.max_blocks_per_seq} * limits.block_size;
   if (len > max_len) {
@@ -75,7 +79,15 @@ void check_step_batch(const StepBatch& batch, const StepLimits& limits, std::vec
     }
   }
   token_seq.assign(n, -1);
-  for (size_t s = 0; s < batch.seqs.size(); ++s) check_seq(batch, limits, s, token_seq);
+  size_t out_rows = 0;
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    check_seq(batch, limits, s, token_seq);
+    const SeqChunk& c = batch.seqs[s];
+    if (c.logits != LogitsMode::kNone && c.logits != LogitsMode::kHidden) out_rows += 1 + static_cast<size_t>(c.n_verify);
+  }
+  if (out_rows > static_cast<size_t>(limits.max_step_seqs)) {
+    bad_batch(fmt::format("{} output rows exceed max_step_seqs {}", out_rows, limits.max_step_seqs));
+  }
   for (size_t t = 0; t < n; ++t) {
     if (token_seq[t] == -1) bad_batch(fmt::format("token {} belongs to no sequence", t));
   }

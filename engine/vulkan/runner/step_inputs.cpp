@@ -22,8 +22,10 @@ void pack_step_inputs(const StepBatch& batch, const StepLimits& limits, StepInpu
     if (c.logits == LogitsMode::kHidden) {
       for (int32_t i = 0; i < c.n_tokens; ++i) out.hidden_rows.push_back(c.token_offset + i);
     } else if (c.logits != LogitsMode::kNone) {
-      out.out_rows.push_back(c.token_offset + c.n_tokens - 1);
-      out.out_seq.push_back(static_cast<int32_t>(s));
+      for (int32_t i = c.n_tokens - 1 - c.n_verify; i < c.n_tokens; ++i) {  // the verified rows, then the last
+        out.out_rows.push_back(c.token_offset + i);
+        out.out_seq.push_back(static_cast<int32_t>(s));
+      }
       if (c.logits == LogitsMode::kFull) ++out.n_full;
     }
   }

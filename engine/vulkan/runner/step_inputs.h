@@ -17,6 +17,7 @@ struct StepInputs {
   std::vector<int32_t> token_seq;      // [n_tokens] sequence index of each token
   std::vector<int32_t> block_tables;   // [n_seqs][max_blocks_per_seq], unused entries 0
   std::vector<int32_t> out_rows;       // [n_out] token index whose logits are computed, seq order
+                                       // (a seq's n_verify rows before its last)
   std::vector<int32_t> out_seq;        // [n_out] sequence index of each out row
   int32_t n_full = 0;                  // out rows whose sequence wants LogitsMode::kFull
   std::vector<int32_t> hidden_rows;    // token indexes whose final-normed state is read back
