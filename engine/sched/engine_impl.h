@@ -23,6 +23,7 @@
 #include "engine/sched/sampler.h"
 #include "engine/sched/scheduler.h"
 #include "engine/sched/sequence.h"
+#include "engine/sched/step_plan.h"
 #include "engine/sched/stop_checker.h"
 
 namespace vks {
@@ -52,6 +53,13 @@ struct Request {
   int32_t generated = 0;
   std::unique_ptr<grammar::TokenConstraint> constraint;  // null = unconstrained
 };
+
+inline EngineEvent request_event(const Request& r, EventType type) {
+  EngineEvent e;
+  e.request_id = r.id;
+  e.type = type;
+  return e;
+}
 }  // namespace sched
 
 struct Engine::Impl {
@@ -71,7 +79,17 @@ struct Engine::Impl {
   // wait counts once, not once per input (engine thread).
   int32_t waiting_admissions() const;
   void expire_deadlines(sched::Clock::time_point now);
-  void run_step(const sched::SchedulerOutput& out);
+  // One step (engine_step.cpp): schedule_step fills `plan` (false: nothing to run), run_step runs
+  // it on the runner (a failure is recorded in the plan, never thrown), postprocess_step turns its
+  // result into pooled embeddings, tokens and events.
+  bool schedule_step(sched::StepPlan& plan);
+  void run_step(sched::StepPlan& plan);
+  void postprocess_step(sched::StepPlan& plan);
+  void fail_step(sched::StepPlan& plan, sched::Clock::time_point now);
+  std::vector<std::string> take_late_cancels();
+  void draw(const sched::StepPlan& plan, sched::PlannedChunk& pc);  // on the sampling pool
+  int32_t emit_draw(sched::PlannedChunk& pc, sched::Clock::time_point now);  // tokens emitted
+  // engine_emit.cpp
   void emit_token(sched::Request& r, const GeneratedToken& tok, sched::Clock::time_point now);
   void finish(sched::Request& r, FinishReason reason, sched::Clock::time_point now);
   void fail(sched::Request& r, ErrorCode code, const std::string& message, sched::Clock::time_point now);
@@ -83,9 +101,9 @@ struct Engine::Impl {
   SubmitResult submit_embed(EmbedRequest request);  // any thread
   sched::EmbedJob* embed_owner(const sched::Sequence* seq) const;  // null: a generate request's
   void add_embed_job(std::unique_ptr<sched::EmbedJob> job, sched::Clock::time_point now);
-  // After a step: pools the hidden rows of the kHidden chunks (in chunk order) and finishes the
-  // jobs whose inputs are all pooled.
-  void embed_step_done(const sched::SchedulerOutput& out, const StepResult& result, sched::Clock::time_point now);
+  // After a step: pools the hidden rows of one kEmbed chunk; a job whose inputs are now all pooled
+  // is added to `done` (finished by the caller once the step's chunks are all handled).
+  void pool_embed_chunk(const sched::PlannedChunk& pc, const StepResult& result, std::vector<sched::EmbedJob*>& done);
   void finish_embed(sched::EmbedJob& job, FinishReason reason, sched::Clock::time_point now);
   void fail_embed(sched::EmbedJob& job, ErrorCode code, const std::string& message, sched::Clock::time_point now);
 
@@ -108,6 +126,7 @@ struct Engine::Impl {
   // Engine thread only.
   sched::BlockManager blocks;
   sched::Scheduler scheduler;
+  sched::StepPlan step_plan;  // the current step's, reused (no allocation once warm)
   std::unordered_map<std::string, std::unique_ptr<sched::Request>> requests;
   std::unordered_map<const sched::Sequence*, sched::Request*> by_seq;
   std::unordered_map<std::string, std::unique_ptr<sched::EmbedJob>> embed_jobs;
