@@ -67,6 +67,8 @@ void Engine::Impl::finish(Request& r, FinishReason reason, Clock::time_point now
   e.timings.queue_ms = r.scheduled_once ? ms_between(r.submitted, r.first_scheduled) : ms_between(r.submitted, now);
   e.timings.ttft_ms = r.generated > 0 ? ms_between(r.submitted, r.first_token) : 0;
   e.timings.total_ms = ms_between(r.submitted, now);
+  e.timings.draft_tokens = static_cast<int32_t>(r.draft_length.drafted());
+  e.timings.accepted_tokens = static_cast<int32_t>(r.draft_length.accepted());
   avg_request_ms = 0.9 * avg_request_ms + 0.1 * e.timings.total_ms;
   events.add(std::move(e));
 

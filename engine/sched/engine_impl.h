@@ -16,6 +16,7 @@
 #include "engine/common/thread_pool.h"
 #include "engine/grammar/token_constraint.h"
 #include "engine/sched/block_manager.h"
+#include "engine/sched/draft_length.h"
 #include "engine/sched/embed_job.h"
 #include "engine/sched/engine.h"
 #include "engine/sched/event_queue.h"
@@ -52,6 +53,7 @@ struct Request {
   bool scheduled_once = false;
   int32_t generated = 0;
   std::unique_ptr<grammar::TokenConstraint> constraint;  // null = unconstrained
+  DraftLength draft_length;  // speculative decoding: off unless params.speculative / the config enable it
 };
 
 inline EngineEvent request_event(const Request& r, EventType type) {
@@ -83,6 +85,8 @@ struct Engine::Impl {
   // it on the runner (a failure is recorded in the plan, never thrown), postprocess_step turns its
   // result into pooled embeddings, tokens and events.
   bool schedule_step(sched::StepPlan& plan);
+  // Before scheduling: a draft (ngram_draft) for every running request that may speculate now.
+  void propose_drafts();
   void run_step(sched::StepPlan& plan);
   void postprocess_step(sched::StepPlan& plan);
   void fail_step(sched::StepPlan& plan, sched::Clock::time_point now);
@@ -138,6 +142,7 @@ struct Engine::Impl {
   int64_t requests_finished = 0, tokens_generated = 0, prompt_tokens_processed = 0;
   // Loop turns that ran a step: their wall time (from the inbox drained to the step's events
   // queued) and the part spent inside runner->step (EngineStats::step_ms_total / runner_ms_total).
+  int64_t draft_tokens = 0, accepted_tokens = 0;  // speculative decoding, all requests
   int64_t steps_run = 0;
   double step_ms_total = 0, runner_ms_total = 0;
 

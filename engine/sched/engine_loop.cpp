@@ -210,6 +210,8 @@ void Engine::Impl::publish_stats() {
   s.steps = steps_run;
   s.step_ms_total = step_ms_total;
   s.runner_ms_total = runner_ms_total;
+  s.draft_tokens = draft_tokens;
+  s.accepted_tokens = accepted_tokens;
   if (decode_window.size() >= 2) {
     int64_t n = 0;
     for (size_t i = 1; i < decode_window.size(); ++i) n += decode_window[i].second;

@@ -1,15 +1,17 @@
 // One engine step in three parts, each reading and writing the engine's StepPlan:
-//   schedule_step:    the scheduler's choice, its events (preempted, scheduled), what each chunk is
-//                     for and the StepBatch;
+//   schedule_step:    drafts (speculative decoding), the scheduler's choice, its events (preempted,
+//                     scheduled), what each chunk is for and the StepBatch;
 //   run_step:         the runner, its failure (an exception stays here) and the result's shape;
 //   postprocess_step: the scheduler's bookkeeping, late cancels, the draws (on the sampling pool),
 //                     then each chunk in order: an embed input's rows pooled, a generate request's
-//                     token emitted.
+//                     token emitted (after a draft: the target's tokens up to the first draft token
+//                     that differs from them, then the sequence keeps only their K/V).
 #include <algorithm>
 #include <exception>
 
 #include "engine/sched/constrained_draw.h"
 #include "engine/sched/engine_impl.h"
+#include "engine/sched/ngram_drafter.h"
 
 namespace vks {
 
@@ -26,7 +28,27 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 }
 }  // namespace
 
+void Engine::Impl::propose_drafts() {
+  for (sched::Sequence* s : scheduler.running()) {
+    s->draft.clear();
+    auto it = by_seq.find(s);
+    if (it == by_seq.end() || !s->is_decoding()) continue;  // embed inputs, prefills
+    Request& r = *it->second;
+    // Exactness: a drafted position's token must be what the device argmax alone decides, as it
+    // is for a greedy request without a grammar once min_tokens no longer suppresses EOS/stop ids.
+    if (!r.draft_length.enabled() || r.constraint || r.generated + 1 <= r.params.stop.min_tokens ||
+        r.sampler.needs_full_logits(false)) {
+      continue;
+    }
+    // Drafts past max_tokens would be verified for nothing: the step emits at most k+1 tokens.
+    const int32_t k = std::min(r.draft_length.next(), r.params.stop.max_tokens - r.generated - 1);
+    if (k > 0) sched::ngram_draft(s->tokens, k, s->draft);
+    if (s->draft.empty()) r.draft_length.on_plain_step();
+  }
+}
+
 bool Engine::Impl::schedule_step(StepPlan& plan) {
+  propose_drafts();
   plan.out = scheduler.schedule(Clock::now());
   last_step_empty = plan.out.empty();
   if (plan.out.empty()) return false;
@@ -83,9 +105,16 @@ bool Engine::Impl::schedule_step(StepPlan& plan) {
         pc.full_logits = r.constraint != nullptr || r.sampler.needs_full_logits(!pc.suppressed.empty());
         if (pc.full_logits) pc.logits_row = plan.n_full++;
         sc.logits = pc.full_logits ? LogitsMode::kFull : LogitsMode::kArgmax;
+        if (c.n_draft > 0) {  // propose_drafts drafted only for argmax requests
+          sc.n_verify = c.n_draft;
+          pc.verify_row = plan.n_verify;
+          plan.n_verify += c.n_draft;
+        }
       }
     }
-    batch.tokens.insert(batch.tokens.end(), c.seq->tokens.begin() + c.n_past, c.seq->tokens.begin() + c.n_past + c.n_tokens);
+    const auto first = c.seq->tokens.begin() + c.n_past;
+    batch.tokens.insert(batch.tokens.end(), first, first + (c.n_tokens - c.n_draft));
+    batch.tokens.insert(batch.tokens.end(), c.seq->draft.begin(), c.seq->draft.begin() + c.n_draft);
   }
   batch.finalize(blocks.block_size());
   return true;
@@ -198,6 +227,8 @@ void Engine::Impl::draw(const StepPlan& plan, PlannedChunk& pc) {
       const std::span<const float> logits(plan.result.logits.data() + size_t(pc.logits_row) * limits.vocab_size,
                                           limits.vocab_size);
       pc.token = r.sampler.sample(logits, r.seq.tokens, pc.suppressed);
+    } else if (pc.chunk.n_draft > 0) {  // the token after the request's last one, before its draft's
+      pc.token = r.sampler.from_argmax(plan.result.verify_argmax[static_cast<size_t>(pc.verify_row)]);
     } else {
       pc.token = r.sampler.from_argmax(plan.result.argmax[static_cast<size_t>(&pc - plan.chunks.data())]);
     }
@@ -216,8 +247,39 @@ int32_t Engine::Impl::emit_draw(PlannedChunk& pc, Clock::time_point now) {
     fail(r, ErrorCode::kInternal, "runner returned token id " + std::to_string(pc.token.id) + " outside the vocabulary", now);
     return 0;
   }
-  emit_token(r, pc.token, now);
-  return 1;
+  const int32_t k = pc.chunk.n_draft;
+  if (k == 0) {
+    emit_token(r, pc.token, now);
+    return 1;
+  }
+  // Verification. target(i) is the greedy token after draft[i-1] (target(0), drawn above, after
+  // the request's last token): draft[i] is accepted while it equals target(i), and each accepted
+  // one makes target(i+1) the token plain decoding gives next. Emitting stops with the request
+  // (a stop, EOS), so speculation never changes where or how it ends.
+  const std::vector<int32_t>& draft = r.seq.draft;  // as scheduled (kept until its next schedule)
+  const int32_t* verify = step_plan.result.verify_argmax.data() + pc.verify_row;
+  const int32_t last = step_plan.result.argmax[static_cast<size_t>(&pc - step_plan.chunks.data())];
+  auto target = [&](int32_t i) { return i < k ? verify[i] : last; };
+  int32_t accepted = 0;
+  while (accepted < k && draft[static_cast<size_t>(accepted)] == target(accepted)) ++accepted;
+  draft_tokens += k;
+  accepted_tokens += accepted;
+  r.draft_length.on_verified(k, accepted);  // before emitting: the last token's kFinished reports it
+
+  const std::string id = r.id;  // r is destroyed if it finishes
+  sched::Sequence* seq = &r.seq;
+  int32_t emitted = 0;
+  for (int32_t i = 0; i <= accepted; ++i) {
+    if (target(i) < 0 || target(i) >= limits.vocab_size) {
+      fail(r, ErrorCode::kInternal, "runner returned token id " + std::to_string(target(i)) + " outside the vocabulary", now);
+      return emitted;
+    }
+    emit_token(r, i == 0 ? pc.token : r.sampler.from_argmax(target(i)), now);
+    ++emitted;
+    if (!requests.count(id)) return emitted;  // finished: its blocks are freed already
+  }
+  scheduler.on_draft_verified(seq, accepted);
+  return emitted;
 }
 
 }  // namespace vks
