@@ -166,7 +166,8 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
 
     auto r = std::make_unique<sched::Request>(id, std::move(req), std::move(prompt), seed, tokenizer);
     r->constraint = std::move(constraint);
-    r->draft_length = sched::DraftLength(r->params.speculative.value_or(config.speculative_draft));
+    const int32_t asked = r->params.speculative.value_or(config.speculative_draft);
+    r->draft_length = sched::DraftLength(asked >= 0 ? asked : config.speculative_draft > 0 ? config.speculative_draft : 4);
     r->seq.arrival = arrival;
     r->submitted = sched::Clock::now();
     lock.lock();
