@@ -90,7 +90,9 @@ void write_event_fields(MapWriter& w, const StreamEvent& ev) {
       MapWriter timings;
       timings.f64("queue_ms", ev.timings.queue_ms)
           .f64("ttft_ms", ev.timings.ttft_ms)
-          .f64("total_ms", ev.timings.total_ms);
+          .f64("total_ms", ev.timings.total_ms)
+          .i64("draft_tokens", ev.timings.draft_tokens)
+          .i64("accepted_tokens", ev.timings.accepted_tokens);
       w.raw("timings", timings.finish());
       break;
     }

@@ -243,6 +243,13 @@ Result<GenerateRequest> parse_generate(MapReader& r, const ProtocolLimits& limit
 
   if (!read_opt_i32(r, "logprobs", g.logprobs, 0, limits.max_logprobs)) return fail();
   if (!read_ranged(r, param::kPriority, g.priority)) return fail();
+  if (const msgpack::object* spec = r.find("speculative")) {
+    if (spec->type == msgpack::type::BOOLEAN) {
+      g.speculative = spec->via.boolean ? -1 : 0;
+    } else if (!read_opt_i32(r, "speculative", g.speculative, 0, 16)) {
+      return fail();
+    }
+  }
   if (r.has("deadline_ms")) {
     int64_t ms = 0;
     if (!r.get_int("deadline_ms", ms, true, 1, limits.max_deadline_ms)) return fail();
@@ -506,6 +513,11 @@ void encode_generate(detail::MapWriter& w, const GenerateRequest& g, bool with_p
   if (!g.stop_token_ids.empty())
     w.raw("stop_token_ids", detail::pack_int_array(g.stop_token_ids.data(), g.stop_token_ids.size()));
   put_optional(w, "ignore_eos", g.ignore_eos);
+  if (g.speculative && *g.speculative < 0) {
+    w.boolean("speculative", true);
+  } else {
+    put_optional(w, "speculative", g.speculative);
+  }
   put_optional(w, "logprobs", g.logprobs);
   put_optional(w, "priority", g.priority);
   put_optional(w, "deadline_ms", g.deadline_ms);

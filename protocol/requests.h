@@ -45,6 +45,9 @@ struct GenerateRequest {
   std::optional<bool> ignore_eos;
   std::optional<int32_t> logprobs;     // absent: no logprobs at all
   std::optional<int32_t> priority;
+  // Prompt-lookup speculative decoding: false = off (0), true = on with the server's draft length
+  // (-1), an integer 0..16 = that draft length; absent = the server's --speculative setting.
+  std::optional<int32_t> speculative;
   std::optional<int64_t> deadline_ms;  // relative, milliseconds, 1..max_deadline_ms
   std::string id;                      // client-chosen id ("" = server assigns one)
   std::optional<bool> detached;        // true: survives the submitting connection's close

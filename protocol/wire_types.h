@@ -30,6 +30,8 @@ struct Timings {
   double queue_ms = 0;
   double ttft_ms = 0;
   double total_ms = 0;
+  int32_t draft_tokens = 0;     // speculative decoding: drafted and verified
+  int32_t accepted_tokens = 0;  // of them, accepted
 };
 
 }  // namespace vks::proto

@@ -47,6 +47,7 @@ GenerateRequest to_engine_request(const proto::GenerateRequest& w,
   s.seed = w.seed;
   q.logprobs = w.logprobs.value_or(-1);
   q.priority = w.priority.value_or(q.priority);
+  q.speculative = w.speculative;
   if (w.deadline_ms) q.deadline = now + std::chrono::milliseconds(*w.deadline_ms);
   q.grammar = w.grammar;
   q.json_schema = w.json_schema;
@@ -167,7 +168,8 @@ proto::StreamEvent stream_event_from_engine(const EngineEvent& ev, int64_t seq, 
       out.type = StreamEventType::kFinished;
       out.reason = to_wire(ev.reason);
       out.usage = {ev.usage.prompt_tokens, ev.usage.cached_tokens, ev.usage.generated_tokens};
-      out.timings = {ev.timings.queue_ms, ev.timings.ttft_ms, ev.timings.total_ms};
+      out.timings = {ev.timings.queue_ms, ev.timings.ttft_ms, ev.timings.total_ms, ev.timings.draft_tokens,
+                     ev.timings.accepted_tokens};
       break;
     case EventType::kError:
       out.type = StreamEventType::kError;

@@ -139,6 +139,11 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   app.add_option("--max-batched-tokens", o.max_batched_tokens)->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--max-seqs", o.max_seqs)->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_option("--speculative", o.speculative,
+                 "speculative decoding of greedy requests: off, or ngram (prompt lookup; output unchanged)")
+      ->check(CLI::IsMember({"off", "ngram"}))->capture_default_str();
+  app.add_option("--draft-tokens", o.draft_tokens, "most tokens drafted per step with --speculative ngram")
+      ->check(CLI::Range(1, 16))->capture_default_str();
   bool no_prefix_cache = false;
   app.add_flag("--no-prefix-cache", no_prefix_cache, "disable prefix caching");
   bool fcfs = false;

@@ -35,6 +35,10 @@ struct ServerOptions {
   int32_t kv_tokens = 0;         // 0 = runner default
   int32_t max_batched_tokens = 256;
   int32_t max_seqs = 16;
+  // --speculative ngram: prompt-lookup speculative decoding for greedy requests, drafting up to
+  // --draft-tokens per step (a request's `speculative` field overrides both).
+  std::string speculative = "off";
+  int32_t draft_tokens = 4;
   bool prefix_caching = true;
   bool priority_policy = true;  // priority with aging; --fcfs turns it off
   std::string log_level = "info";

@@ -1,7 +1,6 @@
 #include "engine/cpu/cpu_runner.h"
 
 #include <string>
-#include <unordered_set>
 
 #include "engine/common/error.h"
 #include "engine/cpu/cpu_model.h"
@@ -16,10 +15,6 @@ namespace {
 constexpr MatmulFn kQuantizedMatmul =
     static_cast<void (*)(const TensorRef&, const float*, size_t, float*, ThreadPool*)>(&cpuq::qmatmul);
 
-[[noreturn]] void bad_batch(const std::string& what) {
-  throw Error(ErrorCode::kInvalidArgument, "invalid step batch: " + what);
-}
-
 }  // namespace
 
 CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
@@ -29,64 +24,14 @@ CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
     throw Error(ErrorCode::kInvalidArgument,
                 "CPU runner options must be positive (block_size, num_blocks, max_step_tokens, max_step_seqs)");
   }
+  // No sequence can be longer than the pool: that is the only bound on a block table here.
+  limits_ = StepLimits{static_cast<int32_t>(model.config().vocab_size), options_.block_size, options_.num_blocks,
+                       options_.max_step_tokens, options_.max_step_seqs, options_.num_blocks};
   vectors_ = std::make_unique<CpuModelVectors>(model);
   const size_t slots = static_cast<size_t>(options_.num_blocks) * static_cast<size_t>(options_.block_size);
   for (size_t l = 0; l < model.config().n_layers; ++l) {
     key_pool_.emplace_back(slots * model.config().kv_dim());
     value_pool_.emplace_back(slots * model.config().kv_dim());
-  }
-}
-
-void CpuRunner::validate(const StepBatch& batch) const {
-  const LlamaConfig& c = config();
-  const size_t n = batch.tokens.size();
-  if (n > static_cast<size_t>(options_.max_step_tokens)) {
-    bad_batch(std::to_string(n) + " tokens, more than max_step_tokens " + std::to_string(options_.max_step_tokens));
-  }
-  if (batch.seqs.size() > static_cast<size_t>(options_.max_step_seqs)) {
-    bad_batch(std::to_string(batch.seqs.size()) + " sequences, more than max_step_seqs " +
-              std::to_string(options_.max_step_seqs));
-  }
-  if (batch.positions.size() != n || batch.slot_mapping.size() != n) {
-    bad_batch("positions/slot_mapping do not match tokens (call StepBatch::finalize)");
-  }
-  for (const int32_t t : batch.tokens) {
-    if (t < 0 || static_cast<uint32_t>(t) >= c.vocab_size) bad_batch("token id " + std::to_string(t) + " out of range");
-  }
-  std::vector<bool> covered(n, false);
-  const int64_t bs = options_.block_size;
-  for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    const SeqChunk& seq = batch.seqs[s];
-    const std::string name = "seq " + std::to_string(s) + ": ";
-    if (seq.n_tokens <= 0 || seq.token_offset < 0 || seq.n_past < 0 ||
-        static_cast<int64_t>(seq.token_offset) + seq.n_tokens > static_cast<int64_t>(n)) {
-      bad_batch(name + "token range out of bounds");
-    }
-    const int64_t end = static_cast<int64_t>(seq.n_past) + seq.n_tokens;
-    if (static_cast<int64_t>(seq.block_table.size()) * bs < end) {
-      bad_batch(name + "block table covers fewer than " + std::to_string(end) + " positions");
-    }
-    for (int64_t b = 0; b < (end + bs - 1) / bs; ++b) {
-      const int32_t block = seq.block_table[static_cast<size_t>(b)];
-      if (block < 0 || block >= options_.num_blocks) bad_batch(name + "block id " + std::to_string(block) + " out of range");
-    }
-    for (int32_t i = 0; i < seq.n_tokens; ++i) {
-      const size_t t = static_cast<size_t>(seq.token_offset + i);
-      const int64_t pos = seq.n_past + i;
-      if (covered[t]) bad_batch(name + "token " + std::to_string(t) + " belongs to two sequences");
-      covered[t] = true;
-      const int64_t slot = static_cast<int64_t>(seq.block_table[static_cast<size_t>(pos / bs)]) * bs + pos % bs;
-      if (batch.positions[t] != pos || batch.slot_mapping[t] != slot) {
-        bad_batch(name + "positions/slot_mapping disagree with n_past and the block table");
-      }
-    }
-  }
-  for (size_t t = 0; t < n; ++t) {
-    if (!covered[t]) bad_batch("token " + std::to_string(t) + " belongs to no sequence");
-  }
-  std::unordered_set<int32_t> slots;
-  for (const int32_t slot : batch.slot_mapping) {
-    if (!slots.insert(slot).second) bad_batch("two tokens write KV slot " + std::to_string(slot));
   }
 }
 
@@ -96,7 +41,7 @@ namespace {
 // positions 0..pos through the block table.
 class PagedKv final : public LayerKv {
  public:
-  PagedKv(const LlamaConfig& c, const StepBatch& batch, const std::vector<size_t>& seq_of, size_t block_size,
+  PagedKv(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size,
           float* keys, float* values)
       : c_(c), batch_(batch), seq_of_(seq_of), block_size_(block_size), keys_(keys), values_(values) {}
   void store(size_t t, const float* k, const float* v) override {
@@ -105,7 +50,7 @@ class PagedKv final : public LayerKv {
     std::copy_n(v, c_.kv_dim(), values_ + slot * c_.kv_dim());
   }
   void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) override {
-    const SeqChunk& seq = batch_.seqs[seq_of_[t]];
+    const SeqChunk& seq = batch_.seqs[static_cast<size_t>(seq_of_[t])];
     const size_t kv_dim = c_.kv_dim();
     const size_t pos = static_cast<size_t>(batch_.positions[t]);
     const size_t first = ref::window_start(pos, p.window);  // a window layer reads only its window
@@ -120,7 +65,7 @@ class PagedKv final : public LayerKv {
  private:
   const LlamaConfig& c_;
   const StepBatch& batch_;
-  const std::vector<size_t>& seq_of_;
+  const std::vector<int32_t>& seq_of_;
   size_t block_size_;
   float* keys_;
   float* values_;
@@ -129,42 +74,46 @@ class PagedKv final : public LayerKv {
 }  // namespace
 
 void CpuRunner::step(const StepBatch& batch, StepResult& out) {
-  validate(batch);
+  check_step_batch(batch, limits_, token_seq_, slot_scratch_);  // token_seq_: each token's sequence
   const LlamaConfig& c = config();
   const size_t n = batch.tokens.size();
-
-  // Which sequence each token belongs to (for its block table).
-  std::vector<size_t> seq_of(n);
-  for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    for (int32_t i = 0; i < batch.seqs[s].n_tokens; ++i) seq_of[static_cast<size_t>(batch.seqs[s].token_offset + i)] = s;
-  }
 
   CpuActivations acts;
   acts.resize(c, n);
   cpu_embed(model_, batch.tokens.data(), acts);
   for (size_t l = 0; l < c.n_layers; ++l) {
-    PagedKv kv(c, batch, seq_of, static_cast<size_t>(options_.block_size), key_pool_[l].data(), value_pool_[l].data());
+    PagedKv kv(c, batch, token_seq_, static_cast<size_t>(options_.block_size), key_pool_[l].data(), value_pool_[l].data());
     cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
   }
 
-  // Logits only for the last token of each sequence that wants output, in one matmul.
-  std::vector<size_t> outputs;  // sequences with logits != kNone
-  std::vector<size_t> rows;     // their last tokens
+  // Logits only for the last token of each sequence that wants output (and the n_verify tokens
+  // before it), in one matmul.
+  std::vector<size_t> outputs;  // per row: its sequence (logits != kNone)
+  std::vector<size_t> rows;     // the token of each row, seq order then token order
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    if (batch.seqs[s].logits == LogitsMode::kNone || batch.seqs[s].logits == LogitsMode::kHidden) continue;
-    outputs.push_back(s);
-    rows.push_back(static_cast<size_t>(batch.seqs[s].token_offset + batch.seqs[s].n_tokens - 1));
+    const SeqChunk& seq = batch.seqs[s];
+    if (seq.logits == LogitsMode::kNone || seq.logits == LogitsMode::kHidden) continue;
+    for (int32_t i = seq.n_tokens - 1 - seq.n_verify; i < seq.n_tokens; ++i) {
+      outputs.push_back(s);
+      rows.push_back(static_cast<size_t>(seq.token_offset + i));
+    }
   }
   const size_t vocab = c.vocab_size;
   std::vector<float> logits(outputs.size() * vocab);  // [n_outputs, vocab]
   cpu_logits(model_, *vectors_, acts, rows.data(), rows.size(), logits.data(), &pool_, kQuantizedMatmul);
 
   out.argmax.assign(batch.seqs.size(), -1);
+  out.verify_argmax.clear();
   out.logits.clear();
   for (size_t o = 0; o < outputs.size(); ++o) {
     const float* row = &logits[o * vocab];
+    const SeqChunk& seq = batch.seqs[outputs[o]];
+    if (rows[o] != static_cast<size_t>(seq.token_offset + seq.n_tokens - 1)) {
+      out.verify_argmax.push_back(ref::argmax(row, vocab));
+      continue;
+    }
     out.argmax[outputs[o]] = ref::argmax(row, vocab);
-    if (batch.seqs[outputs[o]].logits == LogitsMode::kFull) out.logits.insert(out.logits.end(), row, row + vocab);
+    if (seq.logits == LogitsMode::kFull) out.logits.insert(out.logits.end(), row, row + vocab);
   }
   // Embeddings: the final-normed hidden state of every token of the kHidden sequences.
   out.hidden.clear();

@@ -16,6 +16,7 @@
 #include "engine/cpu/cpu_layer.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/model_runner.h"
+#include "engine/model/step_batch_check.h"
 
 namespace vks {
 
@@ -43,10 +44,11 @@ class CpuRunner final : public ModelRunner {
   void step(const StepBatch& batch, StepResult& out) override;
 
  private:
-  void validate(const StepBatch& batch) const;
-
   const LlamaModel& model_;
   CpuRunnerOptions options_;
+  StepLimits limits_;                 // what check_step_batch holds a step to
+  std::vector<int32_t> token_seq_;    // per token of the current step: its sequence
+  std::vector<int32_t> slot_scratch_;
   ThreadPool pool_;
 
   std::unique_ptr<CpuModelVectors> vectors_;  // norms, biases, rope factors in F32

@@ -24,6 +24,9 @@ struct SeqChunk {
   int32_t n_past = 0;                 // tokens already in the KV cache before this step
   std::vector<int32_t> block_table;   // physical blocks covering positions [0, n_past+n_tokens)
   LogitsMode logits = LogitsMode::kNone;
+  // kArgmax only: the greedy token also of the n_verify tokens before the last one (speculative
+  // decoding verifies drafted tokens with them), in StepResult::verify_argmax. 0 <= n_verify < n_tokens.
+  int32_t n_verify = 0;
 };
 
 struct StepBatch {
@@ -48,6 +51,9 @@ struct StepBatch {
 
 struct StepResult {
   std::vector<int32_t> argmax;  // [seqs.size()] greedy token of each seq with logits != kNone, else -1
+  // [sum of n_verify] the greedy tokens after the n_verify tokens before each seq's last, in seq
+  // order then token order (the last token's is argmax[seq]).
+  std::vector<int32_t> verify_argmax;
   std::vector<float> logits;    // [n_full * vocab] rows of the seqs with kFull, in seq order
   // [n_hidden_tokens * dim] the hidden state after the final RMSNorm (before the output projection)
   // of every token of the seqs with kHidden, in seq order then token order.
@@ -62,7 +68,8 @@ class ModelRunner {
   virtual int32_t block_size() const = 0;        // tokens per KV block
   virtual int32_t num_blocks() const = 0;        // KV blocks in the pool (ids 0..num_blocks-1)
   virtual int32_t max_step_tokens() const = 0;   // most tokens one step may hold
-  virtual int32_t max_step_seqs() const = 0;     // most sequences one step may hold
+  virtual int32_t max_step_seqs() const = 0;     // most sequences one step may hold, and most output
+                                                 // rows (one per seq with logits, plus its n_verify)
   // Runs one forward pass. Throws vks::Error(kDevice/kInvalidArgument) on failure; the scheduler
   // thread catches it and fails the step's requests.
   virtual void step(const StepBatch& batch, StepResult& out) = 0;

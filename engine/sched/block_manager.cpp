@@ -105,6 +105,17 @@ void BlockManager::release(SeqBlocks& seq) {
   seq.hashes.clear();
 }
 
+void BlockManager::shrink(SeqBlocks& seq, int32_t n_tokens) {
+  const size_t keep = static_cast<size_t>((std::max(0, n_tokens) + block_size_ - 1) / block_size_);
+  if (seq.hashes.size() > keep) throw Error(ErrorCode::kInternal, "shrink would drop a computed full block");
+  while (seq.blocks.size() > keep) {
+    const int32_t b = seq.blocks.back();
+    seq.blocks.pop_back();
+    if (ref_[b] <= 0) throw Error(ErrorCode::kInternal, "block released more often than acquired");
+    if (--ref_[b] == 0) push_free(b);
+  }
+}
+
 int32_t BlockManager::take_free_block() {
   const int32_t b = free_.front();
   free_.pop_front();

@@ -62,6 +62,9 @@ class BlockManager {
   void commit(SeqBlocks& seq, std::span<const int32_t> tokens, int32_t n_computed);
   // Drops the sequence's references (tail first, so its longest prefixes are evicted first).
   void release(SeqBlocks& seq);
+  // Drops the blocks past those covering n_tokens positions (they held only rejected draft
+  // tokens, never registered: a registered block is full of computed tokens).
+  void shrink(SeqBlocks& seq, int32_t n_tokens);
 
   int64_t hit_tokens() const { return hit_tokens_; }
   int64_t query_tokens() const { return query_tokens_; }

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "engine/grammar/compile.h"
+#include "engine/sched/draft_length.h"
 #include "engine/sched/engine_impl.h"
 
 namespace vks {
@@ -16,6 +17,9 @@ EngineConfig resolve(EngineConfig c, const ModelRunner& runner) {
   if (c.max_queued <= 0) throw Error(ErrorCode::kInvalidArgument, "engine config: max_queued must be > 0");
   if (c.kv_blocks_limit < 0) throw Error(ErrorCode::kInvalidArgument, "engine config: kv_blocks_limit must be >= 0");
   if (!(c.aging_ms > 0)) throw Error(ErrorCode::kInvalidArgument, "engine config: aging_ms must be > 0");
+  if (c.speculative_draft < 0 || c.speculative_draft > sched::kMaxDraftTokens) {
+    throw Error(ErrorCode::kInvalidArgument, "engine config: speculative_draft must be in [0, 16]");
+  }
   if (c.worker_threads < 0 || c.worker_threads > 256) {
     throw Error(ErrorCode::kInvalidArgument, "engine config: worker_threads must be in [0, 256]");
   }
@@ -31,8 +35,9 @@ int32_t kv_blocks_for(const EngineConfig& c, const ModelRunner& runner) {
   return c.kv_blocks_limit > 0 ? std::min(c.kv_blocks_limit, runner.num_blocks()) : runner.num_blocks();
 }
 
-sched::SchedulerConfig scheduler_config(const EngineConfig& c) {
+sched::SchedulerConfig scheduler_config(const EngineConfig& c, const ModelRunner& runner) {
   sched::SchedulerConfig s;
+  s.max_draft_tokens = std::max(0, runner.max_step_seqs() - c.max_seqs);
   s.max_batched_tokens = c.max_batched_tokens;
   s.max_seqs = c.max_seqs;
   s.priority_policy = c.policy == SchedulingPolicy::kPriority;
@@ -54,7 +59,7 @@ Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, E
       tokenizer(tok),
       config(resolve(cfg, *runner)),
       blocks(kv_blocks_for(config, *runner), runner->block_size(), config.prefix_caching),
-      scheduler(scheduler_config(config), blocks),
+      scheduler(scheduler_config(config, *runner), blocks),
       id_rng(std::random_device{}()),
       pool(config.worker_threads > 0 ? config.worker_threads : std::min(ThreadPool::hardware_threads(), 16)) {
   const LlamaConfig& mc = runner->config();
@@ -161,6 +166,8 @@ SubmitResult Engine::Impl::submit(GenerateRequest req) {
 
     auto r = std::make_unique<sched::Request>(id, std::move(req), std::move(prompt), seed, tokenizer);
     r->constraint = std::move(constraint);
+    const int32_t asked = r->params.speculative.value_or(config.speculative_draft);
+    r->draft_length = sched::DraftLength(asked >= 0 ? asked : config.speculative_draft > 0 ? config.speculative_draft : 4);
     r->seq.arrival = arrival;
     r->submitted = sched::Clock::now();
     lock.lock();

@@ -74,6 +74,12 @@ struct GenerateRequest {
   int32_t logprobs = 0;               // top-N alternatives per token, 0..20; -1 = none at all
   int32_t priority = 0;               // higher first, -1000..1000
   std::optional<std::chrono::steady_clock::time_point> deadline;  // covers queue + generation
+  // Prompt-lookup speculative decoding (engine/sched/ngram_drafter.h): the most tokens drafted per
+  // step, 0..16; 0 = off; -1 = on with EngineConfig::speculative_draft (4 when that is 0); unset =
+  // EngineConfig::speculative_draft. Only greedy requests whose next
+  // token is the device argmax speculate (temperature 0, no logprobs, bias, penalties, grammar,
+  // and past min_tokens); the others ignore it. Their output is exactly plain decoding's.
+  std::optional<int32_t> speculative;
 };
 
 // Embeddings (engine/sched/engine_embed.cpp): one vector per input, pooled from the hidden states
@@ -117,6 +123,8 @@ struct Timings {
   double queue_ms = 0;
   double ttft_ms = 0;
   double total_ms = 0;
+  int32_t draft_tokens = 0;     // speculative decoding: tokens drafted and verified
+  int32_t accepted_tokens = 0;  // of them, equal to the target's (each saved one step)
 };
 
 struct EngineEvent {
@@ -151,6 +159,10 @@ struct EngineConfig {
   // Additions (E):
   int32_t kv_blocks_limit = 0;        // use at most this many of the runner's KV blocks; 0 = all
   double aging_ms = 1000.0;           // kPriority: a waiting request gains one level per aging_ms
+  // Prompt-lookup speculative decoding for requests that leave `speculative` unset: the most
+  // tokens drafted per step (0 = off, at most 16). Verification rows share the runner's output
+  // rows: a step verifies at most runner max_step_seqs - max_seqs draft tokens in all.
+  int32_t speculative_draft = 0;
 };
 
 struct SubmitResult {
@@ -186,6 +198,8 @@ struct EngineStats {
   int64_t steps = 0;
   double step_ms_total = 0;
   double runner_ms_total = 0;
+  int64_t draft_tokens = 0;           // speculative decoding: drafted and verified
+  int64_t accepted_tokens = 0;        // acceptance rate = accepted / draft
 };
 
 class Engine {

@@ -167,26 +167,20 @@ void Engine::Impl::add_embed_job(std::unique_ptr<EmbedJob> job, Clock::time_poin
   }
 }
 
-void Engine::Impl::embed_step_done(const sched::SchedulerOutput& out, const StepResult& result, Clock::time_point now) {
+void Engine::Impl::pool_embed_chunk(const sched::PlannedChunk& pc, const StepResult& result, std::vector<EmbedJob*>& done) {
   const size_t dim = runner->config().dim;
-  size_t row = 0;  // in result.hidden
-  std::vector<EmbedJob*> done;
-  for (const sched::ScheduledChunk& c : out.chunks) {
-    EmbedJob* job = embed_owner(c.seq);
-    if (job == nullptr) continue;
-    const float* rows = result.hidden.data() + row * dim;
-    row += static_cast<size_t>(c.n_tokens);
-    auto it = std::find_if(job->inputs.begin(), job->inputs.end(), [&](const auto& in) { return &in->seq == c.seq; });
-    if (it == job->inputs.end() || (*it)->done) continue;
-    sched::EmbedInput& in = **it;
-    in.pooler.add(c.n_past, rows, c.n_tokens);
-    if (!in.pooler.complete()) continue;
-    in.vector = in.pooler.result(job->normalize);
-    in.done = true;
-    scheduler.remove(&in.seq);  // frees its KV blocks now; the job may wait for other inputs
-    if (--job->remaining == 0) done.push_back(job);
-  }
-  for (EmbedJob* job : done) finish_embed(*job, FinishReason::kStop, now);
+  const sched::ScheduledChunk& c = pc.chunk;
+  EmbedJob* job = pc.embed;
+  const float* rows = result.hidden.data() + static_cast<size_t>(pc.hidden_row) * dim;
+  auto it = std::find_if(job->inputs.begin(), job->inputs.end(), [&](const auto& in) { return &in->seq == c.seq; });
+  if (it == job->inputs.end() || (*it)->done) return;
+  sched::EmbedInput& in = **it;
+  in.pooler.add(c.n_past, rows, c.n_tokens);
+  if (!in.pooler.complete()) return;
+  in.vector = in.pooler.result(job->normalize);
+  in.done = true;
+  scheduler.remove(&in.seq);  // frees its KV blocks now; the job may wait for other inputs
+  if (--job->remaining == 0) done.push_back(job);
 }
 
 void Engine::Impl::fail_embed(EmbedJob& job, ErrorCode code, const std::string& message, Clock::time_point now) {

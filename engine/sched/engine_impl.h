@@ -16,6 +16,7 @@
 #include "engine/common/thread_pool.h"
 #include "engine/grammar/token_constraint.h"
 #include "engine/sched/block_manager.h"
+#include "engine/sched/draft_length.h"
 #include "engine/sched/embed_job.h"
 #include "engine/sched/engine.h"
 #include "engine/sched/event_queue.h"
@@ -23,6 +24,7 @@
 #include "engine/sched/sampler.h"
 #include "engine/sched/scheduler.h"
 #include "engine/sched/sequence.h"
+#include "engine/sched/step_plan.h"
 #include "engine/sched/stop_checker.h"
 
 namespace vks {
@@ -51,7 +53,15 @@ struct Request {
   bool scheduled_once = false;
   int32_t generated = 0;
   std::unique_ptr<grammar::TokenConstraint> constraint;  // null = unconstrained
+  DraftLength draft_length;  // speculative decoding: off unless params.speculative / the config enable it
 };
+
+inline EngineEvent request_event(const Request& r, EventType type) {
+  EngineEvent e;
+  e.request_id = r.id;
+  e.type = type;
+  return e;
+}
 }  // namespace sched
 
 struct Engine::Impl {
@@ -71,7 +81,19 @@ struct Engine::Impl {
   // wait counts once, not once per input (engine thread).
   int32_t waiting_admissions() const;
   void expire_deadlines(sched::Clock::time_point now);
-  void run_step(const sched::SchedulerOutput& out);
+  // One step (engine_step.cpp): schedule_step fills `plan` (false: nothing to run), run_step runs
+  // it on the runner (a failure is recorded in the plan, never thrown), postprocess_step turns its
+  // result into pooled embeddings, tokens and events.
+  bool schedule_step(sched::StepPlan& plan);
+  // Before scheduling: a draft (ngram_draft) for every running request that may speculate now.
+  void propose_drafts();
+  void run_step(sched::StepPlan& plan);
+  void postprocess_step(sched::StepPlan& plan);
+  void fail_step(sched::StepPlan& plan, sched::Clock::time_point now);
+  std::vector<std::string> take_late_cancels();
+  void draw(const sched::StepPlan& plan, sched::PlannedChunk& pc);  // on the sampling pool
+  int32_t emit_draw(sched::PlannedChunk& pc, sched::Clock::time_point now);  // tokens emitted
+  // engine_emit.cpp
   void emit_token(sched::Request& r, const GeneratedToken& tok, sched::Clock::time_point now);
   void finish(sched::Request& r, FinishReason reason, sched::Clock::time_point now);
   void fail(sched::Request& r, ErrorCode code, const std::string& message, sched::Clock::time_point now);
@@ -83,9 +105,9 @@ struct Engine::Impl {
   SubmitResult submit_embed(EmbedRequest request);  // any thread
   sched::EmbedJob* embed_owner(const sched::Sequence* seq) const;  // null: a generate request's
   void add_embed_job(std::unique_ptr<sched::EmbedJob> job, sched::Clock::time_point now);
-  // After a step: pools the hidden rows of the kHidden chunks (in chunk order) and finishes the
-  // jobs whose inputs are all pooled.
-  void embed_step_done(const sched::SchedulerOutput& out, const StepResult& result, sched::Clock::time_point now);
+  // After a step: pools the hidden rows of one kEmbed chunk; a job whose inputs are now all pooled
+  // is added to `done` (finished by the caller once the step's chunks are all handled).
+  void pool_embed_chunk(const sched::PlannedChunk& pc, const StepResult& result, std::vector<sched::EmbedJob*>& done);
   void finish_embed(sched::EmbedJob& job, FinishReason reason, sched::Clock::time_point now);
   void fail_embed(sched::EmbedJob& job, ErrorCode code, const std::string& message, sched::Clock::time_point now);
 
@@ -108,6 +130,7 @@ struct Engine::Impl {
   // Engine thread only.
   sched::BlockManager blocks;
   sched::Scheduler scheduler;
+  sched::StepPlan step_plan;  // the current step's, reused (no allocation once warm)
   std::unordered_map<std::string, std::unique_ptr<sched::Request>> requests;
   std::unordered_map<const sched::Sequence*, sched::Request*> by_seq;
   std::unordered_map<std::string, std::unique_ptr<sched::EmbedJob>> embed_jobs;
@@ -119,6 +142,7 @@ struct Engine::Impl {
   int64_t requests_finished = 0, tokens_generated = 0, prompt_tokens_processed = 0;
   // Loop turns that ran a step: their wall time (from the inbox drained to the step's events
   // queued) and the part spent inside runner->step (EngineStats::step_ms_total / runner_ms_total).
+  int64_t draft_tokens = 0, accepted_tokens = 0;  // speculative decoding, all requests
   int64_t steps_run = 0;
   double step_ms_total = 0, runner_ms_total = 0;
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "engine/sched/draft_length.h"
+
 namespace vks::sched {
 
 namespace {
@@ -87,6 +89,9 @@ std::optional<Rejection> check_params(const GenerateRequest& r, const SubmitLimi
   for (const std::string& ss : st.stop_strings) {
     if (ss.empty() || ss.size() > kMaxStopStringBytes) return invalid("stop_strings: each must be 1..256 bytes");
     if (!valid_utf8(ss)) return invalid("stop_strings: must be valid UTF-8");
+  }
+  if (r.speculative && (*r.speculative < -1 || *r.speculative > kMaxDraftTokens)) {
+    return invalid("speculative: must be false, true or a draft length in [0, 16], got " + std::to_string(*r.speculative));
   }
   if (r.logprobs < -1 || r.logprobs > kMaxLogprobs) return invalid("logprobs: must be in [-1, 20], got " + std::to_string(r.logprobs));
   if (r.priority < kMinPriority || r.priority > kMaxPriority) {

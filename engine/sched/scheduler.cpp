@@ -66,6 +66,7 @@ Sequence* Scheduler::pick_victim(const std::vector<Sequence*>& unscheduled) cons
 void Scheduler::preempt(Sequence* victim, Clock::time_point, SchedulerOutput& out) {
   blocks_.release(victim->kv);
   victim->num_computed = 0;
+  victim->draft.clear();
   victim->state = SeqState::kWaiting;
   running_.erase(std::find(running_.begin(), running_.end(), victim));
   waiting_.push_front(victim);
@@ -86,8 +87,9 @@ SchedulerOutput Scheduler::schedule(Clock::time_point now) {
     for (Sequence* s : running_) if (!scheduled.count(s)) v.push_back(s);
     return v;
   };
-  auto add_chunk = [&](Sequence* s, int32_t n) {
-    out.chunks.push_back(ScheduledChunk{s, s->num_computed, n});
+  int32_t draft_left = config_.max_draft_tokens;
+  auto add_chunk = [&](Sequence* s, int32_t n, int32_t n_draft) {
+    out.chunks.push_back(ScheduledChunk{s, s->num_computed, n, n_draft});
     out.num_tokens += n;
     budget -= n;
     scheduled.insert(s);
@@ -107,18 +109,24 @@ SchedulerOutput Scheduler::schedule(Clock::time_point now) {
     }
   };
 
-  // 1. One decode token for every running sequence that is decoding.
+  // 1. One decode token for every running sequence that is decoding, and what fits of its draft.
   for (Sequence* s : order) {
     if (budget <= 0) break;
     if (s->state != SeqState::kRunning || !s->is_decoding()) continue;
-    if (reserve(s, 1) == 1) add_chunk(s, 1);
+    const int32_t want_draft = std::min({static_cast<int32_t>(s->draft.size()), draft_left, budget - 1});
+    const int32_t n = reserve(s, 1 + want_draft);
+    if (n < 1) continue;
+    s->draft.resize(static_cast<size_t>(n - 1));
+    draft_left -= n - 1;
+    add_chunk(s, n, n - 1);
   }
   // 2. Prefill chunks of running sequences still prefilling (or recomputing).
   for (Sequence* s : order) {
     if (budget <= 0) break;
     if (s->state != SeqState::kRunning || scheduled.count(s) || s->num_uncomputed() <= 0) continue;
+    s->draft.clear();  // only a decode verifies a draft
     const int32_t n = reserve(s, std::min(s->num_uncomputed(), budget));
-    if (n > 0) add_chunk(s, n);
+    if (n > 0) add_chunk(s, n, 0);
   }
   // 3. Admissions, unless this step had to preempt (the freed blocks are for the running ones).
   if (!out.preempted.empty()) return out;
@@ -143,7 +151,8 @@ SchedulerOutput Scheduler::schedule(Clock::time_point now) {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), s));
     running_.push_back(s);
     out.admitted.push_back(s);
-    add_chunk(s, n);
+    s->draft.clear();
+    add_chunk(s, n, 0);
   }
   return out;
 }
@@ -152,9 +161,18 @@ void Scheduler::on_step_done(const SchedulerOutput& out) {
   for (const ScheduledChunk& c : out.chunks) {
     Sequence* s = c.seq;
     if (s->state != SeqState::kRunning) continue;
-    s->num_computed = c.n_past + c.n_tokens;
+    s->num_computed = c.n_past + c.n_tokens - c.n_draft;
     blocks_.commit(s->kv, s->tokens, s->num_computed);
   }
+}
+
+void Scheduler::on_draft_verified(Sequence* seq, int32_t accepted) {
+  if (seq->state != SeqState::kRunning) return;
+  seq->num_computed += accepted;
+  if (seq->num_computed > seq->num_tokens()) throw Error(ErrorCode::kInternal, "more draft tokens accepted than appended");
+  blocks_.commit(seq->kv, seq->tokens, seq->num_computed);
+  blocks_.shrink(seq->kv, seq->num_tokens());
+  seq->draft.clear();
 }
 
 }  // namespace vks::sched

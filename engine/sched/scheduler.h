@@ -31,13 +31,18 @@ struct SchedulerConfig {
   int32_t max_seqs = 16;
   bool priority_policy = false;
   double aging_ms = 1000.0;  // one priority level per aging_ms of waiting (kPriority only)
+  // Draft tokens a step may verify in all (each is one more output row of the runner's, whose
+  // rows are bounded: the runner's max_step_seqs minus max_seqs). Drafts never preempt anything:
+  // a decode gets what fits of its draft after its own token.
+  int32_t max_draft_tokens = 0;
 };
 
 struct ScheduledChunk {
   Sequence* seq = nullptr;
   int32_t n_past = 0;    // num_computed when scheduled
-  int32_t n_tokens = 0;
-  bool completes() const { return n_past + n_tokens == seq->num_tokens(); }  // produces a token
+  int32_t n_tokens = 0;  // the last n_draft of them are seq->draft[0, n_draft)
+  int32_t n_draft = 0;
+  bool completes() const { return n_past + n_tokens - n_draft == seq->num_tokens(); }  // produces a token
 };
 
 struct SchedulerOutput {
@@ -58,7 +63,12 @@ class Scheduler {
   void remove(Sequence* seq);
   SchedulerOutput schedule(Clock::time_point now);
   // After the step ran: advances num_computed and registers newly full blocks in the prefix cache.
+  // A chunk's draft tokens are not counted: see on_draft_verified.
   void on_step_done(const SchedulerOutput& out);
+  // After a running sequence's draft was verified and its first `accepted` tokens appended to its
+  // tokens (followed by the target's own next token): counts them as computed, registers the
+  // blocks they fill and frees the blocks that only held rejected drafts.
+  void on_draft_verified(Sequence* seq, int32_t accepted);
 
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }

@@ -26,6 +26,10 @@ struct Sequence {
   bool use_prefix_cache = true;      // false: always computed from position 0 (embeddings need every row)
   SeqState state = SeqState::kWaiting;
   SeqBlocks kv;
+  // Speculative decoding: tokens guessed to follow `tokens`, proposed before each step for a
+  // decoding sequence and verified by it (the scheduler may shorten it). Never in `tokens`, never
+  // counted as computed and never registered in the prefix cache until verified.
+  std::vector<int32_t> draft;
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t num_uncomputed() const { return num_tokens() - num_computed; }

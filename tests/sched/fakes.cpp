@@ -117,12 +117,13 @@ void FakeRunner::step(const StepBatch& batch, StepResult& out) {
     kv_[slot] = batch.tokens[i];
   }
   out.argmax.assign(batch.seqs.size(), -1);
+  out.verify_argmax.clear();
   out.logits.clear();
   std::vector<float> row(options_.vocab_size);
   std::vector<int32_t> history;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const SeqChunk& c = batch.seqs[s];
-    rec.seqs.push_back({batch.tokens[c.token_offset], c.n_tokens, c.n_past, c.logits});
+    rec.seqs.push_back({batch.tokens[c.token_offset], c.n_tokens, c.n_past, c.logits, c.n_verify});
     if (c.logits == LogitsMode::kNone) continue;
     const int32_t len = c.n_past + c.n_tokens;
     if (len > options_.context_length) throw Error(ErrorCode::kInvalidArgument, "fake runner: past the context");
@@ -132,6 +133,11 @@ void FakeRunner::step(const StepBatch& batch, StepResult& out) {
       if (blk >= c.block_table.size()) throw Error(ErrorCode::kInvalidArgument, "fake runner: block table too short");
       const int32_t slot = c.block_table[blk] * options_.block_size + p % options_.block_size;
       history.push_back(kv_[slot]);
+    }
+    // Speculative verification: the greedy token after each of the n_verify tokens before the last.
+    for (int32_t v = c.n_verify; v > 0; --v) {
+      fn_(std::span<const int32_t>(history.data(), history.size() - static_cast<size_t>(v)), row);
+      out.verify_argmax.push_back(static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
     }
     fn_(history, row);
     out.argmax[s] = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());

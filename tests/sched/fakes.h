@@ -64,6 +64,7 @@ struct StepRecord {
     int32_t n_tokens = 0;
     int32_t n_past = 0;
     LogitsMode logits = LogitsMode::kNone;
+    int32_t n_verify = 0;
   };
   std::vector<Seq> seqs;
   int32_t n_tokens = 0;

@@ -650,6 +650,7 @@ void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
   if (profiler_) profiler_->collect(profile_ms_);
 
   out.argmax.assign(batch.seqs.size(), -1);
+  out.verify_argmax.clear();
   out.logits.clear();
   out.hidden.clear();
   if (n_hidden > 0) {
@@ -664,7 +665,14 @@ void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
   if (n_out == 0) return;
   device_.invalidate(ids_.host_side());
   const auto* ids = static_cast<const int32_t*>(ids_.mapped());
-  for (uint32_t k = 0; k < n_out; ++k) out.argmax[static_cast<size_t>(in.out_seq[k])] = ids[k];
+  for (uint32_t k = 0; k < n_out; ++k) {
+    const SeqChunk& c = batch.seqs[static_cast<size_t>(in.out_seq[k])];
+    if (in.out_rows[k] == c.token_offset + c.n_tokens - 1) {
+      out.argmax[static_cast<size_t>(in.out_seq[k])] = ids[k];
+    } else {
+      out.verify_argmax.push_back(ids[k]);  // rows come in seq then token order
+    }
+  }
   if (in.n_full == 0) return;
   device_.invalidate(logits_.host_side());
   const auto* logits = static_cast<const float*>(logits_.mapped());

@@ -1,0 +1,138 @@
+// Prompt-lookup speculative decoding against plain decoding, in one process, alternating request
+// by request (plain, ngram, plain, ...) on one engine, so load from neighbours falls on both alike.
+//   vks_bench_speculative MODEL.gguf [--gen 96] [--rounds 3] [--draft 6] [--cpu]
+// Two workloads of greedy requests given as token ids (any vocabulary):
+//   repetitive: a 24-token phrase said four times, to be continued;
+//   quoting:    a 160-token "document", then its first 24 tokens again (an answer that starts
+//               quoting the prompt: prompt lookup finds the rest of the quote in the prompt).
+// Prints per workload the median decode tokens/s (tokens after the first / time after the first)
+// of each mode, the median of the per-pair ratios ngram / plain with its range, and the acceptance
+// (accepted / drafted tokens). The runner is the one vkstreamd would pick (--cpu: the CPU backend).
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/common/error.h"
+#include "engine/model/llama_model.h"
+#include "engine/sched/engine.h"
+#include "engine/vulkan/runner/runner_factory.h"
+
+namespace {
+
+struct Run {
+  double decode_tps = 0;
+  int32_t drafted = 0, accepted = 0;
+  std::vector<int32_t> ids;
+};
+
+Run generate(vks::Engine& engine, const std::vector<int32_t>& prompt, int32_t gen, int32_t speculative) {
+  vks::GenerateRequest r;
+  r.prompt_ids = prompt;
+  r.sampling.temperature = 0;
+  r.stop.max_tokens = gen;
+  r.stop.ignore_eos = true;
+  r.logprobs = -1;
+  r.speculative = speculative;
+  const vks::SubmitResult s = engine.submit(r);
+  if (!s.ok) throw vks::Error(s.code, s.message);
+  Run run;
+  while (true) {
+    std::vector<vks::EngineEvent> ev;
+    engine.poll_events(ev);
+    for (const vks::EngineEvent& e : ev) {
+      for (const vks::GeneratedToken& t : e.tokens) run.ids.push_back(t.id);
+      if (e.type == vks::EventType::kError) throw vks::Error(e.error_code, e.error_message);
+      if (e.type != vks::EventType::kFinished) continue;
+      const double decode_ms = e.timings.total_ms - e.timings.ttft_ms;
+      run.decode_tps = decode_ms > 0 ? (e.usage.generated_tokens - 1) / decode_ms * 1e3 : 0;
+      run.drafted = e.timings.draft_tokens;
+      run.accepted = e.timings.accepted_tokens;
+      return run;
+    }
+    if (ev.empty()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string path;
+  int32_t gen = 96, rounds = 3, draft = 6;
+  bool cpu = false;
+  CLI::App app{"prompt-lookup speculative decoding vs plain decoding"};
+  app.add_option("model", path)->required();
+  app.add_option("--gen", gen)->check(CLI::Range(2, 4096));
+  app.add_option("--rounds", rounds)->check(CLI::Range(1, 100));
+  app.add_option("--draft", draft)->check(CLI::Range(1, 16));
+  app.add_flag("--cpu", cpu);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    spdlog::set_level(spdlog::level::warn);
+    auto model = vks::LlamaModel::load(path);
+    auto tok = vks::Tokenizer::from_gguf(model->file());
+    vks::RunnerOptions o;  // what a plain `vkstreamd --model FILE` asks for
+    o.force_cpu = cpu;
+    auto runner = vks::make_runner(*model, o);
+    std::printf("model %s, device %s, gen %d, draft %d, rounds %d\n\n", path.c_str(), runner->device_name().c_str(), gen,
+                draft, rounds);
+    vks::Engine engine(std::move(runner), *tok, vks::EngineConfig{});
+
+    const int32_t vocab = static_cast<int32_t>(model->config().vocab_size);
+    std::mt19937 rng(7);
+    auto random_ids = [&](int n) {
+      std::vector<int32_t> v;
+      for (int i = 0; i < n; ++i) v.push_back(3 + static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab - 3)));
+      return v;
+    };
+    const int32_t bos = tok->bos() >= 0 ? tok->bos() : 1;
+    std::vector<int32_t> repetitive{bos};
+    const std::vector<int32_t> phrase = random_ids(24);
+    for (int i = 0; i < 4; ++i) repetitive.insert(repetitive.end(), phrase.begin(), phrase.end());
+    std::vector<int32_t> quoting{bos};
+    const std::vector<int32_t> doc = random_ids(160);
+    quoting.insert(quoting.end(), doc.begin(), doc.end());
+    quoting.insert(quoting.end(), doc.begin(), doc.begin() + 24);
+
+    std::printf("| %-10s | %12s | %12s | %14s | %12s | %10s |\n", "workload", "plain tok/s", "ngram tok/s",
+                "ngram/plain", "range", "accepted");
+    std::printf("|------------|--------------|--------------|----------------|--------------|------------|\n");
+    for (const auto& [name, prompt] : {std::pair{"repetitive", repetitive}, std::pair{"quoting", quoting}}) {
+      generate(engine, prompt, 8, 0);  // warm-up (and the prompt's blocks cached for both modes alike)
+      std::vector<double> plain_tps, spec_tps, ratios;
+      int64_t drafted = 0, accepted = 0;
+      for (int32_t round = 0; round < rounds; ++round) {
+        const Run p = generate(engine, prompt, gen, 0);
+        const Run s = generate(engine, prompt, gen, draft);
+        if (p.ids != s.ids) throw vks::Error(vks::ErrorCode::kInternal, "speculative output differs from plain output");
+        plain_tps.push_back(p.decode_tps);
+        spec_tps.push_back(s.decode_tps);
+        ratios.push_back(s.decode_tps / p.decode_tps);
+        drafted += s.drafted;
+        accepted += s.accepted;
+      }
+      const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+      std::printf("| %-10s | %12.2f | %12.2f | %13.2fx | %5.2f..%5.2f | %4lld/%-5lld |\n", name, median(plain_tps),
+                  median(spec_tps), median(ratios), *lo, *hi, static_cast<long long>(accepted),
+                  static_cast<long long>(drafted));
+    }
+  } catch (const vks::Error& e) {
+    std::fprintf(stderr, "error (%s): %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,285 @@
+// One engine step in three parts, each reading and writing the engine's StepPlan:
+//   schedule_step:    drafts (speculative decoding), the scheduler's choice, its events (preempted,
+//                     scheduled), what each chunk is for and the StepBatch;
+//   run_step:         the runner, its failure (an exception stays here) and the result's shape;
+//   postprocess_step: the scheduler's bookkeeping, late cancels, the draws (on the sampling pool),
+//                     then each chunk in order: an embed input's rows pooled, a generate request's
+//                     token emitted (after a draft: the target's tokens up to the first draft token
+//                     that differs from them, then the sequence keeps only their K/V).
+#include <algorithm>
+#include <exception>
+
+#include "engine/sched/constrained_draw.h"
+#include "engine/sched/engine_impl.h"
+#include "engine/sched/ngram_drafter.h"
+
+namespace vks {
+
+using sched::ChunkKind;
+using sched::Clock;
+using sched::PlannedChunk;
+using sched::Request;
+using sched::StepPlan;
+
+namespace {
+constexpr auto kThroughputWindow = std::chrono::seconds(5);
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+}  // namespace
+
+void Engine::Impl::propose_drafts() {
+  for (sched::Sequence* s : scheduler.running()) {
+    s->draft.clear();
+    auto it = by_seq.find(s);
+    if (it == by_seq.end() || !s->is_decoding()) continue;  // embed inputs, prefills
+    Request& r = *it->second;
+    // Exactness: a drafted position's token must be what the device argmax alone decides, as it
+    // is for a greedy request without a grammar once min_tokens no longer suppresses EOS/stop ids.
+    if (!r.draft_length.enabled() || r.constraint || r.generated + 1 <= r.params.stop.min_tokens ||
+        r.sampler.needs_full_logits(false)) {
+      continue;
+    }
+    // Drafts past max_tokens would be verified for nothing: the step emits at most k+1 tokens.
+    const int32_t k = std::min(r.draft_length.next(), r.params.stop.max_tokens - r.generated - 1);
+    if (k > 0) sched::ngram_draft(s->tokens, k, s->draft);
+    if (s->draft.empty()) r.draft_length.on_plain_step();
+  }
+}
+
+bool Engine::Impl::schedule_step(StepPlan& plan) {
+  propose_drafts();
+  plan.out = scheduler.schedule(Clock::now());
+  last_step_empty = plan.out.empty();
+  if (plan.out.empty()) return false;
+  const auto start = Clock::now();
+  for (sched::Sequence* s : plan.out.preempted) {
+    if (s->state == sched::SeqState::kFinished || embed_owner(s)) continue;
+    events.add(request_event(*by_seq.at(s), EventType::kPreempted));
+  }
+  for (sched::Sequence* s : plan.out.admitted) {
+    if (sched::EmbedJob* job = embed_owner(s)) {
+      if (!job->scheduled_once) {
+        job->scheduled_once = true;
+        job->first_scheduled = start;
+      }
+      continue;
+    }
+    Request& r = *by_seq.at(s);
+    if (!r.scheduled_once) {
+      r.scheduled_once = true;
+      r.first_scheduled = start;
+    }
+    events.add(request_event(r, EventType::kScheduled));
+  }
+
+  StepBatch& batch = plan.batch;
+  batch.tokens.clear();
+  plan.chunks.resize(plan.out.chunks.size());
+  plan.n_full = plan.n_hidden = plan.n_verify = 0;
+  batch.seqs.resize(plan.out.chunks.size());
+  for (size_t i = 0; i < plan.out.chunks.size(); ++i) {
+    const sched::ScheduledChunk& c = plan.out.chunks[i];
+    PlannedChunk& pc = plan.chunks[i];
+    pc = PlannedChunk{};
+    pc.chunk = c;
+    SeqChunk& sc = batch.seqs[i];
+    sc.token_offset = static_cast<int32_t>(batch.tokens.size());
+    sc.n_tokens = c.n_tokens;
+    sc.n_past = c.n_past;
+    sc.block_table = c.seq->kv.blocks;
+    sc.logits = LogitsMode::kNone;
+    sc.n_verify = 0;
+    if (sched::EmbedJob* job = embed_owner(c.seq)) {
+      pc.kind = ChunkKind::kEmbed;
+      pc.embed = job;
+      pc.hidden_row = plan.n_hidden;
+      plan.n_hidden += c.n_tokens;
+      sc.logits = LogitsMode::kHidden;
+    } else {
+      Request& r = *by_seq.at(c.seq);
+      pc.request = &r;
+      if (c.completes()) {
+        pc.kind = ChunkKind::kGenerate;
+        pc.suppressed = r.stop.suppressed_for(r.generated + 1, eog_ids);
+        pc.full_logits = r.constraint != nullptr || r.sampler.needs_full_logits(!pc.suppressed.empty());
+        if (pc.full_logits) pc.logits_row = plan.n_full++;
+        sc.logits = pc.full_logits ? LogitsMode::kFull : LogitsMode::kArgmax;
+        if (c.n_draft > 0) {  // propose_drafts drafted only for argmax requests
+          sc.n_verify = c.n_draft;
+          pc.verify_row = plan.n_verify;
+          plan.n_verify += c.n_draft;
+        }
+      }
+    }
+    const auto first = c.seq->tokens.begin() + c.n_past;
+    batch.tokens.insert(batch.tokens.end(), first, first + (c.n_tokens - c.n_draft));
+    batch.tokens.insert(batch.tokens.end(), c.seq->draft.begin(), c.seq->draft.begin() + c.n_draft);
+  }
+  batch.finalize(blocks.block_size());
+  return true;
+}
+
+void Engine::Impl::run_step(StepPlan& plan) {
+  plan.failure.clear();
+  plan.failure_code = ErrorCode::kDevice;
+  try {
+    const auto runner_start = Clock::now();
+    runner->step(plan.batch, plan.result);
+    runner_ms_total += ms_between(runner_start, Clock::now());
+    const StepResult& r = plan.result;
+    if (r.argmax.size() != plan.batch.seqs.size() || r.logits.size() != size_t(plan.n_full) * limits.vocab_size ||
+        r.hidden.size() != size_t(plan.n_hidden) * runner->config().dim || r.verify_argmax.size() != size_t(plan.n_verify)) {
+      plan.failure = "runner returned a result of the wrong size";
+      plan.failure_code = ErrorCode::kInternal;
+    }
+  } catch (const Error& e) {
+    plan.failure = e.what();
+    plan.failure_code = e.code();
+  } catch (const std::exception& e) {
+    plan.failure = e.what();
+  }
+}
+
+void Engine::Impl::postprocess_step(StepPlan& plan) {
+  const auto now = Clock::now();
+  if (!plan.failure.empty()) {
+    fail_step(plan, now);
+    return;
+  }
+  scheduler.on_step_done(plan.out);
+  const std::vector<std::string> late_cancels = take_late_cancels();
+  std::unordered_set<const sched::Sequence*> cancelled;
+  for (const std::string& id : late_cancels) {
+    if (auto it = requests.find(id); it != requests.end()) cancelled.insert(&it->second->seq);
+  }
+
+  plan.draws.clear();
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    PlannedChunk& pc = plan.chunks[i];
+    const sched::ScheduledChunk& c = pc.chunk;
+    prompt_tokens_processed += std::max(0, std::min(c.n_past + c.n_tokens, c.seq->num_prompt_tokens) - c.n_past);
+    if (pc.kind != ChunkKind::kGenerate) continue;
+    pc.cancelled = cancelled.count(c.seq) != 0;
+    if (!pc.cancelled) plan.draws.push_back(i);
+  }
+  // Sampling is independent per request (own RNG, own logits row), so it runs on the pool;
+  // pooling, detokenizing, stop checks and events stay in chunk order on this thread.
+  pool.parallel_for(plan.draws.size(), [&](size_t k) { draw(plan, plan.chunks[plan.draws[k]]); });
+
+  int32_t decoded = 0;
+  std::vector<sched::EmbedJob*> embeds_done;
+  for (PlannedChunk& pc : plan.chunks) {
+    if (pc.kind == ChunkKind::kEmbed) {
+      pool_embed_chunk(pc, plan.result, embeds_done);
+    } else if (pc.kind == ChunkKind::kGenerate && !pc.cancelled) {
+      decoded += emit_draw(pc, now);
+    }
+  }
+  for (sched::EmbedJob* job : embeds_done) finish_embed(*job, FinishReason::kStop, now);
+  apply_cancels(late_cancels);
+  tokens_generated += decoded;
+  decode_window.emplace_back(now, decoded);
+  while (!decode_window.empty() && now - decode_window.front().first > kThroughputWindow) decode_window.pop_front();
+}
+
+void Engine::Impl::fail_step(StepPlan& plan, Clock::time_point now) {
+  const std::string message = "model step failed: " + plan.failure;
+  for (const PlannedChunk& pc : plan.chunks) {
+    const sched::Sequence* seq = pc.chunk.seq;
+    if (auto it = embed_by_seq.find(seq); it != embed_by_seq.end()) {
+      fail_embed(*it->second, plan.failure_code, message, now);  // forgets all its seqs
+    } else if (auto r = by_seq.find(seq); r != by_seq.end() && seq->state != sched::SeqState::kFinished) {
+      fail(*r->second, plan.failure_code, message, now);
+    }
+  }
+}
+
+std::vector<std::string> Engine::Impl::take_late_cancels() {
+  // Cancels that arrived while the step ran take effect before its tokens are emitted (applied
+  // after them by the caller, whose loop must not see a destroyed request).
+  // A cancel for a request submitted during the step (still in the inbox, not admitted) stays in
+  // cancel_inbox: the next turn admits that request first and then cancels it. Taking it here
+  // would drop it, and the request would run to its end although its cancel was answered.
+  std::vector<std::string> late;
+  std::lock_guard lock(mu);
+  std::vector<std::string> not_admitted;
+  for (std::string& id : cancel_inbox) {
+    const bool admitted = requests.count(id) != 0 || embed_jobs.count(id) != 0;
+    (admitted ? late : not_admitted).push_back(std::move(id));
+  }
+  cancel_inbox.swap(not_admitted);
+  return late;
+}
+
+void Engine::Impl::draw(const StepPlan& plan, PlannedChunk& pc) {
+  Request& r = *pc.request;
+  try {
+    if (r.constraint) {
+      // Grammar masking runs here, on the sampling pool, so it never delays other requests'
+      // draws; the mask of a state seen before comes from the constraint's cache.
+      const std::span<const float> logits(plan.result.logits.data() + size_t(pc.logits_row) * limits.vocab_size,
+                                          limits.vocab_size);
+      if (!sched::constrained_draw(*r.constraint, r.sampler, logits, r.seq.tokens, pc.suppressed, pc.token, pc.error)) {
+        pc.error_code = ErrorCode::kInvalidArgument;
+      }
+    } else if (pc.full_logits) {
+      const std::span<const float> logits(plan.result.logits.data() + size_t(pc.logits_row) * limits.vocab_size,
+                                          limits.vocab_size);
+      pc.token = r.sampler.sample(logits, r.seq.tokens, pc.suppressed);
+    } else if (pc.chunk.n_draft > 0) {  // the token after the request's last one, before its draft's
+      pc.token = r.sampler.from_argmax(plan.result.verify_argmax[static_cast<size_t>(pc.verify_row)]);
+    } else {
+      pc.token = r.sampler.from_argmax(plan.result.argmax[static_cast<size_t>(&pc - plan.chunks.data())]);
+    }
+  } catch (const std::exception& e) {
+    pc.error = e.what();
+  }
+}
+
+int32_t Engine::Impl::emit_draw(PlannedChunk& pc, Clock::time_point now) {
+  Request& r = *pc.request;
+  if (!pc.error.empty()) {
+    fail(r, pc.error_code, (pc.error_code == ErrorCode::kInternal ? "sampling failed: " : "") + pc.error, now);
+    return 0;
+  }
+  if (pc.token.id < 0 || pc.token.id >= limits.vocab_size) {
+    fail(r, ErrorCode::kInternal, "runner returned token id " + std::to_string(pc.token.id) + " outside the vocabulary", now);
+    return 0;
+  }
+  const int32_t k = pc.chunk.n_draft;
+  if (k == 0) {
+    emit_token(r, pc.token, now);
+    return 1;
+  }
+  // Verification. target(i) is the greedy token after draft[i-1] (target(0), drawn above, after
+  // the request's last token): draft[i] is accepted while it equals target(i), and each accepted
+  // one makes target(i+1) the token plain decoding gives next. Emitting stops with the request
+  // (a stop, EOS), so speculation never changes where or how it ends.
+  const std::vector<int32_t>& draft = r.seq.draft;  // as scheduled (kept until its next schedule)
+  const int32_t* verify = step_plan.result.verify_argmax.data() + pc.verify_row;
+  const int32_t last = step_plan.result.argmax[static_cast<size_t>(&pc - step_plan.chunks.data())];
+  auto target = [&](int32_t i) { return i < k ? verify[i] : last; };
+  int32_t accepted = 0;
+  while (accepted < k && draft[static_cast<size_t>(accepted)] == target(accepted)) ++accepted;
+  draft_tokens += k;
+  accepted_tokens += accepted;
+  r.draft_length.on_verified(k, accepted);  // before emitting: the last token's kFinished reports it
+
+  const std::string id = r.id;  // r is destroyed if it finishes
+  sched::Sequence* seq = &r.seq;
+  int32_t emitted = 0;
+  for (int32_t i = 0; i <= accepted; ++i) {
+    if (target(i) < 0 || target(i) >= limits.vocab_size) {
+      fail(r, ErrorCode::kInternal, "runner returned token id " + std::to_string(target(i)) + " outside the vocabulary", now);
+      return emitted;
+    }
+    emit_token(r, i == 0 ? pc.token : r.sampler.from_argmax(target(i)), now);
+    ++emitted;
+    if (!requests.count(id)) return emitted;  // finished: its blocks are freed already
+  }
+  scheduler.on_draft_verified(seq, accepted);
+  return emitted;
+}
+
+}  // namespace vks

@@ -1,0 +1,167 @@
+// Speculative verification at the runner: a step of [last token, d1..dk] with n_verify = k gives, at
+// every position, the greedy token plain decoding gives there (bit-identical logits: the kernels are
+// batch-invariant), with correct and wrong drafts, next to other sequences. And check_step_batch's
+// rules for n_verify and output rows. Built for the CPU runner (label unit) and for Vulkan
+// (VKS_VERIFY_TEST_VULKAN, label vulkan: lavapipe here).
+#include <gtest/gtest.h>
+
+#include "engine/common/error.h"
+#include "engine/model/llama_model.h"
+#include "engine/model/step_batch_check.h"
+#include "tests/common/test_models.h"
+#include "tests/common/vulkan_skip.h"
+#ifdef VKS_VERIFY_TEST_VULKAN
+#include "engine/vulkan/runner/runner_factory.h"
+#else
+#include "engine/cpu/cpu_runner.h"
+#endif
+
+namespace vks::test {
+namespace {
+
+constexpr int32_t kBlock = 4;
+
+std::unique_ptr<ModelRunner> make(const LlamaModel& model) {
+#ifdef VKS_VERIFY_TEST_VULKAN
+  RunnerOptions o;
+  o.allow_cpu_fallback = false;
+  o.force_vulkan = true;
+  o.block_size = kBlock;
+  o.num_blocks = 64;
+  o.max_step_tokens = 64;
+  o.max_step_seqs = 16;
+  try {
+    return make_runner(model, o);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kDevice) return nullptr;
+    throw;
+  }
+#else
+  CpuRunnerOptions o;
+  o.block_size = kBlock;
+  o.num_blocks = 64;
+  o.threads = 2;
+  o.max_step_seqs = 16;
+  return std::make_unique<CpuRunner>(model, o);
+#endif
+}
+
+// One sequence's chunk of `tokens` at n_past over blocks [first_block, ...).
+SeqChunk chunk(StepBatch& b, const std::vector<int32_t>& tokens, int32_t n_past, int32_t first_block, int32_t n_verify) {
+  SeqChunk c;
+  c.token_offset = static_cast<int32_t>(b.tokens.size());
+  c.n_tokens = static_cast<int32_t>(tokens.size());
+  c.n_past = n_past;
+  for (int32_t i = 0; i < 8; ++i) c.block_table.push_back(first_block + i);
+  c.logits = LogitsMode::kArgmax;
+  c.n_verify = n_verify;
+  b.tokens.insert(b.tokens.end(), tokens.begin(), tokens.end());
+  return c;
+}
+
+// Greedy decoding, one token per step, of `prompt` over blocks [first_block, ...).
+std::vector<int32_t> plain(ModelRunner& r, const std::vector<int32_t>& prompt, int32_t n, int32_t first_block) {
+  std::vector<int32_t> out;
+  std::vector<int32_t> next = prompt;
+  int32_t n_past = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    StepBatch b;
+    b.seqs.push_back(chunk(b, next, n_past, first_block, 0));
+    b.finalize(r.block_size());
+    StepResult res;
+    r.step(b, res);
+    n_past += static_cast<int32_t>(next.size());
+    out.push_back(res.argmax[0]);
+    next = {res.argmax[0]};
+  }
+  return out;
+}
+
+class VerifyRows : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(VerifyRows, EveryVerifiedPositionIsPlainDecodingsToken) {
+  auto model = LlamaModel::load(model_path(GetParam()));
+  auto runner = make(*model);
+  if (!runner) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device: test skipped");
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  const std::vector<int32_t> ref = plain(*runner, prompt, 9, 0);  // blocks 0..7
+
+  // Prefill the prompt into blocks 16.. (and a companion into 32..), then verify 7 drafts at once:
+  // the first four right, then wrong ones.
+  StepBatch pre;
+  pre.seqs.push_back(chunk(pre, prompt, 0, 16, 0));
+  pre.seqs.push_back(chunk(pre, {1, 300, 301}, 0, 32, 0));
+  pre.finalize(runner->block_size());
+  StepResult res;
+  runner->step(pre, res);
+  ASSERT_EQ(res.argmax[0], ref[0]);
+  ASSERT_TRUE(res.verify_argmax.empty());
+
+  std::vector<int32_t> drafts(ref.begin() + 1, ref.begin() + 5);
+  for (int32_t t : {7, 8, 9}) drafts.push_back(t);
+  std::vector<int32_t> verify = {ref[0]};
+  verify.insert(verify.end(), drafts.begin(), drafts.end());
+  StepBatch step;
+  step.seqs.push_back(chunk(step, {res.argmax[1]}, 3, 32, 0));  // the companion decodes plainly
+  step.seqs.push_back(chunk(step, verify, 5, 16, static_cast<int32_t>(drafts.size())));
+  step.finalize(runner->block_size());
+  runner->step(step, res);
+  ASSERT_EQ(res.verify_argmax.size(), drafts.size());
+  // The first five positions follow plain decoding's tokens, so their argmax is plain decoding's.
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(res.verify_argmax[i], ref[i + 1]) << "position " << i;
+
+  // A rejected tail leaves stale K/V at positions 10..12; continuing from the accepted prefix
+  // overwrites them and decodes exactly as plain decoding does.
+  StepBatch next;
+  next.seqs.push_back(chunk(next, {ref[5]}, 10, 16, 0));
+  next.finalize(runner->block_size());
+  runner->step(next, res);
+  EXPECT_EQ(res.argmax[0], ref[6]);
+  StepBatch after;
+  after.seqs.push_back(chunk(after, {ref[6], ref[7]}, 11, 16, 1));
+  after.finalize(runner->block_size());
+  runner->step(after, res);
+  ASSERT_EQ(res.verify_argmax.size(), 1u);
+  EXPECT_EQ(res.verify_argmax[0], ref[7]);
+  EXPECT_EQ(res.argmax[0], ref[8]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, VerifyRows, ::testing::Values("stories260K.gguf", "qwen2-tiny.gguf"));
+
+#ifndef VKS_VERIFY_TEST_VULKAN
+TEST(StepBatchCheck, RefusesBadVerifyRowsAndSharedSlots) {
+  const StepLimits lim{512, 4, 16, 32, 3, 8};
+  std::vector<int32_t> token_seq, scratch;
+  auto expect_invalid = [&](const StepBatch& b, const std::string& needle) {
+    try {
+      check_step_batch(b, lim, token_seq, scratch);
+      ADD_FAILURE() << "accepted a batch that should fail with: " << needle;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  StepBatch ok;
+  ok.seqs.push_back(chunk(ok, {1, 2, 3}, 0, 0, 2));  // 3 output rows: the limit
+  ok.finalize(4);
+  EXPECT_NO_THROW(check_step_batch(ok, lim, token_seq, scratch));
+  StepBatch rows = ok;
+  rows.seqs.push_back(chunk(rows, {4}, 0, 8, 0));
+  rows.finalize(4);
+  expect_invalid(rows, "output rows");
+  StepBatch too_many = ok;
+  too_many.seqs[0].n_verify = 3;
+  expect_invalid(too_many, "n_verify");
+  StepBatch full = ok;
+  full.seqs[0].logits = LogitsMode::kFull;
+  expect_invalid(full, "n_verify");
+  StepBatch shared;  // two sequences whose tables share block 0 both write position 0
+  shared.seqs.push_back(chunk(shared, {1}, 0, 0, 0));
+  shared.seqs.push_back(chunk(shared, {2}, 0, 0, 0));
+  shared.finalize(4);
+  expect_invalid(shared, "slot");
+}
+#endif
+
+}  // namespace
+}  // namespace vks::test
