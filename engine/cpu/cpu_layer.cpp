@@ -114,6 +114,8 @@ CpuModelVectors::CpuModelVectors(const LlamaModel& model) {
     v.b_up = optional_vector(layer.b_up);
     v.b_down = optional_vector(layer.b_down);
     v.rope = ref::rope_params(c, c.layers[l].attention, rope_freqs.empty() ? nullptr : rope_freqs.data());
+    if (c.layers[l].attention.value_norm) v.ones.assign(c.layers[l].attention.head_dim, 1.0f);
+    if (layer.output_scale) v.output_scale = dequantize_vector(*layer.output_scale).front();
   }
 }
 
@@ -155,18 +157,23 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
   const LayerWeights& layer = model.weights().layers[l];
   const CpuLayerVectors& lv = vec.layers[l];
   const size_t n = a.n_tokens;
-  const size_t dim = c.dim;
-  const size_t q_dim = c.q_dim();
-  const size_t kv_dim = c.kv_dim();
-
   const LayerSpec& spec = c.layers[l];
+  const size_t dim = c.dim;
+  const size_t head_dim = spec.attention.head_dim;  // this layer's geometry (Gemma 4's layers differ)
+  const size_t n_kv_heads = spec.attention.n_kv_heads;
+  const size_t q_dim = c.n_heads * head_dim;
+  const size_t kv_dim = spec.attention.kv_dim();
 
   // Attention RMSNorm.
   for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.xb[t * dim], &a.x[t * dim], lv.attn_norm.data(), dim, c.norm_eps);
   // Q, K, V projections.
   matmul(layer.wq, a.xb.data(), n, a.q.data(), pool);
   matmul(layer.wk, a.xb.data(), n, a.k.data(), pool);
-  matmul(layer.wv, a.xb.data(), n, a.v.data(), pool);
+  if (spec.attention.value_from_key) {
+    std::copy_n(a.k.data(), n * kv_dim, a.v.data());  // V is the K projection, before K's norm
+  } else {
+    matmul(layer.wv, a.xb.data(), n, a.v.data(), pool);
+  }
   for (size_t t = 0; t < n; ++t) {
     float* q = &a.q[t * q_dim];
     float* k = &a.k[t * kv_dim];
@@ -176,17 +183,18 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
     if (layer.bq) ref::add_bias(q, lv.bq.data(), q_dim);
     if (layer.bk) ref::add_bias(k, lv.bk.data(), kv_dim);
     if (layer.bv) ref::add_bias(v, lv.bv.data(), kv_dim);
-    if (layer.attn_q_norm) ref::rmsnorm_heads(q, lv.q_norm.data(), c.n_heads, c.head_dim, c.norm_eps);
-    if (layer.attn_k_norm) ref::rmsnorm_heads(k, lv.k_norm.data(), c.n_kv_heads, c.head_dim, c.norm_eps);
-    ref::rope(q, c.n_heads, c.head_dim, positions[t], lv.rope);
-    ref::rope(k, c.n_kv_heads, c.head_dim, positions[t], lv.rope);
-    kv.store(t, k, v);
+    if (layer.attn_q_norm) ref::rmsnorm_heads(q, lv.q_norm.data(), c.n_heads, head_dim, c.norm_eps);
+    if (layer.attn_k_norm) ref::rmsnorm_heads(k, lv.k_norm.data(), n_kv_heads, head_dim, c.norm_eps);
+    if (!lv.ones.empty()) ref::rmsnorm_heads(v, lv.ones.data(), n_kv_heads, head_dim, c.norm_eps);
+    ref::rope(q, c.n_heads, head_dim, positions[t], lv.rope);
+    ref::rope(k, n_kv_heads, head_dim, positions[t], lv.rope);
+    kv.store(t, k, v, kv_dim);
   }
   // Attention of each token over the cached positions its window sees.
   ref::AttentionParams ap;
   ap.n_heads = c.n_heads;
-  ap.n_kv_heads = c.n_kv_heads;
-  ap.head_dim = c.head_dim;
+  ap.n_kv_heads = n_kv_heads;
+  ap.head_dim = head_dim;
   ap.scale = spec.attention.scale;
   ap.softcap = spec.attention.softcap;
   ap.sinks = lv.sinks.empty() ? nullptr : lv.sinks.data();
@@ -212,6 +220,9 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
               a.proj.data(), a, pool, matmul);
   }
   add_residual(c, lv.post_ffn_norm, a);
+  if (lv.output_scale != 1.0f) {
+    for (size_t i = 0; i < n * dim; ++i) a.x[i] *= lv.output_scale;
+  }
 }
 
 void cpu_logits(const LlamaModel& model, const CpuModelVectors& vec, const CpuActivations& a, const size_t* rows,

@@ -27,6 +27,8 @@ struct CpuLayerVectors {
   std::vector<float> post_attn_norm, post_ffn_norm;  // [dim]
   std::vector<float> router_bias;                    // [n_experts]
   std::vector<float> b_gate, b_up, b_down;           // [E * hidden], [E * hidden], [E * dim]
+  std::vector<float> ones;                           // [head_dim] the weight of an unweighted V norm
+  float output_scale = 1.0f;                         // Gemma 4's layer_output_scale
   ref::RopeParams rope;  // this layer's rope (freq_factors points into CpuModelVectors::rope_freqs)
 };
 struct CpuModelVectors {
@@ -66,8 +68,9 @@ struct CpuActivations {
 class LayerKv {
  public:
   virtual ~LayerKv() = default;
-  // Stores the roped key and the value of token t (called for every token before any attend).
-  virtual void store(size_t t, const float* k, const float* v) = 0;
+  // Stores the roped key and the value of token t, `width` floats each (this layer's KV heads; the
+  // pools' rows are LlamaConfig::kv_dim() apart). Called for every token before any attend.
+  virtual void store(size_t t, const float* k, const float* v, size_t width) = 0;
   // Attention of token t's query over its sequence's positions up to its own (the last p.window
   // of them where p.window > 0) into out [q_dim]. Called from pool threads for different tokens at
   // once.

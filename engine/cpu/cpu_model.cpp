@@ -21,13 +21,15 @@ class ContiguousKv final : public LayerKv {
  public:
   ContiguousKv(const LlamaConfig& c, float* keys, float* values, int32_t pos)
       : c_(c), keys_(keys), values_(values), pos_(static_cast<size_t>(pos)) {}
-  void store(size_t t, const float* k, const float* v) override {
-    std::copy_n(k, c_.kv_dim(), keys_ + (pos_ + t) * c_.kv_dim());
-    std::copy_n(v, c_.kv_dim(), values_ + (pos_ + t) * c_.kv_dim());
+  void store(size_t t, const float* k, const float* v, size_t width) override {
+    std::copy_n(k, width, keys_ + (pos_ + t) * c_.kv_dim());
+    std::copy_n(v, width, values_ + (pos_ + t) * c_.kv_dim());
   }
   void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) override {
     const size_t first = ref::window_start(pos_ + t, p.window);
-    ref::attention(out, q, keys_ + first * c_.kv_dim(), values_ + first * c_.kv_dim(), pos_ + t + 1 - first, p);
+    ref::AttentionParams rows = p;
+    rows.kv_stride = c_.kv_dim();
+    ref::attention(out, q, keys_ + first * c_.kv_dim(), values_ + first * c_.kv_dim(), pos_ + t + 1 - first, rows);
   }
 
  private:

@@ -44,21 +44,26 @@ class PagedKv final : public LayerKv {
   PagedKv(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size,
           float* keys, float* values)
       : c_(c), batch_(batch), seq_of_(seq_of), block_size_(block_size), keys_(keys), values_(values) {}
-  void store(size_t t, const float* k, const float* v) override {
+  void store(size_t t, const float* k, const float* v, size_t width) override {
     const size_t slot = static_cast<size_t>(batch_.slot_mapping[t]);
-    std::copy_n(k, c_.kv_dim(), keys_ + slot * c_.kv_dim());
-    std::copy_n(v, c_.kv_dim(), values_ + slot * c_.kv_dim());
+    std::copy_n(k, width, keys_ + slot * c_.kv_dim());
+    std::copy_n(v, width, values_ + slot * c_.kv_dim());
   }
   void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) override {
     const SeqChunk& seq = batch_.seqs[static_cast<size_t>(seq_of_[t])];
-    const size_t kv_dim = c_.kv_dim();
+    const size_t kv_dim = p.n_kv_heads * p.head_dim;  // this layer's; the pool's rows are c_.kv_dim() apart
     const size_t pos = static_cast<size_t>(batch_.positions[t]);
     const size_t first = ref::window_start(pos, p.window);  // a window layer reads only its window
     const size_t n_ctx = pos + 1 - first;
-    std::vector<float> keys(n_ctx * kv_dim);
-    std::vector<float> values(n_ctx * kv_dim);
-    ref::gather_paged_rows(keys_, seq.block_table, block_size_, first, n_ctx, kv_dim, keys.data());
-    ref::gather_paged_rows(values_, seq.block_table, block_size_, first, n_ctx, kv_dim, values.data());
+    // Each pool thread gathers into buffers it keeps: fresh vectors per token and layer were mapped
+    // and unmapped by malloc at long contexts, and those page faults cost more than the attention.
+    thread_local std::vector<float> keys, values;
+    if (keys.size() < n_ctx * kv_dim) {
+      keys.resize(n_ctx * kv_dim);
+      values.resize(n_ctx * kv_dim);
+    }
+    ref::gather_paged_rows(keys_, seq.block_table, block_size_, first, n_ctx, c_.kv_dim(), kv_dim, keys.data());
+    ref::gather_paged_rows(values_, seq.block_table, block_size_, first, n_ctx, c_.kv_dim(), kv_dim, values.data());
     ref::attention(out, q, keys.data(), values.data(), n_ctx, p);
   }
 

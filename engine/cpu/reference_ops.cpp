@@ -90,15 +90,15 @@ float rope_frequency(size_t i, const RopeParams& p) {
 
 RopeParams rope_params(const LlamaConfig& c, const AttentionSpec& layer, const float* freq_factors) {
   RopeParams p;
-  p.rope_dim = c.rope_dim;
+  p.rope_dim = layer.rope_dim != 0 ? layer.rope_dim : c.rope_dim;
   p.freq_base = layer.rope_base;
   p.freq_scale = layer.rope_scale;
   p.mode = c.rope_mode;
-  p.freq_factors = freq_factors;
+  p.freq_factors = layer.rope_factors ? freq_factors : nullptr;
   if (c.rope_scaling == "yarn") {
     // ggml_rope_yarn_corr_dims: the pairs that turn beta_fast and beta_slow times over the training
     // context bound the ramp.
-    const float n_dims = static_cast<float>(c.rope_dim);
+    const float n_dims = static_cast<float>(p.rope_dim);
     const float ctx = static_cast<float>(c.yarn.original_context);
     auto corr_dim = [&](float rotations) {
       return n_dims * std::log(ctx / (rotations * 2.0f * 3.14159265358979323846f)) / (2.0f * std::log(layer.rope_base));
@@ -138,9 +138,10 @@ void add_bias(float* x, const float* bias, size_t n) {
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
                const AttentionParams& p) {
   const size_t head_dim = p.head_dim;
-  const size_t kv_dim = p.n_kv_heads * head_dim;
+  const size_t kv_dim = p.kv_stride != 0 ? p.kv_stride : p.n_kv_heads * head_dim;
   const size_t group = p.n_heads / p.n_kv_heads;  // query heads sharing one KV head
-  std::vector<float> scores(n_ctx);
+  thread_local std::vector<float> scores;  // kept per thread: no allocation per call at long contexts
+  if (scores.size() < n_ctx) scores.resize(n_ctx);
   for (size_t h = 0; h < p.n_heads; ++h) {
     const float* qh = q + h * head_dim;
     const size_t kv_offset = (h / group) * head_dim;
@@ -223,10 +224,15 @@ void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, 
 
 void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t first,
                        size_t n, size_t width, float* out) {
+  gather_paged_rows(pool, block_table, block_size, first, n, width, width, out);
+}
+
+void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t first,
+                       size_t n, size_t stride, size_t width, float* out) {
   for (size_t k = 0; k < n; ++k) {
     const size_t t = first + k;
     const size_t slot = static_cast<size_t>(block_table[t / block_size]) * block_size + t % block_size;
-    std::memcpy(out + k * width, pool + slot * width, width * sizeof(float));
+    std::memcpy(out + k * width, pool + slot * stride, width * sizeof(float));
   }
 }
 

@@ -80,6 +80,7 @@ struct AttentionParams {
   float softcap = 0.0f;
   const float* sinks = nullptr;  // [n_heads] or null
   uint32_t window = 0;           // for the callers: 0, or how many of the latest positions a query sees
+  size_t kv_stride = 0;          // floats between positions' key/value rows (0: n_kv_heads * head_dim)
 };
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
                const AttentionParams& p);
@@ -114,6 +115,9 @@ void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, 
 // The same for positions [first, first + n).
 void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t first,
                        size_t n, size_t width, float* out);
+// The same, the pool's rows `stride` floats apart and `width` <= stride of each copied.
+void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t first,
+                       size_t n, size_t stride, size_t width, float* out);
 
 // Index of the largest value (the lowest index among equal maxima).
 int32_t argmax(const float* x, size_t n);

@@ -14,7 +14,11 @@ constexpr ExpertRouting kSoftmaxTopKNormalized{ExpertRouting::Order::kSoftmaxThe
 // qwen3moe. Gemma 2 and 3 scale embeddings, post-norm both sublayers, gate with GELU and window
 // 1 of 2 (Gemma 2) or 5 of 6 (Gemma 3, whose local layers keep rope base 10000) layers; Gemma 2
 // soft-caps attention scores and logits. gpt-oss windows every other layer, adds sinks and
-// biases, and routes top-k then softmax through clamped SwiGLU experts.
+// biases, and routes top-k then softmax through clamped SwiGLU experts. Gemma 4 (dense) gives its
+// global layers wider heads, fewer KV heads and V = K, norms V, scales scores by 1 and each layer's
+// output by a scalar. Gemma 4 (dense) gives its
+// global layers wider heads, fewer KV heads and V = K, norms V, scales scores by 1 and each layer's
+// output by a scalar.
 constexpr ArchitectureInfo kArchitectures[] = {
     {.arch = Arch::kLlama, .name = "llama", .rope_mode = RopeMode::kNorm, .qkv_bias = R::kOptional,
      .qk_norm = R::kAbsent, .rope_freqs = R::kOptional, .projections = P::kSeparate, .experts = R::kOptional,
@@ -41,6 +45,11 @@ constexpr ArchitectureInfo kArchitectures[] = {
      .routing = {ExpertRouting::Order::kTopKThenSoftmax, false}, .activation = FfnActivation::kSwigluOai,
      .window_period = 2, .ffn_norm = "post_attention_norm", .output_bias = R::kRequired, .sinks = R::kRequired,
      .expert_biases = R::kRequired},
+    {.arch = Arch::kGemma4, .name = "gemma4", .rope_mode = RopeMode::kNeox, .qkv_bias = R::kAbsent,
+     .qk_norm = R::kRequired, .rope_freqs = R::kOptional, .projections = P::kSeparate, .experts = R::kAbsent,
+     .activation = FfnActivation::kGeluTanh, .window_period = 6, .softcap_keys = true, .scale_embeddings = true,
+     .post_norms = true, .unit_attention_scale = true, .attn_v = R::kOptional, .value_norm = true,
+     .layer_output_scale = true, .rope_factors_global_only = true},
 };
 
 }  // namespace

@@ -12,7 +12,7 @@
 
 namespace vks {
 
-enum class Arch : uint8_t { kLlama, kQwen2, kQwen3, kQwen3Moe, kPhi3, kGemma2, kGemma3, kGptOss };
+enum class Arch : uint8_t { kLlama, kQwen2, kQwen3, kQwen3Moe, kPhi3, kGemma2, kGemma3, kGptOss, kGemma4 };
 
 // How rotary embedding pairs the values of a head (llama.cpp's LLAMA_ROPE_TYPE_NORM / _NEOX).
 enum class RopeMode : uint8_t {
@@ -57,6 +57,11 @@ struct ArchitectureInfo {
   // llama.cpp scales Q by 1/sqrt(dim / n_heads) instead of 1/sqrt(head_dim) for Gemma's 27B shapes,
   // which it recognises by their layer count (0: never).
   uint32_t dim_per_head_scale_layers = 0;
+  bool unit_attention_scale = false;  // scores are q·k unscaled (Gemma 4: its Q norm carries the scale)
+  TensorRule attn_v = TensorRule::kRequired;  // kOptional: a layer without attn_v takes V from K (Gemma 4)
+  bool value_norm = false;            // V RMS-normed per head without a weight (Gemma 4)
+  bool layer_output_scale = false;    // blk.N.layer_output_scale.weight multiplies the residual (Gemma 4)
+  bool rope_factors_global_only = false;  // rope_freqs.weight applies to the global layers only (Gemma 4)
 };
 
 // nullptr for an architecture vkstream does not run.

@@ -34,8 +34,15 @@ struct FfnSpec {
   bool routed() const { return n_experts > 1; }
 };
 
-// Which keys a query sees and how its scores are formed.
+// Which keys a query sees, how its scores are formed, and the layer's head geometry (Gemma 4's
+// global layers have wider heads and fewer KV heads than its window layers).
 struct AttentionSpec {
+  uint32_t head_dim = 0;     // this layer's Q/K/V head size
+  uint32_t n_kv_heads = 0;   // this layer's KV heads
+  uint32_t rope_dim = 0;     // rotated dims of each head
+  bool rope_factors = true;  // rope_freqs.weight divides this layer's frequencies (where the model has it)
+  bool value_from_key = false;  // no attn_v: V is the K projection, taken before K's norm (Gemma 4)
+  bool value_norm = false;      // V RMS-normed per head without a weight (Gemma 4)
   uint32_t window = 0;       // 0: every position up to its own; W: only the last W (p-W+1..p)
   float rope_base = 10000.0f;
   float rope_scale = 1.0f;   // linear position scaling (1 / rope.scaling.factor); 1 under YaRN
@@ -43,6 +50,7 @@ struct AttentionSpec {
   float softcap = 0.0f;      // 0: none; c: score = c * tanh(score / c) before the softmax (Gemma 2)
   bool sinks = false;        // blk.N.attn_sinks: one logit per head joins the softmax denominator (gpt-oss)
   bool windowed() const { return window > 0; }
+  uint32_t kv_dim() const { return n_kv_heads * head_dim; }
 };
 
 struct LayerSpec {
@@ -51,6 +59,8 @@ struct LayerSpec {
   // Gemma: each sublayer's output is RMS-normed (post_attention_norm, post_ffw_norm) before the
   // residual add.
   bool post_norms = false;
+  // Gemma 4: the residual stream is multiplied by blk.N.layer_output_scale at the layer's end.
+  bool output_scale = false;
 };
 
 }  // namespace vks

@@ -144,27 +144,69 @@ std::vector<bool> sliding_layers(const gguf::GgufFile& file, const KeyReader& ke
   return sliding;
 }
 
-// What each layer's attention does: window, rope, score scale and soft-cap, sinks.
-void read_attention(const gguf::GgufFile& file, const KeyReader& keys, const ArchitectureInfo& arch, LlamaConfig& c) {
+// <arch>.attention.head_count_kv: one count for every layer, or one per layer (Gemma 4); absent:
+// head_count. c.n_kv_heads becomes the largest.
+std::vector<uint32_t> read_kv_heads(const gguf::GgufFile& file, const KeyReader& keys, LlamaConfig& c) {
+  const std::string key = keys.key("attention.head_count_kv");
+  std::vector<uint32_t> per_layer;
+  if (const gguf::Value* v = file.find(key); v != nullptr && v->type == gguf::ValueType::kArray) {
+    const auto counts = file.get_int_array(key);
+    if (counts->size() != c.n_layers) {
+      inconsistent(key + " has " + std::to_string(counts->size()) + " entries for " + std::to_string(c.n_layers) + " layers");
+    }
+    for (const int64_t n : *counts) {
+      if (n <= 0 || n > kMaxDim) inconsistent(key + " holds " + std::to_string(n) + ", out of range");
+      per_layer.push_back(static_cast<uint32_t>(n));
+    }
+  } else {
+    per_layer.assign(c.n_layers, keys.optional_uint("attention.head_count_kv", kMaxDim).value_or(c.n_heads));
+  }
+  c.n_kv_heads = *std::max_element(per_layer.begin(), per_layer.end());
+  return per_layer;
+}
+
+// What each layer's attention does: head geometry, window, rope, score scale and soft-cap, sinks.
+// c.head_dim and c.n_kv_heads become the widest layer's (the sizes of per-token buffers and KV rows).
+void read_attention(const gguf::GgufFile& file, const KeyReader& keys, const ArchitectureInfo& arch,
+                    const std::vector<uint32_t>& kv_heads, LlamaConfig& c) {
+  for (const char* key : {"attention.shared_kv_layers", "embedding_length_per_layer_input"}) {
+    if (const auto n = file.get_int(keys.key(key)); n && *n > 0) {
+      throw Error(ErrorCode::kUnsupported, keys.key(key) + " = " + std::to_string(*n) +
+                                               ": Gemma 4's KV-sharing layers and per-layer inputs (the small \"E\" "
+                                               "models) are not supported yet");
+    }
+  }
   AttentionSpec global;
+  global.head_dim = c.head_dim;
+  global.rope_dim = c.rope_dim;
   global.rope_base = c.rope_freq_base;
   global.rope_scale = c.rope_scaling == "yarn" ? 1.0f : c.rope_freq_scale;
   const bool dim_per_head = arch.dim_per_head_scale_layers != 0 && c.n_layers == arch.dim_per_head_scale_layers;
-  global.scale = 1.0f / std::sqrt(static_cast<float>(dim_per_head ? c.dim / c.n_heads : c.head_dim));
+  global.scale = arch.unit_attention_scale
+                     ? 1.0f
+                     : 1.0f / std::sqrt(static_cast<float>(dim_per_head ? c.dim / c.n_heads : c.head_dim));
+  global.value_norm = arch.value_norm;
   if (arch.softcap_keys) {
     global.softcap = keys.optional_float("attn_logit_softcapping").value_or(arch.attn_softcap);
     c.final_softcap = keys.optional_float("final_logit_softcapping").value_or(arch.final_softcap);
     if (global.softcap < 0.0f || c.final_softcap < 0.0f) inconsistent("soft-capping values must not be negative");
   }
   global.sinks = arch.sinks == TensorRule::kRequired;
+  global.n_kv_heads = c.n_kv_heads;
   c.embedding_scale = arch.scale_embeddings ? std::sqrt(static_cast<float>(c.dim)) : 1.0f;
   for (LayerSpec& l : c.layers) {
     l.attention = global;
     l.post_norms = arch.post_norms;
+    l.output_scale = arch.layer_output_scale;
   }
+  // Per-layer KV heads, and the widest layer's geometry for the buffers, once windows are placed.
+  auto finish = [&] {
+    for (uint32_t l = 0; l < c.n_layers; ++l) c.layers[l].attention.n_kv_heads = kv_heads[l];
+    for (const LayerSpec& l : c.layers) c.head_dim = std::max(c.head_dim, l.attention.head_dim);
+  };
 
   const auto window = file.get_int(keys.key("attention.sliding_window"));
-  if (!window || *window <= 0) return;
+  if (!window || *window <= 0) return finish();
   if (arch.window_period == 0) {
     throw Error(ErrorCode::kUnsupported, "sliding-window attention (" + keys.key("attention.sliding_window") + " = " +
                                              std::to_string(*window) + ") is not supported for " +
@@ -177,10 +219,22 @@ void read_attention(const gguf::GgufFile& file, const KeyReader& keys, const Arc
                         .value_or(arch.local_rope_base > 0.0f ? arch.local_rope_base : c.rope_freq_base);
   if (!(local.rope_base > 0.0f)) inconsistent("rope.freq_base_swa must be positive");
   if (arch.local_rope_base > 0.0f) local.rope_scale = 1.0f;  // Gemma 3: local layers are never scaled
+  // Gemma 4: window layers have heads and rope of their own size, and no rope factors.
+  local.head_dim = keys.optional_uint("attention.key_length_swa", kMaxDim).value_or(c.head_dim);
+  if (const auto v = keys.optional_uint("attention.value_length_swa", kMaxDim); v && *v != local.head_dim) {
+    throw Error(ErrorCode::kUnsupported, "attention.value_length_swa differs from key_length_swa; vkstream needs "
+                                         "equal key and value head sizes");
+  }
+  local.rope_dim = keys.optional_uint("rope.dimension_count_swa", kMaxDim).value_or(std::min(c.rope_dim, local.head_dim));
+  if (local.rope_dim > local.head_dim || local.rope_dim % 2 != 0) {
+    inconsistent("rope.dimension_count_swa must be even and at most the window layers' head size");
+  }
+  local.rope_factors = !arch.rope_factors_global_only;
   const std::vector<bool> sliding = sliding_layers(file, keys, arch, c.n_layers);
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     if (sliding[l]) c.layers[l].attention = local;
   }
+  finish();
 }
 
 }  // namespace
@@ -202,7 +256,8 @@ ParameterCounts count_parameters(const LlamaConfig& c) {
   const uint64_t embeddings = uint64_t{c.vocab_size} * d * (c.tied_embeddings ? 1 : 2);
   ParameterCounts n{embeddings, embeddings};
   for (const LayerSpec& l : c.layers) {
-    const uint64_t attention = d * c.q_dim() * 2 + 2 * d * c.kv_dim();
+    const uint64_t q_dim = uint64_t{c.n_heads} * l.attention.head_dim;
+    const uint64_t attention = d * q_dim * 2 + 2 * d * l.attention.kv_dim();
     const uint64_t expert = 3 * d * l.ffn.hidden;
     const uint64_t router = l.ffn.routed() ? d * l.ffn.n_experts : 0;
     n.total += attention + router + expert * l.ffn.n_experts;
@@ -221,7 +276,7 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   if (info == nullptr) {
     throw Error(ErrorCode::kUnsupported, "model architecture '" + *arch + "' is not supported (supported: " +
                                              supported_architecture_names() +
-                                             "; e.g. Llama 2/3, Mistral, Mixtral, TinyLlama, SmolLM2, Qwen2.5, Qwen3, Qwen3-30B-A3B, Phi-3, Gemma 2/3, gpt-oss)");
+                                             "; e.g. Llama 2/3, Mistral, Mixtral, TinyLlama, SmolLM2, Qwen2.5, Qwen3, Qwen3-30B-A3B, Phi-3, Gemma 2/3/4, gpt-oss)");
   }
   c.architecture = *arch;
   c.arch = info->arch;
@@ -233,7 +288,7 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   c.dim = keys.required_uint("embedding_length", kMaxDim);
   c.n_layers = keys.required_uint("block_count", kMaxLayers);
   c.n_heads = keys.required_uint("attention.head_count", kMaxDim);
-  c.n_kv_heads = keys.optional_uint("attention.head_count_kv", kMaxDim).value_or(c.n_heads);
+  const std::vector<uint32_t> kv_heads = read_kv_heads(file, keys, c);
   c.hidden_dim = keys.required_uint("feed_forward_length", kMaxDim);
   read_experts(file, keys, *info, c);
   c.context_length = keys.required_uint("context_length", kMaxContext);
@@ -254,9 +309,10 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
                                              " differs from key_length " + std::to_string(c.head_dim) +
                                              "; vkstream needs equal key and value head sizes");
   }
-  if (c.n_kv_heads > c.n_heads || c.n_heads % c.n_kv_heads != 0) {
-    inconsistent("head_count " + std::to_string(c.n_heads) + " is not a multiple of head_count_kv " +
-                 std::to_string(c.n_kv_heads));
+  for (const uint32_t n : kv_heads) {
+    if (n > c.n_heads || c.n_heads % n != 0) {
+      inconsistent("head_count " + std::to_string(c.n_heads) + " is not a multiple of head_count_kv " + std::to_string(n));
+    }
   }
   if (static_cast<uint64_t>(c.n_heads) * c.head_dim > static_cast<uint64_t>(kMaxDim)) {
     inconsistent("head_count * head size is larger than " + std::to_string(kMaxDim));
@@ -299,7 +355,7 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
     layer.ffn = FfnSpec{c.hidden_dim, 1, 1, {}, info->activation};
   }
   c.layers.assign(c.n_layers, layer);
-  read_attention(file, keys, *info, c);
+  read_attention(file, keys, *info, kv_heads, c);
   return c;
 }
 

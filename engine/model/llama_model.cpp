@@ -158,7 +158,8 @@ class TensorBinder {
         "attn_k_norm.weight", "attn_rot_embd", "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight",
         "ffn_down.weight", "ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight",
         "ffn_down_exps.weight", "attn_output.bias", "attn_sinks.weight", "post_attention_norm.weight",
-        "post_ffw_norm.weight", "ffn_gate_inp.bias", "ffn_gate_exps.bias", "ffn_up_exps.bias", "ffn_down_exps.bias"};
+        "post_ffw_norm.weight", "ffn_gate_inp.bias", "ffn_gate_exps.bias", "ffn_up_exps.bias", "ffn_down_exps.bias",
+        "layer_output_scale.weight"};
     const size_t dot = missing.find('.', 4);
     if (missing.rfind("blk.", 0) != 0 || dot == std::string::npos) return;
     const std::string block = missing.substr(0, dot + 1);
@@ -227,19 +228,24 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& L = w.layers[l];
     const FfnSpec& ffn = c.layers[l].ffn;
+    AttentionSpec& attention = model->config_.layers[l].attention;
+    const uint64_t q_dim = uint64_t{c.n_heads} * attention.head_dim, kv_dim = attention.kv_dim();
     const bool fused = arch.projections == ProjectionLayout::kFused;
     L.attn_norm = bind.vector(p + "attn_norm.weight", c.dim);
     if (fused) {  // Q, K, V as row ranges of one matrix
-      const TensorRef qkv = bind.matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), c.dim);
-      L.wq = qkv.rows_slice(0, c.q_dim());
-      L.wk = qkv.rows_slice(c.q_dim(), c.kv_dim());
-      L.wv = qkv.rows_slice(c.q_dim() + c.kv_dim(), c.kv_dim());
+      const TensorRef qkv = bind.matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.dim);
+      L.wq = qkv.rows_slice(0, q_dim);
+      L.wk = qkv.rows_slice(q_dim, kv_dim);
+      L.wv = qkv.rows_slice(q_dim + kv_dim, kv_dim);
     } else {
-      L.wq = bind.matrix(p + "attn_q.weight", c.q_dim(), c.dim);
-      L.wk = bind.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
-      L.wv = bind.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
+      L.wq = bind.matrix(p + "attn_q.weight", q_dim, c.dim);
+      L.wk = bind.matrix(p + "attn_k.weight", kv_dim, c.dim);
+      // Gemma 4's global layers have no attn_v: their V is the K projection.
+      const bool has_v = arch.attn_v == TensorRule::kRequired || model->file_.find_tensor(p + "attn_v.weight") != nullptr;
+      attention.value_from_key = !has_v;
+      L.wv = has_v ? bind.matrix(p + "attn_v.weight", kv_dim, c.dim) : L.wk;
     }
-    L.wo = bind.matrix(p + "attn_output.weight", c.dim, c.q_dim());
+    L.wo = bind.matrix(p + "attn_output.weight", c.dim, q_dim);
     L.ffn_norm = bind.vector(p + std::string(arch.ffn_norm) + ".weight", c.dim);
     if (ffn.routed()) {
       L.router = bind.matrix(p + "ffn_gate_inp.weight", ffn.n_experts, c.dim);
@@ -257,11 +263,13 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
       L.w_down = bind.matrix(p + "ffn_down.weight", c.dim, ffn.hidden);
     }
     bind.ignore(p + "attn_rot_embd");  // precomputed rotary tables of old conversions; unused
-    L.bq = bind.optional_vector(p + "attn_q.bias", c.q_dim(), arch.qkv_bias);
-    L.bk = bind.optional_vector(p + "attn_k.bias", c.kv_dim(), arch.qkv_bias);
-    L.bv = bind.optional_vector(p + "attn_v.bias", c.kv_dim(), arch.qkv_bias);
-    L.attn_q_norm = bind.optional_vector(p + "attn_q_norm.weight", c.head_dim, arch.qk_norm);
-    L.attn_k_norm = bind.optional_vector(p + "attn_k_norm.weight", c.head_dim, arch.qk_norm);
+    L.bq = bind.optional_vector(p + "attn_q.bias", q_dim, arch.qkv_bias);
+    L.bk = bind.optional_vector(p + "attn_k.bias", kv_dim, arch.qkv_bias);
+    L.bv = bind.optional_vector(p + "attn_v.bias", kv_dim, arch.qkv_bias);
+    L.attn_q_norm = bind.optional_vector(p + "attn_q_norm.weight", attention.head_dim, arch.qk_norm);
+    L.attn_k_norm = bind.optional_vector(p + "attn_k_norm.weight", attention.head_dim, arch.qk_norm);
+    L.output_scale = bind.optional_vector(p + "layer_output_scale.weight", 1,
+                                          c.layers[l].output_scale ? TensorRule::kRequired : TensorRule::kAbsent);
     L.bo = bind.optional_vector(p + "attn_output.bias", c.dim, arch.output_bias);
     L.attn_sinks = bind.optional_vector(p + "attn_sinks.weight", c.n_heads, arch.sinks);
     const TensorRule post = c.layers[l].post_norms ? TensorRule::kRequired : TensorRule::kAbsent;
@@ -296,7 +304,8 @@ std::vector<const TensorRef*> step_matrices(const LlamaWeights& w) {
   std::vector<const TensorRef*> out;
   out.reserve(w.layers.size() * 7 + 1);
   for (const LayerWeights& l : w.layers) {
-    out.insert(out.end(), {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down});
+    out.insert(out.end(), {&l.wq, &l.wk, &l.wo, &l.w_gate, &l.w_up, &l.w_down});
+    if (l.wv.data != l.wk.data) out.push_back(&l.wv);  // Gemma 4's global layers reuse K for V
     if (l.router) out.push_back(&*l.router);
   }
   out.push_back(&w.output);

@@ -56,6 +56,7 @@ struct LayerWeights {
   // Expert biases (gpt-oss), stacked like their matrices: router [E], gate and up [E*H], down [E*dim].
   std::optional<TensorRef> router_bias;
   std::optional<TensorRef> b_gate, b_up, b_down;
+  std::optional<TensorRef> output_scale;  // [1] blk.N.layer_output_scale.weight (Gemma 4)
 };
 
 struct LlamaWeights {

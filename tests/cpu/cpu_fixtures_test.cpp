@@ -8,7 +8,8 @@
 //   and phi3-tiny (fused attn_qkv and gate|up) against llama.cpp: every step's logits within 1e-4,
 //   same greedy ids;
 // - gemma2-tiny, gemma3-tiny (sliding windows, soft-caps, post-norms, GELU, scaled embeddings),
-//   gpt-oss-tiny and gpt-oss-yarn-tiny (sinks, biases, MXFP4 experts, YaRN) against `floatref`.
+//   gpt-oss-tiny and gpt-oss-yarn-tiny (sinks, biases, MXFP4 experts, YaRN) and gemma4-dense-tiny
+//   (per-layer head sizes and KV heads, V = K, V norm, output scales, partial rope) against `floatref`.
 // Also: CpuRunner's one-step prefill gives bit-identical logits to CpuModel's token-by-token run.
 #include <gtest/gtest.h>
 
@@ -180,13 +181,14 @@ TEST_P(FloatRefFixture, MatchesFloatReference) {
   }
   // llama.cpp's GELU table moves gemma's logits by up to 8.8e-3, its Q8_0 activations before the
   // MXFP4 experts gpt-oss's by up to 0.145 (the fixtures' README).
-  const float loose = name.rfind("gpt-oss", 0) == 0 ? 0.2f : 0.02f;
+  const float loose = name.rfind("gpt-oss", 0) == 0 ? 0.2f : 0.03f;
   EXPECT_LE(max_abs_diff(run.logits[0].data(), cpp_logits.data(), vocab), loose) << name << ": llama.cpp's logits";
   EXPECT_EQ(runner_prefill_logits(*model, ref.prompt), run.logits[0]) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, FloatRefFixture,
-                         ::testing::Values("gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny", "gpt-oss-yarn-tiny"),
+                         ::testing::Values("gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny", "gpt-oss-yarn-tiny",
+                                           "gemma4-dense-tiny"),
                          test_name);
 
 TEST(LlamaCppFixtureModels, DescribeTheirArchitecture) {
@@ -217,6 +219,29 @@ TEST(LlamaCppFixtureModels, DescribeTheirArchitecture) {
   EXPECT_EQ(oss->config().layers[0].ffn.routing.order, ExpertRouting::Order::kTopKThenSoftmax);
   EXPECT_EQ(oss->config().rope_scaling, "yarn");
   EXPECT_EQ(oss->config().yarn.original_context, 4096u);
+  // Gemma 4 (dense): window layers of 2 KV heads of 32, global layers of 1 KV head of 64 whose V is K.
+  const auto gemma4 = LlamaModel::load(test::model_path("gemma4-dense-tiny.gguf"));
+  const AttentionSpec& local = gemma4->config().layers[0].attention;
+  const AttentionSpec& global = gemma4->config().layers[2].attention;
+  EXPECT_EQ(local.window, 16u);
+  EXPECT_EQ(local.head_dim, 32u);
+  EXPECT_EQ(local.n_kv_heads, 2u);
+  EXPECT_FALSE(local.value_from_key);
+  EXPECT_EQ(global.window, 0u);
+  EXPECT_EQ(global.head_dim, 64u);
+  EXPECT_EQ(global.n_kv_heads, 1u);
+  EXPECT_TRUE(global.value_from_key);
+  EXPECT_EQ(global.scale, 1.0f);
+  // The "E" models (per-layer inputs, shared KV) and the MoE are refused, saying so.
+  for (const char* refused : {"gemma4-e-tiny.gguf", "gemma4-moe-tiny.gguf"}) {
+    try {
+      LlamaModel::load(test::model_path(refused));
+      ADD_FAILURE() << refused << " loaded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+      EXPECT_NE(std::string(e.what()).find("not supported"), std::string::npos) << e.what();
+    }
+  }
   const auto llama3 = LlamaModel::load(test::model_path("llama3-rope-freqs-tiny.gguf"));
   ASSERT_TRUE(llama3->weights().rope_freqs.has_value());
   EXPECT_EQ(llama3->weights().rope_freqs->cols, 16u);

@@ -119,7 +119,7 @@ TEST(LlamaModelTypes, EverySupportedMatrixTypeLoads) {
 TEST(LlamaModelErrors, UnsupportedArchitecture) {
   TinyLlamaSpec spec;
   spec.architecture = "gemma";
-  expect_load_error(spec, ErrorCode::kUnsupported, {"'gemma'", "not supported", "supported: llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, gpt-oss"});
+  expect_load_error(spec, ErrorCode::kUnsupported, {"'gemma'", "not supported", "supported: llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, gpt-oss, gemma4"});
 }
 
 TEST(LlamaModelErrors, MissingArchitecture) {
@@ -304,9 +304,9 @@ TEST(LlamaConfig, YarnRopeBlendsFrequenciesByRotationCount) {
   const LlamaConfig& c = model->config();
   EXPECT_EQ(c.rope_scaling, "yarn");
   EXPECT_EQ(c.yarn.original_context, 4096u);
-  LlamaConfig head32 = c;  // the fixture's head size (the correction range depends on it)
+  AttentionSpec head32 = c.layers[0].attention;  // the fixture's head size (the correction range depends on it)
   head32.rope_dim = 32;
-  const ref::RopeParams p = ref::rope_params(head32, c.layers[0].attention, nullptr);
+  const ref::RopeParams p = ref::rope_params(c, head32, nullptr);
   EXPECT_EQ(p.yarn_low, 4.0f);
   EXPECT_EQ(p.yarn_high, 9.0f);
   EXPECT_NEAR(p.mscale_extra, 0.1f * std::log(32.0f), 1e-6f);

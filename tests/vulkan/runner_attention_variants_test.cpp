@@ -74,7 +74,8 @@ std::string variant_name(const ::testing::TestParamInfo<std::string>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RunnerAttentionVariants,
-                         ::testing::Values("gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny"), variant_name);
+                         ::testing::Values("gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny", "gemma4-dense-tiny"),
+                         variant_name);
 
 }  // namespace
 }  // namespace vks

@@ -202,7 +202,10 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
       d.router = upload_matrix(device, *lw.router);
       dw->bytes += matrix_bytes(d.router);
     }
-    d.bqkv = upload_qkv_bias(device, lw, model.config().q_dim(), model.config().kv_dim());
+    const AttentionSpec& attention = model.config().layers[l].attention;
+    d.bqkv = upload_qkv_bias(device, lw, uint64_t{model.config().n_heads} * attention.head_dim, attention.kv_dim());
+    if (attention.value_norm) d.value_norm = upload_floats(device, std::vector<float>(attention.head_dim, 1.0f));
+    if (lw.output_scale) d.output_scale = dequantize_vector(*lw.output_scale).front();
     if (lw.attn_q_norm) d.q_norm = upload_vector_f32(device, *lw.attn_q_norm);
     if (lw.attn_k_norm) d.k_norm = upload_vector_f32(device, *lw.attn_k_norm);
     if (lw.bo) d.bo = upload_vector_f32(device, *lw.bo);

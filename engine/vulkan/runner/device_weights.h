@@ -58,6 +58,8 @@ struct DeviceLayerWeights {
   BiasRows b_gate, b_up, b_down;
   // This layer's rope (its base; YaRN's blend): each pair's angle per position
   // (ref::rope_frequencies), and YaRN's attention factor less 1 (0 without YaRN).
+  Buffer value_norm;            // f32 [head_dim] of ones: Gemma 4's unweighted per-head V norm
+  float output_scale = 1.0f;    // Gemma 4's layer_output_scale
   Buffer rope_freqs;
   float rope_angle_scale = 1.0f;   // RopeKvParams::freq_scale (ref::rope_angle_scale)
   float rope_mscale_extra = 0.0f;

@@ -42,7 +42,9 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   if (const std::string missing = vk::missing_vulkan_feature(model); !missing.empty()) {
     throw Error(ErrorCode::kUnsupported, "the Vulkan runner does not run " + missing + " yet (the CPU backend does)");
   }
-  vk::check_attention_shape(c.n_heads, c.n_kv_heads, c.head_dim, c.rope_dim);
+  for (const LayerSpec& l : c.layers) {
+    vk::check_attention_shape(c.n_heads, l.attention.n_kv_heads, l.attention.head_dim, l.attention.rope_dim);
+  }
   kernels_.emplace(device_);
   std::string family = options.matmul_kernels;
   if (const char* env = std::getenv("VKSTREAM_MATMUL_KERNELS"); family.empty() && env != nullptr) family = env;
@@ -50,8 +52,9 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   weights_ = vk::upload_weights(device_, model);
   // Before the pipelines are built (a CPU device compiles each for seconds): a Q/K/V block after the
   // first writes from its first row on, through a view that must be 16-byte aligned.
-  for (const vk::DeviceLayerWeights& L : weights_->layers) {
-    if (L.qkv.size() > 1 && (c.q_dim() % 4 != 0 || c.kv_dim() % 4 != 0)) {
+  for (size_t l = 0; l < c.n_layers; ++l) {
+    const AttentionSpec& a = c.layers[l].attention;
+    if (weights_->layers[l].qkv.size() > 1 && ((c.n_heads * a.head_dim) % 4 != 0 || a.kv_dim() % 4 != 0)) {
       throw Error(ErrorCode::kUnsupported, "Q, K, V of different types need q_dim and kv_dim multiples of 4");
     }
   }
@@ -186,6 +189,9 @@ void VulkanRunner::create_pipelines() {
   // rmsnorm_f32 also norms the final hidden state, and qwen3's heads.
   std::set<std::string> names{"rmsnorm_f32", "argmax_f32", "rope_kv_f16"};
   if (config_.embedding_scale != 1.0f) names.insert("scale_f32");
+  for (const vk::DeviceLayerWeights& L : weights_->layers) {
+    if (L.output_scale != 1.0f) names.insert("scale_f32");
+  }
   if (config_.final_softcap > 0.0f) names.insert("softcap_f32");
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
     if (L.bqkv.valid() || L.bo.valid() || L.router_bias.valid() || L.b_gate.valid()) names.insert("bias_add_f32");
@@ -218,8 +224,12 @@ void VulkanRunner::create_pipelines() {
   for (const std::string& name : names) {
     if (kernels_->has(name)) kernels_->get(name);
   }
-  vk::attention_kernel(*kernels_, config_.head_dim, ops_->matmul_family());  // specialized by head size
-  if (ops_->matmul_family() == vk::MatmulFamily::kLanes) vk::attention_combine_kernel(*kernels_, config_.head_dim);
+  std::set<uint32_t> head_dims;  // the attention pipelines are specialized by head size
+  for (const LayerSpec& l : config_.layers) head_dims.insert(l.attention.head_dim);
+  for (const uint32_t head_dim : head_dims) {
+    vk::attention_kernel(*kernels_, head_dim, ops_->matmul_family());
+    if (ops_->matmul_family() == vk::MatmulFamily::kLanes) vk::attention_combine_kernel(*kernels_, head_dim);
+  }
 }
 
 std::string VulkanRunner::device_name() const { return device_.info().name; }
@@ -333,7 +343,11 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
   const uint32_t n = static_cast<uint32_t>(in.n_tokens);
   const LlamaConfig& c = config_;
   const vk::DeviceLayerWeights& L = weights_->layers[l];
-  const uint32_t q_dim = c.q_dim(), kv_dim = c.kv_dim();
+  const AttentionSpec& spec = c.layers[l].attention;
+  // This layer's head geometry (Gemma 4's global layers differ from its window layers). Each layer's
+  // K/V pool holds rows of its own kv_dim, written by rope_kv and read by attention alike.
+  const uint32_t head_dim = spec.head_dim, n_kv_heads = spec.n_kv_heads;
+  const uint32_t q_dim = c.n_heads * head_dim, kv_dim = spec.kv_dim();
 
   // Attention block: q|k|v = rmsnorm(x) Wqkv; rope(q, k); cache k, v; att = attention.
   norm_for_matmul(cmd, L.attn_norm, n);
@@ -349,11 +363,15 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
     mark(cmd, "bias.qkv");
     barrier(cmd);
   }
-  if (L.q_norm.valid() || L.k_norm.valid()) {
-    if (L.q_norm.valid()) ops_->rmsnorm_heads(cmd, qkv_.view(), qkv_s_, L.q_norm.view(), n, c.n_heads, c.head_dim, c.norm_eps);
+  if (L.q_norm.valid() || L.k_norm.valid() || L.value_norm.valid()) {
+    if (L.q_norm.valid()) ops_->rmsnorm_heads(cmd, qkv_.view(), qkv_s_, L.q_norm.view(), n, c.n_heads, head_dim, c.norm_eps);
     if (L.k_norm.valid()) {
-      ops_->rmsnorm_heads(cmd, qkv_.view(q_dim * kF, VK_WHOLE_SIZE), qkv_s_, L.k_norm.view(), n, c.n_kv_heads,
-                          c.head_dim, c.norm_eps);
+      ops_->rmsnorm_heads(cmd, qkv_.view(q_dim * kF, VK_WHOLE_SIZE), qkv_s_, L.k_norm.view(), n, n_kv_heads, head_dim,
+                          c.norm_eps);
+    }
+    if (L.value_norm.valid()) {  // Gemma 4: V (the K projection where there is no attn_v) normed without a weight
+      ops_->rmsnorm_heads(cmd, qkv_.view((q_dim + kv_dim) * kF, VK_WHOLE_SIZE), qkv_s_, L.value_norm.view(), n,
+                          n_kv_heads, head_dim, c.norm_eps);
     }
     mark(cmd, "norm.qk");
     barrier(cmd);
@@ -362,7 +380,7 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
   vk::record_rope_kv(cmd, *kernels_,
                      vk::RopeKvBindings{qkv_.view(), positions_.device.view(), L.rope_freqs.view(), kv_->k(l),
                                         kv_->v(l), slots_.device.view()},
-                     gpu::RopeKvParams{n, c.n_heads, c.n_kv_heads, c.head_dim, c.rope_dim, qkv_s_, 0, q_dim,
+                     gpu::RopeKvParams{n, c.n_heads, n_kv_heads, head_dim, spec.rope_dim, qkv_s_, 0, q_dim,
                                        q_dim + kv_dim, kv_->n_slots(), L.rope_angle_scale,
                                        c.rope_mode == RopeMode::kNeox ? uint32_t{VKS_ROPE_MODE_NEOX}
                                                                       : uint32_t{VKS_ROPE_MODE_NORM},
@@ -372,15 +390,14 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
   gpu::AttnParams ap{};
   ap.n_tokens = n;
   ap.n_heads = c.n_heads;
-  ap.n_kv_heads = c.n_kv_heads;
-  ap.head_dim = c.head_dim;
+  ap.n_kv_heads = n_kv_heads;
+  ap.head_dim = head_dim;
   ap.q_stride = qkv_s_;
   ap.q_offset = 0;
   ap.out_stride = q_s_;
   ap.block_size = static_cast<uint32_t>(limits_.block_size);
   ap.max_blocks_per_seq = static_cast<uint32_t>(limits_.max_blocks_per_seq);
   ap.n_slots = kv_->n_slots();
-  const AttentionSpec& spec = c.layers[l].attention;
   ap.scale = spec.scale;
   ap.window = spec.window;
   ap.softcap = spec.softcap;
@@ -405,6 +422,11 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
     record_expert_ffn(cmd, l, n);
   } else {
     record_dense_ffn(cmd, L, n);
+  }
+  if (L.output_scale != 1.0f) {  // Gemma 4: the layer's output, residual included, scaled
+    ops_->scale(cmd, x_.view(), dim_s_, n, c.dim, L.output_scale);
+    mark(cmd, "layer.scale");
+    barrier(cmd);
   }
 }
 
