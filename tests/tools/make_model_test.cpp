@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "engine/cpu/cpu_model.h"
 #include "engine/model/llama_model.h"
 #include "tests/common/test_models.h"
 
@@ -304,6 +305,94 @@ TEST_F(MakeModel, BadArgumentsFailClearly) {
   EXPECT_EQ(make("x.gguf", "--vocab-from /nonexistent.gguf"), 1);
   EXPECT_NE(last_stderr_.find("/nonexistent.gguf"), std::string::npos) << last_stderr_;
   EXPECT_EQ(make("x.gguf", "--tied --untied"), 2);
+}
+
+// Gemma 3 and gpt-oss files load with the windows, rope bases, sinks, biases and expert types asked
+// for, and a tied Gemma's random weights give sane logits (finite, std of a few units, no echo of
+// the input token).
+TEST_F(MakeModel, WindowedArchitectures) {
+  const std::string small = "--dim 64 --heads 2 --kv-heads 1 --head-dim 32 --hidden 64 --vocab 300 --context 512 ";
+  ASSERT_EQ(make("g3.gguf", "--preset gemma3-small --layers 6 --window 16 " + small), 0) << last_stderr_;
+  const auto g3 = LlamaModel::load(path("g3.gguf"));
+  const LlamaConfig& c = g3->config();
+  EXPECT_EQ(c.architecture, "gemma3");
+  EXPECT_TRUE(c.tied_embeddings);
+  EXPECT_FLOAT_EQ(c.embedding_scale, 8.0f);  // sqrt(64)
+  for (uint32_t l = 0; l < 6; ++l) {  // default period 6: layers 0-4 local (base 10000), layer 5 global (1e6)
+    EXPECT_EQ(c.layers[l].attention.window, l < 5 ? 16u : 0u) << l;
+    EXPECT_FLOAT_EQ(c.layers[l].attention.rope_base, l < 5 ? 10000.0f : 1e6f) << l;
+    EXPECT_TRUE(c.layers[l].post_norms);
+    const LayerWeights& w = g3->weights().layers[l];
+    EXPECT_TRUE(w.attn_q_norm && w.attn_k_norm && w.post_attn_norm && w.post_ffn_norm);
+  }
+  EXPECT_NEAR(tensor_stats(g3->weights().output_norm).mean, 16.0, 0.5);
+  EXPECT_NEAR(tensor_stats(*g3->weights().layers[0].post_ffn_norm).mean, 2.0, 0.1);
+  {
+    CpuModel cpu(*g3, 1, 8);
+    int echoes = 0;
+    for (int32_t pos = 0; pos < 8; ++pos) {
+      const int32_t token = 3 + 37 * pos;
+      const std::vector<float>& logits = cpu.forward(token, pos);
+      double sum = 0, sum_sq = 0;
+      size_t best = 0;
+      for (size_t i = 0; i < logits.size(); ++i) {
+        ASSERT_TRUE(std::isfinite(logits[i]));
+        sum += logits[i];
+        sum_sq += double(logits[i]) * logits[i];
+        if (logits[i] > logits[best]) best = i;
+      }
+      const double mean = sum / logits.size(), sd = std::sqrt(sum_sq / logits.size() - mean * mean);
+      EXPECT_GT(sd, 1.0) << pos;
+      EXPECT_LT(sd, 20.0) << pos;
+      echoes += best == static_cast<size_t>(token);
+    }
+    EXPECT_LT(echoes, 4);
+  }
+  // An explicit period and local rope base, and gemma2's soft-caps.
+  ASSERT_EQ(make("g3p.gguf", "--preset gemma3-small --layers 4 --window 8 --window-period 2 --rope-base-swa 5000 " + small), 0)
+      << last_stderr_;
+  const LlamaConfig c2 = LlamaModel::load(path("g3p.gguf"))->config();
+  for (uint32_t l = 0; l < 4; ++l) {
+    EXPECT_EQ(c2.layers[l].attention.window, l % 2 == 0 ? 8u : 0u) << l;
+    EXPECT_FLOAT_EQ(c2.layers[l].attention.rope_base, l % 2 == 0 ? 5000.0f : 1e6f) << l;
+  }
+  ASSERT_EQ(make("g2.gguf", "--preset gemma2-small --layers 2 --attn-softcap 5 " + small), 0) << last_stderr_;
+  const LlamaConfig g2 = LlamaModel::load(path("g2.gguf"))->config();
+  EXPECT_FLOAT_EQ(g2.layers[0].attention.softcap, 5.0f);
+  EXPECT_FLOAT_EQ(g2.final_softcap, 30.0f);
+  EXPECT_EQ(g2.layers[0].attention.window, 128u);
+  EXPECT_EQ(g2.layers[1].attention.window, 0u);
+
+  ASSERT_EQ(make("oss.gguf", "--preset gpt-oss-small --layers 3 --window 8 --experts 4 --experts-used 2 "
+                             "--expert-hidden 32 " + small), 0) << last_stderr_;
+  const auto oss = LlamaModel::load(path("oss.gguf"));
+  const LlamaConfig& o = oss->config();
+  EXPECT_EQ(o.architecture, "gpt-oss");
+  EXPECT_FALSE(o.tied_embeddings);
+  EXPECT_EQ(oss->file().get_int("general.file_type"), 38);  // MOSTLY_MXFP4_MOE
+  EXPECT_EQ(o.rope_scaling, "yarn");
+  EXPECT_FLOAT_EQ(o.yarn.factor, 32.0f);
+  EXPECT_EQ(o.yarn.original_context, 4096u);
+  for (uint32_t l = 0; l < 3; ++l) {
+    EXPECT_EQ(o.layers[l].attention.window, l % 2 == 0 ? 8u : 0u) << l;
+    EXPECT_TRUE(o.layers[l].attention.sinks);
+    EXPECT_EQ(o.layers[l].ffn.n_experts, 4u);
+    const LayerWeights& w = oss->weights().layers[l];
+    EXPECT_TRUE(w.attn_sinks && w.bq && w.bk && w.bv && w.bo && w.router_bias && w.b_gate && w.b_up && w.b_down);
+    EXPECT_EQ(w.w_gate.type, GgmlType::kMXFP4);
+    EXPECT_EQ(w.w_down.type, GgmlType::kMXFP4);
+    EXPECT_EQ(w.wq.type, GgmlType::kQ8_0);
+    EXPECT_FALSE(w.post_ffn_norm);
+  }
+  {
+    CpuModel cpu(*oss, 1, 4);
+    for (int32_t pos = 0; pos < 4; ++pos) {
+      for (const float v : cpu.forward(5 + pos, pos)) ASSERT_TRUE(std::isfinite(v));
+    }
+  }
+  // Windows only where the architecture has them.
+  EXPECT_EQ(make("bad.gguf", "--preset tiny --window 8"), 1);
+  EXPECT_NE(last_stderr_.find("llama has no sliding windows"), std::string::npos) << last_stderr_;
 }
 
 }  // namespace

@@ -61,6 +61,23 @@ TEST(ModelSpecPresets, RealShapes) {
   EXPECT_EQ(matrix_type(q, "blk.0.ffn_down.weight", 4864), GgmlType::kQ6_K);
   EXPECT_EQ(matrix_type(q, "blk.3.ffn_down.weight", 4864), GgmlType::kQ4_K);  // 24 layers: 0-2, 5, 8, ..., 21-23
 
+  const ModelSpec g = *preset("gemma3-1b");  // Gemma 3 1B: 1.0B parameters, 302M of them the tied embedding
+  EXPECT_EQ(g.architecture, "gemma3");
+  EXPECT_EQ(g.head_dim(), 256u);
+  EXPECT_EQ(g.window, 512u);
+  EXPECT_TRUE(g.tied_embeddings);
+  EXPECT_NEAR(g.n_parameters() / 1e9, 1.0, 0.01);
+  EXPECT_EQ(matrix_type(g, "token_embd.weight", 1152), GgmlType::kQ8_0);  // Q6_K does not fit 1152 columns
+  EXPECT_EQ(matrix_type(g, "blk.0.ffn_down.weight", 6912), GgmlType::kQ4_0);
+  // gpt-oss-20b: 20.9B parameters; 4.2B active as counted here, both embedding matrices included
+  // (OpenAI's 3.6B leaves out the input embedding).
+  const ModelSpec o = *preset("gpt-oss-20b");
+  EXPECT_NEAR(o.n_parameters() / 1e9, 20.9, 0.2);
+  EXPECT_NEAR(o.n_active_parameters() / 1e9, 4.19, 0.05);
+  EXPECT_EQ(matrix_type(o, "blk.0.ffn_down_exps.weight", 2880), GgmlType::kMXFP4);
+  EXPECT_EQ(matrix_type(o, "blk.0.attn_q.weight", 2880), GgmlType::kQ8_0);
+  EXPECT_EQ(llama_file_type(o), 38u);
+
   EXPECT_EQ(preset("tiny")->dim, 64u);
   EXPECT_FALSE(preset("nope").has_value());
   for (const std::string& name : preset_names()) {

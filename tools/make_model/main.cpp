@@ -22,7 +22,7 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"Write a synthetic llama/qwen2/qwen3 GGUF with seeded random weights."};
+  CLI::App app{"Write a synthetic llama/qwen2/qwen3/phi3/gemma2/gemma3/gpt-oss GGUF with seeded random weights."};
   std::string output, preset_name = "tiny", type_name, output_type_name, arch_name, vocab_from, name;
   std::optional<uint32_t> dim, layers, heads, kv_heads, hidden, vocab, context;
   std::optional<float> rope_base, norm_eps, init_scale;
@@ -52,6 +52,21 @@ int run(int argc, char** argv) {
   app.add_option("--experts-used", experts_used, "Experts each token runs (expert_used_count)");
   app.add_option("--expert-hidden", expert_hidden, "Each expert's feed-forward size (expert_feed_forward_length)");
   app.add_option("--rope-base", rope_base, "Rotary base frequency (llama.rope.freq_base)");
+  std::optional<uint32_t> window, window_period, yarn_original;
+  std::optional<float> rope_base_swa, attn_softcap, final_softcap, yarn_factor;
+  std::string expert_type_name;
+  app.add_option("--window", window,
+                 "Sliding window in tokens (attention.sliding_window; gemma2, gemma3, gpt-oss; 0 = every layer global)");
+  app.add_option("--window-period", window_period,
+                 "Write attention.sliding_window_pattern: layer l slides when l % N < N - 1 (default: the "
+                 "architecture's, gemma2/gpt-oss 2, gemma3 6; 1 = every layer slides)");
+  app.add_option("--rope-base-swa", rope_base_swa, "Local layers' rope base (rope.freq_base_swa; gemma3's default 10000)");
+  app.add_option("--attn-softcap", attn_softcap, "gemma2 attn_logit_softcapping (default 50; 0 = none)");
+  app.add_option("--final-softcap", final_softcap, "gemma2 final_logit_softcapping (default 30; 0 = none)");
+  app.add_option("--yarn-factor", yarn_factor, "YaRN rope scaling factor (rope.scaling.type yarn; gpt-oss presets 32; 0 = none)");
+  app.add_option("--yarn-original-context", yarn_original,
+                 "rope.scaling.original_context_length (default context / factor; gpt-oss presets 4096)");
+  app.add_option("--expert-type", expert_type_name, "Type of the expert matrices (default: --type's; gpt-oss mxfp4)");
   app.add_option("--norm-eps", norm_eps, "RMSNorm epsilon");
   app.add_flag("--tied", tied, "Tie output to token embeddings (no output.weight)");
   app.add_flag("--untied", untied, "Write a separate output.weight");
@@ -91,7 +106,31 @@ int run(int argc, char** argv) {
       return 2;
     }
   }
-  if (!arch_name.empty()) spec->architecture = arch_name;
+  if (!expert_type_name.empty()) {
+    spec->expert_type = vks::tools::parse_weight_type(expert_type_name);
+    if (!spec->expert_type) {
+      std::fprintf(stderr, "vks-make-model: unknown --expert-type '%s' (choose one of %s)\n", expert_type_name.c_str(),
+                   vks::tools::weight_type_names().c_str());
+      return 2;
+    }
+  }
+  if (!arch_name.empty() && arch_name != spec->architecture) {
+    spec->architecture = arch_name;
+    // The preset's architecture-only settings do not carry over to another architecture.
+    const vks::ArchitectureInfo* info = vks::find_architecture(arch_name);
+    if (info != nullptr && info->window_period == 0) spec->window = 0;
+    if (arch_name != "gpt-oss") {
+      spec->yarn_factor = 0.0f;
+      spec->yarn_original_context = 0;
+    }
+  }
+  if (window) spec->window = *window;
+  if (window_period) spec->window_period = *window_period;
+  if (rope_base_swa) spec->rope_freq_base_swa = *rope_base_swa;
+  if (attn_softcap) spec->attn_softcap = *attn_softcap;
+  if (final_softcap) spec->final_softcap = *final_softcap;
+  if (yarn_factor) spec->yarn_factor = *yarn_factor;
+  if (yarn_original) spec->yarn_original_context = *yarn_original;
   if (tied && untied) {
     std::fprintf(stderr, "vks-make-model: --tied and --untied contradict each other\n");
     return 2;
@@ -148,8 +187,15 @@ int run(int argc, char** argv) {
                 spec->context_length, spec->tied_embeddings ? "tied" : "untied", spec->n_parameters() / 1e6,
                 static_cast<unsigned long long>(result.n_tensors), result.file_bytes / 1048576.0, seconds);
     if (spec->has_experts()) {
-      std::printf("experts: %u per layer of %u rows, %u per token: %.1fM params active per token\n", spec->n_experts,
-                  spec->expert_hidden_dim, spec->n_experts_used, spec->n_active_parameters() / 1e6);
+      const auto et = spec->experts_type();
+      std::printf("experts: %u per layer of %u rows (%s), %u per token: %.1fM params active per token\n",
+                  spec->n_experts, spec->expert_hidden_dim,
+                  et ? std::string(vks::ggml_type_name(*et)).c_str() : "as the other matrices", spec->n_experts_used,
+                  spec->n_active_parameters() / 1e6);
+    }
+    if (spec->window != 0) {
+      std::printf("sliding window %u, pattern period %s\n", spec->window,
+                  spec->window_period != 0 ? std::to_string(spec->window_period).c_str() : "the architecture's default");
     }
   }
   return 0;

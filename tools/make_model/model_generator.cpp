@@ -48,7 +48,19 @@ struct TensorPlan {
   uint64_t cols;
   Init init;
   uint64_t stack = 1;  // a 3-D tensor of `stack` matrices (experts): ggml dims [cols, rows / stack, stack]
+  // Values ~ N(mean, std_dev^2) instead of the init's default where std_dev >= 0.
+  float mean = 0.0f;
+  float std_dev = -1.0f;
 };
+
+// Tied Gemma models (as the fixtures, /work/shared/models/README.md): the input embedding is
+// multiplied by sqrt(dim), and logits are the final state times the same rows. With unit-scale
+// embeddings the residual stream stays dominated by the input token and a random model echoes it;
+// small embeddings (std 0.25 after the sqrt(dim) scale), post-norms ~2 (each sublayer's output
+// outweighs the embedding) and output_norm ~16 (logits std ~4 = 16 x 0.25) keep it sane at any dim.
+constexpr float kGemmaEmbedStd = 0.25f;
+constexpr float kGemmaPostNorm = 2.0f;
+constexpr float kGemmaOutputNorm = 16.0f;
 
 std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
   const uint64_t q = uint64_t{s.n_heads} * s.head_dim(), kv = uint64_t{s.n_kv_heads} * s.head_dim();
@@ -58,13 +70,30 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
     const GgmlType t = matrix_type(s, n, cols);
     p.push_back({std::move(n), t, rows, cols, Init::kMatrix});
   };
-  auto vec = [&](std::string n, uint64_t len, Init init) { p.push_back({std::move(n), GgmlType::kF32, 1, len, init}); };
+  auto vec = [&](std::string n, uint64_t len, Init init, float mean = 0.0f, float std_dev = -1.0f) {
+    p.push_back({std::move(n), GgmlType::kF32, 1, len, init, 1, mean, std_dev});
+  };
+  // Per-expert bias vectors: ggml dims [len, n_experts].
+  auto vec_stack = [&](std::string n, uint64_t len) {
+    p.push_back({std::move(n), GgmlType::kF32, s.n_experts, len, Init::kBias});
+  };
+  const bool gemma_scaled = arch.scale_embeddings && s.tied_embeddings;
+  // Tied Gemma: norm weights near `mean` with the spread of U(0.8, 1.2) x mean, as the fixtures;
+  // else the usual 1 +- 0.02.
+  auto norm = [&](std::string n, float mean) {
+    if (gemma_scaled) {
+      vec(std::move(n), s.dim, Init::kNorm, mean, 0.115f * mean);
+    } else {
+      vec(std::move(n), s.dim, Init::kNorm);
+    }
+  };
   auto experts = [&](std::string n, uint64_t rows, uint64_t cols) {
     const GgmlType t = matrix_type(s, n, cols);
     p.push_back({std::move(n), t, rows * s.n_experts, cols, Init::kMatrix, s.n_experts});
   };
   const bool fused = arch.projections == ProjectionLayout::kFused;
   matrix("token_embd.weight", s.vocab_size, s.dim);
+  if (gemma_scaled) p.back().std_dev = kGemmaEmbedStd * s.init_scale / std::sqrt(static_cast<float>(s.dim));
   for (uint32_t l = 0; l < s.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     vec(b + "attn_norm.weight", s.dim, Init::kNorm);
@@ -85,12 +114,22 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
       vec(b + "attn_k_norm.weight", s.head_dim(), Init::kNorm);
     }
     matrix(b + "attn_output.weight", s.dim, q);
-    vec(b + "ffn_norm.weight", s.dim, Init::kNorm);
+    if (arch.output_bias == TensorRule::kRequired) vec(b + "attn_output.bias", s.dim, Init::kBias);  // gpt-oss
+    if (arch.sinks == TensorRule::kRequired) vec(b + "attn_sinks.weight", s.n_heads, Init::kBias, 0.0f, 1.0f);
+    if (arch.post_norms) norm(b + "post_attention_norm.weight", gemma_scaled ? kGemmaPostNorm : 1.0f);
+    // The pre-FFN norm (gpt-oss calls it post_attention_norm and has no post-norms).
+    vec(b + std::string(arch.ffn_norm) + ".weight", s.dim, Init::kNorm);
     if (s.has_experts()) {  // the router stays F32, as llama-quantize leaves it
       p.push_back({b + "ffn_gate_inp.weight", GgmlType::kF32, s.n_experts, s.dim, Init::kMatrix});
       experts(b + "ffn_gate_exps.weight", s.expert_hidden_dim, s.dim);
       experts(b + "ffn_up_exps.weight", s.expert_hidden_dim, s.dim);
       experts(b + "ffn_down_exps.weight", s.dim, s.expert_hidden_dim);
+      if (arch.expert_biases == TensorRule::kRequired) {  // gpt-oss: router and every expert's biases
+        vec(b + "ffn_gate_inp.bias", s.n_experts, Init::kBias);
+        vec_stack(b + "ffn_gate_exps.bias", s.expert_hidden_dim);
+        vec_stack(b + "ffn_up_exps.bias", s.expert_hidden_dim);
+        vec_stack(b + "ffn_down_exps.bias", s.dim);
+      }
     } else if (fused) {  // gate rows then up rows in ffn_up
       matrix(b + "ffn_up.weight", 2 * uint64_t{s.hidden_dim}, s.dim);
       matrix(b + "ffn_down.weight", s.dim, s.hidden_dim);
@@ -99,8 +138,9 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
       matrix(b + "ffn_up.weight", s.hidden_dim, s.dim);
       matrix(b + "ffn_down.weight", s.dim, s.hidden_dim);
     }
+    if (arch.post_norms) norm(b + "post_ffw_norm.weight", gemma_scaled ? kGemmaPostNorm : 1.0f);
   }
-  vec("output_norm.weight", s.dim, Init::kNorm);
+  norm("output_norm.weight", gemma_scaled ? kGemmaOutputNorm : 1.0f);
   if (!s.tied_embeddings) matrix("output.weight", s.vocab_size, s.dim);
   return p;
 }
@@ -132,6 +172,24 @@ void add_hyperparameters(gguf::GgufWriter& w, const ModelSpec& s) {
   w.set(a + ".rope.freq_base", make_float32(s.rope_freq_base));
   w.set(a + ".attention.layer_norm_rms_epsilon", make_float32(s.norm_eps));
   w.set(a + ".vocab_size", make_uint32(s.vocab_size));
+  if (s.window != 0) {
+    w.set(a + ".attention.sliding_window", make_uint32(s.window));
+    if (s.window_period != 0) w.set(a + ".attention.sliding_window_pattern", make_uint32(s.window_period));
+    if (s.rope_freq_base_swa > 0.0f) w.set(a + ".rope.freq_base_swa", make_float32(s.rope_freq_base_swa));
+  }
+  const ArchitectureInfo& arch = *find_architecture(s.architecture);
+  if (arch.softcap_keys) {  // gemma2 files carry both keys
+    w.set(a + ".attn_logit_softcapping", make_float32(s.attn_softcap.value_or(arch.attn_softcap)));
+    w.set(a + ".final_logit_softcapping", make_float32(s.final_softcap.value_or(arch.final_softcap)));
+  }
+  if (s.yarn_factor > 1.0f) {  // as converted gpt-oss files
+    w.set(a + ".rope.scaling.type", make_string("yarn"));
+    w.set(a + ".rope.scaling.factor", make_float32(s.yarn_factor));
+    const uint32_t original = s.yarn_original_context != 0
+                                  ? s.yarn_original_context
+                                  : std::max<uint32_t>(1, static_cast<uint32_t>(s.context_length / s.yarn_factor));
+    w.set(a + ".rope.scaling.original_context_length", make_uint32(original));
+  }
 }
 
 // Fills rows [r0, r1) of tensor `index` (row-seeded, so the result is independent of threading
@@ -140,10 +198,11 @@ void fill_rows(const ModelSpec& s, size_t index, const TensorPlan& t, uint64_t r
   std::vector<float> row(t.cols);
   const size_t row_bytes = ggml_row_size(t.type, t.cols);
   // Norms ~ 1 ± 0.02, biases ~ N(0, 0.1²) (small next to the projections' unit-scale outputs).
-  const float std_dev = t.init == Init::kNorm   ? 0.02f
+  const float std_dev = t.std_dev >= 0.0f        ? t.std_dev
+                        : t.init == Init::kNorm   ? 0.02f
                         : t.init == Init::kBias ? 0.1f
                                                 : s.init_scale / std::sqrt(static_cast<float>(t.cols));
-  const float mean = t.init == Init::kNorm ? 1.0f : 0.0f;
+  const float mean = t.std_dev >= 0.0f ? t.mean : t.init == Init::kNorm ? 1.0f : 0.0f;
   for (uint64_t r = r0; r < r1; ++r) {
     uint64_t seed_state = s.seed ^ (static_cast<uint64_t>(index) << 40) ^ r;
     NormalRng rng(splitmix64(seed_state));
@@ -171,9 +230,9 @@ GenerateResult write_model(const ModelSpec& spec, const std::string& path, const
   }
   const std::vector<TensorPlan> plan = plan_tensors(spec);
   for (const TensorPlan& t : plan) {
-    w.add_tensor(t.name, t.type, t.init != Init::kMatrix ? std::vector<uint64_t>{t.cols}
-                                 : t.stack > 1            ? std::vector<uint64_t>{t.cols, t.rows / t.stack, t.stack}
-                                                          : std::vector<uint64_t>{t.cols, t.rows});
+    w.add_tensor(t.name, t.type, t.stack > 1                              ? std::vector<uint64_t>{t.cols, t.rows / t.stack, t.stack}
+                                 : t.init != Init::kMatrix && t.rows == 1 ? std::vector<uint64_t>{t.cols}
+                                                                          : std::vector<uint64_t>{t.cols, t.rows});
   }
   uint64_t total = 0;
   for (const gguf::TensorInfo& t : w.tensors()) total += t.nbytes;

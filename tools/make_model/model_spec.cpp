@@ -22,10 +22,17 @@ uint64_t parameters(const ModelSpec& s, uint64_t experts_counted) {
 }  // namespace
 
 uint64_t ModelSpec::n_parameters() const { return parameters(*this, n_experts); }
+
+std::optional<GgmlType> ModelSpec::experts_type() const {
+  if (expert_type) return expert_type;
+  if (architecture == "gpt-oss") return GgmlType::kMXFP4;  // as every converted gpt-oss file
+  return std::nullopt;
+}
 uint64_t ModelSpec::n_active_parameters() const { return parameters(*this, n_experts_used); }
 
 std::vector<std::string> preset_names() {
-  return {"tiny", "tiny-moe", "tinyllama-1.1b", "smollm2-135m", "llama-3.2-1b", "qwen2.5-0.5b", "qwen3-30b-a3b"};
+  return {"tiny", "tiny-moe", "tinyllama-1.1b", "smollm2-135m", "llama-3.2-1b", "qwen2.5-0.5b", "qwen3-30b-a3b",
+          "gemma3-small", "gemma3-1b", "gemma2-small", "gpt-oss-small", "gpt-oss-20b"};
 }
 
 std::optional<ModelSpec> preset(const std::string& name) {
@@ -61,6 +68,35 @@ std::optional<ModelSpec> preset(const std::string& name) {
     s.vocab_size = 151936; s.context_length = 32768; s.rope_freq_base = 1000000.0f; s.norm_eps = 1e-6f;
     s.tied_embeddings = true;
     s.type = GgmlType::kQ4_K; s.recipe = Recipe::kQ4_K_M;
+  } else if (name == "gemma3-small" || name == "gemma3-1b" || name == "gemma2-small") {
+    // Gemma: tied output, GELU, post-norms; gemma3 adds Q/K norms and windows 5 of 6 layers (rope
+    // base 1e6 on the global layers, 10000 on the local ones), gemma2 windows every other layer
+    // and soft-caps scores (50) and logits (30).
+    s.architecture = name == "gemma2-small" ? "gemma2" : "gemma3";
+    s.tied_embeddings = true; s.norm_eps = 1e-6f;
+    if (name == "gemma3-1b") {  // Gemma 3 1B; Q4_0 as Google's QAT file, output Q6_K -> Q8_0 (1152 cols)
+      s.dim = 1152; s.n_layers = 26; s.n_heads = 4; s.n_kv_heads = 1; s.head_dim_override = 256; s.hidden_dim = 6912;
+      s.vocab_size = 262144; s.context_length = 32768; s.rope_freq_base = 1000000.0f; s.window = 512;
+      s.type = GgmlType::kQ4_0; s.output_type = GgmlType::kQ6_K;
+    } else {  // quick runs: a few MB, one global layer of 6 (gemma3) or every other (gemma2)
+      s.dim = 256; s.n_layers = 6; s.n_heads = 4; s.n_kv_heads = 1; s.head_dim_override = 64; s.hidden_dim = 1024;
+      s.vocab_size = 4096; s.context_length = 32768; s.window = 128;
+      s.rope_freq_base = s.architecture == "gemma3" ? 1000000.0f : 10000.0f;
+    }
+  } else if (name == "gpt-oss-20b" || name == "gpt-oss-small") {
+    // gpt-oss: Q/K/V and output biases, sinks, every other layer a 128-token window, top-4 routing,
+    // MXFP4 experts, YaRN x32 over a 4096-token original context (rope base 150000).
+    s.architecture = "gpt-oss";
+    s.context_length = 131072; s.rope_freq_base = 150000.0f; s.window = 128;
+    s.yarn_factor = 32.0f; s.yarn_original_context = 4096;
+    s.type = GgmlType::kQ8_0; s.expert_type = GgmlType::kMXFP4;
+    if (name == "gpt-oss-20b") {  // ~12 GB: 24 layers of 32 experts of 2880 rows
+      s.dim = 2880; s.n_layers = 24; s.n_heads = 64; s.n_kv_heads = 8; s.head_dim_override = 64; s.hidden_dim = 2880;
+      s.vocab_size = 201088; s.n_experts = 32; s.n_experts_used = 4; s.expert_hidden_dim = 2880;
+    } else {  // the same kinds of layers at ~0.3 GB
+      s.dim = 1024; s.n_layers = 8; s.n_heads = 16; s.n_kv_heads = 4; s.head_dim_override = 64; s.hidden_dim = 1024;
+      s.vocab_size = 32000; s.n_experts = 16; s.n_experts_used = 4; s.expert_hidden_dim = 1024;
+    }
   } else {
     return std::nullopt;
   }
@@ -68,6 +104,7 @@ std::optional<ModelSpec> preset(const std::string& name) {
 }
 
 uint32_t llama_file_type(const ModelSpec& spec) {
+  if (spec.has_experts() && spec.experts_type() == GgmlType::kMXFP4) return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
   switch (spec.recipe) {
     case Recipe::kQ4_K_M: return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
     case Recipe::kQ5_K_M: return 17;  // LLAMA_FTYPE_MOSTLY_Q5_K_M
@@ -158,6 +195,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 GgmlType matrix_type(const ModelSpec& spec, const std::string& name, uint64_t cols) {
   GgmlType t = spec.type;
+  if (const auto experts = spec.experts_type(); experts && name.find("_exps.weight") != std::string::npos) {
+    return *experts;  // validate() checks the rows hold whole blocks
+  }
   const bool output = name == "output.weight" || (spec.tied_embeddings && name == "token_embd.weight");
   if (output && spec.output_type) {
     t = *spec.output_type;
@@ -207,6 +247,30 @@ void validate(const ModelSpec& s) {
   if (!(s.init_scale > 0.0f) || !std::isfinite(s.init_scale)) bad("--init-scale must be positive");
   if (find_architecture(s.architecture) == nullptr) {
     bad("--arch '" + s.architecture + "' is not supported (supported: " + supported_architecture_names() + ")");
+  }
+  const ArchitectureInfo& info = *find_architecture(s.architecture);
+  if (s.window != 0 && info.window_period == 0) {
+    bad("--window: " + s.architecture + " has no sliding windows (they run for gemma2, gemma3, gpt-oss)");
+  }
+  if (s.window > s.context_length) bad("--window must not exceed --context");
+  if (s.window_period != 0 && s.window == 0) bad("--window-period needs --window");
+  if (s.window_period > s.n_layers) bad("--window-period must not exceed --layers");
+  if ((s.attn_softcap || s.final_softcap) && !info.softcap_keys) bad("--attn-softcap/--final-softcap: only gemma2 reads them");
+  if ((s.attn_softcap && !(*s.attn_softcap >= 0.0f)) || (s.final_softcap && !(*s.final_softcap >= 0.0f))) {
+    bad("soft-caps must not be negative (0 = none)");
+  }
+  if (s.rope_freq_base_swa < 0.0f || !std::isfinite(s.rope_freq_base_swa)) bad("--rope-base-swa must be positive");
+  if (s.rope_freq_base_swa > 0.0f && s.window == 0) bad("--rope-base-swa needs --window");
+  if (s.yarn_factor != 0.0f && !(s.yarn_factor >= 1.0f && std::isfinite(s.yarn_factor))) bad("--yarn-factor must be at least 1");
+  if (const auto et = s.experts_type(); et && s.has_experts()) {
+    const auto et_traits = ggml_type_traits(*et);
+    if (!et_traits || et_traits->quantize == nullptr) bad("unsupported --expert-type (supported: " + weight_type_names() + ")");
+    for (const uint32_t v : {s.dim, s.expert_hidden_dim}) {
+      if (v % et_traits->block_size != 0) {
+        bad("--dim and --expert-hidden must be multiples of " + std::to_string(et_traits->block_size) + ", the " +
+            std::string(ggml_type_name(*et)) + " block size of the experts");
+      }
+    }
   }
   const auto traits = ggml_type_traits(static_cast<uint32_t>(s.type));
   if (!traits || traits->quantize == nullptr) bad("unsupported weight type (supported: " + weight_type_names() + ")");

@@ -30,13 +30,31 @@ struct ModelSpec {
   float norm_eps = 1e-5f;
   bool tied_embeddings = false;
   std::string architecture = "llama";  // llama, qwen2 (adds Q/K/V biases), qwen3 (adds Q/K norms),
-                                       // qwen3moe (Q/K norms, experts), phi3 (fused projections)
+                                       // qwen3moe (Q/K norms, experts), phi3 (fused projections),
+                                       // gemma2/gemma3 (post-norms, GELU, windows; gemma3 Q/K norms),
+                                       // gpt-oss (biases, sinks, windows, MXFP4 experts)
   uint32_t head_dim_override = 0;  // attention.key_length when the heads are not dim / n_heads wide
   // Experts (n_experts > 1): every layer's feed-forward block is n_experts experts of
   // expert_hidden_dim rows, n_experts_used per token, picked by an F32 router (ffn_gate_inp).
   uint32_t n_experts = 0;
   uint32_t n_experts_used = 0;
   uint32_t expert_hidden_dim = 0;
+  // Sliding windows (gemma2, gemma3, gpt-oss): <arch>.attention.sliding_window; 0 = none (every
+  // layer global). window_period writes attention.sliding_window_pattern (layer l slides when
+  // l % period < period - 1); 0 leaves the key out, so llama.cpp's default period for the
+  // architecture applies (gemma2 and gpt-oss 2, gemma3 6).
+  uint32_t window = 0;
+  uint32_t window_period = 0;
+  float rope_freq_base_swa = 0.0f;  // rope.freq_base_swa when > 0 (else gemma3's local layers use 10000)
+  // Soft-caps (gemma2's attn_logit_softcapping / final_logit_softcapping): written for architectures
+  // that read them, with the architecture's defaults (50 and 30) where unset.
+  std::optional<float> attn_softcap;
+  std::optional<float> final_softcap;
+  // YaRN (rope.scaling.type yarn): factor > 1 writes rope.scaling.{type,factor,original_context_length}.
+  float yarn_factor = 0.0f;
+  uint32_t yarn_original_context = 0;  // 0: context_length / yarn_factor
+  // Type of the expert matrices (ffn_*_exps) instead of the recipe's; gpt-oss defaults to MXFP4.
+  std::optional<GgmlType> expert_type;
   GgmlType type = GgmlType::kF32;  // every matrix (kPure) or the recipe's main type; norms are F32
   Recipe recipe = Recipe::kPure;
   // Type of output.weight (token_embd when tied) instead of the recipe's, as llama-quantize's
@@ -45,6 +63,8 @@ struct ModelSpec {
   uint64_t seed = 1;
   float init_scale = 1.0f;         // matrix weights ~ N(0, init_scale^2 / cols)
 
+  // The experts' type where it differs from the recipe's: expert_type, else MXFP4 for gpt-oss.
+  std::optional<GgmlType> experts_type() const;
   uint32_t head_dim() const { return head_dim_override != 0 ? head_dim_override : dim / n_heads; }
   bool has_experts() const { return n_experts > 1; }
   uint64_t n_parameters() const;
