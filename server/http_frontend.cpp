@@ -330,6 +330,7 @@ void HttpFrontend::openai_responses(HttpConnection& c, HttpRequest& r) {
   g.api = http::Api::kOpenAiResponses;
   g.stream = req.stream;
   g.tools = std::move(req.tools);
+  g.echo = std::move(req.echo);
   submit(c, r, std::move(g), std::move(req.wire), http::openai_responses_param_names());
 }
 

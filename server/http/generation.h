@@ -51,6 +51,7 @@ struct Generation {
   int32_t open_text_block = -1;   // Anthropic / Responses streaming: the text block (item) being streamed, -1 = none
   int32_t blocks = 0;             // Anthropic / Responses streaming: content blocks (output items) started
   int64_t sequence = 0;           // Responses streaming: the events' sequence_number
+  nlohmann::json echo;            // Responses: the request's settings each response object repeats
   std::optional<std::string> cors_origin;  // the request's allowed Origin (CORS header on its answer)
   std::string error_message;      // from a kError event
   ErrorCode error_code = ErrorCode::kInternal;

@@ -145,10 +145,25 @@ json call_item(const Generation& g, const chat::ToolCall& call, size_t index, co
 }
 
 json response_base(const Generation& g, const char* status) {
-  return {{"id", "resp_" + g.id}, {"object", "response"}, {"created_at", g.created_unix}, {"status", status},
-          {"model", g.model}, {"output", json::array()}, {"error", nullptr}, {"incomplete_details", nullptr},
-          {"parallel_tool_calls", true}, {"tool_choice", "auto"}, {"tools", json::array()},
-          {"text", {{"format", {{"type", "text"}}}}}, {"usage", nullptr}};
+  json r = {{"id", "resp_" + g.id}, {"object", "response"}, {"created_at", g.created_unix}, {"status", status},
+            {"model", g.model}, {"output", json::array()}, {"error", nullptr}, {"incomplete_details", nullptr},
+            {"parallel_tool_calls", true}, {"tool_choice", "auto"}, {"tools", json::array()},
+            {"text", {{"format", {{"type", "text"}}}}}, {"usage", nullptr}};
+  // What the request set, as OpenAI repeats it (clients read tool_choice and text.format back).
+  if (g.echo.is_object()) {
+    for (const auto& [key, value] : g.echo.items()) r[key] = value;
+  }
+  return r;
+}
+
+// The request's settings that a response object repeats, as sent.
+json request_echo(const JsonBody& body) {
+  json echo = json::object();
+  for (const char* key : {"instructions", "max_output_tokens", "parallel_tool_calls", "temperature", "text", "tool_choice",
+                          "tools", "top_p", "metadata"}) {
+    if (given(body, key)) echo[key] = json::parse(dump_json(body[key]));
+  }
+  return echo;
 }
 
 json finished_response(const Generation& g, const EngineEvent& finished, json output) {
@@ -267,6 +282,7 @@ std::variant<OpenAiResponsesRequest, ApiError> map_openai_responses(const JsonBo
   bool offered = false;
   if (auto e = map_tools(std::get<JsonBody>(tools), w, offered)) return std::move(*e);
   if (offered) out.tools.emplace(model.tool_format);
+  out.echo = request_echo(body);
   w["stream"] = true;
   return out;
 }

@@ -65,6 +65,10 @@ std::optional<ApiError> map_tools(const JsonBody& body, json& wire, bool& offere
     wire["parallel_tool_calls"] = it->get<bool>();
   }
   offered = have_tools && choice != "none";
+  // A forced call is the whole answer: the response format (response_format, text.format) is
+  // for a text answer that this turn will not have, so it does not constrain this turn. Agents
+  // send both (a structured final answer, a forced first call); OpenAI answers the call.
+  if (offered && (choice == "required" || choice == "function")) wire.erase("json_schema");
   return std::nullopt;
 }
 

@@ -16,6 +16,7 @@ namespace vks::http {
 
 // tools, tool_choice ("auto" | "none" | "required" | {"type": "function", "function": {"name"}}),
 // parallel_tool_calls -> the wire fields. `offered`: tools are on (given, and choice not "none").
+// Call it after the response format is mapped: a forced call drops the wire's json_schema.
 std::optional<ApiError> map_tools(const JsonBody& body, nlohmann::json& wire, bool& offered);
 
 // An assistant message's tool_calls -> JSON text for the wire turn, or the error naming `where`.
