@@ -2,7 +2,7 @@
 // vkstreamd --http serving a tiny random-weight model with the Qwen2.5 vocabulary and chat
 // template (made by vks-make-model; its text is gibberish, so only structure is checked): a
 // required call comes back as message.tool_calls whose arguments validate, the SDK's own stream
-// accumulator (beta.chat.completions.stream) rebuilds the same calls from the deltas, a tool
+// accumulator (chat.completions.stream) rebuilds the same calls from the deltas, a tool
 // result in the history is accepted, ollama.chat returns calls with object arguments, and
 // Anthropic's SDK gets tool_use blocks from /v1/messages, whole and through its stream helper.
 import { test, before, after } from "node:test";
@@ -106,7 +106,7 @@ test("openai: a required call comes back as message.tool_calls that validate", a
 
 test("openai: the SDK's stream accumulator rebuilds the same calls from the deltas", async () => {
   const whole = await openai.chat.completions.create(request);
-  const stream = openai.beta.chat.completions.stream({ ...request, stream: true });
+  const stream = openai.chat.completions.stream({ ...request, stream: true });
   const final = await stream.finalChatCompletion();
   const streamed = final.choices[0];
   assert.equal(streamed.finish_reason, "tool_calls");
