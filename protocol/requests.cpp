@@ -302,6 +302,7 @@ Result<ChatRequest> parse_chat(MapReader& r, const ProtocolLimits& limits) {
     return fail();
   }
   if (!read_opt_bool(r, "parallel_tool_calls", c.parallel_tool_calls)) return fail();
+  if (!read_opt_bool(r, "enable_thinking", c.enable_thinking)) return fail();
   if ((c.tool_choice == "required" || c.tool_choice == "function") && c.tools.empty()) {
     r.fail(WireError::kInvalidField, "tool_choice", "tool_choice " + c.tool_choice + " needs tools");
     return fail();
@@ -564,6 +565,7 @@ std::string encode_request(const RequestBody& body, const Tag& tag) {
                    if (!c.tool_choice.empty()) w.str("tool_choice", c.tool_choice);
                    if (!c.tool_name.empty()) w.str("tool_name", c.tool_name);
                    put_optional(w, "parallel_tool_calls", c.parallel_tool_calls);
+                   put_optional(w, "enable_thinking", c.enable_thinking);
                    encode_generate(w, c.generate, /*with_prompt=*/false);
                  },
                  [&](const EmbedRequest& e) { detail::encode_embed(w, e); },

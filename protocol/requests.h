@@ -105,6 +105,7 @@ struct ChatRequest {
   std::string tool_choice;                   // "" = "auto" when tools are given
   std::string tool_name;                     // tool_choice "function": the function to call
   std::optional<bool> parallel_tool_calls;   // unset: true
+  std::optional<bool> enable_thinking;       // the template's thinking switch (Qwen3); unset: its default
 
   bool has_tools() const { return !tools.empty() && tool_choice != "none"; }
 };
