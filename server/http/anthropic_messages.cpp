@@ -1,5 +1,6 @@
 #include "server/http/anthropic_messages.h"
 
+#include "server/http/answer_parse.h"
 #include "server/http/tool_mapping.h"
 
 namespace vks::http {
@@ -143,9 +144,31 @@ json tool_use_block(const Generation& g, const chat::ToolCall& call, size_t inde
   return {{"type", "tool_use"}, {"id", "toolu_" + g.id + "_" + std::to_string(index)}, {"name", call.name}, {"input", std::move(input)}};
 }
 
-// The events for what the parser settled (or all of the text without tools).
-std::string block_events(Generation& g, const chat::ToolParse& parsed) {
+std::string close_thinking(Generation& g) {
+  if (g.reasoning_block < 0) return {};
+  const int32_t index = g.reasoning_block;
+  g.reasoning_block = -1;
+  // No signature can be given (nothing is signed here); the field is there, empty, for clients
+  // that expect it.
+  return sse("content_block_delta", {{"type", "content_block_delta"}, {"index", index},
+                                     {"delta", {{"type", "signature_delta"}, {"signature", ""}}}}) +
+         sse("content_block_stop", {{"type", "content_block_stop"}, {"index", index}});
+}
+
+// The events for what the parsers settled (or all of the text without tools or reasoning).
+std::string block_events(Generation& g, const AnswerPiece& piece) {
   std::string out;
+  const chat::ToolParse& parsed = piece.answer;
+  if (g.show_reasoning && !piece.reasoning.empty()) {  // the block comes first: nothing else is open
+    if (g.reasoning_block < 0) {
+      g.reasoning_block = g.blocks++;
+      out += sse("content_block_start", {{"type", "content_block_start"}, {"index", g.reasoning_block},
+                                         {"content_block", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}}});
+    }
+    out += sse("content_block_delta", {{"type", "content_block_delta"}, {"index", g.reasoning_block},
+                                       {"delta", {{"type", "thinking_delta"}, {"thinking", piece.reasoning}}}});
+  }
+  if (!parsed.text.empty() || !parsed.calls.empty()) out += close_thinking(g);
   if (!parsed.text.empty()) {
     if (g.open_text_block < 0) {
       g.open_text_block = g.blocks++;
@@ -218,6 +241,21 @@ std::variant<AnthropicRequest, ApiError> map_anthropic_messages(const JsonBody& 
   bool offered = false;
   if (auto e = map_tools(std::get<JsonBody>(tools), w, offered)) return std::move(*e);
   if (offered) out.tools.emplace(model.tool_format);
+  // thinking {type: "enabled", budget_tokens} asks for thinking blocks; without it Anthropic's
+  // models do not think, so a template with the switch is told not to (and a model that thinks
+  // anyway has its reasoning left out of the answer).
+  Think think = Think::kOff;
+  if (present(body, "thinking")) {
+    const JsonBody& t = body["thinking"];
+    const std::string type = t.is_object() && t.contains("type") && t["type"].is_string() ? t["type"].get<std::string>() : "";
+    if (type == "enabled" || type == "adaptive") {
+      think = Think::kOn;
+    } else if (type != "disabled") {
+      return bad_field("thinking must be {\"type\": \"enabled\", \"budget_tokens\": N} or {\"type\": \"disabled\"}", "thinking");
+    }
+  }
+  if (auto e = map_think(think, model, w, "thinking", /*strict=*/true)) return std::move(*e);
+  out.show_reasoning = think == Think::kOn;
   w["stream"] = true;
   return out;
 }
@@ -230,13 +268,9 @@ std::string anthropic_message_start(const Generation& g) {
 
 std::string anthropic_token_events(Generation& g, const EngineEvent& ev) {
   if (ev.text.empty()) return {};
-  chat::ToolParse parsed;
-  if (g.tools) {
-    g.tools->feed(ev.text, parsed);
-  } else {
-    parsed.text = ev.text;
-  }
-  return block_events(g, parsed);
+  AnswerPiece piece;
+  split_answer(g, ev.text, /*end=*/false, piece);
+  return block_events(g, piece);
 }
 
 std::string anthropic_final_events(Generation& g, const EngineEvent& finished) {
@@ -244,12 +278,10 @@ std::string anthropic_final_events(Generation& g, const EngineEvent& finished) {
     const std::string message = g.error_message.empty() ? "generation failed" : g.error_message;
     return sse("error", {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", message}}}});
   }
-  std::string out;
-  if (g.tools) {
-    chat::ToolParse parsed;
-    g.tools->finish(parsed);
-    out += block_events(g, parsed);
-  }
+  AnswerPiece piece;
+  split_answer(g, {}, /*end=*/true, piece);
+  std::string out = block_events(g, piece);
+  out += close_thinking(g);
   if (g.open_text_block >= 0) {
     out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", g.open_text_block}});
     g.open_text_block = -1;
@@ -262,14 +294,13 @@ std::string anthropic_final_events(Generation& g, const EngineEvent& finished) {
 }
 
 json anthropic_message(Generation& g, const EngineEvent& finished) {
-  chat::ToolParse parsed;
-  if (g.tools) {
-    g.tools->feed(g.text, parsed);
-    g.tools->finish(parsed);
-  } else {
-    parsed.text = g.text;
-  }
+  AnswerPiece piece;
+  split_answer(g, g.text, /*end=*/true, piece);
+  const chat::ToolParse& parsed = piece.answer;
   json content = json::array();
+  if (g.show_reasoning && !piece.reasoning.empty()) {
+    content.push_back({{"type", "thinking"}, {"thinking", piece.reasoning}, {"signature", ""}});
+  }
   if (!parsed.text.empty()) content.push_back({{"type", "text"}, {"text", parsed.text}});
   for (size_t i = 0; i < parsed.calls.size(); ++i) content.push_back(tool_use_block(g, parsed.calls[i], i));
   return {{"id", "msg_" + g.id}, {"type", "message"}, {"role", "assistant"}, {"content", std::move(content)},

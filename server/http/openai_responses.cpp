@@ -1,5 +1,6 @@
 #include "server/http/openai_responses.h"
 
+#include "server/http/answer_parse.h"
 #include "server/http/openai_api.h"
 #include "server/http/tool_mapping.h"
 
@@ -180,6 +181,31 @@ json finished_response(const Generation& g, const EngineEvent& finished, json ou
   return r;
 }
 
+std::string reasoning_id(const Generation& g, int32_t index) { return "rs_" + g.id + "_" + std::to_string(index); }
+
+// A reasoning item with the model's own reasoning text (open models show it; there is nothing to
+// summarize or encrypt).
+json reasoning_item(const Generation& g, int32_t index, const std::string& text, const char* status) {
+  json content = std::string(status) == "in_progress" ? json::array() : json::array({{{"type", "reasoning_text"}, {"text", text}}});
+  return {{"type", "reasoning"}, {"id", reasoning_id(g, index)}, {"summary", json::array()}, {"content", std::move(content)},
+          {"status", status}};
+}
+
+std::string close_reasoning(Generation& g) {
+  if (g.reasoning_block < 0) return {};
+  const int32_t index = g.reasoning_block;
+  g.reasoning_block = -1;
+  const std::string id = reasoning_id(g, index);
+  std::string out = event(g, "response.reasoning_text.done",
+                          {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"text", g.reasoning_text}});
+  out += event(g, "response.content_part.done", {{"item_id", id}, {"output_index", index}, {"content_index", 0},
+                                                 {"part", {{"type", "reasoning_text"}, {"text", g.reasoning_text}}}});
+  json item = reasoning_item(g, index, g.reasoning_text, "completed");
+  g.logprobs_acc.push_back(item);
+  out += event(g, "response.output_item.done", {{"output_index", index}, {"item", std::move(item)}});
+  return out;
+}
+
 // Closes the open message item (text done, part done, item done).
 std::string close_message(Generation& g) {
   if (g.open_text_block < 0) return {};
@@ -195,8 +221,24 @@ std::string close_message(Generation& g) {
   return out;
 }
 
-std::string parsed_events(Generation& g, const chat::ToolParse& parsed) {
+std::string parsed_events(Generation& g, const AnswerPiece& piece) {
   std::string out;
+  const chat::ToolParse& parsed = piece.answer;
+  if (!piece.reasoning.empty()) {  // the reasoning block comes first: no other item is open
+    if (g.reasoning_block < 0) {
+      g.reasoning_block = g.blocks++;
+      g.reasoning_text.clear();
+      out += event(g, "response.output_item.added",
+                   {{"output_index", g.reasoning_block}, {"item", reasoning_item(g, g.reasoning_block, "", "in_progress")}});
+      out += event(g, "response.content_part.added",
+                   {{"item_id", reasoning_id(g, g.reasoning_block)}, {"output_index", g.reasoning_block}, {"content_index", 0},
+                    {"part", {{"type", "reasoning_text"}, {"text", ""}}}});
+    }
+    g.reasoning_text += piece.reasoning;
+    out += event(g, "response.reasoning_text.delta", {{"item_id", reasoning_id(g, g.reasoning_block)}, {"output_index", g.reasoning_block},
+                                                      {"content_index", 0}, {"delta", piece.reasoning}});
+  }
+  if (!parsed.text.empty() || !parsed.calls.empty()) out += close_reasoning(g);
   if (!parsed.text.empty()) {
     if (g.open_text_block < 0) {  // a message item opens (text after a call opens another)
       g.open_text_block = g.blocks++;
@@ -282,6 +324,17 @@ std::variant<OpenAiResponsesRequest, ApiError> map_openai_responses(const JsonBo
   bool offered = false;
   if (auto e = map_tools(std::get<JsonBody>(tools), w, offered)) return std::move(*e);
   if (offered) out.tools.emplace(model.tool_format);
+  // reasoning.effort: "none" switches a thinking template off; any other effort switches it on.
+  Think think = Think::kUnset;
+  if (given(body, "reasoning")) {
+    const JsonBody& r = body["reasoning"];
+    if (!r.is_object()) return bad_field("reasoning must be an object {\"effort\": ...}", "reasoning");
+    if (given(r, "effort")) {
+      if (!r["effort"].is_string()) return bad_field("reasoning.effort must be a string", "reasoning.effort");
+      think = r["effort"] == "none" ? Think::kOff : Think::kOn;
+    }
+  }
+  if (auto e = map_think(think, model, w, "reasoning", /*strict=*/false)) return std::move(*e);
   out.echo = request_echo(body);
   w["stream"] = true;
   return out;
@@ -296,13 +349,9 @@ std::string responses_created_event(Generation& g) {
 
 std::string responses_token_events(Generation& g, const EngineEvent& ev) {
   if (ev.text.empty()) return {};
-  chat::ToolParse parsed;
-  if (g.tools) {
-    g.tools->feed(ev.text, parsed);
-  } else {
-    parsed.text = ev.text;
-  }
-  return parsed_events(g, parsed);
+  AnswerPiece piece;
+  split_answer(g, ev.text, /*end=*/false, piece);
+  return parsed_events(g, piece);
 }
 
 std::string responses_final_events(Generation& g, const EngineEvent& finished) {
@@ -312,12 +361,10 @@ std::string responses_final_events(Generation& g, const EngineEvent& finished) {
     failed["error"] = {{"code", "server_error"}, {"message", message}};
     return event(g, "response.failed", {{"response", std::move(failed)}});
   }
-  std::string out;
-  if (g.tools) {
-    chat::ToolParse parsed;
-    g.tools->finish(parsed);
-    out += parsed_events(g, parsed);
-  }
+  AnswerPiece piece;
+  split_answer(g, {}, /*end=*/true, piece);
+  std::string out = parsed_events(g, piece);
+  out += close_reasoning(g);
   out += close_message(g);
   json items = g.logprobs_acc.is_array() ? g.logprobs_acc : json::array();
   const char* type = finished.reason == FinishReason::kLength ? "response.incomplete" : "response.completed";
@@ -325,15 +372,14 @@ std::string responses_final_events(Generation& g, const EngineEvent& finished) {
 }
 
 json responses_object(Generation& g, const EngineEvent& finished) {
-  chat::ToolParse parsed;
-  if (g.tools) {
-    g.tools->feed(g.text, parsed);
-    g.tools->finish(parsed);
-  } else {
-    parsed.text = g.text;
-  }
+  AnswerPiece piece;
+  split_answer(g, g.text, /*end=*/true, piece);
+  const chat::ToolParse& parsed = piece.answer;
   json output = json::array();
-  if (!parsed.text.empty()) output.push_back(message_item(g, 0, parsed.text, "completed"));
+  // Item indexes as the stream numbers them: reasoning, then the message, then the calls.
+  int32_t index = 0;
+  if (!piece.reasoning.empty()) output.push_back(reasoning_item(g, index++, piece.reasoning, "completed"));
+  if (!parsed.text.empty()) output.push_back(message_item(g, index++, parsed.text, "completed"));
   for (size_t i = 0; i < parsed.calls.size(); ++i) output.push_back(call_item(g, parsed.calls[i], i, "completed"));
   return finished_response(g, finished, std::move(output));
 }

@@ -23,7 +23,8 @@ export function makeChatModel(dir, name, vocab = "qwen2-vocab.gguf") {
   return model;
 }
 
-// Starts vkstreamd --http on `model`; resolves to {dir, baseUrl, stop}. extraArgs go last.
+// Starts vkstreamd --http on `model` (a path, or a function of the temporary folder that makes
+// one); resolves to {dir, baseUrl, stop}. extraArgs (or a function of the folder) go last.
 export async function startDaemon(prefix, model, extraArgs = []) {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const modelPath = typeof model === "function" ? model(dir) : model;
@@ -31,7 +32,7 @@ export async function startDaemon(prefix, model, extraArgs = []) {
   const daemon = spawn(join(buildDir, "server/vkstreamd"), [
     "--model", modelPath, "--cpu",
     "--socket", join(dir, "vkstream.sock"), "--zmq", `ipc://${dir}/router.zmq`, "--pub", `ipc://${dir}/pub.zmq`,
-    "--http", "127.0.0.1:0", ...extraArgs,
+    "--http", "127.0.0.1:0", ...(typeof extraArgs === "function" ? extraArgs(dir) : extraArgs),
   ], { stdio: ["ignore", "pipe", "pipe"] });
   const baseUrl = await new Promise((ok, fail) => {
     const onData = (d) => {

@@ -1,0 +1,121 @@
+// Reasoning (<think>...</think>) split off the answer on every chat surface, through the official
+// SDKs, unmodified, against vkstreamd --http serving a tiny random model (Qwen2.5 vocabulary) with
+// a DeepSeek-R1-style fixture template: its generation prompt opens the block (`<think>\n`), and
+// with enable_thinking false it writes an empty block instead, as Qwen3's does. A random model
+// never closes the block on its own, so its answer is all reasoning; a grammar forces the shape
+// `reasoning</think>\n\nanswer` where the split itself is checked.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { Ollama } from "ollama";
+import Anthropic from "@anthropic-ai/sdk";
+import { makeChatModel, startDaemon } from "./daemon.js";
+
+const MODEL = "qwen-thinks";
+const TEMPLATE = [
+  "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor -%}",
+  "{%- if add_generation_prompt %}<|im_start|>assistant\n",
+  "{%- if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% else %}<think>\n{% endif %}",
+  "{%- endif %}",
+].join("");
+// Starts inside the block: reasoning, the close marker, the answer.
+const SHAPE = 'root ::= [a-z]{2,8} " " [a-z]{2,8} "</think>" "\\n\\n" [a-z]{2,8} " " [a-z]{2,8}';
+
+let server;
+let openai;
+let ollama;
+let anthropic;
+const messages = [{ role: "user", content: "Is it sunny in Paris?" }];
+
+before(async () => {
+  server = await startDaemon("vks-http-think-", (dir) => {
+    writeFileSync(join(dir, "thinks.jinja"), TEMPLATE);
+    return makeChatModel(dir, MODEL);
+  }, (dir) => ["--chat-template", join(dir, "thinks.jinja")]);
+  openai = new OpenAI({ baseURL: `${server.baseUrl}/v1`, apiKey: "unused", maxRetries: 0 });
+  ollama = new Ollama({ host: server.baseUrl });
+  anthropic = new Anthropic({ baseURL: server.baseUrl, apiKey: "unused", maxRetries: 0 });
+});
+
+after(async () => { await server?.stop(); });
+
+test("openai chat: reasoning_content and content, whole and streamed deltas alike", async () => {
+  const params = { model: MODEL, messages, temperature: 0, max_tokens: 60, grammar: SHAPE };
+  const whole = await openai.chat.completions.create(params);
+  const m = whole.choices[0].message;
+  assert.match(m.reasoning_content, /^[a-z]+ [a-z]+$/);
+  assert.match(m.content, /^[a-z]+ [a-z]+$/);
+  assert.equal(whole.choices[0].finish_reason, "stop");
+  let reasoning = "";
+  let content = "";
+  for await (const chunk of await openai.chat.completions.create({ ...params, stream: true })) {
+    const d = chunk.choices[0]?.delta ?? {};
+    reasoning += d.reasoning_content ?? "";
+    content += d.content ?? "";
+  }
+  assert.equal(reasoning, m.reasoning_content);
+  assert.equal(content, m.content);
+});
+
+test("openai chat: enable_thinking false reaches the template; the answer is all content", async () => {
+  const on = await openai.chat.completions.create({ model: MODEL, messages, temperature: 0, max_tokens: 8 });
+  assert.ok(on.choices[0].message.reasoning_content.length > 0);
+  assert.equal(on.choices[0].message.content, "");
+  const off = await openai.chat.completions.create({
+    model: MODEL, messages, temperature: 0, max_tokens: 8, chat_template_kwargs: { enable_thinking: false },
+  });
+  assert.equal(off.choices[0].message.reasoning_content, undefined);
+  assert.ok(off.choices[0].message.content.length > 0);
+  assert.ok(off.usage.prompt_tokens > on.usage.prompt_tokens);  // the empty block was rendered
+  const none = await openai.chat.completions.create({ model: MODEL, messages, temperature: 0, max_tokens: 8, reasoning_effort: "none" });
+  assert.equal(none.usage.prompt_tokens, off.usage.prompt_tokens);
+  await assert.rejects(
+    openai.chat.completions.create({ model: MODEL, messages, max_tokens: 8, chat_template_kwargs: { enable_thinking: "yes" } }),
+    (e) => e.status === 400 && /enable_thinking/.test(e.message));
+});
+
+test("ollama: think true gives message.thinking, whole and streamed; think false switches it off", async () => {
+  const options = { temperature: 0, num_predict: 8 };
+  const on = await ollama.chat({ model: MODEL, messages, think: true, options });
+  assert.ok(on.message.thinking.length > 0);
+  assert.equal(on.message.content, "");
+  let thinking = "";
+  for await (const part of await ollama.chat({ model: MODEL, messages, think: true, options, stream: true })) {
+    thinking += part.message.thinking ?? "";
+  }
+  assert.equal(thinking, on.message.thinking);
+  const off = await ollama.chat({ model: MODEL, messages, think: false, options });
+  assert.equal(off.message.thinking, undefined);
+  assert.ok(off.message.content.length > 0);
+  assert.ok(off.prompt_eval_count > on.prompt_eval_count);
+  const show = await ollama.show({ model: MODEL });
+  assert.ok(show.capabilities.includes("thinking"), JSON.stringify(show.capabilities));
+});
+
+test("anthropic: thinking blocks only when thinking is enabled, whole and streamed", async () => {
+  const base = { model: MODEL, max_tokens: 8, temperature: 0, messages };
+  const plain = await anthropic.messages.create(base);
+  assert.deepEqual(plain.content.map((b) => b.type), ["text"]);  // thinking off: the template's empty block
+  const params = { ...base, thinking: { type: "enabled", budget_tokens: 1024 } };
+  const thought = await anthropic.messages.create(params);
+  assert.equal(thought.content[0].type, "thinking");
+  assert.ok(thought.content[0].thinking.length > 0);
+  const streamed = await anthropic.messages.stream(params).finalMessage();
+  assert.deepEqual(streamed.content.map((b) => [b.type, b.thinking ?? b.text]), thought.content.map((b) => [b.type, b.thinking ?? b.text]));
+  assert.ok(plain.usage.input_tokens > thought.usage.input_tokens);
+});
+
+test("openai responses: a reasoning item before the message, whole and streamed", async () => {
+  const params = { model: MODEL, input: "Is it sunny?", temperature: 0, max_output_tokens: 8, reasoning: { effort: "low" } };
+  const whole = await openai.responses.create(params);
+  assert.equal(whole.output[0].type, "reasoning");
+  assert.ok(whole.output[0].content[0].text.length > 0);
+  const stream = openai.responses.stream(params);
+  let deltas = "";
+  stream.on("response.reasoning_text.delta", (e) => { deltas += e.delta; });
+  const final = await stream.finalResponse();
+  assert.equal(deltas, whole.output[0].content[0].text);
+  assert.deepEqual(final.output.map((o) => o.type), whole.output.map((o) => o.type));
+});
