@@ -3,7 +3,8 @@
 // a DeepSeek-R1-style fixture template: its generation prompt opens the block (`<think>\n`), and
 // with enable_thinking false it writes an empty block instead, as Qwen3's does. A random model
 // never closes the block on its own, so its answer is all reasoning; a grammar forces the shape
-// `reasoning</think>\n\nanswer` where the split itself is checked.
+// `reasoning</think>\n\nanswer` where the split itself is checked. The Vercel AI SDK reads the
+// same reasoning_content as its reasoning parts.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
@@ -11,6 +12,8 @@ import { join } from "node:path";
 import OpenAI from "openai";
 import { Ollama } from "ollama";
 import Anthropic from "@anthropic-ai/sdk";
+import { generateText, streamText } from "ai";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { makeChatModel, startDaemon } from "./daemon.js";
 
 const MODEL = "qwen-thinks";
@@ -118,4 +121,20 @@ test("openai responses: a reasoning item before the message, whole and streamed"
   const final = await stream.finalResponse();
   assert.equal(deltas, whole.output[0].content[0].text);
   assert.deepEqual(final.output.map((o) => o.type), whole.output.map((o) => o.type));
+});
+
+test("ai sdk: generateText and streamText read reasoning_content as reasoning", async () => {
+  const provider = createOpenAICompatible({ name: "vkstream", baseURL: `${server.baseUrl}/v1`, apiKey: "unused" });
+  const settings = {
+    model: provider.chatModel(MODEL), prompt: "Is it sunny in Paris?", temperature: 0, maxOutputTokens: 60, maxRetries: 0,
+    providerOptions: { vkstream: { grammar: SHAPE } },  // passed into the body, as any field a user sets
+  };
+  const whole = await generateText(settings);
+  assert.match(whole.reasoningText, /^[a-z]+ [a-z]+$/);
+  assert.match(whole.text, /^[a-z]+ [a-z]+$/);
+  const streamed = streamText(settings);
+  let reasoning = "";
+  for await (const part of streamed.fullStream) if (part.type === "reasoning-delta") reasoning += part.text;
+  assert.equal(reasoning, whole.reasoningText);
+  assert.equal(await streamed.text, whole.text);
 });
