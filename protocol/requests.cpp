@@ -283,7 +283,8 @@ Result<ChatRequest> parse_chat(MapReader& r, const ProtocolLimits& limits) {
     ChatTurn turn;
     if (!m.get_string("role", turn.role, true, 64, false) || !read_json_array_text(m, "tool_calls", limits, turn.tool_calls) ||
         !m.get_string("content", turn.content, turn.tool_calls.empty(), limits.max_frame_bytes) ||
-        !m.get_string("tool_call_id", turn.tool_call_id, false, 256) || !m.get_string("name", turn.name, false, 256)) {
+        !m.get_string("tool_call_id", turn.tool_call_id, false, 256) || !m.get_string("name", turn.name, false, 256) ||
+        !m.get_string("reasoning_content", turn.reasoning_content, false, limits.max_frame_bytes)) {
       return r.fail_from(m), fail();
     }
     c.messages.push_back(std::move(turn));
@@ -547,13 +548,15 @@ std::string encode_request(const RequestBody& body, const Tag& tag) {
                    auto& pk = w.key("messages");
                    pk.pack_array(static_cast<uint32_t>(c.messages.size()));
                    for (const ChatTurn& turn : c.messages) {
-                     pk.pack_map(2 + !turn.tool_calls.empty() + !turn.tool_call_id.empty() + !turn.name.empty());
+                     pk.pack_map(2 + !turn.tool_calls.empty() + !turn.tool_call_id.empty() + !turn.name.empty() +
+                                 !turn.reasoning_content.empty());
                      detail::pack_str(pk, "role");
                      detail::pack_str(pk, turn.role);
                      detail::pack_str(pk, "content");
                      detail::pack_str(pk, turn.content);
                      for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"tool_calls", &turn.tool_calls},
-                                                      {"tool_call_id", &turn.tool_call_id}, {"name", &turn.name}}) {
+                                                      {"tool_call_id", &turn.tool_call_id}, {"name", &turn.name},
+                                                      {"reasoning_content", &turn.reasoning_content}}) {
                        if (value->empty()) continue;
                        detail::pack_str(pk, key);
                        detail::pack_str(pk, *value);

@@ -91,6 +91,7 @@ struct ChatTurn {
   std::string tool_calls = {};
   std::string tool_call_id = {};  // a "tool" turn: the call it answers
   std::string name = {};          // a "tool" turn: the function's name
+  std::string reasoning_content = {};  // an assistant turn's reasoning, given back (Qwen3's templates render it)
 };
 // tool_choice (docs/PROTOCOL.md 3.10): "auto" (the model decides; calls are parsed from its
 // answer), "none" (no tools offered), "required" (at least one call, grammar-enforced), or

@@ -16,10 +16,12 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
+// Tools, tool traffic or reasoning given back: the conversation goes to the template as JSON
+// messages (the plain path knows role and content only).
 bool uses_tools(const proto::ChatRequest& request) {
   if (!request.tools.empty()) return true;
   for (const proto::ChatTurn& turn : request.messages) {
-    if (!turn.tool_calls.empty() || !turn.tool_call_id.empty()) return true;
+    if (!turn.tool_calls.empty() || !turn.tool_call_id.empty() || !turn.reasoning_content.empty()) return true;
   }
   return false;
 }
@@ -60,6 +62,7 @@ std::optional<proto::ProtocolError> render_with_tools(const proto::ChatRequest& 
     if (!turn.tool_calls.empty()) m["tool_calls"] = parse_json_field(turn.tool_calls, "messages." + std::to_string(i) + ".tool_calls");
     if (!turn.tool_call_id.empty()) m["tool_call_id"] = turn.tool_call_id;
     if (!turn.name.empty()) m["name"] = turn.name;
+    if (!turn.reasoning_content.empty()) m["reasoning_content"] = turn.reasoning_content;
     messages.push_back(std::move(m));
   }
   const bool offer = request.has_tools() && !specs.empty();

@@ -47,6 +47,7 @@ std::optional<ApiError> add_turns(const JsonBody& m, const std::string& where, j
   }
   if (!content.is_array()) return bad_field(where + ".content must be a string or an array of content blocks", where + ".content");
   std::string text;
+  std::string reasoning;
   JsonBody calls = JsonBody::array();
   for (size_t i = 0; i < content.size(); ++i) {
     const JsonBody& block = content[i];
@@ -72,14 +73,21 @@ std::optional<ApiError> add_turns(const JsonBody& m, const std::string& where, j
       }
       if (block.value("is_error", false)) result = "Error: " + result;
       turns.push_back({{"role", "tool"}, {"content", result}, {"tool_call_id", block["tool_use_id"].get<std::string>()}});
-    } else if (type == "thinking" || type == "redacted_thinking") {
-      continue;  // earlier reasoning is not shown to the model again
+    } else if (type == "thinking" && role == "assistant") {
+      // Earlier reasoning, given back: the template renders it where it wants it (Qwen3's, in the
+      // current tool loop); its signature means nothing here.
+      if (!block.contains("thinking") || !block["thinking"].is_string()) return bad_field(at + ".thinking must be a string", at + ".thinking");
+      if (!reasoning.empty()) reasoning += "\n";
+      reasoning += block["thinking"].get<std::string>();
+    } else if (type == "redacted_thinking" || type == "thinking") {
+      continue;  // encrypted (nothing to show), or on a user turn
     } else {
       return bad_field(at + ": content blocks of type '" + type + "' are not supported here", at + ".type");
     }
   }
   if (role == "user" && text.empty() && !turns.empty() && turns.back()["role"] == "tool") return std::nullopt;
   json turn = {{"role", role}, {"content", text}};
+  if (!reasoning.empty()) turn["reasoning_content"] = std::move(reasoning);
   if (!calls.empty()) {
     auto wire_calls = wire_tool_calls(calls, where + ".content");
     if (auto* e = std::get_if<ApiError>(&wire_calls)) return std::move(*e);

@@ -92,6 +92,10 @@ std::variant<OllamaChatRequest, ApiError> map_ollama_chat(const JsonBody& body, 
       if (auto* e = std::get_if<ApiError>(&calls)) return std::move(*e);
       turn["tool_calls"] = std::move(std::get<std::string>(calls));
     }
+    if (auto t = m.find("thinking"); t != m.end() && !t->is_null()) {  // an earlier answer's thinking, given back
+      if (!t->is_string()) return bad_field(where + ".thinking must be a string", where + ".thinking");
+      if (role == "assistant" && !t->get<std::string>().empty()) turn["reasoning_content"] = t->get<std::string>();
+    }
     for (const char* key : {"tool_name", "name"}) {  // a tool result's function (Ollama: tool_name)
       if (auto n = m.find(key); n != m.end() && n->is_string() && !n->get<std::string>().empty()) {
         turn["name"] = n->get<std::string>();

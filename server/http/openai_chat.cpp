@@ -85,6 +85,16 @@ std::variant<json, ApiError> wire_messages(const JsonBody& body) {
       if (auto* e = std::get_if<ApiError>(&calls)) return std::move(*e);
       turn["tool_calls"] = std::move(std::get<std::string>(calls));
     }
+    // The reasoning of an earlier answer, given back (reasoning_content, or the `reasoning` alias):
+    // templates that think render it (Qwen3's, for the turns of the current tool loop).
+    for (const char* key : {"reasoning_content", "reasoning"}) {
+      auto r = m.find(key);
+      if (r == m.end() || r->is_null()) continue;
+      if (!r->is_string()) return bad_field(where + "." + key + " must be a string", where + "." + key);
+      if (role != "assistant") return bad_field(where + "." + key + ": only assistant messages carry reasoning", where + "." + key);
+      if (!r->get<std::string>().empty()) turn["reasoning_content"] = r->get<std::string>();
+      break;
+    }
     if (role == "tool") {
       if (auto id = m.find("tool_call_id"); id != m.end() && !id->is_null()) {
         if (!id->is_string()) return bad_field(where + ".tool_call_id must be a string", where + ".tool_call_id");

@@ -42,11 +42,17 @@ std::optional<ApiError> add_input(const JsonBody& input, json& turns) {
   }
   if (!input.is_array()) return bad_field("input must be a string or an array of items", "input");
   JsonBody pending_calls = JsonBody::array();  // consecutive function_call items: one assistant turn
+  std::string pending_reasoning;               // a reasoning item's text: the next assistant turn's
+  auto with_reasoning = [&](json turn) {
+    if (!pending_reasoning.empty()) turn["reasoning_content"] = std::move(pending_reasoning);
+    pending_reasoning.clear();
+    return turn;
+  };
   auto flush_calls = [&]() -> std::optional<ApiError> {
     if (pending_calls.empty()) return std::nullopt;
     auto calls = wire_tool_calls(pending_calls, "input");
     if (auto* e = std::get_if<ApiError>(&calls)) return std::move(*e);
-    turns.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", std::move(std::get<std::string>(calls))}});
+    turns.push_back(with_reasoning({{"role", "assistant"}, {"content", ""}, {"tool_calls", std::move(std::get<std::string>(calls))}}));
     pending_calls = JsonBody::array();
     return std::nullopt;
   };
@@ -60,6 +66,21 @@ std::optional<ApiError> add_input(const JsonBody& input, json& turns) {
       pending_calls.push_back({{"id", item.value("call_id", "")},
                                {"type", "function"},
                                {"function", {{"name", item["name"]}, {"arguments", item.contains("arguments") ? item["arguments"] : JsonBody("{}")}}}});
+      continue;
+    }
+    if (type == "reasoning") {
+      // Earlier reasoning, given back: its text (reasoning_text content, else the summary) goes
+      // with the assistant turn that follows. Encrypted reasoning has no text and is dropped.
+      for (const char* key : {"content", "summary"}) {
+        if (!given(item, key) || !item[key].is_array()) continue;
+        for (const JsonBody& part : item[key]) {
+          if (part.is_object() && part.contains("text") && part["text"].is_string()) {
+            if (!pending_reasoning.empty()) pending_reasoning += "\n";
+            pending_reasoning += part["text"].get<std::string>();
+          }
+        }
+        if (!pending_reasoning.empty()) break;
+      }
       continue;
     }
     if (auto e = flush_calls()) return e;
@@ -83,8 +104,9 @@ std::optional<ApiError> add_input(const JsonBody& input, json& turns) {
       if (!given(item, "content")) return bad_field(at + ".content is required", at + ".content");
       auto t = item_text(item["content"], at + ".content");
       if (auto* e = std::get_if<ApiError>(&t)) return std::move(*e);
-      turns.push_back({{"role", role == "developer" ? "system" : role}, {"content", std::get<std::string>(t)}});
-    } else if (type != "reasoning") {  // earlier reasoning is not shown again
+      json turn = {{"role", role == "developer" ? "system" : role}, {"content", std::get<std::string>(t)}};
+      turns.push_back(role == "assistant" ? with_reasoning(std::move(turn)) : std::move(turn));
+    } else {
       return bad_field(at + ": input items of type '" + type + "' are not supported", at + ".type");
     }
   }

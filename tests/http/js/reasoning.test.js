@@ -1,7 +1,8 @@
 // Reasoning (<think>...</think>) split off the answer on every chat surface, through the official
 // SDKs, unmodified, against vkstreamd --http serving a tiny random model (Qwen2.5 vocabulary) with
-// a DeepSeek-R1-style fixture template: its generation prompt opens the block (`<think>\n`), and
-// with enable_thinking false it writes an empty block instead, as Qwen3's does. A random model
+// a DeepSeek-R1-style fixture template: its generation prompt opens the block (`<think>\n`), with
+// enable_thinking false it writes an empty block instead, as Qwen3's does, and it renders an
+// assistant turn's reasoning_content given back. A random model
 // never closes the block on its own, so its answer is all reasoning; a grammar forces the shape
 // `reasoning</think>\n\nanswer` where the split itself is checked. The Vercel AI SDK reads the
 // same reasoning_content as its reasoning parts.
@@ -18,7 +19,8 @@ import { makeChatModel, startDaemon } from "./daemon.js";
 
 const MODEL = "qwen-thinks";
 const TEMPLATE = [
-  "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor -%}",
+  "{%- for m in messages %}<|im_start|>{{ m.role }}\n",
+  "{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}{{ m.content }}<|im_end|>\n{% endfor -%}",
   "{%- if add_generation_prompt %}<|im_start|>assistant\n",
   "{%- if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% else %}<think>\n{% endif %}",
   "{%- endif %}",
@@ -137,4 +139,34 @@ test("ai sdk: generateText and streamText read reasoning_content as reasoning", 
   for await (const part of streamed.fullStream) if (part.type === "reasoning-delta") reasoning += part.text;
   assert.equal(reasoning, whole.reasoningText);
   assert.equal(await streamed.text, whole.text);
+});
+
+test("reasoning given back in the history reaches the template on every surface", async () => {
+  const history = (extra) => [{ role: "user", content: "Hi" }, { role: "assistant", content: "Hello.", ...extra },
+    { role: "user", content: "Sunny?" }];
+  const applied = await fetch(`${server.baseUrl}/apply-template`, {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ messages: history({ reasoning_content: "they greet me" }) }),
+  }).then((r) => r.json());
+  assert.ok(applied.prompt.includes("<|im_start|>assistant\n<think>they greet me</think>Hello.<|im_end|>"), applied.prompt);
+
+  const chat = async (extra) => (await openai.chat.completions.create({ model: MODEL, messages: history(extra), max_tokens: 1 })).usage.prompt_tokens;
+  assert.ok(await chat({ reasoning_content: "they greet me" }) > await chat({}));
+  assert.equal(await chat({ reasoning: "they greet me" }), await chat({ reasoning_content: "they greet me" }));
+
+  const ol = async (extra) => (await ollama.chat({ model: MODEL, messages: history(extra), options: { num_predict: 1 } })).prompt_eval_count;
+  assert.ok(await ol({ thinking: "they greet me" }) > await ol({}));
+
+  const count = async (blocks) => (await anthropic.messages.countTokens({
+    model: MODEL, messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: [...blocks, { type: "text", text: "Hello." }] },
+      { role: "user", content: "Sunny?" }],
+  })).input_tokens;
+  assert.ok(await count([{ type: "thinking", thinking: "they greet me", signature: "" }]) > await count([]));
+
+  const resp = async (items) => (await openai.responses.create({
+    model: MODEL, max_output_tokens: 1,
+    input: [{ role: "user", content: "Hi" }, ...items, { role: "assistant", content: "Hello." }, { role: "user", content: "Sunny?" }],
+  })).usage.input_tokens;
+  const reasoning = { type: "reasoning", id: "rs_1", summary: [], content: [{ type: "reasoning_text", text: "they greet me" }] };
+  assert.ok(await resp([reasoning]) > await resp([]));
 });
