@@ -40,7 +40,9 @@ std::optional<ApiError> map_think(Think think, const ModelCatalogue& model, nloh
 std::optional<chat::ReasoningParser> reasoning_parser(const ModelCatalogue& model, const nlohmann::json& wire) {
   if (!model.reasoning.thinks()) return std::nullopt;
   chat::ReasoningFormat format = model.reasoning;
-  if (const auto it = wire.find("enable_thinking"); it != wire.end() && it->is_boolean() && !it->get<bool>()) {
+  // Only a template that reads the switch can honour it: one that always opens the block in its
+  // generation prompt (DeepSeek-R1's) still starts the answer inside it.
+  if (const auto it = wire.find("enable_thinking"); format.has_switch && it != wire.end() && it->is_boolean() && !it->get<bool>()) {
     format.starts_inside = false;
   }
   return chat::ReasoningParser(std::move(format));

@@ -37,8 +37,9 @@ std::optional<ApiError> map_think(Think think, const ModelCatalogue& model, nloh
                                   bool strict);
 
 // The answer's reasoning parser for a request mapped to `wire`, or none when the template does
-// not think. With enable_thinking false the generation prompt does not open the block (a
-// template that opens it when thinking writes an empty one instead), so the answer starts outside.
+// not think. With enable_thinking false, a template that reads the switch does not leave the block
+// open in its generation prompt (one that opens it when thinking writes an empty one instead), so
+// the answer starts outside it.
 std::optional<chat::ReasoningParser> reasoning_parser(const ModelCatalogue& model, const nlohmann::json& wire);
 
 // chat_template_kwargs (llama.cpp's and vLLM's name): only enable_thinking is known.
