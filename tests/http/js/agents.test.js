@@ -1,7 +1,8 @@
 // Agent frameworks, unmodified, against a real vkstreamd --http serving a tiny random-weight model
 // with the Qwen2.5 vocabulary and chat template (tools included): the Vercel AI SDK
-// (generateText / streamText through @ai-sdk/openai-compatible), LangChain's ChatOpenAI
-// (bindTools, streamed tool-call chunks, withStructuredOutput by function calling) and the OpenAI
+// (generateText / streamText with a tool, structured output, through @ai-sdk/openai-compatible),
+// LangChain's ChatOpenAI (bindTools, streamed tool-call chunks, withStructuredOutput by function
+// calling and by JSON schema) and the OpenAI
 // Agents SDK (an agent with one function tool run to completion over /v1/responses and over chat
 // completions, whole and streamed). Each does what a user does. The model's text is gibberish, so
 // the checks are on structure: a forced call (tool_choice required / a named tool) is guaranteed
@@ -10,7 +11,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
 import OpenAI from "openai";
-import { generateText, streamText, tool as aiTool, stepCountIs } from "ai";
+import { generateText, streamText, tool as aiTool, stepCountIs, Output } from "ai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { ChatOpenAI } from "@langchain/openai";
 import { HumanMessage, ToolMessage } from "@langchain/core/messages";
@@ -103,6 +104,18 @@ test("ai sdk: streamText with a required tool streams the call and its result", 
   assert.deepEqual(JSON.parse(deltas), call.input);
 });
 
+test("ai sdk: structured output (Output.object) through response_format json_schema", async () => {
+  const provider = createOpenAICompatible({
+    name: "vkstream", baseURL: `${server.baseUrl}/v1`, apiKey: "unused", supportsStructuredOutputs: true,
+  });
+  const r = await generateText({
+    model: provider.chatModel(MODEL), output: Output.object({ schema: weatherInput }), prompt: "Weather in Rome?",
+    temperature: 0, maxOutputTokens: 60, maxRetries: 0,
+  });
+  checkArguments(r.output);
+  assert.equal(r.finishReason, "stop");
+});
+
 // ---- LangChain ----
 
 function lcModel(extra = {}) {
@@ -141,10 +154,10 @@ test("langchain: streamed chunks concatenate to the same tool call", async () =>
   checkArguments(merged.tool_calls[0].args);
 });
 
-test("langchain: withStructuredOutput by function calling gives a valid object", async () => {
-  const structured = lcModel().withStructuredOutput(weatherInput, { name: "weather_query", method: "functionCalling" });
-  const out = await structured.invoke("Paris, three days");
-  checkArguments(out);
+test("langchain: withStructuredOutput by function calling and by JSON schema give valid objects", async () => {
+  const byCall = lcModel().withStructuredOutput(weatherInput, { name: "weather_query", method: "functionCalling" });
+  checkArguments(await byCall.invoke("Paris, three days"));
+  checkArguments(await lcModel().withStructuredOutput(weatherInput).invoke("Paris, three days"));  // the default: json_schema
 });
 
 // ---- OpenAI Agents SDK ----
