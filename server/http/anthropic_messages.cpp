@@ -58,7 +58,9 @@ std::optional<ApiError> add_turns(const JsonBody& m, const std::string& where, j
       text += block["text"].get<std::string>();
     } else if (type == "tool_use" && role == "assistant") {
       if (!block.contains("name") || !block["name"].is_string()) return bad_field(at + ".name must be a string", at + ".name");
-      calls.push_back({{"id", block.value("id", "")},
+      auto id = optional_string(block, "id", at);
+      if (auto* e = std::get_if<ApiError>(&id)) return std::move(*e);
+      calls.push_back({{"id", std::move(std::get<std::string>(id))},
                        {"type", "function"},
                        {"function", {{"name", block["name"]}, {"arguments", block.contains("input") ? block["input"] : JsonBody::object()}}}});
     } else if (type == "tool_result" && role == "user") {
@@ -71,7 +73,9 @@ std::optional<ApiError> add_turns(const JsonBody& m, const std::string& where, j
         if (auto* e = std::get_if<ApiError>(&t)) return std::move(*e);
         result = std::get<std::string>(t);
       }
-      if (block.value("is_error", false)) result = "Error: " + result;
+      auto is_error = optional_bool(block, "is_error", false, at);
+      if (auto* e = std::get_if<ApiError>(&is_error)) return std::move(*e);
+      if (std::get<bool>(is_error)) result = "Error: " + result;
       turns.push_back({{"role", "tool"}, {"content", result}, {"tool_call_id", block["tool_use_id"].get<std::string>()}});
     } else if (type == "thinking" && role == "assistant") {
       // Earlier reasoning, given back: the template renders it where it wants it (Qwen3's, in the
@@ -128,7 +132,9 @@ std::variant<JsonBody, ApiError> openai_tools(const JsonBody& body) {
     } else {
       return bad_field("tool_choice must be {\"type\": \"auto\" | \"any\" | \"none\"} or {\"type\": \"tool\", \"name\": ...}", "tool_choice");
     }
-    if (c.value("disable_parallel_tool_use", false)) out["parallel_tool_calls"] = false;
+    auto one = optional_bool(c, "disable_parallel_tool_use", false, "tool_choice");
+    if (auto* e = std::get_if<ApiError>(&one)) return std::move(*e);
+    if (std::get<bool>(one)) out["parallel_tool_calls"] = false;
   }
   return out;
 }

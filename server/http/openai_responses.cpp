@@ -63,7 +63,9 @@ std::optional<ApiError> add_input(const JsonBody& input, json& turns) {
     const std::string type = item.contains("type") && item["type"].is_string() ? item["type"].get<std::string>() : "message";
     if (type == "function_call") {
       if (!item.contains("name") || !item["name"].is_string()) return bad_field(at + ".name must be a string", at + ".name");
-      pending_calls.push_back({{"id", item.value("call_id", "")},
+      auto call_id = optional_string(item, "call_id", at);
+      if (auto* e = std::get_if<ApiError>(&call_id)) return std::move(*e);
+      pending_calls.push_back({{"id", std::move(std::get<std::string>(call_id))},
                                {"type", "function"},
                                {"function", {{"name", item["name"]}, {"arguments", item.contains("arguments") ? item["arguments"] : JsonBody("{}")}}}});
       continue;
@@ -95,7 +97,9 @@ std::optional<ApiError> add_input(const JsonBody& input, json& turns) {
           output = std::get<std::string>(t);
         }
       }
-      turns.push_back({{"role", "tool"}, {"content", output}, {"tool_call_id", item.value("call_id", "")}});
+      auto call_id = optional_string(item, "call_id", at);
+      if (auto* e = std::get_if<ApiError>(&call_id)) return std::move(*e);
+      turns.push_back({{"role", "tool"}, {"content", output}, {"tool_call_id", std::move(std::get<std::string>(call_id))}});
     } else if (type == "message") {
       const std::string role = item.contains("role") && item["role"].is_string() ? item["role"].get<std::string>() : "";
       if (role != "user" && role != "assistant" && role != "system" && role != "developer") {

@@ -108,6 +108,20 @@ std::variant<std::string, ApiError> wire_tool_calls(const JsonBody& calls, const
   return dump_ordered(out);
 }
 
+std::variant<std::string, ApiError> optional_string(const JsonBody& body, const char* key, const std::string& where) {
+  const auto it = body.is_object() ? body.find(key) : body.end();
+  if (!body.is_object() || it == body.end() || it->is_null()) return std::string();
+  if (!it->is_string()) return bad_field(where + "." + key + " must be a string", where + "." + key);
+  return it->get<std::string>();
+}
+
+std::variant<bool, ApiError> optional_bool(const JsonBody& body, const char* key, bool fallback, const std::string& where) {
+  const auto it = body.is_object() ? body.find(key) : body.end();
+  if (!body.is_object() || it == body.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) return bad_field(where + "." + key + " must be a boolean", where + "." + key);
+  return it->get<bool>();
+}
+
 std::string tool_call_id(const std::string& request_id, size_t index) {
   return "call_" + request_id + "_" + std::to_string(index);
 }

@@ -14,6 +14,8 @@
 #include "server/http/ollama_chat.h"
 #include "server/http/openai_chat.h"
 #include "server/http/answer_parse.h"
+#include "server/http/anthropic_messages.h"
+#include "server/http/openai_responses.h"
 #include "server/http/token_api.h"
 
 namespace vks::http {
@@ -549,6 +551,67 @@ TEST(TokenEndpoints, RequestsAndAnswers) {
   EXPECT_EQ(answer["tokens"][1]["piece"], json::array({0xC3}));
   EXPECT_EQ(tokenize_answer({7}, false, {})["tokens"], json::array({7}));
   EXPECT_EQ(count_tokens_body(JsonBody::parse(R"({"messages":[]})"))["max_tokens"], 1);
+}
+
+// Messages, Responses and the token endpoints with the reasoning fields, fuzzed as the chat bodies
+// are: every body is answered or refused with a 4xx naming a problem, never a throw nor a 5xx.
+TEST(Reasoning, FuzzedMessagesResponsesAndTokenBodiesAre4xxNeverThrowNor5xx) {
+  const ModelCatalogue model = thinking_model(true, true);
+  const json anthropic = json::parse(R"({"model":"thinker","max_tokens":9,"system":"s","thinking":{"type":"enabled","budget_tokens":1024},
+    "messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":""},
+    {"type":"text","text":"x"},{"type":"tool_use","id":"u","name":"f","input":{}}]},
+    {"role":"user","content":[{"type":"tool_result","tool_use_id":"u","content":"r"}]}],
+    "tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto"}})");
+  const json responses = json::parse(R"({"model":"thinker","instructions":"i","reasoning":{"effort":"low"},"max_output_tokens":9,
+    "input":[{"role":"user","content":"hi"},{"type":"reasoning","id":"r","summary":[],"content":[{"type":"reasoning_text","text":"t"}]},
+    {"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"o"}],
+    "tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"text":{"format":{"type":"text"}}})");
+  const json tokenize = json::parse(R"({"content":"hi","add_special":true,"parse_special":false,"with_pieces":true})");
+  const json detokenize = json::parse(R"({"tokens":[1,2,3]})");
+  std::mt19937 rng(32);
+  int accepted = 0;
+  int rejected = 0;
+  for (int i = 0; i < 6000; ++i) {
+    json body = i % 4 == 0 ? anthropic : i % 4 == 1 ? responses : i % 4 == 2 ? tokenize : detokenize;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) mutate(rng, body);
+    std::optional<ApiError> error;
+    ASSERT_NO_THROW({
+      if (i % 4 == 0) {
+        auto m = map_anthropic_messages(count_tokens_body(body), model);
+        if (auto* e = std::get_if<ApiError>(&m)) {
+          error = *e;
+        } else if (auto w = to_chat_request(std::get<AnthropicRequest>(m).wire, limits(), anthropic_param_names());
+                   std::holds_alternative<ApiError>(w)) {
+          error = std::get<ApiError>(w);
+        }
+      } else if (i % 4 == 1) {
+        auto m = map_openai_responses(body, model);
+        if (auto* e = std::get_if<ApiError>(&m)) {
+          error = *e;
+        } else if (auto w = to_chat_request(std::get<OpenAiResponsesRequest>(m).wire, limits(), openai_responses_param_names());
+                   std::holds_alternative<ApiError>(w)) {
+          error = std::get<ApiError>(w);
+        }
+      } else if (i % 4 == 2) {
+        auto m = map_tokenize(body);
+        if (auto* e = std::get_if<ApiError>(&m)) error = *e;
+      } else {
+        auto m = map_detokenize(body, 512);
+        if (auto* e = std::get_if<ApiError>(&m)) error = *e;
+      }
+    }) << body.dump();
+    if (error) {
+      ++rejected;
+      EXPECT_GE(error->status, 400) << body.dump();
+      EXPECT_LT(error->status, 500) << body.dump() << ": " << error->message;
+      EXPECT_FALSE(error->message.empty());
+    } else {
+      ++accepted;
+    }
+  }
+  EXPECT_GT(accepted, 200);
+  EXPECT_GT(rejected, 200);
 }
 
 }  // namespace
