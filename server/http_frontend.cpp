@@ -289,6 +289,7 @@ void HttpFrontend::chat_completions(HttpConnection& c, HttpRequest& r) {
   g.logprobs = req.logprobs;
   g.tools = std::move(req.tools);
   g.reasoning = http::reasoning_parser(model_, req.wire);
+  g.reasoning_counter = g.reasoning;
   submit(c, r, std::move(g), std::move(req.wire), http::openai_chat_param_names());
 }
 
@@ -307,6 +308,7 @@ void HttpFrontend::ollama_chat(HttpConnection& c, HttpRequest& r) {
   g.stream = req.stream;
   g.tools = std::move(req.tools);
   g.reasoning = http::reasoning_parser(model_, req.wire);
+  g.reasoning_counter = g.reasoning;
   g.show_reasoning = req.show_reasoning;
   submit(c, r, std::move(g), std::move(req.wire), http::ollama_chat_param_names());
 }
@@ -325,6 +327,7 @@ void HttpFrontend::anthropic_messages(HttpConnection& c, HttpRequest& r) {
   g.stream = req.stream;
   g.tools = std::move(req.tools);
   g.reasoning = http::reasoning_parser(model_, req.wire);
+  g.reasoning_counter = g.reasoning;
   g.show_reasoning = req.show_reasoning;
   submit(c, r, std::move(g), std::move(req.wire), http::anthropic_param_names());
 }
@@ -343,6 +346,7 @@ void HttpFrontend::openai_responses(HttpConnection& c, HttpRequest& r) {
   g.stream = req.stream;
   g.tools = std::move(req.tools);
   g.reasoning = http::reasoning_parser(model_, req.wire);
+  g.reasoning_counter = g.reasoning;
   g.echo = std::move(req.echo);
   submit(c, r, std::move(g), std::move(req.wire), http::openai_responses_param_names());
 }
@@ -562,6 +566,12 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
 }
 
 std::string HttpFrontend::render_tokens(http::Generation& g, const EngineEvent& ev) {
+  if (g.reasoning_counter) {
+    chat::ReasoningSplit split;
+    g.reasoning_counter->feed(ev.text, split);
+    if (split.content.empty() && g.reasoning_counter->thought()) g.reasoning_tokens += static_cast<int32_t>(ev.tokens.size());
+    if (!split.content.empty()) g.reasoning_counter.reset();  // the block is over: nothing more to count
+  }
   switch (g.api) {
     case http::Api::kOpenAiCompletion:
       if (g.stream) return http::openai_token_chunk(g, ev, backend_.token_text);

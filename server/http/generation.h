@@ -53,6 +53,11 @@ struct Generation {
   // show_reasoning: the API shows it (Anthropic only when thinking was asked for).
   std::optional<chat::ReasoningParser> reasoning;
   bool show_reasoning = true;
+  // Counts the tokens spent reasoning (usage's reasoning_tokens), streamed or not: a copy of the
+  // parser fed event by event; an event whose text settles no content after the block opened is
+  // reasoning (the close marker's tokens included).
+  std::optional<chat::ReasoningParser> reasoning_counter;
+  int32_t reasoning_tokens = 0;
   int32_t reasoning_block = -1;   // Anthropic / Responses streaming: the open thinking block (item), -1 = none
   std::string reasoning_text;     // Responses streaming: the open reasoning item's text
   int32_t open_text_block = -1;   // Anthropic / Responses streaming: the text block (item) being streamed, -1 = none

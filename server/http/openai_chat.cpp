@@ -139,6 +139,13 @@ json logprob_entries(const EngineEvent& ev, const TokenText& token_text, int32_t
 
 std::string event(const json& chunk) { return "data: " + compact_dump(chunk) + "\n\n"; }
 
+// OpenAI's usage, with completion_tokens_details.reasoning_tokens when the template thinks.
+json chat_usage(const Generation& g, const EngineEvent& finished) {
+  json usage = openai_usage(finished, g.prompt_tokens);
+  if (g.reasoning) usage["completion_tokens_details"] = {{"reasoning_tokens", g.reasoning_tokens}};
+  return usage;
+}
+
 }  // namespace
 
 std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const JsonBody& body, const ModelCatalogue& model) {
@@ -279,7 +286,7 @@ std::string openai_chat_final_chunks(Generation& g, const EngineEvent& finished)
   if (g.include_usage) {
     json usage_chunk = chat_chunk_base(g);
     usage_chunk["choices"] = json::array();
-    usage_chunk["usage"] = openai_usage(finished, g.prompt_tokens);
+    usage_chunk["usage"] = chat_usage(g, finished);
     out += event(usage_chunk);
   }
   return out + "data: [DONE]\n\n";
@@ -310,7 +317,7 @@ json openai_chat_completion(Generation& g, const EngineEvent& finished) {
                                     {"message", std::move(message)},
                                     {"logprobs", std::move(logprobs)},
                                     {"finish_reason", openai_chat_finish_reason(finished.reason, calls)}}});
-  answer["usage"] = openai_usage(finished, g.prompt_tokens);
+  answer["usage"] = chat_usage(g, finished);
   return answer;
 }
 

@@ -202,7 +202,7 @@ json finished_response(const Generation& g, const EngineEvent& finished, json ou
   r["usage"] = {{"input_tokens", usage["prompt_tokens"]},
                 {"input_tokens_details", {{"cached_tokens", finished.usage.cached_tokens}}},
                 {"output_tokens", usage["completion_tokens"]},
-                {"output_tokens_details", {{"reasoning_tokens", 0}}},
+                {"output_tokens_details", {{"reasoning_tokens", g.reasoning_tokens}}},
                 {"total_tokens", usage["total_tokens"]}};
   return r;
 }

@@ -53,6 +53,9 @@ test("openai chat: reasoning_content and content, whole and streamed deltas alik
   assert.match(m.reasoning_content, /^[a-z]+ [a-z]+$/);
   assert.match(m.content, /^[a-z]+ [a-z]+$/);
   assert.equal(whole.choices[0].finish_reason, "stop");
+  // Tokens spent reasoning (counted per streamed event): some, not all of the answer's.
+  const spent = whole.usage.completion_tokens_details.reasoning_tokens;
+  assert.ok(spent > 0 && spent < whole.usage.completion_tokens, JSON.stringify(whole.usage));
   let reasoning = "";
   let content = "";
   for await (const chunk of await openai.chat.completions.create({ ...params, stream: true })) {
@@ -71,7 +74,9 @@ test("openai chat: enable_thinking false reaches the template; the answer is all
   const off = await openai.chat.completions.create({
     model: MODEL, messages, temperature: 0, max_tokens: 8, chat_template_kwargs: { enable_thinking: false },
   });
+  assert.equal(on.usage.completion_tokens_details.reasoning_tokens, on.usage.completion_tokens);  // never closed
   assert.equal(off.choices[0].message.reasoning_content, undefined);
+  assert.equal(off.usage.completion_tokens_details.reasoning_tokens, 0);
   assert.ok(off.choices[0].message.content.length > 0);
   assert.ok(off.usage.prompt_tokens > on.usage.prompt_tokens);  // the empty block was rendered
   const none = await openai.chat.completions.create({ model: MODEL, messages, temperature: 0, max_tokens: 8, reasoning_effort: "none" });
@@ -116,6 +121,7 @@ test("openai responses: a reasoning item before the message, whole and streamed"
   const params = { model: MODEL, input: "Is it sunny?", temperature: 0, max_output_tokens: 8, reasoning: { effort: "low" } };
   const whole = await openai.responses.create(params);
   assert.equal(whole.output[0].type, "reasoning");
+  assert.equal(whole.usage.output_tokens_details.reasoning_tokens, whole.usage.output_tokens);  // all of it: never closed
   assert.ok(whole.output[0].content[0].text.length > 0);
   const stream = openai.responses.stream(params);
   let deltas = "";
@@ -133,6 +139,7 @@ test("ai sdk: generateText and streamText read reasoning_content as reasoning", 
   };
   const whole = await generateText(settings);
   assert.match(whole.reasoningText, /^[a-z]+ [a-z]+$/);
+  assert.ok(whole.usage.outputTokenDetails.reasoningTokens > 0);
   assert.match(whole.text, /^[a-z]+ [a-z]+$/);
   const streamed = streamText(settings);
   let reasoning = "";
