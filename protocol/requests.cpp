@@ -290,7 +290,8 @@ Result<ChatRequest> parse_chat(MapReader& r, const ProtocolLimits& limits) {
     ChatTurn turn;
     if (!m.get_string("role", turn.role, true, 64, false) || !read_json_array_text(m, "tool_calls", limits, turn.tool_calls) ||
         !m.get_string("content", turn.content, turn.tool_calls.empty(), limits.max_frame_bytes) ||
-        !m.get_string("tool_call_id", turn.tool_call_id, false, 256) || !m.get_string("name", turn.name, false, 256)) {
+        !m.get_string("tool_call_id", turn.tool_call_id, false, 256) || !m.get_string("name", turn.name, false, 256) ||
+        !m.get_string("reasoning_content", turn.reasoning_content, false, limits.max_frame_bytes)) {
       return r.fail_from(m), fail();
     }
     c.messages.push_back(std::move(turn));
@@ -309,6 +310,7 @@ Result<ChatRequest> parse_chat(MapReader& r, const ProtocolLimits& limits) {
     return fail();
   }
   if (!read_opt_bool(r, "parallel_tool_calls", c.parallel_tool_calls)) return fail();
+  if (!read_opt_bool(r, "enable_thinking", c.enable_thinking)) return fail();
   if ((c.tool_choice == "required" || c.tool_choice == "function") && c.tools.empty()) {
     r.fail(WireError::kInvalidField, "tool_choice", "tool_choice " + c.tool_choice + " needs tools");
     return fail();
@@ -558,13 +560,15 @@ std::string encode_request(const RequestBody& body, const Tag& tag) {
                    auto& pk = w.key("messages");
                    pk.pack_array(static_cast<uint32_t>(c.messages.size()));
                    for (const ChatTurn& turn : c.messages) {
-                     pk.pack_map(2 + !turn.tool_calls.empty() + !turn.tool_call_id.empty() + !turn.name.empty());
+                     pk.pack_map(2 + !turn.tool_calls.empty() + !turn.tool_call_id.empty() + !turn.name.empty() +
+                                 !turn.reasoning_content.empty());
                      detail::pack_str(pk, "role");
                      detail::pack_str(pk, turn.role);
                      detail::pack_str(pk, "content");
                      detail::pack_str(pk, turn.content);
                      for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"tool_calls", &turn.tool_calls},
-                                                      {"tool_call_id", &turn.tool_call_id}, {"name", &turn.name}}) {
+                                                      {"tool_call_id", &turn.tool_call_id}, {"name", &turn.name},
+                                                      {"reasoning_content", &turn.reasoning_content}}) {
                        if (value->empty()) continue;
                        detail::pack_str(pk, key);
                        detail::pack_str(pk, *value);
@@ -576,6 +580,7 @@ std::string encode_request(const RequestBody& body, const Tag& tag) {
                    if (!c.tool_choice.empty()) w.str("tool_choice", c.tool_choice);
                    if (!c.tool_name.empty()) w.str("tool_name", c.tool_name);
                    put_optional(w, "parallel_tool_calls", c.parallel_tool_calls);
+                   put_optional(w, "enable_thinking", c.enable_thinking);
                    encode_generate(w, c.generate, /*with_prompt=*/false);
                  },
                  [&](const EmbedRequest& e) { detail::encode_embed(w, e); },

@@ -94,6 +94,7 @@ struct ChatTurn {
   std::string tool_calls = {};
   std::string tool_call_id = {};  // a "tool" turn: the call it answers
   std::string name = {};          // a "tool" turn: the function's name
+  std::string reasoning_content = {};  // an assistant turn's reasoning, given back (Qwen3's templates render it)
 };
 // tool_choice (docs/PROTOCOL.md 3.10): "auto" (the model decides; calls are parsed from its
 // answer), "none" (no tools offered), "required" (at least one call, grammar-enforced), or
@@ -108,6 +109,7 @@ struct ChatRequest {
   std::string tool_choice;                   // "" = "auto" when tools are given
   std::string tool_name;                     // tool_choice "function": the function to call
   std::optional<bool> parallel_tool_calls;   // unset: true
+  std::optional<bool> enable_thinking;       // the template's thinking switch (Qwen3); unset: its default
 
   bool has_tools() const { return !tools.empty() && tool_choice != "none"; }
 };

@@ -16,10 +16,12 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
+// Tools, tool traffic or reasoning given back: the conversation goes to the template as JSON
+// messages (the plain path knows role and content only).
 bool uses_tools(const proto::ChatRequest& request) {
   if (!request.tools.empty()) return true;
   for (const proto::ChatTurn& turn : request.messages) {
-    if (!turn.tool_calls.empty() || !turn.tool_call_id.empty()) return true;
+    if (!turn.tool_calls.empty() || !turn.tool_call_id.empty() || !turn.reasoning_content.empty()) return true;
   }
   return false;
 }
@@ -37,7 +39,8 @@ ojson parse_json_field(const std::string& text, const std::string& field) {
 }
 
 std::optional<proto::ProtocolError> render_with_tools(const proto::ChatRequest& request, GenerateRequest& engine_request,
-                                                      const chat::ModelChatTemplate& tmpl, const Tokenizer& tokenizer) {
+                                                      const chat::ModelChatTemplate& tmpl, const Tokenizer& tokenizer,
+                                                      std::string* rendered_text) {
   std::optional<chat::ChatTemplate> custom;
   if (request.chat_template) {
     custom = chat::ChatTemplate::parse(*request.chat_template, tmpl.tmpl.bos_token(), tmpl.tmpl.eos_token());
@@ -59,6 +62,7 @@ std::optional<proto::ProtocolError> render_with_tools(const proto::ChatRequest& 
     if (!turn.tool_calls.empty()) m["tool_calls"] = parse_json_field(turn.tool_calls, "messages." + std::to_string(i) + ".tool_calls");
     if (!turn.tool_call_id.empty()) m["tool_call_id"] = turn.tool_call_id;
     if (!turn.name.empty()) m["name"] = turn.name;
+    if (!turn.reasoning_content.empty()) m["reasoning_content"] = turn.reasoning_content;
     messages.push_back(std::move(m));
   }
   const bool offer = request.has_tools() && !specs.empty();
@@ -69,8 +73,10 @@ std::optional<proto::ProtocolError> render_with_tools(const proto::ChatRequest& 
   }
   ojson extra = ojson::object();
   if (offer && format.native) extra["tools"] = tools;
-  engine_request.prompt_ids =
-      chat::tokenize_chat_prompt(chosen.render_json(messages, request.add_generation_prompt, extra), tokenizer).ids;
+  if (request.enable_thinking) extra["enable_thinking"] = *request.enable_thinking;
+  std::string text = chosen.render_json(messages, request.add_generation_prompt, extra);
+  if (rendered_text != nullptr) *rendered_text = text;
+  engine_request.prompt_ids = chat::tokenize_chat_prompt(std::move(text), tokenizer).ids;
   engine_request.prompt_ids_from_text = true;
 
   // A call that must happen is enforced by a grammar from the first token.
@@ -97,14 +103,16 @@ std::optional<proto::ProtocolError> render_with_tools(const proto::ChatRequest& 
 
 std::optional<proto::ProtocolError> render_chat_request(const proto::ChatRequest& request, GenerateRequest& engine_request,
                                                         const chat::ModelChatTemplate& tmpl,
-                                                        const Tokenizer& tokenizer) noexcept {
+                                                        const Tokenizer& tokenizer, std::string* rendered_text) noexcept {
   try {
-    if (uses_tools(request)) return render_with_tools(request, engine_request, tmpl, tokenizer);
+    // The JSON rendering path carries tools and template variables (enable_thinking) too.
+    if (uses_tools(request) || request.enable_thinking) return render_with_tools(request, engine_request, tmpl, tokenizer, rendered_text);
     std::vector<chat::ChatMessage> messages;
     messages.reserve(request.messages.size());
     for (const auto& turn : request.messages) messages.push_back({turn.role, turn.content});
     chat::ChatPrompt prompt = chat::build_chat_prompt(tmpl.tmpl, messages, request.add_generation_prompt,
                                                       request.chat_template, tokenizer);
+    if (rendered_text != nullptr) *rendered_text = std::move(prompt.text);
     engine_request.prompt_ids = std::move(prompt.ids);
     engine_request.prompt_ids_from_text = true;
     return std::nullopt;

@@ -13,11 +13,13 @@
 
 namespace vks::server {
 
-// Sets engine_request's prompt ids; returns the error to answer with instead (a template that
-// refuses the conversation: invalid_field on `messages` or `chat_template`). Never throws.
+// Sets engine_request's prompt ids (and *rendered_text to the rendered prompt, when given);
+// returns the error to answer with instead (a template that refuses the conversation:
+// invalid_field on `messages` or `chat_template`). Never throws.
 std::optional<proto::ProtocolError> render_chat_request(const proto::ChatRequest& request,
                                                         GenerateRequest& engine_request,
                                                         const chat::ModelChatTemplate& tmpl,
-                                                        const Tokenizer& tokenizer) noexcept;
+                                                        const Tokenizer& tokenizer,
+                                                        std::string* rendered_text = nullptr) noexcept;
 
 }  // namespace vks::server

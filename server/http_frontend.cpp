@@ -9,6 +9,7 @@
 
 #include "engine/common/error.h"
 #include "server/http/anthropic_messages.h"
+#include "server/http/answer_parse.h"
 #include "server/http/cors.h"
 #include "server/http/openai_responses.h"
 #include "server/http/json_body.h"
@@ -18,6 +19,8 @@
 #include "server/http/ollama_chat.h"
 #include "server/http/openai_api.h"
 #include "server/http/openai_chat.h"
+#include "server/http/token_api.h"
+#include "server/chat_render.h"
 
 namespace vks::server {
 
@@ -169,6 +172,10 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
   if (p == "/v1/chat/completions") return post ? chat_completions(c, r) : wrong_method("POST");
   if (p == "/api/chat") return post ? ollama_chat(c, r) : wrong_method("POST");
   if (p == "/v1/messages") return post ? anthropic_messages(c, r) : wrong_method("POST");
+  if (p == "/v1/messages/count_tokens") return post ? count_tokens(c, r, request_id) : wrong_method("POST");
+  if (p == "/tokenize") return post ? tokenize(c, r, request_id) : wrong_method("POST");
+  if (p == "/detokenize") return post ? detokenize(c, r, request_id) : wrong_method("POST");
+  if (p == "/apply-template") return post ? apply_template(c, r, request_id) : wrong_method("POST");
   if (p == "/v1/responses") return post ? openai_responses(c, r) : wrong_method("POST");
   if (p == "/v1/embeddings") return post ? embeddings(c, r, http::EmbedApi::kOpenAi) : wrong_method("POST");
   if (p == "/api/embed") return post ? embeddings(c, r, http::EmbedApi::kOllama) : wrong_method("POST");
@@ -281,6 +288,8 @@ void HttpFrontend::chat_completions(HttpConnection& c, HttpRequest& r) {
   g.include_usage = req.include_usage;
   g.logprobs = req.logprobs;
   g.tools = std::move(req.tools);
+  g.reasoning = http::reasoning_parser(model_, req.wire);
+  g.reasoning_counter = g.reasoning;
   submit(c, r, std::move(g), std::move(req.wire), http::openai_chat_param_names());
 }
 
@@ -298,6 +307,9 @@ void HttpFrontend::ollama_chat(HttpConnection& c, HttpRequest& r) {
   g.api = http::Api::kOllamaChat;
   g.stream = req.stream;
   g.tools = std::move(req.tools);
+  g.reasoning = http::reasoning_parser(model_, req.wire);
+  g.reasoning_counter = g.reasoning;
+  g.show_reasoning = req.show_reasoning;
   submit(c, r, std::move(g), std::move(req.wire), http::ollama_chat_param_names());
 }
 
@@ -314,6 +326,9 @@ void HttpFrontend::anthropic_messages(HttpConnection& c, HttpRequest& r) {
   g.api = http::Api::kAnthropicMessages;
   g.stream = req.stream;
   g.tools = std::move(req.tools);
+  g.reasoning = http::reasoning_parser(model_, req.wire);
+  g.reasoning_counter = g.reasoning;
+  g.show_reasoning = req.show_reasoning;
   submit(c, r, std::move(g), std::move(req.wire), http::anthropic_param_names());
 }
 
@@ -330,7 +345,124 @@ void HttpFrontend::openai_responses(HttpConnection& c, HttpRequest& r) {
   g.api = http::Api::kOpenAiResponses;
   g.stream = req.stream;
   g.tools = std::move(req.tools);
+  g.reasoning = http::reasoning_parser(model_, req.wire);
+  g.reasoning_counter = g.reasoning;
+  g.echo = std::move(req.echo);
   submit(c, r, std::move(g), std::move(req.wire), http::openai_responses_param_names());
+}
+
+void HttpFrontend::run_model_work(HttpConnection& c, const std::string& request_id, Backend::ModelWork work,
+                                  std::shared_ptr<std::optional<proto::ProtocolError>> failed,
+                                  const std::map<std::string, std::string>& names) {
+  if (!backend_.with_model) {
+    return send_error(c, false, ApiError{501, "this server has no model to tokenize with", "unsupported", {}, 0}, request_id);
+  }
+  const uint64_t conn_id = c.id();
+  const uint64_t exchange = c.exchange();
+  auto still_wanted = [this, conn_id, exchange] {
+    HttpConnection* now = server_->find(conn_id);
+    return now != nullptr && !now->closing() && now->exchange() == exchange;
+  };
+  backend_.with_model(
+      conn_id, std::move(work), std::move(still_wanted),
+      [this, conn_id, exchange, request_id, origin = cors_origin_, failed, &names](json answer, std::exception_ptr error) {
+        // On the loop, from libuv's after-work callback: nothing may escape.
+        try {
+          HttpConnection* now = server_->find(conn_id);
+          if (now == nullptr || now->closing() || now->exchange() != exchange) return;  // the client left
+          cors_origin_ = origin;  // answered later than its request
+          if (error) {
+            std::string what = "the request failed";
+            try {
+              std::rethrow_exception(error);
+            } catch (const std::exception& e) {
+              what = e.what();
+            } catch (...) {
+            }
+            return send_error(*now, false, ApiError{500, what, "internal", {}, 0}, request_id);
+          }
+          if (failed && *failed) return send_error(*now, false, http::api_error_from_wire(**failed, 0, names), request_id);
+          send_json(*now, 200, answer, request_id);
+        } catch (const std::exception& e) {
+          spdlog::error("http: answering {}: {}", request_id, e.what());
+        }
+      });
+}
+
+// Anthropic's token count: the Messages request rendered and tokenized as /v1/messages would
+// (system, tools, tool traffic, thinking switch), nothing generated.
+void HttpFrontend::count_tokens(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
+  auto body = http::parse_json_object(r);
+  if (auto* f = std::get_if<http::ParseFailure>(&body)) return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+  auto mapped = http::map_anthropic_messages(http::count_tokens_body(std::get<http::JsonBody>(body)), model_);
+  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
+  auto message = http::to_chat_request(std::move(std::get<http::AnthropicRequest>(mapped).wire), options_.wire_limits,
+                                       http::anthropic_param_names());
+  if (auto* e = std::get_if<ApiError>(&message)) return send_error(c, false, *e, request_id);
+  auto request = std::make_shared<const proto::ChatRequest>(std::move(std::get<proto::ChatRequest>(message)));
+  auto failed = std::make_shared<std::optional<proto::ProtocolError>>();
+  run_model_work(
+      c, request_id,
+      [request, failed](const chat::ModelChatTemplate& tmpl, const Tokenizer& tok) {
+        GenerateRequest scratch;
+        *failed = render_chat_request(*request, scratch, tmpl, tok);
+        return json{{"input_tokens", scratch.prompt_ids.size()}};
+      },
+      failed, http::anthropic_param_names());
+}
+
+// llama.cpp's /apply-template: an OpenAI chat request's prompt as the template renders it.
+void HttpFrontend::apply_template(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
+  auto body = http::parse_json_object(r);
+  if (auto* f = std::get_if<http::ParseFailure>(&body)) return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+  auto mapped = http::map_openai_chat(std::get<http::JsonBody>(body), model_);
+  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
+  auto message = http::to_chat_request(std::move(std::get<http::OpenAiChatRequest>(mapped).wire), options_.wire_limits,
+                                       http::openai_chat_param_names());
+  if (auto* e = std::get_if<ApiError>(&message)) return send_error(c, false, *e, request_id);
+  auto request = std::make_shared<const proto::ChatRequest>(std::move(std::get<proto::ChatRequest>(message)));
+  auto failed = std::make_shared<std::optional<proto::ProtocolError>>();
+  run_model_work(
+      c, request_id,
+      [request, failed](const chat::ModelChatTemplate& tmpl, const Tokenizer& tok) {
+        GenerateRequest scratch;
+        std::string text;
+        *failed = render_chat_request(*request, scratch, tmpl, tok, &text);
+        return json{{"prompt", std::move(text)}};
+      },
+      failed, http::openai_chat_param_names());
+}
+
+void HttpFrontend::tokenize(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
+  auto body = http::parse_json_object(r);
+  if (auto* f = std::get_if<http::ParseFailure>(&body)) return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+  auto mapped = http::map_tokenize(std::get<http::JsonBody>(body));
+  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
+  run_model_work(
+      c, request_id,
+      [req = std::move(std::get<http::TokenizeHttpRequest>(mapped))](const chat::ModelChatTemplate&, const Tokenizer& tok) {
+        // add_special as llama.cpp: the BOS the model adds by default, if it adds one.
+        const std::vector<TokenId> ids = tok.encode(req.content, req.add_special && tok.add_bos_default(), req.parse_special);
+        return http::tokenize_answer(ids, req.with_pieces, [&tok](TokenId id) {
+          std::string piece = tok.token_bytes(id);
+          if (piece.empty()) piece = std::string(tok.token_text(id));  // a control token: its vocabulary string
+          return piece;
+        });
+      },
+      nullptr, http::openai_param_names());
+}
+
+void HttpFrontend::detokenize(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
+  auto body = http::parse_json_object(r);
+  if (auto* f = std::get_if<http::ParseFailure>(&body)) return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+  auto mapped = http::map_detokenize(std::get<http::JsonBody>(body), model_.info.vocab_size);
+  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
+  run_model_work(
+      c, request_id,
+      [ids = std::move(std::get<std::vector<TokenId>>(mapped))](const chat::ModelChatTemplate&, const Tokenizer& tok) {
+        return json{{"content", tok.decode(ids)}};
+      },
+      nullptr, http::openai_param_names());
 }
 
 void HttpFrontend::embeddings(HttpConnection& c, HttpRequest& r, http::EmbedApi api) {
@@ -434,6 +566,12 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
 }
 
 std::string HttpFrontend::render_tokens(http::Generation& g, const EngineEvent& ev) {
+  if (g.reasoning_counter) {
+    chat::ReasoningSplit split;
+    g.reasoning_counter->feed(ev.text, split);
+    if (split.content.empty() && g.reasoning_counter->thought()) g.reasoning_tokens += static_cast<int32_t>(ev.tokens.size());
+    if (!split.content.empty()) g.reasoning_counter.reset();  // the block is over: nothing more to count
+  }
   switch (g.api) {
     case http::Api::kOpenAiCompletion:
       if (g.stream) return http::openai_token_chunk(g, ev, backend_.token_text);

@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -15,7 +16,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/chat/model_chat_template.h"
 #include "engine/sched/engine.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "protocol/errors.h"
 #include "protocol/limits.h"
 #include "protocol/requests.h"
@@ -60,6 +63,13 @@ class HttpFrontend {
     std::function<void(uint64_t conn_id, proto::EmbedRequest message, std::function<bool()> still_wanted,
                        std::function<void(HttpSubmitOutcome)> done)>
         submit_embed;
+    // Work that needs the served template or tokenizer but no generation (count_tokens, tokenize,
+    // detokenize, apply-template): `work` runs on libuv's pool (it may throw); `done` runs on the
+    // loop with its answer, or the exception it threw. Not called back when the client left.
+    using ModelWork = std::function<nlohmann::json(const chat::ModelChatTemplate&, const Tokenizer&)>;
+    std::function<void(uint64_t conn_id, ModelWork work, std::function<bool()> still_wanted,
+                       std::function<void(nlohmann::json answer, std::exception_ptr error)> done)>
+        with_model;
     std::function<void(uint64_t conn_id)> connection_closed;  // cancel what it owns
     std::function<std::string()> metrics;                     // Prometheus text
     std::function<bool()> serving;                            // false while draining
@@ -98,6 +108,15 @@ class HttpFrontend {
   void anthropic_messages(http::HttpConnection& c, http::HttpRequest& r);
   void openai_responses(http::HttpConnection& c, http::HttpRequest& r);
   void embeddings(http::HttpConnection& c, http::HttpRequest& r, http::EmbedApi api);
+  void count_tokens(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
+  void tokenize(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
+  void detokenize(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
+  void apply_template(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
+  // Runs `work` through Backend::with_model and answers its JSON (200), or `failed` when the work
+  // set it (a template refusing the conversation: names maps its field to the API's), or 500.
+  void run_model_work(http::HttpConnection& c, const std::string& request_id, Backend::ModelWork work,
+                      std::shared_ptr<std::optional<proto::ProtocolError>> failed,
+                      const std::map<std::string, std::string>& names);
   // Submits the wire request (generate, or chat for the chat APIs); on success registers the
   // generation and starts its answer.
   void submit(http::HttpConnection& c, const http::HttpRequest& r, http::Generation g, nlohmann::json wire,

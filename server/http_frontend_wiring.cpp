@@ -38,6 +38,27 @@ void Daemon::setup_http(const ListenFds& fds) {
                                 std::function<void(HttpSubmitOutcome)> done) {
     submit_http_embed(conn_id, std::move(m), std::move(still_wanted), std::move(done));
   };
+  backend.with_model = [this](uint64_t conn_id, HttpFrontend::Backend::ModelWork work, std::function<bool()> still_wanted,
+                              std::function<void(nlohmann::json, std::exception_ptr)> done) {
+    touch();
+    if (!served_.chat_template || !served_.tokenizer) {
+      done(nullptr, std::make_exception_ptr(vks::Error(ErrorCode::kUnsupported, "this server serves no model file")));
+      return;
+    }
+    ClientRef from;
+    from.transport = Transport::kHttp;
+    from.conn_id = conn_id;
+    auto answer = std::make_shared<nlohmann::json>();
+    std::shared_ptr<const chat::ModelChatTemplate> tmpl = served_.chat_template;
+    const Tokenizer* tok = served_.tokenizer.get();
+    // Rendering and tokenizing are not bounded by anything cheap: off the loop, like a chat's.
+    off_loop_.run(
+        &loop_, owner_key(from), [answer, work = std::move(work), tmpl, tok] { *answer = work(*tmpl, *tok); },
+        [this, answer, still_wanted = std::move(still_wanted), done = std::move(done)](std::exception_ptr error) {
+          if (!handles_open_ || !still_wanted()) return;  // shut down, or the client left
+          done(std::move(*answer), error);
+        });
+  };
   backend.connection_closed = [this](uint64_t conn_id) {
     touch();
     ClientRef owner;
@@ -63,7 +84,10 @@ void Daemon::setup_http(const ListenFds& fds) {
     return piece;
   };
   http::ModelCatalogue catalogue = make_model_catalogue(options_.model_path, model_info_, served_.config.quantization);
-  if (served_.chat_template) catalogue.tool_format = served_.chat_template->tool_format;
+  if (served_.chat_template) {
+    catalogue.tool_format = served_.chat_template->tool_format;
+    catalogue.reasoning = served_.chat_template->reasoning;
+  }
   catalogue.tied_embeddings = served_.config.tied_embeddings;
   http_ = std::make_unique<HttpFrontend>(&loop_, std::move(ho), std::move(catalogue), std::move(backend));
   http_->start(fds.http, fds.http_handed);

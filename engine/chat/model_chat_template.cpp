@@ -42,6 +42,7 @@ namespace {
 
 ModelChatTemplate with_tool_format(ModelChatTemplate t) {
   t.tool_format = detect_tool_format(t.tmpl);
+  t.reasoning = detect_reasoning_format(t.tmpl);
   return t;
 }
 
@@ -54,7 +55,7 @@ ModelChatTemplate load_model_chat_template(const gguf::GgufFile& file, const std
     try {
       ChatTemplate t = ChatTemplate::parse(read_template_file(template_file), bos, eos);
       t.validate();
-      return with_tool_format({std::move(t), "file " + template_file, "", {}});
+      return with_tool_format({std::move(t), "file " + template_file, "", {}, {}});
     } catch (const vks::Error& e) {
       throw vks::Error(e.code(), "chat template " + template_file + ": " + e.what());
     }
@@ -64,14 +65,14 @@ ModelChatTemplate load_model_chat_template(const gguf::GgufFile& file, const std
     try {
       ChatTemplate t = ChatTemplate::parse(*source, bos, eos);
       t.validate();
-      return with_tool_format({std::move(t), "model", "", {}});
+      return with_tool_format({std::move(t), "model", "", {}, {}});
     } catch (const vks::Error& e) {
       reason = std::string("the model's chat template cannot be used (") + e.what() + ")";
     }
   } else {
     reason = "the model has no tokenizer.chat_template";
   }
-  return with_tool_format({ChatTemplate::chatml(bos, eos), "ChatML fallback", reason, {}});
+  return with_tool_format({ChatTemplate::chatml(bos, eos), "ChatML fallback", reason, {}, {}});
 }
 
 }  // namespace vks::chat

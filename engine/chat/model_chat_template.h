@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/chat/chat_template.h"
+#include "engine/chat/reasoning.h"
 #include "engine/chat/tool_format.h"
 #include "engine/gguf/gguf_file.h"
 
@@ -18,6 +19,8 @@ struct ModelChatTemplate {
   std::string fallback_reason;
   // How this template writes tool calls (probed once at load; tool_format.h).
   ToolCallFormat tool_format;
+  // Its reasoning block, if it thinks (probed once at load; reasoning.h).
+  ReasoningFormat reasoning;
 };
 
 // bos/eos token text of the GGUF's vocabulary (nullopt when the id or the tokens are absent).

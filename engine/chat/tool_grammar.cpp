@@ -30,6 +30,19 @@ void rebase_refs(ojson& schema, const std::string& base) {
   }
 }
 
+// Inside a call, at most one space where JSON allows whitespace. Templates render calls with
+// tojson (single spaces), and the schema grammar's layout whitespace (a newline and up to 8
+// spaces, for pretty-printed documents) only gives a model room to wander: a weak or random model
+// spent a 40-token budget on indentation before the call closed, and a cut call is no call.
+void compact_whitespace(std::string& rules) {
+  constexpr std::string_view kWs = "ws ::= ";
+  size_t at = rules.starts_with(kWs) ? 0 : rules.find("\n" + std::string(kWs));
+  if (at == std::string::npos) return;  // no JSON whitespace in this grammar (a call without arguments)
+  if (at != 0) at += 1;
+  const size_t end = rules.find('\n', at);
+  rules.replace(at, end == std::string::npos ? std::string::npos : end - at, "ws ::= \" \"?");
+}
+
 }  // namespace
 
 std::vector<ToolSpec> parse_tools(const ojson& tools) {
@@ -97,6 +110,7 @@ std::string tool_call_gbnf(const ToolCallFormat& format, const std::vector<ToolS
   constexpr std::string_view kRoot = "root ::= ";
   if (!rules.starts_with(kRoot)) throw vks::Error(ErrorCode::kInternal, "tool grammar: unexpected schema grammar");
   rules = "vkscall ::= " + rules.substr(kRoot.size());
+  compact_whitespace(rules);
   const bool several = parallel && format.parallel;
   std::string root;
   if (format.array) {

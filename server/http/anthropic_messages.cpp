@@ -1,5 +1,6 @@
 #include "server/http/anthropic_messages.h"
 
+#include "server/http/answer_parse.h"
 #include "server/http/tool_mapping.h"
 
 namespace vks::http {
@@ -46,6 +47,7 @@ std::optional<ApiError> add_turns(const JsonBody& m, const std::string& where, j
   }
   if (!content.is_array()) return bad_field(where + ".content must be a string or an array of content blocks", where + ".content");
   std::string text;
+  std::string reasoning;
   JsonBody calls = JsonBody::array();
   for (size_t i = 0; i < content.size(); ++i) {
     const JsonBody& block = content[i];
@@ -56,7 +58,9 @@ std::optional<ApiError> add_turns(const JsonBody& m, const std::string& where, j
       text += block["text"].get<std::string>();
     } else if (type == "tool_use" && role == "assistant") {
       if (!block.contains("name") || !block["name"].is_string()) return bad_field(at + ".name must be a string", at + ".name");
-      calls.push_back({{"id", block.value("id", "")},
+      auto id = optional_string(block, "id", at);
+      if (auto* e = std::get_if<ApiError>(&id)) return std::move(*e);
+      calls.push_back({{"id", std::move(std::get<std::string>(id))},
                        {"type", "function"},
                        {"function", {{"name", block["name"]}, {"arguments", block.contains("input") ? block["input"] : JsonBody::object()}}}});
     } else if (type == "tool_result" && role == "user") {
@@ -69,16 +73,25 @@ std::optional<ApiError> add_turns(const JsonBody& m, const std::string& where, j
         if (auto* e = std::get_if<ApiError>(&t)) return std::move(*e);
         result = std::get<std::string>(t);
       }
-      if (block.value("is_error", false)) result = "Error: " + result;
+      auto is_error = optional_bool(block, "is_error", false, at);
+      if (auto* e = std::get_if<ApiError>(&is_error)) return std::move(*e);
+      if (std::get<bool>(is_error)) result = "Error: " + result;
       turns.push_back({{"role", "tool"}, {"content", result}, {"tool_call_id", block["tool_use_id"].get<std::string>()}});
-    } else if (type == "thinking" || type == "redacted_thinking") {
-      continue;  // earlier reasoning is not shown to the model again
+    } else if (type == "thinking" && role == "assistant") {
+      // Earlier reasoning, given back: the template renders it where it wants it (Qwen3's, in the
+      // current tool loop); its signature means nothing here.
+      if (!block.contains("thinking") || !block["thinking"].is_string()) return bad_field(at + ".thinking must be a string", at + ".thinking");
+      if (!reasoning.empty()) reasoning += "\n";
+      reasoning += block["thinking"].get<std::string>();
+    } else if (type == "redacted_thinking" || type == "thinking") {
+      continue;  // encrypted (nothing to show), or on a user turn
     } else {
       return bad_field(at + ": content blocks of type '" + type + "' are not supported here", at + ".type");
     }
   }
   if (role == "user" && text.empty() && !turns.empty() && turns.back()["role"] == "tool") return std::nullopt;
   json turn = {{"role", role}, {"content", text}};
+  if (!reasoning.empty()) turn["reasoning_content"] = std::move(reasoning);
   if (!calls.empty()) {
     auto wire_calls = wire_tool_calls(calls, where + ".content");
     if (auto* e = std::get_if<ApiError>(&wire_calls)) return std::move(*e);
@@ -119,7 +132,9 @@ std::variant<JsonBody, ApiError> openai_tools(const JsonBody& body) {
     } else {
       return bad_field("tool_choice must be {\"type\": \"auto\" | \"any\" | \"none\"} or {\"type\": \"tool\", \"name\": ...}", "tool_choice");
     }
-    if (c.value("disable_parallel_tool_use", false)) out["parallel_tool_calls"] = false;
+    auto one = optional_bool(c, "disable_parallel_tool_use", false, "tool_choice");
+    if (auto* e = std::get_if<ApiError>(&one)) return std::move(*e);
+    if (std::get<bool>(one)) out["parallel_tool_calls"] = false;
   }
   return out;
 }
@@ -143,9 +158,31 @@ json tool_use_block(const Generation& g, const chat::ToolCall& call, size_t inde
   return {{"type", "tool_use"}, {"id", "toolu_" + g.id + "_" + std::to_string(index)}, {"name", call.name}, {"input", std::move(input)}};
 }
 
-// The events for what the parser settled (or all of the text without tools).
-std::string block_events(Generation& g, const chat::ToolParse& parsed) {
+std::string close_thinking(Generation& g) {
+  if (g.reasoning_block < 0) return {};
+  const int32_t index = g.reasoning_block;
+  g.reasoning_block = -1;
+  // No signature can be given (nothing is signed here); the field is there, empty, for clients
+  // that expect it.
+  return sse("content_block_delta", {{"type", "content_block_delta"}, {"index", index},
+                                     {"delta", {{"type", "signature_delta"}, {"signature", ""}}}}) +
+         sse("content_block_stop", {{"type", "content_block_stop"}, {"index", index}});
+}
+
+// The events for what the parsers settled (or all of the text without tools or reasoning).
+std::string block_events(Generation& g, const AnswerPiece& piece) {
   std::string out;
+  const chat::ToolParse& parsed = piece.answer;
+  if (g.show_reasoning && !piece.reasoning.empty()) {  // the block comes first: nothing else is open
+    if (g.reasoning_block < 0) {
+      g.reasoning_block = g.blocks++;
+      out += sse("content_block_start", {{"type", "content_block_start"}, {"index", g.reasoning_block},
+                                         {"content_block", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}}});
+    }
+    out += sse("content_block_delta", {{"type", "content_block_delta"}, {"index", g.reasoning_block},
+                                       {"delta", {{"type", "thinking_delta"}, {"thinking", piece.reasoning}}}});
+  }
+  if (!parsed.text.empty() || !parsed.calls.empty()) out += close_thinking(g);
   if (!parsed.text.empty()) {
     if (g.open_text_block < 0) {
       g.open_text_block = g.blocks++;
@@ -218,6 +255,21 @@ std::variant<AnthropicRequest, ApiError> map_anthropic_messages(const JsonBody& 
   bool offered = false;
   if (auto e = map_tools(std::get<JsonBody>(tools), w, offered)) return std::move(*e);
   if (offered) out.tools.emplace(model.tool_format);
+  // thinking {type: "enabled", budget_tokens} asks for thinking blocks; without it Anthropic's
+  // models do not think, so a template with the switch is told not to (and a model that thinks
+  // anyway has its reasoning left out of the answer).
+  Think think = Think::kOff;
+  if (present(body, "thinking")) {
+    const JsonBody& t = body["thinking"];
+    const std::string type = t.is_object() && t.contains("type") && t["type"].is_string() ? t["type"].get<std::string>() : "";
+    if (type == "enabled" || type == "adaptive") {
+      think = Think::kOn;
+    } else if (type != "disabled") {
+      return bad_field("thinking must be {\"type\": \"enabled\", \"budget_tokens\": N} or {\"type\": \"disabled\"}", "thinking");
+    }
+  }
+  if (auto e = map_think(think, model, w, "thinking", /*strict=*/true)) return std::move(*e);
+  out.show_reasoning = think == Think::kOn;
   w["stream"] = true;
   return out;
 }
@@ -230,13 +282,9 @@ std::string anthropic_message_start(const Generation& g) {
 
 std::string anthropic_token_events(Generation& g, const EngineEvent& ev) {
   if (ev.text.empty()) return {};
-  chat::ToolParse parsed;
-  if (g.tools) {
-    g.tools->feed(ev.text, parsed);
-  } else {
-    parsed.text = ev.text;
-  }
-  return block_events(g, parsed);
+  AnswerPiece piece;
+  split_answer(g, ev.text, /*end=*/false, piece);
+  return block_events(g, piece);
 }
 
 std::string anthropic_final_events(Generation& g, const EngineEvent& finished) {
@@ -244,12 +292,10 @@ std::string anthropic_final_events(Generation& g, const EngineEvent& finished) {
     const std::string message = g.error_message.empty() ? "generation failed" : g.error_message;
     return sse("error", {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", message}}}});
   }
-  std::string out;
-  if (g.tools) {
-    chat::ToolParse parsed;
-    g.tools->finish(parsed);
-    out += block_events(g, parsed);
-  }
+  AnswerPiece piece;
+  split_answer(g, {}, /*end=*/true, piece);
+  std::string out = block_events(g, piece);
+  out += close_thinking(g);
   if (g.open_text_block >= 0) {
     out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", g.open_text_block}});
     g.open_text_block = -1;
@@ -262,14 +308,13 @@ std::string anthropic_final_events(Generation& g, const EngineEvent& finished) {
 }
 
 json anthropic_message(Generation& g, const EngineEvent& finished) {
-  chat::ToolParse parsed;
-  if (g.tools) {
-    g.tools->feed(g.text, parsed);
-    g.tools->finish(parsed);
-  } else {
-    parsed.text = g.text;
-  }
+  AnswerPiece piece;
+  split_answer(g, g.text, /*end=*/true, piece);
+  const chat::ToolParse& parsed = piece.answer;
   json content = json::array();
+  if (g.show_reasoning && !piece.reasoning.empty()) {
+    content.push_back({{"type", "thinking"}, {"thinking", piece.reasoning}, {"signature", ""}});
+  }
   if (!parsed.text.empty()) content.push_back({{"type", "text"}, {"text", parsed.text}});
   for (size_t i = 0; i < parsed.calls.size(); ++i) content.push_back(tool_use_block(g, parsed.calls[i], i));
   return {{"id", "msg_" + g.id}, {"type", "message"}, {"role", "assistant"}, {"content", std::move(content)},

@@ -19,6 +19,7 @@ struct AnthropicRequest {
   nlohmann::json wire;  // wire chat fields
   bool stream = false;
   std::optional<chat::ToolCallParser> tools;
+  bool show_reasoning = false;  // thinking {type: enabled}: thinking blocks
 };
 
 std::variant<AnthropicRequest, ApiError> map_anthropic_messages(const JsonBody& body, const ModelCatalogue& model);

@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/chat/reasoning.h"
 #include "engine/chat/tool_format.h"
 #include "engine/sched/engine.h"
 #include "protocol/errors.h"
@@ -43,6 +44,7 @@ struct ModelCatalogue {
   std::string file_type;      // "Q4_0", "F32", ... (Ollama quantization_level)
   std::string digest;         // stable hex id of the file (size + mtime + name)
   chat::ToolCallFormat tool_format = chat::generic_tool_format();  // how the served template writes tool calls
+  chat::ReasoningFormat reasoning;  // the served template's <think> block (none: it does not think)
   bool tied_embeddings = false;  // no output.weight: token_embd serves as the output projection too
 
   // "stories260K", "stories260K:latest", the file name: all this model. Empty = the default.

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/chat/reasoning.h"
 #include "engine/chat/tool_call_parser.h"
 #include "engine/sched/engine.h"
 #include "server/http/embeddings_api.h"
@@ -48,9 +49,21 @@ struct Generation {
   // format) as it streams; tool_calls_sent counts the calls already sent.
   std::optional<chat::ToolCallParser> tools;
   size_t tool_calls_sent = 0;
+  // The served template thinks: its <think> block is split off the answer (answer_parse.h);
+  // show_reasoning: the API shows it (Anthropic only when thinking was asked for).
+  std::optional<chat::ReasoningParser> reasoning;
+  bool show_reasoning = true;
+  // Counts the tokens spent reasoning (usage's reasoning_tokens), streamed or not: a copy of the
+  // parser fed event by event; an event whose text settles no content after the block opened is
+  // reasoning (the close marker's tokens included).
+  std::optional<chat::ReasoningParser> reasoning_counter;
+  int32_t reasoning_tokens = 0;
+  int32_t reasoning_block = -1;   // Anthropic / Responses streaming: the open thinking block (item), -1 = none
+  std::string reasoning_text;     // Responses streaming: the open reasoning item's text
   int32_t open_text_block = -1;   // Anthropic / Responses streaming: the text block (item) being streamed, -1 = none
   int32_t blocks = 0;             // Anthropic / Responses streaming: content blocks (output items) started
   int64_t sequence = 0;           // Responses streaming: the events' sequence_number
+  nlohmann::json echo;            // Responses: the request's settings each response object repeats
   std::optional<std::string> cors_origin;  // the request's allowed Origin (CORS header on its answer)
   std::string error_message;      // from a kError event
   ErrorCode error_code = ErrorCode::kInternal;

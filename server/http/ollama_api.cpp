@@ -161,6 +161,16 @@ json ollama_tags(const ModelCatalogue& model) {
                                     {"details", ollama_details(model)}}})}};
 }
 
+// What /api/show lists: tools where the template renders them, thinking where it has a <think> block.
+namespace {
+json ollama_capabilities(const ModelCatalogue& model) {
+  json c = json::array({"completion"});
+  if (model.tool_format.native) c.push_back("tools");
+  if (model.reasoning.thinks()) c.push_back("thinking");
+  return c;
+}
+}  // namespace
+
 json ollama_show(const ModelCatalogue& model) {
   const std::string arch = model.info.architecture;
   json info = {{"general.architecture", arch},
@@ -186,7 +196,7 @@ json ollama_show(const ModelCatalogue& model) {
           {"model_info", info},
           // "tools" when the served template renders tools itself (tool_format.h); the generic
           // tool form works with any template but is not the model's own.
-          {"capabilities", model.tool_format.native ? json::array({"completion", "tools"}) : json::array({"completion"})}};
+          {"capabilities", ollama_capabilities(model)}};
 }
 
 json ollama_ps(const ModelCatalogue& model) {

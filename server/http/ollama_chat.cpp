@@ -3,6 +3,7 @@
 #include <array>
 #include <string_view>
 
+#include "server/http/answer_parse.h"
 #include "server/http/ollama_api.h"
 #include "server/http/tool_mapping.h"
 
@@ -49,6 +50,21 @@ std::variant<OllamaChatRequest, ApiError> map_ollama_chat(const JsonBody& body, 
   bool offered = false;  // tools, and tool_choice / parallel_tool_calls as extensions (Ollama has none)
   if (auto e = map_tools(body, w, offered)) return std::move(*e);
   if (offered) out.tools.emplace(model.tool_format);
+  // think: true / false, or gpt-oss's "low" | "medium" | "high". As Ollama does, asking a model
+  // that does not think is an error; false switches the template's thinking off where it can
+  // and hides what is thought anyway.
+  Think think = Think::kUnset;
+  if (auto t = body.find("think"); t != body.end() && !t->is_null()) {
+    if (t->is_boolean()) {
+      think = t->get<bool>() ? Think::kOn : Think::kOff;
+    } else if (t->is_string() && (*t == "low" || *t == "medium" || *t == "high")) {
+      think = Think::kOn;
+    } else {
+      return bad_field("think must be a boolean or \"low\", \"medium\", \"high\"", "think");
+    }
+  }
+  if (auto e = map_think(think, model, w, "think", /*strict=*/true)) return std::move(*e);
+  out.show_reasoning = think != Think::kOff;
   const auto it = body.find("messages");
   if (it == body.end() || it->is_null() || (it->is_array() && it->empty())) {
     out.load_only = true;
@@ -76,6 +92,10 @@ std::variant<OllamaChatRequest, ApiError> map_ollama_chat(const JsonBody& body, 
       if (auto* e = std::get_if<ApiError>(&calls)) return std::move(*e);
       turn["tool_calls"] = std::move(std::get<std::string>(calls));
     }
+    if (auto t = m.find("thinking"); t != m.end() && !t->is_null()) {  // an earlier answer's thinking, given back
+      if (!t->is_string()) return bad_field(where + ".thinking must be a string", where + ".thinking");
+      if (role == "assistant" && !t->get<std::string>().empty()) turn["reasoning_content"] = t->get<std::string>();
+    }
     for (const char* key : {"tool_name", "name"}) {  // a tool result's function (Ollama: tool_name)
       if (auto n = m.find(key); n != m.end() && n->is_string() && !n->get<std::string>().empty()) {
         turn["name"] = n->get<std::string>();
@@ -90,8 +110,10 @@ std::variant<OllamaChatRequest, ApiError> map_ollama_chat(const JsonBody& body, 
 
 namespace {
 
-json parsed_message(const chat::ToolParse& parsed) {
+json parsed_message(const Generation& g, const AnswerPiece& piece) {
+  const chat::ToolParse& parsed = piece.answer;
   json message = assistant_message(parsed.text);
+  if (g.show_reasoning && !piece.reasoning.empty()) message["thinking"] = piece.reasoning;
   if (!parsed.calls.empty()) {
     json calls = json::array();
     for (const chat::ToolCall& call : parsed.calls) calls.push_back(ollama_tool_call(call));
@@ -109,29 +131,30 @@ std::string chat_line(const Generation& g, json message) {
 
 std::string ollama_chat_line(Generation& g, const EngineEvent& ev) {
   if (ev.text.empty()) return {};
-  if (!g.tools) return chat_line(g, assistant_message(ev.text));
-  chat::ToolParse parsed;
-  g.tools->feed(ev.text, parsed);
-  if (parsed.text.empty() && parsed.calls.empty()) return {};
-  return chat_line(g, parsed_message(parsed));
+  if (!g.tools && !g.reasoning) return chat_line(g, assistant_message(ev.text));
+  AnswerPiece piece;
+  split_answer(g, ev.text, /*end=*/false, piece);
+  if (!g.show_reasoning) piece.reasoning.clear();
+  if (piece.empty()) return {};
+  return chat_line(g, parsed_message(g, piece));
 }
 
 std::string ollama_chat_held_line(Generation& g) {
-  if (!g.tools) return {};
-  chat::ToolParse parsed;
-  g.tools->finish(parsed);
-  if (parsed.text.empty() && parsed.calls.empty()) return {};
-  return chat_line(g, parsed_message(parsed));
+  if (!g.tools && !g.reasoning) return {};
+  AnswerPiece piece;
+  split_answer(g, {}, /*end=*/true, piece);
+  if (!g.show_reasoning) piece.reasoning.clear();
+  if (piece.empty()) return {};
+  return chat_line(g, parsed_message(g, piece));
 }
 
 json ollama_chat_final(Generation& g, const EngineEvent& finished, bool with_text) {
   json last = ollama_final(g, finished, /*with_text=*/false);
   last.erase("response");
-  if (with_text && g.tools) {  // the whole answer parses exactly as streamed pieces would
-    chat::ToolParse parsed;
-    g.tools->feed(g.text, parsed);
-    g.tools->finish(parsed);
-    last["message"] = parsed_message(parsed);
+  if (with_text && (g.tools || g.reasoning)) {  // the whole answer parses exactly as streamed pieces would
+    AnswerPiece piece;
+    split_answer(g, g.text, /*end=*/true, piece);
+    last["message"] = parsed_message(g, piece);
   } else {
     last["message"] = assistant_message(with_text ? g.text : std::string());
   }

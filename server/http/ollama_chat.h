@@ -19,6 +19,7 @@ struct OllamaChatRequest {
   bool stream = true;
   bool load_only = false;  // no messages: Ollama's "load the model" request, answered done at once
   std::optional<chat::ToolCallParser> tools;  // tools offered: the answer's parser
+  bool show_reasoning = true;                  // think is not false: message.thinking
 };
 
 std::variant<OllamaChatRequest, ApiError> map_ollama_chat(const JsonBody& body, const ModelCatalogue& model);

@@ -3,6 +3,7 @@
 #include <array>
 #include <string_view>
 
+#include "server/http/answer_parse.h"
 #include "server/http/json_error.h"
 #include "server/http/openai_api.h"
 #include "server/http/tool_mapping.h"
@@ -84,6 +85,16 @@ std::variant<json, ApiError> wire_messages(const JsonBody& body) {
       if (auto* e = std::get_if<ApiError>(&calls)) return std::move(*e);
       turn["tool_calls"] = std::move(std::get<std::string>(calls));
     }
+    // The reasoning of an earlier answer, given back (reasoning_content, or the `reasoning` alias):
+    // templates that think render it (Qwen3's, for the turns of the current tool loop).
+    for (const char* key : {"reasoning_content", "reasoning"}) {
+      auto r = m.find(key);
+      if (r == m.end() || r->is_null()) continue;
+      if (!r->is_string()) return bad_field(where + "." + key + " must be a string", where + "." + key);
+      if (role != "assistant") return bad_field(where + "." + key + ": only assistant messages carry reasoning", where + "." + key);
+      if (!r->get<std::string>().empty()) turn["reasoning_content"] = r->get<std::string>();
+      break;
+    }
     if (role == "tool") {
       if (auto id = m.find("tool_call_id"); id != m.end() && !id->is_null()) {
         if (!id->is_string()) return bad_field(where + ".tool_call_id must be a string", where + ".tool_call_id");
@@ -128,6 +139,13 @@ json logprob_entries(const EngineEvent& ev, const TokenText& token_text, int32_t
 
 std::string event(const json& chunk) { return "data: " + compact_dump(chunk) + "\n\n"; }
 
+// OpenAI's usage, with completion_tokens_details.reasoning_tokens when the template thinks.
+json chat_usage(const Generation& g, const EngineEvent& finished) {
+  json usage = openai_usage(finished, g.prompt_tokens);
+  if (g.reasoning) usage["completion_tokens_details"] = {{"reasoning_tokens", g.reasoning_tokens}};
+  return usage;
+}
+
 }  // namespace
 
 std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const JsonBody& body, const ModelCatalogue& model) {
@@ -144,6 +162,15 @@ std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const JsonBody& body, 
   bool offered = false;
   if (auto e = map_tools(body, w, offered)) return std::move(*e);
   if (offered) out.tools.emplace(model.tool_format);
+  // Thinking: reasoning_effort ("none" turns it off, as OpenAI's), chat_template_kwargs (llama.cpp's
+  // and vLLM's) over it. A model that does not think ignores both, as llama.cpp's server does.
+  Think think = Think::kUnset;
+  if (auto it = body.find("reasoning_effort"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) return bad_field("reasoning_effort must be a string (none, minimal, low, medium, high)", "reasoning_effort");
+    think = *it == "none" ? Think::kOff : Think::kOn;
+  }
+  if (auto e = read_template_kwargs(body, think)) return std::move(*e);
+  if (auto e = map_think(think, model, w, "reasoning_effort", /*strict=*/false)) return std::move(*e);
   if (auto it = body.find("modalities"); it != body.end() && !it->is_null() && *it != JsonBody::array({"text"})) {
     return bad_field("only the text modality is supported", "modalities");
   }
@@ -204,9 +231,12 @@ std::string delta_chunk(const Generation& g, json delta, json logprobs) {
   return event(chunk);
 }
 
-// What the tool-call parser settled: a content delta, then one delta per completed call.
-std::string parsed_chunks(Generation& g, const chat::ToolParse& parsed, json logprobs) {
+// What the parsers settled: a reasoning delta (reasoning_content, llama.cpp's and DeepSeek's
+// name), a content delta, then one delta per completed call.
+std::string parsed_chunks(Generation& g, const AnswerPiece& piece, json logprobs) {
   std::string out;
+  if (!piece.reasoning.empty()) out += delta_chunk(g, {{"reasoning_content", piece.reasoning}}, nullptr);
+  const chat::ToolParse& parsed = piece.answer;
   if (!parsed.text.empty() || !logprobs.is_null()) out += delta_chunk(g, {{"content", parsed.text}}, std::move(logprobs));
   for (const chat::ToolCall& call : parsed.calls) {
     json delta = {{"tool_calls", json::array({openai_tool_call(call, g.id, g.tool_calls_sent++, /*streamed=*/true)})}};
@@ -221,10 +251,10 @@ std::string openai_chat_token_chunk(Generation& g, const EngineEvent& ev, const 
   if (ev.text.empty() && (g.logprobs < 0 || ev.tokens.empty())) return {};
   json logprobs = nullptr;
   if (g.logprobs >= 0) logprobs = {{"content", logprob_entries(ev, token_text, g.logprobs)}};
-  if (g.tools) {
-    chat::ToolParse parsed;
-    g.tools->feed(ev.text, parsed);
-    return parsed_chunks(g, parsed, std::move(logprobs));
+  if (g.tools || g.reasoning) {
+    AnswerPiece piece;
+    split_answer(g, ev.text, /*end=*/false, piece);
+    return parsed_chunks(g, piece, std::move(logprobs));
   }
   return delta_chunk(g, {{"content", ev.text}}, std::move(logprobs));
 }
@@ -241,10 +271,10 @@ std::string openai_chat_final_chunks(Generation& g, const EngineEvent& finished)
     return "data: " + openai_error_body(500, message, "generation_failed") + "\n\ndata: [DONE]\n\n";
   }
   std::string out;
-  if (g.tools) {
-    chat::ToolParse parsed;
-    g.tools->finish(parsed);
-    out += parsed_chunks(g, parsed, nullptr);
+  if (g.tools || g.reasoning) {
+    AnswerPiece piece;
+    split_answer(g, {}, /*end=*/true, piece);
+    out += parsed_chunks(g, piece, nullptr);
   }
   json chunk = chat_chunk_base(g);
   chunk["choices"] = json::array({{{"index", 0},
@@ -256,7 +286,7 @@ std::string openai_chat_final_chunks(Generation& g, const EngineEvent& finished)
   if (g.include_usage) {
     json usage_chunk = chat_chunk_base(g);
     usage_chunk["choices"] = json::array();
-    usage_chunk["usage"] = openai_usage(finished, g.prompt_tokens);
+    usage_chunk["usage"] = chat_usage(g, finished);
     out += event(usage_chunk);
   }
   return out + "data: [DONE]\n\n";
@@ -268,10 +298,11 @@ json openai_chat_completion(Generation& g, const EngineEvent& finished) {
   if (g.logprobs >= 0) logprobs = g.logprobs_acc.is_null() ? json{{"content", json::array()}} : g.logprobs_acc;
   json message = {{"role", "assistant"}, {"content", g.text}, {"refusal", nullptr}};
   size_t calls = 0;
-  if (g.tools) {  // the whole answer at once parses exactly as the streamed pieces would
-    chat::ToolParse parsed;
-    g.tools->feed(g.text, parsed);
-    g.tools->finish(parsed);
+  if (g.tools || g.reasoning) {  // the whole answer at once parses exactly as the streamed pieces would
+    AnswerPiece piece;
+    split_answer(g, g.text, /*end=*/true, piece);
+    if (!piece.reasoning.empty()) message["reasoning_content"] = piece.reasoning;
+    const chat::ToolParse& parsed = piece.answer;
     calls = parsed.calls.size();
     if (calls > 0) {
       message["content"] = parsed.text.empty() ? json(nullptr) : json(parsed.text);
@@ -286,7 +317,7 @@ json openai_chat_completion(Generation& g, const EngineEvent& finished) {
                                     {"message", std::move(message)},
                                     {"logprobs", std::move(logprobs)},
                                     {"finish_reason", openai_chat_finish_reason(finished.reason, calls)}}});
-  answer["usage"] = openai_usage(finished, g.prompt_tokens);
+  answer["usage"] = chat_usage(g, finished);
   return answer;
 }
 

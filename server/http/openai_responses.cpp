@@ -1,5 +1,6 @@
 #include "server/http/openai_responses.h"
 
+#include "server/http/answer_parse.h"
 #include "server/http/openai_api.h"
 #include "server/http/tool_mapping.h"
 
@@ -41,11 +42,17 @@ std::optional<ApiError> add_input(const JsonBody& input, json& turns) {
   }
   if (!input.is_array()) return bad_field("input must be a string or an array of items", "input");
   JsonBody pending_calls = JsonBody::array();  // consecutive function_call items: one assistant turn
+  std::string pending_reasoning;               // a reasoning item's text: the next assistant turn's
+  auto with_reasoning = [&](json turn) {
+    if (!pending_reasoning.empty()) turn["reasoning_content"] = std::move(pending_reasoning);
+    pending_reasoning.clear();
+    return turn;
+  };
   auto flush_calls = [&]() -> std::optional<ApiError> {
     if (pending_calls.empty()) return std::nullopt;
     auto calls = wire_tool_calls(pending_calls, "input");
     if (auto* e = std::get_if<ApiError>(&calls)) return std::move(*e);
-    turns.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", std::move(std::get<std::string>(calls))}});
+    turns.push_back(with_reasoning({{"role", "assistant"}, {"content", ""}, {"tool_calls", std::move(std::get<std::string>(calls))}}));
     pending_calls = JsonBody::array();
     return std::nullopt;
   };
@@ -56,9 +63,26 @@ std::optional<ApiError> add_input(const JsonBody& input, json& turns) {
     const std::string type = item.contains("type") && item["type"].is_string() ? item["type"].get<std::string>() : "message";
     if (type == "function_call") {
       if (!item.contains("name") || !item["name"].is_string()) return bad_field(at + ".name must be a string", at + ".name");
-      pending_calls.push_back({{"id", item.value("call_id", "")},
+      auto call_id = optional_string(item, "call_id", at);
+      if (auto* e = std::get_if<ApiError>(&call_id)) return std::move(*e);
+      pending_calls.push_back({{"id", std::move(std::get<std::string>(call_id))},
                                {"type", "function"},
                                {"function", {{"name", item["name"]}, {"arguments", item.contains("arguments") ? item["arguments"] : JsonBody("{}")}}}});
+      continue;
+    }
+    if (type == "reasoning") {
+      // Earlier reasoning, given back: its text (reasoning_text content, else the summary) goes
+      // with the assistant turn that follows. Encrypted reasoning has no text and is dropped.
+      for (const char* key : {"content", "summary"}) {
+        if (!given(item, key) || !item[key].is_array()) continue;
+        for (const JsonBody& part : item[key]) {
+          if (part.is_object() && part.contains("text") && part["text"].is_string()) {
+            if (!pending_reasoning.empty()) pending_reasoning += "\n";
+            pending_reasoning += part["text"].get<std::string>();
+          }
+        }
+        if (!pending_reasoning.empty()) break;
+      }
       continue;
     }
     if (auto e = flush_calls()) return e;
@@ -73,7 +97,9 @@ std::optional<ApiError> add_input(const JsonBody& input, json& turns) {
           output = std::get<std::string>(t);
         }
       }
-      turns.push_back({{"role", "tool"}, {"content", output}, {"tool_call_id", item.value("call_id", "")}});
+      auto call_id = optional_string(item, "call_id", at);
+      if (auto* e = std::get_if<ApiError>(&call_id)) return std::move(*e);
+      turns.push_back({{"role", "tool"}, {"content", output}, {"tool_call_id", std::move(std::get<std::string>(call_id))}});
     } else if (type == "message") {
       const std::string role = item.contains("role") && item["role"].is_string() ? item["role"].get<std::string>() : "";
       if (role != "user" && role != "assistant" && role != "system" && role != "developer") {
@@ -82,8 +108,9 @@ std::optional<ApiError> add_input(const JsonBody& input, json& turns) {
       if (!given(item, "content")) return bad_field(at + ".content is required", at + ".content");
       auto t = item_text(item["content"], at + ".content");
       if (auto* e = std::get_if<ApiError>(&t)) return std::move(*e);
-      turns.push_back({{"role", role == "developer" ? "system" : role}, {"content", std::get<std::string>(t)}});
-    } else if (type != "reasoning") {  // earlier reasoning is not shown again
+      json turn = {{"role", role == "developer" ? "system" : role}, {"content", std::get<std::string>(t)}};
+      turns.push_back(role == "assistant" ? with_reasoning(std::move(turn)) : std::move(turn));
+    } else {
       return bad_field(at + ": input items of type '" + type + "' are not supported", at + ".type");
     }
   }
@@ -145,10 +172,25 @@ json call_item(const Generation& g, const chat::ToolCall& call, size_t index, co
 }
 
 json response_base(const Generation& g, const char* status) {
-  return {{"id", "resp_" + g.id}, {"object", "response"}, {"created_at", g.created_unix}, {"status", status},
-          {"model", g.model}, {"output", json::array()}, {"error", nullptr}, {"incomplete_details", nullptr},
-          {"parallel_tool_calls", true}, {"tool_choice", "auto"}, {"tools", json::array()},
-          {"text", {{"format", {{"type", "text"}}}}}, {"usage", nullptr}};
+  json r = {{"id", "resp_" + g.id}, {"object", "response"}, {"created_at", g.created_unix}, {"status", status},
+            {"model", g.model}, {"output", json::array()}, {"error", nullptr}, {"incomplete_details", nullptr},
+            {"parallel_tool_calls", true}, {"tool_choice", "auto"}, {"tools", json::array()},
+            {"text", {{"format", {{"type", "text"}}}}}, {"usage", nullptr}};
+  // What the request set, as OpenAI repeats it (clients read tool_choice and text.format back).
+  if (g.echo.is_object()) {
+    for (const auto& [key, value] : g.echo.items()) r[key] = value;
+  }
+  return r;
+}
+
+// The request's settings that a response object repeats, as sent.
+json request_echo(const JsonBody& body) {
+  json echo = json::object();
+  for (const char* key : {"instructions", "max_output_tokens", "parallel_tool_calls", "temperature", "text", "tool_choice",
+                          "tools", "top_p", "metadata"}) {
+    if (given(body, key)) echo[key] = json::parse(dump_json(body[key]));
+  }
+  return echo;
 }
 
 json finished_response(const Generation& g, const EngineEvent& finished, json output) {
@@ -160,9 +202,34 @@ json finished_response(const Generation& g, const EngineEvent& finished, json ou
   r["usage"] = {{"input_tokens", usage["prompt_tokens"]},
                 {"input_tokens_details", {{"cached_tokens", finished.usage.cached_tokens}}},
                 {"output_tokens", usage["completion_tokens"]},
-                {"output_tokens_details", {{"reasoning_tokens", 0}}},
+                {"output_tokens_details", {{"reasoning_tokens", g.reasoning_tokens}}},
                 {"total_tokens", usage["total_tokens"]}};
   return r;
+}
+
+std::string reasoning_id(const Generation& g, int32_t index) { return "rs_" + g.id + "_" + std::to_string(index); }
+
+// A reasoning item with the model's own reasoning text (open models show it; there is nothing to
+// summarize or encrypt).
+json reasoning_item(const Generation& g, int32_t index, const std::string& text, const char* status) {
+  json content = std::string(status) == "in_progress" ? json::array() : json::array({{{"type", "reasoning_text"}, {"text", text}}});
+  return {{"type", "reasoning"}, {"id", reasoning_id(g, index)}, {"summary", json::array()}, {"content", std::move(content)},
+          {"status", status}};
+}
+
+std::string close_reasoning(Generation& g) {
+  if (g.reasoning_block < 0) return {};
+  const int32_t index = g.reasoning_block;
+  g.reasoning_block = -1;
+  const std::string id = reasoning_id(g, index);
+  std::string out = event(g, "response.reasoning_text.done",
+                          {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"text", g.reasoning_text}});
+  out += event(g, "response.content_part.done", {{"item_id", id}, {"output_index", index}, {"content_index", 0},
+                                                 {"part", {{"type", "reasoning_text"}, {"text", g.reasoning_text}}}});
+  json item = reasoning_item(g, index, g.reasoning_text, "completed");
+  g.logprobs_acc.push_back(item);
+  out += event(g, "response.output_item.done", {{"output_index", index}, {"item", std::move(item)}});
+  return out;
 }
 
 // Closes the open message item (text done, part done, item done).
@@ -180,8 +247,24 @@ std::string close_message(Generation& g) {
   return out;
 }
 
-std::string parsed_events(Generation& g, const chat::ToolParse& parsed) {
+std::string parsed_events(Generation& g, const AnswerPiece& piece) {
   std::string out;
+  const chat::ToolParse& parsed = piece.answer;
+  if (!piece.reasoning.empty()) {  // the reasoning block comes first: no other item is open
+    if (g.reasoning_block < 0) {
+      g.reasoning_block = g.blocks++;
+      g.reasoning_text.clear();
+      out += event(g, "response.output_item.added",
+                   {{"output_index", g.reasoning_block}, {"item", reasoning_item(g, g.reasoning_block, "", "in_progress")}});
+      out += event(g, "response.content_part.added",
+                   {{"item_id", reasoning_id(g, g.reasoning_block)}, {"output_index", g.reasoning_block}, {"content_index", 0},
+                    {"part", {{"type", "reasoning_text"}, {"text", ""}}}});
+    }
+    g.reasoning_text += piece.reasoning;
+    out += event(g, "response.reasoning_text.delta", {{"item_id", reasoning_id(g, g.reasoning_block)}, {"output_index", g.reasoning_block},
+                                                      {"content_index", 0}, {"delta", piece.reasoning}});
+  }
+  if (!parsed.text.empty() || !parsed.calls.empty()) out += close_reasoning(g);
   if (!parsed.text.empty()) {
     if (g.open_text_block < 0) {  // a message item opens (text after a call opens another)
       g.open_text_block = g.blocks++;
@@ -267,6 +350,18 @@ std::variant<OpenAiResponsesRequest, ApiError> map_openai_responses(const JsonBo
   bool offered = false;
   if (auto e = map_tools(std::get<JsonBody>(tools), w, offered)) return std::move(*e);
   if (offered) out.tools.emplace(model.tool_format);
+  // reasoning.effort: "none" switches a thinking template off; any other effort switches it on.
+  Think think = Think::kUnset;
+  if (given(body, "reasoning")) {
+    const JsonBody& r = body["reasoning"];
+    if (!r.is_object()) return bad_field("reasoning must be an object {\"effort\": ...}", "reasoning");
+    if (given(r, "effort")) {
+      if (!r["effort"].is_string()) return bad_field("reasoning.effort must be a string", "reasoning.effort");
+      think = r["effort"] == "none" ? Think::kOff : Think::kOn;
+    }
+  }
+  if (auto e = map_think(think, model, w, "reasoning", /*strict=*/false)) return std::move(*e);
+  out.echo = request_echo(body);
   w["stream"] = true;
   return out;
 }
@@ -280,13 +375,9 @@ std::string responses_created_event(Generation& g) {
 
 std::string responses_token_events(Generation& g, const EngineEvent& ev) {
   if (ev.text.empty()) return {};
-  chat::ToolParse parsed;
-  if (g.tools) {
-    g.tools->feed(ev.text, parsed);
-  } else {
-    parsed.text = ev.text;
-  }
-  return parsed_events(g, parsed);
+  AnswerPiece piece;
+  split_answer(g, ev.text, /*end=*/false, piece);
+  return parsed_events(g, piece);
 }
 
 std::string responses_final_events(Generation& g, const EngineEvent& finished) {
@@ -296,12 +387,10 @@ std::string responses_final_events(Generation& g, const EngineEvent& finished) {
     failed["error"] = {{"code", "server_error"}, {"message", message}};
     return event(g, "response.failed", {{"response", std::move(failed)}});
   }
-  std::string out;
-  if (g.tools) {
-    chat::ToolParse parsed;
-    g.tools->finish(parsed);
-    out += parsed_events(g, parsed);
-  }
+  AnswerPiece piece;
+  split_answer(g, {}, /*end=*/true, piece);
+  std::string out = parsed_events(g, piece);
+  out += close_reasoning(g);
   out += close_message(g);
   json items = g.logprobs_acc.is_array() ? g.logprobs_acc : json::array();
   const char* type = finished.reason == FinishReason::kLength ? "response.incomplete" : "response.completed";
@@ -309,15 +398,14 @@ std::string responses_final_events(Generation& g, const EngineEvent& finished) {
 }
 
 json responses_object(Generation& g, const EngineEvent& finished) {
-  chat::ToolParse parsed;
-  if (g.tools) {
-    g.tools->feed(g.text, parsed);
-    g.tools->finish(parsed);
-  } else {
-    parsed.text = g.text;
-  }
+  AnswerPiece piece;
+  split_answer(g, g.text, /*end=*/true, piece);
+  const chat::ToolParse& parsed = piece.answer;
   json output = json::array();
-  if (!parsed.text.empty()) output.push_back(message_item(g, 0, parsed.text, "completed"));
+  // Item indexes as the stream numbers them: reasoning, then the message, then the calls.
+  int32_t index = 0;
+  if (!piece.reasoning.empty()) output.push_back(reasoning_item(g, index++, piece.reasoning, "completed"));
+  if (!parsed.text.empty()) output.push_back(message_item(g, index++, parsed.text, "completed"));
   for (size_t i = 0; i < parsed.calls.size(); ++i) output.push_back(call_item(g, parsed.calls[i], i, "completed"));
   return finished_response(g, finished, std::move(output));
 }

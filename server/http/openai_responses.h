@@ -21,6 +21,7 @@ struct OpenAiResponsesRequest {
   nlohmann::json wire;
   bool stream = false;
   std::optional<chat::ToolCallParser> tools;
+  nlohmann::json echo;  // the request's settings a response object repeats (tools, tool_choice, ...)
 };
 
 std::variant<OpenAiResponsesRequest, ApiError> map_openai_responses(const JsonBody& body, const ModelCatalogue& model);

@@ -65,6 +65,10 @@ std::optional<ApiError> map_tools(const JsonBody& body, json& wire, bool& offere
     wire["parallel_tool_calls"] = it->get<bool>();
   }
   offered = have_tools && choice != "none";
+  // A forced call is the whole answer: the response format (response_format, text.format) is
+  // for a text answer that this turn will not have, so it does not constrain this turn. Agents
+  // send both (a structured final answer, a forced first call); OpenAI answers the call.
+  if (offered && (choice == "required" || choice == "function")) wire.erase("json_schema");
   return std::nullopt;
 }
 
@@ -102,6 +106,20 @@ std::variant<std::string, ApiError> wire_tool_calls(const JsonBody& calls, const
     out.push_back(std::move(entry));
   }
   return dump_ordered(out);
+}
+
+std::variant<std::string, ApiError> optional_string(const JsonBody& body, const char* key, const std::string& where) {
+  const auto it = body.is_object() ? body.find(key) : body.end();
+  if (!body.is_object() || it == body.end() || it->is_null()) return std::string();
+  if (!it->is_string()) return bad_field(where + "." + key + " must be a string", where + "." + key);
+  return it->get<std::string>();
+}
+
+std::variant<bool, ApiError> optional_bool(const JsonBody& body, const char* key, bool fallback, const std::string& where) {
+  const auto it = body.is_object() ? body.find(key) : body.end();
+  if (!body.is_object() || it == body.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) return bad_field(where + "." + key + " must be a boolean", where + "." + key);
+  return it->get<bool>();
 }
 
 std::string tool_call_id(const std::string& request_id, size_t index) {

@@ -16,10 +16,17 @@ namespace vks::http {
 
 // tools, tool_choice ("auto" | "none" | "required" | {"type": "function", "function": {"name"}}),
 // parallel_tool_calls -> the wire fields. `offered`: tools are on (given, and choice not "none").
+// Call it after the response format is mapped: a forced call drops the wire's json_schema.
 std::optional<ApiError> map_tools(const JsonBody& body, nlohmann::json& wire, bool& offered);
 
 // An assistant message's tool_calls -> JSON text for the wire turn, or the error naming `where`.
 std::variant<std::string, ApiError> wire_tool_calls(const JsonBody& calls, const std::string& where);
+
+// body[key] when it is a string, "" when absent or null, or the 400 naming `where`.`key` (nlohmann's
+// value() throws on a wrong type: a client's mistake must be its 400, not a 500).
+std::variant<std::string, ApiError> optional_string(const JsonBody& body, const char* key, const std::string& where);
+// The same for a boolean (`fallback` when absent or null).
+std::variant<bool, ApiError> optional_bool(const JsonBody& body, const char* key, bool fallback, const std::string& where);
 
 // The id a call gets: "call_" + the request id + "_" + its index in the answer.
 std::string tool_call_id(const std::string& request_id, size_t index);

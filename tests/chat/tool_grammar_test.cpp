@@ -53,6 +53,17 @@ TEST(ToolGrammar, OnlyValidCallsInTheTemplatesFormat) {
   EXPECT_EQ(parsed.text, "");
 }
 
+// Inside a call at most one space where JSON allows whitespace: indentation is refused, so a weak
+// model cannot spend its token budget on layout before the call closes.
+TEST(ToolGrammar, AtMostOneSpaceInsideACall) {
+  const grammar::Grammar g = compiled(generic_tool_format(), parse_tools(kTools), /*parallel=*/false);
+  auto ok = [&](const std::string& s) { return grammar::matches_completely(g, s); };
+  EXPECT_TRUE(ok("<tool_call>{ \"name\" : \"get_weather\" , \"arguments\" : { \"city\" : \"Rome\" , \"days\" : 3 } }</tool_call>"));
+  EXPECT_FALSE(ok("<tool_call>{\"name\":\"get_weather\",\n  \"arguments\":{\"city\":\"Rome\",\"days\":3}}</tool_call>"));
+  EXPECT_FALSE(ok("<tool_call>{\"name\":  \"get_weather\",\"arguments\":{\"city\":\"Rome\",\"days\":3}}</tool_call>"));
+  EXPECT_FALSE(ok("<tool_call>{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Rome\",\"days\":3}\n}</tool_call>"));
+}
+
 TEST(ToolGrammar, NamedFunctionAndOtherFormats) {
   const std::vector<ToolSpec> all = parse_tools(kTools);
   const std::vector<ToolSpec> only{all[0]};

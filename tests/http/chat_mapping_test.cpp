@@ -13,6 +13,10 @@
 #include "server/http/openai_api.h"
 #include "server/http/ollama_chat.h"
 #include "server/http/openai_chat.h"
+#include "server/http/answer_parse.h"
+#include "server/http/anthropic_messages.h"
+#include "server/http/openai_responses.h"
+#include "server/http/token_api.h"
 
 namespace vks::http {
 namespace {
@@ -412,6 +416,9 @@ TEST(OllamaShow, ParameterSizeAndCapabilities) {
   EXPECT_EQ(ollama_show(m)["capabilities"], nlohmann::json::array({"completion"}));
   m.tool_format.native = true;
   EXPECT_EQ(ollama_show(m)["capabilities"], nlohmann::json::array({"completion", "tools"}));
+  m.reasoning.open = "<think>";
+  m.reasoning.close = "</think>";
+  EXPECT_EQ(ollama_show(m)["capabilities"], nlohmann::json::array({"completion", "tools", "thinking"}));
 }
 
 // A mixture-of-experts model: the engine's parameter count (all experts), the active count and the
@@ -440,6 +447,171 @@ TEST(OllamaShow, ExpertLayoutAndActiveParameters) {
   m.info.n_experts = 0;  // dense: no expert keys
   EXPECT_FALSE(ollama_show(m)["model_info"].contains("qwen3moe.expert_count"));
   EXPECT_FALSE(openai_model(m)["meta"].contains("experts"));
+}
+
+}  // namespace
+}  // namespace vks::http
+
+namespace vks::http {
+namespace {
+
+ModelCatalogue thinking_model(bool starts_inside, bool has_switch) {
+  ModelCatalogue m;
+  m.id = "thinker";
+  m.reasoning.open = "<think>";
+  m.reasoning.close = "</think>";
+  m.reasoning.starts_inside = starts_inside;
+  m.reasoning.has_switch = has_switch;
+  return m;
+}
+
+AnswerPiece split_whole(Generation& g, const std::string& text) {
+  AnswerPiece piece;
+  split_answer(g, text, /*end=*/true, piece);
+  return piece;
+}
+
+// Reasoning first, then tool calls in what remains; enable_thinking false means the answer starts
+// outside the block only where the template reads the switch.
+TEST(Reasoning, SplitBeforeToolsAndTheSwitch) {
+  Generation g;
+  g.reasoning = reasoning_parser(thinking_model(false, true), json::object());
+  g.tools.emplace(chat::generic_tool_format());
+  const AnswerPiece p = split_whole(g, "<think>plan</think>\n<tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call>");
+  EXPECT_EQ(p.reasoning, "plan");
+  EXPECT_EQ(p.answer.text, "");
+  ASSERT_EQ(p.answer.calls.size(), 1u);
+  EXPECT_EQ(p.answer.calls[0].name, "f");
+
+  // The generation prompt opened the block: off by the switch, the answer is all content.
+  Generation off;
+  off.reasoning = reasoning_parser(thinking_model(true, true), json{{"enable_thinking", false}});
+  EXPECT_EQ(split_whole(off, "abc</think>x").answer.text, "abc</think>x");
+  // A template without the switch opens the block anyway.
+  Generation always;
+  always.reasoning = reasoning_parser(thinking_model(true, false), json{{"enable_thinking", false}});
+  const AnswerPiece a = split_whole(always, "abc</think>x");
+  EXPECT_EQ(a.reasoning, "abc");
+  EXPECT_EQ(a.answer.text, "x");
+  EXPECT_FALSE(reasoning_parser(catalogue(), json::object()).has_value());  // a template that does not think
+}
+
+TEST(Reasoning, ThinkSwitchesAndRefusals) {
+  json wire = json::object();
+  EXPECT_FALSE(map_think(Think::kOn, thinking_model(false, true), wire, "think", true).has_value());
+  EXPECT_EQ(wire["enable_thinking"], true);
+  wire = json::object();
+  EXPECT_FALSE(map_think(Think::kUnset, thinking_model(false, true), wire, "think", true).has_value());
+  EXPECT_FALSE(wire.contains("enable_thinking"));
+  const auto refused = map_think(Think::kOn, catalogue(), wire, "think", /*strict=*/true);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_EQ(refused->param, "think");
+  EXPECT_FALSE(map_think(Think::kOn, catalogue(), wire, "reasoning_effort", /*strict=*/false).has_value());
+  EXPECT_FALSE(map_think(Think::kOff, catalogue(), wire, "think", /*strict=*/true).has_value());
+  EXPECT_FALSE(wire.contains("enable_thinking"));  // nothing to switch on a model that does not think
+
+  Think think = Think::kUnset;
+  EXPECT_FALSE(read_template_kwargs(JsonBody::parse(R"({"chat_template_kwargs":{"enable_thinking":false}})"), think));
+  EXPECT_EQ(think, Think::kOff);
+  const auto unknown = read_template_kwargs(JsonBody::parse(R"({"chat_template_kwargs":{"foo":1}})"), think);
+  ASSERT_TRUE(unknown.has_value());
+  EXPECT_EQ(unknown->param, "chat_template_kwargs.foo");
+
+  // Each surface's switch on a thinking model, and the strict ones on a model that does not think.
+  auto ollama = map_ollama_chat(JsonBody::parse(R"({"model":"thinker","messages":[{"role":"user","content":"hi"}],"think":false})"),
+                                thinking_model(false, true));
+  ASSERT_TRUE(std::holds_alternative<OllamaChatRequest>(ollama));
+  EXPECT_EQ(std::get<OllamaChatRequest>(ollama).wire["enable_thinking"], false);
+  EXPECT_FALSE(std::get<OllamaChatRequest>(ollama).show_reasoning);
+  auto refused_ollama = map_ollama_chat(JsonBody::parse(R"({"model":"stories260K","messages":[{"role":"user","content":"hi"}],"think":true})"),
+                                        catalogue());
+  ASSERT_TRUE(std::holds_alternative<ApiError>(refused_ollama));
+  EXPECT_EQ(std::get<ApiError>(refused_ollama).code, "thinking_not_supported");
+  auto openai = map_openai_chat(JsonBody::parse(R"({"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"none"})"),
+                                thinking_model(false, true));
+  ASSERT_TRUE(std::holds_alternative<OpenAiChatRequest>(openai));
+  EXPECT_EQ(std::get<OpenAiChatRequest>(openai).wire["enable_thinking"], false);
+}
+
+TEST(TokenEndpoints, RequestsAndAnswers) {
+  auto t = map_tokenize(JsonBody::parse(R"({"content":"hi","with_pieces":true})"));
+  ASSERT_TRUE(std::holds_alternative<TokenizeHttpRequest>(t));
+  EXPECT_TRUE(std::get<TokenizeHttpRequest>(t).with_pieces);
+  EXPECT_TRUE(std::get<TokenizeHttpRequest>(t).parse_special);
+  EXPECT_FALSE(std::get<TokenizeHttpRequest>(t).add_special);
+  EXPECT_EQ(std::get<ApiError>(map_tokenize(JsonBody::parse(R"({"content":3})"))).param, "content");
+  EXPECT_EQ(std::get<ApiError>(map_tokenize(JsonBody::parse(R"({"content":"x","add_special":"yes"})"))).param, "add_special");
+  EXPECT_EQ(std::get<ApiError>(map_detokenize(JsonBody::parse(R"({"tokens":[1,512]})"), 512)).param, "tokens.1");
+  EXPECT_EQ(std::get<ApiError>(map_detokenize(JsonBody::parse(R"({"tokens":[1.5]})"), 512)).param, "tokens.0");
+  EXPECT_EQ(std::get<std::vector<TokenId>>(map_detokenize(JsonBody::parse(R"({"tokens":[0,511]})"), 512)), (std::vector<TokenId>{0, 511}));
+  // A piece that is part of a UTF-8 character is its bytes.
+  const json answer = tokenize_answer({7, 8}, true, [](TokenId id) { return id == 7 ? std::string("ab") : std::string("\xC3"); });
+  EXPECT_EQ(answer["tokens"][0], json({{"id", 7}, {"piece", "ab"}}));
+  EXPECT_EQ(answer["tokens"][1]["piece"], json::array({0xC3}));
+  EXPECT_EQ(tokenize_answer({7}, false, {})["tokens"], json::array({7}));
+  EXPECT_EQ(count_tokens_body(JsonBody::parse(R"({"messages":[]})"))["max_tokens"], 1);
+}
+
+// Messages, Responses and the token endpoints with the reasoning fields, fuzzed as the chat bodies
+// are: every body is answered or refused with a 4xx naming a problem, never a throw nor a 5xx.
+TEST(Reasoning, FuzzedMessagesResponsesAndTokenBodiesAre4xxNeverThrowNor5xx) {
+  const ModelCatalogue model = thinking_model(true, true);
+  const json anthropic = json::parse(R"({"model":"thinker","max_tokens":9,"system":"s","thinking":{"type":"enabled","budget_tokens":1024},
+    "messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":""},
+    {"type":"text","text":"x"},{"type":"tool_use","id":"u","name":"f","input":{}}]},
+    {"role":"user","content":[{"type":"tool_result","tool_use_id":"u","content":"r"}]}],
+    "tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto"}})");
+  const json responses = json::parse(R"({"model":"thinker","instructions":"i","reasoning":{"effort":"low"},"max_output_tokens":9,
+    "input":[{"role":"user","content":"hi"},{"type":"reasoning","id":"r","summary":[],"content":[{"type":"reasoning_text","text":"t"}]},
+    {"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"o"}],
+    "tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"text":{"format":{"type":"text"}}})");
+  const json tokenize = json::parse(R"({"content":"hi","add_special":true,"parse_special":false,"with_pieces":true})");
+  const json detokenize = json::parse(R"({"tokens":[1,2,3]})");
+  std::mt19937 rng(32);
+  int accepted = 0;
+  int rejected = 0;
+  for (int i = 0; i < 6000; ++i) {
+    json body = i % 4 == 0 ? anthropic : i % 4 == 1 ? responses : i % 4 == 2 ? tokenize : detokenize;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) mutate(rng, body);
+    std::optional<ApiError> error;
+    ASSERT_NO_THROW({
+      if (i % 4 == 0) {
+        auto m = map_anthropic_messages(count_tokens_body(body), model);
+        if (auto* e = std::get_if<ApiError>(&m)) {
+          error = *e;
+        } else if (auto w = to_chat_request(std::get<AnthropicRequest>(m).wire, limits(), anthropic_param_names());
+                   std::holds_alternative<ApiError>(w)) {
+          error = std::get<ApiError>(w);
+        }
+      } else if (i % 4 == 1) {
+        auto m = map_openai_responses(body, model);
+        if (auto* e = std::get_if<ApiError>(&m)) {
+          error = *e;
+        } else if (auto w = to_chat_request(std::get<OpenAiResponsesRequest>(m).wire, limits(), openai_responses_param_names());
+                   std::holds_alternative<ApiError>(w)) {
+          error = std::get<ApiError>(w);
+        }
+      } else if (i % 4 == 2) {
+        auto m = map_tokenize(body);
+        if (auto* e = std::get_if<ApiError>(&m)) error = *e;
+      } else {
+        auto m = map_detokenize(body, 512);
+        if (auto* e = std::get_if<ApiError>(&m)) error = *e;
+      }
+    }) << body.dump();
+    if (error) {
+      ++rejected;
+      EXPECT_GE(error->status, 400) << body.dump();
+      EXPECT_LT(error->status, 500) << body.dump() << ": " << error->message;
+      EXPECT_FALSE(error->message.empty());
+    } else {
+      ++accepted;
+    }
+  }
+  EXPECT_GT(accepted, 200);
+  EXPECT_GT(rejected, 200);
 }
 
 }  // namespace

@@ -2,9 +2,11 @@
 // vkstreamd --http serving a tiny random-weight model with the Qwen2.5 vocabulary and chat
 // template (made by vks-make-model; its text is gibberish, so only structure is checked): a
 // required call comes back as message.tool_calls whose arguments validate, the SDK's own stream
-// accumulator (beta.chat.completions.stream) rebuilds the same calls from the deltas, a tool
+// accumulator (chat.completions.stream) rebuilds the same calls from the deltas, a tool
 // result in the history is accepted, ollama.chat returns calls with object arguments, and
-// Anthropic's SDK gets tool_use blocks from /v1/messages, whole and through its stream helper.
+// Anthropic's SDK gets tool_use blocks from /v1/messages, whole and through its stream helper;
+// count_tokens agrees with the prompt a Messages request is charged; llama.cpp's /tokenize,
+// /detokenize and /apply-template agree with each other and with a chat request's prompt.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -38,6 +40,7 @@ const messages = [{ role: "user", content: "Weather in Paris for two days?" }];
 
 let dir;
 let daemon;
+let baseUrl;
 let openai;
 let ollama;
 let anthropic;
@@ -61,7 +64,7 @@ before(async () => {
     "--socket", join(dir, "vkstream.sock"), "--zmq", `ipc://${dir}/router.zmq`, "--pub", `ipc://${dir}/pub.zmq`,
     "--http", "127.0.0.1:0",
   ], { stdio: ["ignore", "pipe", "pipe"] });
-  const baseUrl = await new Promise((ok, fail) => {
+  baseUrl = await new Promise((ok, fail) => {
     const onData = (d) => {
       log += d;
       const m = log.match(/HTTP API on (http:\/\/127\.0\.0\.1:\d+)/);
@@ -106,7 +109,7 @@ test("openai: a required call comes back as message.tool_calls that validate", a
 
 test("openai: the SDK's stream accumulator rebuilds the same calls from the deltas", async () => {
   const whole = await openai.chat.completions.create(request);
-  const stream = openai.beta.chat.completions.stream({ ...request, stream: true });
+  const stream = openai.chat.completions.stream({ ...request, stream: true });
   const final = await stream.finalChatCompletion();
   const streamed = final.choices[0];
   assert.equal(streamed.finish_reason, "tool_calls");
@@ -167,4 +170,64 @@ test("openai: responses.create and responses.stream give the same function_call"
   const streamed = await openai.responses.stream(params).finalResponse();
   assert.deepEqual(streamed.output.filter((o) => o.type === "function_call").map((o) => [o.name, o.arguments]),
     calls.map((o) => [o.name, o.arguments]));
+});
+
+const anthropicParams = {
+  model: "qwen-tools", system: "You call tools.", messages,
+  tools: tools.map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters })),
+};
+
+test("anthropic: count_tokens equals the input tokens the same request is charged", async () => {
+  const counted = await anthropic.messages.countTokens(anthropicParams);
+  const answered = await anthropic.messages.create({ ...anthropicParams, max_tokens: 2, temperature: 0 });
+  assert.equal(counted.input_tokens, answered.usage.input_tokens);
+  const bare = await anthropic.messages.countTokens({ model: "qwen-tools", messages });
+  assert.ok(bare.input_tokens > 0 && bare.input_tokens < counted.input_tokens);  // no tools, no system
+  await assert.rejects(anthropic.messages.countTokens({ model: "qwen-tools", messages: [] }),
+    (e) => e.status === 400 && /messages/.test(e.message));
+});
+
+async function post(path, body) {
+  const r = await fetch(`${baseUrl}${path}`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  return { status: r.status, body: await r.json() };
+}
+
+test("tokenize, detokenize and apply-template agree with each other and with chat", async () => {
+  const text = "Weather in Paris, 24 °C?";
+  const t = await post("/tokenize", { content: text });
+  assert.equal(t.status, 200);
+  assert.ok(t.body.tokens.length > 3 && t.body.tokens.every(Number.isInteger));
+  assert.deepEqual((await post("/detokenize", { tokens: t.body.tokens })).body, { content: text });
+  const pieces = await post("/tokenize", { content: text, with_pieces: true });
+  assert.deepEqual(pieces.body.tokens.map((p) => p.id), t.body.tokens);
+  // "°" is two bytes that byte-level BPE may split: a piece is text or its bytes, and together they are the text.
+  const bytes = pieces.body.tokens.flatMap((p) => (typeof p.piece === "string" ? [...Buffer.from(p.piece)] : p.piece));
+  assert.equal(Buffer.from(bytes).toString(), text);
+  // Control-token text is the control token unless parse_special is false.
+  assert.equal((await post("/tokenize", { content: "<|im_end|>" })).body.tokens.length, 1);
+  assert.ok((await post("/tokenize", { content: "<|im_end|>", parse_special: false })).body.tokens.length > 1);
+
+  const applied = await post("/apply-template", { messages, tools });
+  assert.equal(applied.status, 200);
+  assert.ok(applied.body.prompt.includes("<|im_start|>user\nWeather in Paris for two days?<|im_end|>"));
+  assert.ok(applied.body.prompt.includes('"name": "get_weather"'));  // the tools, rendered by the template
+  assert.ok(applied.body.prompt.endsWith("<|im_start|>assistant\n"));
+  const chat = await openai.chat.completions.create({ model: "qwen-tools", messages, tools, max_tokens: 1 });
+  assert.equal((await post("/tokenize", { content: applied.body.prompt })).body.tokens.length, chat.usage.prompt_tokens);
+
+  const bad = await post("/detokenize", { tokens: [1, -4] });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.error.param, "tokens.1");
+  assert.equal((await post("/tokenize", { text })).status, 400);  // content is the field
+  assert.equal((await post("/apply-template", { messages: [{ role: "wizard", content: "hi" }] })).status, 400);
+});
+
+test("think on a model whose template does not think is refused (Ollama, Anthropic)", async () => {
+  await assert.rejects(ollama.chat({ model: "qwen-tools", messages, think: true, stream: false }),
+    (e) => e.status_code === 400 && /does not support thinking/.test(e.error));
+  await assert.rejects(anthropic.messages.create({ ...anthropicParams, max_tokens: 4, thinking: { type: "enabled", budget_tokens: 1024 } }),
+    (e) => e.status === 400 && /does not support thinking/.test(e.message));
+  const show = await ollama.show({ model: "qwen-tools" });
+  assert.ok(!show.capabilities.includes("thinking"));
+  assert.ok(show.capabilities.includes("tools"));
 });

@@ -1,0 +1,48 @@
+#pragma once
+// A chat answer as the HTTP surfaces show it: the reasoning block first (when the served
+// template thinks: engine/chat/reasoning.h), then tool calls in what remains (when tools are
+// offered: engine/chat/tool_call_parser.h). Both parsers are incremental and exact, so an answer
+// split into streamed pieces gives what the whole answer gives, and each surface has one code
+// path for both.
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/chat/tool_call_parser.h"
+#include "server/http/api_common.h"
+#include "server/http/generation.h"
+
+namespace vks::http {
+
+struct AnswerPiece {
+  std::string reasoning;   // reasoning settled by this piece
+  chat::ToolParse answer;  // the answer's text outside calls, and the calls completed
+
+  bool empty() const { return reasoning.empty() && answer.text.empty() && answer.calls.empty(); }
+};
+
+// What `piece` settles; with `end`, also what was held back (the answer is over: call once).
+void split_answer(Generation& g, std::string_view piece, bool end, AnswerPiece& out);
+
+// A request's thinking switch: Ollama `think`, Anthropic `thinking`, OpenAI `reasoning_effort`,
+// `chat_template_kwargs.enable_thinking`, Responses `reasoning.effort`.
+enum class Think { kUnset, kOn, kOff };
+
+// Sets the wire's enable_thinking (the template's switch) when the request chose; a request that
+// asks for thinking (kOn) from a model whose template does not think is refused when `strict`
+// (Ollama and Anthropic do), naming `param`.
+std::optional<ApiError> map_think(Think think, const ModelCatalogue& model, nlohmann::json& wire, const std::string& param,
+                                  bool strict);
+
+// The answer's reasoning parser for a request mapped to `wire`, or none when the template does
+// not think. With enable_thinking false, a template that reads the switch does not leave the block
+// open in its generation prompt (one that opens it when thinking writes an empty one instead), so
+// the answer starts outside it.
+std::optional<chat::ReasoningParser> reasoning_parser(const ModelCatalogue& model, const nlohmann::json& wire);
+
+// chat_template_kwargs (llama.cpp's and vLLM's name): only enable_thinking is known.
+std::optional<ApiError> read_template_kwargs(const JsonBody& body, Think& think);
+
+}  // namespace vks::http
