@@ -6,7 +6,8 @@
 // backend the integer kernels are compute-bound (TinyLlama Q4_0 on this project's 2-core machine:
 // a 4-token step costs ~1.6 decode steps, a 7-token one ~3.2, since its kernel tiles hold at most
 // 4 tokens). So:
-//   StepCost (one per engine) learns the runner's time of decode steps by their token count;
+//   StepCost (one per engine) learns the runner's time of decode steps by their token count,
+//   robust to a shared machine's stretched steps and re-measured from time to time;
 //   DraftLength (one per request) learns the request's per-token acceptance probability a, from
 //   verified drafts and from "shadow" drafts (proposed but not verified, compared with the tokens
 //   plain decoding then emits: free, so a request that stopped speculating keeps measuring and
@@ -24,45 +25,68 @@ namespace vks::sched {
 inline constexpr int32_t kMaxDraftTokens = 16;  // per request per step (the `speculative` field's bound)
 
 // Runner milliseconds of decode-only steps (every chunk one token plus its draft) by tokens in the
-// step: an exponentially weighted average per count. Engine thread only.
+// step. Per count, the least of its last kSamples times: on a shared machine other processes only
+// ever stretch a step, and one stretched sample must not make a width look expensive for good. A
+// count not measured in the last kStaleSteps recorded steps counts as unmeasured again, so a width
+// judged in a bad moment is tried again later (the cost of such a probe is one step in kStaleSteps).
+// Engine thread only.
 class StepCost {
  public:
   static constexpr int32_t kMaxTokens = 256;  // wider steps are not recorded (extrapolated)
-  static constexpr double kAlpha = 0.25;       // weight of the newest sample
+  static constexpr int32_t kSamples = 4;
+  static constexpr int64_t kStaleSteps = 64;
   // An unmeasured count costs, per token beyond the nearest measured count below, this fraction of
-  // that step's time per token: optimistic, so a width is tried once and then known.
+  // that step's time per token: optimistic, so a width is tried and then known.
   static constexpr double kProbeSlope = 0.15;
 
-  StepCost() : ms_(kMaxTokens + 1, 0.0) {}
+  StepCost() : widths_(kMaxTokens + 1) {}
 
   void record(int32_t n_tokens, double ms) {
     if (n_tokens < 1 || n_tokens > kMaxTokens || !(ms > 0) || !std::isfinite(ms)) return;
-    double& v = ms_[static_cast<size_t>(n_tokens)];
-    v = v > 0 ? (1 - kAlpha) * v + kAlpha * ms : ms;
+    ++clock_;
+    Width& w = widths_[static_cast<size_t>(n_tokens)];
+    if (w.count > 0 && clock_ - w.stamp > kStaleSteps) w.count = w.next = 0;  // judged again from scratch
+    w.ms[w.next] = ms;
+    w.next = (w.next + 1) % kSamples;
+    w.count = std::min(w.count + 1, kSamples);
+    w.stamp = clock_;
   }
   bool measured(int32_t n_tokens) const {
-    return n_tokens >= 1 && n_tokens <= kMaxTokens && ms_[static_cast<size_t>(n_tokens)] > 0;
+    if (n_tokens < 1 || n_tokens > kMaxTokens) return false;
+    const Width& w = widths_[static_cast<size_t>(n_tokens)];
+    return w.count > 0 && clock_ - w.stamp <= kStaleSteps;
   }
   // Estimated ms of a step of n tokens; 0 when no step at or below n was measured (unknown).
   double estimate(int32_t n_tokens) const {
     if (n_tokens < 1) return 0;
-    if (measured(n_tokens)) return ms_[static_cast<size_t>(n_tokens)];
+    if (measured(n_tokens)) return least(n_tokens);
     int32_t lo = std::min(n_tokens, kMaxTokens + 1) - 1;
     while (lo >= 1 && !measured(lo)) --lo;
     if (lo < 1) return 0;
-    const double v_lo = ms_[static_cast<size_t>(lo)];
+    const double v_lo = least(lo);
     double est = v_lo * (1 + kProbeSlope * (n_tokens - lo) / lo);
     for (int32_t hi = n_tokens + 1; hi <= kMaxTokens; ++hi) {
       if (!measured(hi)) continue;
-      const double v_hi = ms_[static_cast<size_t>(hi)];
-      est = std::min(est, v_lo + (v_hi - v_lo) * (n_tokens - lo) / (hi - lo));
+      est = std::min(est, v_lo + (least(hi) - v_lo) * (n_tokens - lo) / (hi - lo));
       break;
     }
     return est;
   }
 
  private:
-  std::vector<double> ms_;  // [n] for n = 1..kMaxTokens; 0 = never measured
+  struct Width {
+    double ms[kSamples] = {};
+    int32_t count = 0;
+    int32_t next = 0;
+    int64_t stamp = 0;  // clock_ at its last sample
+  };
+  double least(int32_t n_tokens) const {
+    const Width& w = widths_[static_cast<size_t>(n_tokens)];
+    return *std::min_element(w.ms, w.ms + w.count);
+  }
+
+  std::vector<Width> widths_;  // [n] for n = 1..kMaxTokens
+  int64_t clock_ = 0;          // decode steps recorded
 };
 
 class DraftLength {

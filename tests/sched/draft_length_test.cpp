@@ -26,7 +26,7 @@ DraftLength with_acceptance(int32_t hits, int32_t misses) {
   return d;
 }
 
-TEST(StepCost, AveragesAndEstimatesUnmeasuredWidthsOptimistically) {
+TEST(StepCost, LeastRecentTimeAndOptimisticUnmeasuredWidths) {
   StepCost c;
   EXPECT_EQ(c.estimate(1), 0);  // unknown
   c.record(1, 100);
@@ -38,8 +38,18 @@ TEST(StepCost, AveragesAndEstimatesUnmeasuredWidthsOptimistically) {
   cheap.record(1, 100);
   cheap.record(4, 110);
   EXPECT_DOUBLE_EQ(cheap.estimate(3), 100 + 10 * 2.0 / 3.0);
-  c.record(1, 200);  // exponentially weighted
-  EXPECT_DOUBLE_EQ(c.estimate(1), 100 * (1 - StepCost::kAlpha) + 200 * StepCost::kAlpha);
+  // A stretched step (another process had the cores) does not raise the estimate...
+  c.record(1, 300);
+  EXPECT_DOUBLE_EQ(c.estimate(1), 100);
+  // ...and is forgotten after kSamples newer ones.
+  for (int32_t i = 0; i < StepCost::kSamples; ++i) c.record(1, 120);
+  EXPECT_DOUBLE_EQ(c.estimate(1), 120);
+  // A width unmeasured for kStaleSteps is estimated as if never measured: tried again.
+  for (int32_t i = 0; i < StepCost::kStaleSteps; ++i) c.record(1, 120);
+  EXPECT_FALSE(c.measured(4));
+  EXPECT_DOUBLE_EQ(c.estimate(4), 120 * (1 + 3 * StepCost::kProbeSlope));
+  c.record(4, 200);  // its old sample is not kept
+  EXPECT_DOUBLE_EQ(c.estimate(4), 200);
   c.record(0, 5);
   c.record(StepCost::kMaxTokens + 1, 5);
   EXPECT_FALSE(c.measured(0));
