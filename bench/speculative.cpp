@@ -24,6 +24,8 @@
 
 #include "bench/process_cpu.h"
 #include "engine/common/error.h"
+#include "engine/common/thread_pool.h"
+#include "engine/cpu/quant/qmatmul.h"
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
 #include "engine/vulkan/runner/runner_factory.h"
@@ -113,6 +115,31 @@ void step_profile(vks::ModelRunner& runner, int32_t reps) {
   std::printf("\n");
 }
 
+// The CPU's integer matmul alone (cpuq::qmatmul, 2 threads) on layer 0's FFN gate and the output
+// matrix, n tokens at once: whether a wider step's cost is the kernel's.
+void kernel_profile(const vks::LlamaModel& model, int32_t reps) {
+  vks::ThreadPool pool(2);
+  std::printf("cpuq::qmatmul alone, 2 threads, process CPU ms (median of %d):\n", reps);
+  std::printf("| matrix | 1 token | 2 | 3 | 4 | 5 | 8 |\n|--------|---------|---|---|---|---|---|\n");
+  for (const auto& [name, w] : {std::pair{"ffn_gate.0", &model.weights().layers[0].w_gate},
+                                std::pair{"output", &model.weights().output}}) {
+    std::printf("| %s |", name);
+    for (size_t n : {1, 2, 3, 4, 5, 8}) {
+      std::vector<float> x(n * w->cols, 0.01f), y(n * w->rows);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+      std::vector<double> ms;
+      for (int32_t r = 0; r < reps; ++r) {
+        const double c0 = vks::bench::process_cpu_seconds();
+        vks::cpuq::qmatmul(*w, x.data(), n, y.data(), &pool);
+        ms.push_back((vks::bench::process_cpu_seconds() - c0) * 1e3);
+      }
+      std::printf(" %.2f |", median(ms));
+    }
+    std::printf("\n");
+  }
+  std::printf("\n");
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -144,7 +171,10 @@ int main(int argc, char** argv) {
     auto runner = vks::make_runner(*model, o);
     std::printf("model %s, device %s, gen %d, draft %d, rounds %d\n\n", path.c_str(), runner->device_name().c_str(), gen,
                 draft, rounds);
-    if (profile) step_profile(*runner, 7);
+    if (profile) {
+      kernel_profile(*model, 9);
+      step_profile(*runner, 7);
+    }
     vks::Engine engine(std::move(runner), *tok, vks::EngineConfig{});
 
     const int32_t vocab = static_cast<int32_t>(model->config().vocab_size);
