@@ -27,17 +27,21 @@ inline constexpr int32_t kMaxDraftTokens = 16;  // per request per step (the `sp
 // Runner milliseconds of decode-only steps (every chunk one token plus its draft) by tokens in the
 // step. Per count, the least of its last kSamples times: on a shared machine other processes only
 // ever stretch a step, and one stretched sample must not make a width look expensive for good. A
-// count not measured in the last kStaleSteps recorded steps counts as unmeasured again, so a width
-// judged in a bad moment is tried again later (the cost of such a probe is one step in kStaleSteps).
+// count not measured in the last kStaleSteps recorded steps is stale: its estimate halves every
+// kHalfLife steps (down to the optimistic extrapolation), so a width judged in a bad moment is tried
+// again, soon if it nearly paid and rarely if it was far off (each probe costs a wide step).
 // Engine thread only.
 class StepCost {
  public:
   static constexpr int32_t kMaxTokens = 256;  // wider steps are not recorded (extrapolated)
   static constexpr int32_t kSamples = 4;
   static constexpr int64_t kStaleSteps = 64;
+  static constexpr double kHalfLife = 256;
   // An unmeasured count costs, per token beyond the nearest measured count below, this fraction of
-  // that step's time per token: optimistic, so a width is tried and then known.
-  static constexpr double kProbeSlope = 0.15;
+  // that step's time per token: a guess between a GPU's nearly free tokens and a compute-bound
+  // CPU's (~1.2 on this project's machine), so a width is tried once shadow drafts show a request
+  // whose acceptance would pay for it, and then known.
+  static constexpr double kProbeSlope = 0.5;
 
   StepCost() : widths_(kMaxTokens + 1) {}
 
@@ -69,6 +73,10 @@ class StepCost {
       if (!measured(hi)) continue;
       est = std::min(est, v_lo + (least(hi) - v_lo) * (n_tokens - lo) / (hi - lo));
       break;
+    }
+    if (n_tokens <= kMaxTokens && widths_[static_cast<size_t>(n_tokens)].count > 0) {  // stale
+      const auto age = static_cast<double>(clock_ - widths_[static_cast<size_t>(n_tokens)].stamp - kStaleSteps);
+      est = std::max(est, least(n_tokens) * std::exp2(-age / kHalfLife));
     }
     return est;
   }

@@ -34,6 +34,7 @@ TEST(StepCost, LeastRecentTimeAndOptimisticUnmeasuredWidths) {
   EXPECT_DOUBLE_EQ(c.estimate(3), 100 * (1 + 2 * StepCost::kProbeSlope));
   c.record(4, 400);  // measured above: the interpolation if it is lower
   EXPECT_DOUBLE_EQ(c.estimate(3), 100 * (1 + 2 * StepCost::kProbeSlope));
+  EXPECT_DOUBLE_EQ(c.estimate(2), 150);
   StepCost cheap;
   cheap.record(1, 100);
   cheap.record(4, 110);
@@ -44,12 +45,22 @@ TEST(StepCost, LeastRecentTimeAndOptimisticUnmeasuredWidths) {
   // ...and is forgotten after kSamples newer ones.
   for (int32_t i = 0; i < StepCost::kSamples; ++i) c.record(1, 120);
   EXPECT_DOUBLE_EQ(c.estimate(1), 120);
-  // A width unmeasured for kStaleSteps is estimated as if never measured: tried again.
-  for (int32_t i = 0; i < StepCost::kStaleSteps; ++i) c.record(1, 120);
-  EXPECT_FALSE(c.measured(4));
-  EXPECT_DOUBLE_EQ(c.estimate(4), 120 * (1 + 3 * StepCost::kProbeSlope));
-  c.record(4, 200);  // its old sample is not kept
-  EXPECT_DOUBLE_EQ(c.estimate(4), 200);
+  // A width unmeasured for kStaleSteps is stale: its estimate halves every kHalfLife steps, down to
+  // the optimistic extrapolation, so it is tried again (soon if it nearly paid).
+  StepCost s;
+  s.record(1, 100);
+  s.record(4, 1000);
+  for (int32_t i = 0; i < StepCost::kStaleSteps; ++i) s.record(1, 100);
+  EXPECT_TRUE(s.measured(4));
+  s.record(1, 100);
+  EXPECT_FALSE(s.measured(4));
+  EXPECT_NEAR(s.estimate(4), 1000, 5);
+  for (int32_t i = 0; i < StepCost::kHalfLife; ++i) s.record(1, 100);
+  EXPECT_NEAR(s.estimate(4), 500, 5);
+  for (int32_t i = 0; i < 4 * StepCost::kHalfLife; ++i) s.record(1, 100);
+  EXPECT_DOUBLE_EQ(s.estimate(4), 100 * (1 + 3 * StepCost::kProbeSlope));
+  s.record(4, 300);  // its old sample is not kept
+  EXPECT_DOUBLE_EQ(s.estimate(4), 300);
   c.record(0, 5);
   c.record(StepCost::kMaxTokens + 1, 5);
   EXPECT_FALSE(c.measured(0));
