@@ -164,7 +164,9 @@ class DraftLength {
 // emit `step_emitted` (its other decoding sequences and their drafts), `available` draft tokens
 // proposed: the k in 0..available maximizing (step_emitted + a + ... + a^k) / cost(step_tokens + k),
 // or 0 when that is not kMinGain times plain's ratio, or when the plain step's cost is unknown
-// (the first steps measure it).
+// (the first steps measure it). Widths are probed one token past the widest measured at a time: a
+// probe of an unmeasured width is a bet, and on a compute-bound backend the cheapest bet (one
+// token wider) already shows that wider ones do not pay.
 inline int32_t choose_draft(const StepCost& cost, const DraftLength& d, int32_t step_tokens, double step_emitted,
                             int32_t available) {
   const double base = cost.estimate(step_tokens);
@@ -173,6 +175,7 @@ inline int32_t choose_draft(const StepCost& cost, const DraftLength& d, int32_t 
   int32_t best = 0;
   double best_rate = plain * DraftLength::kMinGain;
   for (int32_t k = 1; k <= available; ++k) {
+    if (!cost.measured(step_tokens + k) && !cost.measured(step_tokens + k - 1)) break;
     const double c = cost.estimate(step_tokens + k);
     if (c <= 0) break;
     const double rate = (step_emitted + d.expected_extra(k)) / c;

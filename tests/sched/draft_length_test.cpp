@@ -85,6 +85,16 @@ TEST(ChooseDraft, DraftsOnlyWhereItPays) {
   EXPECT_EQ(choose_draft(cpu, poor, 1, 1, 8), 0);
   // Unknown plain cost (the first steps): measure it first.
   EXPECT_EQ(choose_draft(StepCost{}, good, 1, 1, 8), 0);
+  // Unmeasured widths are probed one token past the widest measured one.
+  StepCost only_plain;
+  only_plain.record(1, 100);
+  EXPECT_EQ(choose_draft(only_plain, good, 1, 1, 8), 1);
+  only_plain.record(2, 101);
+  EXPECT_EQ(choose_draft(only_plain, good, 1, 1, 8), 2);
+  StepCost probed_expensive;
+  probed_expensive.record(1, 100);
+  probed_expensive.record(2, 220);  // the CPU's 2-token step without the tile fix
+  EXPECT_EQ(choose_draft(probed_expensive, good, 1, 1, 8), 0);
   // In a step of 4 decoding requests, 3 drafted tokens ride on a 4-token step's cost.
   EXPECT_EQ(choose_draft(cpu, good, 4, 4, 8), 0);
 }
