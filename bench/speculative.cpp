@@ -1,6 +1,6 @@
 // Prompt-lookup speculative decoding against plain decoding, in one process, alternating request
 // by request (plain, ngram, plain, ...) on one engine, so load from neighbours falls on both alike.
-//   vks_bench_speculative MODEL.gguf [--gen 96] [--rounds 3] [--draft 6] [--cpu]
+//   vks_bench_speculative MODEL.gguf [--gen 96] [--rounds 3] [--draft 6] [--cpu] [--step-profile]
 // Two workloads of greedy requests given as token ids (any vocabulary):
 //   repetitive: a 24-token phrase said four times, to be continued;
 //   quoting:    a 160-token "document", then its first 24 tokens again (an answer that starts
@@ -8,6 +8,9 @@
 // Prints per workload the median decode tokens/s (tokens after the first / time after the first)
 // of each mode, the median of the per-pair ratios ngram / plain with its range, and the acceptance
 // (accepted / drafted tokens). The runner is the one vkstreamd would pick (--cpu: the CPU backend).
+// --step-profile first times the runner alone: one sequence's step of 1 + k tokens verifying k
+// (what a verification step costs) against a 1-token decode step, for k = 0..8, so the ratios
+// above can be read against the backend's cost of a wider step.
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -19,7 +22,10 @@
 #include <thread>
 #include <vector>
 
+#include "bench/process_cpu.h"
 #include "engine/common/error.h"
+#include "engine/common/thread_pool.h"
+#include "engine/cpu/quant/qmatmul.h"
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
 #include "engine/vulkan/runner/runner_factory.h"
@@ -60,6 +66,80 @@ Run generate(vks::Engine& engine, const std::vector<int32_t>& prompt, int32_t ge
   }
 }
 
+double median(std::vector<double> v);
+
+// Runner steps of one sequence at n_past ~ 200: 1 + k tokens, verifying k, median of `reps`.
+void step_profile(vks::ModelRunner& runner, int32_t reps) {
+  const int32_t bs = runner.block_size();
+  const int32_t n_past = 200;
+  vks::SeqChunk seq;
+  for (int32_t b = 0; b * bs < n_past + 16; ++b) seq.block_table.push_back(b);
+  vks::StepBatch batch;
+  vks::StepResult out;
+  std::mt19937 rng(3);
+  auto fill = [&](int32_t n_past_now, int32_t n) {
+    batch.tokens.clear();
+    for (int32_t i = 0; i < n; ++i) batch.tokens.push_back(3 + static_cast<int32_t>(rng() % 1000));
+    seq.token_offset = 0;
+    seq.n_tokens = n;
+    seq.n_past = n_past_now;
+    seq.logits = vks::LogitsMode::kArgmax;
+    seq.n_verify = n - 1;
+    batch.seqs = {seq};
+    batch.finalize(bs);
+  };
+  // The context the profiled steps attend to (its K/V), in prefill chunks.
+  for (int32_t at = 0; at < n_past; at += 50) {
+    fill(at, std::min(50, n_past - at));
+    batch.seqs[0].n_verify = 0;
+    runner.step(batch, out);
+  }
+  std::printf("runner step, one sequence at n_past %d, %d reps (median):\n", n_past, reps);
+  std::printf("| tokens | step ms | per token ms | vs 1-token step | step CPU ms | CPU vs 1-token |\n");
+  std::printf("|--------|---------|--------------|-----------------|-------------|----------------|\n");
+  double one = 0, one_cpu = 0;
+  for (int32_t n = 1; n <= 9; ++n) {
+    std::vector<double> ms, cpu_ms;
+    for (int32_t r = 0; r < reps; ++r) {
+      fill(n_past, n);
+      const double c0 = vks::bench::process_cpu_seconds();
+      const auto t0 = std::chrono::steady_clock::now();
+      runner.step(batch, out);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      cpu_ms.push_back((vks::bench::process_cpu_seconds() - c0) * 1e3);
+    }
+    const double m = median(ms), c = median(cpu_ms);
+    if (n == 1) one = m, one_cpu = c;
+    std::printf("| %6d | %7.2f | %12.2f | %14.2fx | %11.2f | %13.2fx |\n", n, m, m / n, m / one, c, c / one_cpu);
+  }
+  std::printf("\n");
+}
+
+// The CPU's integer matmul alone (cpuq::qmatmul, 2 threads) on layer 0's FFN gate and the output
+// matrix, n tokens at once: whether a wider step's cost is the kernel's.
+void kernel_profile(const vks::LlamaModel& model, int32_t reps) {
+  vks::ThreadPool pool(2);
+  std::printf("cpuq::qmatmul alone, 2 threads, process CPU ms (median of %d):\n", reps);
+  std::printf("| matrix | 1 token | 2 | 3 | 4 | 5 | 8 |\n|--------|---------|---|---|---|---|---|\n");
+  for (const auto& [name, w] : {std::pair{"ffn_gate.0", &model.weights().layers[0].w_gate},
+                                std::pair{"output", &model.weights().output}}) {
+    std::printf("| %s |", name);
+    for (size_t n : {1, 2, 3, 4, 5, 8}) {
+      std::vector<float> x(n * w->cols, 0.01f), y(n * w->rows);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+      std::vector<double> ms;
+      for (int32_t r = 0; r < reps; ++r) {
+        const double c0 = vks::bench::process_cpu_seconds();
+        vks::cpuq::qmatmul(*w, x.data(), n, y.data(), &pool);
+        ms.push_back((vks::bench::process_cpu_seconds() - c0) * 1e3);
+      }
+      std::printf(" %.2f |", median(ms));
+    }
+    std::printf("\n");
+  }
+  std::printf("\n");
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -72,13 +152,14 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::string path;
   int32_t gen = 96, rounds = 3, draft = 6;
-  bool cpu = false;
+  bool cpu = false, profile = false;
   CLI::App app{"prompt-lookup speculative decoding vs plain decoding"};
   app.add_option("model", path)->required();
   app.add_option("--gen", gen)->check(CLI::Range(2, 4096));
   app.add_option("--rounds", rounds)->check(CLI::Range(1, 100));
   app.add_option("--draft", draft)->check(CLI::Range(1, 16));
   app.add_flag("--cpu", cpu);
+  app.add_flag("--step-profile", profile);
   CLI11_PARSE(app, argc, argv);
   try {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -90,6 +171,10 @@ int main(int argc, char** argv) {
     auto runner = vks::make_runner(*model, o);
     std::printf("model %s, device %s, gen %d, draft %d, rounds %d\n\n", path.c_str(), runner->device_name().c_str(), gen,
                 draft, rounds);
+    if (profile) {
+      kernel_profile(*model, 9);
+      step_profile(*runner, 7);
+    }
     vks::Engine engine(std::move(runner), *tok, vks::EngineConfig{});
 
     const int32_t vocab = static_cast<int32_t>(model->config().vocab_size);
@@ -111,6 +196,7 @@ int main(int argc, char** argv) {
     std::printf("| %-10s | %12s | %12s | %14s | %12s | %10s |\n", "workload", "plain tok/s", "ngram tok/s",
                 "ngram/plain", "range", "accepted");
     std::printf("|------------|--------------|--------------|----------------|--------------|------------|\n");
+    std::vector<double> overhead;  // engine ms per step beyond the runner's, after each workload
     for (const auto& [name, prompt] : {std::pair{"repetitive", repetitive}, std::pair{"quoting", quoting}}) {
       generate(engine, prompt, 8, 0);  // warm-up (and the prompt's blocks cached for both modes alike)
       std::vector<double> plain_tps, spec_tps, ratios;
@@ -125,11 +211,15 @@ int main(int argc, char** argv) {
         drafted += s.drafted;
         accepted += s.accepted;
       }
+      const vks::EngineStats st = engine.stats();
+      overhead.push_back((st.step_ms_total - st.runner_ms_total) / std::max<int64_t>(1, st.steps));
       const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
       std::printf("| %-10s | %12.2f | %12.2f | %13.2fx | %5.2f..%5.2f | %4lld/%-5lld |\n", name, median(plain_tps),
                   median(spec_tps), median(ratios), *lo, *hi, static_cast<long long>(accepted),
                   static_cast<long long>(drafted));
     }
+    std::printf("\nengine overhead per step (step - runner, all steps so far): %.2f ms after repetitive, %.2f ms after quoting\n",
+                overhead.at(0), overhead.at(1));
   } catch (const vks::Error& e) {
     std::fprintf(stderr, "error (%s): %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());
     return 1;

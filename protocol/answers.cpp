@@ -66,6 +66,8 @@ std::string pack_stats(const StatsSnapshot& s) {
   w.f64("prefix_hit_rate", s.prefix_hit_rate);
   w.i64("requests_finished", s.requests_finished).i64("tokens_generated", s.tokens_generated);
   w.i64("prompt_tokens_processed", s.prompt_tokens_processed).f64("decode_tokens_per_s", s.decode_tokens_per_s);
+  w.i64("draft_tokens", s.draft_tokens).i64("accepted_tokens", s.accepted_tokens);
+  w.f64("draft_acceptance_rate", s.draft_acceptance_rate);
   pack_histogram(w, "ttft_ms", s.ttft_ms);
   pack_histogram(w, "itl_ms", s.itl_ms);
   w.i64("connections", s.server.connections).i64("zmq_peers", s.server.zmq_peers);

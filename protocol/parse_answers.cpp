@@ -167,7 +167,9 @@ bool read_event(const msgpack::object& map, StreamEventType type, StreamEvent& e
         MapReader t(*timings, "timings");
         if (!t.get_double("queue_ms", ev.timings.queue_ms, false, -kDMax, kDMax) ||
             !t.get_double("ttft_ms", ev.timings.ttft_ms, false, -kDMax, kDMax) ||
-            !t.get_double("total_ms", ev.timings.total_ms, false, -kDMax, kDMax)) {
+            !t.get_double("total_ms", ev.timings.total_ms, false, -kDMax, kDMax) ||
+            !t.get_i32("draft_tokens", ev.timings.draft_tokens, false, 0, kI32Max) ||
+            !t.get_i32("accepted_tokens", ev.timings.accepted_tokens, false, 0, kI32Max)) {
           r.fail_from(t);
           return false;
         }
@@ -242,6 +244,9 @@ bool read_stats(const msgpack::object& map, StatsSnapshot& s, MapReader& outer) 
       r.get_int("tokens_generated", s.tokens_generated, false, 0, kI64Max) &&
       r.get_int("prompt_tokens_processed", s.prompt_tokens_processed, false, 0, kI64Max) &&
       r.get_double("decode_tokens_per_s", s.decode_tokens_per_s, false, 0, kDMax) &&
+      r.get_int("draft_tokens", s.draft_tokens, false, 0, kI64Max) &&
+      r.get_int("accepted_tokens", s.accepted_tokens, false, 0, kI64Max) &&
+      r.get_double("draft_acceptance_rate", s.draft_acceptance_rate, false, 0, kDMax) &&
       read_histogram(r, "ttft_ms", s.ttft_ms) && read_histogram(r, "itl_ms", s.itl_ms) &&
       r.get_i32("connections", s.server.connections, false, 0, kI32Max) &&
       r.get_i32("zmq_peers", s.server.zmq_peers, false, 0, kI32Max) &&

@@ -91,6 +91,12 @@ std::string render_prometheus(const StatsSnapshot& s) {
          static_cast<double>(s.prompt_tokens_processed));
   metric(out, "vkstream_decode_tokens_per_second", "gauge", "Decode throughput over the recent window.",
          s.decode_tokens_per_s);
+  metric(out, "vkstream_draft_tokens_total", "counter", "Speculative draft tokens verified.",
+         static_cast<double>(s.draft_tokens));
+  metric(out, "vkstream_draft_accepted_tokens_total", "counter", "Speculative draft tokens accepted.",
+         static_cast<double>(s.accepted_tokens));
+  metric(out, "vkstream_draft_acceptance_ratio", "gauge", "Accepted / verified speculative draft tokens.",
+         s.draft_acceptance_rate);
   metric(out, "vkstream_connections", "gauge", "Open Unix-socket connections.", s.server.connections);
   metric(out, "vkstream_zmq_peers", "gauge", "ZeroMQ ROUTER peers seen recently.", s.server.zmq_peers);
   metric(out, "vkstream_subscriptions", "gauge", "Live XPUB topic subscriptions.", s.server.subscriptions);

@@ -49,6 +49,9 @@ struct StatsSnapshot {
   int64_t tokens_generated = 0;
   int64_t prompt_tokens_processed = 0;
   double decode_tokens_per_s = 0;
+  int64_t draft_tokens = 0;          // speculative decoding: draft tokens verified
+  int64_t accepted_tokens = 0;       // of them, accepted
+  double draft_acceptance_rate = 0;  // accepted / draft, 0 when draft is 0
   Histogram ttft_ms;
   Histogram itl_ms;
   ServerStats server;

@@ -78,6 +78,7 @@ ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& not
   ec.max_new_tokens = options.limits.max_tokens;
   ec.prefix_caching = options.prefix_caching;
   ec.speculative_draft = options.speculative == "ngram" ? options.draft_tokens : 0;
+  ec.speculative_cost_model = !options.draft_always;
   ec.policy = options.priority_policy ? SchedulingPolicy::kPriority : SchedulingPolicy::kFcfs;
   served.engine = std::make_unique<Engine>(std::move(runner), *served.tokenizer, ec);
   spdlog::info("model {} ({} layers, dim {}, vocab {}) on {}", options.model_path, served.config.n_layers,

@@ -224,6 +224,10 @@ proto::StatsSnapshot make_stats_snapshot(const EngineStats& e, const proto::Serv
   s.tokens_generated = e.tokens_generated;
   s.prompt_tokens_processed = e.prompt_tokens_processed;
   s.decode_tokens_per_s = e.decode_tokens_per_s;
+  s.draft_tokens = e.draft_tokens;
+  s.accepted_tokens = e.accepted_tokens;
+  s.draft_acceptance_rate =
+      e.draft_tokens > 0 ? static_cast<double>(e.accepted_tokens) / static_cast<double>(e.draft_tokens) : 0.0;
   s.ttft_ms = proto::make_histogram(e.ttft_ms_samples);
   s.itl_ms = proto::make_histogram(e.itl_ms_samples);
   s.server = server;

@@ -144,6 +144,9 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
       ->check(CLI::IsMember({"off", "ngram"}))->capture_default_str();
   app.add_option("--draft-tokens", o.draft_tokens, "most tokens drafted per step with --speculative ngram")
       ->check(CLI::Range(1, 16))->capture_default_str();
+  app.add_flag("--draft-always", o.draft_always,
+               "with --speculative ngram: verify every draft found, even where the measured step costs say it does "
+               "not pay (default: draft only what pays)");
   bool no_prefix_cache = false;
   app.add_flag("--no-prefix-cache", no_prefix_cache, "disable prefix caching");
   bool fcfs = false;

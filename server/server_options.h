@@ -39,6 +39,9 @@ struct ServerOptions {
   // --draft-tokens per step (a request's `speculative` field overrides both).
   std::string speculative = "off";
   int32_t draft_tokens = 4;
+  // --draft-always: verify every draft found, whatever a wider step costs (off: draft lengths follow
+  // the measured step costs and each request's acceptance, and are 0 where speculation would not pay).
+  bool draft_always = false;
   bool prefix_caching = true;
   bool priority_policy = true;  // priority with aging; --fcfs turns it off
   std::string log_level = "info";

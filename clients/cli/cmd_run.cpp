@@ -44,6 +44,7 @@ struct RunArgs {
   bool no_echo = false;
   bool verbose = false;
   bool json = false;
+  int32_t speculative = 0;  // --speculative [N]: prompt-lookup drafts of up to N tokens (greedy only)
 };
 
 GenerateRequest to_engine_request(const RunArgs& a) {
@@ -155,7 +156,9 @@ int run_local(RunArgs& a) {
     if (progress.shown()) std::cerr << load_summary(a.model, model->config(), runner->device_name(), progress.total_s()) << '\n';
 
     EventWaiter waiter;
-    Engine engine(std::move(runner), *tokenizer, EngineConfig{});
+    EngineConfig engine_config;
+    engine_config.speculative_draft = a.speculative;
+    Engine engine(std::move(runner), *tokenizer, engine_config);
     engine.set_event_notifier([&waiter] { waiter.notify(); });
     InterruptGuard interrupt;
     const SubmitResult submitted = engine.submit(std::move(request));
@@ -215,7 +218,11 @@ int run_local(RunArgs& a) {
           if (a.verbose) {
             std::cerr << "[" << finish_reason_name(ev.reason) << ": prompt " << ev.usage.prompt_tokens << ", generated "
                       << ev.usage.generated_tokens << "; TTFT " << ev.timings.ttft_ms << " ms, total "
-                      << ev.timings.total_ms << " ms]\n";
+                      << ev.timings.total_ms << " ms";
+            if (a.speculative > 0) {
+              std::cerr << "; drafted " << ev.timings.draft_tokens << ", accepted " << ev.timings.accepted_tokens;
+            }
+            std::cerr << "]\n";
           }
           if (cancel_sent) return kExitInterrupted;
           return ev.reason == FinishReason::kError ? kExitError : kExitOk;
@@ -259,6 +266,10 @@ void add_run_command(CLI::App& root, int& exit_code) {
   run->add_flag("--no-echo", a->no_echo, "do not print the prompt before the generated text");
   run->add_flag("-v,--verbose", a->verbose,
                 "show loading progress and a summary (also shown on a terminal), engine logs and timings on stderr");
+  run->add_flag("--speculative{4}", a->speculative,
+                "prompt-lookup speculative decoding of a greedy generation, drafting up to 4 tokens a step "
+                "(--speculative=N: up to N); output unchanged, drafts only where the measured step costs say it pays")
+      ->check(CLI::Range(1, 16));
   run->add_flag("--json", a->json, "print the accepted answer and every event as JSON lines (as `generate --json`)");
   run->callback([a, &exit_code] { exit_code = guarded("run", [&] { return run_local(*a); }); });
 }

@@ -1,62 +1,190 @@
 #pragma once
-// How many tokens to draft for one request next step (adaptive speculative decoding). A rejected
-// draft costs its verification rows and buys nothing, so the length follows the acceptance: it
-// grows by one after a fully accepted draft, drops to one more than what was accepted otherwise,
-// and after kMissesToPause drafts in a row with nothing accepted drafting pauses for a number of
-// steps that doubles with each pause (kMinPause..kMaxPause, back to kMinPause after an accepted
-// token). A request whose text never repeats thus pays about one verified row every kMinPause+
-// steps at first and one every kMaxPause steps later.
+// How many tokens to draft for one request next step (speculative decoding), chosen so that
+// speculation pays on the backend at hand. A step verifying k drafted tokens emits 1 + (accepted)
+// tokens but costs what a step of k more tokens costs, and that cost is the backend's: on a GPU a
+// decode step is bound by reading the weights, so a few more tokens are nearly free; on the CPU
+// backend the integer kernels are compute-bound (TinyLlama Q4_0 on this project's 2-core machine:
+// a 4-token step costs ~1.6 decode steps, a 7-token one ~3.2, since its kernel tiles hold at most
+// 4 tokens). So:
+//   StepCost (one per engine) learns the runner's time of decode steps by their token count,
+//   robust to a shared machine's stretched steps and re-measured from time to time;
+//   DraftLength (one per request) learns the request's per-token acceptance probability a, from
+//   verified drafts and from "shadow" drafts (proposed but not verified, compared with the tokens
+//   plain decoding then emits: free, so a request that stopped speculating keeps measuring and
+//   starts again when its text begins to repeat, with no probe step);
+//   choose_draft picks the k that maximizes expected tokens per unit of step time, and 0 unless
+//   that beats plain decoding by kMinGain (estimates are noisy: speculation must never lose).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 namespace vks::sched {
 
 inline constexpr int32_t kMaxDraftTokens = 16;  // per request per step (the `speculative` field's bound)
 
+// Runner milliseconds of decode-only steps (every chunk one token plus its draft) by tokens in the
+// step. Per count, the least of its last kSamples times: on a shared machine other processes only
+// ever stretch a step, and one stretched sample must not make a width look expensive for good. A
+// count not measured in the last kStaleSteps recorded steps is stale: its estimate halves every
+// kHalfLife steps (down to the optimistic extrapolation), so a width judged in a bad moment is tried
+// again, soon if it nearly paid and rarely if it was far off (each probe costs a wide step).
+// Engine thread only.
+class StepCost {
+ public:
+  static constexpr int32_t kMaxTokens = 256;  // wider steps are not recorded (extrapolated)
+  static constexpr int32_t kSamples = 4;
+  static constexpr int64_t kStaleSteps = 64;
+  static constexpr double kHalfLife = 256;
+  // An unmeasured count costs, per token beyond the nearest measured count below, this fraction of
+  // that step's time per token: a guess between a GPU's nearly free tokens and a compute-bound
+  // CPU's (~1.2 on this project's machine), so a width is tried once shadow drafts show a request
+  // whose acceptance would pay for it, and then known.
+  static constexpr double kProbeSlope = 0.5;
+
+  StepCost() : widths_(kMaxTokens + 1) {}
+
+  void record(int32_t n_tokens, double ms) {
+    if (n_tokens < 1 || n_tokens > kMaxTokens || !(ms > 0) || !std::isfinite(ms)) return;
+    ++clock_;
+    Width& w = widths_[static_cast<size_t>(n_tokens)];
+    if (w.count > 0 && clock_ - w.stamp > kStaleSteps) w.count = w.next = 0;  // judged again from scratch
+    w.ms[w.next] = ms;
+    w.next = (w.next + 1) % kSamples;
+    w.count = std::min(w.count + 1, kSamples);
+    w.stamp = clock_;
+  }
+  bool measured(int32_t n_tokens) const {
+    if (n_tokens < 1 || n_tokens > kMaxTokens) return false;
+    const Width& w = widths_[static_cast<size_t>(n_tokens)];
+    return w.count > 0 && clock_ - w.stamp <= kStaleSteps;
+  }
+  // Estimated ms of a step of n tokens; 0 when no step at or below n was measured (unknown).
+  double estimate(int32_t n_tokens) const {
+    if (n_tokens < 1) return 0;
+    if (measured(n_tokens)) return least(n_tokens);
+    int32_t lo = std::min(n_tokens, kMaxTokens + 1) - 1;
+    while (lo >= 1 && !measured(lo)) --lo;
+    if (lo < 1) return 0;
+    const double v_lo = least(lo);
+    double est = v_lo * (1 + kProbeSlope * (n_tokens - lo) / lo);
+    for (int32_t hi = n_tokens + 1; hi <= kMaxTokens; ++hi) {
+      if (!measured(hi)) continue;
+      est = std::min(est, v_lo + (least(hi) - v_lo) * (n_tokens - lo) / (hi - lo));
+      break;
+    }
+    if (n_tokens <= kMaxTokens && widths_[static_cast<size_t>(n_tokens)].count > 0) {  // stale
+      const auto age = static_cast<double>(clock_ - widths_[static_cast<size_t>(n_tokens)].stamp - kStaleSteps);
+      est = std::max(est, least(n_tokens) * std::exp2(-age / kHalfLife));
+    }
+    return est;
+  }
+
+ private:
+  struct Width {
+    double ms[kSamples] = {};
+    int32_t count = 0;
+    int32_t next = 0;
+    int64_t stamp = 0;  // clock_ at its last sample
+  };
+  double least(int32_t n_tokens) const {
+    const Width& w = widths_[static_cast<size_t>(n_tokens)];
+    return *std::min_element(w.ms, w.ms + w.count);
+  }
+
+  std::vector<Width> widths_;  // [n] for n = 1..kMaxTokens
+  int64_t clock_ = 0;          // decode steps recorded
+};
+
 class DraftLength {
  public:
-  static constexpr int32_t kMissesToPause = 3;
-  static constexpr int32_t kMinPause = 8;
-  static constexpr int32_t kMaxPause = 128;
+  static constexpr double kDecay = 0.9;    // weight of the older acceptance observations, per draft
+  static constexpr double kMinGain = 1.05;  // speculate only for 5% more tokens per ms than plain
 
-  explicit DraftLength(int32_t max_len = 0) : max_(std::clamp(max_len, 0, kMaxDraftTokens)), cur_(max_) {}
+  explicit DraftLength(int32_t max_len = 0) : max_(std::clamp(max_len, 0, kMaxDraftTokens)) {}
 
   bool enabled() const { return max_ > 0; }
-  // Tokens to draft now (0: speculation off or paused).
-  int32_t next() const { return paused_ > 0 ? 0 : cur_; }
-  // A step in which this request decoded without a draft (paused, or nothing to propose).
-  void on_plain_step() {
-    if (paused_ > 0) --paused_;
+  int32_t max() const { return max_; }
+  // Per-token acceptance probability: the decayed share of draft tokens that were right (a drafted
+  // token is only tried after its predecessors were right), with a prior of one hit and one miss.
+  double acceptance() const { return (hits_ + 1) / (hits_ + misses_ + 2); }
+  // Expected tokens a draft of k adds to the one a step emits anyway: a + a^2 + ... + a^k.
+  double expected_extra(int32_t k) const {
+    const double a = acceptance();
+    double sum = 0, p = 1;
+    for (int32_t i = 0; i < k; ++i) sum += (p *= a);
+    return sum;
   }
+
+  // A verified draft of `drafted` tokens, the first `accepted` of them right.
   void on_verified(int32_t drafted, int32_t accepted) {
+    if (drafted <= 0) return;
     drafted_ += drafted;
     accepted_ += accepted;
-    if (drafted <= 0) return;
-    if (accepted == drafted) {
-      cur_ = std::min(max_, cur_ + 1);
-    } else {
-      cur_ = std::max(1, std::min(cur_ - 1, accepted + 1));
-    }
-    if (accepted > 0) {
-      misses_ = 0;
-      pause_ = kMinPause;
-    } else if (++misses_ >= kMissesToPause) {
-      misses_ = 0;
-      paused_ = pause_;
-      pause_ = std::min(kMaxPause, pause_ * 2);
+    observe(accepted, accepted < drafted);
+    shadow_.clear();
+  }
+  // A draft proposed but not verified: compared with the tokens the request emits next.
+  void set_shadow(std::span<const int32_t> draft) {
+    if (!shadow_.empty() || draft.empty()) return;  // one at a time: each observed once
+    shadow_.assign(draft.begin(), draft.end());
+    shadow_pos_ = 0;
+  }
+  bool has_shadow() const { return !shadow_.empty(); }
+  // Every token the request emits (after its shadow draft was set).
+  void on_emitted(int32_t id) {
+    if (shadow_.empty()) return;
+    if (shadow_[shadow_pos_] != id) {
+      observe(static_cast<int32_t>(shadow_pos_), true);
+      shadow_.clear();
+    } else if (++shadow_pos_ == shadow_.size()) {
+      observe(static_cast<int32_t>(shadow_pos_), false);
+      shadow_.clear();
     }
   }
   int64_t drafted() const { return drafted_; }
   int64_t accepted() const { return accepted_; }
 
  private:
+  void observe(int32_t hits, bool missed) {
+    hits_ = kDecay * hits_ + hits;
+    misses_ = kDecay * misses_ + (missed ? 1 : 0);
+  }
+
   int32_t max_;
-  int32_t cur_;
-  int32_t misses_ = 0;
-  int32_t paused_ = 0;
-  int32_t pause_ = kMinPause;
+  double hits_ = 0, misses_ = 0;
+  std::vector<int32_t> shadow_;
+  size_t shadow_pos_ = 0;
   int64_t drafted_ = 0;
   int64_t accepted_ = 0;
 };
+
+// The draft length for one request in a step that already holds `step_tokens` tokens expected to
+// emit `step_emitted` (its other decoding sequences and their drafts), `available` draft tokens
+// proposed: the k in 0..available maximizing (step_emitted + a + ... + a^k) / cost(step_tokens + k),
+// or 0 when that is not kMinGain times plain's ratio, or when the plain step's cost is unknown
+// (the first steps measure it). Widths are probed one token past the widest measured at a time: a
+// probe of an unmeasured width is a bet, and on a compute-bound backend the cheapest bet (one
+// token wider) already shows that wider ones do not pay.
+inline int32_t choose_draft(const StepCost& cost, const DraftLength& d, int32_t step_tokens, double step_emitted,
+                            int32_t available) {
+  const double base = cost.estimate(step_tokens);
+  if (base <= 0 || available <= 0) return 0;
+  const double plain = step_emitted / base;
+  int32_t best = 0;
+  double best_rate = plain * DraftLength::kMinGain;
+  for (int32_t k = 1; k <= available; ++k) {
+    if (!cost.measured(step_tokens + k) && !cost.measured(step_tokens + k - 1)) break;
+    const double c = cost.estimate(step_tokens + k);
+    if (c <= 0) break;
+    const double rate = (step_emitted + d.expected_extra(k)) / c;
+    if (rate > best_rate) {
+      best_rate = rate;
+      best = k;
+    }
+  }
+  return best;
+}
 
 }  // namespace vks::sched

@@ -163,6 +163,10 @@ struct EngineConfig {
   // tokens drafted per step (0 = off, at most 16). Verification rows share the runner's output
   // rows: a step verifies at most runner max_step_seqs - max_seqs draft tokens in all.
   int32_t speculative_draft = 0;
+  // Draft lengths follow the measured cost of wider steps and each request's acceptance, and are 0
+  // where speculating would not pay (draft_length.h). false: every draft found is verified in
+  // full, whatever it costs (tests that must exercise verification).
+  bool speculative_cost_model = true;
 };
 
 struct SubmitResult {

@@ -18,6 +18,7 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 void Engine::Impl::emit_token(Request& r, const GeneratedToken& tok, Clock::time_point now) {
   r.seq.tokens.push_back(tok.id);
   ++r.generated;
+  r.draft_length.on_emitted(tok.id);
   const sched::StopOutcome stop = r.stop.on_token(tok.id, r.generated);
   const bool first = r.generated == 1;
   EngineEvent e = request_event(r, first ? EventType::kFirstToken : EventType::kToken);

@@ -144,6 +144,7 @@ struct Engine::Impl {
   // queued) and the part spent inside runner->step (EngineStats::step_ms_total / runner_ms_total).
   int64_t draft_tokens = 0, accepted_tokens = 0;  // speculative decoding, all requests
   int64_t steps_run = 0;
+  sched::StepCost step_cost;  // the runner's decode step time by width (speculation's cost model)
   double step_ms_total = 0, runner_ms_total = 0;
 
   // Shared with submitters: guarded by mu.

@@ -29,6 +29,10 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 }  // namespace
 
 void Engine::Impl::propose_drafts() {
+  // The step as it stands before drafts: each decoding request one token, emitting one.
+  int32_t step_tokens = 0;
+  for (sched::Sequence* s : scheduler.running()) step_tokens += s->is_decoding() && by_seq.count(s) ? 1 : 0;
+  double step_emitted = step_tokens;
   for (sched::Sequence* s : scheduler.running()) {
     s->draft.clear();
     auto it = by_seq.find(s);
@@ -41,9 +45,18 @@ void Engine::Impl::propose_drafts() {
       continue;
     }
     // Drafts past max_tokens would be verified for nothing: the step emits at most k+1 tokens.
-    const int32_t k = std::min(r.draft_length.next(), r.params.stop.max_tokens - r.generated - 1);
-    if (k > 0) sched::ngram_draft(s->tokens, k, s->draft);
-    if (s->draft.empty()) r.draft_length.on_plain_step();
+    const int32_t most = std::min(r.draft_length.max(), r.params.stop.max_tokens - r.generated - 1);
+    if (most <= 0) continue;
+    sched::ngram_draft(s->tokens, most, s->draft);
+    const auto available = static_cast<int32_t>(s->draft.size());
+    const int32_t k = config.speculative_cost_model
+                          ? sched::choose_draft(step_cost, r.draft_length, step_tokens, step_emitted, available)
+                          : available;
+    // Not verified: still measured against what the request emits next (acceptance for free).
+    if (k == 0) r.draft_length.set_shadow(s->draft);
+    s->draft.resize(static_cast<size_t>(k));
+    step_tokens += k;
+    step_emitted += r.draft_length.expected_extra(k);
   }
 }
 
@@ -126,7 +139,15 @@ void Engine::Impl::run_step(StepPlan& plan) {
   try {
     const auto runner_start = Clock::now();
     runner->step(plan.batch, plan.result);
-    runner_ms_total += ms_between(runner_start, Clock::now());
+    const double ms = ms_between(runner_start, Clock::now());
+    runner_ms_total += ms;
+    // Decode steps (one token per chunk, plus its draft) teach the speculation's cost model;
+    // prefill and embed chunks would make the cost of a width depend on what else was batched.
+    bool decode_only = true;
+    for (const PlannedChunk& pc : plan.chunks) {
+      decode_only &= pc.kind == ChunkKind::kGenerate && pc.chunk.n_tokens - pc.chunk.n_draft == 1;
+    }
+    if (decode_only) step_cost.record(static_cast<int32_t>(plan.batch.tokens.size()), ms);
     const StepResult& r = plan.result;
     if (r.argmax.size() != plan.batch.seqs.size() || r.logits.size() != size_t(plan.n_full) * limits.vocab_size ||
         r.hidden.size() != size_t(plan.n_hidden) * runner->config().dim || r.verify_argmax.size() != size_t(plan.n_verify)) {

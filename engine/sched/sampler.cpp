@@ -181,8 +181,8 @@ int32_t Sampler::draw_untruncated() {
   return static_cast<int32_t>(last);
 }
 
-GeneratedToken Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
-                               std::span<const int32_t> suppressed, const std::vector<uint64_t>* allowed) {
+void Sampler::process(std::span<const float> logits, std::span<const int32_t> history,
+                      std::span<const int32_t> suppressed, const std::vector<uint64_t>* allowed) {
   work_.assign(logits.begin(), logits.end());
   for (float& l : work_) if (std::isnan(l)) l = kNegInf;
   if (allowed) {
@@ -194,6 +194,11 @@ GeneratedToken Sampler::sample(std::span<const float> logits, std::span<const in
   apply_logit_bias(work_, params_.logit_bias);
   apply_penalties(work_, history, params_);
   for (int32_t id : suppressed) if (id >= 0 && static_cast<size_t>(id) < work_.size()) work_[id] = kNegInf;
+}
+
+GeneratedToken Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
+                               std::span<const int32_t> suppressed, const std::vector<uint64_t>* allowed) {
+  process(logits, history, suppressed, allowed);
 
   GeneratedToken out;
   std::vector<Candidate> cands;
@@ -238,20 +243,84 @@ GeneratedToken Sampler::sample(std::span<const float> logits, std::span<const in
       }
     }
   }
-  if (n_logprobs_ >= 0) {
-    double max_l = kNegInf;
-    for (float l : work_) max_l = std::max<double>(max_l, l);
-    if (max_l == kNegInf) return out;  // nothing finite: no meaningful logprobs
-    double total = 0;
-    for (float l : work_) total += fexp(static_cast<double>(l) - max_l);
-    const double log_z = max_l + std::log(total);
-    out.logprob = static_cast<float>(static_cast<double>(work_[out.id]) - log_z);
-    if (n_logprobs_ > 0) {
-      for (const Candidate& c : sorted_candidates(work_, n_logprobs_)) {
-        out.top.push_back({c.id, static_cast<float>(static_cast<double>(c.logit) - log_z)});
-      }
+  fill_logprobs(out);
+  return out;
+}
+
+void Sampler::fill_logprobs(GeneratedToken& out) const {
+  if (n_logprobs_ < 0) return;
+  double max_l = kNegInf;
+  for (float l : work_) max_l = std::max<double>(max_l, l);
+  if (max_l == kNegInf) return;  // nothing finite: no meaningful logprobs
+  double total = 0;
+  for (float l : work_) total += fexp(static_cast<double>(l) - max_l);
+  const double log_z = max_l + std::log(total);
+  out.logprob = static_cast<float>(static_cast<double>(work_[out.id]) - log_z);
+  if (n_logprobs_ > 0) {
+    for (const Candidate& c : sorted_candidates(work_, n_logprobs_)) {
+      out.top.push_back({c.id, static_cast<float>(static_cast<double>(c.logit) - log_z)});
     }
   }
+}
+
+GeneratedToken Sampler::sample_with_draft(std::span<const float> logits, std::span<const int32_t> history,
+                                          std::span<const int32_t> suppressed, int32_t draft, bool& accepted,
+                                          const std::vector<uint64_t>* allowed) {
+  if (greedy()) {
+    GeneratedToken out = sample(logits, history, suppressed, allowed);
+    accepted = out.id == draft;
+    return out;
+  }
+  process(logits, history, suppressed, allowed);
+  // p as sample() draws it: the same candidates (truncation by rank, top_p, min_p) and weights.
+  std::vector<Candidate> cands;
+  if (params_.top_k > 0) {
+    cands = sorted_candidates(work_, params_.top_k);
+    keep_top_p(cands, params_.top_p);
+    keep_min_p(cands, params_.min_p);
+  } else if (params_.top_p < 1.0f) {
+    cands = top_p_candidates(work_, params_.top_p);
+    keep_min_p(cands, params_.min_p);
+  } else {
+    cands = sorted_candidates(work_, 0);
+    keep_min_p(cands, params_.min_p);
+  }
+  GeneratedToken out;
+  accepted = false;
+  if (cands.empty()) {  // everything masked: sample()'s fallback, the raw argmax
+    out.id = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    accepted = out.id == draft;
+    return out;
+  }
+  const double inv_t = 1.0 / params_.temperature;
+  const double max_l = cands.front().logit;
+  std::vector<double> w(cands.size());
+  double total = 0, w_draft = 0;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    total += w[i] = fexp((cands[i].logit - max_l) * inv_t);
+    if (cands[i].id == draft) w_draft = w[i];
+  }
+  if (w_draft > 0 && uniform01(rng_) * total < w_draft) {
+    out.id = draft;
+    accepted = true;
+  } else {
+    // The residual max(0, p - q) normalized: p without the draft.
+    const double rest = total - w_draft;
+    const double u = uniform01(rng_) * rest;
+    double cum = 0;
+    out.id = -1;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if (cands[i].id == draft) continue;
+      out.id = cands[i].id;  // rounding past the last sum lands on the last kept token
+      cum += w[i];
+      if (u < cum) break;
+    }
+    if (out.id < 0) {  // p was all on the draft (a rounding-level rest): the draft it is
+      out.id = draft;
+      accepted = true;
+    }
+  }
+  fill_logprobs(out);
   return out;
 }
 

@@ -52,6 +52,15 @@ class Sampler {
                         std::span<const int32_t> suppressed, const std::vector<uint64_t>* allowed = nullptr);
   // The token chosen by the device argmax (only valid when !needs_full_logits()).
   GeneratedToken from_argmax(int32_t id) const;
+  // Speculative sampling with a deterministic draft (prompt lookup proposes one token, q = 1 at
+  // `draft`): with p the distribution sample() draws from (same processing, truncation and
+  // temperature), `draft` is accepted with probability p(draft); otherwise a token is drawn from p
+  // with draft's mass removed and renormalized. P(draft) = p(draft) and P(x) = (1 - p(draft)) *
+  // p(x) / (1 - p(draft)) = p(x): exactly sample()'s distribution (not its draws for a seed).
+  // `accepted` says which; a greedy sampler accepts iff draft is sample()'s argmax.
+  GeneratedToken sample_with_draft(std::span<const float> logits, std::span<const int32_t> history,
+                                   std::span<const int32_t> suppressed, int32_t draft, bool& accepted,
+                                   const std::vector<uint64_t>* allowed = nullptr);
 
  private:
   SamplingParams params_;
@@ -59,6 +68,11 @@ class Sampler {
   std::mt19937_64 rng_;
   // Temperature draw over the whole vocabulary (no rank-based truncation) without a candidate list.
   int32_t draw_untruncated();
+  // work_ = logits after NaN, grammar, bias, penalties and suppression (sample()'s processing).
+  void process(std::span<const float> logits, std::span<const int32_t> history, std::span<const int32_t> suppressed,
+               const std::vector<uint64_t>* allowed);
+  // out.logprob / out.top from work_ (sample()'s logprobs).
+  void fill_logprobs(GeneratedToken& out) const;
 
   std::vector<float> work_;       // [vocab] processed logits, reused
   // [vocab] draw weights of draw_untruncated, reused. float holds them exactly: fexp() is a float

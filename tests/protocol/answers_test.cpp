@@ -289,6 +289,18 @@ TEST(Events, InfiniteLogprobRoundTrips) {
   EXPECT_TRUE(std::isinf(out.logprobs[0].top[1].logprob));
 }
 
+TEST(Events, FinishedTimingsKeepTheDraftCounters) {
+  StreamEvent ev;
+  ev.type = StreamEventType::kFinished;
+  ev.id = "r";
+  ev.timings = Timings{1.0, 2.0, 3.0, 40, 31};
+  Result<ServerMessage> m = parse_server_message(encode_event(ev));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const StreamEvent& out = std::get<StreamEvent>(m->body);
+  EXPECT_EQ(out.timings.draft_tokens, 40);
+  EXPECT_EQ(out.timings.accepted_tokens, 31);
+}
+
 TEST(Encoding, FloatsAreAlwaysFloat64) {
   // Integral floats must stay floats on the wire (msgpack-cxx's pack_double would write ints).
   FinishReason r = FinishReason::kStop;

@@ -129,6 +129,7 @@ TEST_P(SpeculativeModel, GreedyIdsEqualPlainDecoding) {
     spec.push_back(greedy(encode(prompts[i]), 40 + 5 * static_cast<int32_t>(i), 5));
   }
   EngineConfig cfg;
+  cfg.speculative_cost_model = false;  // verify every draft found
   cfg.max_seqs = 8;
   const Outcome ref = run_engine(make(256), *tok_, plain, cfg, true);
   const Outcome alone = run_engine(make(256), *tok_, spec, cfg, true);
@@ -168,6 +169,7 @@ TEST_P(SpeculativeModel, ExactAcrossPreemptionPrefixCacheAndMaxTokens) {
     spec.push_back(greedy(p, 30 + i, 4));
   }
   EngineConfig cfg;
+  cfg.speculative_cost_model = false;  // verify every draft found
   cfg.max_seqs = 8;
   const Outcome ref = run_engine(make(256), *tok_, plain, cfg);
   const Outcome small = run_engine(make(24), *tok_, spec, cfg);
@@ -218,6 +220,7 @@ void cyclic_logits(std::span<const int32_t> history, std::span<float> logits) {
 
 TEST(SpeculativeFake, EqualsReferenceAndNeverCachesUnverifiedTokens) {
   EngineConfig cfg;
+  cfg.speculative_cost_model = false;  // verify every draft found
   cfg.speculative_draft = 6;  // the engine default: requests leave `speculative` unset
   FakeRunnerOptions ro;
   ro.max_step_seqs = 32;
@@ -251,8 +254,33 @@ TEST(SpeculativeFake, EqualsReferenceAndNeverCachesUnverifiedTokens) {
   EXPECT_TRUE(verified);
 }
 
+// The cost model (on by default) drafts what the measured step times say pays, and shadows the rest:
+// whatever it chose, tokens are plain decoding's, alone and batched.
+TEST(SpeculativeFake, CostModelKeepsTokensExact) {
+  EngineConfig cfg;
+  cfg.speculative_draft = 6;
+  FakeRunnerOptions ro;
+  ro.max_step_seqs = 32;
+  Harness h(cfg, ro, cyclic_logits);
+  std::vector<std::string> ids;
+  std::vector<std::vector<int32_t>> want;
+  for (int32_t i = 0; i < 3; ++i) {
+    const std::vector<int32_t> prompt = {1, 5 + i, 6, 7, 8, 9};
+    want.push_back(greedy_reference(cyclic_logits, 64, prompt, 40));
+    GenerateRequest r = greedy_request(prompt, 40);
+    r.logprobs = -1;
+    ids.push_back(h.submit_ok(r));
+  }
+  ASSERT_TRUE(h.wait(ids));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(h.stream(ids[i]).ids, want[i]) << i;
+    EXPECT_LE(h.stream(ids[i]).final_event.timings.accepted_tokens, h.stream(ids[i]).final_event.timings.draft_tokens);
+  }
+}
+
 TEST(SpeculativeFake, OnlyArgmaxRequestsSpeculate) {
   EngineConfig cfg;
+  cfg.speculative_cost_model = false;  // verify every draft found
   cfg.speculative_draft = 4;
   Harness h(cfg, {}, cyclic_logits);
   const std::vector<int32_t> prompt = {1, 5, 6, 7, 8, 9};

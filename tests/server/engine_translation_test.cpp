@@ -39,6 +39,8 @@ TEST(Answers, StatsRoundTrip) {
   e.prefix_query_tokens = 120;
   e.tokens_generated = 999;
   e.decode_tokens_per_s = 812.5;
+  e.draft_tokens = 40;
+  e.accepted_tokens = 30;
   e.ttft_ms_samples = {3, 7, 12, 250};
   e.itl_ms_samples = {1.5, 1.7};
   ServerStats srv;
@@ -49,6 +51,9 @@ TEST(Answers, StatsRoundTrip) {
   s.stats = make_stats_snapshot(e, srv);
   EXPECT_DOUBLE_EQ(s.stats.kv_usage, 0.25);
   EXPECT_DOUBLE_EQ(s.stats.prefix_hit_rate, 0.25);
+  EXPECT_EQ(s.stats.draft_tokens, 40);
+  EXPECT_DOUBLE_EQ(s.stats.draft_acceptance_rate, 0.75);
+  EXPECT_NE(render_prometheus(s.stats).find("vkstream_draft_acceptance_ratio 0.75"), std::string::npos);
   const StatsAnswer o = roundtrip(s);
   EXPECT_EQ(o.format, StatsFormat::kMap);
   EXPECT_EQ(o.stats, s.stats);

@@ -1,0 +1,125 @@
+// The speculation controller (draft_length.h) on made-up step costs: it drafts where a wider step
+// is nearly free, not where a drafted token costs as much as a decode step, the length that pays
+// most on a CPU-like cost curve, and it learns acceptance from drafts it did not verify.
+#include "engine/sched/draft_length.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace vks::sched {
+namespace {
+
+StepCost costs(const std::vector<double>& ms_by_width) {  // [0] is a 1-token step's
+  StepCost c;
+  for (size_t i = 0; i < ms_by_width.size(); ++i) c.record(static_cast<int32_t>(i + 1), ms_by_width[i]);
+  return c;
+}
+
+// Rounds of a draft of `hits` tokens all accepted, then `misses` drafts rejected at once.
+DraftLength with_acceptance(int32_t hits, int32_t misses) {
+  DraftLength d(8);
+  for (int32_t i = 0; i < 40; ++i) {
+    d.on_verified(hits, hits);
+    for (int32_t m = 0; m < misses; ++m) d.on_verified(1, 0);
+  }
+  return d;
+}
+
+TEST(StepCost, LeastRecentTimeAndOptimisticUnmeasuredWidths) {
+  StepCost c;
+  EXPECT_EQ(c.estimate(1), 0);  // unknown
+  c.record(1, 100);
+  EXPECT_DOUBLE_EQ(c.estimate(1), 100);
+  EXPECT_DOUBLE_EQ(c.estimate(3), 100 * (1 + 2 * StepCost::kProbeSlope));
+  c.record(4, 400);  // measured above: the interpolation if it is lower
+  EXPECT_DOUBLE_EQ(c.estimate(3), 100 * (1 + 2 * StepCost::kProbeSlope));
+  EXPECT_DOUBLE_EQ(c.estimate(2), 150);
+  StepCost cheap;
+  cheap.record(1, 100);
+  cheap.record(4, 110);
+  EXPECT_DOUBLE_EQ(cheap.estimate(3), 100 + 10 * 2.0 / 3.0);
+  // A stretched step (another process had the cores) does not raise the estimate...
+  c.record(1, 300);
+  EXPECT_DOUBLE_EQ(c.estimate(1), 100);
+  // ...and is forgotten after kSamples newer ones.
+  for (int32_t i = 0; i < StepCost::kSamples; ++i) c.record(1, 120);
+  EXPECT_DOUBLE_EQ(c.estimate(1), 120);
+  // A width unmeasured for kStaleSteps is stale: its estimate halves every kHalfLife steps, down to
+  // the optimistic extrapolation, so it is tried again (soon if it nearly paid).
+  StepCost s;
+  s.record(1, 100);
+  s.record(4, 1000);
+  for (int32_t i = 0; i < StepCost::kStaleSteps; ++i) s.record(1, 100);
+  EXPECT_TRUE(s.measured(4));
+  s.record(1, 100);
+  EXPECT_FALSE(s.measured(4));
+  EXPECT_NEAR(s.estimate(4), 1000, 5);
+  for (int32_t i = 0; i < StepCost::kHalfLife; ++i) s.record(1, 100);
+  EXPECT_NEAR(s.estimate(4), 500, 5);
+  for (int32_t i = 0; i < 4 * StepCost::kHalfLife; ++i) s.record(1, 100);
+  EXPECT_DOUBLE_EQ(s.estimate(4), 100 * (1 + 3 * StepCost::kProbeSlope));
+  s.record(4, 300);  // its old sample is not kept
+  EXPECT_DOUBLE_EQ(s.estimate(4), 300);
+  c.record(0, 5);
+  c.record(StepCost::kMaxTokens + 1, 5);
+  EXPECT_FALSE(c.measured(0));
+}
+
+TEST(ChooseDraft, DraftsOnlyWhereItPays) {
+  const DraftLength good = with_acceptance(9, 1);
+  const DraftLength poor = with_acceptance(1, 4);
+  EXPECT_GT(good.acceptance(), 0.85);  // ~0.87
+  EXPECT_LT(poor.acceptance(), 0.25);
+  // Bandwidth-bound (a GPU): 8 more tokens cost 16% more.
+  const StepCost flat = costs({100, 102, 104, 106, 108, 110, 112, 114, 116});
+  EXPECT_EQ(choose_draft(flat, good, 1, 1, 8), 8);
+  EXPECT_EQ(choose_draft(flat, good, 1, 1, 3), 3);  // no more than was proposed
+  EXPECT_LE(choose_draft(flat, poor, 1, 1, 8), 2);  // nearly free: even a poor draft pays, a short one
+  // Compute-bound, every token a decode step's cost: nothing pays.
+  const StepCost linear = costs({100, 200, 300, 400, 500, 600, 700, 800, 900});
+  EXPECT_EQ(choose_draft(linear, good, 1, 1, 8), 0);
+  // This project's CPU backend on TinyLlama Q4_0 (bench --step-profile): 4-token kernel tiles.
+  const StepCost cpu = costs({100, 142, 160, 156, 225, 246, 321, 375, 486});
+  EXPECT_EQ(choose_draft(cpu, good, 1, 1, 8), 3);
+  EXPECT_EQ(choose_draft(cpu, poor, 1, 1, 8), 0);
+  // Unknown plain cost (the first steps): measure it first.
+  EXPECT_EQ(choose_draft(StepCost{}, good, 1, 1, 8), 0);
+  // Unmeasured widths are probed one token past the widest measured one.
+  StepCost only_plain;
+  only_plain.record(1, 100);
+  EXPECT_EQ(choose_draft(only_plain, good, 1, 1, 8), 1);
+  only_plain.record(2, 101);
+  EXPECT_EQ(choose_draft(only_plain, good, 1, 1, 8), 2);
+  StepCost probed_expensive;
+  probed_expensive.record(1, 100);
+  probed_expensive.record(2, 220);  // the CPU's 2-token step without the tile fix
+  EXPECT_EQ(choose_draft(probed_expensive, good, 1, 1, 8), 0);
+  // In a step of 4 decoding requests, 3 drafted tokens ride on a 4-token step's cost.
+  EXPECT_EQ(choose_draft(cpu, good, 4, 4, 8), 0);
+}
+
+TEST(DraftLength, LearnsAcceptanceFromShadowDrafts) {
+  DraftLength d(4);
+  EXPECT_DOUBLE_EQ(d.acceptance(), 0.5);  // the prior
+  const std::vector<int32_t> draft = {5, 6, 7};
+  d.set_shadow(draft);
+  d.set_shadow(std::vector<int32_t>{9});  // one at a time
+  d.on_emitted(5);
+  d.on_emitted(6);
+  d.on_emitted(8);  // the third was wrong: 2 hits, 1 miss
+  EXPECT_FALSE(d.has_shadow());
+  EXPECT_DOUBLE_EQ(d.acceptance(), 3.0 / 5.0);
+  d.set_shadow(draft);
+  for (int32_t id : draft) d.on_emitted(id);  // all right: no miss
+  EXPECT_FALSE(d.has_shadow());
+  EXPECT_NEAR(d.acceptance(), (2 * DraftLength::kDecay + 3 + 1) / (2 * DraftLength::kDecay + 3 + DraftLength::kDecay + 2),
+              1e-12);
+  EXPECT_EQ(d.drafted(), 0);  // shadows are not drafts in the timings
+  d.on_verified(4, 2);
+  EXPECT_EQ(d.drafted(), 4);
+  EXPECT_EQ(d.accepted(), 2);
+}
+
+}  // namespace
+}  // namespace vks::sched
