@@ -51,20 +51,11 @@ class PagedKv final : public LayerKv {
   }
   void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) override {
     const SeqChunk& seq = batch_.seqs[static_cast<size_t>(seq_of_[t])];
-    const size_t kv_dim = p.n_kv_heads * p.head_dim;  // this layer's; the pool's rows are c_.kv_dim() apart
     const size_t pos = static_cast<size_t>(batch_.positions[t]);
     const size_t first = ref::window_start(pos, p.window);  // a window layer reads only its window
-    const size_t n_ctx = pos + 1 - first;
-    // Each pool thread gathers into buffers it keeps: fresh vectors per token and layer were mapped
-    // and unmapped by malloc at long contexts, and those page faults cost more than the attention.
-    thread_local std::vector<float> keys, values;
-    if (keys.size() < n_ctx * kv_dim) {
-      keys.resize(n_ctx * kv_dim);
-      values.resize(n_ctx * kv_dim);
-    }
-    ref::gather_paged_rows(keys_, seq.block_table, block_size_, first, n_ctx, c_.kv_dim(), kv_dim, keys.data());
-    ref::gather_paged_rows(values_, seq.block_table, block_size_, first, n_ctx, c_.kv_dim(), kv_dim, values.data());
-    ref::attention(out, q, keys.data(), values.data(), n_ctx, p);
+    // Read in place: gathering copied every visible row (16 MB a global layer at 16k tokens of
+    // Gemma 3 1B) before reading it once; the pool's rows are c_.kv_dim() apart.
+    ref::attention_paged(out, q, keys_, values_, seq.block_table, block_size_, first, pos + 1 - first, c_.kv_dim(), p);
   }
 
  private:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "engine/common/thread_pool.h"
@@ -135,10 +136,13 @@ void add_bias(float* x, const float* bias, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] += bias[i];
 }
 
-void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
-               const AttentionParams& p) {
+namespace {
+
+// attention() over rows found by row(t) (the key and value rows of visible position t, kv_offset not
+// yet added): one loop order for contiguous and paged caches, so both give the same bits.
+template <typename RowOf>
+void attention_rows(float* out, const float* q, size_t n_ctx, const AttentionParams& p, RowOf row) {
   const size_t head_dim = p.head_dim;
-  const size_t kv_dim = p.kv_stride != 0 ? p.kv_stride : p.n_kv_heads * head_dim;
   const size_t group = p.n_heads / p.n_kv_heads;  // query heads sharing one KV head
   thread_local std::vector<float> scores;  // kept per thread: no allocation per call at long contexts
   if (scores.size() < n_ctx) scores.resize(n_ctx);
@@ -148,7 +152,7 @@ void attention(float* out, const float* q, const float* keys, const float* value
     // Scores of every visible cached position.
     float max_score = p.sinks != nullptr ? p.sinks[h] : -INFINITY;
     for (size_t t = 0; t < n_ctx; ++t) {
-      float score = dot(qh, keys + t * kv_dim + kv_offset, head_dim) * p.scale;
+      float score = dot(qh, row(t).first + kv_offset, head_dim) * p.scale;
       if (p.softcap > 0.0f) score = p.softcap * std::tanh(score / p.softcap);
       scores[t] = score;
       max_score = std::max(max_score, score);
@@ -165,10 +169,28 @@ void attention(float* out, const float* q, const float* keys, const float* value
     std::fill(oh, oh + head_dim, 0.0f);
     for (size_t t = 0; t < n_ctx; ++t) {
       const float prob = scores[t] / sum;
-      const float* vt = values + t * kv_dim + kv_offset;
+      const float* vt = row(t).second + kv_offset;
       for (size_t d = 0; d < head_dim; ++d) oh[d] += prob * vt[d];
     }
   }
+}
+
+}  // namespace
+
+void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
+               const AttentionParams& p) {
+  const size_t kv_dim = p.kv_stride != 0 ? p.kv_stride : p.n_kv_heads * p.head_dim;
+  attention_rows(out, q, n_ctx, p, [&](size_t t) { return std::pair{keys + t * kv_dim, values + t * kv_dim}; });
+}
+
+void attention_paged(float* out, const float* q, const float* key_pool, const float* value_pool,
+                     std::span<const int32_t> block_table, size_t block_size, size_t first, size_t n_ctx,
+                     size_t stride, const AttentionParams& p) {
+  attention_rows(out, q, n_ctx, p, [&](size_t t) {
+    const size_t pos = first + t;
+    const size_t slot = static_cast<size_t>(block_table[pos / block_size]) * block_size + pos % block_size;
+    return std::pair{key_pool + slot * stride, value_pool + slot * stride};
+  });
 }
 
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx, size_t n_heads,
@@ -219,20 +241,9 @@ void softcap(float* x, size_t n, float cap) {
 
 void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t n_ctx,
                        size_t width, float* out) {
-  gather_paged_rows(pool, block_table, block_size, 0, n_ctx, width, out);
-}
-
-void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t first,
-                       size_t n, size_t width, float* out) {
-  gather_paged_rows(pool, block_table, block_size, first, n, width, width, out);
-}
-
-void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t first,
-                       size_t n, size_t stride, size_t width, float* out) {
-  for (size_t k = 0; k < n; ++k) {
-    const size_t t = first + k;
+  for (size_t t = 0; t < n_ctx; ++t) {
     const size_t slot = static_cast<size_t>(block_table[t / block_size]) * block_size + t % block_size;
-    std::memcpy(out + k * width, pool + slot * stride, width * sizeof(float));
+    std::memcpy(out + t * width, pool + slot * width, width * sizeof(float));
   }
 }
 

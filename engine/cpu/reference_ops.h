@@ -84,6 +84,12 @@ struct AttentionParams {
 };
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
                const AttentionParams& p);
+// The same over a paged pool ([num_blocks * block_size] rows `stride` floats apart): the rows of
+// positions [first, first + n_ctx) through block_table, read in place, in attention()'s order (the
+// same bits as gathering them first).
+void attention_paged(float* out, const float* q, const float* key_pool, const float* value_pool,
+                     std::span<const int32_t> block_table, size_t block_size, size_t first, size_t n_ctx,
+                     size_t stride, const AttentionParams& p);
 // Scale 1/sqrt(head_dim), no soft-cap or sinks.
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx, size_t n_heads,
                size_t n_kv_heads, size_t head_dim);
@@ -112,12 +118,6 @@ void softcap(float* x, size_t n, float cap);
 // into out ([n_ctx, width]) in position order, following block_table.
 void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t n_ctx,
                        size_t width, float* out);
-// The same for positions [first, first + n).
-void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t first,
-                       size_t n, size_t width, float* out);
-// The same, the pool's rows `stride` floats apart and `width` <= stride of each copied.
-void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t first,
-                       size_t n, size_t stride, size_t width, float* out);
 
 // Index of the largest value (the lowest index among equal maxima).
 int32_t argmax(const float* x, size_t n);
