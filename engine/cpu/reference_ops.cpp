@@ -239,14 +239,6 @@ void softcap(float* x, size_t n, float cap) {
   for (size_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }
 
-void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t n_ctx,
-                       size_t width, float* out) {
-  for (size_t t = 0; t < n_ctx; ++t) {
-    const size_t slot = static_cast<size_t>(block_table[t / block_size]) * block_size + t % block_size;
-    std::memcpy(out + t * width, pool + slot * width, width * sizeof(float));
-  }
-}
-
 int32_t argmax(const float* x, size_t n) {
   size_t best = 0;
   for (size_t i = 1; i < n; ++i) {

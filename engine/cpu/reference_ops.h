@@ -114,11 +114,6 @@ void ffn_activation(FfnActivation act, float* out, const float* gate, const floa
 // x[i] = cap * tanh(x[i] / cap) (logit soft-capping).
 void softcap(float* x, size_t n, float cap);
 
-// Copies the rows of positions [0, n_ctx) of a paged pool ([num_blocks * block_size, width])
-// into out ([n_ctx, width]) in position order, following block_table.
-void gather_paged_rows(const float* pool, std::span<const int32_t> block_table, size_t block_size, size_t n_ctx,
-                       size_t width, float* out);
-
 // Index of the largest value (the lowest index among equal maxima).
 int32_t argmax(const float* x, size_t n);
 

@@ -126,17 +126,6 @@ TEST(ReferenceOps, SwigluAndArgmax) {
   EXPECT_EQ(ref::argmax(x, 5), 1);
 }
 
-TEST(ReferenceOps, GatherPagedRows) {
-  // Pool of 3 blocks of 2 slots, width 1: slot s holds s.
-  const float pool[6] = {0, 1, 2, 3, 4, 5};
-  const int32_t table[2] = {2, 0};
-  float out[3];
-  ref::gather_paged_rows(pool, table, 2, 3, 1, out);
-  EXPECT_EQ(out[0], 4);
-  EXPECT_EQ(out[1], 5);
-  EXPECT_EQ(out[2], 0);
-}
-
 // Attention read in place from a paged pool (rows wider than the layer's, blocks out of order, a
 // window, soft-cap and sinks) gives the bits of gathering the rows first.
 TEST(ReferenceOps, PagedAttentionEqualsGatheredAttention) {
