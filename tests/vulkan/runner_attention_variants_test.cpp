@@ -41,30 +41,11 @@ TEST_P(RunnerAttentionVariants, SequencesBatchedEqualAlone) {
   const int lengths[] = {1, 5, 9, 20, 37};
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 5; ++i) prompts.push_back(prompt(lengths[i], 500 + static_cast<uint32_t>(i)));
-  test::GenerateOptions o;
-  o.n_gen = 6;
-  o.full_logits = true;
-  o.batched = false;
-  test::GreedyDriver alone_driver(*runner_, 1);
-  const auto alone = alone_driver.run(prompts, o);
-  o.batched = true;
-  test::GreedyDriver batched_driver(*runner_, 2);
-  test::expect_same_results(alone, batched_driver.run(prompts, o));
+  test::expect_batched_equals_alone(*runner_, prompts, 6, 1);
 }
 
 TEST_P(RunnerAttentionVariants, PrefillInChunksEqualsOnePiece) {
-  const std::vector<std::vector<int32_t>> prompts{prompt(40, 17), prompt(23, 18)};
-  test::GenerateOptions o;
-  o.n_gen = 8;
-  o.full_logits = true;
-  test::GreedyDriver whole_driver(*runner_, 5);
-  const auto whole = whole_driver.run(prompts, o);
-  o.chunk = 7;
-  test::GreedyDriver chunked_driver(*runner_, 6);
-  test::expect_same_results(whole, chunked_driver.run(prompts, o));
-  o.chunk = 1;
-  test::GreedyDriver single_driver(*runner_, 9);
-  test::expect_same_results(whole, single_driver.run(prompts, o));
+  test::expect_chunked_equals_whole(*runner_, {prompt(40, 17), prompt(23, 18)}, 8, 5);
 }
 
 std::string variant_name(const ::testing::TestParamInfo<std::string>& info) {

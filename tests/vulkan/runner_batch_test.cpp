@@ -42,16 +42,7 @@ TEST_F(RunnerBatch, EightSequencesOfDifferentLengthsBatchedEqualAlone) {
   const int lengths[] = {1, 2, 5, 9, 16, 17, 33, 50};
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 8; ++i) prompts.push_back(prompt(lengths[i], 100 + static_cast<uint32_t>(i)));
-  test::GenerateOptions o;
-  o.n_gen = 20;
-  o.full_logits = true;
-  o.batched = false;
-  test::GreedyDriver alone_driver(*runner_, 1);
-  const auto alone = alone_driver.run(prompts, o);
-  o.batched = true;
-  test::GreedyDriver batched_driver(*runner_, 2);
-  const auto batched = batched_driver.run(prompts, o);
-  expect_same(alone, batched);
+  const auto alone = test::expect_batched_equals_alone(*runner_, prompts, 20, 1);
   // The greedy path must actually produce something that depends on the prompt.
   EXPECT_NE(alone[0].generated, alone[7].generated);
 }
@@ -59,15 +50,7 @@ TEST_F(RunnerBatch, EightSequencesOfDifferentLengthsBatchedEqualAlone) {
 TEST_F(RunnerBatch, SixteenDecodingSequencesEqualAlone) {
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 16; ++i) prompts.push_back(prompt(3 + i, 200 + static_cast<uint32_t>(i)));
-  test::GenerateOptions o;
-  o.n_gen = 8;
-  o.full_logits = true;
-  o.batched = false;
-  test::GreedyDriver a(*runner_, 3);
-  const auto alone = a.run(prompts, o);
-  o.batched = true;
-  test::GreedyDriver b(*runner_, 4);
-  expect_same(alone, b.run(prompts, o));
+  test::expect_batched_equals_alone(*runner_, prompts, 8, 3);
 }
 
 TEST_F(RunnerBatch, PrefillInChunksOfSevenEqualsOnePiece) {

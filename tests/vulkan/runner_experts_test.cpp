@@ -33,9 +33,6 @@ class RunnerExperts : public ::testing::Test {
   std::vector<int32_t> prompt(int len, uint32_t seed) const {
     return test::random_prompt(len, seed, model_->config().vocab_size);
   }
-  static void expect_same(const std::vector<test::SeqResult>& a, const std::vector<test::SeqResult>& b) {
-    test::expect_same_results(a, b);
-  }
 
   std::unique_ptr<LlamaModel> model_;
   std::unique_ptr<VulkanRunner> runner_;
@@ -45,31 +42,12 @@ TEST_F(RunnerExperts, SequencesBatchedEqualAlone) {
   const int lengths[] = {1, 4, 9, 17, 30};
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 5; ++i) prompts.push_back(prompt(lengths[i], 300 + static_cast<uint32_t>(i)));
-  test::GenerateOptions o;
-  o.n_gen = 6;
-  o.full_logits = true;
-  o.batched = false;
-  test::GreedyDriver alone_driver(*runner_, 1);
-  const auto alone = alone_driver.run(prompts, o);
-  o.batched = true;
-  test::GreedyDriver batched_driver(*runner_, 2);
-  expect_same(alone, batched_driver.run(prompts, o));
+  const auto alone = test::expect_batched_equals_alone(*runner_, prompts, 6, 1);
   EXPECT_NE(alone[0].generated, alone[4].generated);
 }
 
 TEST_F(RunnerExperts, PrefillInChunksEqualsOnePiece) {
-  const std::vector<std::vector<int32_t>> prompts{prompt(40, 7), prompt(23, 8)};
-  test::GenerateOptions o;
-  o.n_gen = 8;
-  o.full_logits = true;
-  test::GreedyDriver whole_driver(*runner_, 5);
-  const auto whole = whole_driver.run(prompts, o);
-  o.chunk = 7;
-  test::GreedyDriver chunked_driver(*runner_, 6);
-  expect_same(whole, chunked_driver.run(prompts, o));
-  o.chunk = 1;
-  test::GreedyDriver single_driver(*runner_, 9);
-  expect_same(whole, single_driver.run(prompts, o));
+  test::expect_chunked_equals_whole(*runner_, {prompt(40, 7), prompt(23, 8)}, 8, 5);
 }
 
 }  // namespace

@@ -159,4 +159,37 @@ inline void expect_same_results(const std::vector<SeqResult>& a, const std::vect
   }
 }
 
+// Greedy runs of `prompts` (n_gen tokens each, full logits) one sequence at a time, then all batched
+// (blocks shuffled by block_seed and block_seed + 1): the batched results must equal the lone ones
+// bit for bit. Returns the lone results.
+inline std::vector<SeqResult> expect_batched_equals_alone(ModelRunner& runner,
+                                                          const std::vector<std::vector<int32_t>>& prompts, int n_gen,
+                                                          uint32_t block_seed) {
+  GenerateOptions o;
+  o.n_gen = n_gen;
+  o.full_logits = true;
+  o.batched = false;
+  GreedyDriver alone_driver(runner, block_seed);
+  const std::vector<SeqResult> alone = alone_driver.run(prompts, o);
+  o.batched = true;
+  GreedyDriver batched_driver(runner, block_seed + 1);
+  expect_same_results(alone, batched_driver.run(prompts, o));
+  return alone;
+}
+
+// The same with the prompts prefilled in one piece, in chunks of 7 and token by token.
+inline void expect_chunked_equals_whole(ModelRunner& runner, const std::vector<std::vector<int32_t>>& prompts,
+                                        int n_gen, uint32_t block_seed) {
+  GenerateOptions o;
+  o.n_gen = n_gen;
+  o.full_logits = true;
+  GreedyDriver whole_driver(runner, block_seed);
+  const std::vector<SeqResult> whole = whole_driver.run(prompts, o);
+  for (const int chunk : {7, 1}) {
+    o.chunk = chunk;
+    GreedyDriver chunked_driver(runner, block_seed + static_cast<uint32_t>(chunk));
+    expect_same_results(whole, chunked_driver.run(prompts, o));
+  }
+}
+
 }  // namespace vks::test
