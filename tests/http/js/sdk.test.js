@@ -7,59 +7,33 @@
 // (seen in /metrics).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import OpenAI from "openai";
 import { Ollama } from "ollama";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const projectRoot = resolve(here, "../../..");
-const buildDir = process.env.VKSTREAM_BUILD_DIR ?? join(projectRoot, "build");
-const modelsDir = process.env.VKSTREAM_MODELS || resolve(projectRoot, "../shared/models");
+import { buildDir, modelsDir, startDaemon } from "./daemon.js";
+
 const PROMPT = "Once upon a time";
 const reference = readFileSync(join(modelsDir, "reference/stories260K_greedy_once_upon_a_time_n64.txt"), "utf8")
   .trimEnd().slice(PROMPT.length);
 
 let dir;
-let daemon;
+let server;
 let baseUrl;
 let openai;
 let ollama;
 
 before(async () => {
-  dir = mkdtempSync(join(tmpdir(), "vks-http-sdk-"));
-  let log = "";
-  daemon = spawn(join(buildDir, "server/vkstreamd"), [
-    "--model", join(modelsDir, "stories260K.gguf"), "--cpu",
-    "--socket", join(dir, "vkstream.sock"), "--zmq", `ipc://${dir}/router.zmq`, "--pub", `ipc://${dir}/pub.zmq`,
-    "--http", "127.0.0.1:0",
-  ], { stdio: ["ignore", "pipe", "pipe"] });
-  const found = new Promise((ok, fail) => {
-    const onData = (d) => {
-      log += d;
-      const m = log.match(/HTTP API on (http:\/\/127\.0\.0\.1:\d+)/);
-      if (m && log.includes("vkstreamd ready")) ok(m[1]);
-    };
-    daemon.stdout.on("data", onData);
-    daemon.stderr.on("data", onData);
-    daemon.on("exit", () => fail(new Error(`vkstreamd exited: ${log}`)));
-    setTimeout(() => fail(new Error(`vkstreamd did not start: ${log}`)), 60000).unref();
-  });
-  baseUrl = await found;
+  server = await startDaemon("vks-http-sdk-", join(modelsDir, "stories260K.gguf"));
+  ({ dir, baseUrl } = server);
   openai = new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: "unused-on-loopback", maxRetries: 0 });
   ollama = new Ollama({ host: baseUrl });
 });
 
 after(async () => {
-  if (daemon && daemon.exitCode === null) {
-    const exited = new Promise((r) => daemon.once("exit", r));
-    daemon.kill("SIGTERM");
-    await exited;
-  }
-  rmSync(dir, { recursive: true, force: true });
+  await server?.stop();
 });
 
 const greedy = { model: "stories260K", prompt: PROMPT, max_tokens: 60, temperature: 0 };

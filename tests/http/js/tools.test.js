@@ -9,19 +9,11 @@
 // /detokenize and /apply-template agree with each other and with a chat request's prompt.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { Ollama } from "ollama";
 import Anthropic from "@anthropic-ai/sdk";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const projectRoot = resolve(here, "../../..");
-const buildDir = process.env.VKSTREAM_BUILD_DIR ?? join(projectRoot, "build");
-const modelsDir = process.env.VKSTREAM_MODELS || resolve(projectRoot, "../shared/models");
+import { makeChatModel, startDaemon } from "./daemon.js";
 
 const tools = [{
   type: "function",
@@ -38,8 +30,7 @@ const tools = [{
 }];
 const messages = [{ role: "user", content: "Weather in Paris for two days?" }];
 
-let dir;
-let daemon;
+let server;
 let baseUrl;
 let openai;
 let ollama;
@@ -52,41 +43,15 @@ function checkArguments(args) {
 }
 
 before(async () => {
-  dir = mkdtempSync(join(tmpdir(), "vks-http-tools-"));
-  const model = join(dir, "qwen-tools.gguf");
-  const made = spawnSync(join(buildDir, "tools/vks-make-model"), [
-    "--dim", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1", "--hidden", "64", "--context", "1024", "--tied",
-    "--vocab-from", join(modelsDir, "qwen2-vocab.gguf"), "-q", "-o", model]);
-  assert.equal(made.status, 0, String(made.stderr));
-  let log = "";
-  daemon = spawn(join(buildDir, "server/vkstreamd"), [
-    "--model", model, "--cpu",
-    "--socket", join(dir, "vkstream.sock"), "--zmq", `ipc://${dir}/router.zmq`, "--pub", `ipc://${dir}/pub.zmq`,
-    "--http", "127.0.0.1:0",
-  ], { stdio: ["ignore", "pipe", "pipe"] });
-  baseUrl = await new Promise((ok, fail) => {
-    const onData = (d) => {
-      log += d;
-      const m = log.match(/HTTP API on (http:\/\/127\.0\.0\.1:\d+)/);
-      if (m && log.includes("vkstreamd ready")) ok(m[1]);
-    };
-    daemon.stdout.on("data", onData);
-    daemon.stderr.on("data", onData);
-    daemon.on("exit", () => fail(new Error(`vkstreamd exited: ${log}`)));
-    setTimeout(() => fail(new Error(`vkstreamd did not start: ${log}`)), 90000).unref();
-  });
+  server = await startDaemon("vks-http-tools-", (dir) => makeChatModel(dir, "qwen-tools"));
+  ({ baseUrl } = server);
   openai = new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: "unused-on-loopback", maxRetries: 0 });
   ollama = new Ollama({ host: baseUrl });
   anthropic = new Anthropic({ baseURL: baseUrl, apiKey: "unused-on-loopback", maxRetries: 0 });
 });
 
 after(async () => {
-  if (daemon && daemon.exitCode === null) {
-    const exited = new Promise((r) => daemon.once("exit", r));
-    daemon.kill("SIGTERM");
-    await exited;
-  }
-  rmSync(dir, { recursive: true, force: true });
+  await server?.stop();
 });
 
 // One call per turn: with parallel calls a random model goes on calling until max_tokens.
