@@ -235,15 +235,28 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
              request_id);
 }
 
+template <class Request, class Map>
+std::optional<Request> HttpFrontend::read_request(HttpConnection& c, HttpRequest& r, const std::string& request_id,
+                                                  bool ollama, Map&& map) {
+  auto body = http::parse_json_object(r, false, /*any_media_type=*/ollama);
+  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
+    send_error(c, ollama, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
+    return std::nullopt;
+  }
+  auto mapped = map(std::get<http::JsonBody>(body));
+  if (auto* e = std::get_if<ApiError>(&mapped)) {
+    send_error(c, ollama, *e, request_id);
+    return std::nullopt;
+  }
+  return std::move(std::get<Request>(mapped));
+}
+
 void HttpFrontend::completions(HttpConnection& c, HttpRequest& r) {
   const std::string request_id = fresh_request_id();
-  auto body = http::parse_json_object(r);
-  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
-    return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-  }
-  auto mapped = http::map_openai_completion(std::get<http::JsonBody>(body), model_);
-  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
-  auto& req = std::get<http::OpenAiCompletionRequest>(mapped);
+  auto read = read_request<http::OpenAiCompletionRequest>(c, r, request_id, false,
+                                         [&](const http::JsonBody& b) { return http::map_openai_completion(b, model_); });
+  if (!read) return;
+  auto& req = *read;
   http::Generation g;
   g.api = http::Api::kOpenAiCompletion;
   g.stream = req.stream;
@@ -254,13 +267,10 @@ void HttpFrontend::completions(HttpConnection& c, HttpRequest& r) {
 
 void HttpFrontend::ollama_generate(HttpConnection& c, HttpRequest& r) {
   const std::string request_id = fresh_request_id();
-  auto body = http::parse_json_object(r, false, /*any_media_type=*/true);
-  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
-    return send_error(c, true, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-  }
-  auto mapped = http::map_ollama_generate(std::get<http::JsonBody>(body), model_);
-  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, true, *e, request_id);
-  auto& req = std::get<http::OllamaGenerateRequest>(mapped);
+  auto read = read_request<http::OllamaGenerateRequest>(c, r, request_id, true,
+                                         [&](const http::JsonBody& b) { return http::map_ollama_generate(b, model_); });
+  if (!read) return;
+  auto& req = *read;
   if (req.load_only) {
     return send_json(c, 200,
                      json{{"model", model_.id}, {"created_at", http::rfc3339_now()}, {"response", ""}, {"done", true},
@@ -275,13 +285,10 @@ void HttpFrontend::ollama_generate(HttpConnection& c, HttpRequest& r) {
 
 void HttpFrontend::chat_completions(HttpConnection& c, HttpRequest& r) {
   const std::string request_id = fresh_request_id();
-  auto body = http::parse_json_object(r);
-  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
-    return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-  }
-  auto mapped = http::map_openai_chat(std::get<http::JsonBody>(body), model_);
-  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
-  auto& req = std::get<http::OpenAiChatRequest>(mapped);
+  auto read = read_request<http::OpenAiChatRequest>(c, r, request_id, false,
+                                         [&](const http::JsonBody& b) { return http::map_openai_chat(b, model_); });
+  if (!read) return;
+  auto& req = *read;
   http::Generation g;
   g.api = http::Api::kOpenAiChat;
   g.stream = req.stream;
@@ -295,13 +302,10 @@ void HttpFrontend::chat_completions(HttpConnection& c, HttpRequest& r) {
 
 void HttpFrontend::ollama_chat(HttpConnection& c, HttpRequest& r) {
   const std::string request_id = fresh_request_id();
-  auto body = http::parse_json_object(r, false, /*any_media_type=*/true);
-  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
-    return send_error(c, true, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-  }
-  auto mapped = http::map_ollama_chat(std::get<http::JsonBody>(body), model_);
-  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, true, *e, request_id);
-  auto& req = std::get<http::OllamaChatRequest>(mapped);
+  auto read = read_request<http::OllamaChatRequest>(c, r, request_id, true,
+                                         [&](const http::JsonBody& b) { return http::map_ollama_chat(b, model_); });
+  if (!read) return;
+  auto& req = *read;
   if (req.load_only) return send_json(c, 200, http::ollama_chat_loaded(model_), request_id);
   http::Generation g;
   g.api = http::Api::kOllamaChat;
@@ -315,13 +319,10 @@ void HttpFrontend::ollama_chat(HttpConnection& c, HttpRequest& r) {
 
 void HttpFrontend::anthropic_messages(HttpConnection& c, HttpRequest& r) {
   const std::string request_id = fresh_request_id();
-  auto body = http::parse_json_object(r);
-  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
-    return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-  }
-  auto mapped = http::map_anthropic_messages(std::get<http::JsonBody>(body), model_);
-  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
-  auto& req = std::get<http::AnthropicRequest>(mapped);
+  auto read = read_request<http::AnthropicRequest>(c, r, request_id, false,
+                                         [&](const http::JsonBody& b) { return http::map_anthropic_messages(b, model_); });
+  if (!read) return;
+  auto& req = *read;
   http::Generation g;
   g.api = http::Api::kAnthropicMessages;
   g.stream = req.stream;
@@ -334,13 +335,10 @@ void HttpFrontend::anthropic_messages(HttpConnection& c, HttpRequest& r) {
 
 void HttpFrontend::openai_responses(HttpConnection& c, HttpRequest& r) {
   const std::string request_id = fresh_request_id();
-  auto body = http::parse_json_object(r);
-  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
-    return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-  }
-  auto mapped = http::map_openai_responses(std::get<http::JsonBody>(body), model_);
-  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
-  auto& req = std::get<http::OpenAiResponsesRequest>(mapped);
+  auto read = read_request<http::OpenAiResponsesRequest>(c, r, request_id, false,
+                                         [&](const http::JsonBody& b) { return http::map_openai_responses(b, model_); });
+  if (!read) return;
+  auto& req = *read;
   http::Generation g;
   g.api = http::Api::kOpenAiResponses;
   g.stream = req.stream;
@@ -391,56 +389,49 @@ void HttpFrontend::run_model_work(HttpConnection& c, const std::string& request_
 
 // Anthropic's token count: the Messages request rendered and tokenized as /v1/messages would
 // (system, tools, tool traffic, thinking switch), nothing generated.
-void HttpFrontend::count_tokens(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
-  auto body = http::parse_json_object(r);
-  if (auto* f = std::get_if<http::ParseFailure>(&body)) return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-  auto mapped = http::map_anthropic_messages(http::count_tokens_body(std::get<http::JsonBody>(body)), model_);
-  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
-  auto message = http::to_chat_request(std::move(std::get<http::AnthropicRequest>(mapped).wire), options_.wire_limits,
-                                       http::anthropic_param_names());
+void HttpFrontend::answer_rendered(HttpConnection& c, const std::string& request_id, json wire,
+                                   const std::map<std::string, std::string>& names,
+                                   std::function<json(const GenerateRequest&, std::string)> answer) {
+  auto message = http::to_chat_request(std::move(wire), options_.wire_limits, names);
   if (auto* e = std::get_if<ApiError>(&message)) return send_error(c, false, *e, request_id);
   auto request = std::make_shared<const proto::ChatRequest>(std::move(std::get<proto::ChatRequest>(message)));
   auto failed = std::make_shared<std::optional<proto::ProtocolError>>();
   run_model_work(
       c, request_id,
-      [request, failed](const chat::ModelChatTemplate& tmpl, const Tokenizer& tok) {
-        GenerateRequest scratch;
-        *failed = render_chat_request(*request, scratch, tmpl, tok);
-        return json{{"input_tokens", scratch.prompt_ids.size()}};
+      [request, failed, answer = std::move(answer)](const chat::ModelChatTemplate& tmpl, const Tokenizer& tok) {
+        GenerateRequest rendered;
+        std::string text;
+        *failed = render_chat_request(*request, rendered, tmpl, tok, &text);
+        return answer(rendered, std::move(text));
       },
-      failed, http::anthropic_param_names());
+      failed, names);
+}
+
+void HttpFrontend::count_tokens(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
+  auto req = read_request<http::AnthropicRequest>(c, r, request_id, false, [&](const http::JsonBody& b) {
+    return http::map_anthropic_messages(http::count_tokens_body(b), model_);
+  });
+  if (!req) return;
+  answer_rendered(c, request_id, std::move(req->wire), http::anthropic_param_names(),
+                  [](const GenerateRequest& rendered, std::string) { return json{{"input_tokens", rendered.prompt_ids.size()}}; });
 }
 
 // llama.cpp's /apply-template: an OpenAI chat request's prompt as the template renders it.
 void HttpFrontend::apply_template(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
-  auto body = http::parse_json_object(r);
-  if (auto* f = std::get_if<http::ParseFailure>(&body)) return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-  auto mapped = http::map_openai_chat(std::get<http::JsonBody>(body), model_);
-  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
-  auto message = http::to_chat_request(std::move(std::get<http::OpenAiChatRequest>(mapped).wire), options_.wire_limits,
-                                       http::openai_chat_param_names());
-  if (auto* e = std::get_if<ApiError>(&message)) return send_error(c, false, *e, request_id);
-  auto request = std::make_shared<const proto::ChatRequest>(std::move(std::get<proto::ChatRequest>(message)));
-  auto failed = std::make_shared<std::optional<proto::ProtocolError>>();
-  run_model_work(
-      c, request_id,
-      [request, failed](const chat::ModelChatTemplate& tmpl, const Tokenizer& tok) {
-        GenerateRequest scratch;
-        std::string text;
-        *failed = render_chat_request(*request, scratch, tmpl, tok, &text);
-        return json{{"prompt", std::move(text)}};
-      },
-      failed, http::openai_chat_param_names());
+  auto req = read_request<http::OpenAiChatRequest>(c, r, request_id, false,
+                                                   [&](const http::JsonBody& b) { return http::map_openai_chat(b, model_); });
+  if (!req) return;
+  answer_rendered(c, request_id, std::move(req->wire), http::openai_chat_param_names(),
+                  [](const GenerateRequest&, std::string text) { return json{{"prompt", std::move(text)}}; });
 }
 
 void HttpFrontend::tokenize(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
-  auto body = http::parse_json_object(r);
-  if (auto* f = std::get_if<http::ParseFailure>(&body)) return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-  auto mapped = http::map_tokenize(std::get<http::JsonBody>(body));
-  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
+  auto req = read_request<http::TokenizeHttpRequest>(c, r, request_id, false,
+                                                     [](const http::JsonBody& b) { return http::map_tokenize(b); });
+  if (!req) return;
   run_model_work(
       c, request_id,
-      [req = std::move(std::get<http::TokenizeHttpRequest>(mapped))](const chat::ModelChatTemplate&, const Tokenizer& tok) {
+      [req = std::move(*req)](const chat::ModelChatTemplate&, const Tokenizer& tok) {
         // add_special as llama.cpp: the BOS the model adds by default, if it adds one.
         const std::vector<TokenId> ids = tok.encode(req.content, req.add_special && tok.add_bos_default(), req.parse_special);
         return http::tokenize_answer(ids, req.with_pieces, [&tok](TokenId id) {
@@ -453,13 +444,13 @@ void HttpFrontend::tokenize(HttpConnection& c, HttpRequest& r, const std::string
 }
 
 void HttpFrontend::detokenize(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
-  auto body = http::parse_json_object(r);
-  if (auto* f = std::get_if<http::ParseFailure>(&body)) return send_error(c, false, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-  auto mapped = http::map_detokenize(std::get<http::JsonBody>(body), model_.info.vocab_size);
-  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, false, *e, request_id);
+  auto ids = read_request<std::vector<TokenId>>(c, r, request_id, false, [&](const http::JsonBody& b) {
+    return http::map_detokenize(b, model_.info.vocab_size);
+  });
+  if (!ids) return;
   run_model_work(
       c, request_id,
-      [ids = std::move(std::get<std::vector<TokenId>>(mapped))](const chat::ModelChatTemplate&, const Tokenizer& tok) {
+      [ids = std::move(*ids)](const chat::ModelChatTemplate&, const Tokenizer& tok) {
         return json{{"content", tok.decode(ids)}};
       },
       nullptr, http::openai_param_names());
@@ -468,16 +459,13 @@ void HttpFrontend::detokenize(HttpConnection& c, HttpRequest& r, const std::stri
 void HttpFrontend::embeddings(HttpConnection& c, HttpRequest& r, http::EmbedApi api) {
   const bool ollama = api != http::EmbedApi::kOpenAi;
   const std::string request_id = fresh_request_id();
-  auto body = http::parse_json_object(r, false, /*any_media_type=*/ollama);
-  if (auto* f = std::get_if<http::ParseFailure>(&body)) {
-    return send_error(c, ollama, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-  }
-  const http::JsonBody& b = std::get<http::JsonBody>(body);
-  auto mapped = api == http::EmbedApi::kOpenAi ? http::map_openai_embeddings(b, model_)
-                : api == http::EmbedApi::kOllama ? http::map_ollama_embed(b, model_)
-                                                 : http::map_ollama_embeddings_legacy(b, model_);
-  if (auto* e = std::get_if<ApiError>(&mapped)) return send_error(c, ollama, *e, request_id);
-  http::EmbedHttpRequest& req = std::get<http::EmbedHttpRequest>(mapped);
+  auto read = read_request<http::EmbedHttpRequest>(c, r, request_id, ollama, [&](const http::JsonBody& b) {
+    return api == http::EmbedApi::kOpenAi ? http::map_openai_embeddings(b, model_)
+           : api == http::EmbedApi::kOllama ? http::map_ollama_embed(b, model_)
+                                            : http::map_ollama_embeddings_legacy(b, model_);
+  });
+  if (!read) return;
+  http::EmbedHttpRequest& req = *read;
   if (req.load_only) return send_json(c, 200, http::embeddings_answer(req, model_.id, {}), request_id);
   // The whole answer goes out at once: it must fit the connection's output bound (~16 bytes a float).
   const size_t inputs = std::max(req.wire.value("input", json::array()).size(), req.wire.value("tokens", json::array()).size());

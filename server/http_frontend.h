@@ -123,6 +123,17 @@ class HttpFrontend {
               const std::map<std::string, std::string>& names);
   void submitted(uint64_t conn_id, uint64_t exchange, http::Generation g, const HttpSubmitOutcome& outcome,
                  const std::map<std::string, std::string>& names);
+  // The request's JSON body mapped by `map` (a surface's mapper: body -> variant<Request, ApiError>),
+  // or nullopt once the failure is answered. Ollama's surfaces take any media type and answer
+  // errors in Ollama's shape.
+  template <class Request, class Map>
+  std::optional<Request> read_request(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id,
+                                      bool ollama, Map&& map);
+  // A chat request (wire as a surface mapped it) rendered by the served template off the loop:
+  // answers answer(rendered, prompt text) or the template's refusal.
+  void answer_rendered(http::HttpConnection& c, const std::string& request_id, nlohmann::json wire,
+                       const std::map<std::string, std::string>& names,
+                       std::function<nlohmann::json(const GenerateRequest&, std::string)> answer);
   void send_error(http::HttpConnection& c, bool ollama, const http::ApiError& e, const std::string& request_id);
   void send_json(http::HttpConnection& c, int status, const nlohmann::json& body, const std::string& request_id);
   std::string fresh_request_id();

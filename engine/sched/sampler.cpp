@@ -149,6 +149,19 @@ GeneratedToken Sampler::from_argmax(int32_t id) const {
 // 16 sequences between steps of a few ms, so this loop is on the critical path). The draw runs over
 // the tokens in the order max first, then ids ascending, summing the same weights in the same order
 // as a candidate list would: a seed gives the same token it always did.
+bool Sampler::truncated_candidates(std::vector<Candidate>& cands) const {
+  if (params_.top_k > 0) {
+    cands = sorted_candidates(work_, params_.top_k);
+    keep_top_p(cands, params_.top_p);
+  } else if (params_.top_p < 1.0f) {
+    cands = top_p_candidates(work_, params_.top_p);
+  } else {
+    return false;
+  }
+  keep_min_p(cands, params_.min_p);
+  return true;
+}
+
 int32_t Sampler::draw_untruncated() {
   const auto max_it = std::max_element(work_.begin(), work_.end());
   if (max_it == work_.end() || *max_it == kNegInf) return -1;
@@ -210,14 +223,7 @@ GeneratedToken Sampler::sample(std::span<const float> logits, std::span<const in
     }
     if (best >= 0) cands.push_back({best, work_[best]});
     drawn = true;
-  } else if (params_.top_k > 0) {
-    cands = sorted_candidates(work_, params_.top_k);
-    keep_top_p(cands, params_.top_p);
-    keep_min_p(cands, params_.min_p);
-  } else if (params_.top_p < 1.0f) {
-    cands = top_p_candidates(work_, params_.top_p);
-    keep_min_p(cands, params_.min_p);
-  } else {
+  } else if (!truncated_candidates(cands)) {
     const int32_t id = draw_untruncated();
     if (id >= 0) cands.push_back({id, work_[static_cast<size_t>(id)]});
     drawn = true;
@@ -274,14 +280,7 @@ GeneratedToken Sampler::sample_with_draft(std::span<const float> logits, std::sp
   process(logits, history, suppressed, allowed);
   // p as sample() draws it: the same candidates (truncation by rank, top_p, min_p) and weights.
   std::vector<Candidate> cands;
-  if (params_.top_k > 0) {
-    cands = sorted_candidates(work_, params_.top_k);
-    keep_top_p(cands, params_.top_p);
-    keep_min_p(cands, params_.min_p);
-  } else if (params_.top_p < 1.0f) {
-    cands = top_p_candidates(work_, params_.top_p);
-    keep_min_p(cands, params_.min_p);
-  } else {
+  if (!truncated_candidates(cands)) {
     cands = sorted_candidates(work_, 0);
     keep_min_p(cands, params_.min_p);
   }

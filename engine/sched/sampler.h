@@ -68,6 +68,9 @@ class Sampler {
   std::mt19937_64 rng_;
   // Temperature draw over the whole vocabulary (no rank-based truncation) without a candidate list.
   int32_t draw_untruncated();
+  // The candidates top_k (then top_p, min_p) or top_p (then min_p) keep of work_; false, cands
+  // left empty, when neither truncates.
+  bool truncated_candidates(std::vector<Candidate>& cands) const;
   // work_ = logits after NaN, grammar, bias, penalties and suppression (sample()'s processing).
   void process(std::span<const float> logits, std::span<const int32_t> history, std::span<const int32_t> suppressed,
                const std::vector<uint64_t>* allowed);
