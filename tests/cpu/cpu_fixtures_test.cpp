@@ -122,28 +122,48 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, KQuantFixture,
                                            "q5_k_m", "q5_k-pure", "q6_k", "q4_1", "q5_0", "q5_1"),
                          test_name);
 
+// A fixture's reference run: greedy ids after its prompt, the logits after the prompt and after
+// each of the 32 generated tokens (files <prefix>.greedy.ids, .logits.f32, .gen_logits.f32).
+struct StepReference {
+  test::GreedyReference ids;
+  std::vector<float> logits;      // [vocab]
+  std::vector<float> gen_logits;  // [32, vocab]
+};
+
+void load_step_reference(const std::string& prefix, size_t vocab, StepReference& r) {
+  r.ids = test::load_ids_file(prefix + ".greedy.ids");
+  r.logits = test::load_f32_file(prefix + ".logits.f32");
+  r.gen_logits = test::load_f32_file(prefix + ".gen_logits.f32");
+  ASSERT_FALSE(r.ids.prompt.empty()) << "reference ids not found under " << test::models_dir();
+  ASSERT_EQ(r.ids.generated.size(), 32u);
+  ASSERT_EQ(r.logits.size(), vocab);
+  ASSERT_EQ(r.gen_logits.size(), 32 * vocab);
+}
+
+// The run's logits after the prompt and after each generated token within `tolerance` of the
+// reference's (compared while the ids agree), and its greedy ids equal to the reference's.
+void expect_steps_match(const GreedyRun& run, const StepReference& r, size_t vocab, float tolerance,
+                        const std::string& name) {
+  EXPECT_LE(max_abs_diff(run.logits[0].data(), r.logits.data(), vocab), tolerance) << name;
+  EXPECT_EQ(run.generated, r.ids.generated) << name;
+  // Row i of gen_logits: after generated token i was fed in.
+  for (size_t i = 0; i + 1 < run.logits.size() && run.generated[i] == r.ids.generated[i]; ++i) {
+    EXPECT_LE(max_abs_diff(run.logits[i + 1].data(), &r.gen_logits[i * vocab], vocab), tolerance) << name << " step " << i;
+  }
+}
+
 class LlamaCppFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LlamaCppFixture, MatchesLlamaCpp) {
   const std::string name = GetParam();
   const auto model = LlamaModel::load(test::model_path(name + ".gguf"));
-  const test::GreedyReference ref = test::load_ids_file(name + ".greedy.ids");
-  const std::vector<float> ref_logits = test::load_f32_file(name + ".logits.f32");
-  const std::vector<float> gen_logits = test::load_f32_file(name + ".gen_logits.f32");
   const size_t vocab = model->config().vocab_size;
-  ASSERT_FALSE(ref.prompt.empty()) << "reference ids not found under " << test::models_dir();
-  ASSERT_EQ(ref.generated.size(), 32u);
-  ASSERT_EQ(ref_logits.size(), vocab);
-  ASSERT_EQ(gen_logits.size(), 32 * vocab);
+  StepReference ref;
+  ASSERT_NO_FATAL_FAILURE(load_step_reference(name, vocab, ref));
 
-  const GreedyRun run = run_greedy(*model, ref.prompt, ref.generated.size());
-  EXPECT_LE(max_abs_diff(run.logits[0].data(), ref_logits.data(), vocab), 1e-4f) << name;
-  EXPECT_EQ(run.generated, ref.generated) << name;
-  // Row i of gen_logits: after generated token i was fed in (compared while the ids agree).
-  for (size_t i = 0; i + 1 < run.logits.size() && run.generated[i] == ref.generated[i]; ++i) {
-    EXPECT_LE(max_abs_diff(run.logits[i + 1].data(), &gen_logits[i * vocab], vocab), 1e-4f) << name << " step " << i;
-  }
-  EXPECT_EQ(runner_prefill_logits(*model, ref.prompt), run.logits[0]) << name;
+  const GreedyRun run = run_greedy(*model, ref.ids.prompt, ref.ids.generated.size());
+  expect_steps_match(run, ref, vocab, 1e-4f, name);
+  EXPECT_EQ(runner_prefill_logits(*model, ref.ids.prompt), run.logits[0]) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, LlamaCppFixture,
@@ -154,36 +174,25 @@ INSTANTIATE_TEST_SUITE_P(Architectures, LlamaCppFixture,
 // Architectures whose llama.cpp logits carry its fp16 GELU table or its activation quantization
 // (../shared/models/README.md): every step's logits against the float64 pass (`floatref`) within
 // 1e-4 of their spread, the greedy ids equal to llama.cpp's and the float pass's, llama.cpp's logits
-// loosely (0.02 for GELU, 0.2 for MXFP4), and the runner's one-step prefill bit-identical to the token-by-token run.
+// loosely (0.03 for GELU, 0.2 for MXFP4), and the runner's one-step prefill bit-identical to the token-by-token run.
 class FloatRefFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FloatRefFixture, MatchesFloatReference) {
   const std::string name = GetParam();
   const auto model = LlamaModel::load(test::model_path(name + ".gguf"));
-  const test::GreedyReference ref = test::load_ids_file(name + ".floatref.greedy.ids");
-  const test::GreedyReference cpp = test::load_ids_file(name + ".greedy.ids");
-  const std::vector<float> ref_logits = test::load_f32_file(name + ".floatref.logits.f32");
-  const std::vector<float> gen_logits = test::load_f32_file(name + ".floatref.gen_logits.f32");
-  const std::vector<float> cpp_logits = test::load_f32_file(name + ".logits.f32");
   const size_t vocab = model->config().vocab_size;
-  ASSERT_FALSE(ref.prompt.empty()) << "reference ids not found under " << test::models_dir();
-  ASSERT_EQ(ref.generated.size(), 32u);
-  ASSERT_EQ(ref_logits.size(), vocab);
-  ASSERT_EQ(gen_logits.size(), 32 * vocab);
+  StepReference ref, cpp;
+  ASSERT_NO_FATAL_FAILURE(load_step_reference(name + ".floatref", vocab, ref));
+  ASSERT_NO_FATAL_FAILURE(load_step_reference(name, vocab, cpp));
 
-  const GreedyRun run = run_greedy(*model, ref.prompt, ref.generated.size());
-  const float tolerance = 1e-4f * spread(ref_logits);
-  EXPECT_LE(max_abs_diff(run.logits[0].data(), ref_logits.data(), vocab), tolerance) << name;
-  EXPECT_EQ(run.generated, ref.generated) << name;
-  EXPECT_EQ(run.generated, cpp.generated) << name << ": llama.cpp's ids";
-  for (size_t i = 0; i + 1 < run.logits.size() && run.generated[i] == ref.generated[i]; ++i) {
-    EXPECT_LE(max_abs_diff(run.logits[i + 1].data(), &gen_logits[i * vocab], vocab), tolerance) << name << " step " << i;
-  }
+  const GreedyRun run = run_greedy(*model, ref.ids.prompt, ref.ids.generated.size());
+  expect_steps_match(run, ref, vocab, 1e-4f * spread(ref.logits), name);
+  EXPECT_EQ(run.generated, cpp.ids.generated) << name << ": llama.cpp's ids";
   // llama.cpp's GELU table moves gemma's logits by up to 8.8e-3, its Q8_0 activations before the
   // MXFP4 experts gpt-oss's by up to 0.145 (the fixtures' README).
   const float loose = name.rfind("gpt-oss", 0) == 0 ? 0.2f : 0.03f;
-  EXPECT_LE(max_abs_diff(run.logits[0].data(), cpp_logits.data(), vocab), loose) << name << ": llama.cpp's logits";
-  EXPECT_EQ(runner_prefill_logits(*model, ref.prompt), run.logits[0]) << name;
+  EXPECT_LE(max_abs_diff(run.logits[0].data(), cpp.logits.data(), vocab), loose) << name << ": llama.cpp's logits";
+  EXPECT_EQ(runner_prefill_logits(*model, ref.ids.prompt), run.logits[0]) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, FloatRefFixture,

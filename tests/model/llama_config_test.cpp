@@ -325,9 +325,9 @@ TEST(LlamaConfig, YarnRopeBlendsFrequenciesByRotationCount) {
   EXPECT_EQ(ref::rope_angle_scale(p), 1.0f);
 }
 
-// A sliding window for an architecture without windows is refused; the pattern key, as a period or
-// per-layer flags, picks the window layers.
-TEST(LlamaConfig, SlidingWindowPatterns) {
+// A sliding window for an architecture without windows is refused (the pattern key's period and
+// per-layer flags are read in tests/cpu/cpu_fixtures_test.cpp and tests/tools' make_model_test).
+TEST(LlamaConfig, SlidingWindowRefusedWhereTheArchitectureHasNone) {
   TinyLlamaSpec spec;
   spec.edit_metadata = [](gguf::GgufWriter& w) { w.set("llama.attention.sliding_window", gguf::make_uint32(64)); };
   expect_load_error(spec, ErrorCode::kUnsupported, {"sliding-window attention", "not supported for llama"});

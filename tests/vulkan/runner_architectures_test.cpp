@@ -1,0 +1,78 @@
+// The architectures beyond llama on the Vulkan runner, each on its fixture (../shared/models
+// README): experts (qwen3moe-tiny: 8 experts, 2 per token, so every step groups rows of several
+// sequences per expert) and attention variants (sliding windows beside global layers, soft-capped
+// scores, sinks, Gemma 4's two head sizes). A sequence's logits, bit for bit, do not depend on the
+// other sequences of its steps or on which of them share its experts, on chunked prefill or on
+// decoding token by token, with prompts that run past the fixtures' windows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "engine/model/llama_model.h"
+#include "engine/vulkan/core/device_info.h"
+#include "engine/vulkan/runner/vulkan_runner.h"
+#include "tests/common/test_models.h"
+#include "tests/common/vulkan_skip.h"
+#include "tests/vulkan/runner_test_util.h"
+
+namespace vks {
+namespace {
+
+struct ArchitectureCase {
+  std::string model;  // fixture file stem
+  bool experts;       // what the file is here for: routed experts, else attention windows
+};
+
+class RunnerArchitectures : public ::testing::TestWithParam<ArchitectureCase> {
+ protected:
+  void SetUp() override {
+    if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
+    model_ = LlamaModel::load(test::model_path(GetParam().model + ".gguf"));
+    if (GetParam().experts) {
+      ASSERT_EQ(model_->config().layers[0].ffn.n_experts, 8u);
+    } else {
+      ASSERT_GT(model_->config().max_window(), 0u);
+    }
+    RunnerOptions o;
+    o.num_blocks = 128;
+    o.max_step_tokens = 64;
+    o.max_step_seqs = 8;
+    runner_ = std::make_unique<VulkanRunner>(*model_, o);
+  }
+  std::vector<int32_t> prompt(int len, uint32_t seed) const {
+    return test::random_prompt(len, seed, model_->config().vocab_size);
+  }
+
+  std::unique_ptr<LlamaModel> model_;
+  std::unique_ptr<VulkanRunner> runner_;
+};
+
+TEST_P(RunnerArchitectures, SequencesBatchedEqualAlone) {
+  const int lengths[] = {1, 5, 9, 20, 37};
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 5; ++i) prompts.push_back(prompt(lengths[i], 500 + static_cast<uint32_t>(i)));
+  const auto alone = test::expect_batched_equals_alone(*runner_, prompts, 6, 1);
+  if (GetParam().experts) {
+    EXPECT_NE(alone[0].generated, alone[4].generated);
+  }
+}
+
+TEST_P(RunnerArchitectures, PrefillInChunksEqualsOnePiece) {
+  test::expect_chunked_equals_whole(*runner_, {prompt(40, 17), prompt(23, 18)}, 8, 5);
+}
+
+std::string case_name(const ::testing::TestParamInfo<ArchitectureCase>& info) {
+  std::string s = info.param.model;
+  std::replace(s.begin(), s.end(), '-', '_');
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, RunnerArchitectures,
+                         ::testing::Values(ArchitectureCase{"qwen3moe-tiny", true}, ArchitectureCase{"gemma2-tiny", false},
+                                           ArchitectureCase{"gemma3-tiny", false}, ArchitectureCase{"gpt-oss-tiny", false},
+                                           ArchitectureCase{"gemma4-dense-tiny", false}),
+                         case_name);
+
+}  // namespace
+}  // namespace vks
