@@ -82,15 +82,6 @@ Buffer upload_qkv_bias(const Device& device, const LayerWeights& lw, uint64_t q_
   return b;
 }
 
-// A layer's rope angle table, from its base and the model's optional rope_freqs.weight divisors
-// (whose length the model loader checked).
-Buffer upload_rope_frequencies(const Device& device, const ref::RopeParams& rope) {
-  const std::vector<float> freqs = ref::rope_frequencies(rope);
-  Buffer b = device.create_buffer(std::max<size_t>(freqs.size(), 1) * sizeof(float), BufferKind::kStorage);
-  if (!freqs.empty()) device.upload(b, 0, freqs.data(), freqs.size() * sizeof(float));
-  return b;
-}
-
 Buffer upload_floats(const Device& device, const std::vector<float>& v) {
   Buffer b = device.create_buffer(std::max<size_t>(v.size(), 1) * sizeof(float), BufferKind::kStorage);
   if (!v.empty()) device.upload(b, 0, v.data(), v.size() * sizeof(float));
@@ -181,6 +172,7 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
   dw->token_embd = upload_matrix(device, w.token_embd);
   dw->bytes += matrix_bytes(dw->token_embd);
   const std::vector<float> divisors = w.rope_freqs ? dequantize_vector(*w.rope_freqs) : std::vector<float>();
+  std::vector<std::vector<float>> rope_tables;  // host copies of dw->rope_tables, to find a layer's
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const LayerWeights& lw = w.layers[l];
     DeviceLayerWeights& d = dw->layers.emplace_back();
@@ -218,7 +210,15 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
     if (lw.b_down) d.b_down = upload_bias_rows(device, *lw.b_down);
     const ref::RopeParams rope =
         ref::rope_params(model.config(), model.config().layers[l].attention, divisors.empty() ? nullptr : divisors.data());
-    d.rope_freqs = upload_rope_frequencies(device, rope);
+    // The layer's angle table (from its base and the rope_freqs.weight divisors, whose length the
+    // loader checked), uploaded once however many layers share it.
+    const std::vector<float> freqs = ref::rope_frequencies(rope);
+    const auto known = std::find(rope_tables.begin(), rope_tables.end(), freqs);
+    d.rope_table = static_cast<uint32_t>(known - rope_tables.begin());
+    if (known == rope_tables.end()) {
+      rope_tables.push_back(freqs);
+      dw->rope_tables.push_back(upload_floats(device, freqs));
+    }
     d.rope_angle_scale = ref::rope_angle_scale(rope);
     d.rope_mscale_extra = rope.mscale_extra;
     dw->bytes += matrix_bytes(d.wo);

@@ -56,11 +56,11 @@ struct DeviceLayerWeights {
     BufferView row(uint32_t e, uint64_t n_floats) const { return buffer.view(e * row_bytes, n_floats * sizeof(float)); }
   };
   BiasRows b_gate, b_up, b_down;
-  // This layer's rope (its base; YaRN's blend): each pair's angle per position
-  // (ref::rope_frequencies), and YaRN's attention factor less 1 (0 without YaRN).
   Buffer value_norm;            // f32 [head_dim] of ones: Gemma 4's unweighted per-head V norm
   float output_scale = 1.0f;    // Gemma 4's layer_output_scale
-  Buffer rope_freqs;
+  // This layer's rope (its base; YaRN's blend): its table in DeviceWeights::rope_tables (each pair's
+  // angle per position, ref::rope_frequencies), and YaRN's attention factor less 1 (0 without YaRN).
+  uint32_t rope_table = 0;
   float rope_angle_scale = 1.0f;   // RopeKvParams::freq_scale (ref::rope_angle_scale)
   float rope_mscale_extra = 0.0f;
 };
@@ -71,6 +71,8 @@ struct DeviceWeights {
   Buffer output_norm;           // f32 [dim]
   DeviceMatrix output_own;      // [vocab, dim]; empty when tied
   bool tied = false;
+  // The distinct rope tables of the layers (local and global layers differ): a few, not one a layer.
+  std::vector<Buffer> rope_tables;
   const DeviceMatrix& output() const { return tied ? token_embd : output_own; }
   uint64_t bytes = 0;           // device bytes of all weights
 };

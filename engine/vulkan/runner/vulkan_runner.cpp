@@ -378,7 +378,7 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
   }
   // Rope on Q in place, rope on K into the cache, V into the cache: one dispatch.
   vk::record_rope_kv(cmd, *kernels_,
-                     vk::RopeKvBindings{qkv_.view(), positions_.device.view(), L.rope_freqs.view(), kv_->k(l),
+                     vk::RopeKvBindings{qkv_.view(), positions_.device.view(), weights_->rope_tables[L.rope_table].view(), kv_->k(l),
                                         kv_->v(l), slots_.device.view()},
                      gpu::RopeKvParams{n, c.n_heads, n_kv_heads, head_dim, spec.rope_dim, qkv_s_, 0, q_dim,
                                        q_dim + kv_dim, kv_->n_slots(), L.rope_angle_scale,
