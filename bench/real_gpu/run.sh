@@ -12,9 +12,13 @@
 #   run.sh bench   synthetic TinyLlama-shape models (Q4_0, Q8_0, F16, Q4_K_M, Q6_K) and stories260K:
 #                  vks_bench_vulkan_runner and llama.cpp's Vulkan backend (node-llama-cpp) on each
 #                  file, one after the other; Llama-3.2-1B-shape Q4_0 and Q4_K_M with vkstream alone
+#   run.sh prefill the lanes kernels' and the runner's GPU tests (lanes kernels only: the rows family
+#                  compiles for minutes on NVIDIA), then the lanes family's wide token tiles
+#                  (VKSTREAM_LANES_TILE 8, 32, 16 alternating) against llama.cpp at prefill 128 and
+#                  2,048 on TinyLlama-shape Q4_0, and tile 32 against llama.cpp on Q4_K_M and F16
 set -uo pipefail
-mode=${1:?usage: run.sh tests|profile|versus|bench}
-case $mode in tests|profile|versus|bench) ;; *) echo "usage: run.sh tests|profile|versus|bench" >&2; exit 2 ;; esac
+mode=${1:?usage: run.sh tests|profile|versus|bench|prefill}
+case $mode in tests|profile|versus|bench|prefill) ;; *) echo "usage: run.sh tests|profile|versus|bench|prefill" >&2; exit 2 ;; esac
 out=/tmp/real_gpu_logs
 mkdir -p "$out" /tmp/m
 # The logs so far, also after each suite: a call killed at the device's limit skips the EXIT trap.
@@ -35,20 +39,22 @@ step() { echo "== $*"; }
 voc=/tmp/vks/models/llama2-vocab.gguf
 # mk NAME PRESET TYPE [VOCAB_GGUF]: /tmp/m/NAME.gguf from vks-make-model, once per machine.
 mk() { [ -f "/tmp/m/$1.gguf" ] || "$bin/vks-make-model" -q -p "$2" -t "$3" ${4:+--vocab-from "$4"} -o "/tmp/m/$1.gguf"; }
-# vks_bench NAME FILE [ENV...]: the runner benchmark (prompt 128, 32 steps, batches 1/8/16) into vks-NAME.txt.
+# vks_bench NAME FILE [ENV...]: the runner benchmark (prompt 128, 32 steps, batches 1/8/16; VKS_BENCH_ARGS
+# replaces those) into vks-NAME.txt.
 vks_bench() {
   local name=$1 file=$2; shift 2
   step "vkstream $name"
-  env "$@" timeout 120 "$bin/vks_bench_vulkan_runner" "$file" --prompt 128 --gen 32 --reps 3 --batches 1 8 16 \
+  env "$@" timeout 120 "$bin/vks_bench_vulkan_runner" "$file" ${VKS_BENCH_ARGS:---prompt 128 --gen 32 --reps 3 --batches 1 8 16} \
     > "$out/vks-$name.txt" 2>&1
   echo "exit $?"; grep -E '^\| (prefill|decode)' "$out/vks-$name.txt"
 }
-# llama_bench NAME FILE: llama.cpp's Vulkan backend on the same work, into llama-NAME.{txt,json}.
+# llama_bench NAME FILE: llama.cpp's Vulkan backend on the same work (LLAMA_BENCH_ARGS replaces
+# prompt 128, 32 steps, batches 1/8/16), into llama-NAME.{txt,json}.
 llama_bench() {
   [ -x /tmp/nlc/bin/node ] || return 0
   step "llama.cpp $1"
   (cd /tmp/nlc && PATH=/tmp/nlc/bin:$PATH timeout 150 node "$OLDPWD/tools/llama_cpp_refs/throughput.mjs" --model "$2" \
-    --gpu vulkan --prompt 128 --gen 32 --reps 3 --batches 1,8,16 --json "$out/llama-$1.json") > "$out/llama-$1.txt" 2>&1
+    --gpu vulkan ${LLAMA_BENCH_ARGS:---prompt 128 --gen 32 --reps 3 --batches 1,8,16} --json "$out/llama-$1.json") > "$out/llama-$1.txt" 2>&1
   echo "exit $?"; tail -3 "$out/llama-$1.txt"
 }
 # engine_run PROGRAM NAME FILE: engine_load's step against the runner's (32 requests at once, 16 a step).
@@ -72,35 +78,55 @@ if [ -x "$bin/vkstream" ]; then
   fi
 fi
 
+# gtest_suite NAME SECONDS [FILTER]: one test binary into NAME.log, its summary and failures on stdout.
+# Run from a folder laid out like the build tree (some tests call ./tools/vks-make-model).
+mkdir -p /tmp/vks/run/tools && ln -sf "$bin/vks-make-model" /tmp/vks/run/tools/vks-make-model
+linebuf=""; command -v stdbuf > /dev/null && linebuf="stdbuf -oL"
+gtest_suite() {
+  local t=$1 filter=${3:-*}
+  step "$t $filter"
+  # Line-buffered, every test named: a suite stopped by its timeout still says how far it got.
+  (cd /tmp/vks/run && timeout "$2" $linebuf "$bin/$t" --gtest_filter="$filter") > "$out/$t.log" 2>&1
+  local rc=$?
+  # gtest's totals only (not the per-test SKIPPED/FAILED lines of a run without --gtest_brief).
+  echo "exit $rc: $(grep -c '^\[       OK' "$out/$t.log") ok $(grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ tests?|test suites? ran' "$out/$t.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \] [^0-9]' "$out/$t.log" | sed -E 's/( \(|, where ).*//' | sort -u | head -20
+  [ "$rc" = 124 ] && echo "stopped by its limit in: $(grep '^\[ RUN' "$out/$t.log" | tail -1 | cut -c14-)"
+  save_logs
+}
+
+# Fixtures pack.sh left out (FIXTURES) are left out of the runner tests too: every fixture with a
+# reference, as the runner suites name their cases (the file stem, '_floatref' for float64 references).
+runner_skip=""
+for name in $(ls /tmp/vks/models/reference | sed 's/\..*//' | sort -u); do
+  [ -f "/tmp/vks/models/$name.gguf" ] || runner_skip="$runner_skip:*/${name//-/_}:*/${name//-/_}_floatref"
+done
+[ -n "$runner_skip" ] && runner_skip="-${runner_skip#:}"
+
+if [ "$mode" = prefill ]; then
+  gtest_suite vks_vulkan_kernels_tests 100 '*lanes*:*Lanes*'
+  # The runner at the device's own tile (32 on a GPU): batched, chunked and alone give the same bits.
+  gtest_suite vks_vulkan_runner_tests 100 "RunnerBatch.*:WeightTypes/*:Models/*$runner_skip"
+  mk tl-q4_0 tinyllama-1.1b q4_0 "$voc"; mk tl-q4_k_m tinyllama-1.1b q4_k_m "$voc"; mk tl-f16 tinyllama-1.1b f16 "$voc"
+  export VKS_BENCH_ARGS="--prompt 128 --gen 16 --reps 3 --batches 1 16"
+  for tile in 8 32 16 32 8; do vks_bench "tl-q4_0-t$tile-$RANDOM" /tmp/m/tl-q4_0.gguf VKSTREAM_LANES_TILE=$tile; done
+  LLAMA_BENCH_ARGS="--prompt 128 --gen 16 --reps 3 --batches 1,16" llama_bench tl-q4_0 /tmp/m/tl-q4_0.gguf
+  VKS_BENCH_ARGS="--prompt 2048 --gen 8 --reps 2 --batches 1"
+  for tile in 8 32; do vks_bench "tl-q4_0-2048-t$tile" /tmp/m/tl-q4_0.gguf VKSTREAM_LANES_TILE=$tile; done
+  LLAMA_BENCH_ARGS="--prompt 2048 --gen 8 --reps 2 --batches 1" llama_bench tl-q4_0-2048 /tmp/m/tl-q4_0.gguf
+  VKS_BENCH_ARGS="--prompt 512 --gen 4 --reps 2 --batches 1 --profile" vks_bench tl-q4_0-profile /tmp/m/tl-q4_0.gguf
+  grep -A30 'prefill 512' "$out"/vks-tl-q4_0-profile.txt | head -32
+  VKS_BENCH_ARGS="--prompt 128 --gen 16 --reps 3 --batches 1 16"
+  for m in tl-q4_k_m tl-f16; do
+    for tile in 8 32; do vks_bench "$m-t$tile" /tmp/m/$m.gguf VKSTREAM_LANES_TILE=$tile; done
+    LLAMA_BENCH_ARGS="--prompt 128 --gen 16 --reps 3 --batches 1,16" llama_bench "$m" /tmp/m/$m.gguf
+  done
+fi
+
 if [ "$mode" = tests ]; then
   step devices; "$bin/vkstream" devices 2>&1 | tee "$out/devices.txt"
-  # The tests run from a folder laid out like the build tree: some call ./tools/vks-make-model.
-  mkdir -p /tmp/vks/run/tools && ln -sf "$bin/vks-make-model" /tmp/vks/run/tools/vks-make-model
-  # Fixtures pack.sh left out (FIXTURES) are left out of the runner tests too.
-  skip=""
-  for r in /tmp/vks/models/reference/kquant-*.floatref.greedy.ids; do
-    name=$(basename "$r" .floatref.greedy.ids)
-    [ -f "/tmp/vks/models/$name.gguf" ] || skip="$skip:*/${name//-/_}_floatref"
-  done
-  for name in qwen2-tiny llama3-rope-freqs-tiny; do
-    [ -f "/tmp/vks/models/$name.gguf" ] || skip="$skip:*/${name//-/_}"
-  done
-  # Line-buffered, every test named: a suite stopped by its timeout still says how far it got.
-  linebuf=""; command -v stdbuf > /dev/null && linebuf="stdbuf -oL"
-  # gtest_suite NAME SECONDS: one test binary into NAME.log, its summary and failures on stdout.
-  gtest_suite() {
-    local t=$1 filter="*"
-    step "$t"
-    [ -n "$skip" ] && [ "$t" = vks_vulkan_runner_tests ] && filter="*-${skip#:}"
-    (cd /tmp/vks/run && timeout "$2" $linebuf "$bin/$t" --gtest_filter="$filter") > "$out/$t.log" 2>&1
-    local rc=$?
-    # gtest's totals only (not the per-test SKIPPED/FAILED lines of a run without --gtest_brief).
-    echo "exit $rc: $(grep -c '^\[       OK' "$out/$t.log") ok $(grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ tests?|test suites? ran' "$out/$t.log" | tr '\n' ' ')"
-    grep -E '^\[  FAILED  \] [^0-9]' "$out/$t.log" | sed -E 's/( \(|, where ).*//' | sort -u | head -20
-    [ "$rc" = 124 ] && echo "stopped by its limit in: $(grep '^\[ RUN' "$out/$t.log" | tail -1 | cut -c14-)"
-    save_logs
-  }
-  for t in vks_vulkan_runner_tests sched_engine_vulkan_test sched_engine_embed_vulkan_test; do gtest_suite "$t" 150; done
+  gtest_suite vks_vulkan_runner_tests 150 "*$runner_skip"
+  for t in sched_engine_vulkan_test sched_engine_embed_vulkan_test; do gtest_suite "$t" 150; done
   step "fixtures through vkstreamd on the GPU"
   long="Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends every day."
   for f in /tmp/vks/models/kquant-*.gguf /tmp/vks/models/qwen2-tiny.gguf /tmp/vks/models/llama3-rope-freqs-tiny.gguf; do

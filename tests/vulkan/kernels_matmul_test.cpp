@@ -17,12 +17,17 @@ struct Case {
   uint64_t rows;
   uint64_t cols;
   MatmulFamily family = MatmulFamily::kRows;
+  uint32_t lanes_tile = 8;  // the lanes family's wide token tile (Ops)
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  return std::string(matmul_family_name(info.param.family)) + "_" + std::string(ggml_type_name(info.param.type)) +
-         "_" + std::to_string(info.param.rows) + "x" + std::to_string(info.param.cols);
+  const Case& c = info.param;
+  return std::string(matmul_family_name(c.family)) + (c.lanes_tile != 8 ? std::to_string(c.lanes_tile) : "") + "_" +
+         std::string(ggml_type_name(c.type)) + "_" + std::to_string(c.rows) + "x" + std::to_string(c.cols);
 }
+
+// Batches that fill wide tiles too: 40 tokens are a tile of 32 and one of 8 (or 16, 16 and 8).
+bool wide(const Case& c) { return c.family == MatmulFamily::kLanes && c.lanes_tile > 8; }
 
 class MatmulKernelTest : public KernelTest, public ::testing::WithParamInterface<Case> {
  protected:
@@ -61,7 +66,7 @@ class MatmulKernelTest : public KernelTest, public ::testing::WithParamInterface
     Buffer xb = upload(x);
     std::vector<float> init = y_init ? *y_init : std::vector<float>(n * y_stride, -7.0f);
     Buffer yb = upload(init);
-    const Ops& o = ops(GetParam().family);
+    const Ops& o = ops(GetParam().family, GetParam().lanes_tile);
     run([&](CommandBuffer& cmd) {
       const bool acc = y_init != nullptr;
       if (path == Path::kMatvec) o.matvec_only(cmd, m, xb.view(), x_stride_, yb.view(), y_stride, n, acc);
@@ -78,7 +83,9 @@ class MatmulKernelTest : public KernelTest, public ::testing::WithParamInterface
 
 TEST_P(MatmulKernelTest, MatchesReferenceForEveryBatchSize) {
   const Case c = GetParam();
-  for (uint32_t n : {1u, 2u, 3u, 5u, 8u, 9u, 17u}) {
+  std::vector<uint32_t> batches{1u, 2u, 3u, 5u, 8u, 9u, 17u};
+  if (wide(c)) batches.push_back(40);
+  for (uint32_t n : batches) {
     const std::vector<float> x = make_x(n, 99 + n);
     std::vector<float> dense(n * c.cols);
     for (uint32_t t = 0; t < n; ++t) std::memcpy(&dense[t * c.cols], &x[t * x_stride_], c.cols * 4);
@@ -93,7 +100,7 @@ TEST_P(MatmulKernelTest, MatchesReferenceForEveryBatchSize) {
 
 TEST_P(MatmulKernelTest, RowsAreBitIdenticalWhateverTheBatch) {
   const Case c = GetParam();
-  const uint32_t n = 19;
+  const uint32_t n = wide(c) ? 41 : 19;
   const uint32_t y_stride = static_cast<uint32_t>(c.rows) + 3;
   const std::vector<float> x = make_x(n, 7);
   const std::vector<float> batch_matmul = run_matmul(matrix_, x, n, Path::kMatmul, y_stride);
@@ -160,7 +167,7 @@ TEST_P(MatmulKernelTest, XAtAnOffsetInItsBufferGivesTheSameBits) {
   Buffer xb = upload(padded);
   Buffer yb = upload(std::vector<float>(n * c.rows, -7.0f));
   run([&](CommandBuffer& cmd) {
-    ops(c.family).matmul(cmd, matrix_, xb.view(lead * 4, x.size() * 4), x_stride_, yb.view(), static_cast<uint32_t>(c.rows), n);
+    ops(c.family, c.lanes_tile).matmul(cmd, matrix_, xb.view(lead * 4, x.size() * 4), x_stride_, yb.view(), static_cast<uint32_t>(c.rows), n);
   });
   const std::vector<float> shifted = download<float>(yb, n * c.rows);
   ASSERT_EQ(shifted.size(), at_zero.size());
@@ -201,6 +208,16 @@ std::vector<Case> lanes_cases() {
 }
 INSTANTIATE_TEST_SUITE_P(Lanes, MatmulKernelTest, ::testing::ValuesIn(lanes_cases()), case_name);
 
+// Wide token tiles (GPUs' prefill): the same bits as one token alone (RowsAreBitIdenticalWhateverTheBatch
+// compares a 41-token batch with each token alone and in small batches). A float tail, a scale per
+// block, super-blocks, several groups per lane; each case compiles its own pipelines on lavapipe.
+INSTANTIATE_TEST_SUITE_P(WideLanes, MatmulKernelTest,
+                         ::testing::Values(Case{GgmlType::kF16, 11, 1037, MatmulFamily::kLanes, 32},
+                                           Case{GgmlType::kQ4_0, 9, 4096, MatmulFamily::kLanes, 32},
+                                           Case{GgmlType::kQ4_K, 37, 768, MatmulFamily::kLanes, 32},
+                                           Case{GgmlType::kQ6_K, 7, 4608, MatmulFamily::kLanes, 16}),
+                         case_name);
+
 TEST_F(KernelTest, MoreRowGroupsThanOneGridDimensionHolds) {
   // 262,200 rows are 65,550 lanes workgroups of 4 rows: past the 65,535 a grid dimension is
   // guaranteed, so Ops spreads them over grid z; the last rows must still be computed and stored.
@@ -240,8 +257,10 @@ TEST_P(SwigluEpilogueTest, GivesTheBitsOfMatmulThenSwiglu) {
   const uint32_t hidden = static_cast<uint32_t>(c.rows / 2);
   const DeviceMatrix stack = upload_matrix(device(), c.type, 2 * hidden, c.cols, data_.data());
   ASSERT_TRUE(Ops::swiglu_epilogue_fits(stack));
-  const Ops& o = ops(c.family);
-  for (uint32_t n : {1u, 2u, 3u, 5u, 8u, 9u, 17u}) {
+  const Ops& o = ops(c.family, c.lanes_tile);
+  std::vector<uint32_t> batches{1u, 2u, 3u, 5u, 8u, 9u, 17u};
+  if (wide(c)) batches.push_back(40);
+  for (uint32_t n : batches) {
     const std::vector<float> x = make_x(n, 31 + n);
     const uint32_t y_stride = 2 * hidden + 4;
     const std::vector<float> products = run_matmul(stack, x, n, Path::kAuto, y_stride);
@@ -281,13 +300,13 @@ INSTANTIATE_TEST_SUITE_P(Types, SwigluEpilogueTest,
 // The lanes family's RMSNorm prologue (Ops::matmul_rmsnorm), alone and with the SwiGLU epilogue:
 // within rounding of rmsnorm_f32 then the product (the scale multiplies the sum instead of each x),
 // and a token's bits do not depend on its batch. Columns: float tails (172, 1037) and rows of many
-// groups per lane (4096).
+// groups per lane (4096). The wide-tile cases cover the SwiGLU epilogue in wide tiles too.
 class RmsnormPrologueTest : public MatmulKernelTest {
  protected:
   // y = w (rmsnorm(x) with norm weights `norm`), fused or as rmsnorm_f32 then the product.
   std::vector<float> run_normed(const DeviceMatrix& w, const std::vector<float>& x, const std::vector<float>& norm,
                                 uint32_t n, bool fused, bool swiglu, uint32_t y_stride) const {
-    const Ops& o = ops(MatmulFamily::kLanes);
+    const Ops& o = ops(MatmulFamily::kLanes, GetParam().lanes_tile);
     const uint32_t cols = static_cast<uint32_t>(GetParam().cols);
     Buffer xb = upload(x), nb = upload(norm), xn = upload(std::vector<float>(x.size(), 0.0f));
     Buffer yb = upload(std::vector<float>(n * y_stride, -7.0f));
@@ -321,7 +340,7 @@ TEST_P(RmsnormPrologueTest, MatchesRmsnormThenMatmulAndIsBatchInvariant) {
     const DeviceMatrix& w = swiglu ? stack : matrix_;
     const uint32_t outputs = swiglu ? hidden : static_cast<uint32_t>(c.rows);
     const uint32_t y_stride = outputs + 3;
-    const uint32_t n = 11;
+    const uint32_t n = wide(c) ? 40 : 11;  // 40: a 32-token tile, then 8 tokens
     const std::vector<float> x = make_x(n, 41);
     const std::vector<float> fused = run_normed(w, x, norm, n, true, swiglu, y_stride);
     const std::vector<float> two_step = run_normed(w, x, norm, n, false, swiglu, y_stride);
@@ -353,7 +372,9 @@ INSTANTIATE_TEST_SUITE_P(Lanes, RmsnormPrologueTest,
                                            Case{GgmlType::kF16, 11, 1037, MatmulFamily::kLanes},
                                            Case{GgmlType::kQ4_0, 9, 4096, MatmulFamily::kLanes},
                                            Case{GgmlType::kQ4_K, 37, 768, MatmulFamily::kLanes},
-                                           Case{GgmlType::kQ6_K, 7, 4608, MatmulFamily::kLanes}),
+                                           Case{GgmlType::kQ6_K, 7, 4608, MatmulFamily::kLanes},
+                                           Case{GgmlType::kF16, 11, 1037, MatmulFamily::kLanes, 32},
+                                           Case{GgmlType::kQ4_K, 37, 768, MatmulFamily::kLanes, 32}),
                          case_name);
 
 }  // namespace

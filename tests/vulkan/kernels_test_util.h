@@ -25,8 +25,15 @@ struct Gpu {
   KernelRegistry kernels;
   Ops ops;        // the rows family (CPU devices' matrix kernels)
   Ops lanes_ops;  // the lanes family (GPUs'): both are tested on every device
+  Ops lanes_16;   // the lanes family with wide token tiles (GPUs' prefill), 16 and 32 tokens
+  Ops lanes_32;
   explicit Gpu(Device d)
-      : device(std::move(d)), kernels(device), ops(kernels), lanes_ops(kernels, MatmulFamily::kLanes) {}
+      : device(std::move(d)),
+        kernels(device),
+        ops(kernels),
+        lanes_ops(kernels, MatmulFamily::kLanes),
+        lanes_16(kernels, MatmulFamily::kLanes, 16),
+        lanes_32(kernels, MatmulFamily::kLanes, 32) {}
 };
 
 class KernelTest : public ::testing::Test {
@@ -45,7 +52,11 @@ class KernelTest : public ::testing::Test {
   const Device& device() const { return gpu_->device; }
   KernelRegistry& kernels() const { return gpu_->kernels; }
   const Ops& ops() const { return gpu_->ops; }
-  const Ops& ops(MatmulFamily family) const { return family == MatmulFamily::kLanes ? gpu_->lanes_ops : gpu_->ops; }
+  // lanes_tile: the lanes family's wide token tile (8, 16 or 32).
+  const Ops& ops(MatmulFamily family, uint32_t lanes_tile = 8) const {
+    if (family != MatmulFamily::kLanes) return gpu_->ops;
+    return lanes_tile == 32 ? gpu_->lanes_32 : lanes_tile == 16 ? gpu_->lanes_16 : gpu_->lanes_ops;
+  }
 
   template <class T>
   Buffer upload(const std::vector<T>& v) const {

@@ -1,6 +1,7 @@
 #include "engine/vulkan/kernels/ops.h"
 
 #include <bit>
+#include <span>
 #include <string>
 
 #include "engine/common/error.h"
@@ -38,8 +39,24 @@ MatmulFamily choose_matmul_family(const DeviceInfo& device, std::string_view cho
   return device.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? MatmulFamily::kRows : MatmulFamily::kLanes;
 }
 
-Ops::Ops(KernelRegistry& kernels, MatmulFamily family)
-    : kernels_(&kernels), family_(family), weight_kernels_(size_t{device_kernel_slot_count()} * kWeightOpCount * 4, nullptr) {}
+uint32_t lanes_wide_tile_for(const DeviceInfo& device, std::string_view choice) {
+  if (choice == "8") return 8;
+  if (choice == "16") return 16;
+  if (choice == "32") return 32;
+  if (!choice.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "the lanes token tile must be 8, 16 or 32, not '" + std::string(choice) + "'");
+  }
+  return device.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 32;
+}
+
+Ops::Ops(KernelRegistry& kernels, MatmulFamily family, uint32_t lanes_wide_tile)
+    : kernels_(&kernels),
+      family_(family),
+      lanes_wide_tile_(lanes_wide_tile),
+      weight_kernels_(size_t{device_kernel_slot_count()} * kWeightOpCount * 4, nullptr) {
+  require(lanes_wide_tile == 8 || lanes_wide_tile == 16 || lanes_wide_tile == VKS_LANES_WIDE_TILES_MAX,
+          "Ops: the lanes token tile must be 8, 16 or 32");
+}
 
 const Kernel& Ops::weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu_epilogue,
                                  bool rmsnorm_prologue) const {
@@ -49,10 +66,12 @@ const Kernel& Ops::weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu
                        (rmsnorm_prologue ? 2 : 0) + (swiglu_epilogue ? 1 : 0);
   const Kernel*& slot = weight_kernels_[index];
   if (slot == nullptr) {
-    // constant_id 0 and 1 of common_matmul.glsl.
-    const uint32_t constants[] = {swiglu_epilogue ? 1u : 0u, rmsnorm_prologue ? 1u : 0u};
-    slot = swiglu_epilogue || rmsnorm_prologue ? &kernels_->get(w.format->kernel_name(op), constants)
-                                               : &kernels_->get(w.format->kernel_name(op));
+    // constant_id 0 and 1 of common_matmul.glsl, 2 of matlanes_main.glsl (the lanes kernels only).
+    const uint32_t constants[] = {swiglu_epilogue ? 1u : 0u, rmsnorm_prologue ? 1u : 0u, lanes_wide_tile_};
+    const bool wide = op == WeightOp::kLanes && lanes_wide_tile_ != VKS_LANES_TOKEN_TILE;
+    const std::span<const uint32_t> used(constants, wide ? 3 : 2);
+    slot = swiglu_epilogue || rmsnorm_prologue || wide ? &kernels_->get(w.format->kernel_name(op), used)
+                                                       : &kernels_->get(w.format->kernel_name(op));
   }
   return *slot;
 }
@@ -183,7 +202,7 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
     uint32_t rows_per_group, token_tile;
   };
   const uint32_t token_tile = op == WeightOp::kMatvec ? VKS_MATVEC_TOKEN_TILE : VKS_MATMUL_TOKEN_TILE;
-  const Tiling tiling = op == WeightOp::kLanes ? Tiling{VKS_LANES_ROWS, VKS_LANES_TOKEN_TILE}
+  const Tiling tiling = op == WeightOp::kLanes ? Tiling{VKS_LANES_ROWS, VKS_LANES_TILE_FOR(n_tokens, lanes_wide_tile_)}
                                                : Tiling{w.format->rows_per_group(), token_tile};
   const uint32_t outputs_per_group = fusion.swiglu ? tiling.rows_per_group / 2 : tiling.rows_per_group;
   for (size_t part = 0; part < w.storage.part_count(); ++part) {

@@ -29,11 +29,20 @@ std::string_view matmul_family_name(MatmulFamily family);
 // matmul_kernels, VKSTREAM_MATMUL_KERNELS), "" or "auto" leaves it to the device. Throws
 // vks::Error(kInvalidArgument) on anything else.
 MatmulFamily choose_matmul_family(const DeviceInfo& device, std::string_view choice);
+// The lanes family's wide token tile (Ops): 32 on a GPU, 8 on a CPU device (lavapipe compiles each
+// variant for seconds and gains nothing: its invocations stream x from cache either way); `choice`
+// "8", "16" or "32" forces one (VKSTREAM_LANES_TILE), "" leaves it to the device. Throws
+// vks::Error(kInvalidArgument) on anything else.
+uint32_t lanes_wide_tile_for(const DeviceInfo& device, std::string_view choice);
 
 class Ops {
  public:
-  explicit Ops(KernelRegistry& kernels, MatmulFamily family = MatmulFamily::kRows);
+  // lanes_wide_tile: the kLanes kernels' token tile for batches of more than 8 tokens (8, 16 or 32;
+  // shader_params.h VKS_LANES_TILE_FOR): the same bits for any, larger ones read each weight
+  // fewer times per prefill token and take longer to compile (lanes_wide_tile_for picks).
+  explicit Ops(KernelRegistry& kernels, MatmulFamily family = MatmulFamily::kRows, uint32_t lanes_wide_tile = 8);
   MatmulFamily matmul_family() const { return family_; }
+  uint32_t lanes_wide_tile() const { return lanes_wide_tile_; }
 
   // out[t][0..cols) = table row tokens[t] (tokens: int32 [n_tokens]; out_stride floats per row).
   // One dispatch per part of the table.
@@ -143,6 +152,7 @@ class Ops {
                    BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate, const Fusion& fusion) const;
   KernelRegistry* kernels_;
   MatmulFamily family_;
+  uint32_t lanes_wide_tile_;
   mutable std::vector<const Kernel*> weight_kernels_;  // [(kernel_slot * kWeightOpCount + op) * 4 + norm * 2 + swiglu]
 };
 

@@ -28,6 +28,9 @@ struct RunnerOptions {
   // Weight-matrix kernel family (engine/vulkan/kernels/ops.h MatmulFamily): "rows" (CPU devices'
   // layout), "lanes" (GPUs'), or "" for the device's own (VKSTREAM_MATMUL_KERNELS when set).
   std::string matmul_kernels;
+  // The lanes family's token tile for prefill batches (vk::lanes_wide_tile_for): "8", "16", "32", or
+  // "" for the device's own (VKSTREAM_LANES_TILE when set). The same bits for every choice.
+  std::string lanes_tile;
   // Keep compiled pipelines in $XDG_CACHE_HOME (or ~/.cache)/vkstream/pipeline_cache.bin.
   bool disk_pipeline_cache = true;
   // Run a few throw-away steps before returning the runner, so every kernel is compiled before the

@@ -48,7 +48,9 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   kernels_.emplace(device_);
   std::string family = options.matmul_kernels;
   if (const char* env = std::getenv("VKSTREAM_MATMUL_KERNELS"); family.empty() && env != nullptr) family = env;
-  ops_.emplace(*kernels_, vk::choose_matmul_family(device_.info(), family));
+  std::string tile = options.lanes_tile;
+  if (const char* env = std::getenv("VKSTREAM_LANES_TILE"); tile.empty() && env != nullptr) tile = env;
+  ops_.emplace(*kernels_, vk::choose_matmul_family(device_.info(), family), vk::lanes_wide_tile_for(device_.info(), tile));
   weights_ = vk::upload_weights(device_, model);
   // Before the pipelines are built (a CPU device compiles each for seconds): a Q/K/V block after the
   // first writes from its first row on, through a view that must be 16-byte aligned.

@@ -28,7 +28,11 @@ void DOT_NAME(uint t0) {
       wg[r] = load_group(row[r], g, load_side(row[r], g & ~7u), g & 7u);
     }
     [[unroll]] for (uint k = 0u; k < GROUP_CHUNKS; ++k) {
+#if DOT_WIDE
+#include "chunk_fma_wide.glsl"
+#else
 #include "chunk_fma.glsl"
+#endif
     }
   }
 #if defined(WTYPE_F32) || defined(WTYPE_F16)
@@ -38,36 +42,54 @@ void DOT_NAME(uint t0) {
 #endif
   // Fixed tree: at each level lane l < s adds lane l + s's sum to its own (sums of squares last).
   const uint n_sums = RMSNORM_PROLOGUE != 0u ? (DOT_R + 1u) * DOT_T : DOT_R * DOT_T;
-  [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) lane_sums[i * LOCAL_SIZE + lane] = acc[i];
+  [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) lane_sums[i * SUM_STRIDE + lane] = acc[i];
   if (RMSNORM_PROLOGUE != 0u) {
-    [[unroll]] for (uint t = 0u; t < DOT_T; ++t) lane_sums[(DOT_R * DOT_T + t) * LOCAL_SIZE + lane] = sumsq[t];
+    [[unroll]] for (uint t = 0u; t < DOT_T; ++t) lane_sums[(DOT_R * DOT_T + t) * SUM_STRIDE + lane] = sumsq[t];
   }
   barrier();
+#if DOT_WIDE
+  // Wide tiles have 2-5 sums per lane: each invocation adds up whole sums, the 64 partials of one in
+  // its registers in the same tree (the same additions of the same operands: the same bits), one
+  // barrier instead of one per level with most lanes idle. SUM_STRIDE = LOCAL_SIZE + 1 puts the
+  // partials that neighbouring invocations read at once in different banks. Sum i ends in its lane
+  // 0 slot, where the tree leaves it.
+  for (uint i = lane; i < n_sums; i += LOCAL_SIZE) {
+    float v[LOCAL_SIZE];
+    [[unroll]] for (uint l = 0u; l < LOCAL_SIZE; ++l) v[l] = lane_sums[i * SUM_STRIDE + l];
+    [[unroll]] for (uint s = LOCAL_SIZE / 2u; s > 0u; s >>= 1) {
+      [[unroll]] for (uint l = 0u; l < s; ++l) v[l] = v[l] + v[l + s];
+    }
+    lane_sums[i * SUM_STRIDE] = v[0];
+  }
+  barrier();
+#else
   [[unroll]] for (uint s = LOCAL_SIZE / 2u; s > 0u; s >>= 1) {
     if (lane < s) {
       [[unroll]] for (uint i = 0u; i < n_sums; ++i) {
-        lane_sums[i * LOCAL_SIZE + lane] = lane_sums[i * LOCAL_SIZE + lane] + lane_sums[i * LOCAL_SIZE + lane + s];
+        lane_sums[i * SUM_STRIDE + lane] = lane_sums[i * SUM_STRIDE + lane] + lane_sums[i * SUM_STRIDE + lane + s];
       }
     }
     barrier();
   }
-  // The output of lane's (row, token): RMSNORM_PROLOGUE scales it by the token's 1 / rms, as
-  // rmsnorm_f32 computes it.
-  const uint t_out = lane % DOT_T;
-  const float scale = RMSNORM_PROLOGUE != 0u
-                          ? 1.0 / sqrt(lane_sums[(DOT_R * DOT_T + t_out) * LOCAL_SIZE] / float(p.cols) + p.norm_eps)
-                          : 1.0;
-  if (SWIGLU_EPILOGUE != 0u) {
-    if (lane < (DOT_R / 2u) * DOT_T) {
-      const uint r = lane / DOT_T;
+#endif
+  // The outputs (row r, token t) = sum r * DOT_T + t, several per lane in wide tiles: RMSNORM_PROLOGUE
+  // scales each by its token's 1 / rms, as rmsnorm_f32 computes it.
+  const uint n_outputs = (SWIGLU_EPILOGUE != 0u ? DOT_R / 2u : DOT_R) * DOT_T;
+  for (uint o = lane; o < n_outputs; o += LOCAL_SIZE) {
+    const uint t_out = o % DOT_T;
+    const uint r = o / DOT_T;
+    const float scale = RMSNORM_PROLOGUE != 0u
+                            ? 1.0 / sqrt(lane_sums[(DOT_R * DOT_T + t_out) * SUM_STRIDE] / float(p.cols) + p.norm_eps)
+                            : 1.0;
+    if (SWIGLU_EPILOGUE != 0u) {
       store(first_row + r, t0 + t_out,
-            silu_times(scale * lane_sums[lane * LOCAL_SIZE], scale * lane_sums[(lane + (DOT_R / 2u) * DOT_T) * LOCAL_SIZE]));
+            silu_times(scale * lane_sums[o * SUM_STRIDE], scale * lane_sums[(o + (DOT_R / 2u) * DOT_T) * SUM_STRIDE]));
+    } else {
+      store(first_row + r, t0 + t_out, scale * lane_sums[o * SUM_STRIDE]);
     }
-  } else if (lane < DOT_R * DOT_T) {
-    const uint r = lane / DOT_T;
-    store(first_row + r, t0 + t_out, scale * lane_sums[lane * LOCAL_SIZE]);
   }
 }
 #undef DOT_NAME
 #undef DOT_R
 #undef DOT_T
+#undef DOT_WIDE

@@ -1,13 +1,19 @@
 // main() of matlanes_<type>: the weight-matrix kernels for GPUs (Ops' MatmulFamily::kLanes), for
 // decode batches and prefill tiles alike. A workgroup of LOCAL_SIZE = VKS_LANES invocations computes
-// ROW_SLOTS = VKS_LANES_ROWS rows for up to VKS_LANES_TOKEN_TILE tokens (grid y walks token tiles),
+// ROW_SLOTS = VKS_LANES_ROWS rows for up to VKS_LANES_TOKEN_TILE tokens, or the pipeline's wide
+// tile for larger batches (grid y walks token tiles),
 // its lanes splitting every row between them (lanes_body.glsl). CPU devices use matvec_/matmul_,
 // where each invocation streams its own rows (common_matmul.glsl explains why lavapipe wants that).
 // The includer defines WTYPE_<type>, LOCAL_SIZE (VKS_LANES) and ROW_SLOTS (VKS_LANES_ROWS) and
 // includes common_matmul.glsl first.
-// Per (row, token) partial sums, then (RMSNORM_PROLOGUE) per token sums of squares of x: sized by the
-// specialization constant, so pipelines without the prologue keep their 8 KiB (workgroups per GPU core).
-shared float lane_sums[(ROW_SLOTS + RMSNORM_PROLOGUE) * VKS_LANES_TOKEN_TILE * LOCAL_SIZE];
+// The wide token tile (8, 16 or 32) for batches of more than VKS_LANES_TOKEN_TILE tokens: see
+// shader_params.h. A specialization constant: the variants a pipeline never runs are compiled out.
+layout(constant_id = 2) const uint WIDE_TILE = VKS_LANES_TOKEN_TILE;
+// Per (row, token) partial sums, then (RMSNORM_PROLOGUE) per token sums of squares of x, SUM_STRIDE
+// floats per sum (lanes_body.glsl): sized by the specialization constants, so pipelines without
+// the prologue and wide tiles keep their 8 KiB (workgroups per GPU core).
+#define SUM_STRIDE (LOCAL_SIZE + 1u)
+shared float lane_sums[(ROW_SLOTS + RMSNORM_PROLOGUE) * WIDE_TILE * SUM_STRIDE];
 
 // The RMSNorm prologue: every workgroup reads all of x anyway (its lanes split each row), so it sums
 // x^2 on the way (per lane in the order it reads x, then the fixed tree), multiplies x by the norm
@@ -32,22 +38,39 @@ vec4 norm_weights(uint texel) { return uintBitsToFloat(texelFetch(norm_texels, i
 #define DOT_NAME lanes_tokens_1
 #define DOT_R ROW_SLOTS
 #define DOT_T 1u
+#define DOT_WIDE 0
 #include "lanes_body.glsl"
 #define DOT_NAME lanes_tokens_8
 #define DOT_R ROW_SLOTS
 #define DOT_T 8u
+#define DOT_WIDE 0
+#include "lanes_body.glsl"
+#define DOT_NAME lanes_tokens_16
+#define DOT_R ROW_SLOTS
+#define DOT_T 16u
+#define DOT_WIDE 1
+#include "lanes_body.glsl"
+#define DOT_NAME lanes_tokens_32
+#define DOT_R ROW_SLOTS
+#define DOT_T 32u
+#define DOT_WIDE 1
 #include "lanes_body.glsl"
 #undef NORM_X
 #undef NORM_X_SCALAR
 
 void main() {
-  const uint t0 = gl_WorkGroupID.y * VKS_LANES_TOKEN_TILE;
-  const uint nt = min(p.n_tokens - t0, VKS_LANES_TOKEN_TILE);
-  // Two variants only: on a GPU the extra tokens of a short tile cost arithmetic, not bandwidth,
-  // and each variant is another compile at start-up.
+  const uint tile = VKS_LANES_TILE_FOR(p.n_tokens, WIDE_TILE);
+  const uint t0 = gl_WorkGroupID.y * tile;
+  const uint nt = min(p.n_tokens - t0, tile);
+  // A variant per tile size, the smallest that holds the tile's tokens: on a GPU the extra tokens of
+  // a short tile cost arithmetic, not bandwidth, and each variant is another compile at start-up.
   if (nt == 1u) {
     lanes_tokens_1(t0);
-  } else {
+  } else if (nt <= 8u || WIDE_TILE == 8u) {
     lanes_tokens_8(t0);
+  } else if (nt <= 16u || WIDE_TILE == 16u) {
+    lanes_tokens_16(t0);
+  } else {
+    lanes_tokens_32(t0);
   }
 }

@@ -57,6 +57,13 @@ using uint = uint32_t;
 #define VKS_LANES 64
 #define VKS_LANES_ROWS 4
 #define VKS_LANES_TOKEN_TILE 8
+// A batch of more than VKS_LANES_TOKEN_TILE tokens (prefill) goes in tiles of the pipeline's wide
+// tile instead (its specialization constant 2: 8, 16 or 32; Ops::lanes_wide_tile): every workgroup
+// dequantizes its rows once per 16 or 32 tokens instead of once per 8. The sums are the same bits
+// for every tile (lanes_body.glsl); GPUs take 32, CPU devices 8 (one variant less to compile).
+#define VKS_LANES_WIDE_TILES_MAX 32
+// Tokens per workgroup (grid y tile) of a lanes dispatch of n_tokens, for a pipeline of wide tile `wide`.
+#define VKS_LANES_TILE_FOR(n_tokens, wide) ((n_tokens) > VKS_LANES_TOKEN_TILE ? (wide) : VKS_LANES_TOKEN_TILE)
 
 // embed_<type>: out[t][0..cols) = row tokens[t] of the table, for tokens in
 // [row_begin, row_begin + row_count) (the rows of one part of a split table); others untouched.
