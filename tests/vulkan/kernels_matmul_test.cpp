@@ -213,7 +213,6 @@ INSTANTIATE_TEST_SUITE_P(Lanes, MatmulKernelTest, ::testing::ValuesIn(lanes_case
 // block, super-blocks, several groups per lane; each case compiles its own pipelines on lavapipe.
 INSTANTIATE_TEST_SUITE_P(WideLanes, MatmulKernelTest,
                          ::testing::Values(Case{GgmlType::kF16, 11, 1037, MatmulFamily::kLanes, 32},
-                                           Case{GgmlType::kQ4_0, 9, 4096, MatmulFamily::kLanes, 32},
                                            Case{GgmlType::kQ4_K, 37, 768, MatmulFamily::kLanes, 32},
                                            Case{GgmlType::kQ6_K, 7, 4608, MatmulFamily::kLanes, 16}),
                          case_name);

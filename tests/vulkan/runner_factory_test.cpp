@@ -136,6 +136,18 @@ TEST(MatmulFamily, LanesOnGpusRowsOnCpuDevicesUnlessNamed) {
   EXPECT_THROW(vk::choose_matmul_family(gpu, "Lanes"), Error);
 }
 
+TEST(MatmulFamily, WideLanesTilesOnGpusUnlessNamed) {
+  const vk::DeviceInfo cpu_device = device_of_type(VK_PHYSICAL_DEVICE_TYPE_CPU);
+  const vk::DeviceInfo gpu = device_of_type(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
+  EXPECT_EQ(vk::lanes_wide_tile_for(cpu_device, ""), 8u);
+  EXPECT_EQ(vk::lanes_wide_tile_for(gpu, ""), 16u);
+  EXPECT_EQ(vk::lanes_wide_tile_for(gpu, "32"), 32u);
+  EXPECT_EQ(vk::lanes_wide_tile_for(cpu_device, "16"), 16u);
+  EXPECT_EQ(vk::lanes_wide_tile_for(gpu, "8"), 8u);
+  EXPECT_THROW(vk::lanes_wide_tile_for(gpu, "64"), Error);
+  EXPECT_THROW(vk::lanes_wide_tile_for(gpu, "auto"), Error);
+}
+
 TEST(RunnerFactory, APlainStartFollowsTheBackendRule) {
   const std::vector<vk::DeviceInfo> devices = vk::list_devices();
   if (devices.empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");

@@ -46,7 +46,9 @@ uint32_t lanes_wide_tile_for(const DeviceInfo& device, std::string_view choice) 
   if (!choice.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "the lanes token tile must be 8, 16 or 32, not '" + std::string(choice) + "'");
   }
-  return device.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 32;
+  // 16, not 32, on GPUs until a GPU run measures them (bench/real_gpu/run.sh prefill): at 32 a lane
+  // keeps 128 sums in registers, near NVIDIA's 255 a thread.
+  return device.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 16;
 }
 
 Ops::Ops(KernelRegistry& kernels, MatmulFamily family, uint32_t lanes_wide_tile)

@@ -29,7 +29,7 @@ std::string_view matmul_family_name(MatmulFamily family);
 // matmul_kernels, VKSTREAM_MATMUL_KERNELS), "" or "auto" leaves it to the device. Throws
 // vks::Error(kInvalidArgument) on anything else.
 MatmulFamily choose_matmul_family(const DeviceInfo& device, std::string_view choice);
-// The lanes family's wide token tile (Ops): 32 on a GPU, 8 on a CPU device (lavapipe compiles each
+// The lanes family's wide token tile (Ops): 16 on a GPU, 8 on a CPU device (lavapipe compiles each
 // variant for seconds and gains nothing: its invocations stream x from cache either way); `choice`
 // "8", "16" or "32" forces one (VKSTREAM_LANES_TILE), "" leaves it to the device. Throws
 // vks::Error(kInvalidArgument) on anything else.

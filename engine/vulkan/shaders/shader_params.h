@@ -60,7 +60,7 @@ using uint = uint32_t;
 // A batch of more than VKS_LANES_TOKEN_TILE tokens (prefill) goes in tiles of the pipeline's wide
 // tile instead (its specialization constant 2: 8, 16 or 32; Ops::lanes_wide_tile): every workgroup
 // dequantizes its rows once per 16 or 32 tokens instead of once per 8. The sums are the same bits
-// for every tile (lanes_body.glsl); GPUs take 32, CPU devices 8 (one variant less to compile).
+// for every tile (lanes_body.glsl); GPUs take 16, CPU devices 8 (vk::lanes_wide_tile_for).
 #define VKS_LANES_WIDE_TILES_MAX 32
 // Tokens per workgroup (grid y tile) of a lanes dispatch of n_tokens, for a pipeline of wide tile `wide`.
 #define VKS_LANES_TILE_FOR(n_tokens, wide) ((n_tokens) > VKS_LANES_TOKEN_TILE ? (wide) : VKS_LANES_TOKEN_TILE)
