@@ -1,6 +1,7 @@
 // Two models on one device, step for step: the same-run throughput ratio of OTHER to BASE.
 //   vks_bench_vulkan_versus BASE.gguf OTHER.gguf [--device SEL] [--prompt 64] [--gen 32]
 //                           [--batch 1] [--context 16] [--rounds 5] [--profile]
+//                           [--kv-type-base f16|q8_0] [--kv-type-other f16|q8_0]
 // Both runners live in one process and their steps alternate (BASE, OTHER, BASE, ...), so load on a
 // shared machine falls on both alike; separate processes run minutes apart and their ratio drifts
 // with the neighbours (0.59-1.05 over five rounds for the same pair of files). Prints, per model,
@@ -86,6 +87,10 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "Vulkan device index or name substring");
   vks::bench::add_alternating_options(app, plan, "model");
   app.add_flag("--profile", profile, "print per-op GPU time of both models' decode steps side by side");
+  // The same file twice with two KV cache types measures what a type costs (issue: q8_0 <= 5%).
+  std::string kv_base = "f16", kv_other = "f16";
+  app.add_option("--kv-type-base", kv_base, "KV cache type of BASE (K and V)")->check(CLI::IsMember({"f16", "q8_0"}));
+  app.add_option("--kv-type-other", kv_other, "KV cache type of OTHER (K and V)")->check(CLI::IsMember({"f16", "q8_0"}));
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -96,13 +101,18 @@ int main(int argc, char** argv) {
     other.path = other_path;
     for (Contender* c : {&base, &other}) {
       c->model = vks::LlamaModel::load(c->path);
-      const vks::RunnerOptions o = vks::bench::alternating_runner_options(plan, device);
+      vks::RunnerOptions o = vks::bench::alternating_runner_options(plan, device);
+      o.kv_type_k = o.kv_type_v = vks::parse_kv_type(c == &base ? kv_base : kv_other);
       c->runner = std::make_unique<vks::VulkanRunner>(*c->model, o);
       c->owned_driver = std::make_unique<vks::bench::StepDriver>(*c->runner, 42);
       c->driver = c->owned_driver.get();
       c->matrices = vks::bench::matrix_totals(c->model->weights());
     }
     std::printf("device: %s\n", base.runner->device_name().c_str());
+    for (const Contender* c : {&base, &other}) {
+      std::printf("%s: KV %s, %llu bytes a token\n", c == &base ? "base" : "other", c->runner->kv_type().c_str(),
+                  static_cast<unsigned long long>(c->runner->kv_bytes_per_token()));
+    }
 
     std::vector<vks::bench::AlternatingSide*> sides{&base, &other};
     vks::bench::run_alternating(sides, plan);

@@ -43,6 +43,7 @@ std::string pack_model(const ModelInfo& m) {
   w.i64("parameters", m.parameters).i64("active_parameters", m.active_parameters);
   w.i64("n_experts", m.n_experts).i64("n_experts_used", m.n_experts_used).i64("expert_hidden_dim", m.expert_hidden_dim);
   w.i64("bos", m.bos).i64("eos", m.eos).boolean("add_bos", m.add_bos).str("device", m.device);
+  w.str("kv_type", m.kv_type).i64("kv_bytes_per_token", m.kv_bytes_per_token);
   return w.finish();
 }
 
@@ -62,6 +63,7 @@ std::string pack_stats(const StatsSnapshot& s) {
   MapWriter w;
   w.i64("waiting", s.waiting).i64("running", s.running);
   w.i64("kv_blocks_total", s.kv_blocks_total).i64("kv_blocks_used", s.kv_blocks_used).f64("kv_usage", s.kv_usage);
+  w.i64("kv_bytes_per_token", s.kv_bytes_per_token);
   w.i64("prefix_hit_tokens", s.prefix_hit_tokens).i64("prefix_query_tokens", s.prefix_query_tokens);
   w.f64("prefix_hit_rate", s.prefix_hit_rate);
   w.i64("requests_finished", s.requests_finished).i64("tokens_generated", s.tokens_generated);

@@ -198,7 +198,9 @@ bool read_model(const msgpack::object& map, ModelInfo& m, MapReader& outer) {
                   r.get_i32("n_experts_used", m.n_experts_used, false, 0, kI32Max) &&
                   r.get_i32("expert_hidden_dim", m.expert_hidden_dim, false, 0, kI32Max) &&
                   r.get_i32("bos", m.bos, false, -1, kI32Max) && r.get_i32("eos", m.eos, false, -1, kI32Max) &&
-                  r.get_bool("add_bos", m.add_bos, false) && r.get_string("device", m.device, false, SIZE_MAX);
+                  r.get_bool("add_bos", m.add_bos, false) && r.get_string("device", m.device, false, SIZE_MAX) &&
+                  r.get_string("kv_type", m.kv_type, false, SIZE_MAX) &&
+                  r.get_int("kv_bytes_per_token", m.kv_bytes_per_token, false, 0, std::numeric_limits<int64_t>::max());
   if (!ok) outer.fail_from(r);
   return ok;
 }
@@ -236,6 +238,7 @@ bool read_stats(const msgpack::object& map, StatsSnapshot& s, MapReader& outer) 
       r.get_i32("waiting", s.waiting, false, 0, kI32Max) && r.get_i32("running", s.running, false, 0, kI32Max) &&
       r.get_i32("kv_blocks_total", s.kv_blocks_total, false, 0, kI32Max) &&
       r.get_i32("kv_blocks_used", s.kv_blocks_used, false, 0, kI32Max) &&
+      r.get_int("kv_bytes_per_token", s.kv_bytes_per_token, false, 0, std::numeric_limits<int64_t>::max()) &&
       r.get_double("kv_usage", s.kv_usage, false, 0, kDMax) &&
       r.get_int("prefix_hit_tokens", s.prefix_hit_tokens, false, 0, kI64Max) &&
       r.get_int("prefix_query_tokens", s.prefix_query_tokens, false, 0, kI64Max) &&

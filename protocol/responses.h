@@ -68,6 +68,8 @@ struct ModelInfo {
   TokenId eos = -1;
   bool add_bos = true;
   std::string device;  // device the engine runs on ("cpu" for the reference fallback)
+  std::string kv_type;             // the KV pools' element types ("f16", "q8_0", "f32", "q8_0/f16")
+  int64_t kv_bytes_per_token = 0;  // one token's keys and values, every layer
 };
 
 struct HelloAnswer {

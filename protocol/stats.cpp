@@ -77,6 +77,8 @@ std::string render_prometheus(const StatsSnapshot& s) {
   metric(out, "vkstream_requests_waiting", "gauge", "Requests waiting in the engine queue.", s.waiting);
   metric(out, "vkstream_requests_running", "gauge", "Requests being generated.", s.running);
   metric(out, "vkstream_kv_blocks_total", "gauge", "KV-cache blocks in the pool.", s.kv_blocks_total);
+  metric(out, "vkstream_kv_bytes_per_token", "gauge", "Bytes one token's keys and values take in the KV cache.",
+         s.kv_bytes_per_token);
   metric(out, "vkstream_kv_blocks_used", "gauge", "KV-cache blocks in use.", s.kv_blocks_used);
   metric(out, "vkstream_kv_usage_ratio", "gauge", "Used / total KV-cache blocks.", s.kv_usage);
   metric(out, "vkstream_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache.",

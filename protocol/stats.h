@@ -42,6 +42,7 @@ struct StatsSnapshot {
   int32_t kv_blocks_total = 0;
   int32_t kv_blocks_used = 0;
   double kv_usage = 0;               // used / total, 0 when total is 0
+  int64_t kv_bytes_per_token = 0;    // one token's keys and values in the KV pools, every layer
   int64_t prefix_hit_tokens = 0;
   int64_t prefix_query_tokens = 0;
   double prefix_hit_rate = 0;        // hit / query, 0 when query is 0

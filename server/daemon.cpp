@@ -68,6 +68,8 @@ ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& not
   ro.allow_cpu_fallback = !options.no_cpu_fallback;
   ro.force_vulkan = options.force_vulkan;
   if (options.kv_tokens > 0) ro.num_blocks = (options.kv_tokens + ro.block_size - 1) / ro.block_size;
+  ro.kv_type_k = parse_kv_type(options.kv_type_k);
+  ro.kv_type_v = parse_kv_type(options.kv_type_v);
   std::unique_ptr<ModelRunner> runner = make_runner(*served.model, ro);
   served.device = runner->device_name();
   EngineConfig ec;
@@ -109,6 +111,10 @@ Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel served, Systemd
   }
   if (limits_.max_tokens <= 0) limits_.max_tokens = context;
   model_info_ = model_info_from(served_.config, served_.tokenizer.get(), served_.device);
+  if (served_.engine) {
+    model_info_.kv_type = served_.engine->kv_type();
+    model_info_.kv_bytes_per_token = static_cast<int64_t>(served_.engine->kv_bytes_per_token());
+  }
 
   if (uv_loop_init(&loop_) != 0) throw Error(ErrorCode::kInternal, "uv_loop_init failed");
   loop_open_ = true;

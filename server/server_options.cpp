@@ -134,6 +134,14 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
       ->excludes(cpu);
   app.add_flag("--no-cpu-fallback", o.no_cpu_fallback, "fail instead of falling back to the CPU");
   app.add_option("--device", o.device, "Vulkan device name or index");
+  std::string kv_type;
+  app.add_option("--kv-type", kv_type,
+                 "KV cache element type of keys and values: f16, or q8_0 (about half the bytes; Vulkan only)")
+      ->check(CLI::IsMember({"f16", "q8_0"}));
+  app.add_option("--kv-type-k", o.kv_type_k, "KV cache type of the keys alone (overrides --kv-type)")
+      ->check(CLI::IsMember({"f16", "q8_0"}));
+  app.add_option("--kv-type-v", o.kv_type_v, "KV cache type of the values alone (overrides --kv-type)")
+      ->check(CLI::IsMember({"f16", "q8_0"}));
   app.add_option("--kv-tokens", o.kv_tokens, "KV cache capacity in tokens (0 = runner default)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--max-batched-tokens", o.max_batched_tokens)->check(CLI::Range(1, 1 << 20))
@@ -197,6 +205,10 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   o.socket_mode = parse_mode(mode);
   o.prefix_caching = !no_prefix_cache;
   if (fcfs) o.priority_policy = false;
+  if (!kv_type.empty()) {  // both pools, except one named on its own
+    if (app.count("--kv-type-k") == 0) o.kv_type_k = kv_type;
+    if (app.count("--kv-type-v") == 0) o.kv_type_v = kv_type;
+  }
   return o;
 }
 

@@ -33,6 +33,8 @@ struct ServerOptions {
   bool force_vulkan = false;  // --vulkan: overrides the backend rule (engine/vulkan/runner/backend_choice.h)
   std::string device;            // name or index; empty = best
   int32_t kv_tokens = 0;         // 0 = runner default
+  std::string kv_type_k = "f16";  // the KV pools' element types (--kv-type, --kv-type-k, --kv-type-v)
+  std::string kv_type_v = "f16";
   int32_t max_batched_tokens = 256;
   int32_t max_seqs = 16;
   // --speculative ngram: prompt-lookup speculative decoding for greedy requests, drafting up to

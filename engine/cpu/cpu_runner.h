@@ -37,6 +37,8 @@ class CpuRunner final : public ModelRunner {
   std::string device_name() const override { return "cpu"; }
   int32_t block_size() const override { return options_.block_size; }
   int32_t num_blocks() const override { return options_.num_blocks; }
+  uint64_t kv_bytes_per_token() const override { return uint64_t{model_.config().kv_dim()} * 2 * model_.config().n_layers * sizeof(float); }
+  std::string kv_type() const override { return "f32"; }
   int32_t max_step_tokens() const override { return options_.max_step_tokens; }
   int32_t max_step_seqs() const override { return options_.max_step_seqs; }
 

@@ -67,6 +67,10 @@ class ModelRunner {
   virtual std::string device_name() const = 0;
   virtual int32_t block_size() const = 0;        // tokens per KV block
   virtual int32_t num_blocks() const = 0;        // KV blocks in the pool (ids 0..num_blocks-1)
+  // What one token's keys and values take in the pool, every layer (stats, the model answer), and
+  // the pools' element types as the user names them ("f16", "q8_0", "f32"; "K/V" where they differ).
+  virtual uint64_t kv_bytes_per_token() const = 0;
+  virtual std::string kv_type() const = 0;
   virtual int32_t max_step_tokens() const = 0;   // most tokens one step may hold
   virtual int32_t max_step_seqs() const = 0;     // most sequences one step may hold, and most output
                                                  // rows (one per seq with logits, plus its n_verify)

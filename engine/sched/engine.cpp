@@ -256,6 +256,8 @@ size_t Engine::poll_events(std::vector<EngineEvent>& out) { return impl_->events
 EngineStats Engine::stats() const { return impl_->stats(); }
 const LlamaConfig& Engine::model_config() const { return impl_->runner->config(); }
 std::string Engine::device_name() const { return impl_->runner->device_name(); }
+uint64_t Engine::kv_bytes_per_token() const { return impl_->runner->kv_bytes_per_token(); }
+std::string Engine::kv_type() const { return impl_->runner->kv_type(); }
 int32_t Engine::kv_capacity_tokens() const { return impl_->limits.kv_blocks * impl_->limits.block_size; }
 int32_t Engine::max_prompt_tokens() const { return impl_->limits.max_prompt_tokens; }
 

@@ -184,6 +184,7 @@ struct EngineStats {
   int32_t running = 0;
   int32_t kv_blocks_total = 0;
   int32_t kv_blocks_used = 0;
+  int64_t kv_bytes_per_token = 0;     // one token's keys and values, every layer
   int64_t prefix_hit_tokens = 0;
   int64_t prefix_query_tokens = 0;    // hit rate = hit / query
   int64_t requests_finished = 0;
@@ -230,6 +231,9 @@ class Engine {
   EngineStats stats() const;
   const LlamaConfig& model_config() const;
   std::string device_name() const;
+  // The runner's KV pools: bytes one token takes in every layer, and their element types.
+  uint64_t kv_bytes_per_token() const;
+  std::string kv_type() const;
   // Tokens the KV cache can hold (blocks in use x block size): what one sequence can ever reach.
   int32_t kv_capacity_tokens() const;
   // The longest prompt accepted: config.max_prompt_tokens, the context and the KV cache, the least.

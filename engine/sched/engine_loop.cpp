@@ -200,6 +200,7 @@ void Engine::Impl::publish_stats() {
   s.running = scheduler.num_running();
   s.kv_blocks_total = blocks.num_blocks();
   s.kv_blocks_used = blocks.num_used();
+  s.kv_bytes_per_token = static_cast<int64_t>(runner->kv_bytes_per_token());
   s.kv_blocks_cached = blocks.num_cached();
   s.prefix_hit_tokens = blocks.hit_tokens();
   s.prefix_query_tokens = blocks.query_tokens();

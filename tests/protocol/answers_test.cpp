@@ -45,6 +45,8 @@ ModelInfo sample_model() {
   m.eos = 2;
   m.add_bos = true;
   m.device = "llvmpipe";
+  m.kv_type = "q8_0/f16";
+  m.kv_bytes_per_token = 22 * (288 + 512);
   return m;
 }
 
@@ -68,6 +70,8 @@ void expect_model_eq(const ModelInfo& a, const ModelInfo& b) {
   EXPECT_EQ(a.eos, b.eos);
   EXPECT_EQ(a.add_bos, b.add_bos);
   EXPECT_EQ(a.device, b.device);
+  EXPECT_EQ(a.kv_type, b.kv_type);
+  EXPECT_EQ(a.kv_bytes_per_token, b.kv_bytes_per_token);
 }
 
 TEST(Answers, HelloRoundTrip) {

@@ -77,6 +77,8 @@ class FakeRunner : public ModelRunner {
   std::string device_name() const override { return "fake"; }
   int32_t block_size() const override { return options_.block_size; }
   int32_t num_blocks() const override { return options_.num_blocks; }
+  uint64_t kv_bytes_per_token() const override { return 64; }
+  std::string kv_type() const override { return "f16"; }
   int32_t max_step_tokens() const override { return options_.max_step_tokens; }
   int32_t max_step_seqs() const override { return options_.max_step_seqs; }
   void step(const StepBatch& batch, StepResult& out) override;

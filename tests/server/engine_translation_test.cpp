@@ -35,6 +35,7 @@ TEST(Answers, StatsRoundTrip) {
   e.running = 3;
   e.kv_blocks_total = 100;
   e.kv_blocks_used = 25;
+  e.kv_bytes_per_token = 12960;
   e.prefix_hit_tokens = 30;
   e.prefix_query_tokens = 120;
   e.tokens_generated = 999;
@@ -54,6 +55,8 @@ TEST(Answers, StatsRoundTrip) {
   EXPECT_EQ(s.stats.draft_tokens, 40);
   EXPECT_DOUBLE_EQ(s.stats.draft_acceptance_rate, 0.75);
   EXPECT_NE(render_prometheus(s.stats).find("vkstream_draft_acceptance_ratio 0.75"), std::string::npos);
+  EXPECT_EQ(s.stats.kv_bytes_per_token, 12960);
+  EXPECT_NE(render_prometheus(s.stats).find("vkstream_kv_bytes_per_token 12960"), std::string::npos);
   const StatsAnswer o = roundtrip(s);
   EXPECT_EQ(o.format, StatsFormat::kMap);
   EXPECT_EQ(o.stats, s.stats);

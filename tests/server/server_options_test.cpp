@@ -47,6 +47,22 @@ TEST(ServerOptions, PrioritySchedulingIsTheDefaultAndFcfsTurnsItOff) {
   EXPECT_TRUE(old->priority_policy);
 }
 
+TEST(ServerOptions, KvTypeSetsBothPoolsUnlessOneIsNamed) {
+  const auto def = parse({"--model", "m.gguf"});
+  ASSERT_TRUE(def);
+  EXPECT_EQ(def->kv_type_k, "f16");
+  EXPECT_EQ(def->kv_type_v, "f16");
+  const auto both = parse({"--model", "m.gguf", "--kv-type", "q8_0"});
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->kv_type_k, "q8_0");
+  EXPECT_EQ(both->kv_type_v, "q8_0");
+  const auto keys_apart = parse({"--model", "m.gguf", "--kv-type-v", "f16", "--kv-type", "q8_0"});
+  ASSERT_TRUE(keys_apart);
+  EXPECT_EQ(keys_apart->kv_type_k, "q8_0");
+  EXPECT_EQ(keys_apart->kv_type_v, "f16");
+  EXPECT_THROW((void)parse({"--model", "m.gguf", "--kv-type", "q4_0"}), vks::Error);
+}
+
 TEST(ServerOptions, VulkanOverridesTheBackendRuleAndExcludesCpu) {
   const auto def = parse({"--model", "m.gguf"});
   ASSERT_TRUE(def);

@@ -2,6 +2,8 @@
 // plus the batch invariance of attention.
 #include <gtest/gtest.h>
 
+#include <bit>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -92,7 +94,8 @@ gpu::RopeKvParams rope_only(int n_tokens, int n_heads, int head_dim, int rope_di
                             float scale, uint32_t mode) {
   return gpu::RopeKvParams{static_cast<uint32_t>(n_tokens), static_cast<uint32_t>(n_heads), 0,
                            static_cast<uint32_t>(head_dim), static_cast<uint32_t>(rope_dim),
-                           static_cast<uint32_t>(row_stride), static_cast<uint32_t>(col_offset), 0, 0, 0, scale, mode, 0.0f};
+                           static_cast<uint32_t>(row_stride), static_cast<uint32_t>(col_offset), 0, 0, 0, scale, mode, 0.0f,
+                           VKS_KV_F16, VKS_KV_F16, 0};
 }
 
 struct RopeCase {
@@ -195,7 +198,7 @@ TEST_F(RunnerKernels, KvWriteMatchesReference) {
   std::vector<uint16_t> k_want(static_cast<size_t>(n_slots * kv_dim), 0x1234), v_want = k_want;
   Buffer srcb = make(src), kb = make(pack_halves(k_want)), vb = make(pack_halves(v_want));
   const gpu::RopeKvParams p{n_tokens, 0, n_kv_heads, head_dim, 0, row_stride, 0, k_offset, v_offset, n_slots, 1.0f,
-                            VKS_ROPE_MODE_NORM, 0.0f};
+                            VKS_ROPE_MODE_NORM, 0.0f, VKS_KV_F16, VKS_KV_F16, 0};
   rope_kv(srcb, std::vector<int32_t>(n_tokens, 0), {0.0f}, &kb, &vb, slots, p);
 
   test::kv_write_ref(src, n_tokens, kv_dim, row_stride, k_offset, v_offset, slots, k_want, v_want);
@@ -205,6 +208,61 @@ TEST_F(RunnerKernels, KvWriteMatchesReference) {
     ASSERT_EQ(v_got[i], v_want[i]) << "V half " << i;
   }
   EXPECT_EQ(read<float>(srcb, src.size()), src) << "the rows are only read";
+}
+
+// A Q8_0 pool as rope_kv_f16 writes it (attn_params.h): each block of 32 values an int8 per value
+// and an f32 scale max|v| / 127 in the plane after the quants, against the values written (no
+// rotation here: position 0). K in Q8_0 with V in F16, and both in Q8_0; an invalid slot is skipped.
+TEST_F(RunnerKernels, KvWriteQuantizesQ8Blocks) {
+  const int n_tokens = 5, n_kv_heads = 2, head_dim = 32, kv_dim = n_kv_heads * head_dim, row_stride = 140;
+  const int k_offset = 4, v_offset = 70, n_slots = 12;
+  const uint32_t scales_at = n_slots * kv_dim / 4;
+  std::vector<float> src = random_floats(static_cast<size_t>(n_tokens * row_stride), 17, -3.0f, 3.0f);
+  for (int i = 0; i < 32; ++i) src[static_cast<size_t>(2 * row_stride + v_offset + 32 + i)] = 0.0f;  // an all-zero block
+  const std::vector<int32_t> slots{7, 2, 11, n_slots + 1, 0};
+  const uint32_t fill = 0xdeadbeef;  // what an untouched word keeps
+  const uint64_t q8_words = scales_at + n_slots * kv_dim / 32, f16_words = n_slots * kv_dim / 2;
+  for (const uint32_t v_type : {uint32_t{VKS_KV_F16}, uint32_t{VKS_KV_Q8_0}}) {
+    Buffer srcb = make(src), kb = make(std::vector<uint32_t>(q8_words, fill));
+    Buffer vb = make(std::vector<uint32_t>(v_type == VKS_KV_Q8_0 ? q8_words : f16_words, fill));
+    const gpu::RopeKvParams p{n_tokens, 0, n_kv_heads, head_dim, 0, row_stride, 0, k_offset, v_offset, n_slots,
+                              1.0f, VKS_ROPE_MODE_NORM, 0.0f, VKS_KV_Q8_0, v_type, scales_at};
+    rope_kv(srcb, std::vector<int32_t>(n_tokens, 0), {0.0f}, &kb, &vb, slots, p);
+    const std::vector<uint32_t> k_words = read<uint32_t>(kb, q8_words);
+    const std::vector<uint32_t> v_words = read<uint32_t>(vb, v_type == VKS_KV_Q8_0 ? q8_words : f16_words);
+    // Decodes value `col` of `slot` from a Q8_0 pool.
+    auto q8_value = [&](const std::vector<uint32_t>& w, int slot, int col, float* scale) {
+      const size_t at = static_cast<size_t>(slot * kv_dim + col);
+      *scale = std::bit_cast<float>(w[scales_at + at / 32]);
+      return static_cast<float>(static_cast<int8_t>(w[at / 4] >> (8 * (at % 4)))) * *scale;
+    };
+    for (int t = 0; t < n_tokens; ++t) {
+      const int slot = slots[static_cast<size_t>(t)];
+      if (slot >= n_slots) continue;
+      for (int col = 0; col < kv_dim; col += 32) {
+        for (const bool is_k : {true, false}) {
+          const float* v = &src[static_cast<size_t>(t * row_stride + (is_k ? k_offset : v_offset) + col)];
+          float amax = 0.0f;
+          for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[i]));
+          for (int i = 0; i < 32; ++i) {
+            if (!is_k && v_type == VKS_KV_F16) {
+              const uint16_t half = static_cast<uint16_t>(v_words[static_cast<size_t>(slot * kv_dim + col + i) / 2] >> (16 * ((col + i) % 2)));
+              ASSERT_EQ(half, fp32_to_fp16(v[i])) << "V half, token " << t << " col " << col + i;
+              continue;
+            }
+            float scale = 0.0f;
+            const float got = q8_value(is_k ? k_words : v_words, slot, col + i, &scale);
+            ASSERT_NEAR(scale, amax / 127.0f, 1e-6f * amax) << (is_k ? "K" : "V") << " token " << t << " col " << col;
+            // Rounded to the nearest step: within half a step (and exact zeros stay zero).
+            ASSERT_LE(std::fabs(got - v[i]), 0.5f * scale * 1.0001f + 1e-7f)
+                << (is_k ? "K" : "V") << " token " << t << " col " << col + i << ": " << got << " vs " << v[i];
+          }
+        }
+      }
+    }
+    // The skipped slot's words are untouched.
+    for (int col = 0; col < kv_dim; col += 4) EXPECT_EQ(k_words[static_cast<size_t>(3 * kv_dim + col) / 4], fill);
+  }
 }
 
 // The whole of one layer's use: Q rotated in place, K rotated into the K pool, V into the V pool,
@@ -228,7 +286,7 @@ TEST_F(RunnerKernels, RopeKvMatchesRopeThenKvWrite) {
     Buffer rb = make(rows), kb = make(pack_halves(pool_fill)), vb = make(pack_halves(pool_fill));
     rope_kv(rb, pos, ref::rope_frequencies(rp), &kb, &vb, slots,
             gpu::RopeKvParams{n_tokens, n_q, n_kv, head_dim, rope_dim, row_stride, q_offset, k_offset, v_offset,
-                              n_slots, 1.0f, mode, 0.0f});
+                              n_slots, 1.0f, mode, 0.0f, VKS_KV_F16, VKS_KV_F16, 0});
 
     // Rows: Q rotated, everything else (K, V, padding before and after) as it was.
     std::vector<float> want_rows = rows;
@@ -473,6 +531,82 @@ TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
   }
   if (family == MatmulFamily::kLanes) {
     EXPECT_GE(parallel_runs, 8) << "the parallel splits were hardly exercised";
+  }
+}
+
+// Q8_0 pools (attn_params.h) whose values are exact halves: each block's scale a power of two, so
+// scale * int8 is a half and the same number an F16 pool holds. Reading them must give the F16
+// pools' output bit for bit (the kernels add the same products in the same order), which checks
+// every index of the quant and scale planes; K alone and both in Q8_0; windows, soft-caps, sinks,
+// parallel splits, GQA, head_dim 32 and 64.
+TEST_P(RunnerAttention, Q8PoolsGiveTheBitsOfTheirValuesAsF16) {
+  const MatmulFamily family = GetParam();
+  const std::vector<AttnCase> cases = {
+      {4, 2, 32, 16, {{0, 12}, {30, 1}, {200, 9}, {5, 1}}, 8, 5.0f, true},
+      {8, 4, 64, 7, {{300, 1}, {140, 20}, {0, 3}}},
+  };
+  uint32_t seed = 700;
+  for (const AttnCase& c : cases) {
+    AttnRun r(c, seed += 10);
+    const size_t n_values = r.k_.size(), blocks = n_values / 32;
+    const uint32_t scales_at = static_cast<uint32_t>(n_values / 4);
+    // Random int8 values and power-of-two scales, as Q8_0 words and as the halves they decode to.
+    std::mt19937 rng(seed);
+    auto q8_pool = [&](std::vector<uint16_t>& halves) {
+      std::vector<uint32_t> words(n_values / 4 + blocks, 0u);
+      for (size_t b = 0; b < blocks; ++b) {
+        const float scale = std::ldexp(1.0f, -4 - static_cast<int>(rng() % 5));
+        words[scales_at + b] = std::bit_cast<uint32_t>(scale);
+        for (size_t i = 0; i < 32; ++i) {
+          const int8_t q = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+          words[(b * 32 + i) / 4] |= uint32_t(uint8_t(q)) << (8 * (i % 4));
+          halves[b * 32 + i] = fp32_to_fp16(scale * q);  // exact: 7 bits times a power of two
+        }
+      }
+      return words;
+    };
+    const std::vector<uint32_t> k_words = q8_pool(r.k_), v_words = q8_pool(r.v_);
+    Buffer k_f16 = make(pack_halves(r.k_)), v_f16 = make(pack_halves(r.v_));
+    Buffer k_q8 = make(k_words), v_q8 = make(v_words);
+    std::vector<size_t> all(c.seqs.size());
+    std::iota(all.begin(), all.end(), 0);
+    const AttnRun::Batch b = r.batch(all);
+    const uint32_t n = static_cast<uint32_t>(b.positions.size());
+    Buffer qb = make(b.q), pb = make(b.positions), tb = make(b.token_seq), bt = make(b.block_tables);
+    Buffer sb = make(r.sinks_.empty() ? std::vector<float>{0.0f} : r.sinks_);
+    const uint64_t longest = static_cast<uint64_t>(*std::max_element(b.positions.begin(), b.positions.end())) + 1;
+    const uint64_t partials_bytes = attention_partials_bytes(static_cast<uint32_t>(c.n_heads),
+                                                             static_cast<uint32_t>(c.head_dim), longest);
+    Buffer partials = device_->create_buffer(partials_bytes);
+    auto attend = [&](uint32_t k_type, uint32_t v_type) {
+      gpu::AttnParams p = r.params(n);
+      p.k_type = k_type;
+      p.v_type = v_type;
+      p.q8_scales_at = scales_at;
+      Buffer ob = device_->create_buffer(uint64_t{n} * p.out_stride * sizeof(float));
+      const Buffer& kb = k_type == VKS_KV_Q8_0 ? k_q8 : k_f16;
+      const Buffer& vb = v_type == VKS_KV_Q8_0 ? v_q8 : v_f16;
+      run([&](CommandBuffer& cmd) {
+        record_attention(cmd, *kernels_,
+                         AttnBindings{qb.view(), kb.view(), vb.view(), pb.view(), tb.view(), bt.view(), ob.view(),
+                                      partials.view(), sb.view()},
+                         p, family, longest);
+      });
+      return read<float>(ob, size_t{n} * p.out_stride);
+    };
+    const std::vector<float> want = attend(VKS_KV_F16, VKS_KV_F16);
+    // (V alone in Q8_0 runs in the runner's suite: each pair of types is a pipeline to compile here.)
+    for (const auto& [k_type, v_type] : {std::pair{uint32_t{VKS_KV_Q8_0}, uint32_t{VKS_KV_Q8_0}},
+                                         std::pair{uint32_t{VKS_KV_Q8_0}, uint32_t{VKS_KV_F16}}}) {
+      const std::vector<float> got = attend(k_type, v_type);
+      ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+          << "head_dim " << c.head_dim << " K " << k_type << " V " << v_type << ": "
+          << normalized_error(got, want);
+    }
+    // And the F16 run is attention itself (the reference the other test holds every case to).
+    std::vector<float> ref(want.size());
+    test::attn_ref(r.ref_args(static_cast<int>(n)), b.q, r.k_, r.v_, b.positions, b.token_seq, b.block_tables, ref);
+    EXPECT_LT(normalized_error(want, ref), 2e-6) << "head_dim " << c.head_dim;
   }
 }
 

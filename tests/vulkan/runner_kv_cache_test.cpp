@@ -21,9 +21,38 @@ TEST(RunnerKvCache, SizesFromBudgetOrCount) {
   const LlamaConfig c = tinyllama();  // kv_dim 256: 16 tokens x 256 x 2 bytes = 8 KiB per block per pool
   const KvCacheShape s = plan_kv_cache(c, 16, 0, 44ull * 8192 * 100, 128ull << 20);  // 100 blocks of 44 pools
   EXPECT_EQ(s.num_blocks, 100);
-  EXPECT_EQ(s.pool_bytes(), 100ull * 8192);
+  EXPECT_EQ(s.k_pool_bytes(), 100ull * 8192);
+  EXPECT_EQ(s.v_pool_bytes(), 100ull * 8192);
   EXPECT_EQ(s.total_bytes(), 44ull * 8192 * 100);
   EXPECT_EQ(plan_kv_cache(c, 16, 7, 0, 128ull << 20).num_blocks, 7);
+}
+
+TEST(RunnerKvCache, Q8PoolsHoldMoreBlocksInTheSameBudget) {
+  const LlamaConfig c = tinyllama();  // per layer and token: F16 512 bytes each pool, Q8_0 256 + 8 * 4 = 288
+  const uint64_t budget = 44ull * 8192 * 100;
+  const KvCacheShape both = plan_kv_cache(c, 16, 0, budget, 128ull << 20, KvType::kQ8_0, KvType::kQ8_0);
+  EXPECT_EQ(both.bytes_per_token(), 22ull * 2 * 288);
+  EXPECT_EQ(both.num_blocks, static_cast<int32_t>(budget / (16 * 22 * 2 * 288)));  // 177 against 100
+  EXPECT_EQ(both.k_pool_bytes(), uint64_t(both.num_blocks) * 16 * 288);
+  EXPECT_EQ(both.q8_scales_at(), uint64_t(both.num_blocks) * 16 * 256 / 4);
+  const KvCacheShape keys = plan_kv_cache(c, 16, 10, 0, 128ull << 20, KvType::kQ8_0, KvType::kF16);
+  EXPECT_EQ(keys.bytes_per_token(), 22ull * (288 + 512));
+  EXPECT_EQ(keys.k_pool_bytes(), 10ull * 16 * 288);
+  EXPECT_EQ(keys.v_pool_bytes(), 10ull * 16 * 512);
+  // A block of 32 values must not straddle two heads.
+  LlamaConfig small = c;
+  small.head_dim = 48;
+  small.layers.clear();
+  for (int l = 0; l < 2; ++l) {
+    LayerSpec spec;
+    spec.attention.head_dim = 48;
+    spec.attention.n_kv_heads = 4;
+    small.layers.push_back(spec);
+  }
+  EXPECT_THROW(plan_kv_cache(small, 16, 10, 0, 128ull << 20, KvType::kF16, KvType::kQ8_0), Error);
+  EXPECT_NO_THROW(plan_kv_cache(small, 16, 10, 0, 128ull << 20));
+  EXPECT_THROW(parse_kv_type("q4_0"), Error);
+  EXPECT_EQ(parse_kv_type("q8_0"), KvType::kQ8_0);
 }
 
 TEST(RunnerKvCache, ClampsToOneBindingAndRejectsNonsense) {

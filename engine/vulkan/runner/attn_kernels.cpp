@@ -24,9 +24,17 @@ AttnKernelChoice attention_choice(MatmulFamily family) {
 }  // namespace
 
 void record_rope_kv(CommandBuffer& cmd, KernelRegistry& kernels, const RopeKvBindings& b, const gpu::RopeKvParams& p) {
-  const uint64_t invocations = uint64_t{p.n_q_heads} * (p.rope_dim / 2) + uint64_t{p.n_kv_heads} * (p.head_dim / 2);
+  // With a Q8_0 pool an invocation writes a block of 32 K and V values, else a pair (rope_kv_f16.comp).
+  const bool blocks = p.k_type == VKS_KV_Q8_0 || p.v_type == VKS_KV_Q8_0;
+  const uint64_t kv_units = uint64_t{p.n_kv_heads} * p.head_dim / (blocks ? VKS_KV_Q8_BLOCK : 2);
+  const uint64_t invocations = uint64_t{p.n_q_heads} * (p.rope_dim / 2) + kv_units;
   if (invocations == 0 || p.n_tokens == 0) return;
-  cmd.dispatch(kernels.get("rope_kv_f16"), {b.rows, b.positions, b.freqs, b.k_pool, b.v_pool, b.slot_mapping}, p,
+  if (blocks && p.n_kv_heads > 0 && p.head_dim % VKS_KV_Q8_BLOCK != 0) {
+    throw Error(ErrorCode::kInvalidArgument, "rope_kv: a Q8_0 pool needs head_dim a multiple of 32");
+  }
+  const uint32_t constants[2] = {p.k_type, p.v_type};  // constant_id 0 and 1 of rope_kv_f16.comp
+  const Kernel& k = blocks ? kernels.get("rope_kv_f16", constants) : kernels.get("rope_kv_f16");
+  cmd.dispatch(k, {b.rows, b.positions, b.freqs, b.k_pool, b.v_pool, b.slot_mapping}, p,
                Groups{static_cast<uint32_t>(ceil_div(invocations, VKS_ROPE_KV_WG)), p.n_tokens, 1});
 }
 
@@ -34,7 +42,9 @@ void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBin
                       MatmulFamily family, uint64_t longest_keys) {
   if (p.n_tokens == 0) return;
   const uint32_t head_groups = static_cast<uint32_t>(ceil_div(p.n_heads, attention_choice(family).heads_per_group));
-  const Kernel& k = attention_kernel(kernels, p.head_dim, family);
+  const KvType k_type = p.k_type == VKS_KV_Q8_0 ? KvType::kQ8_0 : KvType::kF16;
+  const KvType v_type = p.v_type == VKS_KV_Q8_0 ? KvType::kQ8_0 : KvType::kF16;
+  const Kernel& k = attention_kernel(kernels, p.head_dim, family, k_type, v_type);
   const BufferView sinks = p.has_sinks != 0 ? b.sinks : b.out;  // bound in any case, read with has_sinks
   if (family == MatmulFamily::kRows) {
     p.split_count = 0;
@@ -94,8 +104,18 @@ const Kernel& specialized_for_head(KernelRegistry& kernels, std::string_view nam
 
 }  // namespace
 
-const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, MatmulFamily family) {
-  return specialized_for_head(kernels, attention_choice(family).name, head_dim);
+const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, MatmulFamily family, KvType k_type,
+                               KvType v_type) {
+  if (k_type == KvType::kF16 && v_type == KvType::kF16) {
+    return specialized_for_head(kernels, attention_choice(family).name, head_dim);
+  }
+  if (head_dim % VKS_KV_Q8_BLOCK != 0) {
+    throw Error(ErrorCode::kInvalidArgument, "attention: a Q8_0 pool needs head_dim a multiple of 32");
+  }
+  // constant_id 2 and 3: the pools' types (a Q8_0 head size is a multiple of 32, so dim_step is 4).
+  const AttnSpecialization spec = attention_specialization(head_dim);
+  const uint32_t constants[4] = {spec.half_head_dim, spec.dim_step, kv_type_id(k_type), kv_type_id(v_type)};
+  return kernels.get(attention_choice(family).name, constants);
 }
 
 const Kernel& attention_combine_kernel(KernelRegistry& kernels, uint32_t head_dim) {

@@ -2,12 +2,16 @@
 // Recording the attention-side kernels (rope_kv_f16; attention: attn_f16 on CPU devices,
 // attn_lanes_f16 on GPUs, following the runner's MatmulFamily) into a command buffer.
 // Parameters and the KV pool layout: engine/vulkan/shaders/attn_params.h.
+#include "engine/model/kv_type.h"
 #include "engine/vulkan/core/command.h"
 #include "engine/vulkan/core/kernel.h"
 #include "engine/vulkan/kernels/ops.h"
 #include "engine/vulkan/shaders/attn_params.h"
 
 namespace vks::vk {
+
+// A KV pool type as the kernels name it (VKS_KV_*).
+inline uint32_t kv_type_id(KvType type) { return type == KvType::kQ8_0 ? VKS_KV_Q8_0 : VKS_KV_F16; }
 
 struct RopeKvBindings {
   BufferView rows;          // f32 [n_tokens][row_stride]: Q rotated in place, K and V read
@@ -64,7 +68,8 @@ struct AttnSpecialization {
 AttnSpecialization attention_specialization(uint32_t head_dim);
 // The family's attention pipeline specialized for head_dim (built on first use; the runner builds it
 // at start).
-const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, MatmulFamily family);
+const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, MatmulFamily family,
+                               KvType k_type = KvType::kF16, KvType v_type = KvType::kF16);
 // attn_combine_f32 specialized for head_dim (kLanes only; built at start like attention_kernel).
 const Kernel& attention_combine_kernel(KernelRegistry& kernels, uint32_t head_dim);
 

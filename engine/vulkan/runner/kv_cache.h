@@ -1,10 +1,11 @@
 #pragma once
-// The paged KV cache: one K pool and one V pool per layer, F16, num_blocks blocks of block_size
+// The paged KV cache: one K pool and one V pool per layer, F16 or Q8_0, num_blocks blocks of block_size
 // tokens each (layout in engine/vulkan/shaders/attn_params.h). The scheduler owns which blocks
 // belong to which sequence; this only holds the memory.
 #include <cstdint>
 #include <vector>
 
+#include "engine/model/kv_type.h"
 #include "engine/model/llama_config.h"
 #include "engine/vulkan/core/buffer.h"
 #include "engine/vulkan/core/device.h"
@@ -16,15 +17,26 @@ struct KvCacheShape {
   int32_t num_blocks = 0;
   uint32_t kv_dim = 0;
   uint32_t n_layers = 0;
-  uint64_t pool_bytes() const { return uint64_t(num_blocks) * uint64_t(block_size) * kv_dim * 2; }
-  uint64_t total_bytes() const { return pool_bytes() * 2 * n_layers; }
+  KvType k_type = KvType::kF16;
+  KvType v_type = KvType::kF16;
+  uint64_t n_slots() const { return uint64_t(num_blocks) * uint64_t(block_size); }
+  uint64_t pool_bytes(KvType type) const { return n_slots() * kv_row_bytes(type, kv_dim); }
+  uint64_t k_pool_bytes() const { return pool_bytes(k_type); }
+  uint64_t v_pool_bytes() const { return pool_bytes(v_type); }
+  // One token's K and V rows in every layer.
+  uint64_t bytes_per_token() const { return (kv_row_bytes(k_type, kv_dim) + kv_row_bytes(v_type, kv_dim)) * n_layers; }
+  uint64_t total_bytes() const { return (k_pool_bytes() + v_pool_bytes()) * n_layers; }
+  // uint index of a Q8_0 pool's scale plane (attn_params.h).
+  uint32_t q8_scales_at() const { return static_cast<uint32_t>(n_slots() * kv_dim / 4); }
 };
 
-// num_blocks = requested, or (0) as many as kv_budget_bytes holds; clamped so one pool fits one
-// storage binding (max_pool_bytes). Throws vks::Error(kInvalidArgument) for block_size < 1 or a
-// result below one block.
+// num_blocks = requested, or (0) as many as kv_budget_bytes holds at these types; clamped so one
+// pool fits one storage binding (max_pool_bytes). Throws vks::Error(kInvalidArgument) for
+// block_size < 1 or a result below one block, kUnsupported for a Q8_0 pool of a model whose head
+// size is not a multiple of 32.
 KvCacheShape plan_kv_cache(const LlamaConfig& config, int32_t block_size, int32_t requested_blocks,
-                           uint64_t kv_budget_bytes, uint64_t max_pool_bytes);
+                           uint64_t kv_budget_bytes, uint64_t max_pool_bytes, KvType k_type = KvType::kF16,
+                           KvType v_type = KvType::kF16);
 
 class KvCache {
  public:
@@ -38,7 +50,7 @@ class KvCache {
 
  private:
   KvCacheShape shape_;
-  std::vector<Buffer> k_, v_;  // [n_layers], each [n_slots][kv_dim] halves
+  std::vector<Buffer> k_, v_;  // [n_layers], each [n_slots][kv_dim] values of its type
 };
 
 }  // namespace vks::vk

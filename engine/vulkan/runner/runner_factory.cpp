@@ -17,6 +17,10 @@ namespace vks {
 namespace {
 
 std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const RunnerOptions& options) {
+  if (options.kv_type_k != KvType::kF16 || options.kv_type_v != KvType::kF16) {
+    throw Error(ErrorCode::kUnsupported,
+                "the CPU backend keeps its KV cache in F32: a q8_0 KV cache needs the Vulkan backend (--vulkan)");
+  }
   CpuRunnerOptions cpu;
   cpu.block_size = options.block_size;
   cpu.max_step_tokens = options.max_step_tokens;

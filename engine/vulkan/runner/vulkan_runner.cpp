@@ -60,12 +60,13 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
       throw Error(ErrorCode::kUnsupported, "Q, K, V of different types need q_dim and kv_dim multiples of 4");
     }
   }
+  // Attention reads each pool whole through its texel view. Before the pipelines: they are
+  // specialized for the pools' types, and a type the model cannot take fails before any compile.
+  kv_.emplace(device_, vk::plan_kv_cache(c, options.block_size, options.num_blocks, options.kv_budget_bytes,
+                                         device_.max_texel_binding_bytes(), options.kv_type_k, options.kv_type_v));
   create_pipelines();
 
   const uint64_t max_binding = device_.max_binding_bytes();
-  // Attention reads each pool whole through its texel view.
-  kv_.emplace(device_, vk::plan_kv_cache(c, options.block_size, options.num_blocks, options.kv_budget_bytes,
-                                         device_.max_texel_binding_bytes()));
   const vk::KvCacheShape& kv = kv_->shape();
   const int64_t pool_tokens = int64_t{kv.num_blocks} * kv.block_size;
   int64_t max_context = options.max_context > 0 ? options.max_context : (c.context_length > 0 ? c.context_length : 4096);
@@ -171,10 +172,10 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   cmd_.end();
   device_.submit_and_wait(cmd_);
   kernels_->save_cache();
-  spdlog::info("vulkan: {} ready: {} matrix kernels, {} KV blocks of {} tokens ({} MiB), step limits {} tokens / "
-               "{} seqs, longest sequence {} tokens",
+  spdlog::info("vulkan: {} ready: {} matrix kernels, {} KV blocks of {} tokens ({} MiB, K {}, V {}), step limits {} "
+               "tokens / {} seqs, longest sequence {} tokens",
                device_.info().name, vk::matmul_family_name(ops_->matmul_family()), kv.num_blocks, kv.block_size,
-               kv.total_bytes() >> 20, options.max_step_tokens, options.max_step_seqs, int64_t{limits_.max_blocks_per_seq} * kv.block_size);
+               kv.total_bytes() >> 20, kv_type_name(kv.k_type), kv_type_name(kv.v_type), options.max_step_tokens, options.max_step_seqs, int64_t{limits_.max_blocks_per_seq} * kv.block_size);
 }
 
 VulkanRunner::~VulkanRunner() {
@@ -229,12 +230,18 @@ void VulkanRunner::create_pipelines() {
   std::set<uint32_t> head_dims;  // the attention pipelines are specialized by head size
   for (const LayerSpec& l : config_.layers) head_dims.insert(l.attention.head_dim);
   for (const uint32_t head_dim : head_dims) {
-    vk::attention_kernel(*kernels_, head_dim, ops_->matmul_family());
+    vk::attention_kernel(*kernels_, head_dim, ops_->matmul_family(), kv_->shape().k_type, kv_->shape().v_type);
     if (ops_->matmul_family() == vk::MatmulFamily::kLanes) vk::attention_combine_kernel(*kernels_, head_dim);
   }
 }
 
 std::string VulkanRunner::device_name() const { return device_.info().name; }
+
+std::string VulkanRunner::kv_type() const {
+  const vk::KvCacheShape& kv = kv_->shape();
+  if (kv.k_type == kv.v_type) return std::string(kv_type_name(kv.k_type));
+  return std::string(kv_type_name(kv.k_type)) + "/" + std::string(kv_type_name(kv.v_type));
+}
 
 void VulkanRunner::set_profiling(bool on) {
   if (on && !profiler_) profiler_ = std::make_unique<vk::StepProfiler>(device_, 4096);
@@ -386,7 +393,8 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
                                        q_dim + kv_dim, kv_->n_slots(), L.rope_angle_scale,
                                        c.rope_mode == RopeMode::kNeox ? uint32_t{VKS_ROPE_MODE_NEOX}
                                                                       : uint32_t{VKS_ROPE_MODE_NORM},
-                                       L.rope_mscale_extra});
+                                       L.rope_mscale_extra, vk::kv_type_id(kv_->shape().k_type),
+                                       vk::kv_type_id(kv_->shape().v_type), kv_->shape().q8_scales_at()});
   mark(cmd, "rope_kv");
   barrier(cmd);
   gpu::AttnParams ap{};
@@ -404,6 +412,9 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
   ap.window = spec.window;
   ap.softcap = spec.softcap;
   ap.has_sinks = L.sinks.valid() ? 1u : 0u;
+  ap.k_type = vk::kv_type_id(kv_->shape().k_type);
+  ap.v_type = vk::kv_type_id(kv_->shape().v_type);
+  ap.q8_scales_at = kv_->shape().q8_scales_at();
   vk::record_attention(cmd, *kernels_,
                        vk::AttnBindings{qkv_.view(), kv_->k(l), kv_->v(l), positions_.device.view(),
                                         token_seq_.device.view(), block_tables_.device.view(), att_.view(),

@@ -37,6 +37,8 @@ class VulkanRunner final : public ModelRunner {
   const vk::DeviceInfo& device_info() const { return device_.info(); }
   int32_t block_size() const override { return limits_.block_size; }
   int32_t num_blocks() const override { return limits_.num_blocks; }
+  uint64_t kv_bytes_per_token() const override { return kv_->shape().bytes_per_token(); }
+  std::string kv_type() const override;
   int32_t max_step_tokens() const override { return limits_.max_step_tokens; }
   int32_t max_step_seqs() const override { return limits_.max_step_seqs; }
   void step(const StepBatch& batch, StepResult& out) override;

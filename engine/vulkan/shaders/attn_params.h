@@ -7,6 +7,12 @@
 //   pool[slot][kv_head][d]  -> half at index (slot * n_kv_heads + kv_head) * head_dim + d
 // Halves are stored two per uint (packHalf2x16: element 2i in the low 16 bits), so the pools
 // need no 16-bit storage feature; head_dim must be even.
+// A Q8_0 pool (RunnerOptions::kv_type_k / kv_type_v, llama.cpp's -ctk/-ctv q8_0) holds the same
+// [n_slots][kv_dim] values as blocks of VKS_KV_Q8_BLOCK: an int8 plane, four values a uint (value
+// 4i in the low byte), at uint 0, then one f32 scale per block at uint q8_scales_at (= n_slots *
+// kv_dim / 4); a value is scale * int8. A block never straddles two heads: head_dim must be a
+// multiple of VKS_KV_Q8_BLOCK. The scale is f32 (llama.cpp's is f16) so that two writers of
+// neighbouring blocks never share a word: 36 bytes per 32 values against F16's 64.
 //
 // Block tables: int32 [n_seqs][max_blocks_per_seq], row s = physical blocks of sequence s.
 // Per-token arrays: positions[t], token_seq[t] (row of block_tables of token t's sequence).
@@ -35,6 +41,10 @@ using uint = uint32_t;
 // at key 0 and are merged in order, so a token's output does not depend on how its splits were run.
 #define VKS_ATTN_SPLIT_KEYS 128
 #define VKS_ROPE_KV_WG 64
+// KV pool types (the kernels' specialization constants, RopeKvParams / AttnParams k_type, v_type).
+#define VKS_KV_F16 0
+#define VKS_KV_Q8_0 1
+#define VKS_KV_Q8_BLOCK 32
 
 // Rotary embedding as llama.cpp applies it, and the K/V cache write, in one dispatch (rope_kv_f16):
 // Q heads are rotated in place; K heads are rotated on their way into the layer's F16 K pool and V
@@ -43,7 +53,8 @@ using uint = uint32_t;
 // rope_freqs.weight, else 1; the layer's base; YaRN's blend) computed on the host
 // (ref::rope_frequencies) so that no device pow() enters the angle; its elements are (2i, 2i+1) in NORM mode (llama) and (i, i + rope_dim/2) in NEOX
 // mode (qwen2, qwen3). Elements past rope_dim pass through.
-// Dispatch: (ceil((n_q_heads * rope_dim/2 + n_kv_heads * head_dim/2) / VKS_ROPE_KV_WG), n_tokens, 1).
+// Dispatch: (ceil((n_q_heads * rope_dim/2 + kv units) / VKS_ROPE_KV_WG), n_tokens, 1), the kv units
+// being n_kv_heads * head_dim/2 pairs with both pools F16, else n_kv_heads * head_dim/32 blocks.
 #define VKS_ROPE_MODE_NORM 0
 #define VKS_ROPE_MODE_NEOX 1
 struct RopeKvParams {
@@ -60,6 +71,9 @@ struct RopeKvParams {
   float freq_scale;
   uint mode;  // VKS_ROPE_MODE_*
   float mscale_extra;  // cos and sin are multiplied by 1 + mscale_extra (YaRN's attention factor; 0: none)
+  uint k_type;         // VKS_KV_* of each pool (the pipeline is specialized for them)
+  uint v_type;
+  uint q8_scales_at;   // uint index of a Q8_0 pool's scale plane (n_slots * kv_dim / 4)
 };
 
 // Paged attention over a flattened batch: token t, head h attends to positions
@@ -86,6 +100,9 @@ struct AttnParams {
   uint window;              // 0: every position up to the token's own; W: the last W of them
   float softcap;            // 0: none
   uint has_sinks;           // 0: the sinks binding is not read
+  uint k_type;              // VKS_KV_* of each pool (the pipeline is specialized for them)
+  uint v_type;
+  uint q8_scales_at;        // uint index of a Q8_0 pool's scale plane (n_slots * kv_dim / 4)
 };
 
 #ifdef __cplusplus

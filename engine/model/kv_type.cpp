@@ -1,0 +1,24 @@
+#include "engine/model/kv_type.h"
+
+#include <string>
+
+#include "engine/common/error.h"
+
+namespace vks {
+
+KvType parse_kv_type(std::string_view name) {
+  if (name == "f16") return KvType::kF16;
+  if (name == "q8_0") return KvType::kQ8_0;
+  throw Error(ErrorCode::kInvalidArgument, "KV cache type must be f16 or q8_0, not '" + std::string(name) + "'");
+}
+
+std::string_view kv_type_name(KvType type) { return type == KvType::kQ8_0 ? "q8_0" : "f16"; }
+
+uint32_t kv_block_values(KvType type) { return type == KvType::kQ8_0 ? 32 : 1; }
+
+uint64_t kv_row_bytes(KvType type, uint64_t kv_dim) {
+  // Q8_0: an int8 per value and an f32 scale per 32 (attn_params.h says why f32).
+  return type == KvType::kQ8_0 ? kv_dim + kv_dim / 32 * 4 : kv_dim * 2;
+}
+
+}  // namespace vks

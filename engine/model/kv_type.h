@@ -1,0 +1,20 @@
+#pragma once
+// The element type of a runner's KV cache, chosen per pool (K and V apart, as llama.cpp's -ctk/-ctv):
+// F16 (the default) or Q8_0 (int8 values with one scale per 32, about half the bytes; Vulkan
+// only: the CPU backend keeps F32). The layout of each on the device: engine/vulkan/shaders/attn_params.h.
+#include <cstdint>
+#include <string_view>
+
+namespace vks {
+
+enum class KvType : uint8_t { kF16, kQ8_0 };
+
+// "f16" or "q8_0"; throws vks::Error(kInvalidArgument) naming the accepted types otherwise.
+KvType parse_kv_type(std::string_view name);
+std::string_view kv_type_name(KvType type);
+// Bytes one token's row of kv_dim values takes in a pool of this type (Q8_0: kv_dim a multiple of 32).
+uint64_t kv_row_bytes(KvType type, uint64_t kv_dim);
+// Values per quantization block (1 for F16): head sizes must be a multiple of it.
+uint32_t kv_block_values(KvType type);
+
+}  // namespace vks
