@@ -77,6 +77,10 @@ void OffLoop::start(std::unique_ptr<Task> task) {
 
 void OffLoop::on_work(uv_work_t* req) {
   auto* task = static_cast<Task*>(req->data);
+  if (task->owner->stopped_.load(std::memory_order_relaxed)) {
+    task->error = std::make_exception_ptr(Error(ErrorCode::kCancelled, "the server is shutting down"));
+    return;
+  }
   if (task->cancel && task->cancel->load(std::memory_order_relaxed)) {  // its client left while it waited
     task->error = std::make_exception_ptr(Error(ErrorCode::kCancelled, "the client went away"));
     return;
@@ -156,6 +160,13 @@ void OffLoop::forget(const std::string& key) {
   for (const CancelFlag& flag : it->second.cancels) flag->store(true, std::memory_order_relaxed);
   it->second.cancels.clear();
   if (!it->second.busy) clients_.erase(it);
+}
+
+void OffLoop::stop() {
+  stopped_.store(true, std::memory_order_relaxed);
+  for (auto& [key, client] : clients_) {
+    for (const CancelFlag& flag : client.cancels) flag->store(true, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace vks::server

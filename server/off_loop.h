@@ -60,6 +60,9 @@ class OffLoop {
   // The client went away: its deferred requests are dropped and the cancel flags of its work in
   // flight are set (work still completes, early when it reads its flag; `done` still runs).
   void forget(const std::string& key);
+  // The daemon is closing (the engine is about to go): work not started yet is not run (its `done`
+  // gets Error(kCancelled)), and every client's cancel flags are set, so running renders stop.
+  void stop();
 
   size_t in_flight() const { return in_flight_; }
   size_t max_client_chosen() const { return max_client_chosen_; }
@@ -82,6 +85,7 @@ class OffLoop {
   size_t max_client_chosen_;
   size_t client_chosen_running_ = 0;
   std::deque<std::unique_ptr<Task>> waiting_;  // client-chosen work not started yet
+  std::atomic<bool> stopped_{false};            // read by pool threads (on_work)
 };
 
 }  // namespace vks::server

@@ -189,5 +189,38 @@ TEST(OffLoop, ForgetCancelsTheClientsWorkInFlightAndWaiting) {
   EXPECT_EQ(off.in_flight(), 0u);
 }
 
+// The daemon closing: work waiting for a thread is not run (the engine it would use is going
+// away), and running work with a cancel flag is told to stop.
+TEST(OffLoop, StopRunsNothingMoreAndCancelsWhatRuns) {
+  Loop l;
+  OffLoop off;
+  std::atomic<int> ran{0}, stopped_by_flag{0};
+  int done = 0;
+  for (size_t i = 0; i <= off.max_client_chosen(); ++i) {
+    auto flag = std::make_shared<std::atomic<bool>>(false);
+    off.run(
+        &l.loop, "c" + std::to_string(i),
+        [&, flag] {
+          ++ran;
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+          while (!*flag && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          if (*flag) ++stopped_by_flag;
+        },
+        [&](std::exception_ptr) { ++done; }, flag, OffLoop::Cost::kClientChosen);
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ran < static_cast<int>(off.max_client_chosen()) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  off.stop();
+  bool later_ran = false;
+  off.run(&l.loop, "late", [&] { later_ran = true; }, [&](std::exception_ptr e) { EXPECT_TRUE(e); });
+  l.run();
+  EXPECT_EQ(done, static_cast<int>(off.max_client_chosen()) + 1);
+  EXPECT_EQ(ran.load(), static_cast<int>(off.max_client_chosen()));  // the waiting one never ran
+  EXPECT_EQ(stopped_by_flag.load(), static_cast<int>(off.max_client_chosen()));
+  EXPECT_FALSE(later_ran);
+}
+
 }  // namespace
 }  // namespace vks::server
