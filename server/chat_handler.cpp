@@ -1,14 +1,17 @@
 // Daemon: the `chat` request. The conversation is rendered with the chat template and tokenized on
 // libuv's thread pool (OffLoop: a long conversation must not stall the socket loop, and the
-// client's later requests wait so its answers keep their order); the prompt ids then take
+// client's later requests wait so its answers keep their order; a template the client sent holds
+// at most part of the pool, and its renders stop when the client leaves); the prompt ids then take
 // generate's path (validation, engine submit, stream registry, topics, replay, prefix cache). The
 // engine already stops at every end-of-generation token of the model (EOS, <|eot_id|>,
 // <|im_end|>, ...), so a reply ends with the assistant's turn.
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <exception>
 #include <memory>
 
+#include "engine/chat/jinja_budget.h"
 #include "server/chat_render.h"
 #include "server/daemon.h"
 
@@ -56,9 +59,14 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatReq
   const Tokenizer* tokenizer = served_.tokenizer.get();
   Engine* engine = served_.engine.get();
   const int32_t max_prompt_tokens = limits_.max_prompt_tokens;
+  // Stopped when its connection closes, unless the request outlives the connection (detached).
+  auto cancel = work->job.detached ? nullptr : std::make_shared<std::atomic<bool>>(false);
+  // A template the client sent costs what the client chooses: it may hold only part of the pool.
+  const OffLoop::Cost cost = work->request.chat_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded;
   off_loop_.run(
       &loop_, owner_key(from),
-      [work, tmpl, tokenizer, engine, max_prompt_tokens] {
+      [work, tmpl, tokenizer, engine, max_prompt_tokens, cancel] {
+        jinja::RenderScope renders(kRequestRenderTime, cancel.get());
         render_and_tokenize(*work, *tmpl, *tokenizer, *engine, max_prompt_tokens);
       },
       [this, from, tag, work](std::exception_ptr error) {
@@ -78,7 +86,8 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatReq
           return;
         }
         submit_generate(from, tag, generate);  // prompt_ids are set now: handled inline
-      });
+      },
+      cancel, cost);
 }
 
 }  // namespace vks::server

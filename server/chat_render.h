@@ -3,6 +3,7 @@
 // HTTP chat endpoints (http_frontend_wiring.cpp): the conversation rendered with the served chat
 // template (or the request's own) and tokenized into the engine request's prompt ids. Runs on
 // libuv's thread pool, never on the loop thread.
+#include <chrono>
 #include <optional>
 
 #include "engine/chat/model_chat_template.h"
@@ -12,6 +13,11 @@
 #include "protocol/requests.h"
 
 namespace vks::server {
+
+// All the template renders of one request together (a template of its own is probed for its
+// tool-call syntax, then renders the conversation): the pool thread's jinja::RenderScope. A real
+// chat template renders in well under a millisecond.
+inline constexpr std::chrono::milliseconds kRequestRenderTime{2'000};
 
 // Sets engine_request's prompt ids (and *rendered_text to the rendered prompt, when given);
 // returns the error to answer with instead (a template that refuses the conversation:

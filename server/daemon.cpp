@@ -469,6 +469,7 @@ void Daemon::close_everything() {
     std::lock_guard lock(async_guard_->mutex);
     async_guard_->async = nullptr;
   }
+  off_loop_.stop();        // off-loop work not started yet must not reach the engine below
   served_.engine.reset();  // joins the engine thread; nothing is running any more
   notifier_.close_watchdog();
   uv_close(as_handle(&engine_async_), nullptr);

@@ -119,7 +119,8 @@ class Daemon {
   // pool, then submits.
   void submit_http_prepared(uint64_t conn_id, std::shared_ptr<GenerateJob> job,
                             std::function<std::optional<proto::ProtocolError>()> prepare,
-                            std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done);
+                            std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done,
+                            OffLoop::Cost cost = OffLoop::Cost::kBounded);
 
   // Clients going away.
   void on_connection_closed(Connection& c);

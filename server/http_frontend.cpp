@@ -351,7 +351,7 @@ void HttpFrontend::openai_responses(HttpConnection& c, HttpRequest& r) {
 
 void HttpFrontend::run_model_work(HttpConnection& c, const std::string& request_id, Backend::ModelWork work,
                                   std::shared_ptr<std::optional<proto::ProtocolError>> failed,
-                                  const std::map<std::string, std::string>& names) {
+                                  const std::map<std::string, std::string>& names, bool client_template) {
   if (!backend_.with_model) {
     return send_error(c, false, ApiError{501, "this server has no model to tokenize with", "unsupported", {}, 0}, request_id);
   }
@@ -362,7 +362,7 @@ void HttpFrontend::run_model_work(HttpConnection& c, const std::string& request_
     return now != nullptr && !now->closing() && now->exchange() == exchange;
   };
   backend_.with_model(
-      conn_id, std::move(work), std::move(still_wanted),
+      conn_id, std::move(work), client_template, std::move(still_wanted),
       [this, conn_id, exchange, request_id, origin = cors_origin_, failed, &names](json answer, std::exception_ptr error) {
         // On the loop, from libuv's after-work callback: nothing may escape.
         try {
@@ -404,7 +404,7 @@ void HttpFrontend::answer_rendered(HttpConnection& c, const std::string& request
         *failed = render_chat_request(*request, rendered, tmpl, tok, &text);
         return answer(rendered, std::move(text));
       },
-      failed, names);
+      failed, names, request->chat_template.has_value());
 }
 
 void HttpFrontend::count_tokens(HttpConnection& c, HttpRequest& r, const std::string& request_id) {

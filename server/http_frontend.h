@@ -66,8 +66,10 @@ class HttpFrontend {
     // Work that needs the served template or tokenizer but no generation (count_tokens, tokenize,
     // detokenize, apply-template): `work` runs on libuv's pool (it may throw); `done` runs on the
     // loop with its answer, or the exception it threw. Not called back when the client left.
+    // `client_template`: the work renders a template the request sent (its cost is the client's
+    // choice, so it may hold only part of the pool).
     using ModelWork = std::function<nlohmann::json(const chat::ModelChatTemplate&, const Tokenizer&)>;
-    std::function<void(uint64_t conn_id, ModelWork work, std::function<bool()> still_wanted,
+    std::function<void(uint64_t conn_id, ModelWork work, bool client_template, std::function<bool()> still_wanted,
                        std::function<void(nlohmann::json answer, std::exception_ptr error)> done)>
         with_model;
     std::function<void(uint64_t conn_id)> connection_closed;  // cancel what it owns
@@ -116,7 +118,7 @@ class HttpFrontend {
   // set it (a template refusing the conversation: names maps its field to the API's), or 500.
   void run_model_work(http::HttpConnection& c, const std::string& request_id, Backend::ModelWork work,
                       std::shared_ptr<std::optional<proto::ProtocolError>> failed,
-                      const std::map<std::string, std::string>& names);
+                      const std::map<std::string, std::string>& names, bool client_template = false);
   // Submits the wire request (generate, or chat for the chat APIs); on success registers the
   // generation and starts its answer.
   void submit(http::HttpConnection& c, const http::HttpRequest& r, http::Generation g, nlohmann::json wire,

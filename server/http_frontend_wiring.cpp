@@ -3,8 +3,10 @@
 // transport; answers are rendered by the front end from the engine events).
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <span>
 
+#include "engine/chat/jinja_budget.h"
 #include "protocol/stats.h"
 #include "protocol/topic.h"
 #include "server/chat_render.h"
@@ -38,7 +40,8 @@ void Daemon::setup_http(const ListenFds& fds) {
                                 std::function<void(HttpSubmitOutcome)> done) {
     submit_http_embed(conn_id, std::move(m), std::move(still_wanted), std::move(done));
   };
-  backend.with_model = [this](uint64_t conn_id, HttpFrontend::Backend::ModelWork work, std::function<bool()> still_wanted,
+  backend.with_model = [this](uint64_t conn_id, HttpFrontend::Backend::ModelWork work, bool client_template,
+                              std::function<bool()> still_wanted,
                               std::function<void(nlohmann::json, std::exception_ptr)> done) {
     touch();
     if (!served_.chat_template || !served_.tokenizer) {
@@ -51,19 +54,27 @@ void Daemon::setup_http(const ListenFds& fds) {
     auto answer = std::make_shared<nlohmann::json>();
     std::shared_ptr<const chat::ModelChatTemplate> tmpl = served_.chat_template;
     const Tokenizer* tok = served_.tokenizer.get();
-    // Rendering and tokenizing are not bounded by anything cheap: off the loop, like a chat's.
+    // Rendering and tokenizing are not bounded by anything cheap: off the loop, like a chat's (and,
+    // for a template the client sent, on part of the pool only, stopped when the client leaves).
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
     off_loop_.run(
-        &loop_, owner_key(from), [answer, work = std::move(work), tmpl, tok] { *answer = work(*tmpl, *tok); },
+        &loop_, owner_key(from),
+        [answer, work = std::move(work), tmpl, tok, cancel] {
+          jinja::RenderScope renders(kRequestRenderTime, cancel.get());
+          *answer = work(*tmpl, *tok);
+        },
         [this, answer, still_wanted = std::move(still_wanted), done = std::move(done)](std::exception_ptr error) {
           if (!handles_open_ || !still_wanted()) return;  // shut down, or the client left
           done(std::move(*answer), error);
-        });
+        },
+        cancel, client_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded);
   };
   backend.connection_closed = [this](uint64_t conn_id) {
     touch();
     ClientRef owner;
     owner.transport = Transport::kHttp;
     owner.conn_id = conn_id;
+    off_loop_.forget(owner_key(owner));  // a render still running for it stops
     drop_owner(owner, "HTTP client disconnected");
   };
   backend.metrics = [this] { return proto::render_prometheus(stats_snapshot()); };
@@ -146,21 +157,26 @@ void Daemon::submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std:
   std::shared_ptr<const chat::ModelChatTemplate> tmpl = served_.chat_template;
   const Tokenizer* tok = served_.tokenizer.get();
   auto render = [chat, job, tmpl, tok] { return render_chat_request(*chat, job->request, *tmpl, *tok); };
-  submit_http_prepared(conn_id, std::move(job), std::move(render), std::move(still_wanted), std::move(done));
+  // A template the client sent costs what the client chooses: it may hold only part of the pool.
+  const OffLoop::Cost cost = chat->chat_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded;
+  submit_http_prepared(conn_id, std::move(job), std::move(render), std::move(still_wanted), std::move(done), cost);
 }
 
 void Daemon::submit_http_prepared(uint64_t conn_id, std::shared_ptr<GenerateJob> job,
                                   std::function<std::optional<proto::ProtocolError>()> prepare,
-                                  std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done) {
+                                  std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done,
+                                  OffLoop::Cost cost) {
   ClientRef from;
   from.transport = Transport::kHttp;
   from.conn_id = conn_id;
   Engine* engine = served_.engine.get();
   auto prepared_error = std::make_shared<std::optional<proto::ProtocolError>>();
   auto compile_error = std::make_shared<std::string>();
+  auto cancel = std::make_shared<std::atomic<bool>>(false);  // set when the connection closes
   off_loop_.run(
       &loop_, owner_key(from),
-      [engine, job, prepare = std::move(prepare), prepared_error, compile_error] {
+      [engine, job, prepare = std::move(prepare), prepared_error, compile_error, cancel] {
+        jinja::RenderScope renders(kRequestRenderTime, cancel.get());
         *prepared_error = prepare();
         if (!*prepared_error) engine->prepare_constraint(job->request, *compile_error);  // thread-safe
       },
@@ -185,7 +201,8 @@ void Daemon::submit_http_prepared(uint64_t conn_id, std::shared_ptr<GenerateJob>
         }
         if (job->request.prompt_ids.empty()) job->request.prompt_ids_from_text = false;
         done(submit_http_now(conn_id, *job));
-      });
+      },
+      cancel, cost);
 }
 
 void Daemon::submit_http_embed(uint64_t conn_id, proto::EmbedRequest message, std::function<bool()> still_wanted,

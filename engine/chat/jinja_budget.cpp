@@ -10,6 +10,7 @@ namespace vks::jinja {
 namespace {
 
 thread_local RenderBudget* t_budget = nullptr;
+thread_local RenderScope* t_scope = nullptr;
 thread_local bool t_uncharged = false;
 
 // Reading the clock on every step would cost more than the step; every few thousand steps a
@@ -29,7 +30,15 @@ RenderBudget::RenderBudget(const RenderLimits& limits)
       max_string_bytes_(limits.max_output_bytes),
       deadline_(std::chrono::steady_clock::now() + limits.max_duration),
       max_duration_(limits.max_duration),
-      cancelled_(limits.cancelled) {}
+      cancelled_(limits.cancelled),
+      scope_cancelled_(t_scope != nullptr ? t_scope->cancelled() : nullptr) {
+  // The enclosing scope's deadline, when sooner, is this render's (the scope's total is what the
+  // error then names).
+  if (t_scope != nullptr && t_scope->deadline() < deadline_) {
+    deadline_ = t_scope->deadline();
+    max_duration_ = t_scope->total();
+  }
+}
 
 void RenderBudget::charge_bytes(size_t bytes) {
   allocated_ += bytes;
@@ -59,7 +68,8 @@ void RenderBudget::check_string(size_t size) const {
 void RenderBudget::check_clock() {
   next_clock_check_ = steps_ + kClockEverySteps;
   bytes_since_clock_ = 0;
-  if (cancelled_ != nullptr && cancelled_->load(std::memory_order_relaxed)) {
+  const auto is_set = [](const std::atomic<bool>* flag) { return flag != nullptr && flag->load(std::memory_order_relaxed); };
+  if (is_set(cancelled_) || is_set(scope_cancelled_)) {
     throw EvalError("template render cancelled (the request is gone)");
   }
   if (std::chrono::steady_clock::now() > deadline_) {
@@ -69,6 +79,22 @@ void RenderBudget::check_clock() {
 
 BudgetScope::BudgetScope(RenderBudget& budget) : previous_(t_budget) { t_budget = &budget; }
 BudgetScope::~BudgetScope() { t_budget = previous_; }
+
+RenderScope::RenderScope(std::chrono::milliseconds total, const std::atomic<bool>* cancelled)
+    : previous_(t_scope),
+      deadline_(std::chrono::steady_clock::now() + total),
+      total_(total),
+      cancelled_(cancelled) {
+  if (previous_ != nullptr) {
+    if (previous_->deadline_ < deadline_) {
+      deadline_ = previous_->deadline_;
+      total_ = previous_->total_;
+    }
+    if (cancelled_ == nullptr) cancelled_ = previous_->cancelled_;
+  }
+  t_scope = this;
+}
+RenderScope::~RenderScope() { t_scope = previous_; }
 
 UnchargedScope::UnchargedScope() : previous_(t_uncharged) { t_uncharged = true; }
 UnchargedScope::~UnchargedScope() { t_uncharged = previous_; }

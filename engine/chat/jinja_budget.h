@@ -37,7 +37,8 @@ class RenderBudget {
   size_t max_string_bytes_;
   std::chrono::steady_clock::time_point deadline_;
   std::chrono::milliseconds max_duration_;
-  const std::atomic<bool>* cancelled_;
+  const std::atomic<bool>* cancelled_;        // the render's own (RenderLimits)
+  const std::atomic<bool>* scope_cancelled_;  // the enclosing RenderScope's
   uint64_t allocated_ = 0;
   uint64_t steps_ = 0;
   uint64_t next_clock_check_ = 0;
@@ -55,6 +56,30 @@ class BudgetScope {
 
  private:
   RenderBudget* previous_;
+};
+
+// Bounds every render this thread runs while alive, on top of each render's own limits: one request
+// renders several times (a template of its own is probed for its tool-call syntax, then renders the
+// conversation), and a model's template renders sample conversations and probes at load, so the
+// time bound must hold for all of them together, not for each. Also carries the cancel flag of the
+// request being rendered (set by another thread when its client left). A nested scope keeps the
+// earlier deadline and, given no flag of its own, the outer flag.
+class RenderScope {
+ public:
+  RenderScope(std::chrono::milliseconds total, const std::atomic<bool>* cancelled);
+  ~RenderScope();
+  RenderScope(const RenderScope&) = delete;
+  RenderScope& operator=(const RenderScope&) = delete;
+
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
+  std::chrono::milliseconds total() const { return total_; }
+  const std::atomic<bool>* cancelled() const { return cancelled_; }
+
+ private:
+  RenderScope* previous_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::chrono::milliseconds total_;
+  const std::atomic<bool>* cancelled_;
 };
 
 // While alive, value constructors do not charge: for the interpreter's own bookkeeping (the

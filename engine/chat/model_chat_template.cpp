@@ -3,12 +3,17 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/chat/jinja_budget.h"
 #include "engine/common/error.h"
 
 namespace vks::chat {
 namespace {
 
 constexpr size_t kMaxTemplateBytes = size_t{1} << 20;
+// Every render of one template at load together: validate()'s samples, the tool-call and reasoning
+// probes. Each render alone has 2 s, and a template slow only when `tools` is defined made the
+// several probes add up before the daemon was ready; a real template needs well under 10 ms.
+constexpr std::chrono::milliseconds kLoadRenderTime{2'000};
 
 }  // namespace
 
@@ -53,6 +58,7 @@ ModelChatTemplate load_model_chat_template(const gguf::GgufFile& file, const std
   const std::optional<std::string> eos = gguf_token_text(file, "tokenizer.ggml.eos_token_id");
   if (!template_file.empty()) {
     try {
+      jinja::RenderScope probes(kLoadRenderTime, nullptr);
       ChatTemplate t = ChatTemplate::parse(read_template_file(template_file), bos, eos);
       t.validate();
       return with_tool_format({std::move(t), "file " + template_file, "", {}, {}});
@@ -63,6 +69,7 @@ ModelChatTemplate load_model_chat_template(const gguf::GgufFile& file, const std
   std::string reason;
   if (const auto source = gguf_chat_template_source(file)) {
     try {
+      jinja::RenderScope probes(kLoadRenderTime, nullptr);
       ChatTemplate t = ChatTemplate::parse(*source, bos, eos);
       t.validate();
       return with_tool_format({std::move(t), "model", "", {}, {}});

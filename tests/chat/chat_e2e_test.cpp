@@ -170,11 +170,14 @@ TEST_F(ChatE2E, BadInputGetsFieldLevelErrors) {
   EXPECT_NE(what.find("no users here"), std::string::npos) << what;
 
   // Issue 37: a template that doubles a list 64 times took the host's memory; it is now stopped
-  // by the render's memory bound and answered like any template error.
+  // by the render's memory bound and answered like any template error. (Its 256 MiB of copies take
+  // about 0.8 s; on a loaded machine the 2 s time bound can come first, as bounded and as clear.)
   o.chat_template = "{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}";
   std::tie(code, what) = error_of(o);
   EXPECT_EQ(code, "invalid_field");
-  EXPECT_NE(what.find("chat_template | template line 1: template exceeded its memory limit"), std::string::npos) << what;
+  EXPECT_TRUE(what.find("chat_template | template line 1: template exceeded its memory limit") != std::string::npos ||
+              what.find("chat_template | template line 1: template exceeded its time limit") != std::string::npos)
+      << what;
   o.chat_template = "{% set ns = namespace(l=[]) %}{% for i in range(200000) %}{% set ns.l = ns.l + [i] %}{% endfor %}";
   std::tie(code, what) = error_of(o);
   EXPECT_EQ(code, "invalid_field");

@@ -89,6 +89,39 @@ TEST(DaemonChatTemplate, HostileModelTemplateIsStoppedAtLoad) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
+// Seconds between the log lines holding `from` and `to` ("2026-11-28T22:20:05.168 info ..."),
+// or -1 when either is missing.
+double seconds_between(const std::string& log, const std::string& from, const std::string& to) {
+  const auto stamp = [&](const std::string& what) -> double {
+    const size_t at = log.find(what);
+    if (at == std::string::npos) return -1;
+    const size_t line = log.rfind('\n', at) == std::string::npos ? 0 : log.rfind('\n', at) + 1;
+    const size_t t = log.find('T', line);
+    if (t == std::string::npos || t + 13 > log.size()) return -1;
+    return std::stod(log.substr(t + 1, 2)) * 3600 + std::stod(log.substr(t + 4, 2)) * 60 + std::stod(log.substr(t + 7, 6));
+  };
+  const double a = stamp(from), b = stamp(to);
+  return a < 0 || b < 0 ? -1 : b - a;
+}
+
+// Issue 37: the renders at load (validate()'s samples, the tool-call probes, the reasoning probe)
+// each had 2 s, so a template slow for a system message and for `tools` (but not without them)
+// delayed `ready` by 3 x 2 s. They share 2 s now: the first sample spends it, and a template that
+// slow is not used (ChatML, logged).
+TEST(DaemonChatTemplate, LoadProbesShareOneTimeBound) {
+  const std::string dir = vks::test::make_temp_dir("vks-chat-daemon");
+  const std::string slow = "{% if tools is defined or messages[0].role == 'system' %}{% set s = 'a' * 1000000 %}"
+                           "{% for i in range(100000) %}{% set n = s.count('b') + s.count('c') %}{% endfor %}"
+                           "{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}";
+  const auto r = run_daemon(dir, model_with_template(dir, slow));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("template exceeded its time limit (2000 ms)); falling back to ChatML"), std::string::npos) << r.err;
+  // Liveness, not performance: 6 s before, 2 s now (the bound), whatever the machine's speed.
+  const double load = seconds_between(r.err, "loading model", "chat template:");
+  EXPECT_GE(load, 0) << r.err;
+  EXPECT_LT(load, 4.0) << r.err;
+}
+
 TEST(DaemonChatTemplate, UserTemplateOverridesAndABrokenOneStopsTheStart) {
   const std::string dir = vks::test::make_temp_dir("vks-chat-daemon");
   const std::string good = dir + "/good.jinja";

@@ -30,6 +30,10 @@ const std::vector<std::string>& seeds() {
       "{{ 'x' * 100000000 }}{{ [1] * 100000000 }}{{ 2 ** 62 * 4 }}{{ -9223372036854775807 - 1 }}",
       "{% raw %}{{ not }}{% endraw %}{# c #}{%- if true -%}  a  {%- endif -%}",
       "{% for a, b in {'k': 'v'}.items() if a %}{{ loop.first }}{{ a }}{% else %}e{% endfor %}",
+      // Issue 37's attacks: a list doubled 64 times, a quadratic list build, a slow scan.
+      "{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
+      "{% set ns = namespace(l=[]) %}{% for i in range(200000) %}{% set ns.l = ns.l + [i] %}{% endfor %}",
+      "{% set s = 'a' * 60000 %}{% for i in range(1000000) %}{% set n = s.count('b') %}{% endfor %}",
   };
   return kSeeds;
 }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "engine/chat/jinja_budget.h"
 #include "engine/chat/jinja_template.h"
 #include "engine/chat/json_value.h"
 
@@ -224,6 +225,40 @@ TEST(Jinja, RenderStopsAtItsDeadlineAndWhenCancelled) {
             std::string::npos);
   cancelled = false;
   EXPECT_EQ(Template::parse("{% for i in range(3) %}{{ i }}{% endfor %}").render(Value::Dict{}, limits), "012");
+}
+
+// Issue 37: a request renders several times (its own template's tool-call probes, then the
+// conversation) and a model's template several probes at load; each render alone had 2 s, so they
+// added up. A RenderScope bounds them together and carries the request's cancel flag, which the
+// server sets when the client leaves.
+TEST(Jinja, RenderScopeBoundsEveryRenderInsideItTogether) {
+  const std::string slow = "{% for i in range(1000000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}";
+  vks::jinja::RenderLimits generous;
+  generous.max_duration = std::chrono::milliseconds(60'000);
+  vks::jinja::RenderScope scope(std::chrono::milliseconds(50), nullptr);
+  EXPECT_NE(render_error(slow, generous).find("time limit (50 ms)"), std::string::npos);
+  // The scope's time is spent: the next render, however small, stops at its first step.
+  EXPECT_NE(render_error("{% for i in range(3) %}{{ i }}{% endfor %}", generous).find("time limit (50 ms)"),
+            std::string::npos);
+  {
+    // A nested scope cannot extend the outer deadline.
+    vks::jinja::RenderScope inner(std::chrono::milliseconds(60'000), nullptr);
+    EXPECT_NE(render_error("{% for i in range(3) %}{{ i }}{% endfor %}", generous).find("time limit (50 ms)"),
+              std::string::npos);
+  }
+}
+
+TEST(Jinja, RenderScopeCancelsEveryRenderInsideIt) {
+  std::atomic<bool> cancelled{false};
+  vks::jinja::RenderScope scope(std::chrono::milliseconds(60'000), &cancelled);
+  EXPECT_EQ(Template::parse("{% for i in range(3) %}{{ i }}{% endfor %}").render(Value::Dict{}), "012");
+  cancelled = true;
+  EXPECT_NE(render_error("{% for i in range(3) %}{{ i }}{% endfor %}", {}).find("cancelled (the request is gone)"),
+            std::string::npos);
+  {
+    vks::jinja::RenderScope inner(std::chrono::milliseconds(60'000), nullptr);  // keeps the outer flag
+    EXPECT_NE(render_error("{{ 1 }}", {}).find("cancelled"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -104,5 +104,123 @@ TEST(OffLoop, AForgottenClientsDeferredRequestsAreDropped) {
   EXPECT_FALSE(off.busy("gone"));
 }
 
+// Issue 37: six slow renders of client-sent templates filled libuv's 4 threads and another
+// client's ordinary chat waited 13 s. Client-chosen work holds at most half the pool; the rest of
+// it waits in order, and bounded work of anyone else still finds a thread at once.
+TEST(OffLoop, ClientChosenWorkLeavesHalfThePoolToEveryoneElse) {
+  Loop l;
+  OffLoop off;
+  ASSERT_GE(off.max_client_chosen(), 1u);
+  std::atomic<bool> release{false};
+  std::atomic<int> running{0}, most{0}, ended{0};
+  bool other_done_first = false;
+  constexpr int kSlow = 8;
+  for (int i = 0; i < kSlow; ++i) {
+    off.run(
+        &l.loop, "slow" + std::to_string(i),
+        [&] {
+          const int now = ++running;
+          int seen = most.load();
+          while (now > seen && !most.compare_exchange_weak(seen, now)) {
+          }
+          // Held until the other client's work is done (or 10 s, so a failing test still ends).
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+          while (!release && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          --running;
+        },
+        [&](std::exception_ptr) { ++ended; }, nullptr, OffLoop::Cost::kClientChosen);
+  }
+  EXPECT_EQ(off.client_chosen_waiting(), kSlow - off.max_client_chosen());
+  off.run(&l.loop, "other", [] {}, [&](std::exception_ptr e) {
+    EXPECT_FALSE(e);
+    other_done_first = ended == 0;
+    release = true;
+  });
+  l.run();
+  EXPECT_TRUE(other_done_first);
+  EXPECT_EQ(ended, kSlow);
+  EXPECT_LE(most.load(), static_cast<int>(off.max_client_chosen()));
+  EXPECT_EQ(off.in_flight(), 0u);
+}
+
+// A client that went away: its work in flight reads its cancel flag and stops, and its work still
+// waiting for a thread is not run at all (its completion says cancelled).
+TEST(OffLoop, ForgetCancelsTheClientsWorkInFlightAndWaiting) {
+  Loop l;
+  OffLoop off;
+  const size_t threads = off.max_client_chosen();
+  std::vector<OffLoop::CancelFlag> flags;
+  std::atomic<int> stopped_by_flag{0}, ran{0};
+  int done = 0, done_cancelled = 0;
+  // Every client-chosen thread taken by "gone", and one more of its works waiting.
+  for (size_t i = 0; i <= threads; ++i) {
+    auto flag = std::make_shared<std::atomic<bool>>(false);
+    flags.push_back(flag);
+    off.run(
+        &l.loop, "gone",
+        [&, flag] {
+          ++ran;
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+          while (!*flag && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          if (*flag) ++stopped_by_flag;
+        },
+        [&](std::exception_ptr e) {
+          ++done;
+          try {
+            if (e) std::rethrow_exception(e);
+          } catch (const Error& err) {
+            if (err.code() == ErrorCode::kCancelled) ++done_cancelled;
+          }
+        },
+        flag, OffLoop::Cost::kClientChosen);
+  }
+  EXPECT_EQ(off.client_chosen_waiting(), 1u);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ran < static_cast<int>(threads) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the pool threads run without the loop
+  }
+  off.forget("gone");
+  for (const auto& flag : flags) EXPECT_TRUE(*flag);
+  l.run();
+  EXPECT_EQ(done, static_cast<int>(threads) + 1);  // every completion still runs
+  EXPECT_EQ(ran.load(), static_cast<int>(threads));
+  EXPECT_EQ(stopped_by_flag.load(), static_cast<int>(threads));
+  EXPECT_EQ(done_cancelled, 1);
+  EXPECT_EQ(off.in_flight(), 0u);
+}
+
+// The daemon closing: work waiting for a thread is not run (the engine it would use is going
+// away), and running work with a cancel flag is told to stop.
+TEST(OffLoop, StopRunsNothingMoreAndCancelsWhatRuns) {
+  Loop l;
+  OffLoop off;
+  std::atomic<int> ran{0}, stopped_by_flag{0};
+  int done = 0;
+  for (size_t i = 0; i <= off.max_client_chosen(); ++i) {
+    auto flag = std::make_shared<std::atomic<bool>>(false);
+    off.run(
+        &l.loop, "c" + std::to_string(i),
+        [&, flag] {
+          ++ran;
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+          while (!*flag && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          if (*flag) ++stopped_by_flag;
+        },
+        [&](std::exception_ptr) { ++done; }, flag, OffLoop::Cost::kClientChosen);
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ran < static_cast<int>(off.max_client_chosen()) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  off.stop();
+  bool later_ran = false;
+  off.run(&l.loop, "late", [&] { later_ran = true; }, [&](std::exception_ptr e) { EXPECT_TRUE(e); });
+  l.run();
+  EXPECT_EQ(done, static_cast<int>(off.max_client_chosen()) + 1);
+  EXPECT_EQ(ran.load(), static_cast<int>(off.max_client_chosen()));  // the waiting one never ran
+  EXPECT_EQ(stopped_by_flag.load(), static_cast<int>(off.max_client_chosen()));
+  EXPECT_FALSE(later_ran);
+}
+
 }  // namespace
 }  // namespace vks::server
