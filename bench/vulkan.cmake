@@ -10,6 +10,11 @@ if(TARGET vks_vulkan AND TARGET vks_model)
   target_link_libraries(vks_bench_vulkan_runner PRIVATE vks_bench_ceiling vks_bench_runner_steps CLI11::CLI11 spdlog::spdlog)
   vks_warnings(vks_bench_vulkan_runner)
 
+  add_executable(vks_bench_kv_quality ${CMAKE_CURRENT_LIST_DIR}/kv_quality.cpp)
+  target_link_libraries(vks_bench_kv_quality PRIVATE vks_vulkan vks_model CLI11::CLI11 spdlog::spdlog)
+  target_include_directories(vks_bench_kv_quality PRIVATE ${PROJECT_SOURCE_DIR})
+  vks_warnings(vks_bench_kv_quality)
+
   add_executable(vks_bench_vulkan_versus ${CMAKE_CURRENT_LIST_DIR}/vulkan_versus.cpp)
   target_link_libraries(vks_bench_vulkan_versus PRIVATE vks_bench_runner_steps CLI11::CLI11 spdlog::spdlog)
   vks_warnings(vks_bench_vulkan_versus)
