@@ -136,7 +136,7 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   app.add_option("--device", o.device, "Vulkan device name or index");
   std::string kv_type;
   app.add_option("--kv-type", kv_type,
-                 "KV cache element type of keys and values: f16, or q8_0 (about half the bytes; Vulkan only)")
+                 "KV cache element type of keys and values: f16 (F32 on the CPU backend), or q8_0 (about half of F16's bytes)")
       ->check(CLI::IsMember({"f16", "q8_0"}));
   app.add_option("--kv-type-k", o.kv_type_k, "KV cache type of the keys alone (overrides --kv-type)")
       ->check(CLI::IsMember({"f16", "q8_0"}));

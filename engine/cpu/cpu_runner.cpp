@@ -1,9 +1,12 @@
 #include "engine/cpu/cpu_runner.h"
 
+#include "engine/cpu/kv_q8.h"
+
 #include <string>
 
 #include "engine/common/error.h"
 #include "engine/cpu/cpu_model.h"
+#include "engine/cpu/kv_q8.h"
 #include "engine/cpu/quant/qmatmul.h"
 #include "engine/cpu/reference_ops.h"
 
@@ -29,10 +32,33 @@ CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
                        options_.max_step_tokens, options_.max_step_seqs, options_.num_blocks};
   vectors_ = std::make_unique<CpuModelVectors>(model);
   const size_t slots = static_cast<size_t>(options_.num_blocks) * static_cast<size_t>(options_.block_size);
-  for (size_t l = 0; l < model.config().n_layers; ++l) {
-    key_pool_.emplace_back(slots * model.config().kv_dim());
-    value_pool_.emplace_back(slots * model.config().kv_dim());
+  const size_t kv_dim = model.config().kv_dim();
+  if (q8()) {
+    for (const LayerSpec& l : model.config().layers) {
+      if (l.attention.head_dim % cpu::kKvQ8Block != 0) {
+        throw Error(ErrorCode::kUnsupported,
+                    "a q8_0 KV cache needs head sizes that are multiples of 32; this model has " +
+                        std::to_string(l.attention.head_dim) + " (use f16)");
+      }
+    }
   }
+  for (size_t l = 0; l < model.config().n_layers; ++l) {
+    if (q8()) {
+      key_q8_.emplace_back(slots * kv_dim);
+      value_q8_.emplace_back(slots * kv_dim);
+      key_scales_.emplace_back(slots * kv_dim / cpu::kKvQ8Block);
+      value_scales_.emplace_back(slots * kv_dim / cpu::kKvQ8Block);
+    } else {
+      key_pool_.emplace_back(slots * kv_dim);
+      value_pool_.emplace_back(slots * kv_dim);
+    }
+  }
+}
+
+uint64_t CpuRunner::kv_bytes_per_token() const {
+  const uint64_t kv_dim = model_.config().kv_dim();
+  const uint64_t row = q8() ? kv_dim + kv_dim / cpu::kKvQ8Block * sizeof(float) : kv_dim * sizeof(float);
+  return row * 2 * model_.config().n_layers;
 }
 
 namespace {
@@ -67,6 +93,37 @@ class PagedKv final : public LayerKv {
   float* values_;
 };
 
+// The same over Q8_0 pools (cpu/kv_q8.h): rows quantized as they are stored.
+class PagedKvQ8 final : public LayerKv {
+ public:
+  PagedKvQ8(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size,
+            int8_t* keys, float* key_scales, int8_t* values, float* value_scales)
+      : c_(c), batch_(batch), seq_of_(seq_of), block_size_(block_size), keys_(keys), key_scales_(key_scales),
+        values_(values), value_scales_(value_scales) {}
+  void store(size_t t, const float* k, const float* v, size_t width) override {
+    const size_t at = static_cast<size_t>(batch_.slot_mapping[t]) * c_.kv_dim();
+    cpu::quantize_kv_q8(k, width, keys_ + at, key_scales_ + at / cpu::kKvQ8Block);
+    cpu::quantize_kv_q8(v, width, values_ + at, value_scales_ + at / cpu::kKvQ8Block);
+  }
+  void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) override {
+    const SeqChunk& seq = batch_.seqs[static_cast<size_t>(seq_of_[t])];
+    const size_t pos = static_cast<size_t>(batch_.positions[t]);
+    const size_t first = ref::window_start(pos, p.window);
+    cpu::attention_paged_q8(out, q, keys_, key_scales_, values_, value_scales_, seq.block_table, block_size_, first,
+                            pos + 1 - first, c_.kv_dim(), p);
+  }
+
+ private:
+  const LlamaConfig& c_;
+  const StepBatch& batch_;
+  const std::vector<int32_t>& seq_of_;
+  size_t block_size_;
+  int8_t* keys_;
+  float* key_scales_;
+  int8_t* values_;
+  float* value_scales_;
+};
+
 }  // namespace
 
 void CpuRunner::step(const StepBatch& batch, StepResult& out) {
@@ -78,8 +135,15 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
   acts.resize(c, n);
   cpu_embed(model_, batch.tokens.data(), acts);
   for (size_t l = 0; l < c.n_layers; ++l) {
-    PagedKv kv(c, batch, token_seq_, static_cast<size_t>(options_.block_size), key_pool_[l].data(), value_pool_[l].data());
-    cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
+    const size_t block_size = static_cast<size_t>(options_.block_size);
+    if (q8()) {
+      PagedKvQ8 kv(c, batch, token_seq_, block_size, key_q8_[l].data(), key_scales_[l].data(), value_q8_[l].data(),
+                   value_scales_[l].data());
+      cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
+    } else {
+      PagedKv kv(c, batch, token_seq_, block_size, key_pool_[l].data(), value_pool_[l].data());
+      cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
+    }
   }
 
   // Logits only for the last token of each sequence that wants output (and the n_verify tokens

@@ -14,6 +14,7 @@
 
 #include "engine/common/thread_pool.h"
 #include "engine/cpu/cpu_layer.h"
+#include "engine/model/kv_type.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/model_runner.h"
 #include "engine/model/step_batch_check.h"
@@ -26,6 +27,9 @@ struct CpuRunnerOptions {
   int threads = 0;                // 0 = hardware concurrency
   int32_t max_step_tokens = 512;  // most tokens one step may hold
   int32_t max_step_seqs = 64;     // most sequences one step may hold
+  // Keys and values in F32 (kF16, the unquantized default) or both in Q8_0 (engine/cpu/kv_q8.h:
+  // 0.28x the bytes; head sizes multiples of 32).
+  KvType kv_type = KvType::kF16;
 };
 
 class CpuRunner final : public ModelRunner {
@@ -37,8 +41,8 @@ class CpuRunner final : public ModelRunner {
   std::string device_name() const override { return "cpu"; }
   int32_t block_size() const override { return options_.block_size; }
   int32_t num_blocks() const override { return options_.num_blocks; }
-  uint64_t kv_bytes_per_token() const override { return uint64_t{model_.config().kv_dim()} * 2 * model_.config().n_layers * sizeof(float); }
-  std::string kv_type() const override { return "f32"; }
+  uint64_t kv_bytes_per_token() const override;
+  std::string kv_type() const override { return q8() ? "q8_0" : "f32"; }
   int32_t max_step_tokens() const override { return options_.max_step_tokens; }
   int32_t max_step_seqs() const override { return options_.max_step_seqs; }
 
@@ -55,9 +59,13 @@ class CpuRunner final : public ModelRunner {
 
   std::unique_ptr<CpuModelVectors> vectors_;  // norms, biases, rope factors in F32
 
+  bool q8() const { return options_.kv_type == KvType::kQ8_0; }
   // Paged KV cache, per layer: [num_blocks * block_size, kv_dim]; slot = block * block_size + offset.
+  // F32 in key_pool_/value_pool_, or Q8_0 values in the *_q8_ pools with their scales [.., kv_dim/32].
   std::vector<std::vector<float>> key_pool_;
   std::vector<std::vector<float>> value_pool_;
+  std::vector<std::vector<int8_t>> key_q8_, value_q8_;
+  std::vector<std::vector<float>> key_scales_, value_scales_;
 };
 
 }  // namespace vks

@@ -1,7 +1,8 @@
 #pragma once
 // The element type of a runner's KV cache, chosen per pool (K and V apart, as llama.cpp's -ctk/-ctv):
-// F16 (the default) or Q8_0 (int8 values with one scale per 32, about half the bytes; Vulkan
-// only: the CPU backend keeps F32). The layout of each on the device: engine/vulkan/shaders/attn_params.h.
+// F16 (the default: the unquantized cache, F32 on the CPU backend) or Q8_0 (int8 values with one
+// scale per 32: 0.56x F16's bytes, 0.28x F32's; the CPU backend takes K and V both or neither).
+// Layouts: engine/vulkan/shaders/attn_params.h, engine/cpu/kv_q8.h.
 #include <cstdint>
 #include <string_view>
 

@@ -1,5 +1,6 @@
 // The Q8_0 KV cache (RunnerOptions::kv_type_k / kv_type_v): batch-invariant like the F16 one,
-// within quantization error of it, and refused where a block would straddle two heads.
+// within quantization error of it, and refused where a block would straddle two heads (and K and V
+// of different types on the CPU backend, which quantizes both or neither).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -105,7 +106,7 @@ TEST_F(RunnerKvType, KeysAloneQuantizedStayBatchInvariant) {
   test::expect_batched_equals_alone(*mixed, prompts(), 4, 7);
 }
 
-TEST_F(RunnerKvType, RefusedWhereABlockWouldStraddleHeadsAndOnTheCpuBackend) {
+TEST_F(RunnerKvType, RefusedWhereABlockWouldStraddleHeadsAndMixedOnTheCpuBackend) {
   const auto stories = LlamaModel::load(test::model_path("stories260K.gguf"));  // head_dim 8
   RunnerOptions o;
   o.num_blocks = 16;
@@ -122,7 +123,7 @@ TEST_F(RunnerKvType, RefusedWhereABlockWouldStraddleHeadsAndOnTheCpuBackend) {
   cpu.kv_type_k = KvType::kQ8_0;
   try {
     make_runner(*model_, cpu);
-    FAIL() << "the CPU backend accepted a Q8_0 cache";
+    FAIL() << "the CPU backend accepted Q8_0 keys beside F32 values";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
     EXPECT_NE(std::string(e.what()).find("--vulkan"), std::string::npos) << e.what();

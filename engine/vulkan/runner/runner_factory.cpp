@@ -17,11 +17,13 @@ namespace vks {
 namespace {
 
 std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const RunnerOptions& options) {
-  if (options.kv_type_k != KvType::kF16 || options.kv_type_v != KvType::kF16) {
+  if (options.kv_type_k != options.kv_type_v) {
     throw Error(ErrorCode::kUnsupported,
-                "the CPU backend keeps its KV cache in F32: a q8_0 KV cache needs the Vulkan backend (--vulkan)");
+                "the CPU backend quantizes keys and values together: --kv-type-k and --kv-type-v apart need the "
+                "Vulkan backend (--vulkan)");
   }
   CpuRunnerOptions cpu;
+  cpu.kv_type = options.kv_type_k;
   cpu.block_size = options.block_size;
   cpu.max_step_tokens = options.max_step_tokens;
   cpu.max_step_seqs = options.max_step_seqs;
@@ -29,7 +31,9 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
     cpu.num_blocks = options.num_blocks;
   } else {
     const LlamaConfig& c = model.config();
-    const uint64_t block_bytes = uint64_t(options.block_size) * c.kv_dim() * 2 * c.n_layers * sizeof(float);
+    // F32 rows, or Q8_0: an int8 per value and an f32 scale per 32 (engine/cpu/kv_q8.h).
+    const uint64_t row = cpu.kv_type == KvType::kQ8_0 ? c.kv_dim() + c.kv_dim() / 32 * sizeof(float) : c.kv_dim() * sizeof(float);
+    const uint64_t block_bytes = uint64_t(options.block_size) * row * 2 * c.n_layers;
     cpu.num_blocks = static_cast<int32_t>(std::max<uint64_t>(1, options.kv_budget_bytes / std::max<uint64_t>(block_bytes, 1)));
   }
   return std::make_unique<CpuRunner>(model, cpu);

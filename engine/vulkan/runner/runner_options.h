@@ -20,8 +20,9 @@ struct RunnerOptions {
   int32_t block_size = 16;          // tokens per KV block
   int32_t num_blocks = 0;           // KV blocks in the pool; 0 = sized from kv_budget_bytes
   uint64_t kv_budget_bytes = 256ull << 20;  // KV memory (all layers, K and V) when num_blocks == 0
-  // The K and V pools' element types (Vulkan; the CPU backend keeps F32 and refuses others). Q8_0
-  // takes 36 bytes per 32 values against F16's 64, so the same budget holds 1.8x the blocks.
+  // The K and V pools' element types (engine/model/kv_type.h; the CPU backend keeps F32 for kF16
+  // and takes Q8_0 for both or neither). Q8_0 takes 36 bytes per 32 values against F16's 64, so
+  // the same budget holds 1.8x the blocks.
   KvType kv_type_k = KvType::kF16;
   KvType kv_type_v = KvType::kF16;
   int32_t max_step_tokens = 512;    // most tokens in one step (sizes activations)
