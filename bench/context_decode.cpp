@@ -4,7 +4,7 @@
 // global layers' attention grows, so decode at 16k should stay near its speed at 1k; a dense
 // llama-shaped model's every layer reads the whole cache.
 //   vks_bench_context_decode MODEL.gguf [MODEL2.gguf ...] [--short 1024] [--long 16384] [--gen 8]
-//                            [--rounds 3] [--backend auto|cpu|vulkan] [--device SEL] [--fill]
+//                            [--rounds 3] [--backend auto|cpu|vulkan] [--device SEL] [--fill] [--kv-type f16|q8_0]
 // Without --fill a sequence is placed at its context length with its KV blocks allocated but not
 // written (no prefill: 16k prompt tokens of a 1B model take many minutes on a small CPU). A decode
 // step reads every cached position its layers attend to whatever the values are, so the cost is
@@ -67,6 +67,9 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "Vulkan device index or name substring");
   app.add_flag("--fill", fill, "prefill both contexts for real (untimed) instead of placing the sequences");
   app.add_option("--chunk", chunk, "prefill chunk with --fill")->check(CLI::Range(1, 8192))->capture_default_str();
+  std::string kv_type = "f16";
+  app.add_option("--kv-type", kv_type, "KV cache type of keys and values")
+      ->check(CLI::IsMember({"f16", "q8_0"}))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -84,6 +87,7 @@ int main(int argc, char** argv) {
       o.device = device;
       o.force_cpu = backend == "cpu";
       o.force_vulkan = backend == "vulkan";
+      o.kv_type_k = o.kv_type_v = vks::parse_kv_type(kv_type);
       const int steps = gen * (rounds + 1) + 2;
       o.max_context = long_ctx + steps + 16;
       o.max_step_tokens = fill ? chunk : 16;
@@ -94,9 +98,10 @@ int main(int argc, char** argv) {
 
       std::printf("model %s: %s, dim %u, %u layers, heads %u/%u x %u, %s\n", path.c_str(), c.architecture.c_str(), c.dim,
                   c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, attention_summary(c).c_str());
-      std::printf("runner %s, contexts %d and %d (%s), %d rounds of %d decode steps per side\n",
-                  runner->device_name().c_str(), short_ctx, long_ctx, fill ? "prefilled" : "placed, KV not written",
-                  rounds, gen);
+      std::printf("runner %s, KV %s (%llu bytes a token), contexts %d and %d (%s), %d rounds of %d decode steps per side\n",
+                  runner->device_name().c_str(), runner->kv_type().c_str(),
+                  static_cast<unsigned long long>(runner->kv_bytes_per_token()), short_ctx, long_ctx,
+                  fill ? "prefilled" : "placed, KV not written", rounds, gen);
       std::vector<vks::bench::BenchSeq> short_seq(1), long_seq(1);
       for (auto* seq : {&short_seq, &long_seq}) {
         const int target = seq == &short_seq ? short_ctx : long_ctx;
