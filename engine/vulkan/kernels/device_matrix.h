@@ -5,6 +5,7 @@
 // Layout of every part (rows [first_row, first_row + part_rows) of the matrix): see
 // engine/vulkan/kernels/device_format.h, the one table of device weight formats.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "engine/gguf/ggml_type.h"
@@ -36,6 +37,15 @@ uint64_t device_matrix_part_bytes(GgmlType type, uint64_t rows, uint64_t cols);
 DeviceMatrix upload_matrix(const Device& device, GgmlType type, uint64_t rows, uint64_t cols,
                            const void* ggml_data, uint64_t max_part_bytes = 0);
 DeviceMatrix upload_matrix(const Device& device, const TensorRef& tensor, uint64_t max_part_bytes = 0);
+
+// Rows of several ggml matrices of one type and width, stacked in order (Q|K|V, gate|up).
+struct StackedSource {
+  const void* data;
+  uint64_t rows;
+};
+// One device matrix of the stacked rows, converted from the sources in place (no stacked host copy).
+DeviceMatrix upload_stacked_matrix(const Device& device, GgmlType type, uint64_t cols,
+                                   std::span<const StackedSource> sources, uint64_t max_part_bytes = 0);
 
 // A vector tensor (norm weights) as floats in a storage buffer (F32/F16/BF16 converted to F32).
 // Zero-padded to a multiple of 4 floats.

@@ -31,19 +31,13 @@ bool stackable(std::span<const TensorRef* const> parts) {
 // Matrices of the same type and width stacked by rows into one (ggml layout, then uploaded).
 DeviceMatrix upload_stacked(const Device& device, std::span<const TensorRef* const> parts) {
   if (parts.size() == 1) return upload_matrix(device, *parts.front());
-  uint64_t bytes = 0, rows = 0;
+  std::vector<StackedSource> sources;
   for (const TensorRef* t : parts) {
-    bytes += t->nbytes;
-    rows += t->rows;
-  }
-  std::vector<uint8_t> stacked(bytes);
-  uint64_t at = 0;
-  for (const TensorRef* t : parts) {
-    std::memcpy(stacked.data() + at, t->data, t->nbytes);
-    at += t->nbytes;
+    if (t->data == nullptr) throw Error(ErrorCode::kInvalidArgument, "upload_matrix: tensor " + t->name + " has no data");
+    sources.push_back(StackedSource{t->data, t->rows});
   }
   const TensorRef& first = *parts.front();
-  return upload_matrix(device, first.type, rows, first.cols, stacked.data());
+  return upload_stacked_matrix(device, first.type, first.cols, sources);
 }
 
 // Q, K, V in row order, each run of one type stacked into one matrix.
