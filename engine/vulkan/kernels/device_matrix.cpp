@@ -97,10 +97,11 @@ DeviceMatrix upload_stacked_matrix(const Device& device, GgmlType type, uint64_t
   for (uint64_t first = 0; first < rows; first += rows_per_part) {
     const uint64_t n = std::min(rows_per_part, rows - first);
     Buffer part = device.create_buffer(n * per_row, BufferKind::kStorage);
-    if (part.host_visible()) {
-      // Straight into the mapped memory (CPU devices, UMA GPUs): a host copy first touched every
-      // byte of the model twice more, and on a CPU device first touches (page faults) were most of
-      // the weights' 10-14 s at a 1B model's start (issue 37).
+    if (part.host_visible() && device.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+      // Straight into the mapped memory, plain RAM on a CPU device: a host copy first touched every
+      // byte of the model twice more, and first touches (page faults) were most of the weights'
+      // 10-14 s at a 1B model's start (issue 37). A GPU's mapped memory may be write-combined or
+      // across the bus, where the converters' scattered small writes would be slow: staging there.
       convert_rows(f, cols, sources, first, n, static_cast<uint8_t*>(part.mapped()));
       device.flush(part);
     } else {
