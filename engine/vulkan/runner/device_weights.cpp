@@ -28,7 +28,8 @@ bool stackable(std::span<const TensorRef* const> parts) {
   return true;
 }
 
-// Matrices of the same type and width stacked by rows into one (ggml layout, then uploaded).
+// Matrices of the same type and width stacked by rows into one, each row converted from its own
+// tensor (no stacked host copy: on a CPU device first touches of memory are most of a start).
 DeviceMatrix upload_stacked(const Device& device, std::span<const TensorRef* const> parts) {
   if (parts.size() == 1) return upload_matrix(device, *parts.front());
   std::vector<StackedSource> sources;
