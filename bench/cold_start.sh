@@ -37,7 +37,7 @@ start() {
   t2=$(date +%s.%N)
   READY=$(echo "$t1 - $t0" | bc)
   printf '%s start: ready after %.2f s (%s CPU s), first request %.3f s; %s\n' "$1" "$READY" "$cpu" \
-    "$(echo "$t2 - $t1" | bc)" "$(grep -o 'warmed up in [0-9]* ms' "$T/log.$1" || echo 'no warm-up logged')"
+    "$(echo "$t2 - $t1" | bc)" "$(grep -o 'warmed up in [0-9]* ms\|warm-up skipped' "$T/log.$1" || echo 'no warm-up logged')"
   kill -TERM "$pid"
   wait "$pid"
 }
