@@ -271,7 +271,9 @@ Buffer Device::create_buffer(uint64_t size, BufferKind kind) const {
     // One llvmpipe variant per pipeline, so its disk cache hits on every restart (texel_sizing.h);
     // the view then covers the padding too, which no kernel reads.
     const uint64_t padded = single_variant_texel_bytes(size);
-    if (padded / 16 <= info_.max_texel_buffer_elements) bci.size = padded;
+    const bool fits = padded / 16 <= info_.max_texel_buffer_elements &&
+                      (info_.max_allocation_size == 0 || padded <= info_.max_allocation_size);
+    if (fits) bci.size = padded;
   }
   if (texel) bci.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
