@@ -9,6 +9,7 @@
 #include "engine/common/error.h"
 #include "server/bind_check.h"
 #include "engine/vulkan/core/device.h"
+#include "engine/vulkan/core/instance.h"
 #include "server/daemon.h"
 #include "server/fd_limit.h"
 #include "server/http_loading.h"
@@ -36,8 +37,15 @@ int main(int argc, char** argv) {
     std::unique_ptr<vks::http::LoadingResponder> loading = vks::server::answer_http_while_loading(*options, fds);
     vks::server::ServedModel served = vks::server::load_served_model(*options, notifier);
     if (loading) vks::server::hand_http_to_daemon(*loading, fds);
-    vks::server::Daemon daemon(std::move(*options), fds, std::move(served), notifier);
-    return daemon.run();
+    int rc = 0;
+    {
+      vks::server::Daemon daemon(std::move(*options), fds, std::move(served), notifier);
+      rc = daemon.run();
+    }
+    // With the runner gone: destroying the instance is what lets Mesa finish writing its shader
+    // cache, which the next start (a restart, a socket activation after an idle exit) compiles from.
+    vks::vk::Instance::release_shared();
+    return rc;
   } catch (const vks::Error& e) {
     std::fprintf(stderr, "vkstreamd: %s [%s]\n", e.what(), std::string(vks::error_code_name(e.code())).c_str());
     return 1;

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "engine/vulkan/core/texel_sizing.h"
 #include "engine/vulkan/shaders/shader_params.h"
 #include "tests/vulkan/kernels_test_util.h"
 
@@ -65,6 +66,20 @@ TEST(PipelineCache, PathFollowsXdgCacheHome) {
     EXPECT_EQ(pipeline_cache_path(), std::string(home) + "/.cache/vkstream/pipeline_cache.bin");
   }
   if (old) setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+}
+
+// lavapipe's shader cache hits on a restart only when each pipeline has one llvmpipe variant: every
+// texel-viewed size lands in one class (texel_sizing.h).
+TEST(TexelSizing, EverySizeLandsInOneVariantClass) {
+  auto one_class = [](uint64_t b) { return b % 16 == 0 && (b & (b - 1)) != 0 && ((b >> 8) & 0xff) != 0; };
+  for (uint64_t size : {16ull, 64ull, 256ull, 4096ull, 16384ull, 65536ull, 131072ull, 1ull << 24, 88064ull,
+                        (1ull << 20) + 16, 300ull, 26738688ull}) {
+    const uint64_t b = single_variant_texel_bytes(size);
+    EXPECT_GE(b, size) << size;
+    EXPECT_LE(b, size + 512) << size;
+    EXPECT_TRUE(one_class(b)) << size << " -> " << b;
+  }
+  EXPECT_EQ(single_variant_texel_bytes(88064), 88064u);  // already in the class: unchanged
 }
 
 TEST(Reflection, EmbeddedKernelsDeclareWhatTheParamsSay) {

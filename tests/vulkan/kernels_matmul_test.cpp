@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "engine/common/thread_pool.h"
 #include "engine/cpu/reference_ops.h"
 #include "tests/vulkan/kernels_test_util.h"
 
@@ -216,6 +217,33 @@ INSTANTIATE_TEST_SUITE_P(WideLanes, MatmulKernelTest,
                                            Case{GgmlType::kQ4_K, 37, 768, MatmulFamily::kLanes, 32},
                                            Case{GgmlType::kQ6_K, 7, 4608, MatmulFamily::kLanes, 16}),
                          case_name);
+
+// A start converts large matrices on a thread pool and reads stacked rows (Q|K|V, gate|up) from
+// their own tensors: the device bytes are those of one thread converting one stacked copy.
+TEST_F(KernelTest, PooledAndStackedUploadsGiveTheSameBytes) {
+  const uint64_t rows = 3000, cols = 1024;  // q4_0: 1.7 MiB a 3000 rows, past the pool's threshold together
+  const std::vector<uint8_t> a = ggml_matrix(GgmlType::kQ4_0, rows, cols, 91);
+  const std::vector<uint8_t> b = ggml_matrix(GgmlType::kQ4_0, rows, cols, 92);
+  std::vector<uint8_t> stacked(a);
+  stacked.insert(stacked.end(), b.begin(), b.end());
+  const DeviceMatrix one = upload_matrix(device(), GgmlType::kQ4_0, 2 * rows, cols, stacked.data());
+  ThreadPool pool(4);
+  const StackedSource sources[] = {{a.data(), rows}, {b.data(), rows}};
+  for (uint64_t part_bytes : {uint64_t{0}, uint64_t{1} << 20}) {  // one part, and parts of 1 MiB
+    const DeviceMatrix serial = upload_matrix(device(), GgmlType::kQ4_0, 2 * rows, cols, stacked.data(), part_bytes);
+    const DeviceMatrix pooled = upload_stacked_matrix(device(), GgmlType::kQ4_0, cols, sources, part_bytes, &pool);
+    ASSERT_EQ(pooled.storage.parts.size(), serial.storage.parts.size());
+    EXPECT_EQ(pooled.d_offset, serial.d_offset);
+    for (size_t p = 0; p < serial.storage.parts.size(); ++p) {
+      const Buffer& s = serial.storage.parts[p];
+      ASSERT_EQ(pooled.storage.parts[p].size(), s.size());
+      EXPECT_EQ(download<uint8_t>(pooled.storage.parts[p], s.size()), download<uint8_t>(s, s.size())) << "part " << p;
+    }
+  }
+  EXPECT_EQ(download<uint8_t>(one.storage.parts[0], one.storage.parts[0].size()),
+            download<uint8_t>(upload_stacked_matrix(device(), GgmlType::kQ4_0, cols, sources, 0, &pool).storage.parts[0],
+                              one.storage.parts[0].size()));
+}
 
 TEST_F(KernelTest, MoreRowGroupsThanOneGridDimensionHolds) {
   // 262,200 rows are 65,550 lanes workgroups of 4 rows: past the 65,535 a grid dimension is

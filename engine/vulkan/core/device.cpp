@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/common/error.h"
+#include "engine/vulkan/core/texel_sizing.h"
 #include "engine/vulkan/core/vk_error.h"
 
 namespace vks::vk {
@@ -266,6 +267,14 @@ Buffer Device::create_buffer(uint64_t size, BufferKind kind) const {
   bci.size = size;
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   const bool texel = kind == BufferKind::kStorage && size >= 16 && size / 16 <= info_.max_texel_buffer_elements;
+  if (texel && info_.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    // One llvmpipe variant per pipeline, so its disk cache hits on every restart (texel_sizing.h);
+    // the view then covers the padding too, which no kernel reads.
+    const uint64_t padded = single_variant_texel_bytes(size);
+    const bool fits = padded / 16 <= info_.max_texel_buffer_elements &&
+                      (info_.max_allocation_size == 0 || padded <= info_.max_allocation_size);
+    if (fits) bci.size = padded;
+  }
   if (texel) bci.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   check(vkCreateBuffer(device_, &bci, nullptr, &b.buffer_), "vkCreateBuffer");
@@ -307,7 +316,7 @@ Buffer Device::create_buffer(uint64_t size, BufferKind kind) const {
     vci.buffer = b.buffer_;
     vci.format = VK_FORMAT_R32G32B32A32_UINT;  // uniform texel buffer support is required for it
     vci.offset = 0;
-    vci.range = size / 16 * 16;
+    vci.range = bci.size / 16 * 16;
     check(vkCreateBufferView(device_, &vci, nullptr, &b.texel_view_), "vkCreateBufferView");
   }
   return b;

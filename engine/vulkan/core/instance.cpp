@@ -52,17 +52,35 @@ Instance Instance::create() { return create(env_validation()); }
 
 std::shared_ptr<const Instance> Instance::shared() { return shared(env_validation()); }
 
-std::shared_ptr<const Instance> Instance::shared(bool validation) {
+namespace {
+
+std::mutex& shared_mutex() {
   static std::mutex mutex;
-  // Deliberately never destroyed: a static's destructor would call vkDestroyInstance after NVIDIA's
-  // driver has run its own exit handlers (registered inside vkCreateInstance, so they run first), and
-  // every Vulkan program segfaulted at exit on an H100 (driver 580.159.04) after printing all its
-  // results. The process's end frees the instance; llama.cpp's Vulkan backend does the same.
+  return mutex;
+}
+
+// Deliberately never destroyed by a static's destructor: that would call vkDestroyInstance after
+// NVIDIA's driver has run its own exit handlers (registered inside vkCreateInstance, so they run
+// first), and every Vulkan program segfaulted at exit on an H100 (driver 580.159.04) after printing
+// all its results. llama.cpp's Vulkan backend does the same. release_shared() empties the slots
+// from main instead, before any exit handler runs.
+std::shared_ptr<const Instance>* shared_slots() {
   static auto* const instances = new std::shared_ptr<const Instance>[2];
-  std::lock_guard<std::mutex> lock(mutex);
-  std::shared_ptr<const Instance>& slot = instances[validation ? 1 : 0];
+  return instances;
+}
+
+}  // namespace
+
+std::shared_ptr<const Instance> Instance::shared(bool validation) {
+  std::lock_guard<std::mutex> lock(shared_mutex());
+  std::shared_ptr<const Instance>& slot = shared_slots()[validation ? 1 : 0];
   if (!slot) slot = std::make_shared<const Instance>(create(validation));
   return slot;
+}
+
+void Instance::release_shared() {
+  std::lock_guard<std::mutex> lock(shared_mutex());
+  for (int i = 0; i < 2; ++i) shared_slots()[i].reset();
 }
 
 Instance Instance::create(bool validation) {

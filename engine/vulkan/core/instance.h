@@ -23,6 +23,12 @@ class Instance {
   // create() does (a failure is not remembered, so a later call tries again).
   static std::shared_ptr<const Instance> shared();
   static std::shared_ptr<const Instance> shared(bool validation);
+  // Drops the process's hold on the shared instances (each is destroyed with its last Device). For
+  // a program's end, from main before it returns: Mesa's drivers write their on-disk shader cache
+  // from a background thread of the lowest priority, and only the instance's destruction (the
+  // driver's screen with it) waits for writes still queued; a process that ends holding its
+  // instance drops them, and its next start compiles those kernels again.
+  static void release_shared();
 
   Instance() = default;
   ~Instance();

@@ -1,6 +1,7 @@
 #include "engine/vulkan/core/kernel.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "engine/common/error.h"
@@ -167,5 +168,27 @@ void KernelRegistry::create_all() {
 }
 
 void KernelRegistry::save_cache() const { device_->save_pipeline_cache(); }
+
+uint64_t KernelRegistry::fingerprint() const {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a over 32-bit words
+  auto mix = [&h](uint32_t w) { h = (h ^ w) * 1099511628211ull; };
+  auto add = [&](std::string_view name, std::span<const uint32_t> constants) {
+    for (char c : name) mix(static_cast<unsigned char>(c));
+    mix(0xffffffffu);
+    for (uint32_t c : constants) mix(c);
+    mix(0xfffffffeu);
+    if (const EmbeddedShader* shader = find_embedded_shader(name)) {
+      for (size_t i = 0; i < shader->word_count; ++i) mix(shader->code[i]);
+    }
+  };
+  for (const auto& [name, kernel] : kernels_) add(name, {});  // a map: in name order
+  std::vector<const SpecializedKernel*> specialized;
+  for (const SpecializedKernel& s : specialized_) specialized.push_back(&s);
+  std::sort(specialized.begin(), specialized.end(), [](const SpecializedKernel* a, const SpecializedKernel* b) {
+    return std::tie(a->name, a->constants) < std::tie(b->name, b->constants);
+  });
+  for (const SpecializedKernel* s : specialized) add(s->name, s->constants);
+  return h;
+}
 
 }  // namespace vks::vk

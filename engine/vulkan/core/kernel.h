@@ -99,6 +99,9 @@ class KernelRegistry {
   void create_all();
   // Writes the device's pipeline cache to disk (failures are ignored).
   void save_cache() const;
+  // A hash of the pipelines built so far: names, specialization constants and SPIR-V words. Two
+  // registries with the same fingerprint on the same driver compile the same pipelines.
+  uint64_t fingerprint() const;
 
  private:
   // A pipeline specialized with constants (e.g. attention's head size); few exist, so a scan finds

@@ -26,16 +26,43 @@ const DeviceFormat& checked_format(GgmlType t, uint64_t rows, uint64_t cols) {
   return *f;
 }
 
-// Converts n rows from ggml layout into the device layout of one part.
-void convert_rows(const DeviceFormat& f, uint64_t cols, const uint8_t* src, uint64_t n, std::vector<uint8_t>& out) {
+// Source row r of the stacked sources (each src_row bytes a row).
+const uint8_t* source_row(std::span<const StackedSource> sources, uint64_t src_row, uint64_t r) {
+  for (const StackedSource& s : sources) {
+    if (r < s.rows) return static_cast<const uint8_t*>(s.data) + r * src_row;
+    r -= s.rows;
+  }
+  throw Error(ErrorCode::kInternal, "upload_matrix: row past the stacked sources");
+}
+
+// Converts rows first..first+n from ggml layout into the device layout of one part, at out
+// (n * (quant row + side row) bytes, padding zeroed). With a pool, row ranges convert on its
+// threads: on a CPU device most of the time is the first touch of the destination's pages, which
+// the kernel serves per thread.
+void convert_rows(const DeviceFormat& f, uint64_t cols, std::span<const StackedSource> sources, uint64_t first,
+                  uint64_t n, uint8_t* out, ThreadPool* pool) {
   const uint64_t src_row = ggml_row_size(f.source, cols);
   const uint64_t qrow = device_quant_row_bytes(f, cols);
   const uint64_t srow = device_side_row_bytes(f, cols);
-  out.assign(n * (qrow + srow), 0);
-  uint8_t* side = out.data() + n * qrow;
-  for (uint64_t r = 0; r < n; ++r) {
-    f.convert_row(src + r * src_row, cols, out.data() + r * qrow, f.blocked() ? side + r * srow : nullptr);
+  uint8_t* side = out + n * qrow;
+  auto convert = [&](uint64_t begin, uint64_t end) {
+    std::memset(out + begin * qrow, 0, (end - begin) * qrow);
+    if (srow > 0) std::memset(side + begin * srow, 0, (end - begin) * srow);
+    for (uint64_t r = begin; r < end; ++r) {
+      f.convert_row(source_row(sources, src_row, first + r), cols, out + r * qrow, f.blocked() ? side + r * srow : nullptr);
+    }
+  };
+  constexpr uint64_t kChunkBytes = 1 << 20;  // below this a part converts on the caller alone
+  const uint64_t bytes = n * (qrow + srow);
+  if (pool == nullptr || pool->size() == 1 || bytes < 2 * kChunkBytes) {
+    convert(0, n);
+    return;
   }
+  const uint64_t chunk_rows = std::max<uint64_t>(1, kChunkBytes / (qrow + srow));
+  pool->parallel_for(static_cast<size_t>((n + chunk_rows - 1) / chunk_rows), [&](size_t i) {
+    const uint64_t begin = i * chunk_rows;
+    convert(begin, std::min(n, begin + chunk_rows));
+  });
 }
 
 }  // namespace
@@ -51,7 +78,15 @@ uint64_t device_matrix_part_bytes(GgmlType type, uint64_t rows, uint64_t cols) {
 }
 
 DeviceMatrix upload_matrix(const Device& device, GgmlType type, uint64_t rows, uint64_t cols, const void* ggml_data,
-                           uint64_t max_part_bytes) {
+                           uint64_t max_part_bytes, ThreadPool* pool) {
+  const StackedSource whole{ggml_data, rows};
+  return upload_stacked_matrix(device, type, cols, std::span(&whole, 1), max_part_bytes, pool);
+}
+
+DeviceMatrix upload_stacked_matrix(const Device& device, GgmlType type, uint64_t cols,
+                                   std::span<const StackedSource> sources, uint64_t max_part_bytes, ThreadPool* pool) {
+  uint64_t rows = 0;
+  for (const StackedSource& s : sources) rows += s.rows;
   const DeviceFormat& f = checked_format(type, rows, cols);
   // Every part is read whole through its texel view.
   const uint64_t limit = max_part_bytes == 0 ? device.max_texel_binding_bytes()
@@ -74,24 +109,32 @@ DeviceMatrix upload_matrix(const Device& device, GgmlType type, uint64_t rows, u
   m.storage.rows = rows;
   m.storage.row_bytes = per_row;
   m.storage.rows_per_part = rows_per_part;
-  const auto* src = static_cast<const uint8_t*>(ggml_data);
-  const uint64_t src_row = ggml_row_size(type, cols);
   std::vector<uint8_t> staging;
   for (uint64_t first = 0; first < rows; first += rows_per_part) {
     const uint64_t n = std::min(rows_per_part, rows - first);
-    convert_rows(f, cols, src + first * src_row, n, staging);
-    Buffer part = device.create_buffer(staging.size(), BufferKind::kStorage);
-    device.upload(part, 0, staging.data(), staging.size());
+    Buffer part = device.create_buffer(n * per_row, BufferKind::kStorage);
+    if (part.host_visible() && device.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+      // Straight into the mapped memory, plain RAM on a CPU device: a host copy first touched every
+      // byte of the model twice more, and first touches (page faults) were most of the weights'
+      // 10-14 s at a 1B model's start (issue 37). A GPU's mapped memory may be write-combined or
+      // across the bus, where the converters' scattered small writes would be slow: staging there.
+      convert_rows(f, cols, sources, first, n, static_cast<uint8_t*>(part.mapped()), pool);
+      device.flush(part);
+    } else {
+      staging.resize(n * per_row);
+      convert_rows(f, cols, sources, first, n, staging.data(), pool);
+      device.upload(part, 0, staging.data(), staging.size());
+    }
     m.storage.parts.push_back(std::move(part));
     m.d_offset.push_back(static_cast<uint32_t>(f.blocked() ? n * device_quant_row_bytes(f, cols) / 4 : 0));
   }
   return m;
 }
 
-DeviceMatrix upload_matrix(const Device& device, const TensorRef& tensor, uint64_t max_part_bytes) {
+DeviceMatrix upload_matrix(const Device& device, const TensorRef& tensor, uint64_t max_part_bytes, ThreadPool* pool) {
   if (tensor.data == nullptr) throw Error(ErrorCode::kInvalidArgument, "upload_matrix: tensor " + tensor.name + " has no data");
   try {
-    return upload_matrix(device, tensor.type, tensor.rows, tensor.cols, tensor.data, max_part_bytes);
+    return upload_matrix(device, tensor.type, tensor.rows, tensor.cols, tensor.data, max_part_bytes, pool);
   } catch (const Error& e) {
     throw Error(e.code(), "tensor " + tensor.name + ": " + e.what());
   }

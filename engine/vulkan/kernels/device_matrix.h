@@ -5,8 +5,10 @@
 // Layout of every part (rows [first_row, first_row + part_rows) of the matrix): see
 // engine/vulkan/kernels/device_format.h, the one table of device weight formats.
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "engine/common/thread_pool.h"
 #include "engine/gguf/ggml_type.h"
 #include "engine/model/llama_model.h"
 #include "engine/vulkan/core/buffer.h"
@@ -32,10 +34,22 @@ uint64_t device_matrix_part_bytes(GgmlType type, uint64_t rows, uint64_t cols);
 
 // Uploads a matrix given in ggml layout (rows x cols, each row ggml_row_size bytes). Types: the
 // rows of device_format.cpp; cols must be a multiple of the block size. max_part_bytes = 0:
-// the device's binding limit. Throws vks::Error(kUnsupported/kInvalidArgument).
+// the device's binding limit. pool: converts large parts' rows on its threads (null: the caller).
+// Throws vks::Error(kUnsupported/kInvalidArgument).
 DeviceMatrix upload_matrix(const Device& device, GgmlType type, uint64_t rows, uint64_t cols,
-                           const void* ggml_data, uint64_t max_part_bytes = 0);
-DeviceMatrix upload_matrix(const Device& device, const TensorRef& tensor, uint64_t max_part_bytes = 0);
+                           const void* ggml_data, uint64_t max_part_bytes = 0, ThreadPool* pool = nullptr);
+DeviceMatrix upload_matrix(const Device& device, const TensorRef& tensor, uint64_t max_part_bytes = 0,
+                           ThreadPool* pool = nullptr);
+
+// Rows of several ggml matrices of one type and width, stacked in order (Q|K|V, gate|up).
+struct StackedSource {
+  const void* data;
+  uint64_t rows;
+};
+// One device matrix of the stacked rows, converted from the sources in place (no stacked host copy).
+DeviceMatrix upload_stacked_matrix(const Device& device, GgmlType type, uint64_t cols,
+                                   std::span<const StackedSource> sources, uint64_t max_part_bytes = 0,
+                                   ThreadPool* pool = nullptr);
 
 // A vector tensor (norm weights) as floats in a storage buffer (F32/F16/BF16 converted to F32).
 // Zero-padded to a multiple of 4 floats.

@@ -28,26 +28,21 @@ bool stackable(std::span<const TensorRef* const> parts) {
   return true;
 }
 
-// Matrices of the same type and width stacked by rows into one (ggml layout, then uploaded).
-DeviceMatrix upload_stacked(const Device& device, std::span<const TensorRef* const> parts) {
-  if (parts.size() == 1) return upload_matrix(device, *parts.front());
-  uint64_t bytes = 0, rows = 0;
+// Matrices of the same type and width stacked by rows into one, each row converted from its own
+// tensor (no stacked host copy: on a CPU device first touches of memory are most of a start).
+DeviceMatrix upload_stacked(const Device& device, std::span<const TensorRef* const> parts, ThreadPool& pool) {
+  if (parts.size() == 1) return upload_matrix(device, *parts.front(), 0, &pool);
+  std::vector<StackedSource> sources;
   for (const TensorRef* t : parts) {
-    bytes += t->nbytes;
-    rows += t->rows;
-  }
-  std::vector<uint8_t> stacked(bytes);
-  uint64_t at = 0;
-  for (const TensorRef* t : parts) {
-    std::memcpy(stacked.data() + at, t->data, t->nbytes);
-    at += t->nbytes;
+    if (t->data == nullptr) throw Error(ErrorCode::kInvalidArgument, "upload_matrix: tensor " + t->name + " has no data");
+    sources.push_back(StackedSource{t->data, t->rows});
   }
   const TensorRef& first = *parts.front();
-  return upload_matrix(device, first.type, rows, first.cols, stacked.data());
+  return upload_stacked_matrix(device, first.type, first.cols, sources, 0, &pool);
 }
 
 // Q, K, V in row order, each run of one type stacked into one matrix.
-std::vector<DeviceLayerWeights::RowBlock> upload_qkv(const Device& device, const LayerWeights& lw) {
+std::vector<DeviceLayerWeights::RowBlock> upload_qkv(const Device& device, const LayerWeights& lw, ThreadPool& pool) {
   const std::array<const TensorRef*, 3> parts{&lw.wq, &lw.wk, &lw.wv};
   std::vector<DeviceLayerWeights::RowBlock> blocks;
   uint32_t row = 0;
@@ -55,7 +50,7 @@ std::vector<DeviceLayerWeights::RowBlock> upload_qkv(const Device& device, const
     size_t end = i + 1;
     while (end < parts.size() && stackable(std::span(parts).subspan(i, end - i + 1))) ++end;
     const auto run = std::span(parts).subspan(i, end - i);
-    blocks.push_back({upload_stacked(device, run), row});
+    blocks.push_back({upload_stacked(device, run, pool), row});
     for (const TensorRef* t : run) row += static_cast<uint32_t>(t->rows);
     i = end;
   }
@@ -107,18 +102,19 @@ bool gate_up_stacks(const TensorRef& gate, const TensorRef& up) {
 }
 
 // One feed-forward block; gate and up stacked into one matrix where their types allow.
-DeviceFfn upload_ffn(const Device& device, const TensorRef& gate, const TensorRef& up, const TensorRef& down) {
+DeviceFfn upload_ffn(const Device& device, const TensorRef& gate, const TensorRef& up, const TensorRef& down,
+                     ThreadPool& pool) {
   DeviceFfn f;
   f.hidden = static_cast<uint32_t>(gate.rows);
   f.gate_up_fused = gate_up_stacks(gate, up);
   if (f.gate_up_fused) {
     const std::array<const TensorRef*, 2> gate_up{&gate, &up};
-    f.w_gate_up = upload_stacked(device, gate_up);
+    f.w_gate_up = upload_stacked(device, gate_up, pool);
   } else {
-    f.w_gate = upload_matrix(device, gate);
-    f.w_up = upload_matrix(device, up);
+    f.w_gate = upload_matrix(device, gate, 0, &pool);
+    f.w_up = upload_matrix(device, up, 0, &pool);
   }
-  f.w_down = upload_matrix(device, down);
+  f.w_down = upload_matrix(device, down, 0, &pool);
   return f;
 }
 
@@ -169,7 +165,8 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
   check_weights_fit(device, model);
   const LlamaWeights& w = model.weights();
   auto dw = std::make_unique<DeviceWeights>();
-  dw->token_embd = upload_matrix(device, w.token_embd);
+  ThreadPool pool;  // converts large matrices' rows in parallel (device_matrix.h)
+  dw->token_embd = upload_matrix(device, w.token_embd, 0, &pool);
   dw->bytes += matrix_bytes(dw->token_embd);
   const std::vector<float> divisors = w.rope_freqs ? dequantize_vector(*w.rope_freqs) : std::vector<float>();
   std::vector<std::vector<float>> rope_tables;  // host copies of dw->rope_tables, to find a layer's
@@ -177,21 +174,21 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
     const LayerWeights& lw = w.layers[l];
     DeviceLayerWeights& d = dw->layers.emplace_back();
     d.attn_norm = upload_vector_f32(device, lw.attn_norm);
-    d.qkv = upload_qkv(device, lw);
+    d.qkv = upload_qkv(device, lw, pool);
     for (const DeviceLayerWeights::RowBlock& b : d.qkv) dw->bytes += matrix_bytes(b.matrix);
-    d.wo = upload_matrix(device, lw.wo);
+    d.wo = upload_matrix(device, lw.wo, 0, &pool);
     d.ffn_norm = upload_vector_f32(device, lw.ffn_norm);
     const FfnSpec& ffn = model.config().layers[l].ffn;
     for (uint32_t e = 0; e < ffn.n_experts; ++e) {
       d.experts.push_back(upload_ffn(device, expert_matrix(lw.w_gate, e, ffn.hidden), expert_matrix(lw.w_up, e, ffn.hidden),
-                                     expert_matrix(lw.w_down, e, model.config().dim)));
+                                     expert_matrix(lw.w_down, e, model.config().dim), pool));
       DeviceFfn& f = d.experts.back();
       f.activation = ffn.activation;
       f.biased = lw.b_gate.has_value();
       dw->bytes += matrix_bytes(f.w_gate_up) + matrix_bytes(f.w_gate) + matrix_bytes(f.w_up) + matrix_bytes(f.w_down);
     }
     if (lw.router) {
-      d.router = upload_matrix(device, *lw.router);
+      d.router = upload_matrix(device, *lw.router, 0, &pool);
       dw->bytes += matrix_bytes(d.router);
     }
     const AttentionSpec& attention = model.config().layers[l].attention;
@@ -226,7 +223,7 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
   dw->output_norm = upload_vector_f32(device, w.output_norm);
   dw->tied = model.config().tied_embeddings || w.output.data == w.token_embd.data;
   if (!dw->tied) {
-    dw->output_own = upload_matrix(device, w.output);
+    dw->output_own = upload_matrix(device, w.output, 0, &pool);
     dw->bytes += matrix_bytes(dw->output_own);
   }
   spdlog::info("vulkan: uploaded {:.1f} MiB of weights ({} layers{})", static_cast<double>(dw->bytes) / (1 << 20),

@@ -10,6 +10,7 @@
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/backend_choice.h"
 #include "engine/vulkan/runner/runner_warmup.h"
+#include "engine/vulkan/runner/warm_stamp.h"
 #include "engine/vulkan/runner/vulkan_features.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
 
@@ -76,9 +77,16 @@ std::unique_ptr<ModelRunner> make_runner(const LlamaModel& model, const RunnerOp
   try {
     auto runner = std::make_unique<VulkanRunner>(model, options);
     if (options.warm_up) {
-      const WarmUpReport warm = warm_up_runner(*runner);
-      spdlog::info("runner: kernels compiled and warmed up in {:.0f} ms ({} steps; a warm shader cache makes this fast)",
-                   warm.milliseconds, warm.steps);
+      const std::string stamp = warm_stamp_path(runner->device_info(), runner->kernel_fingerprint());
+      if (warm_stamp_present(stamp)) {
+        spdlog::info("runner: warm-up skipped: an earlier start compiled these kernels into the shader cache ({})",
+                     stamp);
+      } else {
+        const WarmUpReport warm = warm_up_runner(*runner);
+        write_warm_stamp(stamp);
+        spdlog::info("runner: kernels compiled and warmed up in {:.0f} ms ({} steps; a warm shader cache makes this fast)",
+                     warm.milliseconds, warm.steps);
+      }
     }
     return runner;
   } catch (const Error& e) {

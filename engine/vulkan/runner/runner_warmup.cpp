@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/vulkan/shaders/shader_params.h"
+
 namespace vks {
 namespace {
 
@@ -26,9 +28,11 @@ WarmUpReport warm_up_runner(ModelRunner& runner) {
   const auto start = std::chrono::steady_clock::now();
   const int32_t block_size = runner.block_size();
   const int32_t context = static_cast<int32_t>(std::min<uint32_t>(runner.config().context_length, 1u << 30));
-  // Large enough to take the matrix-matrix path (the kernels switch above a few tokens), small
-  // enough for tiny models and pools.
-  const int32_t prefill = std::max(1, std::min({64, runner.max_step_tokens(), context - 2,
+  // Just large enough to take the matrix-matrix path (Ops::weight_op_for: above one matvec tile),
+  // small enough for tiny models and pools. Compiling is per pipeline, not per token: a longer
+  // prefill compiles nothing more and only computes; on a CPU device 64 tokens of a 1B model took
+  // 11 s of a 30 s warm restart (issue 37).
+  const int32_t prefill = std::max(1, std::min({VKS_MATVEC_TOKEN_TILE + 1, runner.max_step_tokens(), context - 2,
                                                  (runner.num_blocks() / 2) * block_size - 2}));
   const int32_t blocks_per_seq = (prefill + 1 + block_size - 1) / block_size;
   const bool two_sequences = runner.max_step_seqs() >= 2 && runner.num_blocks() >= 2 * blocks_per_seq;

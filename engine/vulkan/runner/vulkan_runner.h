@@ -35,6 +35,8 @@ class VulkanRunner final : public ModelRunner {
   // Which weight-matrix kernels this runner records (RunnerOptions::matmul_kernels, else the device's).
   vk::MatmulFamily matmul_family() const { return ops_->matmul_family(); }
   const vk::DeviceInfo& device_info() const { return device_.info(); }
+  // The pipelines built so far (vk::KernelRegistry::fingerprint).
+  uint64_t kernel_fingerprint() const { return kernels_->fingerprint(); }
   int32_t block_size() const override { return limits_.block_size; }
   int32_t num_blocks() const override { return limits_.num_blocks; }
   uint64_t kv_bytes_per_token() const override { return kv_->shape().bytes_per_token(); }
