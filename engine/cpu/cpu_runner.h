@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "engine/common/thread_pool.h"
+#include "engine/common/zeroed_array.h"
 #include "engine/cpu/cpu_layer.h"
 #include "engine/model/kv_type.h"
 #include "engine/model/llama_model.h"
@@ -62,10 +63,11 @@ class CpuRunner final : public ModelRunner {
   bool q8() const { return options_.kv_type == KvType::kQ8_0; }
   // Paged KV cache, per layer: [num_blocks * block_size, kv_dim]; slot = block * block_size + offset.
   // F32 in key_pool_/value_pool_, or Q8_0 values in the *_q8_ pools with their scales [.., kv_dim/32].
-  std::vector<std::vector<float>> key_pool_;
-  std::vector<std::vector<float>> value_pool_;
-  std::vector<std::vector<int8_t>> key_q8_, value_q8_;
-  std::vector<std::vector<float>> key_scales_, value_scales_;
+  // Zeroed lazily (ZeroedArray): a pool's pages cost only once written.
+  std::vector<ZeroedArray<float>> key_pool_;
+  std::vector<ZeroedArray<float>> value_pool_;
+  std::vector<ZeroedArray<int8_t>> key_q8_, value_q8_;
+  std::vector<ZeroedArray<float>> key_scales_, value_scales_;
 };
 
 }  // namespace vks
