@@ -24,9 +24,9 @@ AttnKernelChoice attention_choice(MatmulFamily family) {
 }  // namespace
 
 void record_rope_kv(CommandBuffer& cmd, KernelRegistry& kernels, const RopeKvBindings& b, const gpu::RopeKvParams& p) {
-  // With a Q8_0 pool an invocation writes a block of 32 K and V values, else a pair (rope_kv_f16.comp).
+  // With a Q8_0 pool an invocation writes 4 K and V values (8 a block), else a pair (rope_kv_f16.comp).
   const bool blocks = p.k_type == VKS_KV_Q8_0 || p.v_type == VKS_KV_Q8_0;
-  const uint64_t kv_units = uint64_t{p.n_kv_heads} * p.head_dim / (blocks ? VKS_KV_Q8_BLOCK : 2);
+  const uint64_t kv_units = uint64_t{p.n_kv_heads} * p.head_dim / (blocks ? 4 : 2);
   const uint64_t invocations = uint64_t{p.n_q_heads} * (p.rope_dim / 2) + kv_units;
   if (invocations == 0 || p.n_tokens == 0) return;
   if (blocks && p.n_kv_heads > 0 && p.head_dim % VKS_KV_Q8_BLOCK != 0) {

@@ -54,7 +54,7 @@ using uint = uint32_t;
 // (ref::rope_frequencies) so that no device pow() enters the angle; its elements are (2i, 2i+1) in NORM mode (llama) and (i, i + rope_dim/2) in NEOX
 // mode (qwen2, qwen3). Elements past rope_dim pass through.
 // Dispatch: (ceil((n_q_heads * rope_dim/2 + kv units) / VKS_ROPE_KV_WG), n_tokens, 1), the kv units
-// being n_kv_heads * head_dim/2 pairs with both pools F16, else n_kv_heads * head_dim/32 blocks.
+// being n_kv_heads * head_dim/2 pairs with both pools F16, else n_kv_heads * head_dim/4 quads.
 #define VKS_ROPE_MODE_NORM 0
 #define VKS_ROPE_MODE_NEOX 1
 struct RopeKvParams {

@@ -20,8 +20,8 @@ layout(std430, binding = 4) writeonly buffer VPool { uint v_pool[]; };        //
 layout(std430, binding = 5) readonly buffer Slots { int slot_mapping[]; };    // [n_tokens]
 
 layout(push_constant) uniform Push { RopeKvParams p; };
-// The pools' VKS_KV_*: with a Q8_0 pool, an invocation per VKS_KV_Q8_BLOCK values of K and of V
-// (a block's scale needs all of them), writing each pool in its type.
+// The pools' VKS_KV_*: with a Q8_0 pool, block mode (main_blocks): 8 invocations a block of
+// VKS_KV_Q8_BLOCK values of K and of V (a block's scale needs all of them).
 layout(constant_id = 0) const uint K_TYPE = VKS_KV_F16;
 layout(constant_id = 1) const uint V_TYPE = VKS_KV_F16;
 const bool BLOCKS = K_TYPE == VKS_KV_Q8_0 || V_TYPE == VKS_KV_Q8_0;
@@ -60,54 +60,105 @@ float rotated_element(uint head_at, uint d, int pos) {
   return at.x == head_at + d ? r.x : r.y;
 }
 
-// Values v[0..32) of the block starting at column `col` of the pool row of `slot`, into a Q8_0
-// pool as llama.cpp's quantize_row_q8_0 makes them: scale = max|v| / 127, int8 round(v / scale)
-// (0 for an all-zero block).
-void store_q8_block(bool is_k, uint slot, uint col, float v[VKS_KV_Q8_BLOCK]) {
-  float amax = 0.0;
-  [[unroll]] for (uint i = 0u; i < VKS_KV_Q8_BLOCK; ++i) amax = max(amax, abs(v[i]));
+// Block mode (a Q8_0 pool): invocation id < kv_quads takes 4 consecutive values of the token's K
+// and of its V (column 4 * id of the kv row), the rest rotate Q pairs. The 8 invocations of a block
+// of 32 values are neighbours in one workgroup (the kv quads come first, from id 0), so the block's
+// max|v| is their 8 maxima through shared memory; then each writes its own word of int8 (or two of
+// halves for an F16 pool beside a Q8_0 one) and the block's first writes the scale: llama.cpp's
+// quantize_row_q8_0 numbers, scale = max|v| / 127, values rounded half away from zero, as roundf.
+shared float k_amax[VKS_ROPE_KV_WG];
+shared float v_amax[VKS_ROPE_KV_WG];
+
+// The quad's word of int8 and (first quad of the block) the block's scale, into one pool.
+void store_q8_quad(bool is_k, uint at, vec4 v, float amax, bool first_of_block) {
   const float d = amax / 127.0;
   const float id = d != 0.0 ? 1.0 / d : 0.0;
-  const uint at = (slot * (p.n_kv_heads * p.head_dim) + col) / 4u;
-  [[unroll]] for (uint w = 0u; w < VKS_KV_Q8_BLOCK / 4u; ++w) {
-    uint word = 0u;
-    [[unroll]] for (uint b = 0u; b < 4u; ++b) {
-      const float q = v[4u * w + b] * id;  // rounded half away from zero, as roundf
-      word |= (uint(int(sign(q) * floor(abs(q) + 0.5))) & 255u) << (8u * b);
-    }
-    if (is_k) k_pool[at + w] = word; else v_pool[at + w] = word;
+  uint word = 0u;
+  [[unroll]] for (uint b = 0u; b < 4u; ++b) {
+    const float q = v[b] * id;
+    word |= (uint(int(sign(q) * floor(abs(q) + 0.5))) & 255u) << (8u * b);
   }
-  const uint s_at = p.q8_scales_at + (slot * (p.n_kv_heads * p.head_dim) + col) / VKS_KV_Q8_BLOCK;
-  if (is_k) k_pool[s_at] = floatBitsToUint(d); else v_pool[s_at] = floatBitsToUint(d);
+  const uint s_at = p.q8_scales_at + at / VKS_KV_Q8_BLOCK;
+  if (is_k) {
+    k_pool[at / 4u] = word;
+    if (first_of_block) k_pool[s_at] = floatBitsToUint(d);
+  } else {
+    v_pool[at / 4u] = word;
+    if (first_of_block) v_pool[s_at] = floatBitsToUint(d);
+  }
 }
 
-// Block mode: K and V values [col, col + 32) of one token (col a multiple of 32 within the kv row).
-void store_kv_block(uint row, int pos, uint slot, uint col) {
-  const uint k_head_at = row + p.k_offset + (col / p.head_dim) * p.head_dim;
-  const uint d0 = col % p.head_dim;
-  float kv[VKS_KV_Q8_BLOCK];
-  [[unroll]] for (uint i = 0u; i < VKS_KV_Q8_BLOCK; ++i) kv[i] = rotated_element(k_head_at, d0 + i, pos);
-  if (K_TYPE == VKS_KV_Q8_0) {
-    store_q8_block(true, slot, col, kv);
-  } else {
-    [[unroll]] for (uint i = 0u; i < VKS_KV_Q8_BLOCK; i += 2u) k_pool[(slot * (p.n_kv_heads * p.head_dim) + col + i) / 2u] = packHalf2x16(vec2(kv[i], kv[i + 1u]));
+// The largest of the 8 maxima of lid's block.
+float block_max(bool is_k, uint lid) {
+  const uint first = lid & ~7u;
+  float m = 0.0;
+  [[unroll]] for (uint i = 0u; i < 8u; ++i) m = max(m, is_k ? k_amax[first + i] : v_amax[first + i]);
+  return m;
+}
+
+void main_blocks() {
+  const uint token = gl_GlobalInvocationID.y;
+  const uint id = gl_GlobalInvocationID.x;
+  const uint lid = gl_LocalInvocationID.x;
+  const uint kv_dim = p.n_kv_heads * p.head_dim;
+  const uint kv_quads = kv_dim / 4u;
+  const uint pairs_per_head = p.rope_dim / 2u;
+  const bool in_batch = token < p.n_tokens;
+  const int pos = in_batch ? positions[token] : 0;
+  const uint row = token * p.row_stride;
+  const bool is_kv = in_batch && id < kv_quads;
+  vec4 k = vec4(0.0), v = vec4(0.0);
+  const uint col = 4u * id;
+  if (is_kv) {
+    const uint k_head_at = row + p.k_offset + (col / p.head_dim) * p.head_dim;
+    [[unroll]] for (uint e = 0u; e < 4u; ++e) {
+      k[e] = rotated_element(k_head_at, col % p.head_dim + e, pos);
+      v[e] = x[row + p.v_offset + col + e];
+    }
   }
-  [[unroll]] for (uint i = 0u; i < VKS_KV_Q8_BLOCK; ++i) kv[i] = x[row + p.v_offset + col + i];
-  if (V_TYPE == VKS_KV_Q8_0) {
-    store_q8_block(false, slot, col, kv);
+  const vec4 ka = abs(k), va = abs(v);
+  k_amax[lid] = max(max(ka.x, ka.y), max(ka.z, ka.w));
+  v_amax[lid] = max(max(va.x, va.y), max(va.z, va.w));
+  barrier();  // every invocation of the workgroup: the block maxima are complete
+  if (in_batch && id >= kv_quads && id < kv_quads + p.n_q_heads * pairs_per_head) {  // Q: one pair in place
+    const uint j = id - kv_quads;
+    const uint i = j % pairs_per_head;
+    const uvec2 at = pair_at(row + p.q_offset + (j / pairs_per_head) * p.head_dim, i);
+    const vec2 r = rotate(x[at.x], x[at.y], angle_cos_sin(pos, i));
+    x[at.x] = r.x;
+    x[at.y] = r.y;
+    return;
+  }
+  if (!is_kv) return;
+  const int slot = slot_mapping[token];
+  if (slot < 0 || uint(slot) >= p.n_slots) return;  // the runner validates slots; never write wild
+  const uint at = uint(slot) * kv_dim + col;  // value index in the flattened [n_slots][kv_dim]
+  const bool first_of_block = (lid & 7u) == 0u;
+  if (K_TYPE == VKS_KV_Q8_0) {
+    store_q8_quad(true, at, k, block_max(true, lid), first_of_block);
   } else {
-    [[unroll]] for (uint i = 0u; i < VKS_KV_Q8_BLOCK; i += 2u) v_pool[(slot * (p.n_kv_heads * p.head_dim) + col + i) / 2u] = packHalf2x16(vec2(kv[i], kv[i + 1u]));
+    k_pool[at / 2u] = packHalf2x16(k.xy);
+    k_pool[at / 2u + 1u] = packHalf2x16(k.zw);
+  }
+  if (V_TYPE == VKS_KV_Q8_0) {
+    store_q8_quad(false, at, v, block_max(false, lid), first_of_block);
+  } else {
+    v_pool[at / 2u] = packHalf2x16(v.xy);
+    v_pool[at / 2u + 1u] = packHalf2x16(v.zw);
   }
 }
 
 void main() {
+  if (BLOCKS) {  // a specialization constant: the same branch for the whole workgroup
+    main_blocks();
+    return;
+  }
   const uint token = gl_GlobalInvocationID.y;
   const uint id = gl_GlobalInvocationID.x;
   const uint pairs_per_head = p.rope_dim / 2u;
   const uint q_pairs = p.n_q_heads * pairs_per_head;
   const uint kv_pairs = p.n_kv_heads * p.head_dim / 2u;
-  const uint kv_units = BLOCKS ? p.n_kv_heads * p.head_dim / VKS_KV_Q8_BLOCK : kv_pairs;
-  if (token >= p.n_tokens || id >= q_pairs + kv_units) return;
+  if (token >= p.n_tokens || id >= q_pairs + kv_pairs) return;
   const int pos = positions[token];
   const uint row = token * p.row_stride;
 
@@ -121,10 +172,6 @@ void main() {
   }
   const int slot = slot_mapping[token];
   if (slot < 0 || uint(slot) >= p.n_slots) return;  // the runner validates slots; never write wild
-  if (BLOCKS) {
-    store_kv_block(row, pos, uint(slot), (id - q_pairs) * VKS_KV_Q8_BLOCK);
-    return;
-  }
   const uint j = id - q_pairs;  // K/V elements 2j, 2j + 1 (one head: head_dim is even)
   const uint k_head_at = row + p.k_offset + (2u * j / p.head_dim) * p.head_dim;
   const uint d = 2u * j % p.head_dim;
