@@ -9,6 +9,7 @@
 
 #include "clients/cli/cli_common.h"
 #include "clients/cli/commands.h"
+#include "clients/cli/event_wait.h"
 #include "clients/cli/interrupt.h"
 #include "engine/chat/model_chat_template.h"
 
@@ -35,7 +36,7 @@ Reply stream_reply(vkstream::Client& client, const vkstream::GenerateOptions& op
   const vkstream::Accepted accepted = client.submit(options);
   Reply reply;
   bool cancel_sent = false;
-  auto last_event = std::chrono::steady_clock::now();
+  RequestEventWait waiter(client, accepted.id, std::chrono::milliseconds(timeout_ms));
   for (;;) {
     if (interrupt.interrupted() && !cancel_sent) {
       cancel_sent = true;
@@ -45,15 +46,8 @@ Reply stream_reply(vkstream::Client& client, const vkstream::GenerateOptions& op
         // Already finished: its finished event is on its way.
       }
     }
-    std::optional<vkstream::Event> ev = client.next_event(accepted.id, kEventPoll);
-    if (!ev) {
-      if (std::chrono::steady_clock::now() - last_event > std::chrono::milliseconds(timeout_ms)) {
-        throw vkstream::ClientError(vkstream::ErrorKind::kTimeout,
-                                    "no event of request " + accepted.id + " for " + std::to_string(timeout_ms) + " ms");
-      }
-      continue;
-    }
-    last_event = std::chrono::steady_clock::now();
+    std::optional<vkstream::Event> ev = waiter.next(kEventPoll);
+    if (!ev) continue;
     if (ev->kind == vkstream::EventKind::kToken) {
       std::cout << ev->text << std::flush;
       reply.text += ev->text;

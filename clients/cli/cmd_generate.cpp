@@ -7,6 +7,7 @@
 
 #include "clients/cli/cli_common.h"
 #include "clients/cli/commands.h"
+#include "clients/cli/event_wait.h"
 #include "clients/cli/interrupt.h"
 #include "clients/cli/logprobs_print.h"
 
@@ -46,7 +47,7 @@ StreamOutcome stream_request(vkstream::Client& client, const vkstream::GenerateO
   if (verbose) std::cerr << "[request " << accepted.id << ", topic " << accepted.topic << "]\n";
   StreamOutcome out;
   bool cancel_sent = false;
-  auto last_event = std::chrono::steady_clock::now();
+  RequestEventWait waiter(client, accepted.id, std::chrono::milliseconds(timeout_ms));
   for (;;) {
     if (interrupt.interrupted() && !cancel_sent) {
       cancel_sent = true;
@@ -56,15 +57,8 @@ StreamOutcome stream_request(vkstream::Client& client, const vkstream::GenerateO
         // Already finished: its finished event is on its way.
       }
     }
-    std::optional<vkstream::Event> ev = client.next_event(accepted.id, kEventPoll);
-    if (!ev) {
-      if (std::chrono::steady_clock::now() - last_event > std::chrono::milliseconds(timeout_ms)) {
-        throw vkstream::ClientError(vkstream::ErrorKind::kTimeout,
-                                    "no event of request " + accepted.id + " for " + std::to_string(timeout_ms) + " ms");
-      }
-      continue;
-    }
-    last_event = std::chrono::steady_clock::now();
+    std::optional<vkstream::Event> ev = waiter.next(kEventPoll);
+    if (!ev) continue;
     if (json) {
       std::cout << ev->raw.to_json() << '\n' << std::flush;
     } else if (ev->kind == vkstream::EventKind::kToken) {
