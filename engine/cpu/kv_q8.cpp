@@ -46,18 +46,10 @@ void attention_paged_q8(float* out, const float* q, const int8_t* key_q, const f
         for (size_t i = 0; i < kKvQ8Block; ++i) sum += qh[b * kKvQ8Block + i] * static_cast<float>(k[b * kKvQ8Block + i]);
         dot += ks[b] * sum;
       }
-      float score = dot * p.scale;
-      if (p.softcap > 0.0f) score = p.softcap * std::tanh(score / p.softcap);
-      scores[t] = score;
-      max_score = std::max(max_score, score);
+      scores[t] = ref::attention_score(dot, p);
+      max_score = std::max(max_score, scores[t]);
     }
-    // Softmax (a sink adds to the denominator only), as ref::attention.
-    float sum = 0.0f;
-    for (size_t t = 0; t < n_ctx; ++t) {
-      scores[t] = std::exp(scores[t] - max_score);
-      sum += scores[t];
-    }
-    if (p.sinks != nullptr) sum += std::exp(p.sinks[h] - max_score);
+    const float sum = ref::softmax_in_place(scores.data(), n_ctx, max_score, p.sinks != nullptr ? &p.sinks[h] : nullptr);
     // Probability-weighted values, a block's scale folded into its weight.
     float* oh = out + h * head_dim;
     std::fill(oh, oh + head_dim, 0.0f);

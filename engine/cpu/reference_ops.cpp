@@ -152,18 +152,10 @@ void attention_rows(float* out, const float* q, size_t n_ctx, const AttentionPar
     // Scores of every visible cached position.
     float max_score = p.sinks != nullptr ? p.sinks[h] : -INFINITY;
     for (size_t t = 0; t < n_ctx; ++t) {
-      float score = dot(qh, row(t).first + kv_offset, head_dim) * p.scale;
-      if (p.softcap > 0.0f) score = p.softcap * std::tanh(score / p.softcap);
-      scores[t] = score;
-      max_score = std::max(max_score, score);
+      scores[t] = attention_score(dot(qh, row(t).first + kv_offset, head_dim), p);
+      max_score = std::max(max_score, scores[t]);
     }
-    // Softmax (a sink adds to the denominator only).
-    float sum = 0.0f;
-    for (size_t t = 0; t < n_ctx; ++t) {
-      scores[t] = std::exp(scores[t] - max_score);
-      sum += scores[t];
-    }
-    if (p.sinks != nullptr) sum += std::exp(p.sinks[h] - max_score);
+    const float sum = softmax_in_place(scores.data(), n_ctx, max_score, p.sinks != nullptr ? &p.sinks[h] : nullptr);
     // Probability-weighted sum of the values.
     float* oh = out + h * head_dim;
     std::fill(oh, oh + head_dim, 0.0f);
@@ -176,6 +168,16 @@ void attention_rows(float* out, const float* q, size_t n_ctx, const AttentionPar
 }
 
 }  // namespace
+
+float softmax_in_place(float* scores, size_t n, float max_score, const float* sink) {
+  float sum = 0.0f;
+  for (size_t t = 0; t < n; ++t) {
+    scores[t] = std::exp(scores[t] - max_score);
+    sum += scores[t];
+  }
+  if (sink != nullptr) sum += std::exp(*sink - max_score);
+  return sum;
+}
 
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
                const AttentionParams& p) {
