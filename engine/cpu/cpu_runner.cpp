@@ -1,7 +1,6 @@
 #include "engine/cpu/cpu_runner.h"
 
-#include "engine/cpu/kv_q8.h"
-
+#include <span>
 #include <string>
 
 #include "engine/common/error.h"
@@ -33,15 +32,7 @@ CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
   vectors_ = std::make_unique<CpuModelVectors>(model);
   const size_t slots = static_cast<size_t>(options_.num_blocks) * static_cast<size_t>(options_.block_size);
   const size_t kv_dim = model.config().kv_dim();
-  if (q8()) {
-    for (const LayerSpec& l : model.config().layers) {
-      if (l.attention.head_dim % cpu::kKvQ8Block != 0) {
-        throw Error(ErrorCode::kUnsupported,
-                    "a q8_0 KV cache needs head sizes that are multiples of 32; this model has " +
-                        std::to_string(l.attention.head_dim) + " (use f16)");
-      }
-    }
-  }
+  require_kv_type_fits(model.config(), options_.kv_type);
   for (size_t l = 0; l < model.config().n_layers; ++l) {
     if (q8()) {
       key_q8_.emplace_back(slots * kv_dim);
@@ -55,69 +46,83 @@ CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
   }
 }
 
+uint64_t CpuRunner::pool_row_bytes(KvType type, uint64_t kv_dim) {
+  return type == KvType::kF16 ? kv_dim * sizeof(float) : kv_row_bytes(type, kv_dim);
+}
+
 uint64_t CpuRunner::kv_bytes_per_token() const {
-  const uint64_t kv_dim = model_.config().kv_dim();
-  const uint64_t row = q8() ? kv_dim + kv_dim / cpu::kKvQ8Block * sizeof(float) : kv_dim * sizeof(float);
-  return row * 2 * model_.config().n_layers;
+  return pool_row_bytes(options_.kv_type, model_.config().kv_dim()) * 2 * model_.config().n_layers;
 }
 
 namespace {
 
-// One layer's paged pool: token t's rows go to its slot, and its attention gathers its sequence's
-// positions 0..pos through the block table.
-class PagedKv final : public LayerKv {
+// Where one layer's paged pool puts and finds a step's tokens: token t's row starts at its slot's
+// (rows c.kv_dim() values apart), and its attention reads its sequence's positions [first, pos]
+// through the block table (a window layer only its window). The pools' element type is the
+// subclass's.
+class PagedRows : public LayerKv {
+ protected:
+  PagedRows(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size)
+      : c_(c), block_size_(block_size), batch_(batch), seq_of_(seq_of) {}
+  size_t row_at(size_t t) const { return static_cast<size_t>(batch_.slot_mapping[t]) * c_.kv_dim(); }
+  struct Visible {
+    std::span<const int32_t> block_table;
+    size_t first, n_ctx;
+  };
+  Visible visible(size_t t, uint32_t window) const {
+    const SeqChunk& seq = batch_.seqs[static_cast<size_t>(seq_of_[t])];
+    const size_t pos = static_cast<size_t>(batch_.positions[t]);
+    const size_t first = ref::window_start(pos, window);
+    return {seq.block_table, first, pos + 1 - first};
+  }
+  const LlamaConfig& c_;
+  size_t block_size_;
+
+ private:
+  const StepBatch& batch_;
+  const std::vector<int32_t>& seq_of_;
+};
+
+// F32 pools. Attention reads them in place: gathering copied every visible row (16 MB a global
+// layer at 16k tokens of Gemma 3 1B) before reading it once.
+class PagedKv final : public PagedRows {
  public:
   PagedKv(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size,
           float* keys, float* values)
-      : c_(c), batch_(batch), seq_of_(seq_of), block_size_(block_size), keys_(keys), values_(values) {}
+      : PagedRows(c, batch, seq_of, block_size), keys_(keys), values_(values) {}
   void store(size_t t, const float* k, const float* v, size_t width) override {
-    const size_t slot = static_cast<size_t>(batch_.slot_mapping[t]);
-    std::copy_n(k, width, keys_ + slot * c_.kv_dim());
-    std::copy_n(v, width, values_ + slot * c_.kv_dim());
+    std::copy_n(k, width, keys_ + row_at(t));
+    std::copy_n(v, width, values_ + row_at(t));
   }
   void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) override {
-    const SeqChunk& seq = batch_.seqs[static_cast<size_t>(seq_of_[t])];
-    const size_t pos = static_cast<size_t>(batch_.positions[t]);
-    const size_t first = ref::window_start(pos, p.window);  // a window layer reads only its window
-    // Read in place: gathering copied every visible row (16 MB a global layer at 16k tokens of
-    // Gemma 3 1B) before reading it once; the pool's rows are c_.kv_dim() apart.
-    ref::attention_paged(out, q, keys_, values_, seq.block_table, block_size_, first, pos + 1 - first, c_.kv_dim(), p);
+    const Visible r = visible(t, p.window);
+    ref::attention_paged(out, q, keys_, values_, r.block_table, block_size_, r.first, r.n_ctx, c_.kv_dim(), p);
   }
 
  private:
-  const LlamaConfig& c_;
-  const StepBatch& batch_;
-  const std::vector<int32_t>& seq_of_;
-  size_t block_size_;
   float* keys_;
   float* values_;
 };
 
-// The same over Q8_0 pools (cpu/kv_q8.h): rows quantized as they are stored.
-class PagedKvQ8 final : public LayerKv {
+// Q8_0 pools (cpu/kv_q8.h): rows quantized as they are stored.
+class PagedKvQ8 final : public PagedRows {
  public:
   PagedKvQ8(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size,
             int8_t* keys, float* key_scales, int8_t* values, float* value_scales)
-      : c_(c), batch_(batch), seq_of_(seq_of), block_size_(block_size), keys_(keys), key_scales_(key_scales),
-        values_(values), value_scales_(value_scales) {}
+      : PagedRows(c, batch, seq_of, block_size), keys_(keys), key_scales_(key_scales), values_(values),
+        value_scales_(value_scales) {}
   void store(size_t t, const float* k, const float* v, size_t width) override {
-    const size_t at = static_cast<size_t>(batch_.slot_mapping[t]) * c_.kv_dim();
+    const size_t at = row_at(t);
     cpu::quantize_kv_q8(k, width, keys_ + at, key_scales_ + at / cpu::kKvQ8Block);
     cpu::quantize_kv_q8(v, width, values_ + at, value_scales_ + at / cpu::kKvQ8Block);
   }
   void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) override {
-    const SeqChunk& seq = batch_.seqs[static_cast<size_t>(seq_of_[t])];
-    const size_t pos = static_cast<size_t>(batch_.positions[t]);
-    const size_t first = ref::window_start(pos, p.window);
-    cpu::attention_paged_q8(out, q, keys_, key_scales_, values_, value_scales_, seq.block_table, block_size_, first,
-                            pos + 1 - first, c_.kv_dim(), p);
+    const Visible r = visible(t, p.window);
+    cpu::attention_paged_q8(out, q, keys_, key_scales_, values_, value_scales_, r.block_table, block_size_, r.first,
+                            r.n_ctx, c_.kv_dim(), p);
   }
 
  private:
-  const LlamaConfig& c_;
-  const StepBatch& batch_;
-  const std::vector<int32_t>& seq_of_;
-  size_t block_size_;
   int8_t* keys_;
   float* key_scales_;
   int8_t* values_;

@@ -43,6 +43,8 @@ class CpuRunner final : public ModelRunner {
   int32_t block_size() const override { return options_.block_size; }
   int32_t num_blocks() const override { return options_.num_blocks; }
   uint64_t kv_bytes_per_token() const override;
+  // One token's K (or V) row of kv_dim values in one layer's pool: F32 for kF16, else kv_row_bytes's.
+  static uint64_t pool_row_bytes(KvType type, uint64_t kv_dim);
   std::string kv_type() const override { return q8() ? "q8_0" : "f32"; }
   int32_t max_step_tokens() const override { return options_.max_step_tokens; }
   int32_t max_step_seqs() const override { return options_.max_step_seqs; }

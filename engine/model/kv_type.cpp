@@ -16,6 +16,18 @@ std::string_view kv_type_name(KvType type) { return type == KvType::kQ8_0 ? "q8_
 
 uint32_t kv_block_values(KvType type) { return type == KvType::kQ8_0 ? 32 : 1; }
 
+void require_kv_type_fits(const LlamaConfig& config, KvType type) {
+  const uint32_t block = kv_block_values(type);
+  for (const LayerSpec& l : config.layers) {
+    if (l.attention.head_dim % block != 0) {
+      throw Error(ErrorCode::kUnsupported, "a " + std::string(kv_type_name(type)) +
+                                               " KV cache needs head sizes that are multiples of " +
+                                               std::to_string(block) + "; this model has " +
+                                               std::to_string(l.attention.head_dim) + " (use f16)");
+    }
+  }
+}
+
 uint64_t kv_row_bytes(KvType type, uint64_t kv_dim) {
   // Q8_0: an int8 per value and an f32 scale per 32 (attn_params.h says why f32).
   return type == KvType::kQ8_0 ? kv_dim + kv_dim / 32 * 4 : kv_dim * 2;

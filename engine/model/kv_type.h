@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "engine/model/llama_config.h"
+
 namespace vks {
 
 enum class KvType : uint8_t { kF16, kQ8_0 };
@@ -17,5 +19,8 @@ std::string_view kv_type_name(KvType type);
 uint64_t kv_row_bytes(KvType type, uint64_t kv_dim);
 // Values per quantization block (1 for F16): head sizes must be a multiple of it.
 uint32_t kv_block_values(KvType type);
+// Throws vks::Error(kUnsupported) naming the size where a layer's head size is not a multiple of the
+// type's block (a block may not straddle two heads), for every backend.
+void require_kv_type_fits(const LlamaConfig& config, KvType type);
 
 }  // namespace vks

@@ -42,9 +42,7 @@ void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBin
                       MatmulFamily family, uint64_t longest_keys) {
   if (p.n_tokens == 0) return;
   const uint32_t head_groups = static_cast<uint32_t>(ceil_div(p.n_heads, attention_choice(family).heads_per_group));
-  const KvType k_type = p.k_type == VKS_KV_Q8_0 ? KvType::kQ8_0 : KvType::kF16;
-  const KvType v_type = p.v_type == VKS_KV_Q8_0 ? KvType::kQ8_0 : KvType::kF16;
-  const Kernel& k = attention_kernel(kernels, p.head_dim, family, k_type, v_type);
+  const Kernel& k = attention_kernel(kernels, p.head_dim, family, p.k_type, p.v_type);
   const BufferView sinks = p.has_sinks != 0 ? b.sinks : b.out;  // bound in any case, read with has_sinks
   if (family == MatmulFamily::kRows) {
     p.split_count = 0;
@@ -104,9 +102,9 @@ const Kernel& specialized_for_head(KernelRegistry& kernels, std::string_view nam
 
 }  // namespace
 
-const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, MatmulFamily family, KvType k_type,
-                               KvType v_type) {
-  if (k_type == KvType::kF16 && v_type == KvType::kF16) {
+const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, MatmulFamily family, uint32_t k_type,
+                               uint32_t v_type) {
+  if (k_type == VKS_KV_F16 && v_type == VKS_KV_F16) {
     return specialized_for_head(kernels, attention_choice(family).name, head_dim);
   }
   if (head_dim % VKS_KV_Q8_BLOCK != 0) {
@@ -114,7 +112,7 @@ const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, Matmu
   }
   // constant_id 2 and 3: the pools' types (a Q8_0 head size is a multiple of 32, so dim_step is 4).
   const AttnSpecialization spec = attention_specialization(head_dim);
-  const uint32_t constants[4] = {spec.half_head_dim, spec.dim_step, kv_type_id(k_type), kv_type_id(v_type)};
+  const uint32_t constants[4] = {spec.half_head_dim, spec.dim_step, k_type, v_type};
   return kernels.get(attention_choice(family).name, constants);
 }
 

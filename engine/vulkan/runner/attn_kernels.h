@@ -68,8 +68,9 @@ struct AttnSpecialization {
 AttnSpecialization attention_specialization(uint32_t head_dim);
 // The family's attention pipeline specialized for head_dim (built on first use; the runner builds it
 // at start).
+// k_type, v_type: the pools' VKS_KV_* (AttnParams::k_type, v_type).
 const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, MatmulFamily family,
-                               KvType k_type = KvType::kF16, KvType v_type = KvType::kF16);
+                               uint32_t k_type = VKS_KV_F16, uint32_t v_type = VKS_KV_F16);
 // attn_combine_f32 specialized for head_dim (kLanes only; built at start like attention_kernel).
 const Kernel& attention_combine_kernel(KernelRegistry& kernels, uint32_t head_dim);
 

@@ -17,16 +17,8 @@ KvCacheShape plan_kv_cache(const LlamaConfig& config, int32_t block_size, int32_
   if (requested_blocks < 0) {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("KV block count {} is negative", requested_blocks));
   }
-  for (KvType type : {k_type, v_type}) {
-    const uint32_t block = kv_block_values(type);
-    for (const LayerSpec& l : config.layers) {
-      if (l.attention.head_dim % block != 0) {
-        throw Error(ErrorCode::kUnsupported,
-                    fmt::format("a {} KV cache needs head sizes that are multiples of {}; this model has {} (use f16)",
-                                kv_type_name(type), block, l.attention.head_dim));
-      }
-    }
-  }
+  require_kv_type_fits(config, k_type);
+  require_kv_type_fits(config, v_type);
   KvCacheShape s;
   s.block_size = block_size;
   s.kv_dim = config.kv_dim();

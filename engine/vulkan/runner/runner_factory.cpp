@@ -32,9 +32,7 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
     cpu.num_blocks = options.num_blocks;
   } else {
     const LlamaConfig& c = model.config();
-    // F32 rows, or Q8_0: an int8 per value and an f32 scale per 32 (engine/cpu/kv_q8.h).
-    const uint64_t row = cpu.kv_type == KvType::kQ8_0 ? c.kv_dim() + c.kv_dim() / 32 * sizeof(float) : c.kv_dim() * sizeof(float);
-    const uint64_t block_bytes = uint64_t(options.block_size) * row * 2 * c.n_layers;
+    const uint64_t block_bytes = uint64_t(options.block_size) * CpuRunner::pool_row_bytes(cpu.kv_type, c.kv_dim()) * 2 * c.n_layers;
     cpu.num_blocks = static_cast<int32_t>(std::max<uint64_t>(1, options.kv_budget_bytes / std::max<uint64_t>(block_bytes, 1)));
   }
   return std::make_unique<CpuRunner>(model, cpu);

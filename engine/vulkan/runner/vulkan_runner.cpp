@@ -230,7 +230,8 @@ void VulkanRunner::create_pipelines() {
   std::set<uint32_t> head_dims;  // the attention pipelines are specialized by head size
   for (const LayerSpec& l : config_.layers) head_dims.insert(l.attention.head_dim);
   for (const uint32_t head_dim : head_dims) {
-    vk::attention_kernel(*kernels_, head_dim, ops_->matmul_family(), kv_->shape().k_type, kv_->shape().v_type);
+    vk::attention_kernel(*kernels_, head_dim, ops_->matmul_family(), vk::kv_type_id(kv_->shape().k_type),
+                         vk::kv_type_id(kv_->shape().v_type));
     if (ops_->matmul_family() == vk::MatmulFamily::kLanes) vk::attention_combine_kernel(*kernels_, head_dim);
   }
 }
