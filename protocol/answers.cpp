@@ -94,6 +94,9 @@ std::string_view answer_type_name(const AnswerBody& body) {
                         [](const ModelAnswer&) { return std::string_view("model"); },
                         [](const ReplayAnswer&) { return std::string_view("replay"); },
                         [](const EmbedAnswer&) { return std::string_view("embed"); },
+                        [](const ModelsAnswer&) { return std::string_view("models"); },
+                        [](const LoadedAnswer&) { return std::string_view("loaded"); },
+                        [](const UnloadedAnswer&) { return std::string_view("unloaded"); },
                         [](const StreamEvent& e) { return stream_event_name(e.type); },
                     },
                     body);
@@ -114,6 +117,7 @@ std::string encode_answer(const AnswerBody& body, const Tag& tag) {
                  [&](const AcceptedAnswer& a) {
                    w.str("id", a.id).str("topic", a.topic).i64("queue_position", a.queue_position);
                    w.i64("prompt_tokens", a.prompt_tokens).boolean("detached", a.detached);
+                   if (!a.model.empty()) w.str("model", a.model);
                  },
                  [&](const CancelledAnswer& c) { w.str("id", c.id); },
                  [&](const StatusAnswer& s) {
@@ -151,6 +155,24 @@ std::string encode_answer(const AnswerBody& body, const Tag& tag) {
                  },
                  [&](const StreamEvent&) {},
                  [&](const EmbedAnswer& e) { detail::encode_embed_answer(w, e); },
+                 [&](const ModelsAnswer& m) {
+                   std::string list;
+                   detail::StringSink sink{&list};
+                   msgpack::packer<detail::StringSink> pk(sink);
+                   pk.pack_array(static_cast<uint32_t>(m.models.size()));
+                   for (const ServableModelEntry& e : m.models) {
+                     detail::MapWriter entry;
+                     entry.str("name", e.name).str("path", e.path).u64("size_bytes", e.size_bytes);
+                     entry.boolean("loaded", e.loaded).boolean("loading", e.loading).boolean("pinned", e.pinned);
+                     entry.boolean("default", e.is_default).i64("running", e.running);
+                     entry.u64("resident_bytes", e.resident_bytes).i64("expires_in_ms", e.expires_in_ms);
+                     entry.str("device", e.device);
+                     entry.finish_into(list);
+                   }
+                   w.raw("models", list).i64("max_loaded", m.max_loaded);
+                 },
+                 [&](const LoadedAnswer& l) { w.str("model", l.model).f64("load_ms", l.load_ms); },
+                 [&](const UnloadedAnswer& u) { w.str("model", u.model).boolean("was_loaded", u.was_loaded); },
              },
              body);
   return w.finish();

@@ -1,5 +1,7 @@
 #include "protocol/embed_wire.h"
 
+#include "protocol/model_fields.h"
+
 #include <cstring>
 #include <limits>
 
@@ -118,6 +120,8 @@ Result<EmbedRequest> parse_embed(MapReader& r, const ProtocolLimits& limits) {
       return fail();
     }
   }
+  if (!read_model_name(r, e.model)) return fail();
+  if (!read_keep_alive(r, e.keep_alive)) return fail();
   return e;
 }
 
@@ -137,6 +141,7 @@ void encode_embed(MapWriter& w, const EmbedRequest& e) {
   if (e.priority) w.i64("priority", *e.priority);
   if (e.deadline_ms) w.i64("deadline_ms", *e.deadline_ms);
   if (!e.id.empty()) w.str("id", e.id);
+  write_model_fields(w, e.model, e.keep_alive);
 }
 
 void encode_embed_answer(MapWriter& w, const EmbedAnswer& a) {

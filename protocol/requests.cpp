@@ -1,5 +1,7 @@
 #include "protocol/requests.h"
 
+#include "protocol/model_fields.h"
+
 // GCC 12 reports a false -Wmaybe-uninitialized when the Request variant is moved into a Result at
 // -O3 (it appeared when GenerateRequest grew the grammar/json_schema strings).
 #if defined(__GNUC__) && !defined(__clang__)
@@ -267,6 +269,8 @@ Result<GenerateRequest> parse_generate(MapReader& r, const ProtocolLimits& limit
   // Constrained output: compiled (and a bad one rejected with its position) by the server.
   if (!r.get_string("grammar", g.grammar, false, limits.max_frame_bytes)) return fail();
   if (!read_json_schema(r, limits, g.json_schema)) return fail();
+  if (!detail::read_model_name(r, g.model)) return fail();
+  if (!detail::read_keep_alive(r, g.keep_alive)) return fail();
   return g;
 }
 
@@ -372,6 +376,7 @@ Result<RequestBody> parse_body(std::string_view type, MapReader& r, const Protoc
   if (type == "tokenize") {
     TokenizeRequest t;
     if (!r.get_string("text", t.text, true, limits.max_frame_bytes)) return fail();
+    if (!detail::read_model_name(r, t.model)) return fail();
     if (!read_opt_bool(r, "add_bos", t.add_bos)) return fail();
     if (!r.get_bool("parse_special", t.parse_special, false)) return fail();
     return RequestBody(std::move(t));
@@ -381,9 +386,26 @@ Result<RequestBody> parse_body(std::string_view type, MapReader& r, const Protoc
     const msgpack::object* arr = nullptr;
     if (!r.get_array("ids", arr, true, static_cast<size_t>(limits.max_detokenize_ids))) return fail();
     if (!read_token_ids(r, "ids", *arr, d.ids)) return fail();
+    if (!detail::read_model_name(r, d.model)) return fail();
     return RequestBody(std::move(d));
   }
-  if (type == "model") return RequestBody(ModelRequest{});
+  if (type == "model") {
+    ModelRequest m;
+    if (!detail::read_model_name(r, m.model)) return fail();
+    return RequestBody(std::move(m));
+  }
+  if (type == "models") return RequestBody(ModelsRequest{});
+  if (type == "load") {
+    LoadRequest l;
+    if (!detail::read_model_name(r, l.model, /*required=*/true)) return fail();
+    if (!detail::read_keep_alive(r, l.keep_alive)) return fail();
+    return RequestBody(std::move(l));
+  }
+  if (type == "unload") {
+    UnloadRequest u;
+    if (!detail::read_model_name(r, u.model, /*required=*/true)) return fail();
+    return RequestBody(std::move(u));
+  }
   if (type == "embed") {
     Result<EmbedRequest> e = detail::parse_embed(r, limits);
     if (!e) return e.error();
@@ -416,6 +438,9 @@ std::string_view request_type_name(const RequestBody& body) {
                         [](const ReplayRequest&) { return std::string_view("replay"); },
                         [](const ChatRequest&) { return std::string_view("chat"); },
                         [](const EmbedRequest&) { return std::string_view("embed"); },
+                        [](const ModelsRequest&) { return std::string_view("models"); },
+                        [](const LoadRequest&) { return std::string_view("load"); },
+                        [](const UnloadRequest&) { return std::string_view("unload"); },
                     },
                     body);
 }
@@ -528,6 +553,7 @@ void encode_generate(detail::MapWriter& w, const GenerateRequest& g, bool with_p
   put_optional(w, "stream", g.stream);
   if (!g.grammar.empty()) w.str("grammar", g.grammar);
   if (!g.json_schema.empty()) w.str("json_schema", g.json_schema);
+  detail::write_model_fields(w, g.model, g.keep_alive);
 }
 
 }  // namespace
@@ -549,9 +575,16 @@ std::string encode_request(const RequestBody& body, const Tag& tag) {
                    w.str("text", t.text);
                    put_optional(w, "add_bos", t.add_bos);
                    w.boolean("parse_special", t.parse_special);
+                   detail::write_model_fields(w, t.model, std::nullopt);
                  },
-                 [&](const DetokenizeRequest& d) { w.raw("ids", detail::pack_int_array(d.ids.data(), d.ids.size())); },
-                 [&](const ModelRequest&) {},
+                 [&](const DetokenizeRequest& d) {
+                   w.raw("ids", detail::pack_int_array(d.ids.data(), d.ids.size()));
+                   detail::write_model_fields(w, d.model, std::nullopt);
+                 },
+                 [&](const ModelRequest& m) { detail::write_model_fields(w, m.model, std::nullopt); },
+                 [&](const ModelsRequest&) {},
+                 [&](const LoadRequest& l) { detail::write_model_fields(w, l.model, l.keep_alive); },
+                 [&](const UnloadRequest& u) { detail::write_model_fields(w, u.model, std::nullopt); },
                  [&](const ReplayRequest& p) {
                    w.str("id", p.id);
                    w.i64("from_seq", p.from_seq);

@@ -57,6 +57,12 @@ struct GenerateRequest {
   // as JSON text; at most one, "" = none. Compiled by the server, which rejects a bad one.
   std::string grammar;
   std::string json_schema;
+  // The served model by name (docs/PROTOCOL.md "Models"): "" = the default (the first pinned model,
+  // else the only one served). Loaded on first use.
+  std::string model;
+  // How long the model stays loaded after this request (Ollama's keep_alive), in seconds: 0 = unload
+  // once idle, negative = until evicted or unloaded; absent = the server's --keep-alive.
+  std::optional<double> keep_alive;
 
   bool is_detached() const { return detached.value_or(false); }
   bool is_streamed() const { return stream.value_or(true); }
@@ -71,12 +77,29 @@ enum class StatsFormat { kMap, kPrometheus };
 struct StatsRequest { StatsFormat format = StatsFormat::kMap; };
 
 struct TokenizeRequest {
+  std::string model;  // "" = the default model
   std::string text;
   std::optional<bool> add_bos = std::nullopt;  // unset: the model's add_bos_token
   bool parse_special = false;
 };
-struct DetokenizeRequest { std::vector<TokenId> ids; };
-struct ModelRequest {};
+struct DetokenizeRequest {
+  std::vector<TokenId> ids;
+  std::string model;  // "" = the default model
+};
+struct ModelRequest {
+  std::string model;  // "" = the default model (answered without loading one that is not loaded)
+};
+// `models`: every model the server can serve, loaded or not (ModelsAnswer).
+struct ModelsRequest {};
+// `load`: loads a model now (answered when it is loaded: LoadedAnswer) and keeps it keep_alive.
+struct LoadRequest {
+  std::string model;
+  std::optional<double> keep_alive;  // seconds, as GenerateRequest's
+};
+// `unload`: unloads a model once its running requests finish (UnloadedAnswer at once).
+struct UnloadRequest {
+  std::string model;
+};
 struct ReplayRequest {
   std::string id;
   int64_t from_seq = 0;
@@ -127,12 +150,15 @@ struct EmbedRequest {
   std::optional<int32_t> priority;
   std::optional<int64_t> deadline_ms;
   std::string id;                        // client-chosen id ("" = server assigns one)
+  std::string model;                     // "" = the default model
+  std::optional<double> keep_alive;      // seconds, as GenerateRequest's
 };
 inline constexpr size_t kMaxEmbedInputs = 2048;
 
 using RequestBody = std::variant<HelloRequest, GenerateMessage, CancelRequest, StatusRequest,
                                  StatsRequest, TokenizeRequest, DetokenizeRequest, ModelRequest,
-                                 ReplayRequest, ChatRequest, EmbedRequest>;
+                                 ReplayRequest, ChatRequest, EmbedRequest, ModelsRequest, LoadRequest,
+                                 UnloadRequest>;
 
 struct Request {
   Tag tag;

@@ -83,6 +83,7 @@ struct HelloAnswer {
 };
 struct AcceptedAnswer {
   std::string id;
+  std::string model;  // the model serving it
   std::string topic;
   int32_t queue_position = 0;
   int32_t prompt_tokens = 0;
@@ -118,6 +119,33 @@ struct ErrorAnswer {
 struct TokenizeAnswer { std::vector<TokenId> ids; };
 struct DetokenizeAnswer { std::string text; };
 struct ModelAnswer { ModelInfo model; };
+// One entry of the `models` answer: a model the server can serve, and whether it is loaded.
+struct ServableModelEntry {
+  std::string name;        // what requests name it by (file stem, or owner/repo:quant when pulled)
+  std::string path;
+  uint64_t size_bytes = 0;  // the GGUF file
+  bool loaded = false;
+  bool loading = false;
+  bool pinned = false;      // --model: loaded at start, never evicted
+  bool is_default = false;  // what a request without `model` gets
+  int32_t running = 0;      // requests in flight on it
+  // Loaded models: the memory it holds (weights, KV pool) and when it unloads once idle (-1: never).
+  uint64_t resident_bytes = 0;
+  int64_t expires_in_ms = -1;
+  std::string device;
+};
+struct ModelsAnswer {
+  std::vector<ServableModelEntry> models;
+  int32_t max_loaded = 0;
+};
+struct LoadedAnswer {
+  std::string model;
+  double load_ms = 0;  // 0 when it was already loaded
+};
+struct UnloadedAnswer {
+  std::string model;
+  bool was_loaded = false;
+};
 struct EmbedAnswer {
   std::string id;
   std::vector<std::vector<float>> embeddings;  // one per input, in order (float32 on the wire)
@@ -133,7 +161,8 @@ struct ReplayAnswer {
 
 using AnswerBody = std::variant<HelloAnswer, AcceptedAnswer, CancelledAnswer, StatusAnswer,
                                 StatsAnswer, ErrorAnswer, TokenizeAnswer, DetokenizeAnswer,
-                                ModelAnswer, ReplayAnswer, StreamEvent, EmbedAnswer>;
+                                ModelAnswer, ReplayAnswer, StreamEvent, EmbedAnswer, ModelsAnswer,
+                                LoadedAnswer, UnloadedAnswer>;
 
 struct ServerMessage {
   Tag tag;           // echoed tag (answers only)

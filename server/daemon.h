@@ -89,6 +89,10 @@ class Daemon {
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::ModelRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::ReplayRequest& r);
+  // The served models (model_handler.cpp): list, load, unload.
+  void handle(const ClientRef& from, const proto::Tag& tag, const proto::ModelsRequest& r);
+  void handle(const ClientRef& from, const proto::Tag& tag, const proto::LoadRequest& r);
+  void handle(const ClientRef& from, const proto::Tag& tag, const proto::UnloadRequest& r);
   // Off the loop thread (request_off_loop.cpp): true when the request was taken over.
   bool defer_if_busy(const ClientRef& from, std::string& payload);
   bool tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r);
