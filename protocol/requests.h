@@ -76,15 +76,16 @@ struct StatusRequest { std::string id; };
 enum class StatsFormat { kMap, kPrometheus };
 struct StatsRequest { StatsFormat format = StatsFormat::kMap; };
 
+// `model` members are initialized here so that {text, ...} and {ids} still initialize without warnings.
 struct TokenizeRequest {
-  std::string model;  // "" = the default model
   std::string text;
   std::optional<bool> add_bos = std::nullopt;  // unset: the model's add_bos_token
   bool parse_special = false;
+  std::string model = {};  // "" = the default model
 };
 struct DetokenizeRequest {
   std::vector<TokenId> ids;
-  std::string model;  // "" = the default model
+  std::string model = {};  // "" = the default model
 };
 struct ModelRequest {
   std::string model;  // "" = the default model (answered without loading one that is not loaded)

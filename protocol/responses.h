@@ -83,11 +83,11 @@ struct HelloAnswer {
 };
 struct AcceptedAnswer {
   std::string id;
-  std::string model;  // the model serving it
   std::string topic;
   int32_t queue_position = 0;
   int32_t prompt_tokens = 0;
   bool detached = false;
+  std::string model = {};  // the model serving it
 };
 struct CancelledAnswer { std::string id; };
 
