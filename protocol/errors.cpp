@@ -12,7 +12,7 @@ constexpr std::array<std::string_view, kWireErrorCount> kNames = {
     "already_exists",   "overloaded",        "too_many_requests", "prompt_too_long",
     "capacity_exceeded", "cancelled",        "deadline_exceeded", "unsupported",
     "unauthorized",     "shutting_down",     "slow_consumer",   "device_error",
-    "internal",
+    "model_load_failed", "internal",
 };
 
 }  // namespace

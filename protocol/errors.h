@@ -33,6 +33,7 @@ enum class WireError : int32_t {
   kShuttingDown,       // "shutting_down": server is stopping and accepts no new requests
   kSlowConsumer,       // "slow_consumer": connection closed because its output bound was hit
   kDeviceError,        // "device_error": GPU / Vulkan failure while running the request
+  kModelLoadFailed,    // "model_load_failed": the named model could not be loaded (corrupt, unsupported, too big)
   kInternal,           // "internal": a server bug
 };
 inline constexpr int32_t kWireErrorCount = static_cast<int32_t>(WireError::kInternal) + 1;

@@ -37,6 +37,17 @@ struct HttpSubmitOutcome {
   int32_t retry_after_ms = 0;
 };
 
+// A servable model as the HTTP surfaces list it (/v1/models, /api/tags, /api/ps).
+struct HttpModelStatus {
+  // Complete for a loaded model; one not loaded yet has id, file_bytes, created_unix, digest and
+  // what its GGUF header says (info.name, architecture, context_length; file_type).
+  http::ModelCatalogue entry;
+  bool loaded = false;
+  int32_t running = 0;           // its requests in flight
+  uint64_t resident_bytes = 0;   // loaded: weights + KV pool
+  int64_t expires_in_ms = -1;    // loaded: when it unloads if it stays idle (-1: never by itself)
+};
+
 struct HttpFrontendOptions {
   std::vector<std::string> endpoints;  // --http values
   std::string api_key;                 // required as "Authorization: Bearer" when not empty
@@ -72,6 +83,21 @@ class HttpFrontend {
     std::function<void(uint64_t conn_id, ModelWork work, bool client_template, std::function<bool()> still_wanted,
                        std::function<void(nlohmann::json answer, std::exception_ptr error)> done)>
         with_model;
+    // Every model this server can serve, the default first.
+    std::function<std::vector<HttpModelStatus>()> models;
+    // The complete catalogue entry of model `name` ("" = the default), loading it first when it is
+    // not loaded (`done` then runs later, on the loop thread, unless `still_wanted` says the client
+    // left). `keep_alive` (seconds, Ollama's semantics) applies from this request on. On failure the
+    // entry is null and the error says why: not_found (no such model; the message lists the served
+    // names), model_load_failed (the file could not be loaded), overloaded (the loaded models are
+    // all busy at --max-loaded-models), shutting_down.
+    using ResolvedModel = std::function<void(std::shared_ptr<const http::ModelCatalogue> entry, proto::ProtocolError error)>;
+    std::function<void(const std::string& name, std::optional<double> keep_alive, std::function<bool()> still_wanted,
+                       ResolvedModel done)>
+        resolve_model;
+    // Unloads model `name` as soon as its running requests finish (Ollama's keep_alive 0 with no
+    // prompt); false when it is not loaded.
+    std::function<bool(const std::string& name)> unload;
     std::function<void(uint64_t conn_id)> connection_closed;  // cancel what it owns
     std::function<std::string()> metrics;                     // Prometheus text
     std::function<bool()> serving;                            // false while draining

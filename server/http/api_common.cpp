@@ -46,7 +46,8 @@ ApiError api_error_from_wire(const proto::ProtocolError& error, int32_t retry_af
     case proto::WireError::kShuttingDown: e.status = 503; break;
     case proto::WireError::kUnsupported: e.status = 501; break;
     case proto::WireError::kInternal:
-    case proto::WireError::kDeviceError: e.status = 500; break;
+    case proto::WireError::kDeviceError:
+    case proto::WireError::kModelLoadFailed: e.status = 500; break;
     default: e.status = 400; break;
   }
   return e;
