@@ -310,9 +310,8 @@ int main(int argc, char** argv) {
     vks::server::ServerOptions options;
     options.model_path = model;
     options.force_cpu = cpu;
-    vks::server::SystemdNotifier notifier;
     spdlog::set_level(spdlog::level::warn);
-    vks::server::ServedModel served = vks::server::load_served_model(options, notifier);
+    vks::server::ServedModel served = vks::server::load_served_model(model, options, {}, nullptr);
     const std::string device = served.device;
     InProcess ip(*served.engine);
 

@@ -43,21 +43,17 @@ void render_and_tokenize(ChatRendering& work, const chat::ModelChatTemplate& tmp
 }  // namespace
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r) {
-  if (!served_.chat_template || !served_.tokenizer || !served_.engine) {
-    reply_error(from, tag, proto::WireError::kUnsupported, "this server has no chat template (it serves no model file)");
-    return;
-  }
-  if (phase_ != Phase::kServing) {
-    ++requests_rejected_;
-    reply_error(from, tag, proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
-    return;
-  }
+  auto request = std::make_shared<proto::ChatRequest>(std::move(r));
+  with_model_for(from, tag, request->generate.model, request->generate.keep_alive,
+                 [this, from, tag, request](ModelSlot& model) { render_chat(from, tag, model, std::move(*request)); });
+}
+
+void Daemon::render_chat(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, proto::ChatRequest r) {
   auto work = std::make_shared<ChatRendering>();
   work->job = to_generate_job(r.generate);
   work->request = std::move(r);
-  std::shared_ptr<const chat::ModelChatTemplate> tmpl = served_.chat_template;
-  const Tokenizer* tokenizer = served_.tokenizer.get();
-  Engine* engine = served_.engine.get();
+  std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
+  ModelSlot* slot = &model;  // stays: a model is never unloaded while its ServedModel is held
   const int32_t max_prompt_tokens = limits_.max_prompt_tokens;
   // Stopped when its connection closes, unless the request outlives the connection (detached).
   auto cancel = work->job.detached ? nullptr : std::make_shared<std::atomic<bool>>(false);
@@ -65,11 +61,11 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatReq
   const OffLoop::Cost cost = work->request.chat_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded;
   off_loop_.run(
       &loop_, owner_key(from),
-      [work, tmpl, tokenizer, engine, max_prompt_tokens, cancel] {
+      [work, served, max_prompt_tokens, cancel] {
         jinja::RenderScope renders(kRequestRenderTime, cancel.get());
-        render_and_tokenize(*work, *tmpl, *tokenizer, *engine, max_prompt_tokens);
+        render_and_tokenize(*work, *served->chat_template, *served->tokenizer, *served->engine, max_prompt_tokens);
       },
-      [this, from, tag, work](std::exception_ptr error) {
+      [this, from, tag, work, served, slot](std::exception_ptr error) {
         if (!handles_open_) return;  // shut down meanwhile: every socket is closed
         GenerateJob& generate = work->job;
         if (error || work->error) {
@@ -85,7 +81,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatReq
           spdlog::info("{}: closed while its chat was rendered; request dropped", from.describe());
           return;
         }
-        submit_generate(from, tag, generate);  // prompt_ids are set now: handled inline
+        submit_generate(from, tag, *slot, generate);  // prompt_ids are set now: handled inline
       },
       cancel, cost);
 }

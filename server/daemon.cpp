@@ -28,9 +28,8 @@ uint64_t ms_of(double seconds) { return static_cast<uint64_t>(std::max(0.0, seco
 
 // Parses and test-renders the chat template now, so a template the interpreter cannot handle is
 // reported at load, not at the first chat request.
-std::shared_ptr<const chat::ModelChatTemplate> load_chat_template(const LlamaModel& model, const ServerOptions& options) {
-  auto loaded = std::make_shared<const chat::ModelChatTemplate>(
-      chat::load_model_chat_template(model.file(), options.chat_template_path));
+std::shared_ptr<const chat::ModelChatTemplate> load_chat_template(const LlamaModel& model, const std::string& template_path) {
+  auto loaded = std::make_shared<const chat::ModelChatTemplate>(chat::load_model_chat_template(model.file(), template_path));
   if (loaded->fallback_reason.empty()) {
     spdlog::info("chat template: {}", loaded->origin);
   } else {
@@ -42,24 +41,27 @@ std::shared_ptr<const chat::ModelChatTemplate> load_chat_template(const LlamaMod
 
 }  // namespace
 
-ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& notifier) {
+ServedModel load_served_model(const std::string& path, const ServerOptions& options, const std::string& chat_template_path,
+                              SystemdNotifier* notifier) {
   ServedModel served;
-  notifier.status("loading model " + options.model_path);
-  spdlog::info("loading model {}", options.model_path);
+  auto status = [notifier](const std::string& what) {
+    if (notifier != nullptr) notifier->status(what);
+  };
+  status("loading model " + path);
+  spdlog::info("loading model {}", path);
   try {
     // The same verdict as vks-gguf-info's (model and tokenizer), so both say the same thing.
-    ServableModel servable = load_servable_model(options.model_path);
+    ServableModel servable = load_servable_model(path);
     served.model = std::move(servable.model);
     served.tokenizer = std::move(servable.tokenizer);
   } catch (const Error& e) {
-    throw Error(e.code(), "cannot load model " + options.model_path + ": " + e.what() +
-                              " (pass --model with a GGUF file of a supported architecture: " +
-                              supported_architecture_names() + ")");
+    throw Error(e.code(), "cannot load model " + path + ": " + e.what() +
+                              " (a GGUF file of a supported architecture is needed: " + supported_architecture_names() + ")");
   }
   served.config = served.model->config();
-  notifier.status("loading the chat template");
-  served.chat_template = load_chat_template(*served.model, options);
-  notifier.status("starting the compute device and compiling its kernels (slow only when the shader cache is cold)");
+  status("loading the chat template");
+  served.chat_template = load_chat_template(*served.model, chat_template_path);
+  status("starting the compute device and compiling its kernels (slow only when the shader cache is cold)");
   spdlog::info("starting the compute device and compiling its kernels");
   RunnerOptions ro;
   ro.warm_up = true;
@@ -83,7 +85,7 @@ ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& not
   ec.speculative_cost_model = !options.draft_always;
   ec.policy = options.priority_policy ? SchedulingPolicy::kPriority : SchedulingPolicy::kFcfs;
   served.engine = std::make_unique<Engine>(std::move(runner), *served.tokenizer, ec);
-  spdlog::info("model {} ({} layers, dim {}, vocab {}) on {}", options.model_path, served.config.n_layers,
+  spdlog::info("model {} ({} layers, dim {}, vocab {}) on {}", path, served.config.n_layers,
                served.config.dim, served.config.vocab_size, served.device);
   if (!options.force_cpu) {
     if (auto warning = cpu_device_warning(served.device, gpu_render_nodes())) spdlog::warn("{}", *warning);
@@ -91,29 +93,30 @@ ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& not
   return served;
 }
 
-Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel served, SystemdNotifier& notifier)
+Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel pinned, SystemdNotifier& notifier)
     : options_(std::move(options)),
       limits_(options_.limits),
       notifier_(notifier),
-      served_(std::move(served)),
       registry_(std::chrono::milliseconds(ms_of(options_.retention_s)), options_.retention_max_bytes),
       rng_(std::random_device{}()) {
-  const int32_t context = static_cast<int32_t>(served_.engine ? served_.engine->model_config().context_length
-                                                              : served_.config.context_length);
-  // The engine's prompt limit (the least of --max-prompt-tokens, its runner's context and the KV
-  // cache) is the one hello advertises and the wire parser applies: a 128K-context model served
-  // with a 4K cache advertised 131,072, and one condition got two answers (the engine's
-  // invalid_field where the daemon expected prompt_too_long).
-  if (served_.engine) {
-    limits_.max_prompt_tokens = served_.engine->max_prompt_tokens();
-  } else if (limits_.max_prompt_tokens <= 0) {
-    limits_.max_prompt_tokens = context;
+  residency_.max_loaded = options_.max_loaded_models;
+  residency_.max_bytes = options_.max_loaded_bytes > 0 ? options_.max_loaded_bytes : default_loaded_bytes();
+  if (pinned.engine) {
+    // The pinned model's prompt limit (the least of --max-prompt-tokens, its runner's context and
+    // the KV cache) is the one hello advertises and the wire parser applies: a 128K-context model
+    // served with a 4K cache advertised 131,072, and one condition got two answers (the engine's
+    // invalid_field where the daemon expected prompt_too_long). Other models' engines apply their own.
+    limits_.max_prompt_tokens = pinned.engine->max_prompt_tokens();
+    if (limits_.max_tokens <= 0) limits_.max_tokens = static_cast<int32_t>(pinned.engine->model_config().context_length);
+    auto served = std::make_shared<ServedModel>(std::move(pinned));
+    ModelSlot& slot = models_.add_pinned(servable_file_of(options_.model_path), served, loaded_model_info(*served));
+    slot.resident_bytes = resident_bytes_of(slot.file, *served);
   }
-  if (limits_.max_tokens <= 0) limits_.max_tokens = context;
-  model_info_ = model_info_from(served_.config, served_.tokenizer.get(), served_.device);
-  if (served_.engine) {
-    model_info_.kv_type = served_.engine->kv_type();
-    model_info_.kv_bytes_per_token = static_cast<int64_t>(served_.engine->kv_bytes_per_token());
+  rescan_models();
+  if (models_.slots().empty()) {
+    throw Error(ErrorCode::kNotFound,
+                "no model to serve: pass --model FILE, or --models-dir DIR with *.gguf files in it, or fetch one with "
+                "`vkstream pull`");
   }
 
   if (uv_loop_init(&loop_) != 0) throw Error(ErrorCode::kInternal, "uv_loop_init failed");
@@ -132,10 +135,8 @@ Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel served, Systemd
     std::lock_guard lock(async_guard_->mutex);
     async_guard_->async = &engine_async_;
   }
-  served_.engine->set_event_notifier([guard = async_guard_] {
-    std::lock_guard lock(guard->mutex);
-    if (guard->async != nullptr) uv_async_send(guard->async);
-  });
+  for (ModelSlot* slot : models_.loaded()) slot->served->engine->set_event_notifier(engine_notifier());
+  loader_ = std::make_unique<ModelLoader>(&loop_);
   try {
     setup_sockets(fds);
   } catch (...) {
@@ -150,7 +151,8 @@ Daemon::~Daemon() {
     close_everything();
     uv_run(&loop_, UV_RUN_DEFAULT);
   }
-  served_.engine.reset();
+  if (loader_) loader_->close();
+  for (ModelSlot* slot : models_.loaded()) slot->served.reset();
   if (zmq_context_ != nullptr) zmq_ctx_term(zmq_context_);
   if (loop_open_) uv_loop_close(&loop_);
 }
@@ -247,10 +249,11 @@ int Daemon::run() {
   uv_timer_start(&housekeeping_, &Daemon::on_housekeeping, tick_ms, tick_ms);
   notifier_.start_watchdog(&loop_);
   touch();
-  const std::string where = "serving " + model_info_.name + " on " + uds_->path() + ", " +
-                            router_->endpoint() + ", " + pub_->endpoint();
+  const ModelSlot* first = models_.slots().front().get();
+  const std::string what = first->pinned ? first->info.name : std::to_string(models_.slots().size()) + " model(s)";
+  const std::string where = "serving " + what + " on " + uds_->path() + ", " + router_->endpoint() + ", " + pub_->endpoint();
   notifier_.ready(where);
-  spdlog::info("vkstreamd ready: {} (device {})", where, served_.device);
+  spdlog::info("vkstreamd ready: {} ({})", where, first->pinned ? "device " + first->served->device : models_.names());
   uv_run(&loop_, UV_RUN_DEFAULT);
 
   // Every handle is closed once uv_run returns; the engine is already gone.
@@ -282,16 +285,29 @@ void Daemon::on_engine_async(uv_async_t* async) {
 }
 
 void Daemon::drain_engine_events() {
-  if (!served_.engine) return;
+  bool any_finished = false;
+  for (ModelSlot* slot : models_.loaded()) {
+    event_buffer_.clear();
+    if (!slot->loaded()) continue;  // unloaded by an event handled just before
+    slot->served->engine->poll_events(event_buffer_);  // everything queued: uv_async_send coalesces
+    if (event_buffer_.empty()) continue;
+    touch();
+    for (const EngineEvent& ev : event_buffer_) {
+      if (ev.type == EventType::kFinished) {
+        --slot->running;
+        slot->last_used = std::chrono::steady_clock::now();
+        any_finished = true;
+      }
+      handle_engine_event(*slot, ev);
+    }
+  }
   event_buffer_.clear();
-  served_.engine->poll_events(event_buffer_);  // everything queued: uv_async_send coalesces
-  if (!event_buffer_.empty()) touch();
-  for (const EngineEvent& ev : event_buffer_) handle_engine_event(ev);
-  event_buffer_.clear();
+  if (any_finished) unload_expired_models();  // keep_alive 0 or an unload asked for: gone once idle
   maybe_finish_shutdown();
 }
 
-void Daemon::handle_engine_event(const EngineEvent& ev) {
+void Daemon::handle_engine_event(ModelSlot& model, const EngineEvent& ev) {
+  (void)model;
   if (handle_embed_event(ev)) return;
   StreamEntry* e = registry_.find(ev.request_id);
   if (e == nullptr || e->state == proto::RequestState::kFinished) {
@@ -372,8 +388,9 @@ void Daemon::drop_owner(const ClientRef& owner, const char* why) {
     StreamEntry* e = registry_.find(id);
     if (e == nullptr) continue;
     e->stream_to_owner = false;
-    if (!e->detached && served_.engine) {
-      served_.engine->cancel(id);
+    ModelSlot* slot = e->detached ? nullptr : models_.find(e->model);
+    if (slot != nullptr && slot->loaded()) {
+      slot->served->engine->cancel(id);
       ++cancelled;
     }
   }
@@ -397,8 +414,10 @@ void Daemon::on_housekeeping(uv_timer_t* timer) {
   try {
     const auto now = std::chrono::steady_clock::now();
     self->registry_.evict(now);
+    self->unload_expired_models();
     if (self->options_.idle_exit_s > 0 && self->phase_ == Phase::kServing &&
         self->uds_->connection_count() == 0 && self->registry_.live_count() == 0 &&
+        self->models_.loaded_unpinned_count() == 0 && self->loader_->running() == 0 &&
         (!self->http_ || self->http_->connection_count() == 0) &&
         now - self->last_activity_ >= std::chrono::milliseconds(ms_of(self->options_.idle_exit_s))) {
       spdlog::info("idle for {} s: exiting", self->options_.idle_exit_s);
@@ -434,7 +453,9 @@ void Daemon::on_grace_expired() {
     const std::vector<std::string> live = registry_.live_ids();
     spdlog::info("grace period over: cancelling {} request(s)", live.size());
     phase_ = Phase::kCancelling;
-    for (const std::string& id : live) served_.engine->cancel(id);
+    for (const std::string& id : live) {
+      if (ModelSlot* slot = slot_of_request(id)) slot->served->engine->cancel(id);
+    }
     // The engine answers each cancel with a finished event; give it a bounded time to do so.
     uv_timer_start(&phase_timer_, &Daemon::on_phase_timer, 5000, 0);
     return;
@@ -447,7 +468,7 @@ void Daemon::on_grace_expired() {
       ev.request_id = id;
       ev.type = EventType::kFinished;
       ev.reason = FinishReason::kCancelled;
-      handle_engine_event(ev);
+      if (ModelSlot* slot = slot_of_request(id)) handle_engine_event(*slot, ev);
     }
     maybe_finish_shutdown();
   }
@@ -469,8 +490,10 @@ void Daemon::close_everything() {
     std::lock_guard lock(async_guard_->mutex);
     async_guard_->async = nullptr;
   }
-  off_loop_.stop();        // off-loop work not started yet must not reach the engine below
-  served_.engine.reset();  // joins the engine thread; nothing is running any more
+  off_loop_.stop();  // off-loop work not started yet must not reach the engines below
+  // Joins the engine threads; nothing is running any more (loads still running finish first).
+  if (loader_) loader_->close();
+  for (ModelSlot* slot : models_.loaded()) slot->served.reset();
   notifier_.close_watchdog();
   uv_close(as_handle(&engine_async_), nullptr);
   uv_close(as_handle(&sigterm_), nullptr);

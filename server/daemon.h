@@ -25,6 +25,8 @@
 #include "server/http_frontend.h"
 #include "server/itl_histogram.h"
 #include "server/listen_fds.h"
+#include "server/model_loader.h"
+#include "server/model_set.h"
 #include "server/off_loop.h"
 #include "server/server_options.h"
 #include "server/stream_registry.h"
@@ -35,8 +37,8 @@
 
 namespace vks::server {
 
-// What the daemon serves: a loaded model, its tokenizer and the Engine running it. The model and
-// tokenizer must outlive the engine (members are destroyed in reverse order).
+// A loaded model: its weights, tokenizer and the Engine running it. The model and tokenizer must
+// outlive the engine (members are destroyed in reverse order).
 struct ServedModel {
   std::unique_ptr<LlamaModel> model;      // may be null when the engine runs a test runner
   std::unique_ptr<Tokenizer> tokenizer;
@@ -48,18 +50,28 @@ struct ServedModel {
   std::shared_ptr<const chat::ModelChatTemplate> chat_template;
 };
 
-// Loads the GGUF, its tokenizer and the runner (Vulkan, CPU fallback) and starts the Engine.
-// Reports progress through STATUS=. Throws vks::Error saying what to fix.
-ServedModel load_served_model(const ServerOptions& options, SystemdNotifier& notifier);
+// Loads the GGUF at `path`, its tokenizer (and chat template: `chat_template_path` when not empty)
+// and the runner (Vulkan, CPU fallback) with the options' device and KV settings, and starts the
+// Engine. Reports progress through STATUS= when `notifier` is given. Throws vks::Error saying what to fix.
+ServedModel load_served_model(const std::string& path, const ServerOptions& options, const std::string& chat_template_path,
+                              SystemdNotifier* notifier);
+
+// The servable file at `path` under its file stem; what a loaded model reports and holds; three
+// quarters of the host's memory (the default budget of the loaded models).
+ServableFile servable_file_of(const std::string& path);
+proto::ModelInfo loaded_model_info(const ServedModel& served);
+uint64_t resident_bytes_of(const ServableFile& file, const ServedModel& served);
+uint64_t default_loaded_bytes();
 
 // Tokenizes an embed request's texts into its token inputs (libuv's pool; embed_handler.cpp).
 void tokenize_embed_inputs(EmbedRequest& request, const Tokenizer& tokenizer);
 
 class Daemon {
  public:
-  // Takes the socket-activated descriptors (may be empty) and the model. Binds or adopts every
+  // Takes the socket-activated descriptors (may be empty) and the --model loaded already (its
+  // engine null when there is none: every model then loads on demand). Binds or adopts every
   // socket; throws vks::Error on any startup problem.
-  Daemon(ServerOptions options, ListenFds fds, ServedModel served, SystemdNotifier& notifier);
+  Daemon(ServerOptions options, ListenFds fds, ServedModel pinned, SystemdNotifier& notifier);
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -73,7 +85,7 @@ class Daemon {
   // Engine events.
   static void on_engine_async(uv_async_t* async);
   void drain_engine_events();
-  void handle_engine_event(const EngineEvent& ev);
+  void handle_engine_event(ModelSlot& model, const EngineEvent& ev);
   void deliver(StreamEntry& e, const std::string& encoded);
 
   // Requests (request_handler.cpp).
@@ -81,28 +93,33 @@ class Daemon {
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::HelloRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, proto::GenerateRequest& r);
   // A generate (or a rendered chat) translated for the engine: checks, submit, stream registry.
-  void submit_generate(const ClientRef& from, const proto::Tag& tag, GenerateJob& r);
+  void submit_generate(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, GenerateJob& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::CancelRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::StatusRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r);
+  void detokenize(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, const proto::DetokenizeRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::ModelRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::ReplayRequest& r);
   // The served models (model_handler.cpp): list, load, unload.
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::ModelsRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::LoadRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::UnloadRequest& r);
+  proto::ModelsAnswer models_answer();
   // Off the loop thread (request_off_loop.cpp): true when the request was taken over.
   bool defer_if_busy(const ClientRef& from, std::string& payload);
-  bool tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r);
-  bool detokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r);
-  bool generate_off_loop(const ClientRef& from, const proto::Tag& tag, GenerateJob& r);
+  bool tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, const proto::TokenizeRequest& r);
+  bool detokenize_off_loop(const ClientRef& from, const proto::Tag& tag, ModelSlot& model,
+                           const proto::DetokenizeRequest& r);
+  bool generate_off_loop(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, GenerateJob& r);
   // chat_handler.cpp: renders and tokenizes off the loop (OffLoop), then continues as a generate.
   void handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r);
+  void render_chat(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, proto::ChatRequest r);
   // embed_handler.cpp: embed requests (one answer when the engine finishes them, no stream).
   void handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRequest& r);
-  void submit_embed(const ClientRef& from, const proto::Tag& tag, EmbedRequest& request);
+  void embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, const proto::EmbedRequest& r);
+  void submit_embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, EmbedRequest& request);
   bool handle_embed_event(const EngineEvent& ev);  // false: not an embed request's event
   void cancel_embeds_of(const std::string& owner_key);
   void reply(const ClientRef& to, const std::string& payload);
@@ -110,19 +127,41 @@ class Daemon {
                    const std::string& message, const std::string& field = {}, const std::string& id = {});
   proto::StatsSnapshot stats_snapshot() const;
 
+  // The served models (model_routing.cpp). `then` runs with model `name`'s slot once it is loaded
+  // (at once when it is; later, on the loop thread, after its load), or with the error that stops
+  // it (not_found, model_load_failed, overloaded, shutting_down). While it loads, the requests of
+  // client `hold_key` (empty: none) that come later wait, so that its answers keep their order.
+  using ModelThen = std::function<void(ModelSlot* model, const proto::ProtocolError* error)>;
+  void with_model(const std::string& name, std::optional<double> keep_alive, const std::string& hold_key, ModelThen then);
+  // The same for a msgpack request: its error is answered to `from`, `then` runs only on success.
+  void with_model_for(const ClientRef& from, const proto::Tag& tag, const std::string& name,
+                      std::optional<double> keep_alive, std::function<void(ModelSlot&)> then);
+  void start_load(ModelSlot& slot);
+  void on_model_loaded(const std::string& name, std::shared_ptr<ServedModel> served, std::exception_ptr error,
+                       std::chrono::steady_clock::time_point started);
+  void unload_now(ModelSlot& slot, const char* why);
+  void unload_expired_models();
+  bool rescan_models();  // false when nothing changed
+  void note_use(ModelSlot& slot, std::optional<double> keep_alive);
+  ModelSlot* slot_of_request(const std::string& id);
+  std::function<void()> engine_notifier() const;  // wakes the loop thread (any thread may call it)
+
   // HTTP front end (http_frontend_wiring.cpp).
   void setup_http(const ListenFds& fds);
+  http::ModelCatalogue catalogue_entry(const ModelSlot& slot) const;
   void submit_http(uint64_t conn_id, const proto::GenerateRequest& message, std::function<bool()> still_wanted,
                    std::function<void(HttpSubmitOutcome)> done);
-  HttpSubmitOutcome submit_http_now(uint64_t conn_id, GenerateJob& job);
+  HttpSubmitOutcome submit_http_now(uint64_t conn_id, ModelSlot& model, GenerateJob& job);
   void submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std::function<bool()> still_wanted,
                         std::function<void(HttpSubmitOutcome)> done);
   void submit_http_embed(uint64_t conn_id, proto::EmbedRequest message, std::function<bool()> still_wanted,
                          std::function<void(HttpSubmitOutcome)> done);
+  void submit_http_embed_to(uint64_t conn_id, ModelSlot& model, const proto::EmbedRequest& message,
+                            std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done);
   // Runs `prepare` (tokenize or render into job->request) and the constraint compile on libuv's
   // pool, then submits.
-  void submit_http_prepared(uint64_t conn_id, std::shared_ptr<GenerateJob> job,
-                            std::function<std::optional<proto::ProtocolError>()> prepare,
+  void submit_http_prepared(uint64_t conn_id, ModelSlot& model, std::shared_ptr<GenerateJob> job,
+                            std::function<std::optional<proto::ProtocolError>(ServedModel&)> prepare,
                             std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done,
                             OffLoop::Cost cost = OffLoop::Cost::kBounded);
 
@@ -153,8 +192,10 @@ class Daemon {
   SystemdNotifier& notifier_;
   uv_loop_t loop_{};
   bool loop_open_ = false;
-  ServedModel served_;
-  proto::ModelInfo model_info_;
+  ModelSet models_;
+  std::unique_ptr<ModelLoader> loader_;
+  ResidencyLimits residency_;
+  std::chrono::steady_clock::time_point last_scan_{};
   void* zmq_context_ = nullptr;
   StreamRegistry registry_;
   std::unique_ptr<UdsServer> uds_;
@@ -164,6 +205,7 @@ class Daemon {
   std::unique_ptr<HttpFrontend> http_;
   ItlHistogram itl_;  // cumulative, for stats and /metrics
   struct PendingEmbed {
+    std::string model;
     ClientRef owner;
     std::string owner_key;
     proto::Tag tag;

@@ -31,11 +31,12 @@ void tokenize_embed_inputs(EmbedRequest& request, const Tokenizer& tokenizer) {
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRequest& r) {
-  if (phase_ != Phase::kServing || !served_.engine) {
-    ++requests_rejected_;
-    reply_error(from, tag, proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
-    return;
-  }
+  auto request = std::make_shared<proto::EmbedRequest>(std::move(r));
+  with_model_for(from, tag, request->model, request->keep_alive,
+                 [this, from, tag, request](ModelSlot& model) { embed(from, tag, model, *request); });
+}
+
+void Daemon::embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, const proto::EmbedRequest& r) {
   const std::string key = owner_key(from);
   int32_t live = static_cast<int32_t>(registry_.live_count_of(key));
   for (const auto& [id, p] : pending_embeds_) live += p.owner_key == key ? 1 : 0;
@@ -56,7 +57,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRe
   }
   // The answer must fit one frame.
   const size_t n_inputs = r.tokens.empty() ? r.input.size() : r.tokens.size();
-  const size_t dim = static_cast<size_t>(std::max(1, model_info_.dim));
+  const size_t dim = static_cast<size_t>(std::max(1, model.info.dim));
   if (proto::detail::embed_answer_bytes(n_inputs, dim) > limits_.max_frame_bytes) {
     size_t fit = 1;
     while (proto::detail::embed_answer_bytes(fit + 1, dim) <= limits_.max_frame_bytes) ++fit;
@@ -69,15 +70,16 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRe
     return;
   }
   auto request = std::make_shared<EmbedRequest>(to_engine_embed(r));
-  if (!served_.tokenizer || text_bytes(*request) < kOffLoopMinTextBytes) {
-    submit_embed(from, tag, *request);
+  if (text_bytes(*request) < kOffLoopMinTextBytes) {
+    submit_embed(from, tag, model, *request);
     return;
   }
-  const Tokenizer* tok = served_.tokenizer.get();
+  std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
+  ModelSlot* slot = &model;  // stays: a model is never unloaded while its ServedModel is held
   off_loop_.run(
       &loop_, key,
-      [tok, request] { tokenize_embed_inputs(*request, *tok); },
-      [this, from, tag, request](std::exception_ptr error) {
+      [served, request] { tokenize_embed_inputs(*request, *served->tokenizer); },
+      [this, from, tag, request, served, slot](std::exception_ptr error) {
         if (!handles_open_) return;  // shut down meanwhile: every socket is closed
         if (error) {
           ++requests_rejected_;
@@ -95,13 +97,13 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRe
           spdlog::info("{}: closed while its embed inputs were tokenized; request dropped", from.describe());
           return;
         }
-        submit_embed(from, tag, *request);
+        submit_embed(from, tag, *slot, *request);
       });
 }
 
-void Daemon::submit_embed(const ClientRef& from, const proto::Tag& tag, EmbedRequest& request) {
+void Daemon::submit_embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, EmbedRequest& request) {
   const std::string chosen_id = request.id;
-  const SubmitResult result = served_.engine->submit_embed(std::move(request));
+  const SubmitResult result = model.served->engine->submit_embed(std::move(request));
   if (!result.ok) {
     ++requests_rejected_;
     spdlog::info("{}: embed rejected: {}", from.describe(), result.message);
@@ -109,7 +111,9 @@ void Daemon::submit_embed(const ClientRef& from, const proto::Tag& tag, EmbedReq
     return;
   }
   ++requests_total_;
+  ++model.running;
   PendingEmbed& p = pending_embeds_[result.id];
+  p.model = model.file.name;
   p.owner = from;
   p.owner_key = owner_key(from);
   p.tag = tag;
@@ -140,9 +144,9 @@ bool Daemon::handle_embed_event(const EngineEvent& ev) {
 }
 
 void Daemon::cancel_embeds_of(const std::string& key) {
-  if (!served_.engine) return;
   for (const auto& [id, p] : pending_embeds_) {
-    if (p.owner_key == key) served_.engine->cancel(id);
+    if (p.owner_key != key) continue;
+    if (ModelSlot* model = slot_of_request(id)) model->served->engine->cancel(id);
   }
 }
 

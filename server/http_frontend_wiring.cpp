@@ -44,24 +44,24 @@ void Daemon::setup_http(const ListenFds& fds) {
                               std::function<bool()> still_wanted,
                               std::function<void(nlohmann::json, std::exception_ptr)> done) {
     touch();
-    if (!served_.chat_template || !served_.tokenizer) {
-      done(nullptr, std::make_exception_ptr(vks::Error(ErrorCode::kUnsupported, "this server serves no model file")));
+    ModelSlot* model = models_.find("");
+    if (model == nullptr || !model->loaded()) {
+      done(nullptr, std::make_exception_ptr(vks::Error(ErrorCode::kUnsupported, "the default model is not loaded")));
       return;
     }
     ClientRef from;
     from.transport = Transport::kHttp;
     from.conn_id = conn_id;
     auto answer = std::make_shared<nlohmann::json>();
-    std::shared_ptr<const chat::ModelChatTemplate> tmpl = served_.chat_template;
-    const Tokenizer* tok = served_.tokenizer.get();
+    std::shared_ptr<ServedModel> served = model->served;  // kept loaded while the work runs
     // Rendering and tokenizing are not bounded by anything cheap: off the loop, like a chat's (and,
     // for a template the client sent, on part of the pool only, stopped when the client leaves).
     auto cancel = std::make_shared<std::atomic<bool>>(false);
     off_loop_.run(
         &loop_, owner_key(from),
-        [answer, work = std::move(work), tmpl, tok, cancel] {
+        [answer, work = std::move(work), served, cancel] {
           jinja::RenderScope renders(kRequestRenderTime, cancel.get());
-          *answer = work(*tmpl, *tok);
+          *answer = work(*served->chat_template, *served->tokenizer);
         },
         [this, answer, still_wanted = std::move(still_wanted), done = std::move(done)](std::exception_ptr error) {
           if (!handles_open_ || !still_wanted()) return;  // shut down, or the client left
@@ -89,20 +89,68 @@ void Daemon::setup_http(const ListenFds& fds) {
   // the tokenizer's own piece bytes (SentencePiece and byte-level BPE alike); a control token,
   // which contributes no text, is shown by its vocabulary string.
   backend.token_text = [this](TokenId id) {
-    if (!served_.tokenizer || id < 0 || id >= served_.tokenizer->vocab_size()) return std::string();
-    std::string piece = served_.tokenizer->token_bytes(id);
-    if (piece.empty()) piece = std::string(served_.tokenizer->token_text(id));
+    ModelSlot* model = models_.find("");
+    if (model == nullptr || !model->loaded()) return std::string();
+    const Tokenizer& tok = *model->served->tokenizer;
+    if (id < 0 || id >= tok.vocab_size()) return std::string();
+    std::string piece = tok.token_bytes(id);
+    if (piece.empty()) piece = std::string(tok.token_text(id));
     return piece;
   };
-  http::ModelCatalogue catalogue = make_model_catalogue(options_.model_path, model_info_, served_.config.quantization);
-  if (served_.chat_template) {
-    catalogue.tool_format = served_.chat_template->tool_format;
-    catalogue.reasoning = served_.chat_template->reasoning;
-  }
-  catalogue.tied_embeddings = served_.config.tied_embeddings;
+  backend.models = [this] {
+    std::vector<HttpModelStatus> out;
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& slot : models_.slots()) {
+      HttpModelStatus m;
+      m.entry = catalogue_entry(*slot);
+      m.loaded = slot->loaded();
+      m.running = slot->running;
+      m.resident_bytes = slot->loaded() ? slot->resident_bytes : 0;
+      if (const auto at = slot->loaded() ? slot->expires_at() : std::nullopt) {
+        m.expires_in_ms = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(*at - now).count());
+      }
+      out.push_back(std::move(m));
+    }
+    return out;
+  };
+  backend.resolve_model = [this](const std::string& name, std::optional<double> keep_alive,
+                                 std::function<bool()> still_wanted, HttpFrontend::Backend::ResolvedModel done) {
+    touch();
+    with_model(name, keep_alive, {},
+               [this, still_wanted = std::move(still_wanted), done = std::move(done)](ModelSlot* model,
+                                                                                      const proto::ProtocolError* error) {
+                 if (!handles_open_ || !still_wanted()) return;
+                 if (error != nullptr) return done(nullptr, *error);
+                 done(std::make_shared<const http::ModelCatalogue>(catalogue_entry(*model)), proto::ProtocolError{});
+               });
+  };
+  backend.unload = [this](const std::string& name) {
+    ModelSlot* model = models_.find(name);
+    if (model == nullptr || !model->loaded() || model->pinned) return false;
+    model->unload_requested = true;
+    unload_expired_models();
+    return true;
+  };
+  ModelSlot* def = models_.find("");
+  http::ModelCatalogue catalogue = catalogue_entry(def != nullptr ? *def : *models_.slots().front());
   http_ = std::make_unique<HttpFrontend>(&loop_, std::move(ho), std::move(catalogue), std::move(backend));
   http_->start(fds.http, fds.http_handed);
   for (const std::string& a : http_->addresses()) spdlog::info("HTTP API on {}", a);
+}
+
+http::ModelCatalogue Daemon::catalogue_entry(const ModelSlot& slot) const {
+  proto::ModelInfo info = slot.info;
+  if (!slot.loaded()) info.name = slot.file.name;
+  http::ModelCatalogue entry = make_model_catalogue(slot.file.path, info, slot.loaded() ? slot.served->config.quantization : "");
+  entry.id = slot.file.name;
+  if (slot.loaded()) {
+    if (slot.served->chat_template) {
+      entry.tool_format = slot.served->chat_template->tool_format;
+      entry.reasoning = slot.served->chat_template->reasoning;
+    }
+    entry.tied_embeddings = slot.served->config.tied_embeddings;
+  }
+  return entry;
 }
 
 namespace {
@@ -122,65 +170,68 @@ HttpSubmitOutcome failed(proto::ProtocolError error, const std::string& id) {
 
 void Daemon::submit_http(uint64_t conn_id, const proto::GenerateRequest& message, std::function<bool()> still_wanted,
                          std::function<void(HttpSubmitOutcome)> done) {
-  GenerateJob job = to_generate_job(message);
-  GenerateRequest& req = job.request;
-  // A long prompt is tokenized, and a grammar or schema compiled, on libuv's pool.
-  const bool long_text = req.prompt_ids.empty() && req.prompt_text.size() >= kOffLoopMinTextBytes;
-  if (!served_.tokenizer || !served_.engine || (!long_text && !has_uncompiled_constraint(req))) {
-    done(submit_http_now(conn_id, job));
-    return;
-  }
-  auto shared = std::make_shared<GenerateJob>(std::move(job));
-  const Tokenizer* tok = served_.tokenizer.get();
-  auto tokenize = [tok, shared]() -> std::optional<proto::ProtocolError> {
-    GenerateRequest& q = shared->request;
-    if (q.prompt_ids.empty() && !q.prompt_text.empty()) {
-      q.prompt_ids = tok->encode(q.prompt_text, q.add_bos.value_or(tok->add_bos_default()));
-      q.prompt_ids_from_text = true;
-    }
-    return std::nullopt;
-  };
-  submit_http_prepared(conn_id, shared, std::move(tokenize), std::move(still_wanted), std::move(done));
+  auto job = std::make_shared<GenerateJob>(to_generate_job(message));
+  with_model(message.model, message.keep_alive, {},
+             [this, conn_id, job, still_wanted, done](ModelSlot* model, const proto::ProtocolError* error) mutable {
+               if (!handles_open_ || !still_wanted()) return;  // the client went away: nothing started
+               if (error != nullptr) return done(failed(*error, job->request.id));
+               GenerateRequest& req = job->request;
+               // A long prompt is tokenized, and a grammar or schema compiled, on libuv's pool.
+               const bool long_text = req.prompt_ids.empty() && req.prompt_text.size() >= kOffLoopMinTextBytes;
+               if (!long_text && !has_uncompiled_constraint(req)) return done(submit_http_now(conn_id, *model, *job));
+               auto tokenize = [served = model->served, job](ServedModel&) -> std::optional<proto::ProtocolError> {
+                 GenerateRequest& q = job->request;
+                 const Tokenizer& tok = *served->tokenizer;
+                 if (q.prompt_ids.empty() && !q.prompt_text.empty()) {
+                   q.prompt_ids = tok.encode(q.prompt_text, q.add_bos.value_or(tok.add_bos_default()));
+                   q.prompt_ids_from_text = true;
+                 }
+                 return std::nullopt;
+               };
+               submit_http_prepared(conn_id, *model, job, std::move(tokenize), std::move(still_wanted), std::move(done));
+             });
 }
 
 void Daemon::submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std::function<bool()> still_wanted,
                               std::function<void(HttpSubmitOutcome)> done) {
   touch();
-  if (!served_.chat_template || !served_.tokenizer || !served_.engine) {
-    done(failed(proto::make_error(proto::WireError::kUnsupported, "this server has no chat template (it serves no model file)"),
-                message.generate.id));
-    return;
-  }
   // Rendered and tokenized off the loop, exactly as the msgpack `chat` request (chat_render.h).
   auto chat = std::make_shared<const proto::ChatRequest>(std::move(message));
-  auto job = std::make_shared<GenerateJob>(to_generate_job(chat->generate));
-  std::shared_ptr<const chat::ModelChatTemplate> tmpl = served_.chat_template;
-  const Tokenizer* tok = served_.tokenizer.get();
-  auto render = [chat, job, tmpl, tok] { return render_chat_request(*chat, job->request, *tmpl, *tok); };
-  // A template the client sent costs what the client chooses: it may hold only part of the pool.
-  const OffLoop::Cost cost = chat->chat_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded;
-  submit_http_prepared(conn_id, std::move(job), std::move(render), std::move(still_wanted), std::move(done), cost);
+  with_model(chat->generate.model, chat->generate.keep_alive, {},
+             [this, conn_id, chat, still_wanted, done](ModelSlot* model, const proto::ProtocolError* error) mutable {
+               if (!handles_open_ || !still_wanted()) return;
+               if (error != nullptr) return done(failed(*error, chat->generate.id));
+               auto job = std::make_shared<GenerateJob>(to_generate_job(chat->generate));
+               auto render = [chat, job](ServedModel& served) {
+                 return render_chat_request(*chat, job->request, *served.chat_template, *served.tokenizer);
+               };
+               // A template the client sent costs what the client chooses: it may hold only part of the pool.
+               const OffLoop::Cost cost = chat->chat_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded;
+               submit_http_prepared(conn_id, *model, std::move(job), std::move(render), std::move(still_wanted),
+                                    std::move(done), cost);
+             });
 }
 
-void Daemon::submit_http_prepared(uint64_t conn_id, std::shared_ptr<GenerateJob> job,
-                                  std::function<std::optional<proto::ProtocolError>()> prepare,
+void Daemon::submit_http_prepared(uint64_t conn_id, ModelSlot& model, std::shared_ptr<GenerateJob> job,
+                                  std::function<std::optional<proto::ProtocolError>(ServedModel&)> prepare,
                                   std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done,
                                   OffLoop::Cost cost) {
   ClientRef from;
   from.transport = Transport::kHttp;
   from.conn_id = conn_id;
-  Engine* engine = served_.engine.get();
+  std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
+  ModelSlot* slot = &model;  // stays: a model is never unloaded while its ServedModel is held
   auto prepared_error = std::make_shared<std::optional<proto::ProtocolError>>();
   auto compile_error = std::make_shared<std::string>();
   auto cancel = std::make_shared<std::atomic<bool>>(false);  // set when the connection closes
   off_loop_.run(
       &loop_, owner_key(from),
-      [engine, job, prepare = std::move(prepare), prepared_error, compile_error, cancel] {
+      [served, job, prepare = std::move(prepare), prepared_error, compile_error, cancel] {
         jinja::RenderScope renders(kRequestRenderTime, cancel.get());
-        *prepared_error = prepare();
-        if (!*prepared_error) engine->prepare_constraint(job->request, *compile_error);  // thread-safe
+        *prepared_error = prepare(*served);
+        if (!*prepared_error) served->engine->prepare_constraint(job->request, *compile_error);  // thread-safe
       },
-      [this, conn_id, job, prepared_error, compile_error, still_wanted = std::move(still_wanted),
+      [this, conn_id, job, served, slot, prepared_error, compile_error, still_wanted = std::move(still_wanted),
        done = std::move(done)](std::exception_ptr error) {
         if (!handles_open_ || !still_wanted()) return;  // the client went away: nothing started
         const std::string& id = job->request.id;
@@ -200,7 +251,7 @@ void Daemon::submit_http_prepared(uint64_t conn_id, std::shared_ptr<GenerateJob>
           return done(failed(error_from_submit(rejected, limits_.max_prompt_tokens), id));
         }
         if (job->request.prompt_ids.empty()) job->request.prompt_ids_from_text = false;
-        done(submit_http_now(conn_id, *job));
+        done(submit_http_now(conn_id, *slot, *job));
       },
       cancel, cost);
 }
@@ -208,11 +259,17 @@ void Daemon::submit_http_prepared(uint64_t conn_id, std::shared_ptr<GenerateJob>
 void Daemon::submit_http_embed(uint64_t conn_id, proto::EmbedRequest message, std::function<bool()> still_wanted,
                                std::function<void(HttpSubmitOutcome)> done) {
   touch();
-  if (phase_ != Phase::kServing || !served_.engine) {
-    ++requests_rejected_;
-    return done(failed(proto::make_error(proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts"),
-                       message.id));
-  }
+  auto wire = std::make_shared<proto::EmbedRequest>(std::move(message));
+  with_model(wire->model, wire->keep_alive, {},
+             [this, conn_id, wire, still_wanted, done](ModelSlot* model, const proto::ProtocolError* error) mutable {
+               if (!handles_open_ || !still_wanted()) return;
+               if (error != nullptr) return done(failed(*error, wire->id));
+               submit_http_embed_to(conn_id, *model, *wire, std::move(still_wanted), std::move(done));
+             });
+}
+
+void Daemon::submit_http_embed_to(uint64_t conn_id, ModelSlot& model, const proto::EmbedRequest& message,
+                                  std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done) {
   if (!message.id.empty() && (registry_.contains(message.id) || pending_embeds_.count(message.id) > 0)) {
     ++requests_rejected_;
     return done(failed(proto::make_error(proto::WireError::kAlreadyExists,
@@ -223,10 +280,17 @@ void Daemon::submit_http_embed(uint64_t conn_id, proto::EmbedRequest message, st
   from.transport = Transport::kHttp;
   from.conn_id = conn_id;
   auto request = std::make_shared<EmbedRequest>(to_engine_embed(message));
+  std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
+  ModelSlot* slot = &model;  // stays: a model is never unloaded while its ServedModel is held
   // Registered like a msgpack embed (embed_handler.cpp), whose events come back to the front end.
-  auto submit_now = [this, from, request]() {
+  auto submit_now = [this, from, request, slot]() {
     const std::string chosen_id = request->id;
-    const SubmitResult result = served_.engine->submit_embed(std::move(*request));
+    if (phase_ != Phase::kServing || !slot->loaded()) {
+      ++requests_rejected_;
+      return failed(proto::make_error(proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts"),
+                    chosen_id);
+    }
+    const SubmitResult result = slot->served->engine->submit_embed(std::move(*request));
     if (!result.ok) {
       ++requests_rejected_;
       spdlog::info("{}: embed rejected: {}", from.describe(), result.message);
@@ -235,7 +299,9 @@ void Daemon::submit_http_embed(uint64_t conn_id, proto::EmbedRequest message, st
       return out;
     }
     ++requests_total_;
+    ++slot->running;
     PendingEmbed& p = pending_embeds_[result.id];
+    p.model = slot->file.name;
     p.owner = from;
     p.owner_key = owner_key(from);
     HttpSubmitOutcome out;
@@ -246,11 +312,10 @@ void Daemon::submit_http_embed(uint64_t conn_id, proto::EmbedRequest message, st
   };
   size_t text_bytes = 0;
   for (const std::string& t : request->texts) text_bytes += t.size();
-  if (!served_.tokenizer || text_bytes < kOffLoopMinTextBytes) return done(submit_now());
-  const Tokenizer* tok = served_.tokenizer.get();
+  if (text_bytes < kOffLoopMinTextBytes) return done(submit_now());
   off_loop_.run(
-      &loop_, owner_key(from), [tok, request] { tokenize_embed_inputs(*request, *tok); },
-      [this, request, submit_now, still_wanted = std::move(still_wanted), done = std::move(done)](std::exception_ptr error) {
+      &loop_, owner_key(from), [served, request] { tokenize_embed_inputs(*request, *served->tokenizer); },
+      [this, request, served, submit_now, still_wanted = std::move(still_wanted), done = std::move(done)](std::exception_ptr error) {
         if (!handles_open_ || !still_wanted()) return;  // the client went away: nothing started
         if (error) {
           ++requests_rejected_;
@@ -261,13 +326,13 @@ void Daemon::submit_http_embed(uint64_t conn_id, proto::EmbedRequest message, st
       });
 }
 
-HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, GenerateJob& r) {
+HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, ModelSlot& model, GenerateJob& r) {
   touch();
   HttpSubmitOutcome out;
   ClientRef from;
   from.transport = Transport::kHttp;
   from.conn_id = conn_id;
-  if (phase_ != Phase::kServing || !served_.engine) {
+  if (phase_ != Phase::kServing || !model.loaded()) {
     ++requests_rejected_;
     out.error = proto::make_error(proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
     return out;
@@ -280,7 +345,7 @@ HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, GenerateJob& r) {
   }
   const bool with_logprobs = r.request.logprobs >= 0;
   const std::string chosen_id = r.request.id;
-  SubmitResult result = served_.engine->submit(std::move(r.request));
+  SubmitResult result = model.served->engine->submit(std::move(r.request));
   if (!result.ok) {
     ++requests_rejected_;
     spdlog::info("{}: generate rejected: {}", from.describe(), result.message);
@@ -289,8 +354,10 @@ HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, GenerateJob& r) {
     out.id = chosen_id;
     return out;
   }
+  ++model.running;
   StreamEntry entry;
   entry.id = result.id;
+  entry.model = model.file.name;
   entry.topic = proto::topic_for(proto::stream_token_from(rng_));
   entry.owner = from;
   entry.stream_to_owner = false;  // HTTP answers are rendered from engine events, not msgpack frames
@@ -300,7 +367,8 @@ HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, GenerateJob& r) {
   entry.prompt_tokens = result.prompt_tokens;
   StreamEntry& e = registry_.add(std::move(entry));
   ++requests_total_;
-  spdlog::info("{}: generate {} accepted ({} prompt tokens, topic {})", from.describe(), e.id, e.prompt_tokens, e.topic);
+  spdlog::info("{}: generate {} accepted on {} ({} prompt tokens, topic {})", from.describe(), e.id, e.model,
+               e.prompt_tokens, e.topic);
   out.ok = true;
   out.id = e.id;
   out.prompt_tokens = e.prompt_tokens;

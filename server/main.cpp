@@ -1,5 +1,5 @@
-// vkstreamd: parse options, take socket-activated descriptors, load the model (--http answering
-// 503 "loading" meanwhile), serve.
+// vkstreamd: parse options, take socket-activated descriptors, load the --model if given (--http
+// answering 503 "loading" meanwhile), serve.
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -35,11 +35,15 @@ int main(int argc, char** argv) {
     vks::server::SystemdNotifier notifier;
     // --http answers 503 "loading" meanwhile, on listeners the Daemon then takes over as they are.
     std::unique_ptr<vks::http::LoadingResponder> loading = vks::server::answer_http_while_loading(*options, fds);
-    vks::server::ServedModel served = vks::server::load_served_model(*options, notifier);
+    // --model is loaded before serving (and pinned); without it every model loads on first use.
+    vks::server::ServedModel pinned;
+    if (!options->model_path.empty()) {
+      pinned = vks::server::load_served_model(options->model_path, *options, options->chat_template_path, &notifier);
+    }
     if (loading) vks::server::hand_http_to_daemon(*loading, fds);
     int rc = 0;
     {
-      vks::server::Daemon daemon(std::move(*options), fds, std::move(served), notifier);
+      vks::server::Daemon daemon(std::move(*options), fds, std::move(pinned), notifier);
       rc = daemon.run();
     }
     // With the runner gone: destroying the instance is what lets Mesa finish writing its shader

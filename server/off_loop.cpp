@@ -49,7 +49,7 @@ void OffLoop::run(uv_loop_t* loop, const std::string& key, Work work, Done done,
   task->done = std::move(done);
   task->cost = cost;
   Client& client = clients_[key];
-  client.busy = true;
+  ++client.busy;
   if (cancel) {
     client.cancels.push_back(cancel);
     task->cancel = std::move(cancel);
@@ -127,11 +127,11 @@ void OffLoop::finish(const std::string& key) {
   --in_flight_;
   auto it = clients_.find(key);
   if (it == clients_.end()) return;  // forgotten while its work ran
-  it->second.busy = false;
+  --it->second.busy;
   // Handle deferred requests in order until one of them starts new work (busy again).
   while (true) {
     it = clients_.find(key);
-    if (it == clients_.end() || it->second.busy || it->second.deferred.empty()) break;
+    if (it == clients_.end() || it->second.busy > 0 || it->second.deferred.empty()) break;
     Later later = std::move(it->second.deferred.front());
     it->second.deferred.pop_front();
     try {
@@ -143,13 +143,20 @@ void OffLoop::finish(const std::string& key) {
     }
   }
   it = clients_.find(key);
-  if (it != clients_.end() && !it->second.busy && it->second.deferred.empty()) clients_.erase(it);
+  if (it != clients_.end() && it->second.busy == 0 && it->second.deferred.empty()) clients_.erase(it);
 }
 
 bool OffLoop::busy(const std::string& key) const {
   const auto it = clients_.find(key);
-  return it != clients_.end() && it->second.busy;
+  return it != clients_.end() && it->second.busy > 0;
 }
+
+void OffLoop::hold(const std::string& key) {
+  ++clients_[key].busy;
+  ++in_flight_;
+}
+
+void OffLoop::release(const std::string& key) { finish(key); }
 
 void OffLoop::defer(const std::string& key, Later later) { clients_[key].deferred.push_back(std::move(later)); }
 
@@ -159,7 +166,7 @@ void OffLoop::forget(const std::string& key) {
   it->second.deferred.clear();
   for (const CancelFlag& flag : it->second.cancels) flag->store(true, std::memory_order_relaxed);
   it->second.cancels.clear();
-  if (!it->second.busy) clients_.erase(it);
+  if (it->second.busy == 0) clients_.erase(it);
 }
 
 void OffLoop::stop() {

@@ -56,6 +56,11 @@ class OffLoop {
 
   // Whether `key` has work in flight: a request of that client must then go to defer().
   bool busy(const std::string& key) const;
+  // Work of `key` that runs elsewhere (a model load on its own thread): its later requests are
+  // deferred from hold() until the matching release() on the loop thread, which then runs them as
+  // a completion would.
+  void hold(const std::string& key);
+  void release(const std::string& key);
   void defer(const std::string& key, Later later);
   // The client went away: its deferred requests are dropped and the cancel flags of its work in
   // flight are set (work still completes, early when it reads its flag; `done` still runs).
@@ -71,7 +76,7 @@ class OffLoop {
  private:
   struct Task;
   struct Client {
-    bool busy = false;
+    int32_t busy = 0;  // work in flight (run() and hold())
     std::deque<Later> deferred;
     std::vector<CancelFlag> cancels;  // of its work in flight
   };

@@ -67,7 +67,10 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::H
   proto::HelloAnswer a;
   a.version = proto::PROTOCOL_VERSION;
   a.server = "vkstreamd 0.1.0";
-  a.model = model_info_;
+  if (ModelSlot* def = models_.find("")) {
+    a.model = def->loaded() ? def->info : proto::ModelInfo{};
+    if (!def->loaded()) a.model.name = def->file.name;
+  }
   a.limits = limits_;
   a.pub_endpoint = pub_ ? pub_->endpoint() : "";
   a.router_endpoint = router_ ? router_->endpoint() : "";
@@ -76,12 +79,14 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::H
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::GenerateRequest& r) {
-  GenerateJob job = to_generate_job(r);
-  submit_generate(from, tag, job);
+  auto job = std::make_shared<GenerateJob>(to_generate_job(r));
+  with_model_for(from, tag, r.model, r.keep_alive, [this, from, tag, job](ModelSlot& model) {
+    submit_generate(from, tag, model, *job);
+  });
 }
 
-void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, GenerateJob& r) {
-  if (phase_ != Phase::kServing || !served_.engine) {
+void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, GenerateJob& r) {
+  if (phase_ != Phase::kServing || !model.loaded()) {
     ++requests_rejected_;
     reply_error(from, tag, proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
     return;
@@ -104,10 +109,10 @@ void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, Gener
                 r.request.id);
     return;
   }
-  if (generate_off_loop(from, tag, r)) return;  // long prompt_text / grammar: prepared off the loop first
+  if (generate_off_loop(from, tag, model, r)) return;  // long prompt_text / grammar: prepared off the loop first
   const bool with_logprobs = r.request.logprobs >= 0;
   const std::string chosen_id = r.request.id;
-  SubmitResult result = served_.engine->submit(std::move(r.request));
+  SubmitResult result = model.served->engine->submit(std::move(r.request));
   if (!result.ok) {
     ++requests_rejected_;
     spdlog::info("{}: generate rejected: {}", from.describe(), result.message);
@@ -115,8 +120,10 @@ void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, Gener
                                     chosen_id, result.retry_after_ms));
     return;
   }
+  ++model.running;
   StreamEntry entry;
   entry.id = result.id;
+  entry.model = model.file.name;
   entry.topic = proto::topic_for(proto::stream_token_from(rng_));
   entry.owner = from;
   // A REQ peer takes the next message after its next send as the answer: never stream to it.
@@ -135,13 +142,14 @@ void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, Gener
   a.queue_position = e.queue_position;
   a.prompt_tokens = e.prompt_tokens;
   a.detached = e.detached;
+  a.model = e.model;
   reply(from, proto::encode_answer(a, tag));
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::CancelRequest& r) {
   if (pending_embeds_.count(r.id)) {  // an embed request (no stream entry): answered by its error
     spdlog::info("{}: cancel embed {}", from.describe(), r.id);
-    if (served_.engine) served_.engine->cancel(r.id);
+    if (ModelSlot* model = slot_of_request(r.id)) model->served->engine->cancel(r.id);
     reply(from, proto::encode_answer(proto::CancelledAnswer{r.id}, tag));
     return;
   }
@@ -154,7 +162,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::C
     return;
   }
   spdlog::info("{}: cancel {}", from.describe(), r.id);
-  if (served_.engine) served_.engine->cancel(r.id);
+  if (ModelSlot* model = slot_of_request(r.id)) model->served->engine->cancel(r.id);
   reply(from, proto::encode_answer(proto::CancelledAnswer{r.id}, tag));
 }
 
@@ -186,7 +194,13 @@ proto::StatsSnapshot Daemon::stats_snapshot() const {
   s.requests_total = requests_total_;
   s.requests_rejected = requests_rejected_;
   s.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  const EngineStats es = served_.engine ? served_.engine->stats() : EngineStats{};
+  // The default model's engine, else the first loaded one (per-model figures: the `models` answer).
+  const ModelSlot* shown = const_cast<ModelSet&>(models_).find("");
+  if (shown == nullptr || !shown->loaded()) {
+    const std::vector<ModelSlot*> loaded = models_.loaded();
+    shown = loaded.empty() ? nullptr : loaded.front();
+  }
+  const EngineStats es = shown != nullptr && shown->loaded() ? shown->served->engine->stats() : EngineStats{};
   proto::StatsSnapshot snapshot = make_stats_snapshot(es, s);
   itl_.fill(snapshot.itl_ms);  // cumulative since start (the engine's samples are a recent window)
   return snapshot;
@@ -201,14 +215,22 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::S
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r) {
-  if (tokenize_off_loop(from, tag, r)) return;
-  proto::TokenizeAnswer a;
-  a.ids = served_.tokenizer->encode(r.text, r.add_bos.value_or(served_.tokenizer->add_bos_default()), r.parse_special);
-  reply(from, proto::encode_answer(a, tag));
+  with_model_for(from, tag, r.model, std::nullopt, [this, from, tag, r](ModelSlot& model) {
+    if (tokenize_off_loop(from, tag, model, r)) return;
+    const Tokenizer& tok = *model.served->tokenizer;
+    proto::TokenizeAnswer a;
+    a.ids = tok.encode(r.text, r.add_bos.value_or(tok.add_bos_default()), r.parse_special);
+    reply(from, proto::encode_answer(a, tag));
+  });
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r) {
-  const int32_t vocab = served_.tokenizer->vocab_size();
+  with_model_for(from, tag, r.model, std::nullopt, [this, from, tag, r](ModelSlot& model) { detokenize(from, tag, model, r); });
+}
+
+void Daemon::detokenize(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, const proto::DetokenizeRequest& r) {
+  const Tokenizer& tok = *model.served->tokenizer;
+  const int32_t vocab = tok.vocab_size();
   for (size_t i = 0; i < r.ids.size(); ++i) {
     if (r.ids[i] < 0 || r.ids[i] >= vocab) {
       reply_error(from, tag, proto::WireError::kInvalidField,
@@ -218,14 +240,10 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::D
       return;
     }
   }
-  if (detokenize_off_loop(from, tag, r)) return;
+  if (detokenize_off_loop(from, tag, model, r)) return;
   proto::DetokenizeAnswer a;
-  a.text = served_.tokenizer->decode(r.ids);
+  a.text = tok.decode(r.ids);
   reply(from, proto::encode_answer(a, tag));
-}
-
-void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::ModelRequest&) {
-  reply(from, proto::encode_answer(proto::ModelAnswer{model_info_}, tag));
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::ReplayRequest& r) {

@@ -35,14 +35,16 @@ bool Daemon::defer_if_busy(const ClientRef& from, std::string& payload) {
   return true;
 }
 
-bool Daemon::tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r) {
+bool Daemon::tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, ModelSlot& model,
+                               const proto::TokenizeRequest& r) {
   if (r.text.size() < kOffLoopMinTextBytes) return false;
   auto ids = std::make_shared<std::vector<TokenId>>();
-  const Tokenizer* tok = served_.tokenizer.get();
+  std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
   off_loop_.run(
       &loop_, owner_key(from),
-      [tok, ids, text = r.text, add_bos = r.add_bos.value_or(tok->add_bos_default()), parse_special = r.parse_special] {
-        *ids = tok->encode(text, add_bos, parse_special);
+      [served, ids, text = r.text, add_bos = r.add_bos, parse_special = r.parse_special] {
+        const Tokenizer& tok = *served->tokenizer;
+        *ids = tok.encode(text, add_bos.value_or(tok.add_bos_default()), parse_special);
       },
       [this, from, tag, ids](std::exception_ptr error) {
         if (!handles_open_) return;  // shut down meanwhile: every socket is closed
@@ -57,12 +59,13 @@ bool Daemon::tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, con
   return true;
 }
 
-bool Daemon::detokenize_off_loop(const ClientRef& from, const proto::Tag& tag, const proto::DetokenizeRequest& r) {
+bool Daemon::detokenize_off_loop(const ClientRef& from, const proto::Tag& tag, ModelSlot& model,
+                                 const proto::DetokenizeRequest& r) {
   if (r.ids.size() < kOffLoopMinIds) return false;  // the caller has checked every id
   auto text = std::make_shared<std::string>();
-  const Tokenizer* tok = served_.tokenizer.get();
+  std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
   off_loop_.run(
-      &loop_, owner_key(from), [tok, text, ids = r.ids] { *text = tok->decode(ids); },
+      &loop_, owner_key(from), [served, text, ids = r.ids] { *text = served->tokenizer->decode(ids); },
       [this, from, tag, text](std::exception_ptr error) {
         if (!handles_open_) return;
         if (error) {
@@ -76,27 +79,28 @@ bool Daemon::detokenize_off_loop(const ClientRef& from, const proto::Tag& tag, c
   return true;
 }
 
-bool Daemon::generate_off_loop(const ClientRef& from, const proto::Tag& tag, GenerateJob& r) {
+bool Daemon::generate_off_loop(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, GenerateJob& r) {
   GenerateRequest& req = r.request;
   const bool long_text = req.prompt_ids.empty() && req.prompt_text.size() >= kOffLoopMinTextBytes;
   // A grammar or schema compiles here too: a big one takes far longer than tokenizing.
   const bool constrained = (!req.grammar.empty() || !req.json_schema.empty()) && !req.compiled_constraint;
-  if (!served_.tokenizer || !served_.engine || (!long_text && !constrained)) return false;
+  if (!long_text && !constrained) return false;
   auto message = std::make_shared<GenerateJob>(std::move(r));
   auto compile_error = std::make_shared<std::string>();
-  const Tokenizer* tok = served_.tokenizer.get();
-  Engine* engine = served_.engine.get();
+  std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
+  ModelSlot* slot = &model;  // stays: a model is never unloaded while its ServedModel is held
   off_loop_.run(
       &loop_, owner_key(from),
-      [tok, engine, message, compile_error] {
+      [served, message, compile_error] {
         GenerateRequest& q = message->request;
+        const Tokenizer& tok = *served->tokenizer;
         if (q.prompt_ids.empty() && !q.prompt_text.empty()) {
-          q.prompt_ids = tok->encode(q.prompt_text, q.add_bos.value_or(tok->add_bos_default()));
+          q.prompt_ids = tok.encode(q.prompt_text, q.add_bos.value_or(tok.add_bos_default()));
           q.prompt_ids_from_text = true;
         }
-        engine->prepare_constraint(q, *compile_error);  // thread-safe; submit() reuses the result
+        served->engine->prepare_constraint(q, *compile_error);  // thread-safe; submit() reuses the result
       },
-      [this, from, tag, message, compile_error](std::exception_ptr error) {
+      [this, from, tag, message, compile_error, served, slot](std::exception_ptr error) {
         if (!handles_open_) return;
         if (error) {
           ++requests_rejected_;
@@ -120,7 +124,7 @@ bool Daemon::generate_off_loop(const ClientRef& from, const proto::Tag& tag, Gen
           return;
         }
         if (message->request.prompt_ids.empty()) message->request.prompt_ids_from_text = false;
-        submit_generate(from, tag, *message);  // prompt_ids and the compiled constraint are set now: handled inline
+        submit_generate(from, tag, *slot, *message);  // prompt_ids and the compiled constraint are set now: handled inline
       });
   return true;
 }

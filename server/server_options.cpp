@@ -81,8 +81,25 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   std::string mode = "0660";
 
   app.add_option("-m,--model", o.model_path,
-                 "GGUF model file to serve, or a cached model name (see `vkstream pull`, `vkstream models`)")
-      ->required();
+                 "GGUF model file to serve, or a cached model name (see `vkstream pull`, `vkstream models`): "
+                 "loaded at start, never unloaded, and the default of requests that name no model");
+  app.add_option("--models-dir", o.models_dirs,
+                 "a folder whose *.gguf files are served by file stem, loaded on first use (repeatable)");
+  bool no_model_cache = false;
+  app.add_flag("--no-model-cache", no_model_cache,
+               "do not serve the models `vkstream pull` put in the model cache (only --model and --models-dir)");
+  app.add_option("--max-loaded-models", o.max_loaded_models,
+                 "most models loaded at once; loading another unloads the least recently used idle one")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--max-loaded-bytes", o.max_loaded_bytes,
+                 "memory the loaded models may take together (weights and KV caches; 0 = three quarters of "
+                 "the host's memory)")
+      ->capture_default_str();
+  app.add_option("--keep-alive", o.keep_alive_s,
+                 "seconds an idle model stays loaded unless a request says otherwise (keep_alive; negative: "
+                 "until evicted)")
+      ->capture_default_str();
   app.add_option("--scope", scope, "default socket locations: user ($XDG_RUNTIME_DIR/vkstream) or "
                                    "system (/run/vkstream)")
       ->check(CLI::IsMember({"user", "system"}))
@@ -200,7 +217,8 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   for (const std::string& g : allow_groups) o.allow_gids.push_back(resolve_id(g, /*group=*/true));
   for (const std::string& u : deny_users) o.deny_uids.push_back(resolve_id(u, /*group=*/false));
   check_endpoints(o);
-  o.model_path = vks::cli::resolve_model_or_path(o.model_path);
+  if (!o.model_path.empty()) o.model_path = vks::cli::resolve_model_or_path(o.model_path);
+  o.serve_model_cache = !no_model_cache;
   o.scope = scope == "user" ? Scope::kUser : Scope::kSystem;
   o.socket_mode = parse_mode(mode);
   o.prefix_caching = !no_prefix_cache;

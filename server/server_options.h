@@ -12,7 +12,14 @@ namespace vks::server {
 enum class Scope { kUser, kSystem };
 
 struct ServerOptions {
-  std::string model_path;
+  std::string model_path;  // --model: preloaded, pinned and the default ("" = none)
+  // Many models (docs/PROTOCOL.md "Models"): every *.gguf in each --models-dir by file stem, and
+  // what `vkstream pull` put in the model cache, loaded on demand, at most max_loaded_models at once.
+  std::vector<std::string> models_dirs;
+  bool serve_model_cache = true;   // --no-model-cache: only --model and --models-dir
+  int32_t max_loaded_models = 3;
+  uint64_t max_loaded_bytes = 0;   // 0 = three quarters of the host's memory
+  double keep_alive_s = 300;       // a model idle this long unloads (negative: never)
   Scope scope = Scope::kUser;
   std::string socket_path;       // Unix socket; empty = default for the scope
   std::string router_endpoint;   // ZeroMQ ROUTER; empty = ipc:// default for the scope

@@ -18,6 +18,7 @@ namespace vks::server {
 
 struct StreamEntry {
   std::string id;
+  std::string model;  // the served model's name
   std::string topic;
   ClientRef owner;
   bool stream_to_owner = true;   // token/lifecycle events go to the owner's transport

@@ -1,0 +1,260 @@
+// Daemon: the served models. A request names its model; the first request for a model that is not
+// loaded loads it (on the ModelLoader's thread, never the loop's), later ones share it. Loading
+// past --max-loaded-models or the memory budget first unloads the least recently used idle model;
+// an idle model whose keep_alive ran out, or that was asked to go, unloads (on a thread of its own).
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <exception>
+
+#include "engine/common/error.h"
+#include "server/daemon.h"
+#include "server/servable_files.h"
+
+namespace vks::server {
+
+namespace {
+
+std::string what_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown failure";
+  }
+}
+
+// Before a load, what a model will hold: its weights, and the KV pool the runner sizes by default.
+constexpr uint64_t kKvPoolEstimateBytes = 256ull << 20;
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+uint64_t default_loaded_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 4 * 3;
+}
+
+ServableFile servable_file_of(const std::string& path) {
+  ServableFile f;
+  f.path = path;
+  std::string stem = path.substr(path.rfind('/') + 1);
+  if (stem.size() > 5 && stem.ends_with(".gguf")) stem.resize(stem.size() - 5);
+  f.name = stem.empty() ? "model" : stem;
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0) {
+    f.size_bytes = static_cast<uint64_t>(st.st_size);
+    f.mtime_unix = static_cast<int64_t>(st.st_mtime);
+  }
+  return f;
+}
+
+proto::ModelInfo loaded_model_info(const ServedModel& served) {
+  proto::ModelInfo info = model_info_from(served.config, served.tokenizer.get(), served.device);
+  if (served.engine) {
+    info.kv_type = served.engine->kv_type();
+    info.kv_bytes_per_token = static_cast<int64_t>(served.engine->kv_bytes_per_token());
+  }
+  return info;
+}
+
+uint64_t resident_bytes_of(const ServableFile& file, const ServedModel& served) {
+  if (!served.engine) return file.size_bytes;
+  return file.size_bytes + served.engine->kv_bytes_per_token() * static_cast<uint64_t>(served.engine->kv_capacity_tokens());
+}
+
+std::function<void()> Daemon::engine_notifier() const {
+  return [guard = async_guard_] {
+    std::lock_guard lock(guard->mutex);
+    if (guard->async != nullptr) uv_async_send(guard->async);
+  };
+}
+
+bool Daemon::rescan_models() {
+  last_scan_ = std::chrono::steady_clock::now();
+  std::vector<ServableFile> files = servable_files(options_);
+  std::erase_if(files, [&](const ServableFile& f) {  // the pinned model is listed once, as pinned
+    return std::any_of(models_.slots().begin(), models_.slots().end(),
+                       [&](const auto& s) { return s->pinned && (s->file.name == f.name || s->file.path == f.path); });
+  });
+  const std::string before = models_.names();
+  models_.set_files(files);
+  return models_.names() != before;
+}
+
+ModelSlot* Daemon::slot_of_request(const std::string& id) {
+  std::string model;
+  if (const StreamEntry* e = registry_.find(id)) {
+    model = e->model;
+  } else if (const auto it = pending_embeds_.find(id); it != pending_embeds_.end()) {
+    model = it->second.model;
+  } else {
+    return nullptr;
+  }
+  for (const auto& s : models_.slots()) {
+    if (s->file.name == model && s->loaded()) return s.get();
+  }
+  return nullptr;
+}
+
+void Daemon::note_use(ModelSlot& slot, std::optional<double> keep_alive) {
+  slot.last_used = std::chrono::steady_clock::now();
+  if (slot.pinned) return;  // loaded for the daemon's life
+  slot.keep_alive_s = keep_alive.value_or(options_.keep_alive_s);
+  slot.unload_requested = false;
+}
+
+void Daemon::with_model(const std::string& name, std::optional<double> keep_alive, const std::string& hold_key,
+                        ModelThen then) {
+  ModelSlot* slot = models_.find(name);
+  // A model pulled since the last look: look again (at most once a second, a folder listing).
+  if (slot == nullptr && !name.empty() && std::chrono::steady_clock::now() - last_scan_ > std::chrono::seconds(1) &&
+      rescan_models()) {
+    slot = models_.find(name);
+  }
+  if (slot == nullptr) {
+    const proto::ProtocolError e = proto::make_error(
+        proto::WireError::kNotFound,
+        name.empty() ? "this server serves several models and none is the default: name one of " + models_.names()
+                     : "model '" + name + "' not found; this server serves " + models_.names(),
+        "model");
+    then(nullptr, &e);
+    return;
+  }
+  if (phase_ != Phase::kServing) {
+    const proto::ProtocolError e =
+        proto::make_error(proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
+    then(nullptr, &e);
+    return;
+  }
+  note_use(*slot, keep_alive);
+  if (slot->loaded()) {
+    then(slot, nullptr);
+    return;
+  }
+  if (!hold_key.empty()) off_loop_.hold(hold_key);
+  slot->waiters.push_back([this, slot, hold_key, then = std::move(then)](const proto::ProtocolError* error) {
+    then(error != nullptr ? nullptr : slot, error);
+    if (!hold_key.empty()) off_loop_.release(hold_key);  // after `then`, which may have started more work
+  });
+  if (!slot->loading) start_load(*slot);
+}
+
+void Daemon::with_model_for(const ClientRef& from, const proto::Tag& tag, const std::string& name,
+                            std::optional<double> keep_alive, std::function<void(ModelSlot&)> then) {
+  with_model(name, keep_alive, owner_key(from),
+             [this, from, tag, then = std::move(then)](ModelSlot* model, const proto::ProtocolError* error) {
+               if (!handles_open_) return;
+               if (error != nullptr) {
+                 ++requests_rejected_;
+                 spdlog::info("{}: rejected: {}", from.describe(), error->message);
+                 reply(from, proto::encode_error(*error, tag, {}, error->code == proto::WireError::kOverloaded ? 1000 : 0));
+                 return;
+               }
+               then(*model);
+             });
+}
+
+void Daemon::start_load(ModelSlot& slot) {
+  const uint64_t estimate = slot.file.size_bytes + kKvPoolEstimateBytes;
+  const std::optional<std::vector<std::string>> evict = evictions_for(models_.resident(), estimate, residency_);
+  if (!evict) {
+    const proto::ProtocolError e = proto::make_error(
+        proto::WireError::kOverloaded,
+        "cannot load model '" + slot.file.name + "' now: the " + std::to_string(models_.loaded_count()) +
+            " loaded model(s) are busy and no more fit (--max-loaded-models " + std::to_string(residency_.max_loaded) +
+            ", --max-loaded-bytes " + std::to_string(residency_.max_bytes) + "); retry when one finishes",
+        "model");
+    std::vector<std::function<void(const proto::ProtocolError*)>> waiters;
+    waiters.swap(slot.waiters);
+    for (auto& w : waiters) w(&e);
+    return;
+  }
+  for (const std::string& name : *evict) {
+    if (ModelSlot* victim = models_.find(name)) unload_now(*victim, "least recently used, to make room");
+  }
+  slot.loading = true;
+  slot.resident_bytes = estimate;
+  spdlog::info("loading model {} ({})", slot.file.name, slot.file.path);
+  const std::string template_path = slot.pinned ? options_.chat_template_path : std::string();
+  loader_->load(
+      [path = slot.file.path, options = options_, template_path] {
+        return std::make_shared<ServedModel>(load_served_model(path, options, template_path, nullptr));
+      },
+      [this, name = slot.file.name, started = std::chrono::steady_clock::now()](std::shared_ptr<ServedModel> served,
+                                                                                 std::exception_ptr error) {
+        on_model_loaded(name, std::move(served), error, started);
+      });
+}
+
+void Daemon::on_model_loaded(const std::string& name, std::shared_ptr<ServedModel> served, std::exception_ptr error,
+                             std::chrono::steady_clock::time_point started) {
+  ModelSlot* slot = nullptr;
+  for (const auto& s : models_.slots()) {
+    if (s->file.name == name && s->loading) slot = s.get();
+  }
+  if (slot == nullptr) {  // cannot happen: a loading slot is never dropped
+    if (served) loader_->dispose(std::move(served));
+    return;
+  }
+  slot->loading = false;
+  std::optional<proto::ProtocolError> failure;
+  if (error) {
+    failure = proto::make_error(proto::WireError::kModelLoadFailed, "model '" + name + "': " + what_of(error), "model");
+    spdlog::error("loading model {} failed: {}", name, what_of(error));
+    slot->resident_bytes = 0;
+  } else if (!handles_open_ || phase_ != Phase::kServing) {
+    failure = proto::make_error(proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
+    loader_->dispose(std::move(served));
+    slot->resident_bytes = 0;
+  } else {
+    served->engine->set_event_notifier(engine_notifier());
+    slot->info = loaded_model_info(*served);
+    slot->resident_bytes = resident_bytes_of(slot->file, *served);
+    slot->served = std::move(served);
+    slot->load_ms = ms_since(started);
+    slot->last_used = std::chrono::steady_clock::now();
+    spdlog::info("model {} loaded in {:.0f} ms on {} ({} MiB resident)", name, slot->load_ms, slot->served->device,
+                 slot->resident_bytes >> 20);
+  }
+  std::vector<std::function<void(const proto::ProtocolError*)>> waiters;
+  waiters.swap(slot->waiters);
+  for (auto& w : waiters) {
+    try {
+      w(failure ? &*failure : nullptr);
+    } catch (const std::exception& e) {
+      spdlog::error("a request waiting for model {}: {}", name, e.what());
+    }
+  }
+  unload_expired_models();  // keep_alive 0 and nothing submitted: it goes again
+}
+
+void Daemon::unload_now(ModelSlot& slot, const char* why) {
+  if (!slot.loaded()) return;
+  spdlog::info("unloading model {}: {}", slot.file.name, why);
+  loader_->dispose(std::move(slot.served));
+  slot.served.reset();
+  slot.info = proto::ModelInfo{};
+  slot.resident_bytes = 0;
+  slot.unload_requested = false;
+}
+
+void Daemon::unload_expired_models() {
+  if (!loader_) return;
+  const auto now = std::chrono::steady_clock::now();
+  for (ModelSlot* slot : models_.loaded()) {
+    if (slot->pinned || !slot->idle()) continue;
+    const std::optional<std::chrono::steady_clock::time_point> at = slot->expires_at();
+    if (at && *at <= now) unload_now(*slot, slot->unload_requested ? "unload requested" : "keep_alive ran out");
+  }
+}
+
+}  // namespace vks::server

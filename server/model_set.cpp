@@ -1,0 +1,117 @@
+#include "server/model_set.h"
+
+#include <algorithm>
+
+namespace vks::server {
+
+std::optional<ResidencyClock::time_point> ModelSlot::expires_at() const {
+  if (pinned) return std::nullopt;
+  if (unload_requested) return last_used;
+  return expiry_of(last_used, keep_alive_s);
+}
+
+ModelSlot& ModelSet::add_pinned(ServableFile file, std::shared_ptr<ServedModel> served, proto::ModelInfo info) {
+  auto slot = std::make_unique<ModelSlot>();
+  slot->file = std::move(file);
+  slot->pinned = true;
+  slot->served = std::move(served);
+  slot->info = std::move(info);
+  slot->last_used = ResidencyClock::now();
+  slot->keep_alive_s = -1;
+  const auto first_unpinned = std::find_if(slots_.begin(), slots_.end(), [](const auto& s) { return !s->pinned; });
+  return **slots_.insert(first_unpinned, std::move(slot));
+}
+
+void ModelSet::set_files(const std::vector<ServableFile>& files) {
+  std::erase_if(slots_, [&](const std::unique_ptr<ModelSlot>& s) {
+    if (s->pinned || s->loaded() || s->loading) return false;
+    return std::none_of(files.begin(), files.end(), [&](const ServableFile& f) { return f.name == s->file.name; });
+  });
+  for (const ServableFile& f : files) {
+    const auto it = std::find_if(slots_.begin(), slots_.end(), [&](const auto& s) { return s->file.name == f.name; });
+    if (it != slots_.end()) {
+      if (!(*it)->loaded() && !(*it)->loading) (*it)->file = f;  // a re-pulled file is what the next load reads
+      continue;
+    }
+    auto slot = std::make_unique<ModelSlot>();
+    slot->file = f;
+    slots_.push_back(std::move(slot));
+  }
+  const auto first_unpinned = std::find_if(slots_.begin(), slots_.end(), [](const auto& s) { return !s->pinned; });
+  std::stable_sort(first_unpinned, slots_.end(), [](const auto& a, const auto& b) { return a->file.name < b->file.name; });
+}
+
+namespace {
+
+std::string file_name_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+bool names_slot(const ModelSlot& s, const std::string& requested) {
+  const std::string& name = s.file.name;
+  if (requested == name || requested == name + ":latest") return true;
+  const std::string file = file_name_of(s.file.path);
+  if (requested == file) return true;
+  return file.size() > 5 && file.ends_with(".gguf") && requested == file.substr(0, file.size() - 5);
+}
+
+}  // namespace
+
+ModelSlot* ModelSet::find(const std::string& requested) {
+  if (requested.empty()) {
+    if (!slots_.empty() && slots_.front()->pinned) return slots_.front().get();
+    return slots_.size() == 1 ? slots_.front().get() : nullptr;
+  }
+  for (const auto& s : slots_) {
+    if (s->file.name == requested) return s.get();  // an exact name wins over another file's aliases
+  }
+  for (const auto& s : slots_) {
+    if (names_slot(*s, requested)) return s.get();
+  }
+  return nullptr;
+}
+
+ModelSlot* ModelSet::find_loaded_by_served(const ServedModel* served) {
+  for (const auto& s : slots_) {
+    if (s->served.get() == served) return s.get();
+  }
+  return nullptr;
+}
+
+std::string ModelSet::names() const {
+  std::string out;
+  for (const auto& s : slots_) out += (out.empty() ? "" : ", ") + s->file.name;
+  return out.empty() ? "(none)" : out;
+}
+
+std::vector<ModelSlot*> ModelSet::loaded() const {
+  std::vector<ModelSlot*> out;
+  for (const auto& s : slots_) {
+    if (s->loaded()) out.push_back(s.get());
+  }
+  return out;
+}
+
+int32_t ModelSet::loaded_count() const {
+  return static_cast<int32_t>(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->loaded(); }));
+}
+
+int32_t ModelSet::loaded_unpinned_count() const {
+  return static_cast<int32_t>(
+      std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->loaded() && !s->pinned; }));
+}
+
+std::vector<ResidentModel> ModelSet::resident() const {
+  std::vector<ResidentModel> out;
+  for (const auto& s : slots_) {
+    if (!s->loaded() && !s->loading) continue;
+    ResidentModel r;
+    r.name = s->file.name;
+    r.pinned = s->pinned;
+    r.busy = s->loading || !s->idle();
+    r.last_used = s->last_used;
+    r.bytes = s->resident_bytes;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace vks::server
