@@ -222,5 +222,38 @@ TEST(OffLoop, StopRunsNothingMoreAndCancelsWhatRuns) {
   EXPECT_FALSE(later_ran);
 }
 
+// A hold (a model loading on a thread of its own) defers the client's later requests like work in
+// flight does; work started while held keeps them deferred after the release.
+TEST(OffLoop, HoldDefersLaterRequestsUntilReleaseAndWorkStartedMeanwhile) {
+  Loop l;
+  OffLoop off;
+  std::vector<std::string> order;
+  off.hold("a");
+  EXPECT_TRUE(off.busy("a"));
+  EXPECT_FALSE(off.busy("b"));
+  off.defer("a", [&] { order.push_back("second"); });
+  // The held request continues: it starts work of its own before the hold is released.
+  off.run(&l.loop, "a", [] {}, [&](std::exception_ptr) { order.push_back("first's work"); });
+  off.release("a");
+  EXPECT_TRUE(order.empty());  // still busy with that work: the deferred request waits
+  EXPECT_TRUE(off.busy("a"));
+  l.run();
+  EXPECT_EQ(order, (std::vector<std::string>{"first's work", "second"}));
+  EXPECT_FALSE(off.busy("a"));
+  EXPECT_EQ(off.in_flight(), 0u);
+}
+
+TEST(OffLoop, ReleaseRunsTheDeferredRequestsInOrder) {
+  OffLoop off;
+  std::vector<int> order;
+  off.hold("a");
+  off.defer("a", [&] { order.push_back(1); });
+  off.defer("a", [&] { order.push_back(2); });
+  off.release("a");
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+  EXPECT_FALSE(off.busy("a"));
+  EXPECT_EQ(off.in_flight(), 0u);
+}
+
 }  // namespace
 }  // namespace vks::server

@@ -1,0 +1,338 @@
+// End to end, real daemon serving a models folder (issue 33): two models stream at the same time and
+// each gives what it gives alone; the least recently used idle model is evicted at
+// --max-loaded-models; keep_alive 0 unloads; a corrupt file fails with model_load_failed while the
+// others serve; unknown names are listed; a pinned --model is never evicted; load/unload requests;
+// a client's answers keep their order while its model loads.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "tests/server/daemon_harness.h"
+#include "tests/common/test_models.h"
+
+#ifndef MSGPACK_NO_BOOST
+#define MSGPACK_NO_BOOST 1
+#endif
+#include <msgpack.hpp>
+
+namespace vks::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A msgpack answer as a map of its top-level fields (the models answers are read field by field).
+struct RawAnswer {
+  msgpack::object_handle handle;
+  const msgpack::object* find(const std::string& key) const {
+    const msgpack::object& o = handle.get();
+    if (o.type != msgpack::type::MAP) return nullptr;
+    for (uint32_t i = 0; i < o.via.map.size; ++i) {
+      if (o.via.map.ptr[i].key.as<std::string>() == key) return &o.via.map.ptr[i].val;
+    }
+    return nullptr;
+  }
+  std::string str(const std::string& key) const {
+    const msgpack::object* v = find(key);
+    return v != nullptr && v->type == msgpack::type::STR ? v->as<std::string>() : std::string();
+  }
+};
+
+std::optional<RawAnswer> raw_request(UdsClient& c, const proto::Request& req) {
+  if (!c.send(req)) return std::nullopt;
+  const std::optional<std::string> frame = c.recv_frame(60000);
+  if (!frame) return std::nullopt;
+  RawAnswer a{msgpack::unpack(frame->data(), frame->size())};
+  return a;
+}
+
+// name -> loaded, from a `models` answer.
+std::map<std::string, bool> loaded_models(UdsClient& c) {
+  std::map<std::string, bool> out;
+  const std::optional<RawAnswer> a = raw_request(c, simple(proto::ModelsRequest{}));
+  if (!a || a->str("type") != "models") return out;
+  const msgpack::object* list = a->find("models");
+  if (list == nullptr || list->type != msgpack::type::ARRAY) return out;
+  for (uint32_t i = 0; i < list->via.array.size; ++i) {
+    std::map<std::string, msgpack::object> m;
+    list->via.array.ptr[i].convert(m);
+    out[m.at("name").as<std::string>()] = m.at("loaded").as<bool>();
+  }
+  return out;
+}
+
+proto::Request greedy_on(const std::string& model, int32_t max_tokens = 40, std::optional<double> keep_alive = {}) {
+  proto::Request r = greedy_request(max_tokens, /*ignore_eos=*/true);
+  auto& g = std::get<proto::GenerateRequest>(r.body);
+  g.model = model;
+  g.keep_alive = keep_alive;
+  return r;
+}
+
+struct Generated {
+  std::string model;  // the accepted answer's
+  std::vector<TokenId> ids;
+  std::optional<proto::ProtocolError> error;
+};
+
+// Sends a greedy generate and collects its stream (or its error).
+Generated generate_on(UdsClient& c, const std::string& model, int32_t max_tokens = 40, std::optional<double> keep_alive = {}) {
+  Generated out;
+  const auto m = request(c, greedy_on(model, max_tokens, keep_alive), 60000);
+  if (!m) {
+    out.error = proto::make_error(proto::WireError::kInternal, "no answer");
+    return out;
+  }
+  if (const auto* e = std::get_if<proto::ErrorAnswer>(&m->body)) {
+    out.error = e->error;
+    return out;
+  }
+  const auto* a = std::get_if<proto::AcceptedAnswer>(&m->body);
+  if (a == nullptr) {
+    out.error = proto::make_error(proto::WireError::kInternal, "not accepted");
+    return out;
+  }
+  out.model = a->model;
+  StreamCollector s{a->id};
+  if (!collect(c, s, 60000)) out.error = proto::make_error(proto::WireError::kInternal, "stream incomplete");
+  out.ids = s.ids();
+  return out;
+}
+
+class ServerModelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    models_dir_ = dir_.path + "/models";
+    std::filesystem::create_directories(models_dir_);
+    for (const char* name : {"stories260K.gguf", "aidreams260K.gguf", "kquant-q4_k_m.gguf"}) {
+      std::filesystem::create_symlink(model_path(name), models_dir_ + "/" + name);
+    }
+    // A GGUF cut short: its header promises more than the file holds.
+    std::ifstream in(model_path("stories260K.gguf"), std::ios::binary);
+    std::string head(6000, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    std::ofstream(models_dir_ + "/corrupt.gguf", std::ios::binary).write(head.data(), in.gcount());
+  }
+  void TearDown() override {
+    if (daemon_.running()) {
+      daemon_.signal(SIGTERM);
+      EXPECT_EQ(daemon_.wait_exit(20), 0) << daemon_.log();
+    }
+  }
+  void start(std::vector<std::string> extra, bool pinned = false) {
+    DaemonConfig config;
+    config.dir = dir_.path;
+    config.with_model = pinned;
+    config.extra_args = {"--models-dir", models_dir_, "--no-model-cache", "--log-level", "debug"};
+    config.extra_args.insert(config.extra_args.end(), extra.begin(), extra.end());
+    daemon_.start(config);
+    ASSERT_TRUE(daemon_.wait_ready(60)) << daemon_.log();
+  }
+  bool connect(UdsClient& c) { return c.connect(daemon_.socket_path()); }
+
+  TempDir dir_;
+  std::string models_dir_;
+  DaemonProcess daemon_;
+};
+
+// What aidreams260K generates served alone by its own daemon (it has no reference file).
+std::vector<TokenId> aidreams_alone() {
+  TempDir dir;
+  DaemonProcess d;
+  DaemonConfig config;
+  config.dir = dir.path;
+  config.with_model = false;
+  config.extra_args = {"--model", model_path("aidreams260K.gguf")};
+  d.start(config);
+  if (!d.wait_ready(60)) return {};
+  UdsClient c;
+  if (!c.connect(d.socket_path())) return {};
+  Generated g = generate_on(c, "", 40);
+  d.signal(SIGTERM);
+  d.wait_exit(20);
+  return g.error ? std::vector<TokenId>{} : g.ids;
+}
+
+TEST_F(ServerModelsTest, TwoModelsStreamAtOnceEachAsAlone) {
+  const std::vector<TokenId> aidreams_ref = aidreams_alone();
+  ASSERT_EQ(aidreams_ref.size(), 40u);
+  start({});
+  UdsClient a;
+  UdsClient b;
+  ASSERT_TRUE(connect(a));
+  ASSERT_TRUE(connect(b));
+  // Both submitted before either stream is read: they load and run side by side.
+  ASSERT_TRUE(a.send(greedy_on("stories260K", 60)));
+  ASSERT_TRUE(b.send(greedy_on("aidreams260K", 40)));
+  auto accepted = [](UdsClient& c) -> std::optional<proto::AcceptedAnswer> {
+    for (int i = 0; i < 8; ++i) {
+      auto m = c.recv(60000);
+      if (!m) return std::nullopt;
+      if (const auto* acc = std::get_if<proto::AcceptedAnswer>(&m->body)) return *acc;
+      if (std::holds_alternative<proto::ErrorAnswer>(m->body)) return std::nullopt;
+    }
+    return std::nullopt;
+  };
+  const auto acc_a = accepted(a);
+  const auto acc_b = accepted(b);
+  ASSERT_TRUE(acc_a && acc_b) << daemon_.log();
+  EXPECT_EQ(acc_a->model, "stories260K");
+  EXPECT_EQ(acc_b->model, "aidreams260K");
+  StreamCollector sa{acc_a->id};
+  StreamCollector sb{acc_b->id};
+  ASSERT_TRUE(collect(a, sa, 60000));
+  ASSERT_TRUE(collect(b, sb, 60000));
+  const std::vector<TokenId> stories_ref = reference_generated_ids();
+  EXPECT_EQ(sa.ids(), stories_ref);
+  EXPECT_EQ(sb.ids(), aidreams_ref);
+  // Each stream came from its own model (their vocabularies differ): not one model answering both.
+  const std::vector<TokenId> stories_ids = sa.ids();
+  EXPECT_NE(std::vector<TokenId>(stories_ids.begin(), stories_ids.begin() + 40), sb.ids());
+}
+
+TEST_F(ServerModelsTest, LeastRecentlyUsedIdleModelIsEvicted) {
+  start({"--max-loaded-models", "2"});
+  UdsClient c;
+  ASSERT_TRUE(connect(c));
+  EXPECT_FALSE(generate_on(c, "stories260K", 4).error);
+  EXPECT_FALSE(generate_on(c, "aidreams260K", 4).error);
+  EXPECT_FALSE(generate_on(c, "stories260K", 4).error);  // aidreams260K is now the least recently used
+  const Generated k = generate_on(c, "kquant-q4_k_m", 4);
+  EXPECT_FALSE(k.error) << k.error->message;
+  const auto loaded = loaded_models(c);
+  EXPECT_TRUE(loaded.at("stories260K"));
+  EXPECT_TRUE(loaded.at("kquant-q4_k_m"));
+  EXPECT_FALSE(loaded.at("aidreams260K"));
+  EXPECT_FALSE(loaded.at("corrupt"));
+  // An evicted model comes back on demand, with the same output.
+  const Generated again = generate_on(c, "aidreams260K", 20);
+  const Generated first = generate_on(c, "aidreams260K", 20);
+  EXPECT_FALSE(again.error);
+  EXPECT_EQ(again.ids, first.ids);
+}
+
+TEST_F(ServerModelsTest, KeepAliveZeroUnloadsOnceIdle) {
+  start({});
+  UdsClient c;
+  ASSERT_TRUE(connect(c));
+  EXPECT_FALSE(generate_on(c, "aidreams260K", 8).error);
+  EXPECT_TRUE(loaded_models(c).at("aidreams260K"));
+  EXPECT_FALSE(generate_on(c, "aidreams260K", 8, 0.0).error);
+  bool unloaded = false;
+  for (int i = 0; i < 100 && !unloaded; ++i) {  // unloaded when its finished event is handled
+    unloaded = !loaded_models(c).at("aidreams260K");
+    if (!unloaded) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(unloaded) << daemon_.log();
+  // A short keep_alive expires by itself too (the housekeeping timer).
+  EXPECT_FALSE(generate_on(c, "stories260K", 4, 0.2).error);
+  EXPECT_TRUE(loaded_models(c).at("stories260K"));
+  bool expired = false;
+  for (int i = 0; i < 100 && !expired; ++i) {
+    expired = !loaded_models(c).at("stories260K");
+    if (!expired) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(expired) << daemon_.log();
+}
+
+TEST_F(ServerModelsTest, CorruptModelFailsClearlyWhileTheOthersServe) {
+  start({});
+  UdsClient c;
+  ASSERT_TRUE(connect(c));
+  const Generated bad = generate_on(c, "corrupt", 4);
+  ASSERT_TRUE(bad.error);
+  EXPECT_EQ(bad.error->code, proto::WireError::kModelLoadFailed);
+  EXPECT_EQ(bad.error->field, "model");
+  EXPECT_NE(bad.error->message.find("corrupt"), std::string::npos) << bad.error->message;
+  EXPECT_NE(bad.error->message.find("truncated"), std::string::npos) << bad.error->message;
+  const Generated good = generate_on(c, "stories260K", 60);
+  EXPECT_FALSE(good.error);
+  EXPECT_EQ(good.ids, reference_generated_ids());
+  EXPECT_TRUE(daemon_.running());
+}
+
+TEST_F(ServerModelsTest, UnknownNamesAreAnsweredWithTheServedNames) {
+  start({});
+  UdsClient c;
+  ASSERT_TRUE(connect(c));
+  const Generated unknown = generate_on(c, "no-such-model", 4);
+  ASSERT_TRUE(unknown.error);
+  EXPECT_EQ(unknown.error->code, proto::WireError::kNotFound);
+  for (const char* name : {"stories260K", "aidreams260K", "kquant-q4_k_m", "corrupt"}) {
+    EXPECT_NE(unknown.error->message.find(name), std::string::npos) << unknown.error->message;
+  }
+  // Several models and no --model: a request must name one.
+  const Generated unnamed = generate_on(c, "", 4);
+  ASSERT_TRUE(unnamed.error);
+  EXPECT_EQ(unnamed.error->code, proto::WireError::kNotFound);
+  // The file name and "name:latest" name the same model.
+  EXPECT_EQ(generate_on(c, "stories260K.gguf", 60).ids, reference_generated_ids());
+  EXPECT_EQ(generate_on(c, "stories260K:latest", 60).model, "stories260K");
+}
+
+TEST_F(ServerModelsTest, PinnedModelIsTheDefaultAndIsNeverEvicted) {
+  start({"--max-loaded-models", "2"}, /*pinned=*/true);
+  UdsClient c;
+  ASSERT_TRUE(connect(c));
+  EXPECT_EQ(generate_on(c, "", 60).ids, reference_generated_ids());
+  EXPECT_FALSE(generate_on(c, "aidreams260K", 4).error);
+  EXPECT_FALSE(generate_on(c, "kquant-q4_k_m", 4).error);  // evicts aidreams260K, never the pinned model
+  const auto loaded = loaded_models(c);
+  EXPECT_TRUE(loaded.at("stories260K"));
+  EXPECT_TRUE(loaded.at("kquant-q4_k_m"));
+  EXPECT_FALSE(loaded.at("aidreams260K"));
+  const std::optional<RawAnswer> refused = raw_request(c, simple(proto::UnloadRequest{"stories260K"}));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->str("code"), "unsupported");
+}
+
+TEST_F(ServerModelsTest, LoadAndUnloadRequests) {
+  start({});
+  UdsClient c;
+  ASSERT_TRUE(connect(c));
+  const std::optional<RawAnswer> loaded = raw_request(c, simple(proto::LoadRequest{"aidreams260K", std::nullopt}));
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(loaded->str("type"), "loaded");
+  EXPECT_EQ(loaded->str("model"), "aidreams260K");
+  ASSERT_NE(loaded->find("load_ms"), nullptr);
+  EXPECT_GT(loaded->find("load_ms")->as<double>(), 0.0);
+  EXPECT_TRUE(loaded_models(c).at("aidreams260K"));
+  const std::optional<RawAnswer> unloaded = raw_request(c, simple(proto::UnloadRequest{"aidreams260K"}));
+  ASSERT_TRUE(unloaded);
+  EXPECT_EQ(unloaded->str("type"), "unloaded");
+  EXPECT_TRUE(unloaded->find("was_loaded")->as<bool>());
+  EXPECT_FALSE(loaded_models(c).at("aidreams260K"));
+  const std::optional<RawAnswer> failed = raw_request(c, simple(proto::LoadRequest{"corrupt", std::nullopt}));
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->str("code"), "model_load_failed");
+}
+
+TEST_F(ServerModelsTest, AnswersKeepTheirOrderWhileAModelLoads) {
+  start({});
+  UdsClient c;
+  ASSERT_TRUE(connect(c));
+  EXPECT_FALSE(generate_on(c, "stories260K", 4).error);  // loaded
+  // A generate whose model must load first, then a tokenize on a loaded model: answered in order.
+  proto::Request gen = greedy_on("aidreams260K", 4);
+  gen.tag = proto::Tag::of(1);
+  proto::TokenizeRequest t;
+  t.text = "Once upon a time";
+  t.model = "stories260K";
+  ASSERT_TRUE(c.send(gen));
+  ASSERT_TRUE(c.send(simple(t, 2)));
+  std::vector<int64_t> tags;
+  for (int i = 0; i < 40 && tags.size() < 2; ++i) {
+    auto m = c.recv(60000);
+    ASSERT_TRUE(m);
+    if (std::holds_alternative<proto::StreamEvent>(m->body)) continue;
+    tags.push_back(m->tag.i);
+  }
+  EXPECT_EQ(tags, (std::vector<int64_t>{1, 2}));
+}
+
+}  // namespace
+}  // namespace vks::test
