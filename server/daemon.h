@@ -94,6 +94,10 @@ class Daemon {
   void handle(const ClientRef& from, const proto::Tag& tag, proto::GenerateRequest& r);
   // A generate (or a rendered chat) translated for the engine: checks, submit, stream registry.
   void submit_generate(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, GenerateJob& r);
+  // The checks every msgpack submission makes first (shutting down, the connection's live requests
+  // of every kind against max_requests_per_connection, a chosen id already used): true after
+  // answering the error.
+  bool reject_at_admission(const ClientRef& from, const proto::Tag& tag, const std::string& id);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::CancelRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::StatusRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r);

@@ -38,23 +38,7 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRe
 
 void Daemon::embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, const proto::EmbedRequest& r) {
   const std::string key = owner_key(from);
-  int32_t live = static_cast<int32_t>(registry_.live_count_of(key));
-  for (const auto& [id, p] : pending_embeds_) live += p.owner_key == key ? 1 : 0;
-  if (live >= limits_.max_requests_per_connection) {
-    ++requests_rejected_;
-    reply(from, proto::encode_error(proto::make_error(proto::WireError::kTooManyRequests,
-                                                      "this connection already has " +
-                                                          std::to_string(limits_.max_requests_per_connection) +
-                                                          " running requests (max_requests_per_connection)"),
-                                    tag, {}, 100));
-    return;
-  }
-  if (!r.id.empty() && (registry_.contains(r.id) || pending_embeds_.count(r.id))) {
-    ++requests_rejected_;
-    reply_error(from, tag, proto::WireError::kAlreadyExists,
-                "request id '" + r.id + "' is already live or retained; choose another", "id", r.id);
-    return;
-  }
+  if (reject_at_admission(from, tag, r.id)) return;
   // The answer must fit one frame.
   const size_t n_inputs = r.tokens.empty() ? r.input.size() : r.tokens.size();
   const size_t dim = static_cast<size_t>(std::max(1, model.info.dim));

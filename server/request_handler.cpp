@@ -85,28 +85,34 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::Generat
   });
 }
 
-void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, GenerateJob& r) {
-  if (phase_ != Phase::kServing || !model.loaded()) {
-    ++requests_rejected_;
-    reply_error(from, tag, proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
-    return;
-  }
+bool Daemon::reject_at_admission(const ClientRef& from, const proto::Tag& tag, const std::string& id) {
+  std::optional<proto::ProtocolError> error;
+  int32_t retry_after_ms = 0;
   const std::string owner = owner_key(from);
-  if (registry_.live_count_of(owner) >= limits_.max_requests_per_connection) {
-    ++requests_rejected_;
-    reply(from, proto::encode_error(
-                    proto::make_error(proto::WireError::kTooManyRequests,
-                                      "this connection already has " +
-                                          std::to_string(limits_.max_requests_per_connection) +
-                                          " running requests (max_requests_per_connection)"),
-                    tag, {}, 100));
-    return;
+  int32_t live = registry_.live_count_of(owner);  // streams and embeds alike
+  for (const auto& [embed_id, p] : pending_embeds_) live += p.owner_key == owner ? 1 : 0;
+  if (phase_ != Phase::kServing) {
+    error = proto::make_error(proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
+  } else if (live >= limits_.max_requests_per_connection) {
+    error = proto::make_error(proto::WireError::kTooManyRequests,
+                              "this connection already has " + std::to_string(limits_.max_requests_per_connection) +
+                                  " running requests (max_requests_per_connection)");
+    retry_after_ms = 100;
+  } else if (!id.empty() && (registry_.contains(id) || pending_embeds_.count(id) > 0)) {
+    error = proto::make_error(proto::WireError::kAlreadyExists,
+                              "request id '" + id + "' is already live or retained; choose another", "id");
   }
-  if (!r.request.id.empty() && registry_.contains(r.request.id)) {
-    ++requests_rejected_;
-    reply_error(from, tag, proto::WireError::kAlreadyExists,
-                "request id '" + r.request.id + "' is already live or retained; choose another", "id",
-                r.request.id);
+  if (!error) return false;
+  ++requests_rejected_;
+  reply(from, proto::encode_error(*error, tag, error->code == proto::WireError::kAlreadyExists ? id : std::string(),
+                                  retry_after_ms));
+  return true;
+}
+
+void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, GenerateJob& r) {
+  if (reject_at_admission(from, tag, r.request.id)) return;
+  if (!model.loaded()) {  // cannot happen: a model is never unloaded while a request of it is prepared
+    reply_error(from, tag, proto::WireError::kInternal, "model '" + model.file.name + "' is not loaded", "model");
     return;
   }
   if (generate_off_loop(from, tag, model, r)) return;  // long prompt_text / grammar: prepared off the loop first
