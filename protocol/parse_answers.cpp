@@ -93,6 +93,21 @@ bool read_histogram(MapReader& outer, std::string_view key, Histogram& h) {
   return true;
 }
 
+// One entry of a `models` answer; `field` ("models.N") names it in errors.
+bool read_servable_model(const msgpack::object& o, const std::string& field, ServableModelEntry& e, MapReader& outer) {
+  if (o.type != msgpack::type::MAP) return outer.fail_type(field, "map");
+  MapReader r(o, outer.field_name(field));
+  const bool ok = r.get_string("name", e.name, true, SIZE_MAX) && r.get_string("path", e.path, false, SIZE_MAX) &&
+                  r.get_u64("size_bytes", e.size_bytes, false) && r.get_bool("loaded", e.loaded, false) &&
+                  r.get_bool("loading", e.loading, false) && r.get_bool("pinned", e.pinned, false) &&
+                  r.get_bool("default", e.is_default, false) && r.get_i32("running", e.running, false, 0, kI32Max) &&
+                  r.get_u64("resident_bytes", e.resident_bytes, false) &&
+                  r.get_int("expires_in_ms", e.expires_in_ms, false, -1, kI64Max) &&
+                  r.get_string("device", e.device, false, SIZE_MAX);
+  if (!ok) outer.fail_from(r);
+  return ok;
+}
+
 }  // namespace
 
 namespace detail {
@@ -293,7 +308,8 @@ Result<AnswerBody> parse_answer_body(std::string_view type, const msgpack::objec
     AcceptedAnswer a;
     if (!r.get_string("id", a.id, true, 1024) || !r.get_string("topic", a.topic, false, 1024) ||
         !r.get_i32("queue_position", a.queue_position, false, -1, kI32Max) ||
-        !r.get_i32("prompt_tokens", a.prompt_tokens, false, 0, kI32Max) || !r.get_bool("detached", a.detached, false))
+        !r.get_i32("prompt_tokens", a.prompt_tokens, false, 0, kI32Max) || !r.get_bool("detached", a.detached, false) ||
+        !r.get_string("model", a.model, false, SIZE_MAX))
       return fail();
     return AnswerBody(std::move(a));
   }
@@ -372,6 +388,31 @@ Result<AnswerBody> parse_answer_body(std::string_view type, const msgpack::objec
     const msgpack::object* model = nullptr;
     if (!r.get_map("model", model, true) || !detail::read_model(*model, m.model, r)) return fail();
     return AnswerBody(std::move(m));
+  }
+  if (type == "models") {
+    ModelsAnswer m;
+    const msgpack::object* list = nullptr;
+    if (!r.get_array("models", list, true, std::numeric_limits<uint32_t>::max()) ||
+        !r.get_i32("max_loaded", m.max_loaded, false, 0, kI32Max))
+      return fail();
+    for (uint32_t i = 0; i < list->via.array.size; ++i) {
+      ServableModelEntry e;
+      if (!read_servable_model(list->via.array.ptr[i], "models." + std::to_string(i), e, r)) return fail();
+      m.models.push_back(std::move(e));
+    }
+    return AnswerBody(std::move(m));
+  }
+  if (type == "loaded") {
+    LoadedAnswer l;
+    if (!r.get_string("model", l.model, true, SIZE_MAX) || !r.get_double("load_ms", l.load_ms, false, 0, kDMax))
+      return fail();
+    return AnswerBody(std::move(l));
+  }
+  if (type == "unloaded") {
+    UnloadedAnswer u;
+    if (!r.get_string("model", u.model, true, SIZE_MAX) || !r.get_bool("was_loaded", u.was_loaded, false))
+      return fail();
+    return AnswerBody(std::move(u));
   }
   if (type == "replay") {
     ReplayAnswer p;

@@ -58,9 +58,9 @@ ServedModel load_served_model(const std::string& path, const ServerOptions& opti
 
 // The servable file at `path` under its file stem; what a loaded model reports and holds; three
 // quarters of the host's memory (the default budget of the loaded models).
-ServableFile servable_file_of(const std::string& path);
+store::CatalogModel servable_file_of(const std::string& path);
 proto::ModelInfo loaded_model_info(const ServedModel& served);
-uint64_t resident_bytes_of(const ServableFile& file, const ServedModel& served);
+uint64_t resident_bytes_of(const store::CatalogModel& file, const ServedModel& served);
 uint64_t default_loaded_bytes();
 
 // Tokenizes an embed request's texts into its token inputs (libuv's pool; embed_handler.cpp).

@@ -43,8 +43,8 @@ uint64_t default_loaded_bytes() {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 4 * 3;
 }
 
-ServableFile servable_file_of(const std::string& path) {
-  ServableFile f;
+store::CatalogModel servable_file_of(const std::string& path) {
+  store::CatalogModel f;
   f.path = path;
   std::string stem = path.substr(path.rfind('/') + 1);
   if (stem.size() > 5 && stem.ends_with(".gguf")) stem.resize(stem.size() - 5);
@@ -66,7 +66,7 @@ proto::ModelInfo loaded_model_info(const ServedModel& served) {
   return info;
 }
 
-uint64_t resident_bytes_of(const ServableFile& file, const ServedModel& served) {
+uint64_t resident_bytes_of(const store::CatalogModel& file, const ServedModel& served) {
   if (!served.engine) return file.size_bytes;
   return file.size_bytes + served.engine->kv_bytes_per_token() * static_cast<uint64_t>(served.engine->kv_capacity_tokens());
 }
@@ -80,8 +80,8 @@ std::function<void()> Daemon::engine_notifier() const {
 
 bool Daemon::rescan_models() {
   last_scan_ = std::chrono::steady_clock::now();
-  std::vector<ServableFile> files = servable_files(options_);
-  std::erase_if(files, [&](const ServableFile& f) {  // the pinned model is listed once, as pinned
+  std::vector<store::CatalogModel> files = servable_files(options_);
+  std::erase_if(files, [&](const store::CatalogModel& f) {  // the pinned model is listed once, as pinned
     return std::any_of(models_.slots().begin(), models_.slots().end(),
                        [&](const auto& s) { return s->pinned && (s->file.name == f.name || s->file.path == f.path); });
   });

@@ -10,7 +10,7 @@ std::optional<ResidencyClock::time_point> ModelSlot::expires_at() const {
   return expiry_of(last_used, keep_alive_s);
 }
 
-ModelSlot& ModelSet::add_pinned(ServableFile file, std::shared_ptr<ServedModel> served, proto::ModelInfo info) {
+ModelSlot& ModelSet::add_pinned(store::CatalogModel file, std::shared_ptr<ServedModel> served, proto::ModelInfo info) {
   auto slot = std::make_unique<ModelSlot>();
   slot->file = std::move(file);
   slot->pinned = true;
@@ -22,12 +22,12 @@ ModelSlot& ModelSet::add_pinned(ServableFile file, std::shared_ptr<ServedModel> 
   return **slots_.insert(first_unpinned, std::move(slot));
 }
 
-void ModelSet::set_files(const std::vector<ServableFile>& files) {
+void ModelSet::set_files(const std::vector<store::CatalogModel>& files) {
   std::erase_if(slots_, [&](const std::unique_ptr<ModelSlot>& s) {
     if (s->pinned || s->loaded() || s->loading) return false;
-    return std::none_of(files.begin(), files.end(), [&](const ServableFile& f) { return f.name == s->file.name; });
+    return std::none_of(files.begin(), files.end(), [&](const store::CatalogModel& f) { return f.name == s->file.name; });
   });
-  for (const ServableFile& f : files) {
+  for (const store::CatalogModel& f : files) {
     const auto it = std::find_if(slots_.begin(), slots_.end(), [&](const auto& s) { return s->file.name == f.name; });
     if (it != slots_.end()) {
       if (!(*it)->loaded() && !(*it)->loading) (*it)->file = f;  // a re-pulled file is what the next load reads
@@ -41,30 +41,19 @@ void ModelSet::set_files(const std::vector<ServableFile>& files) {
   std::stable_sort(first_unpinned, slots_.end(), [](const auto& a, const auto& b) { return a->file.name < b->file.name; });
 }
 
-namespace {
-
-std::string file_name_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
-
-bool names_slot(const ModelSlot& s, const std::string& requested) {
-  const std::string& name = s.file.name;
-  if (requested == name || requested == name + ":latest") return true;
-  const std::string file = file_name_of(s.file.path);
-  if (requested == file) return true;
-  return file.size() > 5 && file.ends_with(".gguf") && requested == file.substr(0, file.size() - 5);
-}
-
-}  // namespace
-
 ModelSlot* ModelSet::find(const std::string& requested) {
   if (requested.empty()) {
     if (!slots_.empty() && slots_.front()->pinned) return slots_.front().get();
     return slots_.size() == 1 ? slots_.front().get() : nullptr;
   }
+  // The store's naming rules (name, name:latest, the file name, a pulled model's forms).
+  std::vector<store::CatalogModel> files;
+  files.reserve(slots_.size());
+  for (const auto& s : slots_) files.push_back(s->file);
+  const std::optional<store::CatalogModel> match = store::find_servable_model(files, requested);
+  if (!match) return nullptr;
   for (const auto& s : slots_) {
-    if (s->file.name == requested) return s.get();  // an exact name wins over another file's aliases
-  }
-  for (const auto& s : slots_) {
-    if (names_slot(*s, requested)) return s.get();
+    if (s->file.name == match->name) return s.get();
   }
   return nullptr;
 }

@@ -12,21 +12,14 @@
 #include "protocol/errors.h"
 #include "protocol/responses.h"
 #include "server/model_residency.h"
+#include "store/model_catalog.h"
 
 namespace vks::server {
 
 struct ServedModel;
 
-// A GGUF the daemon may serve under `name`.
-struct ServableFile {
-  std::string name;  // file stem, or owner/repo:quant for a pulled model
-  std::string path;
-  uint64_t size_bytes = 0;
-  int64_t mtime_unix = 0;
-};
-
 struct ModelSlot {
-  ServableFile file;
+  store::CatalogModel file;
   bool pinned = false;                   // --model: loaded at start, never evicted
   std::shared_ptr<ServedModel> served;   // null unless loaded
   proto::ModelInfo info;                 // while loaded
@@ -51,10 +44,10 @@ struct ModelSlot {
 class ModelSet {
  public:
   // Adds `file` as a pinned model (--model), loaded already; it is the default.
-  ModelSlot& add_pinned(ServableFile file, std::shared_ptr<ServedModel> served, proto::ModelInfo info);
+  ModelSlot& add_pinned(store::CatalogModel file, std::shared_ptr<ServedModel> served, proto::ModelInfo info);
   // Replaces the servable files: new names are added, loaded or loading models stay even if their
   // file is gone, unloaded ones whose file is gone are dropped.
-  void set_files(const std::vector<ServableFile>& files);
+  void set_files(const std::vector<store::CatalogModel>& files);
 
   // The slot a request's `model` names: the name, "name:latest", the file name or its stem; ""
   // = the default (the first pinned model, else the only servable one). Null when none matches.

@@ -1,5 +1,6 @@
 #pragma once
-// The GGUF files a daemon may serve by name: --models-dir folders and the pull cache.
+// The GGUF files a daemon may serve by name: --models-dir folders and, unless --no-model-cache, the
+// pull cache (store/model_catalog.h names them).
 #include <vector>
 
 #include "server/model_set.h"
@@ -7,6 +8,6 @@
 
 namespace vks::server {
 
-std::vector<ServableFile> servable_files(const ServerOptions& options);
+std::vector<store::CatalogModel> servable_files(const ServerOptions& options);
 
 }  // namespace vks::server

@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "clients/cli/model_cache.h"
 #include "engine/common/error.h"
+#include "store/model_cache.h"
 
 namespace vks::server {
 
@@ -217,7 +217,7 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   for (const std::string& g : allow_groups) o.allow_gids.push_back(resolve_id(g, /*group=*/true));
   for (const std::string& u : deny_users) o.deny_uids.push_back(resolve_id(u, /*group=*/false));
   check_endpoints(o);
-  if (!o.model_path.empty()) o.model_path = vks::cli::resolve_model_or_path(o.model_path);
+  if (!o.model_path.empty()) o.model_path = vks::store::resolve_model_or_path(o.model_path);
   o.serve_model_cache = !no_model_cache;
   o.scope = scope == "user" ? Scope::kUser : Scope::kSystem;
   o.socket_mode = parse_mode(mode);

@@ -6,12 +6,12 @@
 
 #include "clients/cli/cli_common.h"
 #include "clients/cli/commands.h"
-#include "clients/cli/downloader.h"
-#include "clients/cli/model_cache.h"
 #include "engine/common/error.h"
 #include "engine/gguf/file_type.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/llama_model.h"
+#include "store/downloader.h"
+#include "store/model_cache.h"
 
 namespace vks::cli {
 namespace {
@@ -69,11 +69,11 @@ ModelSummary summarize(const std::string& path) {
 }
 
 int run_models(bool json) {
-  const std::string dir = model_cache_dir();
-  const std::vector<CachedModel> models = list_cached_models(dir);
+  const std::string dir = store::model_cache_dir();
+  const std::vector<store::CachedModel> models = store::list_cached_models(dir);
   if (json) {
     vkstream::Value::Array arr;
-    for (const CachedModel& m : models) {
+    for (const store::CachedModel& m : models) {
       const ModelSummary s = summarize(m.path);
       vkstream::Value::Map entry{{"name", vkstream::Value(m.name)},
                                  {"path", vkstream::Value(m.path)},
@@ -98,9 +98,9 @@ int run_models(bool json) {
     return kExitOk;
   }
   std::printf("%-56s %10s  %-8s %-6s %-34s %s\n", "NAME", "SIZE", "ARCH", "TYPE", "PARAMETERS", "RUNNABLE");
-  for (const CachedModel& m : models) {
+  for (const store::CachedModel& m : models) {
     const ModelSummary s = summarize(m.path);
-    std::printf("%-56s %10s  %-8s %-6s %-34s %s\n", m.name.c_str(), human_size(m.size_bytes).c_str(),
+    std::printf("%-56s %10s  %-8s %-6s %-34s %s\n", m.name.c_str(), store::human_size(m.size_bytes).c_str(),
                 s.architecture.c_str(), s.type.c_str(), parameters_text(s).c_str(),
                 s.runnable ? "yes" : ("no: " + s.why_not).c_str());
   }

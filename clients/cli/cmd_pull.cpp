@@ -8,12 +8,12 @@
 
 #include "clients/cli/cli_common.h"
 #include "clients/cli/commands.h"
-#include "clients/cli/downloader.h"
-#include "clients/cli/model_cache.h"
-#include "clients/cli/pull_source.h"
-#include "clients/cli/sha256.h"
 #include "engine/common/error.h"
 #include "engine/model/llama_model.h"
+#include "store/downloader.h"
+#include "store/model_cache.h"
+#include "store/pull_source.h"
+#include "store/sha256.h"
 
 namespace vks::cli {
 namespace {
@@ -34,32 +34,32 @@ std::string runnable_verdict(const std::string& path) {
 
 int run_pull(const PullArgs& a) {
   try {
-    const PullSource source = parse_pull_source(a.source);
-    PullPlan plan;
+    const store::PullSource source = store::parse_pull_source(a.source);
+    store::PullPlan plan;
     if (source.is_url) {
-      plan = plan_for_url(source);
+      plan = store::plan_for_url(source);
     } else {
-      const std::string endpoint = hf_endpoint();
+      const std::string endpoint = store::hf_endpoint();
       const std::string listing =
-          http_get_text(endpoint + "/api/models/" + source.owner + "/" + source.repo + "?blobs=true");
-      plan = plan_for_hf_listing(source, listing, endpoint);
+          store::http_get_text(endpoint + "/api/models/" + source.owner + "/" + source.repo + "?blobs=true");
+      plan = store::plan_for_hf_listing(source, listing, endpoint);
     }
-    const std::string dest = (std::filesystem::path(model_cache_dir()) / plan.cache_name).string();
+    const std::string dest = (std::filesystem::path(store::model_cache_dir()) / plan.cache_name).string();
     std::error_code ec;
     const bool cached = std::filesystem::is_regular_file(dest, ec) &&
                         (!plan.size_bytes || std::filesystem::file_size(dest, ec) == *plan.size_bytes) &&
-                        (plan.sha256.empty() || sha256_file(dest) == plan.sha256);
+                        (plan.sha256.empty() || store::sha256_file(dest) == plan.sha256);
     if (cached) {
       if (!a.quiet) std::cerr << "already cached and verified\n";
     } else {
       if (!a.quiet) {
         std::cerr << "pulling " << plan.url;
-        if (plan.size_bytes) std::cerr << " (" << human_size(*plan.size_bytes) << ")";
+        if (plan.size_bytes) std::cerr << " (" << store::human_size(*plan.size_bytes) << ")";
         std::cerr << '\n';
       }
-      DownloadOptions options;
+      store::DownloadOptions options;
       options.progress = !a.quiet && ::isatty(STDERR_FILENO) == 1;
-      download_file(plan, dest, options);
+      store::download_file(plan, dest, options);
     }
     const std::string verdict = runnable_verdict(dest);
     // stdout: the path, so scripts can do `vkstreamd --model "$(vkstream pull ...)"`.

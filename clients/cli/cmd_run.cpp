@@ -17,7 +17,6 @@
 #include "clients/cli/commands.h"
 #include "clients/cli/interrupt.h"
 #include "clients/cli/logprobs_print.h"
-#include "clients/cli/model_cache.h"
 #include "clients/cpp/src/wire.h"
 #include "engine/common/error.h"
 #include "engine/gguf/ggml_type.h"
@@ -29,6 +28,7 @@
 #include "protocol/responses.h"
 #include "protocol/value_codec.h"
 #include "server/engine_translation.h"
+#include "store/model_cache.h"
 
 namespace vks::cli {
 namespace {
@@ -129,7 +129,7 @@ int run_local(RunArgs& a) {
   spdlog::set_default_logger(logger);
 
   if (a.prompt == "-") a.prompt = read_all_stdin();
-  a.model = resolve_model_or_path(a.model);  // a cached name (see `vkstream pull`) or a path
+  a.model = store::resolve_model_or_path(a.model);  // a cached name (see `vkstream pull`) or a path
   std::error_code ec;
   if (!std::filesystem::exists(a.model, ec)) {
     print_error("run: model file '" + a.model + "' does not exist: pass the path of a llama GGUF file with --model");

@@ -41,7 +41,7 @@ TEST(ProtocolDoc, DocumentsEveryRequestEventAndReason) {
   const std::string doc = read_doc();
   const RequestBody bodies[] = {HelloRequest{}, GenerateMessage{}, CancelRequest{}, StatusRequest{}, StatsRequest{},
                                 TokenizeRequest{}, DetokenizeRequest{}, ModelRequest{}, ReplayRequest{}, ChatRequest{},
-                                EmbedRequest{}};
+                                EmbedRequest{}, ModelsRequest{}, LoadRequest{}, UnloadRequest{}};
   for (const RequestBody& b : bodies) {
     EXPECT_NE(doc.find(cat({"`", request_type_name(b), "`\n"})), std::string::npos) << request_type_name(b);
   }

@@ -147,10 +147,34 @@ Hello Client::hello() {
   return h;
 }
 
-Value Client::model() {
-  Value a = impl_->call("model");
+namespace {
+
+// `request` with the `model` field when one is named (absent = the default model).
+Value::Map with_model(Value::Map request, const std::string& model) {
+  if (!model.empty()) request.emplace_back("model", Value(model));
+  return request;
+}
+
+}  // namespace
+
+Value Client::model(const std::string& model) {
+  Value a = impl_->call("model", with_model({}, model));
   if (const Value* m = a.find("model")) return *m;
   return a;
+}
+
+ModelList Client::models() { return detail::to_model_list(impl_->call("models")); }
+
+LoadResult Client::load(const std::string& model, std::optional<double> keep_alive) {
+  if (model.empty()) throw ClientError(ErrorKind::kUsage, "load needs a model name");
+  Value::Map request = with_model({}, model);
+  if (keep_alive) request.emplace_back("keep_alive", Value(*keep_alive));
+  return detail::to_load_result(impl_->call("load", std::move(request)));
+}
+
+UnloadResult Client::unload(const std::string& model) {
+  if (model.empty()) throw ClientError(ErrorKind::kUsage, "unload needs a model name");
+  return detail::to_unload_result(impl_->call("unload", with_model({}, model)));
 }
 
 Value Client::stats() {
@@ -176,10 +200,11 @@ RequestStatus Client::status(const std::string& id) {
 
 void Client::cancel(const std::string& id) { impl_->call("cancel", Value::Map{{"id", Value(id)}}); }
 
-std::vector<int32_t> Client::tokenize(const std::string& text, std::optional<bool> add_bos, bool parse_special) {
+std::vector<int32_t> Client::tokenize(const std::string& text, std::optional<bool> add_bos, bool parse_special,
+                                      const std::string& model) {
   Value::Map request{{"text", Value(text)}, {"parse_special", Value(parse_special)}};
   if (add_bos) request.emplace_back("add_bos", Value(*add_bos));
-  Value a = impl_->call("tokenize", std::move(request));
+  Value a = impl_->call("tokenize", with_model(std::move(request), model));
   std::vector<int32_t> ids;
   if (const Value* arr = a.find("ids"); arr != nullptr && arr->as_array() != nullptr) {
     for (const Value& v : *arr->as_array()) ids.push_back(static_cast<int32_t>(v.as_int().value_or(-1)));
@@ -187,10 +212,10 @@ std::vector<int32_t> Client::tokenize(const std::string& text, std::optional<boo
   return ids;
 }
 
-std::string Client::detokenize(const std::vector<int32_t>& ids) {
+std::string Client::detokenize(const std::vector<int32_t>& ids, const std::string& model) {
   Value::Array arr;
   for (int32_t id : ids) arr.emplace_back(int64_t{id});
-  return impl_->call("detokenize", Value::Map{{"ids", Value(std::move(arr))}}).get_string("text");
+  return impl_->call("detokenize", with_model({{"ids", Value(std::move(arr))}}, model)).get_string("text");
 }
 
 std::vector<std::vector<float>> Client::embed(const std::vector<std::string>& texts, const EmbedOptions& options) {
@@ -199,7 +224,8 @@ std::vector<std::vector<float>> Client::embed(const std::vector<std::string>& te
   Value::Map request{{"input", Value(std::move(input))}, {"normalize", Value(options.normalize)}};
   if (!options.pooling.empty()) request.emplace_back("pooling", Value(options.pooling));
   if (options.add_bos) request.emplace_back("add_bos", Value(*options.add_bos));
-  Value a = impl_->call("embed", std::move(request));
+  if (options.keep_alive) request.emplace_back("keep_alive", Value(*options.keep_alive));
+  Value a = impl_->call("embed", with_model(std::move(request), options.model));
   std::vector<std::vector<float>> out;
   if (const Value* arr = a.find("embeddings"); arr != nullptr && arr->as_array() != nullptr) {
     for (const Value& v : *arr->as_array()) {
@@ -237,6 +263,7 @@ Accepted Client::submit(const GenerateOptions& options) {
   acc.topic = a.get_string("topic");
   acc.queue_position = a.get_int("queue_position");
   acc.prompt_tokens = a.get_int("prompt_tokens");
+  acc.model = a.get_string("model");
   acc.raw = std::move(a);
   if (acc.id.empty()) throw ClientError(ErrorKind::kProtocol, "vkstreamd accepted a request without an id");
   return acc;

@@ -1,9 +1,44 @@
 #include "clients/cpp/src/wire.h"
 
+#include "protocol/responses.h"
 #include "protocol/value_codec.h"
 #include "vkstream/errors.h"
 
 namespace vkstream::detail {
+namespace {
+
+// An answer as protocol/'s typed struct: packed again and parsed by the one wire implementation,
+// so the client does not repeat the answers' fields and checks (these calls are rare).
+template <class T>
+T parse_typed(const Value& answer) {
+  vks::proto::Result<vks::proto::ServerMessage> m = vks::proto::parse_server_message(vks::proto::pack_value(answer));
+  if (!m) throw ClientError(ErrorKind::kProtocol, "vkstreamd sent a malformed answer: " + m.error().message);
+  if (const T* body = std::get_if<T>(&m->body)) return *body;
+  throw ClientError(ErrorKind::kProtocol, "vkstreamd answered `" + answer.get_string("type") + "` to a model request");
+}
+
+}  // namespace
+
+ModelList to_model_list(const Value& answer) {
+  const auto m = parse_typed<vks::proto::ModelsAnswer>(answer);
+  ModelList out;
+  out.max_loaded = m.max_loaded;
+  for (const vks::proto::ServableModelEntry& e : m.models) {
+    out.models.push_back({e.name, e.path, e.size_bytes, e.loaded, e.loading, e.pinned, e.is_default, e.running,
+                          e.resident_bytes, e.expires_in_ms, e.device});
+  }
+  return out;
+}
+
+LoadResult to_load_result(const Value& answer) {
+  const auto l = parse_typed<vks::proto::LoadedAnswer>(answer);
+  return {l.model, l.load_ms};
+}
+
+UnloadResult to_unload_result(const Value& answer) {
+  const auto u = parse_typed<vks::proto::UnloadedAnswer>(answer);
+  return {u.model, u.was_loaded};
+}
 
 vks::proto::GenerateRequest to_wire(const GenerateOptions& o) {
   vks::proto::GenerateRequest g;
@@ -33,6 +68,8 @@ vks::proto::GenerateRequest to_wire(const GenerateOptions& o) {
   g.stream = o.stream;
   g.grammar = o.grammar.value_or("");
   g.json_schema = o.json_schema.value_or("");
+  g.model = o.model;
+  g.keep_alive = o.keep_alive;
   return g;
 }
 

@@ -7,6 +7,15 @@ import { join } from "node:path";
 
 export const PROTOCOL_VERSION = 1;
 
+// The `model` / `keep_alive` fields (docs/PROTOCOL.md 3.12) when given: absent means the default
+// model and the daemon's --keep-alive. keep_alive is seconds (0: unload once idle, negative: never).
+function modelFields(model, keepAlive) {
+  const fields = {};
+  if (model !== undefined && model !== null) fields.model = String(model);
+  if (keepAlive !== undefined && keepAlive !== null) fields.keep_alive = Number(keepAlive);
+  return fields;
+}
+
 // An `error` answer or stream event from the daemon.
 export class VkstreamError extends Error {
   constructor(message, { code = "internal", field = "", requestId = "", retryAfterMs = 0 } = {}) {
@@ -83,8 +92,9 @@ export class VkstreamClient {
     return this.call("hello", { version: PROTOCOL_VERSION, client: "vkstream-node" });
   }
 
-  // Submits a generate request; resolves with the `accepted` answer ({id, topic, ...}).
-  // Defaults to stream: false: the events are then read from the PUB topic (follow()).
+  // Submits a generate request; resolves with the `accepted` answer ({id, topic, model, ...}).
+  // Defaults to stream: false: the events are then read from the PUB topic (follow()). Options are
+  // the wire fields, `model` and `keep_alive` (seconds) included.
   generate(options) {
     return this.call("generate", { stream: false, ...options });
   }
@@ -102,11 +112,45 @@ export class VkstreamClient {
 
   // One embedding per text (an array of numbers each), in order (docs/PROTOCOL.md 3.11). pooling:
   // undefined (the model's), "mean", "cls" or "last"; normalize: false gives the raw vectors.
-  async embed(texts, { normalize = true, pooling, addBos } = {}) {
-    const fields = { input: typeof texts === "string" ? [texts] : [...texts], normalize };
+  async embed(texts, { normalize = true, pooling, addBos, model, keepAlive } = {}) {
+    const fields = { input: typeof texts === "string" ? [texts] : [...texts], normalize, ...modelFields(model, keepAlive) };
     if (pooling !== undefined) fields.pooling = pooling;
     if (addBos !== undefined) fields.add_bos = addBos;
     return (await this.call("embed", fields)).embeddings;
+  }
+
+  // Token ids of `text` with `model`'s tokenizer (undefined: the default model's).
+  async tokenize(text, { addBos, parseSpecial = false, model } = {}) {
+    const fields = { text, parse_special: parseSpecial, ...modelFields(model) };
+    if (addBos !== undefined) fields.add_bos = addBos;
+    return (await this.call("tokenize", fields)).ids;
+  }
+
+  async detokenize(ids, { model } = {}) {
+    return (await this.call("detokenize", { ids: [...ids], ...modelFields(model) })).text;
+  }
+
+  // The model info map of `model` (undefined: the default model).
+  async model(model) {
+    return (await this.call("model", modelFields(model))).model;
+  }
+
+  // Every model the daemon can serve: {models: [{name, path, loaded, loading, pinned, default, ...}], max_loaded}.
+  models() {
+    return this.call("models");
+  }
+
+  // Loads `model` now; resolves with {model, load_ms} once it is loaded (rejects with code
+  // model_load_failed or not_found when it cannot be).
+  load(model, { keepAlive } = {}) {
+    if (!model) return Promise.reject(new VkstreamError("load needs a model name", { code: "invalid_field", field: "model" }));
+    return this.call("load", modelFields(model, keepAlive));
+  }
+
+  // Unloads `model` once its running requests finish; resolves with {model, was_loaded} at once.
+  unload(model) {
+    if (!model) return Promise.reject(new VkstreamError("unload needs a model name", { code: "invalid_field", field: "model" }));
+    return this.call("unload", modelFields(model));
   }
 
   cancel(id) {

@@ -11,6 +11,8 @@ catch-up on subscribe) with scripted behaviour chosen by the prompt text:
   "huge"     → a frame header larger than the client's max, then close
   "hold"     → accepted + queued only; finishes when cancelled
 anything else: queued, scheduled, one token per character (id = ord(c)), finished(length).
+Models (docs/PROTOCOL.md "Models"): "fake" (default, pinned, loaded), "other" (loads), "broken"
+(load fails with model_load_failed); any other `model` is not_found.
 """
 import os
 import socket
@@ -39,6 +41,40 @@ class Brain:
         self.held = {}     # id → emit function of the submitter
         self.publish = lambda topic, payload: None
         self.received = []
+        self.loaded = {"fake"}
+
+    MODELS = ("broken", "fake", "other")
+
+    def _unknown_model(self, req, answer):
+        """Answers not_found (True) when the request names a model the fake does not serve."""
+        name = req.get("model")
+        if name is None or name in self.MODELS:
+            return False
+        answer({"type": "error", "code": "not_found", "field": "model",
+                "message": "no model %r; served: %s" % (name, ", ".join(self.MODELS))})
+        return True
+
+    def _models(self, req, answer):
+        t = req.get("type")
+        if t == "models":
+            answer({"type": "models", "max_loaded": 2, "models": [
+                {"name": m, "path": "/models/%s.gguf" % m, "size_bytes": 1000 + i, "loaded": m in self.loaded,
+                 "loading": False, "pinned": m == "fake", "default": m == "fake", "running": 0,
+                 "resident_bytes": 5000 if m in self.loaded else 0,
+                 "expires_in_ms": -1 if m == "fake" else (300000 if m in self.loaded else -1), "device": "cpu"}
+                for i, m in enumerate(self.MODELS)]})
+        elif self._unknown_model(req, answer):
+            pass
+        elif t == "load" and req["model"] == "broken":
+            answer({"type": "error", "code": "model_load_failed", "field": "model", "message": "not a GGUF"})
+        elif t == "load":
+            was = req["model"] in self.loaded
+            self.loaded.add(req["model"])
+            answer({"type": "loaded", "model": req["model"], "load_ms": 0.0 if was else 5.0})
+        else:  # unload
+            was = req["model"] in self.loaded
+            self.loaded.discard(req["model"])
+            answer({"type": "unloaded", "model": req["model"], "was_loaded": was})
 
     def _new_request(self):
         self.counter += 1
@@ -80,7 +116,11 @@ class Brain:
                         "limits": {"max_frame_bytes": 1 << 20}, "pub_endpoint": "", "router_endpoint": "",
                         "retention_ms": 1000})
             elif t == "generate":
+                if self._unknown_model(req, answer):
+                    return True
                 return self._generate(req, answer, emit)
+            elif t in ("models", "load", "unload"):
+                self._models(req, answer)
             elif t == "cancel":
                 rid = req.get("id")
                 if rid in self.held:
@@ -114,7 +154,8 @@ class Brain:
                             "embeddings": [[float(len(x)), float(req.get("normalize", True)),
                                             float("pooling" in req)] for x in req["input"]]})
             elif t == "model":
-                answer({"type": "model", "model": {"name": "fake", "vocab_size": 512}})
+                if not self._unknown_model(req, answer):
+                    answer({"type": "model", "model": {"name": req.get("model", "fake"), "vocab_size": 512}})
             elif t == "replay":
                 rid = req.get("id")
                 if rid not in self.events:
@@ -150,7 +191,7 @@ class Brain:
             self.events[req["id"]] = self.events.pop(rid)
             rid = req["id"]
         answer({"type": "accepted", "id": rid, "topic": topic, "queue_position": 0, "prompt_tokens": len(prompt) + 1,
-                "detached": bool(req.get("detached"))})
+                "detached": bool(req.get("detached")), "model": req.get("model", "fake")})
         stream = req.get("stream", True)
         send = emit if stream else (lambda payload: None)
         send(self._event(rid, topic, {"type": "queued", "queue_position": 0}))

@@ -66,6 +66,16 @@ class FramingTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             generate_request()
 
+    def test_model_and_keep_alive_in_request_maps(self):
+        req = generate_request("x", model="m", keep_alive=30)
+        self.assertEqual((req["model"], req["keep_alive"]), ("m", 30.0))
+        self.assertIsInstance(req["keep_alive"], float)
+        self.assertNotIn("model", generate_request("x"))
+        chat = vkstream.protocol.chat_request([("user", "hi")], model="m", keep_alive=-1)
+        self.assertEqual((chat["type"], chat["model"], chat["keep_alive"]), ("chat", "m", -1.0))
+        emb = vkstream.protocol.embed_request("x", model="m", keep_alive=0)
+        self.assertEqual((emb["model"], emb["keep_alive"]), ("m", 0.0))
+
     def test_generate_request_constraints(self):
         schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
         req = generate_request("hi", json_schema=schema)
@@ -88,7 +98,7 @@ class FramingTest(unittest.TestCase):
         codes = ["bad_frame", "frame_too_large", "invalid_request", "unknown_type", "missing_field", "invalid_field",
                  "unsupported_version", "not_found", "already_exists", "overloaded", "too_many_requests",
                  "prompt_too_long", "capacity_exceeded", "cancelled", "deadline_exceeded", "unsupported",
-                 "unauthorized", "shutting_down", "slow_consumer", "device_error", "internal"]
+                 "unauthorized", "shutting_down", "slow_consumer", "device_error", "model_load_failed", "internal"]
         for code in codes:
             exc = errors.error_from_message({"type": "error", "code": code, "message": "m", "field": "f"})
             self.assertEqual(exc.code, code)
@@ -171,6 +181,46 @@ class UnixClientTest(unittest.TestCase):
         self.assertIn("vkstream_requests_waiting", self.client.stats("prometheus"))
         tags = [r.get("tag") for r in self.server.brain.received]
         self.assertEqual(len(set(tags)), len(tags))  # every request had its own tag
+
+    def test_requests_name_their_model_and_keep_alive(self):
+        accepted = self.client.submit("hi", model="other", keep_alive=0)
+        self.assertEqual(accepted["model"], "other")
+        self.assertEqual(self.client.tokenize("a", model="other"), [1, 97])
+        self.assertEqual(self.client.detokenize([97], model="other"), "a")
+        self.assertEqual(self.client.embed("ab", model="other", keep_alive=-1), [[2.0, 1.0, 0.0]])
+        self.assertEqual(self.client.model(model="other")["name"], "other")
+        self.assertEqual(self.client.submit("hi")["model"], "fake")  # no model: the default
+        sent = [r for r in self.server.brain.received if r["type"] in ("generate", "tokenize", "detokenize", "embed")]
+        self.assertEqual([r.get("model") for r in sent], ["other", "other", "other", "other", None])
+        self.assertEqual(sent[0]["keep_alive"], 0.0)
+        self.assertIsInstance(sent[0]["keep_alive"], float)  # seconds as a float on the wire
+        self.assertEqual(sent[3]["keep_alive"], -1.0)
+        self.assertNotIn("keep_alive", sent[4])
+        with self.assertRaises(errors.NotFoundError) as caught:
+            self.client.submit("hi", model="nope")
+        self.assertEqual(caught.exception.field, "model")
+
+    def test_models_load_and_unload(self):
+        listing = self.client.models()
+        self.assertEqual(listing["max_loaded"], 2)
+        by_name = {m["name"]: m for m in listing["models"]}
+        self.assertEqual(sorted(by_name), ["broken", "fake", "other"])
+        self.assertTrue(by_name["fake"]["default"] and by_name["fake"]["loaded"])
+        self.assertFalse(by_name["other"]["loaded"])
+        loaded = self.client.load("other", keep_alive=60)
+        self.assertEqual((loaded["type"], loaded["model"], loaded["load_ms"]), ("loaded", "other", 5.0))
+        self.assertEqual(self.server.brain.received[-1]["keep_alive"], 60.0)
+        self.assertEqual(self.client.load("other")["load_ms"], 0.0)  # already loaded
+        self.assertNotIn("keep_alive", self.server.brain.received[-1])
+        self.assertTrue({m["name"]: m for m in self.client.models()["models"]}["other"]["loaded"])
+        self.assertEqual(self.client.unload("other")["was_loaded"], True)
+        self.assertEqual(self.client.unload("other")["was_loaded"], False)
+        with self.assertRaises(errors.ModelLoadFailedError):
+            self.client.load("broken")
+        with self.assertRaises(errors.NotFoundError):
+            self.client.unload("nope")
+        with self.assertRaises(TypeError):
+            self.client.load("")
 
     def test_generate_streams_events_in_order(self):
         stream = self.client.generate("Once", temperature=0)
@@ -343,6 +393,13 @@ class AsyncClientTest(unittest.TestCase):
                 self.assertEqual(await client.tokenize("a"), [1, 97])
                 self.assertEqual(await client.detokenize([97]), "a")
                 self.assertEqual(await client.embed(["xy"]), [[2.0, 1.0, 0.0]])
+                self.assertEqual(await client.tokenize("a", model="other"), [1, 97])
+                self.assertEqual((await client.load("other", keep_alive=5))["model"], "other")
+                self.assertEqual(len((await client.models())["models"]), 3)
+                self.assertTrue((await client.unload("other"))["was_loaded"])
+                self.assertEqual((await client.model(model="other"))["name"], "other")
+                with self.assertRaises(errors.ModelLoadFailedError):
+                    await client.load("broken")
                 stream = await client.generate("fail")
                 with self.assertRaises(errors.DeviceError):
                     async for _ in stream:

@@ -255,18 +255,27 @@ class AsyncClient:
     async def stats(self, format="map"):  # noqa: A002
         return await self.call(calls.stats(format))
 
-    async def tokenize(self, text, add_bos=None, parse_special=False):
-        return await self.call(calls.tokenize(text, add_bos, parse_special))
+    async def tokenize(self, text, add_bos=None, parse_special=False, model=None):
+        return await self.call(calls.tokenize(text, add_bos, parse_special, model))
 
-    async def detokenize(self, ids):
-        return await self.call(calls.detokenize(ids))
+    async def detokenize(self, ids, model=None):
+        return await self.call(calls.detokenize(ids, model))
 
-    async def embed(self, texts, normalize=True, pooling=None, add_bos=None):
+    async def embed(self, texts, normalize=True, pooling=None, add_bos=None, model=None, keep_alive=None):
         """One embedding (list of floats) per text, in order (see Client.embed)."""
-        return await self.call(calls.embed(texts, normalize, pooling, add_bos))
+        return await self.call(calls.embed(texts, normalize, pooling, add_bos, model, keep_alive))
 
-    async def model(self):
-        return await self.call(calls.model())
+    async def model(self, model=None):
+        return await self.call(calls.model(model))
+
+    async def models(self):
+        return await self.call(calls.models())
+
+    async def load(self, model, keep_alive=None):
+        return await self.call(calls.load(model, keep_alive))
+
+    async def unload(self, model):
+        return await self.call(calls.unload(model))
 
     async def replay(self, request_id, from_seq=0):
         return await self.call(calls.replay(request_id, from_seq))

@@ -236,19 +236,35 @@ class Client:
     def stats(self, format="map"):  # noqa: A002 - the wire field is called format
         return self.call(calls.stats(format))
 
-    def tokenize(self, text, add_bos=None, parse_special=False):
-        return self.call(calls.tokenize(text, add_bos, parse_special))
+    def tokenize(self, text, add_bos=None, parse_special=False, model=None):
+        return self.call(calls.tokenize(text, add_bos, parse_special, model))
 
-    def detokenize(self, ids):
-        return self.call(calls.detokenize(ids))
+    def detokenize(self, ids, model=None):
+        return self.call(calls.detokenize(ids, model))
 
-    def embed(self, texts, normalize=True, pooling=None, add_bos=None):
+    def embed(self, texts, normalize=True, pooling=None, add_bos=None, model=None, keep_alive=None):
         """One embedding (list of floats) per text, in order. pooling: None (the model's), "mean",
         "cls" or "last"; normalize=False returns the raw pooled vectors."""
-        return self.call(calls.embed(texts, normalize, pooling, add_bos))
+        return self.call(calls.embed(texts, normalize, pooling, add_bos, model, keep_alive))
 
-    def model(self):
-        return self.call(calls.model())
+    def model(self, model=None):
+        """The model map of the named model (None: the default one)."""
+        return self.call(calls.model(model))
+
+    def models(self):
+        """Every servable model: {"models": [{name, path, loaded, loading, pinned, default, ...}],
+        "max_loaded": N}."""
+        return self.call(calls.models())
+
+    def load(self, model, keep_alive=None):
+        """Loads `model` (keeping it keep_alive seconds once idle; negative: until evicted) and
+        returns {model, load_ms} once it is loaded; ModelLoadFailedError when it cannot be."""
+        return self.call(calls.load(model, keep_alive))
+
+    def unload(self, model):
+        """Asks the server to unload `model` once its running requests finish; returns
+        {model, was_loaded} at once."""
+        return self.call(calls.unload(model))
 
     def replay(self, request_id, from_seq=0):
         """One `replay` answer (may be truncated: see replay_events)."""

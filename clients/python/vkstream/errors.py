@@ -120,6 +120,12 @@ class DeviceError(VkstreamError):
     code = "device_error"
 
 
+class ModelLoadFailedError(VkstreamError):
+    """The named model exists but could not be loaded (bad file, not enough memory, ...)."""
+
+    code = "model_load_failed"
+
+
 class InternalError(VkstreamError):
     code = "internal"
 
@@ -131,7 +137,7 @@ ERROR_CLASSES = {
         InvalidFieldError, UnsupportedVersionError, NotFoundError, AlreadyExistsError, OverloadedError,
         TooManyRequestsError, PromptTooLongError, CapacityExceededError, RequestCancelledError,
         DeadlineExceededError, UnsupportedError, UnauthorizedError, ShuttingDownError, SlowConsumerError,
-        DeviceError, InternalError,
+        DeviceError, ModelLoadFailedError, InternalError,
     )
 }
 

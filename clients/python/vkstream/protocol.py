@@ -23,10 +23,10 @@ GENERATE_FIELDS = frozenset({
     "prompt", "prompt_ids", "add_bos", "max_tokens", "min_tokens", "temperature", "top_k", "top_p", "min_p",
     "repetition_penalty", "presence_penalty", "frequency_penalty", "penalty_last_n", "logit_bias", "seed",
     "stop", "stop_token_ids", "ignore_eos", "logprobs", "priority", "deadline_ms", "id", "detached", "stream",
-    "grammar", "json_schema",
+    "grammar", "json_schema", "model", "keep_alive",
 })
 FLOAT_FIELDS = frozenset({
-    "temperature", "top_p", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
+    "temperature", "top_p", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "keep_alive",
 })
 
 
@@ -54,7 +54,17 @@ def pack(obj):
     return msgpack.packb(obj, use_bin_type=True)
 
 
-def embed_request(texts, normalize=True, pooling=None, add_bos=None):
+def with_model(req, model=None, keep_alive=None):
+    """Adds the served model's name and keep_alive (seconds) to a request map when given
+    (docs/PROTOCOL.md "Models"): absent means the default model and the server's --keep-alive."""
+    if model is not None:
+        req["model"] = str(model)
+    if keep_alive is not None:
+        req["keep_alive"] = float(keep_alive)
+    return req
+
+
+def embed_request(texts, normalize=True, pooling=None, add_bos=None, model=None, keep_alive=None):
     """The `embed` request map (docs/PROTOCOL.md 3.11) for one text or a list of texts."""
     if isinstance(texts, str):
         texts = [texts]
@@ -63,7 +73,7 @@ def embed_request(texts, normalize=True, pooling=None, add_bos=None):
         req["pooling"] = pooling
     if add_bos is not None:
         req["add_bos"] = bool(add_bos)
-    return req
+    return with_model(req, model, keep_alive)
 
 
 def unpack(payload):

@@ -39,15 +39,24 @@ class Client {
   void set_timeout(std::chrono::milliseconds timeout);
 
   Hello hello();
-  Value model();
+  // The model info map of `model` ("" = the default model).
+  Value model(const std::string& model = "");
+  // Every model the daemon can serve, loaded or not (docs/PROTOCOL.md 3.12).
+  ModelList models();
+  // Loads `model` now and returns once it is loaded (ServerError model_load_failed / not_found when
+  // it cannot be); keep_alive as GenerateOptions::keep_alive.
+  LoadResult load(const std::string& model, std::optional<double> keep_alive = std::nullopt);
+  // Asks the daemon to unload `model` once its running requests finish; returns at once.
+  UnloadResult unload(const std::string& model);
   Value stats();                 // the daemon's stats map
   std::string stats_prometheus();  // Prometheus text exposition
   RequestStatus status(const std::string& id);
   void cancel(const std::string& id);  // throws ServerError (not_found, ...) when refused
   // add_bos unset: the model's tokenizer.ggml.add_bos_token (Llama: yes, Qwen: no).
+  // model: "" = the default model's tokenizer.
   std::vector<int32_t> tokenize(const std::string& text, std::optional<bool> add_bos = std::nullopt,
-                                bool parse_special = false);
-  std::string detokenize(const std::vector<int32_t>& ids);
+                                bool parse_special = false, const std::string& model = "");
+  std::string detokenize(const std::vector<int32_t>& ids, const std::string& model = "");
   // One embedding per text, in order (waits for the whole answer; throws ServerError, e.g.
   // prompt_too_long naming input.N).
   std::vector<std::vector<float>> embed(const std::vector<std::string>& texts, const EmbedOptions& options = {});

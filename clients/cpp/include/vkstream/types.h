@@ -36,6 +36,8 @@ struct EmbedOptions {
   bool normalize = true;   // false: the raw pooled vectors
   std::string pooling;     // "" = the model's (mean for generative models), or "mean" / "cls" / "last"
   std::optional<bool> add_bos;
+  std::string model;                 // "" = the daemon's default model
+  std::optional<double> keep_alive;  // seconds, as GenerateOptions::keep_alive
 };
 
 struct GenerateOptions {
@@ -72,6 +74,12 @@ struct GenerateOptions {
   std::vector<ChatMessage> messages;
   std::optional<bool> add_generation_prompt;  // default true
   std::optional<std::string> chat_template;   // a Jinja template for this request only
+  // The served model by name (docs/PROTOCOL.md 3.12): "" = the daemon's default. The first request
+  // for a model that is not loaded waits for its load.
+  std::string model;
+  // Seconds the model stays loaded once idle after this request: 0 = unload once idle, negative =
+  // never by itself; unset = the daemon's --keep-alive.
+  std::optional<double> keep_alive;
 };
 
 struct Usage {
@@ -126,7 +134,35 @@ struct Accepted {
   std::string topic;
   int64_t queue_position = 0;
   int64_t prompt_tokens = 0;
+  std::string model;  // the model serving it ("" from a daemon that does not say)
   Value raw;
+};
+
+// One entry of `models` (docs/PROTOCOL.md 4.11): a model the daemon can serve.
+struct ServedModel {
+  std::string name;  // what GenerateOptions::model names it by
+  std::string path;
+  uint64_t size_bytes = 0;
+  bool loaded = false;
+  bool loading = false;
+  bool pinned = false;      // given with --model: never evicted
+  bool is_default = false;  // what a request without `model` gets
+  int64_t running = 0;      // requests in flight on it
+  uint64_t resident_bytes = 0;
+  int64_t expires_in_ms = -1;  // when its keep-alive unloads it once idle; -1: never
+  std::string device;
+};
+struct ModelList {
+  std::vector<ServedModel> models;
+  int64_t max_loaded = 0;
+};
+struct LoadResult {
+  std::string model;
+  double load_ms = 0;  // 0 when it was already loaded
+};
+struct UnloadResult {
+  std::string model;
+  bool was_loaded = false;
 };
 
 // The end of a request as seen by generate(): text and ids concatenated from every token event.

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace vks::cli {
+namespace vks::store {
 
 struct PullSource {
   bool is_url = false;
@@ -38,4 +38,4 @@ PullPlan plan_for_url(const PullSource& source);
 // there are), kInvalidArgument when several match.
 PullPlan plan_for_hf_listing(const PullSource& source, const std::string& listing_json, const std::string& endpoint);
 
-}  // namespace vks::cli
+}  // namespace vks::store

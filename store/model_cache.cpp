@@ -1,4 +1,4 @@
-#include "clients/cli/model_cache.h"
+#include "store/model_cache.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +8,7 @@
 
 #include "engine/common/error.h"
 
-namespace vks::cli {
+namespace vks::store {
 namespace fs = std::filesystem;
 namespace {
 
@@ -103,4 +103,4 @@ std::string resolve_model_or_path(const std::string& name) {
   return resolve_model_name(name, cache_dir).value_or(name);
 }
 
-}  // namespace vks::cli
+}  // namespace vks::store

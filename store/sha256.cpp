@@ -1,4 +1,4 @@
-#include "clients/cli/sha256.h"
+#include "store/sha256.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -8,7 +8,7 @@
 
 #include "engine/common/error.h"
 
-namespace vks::cli {
+namespace vks::store {
 namespace {
 
 constexpr std::array<uint32_t, 64> kRoundConstants = {
@@ -106,4 +106,4 @@ std::string sha256_file(const std::string& path) {
   return hash.hex_digest();
 }
 
-}  // namespace vks::cli
+}  // namespace vks::store

@@ -4,9 +4,9 @@
 // broke off), checked against the expected size and sha256 before it is renamed into place.
 #include <string>
 
-#include "clients/cli/pull_source.h"
+#include "store/pull_source.h"
 
-namespace vks::cli {
+namespace vks::store {
 
 // GET a small text resource (at most max_bytes). Throws vks::Error: kIo when the host cannot be
 // reached (saying so: offline?), kNotFound for HTTP 404, kIo for other HTTP errors.
@@ -24,4 +24,4 @@ void download_file(const PullPlan& plan, const std::string& dest, const Download
 // "12.3 MiB" style sizes for progress and listings.
 std::string human_size(uint64_t bytes);
 
-}  // namespace vks::cli
+}  // namespace vks::store

@@ -6,28 +6,28 @@
 #include <fstream>
 #include <random>
 
-#include "clients/cli/model_cache.h"
-#include "clients/cli/pull_source.h"
-#include "clients/cli/sha256.h"
+#include "store/model_cache.h"
+#include "store/pull_source.h"
+#include "store/sha256.h"
 #include "engine/common/error.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-using vks::cli::PullPlan;
-using vks::cli::PullSource;
+using vks::store::PullPlan;
+using vks::store::PullSource;
 
 TEST(Sha256, MatchesFipsVectors) {
-  vks::cli::Sha256 empty;
+  vks::store::Sha256 empty;
   EXPECT_EQ(empty.hex_digest(), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  vks::cli::Sha256 abc;
+  vks::store::Sha256 abc;
   abc.update("abc");
   EXPECT_EQ(abc.hex_digest(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  vks::cli::Sha256 two_blocks;
+  vks::store::Sha256 two_blocks;
   two_blocks.update("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq");
   EXPECT_EQ(two_blocks.hex_digest(), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   // A million 'a' fed in uneven pieces.
-  vks::cli::Sha256 million;
+  vks::store::Sha256 million;
   const std::string chunk(997, 'a');
   size_t left = 1000000;
   while (left > 0) {
@@ -39,20 +39,20 @@ TEST(Sha256, MatchesFipsVectors) {
 }
 
 TEST(PullSource, ParsesUrlsAndRepos) {
-  const PullSource url = vks::cli::parse_pull_source("https://example.com/m/x.Q4_0.gguf?download=1");
+  const PullSource url = vks::store::parse_pull_source("https://example.com/m/x.Q4_0.gguf?download=1");
   EXPECT_TRUE(url.is_url);
-  EXPECT_EQ(vks::cli::plan_for_url(url).cache_name, "x.Q4_0.gguf");
-  const PullSource repo = vks::cli::parse_pull_source("TheBloke/TinyLlama-1.1B-GGUF:Q4_K_M");
+  EXPECT_EQ(vks::store::plan_for_url(url).cache_name, "x.Q4_0.gguf");
+  const PullSource repo = vks::store::parse_pull_source("TheBloke/TinyLlama-1.1B-GGUF:Q4_K_M");
   EXPECT_FALSE(repo.is_url);
   EXPECT_EQ(repo.owner, "TheBloke");
   EXPECT_EQ(repo.repo, "TinyLlama-1.1B-GGUF");
   EXPECT_EQ(repo.quant, "Q4_K_M");
-  EXPECT_EQ(vks::cli::parse_pull_source("a/b").quant, "");
+  EXPECT_EQ(vks::store::parse_pull_source("a/b").quant, "");
   for (const char* bad : {"", "a", "a/b/c", "a/b:", "../x/y", "a/..", "a b/c", "a/b:Q4 K", "ftp://x/y.gguf"}) {
-    EXPECT_THROW(vks::cli::parse_pull_source(bad), vks::Error) << bad;
+    EXPECT_THROW(vks::store::parse_pull_source(bad), vks::Error) << bad;
   }
-  EXPECT_THROW(vks::cli::plan_for_url(vks::cli::parse_pull_source("https://example.com/")), vks::Error);
-  EXPECT_THROW(vks::cli::plan_for_url(vks::cli::parse_pull_source("https://example.com/model.bin")), vks::Error);
+  EXPECT_THROW(vks::store::plan_for_url(vks::store::parse_pull_source("https://example.com/")), vks::Error);
+  EXPECT_THROW(vks::store::plan_for_url(vks::store::parse_pull_source("https://example.com/model.bin")), vks::Error);
 }
 
 TEST(PullSource, ChoosesTheQuantFromTheListing) {
@@ -62,17 +62,17 @@ TEST(PullSource, ChoosesTheQuantFromTheListing) {
       {"rfilename": "m.Q4_K_S.gguf", "size": 9},
       {"rfilename": "m.Q8_0.gguf", "size": 20},
       {"rfilename": "sub/m.F16.gguf", "size": 30}]})";
-  const PullPlan def = vks::cli::plan_for_hf_listing(vks::cli::parse_pull_source("o/r"), listing, "http://h");
+  const PullPlan def = vks::store::plan_for_hf_listing(vks::store::parse_pull_source("o/r"), listing, "http://h");
   EXPECT_EQ(def.url, "http://h/o/r/resolve/main/m.Q4_K_M.gguf");
   EXPECT_EQ(def.cache_name, "o/r/m.Q4_K_M.gguf");
   ASSERT_TRUE(def.size_bytes.has_value());
   EXPECT_EQ(*def.size_bytes, 10u);
   EXPECT_EQ(def.sha256, "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
-  const PullPlan q8 = vks::cli::plan_for_hf_listing(vks::cli::parse_pull_source("o/r:q8_0"), listing, "http://h");
+  const PullPlan q8 = vks::store::plan_for_hf_listing(vks::store::parse_pull_source("o/r:q8_0"), listing, "http://h");
   EXPECT_EQ(q8.cache_name, "o/r/m.Q8_0.gguf");
   EXPECT_EQ(q8.sha256, "");
   try {
-    vks::cli::plan_for_hf_listing(vks::cli::parse_pull_source("o/r:Q5_K_M"), listing, "http://h");
+    vks::store::plan_for_hf_listing(vks::store::parse_pull_source("o/r:Q5_K_M"), listing, "http://h");
     FAIL() << "no Q5_K_M";
   } catch (const vks::Error& e) {
     EXPECT_EQ(e.code(), vks::ErrorCode::kNotFound);
@@ -81,10 +81,10 @@ TEST(PullSource, ChoosesTheQuantFromTheListing) {
 }
 
 TEST(PullSource, HostileListingsGiveErrorsNotCrashes) {
-  const PullSource src = vks::cli::parse_pull_source("o/r");
+  const PullSource src = vks::store::parse_pull_source("o/r");
   for (const char* bad : {"", "[]", "{}", "{\"siblings\": 3}", "{\"siblings\": [1, null, {\"rfilename\": 5}]}",
                           "{\"siblings\": [{\"rfilename\": \"../../etc/x.gguf\"}]}", "{\"siblings\": [", "\xff\xfe"}) {
-    EXPECT_THROW(vks::cli::plan_for_hf_listing(src, bad, "http://h"), vks::Error) << bad;
+    EXPECT_THROW(vks::store::plan_for_hf_listing(src, bad, "http://h"), vks::Error) << bad;
   }
   std::mt19937 rng(7);
   const std::string seed = R"({"siblings": [{"rfilename": "m.Q4_K_M.gguf", "size": 10, "lfs": {"sha256": "00", "size": 10}}]})";
@@ -92,7 +92,7 @@ TEST(PullSource, HostileListingsGiveErrorsNotCrashes) {
     std::string s = seed;
     for (int k = 0; k < 3; ++k) s[rng() % s.size()] = static_cast<char>(rng() % 256);
     try {
-      const PullPlan p = vks::cli::plan_for_hf_listing(src, s, "http://h");
+      const PullPlan p = vks::store::plan_for_hf_listing(src, s, "http://h");
       EXPECT_EQ(p.cache_name.find(".."), std::string::npos);
     } catch (const vks::Error&) {
     }
@@ -100,11 +100,11 @@ TEST(PullSource, HostileListingsGiveErrorsNotCrashes) {
 }
 
 TEST(ModelCache, QuantTagsMatchWholeWords) {
-  EXPECT_TRUE(vks::cli::file_has_quant("x.Q4_K_M.gguf", "q4_k_m"));
-  EXPECT_TRUE(vks::cli::file_has_quant("x-Q4_K.gguf", "Q4_K"));
-  EXPECT_FALSE(vks::cli::file_has_quant("x.Q4_K_M.gguf", "Q4_K"));
-  EXPECT_FALSE(vks::cli::file_has_quant("x.IQ4_K.gguf", "Q4_K"));
-  EXPECT_FALSE(vks::cli::file_has_quant("x.gguf", ""));
+  EXPECT_TRUE(vks::store::file_has_quant("x.Q4_K_M.gguf", "q4_k_m"));
+  EXPECT_TRUE(vks::store::file_has_quant("x-Q4_K.gguf", "Q4_K"));
+  EXPECT_FALSE(vks::store::file_has_quant("x.Q4_K_M.gguf", "Q4_K"));
+  EXPECT_FALSE(vks::store::file_has_quant("x.IQ4_K.gguf", "Q4_K"));
+  EXPECT_FALSE(vks::store::file_has_quant("x.gguf", ""));
 }
 
 TEST(ModelCache, ResolvesPathsCachedNamesAndPulledRepos) {
@@ -114,17 +114,17 @@ TEST(ModelCache, ResolvesPathsCachedNamesAndPulledRepos) {
     std::ofstream(dir / f) << "x";
   }
   const std::string d = dir.string();
-  EXPECT_EQ(vks::cli::resolve_model_name("plain", d), d + "/plain.gguf");
-  EXPECT_EQ(vks::cli::resolve_model_name("plain.gguf", d), d + "/plain.gguf");
-  EXPECT_EQ(vks::cli::resolve_model_name("o/r:q8_0", d), d + "/o/r/m.Q8_0.gguf");
-  EXPECT_EQ(vks::cli::resolve_model_name("o/r/m.Q4_K_M.gguf", d), d + "/o/r/m.Q4_K_M.gguf");
-  EXPECT_EQ(vks::cli::resolve_model_name((dir / "plain.gguf").string(), "/nonexistent"), d + "/plain.gguf");
-  EXPECT_FALSE(vks::cli::resolve_model_name("o/r:Q2_K", d).has_value());  // only a partial download
-  EXPECT_FALSE(vks::cli::resolve_model_name("missing", d).has_value());
-  EXPECT_FALSE(vks::cli::resolve_model_name("../etc/passwd", d).has_value());
-  EXPECT_THROW(vks::cli::resolve_model_name("o/r", d), vks::Error);  // two quants cached
+  EXPECT_EQ(vks::store::resolve_model_name("plain", d), d + "/plain.gguf");
+  EXPECT_EQ(vks::store::resolve_model_name("plain.gguf", d), d + "/plain.gguf");
+  EXPECT_EQ(vks::store::resolve_model_name("o/r:q8_0", d), d + "/o/r/m.Q8_0.gguf");
+  EXPECT_EQ(vks::store::resolve_model_name("o/r/m.Q4_K_M.gguf", d), d + "/o/r/m.Q4_K_M.gguf");
+  EXPECT_EQ(vks::store::resolve_model_name((dir / "plain.gguf").string(), "/nonexistent"), d + "/plain.gguf");
+  EXPECT_FALSE(vks::store::resolve_model_name("o/r:Q2_K", d).has_value());  // only a partial download
+  EXPECT_FALSE(vks::store::resolve_model_name("missing", d).has_value());
+  EXPECT_FALSE(vks::store::resolve_model_name("../etc/passwd", d).has_value());
+  EXPECT_THROW(vks::store::resolve_model_name("o/r", d), vks::Error);  // two quants cached
 
-  const std::vector<vks::cli::CachedModel> listed = vks::cli::list_cached_models(d);
+  const std::vector<vks::store::CachedModel> listed = vks::store::list_cached_models(d);
   ASSERT_EQ(listed.size(), 3u);
   EXPECT_EQ(listed[0].name, "o/r/m.Q4_K_M.gguf");
   EXPECT_EQ(listed[2].name, "plain.gguf");

@@ -1,4 +1,4 @@
-#include "clients/cli/downloader.h"
+#include "store/downloader.h"
 
 #include <curl/curl.h>
 #include <unistd.h>
@@ -14,10 +14,10 @@
 #include <optional>
 #include <system_error>
 
-#include "clients/cli/sha256.h"
 #include "engine/common/error.h"
+#include "store/sha256.h"
 
-namespace vks::cli {
+namespace vks::store {
 namespace fs = std::filesystem;
 namespace {
 
@@ -287,4 +287,4 @@ void download_file(const PullPlan& plan, const std::string& dest, const Download
   if (ec) throw Error(ErrorCode::kIo, "cannot move " + part + " to " + dest + ": " + ec.message());
 }
 
-}  // namespace vks::cli
+}  // namespace vks::store

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace vks::cli {
+namespace vks::store {
 
 // $VKSTREAM_CACHE_DIR, else $XDG_CACHE_HOME/vkstream/models, else $HOME/.cache/vkstream/models.
 // Throws vks::Error (kNotFound) when none of them is set.
@@ -36,4 +36,4 @@ std::optional<std::string> resolve_model_name(const std::string& name, const std
 // the loader reports the missing file) or when no cache dir can be determined.
 std::string resolve_model_or_path(const std::string& name);
 
-}  // namespace vks::cli
+}  // namespace vks::store

@@ -1,4 +1,4 @@
-#include "clients/cli/pull_source.h"
+#include "store/pull_source.h"
 
 #include <nlohmann/json.hpp>
 
@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <vector>
 
-#include "clients/cli/model_cache.h"
 #include "engine/common/error.h"
+#include "store/model_cache.h"
 
-namespace vks::cli {
+namespace vks::store {
 namespace {
 
 constexpr const char* kSourceForms =
@@ -153,4 +153,4 @@ PullPlan plan_for_hf_listing(const PullSource& source, const std::string& listin
   return plan;
 }
 
-}  // namespace vks::cli
+}  // namespace vks::store

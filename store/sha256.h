@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace vks::cli {
+namespace vks::store {
 
 class Sha256 {
  public:
@@ -29,4 +29,4 @@ class Sha256 {
 // Digest of a whole file, read in chunks; throws vks::Error (kIo) when it cannot be read.
 std::string sha256_file(const std::string& path);
 
-}  // namespace vks::cli
+}  // namespace vks::store
