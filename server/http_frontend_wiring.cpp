@@ -40,7 +40,8 @@ void Daemon::setup_http(const ListenFds& fds) {
                                 std::function<void(HttpSubmitOutcome)> done) {
     submit_http_embed(conn_id, std::move(m), std::move(still_wanted), std::move(done));
   };
-  backend.with_model = [this](uint64_t conn_id, HttpFrontend::Backend::ModelWork work, bool client_template,
+  backend.with_model = [this](uint64_t conn_id, const std::string& /*model_id: the one served*/,
+                              HttpFrontend::Backend::ModelWork work, bool client_template,
                               std::function<bool()> still_wanted,
                               std::function<void(nlohmann::json, std::exception_ptr)> done) {
     touch();
@@ -100,7 +101,23 @@ void Daemon::setup_http(const ListenFds& fds) {
     catalogue.reasoning = served_.chat_template->reasoning;
   }
   catalogue.tied_embeddings = served_.config.tied_embeddings;
-  http_ = std::make_unique<HttpFrontend>(&loop_, std::move(ho), std::move(catalogue), std::move(backend));
+  // Minimal stand-in until the daemon serves several models: the one model, loaded, pinned.
+  auto served = std::make_shared<const http::ModelCatalogue>(std::move(catalogue));
+  backend.models = [served] {
+    HttpModelStatus status;
+    status.entry = *served;
+    status.loaded = true;
+    status.resident_bytes = served->file_bytes;
+    return std::vector<HttpModelStatus>{status};
+  };
+  backend.resolve_model = [served](const std::string& name, std::optional<double>, std::function<bool()>,
+                                   HttpFrontend::Backend::ResolvedModel done) {
+    if (served->matches(name)) return done(served, proto::ProtocolError{});
+    done(nullptr, proto::make_error(proto::WireError::kNotFound,
+                                    "model '" + name + "' not found; this server serves '" + served->id + "'", "model"));
+  };
+  backend.unload = [](const std::string&) { return false; };
+  http_ = std::make_unique<HttpFrontend>(&loop_, std::move(ho), std::move(backend));
   http_->start(fds.http, fds.http_handed);
   for (const std::string& a : http_->addresses()) spdlog::info("HTTP API on {}", a);
 }
