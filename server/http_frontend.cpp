@@ -256,13 +256,16 @@ void HttpFrontend::resolve(HttpConnection& c, const std::string& request_id, boo
   auto still_wanted = [this, conn_id, exchange] { return live(conn_id, exchange) != nullptr; };
   const std::string name = choice.name;
   const std::optional<double> keep_alive = choice.keep_alive;
+  choice.asked_at = std::chrono::steady_clock::now();
   backend_.resolve_model(
       name, keep_alive, std::move(still_wanted),
       [this, conn_id, exchange, request_id, ollama, origin = cors_origin_, body = std::move(body),
        choice = std::move(choice), then = std::move(then)](std::shared_ptr<const http::ModelCatalogue> entry,
-                                                            proto::ProtocolError error) {
+                                                            proto::ProtocolError error) mutable {
         // Maybe later, from a libuv callback (the load finished): nothing may escape.
         try {
+          choice.load_ns =
+              std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - choice.asked_at).count();
           HttpConnection* now = live(conn_id, exchange);
           if (now == nullptr) return;  // the client left while its model loaded: nothing starts
           cors_origin_ = origin;       // answered later than its request
@@ -374,6 +377,8 @@ void HttpFrontend::completions(HttpConnection& conn, HttpRequest& r) {
                   if (!req) return;
                   http::Generation g;
                   g.api = http::Api::kOpenAiCompletion;
+                  g.started = choice.asked_at;  // the request arrived before its model was loaded
+                  g.load_ns = choice.load_ns;
                   g.model = entry.id;
                   g.stream = req->stream;
                   g.include_usage = req->include_usage;
@@ -403,6 +408,8 @@ void HttpFrontend::ollama_generate(HttpConnection& conn, HttpRequest& r) {
             if (req->load_only) return send_json(c, 200, http::ollama_generate_loaded(entry.id, "load"), request_id);
             http::Generation g;
             g.api = http::Api::kOllamaGenerate;
+            g.started = choice.asked_at;  // the request arrived before its model was loaded
+            g.load_ns = choice.load_ns;
             g.model = entry.id;
             g.stream = req->stream;
             http::add_model_fields(req->wire, entry.id, choice.keep_alive);
@@ -420,6 +427,8 @@ void HttpFrontend::chat_completions(HttpConnection& conn, HttpRequest& r) {
                   if (!req) return;
                   http::Generation g;
                   g.api = http::Api::kOpenAiChat;
+                  g.started = choice.asked_at;  // the request arrived before its model was loaded
+                  g.load_ns = choice.load_ns;
                   g.model = entry.id;
                   g.stream = req->stream;
                   g.include_usage = req->include_usage;
@@ -450,6 +459,8 @@ void HttpFrontend::ollama_chat(HttpConnection& conn, HttpRequest& r) {
             if (req->load_only) return send_json(c, 200, http::ollama_chat_loaded(entry), request_id);
             http::Generation g;
             g.api = http::Api::kOllamaChat;
+            g.started = choice.asked_at;  // the request arrived before its model was loaded
+            g.load_ns = choice.load_ns;
             g.model = entry.id;
             g.stream = req->stream;
             g.tools = std::move(req->tools);
@@ -471,6 +482,8 @@ void HttpFrontend::anthropic_messages(HttpConnection& conn, HttpRequest& r) {
                   if (!req) return;
                   http::Generation g;
                   g.api = http::Api::kAnthropicMessages;
+                  g.started = choice.asked_at;  // the request arrived before its model was loaded
+                  g.load_ns = choice.load_ns;
                   g.model = entry.id;
                   g.stream = req->stream;
                   g.tools = std::move(req->tools);
@@ -492,6 +505,8 @@ void HttpFrontend::openai_responses(HttpConnection& conn, HttpRequest& r) {
                   if (!req) return;
                   http::Generation g;
                   g.api = http::Api::kOpenAiResponses;
+                  g.started = choice.asked_at;  // the request arrived before its model was loaded
+                  g.load_ns = choice.load_ns;
                   g.model = entry.id;
                   g.stream = req->stream;
                   g.tools = std::move(req->tools);
@@ -650,6 +665,8 @@ void HttpFrontend::embeddings(HttpConnection& conn, HttpRequest& r, http::EmbedA
                   }
                   http::Generation g;
                   g.api = http::Api::kEmbed;
+                  g.started = choice.asked_at;  // the request arrived before its model was loaded
+                  g.load_ns = choice.load_ns;
                   g.model = entry.id;
                   g.embed.api = req.api;
                   g.embed.base64 = req.base64;
@@ -830,6 +847,7 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
       result.prompt_tokens = ev.usage.prompt_tokens > 0 ? ev.usage.prompt_tokens : g.prompt_tokens;
       result.total_ns =
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - g.started).count();
+      result.load_ns = g.load_ns;
       resp.body = http::compact_dump(http::embeddings_answer(g.embed, g.model, result));
       break;
     }

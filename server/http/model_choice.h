@@ -4,6 +4,8 @@
 // Also the answers that depend on the set of served models rather than on one of them.
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <variant>
@@ -17,6 +19,10 @@ namespace vks::http {
 struct ModelChoice {
   std::string name;                  // as the client wrote it; "" = the default model
   std::optional<double> keep_alive;  // seconds (keep_alive.h); only Ollama's surfaces read it
+  // Set by the front end as it resolves the model: when it asked, and how long the model took to
+  // become ready (a load), so an answer's durations include the load as Ollama's do.
+  std::chrono::steady_clock::time_point asked_at = std::chrono::steady_clock::now();
+  int64_t load_ns = 0;
 };
 
 // `required`: Ollama's surfaces need a model; the others default to the server's. `keep_alive`:

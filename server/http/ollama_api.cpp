@@ -134,7 +134,7 @@ json ollama_final(const Generation& g, const EngineEvent& finished, bool with_te
           {"done", true},
           {"done_reason", finish_reason_text(finished.reason)},
           {"total_duration", total_ns},
-          {"load_duration", 0},
+          {"load_duration", g.load_ns},
           {"prompt_eval_count", prompt},
           {"prompt_eval_duration", ns_of_ms(prompt_ms)},
           {"eval_count", finished.usage.generated_tokens},

@@ -59,6 +59,8 @@ struct Resolve {
   std::optional<double> keep_alive;
 };
 
+constexpr int kLoadMs = 20;  // how long loading "beta" takes
+
 // How "beta" resolves: loaded later, or one of the resolve errors, or held until released.
 enum class BetaMode { kLoad, kLoadFailed, kOverloaded, kHold };
 
@@ -108,6 +110,7 @@ class FakeServer {
 
  private:
   struct Pending {
+    std::chrono::steady_clock::time_point asked = std::chrono::steady_clock::now();
     std::function<bool()> still_wanted;
     HttpFrontend::Backend::ResolvedModel done;
   };
@@ -145,8 +148,17 @@ class FakeServer {
   void tick() {
     const BetaMode mode = beta_mode.load();
     if (mode == BetaMode::kHold && !release.load()) return;
-    std::vector<Pending> now = std::move(pending_);
-    pending_.clear();
+    // A load takes at least kLoadMs (answers' load_duration shows it).
+    std::vector<Pending> now;
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      const bool due = std::chrono::steady_clock::now() - it->asked >= std::chrono::milliseconds(kLoadMs);
+      if (due || mode == BetaMode::kHold) {
+        now.push_back(std::move(*it));
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
     for (Pending& p : now) {
       {
         std::lock_guard lock(mu_);
@@ -186,7 +198,7 @@ class FakeServer {
       if (alpha_->matches(name)) return done(alpha_, proto::ProtocolError{});  // loaded: at once
       if (beta_->matches(name)) {
         ++pending;
-        pending_.push_back({std::move(still_wanted), std::move(done)});
+        pending_.push_back({std::chrono::steady_clock::now(), std::move(still_wanted), std::move(done)});
         return;
       }
       done(nullptr, proto::make_error(proto::WireError::kNotFound,
@@ -304,9 +316,23 @@ TEST(HttpFrontendModels, EachApiRoutesItsModelToTheWire) {
       EXPECT_EQ(b["model"], k.model) << k.path;
     }
   }
+  // Ollama's durations include the load: the request waited kLoadMs for beta, not for alpha.
+  auto loaded_late = s.call("POST", "/api/generate", R"({"model":"beta","prompt":"hi","stream":false})");
+  ASSERT_TRUE(loaded_late);
+  const json late = body_of(*loaded_late);
+  EXPECT_GE(late.value("load_duration", int64_t{0}), int64_t{kLoadMs} * 1'000'000) << loaded_late->body;
+  EXPECT_GE(late.value("total_duration", int64_t{0}), late.value("load_duration", int64_t{0}));
+  auto embedded = s.call("POST", "/api/embed", R"({"model":"beta","input":"hi"})");
+  ASSERT_TRUE(embedded);
+  EXPECT_GE(body_of(*embedded).value("load_duration", int64_t{0}), int64_t{kLoadMs} * 1'000'000) << embedded->body;
+  auto at_once = s.call("POST", "/api/generate", R"({"model":"alpha","prompt":"hi","stream":false})");
+  ASSERT_TRUE(at_once);
+  EXPECT_LT(body_of(*at_once).value("load_duration", int64_t{-1}), int64_t{kLoadMs} * 1'000'000) << at_once->body;
+  EXPECT_GE(body_of(*at_once).value("load_duration", int64_t{-1}), 0);
+
   // The name as the client wrote it went to resolve_model, keep_alive with it.
   const std::vector<Resolve> resolves = s.resolves();
-  ASSERT_EQ(resolves.size(), cases.size());
+  ASSERT_EQ(resolves.size(), cases.size() + 3);
   EXPECT_EQ(resolves[1].name, "");
   EXPECT_EQ(resolves[4].name, "beta:latest");
   EXPECT_EQ(resolves[4].keep_alive, 300.0);
