@@ -21,6 +21,7 @@ std::string parameter_size(const ModelCatalogue& m) {
                             : d * m.info.vocab_size * (m.tied_embeddings ? 1 : 2) +
                                   m.info.n_layers * (d * d * 2 + 2 * d * m.info.n_kv_heads * m.info.head_dim +
                                                      3 * d * m.info.hidden_dim);
+  if (params <= 0) return "";  // a model not loaded yet whose header gave no shapes: unknown, not "0K"
   char buf[32];
   if (params >= 1e9) {
     std::snprintf(buf, sizeof(buf), "%.1fB", params / 1e9);

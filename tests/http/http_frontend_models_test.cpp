@@ -48,6 +48,18 @@ http::ModelCatalogue entry(const std::string& id, int dim) {
   return m;
 }
 
+// A model not loaded, as the listing has it: what its GGUF header says, no shapes.
+http::ModelCatalogue header_only(const http::ModelCatalogue& full) {
+  http::ModelCatalogue m;
+  m.id = full.id;
+  m.info.architecture = full.info.architecture;
+  m.info.context_length = full.info.context_length;
+  m.file_bytes = full.file_bytes;
+  m.digest = full.digest;
+  m.file_type = full.file_type;
+  return m;
+}
+
 // What the fake backend was asked, read from the test thread.
 struct Submitted {
   std::string kind;  // "generate", "chat", "embed", "work"
@@ -186,7 +198,7 @@ class FakeServer {
       a.resident_bytes = 4096;
       a.expires_in_ms = 60'000;
       HttpModelStatus be;
-      be.entry = *beta_;
+      be.entry = header_only(*beta_);
       return std::vector<HttpModelStatus>{a, be};
     };
     b.resolve_model = [this](const std::string& name, std::optional<double> keep_alive, std::function<bool()> still_wanted,
@@ -455,6 +467,7 @@ TEST(HttpFrontendModels, ListingsShowEveryModelAndPsOnlyTheLoaded) {
   ASSERT_TRUE(show);
   EXPECT_EQ(show->status, 200) << show->body;
   EXPECT_EQ(body_of(*show)["details"]["quantization_level"], "Q4_0");
+  EXPECT_EQ(body_of(*show)["details"]["parameter_size"], "");  // its header gave no shapes: unknown, not "0K"
   EXPECT_TRUE(s.resolves().empty());
   auto show_none = s.call("POST", "/api/show", R"({"name":"gamma"})");
   ASSERT_TRUE(show_none);
