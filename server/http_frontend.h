@@ -4,6 +4,8 @@
 // is submitted through the daemon like any other request (same ids, registry, PUB topic, limits);
 // its engine events come back through on_engine_event and are rendered for the API that asked.
 // A connection that goes away cancels its request at once (Backend::connection_closed).
+// Models: each request names one (docs/HTTP.md "Models"); the front end resolves it through the
+// backend (loading it when needed) before mapping the request, and routes the wire request to it.
 #include <uv.h>
 
 #include <cstdint>
