@@ -153,6 +153,9 @@ class Daemon {
   // HTTP front end (http_frontend_wiring.cpp).
   void setup_http(const ListenFds& fds);
   http::ModelCatalogue catalogue_entry(const ModelSlot& slot) const;
+  // Runs `work` (tokenize, count tokens, apply a template) with model's template and tokenizer off the loop.
+  void run_model_work(uint64_t conn_id, ModelSlot& model, HttpFrontend::Backend::ModelWork work, bool client_template,
+                      std::function<bool()> still_wanted, std::function<void(nlohmann::json, std::exception_ptr)> done);
   void submit_http(uint64_t conn_id, const proto::GenerateRequest& message, std::function<bool()> still_wanted,
                    std::function<void(HttpSubmitOutcome)> done);
   HttpSubmitOutcome submit_http_now(uint64_t conn_id, ModelSlot& model, GenerateJob& job);

@@ -74,8 +74,8 @@ http::ModelCatalogue make_model_catalogue(const std::string& model_path, const p
   return m;
 }
 
-HttpFrontend::HttpFrontend(uv_loop_t* loop, HttpFrontendOptions options, http::ModelCatalogue model, Backend backend)
-    : options_(std::move(options)), model_(std::move(model)), backend_(std::move(backend)) {
+HttpFrontend::HttpFrontend(uv_loop_t* loop, HttpFrontendOptions options, Backend backend)
+    : options_(std::move(options)), backend_(std::move(backend)) {
   http::HttpServer::Hooks hooks;
   hooks.on_request = [this](HttpConnection& c, HttpRequest& r) { handle(c, r); };
   hooks.on_closed = [this](HttpConnection& c) { on_closed(c); };
@@ -180,38 +180,19 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
   if (p == "/v1/embeddings") return post ? embeddings(c, r, http::EmbedApi::kOpenAi) : wrong_method("POST");
   if (p == "/api/embed") return post ? embeddings(c, r, http::EmbedApi::kOllama) : wrong_method("POST");
   if (p == "/api/embeddings") return post ? embeddings(c, r, http::EmbedApi::kOllamaLegacy) : wrong_method("POST");
-  if (p == "/v1/models") return get ? send_json(c, 200, http::openai_models(model_), request_id) : wrong_method("GET");
-  if (p.rfind("/v1/models/", 0) == 0) {
-    if (!get) return wrong_method("GET");
-    const std::string wanted = p.substr(11);
-    if (!model_.matches(wanted) || wanted.empty()) {
-      return send_error(c, false, ApiError{404, "The model '" + wanted + "' does not exist", "model_not_found", "model", 0},
-                        request_id);
-    }
-    return send_json(c, 200, http::openai_model(model_), request_id);
+  if (p == "/v1/models" || p.rfind("/v1/models/", 0) == 0 || p == "/api/tags" || p == "/api/ps") {
+    return get ? list_models(c, r, request_id) : wrong_method("GET");
   }
-  if (p == "/api/tags") return get ? send_json(c, 200, http::ollama_tags(model_), request_id) : wrong_method("GET");
-  if (p == "/api/ps") return get ? send_json(c, 200, http::ollama_ps(model_), request_id) : wrong_method("GET");
   if (p == "/api/version") {
     return get ? send_json(c, 200, json{{"version", options_.version}}, request_id) : wrong_method("GET");
   }
-  if (p == "/api/show") {
-    if (!post) return wrong_method("POST");
-    auto body = http::parse_json_object(r, false, /*any_media_type=*/true);
-    if (auto* f = std::get_if<http::ParseFailure>(&body)) return send_error(c, true, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-    const http::JsonBody& b = std::get<http::JsonBody>(body);
-    std::string name;
-    for (const char* key : {"model", "name"}) {
-      if (b.contains(key) && b[key].is_string()) name = b[key].get<std::string>();
-    }
-    if (name.empty()) return send_error(c, true, ApiError{400, "model is required", "missing_field", "model", 0}, request_id);
-    if (!model_.matches(name)) return send_error(c, true, ApiError{404, "model '" + name + "' not found", "model_not_found", "model", 0}, request_id);
-    return send_json(c, 200, http::ollama_show(model_), request_id);
-  }
+  if (p == "/api/show") return post ? show_model(c, r, request_id) : wrong_method("POST");
   if (p == "/health") {
     if (!get) return wrong_method("GET");
     const bool serving = !backend_.serving || backend_.serving();
-    return send_json(c, serving ? 200 : 503, json{{"status", serving ? "ok" : "draining"}, {"model", model_.id}}, request_id);
+    const std::vector<HttpModelStatus> models = served_models();
+    const std::string default_id = models.empty() ? std::string() : models.front().entry.id;
+    return send_json(c, serving ? 200 : 503, json{{"status", serving ? "ok" : "draining"}, {"model", default_id}}, request_id);
   }
   if (p == "/metrics") {
     if (!get) return wrong_method("GET");
@@ -235,139 +216,324 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
              request_id);
 }
 
-template <class Request, class Map>
-std::optional<Request> HttpFrontend::read_request(HttpConnection& c, HttpRequest& r, const std::string& request_id,
-                                                  bool ollama, Map&& map) {
+std::vector<HttpModelStatus> HttpFrontend::served_models() const {
+  return backend_.models ? backend_.models() : std::vector<HttpModelStatus>{};
+}
+
+HttpConnection* HttpFrontend::live(uint64_t conn_id, uint64_t exchange) const {
+  HttpConnection* now = server_->find(conn_id);
+  return now != nullptr && !now->closing() && now->exchange() == exchange ? now : nullptr;
+}
+
+std::shared_ptr<http::JsonBody> HttpFrontend::read_body(HttpConnection& c, HttpRequest& r, const std::string& request_id,
+                                                        bool ollama) {
   auto body = http::parse_json_object(r, false, /*any_media_type=*/ollama);
   if (auto* f = std::get_if<http::ParseFailure>(&body)) {
     send_error(c, ollama, ApiError{f->status, f->message, f->code, {}, 0}, request_id);
-    return std::nullopt;
+    return nullptr;
   }
-  auto mapped = map(std::get<http::JsonBody>(body));
-  if (auto* e = std::get_if<ApiError>(&mapped)) {
+  return std::make_shared<http::JsonBody>(std::move(std::get<http::JsonBody>(body)));
+}
+
+std::optional<http::ModelChoice> HttpFrontend::read_choice(HttpConnection& c, const http::JsonBody& body,
+                                                           const std::string& request_id, bool ollama) {
+  // Ollama's surfaces require a model and read keep_alive; the others default to the first model.
+  auto choice = http::read_model_choice(body, /*required=*/ollama, /*keep_alive=*/ollama);
+  if (auto* e = std::get_if<ApiError>(&choice)) {
     send_error(c, ollama, *e, request_id);
     return std::nullopt;
   }
-  return std::move(std::get<Request>(mapped));
+  return std::move(std::get<http::ModelChoice>(choice));
 }
 
-void HttpFrontend::completions(HttpConnection& c, HttpRequest& r) {
-  const std::string request_id = fresh_request_id();
-  auto read = read_request<http::OpenAiCompletionRequest>(c, r, request_id, false,
-                                         [&](const http::JsonBody& b) { return http::map_openai_completion(b, model_); });
-  if (!read) return;
-  auto& req = *read;
-  http::Generation g;
-  g.api = http::Api::kOpenAiCompletion;
-  g.stream = req.stream;
-  g.include_usage = req.include_usage;
-  g.logprobs = req.logprobs;
-  submit(c, r, std::move(g), std::move(req.wire), http::openai_param_names());
-}
-
-void HttpFrontend::ollama_generate(HttpConnection& c, HttpRequest& r) {
-  const std::string request_id = fresh_request_id();
-  auto read = read_request<http::OllamaGenerateRequest>(c, r, request_id, true,
-                                         [&](const http::JsonBody& b) { return http::map_ollama_generate(b, model_); });
-  if (!read) return;
-  auto& req = *read;
-  if (req.load_only) {
-    return send_json(c, 200,
-                     json{{"model", model_.id}, {"created_at", http::rfc3339_now()}, {"response", ""}, {"done", true},
-                          {"done_reason", "load"}},
-                     request_id);
+void HttpFrontend::resolve(HttpConnection& c, const std::string& request_id, bool ollama,
+                           std::shared_ptr<http::JsonBody> body, http::ModelChoice choice, Resolved then) {
+  if (!backend_.resolve_model) {
+    return send_error(c, ollama, ApiError{503, "this server serves no model", "unsupported", {}, 0}, request_id);
   }
-  http::Generation g;
-  g.api = http::Api::kOllamaGenerate;
-  g.stream = req.stream;
-  submit(c, r, std::move(g), std::move(req.wire), http::ollama_param_names());
+  const uint64_t conn_id = c.id();
+  const uint64_t exchange = c.exchange();
+  auto still_wanted = [this, conn_id, exchange] { return live(conn_id, exchange) != nullptr; };
+  const std::string name = choice.name;
+  const std::optional<double> keep_alive = choice.keep_alive;
+  choice.asked_at = std::chrono::steady_clock::now();
+  backend_.resolve_model(
+      name, keep_alive, std::move(still_wanted),
+      [this, conn_id, exchange, request_id, ollama, origin = cors_origin_, body = std::move(body),
+       choice = std::move(choice), then = std::move(then)](std::shared_ptr<const http::ModelCatalogue> entry,
+                                                            proto::ProtocolError error) mutable {
+        // Maybe later, from a libuv callback (the load finished): nothing may escape.
+        try {
+          choice.load_ns =
+              std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - choice.asked_at).count();
+          HttpConnection* now = live(conn_id, exchange);
+          if (now == nullptr) return;  // the client left while its model loaded: nothing starts
+          cors_origin_ = origin;       // answered later than its request
+          if (!entry) return send_error(*now, ollama, http::model_resolve_error(error), request_id);
+          // The entry is the authority on the name: the mappers check the body's model against it.
+          if (auto it = body->find("model"); it != body->end() && it->is_string()) it->get_ref<std::string&>() = entry->id;
+          then(*now, *body, *entry, choice);
+        } catch (const std::exception& e) {
+          spdlog::error("http: answering {}: {}", request_id, e.what());
+          if (HttpConnection* now = live(conn_id, exchange); now != nullptr && now->answering()) {
+            send_error(*now, ollama, ApiError{500, e.what(), "internal", {}, 0}, request_id);
+          }
+        }
+      });
 }
 
-void HttpFrontend::chat_completions(HttpConnection& c, HttpRequest& r) {
+void HttpFrontend::with_resolved(HttpConnection& c, HttpRequest& r, const std::string& request_id, bool ollama,
+                                 Resolved then) {
+  std::shared_ptr<http::JsonBody> body = read_body(c, r, request_id, ollama);
+  if (!body) return;
+  std::optional<http::ModelChoice> choice = read_choice(c, *body, request_id, ollama);
+  if (!choice) return;
+  resolve(c, request_id, ollama, std::move(body), std::move(*choice), std::move(then));
+}
+
+template <class Request>
+std::optional<Request> HttpFrontend::mapped(HttpConnection& c, const std::string& request_id, bool ollama,
+                                            std::variant<Request, ApiError> result) {
+  if (auto* e = std::get_if<ApiError>(&result)) {
+    send_error(c, ollama, *e, request_id);
+    return std::nullopt;
+  }
+  return std::move(std::get<Request>(result));
+}
+
+namespace {
+
+// The request's own x-request-id when it is a valid wire id (read now: the request may be answered later).
+std::string client_request_id(const HttpRequest& r) {
+  const std::string* chosen = r.header("x-request-id");
+  return chosen != nullptr && valid_client_id(*chosen) ? *chosen : std::string();
+}
+
+}  // namespace
+
+void HttpFrontend::list_models(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
+  const std::vector<HttpModelStatus> models = served_models();
+  const std::string& p = r.path;
+  if (p == "/api/ps") {  // only what is loaded, with what it holds and when it goes
+    std::vector<http::LoadedModel> loaded;
+    for (const HttpModelStatus& m : models) {
+      if (m.loaded) loaded.push_back(http::LoadedModel{m.entry, m.resident_bytes, m.expires_in_ms});
+    }
+    return send_json(c, 200, http::ollama_ps(loaded), request_id);
+  }
+  std::vector<http::ModelCatalogue> entries;
+  for (const HttpModelStatus& m : models) entries.push_back(m.entry);
+  if (p == "/api/tags") return send_json(c, 200, http::ollama_tags(entries), request_id);
+  if (p == "/v1/models") return send_json(c, 200, http::openai_models(entries), request_id);
+  const std::string wanted = p.substr(11);  // /v1/models/{id}
+  for (const http::ModelCatalogue& e : entries) {
+    if (!wanted.empty() && e.matches(wanted)) return send_json(c, 200, http::openai_model(e), request_id);
+  }
+  std::vector<std::string> ids;
+  for (const http::ModelCatalogue& e : entries) ids.push_back(e.id);
+  send_error(c, false, http::model_not_found(wanted, ids), request_id);
+}
+
+// Answered from the listing, without loading: a model not loaded shows what its GGUF header says
+// (details, context length); its capabilities and shapes are complete once it is loaded. Loading
+// a model for a metadata query would evict the models that are working.
+void HttpFrontend::show_model(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
+  std::shared_ptr<http::JsonBody> body = read_body(c, r, request_id, true);
+  if (!body) return;
+  std::string name;
+  for (const char* key : {"model", "name"}) {
+    if (body->contains(key) && (*body)[key].is_string()) name = (*body)[key].get<std::string>();
+  }
+  if (name.empty()) return send_error(c, true, ApiError{400, "model is required", "missing_field", "model", 0}, request_id);
+  std::vector<std::string> ids;
+  for (const HttpModelStatus& m : served_models()) {
+    if (m.entry.matches(name)) return send_json(c, 200, http::ollama_show(m.entry), request_id);
+    ids.push_back(m.entry.id);
+  }
+  send_error(c, true, http::model_not_found(name, ids), request_id);
+}
+
+void HttpFrontend::unload_model(HttpConnection& c, const std::string& request_id, const std::string& name, bool chat) {
+  std::vector<std::string> ids;
+  for (const HttpModelStatus& m : served_models()) {
+    if (m.entry.matches(name)) {  // "" = the default, as resolve_model reads it
+      if (backend_.unload) backend_.unload(m.entry.id);  // false when not loaded: Ollama answers the same
+      return send_json(c, 200,
+                       chat ? http::ollama_chat_loaded(m.entry, "unload") : http::ollama_generate_loaded(m.entry.id, "unload"),
+                       request_id);
+    }
+    ids.push_back(m.entry.id);
+  }
+  send_error(c, true, http::model_not_found(name, ids), request_id);
+}
+
+void HttpFrontend::completions(HttpConnection& conn, HttpRequest& r) {
   const std::string request_id = fresh_request_id();
-  auto read = read_request<http::OpenAiChatRequest>(c, r, request_id, false,
-                                         [&](const http::JsonBody& b) { return http::map_openai_chat(b, model_); });
-  if (!read) return;
-  auto& req = *read;
-  http::Generation g;
-  g.api = http::Api::kOpenAiChat;
-  g.stream = req.stream;
-  g.include_usage = req.include_usage;
-  g.logprobs = req.logprobs;
-  g.tools = std::move(req.tools);
-  g.reasoning = http::reasoning_parser(model_, req.wire);
-  g.reasoning_counter = g.reasoning;
-  submit(c, r, std::move(g), std::move(req.wire), http::openai_chat_param_names());
+  with_resolved(conn, r, request_id, false,
+                [this, request_id, client_id = client_request_id(r)](HttpConnection& c, http::JsonBody& b,
+                                                                     const http::ModelCatalogue& entry,
+                                                                     const http::ModelChoice& choice) {
+                  auto req = mapped(c, request_id, false, http::map_openai_completion(b, entry));
+                  if (!req) return;
+                  http::Generation g;
+                  g.api = http::Api::kOpenAiCompletion;
+                  g.started = choice.asked_at;  // the request arrived before its model was loaded
+                  g.load_ns = choice.load_ns;
+                  g.model = entry.id;
+                  g.stream = req->stream;
+                  g.include_usage = req->include_usage;
+                  g.logprobs = req->logprobs;
+                  http::add_model_fields(req->wire, entry.id, choice.keep_alive);
+                  submit(c, client_id, std::move(g), std::move(req->wire), http::openai_param_names());
+                });
 }
 
-void HttpFrontend::ollama_chat(HttpConnection& c, HttpRequest& r) {
+void HttpFrontend::ollama_generate(HttpConnection& conn, HttpRequest& r) {
   const std::string request_id = fresh_request_id();
-  auto read = read_request<http::OllamaChatRequest>(c, r, request_id, true,
-                                         [&](const http::JsonBody& b) { return http::map_ollama_chat(b, model_); });
-  if (!read) return;
-  auto& req = *read;
-  if (req.load_only) return send_json(c, 200, http::ollama_chat_loaded(model_), request_id);
-  http::Generation g;
-  g.api = http::Api::kOllamaChat;
-  g.stream = req.stream;
-  g.tools = std::move(req.tools);
-  g.reasoning = http::reasoning_parser(model_, req.wire);
-  g.reasoning_counter = g.reasoning;
-  g.show_reasoning = req.show_reasoning;
-  submit(c, r, std::move(g), std::move(req.wire), http::ollama_chat_param_names());
+  std::shared_ptr<http::JsonBody> body = read_body(conn, r, request_id, true);
+  if (!body) return;
+  std::optional<http::ModelChoice> asked = read_choice(conn, *body, request_id, true);
+  if (!asked) return;
+  // Ollama's unload call: no prompt and keep_alive 0. It loads nothing first.
+  if (asked->keep_alive == 0.0 && http::ollama_empty_prompt(*body, /*chat=*/false)) {
+    return unload_model(conn, request_id, asked->name, /*chat=*/false);
+  }
+  resolve(conn, request_id, true, std::move(body), std::move(*asked),
+          [this, request_id, client_id = client_request_id(r)](HttpConnection& c, http::JsonBody& b,
+                                                               const http::ModelCatalogue& entry,
+                                                               const http::ModelChoice& choice) {
+            auto req = mapped(c, request_id, true, http::map_ollama_generate(b, entry));
+            if (!req) return;
+            // Ollama's load call (no prompt): resolving it loaded the model.
+            if (req->load_only) return send_json(c, 200, http::ollama_generate_loaded(entry.id, "load"), request_id);
+            http::Generation g;
+            g.api = http::Api::kOllamaGenerate;
+            g.started = choice.asked_at;  // the request arrived before its model was loaded
+            g.load_ns = choice.load_ns;
+            g.model = entry.id;
+            g.stream = req->stream;
+            http::add_model_fields(req->wire, entry.id, choice.keep_alive);
+            submit(c, client_id, std::move(g), std::move(req->wire), http::ollama_param_names());
+          });
 }
 
-void HttpFrontend::anthropic_messages(HttpConnection& c, HttpRequest& r) {
+void HttpFrontend::chat_completions(HttpConnection& conn, HttpRequest& r) {
   const std::string request_id = fresh_request_id();
-  auto read = read_request<http::AnthropicRequest>(c, r, request_id, false,
-                                         [&](const http::JsonBody& b) { return http::map_anthropic_messages(b, model_); });
-  if (!read) return;
-  auto& req = *read;
-  http::Generation g;
-  g.api = http::Api::kAnthropicMessages;
-  g.stream = req.stream;
-  g.tools = std::move(req.tools);
-  g.reasoning = http::reasoning_parser(model_, req.wire);
-  g.reasoning_counter = g.reasoning;
-  g.show_reasoning = req.show_reasoning;
-  submit(c, r, std::move(g), std::move(req.wire), http::anthropic_param_names());
+  with_resolved(conn, r, request_id, false,
+                [this, request_id, client_id = client_request_id(r)](HttpConnection& c, http::JsonBody& b,
+                                                                     const http::ModelCatalogue& entry,
+                                                                     const http::ModelChoice& choice) {
+                  auto req = mapped(c, request_id, false, http::map_openai_chat(b, entry));
+                  if (!req) return;
+                  http::Generation g;
+                  g.api = http::Api::kOpenAiChat;
+                  g.started = choice.asked_at;  // the request arrived before its model was loaded
+                  g.load_ns = choice.load_ns;
+                  g.model = entry.id;
+                  g.stream = req->stream;
+                  g.include_usage = req->include_usage;
+                  g.logprobs = req->logprobs;
+                  g.tools = std::move(req->tools);
+                  g.reasoning = http::reasoning_parser(entry, req->wire);
+                  g.reasoning_counter = g.reasoning;
+                  http::add_model_fields(req->wire, entry.id, choice.keep_alive);
+                  submit(c, client_id, std::move(g), std::move(req->wire), http::openai_chat_param_names());
+                });
 }
 
-void HttpFrontend::openai_responses(HttpConnection& c, HttpRequest& r) {
+void HttpFrontend::ollama_chat(HttpConnection& conn, HttpRequest& r) {
   const std::string request_id = fresh_request_id();
-  auto read = read_request<http::OpenAiResponsesRequest>(c, r, request_id, false,
-                                         [&](const http::JsonBody& b) { return http::map_openai_responses(b, model_); });
-  if (!read) return;
-  auto& req = *read;
-  http::Generation g;
-  g.api = http::Api::kOpenAiResponses;
-  g.stream = req.stream;
-  g.tools = std::move(req.tools);
-  g.reasoning = http::reasoning_parser(model_, req.wire);
-  g.reasoning_counter = g.reasoning;
-  g.echo = std::move(req.echo);
-  submit(c, r, std::move(g), std::move(req.wire), http::openai_responses_param_names());
+  std::shared_ptr<http::JsonBody> body = read_body(conn, r, request_id, true);
+  if (!body) return;
+  std::optional<http::ModelChoice> asked = read_choice(conn, *body, request_id, true);
+  if (!asked) return;
+  if (asked->keep_alive == 0.0 && http::ollama_empty_prompt(*body, /*chat=*/true)) {
+    return unload_model(conn, request_id, asked->name, /*chat=*/true);
+  }
+  resolve(conn, request_id, true, std::move(body), std::move(*asked),
+          [this, request_id, client_id = client_request_id(r)](HttpConnection& c, http::JsonBody& b,
+                                                               const http::ModelCatalogue& entry,
+                                                               const http::ModelChoice& choice) {
+            auto req = mapped(c, request_id, true, http::map_ollama_chat(b, entry));
+            if (!req) return;
+            if (req->load_only) return send_json(c, 200, http::ollama_chat_loaded(entry), request_id);
+            http::Generation g;
+            g.api = http::Api::kOllamaChat;
+            g.started = choice.asked_at;  // the request arrived before its model was loaded
+            g.load_ns = choice.load_ns;
+            g.model = entry.id;
+            g.stream = req->stream;
+            g.tools = std::move(req->tools);
+            g.reasoning = http::reasoning_parser(entry, req->wire);
+            g.reasoning_counter = g.reasoning;
+            g.show_reasoning = req->show_reasoning;
+            http::add_model_fields(req->wire, entry.id, choice.keep_alive);
+            submit(c, client_id, std::move(g), std::move(req->wire), http::ollama_chat_param_names());
+          });
 }
 
-void HttpFrontend::run_model_work(HttpConnection& c, const std::string& request_id, Backend::ModelWork work,
-                                  std::shared_ptr<std::optional<proto::ProtocolError>> failed,
+void HttpFrontend::anthropic_messages(HttpConnection& conn, HttpRequest& r) {
+  const std::string request_id = fresh_request_id();
+  with_resolved(conn, r, request_id, false,
+                [this, request_id, client_id = client_request_id(r)](HttpConnection& c, http::JsonBody& b,
+                                                                     const http::ModelCatalogue& entry,
+                                                                     const http::ModelChoice& choice) {
+                  auto req = mapped(c, request_id, false, http::map_anthropic_messages(b, entry));
+                  if (!req) return;
+                  http::Generation g;
+                  g.api = http::Api::kAnthropicMessages;
+                  g.started = choice.asked_at;  // the request arrived before its model was loaded
+                  g.load_ns = choice.load_ns;
+                  g.model = entry.id;
+                  g.stream = req->stream;
+                  g.tools = std::move(req->tools);
+                  g.reasoning = http::reasoning_parser(entry, req->wire);
+                  g.reasoning_counter = g.reasoning;
+                  g.show_reasoning = req->show_reasoning;
+                  http::add_model_fields(req->wire, entry.id, choice.keep_alive);
+                  submit(c, client_id, std::move(g), std::move(req->wire), http::anthropic_param_names());
+                });
+}
+
+void HttpFrontend::openai_responses(HttpConnection& conn, HttpRequest& r) {
+  const std::string request_id = fresh_request_id();
+  with_resolved(conn, r, request_id, false,
+                [this, request_id, client_id = client_request_id(r)](HttpConnection& c, http::JsonBody& b,
+                                                                     const http::ModelCatalogue& entry,
+                                                                     const http::ModelChoice& choice) {
+                  auto req = mapped(c, request_id, false, http::map_openai_responses(b, entry));
+                  if (!req) return;
+                  http::Generation g;
+                  g.api = http::Api::kOpenAiResponses;
+                  g.started = choice.asked_at;  // the request arrived before its model was loaded
+                  g.load_ns = choice.load_ns;
+                  g.model = entry.id;
+                  g.stream = req->stream;
+                  g.tools = std::move(req->tools);
+                  g.reasoning = http::reasoning_parser(entry, req->wire);
+                  g.reasoning_counter = g.reasoning;
+                  g.echo = std::move(req->echo);
+                  http::add_model_fields(req->wire, entry.id, choice.keep_alive);
+                  submit(c, client_id, std::move(g), std::move(req->wire), http::openai_responses_param_names());
+                });
+}
+
+void HttpFrontend::run_model_work(HttpConnection& c, const std::string& request_id, const std::string& model_id,
+                                  Backend::ModelWork work, std::shared_ptr<std::optional<proto::ProtocolError>> failed,
                                   const std::map<std::string, std::string>& names, bool client_template) {
   if (!backend_.with_model) {
     return send_error(c, false, ApiError{501, "this server has no model to tokenize with", "unsupported", {}, 0}, request_id);
   }
   const uint64_t conn_id = c.id();
   const uint64_t exchange = c.exchange();
-  auto still_wanted = [this, conn_id, exchange] {
-    HttpConnection* now = server_->find(conn_id);
-    return now != nullptr && !now->closing() && now->exchange() == exchange;
-  };
+  auto still_wanted = [this, conn_id, exchange] { return live(conn_id, exchange) != nullptr; };
   backend_.with_model(
-      conn_id, std::move(work), client_template, std::move(still_wanted),
+      conn_id, model_id, std::move(work), client_template, std::move(still_wanted),
       [this, conn_id, exchange, request_id, origin = cors_origin_, failed, &names](json answer, std::exception_ptr error) {
         // On the loop, from libuv's after-work callback: nothing may escape.
         try {
-          HttpConnection* now = server_->find(conn_id);
-          if (now == nullptr || now->closing() || now->exchange() != exchange) return;  // the client left
+          HttpConnection* now = live(conn_id, exchange);
+          if (now == nullptr) return;  // the client left
           cors_origin_ = origin;  // answered later than its request
           if (error) {
             std::string what = "the request failed";
@@ -389,15 +555,15 @@ void HttpFrontend::run_model_work(HttpConnection& c, const std::string& request_
 
 // Anthropic's token count: the Messages request rendered and tokenized as /v1/messages would
 // (system, tools, tool traffic, thinking switch), nothing generated.
-void HttpFrontend::answer_rendered(HttpConnection& c, const std::string& request_id, json wire,
-                                   const std::map<std::string, std::string>& names,
+void HttpFrontend::answer_rendered(HttpConnection& c, const std::string& request_id, const std::string& model_id,
+                                   json wire, const std::map<std::string, std::string>& names,
                                    std::function<json(const GenerateRequest&, std::string)> answer) {
   auto message = http::to_chat_request(std::move(wire), options_.wire_limits, names);
   if (auto* e = std::get_if<ApiError>(&message)) return send_error(c, false, *e, request_id);
   auto request = std::make_shared<const proto::ChatRequest>(std::move(std::get<proto::ChatRequest>(message)));
   auto failed = std::make_shared<std::optional<proto::ProtocolError>>();
   run_model_work(
-      c, request_id,
+      c, request_id, model_id,
       [request, failed, answer = std::move(answer)](const chat::ModelChatTemplate& tmpl, const Tokenizer& tok) {
         GenerateRequest rendered;
         std::string text;
@@ -407,97 +573,116 @@ void HttpFrontend::answer_rendered(HttpConnection& c, const std::string& request
       failed, names, request->chat_template.has_value());
 }
 
-void HttpFrontend::count_tokens(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
-  auto req = read_request<http::AnthropicRequest>(c, r, request_id, false, [&](const http::JsonBody& b) {
-    return http::map_anthropic_messages(http::count_tokens_body(b), model_);
-  });
-  if (!req) return;
-  answer_rendered(c, request_id, std::move(req->wire), http::anthropic_param_names(),
-                  [](const GenerateRequest& rendered, std::string) { return json{{"input_tokens", rendered.prompt_ids.size()}}; });
+void HttpFrontend::count_tokens(HttpConnection& conn, HttpRequest& r, const std::string& request_id) {
+  with_resolved(conn, r, request_id, false,
+                [this, request_id](HttpConnection& c, http::JsonBody& b, const http::ModelCatalogue& entry,
+                                   const http::ModelChoice&) {
+                  auto req = mapped(c, request_id, false, http::map_anthropic_messages(http::count_tokens_body(b), entry));
+                  if (!req) return;
+                  answer_rendered(c, request_id, entry.id, std::move(req->wire), http::anthropic_param_names(),
+                                  [](const GenerateRequest& rendered, std::string) {
+                                    return json{{"input_tokens", rendered.prompt_ids.size()}};
+                                  });
+                });
 }
 
 // llama.cpp's /apply-template: an OpenAI chat request's prompt as the template renders it.
-void HttpFrontend::apply_template(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
-  auto req = read_request<http::OpenAiChatRequest>(c, r, request_id, false,
-                                                   [&](const http::JsonBody& b) { return http::map_openai_chat(b, model_); });
-  if (!req) return;
-  answer_rendered(c, request_id, std::move(req->wire), http::openai_chat_param_names(),
-                  [](const GenerateRequest&, std::string text) { return json{{"prompt", std::move(text)}}; });
+void HttpFrontend::apply_template(HttpConnection& conn, HttpRequest& r, const std::string& request_id) {
+  with_resolved(conn, r, request_id, false,
+                [this, request_id](HttpConnection& c, http::JsonBody& b, const http::ModelCatalogue& entry,
+                                   const http::ModelChoice&) {
+                  auto req = mapped(c, request_id, false, http::map_openai_chat(b, entry));
+                  if (!req) return;
+                  answer_rendered(c, request_id, entry.id, std::move(req->wire), http::openai_chat_param_names(),
+                                  [](const GenerateRequest&, std::string text) { return json{{"prompt", std::move(text)}}; });
+                });
 }
 
-void HttpFrontend::tokenize(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
-  auto req = read_request<http::TokenizeHttpRequest>(c, r, request_id, false,
-                                                     [](const http::JsonBody& b) { return http::map_tokenize(b); });
-  if (!req) return;
-  run_model_work(
-      c, request_id,
-      [req = std::move(*req)](const chat::ModelChatTemplate&, const Tokenizer& tok) {
-        // add_special as llama.cpp: the BOS the model adds by default, if it adds one.
-        const std::vector<TokenId> ids = tok.encode(req.content, req.add_special && tok.add_bos_default(), req.parse_special);
-        return http::tokenize_answer(ids, req.with_pieces, [&tok](TokenId id) {
-          std::string piece = tok.token_bytes(id);
-          if (piece.empty()) piece = std::string(tok.token_text(id));  // a control token: its vocabulary string
-          return piece;
-        });
-      },
-      nullptr, http::openai_param_names());
+void HttpFrontend::tokenize(HttpConnection& conn, HttpRequest& r, const std::string& request_id) {
+  with_resolved(conn, r, request_id, false,
+                [this, request_id](HttpConnection& c, http::JsonBody& b, const http::ModelCatalogue& entry,
+                                   const http::ModelChoice&) {
+                  auto req = mapped(c, request_id, false, http::map_tokenize(b));
+                  if (!req) return;
+                  run_model_work(
+                      c, request_id, entry.id,
+                      [req = std::move(*req)](const chat::ModelChatTemplate&, const Tokenizer& tok) {
+                        // add_special as llama.cpp: the BOS the model adds by default, if it adds one.
+                        const std::vector<TokenId> ids =
+                            tok.encode(req.content, req.add_special && tok.add_bos_default(), req.parse_special);
+                        return http::tokenize_answer(ids, req.with_pieces, [&tok](TokenId id) {
+                          std::string piece = tok.token_bytes(id);
+                          if (piece.empty()) piece = std::string(tok.token_text(id));  // a control token: its vocabulary string
+                          return piece;
+                        });
+                      },
+                      nullptr, http::openai_param_names());
+                });
 }
 
-void HttpFrontend::detokenize(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
-  auto ids = read_request<std::vector<TokenId>>(c, r, request_id, false, [&](const http::JsonBody& b) {
-    return http::map_detokenize(b, model_.info.vocab_size);
-  });
-  if (!ids) return;
-  run_model_work(
-      c, request_id,
-      [ids = std::move(*ids)](const chat::ModelChatTemplate&, const Tokenizer& tok) {
-        return json{{"content", tok.decode(ids)}};
-      },
-      nullptr, http::openai_param_names());
+void HttpFrontend::detokenize(HttpConnection& conn, HttpRequest& r, const std::string& request_id) {
+  with_resolved(conn, r, request_id, false,
+                [this, request_id](HttpConnection& c, http::JsonBody& b, const http::ModelCatalogue& entry,
+                                   const http::ModelChoice&) {
+                  auto ids = mapped(c, request_id, false, http::map_detokenize(b, entry.info.vocab_size));
+                  if (!ids) return;
+                  run_model_work(
+                      c, request_id, entry.id,
+                      [ids = std::move(*ids)](const chat::ModelChatTemplate&, const Tokenizer& tok) {
+                        return json{{"content", tok.decode(ids)}};
+                      },
+                      nullptr, http::openai_param_names());
+                });
 }
 
-void HttpFrontend::embeddings(HttpConnection& c, HttpRequest& r, http::EmbedApi api) {
+void HttpFrontend::embeddings(HttpConnection& conn, HttpRequest& r, http::EmbedApi api) {
   const bool ollama = api != http::EmbedApi::kOpenAi;
   const std::string request_id = fresh_request_id();
-  auto read = read_request<http::EmbedHttpRequest>(c, r, request_id, ollama, [&](const http::JsonBody& b) {
-    return api == http::EmbedApi::kOpenAi ? http::map_openai_embeddings(b, model_)
-           : api == http::EmbedApi::kOllama ? http::map_ollama_embed(b, model_)
-                                            : http::map_ollama_embeddings_legacy(b, model_);
-  });
-  if (!read) return;
-  http::EmbedHttpRequest& req = *read;
-  if (req.load_only) return send_json(c, 200, http::embeddings_answer(req, model_.id, {}), request_id);
-  // The whole answer goes out at once: it must fit the connection's output bound (~16 bytes a float).
-  const size_t inputs = std::max(req.wire.value("input", json::array()).size(), req.wire.value("tokens", json::array()).size());
-  const size_t bytes_per_vector = 16 * static_cast<size_t>(std::max(1, model_.info.dim)) + 64;
-  if (inputs * bytes_per_vector > options_.limits.max_output_bytes) {
-    const size_t fit = std::max<size_t>(1, options_.limits.max_output_bytes / bytes_per_vector);
-    return send_error(c, ollama,
-                      ApiError{400, std::to_string(inputs) + " vectors of " + std::to_string(model_.info.dim) +
-                                        " floats exceed the answer bound; send at most " + std::to_string(fit) +
-                                        " inputs per request", "invalid_field", api == http::EmbedApi::kOllamaLegacy ? "prompt" : "input", 0},
-                      request_id);
-  }
-  http::Generation g;
-  g.api = http::Api::kEmbed;
-  g.embed.api = req.api;
-  g.embed.base64 = req.base64;
-  submit(c, r, std::move(g), std::move(req.wire), http::embed_param_names(api));
+  with_resolved(conn, r, request_id, ollama,
+                [this, request_id, api, ollama, client_id = client_request_id(r)](
+                    HttpConnection& c, http::JsonBody& b, const http::ModelCatalogue& entry, const http::ModelChoice& choice) {
+                  auto read = mapped(c, request_id, ollama,
+                                     api == http::EmbedApi::kOpenAi   ? http::map_openai_embeddings(b, entry)
+                                     : api == http::EmbedApi::kOllama ? http::map_ollama_embed(b, entry)
+                                                                      : http::map_ollama_embeddings_legacy(b, entry));
+                  if (!read) return;
+                  http::EmbedHttpRequest& req = *read;
+                  // Ollama's load call (no input): resolving it loaded the model.
+                  if (req.load_only) return send_json(c, 200, http::embeddings_answer(req, entry.id, {}), request_id);
+                  // The whole answer goes out at once: it must fit the connection's output bound (~16 bytes a float).
+                  const size_t inputs = std::max(req.wire.value("input", json::array()).size(),
+                                                 req.wire.value("tokens", json::array()).size());
+                  const size_t bytes_per_vector = 16 * static_cast<size_t>(std::max(1, entry.info.dim)) + 64;
+                  if (inputs * bytes_per_vector > options_.limits.max_output_bytes) {
+                    const size_t fit = std::max<size_t>(1, options_.limits.max_output_bytes / bytes_per_vector);
+                    return send_error(c, ollama,
+                                      ApiError{400,
+                                               std::to_string(inputs) + " vectors of " + std::to_string(entry.info.dim) +
+                                                   " floats exceed the answer bound; send at most " + std::to_string(fit) +
+                                                   " inputs per request",
+                                               "invalid_field", api == http::EmbedApi::kOllamaLegacy ? "prompt" : "input", 0},
+                                      request_id);
+                  }
+                  http::Generation g;
+                  g.api = http::Api::kEmbed;
+                  g.started = choice.asked_at;  // the request arrived before its model was loaded
+                  g.load_ns = choice.load_ns;
+                  g.model = entry.id;
+                  g.embed.api = req.api;
+                  g.embed.base64 = req.base64;
+                  http::add_model_fields(req.wire, entry.id, choice.keep_alive);
+                  submit(c, client_id, std::move(g), std::move(req.wire), http::embed_param_names(api));
+                });
 }
 
-void HttpFrontend::submit(HttpConnection& c, const HttpRequest& r, http::Generation g, json wire,
+void HttpFrontend::submit(HttpConnection& c, const std::string& client_id, http::Generation g, json wire,
                           const std::map<std::string, std::string>& names) {
   const bool ollama = g.ollama();
   g.cors_origin = cors_origin_;
-  if (const std::string* chosen = r.header("x-request-id"); chosen != nullptr && valid_client_id(*chosen)) {
-    wire["id"] = *chosen;
-  }
+  if (!client_id.empty()) wire["id"] = client_id;
   const uint64_t conn_id = c.id();
   const uint64_t exchange = c.exchange();
-  auto still_wanted = [this, conn_id, exchange] {
-    HttpConnection* now = server_->find(conn_id);
-    return now != nullptr && !now->closing() && now->exchange() == exchange;
-  };
+  auto still_wanted = [this, conn_id, exchange] { return live(conn_id, exchange) != nullptr; };
   const bool chat = http::is_chat(g.api);
   const http::Api g_api = g.api;
   auto done = [this, conn_id, exchange, g = std::move(g), &names](const HttpSubmitOutcome& outcome) mutable {
@@ -537,7 +722,6 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
                       outcome.id.empty() ? fresh_request_id() : outcome.id);
   }
   g.id = outcome.id;
-  g.model = model_.id;
   g.created_unix = http::unix_now();
   g.conn_id = conn_id;
   g.exchange = exchange;
@@ -560,14 +744,15 @@ std::string HttpFrontend::render_tokens(http::Generation& g, const EngineEvent& 
     if (split.content.empty() && g.reasoning_counter->thought()) g.reasoning_tokens += static_cast<int32_t>(ev.tokens.size());
     if (!split.content.empty()) g.reasoning_counter.reset();  // the block is over: nothing more to count
   }
+  const http::TokenText token_text = [this, &g](TokenId id) { return backend_.token_text(g.model, id); };
   switch (g.api) {
     case http::Api::kOpenAiCompletion:
-      if (g.stream) return http::openai_token_chunk(g, ev, backend_.token_text);
-      http::openai_accumulate(g, ev, backend_.token_text);
+      if (g.stream) return http::openai_token_chunk(g, ev, token_text);
+      http::openai_accumulate(g, ev, token_text);
       return {};
     case http::Api::kOpenAiChat:
-      if (g.stream) return http::openai_chat_token_chunk(g, ev, backend_.token_text);
-      http::openai_chat_accumulate(g, ev, backend_.token_text);
+      if (g.stream) return http::openai_chat_token_chunk(g, ev, token_text);
+      http::openai_chat_accumulate(g, ev, token_text);
       return {};
     case http::Api::kOllamaGenerate:
     case http::Api::kOllamaChat:
@@ -663,6 +848,7 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
       result.prompt_tokens = ev.usage.prompt_tokens > 0 ? ev.usage.prompt_tokens : g.prompt_tokens;
       result.total_ns =
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - g.started).count();
+      result.load_ns = g.load_ns;
       resp.body = http::compact_dump(http::embeddings_answer(g.embed, g.model, result));
       break;
     }

@@ -4,16 +4,20 @@
 // is submitted through the daemon like any other request (same ids, registry, PUB topic, limits);
 // its engine events come back through on_engine_event and are rendered for the API that asked.
 // A connection that goes away cancels its request at once (Backend::connection_closed).
+// Models: each request names one (docs/HTTP.md "Models"); the front end resolves it through the
+// backend (loading it when needed) before mapping the request, and routes the wire request to it.
 #include <uv.h>
 
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "engine/chat/model_chat_template.h"
@@ -26,6 +30,8 @@
 #include "server/http/generation.h"
 #include "server/http/http_limits.h"
 #include "server/http/http_server.h"
+#include "server/http/json_body.h"
+#include "server/http/model_choice.h"
 
 namespace vks::server {
 
@@ -74,13 +80,15 @@ class HttpFrontend {
     std::function<void(uint64_t conn_id, proto::EmbedRequest message, std::function<bool()> still_wanted,
                        std::function<void(HttpSubmitOutcome)> done)>
         submit_embed;
-    // Work that needs the served template or tokenizer but no generation (count_tokens, tokenize,
-    // detokenize, apply-template): `work` runs on libuv's pool (it may throw); `done` runs on the
-    // loop with its answer, or the exception it threw. Not called back when the client left.
-    // `client_template`: the work renders a template the request sent (its cost is the client's
-    // choice, so it may hold only part of the pool).
+    // Work that needs a model's template or tokenizer but no generation (count_tokens, tokenize,
+    // detokenize, apply-template): `work` runs on libuv's pool (it may throw) with the template and
+    // tokenizer of model `model_id` (an id resolve_model answered); `done` runs on the loop with its
+    // answer, or the exception it threw. Not called back when the client left. `client_template`:
+    // the work renders a template the request sent (its cost is the client's choice, so it may hold
+    // only part of the pool).
     using ModelWork = std::function<nlohmann::json(const chat::ModelChatTemplate&, const Tokenizer&)>;
-    std::function<void(uint64_t conn_id, ModelWork work, bool client_template, std::function<bool()> still_wanted,
+    std::function<void(uint64_t conn_id, const std::string& model_id, ModelWork work, bool client_template,
+                       std::function<bool()> still_wanted,
                        std::function<void(nlohmann::json answer, std::exception_ptr error)> done)>
         with_model;
     // Every model this server can serve, the default first.
@@ -102,10 +110,12 @@ class HttpFrontend {
     std::function<std::string()> metrics;                     // Prometheus text
     std::function<bool()> serving;                            // false while draining
     std::function<bool(const http::PeerInfo&, std::string& why)> allow_unix_peer;
-    http::TokenText token_text;
+    // The text of token `id` of model `model` (a generation's logprobs).
+    std::function<std::string(const std::string& model, TokenId id)> token_text;
   };
 
-  HttpFrontend(uv_loop_t* loop, HttpFrontendOptions options, http::ModelCatalogue model, Backend backend);
+  // The served models come from the backend (models, resolve_model), request by request.
+  HttpFrontend(uv_loop_t* loop, HttpFrontendOptions options, Backend backend);
   ~HttpFrontend();
   HttpFrontend(const HttpFrontend&) = delete;
   HttpFrontend& operator=(const HttpFrontend&) = delete;
@@ -125,6 +135,11 @@ class HttpFrontend {
   size_t live_generations() const { return generations_.size(); }
 
  private:
+  // A request's resolved model: what the handler of its API runs with once the model is loaded.
+  // `body` is the request's (its "model" renamed to the entry's id); `c` is still the same exchange.
+  using Resolved = std::function<void(http::HttpConnection& c, http::JsonBody& body, const http::ModelCatalogue& entry,
+                                      const http::ModelChoice& choice)>;
+
   void handle(http::HttpConnection& c, http::HttpRequest& r);
   void on_closed(http::HttpConnection& c);
   bool authorized(const http::HttpRequest& r) const;
@@ -140,27 +155,50 @@ class HttpFrontend {
   void tokenize(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
   void detokenize(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
   void apply_template(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
-  // Runs `work` through Backend::with_model and answers its JSON (200), or `failed` when the work
-  // set it (a template refusing the conversation: names maps its field to the API's), or 500.
-  void run_model_work(http::HttpConnection& c, const std::string& request_id, Backend::ModelWork work,
-                      std::shared_ptr<std::optional<proto::ProtocolError>> failed,
+  // The listings: every servable model, the loaded ones (/api/ps), one by name.
+  void list_models(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
+  void show_model(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
+  std::vector<HttpModelStatus> served_models() const;
+  // Ollama's keep_alive 0 without a prompt: unloads the named model (loaded or not), answering
+  // done_reason "unload" in /api/generate's or /api/chat's shape.
+  void unload_model(http::HttpConnection& c, const std::string& request_id, const std::string& name, bool chat);
+
+  // The request's JSON body (Ollama's surfaces take any media type), or null once its failure is answered.
+  std::shared_ptr<http::JsonBody> read_body(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id,
+                                            bool ollama);
+  // The body's model and keep_alive, or nullopt once the 400 is answered.
+  std::optional<http::ModelChoice> read_choice(http::HttpConnection& c, const http::JsonBody& body,
+                                               const std::string& request_id, bool ollama);
+  // Resolves choice.name through Backend::resolve_model (loading it when needed), then runs `then`
+  // on the loop, unless the client left meanwhile; a failure is answered in the API's shape.
+  void resolve(http::HttpConnection& c, const std::string& request_id, bool ollama, std::shared_ptr<http::JsonBody> body,
+               http::ModelChoice choice, Resolved then);
+  // The API function's parts as one: body, choice, resolve.
+  void with_resolved(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id, bool ollama,
+                     Resolved then);
+  // The connection, while it is still on `exchange`; null when the client left.
+  http::HttpConnection* live(uint64_t conn_id, uint64_t exchange) const;
+
+  // Runs `work` through Backend::with_model on model `model_id` and answers its JSON (200), or
+  // `failed` when the work set it (a template refusing the conversation: names maps its field to
+  // the API's), or 500.
+  void run_model_work(http::HttpConnection& c, const std::string& request_id, const std::string& model_id,
+                      Backend::ModelWork work, std::shared_ptr<std::optional<proto::ProtocolError>> failed,
                       const std::map<std::string, std::string>& names, bool client_template = false);
   // Submits the wire request (generate, or chat for the chat APIs); on success registers the
-  // generation and starts its answer.
-  void submit(http::HttpConnection& c, const http::HttpRequest& r, http::Generation g, nlohmann::json wire,
+  // generation and starts its answer. `client_id`: the request's valid x-request-id, or "".
+  void submit(http::HttpConnection& c, const std::string& client_id, http::Generation g, nlohmann::json wire,
               const std::map<std::string, std::string>& names);
   void submitted(uint64_t conn_id, uint64_t exchange, http::Generation g, const HttpSubmitOutcome& outcome,
                  const std::map<std::string, std::string>& names);
-  // The request's JSON body mapped by `map` (a surface's mapper: body -> variant<Request, ApiError>),
-  // or nullopt once the failure is answered. Ollama's surfaces take any media type and answer
-  // errors in Ollama's shape.
-  template <class Request, class Map>
-  std::optional<Request> read_request(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id,
-                                      bool ollama, Map&& map);
-  // A chat request (wire as a surface mapped it) rendered by the served template off the loop:
-  // answers answer(rendered, prompt text) or the template's refusal.
-  void answer_rendered(http::HttpConnection& c, const std::string& request_id, nlohmann::json wire,
-                       const std::map<std::string, std::string>& names,
+  // The mapped request, or nullopt once the mapper's error is answered.
+  template <class Request>
+  std::optional<Request> mapped(http::HttpConnection& c, const std::string& request_id, bool ollama,
+                                std::variant<Request, http::ApiError> result);
+  // A chat request (wire as a surface mapped it) rendered by model `model_id`'s template off the
+  // loop: answers answer(rendered, prompt text) or the template's refusal.
+  void answer_rendered(http::HttpConnection& c, const std::string& request_id, const std::string& model_id,
+                       nlohmann::json wire, const std::map<std::string, std::string>& names,
                        std::function<nlohmann::json(const GenerateRequest&, std::string)> answer);
   void send_error(http::HttpConnection& c, bool ollama, const http::ApiError& e, const std::string& request_id);
   void send_json(http::HttpConnection& c, int status, const nlohmann::json& body, const std::string& request_id);
@@ -171,7 +209,6 @@ class HttpFrontend {
   void finish(http::HttpConnection& c, http::Generation& g, const EngineEvent& finished);
 
   HttpFrontendOptions options_;
-  http::ModelCatalogue model_;
   Backend backend_;
   std::unique_ptr<http::HttpServer> server_;
   std::unordered_map<std::string, http::Generation> generations_;  // by request id

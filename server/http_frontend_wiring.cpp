@@ -40,34 +40,21 @@ void Daemon::setup_http(const ListenFds& fds) {
                                 std::function<void(HttpSubmitOutcome)> done) {
     submit_http_embed(conn_id, std::move(m), std::move(still_wanted), std::move(done));
   };
-  backend.with_model = [this](uint64_t conn_id, HttpFrontend::Backend::ModelWork work, bool client_template,
-                              std::function<bool()> still_wanted,
+  backend.with_model = [this](uint64_t conn_id, const std::string& model_id, HttpFrontend::Backend::ModelWork work,
+                              bool client_template, std::function<bool()> still_wanted,
                               std::function<void(nlohmann::json, std::exception_ptr)> done) {
     touch();
-    ModelSlot* model = models_.find("");
-    if (model == nullptr || !model->loaded()) {
-      done(nullptr, std::make_exception_ptr(vks::Error(ErrorCode::kUnsupported, "the default model is not loaded")));
-      return;
-    }
-    ClientRef from;
-    from.transport = Transport::kHttp;
-    from.conn_id = conn_id;
-    auto answer = std::make_shared<nlohmann::json>();
-    std::shared_ptr<ServedModel> served = model->served;  // kept loaded while the work runs
-    // Rendering and tokenizing are not bounded by anything cheap: off the loop, like a chat's (and,
-    // for a template the client sent, on part of the pool only, stopped when the client leaves).
-    auto cancel = std::make_shared<std::atomic<bool>>(false);
-    off_loop_.run(
-        &loop_, owner_key(from),
-        [answer, work = std::move(work), served, cancel] {
-          jinja::RenderScope renders(kRequestRenderTime, cancel.get());
-          *answer = work(*served->chat_template, *served->tokenizer);
-        },
-        [this, answer, still_wanted = std::move(still_wanted), done = std::move(done)](std::exception_ptr error) {
-          if (!handles_open_ || !still_wanted()) return;  // shut down, or the client left
-          done(std::move(*answer), error);
-        },
-        cancel, client_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded);
+    // The front end resolved (loaded) the model already; with_model loads it again only if it was
+    // evicted meanwhile.
+    with_model(model_id, std::nullopt, {},
+               [this, conn_id, work = std::move(work), client_template, still_wanted = std::move(still_wanted),
+                done = std::move(done)](ModelSlot* model, const proto::ProtocolError* error) mutable {
+                 if (!handles_open_ || !still_wanted()) return;
+                 if (error != nullptr) {
+                   return done(nullptr, std::make_exception_ptr(vks::Error(ErrorCode::kOverloaded, error->message)));
+                 }
+                 run_model_work(conn_id, *model, std::move(work), client_template, std::move(still_wanted), std::move(done));
+               });
   };
   backend.connection_closed = [this](uint64_t conn_id) {
     touch();
@@ -88,8 +75,8 @@ void Daemon::setup_http(const ListenFds& fds) {
   // The text a token contributes inside a sequence (its leading space kept, unlike a lone decode):
   // the tokenizer's own piece bytes (SentencePiece and byte-level BPE alike); a control token,
   // which contributes no text, is shown by its vocabulary string.
-  backend.token_text = [this](TokenId id) {
-    ModelSlot* model = models_.find("");
+  backend.token_text = [this](const std::string& model_id, TokenId id) {
+    ModelSlot* model = models_.find(model_id);
     if (model == nullptr || !model->loaded()) return std::string();
     const Tokenizer& tok = *model->served->tokenizer;
     if (id < 0 || id >= tok.vocab_size()) return std::string();
@@ -131,11 +118,33 @@ void Daemon::setup_http(const ListenFds& fds) {
     unload_expired_models();
     return true;
   };
-  ModelSlot* def = models_.find("");
-  http::ModelCatalogue catalogue = catalogue_entry(def != nullptr ? *def : *models_.slots().front());
-  http_ = std::make_unique<HttpFrontend>(&loop_, std::move(ho), std::move(catalogue), std::move(backend));
+  http_ = std::make_unique<HttpFrontend>(&loop_, std::move(ho), std::move(backend));
   http_->start(fds.http, fds.http_handed);
   for (const std::string& a : http_->addresses()) spdlog::info("HTTP API on {}", a);
+}
+
+void Daemon::run_model_work(uint64_t conn_id, ModelSlot& model, HttpFrontend::Backend::ModelWork work,
+                            bool client_template, std::function<bool()> still_wanted,
+                            std::function<void(nlohmann::json, std::exception_ptr)> done) {
+  ClientRef from;
+  from.transport = Transport::kHttp;
+  from.conn_id = conn_id;
+  auto answer = std::make_shared<nlohmann::json>();
+  std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
+  // Rendering and tokenizing are not bounded by anything cheap: off the loop, like a chat's (and,
+  // for a template the client sent, on part of the pool only, stopped when the client leaves).
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  off_loop_.run(
+      &loop_, owner_key(from),
+      [answer, work = std::move(work), served, cancel] {
+        jinja::RenderScope renders(kRequestRenderTime, cancel.get());
+        *answer = work(*served->chat_template, *served->tokenizer);
+      },
+      [this, answer, still_wanted = std::move(still_wanted), done = std::move(done)](std::exception_ptr error) {
+        if (!handles_open_ || !still_wanted()) return;  // shut down, or the client left
+        done(std::move(*answer), error);
+      },
+      cancel, client_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded);
 }
 
 http::ModelCatalogue Daemon::catalogue_entry(const ModelSlot& slot) const {

@@ -127,9 +127,10 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string rfc3339_now() {
-  const auto now = std::chrono::system_clock::now();
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+std::string rfc3339_now() { return rfc3339_at(std::chrono::system_clock::now()); }
+
+std::string rfc3339_at(std::chrono::system_clock::time_point when) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count();
   const std::time_t secs = static_cast<std::time_t>(ns / 1'000'000'000);
   std::tm tm{};
   gmtime_r(&secs, &tm);

@@ -35,7 +35,8 @@ struct ApiError {
 // A 400 error about one request field (`param`, in the API's own names).
 ApiError bad_field(std::string message, std::string param, std::string code = "invalid_field");
 
-// The one model this daemon serves, as the HTTP APIs list it.
+// One model this daemon serves, as the HTTP APIs list it (the front end resolves each request's
+// model to its entry first; the API mappers take the resolved entry).
 struct ModelCatalogue {
   std::string id;             // the name clients use ("stories260K")
   proto::ModelInfo info;
@@ -79,5 +80,6 @@ void copy_field(const JsonBody& body, const char* api_name, nlohmann::json& wire
 std::string finish_reason_text(FinishReason reason);  // "stop", "length", "cancelled", ...
 int64_t unix_now();
 std::string rfc3339_now();  // "2026-11-25T04:40:00.123456789Z" (Ollama's created_at)
+std::string rfc3339_at(std::chrono::system_clock::time_point when);
 
 }  // namespace vks::http

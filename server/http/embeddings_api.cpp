@@ -171,7 +171,7 @@ json embeddings_answer(const EmbedHttpRequest& request, const std::string& model
       return {{"model", model_id},
               {"embeddings", result.vectors},
               {"total_duration", result.total_ns},
-              {"load_duration", 0},
+              {"load_duration", result.load_ns},
               {"prompt_eval_count", result.prompt_tokens}};
     case EmbedApi::kOllamaLegacy:
       return {{"embedding", result.vectors.empty() ? json::array() : json(result.vectors[0])}};

@@ -35,6 +35,7 @@ struct EmbedResult {
   std::vector<std::vector<float>> vectors;  // one per input, in order
   int32_t prompt_tokens = 0;
   int64_t total_ns = 0;                     // request arrival to answer (Ollama total_duration)
+  int64_t load_ns = 0;                      // of that, waiting for the model to load (load_duration)
 };
 
 nlohmann::json embeddings_answer(const EmbedHttpRequest& request, const std::string& model_id, const EmbedResult& result);

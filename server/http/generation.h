@@ -41,6 +41,7 @@ struct Generation {
   // When the request arrived (before tokenizing / rendering and the engine's queue): Ollama's
   // total_duration covers all of it, so it is never shorter than the engine's own timings.
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  int64_t load_ns = 0;            // of that, waiting for its model to be loaded (Ollama's load_duration)
   std::string text;               // non-streamed: everything so far
   size_t text_bytes = 0;          // streamed or not: bytes of text so far (logprobs text_offset)
   nlohmann::json logprobs_acc;    // non-streamed OpenAI logprobs object (chat: {"content": [...]})

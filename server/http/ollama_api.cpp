@@ -1,5 +1,8 @@
 #include "server/http/ollama_api.h"
 
+#include <chrono>
+#include <ctime>
+
 namespace vks::http {
 
 using nlohmann::json;
@@ -18,6 +21,7 @@ std::string parameter_size(const ModelCatalogue& m) {
                             : d * m.info.vocab_size * (m.tied_embeddings ? 1 : 2) +
                                   m.info.n_layers * (d * d * 2 + 2 * d * m.info.n_kv_heads * m.info.head_dim +
                                                      3 * d * m.info.hidden_dim);
+  if (params <= 0) return "";  // a model not loaded yet whose header gave no shapes: unknown, not "0K"
   char buf[32];
   if (params >= 1e9) {
     std::snprintf(buf, sizeof(buf), "%.1fB", params / 1e9);
@@ -131,7 +135,7 @@ json ollama_final(const Generation& g, const EngineEvent& finished, bool with_te
           {"done", true},
           {"done_reason", finish_reason_text(finished.reason)},
           {"total_duration", total_ns},
-          {"load_duration", 0},
+          {"load_duration", g.load_ns},
           {"prompt_eval_count", prompt},
           {"prompt_eval_duration", ns_of_ms(prompt_ms)},
           {"eval_count", finished.usage.generated_tokens},
@@ -147,18 +151,26 @@ json ollama_details(const ModelCatalogue& model) {
           {"quantization_level", model.file_type}};
 }
 
-json ollama_tags(const ModelCatalogue& model) {
-  char modified[64];
-  const std::time_t t = static_cast<std::time_t>(model.created_unix);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::strftime(modified, sizeof(modified), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return {{"models", json::array({{{"name", model.id + ":latest"},
-                                    {"model", model.id + ":latest"},
-                                    {"modified_at", modified},
-                                    {"size", model.file_bytes},
-                                    {"digest", model.digest},
-                                    {"details", ollama_details(model)}}})}};
+json ollama_generate_loaded(const std::string& model_id, const std::string& done_reason) {
+  return {{"model", model_id}, {"created_at", rfc3339_now()}, {"response", ""}, {"done", true}, {"done_reason", done_reason}};
+}
+
+json ollama_tags(const std::vector<ModelCatalogue>& models) {
+  json list = json::array();
+  for (const ModelCatalogue& model : models) {
+    char modified[64];
+    const std::time_t t = static_cast<std::time_t>(model.created_unix);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    std::strftime(modified, sizeof(modified), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    list.push_back({{"name", model.id + ":latest"},
+                    {"model", model.id + ":latest"},
+                    {"modified_at", modified},
+                    {"size", model.file_bytes},
+                    {"digest", model.digest},
+                    {"details", ollama_details(model)}});
+  }
+  return {{"models", std::move(list)}};
 }
 
 // What /api/show lists: tools where the template renders them, thinking where it has a <think> block.
@@ -199,14 +211,22 @@ json ollama_show(const ModelCatalogue& model) {
           {"capabilities", ollama_capabilities(model)}};
 }
 
-json ollama_ps(const ModelCatalogue& model) {
-  return {{"models", json::array({{{"name", model.id + ":latest"},
-                                    {"model", model.id + ":latest"},
-                                    {"size", model.file_bytes},
-                                    {"digest", model.digest},
-                                    {"details", ollama_details(model)},
-                                    {"expires_at", "2318-01-01T00:00:00Z"},
-                                    {"size_vram", model.info.device == "cpu" ? 0 : model.file_bytes}}})}};
+json ollama_ps(const std::vector<LoadedModel>& loaded) {
+  json list = json::array();
+  for (const LoadedModel& m : loaded) {
+    // Ollama answers a far-future date for a model kept loaded for ever (keep_alive < 0).
+    const std::string expires =
+        m.expires_in_ms < 0 ? std::string("2318-01-01T00:00:00Z")
+                            : rfc3339_at(std::chrono::system_clock::now() + std::chrono::milliseconds(m.expires_in_ms));
+    list.push_back({{"name", m.entry.id + ":latest"},
+                    {"model", m.entry.id + ":latest"},
+                    {"size", m.resident_bytes},
+                    {"digest", m.entry.digest},
+                    {"details", ollama_details(m.entry)},
+                    {"expires_at", expires},
+                    {"size_vram", m.entry.info.device == "cpu" ? 0 : m.resident_bytes}});
+  }
+  return {{"models", std::move(list)}};
 }
 
 }  // namespace vks::http

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "server/http/api_common.h"
 #include "server/http/generation.h"
@@ -30,9 +31,20 @@ std::string ollama_token_line(const Generation& g, const EngineEvent& ev);
 // The final object (done: true, done_reason, counts and durations in ns).
 nlohmann::json ollama_final(const Generation& g, const EngineEvent& finished, bool with_text);
 
-nlohmann::json ollama_tags(const ModelCatalogue& model);
+// Ollama's answer to the "load" / "unload" calls (/api/generate without a prompt).
+nlohmann::json ollama_generate_loaded(const std::string& model_id, const std::string& done_reason);
+
+// Every servable model (/api/tags).
+nlohmann::json ollama_tags(const std::vector<ModelCatalogue>& models);
 nlohmann::json ollama_show(const ModelCatalogue& model);
-nlohmann::json ollama_ps(const ModelCatalogue& model);
+
+// A loaded model as /api/ps lists it: what it holds resident and when it unloads if idle.
+struct LoadedModel {
+  ModelCatalogue entry;
+  uint64_t resident_bytes = 0;   // weights + KV pool
+  int64_t expires_in_ms = -1;    // -1: never by itself
+};
+nlohmann::json ollama_ps(const std::vector<LoadedModel>& loaded);
 nlohmann::json ollama_details(const ModelCatalogue& model);
 
 }  // namespace vks::http

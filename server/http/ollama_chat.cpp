@@ -161,12 +161,12 @@ json ollama_chat_final(Generation& g, const EngineEvent& finished, bool with_tex
   return last;
 }
 
-json ollama_chat_loaded(const ModelCatalogue& model) {
+json ollama_chat_loaded(const ModelCatalogue& model, const std::string& done_reason) {
   return {{"model", model.id},
           {"created_at", rfc3339_now()},
           {"message", assistant_message("")},
           {"done", true},
-          {"done_reason", "load"}};
+          {"done_reason", done_reason}};
 }
 
 }  // namespace vks::http

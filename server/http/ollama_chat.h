@@ -33,7 +33,7 @@ std::string ollama_chat_held_line(Generation& g);
 // The final object: message {role: "assistant", content: the whole reply or ""}, done: true,
 // done_reason, prompt_eval_count, eval_count and durations (as /api/generate's).
 nlohmann::json ollama_chat_final(Generation& g, const EngineEvent& finished, bool with_text);
-// The answer to a load request (no messages).
-nlohmann::json ollama_chat_loaded(const ModelCatalogue& model);
+// The answer to a load request (no messages), or with done_reason "unload" to keep_alive 0.
+nlohmann::json ollama_chat_loaded(const ModelCatalogue& model, const std::string& done_reason = "load");
 
 }  // namespace vks::http

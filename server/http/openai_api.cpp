@@ -238,8 +238,10 @@ json openai_model(const ModelCatalogue& model) {
   return m;
 }
 
-json openai_models(const ModelCatalogue& model) {
-  return {{"object", "list"}, {"data", json::array({openai_model(model)})}};
+json openai_models(const std::vector<ModelCatalogue>& models) {
+  json data = json::array();
+  for (const ModelCatalogue& model : models) data.push_back(openai_model(model));
+  return {{"object", "list"}, {"data", std::move(data)}};
 }
 
 }  // namespace vks::http

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "server/http/api_common.h"
 #include "server/http/generation.h"
@@ -43,7 +44,7 @@ nlohmann::json openai_completion(const Generation& g, const EngineEvent& finishe
 // {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details": {"cached_tokens"}}.
 nlohmann::json openai_usage(const EngineEvent& finished, int32_t prompt_tokens);
 
-nlohmann::json openai_models(const ModelCatalogue& model);
+nlohmann::json openai_models(const std::vector<ModelCatalogue>& models);  // every servable model
 nlohmann::json openai_model(const ModelCatalogue& model);
 
 }  // namespace vks::http
