@@ -80,9 +80,14 @@ class UdsConn {
       off += static_cast<size_t>(n);
     }
   }
+  // last_buffered(): the message was already in the buffer of an earlier read, i.e. the daemon wrote
+  // it together with the one before; its arrival time then says nothing about when it was made.
+  bool last_buffered() const { return buffered_; }
   ServerMessage recv() {
     std::string payload;
+    buffered_ = true;
     while (!decoder_.next(payload)) {
+      buffered_ = false;
       char buf[65536];
       const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
       if (n <= 0) throw std::runtime_error("connection closed");
@@ -96,6 +101,7 @@ class UdsConn {
  private:
   int fd_ = -1;
   bool ok_ = false;
+  bool buffered_ = false;
   vks::proto::FrameDecoder decoder_{1u << 24};
 };
 
@@ -104,6 +110,7 @@ struct Trace {
   Clock::time_point sent, scheduled, first_token, finished;
   std::vector<Clock::time_point> token_events;  // the first token's event included
   int64_t tokens = 0;
+  int buffered_token_events = 0;  // token events that came in the same read as the event before
   bool saw_scheduled = false;
   double ttft_ms() const { return ms_between(sent, first_token); }
   std::vector<double> gaps() const {
@@ -137,6 +144,7 @@ Trace run_request(UdsConn& c, const vks::proto::GenerateRequest& g, const std::f
         if (t.token_events.empty()) t.first_token = now;
         t.token_events.push_back(now);
         t.tokens += static_cast<int64_t>(ev->ids.size());
+        if (c.last_buffered() && t.token_events.size() > 1) ++t.buffered_token_events;
         start();
       } else if (ev->type == StreamEventType::kFinished) {
         t.finished = now;
@@ -189,8 +197,13 @@ vks::proto::GenerateRequest a_request(int n, int vocab, int salt) {
 struct ItlStats {
   std::vector<double> gaps;
   void print(const char* label) const {
-    std::printf("  B ITL %-10s p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms  (%zu gaps)\n", label, percentile(gaps, 50),
-                percentile(gaps, 99), gaps.empty() ? 0.0 : *std::max_element(gaps.begin(), gaps.end()), gaps.size());
+    // The mean is there because p50 can be ~0 when the daemon writes several token events at once.
+    double sum = 0;
+    for (double g : gaps) sum += g;
+    std::printf("  B ITL %-10s p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms  mean %7.3f ms  (%zu gaps)\n", label,
+                percentile(gaps, 50), percentile(gaps, 99),
+                gaps.empty() ? 0.0 : *std::max_element(gaps.begin(), gaps.end()),
+                gaps.empty() ? 0.0 : sum / static_cast<double>(gaps.size()), gaps.size());
   }
 };
 
@@ -306,10 +319,12 @@ int main(int argc, char** argv) {
       contended.print("contended");
       over.print("overlapped");
       std::printf("  B p99 ratio contended/alone %.2f\n", ratio);
-      std::printf("  B tokens alone %lld in %zu events, contended %lld in %zu events; B contended total %.1f ms\n",
-                  static_cast<long long>(b_alone.tokens), b_alone.token_events.size(),
-                  static_cast<long long>(b_cont.tokens), b_cont.token_events.size(),
-                  ms_between(b_cont.sent, b_cont.finished));
+      std::printf("  B tokens alone %lld in %zu events (%d in the same read as the one before), contended %lld in %zu "
+                  "events (%d same read)\n",
+                  static_cast<long long>(b_alone.tokens), b_alone.token_events.size(), b_alone.buffered_token_events,
+                  static_cast<long long>(b_cont.tokens), b_cont.token_events.size(), b_cont.buffered_token_events);
+      std::printf("  B decode total (send to finished) alone %.1f ms, contended %.1f ms\n",
+                  ms_between(b_alone.sent, b_alone.finished), ms_between(b_cont.sent, b_cont.finished));
       std::printf("  A prefill (send to first token) alone %.1f ms, contended %.1f ms\n", a_alone.ttft_ms(),
                   a_cont.ttft_ms());
       std::printf("  B gaps overlapping A's prefill %zu of %zu\n", overlapped.size(), contended.gaps.size());
