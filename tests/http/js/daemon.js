@@ -24,13 +24,14 @@ export function makeChatModel(dir, name, vocab = "qwen2-vocab.gguf") {
 }
 
 // Starts vkstreamd --http on `model` (a path, or a function of the temporary folder that makes
-// one); resolves to {dir, baseUrl, stop}. extraArgs (or a function of the folder) go last.
+// one; null: no --model, the extra arguments say what to serve, e.g. --models-dir); resolves to
+// {dir, baseUrl, stop}. extraArgs (or a function of the folder) go last.
 export async function startDaemon(prefix, model, extraArgs = []) {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const modelPath = typeof model === "function" ? model(dir) : model;
   let log = "";
   const daemon = spawn(join(buildDir, "server/vkstreamd"), [
-    "--model", modelPath, "--cpu",
+    ...(modelPath === null ? [] : ["--model", modelPath]), "--cpu",
     "--socket", join(dir, "vkstream.sock"), "--zmq", `ipc://${dir}/router.zmq`, "--pub", `ipc://${dir}/pub.zmq`,
     "--http", "127.0.0.1:0", ...(typeof extraArgs === "function" ? extraArgs(dir) : extraArgs),
   ], { stdio: ["ignore", "pipe", "pipe"] });
