@@ -47,7 +47,10 @@ void write_event_fields(MapWriter& w, const StreamEvent& ev) {
   w.str("id", ev.id);
   w.i64("seq", ev.seq);
   switch (ev.type) {
-    case StreamEventType::kQueued: w.i64("queue_position", ev.queue_position); break;
+    case StreamEventType::kQueued:
+      w.i64("queue_position", ev.queue_position);
+      if (!ev.model.empty()) w.str("model", ev.model);
+      break;
     case StreamEventType::kScheduled:
     case StreamEventType::kPreempted: break;
     case StreamEventType::kToken: {
@@ -93,7 +96,9 @@ void write_event_fields(MapWriter& w, const StreamEvent& ev) {
           .f64("total_ms", ev.timings.total_ms)
           .i64("draft_tokens", ev.timings.draft_tokens)
           .i64("accepted_tokens", ev.timings.accepted_tokens);
+      if (ev.timings.load_ms > 0) timings.f64("load_ms", ev.timings.load_ms);
       w.raw("timings", timings.finish());
+      if (!ev.model.empty()) w.str("model", ev.model);
       break;
     }
   }

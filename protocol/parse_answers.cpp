@@ -117,7 +117,8 @@ bool read_event(const msgpack::object& map, StreamEventType type, StreamEvent& e
   if (!r.get_string("id", ev.id, true, 1024) || !r.get_int("seq", ev.seq, true, 0, kI64Max)) return false;
   switch (type) {
     case StreamEventType::kQueued:
-      return r.get_i32("queue_position", ev.queue_position, false, -1, kI32Max);
+      return r.get_i32("queue_position", ev.queue_position, false, -1, kI32Max) &&
+             r.get_string("model", ev.model, false, 512);
     case StreamEventType::kScheduled:
     case StreamEventType::kPreempted: return true;
     case StreamEventType::kToken: {
@@ -169,6 +170,7 @@ bool read_event(const msgpack::object& map, StreamEventType type, StreamEvent& e
       const msgpack::object* usage = nullptr;
       const msgpack::object* timings = nullptr;
       if (!r.get_map("usage", usage, false) || !r.get_map("timings", timings, false)) return false;
+      if (!r.get_string("model", ev.model, false, 512)) return false;
       if (usage) {
         MapReader u(*usage, "usage");
         if (!u.get_i32("prompt_tokens", ev.usage.prompt_tokens, false, 0, kI32Max) ||
@@ -184,7 +186,8 @@ bool read_event(const msgpack::object& map, StreamEventType type, StreamEvent& e
             !t.get_double("ttft_ms", ev.timings.ttft_ms, false, -kDMax, kDMax) ||
             !t.get_double("total_ms", ev.timings.total_ms, false, -kDMax, kDMax) ||
             !t.get_i32("draft_tokens", ev.timings.draft_tokens, false, 0, kI32Max) ||
-            !t.get_i32("accepted_tokens", ev.timings.accepted_tokens, false, 0, kI32Max)) {
+            !t.get_i32("accepted_tokens", ev.timings.accepted_tokens, false, 0, kI32Max) ||
+            !t.get_double("load_ms", ev.timings.load_ms, false, 0, kDMax)) {
           r.fail_from(t);
           return false;
         }

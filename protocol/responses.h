@@ -38,6 +38,7 @@ struct StreamEvent {
   FinishReason reason = FinishReason::kStop;  // finished
   Usage usage;                            // finished
   Timings timings;                        // finished
+  std::string model;                      // queued, finished: the model serving the request
   WireError error_code = WireError::kInternal;  // error
   std::string error_message;              // error
 };

@@ -32,6 +32,7 @@ struct Timings {
   double total_ms = 0;
   int32_t draft_tokens = 0;     // speculative decoding: drafted and verified
   int32_t accepted_tokens = 0;  // of them, accepted
+  double load_ms = 0;           // the request waited this long for its model to load (in ttft_ms and total_ms)
 };
 
 }  // namespace vks::proto

@@ -44,13 +44,17 @@ void render_and_tokenize(ChatRendering& work, const chat::ModelChatTemplate& tmp
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r) {
   auto request = std::make_shared<proto::ChatRequest>(std::move(r));
+  const auto arrived = std::chrono::steady_clock::now();  // a model load it waits for counts from here
   with_model_for(from, tag, request->generate.model, request->generate.keep_alive,
-                 [this, from, tag, request](ModelSlot& model) { render_chat(from, tag, model, std::move(*request)); });
+                 [this, from, tag, request, arrived](ModelSlot& model) {
+                   render_chat(from, tag, model, std::move(*request), arrived);
+                 });
 }
 
-void Daemon::render_chat(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, proto::ChatRequest r) {
+void Daemon::render_chat(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, proto::ChatRequest r,
+                         std::chrono::steady_clock::time_point arrived) {
   auto work = std::make_shared<ChatRendering>();
-  work->job = to_generate_job(r.generate);
+  work->job = to_generate_job(r.generate, arrived);
   work->request = std::move(r);
   std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
   ModelSlot* slot = &model;  // stays: a model is never unloaded while its ServedModel is held

@@ -298,7 +298,7 @@ void Daemon::drain_engine_events() {
         slot->last_used = std::chrono::steady_clock::now();
         any_finished = true;
       }
-      handle_engine_event(*slot, ev);
+      handle_engine_event(ev);
     }
   }
   event_buffer_.clear();
@@ -306,8 +306,7 @@ void Daemon::drain_engine_events() {
   maybe_finish_shutdown();
 }
 
-void Daemon::handle_engine_event(ModelSlot& model, const EngineEvent& ev) {
-  (void)model;
+void Daemon::handle_engine_event(const EngineEvent& ev) {
   if (handle_embed_event(ev)) return;
   StreamEntry* e = registry_.find(ev.request_id);
   if (e == nullptr || e->state == proto::RequestState::kFinished) {
@@ -339,7 +338,14 @@ void Daemon::handle_engine_event(ModelSlot& model, const EngineEvent& ev) {
     case EventType::kError:
       break;
   }
-  std::string encoded = encode_engine_event(ev, registry_.next_seq(*e), e->with_logprobs);
+  proto::StreamEvent wire = stream_event_from_engine(ev, registry_.next_seq(*e), e->with_logprobs);
+  if (wire.type == proto::StreamEventType::kQueued || wire.type == proto::StreamEventType::kFinished) wire.model = e->model;
+  if (wire.type == proto::StreamEventType::kFinished && e->load_ms > 0) {  // the wait for the load is part of both
+    wire.timings.load_ms = e->load_ms;
+    wire.timings.ttft_ms += e->load_ms;
+    wire.timings.total_ms += e->load_ms;
+  }
+  std::string encoded = proto::encode_event(wire);
   registry_.append(*e, std::move(encoded));
   deliver(*e, e->events.back());
   if (e->owner.transport == Transport::kHttp && http_) http_->on_engine_event(ev);
@@ -468,7 +474,7 @@ void Daemon::on_grace_expired() {
       ev.request_id = id;
       ev.type = EventType::kFinished;
       ev.reason = FinishReason::kCancelled;
-      if (ModelSlot* slot = slot_of_request(id)) handle_engine_event(*slot, ev);
+      handle_engine_event(ev);
     }
     maybe_finish_shutdown();
   }

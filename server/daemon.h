@@ -85,7 +85,7 @@ class Daemon {
   // Engine events.
   static void on_engine_async(uv_async_t* async);
   void drain_engine_events();
-  void handle_engine_event(ModelSlot& model, const EngineEvent& ev);
+  void handle_engine_event(const EngineEvent& ev);
   void deliver(StreamEntry& e, const std::string& encoded);
 
   // Requests (request_handler.cpp).
@@ -119,7 +119,8 @@ class Daemon {
   bool generate_off_loop(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, GenerateJob& r);
   // chat_handler.cpp: renders and tokenizes off the loop (OffLoop), then continues as a generate.
   void handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r);
-  void render_chat(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, proto::ChatRequest r);
+  void render_chat(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, proto::ChatRequest r,
+                   std::chrono::steady_clock::time_point arrived);
   // embed_handler.cpp: embed requests (one answer when the engine finishes them, no stream).
   void handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRequest& r);
   void embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, const proto::EmbedRequest& r);
@@ -146,7 +147,11 @@ class Daemon {
   void unload_now(ModelSlot& slot, const char* why);
   void unload_expired_models();
   bool rescan_models();  // false when nothing changed
+  // Reads the GGUF headers of the models listed but not loaded: at once (`now`, at startup) or off the loop.
+  void read_headers(bool now);
   void note_use(ModelSlot& slot, std::optional<double> keep_alive);
+  // How long a request that arrived at `arrived` waited for `slot` to load (0: it was loaded).
+  static double load_wait_ms(const ModelSlot& slot, std::chrono::steady_clock::time_point arrived);
   ModelSlot* slot_of_request(const std::string& id);
   std::function<void()> engine_notifier() const;  // wakes the loop thread (any thread may call it)
 

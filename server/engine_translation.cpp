@@ -60,6 +60,7 @@ GenerateJob to_generate_job(const proto::GenerateRequest& wire,
   job.request = to_engine_request(wire, now);
   job.detached = wire.is_detached();
   job.stream = wire.is_streamed();
+  job.arrived = now;
   return job;
 }
 

@@ -29,6 +29,7 @@ struct GenerateJob {
   GenerateRequest request;
   bool detached = false;  // survives the submitting connection's close
   bool stream = true;     // events go to the submitting connection (else only `accepted`)
+  std::chrono::steady_clock::time_point arrived{};  // when the server got it (a model load it waited for counts)
 };
 GenerateJob to_generate_job(const proto::GenerateRequest& wire,
                             std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());

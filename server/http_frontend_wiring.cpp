@@ -148,9 +148,10 @@ void Daemon::run_model_work(uint64_t conn_id, ModelSlot& model, HttpFrontend::Ba
 }
 
 http::ModelCatalogue Daemon::catalogue_entry(const ModelSlot& slot) const {
-  proto::ModelInfo info = slot.info;
-  if (!slot.loaded()) info.name = slot.file.name;
-  http::ModelCatalogue entry = make_model_catalogue(slot.file.path, info, slot.loaded() ? slot.served->config.quantization : "");
+  proto::ModelInfo info = slot.loaded() ? slot.info : slot.header.value_or(proto::ModelInfo{});
+  if (!slot.loaded() && info.name.empty()) info.name = slot.file.name;
+  const std::string quantization = slot.loaded() ? slot.served->config.quantization : slot.header_quantization;
+  http::ModelCatalogue entry = make_model_catalogue(slot.file.path, info, quantization);
   entry.id = slot.file.name;
   if (slot.loaded()) {
     if (slot.served->chat_template) {
@@ -206,11 +207,12 @@ void Daemon::submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std:
   touch();
   // Rendered and tokenized off the loop, exactly as the msgpack `chat` request (chat_render.h).
   auto chat = std::make_shared<const proto::ChatRequest>(std::move(message));
+  const auto arrived = std::chrono::steady_clock::now();  // a model load it waits for counts from here
   with_model(chat->generate.model, chat->generate.keep_alive, {},
-             [this, conn_id, chat, still_wanted, done](ModelSlot* model, const proto::ProtocolError* error) mutable {
+             [this, conn_id, chat, arrived, still_wanted, done](ModelSlot* model, const proto::ProtocolError* error) mutable {
                if (!handles_open_ || !still_wanted()) return;
                if (error != nullptr) return done(failed(*error, chat->generate.id));
-               auto job = std::make_shared<GenerateJob>(to_generate_job(chat->generate));
+               auto job = std::make_shared<GenerateJob>(to_generate_job(chat->generate, arrived));
                auto render = [chat, job](ServedModel& served) {
                  return render_chat_request(*chat, job->request, *served.chat_template, *served.tokenizer);
                };
@@ -367,6 +369,7 @@ HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, ModelSlot& model, Ge
   StreamEntry entry;
   entry.id = result.id;
   entry.model = model.file.name;
+  entry.load_ms = load_wait_ms(model, r.arrived);
   entry.topic = proto::topic_for(proto::stream_token_from(rng_));
   entry.owner = from;
   entry.stream_to_owner = false;  // HTTP answers are rendered from engine events, not msgpack frames

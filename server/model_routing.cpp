@@ -10,6 +10,8 @@
 #include <exception>
 
 #include "engine/common/error.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/model/llama_config.h"
 #include "server/daemon.h"
 #include "server/servable_files.h"
 
@@ -87,7 +89,53 @@ bool Daemon::rescan_models() {
   });
   const std::string before = models_.names();
   models_.set_files(files);
+  read_headers(/*now=*/!loader_);  // at startup, before serving; later off the loop
   return models_.names() != before;
+}
+
+namespace {
+
+struct Header {
+  proto::ModelInfo info;
+  std::string quantization;
+};
+
+// The GGUF's metadata only (mmap: the weights are not read); throws on a bad file.
+Header read_header(const std::string& path) {
+  const LlamaConfig config = LlamaConfig::from_gguf(gguf::GgufFile::open(path));
+  return Header{model_info_from(config, nullptr, ""), config.quantization};
+}
+
+}  // namespace
+
+void Daemon::read_headers(bool now) {
+  for (const auto& s : models_.slots()) {
+    ModelSlot& slot = *s;
+    if (slot.header || slot.header_pending || slot.loaded()) continue;
+    if (now) {
+      try {
+        Header h = read_header(slot.file.path);
+        slot.header = std::move(h.info);
+        slot.header_quantization = std::move(h.quantization);
+      } catch (const std::exception& e) {
+        slot.header = proto::ModelInfo{};  // listed by name only; its load will say what is wrong
+        spdlog::warn("model {}: cannot read its header: {}", slot.file.name, e.what());
+      }
+      continue;
+    }
+    slot.header_pending = true;
+    auto result = std::make_shared<Header>();
+    off_loop_.run(
+        &loop_, "models-catalogue", [result, path = slot.file.path] { *result = read_header(path); },
+        [this, result, name = slot.file.name, path = slot.file.path](std::exception_ptr error) {
+          for (const auto& candidate : models_.slots()) {
+            if (candidate->file.name != name || candidate->file.path != path) continue;
+            candidate->header_pending = false;
+            candidate->header = error ? proto::ModelInfo{} : std::move(result->info);
+            candidate->header_quantization = error ? std::string() : std::move(result->quantization);
+          }
+        });
+  }
 }
 
 ModelSlot* Daemon::slot_of_request(const std::string& id) {
@@ -103,6 +151,11 @@ ModelSlot* Daemon::slot_of_request(const std::string& id) {
     if (s->file.name == model && s->loaded()) return s.get();
   }
   return nullptr;
+}
+
+double Daemon::load_wait_ms(const ModelSlot& slot, std::chrono::steady_clock::time_point arrived) {
+  if (arrived >= slot.loaded_at) return 0;
+  return std::min(slot.load_ms, std::chrono::duration<double, std::milli>(slot.loaded_at - arrived).count());
 }
 
 void Daemon::note_use(ModelSlot& slot, std::optional<double> keep_alive) {
@@ -221,6 +274,7 @@ void Daemon::on_model_loaded(const std::string& name, std::shared_ptr<ServedMode
     slot->resident_bytes = resident_bytes_of(slot->file, *served);
     slot->served = std::move(served);
     slot->load_ms = ms_since(started);
+    slot->loaded_at = std::chrono::steady_clock::now();
     slot->last_used = std::chrono::steady_clock::now();
     spdlog::info("model {} loaded in {:.0f} ms on {} ({} MiB resident)", name, slot->load_ms, slot->served->device,
                  slot->resident_bytes >> 20);

@@ -30,7 +30,10 @@ void ModelSet::set_files(const std::vector<store::CatalogModel>& files) {
   for (const store::CatalogModel& f : files) {
     const auto it = std::find_if(slots_.begin(), slots_.end(), [&](const auto& s) { return s->file.name == f.name; });
     if (it != slots_.end()) {
-      if (!(*it)->loaded() && !(*it)->loading) (*it)->file = f;  // a re-pulled file is what the next load reads
+      if (!(*it)->loaded() && !(*it)->loading && ((*it)->file.path != f.path || (*it)->file.mtime_unix != f.mtime_unix)) {
+        (*it)->file = f;  // a re-pulled file is what the next load reads
+        (*it)->header.reset();
+      }
       continue;
     }
     auto slot = std::make_unique<ModelSlot>();

@@ -23,6 +23,10 @@ struct ModelSlot {
   bool pinned = false;                   // --model: loaded at start, never evicted
   std::shared_ptr<ServedModel> served;   // null unless loaded
   proto::ModelInfo info;                 // while loaded
+  // What the GGUF header says (read once per file, off the loop): listings of a model not loaded.
+  std::optional<proto::ModelInfo> header;
+  std::string header_quantization;
+  bool header_pending = false;
   bool loading = false;
   // Continuations of requests waiting for the load: run on the loop thread with the load's error
   // (null when it loaded).
@@ -32,6 +36,7 @@ struct ModelSlot {
   double keep_alive_s = 300;             // of the last request that named it
   bool unload_requested = false;         // unload once idle (`unload`, keep_alive 0)
   double load_ms = 0;
+  ResidencyClock::time_point loaded_at{};
   uint64_t resident_bytes = 0;           // weights + KV pool, while loaded (estimated before)
 
   bool loaded() const { return served != nullptr; }

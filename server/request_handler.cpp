@@ -130,6 +130,7 @@ void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, Model
   StreamEntry entry;
   entry.id = result.id;
   entry.model = model.file.name;
+  entry.load_ms = load_wait_ms(model, r.arrived);
   entry.topic = proto::topic_for(proto::stream_token_from(rng_));
   entry.owner = from;
   // A REQ peer takes the next message after its next send as the answer: never stream to it.

@@ -19,6 +19,7 @@ namespace vks::server {
 struct StreamEntry {
   std::string id;
   std::string model;  // the served model's name
+  double load_ms = 0;  // how long it waited for its model to load (in its finished event's timings)
   std::string topic;
   ClientRef owner;
   bool stream_to_owner = true;   // token/lifecycle events go to the owner's transport

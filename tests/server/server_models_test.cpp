@@ -311,6 +311,39 @@ TEST_F(ServerModelsTest, LoadAndUnloadRequests) {
   EXPECT_EQ(failed->str("code"), "model_load_failed");
 }
 
+// The first request of a model that is not loaded waits for the load: its finished event says so
+// (load_ms, counted in ttft_ms and total_ms); the next one does not wait. Queued and finished
+// events name the model.
+TEST_F(ServerModelsTest, TheLoadIsInTheTimingsOfTheRequestsThatWaitedForIt) {
+  start({});
+  UdsClient c;
+  ASSERT_TRUE(connect(c));
+  auto finished_of = [&](const std::string& model) -> std::optional<proto::StreamEvent> {
+    const auto m = request(c, greedy_on(model, 4), 60000);
+    const auto* a = m ? std::get_if<proto::AcceptedAnswer>(&m->body) : nullptr;
+    if (a == nullptr) return std::nullopt;
+    StreamCollector s{a->id};
+    if (!collect(c, s, 60000)) return std::nullopt;
+    std::optional<proto::StreamEvent> finished;
+    for (const auto& ev : s.by_seq) {
+      if (!ev) continue;
+      if (ev->type == proto::StreamEventType::kQueued) {
+        EXPECT_EQ(ev->model, model);
+      }
+      if (ev->type == proto::StreamEventType::kFinished) finished = *ev;
+    }
+    return finished;
+  };
+  const auto first = finished_of("aidreams260K");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->model, "aidreams260K");
+  EXPECT_GT(first->timings.load_ms, 0.0);
+  EXPECT_GE(first->timings.ttft_ms, first->timings.load_ms);
+  const auto second = finished_of("aidreams260K");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->timings.load_ms, 0.0);
+}
+
 TEST_F(ServerModelsTest, AnswersKeepTheirOrderWhileAModelLoads) {
   start({});
   UdsClient c;

@@ -166,14 +166,8 @@ test("ollama: show answers a loaded model's details; an unknown name is 404 list
   });
 });
 
-// daemon bug: a served model that is not loaded is listed and shown with an empty ModelInfo
-// (Daemon::catalogue_entry uses slot.info, which is only filled by a load and reset by
-// unload_now; nothing reads the GGUF header), so /api/show answers family "", quantization_level
-// "", model_info {"general.architecture":"", ".context_length":0, ...} and /api/tags the same
-// empty details, where docs/HTTP.md "Listings" says a model not loaded shows what its GGUF header
-// says (architecture, context length, quantization).
+// A model not loaded is listed and shown from its GGUF header (read when the daemon found the file).
 test("ollama: show and list of a model not loaded answer from its GGUF header, without loading it",
-  { todo: "daemon bug: /api/show and /api/tags of a model not loaded have empty details (no header read)" },
   async () => {
     // Unload kquant-q4_k_m (loaded since test 3) so that show must read its header.
     await ollama.generate({ model: "kquant-q4_k_m", prompt: "", keep_alive: 0 });
