@@ -131,6 +131,8 @@ class Daemon {
   void reply_error(const ClientRef& to, const proto::Tag& tag, proto::WireError code,
                    const std::string& message, const std::string& field = {}, const std::string& id = {});
   proto::StatsSnapshot stats_snapshot() const;
+  // Prometheus text: the daemon's and default model's figures, and every model's under its label.
+  std::string metrics_text() const;
 
   // The served models (model_routing.cpp). `then` runs with model `name`'s slot once it is loaded
   // (at once when it is; later, on the loop thread, after its load), or with the error that stops

@@ -64,7 +64,7 @@ void Daemon::setup_http(const ListenFds& fds) {
     off_loop_.forget(owner_key(owner));  // a render still running for it stops
     drop_owner(owner, "HTTP client disconnected");
   };
-  backend.metrics = [this] { return proto::render_prometheus(stats_snapshot()); };
+  backend.metrics = [this] { return metrics_text(); };
   backend.serving = [this] { return phase_ == Phase::kServing; };
   PeerPolicy policy{options_.allow_uids, options_.allow_gids, options_.deny_uids};
   backend.allow_unix_peer = [policy](const http::PeerInfo& peer, std::string& why) {

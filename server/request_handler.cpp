@@ -213,11 +213,33 @@ proto::StatsSnapshot Daemon::stats_snapshot() const {
   return snapshot;
 }
 
+std::string Daemon::metrics_text() const {
+  std::vector<proto::ModelMetrics> models;
+  for (const auto& slot : models_.slots()) {
+    proto::ModelMetrics m;
+    m.name = slot->file.name;
+    m.loaded = slot->loaded();
+    m.load_seconds = slot->load_ms / 1000.0;
+    if (slot->loaded()) {
+      const EngineStats es = slot->served->engine->stats();
+      m.waiting = es.waiting;
+      m.running = es.running;
+      m.kv_blocks_total = es.kv_blocks_total;
+      m.kv_blocks_used = es.kv_blocks_used;
+      m.requests_finished = es.requests_finished;
+      m.tokens_generated = es.tokens_generated;
+      m.resident_bytes = slot->resident_bytes;
+    }
+    models.push_back(std::move(m));
+  }
+  return proto::render_prometheus(stats_snapshot()) + proto::render_model_metrics(models);
+}
+
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r) {
   proto::StatsAnswer a;
   a.format = r.format;
   a.stats = stats_snapshot();
-  if (r.format == proto::StatsFormat::kPrometheus) a.text = proto::render_prometheus(a.stats);
+  if (r.format == proto::StatsFormat::kPrometheus) a.text = metrics_text();
   reply(from, proto::encode_answer(a, tag));
 }
 

@@ -290,6 +290,24 @@ TEST_F(ServerModelsTest, PinnedModelIsTheDefaultAndIsNeverEvicted) {
   EXPECT_EQ(refused->str("code"), "unsupported");
 }
 
+// /metrics and the prometheus stats: one sample per servable model under its label.
+TEST_F(ServerModelsTest, MetricsCarryEveryModelUnderItsLabel) {
+  start({});
+  UdsClient c;
+  ASSERT_TRUE(connect(c));
+  EXPECT_FALSE(generate_on(c, "aidreams260K", 6).error);
+  proto::StatsRequest stats;
+  stats.format = proto::StatsFormat::kPrometheus;
+  const auto m = request(c, simple(stats), 10000);
+  ASSERT_TRUE(m);
+  const auto* a = std::get_if<proto::StatsAnswer>(&m->body);
+  ASSERT_NE(a, nullptr);
+  EXPECT_NE(a->text.find("vkstream_model_loaded{model=\"aidreams260K\"} 1\n"), std::string::npos) << a->text;
+  EXPECT_NE(a->text.find("vkstream_model_loaded{model=\"stories260K\"} 0\n"), std::string::npos) << a->text;
+  EXPECT_NE(a->text.find("vkstream_model_generated_tokens_total{model=\"aidreams260K\"} 6\n"), std::string::npos)
+      << a->text;
+}
+
 TEST_F(ServerModelsTest, LoadAndUnloadRequests) {
   start({});
   UdsClient c;
