@@ -362,6 +362,35 @@ TEST_F(ServerModelsTest, TheLoadIsInTheTimingsOfTheRequestsThatWaitedForIt) {
   EXPECT_EQ(second->timings.load_ms, 0.0);
 }
 
+// With --idle-exit the daemon stays while a model is loaded (its keep_alive running), and exits
+// once nothing is loaded and nothing is connected.
+TEST_F(ServerModelsTest, IdleExitWaitsForTheLoadedModelsToGo) {
+  start({"--idle-exit", "0.3"});
+  {
+    UdsClient c;
+    ASSERT_TRUE(connect(c));
+    EXPECT_FALSE(generate_on(c, "aidreams260K", 4, 1.5).error);  // loaded for 1.5 s more
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  EXPECT_TRUE(daemon_.running()) << "exited while a model was loaded:\n" << daemon_.log();
+  EXPECT_EQ(daemon_.wait_exit(20), 0) << daemon_.log();
+  EXPECT_NE(daemon_.log().find("keep_alive ran out"), std::string::npos) << daemon_.log();
+}
+
+// Nothing to serve is a startup error that says where models come from.
+TEST_F(ServerModelsTest, NoModelAnywhereIsAStartupError) {
+  DaemonConfig config;
+  config.dir = dir_.path;
+  config.with_model = false;
+  const std::string empty = dir_.path + "/empty";
+  std::filesystem::create_directories(empty);
+  config.extra_args = {"--models-dir", empty, "--no-model-cache"};
+  daemon_.start(config);
+  EXPECT_EQ(daemon_.wait_exit(20), 1);
+  EXPECT_NE(daemon_.log().find("no model to serve"), std::string::npos) << daemon_.log();
+  EXPECT_NE(daemon_.log().find("--models-dir"), std::string::npos) << daemon_.log();
+}
+
 TEST_F(ServerModelsTest, AnswersKeepTheirOrderWhileAModelLoads) {
   start({});
   UdsClient c;
