@@ -7,40 +7,12 @@
 // <|im_end|>, ...), so a reply ends with the assistant's turn.
 #include <spdlog/spdlog.h>
 
-#include <atomic>
-#include <exception>
 #include <memory>
 
-#include "engine/chat/jinja_budget.h"
 #include "server/chat_render.h"
 #include "server/daemon.h"
 
 namespace vks::server {
-namespace {
-
-// What the pool thread produces: the prompt ids, or the error to answer with.
-struct ChatRendering {
-  proto::ChatRequest request;
-  GenerateJob job;  // request.generate for the engine; the rendering fills its prompt ids
-  std::optional<proto::ProtocolError> error;
-};
-
-// Renders, tokenizes and compiles the request's grammar or schema (a big one takes far longer than
-// rendering), all on the pool thread.
-void render_and_tokenize(ChatRendering& work, const chat::ModelChatTemplate& tmpl, const Tokenizer& tokenizer,
-                         Engine& engine, int32_t max_prompt_tokens) {
-  work.error = render_chat_request(work.request, work.job.request, tmpl, tokenizer);
-  if (work.error) return;
-  std::string compile_error;
-  if (!engine.prepare_constraint(work.job.request, compile_error)) {  // answered as Engine::submit would
-    SubmitResult rejected;
-    rejected.code = ErrorCode::kInvalidArgument;
-    rejected.message = compile_error;
-    work.error = error_from_submit(rejected, max_prompt_tokens);
-  }
-}
-
-}  // namespace
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r) {
   auto request = std::make_shared<proto::ChatRequest>(std::move(r));
@@ -53,41 +25,24 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::ChatReq
 
 void Daemon::render_chat(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, proto::ChatRequest r,
                          std::chrono::steady_clock::time_point arrived) {
-  auto work = std::make_shared<ChatRendering>();
-  work->job = to_generate_job(r.generate, arrived);
-  work->request = std::move(r);
-  std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
-  ModelSlot* slot = &model;  // stays: a model is never unloaded while its ServedModel is held
-  const int32_t max_prompt_tokens = limits_.max_prompt_tokens;
-  // Stopped when its connection closes, unless the request outlives the connection (detached).
-  auto cancel = work->job.detached ? nullptr : std::make_shared<std::atomic<bool>>(false);
+  if (std::optional<Admission> refused = admission_check(from, r.generate.id)) {  // before rendering anything
+    reply(from, proto::encode_error(refused->error, tag, refused->error_id, refused->retry_after_ms));
+    return;
+  }
+  auto job = std::make_shared<GenerateJob>(to_generate_job(r.generate, arrived));
+  auto chat = std::make_shared<const proto::ChatRequest>(std::move(r));
   // A template the client sent costs what the client chooses: it may hold only part of the pool.
-  const OffLoop::Cost cost = work->request.chat_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded;
-  off_loop_.run(
-      &loop_, owner_key(from),
-      [work, served, max_prompt_tokens, cancel] {
-        jinja::RenderScope renders(kRequestRenderTime, cancel.get());
-        render_and_tokenize(*work, *served->chat_template, *served->tokenizer, *served->engine, max_prompt_tokens);
+  const OffLoop::Cost cost = chat->chat_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded;
+  prepare_off_loop(
+      from, model, job,
+      [chat](ServedModel& served, GenerateRequest& q) {
+        return render_chat_request(*chat, q, *served.chat_template, *served.tokenizer);
       },
-      [this, from, tag, work, served, slot](std::exception_ptr error) {
-        if (!handles_open_) return;  // shut down meanwhile: every socket is closed
-        GenerateJob& generate = work->job;
-        if (error || work->error) {
-          ++requests_rejected_;
-          const proto::ProtocolError e =
-              work->error ? *work->error : proto::make_error(proto::WireError::kInternal, "rendering the chat failed");
-          spdlog::info("{}: chat rejected: {}", from.describe(), e.message);
-          reply(from, proto::encode_error(e, tag, generate.request.id));
-          return;
-        }
-        // A connection that closed meanwhile gets nothing started, unless the request outlives it.
-        if (from.transport == Transport::kUds && !generate.detached && uds_ && uds_->find(from.conn_id) == nullptr) {
-          spdlog::info("{}: closed while its chat was rendered; request dropped", from.describe());
-          return;
-        }
-        submit_generate(from, tag, *slot, generate);  // prompt_ids are set now: handled inline
-      },
-      cancel, cost);
+      cost, /*stop_with_client=*/!job->detached, still_connected(from, job->detached),
+      [this, from, tag](ModelSlot& m, GenerateJob& prepared, const proto::ProtocolError* error) {
+        if (error != nullptr) return reply(from, proto::encode_error(*error, tag, prepared.request.id));
+        submit_generate(from, tag, m, prepared);  // prompt_ids are set now: admitted at once
+      });
 }
 
 }  // namespace vks::server

@@ -130,7 +130,18 @@ class Daemon {
   bool tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, const proto::TokenizeRequest& r);
   bool detokenize_off_loop(const ClientRef& from, const proto::Tag& tag, ModelSlot& model,
                            const proto::DetokenizeRequest& r);
-  bool generate_off_loop(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, GenerateJob& r);
+  // The one off-loop preparation (preparation.cpp): `prepare` (tokenize or render into the
+  // request, on a pool thread; returns the error to answer) and the constraint compile, then `then`
+  // on the loop with the job or the error; nothing when `still_wanted` says the client left.
+  using Preparation = std::function<std::optional<proto::ProtocolError>(ServedModel&, GenerateRequest&)>;
+  using Prepared = std::function<void(ModelSlot& model, GenerateJob& job, const proto::ProtocolError* error)>;
+  // `stop_with_client`: the work stops (its cancel flag) when the client goes away.
+  void prepare_off_loop(const ClientRef& from, ModelSlot& model, std::shared_ptr<GenerateJob> job, Preparation prepare,
+                        OffLoop::Cost cost, bool stop_with_client, std::function<bool()> still_wanted, Prepared then);
+  // A long prompt text to tokenize or a grammar/schema to compile: worth the pool's round trip.
+  static bool needs_preparation(const GenerateRequest& req);
+  static std::optional<proto::ProtocolError> tokenize_prompt(ServedModel& served, GenerateRequest& q);
+  std::function<bool()> still_connected(const ClientRef& from, bool detached);
   // chat_handler.cpp: renders and tokenizes off the loop (OffLoop), then continues as a generate.
   void handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r);
   void render_chat(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, proto::ChatRequest r,
@@ -188,10 +199,9 @@ class Daemon {
                             std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done);
   // Runs `prepare` (tokenize or render into job->request) and the constraint compile on libuv's
   // pool, then submits.
-  void submit_http_prepared(uint64_t conn_id, ModelSlot& model, std::shared_ptr<GenerateJob> job,
-                            std::function<std::optional<proto::ProtocolError>(ServedModel&)> prepare,
-                            std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done,
-                            OffLoop::Cost cost = OffLoop::Cost::kBounded);
+  void submit_http_prepared(uint64_t conn_id, ModelSlot& model, std::shared_ptr<GenerateJob> job, Preparation prepare,
+                            OffLoop::Cost cost, std::function<bool()> still_wanted,
+                            std::function<void(HttpSubmitOutcome)> done);
 
   // Clients going away.
   void on_connection_closed(Connection& c);

@@ -165,10 +165,6 @@ http::ModelCatalogue Daemon::catalogue_entry(const ModelSlot& slot) const {
 
 namespace {
 
-bool has_uncompiled_constraint(const GenerateRequest& q) {
-  return (!q.grammar.empty() || !q.json_schema.empty()) && !q.compiled_constraint;
-}
-
 HttpSubmitOutcome failed(proto::ProtocolError error, const std::string& id) {
   HttpSubmitOutcome out;
   out.error = std::move(error);
@@ -185,20 +181,10 @@ void Daemon::submit_http(uint64_t conn_id, const proto::GenerateRequest& message
              [this, conn_id, job, still_wanted, done](ModelSlot* model, const proto::ProtocolError* error) mutable {
                if (!handles_open_ || !still_wanted()) return;  // the client went away: nothing started
                if (error != nullptr) return done(failed(*error, job->request.id));
-               GenerateRequest& req = job->request;
                // A long prompt is tokenized, and a grammar or schema compiled, on libuv's pool.
-               const bool long_text = req.prompt_ids.empty() && req.prompt_text.size() >= kOffLoopMinTextBytes;
-               if (!long_text && !has_uncompiled_constraint(req)) return done(submit_http_now(conn_id, *model, *job));
-               auto tokenize = [served = model->served, job](ServedModel&) -> std::optional<proto::ProtocolError> {
-                 GenerateRequest& q = job->request;
-                 const Tokenizer& tok = *served->tokenizer;
-                 if (q.prompt_ids.empty() && !q.prompt_text.empty()) {
-                   q.prompt_ids = tok.encode(q.prompt_text, q.add_bos.value_or(tok.add_bos_default()));
-                   q.prompt_ids_from_text = true;
-                 }
-                 return std::nullopt;
-               };
-               submit_http_prepared(conn_id, *model, job, std::move(tokenize), std::move(still_wanted), std::move(done));
+               if (!needs_preparation(job->request)) return done(submit_http_now(conn_id, *model, *job));
+               submit_http_prepared(conn_id, *model, job, &Daemon::tokenize_prompt, OffLoop::Cost::kBounded,
+                                    std::move(still_wanted), std::move(done));
              });
 }
 
@@ -213,58 +199,29 @@ void Daemon::submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std:
                if (!handles_open_ || !still_wanted()) return;
                if (error != nullptr) return done(failed(*error, chat->generate.id));
                auto job = std::make_shared<GenerateJob>(to_generate_job(chat->generate, arrived));
-               auto render = [chat, job](ServedModel& served) {
-                 return render_chat_request(*chat, job->request, *served.chat_template, *served.tokenizer);
+               auto render = [chat](ServedModel& served, GenerateRequest& q) {
+                 return render_chat_request(*chat, q, *served.chat_template, *served.tokenizer);
                };
                // A template the client sent costs what the client chooses: it may hold only part of the pool.
                const OffLoop::Cost cost = chat->chat_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded;
-               submit_http_prepared(conn_id, *model, std::move(job), std::move(render), std::move(still_wanted),
-                                    std::move(done), cost);
+               submit_http_prepared(conn_id, *model, std::move(job), std::move(render), cost, std::move(still_wanted),
+                                    std::move(done));
              });
 }
 
 void Daemon::submit_http_prepared(uint64_t conn_id, ModelSlot& model, std::shared_ptr<GenerateJob> job,
-                                  std::function<std::optional<proto::ProtocolError>(ServedModel&)> prepare,
-                                  std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done,
-                                  OffLoop::Cost cost) {
+                                  Preparation prepare, OffLoop::Cost cost, std::function<bool()> still_wanted,
+                                  std::function<void(HttpSubmitOutcome)> done) {
   ClientRef from;
   from.transport = Transport::kHttp;
   from.conn_id = conn_id;
-  std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
-  ModelSlot* slot = &model;  // stays: a model is never unloaded while its ServedModel is held
-  auto prepared_error = std::make_shared<std::optional<proto::ProtocolError>>();
-  auto compile_error = std::make_shared<std::string>();
-  auto cancel = std::make_shared<std::atomic<bool>>(false);  // set when the connection closes
-  off_loop_.run(
-      &loop_, owner_key(from),
-      [served, job, prepare = std::move(prepare), prepared_error, compile_error, cancel] {
-        jinja::RenderScope renders(kRequestRenderTime, cancel.get());
-        *prepared_error = prepare(*served);
-        if (!*prepared_error) served->engine->prepare_constraint(job->request, *compile_error);  // thread-safe
-      },
-      [this, conn_id, job, served, slot, prepared_error, compile_error, still_wanted = std::move(still_wanted),
-       done = std::move(done)](std::exception_ptr error) {
-        if (!handles_open_ || !still_wanted()) return;  // the client went away: nothing started
-        const std::string& id = job->request.id;
-        if (error) {
-          ++requests_rejected_;
-          return done(failed(proto::make_error(proto::WireError::kInternal, "preparing the request failed", "prompt"), id));
-        }
-        if (*prepared_error) {
-          ++requests_rejected_;
-          return done(failed(**prepared_error, id));
-        }
-        if (!compile_error->empty()) {  // answered exactly as Engine::submit would have
-          ++requests_rejected_;
-          SubmitResult rejected;
-          rejected.code = ErrorCode::kInvalidArgument;
-          rejected.message = *compile_error;
-          return done(failed(error_from_submit(rejected, limits_.max_prompt_tokens), id));
-        }
-        if (job->request.prompt_ids.empty()) job->request.prompt_ids_from_text = false;
-        done(submit_http_now(conn_id, *slot, *job));
-      },
-      cancel, cost);
+  // An HTTP request's answer goes to its connection: its preparation stops when that closes.
+  prepare_off_loop(from, model, std::move(job), std::move(prepare), cost, /*stop_with_client=*/true, std::move(still_wanted),
+                   [this, conn_id, done = std::move(done)](ModelSlot& m, GenerateJob& prepared,
+                                                           const proto::ProtocolError* error) {
+                     if (error != nullptr) return done(failed(*error, prepared.request.id));
+                     done(submit_http_now(conn_id, m, prepared));
+                   });
 }
 
 void Daemon::submit_http_embed(uint64_t conn_id, proto::EmbedRequest message, std::function<bool()> still_wanted,

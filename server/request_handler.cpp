@@ -91,7 +91,17 @@ void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, Model
     reply(from, proto::encode_error(refused->error, tag, refused->error_id, refused->retry_after_ms));
     return;
   }
-  if (generate_off_loop(from, tag, model, r)) return;  // long prompt_text / grammar: prepared off the loop first
+  if (needs_preparation(r.request)) {  // long prompt_text / grammar: prepared off the loop first
+    auto job = std::make_shared<GenerateJob>(std::move(r));
+    // A detached request outlives its connection: nothing stops its preparation.
+    prepare_off_loop(from, model, job, &Daemon::tokenize_prompt, OffLoop::Cost::kBounded, !job->detached,
+                     still_connected(from, job->detached),
+                     [this, from, tag](ModelSlot& m, GenerateJob& prepared, const proto::ProtocolError* error) {
+                       if (error != nullptr) return reply(from, proto::encode_error(*error, tag, prepared.request.id));
+                       submit_generate(from, tag, m, prepared);  // prepared now: admitted at once
+                     });
+    return;
+  }
   const Admission a = admit_generate(from, model, r);
   if (!a.ok) {
     reply(from, proto::encode_error(a.error, tag, a.error_id, a.retry_after_ms));
