@@ -348,7 +348,7 @@ void Daemon::handle_engine_event(const EngineEvent& ev) {
   std::string encoded = proto::encode_event(wire);
   registry_.append(*e, std::move(encoded));
   deliver(*e, e->events.back());
-  if (e->owner.transport == Transport::kHttp && http_) http_->on_engine_event(ev);
+  if (e->owner.transport == Transport::kHttp && http_) http_->on_event(wire);
   if (ev.type == EventType::kFinished) {
     registry_.mark_finished(*e, std::chrono::steady_clock::now());
     spdlog::info("request {} finished: {} ({} tokens)", e->id, finish_reason_name(ev.reason),

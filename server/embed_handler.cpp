@@ -92,16 +92,20 @@ bool Daemon::handle_embed_event(const EngineEvent& ev) {
   const auto it = pending_embeds_.find(ev.request_id);
   if (it == pending_embeds_.end()) return false;
   PendingEmbed& p = it->second;
-  if (p.owner.transport == Transport::kHttp) {  // the HTTP front end renders its own answer
-    if (http_) http_->on_engine_event(ev);
-    if (ev.type == EventType::kFinished) pending_embeds_.erase(it);
-    return true;
-  }
   if (ev.type == EventType::kError) {
     p.error = ev;
     return true;
   }
   if (ev.type != EventType::kFinished) return true;
+  if (p.owner.transport == Transport::kHttp) {  // the HTTP front end renders the same answer or error
+    if (http_ && ev.reason == FinishReason::kStop) {
+      http_->on_embed_result(ev.request_id, embed_answer_from_engine(ev));
+    } else if (http_) {
+      http_->on_embed_result(ev.request_id, embed_failure(ev.reason, p.error ? &*p.error : nullptr));
+    }
+    pending_embeds_.erase(it);
+    return true;
+  }
   if (ev.reason == FinishReason::kStop) {
     reply(p.owner, proto::encode_answer(embed_answer_from_engine(ev), p.tag));
   } else {

@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "engine/common/error.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "server/http/anthropic_messages.h"
 #include "server/http/answer_parse.h"
 #include "server/http/cors.h"
@@ -737,14 +738,14 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
   generations_.emplace(g.id, std::move(g));
 }
 
-std::string HttpFrontend::render_tokens(http::Generation& g, const EngineEvent& ev) {
+std::string HttpFrontend::render_tokens(http::Generation& g, const proto::StreamEvent& ev) {
   if (g.reasoning_counter) {
     chat::ReasoningSplit split;
     g.reasoning_counter->feed(ev.text, split);
-    if (split.content.empty() && g.reasoning_counter->thought()) g.reasoning_tokens += static_cast<int32_t>(ev.tokens.size());
+    if (split.content.empty() && g.reasoning_counter->thought()) g.reasoning_tokens += static_cast<int32_t>(ev.ids.size());
     if (!split.content.empty()) g.reasoning_counter.reset();  // the block is over: nothing more to count
   }
-  const http::TokenText token_text = [this, &g](TokenId id) { return backend_.token_text(g.model, id); };
+  const http::TokenText token_text = [this, &g](proto::TokenId id) { return backend_.token_text(g.model, id); };
   switch (g.api) {
     case http::Api::kOpenAiCompletion:
       if (g.stream) return http::openai_token_chunk(g, ev, token_text);
@@ -773,9 +774,9 @@ std::string HttpFrontend::render_tokens(http::Generation& g, const EngineEvent& 
   return {};
 }
 
-void HttpFrontend::on_engine_event(const EngineEvent& ev) {
-  auto it = generations_.find(ev.request_id);
-  if (it == generations_.end()) return;
+void HttpFrontend::on_event(const proto::StreamEvent& ev) {
+  auto it = generations_.find(ev.id);
+  if (it == generations_.end() || it->second.api == http::Api::kEmbed) return;  // embeds: on_embed_result
   http::Generation& g = it->second;
   HttpConnection* c = server_->find(g.conn_id);
   if (c == nullptr || c->closing() || c->exchange() != g.exchange) {
@@ -783,17 +784,16 @@ void HttpFrontend::on_engine_event(const EngineEvent& ev) {
     return;
   }
   switch (ev.type) {
-    case EventType::kFirstToken:
-    case EventType::kToken: {
+    case proto::StreamEventType::kToken: {
       const std::string piece = render_tokens(g, ev);
       if (!piece.empty() && !c->send_chunk(piece)) generations_.erase(it);  // slow reader: closed, cancelled
       return;
     }
-    case EventType::kError:
+    case proto::StreamEventType::kError:
       g.error_message = ev.error_message;
       g.error_code = ev.error_code;
       return;
-    case EventType::kFinished:
+    case proto::StreamEventType::kFinished:
       finish(*c, g, ev);
       generations_.erase(it);
       return;
@@ -802,7 +802,7 @@ void HttpFrontend::on_engine_event(const EngineEvent& ev) {
   }
 }
 
-void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEvent& ev) {
+void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const proto::StreamEvent& ev) {
   const bool ollama = g.ollama();
   cors_origin_ = g.cors_origin;
   const bool chat = http::is_chat(g.api);
@@ -810,7 +810,7 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
     if (ollama) {
       if (chat) c.send_chunk(http::ollama_chat_held_line(g));
       json last = chat ? http::ollama_chat_final(g, ev, /*with_text=*/false) : http::ollama_final(g, ev, /*with_text=*/false);
-      if (ev.reason == FinishReason::kError) last["error"] = g.error_message.empty() ? "generation failed" : g.error_message;
+      if (ev.reason == proto::FinishReason::kError) last["error"] = g.error_message.empty() ? "generation failed" : g.error_message;
       c.send_chunk(http::compact_dump(last) + "\n");
     } else {
       c.send_chunk(g.api == http::Api::kAnthropicMessages ? http::anthropic_final_events(g, ev)
@@ -820,14 +820,7 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
     c.end_stream();
     return;
   }
-  if (g.api == http::Api::kEmbed && ev.reason != FinishReason::kStop) {  // no partial answer
-    const bool deadline = ev.reason == FinishReason::kDeadline;
-    std::string message = g.error_message;
-    if (message.empty()) message = "the embed request ended: " + http::finish_reason_text(ev.reason);
-    return send_error(c, ollama, ApiError{deadline ? 504 : 500, message, deadline ? "deadline_exceeded" : "embed_failed", {}, 0},
-                      g.id);
-  }
-  if (ev.reason == FinishReason::kError) {
+  if (ev.reason == proto::FinishReason::kError) {
     return send_error(c, ollama,
                       ApiError{500, g.error_message.empty() ? "generation failed" : g.error_message, "generation_failed", {}, 0},
                       g.id);
@@ -842,17 +835,40 @@ void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const EngineEv
     case http::Api::kOllamaChat: resp.body = http::compact_dump(http::ollama_chat_final(g, ev, /*with_text=*/true)); break;
     case http::Api::kAnthropicMessages: resp.body = http::compact_dump(http::anthropic_message(g, ev)); break;
     case http::Api::kOpenAiResponses: resp.body = http::compact_dump(http::responses_object(g, ev)); break;
-    case http::Api::kEmbed: {
-      http::EmbedResult result;
-      result.vectors = ev.embeddings;
-      result.prompt_tokens = ev.usage.prompt_tokens > 0 ? ev.usage.prompt_tokens : g.prompt_tokens;
-      result.total_ns =
-          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - g.started).count();
-      result.load_ns = g.load_ns;
-      resp.body = http::compact_dump(http::embeddings_answer(g.embed, g.model, result));
-      break;
-    }
+    case http::Api::kEmbed: return;  // answered by answer_embed
   }
+  c.respond(resp);
+}
+
+void HttpFrontend::on_embed_result(const std::string& id, const EmbedResult& result) {
+  auto it = generations_.find(id);
+  if (it == generations_.end()) return;
+  const http::Generation& g = it->second;
+  HttpConnection* c = server_->find(g.conn_id);
+  if (c != nullptr && !c->closing() && c->exchange() == g.exchange) answer_embed(*c, g, result);
+  generations_.erase(it);  // answered, or the client went away (its close cancelled the request)
+}
+
+void HttpFrontend::answer_embed(HttpConnection& c, const http::Generation& g, const EmbedResult& result) {
+  const bool ollama = g.ollama();
+  cors_origin_ = g.cors_origin;
+  if (const auto* error = std::get_if<proto::ProtocolError>(&result)) {  // no partial answer
+    const bool deadline = error->code == proto::WireError::kDeadlineExceeded;
+    const std::string message = error->message.empty() ? "the embed request failed" : error->message;
+    return send_error(c, ollama, ApiError{deadline ? 504 : 500, message, deadline ? "deadline_exceeded" : "embed_failed", {}, 0},
+                      g.id);
+  }
+  const proto::EmbedAnswer& answer = std::get<proto::EmbedAnswer>(result);
+  http::HttpResponse resp;
+  resp.headers.emplace_back("x-request-id", g.id);
+  http::add_cors_headers(resp.headers, g.cors_origin);
+  http::EmbedResult embedded;
+  embedded.vectors = answer.embeddings;
+  embedded.prompt_tokens = answer.usage.prompt_tokens > 0 ? answer.usage.prompt_tokens : g.prompt_tokens;
+  embedded.total_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - g.started).count();
+  embedded.load_ns = g.load_ns;
+  resp.body = http::compact_dump(http::embeddings_answer(g.embed, g.model, embedded));
   c.respond(resp);
 }
 

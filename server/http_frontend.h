@@ -2,7 +2,8 @@
 // The HTTP front end of vkstreamd: OpenAI- and Ollama-compatible endpoints, /health and /metrics,
 // on the daemon's loop thread (server/http/ is the transport and the API mappings). A generation
 // is submitted through the daemon like any other request (same ids, registry, PUB topic, limits);
-// its engine events come back through on_engine_event and are rendered for the API that asked.
+// its wire events (the ones every other transport gets) come back through on_event, an embed's
+// answer or error through on_embed_result, and are rendered for the API that asked.
 // A connection that goes away cancels its request at once (Backend::connection_closed).
 // Models: each request names one (docs/HTTP.md "Models"); the front end resolves it through the
 // backend (loading it when needed) before mapping the request, and routes the wire request to it.
@@ -21,17 +22,23 @@
 #include <vector>
 
 #include "engine/chat/model_chat_template.h"
-#include "engine/sched/engine.h"
-#include "engine/tokenizer/tokenizer.h"
 #include "protocol/errors.h"
 #include "protocol/limits.h"
 #include "protocol/requests.h"
+#include "protocol/responses.h"
 #include "server/http/api_common.h"
 #include "server/http/generation.h"
 #include "server/http/http_limits.h"
 #include "server/http/http_server.h"
 #include "server/http/json_body.h"
 #include "server/http/model_choice.h"
+
+namespace vks {
+// Named only by the model work (tokenize, count_tokens, apply-template), which the daemon runs
+// with the model's own tokenizer; events and answers reach the front end as wire types.
+class Tokenizer;
+struct GenerateRequest;
+}  // namespace vks
 
 namespace vks::server {
 
@@ -76,7 +83,7 @@ class HttpFrontend {
     std::function<void(uint64_t conn_id, proto::ChatRequest message, std::function<bool()> still_wanted,
                        std::function<void(HttpSubmitOutcome)> done)>
         submit_chat;
-    // An embed request (no stream): its one answer is rendered from the engine's kFinished event.
+    // An embed request (no stream): its one answer comes back through on_embed_result.
     std::function<void(uint64_t conn_id, proto::EmbedRequest message, std::function<bool()> still_wanted,
                        std::function<void(HttpSubmitOutcome)> done)>
         submit_embed;
@@ -111,7 +118,7 @@ class HttpFrontend {
     std::function<bool()> serving;                            // false while draining
     std::function<bool(const http::PeerInfo&, std::string& why)> allow_unix_peer;
     // The text of token `id` of model `model` (a generation's logprobs).
-    std::function<std::string(const std::string& model, TokenId id)> token_text;
+    std::function<std::string(const std::string& model, proto::TokenId id)> token_text;
   };
 
   // The served models come from the backend (models, resolve_model), request by request.
@@ -126,8 +133,12 @@ class HttpFrontend {
   void start(std::optional<int> activated_fd, std::vector<http::HandedListener> handed = {});
   std::vector<std::string> addresses() const { return server_->addresses(); }
 
-  // An engine event of a request an HTTP client submitted.
-  void on_engine_event(const EngineEvent& ev);
+  // A wire event of a generation an HTTP client submitted (the one the other transports get).
+  void on_event(const proto::StreamEvent& ev);
+  // How an embed an HTTP client submitted ended: its answer, or the error the msgpack transports
+  // answer with.
+  using EmbedResult = std::variant<proto::EmbedAnswer, proto::ProtocolError>;
+  void on_embed_result(const std::string& id, const EmbedResult& result);
 
   void stop_accepting() { server_->stop_accepting(); }
   void close_all(bool flush) { server_->close_all(flush); }
@@ -205,8 +216,9 @@ class HttpFrontend {
   std::string fresh_request_id();
   // One token event rendered for the generation's API ("" when nothing is to be sent), or added
   // to its whole answer when it is not streamed.
-  std::string render_tokens(http::Generation& g, const EngineEvent& ev);
-  void finish(http::HttpConnection& c, http::Generation& g, const EngineEvent& finished);
+  std::string render_tokens(http::Generation& g, const proto::StreamEvent& ev);
+  void finish(http::HttpConnection& c, http::Generation& g, const proto::StreamEvent& finished);
+  void answer_embed(http::HttpConnection& c, const http::Generation& g, const EmbedResult& result);
 
   HttpFrontendOptions options_;
   Backend backend_;

@@ -141,13 +141,13 @@ std::variant<JsonBody, ApiError> openai_tools(const JsonBody& body) {
 
 std::string sse(const char* name, const json& data) { return std::string("event: ") + name + "\ndata: " + compact_dump(data) + "\n\n"; }
 
-std::string stop_reason(FinishReason reason, size_t calls) {
-  if (reason == FinishReason::kLength) return "max_tokens";
+std::string stop_reason(proto::FinishReason reason, size_t calls) {
+  if (reason == proto::FinishReason::kLength) return "max_tokens";
   if (calls > 0) return "tool_use";
   return "end_turn";
 }
 
-json usage_of(const Generation& g, const EngineEvent* finished) {
+json usage_of(const Generation& g, const proto::StreamEvent* finished) {
   const int32_t prompt = finished != nullptr && finished->usage.prompt_tokens > 0 ? finished->usage.prompt_tokens : g.prompt_tokens;
   return {{"input_tokens", prompt}, {"output_tokens", finished != nullptr ? finished->usage.generated_tokens : 0}};
 }
@@ -280,15 +280,15 @@ std::string anthropic_message_start(const Generation& g) {
   return sse("message_start", {{"type", "message_start"}, {"message", std::move(message)}});
 }
 
-std::string anthropic_token_events(Generation& g, const EngineEvent& ev) {
+std::string anthropic_token_events(Generation& g, const proto::StreamEvent& ev) {
   if (ev.text.empty()) return {};
   AnswerPiece piece;
   split_answer(g, ev.text, /*end=*/false, piece);
   return block_events(g, piece);
 }
 
-std::string anthropic_final_events(Generation& g, const EngineEvent& finished) {
-  if (finished.reason == FinishReason::kError) {
+std::string anthropic_final_events(Generation& g, const proto::StreamEvent& finished) {
+  if (finished.reason == proto::FinishReason::kError) {
     const std::string message = g.error_message.empty() ? "generation failed" : g.error_message;
     return sse("error", {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", message}}}});
   }
@@ -307,7 +307,7 @@ std::string anthropic_final_events(Generation& g, const EngineEvent& finished) {
   return out + sse("message_stop", {{"type", "message_stop"}});
 }
 
-json anthropic_message(Generation& g, const EngineEvent& finished) {
+json anthropic_message(Generation& g, const proto::StreamEvent& finished) {
   AnswerPiece piece;
   split_answer(g, g.text, /*end=*/true, piece);
   const chat::ToolParse& parsed = piece.answer;

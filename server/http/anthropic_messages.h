@@ -28,11 +28,11 @@ const std::map<std::string, std::string>& anthropic_param_names();
 // Streamed: the message_start event.
 std::string anthropic_message_start(const Generation& g);
 // Streamed: the events of one token event (text deltas, whole tool_use blocks).
-std::string anthropic_token_events(Generation& g, const EngineEvent& ev);
+std::string anthropic_token_events(Generation& g, const proto::StreamEvent& ev);
 // Streamed: what the parser held, the open block's stop, message_delta (stop_reason, usage) and
 // message_stop; an error event when the generation failed.
-std::string anthropic_final_events(Generation& g, const EngineEvent& finished);
+std::string anthropic_final_events(Generation& g, const proto::StreamEvent& finished);
 // The whole non-streamed answer.
-nlohmann::json anthropic_message(Generation& g, const EngineEvent& finished);
+nlohmann::json anthropic_message(Generation& g, const proto::StreamEvent& finished);
 
 }  // namespace vks::http

@@ -112,13 +112,13 @@ ApiError bad_field(std::string message, std::string param, std::string code) {
   return ApiError{400, std::move(message), std::move(code), std::move(param), 0};
 }
 
-std::string finish_reason_text(FinishReason reason) {
+std::string finish_reason_text(proto::FinishReason reason) {
   switch (reason) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kDeadline: return "deadline";
-    case FinishReason::kError: return "error";
+    case proto::FinishReason::kStop: return "stop";
+    case proto::FinishReason::kLength: return "length";
+    case proto::FinishReason::kCancelled: return "cancelled";
+    case proto::FinishReason::kDeadline: return "deadline";
+    case proto::FinishReason::kError: return "error";
   }
   return "stop";
 }

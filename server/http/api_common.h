@@ -14,7 +14,6 @@
 
 #include "engine/chat/reasoning.h"
 #include "engine/chat/tool_format.h"
-#include "engine/sched/engine.h"
 #include "protocol/errors.h"
 #include "protocol/limits.h"
 #include "protocol/requests.h"
@@ -77,7 +76,7 @@ ApiError api_error_from_wire(const proto::ProtocolError& error, int32_t retry_af
 void copy_field(const nlohmann::json& body, const char* api_name, nlohmann::json& wire, const char* wire_name);
 void copy_field(const JsonBody& body, const char* api_name, nlohmann::json& wire, const char* wire_name);
 
-std::string finish_reason_text(FinishReason reason);  // "stop", "length", "cancelled", ...
+std::string finish_reason_text(proto::FinishReason reason);  // "stop", "length", "cancelled", ...
 int64_t unix_now();
 std::string rfc3339_now();  // "2026-11-25T04:40:00.123456789Z" (Ollama's created_at)
 std::string rfc3339_at(std::chrono::system_clock::time_point when);

@@ -12,7 +12,8 @@
 
 #include "engine/chat/reasoning.h"
 #include "engine/chat/tool_call_parser.h"
-#include "engine/sched/engine.h"
+#include "protocol/errors.h"
+#include "protocol/wire_types.h"
 #include "server/http/embeddings_api.h"
 
 namespace vks::http {
@@ -66,11 +67,11 @@ struct Generation {
   int64_t sequence = 0;           // Responses streaming: the events' sequence_number
   nlohmann::json echo;            // Responses: the request's settings each response object repeats
   std::optional<std::string> cors_origin;  // the request's allowed Origin (CORS header on its answer)
-  std::string error_message;      // from a kError event
-  ErrorCode error_code = ErrorCode::kInternal;
+  std::string error_message;      // from its error event
+  proto::WireError error_code = proto::WireError::kInternal;
 };
 
 // The text of one token for logprobs ("tokens" and "top_logprobs" keys).
-using TokenText = std::function<std::string(TokenId)>;
+using TokenText = std::function<std::string(proto::TokenId)>;
 
 }  // namespace vks::http

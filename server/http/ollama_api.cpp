@@ -117,16 +117,19 @@ std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const JsonBody
   return out;
 }
 
-std::string ollama_token_line(const Generation& g, const EngineEvent& ev) {
+std::string ollama_token_line(const Generation& g, const proto::StreamEvent& ev) {
   if (ev.text.empty()) return {};
   json line = {{"model", g.model}, {"created_at", rfc3339_now()}, {"response", ev.text}, {"done", false}};
   return compact_dump(line) + "\n";
 }
 
-json ollama_final(const Generation& g, const EngineEvent& finished, bool with_text) {
+json ollama_final(const Generation& g, const proto::StreamEvent& finished, bool with_text) {
   const auto total_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - g.started).count();
-  const double prompt_ms = std::max(0.0, finished.timings.ttft_ms - finished.timings.queue_ms);
+  // The wire's ttft_ms includes the wait for the model's load (timings.load_ms), which Ollama
+  // reports apart as load_duration: the prompt's evaluation is the engine's share only.
+  const double prompt_ms =
+      std::max(0.0, finished.timings.ttft_ms - finished.timings.load_ms - finished.timings.queue_ms);
   const double eval_ms = std::max(0.0, finished.timings.total_ms - finished.timings.ttft_ms);
   const int32_t prompt = finished.usage.prompt_tokens > 0 ? finished.usage.prompt_tokens : g.prompt_tokens;
   return {{"model", g.model},

@@ -27,9 +27,9 @@ std::variant<OllamaGenerateRequest, ApiError> map_ollama_generate(const JsonBody
 const std::map<std::string, std::string>& ollama_param_names();
 
 // One NDJSON line for a token event ("" when it carries no text).
-std::string ollama_token_line(const Generation& g, const EngineEvent& ev);
+std::string ollama_token_line(const Generation& g, const proto::StreamEvent& ev);
 // The final object (done: true, done_reason, counts and durations in ns).
-nlohmann::json ollama_final(const Generation& g, const EngineEvent& finished, bool with_text);
+nlohmann::json ollama_final(const Generation& g, const proto::StreamEvent& finished, bool with_text);
 
 // Ollama's answer to the "load" / "unload" calls (/api/generate without a prompt).
 nlohmann::json ollama_generate_loaded(const std::string& model_id, const std::string& done_reason);

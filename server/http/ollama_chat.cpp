@@ -129,7 +129,7 @@ std::string chat_line(const Generation& g, json message) {
 
 }  // namespace
 
-std::string ollama_chat_line(Generation& g, const EngineEvent& ev) {
+std::string ollama_chat_line(Generation& g, const proto::StreamEvent& ev) {
   if (ev.text.empty()) return {};
   if (!g.tools && !g.reasoning) return chat_line(g, assistant_message(ev.text));
   AnswerPiece piece;
@@ -148,7 +148,7 @@ std::string ollama_chat_held_line(Generation& g) {
   return chat_line(g, parsed_message(g, piece));
 }
 
-json ollama_chat_final(Generation& g, const EngineEvent& finished, bool with_text) {
+json ollama_chat_final(Generation& g, const proto::StreamEvent& finished, bool with_text) {
   json last = ollama_final(g, finished, /*with_text=*/false);
   last.erase("response");
   if (with_text && (g.tools || g.reasoning)) {  // the whole answer parses exactly as streamed pieces would

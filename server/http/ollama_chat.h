@@ -27,12 +27,12 @@ const std::map<std::string, std::string>& ollama_chat_param_names();
 
 // One NDJSON line for a token event ("" when it carries no text). With tools: the text and the
 // calls (message.tool_calls, arguments as objects) the parser settled.
-std::string ollama_chat_line(Generation& g, const EngineEvent& ev);
+std::string ollama_chat_line(Generation& g, const proto::StreamEvent& ev);
 // Streamed with tools: a line with what the parser still held at the end ("" if nothing).
 std::string ollama_chat_held_line(Generation& g);
 // The final object: message {role: "assistant", content: the whole reply or ""}, done: true,
 // done_reason, prompt_eval_count, eval_count and durations (as /api/generate's).
-nlohmann::json ollama_chat_final(Generation& g, const EngineEvent& finished, bool with_text);
+nlohmann::json ollama_chat_final(Generation& g, const proto::StreamEvent& finished, bool with_text);
 // The answer to a load request (no messages), or with done_reason "unload" to keep_alive 0.
 nlohmann::json ollama_chat_loaded(const ModelCatalogue& model, const std::string& done_reason = "load");
 

@@ -15,10 +15,10 @@ const JsonBody* member(const JsonBody& object, const char* key) {
   return it == object.end() ? nullptr : &*it;
 }
 
-json logprobs_of(const EngineEvent& ev, const TokenText& token_text, size_t& text_bytes, int32_t top_n) {
+json logprobs_of(const proto::StreamEvent& ev, const TokenText& token_text, size_t& text_bytes, int32_t top_n) {
   json lp = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()},
              {"text_offset", json::array()}};
-  for (const GeneratedToken& t : ev.tokens) {
+  for (const proto::GeneratedToken& t : ev.logprobs) {
     const std::string piece = token_text(t.id);
     lp["tokens"].push_back(piece);
     lp["token_logprobs"].push_back(t.logprob);
@@ -35,7 +35,7 @@ json logprobs_of(const EngineEvent& ev, const TokenText& token_text, size_t& tex
 
 }  // namespace
 
-json openai_usage(const EngineEvent& finished, int32_t prompt_tokens) {
+json openai_usage(const proto::StreamEvent& finished, int32_t prompt_tokens) {
   const int32_t prompt = finished.usage.prompt_tokens > 0 ? finished.usage.prompt_tokens : prompt_tokens;
   return {{"prompt_tokens", prompt},
           {"completion_tokens", finished.usage.generated_tokens},
@@ -167,7 +167,7 @@ std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const Json
   return out;
 }
 
-void openai_accumulate(Generation& g, const EngineEvent& ev, const TokenText& token_text) {
+void openai_accumulate(Generation& g, const proto::StreamEvent& ev, const TokenText& token_text) {
   g.text += ev.text;
   if (g.logprobs < 0) return;
   if (g.logprobs_acc.is_null()) {
@@ -180,8 +180,8 @@ void openai_accumulate(Generation& g, const EngineEvent& ev, const TokenText& to
   }
 }
 
-std::string openai_token_chunk(Generation& g, const EngineEvent& ev, const TokenText& token_text) {
-  if (ev.text.empty() && (g.logprobs < 0 || ev.tokens.empty())) return {};
+std::string openai_token_chunk(Generation& g, const proto::StreamEvent& ev, const TokenText& token_text) {
+  if (ev.text.empty() && (g.logprobs < 0 || ev.ids.empty())) return {};
   json chunk = completion_chunk_base(g);
   json choice = {{"text", ev.text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
   if (g.logprobs >= 0) choice["logprobs"] = logprobs_of(ev, token_text, g.text_bytes, g.logprobs);
@@ -189,9 +189,9 @@ std::string openai_token_chunk(Generation& g, const EngineEvent& ev, const Token
   return "data: " + compact_dump(chunk) + "\n\n";
 }
 
-std::string openai_final_chunks(const Generation& g, const EngineEvent& finished) {
+std::string openai_final_chunks(const Generation& g, const proto::StreamEvent& finished) {
   std::string out;
-  if (finished.reason == FinishReason::kError) {
+  if (finished.reason == proto::FinishReason::kError) {
     const std::string message = g.error_message.empty() ? "generation failed" : g.error_message;
     out += "data: " + openai_error_body(500, message, "generation_failed") + "\n\n";
     out += "data: [DONE]\n\n";
@@ -212,7 +212,7 @@ std::string openai_final_chunks(const Generation& g, const EngineEvent& finished
   return out;
 }
 
-json openai_completion(const Generation& g, const EngineEvent& finished) {
+json openai_completion(const Generation& g, const proto::StreamEvent& finished) {
   json answer = completion_chunk_base(g);
   answer["choices"] = json::array({{{"text", g.text},
                                     {"index", 0},

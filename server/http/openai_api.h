@@ -33,16 +33,16 @@ const std::map<std::string, std::string>& openai_param_names();
 
 // Adds one token event to a non-streamed answer, or renders it as one SSE chunk ("" when it
 // carries nothing to send).
-void openai_accumulate(Generation& g, const EngineEvent& ev, const TokenText& token_text);
-std::string openai_token_chunk(Generation& g, const EngineEvent& ev, const TokenText& token_text);
+void openai_accumulate(Generation& g, const proto::StreamEvent& ev, const TokenText& token_text);
+std::string openai_token_chunk(Generation& g, const proto::StreamEvent& ev, const TokenText& token_text);
 // The end: the final SSE chunk(s) (finish_reason, usage when asked, an error object when the
 // request failed) and "data: [DONE]".
-std::string openai_final_chunks(const Generation& g, const EngineEvent& finished);
+std::string openai_final_chunks(const Generation& g, const proto::StreamEvent& finished);
 // The whole non-streamed answer.
-nlohmann::json openai_completion(const Generation& g, const EngineEvent& finished);
+nlohmann::json openai_completion(const Generation& g, const proto::StreamEvent& finished);
 
 // {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details": {"cached_tokens"}}.
-nlohmann::json openai_usage(const EngineEvent& finished, int32_t prompt_tokens);
+nlohmann::json openai_usage(const proto::StreamEvent& finished, int32_t prompt_tokens);
 
 nlohmann::json openai_models(const std::vector<ModelCatalogue>& models);  // every servable model
 nlohmann::json openai_model(const ModelCatalogue& model);

@@ -121,9 +121,9 @@ json with_bytes(json entry, const std::string& piece) {
 }
 
 // The chat logprobs entries of one token event: {token, logprob, bytes, top_logprobs: [...]}.
-json logprob_entries(const EngineEvent& ev, const TokenText& token_text, int32_t top_n) {
+json logprob_entries(const proto::StreamEvent& ev, const TokenText& token_text, int32_t top_n) {
   json entries = json::array();
-  for (const GeneratedToken& t : ev.tokens) {
+  for (const proto::GeneratedToken& t : ev.logprobs) {
     const std::string piece = token_text(t.id);
     json top = json::array();
     for (size_t i = 0; i < t.top.size() && static_cast<int32_t>(i) < top_n; ++i) {
@@ -140,7 +140,7 @@ json logprob_entries(const EngineEvent& ev, const TokenText& token_text, int32_t
 std::string event(const json& chunk) { return "data: " + compact_dump(chunk) + "\n\n"; }
 
 // OpenAI's usage, with completion_tokens_details.reasoning_tokens when the template thinks.
-json chat_usage(const Generation& g, const EngineEvent& finished) {
+json chat_usage(const Generation& g, const proto::StreamEvent& finished) {
   json usage = openai_usage(finished, g.prompt_tokens);
   if (g.reasoning) usage["completion_tokens_details"] = {{"reasoning_tokens", g.reasoning_tokens}};
   return usage;
@@ -214,7 +214,7 @@ std::string openai_chat_first_chunk(const Generation& g) {
   return event(chunk);
 }
 
-void openai_chat_accumulate(Generation& g, const EngineEvent& ev, const TokenText& token_text) {
+void openai_chat_accumulate(Generation& g, const proto::StreamEvent& ev, const TokenText& token_text) {
   g.text += ev.text;
   if (g.logprobs < 0) return;
   if (g.logprobs_acc.is_null()) g.logprobs_acc = {{"content", json::array()}};
@@ -247,8 +247,8 @@ std::string parsed_chunks(Generation& g, const AnswerPiece& piece, json logprobs
 
 }  // namespace
 
-std::string openai_chat_token_chunk(Generation& g, const EngineEvent& ev, const TokenText& token_text) {
-  if (ev.text.empty() && (g.logprobs < 0 || ev.tokens.empty())) return {};
+std::string openai_chat_token_chunk(Generation& g, const proto::StreamEvent& ev, const TokenText& token_text) {
+  if (ev.text.empty() && (g.logprobs < 0 || ev.ids.empty())) return {};
   json logprobs = nullptr;
   if (g.logprobs >= 0) logprobs = {{"content", logprob_entries(ev, token_text, g.logprobs)}};
   if (g.tools || g.reasoning) {
@@ -259,14 +259,14 @@ std::string openai_chat_token_chunk(Generation& g, const EngineEvent& ev, const 
   return delta_chunk(g, {{"content", ev.text}}, std::move(logprobs));
 }
 
-std::string openai_chat_finish_reason(FinishReason reason, size_t calls) {
+std::string openai_chat_finish_reason(proto::FinishReason reason, size_t calls) {
   // A turn that called tools ends with "tool_calls" (unless cut by the length bound).
-  if (calls > 0 && reason == FinishReason::kStop) return "tool_calls";
+  if (calls > 0 && reason == proto::FinishReason::kStop) return "tool_calls";
   return finish_reason_text(reason);
 }
 
-std::string openai_chat_final_chunks(Generation& g, const EngineEvent& finished) {
-  if (finished.reason == FinishReason::kError) {
+std::string openai_chat_final_chunks(Generation& g, const proto::StreamEvent& finished) {
+  if (finished.reason == proto::FinishReason::kError) {
     const std::string message = g.error_message.empty() ? "generation failed" : g.error_message;
     return "data: " + openai_error_body(500, message, "generation_failed") + "\n\ndata: [DONE]\n\n";
   }
@@ -292,7 +292,7 @@ std::string openai_chat_final_chunks(Generation& g, const EngineEvent& finished)
   return out + "data: [DONE]\n\n";
 }
 
-json openai_chat_completion(Generation& g, const EngineEvent& finished) {
+json openai_chat_completion(Generation& g, const proto::StreamEvent& finished) {
   json answer = {{"id", "chatcmpl-" + g.id}, {"object", "chat.completion"}, {"created", g.created_unix}, {"model", g.model}};
   json logprobs = nullptr;
   if (g.logprobs >= 0) logprobs = g.logprobs_acc.is_null() ? json{{"content", json::array()}} : g.logprobs_acc;

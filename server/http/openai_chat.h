@@ -33,16 +33,16 @@ const std::map<std::string, std::string>& openai_chat_param_names();
 std::string openai_chat_first_chunk(const Generation& g);
 // Adds one token event to a non-streamed answer, or renders it as one SSE chunk ("" when it
 // carries nothing to send).
-void openai_chat_accumulate(Generation& g, const EngineEvent& ev, const TokenText& token_text);
-std::string openai_chat_token_chunk(Generation& g, const EngineEvent& ev, const TokenText& token_text);
+void openai_chat_accumulate(Generation& g, const proto::StreamEvent& ev, const TokenText& token_text);
+std::string openai_chat_token_chunk(Generation& g, const proto::StreamEvent& ev, const TokenText& token_text);
 // The last chunk (finish_reason), the usage chunk when asked, and [DONE]; an error event instead
 // when the generation failed.
 // With tools, what the parser still held goes out first, and a turn with calls finishes with
 // "tool_calls".
-std::string openai_chat_final_chunks(Generation& g, const EngineEvent& finished);
+std::string openai_chat_final_chunks(Generation& g, const proto::StreamEvent& finished);
 // The whole non-streamed answer (with tools: content and message.tool_calls parsed from it).
-nlohmann::json openai_chat_completion(Generation& g, const EngineEvent& finished);
+nlohmann::json openai_chat_completion(Generation& g, const proto::StreamEvent& finished);
 // "tool_calls" when the turn called tools and stopped, else the finish reason's name.
-std::string openai_chat_finish_reason(FinishReason reason, size_t calls);
+std::string openai_chat_finish_reason(proto::FinishReason reason, size_t calls);
 
 }  // namespace vks::http

@@ -193,8 +193,8 @@ json request_echo(const JsonBody& body) {
   return echo;
 }
 
-json finished_response(const Generation& g, const EngineEvent& finished, json output) {
-  const bool cut = finished.reason == FinishReason::kLength;
+json finished_response(const Generation& g, const proto::StreamEvent& finished, json output) {
+  const bool cut = finished.reason == proto::FinishReason::kLength;
   json r = response_base(g, cut ? "incomplete" : "completed");
   if (cut) r["incomplete_details"] = {{"reason", "max_output_tokens"}};
   r["output"] = std::move(output);
@@ -373,15 +373,15 @@ std::string responses_created_event(Generation& g) {
   return out + event(g, "response.in_progress", {{"response", response_base(g, "in_progress")}});
 }
 
-std::string responses_token_events(Generation& g, const EngineEvent& ev) {
+std::string responses_token_events(Generation& g, const proto::StreamEvent& ev) {
   if (ev.text.empty()) return {};
   AnswerPiece piece;
   split_answer(g, ev.text, /*end=*/false, piece);
   return parsed_events(g, piece);
 }
 
-std::string responses_final_events(Generation& g, const EngineEvent& finished) {
-  if (finished.reason == FinishReason::kError) {
+std::string responses_final_events(Generation& g, const proto::StreamEvent& finished) {
+  if (finished.reason == proto::FinishReason::kError) {
     const std::string message = g.error_message.empty() ? "generation failed" : g.error_message;
     json failed = response_base(g, "failed");
     failed["error"] = {{"code", "server_error"}, {"message", message}};
@@ -393,11 +393,11 @@ std::string responses_final_events(Generation& g, const EngineEvent& finished) {
   out += close_reasoning(g);
   out += close_message(g);
   json items = g.logprobs_acc.is_array() ? g.logprobs_acc : json::array();
-  const char* type = finished.reason == FinishReason::kLength ? "response.incomplete" : "response.completed";
+  const char* type = finished.reason == proto::FinishReason::kLength ? "response.incomplete" : "response.completed";
   return out + event(g, type, {{"response", finished_response(g, finished, std::move(items))}});
 }
 
-json responses_object(Generation& g, const EngineEvent& finished) {
+json responses_object(Generation& g, const proto::StreamEvent& finished) {
   AnswerPiece piece;
   split_answer(g, g.text, /*end=*/true, piece);
   const chat::ToolParse& parsed = piece.answer;

@@ -28,8 +28,8 @@ std::variant<OpenAiResponsesRequest, ApiError> map_openai_responses(const JsonBo
 const std::map<std::string, std::string>& openai_responses_param_names();
 
 std::string responses_created_event(Generation& g);
-std::string responses_token_events(Generation& g, const EngineEvent& ev);
-std::string responses_final_events(Generation& g, const EngineEvent& finished);
-nlohmann::json responses_object(Generation& g, const EngineEvent& finished);
+std::string responses_token_events(Generation& g, const proto::StreamEvent& ev);
+std::string responses_final_events(Generation& g, const proto::StreamEvent& finished);
+nlohmann::json responses_object(Generation& g, const proto::StreamEvent& finished);
 
 }  // namespace vks::http

@@ -46,9 +46,9 @@ std::variant<TokenizeHttpRequest, ApiError> map_tokenize(const JsonBody& body) {
   return out;
 }
 
-json tokenize_answer(const std::vector<TokenId>& ids, bool with_pieces, const TokenText& piece) {
+json tokenize_answer(const std::vector<proto::TokenId>& ids, bool with_pieces, const TokenText& piece) {
   json tokens = json::array();
-  for (TokenId id : ids) {
+  for (proto::TokenId id : ids) {
     if (!with_pieces) {
       tokens.push_back(id);
       continue;
@@ -66,11 +66,11 @@ json tokenize_answer(const std::vector<TokenId>& ids, bool with_pieces, const To
   return {{"tokens", std::move(tokens)}};
 }
 
-std::variant<std::vector<TokenId>, ApiError> map_detokenize(const JsonBody& body, int32_t vocab_size) {
+std::variant<std::vector<proto::TokenId>, ApiError> map_detokenize(const JsonBody& body, int32_t vocab_size) {
   const auto it = body.find("tokens");
   if (it == body.end() || it->is_null()) return bad_field("tokens is required", "tokens", "missing_field");
   if (!it->is_array()) return bad_field("tokens must be an array of token ids", "tokens");
-  std::vector<TokenId> ids;
+  std::vector<proto::TokenId> ids;
   ids.reserve(it->size());
   for (size_t i = 0; i < it->size(); ++i) {
     const JsonBody& v = (*it)[i];
@@ -80,7 +80,7 @@ std::variant<std::vector<TokenId>, ApiError> map_detokenize(const JsonBody& body
     if (id < 0 || id >= vocab_size) {
       return bad_field("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(vocab_size - 1) + ")", at);
     }
-    ids.push_back(static_cast<TokenId>(id));
+    ids.push_back(static_cast<proto::TokenId>(id));
   }
   return ids;
 }

@@ -9,7 +9,6 @@
 #include <variant>
 #include <vector>
 
-#include "engine/tokenizer/tokenizer.h"
 #include "server/http/api_common.h"
 #include "server/http/generation.h"
 
@@ -25,10 +24,10 @@ struct TokenizeHttpRequest {
 std::variant<TokenizeHttpRequest, ApiError> map_tokenize(const JsonBody& body);
 // {"tokens": [ids]} or, with pieces, {"tokens": [{"id", "piece"}]}: a piece that is not valid
 // UTF-8 on its own (part of a character) is its byte values, as llama.cpp's server sends it.
-nlohmann::json tokenize_answer(const std::vector<TokenId>& ids, bool with_pieces, const TokenText& piece);
+nlohmann::json tokenize_answer(const std::vector<proto::TokenId>& ids, bool with_pieces, const TokenText& piece);
 
 // {"tokens": [ids]} -> the ids, each inside the vocabulary.
-std::variant<std::vector<TokenId>, ApiError> map_detokenize(const JsonBody& body, int32_t vocab_size);
+std::variant<std::vector<proto::TokenId>, ApiError> map_detokenize(const JsonBody& body, int32_t vocab_size);
 
 // count_tokens takes a Messages request without max_tokens: the body given one (it bounds
 // nothing here) so that map_anthropic_messages reads the rest as it would for /v1/messages.

@@ -1,7 +1,7 @@
 // The chat endpoints' mappings without a daemon: OpenAI and Ollama chat bodies → the wire `chat`
 // request (parsed by the Unix socket's own parser), every bad body a 4xx ApiError naming the field,
 // a structured fuzzer over both (never a throw, never a 5xx), and the answer renderers' shapes
-// (chunks, logprobs bytes, usage, errors) from hand-made engine events.
+// (chunks, logprobs bytes, usage, errors) from hand-made wire events.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -305,21 +305,22 @@ Generation generation(Api api, bool stream, int32_t logprobs) {
   return g;
 }
 
-EngineEvent token_event(const std::string& text, TokenId id) {
-  EngineEvent ev;
-  ev.type = EventType::kToken;
+proto::StreamEvent token_event(const std::string& text, proto::TokenId id) {
+  proto::StreamEvent ev;
+  ev.type = proto::StreamEventType::kToken;
   ev.text = text;
-  GeneratedToken t;
+  ev.ids.push_back(id);
+  proto::GeneratedToken t;
   t.id = id;
   t.logprob = -0.25f;
   t.top = {{id, -0.25f}, {id + 1, -2.0f}};
-  ev.tokens.push_back(t);
+  ev.logprobs.push_back(t);
   return ev;
 }
 
-EngineEvent finished_event(FinishReason reason) {
-  EngineEvent ev;
-  ev.type = EventType::kFinished;
+proto::StreamEvent finished_event(proto::FinishReason reason) {
+  proto::StreamEvent ev;
+  ev.type = proto::StreamEventType::kFinished;
   ev.reason = reason;
   ev.usage.prompt_tokens = 9;
   ev.usage.generated_tokens = 2;
@@ -339,7 +340,7 @@ std::vector<json> data_events(const std::string& sse) {
 }
 
 // Token 7's text is "é" split over bytes; its alternative 8 is "x".
-std::string token_text(TokenId id) { return id == 7 ? std::string("\xC3\xA9") : std::string("x"); }
+std::string token_text(proto::TokenId id) { return id == 7 ? std::string("\xC3\xA9") : std::string("x"); }
 
 TEST(ChatMapping, OpenAiChunksHaveTheChatShape) {
   Generation g = generation(Api::kOpenAiChat, true, 1);
@@ -354,7 +355,7 @@ TEST(ChatMapping, OpenAiChunksHaveTheChatShape) {
   EXPECT_EQ(lp["bytes"], json::array({0xC3, 0xA9}));
   EXPECT_DOUBLE_EQ(lp["logprob"].get<double>(), -0.25);
   ASSERT_EQ(lp["top_logprobs"].size(), 1u);  // top_logprobs 1 of the 2 alternatives
-  const std::vector<json> end = data_events(openai_chat_final_chunks(g, finished_event(FinishReason::kLength)));
+  const std::vector<json> end = data_events(openai_chat_final_chunks(g, finished_event(proto::FinishReason::kLength)));
   ASSERT_EQ(end.size(), 3u);
   EXPECT_EQ(end[0]["choices"][0]["finish_reason"], "length");
   EXPECT_TRUE(end[0]["choices"][0]["delta"].empty());
@@ -363,7 +364,7 @@ TEST(ChatMapping, OpenAiChunksHaveTheChatShape) {
   EXPECT_EQ(end[2], "[DONE]");
 
   g.error_message = "device lost";
-  const std::vector<json> failed = data_events(openai_chat_final_chunks(g, finished_event(FinishReason::kError)));
+  const std::vector<json> failed = data_events(openai_chat_final_chunks(g, finished_event(proto::FinishReason::kError)));
   ASSERT_EQ(failed.size(), 2u);
   EXPECT_EQ(failed[0]["error"]["message"], "device lost");
   EXPECT_EQ(failed[1], "[DONE]");
@@ -373,7 +374,7 @@ TEST(ChatMapping, WholeAnswersHaveTheChatShape) {
   Generation g = generation(Api::kOpenAiChat, false, 0);
   openai_chat_accumulate(g, token_event("\xC3\xA9", 7), token_text);
   openai_chat_accumulate(g, token_event("x", 8), token_text);
-  const json answer = openai_chat_completion(g, finished_event(FinishReason::kStop));
+  const json answer = openai_chat_completion(g, finished_event(proto::FinishReason::kStop));
   EXPECT_EQ(answer["object"], "chat.completion");
   EXPECT_EQ(answer["choices"][0]["message"]["content"], "\xC3\xA9x");
   EXPECT_EQ(answer["choices"][0]["finish_reason"], "stop");
@@ -382,7 +383,7 @@ TEST(ChatMapping, WholeAnswersHaveTheChatShape) {
 
   Generation o = generation(Api::kOllamaChat, false, -1);
   o.text = "hello";
-  const json whole = ollama_chat_final(o, finished_event(FinishReason::kLength), /*with_text=*/true);
+  const json whole = ollama_chat_final(o, finished_event(proto::FinishReason::kLength), /*with_text=*/true);
   EXPECT_EQ(whole["message"]["role"], "assistant");
   EXPECT_EQ(whole["message"]["content"], "hello");
   EXPECT_EQ(whole["done_reason"], "length");
@@ -544,9 +545,9 @@ TEST(TokenEndpoints, RequestsAndAnswers) {
   EXPECT_EQ(std::get<ApiError>(map_tokenize(JsonBody::parse(R"({"content":"x","add_special":"yes"})"))).param, "add_special");
   EXPECT_EQ(std::get<ApiError>(map_detokenize(JsonBody::parse(R"({"tokens":[1,512]})"), 512)).param, "tokens.1");
   EXPECT_EQ(std::get<ApiError>(map_detokenize(JsonBody::parse(R"({"tokens":[1.5]})"), 512)).param, "tokens.0");
-  EXPECT_EQ(std::get<std::vector<TokenId>>(map_detokenize(JsonBody::parse(R"({"tokens":[0,511]})"), 512)), (std::vector<TokenId>{0, 511}));
+  EXPECT_EQ(std::get<std::vector<proto::TokenId>>(map_detokenize(JsonBody::parse(R"({"tokens":[0,511]})"), 512)), (std::vector<proto::TokenId>{0, 511}));
   // A piece that is part of a UTF-8 character is its bytes.
-  const json answer = tokenize_answer({7, 8}, true, [](TokenId id) { return id == 7 ? std::string("ab") : std::string("\xC3"); });
+  const json answer = tokenize_answer({7, 8}, true, [](proto::TokenId id) { return id == 7 ? std::string("ab") : std::string("\xC3"); });
   EXPECT_EQ(answer["tokens"][0], json({{"id", 7}, {"piece", "ab"}}));
   EXPECT_EQ(answer["tokens"][1]["piece"], json::array({0xC3}));
   EXPECT_EQ(tokenize_answer({7}, false, {})["tokens"], json::array({7}));

@@ -222,12 +222,17 @@ class FakeServer {
       return true;
     };
     auto finish = [this](const std::string& id, bool embed) {
-      EngineEvent ev;
-      ev.request_id = id;
-      ev.type = EventType::kFinished;
-      ev.reason = FinishReason::kStop;
-      if (embed) ev.embeddings = {{1.0F, 0.0F}};
-      frontend_->on_engine_event(ev);
+      if (embed) {
+        proto::EmbedAnswer answer;
+        answer.id = id;
+        answer.embeddings = {{1.0F, 0.0F}};
+        return frontend_->on_embed_result(id, answer);
+      }
+      proto::StreamEvent ev;
+      ev.id = id;
+      ev.type = proto::StreamEventType::kFinished;
+      ev.reason = proto::FinishReason::kStop;
+      frontend_->on_event(ev);
     };
     auto record = [this](std::string kind, const std::string& model, std::optional<double> keep_alive) {
       std::lock_guard lock(mu_);
