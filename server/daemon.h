@@ -140,6 +140,10 @@ class Daemon {
                         OffLoop::Cost cost, bool stop_with_client, std::function<bool()> still_wanted, Prepared then);
   // A long prompt text to tokenize or a grammar/schema to compile: worth the pool's round trip.
   static bool needs_preparation(const GenerateRequest& req);
+  // An embed request's texts tokenized off the loop when they are long, then `then` on the loop.
+  using EmbedPrepared = std::function<void(ModelSlot& model, EmbedRequest& request, const proto::ProtocolError* error)>;
+  void prepare_embed(const ClientRef& from, ModelSlot& model, std::shared_ptr<EmbedRequest> request,
+                     std::function<bool()> still_wanted, EmbedPrepared then);
   static std::optional<proto::ProtocolError> tokenize_prompt(ServedModel& served, GenerateRequest& q);
   std::function<bool()> still_connected(const ClientRef& from, bool detached);
   // chat_handler.cpp: renders and tokenizes off the loop (OffLoop), then continues as a generate.

@@ -1,5 +1,5 @@
 // Daemon: `embed` requests (docs/PROTOCOL.md 3.11). The texts are tokenized off the socket loop
-// when they are long (OffLoop, like generate prompts), the inputs go to Engine::submit_embed, and
+// when they are long (prepare_embed, preparation.cpp), the inputs go to Engine::submit_embed, and
 // the one answer (`embed` with every vector, or an error) goes back when the engine's kFinished
 // for the request arrives. Embed requests have no stream: they are not in the StreamRegistry.
 #include <spdlog/spdlog.h>
@@ -12,15 +12,6 @@
 #include "server/daemon.h"
 
 namespace vks::server {
-namespace {
-
-size_t text_bytes(const EmbedRequest& r) {
-  size_t n = 0;
-  for (const std::string& t : r.texts) n += t.size();
-  return n;
-}
-
-}  // namespace
 
 void tokenize_embed_inputs(EmbedRequest& request, const Tokenizer& tokenizer) {
   request.token_inputs.reserve(request.texts.size());
@@ -37,7 +28,6 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRe
 }
 
 void Daemon::embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, const proto::EmbedRequest& r) {
-  const std::string key = owner_key(from);
   if (std::optional<Admission> refused = admission_check(from, r.id)) {
     reply(from, proto::encode_error(refused->error, tag, refused->error_id, refused->retry_after_ms));
     return;
@@ -57,29 +47,11 @@ void Daemon::embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& mode
     return;
   }
   auto request = std::make_shared<EmbedRequest>(to_engine_embed(r));
-  if (text_bytes(*request) < kOffLoopMinTextBytes) {
-    submit_embed(from, tag, model, *request);
-    return;
-  }
-  std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
-  ModelSlot* slot = &model;  // stays: a model is never unloaded while its ServedModel is held
-  off_loop_.run(
-      &loop_, key,
-      [served, request] { tokenize_embed_inputs(*request, *served->tokenizer); },
-      [this, from, tag, request, served, slot](std::exception_ptr error) {
-        if (!handles_open_) return;  // shut down meanwhile: every socket is closed
-        if (error) {
-          ++requests_rejected_;
-          reply_error(from, tag, proto::WireError::kInternal, "tokenizing the inputs failed: " + what_of(error), "input",
-                      request->id);
-          return;
-        }
-        if (from.transport == Transport::kUds && uds_ && uds_->find(from.conn_id) == nullptr) {
-          spdlog::info("{}: closed while its embed inputs were tokenized; request dropped", from.describe());
-          return;
-        }
-        submit_embed(from, tag, *slot, *request);
-      });
+  prepare_embed(from, model, request, still_connected(from, /*detached=*/false),
+                [this, from, tag](ModelSlot& m, EmbedRequest& prepared, const proto::ProtocolError* error) {
+                  if (error != nullptr) return reply(from, proto::encode_error(*error, tag, prepared.id));
+                  submit_embed(from, tag, m, prepared);
+                });
 }
 
 void Daemon::submit_embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, EmbedRequest& request) {

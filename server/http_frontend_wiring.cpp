@@ -245,32 +245,18 @@ void Daemon::submit_http_embed_to(uint64_t conn_id, ModelSlot& model, const prot
     return done(failed(refused->error, refused->error_id));
   }
   auto request = std::make_shared<EmbedRequest>(to_engine_embed(message));
-  std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
-  ModelSlot* slot = &model;  // stays: a model is never unloaded while its ServedModel is held
   // Admitted like a msgpack embed (admission.cpp), whose events come back to the front end.
-  auto submit_now = [this, from, request, slot]() {
-    const Admission a = admit_embed(from, proto::Tag::none(), *slot, *request);
-    HttpSubmitOutcome out = a.ok ? HttpSubmitOutcome{} : failed(a.error, a.error_id);
-    out.ok = a.ok;
-    if (a.ok) out.id = a.id;
-    out.prompt_tokens = a.prompt_tokens;
-    out.retry_after_ms = a.retry_after_ms;
-    return out;
-  };
-  size_t text_bytes = 0;
-  for (const std::string& t : request->texts) text_bytes += t.size();
-  if (text_bytes < kOffLoopMinTextBytes) return done(submit_now());
-  off_loop_.run(
-      &loop_, owner_key(from), [served, request] { tokenize_embed_inputs(*request, *served->tokenizer); },
-      [this, request, served, submit_now, still_wanted = std::move(still_wanted), done = std::move(done)](std::exception_ptr error) {
-        if (!handles_open_ || !still_wanted()) return;  // the client went away: nothing started
-        if (error) {
-          ++requests_rejected_;
-          return done(failed(proto::make_error(proto::WireError::kInternal, "tokenizing the inputs failed", "input"),
-                             request->id));
-        }
-        done(submit_now());
-      });
+  prepare_embed(from, model, request, std::move(still_wanted),
+                [this, from, done = std::move(done)](ModelSlot& m, EmbedRequest& prepared, const proto::ProtocolError* error) {
+                  if (error != nullptr) return done(failed(*error, prepared.id));
+                  const Admission a = admit_embed(from, proto::Tag::none(), m, prepared);
+                  HttpSubmitOutcome out = failed(a.error, a.error_id);
+                  out.ok = a.ok;
+                  if (a.ok) out.id = a.id;
+                  out.prompt_tokens = a.prompt_tokens;
+                  out.retry_after_ms = a.retry_after_ms;
+                  done(out);
+                });
 }
 
 HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, ModelSlot& model, GenerateJob& r) {

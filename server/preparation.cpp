@@ -58,6 +58,31 @@ void Daemon::prepare_off_loop(const ClientRef& from, ModelSlot& model, std::shar
       cancel, cost);
 }
 
+void Daemon::prepare_embed(const ClientRef& from, ModelSlot& model, std::shared_ptr<EmbedRequest> request,
+                           std::function<bool()> still_wanted, EmbedPrepared then) {
+  size_t text_bytes = 0;
+  for (const std::string& t : request->texts) text_bytes += t.size();
+  if (text_bytes < kOffLoopMinTextBytes) return then(model, *request, nullptr);  // a pool round trip costs more
+  std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
+  ModelSlot* slot = &model;  // stays: a model is never unloaded while its ServedModel is held
+  off_loop_.run(
+      &loop_, owner_key(from), [served, request] { tokenize_embed_inputs(*request, *served->tokenizer); },
+      [this, from, request, served, slot, still_wanted = std::move(still_wanted),
+       then = std::move(then)](std::exception_ptr error) {
+        if (!handles_open_ || !still_wanted()) {  // shut down, or the client went away: nothing started
+          spdlog::debug("{}: gone while its embed inputs were tokenized; request dropped", from.describe());
+          return;
+        }
+        if (error) {
+          ++requests_rejected_;
+          const proto::ProtocolError e =
+              proto::make_error(proto::WireError::kInternal, "tokenizing the inputs failed: " + what_of(error), "input");
+          return then(*slot, *request, &e);
+        }
+        then(*slot, *request, nullptr);
+      });
+}
+
 bool Daemon::needs_preparation(const GenerateRequest& req) {
   const bool long_text = req.prompt_ids.empty() && req.prompt_text.size() >= kOffLoopMinTextBytes;
   const bool constrained = (!req.grammar.empty() || !req.json_schema.empty()) && !req.compiled_constraint;
