@@ -441,7 +441,7 @@ void Daemon::begin_shutdown(const char* why) {
   phase_ = Phase::kDraining;
   notifier_.stopping();
   uds_->stop_accepting();
-  if (puller_) puller_->cancel_all();  // their clients get shutting_down; the .part files stay for the next pull
+  if (puller_) puller_->cancel_all("the pull was cancelled");  // answered shutting_down; FILE.part stays
   const int32_t live = registry_.live_count();
   spdlog::info("{}: stopped accepting; {} request(s) running, grace {} s", why, live, options_.grace_s);
   if (live > 0) uv_timer_start(&phase_timer_, &Daemon::on_phase_timer, ms_of(options_.grace_s), 0);

@@ -165,9 +165,24 @@ void ModelPuller::deliver() {
   }
 }
 
-void ModelPuller::cancel_all() {
+void ModelPuller::cancel_all(const std::string& why) {
   for (auto& [name, job] : jobs_) job->cancel = true;
   dest_free_.notify_all();
+  Outcome cancelled;
+  cancelled.code = ErrorCode::kCancelled;
+  cancelled.error = why;
+  for (auto& [name, job] : jobs_) {
+    std::vector<OnDone> waiters;
+    waiters.swap(job->waiters);
+    job->watchers.clear();
+    for (const OnDone& d : waiters) {
+      try {
+        d(cancelled);
+      } catch (const std::exception& e) {
+        spdlog::error("pull {}: {}", name, e.what());
+      }
+    }
+  }
 }
 
 bool ModelPuller::writing(const std::string& path) const {
@@ -177,7 +192,8 @@ bool ModelPuller::writing(const std::string& path) const {
 
 void ModelPuller::close() {
   if (!open_) return;
-  cancel_all();
+  for (auto& [name, job] : jobs_) job->cancel = true;
+  dest_free_.notify_all();
   for (auto& [name, job] : jobs_) {
     if (job->thread.joinable()) job->thread.join();
   }

@@ -54,8 +54,10 @@ class ModelPuller {
   // Pulls `name` (as `vkstream pull` reads it), or joins its pull running already. `progress` (may
   // be null) and `done` run on the loop thread; `done` exactly once, unless close() comes first.
   void pull(const std::string& name, OnProgress progress, OnDone done);
-  // Stops every pull (their outcomes, kCancelled, still come back through the loop).
-  void cancel_all();
+  // Stops every pull and answers its waiters now (kCancelled, `why`): a shutdown closes the
+  // connections right after, and a download may take a moment to notice. Their threads end soon
+  // (close() joins them); their FILE.part stays for the next pull.
+  void cancel_all(const std::string& why);
   // True while a pull writes `path` (a delete must wait).
   bool writing(const std::string& path) const;
   size_t running() const { return jobs_.size(); }

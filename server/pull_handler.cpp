@@ -27,7 +27,7 @@ proto::ProtocolError pull_error(const ModelPuller::Outcome& o, bool shutting_dow
     case ErrorCode::kCancelled:
       if (shutting_down) {
         return proto::make_error(proto::WireError::kShuttingDown,
-                                 "the server is shutting down: " + o.error + " (after it restarts)");
+                                 "the server is shutting down: " + o.error + "; pull again after it restarts to resume it");
       }
       return proto::make_error(proto::WireError::kCancelled, o.error, "model");
     default:

@@ -3,7 +3,8 @@
 // fake_model_server.py, no network), progress answers, the model generating by its pulled name;
 // a sha256 mismatch leaves no file and answers pull_failed; a broken transfer keeps FILE.part and
 // the next pull resumes it; a pull does not stall another client's generation; `delete` removes a
-// pulled model (and its folders) and refuses --models-dir files and unknown names.
+// pulled model (and its folders) and refuses --models-dir files, unknown names and a model in use;
+// two pulls of one name share one download; a shutdown stops a pull at once.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -292,6 +293,71 @@ TEST_F(ServerPullTest, DeleteRemovesAPulledModelAndRefusesOthers) {
   const std::optional<proto::ProtocolError> unknown = delete_model(client_, "nobody/nothing:Q4_K_M");
   ASSERT_TRUE(unknown);
   EXPECT_EQ(unknown->code, proto::WireError::kNotFound);
+}
+
+TEST_F(ServerPullTest, SecondPullOfTheSameNameJoinsTheFirst) {
+  write_text(repo_dir_ + "/stories260K.F32.gguf.delay-ms", "20");
+  UdsClient other;
+  ASSERT_TRUE(other.connect(daemon_.socket_path()));
+  ASSERT_TRUE(client_.send(simple(proto::PullRequest{kRepoName, false}, 5)));
+  const Pulled second = pull(other, kRepoName, false);
+  const Pulled first = pull(client_, kRepoName, false);  // its request was sent first
+  ASSERT_TRUE(first.pulled && second.pulled) << daemon_.log();
+  EXPECT_EQ(first.pulled->path, second.pulled->path);
+  EXPECT_EQ(read_file(pulled_path()), source_);
+  const std::string log = read_file(log_);
+  size_t downloads = 0;
+  for (size_t at = log.find("resolve/main/stories260K.F32.gguf"); at != std::string::npos;
+       at = log.find("resolve/main/stories260K.F32.gguf", at + 1)) {
+    ++downloads;
+  }
+  EXPECT_EQ(downloads, 1u) << log;
+}
+
+TEST_F(ServerPullTest, DeleteOfAModelInUseIsRefused) {
+  ASSERT_TRUE(pull(client_, kRepoName, false).pulled);
+  UdsClient other;
+  ASSERT_TRUE(other.connect(daemon_.socket_path()));
+  proto::Request long_run = greedy_request(400, /*ignore_eos=*/true);
+  std::get<proto::GenerateRequest>(long_run.body).model = kRepoName;
+  const auto accepted = request(client_, long_run, 60000);
+  ASSERT_TRUE(accepted && std::holds_alternative<proto::AcceptedAnswer>(accepted->body));
+  const std::optional<proto::ProtocolError> busy = delete_model(other, kRepoName);
+  ASSERT_TRUE(busy);
+  EXPECT_EQ(busy->code, proto::WireError::kOverloaded) << busy->message;
+  EXPECT_NE(busy->message.find("in use"), std::string::npos) << busy->message;
+  EXPECT_TRUE(fs::exists(pulled_path()));
+  StreamCollector s{std::get<proto::AcceptedAnswer>(accepted->body).id};
+  ASSERT_TRUE(collect(client_, s, 60000));
+  EXPECT_FALSE(delete_model(other, kRepoName));  // idle now
+  EXPECT_FALSE(fs::exists(pulled_path()));
+}
+
+// A shutdown does not wait for a download: the pull is cancelled, its client told, and FILE.part
+// stays for the next pull to resume.
+TEST_F(ServerPullTest, ShutdownCancelsAPullAndExitsPromptly) {
+  write_text(repo_dir_ + "/stories260K.F32.gguf.delay-ms", "200");  // about 15 s in all
+  ASSERT_TRUE(client_.send(simple(proto::PullRequest{kRepoName, true}, 5)));
+  bool downloading = false;
+  for (int i = 0; i < 100 && !downloading; ++i) {
+    const auto m = client_.recv(1000);
+    const auto* p = m ? std::get_if<proto::PullProgressAnswer>(&m->body) : nullptr;
+    downloading = p != nullptr && p->completed > 0;
+  }
+  ASSERT_TRUE(downloading) << daemon_.log();
+  const Clock::time_point asked = Clock::now();
+  daemon_.signal(SIGTERM);
+  std::optional<proto::ProtocolError> error;
+  for (int i = 0; i < 20 && !error; ++i) {
+    const auto m = client_.recv(500);
+    if (const auto* e = m ? std::get_if<proto::ErrorAnswer>(&m->body) : nullptr) error = e->error;
+  }
+  ASSERT_TRUE(error) << daemon_.log();
+  EXPECT_EQ(error->code, proto::WireError::kShuttingDown) << error->message;
+  EXPECT_EQ(daemon_.wait_exit(10), 0) << daemon_.log();
+  EXPECT_LT(Clock::now() - asked, std::chrono::seconds(5));
+  EXPECT_FALSE(fs::exists(pulled_path()));
+  EXPECT_TRUE(fs::exists(pulled_path() + ".part"));
 }
 
 }  // namespace
