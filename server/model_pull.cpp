@@ -52,7 +52,7 @@ void ModelPuller::run(Job& job) {
     post();
   };
   try {
-    const store::PullJob planned = store::plan_pull(job.name, cache_dir_);
+    const store::PullJob planned = store::plan_pull(job.name, cache_dir_, &job.cancel);
     Progress p;
     p.digest = planned.plan.sha256.empty() ? std::string() : "sha256:" + planned.plan.sha256;
     p.file = planned.plan.cache_name;

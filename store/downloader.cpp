@@ -203,7 +203,16 @@ std::string human_size(uint64_t bytes) {
   return buf;
 }
 
-std::string http_get_text(const std::string& url, size_t max_bytes) {
+namespace {
+
+// XFERINFOFUNCTION of a transfer that only needs stopping.
+int stop_when_cancelled(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(user)->load(std::memory_order_relaxed) ? 1 : 0;
+}
+
+}  // namespace
+
+std::string http_get_text(const std::string& url, size_t max_bytes, const std::atomic<bool>* cancel) {
   CurlHandle h = new_handle(url);
   HeaderList headers = auth_headers();
   if (headers) curl_easy_setopt(h.get(), CURLOPT_HTTPHEADER, headers.get());
@@ -213,7 +222,13 @@ std::string http_get_text(const std::string& url, size_t max_bytes) {
   TextSink sink{{}, max_bytes};
   curl_easy_setopt(h.get(), CURLOPT_WRITEFUNCTION, &append_text);
   curl_easy_setopt(h.get(), CURLOPT_WRITEDATA, &sink);
+  if (cancel != nullptr) {
+    curl_easy_setopt(h.get(), CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h.get(), CURLOPT_XFERINFOFUNCTION, &stop_when_cancelled);
+    curl_easy_setopt(h.get(), CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(cancel));
+  }
   const CURLcode rc = curl_easy_perform(h.get());
+  if (cancel != nullptr && cancel->load()) throw Error(ErrorCode::kCancelled, "the request for " + url + " was cancelled");
   long status = 0;
   curl_easy_getinfo(h.get(), CURLINFO_RESPONSE_CODE, &status);
   if (status >= 400) throw_http_error(status, url);

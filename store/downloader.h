@@ -12,8 +12,9 @@
 namespace vks::store {
 
 // GET a small text resource (at most max_bytes). Throws vks::Error: kIo when the host cannot be
-// reached (saying so: offline?), kNotFound for HTTP 404, kIo for other HTTP errors.
-std::string http_get_text(const std::string& url, size_t max_bytes = 16 << 20);
+// reached (saying so: offline?), kNotFound for HTTP 404, kIo for other HTTP errors, kCancelled
+// when `cancel` (read during the transfer) became true.
+std::string http_get_text(const std::string& url, size_t max_bytes = 16 << 20, const std::atomic<bool>* cancel = nullptr);
 
 // What is left of FILE.part after a failed download.
 enum class PartialFile {

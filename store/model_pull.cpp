@@ -8,7 +8,7 @@
 namespace vks::store {
 namespace fs = std::filesystem;
 
-PullJob plan_pull(const std::string& name, const std::string& cache_dir) {
+PullJob plan_pull(const std::string& name, const std::string& cache_dir, const std::atomic<bool>* cancel) {
   PullJob job;
   job.source = parse_pull_source(name);
   if (job.source.is_url) {
@@ -16,7 +16,7 @@ PullJob plan_pull(const std::string& name, const std::string& cache_dir) {
   } else {
     const std::string endpoint = hf_endpoint();
     const std::string listing =
-        http_get_text(endpoint + "/api/models/" + job.source.owner + "/" + job.source.repo + "?blobs=true");
+        http_get_text(endpoint + "/api/models/" + job.source.owner + "/" + job.source.repo + "?blobs=true", 16 << 20, cancel);
     job.plan = plan_for_hf_listing(job.source, listing, endpoint);
   }
   job.dest = (fs::path(cache_dir) / job.plan.cache_name).string();

@@ -19,9 +19,10 @@ struct PullJob {
 };
 
 // Parses `name` and plans its download into `cache_dir` (fetching a Hugging Face listing: network,
-// at most a minute). Throws vks::Error: kInvalidArgument for a name that is no source (saying what
-// one looks like), kNotFound / kIo / kCorrupt from the listing.
-PullJob plan_pull(const std::string& name, const std::string& cache_dir);
+// at most a minute, stopped early when `cancel` becomes true). Throws vks::Error: kInvalidArgument
+// for a name that is no source (saying what one looks like), kNotFound / kIo / kCorrupt from the
+// listing, kCancelled.
+PullJob plan_pull(const std::string& name, const std::string& cache_dir, const std::atomic<bool>* cancel = nullptr);
 
 struct PullOutcome {
   std::string path;               // the file in the cache
