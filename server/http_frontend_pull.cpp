@@ -24,25 +24,22 @@ void HttpFrontend::pull_model(HttpConnection& c, HttpRequest& r, const std::stri
   const uint64_t conn_id = c.id();
   const uint64_t exchange = c.exchange();
   const std::optional<std::string> origin = cors_origin_;
-  if (pull.stream) {
-    http::HeaderList headers = {{"x-request-id", request_id}, {"Cache-Control", "no-cache"}};
-    http::add_cors_headers(headers, origin);
-    if (!c.begin_stream(200, "application/x-ndjson", headers)) return;
-    if (!c.send_chunk(http::ndjson_line(http::ollama_pull_status("pulling manifest")))) return;
-  }
-  auto progress = [this, conn_id, exchange, stream = pull.stream](const http::PullProgress& p) {
-    if (!stream || (p.digest.empty() && p.file.empty())) return;  // nothing planned yet
+  // A pull refused at once (not a source, no model cache, shutting down) is answered with its
+  // status; one that started streams from "pulling manifest" on (its failures as an error line).
+  auto streaming = std::make_shared<bool>(false);
+  auto progress = [this, conn_id, exchange, streaming](const http::PullProgress& p) {
+    if (!*streaming || (p.digest.empty() && p.file.empty())) return;  // nothing planned yet
     if (HttpConnection* now = live(conn_id, exchange)) now->send_chunk(http::ndjson_line(http::ollama_pull_progress(p)));
   };
   backend_.pull(pull.name, std::move(progress),
-                [this, conn_id, exchange, request_id, origin, stream = pull.stream](const std::string& model,
-                                                                                 const proto::ProtocolError* error) {
-                  // From a libuv callback: nothing may escape.
+                [this, conn_id, exchange, request_id, origin, streaming](const std::string& model,
+                                                                         const proto::ProtocolError* error) {
+                  // Maybe from a libuv callback: nothing may escape.
                   try {
                     HttpConnection* now = live(conn_id, exchange);
                     if (now == nullptr) return;  // the client left; the model is pulled all the same
                     cors_origin_ = origin;
-                    if (!stream) {
+                    if (!*streaming) {
                       if (error != nullptr) return send_error(*now, true, http::ollama_store_error(*error), request_id);
                       return send_json(*now, 200, nlohmann::json{{"status", "success"}}, request_id);
                     }
@@ -57,6 +54,13 @@ void HttpFrontend::pull_model(HttpConnection& c, HttpRequest& r, const std::stri
                     spdlog::error("http: answering {}: {}", request_id, e.what());
                   }
                 });
+  if (!pull.stream || !c.answering() || c.exchange() != exchange) return;  // answered already, or later in one piece
+  *streaming = true;
+  http::HeaderList headers = {{"x-request-id", request_id}, {"Cache-Control", "no-cache"}};
+  http::add_cors_headers(headers, origin);
+  if (c.begin_stream(200, "application/x-ndjson", headers)) {
+    c.send_chunk(http::ndjson_line(http::ollama_pull_status("pulling manifest")));
+  }
 }
 
 void HttpFrontend::delete_model(HttpConnection& c, HttpRequest& r, const std::string& request_id) {

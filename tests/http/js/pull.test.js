@@ -105,6 +105,8 @@ test("a sha256 mismatch ends the stream with an error and leaves no file behind"
   const bad = await fetch(`${server.baseUrl}/api/pull`, { method: "POST", body: JSON.stringify({ model: "llama3.2", stream: false }) });
   assert.equal(bad.status, 400);
   assert.match((await bad.json()).error, /OWNER\/REPO/);
+  // Refused before anything started: the status says so even when streaming was asked.
+  await assert.rejects(ollama.pull({ model: "llama3.2", stream: true }), (e) => e.status_code === 400 && /OWNER\/REPO/.test(e.error));
 });
 
 test("delete removes a pulled model; a --models-dir file and unknown names are refused", async () => {
