@@ -360,5 +360,28 @@ TEST_F(ServerPullTest, ShutdownCancelsAPullAndExitsPromptly) {
   EXPECT_TRUE(fs::exists(pulled_path() + ".part"));
 }
 
+// --no-model-cache: a pulled model could not be served, so a pull is refused saying why.
+TEST_F(ServerPullTest, WithoutTheModelCacheAPullIsRefused) {
+  DaemonConfig config;
+  config.dir = dir_.path + "/second";
+  fs::create_directories(config.dir);
+  config.with_model = false;
+  config.extra_args = {"--models-dir", models_dir_, "--no-model-cache"};
+  config.env = {"VKSTREAM_CACHE_DIR=" + cache_, "VKSTREAM_HF_ENDPOINT=" + endpoint_};
+  DaemonProcess second;
+  second.start(config);
+  ASSERT_TRUE(second.wait_ready(60)) << second.log();
+  UdsClient c;
+  ASSERT_TRUE(c.connect(second.socket_path()));
+  const Pulled p = pull(c, kRepoName, true);
+  ASSERT_TRUE(p.error);
+  EXPECT_EQ(p.error->code, proto::WireError::kUnsupported);
+  EXPECT_NE(p.error->message.find("--no-model-cache"), std::string::npos) << p.error->message;
+  EXPECT_FALSE(fs::exists(cache_));
+  c.close();
+  second.signal(SIGTERM);
+  EXPECT_EQ(second.wait_exit(20), 0) << second.log();
+}
+
 }  // namespace
 }  // namespace vks::test
