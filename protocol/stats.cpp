@@ -46,6 +46,19 @@ void histogram(std::string& out, std::string_view name, std::string_view help, c
   out.append(name).append("_count ").append(std::to_string(h.count)).append("\n");
 }
 
+// A label value: backslash, double quote and newline escaped (text format 0.0.4).
+std::string label_value(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (const char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::span<const double> default_latency_bounds_ms() { return kLatencyBoundsMs; }
@@ -111,6 +124,44 @@ std::string render_prometheus(const StatsSnapshot& s) {
   metric(out, "vkstream_uptime_seconds", "gauge", "Seconds since the daemon started.", s.server.uptime_s);
   histogram(out, "vkstream_ttft_seconds", "Time to first token (recent requests).", s.ttft_ms);
   histogram(out, "vkstream_itl_seconds", "Inter-token latency (recent tokens).", s.itl_ms);
+  return out;
+}
+
+std::string render_model_metrics(std::span<const ModelMetrics> models) {
+  struct Family {
+    const char* name;
+    const char* kind;
+    const char* help;
+    double (*value)(const ModelMetrics&);
+  };
+  static const Family kFamilies[] = {
+      {"vkstream_model_loaded", "gauge", "1 when the model is loaded.", [](const ModelMetrics& m) { return m.loaded ? 1.0 : 0.0; }},
+      {"vkstream_model_requests_waiting", "gauge", "The model's requests waiting in its engine queue.",
+       [](const ModelMetrics& m) { return static_cast<double>(m.waiting); }},
+      {"vkstream_model_requests_running", "gauge", "The model's requests being generated.",
+       [](const ModelMetrics& m) { return static_cast<double>(m.running); }},
+      {"vkstream_model_kv_blocks_total", "gauge", "KV-cache blocks in the model's pool.",
+       [](const ModelMetrics& m) { return static_cast<double>(m.kv_blocks_total); }},
+      {"vkstream_model_kv_blocks_used", "gauge", "KV-cache blocks of the model in use.",
+       [](const ModelMetrics& m) { return static_cast<double>(m.kv_blocks_used); }},
+      {"vkstream_model_requests_finished_total", "counter", "The model's requests finished since it was loaded.",
+       [](const ModelMetrics& m) { return static_cast<double>(m.requests_finished); }},
+      {"vkstream_model_generated_tokens_total", "counter", "Tokens the model generated since it was loaded.",
+       [](const ModelMetrics& m) { return static_cast<double>(m.tokens_generated); }},
+      {"vkstream_model_resident_bytes", "gauge", "Memory the loaded model holds (weights and KV pool).",
+       [](const ModelMetrics& m) { return static_cast<double>(m.resident_bytes); }},
+      {"vkstream_model_load_seconds", "gauge", "How long the model's last load took.",
+       [](const ModelMetrics& m) { return m.load_seconds; }},
+  };
+  std::string out;
+  if (models.empty()) return out;
+  for (const Family& f : kFamilies) {
+    out.append("# HELP ").append(f.name).append(" ").append(f.help).append("\n");
+    out.append("# TYPE ").append(f.name).append(" ").append(f.kind).append("\n");
+    for (const ModelMetrics& m : models) {
+      out.append(f.name).append("{model=\"").append(label_value(m.name)).append("\"} ").append(num(f.value(m))).append("\n");
+    }
+  }
   return out;
 }
 

@@ -63,4 +63,20 @@ struct StatsSnapshot {
 // (vkstream_ttft_seconds, vkstream_itl_seconds; bucket bounds converted to seconds).
 std::string render_prometheus(const StatsSnapshot& stats);
 
+// One servable model's figures, for the vkstream_model_* families (label model="NAME").
+struct ModelMetrics {
+  std::string name;
+  bool loaded = false;
+  int32_t waiting = 0;
+  int32_t running = 0;
+  int32_t kv_blocks_total = 0;
+  int32_t kv_blocks_used = 0;
+  int64_t requests_finished = 0;  // since it was loaded
+  int64_t tokens_generated = 0;   // since it was loaded
+  uint64_t resident_bytes = 0;    // weights + KV pool while loaded
+  double load_seconds = 0;        // its last load
+};
+// The vkstream_model_* families, one sample per model; label values escaped as the format says.
+std::string render_model_metrics(std::span<const ModelMetrics> models);
+
 }  // namespace vks::proto

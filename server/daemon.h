@@ -95,10 +95,24 @@ class Daemon {
   void handle(const ClientRef& from, const proto::Tag& tag, proto::GenerateRequest& r);
   // A generate (or a rendered chat) translated for the engine: checks, submit, stream registry.
   void submit_generate(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, GenerateJob& r);
-  // The checks every msgpack submission makes first (shutting down, the connection's live requests
-  // of every kind against max_requests_per_connection, a chosen id already used): true after
-  // answering the error.
-  bool reject_at_admission(const ClientRef& from, const proto::Tag& tag, const std::string& id);
+  // The one admission of every transport (admission.cpp): the checks, the engine's submit, the
+  // registration; the outcome as structured fields for the transport to render.
+  struct Admission {
+    bool ok = false;
+    std::string id;
+    std::string topic;  // generations
+    int32_t queue_position = 0;
+    int32_t prompt_tokens = 0;
+    proto::ProtocolError error;
+    std::string error_id;  // the id an error answer names ("" = none)
+    int32_t retry_after_ms = 0;
+  };
+  // The checks alone (shutting down, the client's live requests of every kind against
+  // max_requests_per_connection, a chosen id already used): the refusal, or nullopt.
+  std::optional<Admission> admission_check(const ClientRef& from, const std::string& id);
+  Admission admit_generate(const ClientRef& from, ModelSlot& model, GenerateJob& job);
+  // `tag`: echoed in the msgpack answer the engine's kFinished will bring.
+  Admission admit_embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, EmbedRequest& request);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::CancelRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::StatusRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r);
@@ -139,6 +153,8 @@ class Daemon {
   void reply_error(const ClientRef& to, const proto::Tag& tag, proto::WireError code,
                    const std::string& message, const std::string& field = {}, const std::string& id = {});
   proto::StatsSnapshot stats_snapshot() const;
+  // Prometheus text: the daemon's and default model's figures, and every model's under its label.
+  std::string metrics_text() const;
 
   // The served models (model_routing.cpp). `then` runs with model `name`'s slot once it is loaded
   // (at once when it is; later, on the loop thread, after its load), or with the error that stops

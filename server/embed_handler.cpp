@@ -38,7 +38,10 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRe
 
 void Daemon::embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, const proto::EmbedRequest& r) {
   const std::string key = owner_key(from);
-  if (reject_at_admission(from, tag, r.id)) return;
+  if (std::optional<Admission> refused = admission_check(from, r.id)) {
+    reply(from, proto::encode_error(refused->error, tag, refused->error_id, refused->retry_after_ms));
+    return;
+  }
   // The answer must fit one frame.
   const size_t n_inputs = r.tokens.empty() ? r.input.size() : r.tokens.size();
   const size_t dim = static_cast<size_t>(std::max(1, model.info.dim));
@@ -67,14 +70,8 @@ void Daemon::embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& mode
         if (!handles_open_) return;  // shut down meanwhile: every socket is closed
         if (error) {
           ++requests_rejected_;
-          std::string what = "unknown failure";
-          try {
-            std::rethrow_exception(error);
-          } catch (const std::exception& e) {
-            what = e.what();
-          } catch (...) {
-          }
-          reply_error(from, tag, proto::WireError::kInternal, "tokenizing the inputs failed: " + what, "input", request->id);
+          reply_error(from, tag, proto::WireError::kInternal, "tokenizing the inputs failed: " + what_of(error), "input",
+                      request->id);
           return;
         }
         if (from.transport == Transport::kUds && uds_ && uds_->find(from.conn_id) == nullptr) {
@@ -86,22 +83,9 @@ void Daemon::embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& mode
 }
 
 void Daemon::submit_embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, EmbedRequest& request) {
-  const std::string chosen_id = request.id;
-  const SubmitResult result = model.served->engine->submit_embed(std::move(request));
-  if (!result.ok) {
-    ++requests_rejected_;
-    spdlog::info("{}: embed rejected: {}", from.describe(), result.message);
-    reply(from, proto::encode_error(error_from_embed_submit(result), tag, chosen_id, result.retry_after_ms));
-    return;
-  }
-  ++requests_total_;
-  ++model.running;
-  PendingEmbed& p = pending_embeds_[result.id];
-  p.model = model.file.name;
-  p.owner = from;
-  p.owner_key = owner_key(from);
-  p.tag = tag;
-  spdlog::debug("{}: embed {} accepted ({} tokens)", from.describe(), result.id, result.prompt_tokens);
+  const Admission a = admit_embed(from, tag, model, request);
+  // Accepted: answered with the vectors when the engine finishes it (handle_embed_event).
+  if (!a.ok) reply(from, proto::encode_error(a.error, tag, a.error_id, a.retry_after_ms));
 }
 
 bool Daemon::handle_embed_event(const EngineEvent& ev) {

@@ -64,7 +64,7 @@ void Daemon::setup_http(const ListenFds& fds) {
     off_loop_.forget(owner_key(owner));  // a render still running for it stops
     drop_owner(owner, "HTTP client disconnected");
   };
-  backend.metrics = [this] { return proto::render_prometheus(stats_snapshot()); };
+  backend.metrics = [this] { return metrics_text(); };
   backend.serving = [this] { return phase_ == Phase::kServing; };
   PeerPolicy policy{options_.allow_uids, options_.allow_gids, options_.deny_uids};
   backend.allow_unix_peer = [policy](const http::PeerInfo& peer, std::string& why) {
@@ -282,44 +282,23 @@ void Daemon::submit_http_embed(uint64_t conn_id, proto::EmbedRequest message, st
 
 void Daemon::submit_http_embed_to(uint64_t conn_id, ModelSlot& model, const proto::EmbedRequest& message,
                                   std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done) {
-  if (!message.id.empty() && (registry_.contains(message.id) || pending_embeds_.count(message.id) > 0)) {
-    ++requests_rejected_;
-    return done(failed(proto::make_error(proto::WireError::kAlreadyExists,
-                                         "request id '" + message.id + "' is already live or retained; choose another", "id"),
-                       message.id));
-  }
   ClientRef from;
   from.transport = Transport::kHttp;
   from.conn_id = conn_id;
+  if (std::optional<Admission> refused = admission_check(from, message.id)) {  // before tokenizing
+    return done(failed(refused->error, refused->error_id));
+  }
   auto request = std::make_shared<EmbedRequest>(to_engine_embed(message));
   std::shared_ptr<ServedModel> served = model.served;  // kept loaded while the work runs
   ModelSlot* slot = &model;  // stays: a model is never unloaded while its ServedModel is held
-  // Registered like a msgpack embed (embed_handler.cpp), whose events come back to the front end.
+  // Admitted like a msgpack embed (admission.cpp), whose events come back to the front end.
   auto submit_now = [this, from, request, slot]() {
-    const std::string chosen_id = request->id;
-    if (phase_ != Phase::kServing || !slot->loaded()) {
-      ++requests_rejected_;
-      return failed(proto::make_error(proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts"),
-                    chosen_id);
-    }
-    const SubmitResult result = slot->served->engine->submit_embed(std::move(*request));
-    if (!result.ok) {
-      ++requests_rejected_;
-      spdlog::info("{}: embed rejected: {}", from.describe(), result.message);
-      HttpSubmitOutcome out = failed(error_from_embed_submit(result), chosen_id);
-      out.retry_after_ms = result.retry_after_ms;
-      return out;
-    }
-    ++requests_total_;
-    ++slot->running;
-    PendingEmbed& p = pending_embeds_[result.id];
-    p.model = slot->file.name;
-    p.owner = from;
-    p.owner_key = owner_key(from);
-    HttpSubmitOutcome out;
-    out.ok = true;
-    out.id = result.id;
-    out.prompt_tokens = result.prompt_tokens;
+    const Admission a = admit_embed(from, proto::Tag::none(), *slot, *request);
+    HttpSubmitOutcome out = a.ok ? HttpSubmitOutcome{} : failed(a.error, a.error_id);
+    out.ok = a.ok;
+    if (a.ok) out.id = a.id;
+    out.prompt_tokens = a.prompt_tokens;
+    out.retry_after_ms = a.retry_after_ms;
     return out;
   };
   size_t text_bytes = 0;
@@ -339,52 +318,16 @@ void Daemon::submit_http_embed_to(uint64_t conn_id, ModelSlot& model, const prot
 }
 
 HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, ModelSlot& model, GenerateJob& r) {
-  touch();
-  HttpSubmitOutcome out;
   ClientRef from;
   from.transport = Transport::kHttp;
   from.conn_id = conn_id;
-  if (phase_ != Phase::kServing || !model.loaded()) {
-    ++requests_rejected_;
-    out.error = proto::make_error(proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
-    return out;
-  }
-  if (!r.request.id.empty() && registry_.contains(r.request.id)) {
-    ++requests_rejected_;
-    out.error = proto::make_error(proto::WireError::kAlreadyExists,
-                                  "request id '" + r.request.id + "' is already live or retained; choose another", "id");
-    return out;
-  }
-  const bool with_logprobs = r.request.logprobs >= 0;
-  const std::string chosen_id = r.request.id;
-  SubmitResult result = model.served->engine->submit(std::move(r.request));
-  if (!result.ok) {
-    ++requests_rejected_;
-    spdlog::info("{}: generate rejected: {}", from.describe(), result.message);
-    out.error = error_from_submit(result, limits_.max_prompt_tokens);
-    out.retry_after_ms = result.retry_after_ms;
-    out.id = chosen_id;
-    return out;
-  }
-  ++model.running;
-  StreamEntry entry;
-  entry.id = result.id;
-  entry.model = model.file.name;
-  entry.load_ms = load_wait_ms(model, r.arrived);
-  entry.topic = proto::topic_for(proto::stream_token_from(rng_));
-  entry.owner = from;
-  entry.stream_to_owner = false;  // HTTP answers are rendered from engine events, not msgpack frames
-  entry.detached = r.detached;
-  entry.with_logprobs = with_logprobs;
-  entry.queue_position = result.queue_position;
-  entry.prompt_tokens = result.prompt_tokens;
-  StreamEntry& e = registry_.add(std::move(entry));
-  ++requests_total_;
-  spdlog::info("{}: generate {} accepted on {} ({} prompt tokens, topic {})", from.describe(), e.id, e.model,
-               e.prompt_tokens, e.topic);
-  out.ok = true;
-  out.id = e.id;
-  out.prompt_tokens = e.prompt_tokens;
+  const Admission a = admit_generate(from, model, r);
+  HttpSubmitOutcome out;
+  out.ok = a.ok;
+  out.id = a.ok ? a.id : a.error_id;
+  out.prompt_tokens = a.prompt_tokens;
+  out.error = a.error;
+  out.retry_after_ms = a.retry_after_ms;
   return out;
 }
 

@@ -19,16 +19,6 @@ namespace vks::server {
 
 namespace {
 
-std::string what_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown failure";
-  }
-}
-
 // Before a load, what a model will hold: its weights, and the KV pool the runner sizes by default.
 constexpr uint64_t kKvPoolEstimateBytes = 256ull << 20;
 

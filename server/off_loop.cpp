@@ -36,6 +36,16 @@ struct OffLoop::Task {
 
 // Half the pool, so that the other half is always free for work of bounded cost (one thread when
 // the pool has one: client-chosen work then waits its turn like everything else).
+std::string what_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown failure";
+  }
+}
+
 OffLoop::OffLoop() : max_client_chosen_(std::max<size_t>(1, pool_threads() / 2)) {}
 OffLoop::~OffLoop() = default;
 

@@ -25,6 +25,9 @@ namespace vks::server {
 // 0.03-0.2 ms at the tokenizers' measured 5-37 MB/s (bench/tokenizer_bench).
 inline constexpr size_t kOffLoopMinTextBytes = 1024;
 
+// The message of a work's (or any thread's) exception, for an error answer.
+std::string what_of(const std::exception_ptr& error);
+
 class OffLoop {
  public:
   using Work = std::function<void()>;                    // pool thread; may throw

@@ -85,72 +85,26 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, proto::Generat
   });
 }
 
-bool Daemon::reject_at_admission(const ClientRef& from, const proto::Tag& tag, const std::string& id) {
-  std::optional<proto::ProtocolError> error;
-  int32_t retry_after_ms = 0;
-  const std::string owner = owner_key(from);
-  int32_t live = registry_.live_count_of(owner);  // streams and embeds alike
-  for (const auto& [embed_id, p] : pending_embeds_) live += p.owner_key == owner ? 1 : 0;
-  if (phase_ != Phase::kServing) {
-    error = proto::make_error(proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
-  } else if (live >= limits_.max_requests_per_connection) {
-    error = proto::make_error(proto::WireError::kTooManyRequests,
-                              "this connection already has " + std::to_string(limits_.max_requests_per_connection) +
-                                  " running requests (max_requests_per_connection)");
-    retry_after_ms = 100;
-  } else if (!id.empty() && (registry_.contains(id) || pending_embeds_.count(id) > 0)) {
-    error = proto::make_error(proto::WireError::kAlreadyExists,
-                              "request id '" + id + "' is already live or retained; choose another", "id");
-  }
-  if (!error) return false;
-  ++requests_rejected_;
-  reply(from, proto::encode_error(*error, tag, error->code == proto::WireError::kAlreadyExists ? id : std::string(),
-                                  retry_after_ms));
-  return true;
-}
-
 void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, GenerateJob& r) {
-  if (reject_at_admission(from, tag, r.request.id)) return;
-  if (!model.loaded()) {  // cannot happen: a model is never unloaded while a request of it is prepared
-    reply_error(from, tag, proto::WireError::kInternal, "model '" + model.file.name + "' is not loaded", "model");
+  // Checked before any off-loop work too, so that a refused request costs nothing.
+  if (std::optional<Admission> refused = admission_check(from, r.request.id)) {
+    reply(from, proto::encode_error(refused->error, tag, refused->error_id, refused->retry_after_ms));
     return;
   }
   if (generate_off_loop(from, tag, model, r)) return;  // long prompt_text / grammar: prepared off the loop first
-  const bool with_logprobs = r.request.logprobs >= 0;
-  const std::string chosen_id = r.request.id;
-  SubmitResult result = model.served->engine->submit(std::move(r.request));
-  if (!result.ok) {
-    ++requests_rejected_;
-    spdlog::info("{}: generate rejected: {}", from.describe(), result.message);
-    reply(from, proto::encode_error(error_from_submit(result, limits_.max_prompt_tokens), tag,
-                                    chosen_id, result.retry_after_ms));
+  const Admission a = admit_generate(from, model, r);
+  if (!a.ok) {
+    reply(from, proto::encode_error(a.error, tag, a.error_id, a.retry_after_ms));
     return;
   }
-  ++model.running;
-  StreamEntry entry;
-  entry.id = result.id;
-  entry.model = model.file.name;
-  entry.load_ms = load_wait_ms(model, r.arrived);
-  entry.topic = proto::topic_for(proto::stream_token_from(rng_));
-  entry.owner = from;
-  // A REQ peer takes the next message after its next send as the answer: never stream to it.
-  entry.stream_to_owner = r.stream && !from.zmq_envelope;
-  entry.detached = r.detached;
-  entry.with_logprobs = with_logprobs;
-  entry.queue_position = result.queue_position;
-  entry.prompt_tokens = result.prompt_tokens;
-  StreamEntry& e = registry_.add(std::move(entry));
-  ++requests_total_;
-  spdlog::info("{}: generate {} accepted ({} prompt tokens, topic {}{})", from.describe(), e.id,
-               e.prompt_tokens, e.topic, e.detached ? ", detached" : "");
-  proto::AcceptedAnswer a;
-  a.id = e.id;
-  a.topic = e.topic;
-  a.queue_position = e.queue_position;
-  a.prompt_tokens = e.prompt_tokens;
-  a.detached = e.detached;
-  a.model = e.model;
-  reply(from, proto::encode_answer(a, tag));
+  proto::AcceptedAnswer accepted;
+  accepted.id = a.id;
+  accepted.topic = a.topic;
+  accepted.queue_position = a.queue_position;
+  accepted.prompt_tokens = a.prompt_tokens;
+  accepted.detached = r.detached;
+  accepted.model = model.file.name;
+  reply(from, proto::encode_answer(accepted, tag));
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::CancelRequest& r) {
@@ -213,11 +167,33 @@ proto::StatsSnapshot Daemon::stats_snapshot() const {
   return snapshot;
 }
 
+std::string Daemon::metrics_text() const {
+  std::vector<proto::ModelMetrics> models;
+  for (const auto& slot : models_.slots()) {
+    proto::ModelMetrics m;
+    m.name = slot->file.name;
+    m.loaded = slot->loaded();
+    m.load_seconds = slot->load_ms / 1000.0;
+    if (slot->loaded()) {
+      const EngineStats es = slot->served->engine->stats();
+      m.waiting = es.waiting;
+      m.running = es.running;
+      m.kv_blocks_total = es.kv_blocks_total;
+      m.kv_blocks_used = es.kv_blocks_used;
+      m.requests_finished = es.requests_finished;
+      m.tokens_generated = es.tokens_generated;
+      m.resident_bytes = slot->resident_bytes;
+    }
+    models.push_back(std::move(m));
+  }
+  return proto::render_prometheus(stats_snapshot()) + proto::render_model_metrics(models);
+}
+
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r) {
   proto::StatsAnswer a;
   a.format = r.format;
   a.stats = stats_snapshot();
-  if (r.format == proto::StatsFormat::kPrometheus) a.text = proto::render_prometheus(a.stats);
+  if (r.format == proto::StatsFormat::kPrometheus) a.text = metrics_text();
   reply(from, proto::encode_answer(a, tag));
 }
 

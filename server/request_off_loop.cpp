@@ -16,16 +16,6 @@ namespace {
 
 constexpr size_t kOffLoopMinIds = 1024;
 
-std::string what_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown failure";
-  }
-}
-
 }  // namespace
 
 bool Daemon::defer_if_busy(const ClientRef& from, std::string& payload) {

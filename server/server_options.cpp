@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "engine/common/error.h"
+#include "server/http/keep_alive.h"
 #include "store/model_cache.h"
 
 namespace vks::server {
@@ -96,9 +97,10 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
                  "memory the loaded models may take together (weights and KV caches; 0 = three quarters of "
                  "the host's memory)")
       ->capture_default_str();
-  app.add_option("--keep-alive", o.keep_alive_s,
-                 "seconds an idle model stays loaded unless a request says otherwise (keep_alive; negative: "
-                 "until evicted)")
+  std::string keep_alive = "5m";
+  app.add_option("--keep-alive", keep_alive,
+                 "how long an idle model stays loaded unless a request says otherwise: seconds or a duration "
+                 "(\"5m\", \"1h30m\"; negative: until evicted or unloaded)")
       ->capture_default_str();
   app.add_option("--scope", scope, "default socket locations: user ($XDG_RUNTIME_DIR/vkstream) or "
                                    "system (/run/vkstream)")
@@ -219,6 +221,13 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   check_endpoints(o);
   if (!o.model_path.empty()) o.model_path = vks::store::resolve_model_or_path(o.model_path);
   o.serve_model_cache = !no_model_cache;
+  // The same reading as Ollama's OLLAMA_KEEP_ALIVE and the requests' keep_alive strings.
+  const std::variant<double, http::ApiError> keep_alive_s = http::parse_keep_alive(http::JsonBody(keep_alive));
+  if (const auto* bad = std::get_if<http::ApiError>(&keep_alive_s)) {
+    throw Error(ErrorCode::kInvalidArgument, "--keep-alive " + keep_alive + ": " + bad->message +
+                                                 " (seconds like 300 or -1, or a duration like \"5m\", \"1h30m\")");
+  }
+  o.keep_alive_s = std::get<double>(keep_alive_s);
   o.scope = scope == "user" ? Scope::kUser : Scope::kSystem;
   o.socket_mode = parse_mode(mode);
   o.prefix_caching = !no_prefix_cache;

@@ -22,6 +22,7 @@ struct ChatArgs {
   bool verbose = false;
   std::string system;
   std::string template_file;
+  std::string model;  // "" = the daemon's default
 };
 
 struct Reply {
@@ -105,6 +106,7 @@ int run_chat(ChatArgs& a) {
     options.messages.insert(options.messages.end(), history.begin(), history.end());
     options.messages.push_back({"user", line});
     options.chat_template = chat_template;
+    options.model = a.model;
     Reply reply;
     try {
       reply = stream_reply(client, options, a.verbose, a.conn.timeout_ms);
@@ -133,6 +135,7 @@ void add_chat_command(CLI::App& root, int& exit_code) {
   CLI::App* chat = root.add_subcommand("chat", "Interactive chat with vkstreamd (the model's chat template)");
   c->conn.add_to(*chat);
   c->sampling.add_to(*chat);
+  chat->add_option("--model", c->model, "the served model to talk to (see `vkstream models --served`; default: the daemon's)");
   chat->add_option("--system", c->system, "system prompt (also /system TEXT during the chat)");
   chat->add_option("--chat-template", c->template_file, "Jinja template file to use instead of the model's");
   chat->add_flag("-v,--verbose", c->verbose, "print usage/timings after each reply");

@@ -18,6 +18,7 @@ struct GenerateArgs {
   ConnectionFlags conn;
   SamplingFlags sampling;
   std::string prompt;
+  std::string model;  // "" = the daemon's default
   bool json = false;
   bool verbose = false;
   std::string id;
@@ -93,6 +94,7 @@ int run_generate(GenerateArgs& a) {
   options.prompt = a.prompt == "-" ? read_all_stdin() : a.prompt;
   a.sampling.apply(options);
   options.id = a.id;
+  options.model = a.model;
   if (*a.priority_opt) options.priority = a.priority;
   if (*a.deadline_opt) options.deadline_ms = a.deadline_ms;
   if (a.detached) options.detached = true;
@@ -137,6 +139,7 @@ void add_generate_commands(CLI::App& root, int& exit_code) {
   gen->add_flag("--json", g->json, "print the accepted answer and every event as JSON lines");
   gen->add_flag("-v,--verbose", g->verbose, "print the request id and the usage/timings on stderr");
   gen->add_flag("--echo", g->echo, "print the prompt before the generated text");
+  gen->add_option("--model", g->model, "the served model to use (see `vkstream models --served`; default: the daemon's)");
   gen->add_option("--id", g->id, "client-chosen request id (1..64 chars of [A-Za-z0-9._-])");
   g->priority_opt = gen->add_option("--priority", g->priority, "scheduling priority (higher first)");
   g->deadline_opt = gen->add_option("--deadline-ms", g->deadline_ms, "give up after this many ms (queue + generation)")

@@ -1,5 +1,6 @@
 // `vkstream models`: the GGUFs in the user's model cache with size, architecture, type and whether
-// this build can run them (the verdict of vks-gguf-info).
+// this build can run them (the verdict of vks-gguf-info); `--loaded`: what a running daemon serves,
+// loaded or not, with the memory each loaded one holds and when it unloads.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -108,13 +109,74 @@ int run_models(bool json) {
   return kExitOk;
 }
 
+// "4m59s", "never", "now": when an idle loaded model unloads.
+std::string expiry_text(int64_t expires_in_ms) {
+  if (expires_in_ms < 0) return "never";
+  const int64_t s = expires_in_ms / 1000;
+  if (s == 0) return "now";
+  if (s < 60) return std::to_string(s) + "s";
+  if (s < 3600) return std::to_string(s / 60) + "m" + std::to_string(s % 60) + "s";
+  return std::to_string(s / 3600) + "h" + std::to_string(s / 60 % 60) + "m";
+}
+
+int run_served_models(const ConnectionFlags& conn, bool json, bool loaded_only) {
+  vkstream::Client client = conn.connect();
+  const vkstream::ModelList list = client.models();
+  std::vector<const vkstream::ServedModel*> shown;
+  for (const vkstream::ServedModel& m : list.models) {
+    if (!loaded_only || m.loaded || m.loading) shown.push_back(&m);
+  }
+  if (json) {
+    vkstream::Value::Array arr;
+    for (const vkstream::ServedModel* m : shown) {
+      arr.emplace_back(vkstream::Value::Map{{"name", vkstream::Value(m->name)},
+                                            {"path", vkstream::Value(m->path)},
+                                            {"loaded", vkstream::Value(m->loaded)},
+                                            {"loading", vkstream::Value(m->loading)},
+                                            {"pinned", vkstream::Value(m->pinned)},
+                                            {"default", vkstream::Value(m->is_default)},
+                                            {"running", vkstream::Value(m->running)},
+                                            {"resident_bytes", vkstream::Value(m->resident_bytes)},
+                                            {"expires_in_ms", vkstream::Value(m->expires_in_ms)},
+                                            {"device", vkstream::Value(m->device)}});
+    }
+    std::cout << vkstream::Value(std::move(arr)).to_json() << '\n';
+    return kExitOk;
+  }
+  std::printf("%-40s %-8s %10s  %-8s %7s  %s\n", "NAME", "STATE", "MEMORY", "DEVICE", "RUNNING", "UNLOADS IN");
+  for (const vkstream::ServedModel* m : shown) {
+    const char* state = m->loading ? "loading" : m->loaded ? (m->pinned ? "pinned" : "loaded") : "-";
+    std::printf("%-40s %-8s %10s  %-8s %7lld  %s\n", (m->name + (m->is_default ? " *" : "")).c_str(), state,
+                m->loaded ? store::human_size(m->resident_bytes).c_str() : "-", m->loaded ? m->device.c_str() : "-",
+                static_cast<long long>(m->running), m->loaded ? expiry_text(m->expires_in_ms).c_str() : "-");
+  }
+  std::printf("(%zu of %zu served models; at most %lld loaded at once; * = the default)\n", shown.size(),
+              list.models.size(), static_cast<long long>(list.max_loaded));
+  return kExitOk;
+}
+
 }  // namespace
 
 void add_models_command(CLI::App& root, int& exit_code) {
-  auto json = std::make_shared<bool>(false);
-  CLI::App* models = root.add_subcommand("models", "List the models in the cache (see `vkstream pull`) and whether they run");
-  models->add_flag("--json", *json, "print a JSON array");
-  models->callback([json, &exit_code] { exit_code = guarded("models", [&] { return run_models(*json); }); });
+  struct Flags {
+    bool json = false;
+    bool loaded = false;
+    bool served = false;
+    ConnectionFlags conn;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* models = root.add_subcommand(
+      "models", "List the models in the cache (see `vkstream pull`) and whether they run, or what a daemon serves");
+  models->add_flag("--json", f->json, "print a JSON array");
+  models->add_flag("--loaded", f->loaded, "the models the running daemon has loaded now (memory, unload time)");
+  models->add_flag("--served", f->served, "every model the running daemon serves, loaded or not");
+  f->conn.add_to(*models);
+  models->callback([f, &exit_code] {
+    exit_code = guarded("models", [&] {
+      if (f->loaded || f->served) return run_served_models(f->conn, f->json, f->loaded);
+      return run_models(f->json);
+    });
+  });
 }
 
 }  // namespace vks::cli

@@ -44,6 +44,23 @@ TEST_F(CliE2E, GenerateGreedyPrintsTheReferenceText) {
   EXPECT_EQ(r.out, ref_.text);
 }
 
+// Issue 33: what the daemon serves and has loaded, and a request naming its model.
+TEST_F(CliE2E, ModelsLoadedAndGenerateByModelName) {
+  const ProcessResult loaded = cli("models", {"--loaded"});
+  EXPECT_EQ(loaded.exit_code, 0) << loaded.err;
+  EXPECT_NE(loaded.out.find("stories260K *"), std::string::npos) << loaded.out;  // the default
+  EXPECT_NE(loaded.out.find("pinned"), std::string::npos) << loaded.out;
+  EXPECT_NE(loaded.out.find("never"), std::string::npos) << loaded.out;  // a pinned model never unloads
+  const ProcessResult by_name =
+      cli("generate", {"--greedy", "-n", "60", "--echo", "--model", "stories260K", vks::test::kReferencePrompt});
+  EXPECT_EQ(by_name.exit_code, 0) << by_name.err;
+  EXPECT_EQ(by_name.out, ref_.text);
+  const ProcessResult unknown = cli("generate", {"-n", "4", "--model", "no-such-model", "hi"});
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.err.find("no-such-model"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("stories260K"), std::string::npos) << unknown.err;
+}
+
 // Issue 37: a generation cut off by its deadline (or cancelled by another client) exited 0, so a
 // script took the partial text for a complete answer. It exits 4, as `vkstream --help` says.
 TEST_F(CliE2E, GenerateCutOffByItsDeadlineExits4) {

@@ -114,4 +114,37 @@ TEST(Ids, ServerAndClientIds) {
 }
 
 }  // namespace
+// Every model is one sample per family under its label; names that need it are escaped, so one
+// odd name cannot break the exposition (a scraper would drop the whole page).
+TEST(Prometheus, PerModelFamiliesLabelEachModel) {
+  ModelMetrics a;
+  a.name = "stories260K";
+  a.loaded = true;
+  a.running = 2;
+  a.resident_bytes = 1234;
+  ModelMetrics b;
+  b.name = "odd\"name\\with\nbreaks";
+  const std::vector<ModelMetrics> models = {a, b};
+  const std::string text = render_model_metrics(models);
+  EXPECT_NE(text.find("vkstream_model_loaded{model=\"stories260K\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("vkstream_model_requests_running{model=\"stories260K\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("vkstream_model_resident_bytes{model=\"stories260K\"} 1234\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("vkstream_model_loaded{model=\"odd\\\"name\\\\with\\nbreaks\"} 0\n"), std::string::npos) << text;
+  // One TYPE line per family, every sample line inside its family.
+  std::istringstream in(text);
+  std::string line;
+  std::set<std::string> typed;
+  int samples = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      EXPECT_TRUE(typed.insert(line.substr(7, line.find(' ', 7) - 7)).second) << line;
+    } else if (line[0] != '#') {
+      ++samples;
+      EXPECT_TRUE(typed.count(line.substr(0, line.find('{')))) << line;
+    }
+  }
+  EXPECT_EQ(samples, static_cast<int>(typed.size() * models.size()));
+  EXPECT_TRUE(render_model_metrics({}).empty());
+}
+
 }  // namespace vks::proto

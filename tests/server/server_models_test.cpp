@@ -290,6 +290,24 @@ TEST_F(ServerModelsTest, PinnedModelIsTheDefaultAndIsNeverEvicted) {
   EXPECT_EQ(refused->str("code"), "unsupported");
 }
 
+// /metrics and the prometheus stats: one sample per servable model under its label.
+TEST_F(ServerModelsTest, MetricsCarryEveryModelUnderItsLabel) {
+  start({});
+  UdsClient c;
+  ASSERT_TRUE(connect(c));
+  EXPECT_FALSE(generate_on(c, "aidreams260K", 6).error);
+  proto::StatsRequest stats;
+  stats.format = proto::StatsFormat::kPrometheus;
+  const auto m = request(c, simple(stats), 10000);
+  ASSERT_TRUE(m);
+  const auto* a = std::get_if<proto::StatsAnswer>(&m->body);
+  ASSERT_NE(a, nullptr);
+  EXPECT_NE(a->text.find("vkstream_model_loaded{model=\"aidreams260K\"} 1\n"), std::string::npos) << a->text;
+  EXPECT_NE(a->text.find("vkstream_model_loaded{model=\"stories260K\"} 0\n"), std::string::npos) << a->text;
+  EXPECT_NE(a->text.find("vkstream_model_generated_tokens_total{model=\"aidreams260K\"} 6\n"), std::string::npos)
+      << a->text;
+}
+
 TEST_F(ServerModelsTest, LoadAndUnloadRequests) {
   start({});
   UdsClient c;
@@ -342,6 +360,35 @@ TEST_F(ServerModelsTest, TheLoadIsInTheTimingsOfTheRequestsThatWaitedForIt) {
   const auto second = finished_of("aidreams260K");
   ASSERT_TRUE(second);
   EXPECT_EQ(second->timings.load_ms, 0.0);
+}
+
+// With --idle-exit the daemon stays while a model is loaded (its keep_alive running), and exits
+// once nothing is loaded and nothing is connected.
+TEST_F(ServerModelsTest, IdleExitWaitsForTheLoadedModelsToGo) {
+  start({"--idle-exit", "0.3"});
+  {
+    UdsClient c;
+    ASSERT_TRUE(connect(c));
+    EXPECT_FALSE(generate_on(c, "aidreams260K", 4, 1.5).error);  // loaded for 1.5 s more
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  EXPECT_TRUE(daemon_.running()) << "exited while a model was loaded:\n" << daemon_.log();
+  EXPECT_EQ(daemon_.wait_exit(20), 0) << daemon_.log();
+  EXPECT_NE(daemon_.log().find("keep_alive ran out"), std::string::npos) << daemon_.log();
+}
+
+// Nothing to serve is a startup error that says where models come from.
+TEST_F(ServerModelsTest, NoModelAnywhereIsAStartupError) {
+  DaemonConfig config;
+  config.dir = dir_.path;
+  config.with_model = false;
+  const std::string empty = dir_.path + "/empty";
+  std::filesystem::create_directories(empty);
+  config.extra_args = {"--models-dir", empty, "--no-model-cache"};
+  daemon_.start(config);
+  EXPECT_EQ(daemon_.wait_exit(20), 1);
+  EXPECT_NE(daemon_.log().find("no model to serve"), std::string::npos) << daemon_.log();
+  EXPECT_NE(daemon_.log().find("--models-dir"), std::string::npos) << daemon_.log();
 }
 
 TEST_F(ServerModelsTest, AnswersKeepTheirOrderWhileAModelLoads) {

@@ -63,6 +63,29 @@ TEST(ServerOptions, KvTypeSetsBothPoolsUnlessOneIsNamed) {
   EXPECT_THROW((void)parse({"--model", "m.gguf", "--kv-type", "q4_0"}), vks::Error);
 }
 
+// Several models: no --model needed; --keep-alive reads seconds and durations as Ollama does.
+TEST(ServerOptions, ModelsOptions) {
+  const auto def = parse({"--models-dir", "/m"});
+  ASSERT_TRUE(def);
+  EXPECT_TRUE(def->model_path.empty());
+  EXPECT_EQ(def->models_dirs, std::vector<std::string>{"/m"});
+  EXPECT_EQ(def->max_loaded_models, 3);
+  EXPECT_EQ(def->keep_alive_s, 300.0);
+  EXPECT_TRUE(def->serve_model_cache);
+  const auto set = parse({"--models-dir", "/a", "--models-dir", "/b", "--max-loaded-models", "1", "--keep-alive", "1h30m",
+                          "--no-model-cache"});
+  ASSERT_TRUE(set);
+  EXPECT_EQ(set->models_dirs, (std::vector<std::string>{"/a", "/b"}));
+  EXPECT_EQ(set->max_loaded_models, 1);
+  EXPECT_EQ(set->keep_alive_s, 5400.0);
+  EXPECT_FALSE(set->serve_model_cache);
+  EXPECT_EQ(parse({"--keep-alive", "120"})->keep_alive_s, 120.0);
+  EXPECT_EQ(parse({"--keep-alive", "-1"})->keep_alive_s, -1.0);
+  EXPECT_EQ(parse({"--keep-alive", "0"})->keep_alive_s, 0.0);
+  EXPECT_THROW((void)parse({"--keep-alive", "five minutes"}), vks::Error);
+  EXPECT_THROW((void)parse({"--max-loaded-models", "0"}), vks::Error);
+}
+
 TEST(ServerOptions, VulkanOverridesTheBackendRuleAndExcludesCpu) {
   const auto def = parse({"--model", "m.gguf"});
   ASSERT_TRUE(def);
