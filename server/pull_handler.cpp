@@ -156,14 +156,7 @@ void Daemon::delete_model(const std::string& name, std::function<void(const prot
         if (!handles_open_) return;
         rescan_models();  // gone from every listing
         if (!error) return done(nullptr);
-        std::string why = "cannot delete the file";
-        try {
-          std::rethrow_exception(error);
-        } catch (const std::exception& e) {
-          why = e.what();
-        } catch (...) {
-        }
-        const proto::ProtocolError e = proto::make_error(proto::WireError::kUnsupported, why, "model");
+        const proto::ProtocolError e = proto::make_error(proto::WireError::kUnsupported, what_of(error), "model");
         done(&e);
       });
 }
