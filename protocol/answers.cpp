@@ -97,6 +97,9 @@ std::string_view answer_type_name(const AnswerBody& body) {
                         [](const ModelsAnswer&) { return std::string_view("models"); },
                         [](const LoadedAnswer&) { return std::string_view("loaded"); },
                         [](const UnloadedAnswer&) { return std::string_view("unloaded"); },
+                        [](const PulledAnswer&) { return std::string_view("pulled"); },
+                        [](const PullProgressAnswer&) { return std::string_view("pull_progress"); },
+                        [](const DeletedAnswer&) { return std::string_view("deleted"); },
                         [](const StreamEvent& e) { return stream_event_name(e.type); },
                     },
                     body);
@@ -173,6 +176,14 @@ std::string encode_answer(const AnswerBody& body, const Tag& tag) {
                  },
                  [&](const LoadedAnswer& l) { w.str("model", l.model).f64("load_ms", l.load_ms); },
                  [&](const UnloadedAnswer& u) { w.str("model", u.model).boolean("was_loaded", u.was_loaded); },
+                 [&](const PulledAnswer& p) {
+                   w.str("model", p.model).str("path", p.path).u64("size_bytes", p.size_bytes);
+                   w.u64("downloaded_bytes", p.downloaded_bytes);
+                 },
+                 [&](const PullProgressAnswer& p) {
+                   w.str("model", p.model).u64("completed", p.completed).u64("total", p.total);
+                 },
+                 [&](const DeletedAnswer& d) { w.str("model", d.model); },
              },
              body);
   return w.finish();

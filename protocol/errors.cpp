@@ -12,7 +12,7 @@ constexpr std::array<std::string_view, kWireErrorCount> kNames = {
     "already_exists",   "overloaded",        "too_many_requests", "prompt_too_long",
     "capacity_exceeded", "cancelled",        "deadline_exceeded", "unsupported",
     "unauthorized",     "shutting_down",     "slow_consumer",   "device_error",
-    "model_load_failed", "internal",
+    "model_load_failed", "internal",  "pull_failed",
 };
 
 }  // namespace

@@ -35,8 +35,9 @@ enum class WireError : int32_t {
   kDeviceError,        // "device_error": GPU / Vulkan failure while running the request
   kModelLoadFailed,    // "model_load_failed": the named model could not be loaded (corrupt, unsupported, too big)
   kInternal,           // "internal": a server bug
+  kPullFailed,         // "pull_failed": a model could not be downloaded (network, HTTP error, size or sha256 mismatch)
 };
-inline constexpr int32_t kWireErrorCount = static_cast<int32_t>(WireError::kInternal) + 1;
+inline constexpr int32_t kWireErrorCount = static_cast<int32_t>(WireError::kPullFailed) + 1;
 
 std::string_view wire_error_name(WireError code);
 // Inverse of wire_error_name; nullopt for a string that is not a known code (clients should treat

@@ -417,6 +417,25 @@ Result<AnswerBody> parse_answer_body(std::string_view type, const msgpack::objec
       return fail();
     return AnswerBody(std::move(u));
   }
+  if (type == "pulled") {
+    PulledAnswer p;
+    if (!r.get_string("model", p.model, true, SIZE_MAX) || !r.get_string("path", p.path, false, SIZE_MAX) ||
+        !r.get_u64("size_bytes", p.size_bytes, false) || !r.get_u64("downloaded_bytes", p.downloaded_bytes, false))
+      return fail();
+    return AnswerBody(std::move(p));
+  }
+  if (type == "pull_progress") {
+    PullProgressAnswer p;
+    if (!r.get_string("model", p.model, true, SIZE_MAX) || !r.get_u64("completed", p.completed, false) ||
+        !r.get_u64("total", p.total, false))
+      return fail();
+    return AnswerBody(std::move(p));
+  }
+  if (type == "deleted") {
+    DeletedAnswer d;
+    if (!r.get_string("model", d.model, true, SIZE_MAX)) return fail();
+    return AnswerBody(std::move(d));
+  }
   if (type == "replay") {
     ReplayAnswer p;
     const msgpack::object* events = nullptr;

@@ -406,6 +406,17 @@ Result<RequestBody> parse_body(std::string_view type, MapReader& r, const Protoc
     if (!detail::read_model_name(r, u.model, /*required=*/true)) return fail();
     return RequestBody(std::move(u));
   }
+  if (type == "pull") {
+    PullRequest p;
+    if (!detail::read_model_name(r, p.model, /*required=*/true)) return fail();
+    if (!r.get_bool("stream", p.stream, false)) return fail();
+    return RequestBody(std::move(p));
+  }
+  if (type == "delete") {
+    DeleteRequest d;
+    if (!detail::read_model_name(r, d.model, /*required=*/true)) return fail();
+    return RequestBody(std::move(d));
+  }
   if (type == "embed") {
     Result<EmbedRequest> e = detail::parse_embed(r, limits);
     if (!e) return e.error();
@@ -441,6 +452,8 @@ std::string_view request_type_name(const RequestBody& body) {
                         [](const ModelsRequest&) { return std::string_view("models"); },
                         [](const LoadRequest&) { return std::string_view("load"); },
                         [](const UnloadRequest&) { return std::string_view("unload"); },
+                        [](const PullRequest&) { return std::string_view("pull"); },
+                        [](const DeleteRequest&) { return std::string_view("delete"); },
                     },
                     body);
 }
@@ -585,6 +598,11 @@ std::string encode_request(const RequestBody& body, const Tag& tag) {
                  [&](const ModelsRequest&) {},
                  [&](const LoadRequest& l) { detail::write_model_fields(w, l.model, l.keep_alive); },
                  [&](const UnloadRequest& u) { detail::write_model_fields(w, u.model, std::nullopt); },
+                 [&](const PullRequest& p) {
+                   detail::write_model_fields(w, p.model, std::nullopt);
+                   w.boolean("stream", p.stream);
+                 },
+                 [&](const DeleteRequest& d) { detail::write_model_fields(w, d.model, std::nullopt); },
                  [&](const ReplayRequest& p) {
                    w.str("id", p.id);
                    w.i64("from_seq", p.from_seq);

@@ -101,6 +101,17 @@ struct LoadRequest {
 struct UnloadRequest {
   std::string model;
 };
+// `pull`: downloads a model into the server's model cache, as `vkstream pull` does (a Hugging
+// Face OWNER/REPO[:QUANT] or an http(s) URL of a GGUF); answered `pulled` when it is servable, with
+// `pull_progress` answers before it when `stream` is true.
+struct PullRequest {
+  std::string model;
+  bool stream = false;
+};
+// `delete`: removes a model the server pulled (DeletedAnswer).
+struct DeleteRequest {
+  std::string model;
+};
 struct ReplayRequest {
   std::string id;
   int64_t from_seq = 0;
@@ -159,7 +170,7 @@ inline constexpr size_t kMaxEmbedInputs = 2048;
 using RequestBody = std::variant<HelloRequest, GenerateMessage, CancelRequest, StatusRequest,
                                  StatsRequest, TokenizeRequest, DetokenizeRequest, ModelRequest,
                                  ReplayRequest, ChatRequest, EmbedRequest, ModelsRequest, LoadRequest,
-                                 UnloadRequest>;
+                                 UnloadRequest, PullRequest, DeleteRequest>;
 
 struct Request {
   Tag tag;

@@ -147,6 +147,22 @@ struct UnloadedAnswer {
   std::string model;
   bool was_loaded = false;
 };
+// `pull`'s answer: the model is in the cache and servable under `model`.
+struct PulledAnswer {
+  std::string model;              // the name requests use from now on (may differ from what was asked)
+  std::string path;
+  uint64_t size_bytes = 0;
+  uint64_t downloaded_bytes = 0;  // fetched by this pull (0: it was there already)
+};
+// While a `pull` with stream: true downloads (same tag as the request, before its `pulled`).
+struct PullProgressAnswer {
+  std::string model;       // as the request named it
+  uint64_t completed = 0;  // bytes in the cache so far
+  uint64_t total = 0;      // 0: not known yet
+};
+struct DeletedAnswer {
+  std::string model;
+};
 struct EmbedAnswer {
   std::string id;
   std::vector<std::vector<float>> embeddings;  // one per input, in order (float32 on the wire)
@@ -163,7 +179,7 @@ struct ReplayAnswer {
 using AnswerBody = std::variant<HelloAnswer, AcceptedAnswer, CancelledAnswer, StatusAnswer,
                                 StatsAnswer, ErrorAnswer, TokenizeAnswer, DetokenizeAnswer,
                                 ModelAnswer, ReplayAnswer, StreamEvent, EmbedAnswer, ModelsAnswer,
-                                LoadedAnswer, UnloadedAnswer>;
+                                LoadedAnswer, UnloadedAnswer, PulledAnswer, PullProgressAnswer, DeletedAnswer>;
 
 struct ServerMessage {
   Tag tag;           // echoed tag (answers only)

@@ -137,6 +137,7 @@ Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel pinned, Systemd
   }
   for (ModelSlot* slot : models_.loaded()) slot->served->engine->set_event_notifier(engine_notifier());
   loader_ = std::make_unique<ModelLoader>(&loop_);
+  start_puller();
   try {
     setup_sockets(fds);
   } catch (...) {
@@ -422,6 +423,7 @@ void Daemon::on_housekeeping(uv_timer_t* timer) {
     self->registry_.evict(now);
     self->unload_expired_models();
     if (self->options_.idle_exit_s > 0 && self->phase_ == Phase::kServing &&
+        (!self->puller_ || self->puller_->running() == 0) &&
         self->uds_->connection_count() == 0 && self->registry_.live_count() == 0 &&
         self->models_.loaded_unpinned_count() == 0 && self->loader_->running() == 0 &&
         (!self->http_ || self->http_->connection_count() == 0) &&
@@ -439,6 +441,7 @@ void Daemon::begin_shutdown(const char* why) {
   phase_ = Phase::kDraining;
   notifier_.stopping();
   uds_->stop_accepting();
+  if (puller_) puller_->cancel_all("the pull was cancelled");  // answered shutting_down; FILE.part stays
   const int32_t live = registry_.live_count();
   spdlog::info("{}: stopped accepting; {} request(s) running, grace {} s", why, live, options_.grace_s);
   if (live > 0) uv_timer_start(&phase_timer_, &Daemon::on_phase_timer, ms_of(options_.grace_s), 0);
@@ -499,6 +502,7 @@ void Daemon::close_everything() {
   off_loop_.stop();  // off-loop work not started yet must not reach the engines below
   // Joins the engine threads; nothing is running any more (loads still running finish first).
   if (loader_) loader_->close();
+  if (puller_) puller_->close();  // cancels and joins the pulls still running
   for (ModelSlot* slot : models_.loaded()) slot->served.reset();
   notifier_.close_watchdog();
   uv_close(as_handle(&engine_async_), nullptr);

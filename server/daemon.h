@@ -26,6 +26,7 @@
 #include "server/itl_histogram.h"
 #include "server/listen_fds.h"
 #include "server/model_loader.h"
+#include "server/model_pull.h"
 #include "server/model_set.h"
 #include "server/off_loop.h"
 #include "server/server_options.h"
@@ -125,6 +126,13 @@ class Daemon {
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::LoadRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::UnloadRequest& r);
   proto::ModelsAnswer models_answer();
+  // Getting and removing models (pull_handler.cpp), for every transport: `done` runs on the loop
+  // thread with the answer or the error (`progress`, may be null, while it downloads).
+  using PullDone = std::function<void(const proto::PulledAnswer* pulled, const proto::ProtocolError* error)>;
+  void pull_model(const std::string& name, ModelPuller::OnProgress progress, PullDone done);
+  void delete_model(const std::string& name, std::function<void(const proto::ProtocolError* error)> done);
+  void handle(const ClientRef& from, const proto::Tag& tag, const proto::PullRequest& r);
+  void handle(const ClientRef& from, const proto::Tag& tag, const proto::DeleteRequest& r);
   // Off the loop thread (request_off_loop.cpp): true when the request was taken over.
   bool defer_if_busy(const ClientRef& from, std::string& payload);
   bool tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, const proto::TokenizeRequest& r);
@@ -188,6 +196,7 @@ class Daemon {
 
   // HTTP front end (http_frontend_wiring.cpp).
   void setup_http(const ListenFds& fds);
+  void setup_http_pull(HttpFrontend::Backend& backend);  // Backend::pull and Backend::remove
   http::ModelCatalogue catalogue_entry(const ModelSlot& slot) const;
   // Runs `work` (tokenize, count tokens, apply a template) with model's template and tokenizer off the loop.
   void run_model_work(uint64_t conn_id, ModelSlot& model, HttpFrontend::Backend::ModelWork work, bool client_template,
@@ -213,6 +222,7 @@ class Daemon {
 
   // Life cycle.
   void setup_sockets(const ListenFds& fds);
+  void start_puller();  // when the model cache is served (pull_handler.cpp)
   void begin_shutdown(const char* why);
   void on_grace_expired();
   void maybe_finish_shutdown();
@@ -236,6 +246,8 @@ class Daemon {
   bool loop_open_ = false;
   ModelSet models_;
   std::unique_ptr<ModelLoader> loader_;
+  std::string pull_cache_dir_;            // where pulls go: the model cache, when served
+  std::unique_ptr<ModelPuller> puller_;   // null when the model cache is not served
   ResidencyLimits residency_;
   std::chrono::steady_clock::time_point last_scan_{};
   void* zmq_context_ = nullptr;

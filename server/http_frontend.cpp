@@ -188,6 +188,8 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
     return get ? send_json(c, 200, json{{"version", options_.version}}, request_id) : wrong_method("GET");
   }
   if (p == "/api/show") return post ? show_model(c, r, request_id) : wrong_method("POST");
+  if (p == "/api/pull") return post ? pull_model(c, r, request_id) : wrong_method("POST");
+  if (p == "/api/delete") return r.method == "DELETE" ? delete_model(c, r, request_id) : wrong_method("DELETE");
   if (p == "/health") {
     if (!get) return wrong_method("GET");
     const bool serving = !backend_.serving || backend_.serving();

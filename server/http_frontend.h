@@ -32,6 +32,7 @@
 #include "server/http/http_server.h"
 #include "server/http/json_body.h"
 #include "server/http/model_choice.h"
+#include "server/http/ollama_pull.h"
 
 namespace vks {
 // Named only by the model work (tokenize, count_tokens, apply-template), which the daemon runs
@@ -113,6 +114,17 @@ class HttpFrontend {
     // Unloads model `name` as soon as its running requests finish (Ollama's keep_alive 0 with no
     // prompt); false when it is not loaded.
     std::function<bool(const std::string& name)> unload;
+    // Pulls model `name` into the model cache as `vkstream pull` does (Ollama's /api/pull), or joins
+    // its pull running already: `progress` runs on the loop thread while it downloads, `done` once,
+    // on the loop thread, with the name it is served by from then on, or the error (not_found,
+    // invalid_field: no such source; pull_failed; unsupported: no model cache served; shutting_down).
+    // A pull goes on when its client leaves.
+    using PullDone = std::function<void(const std::string& model, const proto::ProtocolError* error)>;
+    std::function<void(const std::string& name, std::function<void(const http::PullProgress&)> progress, PullDone done)>
+        pull;
+    // Deletes pulled model `name` (Ollama's /api/delete); `done` (loop thread) with null, or the
+    // error: not_found, unsupported (a --models-dir file or the pinned --model), overloaded (in use).
+    std::function<void(const std::string& name, std::function<void(const proto::ProtocolError* error)> done)> remove;
     std::function<void(uint64_t conn_id)> connection_closed;  // cancel what it owns
     std::function<std::string()> metrics;                     // Prometheus text
     std::function<bool()> serving;                            // false while draining
@@ -169,6 +181,9 @@ class HttpFrontend {
   // The listings: every servable model, the loaded ones (/api/ps), one by name.
   void list_models(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
   void show_model(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
+  // Ollama's model store: POST /api/pull (NDJSON progress unless stream is false), DELETE /api/delete.
+  void pull_model(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
+  void delete_model(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id);
   std::vector<HttpModelStatus> served_models() const;
   // Ollama's keep_alive 0 without a prompt: unloads the named model (loaded or not), answering
   // done_reason "unload" in /api/generate's or /api/chat's shape.

@@ -118,6 +118,7 @@ void Daemon::setup_http(const ListenFds& fds) {
     unload_expired_models();
     return true;
   };
+  setup_http_pull(backend);
   http_ = std::make_unique<HttpFrontend>(&loop_, std::move(ho), std::move(backend));
   http_->start(fds.http, fds.http_handed);
   for (const std::string& a : http_->addresses()) spdlog::info("HTTP API on {}", a);
@@ -271,6 +272,24 @@ HttpSubmitOutcome Daemon::submit_http_now(uint64_t conn_id, ModelSlot& model, Ge
   out.error = a.error;
   out.retry_after_ms = a.retry_after_ms;
   return out;
+}
+
+// Ollama's /api/pull and /api/delete: the same pull_model / delete_model as the msgpack requests.
+void Daemon::setup_http_pull(HttpFrontend::Backend& backend) {
+  backend.pull = [this](const std::string& name, std::function<void(const http::PullProgress&)> progress,
+                        HttpFrontend::Backend::PullDone done) {
+    pull_model(
+        name,
+        [progress = std::move(progress)](const ModelPuller::Progress& p) {
+          progress(http::PullProgress{p.digest, p.file, p.completed, p.total});
+        },
+        [done = std::move(done)](const proto::PulledAnswer* pulled, const proto::ProtocolError* error) {
+          done(pulled != nullptr ? pulled->model : std::string(), error);
+        });
+  };
+  backend.remove = [this](const std::string& name, std::function<void(const proto::ProtocolError*)> done) {
+    delete_model(name, std::move(done));
+  };
 }
 
 }  // namespace vks::server

@@ -136,18 +136,20 @@ size_t write_file(char* data, size_t size, size_t n, void* user) {
 struct Progress {
   uint64_t resume_from = 0;
   std::optional<uint64_t> expected;
+  bool draw = false;  // the terminal bar
+  const DownloadOptions* options = nullptr;
+  bool cancelled = false;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_draw{};
+
+  uint64_t total(curl_off_t dltotal) const {
+    return expected ? *expected : dltotal > 0 ? resume_from + static_cast<uint64_t>(dltotal) : 0;
+  }
 };
 
-int draw_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t, curl_off_t) {
-  auto* p = static_cast<Progress*>(user);
-  const auto now = std::chrono::steady_clock::now();
-  if (now - p->last_draw < std::chrono::milliseconds(100)) return 0;
-  p->last_draw = now;
-  const uint64_t done = p->resume_from + static_cast<uint64_t>(dlnow);
-  const uint64_t total = p->expected ? *p->expected : dltotal > 0 ? p->resume_from + static_cast<uint64_t>(dltotal) : 0;
-  const double seconds = std::chrono::duration<double>(now - p->started).count();
+void draw_bar(const Progress& p, uint64_t done, uint64_t total, curl_off_t dlnow,
+              std::chrono::steady_clock::time_point now) {
+  const double seconds = std::chrono::duration<double>(now - p.started).count();
   const double rate = seconds > 0 ? static_cast<double>(dlnow) / seconds : 0.0;
   constexpr int kWidth = 30;
   if (total > 0) {
@@ -160,6 +162,23 @@ int draw_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t, 
     std::fprintf(stderr, "\r%s  %s/s   ", human_size(done).c_str(), human_size(static_cast<uint64_t>(rate)).c_str());
   }
   std::fflush(stderr);
+}
+
+// libcurl's XFERINFOFUNCTION: the bar, the caller's progress callback, and the cancel flag (a
+// non-zero return stops the transfer with CURLE_ABORTED_BY_CALLBACK).
+int on_transfer_info(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t, curl_off_t) {
+  auto* p = static_cast<Progress*>(user);
+  if (p->options->cancel != nullptr && p->options->cancel->load(std::memory_order_relaxed)) {
+    p->cancelled = true;
+    return 1;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (now - p->last_draw < std::chrono::milliseconds(100)) return 0;
+  p->last_draw = now;
+  const uint64_t done = p->resume_from + static_cast<uint64_t>(dlnow);
+  const uint64_t total = p->total(dltotal);
+  if (p->draw) draw_bar(*p, done, total, dlnow, now);
+  if (p->options->on_progress) p->options->on_progress(done, total);
   return 0;
 }
 
@@ -184,7 +203,16 @@ std::string human_size(uint64_t bytes) {
   return buf;
 }
 
-std::string http_get_text(const std::string& url, size_t max_bytes) {
+namespace {
+
+// XFERINFOFUNCTION of a transfer that only needs stopping.
+int stop_when_cancelled(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(user)->load(std::memory_order_relaxed) ? 1 : 0;
+}
+
+}  // namespace
+
+std::string http_get_text(const std::string& url, size_t max_bytes, const std::atomic<bool>* cancel) {
   CurlHandle h = new_handle(url);
   HeaderList headers = auth_headers();
   if (headers) curl_easy_setopt(h.get(), CURLOPT_HTTPHEADER, headers.get());
@@ -194,7 +222,13 @@ std::string http_get_text(const std::string& url, size_t max_bytes) {
   TextSink sink{{}, max_bytes};
   curl_easy_setopt(h.get(), CURLOPT_WRITEFUNCTION, &append_text);
   curl_easy_setopt(h.get(), CURLOPT_WRITEDATA, &sink);
+  if (cancel != nullptr) {
+    curl_easy_setopt(h.get(), CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h.get(), CURLOPT_XFERINFOFUNCTION, &stop_when_cancelled);
+    curl_easy_setopt(h.get(), CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(cancel));
+  }
   const CURLcode rc = curl_easy_perform(h.get());
+  if (cancel != nullptr && cancel->load()) throw Error(ErrorCode::kCancelled, "the request for " + url + " was cancelled");
   long status = 0;
   curl_easy_getinfo(h.get(), CURLINFO_RESPONSE_CODE, &status);
   if (status >= 400) throw_http_error(status, url);
@@ -203,7 +237,7 @@ std::string http_get_text(const std::string& url, size_t max_bytes) {
   return std::move(sink.text);
 }
 
-void download_file(const PullPlan& plan, const std::string& dest, const DownloadOptions& options) {
+uint64_t download_file(const PullPlan& plan, const std::string& dest, const DownloadOptions& options) {
   const std::string part = dest + ".part";
   std::error_code ec;
   fs::create_directories(fs::path(dest).parent_path(), ec);
@@ -212,6 +246,7 @@ void download_file(const PullPlan& plan, const std::string& dest, const Download
   uint64_t resume_from = file_size_or_zero(part);
   if (plan.size_bytes && resume_from > *plan.size_bytes) resume_from = 0;  // not a prefix of this file
   const bool already_complete = plan.size_bytes && resume_from == *plan.size_bytes && resume_from > 0;
+  uint64_t fetched = 0;
 
   if (!already_complete) {
     std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(part.c_str(), resume_from > 0 ? "ab" : "wb"), &std::fclose);
@@ -234,9 +269,11 @@ void download_file(const PullPlan& plan, const std::string& dest, const Download
     Progress progress;
     progress.resume_from = resume_from;
     progress.expected = plan.size_bytes;
-    if (options.progress) {
+    progress.draw = options.progress;
+    progress.options = &options;
+    if (options.progress || options.on_progress || options.cancel != nullptr) {
       curl_easy_setopt(h.get(), CURLOPT_NOPROGRESS, 0L);
-      curl_easy_setopt(h.get(), CURLOPT_XFERINFOFUNCTION, &draw_progress);
+      curl_easy_setopt(h.get(), CURLOPT_XFERINFOFUNCTION, &on_transfer_info);
       curl_easy_setopt(h.get(), CURLOPT_XFERINFODATA, &progress);
     }
     const CURLcode rc = curl_easy_perform(h.get());
@@ -249,14 +286,22 @@ void download_file(const PullPlan& plan, const std::string& dest, const Download
       // The server cannot continue this partial file (it changed, or is complete but of unknown
       // size): start over.
       fs::remove(part, ec);
-      download_file(plan, dest, options);
-      return;
+      return download_file(plan, dest, options);
     }
+    fetched = sink.written;
     // A failure before any byte arrived leaves no empty .part behind (one with bytes is kept for
-    // resuming).
-    if ((status >= 400 || sink.io_error || !flushed || rc != CURLE_OK) && file_size_or_zero(part) == 0) fs::remove(part, ec);
+    // resuming, unless options.partial says to keep only what a retry can continue).
+    const bool failed = status >= 400 || sink.io_error || !flushed || rc != CURLE_OK;
+    const bool resumable = status < 400 && !sink.io_error && flushed;
+    if (failed && (file_size_or_zero(part) == 0 || (options.partial == PartialFile::kKeepIfResumable && !resumable))) {
+      fs::remove(part, ec);
+    }
     if (status >= 400) throw_http_error(status, plan.url);
     if (sink.io_error || !flushed) throw Error(ErrorCode::kIo, "cannot write " + part + ": " + std::strerror(errno));
+    if (progress.cancelled) {
+      throw Error(ErrorCode::kCancelled, "the download of " + plan.url + " was cancelled after " +
+                                             human_size(file_size_or_zero(part)) + "; pull again to resume");
+    }
     if (rc != CURLE_OK) {
       const uint64_t have = file_size_or_zero(part);
       if (have > 0) {
@@ -283,8 +328,10 @@ void download_file(const PullPlan& plan, const std::string& dest, const Download
                                            "; the file was removed, pull again");
     }
   }
+  if (options.on_progress) options.on_progress(got, plan.size_bytes.value_or(got));
   fs::rename(part, dest, ec);
   if (ec) throw Error(ErrorCode::kIo, "cannot move " + part + " to " + dest + ": " + ec.message());
+  return fetched;
 }
 
 }  // namespace vks::store

@@ -57,9 +57,15 @@ PullSource parse_pull_source(const std::string& source) {
     s.url = source;
     return s;
   }
-  const size_t colon = source.find(':');
-  const std::string repo_part = source.substr(0, colon);
-  s.quant = colon == std::string::npos ? "" : source.substr(colon + 1);
+  // Ollama's spelling of a Hugging Face model: hf.co/OWNER/REPO[:QUANT], ":latest" for the default.
+  std::string name = source;
+  for (const char* prefix : {"hf.co/", "huggingface.co/"}) {
+    if (starts_with(name, prefix)) name = name.substr(std::string(prefix).size());
+  }
+  if (name.size() > 7 && name.ends_with(":latest") && name != source) name.resize(name.size() - 7);
+  const size_t colon = name.find(':');
+  const std::string repo_part = name.substr(0, colon);
+  s.quant = colon == std::string::npos ? "" : name.substr(colon + 1);
   const size_t slash = repo_part.find('/');
   if (slash == std::string::npos || repo_part.find('/', slash + 1) != std::string::npos) {
     throw Error(ErrorCode::kInvalidArgument, "bad source '" + source + "': " + kSourceForms);

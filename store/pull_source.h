@@ -16,7 +16,8 @@ struct PullSource {
   std::string quant;  // may be empty: pick Q4_K_M, or the only GGUF
 };
 
-// Throws vks::Error (kInvalidArgument) with what a valid SOURCE looks like.
+// Ollama's hf.co/OWNER/REPO[:QUANT] (or huggingface.co/...) is read as OWNER/REPO[:QUANT], its
+// ":latest" as no quant. Throws vks::Error (kInvalidArgument) with what a valid SOURCE looks like.
 PullSource parse_pull_source(const std::string& source);
 
 // One file to fetch and where it goes in the cache.

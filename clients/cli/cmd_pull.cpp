@@ -2,7 +2,6 @@
 // model cache, resuming a partial download and checking size and sha256 where the source gives them.
 #include <unistd.h>
 
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -12,8 +11,7 @@
 #include "engine/model/llama_model.h"
 #include "store/downloader.h"
 #include "store/model_cache.h"
-#include "store/pull_source.h"
-#include "store/sha256.h"
+#include "store/model_pull.h"
 
 namespace vks::cli {
 namespace {
@@ -34,22 +32,10 @@ std::string runnable_verdict(const std::string& path) {
 
 int run_pull(const PullArgs& a) {
   try {
-    const store::PullSource source = store::parse_pull_source(a.source);
-    store::PullPlan plan;
-    if (source.is_url) {
-      plan = store::plan_for_url(source);
-    } else {
-      const std::string endpoint = store::hf_endpoint();
-      const std::string listing =
-          store::http_get_text(endpoint + "/api/models/" + source.owner + "/" + source.repo + "?blobs=true");
-      plan = store::plan_for_hf_listing(source, listing, endpoint);
-    }
-    const std::string dest = (std::filesystem::path(store::model_cache_dir()) / plan.cache_name).string();
-    std::error_code ec;
-    const bool cached = std::filesystem::is_regular_file(dest, ec) &&
-                        (!plan.size_bytes || std::filesystem::file_size(dest, ec) == *plan.size_bytes) &&
-                        (plan.sha256.empty() || store::sha256_file(dest) == plan.sha256);
-    if (cached) {
+    const store::PullJob job = store::plan_pull(a.source, store::model_cache_dir());
+    const store::PullPlan& plan = job.plan;
+    const std::string& dest = job.dest;
+    if (store::pulled_already(job)) {
       if (!a.quiet) std::cerr << "already cached and verified\n";
     } else {
       if (!a.quiet) {
@@ -59,14 +45,14 @@ int run_pull(const PullArgs& a) {
       }
       store::DownloadOptions options;
       options.progress = !a.quiet && ::isatty(STDERR_FILENO) == 1;
-      store::download_file(plan, dest, options);
+      store::run_pull(job, options);
     }
     const std::string verdict = runnable_verdict(dest);
     // stdout: the path, so scripts can do `vkstreamd --model "$(vkstream pull ...)"`.
     std::cout << dest << '\n';
     if (!a.quiet) {
       std::cerr << plan.cache_name << ": " << verdict << "; serve it with: vkstreamd --model "
-                << (source.is_url ? plan.cache_name : a.source) << '\n';
+                << (job.source.is_url ? plan.cache_name : a.source) << '\n';
     }
     return kExitOk;
   } catch (const Error& e) {

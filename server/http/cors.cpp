@@ -57,7 +57,7 @@ HttpResponse preflight_response(const std::optional<std::string>& origin) {
   resp.status = 204;
   resp.content_type.clear();
   add_cors_headers(resp.headers, origin);
-  resp.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  resp.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");  // DELETE: /api/delete
   resp.headers.emplace_back("Access-Control-Allow-Headers",
                             "Authorization, Content-Type, x-api-key, x-request-id, anthropic-version, anthropic-beta, "
                             "OpenAI-Organization, OpenAI-Project, x-stainless-arch, x-stainless-lang, x-stainless-os, "

@@ -7,6 +7,8 @@ Test controls, as files beside FILE:
   FILE.fake-sha256  the listing advertises this digest instead of the real one (a corrupted download)
   FILE.cut-after    a request without Range gets the full Content-Length but only this many bytes,
                     then the connection closes (an interrupted transfer)
+  FILE.delay-ms     the body goes out in 16 KiB pieces with this many milliseconds between them (a
+                    download that takes a while)
 Every request is appended to LOG as "METHOD PATH range=RANGE".
 Usage: fake_model_server.py ROOT PORT_FILE LOG
 """
@@ -16,6 +18,7 @@ import json
 import os
 import re
 import sys
+import time
 
 ROOT, PORT_FILE, LOG = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -101,7 +104,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
-        self.wfile.write(body)
+        delay = read_text(full + ".delay-ms")
+        if delay is None:
+            self.wfile.write(body)
+            return
+        for i in range(0, len(body), 16384):
+            self.wfile.write(body[i : i + 16384])
+            self.wfile.flush()
+            time.sleep(int(delay) / 1000.0)
 
 
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -46,6 +46,8 @@ TEST(Cors, PreflightAnswers) {
   EXPECT_EQ(*find(ok.headers, "Access-Control-Allow-Origin"), "http://localhost:3000");
   ASSERT_NE(find(ok.headers, "Access-Control-Allow-Headers"), nullptr);
   EXPECT_NE(find(ok.headers, "Access-Control-Allow-Headers")->find("x-api-key"), std::string::npos);
+  ASSERT_NE(find(ok.headers, "Access-Control-Allow-Methods"), nullptr);
+  EXPECT_NE(find(ok.headers, "Access-Control-Allow-Methods")->find("DELETE"), std::string::npos);  // /api/delete
   const HttpResponse refused = preflight_response(std::nullopt);
   EXPECT_EQ(refused.status, 403);
   EXPECT_EQ(find(refused.headers, "Access-Control-Allow-Origin"), nullptr);

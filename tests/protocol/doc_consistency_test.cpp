@@ -41,7 +41,8 @@ TEST(ProtocolDoc, DocumentsEveryRequestEventAndReason) {
   const std::string doc = read_doc();
   const RequestBody bodies[] = {HelloRequest{}, GenerateMessage{}, CancelRequest{}, StatusRequest{}, StatsRequest{},
                                 TokenizeRequest{}, DetokenizeRequest{}, ModelRequest{}, ReplayRequest{}, ChatRequest{},
-                                EmbedRequest{}, ModelsRequest{}, LoadRequest{}, UnloadRequest{}};
+                                EmbedRequest{}, ModelsRequest{}, LoadRequest{}, UnloadRequest{},
+                                PullRequest{}, DeleteRequest{}};
   for (const RequestBody& b : bodies) {
     EXPECT_NE(doc.find(cat({"`", request_type_name(b), "`\n"})), std::string::npos) << request_type_name(b);
   }

@@ -193,6 +193,52 @@ TEST(ModelWire, LoadedAndUnloadedRoundTrip) {
   EXPECT_FALSE(answer_roundtrip(UnloadedAnswer{"m", false}).was_loaded);
 }
 
+TEST(ModelWire, PullAndDeleteRequestsRoundTrip) {
+  const PullRequest p = request_roundtrip(PullRequest{"o/r:Q8_0", true});
+  EXPECT_EQ(p.model, "o/r:Q8_0");
+  EXPECT_TRUE(p.stream);
+  EXPECT_FALSE(request_roundtrip(PullRequest{"http://127.0.0.1:1/m.gguf", false}).stream);
+  EXPECT_EQ(request_roundtrip(DeleteRequest{"o/r:Q8_0"}).model, "o/r:Q8_0");
+  EXPECT_EQ(request_type_name(RequestBody(PullRequest{})), "pull");
+  EXPECT_EQ(request_type_name(RequestBody(DeleteRequest{})), "delete");
+  // stream absent: one answer only.
+  Result<Request> r = parse_request(test::pack(test::obj({{"type", test::s("pull")}, {"model", test::s("a/b")}})),
+                                    ProtocolLimits{});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(std::get<PullRequest>(r->body).stream);
+  const BadCase cases[] = {
+      {"no model in pull", test::obj({{"type", test::s("pull")}}), WireError::kMissingField, "model"},
+      {"empty model in pull", test::obj({{"type", test::s("pull")}, {"model", test::s("")}}), WireError::kInvalidField, "model"},
+      {"stream not a bool", test::obj({{"type", test::s("pull")}, {"model", test::s("a/b")}, {"stream", test::s("yes")}}),
+       WireError::kInvalidField, "stream"},
+      {"no model in delete", test::obj({{"type", test::s("delete")}}), WireError::kMissingField, "model"},
+  };
+  for (const BadCase& c : cases) {
+    Result<Request> bad = parse_request(test::pack(c.request), ProtocolLimits{});
+    ASSERT_FALSE(bad.ok()) << c.name;
+    EXPECT_EQ(bad.error().code, c.code) << c.name << ": " << bad.error().message;
+    EXPECT_EQ(bad.error().field, c.field) << c.name;
+  }
+}
+
+TEST(ModelWire, PulledProgressAndDeletedRoundTrip) {
+  const PulledAnswer p = answer_roundtrip(PulledAnswer{"o/r:Q8_0", "/cache/o/r/m.Q8_0.gguf", 1u << 20, 4096});
+  EXPECT_EQ(p.model, "o/r:Q8_0");
+  EXPECT_EQ(p.path, "/cache/o/r/m.Q8_0.gguf");
+  EXPECT_EQ(p.size_bytes, 1u << 20);
+  EXPECT_EQ(p.downloaded_bytes, 4096u);
+  const PullProgressAnswer g = answer_roundtrip(PullProgressAnswer{"o/r:Q8_0", 5'000'000'000ull, 6'000'000'000ull});
+  EXPECT_EQ(g.model, "o/r:Q8_0");
+  EXPECT_EQ(g.completed, 5'000'000'000ull);  // past 32 bits
+  EXPECT_EQ(g.total, 6'000'000'000ull);
+  EXPECT_EQ(answer_roundtrip(DeletedAnswer{"m"}).model, "m");
+  EXPECT_EQ(answer_type_name(AnswerBody(PullProgressAnswer{})), "pull_progress");
+  ErrorAnswer e;
+  e.error = make_error(WireError::kPullFailed, "sha256 mismatch", "model");
+  EXPECT_EQ(answer_roundtrip(e).error.code, WireError::kPullFailed);
+  EXPECT_EQ(wire_error_name(WireError::kPullFailed), "pull_failed");
+}
+
 TEST(ModelWire, MalformedModelAnswersNameTheField) {
   const std::pair<V, const char*> cases[] = {
       {test::obj({{"type", test::s("models")}}), "models"},
@@ -204,6 +250,10 @@ TEST(ModelWire, MalformedModelAnswersNameTheField) {
       {test::obj({{"type", test::s("loaded")}, {"model", test::s("m")}, {"load_ms", test::s("fast")}}), "load_ms"},
       {test::obj({{"type", test::s("unloaded")}, {"model", test::s("m")}, {"was_loaded", test::i(1)}}), "was_loaded"},
       {test::obj({{"type", test::s("accepted")}, {"id", test::s("r")}, {"model", test::i(1)}}), "model"},
+      {test::obj({{"type", test::s("pulled")}}), "model"},
+      {test::obj({{"type", test::s("pulled")}, {"model", test::s("m")}, {"size_bytes", test::i(-1)}}), "size_bytes"},
+      {test::obj({{"type", test::s("pull_progress")}, {"model", test::s("m")}, {"completed", test::s("half")}}), "completed"},
+      {test::obj({{"type", test::s("deleted")}}), "model"},
   };
   for (const auto& [msg, field] : cases) {
     Result<ServerMessage> m = parse_server_message(test::pack(msg));

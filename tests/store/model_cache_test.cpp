@@ -48,7 +48,15 @@ TEST(PullSource, ParsesUrlsAndRepos) {
   EXPECT_EQ(repo.repo, "TinyLlama-1.1B-GGUF");
   EXPECT_EQ(repo.quant, "Q4_K_M");
   EXPECT_EQ(vks::store::parse_pull_source("a/b").quant, "");
-  for (const char* bad : {"", "a", "a/b/c", "a/b:", "../x/y", "a/..", "a b/c", "a/b:Q4 K", "ftp://x/y.gguf"}) {
+  // Ollama's spelling of a Hugging Face model (what its front ends send to /api/pull).
+  const PullSource hf = vks::store::parse_pull_source("hf.co/TheBloke/TinyLlama-1.1B-GGUF:Q8_0");
+  EXPECT_EQ(hf.owner, "TheBloke");
+  EXPECT_EQ(hf.repo, "TinyLlama-1.1B-GGUF");
+  EXPECT_EQ(hf.quant, "Q8_0");
+  EXPECT_EQ(vks::store::parse_pull_source("huggingface.co/a/b:latest").quant, "");
+  EXPECT_EQ(vks::store::parse_pull_source("hf.co/a/b").repo, "b");
+  for (const char* bad : {"", "a", "a/b/c", "a/b:", "../x/y", "a/..", "a b/c", "a/b:Q4 K", "ftp://x/y.gguf", "hf.co/a",
+                          "llama3.2:latest", "hf.co/"}) {
     EXPECT_THROW(vks::store::parse_pull_source(bad), vks::Error) << bad;
   }
   EXPECT_THROW(vks::store::plan_for_url(vks::store::parse_pull_source("https://example.com/")), vks::Error);

@@ -98,7 +98,8 @@ class FramingTest(unittest.TestCase):
         codes = ["bad_frame", "frame_too_large", "invalid_request", "unknown_type", "missing_field", "invalid_field",
                  "unsupported_version", "not_found", "already_exists", "overloaded", "too_many_requests",
                  "prompt_too_long", "capacity_exceeded", "cancelled", "deadline_exceeded", "unsupported",
-                 "unauthorized", "shutting_down", "slow_consumer", "device_error", "model_load_failed", "internal"]
+                 "unauthorized", "shutting_down", "slow_consumer", "device_error", "model_load_failed", "internal",
+                 "pull_failed"]
         for code in codes:
             exc = errors.error_from_message({"type": "error", "code": code, "message": "m", "field": "f"})
             self.assertEqual(exc.code, code)

@@ -130,6 +130,12 @@ class InternalError(VkstreamError):
     code = "internal"
 
 
+class PullFailedError(VkstreamError):
+    """A ``pull`` could not download the model (network, HTTP error, size or sha256 mismatch)."""
+
+    code = "pull_failed"
+
+
 ERROR_CLASSES = {
     cls.code: cls
     for cls in (
@@ -137,7 +143,7 @@ ERROR_CLASSES = {
         InvalidFieldError, UnsupportedVersionError, NotFoundError, AlreadyExistsError, OverloadedError,
         TooManyRequestsError, PromptTooLongError, CapacityExceededError, RequestCancelledError,
         DeadlineExceededError, UnsupportedError, UnauthorizedError, ShuttingDownError, SlowConsumerError,
-        DeviceError, ModelLoadFailedError, InternalError,
+        DeviceError, ModelLoadFailedError, InternalError, PullFailedError,
     )
 }
 
