@@ -306,6 +306,29 @@ std::optional<Request> HttpFrontend::mapped(HttpConnection& c, const std::string
 
 namespace {
 
+// What every generation of a resolved model starts with: its API and model (the wire request names the
+// model too, with the keep_alive asked), when the request arrived (before its model loaded) and how
+// long it waited for the load.
+http::Generation generation_for(http::Api api, const http::ModelCatalogue& entry, const http::ModelChoice& choice,
+                                bool stream, json& wire) {
+  http::Generation g;
+  g.api = api;
+  g.started = choice.asked_at;
+  g.load_ns = choice.load_ns;
+  g.model = entry.id;
+  g.stream = stream;
+  http::add_model_fields(wire, entry.id, choice.keep_alive);
+  return g;
+}
+
+// A chat API's answer parsing: the tool calls it offered, and the model's reasoning block.
+void parse_chat_answer(http::Generation& g, std::optional<chat::ToolCallParser> tools, const http::ModelCatalogue& entry,
+                       const json& wire) {
+  g.tools = std::move(tools);
+  g.reasoning = http::reasoning_parser(entry, wire);
+  g.reasoning_counter = g.reasoning;
+}
+
 // The request's own x-request-id when it is a valid wire id (read now: the request may be answered later).
 std::string client_request_id(const HttpRequest& r) {
   const std::string* chosen = r.header("x-request-id");
@@ -378,15 +401,9 @@ void HttpFrontend::completions(HttpConnection& conn, HttpRequest& r) {
                                                                      const http::ModelChoice& choice) {
                   auto req = mapped(c, request_id, false, http::map_openai_completion(b, entry));
                   if (!req) return;
-                  http::Generation g;
-                  g.api = http::Api::kOpenAiCompletion;
-                  g.started = choice.asked_at;  // the request arrived before its model was loaded
-                  g.load_ns = choice.load_ns;
-                  g.model = entry.id;
-                  g.stream = req->stream;
+                  http::Generation g = generation_for(http::Api::kOpenAiCompletion, entry, choice, req->stream, req->wire);
                   g.include_usage = req->include_usage;
                   g.logprobs = req->logprobs;
-                  http::add_model_fields(req->wire, entry.id, choice.keep_alive);
                   submit(c, client_id, std::move(g), std::move(req->wire), http::openai_param_names());
                 });
 }
@@ -409,13 +426,7 @@ void HttpFrontend::ollama_generate(HttpConnection& conn, HttpRequest& r) {
             if (!req) return;
             // Ollama's load call (no prompt): resolving it loaded the model.
             if (req->load_only) return send_json(c, 200, http::ollama_generate_loaded(entry.id, "load"), request_id);
-            http::Generation g;
-            g.api = http::Api::kOllamaGenerate;
-            g.started = choice.asked_at;  // the request arrived before its model was loaded
-            g.load_ns = choice.load_ns;
-            g.model = entry.id;
-            g.stream = req->stream;
-            http::add_model_fields(req->wire, entry.id, choice.keep_alive);
+            http::Generation g = generation_for(http::Api::kOllamaGenerate, entry, choice, req->stream, req->wire);
             submit(c, client_id, std::move(g), std::move(req->wire), http::ollama_param_names());
           });
 }
@@ -428,18 +439,10 @@ void HttpFrontend::chat_completions(HttpConnection& conn, HttpRequest& r) {
                                                                      const http::ModelChoice& choice) {
                   auto req = mapped(c, request_id, false, http::map_openai_chat(b, entry));
                   if (!req) return;
-                  http::Generation g;
-                  g.api = http::Api::kOpenAiChat;
-                  g.started = choice.asked_at;  // the request arrived before its model was loaded
-                  g.load_ns = choice.load_ns;
-                  g.model = entry.id;
-                  g.stream = req->stream;
+                  http::Generation g = generation_for(http::Api::kOpenAiChat, entry, choice, req->stream, req->wire);
                   g.include_usage = req->include_usage;
                   g.logprobs = req->logprobs;
-                  g.tools = std::move(req->tools);
-                  g.reasoning = http::reasoning_parser(entry, req->wire);
-                  g.reasoning_counter = g.reasoning;
-                  http::add_model_fields(req->wire, entry.id, choice.keep_alive);
+                  parse_chat_answer(g, std::move(req->tools), entry, req->wire);
                   submit(c, client_id, std::move(g), std::move(req->wire), http::openai_chat_param_names());
                 });
 }
@@ -460,17 +463,9 @@ void HttpFrontend::ollama_chat(HttpConnection& conn, HttpRequest& r) {
             auto req = mapped(c, request_id, true, http::map_ollama_chat(b, entry));
             if (!req) return;
             if (req->load_only) return send_json(c, 200, http::ollama_chat_loaded(entry), request_id);
-            http::Generation g;
-            g.api = http::Api::kOllamaChat;
-            g.started = choice.asked_at;  // the request arrived before its model was loaded
-            g.load_ns = choice.load_ns;
-            g.model = entry.id;
-            g.stream = req->stream;
-            g.tools = std::move(req->tools);
-            g.reasoning = http::reasoning_parser(entry, req->wire);
-            g.reasoning_counter = g.reasoning;
+            http::Generation g = generation_for(http::Api::kOllamaChat, entry, choice, req->stream, req->wire);
+            parse_chat_answer(g, std::move(req->tools), entry, req->wire);
             g.show_reasoning = req->show_reasoning;
-            http::add_model_fields(req->wire, entry.id, choice.keep_alive);
             submit(c, client_id, std::move(g), std::move(req->wire), http::ollama_chat_param_names());
           });
 }
@@ -483,17 +478,9 @@ void HttpFrontend::anthropic_messages(HttpConnection& conn, HttpRequest& r) {
                                                                      const http::ModelChoice& choice) {
                   auto req = mapped(c, request_id, false, http::map_anthropic_messages(b, entry));
                   if (!req) return;
-                  http::Generation g;
-                  g.api = http::Api::kAnthropicMessages;
-                  g.started = choice.asked_at;  // the request arrived before its model was loaded
-                  g.load_ns = choice.load_ns;
-                  g.model = entry.id;
-                  g.stream = req->stream;
-                  g.tools = std::move(req->tools);
-                  g.reasoning = http::reasoning_parser(entry, req->wire);
-                  g.reasoning_counter = g.reasoning;
+                  http::Generation g = generation_for(http::Api::kAnthropicMessages, entry, choice, req->stream, req->wire);
+                  parse_chat_answer(g, std::move(req->tools), entry, req->wire);
                   g.show_reasoning = req->show_reasoning;
-                  http::add_model_fields(req->wire, entry.id, choice.keep_alive);
                   submit(c, client_id, std::move(g), std::move(req->wire), http::anthropic_param_names());
                 });
 }
@@ -506,17 +493,9 @@ void HttpFrontend::openai_responses(HttpConnection& conn, HttpRequest& r) {
                                                                      const http::ModelChoice& choice) {
                   auto req = mapped(c, request_id, false, http::map_openai_responses(b, entry));
                   if (!req) return;
-                  http::Generation g;
-                  g.api = http::Api::kOpenAiResponses;
-                  g.started = choice.asked_at;  // the request arrived before its model was loaded
-                  g.load_ns = choice.load_ns;
-                  g.model = entry.id;
-                  g.stream = req->stream;
-                  g.tools = std::move(req->tools);
-                  g.reasoning = http::reasoning_parser(entry, req->wire);
-                  g.reasoning_counter = g.reasoning;
+                  http::Generation g = generation_for(http::Api::kOpenAiResponses, entry, choice, req->stream, req->wire);
+                  parse_chat_answer(g, std::move(req->tools), entry, req->wire);
                   g.echo = std::move(req->echo);
-                  http::add_model_fields(req->wire, entry.id, choice.keep_alive);
                   submit(c, client_id, std::move(g), std::move(req->wire), http::openai_responses_param_names());
                 });
 }
@@ -666,14 +645,9 @@ void HttpFrontend::embeddings(HttpConnection& conn, HttpRequest& r, http::EmbedA
                                                "invalid_field", api == http::EmbedApi::kOllamaLegacy ? "prompt" : "input", 0},
                                       request_id);
                   }
-                  http::Generation g;
-                  g.api = http::Api::kEmbed;
-                  g.started = choice.asked_at;  // the request arrived before its model was loaded
-                  g.load_ns = choice.load_ns;
-                  g.model = entry.id;
+                  http::Generation g = generation_for(http::Api::kEmbed, entry, choice, false, req.wire);
                   g.embed.api = req.api;
                   g.embed.base64 = req.base64;
-                  http::add_model_fields(req.wire, entry.id, choice.keep_alive);
                   submit(c, client_id, std::move(g), std::move(req.wire), http::embed_param_names(api));
                 });
 }
