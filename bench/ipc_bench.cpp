@@ -26,6 +26,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "bench/uds_conn.h"
 #include "protocol/protocol.h"
 #include "server/daemon.h"
 #include "server/systemd_notify.h"
@@ -149,45 +150,7 @@ class InProcess {
 
 // ---- Unix socket -----------------------------------------------------------------------------
 
-class UdsConn {
- public:
-  explicit UdsConn(const std::string& path) {
-    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-    ok_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  }
-  ~UdsConn() { close(fd_); }
-  bool ok() const { return ok_; }
-  void send(std::string_view payload) {
-    std::string frame;
-    vks::proto::append_frame(frame, payload);
-    size_t off = 0;
-    while (off < frame.size()) {
-      const ssize_t n = ::send(fd_, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) throw std::runtime_error("send failed");
-      off += static_cast<size_t>(n);
-    }
-  }
-  ServerMessage recv() {
-    std::string payload;
-    while (!decoder_.next(payload)) {
-      char buf[65536];
-      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) throw std::runtime_error("connection closed");
-      decoder_.feed(std::string_view(buf, static_cast<size_t>(n)));
-    }
-    auto m = vks::proto::parse_server_message(payload);
-    if (!m) throw std::runtime_error("bad server message");
-    return std::move(*m);
-  }
-
- private:
-  int fd_ = -1;
-  bool ok_ = false;
-  vks::proto::FrameDecoder decoder_{1u << 24};
-};
+using vks::bench::UdsConn;
 
 // Reads until the request's finished event; returns generated tokens.
 template <class Conn>
