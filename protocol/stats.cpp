@@ -34,16 +34,23 @@ void metric(std::string& out, std::string_view name, std::string_view kind, std:
   out.append(name).append(" ").append(num(value)).append("\n");
 }
 
+// One histogram's samples; `labels` ("model=\"x\"" or "") go before `le` on every line.
+void histogram_samples(std::string& out, std::string_view name, const std::string& labels, const Histogram& h) {
+  const std::string sep = labels.empty() ? "" : ",";
+  for (size_t i = 0; i < h.bounds.size(); ++i) {
+    out.append(name).append("_bucket{").append(labels).append(sep).append("le=\"").append(num(h.bounds[i] / 1000.0));
+    out.append("\"} ").append(std::to_string(h.cumulative[i])).append("\n");
+  }
+  out.append(name).append("_bucket{").append(labels).append(sep).append("le=\"+Inf\"} ").append(std::to_string(h.count)).append("\n");
+  const std::string braces = labels.empty() ? "" : "{" + labels + "}";
+  out.append(name).append("_sum").append(braces).append(" ").append(num(h.sum / 1000.0)).append("\n");
+  out.append(name).append("_count").append(braces).append(" ").append(std::to_string(h.count)).append("\n");
+}
+
 void histogram(std::string& out, std::string_view name, std::string_view help, const Histogram& h) {
   out.append("# HELP ").append(name).append(" ").append(help).append("\n");
   out.append("# TYPE ").append(name).append(" histogram\n");
-  for (size_t i = 0; i < h.bounds.size(); ++i) {
-    out.append(name).append("_bucket{le=\"").append(num(h.bounds[i] / 1000.0)).append("\"} ");
-    out.append(std::to_string(h.cumulative[i])).append("\n");
-  }
-  out.append(name).append("_bucket{le=\"+Inf\"} ").append(std::to_string(h.count)).append("\n");
-  out.append(name).append("_sum ").append(num(h.sum / 1000.0)).append("\n");
-  out.append(name).append("_count ").append(std::to_string(h.count)).append("\n");
+  histogram_samples(out, name, "", h);
 }
 
 // A label value: backslash, double quote and newline escaped (text format 0.0.4).
@@ -160,6 +167,23 @@ std::string render_model_metrics(std::span<const ModelMetrics> models) {
     out.append("# TYPE ").append(f.name).append(" ").append(f.kind).append("\n");
     for (const ModelMetrics& m : models) {
       out.append(f.name).append("{model=\"").append(label_value(m.name)).append("\"} ").append(num(f.value(m))).append("\n");
+    }
+  }
+  struct HistogramFamily {
+    const char* name;
+    const char* help;
+    const Histogram ModelMetrics::*histogram;
+  };
+  static const HistogramFamily kHistograms[] = {
+      {"vkstream_model_ttft_seconds", "The model's time to first token (recent requests).", &ModelMetrics::ttft_ms},
+      {"vkstream_model_itl_seconds", "The model's inter-token latency (every token since the daemon started).",
+       &ModelMetrics::itl_ms},
+  };
+  for (const HistogramFamily& f : kHistograms) {
+    out.append("# HELP ").append(f.name).append(" ").append(f.help).append("\n");
+    out.append("# TYPE ").append(f.name).append(" histogram\n");
+    for (const ModelMetrics& m : models) {
+      histogram_samples(out, f.name, "model=\"" + label_value(m.name) + "\"", m.*(f.histogram));
     }
   }
   return out;

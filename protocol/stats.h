@@ -75,6 +75,8 @@ struct ModelMetrics {
   int64_t tokens_generated = 0;   // since it was loaded
   uint64_t resident_bytes = 0;    // weights + KV pool while loaded
   double load_seconds = 0;        // its last load
+  Histogram ttft_ms;              // its engine's recent requests (empty while not loaded)
+  Histogram itl_ms;               // every token event since the daemon started
 };
 // The vkstream_model_* families, one sample per model; label values escaped as the format says.
 std::string render_model_metrics(std::span<const ModelMetrics> models);

@@ -294,9 +294,13 @@ void Daemon::drain_engine_events() {
     if (event_buffer_.empty()) continue;
     touch();
     for (const EngineEvent& ev : event_buffer_) {
+      if (ev.type == EventType::kFirstToken || ev.type == EventType::kToken) {
+        slot->itl.on_tokens(ev.request_id, ev.tokens.size(), std::chrono::steady_clock::now());
+      }
       if (ev.type == EventType::kFinished) {
         --slot->running;
         slot->last_used = std::chrono::steady_clock::now();
+        slot->itl.forget(ev.request_id);
         any_finished = true;
       }
       handle_engine_event(ev);

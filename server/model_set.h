@@ -11,6 +11,7 @@
 
 #include "protocol/errors.h"
 #include "protocol/responses.h"
+#include "server/itl_histogram.h"
 #include "server/model_residency.h"
 #include "store/model_catalog.h"
 
@@ -38,6 +39,7 @@ struct ModelSlot {
   double load_ms = 0;
   ResidencyClock::time_point loaded_at{};
   uint64_t resident_bytes = 0;           // weights + KV pool, while loaded (estimated before)
+  ItlHistogram itl;                      // its token events since the daemon started (across loads)
 
   bool loaded() const { return served != nullptr; }
   // Idle: loaded, nothing in flight on its engine, nothing being prepared for it (only this slot

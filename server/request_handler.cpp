@@ -184,6 +184,7 @@ std::string Daemon::metrics_text() const {
     m.name = slot->file.name;
     m.loaded = slot->loaded();
     m.load_seconds = slot->load_ms / 1000.0;
+    slot->itl.fill(m.itl_ms);
     if (slot->loaded()) {
       const EngineStats es = slot->served->engine->stats();
       m.waiting = es.waiting;
@@ -193,6 +194,7 @@ std::string Daemon::metrics_text() const {
       m.requests_finished = es.requests_finished;
       m.tokens_generated = es.tokens_generated;
       m.resident_bytes = slot->resident_bytes;
+      m.ttft_ms = proto::make_histogram(es.ttft_ms_samples);
     }
     models.push_back(std::move(m));
   }

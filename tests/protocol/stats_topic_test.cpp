@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -130,20 +131,34 @@ TEST(Prometheus, PerModelFamiliesLabelEachModel) {
   EXPECT_NE(text.find("vkstream_model_requests_running{model=\"stories260K\"} 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("vkstream_model_resident_bytes{model=\"stories260K\"} 1234\n"), std::string::npos) << text;
   EXPECT_NE(text.find("vkstream_model_loaded{model=\"odd\\\"name\\\\with\\nbreaks\"} 0\n"), std::string::npos) << text;
-  // One TYPE line per family, every sample line inside its family.
+  // One TYPE line per family, every sample line inside its family and labelled with its model:
+  // one sample per model for gauges and counters, buckets + sum + count for histograms.
   std::istringstream in(text);
   std::string line;
-  std::set<std::string> typed;
-  int samples = 0;
+  std::map<std::string, std::string> kind_of;
+  std::map<std::string, int> samples_of;
   while (std::getline(in, line)) {
     if (line.rfind("# TYPE ", 0) == 0) {
-      EXPECT_TRUE(typed.insert(line.substr(7, line.find(' ', 7) - 7)).second) << line;
+      std::istringstream l(line.substr(7));
+      std::string name, kind;
+      l >> name >> kind;
+      EXPECT_TRUE(kind_of.emplace(name, kind).second) << line;
     } else if (line[0] != '#') {
-      ++samples;
-      EXPECT_TRUE(typed.count(line.substr(0, line.find('{')))) << line;
+      std::string name = line.substr(0, line.find('{'));
+      for (const std::string suffix : {"_bucket", "_sum", "_count"}) {
+        const std::string base = name.size() > suffix.size() ? name.substr(0, name.size() - suffix.size()) : "";
+        if (name.ends_with(suffix) && kind_of.count(base) && kind_of[base] == "histogram") name = base;
+      }
+      ASSERT_TRUE(kind_of.count(name)) << line;
+      EXPECT_NE(line.find("{model=\""), std::string::npos) << line;
+      ++samples_of[name];
     }
   }
-  EXPECT_EQ(samples, static_cast<int>(typed.size() * models.size()));
+  for (const auto& [name, kind] : kind_of) {
+    // A histogram of these (empty) ones: the +Inf bucket, sum and count per model.
+    EXPECT_EQ(samples_of[name], static_cast<int>(models.size()) * (kind == "histogram" ? 3 : 1)) << name;
+  }
+  EXPECT_TRUE(kind_of.count("vkstream_model_itl_seconds"));
   EXPECT_TRUE(render_model_metrics({}).empty());
 }
 

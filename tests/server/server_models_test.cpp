@@ -306,6 +306,14 @@ TEST_F(ServerModelsTest, MetricsCarryEveryModelUnderItsLabel) {
   EXPECT_NE(a->text.find("vkstream_model_loaded{model=\"stories260K\"} 0\n"), std::string::npos) << a->text;
   EXPECT_NE(a->text.find("vkstream_model_generated_tokens_total{model=\"aidreams260K\"} 6\n"), std::string::npos)
       << a->text;
+  // Inter-token latency per model: the gaps between aidreams260K's token events, none for stories260K.
+  auto itl_count = [&](const std::string& model) -> long {
+    const std::string key = "vkstream_model_itl_seconds_count{model=\"" + model + "\"} ";
+    const size_t at = a->text.find(key);
+    return at == std::string::npos ? -1 : std::stol(a->text.substr(at + key.size()));
+  };
+  EXPECT_GE(itl_count("aidreams260K"), 1) << a->text;
+  EXPECT_EQ(itl_count("stories260K"), 0) << a->text;
 }
 
 TEST_F(ServerModelsTest, LoadAndUnloadRequests) {
