@@ -109,7 +109,7 @@ Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel pinned, Systemd
     limits_.max_prompt_tokens = pinned.engine->max_prompt_tokens();
     if (limits_.max_tokens <= 0) limits_.max_tokens = static_cast<int32_t>(pinned.engine->model_config().context_length);
     auto served = std::make_shared<ServedModel>(std::move(pinned));
-    ModelSlot& slot = models_.add_pinned(servable_file_of(options_.model_path), served, loaded_model_info(*served));
+    ModelSlot& slot = models_.add_pinned(store::catalog_model_of(options_.model_path), served, loaded_model_info(*served));
     slot.resident_bytes = resident_bytes_of(slot.file, *served);
   }
   rescan_models();

@@ -57,9 +57,8 @@ struct ServedModel {
 ServedModel load_served_model(const std::string& path, const ServerOptions& options, const std::string& chat_template_path,
                               SystemdNotifier* notifier);
 
-// The servable file at `path` under its file stem; what a loaded model reports and holds; three
-// quarters of the host's memory (the default budget of the loaded models).
-store::CatalogModel servable_file_of(const std::string& path);
+// What a loaded model reports and holds; three quarters of the host's memory (the default budget
+// of the loaded models).
 proto::ModelInfo loaded_model_info(const ServedModel& served);
 uint64_t resident_bytes_of(const store::CatalogModel& file, const ServedModel& served);
 uint64_t default_loaded_bytes();

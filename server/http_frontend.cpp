@@ -1,6 +1,5 @@
 #include "server/http_frontend.h"
 
-#include <sys/stat.h>
 
 #include <spdlog/spdlog.h>
 
@@ -54,19 +53,14 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-http::ModelCatalogue make_model_catalogue(const std::string& model_path, const proto::ModelInfo& info,
+http::ModelCatalogue make_model_catalogue(const store::CatalogModel& file, const proto::ModelInfo& info,
                                           const std::string& file_type) {
   http::ModelCatalogue m;
   m.info = info;
-  std::string stem = model_path.substr(model_path.rfind('/') + 1);
-  if (stem.size() > 5 && stem.ends_with(".gguf")) stem.resize(stem.size() - 5);
-  m.id = stem.empty() ? (info.name.empty() ? "model" : info.name) : stem;
+  m.id = file.name;
   m.file_type = file_type;
-  struct stat st {};
-  if (stat(model_path.c_str(), &st) == 0) {
-    m.file_bytes = static_cast<uint64_t>(st.st_size);
-    m.created_unix = static_cast<int64_t>(st.st_mtime);
-  }
+  m.file_bytes = file.size_bytes;  // as the catalogue read them: no second stat per listing
+  m.created_unix = file.mtime_unix;
   // Not a content hash (that would read the whole file at startup): stable for one file version.
   const uint64_t h = std::hash<std::string>{}(m.id + "/" + std::to_string(m.file_bytes) + "/" + std::to_string(m.created_unix));
   char hex[17];

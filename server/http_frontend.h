@@ -30,6 +30,7 @@
 #include "server/http/generation.h"
 #include "server/http/http_limits.h"
 #include "server/http/http_server.h"
+#include "store/model_catalog.h"
 #include "server/http/json_body.h"
 #include "server/http/model_choice.h"
 #include "server/http/ollama_pull.h"
@@ -57,7 +58,6 @@ struct HttpModelStatus {
   // what its GGUF header says (info.name, architecture, context_length; file_type).
   http::ModelCatalogue entry;
   bool loaded = false;
-  int32_t running = 0;           // its requests in flight
   uint64_t resident_bytes = 0;   // loaded: weights + KV pool
   int64_t expires_in_ms = -1;    // loaded: when it unloads if it stays idle (-1: never by itself)
 };
@@ -244,9 +244,9 @@ class HttpFrontend {
   std::optional<std::string> cors_origin_;
 };
 
-// The catalogue entry of the served model: its name (GGUF general.name, else the file stem),
-// size, mtime and file type.
-http::ModelCatalogue make_model_catalogue(const std::string& model_path, const proto::ModelInfo& info,
+// The HTTP catalogue entry of a servable model: its name, size and mtime as the model catalogue
+// lists them, what it says of itself (`info`) and its file type.
+http::ModelCatalogue make_model_catalogue(const store::CatalogModel& file, const proto::ModelInfo& info,
                                           const std::string& file_type);
 
 }  // namespace vks::server

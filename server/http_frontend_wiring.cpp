@@ -91,7 +91,6 @@ void Daemon::setup_http(const ListenFds& fds) {
       HttpModelStatus m;
       m.entry = catalogue_entry(*slot);
       m.loaded = slot->loaded();
-      m.running = slot->running;
       m.resident_bytes = slot->loaded() ? slot->resident_bytes : 0;
       if (const auto at = slot->loaded() ? slot->expires_at() : std::nullopt) {
         m.expires_in_ms = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(*at - now).count());
@@ -152,8 +151,7 @@ http::ModelCatalogue Daemon::catalogue_entry(const ModelSlot& slot) const {
   proto::ModelInfo info = slot.loaded() ? slot.info : slot.header.value_or(proto::ModelInfo{});
   if (!slot.loaded() && info.name.empty()) info.name = slot.file.name;
   const std::string quantization = slot.loaded() ? slot.served->config.quantization : slot.header_quantization;
-  http::ModelCatalogue entry = make_model_catalogue(slot.file.path, info, quantization);
-  entry.id = slot.file.name;
+  http::ModelCatalogue entry = make_model_catalogue(slot.file, info, quantization);
   if (slot.loaded()) {
     if (slot.served->chat_template) {
       entry.tool_format = slot.served->chat_template->tool_format;

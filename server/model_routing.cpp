@@ -3,7 +3,6 @@
 // past --max-loaded-models or the memory budget first unloads the least recently used idle model;
 // an idle model whose keep_alive ran out, or that was asked to go, unloads (on a thread of its own).
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,15 +11,13 @@
 #include "engine/common/error.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/llama_config.h"
+#include "engine/vulkan/runner/runner_options.h"
 #include "server/daemon.h"
 #include "server/servable_files.h"
 
 namespace vks::server {
 
 namespace {
-
-// Before a load, what a model will hold: its weights, and the KV pool the runner sizes by default.
-constexpr uint64_t kKvPoolEstimateBytes = 256ull << 20;
 
 double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
@@ -33,20 +30,6 @@ uint64_t default_loaded_bytes() {
   const long page = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return 0;
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 4 * 3;
-}
-
-store::CatalogModel servable_file_of(const std::string& path) {
-  store::CatalogModel f;
-  f.path = path;
-  std::string stem = path.substr(path.rfind('/') + 1);
-  if (stem.size() > 5 && stem.ends_with(".gguf")) stem.resize(stem.size() - 5);
-  f.name = stem.empty() ? "model" : stem;
-  struct stat st {};
-  if (stat(path.c_str(), &st) == 0) {
-    f.size_bytes = static_cast<uint64_t>(st.st_size);
-    f.mtime_unix = static_cast<int64_t>(st.st_mtime);
-  }
-  return f;
 }
 
 proto::ModelInfo loaded_model_info(const ServedModel& served) {
@@ -207,7 +190,8 @@ void Daemon::with_model_for(const ClientRef& from, const proto::Tag& tag, const 
 }
 
 void Daemon::start_load(ModelSlot& slot) {
-  const uint64_t estimate = slot.file.size_bytes + kKvPoolEstimateBytes;
+  // Before a load, what the model will hold: its weights, and the KV pool the runner sizes by default.
+  const uint64_t estimate = slot.file.size_bytes + RunnerOptions{}.kv_budget_bytes;
   const std::optional<std::vector<std::string>> evict = evictions_for(models_.resident(), estimate, residency_);
   if (!evict) {
     const proto::ProtocolError e = proto::make_error(
@@ -284,8 +268,7 @@ void Daemon::on_model_loaded(const std::string& name, std::shared_ptr<ServedMode
 void Daemon::unload_now(ModelSlot& slot, const char* why) {
   if (!slot.loaded()) return;
   spdlog::info("unloading model {}: {}", slot.file.name, why);
-  loader_->dispose(std::move(slot.served));
-  slot.served.reset();
+  loader_->dispose(std::move(slot.served));  // leaves slot.served empty
   slot.info = proto::ModelInfo{};
   slot.resident_bytes = 0;
   slot.unload_requested = false;

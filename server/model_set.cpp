@@ -61,13 +61,6 @@ ModelSlot* ModelSet::find(const std::string& requested) {
   return nullptr;
 }
 
-ModelSlot* ModelSet::find_loaded_by_served(const ServedModel* served) {
-  for (const auto& s : slots_) {
-    if (s->served.get() == served) return s.get();
-  }
-  return nullptr;
-}
-
 std::string ModelSet::names() const {
   std::string out;
   for (const auto& s : slots_) out += (out.empty() ? "" : ", ") + s->file.name;

@@ -63,12 +63,7 @@ void scan_dir(const std::string& dir, std::vector<CatalogModel>& out) {
        it.increment(ec)) {
     std::error_code file_ec;
     if (it->path().extension() != kGguf || !it->is_regular_file(file_ec)) continue;
-    CatalogModel m;
-    m.name = it->path().stem().string();
-    m.path = it->path().string();
-    m.size_bytes = it->file_size(file_ec);
-    m.mtime_unix = mtime_unix(it->path());
-    out.push_back(std::move(m));
+    out.push_back(catalog_model_of(it->path().string()));
   }
 }
 
@@ -130,6 +125,18 @@ bool matches_loosely(const CatalogModel& m, const std::string& requested) {
 }
 
 }  // namespace
+
+CatalogModel catalog_model_of(const std::string& path) {
+  const fs::path p(path);
+  CatalogModel m;
+  m.name = p.extension() == kGguf ? p.stem().string() : p.filename().string();
+  m.path = path;
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(p, ec);
+  m.size_bytes = ec ? 0 : static_cast<uint64_t>(size);
+  m.mtime_unix = mtime_unix(p);
+  return m;
+}
 
 std::vector<CatalogModel> scan_servable_models(const std::vector<std::string>& dirs, const std::string& cache_dir) {
   std::vector<CatalogModel> found;

@@ -23,6 +23,10 @@ struct CatalogModel {
 // the result is sorted by name. Missing or unreadable dirs are skipped; never throws for them.
 std::vector<CatalogModel> scan_servable_models(const std::vector<std::string>& dirs, const std::string& cache_dir);
 
+// One GGUF as a model dir lists it: named by its file stem, with its size and mtime (0 when it
+// cannot be read: its load then says why).
+CatalogModel catalog_model_of(const std::string& path);
+
 // The model `requested` names, case-sensitively: its exact name first, then NAME:latest, then the
 // file name or path, and for pulled models the forms resolve_model_name accepts (the cache-relative
 // file with or without .gguf, `owner/repo:QUANT`, `owner/repo` when the repo holds one model).
