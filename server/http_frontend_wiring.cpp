@@ -75,8 +75,8 @@ void Daemon::setup_http(const ListenFds& fds) {
   // The text a token contributes inside a sequence (its leading space kept, unlike a lone decode):
   // the tokenizer's own piece bytes (SentencePiece and byte-level BPE alike); a control token,
   // which contributes no text, is shown by its vocabulary string.
-  backend.token_text = [this](const std::string& model_id, TokenId id) {
-    ModelSlot* model = models_.find(model_id);
+  backend.token_text = [this](const std::string& model_id, TokenId id) {  // per token: an exact name, no matching
+    ModelSlot* model = models_.named(model_id);
     if (model == nullptr || !model->loaded()) return std::string();
     const Tokenizer& tok = *model->served->tokenizer;
     if (id < 0 || id >= tok.vocab_size()) return std::string();

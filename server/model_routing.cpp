@@ -120,10 +120,8 @@ ModelSlot* Daemon::slot_of_request(const std::string& id) {
   } else {
     return nullptr;
   }
-  for (const auto& s : models_.slots()) {
-    if (s->file.name == model && s->loaded()) return s.get();
-  }
-  return nullptr;
+  ModelSlot* slot = models_.named(model);
+  return slot != nullptr && slot->loaded() ? slot : nullptr;
 }
 
 double Daemon::load_wait_ms(const ModelSlot& slot, std::chrono::steady_clock::time_point arrived) {
@@ -224,11 +222,8 @@ void Daemon::start_load(ModelSlot& slot) {
 
 void Daemon::on_model_loaded(const std::string& name, std::shared_ptr<ServedModel> served, std::exception_ptr error,
                              std::chrono::steady_clock::time_point started) {
-  ModelSlot* slot = nullptr;
-  for (const auto& s : models_.slots()) {
-    if (s->file.name == name && s->loading) slot = s.get();
-  }
-  if (slot == nullptr) {  // cannot happen: a loading slot is never dropped
+  ModelSlot* slot = models_.named(name);
+  if (slot == nullptr || !slot->loading) {  // cannot happen: a loading slot is never dropped
     if (served) loader_->dispose(std::move(served));
     return;
   }

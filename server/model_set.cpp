@@ -49,14 +49,19 @@ ModelSlot* ModelSet::find(const std::string& requested) {
     if (!slots_.empty() && slots_.front()->pinned) return slots_.front().get();
     return slots_.size() == 1 ? slots_.front().get() : nullptr;
   }
+  // A resolved name (every request after the first, the HTTP front end's token texts): no copy.
+  if (ModelSlot* exact = named(requested)) return exact;
   // The store's naming rules (name, name:latest, the file name, a pulled model's forms).
   std::vector<store::CatalogModel> files;
   files.reserve(slots_.size());
   for (const auto& s : slots_) files.push_back(s->file);
   const std::optional<store::CatalogModel> match = store::find_servable_model(files, requested);
-  if (!match) return nullptr;
+  return match ? named(match->name) : nullptr;
+}
+
+ModelSlot* ModelSet::named(const std::string& name) const {
   for (const auto& s : slots_) {
-    if (s->file.name == match->name) return s.get();
+    if (s->file.name == name) return s.get();
   }
   return nullptr;
 }

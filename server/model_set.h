@@ -59,6 +59,8 @@ class ModelSet {
   // The slot a request's `model` names: the name, "name:latest", the file name or its stem; ""
   // = the default (the first pinned model, else the only servable one). Null when none matches.
   ModelSlot* find(const std::string& requested);
+  // The slot of exactly this name (a name find() gave), or null.
+  ModelSlot* named(const std::string& name) const;
   // Every name, for an error that lists them.
   std::string names() const;
   const std::vector<std::unique_ptr<ModelSlot>>& slots() const { return slots_; }
