@@ -35,10 +35,9 @@ struct Pulled {
   Clock::time_point answered{};
 };
 
-// Sends a pull and reads its answers (progress, then pulled or error) until the last one.
-Pulled pull(UdsClient& c, const std::string& model, bool stream, int64_t tag = 5) {
+// Reads a sent pull's answers (progress, then pulled or error) until the last one.
+Pulled read_pull(UdsClient& c, const std::string& model, int64_t tag) {
   Pulled out;
-  EXPECT_TRUE(c.send(simple(proto::PullRequest{model, stream}, tag)));
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(60);
   while (Clock::now() < deadline) {
     const std::optional<proto::ServerMessage> m = c.recv(1000);
@@ -55,6 +54,12 @@ Pulled pull(UdsClient& c, const std::string& model, bool stream, int64_t tag = 5
   }
   ADD_FAILURE() << "no answer to pull " << model;
   return out;
+}
+
+// Sends a pull and reads its answers.
+Pulled pull(UdsClient& c, const std::string& model, bool stream, int64_t tag = 5) {
+  EXPECT_TRUE(c.send(simple(proto::PullRequest{model, stream}, tag)));
+  return read_pull(c, model, tag);
 }
 
 std::optional<proto::ProtocolError> delete_model(UdsClient& c, const std::string& model) {
@@ -301,7 +306,7 @@ TEST_F(ServerPullTest, SecondPullOfTheSameNameJoinsTheFirst) {
   ASSERT_TRUE(other.connect(daemon_.socket_path()));
   ASSERT_TRUE(client_.send(simple(proto::PullRequest{kRepoName, false}, 5)));
   const Pulled second = pull(other, kRepoName, false);
-  const Pulled first = pull(client_, kRepoName, false);  // its request was sent first
+  const Pulled first = read_pull(client_, kRepoName, 5);  // its request was sent first
   ASSERT_TRUE(first.pulled && second.pulled) << daemon_.log();
   EXPECT_EQ(first.pulled->path, second.pulled->path);
   EXPECT_EQ(read_file(pulled_path()), source_);
