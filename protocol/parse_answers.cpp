@@ -2,6 +2,7 @@
 // omit or add some), strict about types of the fields present.
 #include <limits>
 
+#include "protocol/model_fields.h"
 #include "protocol/embed_wire.h"
 #include "protocol/msgpack_io.h"
 #include "protocol/responses.h"
@@ -118,7 +119,7 @@ bool read_event(const msgpack::object& map, StreamEventType type, StreamEvent& e
   switch (type) {
     case StreamEventType::kQueued:
       return r.get_i32("queue_position", ev.queue_position, false, -1, kI32Max) &&
-             r.get_string("model", ev.model, false, 512);
+             r.get_string("model", ev.model, false, detail::kMaxModelNameBytes);
     case StreamEventType::kScheduled:
     case StreamEventType::kPreempted: return true;
     case StreamEventType::kToken: {
@@ -170,7 +171,7 @@ bool read_event(const msgpack::object& map, StreamEventType type, StreamEvent& e
       const msgpack::object* usage = nullptr;
       const msgpack::object* timings = nullptr;
       if (!r.get_map("usage", usage, false) || !r.get_map("timings", timings, false)) return false;
-      if (!r.get_string("model", ev.model, false, 512)) return false;
+      if (!r.get_string("model", ev.model, false, detail::kMaxModelNameBytes)) return false;
       if (usage) {
         MapReader u(*usage, "usage");
         if (!u.get_i32("prompt_tokens", ev.usage.prompt_tokens, false, 0, kI32Max) ||

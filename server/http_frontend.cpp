@@ -685,8 +685,8 @@ void HttpFrontend::submit(HttpConnection& c, const std::string& client_id, http:
 void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generation g, const HttpSubmitOutcome& outcome,
                              const std::map<std::string, std::string>& names) {
   const bool ollama = g.ollama();
-  HttpConnection* c = server_->find(conn_id);
-  if (c == nullptr || c->closing() || c->exchange() != exchange) return;  // gone: its close cancelled the request
+  HttpConnection* c = live(conn_id, exchange);
+  if (c == nullptr) return;  // gone: its close cancelled the request
   cors_origin_ = g.cors_origin;  // answered later than its request
   if (!outcome.ok) {
     return send_error(*c, ollama, http::api_error_from_wire(outcome.error, outcome.retry_after_ms, names),
@@ -748,8 +748,8 @@ void HttpFrontend::on_event(const proto::StreamEvent& ev) {
   auto it = generations_.find(ev.id);
   if (it == generations_.end() || it->second.api == http::Api::kEmbed) return;  // embeds: on_embed_result
   http::Generation& g = it->second;
-  HttpConnection* c = server_->find(g.conn_id);
-  if (c == nullptr || c->closing() || c->exchange() != g.exchange) {
+  HttpConnection* c = live(g.conn_id, g.exchange);
+  if (c == nullptr) {
     generations_.erase(it);  // the client went away; its close cancelled the request
     return;
   }
@@ -814,8 +814,7 @@ void HttpFrontend::on_embed_result(const std::string& id, const EmbedResult& res
   auto it = generations_.find(id);
   if (it == generations_.end()) return;
   const http::Generation& g = it->second;
-  HttpConnection* c = server_->find(g.conn_id);
-  if (c != nullptr && !c->closing() && c->exchange() == g.exchange) answer_embed(*c, g, result);
+  if (HttpConnection* c = live(g.conn_id, g.exchange)) answer_embed(*c, g, result);
   generations_.erase(it);  // answered, or the client went away (its close cancelled the request)
 }
 

@@ -20,8 +20,8 @@ struct ModelPuller::Job {
   Outcome outcome;
 };
 
-ModelPuller::ModelPuller(uv_loop_t* loop, std::string cache_dir) : loop_(loop), cache_dir_(std::move(cache_dir)) {
-  uv_async_init(loop_, &async_, &ModelPuller::on_async);
+ModelPuller::ModelPuller(uv_loop_t* loop, std::string cache_dir) : cache_dir_(std::move(cache_dir)) {
+  uv_async_init(loop, &async_, &ModelPuller::on_async);
   async_.data = this;
   open_ = true;
 }

@@ -72,7 +72,6 @@ class ModelPuller {
   static void on_async(uv_async_t* async);
   void deliver();      // loop thread
 
-  uv_loop_t* loop_;
   std::string cache_dir_;
   uv_async_t async_{};
   bool open_ = false;

@@ -87,8 +87,8 @@ void Daemon::pull_model(const std::string& name, ModelPuller::OnProgress progres
     const proto::ProtocolError pe = proto::make_error(proto::WireError::kInvalidField, e.what(), "model");
     return done(nullptr, &pe);
   }
+  // (Idle exit waits for running pulls itself: housekeeping checks puller_->running().)
   auto watch = progress ? ModelPuller::OnProgress([this, progress = std::move(progress)](const ModelPuller::Progress& p) {
-    touch();  // a long download is activity: no idle exit under it
     if (handles_open_) progress(p);
   })
                         : ModelPuller::OnProgress();

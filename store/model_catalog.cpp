@@ -15,10 +15,6 @@ namespace {
 
 constexpr const char* kGguf = ".gguf";
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 int64_t mtime_unix(const fs::path& p) {
   std::error_code ec;
   const fs::file_time_type t = fs::last_write_time(p, ec);
@@ -163,7 +159,7 @@ std::optional<CatalogModel> find_servable_model(const std::vector<CatalogModel>&
     if (m.name + ":latest" == requested) return m;
   }
   // "owner/repo:latest" means the repo's only model, as a plain "owner/repo" does.
-  const std::string bare = ends_with(requested, ":latest") ? requested.substr(0, requested.size() - 7) : requested;
+  const std::string bare = requested.ends_with(":latest") ? requested.substr(0, requested.size() - 7) : requested;
   std::vector<const CatalogModel*> hits;
   for (const CatalogModel& m : catalog) {
     if (matches_loosely(m, requested) || (m.pulled && !pulled_repo(m).empty() && pulled_repo(m) == bare)) {

@@ -45,7 +45,7 @@ int run_pull(const PullArgs& a) {
       }
       store::DownloadOptions options;
       options.progress = !a.quiet && ::isatty(STDERR_FILENO) == 1;
-      store::run_pull(job, options);
+      store::download_file(job.plan, job.dest, options);  // pulled_already has just been checked
     }
     const std::string verdict = runnable_verdict(dest);
     // stdout: the path, so scripts can do `vkstreamd --model "$(vkstream pull ...)"`.
