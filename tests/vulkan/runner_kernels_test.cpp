@@ -595,7 +595,8 @@ TEST_P(RunnerAttention, Q8PoolsGiveTheBitsOfTheirValuesAsF16) {
       return read<float>(ob, size_t{n} * p.out_stride);
     };
     const std::vector<float> want = attend(VKS_KV_F16, VKS_KV_F16);
-    // (V alone in Q8_0 runs in the runner's suite: each pair of types is a pipeline to compile here.)
+    // (Each pair of types is a pipeline to compile here. F16 keys with Q8_0 values run in no test yet:
+    // the runner suite only checks that stories260K refuses them.)
     for (const auto& [k_type, v_type] : {std::pair{uint32_t{VKS_KV_Q8_0}, uint32_t{VKS_KV_Q8_0}},
                                          std::pair{uint32_t{VKS_KV_Q8_0}, uint32_t{VKS_KV_F16}}}) {
       const std::vector<float> got = attend(k_type, v_type);

@@ -1,7 +1,7 @@
 // Reading a layer's K or V pool of either type (attn_params.h's layout) by pair index: pair `at`
 // holds values 2at and 2at + 1 of the flattened [n_slots][kv_dim] array (at = slot * kv_dim/2 +
 // column/2, the F16 pool's uint index). Q8_0 values come back as scale * int8, the value the CPU
-// side (quantize_kv_q8_block) decodes too. The includer binds `p` (a struct with q8_scales_at).
+// side (cpu::quantize_kv_q8) decodes too. The includer binds `p` (a struct with q8_scales_at).
 
 int kv_byte(uint word, uint i) { return int(word << (24u - 8u * i)) >> 24; }
 
