@@ -74,6 +74,7 @@ ServedModel load_served_model(const std::string& path, const ServerOptions& opti
   ro.kv_type_v = parse_kv_type(options.kv_type_v);
   std::unique_ptr<ModelRunner> runner = make_runner(*served.model, ro);
   served.device = runner->device_name();
+  served.device_heap = runner->uses_device_heap();
   EngineConfig ec;
   ec.max_batched_tokens = std::min(options.max_batched_tokens, runner->max_step_tokens());
   ec.max_seqs = std::min(options.max_seqs, runner->max_step_seqs());
@@ -111,6 +112,7 @@ Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel pinned, Systemd
     auto served = std::make_shared<ServedModel>(std::move(pinned));
     ModelSlot& slot = models_.add_pinned(store::catalog_model_of(options_.model_path), served, loaded_model_info(*served));
     slot.resident_bytes = resident_bytes_of(slot.file, *served);
+    slot.device_heap = served->device_heap;
   }
   rescan_models();
   if (models_.slots().empty()) {
@@ -137,6 +139,7 @@ Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel pinned, Systemd
   }
   for (ModelSlot* slot : models_.loaded()) slot->served->engine->set_event_notifier(engine_notifier());
   loader_ = std::make_unique<ModelLoader>(&loop_);
+  probe_device_budget();
   start_puller();
   try {
     setup_sockets(fds);

@@ -46,6 +46,7 @@ struct ServedModel {
   std::unique_ptr<Engine> engine;
   LlamaConfig config;
   std::string device;
+  bool device_heap = false;  // its weights and KV pool are in a discrete GPU's own memory
   // The chat template `chat` requests render with (the model's, --chat-template, or ChatML);
   // null when the daemon runs without a model file (tests with a fake runner).
   std::shared_ptr<const chat::ModelChatTemplate> chat_template;
@@ -183,6 +184,11 @@ class Daemon {
   void on_model_loaded(const std::string& name, std::shared_ptr<ServedModel> served, std::exception_ptr error,
                        std::chrono::steady_clock::time_point started);
   void unload_now(ModelSlot& slot, const char* why);
+  // Unloads least recently used idle models until `slot` (loaded, measured) fits the budgets.
+  void make_room_beside(const ModelSlot& slot);
+  std::string budget_text() const;  // the memory budgets, for messages
+  // Learns off the loop whether models will live in a discrete GPU's heap, and its budget.
+  void probe_device_budget();
   void unload_expired_models();
   bool rescan_models();  // false when nothing changed
   // Reads the GGUF headers of the models listed but not loaded: at once (`now`, at startup) or off the loop.

@@ -4,12 +4,42 @@
 
 namespace vks::server {
 
-std::optional<std::vector<std::string>> evictions_for(const std::vector<ResidentModel>& loaded, uint64_t incoming_bytes,
+namespace {
+
+// What the loaded models and the incoming one take from each budget.
+struct Usage {
+  int32_t count = 0;
+  uint64_t host = 0;
+  uint64_t device = 0;
+  int32_t host_models = 0;    // loaded models in host memory (the incoming one not counted)
+  int32_t device_models = 0;  // loaded models in the device's own heap
+
+  void add(const ResidentModel& m) {
+    count += 1;
+    (m.device_heap ? device : host) += m.bytes;
+    (m.device_heap ? device_models : host_models) += 1;
+  }
+  void remove(const ResidentModel& m) {
+    count -= 1;
+    (m.device_heap ? device : host) -= m.bytes;
+    (m.device_heap ? device_models : host_models) -= 1;
+  }
+};
+
+}  // namespace
+
+std::optional<std::vector<std::string>> evictions_for(const std::vector<ResidentModel>& loaded, const ModelCost& incoming,
                                                       const ResidencyLimits& limits) {
-  uint64_t bytes = incoming_bytes;
-  for (const ResidentModel& m : loaded) bytes += m.bytes;
-  int32_t count = static_cast<int32_t>(loaded.size()) + 1;
-  auto fits = [&] { return count <= std::max(1, limits.max_loaded) && (limits.max_bytes == 0 || bytes <= limits.max_bytes); };
+  Usage use;
+  for (const ResidentModel& m : loaded) use.add(m);
+  use.count += 1;
+  (incoming.device_heap ? use.device : use.host) += incoming.bytes;
+  const int32_t max_loaded = std::max(1, limits.max_loaded);
+  auto too_many = [&] { return use.count > max_loaded; };
+  auto host_over = [&] { return limits.max_bytes != 0 && use.host > limits.max_bytes; };
+  auto device_over = [&] { return limits.max_device_bytes != 0 && use.device > limits.max_device_bytes; };
+  auto fits = [&] { return !too_many() && !host_over() && !device_over(); };
+
   std::vector<const ResidentModel*> evictable;
   for (const ResidentModel& m : loaded) {
     if (!m.pinned && !m.busy) evictable.push_back(&m);
@@ -19,15 +49,18 @@ std::optional<std::vector<std::string>> evictions_for(const std::vector<Resident
   std::vector<std::string> out;
   for (const ResidentModel* m : evictable) {
     if (fits()) break;
+    // Unloading a model frees only the memory it is in: a host-memory model makes no room on the
+    // device, so it stays unless the count needs it gone.
+    const bool helps = too_many() || (host_over() && !m->device_heap) || (device_over() && m->device_heap);
+    if (!helps) continue;
     out.push_back(m->name);
-    bytes -= m->bytes;
-    --count;
+    use.remove(*m);
   }
   if (fits()) return out;
-  // Only the byte budget is missed, with nothing else left loaded to make room: the model is tried
-  // alone (its loader reports an allocation it cannot make).
-  const bool alone = count == 1;
-  if (alone && count <= std::max(1, limits.max_loaded)) return out;
+  // Only a byte budget is missed, with nothing else left in that memory to make room: the model is
+  // tried alone there (its loader reports an allocation it cannot make).
+  const bool alone_where_over = (!host_over() || use.host_models == 0) && (!device_over() || use.device_models == 0);
+  if (!too_many() && alone_where_over) return out;
   return std::nullopt;
 }
 

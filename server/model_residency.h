@@ -12,9 +12,18 @@ namespace vks::server {
 
 using ResidencyClock = std::chrono::steady_clock;
 
+// Two memories, two budgets: models on the CPU backend or on a GPU that shares the host's memory
+// (integrated, lavapipe) take host memory; models on a discrete GPU take its own device-local heap.
 struct ResidencyLimits {
-  int32_t max_loaded = 3;   // --max-loaded-models
-  uint64_t max_bytes = 0;   // memory the loaded models may take together (0 = no byte budget)
+  int32_t max_loaded = 3;        // --max-loaded-models
+  uint64_t max_bytes = 0;        // host memory the loaded models may take together (0 = no budget)
+  uint64_t max_device_bytes = 0; // the discrete device's heap they may take together (0 = no budget)
+};
+
+// What one model takes, and from which memory.
+struct ModelCost {
+  uint64_t bytes = 0;        // weights, KV pool, activations
+  bool device_heap = false;  // in a discrete GPU's own memory rather than the host's
 };
 
 // A loaded model as the policy sees it.
@@ -23,14 +32,16 @@ struct ResidentModel {
   bool pinned = false;
   bool busy = false;  // requests in flight or being prepared
   ResidencyClock::time_point last_used{};
-  uint64_t bytes = 0;  // what it holds (weights, KV pool, activations)
+  uint64_t bytes = 0;        // what it holds (weights, KV pool, activations)
+  bool device_heap = false;  // ... in the discrete device's heap (else host memory)
 };
 
-// The models to evict, least recently used first, so that one more model of `incoming_bytes` fits
+// The models to evict, least recently used first, so that one more model costing `incoming` fits
 // beside the rest; nullopt when it cannot fit even after evicting every evictable one (the others
-// are busy or pinned). A model alone larger than the budget fits once everything evictable is gone
-// (the loader then reports whether it really fits).
-std::optional<std::vector<std::string>> evictions_for(const std::vector<ResidentModel>& loaded, uint64_t incoming_bytes,
+// are busy or pinned). Only models in the memory that is short are evicted for bytes. A model
+// alone larger than its budget fits once everything evictable in that memory is gone (the loader
+// then reports whether it really fits).
+std::optional<std::vector<std::string>> evictions_for(const std::vector<ResidentModel>& loaded, const ModelCost& incoming,
                                                       const ResidencyLimits& limits);
 
 // When an idle model unloads by itself: keep_alive seconds after it was last used; never for a

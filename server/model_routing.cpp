@@ -13,6 +13,7 @@
 #include "engine/model/llama_config.h"
 #include "engine/vulkan/runner/runner_options.h"
 #include "server/daemon.h"
+#include "server/device_budget.h"
 #include "server/servable_files.h"
 
 namespace vks::server {
@@ -189,14 +190,15 @@ void Daemon::with_model_for(const ClientRef& from, const proto::Tag& tag, const 
 
 void Daemon::start_load(ModelSlot& slot) {
   // Before a load, what the model will hold: its weights, and the KV pool the runner sizes by default.
-  const uint64_t estimate = slot.file.size_bytes + RunnerOptions{}.kv_budget_bytes;
+  // It goes where the device probe said models go (a discrete GPU's heap, else host memory).
+  const ModelCost estimate{slot.file.size_bytes + RunnerOptions{}.kv_budget_bytes, residency_.max_device_bytes != 0};
   const std::optional<std::vector<std::string>> evict = evictions_for(models_.resident(), estimate, residency_);
   if (!evict) {
     const proto::ProtocolError e = proto::make_error(
         proto::WireError::kOverloaded,
         "cannot load model '" + slot.file.name + "' now: the " + std::to_string(models_.loaded_count()) +
             " loaded model(s) are busy and no more fit (--max-loaded-models " + std::to_string(residency_.max_loaded) +
-            ", --max-loaded-bytes " + std::to_string(residency_.max_bytes) + "); retry when one finishes",
+            ", " + budget_text() + "); retry when one finishes",
         "model");
     std::vector<std::function<void(const proto::ProtocolError*)>> waiters;
     waiters.swap(slot.waiters);
@@ -207,7 +209,8 @@ void Daemon::start_load(ModelSlot& slot) {
     if (ModelSlot* victim = models_.find(name)) unload_now(*victim, "least recently used, to make room");
   }
   slot.loading = true;
-  slot.resident_bytes = estimate;
+  slot.resident_bytes = estimate.bytes;
+  slot.device_heap = estimate.device_heap;
   spdlog::info("loading model {} ({})", slot.file.name, slot.file.path);
   const std::string template_path = slot.pinned ? options_.chat_template_path : std::string();
   loader_->load(
@@ -241,12 +244,14 @@ void Daemon::on_model_loaded(const std::string& name, std::shared_ptr<ServedMode
     served->engine->set_event_notifier(engine_notifier());
     slot->info = loaded_model_info(*served);
     slot->resident_bytes = resident_bytes_of(slot->file, *served);
+    slot->device_heap = served->device_heap;
     slot->served = std::move(served);
     slot->load_ms = ms_since(started);
     slot->loaded_at = std::chrono::steady_clock::now();
     slot->last_used = std::chrono::steady_clock::now();
-    spdlog::info("model {} loaded in {:.0f} ms on {} ({} MiB resident)", name, slot->load_ms, slot->served->device,
-                 slot->resident_bytes >> 20);
+    spdlog::info("model {} loaded in {:.0f} ms on {} ({} MiB resident in {} memory)", name, slot->load_ms,
+                 slot->served->device, slot->resident_bytes >> 20, slot->device_heap ? "device" : "host");
+    make_room_beside(*slot);  // measured now: it may take more than estimated, or another memory
   }
   std::vector<std::function<void(const proto::ProtocolError*)>> waiters;
   waiters.swap(slot->waiters);
@@ -258,6 +263,49 @@ void Daemon::on_model_loaded(const std::string& name, std::shared_ptr<ServedMode
     }
   }
   unload_expired_models();  // keep_alive 0 and nothing submitted: it goes again
+}
+
+void Daemon::make_room_beside(const ModelSlot& slot) {
+  std::vector<ResidentModel> others = models_.resident();
+  std::erase_if(others, [&](const ResidentModel& m) { return m.name == slot.file.name; });
+  const std::optional<std::vector<std::string>> evict =
+      evictions_for(others, ModelCost{slot.resident_bytes, slot.device_heap}, residency_);
+  if (!evict) {
+    spdlog::warn("model {} is loaded past the memory budget ({}): the other models are busy or pinned",
+                 slot.file.name, budget_text());
+    return;
+  }
+  for (const std::string& name : *evict) {
+    if (ModelSlot* victim = models_.named(name)) unload_now(*victim, "least recently used, to make room");
+  }
+}
+
+std::string Daemon::budget_text() const {
+  std::string text = "--max-loaded-bytes " + std::to_string(residency_.max_bytes);
+  if (residency_.max_device_bytes != 0) {
+    text += ", the GPU's heap budget " + std::to_string(residency_.max_device_bytes);
+  }
+  return text;
+}
+
+void Daemon::probe_device_budget() {
+  RunnerOptions ro;
+  ro.device = options_.device;
+  ro.force_cpu = options_.force_cpu;
+  ro.force_vulkan = options_.force_vulkan;
+  ro.allow_cpu_fallback = !options_.no_cpu_fallback;
+  auto budget = std::make_shared<std::optional<uint64_t>>();
+  off_loop_.run(
+      &loop_, "device-probe", [budget, ro] { *budget = probe_device_heap_budget(ro); },
+      [this, budget](std::exception_ptr error) {
+        if (error || !budget->has_value()) {
+          spdlog::info("models live in host memory: budget {} MiB", residency_.max_bytes >> 20);
+          return;
+        }
+        residency_.max_device_bytes = **budget;
+        spdlog::info("models live in the GPU's memory: budget {} MiB there (nine tenths of its heap), {} MiB of host "
+                     "memory", residency_.max_device_bytes >> 20, residency_.max_bytes >> 20);
+      });
 }
 
 void Daemon::unload_now(ModelSlot& slot, const char* why) {

@@ -99,6 +99,7 @@ std::vector<ResidentModel> ModelSet::resident() const {
     r.busy = s->loading || !s->idle();
     r.last_used = s->last_used;
     r.bytes = s->resident_bytes;
+    r.device_heap = s->device_heap;
     out.push_back(std::move(r));
   }
   return out;

@@ -39,6 +39,7 @@ struct ModelSlot {
   double load_ms = 0;
   ResidencyClock::time_point loaded_at{};
   uint64_t resident_bytes = 0;           // weights + KV pool, while loaded (estimated before)
+  bool device_heap = false;              // ... in a discrete GPU's memory (else the host's)
   ItlHistogram itl;                      // its token events since the daemon started (across loads)
 
   bool loaded() const { return served != nullptr; }

@@ -65,6 +65,9 @@ class ModelRunner {
   virtual ~ModelRunner() = default;
   virtual const LlamaConfig& config() const = 0;
   virtual std::string device_name() const = 0;
+  // Whether the weights and KV pool live in a discrete device's own memory rather than the host's
+  // (the daemon budgets the two apart).
+  virtual bool uses_device_heap() const { return false; }
   virtual int32_t block_size() const = 0;        // tokens per KV block
   virtual int32_t num_blocks() const = 0;        // KV blocks in the pool (ids 0..num_blocks-1)
   // What one token's keys and values take in the pool, every layer (stats, the model answer), and

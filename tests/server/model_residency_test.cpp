@@ -3,6 +3,7 @@
 // how a request's model name finds its slot.
 #include <gtest/gtest.h>
 
+#include "server/device_budget.h"
 #include "server/model_residency.h"
 #include "server/model_set.h"
 
@@ -21,40 +22,103 @@ ResidentModel model(const std::string& name, int age_s, bool busy = false, bool 
   return m;
 }
 
+ResidentModel on_device(ResidentModel m) {
+  m.device_heap = true;
+  return m;
+}
+
 TEST(ModelResidency, NothingIsEvictedWhileThereIsRoom) {
-  const auto out = evictions_for({model("a", 10), model("b", 5)}, 100, ResidencyLimits{3, 0});
+  const auto out = evictions_for({model("a", 10), model("b", 5)}, ModelCost{100}, ResidencyLimits{3, 0});
   ASSERT_TRUE(out);
   EXPECT_TRUE(out->empty());
 }
 
 TEST(ModelResidency, TheLeastRecentlyUsedIdleModelGoesFirst) {
-  const auto out = evictions_for({model("recent", 1), model("old", 50), model("middle", 20)}, 100, ResidencyLimits{3, 0});
+  const auto out = evictions_for({model("recent", 1), model("old", 50), model("middle", 20)}, ModelCost{100}, ResidencyLimits{3, 0});
   ASSERT_TRUE(out);
   EXPECT_EQ(*out, std::vector<std::string>{"old"});
 }
 
 TEST(ModelResidency, BusyAndPinnedModelsAreNeverEvicted) {
-  const auto out = evictions_for({model("busy", 90, true), model("pinned", 80, false, true), model("idle", 1)}, 100,
+  const auto out = evictions_for({model("busy", 90, true), model("pinned", 80, false, true), model("idle", 1)}, ModelCost{100},
                                  ResidencyLimits{3, 0});
   ASSERT_TRUE(out);
   EXPECT_EQ(*out, std::vector<std::string>{"idle"});
   // Nothing evictable and no room: the new model cannot load now.
-  EXPECT_FALSE(evictions_for({model("busy", 90, true), model("pinned", 80, false, true)}, 100, ResidencyLimits{2, 0}));
+  EXPECT_FALSE(evictions_for({model("busy", 90, true), model("pinned", 80, false, true)}, ModelCost{100}, ResidencyLimits{2, 0}));
 }
 
 TEST(ModelResidency, TheByteBudgetEvictsAsManyAsItTakes) {
   // 1000 bytes: 300 + 300 + 300 loaded, 500 incoming -> two of the three go, oldest first.
   const auto out = evictions_for({model("a", 30, false, false, 300), model("b", 20, false, false, 300),
                                   model("c", 10, false, false, 300)},
-                                 500, ResidencyLimits{8, 1000});
+                                 ModelCost{500}, ResidencyLimits{8, 1000});
   ASSERT_TRUE(out);
   EXPECT_EQ(*out, (std::vector<std::string>{"a", "b"}));
   // A model alone above the budget is tried once everything evictable is gone.
-  const auto alone = evictions_for({model("a", 30, false, false, 300)}, 5000, ResidencyLimits{8, 1000});
+  const auto alone = evictions_for({model("a", 30, false, false, 300)}, ModelCost{5000}, ResidencyLimits{8, 1000});
   ASSERT_TRUE(alone);
   EXPECT_EQ(*alone, std::vector<std::string>{"a"});
   // ... but not beside a busy one.
-  EXPECT_FALSE(evictions_for({model("busy", 30, true, false, 300)}, 5000, ResidencyLimits{8, 1000}));
+  EXPECT_FALSE(evictions_for({model("busy", 30, true, false, 300)}, ModelCost{5000}, ResidencyLimits{8, 1000}));
+}
+
+TEST(ModelResidency, EachMemoryHasItsOwnBudget) {
+  const ResidencyLimits limits{8, /*host*/ 1000, /*device*/ 1000};
+  // The device is full (700 + 200 of 1000), the host is not: a 300-byte model for the device evicts
+  // the oldest device model, never the older host-memory one, which frees nothing on the device.
+  const std::vector<ResidentModel> loaded = {model("host-old", 90, false, false, 600),
+                                             on_device(model("dev-old", 50, false, false, 700)),
+                                             on_device(model("dev-new", 10, false, false, 200))};
+  const auto device = evictions_for(loaded, ModelCost{300, true}, limits);
+  ASSERT_TRUE(device);
+  EXPECT_EQ(*device, std::vector<std::string>{"dev-old"});
+  // The same model in host memory (600 + 300 <= 1000) needs nothing to go.
+  const auto host = evictions_for(loaded, ModelCost{300, false}, limits);
+  ASSERT_TRUE(host);
+  EXPECT_TRUE(host->empty());
+  // 500 more in host memory: the host model goes, the device models stay.
+  const auto host_big = evictions_for(loaded, ModelCost{500, false}, limits);
+  ASSERT_TRUE(host_big);
+  EXPECT_EQ(*host_big, std::vector<std::string>{"host-old"});
+  // A busy device model blocks room on the device even when an idle host model could go.
+  const std::vector<ResidentModel> busy = {model("host-idle", 90, false, false, 100),
+                                           on_device(model("dev-busy", 10, true, false, 900))};
+  EXPECT_FALSE(evictions_for(busy, ModelCost{300, true}, limits));
+  // No device budget (a host without a discrete GPU): device bytes never evict anything.
+  const auto unbounded = evictions_for(loaded, ModelCost{5000, true}, ResidencyLimits{8, 1000, 0});
+  ASSERT_TRUE(unbounded);
+  EXPECT_TRUE(unbounded->empty());
+  // The count still evicts across memories, oldest first.
+  const auto counted = evictions_for(loaded, ModelCost{1, false}, ResidencyLimits{3, 0, 0});
+  ASSERT_TRUE(counted);
+  EXPECT_EQ(*counted, std::vector<std::string>{"host-old"});
+}
+
+vk::DeviceInfo device(VkPhysicalDeviceType type, bool uma, uint64_t heap) {
+  vk::DeviceInfo d;
+  d.name = "test device";
+  d.type = type;
+  d.uma = uma;
+  d.device_local_bytes = heap;
+  return d;
+}
+
+TEST(DeviceBudget, OnlyADiscreteGpuHeapIsABudgetOfItsOwn) {
+  const RunnerOptions plain;
+  const vk::DeviceInfo discrete = device(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, false, 80ull << 30);
+  ASSERT_TRUE(device_heap_budget(&discrete, plain));
+  EXPECT_EQ(*device_heap_budget(&discrete, plain), (80ull << 30) / 10 * 9);
+  // An integrated GPU and lavapipe use the host's memory: the host budget covers them.
+  const vk::DeviceInfo integrated = device(VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU, true, 16ull << 30);
+  EXPECT_FALSE(device_heap_budget(&integrated, plain));
+  const vk::DeviceInfo cpu = device(VK_PHYSICAL_DEVICE_TYPE_CPU, true, 2ull << 30);
+  EXPECT_FALSE(device_heap_budget(&cpu, plain));
+  // --cpu puts the models in host memory whatever the device; no device, no device budget.
+  RunnerOptions force_cpu;
+  force_cpu.force_cpu = true;
+  EXPECT_FALSE(device_heap_budget(&discrete, force_cpu));
+  EXPECT_FALSE(device_heap_budget(nullptr, plain));
 }
 
 TEST(ModelResidency, KeepAliveExpiry) {

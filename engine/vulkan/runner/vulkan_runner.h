@@ -32,6 +32,7 @@ class VulkanRunner final : public ModelRunner {
 
   const LlamaConfig& config() const override { return config_; }
   std::string device_name() const override;
+  bool uses_device_heap() const override { return !device_info().uma; }
   // Which weight-matrix kernels this runner records (RunnerOptions::matmul_kernels, else the device's).
   vk::MatmulFamily matmul_family() const { return ops_->matmul_family(); }
   const vk::DeviceInfo& device_info() const { return device_.info(); }
