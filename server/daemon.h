@@ -176,6 +176,9 @@ class Daemon {
   // it (not_found, model_load_failed, overloaded, shutting_down). While it loads, the requests of
   // client `hold_key` (empty: none) that come later wait, so that its answers keep their order.
   using ModelThen = std::function<void(ModelSlot* model, const proto::ProtocolError* error)>;
+  // The slot `name` names (ModelSet::find), looking at the model folders again when none does.
+  ModelSlot* find_model(const std::string& name);
+  proto::ProtocolError model_not_found(const std::string& name) const;  // lists the served names
   void with_model(const std::string& name, std::optional<double> keep_alive, const std::string& hold_key, ModelThen then);
   // The same for a msgpack request: its error is answered to `from`, `then` runs only on success.
   void with_model_for(const ClientRef& from, const proto::Tag& tag, const std::string& name,

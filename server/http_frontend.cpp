@@ -345,13 +345,20 @@ void HttpFrontend::list_models(HttpConnection& c, HttpRequest& r, const std::str
   for (const HttpModelStatus& m : models) entries.push_back(m.entry);
   if (p == "/api/tags") return send_json(c, 200, http::ollama_tags(entries), request_id);
   if (p == "/v1/models") return send_json(c, 200, http::openai_models(entries), request_id);
-  const std::string wanted = p.substr(11);  // /v1/models/{id}
-  for (const http::ModelCatalogue& e : entries) {
-    if (!wanted.empty() && e.matches(wanted)) return send_json(c, 200, http::openai_model(e), request_id);
+  const std::string wanted = p.substr(11);  // /v1/models/{id}; never "" (the router sends that to /v1/models)
+  if (std::optional<HttpModelStatus> m = find_model(c, false, wanted, request_id)) {
+    send_json(c, 200, http::openai_model(m->entry), request_id);
   }
-  std::vector<std::string> ids;
-  for (const http::ModelCatalogue& e : entries) ids.push_back(e.id);
-  send_error(c, false, http::model_not_found(wanted, ids), request_id);
+}
+
+std::optional<HttpModelStatus> HttpFrontend::find_model(HttpConnection& c, bool ollama, const std::string& name,
+                                                        const std::string& request_id) {
+  HttpModelStatus found;
+  proto::ProtocolError error;
+  if (backend_.find_model && backend_.find_model(name, found, error)) return found;
+  if (!backend_.find_model) error = proto::make_error(proto::WireError::kNotFound, "this server serves no model", "model");
+  send_error(c, ollama, http::model_resolve_error(error), request_id);
+  return std::nullopt;
 }
 
 // Answered from the listing, without loading: a model not loaded shows what its GGUF header says
@@ -365,26 +372,17 @@ void HttpFrontend::show_model(HttpConnection& c, HttpRequest& r, const std::stri
     if (body->contains(key) && (*body)[key].is_string()) name = (*body)[key].get<std::string>();
   }
   if (name.empty()) return send_error(c, true, ApiError{400, "model is required", "missing_field", "model", 0}, request_id);
-  std::vector<std::string> ids;
-  for (const HttpModelStatus& m : served_models()) {
-    if (m.entry.matches(name)) return send_json(c, 200, http::ollama_show(m.entry), request_id);
-    ids.push_back(m.entry.id);
+  if (std::optional<HttpModelStatus> m = find_model(c, true, name, request_id)) {
+    send_json(c, 200, http::ollama_show(m->entry), request_id);
   }
-  send_error(c, true, http::model_not_found(name, ids), request_id);
 }
 
 void HttpFrontend::unload_model(HttpConnection& c, const std::string& request_id, const std::string& name, bool chat) {
-  std::vector<std::string> ids;
-  for (const HttpModelStatus& m : served_models()) {
-    if (m.entry.matches(name)) {  // "" = the default, as resolve_model reads it
-      if (backend_.unload) backend_.unload(m.entry.id);  // false when not loaded: Ollama answers the same
-      return send_json(c, 200,
-                       chat ? http::ollama_chat_loaded(m.entry, "unload") : http::ollama_generate_loaded(m.entry.id, "unload"),
-                       request_id);
-    }
-    ids.push_back(m.entry.id);
-  }
-  send_error(c, true, http::model_not_found(name, ids), request_id);
+  std::optional<HttpModelStatus> m = find_model(c, true, name, request_id);  // "" = the default
+  if (!m) return;
+  if (backend_.unload) backend_.unload(m->entry.id);  // false when not loaded: Ollama answers the same
+  send_json(c, 200, chat ? http::ollama_chat_loaded(m->entry, "unload") : http::ollama_generate_loaded(m->entry.id, "unload"),
+            request_id);
 }
 
 void HttpFrontend::completions(HttpConnection& conn, HttpRequest& r) {

@@ -101,6 +101,9 @@ class HttpFrontend {
         with_model;
     // Every model this server can serve, the default first.
     std::function<std::vector<HttpModelStatus>()> models;
+    // The model `name` names, by the rules resolve_model applies ("" = the default), without
+    // loading it; false and the not_found error (listing the served names) when none matches.
+    std::function<bool(const std::string& name, HttpModelStatus& found, proto::ProtocolError& error)> find_model;
     // The complete catalogue entry of model `name` ("" = the default), loading it first when it is
     // not loaded (`done` then runs later, on the loop thread, unless `still_wanted` says the client
     // left). `keep_alive` (seconds, Ollama's semantics) applies from this request on. On failure the
@@ -188,6 +191,9 @@ class HttpFrontend {
   // Ollama's keep_alive 0 without a prompt: unloads the named model (loaded or not), answering
   // done_reason "unload" in /api/generate's or /api/chat's shape.
   void unload_model(http::HttpConnection& c, const std::string& request_id, const std::string& name, bool chat);
+  // The listing of the model `name` names (Backend::find_model), or nullopt with its 404 sent.
+  std::optional<HttpModelStatus> find_model(http::HttpConnection& c, bool ollama, const std::string& name,
+                                            const std::string& request_id);
 
   // The request's JSON body (Ollama's surfaces take any media type), or null once its failure is answered.
   std::shared_ptr<http::JsonBody> read_body(http::HttpConnection& c, http::HttpRequest& r, const std::string& request_id,

@@ -84,20 +84,30 @@ void Daemon::setup_http(const ListenFds& fds) {
     if (piece.empty()) piece = std::string(tok.token_text(id));
     return piece;
   };
-  backend.models = [this] {
+  auto status_of = [this](const ModelSlot& slot, std::chrono::steady_clock::time_point now) {
+    HttpModelStatus m;
+    m.entry = catalogue_entry(slot);
+    m.loaded = slot.loaded();
+    m.resident_bytes = slot.loaded() ? slot.resident_bytes : 0;
+    if (const auto at = slot.loaded() ? slot.expires_at() : std::nullopt) {
+      m.expires_in_ms = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(*at - now).count());
+    }
+    return m;
+  };
+  backend.models = [this, status_of] {
     std::vector<HttpModelStatus> out;
     const auto now = std::chrono::steady_clock::now();
-    for (const auto& slot : models_.slots()) {
-      HttpModelStatus m;
-      m.entry = catalogue_entry(*slot);
-      m.loaded = slot->loaded();
-      m.resident_bytes = slot->loaded() ? slot->resident_bytes : 0;
-      if (const auto at = slot->loaded() ? slot->expires_at() : std::nullopt) {
-        m.expires_in_ms = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(*at - now).count());
-      }
-      out.push_back(std::move(m));
-    }
+    for (const auto& slot : models_.slots()) out.push_back(status_of(*slot, now));
     return out;
+  };
+  backend.find_model = [this, status_of](const std::string& name, HttpModelStatus& found, proto::ProtocolError& error) {
+    const ModelSlot* slot = find_model(name);
+    if (slot == nullptr) {
+      error = model_not_found(name);
+      return false;
+    }
+    found = status_of(*slot, std::chrono::steady_clock::now());
+    return true;
   };
   backend.resolve_model = [this](const std::string& name, std::optional<double> keep_alive,
                                  std::function<bool()> still_wanted, HttpFrontend::Backend::ResolvedModel done) {

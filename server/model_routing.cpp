@@ -137,20 +137,29 @@ void Daemon::note_use(ModelSlot& slot, std::optional<double> keep_alive) {
   slot.unload_requested = false;
 }
 
-void Daemon::with_model(const std::string& name, std::optional<double> keep_alive, const std::string& hold_key,
-                        ModelThen then) {
+ModelSlot* Daemon::find_model(const std::string& name) {
   ModelSlot* slot = models_.find(name);
   // A model pulled since the last look: look again (at most once a second, a folder listing).
   if (slot == nullptr && !name.empty() && std::chrono::steady_clock::now() - last_scan_ > std::chrono::seconds(1) &&
       rescan_models()) {
     slot = models_.find(name);
   }
+  return slot;
+}
+
+proto::ProtocolError Daemon::model_not_found(const std::string& name) const {
+  return proto::make_error(proto::WireError::kNotFound,
+                           name.empty()
+                               ? "this server serves several models and none is the default: name one of " + models_.names()
+                               : "model '" + name + "' not found; this server serves " + models_.names(),
+                           "model");
+}
+
+void Daemon::with_model(const std::string& name, std::optional<double> keep_alive, const std::string& hold_key,
+                        ModelThen then) {
+  ModelSlot* slot = find_model(name);
   if (slot == nullptr) {
-    const proto::ProtocolError e = proto::make_error(
-        proto::WireError::kNotFound,
-        name.empty() ? "this server serves several models and none is the default: name one of " + models_.names()
-                     : "model '" + name + "' not found; this server serves " + models_.names(),
-        "model");
+    const proto::ProtocolError e = model_not_found(name);
     then(nullptr, &e);
     return;
   }

@@ -68,7 +68,7 @@ ModelSlot* ModelSet::named(const std::string& name) const {
 
 std::string ModelSet::names() const {
   std::string out;
-  for (const auto& s : slots_) out += (out.empty() ? "" : ", ") + s->file.name;
+  for (const auto& s : slots_) out += (out.empty() ? "'" : ", '") + s->file.name + "'";
   return out.empty() ? "(none)" : out;
 }
 

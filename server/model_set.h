@@ -62,7 +62,7 @@ class ModelSet {
   ModelSlot* find(const std::string& requested);
   // The slot of exactly this name (a name find() gave), or null.
   ModelSlot* named(const std::string& name) const;
-  // Every name, for an error that lists them.
+  // Every name, quoted, for an error that lists them: "'a', 'b'".
   std::string names() const;
   const std::vector<std::unique_ptr<ModelSlot>>& slots() const { return slots_; }
   std::vector<ModelSlot*> loaded() const;

@@ -38,14 +38,6 @@ ApiError model_resolve_error(const proto::ProtocolError& error) {
   return e;
 }
 
-ApiError model_not_found(const std::string& name, const std::vector<std::string>& served_ids) {
-  std::string served;
-  for (const std::string& id : served_ids) served += (served.empty() ? "'" : ", '") + id + "'";
-  return ApiError{404,
-                  "model '" + name + "' not found; this server serves " + (served.empty() ? std::string("no model") : served),
-                  "model_not_found", "model", 0};
-}
-
 bool ollama_empty_prompt(const JsonBody& body, bool chat) {
   auto empty = [&body](const char* key) {
     const auto it = body.find(key);

@@ -36,9 +36,6 @@ void add_model_fields(nlohmann::json& wire, const std::string& model_id, const s
 // names), 500 model_load_failed, 429 overloaded (+ Retry-After), 503 shutting_down.
 ApiError model_resolve_error(const proto::ProtocolError& error);
 
-// 404 for a name no served model answers to, listing those that do.
-ApiError model_not_found(const std::string& name, const std::vector<std::string>& served_ids);
-
 // Ollama's "load/unload the model" calls: /api/generate without prompt (nor system), /api/chat
 // without messages. With keep_alive 0 they unload instead of loading.
 bool ollama_empty_prompt(const JsonBody& body, bool chat);

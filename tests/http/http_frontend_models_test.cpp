@@ -216,6 +216,16 @@ class FakeServer {
       done(nullptr, proto::make_error(proto::WireError::kNotFound,
                                       "model '" + name + "' not found; this server serves 'alpha', 'beta'", "model"));
     };
+    b.find_model = [this](const std::string& name, HttpModelStatus& found, proto::ProtocolError& error) {
+      if (alpha_->matches(name) || beta_->matches(name)) {
+        found.entry = alpha_->matches(name) ? *alpha_ : header_only(*beta_);
+        found.loaded = alpha_->matches(name);
+        return true;
+      }
+      error = proto::make_error(proto::WireError::kNotFound,
+                                "model '" + name + "' not found; this server serves 'alpha', 'beta'", "model");
+      return false;
+    };
     b.unload = [this](const std::string& name) {
       std::lock_guard lock(mu_);
       unloads_.push_back(name);

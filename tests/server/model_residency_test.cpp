@@ -138,7 +138,7 @@ TEST(ModelSet, FindsByNameFileNameAndLatestTag) {
   EXPECT_EQ(set.find("r.Q4_K_M.gguf"), set.find("owner/repo:Q4_K_M"));
   EXPECT_EQ(set.find("nope"), nullptr);
   EXPECT_EQ(set.find(""), nullptr);  // two models, none pinned: no default
-  EXPECT_EQ(set.names(), "owner/repo:Q4_K_M, stories260K");
+  EXPECT_EQ(set.names(), "'owner/repo:Q4_K_M', 'stories260K'");
 }
 
 TEST(ModelSet, TheOnlyModelOrThePinnedOneIsTheDefault) {

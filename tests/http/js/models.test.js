@@ -156,6 +156,9 @@ test("ollama: show answers a loaded model's details; an unknown name is 404 list
   assert.equal(loadedShow.details.quantization_level, "Q4_K_M");
   assert.equal(loadedShow.model_info["general.architecture"], "llama");
   assert.ok(loadedShow.model_info["llama.context_length"] > 0);
+  // show finds a model by every name a generate takes (here its file name), not by a rule of its own.
+  const byFile = await ollama.show({ model: "kquant-q4_k_m.gguf" });
+  assert.deepEqual(byFile.details, loadedShow.details);
 
   await assert.rejects(ollama.show({ model: "no-such-model" }), (e) => {
     assert.equal(e.name, "ResponseError");
@@ -206,6 +209,10 @@ test("openai: models.list names every model, chat on a named one, an unknown one
   const ids = [];
   for await (const m of openai.models.list()) ids.push(m.id);
   assert.deepEqual(ids.sort(), SERVED);
+  // One model by any name a request takes: its id, its file name.
+  assert.equal((await openai.models.retrieve("aidreams260K")).id, "aidreams260K");
+  assert.equal((await openai.models.retrieve("aidreams260K.gguf")).id, "aidreams260K");
+  await assert.rejects(openai.models.retrieve("gpt-nope"), (e) => e.status === 404 && /aidreams260K/.test(e.message));
 
   const c = await openai.chat.completions.create({
     model: "aidreams260K", messages: [{ role: "user", content: "Tell me a story." }], max_tokens: 8, temperature: 0,
