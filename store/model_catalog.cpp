@@ -22,19 +22,6 @@ int64_t mtime_unix(const fs::path& p) {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::file_clock::to_sys(t).time_since_epoch()).count();
 }
 
-// Case-sensitive twin of file_has_quant: the daemon's names are case-sensitive, so "o/r:q8_0" must
-// not reach the file a catalogue lists as "o/r:Q8_0".
-bool has_quant_word(const std::string& file, const std::string& quant) {
-  if (quant.empty()) return false;
-  const auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (size_t pos = file.find(quant); pos != std::string::npos; pos = file.find(quant, pos + 1)) {
-    const bool starts = pos == 0 || !std::isalnum(static_cast<unsigned char>(file[pos - 1]));
-    const size_t after = pos + quant.size();
-    if (starts && (after == file.size() || !is_word(file[after]))) return true;
-  }
-  return false;
-}
-
 // The quant tag a pulled file name carries ("m.Q4_K_M.gguf" -> "Q4_K_M"): the text after the last
 // '.' or '-' of the stem when it looks like a llama.cpp quant type (Q8_0, IQ4_XS, F16, BF16...).
 std::string quant_tag(const std::string& file) {
@@ -117,7 +104,7 @@ bool matches_loosely(const CatalogModel& m, const std::string& requested) {
   if (requested == relative || requested + kGguf == relative) return true;
   const size_t colon = requested.find(':');
   return !repo.empty() && colon != std::string::npos && requested.substr(0, colon) == repo &&
-         has_quant_word(file, requested.substr(colon + 1));
+         file_has_quant(file, requested.substr(colon + 1));  // any case, as `vkstream pull` and --model read it
 }
 
 }  // namespace

@@ -142,7 +142,7 @@ TEST_F(ModelCatalog, MatchesPulledModelsByTheFormsResolveAccepts) {
   EXPECT_EQ(path_of("o/single"), only);         // the repo's only model
   EXPECT_EQ(path_of("o/single:latest"), only);
   EXPECT_EQ(path_of("o/r"), "<none>");          // two quants: ambiguous
-  EXPECT_EQ(path_of("o/r:q4_k_m"), "<none>");   // case-sensitive
+  EXPECT_EQ(path_of("o/r:q4_k_m"), q4);         // a quant in any case, as --model and `vkstream pull` take it
   EXPECT_EQ(path_of("o/r:Q4_K"), "<none>");     // a whole quant word only
   EXPECT_EQ(path_of("o/r:Q2_K"), "<none>");
 }
