@@ -274,7 +274,7 @@ int main(int argc, char** argv) {
     options.model_path = model;
     options.force_cpu = cpu;
     spdlog::set_level(spdlog::level::warn);
-    vks::server::ServedModel served = vks::server::load_served_model(model, options, {}, nullptr);
+    vks::server::ServedModel served = vks::server::load_served_model(model, options, {}, nullptr, nullptr);
     const std::string device = served.device;
     InProcess ip(*served.engine);
 

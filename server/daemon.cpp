@@ -42,7 +42,7 @@ std::shared_ptr<const chat::ModelChatTemplate> load_chat_template(const LlamaMod
 }  // namespace
 
 ServedModel load_served_model(const std::string& path, const ServerOptions& options, const std::string& chat_template_path,
-                              SystemdNotifier* notifier) {
+                              std::shared_ptr<ComputeShare> compute_share, SystemdNotifier* notifier) {
   ServedModel served;
   auto status = [notifier](const std::string& what) {
     if (notifier != nullptr) notifier->status(what);
@@ -69,6 +69,7 @@ ServedModel load_served_model(const std::string& path, const ServerOptions& opti
   ro.force_cpu = options.force_cpu;
   ro.allow_cpu_fallback = !options.no_cpu_fallback;
   ro.force_vulkan = options.force_vulkan;
+  ro.compute_share = std::move(compute_share);
   if (options.kv_tokens > 0) ro.num_blocks = (options.kv_tokens + ro.block_size - 1) / ro.block_size;
   ro.kv_type_k = parse_kv_type(options.kv_type_k);
   ro.kv_type_v = parse_kv_type(options.kv_type_v);
@@ -94,11 +95,13 @@ ServedModel load_served_model(const std::string& path, const ServerOptions& opti
   return served;
 }
 
-Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel pinned, SystemdNotifier& notifier)
+Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel pinned, std::shared_ptr<ComputeShare> compute_share,
+               SystemdNotifier& notifier)
     : options_(std::move(options)),
       limits_(options_.limits),
       notifier_(notifier),
       registry_(std::chrono::milliseconds(ms_of(options_.retention_s)), options_.retention_max_bytes),
+      compute_share_(std::move(compute_share)),
       rng_(std::random_device{}()) {
   residency_.max_loaded = options_.max_loaded_models;
   residency_.max_bytes = options_.max_loaded_bytes > 0 ? options_.max_loaded_bytes : default_loaded_bytes();

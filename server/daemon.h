@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/chat/model_chat_template.h"
+#include "engine/common/compute_share.h"
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -56,7 +57,7 @@ struct ServedModel {
 // and the runner (Vulkan, CPU fallback) with the options' device and KV settings, and starts the
 // Engine. Reports progress through STATUS= when `notifier` is given. Throws vks::Error saying what to fix.
 ServedModel load_served_model(const std::string& path, const ServerOptions& options, const std::string& chat_template_path,
-                              SystemdNotifier* notifier);
+                              std::shared_ptr<ComputeShare> compute_share, SystemdNotifier* notifier);
 
 // What a loaded model reports and holds; three quarters of the host's memory (the default budget
 // of the loaded models).
@@ -72,7 +73,9 @@ class Daemon {
   // Takes the socket-activated descriptors (may be empty) and the --model loaded already (its
   // engine null when there is none: every model then loads on demand). Binds or adopts every
   // socket; throws vks::Error on any startup problem.
-  Daemon(ServerOptions options, ListenFds fds, ServedModel pinned, SystemdNotifier& notifier);
+  // `compute_share`: the cores its models' CPU runners share (the pinned model's included).
+  Daemon(ServerOptions options, ListenFds fds, ServedModel pinned, std::shared_ptr<ComputeShare> compute_share,
+         SystemdNotifier& notifier);
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -288,6 +291,7 @@ class Daemon {
   Phase phase_ = Phase::kServing;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_activity_ = started_;
+  std::shared_ptr<ComputeShare> compute_share_;  // handed to every model's runner
   std::mt19937_64 rng_;
   std::vector<EngineEvent> event_buffer_;
   int64_t requests_total_ = 0;

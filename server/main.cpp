@@ -37,13 +37,15 @@ int main(int argc, char** argv) {
     std::unique_ptr<vks::http::LoadingResponder> loading = vks::server::answer_http_while_loading(*options, fds);
     // --model is loaded before serving (and pinned); without it every model loads on first use.
     vks::server::ServedModel pinned;
+    auto compute_share = std::make_shared<vks::ComputeShare>();  // one for every model this daemon loads
     if (!options->model_path.empty()) {
-      pinned = vks::server::load_served_model(options->model_path, *options, options->chat_template_path, &notifier);
+      pinned = vks::server::load_served_model(options->model_path, *options, options->chat_template_path, compute_share,
+                                              &notifier);
     }
     if (loading) vks::server::hand_http_to_daemon(*loading, fds);
     int rc = 0;
     {
-      vks::server::Daemon daemon(std::move(*options), fds, std::move(pinned), notifier);
+      vks::server::Daemon daemon(std::move(*options), fds, std::move(pinned), std::move(compute_share), notifier);
       rc = daemon.run();
     }
     // With the runner gone: destroying the instance is what lets Mesa finish writing its shader

@@ -223,8 +223,8 @@ void Daemon::start_load(ModelSlot& slot) {
   spdlog::info("loading model {} ({})", slot.file.name, slot.file.path);
   const std::string template_path = slot.pinned ? options_.chat_template_path : std::string();
   loader_->load(
-      [path = slot.file.path, options = options_, template_path] {
-        return std::make_shared<ServedModel>(load_served_model(path, options, template_path, nullptr));
+      [path = slot.file.path, options = options_, template_path, share = compute_share_] {
+        return std::make_shared<ServedModel>(load_served_model(path, options, template_path, share, nullptr));
       },
       [this, name = slot.file.name, started = std::chrono::steady_clock::now()](std::shared_ptr<ServedModel> served,
                                                                                  std::exception_ptr error) {

@@ -37,7 +37,7 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& fn) {
     ++generation_;
   }
   work_ready_.notify_all();
-  run_indices(fn, n);
+  run_indices(fn, n, /*worker=*/false);
   std::exception_ptr error;
   {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -48,9 +48,10 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& fn) {
   if (error) std::rethrow_exception(error);
 }
 
-void ThreadPool::run_indices(const std::function<void(size_t)>& fn, size_t n) {
+void ThreadPool::run_indices(const std::function<void(size_t)>& fn, size_t n, bool worker) {
   size_t completed = 0;
   for (;;) {
+    if (worker && yield_to_ != nullptr && yield_to_->load(std::memory_order_relaxed) > 0) break;
     const size_t i = next_.fetch_add(1, std::memory_order_relaxed);
     if (i >= n) break;
     try {
@@ -83,7 +84,7 @@ void ThreadPool::worker_loop() {
       n = n_;
       ++active_;
     }
-    run_indices(*fn, n);
+    run_indices(*fn, n, /*worker=*/true);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (--active_ == 0) work_done_.notify_all();

@@ -35,10 +35,15 @@ class ThreadPool {
   // on this pool.
   void parallel_for(size_t n, const std::function<void(size_t)>& fn);
 
+  // While `*urgent` is positive (another model's latency-sensitive step runs: ComputeShare), the
+  // workers stop taking indices of this pool's jobs and the calling thread finishes them alone;
+  // nullptr: every thread always works. Set between jobs, by the thread that calls parallel_for.
+  void yield_to(const std::atomic<int>* urgent) { yield_to_ = urgent; }
+
  private:
   void worker_loop();
-  // Claims and runs indices of the current job until none are left.
-  void run_indices(const std::function<void(size_t)>& fn, size_t n);
+  // Claims and runs indices of the current job until none are left (a worker: or until it yields).
+  void run_indices(const std::function<void(size_t)>& fn, size_t n, bool worker);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -52,6 +57,7 @@ class ThreadPool {
                              // none is, so none claims an index of the next job with this one's fn
   std::exception_ptr error_;
   bool stopping_ = false;
+  const std::atomic<int>* yield_to_ = nullptr;  // published to workers with each job (under mutex_)
   // Claimed without the mutex.
   std::atomic<size_t> next_{0};        // next index to hand out
   std::atomic<size_t> unfinished_{0};  // indices not yet completed

@@ -1,5 +1,7 @@
 #include "engine/cpu/cpu_runner.h"
 
+#include <algorithm>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -133,6 +135,14 @@ class PagedKvQ8 final : public PagedRows {
 
 void CpuRunner::step(const StepBatch& batch, StepResult& out) {
   check_step_batch(batch, limits_, token_seq_, slot_scratch_);  // token_seq_: each token's sequence
+  // A decode step goes first on cores shared with other models; a prefill step gives way to theirs.
+  ComputeShare* share = options_.compute_share.get();
+  const bool urgent = share != nullptr && std::all_of(batch.seqs.begin(), batch.seqs.end(), [](const SeqChunk& s) {
+                        return s.n_tokens <= 1 + s.n_verify;
+                      });
+  std::optional<ComputeShare::Urgent> mark;
+  if (urgent) mark.emplace(*share);
+  pool_.yield_to(share != nullptr && !urgent ? &share->urgent_steps() : nullptr);
   const LlamaConfig& c = config();
   const size_t n = batch.tokens.size();
 

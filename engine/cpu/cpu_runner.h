@@ -12,6 +12,7 @@
 
 #include <memory>
 
+#include "engine/common/compute_share.h"
 #include "engine/common/thread_pool.h"
 #include "engine/common/zeroed_array.h"
 #include "engine/cpu/cpu_layer.h"
@@ -31,6 +32,8 @@ struct CpuRunnerOptions {
   // Keys and values in F32 (kF16, the unquantized default) or both in Q8_0 (engine/cpu/kv_q8.h:
   // 0.28x the bytes; head sizes multiples of 32).
   KvType kv_type = KvType::kF16;
+  // The cores this runner shares with other models' runners (null: it has them to itself).
+  std::shared_ptr<ComputeShare> compute_share;
 };
 
 class CpuRunner final : public ModelRunner {

@@ -119,6 +119,38 @@ TEST_F(RunnerTest, ChunkedPrefillGivesIdenticalLogits) {
   for (size_t k = 0; k < whole.logits.size(); ++k) EXPECT_EQ(chunked.logits[k], whole.logits[k]) << "output " << k;
 }
 
+// Cores shared with another model (ComputeShare): the prefill steps run while that model's urgent
+// step holds the share (their workers give way, the calling thread does every row) and the decode
+// steps mark themselves urgent; the logits are bit for bit those of a runner with its cores alone.
+TEST_F(RunnerTest, SharedCoresGiveIdenticalLogits) {
+  std::vector<int32_t> prompt = ref_.prompt;
+  prompt.insert(prompt.end(), ref_.generated.begin(), ref_.generated.begin() + 35);
+  CpuRunner alone_runner(*model_, options());
+  Driver alone_driver(alone_runner);
+  Seq alone;
+  alone.tokens = prompt;
+  generate_alone(alone_driver, alone, prompt.size() + 10);
+
+  CpuRunnerOptions shared_options = options();
+  shared_options.compute_share = std::make_shared<ComputeShare>();
+  CpuRunner shared_runner(*model_, shared_options);
+  Driver d(shared_runner);
+  Seq shared;
+  shared.tokens = prompt;
+  {
+    ComputeShare::Urgent other_model(*shared_options.compute_share);
+    d.add(shared, static_cast<int32_t>(prompt.size()));
+    d.run();
+  }
+  EXPECT_EQ(shared_options.compute_share->urgent_steps().load(), 0);
+  generate_alone(d, shared, prompt.size() + 10);
+  EXPECT_EQ(shared_options.compute_share->urgent_steps().load(), 0);  // each decode step let go of it
+
+  EXPECT_EQ(shared.tokens, alone.tokens);
+  ASSERT_EQ(shared.logits.size(), alone.logits.size());
+  for (size_t k = 0; k < alone.logits.size(); ++k) EXPECT_EQ(shared.logits[k], alone.logits[k]) << "output " << k;
+}
+
 // The runner and the single-sequence model share the reference ops, so their logits are equal
 // bit for bit; checked on the second real model (plain multi-head attention, rope_dim 16).
 TEST(RunnerVsModel, Aidreams260KLogitsIdentical) {

@@ -70,6 +70,31 @@ TEST(ThreadPool, UsesSeveralThreads) {
   EXPECT_EQ(pool.size(), 4);
 }
 
+// ComputeShare: while another model's urgent step runs, this pool's workers take no index and the
+// calling thread does the whole job; once it is over (or without a share), they work again.
+TEST(ThreadPool, WorkersGiveWayWhileAnUrgentStepRuns) {
+  ThreadPool pool(4);
+  std::atomic<int> urgent{1};
+  const std::thread::id caller = std::this_thread::get_id();
+  auto threads_used = [&pool] {
+    std::mutex mu;
+    std::set<std::thread::id> seen;
+    pool.parallel_for(64, [&](size_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::lock_guard lock(mu);
+      seen.insert(std::this_thread::get_id());
+    });
+    return seen;
+  };
+  pool.yield_to(&urgent);
+  EXPECT_EQ(threads_used(), std::set<std::thread::id>{caller});
+  urgent = 0;
+  EXPECT_GT(threads_used().size(), 1u);
+  urgent = 1;
+  pool.yield_to(nullptr);
+  EXPECT_GT(threads_used().size(), 1u);
+}
+
 // Indices are claimed one by one: a thread held up on one index (as by another process taking its
 // core) leaves the rest to the others instead of holding a fixed share. Index 0 holds its thread
 // until the others have completed half the indices (at most 10 s): with fixed shares they could not.

@@ -28,6 +28,7 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
   cpu.block_size = options.block_size;
   cpu.max_step_tokens = options.max_step_tokens;
   cpu.max_step_seqs = options.max_step_seqs;
+  cpu.compute_share = options.compute_share;
   if (options.num_blocks > 0) {
     cpu.num_blocks = options.num_blocks;
   } else {

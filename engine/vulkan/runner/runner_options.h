@@ -1,8 +1,10 @@
 #pragma once
 // How the runner is built: device, CPU fallback, KV cache capacity, step limits.
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "engine/common/compute_share.h"
 #include "engine/model/kv_type.h"
 
 namespace vks {
@@ -43,6 +45,8 @@ struct RunnerOptions {
   // Run a few throw-away steps before returning the runner, so every kernel is compiled before the
   // daemon says READY (drivers compile lazily at the first dispatch). Off in kernel tests.
   bool warm_up = false;
+  // The cores the CPU backend shares with other loaded models' CPU runners (null: its own).
+  std::shared_ptr<ComputeShare> compute_share;
 };
 
 }  // namespace vks
