@@ -94,8 +94,8 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--max-loaded-bytes", o.max_loaded_bytes,
-                 "memory the loaded models may take together (weights and KV caches; 0 = three quarters of "
-                 "the host's memory)")
+                 "host memory the loaded models may take together (weights and KV caches; 0 = three quarters "
+                 "of the host's memory); models on a discrete GPU are held to nine tenths of its own memory")
       ->capture_default_str();
   std::string keep_alive = "5m";
   app.add_option("--keep-alive", keep_alive,
