@@ -187,9 +187,13 @@ void HttpFrontend::route(HttpConnection& c, HttpRequest& r, const std::string& r
   if (p == "/health") {
     if (!get) return wrong_method("GET");
     const bool serving = !backend_.serving || backend_.serving();
-    const std::vector<HttpModelStatus> models = served_models();
-    const std::string default_id = models.empty() ? std::string() : models.front().entry.id;
-    return send_json(c, serving ? 200 : 503, json{{"status", serving ? "ok" : "draining"}, {"model", default_id}}, request_id);
+    // The default model ("" when several are served and none is pinned), without listing them all.
+    HttpModelStatus default_model;
+    proto::ProtocolError none;
+    const bool has_default = backend_.find_model && backend_.find_model("", default_model, none);
+    return send_json(c, serving ? 200 : 503,
+                     json{{"status", serving ? "ok" : "draining"}, {"model", has_default ? default_model.entry.id : ""}},
+                     request_id);
   }
   if (p == "/metrics") {
     if (!get) return wrong_method("GET");
