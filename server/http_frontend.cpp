@@ -365,9 +365,9 @@ std::optional<HttpModelStatus> HttpFrontend::find_model(HttpConnection& c, bool 
   return std::nullopt;
 }
 
-// Answered from the listing, without loading: a model not loaded shows what its GGUF header says
-// (details, context length); its capabilities and shapes are complete once it is loaded. Loading
-// a model for a metadata query would evict the models that are working.
+// Answered from the listing, without loading: a model not loaded shows what its GGUF header and
+// chat template say (details, context length, capabilities); its shapes are complete once it is
+// loaded. Loading a model for a metadata query would evict the models that are working.
 void HttpFrontend::show_model(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
   std::shared_ptr<http::JsonBody> body = read_body(c, r, request_id, true);
   if (!body) return;

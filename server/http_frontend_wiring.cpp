@@ -162,13 +162,12 @@ http::ModelCatalogue Daemon::catalogue_entry(const ModelSlot& slot) const {
   if (!slot.loaded() && info.name.empty()) info.name = slot.file.name;
   const std::string quantization = slot.loaded() ? slot.served->config.quantization : slot.header_quantization;
   http::ModelCatalogue entry = make_model_catalogue(slot.file, info, quantization);
-  if (slot.loaded()) {
-    if (slot.served->chat_template) {
-      entry.tool_format = slot.served->chat_template->tool_format;
-      entry.reasoning = slot.served->chat_template->reasoning;
-    }
-    entry.tied_embeddings = slot.served->config.tied_embeddings;
+  const chat::ModelChatTemplate* tmpl = slot.loaded() ? slot.served->chat_template.get() : slot.header_template.get();
+  if (tmpl != nullptr) {
+    entry.tool_format = tmpl->tool_format;
+    entry.reasoning = tmpl->reasoning;
   }
+  if (slot.loaded()) entry.tied_embeddings = slot.served->config.tied_embeddings;
   return entry;
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "engine/chat/model_chat_template.h"
 #include "engine/common/error.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/llama_config.h"
@@ -72,12 +73,21 @@ namespace {
 struct Header {
   proto::ModelInfo info;
   std::string quantization;
+  std::shared_ptr<const chat::ModelChatTemplate> chat_template;
 };
 
-// The GGUF's metadata only (mmap: the weights are not read); throws on a bad file.
+// The GGUF's metadata only (mmap: the weights are not read); throws on a bad file. Its chat
+// template too (probe renders bounded by the load's 2 s), so that a listing tells whether the
+// model calls tools or thinks before it is loaded; a template that cannot be read leaves that to the load.
 Header read_header(const std::string& path) {
-  const LlamaConfig config = LlamaConfig::from_gguf(gguf::GgufFile::open(path));
-  return Header{model_info_from(config, nullptr, ""), config.quantization};
+  const gguf::GgufFile file = gguf::GgufFile::open(path);
+  const LlamaConfig config = LlamaConfig::from_gguf(file);
+  Header h{model_info_from(config, nullptr, ""), config.quantization, nullptr};
+  try {
+    h.chat_template = std::make_shared<const chat::ModelChatTemplate>(chat::load_model_chat_template(file));
+  } catch (const std::exception&) {
+  }
+  return h;
 }
 
 }  // namespace
@@ -91,6 +101,7 @@ void Daemon::read_headers(bool now) {
         Header h = read_header(slot.file.path);
         slot.header = std::move(h.info);
         slot.header_quantization = std::move(h.quantization);
+        slot.header_template = std::move(h.chat_template);
       } catch (const std::exception& e) {
         slot.header = proto::ModelInfo{};  // listed by name only; its load will say what is wrong
         spdlog::warn("model {}: cannot read its header: {}", slot.file.name, e.what());
@@ -107,6 +118,7 @@ void Daemon::read_headers(bool now) {
             candidate->header_pending = false;
             candidate->header = error ? proto::ModelInfo{} : std::move(result->info);
             candidate->header_quantization = error ? std::string() : std::move(result->quantization);
+            candidate->header_template = error ? nullptr : result->chat_template;
           }
         });
   }

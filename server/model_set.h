@@ -15,6 +15,10 @@
 #include "server/model_residency.h"
 #include "store/model_catalog.h"
 
+namespace vks::chat {
+struct ModelChatTemplate;
+}
+
 namespace vks::server {
 
 struct ServedModel;
@@ -27,6 +31,7 @@ struct ModelSlot {
   // What the GGUF header says (read once per file, off the loop): listings of a model not loaded.
   std::optional<proto::ModelInfo> header;
   std::string header_quantization;
+  std::shared_ptr<const chat::ModelChatTemplate> header_template;  // null until read, or unreadable
   bool header_pending = false;
   bool loading = false;
   // Continuations of requests waiting for the load: run on the loop thread with the load's error

@@ -13,10 +13,10 @@ import { join } from "node:path";
 import OpenAI from "openai";
 import { Ollama } from "ollama";
 
-import { modelsDir, startDaemon } from "./daemon.js";
+import { makeChatModel, modelsDir, startDaemon } from "./daemon.js";
 
 const PROMPT = "Once upon a time";
-const SERVED = ["aidreams260K", "corrupt", "kquant-q4_k_m", "stories260K"];
+const SERVED = ["aidreams260K", "corrupt", "kquant-q4_k_m", "qwen-chat", "stories260K"];
 const greedy20 = { temperature: 0, num_predict: 20 };
 
 let server;
@@ -40,6 +40,7 @@ before(async () => {
       symlinkSync(join(modelsDir, `${name}.gguf`), join(models, `${name}.gguf`));
     }
     writeFileSync(join(models, "corrupt.gguf"), head(join(modelsDir, "stories260K.gguf"), 6000));
+    makeChatModel(models, "qwen-chat");  // Qwen2.5's chat template: it calls tools
     return ["--models-dir", models, "--no-model-cache", "--max-loaded-models", "2"];
   });
   openai = new OpenAI({ baseURL: `${server.baseUrl}/v1`, apiKey: "unused-on-loopback", maxRetries: 0 });
@@ -167,6 +168,15 @@ test("ollama: show answers a loaded model's details; an unknown name is 404 list
     for (const name of SERVED) assert.ok(e.error.includes(`'${name}'`), e.error);
     return true;
   });
+});
+
+// What a model can do is known before it loads: its template is read with its header.
+test("ollama: show lists a model's capabilities before it is loaded", async () => {
+  const show = await ollama.show({ model: "qwen-chat" });
+  assert.ok(show.capabilities.includes("tools"), JSON.stringify(show.capabilities));
+  assert.ok(!(await loadedNames()).includes("qwen-chat"));  // show did not load it
+  const stories = await ollama.show({ model: "stories260K" });
+  assert.deepEqual(stories.capabilities, ["completion"]);  // no template that renders tools
 });
 
 // A model not loaded is listed and shown from its GGUF header (read when the daemon found the file).
