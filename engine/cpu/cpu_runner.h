@@ -31,6 +31,9 @@ struct CpuRunnerOptions {
   // Keys and values in F32 (kF16, the unquantized default) or both in Q8_0 (engine/cpu/kv_q8.h:
   // 0.28x the bytes; head sizes multiples of 32).
   KvType kv_type = KvType::kF16;
+  // Models with recurrent layers (Gated DeltaNet): the sequences that can live at once, each with a
+  // state slot (engine/cpu/recurrent_state.h). Ignored for other models.
+  int32_t state_slots = 16;
 };
 
 class CpuRunner final : public ModelRunner {
@@ -48,6 +51,7 @@ class CpuRunner final : public ModelRunner {
   std::string kv_type() const override { return q8() ? "q8_0" : "f32"; }
   int32_t max_step_tokens() const override { return options_.max_step_tokens; }
   int32_t max_step_seqs() const override { return options_.max_step_seqs; }
+  int32_t recurrent_state_slots() const override { return states_.slots(); }
 
   // Throws vks::Error(kInvalidArgument) for a malformed batch (nothing is computed then).
   void step(const StepBatch& batch, StepResult& out) override;
@@ -70,6 +74,7 @@ class CpuRunner final : public ModelRunner {
   std::vector<ZeroedArray<float>> value_pool_;
   std::vector<ZeroedArray<int8_t>> key_q8_, value_q8_;
   std::vector<ZeroedArray<float>> key_scales_, value_scales_;
+  RecurrentStatePool states_;  // DeltaNet layers' per-sequence states (no slots for other models)
 };
 
 }  // namespace vks
