@@ -1,12 +1,14 @@
 // CpuRunner on the Qwen3.5 fixtures (Gated DeltaNet layers with a recurrent state per sequence
 // beside gated attention): greedy ids equal llama.cpp's, and a sequence's ids and logits are the
 // same bits alone, batched with others, with its prompt chunked, and recomputed after a preemption
-// in a state slot another sequence used before; bad state slots are refused.
+// in a state slot another sequence used before; bad state slots are refused; the float oracle
+// restarts at position 0 but never rewinds.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "engine/common/error.h"
+#include "engine/cpu/cpu_model.h"
 #include "engine/cpu/cpu_runner.h"
 #include "engine/model/llama_model.h"
 #include "tests/common/test_models.h"
@@ -131,6 +133,24 @@ TEST_P(HybridRunner, RefusesBadStateSlots) {
   EXPECT_NE(step_with({4}).find("state slot 4 outside [0, 4)"), std::string::npos);
   EXPECT_NE(step_with({2, 2}).find("two sequences share state slot 2"), std::string::npos);
   EXPECT_EQ(step_with({0, 3}), "accepted");
+}
+
+// The float oracle keeps one state: it continues at the next position or restarts at 0 (the same
+// logits again), and refuses to rewind.
+TEST_P(HybridRunner, CpuModelRestartsButNeverRewinds) {
+  CpuModel cpu(*model_, 2, 16);
+  std::vector<std::vector<float>> first;
+  for (int32_t pos = 0; pos < 4; ++pos) first.push_back(cpu.forward(ref_.prompt[static_cast<size_t>(pos)], pos));
+  try {
+    cpu.forward(ref_.prompt[2], 2);
+    ADD_FAILURE() << "rewound to position 2";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("would rewind a recurrent state"), std::string::npos) << e.what();
+  }
+  for (int32_t pos = 0; pos < 4; ++pos) {
+    EXPECT_EQ(cpu.forward(ref_.prompt[static_cast<size_t>(pos)], pos), first[static_cast<size_t>(pos)]) << pos;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HybridRunner, ::testing::Values("qwen35-tiny", "qwen35moe-tiny"),
