@@ -165,6 +165,11 @@ TEST_P(LlamaCppFixture, MatchesLlamaCpp) {
 
   const GreedyRun run = run_greedy(*model, ref.ids.prompt, ref.ids.generated.size());
   expect_steps_match(run, ref, vocab, 1e-4f, name);
+  float worst = max_abs_diff(run.logits[0].data(), ref.logits.data(), vocab);
+  for (size_t i = 0; i + 1 < run.logits.size(); ++i) {
+    worst = std::max(worst, max_abs_diff(run.logits[i + 1].data(), &ref.gen_logits[i * vocab], vocab));
+  }
+  std::printf("%s: max |logit - llama.cpp| over %zu steps: %.3g\n", name.c_str(), run.logits.size(), worst);
   EXPECT_EQ(runner_prefill_logits(*model, ref.ids.prompt), run.logits[0]) << name;
 }
 
