@@ -41,10 +41,9 @@ std::string matrix_types(const vks::LlamaModel& model, uint64_t& matrix_bytes) {
     ++count[std::string(vks::ggml_type_name(t.type))];
     matrix_bytes += t.nbytes;
   };
-  for (const vks::LayerWeights& l : model.weights().layers) {
-    for (const vks::TensorRef* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m);
-  }
-  add(model.weights().output);  // the token embedding is read one row per token: not counted
+  // Every layer's matrices (a DeltaNet layer's own) and the output; the token embedding is read one
+  // row per token: not counted.
+  for (const vks::TensorRef* m : vks::step_matrices(model.weights())) add(*m);
   std::string s;
   for (const auto& [name, n] : count) s += (s.empty() ? "" : ", ") + name + " x " + std::to_string(n);
   return s;
@@ -97,6 +96,7 @@ int main(int argc, char** argv) {
     seq.n_tokens = n_prompt;
     for (int32_t b = 0; b < options.num_blocks; ++b) seq.block_table.push_back(b);
     seq.logits = vks::LogitsMode::kArgmax;
+    seq.state_slot = 0;  // models with recurrent layers
     batch.tokens = prompt;
     batch.seqs = {seq};
     batch.finalize(options.block_size);
@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
       multi.num_blocks = options.num_blocks * n_seqs;
       multi.max_step_tokens = std::max(512, n_prompt * n_seqs);
       multi.max_step_seqs = n_seqs;
+      multi.state_slots = n_seqs;
       vks::CpuRunner many(*model, multi);
       vks::StepBatch step;
       for (int s = 0; s < n_seqs; ++s) {
@@ -129,6 +130,7 @@ int main(int argc, char** argv) {
         chunk.n_tokens = n_prompt;
         for (int32_t b = 0; b < options.num_blocks; ++b) chunk.block_table.push_back(s * options.num_blocks + b);
         chunk.logits = vks::LogitsMode::kArgmax;
+        chunk.state_slot = s;
         step.seqs.push_back(chunk);
         step.tokens.insert(step.tokens.end(), prompt.begin(), prompt.end());
       }

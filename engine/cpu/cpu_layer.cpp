@@ -1,7 +1,9 @@
 #include "engine/cpu/cpu_layer.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "engine/cpu/cpu_deltanet.h"
 #include "engine/cpu/cpu_model.h"
 #include "engine/model/expert_routing.h"
 
@@ -77,6 +79,23 @@ void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& la
   }
 }
 
+// a.proj += the shared expert's output for every token, scaled by sigmoid(gate_inp · a.xb) where
+// it is gated (llama.cpp adds it after the routed sum).
+void shared_expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const SharedExpertWeights& w,
+                       const CpuLayerVectors& lv, CpuActivations& a, ThreadPool* pool, MatmulFn matmul) {
+  const size_t n = a.n_tokens, dim = c.dim;
+  ffn_block(ExpertWeights{w.gate, w.up, w.down}, ffn.activation, a.xb.data(), n, a.shared_out.data(), a, pool, matmul);
+  for (size_t t = 0; t < n; ++t) {
+    float scale = 1.0f;
+    if (ffn.shared_gated) {
+      float logit = 0.0f;
+      for (size_t i = 0; i < dim; ++i) logit += lv.shared_gate_inp[i] * a.xb[t * dim + i];
+      scale = 1.0f / (1.0f + std::exp(-logit));
+    }
+    for (size_t i = 0; i < dim; ++i) a.proj[t * dim + i] += scale * a.shared_out[t * dim + i];
+  }
+}
+
 // x += sublayer output (a.proj), RMS-normed first where the layer post-norms (Gemma).
 void add_residual(const LlamaConfig& c, const std::vector<float>& post_norm, CpuActivations& a) {
   const size_t dim = c.dim;
@@ -116,6 +135,13 @@ CpuModelVectors::CpuModelVectors(const LlamaModel& model) {
     v.rope = ref::rope_params(c, c.layers[l].attention, rope_freqs.empty() ? nullptr : rope_freqs.data());
     if (c.layers[l].attention.value_norm) v.ones.assign(c.layers[l].attention.head_dim, 1.0f);
     if (layer.output_scale) v.output_scale = dequantize_vector(*layer.output_scale).front();
+    if (layer.deltanet) {
+      v.conv = dequantize_vector(layer.deltanet->conv);
+      v.dt_bias = dequantize_vector(layer.deltanet->dt_bias);
+      v.ssm_a = dequantize_vector(layer.deltanet->a);
+      v.ssm_norm = dequantize_vector(layer.deltanet->norm);
+    }
+    if (layer.shared && layer.shared->gate_inp) v.shared_gate_inp = dequantize_vector(*layer.shared->gate_inp);
   }
 }
 
@@ -137,6 +163,27 @@ void CpuActivations::resize(const LlamaConfig& c, size_t n) {
     expert_in.resize(n * c.dim);
     expert_out.resize(n * c.n_experts_used * c.dim);
   }
+  size_t channels = 0, v_dim = 0, v_heads = 0;
+  bool gated = false, shared = false;
+  for (const LayerSpec& l : c.layers) {
+    gated = gated || (l.mixer == Mixer::kAttention && l.attention.output_gate);
+    shared = shared || l.ffn.has_shared();
+    if (l.mixer != Mixer::kDeltaNet) continue;
+    channels = std::max<size_t>(channels, l.deltanet.conv_channels());
+    v_dim = std::max<size_t>(v_dim, l.deltanet.v_dim());
+    v_heads = std::max<size_t>(v_heads, l.deltanet.n_v_heads);
+  }
+  if (gated) {
+    q_and_gate.resize(n * 2 * c.q_dim());
+    q_gate.resize(n * c.q_dim());
+  }
+  dn_qkv.resize(n * channels);
+  dn_z.resize(n * v_dim);
+  dn_beta.resize(n * v_heads);
+  dn_alpha.resize(n * v_heads);
+  dn_out.resize(n * v_dim);
+  dn_update.resize(v_dim);
+  if (shared) shared_out.resize(n * c.dim);
 }
 
 void cpu_embed(const LlamaModel& model, const int32_t* tokens, CpuActivations& a) {
@@ -151,11 +198,25 @@ void cpu_embed(const LlamaModel& model, const int32_t* tokens, CpuActivations& a
   }
 }
 
-void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, const int32_t* positions,
-               CpuActivations& a, LayerKv& kv, ThreadPool* pool, MatmulFn matmul) {
+namespace {
+
+// attn_q's rows of a gated layer hold, per head, the query then its gate: a.q and a.q_gate get them.
+void split_query_gate(size_t n, size_t n_heads, size_t head_dim, CpuActivations& a) {
+  const size_t q_dim = n_heads * head_dim;
+  for (size_t t = 0; t < n; ++t) {
+    for (size_t h = 0; h < n_heads; ++h) {
+      const float* src = &a.q_and_gate[t * 2 * q_dim + 2 * h * head_dim];
+      std::copy_n(src, head_dim, &a.q[t * q_dim + h * head_dim]);
+      std::copy_n(src + head_dim, head_dim, &a.q_gate[t * q_dim + h * head_dim]);
+    }
+  }
+}
+
+// The attention sublayer over the normed inputs a.xb into a.proj (before the residual add).
+void attention_mixer(const LlamaModel& model, const CpuLayerVectors& lv, size_t l, const int32_t* positions,
+                     CpuActivations& a, LayerKv& kv, ThreadPool* pool, MatmulFn matmul) {
   const LlamaConfig& c = model.config();
   const LayerWeights& layer = model.weights().layers[l];
-  const CpuLayerVectors& lv = vec.layers[l];
   const size_t n = a.n_tokens;
   const LayerSpec& spec = c.layers[l];
   const size_t dim = c.dim;
@@ -164,10 +225,13 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
   const size_t q_dim = c.n_heads * head_dim;
   const size_t kv_dim = spec.attention.kv_dim();
 
-  // Attention RMSNorm.
-  for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.xb[t * dim], &a.x[t * dim], lv.attn_norm.data(), dim, c.norm_eps);
   // Q, K, V projections.
-  matmul(layer.wq, a.xb.data(), n, a.q.data(), pool);
+  if (spec.attention.output_gate) {
+    matmul(layer.wq, a.xb.data(), n, a.q_and_gate.data(), pool);
+    split_query_gate(n, c.n_heads, head_dim, a);
+  } else {
+    matmul(layer.wq, a.xb.data(), n, a.q.data(), pool);
+  }
   matmul(layer.wk, a.xb.data(), n, a.k.data(), pool);
   if (spec.attention.value_from_key) {
     std::copy_n(a.k.data(), n * kv_dim, a.v.data());  // V is the K projection, before K's norm
@@ -205,9 +269,32 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
   } else {
     for (size_t t = 0; t < n; ++t) attend(t);
   }
-  // Output projection (and bias), post-norm, residual.
+  if (spec.attention.output_gate) {
+    for (size_t i = 0; i < n * q_dim; ++i) a.att[i] *= 1.0f / (1.0f + std::exp(-a.q_gate[i]));
+  }
+  // Output projection (and bias).
   matmul(layer.wo, a.att.data(), n, a.proj.data(), pool);
   add_bias_rows(a.proj.data(), lv.bo.empty() ? nullptr : lv.bo.data(), n, dim);
+}
+
+}  // namespace
+
+void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, const int32_t* positions,
+               CpuActivations& a, LayerKv& kv, ThreadPool* pool, MatmulFn matmul) {
+  const LlamaConfig& c = model.config();
+  const LayerWeights& layer = model.weights().layers[l];
+  const CpuLayerVectors& lv = vec.layers[l];
+  const size_t n = a.n_tokens;
+  const LayerSpec& spec = c.layers[l];
+  const size_t dim = c.dim;
+
+  // Mixer RMSNorm, the mixer (attention, or a Gated DeltaNet), post-norm, residual.
+  for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.xb[t * dim], &a.x[t * dim], lv.attn_norm.data(), dim, c.norm_eps);
+  if (spec.mixer == Mixer::kDeltaNet) {
+    deltanet_mixer(c, spec.deltanet, *layer.deltanet, lv, a, kv, pool, matmul);
+  } else {
+    attention_mixer(model, lv, l, positions, a, kv, pool, matmul);
+  }
   add_residual(c, lv.post_attn_norm, a);
 
   // FFN RMSNorm, then the feed-forward block down(act(gate x, up x)): one dense block, or the
@@ -219,6 +306,7 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
     ffn_block(ExpertWeights{layer.w_gate, layer.w_up, layer.w_down}, spec.ffn.activation, a.xb.data(), n,
               a.proj.data(), a, pool, matmul);
   }
+  if (layer.shared) shared_expert_ffn(c, spec.ffn, *layer.shared, lv, a, pool, matmul);
   add_residual(c, lv.post_ffn_norm, a);
   if (lv.output_scale != 1.0f) {
     for (size_t i = 0; i < n * dim; ++i) a.x[i] *= lv.output_scale;

@@ -1,7 +1,7 @@
 #pragma once
 // The CPU forward pass, written once: CpuModel::forward (one sequence, one token at a time) and
 // CpuRunner::step (a paged, multi-sequence batch) both run these functions and differ only in
-// where keys and values live (LayerKv). Layers differ by their description (LayerSpec: attention's
+// where keys and values (and the DeltaNet layers' recurrent states) live (LayerKv). Layers differ by their description (LayerSpec: attention's
 // window, rope, scale, soft-cap and sinks; post-norms; a dense or an expert feed-forward block and
 // its activation) and their optional tensors: a layer adds biases when it has them, normalizes Q
 // and K heads when it has attn_q_norm/attn_k_norm, and rope uses the architecture's mode and the
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/common/thread_pool.h"
+#include "engine/cpu/recurrent_state.h"
 #include "engine/cpu/reference_ops.h"
 #include "engine/model/expert_routing.h"
 #include "engine/model/llama_model.h"
@@ -29,6 +30,8 @@ struct CpuLayerVectors {
   std::vector<float> b_gate, b_up, b_down;           // [E * hidden], [E * hidden], [E * dim]
   std::vector<float> ones;                           // [head_dim] the weight of an unweighted V norm
   float output_scale = 1.0f;                         // Gemma 4's layer_output_scale
+  std::vector<float> conv, dt_bias, ssm_a, ssm_norm;  // DeltaNet: [C * conv_kernel], [H], [H], [head_dim]
+  std::vector<float> shared_gate_inp;                // [dim] the shared expert's gate (Qwen3.5 MoE)
   ref::RopeParams rope;  // this layer's rope (freq_factors points into CpuModelVectors::rope_freqs)
 };
 struct CpuModelVectors {
@@ -61,10 +64,16 @@ struct CpuActivations {
   std::vector<float> expert_in;
   std::vector<float> expert_out;
   ExpertGroups expert_groups;  // the step's (token, choice) pairs by expert
+  // Attention with an output gate: attn_q's rows [n, 2 * q_dim] and their gate half [n, q_dim].
+  std::vector<float> q_and_gate, q_gate;
+  // Gated DeltaNet layers: the conv's input (then output) [n, C], z [n, V], beta and alpha [n, H],
+  // the gated output [n, V], and each head's delta-rule update [V].
+  std::vector<float> dn_qkv, dn_z, dn_beta, dn_alpha, dn_out, dn_update;
+  std::vector<float> shared_out;  // the shared expert's output [n, dim]
   void resize(const LlamaConfig& c, size_t n);
 };
 
-// Where one layer's keys and values live.
+// Where one layer's keys and values (attention) or its recurrent states (DeltaNet) live.
 class LayerKv {
  public:
   virtual ~LayerKv() = default;
@@ -75,6 +84,9 @@ class LayerKv {
   // of them where p.window > 0) into out [q_dim]. Called from pool threads for different tokens at
   // once.
   virtual void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) = 0;
+  // A DeltaNet layer's state of token t's sequence, which token t advances (tokens of a sequence
+  // run in order).
+  virtual RecurrentState recurrent_state(size_t t) = 0;
 };
 
 // a.x[t] = the embedding of tokens[t] (ids already validated).

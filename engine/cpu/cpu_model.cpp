@@ -16,11 +16,11 @@ std::vector<float> dequantize_vector(const TensorRef& t) {
 
 namespace {
 
-// The contiguous cache of one layer: position p's rows at p * kv_dim.
+// The contiguous cache of one layer: position p's rows at p * kv_dim; and its one recurrent state.
 class ContiguousKv final : public LayerKv {
  public:
-  ContiguousKv(const LlamaConfig& c, float* keys, float* values, int32_t pos)
-      : c_(c), keys_(keys), values_(values), pos_(static_cast<size_t>(pos)) {}
+  ContiguousKv(const LlamaConfig& c, float* keys, float* values, int32_t pos, RecurrentState state)
+      : c_(c), keys_(keys), values_(values), pos_(static_cast<size_t>(pos)), state_(state) {}
   void store(size_t t, const float* k, const float* v, size_t width) override {
     std::copy_n(k, width, keys_ + (pos_ + t) * c_.kv_dim());
     std::copy_n(v, width, values_ + (pos_ + t) * c_.kv_dim());
@@ -31,24 +31,28 @@ class ContiguousKv final : public LayerKv {
     rows.kv_stride = c_.kv_dim();
     ref::attention(out, q, keys_ + first * c_.kv_dim(), values_ + first * c_.kv_dim(), pos_ + t + 1 - first, rows);
   }
+  RecurrentState recurrent_state(size_t) override { return state_; }
 
  private:
   const LlamaConfig& c_;
   float* keys_;
   float* values_;
   size_t pos_;  // position of token 0
+  RecurrentState state_;
 };
 
 }  // namespace
 
 CpuModel::CpuModel(const LlamaModel& model, int threads, int32_t max_seq_len)
-    : model_(model), config_(model.config()), pool_(threads), vectors_(std::make_unique<CpuModelVectors>(model)) {
+    : model_(model), config_(model.config()), pool_(threads), vectors_(std::make_unique<CpuModelVectors>(model)),
+      states_(model.config(), 1) {
   const LlamaConfig& c = config_;
   max_seq_len_ = max_seq_len > 0 ? max_seq_len : static_cast<int32_t>(std::min<uint32_t>(c.context_length, 4096));
   if (max_seq_len_ <= 0) max_seq_len_ = 4096;
   for (size_t l = 0; l < c.n_layers; ++l) {
-    key_cache_.emplace_back(static_cast<size_t>(max_seq_len_) * c.kv_dim());
-    value_cache_.emplace_back(static_cast<size_t>(max_seq_len_) * c.kv_dim());
+    const bool attention = c.layers[l].mixer == Mixer::kAttention;
+    key_cache_.emplace_back(attention ? static_cast<size_t>(max_seq_len_) * c.kv_dim() : 0);
+    value_cache_.emplace_back(attention ? static_cast<size_t>(max_seq_len_) * c.kv_dim() : 0);
   }
   acts_.resize(c, 1);
   logits_.resize(c.vocab_size);
@@ -65,9 +69,17 @@ const std::vector<float>& CpuModel::forward(int32_t token, int32_t pos) {
                                                  std::to_string(n_cached_) + " positions cached, capacity " +
                                                  std::to_string(max_seq_len_));
   }
+  // A recurrent state holds every position run so far: it can restart, not go back.
+  if (states_.slot_bytes() > 0) {
+    if (pos != 0 && pos != n_cached_) {
+      throw Error(ErrorCode::kInvalidArgument, "position " + std::to_string(pos) + " would rewind a recurrent state (" +
+                                                   std::to_string(n_cached_) + " positions run): restart at 0");
+    }
+    if (pos == 0) states_.reset(0);
+  }
   cpu_embed(model_, &token, acts_);
   for (size_t l = 0; l < c.n_layers; ++l) {
-    ContiguousKv kv(c, key_cache_[l].data(), value_cache_[l].data(), pos);
+    ContiguousKv kv(c, key_cache_[l].data(), value_cache_[l].data(), pos, states_.at(l, 0));
     cpu_layer(model_, *vectors_, l, &pos, acts_, kv, &pool_, &ref::matmul);
   }
   const size_t row = 0;

@@ -18,7 +18,8 @@ class CpuModel {
   explicit CpuModel(const LlamaModel& model, int threads = 0, int32_t max_seq_len = 0);
 
   // Runs `token` at position `pos` (positions 0..pos-1 must have been run since the last reset)
-  // and returns the logits [vocab_size]. Throws vks::Error(kInvalidArgument) for a token outside
+  // and returns the logits [vocab_size]. A model with recurrent layers (Gated DeltaNet) restarts at
+  // position 0 and otherwise only continues at the next position. Throws vks::Error(kInvalidArgument) for a token outside
   // the vocabulary or a position outside [0, max_seq_len) or not following the previous one.
   const std::vector<float>& forward(int32_t token, int32_t pos);
   void reset() { n_cached_ = 0; }
@@ -41,6 +42,7 @@ class CpuModel {
   // KV cache, per layer: [max_seq_len, kv_dim], rotated keys.
   std::vector<std::vector<float>> key_cache_;
   std::vector<std::vector<float>> value_cache_;
+  RecurrentStatePool states_;  // the DeltaNet layers' state of the one sequence
 
   CpuActivations acts_;         // of the current token
   std::vector<float> logits_;   // [vocab_size]

@@ -22,28 +22,31 @@ constexpr MatmulFn kQuantizedMatmul =
 }  // namespace
 
 CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
-    : model_(model), options_(options), pool_(options.threads) {
+    : model_(model), options_(options), pool_(options.threads),
+      states_(model.config(), model.config().has_recurrent_layers() ? options.state_slots : 0) {
   if (options_.block_size <= 0 || options_.num_blocks <= 0 || options_.max_step_tokens <= 0 ||
-      options_.max_step_seqs <= 0) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "CPU runner options must be positive (block_size, num_blocks, max_step_tokens, max_step_seqs)");
+      options_.max_step_seqs <= 0 || options_.state_slots <= 0) {
+    throw Error(ErrorCode::kInvalidArgument, "CPU runner options must be positive (block_size, num_blocks, "
+                                             "max_step_tokens, max_step_seqs, state_slots)");
   }
   // No sequence can be longer than the pool: that is the only bound on a block table here.
   limits_ = StepLimits{static_cast<int32_t>(model.config().vocab_size), options_.block_size, options_.num_blocks,
-                       options_.max_step_tokens, options_.max_step_seqs, options_.num_blocks};
+                       options_.max_step_tokens, options_.max_step_seqs, options_.num_blocks, states_.slots()};
   vectors_ = std::make_unique<CpuModelVectors>(model);
   const size_t slots = static_cast<size_t>(options_.num_blocks) * static_cast<size_t>(options_.block_size);
   const size_t kv_dim = model.config().kv_dim();
   require_kv_type_fits(model.config(), options_.kv_type);
   for (size_t l = 0; l < model.config().n_layers; ++l) {
+    // A DeltaNet layer keeps no keys or values.
+    const size_t rows = model.config().layers[l].mixer == Mixer::kAttention ? slots * kv_dim : 0;
     if (q8()) {
-      key_q8_.emplace_back(slots * kv_dim);
-      value_q8_.emplace_back(slots * kv_dim);
-      key_scales_.emplace_back(slots * kv_dim / cpu::kKvQ8Block);
-      value_scales_.emplace_back(slots * kv_dim / cpu::kKvQ8Block);
+      key_q8_.emplace_back(rows);
+      value_q8_.emplace_back(rows);
+      key_scales_.emplace_back(rows / cpu::kKvQ8Block);
+      value_scales_.emplace_back(rows / cpu::kKvQ8Block);
     } else {
-      key_pool_.emplace_back(slots * kv_dim);
-      value_pool_.emplace_back(slots * kv_dim);
+      key_pool_.emplace_back(rows);
+      value_pool_.emplace_back(rows);
     }
   }
 }
@@ -53,19 +56,28 @@ uint64_t CpuRunner::pool_row_bytes(KvType type, uint64_t kv_dim) {
 }
 
 uint64_t CpuRunner::kv_bytes_per_token() const {
-  return pool_row_bytes(options_.kv_type, model_.config().kv_dim()) * 2 * model_.config().n_layers;
+  const LlamaConfig& c = model_.config();
+  const auto attention = std::count_if(c.layers.begin(), c.layers.end(),
+                                       [](const LayerSpec& l) { return l.mixer == Mixer::kAttention; });
+  return pool_row_bytes(options_.kv_type, c.kv_dim()) * 2 * static_cast<uint64_t>(attention);
 }
 
 namespace {
 
 // Where one layer's paged pool puts and finds a step's tokens: token t's row starts at its slot's
 // (rows c.kv_dim() values apart), and its attention reads its sequence's positions [first, pos]
-// through the block table (a window layer only its window). The pools' element type is the
-// subclass's.
+// through the block table (a window layer only its window); a DeltaNet layer's state is its
+// sequence's slot. The pools' element type is the subclass's.
 class PagedRows : public LayerKv {
+ public:
+  RecurrentState recurrent_state(size_t t) override {
+    return states_.at(layer_, batch_.seqs[static_cast<size_t>(seq_of_[t])].state_slot);
+  }
+
  protected:
-  PagedRows(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size)
-      : c_(c), block_size_(block_size), batch_(batch), seq_of_(seq_of) {}
+  PagedRows(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size,
+            RecurrentStatePool& states, size_t layer)
+      : c_(c), block_size_(block_size), batch_(batch), seq_of_(seq_of), states_(states), layer_(layer) {}
   size_t row_at(size_t t) const { return static_cast<size_t>(batch_.slot_mapping[t]) * c_.kv_dim(); }
   struct Visible {
     std::span<const int32_t> block_table;
@@ -83,6 +95,8 @@ class PagedRows : public LayerKv {
  private:
   const StepBatch& batch_;
   const std::vector<int32_t>& seq_of_;
+  RecurrentStatePool& states_;
+  size_t layer_;
 };
 
 // F32 pools. Attention reads them in place: gathering copied every visible row (16 MB a global
@@ -90,8 +104,8 @@ class PagedRows : public LayerKv {
 class PagedKv final : public PagedRows {
  public:
   PagedKv(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size,
-          float* keys, float* values)
-      : PagedRows(c, batch, seq_of, block_size), keys_(keys), values_(values) {}
+          RecurrentStatePool& states, size_t layer, float* keys, float* values)
+      : PagedRows(c, batch, seq_of, block_size, states, layer), keys_(keys), values_(values) {}
   void store(size_t t, const float* k, const float* v, size_t width) override {
     std::copy_n(k, width, keys_ + row_at(t));
     std::copy_n(v, width, values_ + row_at(t));
@@ -110,8 +124,9 @@ class PagedKv final : public PagedRows {
 class PagedKvQ8 final : public PagedRows {
  public:
   PagedKvQ8(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size,
-            int8_t* keys, float* key_scales, int8_t* values, float* value_scales)
-      : PagedRows(c, batch, seq_of, block_size), keys_(keys), key_scales_(key_scales), values_(values),
+            RecurrentStatePool& states, size_t layer, int8_t* keys, float* key_scales, int8_t* values,
+            float* value_scales)
+      : PagedRows(c, batch, seq_of, block_size, states, layer), keys_(keys), key_scales_(key_scales), values_(values),
         value_scales_(value_scales) {}
   void store(size_t t, const float* k, const float* v, size_t width) override {
     const size_t at = row_at(t);
@@ -146,17 +161,22 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
   const LlamaConfig& c = config();
   const size_t n = batch.tokens.size();
 
+  if (states_.slots() > 0) {  // a sequence starting at position 0 starts its recurrent state afresh
+    for (const SeqChunk& seq : batch.seqs) {
+      if (seq.n_past == 0) states_.reset(seq.state_slot);
+    }
+  }
   CpuActivations acts;
   acts.resize(c, n);
   cpu_embed(model_, batch.tokens.data(), acts);
   for (size_t l = 0; l < c.n_layers; ++l) {
     const size_t block_size = static_cast<size_t>(options_.block_size);
     if (q8()) {
-      PagedKvQ8 kv(c, batch, token_seq_, block_size, key_q8_[l].data(), key_scales_[l].data(), value_q8_[l].data(),
+      PagedKvQ8 kv(c, batch, token_seq_, block_size, states_, l, key_q8_[l].data(), key_scales_[l].data(), value_q8_[l].data(),
                    value_scales_[l].data());
       cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
     } else {
-      PagedKv kv(c, batch, token_seq_, block_size, key_pool_[l].data(), value_pool_[l].data());
+      PagedKv kv(c, batch, token_seq_, block_size, states_, l, key_pool_[l].data(), value_pool_[l].data());
       cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
     }
   }

@@ -34,6 +34,9 @@ struct CpuRunnerOptions {
   KvType kv_type = KvType::kF16;
   // The cores this runner shares with other models' runners (null: it has them to itself).
   std::shared_ptr<ComputeShare> compute_share;
+  // Models with recurrent layers (Gated DeltaNet): the sequences that can live at once, each with a
+  // state slot (engine/cpu/recurrent_state.h). Ignored for other models.
+  int32_t state_slots = 16;
 };
 
 class CpuRunner final : public ModelRunner {
@@ -51,6 +54,7 @@ class CpuRunner final : public ModelRunner {
   std::string kv_type() const override { return q8() ? "q8_0" : "f32"; }
   int32_t max_step_tokens() const override { return options_.max_step_tokens; }
   int32_t max_step_seqs() const override { return options_.max_step_seqs; }
+  int32_t recurrent_state_slots() const override { return states_.slots(); }
 
   // Throws vks::Error(kInvalidArgument) for a malformed batch (nothing is computed then).
   void step(const StepBatch& batch, StepResult& out) override;
@@ -73,6 +77,7 @@ class CpuRunner final : public ModelRunner {
   std::vector<ZeroedArray<float>> value_pool_;
   std::vector<ZeroedArray<int8_t>> key_q8_, value_q8_;
   std::vector<ZeroedArray<float>> key_scales_, value_scales_;
+  RecurrentStatePool states_;  // DeltaNet layers' per-sequence states (no slots for other models)
 };
 
 }  // namespace vks

@@ -16,9 +16,8 @@ constexpr ExpertRouting kSoftmaxTopKNormalized{ExpertRouting::Order::kSoftmaxThe
 // soft-caps attention scores and logits. gpt-oss windows every other layer, adds sinks and
 // biases, and routes top-k then softmax through clamped SwiGLU experts. Gemma 4 (dense) gives its
 // global layers wider heads, fewer KV heads and V = K, norms V, scales scores by 1 and each layer's
-// output by a scalar. Gemma 4 (dense) gives its
-// global layers wider heads, fewer KV heads and V = K, norms V, scales scores by 1 and each layer's
-// output by a scalar.
+// output by a scalar. Qwen3.5 mixes Gated DeltaNet layers with gated, Q/K-normed attention, and
+// names its pre-FFN norm post_attention_norm; its MoE adds a gated shared expert.
 constexpr ArchitectureInfo kArchitectures[] = {
     {.arch = Arch::kLlama, .name = "llama", .rope_mode = RopeMode::kNorm, .qkv_bias = R::kOptional,
      .qk_norm = R::kAbsent, .rope_freqs = R::kOptional, .projections = P::kSeparate, .experts = R::kOptional,
@@ -50,6 +49,13 @@ constexpr ArchitectureInfo kArchitectures[] = {
      .activation = FfnActivation::kGeluTanh, .window_period = 6, .softcap_keys = true, .scale_embeddings = true,
      .post_norms = true, .unit_attention_scale = true, .attn_v = R::kOptional, .value_norm = true,
      .layer_output_scale = true, .rope_factors_global_only = true},
+    {.arch = Arch::kQwen35, .name = "qwen35", .rope_mode = RopeMode::kNeox, .qkv_bias = R::kAbsent,
+     .qk_norm = R::kRequired, .rope_freqs = R::kAbsent, .projections = P::kSeparate, .experts = R::kAbsent,
+     .ffn_norm = "post_attention_norm", .deltanet_layers = true},
+    {.arch = Arch::kQwen35Moe, .name = "qwen35moe", .rope_mode = RopeMode::kNeox, .qkv_bias = R::kAbsent,
+     .qk_norm = R::kRequired, .rope_freqs = R::kAbsent, .projections = P::kSeparate, .experts = R::kRequired,
+     .routing = kSoftmaxTopKNormalized, .ffn_norm = "post_attention_norm", .deltanet_layers = true,
+     .gated_shared_expert = true},
 };
 
 }  // namespace

@@ -12,7 +12,8 @@
 
 namespace vks {
 
-enum class Arch : uint8_t { kLlama, kQwen2, kQwen3, kQwen3Moe, kPhi3, kGemma2, kGemma3, kGptOss, kGemma4 };
+enum class Arch : uint8_t { kLlama, kQwen2, kQwen3, kQwen3Moe, kPhi3, kGemma2, kGemma3, kGptOss, kGemma4, kQwen35,
+                           kQwen35Moe };
 
 // How rotary embedding pairs the values of a head (llama.cpp's LLAMA_ROPE_TYPE_NORM / _NEOX).
 enum class RopeMode : uint8_t {
@@ -62,6 +63,11 @@ struct ArchitectureInfo {
   bool value_norm = false;            // V RMS-normed per head without a weight (Gemma 4)
   bool layer_output_scale = false;    // blk.N.layer_output_scale.weight multiplies the residual (Gemma 4)
   bool rope_factors_global_only = false;  // rope_freqs.weight applies to the global layers only (Gemma 4)
+  // Hybrid: some layers are Gated DeltaNet (ssm.* keys; which ones by attention.recurrent_layers or
+  // full_attention_interval), the others attention with a sigmoid output gate on Q (Qwen3.5).
+  bool deltanet_layers = false;
+  // A shared expert beside the routed ones, gated by sigmoid(ffn_gate_inp_shexp · x) (Qwen3.5 MoE).
+  bool gated_shared_expert = false;
 };
 
 // nullptr for an architecture vkstream does not run.

@@ -31,7 +31,12 @@ struct FfnSpec {
   uint32_t n_used = 1;
   ExpertRouting routing;
   FfnActivation activation = FfnActivation::kSilu;
+  // A shared expert every token runs beside the routed ones (ffn_{gate,up,down}_shexp), added to
+  // their sum; gated: scaled by sigmoid(ffn_gate_inp_shexp · x), one scalar per token (Qwen3.5 MoE).
+  uint32_t shared_hidden = 0;  // 0: none
+  bool shared_gated = false;
   bool routed() const { return n_experts > 1; }
+  bool has_shared() const { return shared_hidden > 0; }
 };
 
 // Which keys a query sees, how its scores are formed, and the layer's head geometry (Gemma 4's
@@ -49,12 +54,40 @@ struct AttentionSpec {
   float scale = 0.0f;        // q·k multiplier (1/sqrt(head_dim) unless the architecture says otherwise)
   float softcap = 0.0f;      // 0: none; c: score = c * tanh(score / c) before the softmax (Gemma 2)
   bool sinks = false;        // blk.N.attn_sinks: one logit per head joins the softmax denominator (gpt-oss)
+  // attn_q holds, per head, the query rows then as many gate rows; the attention output is
+  // multiplied by sigmoid(gate) before attn_output (Qwen3.5's full-attention layers).
+  bool output_gate = false;
   bool windowed() const { return window > 0; }
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
 };
 
+// A Gated DeltaNet layer (Qwen3.5's linear attention): per sequence it carries a recurrent state
+// instead of keys and values, a causal depthwise conv over the last conv_kernel inputs of its
+// q/k/v projection and one head_dim x head_dim delta-rule matrix per value head. Value head j reads
+// q/k head j mod n_groups.
+struct DeltaNetSpec {
+  uint32_t conv_kernel = 0;  // ssm.conv_kernel: conv taps, the current token's included
+  uint32_t head_dim = 0;     // ssm.state_size: the size of every q, k and v head
+  uint32_t n_groups = 0;     // ssm.group_count: q/k heads
+  uint32_t n_v_heads = 0;    // ssm.time_step_rank: value heads (ssm.inner_size = n_v_heads * head_dim)
+  uint32_t qk_dim() const { return n_groups * head_dim; }
+  uint32_t v_dim() const { return n_v_heads * head_dim; }
+  uint32_t conv_channels() const { return 2 * qk_dim() + v_dim(); }  // q, k, v as attn_qkv lays them out
+  // Floats of one sequence's state in this layer: the conv's previous inputs, the delta matrices.
+  uint64_t conv_state_size() const { return uint64_t{conv_kernel - 1} * conv_channels(); }
+  uint64_t delta_state_size() const { return uint64_t{n_v_heads} * head_dim * head_dim; }
+};
+
+// What mixes a token with the ones before it.
+enum class Mixer : uint8_t {
+  kAttention,  // over the paged KV cache
+  kDeltaNet,   // a recurrent state per sequence (LayerSpec::deltanet)
+};
+
 struct LayerSpec {
-  AttentionSpec attention;
+  Mixer mixer = Mixer::kAttention;
+  AttentionSpec attention;  // kAttention layers
+  DeltaNetSpec deltanet;    // kDeltaNet layers
   FfnSpec ffn;
   // Gemma: each sublayer's output is RMS-normed (post_attention_norm, post_ffw_norm) before the
   // residual add.

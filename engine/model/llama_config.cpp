@@ -79,7 +79,7 @@ void read_experts(const gguf::GgufFile& file, const KeyReader& keys, const Archi
   }
   if (arch.experts == TensorRule::kAbsent) {
     throw Error(ErrorCode::kUnsupported, "a " + std::string(arch.name) + " model with " + std::to_string(n) +
-                                             " experts is not supported (experts run for: llama, qwen3moe, gpt-oss)");
+                                             " experts is not supported (experts run for: llama, qwen3moe, qwen35moe, gpt-oss)");
   }
   c.n_experts = n;
   c.n_experts_used = keys.required_uint("expert_used_count", n);
@@ -237,6 +237,60 @@ void read_attention(const gguf::GgufFile& file, const KeyReader& keys, const Arc
   finish();
 }
 
+// Which layers are Gated DeltaNet, as llama.cpp decides: <arch>.attention.recurrent_layers (one
+// bool per layer) when present, else <arch>.full_attention_interval (layer l is full attention
+// when (l + 1) % interval == 0).
+std::vector<bool> recurrent_layers(const gguf::GgufFile& file, const KeyReader& keys, uint32_t n_layers) {
+  const std::string key = keys.key("attention.recurrent_layers");
+  std::vector<bool> recurrent(n_layers, false);
+  if (const gguf::Value* v = file.find(key); v != nullptr) {
+    const auto flags = file.get_int_array(key);
+    if (!flags || flags->size() != n_layers) {
+      inconsistent(key + " must be an array of " + std::to_string(n_layers) + " booleans (one per layer)");
+    }
+    for (uint32_t l = 0; l < n_layers; ++l) recurrent[l] = (*flags)[l] != 0;
+    return recurrent;
+  }
+  const auto interval = file.get_int(keys.key("full_attention_interval"));
+  if (!interval) {
+    throw Error(ErrorCode::kCorrupt, "GGUF keys '" + key + "' and '" + keys.key("full_attention_interval") +
+                                         "' are both missing; a hybrid model must say which layers are recurrent");
+  }
+  if (*interval <= 0 || *interval > kMaxLayers) {
+    inconsistent(keys.key("full_attention_interval") + " = " + std::to_string(*interval) + " is out of range");
+  }
+  for (uint32_t l = 0; l < n_layers; ++l) recurrent[l] = (l + 1) % *interval != 0;
+  return recurrent;
+}
+
+// Qwen3.5: the Gated DeltaNet layers' geometry (ssm.* keys) and the attention layers' output gate.
+void read_deltanet(const gguf::GgufFile& file, const KeyReader& keys, LlamaConfig& c) {
+  DeltaNetSpec d;
+  d.conv_kernel = keys.required_uint("ssm.conv_kernel", 64);
+  d.head_dim = keys.required_uint("ssm.state_size", kMaxDim);
+  d.n_groups = keys.required_uint("ssm.group_count", kMaxDim);
+  d.n_v_heads = keys.required_uint("ssm.time_step_rank", kMaxDim);
+  const uint32_t inner = keys.required_uint("ssm.inner_size", kMaxDim);
+  if (d.conv_kernel < 2) inconsistent("ssm.conv_kernel must be at least 2");
+  if (uint64_t{d.n_v_heads} * d.head_dim != inner) {
+    inconsistent("ssm.inner_size " + std::to_string(inner) + " is not ssm.time_step_rank " + std::to_string(d.n_v_heads) +
+                 " x ssm.state_size " + std::to_string(d.head_dim));
+  }
+  if (d.n_v_heads % d.n_groups != 0) {
+    inconsistent("ssm.time_step_rank " + std::to_string(d.n_v_heads) + " is not a multiple of ssm.group_count " +
+                 std::to_string(d.n_groups));
+  }
+  if (uint64_t{d.conv_channels()} > static_cast<uint64_t>(kMaxDim)) inconsistent("the DeltaNet q/k/v width is too large");
+  const std::vector<bool> recurrent = recurrent_layers(file, keys, c.n_layers);
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    LayerSpec& layer = c.layers[l];
+    layer.attention.output_gate = true;
+    if (!recurrent[l]) continue;
+    layer.mixer = Mixer::kDeltaNet;
+    layer.deltanet = d;
+  }
+}
+
 }  // namespace
 
 uint32_t LlamaConfig::max_window() const {
@@ -247,8 +301,12 @@ uint32_t LlamaConfig::max_window() const {
 
 uint32_t LlamaConfig::max_ffn_hidden() const {
   uint32_t m = 0;
-  for (const LayerSpec& l : layers) m = std::max(m, l.ffn.hidden);
+  for (const LayerSpec& l : layers) m = std::max({m, l.ffn.hidden, l.ffn.shared_hidden});
   return m;
+}
+
+bool LlamaConfig::has_recurrent_layers() const {
+  return std::any_of(layers.begin(), layers.end(), [](const LayerSpec& l) { return l.mixer == Mixer::kDeltaNet; });
 }
 
 ParameterCounts count_parameters(const LlamaConfig& c) {
@@ -257,11 +315,17 @@ ParameterCounts count_parameters(const LlamaConfig& c) {
   ParameterCounts n{embeddings, embeddings};
   for (const LayerSpec& l : c.layers) {
     const uint64_t q_dim = uint64_t{c.n_heads} * l.attention.head_dim;
-    const uint64_t attention = d * q_dim * 2 + 2 * d * l.attention.kv_dim();
+    const uint64_t gated_q = l.attention.output_gate ? 2 : 1;
+    const DeltaNetSpec& dn = l.deltanet;
+    // DeltaNet: attn_qkv, attn_gate (z), ssm_out, ssm_beta and ssm_alpha.
+    const uint64_t mixer = l.mixer == Mixer::kDeltaNet
+                               ? d * (dn.conv_channels() + 2 * dn.v_dim() + 2 * dn.n_v_heads)
+                               : d * q_dim * (1 + gated_q) + 2 * d * l.attention.kv_dim();
     const uint64_t expert = 3 * d * l.ffn.hidden;
     const uint64_t router = l.ffn.routed() ? d * l.ffn.n_experts : 0;
-    n.total += attention + router + expert * l.ffn.n_experts;
-    n.active += attention + router + expert * l.ffn.n_used;
+    const uint64_t shared = 3 * d * l.ffn.shared_hidden;
+    n.total += mixer + router + shared + expert * l.ffn.n_experts;
+    n.active += mixer + router + shared + expert * l.ffn.n_used;
   }
   return n;
 }
@@ -276,7 +340,7 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   if (info == nullptr) {
     throw Error(ErrorCode::kUnsupported, "model architecture '" + *arch + "' is not supported (supported: " +
                                              supported_architecture_names() +
-                                             "; e.g. Llama 2/3, Mistral, Mixtral, TinyLlama, SmolLM2, Qwen2.5, Qwen3, Qwen3-30B-A3B, Phi-3, Gemma 2/3/4, gpt-oss)");
+                                             "; e.g. Llama 2/3, Mistral, Mixtral, TinyLlama, SmolLM2, Qwen2.5, Qwen3, Qwen3-30B-A3B, Qwen3.5/3.6, Phi-3, Gemma 2/3/4, gpt-oss)");
   }
   c.architecture = *arch;
   c.arch = info->arch;
@@ -354,8 +418,13 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   } else {
     layer.ffn = FfnSpec{c.hidden_dim, 1, 1, {}, info->activation};
   }
+  if (info->gated_shared_expert) {
+    layer.ffn.shared_hidden = keys.required_uint("expert_shared_feed_forward_length", kMaxDim);
+    layer.ffn.shared_gated = true;
+  }
   c.layers.assign(c.n_layers, layer);
   read_attention(file, keys, *info, kv_heads, c);
+  if (info->deltanet_layers) read_deltanet(file, keys, c);
   return c;
 }
 

@@ -57,6 +57,9 @@ struct LlamaConfig {
   uint32_t q_dim() const { return n_heads * head_dim; }
   // The most FFN rows any layer's gate (or one expert's gate) has: the size of FFN activations.
   uint32_t max_ffn_hidden() const;
+  // Whether some layer carries a recurrent state per sequence (Mixer::kDeltaNet) that a KV cache
+  // cannot hold: such a model cannot reuse a cached prefix or roll back drafted tokens.
+  bool has_recurrent_layers() const;
 
   // Throws vks::Error(kUnsupported) for an architecture not in the table (naming the supported
   // ones) and kCorrupt for missing or inconsistent keys, naming the key.

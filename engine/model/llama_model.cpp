@@ -159,7 +159,9 @@ class TensorBinder {
         "ffn_down.weight", "ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight",
         "ffn_down_exps.weight", "attn_output.bias", "attn_sinks.weight", "post_attention_norm.weight",
         "post_ffw_norm.weight", "ffn_gate_inp.bias", "ffn_gate_exps.bias", "ffn_up_exps.bias", "ffn_down_exps.bias",
-        "layer_output_scale.weight"};
+        "layer_output_scale.weight", "attn_gate.weight", "ssm_conv1d.weight", "ssm_dt.bias", "ssm_a",
+        "ssm_beta.weight", "ssm_alpha.weight", "ssm_norm.weight", "ssm_out.weight", "ffn_gate_inp_shexp.weight",
+        "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight"};
     const size_t dot = missing.find('.', 4);
     if (missing.rfind("blk.", 0) != 0 || dot == std::string::npos) return;
     const std::string block = missing.substr(0, dot + 1);
@@ -178,6 +180,21 @@ class TensorBinder {
   const LlamaConfig& config_;
   std::set<std::string> used_;
 };
+
+// A Gated DeltaNet layer's tensors, shaped by its spec.
+DeltaNetWeights bind_deltanet(TensorBinder& bind, const std::string& p, uint64_t dim, const DeltaNetSpec& d) {
+  DeltaNetWeights w;
+  w.qkv = bind.matrix(p + "attn_qkv.weight", d.conv_channels(), dim);
+  w.z = bind.matrix(p + "attn_gate.weight", d.v_dim(), dim);
+  w.beta = bind.matrix(p + "ssm_beta.weight", d.n_v_heads, dim);
+  w.alpha = bind.matrix(p + "ssm_alpha.weight", d.n_v_heads, dim);
+  w.out = bind.matrix(p + "ssm_out.weight", dim, d.v_dim());
+  w.conv = bind.vector_stack(p + "ssm_conv1d.weight", d.conv_kernel, d.conv_channels());
+  w.dt_bias = bind.vector(p + "ssm_dt.bias", d.n_v_heads);
+  w.a = bind.vector(p + "ssm_a", d.n_v_heads);
+  w.norm = bind.vector(p + "ssm_norm.weight", d.head_dim);
+  return w;
+}
 
 }  // namespace
 
@@ -231,21 +248,24 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
     AttentionSpec& attention = model->config_.layers[l].attention;
     const uint64_t q_dim = uint64_t{c.n_heads} * attention.head_dim, kv_dim = attention.kv_dim();
     const bool fused = arch.projections == ProjectionLayout::kFused;
+    const bool deltanet = c.layers[l].mixer == Mixer::kDeltaNet;
     L.attn_norm = bind.vector(p + "attn_norm.weight", c.dim);
-    if (fused) {  // Q, K, V as row ranges of one matrix
+    if (deltanet) {
+      L.deltanet = bind_deltanet(bind, p, c.dim, c.layers[l].deltanet);
+    } else if (fused) {  // Q, K, V as row ranges of one matrix
       const TensorRef qkv = bind.matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.dim);
       L.wq = qkv.rows_slice(0, q_dim);
       L.wk = qkv.rows_slice(q_dim, kv_dim);
       L.wv = qkv.rows_slice(q_dim + kv_dim, kv_dim);
     } else {
-      L.wq = bind.matrix(p + "attn_q.weight", q_dim, c.dim);
+      L.wq = bind.matrix(p + "attn_q.weight", attention.output_gate ? 2 * q_dim : q_dim, c.dim);
       L.wk = bind.matrix(p + "attn_k.weight", kv_dim, c.dim);
       // Gemma 4's global layers have no attn_v: their V is the K projection.
       const bool has_v = arch.attn_v == TensorRule::kRequired || model->file_.find_tensor(p + "attn_v.weight") != nullptr;
       attention.value_from_key = !has_v;
       L.wv = has_v ? bind.matrix(p + "attn_v.weight", kv_dim, c.dim) : L.wk;
     }
-    L.wo = bind.matrix(p + "attn_output.weight", c.dim, q_dim);
+    if (!deltanet) L.wo = bind.matrix(p + "attn_output.weight", c.dim, q_dim);
     L.ffn_norm = bind.vector(p + std::string(arch.ffn_norm) + ".weight", c.dim);
     if (ffn.routed()) {
       L.router = bind.matrix(p + "ffn_gate_inp.weight", ffn.n_experts, c.dim);
@@ -266,8 +286,15 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
     L.bq = bind.optional_vector(p + "attn_q.bias", q_dim, arch.qkv_bias);
     L.bk = bind.optional_vector(p + "attn_k.bias", kv_dim, arch.qkv_bias);
     L.bv = bind.optional_vector(p + "attn_v.bias", kv_dim, arch.qkv_bias);
-    L.attn_q_norm = bind.optional_vector(p + "attn_q_norm.weight", attention.head_dim, arch.qk_norm);
-    L.attn_k_norm = bind.optional_vector(p + "attn_k_norm.weight", attention.head_dim, arch.qk_norm);
+    const TensorRule qk_norm = deltanet ? TensorRule::kAbsent : arch.qk_norm;
+    L.attn_q_norm = bind.optional_vector(p + "attn_q_norm.weight", attention.head_dim, qk_norm);
+    L.attn_k_norm = bind.optional_vector(p + "attn_k_norm.weight", attention.head_dim, qk_norm);
+    if (ffn.has_shared()) {
+      L.shared = SharedExpertWeights{bind.matrix(p + "ffn_gate_shexp.weight", ffn.shared_hidden, c.dim),
+                                     bind.matrix(p + "ffn_up_shexp.weight", ffn.shared_hidden, c.dim),
+                                     bind.matrix(p + "ffn_down_shexp.weight", c.dim, ffn.shared_hidden), std::nullopt};
+      if (ffn.shared_gated) L.shared->gate_inp = bind.vector(p + "ffn_gate_inp_shexp.weight", c.dim);
+    }
     L.output_scale = bind.optional_vector(p + "layer_output_scale.weight", 1,
                                           c.layers[l].output_scale ? TensorRule::kRequired : TensorRule::kAbsent);
     L.bo = bind.optional_vector(p + "attn_output.bias", c.dim, arch.output_bias);
@@ -304,9 +331,16 @@ std::vector<const TensorRef*> step_matrices(const LlamaWeights& w) {
   std::vector<const TensorRef*> out;
   out.reserve(w.layers.size() * 7 + 1);
   for (const LayerWeights& l : w.layers) {
-    out.insert(out.end(), {&l.wq, &l.wk, &l.wo, &l.w_gate, &l.w_up, &l.w_down});
-    if (l.wv.data != l.wk.data) out.push_back(&l.wv);  // Gemma 4's global layers reuse K for V
+    out.insert(out.end(), {&l.w_gate, &l.w_up, &l.w_down});
+    if (l.deltanet) {
+      const DeltaNetWeights& d = *l.deltanet;
+      out.insert(out.end(), {&d.qkv, &d.z, &d.beta, &d.alpha, &d.out});
+    } else {
+      out.insert(out.end(), {&l.wq, &l.wk, &l.wo});
+      if (l.wv.data != l.wk.data) out.push_back(&l.wv);  // Gemma 4's global layers reuse K for V
+    }
     if (l.router) out.push_back(&*l.router);
+    if (l.shared) out.insert(out.end(), {&l.shared->gate, &l.shared->up, &l.shared->down});
   }
   out.push_back(&w.output);
   return out;

@@ -29,9 +29,30 @@ struct TensorRef {
   TensorRef rows_slice(uint64_t first, uint64_t n) const;
 };
 
+// A Gated DeltaNet layer's own tensors (LayerSpec::deltanet: C = conv_channels, V = v_dim, H = n_v_heads).
+struct DeltaNetWeights {
+  TensorRef qkv;       // [C, dim]   blk.N.attn_qkv.weight: q (n_groups heads), k (n_groups), v (n_v_heads)
+  TensorRef z;         // [V, dim]   blk.N.attn_gate.weight: the output gate, silu(z)
+  TensorRef beta;      // [H, dim]   blk.N.ssm_beta.weight: write strength, sigmoid(beta x)
+  TensorRef alpha;     // [H, dim]   blk.N.ssm_alpha.weight: decay, softplus(alpha x + dt_bias) * a
+  TensorRef out;       // [dim, V]   blk.N.ssm_out.weight
+  TensorRef conv;      // [C, conv_kernel] blk.N.ssm_conv1d.weight (F32): channel c's taps, oldest first
+  TensorRef dt_bias;   // [H]        blk.N.ssm_dt.bias (F32)
+  TensorRef a;         // [H]        blk.N.ssm_a (F32): -exp(A_log)
+  TensorRef norm;      // [head_dim] blk.N.ssm_norm.weight (F32): RMSNorm of each value head's output
+};
+
+// A shared expert (FfnSpec::shared_hidden S rows) and its gate.
+struct SharedExpertWeights {
+  TensorRef gate, up;  // [S, dim]  blk.N.ffn_gate_shexp.weight, ffn_up_shexp.weight
+  TensorRef down;      // [dim, S]  blk.N.ffn_down_shexp.weight
+  std::optional<TensorRef> gate_inp;  // [dim] blk.N.ffn_gate_inp_shexp.weight (F32; FfnSpec::shared_gated)
+};
+
 struct LayerWeights {
   TensorRef attn_norm;  // [dim]                          blk.N.attn_norm.weight (F32)
-  TensorRef wq;         // [n_heads*head_dim, dim]        blk.N.attn_q.weight
+  // Attention layers (Mixer::kAttention); a DeltaNet layer leaves these empty and has `deltanet`.
+  TensorRef wq;         // [n_heads*head_dim, dim]        blk.N.attn_q.weight (x2 rows with an output gate)
   TensorRef wk;         // [n_kv_heads*head_dim, dim]     blk.N.attn_k.weight
   TensorRef wv;         // [n_kv_heads*head_dim, dim]     blk.N.attn_v.weight
   TensorRef wo;         // [dim, n_heads*head_dim]        blk.N.attn_output.weight
@@ -57,6 +78,8 @@ struct LayerWeights {
   std::optional<TensorRef> router_bias;
   std::optional<TensorRef> b_gate, b_up, b_down;
   std::optional<TensorRef> output_scale;  // [1] blk.N.layer_output_scale.weight (Gemma 4)
+  std::optional<DeltaNetWeights> deltanet;    // Mixer::kDeltaNet layers
+  std::optional<SharedExpertWeights> shared;  // FfnSpec::has_shared()
 };
 
 struct LlamaWeights {

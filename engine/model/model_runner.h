@@ -27,6 +27,10 @@ struct SeqChunk {
   // kArgmax only: the greedy token also of the n_verify tokens before the last one (speculative
   // decoding verifies drafted tokens with them), in StepResult::verify_argmax. 0 <= n_verify < n_tokens.
   int32_t n_verify = 0;
+  // A model with recurrent layers (ModelRunner::recurrent_state_slots() > 0): the state slot this
+  // sequence owns while it lives, distinct in a step; a chunk at n_past 0 starts it afresh, later
+  // chunks continue it (so each token runs once, in order). Ignored by other models.
+  int32_t state_slot = -1;
 };
 
 struct StepBatch {
@@ -77,6 +81,10 @@ class ModelRunner {
   virtual int32_t max_step_tokens() const = 0;   // most tokens one step may hold
   virtual int32_t max_step_seqs() const = 0;     // most sequences one step may hold, and most output
                                                  // rows (one per seq with logits, plus its n_verify)
+  // Per-sequence recurrent state slots (SeqChunk::state_slot), 0 for a model whose state is all in
+  // the paged KV. With slots, at most that many sequences live at once, a cached prefix cannot be
+  // reused (its state is not kept) and drafted tokens cannot be verified (a state cannot roll back).
+  virtual int32_t recurrent_state_slots() const { return 0; }
   // Runs one forward pass. Throws vks::Error(kDevice/kInvalidArgument) on failure; the scheduler
   // thread catches it and fails the step's requests.
   virtual void step(const StepBatch& batch, StepResult& out) = 0;

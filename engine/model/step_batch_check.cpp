@@ -26,6 +26,13 @@ void check_seq(const StepBatch& batch, const StepLimits& limits, size_t s, std::
     bad_batch(fmt::format("seq {}: n_verify {} needs LogitsMode::kArgmax and fewer than its {} tokens", s,
                           c.n_verify, c.n_tokens));
   }
+  if (limits.state_slots > 0) {
+    if (c.state_slot < 0 || c.state_slot >= limits.state_slots) {
+      bad_batch(fmt::format("seq {}: state slot {} outside [0, {}) (the model has recurrent layers)", s, c.state_slot,
+                            limits.state_slots));
+    }
+    if (c.n_verify > 0) bad_batch(fmt::format("seq {}: a recurrent state cannot verify drafted tokens", s));
+  }
   const int64_t len = int64_t{c.n_past} + c.n_tokens;
   const int64_t max_len = int64_t{limits.max_blocks_per_seq} * limits.block_size;
   if (len > max_len) {
@@ -90,6 +97,14 @@ void check_step_batch(const StepBatch& batch, const StepLimits& limits, std::vec
   }
   for (size_t t = 0; t < n; ++t) {
     if (token_seq[t] == -1) bad_batch(fmt::format("token {} belongs to no sequence", t));
+  }
+  if (limits.state_slots > 0) {
+    slot_scratch.clear();
+    for (const SeqChunk& c : batch.seqs) slot_scratch.push_back(c.state_slot);
+    std::sort(slot_scratch.begin(), slot_scratch.end());
+    if (auto dup = std::adjacent_find(slot_scratch.begin(), slot_scratch.end()); dup != slot_scratch.end()) {
+      bad_batch(fmt::format("two sequences share state slot {}", *dup));
+    }
   }
   // Two tokens writing one slot would leave one of them attending to the other's K/V.
   slot_scratch.assign(batch.slot_mapping.begin(), batch.slot_mapping.end());

@@ -24,6 +24,12 @@ EngineConfig resolve(EngineConfig c, const ModelRunner& runner) {
     throw Error(ErrorCode::kInvalidArgument, "engine config: worker_threads must be in [0, 256]");
   }
   c.max_seqs = std::min(c.max_seqs, runner.max_step_seqs());
+  // A recurrent state per live sequence; a cached prefix would need the state at its end, which
+  // is not kept: such models recompute every prompt.
+  if (runner.recurrent_state_slots() > 0) {
+    c.max_seqs = std::min(c.max_seqs, runner.recurrent_state_slots());
+    c.prefix_caching = false;
+  }
   c.max_batched_tokens = std::min(c.max_batched_tokens, runner.max_step_tokens());
   if (c.max_batched_tokens < c.max_seqs) c.max_seqs = c.max_batched_tokens;  // every decode must fit a step
   if (c.max_seqs <= 0) throw Error(ErrorCode::kInvalidArgument, "engine config: the runner allows no sequences per step");
@@ -37,7 +43,9 @@ int32_t kv_blocks_for(const EngineConfig& c, const ModelRunner& runner) {
 
 sched::SchedulerConfig scheduler_config(const EngineConfig& c, const ModelRunner& runner) {
   sched::SchedulerConfig s;
-  s.max_draft_tokens = std::max(0, runner.max_step_seqs() - c.max_seqs);
+  // A recurrent state cannot roll rejected draft tokens back: no drafts for such models.
+  s.max_draft_tokens = runner.recurrent_state_slots() > 0 ? 0 : std::max(0, runner.max_step_seqs() - c.max_seqs);
+  s.state_slots = runner.recurrent_state_slots();
   s.max_batched_tokens = c.max_batched_tokens;
   s.max_seqs = c.max_seqs;
   s.priority_policy = c.policy == SchedulingPolicy::kPriority;

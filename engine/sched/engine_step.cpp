@@ -101,6 +101,7 @@ bool Engine::Impl::schedule_step(StepPlan& plan) {
     sc.n_tokens = c.n_tokens;
     sc.n_past = c.n_past;
     sc.block_table = c.seq->kv.blocks;
+    sc.state_slot = c.seq->state_slot;
     sc.logits = LogitsMode::kNone;
     sc.n_verify = 0;
     if (sched::EmbedJob* job = embed_owner(c.seq)) {

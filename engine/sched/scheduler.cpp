@@ -1,6 +1,7 @@
 #include "engine/sched/scheduler.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_set>
 
 #include "engine/common/error.h"
@@ -12,6 +13,14 @@ Scheduler::Scheduler(SchedulerConfig config, BlockManager& blocks) : config_(con
     throw Error(ErrorCode::kInvalidArgument, "scheduler needs max_seqs > 0 and max_batched_tokens >= max_seqs");
   }
   if (!(config_.aging_ms > 0)) throw Error(ErrorCode::kInvalidArgument, "scheduler aging_ms must be > 0");
+  for (int32_t slot = config_.state_slots - 1; slot >= 0; --slot) free_state_slots_.push_back(slot);
+}
+
+void Scheduler::release_state_slot(Sequence* seq) {
+  if (seq->state_slot < 0) return;
+  free_state_slots_.push_back(seq->state_slot);
+  std::sort(free_state_slots_.begin(), free_state_slots_.end(), std::greater<>());
+  seq->state_slot = -1;
 }
 
 void Scheduler::add(Sequence* seq, Clock::time_point now) {
@@ -24,6 +33,7 @@ void Scheduler::remove(Sequence* seq) {
   if (auto it = std::find(waiting_.begin(), waiting_.end(), seq); it != waiting_.end()) waiting_.erase(it);
   if (auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end()) running_.erase(it);
   blocks_.release(seq->kv);
+  release_state_slot(seq);
   seq->state = SeqState::kFinished;
 }
 
@@ -65,6 +75,7 @@ Sequence* Scheduler::pick_victim(const std::vector<Sequence*>& unscheduled) cons
 
 void Scheduler::preempt(Sequence* victim, Clock::time_point, SchedulerOutput& out) {
   blocks_.release(victim->kv);
+  release_state_slot(victim);  // its state is recomputed from its tokens, like its KV
   victim->num_computed = 0;
   victim->draft.clear();
   victim->state = SeqState::kWaiting;
@@ -132,6 +143,7 @@ SchedulerOutput Scheduler::schedule(Clock::time_point now) {
   if (!out.preempted.empty()) return out;
   for (Sequence* s : waiting_in_order(now)) {
     if (budget <= 0 || static_cast<int32_t>(running_.size()) >= config_.max_seqs) break;
+    if (config_.state_slots > 0 && free_state_slots_.empty()) break;
     const PrefixMatch match = s->use_prefix_cache ? blocks_.match_prefix(s->tokens) : PrefixMatch{};
     const int32_t bs = blocks_.block_size();
     const int32_t cached = static_cast<int32_t>(match.blocks.size()) * bs;
@@ -142,6 +154,10 @@ SchedulerOutput Scheduler::schedule(Clock::time_point now) {
     blocks_.acquire_prefix(s->kv, match);
     if (!blocks_.grow(s->kv, cached + n)) throw Error(ErrorCode::kInternal, "block pool accounting mismatch");
     s->num_computed = cached;
+    if (config_.state_slots > 0) {
+      s->state_slot = free_state_slots_.back();
+      free_state_slots_.pop_back();
+    }
     if (!s->admitted_before) {
       s->admitted_before = true;
       s->num_cached_prompt = std::min(cached, s->num_prompt_tokens);

@@ -35,6 +35,9 @@ struct SchedulerConfig {
   // rows are bounded: the runner's max_step_seqs minus max_seqs). Drafts never preempt anything:
   // a decode gets what fits of its draft after its own token.
   int32_t max_draft_tokens = 0;
+  // Recurrent state slots of the runner (0: the model keeps all its state in the paged KV). A running
+  // sequence holds one: admission waits for a free one, preemption and removal give it back.
+  int32_t state_slots = 0;
 };
 
 struct ScheduledChunk {
@@ -85,11 +88,13 @@ class Scheduler {
   void preempt(Sequence* victim, Clock::time_point now, SchedulerOutput& out);
   // Least important running sequence not scheduled in this step (the current one included).
   Sequence* pick_victim(const std::vector<Sequence*>& unscheduled) const;
+  void release_state_slot(Sequence* seq);
 
   SchedulerConfig config_;
   BlockManager& blocks_;
   std::deque<Sequence*> waiting_;   // preempted ones at the front
   std::vector<Sequence*> running_;  // admission order
+  std::vector<int32_t> free_state_slots_;  // the lowest last
   int64_t num_preemptions_ = 0;
 };
 

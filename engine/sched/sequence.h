@@ -26,6 +26,8 @@ struct Sequence {
   bool use_prefix_cache = true;      // false: always computed from position 0 (embeddings need every row)
   SeqState state = SeqState::kWaiting;
   SeqBlocks kv;
+  // A model with recurrent layers: the runner's state slot this sequence holds while running (-1: none).
+  int32_t state_slot = -1;
   // Speculative decoding: tokens guessed to follow `tokens`, proposed before each step for a
   // decoding sequence and verified by it (the scheduler may shorten it). Never in `tokens`, never
   // counted as computed and never registered in the prefix cache until verified.

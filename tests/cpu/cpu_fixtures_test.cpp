@@ -5,8 +5,9 @@
 //   activations, which moves logits by up to ~0.35);
 // - qwen2-tiny.gguf (Q/K/V biases, NEOX rope, tied output), llama3-rope-freqs-tiny.gguf (Llama
 //   3.1 rope factors), qwen3moe-tiny and llama-moe-tiny (experts: softmax, top 2, renormalized)
-//   and phi3-tiny (fused attn_qkv and gate|up) against llama.cpp: every step's logits within 1e-4,
-//   same greedy ids;
+//   and phi3-tiny (fused attn_qkv and gate|up), qwen35-tiny and qwen35moe-tiny (Gated DeltaNet
+//   layers beside gated attention with partial rope; a gated shared expert) against llama.cpp:
+//   every step's logits within 1e-4, same greedy ids;
 // - gemma2-tiny, gemma3-tiny (sliding windows, soft-caps, post-norms, GELU, scaled embeddings),
 //   gpt-oss-tiny and gpt-oss-yarn-tiny (sinks, biases, MXFP4 experts, YaRN) and gemma4-dense-tiny
 //   (per-layer head sizes and KV heads, V = K, V norm, output scales, partial rope) against `floatref`.
@@ -72,6 +73,7 @@ std::vector<float> runner_prefill_logits(const LlamaModel& model, const std::vec
   seq.n_tokens = static_cast<int32_t>(prompt.size());
   for (int32_t b = 0; b * runner.block_size() < seq.n_tokens; ++b) seq.block_table.push_back(b);
   seq.logits = LogitsMode::kFull;
+  seq.state_slot = 0;  // read by models with recurrent layers only
   batch.seqs.push_back(seq);
   batch.finalize(runner.block_size());
   StepResult result;
@@ -163,12 +165,17 @@ TEST_P(LlamaCppFixture, MatchesLlamaCpp) {
 
   const GreedyRun run = run_greedy(*model, ref.ids.prompt, ref.ids.generated.size());
   expect_steps_match(run, ref, vocab, 1e-4f, name);
+  float worst = max_abs_diff(run.logits[0].data(), ref.logits.data(), vocab);
+  for (size_t i = 0; i + 1 < run.logits.size(); ++i) {
+    worst = std::max(worst, max_abs_diff(run.logits[i + 1].data(), &ref.gen_logits[i * vocab], vocab));
+  }
+  std::printf("%s: max |logit - llama.cpp| over %zu steps: %.3g\n", name.c_str(), run.logits.size(), worst);
   EXPECT_EQ(runner_prefill_logits(*model, ref.ids.prompt), run.logits[0]) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, LlamaCppFixture,
                          ::testing::Values("qwen2-tiny", "llama3-rope-freqs-tiny", "qwen3moe-tiny", "llama-moe-tiny",
-                                           "phi3-tiny"),
+                                           "phi3-tiny", "qwen35-tiny", "qwen35moe-tiny"),
                          test_name);
 
 // Architectures whose llama.cpp logits carry its fp16 GELU table or its activation quantization
@@ -254,6 +261,30 @@ TEST(LlamaCppFixtureModels, DescribeTheirArchitecture) {
   const auto llama3 = LlamaModel::load(test::model_path("llama3-rope-freqs-tiny.gguf"));
   ASSERT_TRUE(llama3->weights().rope_freqs.has_value());
   EXPECT_EQ(llama3->weights().rope_freqs->cols, 16u);
+  // Qwen3.5: layers 0 and 2 Gated DeltaNet (no K/V), 1 and 3 gated attention with 16 of 32 dims roped;
+  // the MoE adds a gated shared expert of 32 rows.
+  for (const char* file : {"qwen35-tiny.gguf", "qwen35moe-tiny.gguf"}) {
+    const auto qwen35 = LlamaModel::load(test::model_path(file));
+    const LlamaConfig& c = qwen35->config();
+    EXPECT_TRUE(c.has_recurrent_layers()) << file;
+    for (uint32_t l = 0; l < 4; ++l) {
+      EXPECT_EQ(c.layers[l].mixer, l % 2 == 0 ? Mixer::kDeltaNet : Mixer::kAttention) << file << " layer " << l;
+      EXPECT_EQ(qwen35->weights().layers[l].deltanet.has_value(), l % 2 == 0) << file << " layer " << l;
+    }
+    const DeltaNetSpec& d = c.layers[0].deltanet;
+    EXPECT_EQ(d.conv_kernel, 4u);
+    EXPECT_EQ(d.head_dim, 32u);
+    EXPECT_EQ(d.n_groups, 2u);
+    EXPECT_EQ(d.n_v_heads, 4u);
+    EXPECT_EQ(d.conv_channels(), 256u);
+    EXPECT_TRUE(c.layers[1].attention.output_gate);
+    EXPECT_EQ(c.layers[1].attention.rope_dim, 16u);
+    EXPECT_EQ(qwen35->weights().layers[1].wq.rows, 256u);
+    const bool moe = c.arch == Arch::kQwen35Moe;
+    EXPECT_EQ(c.layers[0].ffn.shared_hidden, moe ? 32u : 0u) << file;
+    EXPECT_EQ(c.layers[0].ffn.shared_gated, moe) << file;
+    EXPECT_EQ(qwen35->weights().layers[3].shared.has_value(), moe) << file;
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ struct Seq {
   std::vector<int32_t> tokens;   // prompt, then generated ids
   int32_t n_cached = 0;
   std::vector<int32_t> blocks;
+  int32_t state_slot = -1;  // a model with recurrent layers: the runner's state slot it holds
   std::vector<std::vector<float>> logits;  // full logits after each step that produced output
 };
 
@@ -35,6 +36,7 @@ class Driver {
     const int32_t end = seq.n_cached + n;
     while (static_cast<int32_t>(seq.blocks.size()) * runner_.block_size() < end) seq.blocks.push_back(next_block_++);
     chunk.block_table = seq.blocks;
+    chunk.state_slot = seq.state_slot;
     chunk.logits = end == static_cast<int32_t>(seq.tokens.size()) ? LogitsMode::kFull : LogitsMode::kNone;
     for (int32_t i = 0; i < n; ++i) batch_.tokens.push_back(seq.tokens[static_cast<size_t>(seq.n_cached + i)]);
     batch_.seqs.push_back(chunk);

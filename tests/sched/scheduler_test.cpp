@@ -283,6 +283,39 @@ TEST(Scheduler, RandomLoadLeavesNoBlocksInUse) {
   EXPECT_EQ(sim.bm.check_consistency(), "");
 }
 
+TEST(Scheduler, StateSlotsBoundRunningSequencesAndComeBackOnPreemptionAndRemoval) {
+  // 2 state slots, room for 4 sequences: the third waits for a slot; a removed or preempted
+  // sequence gives its slot back, and a running one always holds a distinct slot.
+  SchedulerConfig c = cfg(64, 4);
+  c.state_slots = 2;
+  Sim sim(10, 4, c, false);
+  Sequence* a = sim.add(6);
+  Sequence* b = sim.add(6, 0, 200);
+  Sequence* third = sim.add(6, 0, 300);
+  sim.step();
+  EXPECT_EQ(a->state_slot, 0);
+  EXPECT_EQ(b->state_slot, 1);
+  EXPECT_EQ(third->state, SeqState::kWaiting);
+  EXPECT_EQ(third->state_slot, -1);
+  sim.sched.remove(a);
+  EXPECT_EQ(a->state_slot, -1);
+  sim.step();
+  EXPECT_EQ(third->state, SeqState::kRunning);
+  EXPECT_EQ(third->state_slot, 0);
+  // 10 blocks of 4: b and third grow until one is preempted; the survivor keeps its slot, the victim's
+  // is free again.
+  for (int i = 0; i < 20 && sim.sched.num_preemptions() == 0; ++i) sim.step();
+  ASSERT_GT(sim.sched.num_preemptions(), 0);
+  Sequence* victim = b->state == SeqState::kWaiting ? b : third;
+  Sequence* survivor = victim == b ? third : b;
+  EXPECT_EQ(victim->state_slot, -1);
+  EXPECT_GE(survivor->state_slot, 0);
+  sim.sched.remove(survivor);
+  sim.step();
+  EXPECT_EQ(victim->state, SeqState::kRunning);
+  EXPECT_EQ(victim->state_slot, 0) << "the lowest free slot";
+}
+
 TEST(Scheduler, RejectsBadConfig) {
   BlockManager bm(4, 4, true);
   EXPECT_THROW(Scheduler(cfg(4, 0), bm), Error);

@@ -157,6 +157,42 @@ TEST_F(MakeModel, QwenArchitectures) {
   EXPECT_NE(last_stderr_.find("supported: llama, qwen2, qwen3"), std::string::npos) << last_stderr_;
 }
 
+// qwen35 and qwen35moe (Gated DeltaNet layers, gated attention, a gated shared expert) load with the
+// layers the interval gives and run on the CPU with finite, non-constant logits.
+TEST_F(MakeModel, HybridDeltaNetArchitectures) {
+  ASSERT_EQ(make("h.gguf", "--preset qwen35-small --type q8_0"), 0) << last_stderr_;
+  ASSERT_EQ(make("hm.gguf", "--preset qwen35-small --arch qwen35moe --experts 4 --experts-used 2 --expert-hidden 64"), 0)
+      << last_stderr_;
+  for (const char* file : {"h.gguf", "hm.gguf"}) {
+    const auto model = LlamaModel::load(path(file));
+    const LlamaConfig& c = model->config();
+    ASSERT_EQ(c.n_layers, 4u);
+    for (uint32_t l = 0; l < 4; ++l) {
+      EXPECT_EQ(c.layers[l].mixer, l % 2 == 0 ? Mixer::kDeltaNet : Mixer::kAttention) << file << " layer " << l;
+    }
+    EXPECT_EQ(c.layers[0].deltanet.head_dim, 64u);
+    EXPECT_EQ(c.layers[0].deltanet.n_v_heads, 4u);
+    EXPECT_EQ(c.layers[1].attention.rope_dim, 16u);
+    EXPECT_EQ(c.layers[1].ffn.shared_hidden, c.arch == Arch::kQwen35Moe ? 64u : 0u) << file;
+    const Stats a = tensor_stats(model->weights().layers[0].deltanet->a);
+    EXPECT_LT(a.mean, -0.3) << "the decay rate must be negative";
+    CpuModel cpu(*model, 2, 8);
+    std::vector<float> logits;
+    for (int32_t pos = 0; pos < 4; ++pos) logits = cpu.forward(1 + pos, pos);
+    const Stats s = [&] {
+      double sum = 0, sq = 0;
+      for (float v : logits) {
+        EXPECT_TRUE(std::isfinite(v));
+        sum += v;
+        sq += double(v) * v;
+      }
+      const double n = double(logits.size()), m = sum / n;
+      return Stats{m, std::sqrt(std::max(0.0, sq / n - m * m))};
+    }();
+    EXPECT_GT(s.std_dev, 0.1) << file;
+  }
+}
+
 TEST_F(MakeModel, EveryTypeLoadsWithExpectedShapesAndStatistics) {
   for (const std::string type : {"f32", "f16", "bf16", "q8_0", "q4_0"}) {
     const std::string file = "tiny_" + type + ".gguf";

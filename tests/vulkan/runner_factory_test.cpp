@@ -10,6 +10,7 @@
 #include "engine/vulkan/kernels/ops.h"
 #include "engine/vulkan/runner/backend_choice.h"
 #include "engine/vulkan/runner/runner_factory.h"
+#include "engine/vulkan/runner/vulkan_runner.h"
 #include "tests/common/test_models.h"
 #include "tests/common/vulkan_skip.h"
 #include "tests/vulkan/runner_test_util.h"
@@ -160,6 +161,32 @@ TEST(RunnerFactory, APlainStartFollowsTheBackendRule) {
     EXPECT_EQ(runner->device_name(), "cpu") << picked.name;
   } else {
     EXPECT_EQ(runner->device_name(), picked.name);
+  }
+}
+
+// Qwen3.5's Gated DeltaNet layers run on the CPU backend only: a plain start picks it whatever the
+// device, --vulkan is refused saying so, and the Vulkan runner itself refuses the model.
+TEST(RunnerFactory, HybridRecurrentModelsRunOnTheCpuBackend) {
+  auto model = LlamaModel::load(test::model_path("qwen35-tiny.gguf"));
+  auto runner = make_runner(*model, options());
+  EXPECT_EQ(runner->device_name(), "cpu");
+  EXPECT_EQ(runner->recurrent_state_slots(), options().max_step_seqs);
+  if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
+  RunnerOptions forced = options();
+  forced.force_vulkan = true;
+  try {
+    make_runner(*model, forced);
+    ADD_FAILURE() << "--vulkan ran qwen35";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("Gated DeltaNet layers"), std::string::npos) << e.what();
+  }
+  try {
+    VulkanRunner direct(*model, options());
+    ADD_FAILURE() << "the Vulkan runner ran qwen35";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_EQ(std::string(e.what()), "qwen35: Gated DeltaNet layers run on the CPU backend only; start with --cpu");
   }
 }
 

@@ -62,6 +62,23 @@ constexpr float kGemmaEmbedStd = 0.25f;
 constexpr float kGemmaPostNorm = 2.0f;
 constexpr float kGemmaOutputNorm = 16.0f;
 
+// A Gated DeltaNet layer's tensors (qwen35): the q/k/v projection, z, beta and alpha, the F32 conv
+// taps, dt bias, decay rate a = -exp(A_log) (negative: the state decays), the head norm, ssm_out.
+template <class Matrix, class Vec>
+void add_deltanet(const ModelSpec& s, const std::string& b, Matrix& matrix, Vec& vec, std::vector<TensorPlan>& p) {
+  const ModelSpec::DeltaNet& d = s.deltanet;
+  const uint64_t v = uint64_t{d.v_heads} * d.head_dim, channels = 2 * uint64_t{d.groups} * d.head_dim + v;
+  matrix(b + "attn_qkv.weight", channels, s.dim);
+  matrix(b + "attn_gate.weight", v, s.dim);
+  matrix(b + "ssm_beta.weight", d.v_heads, s.dim);
+  matrix(b + "ssm_alpha.weight", d.v_heads, s.dim);
+  p.push_back({b + "ssm_conv1d.weight", GgmlType::kF32, channels, d.conv_kernel, Init::kMatrix});
+  vec(b + "ssm_dt.bias", d.v_heads, Init::kBias, 0.0f, -1.0f);
+  vec(b + "ssm_a", d.v_heads, Init::kBias, -0.5f, 0.1f);
+  vec(b + "ssm_norm.weight", d.head_dim, Init::kNorm, 0.0f, -1.0f);
+  matrix(b + "ssm_out.weight", s.dim, v);
+}
+
 std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
   const uint64_t q = uint64_t{s.n_heads} * s.head_dim(), kv = uint64_t{s.n_kv_heads} * s.head_dim();
   const ArchitectureInfo& arch = *find_architecture(s.architecture);
@@ -97,10 +114,12 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
   for (uint32_t l = 0; l < s.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     vec(b + "attn_norm.weight", s.dim, Init::kNorm);
-    if (fused) {
+    if (s.recurrent_layer(l)) {
+      add_deltanet(s, b, matrix, vec, p);
+    } else if (fused) {
       matrix(b + "attn_qkv.weight", q + 2 * kv, s.dim);
     } else {
-      matrix(b + "attn_q.weight", q, s.dim);
+      matrix(b + "attn_q.weight", s.hybrid() ? 2 * q : q, s.dim);  // qwen35: each head's query, then its gate
       matrix(b + "attn_k.weight", kv, s.dim);
       matrix(b + "attn_v.weight", kv, s.dim);
     }
@@ -109,11 +128,11 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
       vec(b + "attn_k.bias", kv, Init::kBias);
       vec(b + "attn_v.bias", kv, Init::kBias);
     }
-    if (arch.qk_norm == TensorRule::kRequired) {  // qwen3
+    if (arch.qk_norm == TensorRule::kRequired && !s.recurrent_layer(l)) {  // qwen3
       vec(b + "attn_q_norm.weight", s.head_dim(), Init::kNorm);
       vec(b + "attn_k_norm.weight", s.head_dim(), Init::kNorm);
     }
-    matrix(b + "attn_output.weight", s.dim, q);
+    if (!s.recurrent_layer(l)) matrix(b + "attn_output.weight", s.dim, q);
     if (arch.output_bias == TensorRule::kRequired) vec(b + "attn_output.bias", s.dim, Init::kBias);  // gpt-oss
     if (arch.sinks == TensorRule::kRequired) vec(b + "attn_sinks.weight", s.n_heads, Init::kBias, 0.0f, 1.0f);
     if (arch.post_norms) norm(b + "post_attention_norm.weight", gemma_scaled ? kGemmaPostNorm : 1.0f);
@@ -129,6 +148,12 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
         vec_stack(b + "ffn_gate_exps.bias", s.expert_hidden_dim);
         vec_stack(b + "ffn_up_exps.bias", s.expert_hidden_dim);
         vec_stack(b + "ffn_down_exps.bias", s.dim);
+      }
+      if (const uint32_t sh = s.shared_hidden(); sh != 0) {  // qwen35moe: a shared expert and its F32 gate
+        vec(b + "ffn_gate_inp_shexp.weight", s.dim, Init::kMatrix);
+        matrix(b + "ffn_gate_shexp.weight", sh, s.dim);
+        matrix(b + "ffn_up_shexp.weight", sh, s.dim);
+        matrix(b + "ffn_down_shexp.weight", s.dim, sh);
       }
     } else if (fused) {  // gate rows then up rows in ffn_up
       matrix(b + "ffn_up.weight", 2 * uint64_t{s.hidden_dim}, s.dim);
@@ -159,7 +184,17 @@ void add_hyperparameters(gguf::GgufWriter& w, const ModelSpec& s) {
   w.set(a + ".feed_forward_length", make_uint32(s.hidden_dim));
   w.set(a + ".attention.head_count", make_uint32(s.n_heads));
   w.set(a + ".attention.head_count_kv", make_uint32(s.n_kv_heads));
-  w.set(a + ".rope.dimension_count", make_uint32(s.head_dim()));
+  w.set(a + ".rope.dimension_count", make_uint32(s.hybrid() ? s.head_dim() / 4 : s.head_dim()));
+  if (s.hybrid()) {  // qwen35: the Gated DeltaNet layers' sizes and which layers they are
+    const ModelSpec::DeltaNet& d = s.deltanet;
+    w.set(a + ".ssm.conv_kernel", make_uint32(d.conv_kernel));
+    w.set(a + ".ssm.state_size", make_uint32(d.head_dim));
+    w.set(a + ".ssm.group_count", make_uint32(d.groups));
+    w.set(a + ".ssm.time_step_rank", make_uint32(d.v_heads));
+    w.set(a + ".ssm.inner_size", make_uint32(d.v_heads * d.head_dim));
+    w.set(a + ".full_attention_interval", make_uint32(d.full_attention_interval));
+  }
+  if (s.shared_hidden() != 0) w.set(a + ".expert_shared_feed_forward_length", make_uint32(s.shared_hidden()));
   if (s.head_dim_override != 0) {
     w.set(a + ".attention.key_length", make_uint32(s.head_dim()));
     w.set(a + ".attention.value_length", make_uint32(s.head_dim()));

@@ -15,13 +15,36 @@ uint64_t parameters(const ModelSpec& s, uint64_t experts_counted) {
   const uint64_t d = s.dim, q = uint64_t{s.n_heads} * s.head_dim(), kv = uint64_t{s.n_kv_heads} * s.head_dim();
   const uint64_t ffn = s.has_experts() ? d * s.n_experts + experts_counted * 3 * d * s.expert_hidden_dim
                                        : 3 * d * s.hidden_dim;
-  const uint64_t per_layer = 2 * d + d * q + 2 * d * kv + q * d + ffn;
-  return uint64_t{s.vocab_size} * d * (s.tied_embeddings ? 1 : 2) + d + s.n_layers * per_layer;
+  const uint64_t shared = 3 * d * s.shared_hidden();
+  const uint64_t attention = d * q * (s.hybrid() ? 2 : 1) + 2 * d * kv + q * d;
+  const ModelSpec::DeltaNet& dn = s.deltanet;
+  const uint64_t v = uint64_t{dn.v_heads} * dn.head_dim, channels = 2 * uint64_t{dn.groups} * dn.head_dim + v;
+  const uint64_t deltanet = d * (channels + 2 * v + 2 * dn.v_heads);
+  uint64_t layers = 0;
+  for (uint32_t l = 0; l < s.n_layers; ++l) {
+    layers += 2 * d + (s.recurrent_layer(l) ? deltanet : attention) + ffn + shared;
+  }
+  return uint64_t{s.vocab_size} * d * (s.tied_embeddings ? 1 : 2) + d + layers;
 }
 
 }  // namespace
 
 uint64_t ModelSpec::n_parameters() const { return parameters(*this, n_experts); }
+
+bool ModelSpec::hybrid() const {
+  const ArchitectureInfo* a = find_architecture(architecture);
+  return a != nullptr && a->deltanet_layers;
+}
+
+bool ModelSpec::recurrent_layer(uint32_t l) const {
+  return hybrid() && (l + 1) % std::max(deltanet.full_attention_interval, 1u) != 0;
+}
+
+uint32_t ModelSpec::shared_hidden() const {
+  const ArchitectureInfo* a = find_architecture(architecture);
+  if (a == nullptr || !a->gated_shared_expert) return 0;
+  return shared_expert_hidden != 0 ? shared_expert_hidden : expert_hidden_dim;
+}
 
 std::optional<GgmlType> ModelSpec::experts_type() const {
   if (expert_type) return expert_type;
@@ -32,7 +55,7 @@ uint64_t ModelSpec::n_active_parameters() const { return parameters(*this, n_exp
 
 std::vector<std::string> preset_names() {
   return {"tiny", "tiny-moe", "tinyllama-1.1b", "smollm2-135m", "llama-3.2-1b", "qwen2.5-0.5b", "qwen3-30b-a3b",
-          "gemma3-small", "gemma3-1b", "gemma2-small", "gpt-oss-small", "gpt-oss-20b"};
+          "gemma3-small", "gemma3-1b", "gemma2-small", "gpt-oss-small", "gpt-oss-20b", "qwen35-small", "qwen35-0.8b"};
 }
 
 std::optional<ModelSpec> preset(const std::string& name) {
@@ -96,6 +119,21 @@ std::optional<ModelSpec> preset(const std::string& name) {
     } else {  // the same kinds of layers at ~0.3 GB
       s.dim = 1024; s.n_layers = 8; s.n_heads = 16; s.n_kv_heads = 4; s.head_dim_override = 64; s.hidden_dim = 1024;
       s.vocab_size = 32000; s.n_experts = 16; s.n_experts_used = 4; s.expert_hidden_dim = 1024;
+    }
+  } else if (name == "qwen35-small" || name == "qwen35-0.8b") {
+    // Qwen3.5 dense: three Gated DeltaNet layers to one gated full-attention layer, Q/K norms, a
+    // quarter of each head roped, rope base 1e7. "qwen35-0.8b" is a ~0.8B shape (dim 1024, 24
+    // layers, 248k-token vocabulary, tied); "qwen35-small" the same kinds of layers in a few MB.
+    s.architecture = "qwen35";
+    s.norm_eps = 1e-6f; s.rope_freq_base = 10000000.0f; s.tied_embeddings = true;
+    if (name == "qwen35-0.8b") {
+      s.dim = 1024; s.n_layers = 24; s.n_heads = 8; s.n_kv_heads = 2; s.head_dim_override = 256; s.hidden_dim = 3584;
+      s.vocab_size = 248320; s.context_length = 262144;
+      s.type = GgmlType::kQ8_0;
+    } else {
+      s.dim = 256; s.n_layers = 4; s.n_heads = 4; s.n_kv_heads = 2; s.head_dim_override = 64; s.hidden_dim = 512;
+      s.vocab_size = 4096; s.context_length = 4096;
+      s.deltanet = {4, 64, 2, 4, 2};
     }
   } else {
     return std::nullopt;
@@ -236,6 +274,16 @@ void validate(const ModelSpec& s) {
   }
   if (arch != nullptr && arch->experts == TensorRule::kAbsent && s.has_experts()) {
     bad("--arch " + s.architecture + " has no experts");
+  }
+  if (s.hybrid()) {
+    const ModelSpec::DeltaNet& d = s.deltanet;
+    if (d.conv_kernel < 2 || d.conv_kernel > 64) bad("the DeltaNet conv kernel must be between 2 and 64");
+    positive("the DeltaNet head size", d.head_dim, 1 << 12);
+    positive("the DeltaNet q/k groups", d.groups, 1024);
+    positive("the DeltaNet value heads", d.v_heads, 1024);
+    positive("the full-attention interval", d.full_attention_interval, 1024);
+    if (d.v_heads % d.groups != 0) bad("the DeltaNet value heads must be a multiple of its q/k groups");
+    if (s.head_dim() % 8 != 0) bad("a qwen35 head size must be a multiple of 8 (a quarter of it is roped)");
   }
   if (s.head_dim_override == 0 && s.dim % s.n_heads != 0) bad("--dim " + std::to_string(s.dim) + " is not divisible by --heads " + std::to_string(s.n_heads));
   if (s.head_dim() % 2 != 0) bad("head size dim/heads = " + std::to_string(s.head_dim()) + " must be even (rotary embedding)");

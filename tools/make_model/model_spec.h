@@ -32,7 +32,8 @@ struct ModelSpec {
   std::string architecture = "llama";  // llama, qwen2 (adds Q/K/V biases), qwen3 (adds Q/K norms),
                                        // qwen3moe (Q/K norms, experts), phi3 (fused projections),
                                        // gemma2/gemma3 (post-norms, GELU, windows; gemma3 Q/K norms),
-                                       // gpt-oss (biases, sinks, windows, MXFP4 experts)
+                                       // gpt-oss (biases, sinks, windows, MXFP4 experts),
+                                       // qwen35/qwen35moe (Gated DeltaNet layers, below)
   uint32_t head_dim_override = 0;  // attention.key_length when the heads are not dim / n_heads wide
   // Experts (n_experts > 1): every layer's feed-forward block is n_experts experts of
   // expert_hidden_dim rows, n_experts_used per token, picked by an F32 router (ffn_gate_inp).
@@ -62,11 +63,26 @@ struct ModelSpec {
   std::optional<GgmlType> output_type;
   uint64_t seed = 1;
   float init_scale = 1.0f;         // matrix weights ~ N(0, init_scale^2 / cols)
+  // Hybrid architectures (qwen35, qwen35moe): layer l is full attention when
+  // (l + 1) % full_attention_interval == 0, else a Gated DeltaNet of these sizes (the ssm.* keys);
+  // attention layers gate their output (attn_q twice as tall) and rope a quarter of each head.
+  struct DeltaNet {
+    uint32_t conv_kernel = 4;
+    uint32_t head_dim = 128;  // ssm.state_size
+    uint32_t groups = 16;     // q/k heads (ssm.group_count)
+    uint32_t v_heads = 16;    // ssm.time_step_rank
+    uint32_t full_attention_interval = 4;
+  } deltanet;
+  // qwen35moe: the gated shared expert's rows (expert_shared_feed_forward_length; 0: expert_hidden_dim).
+  uint32_t shared_expert_hidden = 0;
 
   // The experts' type where it differs from the recipe's: expert_type, else MXFP4 for gpt-oss.
   std::optional<GgmlType> experts_type() const;
   uint32_t head_dim() const { return head_dim_override != 0 ? head_dim_override : dim / n_heads; }
   bool has_experts() const { return n_experts > 1; }
+  bool hybrid() const;                     // an architecture with Gated DeltaNet layers
+  bool recurrent_layer(uint32_t l) const;  // layer l is a Gated DeltaNet
+  uint32_t shared_hidden() const;          // the shared expert's rows, 0 without one
   uint64_t n_parameters() const;
   uint64_t n_active_parameters() const;  // those one token uses (n_experts_used experts)
 };

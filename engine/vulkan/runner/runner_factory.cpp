@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -29,11 +30,15 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
   cpu.max_step_tokens = options.max_step_tokens;
   cpu.max_step_seqs = options.max_step_seqs;
   cpu.compute_share = options.compute_share;
+  cpu.state_slots = options.max_step_seqs;  // recurrent models: every sequence a step may hold can live
   if (options.num_blocks > 0) {
     cpu.num_blocks = options.num_blocks;
   } else {
     const LlamaConfig& c = model.config();
-    const uint64_t block_bytes = uint64_t(options.block_size) * CpuRunner::pool_row_bytes(cpu.kv_type, c.kv_dim()) * 2 * c.n_layers;
+    const uint64_t attention_layers = static_cast<uint64_t>(std::count_if(
+        c.layers.begin(), c.layers.end(), [](const LayerSpec& l) { return l.mixer == Mixer::kAttention; }));
+    const uint64_t block_bytes =
+        uint64_t(options.block_size) * CpuRunner::pool_row_bytes(cpu.kv_type, c.kv_dim()) * 2 * attention_layers;
     cpu.num_blocks = static_cast<int32_t>(std::max<uint64_t>(1, options.kv_budget_bytes / std::max<uint64_t>(block_bytes, 1)));
   }
   return std::make_unique<CpuRunner>(model, cpu);

@@ -1,0 +1,107 @@
+#include "engine/cpu/cpu_deltanet.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace vks {
+namespace {
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float silu(float x) { return x * sigmoid(x); }
+float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+// x / max(|x|, eps) per head, as ggml_l2_norm.
+void l2_normalize_heads(float* x, size_t n_heads, size_t dim, float eps) {
+  for (size_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * dim;
+    double sum = 0.0;
+    for (size_t i = 0; i < dim; ++i) sum += double{v[i]} * v[i];
+    const float scale = 1.0f / std::max(static_cast<float>(std::sqrt(sum)), eps);
+    for (size_t i = 0; i < dim; ++i) v[i] *= scale;
+  }
+}
+
+// The causal depthwise conv of one token, in place: channel c of x becomes
+// silu(sum_k w[c][k] * input[t - (kernel-1) + k][c]), x being input[t]; the state then holds the
+// last kernel-1 inputs, oldest first.
+void conv_step(float* x, float* state, const float* w, size_t channels, size_t kernel) {
+  const size_t past = kernel - 1;
+  for (size_t c = 0; c < channels; ++c) {
+    const float* wc = w + c * kernel;
+    float sum = 0.0f;
+    for (size_t k = 0; k < past; ++k) sum += wc[k] * state[k * channels + c];
+    sum += wc[past] * x[c];
+    for (size_t k = 0; k + 1 < past; ++k) state[k * channels + c] = state[(k + 1) * channels + c];
+    state[(past - 1) * channels + c] = x[c];
+    x[c] = silu(sum);
+  }
+}
+
+// One value head's delta rule for one token: S = decay S; S += k ⊗ beta (v - S^T k); o = scale S^T q.
+// S is [d (key index)][d (value index)]; update is scratch [d].
+void delta_rule(float* S, const float* q, const float* k, const float* v, float decay, float beta, float scale,
+                size_t d, float* update, float* o) {
+  std::fill_n(update, d, 0.0f);
+  for (size_t i = 0; i < d; ++i) {
+    float* row = S + i * d;
+    for (size_t c = 0; c < d; ++c) {
+      row[c] *= decay;
+      update[c] += row[c] * k[i];
+    }
+  }
+  for (size_t c = 0; c < d; ++c) update[c] = beta * (v[c] - update[c]);
+  std::fill_n(o, d, 0.0f);
+  for (size_t i = 0; i < d; ++i) {
+    float* row = S + i * d;
+    for (size_t c = 0; c < d; ++c) {
+      row[c] += k[i] * update[c];
+      o[c] += row[c] * q[i];
+    }
+  }
+  for (size_t c = 0; c < d; ++c) o[c] *= scale;
+}
+
+}  // namespace
+
+void deltanet_mixer(const LlamaConfig& c, const DeltaNetSpec& d, const DeltaNetWeights& w, const CpuLayerVectors& lv,
+                    CpuActivations& a, LayerKv& kv, ThreadPool* pool, MatmulFn matmul) {
+  const size_t n = a.n_tokens, channels = d.conv_channels(), v_dim = d.v_dim(), n_heads = d.n_v_heads;
+  const size_t hd = d.head_dim, groups = d.n_groups, qk_dim = d.qk_dim();
+  matmul(w.qkv, a.xb.data(), n, a.dn_qkv.data(), pool);
+  matmul(w.z, a.xb.data(), n, a.dn_z.data(), pool);
+  matmul(w.beta, a.xb.data(), n, a.dn_beta.data(), pool);
+  matmul(w.alpha, a.xb.data(), n, a.dn_alpha.data(), pool);
+  // The conv runs every token in order (each token shifts its sequence's conv state); q and k
+  // leave it L2-normalized per head.
+  for (size_t t = 0; t < n; ++t) {
+    float* x = &a.dn_qkv[t * channels];
+    conv_step(x, kv.recurrent_state(t).conv, lv.conv.data(), channels, d.conv_kernel);
+    l2_normalize_heads(x, 2 * groups, hd, c.norm_eps);  // q heads then k heads
+  }
+  // Value heads are independent: each runs its tokens in order; head j reads q/k head j mod groups.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  auto run_head = [&](size_t j) {
+    const size_t g = j % groups;
+    float* update = &a.dn_update[j * hd];
+    for (size_t t = 0; t < n; ++t) {
+      const float* x = &a.dn_qkv[t * channels];
+      const float decay = std::exp(softplus(a.dn_alpha[t * n_heads + j] + lv.dt_bias[j]) * lv.ssm_a[j]);
+      const float beta = sigmoid(a.dn_beta[t * n_heads + j]);
+      float* o = &a.dn_out[t * v_dim + j * hd];
+      delta_rule(kv.recurrent_state(t).delta + j * hd * hd, x + g * hd, x + qk_dim + g * hd, x + 2 * qk_dim + j * hd,
+                 decay, beta, scale, hd, update, o);
+      // Gated RMSNorm: norm(o) * silu(z).
+      ref::rmsnorm(o, o, lv.ssm_norm.data(), hd, c.norm_eps);
+      const float* z = &a.dn_z[t * v_dim + j * hd];
+      for (size_t i = 0; i < hd; ++i) o[i] *= silu(z[i]);
+    }
+  };
+  if (pool != nullptr && n_heads > 1) {
+    pool->parallel_for(n_heads, run_head);
+  } else {
+    for (size_t j = 0; j < n_heads; ++j) run_head(j);
+  }
+  matmul(w.out, a.dn_out.data(), n, a.proj.data(), pool);
+}
+
+}  // namespace vks

@@ -1,0 +1,139 @@
+// The engine on qwen35-tiny (Gated DeltaNet layers: a recurrent state slot per live sequence on the
+// CPU runner): the greedy request gives llama.cpp's 32 ids alone, among more concurrent requests
+// than there are state slots (admission waits for a slot), with its prompt chunked, after forced
+// preemptions (recomputed from its tokens), twice in a row with the same prompt (no prefix reuse:
+// the state at the prefix's end is not kept) and when it asks for speculative decoding (drafts are
+// off: a state cannot roll back).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "engine/cpu/cpu_runner.h"
+#include "engine/model/llama_model.h"
+#include "engine/sched/engine.h"
+#include "tests/common/test_models.h"
+#include "tests/cpu/reference_data.h"
+#include "tests/sched/engine_harness.h"
+
+namespace vks::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int32_t kStateSlots = 3;
+
+struct Outcome {
+  std::vector<std::vector<int32_t>> ids;  // per request
+  std::vector<Usage> usage;
+  EngineStats stats;
+  int32_t most_running = 0;  // the most sequences seen running at once
+};
+
+class HybridEngine : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = LlamaModel::load(model_path("qwen35-tiny.gguf"));
+    tok_ = Tokenizer::from_gguf(model_->file());
+    ref_ = load_ids_file("qwen35-tiny.greedy.ids");
+    ASSERT_EQ(ref_.generated.size(), 32u) << "reference ids not found under " << models_dir();
+  }
+
+  // Runs the requests on one engine (one after the other when one_by_one).
+  Outcome run(const std::vector<GenerateRequest>& reqs, EngineConfig cfg, int32_t num_blocks = 256,
+              bool one_by_one = false) {
+    CpuRunnerOptions o;
+    o.block_size = 4;
+    o.num_blocks = num_blocks;
+    o.threads = 2;
+    o.state_slots = kStateSlots;
+    Engine engine(std::make_unique<CpuRunner>(*model_, o), *tok_, cfg);
+    Outcome out;
+    std::vector<std::string> ids;
+    std::map<std::string, std::vector<int32_t>> tokens;
+    std::map<std::string, Usage> usage;
+    auto drain_until = [&](auto done) {
+      const auto until = std::chrono::steady_clock::now() + 50s;
+      while (!done() && std::chrono::steady_clock::now() < until) {
+        out.most_running = std::max(out.most_running, engine.stats().running);
+        std::vector<EngineEvent> ev;
+        engine.poll_events(ev);
+        for (const EngineEvent& e : ev) {
+          for (const GeneratedToken& t : e.tokens) tokens[e.request_id].push_back(t.id);
+          if (e.type == EventType::kFinished) usage[e.request_id] = e.usage;
+          if (e.type == EventType::kError) ADD_FAILURE() << e.error_message;
+        }
+        if (ev.empty()) std::this_thread::sleep_for(1ms);
+      }
+    };
+    for (const GenerateRequest& r : reqs) {
+      const SubmitResult s = engine.submit(r);
+      EXPECT_TRUE(s.ok) << s.message;
+      ids.push_back(s.id);
+      if (one_by_one) drain_until([&] { return usage.count(s.id) != 0; });
+    }
+    drain_until([&] { return std::all_of(ids.begin(), ids.end(), [&](const auto& id) { return usage.count(id) != 0; }); });
+    out.stats = engine.stats();
+    for (const auto& id : ids) {
+      EXPECT_TRUE(usage.count(id)) << "request " << id << " did not finish";
+      out.ids.push_back(tokens[id]);
+      out.usage.push_back(usage[id]);
+    }
+    return out;
+  }
+
+  GenerateRequest target() const { return greedy_request(ref_.prompt, 32); }
+
+  std::unique_ptr<LlamaModel> model_;
+  std::unique_ptr<Tokenizer> tok_;
+  GreedyReference ref_;
+};
+
+TEST_F(HybridEngine, GreedyIdsEqualLlamaCppUnderEverySchedule) {
+  EXPECT_EQ(run({target()}, EngineConfig{}).ids[0], ref_.generated) << "alone";
+
+  // Six companions (greedy and sampled, other prompts) and the target: more than the 3 slots.
+  std::vector<GenerateRequest> batch;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<int32_t> prompt(ref_.prompt.begin(), ref_.prompt.begin() + 5 + 4 * i);
+    std::reverse(prompt.begin() + 1, prompt.end());
+    GenerateRequest r = greedy_request(prompt, 10 + 3 * i);
+    if (i % 2 == 1) {
+      r.sampling.temperature = 0.8f;
+      r.sampling.seed = 100 + i;
+    }
+    batch.push_back(r);
+    if (i == 2) batch.push_back(target());
+  }
+  const Outcome batched = run(batch, EngineConfig{});
+  EXPECT_EQ(batched.ids[3], ref_.generated) << "batched with six others";
+  EXPECT_EQ(batched.most_running, kStateSlots) << "running sequences are bounded by the state slots";
+
+  EngineConfig chunked;
+  chunked.max_batched_tokens = 5;  // the 39-token prompt in 8 chunks
+  chunked.max_seqs = 2;
+  EXPECT_EQ(run({target()}, chunked).ids[0], ref_.generated) << "chunked";
+  EXPECT_EQ(run(batch, chunked).ids[3], ref_.generated) << "chunked and batched";
+
+  // 24 blocks of 4 = 96 tokens for requests of up to 71: forced preemptions, each recomputed.
+  const Outcome preempted = run(batch, EngineConfig{}, 24);
+  EXPECT_GT(preempted.stats.preemptions, 0);
+  EXPECT_EQ(preempted.ids[3], ref_.generated) << "after preemption";
+  for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(preempted.ids[i], batched.ids[i]) << "request " << i;
+}
+
+TEST_F(HybridEngine, SamePromptTwiceIsRecomputedAndSpeculationIsOff) {
+  GenerateRequest speculative = target();
+  speculative.speculative = 4;
+  const Outcome twice = run({target(), target(), speculative}, EngineConfig{}, 256, true);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(twice.ids[i], ref_.generated) << "request " << i;
+    EXPECT_EQ(twice.usage[i].cached_tokens, 0) << "request " << i << ": a prefix's state is not kept";
+  }
+  EXPECT_EQ(twice.stats.draft_tokens, 0);
+}
+
+}  // namespace
+}  // namespace vks::test
