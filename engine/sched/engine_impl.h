@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -54,6 +55,10 @@ struct Request {
   int32_t generated = 0;
   std::unique_ptr<grammar::TokenConstraint> constraint;  // null = unconstrained
   DraftLength draft_length;  // speculative decoding: off unless params.speculative / the config enable it
+  // Speculative decoding's reused buffers: the history + accepted draft tokens of a verification's
+  // draws, and a copy of the grammar state that checks a draft before it is verified.
+  std::vector<int32_t> draft_history;
+  std::optional<grammar::TokenConstraint> draft_grammar;
 };
 
 inline EngineEvent request_event(const Request& r, EventType type) {
@@ -87,6 +92,7 @@ struct Engine::Impl {
   bool schedule_step(sched::StepPlan& plan);
   // Before scheduling: a draft (ngram_draft) for every running request that may speculate now.
   void propose_drafts();
+  void cut_draft_to_grammar(sched::Request& r, std::vector<int32_t>& draft);
   void run_step(sched::StepPlan& plan);
   void postprocess_step(sched::StepPlan& plan);
   void fail_step(sched::StepPlan& plan, sched::Clock::time_point now);
