@@ -92,7 +92,6 @@ struct Engine::Impl {
   bool schedule_step(sched::StepPlan& plan);
   // Before scheduling: a draft (ngram_draft) for every running request that may speculate now.
   void propose_drafts();
-  void cut_draft_to_grammar(sched::Request& r, std::vector<int32_t>& draft);
   void run_step(sched::StepPlan& plan);
   void postprocess_step(sched::StepPlan& plan);
   void fail_step(sched::StepPlan& plan, sched::Clock::time_point now);

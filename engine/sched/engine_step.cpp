@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <exception>
 
-#include "engine/sched/constrained_draw.h"
+#include "engine/sched/draft_grammar.h"
 #include "engine/sched/engine_impl.h"
 #include "engine/sched/ngram_drafter.h"
 #include "engine/sched/row_draws.h"
@@ -46,7 +46,7 @@ void Engine::Impl::propose_drafts() {
     const int32_t most = std::min(r.draft_length.max(), r.params.stop.max_tokens - r.generated - 1);
     if (most <= 0) continue;
     sched::ngram_draft(s->tokens, most, s->draft);
-    if (r.constraint) cut_draft_to_grammar(r, s->draft);
+    if (r.constraint) sched::cut_draft_to_grammar(*r.constraint, r.draft_grammar, s->draft);
     const auto available = static_cast<int32_t>(s->draft.size());
     const int32_t k = config.speculative_cost_model
                           ? sched::choose_draft(step_cost, r.draft_length, step_tokens, step_emitted, available)
@@ -57,19 +57,6 @@ void Engine::Impl::propose_drafts() {
     step_tokens += k;
     step_emitted += r.draft_length.expected_extra(k);
   }
-}
-
-void Engine::Impl::cut_draft_to_grammar(Request& r, std::vector<int32_t>& draft) {
-  // A draft token the grammar refuses would be rejected by the verification's masked draw anyway;
-  // verifying it (and everything after it) would only cost rows.
-  if (r.draft_grammar) {
-    *r.draft_grammar = *r.constraint;  // reuses the state's memory
-  } else {
-    r.draft_grammar.emplace(*r.constraint);
-  }
-  size_t allowed = 0;
-  while (allowed < draft.size() && r.draft_grammar->accept(draft[allowed])) ++allowed;
-  draft.resize(allowed);
 }
 
 bool Engine::Impl::schedule_step(StepPlan& plan) {
