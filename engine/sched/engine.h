@@ -209,8 +209,10 @@ struct EngineStats {
 
 class Engine {
  public:
-  // The tokenizer must outlive the engine. Starts the scheduler thread.
-  Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, EngineConfig config);
+  // The tokenizer must outlive the engine. Starts the scheduler thread. draft_runner: a draft model
+  // of the same vocabulary (speculative decoding drafts with it instead of prompt lookup).
+  Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, EngineConfig config,
+         std::unique_ptr<ModelRunner> draft_runner = nullptr);
   ~Engine();  // cancels everything and joins the thread; never throws
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;

@@ -11,7 +11,6 @@
 
 #include "engine/sched/draft_grammar.h"
 #include "engine/sched/engine_impl.h"
-#include "engine/sched/ngram_drafter.h"
 #include "engine/sched/row_draws.h"
 
 namespace vks {
@@ -34,6 +33,7 @@ void Engine::Impl::propose_drafts() {
   int32_t step_tokens = 0;
   for (sched::Sequence* s : scheduler.running()) step_tokens += s->is_decoding() && by_seq.count(s) ? 1 : 0;
   double step_emitted = step_tokens;
+  draft_jobs.clear();
   for (sched::Sequence* s : scheduler.running()) {
     s->draft.clear();
     auto it = by_seq.find(s);
@@ -44,8 +44,12 @@ void Engine::Impl::propose_drafts() {
     if (!r.draft_length.enabled() || r.generated + 1 <= r.params.stop.min_tokens) continue;
     // Drafts past max_tokens would be verified for nothing: the step emits at most k+1 tokens.
     const int32_t most = std::min(r.draft_length.max(), r.params.stop.max_tokens - r.generated - 1);
-    if (most <= 0) continue;
-    sched::ngram_draft(s->tokens, most, s->draft);
+    if (most > 0) draft_jobs.push_back({s, most});
+  }
+  drafter->draft(draft_jobs);
+  for (const sched::DraftJob& job : draft_jobs) {
+    sched::Sequence* s = job.seq;
+    Request& r = *by_seq.at(s);
     if (r.constraint) sched::cut_draft_to_grammar(*r.constraint, r.draft_grammar, s->draft);
     const auto available = static_cast<int32_t>(s->draft.size());
     const int32_t k = config.speculative_cost_model
