@@ -13,6 +13,7 @@
 #include "engine/common/error.h"
 #include "engine/cpu/cpu_runner.h"
 #include "engine/model/llama_model.h"
+#include "engine/sched/drafter.h"
 #include "engine/sched/engine.h"
 #include "tests/common/test_models.h"
 #include "tests/sched/fakes.h"
@@ -162,6 +163,65 @@ TEST_F(DraftModel, SeededSamplingKeepsItsPlainTokens) {
   for (size_t i = 0; i < a.ids.size(); ++i) EXPECT_EQ(b.ids[i], a.ids[i]) << "seed " << i + 1;
   EXPECT_GT(b.stats.accepted_tokens, 0);
   EXPECT_GT(b.stats.draft_tokens, b.stats.accepted_tokens) << "sampling rejected no draft";
+}
+
+// Plain greedy decoding of n tokens after `tokens` on a fresh runner: the reference a draft of
+// the target by itself must equal.
+std::vector<int32_t> greedy_after(const LlamaModel& m, const std::vector<int32_t>& tokens, int32_t n) {
+  CpuRunnerOptions o;
+  o.block_size = 4;
+  o.num_blocks = 64;
+  o.threads = 2;
+  CpuRunner r(m, o);
+  std::vector<int32_t> out, next = tokens;
+  int32_t n_past = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    StepBatch b;
+    b.tokens = next;
+    SeqChunk c;
+    c.n_tokens = static_cast<int32_t>(next.size());
+    c.n_past = n_past;
+    for (int32_t k = 0; k < 64; ++k) c.block_table.push_back(k);
+    c.logits = LogitsMode::kArgmax;
+    b.seqs = {c};
+    b.finalize(o.block_size);
+    StepResult res;
+    r.step(b, res);
+    n_past += c.n_tokens;
+    out.push_back(res.argmax[0]);
+    next = {res.argmax[0]};
+  }
+  return out;
+}
+
+// The drafter's own K/V follow each sequence: after a rejected draft, a preemption-like rewrite
+// or a slot taken over by another sequence, its draft is still exactly the greedy continuation of
+// the sequence's tokens now (stale K/V past the common prefix would change it).
+TEST_F(DraftModel, DraftsFollowRejectionsAndSlotTakeovers) {
+  auto drafter = sched::make_model_drafter(runner(*stories_, 64), 2);  // 2 slots of 128 tokens
+  sched::Sequence a, b, c;
+  a.tokens = tok_->encode("Once upon a time", true);
+  b.tokens = tok_->encode("Tom and Lily went to the park", true);
+  c.tokens = tok_->encode("The cat sat", true);
+  auto check = [&](std::vector<sched::Sequence*> seqs, const char* when) {
+    std::vector<sched::DraftJob> jobs;
+    for (sched::Sequence* s : seqs) jobs.push_back({s, 4});
+    drafter->draft(jobs);
+    for (sched::Sequence* s : seqs) EXPECT_EQ(s->draft, greedy_after(*stories_, s->tokens, 4)) << when;
+  };
+  check({&a, &b}, "first drafts");
+  // a accepts two draft tokens and then gets another token (a rejection); b accepts all four.
+  const std::vector<int32_t> da = a.draft, db = b.draft;
+  a.tokens.insert(a.tokens.end(), {da[0], da[1], da[2] == 5 ? 6 : 5});
+  b.tokens.insert(b.tokens.end(), db.begin(), db.end());
+  check({&a, &b}, "after a rejection");
+  // c takes over the least recently used slot (both were used: one at a time now).
+  check({&c}, "c in a's or b's slot");
+  check({&a}, "a back");
+  check({&b}, "b back");
+  // A rewritten history (another token early on) rolls back to the common prefix.
+  a.tokens[3] = a.tokens[3] == 7 ? 8 : 7;
+  check({&a, &c}, "a rewritten");
 }
 
 TEST(DraftModelVocabulary, AnotherVocabularySizeIsRefused) {
