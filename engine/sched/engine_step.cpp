@@ -276,6 +276,10 @@ int32_t Engine::Impl::emit_draw(PlannedChunk& pc, Clock::time_point now) {
     fail(r, pc.error_code, (pc.error_code == ErrorCode::kInternal ? "sampling failed: " : "") + pc.error, now);
     return 0;
   }
+  if (pc.tokens.empty()) {
+    fail(r, ErrorCode::kInternal, "sampling drew no token", now);
+    return 0;
+  }
   for (const GeneratedToken& t : pc.tokens) {
     if (t.id < 0 || t.id >= limits.vocab_size) {
       fail(r, ErrorCode::kInternal, "runner returned token id " + std::to_string(t.id) + " outside the vocabulary", now);
