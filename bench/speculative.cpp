@@ -1,13 +1,20 @@
-// Prompt-lookup speculative decoding against plain decoding, in one process, alternating request
-// by request (plain, ngram, plain, ...) on one engine, so load from neighbours falls on both alike.
+// Speculative decoding (prompt lookup, or a draft model) against plain decoding, in one process,
+// alternating request by request (plain, speculative, plain, ...) on one engine, so load from
+// neighbours falls on both alike.
 //   vks_bench_speculative MODEL.gguf [--gen 96] [--rounds 3] [--draft 6] [--cpu] [--step-profile]
-// Two workloads of greedy requests given as token ids (any vocabulary):
+//                         [--draft-model DRAFT.gguf]
+// Workloads of greedy requests given as token ids (any vocabulary):
 //   repetitive: a 24-token phrase said four times, to be continued;
 //   quoting:    a 160-token "document", then its first 24 tokens again (an answer that starts
-//               quoting the prompt: prompt lookup finds the rest of the quote in the prompt).
+//               quoting the prompt: prompt lookup finds the rest of the quote in the prompt);
+//   free:       (with --draft-model) a 32-token prompt continued freely, where only a draft model
+//               can guess.
 // Prints per workload the median decode tokens/s (tokens after the first / time after the first)
-// of each mode, the median of the per-pair ratios ngram / plain with its range, and the acceptance
-// (accepted / drafted tokens). The runner is the one vkstreamd would pick (--cpu: the CPU backend).
+// of each mode, the median of the per-pair ratios speculative / plain with its range, and the
+// acceptance (accepted / drafted tokens). The runner is the one vkstreamd would pick (--cpu: the
+// CPU backend). With --draft-model (same vocabulary, checked as vkstreamd checks it) the engine
+// drafts with that model on a runner of its own, and verifies every draft (the cost model does
+// not count the draft model's steps).
 // --step-profile first times the runner alone: one sequence's step of 1 + k tokens verifying k
 // (what a verification step costs) against a 1-token decode step, for k = 0..8, so the ratios
 // above can be read against the backend's cost of a wider step.
@@ -29,6 +36,7 @@
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
 #include "engine/vulkan/runner/runner_factory.h"
+#include "server/draft_model.h"
 
 namespace {
 
@@ -150,11 +158,12 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path;
+  std::string path, draft_path;
   int32_t gen = 96, rounds = 3, draft = 6;
   bool cpu = false, profile = false;
-  CLI::App app{"prompt-lookup speculative decoding vs plain decoding"};
+  CLI::App app{"speculative decoding (prompt lookup or a draft model) vs plain decoding"};
   app.add_option("model", path)->required();
+  app.add_option("--draft-model", draft_path, "draft with this model (same vocabulary) instead of prompt lookup");
   app.add_option("--gen", gen)->check(CLI::Range(2, 4096));
   app.add_option("--rounds", rounds)->check(CLI::Range(1, 100));
   app.add_option("--draft", draft)->check(CLI::Range(1, 16));
@@ -175,7 +184,16 @@ int main(int argc, char** argv) {
       kernel_profile(*model, 9);
       step_profile(*runner, 7);
     }
-    vks::Engine engine(std::move(runner), *tok, vks::EngineConfig{});
+    std::unique_ptr<vks::LlamaModel> draft_model;
+    std::unique_ptr<vks::ModelRunner> draft_runner;
+    vks::EngineConfig config;
+    if (!draft_path.empty()) {
+      draft_runner = vks::server::load_draft_runner(draft_path, o, config.max_seqs, path, *tok, draft_model);
+      config.speculative_cost_model = false;
+      std::printf("draft model %s (%u layers, dim %u) on %s\n\n", draft_path.c_str(), draft_model->config().n_layers,
+                  draft_model->config().dim, draft_runner->device_name().c_str());
+    }
+    vks::Engine engine(std::move(runner), *tok, config, std::move(draft_runner));
 
     const int32_t vocab = static_cast<int32_t>(model->config().vocab_size);
     std::mt19937 rng(7);
@@ -193,11 +211,18 @@ int main(int argc, char** argv) {
     quoting.insert(quoting.end(), doc.begin(), doc.end());
     quoting.insert(quoting.end(), doc.begin(), doc.begin() + 24);
 
-    std::printf("| %-10s | %12s | %12s | %14s | %12s | %10s |\n", "workload", "plain tok/s", "ngram tok/s",
-                "ngram/plain", "range", "accepted");
+    std::vector<int32_t> free{bos};
+    const std::vector<int32_t> start = random_ids(32);
+    free.insert(free.end(), start.begin(), start.end());
+    std::vector<std::pair<const char*, std::vector<int32_t>>> workloads = {{"repetitive", repetitive},
+                                                                           {"quoting", quoting}};
+    if (!draft_path.empty()) workloads.emplace_back("free", free);
+    const char* mode = draft_path.empty() ? "ngram" : "draft";
+    std::printf("| %-10s | %12s | %7s tok/s | %8s/plain | %12s | %10s |\n", "workload", "plain tok/s", mode, mode,
+                "range", "accepted");
     std::printf("|------------|--------------|--------------|----------------|--------------|------------|\n");
     std::vector<double> overhead;  // engine ms per step beyond the runner's, after each workload
-    for (const auto& [name, prompt] : {std::pair{"repetitive", repetitive}, std::pair{"quoting", quoting}}) {
+    for (const auto& [name, prompt] : workloads) {
       generate(engine, prompt, 8, 0);  // warm-up (and the prompt's blocks cached for both modes alike)
       std::vector<double> plain_tps, spec_tps, ratios;
       int64_t drafted = 0, accepted = 0;

@@ -11,6 +11,7 @@
 #include "engine/model/servable_model.h"
 #include "engine/vulkan/runner/runner_factory.h"
 #include "server/catchup_mark.h"
+#include "server/draft_model.h"
 #include "server/engine_translation.h"
 #include "server/gpu_check.h"
 #include "server/ipc_peer_filter.h"
@@ -83,10 +84,19 @@ ServedModel load_served_model(const std::string& path, const ServerOptions& opti
   ec.max_prompt_tokens = options.limits.max_prompt_tokens;
   ec.max_new_tokens = options.limits.max_tokens;
   ec.prefix_caching = options.prefix_caching;
-  ec.speculative_draft = options.speculative == "ngram" ? options.draft_tokens : 0;
+  const bool drafts_with_model = !options.draft_model_path.empty() && path == options.model_path;
+  ec.speculative_draft = options.speculative == "ngram" || drafts_with_model ? options.draft_tokens : 0;
   ec.speculative_cost_model = !options.draft_always;
   ec.policy = options.priority_policy ? SchedulingPolicy::kPriority : SchedulingPolicy::kFcfs;
-  served.engine = std::make_unique<Engine>(std::move(runner), *served.tokenizer, ec);
+  std::unique_ptr<ModelRunner> draft_runner;
+  if (drafts_with_model) {
+    status("loading the draft model " + options.draft_model_path);
+    draft_runner = load_draft_runner(options.draft_model_path, ro, ec.max_seqs, path, *served.tokenizer,
+                                     served.draft_model);
+    spdlog::info("drafting with {} ({} layers, dim {}) on {}", options.draft_model_path,
+                 served.draft_model->config().n_layers, served.draft_model->config().dim, draft_runner->device_name());
+  }
+  served.engine = std::make_unique<Engine>(std::move(runner), *served.tokenizer, ec, std::move(draft_runner));
   spdlog::info("model {} ({} layers, dim {}, vocab {}) on {}", path, served.config.n_layers,
                served.config.dim, served.config.vocab_size, served.device);
   if (!options.force_cpu) {

@@ -43,6 +43,7 @@ namespace vks::server {
 // outlive the engine (members are destroyed in reverse order).
 struct ServedModel {
   std::unique_ptr<LlamaModel> model;      // may be null when the engine runs a test runner
+  std::unique_ptr<LlamaModel> draft_model;  // --draft-model (for --model only), or null
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<Engine> engine;
   LlamaConfig config;

@@ -167,13 +167,17 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-seqs", o.max_seqs)->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--speculative", o.speculative,
-                 "speculative decoding of greedy requests: off, or ngram (prompt lookup; output unchanged)")
+                 "speculative decoding: off, or ngram (prompt lookup; output unchanged)")
       ->check(CLI::IsMember({"off", "ngram"}))->capture_default_str();
-  app.add_option("--draft-tokens", o.draft_tokens, "most tokens drafted per step with --speculative ngram")
+  app.add_option("--draft-model", o.draft_model_path,
+                 "speculative decoding of --model's requests with this small model of the same vocabulary as the "
+                 "drafter (output unchanged)");
+  app.add_option("--draft-tokens", o.draft_tokens,
+                 "most tokens drafted per step with --speculative ngram or --draft-model")
       ->check(CLI::Range(1, 16))->capture_default_str();
   app.add_flag("--draft-always", o.draft_always,
-               "with --speculative ngram: verify every draft found, even where the measured step costs say it does "
-               "not pay (default: draft only what pays)");
+               "with --speculative ngram or --draft-model: verify every draft found, even where the measured step "
+               "costs say it does not pay (default: draft only what pays)");
   bool no_prefix_cache = false;
   app.add_flag("--no-prefix-cache", no_prefix_cache, "disable prefix caching");
   bool fcfs = false;
@@ -220,6 +224,10 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   for (const std::string& u : deny_users) o.deny_uids.push_back(resolve_id(u, /*group=*/false));
   check_endpoints(o);
   if (!o.model_path.empty()) o.model_path = vks::store::resolve_model_or_path(o.model_path);
+  if (!o.draft_model_path.empty()) {
+    if (o.model_path.empty()) throw Error(ErrorCode::kInvalidArgument, "--draft-model needs --model (the model it drafts for)");
+    o.draft_model_path = vks::store::resolve_model_or_path(o.draft_model_path);
+  }
   o.serve_model_cache = !no_model_cache;
   // The same reading as Ollama's OLLAMA_KEEP_ALIVE and the requests' keep_alive strings.
   const std::variant<double, http::ApiError> keep_alive_s = http::parse_keep_alive(http::JsonBody(keep_alive));

@@ -44,10 +44,13 @@ struct ServerOptions {
   std::string kv_type_v = "f16";
   int32_t max_batched_tokens = 256;
   int32_t max_seqs = 16;
-  // --speculative ngram: prompt-lookup speculative decoding for greedy requests, drafting up to
-  // --draft-tokens per step (a request's `speculative` field overrides both).
+  // --speculative ngram: prompt-lookup speculative decoding, drafting up to --draft-tokens per
+  // step (a request's `speculative` field overrides both).
   std::string speculative = "off";
   int32_t draft_tokens = 4;
+  // --draft-model FILE: speculative decoding of --model's requests drafts with this model (same
+  // vocabulary, checked at load), up to --draft-tokens per step, instead of prompt lookup.
+  std::string draft_model_path;
   // --draft-always: verify every draft found, whatever a wider step costs (off: draft lengths follow
   // the measured step costs and each request's acceptance, and are 0 where speculation would not pay).
   bool draft_always = false;

@@ -203,12 +203,12 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
   for (size_t o = 0; o < outputs.size(); ++o) {
     const float* row = &logits[o * vocab];
     const SeqChunk& seq = batch.seqs[outputs[o]];
+    if (seq.logits == LogitsMode::kFull) out.logits.insert(out.logits.end(), row, row + vocab);
     if (rows[o] != static_cast<size_t>(seq.token_offset + seq.n_tokens - 1)) {
       out.verify_argmax.push_back(ref::argmax(row, vocab));
-      continue;
+    } else {
+      out.argmax[outputs[o]] = ref::argmax(row, vocab);
     }
-    out.argmax[outputs[o]] = ref::argmax(row, vocab);
-    if (seq.logits == LogitsMode::kFull) out.logits.insert(out.logits.end(), row, row + vocab);
   }
   // Embeddings: the final-normed hidden state of every token of the kHidden sequences.
   out.hidden.clear();

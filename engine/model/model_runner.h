@@ -13,7 +13,8 @@ namespace vks {
 enum class LogitsMode : uint8_t {
   kNone,    // no output for this sequence (a prefill chunk that does not end the prompt)
   kArgmax,  // only the greedy token (computed on the device; nothing else read back)
-  kFull,    // the full logits row of the sequence's last token (for sampling, logprobs)
+  kFull,    // the full logits row of the sequence's last token (for sampling, logprobs), and of
+            // its n_verify tokens before it
   kHidden,  // no logits: the final-normed hidden state of every token of the chunk (embeddings)
 };
 
@@ -24,8 +25,9 @@ struct SeqChunk {
   int32_t n_past = 0;                 // tokens already in the KV cache before this step
   std::vector<int32_t> block_table;   // physical blocks covering positions [0, n_past+n_tokens)
   LogitsMode logits = LogitsMode::kNone;
-  // kArgmax only: the greedy token also of the n_verify tokens before the last one (speculative
-  // decoding verifies drafted tokens with them), in StepResult::verify_argmax. 0 <= n_verify < n_tokens.
+  // kArgmax or kFull: the output also of the n_verify tokens before the last one (speculative
+  // decoding verifies drafted tokens with them): their greedy tokens in StepResult::verify_argmax
+  // and, with kFull, their logits rows before the last one's. 0 <= n_verify < n_tokens.
   int32_t n_verify = 0;
   // A model with recurrent layers (ModelRunner::recurrent_state_slots() > 0): the state slot this
   // sequence owns while it lives, distinct in a step; a chunk at n_past 0 starts it afresh, later
@@ -58,7 +60,9 @@ struct StepResult {
   // [sum of n_verify] the greedy tokens after the n_verify tokens before each seq's last, in seq
   // order then token order (the last token's is argmax[seq]).
   std::vector<int32_t> verify_argmax;
-  std::vector<float> logits;    // [n_full * vocab] rows of the seqs with kFull, in seq order
+  // [n_full * vocab] rows of the seqs with kFull, in seq order; a seq's n_verify rows come before
+  // its last one's, in token order (n_full = sum over kFull seqs of 1 + n_verify).
+  std::vector<float> logits;
   // [n_hidden_tokens * dim] the hidden state after the final RMSNorm (before the output projection)
   // of every token of the seqs with kHidden, in seq order then token order.
   std::vector<float> hidden;

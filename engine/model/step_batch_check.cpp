@@ -22,8 +22,9 @@ void check_seq(const StepBatch& batch, const StepLimits& limits, size_t s, std::
                           c.token_offset, c.n_tokens, n_tokens));
   }
   if (c.n_past < 0) bad_batch(fmt::format("seq {}: negative n_past {}", s, c.n_past));
-  if (c.n_verify < 0 || c.n_verify >= c.n_tokens || (c.n_verify > 0 && c.logits != LogitsMode::kArgmax)) {
-    bad_batch(fmt::format("seq {}: n_verify {} needs LogitsMode::kArgmax and fewer than its {} tokens", s,
+  const bool has_logits = c.logits == LogitsMode::kArgmax || c.logits == LogitsMode::kFull;
+  if (c.n_verify < 0 || c.n_verify >= c.n_tokens || (c.n_verify > 0 && !has_logits)) {
+    bad_batch(fmt::format("seq {}: n_verify {} needs LogitsMode::kArgmax or kFull and fewer than its {} tokens", s,
                           c.n_verify, c.n_tokens));
   }
   if (limits.state_slots > 0) {

@@ -24,8 +24,8 @@ struct StepLimits {
 // a sequence whose tokens fall outside the batch or overlap another's, a token of no sequence,
 // positions or slots that differ from StepBatch::finalize(), blocks outside the pool or missing
 // from a block table, a sequence longer than the limits, two tokens writing one KV slot, an
-// n_verify outside [0, n_tokens) or on a sequence that is not kArgmax, and (with state slots) a
-// state_slot outside [0, state_slots), shared by two sequences, or with an n_verify.
+// n_verify outside [0, n_tokens) or on a sequence that is neither kArgmax nor kFull, and (with state
+// slots) a state_slot outside [0, state_slots), shared by two sequences, or with an n_verify.
 // token_seq gets each token's sequence index; slot_scratch is working space. Both are reused by
 // the caller across steps, so a warm runner allocates nothing here.
 void check_step_batch(const StepBatch& batch, const StepLimits& limits, std::vector<int32_t>& token_seq,

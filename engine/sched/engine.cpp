@@ -62,7 +62,8 @@ SubmitResult rejected(ErrorCode code, std::string message) {
 
 }  // namespace
 
-Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, EngineConfig cfg)
+Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, EngineConfig cfg,
+                   std::unique_ptr<ModelRunner> draft_runner)
     : runner(std::move(runner_)),
       tokenizer(tok),
       config(resolve(cfg, *runner)),
@@ -91,6 +92,17 @@ Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, E
     if (tokenizer.is_eog(id)) eog_ids.push_back(id);
   }
   token_index = std::make_shared<grammar::TokenIndex>(tokenizer);  // grammar masking tables
+  if (draft_runner) {
+    if (draft_runner->config().vocab_size != mc.vocab_size) {
+      throw Error(ErrorCode::kInvalidArgument, "the draft model's vocabulary (" +
+                                                   std::to_string(draft_runner->config().vocab_size) +
+                                                   " tokens) differs from the model's (" +
+                                                   std::to_string(mc.vocab_size) + ")");
+    }
+    drafter = sched::make_model_drafter(std::move(draft_runner), config.max_seqs);
+  } else {
+    drafter = sched::make_ngram_drafter();
+  }
   publish_stats();
   thread = std::thread([this] { run(); });
 }
@@ -247,9 +259,10 @@ EngineStats Engine::Impl::stats() const {
   return s;
 }
 
-Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, EngineConfig config) {
+Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, EngineConfig config,
+               std::unique_ptr<ModelRunner> draft_runner) {
   if (!runner) throw Error(ErrorCode::kInvalidArgument, "engine needs a model runner");
-  impl_ = std::make_unique<Impl>(std::move(runner), tokenizer, config);
+  impl_ = std::make_unique<Impl>(std::move(runner), tokenizer, config, std::move(draft_runner));
 }
 
 Engine::~Engine() = default;

@@ -76,9 +76,9 @@ struct GenerateRequest {
   std::optional<std::chrono::steady_clock::time_point> deadline;  // covers queue + generation
   // Prompt-lookup speculative decoding (engine/sched/ngram_drafter.h): the most tokens drafted per
   // step, 0..16; 0 = off; -1 = on with EngineConfig::speculative_draft (4 when that is 0); unset =
-  // EngineConfig::speculative_draft. Only greedy requests whose next
-  // token is the device argmax speculate (temperature 0, no logprobs, bias, penalties, grammar,
-  // and past min_tokens); the others ignore it. Their output is exactly plain decoding's.
+  // EngineConfig::speculative_draft. Requests speculate once past min_tokens, greedy, sampled and
+  // constrained alike, and their output is exactly plain decoding's (row_draws.h: a seeded
+  // sampled request draws the tokens it draws without speculation).
   std::optional<int32_t> speculative;
 };
 
@@ -209,8 +209,10 @@ struct EngineStats {
 
 class Engine {
  public:
-  // The tokenizer must outlive the engine. Starts the scheduler thread.
-  Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, EngineConfig config);
+  // The tokenizer must outlive the engine. Starts the scheduler thread. draft_runner: a draft model
+  // of the same vocabulary (speculative decoding drafts with it instead of prompt lookup).
+  Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, EngineConfig config,
+         std::unique_ptr<ModelRunner> draft_runner = nullptr);
   ~Engine();  // cancels everything and joins the thread; never throws
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;

@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "engine/grammar/token_constraint.h"
 #include "engine/sched/block_manager.h"
 #include "engine/sched/draft_length.h"
+#include "engine/sched/drafter.h"
 #include "engine/sched/embed_job.h"
 #include "engine/sched/engine.h"
 #include "engine/sched/event_queue.h"
@@ -54,6 +56,10 @@ struct Request {
   int32_t generated = 0;
   std::unique_ptr<grammar::TokenConstraint> constraint;  // null = unconstrained
   DraftLength draft_length;  // speculative decoding: off unless params.speculative / the config enable it
+  // Speculative decoding's reused buffers: the history + accepted draft tokens of a verification's
+  // draws, and a copy of the grammar state that checks a draft before it is verified.
+  std::vector<int32_t> draft_history;
+  std::optional<grammar::TokenConstraint> draft_grammar;
 };
 
 inline EngineEvent request_event(const Request& r, EventType type) {
@@ -65,7 +71,8 @@ inline EngineEvent request_event(const Request& r, EventType type) {
 }  // namespace sched
 
 struct Engine::Impl {
-  Impl(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, EngineConfig config);
+  Impl(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, EngineConfig config,
+       std::unique_ptr<ModelRunner> draft_runner);
   ~Impl();
 
   SubmitResult submit(GenerateRequest request);
@@ -144,6 +151,8 @@ struct Engine::Impl {
   // queued) and the part spent inside runner->step (EngineStats::step_ms_total / runner_ms_total).
   int64_t draft_tokens = 0, accepted_tokens = 0;  // speculative decoding, all requests
   int64_t steps_run = 0;
+  std::unique_ptr<sched::Drafter> drafter;  // prompt lookup, or the draft model
+  std::vector<sched::DraftJob> draft_jobs;  // propose_drafts' list, reused
   sched::StepCost step_cost;  // the runner's decode step time by width (speculation's cost model)
   double step_ms_total = 0, runner_ms_total = 0;
 

@@ -4,14 +4,14 @@
 //   run_step:         the runner, its failure (an exception stays here) and the result's shape;
 //   postprocess_step: the scheduler's bookkeeping, late cancels, the draws (on the sampling pool),
 //                     then each chunk in order: an embed input's rows pooled, a generate request's
-//                     token emitted (after a draft: the target's tokens up to the first draft token
-//                     that differs from them, then the sequence keeps only their K/V).
+//                     token emitted (after a draft: the accepted draft tokens and the target's next,
+//                     then the sequence keeps only their K/V).
 #include <algorithm>
 #include <exception>
 
-#include "engine/sched/constrained_draw.h"
+#include "engine/sched/draft_grammar.h"
 #include "engine/sched/engine_impl.h"
-#include "engine/sched/ngram_drafter.h"
+#include "engine/sched/row_draws.h"
 
 namespace vks {
 
@@ -33,21 +33,24 @@ void Engine::Impl::propose_drafts() {
   int32_t step_tokens = 0;
   for (sched::Sequence* s : scheduler.running()) step_tokens += s->is_decoding() && by_seq.count(s) ? 1 : 0;
   double step_emitted = step_tokens;
+  draft_jobs.clear();
   for (sched::Sequence* s : scheduler.running()) {
     s->draft.clear();
     auto it = by_seq.find(s);
     if (it == by_seq.end() || !s->is_decoding()) continue;  // embed inputs, prefills
     Request& r = *it->second;
-    // Exactness: a drafted position's token must be what the device argmax alone decides, as it
-    // is for a greedy request without a grammar once min_tokens no longer suppresses EOS/stop ids.
-    if (!r.draft_length.enabled() || r.constraint || r.generated + 1 <= r.params.stop.min_tokens ||
-        r.sampler.needs_full_logits(false)) {
-      continue;
-    }
+    // Verified rows are drawn with no min_tokens suppression (row_draws.h), so drafting waits until
+    // EOS/stop ids are allowed at the next position and hence at every later one.
+    if (!r.draft_length.enabled() || r.generated + 1 <= r.params.stop.min_tokens) continue;
     // Drafts past max_tokens would be verified for nothing: the step emits at most k+1 tokens.
     const int32_t most = std::min(r.draft_length.max(), r.params.stop.max_tokens - r.generated - 1);
-    if (most <= 0) continue;
-    sched::ngram_draft(s->tokens, most, s->draft);
+    if (most > 0) draft_jobs.push_back({s, most});
+  }
+  drafter->draft(draft_jobs);
+  for (const sched::DraftJob& job : draft_jobs) {
+    sched::Sequence* s = job.seq;
+    Request& r = *by_seq.at(s);
+    if (r.constraint) sched::cut_draft_to_grammar(*r.constraint, r.draft_grammar, s->draft);
     const auto available = static_cast<int32_t>(s->draft.size());
     const int32_t k = config.speculative_cost_model
                           ? sched::choose_draft(step_cost, r.draft_length, step_tokens, step_emitted, available)
@@ -94,8 +97,7 @@ bool Engine::Impl::schedule_step(StepPlan& plan) {
   for (size_t i = 0; i < plan.out.chunks.size(); ++i) {
     const sched::ScheduledChunk& c = plan.out.chunks[i];
     PlannedChunk& pc = plan.chunks[i];
-    pc = PlannedChunk{};
-    pc.chunk = c;
+    pc.reset(c);
     SeqChunk& sc = batch.seqs[i];
     sc.token_offset = static_cast<int32_t>(batch.tokens.size());
     sc.n_tokens = c.n_tokens;
@@ -117,12 +119,13 @@ bool Engine::Impl::schedule_step(StepPlan& plan) {
         pc.kind = ChunkKind::kGenerate;
         pc.suppressed = r.stop.suppressed_for(r.generated + 1, eog_ids);
         pc.full_logits = r.constraint != nullptr || r.sampler.needs_full_logits(!pc.suppressed.empty());
-        if (pc.full_logits) pc.logits_row = plan.n_full++;
         sc.logits = pc.full_logits ? LogitsMode::kFull : LogitsMode::kArgmax;
-        if (c.n_draft > 0) {  // propose_drafts drafted only for argmax requests
-          sc.n_verify = c.n_draft;
-          pc.verify_row = plan.n_verify;
-          plan.n_verify += c.n_draft;
+        sc.n_verify = c.n_draft;  // the draft's rows, before the last token's
+        pc.verify_row = plan.n_verify;
+        plan.n_verify += c.n_draft;
+        if (pc.full_logits) {
+          pc.logits_row = plan.n_full;
+          plan.n_full += 1 + c.n_draft;
         }
       }
     }
@@ -236,23 +239,32 @@ std::vector<std::string> Engine::Impl::take_late_cancels() {
 
 void Engine::Impl::draw(const StepPlan& plan, PlannedChunk& pc) {
   Request& r = *pc.request;
+  const int32_t k = pc.chunk.n_draft;
+  const std::span<const int32_t> draft(r.seq.draft.data(), static_cast<size_t>(k));  // as scheduled
   try {
-    if (r.constraint) {
+    if (pc.full_logits) {
       // Grammar masking runs here, on the sampling pool, so it never delays other requests'
       // draws; the mask of a state seen before comes from the constraint's cache.
-      const std::span<const float> logits(plan.result.logits.data() + size_t(pc.logits_row) * limits.vocab_size,
-                                          limits.vocab_size);
-      if (!sched::constrained_draw(*r.constraint, r.sampler, logits, r.seq.tokens, pc.suppressed, pc.token, pc.error)) {
+      sched::RowDrawInput in;
+      in.rows = std::span<const float>(plan.result.logits.data() + size_t(pc.logits_row) * limits.vocab_size,
+                                       size_t(1 + k) * limits.vocab_size);
+      in.vocab = limits.vocab_size;
+      in.history = r.seq.tokens;
+      in.draft = draft;
+      in.suppressed = pc.suppressed;
+      if (!sched::draw_rows(in, r.sampler, r.constraint.get(), r.draft_history, pc.tokens, pc.error)) {
         pc.error_code = ErrorCode::kInvalidArgument;
       }
-    } else if (pc.full_logits) {
-      const std::span<const float> logits(plan.result.logits.data() + size_t(pc.logits_row) * limits.vocab_size,
-                                          limits.vocab_size);
-      pc.token = r.sampler.sample(logits, r.seq.tokens, pc.suppressed);
-    } else if (pc.chunk.n_draft > 0) {  // the token after the request's last one, before its draft's
-      pc.token = r.sampler.from_argmax(plan.result.verify_argmax[static_cast<size_t>(pc.verify_row)]);
-    } else {
-      pc.token = r.sampler.from_argmax(plan.result.argmax[static_cast<size_t>(&pc - plan.chunks.data())]);
+      return;
+    }
+    // Greedy from the device argmax: target(i), the token after draft[0, i), is verify_argmax's
+    // entry i and, after the whole draft, the last row's argmax. draft[i] is accepted while it
+    // equals target(i), and each accepted one makes target(i+1) the token plain decoding gives next.
+    const int32_t* verify = plan.result.verify_argmax.data() + pc.verify_row;
+    const int32_t last = plan.result.argmax[static_cast<size_t>(&pc - plan.chunks.data())];
+    for (int32_t i = 0; i <= k; ++i) {
+      pc.tokens.push_back(r.sampler.from_argmax(i < k ? verify[i] : last));
+      if (i == k || pc.tokens.back().id != draft[static_cast<size_t>(i)]) break;
     }
   } catch (const std::exception& e) {
     pc.error = e.what();
@@ -265,42 +277,34 @@ int32_t Engine::Impl::emit_draw(PlannedChunk& pc, Clock::time_point now) {
     fail(r, pc.error_code, (pc.error_code == ErrorCode::kInternal ? "sampling failed: " : "") + pc.error, now);
     return 0;
   }
-  if (pc.token.id < 0 || pc.token.id >= limits.vocab_size) {
-    fail(r, ErrorCode::kInternal, "runner returned token id " + std::to_string(pc.token.id) + " outside the vocabulary", now);
+  if (pc.tokens.empty()) {
+    fail(r, ErrorCode::kInternal, "sampling drew no token", now);
     return 0;
   }
-  const int32_t k = pc.chunk.n_draft;
-  if (k == 0) {
-    emit_token(r, pc.token, now);
-    return 1;
+  for (const GeneratedToken& t : pc.tokens) {
+    if (t.id < 0 || t.id >= limits.vocab_size) {
+      fail(r, ErrorCode::kInternal, "runner returned token id " + std::to_string(t.id) + " outside the vocabulary", now);
+      return 0;
+    }
   }
-  // Verification. target(i) is the greedy token after draft[i-1] (target(0), drawn above, after
-  // the request's last token): draft[i] is accepted while it equals target(i), and each accepted
-  // one makes target(i+1) the token plain decoding gives next. Emitting stops with the request
-  // (a stop, EOS), so speculation never changes where or how it ends.
-  const std::vector<int32_t>& draft = r.seq.draft;  // as scheduled (kept until its next schedule)
-  const int32_t* verify = step_plan.result.verify_argmax.data() + pc.verify_row;
-  const int32_t last = step_plan.result.argmax[static_cast<size_t>(&pc - step_plan.chunks.data())];
-  auto target = [&](int32_t i) { return i < k ? verify[i] : last; };
-  int32_t accepted = 0;
-  while (accepted < k && draft[static_cast<size_t>(accepted)] == target(accepted)) ++accepted;
-  draft_tokens += k;
-  accepted_tokens += accepted;
-  r.draft_length.on_verified(k, accepted);  // before emitting: the last token's kFinished reports it
-
+  const int32_t k = pc.chunk.n_draft;
+  const auto accepted = static_cast<int32_t>(pc.tokens.size()) - 1;
+  if (k > 0) {
+    draft_tokens += k;
+    accepted_tokens += accepted;
+    r.draft_length.on_verified(k, accepted);  // before emitting: the last token's kFinished reports it
+  }
+  // Emitting stops with the request (a stop, EOS, max_tokens), so speculation never changes where
+  // or how it ends.
   const std::string id = r.id;  // r is destroyed if it finishes
   sched::Sequence* seq = &r.seq;
   int32_t emitted = 0;
-  for (int32_t i = 0; i <= accepted; ++i) {
-    if (target(i) < 0 || target(i) >= limits.vocab_size) {
-      fail(r, ErrorCode::kInternal, "runner returned token id " + std::to_string(target(i)) + " outside the vocabulary", now);
-      return emitted;
-    }
-    emit_token(r, i == 0 ? pc.token : r.sampler.from_argmax(target(i)), now);
+  for (const GeneratedToken& t : pc.tokens) {
+    emit_token(r, t, now);
     ++emitted;
     if (!requests.count(id)) return emitted;  // finished: its blocks are freed already
   }
-  scheduler.on_draft_verified(seq, accepted);
+  if (k > 0) scheduler.on_draft_verified(seq, accepted);
   return emitted;
 }
 

@@ -1,5 +1,7 @@
 #include "engine/sched/ngram_drafter.h"
 
+#include "engine/sched/drafter.h"
+
 #include <algorithm>
 
 namespace vks::sched {
@@ -21,5 +23,16 @@ void ngram_draft(std::span<const int32_t> tokens, int32_t max_draft, std::vector
     }
   }
 }
+
+namespace {
+class NgramDrafter : public Drafter {
+ public:
+  void draft(std::span<const DraftJob> jobs) override {
+    for (const DraftJob& job : jobs) ngram_draft(job.seq->tokens, job.max, job.seq->draft);
+  }
+};
+}  // namespace
+
+std::unique_ptr<Drafter> make_ngram_drafter() { return std::make_unique<NgramDrafter>(); }
 
 }  // namespace vks::sched

@@ -272,54 +272,10 @@ void Sampler::fill_logprobs(GeneratedToken& out) const {
 GeneratedToken Sampler::sample_with_draft(std::span<const float> logits, std::span<const int32_t> history,
                                           std::span<const int32_t> suppressed, int32_t draft, bool& accepted,
                                           const std::vector<uint64_t>* allowed) {
-  if (greedy()) {
-    GeneratedToken out = sample(logits, history, suppressed, allowed);
-    accepted = out.id == draft;
-    return out;
-  }
-  process(logits, history, suppressed, allowed);
-  // p as sample() draws it: the same candidates (truncation by rank, top_p, min_p) and weights.
-  std::vector<Candidate> cands;
-  if (!truncated_candidates(cands)) {
-    cands = sorted_candidates(work_, 0);
-    keep_min_p(cands, params_.min_p);
-  }
-  GeneratedToken out;
-  accepted = false;
-  if (cands.empty()) {  // everything masked: sample()'s fallback, the raw argmax
-    out.id = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    accepted = out.id == draft;
-    return out;
-  }
-  const double inv_t = 1.0 / params_.temperature;
-  const double max_l = cands.front().logit;
-  std::vector<double> w(cands.size());
-  double total = 0, w_draft = 0;
-  for (size_t i = 0; i < cands.size(); ++i) {
-    total += w[i] = fexp((cands[i].logit - max_l) * inv_t);
-    if (cands[i].id == draft) w_draft = w[i];
-  }
-  if (w_draft > 0 && uniform01(rng_) * total < w_draft) {
-    out.id = draft;
-    accepted = true;
-  } else {
-    // The residual max(0, p - q) normalized: p without the draft.
-    const double rest = total - w_draft;
-    const double u = uniform01(rng_) * rest;
-    double cum = 0;
-    out.id = -1;
-    for (size_t i = 0; i < cands.size(); ++i) {
-      if (cands[i].id == draft) continue;
-      out.id = cands[i].id;  // rounding past the last sum lands on the last kept token
-      cum += w[i];
-      if (u < cum) break;
-    }
-    if (out.id < 0) {  // p was all on the draft (a rounding-level rest): the draft it is
-      out.id = draft;
-      accepted = true;
-    }
-  }
-  fill_logprobs(out);
+  // Drawing x from p by inverse CDF with one uniform and accepting iff x == draft is the rejection
+  // scheme itself: P(accept) = p(draft), and a rejected draw lands on p without the draft's mass.
+  GeneratedToken out = sample(logits, history, suppressed, allowed);
+  accepted = out.id == draft;
   return out;
 }
 

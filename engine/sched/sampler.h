@@ -56,7 +56,8 @@ class Sampler {
   // `draft`): with p the distribution sample() draws from (same processing, truncation and
   // temperature), `draft` is accepted with probability p(draft); otherwise a token is drawn from p
   // with draft's mass removed and renormalized. P(draft) = p(draft) and P(x) = (1 - p(draft)) *
-  // p(x) / (1 - p(draft)) = p(x): exactly sample()'s distribution (not its draws for a seed).
+  // p(x) / (1 - p(draft)) = p(x): exactly sample()'s distribution. Both draws are sample()'s one
+  // inverse-CDF draw (accepted iff it lands on the draft), so a seed gives sample()'s very tokens.
   // `accepted` says which; a greedy sampler accepts iff draft is sample()'s argmax.
   GeneratedToken sample_with_draft(std::span<const float> logits, std::span<const int32_t> history,
                                    std::span<const int32_t> suppressed, int32_t draft, bool& accepted,

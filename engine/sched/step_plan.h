@@ -29,16 +29,27 @@ struct PlannedChunk {
   ChunkKind kind = ChunkKind::kPrefill;
   Request* request = nullptr;  // kPrefill, kGenerate
   EmbedJob* embed = nullptr;   // kEmbed
-  bool full_logits = false;    // kGenerate: sampled from a logits row rather than the device argmax
-  int32_t logits_row = 0;      // kGenerate with full_logits: its row in StepResult::logits
+  bool full_logits = false;    // kGenerate: sampled from logits rows rather than the device argmax
+  int32_t logits_row = 0;      // kGenerate with full_logits: its first row in StepResult::logits
+                               // (1 + chunk.n_draft rows: the verified positions', then the last's)
   int32_t hidden_row = 0;      // kEmbed: its first row in StepResult::hidden
   int32_t verify_row = 0;      // kGenerate with a draft: its first entry in StepResult::verify_argmax
   std::vector<int32_t> suppressed;  // kGenerate: ids banned for its draw (EOS/stops before min_tokens)
   // kGenerate, filled by the draw (on the sampling pool) and read when emitting.
   bool cancelled = false;      // a cancel arrived while the step ran: nothing is drawn or emitted
-  GeneratedToken token;
+  // The tokens to emit: one, or after a draft the accepted draft tokens and the target's next.
+  std::vector<GeneratedToken> tokens;
   std::string error;
   ErrorCode error_code = ErrorCode::kInternal;
+
+  // A fresh chunk that keeps its token list's memory (the plan is reused step after step).
+  void reset(const ScheduledChunk& c) {
+    std::vector<GeneratedToken> keep = std::move(tokens);
+    *this = PlannedChunk{};
+    chunk = c;
+    tokens = std::move(keep);
+    tokens.clear();
+  }
 };
 
 struct StepPlan {
@@ -48,7 +59,7 @@ struct StepPlan {
   StepResult result;
   int32_t n_full = 0;    // logits rows expected
   int32_t n_hidden = 0;  // hidden rows expected
-  int32_t n_verify = 0;  // verify_argmax entries expected
+  int32_t n_verify = 0;  // verify_argmax entries expected (every drafted chunk's n_draft)
   std::vector<size_t> draws;  // indexes of the chunks that draw a token (not cancelled)
   std::string failure;   // set by the run when the step failed
   ErrorCode failure_code = ErrorCode::kDevice;

@@ -138,6 +138,7 @@ void FakeRunner::step(const StepBatch& batch, StepResult& out) {
     for (int32_t v = c.n_verify; v > 0; --v) {
       fn_(std::span<const int32_t>(history.data(), history.size() - static_cast<size_t>(v)), row);
       out.verify_argmax.push_back(static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
+      if (c.logits == LogitsMode::kFull) out.logits.insert(out.logits.end(), row.begin(), row.end());
     }
     fn_(history, row);
     out.argmax[s] = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());

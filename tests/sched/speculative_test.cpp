@@ -3,14 +3,16 @@
 // after a prefix-cache hit and at every max_tokens, with drafts that were rejected (so stale K/V
 // past the accepted prefix would show). Built for the CPU runner (label unit) and for Vulkan
 // (VKS_SPEC_TEST_VULKAN, label vulkan). The fake-runner cases (no model) check the same on a
-// runner whose logits read the whole history back from its paged pool, and that sampled and
-// constrained requests do not speculate.
+// runner whose logits read the whole history back from its paged pool, and that sampled,
+// penalized, logprobs and constrained requests speculate with the tokens they give without.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
+#include "engine/sched/ngram_drafter.h"
 #include "tests/common/test_models.h"
 #include "tests/common/vulkan_skip.h"
 #include "tests/sched/engine_harness.h"
@@ -200,6 +202,116 @@ TEST_P(SpeculativeModel, ExactAcrossPreemptionPrefixCacheAndMaxTokens) {
   EXPECT_GT(cut.stats.accepted_tokens, 0);
 }
 
+#ifndef VKS_SPEC_TEST_VULKAN
+// Two-sample Pearson chi-square over the tokens seen >= 10 times in both samples together (the
+// rest pooled), against its critical value at p = 1e-6 (Wilson-Hilferty): true when the two
+// samples fit one distribution.
+bool same_distribution(const std::vector<int32_t>& a, const std::vector<int32_t>& b, double& chi2, double& crit) {
+  std::map<int32_t, std::pair<double, double>> counts;
+  for (int32_t t : a) counts[t].first += 1;
+  for (int32_t t : b) counts[t].second += 1;
+  std::vector<std::pair<double, double>> bins;
+  std::pair<double, double> pooled{0, 0};
+  for (const auto& [id, c] : counts) {
+    if (c.first + c.second >= 10) {
+      bins.push_back(c);
+    } else {
+      pooled.first += c.first;
+      pooled.second += c.second;
+    }
+  }
+  if (pooled.first + pooled.second > 0) bins.push_back(pooled);
+  const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
+  chi2 = 0;
+  for (const auto& [x, y] : bins) {
+    const double ea = (x + y) * na / (na + nb), eb = (x + y) * nb / (na + nb);
+    chi2 += (x - ea) * (x - ea) / ea + (y - eb) * (y - eb) / eb;
+  }
+  const double df = std::max<double>(1, static_cast<double>(bins.size()) - 1), z = 4.753;  // one-sided 1e-6
+  crit = df * std::pow(1 - 2 / (9 * df) + z * std::sqrt(2 / (9 * df)), 3);
+  return chi2 < crit;
+}
+
+// Sampled speculation on stories260K (temperature 1 over a repetitive prompt, so drafts are found
+// and both accepted and rejected): over many seeds, the token frequencies at each output position
+// match plain sampling's over other seeds (chi-square); a seeded request gives the same tokens run
+// to run and, by row_draws.h's construction, plain sampling's tokens for that seed; and greedy
+// requests in the same batch keep plain decoding's tokens.
+class SpeculativeSampling : public SpeculativeModel {};
+
+TEST_P(SpeculativeSampling, SampledTokensHavePlainSamplingsDistribution) {
+  const std::vector<int32_t> prompt = encode("Tom had a red ball. Tom had a red ball. Tom had");
+  constexpr int32_t kSeeds = 800, kTokens = 20, kRepeated = 100;
+  auto requests = [&](uint64_t first_seed, int32_t n, std::optional<int32_t> speculative) {
+    std::vector<GenerateRequest> reqs;
+    for (int32_t i = 0; i < n; ++i) {
+      GenerateRequest r = greedy(prompt, kTokens, speculative);
+      r.sampling.temperature = 1.0f;
+      r.sampling.seed = first_seed + static_cast<uint64_t>(i);
+      reqs.push_back(r);
+    }
+    reqs.push_back(greedy(prompt, 30, speculative));  // a greedy request batched with them
+    return reqs;
+  };
+  EngineConfig cfg;
+  cfg.speculative_cost_model = false;  // verify every draft found
+  cfg.max_seqs = 16;  // of the runner's 32 output rows: 16 left for verification
+  cfg.max_queued = 2 * kSeeds;
+  const Outcome plain = run_engine(make(2048), *tok_, requests(1, kSeeds, 0), cfg);
+  const Outcome spec = run_engine(make(2048), *tok_, requests(1 + kSeeds, kSeeds, 4), cfg);
+  const Outcome spec_same_seeds = run_engine(make(2048), *tok_, requests(1, kRepeated, 4), cfg);
+  const Outcome spec_again = run_engine(make(2048), *tok_, requests(1, kRepeated, 4), cfg);
+  EXPECT_GT(spec.stats.accepted_tokens, 0);
+  EXPECT_GT(spec.stats.draft_tokens, spec.stats.accepted_tokens) << "no draft was rejected";
+  for (int32_t pos = 0; pos < kTokens; ++pos) {
+    std::vector<int32_t> a, b;
+    for (int32_t i = 0; i < kSeeds; ++i) {
+      if (pos < static_cast<int32_t>(plain.ids[i].size())) a.push_back(plain.ids[i][pos]);
+      if (pos < static_cast<int32_t>(spec.ids[i].size())) b.push_back(spec.ids[i][pos]);
+    }
+    double chi2 = 0, crit = 0;
+    EXPECT_TRUE(same_distribution(a, b, chi2, crit)) << "position " << pos << ": chi2 " << chi2 << " > " << crit;
+  }
+  // Where a broken acceptance rule shows most: how often a token is the one prompt lookup drafts
+  // for its position. The count per sequence is compared between the samples (independent
+  // sequences: z-test of the means, |z| < 5, p ~ 6e-7).
+  auto draft_hits = [&](const Outcome& o) {
+    std::vector<double> hits;
+    std::vector<int32_t> history, draft;
+    for (int32_t i = 0; i < kSeeds; ++i) {
+      history = prompt;
+      double n = 0;
+      for (int32_t t : o.ids[static_cast<size_t>(i)]) {
+        sched::ngram_draft(history, 1, draft);
+        n += !draft.empty() && draft[0] == t ? 1 : 0;
+        history.push_back(t);
+      }
+      hits.push_back(n);
+    }
+    return hits;
+  };
+  auto mean_var = [](const std::vector<double>& x, double& mean, double& var) {
+    mean = var = 0;
+    for (double v : x) mean += v / static_cast<double>(x.size());
+    for (double v : x) var += (v - mean) * (v - mean) / static_cast<double>(x.size() - 1);
+  };
+  double mean_a = 0, var_a = 0, mean_b = 0, var_b = 0;
+  mean_var(draft_hits(plain), mean_a, var_a);
+  mean_var(draft_hits(spec), mean_b, var_b);
+  const double z = (mean_b - mean_a) / std::sqrt((var_a + var_b) / kSeeds);
+  EXPECT_LT(std::abs(z), 5.0) << "tokens equal to the draft per sequence: " << mean_b << " vs plain " << mean_a;
+  for (size_t i = 0; i < kRepeated; ++i) {
+    EXPECT_EQ(spec_same_seeds.ids[i], spec_again.ids[i]) << "seed " << i + 1 << " not reproducible";
+    EXPECT_EQ(spec_same_seeds.ids[i], plain.ids[i]) << "seed " << i + 1 << " differs from plain sampling";
+  }
+  EXPECT_GT(spec_same_seeds.stats.accepted_tokens, 0);
+  EXPECT_EQ(spec.ids[kSeeds], plain.ids[kSeeds]) << "greedy, batched with the sampled ones";
+  EXPECT_EQ(spec_same_seeds.ids[kRepeated], plain.ids[kSeeds]) << "greedy, batched with the sampled ones";
+}
+
+INSTANTIATE_TEST_SUITE_P(Stories, SpeculativeSampling, ::testing::Values("stories260K.gguf"));
+#endif
+
 #ifdef VKS_SPEC_TEST_VULKAN
 // lavapipe builds a runner in ~0.5 s and these tests build a dozen: one fixture keeps CI short.
 INSTANTIATE_TEST_SUITE_P(Fixtures, SpeculativeModel, ::testing::Values("stories260K.gguf"));
@@ -278,11 +390,16 @@ TEST(SpeculativeFake, CostModelKeepsTokensExact) {
   }
 }
 
-TEST(SpeculativeFake, OnlyArgmaxRequestsSpeculate) {
+// Requests drawn from full logits rows speculate too, and each gives exactly the tokens (and
+// logprobs) it gives without speculation: a seeded sampled one (row_draws.h: the same RNG draws),
+// one with logprobs, one with penalties and a grammar-constrained one. `speculative: 0` stays off.
+TEST(SpeculativeFake, FullLogitsRequestsSpeculateAndKeepTheirTokens) {
   EngineConfig cfg;
   cfg.speculative_cost_model = false;  // verify every draft found
   cfg.speculative_draft = 4;
-  Harness h(cfg, {}, cyclic_logits);
+  FakeRunnerOptions ro;
+  ro.max_step_seqs = 32;
+  Harness h(cfg, ro, cyclic_logits);
   const std::vector<int32_t> prompt = {1, 5, 6, 7, 8, 9};
   GenerateRequest sampled = greedy_request(prompt, 30);
   sampled.logprobs = -1;
@@ -293,21 +410,36 @@ TEST(SpeculativeFake, OnlyArgmaxRequestsSpeculate) {
   off.speculative = 0;
   GenerateRequest with_logprobs = greedy_request(prompt, 30);
   with_logprobs.logprobs = 2;
-  GenerateRequest grammar = greedy_request(prompt, 10);
+  GenerateRequest penalized = greedy_request(prompt, 30);
+  penalized.logprobs = -1;
+  penalized.sampling.repetition_penalty = 1.3f;
+  penalized.sampling.frequency_penalty = 0.5f;
+  GenerateRequest grammar = greedy_request(prompt, 20);
   grammar.logprobs = -1;
   grammar.grammar = "root ::= [a-z]+";
+  const std::vector<GenerateRequest> reqs = {sampled, off, with_logprobs, penalized, grammar};
   std::vector<std::string> ids;
-  for (const GenerateRequest& r : {sampled, off, with_logprobs, grammar}) ids.push_back(h.submit_ok(r));
+  for (const GenerateRequest& r : reqs) ids.push_back(h.submit_ok(r));
   ASSERT_TRUE(h.wait(ids));
-  for (const std::string& id : ids) {
-    EXPECT_EQ(h.stream(id).final_event.timings.draft_tokens, 0) << id;
-    EXPECT_NE(h.stream(id).final_event.reason, FinishReason::kError);
+  EXPECT_EQ(h.stream(ids[1]).final_event.timings.draft_tokens, 0);
+  for (size_t i : {0u, 2u, 3u, 4u}) EXPECT_GT(h.stream(ids[i]).final_event.timings.draft_tokens, 0) << i;
+  Harness plain(EngineConfig{}, ro, cyclic_logits);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const std::string p = plain.submit_ok(reqs[i]);
+    ASSERT_TRUE(plain.wait({p}));
+    EXPECT_EQ(plain.stream(p).final_event.timings.draft_tokens, 0);
+    EXPECT_NE(h.stream(ids[i]).final_event.reason, FinishReason::kError) << i;
+    EXPECT_EQ(h.stream(ids[i]).ids, plain.stream(p).ids) << "request " << i;
+    EXPECT_EQ(h.stream(ids[i]).text, plain.stream(p).text) << "request " << i;
+    std::vector<float> spec_logprobs, plain_logprobs;
+    for (const EngineEvent& e : h.stream(ids[i]).events) {
+      for (const GeneratedToken& t : e.tokens) spec_logprobs.push_back(t.logprob);
+    }
+    for (const EngineEvent& e : plain.stream(p).events) {
+      for (const GeneratedToken& t : e.tokens) plain_logprobs.push_back(t.logprob);
+    }
+    EXPECT_EQ(spec_logprobs, plain_logprobs) << "request " << i;
   }
-  // The sampled request draws exactly what it draws without speculation.
-  Harness plain(EngineConfig{}, {}, cyclic_logits);
-  const std::string p = plain.submit_ok(sampled);
-  ASSERT_TRUE(plain.wait({p}));
-  EXPECT_EQ(h.stream(ids[0]).ids, plain.stream(p).ids);
   GenerateRequest bad = greedy_request(prompt, 5);
   bad.speculative = 17;
   EXPECT_FALSE(h.engine().submit(bad).ok);

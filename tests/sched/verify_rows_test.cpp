@@ -5,6 +5,8 @@
 // (VKS_VERIFY_TEST_VULKAN, label vulkan: lavapipe here).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine/common/error.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/step_batch_check.h"
@@ -126,6 +128,51 @@ TEST_P(VerifyRows, EveryVerifiedPositionIsPlainDecodingsToken) {
   EXPECT_EQ(res.argmax[0], ref[8]);
 }
 
+// Sampled speculation draws from the verified positions' rows: with kFull, a step of
+// [last token, d1..dk] gives k+1 logits rows equal, bit for bit, to the rows plain decoding's
+// steps give at those positions (next to a companion sequence), and the same argmaxes as kArgmax.
+TEST_P(VerifyRows, FullRowsOfVerifiedPositionsArePlainDecodingsRows) {
+  auto model = LlamaModel::load(model_path(GetParam()));
+  auto runner = make(*model);
+  if (!runner) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device: test skipped");
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  const std::vector<int32_t> ref = plain(*runner, prompt, 5, 0);  // blocks 0..7
+  const size_t vocab = static_cast<size_t>(runner->config().vocab_size);
+  // Plain decoding's rows at positions 5..8 (after prompt + ref[0..3]), one step each.
+  std::vector<float> plain_rows;
+  StepResult res;
+  for (int32_t i = 0; i < 4; ++i) {
+    StepBatch b;
+    b.seqs.push_back(chunk(b, {ref[static_cast<size_t>(i)]}, 5 + i, 0, 0));
+    b.seqs[0].logits = LogitsMode::kFull;
+    b.finalize(runner->block_size());
+    runner->step(b, res);
+    ASSERT_EQ(res.logits.size(), vocab);
+    plain_rows.insert(plain_rows.end(), res.logits.begin(), res.logits.end());
+  }
+  StepBatch pre;
+  pre.seqs.push_back(chunk(pre, prompt, 0, 16, 0));
+  pre.seqs.push_back(chunk(pre, {1, 300, 301}, 0, 32, 0));
+  pre.finalize(runner->block_size());
+  runner->step(pre, res);
+  StepBatch step;
+  step.seqs.push_back(chunk(step, {res.argmax[1]}, 3, 32, 0));
+  step.seqs[0].logits = LogitsMode::kFull;  // a plain kFull row before the verified ones
+  step.seqs.push_back(chunk(step, {ref[0], ref[1], ref[2], ref[3]}, 5, 16, 3));
+  step.seqs[1].logits = LogitsMode::kFull;
+  step.finalize(runner->block_size());
+  runner->step(step, res);
+  ASSERT_EQ(res.logits.size(), 5 * vocab);
+  ASSERT_EQ(res.verify_argmax.size(), 3u);
+  for (size_t row = 0; row < 4; ++row) {
+    const float* got = res.logits.data() + (1 + row) * vocab;
+    const float* want = plain_rows.data() + row * vocab;
+    EXPECT_TRUE(std::equal(got, got + vocab, want)) << "row " << row;
+  }
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(res.verify_argmax[i], ref[i + 1]) << "position " << i;
+  EXPECT_EQ(res.argmax[1], ref[4]);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, VerifyRows, ::testing::Values("stories260K.gguf", "qwen2-tiny.gguf"));
 
 #ifndef VKS_VERIFY_TEST_VULKAN
@@ -154,7 +201,10 @@ TEST(StepBatchCheck, RefusesBadVerifyRowsAndSharedSlots) {
   expect_invalid(too_many, "n_verify");
   StepBatch full = ok;
   full.seqs[0].logits = LogitsMode::kFull;
-  expect_invalid(full, "n_verify");
+  EXPECT_NO_THROW(check_step_batch(full, lim, token_seq, scratch));
+  StepBatch hidden = ok;
+  hidden.seqs[0].logits = LogitsMode::kHidden;
+  expect_invalid(hidden, "n_verify");
   StepBatch shared;  // two sequences whose tables share block 0 both write position 0
   shared.seqs.push_back(chunk(shared, {1}, 0, 0, 0));
   shared.seqs.push_back(chunk(shared, {2}, 0, 0, 0));

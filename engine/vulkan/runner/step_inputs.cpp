@@ -26,7 +26,7 @@ void pack_step_inputs(const StepBatch& batch, const StepLimits& limits, StepInpu
         out.out_rows.push_back(c.token_offset + i);
         out.out_seq.push_back(static_cast<int32_t>(s));
       }
-      if (c.logits == LogitsMode::kFull) ++out.n_full;
+      if (c.logits == LogitsMode::kFull) out.n_full += 1 + c.n_verify;
     }
   }
   out.longest_keys = 0;

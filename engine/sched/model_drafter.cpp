@@ -1,0 +1,139 @@
+#include "engine/sched/model_drafter.h"
+
+#include <algorithm>
+#include <exception>
+
+namespace vks::sched {
+
+std::unique_ptr<Drafter> make_model_drafter(std::unique_ptr<ModelRunner> runner, int32_t slots) {
+  return std::make_unique<ModelDrafter>(std::move(runner), slots);
+}
+
+ModelDrafter::ModelDrafter(std::unique_ptr<ModelRunner> runner, int32_t slots) : runner_(std::move(runner)) {
+  const int32_t blocks = runner_->num_blocks();
+  const int32_t n = std::max(1, std::min(slots, blocks));
+  const int32_t per_slot = blocks / n;
+  slot_tokens_ = std::min(per_slot * runner_->block_size(), static_cast<int32_t>(runner_->config().context_length));
+  slots_.resize(static_cast<size_t>(n));
+  for (int32_t s = 0; s < n; ++s) {
+    for (int32_t b = 0; b < per_slot; ++b) slots_[static_cast<size_t>(s)].blocks.push_back(s * per_slot + b);
+  }
+}
+
+ModelDrafter::Slot* ModelDrafter::slot_for(const Sequence* seq) {
+  Slot* oldest = nullptr;
+  for (Slot& s : slots_) {
+    if (s.seq == seq) {
+      s.last_used = clock_;
+      return &s;
+    }
+    if (s.last_used < clock_ && (!oldest || s.last_used < oldest->last_used)) oldest = &s;
+  }
+  if (!oldest) return nullptr;  // every slot drafts for another sequence this step
+  oldest->seq = seq;  // its K/V stay: a common prefix with this sequence's tokens is still valid
+  oldest->last_used = clock_;
+  return oldest;
+}
+
+void ModelDrafter::draft(std::span<const DraftJob> jobs) {
+  ++clock_;
+  active_.clear();
+  for (const DraftJob& job : jobs) {
+    job.seq->draft.clear();
+    const std::vector<int32_t>& tokens = job.seq->tokens;
+    const int32_t len = job.seq->num_tokens();
+    // Draft token i is the argmax after position len - 1 + i, fed at position len + i - 1 < slot.
+    const int32_t max = std::min(job.max, slot_tokens_ - len + 1);
+    if (max <= 0 || len == 0) continue;
+    Slot* slot = slot_for(job.seq);
+    if (!slot) continue;
+    // The last token is fed again when already held: its logits give the first draft token.
+    const size_t most = std::min(slot->fed.size(), tokens.size() - 1);
+    size_t keep = 0;
+    while (keep < most && slot->fed[keep] == tokens[keep]) ++keep;
+    slot->fed.resize(keep);
+    active_.push_back({&job, slot, max});
+  }
+  if (active_.empty()) return;
+  try {
+    catch_up();
+    for (int32_t i = 1;; ++i) {  // one batched step per further draft token
+      bool any = false;
+      for (Active& a : active_) {
+        std::vector<int32_t>& d = a.job->seq->draft;
+        if (static_cast<int32_t>(d.size()) != i || i >= a.max) continue;
+        if (static_cast<int32_t>(batch_.seqs.size()) == runner_->max_step_seqs() ||
+            static_cast<int32_t>(batch_.tokens.size()) == runner_->max_step_tokens()) {
+          run_batch();
+        }
+        const int32_t last = d.back();
+        add_chunk(a, std::span<const int32_t>(&last, 1), true);
+        any = true;
+      }
+      if (!any) break;
+      run_batch();
+    }
+  } catch (const std::exception&) {
+    // A failed draft step costs this step its drafts, nothing else; the slots' contents are unknown.
+    for (const DraftJob& job : jobs) job.seq->draft.clear();
+    for (Slot& s : slots_) s.fed.clear();
+    batch_.tokens.clear();
+    batch_.seqs.clear();
+    owners_.clear();
+  }
+}
+
+void ModelDrafter::catch_up() {
+  const auto max_tokens = static_cast<size_t>(runner_->max_step_tokens());
+  const auto max_seqs = static_cast<size_t>(runner_->max_step_seqs());
+  for (bool pending = true; pending;) {
+    pending = false;
+    for (Active& a : active_) {
+      const std::vector<int32_t>& tokens = a.job->seq->tokens;
+      const size_t from = a.slot->fed.size();
+      if (from == tokens.size()) continue;
+      if (batch_.seqs.size() == max_seqs || batch_.tokens.size() == max_tokens) {
+        pending = true;  // in the next batch
+        continue;
+      }
+      const size_t n = std::min(tokens.size() - from, max_tokens - batch_.tokens.size());
+      add_chunk(a, std::span<const int32_t>(tokens.data() + from, n), from + n == tokens.size());
+      pending |= from + n < tokens.size();
+    }
+    run_batch();
+  }
+}
+
+void ModelDrafter::add_chunk(Active& a, std::span<const int32_t> tokens, bool output) {
+  SeqChunk& c = batch_.seqs.emplace_back();
+  c.token_offset = static_cast<int32_t>(batch_.tokens.size());
+  c.n_tokens = static_cast<int32_t>(tokens.size());
+  c.n_past = static_cast<int32_t>(a.slot->fed.size());
+  c.block_table = a.slot->blocks;
+  c.logits = output ? LogitsMode::kArgmax : LogitsMode::kNone;
+  batch_.tokens.insert(batch_.tokens.end(), tokens.begin(), tokens.end());
+  a.slot->fed.insert(a.slot->fed.end(), tokens.begin(), tokens.end());
+  owners_.push_back(output ? &a : nullptr);
+}
+
+void ModelDrafter::run_batch() {
+  if (batch_.seqs.empty()) return;
+  batch_.finalize(runner_->block_size());
+  runner_->step(batch_, result_);
+  const auto vocab = static_cast<int32_t>(runner_->config().vocab_size);
+  for (size_t s = 0; s < owners_.size(); ++s) {
+    if (!owners_[s]) continue;
+    const int32_t id = result_.argmax[s];
+    // An id outside the vocabulary would fail the target's step: that sequence drafts no further.
+    if (id >= 0 && id < vocab) {
+      owners_[s]->job->seq->draft.push_back(id);
+    } else {
+      owners_[s]->max = 0;
+    }
+  }
+  batch_.tokens.clear();
+  batch_.seqs.clear();
+  owners_.clear();
+}
+
+}  // namespace vks::sched

@@ -1,0 +1,246 @@
+// Speculative decoding with a draft model (model_drafter.h) never changes a token: on the CPU
+// runner, greedy ids with a draft model equal plain decoding's alone, batched, across preemptions
+// and prefix-cache hits, with fewer draft slots than sequences; a draft model equal to the target
+// (stories260K for itself) has every draft accepted, a different one of the same vocabulary
+// (kquant-q2_k drafting for kquant-q6_k) has some rejected; a seeded sampled request
+// gives its plain tokens; a draft model with another vocabulary size is refused by the engine.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "engine/common/error.h"
+#include "engine/cpu/cpu_runner.h"
+#include "engine/model/llama_model.h"
+#include "engine/sched/drafter.h"
+#include "engine/sched/engine.h"
+#include "tests/common/test_models.h"
+#include "tests/sched/fakes.h"
+
+namespace vks::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Outcome {
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<EngineEvent> finished;
+  EngineStats stats;
+};
+
+class DraftModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    stories_ = LlamaModel::load(model_path("stories260K.gguf"));
+    tok_ = Tokenizer::from_gguf(stories_->file());
+  }
+  static std::unique_ptr<ModelRunner> runner(const LlamaModel& m, int32_t num_blocks) {
+    CpuRunnerOptions o;
+    o.block_size = 4;
+    o.num_blocks = num_blocks;
+    o.threads = 2;
+    o.max_step_seqs = 32;
+    return std::make_unique<CpuRunner>(m, o);
+  }
+  Outcome run(std::unique_ptr<ModelRunner> target, std::unique_ptr<ModelRunner> draft,
+              const std::vector<GenerateRequest>& reqs, int32_t max_seqs = 8) {
+    EngineConfig cfg;
+    cfg.max_seqs = max_seqs;
+    cfg.speculative_cost_model = false;  // verify every draft
+    Engine engine(std::move(target), *tok_, cfg, std::move(draft));
+    std::vector<std::string> ids;
+    for (const GenerateRequest& r : reqs) {
+      const SubmitResult s = engine.submit(r);
+      EXPECT_TRUE(s.ok) << s.message;
+      ids.push_back(s.id);
+    }
+    std::map<std::string, std::vector<int32_t>> out;
+    std::map<std::string, EngineEvent> done;
+    const auto until = std::chrono::steady_clock::now() + 60s;
+    while (done.size() < ids.size() && std::chrono::steady_clock::now() < until) {
+      std::vector<EngineEvent> ev;
+      engine.poll_events(ev);
+      for (const EngineEvent& e : ev) {
+        for (const GeneratedToken& t : e.tokens) out[e.request_id].push_back(t.id);
+        if (e.type == EventType::kError) ADD_FAILURE() << e.error_message;
+        if (e.type == EventType::kFinished) done[e.request_id] = e;
+      }
+      if (ev.empty()) std::this_thread::sleep_for(1ms);
+    }
+    Outcome o;
+    o.stats = engine.stats();
+    for (const std::string& id : ids) {
+      EXPECT_TRUE(done.count(id)) << "request " << id << " did not finish";
+      o.ids.push_back(out[id]);
+      o.finished.push_back(done[id]);
+    }
+    return o;
+  }
+  GenerateRequest request(const std::string& prompt, int32_t max_tokens, int32_t speculative) const {
+    GenerateRequest r;
+    r.prompt_ids = tok_->encode(prompt, true);
+    r.sampling.temperature = 0;
+    r.stop.max_tokens = max_tokens;
+    r.stop.ignore_eos = true;
+    r.logprobs = -1;
+    r.speculative = speculative;
+    return r;
+  }
+  std::vector<GenerateRequest> requests(int32_t n, int32_t speculative) const {
+    const std::vector<std::string> prompts = {"Once upon a time", "Tom and Lily went", "The cat sat on the",
+                                              "Lily had a red ball"};
+    std::vector<GenerateRequest> reqs;
+    for (int32_t i = 0; i < n; ++i) {
+      reqs.push_back(request(prompts[static_cast<size_t>(i) % prompts.size()], 30 + i, speculative));
+    }
+    return reqs;
+  }
+
+  std::unique_ptr<LlamaModel> stories_;
+  std::unique_ptr<Tokenizer> tok_;
+};
+
+TEST_F(DraftModel, TheTargetAsItsOwnDraftIsAlwaysAcceptedAndExact) {
+  const Outcome plain = run(runner(*stories_, 512), nullptr, requests(6, 0));
+  const Outcome alone = run(runner(*stories_, 512), runner(*stories_, 512), {requests(1, 4)[0]});
+  const Outcome batched = run(runner(*stories_, 512), runner(*stories_, 512), requests(6, 4));
+  EXPECT_EQ(alone.ids[0], plain.ids[0]);
+  for (size_t i = 0; i < plain.ids.size(); ++i) EXPECT_EQ(batched.ids[i], plain.ids[i]) << "request " << i;
+  EXPECT_GT(batched.stats.draft_tokens, 0);
+  EXPECT_EQ(batched.stats.accepted_tokens, batched.stats.draft_tokens) << "a draft equal to the target was rejected";
+  EXPECT_EQ(alone.stats.accepted_tokens, alone.stats.draft_tokens);
+  EXPECT_LT(alone.stats.steps, 30 / 2) << "4 drafts accepted per step should take ~30/5 steps";
+  EXPECT_EQ(batched.stats.kv_blocks_used, 0);
+}
+
+TEST_F(DraftModel, AnotherDraftModelIsExactAcrossPreemptionAndFewSlots) {
+  // The same synthetic model quantized two ways: mostly the same greedy tokens, not always.
+  auto target = LlamaModel::load(model_path("kquant-q6_k.gguf"));
+  auto small_draft = LlamaModel::load(model_path("kquant-q2_k.gguf"));
+  const std::vector<GenerateRequest> plain_reqs = requests(8, 0), spec_reqs = requests(8, 4);
+  const Outcome plain = run(runner(*target, 512), nullptr, plain_reqs);
+  const Outcome spec = run(runner(*target, 512), runner(*small_draft, 512), spec_reqs);
+  // 24 target blocks of 4 for 8 sequences of up to ~45 tokens: preemptions with drafts in flight.
+  const Outcome small = run(runner(*target, 24), runner(*small_draft, 512), spec_reqs);
+  // 64 draft blocks: 8 slots of 32 tokens, shorter than the sequences (drafting stops where a
+  // slot is full); 16 sequences per step for 8 slots: slots change hands.
+  const Outcome few = run(runner(*target, 512), runner(*small_draft, 64), requests(16, 4), 16);
+  const Outcome few_plain = run(runner(*target, 512), nullptr, requests(16, 0), 16);
+  for (size_t i = 0; i < plain.ids.size(); ++i) {
+    EXPECT_EQ(spec.ids[i], plain.ids[i]) << "request " << i;
+    EXPECT_EQ(small.ids[i], plain.ids[i]) << "request " << i << " with preemptions";
+  }
+  for (size_t i = 0; i < few.ids.size(); ++i) EXPECT_EQ(few.ids[i], few_plain.ids[i]) << "request " << i;
+  EXPECT_GT(small.stats.preemptions, 0);
+  EXPECT_GT(spec.stats.accepted_tokens, 0);
+  EXPECT_GT(spec.stats.draft_tokens, spec.stats.accepted_tokens) << "no draft was rejected";
+  EXPECT_GT(small.stats.draft_tokens, 0);
+  EXPECT_GT(few.stats.draft_tokens, 0);
+  EXPECT_EQ(small.stats.kv_blocks_used, 0);
+
+  // A prefix-cache hit: the second request starts from the first's cached blocks.
+  const GenerateRequest again = request("Once upon a time there was a", 20, 4);
+  const Outcome cached = run(runner(*target, 512), runner(*small_draft, 512), {again, again}, 1);
+  const Outcome cached_plain = run(runner(*target, 512), nullptr, {request("Once upon a time there was a", 20, 0)});
+  EXPECT_GT(cached.finished[1].usage.cached_tokens, 0);
+  EXPECT_EQ(cached.ids[0], cached_plain.ids[0]);
+  EXPECT_EQ(cached.ids[1], cached_plain.ids[0]);
+}
+
+TEST_F(DraftModel, SeededSamplingKeepsItsPlainTokens) {
+  std::vector<GenerateRequest> plain, spec;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    GenerateRequest r = request("Once upon a time", 30, 0);
+    r.sampling.temperature = 0.8f;
+    r.sampling.seed = seed;
+    plain.push_back(r);
+    r.speculative = 4;
+    spec.push_back(r);
+  }
+  const Outcome a = run(runner(*stories_, 512), nullptr, plain);
+  const Outcome b = run(runner(*stories_, 512), runner(*stories_, 512), spec);
+  for (size_t i = 0; i < a.ids.size(); ++i) EXPECT_EQ(b.ids[i], a.ids[i]) << "seed " << i + 1;
+  EXPECT_GT(b.stats.accepted_tokens, 0);
+  EXPECT_GT(b.stats.draft_tokens, b.stats.accepted_tokens) << "sampling rejected no draft";
+}
+
+// Plain greedy decoding of n tokens after `tokens` on a fresh runner: the reference a draft of
+// the target by itself must equal.
+std::vector<int32_t> greedy_after(const LlamaModel& m, const std::vector<int32_t>& tokens, int32_t n) {
+  CpuRunnerOptions o;
+  o.block_size = 4;
+  o.num_blocks = 64;
+  o.threads = 2;
+  CpuRunner r(m, o);
+  std::vector<int32_t> out, next = tokens;
+  int32_t n_past = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    StepBatch b;
+    b.tokens = next;
+    SeqChunk c;
+    c.n_tokens = static_cast<int32_t>(next.size());
+    c.n_past = n_past;
+    for (int32_t k = 0; k < 64; ++k) c.block_table.push_back(k);
+    c.logits = LogitsMode::kArgmax;
+    b.seqs = {c};
+    b.finalize(o.block_size);
+    StepResult res;
+    r.step(b, res);
+    n_past += c.n_tokens;
+    out.push_back(res.argmax[0]);
+    next = {res.argmax[0]};
+  }
+  return out;
+}
+
+// The drafter's own K/V follow each sequence: after a rejected draft, a preemption-like rewrite
+// or a slot taken over by another sequence, its draft is still exactly the greedy continuation of
+// the sequence's tokens now (stale K/V past the common prefix would change it).
+TEST_F(DraftModel, DraftsFollowRejectionsAndSlotTakeovers) {
+  auto drafter = sched::make_model_drafter(runner(*stories_, 64), 2);  // 2 slots of 128 tokens
+  sched::Sequence a, b, c;
+  a.tokens = tok_->encode("Once upon a time", true);
+  b.tokens = tok_->encode("Tom and Lily went to the park", true);
+  c.tokens = tok_->encode("The cat sat", true);
+  auto check = [&](std::vector<sched::Sequence*> seqs, const char* when) {
+    std::vector<sched::DraftJob> jobs;
+    for (sched::Sequence* s : seqs) jobs.push_back({s, 4});
+    drafter->draft(jobs);
+    for (sched::Sequence* s : seqs) EXPECT_EQ(s->draft, greedy_after(*stories_, s->tokens, 4)) << when;
+  };
+  check({&a, &b}, "first drafts");
+  // a accepts two draft tokens and then gets another token (a rejection); b accepts all four.
+  const std::vector<int32_t> da = a.draft, db = b.draft;
+  a.tokens.insert(a.tokens.end(), {da[0], da[1], da[2] == 5 ? 6 : 5});
+  b.tokens.insert(b.tokens.end(), db.begin(), db.end());
+  check({&a, &b}, "after a rejection");
+  // c takes over the least recently used slot (both were used: one at a time now).
+  check({&c}, "c in a's or b's slot");
+  check({&a}, "a back");
+  check({&b}, "b back");
+  // A rewritten history (another token early on) rolls back to the common prefix.
+  a.tokens[3] = a.tokens[3] == 7 ? 8 : 7;
+  check({&a, &c}, "a rewritten");
+}
+
+TEST(DraftModelVocabulary, AnotherVocabularySizeIsRefused) {
+  // The fixtures all have 512 tokens: fake runners of 64 and 80 (the token texts are the server's
+  // check, server/draft_model.h).
+  const FakeTokenizer tok = FakeTokenizer::letters(64);
+  FakeRunnerOptions target, draft;
+  draft.vocab_size = 80;
+  try {
+    Engine engine(std::make_unique<FakeRunner>(target), tok, EngineConfig{}, std::make_unique<FakeRunner>(draft));
+    ADD_FAILURE() << "a draft model of another vocabulary was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("vocabulary (80 tokens) differs from the model's (64)"), std::string::npos)
+        << e.what();
+  }
+  draft.vocab_size = 64;
+  EXPECT_NO_THROW(Engine(std::make_unique<FakeRunner>(target), tok, EngineConfig{}, std::make_unique<FakeRunner>(draft)));
+}
+
+}  // namespace
+}  // namespace vks::test
