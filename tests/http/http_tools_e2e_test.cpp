@@ -218,8 +218,22 @@ TEST_P(ToolsE2e, StreamedDeltasReassembleToTheWholeAnswer) {
   auto r = d().call("/v1/chat/completions", streamed_body);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
-  const json joined = reassemble(sse_events(r->body));
+  const std::vector<json> events = sse_events(r->body);
+  const json joined = reassemble(events);
   const json& message = whole["choices"][0]["message"];
+  // The first call's arguments came in fragments as they were generated (OpenAI's way): the first
+  // delta names the call, more than one carries arguments.
+  int argument_pieces = 0;
+  bool named_first = false;
+  for (const json& c : events) {
+    if (c["choices"].empty() || !c["choices"][0]["delta"].contains("tool_calls")) continue;
+    const json& fragment = c["choices"][0]["delta"]["tool_calls"][0];
+    if (fragment["index"] != 0) continue;
+    if (argument_pieces == 0) named_first = fragment.contains("id") && fragment["function"].contains("name");
+    if (fragment["function"].contains("arguments") && !fragment["function"]["arguments"].get<std::string>().empty()) ++argument_pieces;
+  }
+  EXPECT_TRUE(named_first) << r->body;
+  EXPECT_GT(argument_pieces, 1) << r->body;
   EXPECT_EQ(joined["finish_reason"], whole["choices"][0]["finish_reason"]);
   ASSERT_EQ(joined["tool_calls"].size(), message["tool_calls"].size()) << r->body;
   for (size_t i = 0; i < message["tool_calls"].size(); ++i) {
