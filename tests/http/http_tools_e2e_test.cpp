@@ -387,6 +387,7 @@ TEST_P(ToolsE2e, AnthropicMessagesToolUse) {
     if (e["type"] == "content_block_start") blocks.push_back(e["content_block"]);
     if (e["type"] == "content_block_delta" && e["delta"]["type"] == "input_json_delta") {
       blocks.back()["partial"] = blocks.back().value("partial", "") + e["delta"]["partial_json"].get<std::string>();
+      blocks.back()["pieces"] = blocks.back().value("pieces", 0) + 1;
     }
     if (e["type"] == "message_delta") stop_reason = e["delta"]["stop_reason"];
   }
@@ -398,6 +399,7 @@ TEST_P(ToolsE2e, AnthropicMessagesToolUse) {
   ASSERT_EQ(blocks.size(), 1u) << r->body;
   EXPECT_EQ(blocks[0]["name"], block["name"]);
   EXPECT_EQ(json::parse(blocks[0]["partial"].get<std::string>()), block["input"]);
+  EXPECT_GT(blocks[0]["pieces"].get<int>(), 1) << r->body;  // the input streamed as it was generated
 
   json history = body;
   history["tool_choice"] = {{"type", "auto"}};
