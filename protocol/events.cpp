@@ -8,9 +8,9 @@
 namespace vks::proto {
 namespace {
 
-constexpr std::array<std::string_view, 6> kEventNames = {"queued", "scheduled", "preempted",
-                                                         "token",  "error",     "finished"};
-constexpr std::array<std::string_view, 5> kReasonNames = {"stop", "length", "cancelled", "deadline", "error"};
+constexpr std::array<std::string_view, 7> kEventNames = {"queued", "scheduled", "preempted", "token",
+                                                         "error",  "finished",  "tool_call"};
+constexpr std::array<std::string_view, 6> kReasonNames = {"stop", "length", "cancelled", "deadline", "error", "tool_calls"};
 constexpr std::array<std::string_view, 3> kStateNames = {"queued", "running", "finished"};
 
 template <class E, size_t N>
@@ -79,6 +79,12 @@ void write_event_fields(MapWriter& w, const StreamEvent& ev) {
       }
       break;
     }
+    case StreamEventType::kToolCall:
+      w.i64("index", ev.call_index);
+      w.str("call_id", ev.call_id);
+      w.str("name", ev.call_name);
+      w.str("arguments", ev.call_arguments);
+      break;
     case StreamEventType::kError:
       w.str("code", wire_error_name(ev.error_code));
       w.str("message", ev.error_message);

@@ -155,6 +155,9 @@ bool read_event(const msgpack::object& map, StreamEventType type, StreamEvent& e
       }
       return true;
     }
+    case StreamEventType::kToolCall:
+      return r.get_i32("index", ev.call_index, true, 0, kI32Max) && r.get_string("call_id", ev.call_id, true, 1024) &&
+             r.get_string("name", ev.call_name, true, SIZE_MAX) && r.get_string("arguments", ev.call_arguments, true, SIZE_MAX);
     case StreamEventType::kError: {
       std::string code;
       if (!r.get_string("code", code, true, 256) || !r.get_string("message", ev.error_message, false, SIZE_MAX))

@@ -20,10 +20,11 @@ namespace vks::proto {
 
 // ---- stream events --------------------------------------------------------------------------
 
-enum class StreamEventType { kQueued, kScheduled, kPreempted, kToken, kError, kFinished };
-std::string_view stream_event_name(StreamEventType t);  // "queued", "scheduled", "preempted", "token", "error", "finished"
+enum class StreamEventType { kQueued, kScheduled, kPreempted, kToken, kError, kFinished, kToolCall };
+// "queued", "scheduled", "preempted", "token", "error", "finished", "tool_call"
+std::string_view stream_event_name(StreamEventType t);
 std::optional<StreamEventType> parse_stream_event_name(std::string_view name);
-std::string_view finish_reason_wire_name(FinishReason r);  // "stop", "length", "cancelled", "deadline", "error"
+std::string_view finish_reason_wire_name(FinishReason r);  // "stop", "length", "cancelled", "deadline", "error", "tool_calls"
 std::optional<FinishReason> parse_finish_reason(std::string_view name);
 
 struct StreamEvent {
@@ -41,6 +42,12 @@ struct StreamEvent {
   std::string model;                      // queued, finished: the model serving the request
   WireError error_code = WireError::kInternal;  // error
   std::string error_message;              // error
+  // tool_call (a chat request with tools; docs/PROTOCOL.md 4.x): the call's place in the reply
+  // (0, 1, ...), its id, the function's name and its arguments as compact JSON object text.
+  int32_t call_index = 0;
+  std::string call_id;
+  std::string call_name;
+  std::string call_arguments;
 };
 
 std::string encode_event(const StreamEvent& ev);

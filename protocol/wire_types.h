@@ -9,8 +9,9 @@ namespace vks::proto {
 
 using TokenId = int32_t;
 
-// Wire names: "stop", "length", "cancelled", "deadline", "error" (finish_reason_wire_name).
-enum class FinishReason { kStop, kLength, kCancelled, kDeadline, kError };
+// Wire names: "stop", "length", "cancelled", "deadline", "error", "tool_calls"
+// (finish_reason_wire_name). kToolCalls: a chat reply with tools that stopped after calling them.
+enum class FinishReason { kStop, kLength, kCancelled, kDeadline, kError, kToolCalls };
 
 struct TokenLogprob {
   TokenId id = 0;

@@ -4,12 +4,14 @@
 // at most part of the pool, and its renders stop when the client leaves); the prompt ids then take
 // generate's path (validation, engine submit, stream registry, topics, replay, prefix cache). The
 // engine already stops at every end-of-generation token of the model (EOS, <|eot_id|>,
-// <|im_end|>, ...), so a reply ends with the assistant's turn.
+// <|im_end|>, ...), so a reply ends with the assistant's turn. With tools, the reply's calls
+// also come as tool_call events (chat_tool_calls.h).
 #include <spdlog/spdlog.h>
 
 #include <memory>
 
 #include "server/chat_render.h"
+#include "server/chat_tool_calls.h"
 #include "server/daemon.h"
 
 namespace vks::server {
@@ -39,8 +41,9 @@ void Daemon::render_chat(const ClientRef& from, const proto::Tag& tag, ModelSlot
         return render_chat_request(*chat, q, *served.chat_template, *served.tokenizer);
       },
       cost, /*stop_with_client=*/!job->detached, still_connected(from, job->detached),
-      [this, from, tag](ModelSlot& m, GenerateJob& prepared, const proto::ProtocolError* error) {
+      [this, from, tag, chat](ModelSlot& m, GenerateJob& prepared, const proto::ProtocolError* error) {
         if (error != nullptr) return reply(from, proto::encode_error(*error, tag, prepared.request.id));
+        if (chat->has_tools()) prepared.tool_calls = std::make_shared<ChatToolCalls>(*m.served->chat_template, chat->enable_thinking);
         submit_generate(from, tag, m, prepared);  // prompt_ids are set now: admitted at once
       });
 }

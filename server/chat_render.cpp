@@ -1,6 +1,6 @@
 // The rendering step of a chat request (chat_render.h): messages (with tool calls and tool
-// results) rendered by the chat template, which receives the tools; a forced tool call becomes
-// the request's grammar.
+// results) rendered by the chat template, which receives the tools; the tool calls become the
+// request's grammar (from the first token when forced, lazily under "auto").
 #include "server/chat_render.h"
 
 #include <nlohmann/json.hpp>
@@ -79,22 +79,30 @@ std::optional<proto::ProtocolError> render_with_tools(const proto::ChatRequest& 
   engine_request.prompt_ids = chat::tokenize_chat_prompt(std::move(text), tokenizer).ids;
   engine_request.prompt_ids_from_text = true;
 
-  // A call that must happen is enforced by a grammar from the first token.
+  // A call that must happen is enforced by a grammar from the first token; under "auto" a lazy
+  // grammar enforces a call once the model starts one (free text before), unless the request has
+  // a grammar or JSON schema of its own (for its text answer), which then is the constraint.
   const bool forced = request.tool_choice == "required" || request.tool_choice == "function";
-  if (!forced) return std::nullopt;
-  if (!engine_request.grammar.empty() || !engine_request.json_schema.empty()) {
+  if (!forced && !offer) return std::nullopt;
+  const bool constrained = !engine_request.grammar.empty() || !engine_request.json_schema.empty();
+  if (constrained && !forced) return std::nullopt;
+  if (constrained) {
     throw FieldError{"tool_choice", "a forced tool call (tool_choice " + request.tool_choice +
                                         ") cannot be combined with a grammar or a JSON schema"};
   }
   std::vector<chat::ToolSpec> allowed;
   for (const chat::ToolSpec& spec : specs) {
-    if (request.tool_choice == "required" || spec.name == request.tool_name) allowed.push_back(spec);
+    if (request.tool_choice != "function" || spec.name == request.tool_name) allowed.push_back(spec);
   }
   if (allowed.empty()) throw FieldError{"tool_name", "no tool is named '" + request.tool_name + "'"};
+  const bool parallel = request.parallel_tool_calls.value_or(true);
   try {
-    engine_request.grammar = chat::tool_call_gbnf(format, allowed, request.parallel_tool_calls.value_or(true));
+    engine_request.grammar = forced ? chat::tool_call_gbnf(format, allowed, parallel)
+                                    : chat::tool_call_lazy_gbnf(format, allowed, parallel);
   } catch (const vks::Error& e) {
-    throw FieldError{"tools", std::string("a tool's parameters cannot be enforced: ") + e.what()};
+    // Under "auto" a schema beyond the compiler still lets the model call: its calls are parsed
+    // (and may not validate), as OpenAI accepts any schema; a forced call must be enforced.
+    if (forced) throw FieldError{"tools", std::string("a tool's parameters cannot be enforced: ") + e.what()};
   }
   return std::nullopt;
 }

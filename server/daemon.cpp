@@ -11,6 +11,7 @@
 #include "engine/model/servable_model.h"
 #include "engine/vulkan/runner/runner_factory.h"
 #include "server/catchup_mark.h"
+#include "server/chat_tool_calls.h"
 #include "server/draft_model.h"
 #include "server/engine_translation.h"
 #include "server/gpu_check.h"
@@ -359,7 +360,13 @@ void Daemon::handle_engine_event(const EngineEvent& ev) {
     case EventType::kError:
       break;
   }
+  // The reply's remaining calls come before its finished event, which then says tool_calls.
+  if (ev.type == EventType::kFinished && e->tool_calls) {
+    publish_tool_calls(*e, "", /*end=*/true);
+    if (e->reason == proto::FinishReason::kStop && e->tool_calls->called()) e->reason = proto::FinishReason::kToolCalls;
+  }
   proto::StreamEvent wire = stream_event_from_engine(ev, registry_.next_seq(*e), e->with_logprobs);
+  if (wire.type == proto::StreamEventType::kFinished && e->reason) wire.reason = *e->reason;
   if (wire.type == proto::StreamEventType::kQueued || wire.type == proto::StreamEventType::kFinished) wire.model = e->model;
   if (wire.type == proto::StreamEventType::kFinished && e->load_ms > 0) {  // the wait for the load is part of both
     wire.timings.load_ms = e->load_ms;
@@ -370,10 +377,20 @@ void Daemon::handle_engine_event(const EngineEvent& ev) {
   registry_.append(*e, std::move(encoded));
   deliver(*e, e->events.back());
   if (e->owner.transport == Transport::kHttp && http_) http_->on_event(wire);
+  if (wire.type == proto::StreamEventType::kToken && e->tool_calls) publish_tool_calls(*e, wire.text, /*end=*/false);
   if (ev.type == EventType::kFinished) {
     registry_.mark_finished(*e, std::chrono::steady_clock::now());
     spdlog::info("request {} finished: {} ({} tokens)", e->id, finish_reason_name(ev.reason),
                  ev.usage.generated_tokens);
+  }
+}
+
+void Daemon::publish_tool_calls(StreamEntry& e, std::string_view text, bool end) {
+  for (proto::StreamEvent& call : e.tool_calls->feed(e.id, text, end)) {
+    call.id = e.id;
+    call.seq = registry_.next_seq(e);
+    registry_.append(e, proto::encode_event(call));
+    deliver(e, e.events.back());
   }
 }
 

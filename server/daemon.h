@@ -92,6 +92,9 @@ class Daemon {
   void drain_engine_events();
   void handle_engine_event(const EngineEvent& ev);
   void deliver(StreamEntry& e, const std::string& encoded);
+  // A chat reply's tool calls that `text` completes (all that remain with `end`) as tool_call
+  // events, logged and delivered as the entry's other events.
+  void publish_tool_calls(StreamEntry& e, std::string_view text, bool end);
 
   // Requests (request_handler.cpp).
   void handle_request(const ClientRef& from, std::string& payload);

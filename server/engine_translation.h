@@ -4,6 +4,7 @@
 // protocol/ and the clients never see an engine header.
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "engine/model/llama_config.h"
@@ -14,6 +15,10 @@
 #include "protocol/requests.h"
 #include "protocol/responses.h"
 #include "protocol/stats.h"
+
+namespace vks::server {
+class ChatToolCalls;
+}
 
 namespace vks {
 
@@ -30,6 +35,9 @@ struct GenerateJob {
   bool detached = false;  // survives the submitting connection's close
   bool stream = true;     // events go to the submitting connection (else only `accepted`)
   std::chrono::steady_clock::time_point arrived{};  // when the server got it (a model load it waited for counts)
+  // A msgpack chat request with tools: its reply's calls become tool_call events (its stream entry
+  // takes it at admission; server/chat_tool_calls.h).
+  std::shared_ptr<server::ChatToolCalls> tool_calls;
 };
 GenerateJob to_generate_job(const proto::GenerateRequest& wire,
                             std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());

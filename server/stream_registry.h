@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -15,6 +16,8 @@
 #include "server/client_ref.h"
 
 namespace vks::server {
+
+class ChatToolCalls;
 
 struct StreamEntry {
   std::string id;
@@ -33,6 +36,8 @@ struct StreamEntry {
   std::vector<std::string> events;  // encoded event maps; events[seq]
   uint64_t bytes = 0;
   std::chrono::steady_clock::time_point finished_at{};
+  // A msgpack chat request with tools: splits its reply's calls out as tool_call events.
+  std::shared_ptr<ChatToolCalls> tool_calls;
 };
 
 // "u<connection id>" for a Unix-socket client, "z<routing id>" for a ZeroMQ peer.

@@ -30,6 +30,7 @@ class JsonScanner {
   }
   void reset() { *this = JsonScanner(); }
   int32_t depth() const { return depth_; }
+  bool in_string() const { return in_string_; }
 
  private:
   int32_t depth_ = 0;

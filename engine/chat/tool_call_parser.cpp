@@ -60,10 +60,91 @@ void ToolCallParser::emit_text(std::string_view s, ToolParse& out) {
   for (char ch : s) emit_text(ch, out);
 }
 
+namespace {
+
+// A JSON string token starting at s[at] ('"'): its end (one past the closing quote), or npos.
+size_t string_end(std::string_view s, size_t at) {
+  if (at >= s.size() || s[at] != '"') return std::string_view::npos;
+  for (size_t i = at + 1; i < s.size(); ++i) {
+    if (s[i] == '\\') {
+      ++i;
+    } else if (s[i] == '"') {
+      return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// `"key"` (appended piecewise: GCC 12 reports a false -Wrestrict on "\"" + key, bug 105329).
+std::string json_key_token(const std::string& key) {
+  std::string out(1, '"');
+  out += key;
+  out += '"';
+  return out;
+}
+
+size_t skip_space(std::string_view s, size_t at) {
+  while (at < s.size() && is_space(s[at])) ++at;
+  return at;
+}
+
+}  // namespace
+
+bool ToolCallParser::arguments_begin() {
+  // call_ = `{` name-key `:` name-string `,` args-key `:` `{`, with whitespace between tokens.
+  const std::string_view s = call_;
+  const std::string name_key = json_key_token(format_.name_key);
+  const std::string args_key = json_key_token(format_.args_key);
+  size_t at = skip_space(s, 1);
+  if (s.substr(at, name_key.size()) != name_key) return false;
+  at = skip_space(s, at + name_key.size());
+  if (at >= s.size() || s[at] != ':') return false;
+  at = skip_space(s, at + 1);
+  const size_t name_end = string_end(s, at);
+  if (name_end == std::string_view::npos) return false;
+  const ojson name = ojson::parse(s.substr(at, name_end - at), nullptr, /*allow_exceptions=*/false);
+  if (!name.is_string() || name.get<std::string>().empty()) return false;
+  at = skip_space(s, name_end);
+  if (at >= s.size() || s[at] != ',') return false;
+  at = skip_space(s, at + 1);
+  if (s.substr(at, args_key.size()) != args_key) return false;
+  at = skip_space(s, at + args_key.size());
+  if (at >= s.size() || s[at] != ':') return false;
+  if (skip_space(s, at + 1) != s.size() - 1) return false;
+  call_name_ = name.get<std::string>();
+  return true;
+}
+
+void ToolCallParser::call_byte(char ch, ToolParse& out) {
+  switch (args_state_) {
+    case Args::kBefore:
+      // Decided where the first nested value opens: it is the arguments object, or no fragments.
+      if (scanner_.depth() < 2) return;
+      args_state_ = ch == '{' && arguments_begin() ? Args::kIn : Args::kNone;
+      if (args_state_ == Args::kNone) return;
+      args_.assign(1, '{');
+      if (stream_arguments_) out.fragments.push_back({calls_seen_, call_name_, std::string(1, '{')});
+      return;
+    case Args::kIn:
+      if (is_space(ch) && !scanner_.in_string()) return;  // between tokens
+      if (scanner_.depth() == 1) args_state_ = Args::kDone;  // this byte closed the arguments
+      args_.push_back(ch);
+      if (!stream_arguments_) return;
+      if (out.fragments.empty() || out.fragments.back().index != calls_seen_) out.fragments.push_back({calls_seen_, "", ""});
+      out.fragments.back().arguments.push_back(ch);
+      return;
+    case Args::kDone:
+    case Args::kNone:
+      return;
+  }
+}
+
 void ToolCallParser::give_back(ToolParse& out) {
   std::string raw = std::move(raw_);
   raw_.clear();
   call_.clear();
+  args_state_ = Args::kBefore;
+  args_.clear();
   scanner_.reset();
   state_ = format_.open.empty() ? State::kPlain : State::kText;
   emit_text(raw, out);
@@ -90,7 +171,14 @@ void ToolCallParser::text_char(char ch, ToolParse& out) {
 
 void ToolCallParser::call_complete(ToolParse& out) {
   ToolCall call;
-  if (!to_call(call_, format_, call)) return give_back(out);
+  call.streamed = stream_arguments_ && (args_state_ == Args::kIn || args_state_ == Args::kDone);
+  if (!to_call(call_, format_, call)) {
+    if (!call.streamed) return give_back(out);
+    call.name = call_name_;  // its fragments went out: it stays a call (see stream_arguments)
+  }
+  if (args_state_ == Args::kDone) call.arguments = args_;  // as written, whitespace dropped
+  args_state_ = Args::kBefore;
+  args_.clear();
   ws_after_.clear();
   out.calls.push_back(std::move(call));
   ++calls_seen_;
@@ -143,12 +231,15 @@ void ToolCallParser::step(char ch, ToolParse& out) {
         return;
       }
       return give_back(out);
-    case State::kCall:
+    case State::kCall: {
       raw_.push_back(ch);
       call_.push_back(ch);
       if (call_.size() > kMaxCallBytes) return give_back(out);
-      if (scanner_.step(ch)) call_complete(out);
+      const bool closed = scanner_.step(ch);
+      call_byte(ch, out);
+      if (closed) call_complete(out);
       return;
+    }
     case State::kArrayNext:
       raw_.push_back(ch);
       if (is_space(ch)) return;
@@ -215,6 +306,8 @@ void ToolCallParser::finish(ToolParse& out) {
   held_.clear();
   raw_.clear();
   call_.clear();
+  args_state_ = Args::kBefore;
+  args_.clear();
   close_held_.clear();
   ws_after_.clear();  // whitespace after the last call
   state_ = format_.open.empty() ? State::kPlain : State::kText;

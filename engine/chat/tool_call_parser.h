@@ -18,14 +18,31 @@ namespace vks::chat {
 
 struct ToolCall {
   std::string name;
-  std::string arguments;  // the arguments object as compact JSON text, keys in the model's order
+  // The arguments object as JSON text, keys in the model's order: when the call names its
+  // function first (every template's format does), the model's text without the whitespace
+  // between tokens (numbers and escapes as written, so streamed fragments join to it); otherwise,
+  // and for an arguments string holding an object, that object re-serialized compactly.
+  std::string arguments;
+  bool streamed = false;  // its arguments went out as fragments (ToolCallFragment) first
 
   bool operator==(const ToolCall&) const = default;
+};
+
+// A piece of a call in progress (ToolCallParser::stream_arguments): the first names the call,
+// the others carry the next bytes of its arguments; their arguments together are the finished
+// call's `arguments`.
+struct ToolCallFragment {
+  size_t index = 0;       // the call's index in the answer (calls_seen() when it started)
+  std::string name;       // the first fragment only
+  std::string arguments;
+
+  bool operator==(const ToolCallFragment&) const = default;
 };
 
 struct ToolParse {
   std::string text;             // the answer's text outside calls
   std::vector<ToolCall> calls;  // calls completed by this piece
+  std::vector<ToolCallFragment> fragments;  // with stream_arguments: calls in progress
 
   bool operator==(const ToolParse&) const = default;
 };
@@ -40,6 +57,11 @@ class ToolCallParser {
   void finish(ToolParse& out);
 
   size_t calls_seen() const { return calls_seen_; }
+  // Report a call's arguments as they arrive (fragments), once its name is known and its
+  // arguments object has begun (formats that write the name first); its whole ToolCall still
+  // comes when its JSON closes, marked streamed. A call whose fragments went out is a call even
+  // if its JSON then fails to parse as one: that can only happen to a call no grammar enforced.
+  void stream_arguments(bool on) { stream_arguments_ = on; }
   const ToolCallFormat& format() const { return format_; }
 
   // Calls are at most this long (a bigger one is given back as text).
@@ -54,6 +76,8 @@ class ToolCallParser {
   void emit_text(std::string_view s, ToolParse& out);
   void call_complete(ToolParse& out);
   void give_back(ToolParse& out);  // what was taken for a call turns out not to be one
+  void call_byte(char ch, ToolParse& out);
+  bool arguments_begin();  // call_ is `{"<name_key>": "<name>", "<args_key>": {`
 
   ToolCallFormat format_;
   State state_;
@@ -65,6 +89,13 @@ class ToolCallParser {
   JsonScanner scanner_;
   bool array_comma_ = false;
   size_t calls_seen_ = 0;
+  bool stream_arguments_ = false;
+  // The arguments object of the call being read, without whitespace between tokens, once it has
+  // begun (args_state_ kIn) and after it closed (kDone).
+  enum class Args { kBefore, kIn, kDone, kNone };
+  Args args_state_ = Args::kBefore;
+  std::string args_;
+  std::string call_name_;
 };
 
 }  // namespace vks::chat

@@ -9,6 +9,7 @@
 #include "engine/common/error.h"
 #include "engine/grammar/gbnf_text.h"
 #include "engine/grammar/json_schema.h"
+#include "engine/grammar/lazy_grammar.h"
 
 namespace vks::chat {
 namespace {
@@ -81,7 +82,11 @@ std::vector<ToolSpec> parse_tools(const ojson& tools) {
   return specs;
 }
 
-std::string tool_call_gbnf(const ToolCallFormat& format, const std::vector<ToolSpec>& allowed, bool parallel) {
+namespace {
+
+// The rules of the calls (start rule vkscalls): the format's markers around one call to one of
+// `allowed`, or several when `parallel` and the format allows it.
+std::string calls_gbnf(const ToolCallFormat& format, const std::vector<ToolSpec>& allowed, bool parallel) {
   if (allowed.empty()) throw vks::Error(ErrorCode::kInvalidArgument, "no tool to call");
   // One schema for "a call to any allowed tool": each tool's parameters under $defs (their own
   // $refs rebased there), an anyOf of {name: const, arguments: that schema}.
@@ -112,17 +117,34 @@ std::string tool_call_gbnf(const ToolCallFormat& format, const std::vector<ToolS
   rules = "vkscall ::= " + rules.substr(kRoot.size());
   compact_whitespace(rules);
   const bool several = parallel && format.parallel;
-  std::string root;
+  std::string calls;
   if (format.array) {
-    root = "root ::= " + grammar::gbnf_literal(format.open) + " \"[\" vkscall " + (several ? "(\", \" vkscall)* " : "") + "\"]\"\n";
+    calls = "vkscalls ::= " + grammar::gbnf_literal(format.open) + " \"[\" vkscall " + (several ? "(\", \" vkscall)* " : "") + "\"]\"\n";
   } else if (format.open.empty()) {
-    root = "root ::= vkscall\n";  // JSON at the start of the answer: one call
+    calls = "vkscalls ::= vkscall\n";  // JSON at the start of the answer: one call
   } else {
     std::string block = "vksblock ::= " + grammar::gbnf_literal(format.open) + " \"\\n\"? vkscall";
     if (!format.close.empty()) block += " \"\\n\"? " + grammar::gbnf_literal(format.close);
-    root = "root ::= vksblock" + std::string(several ? " (\"\\n\"? vksblock)*" : "") + "\n" + block + "\n";
+    calls = "vkscalls ::= vksblock" + std::string(several ? " (\"\\n\"? vksblock)*" : "") + "\n" + block + "\n";
   }
-  return root + rules;
+  return calls + rules;
+}
+
+}  // namespace
+
+std::string tool_call_gbnf(const ToolCallFormat& format, const std::vector<ToolSpec>& allowed, bool parallel) {
+  return "root ::= vkscalls\n" + calls_gbnf(format, allowed, parallel);
+}
+
+std::string tool_call_lazy_gbnf(const ToolCallFormat& format, const std::vector<ToolSpec>& allowed, bool parallel) {
+  grammar::LazyTrigger trigger;
+  if (format.open.empty()) {
+    trigger.word = format.array ? "[" : "{";
+    trigger.at_start = true;
+  } else {
+    trigger.word = format.open;
+  }
+  return grammar::lazy_gbnf(trigger, "vkscalls") + calls_gbnf(format, allowed, parallel);
 }
 
 }  // namespace vks::chat

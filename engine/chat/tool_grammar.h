@@ -26,4 +26,10 @@ std::vector<ToolSpec> parse_tools(const nlohmann::ordered_json& tools);
 // format allows it. Throws vks::grammar::CompileError when a tool's schema cannot be compiled.
 std::string tool_call_gbnf(const ToolCallFormat& format, const std::vector<ToolSpec>& allowed, bool parallel);
 
+// The lazy form for tool_choice "auto" (engine/grammar/lazy_grammar.h): the answer is free text
+// until the model starts a call (the format's open marker; for formats without one, JSON at the
+// very start of the answer), and from there on it is what tool_call_gbnf allows, so a call the
+// model starts always parses and validates. Throws as tool_call_gbnf.
+std::string tool_call_lazy_gbnf(const ToolCallFormat& format, const std::vector<ToolSpec>& allowed, bool parallel);
+
 }  // namespace vks::chat

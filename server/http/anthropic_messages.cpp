@@ -169,6 +169,13 @@ std::string close_thinking(Generation& g) {
          sse("content_block_stop", {{"type", "content_block_stop"}, {"index", index}});
 }
 
+std::string close_text_block(Generation& g) {
+  if (g.open_text_block < 0) return {};
+  const int32_t index = g.open_text_block;
+  g.open_text_block = -1;
+  return sse("content_block_stop", {{"type", "content_block_stop"}, {"index", index}});
+}
+
 // The events for what the parsers settled (or all of the text without tools or reasoning).
 std::string block_events(Generation& g, const AnswerPiece& piece) {
   std::string out;
@@ -182,7 +189,7 @@ std::string block_events(Generation& g, const AnswerPiece& piece) {
     out += sse("content_block_delta", {{"type", "content_block_delta"}, {"index", g.reasoning_block},
                                        {"delta", {{"type", "thinking_delta"}, {"thinking", piece.reasoning}}}});
   }
-  if (!parsed.text.empty() || !parsed.calls.empty()) out += close_thinking(g);
+  if (!parsed.text.empty() || !parsed.calls.empty() || !parsed.fragments.empty()) out += close_thinking(g);
   if (!parsed.text.empty()) {
     if (g.open_text_block < 0) {
       g.open_text_block = g.blocks++;
@@ -192,11 +199,32 @@ std::string block_events(Generation& g, const AnswerPiece& piece) {
     out += sse("content_block_delta", {{"type", "content_block_delta"}, {"index", g.open_text_block},
                                        {"delta", {{"type", "text_delta"}, {"text", parsed.text}}}});
   }
-  for (const chat::ToolCall& call : parsed.calls) {
-    if (g.open_text_block >= 0) {
-      out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", g.open_text_block}});
-      g.open_text_block = -1;
+  // A call's fragments open its tool_use block and stream its input; its end closes the block.
+  // Fragments and ends come in order (a call's fragments, then its end, then the next call's).
+  size_t next_fragment = 0;
+  auto send_fragments = [&](size_t up_to_index) {
+    for (; next_fragment < parsed.fragments.size() && parsed.fragments[next_fragment].index <= up_to_index; ++next_fragment) {
+      const chat::ToolCallFragment& f = parsed.fragments[next_fragment];
+      if (!f.name.empty()) {
+        out += close_text_block(g);
+        g.open_tool_block = g.blocks++;
+        json start = {{"type", "tool_use"}, {"id", "toolu_" + g.id + "_" + std::to_string(f.index)}, {"name", f.name},
+                      {"input", json::object()}};
+        out += sse("content_block_start", {{"type", "content_block_start"}, {"index", g.open_tool_block}, {"content_block", std::move(start)}});
+      }
+      out += sse("content_block_delta", {{"type", "content_block_delta"}, {"index", g.open_tool_block},
+                                         {"delta", {{"type", "input_json_delta"}, {"partial_json", f.arguments}}}});
     }
+  };
+  for (const chat::ToolCall& call : parsed.calls) {
+    send_fragments(g.tool_calls_sent);
+    if (call.streamed) {
+      ++g.tool_calls_sent;
+      out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", g.open_tool_block}});
+      g.open_tool_block = -1;
+      continue;
+    }
+    out += close_text_block(g);
     const int32_t index = g.blocks++;
     json start = tool_use_block(g, call, g.tool_calls_sent++);
     start["input"] = json::object();
@@ -205,6 +233,7 @@ std::string block_events(Generation& g, const AnswerPiece& piece) {
                                        {"delta", {{"type", "input_json_delta"}, {"partial_json", call.arguments}}}});
     out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", index}});
   }
+  send_fragments(SIZE_MAX);
   return out;
 }
 
@@ -254,7 +283,10 @@ std::variant<AnthropicRequest, ApiError> map_anthropic_messages(const JsonBody& 
   if (auto* e = std::get_if<ApiError>(&tools)) return std::move(*e);
   bool offered = false;
   if (auto e = map_tools(std::get<JsonBody>(tools), w, offered)) return std::move(*e);
-  if (offered) out.tools.emplace(model.tool_format);
+  if (offered) {
+    out.tools.emplace(model.tool_format);
+    out.tools->stream_arguments(out.stream);  // streamed: input_json_delta as the input is generated
+  }
   // thinking {type: "enabled", budget_tokens} asks for thinking blocks; without it Anthropic's
   // models do not think, so a template with the switch is told not to (and a model that thinks
   // anyway has its reasoning left out of the answer).
@@ -296,9 +328,10 @@ std::string anthropic_final_events(Generation& g, const proto::StreamEvent& fini
   split_answer(g, {}, /*end=*/true, piece);
   std::string out = block_events(g, piece);
   out += close_thinking(g);
-  if (g.open_text_block >= 0) {
-    out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", g.open_text_block}});
-    g.open_text_block = -1;
+  out += close_text_block(g);
+  if (g.open_tool_block >= 0) {  // a call cut by max_tokens: its input stays partial
+    out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", g.open_tool_block}});
+    g.open_tool_block = -1;
   }
   json usage = usage_of(g, &finished);
   out += sse("message_delta", {{"type", "message_delta"},

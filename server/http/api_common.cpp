@@ -119,6 +119,7 @@ std::string finish_reason_text(proto::FinishReason reason) {
     case proto::FinishReason::kCancelled: return "cancelled";
     case proto::FinishReason::kDeadline: return "deadline";
     case proto::FinishReason::kError: return "error";
+    case proto::FinishReason::kToolCalls: return "tool_calls";
   }
   return "stop";
 }

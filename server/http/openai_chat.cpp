@@ -161,7 +161,10 @@ std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const JsonBody& body, 
   }
   bool offered = false;
   if (auto e = map_tools(body, w, offered)) return std::move(*e);
-  if (offered) out.tools.emplace(model.tool_format);
+  if (offered) {
+    out.tools.emplace(model.tool_format);
+    out.tools->stream_arguments(out.stream);  // streamed: arguments in fragments, as OpenAI sends them
+  }
   // Thinking: reasoning_effort ("none" turns it off, as OpenAI's), chat_template_kwargs (llama.cpp's
   // and vLLM's) over it. A model that does not think ignores both, as llama.cpp's server does.
   Think think = Think::kUnset;
@@ -231,16 +234,40 @@ std::string delta_chunk(const Generation& g, json delta, json logprobs) {
   return event(chunk);
 }
 
+// A fragment of a call in progress: the first with its index, id, type and name, the others with
+// its index and the next piece of its arguments (OpenAI's streamed tool_calls).
+json fragment_delta(const Generation& g, const chat::ToolCallFragment& f) {
+  json call = {{"index", f.index}};
+  if (!f.name.empty()) {
+    call["id"] = tool_call_id(g.id, f.index);
+    call["type"] = "function";
+    call["function"] = {{"name", f.name}, {"arguments", f.arguments}};
+  } else {
+    call["function"] = {{"arguments", f.arguments}};
+  }
+  return {{"tool_calls", json::array({std::move(call)})}};
+}
+
 // What the parsers settled: a reasoning delta (reasoning_content, llama.cpp's and DeepSeek's
-// name), a content delta, then one delta per completed call.
+// name), a content delta, the fragments of calls in progress, then one delta per completed call
+// that was not sent in fragments.
 std::string parsed_chunks(Generation& g, const AnswerPiece& piece, json logprobs) {
   std::string out;
   if (!piece.reasoning.empty()) out += delta_chunk(g, {{"reasoning_content", piece.reasoning}}, nullptr);
   const chat::ToolParse& parsed = piece.answer;
   if (!parsed.text.empty() || !logprobs.is_null()) out += delta_chunk(g, {{"content", parsed.text}}, std::move(logprobs));
+  // Fragments and calls completed by one piece come in order: a call's fragments, then its end.
+  size_t next_fragment = 0;
   for (const chat::ToolCall& call : parsed.calls) {
-    json delta = {{"tool_calls", json::array({openai_tool_call(call, g.id, g.tool_calls_sent++, /*streamed=*/true)})}};
-    out += delta_chunk(g, std::move(delta), nullptr);
+    for (; next_fragment < parsed.fragments.size() && parsed.fragments[next_fragment].index <= g.tool_calls_sent; ++next_fragment) {
+      out += delta_chunk(g, fragment_delta(g, parsed.fragments[next_fragment]), nullptr);
+    }
+    const size_t index = g.tool_calls_sent++;
+    if (call.streamed) continue;
+    out += delta_chunk(g, {{"tool_calls", json::array({openai_tool_call(call, g.id, index, /*streamed=*/true)})}}, nullptr);
+  }
+  for (; next_fragment < parsed.fragments.size(); ++next_fragment) {
+    out += delta_chunk(g, fragment_delta(g, parsed.fragments[next_fragment]), nullptr);
   }
   return out;
 }

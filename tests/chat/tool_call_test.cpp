@@ -3,6 +3,8 @@
 // Llama 3.1 / Mistral style templates written here), the incremental parser (any split of an
 // answer parses as the whole answer), and the prompt a template without tool syntax gets.
 #include <gtest/gtest.h>
+
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -209,6 +211,64 @@ TEST(ToolCallParser, MistralArray) {
   EXPECT_EQ(p.text, "");
   std::mt19937 rng(3);
   expect_split_invariant(f, answer, rng);
+}
+
+// Streamed arguments: fed one byte at a time, a call's fragments (the first naming it) join to
+// exactly the arguments of its finished call, which are the model's text without the whitespace
+// between tokens (numbers and escapes as written), with or without streaming.
+TEST(ToolCallParser, ArgumentFragmentsJoinToTheFinishedCall) {
+  const std::string answer =
+      "Hi <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rio de Janeiro\", \"days\": 1.50, "
+      "\"tags\": [ \"a b\", \"\\u00e9\\\"}\" ]}}\n</tool_call>\n<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>";
+  const std::string expected_args = R"({"city":"Rio de Janeiro","days":1.50,"tags":["a b","\u00e9\"}"]})";
+  ToolCallParser p(generic_tool_format());
+  p.stream_arguments(true);
+  std::map<size_t, std::string> joined;
+  std::map<size_t, std::string> names;
+  std::map<size_t, int> count;
+  std::vector<ToolCall> calls;
+  std::string text;
+  for (size_t i = 0; i <= answer.size(); ++i) {
+    ToolParse out;
+    if (i < answer.size()) {
+      p.feed(answer.substr(i, 1), out);
+    } else {
+      p.finish(out);
+    }
+    text += out.text;
+    for (const ToolCallFragment& f : out.fragments) {
+      EXPECT_EQ(f.name.empty(), count[f.index] > 0) << "only the first fragment names the call";
+      if (!f.name.empty()) names[f.index] = f.name;
+      joined[f.index] += f.arguments;
+      ++count[f.index];
+    }
+    for (const ToolCall& c : out.calls) calls.push_back(c);
+  }
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(text, "Hi ");
+  EXPECT_EQ(calls[0].arguments, expected_args);
+  EXPECT_EQ(joined[0], expected_args);
+  EXPECT_EQ(names[0], "get_weather");
+  EXPECT_GT(count[0], 10);  // byte by byte: many fragments
+  EXPECT_TRUE(calls[0].streamed);
+  EXPECT_EQ(joined[1], "{}");
+  EXPECT_EQ(names[1], "f");
+  // Without streaming: the same calls (not marked streamed), no fragments.
+  const ToolParse plain = whole(generic_tool_format(), answer);
+  ASSERT_EQ(plain.calls.size(), 2u);
+  EXPECT_EQ(plain.calls[0].arguments, expected_args);
+  EXPECT_FALSE(plain.calls[0].streamed);
+  EXPECT_TRUE(plain.fragments.empty());
+  // Arguments given as a string, or a name after the arguments: no fragments, the call whole.
+  ToolCallParser late(generic_tool_format());
+  late.stream_arguments(true);
+  ToolParse out;
+  late.feed("<tool_call>{\"arguments\": {\"a\": 1}, \"name\": \"f\"}</tool_call>", out);
+  late.finish(out);
+  EXPECT_TRUE(out.fragments.empty());
+  ASSERT_EQ(out.calls.size(), 1u);
+  EXPECT_FALSE(out.calls[0].streamed);
+  EXPECT_EQ(out.calls[0].arguments, R"({"a":1})");
 }
 
 // Random answers built from the pieces of calls: every split parses as the whole.

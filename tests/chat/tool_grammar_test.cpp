@@ -84,6 +84,45 @@ TEST(ToolGrammar, NamedFunctionAndOtherFormats) {
       m, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 1}}, {\"name\": \"add_item\", \"arguments\": {\"item\": {\"name\": \"x\"}}}]"));
 }
 
+// tool_choice "auto": free text until the call marker (or, without one, JSON at the start of the
+// answer), then only valid calls; what the grammar accepts, the parser reads as the same calls.
+TEST(ToolGrammar, LazyUnderAutoFreeTextThenOnlyValidCalls) {
+  const std::vector<ToolSpec> tools = parse_tools(kTools);
+  const grammar::Grammar g = grammar::parse_gbnf(tool_call_lazy_gbnf(generic_tool_format(), tools, /*parallel=*/true));
+  auto ok = [&](const std::string& s) { return grammar::matches_completely(g, s); };
+  const std::string call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\", \"days\": 3}}\n</tool_call>";
+  EXPECT_TRUE(ok(""));
+  EXPECT_TRUE(ok("It is sunny in Rome. <tool_ca <b>{\"name\": 1}</b>"));  // text, near-markers included
+  EXPECT_TRUE(ok(call));
+  EXPECT_TRUE(ok("Let me check.\n" + call + "\n" + call));
+  EXPECT_FALSE(ok("Let me check.\n" + call + " Done."));  // after a call: calls or the end
+  EXPECT_FALSE(ok("<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"days\": 3}}</tool_call>"));
+  EXPECT_FALSE(ok("Sure <tool_call>{\"name\": \"delete_all\", \"arguments\": {}}</tool_call>"));
+  EXPECT_FALSE(ok("Sure <tool_call>I will call a tool"));
+  const grammar::Grammar one = grammar::parse_gbnf(tool_call_lazy_gbnf(generic_tool_format(), tools, /*parallel=*/false));
+  EXPECT_TRUE(grammar::matches_completely(one, "Hi " + call));
+  EXPECT_FALSE(grammar::matches_completely(one, "Hi " + call + "\n" + call));
+
+  ToolCallParser parser(generic_tool_format());
+  ToolParse parsed;
+  parser.feed("Let me check.\n" + call, parsed);
+  parser.finish(parsed);
+  ASSERT_EQ(parsed.calls.size(), 1u);
+  EXPECT_EQ(parsed.calls[0].arguments, R"({"city":"Rome","days":3})");
+  EXPECT_EQ(parsed.text, "Let me check.\n");
+
+  // Llama 3.1: no marker; a call is JSON at the start of the answer.
+  ToolCallFormat llama;
+  llama.native = true;
+  llama.args_key = "parameters";
+  llama.parallel = false;
+  const grammar::Grammar l = grammar::parse_gbnf(tool_call_lazy_gbnf(llama, tools, true));
+  EXPECT_TRUE(grammar::matches_completely(l, " {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": 9}}"));
+  EXPECT_TRUE(grammar::matches_completely(l, "The weather is {unknown}."));
+  EXPECT_FALSE(grammar::matches_completely(l, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}"));
+  EXPECT_FALSE(grammar::matches_completely(l, "{The weather"));
+}
+
 TEST(ToolGrammar, BadToolsAreNamed) {
   auto message = [](const char* tools) {
     try {

@@ -89,6 +89,29 @@ TEST(WireCompat, SimpleRequestsParse) {
   EXPECT_EQ(r->from_seq, 3);
 }
 
+TEST(WireCompat, ChatToolsReachTheDaemonParser) {
+  vkstream::GenerateOptions o;
+  o.messages = {{"user", "Weather?"},
+                {"assistant", "", R"([{"id":"c1","type":"function","function":{"name":"w","arguments":"{}"}}])"},
+                {"tool", "Sunny", "", "c1", "w"}};
+  o.tools = R"([{"type":"function","function":{"name":"w","parameters":{"type":"object"}}}])";
+  o.tool_choice = "function";
+  o.tool_name = "w";
+  o.parallel_tool_calls = false;
+  const auto parsed = vks::proto::parse_request(vkstream::detail::encode_generate(o, 4), vks::proto::ProtocolLimits{});
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  const auto* chat = std::get_if<vks::proto::ChatRequest>(&parsed->body);
+  ASSERT_NE(chat, nullptr);
+  EXPECT_EQ(chat->tools, o.tools);
+  EXPECT_EQ(chat->tool_choice, "function");
+  EXPECT_EQ(chat->tool_name, "w");
+  EXPECT_EQ(chat->parallel_tool_calls, std::optional<bool>(false));
+  ASSERT_EQ(chat->messages.size(), 3u);
+  EXPECT_NE(chat->messages[1].tool_calls.find("\"c1\""), std::string::npos);
+  EXPECT_EQ(chat->messages[2].tool_call_id, "c1");
+  EXPECT_EQ(chat->messages[2].name, "w");
+}
+
 TEST(WireCompat, DaemonEventsParseIntoClientEvents) {
   vks::proto::StreamEvent tok;
   tok.type = vks::proto::StreamEventType::kToken;
@@ -142,6 +165,24 @@ TEST(WireCompat, DaemonEventsParseIntoClientEvents) {
   EXPECT_EQ(e.kind, vkstream::EventKind::kError);
   EXPECT_EQ(e.error_code, "device_error");
   EXPECT_EQ(e.error_message, "boom");
+
+  vks::proto::StreamEvent call;
+  call.type = vks::proto::StreamEventType::kToolCall;
+  call.id = tok.id;
+  call.seq = 5;
+  call.call_index = 1;
+  call.call_id = "call_" + tok.id + "_1";
+  call.call_name = "get_weather";
+  call.call_arguments = R"({"city":"Rome","days":3})";
+  const vkstream::Event c = vkstream::parse_event(vkstream::detail::unpack_value(vks::proto::encode_event(call)));
+  EXPECT_EQ(c.kind, vkstream::EventKind::kToolCall);
+  EXPECT_EQ(c.seq, 5);
+  EXPECT_EQ(c.tool_call.index, 1);
+  EXPECT_EQ(c.tool_call.id, call.call_id);
+  EXPECT_EQ(c.tool_call.name, "get_weather");
+  EXPECT_EQ(c.tool_call.arguments, call.call_arguments);
+  fin.reason = vks::proto::FinishReason::kToolCalls;
+  EXPECT_EQ(vkstream::parse_event(vkstream::detail::unpack_value(vks::proto::encode_event(fin))).finish_reason, "tool_calls");
 }
 
 TEST(WireCompat, ReplayAnswerCarriesEvents) {

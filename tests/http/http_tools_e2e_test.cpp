@@ -218,8 +218,22 @@ TEST_P(ToolsE2e, StreamedDeltasReassembleToTheWholeAnswer) {
   auto r = d().call("/v1/chat/completions", streamed_body);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
-  const json joined = reassemble(sse_events(r->body));
+  const std::vector<json> events = sse_events(r->body);
+  const json joined = reassemble(events);
   const json& message = whole["choices"][0]["message"];
+  // The first call's arguments came in fragments as they were generated (OpenAI's way): the first
+  // delta names the call, more than one carries arguments.
+  int argument_pieces = 0;
+  bool named_first = false;
+  for (const json& c : events) {
+    if (c["choices"].empty() || !c["choices"][0]["delta"].contains("tool_calls")) continue;
+    const json& fragment = c["choices"][0]["delta"]["tool_calls"][0];
+    if (fragment["index"] != 0) continue;
+    if (argument_pieces == 0) named_first = fragment.contains("id") && fragment["function"].contains("name");
+    if (fragment["function"].contains("arguments") && !fragment["function"]["arguments"].get<std::string>().empty()) ++argument_pieces;
+  }
+  EXPECT_TRUE(named_first) << r->body;
+  EXPECT_GT(argument_pieces, 1) << r->body;
   EXPECT_EQ(joined["finish_reason"], whole["choices"][0]["finish_reason"]);
   ASSERT_EQ(joined["tool_calls"].size(), message["tool_calls"].size()) << r->body;
   for (size_t i = 0; i < message["tool_calls"].size(); ++i) {
@@ -227,6 +241,39 @@ TEST_P(ToolsE2e, StreamedDeltasReassembleToTheWholeAnswer) {
     EXPECT_EQ(joined["tool_calls"][i]["type"], "function");
   }
   EXPECT_EQ(joined["content"], message["content"].is_null() ? "" : message["content"].get<std::string>());
+}
+
+// tool_choice "auto": a logit bias on Qwen's <tool_call> token makes the random model start a call
+// at once; from the marker on the lazy grammar holds it to a valid call (without it the random
+// model's gibberish after the marker would not parse and would come back as text).
+TEST_P(ToolsE2e, AutoCallsOnceStartedParseAndValidate) {
+  if (std::string(GetParam()) != "qwen") GTEST_SKIP() << "the Llama 3 vocabulary has no single token for the <tool_call> marker";
+  const json bias = {{"151657", 100}};  // <tool_call> (USER_DEFINED in the Qwen2.5 vocabulary)
+  for (int seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const json body = {{"messages", kAsk}, {"tools", kTools}, {"tool_choice", "auto"}, {"seed", seed},
+                       {"temperature", 1.0}, {"parallel_tool_calls", false}, {"logit_bias", bias}};
+    const json r = chat(body);
+    ASSERT_EQ(r["status"], 200) << r;
+    const json& choice = r["choices"][0];
+    const json calls = choice["message"].value("tool_calls", json::array());
+    ASSERT_EQ(calls.size(), 1u) << r;
+    EXPECT_EQ(choice["finish_reason"], "tool_calls") << r;
+    EXPECT_TRUE(choice["message"]["content"].is_null()) << r;
+    expect_valid_call(calls[0]);
+    if (seed > 1) continue;
+    json streamed_body = body;
+    streamed_body["stream"] = true;
+    streamed_body["model"] = d().name();
+    streamed_body["max_tokens"] = 160;
+    auto streamed = d().call("/v1/chat/completions", streamed_body);
+    ASSERT_TRUE(streamed);
+    ASSERT_EQ(streamed->status, 200) << streamed->body;
+    const json joined = reassemble(sse_events(streamed->body));
+    EXPECT_EQ(joined["finish_reason"], "tool_calls");
+    ASSERT_EQ(joined["tool_calls"].size(), 1u) << streamed->body;
+    EXPECT_EQ(joined["tool_calls"][0]["function"], calls[0]["function"]);
+  }
 }
 
 TEST_P(ToolsE2e, ToolResultsInTheHistoryAreRendered) {
@@ -340,6 +387,7 @@ TEST_P(ToolsE2e, AnthropicMessagesToolUse) {
     if (e["type"] == "content_block_start") blocks.push_back(e["content_block"]);
     if (e["type"] == "content_block_delta" && e["delta"]["type"] == "input_json_delta") {
       blocks.back()["partial"] = blocks.back().value("partial", "") + e["delta"]["partial_json"].get<std::string>();
+      blocks.back()["pieces"] = blocks.back().value("pieces", 0) + 1;
     }
     if (e["type"] == "message_delta") stop_reason = e["delta"]["stop_reason"];
   }
@@ -351,6 +399,7 @@ TEST_P(ToolsE2e, AnthropicMessagesToolUse) {
   ASSERT_EQ(blocks.size(), 1u) << r->body;
   EXPECT_EQ(blocks[0]["name"], block["name"]);
   EXPECT_EQ(json::parse(blocks[0]["partial"].get<std::string>()), block["input"]);
+  EXPECT_GT(blocks[0]["pieces"].get<int>(), 1) << r->body;  // the input streamed as it was generated
 
   json history = body;
   history["tool_choice"] = {{"type", "auto"}};

@@ -293,6 +293,37 @@ TEST(Events, InfiniteLogprobRoundTrips) {
   EXPECT_TRUE(std::isinf(out.logprobs[0].top[1].logprob));
 }
 
+TEST(Events, ToolCallRoundTripsAndFinishesWithToolCalls) {
+  StreamEvent ev;
+  ev.type = StreamEventType::kToolCall;
+  ev.id = "r";
+  ev.seq = 4;
+  ev.call_index = 2;
+  ev.call_id = "call_r_2";
+  ev.call_name = "get_weather";
+  ev.call_arguments = R"({"city":"Paris","days":1})";
+  Result<ServerMessage> m = parse_server_message(encode_event(ev));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(answer_type_name(m->body), "tool_call");
+  const StreamEvent& out = std::get<StreamEvent>(m->body);
+  EXPECT_EQ(out.type, StreamEventType::kToolCall);
+  EXPECT_EQ(out.seq, 4);
+  EXPECT_EQ(out.call_index, 2);
+  EXPECT_EQ(out.call_id, ev.call_id);
+  EXPECT_EQ(out.call_name, ev.call_name);
+  EXPECT_EQ(out.call_arguments, ev.call_arguments);
+
+  StreamEvent fin;
+  fin.type = StreamEventType::kFinished;
+  fin.id = "r";
+  fin.reason = FinishReason::kToolCalls;
+  Result<ServerMessage> f = parse_server_message(encode_event(fin));
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_EQ(std::get<StreamEvent>(f->body).reason, FinishReason::kToolCalls);
+  EXPECT_EQ(finish_reason_wire_name(FinishReason::kToolCalls), "tool_calls");
+
+}
+
 TEST(Events, FinishedTimingsKeepTheDraftCounters) {
   StreamEvent ev;
   ev.type = StreamEventType::kFinished;

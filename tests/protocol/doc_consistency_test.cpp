@@ -47,12 +47,12 @@ TEST(ProtocolDoc, DocumentsEveryRequestEventAndReason) {
     EXPECT_NE(doc.find(cat({"`", request_type_name(b), "`\n"})), std::string::npos) << request_type_name(b);
   }
   for (auto t : {StreamEventType::kQueued, StreamEventType::kScheduled, StreamEventType::kPreempted,
-                 StreamEventType::kToken, StreamEventType::kError, StreamEventType::kFinished}) {
+                 StreamEventType::kToken, StreamEventType::kError, StreamEventType::kFinished, StreamEventType::kToolCall}) {
     EXPECT_NE(doc.find("### 5."), std::string::npos);
     EXPECT_NE(doc.find(cat({"`", stream_event_name(t), "`"})), std::string::npos) << stream_event_name(t);
   }
   for (auto r : {FinishReason::kStop, FinishReason::kLength, FinishReason::kCancelled, FinishReason::kDeadline,
-                 FinishReason::kError}) {
+                 FinishReason::kError, FinishReason::kToolCalls}) {
     EXPECT_NE(doc.find(cat({"`\"", finish_reason_wire_name(r), "\"`"})), std::string::npos)
         << finish_reason_wire_name(r);
   }

@@ -292,6 +292,9 @@ Completion Client::generate(const GenerateOptions& options, const std::function<
       case EventKind::kError:
         failure.emplace(ev->error_code, ev->error_message, ev->raw.get_string("field"), ev->id);
         break;
+      case EventKind::kToolCall:
+        c.tool_calls.push_back(ev->tool_call);
+        break;
       case EventKind::kFinished:
         c.finish_reason = ev->finish_reason;
         c.usage = ev->usage;

@@ -27,6 +27,7 @@ EventKind kind_of(const std::string& type) {
   if (type == "scheduled") return EventKind::kScheduled;
   if (type == "preempted") return EventKind::kPreempted;
   if (type == "error") return EventKind::kError;
+  if (type == "tool_call") return EventKind::kToolCall;
   return EventKind::kOther;
 }
 
@@ -67,6 +68,9 @@ Event parse_event(const Value& map) {
   }
   ev.error_code = map.get_string("code");
   ev.error_message = map.get_string("message");
+  if (ev.kind == EventKind::kToolCall) {
+    ev.tool_call = {map.get_int("index"), map.get_string("call_id"), map.get_string("name"), map.get_string("arguments")};
+  }
   ev.raw = map;
   return ev;
 }

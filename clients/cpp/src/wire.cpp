@@ -80,9 +80,13 @@ std::string encode_generate(const GenerateOptions& options, int64_t tag) {
   // A chat: the generation fields without the prompt, plus the conversation.
   vks::proto::ChatRequest chat;
   chat.generate = to_wire(options);
-  for (const ChatMessage& m : options.messages) chat.messages.push_back({m.role, m.content});
+  for (const ChatMessage& m : options.messages) chat.messages.push_back({m.role, m.content, m.tool_calls, m.tool_call_id, m.name});
   chat.add_generation_prompt = options.add_generation_prompt.value_or(true);
   chat.chat_template = options.chat_template;
+  chat.tools = options.tools;
+  chat.tool_choice = options.tool_choice;
+  chat.tool_name = options.tool_name;
+  chat.parallel_tool_calls = options.parallel_tool_calls;
   return vks::proto::encode_request(vks::proto::RequestBody(std::move(chat)), vks::proto::Tag::of(tag));
 }
 

@@ -85,6 +85,30 @@ class FramingTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             generate_request("hi", json_schema=3)
 
+    def test_chat_request_tools_and_tool_turns(self):
+        tools = [{"type": "function", "function": {"name": "w", "parameters": {"type": "object"}}}]
+        calls = [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]
+        req = vkstream.protocol.chat_request(
+            [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": calls},
+             {"role": "tool", "content": "sunny", "tool_call_id": "c1", "name": "w"}],
+            tools=tools, tool_choice="function", tool_name="w", parallel_tool_calls=False)
+        self.assertEqual(json.loads(req["tools"]), tools)  # sent as JSON text
+        self.assertEqual((req["tool_choice"], req["tool_name"], req["parallel_tool_calls"]), ("function", "w", False))
+        self.assertEqual(req["messages"][1]["content"], "")
+        self.assertEqual(json.loads(req["messages"][1]["tool_calls"]), calls)
+        self.assertEqual((req["messages"][2]["tool_call_id"], req["messages"][2]["name"]), ("c1", "w"))
+        self.assertNotIn("tools", vkstream.protocol.chat_request([("user", "hi")]))
+
+    def test_completion_collects_tool_call_events(self):
+        done = vkstream.client.Completion("r")
+        for event in ({"type": "token", "id": "r", "seq": 0, "ids": [1], "text": "<tool_call>..."},
+                      {"type": "tool_call", "id": "r", "seq": 1, "index": 0, "call_id": "call_r_0", "name": "w",
+                       "arguments": "{}"},
+                      {"type": "finished", "id": "r", "seq": 2, "reason": "tool_calls"}):
+            done.add(vkstream.protocol.Message(event))
+        self.assertEqual(done.tool_calls, [{"index": 0, "id": "call_r_0", "name": "w", "arguments": "{}"}])
+        self.assertEqual(done.finish_reason, "tool_calls")
+
     def test_seq_tracker(self):
         t = SeqTracker()
         self.assertEqual(t.classify({"seq": 0}), SeqTracker.NEW)

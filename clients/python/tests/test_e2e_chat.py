@@ -56,6 +56,9 @@ class ModelDaemon:
     def client(self):
         return vkstream.Client.unix(self.socket, timeout=60)
 
+    def socket_dir_pub(self):
+        return "ipc://" + os.path.join(self.dir, "pub.zmq")
+
     def stop(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -175,6 +178,75 @@ class ChatEndOfTurnTest(unittest.TestCase):
 
     def test_qwen_stops_at_im_end(self):
         self.run_model("qwen2-vocab.gguf", "<|im_end|>", bos_by_default=False)
+
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"enum": ["Paris", "Rome"]},
+                                     "days": {"type": "integer", "minimum": 1, "maximum": 9}},
+    "required": ["city", "days"], "additionalProperties": False}}}]
+
+
+class ChatToolEventsTest(unittest.TestCase):
+    """A chat with tools over the Unix socket: a logit bias on Qwen's <tool_call> token makes the
+    random model start a call at once, the lazy grammar of tool_choice auto holds it to a valid
+    call, and the reply's call arrives as a tool_call event (index, id, name, arguments) on the
+    connection and on the request's PUB topic, before a finished event with reason tool_calls."""
+
+    def test_tool_call_events_on_the_socket_and_the_pub_topic(self):
+        import json
+        require(daemon_path(), "daemon")
+        make_model = tool_path("vks-make-model")
+        require(make_model, "vks-make-model")
+        vocab = os.path.join(models_dir(), "qwen2-vocab.gguf")
+        require(vocab, "vocabulary")
+        folder = tempfile.mkdtemp(prefix="vks-chat-tools-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        model = os.path.join(folder, "model.gguf")
+        subprocess.run([make_model, "--dim", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1", "--hidden", "64",
+                        "--context", "1024", "--tied", "--vocab-from", vocab, "-q", "-o", model], check=True)
+        daemon = ModelDaemon(model)
+        self.addCleanup(daemon.stop)
+        with daemon.client() as c:
+            marker = c.tokenize("<tool_call>", add_bos=False, parse_special=True)
+            self.assertEqual(len(marker), 1)
+            messages = [{"role": "user", "content": "Weather in Rome?"}]
+            for seed in (1, 2):
+                stream = c.chat(messages, tools=TOOLS, parallel_tool_calls=False, seed=seed, temperature=1.0,
+                                max_tokens=120, logit_bias={marker[0]: 100.0})
+                done = stream.result()
+                self.assertEqual(done.finish_reason, "tool_calls", done.text)
+                self.assertEqual(len(done.tool_calls), 1, done.text)
+                call = done.tool_calls[0]
+                self.assertEqual(call["index"], 0)
+                self.assertEqual(call["id"], "call_%s_0" % stream.id)
+                self.assertEqual(call["name"], "get_weather")
+                args = json.loads(call["arguments"])
+                self.assertEqual(set(args), {"city", "days"})
+                self.assertIn(args["city"], ("Paris", "Rome"))
+                self.assertTrue(1 <= args["days"] <= 9)
+                self.assertTrue(done.text.startswith("<tool_call>"), done.text)
+                # The event follows the token that closed the call's JSON (the close marker may follow).
+                types = [e.type for e in done.events]
+                self.assertEqual(types.count("tool_call"), 1)
+                at = types.index("tool_call")
+                self.assertEqual(types[at - 1], "token")
+                self.assertEqual(types[-1], "finished")
+                before = "".join(e.text for e in done.events[:at] if e.type == "token")
+                self.assertLess(done.text.rindex("}"), len(before), done.text)  # the call's JSON closed
+                self.assertTrue(len(before) < len(done.text) or types[at + 1] == "finished")
+                self.assertEqual([e.seq for e in done.events], list(range(len(done.events))))
+
+                # The PUB topic (re-published from seq 0 to a late subscriber) has the same events.
+                with vkstream.Subscriber(daemon.socket_dir_pub(), client=c, timeout=30) as sub:
+                    seen = list(sub.follow(stream.id))
+                # (re-published events are marked catchup)
+                self.assertEqual([{k: v for k, v in e.items() if k != "catchup"} for e in seen],
+                                 [dict(e) for e in done.events])
+
+            # Without tools the same bias is only text: no tool_call event, finish reason as ever.
+            done = c.chat(messages, seed=1, temperature=1.0, max_tokens=4, logit_bias={marker[0]: 100.0}).result()
+            self.assertEqual(done.tool_calls, [])
+            self.assertEqual(done.finish_reason, "length")
 
 
 if __name__ == "__main__":

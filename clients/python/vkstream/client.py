@@ -21,6 +21,7 @@ class Completion:
         self.usage = {}
         self.timings = {}
         self.logprobs = []
+        self.tool_calls = []  # a chat reply with tools: its tool_call events, in order
         self.events = []
 
     def add(self, event):
@@ -29,6 +30,9 @@ class Completion:
             self.ids.extend(event.ids or [])
             self.text += event.text or ""
             self.logprobs.extend(event.logprobs or [])
+        elif event.type == "tool_call":
+            self.tool_calls.append({"index": event.index, "id": event.call_id, "name": event.name,
+                                    "arguments": event.arguments})
         elif event.type == "finished":
             self.finish_reason = event.reason
             self.usage = event.usage or {}

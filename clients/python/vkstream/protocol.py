@@ -15,8 +15,8 @@ HEADER = struct.Struct(">I")
 TOPIC_RE = re.compile(r"^vks\.[0-9a-f]{32}$")
 CLIENT_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
-STREAM_EVENT_TYPES = frozenset({"queued", "scheduled", "preempted", "token", "error", "finished"})
-FINISH_REASONS = ("stop", "length", "cancelled", "deadline", "error")
+STREAM_EVENT_TYPES = frozenset({"queued", "scheduled", "preempted", "token", "error", "finished", "tool_call"})
+FINISH_REASONS = ("stop", "length", "cancelled", "deadline", "error", "tool_calls")
 
 # generate fields accepted by the server (section 3.2); used to catch typos early on the client.
 GENERATE_FIELDS = frozenset({
@@ -165,17 +165,29 @@ def generate_request(prompt=None, *, prompt_ids=None, **params):
     return req
 
 
-def chat_request(messages, *, add_generation_prompt=None, chat_template=None, **params):
+CHAT_TURN_FIELDS = ("tool_calls", "tool_call_id", "name", "reasoning_content")
+
+
+def chat_request(messages, *, add_generation_prompt=None, chat_template=None, tools=None, tool_choice=None,
+                 tool_name=None, parallel_tool_calls=None, **params):
     """The chat map: `messages` is a list of {"role": ..., "content": ...} dicts (or (role, content)
-    pairs); every generate parameter except prompt, prompt_ids and add_bos applies. The server renders
-    the model's chat template (or `chat_template`) and stops at the model's end-of-turn tokens."""
+    pairs; a dict's tool_calls, tool_call_id, name and reasoning_content go along); every generate
+    parameter except prompt, prompt_ids and add_bos applies. The server renders the model's chat
+    template (or `chat_template`) and stops at the model's end-of-turn tokens. `tools` (OpenAI-shaped
+    list, or its JSON text) offers tools: the reply's calls come as `tool_call` events."""
     for key in ("prompt", "prompt_ids", "add_bos"):
         if key in params:
             raise TypeError("chat takes messages, not %s" % key)
     turns = []
     for m in messages:
-        role, content = (m["role"], m["content"]) if isinstance(m, dict) else m
-        turns.append({"role": str(role), "content": str(content)})
+        role, content = (m["role"], m.get("content")) if isinstance(m, dict) else m
+        turn = {"role": str(role), "content": "" if content is None else str(content)}
+        if isinstance(m, dict):
+            for key in CHAT_TURN_FIELDS:
+                value = m.get(key)
+                if value is not None:
+                    turn[key] = json.dumps(value) if key == "tool_calls" and not isinstance(value, str) else str(value)
+        turns.append(turn)
     if not turns:
         raise TypeError("chat needs at least one message")
     req = generate_request("", **params)
@@ -186,6 +198,16 @@ def chat_request(messages, *, add_generation_prompt=None, chat_template=None, **
         req["add_generation_prompt"] = bool(add_generation_prompt)
     if chat_template is not None:
         req["chat_template"] = str(chat_template)
+    if tools is not None:
+        # As JSON text: key order is meaning (a schema's properties), and deep schemas would
+        # exceed the frame's nesting limit as msgpack maps.
+        req["tools"] = tools if isinstance(tools, str) else json.dumps(tools)
+    if tool_choice is not None:
+        req["tool_choice"] = str(tool_choice)
+    if tool_name is not None:
+        req["tool_name"] = str(tool_name)
+    if parallel_tool_calls is not None:
+        req["parallel_tool_calls"] = bool(parallel_tool_calls)
     return req
 
 

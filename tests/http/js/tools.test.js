@@ -75,9 +75,14 @@ test("openai: a required call comes back as message.tool_calls that validate", a
 test("openai: the SDK's stream accumulator rebuilds the same calls from the deltas", async () => {
   const whole = await openai.chat.completions.create(request);
   const stream = openai.chat.completions.stream({ ...request, stream: true });
+  let argumentPieces = 0;  // the arguments arrive in fragments as they are generated
+  stream.on("chunk", (chunk) => {
+    for (const t of chunk.choices[0]?.delta?.tool_calls ?? []) if (t.index === 0 && t.function?.arguments) argumentPieces += 1;
+  });
   const final = await stream.finalChatCompletion();
   const streamed = final.choices[0];
   assert.equal(streamed.finish_reason, "tool_calls");
+  assert.ok(argumentPieces > 1, `arguments in ${argumentPieces} piece(s)`);
   assert.deepEqual(streamed.message.tool_calls.map((t) => t.function), whole.choices[0].message.tool_calls.map((t) => t.function));
 });
 

@@ -29,6 +29,9 @@ Endpoint default_endpoint();
 struct ChatMessage {
   std::string role;     // "system", "user", "assistant", ...
   std::string content;
+  std::string tool_calls = {};    // an assistant turn's calls: JSON text [{"id", "type", "function": {...}}]
+  std::string tool_call_id = {};  // a "tool" turn: the call it answers
+  std::string name = {};          // a "tool" turn: the function's name
 };
 
 // embed (docs/PROTOCOL.md 3.11): one vector per text.
@@ -74,6 +77,12 @@ struct GenerateOptions {
   std::vector<ChatMessage> messages;
   std::optional<bool> add_generation_prompt;  // default true
   std::optional<std::string> chat_template;   // a Jinja template for this request only
+  // Chat with tools (docs/PROTOCOL.md 3.10): the reply's calls come as tool_call events
+  // (Completion::tool_calls). tools: JSON text of an OpenAI-shaped array ("" = none).
+  std::string tools;
+  std::string tool_choice;  // "" (auto), "auto", "none", "required", "function" (with tool_name)
+  std::string tool_name;
+  std::optional<bool> parallel_tool_calls;
   // The served model by name (docs/PROTOCOL.md 3.12): "" = the daemon's default. The first request
   // for a model that is not loaded waits for its load.
   std::string model;
@@ -104,7 +113,15 @@ struct TokenLogprobs {
   std::vector<TopLogprob> top;
 };
 
-enum class EventKind { kQueued, kScheduled, kPreempted, kToken, kFinished, kError, kOther };
+enum class EventKind { kQueued, kScheduled, kPreempted, kToken, kFinished, kError, kToolCall, kOther };
+
+// A tool call of a chat reply with tools (the `tool_call` event).
+struct ToolCall {
+  int64_t index = 0;      // its place in the reply: 0, 1, ...
+  std::string id;         // "call_<request id>_<index>"
+  std::string name;       // the function
+  std::string arguments;  // its arguments: JSON object text
+};
 
 // One stream event of a request (the same on the connection, the PUB topic and in `replay`).
 struct Event {
@@ -116,7 +133,8 @@ struct Event {
   std::vector<int32_t> ids;            // token
   std::string text;                    // token: UTF-8 text delta
   std::vector<TokenLogprobs> logprobs; // token, when requested
-  std::string finish_reason;           // finished: stop, length, cancelled, deadline, error
+  std::string finish_reason;           // finished: stop, length, cancelled, deadline, error, tool_calls
+  ToolCall tool_call;                  // tool_call
   Usage usage;                         // finished
   Timings timings;                     // finished
   std::string error_code;              // error
@@ -173,6 +191,7 @@ struct Completion {
   std::string finish_reason;
   Usage usage;
   Timings timings;
+  std::vector<ToolCall> tool_calls;  // a chat reply with tools: its calls (text holds the raw reply)
 };
 
 struct Hello {
