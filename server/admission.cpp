@@ -22,7 +22,7 @@ std::optional<Daemon::Admission> Daemon::admission_check(const ClientRef& from, 
                                       "this connection already has " + std::to_string(limits_.max_requests_per_connection) +
                                           " running requests (max_requests_per_connection)");
     refused.retry_after_ms = 100;
-  } else if (!id.empty() && (registry_.contains(id) || pending_embeds_.count(id) > 0)) {
+  } else if (!id.empty() && (registry_.contains(id) || pending_embeds_.count(id) > 0 || preparing_.contains(id))) {
     refused.error = proto::make_error(proto::WireError::kAlreadyExists,
                                       "request id '" + id + "' is already live or retained; choose another", "id");
     refused.error_id = id;
