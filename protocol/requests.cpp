@@ -119,9 +119,10 @@ bool read_ranged(MapReader& r, const ParamRange& range, std::optional<double>& o
   double v = 0;
   if (!detail::as_double(*o, v)) return r.fail_type(range.name, "number");
   if (!range.contains(v)) {
+    // The shortest text that reads back as v: "%g" said "got 100" for 100.0001 against "(0, 100]".
     char got[32];
-    std::snprintf(got, sizeof got, "%g", v);
-    return r.fail(WireError::kInvalidField, range.name, range.violation(got));
+    const auto [end, ec] = std::to_chars(got, got + sizeof got, v);
+    return r.fail(WireError::kInvalidField, range.name, range.violation(std::string(got, ec == std::errc() ? end : got)));
   }
   out = v;
   return true;
