@@ -30,6 +30,7 @@ struct GenerateJob {
   bool detached = false;  // survives the submitting connection's close
   bool stream = true;     // events go to the submitting connection (else only `accepted`)
   std::chrono::steady_clock::time_point arrived{};  // when the server got it (a model load it waited for counts)
+  int32_t max_context_tokens = 0;  // the request's own context (0 = the model's): context_bound.h
 };
 GenerateJob to_generate_job(const proto::GenerateRequest& wire,
                             std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
