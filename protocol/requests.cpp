@@ -119,9 +119,10 @@ bool read_ranged(MapReader& r, const ParamRange& range, std::optional<double>& o
   double v = 0;
   if (!detail::as_double(*o, v)) return r.fail_type(range.name, "number");
   if (!range.contains(v)) {
+    // The shortest text that reads back as v: "%g" said "got 100" for 100.0001 against "(0, 100]".
     char got[32];
-    std::snprintf(got, sizeof got, "%g", v);
-    return r.fail(WireError::kInvalidField, range.name, range.violation(got));
+    const auto [end, ec] = std::to_chars(got, got + sizeof got, v);
+    return r.fail(WireError::kInvalidField, range.name, range.violation(std::string(got, ec == std::errc() ? end : got)));
   }
   out = v;
   return true;
@@ -215,6 +216,7 @@ Result<GenerateRequest> parse_generate(MapReader& r, const ProtocolLimits& limit
   const int32_t max_tokens_cap = limits.max_tokens > 0 ? limits.max_tokens : param_default::kMaxTokensCap;
   if (!read_opt_i32(r, "max_tokens", g.max_tokens, 1, max_tokens_cap)) return fail();
   if (!read_opt_i32(r, "min_tokens", g.min_tokens, 0, max_tokens_cap)) return fail();
+  if (!read_opt_i32(r, "max_context_tokens", g.max_context_tokens, 2, std::numeric_limits<int32_t>::max())) return fail();  // a token to prompt, one to generate
   // Unset max_tokens: generate until the context is full (the engine checks min_tokens against the
   // room left once it knows the prompt's length).
   if (g.max_tokens && g.min_tokens.value_or(0) > *g.max_tokens) {
@@ -528,6 +530,7 @@ void encode_generate(detail::MapWriter& w, const GenerateRequest& g, bool with_p
   }
   put_optional(w, "max_tokens", g.max_tokens);
   put_optional(w, "min_tokens", g.min_tokens);
+  put_optional(w, "max_context_tokens", g.max_context_tokens);
   put_optional(w, "temperature", g.temperature);
   put_optional(w, "top_k", g.top_k);
   put_optional(w, "top_p", g.top_p);

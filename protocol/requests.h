@@ -30,6 +30,9 @@ struct GenerateRequest {
   std::optional<bool> add_bos;
   std::optional<int32_t> max_tokens;
   std::optional<int32_t> min_tokens;
+  // The request's own context: prompt and generated tokens together (Ollama's options.num_ctx);
+  // at most the model's KV pool (hello's max_prompt_tokens), checked by the server. Absent: the pool.
+  std::optional<int32_t> max_context_tokens;
   std::optional<double> temperature;
   std::optional<int32_t> top_k;
   std::optional<double> top_p;

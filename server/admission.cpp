@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "protocol/topic.h"
+#include "server/context_bound.h"
 #include "server/daemon.h"
 
 namespace vks::server {
@@ -22,7 +23,7 @@ std::optional<Daemon::Admission> Daemon::admission_check(const ClientRef& from, 
                                       "this connection already has " + std::to_string(limits_.max_requests_per_connection) +
                                           " running requests (max_requests_per_connection)");
     refused.retry_after_ms = 100;
-  } else if (!id.empty() && (registry_.contains(id) || pending_embeds_.count(id) > 0)) {
+  } else if (!id.empty() && (registry_.contains(id) || pending_embeds_.count(id) > 0 || preparing_.contains(id))) {
     refused.error = proto::make_error(proto::WireError::kAlreadyExists,
                                       "request id '" + id + "' is already live or retained; choose another", "id");
     refused.error_id = id;
@@ -41,6 +42,18 @@ Daemon::Admission Daemon::admit_generate(const ClientRef& from, ModelSlot& model
   if (!model.loaded()) {  // cannot happen: a model is never unloaded while a request of it is prepared
     a.error = proto::make_error(proto::WireError::kInternal, "model '" + model.file.name + "' is not loaded", "model");
     return a;
+  }
+  if (job.max_context_tokens > 0) {  // the request's own context: its prompt's length is needed now
+    if (job.request.prompt_ids.empty()) tokenize_prompt(*model.served, job.request);  // short: cheap
+    if (std::optional<proto::ProtocolError> e =
+            bound_to_context(job.max_context_tokens, static_cast<int32_t>(job.request.prompt_ids.size()),
+                             model.served->engine->kv_capacity_tokens(), job.request.stop.max_tokens)) {
+      ++requests_rejected_;
+      spdlog::info("{}: generate rejected: {}", from.describe(), e->message);
+      a.error = std::move(*e);
+      a.error_id = job.request.id;
+      return a;
+    }
   }
   const bool with_logprobs = job.request.logprobs >= 0;
   const std::string chosen_id = job.request.id;

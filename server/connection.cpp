@@ -96,7 +96,7 @@ void Connection::fail(const proto::ProtocolError& error) {
 bool Connection::send(std::string_view payload) {
   if (closing_) return false;
   if (queued_bytes_ + payload.size() + proto::kFrameHeaderBytes > limits_.max_output_bytes) {
-    drop_slow_consumer();
+    drop_slow_consumer(payload.size() + proto::kFrameHeaderBytes);
     return false;
   }
   queue_frame(payload);
@@ -108,9 +108,10 @@ void Connection::send_unbounded(std::string_view payload) {
   queue_frame(payload);
 }
 
-void Connection::drop_slow_consumer() {
-  spdlog::warn("connection {}: {} bytes of output queued, above max_output_bytes {}: slow consumer, "
-               "closing it at once", id_, queued_bytes_, limits_.max_output_bytes);
+void Connection::drop_slow_consumer(size_t more) {
+  // Both figures: the queued bytes alone are under the limit (the frame that crosses it is not queued).
+  spdlog::warn("connection {}: {} bytes of output queued and a frame of {} more, above max_output_bytes {}: "
+               "slow consumer, closing it at once", id_, queued_bytes_, more, limits_.max_output_bytes);
   // Like redis's client output buffer hard limit: no flush (a client that does not read would never
   // take it), the queued output is freed, the close hook cancels the non-detached requests now.
   // The error frame can only go out at a frame boundary: when no write is in flight.

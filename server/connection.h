@@ -73,7 +73,7 @@ class Connection {
   void handle_bytes(std::string_view bytes);
   void queue_frame(std::string_view payload);
   void flush();
-  void drop_slow_consumer();
+  void drop_slow_consumer(size_t more);  // `more`: the frame that would have crossed the limit
   void close_handles();
 
   uv_pipe_t pipe_{};

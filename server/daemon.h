@@ -30,6 +30,7 @@
 #include "server/model_pull.h"
 #include "server/model_set.h"
 #include "server/off_loop.h"
+#include "server/preparing_requests.h"
 #include "server/server_options.h"
 #include "server/stream_registry.h"
 #include "server/systemd_notify.h"
@@ -281,6 +282,7 @@ class Daemon {
     std::optional<EngineEvent> error;  // its kError, answered with the kFinished that follows
   };
   std::unordered_map<std::string, PendingEmbed> pending_embeds_;  // by request id
+  PreparingRequests preparing_;  // generations with a chosen id still prepared off the loop
 
   uv_async_t engine_async_{};
   std::shared_ptr<AsyncGuard> async_guard_ = std::make_shared<AsyncGuard>();

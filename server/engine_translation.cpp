@@ -61,6 +61,7 @@ GenerateJob to_generate_job(const proto::GenerateRequest& wire,
   job.detached = wire.is_detached();
   job.stream = wire.is_streamed();
   job.arrived = now;
+  job.max_context_tokens = wire.max_context_tokens.value_or(0);
   return job;
 }
 

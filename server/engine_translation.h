@@ -38,6 +38,7 @@ struct GenerateJob {
   // A msgpack chat request with tools: its reply's calls become tool_call events (its stream entry
   // takes it at admission; server/chat_tool_calls.h).
   std::shared_ptr<server::ChatToolCalls> tool_calls;
+  int32_t max_context_tokens = 0;  // the request's own context (0 = the model's): context_bound.h
 };
 GenerateJob to_generate_job(const proto::GenerateRequest& wire,
                             std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());

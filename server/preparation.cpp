@@ -21,23 +21,34 @@ void Daemon::prepare_off_loop(const ClientRef& from, ModelSlot& model, std::shar
   ModelSlot* slot = &model;  // stays: a model is never unloaded while its ServedModel is held
   auto prepared_error = std::make_shared<std::optional<proto::ProtocolError>>();
   auto compile_error = std::make_shared<std::string>();
-  // Set when the client goes away (OffLoop::forget): a render in progress stops.
-  auto cancel = stop_with_client ? std::make_shared<std::atomic<bool>>(false) : nullptr;
+  // Set when the client goes away (OffLoop::forget, unless the request outlives it) or when a
+  // cancel names the request's id (preparing_): a render in progress stops.
+  const std::string id = job->request.id;
+  auto stop = stop_with_client || !id.empty() ? std::make_shared<std::atomic<bool>>(false) : nullptr;
+  if (!id.empty() && !preparing_.add(id, stop)) {
+    const proto::ProtocolError taken = proto::make_error(
+        proto::WireError::kAlreadyExists, "request id '" + id + "' is already live or retained; choose another", "id");
+    return then(model, *job, &taken);
+  }
   off_loop_.run(
       &loop_, owner_key(from),
-      [served, job, prepare = std::move(prepare), prepared_error, compile_error, cancel] {
-        jinja::RenderScope renders(kRequestRenderTime, cancel.get());
+      [served, job, prepare = std::move(prepare), prepared_error, compile_error, stop] {
+        jinja::RenderScope renders(kRequestRenderTime, stop.get());
         *prepared_error = prepare(*served, job->request);
         if (!*prepared_error) served->engine->prepare_constraint(job->request, *compile_error);  // thread-safe
       },
       [this, from, job, served, slot, prepared_error, compile_error, still_wanted = std::move(still_wanted),
-       then = std::move(then)](std::exception_ptr error) {
+       then = std::move(then), id](std::exception_ptr error) {
+        const bool cancelled = !id.empty() && preparing_.finish(id);
         if (!handles_open_ || !still_wanted()) {  // shut down, or the client went away: nothing started
           spdlog::debug("{}: gone while its request was prepared; request dropped", from.describe());
           return;
         }
         std::optional<proto::ProtocolError> failure;
-        if (error) {
+        if (cancelled) {  // whatever the preparation made of it (its render stopped midway, most likely)
+          failure = proto::make_error(proto::WireError::kCancelled,
+                                      "request '" + id + "' was cancelled while it was prepared", "id");
+        } else if (error) {
           failure = proto::make_error(proto::WireError::kInternal, "preparing the request failed: " + what_of(error), "prompt");
         } else if (*prepared_error) {
           failure = std::move(*prepared_error);
@@ -55,7 +66,7 @@ void Daemon::prepare_off_loop(const ClientRef& from, ModelSlot& model, std::shar
         if (job->request.prompt_ids.empty()) job->request.prompt_ids_from_text = false;
         then(*slot, *job, nullptr);
       },
-      cancel, cost);
+      stop_with_client ? stop : nullptr, cost);
 }
 
 void Daemon::prepare_embed(const ClientRef& from, ModelSlot& model, std::shared_ptr<EmbedRequest> request,

@@ -128,6 +128,11 @@ void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::C
     reply(from, proto::encode_answer(proto::CancelledAnswer{r.id}, tag));
     return;
   }
+  if (preparing_.cancel(r.id)) {  // not admitted yet: it ends cancelled when its preparation stops
+    spdlog::info("{}: cancel {} (while it is prepared)", from.describe(), r.id);
+    reply(from, proto::encode_answer(proto::CancelledAnswer{r.id}, tag));
+    return;
+  }
   StreamEntry* e = registry_.find(r.id);
   if (e == nullptr || e->state == proto::RequestState::kFinished) {
     reply_error(from, tag, proto::WireError::kNotFound,

@@ -161,7 +161,10 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
       ->check(CLI::IsMember({"f16", "q8_0"}));
   app.add_option("--kv-type-v", o.kv_type_v, "KV cache type of the values alone (overrides --kv-type)")
       ->check(CLI::IsMember({"f16", "q8_0"}));
-  app.add_option("--kv-tokens", o.kv_tokens, "KV cache capacity in tokens (0 = runner default)")
+  app.add_option("-c,--ctx-size,--kv-tokens", o.kv_tokens,
+                 "each model's KV pool in tokens, shared by its concurrent sequences as in llama.cpp's server "
+                 "(rounded up to whole 16-token blocks); one request's prompt + max_tokens must fit in it "
+                 "(0 = sized from a 256 MiB budget)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--max-batched-tokens", o.max_batched_tokens)->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();

@@ -1,6 +1,7 @@
 #include "engine/sched/request_validation.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <string>
 
@@ -11,7 +12,12 @@ namespace vks::sched {
 namespace {
 Rejection invalid(std::string msg) { return Rejection{ErrorCode::kInvalidArgument, std::move(msg)}; }
 bool in_range(float v, float lo, float hi) { return v >= lo && v <= hi; }  // false for NaN
-std::string num(float v) { return std::to_string(v); }
+// The shortest text that reads back as v ("100.0001", not to_string's "100.000099").
+std::string num(float v) {
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, v);
+  return ec == std::errc() ? std::string(text, end) : std::to_string(v);
+}
 }  // namespace
 
 bool valid_request_id(std::string_view id) {
@@ -97,7 +103,7 @@ std::optional<Rejection> check_params(const GenerateRequest& r, const SubmitLimi
   if (r.priority < kMinPriority || r.priority > kMaxPriority) {
     return invalid("priority: must be in [-1000, 1000], got " + std::to_string(r.priority));
   }
-  if (r.prompt_ids.empty() && r.prompt_text.empty()) return invalid("prompt: empty (give prompt_text or prompt_ids)");
+  if (r.prompt_ids.empty() && r.prompt_text.empty()) return invalid("prompt: empty (give prompt or prompt_ids)");
   return std::nullopt;
 }
 

@@ -33,7 +33,13 @@ ApiError api_error_from_wire(const proto::ProtocolError& error, int32_t retry_af
   e.param = api_name(error.field, param_names);
   e.message = error.message;
   if (!e.param.empty() && e.param != error.field && !error.field.empty()) {
-    e.message += " (wire field '" + error.field + "')";
+    // A message led by the wire's name ("json_schema: ...") is led by the client's ("format: ...");
+    // an Ollama error has no param, only its message, to say which field it was.
+    if (e.message.rfind(error.field + ": ", 0) == 0) {
+      e.message = e.param + e.message.substr(error.field.size());
+    } else {
+      e.message += " (wire field '" + error.field + "')";
+    }
   }
   switch (error.code) {
     case proto::WireError::kNotFound: e.status = 404; break;

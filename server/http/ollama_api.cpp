@@ -42,7 +42,8 @@ const std::map<std::string, std::string>& ollama_param_names() {
       {"min_p", "options.min_p"},                   {"seed", "options.seed"},
       {"stop", "options.stop"},                     {"repetition_penalty", "options.repeat_penalty"},
       {"presence_penalty", "options.presence_penalty"}, {"frequency_penalty", "options.frequency_penalty"},
-      {"penalty_last_n", "options.repeat_last_n"},  {"prompt_ids", "context"}, {"json_schema", "format"}};
+      {"penalty_last_n", "options.repeat_last_n"},  {"prompt_ids", "context"}, {"json_schema", "format"},
+      {"max_context_tokens", "options.num_ctx"}};
   return names;
 }
 
@@ -74,7 +75,7 @@ std::optional<ApiError> map_ollama_common(const JsonBody& body, const ModelCatal
              {"temperature", "temperature"}, {"top_k", "top_k"}, {"top_p", "top_p"}, {"min_p", "min_p"},
              {"seed", "seed"}, {"stop", "stop"}, {"repeat_penalty", "repetition_penalty"},
              {"presence_penalty", "presence_penalty"}, {"frequency_penalty", "frequency_penalty"},
-             {"repeat_last_n", "penalty_last_n"}}) {
+             {"repeat_last_n", "penalty_last_n"}, {"num_ctx", "max_context_tokens"}}) {
       copy_field(o, api, w, wire);
     }
     if (auto np = o.find("num_predict"); np != o.end() && !np->is_null()) {

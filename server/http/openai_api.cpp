@@ -155,12 +155,12 @@ std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const Json
   if (!w.contains("max_tokens")) w["max_tokens"] = 16;  // OpenAI's default for completions
   copy_field(body, "add_bos", w, "add_bos");
   if (auto it = body.find("logprobs"); it != body.end() && !it->is_null()) {
-    if (it->is_boolean()) {
-      out.logprobs = it->get<bool>() ? 0 : -1;
-    } else if (it->is_number_integer() && it->get<int64_t>() >= 0 && it->get<int64_t>() <= 20) {
+    // An integer here (the legacy completions API); `true` is /v1/chat/completions' form, with
+    // top_logprobs beside it, and was taken for 0 although the documentation says 0..20.
+    if (it->is_number_integer() && it->get<int64_t>() >= 0 && it->get<int64_t>() <= 20) {
       out.logprobs = static_cast<int32_t>(it->get<int64_t>());
     } else {
-      return bad_field("logprobs must be an integer 0..20 (alternatives per token)", "logprobs");
+      return bad_field("logprobs must be an integer 0..20 (alternatives per token) on /v1/completions", "logprobs");
     }
     if (out.logprobs >= 0) w["logprobs"] = out.logprobs;
   }

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <regex>
 #include <thread>
 
 #include "protocol/protocol.h"
@@ -155,6 +156,13 @@ TEST(ServerLimitsTest, ConfiguredLimitsAreReportedAndEnforced) {
     dropped = daemon.log().find("slow consumer") != std::string::npos;
   }
   ASSERT_TRUE(dropped) << daemon.log();
+  {  // Issue 37: its log line said a queued size under the limit (the crossing frame is not queued).
+    std::smatch m;
+    const std::string log = daemon.log();
+    ASSERT_TRUE(std::regex_search(log, m, std::regex(R"((\d+) bytes of output queued and a frame of (\d+) more, above max_output_bytes (\d+))")))
+        << log;
+    EXPECT_GT(std::stoull(m[1]) + std::stoull(m[2]), std::stoull(m[3])) << m[0];
+  }
   for (int i = 0; i < kSlowRequests; ++i) {
     proto::StatusAnswer status;
     for (int tries = 0; tries < 200; ++tries) {

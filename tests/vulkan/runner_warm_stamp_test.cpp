@@ -58,7 +58,12 @@ TEST(WarmStamp, OnlyForACpuDeviceWithMesasCachePlacedAndEnabled) {
     EXPECT_EQ(warm_stamp_path(cpu, 42), "");
   }
   {
-    ScopedEnv unset("MESA_SHADER_CACHE_DIR", "");
+    ScopedEnv unset("MESA_SHADER_CACHE_DIR", nullptr);
+    ASSERT_EQ(std::getenv("MESA_SHADER_CACHE_DIR"), nullptr);
+    EXPECT_EQ(warm_stamp_path(cpu, 42), "");
+  }
+  {
+    ScopedEnv empty("MESA_SHADER_CACHE_DIR", "");
     EXPECT_EQ(warm_stamp_path(cpu, 42), "");
   }
   EXPECT_FALSE(warm_stamp_present(""));
