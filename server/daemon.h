@@ -192,6 +192,7 @@ class Daemon {
   void with_model_for(const ClientRef& from, const proto::Tag& tag, const std::string& name,
                       std::optional<double> keep_alive, std::function<void(ModelSlot&)> then);
   void start_load(ModelSlot& slot);
+  uint64_t kv_pool_estimate(const ModelSlot& slot) const;  // before its load: --ctx-size's pool, else the default
   void on_model_loaded(const std::string& name, std::shared_ptr<ServedModel> served, std::exception_ptr error,
                        std::chrono::steady_clock::time_point started);
   void unload_now(ModelSlot& slot, const char* why);

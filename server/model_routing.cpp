@@ -209,10 +209,21 @@ void Daemon::with_model_for(const ClientRef& from, const proto::Tag& tag, const 
              });
 }
 
+uint64_t Daemon::kv_pool_estimate(const ModelSlot& slot) const {
+  // --ctx-size N: N tokens of keys and values in every layer, at 4 bytes a value (the CPU
+  // backend's F32 pool; a GPU's F16 pool takes half), from the header's shapes.
+  const proto::ModelInfo& h = slot.header.value_or(proto::ModelInfo{});
+  if (options_.kv_tokens <= 0 || h.n_layers <= 0 || h.n_kv_heads <= 0 || h.head_dim <= 0) {
+    return RunnerOptions{}.kv_budget_bytes;  // the pool the runner sizes by default
+  }
+  return static_cast<uint64_t>(options_.kv_tokens) * static_cast<uint64_t>(h.n_layers) * 2 *
+         static_cast<uint64_t>(h.n_kv_heads) * static_cast<uint64_t>(h.head_dim) * 4;
+}
+
 void Daemon::start_load(ModelSlot& slot) {
   // Before a load, what the model will hold: its weights, and the KV pool the runner sizes by default.
   // It goes where the device probe said models go (a discrete GPU's heap, else host memory).
-  const ModelCost estimate{slot.file.size_bytes + RunnerOptions{}.kv_budget_bytes, residency_.max_device_bytes != 0};
+  const ModelCost estimate{slot.file.size_bytes + kv_pool_estimate(slot), residency_.max_device_bytes != 0};
   const std::optional<std::vector<std::string>> evict = evictions_for(models_.resident(), estimate, residency_);
   if (!evict) {
     const proto::ProtocolError e = proto::make_error(
