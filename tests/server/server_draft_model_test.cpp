@@ -82,5 +82,19 @@ TEST(ServerDraftModel, AnotherVocabularyIsRefusedAtStartup) {
   EXPECT_NE(log.find("same vocabulary"), std::string::npos) << log;
 }
 
+// A draft slot rolls back by keeping a KV prefix: a model with recurrent layers cannot draft.
+TEST(ServerDraftModel, ARecurrentDraftModelIsRefusedAtStartup) {
+  TempDir dir;
+  DaemonProcess daemon;
+  DaemonConfig config;
+  config.dir = dir.path;
+  config.with_model = false;
+  const std::string hybrid = model_path("qwen35-tiny.gguf");
+  config.extra_args = {"--model", hybrid, "--draft-model", hybrid, "--cpu"};
+  daemon.start(config);
+  EXPECT_NE(daemon.wait_exit(40), 0) << daemon.log();
+  EXPECT_NE(daemon.log().find("has recurrent layers"), std::string::npos) << daemon.log();
+}
+
 }  // namespace
 }  // namespace vks::test
