@@ -154,6 +154,7 @@ Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel pinned, std::sh
   for (ModelSlot* slot : models_.loaded()) slot->served->engine->set_event_notifier(engine_notifier());
   loader_ = std::make_unique<ModelLoader>(&loop_);
   probe_device_budget();
+  read_templates();
   start_puller();
   try {
     setup_sockets(fds);

@@ -205,6 +205,8 @@ class Daemon {
   bool rescan_models();  // false when nothing changed
   // Reads the GGUF headers of the models listed but not loaded: at once (`now`, at startup) or off the loop.
   void read_headers(bool now);
+  // Reads off the loop the chat templates that the start-up header reads left out.
+  void read_templates();
   void note_use(ModelSlot& slot, std::optional<double> keep_alive);
   // How long a request that arrived at `arrived` waited for `slot` to load (0: it was loaded).
   static double load_wait_ms(const ModelSlot& slot, std::chrono::steady_clock::time_point arrived);

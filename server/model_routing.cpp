@@ -76,18 +76,24 @@ struct Header {
   std::shared_ptr<const chat::ModelChatTemplate> chat_template;
 };
 
-// The GGUF's metadata only (mmap: the weights are not read); throws on a bad file. Its chat
-// template too (probe renders bounded by the load's 2 s), so that a listing tells whether the
-// model calls tools or thinks before it is loaded; a template that cannot be read leaves that to the load.
-Header read_header(const std::string& path) {
+// The model's chat template (probe renders bounded by the load's 2 s), so that a listing tells
+// whether the model calls tools or thinks before it is loaded; null when it cannot be read (the
+// load will say why).
+std::shared_ptr<const chat::ModelChatTemplate> read_template(const gguf::GgufFile& file) {
+  try {
+    return std::make_shared<const chat::ModelChatTemplate>(chat::load_model_chat_template(file));
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+// The GGUF's metadata only (mmap: the weights are not read); throws on a bad file. With its chat
+// template unless `with_template` is false (at start-up, where the renders would delay serving).
+Header read_header(const std::string& path, bool with_template) {
   const gguf::GgufFile file = gguf::GgufFile::open(path);
   const LlamaConfig config = LlamaConfig::from_gguf(file);
-  Header h{model_info_from(config, nullptr, ""), config.quantization, nullptr};
-  try {
-    h.chat_template = std::make_shared<const chat::ModelChatTemplate>(chat::load_model_chat_template(file));
-  } catch (const std::exception&) {
-  }
-  return h;
+  return Header{model_info_from(config, nullptr, ""), config.quantization,
+                with_template ? read_template(file) : nullptr};
 }
 
 }  // namespace
@@ -98,7 +104,7 @@ void Daemon::read_headers(bool now) {
     if (slot.header || slot.header_pending || slot.loaded()) continue;
     if (now) {
       try {
-        Header h = read_header(slot.file.path);
+        Header h = read_header(slot.file.path, /*with_template=*/false);  // read_templates() follows
         slot.header = std::move(h.info);
         slot.header_quantization = std::move(h.quantization);
         slot.header_template = std::move(h.chat_template);
@@ -111,7 +117,7 @@ void Daemon::read_headers(bool now) {
     slot.header_pending = true;
     auto result = std::make_shared<Header>();
     off_loop_.run(
-        &loop_, "models-catalogue", [result, path = slot.file.path] { *result = read_header(path); },
+        &loop_, "models-catalogue", [result, path = slot.file.path] { *result = read_header(path, true); },
         [this, result, name = slot.file.name, path = slot.file.path](std::exception_ptr error) {
           for (const auto& candidate : models_.slots()) {
             if (candidate->file.name != name || candidate->file.path != path) continue;
@@ -120,6 +126,19 @@ void Daemon::read_headers(bool now) {
             candidate->header_quantization = error ? std::string() : std::move(result->quantization);
             candidate->header_template = error ? nullptr : result->chat_template;
           }
+        });
+  }
+}
+
+void Daemon::read_templates() {
+  for (const auto& s : models_.slots()) {
+    if (!s->header || s->header_template || s->loaded()) continue;
+    auto tmpl = std::make_shared<std::shared_ptr<const chat::ModelChatTemplate>>();
+    off_loop_.run(
+        &loop_, "models-catalogue", [tmpl, path = s->file.path] { *tmpl = read_template(gguf::GgufFile::open(path)); },
+        [this, tmpl, name = s->file.name, path = s->file.path](std::exception_ptr error) {
+          ModelSlot* slot = models_.named(name);
+          if (!error && slot != nullptr && slot->file.path == path) slot->header_template = *tmpl;
         });
   }
 }
@@ -321,6 +340,7 @@ std::string Daemon::budget_text() const {
 }
 
 void Daemon::probe_device_budget() {
+  if (options_.force_cpu) return;  // models live in host memory
   RunnerOptions ro;
   ro.device = options_.device;
   ro.force_cpu = options_.force_cpu;

@@ -171,8 +171,14 @@ test("ollama: show answers a loaded model's details; an unknown name is 404 list
 });
 
 // What a model can do is known before it loads: its template is read with its header.
+// Templates are read off the loop after start (so that many files do not delay serving): poll show
+// until they are in (the deadline only keeps a broken daemon from hanging the test).
 test("ollama: show lists a model's capabilities before it is loaded", async () => {
-  const show = await ollama.show({ model: "qwen-chat" });
+  let show = await ollama.show({ model: "qwen-chat" });
+  for (const deadline = Date.now() + 10000; !show.capabilities.includes("tools") && Date.now() < deadline;) {
+    await new Promise((ok) => setTimeout(ok, 50));
+    show = await ollama.show({ model: "qwen-chat" });
+  }
   assert.ok(show.capabilities.includes("tools"), JSON.stringify(show.capabilities));
   assert.ok(!(await loadedNames()).includes("qwen-chat"));  // show did not load it
   const stories = await ollama.show({ model: "stories260K" });
