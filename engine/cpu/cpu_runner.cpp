@@ -57,9 +57,7 @@ uint64_t CpuRunner::pool_row_bytes(KvType type, uint64_t kv_dim) {
 
 uint64_t CpuRunner::kv_bytes_per_token() const {
   const LlamaConfig& c = model_.config();
-  const auto attention = std::count_if(c.layers.begin(), c.layers.end(),
-                                       [](const LayerSpec& l) { return l.mixer == Mixer::kAttention; });
-  return pool_row_bytes(options_.kv_type, c.kv_dim()) * 2 * static_cast<uint64_t>(attention);
+  return pool_row_bytes(options_.kv_type, c.kv_dim()) * 2 * c.n_attention_layers();
 }
 
 namespace {

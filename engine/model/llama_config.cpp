@@ -309,6 +309,11 @@ bool LlamaConfig::has_recurrent_layers() const {
   return std::any_of(layers.begin(), layers.end(), [](const LayerSpec& l) { return l.mixer == Mixer::kDeltaNet; });
 }
 
+uint64_t LlamaConfig::n_attention_layers() const {
+  return static_cast<uint64_t>(
+      std::count_if(layers.begin(), layers.end(), [](const LayerSpec& l) { return l.mixer == Mixer::kAttention; }));
+}
+
 ParameterCounts count_parameters(const LlamaConfig& c) {
   const uint64_t d = c.dim;
   const uint64_t embeddings = uint64_t{c.vocab_size} * d * (c.tied_embeddings ? 1 : 2);

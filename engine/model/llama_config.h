@@ -60,6 +60,7 @@ struct LlamaConfig {
   // Whether some layer carries a recurrent state per sequence (Mixer::kDeltaNet) that a KV cache
   // cannot hold: such a model cannot reuse a cached prefix or roll back drafted tokens.
   bool has_recurrent_layers() const;
+  uint64_t n_attention_layers() const;  // the layers that keep keys and values (the KV pool's)
 
   // Throws vks::Error(kUnsupported) for an architecture not in the table (naming the supported
   // ones) and kCorrupt for missing or inconsistent keys, naming the key.

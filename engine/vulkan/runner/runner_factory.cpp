@@ -35,10 +35,8 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
     cpu.num_blocks = options.num_blocks;
   } else {
     const LlamaConfig& c = model.config();
-    const uint64_t attention_layers = static_cast<uint64_t>(std::count_if(
-        c.layers.begin(), c.layers.end(), [](const LayerSpec& l) { return l.mixer == Mixer::kAttention; }));
     const uint64_t block_bytes =
-        uint64_t(options.block_size) * CpuRunner::pool_row_bytes(cpu.kv_type, c.kv_dim()) * 2 * attention_layers;
+        uint64_t(options.block_size) * CpuRunner::pool_row_bytes(cpu.kv_type, c.kv_dim()) * 2 * c.n_attention_layers();
     cpu.num_blocks = static_cast<int32_t>(std::max<uint64_t>(1, options.kv_budget_bytes / std::max<uint64_t>(block_bytes, 1)));
   }
   return std::make_unique<CpuRunner>(model, cpu);
