@@ -40,15 +40,7 @@ std::unique_ptr<ModelRunner> load_draft_runner(const std::string& draft_path, Ru
   const int32_t slot_tokens = std::min<int32_t>(static_cast<int32_t>(draft_model->config().context_length),
                                                 kMaxDraftSlotTokens);
   ro.num_blocks = std::max(1, slots) * ((slot_tokens + ro.block_size - 1) / ro.block_size);
-  std::unique_ptr<ModelRunner> runner = make_runner(*draft_model, ro);
-  // A draft slot rolls back to the accepted tokens by keeping its KV prefix; a recurrent state
-  // (Gated DeltaNet) holds no prefix to keep.
-  if (runner->recurrent_state_slots() > 0) {
-    throw Error(ErrorCode::kUnsupported, "--draft-model " + draft_path +
-                                             " has recurrent layers, whose state cannot roll back to the accepted "
-                                             "tokens: a draft model must be attention-only");
-  }
-  return runner;
+  return make_runner(*draft_model, ro);
 }
 
 }  // namespace vks::server

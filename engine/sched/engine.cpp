@@ -99,6 +99,11 @@ Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, E
                                                    " tokens) differs from the model's (" +
                                                    std::to_string(mc.vocab_size) + ")");
     }
+    // A draft slot rolls back by keeping its KV prefix; a recurrent state holds no prefix to keep.
+    if (draft_runner->recurrent_state_slots() > 0) {
+      throw Error(ErrorCode::kUnsupported, "the draft model has recurrent layers, whose state cannot roll back to the "
+                                           "accepted tokens: a draft model must be attention-only");
+    }
     drafter = sched::make_model_drafter(std::move(draft_runner), config.max_seqs);
   } else {
     drafter = sched::make_ngram_drafter();
