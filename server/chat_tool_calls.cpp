@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "server/http/tool_mapping.h"
+
 namespace vks::server {
 namespace {
 
@@ -38,16 +40,12 @@ std::vector<proto::StreamEvent> ChatToolCalls::feed(const std::string& request_i
     proto::StreamEvent ev;
     ev.type = proto::StreamEventType::kToolCall;
     ev.call_index = static_cast<int32_t>(before + i);
-    ev.call_id = chat_tool_call_id(request_id, before + i);
+    ev.call_id = http::tool_call_id(request_id, before + i);
     ev.call_name = std::move(parsed.calls[i].name);
     ev.call_arguments = std::move(parsed.calls[i].arguments);
     events.push_back(std::move(ev));
   }
   return events;
-}
-
-std::string chat_tool_call_id(const std::string& request_id, size_t index) {
-  return "call_" + request_id + "_" + std::to_string(index);
 }
 
 }  // namespace vks::server

@@ -34,7 +34,4 @@ class ChatToolCalls {
   chat::ToolCallParser calls_;
 };
 
-// The id of a reply's call: "call_" + request id + "_" + its index (as the HTTP surfaces name it).
-std::string chat_tool_call_id(const std::string& request_id, size_t index);
-
 }  // namespace vks::server
