@@ -336,8 +336,14 @@ std::string client_request_id(const HttpRequest& r) {
 }  // namespace
 
 void HttpFrontend::list_models(HttpConnection& c, HttpRequest& r, const std::string& request_id) {
-  const std::vector<HttpModelStatus> models = served_models();
   const std::string& p = r.path;
+  if (p.size() > 11 && p.rfind("/v1/models/", 0) == 0) {  // /v1/models/{id}: one model, no listing
+    if (std::optional<HttpModelStatus> m = find_model(c, false, p.substr(11), request_id)) {
+      send_json(c, 200, http::openai_model(m->entry), request_id);
+    }
+    return;
+  }
+  const std::vector<HttpModelStatus> models = served_models();
   if (p == "/api/ps") {  // only what is loaded, with what it holds and when it goes
     std::vector<http::LoadedModel> loaded;
     for (const HttpModelStatus& m : models) {
@@ -348,11 +354,7 @@ void HttpFrontend::list_models(HttpConnection& c, HttpRequest& r, const std::str
   std::vector<http::ModelCatalogue> entries;
   for (const HttpModelStatus& m : models) entries.push_back(m.entry);
   if (p == "/api/tags") return send_json(c, 200, http::ollama_tags(entries), request_id);
-  if (p == "/v1/models") return send_json(c, 200, http::openai_models(entries), request_id);
-  const std::string wanted = p.substr(11);  // /v1/models/{id}; never "" (the router sends that to /v1/models)
-  if (std::optional<HttpModelStatus> m = find_model(c, false, wanted, request_id)) {
-    send_json(c, 200, http::openai_model(m->entry), request_id);
-  }
+  send_json(c, 200, http::openai_models(entries), request_id);  // /v1/models
 }
 
 std::optional<HttpModelStatus> HttpFrontend::find_model(HttpConnection& c, bool ollama, const std::string& name,
