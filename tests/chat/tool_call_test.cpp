@@ -259,7 +259,7 @@ TEST(ToolCallParser, ArgumentFragmentsJoinToTheFinishedCall) {
   EXPECT_EQ(plain.calls[0].arguments, expected_args);
   EXPECT_FALSE(plain.calls[0].streamed);
   EXPECT_TRUE(plain.fragments.empty());
-  // Arguments given as a string, or a name after the arguments: no fragments, the call whole.
+  // A name after the arguments: no fragments, the call whole.
   ToolCallParser late(generic_tool_format());
   late.stream_arguments(true);
   ToolParse out;
