@@ -56,8 +56,8 @@ double first_token_seconds(DaemonProcess& daemon) {
 // The device the daemon's model runs on, as its hello says ("" when it does not answer).
 std::string served_device(DaemonProcess& daemon) {
   UdsClient client;
-  if (!client.connect(daemon.socket_path()) || !client.send(simple(proto::HelloRequest{}, 1))) return "";
-  const std::optional<proto::ServerMessage> m = client.recv(10000);
+  if (!client.connect(daemon.socket_path())) return "";
+  const std::optional<proto::ServerMessage> m = request(client, simple(proto::HelloRequest{}, 1));
   const auto* hello = m ? std::get_if<proto::HelloAnswer>(&m->body) : nullptr;
   return hello != nullptr ? hello->model.device : "";
 }
