@@ -5,20 +5,9 @@
 #include "server/http/tool_mapping.h"
 
 namespace vks::server {
-namespace {
-
-std::optional<chat::ReasoningParser> reply_reasoning_parser(const chat::ModelChatTemplate& tmpl, std::optional<bool> enable_thinking) {
-  if (!tmpl.reasoning.thinks()) return std::nullopt;
-  chat::ReasoningFormat format = tmpl.reasoning;
-  // Only a template that reads the switch can honour it (as http::reasoning_parser decides).
-  if (format.has_switch && enable_thinking == false) format.starts_inside = false;
-  return chat::ReasoningParser(std::move(format));
-}
-
-}  // namespace
 
 ChatToolCalls::ChatToolCalls(const chat::ModelChatTemplate& tmpl, std::optional<bool> enable_thinking)
-    : reasoning_(reply_reasoning_parser(tmpl, enable_thinking)), calls_(tmpl.tool_format) {}
+    : reasoning_(chat::answer_reasoning_parser(tmpl.reasoning, enable_thinking)), calls_(tmpl.tool_format) {}
 
 std::vector<proto::StreamEvent> ChatToolCalls::feed(const std::string& request_id, std::string_view text, bool end) {
   std::string content_storage;

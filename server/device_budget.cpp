@@ -1,7 +1,6 @@
 #include "server/device_budget.h"
 
-#include <cstdlib>
-#include <vector>
+#include <exception>
 
 #include "engine/vulkan/runner/backend_choice.h"
 
@@ -14,13 +13,9 @@ std::optional<uint64_t> device_heap_budget(const vk::DeviceInfo* device, const R
 }
 
 std::optional<uint64_t> probe_device_heap_budget(const RunnerOptions& requested) {
-  RunnerOptions options = requested;
-  if (const char* env = std::getenv("VKSTREAM_DEVICE"); options.device.empty() && env != nullptr) options.device = env;
-  if (options.force_cpu) return std::nullopt;
-  const std::vector<vk::DeviceInfo> devices = vk::list_devices();
-  if (devices.empty()) return std::nullopt;
   try {
-    return device_heap_budget(&devices[vk::select_device(devices, options.device)], options);
+    const DeviceSelection selection = select_runner_device(requested);
+    return device_heap_budget(selection.device(), selection.options);
   } catch (const std::exception&) {
     return std::nullopt;  // a selector matching nothing: the load says so
   }

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <system_error>
 
@@ -17,13 +16,6 @@ std::vector<std::string> gpu_render_nodes(const std::string& dri_dir) {
   }
   std::sort(nodes.begin(), nodes.end());
   return nodes;
-}
-
-bool is_cpu_device(const std::string& device_name) {
-  std::string n = device_name;
-  for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return n == "cpu" || n.find("llvmpipe") != std::string::npos || n.find("lavapipe") != std::string::npos ||
-         n.find("swiftshader") != std::string::npos;
 }
 
 std::optional<std::string> cpu_device_warning(const std::string& device_name, const std::vector<std::string>& render_nodes) {

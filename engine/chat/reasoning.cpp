@@ -38,6 +38,12 @@ ReasoningFormat detect_reasoning_format(const ChatTemplate& tmpl) {
   return f;
 }
 
+std::optional<ReasoningParser> answer_reasoning_parser(ReasoningFormat format, std::optional<bool> enable_thinking) {
+  if (!format.thinks()) return std::nullopt;
+  if (format.has_switch && enable_thinking == false) format.starts_inside = false;
+  return ReasoningParser(std::move(format));
+}
+
 ReasoningParser::ReasoningParser(ReasoningFormat format)
     : format_(std::move(format)), state_(format_.starts_inside ? State::kInside : State::kStart) {
   if (!format_.thinks()) state_ = State::kContent;

@@ -10,6 +10,7 @@
 // everything is content. An answer cut inside the block is all reasoning. Incremental and exact:
 // pieces of any size give what the whole answer gives (a possible marker prefix is held back
 // until the next bytes settle it). Never throws.
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -61,5 +62,11 @@ class ReasoningParser {
                       // `close`; kAfterClose: whitespace after the block (dropped)
   bool thought_ = false;
 };
+
+// The parser for an answer whose request set `enable_thinking` (nullopt: it did not), or none when
+// the template does not think. With enable_thinking false, a template that reads the switch does
+// not leave the block open in its generation prompt, so the answer starts outside it; one that
+// does not read it (DeepSeek-R1's, which always opens the block) still starts inside.
+std::optional<ReasoningParser> answer_reasoning_parser(ReasoningFormat format, std::optional<bool> enable_thinking);
 
 }  // namespace vks::chat

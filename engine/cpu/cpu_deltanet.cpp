@@ -6,8 +6,7 @@
 namespace vks {
 namespace {
 
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-float silu(float x) { return x * sigmoid(x); }
+float silu(float x) { return x * ref::sigmoid(x); }
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 // x / max(|x|, eps) per head, as ggml_l2_norm.
@@ -86,7 +85,7 @@ void deltanet_mixer(const LlamaConfig& c, const DeltaNetSpec& d, const DeltaNetW
     for (size_t t = 0; t < n; ++t) {
       const float* x = &a.dn_qkv[t * channels];
       const float decay = std::exp(softplus(a.dn_alpha[t * n_heads + j] + lv.dt_bias[j]) * lv.ssm_a[j]);
-      const float beta = sigmoid(a.dn_beta[t * n_heads + j]);
+      const float beta = ref::sigmoid(a.dn_beta[t * n_heads + j]);
       float* o = &a.dn_out[t * v_dim + j * hd];
       delta_rule(kv.recurrent_state(t).delta + j * hd * hd, x + g * hd, x + qk_dim + g * hd, x + 2 * qk_dim + j * hd,
                  decay, beta, scale, hd, update, o);

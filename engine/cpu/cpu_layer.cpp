@@ -90,7 +90,7 @@ void shared_expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const SharedExp
     if (ffn.shared_gated) {
       float logit = 0.0f;
       for (size_t i = 0; i < dim; ++i) logit += lv.shared_gate_inp[i] * a.xb[t * dim + i];
-      scale = 1.0f / (1.0f + std::exp(-logit));
+      scale = ref::sigmoid(logit);
     }
     for (size_t i = 0; i < dim; ++i) a.proj[t * dim + i] += scale * a.shared_out[t * dim + i];
   }
@@ -270,7 +270,7 @@ void attention_mixer(const LlamaModel& model, const CpuLayerVectors& lv, size_t 
     for (size_t t = 0; t < n; ++t) attend(t);
   }
   if (spec.attention.output_gate) {
-    for (size_t i = 0; i < n * q_dim; ++i) a.att[i] *= 1.0f / (1.0f + std::exp(-a.q_gate[i]));
+    for (size_t i = 0; i < n * q_dim; ++i) a.att[i] *= ref::sigmoid(a.q_gate[i]);
   }
   // Output projection (and bias).
   matmul(layer.wo, a.att.data(), n, a.proj.data(), pool);

@@ -208,7 +208,7 @@ void attention(float* out, const float* q, const float* keys, const float* value
 void swiglu(float* out, const float* gate, const float* up, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const float g = gate[i];
-    out[i] = g * (1.0f / (1.0f + std::exp(-g))) * up[i];
+    out[i] = g * sigmoid(g) * up[i];
   }
 }
 

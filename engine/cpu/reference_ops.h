@@ -113,7 +113,11 @@ void rmsnorm_heads(float* vec, const float* weight, size_t n_heads, size_t head_
 // x[i] += bias[i] for n values.
 void add_bias(float* x, const float* bias, size_t n);
 
-// SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + e^-x). out may alias gate.
+// 1 / (1 + e^-x): every gate of the forward pass (SwiGLU, attention's output gate, the shared
+// expert's gate, Gated DeltaNet) uses this one expression, so the CPU paths agree bit for bit.
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+// SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x * sigmoid(x). out may alias gate.
 void swiglu(float* out, const float* gate, const float* up, size_t n);
 // GeGLU: out[i] = gelu(gate[i]) * up[i], GELU's tanh approximation. out may alias gate.
 void gelu_glu(float* out, const float* gate, const float* up, size_t n);

@@ -227,18 +227,8 @@ class Parser {
         default: fail(start, std::string("unknown escape '\\") + e + "'");
       }
     }
-    const auto lead = static_cast<unsigned char>(src_[pos_]);
-    const int len = utf8_sequence_length(lead);
-    if (len == 0) fail(start, "invalid UTF-8");
-    uint32_t cp = len == 1 ? lead : (lead & (0x7Fu >> len));
-    for (int i = 1; i < len; ++i) {
-      const auto b = static_cast<unsigned char>(peek(static_cast<size_t>(i)));
-      if (pos_ + static_cast<size_t>(i) >= src_.size() || !utf8_valid_continuation(lead, i, b)) {
-        fail(start, "invalid UTF-8");
-      }
-      cp = (cp << 6) | (b & 0x3Fu);
-    }
-    pos_ += static_cast<size_t>(len);
+    uint32_t cp = 0;
+    if (!utf8_decode(src_, pos_, cp)) fail(start, "invalid UTF-8");
     return cp;
   }
 

@@ -118,16 +118,8 @@ class PatternCompiler {
   }
 
   uint32_t utf8_char() {
-    const auto lead = static_cast<unsigned char>(p_[pos_]);
-    const int len = utf8_sequence_length(lead);
-    if (len == 0 || pos_ + static_cast<size_t>(len) > p_.size()) fail("invalid UTF-8");
-    uint32_t cp = len == 1 ? lead : (lead & (0x7Fu >> len));
-    for (int i = 1; i < len; ++i) {
-      const auto b = static_cast<unsigned char>(p_[pos_ + static_cast<size_t>(i)]);
-      if (!utf8_valid_continuation(lead, i, b)) fail("invalid UTF-8");
-      cp = (cp << 6) | (b & 0x3Fu);
-    }
-    pos_ += static_cast<size_t>(len);
+    uint32_t cp = 0;
+    if (!utf8_decode(p_, pos_, cp)) fail("invalid UTF-8");
     return cp;
   }
 

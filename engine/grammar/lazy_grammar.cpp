@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/grammar/gbnf_text.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace vks::grammar {
 namespace {
@@ -13,17 +14,9 @@ namespace {
 std::vector<uint32_t> code_points(std::string_view s) {
   std::vector<uint32_t> out;
   for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    const size_t length = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
-    if (length == 0 || i + length > s.size()) return {};
-    uint32_t cp = length == 1 ? b : b & (0x7Fu >> length);
-    for (size_t k = 1; k < length; ++k) {
-      const auto c = static_cast<unsigned char>(s[i + k]);
-      if ((c & 0xC0) != 0x80) return {};
-      cp = (cp << 6) | (c & 0x3Fu);
-    }
+    uint32_t cp = 0;
+    if (!utf8_decode(s, i, cp)) return {};
     out.push_back(cp);
-    i += length;
   }
   return out;
 }

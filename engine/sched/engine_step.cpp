@@ -29,6 +29,9 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 }  // namespace
 
 void Engine::Impl::propose_drafts() {
+  // No step verifies a draft (a recurrent model, or no rows to spare beyond max_seqs): drafting
+  // would only cost time (a draft model's steps) for drafts the scheduler drops.
+  if (scheduler.config().max_draft_tokens == 0) return;
   // The step as it stands before drafts: each decoding request one token, emitting one.
   int32_t step_tokens = 0;
   for (sched::Sequence* s : scheduler.running()) step_tokens += s->is_decoding() && by_seq.count(s) ? 1 : 0;

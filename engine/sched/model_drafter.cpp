@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <utility>
 
 namespace vks::sched {
 
@@ -77,9 +78,7 @@ void ModelDrafter::draft(std::span<const DraftJob> jobs) {
     // A failed draft step costs this step its drafts, nothing else; the slots' contents are unknown.
     for (const DraftJob& job : jobs) job.seq->draft.clear();
     for (Slot& s : slots_) s.fed.clear();
-    batch_.tokens.clear();
-    batch_.seqs.clear();
-    owners_.clear();
+    clear_batch();
   }
 }
 
@@ -109,7 +108,11 @@ void ModelDrafter::add_chunk(Active& a, std::span<const int32_t> tokens, bool ou
   c.token_offset = static_cast<int32_t>(batch_.tokens.size());
   c.n_tokens = static_cast<int32_t>(tokens.size());
   c.n_past = static_cast<int32_t>(a.slot->fed.size());
-  c.block_table = a.slot->blocks;
+  if (!spare_tables_.empty()) {
+    c.block_table = std::move(spare_tables_.back());
+    spare_tables_.pop_back();
+  }
+  c.block_table.assign(a.slot->blocks.begin(), a.slot->blocks.end());
   c.logits = output ? LogitsMode::kArgmax : LogitsMode::kNone;
   batch_.tokens.insert(batch_.tokens.end(), tokens.begin(), tokens.end());
   a.slot->fed.insert(a.slot->fed.end(), tokens.begin(), tokens.end());
@@ -131,6 +134,11 @@ void ModelDrafter::run_batch() {
       owners_[s]->max = 0;
     }
   }
+  clear_batch();
+}
+
+void ModelDrafter::clear_batch() {
+  for (SeqChunk& c : batch_.seqs) spare_tables_.push_back(std::move(c.block_table));
   batch_.tokens.clear();
   batch_.seqs.clear();
   owners_.clear();

@@ -41,6 +41,8 @@ class ModelDrafter : public Drafter {
   void add_chunk(Active& a, std::span<const int32_t> tokens, bool output);
   // Runs batch_ and appends each output chunk's argmax to its sequence's draft.
   void run_batch();
+  // Empties batch_, keeping its chunks' block tables for the next chunks.
+  void clear_batch();
 
   std::unique_ptr<ModelRunner> runner_;
   int32_t slot_tokens_ = 0;
@@ -49,6 +51,8 @@ class ModelDrafter : public Drafter {
   std::vector<Active> active_;
   StepBatch batch_;
   std::vector<Active*> owners_;  // per chunk of batch_: whose draft its argmax extends, or null
+  // Block tables of chunks already run: a new chunk takes one, so drafting allocates none per step.
+  std::vector<std::vector<int32_t>> spare_tables_;
   StepResult result_;
 };
 

@@ -24,6 +24,22 @@ bool utf8_valid_continuation(unsigned char lead, int index, unsigned char b) {
   return b >= 0x80 && b <= 0xBF;
 }
 
+bool utf8_decode(std::string_view s, size_t& pos, uint32_t& cp) {
+  if (pos >= s.size()) return false;
+  const auto lead = static_cast<unsigned char>(s[pos]);
+  const int len = utf8_sequence_length(lead);
+  if (len == 0 || s.size() - pos < static_cast<size_t>(len)) return false;
+  uint32_t v = len == 1 ? lead : (lead & (0x7Fu >> len));
+  for (int i = 1; i < len; ++i) {
+    const auto b = static_cast<unsigned char>(s[pos + static_cast<size_t>(i)]);
+    if (!utf8_valid_continuation(lead, i, b)) return false;
+    v = (v << 6) | (b & 0x3Fu);
+  }
+  cp = v;
+  pos += static_cast<size_t>(len);
+  return true;
+}
+
 std::string utf8_sanitize(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size());

@@ -1,6 +1,8 @@
 #pragma once
 // UTF-8 validation used by decoding: invalid or incomplete sequences become U+FFFD, one per
 // maximal subpart (Unicode's recommended practice), so decoded text is always valid UTF-8.
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -27,5 +29,8 @@ class Utf8Stream {
 int utf8_sequence_length(unsigned char lead);
 // Whether `b` is a valid continuation at index `index` (1..3) of a sequence starting with `lead`.
 bool utf8_valid_continuation(unsigned char lead, int index, unsigned char b);
+// The code point of the well-formed character at s[pos] (pos then past it); false, with pos and
+// cp untouched, when none starts there (invalid or cut short).
+bool utf8_decode(std::string_view s, size_t& pos, uint32_t& cp);
 
 }  // namespace vks

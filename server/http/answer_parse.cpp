@@ -38,14 +38,9 @@ std::optional<ApiError> map_think(Think think, const ModelCatalogue& model, nloh
 }
 
 std::optional<chat::ReasoningParser> reasoning_parser(const ModelCatalogue& model, const nlohmann::json& wire) {
-  if (!model.reasoning.thinks()) return std::nullopt;
-  chat::ReasoningFormat format = model.reasoning;
-  // Only a template that reads the switch can honour it: one that always opens the block in its
-  // generation prompt (DeepSeek-R1's) still starts the answer inside it.
-  if (const auto it = wire.find("enable_thinking"); format.has_switch && it != wire.end() && it->is_boolean() && !it->get<bool>()) {
-    format.starts_inside = false;
-  }
-  return chat::ReasoningParser(std::move(format));
+  std::optional<bool> enable_thinking;
+  if (const auto it = wire.find("enable_thinking"); it != wire.end() && it->is_boolean()) enable_thinking = it->get<bool>();
+  return chat::answer_reasoning_parser(model.reasoning, enable_thinking);
 }
 
 std::optional<ApiError> read_template_kwargs(const JsonBody& body, Think& think) {

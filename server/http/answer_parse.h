@@ -36,10 +36,8 @@ enum class Think { kUnset, kOn, kOff };
 std::optional<ApiError> map_think(Think think, const ModelCatalogue& model, nlohmann::json& wire, const std::string& param,
                                   bool strict);
 
-// The answer's reasoning parser for a request mapped to `wire`, or none when the template does
-// not think. With enable_thinking false, a template that reads the switch does not leave the block
-// open in its generation prompt (one that opens it when thinking writes an empty one instead), so
-// the answer starts outside it.
+// The answer's reasoning parser for a request mapped to `wire` (its enable_thinking), or none when
+// the template does not think: chat::answer_reasoning_parser.
 std::optional<chat::ReasoningParser> reasoning_parser(const ModelCatalogue& model, const nlohmann::json& wire);
 
 // chat_template_kwargs (llama.cpp's and vLLM's name): only enable_thinking is known.

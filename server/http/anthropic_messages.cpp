@@ -155,7 +155,7 @@ json usage_of(const Generation& g, const proto::StreamEvent* finished) {
 json tool_use_block(const Generation& g, const chat::ToolCall& call, size_t index) {
   json input = json::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
   if (input.is_discarded()) input = json::object();
-  return {{"type", "tool_use"}, {"id", "toolu_" + g.id + "_" + std::to_string(index)}, {"name", call.name}, {"input", std::move(input)}};
+  return {{"type", "tool_use"}, {"id", tool_use_id(g.id, index)}, {"name", call.name}, {"input", std::move(input)}};
 }
 
 std::string close_thinking(Generation& g) {
@@ -208,7 +208,7 @@ std::string block_events(Generation& g, const AnswerPiece& piece) {
       if (!f.name.empty()) {
         out += close_text_block(g);
         g.open_tool_block = g.blocks++;
-        json start = {{"type", "tool_use"}, {"id", "toolu_" + g.id + "_" + std::to_string(f.index)}, {"name", f.name},
+        json start = {{"type", "tool_use"}, {"id", tool_use_id(g.id, f.index)}, {"name", f.name},
                       {"input", json::object()}};
         out += sse("content_block_start", {{"type", "content_block_start"}, {"index", g.open_tool_block}, {"content_block", std::move(start)}});
       }

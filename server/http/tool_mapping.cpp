@@ -126,6 +126,10 @@ std::string tool_call_id(const std::string& request_id, size_t index) {
   return "call_" + request_id + "_" + std::to_string(index);
 }
 
+std::string tool_use_id(const std::string& request_id, size_t index) {
+  return "toolu_" + request_id + "_" + std::to_string(index);
+}
+
 json openai_tool_call(const chat::ToolCall& call, const std::string& request_id, size_t index, bool streamed) {
   json out = json::object();
   if (streamed) out["index"] = index;

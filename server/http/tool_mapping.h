@@ -30,6 +30,8 @@ std::variant<bool, ApiError> optional_bool(const JsonBody& body, const char* key
 
 // The id a call gets: "call_" + the request id + "_" + its index in the answer.
 std::string tool_call_id(const std::string& request_id, size_t index);
+// Anthropic's tool_use block id: "toolu_" + the request id + "_" + the call's index in the answer.
+std::string tool_use_id(const std::string& request_id, size_t index);
 
 // OpenAI: {"id", "type": "function", "function": {"name", "arguments": "<JSON text>"}}, with
 // "index" first when streamed.

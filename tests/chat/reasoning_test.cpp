@@ -87,6 +87,26 @@ TEST(Reasoning, SplitsALeadingBlock) {
 }
 
 // Every split point, and random piece sizes down to single bytes, give the whole answer's split.
+// The request's switch reaches the parser only through a template that reads it.
+TEST(Reasoning, AnswerParserFollowsTheSwitchWhereTheTemplateReadsIt) {
+  EXPECT_FALSE(answer_reasoning_parser(ReasoningFormat{}, std::nullopt).has_value());  // does not think
+  EXPECT_FALSE(answer_reasoning_parser(ReasoningFormat{}, true).has_value());
+  ReasoningFormat with_switch = think_format(/*starts_inside=*/true);
+  with_switch.has_switch = true;
+  const ReasoningFormat without_switch = think_format(/*starts_inside=*/true);
+  auto split = [](std::optional<ReasoningParser> p, const std::string& text) {
+    ReasoningSplit out;
+    p->feed(text, out);
+    p->finish(out);
+    return out;
+  };
+  const ReasoningSplit inside{"plan", "x"}, outside{"", "plan</think>x"};
+  EXPECT_EQ(split(answer_reasoning_parser(with_switch, false), "plan</think>x"), outside);
+  EXPECT_EQ(split(answer_reasoning_parser(with_switch, true), "plan</think>x"), inside);
+  EXPECT_EQ(split(answer_reasoning_parser(with_switch, std::nullopt), "plan</think>x"), inside);
+  EXPECT_EQ(split(answer_reasoning_parser(without_switch, false), "plan</think>x"), inside);
+}
+
 TEST(Reasoning, AnyPiecesGiveTheWholeSplit) {
   const std::vector<std::string> answers = {
       "<think>\nLet me see: 2 < 3 and </th is not a close.\n</think>\n\nParis, 24 C.",

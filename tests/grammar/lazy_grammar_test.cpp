@@ -68,6 +68,8 @@ TEST(LazyGrammar, AtStartTheFirstCharacterDecides) {
 TEST(LazyGrammar, BadTriggersAreRefused) {
   EXPECT_THROW(lazy_gbnf({"", false}, "body"), CompileError);
   EXPECT_THROW(lazy_gbnf({"\xC3", false}, "body"), CompileError);
+  EXPECT_THROW(lazy_gbnf({"\xC0\xBC", false}, "body"), CompileError);  // an overlong '<'
+  EXPECT_THROW(lazy_gbnf({"\xED\xA0\x80", false}, "body"), CompileError);  // a surrogate
   EXPECT_THROW(lazy_gbnf({std::string(kMaxTriggerCodepoints + 1, 'a'), false}, "body"), CompileError);
 }
 

@@ -10,13 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <csignal>
 #include <random>
 #include <sstream>
 #include <thread>
 
-#include "tests/http/http_test_client.h"
-#include "tests/server/daemon_harness.h"
+#include "tests/http/http_daemon_suite.h"
 
 namespace vks::test {
 namespace {
@@ -27,33 +25,8 @@ const json kMessages = json::array({{{"role", "system"}, {"content", "You tell s
                                     {{"role", "user"}, {"content", "Tell me a story about the park."}}});
 constexpr int kMaxTokens = 24;
 
-class HttpChatE2eTest : public ::testing::Test {
+class HttpChatE2eTest : public HttpDaemonSuite {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    daemon_ = new DaemonProcess();
-    DaemonConfig config;
-    config.dir = dir_->path;
-    config.extra_args = {"--cpu", "--http", "unix:" + dir_->path + "/http.sock"};
-    daemon_->start(config);
-    ready_ = daemon_->wait_ready(60);
-  }
-  static void TearDownTestSuite() {
-    daemon_->signal(SIGTERM);
-    const int rc = daemon_->wait_exit(20);
-    EXPECT_EQ(rc, 0) << daemon_->log();
-    delete daemon_;
-    delete dir_;
-  }
-  void SetUp() override { ASSERT_TRUE(ready_) << "daemon did not start:\n" << daemon_->log(); }
-
-  static std::optional<RawResponse> call(const std::string& path, const json& body, const std::string& headers = {}) {
-    RawHttpClient c;
-    if (!c.connect_unix(dir_->path + "/http.sock")) return std::nullopt;
-    if (!c.send(http_request("POST", path, body.dump(), headers))) return std::nullopt;
-    return c.read_response(30000);
-  }
-
   // The msgpack `chat` request on the Unix socket (encoded from JSON, the wire's own field names):
   // the reply text and prompt length, or a failure.
   struct WireReply {
@@ -88,14 +61,7 @@ class HttpChatE2eTest : public ::testing::Test {
     if (const auto* s = std::get_if<proto::StatusAnswer>(&m->body)) return *s;
     return std::nullopt;
   }
-
-  static TempDir* dir_;
-  static DaemonProcess* daemon_;
-  static bool ready_;
 };
-TempDir* HttpChatE2eTest::dir_ = nullptr;
-DaemonProcess* HttpChatE2eTest::daemon_ = nullptr;
-bool HttpChatE2eTest::ready_ = false;
 
 // "data: ..." events of an SSE body, in order; fails the test on anything else or data after [DONE].
 std::vector<json> sse_chunks(const std::string& body, bool& saw_done) {

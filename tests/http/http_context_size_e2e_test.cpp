@@ -5,13 +5,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <csignal>
 #include <optional>
 #include <string>
 #include <variant>
 
-#include "tests/http/http_test_client.h"
-#include "tests/server/daemon_harness.h"
+#include "tests/http/http_daemon_suite.h"
 
 namespace vks::test {
 namespace {
@@ -20,31 +18,9 @@ using nlohmann::json;
 
 constexpr int kCtxSize = 256;  // stories260K's file says 2048
 
-class HttpContextSizeE2eTest : public ::testing::Test {
+class HttpContextSizeE2eTest : public HttpDaemonSuite {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    daemon_ = new DaemonProcess();
-    DaemonConfig config;
-    config.dir = dir_->path;
-    config.extra_args = {"--cpu", "--ctx-size", std::to_string(kCtxSize), "--http", "unix:" + dir_->path + "/http.sock"};
-    daemon_->start(config);
-    ready_ = daemon_->wait_ready(60);
-  }
-  static void TearDownTestSuite() {
-    daemon_->signal(SIGTERM);
-    EXPECT_EQ(daemon_->wait_exit(20), 0) << daemon_->log();
-    delete daemon_;
-    delete dir_;
-  }
-  void SetUp() override { ASSERT_TRUE(ready_) << "daemon did not start:\n" << daemon_->log(); }
-
-  static std::optional<RawResponse> call(const std::string& path, const json& body) {
-    RawHttpClient c;
-    if (!c.connect_unix(dir_->path + "/http.sock")) return std::nullopt;
-    if (!c.send(http_request("POST", path, body.dump()))) return std::nullopt;
-    return c.read_response(30000);
-  }
+  static void SetUpTestSuite() { start_daemon({"--ctx-size", std::to_string(kCtxSize)}); }
 
   static json generate(const json& options, const std::string& prompt = "Once upon a time") {
     const auto r = call("/api/generate", {{"model", "stories260K"}, {"prompt", prompt}, {"stream", false}, {"options", options}});
@@ -53,17 +29,12 @@ class HttpContextSizeE2eTest : public ::testing::Test {
     body["status"] = r->status;
     return body;
   }
-
-  static inline TempDir* dir_ = nullptr;
-  static inline DaemonProcess* daemon_ = nullptr;
-  static inline bool ready_ = false;
 };
 
 TEST_F(HttpContextSizeE2eTest, HelloSaysWhatThePoolHolds) {
   UdsClient c;
   ASSERT_TRUE(c.connect(daemon_->socket_path()));
-  ASSERT_TRUE(c.send(simple(proto::HelloRequest{}, 1)));
-  const auto m = c.recv(5000);
+  const auto m = request(c, simple(proto::HelloRequest{}, 1), 5000);
   ASSERT_TRUE(m);
   const auto* hello = std::get_if<proto::HelloAnswer>(&m->body);
   ASSERT_NE(hello, nullptr);

@@ -18,8 +18,7 @@
 #include <unistd.h>
 
 #include "tests/common/test_models.h"
-#include "tests/http/http_test_client.h"
-#include "tests/server/daemon_harness.h"
+#include "tests/http/http_daemon_suite.h"
 
 namespace vks::test {
 namespace {
@@ -42,28 +41,8 @@ std::string trim_end(std::string s) {
   return s;
 }
 
-class HttpE2eTest : public ::testing::Test {
+class HttpE2eTest : public HttpDaemonSuite {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    daemon_ = new DaemonProcess();
-    DaemonConfig config;
-    config.dir = dir_->path;
-    config.extra_args = {"--cpu", "--http", "unix:" + dir_->path + "/http.sock"};
-    daemon_->start(config);
-    ready_ = daemon_->wait_ready(60);
-  }
-  static void TearDownTestSuite() {
-    daemon_->signal(SIGTERM);
-    const int rc = daemon_->wait_exit(20);
-    EXPECT_EQ(rc, 0) << daemon_->log();
-    delete daemon_;
-    delete dir_;
-  }
-  void SetUp() override { ASSERT_TRUE(ready_) << "daemon did not start:\n" << daemon_->log(); }
-
-  static std::string http_path() { return dir_->path + "/http.sock"; }
-
   static std::optional<RawResponse> call(const std::string& method, const std::string& path, const std::string& body = {},
                                          const std::string& headers = {}) {
     RawHttpClient c;
@@ -80,14 +59,7 @@ class HttpE2eTest : public ::testing::Test {
     if (const auto* s = std::get_if<proto::StatusAnswer>(&m->body)) return *s;
     return std::nullopt;
   }
-
-  static TempDir* dir_;
-  static DaemonProcess* daemon_;
-  static bool ready_;
 };
-TempDir* HttpE2eTest::dir_ = nullptr;
-DaemonProcess* HttpE2eTest::daemon_ = nullptr;
-bool HttpE2eTest::ready_ = false;
 
 const std::string kGreedy60 = R"({"model":"stories260K","prompt":"Once upon a time","max_tokens":60,"temperature":0)";
 

@@ -6,11 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <csignal>
 #include <cstring>
 
-#include "tests/http/http_test_client.h"
-#include "tests/server/daemon_harness.h"
+#include "tests/http/http_daemon_suite.h"
 
 namespace vks::test {
 namespace {
@@ -19,32 +17,8 @@ using nlohmann::json;
 
 const json kTexts = json::array({"Once upon a time", "Lily and her dog played in the park."});
 
-class HttpEmbedE2eTest : public ::testing::Test {
+class HttpEmbedE2eTest : public HttpDaemonSuite {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    daemon_ = new DaemonProcess();
-    DaemonConfig config;
-    config.dir = dir_->path;
-    config.extra_args = {"--cpu", "--http", "unix:" + dir_->path + "/http.sock"};
-    daemon_->start(config);
-    ready_ = daemon_->wait_ready(60);
-  }
-  static void TearDownTestSuite() {
-    daemon_->signal(SIGTERM);
-    EXPECT_EQ(daemon_->wait_exit(20), 0) << daemon_->log();
-    delete daemon_;
-    delete dir_;
-  }
-  void SetUp() override { ASSERT_TRUE(ready_) << "daemon did not start:\n" << daemon_->log(); }
-
-  static std::optional<RawResponse> call(const std::string& path, const json& body) {
-    RawHttpClient c;
-    if (!c.connect_unix(dir_->path + "/http.sock")) return std::nullopt;
-    if (!c.send(http_request("POST", path, body.dump()))) return std::nullopt;
-    return c.read_response(30000);
-  }
-
   // The msgpack `embed` request's vectors (the request encoded from JSON with the wire's names).
   static std::optional<json> wire_embed(const json& fields) {
     UdsClient u;
@@ -63,14 +37,7 @@ class HttpEmbedE2eTest : public ::testing::Test {
     }
     return answer["embeddings"];
   }
-
-  static TempDir* dir_;
-  static DaemonProcess* daemon_;
-  static bool ready_;
 };
-TempDir* HttpEmbedE2eTest::dir_ = nullptr;
-DaemonProcess* HttpEmbedE2eTest::daemon_ = nullptr;
-bool HttpEmbedE2eTest::ready_ = false;
 
 void expect_same_vectors(const json& got, const json& expected, const std::string& what) {
   ASSERT_EQ(got.size(), expected.size()) << what;

@@ -6,13 +6,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <csignal>
 #include <optional>
 #include <string>
 #include <variant>
 
-#include "tests/http/http_test_client.h"
-#include "tests/server/daemon_harness.h"
+#include "tests/http/http_daemon_suite.h"
 
 namespace vks::test {
 namespace {
@@ -42,32 +40,8 @@ std::vector<json> bad_schemas() {
 
 const json kMessages = json::array({{{"role", "user"}, {"content", "Once upon a time"}}});
 
-class HttpRequestErrorsE2eTest : public ::testing::Test {
+class HttpRequestErrorsE2eTest : public HttpDaemonSuite {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    daemon_ = new DaemonProcess();
-    DaemonConfig config;
-    config.dir = dir_->path;
-    config.extra_args = {"--cpu", "--http", "unix:" + dir_->path + "/http.sock"};
-    daemon_->start(config);
-    ready_ = daemon_->wait_ready(60);
-  }
-  static void TearDownTestSuite() {
-    daemon_->signal(SIGTERM);
-    EXPECT_EQ(daemon_->wait_exit(20), 0) << daemon_->log();
-    delete daemon_;
-    delete dir_;
-  }
-  void SetUp() override { ASSERT_TRUE(ready_) << "daemon did not start:\n" << daemon_->log(); }
-
-  static std::optional<RawResponse> call(const std::string& path, const json& body) {
-    RawHttpClient c;
-    if (!c.connect_unix(dir_->path + "/http.sock")) return std::nullopt;
-    if (!c.send(http_request("POST", path, body.dump()))) return std::nullopt;
-    return c.read_response(30000);
-  }
-
   // The msgpack chat with `json_schema`: its error answer, if it got one.
   static std::optional<proto::ErrorAnswer> wire_chat_error(const json& schema) {
     UdsClient u;
@@ -81,10 +55,6 @@ class HttpRequestErrorsE2eTest : public ::testing::Test {
     const auto* e = std::get_if<proto::ErrorAnswer>(&answer->body);
     return e != nullptr ? std::optional<proto::ErrorAnswer>(*e) : std::nullopt;
   }
-
-  static inline TempDir* dir_ = nullptr;
-  static inline DaemonProcess* daemon_ = nullptr;
-  static inline bool ready_ = false;
 };
 
 TEST_F(HttpRequestErrorsE2eTest, SchemasThatCannotBeFollowedAre400sNamingTheFieldSent) {

@@ -3,7 +3,8 @@
 // and prefix-cache hits, with fewer draft slots than sequences; a draft model equal to the target
 // (stories260K for itself) has every draft accepted, a different one of the same vocabulary
 // (kquant-q2_k drafting for kquant-q6_k) has some rejected; a seeded sampled request
-// gives its plain tokens; a draft model with another vocabulary size is refused by the engine.
+// gives its plain tokens; a draft model with another vocabulary size is refused by the engine; the
+// draft model does not run when no step can verify a draft.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -222,6 +223,51 @@ TEST_F(DraftModel, DraftsFollowRejectionsAndSlotTakeovers) {
   // A rewritten history (another token early on) rolls back to the common prefix.
   a.tokens[3] = a.tokens[3] == 7 ? 8 : 7;
   check({&a, &c}, "a rewritten");
+}
+
+// A target with no step rows to spare for drafts (max_step_seqs == max_seqs) verifies none, so
+// the draft model must not run: its drafts would all be discarded. With rows to spare it does run
+// (the counter below sees draft steps), and both give the plain greedy tokens.
+TEST(DraftModelIdle, TheDraftModelRunsOnlyWhenTheTargetVerifiesDrafts) {
+  const FakeTokenizer tok = FakeTokenizer::letters(64);
+  for (const int32_t max_seqs : {4, 2}) {
+    FakeRunnerOptions target;
+    target.max_step_seqs = 4;
+    auto draft = std::make_unique<FakeRunner>(FakeRunnerOptions{});
+    const std::shared_ptr<FakeRunner::Shared> draft_steps = draft->shared();
+    EngineConfig cfg;
+    cfg.max_seqs = max_seqs;
+    cfg.speculative_cost_model = false;  // verify every draft found
+    Engine engine(std::make_unique<FakeRunner>(target), tok, cfg, std::move(draft));
+    GenerateRequest r;
+    r.prompt_ids = tok.encode("abcabcabc", true);
+    r.sampling.temperature = 0;
+    r.stop.max_tokens = 12;
+    r.stop.ignore_eos = true;
+    r.speculative = 4;
+    const SubmitResult s = engine.submit(r);
+    ASSERT_TRUE(s.ok) << s.message;
+    std::vector<int32_t> ids;
+    bool finished = false;
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (!finished && std::chrono::steady_clock::now() < until) {
+      std::vector<EngineEvent> ev;
+      engine.poll_events(ev);
+      for (const EngineEvent& e : ev) {
+        for (const GeneratedToken& t : e.tokens) ids.push_back(t.id);
+        if (e.type == EventType::kError) ADD_FAILURE() << e.error_message;
+        finished |= e.type == EventType::kFinished;
+      }
+      if (ev.empty()) std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_TRUE(finished) << "max_seqs " << max_seqs;
+    EXPECT_EQ(ids, greedy_reference(hashed_logits, 64, r.prompt_ids, 12)) << "max_seqs " << max_seqs;
+    if (max_seqs == 4) {
+      EXPECT_EQ(draft_steps->steps_started, 0) << "the draft model ran for drafts no step could verify";
+    } else {
+      EXPECT_GT(draft_steps->steps_started, 0) << "with rows to spare the draft model should draft";
+    }
+  }
 }
 
 TEST(DraftModelVocabulary, AnotherVocabularySizeIsRefused) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <variant>
 
+#include "server/gpu_check.h"
 #include "tests/common/vulkan_skip.h"
 #include "tests/server/daemon_harness.h"
 
@@ -55,17 +56,10 @@ double first_token_seconds(DaemonProcess& daemon) {
 // The device the daemon's model runs on, as its hello says ("" when it does not answer).
 std::string served_device(DaemonProcess& daemon) {
   UdsClient client;
-  if (!client.connect(daemon.socket_path()) || !client.send(simple(proto::HelloRequest{}, 1))) return "";
-  const std::optional<proto::ServerMessage> m = client.recv(10000);
+  if (!client.connect(daemon.socket_path())) return "";
+  const std::optional<proto::ServerMessage> m = request(client, simple(proto::HelloRequest{}, 1));
   const auto* hello = m ? std::get_if<proto::HelloAnswer>(&m->body) : nullptr;
   return hello != nullptr ? hello->model.device : "";
-}
-
-// Mesa's software rasterizers: the CPU-type devices, the only ones the warm stamp is for
-// (warm_stamp.h: a GPU driver keeps its own cache, and a warm-up there is cheap).
-bool cpu_type_device(const std::string& name) {
-  return name.find("llvmpipe") != std::string::npos || name.find("lavapipe") != std::string::npos ||
-         name.find("SwiftShader") != std::string::npos;
 }
 
 bool has_warm_stamp(const fs::path& dir) {
@@ -120,7 +114,9 @@ TEST(ServerWarmStartTest, SecondStartCompilesNothingAndAnswersFast) {
   // Every kernel is in Mesa's cache (one variant a pipeline, texel_sizing.h). On a CPU-type device
   // the first start left its stamp there and the warm-up's steps, which would only compute, are
   // skipped (issue 37); a GPU has no stamp and warms up again, from its driver's cache.
-  const bool cpu_type = cpu_type_device(device);
+  // Only a CPU-type device (Mesa's software rasterizers) gets the stamp (warm_stamp.h: a GPU driver
+  // keeps its own cache, and a warm-up there is cheap).
+  const bool cpu_type = server::is_cpu_device(device);
   std::printf("device: %s (%s)\n", device.c_str(), cpu_type ? "CPU type: warm stamp" : "GPU: no warm stamp");
   EXPECT_EQ(has_warm_stamp(mesa_cache), cpu_type) << device;
   EXPECT_EQ(second.log().find("warm-up skipped") != std::string::npos, cpu_type) << second.log();

@@ -181,5 +181,47 @@ TEST(Utf8, RejectsOverlongSurrogatesAndOutOfRange) {
   EXPECT_EQ(utf8_sanitize("a\xF0\x9F\x9A\x80z"), "a\xF0\x9F\x9A\x80z");
 }
 
+// The textbook encoder (RFC 3629), the reference for utf8_decode.
+std::string encode_utf8(uint32_t cp) {
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    s += static_cast<char>(0xE0 | (cp >> 12));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    s += static_cast<char>(0xF0 | (cp >> 18));
+    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+TEST(Utf8, DecodesEveryScalarValueAndRefusesIllFormedCharacters) {
+  for (uint32_t cp = 0; cp <= 0x10FFFF; ++cp) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue;  // surrogates are not characters
+    const std::string s = "x" + encode_utf8(cp);
+    size_t pos = 1;
+    uint32_t got = 0;
+    ASSERT_TRUE(utf8_decode(s, pos, got)) << std::hex << cp;
+    ASSERT_EQ(got, cp);
+    ASSERT_EQ(pos, s.size()) << std::hex << cp;
+  }
+  // Overlong, surrogate, beyond U+10FFFF, a lone continuation, cut short, at the end.
+  for (const std::string bad : {"\xC0\xAF", "\xE0\x80\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xF5\x80\x80\x80",
+                                "\x80", "\xE2\x82", "\xF0\x9F\x9A", ""}) {
+    size_t pos = 0;
+    uint32_t got = 7;
+    EXPECT_FALSE(utf8_decode(bad, pos, got)) << testing::PrintToString(bad);
+    EXPECT_EQ(pos, 0u);
+    EXPECT_EQ(got, 7u);
+  }
+}
+
 }  // namespace
 }  // namespace vks

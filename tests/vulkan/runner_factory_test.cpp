@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "engine/common/error.h"
 #include "engine/model/llama_model.h"
@@ -62,6 +63,39 @@ TEST(RunnerFactory, UnknownDeviceSelectorIsNotFound) {
     FAIL() << "an unknown device selector was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kNotFound) << e.what();
+  }
+}
+
+// make_runner and the daemon's start-up probe (server/device_budget.h) select alike: --vulkan
+// forbids the CPU fallback, --cpu sees no device, VKSTREAM_DEVICE fills an empty selector only.
+TEST(RunnerFactory, DeviceSelectionAppliesALoadsRules) {
+  RunnerOptions forced = options();
+  forced.force_vulkan = true;
+  EXPECT_FALSE(select_runner_device(forced).options.allow_cpu_fallback);
+  EXPECT_TRUE(select_runner_device(options()).options.allow_cpu_fallback);
+  RunnerOptions cpu = options();
+  cpu.force_cpu = true;
+  EXPECT_EQ(select_runner_device(cpu).device(), nullptr);
+  if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
+  const DeviceSelection plain = select_runner_device(options());
+  ASSERT_NE(plain.device(), nullptr);
+  EXPECT_EQ(plain.selected, vk::select_device(plain.devices, ""));
+  RunnerOptions named = options();
+  named.device = std::to_string(plain.devices[plain.selected].index);
+  const char* saved = std::getenv("VKSTREAM_DEVICE");
+  const std::string saved_value = saved != nullptr ? saved : "";
+  setenv("VKSTREAM_DEVICE", "no-such-device-xyz", 1);
+  try {
+    select_runner_device(options());
+    ADD_FAILURE() << "VKSTREAM_DEVICE was not read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound) << e.what();
+  }
+  EXPECT_EQ(select_runner_device(named).options.device, named.device);  // the option wins
+  if (saved != nullptr) {
+    setenv("VKSTREAM_DEVICE", saved_value.c_str(), 1);
+  } else {
+    unsetenv("VKSTREAM_DEVICE");
   }
 }
 
@@ -186,7 +220,8 @@ TEST(RunnerFactory, HybridRecurrentModelsRunOnTheCpuBackend) {
     ADD_FAILURE() << "the Vulkan runner ran qwen35";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-    EXPECT_EQ(std::string(e.what()), "qwen35: Gated DeltaNet layers run on the CPU backend only; start with --cpu");
+    EXPECT_EQ(std::string(e.what()), "the Vulkan runner does not run Gated DeltaNet layers (a recurrent state per "
+                                     "sequence) yet (the CPU backend does)");
   }
 }
 

@@ -2,7 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 namespace vks {
+
+DeviceSelection select_runner_device(const RunnerOptions& requested) {
+  DeviceSelection s;
+  s.options = requested;
+  // --vulkan promises Vulkan: no quiet fallback to the CPU when the device is missing or unusable.
+  if (s.options.force_vulkan) s.options.allow_cpu_fallback = false;
+  if (const char* env = std::getenv("VKSTREAM_DEVICE"); s.options.device.empty() && env != nullptr) s.options.device = env;
+  if (!s.options.force_cpu) s.devices = vk::list_devices();
+  if (!s.devices.empty()) s.selected = vk::select_device(s.devices, s.options.device);
+  return s;
+}
 
 BackendChoice choose_backend(const vk::DeviceInfo* device, const RunnerOptions& options, uint64_t model_matrix_bytes) {
   if (options.force_cpu) return {Backend::kCpu, "the CPU backend was asked for (--cpu)"};

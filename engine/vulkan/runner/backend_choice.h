@@ -10,8 +10,10 @@
 //      cores, steps alternating in one process), TinyLlama-shape Q4_0 (582 MB of matrices), Vulkan
 //      / CPU 0.46 at prefill and 0.45 at decode. (With the float reference before it, Vulkan had
 //      decoded the files from 269 MB up 1.38-2.23x as fast, hence a size threshold then.)
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/runner_options.h"
@@ -24,6 +26,19 @@ struct BackendChoice {
   Backend backend = Backend::kVulkan;
   std::string reason;  // one sentence for the log
 };
+
+// The Vulkan devices a load sees and the one it selects, with the options as a load reads them.
+struct DeviceSelection {
+  RunnerOptions options;                // with VKSTREAM_DEVICE and --vulkan's "no fallback" applied
+  std::vector<vk::DeviceInfo> devices;  // none under --cpu
+  size_t selected = 0;                  // index into devices, when there are any
+  const vk::DeviceInfo* device() const { return devices.empty() ? nullptr : &devices[selected]; }
+};
+
+// make_runner's device selection, shared with what asks ahead of a load where it would land: an
+// empty options.device takes VKSTREAM_DEVICE, --vulkan forbids the CPU fallback, --cpu lists no
+// device. Throws vks::Error(kNotFound) when options.device matches no device.
+DeviceSelection select_runner_device(const RunnerOptions& requested);
 
 // The rule above on `device`, the one the Vulkan runner would select (nullptr when there is none),
 // for a model whose decode step streams `model_matrix_bytes` (step_matrix_bytes()).

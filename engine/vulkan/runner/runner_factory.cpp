@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <vector>
 
 #include "engine/common/error.h"
@@ -45,18 +44,15 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
 }  // namespace
 
 std::unique_ptr<ModelRunner> make_runner(const LlamaModel& model, const RunnerOptions& requested) {
-  RunnerOptions options = requested;
-  // --vulkan promises Vulkan: no quiet fallback to the CPU when the device is missing or unusable.
-  if (options.force_vulkan) options.allow_cpu_fallback = false;
-  if (const char* env = std::getenv("VKSTREAM_DEVICE"); options.device.empty() && env != nullptr) options.device = env;
-  const std::vector<vk::DeviceInfo> devices = options.force_cpu ? std::vector<vk::DeviceInfo>{} : vk::list_devices();
-  if (!options.force_cpu && devices.empty() && !options.allow_cpu_fallback) {
+  const DeviceSelection selection = select_runner_device(requested);
+  const RunnerOptions& options = selection.options;
+  if (!options.force_cpu && selection.devices.empty() && !options.allow_cpu_fallback) {
     throw Error(ErrorCode::kDevice,
                 "no Vulkan device found and CPU fallback is disabled: install a Vulkan driver (for a CPU device, "
                 "Debian's mesa-vulkan-drivers gives lavapipe; check with `vulkaninfo --summary`), or run without "
                 "--vulkan / --no-cpu-fallback to use the CPU backend");
   }
-  const vk::DeviceInfo* device = devices.empty() ? nullptr : &devices[vk::select_device(devices, options.device)];
+  const vk::DeviceInfo* device = selection.device();
   BackendChoice choice = choose_backend(device, options, step_matrix_bytes(model.weights()));
   if (const std::string missing = vk::missing_vulkan_feature(model); choice.backend == Backend::kVulkan && !missing.empty()) {
     if (options.force_vulkan) {

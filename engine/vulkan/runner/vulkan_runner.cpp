@@ -39,10 +39,6 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
       device_(vk::Device::create(vk::DeviceOptions{options.device, -1, options.disk_pipeline_cache})) {
   const LlamaConfig& c = config_;
   check_options(options);
-  if (c.has_recurrent_layers()) {
-    throw Error(ErrorCode::kUnsupported,
-                c.architecture + ": Gated DeltaNet layers run on the CPU backend only; start with --cpu");
-  }
   if (const std::string missing = vk::missing_vulkan_feature(model); !missing.empty()) {
     throw Error(ErrorCode::kUnsupported, "the Vulkan runner does not run " + missing + " yet (the CPU backend does)");
   }

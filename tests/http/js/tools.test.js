@@ -120,8 +120,10 @@ test("anthropic: messages with tool_choice any give tool_use blocks, whole and s
   assert.equal(uses.length, 1);
   assert.equal(uses[0].name, "get_weather");
   checkArguments(uses[0].input);
+  assert.match(uses[0].id, /^toolu_\S+_0$/);  // docs/HTTP.md: toolu_<id>_<i>
   const streamed = await anthropic.messages.stream(params).finalMessage();
   assert.equal(streamed.stop_reason, "tool_use");
+  assert.match(streamed.content.find((b) => b.type === "tool_use").id, /^toolu_\S+_0$/);
   assert.deepEqual(streamed.content.filter((b) => b.type === "tool_use").map((b) => [b.name, b.input]),
     uses.map((b) => [b.name, b.input]));
 });
