@@ -402,7 +402,7 @@ void HttpFrontend::completions(HttpConnection& conn, HttpRequest& r) {
                   http::Generation g = generation_for(http::Api::kOpenAiCompletion, entry, choice, req->stream, req->wire);
                   g.include_usage = req->include_usage;
                   g.logprobs = req->logprobs;
-                  submit(c, client_id, std::move(g), std::move(req->wire), http::openai_param_names());
+                  submit_choices(c, client_id, std::move(g), std::move(req->wire), http::openai_param_names(), req->n);
                 });
 }
 
@@ -441,7 +441,7 @@ void HttpFrontend::chat_completions(HttpConnection& conn, HttpRequest& r) {
                   g.include_usage = req->include_usage;
                   g.logprobs = req->logprobs;
                   parse_chat_answer(g, std::move(req->tools), entry, req->wire);
-                  submit(c, client_id, std::move(g), std::move(req->wire), http::openai_chat_param_names());
+                  submit_choices(c, client_id, std::move(g), std::move(req->wire), http::openai_chat_param_names(), req->n);
                 });
 }
 
@@ -692,15 +692,34 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
   HttpConnection* c = live(conn_id, exchange);
   if (c == nullptr) return;  // gone: its close cancelled the request
   cors_origin_ = g.cors_origin;  // answered later than its request
+  const bool later_choice = g.group != nullptr && g.choice > 0;
+  if (later_choice && g.group->failed) return;  // a sibling failed first: the answer is its error
   if (!outcome.ok) {
-    return send_error(*c, ollama, http::api_error_from_wire(outcome.error, outcome.retry_after_ms, names),
-                      outcome.id.empty() ? fresh_request_id() : outcome.id);
+    const ApiError e = http::api_error_from_wire(outcome.error, outcome.retry_after_ms, names);
+    if (later_choice) return fail_choices(*c, g.group, g.stream, e);
+    return send_error(*c, ollama, e, outcome.id.empty() ? fresh_request_id() : outcome.id);
   }
   g.id = outcome.id;
   g.created_unix = http::unix_now();
   g.conn_id = conn_id;
   g.exchange = exchange;
   g.prompt_tokens = outcome.prompt_tokens;
+  if (g.group) {
+    if (g.choice == 0) {
+      g.group->answer_id = g.id;
+      g.group->conn_id = conn_id;
+      g.group->exchange = exchange;
+      g.group->later.created_unix = g.created_unix;  // every chunk of the answer shows one time
+    } else {
+      g.created_unix = g.group->later.created_unix;
+    }
+    g.group_answer_id = g.group->answer_id;
+  }
+  if (later_choice) {  // the answer (its stream) began with choice 0
+    if (g.stream && g.api == http::Api::kOpenAiChat && !c->send_chunk(http::openai_chat_first_chunk(g))) return;
+    generations_.emplace(g.id, std::move(g));
+    return;
+  }
   if (g.stream) {
     http::HeaderList headers = {{"x-request-id", g.id}, {"Cache-Control", "no-cache"}};
     http::add_cors_headers(headers, g.cors_origin);
@@ -757,23 +776,112 @@ void HttpFrontend::on_event(const proto::StreamEvent& ev) {
     generations_.erase(it);  // the client went away; its close cancelled the request
     return;
   }
+  // Choice 0's first token (or its end) lets the other choices of its answer in: its prompt's
+  // blocks are in the prefix cache now. Submitted after this event is handled (a submission may
+  // add to generations_ at once).
+  std::shared_ptr<http::ChoiceGroup> later_choices;
+  if (g.group && g.choice == 0 && !g.group->later_submitted &&
+      (ev.type == proto::StreamEventType::kToken ||
+       (ev.type == proto::StreamEventType::kFinished && ev.reason != proto::FinishReason::kError))) {
+    later_choices = g.group;
+    later_choices->later_submitted = true;
+  }
   switch (ev.type) {
     case proto::StreamEventType::kToken: {
       const std::string piece = render_tokens(g, ev);
       if (!piece.empty() && !c->send_chunk(piece)) generations_.erase(it);  // slow reader: closed, cancelled
-      return;
+      break;
     }
     case proto::StreamEventType::kError:
       g.error_message = ev.error_message;
       g.error_code = ev.error_code;
-      return;
+      break;
     case proto::StreamEventType::kFinished:
-      finish(*c, g, ev);
-      generations_.erase(it);
-      return;
+      if (g.group) {
+        std::shared_ptr<http::ChoiceGroup> group = g.group;
+        finish_choice(*c, g, ev);
+        if (!group->failed) generations_.erase(ev.id);  // (failing erased every choice)
+      } else {
+        finish(*c, g, ev);
+        generations_.erase(it);
+      }
+      break;
     default:
-      return;
+      break;
   }
+  if (later_choices) submit_later_choices(later_choices);
+}
+
+void HttpFrontend::submit_choices(HttpConnection& c, const std::string& client_id, http::Generation g, json wire,
+                                  const std::map<std::string, std::string>& names, int32_t n) {
+  if (n > 1) {
+    auto group = std::make_shared<http::ChoiceGroup>();
+    group->n = n;
+    group->later = g;
+    group->later.cors_origin = cors_origin_;  // submit stamps the origin of the request being answered
+    group->later_wire = wire;
+    group->names = &names;
+    g.group = std::move(group);
+  }
+  submit(c, client_id, std::move(g), std::move(wire), names);
+}
+
+void HttpFrontend::submit_later_choices(const std::shared_ptr<http::ChoiceGroup>& group) {
+  for (int32_t i = 1; i < group->n; ++i) {
+    HttpConnection* c = live(group->conn_id, group->exchange);
+    if (c == nullptr || group->failed) return;  // gone or failed: nothing more to answer
+    http::Generation g = group->later;
+    g.group = group;
+    g.choice = i;
+    cors_origin_ = g.cors_origin;
+    // No x-request-id of the client's: that id is choice 0's (the answer's); these get fresh ones.
+    submit(*c, {}, std::move(g), http::choice_wire(group->later_wire, i), *group->names);
+  }
+}
+
+void HttpFrontend::finish_choice(HttpConnection& c, http::Generation& g, const proto::StreamEvent& ev) {
+  const std::shared_ptr<http::ChoiceGroup> group = g.group;
+  cors_origin_ = g.cors_origin;
+  if (ev.reason == proto::FinishReason::kError) {
+    const std::string message = g.error_message.empty() ? "generation failed" : g.error_message;
+    return fail_choices(c, group, g.stream,
+                        ApiError{500, "choice " + std::to_string(g.choice) + ": " + message, "generation_failed", {}, 0});
+  }
+  const bool chat = g.api == http::Api::kOpenAiChat;
+  if (g.stream) {
+    c.send_chunk(chat ? http::openai_chat_choice_end_chunks(g, ev) : http::openai_choice_end_chunk(g, ev));
+    http::add_finished_choice(*group, g.choice, chat ? http::openai_chat_usage(g, ev) : http::openai_usage(ev, g.prompt_tokens));
+  } else {
+    json one = chat ? http::openai_chat_completion(g, ev) : http::openai_completion(g, ev);
+    json usage = one["usage"];
+    http::add_finished_choice(*group, g.choice, std::move(usage), std::move(one));
+  }
+  if (!http::all_choices_finished(*group)) return;
+  if (g.stream) {
+    c.send_chunk(http::openai_answer_end_chunks(g, http::group_usage(*group)));
+    c.end_stream();
+    return;
+  }
+  http::HttpResponse resp;
+  resp.headers.emplace_back("x-request-id", group->answer_id);
+  http::add_cors_headers(resp.headers, g.cors_origin);
+  resp.body = http::compact_dump(http::group_answer(*group));
+  c.respond(resp);
+}
+
+void HttpFrontend::fail_choices(HttpConnection& c, const std::shared_ptr<http::ChoiceGroup>& group, bool stream,
+                                const ApiError& error) {
+  group->failed = true;
+  for (auto it = generations_.begin(); it != generations_.end();) {
+    it = it->second.group == group ? generations_.erase(it) : std::next(it);
+  }
+  if (stream) {
+    c.send_chunk(http::openai_failed_stream_end(error.message));
+    c.end_stream();
+  } else {
+    send_error(c, /*ollama=*/false, error, group->answer_id.empty() ? fresh_request_id() : group->answer_id);
+  }
+  c.close_after_flush();
 }
 
 void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const proto::StreamEvent& ev) {
