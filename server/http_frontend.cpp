@@ -695,8 +695,11 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
   const bool later_choice = g.group != nullptr && g.choice > 0;
   if (later_choice && g.group->failed) return;  // a sibling failed first: the answer is its error
   if (!outcome.ok) {
-    const ApiError e = http::api_error_from_wire(outcome.error, outcome.retry_after_ms, names);
-    if (later_choice) return fail_choices(*c, g.group, g.stream, e);
+    ApiError e = http::api_error_from_wire(outcome.error, outcome.retry_after_ms, names);
+    if (later_choice) {
+      e.message = "choice " + std::to_string(g.choice) + ": " + e.message;
+      return fail_choices(*c, g.group, g.stream, e);
+    }
     return send_error(*c, ollama, e, outcome.id.empty() ? fresh_request_id() : outcome.id);
   }
   g.id = outcome.id;
