@@ -5,7 +5,7 @@
 // whole answer is reproducible; streamed deltas per index reassemble to the non-streamed choices
 // (one role delta and one finish_reason per index, one id, [DONE] once at the end, usage last);
 // usage counts the prompt once and every choice's completion tokens; n out of range is a 400 naming
-// n; a hang-up cancels every choice.
+// n; a choice that fails fails the whole answer (and cancels the others); a hang-up cancels every choice.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -33,7 +33,8 @@ class HttpChoicesE2eTest : public ::testing::Test {
     daemon_ = new DaemonProcess();
     DaemonConfig config;
     config.dir = dir_->path;
-    config.extra_args = {"--cpu", "--http", "unix:" + dir_->path + "/http.sock"};
+    // 3 requests per connection: a 4th choice is refused (a failing choice, on demand).
+    config.extra_args = {"--cpu", "--http", "unix:" + dir_->path + "/http.sock", "--max-requests-per-connection", "3"};
     daemon_->start(config);
     ready_ = daemon_->wait_ready(60);
   }
@@ -270,6 +271,35 @@ TEST_F(HttpChoicesE2eTest, NOutOfRangeIs400NamingN) {
       EXPECT_NE(e["error"]["message"].get<std::string>().find("1..16"), std::string::npos) << r->body;
     }
   }
+}
+
+TEST_F(HttpChoicesE2eTest, AChoiceRefusedFailsTheWholeAnswerAndCancelsTheOthers) {
+  const double generated_before = metric("vkstream_generated_tokens_total");
+  const json body = {{"prompt", "Once upon a time"}, {"n", 4}, {"max_tokens", 1500}, {"ignore_eos", true}, {"temperature", 0}};
+  auto whole = call("/v1/completions", body);
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->status, 429) << whole->body;
+  const json e = json::parse(whole->body, nullptr, false);
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("choice 3"), std::string::npos) << whole->body;
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("max_requests_per_connection"), std::string::npos) << whole->body;
+
+  auto streamed = call("/v1/completions", with(body, {{"stream", true}}));
+  ASSERT_TRUE(streamed);
+  EXPECT_EQ(streamed->status, 200);
+  const std::vector<json> chunks = sse(streamed->body);
+  ASSERT_FALSE(chunks.empty());
+  ASSERT_TRUE(chunks.back().contains("error")) << streamed->body.substr(0, 2000);
+  EXPECT_NE(chunks.back()["error"]["message"].get<std::string>().find("choice 3"), std::string::npos);
+  // The choices that were running are cancelled (the connection closed after the error): none runs
+  // to its 1500 tokens.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline && metric("vkstream_requests_running") != 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(metric("vkstream_requests_running"), 0);
+  EXPECT_LT(metric("vkstream_generated_tokens_total") - generated_before, 2 * 3 * 1500.0);
+  // And the server goes on answering.
+  EXPECT_EQ(answer("/v1/completions", with(body, {{"n", 3}, {"max_tokens", 4}}))["choices"].size(), 3u);
 }
 
 TEST_F(HttpChoicesE2eTest, AHangUpCancelsEveryChoice) {
