@@ -52,6 +52,11 @@ json completion_chunk_base(const Generation& g) {
 
 }  // namespace
 
+json openai_chunk_base(const Generation& g) {
+  if (g.api != Api::kOpenAiChat) return completion_chunk_base(g);
+  return {{"id", "chatcmpl-" + g.answer_id()}, {"object", "chat.completion.chunk"}, {"created", g.created_unix}, {"model", g.model}};
+}
+
 const std::map<std::string, std::string>& openai_param_names() {
   static const std::map<std::string, std::string> names = {{"prompt_ids", "prompt"}, {"json_schema", "response_format"}};
   return names;
@@ -210,9 +215,7 @@ std::string openai_choice_end_chunk(const Generation& g, const proto::StreamEven
 std::string openai_answer_end_chunks(const Generation& g, const json& usage) {
   std::string out;
   if (g.include_usage) {
-    json usage_chunk = http::is_chat(g.api) ? json{{"id", "chatcmpl-" + g.answer_id()}, {"object", "chat.completion.chunk"},
-                                                   {"created", g.created_unix}, {"model", g.model}}
-                                            : completion_chunk_base(g);
+    json usage_chunk = openai_chunk_base(g);
     usage_chunk["choices"] = json::array();
     usage_chunk["usage"] = usage;
     out += "data: " + compact_dump(usage_chunk) + "\n\n";

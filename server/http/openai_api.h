@@ -39,6 +39,9 @@ std::string openai_token_chunk(Generation& g, const proto::StreamEvent& ev, cons
 // The end: the final SSE chunk(s) (finish_reason, usage when asked, an error object when the
 // request failed) and "data: [DONE]".
 std::string openai_final_chunks(const Generation& g, const proto::StreamEvent& finished);
+// What every streamed chunk of the generation's answer carries: id, object, created, model
+// (completions' or chat's).
+nlohmann::json openai_chunk_base(const Generation& g);
 // The parts of that end, for an answer of several choices (choice_group.h): one choice's
 // finish_reason chunk; the answer's usage chunk when asked (on chat too) and [DONE]; the error
 // event and [DONE] that end a failed stream (on chat too).

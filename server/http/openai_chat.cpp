@@ -110,9 +110,7 @@ std::variant<json, ApiError> wire_messages(const JsonBody& body) {
   return out;
 }
 
-json chat_chunk_base(const Generation& g) {
-  return {{"id", "chatcmpl-" + g.answer_id()}, {"object", "chat.completion.chunk"}, {"created", g.created_unix}, {"model", g.model}};
-}
+json chat_chunk_base(const Generation& g) { return openai_chunk_base(g); }
 
 json with_bytes(json entry, const std::string& piece) {
   json bytes = json::array();
