@@ -402,7 +402,7 @@ void HttpFrontend::completions(HttpConnection& conn, HttpRequest& r) {
                   http::Generation g = generation_for(http::Api::kOpenAiCompletion, entry, choice, req->stream, req->wire);
                   g.include_usage = req->include_usage;
                   g.logprobs = req->logprobs;
-                  submit(c, client_id, std::move(g), std::move(req->wire), http::openai_param_names());
+                  submit_choices(c, client_id, std::move(g), std::move(req->wire), http::openai_param_names(), req->n);
                 });
 }
 
@@ -441,7 +441,7 @@ void HttpFrontend::chat_completions(HttpConnection& conn, HttpRequest& r) {
                   g.include_usage = req->include_usage;
                   g.logprobs = req->logprobs;
                   parse_chat_answer(g, std::move(req->tools), entry, req->wire);
-                  submit(c, client_id, std::move(g), std::move(req->wire), http::openai_chat_param_names());
+                  submit_choices(c, client_id, std::move(g), std::move(req->wire), http::openai_chat_param_names(), req->n);
                 });
 }
 
@@ -692,15 +692,37 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
   HttpConnection* c = live(conn_id, exchange);
   if (c == nullptr) return;  // gone: its close cancelled the request
   cors_origin_ = g.cors_origin;  // answered later than its request
+  const bool later_choice = g.group != nullptr && g.choice > 0;
+  if (later_choice && g.group->failed) return;  // a sibling failed first: the answer is its error
   if (!outcome.ok) {
-    return send_error(*c, ollama, http::api_error_from_wire(outcome.error, outcome.retry_after_ms, names),
-                      outcome.id.empty() ? fresh_request_id() : outcome.id);
+    ApiError e = http::api_error_from_wire(outcome.error, outcome.retry_after_ms, names);
+    if (later_choice) {
+      e.message = "choice " + std::to_string(g.choice) + ": " + e.message;
+      return fail_choices(*c, g.group, g.stream, e);
+    }
+    return send_error(*c, ollama, e, outcome.id.empty() ? fresh_request_id() : outcome.id);
   }
   g.id = outcome.id;
   g.created_unix = http::unix_now();
   g.conn_id = conn_id;
   g.exchange = exchange;
   g.prompt_tokens = outcome.prompt_tokens;
+  if (g.group) {
+    if (g.choice == 0) {
+      g.group->answer_id = g.id;
+      g.group->conn_id = conn_id;
+      g.group->exchange = exchange;
+      g.group->later.created_unix = g.created_unix;  // every chunk of the answer shows one time
+    } else {
+      g.created_unix = g.group->later.created_unix;
+    }
+    g.group_answer_id = g.group->answer_id;
+  }
+  if (later_choice) {  // the answer (its stream) began with choice 0
+    if (g.stream && g.api == http::Api::kOpenAiChat && !c->send_chunk(http::openai_chat_first_chunk(g))) return;
+    generations_.emplace(g.id, std::move(g));
+    return;
+  }
   if (g.stream) {
     http::HeaderList headers = {{"x-request-id", g.id}, {"Cache-Control", "no-cache"}};
     http::add_cors_headers(headers, g.cors_origin);
@@ -757,23 +779,40 @@ void HttpFrontend::on_event(const proto::StreamEvent& ev) {
     generations_.erase(it);  // the client went away; its close cancelled the request
     return;
   }
+  // Choice 0's first token (or its end) lets the other choices of its answer in: its prompt's
+  // blocks are in the prefix cache now. Submitted after this event is handled (a submission may
+  // add to generations_ at once).
+  std::shared_ptr<http::ChoiceGroup> later_choices;
+  if (g.group && g.choice == 0 && !g.group->later_submitted &&
+      (ev.type == proto::StreamEventType::kToken ||
+       (ev.type == proto::StreamEventType::kFinished && ev.reason != proto::FinishReason::kError))) {
+    later_choices = g.group;
+    later_choices->later_submitted = true;
+  }
   switch (ev.type) {
     case proto::StreamEventType::kToken: {
       const std::string piece = render_tokens(g, ev);
       if (!piece.empty() && !c->send_chunk(piece)) generations_.erase(it);  // slow reader: closed, cancelled
-      return;
+      break;
     }
     case proto::StreamEventType::kError:
       g.error_message = ev.error_message;
       g.error_code = ev.error_code;
-      return;
+      break;
     case proto::StreamEventType::kFinished:
-      finish(*c, g, ev);
-      generations_.erase(it);
-      return;
+      if (g.group) {
+        std::shared_ptr<http::ChoiceGroup> group = g.group;
+        finish_choice(*c, g, ev);
+        if (!group->failed) generations_.erase(ev.id);  // (failing erased every choice)
+      } else {
+        finish(*c, g, ev);
+        generations_.erase(it);
+      }
+      break;
     default:
-      return;
+      break;
   }
+  if (later_choices) submit_later_choices(later_choices);
 }
 
 void HttpFrontend::finish(HttpConnection& c, http::Generation& g, const proto::StreamEvent& ev) {

@@ -27,6 +27,7 @@
 #include "protocol/requests.h"
 #include "protocol/responses.h"
 #include "server/http/api_common.h"
+#include "server/http/choice_group.h"
 #include "server/http/generation.h"
 #include "server/http/http_limits.h"
 #include "server/http/http_server.h"
@@ -223,6 +224,18 @@ class HttpFrontend {
               const std::map<std::string, std::string>& names);
   void submitted(uint64_t conn_id, uint64_t exchange, http::Generation g, const HttpSubmitOutcome& outcome,
                  const std::map<std::string, std::string>& names);
+  // OpenAI's n: submit for n = 1; for more, choice 0 through submit now and the other choices
+  // through it once choice 0 has its first token (submit_later_choices; http/choice_group.h).
+  void submit_choices(http::HttpConnection& c, const std::string& client_id, http::Generation g, nlohmann::json wire,
+                      const std::map<std::string, std::string>& names, int32_t n);
+  void submit_later_choices(const std::shared_ptr<http::ChoiceGroup>& group);
+  // One choice of an n > 1 answer finished: its end goes out (streamed) or is kept, and the answer
+  // once every choice finished.
+  void finish_choice(http::HttpConnection& c, http::Generation& g, const proto::StreamEvent& finished);
+  // One choice failed (its submission or its generation): the answer is that error, and the
+  // connection closes after it, which cancels the other choices as a hang-up does.
+  void fail_choices(http::HttpConnection& c, const std::shared_ptr<http::ChoiceGroup>& group, bool stream,
+                    const http::ApiError& error);
   // The mapped request, or nullopt once the mapper's error is answered.
   template <class Request>
   std::optional<Request> mapped(http::HttpConnection& c, const std::string& request_id, bool ollama,

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,8 @@
 
 namespace vks::http {
 
+struct ChoiceGroup;  // server/http/choice_group.h
+
 enum class Api { kOpenAiCompletion, kOllamaGenerate, kOpenAiChat, kOllamaChat, kEmbed, kAnthropicMessages, kOpenAiResponses };
 
 inline bool is_chat(Api api) {
@@ -29,8 +32,16 @@ struct Generation {
     return api == Api::kOllamaGenerate || api == Api::kOllamaChat || (api == Api::kEmbed && embed.api != EmbedApi::kOpenAi);
   }
 
+  // The id the answer shows ("chatcmpl-<id>"): the request's own, or its group's.
+  const std::string& answer_id() const { return group_answer_id.empty() ? id : group_answer_id; }
+
   Api api = Api::kOpenAiCompletion;
   std::string id;                 // bare vkstream id
+  // OpenAI's n > 1: this request is choice `choice` of the answer `group` puts together (null: the
+  // answer is this request's alone); group_answer_id is that answer's id (choice 0's request id).
+  std::shared_ptr<ChoiceGroup> group;
+  int32_t choice = 0;
+  std::string group_answer_id;
   std::string model;
   int64_t created_unix = 0;
   uint64_t conn_id = 0;

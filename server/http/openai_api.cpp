@@ -1,5 +1,6 @@
 #include "server/http/openai_api.h"
 
+#include "server/http/choice_group.h"
 #include "server/http/json_error.h"
 
 namespace vks::http {
@@ -46,10 +47,15 @@ json openai_usage(const proto::StreamEvent& finished, int32_t prompt_tokens) {
 namespace {
 
 json completion_chunk_base(const Generation& g) {
-  return {{"id", "cmpl-" + g.id}, {"object", "text_completion"}, {"created", g.created_unix}, {"model", g.model}};
+  return {{"id", "cmpl-" + g.answer_id()}, {"object", "text_completion"}, {"created", g.created_unix}, {"model", g.model}};
 }
 
 }  // namespace
+
+json openai_chunk_base(const Generation& g) {
+  if (g.api != Api::kOpenAiChat) return completion_chunk_base(g);
+  return {{"id", "chatcmpl-" + g.answer_id()}, {"object", "chat.completion.chunk"}, {"created", g.created_unix}, {"model", g.model}};
+}
 
 const std::map<std::string, std::string>& openai_param_names() {
   static const std::map<std::string, std::string> names = {{"prompt_ids", "prompt"}, {"json_schema", "response_format"}};
@@ -66,11 +72,9 @@ std::optional<ApiError> map_openai_common(const JsonBody& body, const ModelCatal
                                model.id + "' (GET /v1/models)", "model_not_found", "model", 0};
     }
   }
-  for (const char* must_be_one : {"n", "best_of"}) {
-    auto it = body.find(must_be_one);
-    if (it != body.end() && !it->is_null() && !(it->is_number_integer() && it->get<int64_t>() == 1)) {
-      return bad_field(std::string(must_be_one) + " must be 1: one choice per request", must_be_one);
-    }
+  // best_of (the legacy server-side ranking of choices) is not done; n is read_choice_count's.
+  if (auto it = body.find("best_of"); it != body.end() && !it->is_null() && !(it->is_number_integer() && it->get<int64_t>() == 1)) {
+    return bad_field("best_of must be 1: choices are not ranked on the server (use n for several choices)", "best_of");
   }
   // max_tokens or its newer name; the caller sets its API's default when neither is given.
   if (body.contains("max_completion_tokens") && !body["max_completion_tokens"].is_null()) {
@@ -125,6 +129,7 @@ std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const Json
   json& w = out.wire;
   w = json::object();
   if (auto e = map_openai_common(body, model, w, out.stream, out.include_usage)) return std::move(*e);
+  if (auto e = read_choice_count(body, out.n)) return std::move(*e);
   const auto prompt = body.find("prompt");
   if (prompt == body.end() || prompt->is_null()) return bad_field("prompt is required", "prompt", "missing_field");
   if (prompt->is_string()) {
@@ -183,39 +188,45 @@ void openai_accumulate(Generation& g, const proto::StreamEvent& ev, const TokenT
 std::string openai_token_chunk(Generation& g, const proto::StreamEvent& ev, const TokenText& token_text) {
   if (ev.text.empty() && (g.logprobs < 0 || ev.ids.empty())) return {};
   json chunk = completion_chunk_base(g);
-  json choice = {{"text", ev.text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  json choice = {{"text", ev.text}, {"index", g.choice}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
   if (g.logprobs >= 0) choice["logprobs"] = logprobs_of(ev, token_text, g.text_bytes, g.logprobs);
   chunk["choices"] = json::array({std::move(choice)});
   return "data: " + compact_dump(chunk) + "\n\n";
 }
 
 std::string openai_final_chunks(const Generation& g, const proto::StreamEvent& finished) {
-  std::string out;
-  if (finished.reason == proto::FinishReason::kError) {
-    const std::string message = g.error_message.empty() ? "generation failed" : g.error_message;
-    out += "data: " + openai_error_body(500, message, "generation_failed") + "\n\n";
-    out += "data: [DONE]\n\n";
-    return out;
-  }
+  if (finished.reason == proto::FinishReason::kError) return openai_failed_stream_end(g.error_message);
+  return openai_choice_end_chunk(g, finished) + openai_answer_end_chunks(g, openai_usage(finished, g.prompt_tokens));
+}
+
+std::string openai_failed_stream_end(const std::string& error_message) {
+  const std::string message = error_message.empty() ? "generation failed" : error_message;
+  return "data: " + openai_error_body(500, message, "generation_failed") + "\n\ndata: [DONE]\n\n";
+}
+
+std::string openai_choice_end_chunk(const Generation& g, const proto::StreamEvent& finished) {
   json chunk = completion_chunk_base(g);
   chunk["choices"] = json::array(
-      {{{"text", ""}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason_text(finished.reason)}}});
+      {{{"text", ""}, {"index", g.choice}, {"logprobs", nullptr}, {"finish_reason", finish_reason_text(finished.reason)}}});
   if (g.include_usage) chunk["usage"] = nullptr;
-  out += "data: " + compact_dump(chunk) + "\n\n";
+  return "data: " + compact_dump(chunk) + "\n\n";
+}
+
+std::string openai_answer_end_chunks(const Generation& g, const json& usage) {
+  std::string out;
   if (g.include_usage) {
-    json usage_chunk = completion_chunk_base(g);
+    json usage_chunk = openai_chunk_base(g);
     usage_chunk["choices"] = json::array();
-    usage_chunk["usage"] = openai_usage(finished, g.prompt_tokens);
+    usage_chunk["usage"] = usage;
     out += "data: " + compact_dump(usage_chunk) + "\n\n";
   }
-  out += "data: [DONE]\n\n";
-  return out;
+  return out + "data: [DONE]\n\n";
 }
 
 json openai_completion(const Generation& g, const proto::StreamEvent& finished) {
   json answer = completion_chunk_base(g);
   answer["choices"] = json::array({{{"text", g.text},
-                                    {"index", 0},
+                                    {"index", g.choice},
                                     {"logprobs", g.logprobs >= 0 ? g.logprobs_acc : json(nullptr)},
                                     {"finish_reason", finish_reason_text(finished.reason)}}});
   answer["usage"] = openai_usage(finished, g.prompt_tokens);

@@ -18,13 +18,14 @@ struct OpenAiCompletionRequest {
   bool stream = false;
   bool include_usage = false;
   int32_t logprobs = -1;
+  int32_t n = 1;              // choices (choice_group.h)
 };
 
 // Validates the OpenAI fields we translate (prompt shape, n, echo, suffix, ...) and builds the
 // wire map; everything else is checked by the wire parser.
 std::variant<OpenAiCompletionRequest, ApiError> map_openai_completion(const JsonBody& body,
                                                                       const ModelCatalogue& model);
-// The fields /v1/completions and /v1/chat/completions share (model, n, max_tokens, sampling,
+// The fields /v1/completions and /v1/chat/completions share (model, best_of, max_tokens, sampling,
 // stream, stream_options, response_format, user) into the wire map `wire`.
 std::optional<ApiError> map_openai_common(const JsonBody& body, const ModelCatalogue& model,
                                           nlohmann::json& wire, bool& stream, bool& include_usage);
@@ -38,6 +39,15 @@ std::string openai_token_chunk(Generation& g, const proto::StreamEvent& ev, cons
 // The end: the final SSE chunk(s) (finish_reason, usage when asked, an error object when the
 // request failed) and "data: [DONE]".
 std::string openai_final_chunks(const Generation& g, const proto::StreamEvent& finished);
+// What every streamed chunk of the generation's answer carries: id, object, created, model
+// (completions' or chat's).
+nlohmann::json openai_chunk_base(const Generation& g);
+// The parts of that end, for an answer of several choices (choice_group.h): one choice's
+// finish_reason chunk; the answer's usage chunk when asked (on chat too) and [DONE]; the error
+// event and [DONE] that end a failed stream (on chat too).
+std::string openai_choice_end_chunk(const Generation& g, const proto::StreamEvent& finished);
+std::string openai_answer_end_chunks(const Generation& g, const nlohmann::json& usage);
+std::string openai_failed_stream_end(const std::string& error_message);
 // The whole non-streamed answer.
 nlohmann::json openai_completion(const Generation& g, const proto::StreamEvent& finished);
 

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "server/http/answer_parse.h"
+#include "server/http/choice_group.h"
 #include "server/http/json_error.h"
 #include "server/http/openai_api.h"
 #include "server/http/tool_mapping.h"
@@ -109,9 +110,7 @@ std::variant<json, ApiError> wire_messages(const JsonBody& body) {
   return out;
 }
 
-json chat_chunk_base(const Generation& g) {
-  return {{"id", "chatcmpl-" + g.id}, {"object", "chat.completion.chunk"}, {"created", g.created_unix}, {"model", g.model}};
-}
+json chat_chunk_base(const Generation& g) { return openai_chunk_base(g); }
 
 json with_bytes(json entry, const std::string& piece) {
   json bytes = json::array();
@@ -139,20 +138,20 @@ json logprob_entries(const proto::StreamEvent& ev, const TokenText& token_text, 
 
 std::string event(const json& chunk) { return "data: " + compact_dump(chunk) + "\n\n"; }
 
-// OpenAI's usage, with completion_tokens_details.reasoning_tokens when the template thinks.
-json chat_usage(const Generation& g, const proto::StreamEvent& finished) {
+}  // namespace
+
+json openai_chat_usage(const Generation& g, const proto::StreamEvent& finished) {
   json usage = openai_usage(finished, g.prompt_tokens);
   if (g.reasoning) usage["completion_tokens_details"] = {{"reasoning_tokens", g.reasoning_tokens}};
   return usage;
 }
-
-}  // namespace
 
 std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const JsonBody& body, const ModelCatalogue& model) {
   OpenAiChatRequest out;
   json& w = out.wire;
   w = json::object();
   if (auto e = map_openai_common(body, model, w, out.stream, out.include_usage)) return std::move(*e);
+  if (auto e = read_choice_count(body, out.n)) return std::move(*e);
   auto messages = wire_messages(body);
   if (auto* e = std::get_if<ApiError>(&messages)) return std::move(*e);
   w["messages"] = std::move(std::get<json>(messages));
@@ -212,7 +211,7 @@ const std::map<std::string, std::string>& openai_chat_param_names() {
 std::string openai_chat_first_chunk(const Generation& g) {
   json chunk = chat_chunk_base(g);
   chunk["choices"] = json::array(
-      {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+      {{{"index", g.choice}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
   if (g.include_usage) chunk["usage"] = nullptr;
   return event(chunk);
 }
@@ -229,7 +228,7 @@ namespace {
 std::string delta_chunk(const Generation& g, json delta, json logprobs) {
   json chunk = chat_chunk_base(g);
   chunk["choices"] = json::array(
-      {{{"index", 0}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)}, {"finish_reason", nullptr}}});
+      {{{"index", g.choice}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)}, {"finish_reason", nullptr}}});
   if (g.include_usage) chunk["usage"] = nullptr;
   return event(chunk);
 }
@@ -293,10 +292,12 @@ std::string openai_chat_finish_reason(proto::FinishReason reason, size_t calls) 
 }
 
 std::string openai_chat_final_chunks(Generation& g, const proto::StreamEvent& finished) {
-  if (finished.reason == proto::FinishReason::kError) {
-    const std::string message = g.error_message.empty() ? "generation failed" : g.error_message;
-    return "data: " + openai_error_body(500, message, "generation_failed") + "\n\ndata: [DONE]\n\n";
-  }
+  if (finished.reason == proto::FinishReason::kError) return openai_failed_stream_end(g.error_message);
+  std::string out = openai_chat_choice_end_chunks(g, finished);
+  return out + openai_answer_end_chunks(g, openai_chat_usage(g, finished));
+}
+
+std::string openai_chat_choice_end_chunks(Generation& g, const proto::StreamEvent& finished) {
   std::string out;
   if (g.tools || g.reasoning) {
     AnswerPiece piece;
@@ -304,23 +305,16 @@ std::string openai_chat_final_chunks(Generation& g, const proto::StreamEvent& fi
     out += parsed_chunks(g, piece, nullptr);
   }
   json chunk = chat_chunk_base(g);
-  chunk["choices"] = json::array({{{"index", 0},
+  chunk["choices"] = json::array({{{"index", g.choice},
                                    {"delta", json::object()},
                                    {"logprobs", nullptr},
                                    {"finish_reason", openai_chat_finish_reason(finished.reason, g.tool_calls_sent)}}});
   if (g.include_usage) chunk["usage"] = nullptr;
-  out += event(chunk);
-  if (g.include_usage) {
-    json usage_chunk = chat_chunk_base(g);
-    usage_chunk["choices"] = json::array();
-    usage_chunk["usage"] = chat_usage(g, finished);
-    out += event(usage_chunk);
-  }
-  return out + "data: [DONE]\n\n";
+  return out + event(chunk);
 }
 
 json openai_chat_completion(Generation& g, const proto::StreamEvent& finished) {
-  json answer = {{"id", "chatcmpl-" + g.id}, {"object", "chat.completion"}, {"created", g.created_unix}, {"model", g.model}};
+  json answer = {{"id", "chatcmpl-" + g.answer_id()}, {"object", "chat.completion"}, {"created", g.created_unix}, {"model", g.model}};
   json logprobs = nullptr;
   if (g.logprobs >= 0) logprobs = g.logprobs_acc.is_null() ? json{{"content", json::array()}} : g.logprobs_acc;
   json message = {{"role", "assistant"}, {"content", g.text}, {"refusal", nullptr}};
@@ -340,11 +334,11 @@ json openai_chat_completion(Generation& g, const proto::StreamEvent& finished) {
       message["content"] = parsed.text;
     }
   }
-  answer["choices"] = json::array({{{"index", 0},
+  answer["choices"] = json::array({{{"index", g.choice},
                                     {"message", std::move(message)},
                                     {"logprobs", std::move(logprobs)},
                                     {"finish_reason", openai_chat_finish_reason(finished.reason, calls)}}});
-  answer["usage"] = chat_usage(g, finished);
+  answer["usage"] = openai_chat_usage(g, finished);
   return answer;
 }
 

@@ -20,11 +20,12 @@ struct OpenAiChatRequest {
   bool stream = false;
   bool include_usage = false;
   int32_t logprobs = -1;      // top_logprobs when logprobs is true, else -1
+  int32_t n = 1;              // choices (choice_group.h)
   std::optional<chat::ToolCallParser> tools;  // tools offered: the answer's parser (served template's format)
 };
 
 // Validates messages (roles, string or text-part content), logprobs/top_logprobs and the
-// unsupported chat features (tools, n > 1, images); the rest is map_openai_common's and the wire's.
+// unsupported chat features (images, the legacy functions API); the rest is map_openai_common's and the wire's.
 std::variant<OpenAiChatRequest, ApiError> map_openai_chat(const JsonBody& body, const ModelCatalogue& model);
 // wire field -> OpenAI field, for error params.
 const std::map<std::string, std::string>& openai_chat_param_names();
@@ -40,6 +41,11 @@ std::string openai_chat_token_chunk(Generation& g, const proto::StreamEvent& ev,
 // With tools, what the parser still held goes out first, and a turn with calls finishes with
 // "tool_calls".
 std::string openai_chat_final_chunks(Generation& g, const proto::StreamEvent& finished);
+// Of that, one choice's end (what the parsers held, then its finish_reason chunk), for an answer
+// of several choices (choice_group.h), which ends with openai_answer_end_chunks.
+std::string openai_chat_choice_end_chunks(Generation& g, const proto::StreamEvent& finished);
+// OpenAI's usage, with completion_tokens_details.reasoning_tokens when the template thinks.
+nlohmann::json openai_chat_usage(const Generation& g, const proto::StreamEvent& finished);
 // The whole non-streamed answer (with tools: content and message.tool_calls parsed from it).
 nlohmann::json openai_chat_completion(Generation& g, const proto::StreamEvent& finished);
 // "tool_calls" when the turn called tools and stopped, else the finish reason's name.

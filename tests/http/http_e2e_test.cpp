@@ -186,7 +186,8 @@ TEST_F(HttpE2eTest, ErrorsAreJsonWithTheRightStatus) {
   const std::vector<Case> cases = {
       {"POST", "/v1/completions", R"({"prompt":"x","max_tokens":"many"})", 400, "max_tokens"},
       {"POST", "/v1/completions", R"({"prompt":"x","temperature":-1})", 400, "temperature"},
-      {"POST", "/v1/completions", R"({"prompt":"x","n":2})", 400, "n"},
+      {"POST", "/v1/completions", R"({"prompt":"x","n":17})", 400, "n"},
+      {"POST", "/v1/completions", R"({"prompt":"x","best_of":2})", 400, "best_of"},
       {"POST", "/v1/completions", R"({"prompt":"x","logit_bias":{"99999":1}})", 400, ""},
       {"POST", "/v1/completions", R"({"prompt":"x","max_tokens":5000})", 400, "max_tokens"},
       {"POST", "/v1/completions", R"({"model":"gpt-4","prompt":"x"})", 404, "model"},

@@ -243,6 +243,48 @@ TEST_P(ToolsE2e, StreamedDeltasReassembleToTheWholeAnswer) {
   EXPECT_EQ(joined["content"], message["content"].is_null() ? "" : message["content"].get<std::string>());
 }
 
+// n > 1: each choice's answer is parsed on its own (its own calls, ids naming its own request), and
+// each index's streamed deltas reassemble to that choice of the whole answer.
+TEST_P(ToolsE2e, EachOfNChoicesParsesItsOwnCalls) {
+  const json body = {{"messages", kAsk}, {"tools", kTools}, {"tool_choice", "required"}, {"seed", 5}, {"temperature", 1.0},
+                     {"parallel_tool_calls", false}, {"n", 3}};
+  const json whole = chat(body);
+  ASSERT_EQ(whole["status"], 200) << whole;
+  ASSERT_EQ(whole["choices"].size(), 3u) << whole;
+  std::set<std::string> ids;
+  for (size_t i = 0; i < 3; ++i) {
+    const json& choice = whole["choices"][i];
+    EXPECT_EQ(choice["index"], i);
+    EXPECT_EQ(choice["finish_reason"], "tool_calls") << whole;
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << whole;
+    expect_valid_call(choice["message"]["tool_calls"][0]);
+    ids.insert(choice["message"]["tool_calls"][0]["id"].get<std::string>());
+  }
+  EXPECT_EQ(ids.size(), 3u) << whole;
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  streamed_body["model"] = d().name();
+  streamed_body["max_tokens"] = 160;
+  auto r = d().call("/v1/chat/completions", streamed_body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  std::vector<std::vector<json>> by_index(3);
+  for (const json& c : sse_events(r->body)) {
+    if (c["choices"].empty()) continue;
+    by_index.at(c["choices"][0]["index"].get<size_t>()).push_back(c);
+  }
+  std::set<std::string> streamed_ids;
+  for (size_t i = 0; i < 3; ++i) {
+    const json joined = reassemble(by_index[i]);
+    const json& message = whole["choices"][i]["message"];
+    EXPECT_EQ(joined["finish_reason"], whole["choices"][i]["finish_reason"]) << i;
+    ASSERT_EQ(joined["tool_calls"].size(), 1u) << r->body;
+    EXPECT_EQ(joined["tool_calls"][0]["function"], message["tool_calls"][0]["function"]) << i;
+    streamed_ids.insert(joined["tool_calls"][0]["id"].get<std::string>());
+  }
+  EXPECT_EQ(streamed_ids.size(), 3u) << r->body;
+}
+
 // tool_choice "auto": a logit bias on Qwen's <tool_call> token makes the random model start a call
 // at once; from the marker on the lazy grammar holds it to a valid call (without it the random
 // model's gibberish after the marker would not parse and would come back as text).

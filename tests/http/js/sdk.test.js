@@ -3,7 +3,7 @@
 // greedy chat replies (openai chat.completions.create, ollama chat) equal the msgpack `chat`
 // request's reply that `vkstream chat` prints for the same conversation, embeddings agree across
 // openai (base64 and float) and ollama, model listings, errors
-// surface as each SDK's own error classes, and a client that aborts a stream cancels its request
+// surface as each SDK's own error classes, n: 2 choices streamed and not, and a client that aborts a stream cancels its request
 // (seen in /metrics).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -132,6 +132,35 @@ test("openai: chat.completions.create equals the msgpack chat reply, streamed an
   assert.equal(finish, c.choices[0].finish_reason);
   assert.equal(usage.prompt_tokens, c.usage.prompt_tokens);
   assert.equal(usage.completion_tokens, c.usage.completion_tokens);
+});
+
+test("openai: n: 2 gives two choices, streamed (the SDK's stream helper reassembles them) and not", async () => {
+  const ask = { model: "stories260K", messages: chatMessages, max_tokens: CHAT_TOKENS, temperature: 0.9, seed: 5, n: 2 };
+  const c = await openai.chat.completions.create(ask);
+  assert.deepEqual(c.choices.map((x) => x.index), [0, 1]);
+  assert.notEqual(c.choices[0].message.content, c.choices[1].message.content);  // seeded, sampled: they differ
+  const single = await openai.chat.completions.create({ ...ask, n: 1 });
+  assert.equal(c.choices[0].message.content, single.choices[0].message.content);  // choice 0 is the request as sent
+  assert.equal(c.usage.prompt_tokens, single.usage.prompt_tokens);  // the prompt once
+
+  // The SDK's own reassembly of interleaved chunks by index.
+  const stream = openai.chat.completions.stream({ ...ask, stream_options: { include_usage: true } });
+  const streamed = await stream.finalChatCompletion();
+  assert.equal(streamed.choices.length, 2);
+  for (const i of [0, 1]) {
+    assert.equal(streamed.choices[i].index, i);
+    assert.equal(streamed.choices[i].message.content, c.choices[i].message.content);
+    assert.equal(streamed.choices[i].finish_reason, c.choices[i].finish_reason);
+  }
+  assert.equal(streamed.usage.completion_tokens, c.usage.completion_tokens);
+
+  // Completions, streamed as plain chunks: text per index.
+  const greedyTwo = await openai.completions.create({ ...greedy, n: 2, stream: true });
+  const texts = ["", ""];
+  for await (const chunk of greedyTwo) for (const choice of chunk.choices) texts[choice.index] += choice.text;
+  assert.deepEqual(texts.map((t) => t.trimEnd()), [reference, reference]);  // greedy: both the reference
+  await assert.rejects(openai.completions.create({ ...greedy, n: 17 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === "n");
 });
 
 test("ollama: chat equals the msgpack chat reply, streamed and not", async () => {
