@@ -1,18 +1,14 @@
 // Encoders for the server's direct answers (everything except stream events lives here).
 #include "protocol/embed_wire.h"
 #include "protocol/msgpack_io.h"
+#include "protocol/overloaded.h"
 #include "protocol/responses.h"
 #include "protocol/wire_fields.h"
 
 namespace vks::proto {
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
+using detail::Overloaded;
 
 void pack_histogram(detail::MapWriter& w, std::string_view key, const Histogram& h) {
   detail::MapWriter m;

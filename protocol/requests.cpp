@@ -17,6 +17,7 @@
 #include "protocol/embed_wire.h"
 #include "protocol/json_text.h"
 #include "protocol/msgpack_io.h"
+#include "protocol/overloaded.h"
 #include "protocol/param_ranges.h"
 #include "protocol/topic.h"
 #include "protocol/version.h"
@@ -27,12 +28,7 @@ namespace {
 using detail::MapReader;
 constexpr int64_t kMaxTokenId = std::numeric_limits<int32_t>::max();
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
+using detail::Overloaded;
 
 // Reads an array of token ids; element errors name "<key>.<index>".
 bool read_token_ids(MapReader& r, std::string_view key, const msgpack::object& arr, std::vector<TokenId>& out) {

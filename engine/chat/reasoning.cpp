@@ -9,11 +9,11 @@
 namespace vks::chat {
 namespace {
 
-bool is_space(char ch) { return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t'; }
+bool is_blank(char ch) { return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t'; }
 
 // The rendered prompt ends with `open` followed only by whitespace.
 bool ends_inside(std::string_view prompt, std::string_view open) {
-  while (!prompt.empty() && is_space(prompt.back())) prompt.remove_suffix(1);
+  while (!prompt.empty() && is_blank(prompt.back())) prompt.remove_suffix(1);
   return prompt.ends_with(open);
 }
 
@@ -64,7 +64,7 @@ void ReasoningParser::step(char ch, ReasoningSplit& out) {
       // Whitespace, then `open` or anything else. held_ = the whitespace + a prefix of open.
       const size_t ws = held_.find_first_not_of(" \n\r\t");
       const size_t matched = ws == std::string::npos ? 0 : held_.size() - ws;
-      if (matched == 0 && is_space(ch)) {
+      if (matched == 0 && is_blank(ch)) {
         held_ += ch;
         return;
       }
@@ -102,7 +102,7 @@ void ReasoningParser::step(char ch, ReasoningSplit& out) {
     }
     case State::kAfterClose:
       // The whitespace between the block and the answer ("</think>\n\n") belongs to neither.
-      if (is_space(ch)) return;
+      if (is_blank(ch)) return;
       state_ = State::kContent;
       out.content += ch;
       return;

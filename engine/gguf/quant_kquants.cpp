@@ -8,13 +8,6 @@
 namespace vks::quant {
 namespace {
 
-template <class Block>
-Block load_block(const uint8_t* src, uint64_t b) {
-  Block block;
-  std::memcpy(&block, src + b * sizeof(Block), sizeof(Block));
-  return block;
-}
-
 // The 16 signed 6-bit scales of a Q3_K block: the low 4 bits of scale j are the low (j < 8) or
 // high (j >= 8) nibble of byte j % 8, the top 2 bits are bits 2*(j/4).. of byte 8 + j % 4; minus 32.
 void unpack_q3_k_scales(const uint8_t (&packed)[K_SCALE_SIZE], int (&scales)[16]) {

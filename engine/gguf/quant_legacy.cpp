@@ -11,14 +11,6 @@
 namespace vks::quant {
 namespace {
 
-// Blocks are copied out byte-wise: inside a mapped file they need not be 2-byte aligned.
-template <class Block>
-Block load_block(const uint8_t* src, uint64_t b) {
-  Block block;
-  std::memcpy(&block, src + b * sizeof(Block), sizeof(Block));
-  return block;
-}
-
 template <class Block>
 void store_block(const Block& block, uint8_t* dst, uint64_t b) {
   std::memcpy(dst + b * sizeof(Block), &block, sizeof(Block));

@@ -1,8 +1,18 @@
 #pragma once
 // The per-type block converters that ggml_type.cpp's table points at (internal to vks_gguf).
 #include <cstdint>
+#include <cstring>
 
 namespace vks::quant {
+
+// Block b of an array of Blocks, copied out byte-wise: inside a mapped file blocks need not be
+// aligned.
+template <class Block>
+Block load_block(const uint8_t* src, uint64_t b) {
+  Block block;
+  std::memcpy(&block, src + b * sizeof(Block), sizeof(Block));
+  return block;
+}
 
 // Float types (ggml_type.cpp).
 void dequantize_f32(const uint8_t* src, float* dst, uint64_t n);

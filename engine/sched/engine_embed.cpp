@@ -12,15 +12,9 @@
 namespace vks {
 
 using sched::Clock;
+using sched::ms_between;
 using sched::EmbedJob;
 
-namespace {
-
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-}  // namespace
 
 SubmitResult Engine::Impl::submit_embed(EmbedRequest req) {
   int32_t reported_tokens = 0;  // an input that is too long reports its own length

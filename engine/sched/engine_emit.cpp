@@ -5,14 +5,12 @@
 namespace vks {
 
 using sched::Clock;
+using sched::ms_between;
 using sched::Request;
 using sched::request_event;
 
 namespace {
 constexpr size_t kLatencySamples = 1000;
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
 }  // namespace
 
 void Engine::Impl::emit_token(Request& r, const GeneratedToken& tok, Clock::time_point now) {

@@ -9,13 +9,9 @@
 namespace vks {
 
 using sched::Clock;
+using sched::ms_between;
 using sched::Request;
 
-namespace {
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-}  // namespace
 
 void Engine::Impl::run() {
   bool stop = false;

@@ -17,15 +17,13 @@ namespace vks {
 
 using sched::ChunkKind;
 using sched::Clock;
+using sched::ms_between;
 using sched::PlannedChunk;
 using sched::Request;
 using sched::StepPlan;
 
 namespace {
 constexpr auto kThroughputWindow = std::chrono::seconds(5);
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
 }  // namespace
 
 void Engine::Impl::propose_drafts() {

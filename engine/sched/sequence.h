@@ -11,6 +11,11 @@ namespace vks::sched {
 
 using Clock = std::chrono::steady_clock;
 
+// Milliseconds from a to b (the engine's timings and latency figures).
+inline double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
 enum class SeqState { kWaiting, kRunning, kFinished };
 
 struct Sequence {
