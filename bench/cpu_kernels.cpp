@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench/process_cpu.h"
+#include "bench/read_probe.h"
 #include "engine/common/thread_pool.h"
 #include "engine/cpu/quant/qmatmul.h"
 #include "engine/cpu/reference_ops.h"
@@ -32,40 +33,6 @@ using vks::GgmlType;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 constexpr size_t kCacheDefeatBytes = size_t{256} << 20;  // more than any L3 here
-
-// Plain C read bandwidth: each thread sums its slice of a buffer of 64-bit words. Best of 5.
-double read_probe_gbs(int threads) {
-  const size_t words = (size_t{512} << 20) / sizeof(uint64_t);
-  std::vector<uint64_t> buf(words);
-  for (size_t i = 0; i < words; ++i) buf[i] = i;
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    std::vector<uint64_t> sums(static_cast<size_t>(threads));
-    const Clock::time_point start = Clock::now();
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        const size_t lo = words * static_cast<size_t>(t) / static_cast<size_t>(threads);
-        const size_t hi = words * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
-        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (size_t i = lo; i + 4 <= hi; i += 4) {
-          s0 += buf[i];
-          s1 += buf[i + 1];
-          s2 += buf[i + 2];
-          s3 += buf[i + 3];
-        }
-        sums[static_cast<size_t>(t)] = s0 + s1 + s2 + s3;
-      });
-    }
-    for (std::thread& th : pool) th.join();
-    const double s = seconds_since(start);
-    uint64_t total = 0;
-    for (uint64_t v : sums) total += v;
-    if (total == 42) std::printf(" ");  // keeps the sums alive
-    best = std::max(best, static_cast<double>(words * sizeof(uint64_t)) / s / 1e9);
-  }
-  return best;
-}
 
 // A [rows, cols] matrix of the type: 64 random rows quantized once and repeated (quantizing the
 // largest matrices row by row would take longer than the benchmark).
@@ -142,7 +109,7 @@ int main(int argc, char** argv) {
               std::string(vks::cpuq::isa_name(vks::cpuq::detected_isa())).c_str());
   std::vector<double> probe;
   for (int threads : thread_counts) {
-    probe.push_back(read_probe_gbs(threads));
+    probe.push_back(vks::bench::read_probe_gbs(threads));
     std::printf(" %.1f GB/s at %d thread%s", probe.back(), threads, threads == 1 ? "" : "s");
   }
   std::printf("\n(per core: per second of process CPU time, i.e. per busy core)\n");

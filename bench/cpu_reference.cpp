@@ -1,8 +1,12 @@
-// Prints the CPU reference's prefill and decode tokens/s for GGUFs: the baseline the Vulkan
-// engine is measured against. Given several files (e.g. one model in several weight types), it
-// ends with one table comparing them: weight bytes, prefill and decode tok/s, and the GB/s of
-// weights a decode token streams.
-//   vks_bench_cpu_reference MODEL.gguf [MODEL2.gguf ...] [--threads N] [--prompt N] [--generate N] [--seqs 4 8]
+// Prints the CPU backend's prefill and decode tokens/s for GGUFs (the CpuRunner, what the daemon
+// serves with), and by default the float reference's (CpuModel, the tests' oracle). Given several
+// files (e.g. one model in several weight types), it ends with one table comparing them: weight
+// bytes, prefill and decode tok/s, and the GB/s of weights a decode token streams, set against a
+// plain-C read probe of the same thread count when --probe is given.
+//   vks_bench_cpu_reference MODEL.gguf [MODEL2.gguf ...] [--threads N] [--prompt N] [--generate N]
+//                           [--seqs 4 8] [--reps N] [--no-reference] [--probe]
+// --reps N: each runner figure is the median of N runs after an untimed warm-up run (bench/cpu_versus.sh
+// runs it alternating with llama.cpp's CPU backend).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -15,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/read_probe.h"
 #include "engine/common/error.h"
 #include "engine/cpu/cpu_model.h"
 #include "engine/cpu/cpu_runner.h"
@@ -49,6 +54,20 @@ std::string matrix_types(const vks::LlamaModel& model, uint64_t& matrix_bytes) {
   return s;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Runs fn() once untimed when reps > 1, then reps times; the median seconds.
+template <class Fn>
+double median_seconds(int reps, const Fn& fn) {
+  if (reps > 1) fn();
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) times.push_back(fn());
+  return median(times);
+}
+
 struct Summary {
   std::string file;
   std::string types;
@@ -72,7 +91,16 @@ int main(int argc, char** argv) {
   std::vector<int> batch_sizes = {4, 8};
   app.add_option("--seqs,-s", batch_sizes, "sequence counts for aggregate decode (after a shared-length prefill)")
       ->check(CLI::Range(1, 64));
+  int reps = 1;
+  app.add_option("--reps,-r", reps, "median of this many runs per runner figure (after a warm-up run when > 1)")
+      ->check(CLI::Range(1, 100));
+  bool no_reference = false;
+  app.add_flag("--no-reference", no_reference, "skip the float reference (CpuModel), which is slow on large models");
+  bool probe = false;
+  app.add_flag("--probe", probe, "measure plain-C read bandwidth at the thread count and compare decode's with it");
   CLI11_PARSE(app, argc, argv);
+  const int n_threads = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+  const double probe_gbs = probe ? vks::bench::read_probe_gbs(n_threads) : 0.0;
 
   std::vector<Summary> summaries;
   for (const std::string& path : paths) try {
@@ -101,18 +129,31 @@ int main(int argc, char** argv) {
     batch.seqs = {seq};
     batch.finalize(options.block_size);
     vks::StepResult result;
-    auto start = Clock::now();
-    runner.step(batch, result);
-    const double runner_prefill = seconds_since(start);
-    start = Clock::now();
-    for (int i = 0; i < n_generate; ++i) {
-      batch.tokens = {result.argmax[0]};
-      batch.seqs[0].n_past = n_prompt + i;
-      batch.seqs[0].n_tokens = 1;
+    auto prefill = [&] {
+      batch.tokens = prompt;
+      batch.seqs[0].n_past = 0;
+      batch.seqs[0].n_tokens = n_prompt;
       batch.finalize(options.block_size);
+      const auto start = Clock::now();
       runner.step(batch, result);
-    }
-    const double runner_decode = seconds_since(start);
+      return seconds_since(start);
+    };
+    auto decode = [&] {  // after a prefill: the KV cache holds the prompt
+      const auto start = Clock::now();
+      for (int i = 0; i < n_generate; ++i) {
+        batch.tokens = {result.argmax[0]};
+        batch.seqs[0].n_past = n_prompt + i;
+        batch.seqs[0].n_tokens = 1;
+        batch.finalize(options.block_size);
+        runner.step(batch, result);
+      }
+      return seconds_since(start);
+    };
+    const double runner_prefill = median_seconds(reps, prefill);
+    const double runner_decode = median_seconds(reps, [&] {
+      prefill();
+      return decode();
+    });
 
     // CpuRunner aggregate decode: n sequences (each with the prompt prefilled) decode together.
     std::vector<std::pair<int, double>> aggregate;
@@ -134,39 +175,46 @@ int main(int argc, char** argv) {
         step.seqs.push_back(chunk);
         step.tokens.insert(step.tokens.end(), prompt.begin(), prompt.end());
       }
-      step.finalize(options.block_size);
+      const vks::StepBatch prefill_step = step;
       vks::StepResult res;
-      many.step(step, res);
-      start = Clock::now();
-      for (int i = 0; i < n_generate; ++i) {
-        step.tokens.clear();
-        for (int s = 0; s < n_seqs; ++s) {
-          step.tokens.push_back(res.argmax[static_cast<size_t>(s)]);
-          step.seqs[static_cast<size_t>(s)].token_offset = s;
-          step.seqs[static_cast<size_t>(s)].n_tokens = 1;
-          step.seqs[static_cast<size_t>(s)].n_past = n_prompt + i;
-        }
+      aggregate.emplace_back(n_seqs, median_seconds(reps, [&] {
+        step = prefill_step;
         step.finalize(options.block_size);
         many.step(step, res);
-      }
-      aggregate.emplace_back(n_seqs, seconds_since(start));
+        const auto start = Clock::now();
+        for (int i = 0; i < n_generate; ++i) {
+          step.tokens.clear();
+          for (int s = 0; s < n_seqs; ++s) {
+            step.tokens.push_back(res.argmax[static_cast<size_t>(s)]);
+            step.seqs[static_cast<size_t>(s)].token_offset = s;
+            step.seqs[static_cast<size_t>(s)].n_tokens = 1;
+            step.seqs[static_cast<size_t>(s)].n_past = n_prompt + i;
+          }
+          step.finalize(options.block_size);
+          many.step(step, res);
+        }
+        return seconds_since(start);
+      }));
     }
 
     // CpuModel: one token at a time, prompt included.
-    vks::CpuModel cpu(*model, threads, total);
-    start = Clock::now();
-    int32_t next = 0;
-    for (int i = 0; i < n_prompt; ++i) {
-      const std::vector<float>& logits = cpu.forward(prompt[static_cast<size_t>(i)], i);
-      next = vks::ref::argmax(logits.data(), logits.size());
+    double model_prefill = 0, model_decode = 0;
+    if (!no_reference) {
+      vks::CpuModel cpu(*model, threads, total);
+      auto start = Clock::now();
+      int32_t next = 0;
+      for (int i = 0; i < n_prompt; ++i) {
+        const std::vector<float>& logits = cpu.forward(prompt[static_cast<size_t>(i)], i);
+        next = vks::ref::argmax(logits.data(), logits.size());
+      }
+      model_prefill = seconds_since(start);
+      start = Clock::now();
+      for (int i = 0; i < n_generate; ++i) {
+        const std::vector<float>& logits = cpu.forward(next, n_prompt + i);
+        next = vks::ref::argmax(logits.data(), logits.size());
+      }
+      model_decode = seconds_since(start);
     }
-    const double model_prefill = seconds_since(start);
-    start = Clock::now();
-    for (int i = 0; i < n_generate; ++i) {
-      const std::vector<float>& logits = cpu.forward(next, n_prompt + i);
-      next = vks::ref::argmax(logits.data(), logits.size());
-    }
-    const double model_decode = seconds_since(start);
 
     Summary summary;
     summary.file = path.substr(path.find_last_of('/') + 1);
@@ -177,7 +225,7 @@ int main(int argc, char** argv) {
     std::printf("model %s (%s): dim %u, layers %u, heads %u/%u, hidden %u, vocab %u, matrices %s\n", path.c_str(),
                 c.architecture.c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.hidden_dim, c.vocab_size,
                 summary.types.c_str());
-    std::printf("threads %d\n\n", threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
+    std::printf("threads %d, reps %d\n\n", n_threads, reps);
     std::printf("%-40s %8s %10s %12s\n", "phase", "tokens", "seconds", "tokens/s");
     print_row("CpuRunner prefill (one step)", n_prompt, runner_prefill);
     print_row("CpuRunner decode (batch 1)", n_generate, runner_decode);
@@ -185,9 +233,14 @@ int main(int argc, char** argv) {
       const std::string label = "CpuRunner decode, " + std::to_string(n_seqs) + " seqs (aggregate)";
       print_row(label.c_str(), n_seqs * n_generate, seconds);
     }
-    print_row("CpuModel prefill (token by token)", n_prompt, model_prefill);
-    print_row("CpuModel decode", n_generate, model_decode);
-    std::printf("\n");
+    if (!no_reference) {
+      print_row("CpuModel prefill (token by token)", n_prompt, model_prefill);
+      print_row("CpuModel decode", n_generate, model_decode);
+    }
+    const double decode_gbs = summary.matrix_bytes * summary.decode_tps / 1e9;
+    std::printf("decode reads weights at %.2f GB/s", decode_gbs);
+    if (probe) std::printf(" = %.0f%% of the plain-C read probe (%.2f GB/s at %d threads)", 100.0 * decode_gbs / probe_gbs, probe_gbs, n_threads);
+    std::printf("\n\n");
   } catch (const vks::Error& e) {
     std::fprintf(stderr, "error (%s): %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());
     return 1;

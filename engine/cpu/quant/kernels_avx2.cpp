@@ -1,4 +1,5 @@
-// The 256-bit level (AVX2): a 32-element sub-block in one register. A 256-bit maddubs + madd gives
+// The 256-bit level (AVX2): a 32-element sub-block in one register; for several tokens, the legacy
+// types take two rows per register instead (see "two rows at once" below). A 256-bit maddubs + madd gives
 // 8 int32 lanes, the low 4 from elements 0..15 of the 32 and the high 4 from 16..31; adding the two
 // halves gives exactly the 4 lanes of the lane convention (kernels.h: integer sums are exact), so
 // this level computes the 128-bit level's bits. K-quant blocks keep 8 lanes over the whole
@@ -130,6 +131,159 @@ struct Q8_0 {
   }
 };
 
+// ---- legacy blocks of two rows at once ----
+// Two rows' blocks side by side, row r in the low 128 bits and row r + 1 in the high: a 128-bit
+// half of maddubs + madd over 16-byte chunks gives exactly its row's 4 lanes of the lane
+// convention, so two rows share every instruction and no fold is needed. The float steps are the
+// convention's per half, hence the bits of the one-row kernels (and of every other level).
+
+// Row r's 16 bytes at p0 and row r + 1's at p1, in one register.
+inline __m256i pair16(const uint8_t* p0, const uint8_t* p1) { return two(load16(p0), load16(p1)); }
+// Two rows' block scales: d0 in the low four floats, d1 in the high four.
+inline __m256 pair_d(const uint8_t* b0, const uint8_t* b1) {
+  return _mm256_set_m128(_mm_set1_ps(half(b1)), _mm_set1_ps(half(b0)));
+}
+inline __m256i both_halves(const void* p) { return _mm256_broadcastsi128_si256(load16(p)); }
+
+// acc += float(L) * (d_w * d_x) on both rows' lanes.
+inline void pair_scale_add(__m256& acc, __m256i lanes, __m256 d_w, const ActQ8x32& a) {
+  const __m256 d_x = _mm256_broadcast_ps(reinterpret_cast<const __m128*>(a.dv));
+  acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(lanes), _mm256_mul_ps(d_w, d_x)));
+}
+
+struct PairNibbles {
+  __m256i lo, hi;  // elements 0..15 and 16..31 of both rows, as unsigned bytes
+  __m256 d;
+  float m[2];
+};
+
+inline void unpack_pair(__m256i q, PairNibbles& w) {
+  const __m256i m4 = _mm256_set1_epi8(0xF);
+  w.lo = _mm256_and_si256(q, m4);
+  w.hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+}
+
+// Pairs of u4/u5 x s8 products and their sum over the two chunks stay far inside int16.
+inline __m256i pair_unsigned_lanes(const PairNibbles& w, const ActQ8x32& a) {
+  const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(w.lo, both_halves(a.qs)),
+                                     _mm256_maddubs_epi16(w.hi, both_halves(a.qs + 16)));
+  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+inline void unpack_q5_pair(const uint8_t* qh0, const uint8_t* qs0, const uint8_t* qh1, const uint8_t* qs1,
+                           PairNibbles& w) {
+  unpack_pair(pair16(qs0, qs1), w);
+  const uint32_t b0 = load_u32(qh0), b1 = load_u32(qh1);
+  w.lo = _mm256_or_si256(w.lo, two(fifth_bits(b0 & 0xFFFFu), fifth_bits(b1 & 0xFFFFu)));
+  w.hi = _mm256_or_si256(w.hi, two(fifth_bits(b0 >> 16), fifth_bits(b1 >> 16)));
+}
+
+struct Q4_0x2 {
+  using One = Q4_0;
+  using W = PairNibbles;
+  static void load(const uint8_t* b0, const uint8_t* b1, W& w) {
+    w.d = pair_d(b0, b1);
+    unpack_pair(pair16(b0 + 2, b1 + 2), w);
+  }
+  static void dot(const W& w, const ActQ8x32& a, __m256& acc, float*) {
+    pair_scale_add(acc, _mm256_sub_epi32(pair_unsigned_lanes(w, a), both_halves(a.c8)), w.d, a);
+  }
+};
+
+struct Q4_1x2 {
+  using One = Q4_1;
+  using W = PairNibbles;
+  static void load(const uint8_t* b0, const uint8_t* b1, W& w) {
+    w.d = pair_d(b0, b1);
+    w.m[0] = half(b0 + 2);
+    w.m[1] = half(b1 + 2);
+    unpack_pair(pair16(b0 + 4, b1 + 4), w);
+  }
+  static void dot(const W& w, const ActQ8x32& a, __m256& acc, float* macc) {
+    pair_scale_add(acc, pair_unsigned_lanes(w, a), w.d, a);
+    macc[0] = macc[0] + w.m[0] * a.s;
+    macc[1] = macc[1] + w.m[1] * a.s;
+  }
+};
+
+struct Q5_0x2 {
+  using One = Q5_0;
+  using W = PairNibbles;
+  static void load(const uint8_t* b0, const uint8_t* b1, W& w) {
+    w.d = pair_d(b0, b1);
+    unpack_q5_pair(b0 + 2, b0 + 6, b1 + 2, b1 + 6, w);
+  }
+  static void dot(const W& w, const ActQ8x32& a, __m256& acc, float*) {
+    const __m256i offset = _mm256_broadcastsi128_si256(_mm_cvtsi32_si128(a.sum * 16));
+    pair_scale_add(acc, _mm256_sub_epi32(pair_unsigned_lanes(w, a), offset), w.d, a);
+  }
+};
+
+struct Q5_1x2 {
+  using One = Q5_1;
+  using W = PairNibbles;
+  static void load(const uint8_t* b0, const uint8_t* b1, W& w) {
+    w.d = pair_d(b0, b1);
+    w.m[0] = half(b0 + 2);
+    w.m[1] = half(b1 + 2);
+    unpack_q5_pair(b0 + 4, b0 + 8, b1 + 4, b1 + 8, w);
+  }
+  static void dot(const W& w, const ActQ8x32& a, __m256& acc, float* macc) {
+    pair_scale_add(acc, pair_unsigned_lanes(w, a), w.d, a);
+    macc[0] = macc[0] + w.m[0] * a.s;
+    macc[1] = macc[1] + w.m[1] * a.s;
+  }
+};
+
+struct Q8_0x2 {
+  using One = Q8_0;
+  struct W {
+    __m256i q0, q1;  // elements 0..15 and 16..31 of both rows (signed)
+    __m256i a0, a1;  // their magnitudes
+    __m256 d;
+  };
+  static void load(const uint8_t* b0, const uint8_t* b1, W& w) {
+    w.d = pair_d(b0, b1);
+    w.q0 = pair16(b0 + 2, b1 + 2);
+    w.q1 = pair16(b0 + 18, b1 + 18);
+    w.a0 = _mm256_abs_epi8(w.q0);
+    w.a1 = _mm256_abs_epi8(w.q1);
+  }
+  static void dot(const W& w, const ActQ8x32& a, __m256& acc, float*) {
+    // As the one-row kernel: each 16-byte chunk's pairs fit int16, two chunks' would not.
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(w.a0, _mm256_sign_epi8(both_halves(a.qs), w.q0)), ones);
+    const __m256i p1 =
+        _mm256_madd_epi16(_mm256_maddubs_epi16(w.a1, _mm256_sign_epi8(both_halves(a.qs + 16), w.q1)), ones);
+    pair_scale_add(acc, _mm256_add_epi32(p0, p1), w.d, a);
+  }
+};
+
+// Two rows (w0 -> y0, w1 -> y1) for NT tokens: each pair of blocks loaded and unpacked once for
+// every token.
+template <class K2, int NT>
+void pair_tile(const uint8_t* w0, const uint8_t* w1, const ActQ8x32* const* a, size_t n_blocks, float* y0, float* y1,
+               size_t y_stride) {
+  constexpr size_t kBytes = K2::One::kBytes;
+  typename K2::W wb;
+  __m256 acc[NT];
+  float macc[NT][2];
+  for (int t = 0; t < NT; ++t) {
+    acc[t] = _mm256_setzero_ps();
+    macc[t][0] = macc[t][1] = 0.0f;
+  }
+  for (size_t b = 0; b < n_blocks; ++b) {
+    K2::load(w0 + b * kBytes, w1 + b * kBytes, wb);
+    for (int t = 0; t < NT; ++t) K2::dot(wb, a[t][b], acc[t], macc[t]);
+  }
+  for (int t = 0; t < NT; ++t) {
+    float lanes[8];
+    _mm256_storeu_ps(lanes, acc[t]);
+    y0[static_cast<size_t>(t) * y_stride] = util::finish(lanes, macc[t][0]);
+    y1[static_cast<size_t>(t) * y_stride] = util::finish(lanes + 4, macc[t][1]);
+  }
+}
+
 // ---- K-quants ----
 
 struct Q4_K {
@@ -214,14 +368,47 @@ struct Q6_K {
 
 #include "engine/cpu/quant/x86_driver.inc"
 
+// Neighbouring rows in pairs. Several tokens per weight block make this compute-bound, where the
+// pairs' shared instructions pay; a one-token matvec is bound by reading the weights, and reads
+// faster as one sequential stream of rows (pair_gemm leaves it to the one-row kernel).
+template <class K2, int NT>
+void pair_rows(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+               size_t n_blocks, float* y, size_t y_stride) {
+  const ActQ8x32* a[NT];
+  for (int t = 0; t < NT; ++t) a[t] = reinterpret_cast<const ActQ8x32*>(act + static_cast<size_t>(t) * act_stride);
+  size_t r = 0;
+  for (; r + 2 <= n_rows; r += 2) {
+    pair_tile<K2, NT>(w + r * w_stride, w + (r + 1) * w_stride, a, n_blocks, y + r, y + r + 1, y_stride);
+  }
+  if (r < n_rows) tile<typename K2::One, 1, NT>(w + r * w_stride, w_stride, a, n_blocks, y + r, y_stride);
+}
+
+template <class K2>
+void pair_gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+               size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  size_t t0 = 0;
+  for (; t0 + 4 <= n_tokens; t0 += 4) {
+    pair_rows<K2, 4>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride, y_stride);
+  }
+  const uint8_t* a = act + t0 * act_stride;
+  float* yt = y + t0 * y_stride;
+  switch (n_tokens - t0) {
+    case 3: pair_rows<K2, 3>(w, w_stride, n_rows, a, act_stride, n_blocks, yt, y_stride); break;
+    case 2: pair_rows<K2, 2>(w, w_stride, n_rows, a, act_stride, n_blocks, yt, y_stride); break;
+    case 1: rows_tile<typename K2::One, 1>(w, w_stride, n_rows, a, act_stride, n_blocks, yt, y_stride); break;
+    default: break;
+  }
+}
+
+
 }  // namespace
 
 void add_avx2_kernels(KernelTable& table) {
-  table.gemm[2] = gemm<Q4_0>;
-  table.gemm[3] = gemm<Q4_1>;
-  table.gemm[6] = gemm<Q5_0>;
-  table.gemm[7] = gemm<Q5_1>;
-  table.gemm[8] = gemm<Q8_0>;
+  table.gemm[2] = pair_gemm<Q4_0x2>;
+  table.gemm[3] = pair_gemm<Q4_1x2>;
+  table.gemm[6] = pair_gemm<Q5_0x2>;
+  table.gemm[7] = pair_gemm<Q5_1x2>;
+  table.gemm[8] = pair_gemm<Q8_0x2>;
   table.gemm[12] = gemm<Q4_K>;
   table.gemm[14] = gemm<Q6_K>;
 }
