@@ -1,8 +1,34 @@
 #include "engine/common/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace vks {
+namespace {
+
+// How long a worker watches for the next job before it sleeps, and how long the caller watches for
+// the last index to finish before it sleeps: longer than the gap between the jobs of one step,
+// shorter than anything a user could see.
+constexpr auto kWatch = std::chrono::microseconds(10);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Polls done() until it holds or kWatch has passed; whether it held.
+template <class Done>
+bool watch(const Done& done) {
+  const auto until = std::chrono::steady_clock::now() + kWatch;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    if (i % 64 == 63 && std::chrono::steady_clock::now() >= until) return done();
+  }
+}
+
+}  // namespace
 
 int ThreadPool::hardware_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
@@ -27,6 +53,7 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& fn) {
     for (size_t i = 0; i < n; ++i) fn(i);
     return;
   }
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     fn_ = &fn;
@@ -34,10 +61,14 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& fn) {
     next_.store(0, std::memory_order_relaxed);
     unfinished_.store(n, std::memory_order_relaxed);
     error_ = nullptr;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
+    wake = sleeping_ > 0;
   }
-  work_ready_.notify_all();
+  if (wake) work_ready_.notify_all();
   run_indices(fn, n, /*worker=*/false);
+  watch([this] {
+    return unfinished_.load(std::memory_order_acquire) == 0 && active_.load(std::memory_order_acquire) == 0;
+  });
   std::exception_ptr error;
   {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -75,11 +106,17 @@ void ThreadPool::worker_loop() {
   for (;;) {
     const std::function<void(size_t)>* fn = nullptr;
     size_t n = 0;
+    watch([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      work_ready_.wait(lock, [&] { return stopping_ || (generation_ != seen && fn_ != nullptr); });
+      const auto ready = [&] { return stopping_ || (generation_.load(std::memory_order_relaxed) != seen && fn_ != nullptr); };
+      if (!ready()) {
+        ++sleeping_;
+        work_ready_.wait(lock, ready);
+        --sleeping_;
+      }
       if (stopping_) return;
-      seen = generation_;
+      seen = generation_.load(std::memory_order_relaxed);
       fn = fn_;
       n = n_;
       ++active_;

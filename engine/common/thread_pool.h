@@ -4,8 +4,10 @@
 // thread runs an index is unspecified, so each index must write only its own outputs.
 //
 // Indices are claimed one at a time from an atomic counter, so a thread slowed down (another
-// process on its core) simply claims fewer: nobody waits for a fixed share. Idle workers sleep on a
-// condition variable (no spinning), which keeps a loaded machine's cores for whoever needs them.
+// process on its core) simply claims fewer: nobody waits for a fixed share. A worker that finishes
+// a job watches for the next one for a few microseconds (a decode step is some 150 short jobs in a
+// row, and a wake-up from sleep costs about as much as one), then sleeps on a condition variable:
+// the watch is bounded, so a loaded machine's cores stay with whoever needs them.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -52,8 +54,10 @@ class ThreadPool {
   // The current job (guarded by mutex_).
   const std::function<void(size_t)>* fn_ = nullptr;
   size_t n_ = 0;
-  uint64_t generation_ = 0;  // bumped per job so sleeping workers notice new work
-  int active_ = 0;           // workers inside run_indices of the current job: a job ends only when
+  std::atomic<uint64_t> generation_{0};  // bumped per job (under mutex_) so workers notice new work
+  int sleeping_ = 0;                      // workers waiting on work_ready_ (guarded by mutex_)
+  std::atomic<int> active_{0};  // workers inside run_indices of the current job (changed under
+                                // mutex_, read without it too): a job ends only when
                              // none is, so none claims an index of the next job with this one's fn
   std::exception_ptr error_;
   bool stopping_ = false;
