@@ -102,7 +102,7 @@ std::vector<double> quantized_activations(GgmlType t, const float* x, size_t col
 }
 
 // Every supported type, with a column count of several blocks and rows that fill neither a work
-// item (16 rows) nor a token tile (4).
+// item (kQmatmulRowsPerItem) nor a token tile (4).
 struct Case {
   GgmlType type;
   size_t cols;
@@ -193,17 +193,18 @@ TEST(Qmatmul, BitIdenticalAcrossBatchesAndThreads) {
   ThreadPool pool2(2);
   ThreadPool pool3(3);
   constexpr size_t kTokens = 70;  // more than one token chunk (64) of qmatmul's work items
+  constexpr size_t kItemRows = 2 * kQmatmulRowsPerItem + 5;  // several row items, the last one partial
   for (const Case& c : all_cases()) {
-    const Matrix m = make_matrix(c.type, kRows, c.cols, Fill::kRandom, 5);
+    const Matrix m = make_matrix(c.type, kItemRows, c.cols, Fill::kRandom, 5);
     const std::vector<float> x = make_activations(kTokens, c.cols, Fill::kRandom, 6);
-    std::vector<float> all(kTokens * kRows);
+    std::vector<float> all(kTokens * kItemRows);
     qmatmul(m.ref(), x.data(), kTokens, all.data(), nullptr);
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
       for (size_t n : {1u, 2u, 3u, 7u, 16u, 33u, 70u}) {
         for (size_t first : {size_t{0}, kTokens - n}) {
-          std::vector<float> part(n * kRows);
+          std::vector<float> part(n * kItemRows);
           qmatmul(m.ref(), x.data() + first * c.cols, n, part.data(), pool);
-          ASSERT_EQ(0, std::memcmp(part.data(), all.data() + first * kRows, part.size() * sizeof(float)))
+          ASSERT_EQ(0, std::memcmp(part.data(), all.data() + first * kItemRows, part.size() * sizeof(float)))
               << label(c.type) << " n_tokens " << n << " first " << first << " threads "
               << (pool ? pool->size() : 1);
         }

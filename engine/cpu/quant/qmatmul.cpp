@@ -55,9 +55,8 @@ QmatmulScratch& thread_scratch() {
   return scratch;
 }
 
-// Rows per work item: small enough that every thread gets many items (a thread slowed by another
-// process hands its share to the others), large enough that claiming one costs little.
-constexpr size_t kRowsPerItem = 16;
+// Rows per work item: kQmatmulRowsPerItem (qmatmul.h).
+constexpr size_t kRowsPerItem = kQmatmulRowsPerItem;
 // Tokens per work item of a large batch: one item's quantized activations (64 tokens x 2048
 // columns of Q8x32 blocks: 256 KiB) stay in L2 while its rows sweep them.
 constexpr size_t kTokensPerItem = 64;

@@ -45,6 +45,12 @@ class QmatmulScratch {
 void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool, CpuIsa isa,
              QmatmulScratch& scratch);
 
+// Rows per work item of the thread pool: a thread reads its item's rows as one sequential stream,
+// long enough for the hardware prefetchers (with 16-row items two threads took turns every 18 KB of
+// a matvec and ran no faster than one); items still many enough that a thread slowed by another
+// process hands its share to the others.
+inline constexpr size_t kQmatmulRowsPerItem = 64;
+
 // Whether type has an integer kernel at the given level (false: the float fallback runs).
 bool has_integer_kernel(GgmlType type, CpuIsa isa);
 
