@@ -164,7 +164,7 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
       if (seq.n_past == 0) states_.reset(seq.state_slot);
     }
   }
-  CpuActivations acts;
+  CpuActivations& acts = acts_;
   acts.resize(c, n);
   cpu_embed(model_, batch.tokens.data(), acts);
   for (size_t l = 0; l < c.n_layers; ++l) {
@@ -181,8 +181,10 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
 
   // Logits only for the last token of each sequence that wants output (and the n_verify tokens
   // before it), in one matmul.
-  std::vector<size_t> outputs;  // per row: its sequence (logits != kNone)
-  std::vector<size_t> rows;     // the token of each row, seq order then token order
+  std::vector<size_t>& outputs = output_seqs_;  // per row: its sequence (logits != kNone)
+  std::vector<size_t>& rows = output_rows_;     // the token of each row, seq order then token order
+  outputs.clear();
+  rows.clear();
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const SeqChunk& seq = batch.seqs[s];
     if (seq.logits == LogitsMode::kNone || seq.logits == LogitsMode::kHidden) continue;
@@ -192,7 +194,8 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
     }
   }
   const size_t vocab = c.vocab_size;
-  std::vector<float> logits(outputs.size() * vocab);  // [n_outputs, vocab]
+  std::vector<float>& logits = logits_;  // [n_outputs, vocab]
+  logits.resize(outputs.size() * vocab);
   cpu_logits(model_, *vectors_, acts, rows.data(), rows.size(), logits.data(), &pool_, kQuantizedMatmul);
 
   out.argmax.assign(batch.seqs.size(), -1);

@@ -78,6 +78,13 @@ class CpuRunner final : public ModelRunner {
   std::vector<ZeroedArray<int8_t>> key_q8_, value_q8_;
   std::vector<ZeroedArray<float>> key_scales_, value_scales_;
   RecurrentStatePool states_;  // DeltaNet layers' per-sequence states (no slots for other models)
+
+  // A step's working memory, kept between steps so that a decode step allocates nothing once the
+  // largest step has been seen (every buffer is written before it is read in a step).
+  CpuActivations acts_;
+  std::vector<size_t> output_seqs_;  // per logits row: its sequence
+  std::vector<size_t> output_rows_;  // per logits row: its token
+  std::vector<float> logits_;        // [logits rows, vocab]
 };
 
 }  // namespace vks
