@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/http/http_daemon_suite.h"
 #include "tests/http/http_test_client.h"
 #include "tests/server/daemon_harness.h"
 
@@ -26,33 +27,11 @@ namespace {
 
 using nlohmann::json;
 
-class HttpChoicesE2eTest : public ::testing::Test {
+class HttpChoicesE2eTest : public HttpDaemonSuite {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    daemon_ = new DaemonProcess();
-    DaemonConfig config;
-    config.dir = dir_->path;
-    // 3 requests per connection: a 4th choice is refused (a failing choice, on demand).
-    config.extra_args = {"--cpu", "--http", "unix:" + dir_->path + "/http.sock", "--max-requests-per-connection", "3"};
-    daemon_->start(config);
-    ready_ = daemon_->wait_ready(60);
-  }
-  static void TearDownTestSuite() {
-    daemon_->signal(SIGTERM);
-    const int rc = daemon_->wait_exit(20);
-    EXPECT_EQ(rc, 0) << daemon_->log();
-    delete daemon_;
-    delete dir_;
-  }
-  void SetUp() override { ASSERT_TRUE(ready_) << "daemon did not start:\n" << daemon_->log(); }
+  // 3 requests per connection: a 4th choice is refused (a failing choice, on demand).
+  static void SetUpTestSuite() { start_daemon({"--max-requests-per-connection", "3"}); }
 
-  static std::optional<RawResponse> call(const std::string& path, const json& body) {
-    RawHttpClient c;
-    if (!c.connect_unix(dir_->path + "/http.sock")) return std::nullopt;
-    if (!c.send(http_request("POST", path, body.dump()))) return std::nullopt;
-    return c.read_response(30000);
-  }
   // The answer of a request that must succeed (200).
   static json answer(const std::string& path, const json& body) {
     auto r = call(path, body);
@@ -64,21 +43,14 @@ class HttpChoicesE2eTest : public ::testing::Test {
   // One counter or gauge of GET /metrics (-1 when it is missing).
   static double metric(const std::string& name) {
     RawHttpClient c;
-    if (!c.connect_unix(dir_->path + "/http.sock") || !c.send(http_request("GET", "/metrics"))) return -1;
+    if (!c.connect_unix(http_path()) || !c.send(http_request("GET", "/metrics"))) return -1;
     auto r = c.read_response(10000);
     if (!r) return -1;
     std::smatch m;
     const std::regex line("(^|\n)" + name + "(\\{[^}]*\\})? ([0-9.e+]+)");
     return std::regex_search(r->body, m, line) ? std::stod(m[3].str()) : -1;
   }
-
-  static TempDir* dir_;
-  static DaemonProcess* daemon_;
-  static bool ready_;
 };
-TempDir* HttpChoicesE2eTest::dir_ = nullptr;
-DaemonProcess* HttpChoicesE2eTest::daemon_ = nullptr;
-bool HttpChoicesE2eTest::ready_ = false;
 
 // A prompt no earlier test sent: the prefix cache holds nothing of it yet.
 std::string fresh_story(const std::string& tag) {
@@ -306,7 +278,7 @@ TEST_F(HttpChoicesE2eTest, AHangUpCancelsEveryChoice) {
   const double submitted_before = metric("vkstream_requests_total");
   const double generated_before = metric("vkstream_generated_tokens_total");
   RawHttpClient c;
-  ASSERT_TRUE(c.connect_unix(dir_->path + "/http.sock"));
+  ASSERT_TRUE(c.connect_unix(http_path()));
   constexpr int kMaxTokens = 1500;
   const json body = {{"prompt", "Once upon a time"}, {"n", 3}, {"max_tokens", kMaxTokens}, {"ignore_eos", true},
                      {"temperature", 0}, {"stream", true}};
