@@ -153,6 +153,13 @@ class ToolsE2e : public ::testing::TestWithParam<const char*> {
     out["status"] = r->status;
     return out;
   }
+  // The same request streamed: chat()'s model and max_tokens, "stream": true.
+  std::optional<RawResponse> chat_streamed(json body) {
+    body["stream"] = true;
+    body["model"] = d().name();
+    if (!body.contains("max_tokens")) body["max_tokens"] = 160;
+    return d().call("/v1/chat/completions", body);
+  }
 
   static ToolsDaemon* qwen_;
   static ToolsDaemon* llama_;
@@ -211,11 +218,7 @@ TEST_P(ToolsE2e, StreamedDeltasReassembleToTheWholeAnswer) {
   const json body = {{"messages", kAsk}, {"tools", kTools}, {"tool_choice", "required"}, {"seed", 3}, {"temperature", 1.0}};
   const json whole = chat(body);
   ASSERT_EQ(whole["status"], 200) << whole;
-  json streamed_body = body;
-  streamed_body["stream"] = true;
-  streamed_body["model"] = d().name();
-  streamed_body["max_tokens"] = 160;
-  auto r = d().call("/v1/chat/completions", streamed_body);
+  auto r = chat_streamed(body);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   const std::vector<json> events = sse_events(r->body);
@@ -261,11 +264,7 @@ TEST_P(ToolsE2e, EachOfNChoicesParsesItsOwnCalls) {
     ids.insert(choice["message"]["tool_calls"][0]["id"].get<std::string>());
   }
   EXPECT_EQ(ids.size(), 3u) << whole;
-  json streamed_body = body;
-  streamed_body["stream"] = true;
-  streamed_body["model"] = d().name();
-  streamed_body["max_tokens"] = 160;
-  auto r = d().call("/v1/chat/completions", streamed_body);
+  auto r = chat_streamed(body);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   std::vector<std::vector<json>> by_index(3);
@@ -304,11 +303,7 @@ TEST_P(ToolsE2e, AutoCallsOnceStartedParseAndValidate) {
     EXPECT_TRUE(choice["message"]["content"].is_null()) << r;
     expect_valid_call(calls[0]);
     if (seed > 1) continue;
-    json streamed_body = body;
-    streamed_body["stream"] = true;
-    streamed_body["model"] = d().name();
-    streamed_body["max_tokens"] = 160;
-    auto streamed = d().call("/v1/chat/completions", streamed_body);
+    auto streamed = chat_streamed(body);
     ASSERT_TRUE(streamed);
     ASSERT_EQ(streamed->status, 200) << streamed->body;
     const json joined = reassemble(sse_events(streamed->body));
