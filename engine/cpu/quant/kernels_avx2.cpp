@@ -178,6 +178,13 @@ inline void unpack_q5_pair(const uint8_t* qh0, const uint8_t* qs0, const uint8_t
   w.hi = _mm256_or_si256(w.hi, two(fifth_bits(b0 >> 16), fifth_bits(b1 >> 16)));
 }
 
+// Q4_1 and Q5_1: unsigned weights plus each row's min times the activations' sum.
+inline void pair_dot_with_min(const PairNibbles& w, const ActQ8x32& a, __m256& acc, float* macc) {
+  pair_scale_add(acc, pair_unsigned_lanes(w, a), w.d, a);
+  macc[0] = macc[0] + w.m[0] * a.s;
+  macc[1] = macc[1] + w.m[1] * a.s;
+}
+
 struct Q4_0x2 {
   using One = Q4_0;
   using W = PairNibbles;
@@ -199,11 +206,7 @@ struct Q4_1x2 {
     w.m[1] = half(b1 + 2);
     unpack_pair(pair16(b0 + 4, b1 + 4), w);
   }
-  static void dot(const W& w, const ActQ8x32& a, __m256& acc, float* macc) {
-    pair_scale_add(acc, pair_unsigned_lanes(w, a), w.d, a);
-    macc[0] = macc[0] + w.m[0] * a.s;
-    macc[1] = macc[1] + w.m[1] * a.s;
-  }
+  static void dot(const W& w, const ActQ8x32& a, __m256& acc, float* macc) { pair_dot_with_min(w, a, acc, macc); }
 };
 
 struct Q5_0x2 {
@@ -228,11 +231,7 @@ struct Q5_1x2 {
     w.m[1] = half(b1 + 2);
     unpack_q5_pair(b0 + 4, b0 + 8, b1 + 4, b1 + 8, w);
   }
-  static void dot(const W& w, const ActQ8x32& a, __m256& acc, float* macc) {
-    pair_scale_add(acc, pair_unsigned_lanes(w, a), w.d, a);
-    macc[0] = macc[0] + w.m[0] * a.s;
-    macc[1] = macc[1] + w.m[1] * a.s;
-  }
+  static void dot(const W& w, const ActQ8x32& a, __m256& acc, float* macc) { pair_dot_with_min(w, a, acc, macc); }
 };
 
 struct Q8_0x2 {
