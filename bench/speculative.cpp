@@ -2,7 +2,7 @@
 // alternating request by request (plain, speculative, plain, ...) on one engine, so load from
 // neighbours falls on both alike.
 //   vks_bench_speculative MODEL.gguf [--gen 96] [--rounds 3] [--draft 6] [--cpu] [--step-profile]
-//                         [--draft-model DRAFT.gguf]
+//                         [--draft-model DRAFT.gguf] [--draft-always]
 // Workloads of greedy requests given as token ids (any vocabulary):
 //   repetitive: a 24-token phrase said four times, to be continued;
 //   quoting:    a 160-token "document", then its first 24 tokens again (an answer that starts
@@ -13,8 +13,8 @@
 // of each mode, the median of the per-pair ratios speculative / plain with its range, and the
 // acceptance (accepted / drafted tokens). The runner is the one vkstreamd would pick (--cpu: the
 // CPU backend). With --draft-model (same vocabulary, checked as vkstreamd checks it) the engine
-// drafts with that model on a runner of its own, and verifies every draft (the cost model does
-// not count the draft model's steps).
+// drafts with that model on a runner of its own. The cost model decides, as in vkstreamd, which
+// drafts to make and verify (draft_length.h); --draft-always verifies every draft found.
 // --step-profile first times the runner alone: one sequence's step of 1 + k tokens verifying k
 // (what a verification step costs) against a 1-token decode step, for k = 0..8, so the ratios
 // above can be read against the backend's cost of a wider step.
@@ -160,7 +160,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::string path, draft_path;
   int32_t gen = 96, rounds = 3, draft = 6;
-  bool cpu = false, profile = false;
+  bool cpu = false, profile = false, always = false;
   CLI::App app{"speculative decoding (prompt lookup or a draft model) vs plain decoding"};
   app.add_option("model", path)->required();
   app.add_option("--draft-model", draft_path, "draft with this model (same vocabulary) instead of prompt lookup");
@@ -169,6 +169,7 @@ int main(int argc, char** argv) {
   app.add_option("--draft", draft)->check(CLI::Range(1, 16));
   app.add_flag("--cpu", cpu);
   app.add_flag("--step-profile", profile);
+  app.add_flag("--draft-always", always, "verify every draft (the cost model off, as vkstreamd --draft-always)");
   CLI11_PARSE(app, argc, argv);
   try {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -187,12 +188,13 @@ int main(int argc, char** argv) {
     std::unique_ptr<vks::LlamaModel> draft_model;
     std::unique_ptr<vks::ModelRunner> draft_runner;
     vks::EngineConfig config;
+    config.speculative_cost_model = !always;
     if (!draft_path.empty()) {
       draft_runner = vks::server::load_draft_runner(draft_path, o, config.max_seqs, path, *tok, draft_model);
-      config.speculative_cost_model = false;
       std::printf("draft model %s (%u layers, dim %u) on %s\n\n", draft_path.c_str(), draft_model->config().n_layers,
                   draft_model->config().dim, draft_runner->device_name().c_str());
     }
+    std::printf("cost model %s\n\n", always ? "off (every draft verified)" : "on");
     vks::Engine engine(std::move(runner), *tok, config, std::move(draft_runner));
 
     const int32_t vocab = static_cast<int32_t>(model->config().vocab_size);

@@ -14,6 +14,11 @@
 //   starts again when its text begins to repeat, with no probe step);
 //   choose_draft picks the k that maximizes expected tokens per unit of step time, and 0 unless
 //   that beats plain decoding by kMinGain (estimates are noisy: speculation must never lose).
+// A draft model's drafts are not free: each draft token is one step of the draft model (all
+// sequences batched). The engine learns that time too (a StepCost of one width) and chooses each
+// request's draft length before drafting, with the drafting in the cost; a request whose drafts do
+// not pay is drafted for only in rare shadow probes (DraftLength::probe_due), so a draft model that
+// guesses badly costs a few percent of decoding, not a multiple of it.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -101,6 +106,7 @@ class DraftLength {
  public:
   static constexpr double kDecay = 0.9;    // weight of the older acceptance observations, per draft
   static constexpr double kMinGain = 1.05;  // speculate only for 5% more tokens per ms than plain
+  static constexpr double kProbeBudget = 0.03;  // the share of plain decoding time shadow probes may cost
 
   explicit DraftLength(int32_t max_len = 0) : max_(std::clamp(max_len, 0, kMaxDraftTokens)) {}
 
@@ -143,6 +149,16 @@ class DraftLength {
       shadow_.clear();
     }
   }
+  // Whether a request not worth drafting for gets a shadow draft now (its acceptance re-measured),
+  // called once per step it is not drafted for: a probe costing probe_ms is due once the plain steps
+  // since the last one (step_ms each) add up to probe_ms / kProbeBudget. A free drafter (prompt
+  // lookup, probe_ms ~0) probes every step.
+  bool probe_due(double probe_ms, double step_ms) {
+    waited_ms_ += step_ms;
+    if (waited_ms_ * kProbeBudget < probe_ms) return false;
+    waited_ms_ = 0;
+    return true;
+  }
   int64_t drafted() const { return drafted_; }
   int64_t accepted() const { return accepted_; }
 
@@ -156,6 +172,7 @@ class DraftLength {
   double hits_ = 0, misses_ = 0;
   std::vector<int32_t> shadow_;
   size_t shadow_pos_ = 0;
+  double waited_ms_ = 0;  // plain steps' time since the last probe
   int64_t drafted_ = 0;
   int64_t accepted_ = 0;
 };
@@ -167,17 +184,21 @@ class DraftLength {
 // (the first steps measure it). Widths are probed one token past the widest measured at a time: a
 // probe of an unmeasured width is a bet, and on a compute-bound backend the cheapest bet (one
 // token wider) already shows that wider ones do not pay.
+// Before drafting, draft_ms is the drafter's time per draft token and draft_steps the longest draft
+// already chosen this step: the step's sequences draft in one batch per token, so drafting costs
+// draft_ms times the longest draft. After drafting that time is spent, and the choice leaves it out.
 inline int32_t choose_draft(const StepCost& cost, const DraftLength& d, int32_t step_tokens, double step_emitted,
-                            int32_t available) {
+                            int32_t available, double draft_ms = 0, int32_t draft_steps = 0) {
   const double base = cost.estimate(step_tokens);
   if (base <= 0 || available <= 0) return 0;
-  const double plain = step_emitted / base;
+  const double plain = step_emitted / (base + draft_ms * draft_steps);
   int32_t best = 0;
   double best_rate = plain * DraftLength::kMinGain;
   for (int32_t k = 1; k <= available; ++k) {
     if (!cost.measured(step_tokens + k) && !cost.measured(step_tokens + k - 1)) break;
-    const double c = cost.estimate(step_tokens + k);
+    double c = cost.estimate(step_tokens + k);
     if (c <= 0) break;
+    c += draft_ms * std::max(k, draft_steps);
     const double rate = (step_emitted + d.expected_extra(k)) / c;
     if (rate > best_rate) {
       best_rate = rate;

@@ -154,6 +154,7 @@ struct Engine::Impl {
   std::unique_ptr<sched::Drafter> drafter;  // prompt lookup, or the draft model
   std::vector<sched::DraftJob> draft_jobs;  // propose_drafts' list, reused
   sched::StepCost step_cost;  // the runner's decode step time by width (speculation's cost model)
+  sched::StepCost draft_cost;  // the drafter's time per draft token, as width 1
   double step_ms_total = 0, runner_ms_total = 0;
 
   // Shared with submitters: guarded by mu.

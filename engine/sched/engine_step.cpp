@@ -33,7 +33,12 @@ void Engine::Impl::propose_drafts() {
   // The step as it stands before drafts: each decoding request one token, emitting one.
   int32_t step_tokens = 0;
   for (sched::Sequence* s : scheduler.running()) step_tokens += s->is_decoding() && by_seq.count(s) ? 1 : 0;
-  double step_emitted = step_tokens;
+  const double plain_ms = step_cost.estimate(step_tokens);
+  // The drafter's time per draft token (a draft model's step; prompt lookup's is next to nothing),
+  // known once it has drafted: from then on each request's draft length is chosen before drafting.
+  const double draft_ms = config.speculative_cost_model ? draft_cost.estimate(1) : 0;
+  int32_t planned_tokens = step_tokens, draft_steps = 0;
+  double planned_emitted = step_tokens;
   draft_jobs.clear();
   for (sched::Sequence* s : scheduler.running()) {
     s->draft.clear();
@@ -45,9 +50,29 @@ void Engine::Impl::propose_drafts() {
     if (!r.draft_length.enabled() || r.generated + 1 <= r.params.stop.min_tokens) continue;
     // Drafts past max_tokens would be verified for nothing: the step emits at most k+1 tokens.
     const int32_t most = std::min(r.draft_length.max(), r.params.stop.max_tokens - r.generated - 1);
-    if (most > 0) draft_jobs.push_back({s, most});
+    if (most <= 0) continue;
+    int32_t want = most;
+    if (draft_ms > 0) {
+      want = sched::choose_draft(step_cost, r.draft_length, planned_tokens, planned_emitted, most, draft_ms, draft_steps);
+      planned_tokens += want;
+      planned_emitted += r.draft_length.expected_extra(want);
+      if (want == 0) {
+        // Not worth drafting for: a shadow draft now and then keeps its acceptance measured.
+        if (r.draft_length.has_shadow() || !r.draft_length.probe_due(most * draft_ms, plain_ms)) continue;
+        want = most;
+      }
+    }
+    draft_steps = std::max(draft_steps, want);
+    draft_jobs.push_back({s, want});
   }
+  if (draft_jobs.empty()) return;
+  const auto start = Clock::now();
   drafter->draft(draft_jobs);
+  size_t longest = 0;
+  for (const sched::DraftJob& job : draft_jobs) longest = std::max(longest, job.seq->draft.size());
+  if (longest > 0) draft_cost.record(1, ms_between(start, Clock::now()) / static_cast<double>(longest));
+  // Which drafts to verify: the drafting is paid for now, only the verification's cost counts.
+  double step_emitted = step_tokens;
   for (const sched::DraftJob& job : draft_jobs) {
     sched::Sequence* s = job.seq;
     Request& r = *by_seq.at(s);

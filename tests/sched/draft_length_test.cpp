@@ -99,6 +99,32 @@ TEST(ChooseDraft, DraftsOnlyWhereItPays) {
   EXPECT_EQ(choose_draft(cpu, good, 4, 4, 8), 0);
 }
 
+TEST(ChooseDraft, ADraftModelsStepsCountBeforeDrafting) {
+  const DraftLength good = with_acceptance(9, 1);
+  const StepCost flat = costs({100, 102, 104, 106, 108, 110, 112, 114, 116});
+  // Free drafting (prompt lookup) drafts all 8; a draft token costing half a target step pays for a
+  // short draft only; one costing a whole target step never pays.
+  EXPECT_EQ(choose_draft(flat, good, 1, 1, 8, 0), 8);
+  const int32_t half = choose_draft(flat, good, 1, 1, 8, 50);
+  EXPECT_GE(half, 1);
+  EXPECT_LE(half, 3);
+  EXPECT_EQ(choose_draft(flat, good, 1, 1, 8, 100), 0);
+  // Another request of the step already drafts 4: those draft steps are paid, so this one's draft
+  // up to 4 tokens costs only its verification.
+  EXPECT_EQ(choose_draft(flat, good, 5, 5 + good.expected_extra(4), 4, 100, 4), 4);
+}
+
+TEST(DraftLength, ProbesCostTheirBudgetShareOfPlainDecoding) {
+  DraftLength d(4);
+  int32_t probes = 0;
+  for (int32_t i = 0; i < 1000; ++i) probes += d.probe_due(/*probe_ms=*/30, /*step_ms=*/10) ? 1 : 0;
+  // 30 ms probes may take kProbeBudget (3%) of 10 ms steps: one per 100 steps.
+  EXPECT_EQ(probes, static_cast<int32_t>(1000 * 10 * DraftLength::kProbeBudget / 30));
+  int32_t free_probes = 0;
+  for (int32_t i = 0; i < 10; ++i) free_probes += d.probe_due(0, 10) ? 1 : 0;
+  EXPECT_EQ(free_probes, 10);  // prompt lookup: every step
+}
+
 TEST(DraftLength, LearnsAcceptanceFromShadowDrafts) {
   DraftLength d(4);
   EXPECT_DOUBLE_EQ(d.acceptance(), 0.5);  // the prior

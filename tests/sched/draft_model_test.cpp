@@ -270,6 +270,79 @@ TEST(DraftModelIdle, TheDraftModelRunsOnlyWhenTheTargetVerifiesDrafts) {
   }
 }
 
+// The target's logits rotated by one id: its greedy token is always the target's plus one, so none
+// of its drafts is ever accepted.
+void off_by_one_logits(std::span<const int32_t> history, std::span<float> logits) {
+  std::vector<float> h(logits.size());
+  hashed_logits(history, h);
+  for (size_t i = 0; i < logits.size(); ++i) logits[(i + 1) % logits.size()] = h[i];
+}
+
+struct CostRun {
+  std::vector<int32_t> ids;
+  int32_t draft_steps = 0;
+  int64_t accepted = 0;
+};
+
+// One greedy request of 60 tokens with drafts of up to 4 and the cost model on, on fake runners
+// whose steps take the given time whatever their width (a bandwidth-bound device).
+CostRun run_with_draft_cost(const FakeTokenizer& tok, std::chrono::microseconds target_step, LogitsFn draft_fn,
+                            std::chrono::microseconds draft_step) {
+  FakeRunnerOptions target, draft;
+  target.step_delay = target_step;
+  draft.step_delay = draft_step;
+  auto draft_runner = std::make_unique<FakeRunner>(draft, std::move(draft_fn));
+  const std::shared_ptr<FakeRunner::Shared> shared = draft_runner->shared();
+  EngineConfig cfg;
+  cfg.max_seqs = 2;
+  Engine engine(std::make_unique<FakeRunner>(target), tok, cfg, std::move(draft_runner));
+  GenerateRequest r;
+  r.prompt_ids = tok.encode("abcabcabc", true);
+  r.sampling.temperature = 0;
+  r.stop.max_tokens = 60;
+  r.stop.ignore_eos = true;
+  r.speculative = 4;
+  const SubmitResult s = engine.submit(r);
+  EXPECT_TRUE(s.ok) << s.message;
+  CostRun out;
+  bool finished = false;
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (!finished && std::chrono::steady_clock::now() < until) {
+    std::vector<EngineEvent> ev;
+    engine.poll_events(ev);
+    for (const EngineEvent& e : ev) {
+      for (const GeneratedToken& t : e.tokens) out.ids.push_back(t.id);
+      if (e.type == EventType::kError) ADD_FAILURE() << e.error_message;
+      finished |= e.type == EventType::kFinished;
+    }
+    if (ev.empty()) std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(finished);
+  EXPECT_EQ(out.ids, greedy_reference(hashed_logits, 64, r.prompt_ids, 60));
+  out.draft_steps = shared->steps_started;
+  out.accepted = engine.stats().accepted_tokens;
+  return out;
+}
+
+// A draft model whose guesses are never right, as slow as the target: drafting cannot pay, so after
+// the first drafts measure its cost it runs only for rare shadow probes (~3% of decoding time).
+// Before the cost model counted the draft model's steps it ran 4 steps for every target step
+// (about 240 here).
+TEST(DraftModelCost, ADraftModelThatDoesNotPayIsLeftIdle) {
+  const FakeTokenizer tok = FakeTokenizer::letters(64);
+  const CostRun run = run_with_draft_cost(tok, 2ms, off_by_one_logits, 2ms);
+  EXPECT_EQ(run.accepted, 0);
+  EXPECT_LE(run.draft_steps, 16) << "the draft model kept drafting although none of its drafts pays";
+}
+
+// The same target with a draft model equal to it and 40x faster: its drafts are all right and
+// nearly free, and the request keeps speculating (checked: the cost model does not starve it).
+TEST(DraftModelCost, ACheapAccurateDraftModelIsUsed) {
+  const FakeTokenizer tok = FakeTokenizer::letters(64);
+  const CostRun run = run_with_draft_cost(tok, 4ms, hashed_logits, 100us);
+  EXPECT_GE(run.accepted, 20) << "draft steps " << run.draft_steps;
+}
+
 TEST(DraftModelVocabulary, AnotherVocabularySizeIsRefused) {
   // The fixtures all have 512 tokens: fake runners of 64 and 80 (the token texts are the server's
   // check, server/draft_model.h).
