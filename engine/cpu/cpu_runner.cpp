@@ -1,5 +1,7 @@
 #include "engine/cpu/cpu_runner.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 #include <span>
@@ -23,15 +25,19 @@ constexpr MatmulFn kQuantizedMatmul =
 
 CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
     : model_(model), options_(options), pool_(options.threads),
-      states_(model.config(), model.config().has_recurrent_layers() ? options.state_slots : 0) {
+      states_(model.config(), model.config().has_recurrent_layers()
+                                  ? options.state_slots + std::max(options.state_checkpoints, 0)
+                                  : 0) {
   if (options_.block_size <= 0 || options_.num_blocks <= 0 || options_.max_step_tokens <= 0 ||
-      options_.max_step_seqs <= 0 || options_.state_slots <= 0) {
+      options_.max_step_seqs <= 0 || options_.state_slots <= 0 || options_.state_checkpoints < 0) {
     throw Error(ErrorCode::kInvalidArgument, "CPU runner options must be positive (block_size, num_blocks, "
-                                             "max_step_tokens, max_step_seqs, state_slots)");
+                                             "max_step_tokens, max_step_seqs, state_slots; state_checkpoints >= 0)");
   }
-  // No sequence can be longer than the pool: that is the only bound on a block table here.
+  // No sequence can be longer than the pool: that is the only bound on a block table here. A step's
+  // sequences run in the live state slots only; the checkpoint slots past them are copied to and from.
+  const int32_t live_slots = model.config().has_recurrent_layers() ? options_.state_slots : 0;
   limits_ = StepLimits{static_cast<int32_t>(model.config().vocab_size), options_.block_size, options_.num_blocks,
-                       options_.max_step_tokens, options_.max_step_seqs, options_.num_blocks, states_.slots()};
+                       options_.max_step_tokens, options_.max_step_seqs, options_.num_blocks, live_slots};
   vectors_ = std::make_unique<CpuModelVectors>(model);
   const size_t slots = static_cast<size_t>(options_.num_blocks) * static_cast<size_t>(options_.block_size);
   const size_t kv_dim = model.config().kv_dim();
@@ -145,6 +151,15 @@ class PagedKvQ8 final : public PagedRows {
 };
 
 }  // namespace
+
+void CpuRunner::copy_recurrent_state(int32_t from, int32_t to) {
+  const int32_t n = states_.slots();
+  if (from < 0 || from >= n || to < 0 || to >= n) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("recurrent state copy {} -> {} outside the {} slots", from, to, n));
+  }
+  if (from != to) states_.copy(from, to);
+}
 
 void CpuRunner::step(const StepBatch& batch, StepResult& out) {
   check_step_batch(batch, limits_, token_seq_, slot_scratch_);  // token_seq_: each token's sequence

@@ -35,8 +35,10 @@ struct CpuRunnerOptions {
   // The cores this runner shares with other models' runners (null: it has them to itself).
   std::shared_ptr<ComputeShare> compute_share;
   // Models with recurrent layers (Gated DeltaNet): the sequences that can live at once, each with a
-  // state slot (engine/cpu/recurrent_state.h). Ignored for other models.
+  // state slot (engine/cpu/recurrent_state.h), and the checkpoint slots keeping cached prefixes'
+  // states (a slot costs memory once used). Ignored for other models.
   int32_t state_slots = 16;
+  int32_t state_checkpoints = 16;
 };
 
 class CpuRunner final : public ModelRunner {
@@ -54,7 +56,9 @@ class CpuRunner final : public ModelRunner {
   std::string kv_type() const override { return q8() ? "q8_0" : "f32"; }
   int32_t max_step_tokens() const override { return options_.max_step_tokens; }
   int32_t max_step_seqs() const override { return options_.max_step_seqs; }
-  int32_t recurrent_state_slots() const override { return states_.slots(); }
+  int32_t recurrent_state_slots() const override { return limits_.state_slots; }
+  int32_t recurrent_checkpoint_slots() const override { return states_.slots() - limits_.state_slots; }
+  void copy_recurrent_state(int32_t from, int32_t to) override;
 
   // Throws vks::Error(kInvalidArgument) for a malformed batch (nothing is computed then).
   void step(const StepBatch& batch, StepResult& out) override;

@@ -27,6 +27,13 @@ void RecurrentStatePool::reset(int32_t slot) {
   }
 }
 
+void RecurrentStatePool::copy(int32_t from, int32_t to) {
+  for (Layer& l : layers_) {
+    std::copy_n(l.conv.data() + from * l.conv_size, l.conv_size, l.conv.data() + to * l.conv_size);
+    std::copy_n(l.delta.data() + from * l.delta_size, l.delta_size, l.delta.data() + to * l.delta_size);
+  }
+}
+
 RecurrentState RecurrentStatePool::at(size_t layer, int32_t slot) {
   Layer& l = layers_[layer];
   return {l.conv.data() + slot * l.conv_size, l.delta.data() + slot * l.delta_size};

@@ -2,8 +2,9 @@
 // The recurrent state of a model's Gated DeltaNet layers (LayerSpec::deltanet), one slot per live
 // sequence: in each DeltaNet layer, the conv's previous conv_kernel-1 inputs and one delta-rule
 // matrix per value head. It lives beside the paged KV (which the attention layers keep using); a
-// sequence's slot is zeroed when it starts at position 0 and advanced by every token it runs, so a
-// state cannot be rolled back or shared: a sequence is recomputed from its tokens instead.
+// sequence's slot is zeroed when it starts at position 0 and advanced by every token it runs. A
+// state cannot be rolled back; it can be copied whole, which is how a prefix's state is kept for
+// reuse (checkpoint slots past the live ones, engine/sched/state_checkpoints.h).
 #include <cstdint>
 #include <vector>
 
@@ -27,6 +28,8 @@ class RecurrentStatePool {
   uint64_t slot_bytes() const;
   // Zeroes a slot's state in every layer (a sequence starting at position 0).
   void reset(int32_t slot);
+  // Copies slot `from`'s state, every layer, over slot `to`.
+  void copy(int32_t from, int32_t to);
   RecurrentState at(size_t layer, int32_t slot);
 
  private:

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/common/error.h"
 #include "engine/model/llama_config.h"
 
 namespace vks {
@@ -86,9 +87,18 @@ class ModelRunner {
   virtual int32_t max_step_seqs() const = 0;     // most sequences one step may hold, and most output
                                                  // rows (one per seq with logits, plus its n_verify)
   // Per-sequence recurrent state slots (SeqChunk::state_slot), 0 for a model whose state is all in
-  // the paged KV. With slots, at most that many sequences live at once, a cached prefix cannot be
-  // reused (its state is not kept) and drafted tokens cannot be verified (a state cannot roll back).
+  // the paged KV. With slots, at most that many sequences live at once and drafted tokens cannot be
+  // verified (a state cannot roll back).
   virtual int32_t recurrent_state_slots() const { return 0; }
+  // Slots that keep copies of states (a cached prefix's state at a block boundary), numbered after
+  // the live ones: [recurrent_state_slots(), + recurrent_checkpoint_slots()). 0: a cached prefix of
+  // a recurrent model cannot be reused.
+  virtual int32_t recurrent_checkpoint_slots() const { return 0; }
+  // Copies one slot's state over another (live or checkpoint), between steps, on the engine thread.
+  // Throws vks::Error(kInvalidArgument) for a slot out of range.
+  virtual void copy_recurrent_state(int32_t /*from*/, int32_t /*to*/) {
+    throw Error(ErrorCode::kUnsupported, "this runner keeps no recurrent state checkpoints");
+  }
   // Runs one forward pass. Throws vks::Error(kDevice/kInvalidArgument) on failure; the scheduler
   // thread catches it and fails the step's requests.
   virtual void step(const StepBatch& batch, StepResult& out) = 0;

@@ -55,6 +55,14 @@ PrefixMatch BlockManager::match_prefix(std::span<const int32_t> tokens) const {
   return m;
 }
 
+void BlockManager::cut_match(PrefixMatch& match, size_t n) const {
+  if (n >= match.blocks.size()) return;
+  match.blocks.resize(n);
+  match.hashes.resize(n);
+  match.evictable = static_cast<int32_t>(
+      std::count_if(match.blocks.begin(), match.blocks.end(), [&](int32_t b) { return ref_[static_cast<size_t>(b)] == 0; }));
+}
+
 int32_t BlockManager::blocks_needed(int32_t held, int32_t n_tokens) const {
   const int32_t want = (n_tokens + block_size_ - 1) / block_size_;
   return std::max(0, want - held);

@@ -45,6 +45,8 @@ class BlockManager {
   // Longest chain of cached full blocks prefixing `tokens`, leaving at least one token uncached
   // (the step that computes it produces the logits).
   PrefixMatch match_prefix(std::span<const int32_t> tokens) const;
+  // Keeps only the first n blocks of a match (n <= its size), evictable recounted.
+  void cut_match(PrefixMatch& match, size_t n) const;
   // Counts one lookup in the hit statistics (once per request, at its first admission).
   void record_lookup(int32_t queried_tokens, int32_t hit_tokens) {
     query_tokens_ += queried_tokens;

@@ -24,11 +24,11 @@ EngineConfig resolve(EngineConfig c, const ModelRunner& runner) {
     throw Error(ErrorCode::kInvalidArgument, "engine config: worker_threads must be in [0, 256]");
   }
   c.max_seqs = std::min(c.max_seqs, runner.max_step_seqs());
-  // A recurrent state per live sequence; a cached prefix would need the state at its end, which
-  // is not kept: such models recompute every prompt.
+  // A recurrent state per live sequence; a cached prefix also needs the state at its end, which
+  // only a runner with checkpoint slots keeps (scheduler.h): without them every prompt is recomputed.
   if (runner.recurrent_state_slots() > 0) {
     c.max_seqs = std::min(c.max_seqs, runner.recurrent_state_slots());
-    c.prefix_caching = false;
+    if (runner.recurrent_checkpoint_slots() <= 0) c.prefix_caching = false;
   }
   c.max_batched_tokens = std::min(c.max_batched_tokens, runner.max_step_tokens());
   if (c.max_batched_tokens < c.max_seqs) c.max_seqs = c.max_batched_tokens;  // every decode must fit a step
@@ -46,6 +46,7 @@ sched::SchedulerConfig scheduler_config(const EngineConfig& c, const ModelRunner
   // A recurrent state cannot roll rejected draft tokens back: no drafts for such models.
   s.max_draft_tokens = runner.recurrent_state_slots() > 0 ? 0 : std::max(0, runner.max_step_seqs() - c.max_seqs);
   s.state_slots = runner.recurrent_state_slots();
+  s.state_checkpoints = runner.recurrent_checkpoint_slots();
   s.max_batched_tokens = c.max_batched_tokens;
   s.max_seqs = c.max_seqs;
   s.priority_policy = c.policy == SchedulingPolicy::kPriority;

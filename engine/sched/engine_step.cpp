@@ -168,6 +168,7 @@ void Engine::Impl::run_step(StepPlan& plan) {
   plan.failure_code = ErrorCode::kDevice;
   try {
     const auto runner_start = Clock::now();
+    for (const sched::StateCopy& c : plan.out.state_copies) runner->copy_recurrent_state(c.from, c.to);
     runner->step(plan.batch, plan.result);
     const double ms = ms_between(runner_start, Clock::now());
     runner_ms_total += ms;

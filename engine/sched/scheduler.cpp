@@ -8,7 +8,10 @@
 
 namespace vks::sched {
 
-Scheduler::Scheduler(SchedulerConfig config, BlockManager& blocks) : config_(config), blocks_(blocks) {
+Scheduler::Scheduler(SchedulerConfig config, BlockManager& blocks)
+    : config_(config),
+      blocks_(blocks),
+      checkpoints_(config.state_slots, config.state_slots > 0 && blocks.prefix_caching() ? config.state_checkpoints : 0) {
   if (config_.max_seqs <= 0 || config_.max_batched_tokens < config_.max_seqs) {
     throw Error(ErrorCode::kInvalidArgument, "scheduler needs max_seqs > 0 and max_batched_tokens >= max_seqs");
   }
@@ -21,6 +24,39 @@ void Scheduler::release_state_slot(Sequence* seq) {
   free_state_slots_.push_back(seq->state_slot);
   std::sort(free_state_slots_.begin(), free_state_slots_.end(), std::greater<>());
   seq->state_slot = -1;
+}
+
+int32_t Scheduler::cut_to_checkpoint(PrefixMatch& match) {
+  size_t keep = match.blocks.size();
+  int32_t slot = -1;
+  while (keep > 0 && (slot = checkpoints_.find(match.hashes[keep - 1])) < 0) --keep;
+  blocks_.cut_match(match, keep);
+  return slot;
+}
+
+int32_t Scheduler::prompt_boundary(const Sequence* s) const {
+  const int32_t bs = blocks_.block_size();
+  return std::max(0, s->num_prompt_tokens - 1) / bs * bs;
+}
+
+int32_t Scheduler::stop_at_prompt_boundary(const Sequence* s, int32_t n) const {
+  if (!checkpoints_.enabled()) return n;
+  const int32_t b = prompt_boundary(s);
+  return s->num_computed < b && s->num_computed + n > b ? b - s->num_computed : n;
+}
+
+void Scheduler::checkpoint(Sequence* s) {
+  const int32_t bs = blocks_.block_size();
+  const int32_t at = s->num_computed;
+  if (at == 0 || at % bs != 0 || (at != prompt_boundary(s) && at < s->num_prompt_tokens)) return;
+  const auto block = static_cast<size_t>(at / bs - 1);
+  if (block >= s->kv.hashes.size()) return;
+  const uint64_t hash = s->kv.hashes[block];
+  if (at >= s->num_prompt_tokens) {  // decoding: this replaces the sequence's previous one
+    if (s->decode_checkpoint && *s->decode_checkpoint != hash) checkpoints_.drop(*s->decode_checkpoint);
+    s->decode_checkpoint = hash;
+  }
+  if (const int32_t slot = checkpoints_.take(hash); slot >= 0) pending_saves_.push_back({s->state_slot, slot});
 }
 
 void Scheduler::add(Sequence* seq, Clock::time_point now) {
@@ -87,6 +123,15 @@ void Scheduler::preempt(Sequence* victim, Clock::time_point, SchedulerOutput& ou
 }
 
 SchedulerOutput Scheduler::schedule(Clock::time_point now) {
+  SchedulerOutput out = schedule_chunks(now);
+  if (!out.empty() && !pending_saves_.empty()) {  // saves first: a restore may read what one writes
+    out.state_copies.insert(out.state_copies.begin(), pending_saves_.begin(), pending_saves_.end());
+    pending_saves_.clear();
+  }
+  return out;
+}
+
+SchedulerOutput Scheduler::schedule_chunks(Clock::time_point now) {
   SchedulerOutput out;
   int32_t budget = config_.max_batched_tokens;
   std::vector<Sequence*> order = running_;
@@ -136,7 +181,7 @@ SchedulerOutput Scheduler::schedule(Clock::time_point now) {
     if (budget <= 0) break;
     if (s->state != SeqState::kRunning || scheduled.count(s) || s->num_uncomputed() <= 0) continue;
     s->draft.clear();  // only a decode verifies a draft
-    const int32_t n = reserve(s, std::min(s->num_uncomputed(), budget));
+    const int32_t n = reserve(s, stop_at_prompt_boundary(s, std::min(s->num_uncomputed(), budget)));
     if (n > 0) add_chunk(s, n, 0);
   }
   // 3. Admissions, unless this step had to preempt (the freed blocks are for the running ones).
@@ -144,19 +189,21 @@ SchedulerOutput Scheduler::schedule(Clock::time_point now) {
   for (Sequence* s : waiting_in_order(now)) {
     if (budget <= 0 || static_cast<int32_t>(running_.size()) >= config_.max_seqs) break;
     if (config_.state_slots > 0 && free_state_slots_.empty()) break;
-    const PrefixMatch match = s->use_prefix_cache ? blocks_.match_prefix(s->tokens) : PrefixMatch{};
+    PrefixMatch match = s->use_prefix_cache ? blocks_.match_prefix(s->tokens) : PrefixMatch{};
+    const int32_t resume_from = config_.state_slots > 0 ? cut_to_checkpoint(match) : -1;
     const int32_t bs = blocks_.block_size();
     const int32_t cached = static_cast<int32_t>(match.blocks.size()) * bs;
     const int32_t free_after = blocks_.num_free() - match.evictable;
     const int32_t room = (static_cast<int32_t>(match.blocks.size()) + free_after) * bs - cached;
-    const int32_t n = std::min({s->num_tokens() - cached, budget, room});
-    if (n <= 0) break;  // head of line waits for blocks: later ones must not overtake it
+    if (room <= 0 || budget <= 0) break;  // head of line waits for blocks: later ones must not overtake it
+    s->num_computed = cached;
+    const int32_t n = stop_at_prompt_boundary(s, std::min({s->num_tokens() - cached, budget, room}));
     blocks_.acquire_prefix(s->kv, match);
     if (!blocks_.grow(s->kv, cached + n)) throw Error(ErrorCode::kInternal, "block pool accounting mismatch");
-    s->num_computed = cached;
     if (config_.state_slots > 0) {
       s->state_slot = free_state_slots_.back();
       free_state_slots_.pop_back();
+      if (resume_from >= 0) out.state_copies.push_back({resume_from, s->state_slot});
     }
     if (!s->admitted_before) {
       s->admitted_before = true;
@@ -179,6 +226,7 @@ void Scheduler::on_step_done(const SchedulerOutput& out) {
     if (s->state != SeqState::kRunning) continue;
     s->num_computed = c.n_past + c.n_tokens - c.n_draft;
     blocks_.commit(s->kv, s->tokens, s->num_computed);
+    if (checkpoints_.enabled() && s->state_slot >= 0) checkpoint(s);
   }
 }
 

@@ -16,6 +16,12 @@
 // step (lowest priority, then newest); its blocks are freed and it goes back to the front of the
 // waiting queue. It is later recomputed from prompt + generated tokens (its full blocks are usually
 // still in the prefix cache), and the sampled tokens are never redrawn.
+//
+// A model with recurrent layers also needs the recurrent state at the end of a reused prefix:
+// its prefill stops at the prompt's last block boundary and the state there is kept
+// (state_checkpoints.h), as is the state at each block boundary while it decodes (replacing the
+// sequence's previous one: a conversation continues from the deepest); a new sequence resumes from
+// the deepest checkpoint along its cached prefix and recomputes the rest.
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -23,6 +29,7 @@
 
 #include "engine/sched/block_manager.h"
 #include "engine/sched/sequence.h"
+#include "engine/sched/state_checkpoints.h"
 
 namespace vks::sched {
 
@@ -38,6 +45,9 @@ struct SchedulerConfig {
   // Recurrent state slots of the runner (0: the model keeps all its state in the paged KV). A running
   // sequence holds one: admission waits for a free one, preemption and removal give it back.
   int32_t state_slots = 0;
+  // Checkpoint slots of the runner past the live ones (state_checkpoints.h): with them a recurrent
+  // model reuses cached prefixes, resuming from the deepest block boundary whose state is kept.
+  int32_t state_checkpoints = 0;
 };
 
 struct ScheduledChunk {
@@ -52,6 +62,9 @@ struct SchedulerOutput {
   std::vector<ScheduledChunk> chunks;  // decodes first, then prefill chunks
   std::vector<Sequence*> admitted;     // moved from waiting to running in this step
   std::vector<Sequence*> preempted;    // moved from running back to waiting in this step
+  // Before the step, in order: the recurrent states the last steps left to keep (live slot ->
+  // checkpoint slot), then the checkpoints admitted sequences resume from (-> their live slots).
+  std::vector<StateCopy> state_copies;
   int32_t num_tokens = 0;
   bool empty() const { return chunks.empty(); }
 };
@@ -67,7 +80,10 @@ class Scheduler {
   SchedulerOutput schedule(Clock::time_point now);
   // After the step ran: advances num_computed and registers newly full blocks in the prefix cache.
   // A chunk's draft tokens are not counted: see on_draft_verified.
+  // A recurrent model's states worth keeping are copied before the next step (state_copies): until
+  // then no step changes a slot.
   void on_step_done(const SchedulerOutput& out);
+  int32_t num_state_checkpoints() const { return checkpoints_.size(); }
   // After a running sequence's draft was verified and its first `accepted` tokens appended to its
   // tokens (followed by the target's own next token): counts them as computed, registers the
   // blocks they fill and frees the blocks that only held rejected drafts.
@@ -89,12 +105,25 @@ class Scheduler {
   // Least important running sequence not scheduled in this step (the current one included).
   Sequence* pick_victim(const std::vector<Sequence*>& unscheduled) const;
   void release_state_slot(Sequence* seq);
+  // The step's chunks, admissions and preemptions (schedule() adds the pending saves).
+  SchedulerOutput schedule_chunks(Clock::time_point now);
+  // A recurrent model resumes a cached prefix only where a checkpoint keeps its state: cuts `match`
+  // back to its deepest block with one (to nothing without one); returns that checkpoint's slot or -1.
+  int32_t cut_to_checkpoint(PrefixMatch& match);
+  // The last block boundary before the end of the prompt, where a recurrent model's prefill stops
+  // for a checkpoint; n shortened so a chunk from num_computed does not cross it.
+  int32_t stop_at_prompt_boundary(const Sequence* s, int32_t n) const;
+  int32_t prompt_boundary(const Sequence* s) const;
+  // After a step: keeps s's state if s's computed tokens end at a boundary worth a checkpoint.
+  void checkpoint(Sequence* s);
 
   SchedulerConfig config_;
   BlockManager& blocks_;
   std::deque<Sequence*> waiting_;   // preempted ones at the front
   std::vector<Sequence*> running_;  // admission order
   std::vector<int32_t> free_state_slots_;  // the lowest last
+  StateCheckpoints checkpoints_;
+  std::vector<StateCopy> pending_saves_;  // checkpoints taken, copied before the next step
   int64_t num_preemptions_ = 0;
 };
 

@@ -1,9 +1,11 @@
 // The engine on qwen35-tiny (Gated DeltaNet layers: a recurrent state slot per live sequence on the
 // CPU runner): the greedy request gives llama.cpp's 32 ids alone, among more concurrent requests
 // than there are state slots (admission waits for a slot), with its prompt chunked, after forced
-// preemptions (recomputed from its tokens), twice in a row with the same prompt (no prefix reuse:
-// the state at the prefix's end is not kept) and when it asks for speculative decoding (drafts are
-// off: a state cannot roll back).
+// preemptions (recomputed from its tokens, or resumed from a state checkpoint), twice in a row with
+// the same prompt (the second resumes from the checkpoint at the prompt's last block boundary) and
+// when it asks for speculative decoding (drafts are off: a state cannot roll back). A conversation
+// continued resumes from the checkpoint its first turn left at its last block boundary, and gives
+// the tokens of a run with no cache; without checkpoint slots nothing is reused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,6 +51,7 @@ class HybridEngine : public ::testing::Test {
     o.num_blocks = num_blocks;
     o.threads = 2;
     o.state_slots = kStateSlots;
+    o.state_checkpoints = checkpoints_;
     Engine engine(std::make_unique<CpuRunner>(*model_, o), *tok_, cfg);
     Outcome out;
     std::vector<std::string> ids;
@@ -86,6 +89,7 @@ class HybridEngine : public ::testing::Test {
 
   GenerateRequest target() const { return greedy_request(ref_.prompt, 32); }
 
+  int32_t checkpoints_ = 16;
   std::unique_ptr<LlamaModel> model_;
   std::unique_ptr<Tokenizer> tok_;
   GreedyReference ref_;
@@ -124,15 +128,41 @@ TEST_F(HybridEngine, GreedyIdsEqualLlamaCppUnderEverySchedule) {
   for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(preempted.ids[i], batched.ids[i]) << "request " << i;
 }
 
-TEST_F(HybridEngine, SamePromptTwiceIsRecomputedAndSpeculationIsOff) {
+// Blocks of 4: the 39-token prompt's last block boundary is 36.
+constexpr int32_t kPromptBoundary = 36;
+
+TEST_F(HybridEngine, SamePromptTwiceResumesFromTheCheckpointAndSpeculationIsOff) {
   GenerateRequest speculative = target();
   speculative.speculative = 4;
   const Outcome twice = run({target(), target(), speculative}, EngineConfig{}, 256, true);
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(twice.ids[i], ref_.generated) << "request " << i;
-    EXPECT_EQ(twice.usage[i].cached_tokens, 0) << "request " << i << ": a prefix's state is not kept";
+    EXPECT_EQ(twice.usage[i].cached_tokens, i == 0 ? 0 : kPromptBoundary) << "request " << i;
   }
   EXPECT_EQ(twice.stats.draft_tokens, 0);
+
+  checkpoints_ = 0;  // a runner keeping no states: every prompt is recomputed
+  const Outcome none = run({target(), target()}, EngineConfig{}, 256, true);
+  EXPECT_EQ(none.ids[1], ref_.generated);
+  EXPECT_EQ(none.usage[1].cached_tokens, 0);
+}
+
+TEST_F(HybridEngine, AContinuedConversationResumesFromItsLastBoundary) {
+  // Turn 2's prompt: turn 1's prompt, its 32 answer tokens, then 9 more.
+  std::vector<int32_t> turn2 = ref_.prompt;
+  turn2.insert(turn2.end(), ref_.generated.begin(), ref_.generated.end());
+  turn2.insert(turn2.end(), ref_.prompt.begin() + 1, ref_.prompt.begin() + 10);
+  const Outcome cached = run({target(), greedy_request(turn2, 16)}, EngineConfig{}, 256, true);
+  EXPECT_EQ(cached.ids[0], ref_.generated);
+  // Turn 1 computed 39 + 31 tokens (its last is never fed): its last decode checkpoint is at 68.
+  const auto computed = static_cast<int32_t>(ref_.prompt.size() + ref_.generated.size() - 1);
+  EXPECT_EQ(cached.usage[1].cached_tokens, computed / 4 * 4);
+
+  EngineConfig no_cache;
+  no_cache.prefix_caching = false;
+  const Outcome fresh = run({greedy_request(turn2, 16)}, no_cache);
+  EXPECT_EQ(fresh.usage[0].cached_tokens, 0);
+  EXPECT_EQ(cached.ids[1], fresh.ids[0]) << "resumed from a checkpoint, turn 2 must give the uncached tokens";
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ struct Sim {
   SchedulerOutput step() {
     SchedulerOutput out = sched.schedule(now);
     const int32_t bs = bm.block_size();
+    run_states(out);
     for (const ScheduledChunk& c : out.chunks) {
       EXPECT_GE(static_cast<int32_t>(c.seq->kv.blocks.size()) * bs, c.n_past + c.n_tokens);
       for (int32_t p = c.n_past; p < c.n_past + c.n_tokens; ++p) {
@@ -61,8 +62,30 @@ struct Sim {
     return out;
   }
 
+  // A recurrent model's state, simulated: each slot folds the tokens it ran (a sequence starting at
+  // position 0 starts afresh); after every chunk a sequence's live slot must hold the fold of all its
+  // computed tokens, whatever was resumed from a checkpoint.
+  static uint64_t fold(uint64_t state, int32_t token) { return state * 1000003u + static_cast<uint64_t>(token) + 1; }
+  void run_states(const SchedulerOutput& out) {
+    if (state.empty()) return;
+    for (const StateCopy& c : out.state_copies) {
+      state.at(static_cast<size_t>(c.to)) = state.at(static_cast<size_t>(c.from));
+      ++state_copies;
+    }
+    for (const ScheduledChunk& c : out.chunks) {
+      uint64_t& s = state.at(static_cast<size_t>(c.seq->state_slot));
+      if (c.n_past == 0) s = 0;
+      for (int32_t p = c.n_past; p < c.n_past + c.n_tokens; ++p) s = fold(s, c.seq->tokens[p]);
+      uint64_t want = 0;
+      for (int32_t p = 0; p < c.n_past + c.n_tokens; ++p) want = fold(want, c.seq->tokens[p]);
+      EXPECT_EQ(s, want) << "sequence " << c.seq->arrival << " at " << c.n_past + c.n_tokens;
+    }
+  }
+
   BlockManager bm;
   Scheduler sched;
+  std::vector<uint64_t> state;  // [state_slots + state_checkpoints] when simulating a recurrent model
+  int64_t state_copies = 0;
   std::vector<int32_t> slots;
   std::vector<std::unique_ptr<Sequence>> seqs;
   uint64_t next_arrival = 0;
@@ -314,6 +337,108 @@ TEST(Scheduler, StateSlotsBoundRunningSequencesAndComeBackOnPreemptionAndRemoval
   sim.step();
   EXPECT_EQ(victim->state, SeqState::kRunning);
   EXPECT_EQ(victim->state_slot, 0) << "the lowest free slot";
+}
+
+TEST(Scheduler, CheckpointsLetARecurrentModelResumeCachedPrefixes) {
+  // Blocks of 4, a 10-token prompt: prefill stops at 8 (its last boundary) for a checkpoint; the
+  // same prompt again resumes there (8 cached, the checkpoint copied into its slot first).
+  SchedulerConfig c = cfg(64, 4);
+  c.state_slots = 2;
+  c.state_checkpoints = 2;
+  Sim sim(40, 4, c);
+  sim.state.assign(4, 0);
+  Sequence* a = sim.add(10);
+  SchedulerOutput out = sim.step();
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].n_tokens, 8);
+  // A twin arriving now resumes from the checkpoint being taken: the save is copied first.
+  Sequence* twin = sim.add(10);
+  out = sim.step();
+  ASSERT_EQ(out.state_copies.size(), 2u);
+  EXPECT_EQ(out.state_copies[0].from, a->state_slot);
+  EXPECT_GE(out.state_copies[0].to, 2) << "a checkpoint slot, past the live ones";
+  const int32_t kept = out.state_copies[0].to;
+  EXPECT_EQ(out.state_copies[1].from, kept);
+  EXPECT_EQ(out.state_copies[1].to, twin->state_slot);
+  EXPECT_EQ(twin->num_cached_prompt, 8);
+  EXPECT_EQ(out.chunks[0].n_tokens, 2);
+  sim.sched.remove(a);
+  sim.sched.remove(twin);
+  Sequence* again = sim.add(10);
+  out = sim.step();
+  EXPECT_EQ(again->num_cached_prompt, 8);
+  ASSERT_EQ(out.state_copies.size(), 1u);
+  EXPECT_EQ(out.state_copies[0].from, kept);
+  EXPECT_EQ(out.state_copies[0].to, again->state_slot);
+  sim.sched.remove(again);
+
+  // Without checkpoint slots the prefix is not reused.
+  c.state_checkpoints = 0;
+  Sim plain(40, 4, c);
+  plain.add(10);
+  plain.step();
+  plain.step();
+  plain.sched.remove(plain.seqs[0].get());
+  Sequence* none = plain.add(10);
+  plain.step();
+  EXPECT_EQ(none->num_cached_prompt, 0);
+}
+
+TEST(Scheduler, RandomLoadResumesRecurrentStatesCorrectly) {
+  // Shared prefixes, preemptions, finishes and cancels; the simulated state (Sim::run_states) checks
+  // every chunk runs on exactly the state of its sequence's tokens so far.
+  std::mt19937 rng(99);
+  SchedulerConfig c = cfg(32, 4);
+  c.state_slots = 3;
+  c.state_checkpoints = 4;
+  Sim sim(30, 4, c);
+  sim.state.assign(7, 0);
+  std::vector<int32_t> prefix;
+  for (int i = 0; i < 20; ++i) prefix.push_back(static_cast<int32_t>(rng() % 50));
+  struct Live { Sequence* s; int32_t remaining; };
+  std::vector<Live> live;
+  for (int32_t submitted = 0; submitted < 300 || !live.empty();) {
+    if (submitted < 300 && live.size() < 6) {
+      const int32_t n = 2 + static_cast<int32_t>(rng() % 30);
+      Sequence* s = sim.add(n);
+      for (int32_t i = 0; i < n; ++i) s->tokens[i] = i < 20 && rng() % 6 ? prefix[i] : static_cast<int32_t>(rng() % 50);
+      live.push_back({s, 1 + static_cast<int32_t>(rng() % 40)});
+      ++submitted;
+    }
+    sim.step();
+    for (size_t i = 0; i < live.size();) {
+      if (live[i].s->num_tokens() - live[i].s->num_prompt_tokens >= live[i].remaining || rng() % 80 == 0) {
+        sim.sched.remove(live[i].s);
+        live[i] = live.back();
+        live.pop_back();
+      } else {
+        ++i;
+      }
+    }
+  }
+  EXPECT_GT(sim.sched.num_preemptions(), 0);
+  EXPECT_GT(sim.bm.hit_tokens(), 0);
+  EXPECT_GT(sim.state_copies, 0);
+  EXPECT_EQ(sim.bm.num_used(), 0);
+}
+
+TEST(StateCheckpoints, KeepsTheMostRecentlyUsedStates) {
+  StateCheckpoints c(/*first_slot=*/3, /*slots=*/2);
+  EXPECT_TRUE(c.enabled());
+  const int32_t a = c.take(11);
+  const int32_t b = c.take(22);
+  EXPECT_EQ(std::min(a, b), 3);
+  EXPECT_EQ(std::max(a, b), 4);
+  EXPECT_EQ(c.take(11), -1) << "kept already: nothing to copy";
+  EXPECT_EQ(c.find(22), b);  // 22 used last: 11 is the least recently used
+  EXPECT_EQ(c.take(33), a);
+  EXPECT_EQ(c.find(11), -1);
+  EXPECT_EQ(c.find(33), a);
+  c.drop(22);
+  EXPECT_EQ(c.size(), 1);
+  EXPECT_EQ(c.take(44), b) << "a dropped checkpoint's slot is taken first";
+  EXPECT_FALSE(StateCheckpoints(3, 0).enabled());
+  EXPECT_EQ(StateCheckpoints(3, 0).take(1), -1);
 }
 
 TEST(Scheduler, RejectsBadConfig) {
