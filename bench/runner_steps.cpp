@@ -40,6 +40,15 @@ double StepDriver::step(std::vector<BenchSeq>& seqs, int32_t n) {
     c.n_past = s.n_past;
     c.block_table = s.blocks;
     c.logits = LogitsMode::kArgmax;
+    if (runner_.recurrent_state_slots() > 0) {
+      if (s.state_slot < 0) {
+        if (next_state_slot_ >= runner_.recurrent_state_slots()) {
+          throw Error(ErrorCode::kOutOfMemory, "benchmark ran out of recurrent state slots");
+        }
+        s.state_slot = next_state_slot_++;
+      }
+      c.state_slot = s.state_slot;
+    }
     for (int32_t i = 0; i < n; ++i) batch.tokens.push_back(n == 1 ? s.last : random_token());
     batch.seqs.push_back(std::move(c));
   }

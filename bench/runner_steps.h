@@ -26,6 +26,7 @@ struct BenchSeq {
   std::vector<int32_t> blocks;
   int32_t n_past = 0;
   int32_t last = 1;
+  int32_t state_slot = -1;  // a model with recurrent layers: the runner's state slot (given at its first step)
 };
 
 // Runs steps on one runner (Vulkan or the CPU reference), handing out its KV blocks to the sequences it is given.
@@ -46,6 +47,7 @@ class StepDriver {
   ModelRunner& runner_;
   std::mt19937 rng_;
   std::vector<int32_t> free_;
+  int32_t next_state_slot_ = 0;
   double last_cpu_s_ = 0;
 };
 
