@@ -263,11 +263,21 @@ void attention_mixer(const LlamaModel& model, const CpuLayerVectors& lv, size_t 
   ap.softcap = spec.attention.softcap;
   ap.sinks = lv.sinks.empty() ? nullptr : lv.sinks.data();
   ap.window = spec.attention.window;
-  auto attend = [&](size_t t) { kv.attend(t, &a.q[t * q_dim], ap, &a.att[t * q_dim]); };
-  if (pool != nullptr && n > 1) {
-    pool->parallel_for(n, attend);
+  // A work item is one token's heads, or one KV head's query heads of a token when the step holds
+  // few tokens (a decode step: at long contexts one token's attention is too much for one thread).
+  const size_t items_per_token = pool != nullptr && n < 2 * static_cast<size_t>(pool->size()) ? n_kv_heads : 1;
+  const size_t heads_per_item = c.n_heads / items_per_token;
+  auto attend = [&](size_t item) {
+    const size_t t = item / items_per_token;
+    ref::AttentionParams heads = ap;
+    heads.head_begin = item % items_per_token * heads_per_item;
+    heads.head_end = heads.head_begin + heads_per_item;
+    kv.attend(t, &a.q[t * q_dim], heads, &a.att[t * q_dim]);
+  };
+  if (pool != nullptr && n * items_per_token > 1) {
+    pool->parallel_for(n * items_per_token, attend);
   } else {
-    for (size_t t = 0; t < n; ++t) attend(t);
+    for (size_t item = 0; item < n * items_per_token; ++item) attend(item);
   }
   if (spec.attention.output_gate) {
     for (size_t i = 0; i < n * q_dim; ++i) a.att[i] *= ref::sigmoid(a.q_gate[i]);

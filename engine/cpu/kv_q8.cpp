@@ -31,7 +31,7 @@ void attention_paged_q8(float* out, const float* q, const int8_t* key_q, const f
     const size_t pos = first + t;
     slots[t] = static_cast<size_t>(block_table[pos / block_size]) * block_size + pos % block_size;
   }
-  for (size_t h = 0; h < p.n_heads; ++h) {
+  for (size_t h = p.head_begin; h < p.heads_end(); ++h) {
     const float* qh = q + h * head_dim;
     const size_t kv_offset = (h / group) * head_dim;
     // Scores: per block the int8 products, then times the block's scale.

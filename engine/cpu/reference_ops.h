@@ -82,6 +82,11 @@ struct AttentionParams {
   const float* sinks = nullptr;  // [n_heads] or null
   uint32_t window = 0;           // for the callers: 0, or how many of the latest positions a query sees
   size_t kv_stride = 0;          // floats between positions' key/value rows (0: n_kv_heads * head_dim)
+  // The query heads computed: [head_begin, head_end), head_end 0 meaning n_heads (q and out keep
+  // every head's place; a head's bits do not depend on which others run with it).
+  size_t head_begin = 0;
+  size_t head_end = 0;
+  size_t heads_end() const { return head_end != 0 ? head_end : n_heads; }
 };
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
                const AttentionParams& p);

@@ -160,6 +160,68 @@ TEST(ReferenceOps, PagedAttentionEqualsGatheredAttention) {
   }
 }
 
+// The attention of one query head written out plainly in the documented order (8-lane dot, scale,
+// soft-cap, max, exp, sum with the sink, probabilities times values): ref::attention (vectorized,
+// AVX2 where the CPU has it) must give its bits exactly, for every head, whole or head by head.
+float plain_dot(const float* a, const float* b, size_t n) {
+  float lane[8] = {};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (size_t j = 0; j < 8; ++j) lane[j] += a[i + j] * b[i + j];
+  }
+  float sum = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+TEST(ReferenceOps, AttentionHasThePlainOrdersBitsHeadByHead) {
+  std::mt19937 rng(21);
+  std::normal_distribution<float> dist;
+  for (const size_t head_dim : {size_t{64}, size_t{72}, size_t{256}}) {
+    const size_t n_heads = 6, n_kv = 2, n_ctx = 301, kv_dim = n_kv * head_dim;
+    std::vector<float> q(n_heads * head_dim), k(n_ctx * kv_dim), v(n_ctx * kv_dim), sinks{0.3f, -1, 2, 0, 1, -2};
+    for (float& x : q) x = dist(rng);
+    for (float& x : k) x = dist(rng);
+    for (float& x : v) x = dist(rng);
+    ref::AttentionParams p;
+    p.n_heads = n_heads;
+    p.n_kv_heads = n_kv;
+    p.head_dim = head_dim;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    p.softcap = head_dim == 72 ? 20.0f : 0.0f;
+    p.sinks = head_dim == 256 ? sinks.data() : nullptr;
+    std::vector<float> whole(n_heads * head_dim), split(n_heads * head_dim, -1);
+    ref::attention(whole.data(), q.data(), k.data(), v.data(), n_ctx, p);
+    for (size_t h = n_heads; h-- > 0;) {  // one head per call, in another order
+      ref::AttentionParams one = p;
+      one.head_begin = h;
+      one.head_end = h + 1;
+      ref::attention(split.data(), q.data(), k.data(), v.data(), n_ctx, one);
+    }
+    EXPECT_EQ(whole, split) << "head_dim " << head_dim;
+    for (size_t h = 0; h < n_heads; ++h) {
+      const float* kh = k.data() + (h / (n_heads / n_kv)) * head_dim;
+      const float* vh = v.data() + (h / (n_heads / n_kv)) * head_dim;
+      std::vector<float> s(n_ctx);
+      float max_score = p.sinks ? p.sinks[h] : -INFINITY;
+      for (size_t t = 0; t < n_ctx; ++t) {
+        s[t] = ref::attention_score(plain_dot(&q[h * head_dim], kh + t * kv_dim, head_dim), p);
+        max_score = std::max(max_score, s[t]);
+      }
+      float sum = 0;
+      for (size_t t = 0; t < n_ctx; ++t) sum += (s[t] = std::exp(s[t] - max_score));
+      if (p.sinks) sum += std::exp(p.sinks[h] - max_score);
+      std::vector<float> o(head_dim, 0.0f);
+      for (size_t t = 0; t < n_ctx; ++t) {
+        const float prob = s[t] / sum;
+        for (size_t d = 0; d < head_dim; ++d) o[d] += prob * vh[t * kv_dim + d];
+      }
+      EXPECT_TRUE(std::equal(o.begin(), o.end(), whole.begin() + static_cast<std::ptrdiff_t>(h * head_dim)))
+          << "head_dim " << head_dim << ", head " << h;
+    }
+  }
+}
+
 TEST(ReferenceOps, DotIsCloseToDouble) {
   std::mt19937 rng(3);
   std::normal_distribution<float> dist;
