@@ -225,6 +225,25 @@ TEST_F(DraftModel, DraftsFollowRejectionsAndSlotTakeovers) {
   check({&a, &c}, "a rewritten");
 }
 
+// Polls the engine's one request to its end (30 s at most), collecting its tokens; false if it did
+// not finish.
+bool drain_one(Engine& engine, std::vector<int32_t>& ids) {
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < until) {
+    std::vector<EngineEvent> ev;
+    engine.poll_events(ev);
+    bool finished = false;
+    for (const EngineEvent& e : ev) {
+      for (const GeneratedToken& t : e.tokens) ids.push_back(t.id);
+      if (e.type == EventType::kError) ADD_FAILURE() << e.error_message;
+      finished |= e.type == EventType::kFinished;
+    }
+    if (finished) return true;
+    if (ev.empty()) std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
 // A target with no step rows to spare for drafts (max_step_seqs == max_seqs) verifies none, so
 // the draft model must not run: its drafts would all be discarded. With rows to spare it does run
 // (the counter below sees draft steps), and both give the plain greedy tokens.
@@ -248,19 +267,7 @@ TEST(DraftModelIdle, TheDraftModelRunsOnlyWhenTheTargetVerifiesDrafts) {
     const SubmitResult s = engine.submit(r);
     ASSERT_TRUE(s.ok) << s.message;
     std::vector<int32_t> ids;
-    bool finished = false;
-    const auto until = std::chrono::steady_clock::now() + 30s;
-    while (!finished && std::chrono::steady_clock::now() < until) {
-      std::vector<EngineEvent> ev;
-      engine.poll_events(ev);
-      for (const EngineEvent& e : ev) {
-        for (const GeneratedToken& t : e.tokens) ids.push_back(t.id);
-        if (e.type == EventType::kError) ADD_FAILURE() << e.error_message;
-        finished |= e.type == EventType::kFinished;
-      }
-      if (ev.empty()) std::this_thread::sleep_for(1ms);
-    }
-    ASSERT_TRUE(finished) << "max_seqs " << max_seqs;
+    ASSERT_TRUE(drain_one(engine, ids)) << "max_seqs " << max_seqs;
     EXPECT_EQ(ids, greedy_reference(hashed_logits, 64, r.prompt_ids, 12)) << "max_seqs " << max_seqs;
     if (max_seqs == 4) {
       EXPECT_EQ(draft_steps->steps_started, 0) << "the draft model ran for drafts no step could verify";
@@ -305,19 +312,7 @@ CostRun run_with_draft_cost(const FakeTokenizer& tok, std::chrono::microseconds 
   const SubmitResult s = engine.submit(r);
   EXPECT_TRUE(s.ok) << s.message;
   CostRun out;
-  bool finished = false;
-  const auto until = std::chrono::steady_clock::now() + 30s;
-  while (!finished && std::chrono::steady_clock::now() < until) {
-    std::vector<EngineEvent> ev;
-    engine.poll_events(ev);
-    for (const EngineEvent& e : ev) {
-      for (const GeneratedToken& t : e.tokens) out.ids.push_back(t.id);
-      if (e.type == EventType::kError) ADD_FAILURE() << e.error_message;
-      finished |= e.type == EventType::kFinished;
-    }
-    if (ev.empty()) std::this_thread::sleep_for(1ms);
-  }
-  EXPECT_TRUE(finished);
+  EXPECT_TRUE(drain_one(engine, out.ids));
   EXPECT_EQ(out.ids, greedy_reference(hashed_logits, 64, r.prompt_ids, 60));
   out.draft_steps = shared->steps_started;
   out.accepted = engine.stats().accepted_tokens;
