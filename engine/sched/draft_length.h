@@ -60,6 +60,10 @@ class StepCost {
     w.count = std::min(w.count + 1, kSamples);
     w.stamp = clock_;
   }
+  // Samples of n tokens held (0..kSamples).
+  int32_t samples(int32_t n_tokens) const {
+    return n_tokens >= 1 && n_tokens <= kMaxTokens ? widths_[static_cast<size_t>(n_tokens)].count : 0;
+  }
   bool measured(int32_t n_tokens) const {
     if (n_tokens < 1 || n_tokens > kMaxTokens) return false;
     const Width& w = widths_[static_cast<size_t>(n_tokens)];

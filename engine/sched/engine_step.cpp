@@ -35,8 +35,12 @@ void Engine::Impl::propose_drafts() {
   for (sched::Sequence* s : scheduler.running()) step_tokens += s->is_decoding() && by_seq.count(s) ? 1 : 0;
   const double plain_ms = step_cost.estimate(step_tokens);
   // The drafter's time per draft token (a draft model's step; prompt lookup's is next to nothing),
-  // known once it has drafted: from then on each request's draft length is chosen before drafting.
-  const double draft_ms = config.speculative_cost_model ? draft_cost.estimate(1) : 0;
+  // known once it has drafted a few times (one sample may be a cold start or a stretched step, and an
+  // estimate too high would keep drafting off for long): from then on each request's draft length
+  // is chosen before drafting.
+  const double draft_ms = config.speculative_cost_model && draft_cost.samples(1) >= sched::StepCost::kSamples
+                              ? draft_cost.estimate(1)
+                              : 0;
   int32_t planned_tokens = step_tokens, draft_steps = 0;
   double planned_emitted = step_tokens;
   draft_jobs.clear();

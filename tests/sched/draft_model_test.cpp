@@ -320,14 +320,14 @@ CostRun run_with_draft_cost(const FakeTokenizer& tok, std::chrono::microseconds 
 }
 
 // A draft model whose guesses are never right, as slow as the target: drafting cannot pay, so after
-// the first drafts measure its cost it runs only for rare shadow probes (~3% of decoding time).
-// Before the cost model counted the draft model's steps it ran 4 steps for every target step
-// (about 240 here).
+// its first 4 drafts measure its cost (4 draft-model steps each) it runs only for rare shadow probes
+// (~3% of decoding time). Before the cost model counted the draft model's steps it ran 4 steps for
+// every target step (226 here).
 TEST(DraftModelCost, ADraftModelThatDoesNotPayIsLeftIdle) {
   const FakeTokenizer tok = FakeTokenizer::letters(64);
   const CostRun run = run_with_draft_cost(tok, 2ms, off_by_one_logits, 2ms);
   EXPECT_EQ(run.accepted, 0);
-  EXPECT_LE(run.draft_steps, 16) << "the draft model kept drafting although none of its drafts pays";
+  EXPECT_LE(run.draft_steps, 24) << "the draft model kept drafting although none of its drafts pays";
 }
 
 // The same target with a draft model equal to it and 40x faster: its drafts are all right and
