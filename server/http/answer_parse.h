@@ -26,6 +26,21 @@ struct AnswerPiece {
 // What `piece` settles; with `end`, also what was held back (the answer is over: call once).
 void split_answer(Generation& g, std::string_view piece, bool end, AnswerPiece& out);
 
+// The calls of a parsed piece in the order the parser settled them, for every surface that streams
+// calls: a call's fragments (ToolParse::fragments, with stream_arguments), then its end, then the
+// next call's. `calls_ended` (Generation::tool_calls_sent) counts the ends; each ended call gets its
+// index in the answer. on_fragment(const chat::ToolCallFragment&), on_call(const chat::ToolCall&, size_t index).
+template <class OnFragment, class OnCall>
+void each_call_event(const chat::ToolParse& parsed, size_t& calls_ended, OnFragment&& on_fragment, OnCall&& on_call) {
+  size_t next = 0;
+  for (const chat::ToolCall& call : parsed.calls) {
+    for (; next < parsed.fragments.size() && parsed.fragments[next].index <= calls_ended; ++next) on_fragment(parsed.fragments[next]);
+    const size_t index = calls_ended++;
+    on_call(call, index);
+  }
+  for (; next < parsed.fragments.size(); ++next) on_fragment(parsed.fragments[next]);
+}
+
 // A request's thinking switch: Ollama `think`, Anthropic `thinking`, OpenAI `reasoning_effort`,
 // `chat_template_kwargs.enable_thinking`, Responses `reasoning.effort`.
 enum class Think { kUnset, kOn, kOff };
