@@ -486,7 +486,8 @@ TEST_P(ToolsE2e, CorsAllowsLocalPagesOnly) {
 }
 
 // OpenAI Responses (stateless): a required call is a function_call output item that validates;
-// streamed, response.function_call_arguments.delta rebuilds it between response.created and
+// streamed, its item opens with its name, then response.function_call_arguments.delta comes in
+// several pieces as the arguments are generated and rebuilds it between response.created and
 // response.completed; text.format's schema comes out in its declared order; no stored responses.
 TEST_P(ToolsE2e, ResponsesFunctionCallsAndSchemaOrder) {
   json tools = json::array();
@@ -513,6 +514,7 @@ TEST_P(ToolsE2e, ResponsesFunctionCallsAndSchemaOrder) {
   ASSERT_EQ(r->status, 200) << r->body;
   std::vector<std::string> types;
   std::string arguments;
+  int deltas = 0;
   int64_t last_sequence = -1;
   std::istringstream lines(r->body);
   for (std::string line; std::getline(lines, line);) {
@@ -521,7 +523,18 @@ TEST_P(ToolsE2e, ResponsesFunctionCallsAndSchemaOrder) {
     types.push_back(e["type"]);
     EXPECT_EQ(e["sequence_number"].get<int64_t>(), last_sequence + 1);
     last_sequence = e["sequence_number"];
-    if (e["type"] == "response.function_call_arguments.delta") arguments += e["delta"].get<std::string>();
+    if (e["type"] == "response.output_item.added") {  // the call's item opens before its arguments
+      EXPECT_EQ(e["item"]["type"], "function_call");
+      EXPECT_EQ(e["item"]["name"], item["name"]);
+      EXPECT_EQ(deltas, 0);
+    }
+    if (e["type"] == "response.function_call_arguments.delta") {
+      arguments += e["delta"].get<std::string>();
+      ++deltas;
+    }
+    if (e["type"] == "response.function_call_arguments.done") {
+      EXPECT_EQ(e["arguments"], arguments);
+    }
     if (e["type"] == "response.completed") {  // ids differ per request; the call is the same
       ASSERT_EQ(e["response"]["output"].size(), 1u);
       EXPECT_EQ(e["response"]["output"][0]["name"], item["name"]);
@@ -532,6 +545,9 @@ TEST_P(ToolsE2e, ResponsesFunctionCallsAndSchemaOrder) {
   EXPECT_EQ(types.front(), "response.created");
   EXPECT_EQ(types.back(), "response.completed");
   EXPECT_EQ(arguments, item["arguments"]);
+  // Streamed as generated: a call of several tokens comes in several deltas.
+  EXPECT_GT(deltas, 1) << r->body;
+  expect_valid_call({{"function", {{"name", item["name"]}, {"arguments", arguments}}}});
 
   const auto schema = nlohmann::ordered_json::parse(R"({"type":"object","properties":{"reasoning":{"type":"string","maxLength":6},
       "answer":{"type":"string","maxLength":6}},"required":["reasoning","answer"],"additionalProperties":false})");
