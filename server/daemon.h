@@ -166,6 +166,11 @@ class Daemon {
   void handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r);
   void render_chat(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, proto::ChatRequest r,
                    std::chrono::steady_clock::time_point arrived);
+  // A chat's preparation for `job` (every transport): rendered and tokenized (render_chat_request);
+  // with tools, job->tool_calls splits the reply into tool_call events. *own_template (when given)
+  // receives the request's own template, if it sent one.
+  static Preparation chat_preparation(std::shared_ptr<const proto::ChatRequest> chat, std::shared_ptr<GenerateJob> job,
+                                      std::shared_ptr<std::shared_ptr<const chat::ModelChatTemplate>> own_template);
   // embed_handler.cpp: embed requests (one answer when the engine finishes them, no stream).
   void handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRequest& r);
   void embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, const proto::EmbedRequest& r);

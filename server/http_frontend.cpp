@@ -325,6 +325,7 @@ void parse_chat_answer(http::Generation& g, std::optional<chat::ToolCallParser> 
   g.tools = std::move(tools);
   g.reasoning = http::reasoning_parser(entry, wire);
   g.reasoning_counter = g.reasoning;
+  if (const auto it = wire.find("enable_thinking"); it != wire.end() && it->is_boolean()) g.enable_thinking = it->get<bool>();
 }
 
 // The request's own x-request-id when it is a valid wire id (read now: the request may be answered later).
@@ -702,6 +703,7 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
     }
     return send_error(*c, ollama, e, outcome.id.empty() ? fresh_request_id() : outcome.id);
   }
+  if (outcome.request_template) http::parse_with_template(g, *outcome.request_template);
   g.id = outcome.id;
   g.created_unix = http::unix_now();
   g.conn_id = conn_id;

@@ -51,6 +51,9 @@ struct HttpSubmitOutcome {
   int32_t prompt_tokens = 0;
   proto::ProtocolError error;
   int32_t retry_after_ms = 0;
+  // A chat that sent its own chat_template: that template (its answer is parsed in its formats,
+  // not the served template's).
+  std::shared_ptr<const chat::ModelChatTemplate> request_template;
 };
 
 // A servable model as the HTTP surfaces list it (/v1/models, /api/tags, /api/ps).

@@ -207,13 +207,16 @@ void Daemon::submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std:
                if (!handles_open_ || !still_wanted()) return;
                if (error != nullptr) return done(failed(*error, chat->generate.id));
                auto job = std::make_shared<GenerateJob>(to_generate_job(chat->generate, arrived));
-               auto render = [chat](ServedModel& served, GenerateRequest& q) {
-                 return render_chat_request(*chat, q, *served.chat_template, *served.tokenizer);
-               };
+               // The same preparation as the msgpack chat's: with tools, its calls are tool_call events too.
+               auto own_template = std::make_shared<std::shared_ptr<const chat::ModelChatTemplate>>();
+               Preparation render = chat_preparation(chat, job, own_template);
                // A template the client sent costs what the client chooses: it may hold only part of the pool.
                const OffLoop::Cost cost = chat->chat_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded;
                submit_http_prepared(conn_id, *model, std::move(job), std::move(render), cost, std::move(still_wanted),
-                                    std::move(done));
+                                    [own_template, done = std::move(done)](HttpSubmitOutcome outcome) {
+                                      outcome.request_template = std::move(*own_template);
+                                      done(std::move(outcome));
+                                    });
              });
 }
 

@@ -107,10 +107,6 @@ void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, Model
     reply(from, proto::encode_error(a.error, tag, a.error_id, a.retry_after_ms));
     return;
   }
-  // Before any of its engine events: they are handled on this (the loop) thread, later.
-  if (r.tool_calls) {
-    if (StreamEntry* e = registry_.find(a.id)) e->tool_calls = std::move(r.tool_calls);
-  }
   proto::AcceptedAnswer accepted;
   accepted.id = a.id;
   accepted.topic = a.topic;

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/chat/model_chat_template.h"
 #include "engine/chat/tool_call_parser.h"
 #include "server/http/api_common.h"
 #include "server/http/generation.h"
@@ -40,6 +41,11 @@ void each_call_event(const chat::ToolParse& parsed, size_t& calls_ended, OnFragm
   }
   for (; next < parsed.fragments.size(); ++next) on_fragment(parsed.fragments[next]);
 }
+
+// The answer's parsers made again for a chat rendered with the request's own template `tmpl`
+// (the mapping made them with the served template's formats): tool calls only if tools were
+// offered, with the same argument streaming; reasoning as that template thinks.
+void parse_with_template(Generation& g, const chat::ModelChatTemplate& tmpl);
 
 // A request's thinking switch: Ollama `think`, Anthropic `thinking`, OpenAI `reasoning_effort`,
 // `chat_template_kwargs.enable_thinking`, Responses `reasoning.effort`.

@@ -66,6 +66,7 @@ struct Generation {
   // show_reasoning: the API shows it (Anthropic only when thinking was asked for).
   std::optional<chat::ReasoningParser> reasoning;
   bool show_reasoning = true;
+  std::optional<bool> enable_thinking;  // the request's thinking switch, as the template was told
   // Counts the tokens spent reasoning (usage's reasoning_tokens), streamed or not: a copy of the
   // parser fed event by event; an event whose text settles no content after the block opened is
   // reasoning (the close marker's tokens included).
