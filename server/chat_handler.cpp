@@ -34,6 +34,7 @@ void Daemon::render_chat(const ClientRef& from, const proto::Tag& tag, ModelSlot
   }
   auto job = std::make_shared<GenerateJob>(to_generate_job(r.generate, arrived));
   auto chat = std::make_shared<const proto::ChatRequest>(std::move(r));
+  ++chat_renders_;
   // A template the client sent costs what the client chooses: it may hold only part of the pool.
   const OffLoop::Cost cost = chat->chat_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded;
   prepare_off_loop(

@@ -107,6 +107,21 @@ std::optional<proto::ProtocolError> render_with_tools(const proto::ChatRequest& 
 
 }  // namespace
 
+void RenderedChat::keep(const GenerateRequest& prepared) {
+  prompt_ids = prepared.prompt_ids;
+  grammar = prepared.grammar;
+  json_schema = prepared.json_schema;
+  compiled_constraint = prepared.compiled_constraint;
+}
+
+void RenderedChat::give(GenerateRequest& request) const {
+  request.prompt_ids = prompt_ids;
+  request.prompt_ids_from_text = true;
+  request.grammar = grammar;
+  request.json_schema = json_schema;
+  request.compiled_constraint = compiled_constraint;
+}
+
 std::optional<proto::ProtocolError> render_chat_request(const proto::ChatRequest& request, GenerateRequest& engine_request,
                                                         const chat::ModelChatTemplate& tmpl,
                                                         const Tokenizer& tokenizer, std::string* rendered_text,

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/chat/model_chat_template.h"
 #include "engine/sched/engine.h"
@@ -20,6 +21,22 @@ namespace vks::server {
 // tool-call syntax, then renders the conversation): the pool thread's jinja::RenderScope. A real
 // chat template renders in well under a millisecond.
 inline constexpr std::chrono::milliseconds kRequestRenderTime{2'000};
+
+// A chat's rendering kept for the later choices of an OpenAI n > 1 answer, which are the same
+// conversation: they take it instead of rendering and tokenizing again (and their constraint is
+// the one already compiled).
+struct RenderedChat {
+  std::vector<TokenId> prompt_ids;
+  std::string grammar;      // the request's, or the tool-call grammar the render made
+  std::string json_schema;
+  std::shared_ptr<grammar::GrammarTable> compiled_constraint;
+  std::shared_ptr<const chat::ModelChatTemplate> own_template;  // the request's own chat_template, if any
+
+  // From a prepared (rendered, constraint compiled) request, before it is submitted.
+  void keep(const GenerateRequest& prepared);
+  // Into a later choice's request (its own id, seed and options stay).
+  void give(GenerateRequest& request) const;
+};
 
 // Sets engine_request's prompt ids (and *rendered_text to the rendered prompt, when given);
 // returns the error to answer with instead (a template that refuses the conversation:
