@@ -349,6 +349,15 @@ TEST_P(ToolsE2e, OllamaChatCallsWithArgumentsAsObjects) {
     as_openai["function"]["arguments"] = call["function"]["arguments"].dump();
     expect_valid_call(as_openai);
   }
+  // One call that ends the turn: Ollama's done_reason is "stop" (the wire's finish says tool_calls).
+  json one_call = body;
+  one_call["parallel_tool_calls"] = false;
+  r = d().call("/api/chat", one_call);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json single = json::parse(r->body);
+  EXPECT_EQ(single["message"]["tool_calls"].size(), 1u) << single;
+  EXPECT_EQ(single["done_reason"], "stop") << single;
   // Streamed: the calls come in message.tool_calls of the NDJSON lines.
   body["stream"] = true;
   r = d().call("/api/chat", body);
