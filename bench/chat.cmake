@@ -8,6 +8,6 @@ endif()
 # Tool calls: the incremental parser's cost per token, and probing a template's format.
 if(TARGET vks_chat)
   add_executable(tool_call_parser ${CMAKE_CURRENT_LIST_DIR}/tool_call_parser.cpp)
-  target_link_libraries(tool_call_parser PRIVATE vks_chat CLI11::CLI11)
+  target_link_libraries(tool_call_parser PRIVATE vks_chat vks_grammar vks_tokenizer vks_gguf nlohmann_json::nlohmann_json CLI11::CLI11)
   vks_warnings(tool_call_parser)
 endif()

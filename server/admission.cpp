@@ -80,6 +80,7 @@ Daemon::Admission Daemon::admit_generate(const ClientRef& from, ModelSlot& model
   entry.with_logprobs = with_logprobs;
   entry.queue_position = result.queue_position;
   entry.prompt_tokens = result.prompt_tokens;
+  entry.tool_calls = std::move(job.tool_calls);  // before any of its engine events (handled on this thread, later)
   const StreamEntry& e = registry_.add(std::move(entry));
   ++requests_total_;
   spdlog::info("{}: generate {} accepted on {} ({} prompt tokens, topic {}{})", from.describe(), e.id, e.model,

@@ -5,7 +5,8 @@
 // generate's path (validation, engine submit, stream registry, topics, replay, prefix cache). The
 // engine already stops at every end-of-generation token of the model (EOS, <|eot_id|>,
 // <|im_end|>, ...), so a reply ends with the assistant's turn. With tools, the reply's calls
-// also come as tool_call events (chat_tool_calls.h).
+// also come as tool_call events (chat_tool_calls.h), whichever transport sent the chat (the HTTP
+// front end's chats take the same preparation: chat_preparation).
 #include <spdlog/spdlog.h>
 
 #include <memory>
@@ -33,19 +34,31 @@ void Daemon::render_chat(const ClientRef& from, const proto::Tag& tag, ModelSlot
   }
   auto job = std::make_shared<GenerateJob>(to_generate_job(r.generate, arrived));
   auto chat = std::make_shared<const proto::ChatRequest>(std::move(r));
+  ++chat_renders_;
   // A template the client sent costs what the client chooses: it may hold only part of the pool.
   const OffLoop::Cost cost = chat->chat_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded;
   prepare_off_loop(
-      from, model, job,
-      [chat](ServedModel& served, GenerateRequest& q) {
-        return render_chat_request(*chat, q, *served.chat_template, *served.tokenizer);
-      },
-      cost, /*stop_with_client=*/!job->detached, still_connected(from, job->detached),
-      [this, from, tag, chat](ModelSlot& m, GenerateJob& prepared, const proto::ProtocolError* error) {
+      from, model, job, chat_preparation(chat, job, nullptr), cost, /*stop_with_client=*/!job->detached,
+      still_connected(from, job->detached),
+      [this, from, tag](ModelSlot& m, GenerateJob& prepared, const proto::ProtocolError* error) {
         if (error != nullptr) return reply(from, proto::encode_error(*error, tag, prepared.request.id));
-        if (chat->has_tools()) prepared.tool_calls = std::make_shared<ChatToolCalls>(*m.served->chat_template, chat->enable_thinking);
         submit_generate(from, tag, m, prepared);  // prompt_ids are set now: admitted at once
       });
+}
+
+Daemon::Preparation Daemon::chat_preparation(std::shared_ptr<const proto::ChatRequest> chat, std::shared_ptr<GenerateJob> job,
+                                             std::shared_ptr<std::shared_ptr<const chat::ModelChatTemplate>> own_template) {
+  // On the pool thread; the loop reads what it sets once the preparation is over.
+  return [chat = std::move(chat), job = std::move(job), own_template = std::move(own_template)](ServedModel& served,
+                                                                                              GenerateRequest& q) {
+    std::shared_ptr<const chat::ModelChatTemplate> own;
+    std::optional<proto::ProtocolError> error = render_chat_request(*chat, q, *served.chat_template, *served.tokenizer, nullptr, &own);
+    if (error) return error;
+    // The reply is split in the format of the template that rendered it.
+    if (chat->has_tools()) job->tool_calls = std::make_shared<ChatToolCalls>(own ? *own : *served.chat_template, chat->enable_thinking);
+    if (own_template) *own_template = std::move(own);
+    return error;
+  };
 }
 
 }  // namespace vks::server

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/chat/chat_prompt.h"
+#include "engine/chat/request_template_cache.h"
 #include "engine/chat/tool_grammar.h"
 #include "engine/chat/tool_prompt.h"
 #include "engine/common/error.h"
@@ -38,15 +39,12 @@ ojson parse_json_field(const std::string& text, const std::string& field) {
   return parsed;
 }
 
+// `tmpl`: the template that renders (the served one or the request's own).
 std::optional<proto::ProtocolError> render_with_tools(const proto::ChatRequest& request, GenerateRequest& engine_request,
                                                       const chat::ModelChatTemplate& tmpl, const Tokenizer& tokenizer,
                                                       std::string* rendered_text) {
-  std::optional<chat::ChatTemplate> custom;
-  if (request.chat_template) {
-    custom = chat::ChatTemplate::parse(*request.chat_template, tmpl.tmpl.bos_token(), tmpl.tmpl.eos_token());
-  }
-  const chat::ChatTemplate& chosen = custom ? *custom : tmpl.tmpl;
-  const chat::ToolCallFormat format = custom ? chat::detect_tool_format(*custom) : tmpl.tool_format;
+  const chat::ChatTemplate& chosen = tmpl.tmpl;
+  const chat::ToolCallFormat& format = tmpl.tool_format;
 
   ojson tools = request.tools.empty() ? ojson::array() : parse_json_field(request.tools, "tools");
   std::vector<chat::ToolSpec> specs;
@@ -109,17 +107,36 @@ std::optional<proto::ProtocolError> render_with_tools(const proto::ChatRequest& 
 
 }  // namespace
 
+void RenderedChat::keep(const GenerateRequest& prepared) {
+  prompt_ids = prepared.prompt_ids;
+  grammar = prepared.grammar;
+  json_schema = prepared.json_schema;
+  compiled_constraint = prepared.compiled_constraint;
+}
+
+void RenderedChat::give(GenerateRequest& request) const {
+  request.prompt_ids = prompt_ids;
+  request.prompt_ids_from_text = true;
+  request.grammar = grammar;
+  request.json_schema = json_schema;
+  request.compiled_constraint = compiled_constraint;
+}
+
 std::optional<proto::ProtocolError> render_chat_request(const proto::ChatRequest& request, GenerateRequest& engine_request,
                                                         const chat::ModelChatTemplate& tmpl,
-                                                        const Tokenizer& tokenizer, std::string* rendered_text) noexcept {
+                                                        const Tokenizer& tokenizer, std::string* rendered_text,
+                                                        std::shared_ptr<const chat::ModelChatTemplate>* own_template) noexcept {
   try {
+    std::shared_ptr<const chat::ModelChatTemplate> own;
+    if (request.chat_template) own = chat::request_chat_template(*request.chat_template, tmpl);
+    if (own_template != nullptr) *own_template = own;
+    const chat::ModelChatTemplate& chosen = own ? *own : tmpl;
     // The JSON rendering path carries tools and template variables (enable_thinking) too.
-    if (uses_tools(request) || request.enable_thinking) return render_with_tools(request, engine_request, tmpl, tokenizer, rendered_text);
+    if (uses_tools(request) || request.enable_thinking) return render_with_tools(request, engine_request, chosen, tokenizer, rendered_text);
     std::vector<chat::ChatMessage> messages;
     messages.reserve(request.messages.size());
     for (const auto& turn : request.messages) messages.push_back({turn.role, turn.content});
-    chat::ChatPrompt prompt = chat::build_chat_prompt(tmpl.tmpl, messages, request.add_generation_prompt,
-                                                      request.chat_template, tokenizer);
+    chat::ChatPrompt prompt = chat::build_chat_prompt(chosen.tmpl, messages, request.add_generation_prompt, std::nullopt, tokenizer);
     if (rendered_text != nullptr) *rendered_text = std::move(prompt.text);
     engine_request.prompt_ids = std::move(prompt.ids);
     engine_request.prompt_ids_from_text = true;

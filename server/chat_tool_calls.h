@@ -1,7 +1,8 @@
 #pragma once
-// The tool calls of a msgpack `chat` reply with tools, as `tool_call` stream events
-// (docs/PROTOCOL.md 4): the reply's text is split as the HTTP surfaces split it (a reasoning
-// block first when the template thinks, then calls in the served template's format), and both
+// The tool calls of a chat reply with tools (msgpack `chat` or an HTTP chat), as `tool_call`
+// stream events (docs/PROTOCOL.md 4): the reply's text is split as the HTTP surfaces split it (a
+// reasoning block first when the template thinks, then calls in the format of the template that
+// rendered the chat: the served one or the request's own), and both
 // parsers are incremental and exact, so each call's event follows the token event that completed
 // it and a subscriber sees the same calls as a whole-reply parse. One per stream entry; loop
 // thread only.

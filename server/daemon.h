@@ -166,6 +166,11 @@ class Daemon {
   void handle(const ClientRef& from, const proto::Tag& tag, proto::ChatRequest& r);
   void render_chat(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, proto::ChatRequest r,
                    std::chrono::steady_clock::time_point arrived);
+  // A chat's preparation for `job` (every transport): rendered and tokenized (render_chat_request);
+  // with tools, job->tool_calls splits the reply into tool_call events. *own_template (when given)
+  // receives the request's own template, if it sent one.
+  static Preparation chat_preparation(std::shared_ptr<const proto::ChatRequest> chat, std::shared_ptr<GenerateJob> job,
+                                      std::shared_ptr<std::shared_ptr<const chat::ModelChatTemplate>> own_template);
   // embed_handler.cpp: embed requests (one answer when the engine finishes them, no stream).
   void handle(const ClientRef& from, const proto::Tag& tag, proto::EmbedRequest& r);
   void embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, const proto::EmbedRequest& r);
@@ -223,17 +228,22 @@ class Daemon {
   void submit_http(uint64_t conn_id, const proto::GenerateRequest& message, std::function<bool()> still_wanted,
                    std::function<void(HttpSubmitOutcome)> done);
   HttpSubmitOutcome submit_http_now(uint64_t conn_id, ModelSlot& model, GenerateJob& job);
-  void submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std::function<bool()> still_wanted,
-                        std::function<void(HttpSubmitOutcome)> done);
+  // A later choice's chat: `rendered` into `job`, then submitted at once.
+  HttpSubmitOutcome submit_http_rendered(uint64_t conn_id, ModelSlot& model, const proto::ChatRequest& chat,
+                                         std::shared_ptr<const RenderedChat> rendered, GenerateJob& job);
+  // `rendered`: an earlier choice's rendering of the same conversation, taken instead of rendering.
+  void submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std::shared_ptr<const RenderedChat> rendered,
+                        std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done);
   void submit_http_embed(uint64_t conn_id, proto::EmbedRequest message, std::function<bool()> still_wanted,
                          std::function<void(HttpSubmitOutcome)> done);
   void submit_http_embed_to(uint64_t conn_id, ModelSlot& model, const proto::EmbedRequest& message,
                             std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done);
   // Runs `prepare` (tokenize or render into job->request) and the constraint compile on libuv's
-  // pool, then submits.
+  // pool, then submits; `on_prepared` (when set) sees the prepared request just before.
   void submit_http_prepared(uint64_t conn_id, ModelSlot& model, std::shared_ptr<GenerateJob> job, Preparation prepare,
                             OffLoop::Cost cost, std::function<bool()> still_wanted,
-                            std::function<void(HttpSubmitOutcome)> done);
+                            std::function<void(HttpSubmitOutcome)> done,
+                            std::function<void(const GenerateJob&)> on_prepared = nullptr);
 
   // Clients going away.
   void on_connection_closed(Connection& c);
@@ -305,6 +315,7 @@ class Daemon {
   std::vector<EngineEvent> event_buffer_;
   int64_t requests_total_ = 0;
   int64_t requests_rejected_ = 0;
+  int64_t chat_renders_ = 0;  // chat conversations sent to be rendered (vkstream_chat_renders_total)
   int exit_code_ = 0;
 };
 

@@ -35,8 +35,8 @@ struct GenerateJob {
   bool detached = false;  // survives the submitting connection's close
   bool stream = true;     // events go to the submitting connection (else only `accepted`)
   std::chrono::steady_clock::time_point arrived{};  // when the server got it (a model load it waited for counts)
-  // A msgpack chat request with tools: its reply's calls become tool_call events (its stream entry
-  // takes it at admission; server/chat_tool_calls.h).
+  // A chat request with tools (msgpack or HTTP): its reply's calls become tool_call events (its
+  // stream entry takes it at admission; server/chat_tool_calls.h).
   std::shared_ptr<server::ChatToolCalls> tool_calls;
   int32_t max_context_tokens = 0;  // the request's own context (0 = the model's): context_bound.h
 };

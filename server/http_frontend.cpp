@@ -325,6 +325,7 @@ void parse_chat_answer(http::Generation& g, std::optional<chat::ToolCallParser> 
   g.tools = std::move(tools);
   g.reasoning = http::reasoning_parser(entry, wire);
   g.reasoning_counter = g.reasoning;
+  if (const auto it = wire.find("enable_thinking"); it != wire.end() && it->is_boolean()) g.enable_thinking = it->get<bool>();
 }
 
 // The request's own x-request-id when it is a valid wire id (read now: the request may be answered later).
@@ -651,7 +652,7 @@ void HttpFrontend::embeddings(HttpConnection& conn, HttpRequest& r, http::EmbedA
 }
 
 void HttpFrontend::submit(HttpConnection& c, const std::string& client_id, http::Generation g, json wire,
-                          const std::map<std::string, std::string>& names) {
+                          const std::map<std::string, std::string>& names, std::shared_ptr<const RenderedChat> rendered) {
   const bool ollama = g.ollama();
   g.cors_origin = cors_origin_;
   if (!client_id.empty()) wire["id"] = client_id;
@@ -679,7 +680,8 @@ void HttpFrontend::submit(HttpConnection& c, const std::string& client_id, http:
       return send_error(c, ollama, ApiError{501, "chat is not supported by this server", "unsupported", {}, 0},
                         fresh_request_id());
     }
-    return backend_.submit_chat(conn_id, std::move(std::get<proto::ChatRequest>(message)), still_wanted, std::move(done));
+    return backend_.submit_chat(conn_id, std::move(std::get<proto::ChatRequest>(message)), std::move(rendered), still_wanted,
+                                std::move(done));
   }
   auto message = http::to_generate_message(std::move(wire), options_.wire_limits, names);
   if (auto* e = std::get_if<ApiError>(&message)) return send_error(c, ollama, *e, fresh_request_id());
@@ -702,6 +704,7 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
     }
     return send_error(*c, ollama, e, outcome.id.empty() ? fresh_request_id() : outcome.id);
   }
+  if (outcome.request_template) http::parse_with_template(g, *outcome.request_template);
   g.id = outcome.id;
   g.created_unix = http::unix_now();
   g.conn_id = conn_id;
@@ -709,6 +712,7 @@ void HttpFrontend::submitted(uint64_t conn_id, uint64_t exchange, http::Generati
   g.prompt_tokens = outcome.prompt_tokens;
   if (g.group) {
     if (g.choice == 0) {
+      g.group->rendered = outcome.rendered;  // the later choices are the same conversation
       g.group->answer_id = g.id;
       g.group->conn_id = conn_id;
       g.group->exchange = exchange;

@@ -45,12 +45,19 @@ struct GenerateRequest;
 
 namespace vks::server {
 
+struct RenderedChat;  // server/chat_render.h: only carried here
+
 struct HttpSubmitOutcome {
   bool ok = false;
   std::string id;
   int32_t prompt_tokens = 0;
   proto::ProtocolError error;
   int32_t retry_after_ms = 0;
+  // A chat that sent its own chat_template: that template (its answer is parsed in its formats,
+  // not the served template's).
+  std::shared_ptr<const chat::ModelChatTemplate> request_template;
+  // A chat's rendering, for the later choices of its n > 1 answer (submit_chat's `rendered`).
+  std::shared_ptr<const RenderedChat> rendered;
 };
 
 // A servable model as the HTTP surfaces list it (/v1/models, /api/tags, /api/ps).
@@ -81,9 +88,10 @@ class HttpFrontend {
     std::function<void(uint64_t conn_id, proto::GenerateMessage message, std::function<bool()> still_wanted,
                        std::function<void(HttpSubmitOutcome)> done)>
         submit;
-    // The same for a chat request: rendered with the chat template and tokenized off the loop first.
-    std::function<void(uint64_t conn_id, proto::ChatRequest message, std::function<bool()> still_wanted,
-                       std::function<void(HttpSubmitOutcome)> done)>
+    // The same for a chat request: rendered with the chat template and tokenized off the loop first,
+    // unless `rendered` (an earlier choice's outcome: the same conversation) gives its rendering.
+    std::function<void(uint64_t conn_id, proto::ChatRequest message, std::shared_ptr<const RenderedChat> rendered,
+                       std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done)>
         submit_chat;
     // An embed request (no stream): its one answer comes back through on_embed_result.
     std::function<void(uint64_t conn_id, proto::EmbedRequest message, std::function<bool()> still_wanted,
@@ -220,8 +228,9 @@ class HttpFrontend {
                       const std::map<std::string, std::string>& names, bool client_template = false);
   // Submits the wire request (generate, or chat for the chat APIs); on success registers the
   // generation and starts its answer. `client_id`: the request's valid x-request-id, or "".
+  // `rendered`: a later choice's chat takes its first choice's rendering.
   void submit(http::HttpConnection& c, const std::string& client_id, http::Generation g, nlohmann::json wire,
-              const std::map<std::string, std::string>& names);
+              const std::map<std::string, std::string>& names, std::shared_ptr<const RenderedChat> rendered = nullptr);
   void submitted(uint64_t conn_id, uint64_t exchange, http::Generation g, const HttpSubmitOutcome& outcome,
                  const std::map<std::string, std::string>& names);
   // OpenAI's n: submit for n = 1; for more, choice 0 through submit now and the other choices

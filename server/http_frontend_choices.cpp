@@ -1,6 +1,7 @@
 // HttpFrontend: OpenAI's n > 1 (server/http/choice_group.h). Every choice is submitted through
 // HttpFrontend::submit, like any request: choice 0 at once, the others once choice 0 has its first
-// token (on_event calls submit_later_choices), when its prompt's KV blocks are in the prefix cache.
+// token (on_event calls submit_later_choices), when its prompt's KV blocks are in the prefix cache;
+// a chat is rendered and tokenized once, for choice 0, and the others take its prompt ids.
 // Their events come back one request at a time; the answer is put together here.
 #include "server/http/cors.h"
 #include "server/http/json_text.h"
@@ -37,7 +38,7 @@ void HttpFrontend::submit_later_choices(const std::shared_ptr<http::ChoiceGroup>
     g.choice = i;
     cors_origin_ = g.cors_origin;
     // No x-request-id of the client's: that id is choice 0's (the answer's); these get fresh ones.
-    submit(*c, {}, std::move(g), http::choice_wire(group->later_wire, i), *group->names);
+    submit(*c, {}, std::move(g), http::choice_wire(group->later_wire, i), *group->names, group->rendered);
   }
 }
 

@@ -10,6 +10,7 @@
 #include "protocol/stats.h"
 #include "protocol/topic.h"
 #include "server/chat_render.h"
+#include "server/chat_tool_calls.h"
 #include "server/daemon.h"
 
 namespace vks::server {
@@ -32,9 +33,9 @@ void Daemon::setup_http(const ListenFds& fds) {
                           std::function<void(HttpSubmitOutcome)> done) {
     submit_http(conn_id, m, std::move(still_wanted), std::move(done));
   };
-  backend.submit_chat = [this](uint64_t conn_id, proto::ChatRequest m, std::function<bool()> still_wanted,
-                               std::function<void(HttpSubmitOutcome)> done) {
-    submit_http_chat(conn_id, std::move(m), std::move(still_wanted), std::move(done));
+  backend.submit_chat = [this](uint64_t conn_id, proto::ChatRequest m, std::shared_ptr<const RenderedChat> rendered,
+                               std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done) {
+    submit_http_chat(conn_id, std::move(m), std::move(rendered), std::move(still_wanted), std::move(done));
   };
   backend.submit_embed = [this](uint64_t conn_id, proto::EmbedRequest m, std::function<bool()> still_wanted,
                                 std::function<void(HttpSubmitOutcome)> done) {
@@ -196,38 +197,62 @@ void Daemon::submit_http(uint64_t conn_id, const proto::GenerateRequest& message
              });
 }
 
-void Daemon::submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std::function<bool()> still_wanted,
-                              std::function<void(HttpSubmitOutcome)> done) {
+void Daemon::submit_http_chat(uint64_t conn_id, proto::ChatRequest message, std::shared_ptr<const RenderedChat> rendered,
+                              std::function<bool()> still_wanted, std::function<void(HttpSubmitOutcome)> done) {
   touch();
   // Rendered and tokenized off the loop, exactly as the msgpack `chat` request (chat_render.h).
   auto chat = std::make_shared<const proto::ChatRequest>(std::move(message));
   const auto arrived = std::chrono::steady_clock::now();  // a model load it waits for counts from here
   with_model(chat->generate.model, chat->generate.keep_alive, {},
-             [this, conn_id, chat, arrived, still_wanted, done](ModelSlot* model, const proto::ProtocolError* error) mutable {
+             [this, conn_id, chat, rendered = std::move(rendered), arrived, still_wanted,
+              done](ModelSlot* model, const proto::ProtocolError* error) mutable {
                if (!handles_open_ || !still_wanted()) return;
                if (error != nullptr) return done(failed(*error, chat->generate.id));
                auto job = std::make_shared<GenerateJob>(to_generate_job(chat->generate, arrived));
-               auto render = [chat](ServedModel& served, GenerateRequest& q) {
-                 return render_chat_request(*chat, q, *served.chat_template, *served.tokenizer);
-               };
+               if (rendered) return done(submit_http_rendered(conn_id, *model, *chat, std::move(rendered), *job));
+               // The same preparation as the msgpack chat's: with tools, its calls are tool_call events too.
+               ++chat_renders_;
+               auto own_template = std::make_shared<std::shared_ptr<const chat::ModelChatTemplate>>();
+               auto kept = std::make_shared<RenderedChat>();
+               Preparation render = chat_preparation(chat, job, own_template);
                // A template the client sent costs what the client chooses: it may hold only part of the pool.
                const OffLoop::Cost cost = chat->chat_template ? OffLoop::Cost::kClientChosen : OffLoop::Cost::kBounded;
-               submit_http_prepared(conn_id, *model, std::move(job), std::move(render), cost, std::move(still_wanted),
-                                    std::move(done));
+               submit_http_prepared(
+                   conn_id, *model, std::move(job), std::move(render), cost, std::move(still_wanted),
+                   [own_template, kept, done = std::move(done)](HttpSubmitOutcome outcome) {
+                     outcome.request_template = *own_template;
+                     kept->own_template = std::move(*own_template);
+                     if (outcome.ok) outcome.rendered = kept;
+                     done(std::move(outcome));
+                   },
+                   [kept](const GenerateJob& prepared) { kept->keep(prepared.request); });
              });
+}
+
+HttpSubmitOutcome Daemon::submit_http_rendered(uint64_t conn_id, ModelSlot& model, const proto::ChatRequest& chat,
+                                               std::shared_ptr<const RenderedChat> rendered, GenerateJob& job) {
+  rendered->give(job.request);  // prepared already: admitted at once, on the loop
+  const chat::ModelChatTemplate& tmpl = rendered->own_template ? *rendered->own_template : *model.served->chat_template;
+  if (chat.has_tools()) job.tool_calls = std::make_shared<ChatToolCalls>(tmpl, chat.enable_thinking);
+  HttpSubmitOutcome out = submit_http_now(conn_id, model, job);
+  out.request_template = rendered->own_template;
+  out.rendered = std::move(rendered);
+  return out;
 }
 
 void Daemon::submit_http_prepared(uint64_t conn_id, ModelSlot& model, std::shared_ptr<GenerateJob> job,
                                   Preparation prepare, OffLoop::Cost cost, std::function<bool()> still_wanted,
-                                  std::function<void(HttpSubmitOutcome)> done) {
+                                  std::function<void(HttpSubmitOutcome)> done,
+                                  std::function<void(const GenerateJob&)> on_prepared) {
   ClientRef from;
   from.transport = Transport::kHttp;
   from.conn_id = conn_id;
   // An HTTP request's answer goes to its connection: its preparation stops when that closes.
   prepare_off_loop(from, model, std::move(job), std::move(prepare), cost, /*stop_with_client=*/true, std::move(still_wanted),
-                   [this, conn_id, done = std::move(done)](ModelSlot& m, GenerateJob& prepared,
-                                                           const proto::ProtocolError* error) {
+                   [this, conn_id, done = std::move(done), on_prepared = std::move(on_prepared)](
+                       ModelSlot& m, GenerateJob& prepared, const proto::ProtocolError* error) {
                      if (error != nullptr) return done(failed(*error, prepared.request.id));
+                     if (on_prepared) on_prepared(prepared);
                      done(submit_http_now(conn_id, m, prepared));
                    });
 }

@@ -107,10 +107,6 @@ void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, Model
     reply(from, proto::encode_error(a.error, tag, a.error_id, a.retry_after_ms));
     return;
   }
-  // Before any of its engine events: they are handled on this (the loop) thread, later.
-  if (r.tool_calls) {
-    if (StreamEntry* e = registry_.find(a.id)) e->tool_calls = std::move(r.tool_calls);
-  }
   proto::AcceptedAnswer accepted;
   accepted.id = a.id;
   accepted.topic = a.topic;
@@ -207,7 +203,11 @@ std::string Daemon::metrics_text() const {
     }
     models.push_back(std::move(m));
   }
-  return proto::render_prometheus(stats_snapshot()) + proto::render_model_metrics(models);
+  // Chat renders (every transport; an n > 1 answer renders once): server-side, no wire stat.
+  const std::string renders = "# HELP vkstream_chat_renders_total Chat conversations rendered with a chat template and tokenized.\n"
+                              "# TYPE vkstream_chat_renders_total counter\nvkstream_chat_renders_total " +
+                              std::to_string(chat_renders_) + "\n";
+  return proto::render_prometheus(stats_snapshot()) + proto::render_model_metrics(models) + renders;
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r) {

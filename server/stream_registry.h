@@ -36,7 +36,7 @@ struct StreamEntry {
   std::vector<std::string> events;  // encoded event maps; events[seq]
   uint64_t bytes = 0;
   std::chrono::steady_clock::time_point finished_at{};
-  // A msgpack chat request with tools: splits its reply's calls out as tool_call events.
+  // A chat request with tools (msgpack or HTTP): splits its reply's calls out as tool_call events.
   std::shared_ptr<ChatToolCalls> tool_calls;
 };
 

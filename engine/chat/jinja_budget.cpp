@@ -96,6 +96,12 @@ RenderScope::RenderScope(std::chrono::milliseconds total, const std::atomic<bool
 }
 RenderScope::~RenderScope() { t_scope = previous_; }
 
+bool render_scope_spent() {
+  if (t_scope == nullptr) return false;
+  if (t_scope->cancelled() != nullptr && t_scope->cancelled()->load(std::memory_order_relaxed)) return true;
+  return std::chrono::steady_clock::now() >= t_scope->deadline();
+}
+
 UnchargedScope::UnchargedScope() : previous_(t_uncharged) { t_uncharged = true; }
 UnchargedScope::~UnchargedScope() { t_uncharged = previous_; }
 

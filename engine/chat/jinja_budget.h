@@ -82,6 +82,10 @@ class RenderScope {
   const std::atomic<bool>* cancelled_;
 };
 
+// Whether this thread's RenderScope has run out (its deadline passed or its request cancelled):
+// what a render under it produced since may be cut short. False outside a scope.
+bool render_scope_spent();
+
 // While alive, value constructors do not charge: for the interpreter's own bookkeeping (the
 // `loop` object of each iteration), which is freed at once and bounded by steps.
 class UnchargedScope {

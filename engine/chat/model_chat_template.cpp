@@ -48,6 +48,7 @@ namespace {
 ModelChatTemplate with_tool_format(ModelChatTemplate t) {
   t.tool_format = detect_tool_format(t.tmpl);
   t.reasoning = detect_reasoning_format(t.tmpl);
+  t.request_templates = std::make_shared<RequestTemplateCache>();
   return t;
 }
 
@@ -61,7 +62,7 @@ ModelChatTemplate load_model_chat_template(const gguf::GgufFile& file, const std
       jinja::RenderScope probes(kLoadRenderTime, nullptr);
       ChatTemplate t = ChatTemplate::parse(read_template_file(template_file), bos, eos);
       t.validate();
-      return with_tool_format({std::move(t), "file " + template_file, "", {}, {}});
+      return with_tool_format({std::move(t), "file " + template_file, "", {}, {}, nullptr});
     } catch (const vks::Error& e) {
       throw vks::Error(e.code(), "chat template " + template_file + ": " + e.what());
     }
@@ -72,14 +73,14 @@ ModelChatTemplate load_model_chat_template(const gguf::GgufFile& file, const std
       jinja::RenderScope probes(kLoadRenderTime, nullptr);
       ChatTemplate t = ChatTemplate::parse(*source, bos, eos);
       t.validate();
-      return with_tool_format({std::move(t), "model", "", {}, {}});
+      return with_tool_format({std::move(t), "model", "", {}, {}, nullptr});
     } catch (const vks::Error& e) {
       reason = std::string("the model's chat template cannot be used (") + e.what() + ")";
     }
   } else {
     reason = "the model has no tokenizer.chat_template";
   }
-  return with_tool_format({ChatTemplate::chatml(bos, eos), "ChatML fallback", reason, {}, {}});
+  return with_tool_format({ChatTemplate::chatml(bos, eos), "ChatML fallback", reason, {}, {}, nullptr});
 }
 
 }  // namespace vks::chat

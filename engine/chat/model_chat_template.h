@@ -1,11 +1,13 @@
 #pragma once
 // The chat template a model is served with: the GGUF's tokenizer.chat_template, a user-given
 // file, or ChatML when the model has none or the interpreter cannot handle it.
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "engine/chat/chat_template.h"
 #include "engine/chat/reasoning.h"
+#include "engine/chat/request_template_cache.h"
 #include "engine/chat/tool_format.h"
 #include "engine/gguf/gguf_file.h"
 
@@ -21,6 +23,9 @@ struct ModelChatTemplate {
   ToolCallFormat tool_format;
   // Its reasoning block, if it thinks (probed once at load; reasoning.h).
   ReasoningFormat reasoning;
+  // A served template's cache of the templates its requests send (request_chat_template); null
+  // for those templates themselves.
+  std::shared_ptr<RequestTemplateCache> request_templates;
 };
 
 // bos/eos token text of the GGUF's vocabulary (nullopt when the id or the tokens are absent).

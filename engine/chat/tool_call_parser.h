@@ -62,6 +62,7 @@ class ToolCallParser {
   // comes when its JSON closes, marked streamed. A call whose fragments went out is a call even
   // if its JSON then fails to parse as one: that can only happen to a call no grammar enforced.
   void stream_arguments(bool on) { stream_arguments_ = on; }
+  bool streams_arguments() const { return stream_arguments_; }
   const ToolCallFormat& format() const { return format_; }
 
   // Calls are at most this long (a bigger one is given back as text).

@@ -23,6 +23,16 @@ void split_answer(Generation& g, std::string_view piece, bool end, AnswerPiece& 
   }
 }
 
+void parse_with_template(Generation& g, const chat::ModelChatTemplate& tmpl) {
+  if (g.tools) {
+    const bool streams = g.tools->streams_arguments();
+    g.tools.emplace(tmpl.tool_format);
+    g.tools->stream_arguments(streams);
+  }
+  g.reasoning = chat::answer_reasoning_parser(tmpl.reasoning, g.enable_thinking);
+  g.reasoning_counter = g.reasoning;
+}
+
 std::optional<ApiError> map_think(Think think, const ModelCatalogue& model, nlohmann::json& wire, const std::string& param,
                                   bool strict) {
   if (think == Think::kUnset) return std::nullopt;

@@ -200,40 +200,33 @@ std::string block_events(Generation& g, const AnswerPiece& piece) {
                                        {"delta", {{"type", "text_delta"}, {"text", parsed.text}}}});
   }
   // A call's fragments open its tool_use block and stream its input; its end closes the block.
-  // Fragments and ends come in order (a call's fragments, then its end, then the next call's).
-  size_t next_fragment = 0;
-  auto send_fragments = [&](size_t up_to_index) {
-    for (; next_fragment < parsed.fragments.size() && parsed.fragments[next_fragment].index <= up_to_index; ++next_fragment) {
-      const chat::ToolCallFragment& f = parsed.fragments[next_fragment];
-      if (!f.name.empty()) {
+  each_call_event(
+      parsed, g.tool_calls_sent,
+      [&](const chat::ToolCallFragment& f) {
+        if (!f.name.empty()) {
+          out += close_text_block(g);
+          g.open_tool_block = g.blocks++;
+          json start = {{"type", "tool_use"}, {"id", tool_use_id(g.id, f.index)}, {"name", f.name}, {"input", json::object()}};
+          out += sse("content_block_start", {{"type", "content_block_start"}, {"index", g.open_tool_block}, {"content_block", std::move(start)}});
+        }
+        out += sse("content_block_delta", {{"type", "content_block_delta"}, {"index", g.open_tool_block},
+                                           {"delta", {{"type", "input_json_delta"}, {"partial_json", f.arguments}}}});
+      },
+      [&](const chat::ToolCall& call, size_t n) {
+        if (call.streamed) {
+          out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", g.open_tool_block}});
+          g.open_tool_block = -1;
+          return;
+        }
         out += close_text_block(g);
-        g.open_tool_block = g.blocks++;
-        json start = {{"type", "tool_use"}, {"id", tool_use_id(g.id, f.index)}, {"name", f.name},
-                      {"input", json::object()}};
-        out += sse("content_block_start", {{"type", "content_block_start"}, {"index", g.open_tool_block}, {"content_block", std::move(start)}});
-      }
-      out += sse("content_block_delta", {{"type", "content_block_delta"}, {"index", g.open_tool_block},
-                                         {"delta", {{"type", "input_json_delta"}, {"partial_json", f.arguments}}}});
-    }
-  };
-  for (const chat::ToolCall& call : parsed.calls) {
-    send_fragments(g.tool_calls_sent);
-    if (call.streamed) {
-      ++g.tool_calls_sent;
-      out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", g.open_tool_block}});
-      g.open_tool_block = -1;
-      continue;
-    }
-    out += close_text_block(g);
-    const int32_t index = g.blocks++;
-    json start = tool_use_block(g, call, g.tool_calls_sent++);
-    start["input"] = json::object();
-    out += sse("content_block_start", {{"type", "content_block_start"}, {"index", index}, {"content_block", std::move(start)}});
-    out += sse("content_block_delta", {{"type", "content_block_delta"}, {"index", index},
-                                       {"delta", {{"type", "input_json_delta"}, {"partial_json", call.arguments}}}});
-    out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", index}});
-  }
-  send_fragments(SIZE_MAX);
+        const int32_t index = g.blocks++;
+        json start = tool_use_block(g, call, n);
+        start["input"] = json::object();
+        out += sse("content_block_start", {{"type", "content_block_start"}, {"index", index}, {"content_block", std::move(start)}});
+        out += sse("content_block_delta", {{"type", "content_block_delta"}, {"index", index},
+                                           {"delta", {{"type", "input_json_delta"}, {"partial_json", call.arguments}}}});
+        out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", index}});
+      });
   return out;
 }
 

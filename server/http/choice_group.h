@@ -10,12 +10,17 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "server/http/api_common.h"
 #include "server/http/generation.h"
+
+namespace vks::server {
+struct RenderedChat;  // server/chat_render.h: carried, never looked into here
+}
 
 namespace vks::http {
 
@@ -32,6 +37,8 @@ nlohmann::json choice_wire(const nlohmann::json& wire, int32_t index);
 
 struct ChoiceGroup {
   int32_t n = 1;
+  // Choice 0's chat rendering, which the later choices take (server/chat_render.h; null: not a chat).
+  std::shared_ptr<const server::RenderedChat> rendered;
   // What choices 1..n-1 are submitted from, once choice 0 has its first token: choice 0's
   // generation before submission (group unset, so the group does not own itself) and wire request.
   Generation later;

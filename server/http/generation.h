@@ -66,6 +66,7 @@ struct Generation {
   // show_reasoning: the API shows it (Anthropic only when thinking was asked for).
   std::optional<chat::ReasoningParser> reasoning;
   bool show_reasoning = true;
+  std::optional<bool> enable_thinking;  // the request's thinking switch, as the template was told
   // Counts the tokens spent reasoning (usage's reasoning_tokens), streamed or not: a copy of the
   // parser fed event by event; an event whose text settles no content after the block opened is
   // reasoning (the close marker's tokens included).
@@ -74,7 +75,9 @@ struct Generation {
   int32_t reasoning_block = -1;   // Anthropic / Responses streaming: the open thinking block (item), -1 = none
   std::string reasoning_text;     // Responses streaming: the open reasoning item's text
   int32_t open_text_block = -1;   // Anthropic / Responses streaming: the text block (item) being streamed, -1 = none
-  int32_t open_tool_block = -1;   // Anthropic streaming: the tool_use block whose input is streaming, -1 = none
+  int32_t open_tool_block = -1;   // Anthropic / Responses streaming: the call block (item) whose arguments stream, -1 = none
+  std::string open_call_name;       // Responses streaming: the open function_call item's name
+  std::string open_call_arguments;  // and its arguments so far
   int32_t blocks = 0;             // Anthropic / Responses streaming: content blocks (output items) started
   int64_t sequence = 0;           // Responses streaming: the events' sequence_number
   nlohmann::json echo;            // Responses: the request's settings each response object repeats

@@ -137,7 +137,8 @@ json ollama_final(const Generation& g, const proto::StreamEvent& finished, bool 
           {"created_at", rfc3339_now()},
           {"response", with_text ? g.text : std::string()},
           {"done", true},
-          {"done_reason", finish_reason_text(finished.reason)},
+          // Ollama ends a turn that called tools with "stop" (the wire says tool_calls).
+          {"done_reason", finished.reason == proto::FinishReason::kToolCalls ? std::string("stop") : finish_reason_text(finished.reason)},
           {"total_duration", total_ns},
           {"load_duration", g.load_ns},
           {"prompt_eval_count", prompt},

@@ -255,19 +255,12 @@ std::string parsed_chunks(Generation& g, const AnswerPiece& piece, json logprobs
   if (!piece.reasoning.empty()) out += delta_chunk(g, {{"reasoning_content", piece.reasoning}}, nullptr);
   const chat::ToolParse& parsed = piece.answer;
   if (!parsed.text.empty() || !logprobs.is_null()) out += delta_chunk(g, {{"content", parsed.text}}, std::move(logprobs));
-  // Fragments and calls completed by one piece come in order: a call's fragments, then its end.
-  size_t next_fragment = 0;
-  for (const chat::ToolCall& call : parsed.calls) {
-    for (; next_fragment < parsed.fragments.size() && parsed.fragments[next_fragment].index <= g.tool_calls_sent; ++next_fragment) {
-      out += delta_chunk(g, fragment_delta(g, parsed.fragments[next_fragment]), nullptr);
-    }
-    const size_t index = g.tool_calls_sent++;
-    if (call.streamed) continue;
-    out += delta_chunk(g, {{"tool_calls", json::array({openai_tool_call(call, g.id, index, /*streamed=*/true)})}}, nullptr);
-  }
-  for (; next_fragment < parsed.fragments.size(); ++next_fragment) {
-    out += delta_chunk(g, fragment_delta(g, parsed.fragments[next_fragment]), nullptr);
-  }
+  each_call_event(
+      parsed, g.tool_calls_sent, [&](const chat::ToolCallFragment& f) { out += delta_chunk(g, fragment_delta(g, f), nullptr); },
+      [&](const chat::ToolCall& call, size_t index) {
+        if (call.streamed) return;  // its fragments said it all
+        out += delta_chunk(g, {{"tool_calls", json::array({openai_tool_call(call, g.id, index, /*streamed=*/true)})}}, nullptr);
+      });
   return out;
 }
 

@@ -165,10 +165,11 @@ json message_item(const Generation& g, int32_t index, const std::string& text, c
                           : json::array({{{"type", "output_text"}, {"text", text}, {"annotations", json::array()}}})}};
 }
 
-json call_item(const Generation& g, const chat::ToolCall& call, size_t index, const char* status) {
-  return {{"type", "function_call"}, {"id", "fc_" + g.id + "_" + std::to_string(index)},
-          {"call_id", tool_call_id(g.id, index)}, {"name", call.name},
-          {"arguments", std::string(status) == "in_progress" ? std::string() : call.arguments}, {"status", status}};
+std::string call_item_id(const Generation& g, size_t index) { return "fc_" + g.id + "_" + std::to_string(index); }
+
+json call_item(const Generation& g, const std::string& name, const std::string& arguments, size_t index, const char* status) {
+  return {{"type", "function_call"}, {"id", call_item_id(g, index)}, {"call_id", tool_call_id(g.id, index)}, {"name", name},
+          {"arguments", arguments}, {"status", status}};
 }
 
 json response_base(const Generation& g, const char* status) {
@@ -247,6 +248,36 @@ std::string close_message(Generation& g) {
   return out;
 }
 
+// Opens a function_call item (its arguments come as deltas).
+std::string open_call(Generation& g, const std::string& name, size_t index) {
+  std::string out = close_message(g);
+  g.open_tool_block = g.blocks++;
+  g.open_call_name = name;
+  g.open_call_arguments.clear();
+  return out + event(g, "response.output_item.added",
+                     {{"output_index", g.open_tool_block}, {"item", call_item(g, name, "", index, "in_progress")}});
+}
+
+std::string call_arguments_delta(Generation& g, const std::string& delta) {
+  if (delta.empty()) return {};
+  g.open_call_arguments += delta;
+  return event(g, "response.function_call_arguments.delta", {{"item_id", call_item_id(g, g.tool_calls_sent)},
+                                                             {"output_index", g.open_tool_block}, {"delta", delta}});
+}
+
+// Closes the open function_call item (arguments done, item done): "completed" when the call ended,
+// "incomplete" when the answer was cut inside it.
+std::string close_call(Generation& g, size_t index, const char* status) {
+  if (g.open_tool_block < 0) return {};
+  const int32_t output_index = g.open_tool_block;
+  g.open_tool_block = -1;
+  std::string out = event(g, "response.function_call_arguments.done",
+                          {{"item_id", call_item_id(g, index)}, {"output_index", output_index}, {"arguments", g.open_call_arguments}});
+  json item = call_item(g, g.open_call_name, g.open_call_arguments, index, status);
+  g.logprobs_acc.push_back(item);
+  return out + event(g, "response.output_item.done", {{"output_index", output_index}, {"item", std::move(item)}});
+}
+
 std::string parsed_events(Generation& g, const AnswerPiece& piece) {
   std::string out;
   const chat::ToolParse& parsed = piece.answer;
@@ -264,7 +295,7 @@ std::string parsed_events(Generation& g, const AnswerPiece& piece) {
     out += event(g, "response.reasoning_text.delta", {{"item_id", reasoning_id(g, g.reasoning_block)}, {"output_index", g.reasoning_block},
                                                       {"content_index", 0}, {"delta", piece.reasoning}});
   }
-  if (!parsed.text.empty() || !parsed.calls.empty()) out += close_reasoning(g);
+  if (!parsed.text.empty() || !parsed.calls.empty() || !parsed.fragments.empty()) out += close_reasoning(g);
   if (!parsed.text.empty()) {
     if (g.open_text_block < 0) {  // a message item opens (text after a call opens another)
       g.open_text_block = g.blocks++;
@@ -280,18 +311,23 @@ std::string parsed_events(Generation& g, const AnswerPiece& piece) {
                  {{"item_id", message_id(g, g.open_text_block)}, {"output_index", g.open_text_block}, {"content_index", 0},
                   {"delta", parsed.text}});
   }
-  for (const chat::ToolCall& call : parsed.calls) {
-    out += close_message(g);
-    const size_t n = g.tool_calls_sent++;
-    const int32_t index = g.blocks++;
-    out += event(g, "response.output_item.added", {{"output_index", index}, {"item", call_item(g, call, n, "in_progress")}});
-    const std::string item_id = "fc_" + g.id + "_" + std::to_string(n);
-    out += event(g, "response.function_call_arguments.delta", {{"item_id", item_id}, {"output_index", index}, {"delta", call.arguments}});
-    out += event(g, "response.function_call_arguments.done", {{"item_id", item_id}, {"output_index", index}, {"arguments", call.arguments}});
-    json item = call_item(g, call, n, "completed");
-    g.logprobs_acc.push_back(item);
-    out += event(g, "response.output_item.done", {{"output_index", index}, {"item", std::move(item)}});
-  }
+  // A call's item opens when its name is known, its arguments stream as the model writes them
+  // (fragments), and it closes when the call ends; a call that was not streamed comes whole.
+  each_call_event(
+      parsed, g.tool_calls_sent,
+      [&](const chat::ToolCallFragment& f) {
+        if (!f.name.empty()) out += open_call(g, f.name, f.index);
+        out += call_arguments_delta(g, f.arguments);
+      },
+      [&](const chat::ToolCall& call, size_t index) {
+        if (!call.streamed) {
+          out += open_call(g, call.name, index);
+          g.open_call_arguments = call.arguments;
+          out += event(g, "response.function_call_arguments.delta",
+                       {{"item_id", call_item_id(g, index)}, {"output_index", g.open_tool_block}, {"delta", call.arguments}});
+        }
+        out += close_call(g, index, "completed");
+      });
   return out;
 }
 
@@ -349,7 +385,10 @@ std::variant<OpenAiResponsesRequest, ApiError> map_openai_responses(const JsonBo
   if (auto* e = std::get_if<ApiError>(&tools)) return std::move(*e);
   bool offered = false;
   if (auto e = map_tools(std::get<JsonBody>(tools), w, offered)) return std::move(*e);
-  if (offered) out.tools.emplace(model.tool_format);
+  if (offered) {
+    out.tools.emplace(model.tool_format);
+    out.tools->stream_arguments(out.stream);  // streamed: function_call_arguments.delta as they are generated
+  }
   // reasoning.effort: "none" switches a thinking template off; any other effort switches it on.
   Think think = Think::kUnset;
   if (given(body, "reasoning")) {
@@ -392,6 +431,7 @@ std::string responses_final_events(Generation& g, const proto::StreamEvent& fini
   std::string out = parsed_events(g, piece);
   out += close_reasoning(g);
   out += close_message(g);
+  out += close_call(g, g.tool_calls_sent, "incomplete");  // a call cut by max_output_tokens: its arguments stay partial
   json items = g.logprobs_acc.is_array() ? g.logprobs_acc : json::array();
   const char* type = finished.reason == proto::FinishReason::kLength ? "response.incomplete" : "response.completed";
   return out + event(g, type, {{"response", finished_response(g, finished, std::move(items))}});
@@ -406,7 +446,9 @@ json responses_object(Generation& g, const proto::StreamEvent& finished) {
   int32_t index = 0;
   if (!piece.reasoning.empty()) output.push_back(reasoning_item(g, index++, piece.reasoning, "completed"));
   if (!parsed.text.empty()) output.push_back(message_item(g, index++, parsed.text, "completed"));
-  for (size_t i = 0; i < parsed.calls.size(); ++i) output.push_back(call_item(g, parsed.calls[i], i, "completed"));
+  for (size_t i = 0; i < parsed.calls.size(); ++i) {
+    output.push_back(call_item(g, parsed.calls[i].name, parsed.calls[i].arguments, i, "completed"));
+  }
   return finished_response(g, finished, std::move(output));
 }
 

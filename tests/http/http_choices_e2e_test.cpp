@@ -105,11 +105,16 @@ TEST_F(HttpChoicesE2eTest, GreedyChoicesEqualEachOtherAndTheSingleAnswerAndShare
   EXPECT_EQ(queried, 3.0 * static_cast<double>(prompt_tokens));
   EXPECT_EQ(hits, 2.0 * static_cast<double>(cached));
 
-  // Chat: the same on the chat surface, with logprobs per choice.
+  // Chat: the same on the chat surface, with logprobs per choice; the conversation is rendered once
+  // for the three choices (they take choice 0's prompt ids), and once more for the single answer.
   const json chat_body = {{"messages", chat_messages(fresh_story("greedy chat"))}, {"max_tokens", 10}, {"temperature", 0},
                           {"logprobs", true}};
+  const double renders_before = metric("vkstream_chat_renders_total");
   const json chat_three = answer("/v1/chat/completions", with(chat_body, {{"n", 3}}));
+  EXPECT_EQ(metric("vkstream_chat_renders_total") - renders_before, 1.0);
   const json chat_one = answer("/v1/chat/completions", chat_body);
+  EXPECT_EQ(metric("vkstream_chat_renders_total") - renders_before, 2.0);
+  EXPECT_EQ(chat_three["usage"]["prompt_tokens"], chat_one["usage"]["prompt_tokens"]);
   expect_indices_in_order(chat_three, 3);
   EXPECT_EQ(chat_three["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
   for (size_t i = 0; i < 3; ++i) {

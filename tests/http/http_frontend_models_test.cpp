@@ -252,19 +252,19 @@ class FakeServer {
     // Submitted, then finished at once: the answer names the model it went to.
     b.submit = [record, finish](uint64_t, proto::GenerateMessage m, std::function<bool()>,
                                 std::function<void(server::HttpSubmitOutcome)> done) {
-      server::HttpSubmitOutcome ok{true, record("generate", m.model, m.keep_alive), 1, {}, 0};
+      server::HttpSubmitOutcome ok{true, record("generate", m.model, m.keep_alive), 1, {}, 0, nullptr, nullptr};
       done(ok);
       finish(ok.id, false);
     };
-    b.submit_chat = [record, finish](uint64_t, proto::ChatRequest m, std::function<bool()>,
-                                     std::function<void(server::HttpSubmitOutcome)> done) {
-      server::HttpSubmitOutcome ok{true, record("chat", m.generate.model, m.generate.keep_alive), 1, {}, 0};
+    b.submit_chat = [record, finish](uint64_t, proto::ChatRequest m, std::shared_ptr<const server::RenderedChat>,
+                                     std::function<bool()>, std::function<void(server::HttpSubmitOutcome)> done) {
+      server::HttpSubmitOutcome ok{true, record("chat", m.generate.model, m.generate.keep_alive), 1, {}, 0, nullptr, nullptr};
       done(ok);
       finish(ok.id, false);
     };
     b.submit_embed = [record, finish](uint64_t, proto::EmbedRequest m, std::function<bool()>,
                                       std::function<void(server::HttpSubmitOutcome)> done) {
-      server::HttpSubmitOutcome ok{true, record("embed", m.model, m.keep_alive), 1, {}, 0};
+      server::HttpSubmitOutcome ok{true, record("embed", m.model, m.keep_alive), 1, {}, 0, nullptr, nullptr};
       done(ok);
       finish(ok.id, true);
     };

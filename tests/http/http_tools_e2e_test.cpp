@@ -4,10 +4,13 @@
 // text is gibberish, so only structure is checked: with tool_choice "required" or a named
 // function every call parses and validates against its tool's schema (enforced by a grammar),
 // streamed delta.tool_calls reassemble to the non-streamed calls, tool results in the history
-// render, and bad tool requests get a 400 naming the field; /v1/messages (Anthropic) tool_use; and
-// CORS on the same daemons (local pages allowed, other origins not).
+// render, and bad tool requests get a 400 naming the field; /v1/messages (Anthropic) tool_use;
+// /v1/responses function calls; an HTTP chat's calls as tool_call events on its PUB topic; a
+// request's own chat_template deciding the call format; and CORS on the same daemons (local pages
+// allowed, other origins not).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <zmq.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -73,6 +76,7 @@ class ToolsDaemon {
   }
   bool ready() const { return made_ && ready_; }
   const std::string& name() const { return name_; }
+  const DaemonProcess& process() const { return daemon_; }
   std::string log() { return daemon_.log(); }
 
   // The body as ordered JSON: a schema's property order is part of what is tested.
@@ -345,6 +349,15 @@ TEST_P(ToolsE2e, OllamaChatCallsWithArgumentsAsObjects) {
     as_openai["function"]["arguments"] = call["function"]["arguments"].dump();
     expect_valid_call(as_openai);
   }
+  // One call that ends the turn: Ollama's done_reason is "stop" (the wire's finish says tool_calls).
+  json one_call = body;
+  one_call["parallel_tool_calls"] = false;
+  r = d().call("/api/chat", one_call);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json single = json::parse(r->body);
+  EXPECT_EQ(single["message"]["tool_calls"].size(), 1u) << single;
+  EXPECT_EQ(single["done_reason"], "stop") << single;
   // Streamed: the calls come in message.tool_calls of the NDJSON lines.
   body["stream"] = true;
   r = d().call("/api/chat", body);
@@ -486,7 +499,8 @@ TEST_P(ToolsE2e, CorsAllowsLocalPagesOnly) {
 }
 
 // OpenAI Responses (stateless): a required call is a function_call output item that validates;
-// streamed, response.function_call_arguments.delta rebuilds it between response.created and
+// streamed, its item opens with its name, then response.function_call_arguments.delta comes in
+// several pieces as the arguments are generated and rebuilds it between response.created and
 // response.completed; text.format's schema comes out in its declared order; no stored responses.
 TEST_P(ToolsE2e, ResponsesFunctionCallsAndSchemaOrder) {
   json tools = json::array();
@@ -513,6 +527,7 @@ TEST_P(ToolsE2e, ResponsesFunctionCallsAndSchemaOrder) {
   ASSERT_EQ(r->status, 200) << r->body;
   std::vector<std::string> types;
   std::string arguments;
+  int deltas = 0;
   int64_t last_sequence = -1;
   std::istringstream lines(r->body);
   for (std::string line; std::getline(lines, line);) {
@@ -521,7 +536,18 @@ TEST_P(ToolsE2e, ResponsesFunctionCallsAndSchemaOrder) {
     types.push_back(e["type"]);
     EXPECT_EQ(e["sequence_number"].get<int64_t>(), last_sequence + 1);
     last_sequence = e["sequence_number"];
-    if (e["type"] == "response.function_call_arguments.delta") arguments += e["delta"].get<std::string>();
+    if (e["type"] == "response.output_item.added") {  // the call's item opens before its arguments
+      EXPECT_EQ(e["item"]["type"], "function_call");
+      EXPECT_EQ(e["item"]["name"], item["name"]);
+      EXPECT_EQ(deltas, 0);
+    }
+    if (e["type"] == "response.function_call_arguments.delta") {
+      arguments += e["delta"].get<std::string>();
+      ++deltas;
+    }
+    if (e["type"] == "response.function_call_arguments.done") {
+      EXPECT_EQ(e["arguments"], arguments);
+    }
     if (e["type"] == "response.completed") {  // ids differ per request; the call is the same
       ASSERT_EQ(e["response"]["output"].size(), 1u);
       EXPECT_EQ(e["response"]["output"][0]["name"], item["name"]);
@@ -532,6 +558,9 @@ TEST_P(ToolsE2e, ResponsesFunctionCallsAndSchemaOrder) {
   EXPECT_EQ(types.front(), "response.created");
   EXPECT_EQ(types.back(), "response.completed");
   EXPECT_EQ(arguments, item["arguments"]);
+  // Streamed as generated: a call of several tokens comes in several deltas.
+  EXPECT_GT(deltas, 1) << r->body;
+  expect_valid_call({{"function", {{"name", item["name"]}, {"arguments", arguments}}}});
 
   const auto schema = nlohmann::ordered_json::parse(R"({"type":"object","properties":{"reasoning":{"type":"string","maxLength":6},
       "answer":{"type":"string","maxLength":6}},"required":["reasoning","answer"],"additionalProperties":false})");
@@ -549,6 +578,107 @@ TEST_P(ToolsE2e, ResponsesFunctionCallsAndSchemaOrder) {
   r = d().call("/v1/responses", {{"input", "x"}, {"previous_response_id", "resp_1"}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
+}
+
+// The tool_call events the daemon published for request `id` (its topic, found by status, replays
+// the retained stream from seq 0), and its finish reason.
+std::pair<std::vector<proto::StreamEvent>, std::optional<FinishReason>> published_calls(const DaemonProcess& daemon,
+                                                                                     const std::string& id) {
+  std::vector<proto::StreamEvent> calls;
+  UdsClient watcher;
+  if (!watcher.connect(daemon.socket_path())) return {calls, std::nullopt};
+  auto st = request(watcher, simple(proto::StatusRequest{id}, 1));
+  const auto* status = st ? std::get_if<proto::StatusAnswer>(&st->body) : nullptr;
+  if (status == nullptr) return {calls, std::nullopt};
+  void* ctx = zmq_ctx_new();
+  std::optional<FinishReason> reason;
+  {
+    ZmqSubscriber sub(ctx);
+    StreamCollector stream{id};
+    if (sub.connect(daemon.pub_endpoint())) {
+      sub.subscribe(status->topic);
+      if (collect(sub, stream, 20000) && stream.complete()) {
+        for (const auto& ev : stream.by_seq) {
+          if (ev->type == proto::StreamEventType::kToolCall) calls.push_back(*ev);
+          if (ev->type == proto::StreamEventType::kFinished) reason = ev->reason;
+        }
+      }
+    }
+  }
+  zmq_ctx_term(ctx);
+  return {calls, reason};
+}
+
+// The HTTP answer's calls and finish_reason, as its topic published them.
+void expect_published(const DaemonProcess& daemon, const std::string& id, const json& calls, const std::string& finish_reason) {
+  auto [published, reason] = published_calls(daemon, id);
+  ASSERT_TRUE(reason) << "no complete stream on the request's topic";
+  EXPECT_EQ(proto::finish_reason_wire_name(*reason), finish_reason);
+  ASSERT_EQ(published.size(), calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(published[i].call_index, static_cast<int32_t>(i));
+    EXPECT_EQ(published[i].call_id, calls[i]["id"]);
+    EXPECT_EQ(published[i].call_name, calls[i]["function"]["name"]);
+    EXPECT_EQ(published[i].call_arguments, calls[i]["function"]["arguments"]);
+  }
+}
+
+// An HTTP chat with tools publishes its calls as tool_call events on its PUB topic, as the msgpack
+// chat does (one preparation for both): the same calls as the HTTP answer, then finished with its
+// finish reason (tool_calls, or length when the bound cut further parallel calls).
+TEST_P(ToolsE2e, HttpChatCallsAreToolCallEventsOnItsTopic) {
+  const json body = {{"model", d().name()}, {"messages", kAsk}, {"tools", kTools}, {"tool_choice", "required"},
+                     {"temperature", 0}, {"max_tokens", 160}};
+  auto r = d().call("/v1/chat/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json answer = json::parse(r->body);
+  const json& calls = answer["choices"][0]["message"]["tool_calls"];
+  ASSERT_TRUE(calls.is_array() && !calls.empty()) << answer;
+  const std::string* id = r->header("x-request-id");
+  ASSERT_NE(id, nullptr);
+  expect_published(d().process(), *id, calls, answer["choices"][0]["finish_reason"]);
+}
+
+// Llama 3.1's tool form (a call is JSON at the start of the answer, arguments under "parameters",
+// one call per turn), unlike either daemon's served template (<tool_call> tags).
+const char* kLlama31Like =
+    "{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n"
+    "{% if m.tool_calls %}{% if m.tool_calls | length != 1 %}{{ raise_exception('one call only') }}{% endif %}"
+    "{% set c = m.tool_calls[0].function %}{{ '{\"name\": \"' + c.name + '\", \"parameters\": ' + (c.arguments | tojson) + '}' }}"
+    "{% else %}{{ m.content }}{% endif %}<|eot_id|>{% endfor %}"
+    "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}";
+
+// A request's own chat_template decides the format its answer is parsed in, not the served
+// template's: its forced call (written in its format by the grammar) is a call, whole, streamed
+// and on the PUB topic.
+TEST_P(ToolsE2e, RequestTemplateDecidesTheCallFormat) {
+  const json body = {{"messages", kAsk}, {"tools", kTools}, {"tool_choice", "required"}, {"parallel_tool_calls", false},
+                     {"temperature", 0}, {"chat_template", kLlama31Like}};
+  json sent = body;
+  sent["model"] = d().name();
+  sent["max_tokens"] = 160;
+  auto r = d().call("/v1/chat/completions", sent);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json whole = json::parse(r->body);
+  const json& message = whole["choices"][0]["message"];
+  ASSERT_TRUE(message["tool_calls"].is_array()) << whole;
+  ASSERT_EQ(message["tool_calls"].size(), 1u) << whole;
+  EXPECT_TRUE(message["content"].is_null()) << whole;  // nothing of the call left as text
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "tool_calls");
+  expect_valid_call(message["tool_calls"][0]);
+  const std::string* id = r->header("x-request-id");
+  ASSERT_NE(id, nullptr);
+  expect_published(d().process(), *id, message["tool_calls"], "tool_calls");
+
+  auto streamed = chat_streamed(body);
+  ASSERT_TRUE(streamed);
+  ASSERT_EQ(streamed->status, 200) << streamed->body;
+  const json rebuilt = reassemble(sse_events(streamed->body));
+  ASSERT_EQ(rebuilt["tool_calls"].size(), 1u) << rebuilt;
+  EXPECT_EQ(rebuilt["tool_calls"][0]["function"], message["tool_calls"][0]["function"]);
+  EXPECT_EQ(rebuilt["content"], "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, ToolsE2e, ::testing::Values("qwen", "llama"));

@@ -139,9 +139,15 @@ test("openai: responses.create and responses.stream give the same function_call"
   const calls = whole.output.filter((o) => o.type === "function_call");
   assert.equal(calls.length, 1);
   checkArguments(JSON.parse(calls[0].arguments));
-  const streamed = await openai.responses.stream(params).finalResponse();
+  // The arguments stream as they are generated: several deltas that join to the final arguments.
+  const stream = openai.responses.stream(params);
+  const deltas = [];
+  stream.on("response.function_call_arguments.delta", (e) => deltas.push(e.delta));
+  const streamed = await stream.finalResponse();
   assert.deepEqual(streamed.output.filter((o) => o.type === "function_call").map((o) => [o.name, o.arguments]),
     calls.map((o) => [o.name, o.arguments]));
+  assert.ok(deltas.length > 1, `one delta: ${JSON.stringify(deltas)}`);
+  assert.equal(deltas.join(""), calls[0].arguments);
 });
 
 const anthropicParams = {
