@@ -230,11 +230,19 @@ std::shared_ptr<grammar::GrammarTable> Engine::Impl::constraint_table(const std:
                                                                       const std::string& json_schema) {
   std::string key(gbnf.empty() ? "json_schema\n" : "grammar\n");
   key.append(gbnf.empty() ? json_schema : gbnf);
+  auto keep = [this](const std::shared_ptr<grammar::GrammarTable>& table) {  // with constraint_mu held
+    std::erase(recent_constraint_tables, table);
+    recent_constraint_tables.push_front(table);
+    if (recent_constraint_tables.size() > kKeptConstraintTables) recent_constraint_tables.pop_back();
+  };
   {
     std::lock_guard lock(constraint_mu);
     const auto it = constraint_tables.find(key);
     if (it != constraint_tables.end()) {
-      if (auto table = it->second.lock()) return table;
+      if (auto table = it->second.lock()) {
+        keep(table);
+        return table;
+      }
     }
   }
   auto compiled = grammar::compile_constraint(gbnf, json_schema);  // throws CompileError
@@ -244,6 +252,7 @@ std::shared_ptr<grammar::GrammarTable> Engine::Impl::constraint_table(const std:
     std::erase_if(constraint_tables, [](const auto& kv) { return kv.second.expired(); });
   }
   constraint_tables[key] = table;
+  keep(table);
   return table;
 }
 

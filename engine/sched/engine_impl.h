@@ -129,6 +129,11 @@ struct Engine::Impl {
   // Requests with the same grammar/schema text share its compiled states and masks.
   std::mutex constraint_mu;
   std::unordered_map<std::string, std::weak_ptr<grammar::GrammarTable>> constraint_tables;  // by text
+  // The most recently used tables, kept alive between requests: an agent's requests come one after
+  // another with the same tools, and a table freed when its request ends is rebuilt state by state
+  // (its masks were most of the tool grammar's cost per token).
+  static constexpr size_t kKeptConstraintTables = 4;
+  std::deque<std::shared_ptr<grammar::GrammarTable>> recent_constraint_tables;
   std::shared_ptr<grammar::GrammarTable> constraint_table(const std::string& gbnf, const std::string& json_schema);
   // Compiles (or finds) the request's grammar/schema into request.compiled_constraint; false with
   // the compile error (and its position) in `error`. Thread-safe.

@@ -150,6 +150,33 @@ TEST_F(ConstrainedEngine, PreparedOffThreadEqualsCompiledAtSubmit) {
   EXPECT_NE(error.find("json_schema"), std::string::npos) << error;
 }
 
+// Sequential requests with the same schema (an agent's turns with the same tools) share one table
+// even after the previous request let go of it: its states and masks are not rebuilt. The engine
+// keeps its 4 most recently used tables; older ones go when their last request does.
+TEST_F(ConstrainedEngine, RecentlyUsedTablesOutliveTheirRequests) {
+  auto engine = fixture().engine();
+  GenerateRequest r = constrained("Once", 0.0f, 10, 1);
+  r.json_schema = kSchema;
+  std::string error;
+  std::weak_ptr<grammar::GrammarTable> first;
+  {
+    GenerateRequest turn = r;
+    ASSERT_TRUE(engine->prepare_constraint(turn, error)) << error;
+    first = turn.compiled_constraint;
+  }
+  ASSERT_FALSE(first.expired()) << "the table went with its request";
+  GenerateRequest next = r;
+  ASSERT_TRUE(engine->prepare_constraint(next, error)) << error;
+  EXPECT_EQ(next.compiled_constraint, first.lock());
+  next.compiled_constraint.reset();
+  for (int i = 0; i < 4; ++i) {  // four other schemas push it out
+    GenerateRequest other = r;
+    other.json_schema = R"({"type": "array", "maxItems": )" + std::to_string(i + 1) + "}";
+    ASSERT_TRUE(engine->prepare_constraint(other, error)) << error;
+  }
+  EXPECT_TRUE(first.expired());
+}
+
 TEST_F(ConstrainedEngine, BadConstraintsRejectedAtSubmitWithPosition) {
   auto engine = fixture().engine();
   GenerateRequest r = constrained("Once", 0.0f, 10, 1);
