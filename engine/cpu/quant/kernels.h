@@ -31,10 +31,12 @@ struct KernelTable {
   GemmFn gemm[kMaxTypeId] = {};
 };
 
-// Each level sets the entries it implements (kernels_scalar.cpp, kernels_avx.cpp, kernels_avx2.cpp).
+// Each level sets the entries it implements (kernels_scalar.cpp, kernels_avx.cpp, kernels_avx2.cpp,
+// kernels_avx512vnni.cpp).
 void add_scalar_kernels(KernelTable& table);
 void add_avx_kernels(KernelTable& table);
 void add_avx2_kernels(KernelTable& table);
+void add_avx512vnni_kernels(KernelTable& table);
 
 // The fallback for any type with a dequantizer (float weights, and quantized types without an
 // integer kernel): each row chunk dequantized to floats, dotted with float activations in ref::dot's

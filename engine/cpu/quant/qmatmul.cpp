@@ -33,12 +33,14 @@ ActKind act_kind(GgmlType t) {
 // Each level's table holds its own kernels over those of the levels below. Built once.
 const KernelTable& kernel_table(CpuIsa isa) {
   static const std::vector<KernelTable> tables = [] {
-    std::vector<KernelTable> out(3);
+    std::vector<KernelTable> out(4);
     add_scalar_kernels(out[0]);
     out[1] = out[0];
     add_avx_kernels(out[1]);
     out[2] = out[1];
     add_avx2_kernels(out[2]);
+    out[3] = out[2];
+    add_avx512vnni_kernels(out[3]);
     return out;
   }();
   return tables[static_cast<size_t>(isa)];
