@@ -29,6 +29,10 @@ using GemmFn = void (*)(const uint8_t* w, size_t w_stride, size_t n_rows, const 
 inline constexpr size_t kMaxTypeId = 64;
 struct KernelTable {
   GemmFn gemm[kMaxTypeId] = {};
+  // Where set, the kernel for one token (a decode step's matvec) instead of gemm's: a lower
+  // level's one-row kernel reads memory as a single stream, which can beat a wider kernel that
+  // reads several rows side by side (all give the same bits).
+  GemmFn one_token[kMaxTypeId] = {};
 };
 
 // Each level sets the entries it implements (kernels_scalar.cpp, kernels_avx.cpp, kernels_avx2.cpp,

@@ -328,6 +328,9 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 
 void add_avx512vnni_kernels(KernelTable& table) {
   table.gemm[2] = gemm<Q4_0x4>;
+  // One Q8_0 token (twice Q4_0's bytes) reads memory faster as the AVX2 kernel's single stream of
+  // rows (1.2x this level's four rows, in vks_bench_cpu_kernels); in cache this one is 1.6x faster.
+  table.one_token[8] = table.gemm[8];
   table.gemm[8] = gemm<Q8_0x4>;
   table.gemm[12] = gemm<Q4_Kx4>;
   table.gemm[14] = gemm<Q6_Kx4>;
