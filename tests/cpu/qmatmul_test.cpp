@@ -235,6 +235,31 @@ TEST(Qmatmul, EveryIsaLevelGivesTheSameBits) {
   }
 }
 
+// The tails of the SIMD tiles: row counts that fill no row group (the 512-bit level takes 4 rows
+// at once, the 256-bit 2) and token counts on both sides of the token tiles (4 and 8), each at
+// every level against the scalar bits.
+TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnTileTails) {
+  const std::vector<CpuIsa> levels = runnable_isas();
+  for (const Case& c : all_cases()) {
+    if (!uses_quantized_activations(c.type)) continue;
+    for (size_t rows = 1; rows <= 9; ++rows) {
+      const Matrix m = make_matrix(c.type, rows, c.cols, Fill::kRandom, static_cast<uint32_t>(30 + rows));
+      constexpr size_t kMaxTokens = 17;
+      const std::vector<float> x = make_activations(kMaxTokens, c.cols, Fill::kRandom, 31);
+      for (size_t n_tokens = 1; n_tokens <= kMaxTokens; ++n_tokens) {
+        std::vector<float> scalar(n_tokens * rows);
+        qmatmul(m.ref(), x.data(), n_tokens, scalar.data(), nullptr, CpuIsa::kScalar);
+        for (CpuIsa isa : levels) {
+          std::vector<float> y(n_tokens * rows, -1.0f);
+          qmatmul(m.ref(), x.data(), n_tokens, y.data(), nullptr, isa);
+          ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
+              << label(c.type) << " at " << isa_name(isa) << " rows " << rows << " tokens " << n_tokens;
+        }
+      }
+    }
+  }
+}
+
 TEST(Qmatmul, IntegerKernelsAtEveryLevelForQuantizedTypes) {
   for (CpuIsa isa : runnable_isas()) {
     for (GgmlType t : supported_ggml_types()) {
@@ -244,7 +269,10 @@ TEST(Qmatmul, IntegerKernelsAtEveryLevelForQuantizedTypes) {
 }
 
 TEST(Qmatmul, IsaNames) {
-  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx, CpuIsa::kAvx2}) EXPECT_EQ(isa_from_name(isa_name(isa)), isa);
+  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni}) {
+    EXPECT_EQ(isa_from_name(isa_name(isa)), isa);
+  }
+  EXPECT_EQ(isa_name(CpuIsa::kAvx512Vnni), "avx512vnni");
   EXPECT_FALSE(isa_from_name("sse9"));
   // The active level is one the CPU executes.
   EXPECT_LE(static_cast<int>(active_isa()), static_cast<int>(detected_isa()));

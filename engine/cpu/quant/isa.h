@@ -13,10 +13,11 @@ enum class CpuIsa {
   kScalar = 0,  // plain C++: any CPU
   kAvx = 1,     // 128-bit integer dot products (SSSE3 maddubs) with AVX encoding and F16C
   kAvx2 = 2,    // 256-bit integer dot products (AVX2, F16C)
+  kAvx512Vnni = 3,  // 512-bit vpdpbusd (AVX-512 F/BW/VL + VNNI), four rows per register
 };
 
 std::string_view isa_name(CpuIsa isa);
-// "scalar", "avx", "avx2" (case-sensitive); nullopt otherwise.
+// "scalar", "avx", "avx2", "avx512vnni" (case-sensitive); nullopt otherwise.
 std::optional<CpuIsa> isa_from_name(std::string_view name);
 // The highest level this CPU executes.
 CpuIsa detected_isa();

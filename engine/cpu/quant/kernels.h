@@ -29,12 +29,18 @@ using GemmFn = void (*)(const uint8_t* w, size_t w_stride, size_t n_rows, const 
 inline constexpr size_t kMaxTypeId = 64;
 struct KernelTable {
   GemmFn gemm[kMaxTypeId] = {};
+  // Where set, the kernel for one token (a decode step's matvec) instead of gemm's: a lower
+  // level's one-row kernel reads memory as a single stream, which can beat a wider kernel that
+  // reads several rows side by side (all give the same bits).
+  GemmFn one_token[kMaxTypeId] = {};
 };
 
-// Each level sets the entries it implements (kernels_scalar.cpp, kernels_avx.cpp, kernels_avx2.cpp).
+// Each level sets the entries it implements (kernels_scalar.cpp, kernels_avx.cpp, kernels_avx2.cpp,
+// kernels_avx512vnni.cpp).
 void add_scalar_kernels(KernelTable& table);
 void add_avx_kernels(KernelTable& table);
 void add_avx2_kernels(KernelTable& table);
+void add_avx512vnni_kernels(KernelTable& table);
 
 // The fallback for any type with a dequantizer (float weights, and quantized types without an
 // integer kernel): each row chunk dequantized to floats, dotted with float activations in ref::dot's

@@ -33,12 +33,14 @@ ActKind act_kind(GgmlType t) {
 // Each level's table holds its own kernels over those of the levels below. Built once.
 const KernelTable& kernel_table(CpuIsa isa) {
   static const std::vector<KernelTable> tables = [] {
-    std::vector<KernelTable> out(3);
+    std::vector<KernelTable> out(4);
     add_scalar_kernels(out[0]);
     out[1] = out[0];
     add_avx_kernels(out[1]);
     out[2] = out[1];
     add_avx2_kernels(out[2]);
+    out[3] = out[2];
+    add_avx512vnni_kernels(out[3]);
     return out;
   }();
   return tables[static_cast<size_t>(isa)];
@@ -123,7 +125,8 @@ void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, Thre
 
   const ActKind kind = act_kind(w.type);
   const auto id = static_cast<size_t>(w.type);
-  const GemmFn gemm = kind == ActKind::kFloat || id >= kMaxTypeId ? nullptr : kernel_table(runnable(isa)).gemm[id];
+  const KernelTable* table = kind == ActKind::kFloat || id >= kMaxTypeId ? nullptr : &kernel_table(runnable(isa));
+  const GemmFn gemm = table != nullptr ? table->gemm[id] : nullptr;
   if (gemm == nullptr) {
     const DequantizeFn dequantize = traits->dequantize;
     for_each_item(n_items, pool, [&](size_t item) {
@@ -152,11 +155,12 @@ void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, Thre
     for (size_t t = 0; t < n_tokens; ++t) quantize_token(t);
   }
 
+  const GemmFn one_token = table->one_token[id] != nullptr ? table->one_token[id] : gemm;
   for_each_item(n_items, pool, [&](size_t item) {
     size_t r0 = 0, n = 0, t0 = 0, nt = 0;
     item_rows(item, r0, n, t0, nt);
-    gemm(w.data + r0 * row_bytes, row_bytes, n, act + t0 * act_stride, act_stride, nt, n_blocks, y + t0 * rows + r0,
-         rows);
+    (nt == 1 ? one_token : gemm)(w.data + r0 * row_bytes, row_bytes, n, act + t0 * act_stride, act_stride, nt,
+                                 n_blocks, y + t0 * rows + r0, rows);
   });
 }
 

@@ -1,0 +1,346 @@
+// The 512-bit level (AVX-512 F/BW/VL with VNNI): four neighbouring rows side by side, row i's
+// 16-byte chunk of a block in 128-bit lane i of a register, so one vpdpbusd (u8 x s8, four products
+// summed into each int32) or one vpmaddubsw + vpdpwssd does four rows at once. In a 128-bit lane,
+// int32 j collects elements 4j..4j+3 of the chunk: the chunks of elements 0..15 and of 16..31 of a
+// 32-element group accumulated into the same register give exactly row i's 4 lanes of the lane
+// convention (kernels.h; integer sums are exact whatever their order), with no fold. The float
+// steps then run on 16 floats: row i's 4 lanes at 4i..4i+3 (its min term in all four), the
+// convention's operations per element, so every output gets the bits of every other level. A row
+// group's block is unpacked once for up to 8 tokens; a group past the last row repeats the last
+// row and its outputs are not stored.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/cpu/quant/act_quant.h"
+#include "engine/cpu/quant/kernel_util.h"
+#include "engine/cpu/quant/kernels.h"
+
+// Everything below is compiled for this level's target (kernels.h: nothing here is shared).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,f16c"))), \
+                             apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,f16c")
+// GCC 12's AVX-512 headers start many intrinsics from a self-initialized "undefined" register,
+// which -Wmaybe-uninitialized reports once they are inlined here (a known false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace vks::cpuq {
+namespace {
+
+#include "engine/cpu/quant/x86_helpers.inc"
+
+constexpr int kRows = 4;       // rows per register (one per 128-bit lane)
+constexpr int kMaxTokens = 8;  // tokens sharing one unpacked block of a row group
+
+// Row i's 16 bytes at rows[i] + off, in 128-bit lane i.
+inline __m512i rows16(const uint8_t* const* rows, size_t off) {
+  __m512i v = _mm512_castsi128_si512(load16(rows[0] + off));
+  v = _mm512_inserti32x4(v, load16(rows[1] + off), 1);
+  v = _mm512_inserti32x4(v, load16(rows[2] + off), 2);
+  return _mm512_inserti32x4(v, load16(rows[3] + off), 3);
+}
+
+// The four rows' block scales (halves at rows[i] + off), row i's in floats 4i..4i+3.
+inline __m512 row_scales(const uint8_t* const* rows, size_t off) {
+  const uint64_t h = static_cast<uint64_t>(load_u16(rows[0] + off)) |
+                     static_cast<uint64_t>(load_u16(rows[1] + off)) << 16 |
+                     static_cast<uint64_t>(load_u16(rows[2] + off)) << 32 |
+                     static_cast<uint64_t>(load_u16(rows[3] + off)) << 48;
+  const __m128 d = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(h)));
+  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  return _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(d));
+}
+
+// The half in the low 16 bits of int32 0 of each 128-bit lane, as a float in all four of its lanes.
+inline __m512 lane_halves(__m512i v) {
+  const __m512i first = _mm512_shuffle_epi32(v, _MM_PERM_AAAA);
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(first));
+}
+
+// 16 bytes in every 128-bit lane (one token's chunk, shared by the four rows).
+inline __m512i every_lane(const void* p) { return _mm512_broadcast_i32x4(load16(p)); }
+
+// Int16 j of each 128-bit lane in all eight of its int16.
+inline __m512i lane_i16(__m512i v, int j) {
+  return _mm512_shuffle_epi8(v, _mm512_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * j)));
+}
+
+// The sum of each 128-bit lane's four int32, in all four.
+inline __m512i lane_sums(__m512i v) {
+  v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_BADC));
+  return _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));
+}
+
+// acc = acc + float(L) * (d_w * d_x): the convention's float step, per element.
+inline void scale_add(__m512& acc, __m512i lanes, __m512 d_w, float d_x) {
+  acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(lanes), _mm512_mul_ps(d_w, _mm512_set1_ps(d_x))));
+}
+
+// The activations' 16 block sums against each row's 16 int16 factors (f_lo: sub-blocks 0..7,
+// f_hi: 8..15, in the row's lane), summed per row into all four of its int32.
+inline __m512i bsums_dot(const ActQ8x256& a, __m512i f_lo, __m512i f_hi) {
+  __m512i s = _mm512_dpwssd_epi32(_mm512_setzero_si512(), every_lane(a.bsums), f_lo);
+  return lane_sums(_mm512_dpwssd_epi32(s, every_lane(a.bsums + 8), f_hi));
+}
+
+// ---- legacy 32-element blocks ----
+
+struct Q4_0x4 {
+  using Act = ActQ8x32;
+  static constexpr size_t kBytes = 18;
+  struct W {
+    __m512i lo, hi;  // elements 0..15 and 16..31 of the four rows, unsigned 0..15
+    __m512 d;
+  };
+  static void load(const uint8_t* const* rows, size_t off, W& w) {
+    const __m512i q = rows16(rows, off + 2);
+    const __m512i m4 = _mm512_set1_epi8(0xF);
+    w.lo = _mm512_and_si512(q, m4);
+    w.hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+    w.d = row_scales(rows, off);
+  }
+  // The -8 offset: 8 * sum subtracted from lane 0 of each row (a.c8 is {8 * sum, 0, 0, 0}).
+  static void dot(const W& w, const Act& a, __m512& acc, __m512&) {
+    __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.lo, every_lane(a.qs));
+    l = _mm512_dpbusd_epi32(l, w.hi, every_lane(a.qs + 16));
+    scale_add(acc, _mm512_sub_epi32(l, every_lane(a.c8)), w.d, a.d);
+  }
+};
+
+// vpdpbusd wants one unsigned operand: the activations biased by 128 (x ^ 0x80 = x + 128 as u8,
+// x in [-127, 127]) times the signed weights, less 128 times each lane's weight sum, which the
+// load computes once for all tokens.
+struct Q8_0x4 {
+  using Act = ActQ8x32;
+  static constexpr size_t kBytes = 34;
+  struct W {
+    __m512i lo, hi;  // elements 0..15 and 16..31 of the four rows, signed
+    __m512i bias;    // -128 * (the weights' sum in each lane)
+    __m512 d;
+  };
+  static void load(const uint8_t* const* rows, size_t off, W& w) {
+    w.lo = rows16(rows, off + 2);
+    w.hi = rows16(rows, off + 18);
+    const __m512i ones = _mm512_set1_epi8(1);
+    const __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, w.lo), ones, w.hi);
+    w.bias = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 7));
+    w.d = row_scales(rows, off);
+  }
+  static void dot(const W& w, const Act& a, __m512& acc, __m512&) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    __m512i l = _mm512_dpbusd_epi32(w.bias, _mm512_xor_si512(every_lane(a.qs), flip), w.lo);
+    l = _mm512_dpbusd_epi32(l, _mm512_xor_si512(every_lane(a.qs + 16), flip), w.hi);
+    scale_add(acc, l, w.d, a.d);
+  }
+};
+
+// ---- K-quants (256-element blocks) ----
+// Each 32-element group's products as vpmaddubsw pairs (u6 x s8 pairs stay inside int16), times
+// its sub-block scale and summed into the lanes by vpdpwssd (what maddubs + madd + add give).
+
+struct Q4_Kx4 {
+  using Act = ActQ8x256;
+  static constexpr size_t kBytes = 144;
+  struct W {
+    __m512i q[8][2];          // sub-block j's elements 0..15 and 16..31, unsigned 0..15
+    __m512i scales_mins;      // per row: bytes 0..7 the 8 scales, 8..15 the 8 mins
+    __m512i mins_lo, mins_hi;  // each min twice, as int16 (one per 16-element block sum)
+    __m512 d, dmin;
+  };
+  // llama.cpp's utmp unpacking of the 12 scale bytes (x86_helpers.inc's k4_scales_mins), on the
+  // int32 1..3 of each lane: [u0 & k1, (u2 & k2) | ((u0 >> 6) & k3) << 4, u1 & k1,
+  // ((u2 >> 4) & k2) | ((u1 >> 6) & k3) << 4].
+  static __m512i scales_mins(__m512i head) {
+    const __m512i u = _mm512_shuffle_epi32(head, _MM_PERM_DCDB);   // [u0, u2, u1, u2]
+    const __m512i hi = _mm512_shuffle_epi32(head, _MM_PERM_CBBB);  // [_, u0, _, u1]
+    const __m512i low6 = _mm512_set1_epi32(0x3f3f3f3f), low4 = _mm512_set1_epi32(0x0f0f0f0f);
+    const __m512i mask_a = _mm512_mask_blend_epi32(0xAAAA, low6, low4);
+    const __m512i part1 = _mm512_and_si512(_mm512_srlv_epi32(u, _mm512_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4)), mask_a);
+    const __m512i top2 = _mm512_maskz_mov_epi32(0xAAAA, _mm512_set1_epi32(0x03030303));
+    const __m512i part2 = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hi, 6), top2), 4);
+    return _mm512_or_si512(part1, part2);
+  }
+  static void load(const uint8_t* const* rows, size_t off, W& w) {
+    const __m512i head = rows16(rows, off);  // d, dmin and the 12 scale bytes of each row
+    w.d = lane_halves(head);
+    w.dmin = lane_halves(_mm512_srli_epi32(head, 16));
+    w.scales_mins = scales_mins(head);
+    // int16 k of mins_lo: min k / 2 (byte 8 + k / 2), of mins_hi: min 4 + k / 2; high bytes zero.
+    const __m512i zero_hi = _mm512_set1_epi16(static_cast<int16_t>(0x8000));
+    w.mins_lo = _mm512_shuffle_epi8(w.scales_mins, _mm512_or_si512(zero_hi, _mm512_broadcast_i32x4(
+                                                       _mm_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11))));
+    w.mins_hi = _mm512_shuffle_epi8(w.scales_mins, _mm512_or_si512(zero_hi, _mm512_broadcast_i32x4(
+                                                       _mm_setr_epi16(12, 12, 13, 13, 14, 14, 15, 15))));
+    const __m512i m4 = _mm512_set1_epi8(0xF);
+    for (int p = 0; p < 4; ++p) {
+      const __m512i lo = rows16(rows, off + 16 + 32 * p);
+      const __m512i hi = rows16(rows, off + 32 + 32 * p);
+      w.q[2 * p][0] = _mm512_and_si512(lo, m4);
+      w.q[2 * p][1] = _mm512_and_si512(hi, m4);
+      w.q[2 * p + 1][0] = _mm512_and_si512(_mm512_srli_epi16(lo, 4), m4);
+      w.q[2 * p + 1][1] = _mm512_and_si512(_mm512_srli_epi16(hi, 4), m4);
+    }
+  }
+  static void dot(const W& w, const Act& a, __m512& acc, __m512& macc) {
+    __m512i l = _mm512_setzero_si512();
+    for (int j = 0; j < 8; ++j) {
+      const __m512i p = _mm512_add_epi16(_mm512_maddubs_epi16(w.q[j][0], every_lane(a.qs + 32 * j)),
+                                         _mm512_maddubs_epi16(w.q[j][1], every_lane(a.qs + 32 * j + 16)));
+      // Scale j (byte j) zero-extended into every int16.
+      const __m512i sc = _mm512_shuffle_epi8(w.scales_mins, _mm512_set1_epi16(static_cast<int16_t>(0x8000 | j)));
+      l = _mm512_dpwssd_epi32(l, p, sc);
+    }
+    scale_add(acc, l, w.d, a.d);
+    const __m512i mins = bsums_dot(a, w.mins_lo, w.mins_hi);
+    macc = _mm512_add_ps(macc, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), mins)),
+                                             _mm512_mul_ps(w.dmin, _mm512_set1_ps(a.d))));
+  }
+};
+
+struct Q6_Kx4 {
+  using Act = ActQ8x256;
+  static constexpr size_t kBytes = 210;
+  struct W {
+    __m512i q[8][2];         // elements 32i..32i+15 and 32i+16..32i+31, unsigned 0..63
+    __m512i sc_lo, sc_hi;    // the 16 signed scales as int16: sub-blocks 0..7 and 8..15
+    __m512 d;
+  };
+  static void load(const uint8_t* const* rows, size_t off, W& w) {
+    w.d = row_scales(rows, off + 208);
+    const __m512i scales = rows16(rows, off + 192);
+    w.sc_lo = _mm512_srai_epi16(_mm512_unpacklo_epi8(scales, scales), 8);
+    w.sc_hi = _mm512_srai_epi16(_mm512_unpackhi_epi8(scales, scales), 8);
+    const __m512i m4 = _mm512_set1_epi8(0xF);
+    const __m512i m30 = _mm512_set1_epi8(0x30);
+    for (int n = 0; n < 2; ++n) {
+      for (int half = 0; half < 2; ++half) {  // bytes 0..15 and 16..31 of each 32-byte run
+        const size_t h16 = static_cast<size_t>(16 * half);
+        const __m512i l01 = rows16(rows, off + 64 * n + h16);
+        const __m512i l23 = rows16(rows, off + 64 * n + 32 + h16);
+        const __m512i h = rows16(rows, off + 128 + 32 * n + h16);
+        __m512i (*q)[2] = w.q + 4 * n;
+        q[0][half] = _mm512_or_si512(_mm512_and_si512(l01, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+        q[1][half] = _mm512_or_si512(_mm512_and_si512(l23, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
+        q[2][half] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l01, 4), m4), _mm512_and_si512(h, m30));
+        q[3][half] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l23, 4), m4),
+                                     _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+      }
+    }
+  }
+  // The -32 offset: 32 * sum of scale * block sum, subtracted from lane 0 of each row.
+  static void dot(const W& w, const Act& a, __m512& acc, __m512&) {
+    __m512i l = _mm512_setzero_si512();
+    for (int i = 0; i < 8; ++i) {
+      const __m512i& sc = i < 4 ? w.sc_lo : w.sc_hi;  // sub-blocks 2i and 2i + 1
+      l = _mm512_dpwssd_epi32(l, _mm512_maddubs_epi16(w.q[i][0], every_lane(a.qs + 32 * i)), lane_i16(sc, (2 * i) % 8));
+      l = _mm512_dpwssd_epi32(l, _mm512_maddubs_epi16(w.q[i][1], every_lane(a.qs + 32 * i + 16)),
+                              lane_i16(sc, (2 * i + 1) % 8));
+    }
+    const __m512i corr = bsums_dot(a, w.sc_lo, w.sc_hi);
+    l = _mm512_mask_sub_epi32(l, 0x1111, l, _mm512_slli_epi32(corr, 5));
+    scale_add(acc, l, w.d, a.d);
+  }
+};
+
+// Reading four rows side by side makes four short streams, which the hardware prefetchers follow
+// badly (a one-token Q4_0 matvec from memory ran at 0.65x the one-row AVX2 kernel). So each block
+// step also prefetches its share of the next row group's bytes, one contiguous range: the memory
+// sees a single sequential stream one group ahead (the matvec then ran at 1.4x AVX2's).
+template <class K>
+inline constexpr size_t kGroupStep = kRows * K::kBytes;  // bytes of a row group per block step
+
+inline void prefetch_step(const uint8_t* p, size_t bytes) {
+  for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+}
+
+// Four rows (rows[i] -> y[i], the first n_valid stored) for NT tokens; ahead: the next row group's
+// first byte (null for none).
+template <class K, int NT>
+void tile(const uint8_t* const* rows, const uint8_t* ahead, const typename K::Act* const* a, size_t n_blocks,
+          float* y, size_t y_stride, size_t n_valid) {
+  typename K::W wb;
+  __m512 acc[NT], macc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = macc[t] = _mm512_setzero_ps();
+  for (size_t b = 0; b < n_blocks; ++b) {
+    if (ahead != nullptr) prefetch_step(ahead + b * kGroupStep<K>, kGroupStep<K>);
+    K::load(rows, b * K::kBytes, wb);
+    for (int t = 0; t < NT; ++t) K::dot(wb, a[t][b], acc[t], macc[t]);
+  }
+  for (int t = 0; t < NT; ++t) {
+    float lanes[16], mins[16];
+    _mm512_storeu_ps(lanes, acc[t]);
+    _mm512_storeu_ps(mins, macc[t]);
+    for (size_t i = 0; i < n_valid; ++i) {
+      y[static_cast<size_t>(t) * y_stride + i] = util::finish(lanes + 4 * i, mins[4 * i]);
+    }
+  }
+}
+
+template <class K, int NT>
+void row_groups(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                size_t n_blocks, float* y, size_t y_stride) {
+  using Act = typename K::Act;
+  const Act* a[NT];
+  for (int t = 0; t < NT; ++t) a[t] = reinterpret_cast<const Act*>(act + static_cast<size_t>(t) * act_stride);
+  for (size_t r = 0; r < n_rows; r += kRows) {
+    const uint8_t* rows[kRows];
+    for (int i = 0; i < kRows; ++i) rows[i] = w + std::min(r + static_cast<size_t>(i), n_rows - 1) * w_stride;
+    const uint8_t* ahead = r + 2 * kRows <= n_rows ? w + (r + kRows) * w_stride : nullptr;
+    tile<K, NT>(rows, ahead, a, n_blocks, y + r, y_stride, std::min<size_t>(kRows, n_rows - r));
+  }
+}
+
+// n_tokens (< kMaxTokens) tokens at once: the tile for exactly that many.
+template <class K, int NT>
+void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  if constexpr (NT > 0) {
+    if (n_tokens == NT) {
+      row_groups<K, NT>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
+    } else {
+      few_tokens<K, NT - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+    }
+  }
+}
+
+template <class K>
+void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tokens,
+          size_t n_blocks, float* y, size_t y_stride) {
+  size_t t0 = 0;
+  for (; t0 + kMaxTokens <= n_tokens; t0 += kMaxTokens) {
+    row_groups<K, kMaxTokens>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride,
+                              y_stride);
+  }
+  if (t0 < n_tokens) {
+    few_tokens<K, kMaxTokens - 1>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_tokens - t0, n_blocks,
+                                  y + t0 * y_stride, y_stride);
+  }
+}
+
+}  // namespace
+
+void add_avx512vnni_kernels(KernelTable& table) {
+  table.gemm[2] = gemm<Q4_0x4>;
+  // One Q8_0 token (twice Q4_0's bytes) reads memory faster as the AVX2 kernel's single stream of
+  // rows (1.2x this level's four rows, in vks_bench_cpu_kernels); in cache this one is 1.6x faster.
+  table.one_token[8] = table.gemm[8];
+  table.gemm[8] = gemm<Q8_0x4>;
+  table.gemm[12] = gemm<Q4_Kx4>;
+  table.gemm[14] = gemm<Q6_Kx4>;
+}
+
+}  // namespace vks::cpuq
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif
