@@ -8,8 +8,8 @@
 namespace vks::proto {
 namespace {
 
-constexpr std::array<std::string_view, 7> kEventNames = {"queued", "scheduled", "preempted", "token",
-                                                         "error",  "finished",  "tool_call"};
+constexpr std::array<std::string_view, 8> kEventNames = {"queued", "scheduled", "preempted", "token",
+                                                         "error",  "finished",  "tool_call", "progress"};
 constexpr std::array<std::string_view, 6> kReasonNames = {"stop", "length", "cancelled", "deadline", "error", "tool_calls"};
 constexpr std::array<std::string_view, 3> kStateNames = {"queued", "running", "finished"};
 
@@ -45,7 +45,9 @@ namespace detail {
 
 void write_event_fields(MapWriter& w, const StreamEvent& ev) {
   w.str("id", ev.id);
-  w.i64("seq", ev.seq);
+  // Progress is not kept for replay, so it takes no number: the stored events keep the same seqs
+  // however fast the prompt was read (docs/PROTOCOL.md 5.8).
+  if (ev.type != StreamEventType::kProgress) w.i64("seq", ev.seq);
   switch (ev.type) {
     case StreamEventType::kQueued:
       w.i64("queue_position", ev.queue_position);
@@ -84,6 +86,11 @@ void write_event_fields(MapWriter& w, const StreamEvent& ev) {
       w.str("call_id", ev.call_id);
       w.str("name", ev.call_name);
       w.str("arguments", ev.call_arguments);
+      break;
+    case StreamEventType::kProgress:
+      w.i64("prompt_tokens", ev.usage.prompt_tokens);
+      w.i64("prompt_tokens_done", ev.prompt_tokens_done);
+      w.i64("cached_tokens", ev.usage.cached_tokens);
       break;
     case StreamEventType::kError:
       w.str("code", wire_error_name(ev.error_code));

@@ -115,7 +115,9 @@ namespace detail {
 
 bool read_event(const msgpack::object& map, StreamEventType type, StreamEvent& ev, MapReader& r) {
   ev.type = type;
-  if (!r.get_string("id", ev.id, true, 1024) || !r.get_int("seq", ev.seq, true, 0, kI64Max)) return false;
+  const bool numbered = type != StreamEventType::kProgress;
+  if (!numbered) ev.seq = -1;
+  if (!r.get_string("id", ev.id, true, 1024) || !r.get_int("seq", ev.seq, numbered, 0, kI64Max)) return false;
   switch (type) {
     case StreamEventType::kQueued:
       return r.get_i32("queue_position", ev.queue_position, false, -1, kI32Max) &&
@@ -158,6 +160,10 @@ bool read_event(const msgpack::object& map, StreamEventType type, StreamEvent& e
     case StreamEventType::kToolCall:
       return r.get_i32("index", ev.call_index, true, 0, kI32Max) && r.get_string("call_id", ev.call_id, true, 1024) &&
              r.get_string("name", ev.call_name, true, SIZE_MAX) && r.get_string("arguments", ev.call_arguments, true, SIZE_MAX);
+    case StreamEventType::kProgress:
+      return r.get_i32("prompt_tokens", ev.usage.prompt_tokens, true, 0, kI32Max) &&
+             r.get_i32("prompt_tokens_done", ev.prompt_tokens_done, true, 0, kI32Max) &&
+             r.get_i32("cached_tokens", ev.usage.cached_tokens, false, 0, kI32Max);
     case StreamEventType::kError: {
       std::string code;
       if (!r.get_string("code", code, true, 256) || !r.get_string("message", ev.error_message, false, SIZE_MAX))

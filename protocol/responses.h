@@ -20,8 +20,8 @@ namespace vks::proto {
 
 // ---- stream events --------------------------------------------------------------------------
 
-enum class StreamEventType { kQueued, kScheduled, kPreempted, kToken, kError, kFinished, kToolCall };
-// "queued", "scheduled", "preempted", "token", "error", "finished", "tool_call"
+enum class StreamEventType { kQueued, kScheduled, kPreempted, kToken, kError, kFinished, kToolCall, kProgress };
+// "queued", "scheduled", "preempted", "token", "error", "finished", "tool_call", "progress"
 std::string_view stream_event_name(StreamEventType t);
 std::optional<StreamEventType> parse_stream_event_name(std::string_view name);
 std::string_view finish_reason_wire_name(FinishReason r);  // "stop", "length", "cancelled", "deadline", "error", "tool_calls"
@@ -30,14 +30,16 @@ std::optional<FinishReason> parse_finish_reason(std::string_view name);
 struct StreamEvent {
   StreamEventType type = StreamEventType::kToken;
   std::string id;
-  int64_t seq = 0;                        // 0, 1, 2, ... per request; finished carries the last
+  int64_t seq = 0;                        // 0, 1, 2, ... per request; finished carries the last;
+                                          // progress is not numbered (-1, no seq on the wire)
   int32_t queue_position = -1;            // queued
   bool first = false;                     // token: the request's first token event
   std::vector<TokenId> ids;               // token
   std::string text;                       // token: UTF-8 text delta (may be empty)
   std::vector<GeneratedToken> logprobs;   // token: one per id when the request asked for logprobs
   FinishReason reason = FinishReason::kStop;  // finished
-  Usage usage;                            // finished
+  Usage usage;                            // finished; progress: prompt_tokens, cached_tokens
+  int32_t prompt_tokens_done = 0;         // progress: prompt tokens read so far (cached ones included)
   Timings timings;                        // finished
   std::string model;                      // queued, finished: the model serving the request
   WireError error_code = WireError::kInternal;  // error

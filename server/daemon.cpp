@@ -85,6 +85,7 @@ ServedModel load_served_model(const std::string& path, const ServerOptions& opti
   ec.max_prompt_tokens = options.limits.max_prompt_tokens;
   ec.max_new_tokens = options.limits.max_tokens;
   ec.prefix_caching = options.prefix_caching;
+  ec.progress_interval_ms = options.progress_interval_ms;
   const bool drafts_with_model = !options.draft_model_path.empty() && path == options.model_path;
   ec.speculative_draft = options.speculative == "ngram" || drafts_with_model ? options.draft_tokens : 0;
   ec.speculative_cost_model = !options.draft_always;
@@ -360,6 +361,11 @@ void Daemon::handle_engine_event(const EngineEvent& ev) {
       break;
     case EventType::kError:
       break;
+    case EventType::kProgress:
+      // Not in the log (no seq, no replay, no catch-up) and not for HTTP streams: it only tells
+      // whoever is listening now that a long prompt is being read (docs/PROTOCOL.md 5.8).
+      deliver(*e, proto::encode_event(stream_event_from_engine(ev, -1, false)));
+      return;
   }
   // The reply's remaining calls come before its finished event, which then says tool_calls.
   if (ev.type == EventType::kFinished && e->tool_calls) {

@@ -122,6 +122,9 @@ class Daemon {
   // `tag`: echoed in the msgpack answer the engine's kFinished will bring.
   Admission admit_embed(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, EmbedRequest& request);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::CancelRequest& r);
+  // A cancel of a request the daemon knows (live, an embed, or still being prepared): cancels it
+  // and returns the answer; nullopt (nothing done) when the id names none of them.
+  std::optional<std::string> cancel_known(const ClientRef& from, const proto::Tag& tag, const proto::CancelRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::StatusRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::StatsRequest& r);
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::TokenizeRequest& r);
@@ -143,6 +146,8 @@ class Daemon {
   void handle(const ClientRef& from, const proto::Tag& tag, const proto::DeleteRequest& r);
   // Off the loop thread (request_off_loop.cpp): true when the request was taken over.
   bool defer_if_busy(const ClientRef& from, std::string& payload);
+  // A deferred payload that is a cancel of a known request: cancelled now, its answer returned.
+  std::optional<std::string> cancel_ahead(const ClientRef& from, const std::string& payload);
   bool tokenize_off_loop(const ClientRef& from, const proto::Tag& tag, ModelSlot& model, const proto::TokenizeRequest& r);
   bool detokenize_off_loop(const ClientRef& from, const proto::Tag& tag, ModelSlot& model,
                            const proto::DetokenizeRequest& r);

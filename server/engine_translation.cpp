@@ -178,6 +178,13 @@ proto::StreamEvent stream_event_from_engine(const EngineEvent& ev, int64_t seq, 
       out.error_code = wire_error_from_engine(ev.error_code);
       out.error_message = ev.error_message;
       break;
+    case EventType::kProgress:
+      out.type = StreamEventType::kProgress;
+      out.seq = -1;
+      out.usage.prompt_tokens = ev.usage.prompt_tokens;
+      out.usage.cached_tokens = ev.usage.cached_tokens;
+      out.prompt_tokens_done = ev.prompt_tokens_done;
+      break;
   }
   return out;
 }

@@ -118,28 +118,33 @@ void Daemon::submit_generate(const ClientRef& from, const proto::Tag& tag, Model
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::CancelRequest& r) {
+  if (std::optional<std::string> answer = cancel_known(from, tag, r)) {
+    reply(from, *answer);
+    return;
+  }
+  const StreamEntry* e = registry_.find(r.id);
+  reply_error(from, tag, proto::WireError::kNotFound,
+              e == nullptr ? "no request with id '" + r.id + "' (unknown or expired)"
+                           : "request '" + r.id + "' already finished",
+              "id", r.id);
+}
+
+std::optional<std::string> Daemon::cancel_known(const ClientRef& from, const proto::Tag& tag,
+                                                const proto::CancelRequest& r) {
   if (pending_embeds_.count(r.id)) {  // an embed request (no stream entry): answered by its error
     spdlog::info("{}: cancel embed {}", from.describe(), r.id);
     if (ModelSlot* model = slot_of_request(r.id)) model->served->engine->cancel(r.id);
-    reply(from, proto::encode_answer(proto::CancelledAnswer{r.id}, tag));
-    return;
+    return proto::encode_answer(proto::CancelledAnswer{r.id}, tag);
   }
   if (preparing_.cancel(r.id)) {  // not admitted yet: it ends cancelled when its preparation stops
     spdlog::info("{}: cancel {} (while it is prepared)", from.describe(), r.id);
-    reply(from, proto::encode_answer(proto::CancelledAnswer{r.id}, tag));
-    return;
+    return proto::encode_answer(proto::CancelledAnswer{r.id}, tag);
   }
-  StreamEntry* e = registry_.find(r.id);
-  if (e == nullptr || e->state == proto::RequestState::kFinished) {
-    reply_error(from, tag, proto::WireError::kNotFound,
-                e == nullptr ? "no request with id '" + r.id + "' (unknown or expired)"
-                             : "request '" + r.id + "' already finished",
-                "id", r.id);
-    return;
-  }
+  const StreamEntry* e = registry_.find(r.id);
+  if (e == nullptr || e->state == proto::RequestState::kFinished) return std::nullopt;
   spdlog::info("{}: cancel {}", from.describe(), r.id);
   if (ModelSlot* model = slot_of_request(r.id)) model->served->engine->cancel(r.id);
-  reply(from, proto::encode_answer(proto::CancelledAnswer{r.id}, tag));
+  return proto::encode_answer(proto::CancelledAnswer{r.id}, tag);
 }
 
 void Daemon::handle(const ClientRef& from, const proto::Tag& tag, const proto::StatusRequest& r) {

@@ -169,6 +169,10 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   app.add_option("--max-batched-tokens", o.max_batched_tokens)->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--max-seqs", o.max_seqs)->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_option("--progress-interval", o.progress_interval_ms,
+                 "milliseconds between the `progress` events of a prompt read in several steps (0 = after every "
+                 "step, -1 = none)")
+      ->check(CLI::Range(-1.0, 3'600'000.0))->capture_default_str();
   app.add_option("--speculative", o.speculative,
                  "speculative decoding: off, or ngram (prompt lookup; output unchanged)")
       ->check(CLI::IsMember({"off", "ngram"}))->capture_default_str();

@@ -44,6 +44,9 @@ struct ServerOptions {
   std::string kv_type_v = "f16";
   int32_t max_batched_tokens = 256;
   int32_t max_seqs = 16;
+  // Milliseconds between a long prefill's `progress` events per request (0: after every prefill
+  // step; negative: none). EngineConfig::progress_interval_ms.
+  double progress_interval_ms = 1000.0;
   // --speculative ngram: prompt-lookup speculative decoding, drafting up to --draft-tokens per
   // step (a request's `speculative` field overrides both).
   std::string speculative = "off";

@@ -33,8 +33,8 @@ void ConnectionFlags::add_to(CLI::App& app) {
   app.add_option("--socket", socket, "vkstreamd Unix socket (default " + vkstream::default_runtime_dir() + "/vkstream.sock)");
   app.add_option("--zmq", zmq, "use ZeroMQ at this ROUTER endpoint instead (e.g. ipc://.../router.zmq)");
   app.add_option("--pub", pub, "ZeroMQ XPUB endpoint for follow (default: from the daemon's hello)");
-  app.add_option("--timeout", timeout_ms, "milliseconds to wait for an answer; a request silent this long (a long prefill) is waited for "
-                 "as long as the daemon answers a stats check")
+  app.add_option("--timeout", timeout_ms, "milliseconds to wait for an answer or for a request's next event (a daemon reading a long "
+                 "prompt sends progress events); a request silent this long is still waited for while the daemon answers a stats check")
       ->check(CLI::Range(int64_t{1}, int64_t{86'400'000}));
 }
 

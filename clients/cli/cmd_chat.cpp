@@ -49,7 +49,9 @@ Reply stream_reply(vkstream::Client& client, const vkstream::GenerateOptions& op
     }
     std::optional<vkstream::Event> ev = waiter.next(kEventPoll);
     if (!ev) continue;
-    if (ev->kind == vkstream::EventKind::kToken) {
+    if (ev->kind == vkstream::EventKind::kProgress) {
+      if (verbose) std::cerr << describe_progress(*ev) << '\n';
+    } else if (ev->kind == vkstream::EventKind::kToken) {
       std::cout << ev->text << std::flush;
       reply.text += ev->text;
     } else if (ev->kind == vkstream::EventKind::kError) {
@@ -138,7 +140,7 @@ void add_chat_command(CLI::App& root, int& exit_code) {
   chat->add_option("--model", c->model, "the served model to talk to (see `vkstream models --served`; default: the daemon's)");
   chat->add_option("--system", c->system, "system prompt (also /system TEXT during the chat)");
   chat->add_option("--chat-template", c->template_file, "Jinja template file to use instead of the model's");
-  chat->add_flag("-v,--verbose", c->verbose, "print usage/timings after each reply");
+  chat->add_flag("-v,--verbose", c->verbose, "print the progress of a long prompt and the usage/timings of each reply");
   chat->callback([c, &exit_code] { exit_code = guarded("chat", [&] { return run_chat(*c); }); });
 }
 

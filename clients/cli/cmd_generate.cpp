@@ -62,6 +62,8 @@ StreamOutcome stream_request(vkstream::Client& client, const vkstream::GenerateO
     if (!ev) continue;
     if (json) {
       std::cout << ev->raw.to_json() << '\n' << std::flush;
+    } else if (ev->kind == vkstream::EventKind::kProgress) {
+      if (verbose) std::cerr << describe_progress(*ev) << '\n';
     } else if (ev->kind == vkstream::EventKind::kToken) {
       std::cout << ev->text << std::flush;
       out.text += ev->text;
@@ -137,7 +139,7 @@ void add_generate_commands(CLI::App& root, int& exit_code) {
   g->conn.add_to(*gen);
   g->sampling.add_to(*gen);
   gen->add_flag("--json", g->json, "print the accepted answer and every event as JSON lines");
-  gen->add_flag("-v,--verbose", g->verbose, "print the request id and the usage/timings on stderr");
+  gen->add_flag("-v,--verbose", g->verbose, "print the request id, the progress of a long prompt and the usage/timings on stderr");
   gen->add_flag("--echo", g->echo, "print the prompt before the generated text");
   gen->add_option("--model", g->model, "the served model to use (see `vkstream models --served`; default: the daemon's)");
   gen->add_option("--id", g->id, "client-chosen request id (1..64 chars of [A-Za-z0-9._-])");

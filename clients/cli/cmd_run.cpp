@@ -189,7 +189,8 @@ int run_local(RunArgs& a) {
       for (const EngineEvent& ev : events) {
         if (ev.request_id != submitted.id) continue;
         if (a.json) {
-          print_json_event(ev, seq++, request_logprobs >= 0);
+          // A progress event takes no seq (docs/PROTOCOL.md 5.8): the others keep the daemon's numbers.
+          print_json_event(ev, ev.type == EventType::kProgress ? -1 : seq++, request_logprobs >= 0);
           if (ev.type == EventType::kFinished) {
             if (cancel_sent) return kExitInterrupted;
             return ev.reason == FinishReason::kError ? kExitError : kExitOk;

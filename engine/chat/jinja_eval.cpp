@@ -442,8 +442,10 @@ class Evaluator final : public BuiltinHost {
   }
 
   Value repeat(const Value& seq, int64_t times) {
-    if (times <= 0) return seq.is_string() ? Value::string("") : Value::list();
     const size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
+    // Nothing repeated is nothing, whatever the count: `'' * 8**20` looped 10^18 times over an
+    // empty string, allocating nothing and checking no bound (a render that never ended).
+    if (times <= 0 || unit == 0) return seq.is_string() ? Value::string("") : Value::list();
     if (unit != 0 && static_cast<uint64_t>(times) > limits_.max_output_bytes / unit) {
       throw EvalError("value exceeds the template size limit");
     }

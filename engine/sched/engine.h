@@ -5,7 +5,7 @@
 // Requests are known by id only.
 //
 // Per request the events are: kQueued (queue position), kScheduled (again after each preemption),
-// kPreempted, kFirstToken then kToken (one generated id each, with its complete UTF-8 text delta and
+// kPreempted, kProgress (while a long prompt is read: EngineConfig::progress_interval_ms), kFirstToken then kToken (one generated id each, with its complete UTF-8 text delta and
 // logprobs), kError (code + message, only on failure), and always kFinished last (reason, usage,
 // timings), for every request whose submit returned ok: also when cancelled before being scheduled
 // and when the engine is destroyed (everything live ends as cancelled before ~Engine returns).
@@ -100,7 +100,7 @@ struct EmbedRequest {
 };
 inline constexpr size_t kMaxEmbedInputs = 2048;  // per request (OpenAI's limit)
 
-enum class EventType { kQueued, kScheduled, kFirstToken, kToken, kPreempted, kFinished, kError };
+enum class EventType { kQueued, kScheduled, kFirstToken, kToken, kPreempted, kFinished, kError, kProgress };
 enum class FinishReason { kStop, kLength, kCancelled, kDeadline, kError };
 std::string_view event_type_name(EventType t);
 std::string_view finish_reason_name(FinishReason r);
@@ -140,6 +140,9 @@ struct EngineEvent {
   std::string error_message;
   // kFinished (reason kStop) of an embed request: one vector [dim] per input, in input order.
   std::vector<std::vector<float>> embeddings;
+  // kProgress: the prompt tokens in the KV cache so far (prefix-cache hits included); usage
+  // carries the prompt's length (prompt_tokens) and its part served by the prefix cache.
+  int32_t prompt_tokens_done = 0;
 };
 
 enum class SchedulingPolicy { kFcfs, kPriority };
@@ -167,6 +170,11 @@ struct EngineConfig {
   // where speculating would not pay (draft_length.h). false: every draft found is verified in
   // full, whatever it costs (tests that must exercise verification).
   bool speculative_cost_model = true;
+  // A request whose prompt takes several steps to read gets a kProgress event after a prefill
+  // step at most this often (and a last one when its prompt is complete), so that a client
+  // timing silence can tell a long prefill from a hung server. 0: after every prefill step;
+  // negative: never. A prompt read in one step gets none: its first token follows at once.
+  double progress_interval_ms = 1000.0;
 };
 
 struct SubmitResult {

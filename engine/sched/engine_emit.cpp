@@ -1,5 +1,7 @@
-// A generate request's stream: each emitted token (stop checks, latency samples), its error and
-// its end (usage, timings), which frees its sequence.
+// A generate request's stream: its prefill progress, each emitted token (stop checks, latency
+// samples), its error and its end (usage, timings), which frees its sequence.
+#include <algorithm>
+
 #include "engine/sched/engine_impl.h"
 
 namespace vks {
@@ -12,6 +14,27 @@ using sched::request_event;
 namespace {
 constexpr size_t kLatencySamples = 1000;
 }  // namespace
+
+void Engine::Impl::report_prefill(Request& r, const sched::ScheduledChunk& c, Clock::time_point now) {
+  // Only while the prompt is read: once a token went out the stream is not silent, and the
+  // recompute after a preemption re-reads tokens the client has seen progress for already.
+  if (config.progress_interval_ms < 0 || r.generated > 0) return;
+  const int32_t total = r.seq.num_prompt_tokens;
+  const int32_t done = std::min(c.n_past + c.n_tokens - c.n_draft, total);
+  if (done <= r.prompt_reported) return;  // counts only grow, also across a preemption
+  if (c.completes()) {
+    if (r.prompt_reported == 0) return;  // read in one go (or quickly): its first token says enough
+  } else if (ms_between(r.last_progress, now) < config.progress_interval_ms) {
+    return;
+  }
+  EngineEvent e = request_event(r, EventType::kProgress);
+  e.prompt_tokens_done = done;
+  e.usage.prompt_tokens = total;
+  e.usage.cached_tokens = r.seq.num_cached_prompt;
+  events.add(std::move(e));
+  r.prompt_reported = done;
+  r.last_progress = now;
+}
 
 void Engine::Impl::emit_token(Request& r, const GeneratedToken& tok, Clock::time_point now) {
   r.seq.tokens.push_back(tok.id);

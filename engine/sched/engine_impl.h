@@ -54,6 +54,9 @@ struct Request {
   Clock::time_point last_token{};
   bool scheduled_once = false;
   int32_t generated = 0;
+  // Prefill progress (kProgress): the most prompt tokens reported, and when.
+  int32_t prompt_reported = 0;
+  Clock::time_point last_progress{};
   std::unique_ptr<grammar::TokenConstraint> constraint;  // null = unconstrained
   DraftLength draft_length;  // speculative decoding: off unless params.speculative / the config enable it
   // Speculative decoding's reused buffers: the history + accepted draft tokens of a verification's
@@ -102,6 +105,8 @@ struct Engine::Impl {
   int32_t emit_draw(sched::PlannedChunk& pc, sched::Clock::time_point now);  // tokens emitted
   // engine_emit.cpp
   void emit_token(sched::Request& r, const GeneratedToken& tok, sched::Clock::time_point now);
+  // After a step that read part of r's prompt (the chunk `c`): a kProgress event when one is due.
+  void report_prefill(sched::Request& r, const sched::ScheduledChunk& c, sched::Clock::time_point now);
   void finish(sched::Request& r, FinishReason reason, sched::Clock::time_point now);
   void fail(sched::Request& r, ErrorCode code, const std::string& message, sched::Clock::time_point now);
   void end_all(FinishReason reason, const std::string& message);

@@ -115,6 +115,7 @@ bool Engine::Impl::schedule_step(StepPlan& plan) {
     if (!r.scheduled_once) {
       r.scheduled_once = true;
       r.first_scheduled = start;
+      r.last_progress = start;  // the first progress event is due an interval into the prefill
     }
     events.add(request_event(r, EventType::kScheduled));
   }
@@ -215,9 +216,11 @@ void Engine::Impl::postprocess_step(StepPlan& plan) {
     PlannedChunk& pc = plan.chunks[i];
     const sched::ScheduledChunk& c = pc.chunk;
     prompt_tokens_processed += std::max(0, std::min(c.n_past + c.n_tokens, c.seq->num_prompt_tokens) - c.n_past);
-    if (pc.kind != ChunkKind::kGenerate) continue;
+    if (pc.request == nullptr) continue;  // an embed input
     pc.cancelled = cancelled.count(c.seq) != 0;
-    if (!pc.cancelled) plan.draws.push_back(i);
+    if (pc.cancelled) continue;
+    report_prefill(*pc.request, c, now);  // before the first token it may precede
+    if (pc.kind == ChunkKind::kGenerate) plan.draws.push_back(i);
   }
   // Sampling is independent per request (own RNG, own logits row), so it runs on the pool;
   // pooling, detokenizing, stop checks and events stay in chunk order on this thread.

@@ -11,6 +11,7 @@ std::string_view event_type_name(EventType t) {
     case EventType::kPreempted: return "preempted";
     case EventType::kFinished: return "finished";
     case EventType::kError: return "error";
+    case EventType::kProgress: return "progress";
   }
   return "unknown";
 }

@@ -227,6 +227,19 @@ TEST(Jinja, RenderStopsAtItsDeadlineAndWhenCancelled) {
   EXPECT_EQ(Template::parse("{% for i in range(3) %}{{ i }}{% endfor %}").render(Value::Dict{}, limits), "012");
 }
 
+// Found by fuzz_chat_template (`{{8*8**8*''}}` took 55 s): repeating an empty string or list looped
+// once per count, allocating nothing, so neither the memory nor the size bound stopped it and the
+// time bound was never checked. It is empty at once now, whatever the count.
+TEST(Jinja, RepeatingNothingIsEmptyAtOnce) {
+  vks::jinja::RenderLimits limits;
+  limits.max_duration = std::chrono::milliseconds(60'000);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(Template::parse("[{{ '' * 9223372036854775807 }}]").render(Value::Dict{}, limits), "[]");
+  EXPECT_EQ(Template::parse("[{{ (8 ** 18 * []) | length }}]").render(Value::Dict{}, limits), "[0]");
+  EXPECT_EQ(Template::parse("[{{ 'ab' * 3 }}{{ [1] * 2 }}]").render(Value::Dict{}, limits), "[ababab[1, 1]]");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+}
+
 // Issue 37: a request renders several times (its own template's tool-call probes, then the
 // conversation) and a model's template several probes at load; each render alone had 2 s, so they
 // added up. A RenderScope bounds them together and carries the request's cancel flag, which the

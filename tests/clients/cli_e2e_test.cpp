@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "tests/clients/process_util.h"
@@ -257,6 +258,34 @@ TEST_F(CliE2E, EmbedPrintsOneJsonArrayOfVectors) {
   EXPECT_EQ(bad.out, "");
   EXPECT_EQ(count_lines(bad.err), 1u) << bad.err;
   EXPECT_NE(bad.err.find("prompt_too_long"), std::string::npos) << bad.err;
+}
+
+// Issue 37: `vkstream generate` cancelled a long prefill after --timeout ms of silence. The daemon
+// now reports a prompt read in several steps (here 8 tokens a step, a progress event after each);
+// each event restarts the CLI's silence timer and --verbose prints it. The stories prefill is too
+// quick to outlast the timeout: that part is CliEventWait.ProgressEventsKeepTheWaitGoingWithoutAStatsCheck.
+TEST(CliLongPrefill, GenerateShowsThePromptProgressAndCompletes) {
+  const Daemon daemon({"--max-batched-tokens", "8", "--progress-interval", "0"});
+  std::string prompt;
+  for (int i = 0; i < 12; ++i) prompt += "Once upon a time, there was a little girl. ";
+  std::vector<std::string> argv = {vkstream_exe(), "generate"};
+  for (const std::string& f : daemon.cli_flags()) argv.push_back(f);
+  for (const char* a : {"--greedy", "-n", "4", "--verbose", "--timeout", "500"}) argv.emplace_back(a);
+  argv.push_back(prompt);
+  const ProcessResult r = vks::test::run_process(argv, "", 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::pair<int, int>> seen;  // (done, total) of each "[prompt D/T tokens read]" line
+  std::istringstream err(r.err);
+  for (std::string line; std::getline(err, line);) {
+    int done = 0, total = 0;
+    if (std::sscanf(line.c_str(), "[prompt %d/%d tokens read]", &done, &total) == 2) seen.emplace_back(done, total);
+  }
+  ASSERT_GE(seen.size(), 10u) << r.err;
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GT(seen[i].first, seen[i - 1].first) << r.err;
+  EXPECT_EQ(seen.front().first, 8) << r.err;
+  EXPECT_EQ(seen.back().first, seen.back().second) << r.err;
+  EXPECT_GT(seen.back().second, 80) << r.err;
+  EXPECT_FALSE(r.out.empty());
 }
 
 TEST(CliNoDaemon, SaysHowToStartTheDaemon) {

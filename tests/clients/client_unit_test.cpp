@@ -56,6 +56,36 @@ TEST(ClientUnit, GenerateCollectsTokensInOrder) {
   EXPECT_EQ(seqs, (std::vector<int64_t>{0, 1, 2}));
 }
 
+// Events the caller may not use: a `progress` (no seq) and a type from a newer daemon. Both reach
+// the event callback as what they are and change nothing in the completion.
+TEST(ClientUnit, ProgressAndUnknownEventsAreHandedOnAndChangeNothing) {
+  FakeDaemon daemon([](const Value& req) -> std::vector<Value> {
+    return {answer(req, "accepted", {{"id", Value("r1")}, {"topic", Value("vks.0")}}),
+            Value::Map{{"type", Value("progress")}, {"id", Value("r1")}, {"prompt_tokens", Value(40)},
+                       {"prompt_tokens_done", Value(16)}, {"cached_tokens", Value(0)}},
+            Value::Map{{"type", Value("from_the_future")}, {"id", Value("r1")}, {"text", Value("not a token")}},
+            token_event("r1", 0, {7}, "Hel"), finished_event("r1", 1, "stop")};
+  });
+  vkstream::Client c = vkstream::Client::connect_unix(daemon.socket_path());
+  vkstream::GenerateOptions o;
+  o.prompt = "hi";
+  std::vector<vkstream::EventKind> kinds;
+  int64_t progress_done = 0, progress_seq = 0;
+  const vkstream::Completion done = c.generate(o, [&](const vkstream::Event& ev) {
+    kinds.push_back(ev.kind);
+    if (ev.kind == vkstream::EventKind::kProgress) {
+      progress_done = ev.prompt_tokens_done;
+      progress_seq = ev.seq;
+    }
+  });
+  EXPECT_EQ(done.text, "Hel");
+  EXPECT_EQ(done.finish_reason, "stop");
+  EXPECT_EQ(kinds, (std::vector<vkstream::EventKind>{vkstream::EventKind::kProgress, vkstream::EventKind::kOther,
+                                                      vkstream::EventKind::kToken, vkstream::EventKind::kFinished}));
+  EXPECT_EQ(progress_done, 16);
+  EXPECT_EQ(progress_seq, -1);
+}
+
 TEST(ClientUnit, EventsOfInterleavedRequestsReachTheirStreams) {
   int n = 0;
   FakeDaemon daemon([&n](const Value& req) -> std::vector<Value> {

@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -60,6 +61,12 @@ void FakeDaemon::serve() {
           if (reply.as_string() != nullptr && *reply.as_string() == "<close>") {
             open = false;
             break;
+          }
+          if (const std::string* s = reply.as_string(); s != nullptr && s->rfind("<pause ", 0) == 0) {
+            if (!out.empty() && ::send(fd, out.data(), out.size(), MSG_NOSIGNAL) < 0) open = false;
+            out.clear();
+            std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(s->substr(7))));
+            continue;
           }
           proto::append_frame(out, vkstream::detail::pack_value(reply));
         }

@@ -31,6 +31,8 @@ class FakeDaemon {
   }
 
   static vkstream::Value close_marker() { return vkstream::Value("<close>"); }
+  // Sends what the handler returned before it, then waits `ms` before sending the rest (paced events).
+  static vkstream::Value pause_marker(int ms) { return vkstream::Value("<pause " + std::to_string(ms) + ">"); }
 
  private:
   void serve();

@@ -183,6 +183,20 @@ TEST(WireCompat, DaemonEventsParseIntoClientEvents) {
   EXPECT_EQ(c.tool_call.arguments, call.call_arguments);
   fin.reason = vks::proto::FinishReason::kToolCalls;
   EXPECT_EQ(vkstream::parse_event(vkstream::detail::unpack_value(vks::proto::encode_event(fin))).finish_reason, "tool_calls");
+
+  vks::proto::StreamEvent progress;  // not numbered: no seq on the wire
+  progress.type = vks::proto::StreamEventType::kProgress;
+  progress.id = tok.id;
+  progress.usage.prompt_tokens = 300;
+  progress.usage.cached_tokens = 32;
+  progress.prompt_tokens_done = 96;
+  const vkstream::Event p = vkstream::parse_event(vkstream::detail::unpack_value(vks::proto::encode_event(progress)));
+  EXPECT_EQ(p.kind, vkstream::EventKind::kProgress);
+  EXPECT_EQ(p.seq, -1);
+  EXPECT_EQ(p.usage.prompt_tokens, 300);
+  EXPECT_EQ(p.usage.cached_tokens, 32);
+  EXPECT_EQ(p.prompt_tokens_done, 96);
+  EXPECT_FALSE(p.is_last());
 }
 
 TEST(WireCompat, ReplayAnswerCarriesEvents) {

@@ -293,6 +293,38 @@ TEST(Events, InfiniteLogprobRoundTrips) {
   EXPECT_TRUE(std::isinf(out.logprobs[0].top[1].logprob));
 }
 
+// progress is not numbered (docs/PROTOCOL.md 5.8): no seq on the wire, -1 when read back; its
+// counts round-trip; a numbered event without seq is still refused.
+TEST(Events, ProgressHasNoSeqAndRoundTrips) {
+  StreamEvent ev;
+  ev.type = StreamEventType::kProgress;
+  ev.id = "r";
+  ev.seq = 7;  // ignored: progress takes no number
+  ev.usage.prompt_tokens = 400;
+  ev.usage.cached_tokens = 64;
+  ev.prompt_tokens_done = 128;
+  const std::string encoded = encode_event(ev);
+  EXPECT_EQ(encoded.find("seq"), std::string::npos);
+  Result<ServerMessage> m = parse_server_message(encoded);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(answer_type_name(m->body), "progress");
+  const StreamEvent& out = std::get<StreamEvent>(m->body);
+  EXPECT_EQ(out.type, StreamEventType::kProgress);
+  EXPECT_EQ(out.seq, -1);
+  EXPECT_EQ(out.usage.prompt_tokens, 400);
+  EXPECT_EQ(out.usage.cached_tokens, 64);
+  EXPECT_EQ(out.prompt_tokens_done, 128);
+
+  StreamEvent token;
+  token.type = StreamEventType::kToken;
+  token.id = "r";
+  std::string unnumbered = encode_event(token);
+  const size_t at = unnumbered.find("seq");
+  ASSERT_NE(at, std::string::npos);
+  unnumbered[at] = 'x';  // the key "xeq": a token event without its seq
+  EXPECT_FALSE(parse_server_message(unnumbered).ok());
+}
+
 TEST(Events, ToolCallRoundTripsAndFinishesWithToolCalls) {
   StreamEvent ev;
   ev.type = StreamEventType::kToolCall;

@@ -47,7 +47,8 @@ TEST(ProtocolDoc, DocumentsEveryRequestEventAndReason) {
     EXPECT_NE(doc.find(cat({"`", request_type_name(b), "`\n"})), std::string::npos) << request_type_name(b);
   }
   for (auto t : {StreamEventType::kQueued, StreamEventType::kScheduled, StreamEventType::kPreempted,
-                 StreamEventType::kToken, StreamEventType::kError, StreamEventType::kFinished, StreamEventType::kToolCall}) {
+                 StreamEventType::kToken, StreamEventType::kError, StreamEventType::kFinished, StreamEventType::kToolCall,
+                 StreamEventType::kProgress}) {
     EXPECT_NE(doc.find("### 5."), std::string::npos);
     EXPECT_NE(doc.find(cat({"`", stream_event_name(t), "`"})), std::string::npos) << stream_event_name(t);
   }

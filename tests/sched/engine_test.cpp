@@ -151,6 +151,67 @@ TEST(Engine, ChunkedPrefillGivesSameTokensAndRespectsBudget) {
   EXPECT_EQ(prefill, (std::vector<int32_t>{8, 8, 8, 8, 8, 5}));
 }
 
+// The prompt progress of each kProgress event of a stream, in order.
+std::vector<int32_t> progress_of(const Stream& s) {
+  std::vector<int32_t> done;
+  for (const EngineEvent& e : s.events) {
+    if (e.type == EventType::kProgress) done.push_back(e.prompt_tokens_done);
+  }
+  return done;
+}
+
+// A prompt read in several steps says how far it got after each (interval 0), ending with its
+// length before its first token; a prompt read in one step, from the prefix cache or not, says
+// nothing. Progress is not a token: the output is the reference's.
+TEST(Engine, APromptReadInSeveralStepsReportsItsProgress) {
+  EngineConfig cfg;
+  cfg.max_batched_tokens = 8;
+  cfg.progress_interval_ms = 0;
+  Harness h(cfg);
+  const auto prompt = prompt_of(45, 5);
+  const std::string id = h.submit_ok(greedy_request(prompt, 4));
+  ASSERT_TRUE(h.wait({id}));
+  const Stream& s = h.stream(id);
+  EXPECT_EQ(s.ids, greedy_reference(hashed_logits, 64, prompt, 4));
+  EXPECT_EQ(progress_of(s), (std::vector<int32_t>{8, 16, 24, 32, 40, 45}));
+  size_t last_progress = 0, first_token = 0;
+  for (size_t i = 0; i < s.events.size(); ++i) {
+    const EngineEvent& e = s.events[i];
+    if (e.type == EventType::kProgress) {
+      last_progress = i;
+      EXPECT_EQ(e.usage.prompt_tokens, 45);
+      EXPECT_EQ(e.usage.cached_tokens, 0);
+      EXPECT_TRUE(e.tokens.empty());
+    }
+    if (e.type == EventType::kFirstToken) first_token = i;
+  }
+  EXPECT_LT(last_progress, first_token);
+
+  // The same prompt again: 44 of its tokens come from the prefix cache, the rest takes one step.
+  const std::string again = h.submit_ok(greedy_request(prompt, 4));
+  const std::string short_one = h.submit_ok(greedy_request(prompt_of(6, 1), 4));
+  ASSERT_TRUE(h.wait({again, short_one}));
+  EXPECT_EQ(h.stream(again).final_event.usage.cached_tokens, 44);
+  EXPECT_EQ(progress_of(h.stream(again)), std::vector<int32_t>{});
+  EXPECT_EQ(progress_of(h.stream(short_one)), std::vector<int32_t>{});
+  EXPECT_EQ(h.stream(again).ids, s.ids);
+}
+
+// Progress is due an interval after the prefill started: a long interval leaves a prompt read in a
+// few fast steps without any, and a negative one turns it off.
+TEST(Engine, ProgressWaitsForItsInterval) {
+  for (double interval : {60'000.0, -1.0}) {
+    EngineConfig cfg;
+    cfg.max_batched_tokens = 8;
+    cfg.progress_interval_ms = interval;
+    Harness h(cfg);
+    const std::string id = h.submit_ok(greedy_request(prompt_of(45, 5), 2));
+    ASSERT_TRUE(h.wait({id}));
+    EXPECT_EQ(progress_of(h.stream(id)), std::vector<int32_t>{}) << interval;
+    EXPECT_EQ(h.stream(id).ids.size(), 2u);
+  }
+}
+
 TEST(Engine, RunningStreamsKeepFlowingDuringLongPrefill) {
   EngineConfig cfg;
   cfg.max_batched_tokens = 16;

@@ -341,7 +341,10 @@ std::optional<std::pair<std::string, std::string>> ZmqSubscriber::recv(int timeo
 bool StreamCollector::add(const proto::ServerMessage& m) {
   const auto* ev = std::get_if<proto::StreamEvent>(&m.body);
   if (ev == nullptr || ev->id != id) return false;
-  if (ev->seq < 0) return true;
+  if (ev->seq < 0) {
+    if (ev->type == proto::StreamEventType::kProgress) progress.push_back(*ev);
+    return true;
+  }
   const auto seq = static_cast<size_t>(ev->seq);
   if (by_seq.size() <= seq) by_seq.resize(seq + 1);
   if (by_seq[seq]) {

@@ -132,6 +132,7 @@ struct StreamCollector {
   int64_t duplicates = 0;
   bool arrived_in_order = true;  // every new event had exactly the next seq
   int64_t next_expected = 0;
+  std::vector<proto::StreamEvent> progress;  // its `progress` events (not numbered), in arrival order
 
   // Feeds one server message; returns true when it was an event of this request.
   bool add(const proto::ServerMessage& m);

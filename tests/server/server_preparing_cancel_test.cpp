@@ -119,6 +119,33 @@ TEST_F(PreparingCancelTest, ZmqChatCancelledOverZmqWhileItRenders) {
   expect_cancelled(owner.recv(5000), "render-zmq", cancelled_at);
 }
 
+// Answers are kept in order per connection, and a cancel sent after a chat on the same connection
+// used to wait behind that chat's render: the render ran to its 2 s bound (the chat answered with
+// the time limit), then the cancel found nothing. Now it stops the render when it arrives; its own
+// answer still comes second. (The quadratic list build is no slow render any more: it hits
+// the 256 MiB allocation bound in about 0.2 s, so the slow scan stands in for it.)
+TEST_F(PreparingCancelTest, ChatCancelledOnItsOwnConnectionWhileItRenders) {
+  UdsClient uds;
+  ASSERT_TRUE(uds.connect(daemon_.socket_path()));
+  ASSERT_TRUE(uds.send(slow_chat("own-uds")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the render is under way
+  auto cancelled_at = Clock::now();
+  ASSERT_TRUE(uds.send(simple(proto::CancelRequest{"own-uds"}, 9)));
+  expect_cancelled(uds.recv(5000), "own-uds", cancelled_at);
+  expect_acknowledged(uds.recv(5000), "own-uds");
+  EXPECT_LT(seconds_since(cancelled_at), 1.0) << "the render went on after the cancel (1.7 s of it were left)";
+
+  ZmqClient zmq(zmq_);
+  ASSERT_TRUE(zmq.connect(daemon_.router_endpoint()));
+  ASSERT_TRUE(zmq.send(slow_chat("own-zmq")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  cancelled_at = Clock::now();
+  ASSERT_TRUE(zmq.send(simple(proto::CancelRequest{"own-zmq"}, 9)));
+  expect_cancelled(zmq.recv(5000), "own-zmq", cancelled_at);
+  expect_acknowledged(zmq.recv(5000), "own-zmq");
+  EXPECT_LT(seconds_since(cancelled_at), 1.0) << "the render went on after the cancel (1.7 s of it were left)";
+}
+
 TEST_F(PreparingCancelTest, HttpChatCancelledByIdWhileItRenders) {
   json body = {{"messages", json::array({{{"role", "user"}, {"content", "Once upon a time"}}})},
                {"max_tokens", 8},

@@ -28,6 +28,7 @@ EventKind kind_of(const std::string& type) {
   if (type == "preempted") return EventKind::kPreempted;
   if (type == "error") return EventKind::kError;
   if (type == "tool_call") return EventKind::kToolCall;
+  if (type == "progress") return EventKind::kProgress;
   return EventKind::kOther;
 }
 
@@ -65,6 +66,11 @@ Event parse_event(const Value& map) {
   }
   if (const Value* t = map.find("timings")) {
     ev.timings = {t->get_double("queue_ms"), t->get_double("ttft_ms"), t->get_double("total_ms")};
+  }
+  if (ev.kind == EventKind::kProgress) {  // its counts are top-level fields
+    ev.usage.prompt_tokens = map.get_int("prompt_tokens");
+    ev.usage.cached_tokens = map.get_int("cached_tokens");
+    ev.prompt_tokens_done = map.get_int("prompt_tokens_done");
   }
   ev.error_code = map.get_string("code");
   ev.error_message = map.get_string("message");

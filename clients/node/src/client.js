@@ -215,6 +215,12 @@ export async function* follow(client, pubEndpoint, topic, id, { timeoutMs = 3000
       }
       if (frames.length !== 2 || frames[0].toString() !== topic) continue;
       const ev = decode(frames[1]);
+      // A long prompt being read: not numbered and not yielded (docs/PROTOCOL.md 5.8), but the
+      // request is not silent.
+      if (ev.type === "progress") {
+        lastProgress = Date.now();
+        continue;
+      }
       const gap = ev.seq > expected;
       hold(ev);
       if (gap && !ahead.has(expected)) await fillGap();

@@ -10,6 +10,8 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { Subscriber } from "zeromq";
+import { decode } from "@msgpack/msgpack";
 import { VkstreamClient, VkstreamError, follow } from "../src/client.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -50,6 +52,8 @@ before(async () => {
   daemon = spawn(join(buildDir, "server/vkstreamd"), [
     "--model", join(modelsDir, "stories260K.gguf"), "--cpu",
     "--socket", join(dir, "vkstream.sock"), "--zmq", router, "--pub", pub,
+    // A prompt longer than 16 tokens is read in several steps, each followed by a progress event.
+    "--max-batched-tokens", "16", "--progress-interval", "0",
   ], { stdio: ["ignore", "pipe", "pipe"] });
   daemon.stdout.on("data", (d) => { log += d; });
   daemon.stderr.on("data", (d) => { log += d; });
@@ -93,6 +97,40 @@ test("greedy request followed on its PUB topic yields the reference ids", async 
     assert.equal(last.type, "finished");
     assert.equal(last.reason, "length");
   } finally {
+    client.close();
+  }
+});
+
+test("a long prompt's progress goes to its topic, and follow yields the numbered events only", async () => {
+  const client = new VkstreamClient(router);
+  const firehose = new Subscriber({ linger: 0, receiveTimeout: 200 });
+  try {
+    firehose.connect(pub);
+    firehose.subscribe("vks.");
+    await new Promise((r) => setTimeout(r, 300)); // the subscription reaches the daemon
+    const prompt = "Once upon a time, there was a little girl. ".repeat(8);
+    const accepted = await client.generate({ prompt, temperature: 0, max_tokens: 4, ignore_eos: true });
+    assert.ok(accepted.prompt_tokens > 32);
+    const events = await collect(client, accepted);
+    events.forEach((ev, i) => assert.equal(ev.seq, i));
+    assert.ok(events.every((ev) => ev.type !== "progress"));
+    assert.equal(events.filter((ev) => ev.type === "token").length, 4);
+    const progress = [];
+    for (;;) {
+      let frames;
+      try {
+        frames = await firehose.receive();
+      } catch {
+        break; // 200 ms without a message: everything published was read
+      }
+      const ev = decode(frames[1]);
+      if (ev.id === accepted.id && ev.type === "progress") progress.push(ev);
+    }
+    assert.ok(progress.length >= 2, `progress events: ${progress.length}`);
+    progress.forEach((ev) => assert.equal(ev.seq, undefined));
+    assert.equal(progress[progress.length - 1].prompt_tokens_done, accepted.prompt_tokens);
+  } finally {
+    firehose.close();
     client.close();
   }
 });

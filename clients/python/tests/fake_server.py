@@ -199,6 +199,11 @@ class Brain:
             self.held[rid] = send
             return True
         send(self._event(rid, topic, {"type": "scheduled"}))
+        if prompt == "progress":  # not numbered, not in the log (docs/PROTOCOL.md 5.8), and a newer daemon's event
+            for done in (3, 8, 9):
+                send(pack({"type": "progress", "id": rid, "prompt_tokens": 9, "prompt_tokens_done": done,
+                           "cached_tokens": 0}))
+            send(pack({"type": "from_the_future", "id": rid, "text": "not a token"}))
         if prompt == "fail":
             send(self._event(rid, topic, {"type": "error", "code": "device_error", "message": "device lost"}))
             send(self._event(rid, topic, {"type": "finished", "reason": "error", "usage": {}, "timings": {}}))

@@ -259,6 +259,13 @@ class UnixClientTest(unittest.TestCase):
         self.assertEqual(stream.completion.usage["generated_tokens"], 4)
         self.assertTrue(stream.topic.startswith("vks."))
 
+    def test_progress_and_unknown_events_are_skipped(self):
+        c = self.client.complete("progress")
+        self.assertEqual(c.text, "progress")
+        self.assertEqual([e.seq for e in c.events], list(range(len(c.events))))
+        self.assertNotIn("progress", [e.type for e in c.events])
+        self.assertNotIn("from_the_future", [e.type for e in c.events])
+
     def test_duplicates_are_dropped(self):
         c = self.client.complete("dup")
         self.assertEqual(c.text, "dup")

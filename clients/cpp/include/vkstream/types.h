@@ -113,7 +113,9 @@ struct TokenLogprobs {
   std::vector<TopLogprob> top;
 };
 
-enum class EventKind { kQueued, kScheduled, kPreempted, kToken, kFinished, kError, kToolCall, kOther };
+// kOther: a type this library does not know (a newer daemon's): skip it. kProgress comes last so
+// that the values of the others stay as they were.
+enum class EventKind { kQueued, kScheduled, kPreempted, kToken, kFinished, kError, kToolCall, kOther, kProgress };
 
 // A tool call of a chat reply with tools (the `tool_call` event).
 struct ToolCall {
@@ -128,14 +130,15 @@ struct Event {
   EventKind kind = EventKind::kOther;
   std::string type;                    // wire name
   std::string id;                      // request id
-  int64_t seq = -1;                    // per-request sequence number, from 0
+  int64_t seq = -1;                    // per-request sequence number, from 0; -1: progress (not numbered)
   int64_t queue_position = -1;         // queued
   std::vector<int32_t> ids;            // token
   std::string text;                    // token: UTF-8 text delta
   std::vector<TokenLogprobs> logprobs; // token, when requested
   std::string finish_reason;           // finished: stop, length, cancelled, deadline, error, tool_calls
   ToolCall tool_call;                  // tool_call
-  Usage usage;                         // finished
+  Usage usage;                         // finished; progress: prompt_tokens, cached_tokens
+  int64_t prompt_tokens_done = 0;      // progress: prompt tokens read so far (cached ones included)
   Timings timings;                     // finished
   std::string error_code;              // error
   std::string error_message;           // error
