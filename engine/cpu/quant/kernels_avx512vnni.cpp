@@ -29,6 +29,7 @@
 // which -Wmaybe-uninitialized reports once they are inlined here (a known false positive).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"  // the same, as -O1 (the ASan build) reports it
 #endif
 
 namespace vks::cpuq {
