@@ -4,6 +4,7 @@
 
 #include "clients/cli/cli_common.h"
 #include "clients/cli/commands.h"
+#include "engine/cpu/quant/isa.h"
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/backend_choice.h"
 
@@ -11,6 +12,14 @@ namespace vks::cli {
 namespace {
 
 std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+// Which integer kernels the CPU backend runs here (VKSTREAM_CPU_ISA may lower the level).
+std::string cpu_kernels_summary() {
+  const cpuq::CpuIsa active = cpuq::active_isa(), detected = cpuq::detected_isa();
+  std::string s = "CPU backend kernels: " + std::string(cpuq::isa_name(active));
+  if (active != detected) s += " (this CPU has " + std::string(cpuq::isa_name(detected)) + "; VKSTREAM_CPU_ISA lowers it)";
+  return s;
+}
 
 int run_devices(bool json) {
   const std::vector<vk::DeviceInfo> devices = vk::list_devices();
@@ -44,7 +53,8 @@ int run_devices(bool json) {
   }
   if (devices.empty()) {
     std::cout << "no Vulkan device found: vkstream runs on its CPU backend (a GPU's Vulkan driver, e.g. "
-                 "mesa-vulkan-drivers for AMD and Intel, lets it use the GPU)\n";
+                 "mesa-vulkan-drivers for AMD and Intel, lets it use the GPU)\n"
+              << cpu_kernels_summary() << '\n';
     return kExitOk;
   }
   for (size_t i = 0; i < devices.size(); ++i) {
@@ -57,6 +67,7 @@ int run_devices(bool json) {
   std::cout << "(* = picked by default; choose another with --device INDEX or a name substring, "
                "or VKSTREAM_DEVICE)\n";
   if (best < devices.size()) std::cout << "default backend: " << backend_rule_summary(devices[best]) << '\n';
+  std::cout << cpu_kernels_summary() << '\n';
   return kExitOk;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "tests/clients/process_util.h"
@@ -151,6 +152,12 @@ TEST_F(CliE2E, TokenizeStatusFollowAndStats) {
     EXPECT_EQ(r.out.substr(r.out.size() - 2), "}\n") << command << ": " << r.out;
     EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << command << ": " << r.out;
   }
+  // Its text names the CPU backend's kernel level, lowered by VKSTREAM_CPU_ISA.
+  ::setenv("VKSTREAM_CPU_ISA", "scalar", 1);
+  r = vks::test::run_process({vkstream_exe(), "devices"}, "", 60);
+  ::unsetenv("VKSTREAM_CPU_ISA");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("CPU backend kernels: scalar"), std::string::npos) << r.out;
   // `devices` asks no daemon: one JSON array on one newline-terminated line (lavapipe or no device).
   r = vks::test::run_process({vkstream_exe(), "devices", "--json"}, {}, 60);
   EXPECT_EQ(r.exit_code, 0) << r.err;
