@@ -52,10 +52,8 @@ void Scheduler::checkpoint(Sequence* s) {
   const auto block = static_cast<size_t>(at / bs - 1);
   if (block >= s->kv.hashes.size()) return;
   const uint64_t hash = s->kv.hashes[block];
-  if (at >= s->num_prompt_tokens) {  // decoding: this replaces the sequence's previous one
-    if (s->decode_checkpoint && *s->decode_checkpoint != hash) checkpoints_.drop(*s->decode_checkpoint);
-    s->decode_checkpoint = hash;
-  }
+  // Decoding: this replaces the checkpoint of the previous boundary, if that one was a decode's too.
+  if (at - bs >= s->num_prompt_tokens) checkpoints_.drop(s->kv.hashes[block - 1]);
   if (const int32_t slot = checkpoints_.take(hash); slot >= 0) pending_saves_.push_back({s->state_slot, slot});
 }
 

@@ -3,7 +3,6 @@
 // are in the KV cache, the blocks holding them and where it is in its life.
 #include <chrono>
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "engine/sched/block_manager.h"
@@ -34,8 +33,6 @@ struct Sequence {
   SeqBlocks kv;
   // A model with recurrent layers: the runner's state slot this sequence holds while running (-1: none).
   int32_t state_slot = -1;
-  // Its latest checkpoint taken while decoding (the block hash keying it): replaced by the next.
-  std::optional<uint64_t> decode_checkpoint;
   // Speculative decoding: tokens guessed to follow `tokens`, proposed before each step for a
   // decoding sequence and verified by it (the scheduler may shorten it). Never in `tokens`, never
   // counted as computed and never registered in the prefix cache until verified.
