@@ -16,6 +16,7 @@
 #include "engine/chat/tool_format.h"
 #include "engine/chat/tool_prompt.h"
 #include "engine/gguf/gguf_file.h"
+#include "tests/common/llama31_tool_template.h"
 #include "tests/common/test_models.h"
 
 namespace vks::chat {
@@ -37,15 +38,6 @@ std::string reference_template(const std::string& name) {
 ToolCallFormat format_of(const std::string& source) {
   return detect_tool_format(ChatTemplate::parse(source, "<s>", "</s>"));
 }
-
-// Llama 3.1's tool form: the call is JSON right after the assistant header, with "parameters",
-// and the template refuses several calls in one turn.
-const char* kLlama31Like =
-    "{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n"
-    "{% if m.tool_calls %}{% if m.tool_calls | length != 1 %}{{ raise_exception('one call only') }}{% endif %}"
-    "{% set c = m.tool_calls[0].function %}{{ '{\"name\": \"' + c.name + '\", \"parameters\": ' + (c.arguments | tojson) + '}' }}"
-    "{% else %}{{ m.content }}{% endif %}<|eot_id|>{% endfor %}"
-    "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}";
 
 // Mistral's: [TOOL_CALLS] and one JSON array of calls.
 const char* kMistralLike =
@@ -81,7 +73,7 @@ TEST(ToolFormat, TemplatesWithoutToolSyntaxGetTheGenericForm) {
 }
 
 TEST(ToolFormat, Llama31StyleJsonAtTheStart) {
-  const ToolCallFormat f = format_of(kLlama31Like);
+  const ToolCallFormat f = format_of(test::kLlama31LikeTemplate);
   EXPECT_TRUE(f.native);
   EXPECT_EQ(f.open, "");
   EXPECT_EQ(f.close, "");
@@ -190,7 +182,7 @@ TEST(ToolCallParser, WhatIsNotACallStaysText) {
 }
 
 TEST(ToolCallParser, Llama31JsonAtTheStartOnly) {
-  const ToolCallFormat f = format_of(kLlama31Like);
+  const ToolCallFormat f = format_of(test::kLlama31LikeTemplate);
   const ToolParse call = whole(f, "  {\"name\": \"search\", \"parameters\": {\"q\": \"x\"}}");
   ASSERT_EQ(call.calls.size(), 1u);
   EXPECT_EQ(call.calls[0].arguments, R"({"q":"x"})");
@@ -273,7 +265,7 @@ TEST(ToolCallParser, ArgumentFragmentsJoinToTheFinishedCall) {
 
 // Random answers built from the pieces of calls: every split parses as the whole.
 TEST(ToolCallParser, AnySplitParsesAsTheWhole) {
-  const std::vector<ToolCallFormat> formats = {generic_tool_format(), format_of(kLlama31Like), format_of(kMistralLike)};
+  const std::vector<ToolCallFormat> formats = {generic_tool_format(), format_of(test::kLlama31LikeTemplate), format_of(kMistralLike)};
   const std::vector<std::string> pieces = {"<tool_call>", "</tool_call>", "[TOOL_CALLS]", "{\"name\": \"f\", ", "\"arguments\": ",
                                            "\"parameters\": ", "{\"a\": \"}\"}", "}", "{", "[", "]", ", ", "\n", " ", "text",
                                            "\"", "\\", "<", "<tool", "</", "{\"name\": \"g\", \"arguments\": {}}"};

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/common/llama31_tool_template.h"
 #include "tests/common/test_models.h"
 #include "tests/http/http_test_client.h"
 #include "tests/server/daemon_harness.h"
@@ -640,21 +641,12 @@ TEST_P(ToolsE2e, HttpChatCallsAreToolCallEventsOnItsTopic) {
   expect_published(d().process(), *id, calls, answer["choices"][0]["finish_reason"]);
 }
 
-// Llama 3.1's tool form (a call is JSON at the start of the answer, arguments under "parameters",
-// one call per turn), unlike either daemon's served template (<tool_call> tags).
-const char* kLlama31Like =
-    "{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n"
-    "{% if m.tool_calls %}{% if m.tool_calls | length != 1 %}{{ raise_exception('one call only') }}{% endif %}"
-    "{% set c = m.tool_calls[0].function %}{{ '{\"name\": \"' + c.name + '\", \"parameters\": ' + (c.arguments | tojson) + '}' }}"
-    "{% else %}{{ m.content }}{% endif %}<|eot_id|>{% endfor %}"
-    "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}";
-
 // A request's own chat_template decides the format its answer is parsed in, not the served
 // template's: its forced call (written in its format by the grammar) is a call, whole, streamed
 // and on the PUB topic.
 TEST_P(ToolsE2e, RequestTemplateDecidesTheCallFormat) {
   const json body = {{"messages", kAsk}, {"tools", kTools}, {"tool_choice", "required"}, {"parallel_tool_calls", false},
-                     {"temperature", 0}, {"chat_template", kLlama31Like}};
+                     {"temperature", 0}, {"chat_template", kLlama31LikeTemplate}};
   json sent = body;
   sent["model"] = d().name();
   sent["max_tokens"] = 160;

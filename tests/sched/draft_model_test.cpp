@@ -225,6 +225,17 @@ TEST_F(DraftModel, DraftsFollowRejectionsAndSlotTakeovers) {
   check({&a, &c}, "a rewritten");
 }
 
+// A greedy request continuing "abcabcabc" for max_tokens, drafting up to 4 tokens a step.
+GenerateRequest abc_speculative(const FakeTokenizer& tok, int32_t max_tokens) {
+  GenerateRequest r;
+  r.prompt_ids = tok.encode("abcabcabc", true);
+  r.sampling.temperature = 0;
+  r.stop.max_tokens = max_tokens;
+  r.stop.ignore_eos = true;
+  r.speculative = 4;
+  return r;
+}
+
 // Polls the engine's one request to its end (30 s at most), collecting its tokens; false if it did
 // not finish.
 bool drain_one(Engine& engine, std::vector<int32_t>& ids) {
@@ -258,12 +269,7 @@ TEST(DraftModelIdle, TheDraftModelRunsOnlyWhenTheTargetVerifiesDrafts) {
     cfg.max_seqs = max_seqs;
     cfg.speculative_cost_model = false;  // verify every draft found
     Engine engine(std::make_unique<FakeRunner>(target), tok, cfg, std::move(draft));
-    GenerateRequest r;
-    r.prompt_ids = tok.encode("abcabcabc", true);
-    r.sampling.temperature = 0;
-    r.stop.max_tokens = 12;
-    r.stop.ignore_eos = true;
-    r.speculative = 4;
+    const GenerateRequest r = abc_speculative(tok, 12);
     const SubmitResult s = engine.submit(r);
     ASSERT_TRUE(s.ok) << s.message;
     std::vector<int32_t> ids;
@@ -303,12 +309,7 @@ CostRun run_with_draft_cost(const FakeTokenizer& tok, std::chrono::microseconds 
   EngineConfig cfg;
   cfg.max_seqs = 2;
   Engine engine(std::make_unique<FakeRunner>(target), tok, cfg, std::move(draft_runner));
-  GenerateRequest r;
-  r.prompt_ids = tok.encode("abcabcabc", true);
-  r.sampling.temperature = 0;
-  r.stop.max_tokens = 60;
-  r.stop.ignore_eos = true;
-  r.speculative = 4;
+  const GenerateRequest r = abc_speculative(tok, 60);
   const SubmitResult s = engine.submit(r);
   EXPECT_TRUE(s.ok) << s.message;
   CostRun out;
