@@ -115,11 +115,14 @@ TEST(DaemonChatTemplate, LoadProbesShareOneTimeBound) {
                            "{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}";
   const auto r = run_daemon(dir, model_with_template(dir, slow));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  // Where the shared 2 s run out decides what is logged: in validate()'s system-message sample the
+  // Where the shared bound runs out decides what is logged: in validate()'s system-message sample the
   // template falls back to ChatML; in the tool-call probes after it (on a quieter machine) the
   // template is kept without a tool format. Either way the daemon starts within the bound.
-  EXPECT_TRUE(r.err.find("template exceeded its time limit (2000 ms)); falling back to ChatML") != std::string::npos ||
-              r.err.find("chat template: model") != std::string::npos)
+  // On a fast machine the template's step limit can run out before its 2 s (CI saw it at 2.0 s);
+  // that is the same bound reached another way.
+  const bool fell_back = r.err.find("template exceeded its time limit (2000 ms)); falling back to ChatML") != std::string::npos ||
+                         r.err.find("template exceeded its step limit (endless loop?)); falling back to ChatML") != std::string::npos;
+  EXPECT_TRUE(fell_back || r.err.find("chat template: model") != std::string::npos)
       << r.err;
   // Liveness, not performance: 6 s before, 2 s now (the bound), whatever the machine's speed.
   const double load = seconds_between(r.err, "loading model", "chat template:");
