@@ -53,10 +53,18 @@ void ffn_block(const ExpertWeights& w, FfnActivation act, const float* x, size_t
 void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& layer, const CpuLayerVectors& lv,
                 CpuActivations& a, ThreadPool* pool, MatmulFn matmul) {
   const size_t n = a.n_tokens, dim = c.dim, k = ffn.n_used;
-  matmul(*layer.router, a.xb.data(), n, a.router_logits.data(), pool);
+  const float* router_in = a.xb.data();
+  if (ffn.router_input == RouterInput::kScaledNorm) {  // Gemma 4: the residual's norm, scaled per channel
+    for (size_t t = 0; t < n; ++t) {
+      ref::rmsnorm(&a.router_in[t * dim], &a.x[t * dim], lv.router_in_weight.data(), dim, c.norm_eps);
+    }
+    router_in = a.router_in.data();
+  }
+  matmul(*layer.router, router_in, n, a.router_logits.data(), pool);
   add_bias_rows(a.router_logits.data(), lv.router_bias.empty() ? nullptr : lv.router_bias.data(), n, ffn.n_experts);
   for (size_t t = 0; t < n; ++t) {
-    route_experts(&a.router_logits[t * ffn.n_experts], ffn, &a.expert_ids[t * k], &a.expert_weights[t * k]);
+    route_experts(&a.router_logits[t * ffn.n_experts], ffn, &a.expert_ids[t * k], &a.expert_weights[t * k],
+                  lv.expert_scale.empty() ? nullptr : lv.expert_scale.data());
   }
   group_by_expert(a.expert_ids.data(), n * k, ffn.n_experts, a.expert_groups);
   for (uint32_t e = 0; e < ffn.n_experts; ++e) {
@@ -79,20 +87,20 @@ void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& la
   }
 }
 
-// a.proj += the shared expert's output for every token, scaled by sigmoid(gate_inp · a.xb) where
-// it is gated (llama.cpp adds it after the routed sum).
+// a.shared_out = the shared expert's output for every token over a.xb, scaled by
+// sigmoid(gate_inp · a.xb) where it is gated, post-normed where the block's norms are split.
 void shared_expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const SharedExpertWeights& w,
                        const CpuLayerVectors& lv, CpuActivations& a, ThreadPool* pool, MatmulFn matmul) {
   const size_t n = a.n_tokens, dim = c.dim;
   ffn_block(ExpertWeights{w.gate, w.up, w.down}, ffn.activation, a.xb.data(), n, a.shared_out.data(), a, pool, matmul);
   for (size_t t = 0; t < n; ++t) {
-    float scale = 1.0f;
-    if (ffn.shared_gated) {
-      float logit = 0.0f;
-      for (size_t i = 0; i < dim; ++i) logit += lv.shared_gate_inp[i] * a.xb[t * dim + i];
-      scale = ref::sigmoid(logit);
-    }
-    for (size_t i = 0; i < dim; ++i) a.proj[t * dim + i] += scale * a.shared_out[t * dim + i];
+    float* out = &a.shared_out[t * dim];
+    if (ffn.split_norms) ref::rmsnorm(out, out, lv.post_norm_shared.data(), dim, c.norm_eps);
+    if (!ffn.shared_gated) continue;
+    float logit = 0.0f;
+    for (size_t i = 0; i < dim; ++i) logit += lv.shared_gate_inp[i] * a.xb[t * dim + i];
+    const float scale = ref::sigmoid(logit);
+    for (size_t i = 0; i < dim; ++i) out[i] *= scale;
   }
 }
 
@@ -142,6 +150,13 @@ CpuModelVectors::CpuModelVectors(const LlamaModel& model) {
       v.ssm_norm = dequantize_vector(layer.deltanet->norm);
     }
     if (layer.shared && layer.shared->gate_inp) v.shared_gate_inp = dequantize_vector(*layer.shared->gate_inp);
+    if (layer.split_norms) {
+      v.post_norm_shared = dequantize_vector(layer.split_norms->post_shared);
+      v.pre_norm_experts = dequantize_vector(layer.split_norms->pre_experts);
+      v.post_norm_experts = dequantize_vector(layer.split_norms->post_experts);
+    }
+    if (layer.router_scale) v.router_in_weight = scaled_norm_router_weight(*layer.router_scale, c.dim);
+    if (layer.expert_scale) v.expert_scale = dequantize_vector(*layer.expert_scale);
   }
 }
 
@@ -157,6 +172,7 @@ void CpuActivations::resize(const LlamaConfig& c, size_t n) {
   gate.resize(n * c.max_ffn_hidden());
   up.resize(n * c.max_ffn_hidden());
   if (c.n_experts > 1) {
+    router_in.resize(n * c.dim);
     router_logits.resize(n * c.n_experts);
     expert_ids.resize(n * c.n_experts_used);
     expert_weights.resize(n * c.n_experts_used);
@@ -308,15 +324,26 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
   add_residual(c, lv.post_attn_norm, a);
 
   // FFN RMSNorm, then the feed-forward block down(act(gate x, up x)): one dense block, or the
-  // experts the router picks; post-norm, residual.
+  // experts the router picks, and a shared expert beside them (where the block's norms are split,
+  // the experts read their own norm of the residual and their sum is post-normed apart); the shared
+  // output added after the routed sum; post-norm, residual.
   for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.xb[t * dim], &a.x[t * dim], lv.ffn_norm.data(), dim, c.norm_eps);
+  if (layer.shared) shared_expert_ffn(c, spec.ffn, *layer.shared, lv, a, pool, matmul);
+  if (spec.ffn.split_norms) {
+    for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.xb[t * dim], &a.x[t * dim], lv.pre_norm_experts.data(), dim, c.norm_eps);
+  }
   if (spec.ffn.routed()) {
     expert_ffn(c, spec.ffn, layer, lv, a, pool, matmul);
   } else {
     ffn_block(ExpertWeights{layer.w_gate, layer.w_up, layer.w_down}, spec.ffn.activation, a.xb.data(), n,
               a.proj.data(), a, pool, matmul);
   }
-  if (layer.shared) shared_expert_ffn(c, spec.ffn, *layer.shared, lv, a, pool, matmul);
+  if (spec.ffn.split_norms) {
+    for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.proj[t * dim], &a.proj[t * dim], lv.post_norm_experts.data(), dim, c.norm_eps);
+  }
+  if (layer.shared) {
+    for (size_t i = 0; i < n * dim; ++i) a.proj[i] += a.shared_out[i];
+  }
   add_residual(c, lv.post_ffn_norm, a);
   if (lv.output_scale != 1.0f) {
     for (size_t i = 0; i < n * dim; ++i) a.x[i] *= lv.output_scale;

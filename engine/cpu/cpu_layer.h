@@ -32,6 +32,11 @@ struct CpuLayerVectors {
   float output_scale = 1.0f;                         // Gemma 4's layer_output_scale
   std::vector<float> conv, dt_bias, ssm_a, ssm_norm;  // DeltaNet: [C * conv_kernel], [H], [H], [head_dim]
   std::vector<float> shared_gate_inp;                // [dim] the shared expert's gate (Qwen3.5 MoE)
+  // Gemma 4's MoE: the split norms (post of the dense MLP, pre and post of the experts), the
+  // router's input weight (ffn_gate_inp.scale / sqrt(dim), folded into one) and each expert's scale.
+  std::vector<float> post_norm_shared, pre_norm_experts, post_norm_experts;  // [dim]
+  std::vector<float> router_in_weight;               // [dim]
+  std::vector<float> expert_scale;                   // [n_experts]
   ref::RopeParams rope;  // this layer's rope (freq_factors points into CpuModelVectors::rope_freqs)
 };
 struct CpuModelVectors {
@@ -58,6 +63,7 @@ struct CpuActivations {
   std::vector<float> up;    // [n, hidden]
   // Expert layers: router logits [n, n_experts], each token's chosen experts and weights [n, n_used],
   // the inputs of one expert's tokens [n, dim] and every (token, choice)'s expert output [n * n_used, dim].
+  std::vector<float> router_in;  // the router's input where it is not xb (RouterInput::kScaledNorm) [n, dim]
   std::vector<float> router_logits;
   std::vector<int32_t> expert_ids;
   std::vector<float> expert_weights;

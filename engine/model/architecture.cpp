@@ -16,7 +16,7 @@ constexpr ExpertRouting kSoftmaxTopKNormalized{ExpertRouting::Order::kSoftmaxThe
 // soft-caps attention scores and logits. gpt-oss windows every other layer, adds sinks and
 // biases, and routes top-k then softmax through clamped SwiGLU experts. Gemma 4 (dense) gives its
 // global layers wider heads, fewer KV heads and V = K, norms V, scales scores by 1 and each layer's
-// output by a scalar. Qwen3.5 mixes Gated DeltaNet layers with gated, Q/K-normed attention, and
+// output by a scalar; its MoE runs a dense MLP beside the experts. Qwen3.5 mixes Gated DeltaNet layers with gated, Q/K-normed attention, and
 // names its pre-FFN norm post_attention_norm; its MoE adds a gated shared expert.
 constexpr ArchitectureInfo kArchitectures[] = {
     {.arch = Arch::kLlama, .name = "llama", .rope_mode = RopeMode::kNorm, .qkv_bias = R::kOptional,
@@ -45,10 +45,10 @@ constexpr ArchitectureInfo kArchitectures[] = {
      .window_period = 2, .ffn_norm = "post_attention_norm", .output_bias = R::kRequired, .sinks = R::kRequired,
      .expert_biases = R::kRequired},
     {.arch = Arch::kGemma4, .name = "gemma4", .rope_mode = RopeMode::kNeox, .qkv_bias = R::kAbsent,
-     .qk_norm = R::kRequired, .rope_freqs = R::kOptional, .projections = P::kSeparate, .experts = R::kAbsent,
-     .activation = FfnActivation::kGeluTanh, .window_period = 6, .softcap_keys = true, .scale_embeddings = true,
+     .qk_norm = R::kRequired, .rope_freqs = R::kOptional, .projections = P::kSeparate, .experts = R::kOptional,
+     .routing = kSoftmaxTopKNormalized, .activation = FfnActivation::kGeluTanh, .window_period = 6, .softcap_keys = true, .scale_embeddings = true,
      .post_norms = true, .unit_attention_scale = true, .attn_v = R::kOptional, .value_norm = true,
-     .layer_output_scale = true, .rope_factors_global_only = true},
+     .layer_output_scale = true, .rope_factors_global_only = true, .dense_beside_experts = true},
     {.arch = Arch::kQwen35, .name = "qwen35", .rope_mode = RopeMode::kNeox, .qkv_bias = R::kAbsent,
      .qk_norm = R::kRequired, .rope_freqs = R::kAbsent, .projections = P::kSeparate, .experts = R::kAbsent,
      .ffn_norm = "post_attention_norm", .deltanet_layers = true},

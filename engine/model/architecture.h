@@ -68,6 +68,9 @@ struct ArchitectureInfo {
   bool deltanet_layers = false;
   // A shared expert beside the routed ones, gated by sigmoid(ffn_gate_inp_shexp · x) (Qwen3.5 MoE).
   bool gated_shared_expert = false;
+  // Where the file has experts, a dense MLP beside them (the shared block, ffn_gate/up/down), each
+  // normed apart, the router reading the residual's scaled norm, per-expert output scales (Gemma 4).
+  bool dense_beside_experts = false;
 };
 
 // nullptr for an architecture vkstream does not run.

@@ -22,7 +22,7 @@ void softmax(float* v, size_t n) {
 
 }  // namespace
 
-void route_experts(const float* logits, const FfnSpec& spec, int32_t* ids, float* weights) {
+void route_experts(const float* logits, const FfnSpec& spec, int32_t* ids, float* weights, const float* expert_scale) {
   const size_t n = spec.n_experts, k = spec.n_used;
   std::vector<float> score(logits, logits + n);
   if (spec.routing.order == ExpertRouting::Order::kSoftmaxThenTopK) softmax(score.data(), n);
@@ -39,6 +39,9 @@ void route_experts(const float* logits, const FfnSpec& spec, int32_t* ids, float
     float sum = 0.0f;
     for (size_t i = 0; i < k; ++i) sum += weights[i];
     for (size_t i = 0; i < k; ++i) weights[i] /= sum;
+  }
+  if (expert_scale != nullptr) {
+    for (size_t i = 0; i < k; ++i) weights[i] *= expert_scale[static_cast<size_t>(ids[i])];
   }
 }
 

@@ -12,8 +12,10 @@ namespace vks {
 
 // From one token's router logits [spec.n_experts], the spec.n_used chosen experts (ids, in
 // descending order of their score; ties go to the lower id) and their weights, as llama.cpp's
-// build_moe_ffn computes them for spec.routing.
-void route_experts(const float* logits, const FfnSpec& spec, int32_t* ids, float* weights);
+// build_moe_ffn computes them for spec.routing. expert_scale (spec.expert_scales: one scalar per
+// expert that multiplies its output) is folded into the weights; null where there is none.
+void route_experts(const float* logits, const FfnSpec& spec, int32_t* ids, float* weights,
+                   const float* expert_scale = nullptr);
 
 // A step's (token, choice) pairs grouped by expert, for running each expert in use once over its
 // tokens: the choices of expert e are choices[starts[e] .. starts[e + 1]), each the index of a

@@ -25,6 +25,12 @@ enum class FfnActivation : uint8_t {
   kSwigluOai,  // gpt-oss: g' = min(g, 7), u' = clamp(u, -7, 7), g' * sigmoid(1.702 g') * (u' + 1)
 };
 
+// What an expert layer's router reads.
+enum class RouterInput : uint8_t {
+  kFfnInput,    // the feed-forward block's normed input
+  kScaledNorm,  // rms_norm(x) / sqrt(dim) * ffn_gate_inp.scale: the residual normed without a weight (Gemma 4)
+};
+
 struct FfnSpec {
   uint32_t hidden = 0;     // rows of each expert's gate and up matrices
   uint32_t n_experts = 1;  // 1: a dense block (no router); more: ffn_gate_inp picks n_used of them
@@ -35,6 +41,12 @@ struct FfnSpec {
   // their sum; gated: scaled by sigmoid(ffn_gate_inp_shexp · x), one scalar per token (Qwen3.5 MoE).
   uint32_t shared_hidden = 0;  // 0: none
   bool shared_gated = false;
+  RouterInput router_input = RouterInput::kFfnInput;
+  bool expert_scales = false;  // ffn_down_exps.scale: each expert's output times its own scalar (Gemma 4)
+  // Gemma 4's MoE: the shared block is a dense MLP (ffn_gate/up/down) over ffn_norm(x), post-normed
+  // by post_ffw_norm_1; the experts read their own norm of the residual (pre_ffw_norm_2) and their
+  // sum is post-normed by post_ffw_norm_2; the two are added, then the layer's post-FFN norm.
+  bool split_norms = false;
   bool routed() const { return n_experts > 1; }
   bool has_shared() const { return shared_hidden > 0; }
 };

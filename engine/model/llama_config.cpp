@@ -79,7 +79,7 @@ void read_experts(const gguf::GgufFile& file, const KeyReader& keys, const Archi
   }
   if (arch.experts == TensorRule::kAbsent) {
     throw Error(ErrorCode::kUnsupported, "a " + std::string(arch.name) + " model with " + std::to_string(n) +
-                                             " experts is not supported (experts run for: llama, qwen3moe, qwen35moe, gpt-oss)");
+                                             " experts is not supported (experts run for: llama, qwen3moe, qwen35moe, gpt-oss, gemma4)");
   }
   c.n_experts = n;
   c.n_experts_used = keys.required_uint("expert_used_count", n);
@@ -426,6 +426,12 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   if (info->gated_shared_expert) {
     layer.ffn.shared_hidden = keys.required_uint("expert_shared_feed_forward_length", kMaxDim);
     layer.ffn.shared_gated = true;
+  }
+  if (info->dense_beside_experts && c.n_experts > 1) {
+    layer.ffn.shared_hidden = c.hidden_dim;
+    layer.ffn.split_norms = true;
+    layer.ffn.router_input = RouterInput::kScaledNorm;
+    layer.ffn.expert_scales = true;
   }
   c.layers.assign(c.n_layers, layer);
   read_attention(file, keys, *info, kv_heads, c);

@@ -161,7 +161,8 @@ class TensorBinder {
         "post_ffw_norm.weight", "ffn_gate_inp.bias", "ffn_gate_exps.bias", "ffn_up_exps.bias", "ffn_down_exps.bias",
         "layer_output_scale.weight", "attn_gate.weight", "ssm_conv1d.weight", "ssm_dt.bias", "ssm_a",
         "ssm_beta.weight", "ssm_alpha.weight", "ssm_norm.weight", "ssm_out.weight", "ffn_gate_inp_shexp.weight",
-        "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight"};
+        "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight", "ffn_gate_inp.scale",
+        "ffn_down_exps.scale", "pre_ffw_norm_2.weight", "post_ffw_norm_1.weight", "post_ffw_norm_2.weight"};
     const size_t dot = missing.find('.', 4);
     if (missing.rfind("blk.", 0) != 0 || dot == std::string::npos) return;
     const std::string block = missing.substr(0, dot + 1);
@@ -290,11 +291,20 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
     L.attn_q_norm = bind.optional_vector(p + "attn_q_norm.weight", attention.head_dim, qk_norm);
     L.attn_k_norm = bind.optional_vector(p + "attn_k_norm.weight", attention.head_dim, qk_norm);
     if (ffn.has_shared()) {
-      L.shared = SharedExpertWeights{bind.matrix(p + "ffn_gate_shexp.weight", ffn.shared_hidden, c.dim),
-                                     bind.matrix(p + "ffn_up_shexp.weight", ffn.shared_hidden, c.dim),
-                                     bind.matrix(p + "ffn_down_shexp.weight", c.dim, ffn.shared_hidden), std::nullopt};
+      // Gemma 4's shared block is its dense MLP, under the dense names.
+      const std::string suffix = ffn.split_norms ? ".weight" : "_shexp.weight";
+      L.shared = SharedExpertWeights{bind.matrix(p + "ffn_gate" + suffix, ffn.shared_hidden, c.dim),
+                                     bind.matrix(p + "ffn_up" + suffix, ffn.shared_hidden, c.dim),
+                                     bind.matrix(p + "ffn_down" + suffix, c.dim, ffn.shared_hidden), std::nullopt};
       if (ffn.shared_gated) L.shared->gate_inp = bind.vector(p + "ffn_gate_inp_shexp.weight", c.dim);
     }
+    if (ffn.split_norms) {
+      L.split_norms = SplitFfnNorms{bind.vector(p + "post_ffw_norm_1.weight", c.dim),
+                                    bind.vector(p + "pre_ffw_norm_2.weight", c.dim),
+                                    bind.vector(p + "post_ffw_norm_2.weight", c.dim)};
+    }
+    if (ffn.router_input == RouterInput::kScaledNorm) L.router_scale = bind.vector(p + "ffn_gate_inp.scale", c.dim);
+    if (ffn.expert_scales) L.expert_scale = bind.vector(p + "ffn_down_exps.scale", ffn.n_experts);
     L.output_scale = bind.optional_vector(p + "layer_output_scale.weight", 1,
                                           c.layers[l].output_scale ? TensorRule::kRequired : TensorRule::kAbsent);
     L.bo = bind.optional_vector(p + "attn_output.bias", c.dim, arch.output_bias);
@@ -350,6 +360,14 @@ uint64_t step_matrix_bytes(const LlamaWeights& w) {
   uint64_t bytes = 0;
   for (const TensorRef* m : step_matrices(w)) bytes += m->nbytes;
   return bytes;
+}
+
+std::vector<float> scaled_norm_router_weight(const TensorRef& scale, uint32_t dim) {
+  std::vector<float> weight(scale.cols);
+  dequantize_row(scale.type, scale.data, weight.data(), weight.size());
+  const float inv_sqrt_dim = 1.0f / std::sqrt(static_cast<float>(dim));
+  for (float& f : weight) f *= inv_sqrt_dim;
+  return weight;
 }
 
 void dequantize_tensor_row(const TensorRef& t, uint64_t row, float* out) {

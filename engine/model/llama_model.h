@@ -44,9 +44,16 @@ struct DeltaNetWeights {
 
 // A shared expert (FfnSpec::shared_hidden S rows) and its gate.
 struct SharedExpertWeights {
-  TensorRef gate, up;  // [S, dim]  blk.N.ffn_gate_shexp.weight, ffn_up_shexp.weight
-  TensorRef down;      // [dim, S]  blk.N.ffn_down_shexp.weight
+  TensorRef gate, up;  // [S, dim]  blk.N.ffn_gate_shexp.weight, ffn_up_shexp.weight (Gemma 4: ffn_gate, ffn_up)
+  TensorRef down;      // [dim, S]  blk.N.ffn_down_shexp.weight (Gemma 4: ffn_down)
   std::optional<TensorRef> gate_inp;  // [dim] blk.N.ffn_gate_inp_shexp.weight (F32; FfnSpec::shared_gated)
+};
+
+// The norms of a feed-forward block whose shared MLP and experts are normed apart (FfnSpec::split_norms).
+struct SplitFfnNorms {
+  TensorRef post_shared;   // [dim] blk.N.post_ffw_norm_1.weight: after the dense MLP
+  TensorRef pre_experts;   // [dim] blk.N.pre_ffw_norm_2.weight: the experts' input norm
+  TensorRef post_experts;  // [dim] blk.N.post_ffw_norm_2.weight: after the experts' sum
 };
 
 struct LayerWeights {
@@ -80,6 +87,9 @@ struct LayerWeights {
   std::optional<TensorRef> output_scale;  // [1] blk.N.layer_output_scale.weight (Gemma 4)
   std::optional<DeltaNetWeights> deltanet;    // Mixer::kDeltaNet layers
   std::optional<SharedExpertWeights> shared;  // FfnSpec::has_shared()
+  std::optional<SplitFfnNorms> split_norms;   // FfnSpec::split_norms
+  std::optional<TensorRef> router_scale;      // [dim] blk.N.ffn_gate_inp.scale (RouterInput::kScaledNorm)
+  std::optional<TensorRef> expert_scale;      // [E]   blk.N.ffn_down_exps.scale (FfnSpec::expert_scales)
 };
 
 struct LlamaWeights {
@@ -120,6 +130,10 @@ uint64_t step_matrix_bytes(const LlamaWeights& w);
 inline TensorRef expert_matrix(const TensorRef& stacked, uint32_t e, uint64_t rows) {
   return stacked.rows_slice(uint64_t{e} * rows, rows);
 }
+
+// The weight of the router's input norm under RouterInput::kScaledNorm: ffn_gate_inp.scale / sqrt(dim),
+// llama.cpp's two factors folded into one (every backend uses this).
+std::vector<float> scaled_norm_router_weight(const TensorRef& scale, uint32_t dim);
 
 // Dequantize one row of a weight into floats (cols values).
 void dequantize_tensor_row(const TensorRef& t, uint64_t row, float* out);

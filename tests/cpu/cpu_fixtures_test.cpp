@@ -204,7 +204,7 @@ TEST_P(FloatRefFixture, MatchesFloatReference) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, FloatRefFixture,
                          ::testing::Values("gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny", "gpt-oss-yarn-tiny",
-                                           "gemma4-dense-tiny"),
+                                           "gemma4-dense-tiny", "gemma4-moe-tiny"),
                          test_name);
 
 TEST(LlamaCppFixtureModels, DescribeTheirArchitecture) {
@@ -248,8 +248,22 @@ TEST(LlamaCppFixtureModels, DescribeTheirArchitecture) {
   EXPECT_EQ(global.n_kv_heads, 1u);
   EXPECT_TRUE(global.value_from_key);
   EXPECT_EQ(global.scale, 1.0f);
-  // The "E" models (per-layer inputs, shared KV) and the MoE are refused, saying so.
-  for (const char* refused : {"gemma4-e-tiny.gguf", "gemma4-moe-tiny.gguf"}) {
+  // Gemma 4's MoE: a dense MLP beside 8 experts (2 used), normed apart, the router reading the
+  // residual's scaled norm, per-expert scales.
+  const auto gemma4_moe = LlamaModel::load(test::model_path("gemma4-moe-tiny.gguf"));
+  const FfnSpec& g4moe = gemma4_moe->config().layers[0].ffn;
+  EXPECT_EQ(g4moe.n_experts, 8u);
+  EXPECT_EQ(g4moe.n_used, 2u);
+  EXPECT_EQ(g4moe.hidden, 16u);
+  EXPECT_EQ(g4moe.shared_hidden, 64u);
+  EXPECT_TRUE(g4moe.split_norms);
+  EXPECT_FALSE(g4moe.shared_gated);
+  EXPECT_EQ(g4moe.router_input, RouterInput::kScaledNorm);
+  EXPECT_TRUE(g4moe.expert_scales);
+  EXPECT_TRUE(gemma4_moe->weights().layers[4].split_norms.has_value());
+  EXPECT_FALSE(gemma4->config().layers[0].ffn.routed());
+  // The "E" models (per-layer inputs, shared KV) are refused, saying so.
+  for (const char* refused : {"gemma4-e-tiny.gguf"}) {
     try {
       LlamaModel::load(test::model_path(refused));
       ADD_FAILURE() << refused << " loaded";

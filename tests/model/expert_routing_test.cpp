@@ -32,6 +32,20 @@ TEST(ExpertRouting, SoftmaxThenTopKRenormalized) {
   EXPECT_NEAR(w[1], 1.0f / 3.0f, 1e-6f);
 }
 
+TEST(ExpertRouting, ExpertScalesMultiplyTheNormalizedWeights) {
+  // Gemma 4: the same choice as above (2/3, 1/3), then each weight times its expert's scale; the
+  // scales do not change which experts are chosen.
+  const std::vector<float> logits{0.0f, std::log(2.0f), std::log(4.0f), 0.0f};
+  const std::vector<float> scales{10.0f, 0.5f, 3.0f, 100.0f};
+  int32_t ids[2];
+  float w[2];
+  route_experts(logits.data(), spec(4, 2, ExpertRouting::Order::kSoftmaxThenTopK, true), ids, w, scales.data());
+  EXPECT_EQ(ids[0], 2);
+  EXPECT_EQ(ids[1], 1);
+  EXPECT_NEAR(w[0], 3.0f * 2.0f / 3.0f, 1e-6f);
+  EXPECT_NEAR(w[1], 0.5f / 3.0f, 1e-6f);
+}
+
 TEST(ExpertRouting, SoftmaxThenTopKWithoutNormalizationKeepsTheProbabilities) {
   const std::vector<float> logits{0.0f, std::log(2.0f), std::log(4.0f), 0.0f};
   int32_t ids[2];

@@ -71,7 +71,8 @@ std::string case_name(const ::testing::TestParamInfo<ArchitectureCase>& info) {
 INSTANTIATE_TEST_SUITE_P(Models, RunnerArchitectures,
                          ::testing::Values(ArchitectureCase{"qwen3moe-tiny", true}, ArchitectureCase{"gemma2-tiny", false},
                                            ArchitectureCase{"gemma3-tiny", false}, ArchitectureCase{"gpt-oss-tiny", false},
-                                           ArchitectureCase{"gemma4-dense-tiny", false}),
+                                           ArchitectureCase{"gemma4-dense-tiny", false},
+                                           ArchitectureCase{"gemma4-moe-tiny", true}),
                          case_name);
 
 }  // namespace

@@ -107,6 +107,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Fixture{"gpt-oss-yarn-tiny.gguf", "gpt-oss-yarn-tiny.floatref", 32},
                       // Per-layer head sizes and KV heads, V = K, V norm, output scales.
                       Fixture{"gemma4-dense-tiny.gguf", "gemma4-dense-tiny.floatref", 32},
+                      // A dense MLP beside the experts, split norms, the scaled-norm router, expert scales.
+                      Fixture{"gemma4-moe-tiny.gguf", "gemma4-moe-tiny.floatref", 32},
                       Fixture{"kquant-q4_k_m.gguf", "kquant-q4_k_m.floatref", 8},
                       Fixture{"kquant-q5_k_m.gguf", "kquant-q5_k_m.floatref", 8},
                       Fixture{"kquant-q6_k.gguf", "kquant-q6_k.floatref", 8},

@@ -135,6 +135,9 @@ void check_weights_fit(const Device& device, const LlamaModel& model) {
     const LayerWeights& lw = w.layers[l];
     for (const TensorRef* t : {&lw.wq, &lw.wk, &lw.wv, &lw.wo}) add(*t);
     if (lw.router) add(*lw.router);
+    if (lw.shared) {
+      for (const TensorRef* t : {&lw.shared->gate, &lw.shared->up, &lw.shared->down}) add(*t);
+    }
     const FfnSpec& ffn = c.layers[l].ffn;
     for (uint32_t e = 0; e < ffn.n_experts; ++e) {
       const TensorRef gate = expert_matrix(lw.w_gate, e, ffn.hidden), up = expert_matrix(lw.w_up, e, ffn.hidden);
@@ -191,6 +194,19 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
       d.router = upload_matrix(device, *lw.router, 0, &pool);
       dw->bytes += matrix_bytes(d.router);
     }
+    if (lw.shared) {
+      d.shared = upload_ffn(device, lw.shared->gate, lw.shared->up, lw.shared->down, pool);
+      d.shared.activation = ffn.activation;
+      dw->bytes += matrix_bytes(d.shared.w_gate_up) + matrix_bytes(d.shared.w_gate) + matrix_bytes(d.shared.w_up) +
+                   matrix_bytes(d.shared.w_down);
+    }
+    if (lw.split_norms) {
+      d.post_norm_shared = upload_vector_f32(device, lw.split_norms->post_shared);
+      d.pre_norm_experts = upload_vector_f32(device, lw.split_norms->pre_experts);
+      d.post_norm_experts = upload_vector_f32(device, lw.split_norms->post_experts);
+    }
+    if (lw.router_scale) d.router_in_weight = upload_floats(device, scaled_norm_router_weight(*lw.router_scale, model.config().dim));
+    if (lw.expert_scale) d.expert_scale = dequantize_vector(*lw.expert_scale);
     const AttentionSpec& attention = model.config().layers[l].attention;
     d.bqkv = upload_qkv_bias(device, lw, uint64_t{model.config().n_heads} * attention.head_dim, attention.kv_dim());
     if (attention.value_norm) d.value_norm = upload_floats(device, std::vector<float>(attention.head_dim, 1.0f));

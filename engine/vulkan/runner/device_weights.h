@@ -40,6 +40,12 @@ struct DeviceLayerWeights {
   // LayerSpec::ffn.n_used of them per token.
   std::vector<DeviceFfn> experts;
   DeviceMatrix router;          // [n_experts, dim] ffn_gate_inp; no rows for a dense block
+  // A shared block beside the experts (FfnSpec::has_shared; hidden 0 where there is none), and
+  // where its norms are split (Gemma 4): its post-norm, the experts' pre- and post-norms.
+  DeviceFfn shared;
+  Buffer post_norm_shared, pre_norm_experts, post_norm_experts;  // f32 [dim]
+  Buffer router_in_weight;      // f32 [dim]: ffn_gate_inp.scale / sqrt(dim) (RouterInput::kScaledNorm)
+  std::vector<float> expert_scale;  // [n_experts] on the host, folded into the routing weights
   // Optional tensors of some architectures (invalid Buffer = absent; the forward branches on them).
   Buffer bqkv;                  // f32 [q_dim + 2*kv_dim]: bq | bk | bv (qwen2; absent parts zero)
   Buffer q_norm, k_norm;        // f32 [head_dim]: per-head RMSNorm of Q and K (qwen3)

@@ -12,13 +12,14 @@ uint32_t expert_plan_max_rows(uint32_t n_tokens, const FfnSpec& spec, uint32_t r
 }
 
 void plan_experts(const float* logits, uint32_t logits_stride, uint32_t n_tokens, const FfnSpec& spec,
-                  uint32_t row_align, ExpertPlan& plan) {
+                  uint32_t row_align, ExpertPlan& plan, const float* expert_scale) {
   const uint32_t k = spec.n_used;
   plan.rows.resize(std::size_t{n_tokens} * k);
   plan.weights.resize(std::size_t{n_tokens} * k);
   std::vector<int32_t> ids(std::size_t{n_tokens} * k);
   for (uint32_t t = 0; t < n_tokens; ++t) {
-    route_experts(logits + std::size_t{t} * logits_stride, spec, &ids[std::size_t{t} * k], &plan.weights[std::size_t{t} * k]);
+    route_experts(logits + std::size_t{t} * logits_stride, spec, &ids[std::size_t{t} * k], &plan.weights[std::size_t{t} * k],
+                  expert_scale);
   }
   group_by_expert(ids.data(), ids.size(), spec.n_experts, plan.by_expert);
   plan.groups.clear();

@@ -32,9 +32,9 @@ struct ExpertPlan {
 uint32_t expert_plan_max_rows(uint32_t n_tokens, const FfnSpec& spec, uint32_t row_align);
 
 // Routes n_tokens tokens from their logits (rows logits_stride floats apart) and lays out plan;
-// row_align: groups start at multiples of it.
+// row_align: groups start at multiples of it; expert_scale: route_experts'.
 void plan_experts(const float* logits, uint32_t logits_stride, uint32_t n_tokens, const FfnSpec& spec,
-                  uint32_t row_align, ExpertPlan& plan);
+                  uint32_t row_align, ExpertPlan& plan, const float* expert_scale = nullptr);
 
 // The smallest number of rows r such that r * row_bytes is a multiple of alignment, for every one
 // of the row sizes (their least common multiple).

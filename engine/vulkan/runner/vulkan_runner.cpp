@@ -141,6 +141,12 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     expert_in_ = activation(rows, dim_s_, "expert input", true);
     expert_gate_up_ = activation(rows, gate_up_s_, "expert gate_up", true);
     expert_out_ = activation(rows, dim_s_, "expert output", false);
+    for (const LayerSpec& l : c.layers) {
+      if (l.ffn.has_shared() && !shared_out_.valid()) shared_out_ = activation(T, dim_s_, "shared expert output", false);
+      if (l.ffn.router_input == RouterInput::kScaledNorm && !router_in_.valid()) {
+        router_in_ = activation(T, dim_s_, "router input", true);
+      }
+    }
   }
   tokens_ = make_io(T * 4, true);
   positions_ = make_io(T * 4, true);
@@ -166,7 +172,7 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     cmd_.fill(kv_->v_buffer(l), 0, VK_WHOLE_SIZE, 0);
   }
   for (vk::Buffer* b : {&x_, &xn_, &qkv_, &att_, &gate_up_, &sub_, &xo_, &logits_.device, &expert_in_,
-                        &expert_gate_up_, &expert_out_}) {
+                        &expert_gate_up_, &expert_out_, &shared_out_, &router_in_}) {
     if (b->valid()) cmd_.fill(*b, 0, VK_WHOLE_SIZE, 0);  // xn_ is absent where the products norm x
   }
   cmd_.end();
@@ -477,9 +483,36 @@ void VulkanRunner::record_dense_ffn(vk::CommandBuffer& cmd, const vk::DeviceLaye
   finish_sublayer(cmd, vk::Buffer{}, L.post_ffn_norm, n);
 }
 
+void VulkanRunner::record_shared_ffn(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n) {
+  const vk::DeviceFfn& f = L.shared;
+  const uint64_t up_at = (f.gate_up_fused ? f.hidden : align4(f.hidden)) * kF;
+  if (f.gate_up_fused) {
+    matmul(cmd, f.w_gate_up, xn_.view(), dim_s_, gate_up_.view(), gate_up_s_, n, false);
+  } else {
+    matmul(cmd, f.w_gate, xn_.view(), dim_s_, gate_up_.view(), gate_up_s_, n, false);
+    matmul(cmd, f.w_up, xn_.view(), dim_s_, gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, n, false);
+  }
+  mark(cmd, "shared.gate_up");
+  barrier(cmd);
+  record_activation(cmd, f, gate_up_.view(), gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, n);
+  mark(cmd, "shared.activation");
+  barrier(cmd);
+  matmul(cmd, f.w_down, gate_up_.view(), gate_up_s_, shared_out_.view(), dim_s_, n, false);
+  mark(cmd, "shared.down");
+  barrier(cmd);
+  if (!L.post_norm_shared.valid()) return;
+  ops_->rmsnorm(cmd, shared_out_.view(), dim_s_, L.post_norm_shared.view(), shared_out_.view(), dim_s_, n, config_.dim,
+                config_.norm_eps);
+  mark(cmd, "shared.post_norm");
+  barrier(cmd);
+}
+
 // Routed experts: the router's logits are read back and routed on the host (expert_plan.h), then
 // each expert in use runs over the rows of the tokens that chose it, and moe_combine_f32 adds the
-// weighted outputs to x in the router's order.
+// weighted outputs in the router's order to x (or, where the block is post-normed, to a zeroed
+// sub_ that finish_sublayer norms and adds). A shared block beside them runs first (it reads
+// ffn_norm(x), which the experts' own pre-norm then replaces where the norms split) and is added
+// after the routed sum.
 void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) {
   const LlamaConfig& c = config_;
   const FfnSpec& spec = c.layers[l].ffn;
@@ -487,7 +520,20 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
   ops_->rmsnorm(cmd, x_.view(), dim_s_, L.ffn_norm.view(), xn_.view(), dim_s_, n, c.dim, c.norm_eps);
   mark(cmd, "rmsnorm");
   barrier(cmd);
-  matmul(cmd, L.router, xn_.view(), dim_s_, router_logits_.device.view(), router_s_, n, false);
+  if (L.shared.hidden > 0) record_shared_ffn(cmd, L, n);
+  if (L.pre_norm_experts.valid()) {
+    ops_->rmsnorm(cmd, x_.view(), dim_s_, L.pre_norm_experts.view(), xn_.view(), dim_s_, n, c.dim, c.norm_eps);
+    mark(cmd, "rmsnorm.experts");
+    barrier(cmd);
+  }
+  vk::BufferView router_in = xn_.view();
+  if (L.router_in_weight.valid()) {
+    ops_->rmsnorm(cmd, x_.view(), dim_s_, L.router_in_weight.view(), router_in_.view(), dim_s_, n, c.dim, c.norm_eps);
+    mark(cmd, "rmsnorm.router");
+    barrier(cmd);
+    router_in = router_in_.view();
+  }
+  matmul(cmd, L.router, router_in, dim_s_, router_logits_.device.view(), router_s_, n, false);
   mark(cmd, "matmul.router");
   if (L.router_bias.valid()) {
     barrier(cmd);
@@ -504,7 +550,7 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
 
   device_.invalidate(router_logits_.host_side());
   vk::plan_experts(static_cast<const float*>(router_logits_.mapped()), router_s_, n, spec, expert_row_align_,
-                   expert_plan_);
+                   expert_plan_, L.expert_scale.empty() ? nullptr : L.expert_scale.data());
   const vk::ExpertPlan& plan = expert_plan_;
   put(cmd, expert_gather_, plan.gather.data(), plan.gather.size() * 4);
   put(cmd, expert_rows_, plan.rows.data(), plan.rows.size() * 4);
@@ -575,12 +621,28 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
     mark(cmd, "expert.bias_down");
     barrier(cmd);
   }
+  const vk::BufferView target = sublayer_out(L.post_ffn_norm);
+  if (L.post_ffn_norm.valid()) {
+    cmd.fill(sub_, 0, uint64_t{n} * dim_s_ * kF, 0);
+    cmd.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
+  }
   vk::record_moe_combine(cmd, *kernels_,
-                         vk::MoeCombineBindings{x_.view(), expert_out_.view(), expert_rows_.device.view(),
+                         vk::MoeCombineBindings{target, expert_out_.view(), expert_rows_.device.view(),
                                                 expert_weights_.device.view()},
                          vk::shader::MoeCombineParams{n, c.dim, spec.n_used, dim_s_, dim_s_});
   mark(cmd, "expert.combine");
   barrier(cmd);
+  if (L.post_norm_experts.valid()) {
+    ops_->rmsnorm(cmd, target, dim_s_, L.post_norm_experts.view(), target, dim_s_, n, c.dim, c.norm_eps);
+    mark(cmd, "expert.post_norm");
+    barrier(cmd);
+  }
+  if (L.shared.hidden > 0) {
+    ops_->add(cmd, target, shared_out_.view(), dim_s_, target, dim_s_, n, c.dim);
+    mark(cmd, "shared.add");
+    barrier(cmd);
+  }
+  finish_sublayer(cmd, vk::Buffer{}, L.post_ffn_norm, n);
 }
 
 void VulkanRunner::run_recorded(vk::CommandBuffer& cmd) {

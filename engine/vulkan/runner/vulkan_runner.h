@@ -88,6 +88,8 @@ class VulkanRunner final : public ModelRunner {
   // After a sublayer's product into sublayer_out: its bias, then (post-norm) x += rmsnorm(sub_).
   void finish_sublayer(vk::CommandBuffer& cmd, const vk::Buffer& bias, const vk::Buffer& post_norm, uint32_t n_tokens);
   void record_expert_ffn(vk::CommandBuffer& cmd, uint32_t layer, uint32_t n_tokens);
+  // The shared block beside the experts over xn_ into shared_out_ (post-normed where its norms split).
+  void record_shared_ffn(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n_tokens);
   // Ends the command buffer, runs it and waits, then begins it again: the host reads what the
   // device computed so far (the router's logits) before recording the rest of the step.
   void run_recorded(vk::CommandBuffer& cmd);
@@ -122,6 +124,8 @@ class VulkanRunner final : public ModelRunner {
   uint32_t router_s_ = 0, expert_row_align_ = 1;
   IoBuffer router_logits_, expert_gather_, expert_rows_, expert_weights_;
   vk::Buffer expert_in_, expert_gate_up_, expert_out_;
+  vk::Buffer shared_out_;  // [dim] the shared block's output beside the experts (FfnSpec::has_shared)
+  vk::Buffer router_in_;   // [dim] the router's input where it is not xn_ (RouterInput::kScaledNorm)
   vk::ExpertPlan expert_plan_;
   // Per-step I/O.
   IoBuffer tokens_, positions_, slots_, token_seq_, block_tables_;  // int32 inputs
