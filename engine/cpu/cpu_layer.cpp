@@ -115,6 +115,19 @@ void add_residual(const LlamaConfig& c, const std::vector<float>& post_norm, Cpu
   for (size_t i = 0; i < a.n_tokens * dim; ++i) a.x[i] += a.proj[i];
 }
 
+// Gemma 4's per-layer input of layer l: x += post_norm(proj(gelu(gate x) * its slice of a.per_layer_in)).
+void per_layer_input(const LlamaConfig& c, const PerLayerInputWeights& w, const CpuLayerVectors& lv, size_t l,
+                     CpuActivations& a, ThreadPool* pool, MatmulFn matmul) {
+  const size_t n = a.n_tokens, p = c.per_layer_input_dim, all = p * c.n_layers;
+  matmul(w.gate, a.x.data(), n, a.per_layer_gate.data(), pool);
+  for (size_t t = 0; t < n; ++t) {
+    float* g = &a.per_layer_gate[t * p];
+    ref::gelu_glu(g, g, &a.per_layer_in[t * all + l * p], p);
+  }
+  matmul(w.proj, a.per_layer_gate.data(), n, a.proj.data(), pool);
+  add_residual(c, lv.per_layer_post_norm, a);
+}
+
 }  // namespace
 
 CpuModelVectors::CpuModelVectors(const LlamaModel& model) {
@@ -122,6 +135,7 @@ CpuModelVectors::CpuModelVectors(const LlamaModel& model) {
   const LlamaWeights& w = model.weights();
   output_norm = dequantize_vector(w.output_norm);
   rope_freqs = optional_vector(w.rope_freqs);
+  if (w.per_layer_inputs) per_layer_proj_norm = dequantize_vector(w.per_layer_inputs->proj_norm);
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const LayerWeights& layer = w.layers[l];
     CpuLayerVectors& v = layers.emplace_back();
@@ -157,6 +171,7 @@ CpuModelVectors::CpuModelVectors(const LlamaModel& model) {
     }
     if (layer.router_scale) v.router_in_weight = scaled_norm_router_weight(*layer.router_scale, c.dim);
     if (layer.expert_scale) v.expert_scale = dequantize_vector(*layer.expert_scale);
+    if (layer.per_layer_input) v.per_layer_post_norm = dequantize_vector(layer.per_layer_input->post_norm);
   }
 }
 
@@ -200,17 +215,41 @@ void CpuActivations::resize(const LlamaConfig& c, size_t n) {
   dn_out.resize(n * v_dim);
   dn_update.resize(v_dim);
   if (shared) shared_out.resize(n * c.dim);
+  if (c.per_layer_input_dim > 0) {
+    per_layer_in.resize(n * c.n_layers * c.per_layer_input_dim);
+    per_layer_gate.resize(n * c.per_layer_input_dim);
+  }
 }
 
-void cpu_embed(const LlamaModel& model, const int32_t* tokens, CpuActivations& a) {
-  const size_t dim = model.config().dim;
-  const float scale = model.config().embedding_scale;
-  for (size_t t = 0; t < a.n_tokens; ++t) {
+void cpu_embed(const LlamaModel& model, const CpuModelVectors& vec, const int32_t* tokens, CpuActivations& a,
+               ThreadPool* pool, MatmulFn matmul) {
+  const LlamaConfig& c = model.config();
+  const size_t dim = c.dim, n = a.n_tokens;
+  const float scale = c.embedding_scale;
+  for (size_t t = 0; t < n; ++t) {
     float* x = &a.x[t * dim];
     dequantize_tensor_row(model.weights().token_embd, static_cast<uint64_t>(tokens[t]), x);
     if (scale != 1.0f) {
       for (size_t i = 0; i < dim; ++i) x[i] *= scale;
     }
+  }
+  if (!model.weights().per_layer_inputs) return;
+  // Per-layer inputs (llama.cpp's project_per_layer_inputs): the scaled embedding projected and
+  // scaled by 1/sqrt(dim), each layer's slice RMS-normed, plus the token's own rows times sqrt(P),
+  // the sum times 1/sqrt(2).
+  const PerLayerInputTables& tables = *model.weights().per_layer_inputs;
+  const size_t p = c.per_layer_input_dim, all = p * c.n_layers;
+  const float proj_scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  const float token_scale = std::sqrt(static_cast<float>(p));
+  const float sum_scale = 1.0f / std::sqrt(2.0f);
+  matmul(tables.model_proj, a.x.data(), n, a.per_layer_in.data(), pool);
+  std::vector<float> token_rows(all);
+  for (size_t t = 0; t < n; ++t) {
+    float* in = &a.per_layer_in[t * all];
+    for (size_t i = 0; i < all; ++i) in[i] *= proj_scale;
+    for (size_t l = 0; l < c.n_layers; ++l) ref::rmsnorm(in + l * p, in + l * p, vec.per_layer_proj_norm.data(), p, c.norm_eps);
+    dequantize_tensor_row(tables.token_embd, static_cast<uint64_t>(tokens[t]), token_rows.data());
+    for (size_t i = 0; i < all; ++i) in[i] = (in[i] + token_rows[i] * token_scale) * sum_scale;
   }
 }
 
@@ -248,11 +287,15 @@ void attention_mixer(const LlamaModel& model, const CpuLayerVectors& lv, size_t 
   } else {
     matmul(layer.wq, a.xb.data(), n, a.q.data(), pool);
   }
-  matmul(layer.wk, a.xb.data(), n, a.k.data(), pool);
-  if (spec.attention.value_from_key) {
-    std::copy_n(a.k.data(), n * kv_dim, a.v.data());  // V is the K projection, before K's norm
-  } else {
-    matmul(layer.wv, a.xb.data(), n, a.v.data(), pool);
+  // A KV-sharing layer (Gemma 4) has a query only; its keys and values are another layer's.
+  const bool own_kv = !spec.attention.shares_kv();
+  if (own_kv) {
+    matmul(layer.wk, a.xb.data(), n, a.k.data(), pool);
+    if (spec.attention.value_from_key) {
+      std::copy_n(a.k.data(), n * kv_dim, a.v.data());  // V is the K projection, before K's norm
+    } else {
+      matmul(layer.wv, a.xb.data(), n, a.v.data(), pool);
+    }
   }
   for (size_t t = 0; t < n; ++t) {
     float* q = &a.q[t * q_dim];
@@ -261,12 +304,13 @@ void attention_mixer(const LlamaModel& model, const CpuLayerVectors& lv, size_t 
     // Biases (qwen2, gpt-oss), per-head Q/K norms (qwen3, gemma3), then the layer's rope; K and V go
     // to the cache.
     if (layer.bq) ref::add_bias(q, lv.bq.data(), q_dim);
+    if (layer.attn_q_norm) ref::rmsnorm_heads(q, lv.q_norm.data(), c.n_heads, head_dim, c.norm_eps);
+    ref::rope(q, c.n_heads, head_dim, positions[t], lv.rope);
+    if (!own_kv) continue;
     if (layer.bk) ref::add_bias(k, lv.bk.data(), kv_dim);
     if (layer.bv) ref::add_bias(v, lv.bv.data(), kv_dim);
-    if (layer.attn_q_norm) ref::rmsnorm_heads(q, lv.q_norm.data(), c.n_heads, head_dim, c.norm_eps);
     if (layer.attn_k_norm) ref::rmsnorm_heads(k, lv.k_norm.data(), n_kv_heads, head_dim, c.norm_eps);
     if (!lv.ones.empty()) ref::rmsnorm_heads(v, lv.ones.data(), n_kv_heads, head_dim, c.norm_eps);
-    ref::rope(q, c.n_heads, head_dim, positions[t], lv.rope);
     ref::rope(k, n_kv_heads, head_dim, positions[t], lv.rope);
     kv.store(t, k, v, kv_dim);
   }
@@ -345,6 +389,7 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
     for (size_t i = 0; i < n * dim; ++i) a.proj[i] += a.shared_out[i];
   }
   add_residual(c, lv.post_ffn_norm, a);
+  if (layer.per_layer_input) per_layer_input(c, *layer.per_layer_input, lv, l, a, pool, matmul);
   if (lv.output_scale != 1.0f) {
     for (size_t i = 0; i < n * dim; ++i) a.x[i] *= lv.output_scale;
   }

@@ -37,12 +37,14 @@ struct CpuLayerVectors {
   std::vector<float> post_norm_shared, pre_norm_experts, post_norm_experts;  // [dim]
   std::vector<float> router_in_weight;               // [dim]
   std::vector<float> expert_scale;                   // [n_experts]
+  std::vector<float> per_layer_post_norm;            // [dim] after the layer's per-layer input addition
   ref::RopeParams rope;  // this layer's rope (freq_factors points into CpuModelVectors::rope_freqs)
 };
 struct CpuModelVectors {
   std::vector<CpuLayerVectors> layers;
   std::vector<float> output_norm;  // [dim]
   std::vector<float> rope_freqs;   // [rope_dim / 2]
+  std::vector<float> per_layer_proj_norm;  // [P] per-layer inputs' norm (LlamaConfig::per_layer_input_dim)
 
   explicit CpuModelVectors(const LlamaModel& model);
   CpuModelVectors(const CpuModelVectors&) = delete;  // rope.freq_factors points into this object
@@ -76,6 +78,8 @@ struct CpuActivations {
   // the gated output [n, V], and each head's delta-rule update [V].
   std::vector<float> dn_qkv, dn_z, dn_beta, dn_alpha, dn_out, dn_update;
   std::vector<float> shared_out;  // the shared expert's output [n, dim]
+  // Per-layer inputs [n, n_layers * P], and one layer's gated slice [n, P] (LlamaConfig::per_layer_input_dim).
+  std::vector<float> per_layer_in, per_layer_gate;
   void resize(const LlamaConfig& c, size_t n);
 };
 
@@ -95,12 +99,14 @@ class LayerKv {
   virtual RecurrentState recurrent_state(size_t t) = 0;
 };
 
-// a.x[t] = the embedding of tokens[t] (ids already validated).
-void cpu_embed(const LlamaModel& model, const int32_t* tokens, CpuActivations& a);
-
 // The weight products of a forward pass (ref::matmul's contract): the float reference for the
 // oracle (CpuModel), the quantized integer kernels (cpuq::qmatmul) for the serving runner.
 using MatmulFn = void (*)(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool);
+
+// a.x[t] = the embedding of tokens[t] (ids already validated), and where the model has them the
+// tokens' per-layer inputs (a.per_layer_in).
+void cpu_embed(const LlamaModel& model, const CpuModelVectors& vec, const int32_t* tokens, CpuActivations& a,
+               ThreadPool* pool, MatmulFn matmul);
 
 // Runs layer l over every token of a (positions[t] is token t's position), updating a.x.
 void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, const int32_t* positions,

@@ -50,7 +50,7 @@ CpuModel::CpuModel(const LlamaModel& model, int threads, int32_t max_seq_len)
   max_seq_len_ = max_seq_len > 0 ? max_seq_len : static_cast<int32_t>(std::min<uint32_t>(c.context_length, 4096));
   if (max_seq_len_ <= 0) max_seq_len_ = 4096;
   for (size_t l = 0; l < c.n_layers; ++l) {
-    const bool attention = c.layers[l].mixer == Mixer::kAttention;
+    const bool attention = c.layers[l].mixer == Mixer::kAttention && !c.layers[l].attention.shares_kv();
     key_cache_.emplace_back(attention ? static_cast<size_t>(max_seq_len_) * c.kv_dim() : 0);
     value_cache_.emplace_back(attention ? static_cast<size_t>(max_seq_len_) * c.kv_dim() : 0);
   }
@@ -77,9 +77,10 @@ const std::vector<float>& CpuModel::forward(int32_t token, int32_t pos) {
     }
     if (pos == 0) states_.reset(0);
   }
-  cpu_embed(model_, &token, acts_);
+  cpu_embed(model_, *vectors_, &token, acts_, &pool_, &ref::matmul);
   for (size_t l = 0; l < c.n_layers; ++l) {
-    ContiguousKv kv(c, key_cache_[l].data(), value_cache_[l].data(), pos, states_.at(l, 0));
+    const size_t kv_l = c.kv_layer(static_cast<uint32_t>(l));  // a KV-sharing layer reads another's cache
+    ContiguousKv kv(c, key_cache_[kv_l].data(), value_cache_[kv_l].data(), pos, states_.at(l, 0));
     cpu_layer(model_, *vectors_, l, &pos, acts_, kv, &pool_, &ref::matmul);
   }
   const size_t row = 0;

@@ -43,8 +43,9 @@ CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
   const size_t kv_dim = model.config().kv_dim();
   require_kv_type_fits(model.config(), options_.kv_type);
   for (size_t l = 0; l < model.config().n_layers; ++l) {
-    // A DeltaNet layer keeps no keys or values.
-    const size_t rows = model.config().layers[l].mixer == Mixer::kAttention ? slots * kv_dim : 0;
+    // A DeltaNet layer keeps no keys or values, nor does a layer that reads another's.
+    const LayerSpec& spec = model.config().layers[l];
+    const size_t rows = spec.mixer == Mixer::kAttention && !spec.attention.shares_kv() ? slots * kv_dim : 0;
     if (q8()) {
       key_q8_.emplace_back(rows);
       value_q8_.emplace_back(rows);
@@ -181,15 +182,16 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
   }
   CpuActivations& acts = acts_;
   acts.resize(c, n);
-  cpu_embed(model_, batch.tokens.data(), acts);
+  cpu_embed(model_, *vectors_, batch.tokens.data(), acts, &pool_, kQuantizedMatmul);
   for (size_t l = 0; l < c.n_layers; ++l) {
     const size_t block_size = static_cast<size_t>(options_.block_size);
+    const size_t kv_l = c.kv_layer(static_cast<uint32_t>(l));  // a KV-sharing layer reads another's pools
     if (q8()) {
-      PagedKvQ8 kv(c, batch, token_seq_, block_size, states_, l, key_q8_[l].data(), key_scales_[l].data(), value_q8_[l].data(),
-                   value_scales_[l].data());
+      PagedKvQ8 kv(c, batch, token_seq_, block_size, states_, l, key_q8_[kv_l].data(), key_scales_[kv_l].data(),
+                   value_q8_[kv_l].data(), value_scales_[kv_l].data());
       cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
     } else {
-      PagedKv kv(c, batch, token_seq_, block_size, states_, l, key_pool_[l].data(), value_pool_[l].data());
+      PagedKv kv(c, batch, token_seq_, block_size, states_, l, key_pool_[kv_l].data(), value_pool_[kv_l].data());
       cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
     }
   }

@@ -69,7 +69,11 @@ struct AttentionSpec {
   // attn_q holds, per head, the query rows then as many gate rows; the attention output is
   // multiplied by sigmoid(gate) before attn_output (Qwen3.5's full-attention layers).
   bool output_gate = false;
+  // A KV-sharing layer (Gemma 4's last attention.shared_kv_layers) has no K/V of its own: its query
+  // attends to the cache of layer kv_from (the last earlier layer of its kind). -1: its own cache.
+  int32_t kv_from = -1;
   bool windowed() const { return window > 0; }
+  bool shares_kv() const { return kv_from >= 0; }
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
 };
 

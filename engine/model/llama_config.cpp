@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "engine/common/error.h"
 #include "engine/gguf/file_type.h"
@@ -169,13 +170,6 @@ std::vector<uint32_t> read_kv_heads(const gguf::GgufFile& file, const KeyReader&
 // c.head_dim and c.n_kv_heads become the widest layer's (the sizes of per-token buffers and KV rows).
 void read_attention(const gguf::GgufFile& file, const KeyReader& keys, const ArchitectureInfo& arch,
                     const std::vector<uint32_t>& kv_heads, LlamaConfig& c) {
-  for (const char* key : {"attention.shared_kv_layers", "embedding_length_per_layer_input"}) {
-    if (const auto n = file.get_int(keys.key(key)); n && *n > 0) {
-      throw Error(ErrorCode::kUnsupported, keys.key(key) + " = " + std::to_string(*n) +
-                                               ": Gemma 4's KV-sharing layers and per-layer inputs (the small \"E\" "
-                                               "models) are not supported yet");
-    }
-  }
   AttentionSpec global;
   global.head_dim = c.head_dim;
   global.rope_dim = c.rope_dim;
@@ -235,6 +229,45 @@ void read_attention(const gguf::GgufFile& file, const KeyReader& keys, const Arc
     if (sliding[l]) c.layers[l].attention = local;
   }
   finish();
+}
+
+// Gemma 4's "E" models: the last attention.shared_kv_layers layers read the cache of the last
+// earlier layer of their kind (llama.cpp: n_layer - shared - 2 for window layers, - 1 for global
+// ones); per-layer inputs of embedding_length_per_layer_input values.
+void read_kv_sharing_and_per_layer_inputs(const gguf::GgufFile& file, const KeyReader& keys,
+                                          const ArchitectureInfo& arch, LlamaConfig& c) {
+  const auto shared = file.get_int(keys.key("attention.shared_kv_layers"));
+  const auto per_layer = file.get_int(keys.key("embedding_length_per_layer_input"));
+  if (arch.arch != Arch::kGemma4) {
+    for (const auto& [key, n] : {std::pair{"attention.shared_kv_layers", shared}, std::pair{"embedding_length_per_layer_input", per_layer}}) {
+      if (n && *n > 0) {
+        throw Error(ErrorCode::kUnsupported, keys.key(key) + " = " + std::to_string(*n) + " is not supported for " +
+                                                 std::string(arch.name) + " (it runs for gemma4)");
+      }
+    }
+    return;
+  }
+  if (per_layer && (*per_layer < 0 || *per_layer > kMaxDim)) inconsistent("embedding_length_per_layer_input is out of range");
+  c.per_layer_input_dim = per_layer ? static_cast<uint32_t>(*per_layer) : 0;
+  if (!shared || *shared <= 0) return;
+  const int64_t first_shared = int64_t{c.n_layers} - *shared;
+  if (first_shared < 2) {
+    inconsistent("attention.shared_kv_layers " + std::to_string(*shared) + " leaves fewer than 2 of " +
+                 std::to_string(c.n_layers) + " layers with their own keys and values");
+  }
+  for (uint32_t l = static_cast<uint32_t>(first_shared); l < c.n_layers; ++l) {
+    AttentionSpec& a = c.layers[l].attention;
+    const uint32_t from = static_cast<uint32_t>(first_shared - (a.windowed() ? 2 : 1));
+    const AttentionSpec& source = c.layers[from].attention;
+    if (c.layers[from].mixer != Mixer::kAttention || source.windowed() != a.windowed() ||
+        source.head_dim != a.head_dim || source.n_kv_heads != a.n_kv_heads) {
+      throw Error(ErrorCode::kUnsupported, "layer " + std::to_string(l) + " shares the keys and values of layer " +
+                                               std::to_string(from) + ", whose attention differs (kind or head size); "
+                                               "vkstream shares a cache only between layers of one kind, as llama.cpp's "
+                                               "Gemma 4 files have them");
+    }
+    a.kv_from = static_cast<int32_t>(from);
+  }
 }
 
 // Which layers are Gated DeltaNet, as llama.cpp decides: <arch>.attention.recurrent_layers (one
@@ -311,7 +344,8 @@ bool LlamaConfig::has_recurrent_layers() const {
 
 uint64_t LlamaConfig::n_attention_layers() const {
   return static_cast<uint64_t>(
-      std::count_if(layers.begin(), layers.end(), [](const LayerSpec& l) { return l.mixer == Mixer::kAttention; }));
+      std::count_if(layers.begin(), layers.end(),
+                    [](const LayerSpec& l) { return l.mixer == Mixer::kAttention && !l.attention.shares_kv(); }));
 }
 
 ParameterCounts count_parameters(const LlamaConfig& c) {
@@ -325,13 +359,18 @@ ParameterCounts count_parameters(const LlamaConfig& c) {
     // DeltaNet: attn_qkv, attn_gate (z), ssm_out, ssm_beta and ssm_alpha.
     const uint64_t mixer = l.mixer == Mixer::kDeltaNet
                                ? d * (dn.conv_channels() + 2 * dn.v_dim() + 2 * dn.n_v_heads)
-                               : d * q_dim * (1 + gated_q) + 2 * d * l.attention.kv_dim();
+                               : d * q_dim * (1 + gated_q) + (l.attention.shares_kv() ? 0 : 2 * d * l.attention.kv_dim());
     const uint64_t expert = 3 * d * l.ffn.hidden;
     const uint64_t router = l.ffn.routed() ? d * l.ffn.n_experts : 0;
     const uint64_t shared = 3 * d * l.ffn.shared_hidden;
     n.total += mixer + router + shared + expert * l.ffn.n_experts;
     n.active += mixer + router + shared + expert * l.ffn.n_used;
   }
+  // Per-layer inputs: their token table and projection, and each layer's gate and projection.
+  const uint64_t per_layer = uint64_t{c.per_layer_input_dim} * c.n_layers;
+  const uint64_t per_layer_params = per_layer * (c.vocab_size + d) + per_layer * 2 * d;
+  n.total += per_layer_params;
+  n.active += per_layer_params;
   return n;
 }
 
@@ -435,6 +474,7 @@ LlamaConfig LlamaConfig::from_gguf(const gguf::GgufFile& file) {
   }
   c.layers.assign(c.n_layers, layer);
   read_attention(file, keys, *info, kv_heads, c);
+  read_kv_sharing_and_per_layer_inputs(file, keys, *info, c);
   if (info->deltanet_layers) read_deltanet(file, keys, c);
   return c;
 }

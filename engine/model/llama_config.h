@@ -50,6 +50,9 @@ struct LlamaConfig {
   uint32_t n_experts = 0;
   uint32_t n_experts_used = 0;
   uint32_t expert_hidden_dim = 0;
+  // Gemma 4's per-layer inputs (<arch>.embedding_length_per_layer_input; 0: none): each layer gets a
+  // slice of this width from the token and the input embedding, gating an addition at its end.
+  uint32_t per_layer_input_dim = 0;
   std::vector<LayerSpec> layers;     // [n_layers] what each layer does
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
   // The widest sliding window of any layer, 0 when every layer attends to every position.
@@ -61,6 +64,10 @@ struct LlamaConfig {
   // cannot hold: such a model cannot reuse a cached prefix or roll back drafted tokens.
   bool has_recurrent_layers() const;
   uint64_t n_attention_layers() const;  // the layers that keep keys and values (the KV pool's)
+  // The layer whose keys and values layer l reads (itself unless it shares another's).
+  uint32_t kv_layer(uint32_t l) const {
+    return layers[l].attention.shares_kv() ? static_cast<uint32_t>(layers[l].attention.kv_from) : l;
+  }
 
   // Throws vks::Error(kUnsupported) for an architecture not in the table (naming the supported
   // ones) and kCorrupt for missing or inconsistent keys, naming the key.

@@ -162,7 +162,8 @@ class TensorBinder {
         "layer_output_scale.weight", "attn_gate.weight", "ssm_conv1d.weight", "ssm_dt.bias", "ssm_a",
         "ssm_beta.weight", "ssm_alpha.weight", "ssm_norm.weight", "ssm_out.weight", "ffn_gate_inp_shexp.weight",
         "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight", "ffn_gate_inp.scale",
-        "ffn_down_exps.scale", "pre_ffw_norm_2.weight", "post_ffw_norm_1.weight", "post_ffw_norm_2.weight"};
+        "ffn_down_exps.scale", "pre_ffw_norm_2.weight", "post_ffw_norm_1.weight", "post_ffw_norm_2.weight",
+        "inp_gate.weight", "proj.weight", "post_norm.weight"};
     const size_t dot = missing.find('.', 4);
     if (missing.rfind("blk.", 0) != 0 || dot == std::string::npos) return;
     const std::string block = missing.substr(0, dot + 1);
@@ -258,6 +259,8 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
       L.wq = qkv.rows_slice(0, q_dim);
       L.wk = qkv.rows_slice(q_dim, kv_dim);
       L.wv = qkv.rows_slice(q_dim + kv_dim, kv_dim);
+    } else if (attention.shares_kv()) {  // Gemma 4: a query of its own over another layer's cache
+      L.wq = bind.matrix(p + "attn_q.weight", q_dim, c.dim);
     } else {
       L.wq = bind.matrix(p + "attn_q.weight", attention.output_gate ? 2 * q_dim : q_dim, c.dim);
       L.wk = bind.matrix(p + "attn_k.weight", kv_dim, c.dim);
@@ -289,7 +292,13 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
     L.bv = bind.optional_vector(p + "attn_v.bias", kv_dim, arch.qkv_bias);
     const TensorRule qk_norm = deltanet ? TensorRule::kAbsent : arch.qk_norm;
     L.attn_q_norm = bind.optional_vector(p + "attn_q_norm.weight", attention.head_dim, qk_norm);
-    L.attn_k_norm = bind.optional_vector(p + "attn_k_norm.weight", attention.head_dim, qk_norm);
+    L.attn_k_norm = bind.optional_vector(p + "attn_k_norm.weight", attention.head_dim,
+                                         attention.shares_kv() ? TensorRule::kAbsent : qk_norm);
+    if (c.per_layer_input_dim > 0) {
+      L.per_layer_input = PerLayerInputWeights{bind.matrix(p + "inp_gate.weight", c.per_layer_input_dim, c.dim),
+                                               bind.matrix(p + "proj.weight", c.dim, c.per_layer_input_dim),
+                                               bind.vector(p + "post_norm.weight", c.dim)};
+    }
     if (ffn.has_shared()) {
       // Gemma 4's shared block is its dense MLP, under the dense names.
       const std::string suffix = ffn.split_norms ? ".weight" : "_shexp.weight";
@@ -319,6 +328,12 @@ std::unique_ptr<LlamaModel> LlamaModel::from_file(gguf::GgufFile file) {
       L.b_down = bind.vector_stack(p + "ffn_down_exps.bias", c.dim, ffn.n_experts);
     }
   }
+  if (c.per_layer_input_dim > 0) {
+    const uint64_t all = uint64_t{c.per_layer_input_dim} * c.n_layers;
+    w.per_layer_inputs = PerLayerInputTables{bind.matrix("per_layer_token_embd.weight", c.vocab_size, all),
+                                             bind.matrix("per_layer_model_proj.weight", all, c.dim),
+                                             bind.vector("per_layer_proj_norm.weight", c.per_layer_input_dim)};
+  }
   w.output_norm = bind.vector("output_norm.weight", c.dim);
   w.output = bind.optional_matrix("output.weight", c.vocab_size, c.dim).value_or(w.token_embd);
   w.rope_freqs = bind.optional_vector("rope_freqs.weight", c.rope_dim / 2, arch.rope_freqs);
@@ -346,12 +361,15 @@ std::vector<const TensorRef*> step_matrices(const LlamaWeights& w) {
       const DeltaNetWeights& d = *l.deltanet;
       out.insert(out.end(), {&d.qkv, &d.z, &d.beta, &d.alpha, &d.out});
     } else {
-      out.insert(out.end(), {&l.wq, &l.wk, &l.wo});
+      out.insert(out.end(), {&l.wq, &l.wo});
+      if (l.wk.data != nullptr) out.push_back(&l.wk);     // none in a KV-sharing layer
       if (l.wv.data != l.wk.data) out.push_back(&l.wv);  // Gemma 4's global layers reuse K for V
     }
     if (l.router) out.push_back(&*l.router);
     if (l.shared) out.insert(out.end(), {&l.shared->gate, &l.shared->up, &l.shared->down});
+    if (l.per_layer_input) out.insert(out.end(), {&l.per_layer_input->gate, &l.per_layer_input->proj});
   }
+  if (w.per_layer_inputs) out.push_back(&w.per_layer_inputs->model_proj);
   out.push_back(&w.output);
   return out;
 }

@@ -56,11 +56,27 @@ struct SplitFfnNorms {
   TensorRef post_experts;  // [dim] blk.N.post_ffw_norm_2.weight: after the experts' sum
 };
 
+// A layer's use of its per-layer input (LlamaConfig::per_layer_input_dim P; Gemma 4's "E" models):
+// x += post_norm(proj(gelu(gate x) * its slice of the per-layer inputs)).
+struct PerLayerInputWeights {
+  TensorRef gate;       // [P, dim] blk.N.inp_gate.weight
+  TensorRef proj;       // [dim, P] blk.N.proj.weight
+  TensorRef post_norm;  // [dim]    blk.N.post_norm.weight (F32)
+};
+
+// The per-layer inputs of a step's tokens (L layers of P values each): (rmsnorm_P(model_proj(e) /
+// sqrt(dim)) + token_embd[t] * sqrt(P)) / sqrt(2), e the scaled input embedding.
+struct PerLayerInputTables {
+  TensorRef token_embd;  // [vocab, L*P] per_layer_token_embd.weight
+  TensorRef model_proj;  // [L*P, dim]   per_layer_model_proj.weight
+  TensorRef proj_norm;   // [P]          per_layer_proj_norm.weight (F32)
+};
+
 struct LayerWeights {
   TensorRef attn_norm;  // [dim]                          blk.N.attn_norm.weight (F32)
   // Attention layers (Mixer::kAttention); a DeltaNet layer leaves these empty and has `deltanet`.
   TensorRef wq;         // [n_heads*head_dim, dim]        blk.N.attn_q.weight (x2 rows with an output gate)
-  TensorRef wk;         // [n_kv_heads*head_dim, dim]     blk.N.attn_k.weight
+  TensorRef wk;         // [n_kv_heads*head_dim, dim]     blk.N.attn_k.weight (none where the layer shares KV)
   TensorRef wv;         // [n_kv_heads*head_dim, dim]     blk.N.attn_v.weight
   TensorRef wo;         // [dim, n_heads*head_dim]        blk.N.attn_output.weight
   TensorRef ffn_norm;   // [dim]                          blk.N.ffn_norm.weight (F32)
@@ -90,6 +106,7 @@ struct LayerWeights {
   std::optional<SplitFfnNorms> split_norms;   // FfnSpec::split_norms
   std::optional<TensorRef> router_scale;      // [dim] blk.N.ffn_gate_inp.scale (RouterInput::kScaledNorm)
   std::optional<TensorRef> expert_scale;      // [E]   blk.N.ffn_down_exps.scale (FfnSpec::expert_scales)
+  std::optional<PerLayerInputWeights> per_layer_input;  // LlamaConfig::per_layer_input_dim > 0
 };
 
 struct LlamaWeights {
@@ -100,6 +117,7 @@ struct LlamaWeights {
   // [rope_dim/2] rope_freqs.weight (F32): rope frequency i is divided by rope_freqs[i] (Llama 3.1
   // rope scaling, precomputed by llama.cpp's converter).
   std::optional<TensorRef> rope_freqs;
+  std::optional<PerLayerInputTables> per_layer_inputs;  // LlamaConfig::per_layer_input_dim > 0
 };
 
 class LlamaModel {

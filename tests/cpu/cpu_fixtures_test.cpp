@@ -204,7 +204,7 @@ TEST_P(FloatRefFixture, MatchesFloatReference) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, FloatRefFixture,
                          ::testing::Values("gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny", "gpt-oss-yarn-tiny",
-                                           "gemma4-dense-tiny", "gemma4-moe-tiny"),
+                                           "gemma4-dense-tiny", "gemma4-moe-tiny", "gemma4-e-tiny"),
                          test_name);
 
 TEST(LlamaCppFixtureModels, DescribeTheirArchitecture) {
@@ -262,16 +262,14 @@ TEST(LlamaCppFixtureModels, DescribeTheirArchitecture) {
   EXPECT_TRUE(g4moe.expert_scales);
   EXPECT_TRUE(gemma4_moe->weights().layers[4].split_norms.has_value());
   EXPECT_FALSE(gemma4->config().layers[0].ffn.routed());
-  // The "E" models (per-layer inputs, shared KV) are refused, saying so.
-  for (const char* refused : {"gemma4-e-tiny.gguf"}) {
-    try {
-      LlamaModel::load(test::model_path(refused));
-      ADD_FAILURE() << refused << " loaded";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
-      EXPECT_NE(std::string(e.what()).find("not supported"), std::string::npos) << e.what();
-    }
-  }
+  // The "E" models: per-layer inputs of 16, layers 4 (window) and 5 (global) reading the caches of
+  // layers 2 and 3, which keep the only K/V pools of their kinds past them.
+  const auto gemma4_e = LlamaModel::load(test::model_path("gemma4-e-tiny.gguf"));
+  EXPECT_EQ(gemma4_e->config().per_layer_input_dim, 16u);
+  for (uint32_t l = 0; l < 6; ++l) EXPECT_EQ(gemma4_e->config().kv_layer(l), l < 4 ? l : l - 2) << "layer " << l;
+  EXPECT_EQ(gemma4_e->config().n_attention_layers(), 4u);
+  EXPECT_EQ(gemma4_e->weights().layers[4].wk.data, nullptr);
+  EXPECT_TRUE(gemma4_e->weights().per_layer_inputs.has_value());
   const auto llama3 = LlamaModel::load(test::model_path("llama3-rope-freqs-tiny.gguf"));
   ASSERT_TRUE(llama3->weights().rope_freqs.has_value());
   EXPECT_EQ(llama3->weights().rope_freqs->cols, 16u);
