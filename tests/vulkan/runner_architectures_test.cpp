@@ -72,7 +72,8 @@ INSTANTIATE_TEST_SUITE_P(Models, RunnerArchitectures,
                          ::testing::Values(ArchitectureCase{"qwen3moe-tiny", true}, ArchitectureCase{"gemma2-tiny", false},
                                            ArchitectureCase{"gemma3-tiny", false}, ArchitectureCase{"gpt-oss-tiny", false},
                                            ArchitectureCase{"gemma4-dense-tiny", false},
-                                           ArchitectureCase{"gemma4-moe-tiny", true}),
+                                           ArchitectureCase{"gemma4-moe-tiny", true},
+                                           ArchitectureCase{"gemma4-e-tiny", false}),
                          case_name);
 
 }  // namespace

@@ -109,6 +109,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Fixture{"gemma4-dense-tiny.gguf", "gemma4-dense-tiny.floatref", 32},
                       // A dense MLP beside the experts, split norms, the scaled-norm router, expert scales.
                       Fixture{"gemma4-moe-tiny.gguf", "gemma4-moe-tiny.floatref", 32},
+                      // Per-layer inputs, KV-sharing layers.
+                      Fixture{"gemma4-e-tiny.gguf", "gemma4-e-tiny.floatref", 32},
                       Fixture{"kquant-q4_k_m.gguf", "kquant-q4_k_m.floatref", 8},
                       Fixture{"kquant-q5_k_m.gguf", "kquant-q5_k_m.floatref", 8},
                       Fixture{"kquant-q6_k.gguf", "kquant-q6_k.floatref", 8},

@@ -14,6 +14,7 @@ LlamaConfig tinyllama() {
   c.n_heads = 32;
   c.n_kv_heads = 4;
   c.head_dim = 64;
+  c.layers.resize(c.n_layers);
   return c;
 }
 
@@ -25,6 +26,20 @@ TEST(RunnerKvCache, SizesFromBudgetOrCount) {
   EXPECT_EQ(s.v_pool_bytes(), 100ull * 8192);
   EXPECT_EQ(s.total_bytes(), 44ull * 8192 * 100);
   EXPECT_EQ(plan_kv_cache(c, 16, 7, 0, 128ull << 20).num_blocks, 7);
+}
+
+TEST(RunnerKvCache, KvSharingLayersHaveNoPoolsOfTheirOwn) {
+  LlamaConfig c = tinyllama();  // Gemma 4 E-style: the last 2 layers read layers 19 and 20's pools
+  c.layers[20].attention.window = 16;
+  c.layers[18].attention.window = 16;
+  c.layers[21].attention.kv_from = 19;
+  c.layers[20].attention.kv_from = 18;
+  const KvCacheShape s = plan_kv_cache(c, 16, 0, 40ull * 8192 * 100, 128ull << 20);
+  EXPECT_EQ(s.n_layers, 20u);
+  EXPECT_EQ(s.num_blocks, 100);  // the budget of 40 pools, not 44
+  EXPECT_EQ(s.layer_pool[19], 19u);
+  EXPECT_EQ(s.layer_pool[21], 19u);
+  EXPECT_EQ(s.layer_pool[20], 18u);
 }
 
 TEST(RunnerKvCache, Q8PoolsHoldMoreBlocksInTheSameBudget) {

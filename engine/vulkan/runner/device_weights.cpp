@@ -43,8 +43,12 @@ DeviceMatrix upload_stacked(const Device& device, std::span<const TensorRef* con
 
 // Q, K, V in row order, each run of one type stacked into one matrix.
 std::vector<DeviceLayerWeights::RowBlock> upload_qkv(const Device& device, const LayerWeights& lw, ThreadPool& pool) {
-  const std::array<const TensorRef*, 3> parts{&lw.wq, &lw.wk, &lw.wv};
   std::vector<DeviceLayerWeights::RowBlock> blocks;
+  if (lw.wk.data == nullptr) {  // a KV-sharing layer: Q only
+    blocks.push_back({upload_matrix(device, lw.wq, 0, &pool), 0});
+    return blocks;
+  }
+  const std::array<const TensorRef*, 3> parts{&lw.wq, &lw.wk, &lw.wv};
   uint32_t row = 0;
   for (size_t i = 0; i < parts.size();) {
     size_t end = i + 1;
@@ -131,12 +135,22 @@ void check_weights_fit(const Device& device, const LlamaModel& model) {
   };
   add(w.token_embd);
   if (w.output.data != w.token_embd.data) add(w.output);
+  if (w.per_layer_inputs) {
+    add(w.per_layer_inputs->token_embd);
+    add(w.per_layer_inputs->model_proj);
+  }
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const LayerWeights& lw = w.layers[l];
-    for (const TensorRef* t : {&lw.wq, &lw.wk, &lw.wv, &lw.wo}) add(*t);
+    for (const TensorRef* t : {&lw.wq, &lw.wk, &lw.wv, &lw.wo}) {
+      if (t->data != nullptr) add(*t);
+    }
     if (lw.router) add(*lw.router);
     if (lw.shared) {
       for (const TensorRef* t : {&lw.shared->gate, &lw.shared->up, &lw.shared->down}) add(*t);
+    }
+    if (lw.per_layer_input) {
+      add(lw.per_layer_input->gate);
+      add(lw.per_layer_input->proj);
     }
     const FfnSpec& ffn = c.layers[l].ffn;
     for (uint32_t e = 0; e < ffn.n_experts; ++e) {
@@ -207,9 +221,17 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
     }
     if (lw.router_scale) d.router_in_weight = upload_floats(device, scaled_norm_router_weight(*lw.router_scale, model.config().dim));
     if (lw.expert_scale) d.expert_scale = dequantize_vector(*lw.expert_scale);
+    if (lw.per_layer_input) {
+      d.per_layer_gate = upload_matrix(device, lw.per_layer_input->gate, 0, &pool);
+      d.per_layer_proj = upload_matrix(device, lw.per_layer_input->proj, 0, &pool);
+      d.per_layer_post_norm = upload_vector_f32(device, lw.per_layer_input->post_norm);
+      dw->bytes += matrix_bytes(d.per_layer_gate) + matrix_bytes(d.per_layer_proj);
+    }
     const AttentionSpec& attention = model.config().layers[l].attention;
     d.bqkv = upload_qkv_bias(device, lw, uint64_t{model.config().n_heads} * attention.head_dim, attention.kv_dim());
-    if (attention.value_norm) d.value_norm = upload_floats(device, std::vector<float>(attention.head_dim, 1.0f));
+    if (attention.value_norm && !attention.shares_kv()) {
+      d.value_norm = upload_floats(device, std::vector<float>(attention.head_dim, 1.0f));
+    }
     if (lw.output_scale) d.output_scale = dequantize_vector(*lw.output_scale).front();
     if (lw.attn_q_norm) d.q_norm = upload_vector_f32(device, *lw.attn_q_norm);
     if (lw.attn_k_norm) d.k_norm = upload_vector_f32(device, *lw.attn_k_norm);
@@ -235,6 +257,12 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
     d.rope_angle_scale = ref::rope_angle_scale(rope);
     d.rope_mscale_extra = rope.mscale_extra;
     dw->bytes += matrix_bytes(d.wo);
+  }
+  if (w.per_layer_inputs) {
+    dw->per_layer_token_embd = upload_matrix(device, w.per_layer_inputs->token_embd, 0, &pool);
+    dw->per_layer_model_proj = upload_matrix(device, w.per_layer_inputs->model_proj, 0, &pool);
+    dw->per_layer_proj_norm = upload_vector_f32(device, w.per_layer_inputs->proj_norm);
+    dw->bytes += matrix_bytes(dw->per_layer_token_embd) + matrix_bytes(dw->per_layer_model_proj);
   }
   dw->output_norm = upload_vector_f32(device, w.output_norm);
   dw->tied = model.config().tied_embeddings || w.output.data == w.token_embd.data;

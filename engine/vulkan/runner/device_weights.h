@@ -46,6 +46,11 @@ struct DeviceLayerWeights {
   Buffer post_norm_shared, pre_norm_experts, post_norm_experts;  // f32 [dim]
   Buffer router_in_weight;      // f32 [dim]: ffn_gate_inp.scale / sqrt(dim) (RouterInput::kScaledNorm)
   std::vector<float> expert_scale;  // [n_experts] on the host, folded into the routing weights
+  // The layer's per-layer input (LlamaConfig::per_layer_input_dim P; rows 0 where there is none):
+  // x += post_norm(proj(gelu(gate x) * its slice)).
+  DeviceMatrix per_layer_gate;  // [P, dim]
+  DeviceMatrix per_layer_proj;  // [dim, P]
+  Buffer per_layer_post_norm;   // f32 [dim]
   // Optional tensors of some architectures (invalid Buffer = absent; the forward branches on them).
   Buffer bqkv;                  // f32 [q_dim + 2*kv_dim]: bq | bk | bv (qwen2; absent parts zero)
   Buffer q_norm, k_norm;        // f32 [head_dim]: per-head RMSNorm of Q and K (qwen3)
@@ -80,6 +85,10 @@ struct DeviceWeights {
   // The distinct rope tables of the layers (local and global layers differ): a few, not one a layer.
   std::vector<Buffer> rope_tables;
   const DeviceMatrix& output() const { return tied ? token_embd : output_own; }
+  // Per-layer inputs (LlamaConfig::per_layer_input_dim P, L layers; rows 0 where there are none).
+  DeviceMatrix per_layer_token_embd;  // [vocab, L*P]
+  DeviceMatrix per_layer_model_proj;  // [L*P, dim]
+  Buffer per_layer_proj_norm;         // f32 [P]
   uint64_t bytes = 0;           // device bytes of all weights
 };
 

@@ -22,7 +22,10 @@ KvCacheShape plan_kv_cache(const LlamaConfig& config, int32_t block_size, int32_
   KvCacheShape s;
   s.block_size = block_size;
   s.kv_dim = config.kv_dim();
-  s.n_layers = config.n_layers;
+  for (uint32_t l = 0; l < config.n_layers; ++l) {
+    const uint32_t source = config.kv_layer(l);
+    s.layer_pool.push_back(source == l ? s.n_layers++ : s.layer_pool[source]);
+  }
   s.k_type = k_type;
   s.v_type = v_type;
   // One block of every layer's K and V pools, and of the larger pool of one layer.

@@ -16,7 +16,9 @@ struct KvCacheShape {
   int32_t block_size = 16;
   int32_t num_blocks = 0;
   uint32_t kv_dim = 0;
-  uint32_t n_layers = 0;
+  uint32_t n_layers = 0;  // pools of K and of V: the layers that keep their own
+  // [model layers] the pool each layer writes and reads (a KV-sharing layer: its source's).
+  std::vector<uint32_t> layer_pool;
   KvType k_type = KvType::kF16;
   KvType v_type = KvType::kF16;
   uint64_t n_slots() const { return uint64_t(num_blocks) * uint64_t(block_size); }
@@ -42,15 +44,15 @@ class KvCache {
  public:
   KvCache(const Device& device, const KvCacheShape& shape);
   const KvCacheShape& shape() const { return shape_; }
-  BufferView k(uint32_t layer) const { return k_[layer].view(); }
-  BufferView v(uint32_t layer) const { return v_[layer].view(); }
-  const Buffer& k_buffer(uint32_t layer) const { return k_[layer]; }
-  const Buffer& v_buffer(uint32_t layer) const { return v_[layer]; }
+  BufferView k(uint32_t layer) const { return k_[shape_.layer_pool[layer]].view(); }
+  BufferView v(uint32_t layer) const { return v_[shape_.layer_pool[layer]].view(); }
+  const Buffer& k_buffer(uint32_t layer) const { return k_[shape_.layer_pool[layer]]; }
+  const Buffer& v_buffer(uint32_t layer) const { return v_[shape_.layer_pool[layer]]; }
   uint32_t n_slots() const { return static_cast<uint32_t>(shape_.num_blocks * shape_.block_size); }
 
  private:
   KvCacheShape shape_;
-  std::vector<Buffer> k_, v_;  // [n_layers], each [n_slots][kv_dim] values of its type
+  std::vector<Buffer> k_, v_;  // [shape.n_layers], each [n_slots][kv_dim] values of its type
 };
 
 }  // namespace vks::vk

@@ -116,7 +116,23 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   gate_up_ = activation(T, gate_up_s_, "gate_up", true);
   xo_ = activation(S, dim_s_, "output rows", true);
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
-    if ((L.post_attn_norm.valid() || L.post_ffn_norm.valid()) && !sub_.valid()) sub_ = activation(T, dim_s_, "sublayer", false);
+    if ((L.post_attn_norm.valid() || L.post_ffn_norm.valid() || L.per_layer_post_norm.valid()) && !sub_.valid()) {
+      sub_ = activation(T, dim_s_, "sublayer", false);
+    }
+  }
+  if (c.per_layer_input_dim > 0) {
+    // A layer's slice is bound at l * P floats: every slice must start at a bindable offset.
+    const uint64_t slice_bytes = uint64_t{c.per_layer_input_dim} * kF;
+    const uint64_t align = std::max<uint64_t>(device_.info().min_storage_buffer_offset_alignment, 16);
+    if (slice_bytes % align != 0) {
+      throw Error(ErrorCode::kUnsupported, fmt::format("per-layer inputs of {} values ({} bytes) cannot be bound at "
+                                                       "{}-byte offsets on {}; run the model on the CPU (--cpu)",
+                                                       c.per_layer_input_dim, slice_bytes, align, device_.info().name));
+    }
+    per_layer_s_ = align4(c.n_layers * c.per_layer_input_dim);
+    per_layer_in_ = activation(T, per_layer_s_, "per-layer inputs", false);
+    per_layer_tok_ = activation(T, per_layer_s_, "per-layer token rows", false);
+    per_layer_gate_ = activation(T, per_layer_s_, "per-layer gate", true);
   }
   if (ops_->matmul_family() == vk::MatmulFamily::kLanes) {
     // Split states of decode steps over long rows (vk::attention_parallel_splits). Past the binding
@@ -172,7 +188,8 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     cmd_.fill(kv_->v_buffer(l), 0, VK_WHOLE_SIZE, 0);
   }
   for (vk::Buffer* b : {&x_, &xn_, &qkv_, &att_, &gate_up_, &sub_, &xo_, &logits_.device, &expert_in_,
-                        &expert_gate_up_, &expert_out_, &shared_out_, &router_in_}) {
+                        &expert_gate_up_, &expert_out_, &shared_out_, &router_in_, &per_layer_in_, &per_layer_tok_,
+                        &per_layer_gate_}) {
     if (b->valid()) cmd_.fill(*b, 0, VK_WHOLE_SIZE, 0);  // xn_ is absent where the products norm x
   }
   cmd_.end();
@@ -212,8 +229,17 @@ void VulkanRunner::create_pipelines() {
                                                                : "swiglu_f32");
     }
     if (L.router.rows > 0) names.insert({"moe_combine_f32", "embed_f32"});  // embed_f32: the row gather
+    if (L.shared.hidden > 0) {
+      names.insert(L.shared.activation == FfnActivation::kGeluTanh ? "geglu_f32" : "swiglu_f32");
+      names.insert("add_f32");
+    }
+    if (L.per_layer_gate.rows > 0) names.insert({"geglu_f32", "add_f32", "scale_f32"});
   }
   names.insert(weights_->token_embd.format->kernel_name(vk::WeightOp::kEmbed));
+  if (weights_->per_layer_token_embd.rows > 0) {
+    names.insert(weights_->per_layer_token_embd.format->kernel_name(vk::WeightOp::kEmbed));
+    ops_->build_weight_kernels(weights_->per_layer_model_proj, false, false);
+  }
   // The products as record_layer / record_logits ask for them: normed_matmul's inputs (rmsnorm(x))
   // carry the norm where Ops fuses it, the gate|up stack the SwiGLU epilogue where it fits.
   const bool normed = ops_->fuses_rmsnorm();
@@ -224,6 +250,10 @@ void VulkanRunner::create_pipelines() {
     // Experts read inputs normed beforehand (gathered from xn_); a dense block may norm them itself.
     const bool routed = L.router.rows > 0;
     ops_->build_weight_kernels(L.router, false, false);
+    for (const vk::DeviceMatrix* m : {&L.shared.w_gate, &L.shared.w_up, &L.shared.w_gate_up, &L.shared.w_down,
+                                      &L.per_layer_gate, &L.per_layer_proj}) {
+      ops_->build_weight_kernels(*m, false, false);
+    }
     for (const vk::DeviceFfn& f : L.experts) {
       ops_->build_weight_kernels(f.w_down, false, false);
       for (const vk::DeviceMatrix* m : {&f.w_gate, &f.w_up}) ops_->build_weight_kernels(*m, false, normed && !routed);
@@ -396,7 +426,7 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
   vk::record_rope_kv(cmd, *kernels_,
                      vk::RopeKvBindings{qkv_.view(), positions_.device.view(), weights_->rope_tables[L.rope_table].view(), kv_->k(l),
                                         kv_->v(l), slots_.device.view()},
-                     gpu::RopeKvParams{n, c.n_heads, n_kv_heads, head_dim, spec.rope_dim, qkv_s_, 0, q_dim,
+                     gpu::RopeKvParams{n, c.n_heads, spec.shares_kv() ? 0 : n_kv_heads, head_dim, spec.rope_dim, qkv_s_, 0, q_dim,
                                        q_dim + kv_dim, kv_->n_slots(), L.rope_angle_scale,
                                        c.rope_mode == RopeMode::kNeox ? uint32_t{VKS_ROPE_MODE_NEOX}
                                                                       : uint32_t{VKS_ROPE_MODE_NORM},
@@ -443,6 +473,7 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
   } else {
     record_dense_ffn(cmd, L, n);
   }
+  if (L.per_layer_gate.rows > 0) record_per_layer_input(cmd, l, n);
   if (L.output_scale != 1.0f) {  // Gemma 4: the layer's output, residual included, scaled
     ops_->scale(cmd, x_.view(), dim_s_, n, c.dim, L.output_scale);
     mark(cmd, "layer.scale");
@@ -481,6 +512,48 @@ void VulkanRunner::record_dense_ffn(vk::CommandBuffer& cmd, const vk::DeviceLaye
   mark(cmd, "matmul.down");
   barrier(cmd);
   finish_sublayer(cmd, vk::Buffer{}, L.post_ffn_norm, n);
+}
+
+// The CPU's order (cpu_embed): projected, scaled by 1/sqrt(dim), normed per layer; plus the
+// token's rows times sqrt(P); the sum times 1/sqrt(2).
+void VulkanRunner::record_per_layer_inputs(vk::CommandBuffer& cmd, uint32_t n) {
+  const LlamaConfig& c = config_;
+  const uint32_t p = c.per_layer_input_dim, all = p * c.n_layers;
+  matmul(cmd, weights_->per_layer_model_proj, x_.view(), dim_s_, per_layer_in_.view(), per_layer_s_, n, false);
+  ops_->embed(cmd, weights_->per_layer_token_embd, tokens_.device.view(), n, per_layer_tok_.view(), per_layer_s_);
+  mark(cmd, "per_layer.proj");
+  barrier(cmd);
+  ops_->scale(cmd, per_layer_in_.view(), per_layer_s_, n, all, 1.0f / std::sqrt(static_cast<float>(c.dim)));
+  ops_->scale(cmd, per_layer_tok_.view(), per_layer_s_, n, all, std::sqrt(static_cast<float>(p)));
+  mark(cmd, "per_layer.scale");
+  barrier(cmd);
+  ops_->rmsnorm_heads(cmd, per_layer_in_.view(), per_layer_s_, weights_->per_layer_proj_norm.view(), n, c.n_layers, p,
+                      c.norm_eps);
+  mark(cmd, "per_layer.norm");
+  barrier(cmd);
+  ops_->add(cmd, per_layer_in_.view(), per_layer_tok_.view(), per_layer_s_, per_layer_in_.view(), per_layer_s_, n, all);
+  mark(cmd, "per_layer.add");
+  barrier(cmd);
+  ops_->scale(cmd, per_layer_in_.view(), per_layer_s_, n, all, 1.0f / std::sqrt(2.0f));
+  mark(cmd, "per_layer.scale");
+  barrier(cmd);
+}
+
+void VulkanRunner::record_per_layer_input(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) {
+  const LlamaConfig& c = config_;
+  const vk::DeviceLayerWeights& L = weights_->layers[l];
+  const uint32_t p = c.per_layer_input_dim;
+  matmul(cmd, L.per_layer_gate, x_.view(), dim_s_, per_layer_gate_.view(), per_layer_s_, n, false);
+  mark(cmd, "per_layer.gate");
+  barrier(cmd);
+  ops_->geglu(cmd, per_layer_gate_.view(), per_layer_in_.view(uint64_t{l} * p * kF, VK_WHOLE_SIZE), per_layer_s_,
+              per_layer_gate_.view(), per_layer_s_, n, p);
+  mark(cmd, "per_layer.activation");
+  barrier(cmd);
+  matmul(cmd, L.per_layer_proj, per_layer_gate_.view(), per_layer_s_, sub_.view(), dim_s_, n, false);
+  mark(cmd, "per_layer.proj_out");
+  barrier(cmd);
+  finish_sublayer(cmd, vk::Buffer{}, L.per_layer_post_norm, n);
 }
 
 void VulkanRunner::record_shared_ffn(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n) {
@@ -709,6 +782,7 @@ void VulkanRunner::record_forward(vk::CommandBuffer& cmd, const StepInputs& in) 
     mark(cmd, "embed.scale");
     barrier(cmd);
   }
+  if (weights_->per_layer_model_proj.rows > 0) record_per_layer_inputs(cmd, n);
   for (uint32_t l = 0; l < config_.n_layers; ++l) record_layer(cmd, l, in);
   record_logits(cmd, in);
   record_hidden(cmd, in);

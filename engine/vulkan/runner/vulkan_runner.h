@@ -88,6 +88,10 @@ class VulkanRunner final : public ModelRunner {
   // After a sublayer's product into sublayer_out: its bias, then (post-norm) x += rmsnorm(sub_).
   void finish_sublayer(vk::CommandBuffer& cmd, const vk::Buffer& bias, const vk::Buffer& post_norm, uint32_t n_tokens);
   void record_expert_ffn(vk::CommandBuffer& cmd, uint32_t layer, uint32_t n_tokens);
+  // Gemma 4's per-layer inputs of the step's tokens into per_layer_in_ (after the embedding), and
+  // layer l's use of its slice (at the layer's end).
+  void record_per_layer_inputs(vk::CommandBuffer& cmd, uint32_t n_tokens);
+  void record_per_layer_input(vk::CommandBuffer& cmd, uint32_t layer, uint32_t n_tokens);
   // The shared block beside the experts over xn_ into shared_out_ (post-normed where its norms split).
   void record_shared_ffn(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n_tokens);
   // Ends the command buffer, runs it and waits, then begins it again: the host reads what the
@@ -126,6 +130,10 @@ class VulkanRunner final : public ModelRunner {
   vk::Buffer expert_in_, expert_gate_up_, expert_out_;
   vk::Buffer shared_out_;  // [dim] the shared block's output beside the experts (FfnSpec::has_shared)
   vk::Buffer router_in_;   // [dim] the router's input where it is not xn_ (RouterInput::kScaledNorm)
+  // Per-layer inputs [n_layers * P] (LlamaConfig::per_layer_input_dim): the step's, the token rows
+  // while they are formed, and one layer's gate (at the same stride, so it pairs with a slice).
+  uint32_t per_layer_s_ = 0;
+  vk::Buffer per_layer_in_, per_layer_tok_, per_layer_gate_;
   vk::ExpertPlan expert_plan_;
   // Per-step I/O.
   IoBuffer tokens_, positions_, slots_, token_seq_, block_tables_;  // int32 inputs
