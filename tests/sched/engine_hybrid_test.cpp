@@ -19,6 +19,7 @@
 #include "tests/common/test_models.h"
 #include "tests/cpu/reference_data.h"
 #include "tests/sched/engine_harness.h"
+#include "tests/sched/engine_runs.h"
 
 namespace vks::test {
 namespace {
@@ -27,12 +28,7 @@ using namespace std::chrono_literals;
 
 constexpr int32_t kStateSlots = 3;
 
-struct Outcome {
-  std::vector<std::vector<int32_t>> ids;  // per request
-  std::vector<Usage> usage;
-  EngineStats stats;
-  int32_t most_running = 0;  // the most sequences seen running at once
-};
+using Outcome = EngineOutcome;
 
 class HybridEngine : public ::testing::Test {
  protected:
@@ -53,38 +49,7 @@ class HybridEngine : public ::testing::Test {
     o.state_slots = kStateSlots;
     o.state_checkpoints = checkpoints_;
     Engine engine(std::make_unique<CpuRunner>(*model_, o), *tok_, cfg);
-    Outcome out;
-    std::vector<std::string> ids;
-    std::map<std::string, std::vector<int32_t>> tokens;
-    std::map<std::string, Usage> usage;
-    auto drain_until = [&](auto done) {
-      const auto until = std::chrono::steady_clock::now() + 50s;
-      while (!done() && std::chrono::steady_clock::now() < until) {
-        out.most_running = std::max(out.most_running, engine.stats().running);
-        std::vector<EngineEvent> ev;
-        engine.poll_events(ev);
-        for (const EngineEvent& e : ev) {
-          for (const GeneratedToken& t : e.tokens) tokens[e.request_id].push_back(t.id);
-          if (e.type == EventType::kFinished) usage[e.request_id] = e.usage;
-          if (e.type == EventType::kError) ADD_FAILURE() << e.error_message;
-        }
-        if (ev.empty()) std::this_thread::sleep_for(1ms);
-      }
-    };
-    for (const GenerateRequest& r : reqs) {
-      const SubmitResult s = engine.submit(r);
-      EXPECT_TRUE(s.ok) << s.message;
-      ids.push_back(s.id);
-      if (one_by_one) drain_until([&] { return usage.count(s.id) != 0; });
-    }
-    drain_until([&] { return std::all_of(ids.begin(), ids.end(), [&](const auto& id) { return usage.count(id) != 0; }); });
-    out.stats = engine.stats();
-    for (const auto& id : ids) {
-      EXPECT_TRUE(usage.count(id)) << "request " << id << " did not finish";
-      out.ids.push_back(tokens[id]);
-      out.usage.push_back(usage[id]);
-    }
-    return out;
+    return run_to_completion(engine, reqs, one_by_one);
   }
 
   GenerateRequest target() const { return greedy_request(ref_.prompt, 32); }
