@@ -9,13 +9,9 @@
 // written (no prefill: 16k prompt tokens of a 1B model take many minutes on a small CPU). A decode
 // step reads every cached position its layers attend to whatever the values are, so the cost is
 // the same; --fill prefills the contexts for real, in chunks of --chunk tokens (untimed).
-// Caveat (CPU runner, 2026-11-28): its attention gathers each token's keys and values into fresh
-// vectors every step; at 4k-16k tokens these are large enough for glibc to mmap and unmap them each
-// time, and the page faults, not the attention, dominate a long-context step. After a real prefill
-// the heap is usually grown enough that they do not; placed sequences show it fully. Run with
-// GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295 to
-// see the runner's cost without it (gemma3-small 512 -> 4096 placed: 0.29 plain, 0.95 with it,
-// 0.83 prefilled).
+// Placed sequences read KV pages never written: the first steps at a long context also fault
+// those pages in (the runner's attention reads the pools in place), so compare medians of several
+// rounds, or use --fill.
 // Rounds alternate: `gen` decode steps of the short sequence, then `gen` of the long one, so the
 // load of a shared machine falls on both alike. Prints each side's median step, tokens/s and the
 // ratio per model.
