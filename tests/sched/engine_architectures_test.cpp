@@ -47,29 +47,18 @@ class ArchitectureEngine : public ::testing::TestWithParam<std::string> {
 TEST_P(ArchitectureEngine, GreedyIdsEqualLlamaCppUnderEverySchedule) {
   EXPECT_EQ(run({target()}, EngineConfig{}).ids[0], ref_.generated) << "alone";
 
-  std::vector<GenerateRequest> batch;  // six companions (greedy and sampled) and the target
-  for (int i = 0; i < 6; ++i) {
-    std::vector<int32_t> prompt(ref_.prompt.begin(), ref_.prompt.begin() + 5 + 4 * i);
-    std::reverse(prompt.begin() + 1, prompt.end());
-    GenerateRequest r = greedy_request(prompt, 10 + 3 * i);
-    if (i % 2 == 1) {
-      r.sampling.temperature = 0.8f;
-      r.sampling.seed = 100 + i;
-    }
-    batch.push_back(r);
-    if (i == 2) batch.push_back(target());
-  }
+  const std::vector<GenerateRequest> batch = with_companions(target());
   const EngineOutcome batched = run(batch, EngineConfig{});
-  EXPECT_EQ(batched.ids[3], ref_.generated) << "batched with six others";
+  EXPECT_EQ(batched.ids[kTargetInBatch], ref_.generated) << "batched with six others";
 
   EngineConfig chunked;
   chunked.max_batched_tokens = 5;  // the 39-token prompt in 8 chunks
-  EXPECT_EQ(run(batch, chunked).ids[3], ref_.generated) << "chunked and batched";
+  EXPECT_EQ(run(batch, chunked).ids[kTargetInBatch], ref_.generated) << "chunked and batched";
 
   // 24 blocks of 4 = 96 tokens for requests of up to 71: forced preemptions, each recomputed.
   const EngineOutcome preempted = run(batch, EngineConfig{}, 24);
   EXPECT_GT(preempted.stats.preemptions, 0);
-  EXPECT_EQ(preempted.ids[3], ref_.generated) << "after preemption";
+  EXPECT_EQ(preempted.ids[kTargetInBatch], ref_.generated) << "after preemption";
   for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(preempted.ids[i], batched.ids[i]) << "request " << i;
 
   // The same prompt again reads its full blocks from the prefix cache; then with prompt lookup.

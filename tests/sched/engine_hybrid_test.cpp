@@ -64,32 +64,21 @@ TEST_F(HybridEngine, GreedyIdsEqualLlamaCppUnderEverySchedule) {
   EXPECT_EQ(run({target()}, EngineConfig{}).ids[0], ref_.generated) << "alone";
 
   // Six companions (greedy and sampled, other prompts) and the target: more than the 3 slots.
-  std::vector<GenerateRequest> batch;
-  for (int i = 0; i < 6; ++i) {
-    std::vector<int32_t> prompt(ref_.prompt.begin(), ref_.prompt.begin() + 5 + 4 * i);
-    std::reverse(prompt.begin() + 1, prompt.end());
-    GenerateRequest r = greedy_request(prompt, 10 + 3 * i);
-    if (i % 2 == 1) {
-      r.sampling.temperature = 0.8f;
-      r.sampling.seed = 100 + i;
-    }
-    batch.push_back(r);
-    if (i == 2) batch.push_back(target());
-  }
+  const std::vector<GenerateRequest> batch = with_companions(target());
   const Outcome batched = run(batch, EngineConfig{});
-  EXPECT_EQ(batched.ids[3], ref_.generated) << "batched with six others";
+  EXPECT_EQ(batched.ids[kTargetInBatch], ref_.generated) << "batched with six others";
   EXPECT_EQ(batched.most_running, kStateSlots) << "running sequences are bounded by the state slots";
 
   EngineConfig chunked;
   chunked.max_batched_tokens = 5;  // the 39-token prompt in 8 chunks
   chunked.max_seqs = 2;
   EXPECT_EQ(run({target()}, chunked).ids[0], ref_.generated) << "chunked";
-  EXPECT_EQ(run(batch, chunked).ids[3], ref_.generated) << "chunked and batched";
+  EXPECT_EQ(run(batch, chunked).ids[kTargetInBatch], ref_.generated) << "chunked and batched";
 
   // 24 blocks of 4 = 96 tokens for requests of up to 71: forced preemptions, each recomputed.
   const Outcome preempted = run(batch, EngineConfig{}, 24);
   EXPECT_GT(preempted.stats.preemptions, 0);
-  EXPECT_EQ(preempted.ids[3], ref_.generated) << "after preemption";
+  EXPECT_EQ(preempted.ids[kTargetInBatch], ref_.generated) << "after preemption";
   for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(preempted.ids[i], batched.ids[i]) << "request " << i;
 }
 

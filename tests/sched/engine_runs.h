@@ -59,4 +59,27 @@ inline EngineOutcome run_to_completion(Engine& engine, const std::vector<Generat
   return out;
 }
 
+// Six companions of a target request (greedy and sampled, on reversed prefixes of its prompt, 10
+// to 25 tokens) with the target placed fourth (index kTargetInBatch).
+inline constexpr size_t kTargetInBatch = 3;
+inline std::vector<GenerateRequest> with_companions(const GenerateRequest& target) {
+  std::vector<GenerateRequest> batch;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<int32_t> prompt(target.prompt_ids.begin(), target.prompt_ids.begin() + 5 + 4 * i);
+    std::reverse(prompt.begin() + 1, prompt.end());
+    GenerateRequest r;
+    r.prompt_ids = prompt;
+    r.sampling.temperature = 0;
+    r.stop.max_tokens = 10 + 3 * i;
+    r.stop.ignore_eos = true;
+    if (i % 2 == 1) {
+      r.sampling.temperature = 0.8f;
+      r.sampling.seed = 100 + i;
+    }
+    batch.push_back(r);
+    if (i == 2) batch.push_back(target);
+  }
+  return batch;
+}
+
 }  // namespace vks::test
