@@ -333,6 +333,13 @@ TEST(LlamaConfig, SlidingWindowRefusedWhereTheArchitectureHasNone) {
   expect_load_error(spec, ErrorCode::kUnsupported, {"sliding-window attention", "not supported for llama"});
 }
 
+// Gemma 4's KV sharing and per-layer inputs are refused for other architectures, naming the key.
+TEST(LlamaConfig, KvSharingRefusedWhereTheArchitectureHasNone) {
+  TinyLlamaSpec spec;
+  spec.edit_metadata = [](gguf::GgufWriter& w) { w.set("llama.attention.shared_kv_layers", gguf::make_uint32(2)); };
+  expect_load_error(spec, ErrorCode::kUnsupported, {"llama.attention.shared_kv_layers = 2", "not supported for llama"});
+}
+
 TEST(LlamaModelErrors, UnknownExtraTensor) {
   TinyLlamaSpec spec;
   spec.extra_f32_tensors = {{"mystery.weight", {8}}};
