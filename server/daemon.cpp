@@ -72,6 +72,7 @@ ServedModel load_served_model(const std::string& path, const ServerOptions& opti
   ro.allow_cpu_fallback = !options.no_cpu_fallback;
   ro.force_vulkan = options.force_vulkan;
   ro.compute_share = std::move(compute_share);
+  ro.num_window_blocks = -1;  // the engine's scheduler frees window layers' blocks past their window
   if (options.kv_tokens > 0) ro.num_blocks = (options.kv_tokens + ro.block_size - 1) / ro.block_size;
   ro.kv_type_k = parse_kv_type(options.kv_type_k);
   ro.kv_type_v = parse_kv_type(options.kv_type_v);

@@ -80,11 +80,8 @@ uint64_t CpuRunner::kv_window_bytes_per_token() const {
 }
 
 int32_t CpuRunner::window_blocks_for(const LlamaConfig& c, const CpuRunnerOptions& options) {
-  const uint32_t window = window_pool_window(c);
-  if (window == 0 || options.num_window_blocks == 0) return 0;
-  if (options.num_window_blocks > 0) return options.num_window_blocks;
-  return std::min(options.num_blocks,
-                  window_pool_blocks(window, options.block_size, options.max_step_seqs, options.max_step_tokens));
+  return resolve_window_blocks(c, options.num_window_blocks, options.block_size, options.max_step_seqs,
+                               options.max_step_tokens, options.num_blocks);
 }
 
 namespace {

@@ -42,4 +42,13 @@ int32_t window_pool_blocks(uint32_t window, int32_t block_size, int32_t max_seqs
   return static_cast<int32_t>(std::min<int64_t>(INT32_MAX, int64_t{std::max(0, max_seqs)} * per_seq + step));
 }
 
+int32_t resolve_window_blocks(const LlamaConfig& c, int32_t requested, int32_t block_size, int32_t max_step_seqs,
+                              int32_t max_step_tokens, int32_t num_blocks) {
+  const uint32_t window = window_pool_window(c);
+  if (window == 0 || requested == 0) return 0;
+  if (requested > 0) return requested;
+  const int32_t blocks = window_pool_blocks(window, block_size, max_step_seqs, max_step_tokens);
+  return num_blocks > 0 ? std::min(blocks, num_blocks) : blocks;
+}
+
 }  // namespace vks

@@ -28,4 +28,10 @@ uint64_t n_full_pool_layers(const LlamaConfig& c);
 // blocks its next token sees, the last one partly filled), plus those its step's chunk needs.
 int32_t window_pool_blocks(uint32_t window, int32_t block_size, int32_t max_seqs, int32_t max_step_tokens);
 
+// The window pool a runner keeps when asked for `requested` blocks: -1 window_pool_blocks for its
+// step limits (at most num_blocks where that is given, > 0), 0 none, n > 0 n; 0 for a model
+// without a window pool.
+int32_t resolve_window_blocks(const LlamaConfig& c, int32_t requested, int32_t block_size, int32_t max_step_seqs,
+                              int32_t max_step_tokens, int32_t num_blocks);
+
 }  // namespace vks

@@ -6,11 +6,24 @@
 #include <algorithm>
 
 #include "engine/common/error.h"
+#include "engine/model/kv_pools.h"
 
 namespace vks::vk {
 
+uint64_t KvCacheShape::window_bytes_per_token() const {
+  return window_blocks > 0 ? row_pair_bytes() * static_cast<uint64_t>(std::count(window_layers.begin(), window_layers.end(), 1))
+                           : 0;
+}
+
+uint64_t KvCacheShape::total_bytes() const {
+  uint64_t bytes = 0;
+  for (uint32_t l = 0; l < n_layers; ++l) bytes += k_pool_bytes(l) + v_pool_bytes(l);
+  return bytes;
+}
+
 KvCacheShape plan_kv_cache(const LlamaConfig& config, int32_t block_size, int32_t requested_blocks,
-                           uint64_t kv_budget_bytes, uint64_t max_pool_bytes, KvType k_type, KvType v_type) {
+                           uint64_t kv_budget_bytes, uint64_t max_pool_bytes, KvType k_type, KvType v_type,
+                           int32_t window_blocks) {
   if (block_size < 1 || block_size > 1024) {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("KV block size {} must be in 1..1024", block_size));
   }
@@ -25,13 +38,19 @@ KvCacheShape plan_kv_cache(const LlamaConfig& config, int32_t block_size, int32_
   s.n_layers = config.n_layers;
   s.k_type = k_type;
   s.v_type = v_type;
-  // One block of every layer's K and V pools, and of the larger pool of one layer.
-  const uint64_t block_bytes = uint64_t(block_size) * s.bytes_per_token();
   const uint64_t pool_block_bytes =
       uint64_t(block_size) * std::max(kv_row_bytes(k_type, s.kv_dim), kv_row_bytes(v_type, s.kv_dim));
-  uint64_t blocks = static_cast<uint64_t>(requested_blocks);
-  if (blocks == 0) blocks = kv_budget_bytes / std::max<uint64_t>(1, block_bytes);
   const uint64_t max_blocks = std::min<uint64_t>(max_pool_bytes / pool_block_bytes, INT32_MAX / uint64_t(block_size));
+  if (window_blocks > 0 && window_pool_window(config) > 0) {
+    s.window_blocks = static_cast<int32_t>(std::min<uint64_t>(static_cast<uint64_t>(window_blocks), max_blocks));
+    s.window_layers.assign(s.n_layers, 0);
+    for (uint32_t l = 0; l < s.n_layers; ++l) s.window_layers[l] = in_window_pool(config, l) ? 1 : 0;
+  }
+  // One block of every full-pool layer's K and V pools; the window pool's layers are paid for first.
+  const uint64_t window_bytes = uint64_t(s.window_blocks) * uint64_t(block_size) * s.window_bytes_per_token();
+  const uint64_t block_bytes = uint64_t(block_size) * (s.bytes_per_token() - s.window_bytes_per_token());
+  uint64_t blocks = static_cast<uint64_t>(requested_blocks);
+  if (blocks == 0) blocks = (kv_budget_bytes - std::min(kv_budget_bytes, window_bytes)) / std::max<uint64_t>(1, block_bytes);
   if (blocks > max_blocks) {
     spdlog::warn("vulkan: KV cache clamped from {} to {} blocks (one layer's pool must fit a {} MiB binding)",
                  blocks, max_blocks, max_pool_bytes >> 20);
@@ -48,8 +67,8 @@ KvCacheShape plan_kv_cache(const LlamaConfig& config, int32_t block_size, int32_
 
 KvCache::KvCache(const Device& device, const KvCacheShape& shape) : shape_(shape) {
   for (uint32_t l = 0; l < shape.n_layers; ++l) {
-    k_.push_back(device.create_buffer(shape.k_pool_bytes()));
-    v_.push_back(device.create_buffer(shape.v_pool_bytes()));
+    k_.push_back(device.create_buffer(shape.k_pool_bytes(l)));
+    v_.push_back(device.create_buffer(shape.v_pool_bytes(l)));
   }
 }
 

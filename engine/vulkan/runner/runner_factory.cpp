@@ -33,16 +33,15 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
   cpu.state_slots = options.max_step_seqs;  // recurrent models: every sequence a step may hold can live
   // and 8 cached prefixes' states are kept (Qwen3.5-0.8B: ~19 MiB each, allocated once used).
   cpu.state_checkpoints = 8;
-  cpu.num_window_blocks = options.window_pool ? -1 : 0;
+  cpu.num_window_blocks = options.num_window_blocks;
   if (options.num_blocks > 0) {
     cpu.num_blocks = options.num_blocks;
   } else {
     // The window pool first (its size follows from the step limits), the rest of the budget to the full pool.
     const LlamaConfig& c = model.config();
     const uint64_t row_pair = CpuRunner::pool_row_bytes(cpu.kv_type, c.kv_dim()) * 2;
-    const int32_t window_blocks = options.window_pool ? window_pool_blocks(window_pool_window(c), options.block_size,
-                                                                           options.max_step_seqs, options.max_step_tokens)
-                                                      : 0;
+    const int32_t window_blocks = resolve_window_blocks(c, options.num_window_blocks, options.block_size,
+                                                        options.max_step_seqs, options.max_step_tokens, 0);
     const uint64_t window_bytes = uint64_t(window_blocks) * uint64_t(options.block_size) * row_pair * n_window_pool_layers(c);
     const uint64_t full_layers = window_blocks > 0 ? n_full_pool_layers(c) : c.n_attention_layers();
     const uint64_t block_bytes = uint64_t(options.block_size) * row_pair * full_layers;
