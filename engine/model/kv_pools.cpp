@@ -42,6 +42,15 @@ int32_t window_pool_blocks(uint32_t window, int32_t block_size, int32_t max_seqs
   return static_cast<int32_t>(std::min<int64_t>(INT32_MAX, int64_t{std::max(0, max_seqs)} * per_seq + step));
 }
 
+KvPoolSplit split_kv_budget(uint64_t budget, uint64_t full_block_bytes, uint64_t window_block_bytes,
+                            uint64_t window_blocks) {
+  const uint64_t full = std::max<uint64_t>(full_block_bytes, 1);
+  if (window_blocks == 0 || window_block_bytes == 0) return {budget / full, 0};
+  const uint64_t one_pool = budget / (full + window_block_bytes);
+  if (window_blocks >= one_pool) return {one_pool, one_pool};
+  return {(budget - window_blocks * window_block_bytes) / full, window_blocks};
+}
+
 int32_t resolve_window_blocks(const LlamaConfig& c, int32_t requested, int32_t block_size, int32_t max_step_seqs,
                               int32_t max_step_tokens, int32_t num_blocks) {
   const uint32_t window = window_pool_window(c);

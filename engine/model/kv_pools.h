@@ -28,6 +28,18 @@ uint64_t n_full_pool_layers(const LlamaConfig& c);
 // blocks its next token sees, the last one partly filled), plus those its step's chunk needs.
 int32_t window_pool_blocks(uint32_t window, int32_t block_size, int32_t max_seqs, int32_t max_step_tokens);
 
+// A KV budget split between the pools. The window pool gets the blocks asked for as long as the
+// full pool still gets more (the full pool's sequences are never shorter than a window pool's):
+// otherwise both get what one pool would (the budget over a block of every layer), so a window pool
+// never costs a model the positions its one pool held, only saves where sequences outrun the window.
+// full_block_bytes / window_block_bytes: one block of every layer in that pool, K and V.
+struct KvPoolSplit {
+  uint64_t full_blocks = 0;
+  uint64_t window_blocks = 0;
+};
+KvPoolSplit split_kv_budget(uint64_t budget, uint64_t full_block_bytes, uint64_t window_block_bytes,
+                            uint64_t window_blocks);
+
 // The window pool a runner keeps when asked for `requested` blocks: -1 window_pool_blocks for its
 // step limits (at most num_blocks where that is given, > 0), 0 none, n > 0 n; 0 for a model
 // without a window pool.

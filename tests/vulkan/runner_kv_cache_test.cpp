@@ -78,6 +78,11 @@ TEST(RunnerKvCache, AWindowPoolIsPaidForFirstAndSizesItsLayersPools) {
   EXPECT_EQ(s.q8_scales_at(0), 20u * 16 * 256 / 4);
   EXPECT_EQ(s.total_bytes(), budget);
   EXPECT_EQ(s.window_bytes_per_token(), 19ull * 2 * 512);
+  // Asked for more window blocks than one pool of the budget holds (30 blocks of every layer): both
+  // pools get what one pool would.
+  const KvCacheShape big = plan_kv_cache(c, 16, 0, budget, 128ull << 20, KvType::kF16, KvType::kF16, 1000);
+  EXPECT_EQ(big.window_blocks, 30);
+  EXPECT_EQ(big.num_blocks, 30);
   // A requested block count leaves the window pool as asked; no window layers, or none asked: one pool.
   EXPECT_EQ(plan_kv_cache(c, 16, 7, 0, 128ull << 20, KvType::kF16, KvType::kF16, 20).window_blocks, 20);
   EXPECT_EQ(plan_kv_cache(c, 16, 7, 0, 128ull << 20).window_blocks, 0);

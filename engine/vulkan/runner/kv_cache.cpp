@@ -46,11 +46,15 @@ KvCacheShape plan_kv_cache(const LlamaConfig& config, int32_t block_size, int32_
     s.window_layers.assign(s.n_layers, 0);
     for (uint32_t l = 0; l < s.n_layers; ++l) s.window_layers[l] = in_window_pool(config, l) ? 1 : 0;
   }
-  // One block of every full-pool layer's K and V pools; the window pool's layers are paid for first.
-  const uint64_t window_bytes = uint64_t(s.window_blocks) * uint64_t(block_size) * s.window_bytes_per_token();
-  const uint64_t block_bytes = uint64_t(block_size) * (s.bytes_per_token() - s.window_bytes_per_token());
+  // A budget: split between the full pool's layers and the window pool's (kv_pools.h).
   uint64_t blocks = static_cast<uint64_t>(requested_blocks);
-  if (blocks == 0) blocks = (kv_budget_bytes - std::min(kv_budget_bytes, window_bytes)) / std::max<uint64_t>(1, block_bytes);
+  if (blocks == 0) {
+    const KvPoolSplit split =
+        split_kv_budget(kv_budget_bytes, uint64_t(block_size) * (s.bytes_per_token() - s.window_bytes_per_token()),
+                        uint64_t(block_size) * s.window_bytes_per_token(), static_cast<uint64_t>(s.window_blocks));
+    blocks = split.full_blocks;
+    if (s.window_blocks > 0) s.window_blocks = static_cast<int32_t>(std::max<uint64_t>(1, split.window_blocks));
+  }
   if (blocks > max_blocks) {
     spdlog::warn("vulkan: KV cache clamped from {} to {} blocks (one layer's pool must fit a {} MiB binding)",
                  blocks, max_blocks, max_pool_bytes >> 20);

@@ -42,12 +42,14 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
     const uint64_t row_pair = CpuRunner::pool_row_bytes(cpu.kv_type, c.kv_dim()) * 2;
     const int32_t window_blocks = resolve_window_blocks(c, options.num_window_blocks, options.block_size,
                                                         options.max_step_seqs, options.max_step_tokens, 0);
-    const uint64_t window_bytes = uint64_t(window_blocks) * uint64_t(options.block_size) * row_pair * n_window_pool_layers(c);
     const uint64_t full_layers = window_blocks > 0 ? n_full_pool_layers(c) : c.n_attention_layers();
-    const uint64_t block_bytes = uint64_t(options.block_size) * row_pair * full_layers;
-    const uint64_t left = options.kv_budget_bytes - std::min(options.kv_budget_bytes, window_bytes);
-    cpu.num_blocks = static_cast<int32_t>(std::max<uint64_t>(1, left / std::max<uint64_t>(block_bytes, 1)));
-    cpu.num_window_blocks = window_blocks;
+    const uint64_t window_layers = window_blocks > 0 ? n_window_pool_layers(c) : 0;
+    const uint64_t block = uint64_t(options.block_size) * row_pair;
+    const KvPoolSplit split = split_kv_budget(options.kv_budget_bytes, block * full_layers, block * window_layers,
+                                              static_cast<uint64_t>(window_blocks));
+    const auto clamp = [](uint64_t blocks) { return static_cast<int32_t>(std::clamp<uint64_t>(blocks, 1, INT32_MAX)); };
+    cpu.num_blocks = clamp(split.full_blocks);
+    cpu.num_window_blocks = window_blocks > 0 ? clamp(split.window_blocks) : 0;
   }
   return std::make_unique<CpuRunner>(model, cpu);
 }
