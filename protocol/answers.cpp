@@ -55,11 +55,24 @@ std::string pack_limits(const ProtocolLimits& l) {
   return w.finish();
 }
 
+void pack_kv_pools(detail::MapWriter& w, const std::vector<KvPoolSnapshot>& pools) {
+  auto& pk = w.key("kv_pools");
+  pk.pack_array(static_cast<uint32_t>(pools.size()));
+  for (const KvPoolSnapshot& p : pools) {
+    detail::MapWriter m;
+    m.str("kind", p.kind).i64("layers", p.layers).i64("window", p.window);
+    m.i64("blocks_total", p.blocks_total).i64("blocks_used", p.blocks_used).i64("blocks_cached", p.blocks_cached);
+    m.i64("bytes_total", p.bytes_total).i64("bytes_used", p.bytes_used);
+    w.body().append(m.finish());
+  }
+}
+
 std::string pack_stats(const StatsSnapshot& s) {
   MapWriter w;
   w.i64("waiting", s.waiting).i64("running", s.running);
   w.i64("kv_blocks_total", s.kv_blocks_total).i64("kv_blocks_used", s.kv_blocks_used).f64("kv_usage", s.kv_usage);
   w.i64("kv_bytes_per_token", s.kv_bytes_per_token);
+  pack_kv_pools(w, s.kv_pools);
   w.i64("prefix_hit_tokens", s.prefix_hit_tokens).i64("prefix_query_tokens", s.prefix_query_tokens);
   w.f64("prefix_hit_rate", s.prefix_hit_rate);
   w.i64("requests_finished", s.requests_finished).i64("tokens_generated", s.tokens_generated);

@@ -109,6 +109,30 @@ bool read_servable_model(const msgpack::object& o, const std::string& field, Ser
   return ok;
 }
 
+bool read_kv_pools(MapReader& outer, std::vector<KvPoolSnapshot>& pools) {
+  const msgpack::object* list = nullptr;
+  if (!outer.get_array("kv_pools", list, false, 16)) return false;
+  pools.clear();
+  if (!list) return true;
+  for (uint32_t i = 0; i < list->via.array.size; ++i) {
+    const msgpack::object& o = list->via.array.ptr[i];
+    const std::string field = "kv_pools." + std::to_string(i);
+    if (o.type != msgpack::type::MAP) return outer.fail_type(field, "map");
+    MapReader r(o, outer.field_name(field));
+    KvPoolSnapshot p;
+    const bool ok = r.get_string("kind", p.kind, true, 64) && r.get_i32("layers", p.layers, false, 0, kI32Max) &&
+                    r.get_i32("window", p.window, false, 0, kI32Max) &&
+                    r.get_i32("blocks_total", p.blocks_total, false, 0, kI32Max) &&
+                    r.get_i32("blocks_used", p.blocks_used, false, 0, kI32Max) &&
+                    r.get_i32("blocks_cached", p.blocks_cached, false, 0, kI32Max) &&
+                    r.get_int("bytes_total", p.bytes_total, false, 0, kI64Max) &&
+                    r.get_int("bytes_used", p.bytes_used, false, 0, kI64Max);
+    if (!ok) return outer.fail_from(r);
+    pools.push_back(std::move(p));
+  }
+  return true;
+}
+
 }  // namespace
 
 namespace detail {
@@ -267,7 +291,7 @@ bool read_stats(const msgpack::object& map, StatsSnapshot& s, MapReader& outer) 
       r.get_i32("kv_blocks_total", s.kv_blocks_total, false, 0, kI32Max) &&
       r.get_i32("kv_blocks_used", s.kv_blocks_used, false, 0, kI32Max) &&
       r.get_int("kv_bytes_per_token", s.kv_bytes_per_token, false, 0, std::numeric_limits<int64_t>::max()) &&
-      r.get_double("kv_usage", s.kv_usage, false, 0, kDMax) &&
+      r.get_double("kv_usage", s.kv_usage, false, 0, kDMax) && read_kv_pools(r, s.kv_pools) &&
       r.get_int("prefix_hit_tokens", s.prefix_hit_tokens, false, 0, kI64Max) &&
       r.get_int("prefix_query_tokens", s.prefix_query_tokens, false, 0, kI64Max) &&
       r.get_double("prefix_hit_rate", s.prefix_hit_rate, false, 0, kDMax) &&

@@ -66,6 +66,32 @@ std::string label_value(std::string_view v) {
   return out;
 }
 
+// The KV pools by kind, one sample per pool (label kind="full" / "window").
+void kv_pool_metrics(std::string& out, const std::vector<KvPoolSnapshot>& pools) {
+  if (pools.empty()) return;
+  const struct {
+    const char* name;
+    const char* help;
+    int64_t (*value)(const KvPoolSnapshot&);
+  } families[] = {
+      {"vkstream_kv_pool_bytes", "Bytes of a KV pool (by the kind of layers it serves).",
+       [](const KvPoolSnapshot& p) { return p.bytes_total; }},
+      {"vkstream_kv_pool_bytes_used", "Bytes of a KV pool held by sequences.",
+       [](const KvPoolSnapshot& p) { return p.bytes_used; }},
+      {"vkstream_kv_pool_blocks", "Blocks of a KV pool.", [](const KvPoolSnapshot& p) { return int64_t{p.blocks_total}; }},
+      {"vkstream_kv_pool_blocks_used", "Blocks of a KV pool held by sequences.",
+       [](const KvPoolSnapshot& p) { return int64_t{p.blocks_used}; }},
+  };
+  for (const auto& f : families) {
+    out.append("# HELP ").append(f.name).append(" ").append(f.help).append("\n");
+    out.append("# TYPE ").append(f.name).append(" gauge\n");
+    for (const KvPoolSnapshot& p : pools) {
+      out.append(f.name).append("{kind=\"").append(label_value(p.kind)).append("\"} ");
+      out.append(num(static_cast<double>(f.value(p)))).append("\n");
+    }
+  }
+}
+
 }  // namespace
 
 std::span<const double> default_latency_bounds_ms() { return kLatencyBoundsMs; }
@@ -101,6 +127,7 @@ std::string render_prometheus(const StatsSnapshot& s) {
          s.kv_bytes_per_token);
   metric(out, "vkstream_kv_blocks_used", "gauge", "KV-cache blocks in use.", s.kv_blocks_used);
   metric(out, "vkstream_kv_usage_ratio", "gauge", "Used / total KV-cache blocks.", s.kv_usage);
+  kv_pool_metrics(out, s.kv_pools);
   metric(out, "vkstream_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache.",
          static_cast<double>(s.prefix_hit_tokens));
   metric(out, "vkstream_prefix_cache_query_tokens_total", "counter", "Prompt tokens looked up in the prefix cache.",

@@ -36,6 +36,21 @@ struct ServerStats {
   bool operator==(const ServerStats&) const = default;
 };
 
+// One paged KV pool by the kind of layers it serves: "full" keeps every position of a sequence
+// (every attention layer's K/V in a model with one pool), "window" only the positions a window
+// layer still sees (a model with window layers beside full ones).
+struct KvPoolSnapshot {
+  std::string kind;
+  int32_t layers = 0;        // attention layers whose K/V it holds
+  int32_t window = 0;        // the window it keeps (0: whole sequences)
+  int32_t blocks_total = 0;
+  int32_t blocks_used = 0;
+  int32_t blocks_cached = 0; // holding a cached prefix (evictable when not used)
+  int64_t bytes_total = 0;
+  int64_t bytes_used = 0;
+  bool operator==(const KvPoolSnapshot&) const = default;
+};
+
 struct StatsSnapshot {
   int32_t waiting = 0;
   int32_t running = 0;
@@ -43,6 +58,7 @@ struct StatsSnapshot {
   int32_t kv_blocks_used = 0;
   double kv_usage = 0;               // used / total, 0 when total is 0
   int64_t kv_bytes_per_token = 0;    // one token's keys and values in the KV pools, every layer
+  std::vector<KvPoolSnapshot> kv_pools;  // "full", then "window" where the model has one
   int64_t prefix_hit_tokens = 0;
   int64_t prefix_query_tokens = 0;
   double prefix_hit_rate = 0;        // hit / query, 0 when query is 0

@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "engine/common/error.h"
+#include "engine/model/kv_pools.h"
 #include "engine/model/servable_model.h"
 #include "engine/vulkan/runner/runner_factory.h"
 #include "server/catchup_mark.h"
@@ -73,6 +74,11 @@ ServedModel load_served_model(const std::string& path, const ServerOptions& opti
   ro.force_vulkan = options.force_vulkan;
   ro.compute_share = std::move(compute_share);
   if (options.kv_tokens > 0) ro.num_blocks = (options.kv_tokens + ro.block_size - 1) / ro.block_size;
+  // The window layers' own pool (engine/model/kv_pools.h; the engine frees their blocks past the
+  // window), sized for the sequences the engine runs at once rather than the runner's step rows.
+  ro.num_window_blocks = resolve_window_blocks(served.model->config(), -1, ro.block_size,
+                                               std::min(options.max_seqs, ro.max_step_seqs),
+                                               std::min(options.max_batched_tokens, ro.max_step_tokens), ro.num_blocks);
   ro.kv_type_k = parse_kv_type(options.kv_type_k);
   ro.kv_type_v = parse_kv_type(options.kv_type_v);
   std::unique_ptr<ModelRunner> runner = make_runner(*served.model, ro);

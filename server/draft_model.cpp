@@ -40,6 +40,7 @@ std::unique_ptr<ModelRunner> load_draft_runner(const std::string& draft_path, Ru
   const int32_t slot_tokens = std::min<int32_t>(static_cast<int32_t>(draft_model->config().context_length),
                                                 kMaxDraftSlotTokens);
   ro.num_blocks = std::max(1, slots) * ((slot_tokens + ro.block_size - 1) / ro.block_size);
+  ro.num_window_blocks = 0;  // the drafter's slots are block ranges of one pool
   return make_runner(*draft_model, ro);
 }
 

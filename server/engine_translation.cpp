@@ -226,6 +226,11 @@ proto::StatsSnapshot make_stats_snapshot(const EngineStats& e, const proto::Serv
   s.kv_bytes_per_token = e.kv_bytes_per_token;
   s.kv_blocks_used = e.kv_blocks_used;
   s.kv_usage = e.kv_blocks_total > 0 ? static_cast<double>(e.kv_blocks_used) / e.kv_blocks_total : 0.0;
+  for (const KvPoolStats& p : e.kv_pools) {
+    s.kv_pools.push_back(proto::KvPoolSnapshot{p.kind, p.layers, p.window, p.blocks_total, p.blocks_used,
+                                               p.blocks_cached, p.bytes_per_block * p.blocks_total,
+                                               p.bytes_per_block * p.blocks_used});
+  }
   s.prefix_hit_tokens = e.prefix_hit_tokens;
   s.prefix_query_tokens = e.prefix_query_tokens;
   s.prefix_hit_rate =

@@ -12,6 +12,7 @@
 #include "engine/cpu/kv_q8.h"
 #include "engine/cpu/quant/qmatmul.h"
 #include "engine/cpu/reference_ops.h"
+#include "engine/model/kv_pools.h"
 
 namespace vks {
 namespace {
@@ -29,23 +30,31 @@ CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
                                   ? options.state_slots + std::max(options.state_checkpoints, 0)
                                   : 0) {
   if (options_.block_size <= 0 || options_.num_blocks <= 0 || options_.max_step_tokens <= 0 ||
-      options_.max_step_seqs <= 0 || options_.state_slots <= 0 || options_.state_checkpoints < 0) {
+      options_.max_step_seqs <= 0 || options_.state_slots <= 0 || options_.state_checkpoints < 0 ||
+      options_.num_window_blocks < -1) {
     throw Error(ErrorCode::kInvalidArgument, "CPU runner options must be positive (block_size, num_blocks, "
-                                             "max_step_tokens, max_step_seqs, state_slots; state_checkpoints >= 0)");
+                                             "max_step_tokens, max_step_seqs, state_slots; state_checkpoints >= 0, "
+                                             "num_window_blocks >= -1)");
   }
   // No sequence can be longer than the pool: that is the only bound on a block table here. A step's
   // sequences run in the live state slots only; the checkpoint slots past them are copied to and from.
   const int32_t live_slots = model.config().has_recurrent_layers() ? options_.state_slots : 0;
+  window_blocks_ = window_blocks_for(model.config(), options_);
   limits_ = StepLimits{static_cast<int32_t>(model.config().vocab_size), options_.block_size, options_.num_blocks,
-                       options_.max_step_tokens, options_.max_step_seqs, options_.num_blocks, live_slots};
+                       options_.max_step_tokens, options_.max_step_seqs, options_.num_blocks, live_slots,
+                       window_blocks_};
   vectors_ = std::make_unique<CpuModelVectors>(model);
-  const size_t slots = static_cast<size_t>(options_.num_blocks) * static_cast<size_t>(options_.block_size);
+  const size_t block_size = static_cast<size_t>(options_.block_size);
   const size_t kv_dim = model.config().kv_dim();
   require_kv_type_fits(model.config(), options_.kv_type);
   for (size_t l = 0; l < model.config().n_layers; ++l) {
-    // A DeltaNet layer keeps no keys or values, nor does a layer that reads another's.
+    // A DeltaNet layer keeps no keys or values, nor does a layer that reads another's; a window-pool
+    // layer keeps the window pool's blocks.
     const LayerSpec& spec = model.config().layers[l];
-    const size_t rows = spec.mixer == Mixer::kAttention && !spec.attention.shares_kv() ? slots * kv_dim : 0;
+    const size_t blocks = in_window_pool(model.config(), l) && window_blocks_ > 0
+                              ? static_cast<size_t>(window_blocks_)
+                              : static_cast<size_t>(options_.num_blocks);
+    const size_t rows = spec.mixer == Mixer::kAttention && !spec.attention.shares_kv() ? blocks * block_size * kv_dim : 0;
     if (q8()) {
       key_q8_.emplace_back(rows);
       value_q8_.emplace_back(rows);
@@ -67,6 +76,16 @@ uint64_t CpuRunner::kv_bytes_per_token() const {
   return pool_row_bytes(options_.kv_type, c.kv_dim()) * 2 * c.n_attention_layers();
 }
 
+uint64_t CpuRunner::kv_window_bytes_per_token() const {
+  const LlamaConfig& c = model_.config();
+  return window_blocks_ > 0 ? pool_row_bytes(options_.kv_type, c.kv_dim()) * 2 * n_window_pool_layers(c) : 0;
+}
+
+int32_t CpuRunner::window_blocks_for(const LlamaConfig& c, const CpuRunnerOptions& options) {
+  return resolve_window_blocks(c, options.num_window_blocks, options.block_size, options.max_step_seqs,
+                               options.max_step_tokens, options.num_blocks);
+}
+
 namespace {
 
 // Where one layer's paged pool puts and finds a step's tokens: token t's row starts at its slot's
@@ -80,10 +99,14 @@ class PagedRows : public LayerKv {
   }
 
  protected:
+  // window_pool: the layer's K/V live in the window pool, addressed by the window tables and slots.
   PagedRows(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size,
-            RecurrentStatePool& states, size_t layer)
-      : c_(c), block_size_(block_size), batch_(batch), seq_of_(seq_of), states_(states), layer_(layer) {}
-  size_t row_at(size_t t) const { return static_cast<size_t>(batch_.slot_mapping[t]) * c_.kv_dim(); }
+            RecurrentStatePool& states, size_t layer, bool window_pool)
+      : c_(c), block_size_(block_size), batch_(batch), seq_of_(seq_of), states_(states), layer_(layer),
+        window_pool_(window_pool) {}
+  size_t row_at(size_t t) const {
+    return static_cast<size_t>(window_pool_ ? batch_.window_slot_mapping[t] : batch_.slot_mapping[t]) * c_.kv_dim();
+  }
   struct Visible {
     std::span<const int32_t> block_table;
     size_t first, n_ctx;
@@ -92,7 +115,7 @@ class PagedRows : public LayerKv {
     const SeqChunk& seq = batch_.seqs[static_cast<size_t>(seq_of_[t])];
     const size_t pos = static_cast<size_t>(batch_.positions[t]);
     const size_t first = ref::window_start(pos, window);
-    return {seq.block_table, first, pos + 1 - first};
+    return {window_pool_ ? seq.window_block_table : seq.block_table, first, pos + 1 - first};
   }
   const LlamaConfig& c_;
   size_t block_size_;
@@ -102,6 +125,7 @@ class PagedRows : public LayerKv {
   const std::vector<int32_t>& seq_of_;
   RecurrentStatePool& states_;
   size_t layer_;
+  bool window_pool_;
 };
 
 // F32 pools. Attention reads them in place: gathering copied every visible row (16 MB a global
@@ -109,8 +133,8 @@ class PagedRows : public LayerKv {
 class PagedKv final : public PagedRows {
  public:
   PagedKv(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size,
-          RecurrentStatePool& states, size_t layer, float* keys, float* values)
-      : PagedRows(c, batch, seq_of, block_size, states, layer), keys_(keys), values_(values) {}
+          RecurrentStatePool& states, size_t layer, bool window_pool, float* keys, float* values)
+      : PagedRows(c, batch, seq_of, block_size, states, layer, window_pool), keys_(keys), values_(values) {}
   void store(size_t t, const float* k, const float* v, size_t width) override {
     std::copy_n(k, width, keys_ + row_at(t));
     std::copy_n(v, width, values_ + row_at(t));
@@ -129,9 +153,9 @@ class PagedKv final : public PagedRows {
 class PagedKvQ8 final : public PagedRows {
  public:
   PagedKvQ8(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size,
-            RecurrentStatePool& states, size_t layer, int8_t* keys, float* key_scales, int8_t* values,
-            float* value_scales)
-      : PagedRows(c, batch, seq_of, block_size, states, layer), keys_(keys), key_scales_(key_scales), values_(values),
+            RecurrentStatePool& states, size_t layer, bool window_pool, int8_t* keys, float* key_scales,
+            int8_t* values, float* value_scales)
+      : PagedRows(c, batch, seq_of, block_size, states, layer, window_pool), keys_(keys), key_scales_(key_scales), values_(values),
         value_scales_(value_scales) {}
   void store(size_t t, const float* k, const float* v, size_t width) override {
     const size_t at = row_at(t);
@@ -186,12 +210,14 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
   for (size_t l = 0; l < c.n_layers; ++l) {
     const size_t block_size = static_cast<size_t>(options_.block_size);
     const size_t kv_l = c.kv_layer(static_cast<uint32_t>(l));  // a KV-sharing layer reads another's pools
+    const bool window_pool = window_blocks_ > 0 && in_window_pool(c, l);
     if (q8()) {
-      PagedKvQ8 kv(c, batch, token_seq_, block_size, states_, l, key_q8_[kv_l].data(), key_scales_[kv_l].data(),
-                   value_q8_[kv_l].data(), value_scales_[kv_l].data());
+      PagedKvQ8 kv(c, batch, token_seq_, block_size, states_, l, window_pool, key_q8_[kv_l].data(),
+                   key_scales_[kv_l].data(), value_q8_[kv_l].data(), value_scales_[kv_l].data());
       cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
     } else {
-      PagedKv kv(c, batch, token_seq_, block_size, states_, l, key_pool_[kv_l].data(), value_pool_[kv_l].data());
+      PagedKv kv(c, batch, token_seq_, block_size, states_, l, window_pool, key_pool_[kv_l].data(),
+                 value_pool_[kv_l].data());
       cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
     }
   }

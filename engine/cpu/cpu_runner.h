@@ -39,6 +39,11 @@ struct CpuRunnerOptions {
   // states (a slot costs memory once used). Ignored for other models.
   int32_t state_slots = 16;
   int32_t state_checkpoints = 16;
+  // Models with window layers beside full ones (engine/model/kv_pools.h): the window layers' own
+  // pool's blocks (every SeqChunk then carries a window_block_table). -1: window_pool_blocks for
+  // max_step_seqs sequences, at most num_blocks; 0: the window layers keep their K/V in the one
+  // pool, whole (what a caller laying out its own block tables gets).
+  int32_t num_window_blocks = 0;
 };
 
 class CpuRunner final : public ModelRunner {
@@ -50,7 +55,11 @@ class CpuRunner final : public ModelRunner {
   std::string device_name() const override { return "cpu"; }
   int32_t block_size() const override { return options_.block_size; }
   int32_t num_blocks() const override { return options_.num_blocks; }
+  int32_t num_window_blocks() const override { return window_blocks_; }
   uint64_t kv_bytes_per_token() const override;
+  uint64_t kv_window_bytes_per_token() const override;
+  // The window pool's blocks CpuRunner(model, options) keeps (num_window_blocks resolved).
+  static int32_t window_blocks_for(const LlamaConfig& c, const CpuRunnerOptions& options);
   // One token's K (or V) row of kv_dim values in one layer's pool: F32 for kF16, else kv_row_bytes's.
   static uint64_t pool_row_bytes(KvType type, uint64_t kv_dim);
   std::string kv_type() const override { return q8() ? "q8_0" : "f32"; }
@@ -66,6 +75,7 @@ class CpuRunner final : public ModelRunner {
  private:
   const LlamaModel& model_;
   CpuRunnerOptions options_;
+  int32_t window_blocks_ = 0;         // the window layers' pool (0: they share the one pool)
   StepLimits limits_;                 // what check_step_batch holds a step to
   std::vector<int32_t> token_seq_;    // per token of the current step: its sequence
   std::vector<int32_t> slot_scratch_;
@@ -74,7 +84,8 @@ class CpuRunner final : public ModelRunner {
   std::unique_ptr<CpuModelVectors> vectors_;  // norms, biases, rope factors in F32
 
   bool q8() const { return options_.kv_type == KvType::kQ8_0; }
-  // Paged KV cache, per layer: [num_blocks * block_size, kv_dim]; slot = block * block_size + offset.
+  // Paged KV cache, per layer: [num_blocks * block_size, kv_dim]; slot = block * block_size + offset
+  // (a window-pool layer's: window_blocks_ blocks, addressed by the window block tables).
   // F32 in key_pool_/value_pool_, or Q8_0 values in the *_q8_ pools with their scales [.., kv_dim/32].
   // Zeroed lazily (ZeroedArray): a pool's pages cost only once written.
   std::vector<ZeroedArray<float>> key_pool_;

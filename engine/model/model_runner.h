@@ -25,6 +25,10 @@ struct SeqChunk {
   int32_t n_tokens = 0;               // 1 for decode, more for a prefill chunk
   int32_t n_past = 0;                 // tokens already in the KV cache before this step
   std::vector<int32_t> block_table;   // physical blocks covering positions [0, n_past+n_tokens)
+  // A runner with a window pool (ModelRunner::num_window_blocks() > 0): the window layers' blocks
+  // covering the same positions. The entries of blocks the sequence already gave back (wholly before
+  // the first position its tokens see, n_past - window + 1) hold any valid id: nothing reads them.
+  std::vector<int32_t> window_block_table;
   LogitsMode logits = LogitsMode::kNone;
   // kArgmax or kFull: the output also of the n_verify tokens before the last one (speculative
   // decoding verifies drafted tokens with them): their greedy tokens in StepResult::verify_argmax
@@ -40,17 +44,25 @@ struct StepBatch {
   std::vector<int32_t> tokens;        // [n_tokens] every sequence's tokens, back to back
   std::vector<int32_t> positions;     // [n_tokens] filled by finalize()
   std::vector<int32_t> slot_mapping;  // [n_tokens] block*block_size + offset, filled by finalize()
+  // [n_tokens] the same through the window block tables (empty without them), filled by finalize().
+  std::vector<int32_t> window_slot_mapping;
   std::vector<SeqChunk> seqs;
 
-  // Derives positions and slot_mapping from seqs (call after filling tokens and seqs).
+  // Derives positions and the slot mappings from seqs (call after filling tokens and seqs).
   void finalize(int32_t block_size) {
     positions.assign(tokens.size(), 0);
     slot_mapping.assign(tokens.size(), 0);
+    const bool windows = !seqs.empty() && !seqs.front().window_block_table.empty();
+    window_slot_mapping.assign(windows ? tokens.size() : 0, 0);
     for (const SeqChunk& s : seqs) {
       for (int32_t i = 0; i < s.n_tokens; ++i) {
         const int32_t pos = s.n_past + i;
+        const size_t block = static_cast<size_t>(pos / block_size);
         positions[s.token_offset + i] = pos;
-        slot_mapping[s.token_offset + i] = s.block_table[pos / block_size] * block_size + pos % block_size;
+        slot_mapping[s.token_offset + i] = s.block_table[block] * block_size + pos % block_size;
+        if (windows && block < s.window_block_table.size()) {
+          window_slot_mapping[s.token_offset + i] = s.window_block_table[block] * block_size + pos % block_size;
+        }
       }
     }
   }
@@ -79,9 +91,15 @@ class ModelRunner {
   virtual bool uses_device_heap() const { return false; }
   virtual int32_t block_size() const = 0;        // tokens per KV block
   virtual int32_t num_blocks() const = 0;        // KV blocks in the pool (ids 0..num_blocks-1)
+  // Blocks of the window layers' own pool (engine/model/kv_pools.h; ids 0..num_window_blocks-1),
+  // 0 when every layer keeps its K/V in the one pool. With them every SeqChunk carries a
+  // window_block_table, and the window pool's window is window_pool_window(config()).
+  virtual int32_t num_window_blocks() const { return 0; }
   // What one token's keys and values take in the pool, every layer (stats, the model answer), and
   // the pools' element types as the user names them ("f16", "q8_0", "f32"; "K/V" where they differ).
   virtual uint64_t kv_bytes_per_token() const = 0;
+  // The part of kv_bytes_per_token() in the window pool (0 without one).
+  virtual uint64_t kv_window_bytes_per_token() const { return 0; }
   virtual std::string kv_type() const = 0;
   virtual int32_t max_step_tokens() const = 0;   // most tokens one step may hold
   virtual int32_t max_step_seqs() const = 0;     // most sequences one step may hold, and most output

@@ -14,6 +14,21 @@ namespace {
   throw Error(ErrorCode::kInvalidArgument, "invalid step batch: " + what);
 }
 
+// The first `needed` entries of one of a sequence's block tables must be blocks of its pool.
+void check_table(size_t s, const char* what, const std::vector<int32_t>& table, int64_t needed, int32_t pool_blocks,
+                 int64_t len) {
+  if (static_cast<int64_t>(table.size()) < needed) {
+    bad_batch(fmt::format("seq {}: {} has {} blocks, positions up to {} need {}", s, what, table.size(), len - 1,
+                          needed));
+  }
+  for (int64_t b = 0; b < needed; ++b) {
+    const int32_t block = table[static_cast<size_t>(b)];
+    if (block < 0 || block >= pool_blocks) {
+      bad_batch(fmt::format("seq {}: {} entry {} out of the pool [0, {})", s, what, block, pool_blocks));
+    }
+  }
+}
+
 void check_seq(const StepBatch& batch, const StepLimits& limits, size_t s, std::vector<int32_t>& token_seq) {
   const SeqChunk& c = batch.seqs[s];
   const int64_t n_tokens = static_cast<int64_t>(batch.tokens.size());
@@ -40,26 +55,27 @@ void check_seq(const StepBatch& batch, const StepLimits& limits, size_t s, std::
     bad_batch(fmt::format("seq {}: length {} exceeds the longest sequence {}", s, len, max_len));
   }
   const int64_t blocks_needed = (len + limits.block_size - 1) / limits.block_size;
-  if (static_cast<int64_t>(c.block_table.size()) < blocks_needed) {
-    bad_batch(fmt::format("seq {}: block table has {} blocks, positions up to {} need {}", s,
-                          c.block_table.size(), len - 1, blocks_needed));
-  }
-  for (int64_t b = 0; b < blocks_needed; ++b) {
-    const int32_t block = c.block_table[static_cast<size_t>(b)];
-    if (block < 0 || block >= limits.num_blocks) {
-      bad_batch(fmt::format("seq {}: block {} out of the pool [0, {})", s, block, limits.num_blocks));
-    }
+  check_table(s, "block table", c.block_table, blocks_needed, limits.num_blocks, len);
+  if (limits.num_window_blocks > 0) {
+    check_table(s, "window block table", c.window_block_table, blocks_needed, limits.num_window_blocks, len);
   }
   for (int32_t i = 0; i < c.n_tokens; ++i) {
     const size_t t = static_cast<size_t>(c.token_offset + i);
     if (token_seq[t] != -1) bad_batch(fmt::format("token {} belongs to seqs {} and {}", t, token_seq[t], s));
     token_seq[t] = static_cast<int32_t>(s);
     const int32_t pos = c.n_past + i;
-    const int32_t slot = c.block_table[static_cast<size_t>(pos / limits.block_size)] * limits.block_size +
-                         pos % limits.block_size;
+    const auto block = static_cast<size_t>(pos / limits.block_size);
+    const int32_t slot = c.block_table[block] * limits.block_size + pos % limits.block_size;
     if (batch.positions[t] != pos || batch.slot_mapping[t] != slot) {
       bad_batch(fmt::format("token {}: position {} / slot {} differ from {} / {} (call finalize())", t,
                             batch.positions[t], batch.slot_mapping[t], pos, slot));
+    }
+    if (limits.num_window_blocks > 0) {
+      const int32_t window_slot = c.window_block_table[block] * limits.block_size + pos % limits.block_size;
+      if (batch.window_slot_mapping[t] != window_slot) {
+        bad_batch(fmt::format("token {}: window slot {} differs from {} (call finalize())", t,
+                              batch.window_slot_mapping[t], window_slot));
+      }
     }
   }
 }
@@ -79,6 +95,10 @@ void check_step_batch(const StepBatch& batch, const StepLimits& limits, std::vec
   if (batch.positions.size() != n || batch.slot_mapping.size() != n) {
     bad_batch(fmt::format("{} tokens but {} positions and {} slots (call finalize())", n,
                           batch.positions.size(), batch.slot_mapping.size()));
+  }
+  if (limits.num_window_blocks > 0 && batch.window_slot_mapping.size() != n) {
+    bad_batch(fmt::format("{} tokens but {} window slots (the model has a window pool: call finalize())", n,
+                          batch.window_slot_mapping.size()));
   }
   for (size_t t = 0; t < n; ++t) {
     if (batch.tokens[t] < 0 || batch.tokens[t] >= limits.vocab_size) {
@@ -112,6 +132,13 @@ void check_step_batch(const StepBatch& batch, const StepLimits& limits, std::vec
   std::sort(slot_scratch.begin(), slot_scratch.end());
   if (auto dup = std::adjacent_find(slot_scratch.begin(), slot_scratch.end()); dup != slot_scratch.end()) {
     bad_batch(fmt::format("two tokens write KV slot {}", *dup));
+  }
+  if (limits.num_window_blocks > 0) {
+    slot_scratch.assign(batch.window_slot_mapping.begin(), batch.window_slot_mapping.end());
+    std::sort(slot_scratch.begin(), slot_scratch.end());
+    if (auto dup = std::adjacent_find(slot_scratch.begin(), slot_scratch.end()); dup != slot_scratch.end()) {
+      bad_batch(fmt::format("two tokens write window KV slot {}", *dup));
+    }
   }
 }
 

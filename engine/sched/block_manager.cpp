@@ -41,11 +41,8 @@ PrefixMatch BlockManager::match_prefix(std::span<const int32_t> tokens) const {
     for (int32_t i = 0; i < max_blocks; ++i) {
       auto chunk = tokens.subspan(static_cast<size_t>(i) * block_size_, block_size_);
       const uint64_t h = hash_block(parent, chunk);
-      auto it = cache_.find(h);
-      if (it == cache_.end()) break;
-      const int32_t b = it->second.block;
-      // Guard against hash collisions: the stored tokens and parent must agree too.
-      if (it->second.parent_hash != parent || !std::equal(chunk.begin(), chunk.end(), block_tokens_[b].begin())) break;
+      const int32_t b = find_cached(h, parent, chunk);
+      if (b == kNoBlock) break;
       m.blocks.push_back(b);
       m.hashes.push_back(h);
       if (ref_[b] == 0) ++m.evictable;
@@ -55,12 +52,45 @@ PrefixMatch BlockManager::match_prefix(std::span<const int32_t> tokens) const {
   return m;
 }
 
+int32_t BlockManager::find_cached(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) const {
+  auto it = cache_.find(hash);
+  if (it == cache_.end()) return kNoBlock;
+  const int32_t b = it->second.block;
+  // Guard against hash collisions: the stored tokens and parent must agree too.
+  if (it->second.parent_hash != parent || !std::equal(tokens.begin(), tokens.end(), block_tokens_[b].begin())) {
+    return kNoBlock;
+  }
+  return b;
+}
+
 void BlockManager::cut_match(PrefixMatch& match, size_t n) const {
   if (n >= match.blocks.size()) return;
   match.blocks.resize(n);
   match.hashes.resize(n);
-  match.evictable = static_cast<int32_t>(
-      std::count_if(match.blocks.begin(), match.blocks.end(), [&](int32_t b) { return ref_[static_cast<size_t>(b)] == 0; }));
+  match.evictable = static_cast<int32_t>(std::count_if(match.blocks.begin(), match.blocks.end(), [&](int32_t b) {
+    return b != kNoBlock && ref_[static_cast<size_t>(b)] == 0;
+  }));
+}
+
+bool BlockManager::match_window(const PrefixMatch& full, std::span<const int32_t> tokens, size_t first, size_t n,
+                                PrefixMatch& match, size_t& missing) const {
+  if (n > full.hashes.size() || first > n) throw Error(ErrorCode::kInternal, "window match outside the full match");
+  std::vector<int32_t> blocks(n, kNoBlock);
+  int32_t evictable = 0;
+  for (size_t i = n; i-- > first;) {  // deepest first: the caller cuts the match back past a missing one
+    const uint64_t parent = i == 0 ? 0 : full.hashes[i - 1];
+    const int32_t b = find_cached(full.hashes[i], parent, tokens.subspan(i * static_cast<size_t>(block_size_), block_size_));
+    if (b == kNoBlock) {
+      missing = i;
+      return false;
+    }
+    blocks[i] = b;
+    if (ref_[static_cast<size_t>(b)] == 0) ++evictable;
+  }
+  match.blocks = std::move(blocks);
+  match.hashes.assign(full.hashes.begin(), full.hashes.begin() + static_cast<std::ptrdiff_t>(n));
+  match.evictable = evictable;
+  return true;
 }
 
 int32_t BlockManager::blocks_needed(int32_t held, int32_t n_tokens) const {
@@ -72,9 +102,10 @@ void BlockManager::acquire_prefix(SeqBlocks& seq, const PrefixMatch& match) {
   if (!seq.blocks.empty()) throw Error(ErrorCode::kInternal, "acquire_prefix on a sequence holding blocks");
   for (size_t i = 0; i < match.blocks.size(); ++i) {
     const int32_t b = match.blocks[i];
+    seq.blocks.push_back(b);
+    if (b == kNoBlock) continue;
     if (ref_[b] == 0) free_.erase(free_pos_[b]);
     ++ref_[b];
-    seq.blocks.push_back(b);
   }
   seq.hashes = match.hashes;
 }
@@ -95,7 +126,7 @@ void BlockManager::commit(SeqBlocks& seq, std::span<const int32_t> tokens, int32
     seq.hashes.push_back(h);
     if (!prefix_caching_) continue;
     const int32_t b = seq.blocks[i];
-    if (registered_[b] || cache_.count(h)) continue;  // an equal block is cached already: keep ours private
+    if (b == kNoBlock || registered_[b] || cache_.count(h)) continue;  // an equal block is cached already: keep ours private
     cache_.emplace(h, CacheEntry{b, parent});
     registered_[b] = true;
     block_hash_[b] = h;
@@ -106,11 +137,26 @@ void BlockManager::commit(SeqBlocks& seq, std::span<const int32_t> tokens, int32
 void BlockManager::release(SeqBlocks& seq) {
   for (auto it = seq.blocks.rbegin(); it != seq.blocks.rend(); ++it) {
     const int32_t b = *it;
+    if (b == kNoBlock) continue;
     if (ref_[b] <= 0) throw Error(ErrorCode::kInternal, "block released more often than acquired");
     if (--ref_[b] == 0) push_free(b);
   }
   seq.blocks.clear();
   seq.hashes.clear();
+}
+
+void BlockManager::release_before(SeqBlocks& seq, size_t first) {
+  for (size_t i = 0; i < std::min(first, seq.blocks.size()); ++i) {
+    const int32_t b = seq.blocks[i];
+    if (b == kNoBlock) continue;
+    if (ref_[b] <= 0) throw Error(ErrorCode::kInternal, "block released more often than acquired");
+    if (--ref_[b] == 0) push_free(b);
+    seq.blocks[i] = kNoBlock;
+  }
+}
+
+int32_t BlockManager::num_held(const SeqBlocks& seq) {
+  return static_cast<int32_t>(std::count_if(seq.blocks.begin(), seq.blocks.end(), [](int32_t b) { return b != kNoBlock; }));
 }
 
 void BlockManager::shrink(SeqBlocks& seq, int32_t n_tokens) {
@@ -119,6 +165,7 @@ void BlockManager::shrink(SeqBlocks& seq, int32_t n_tokens) {
   while (seq.blocks.size() > keep) {
     const int32_t b = seq.blocks.back();
     seq.blocks.pop_back();
+    if (b == kNoBlock) continue;
     if (ref_[b] <= 0) throw Error(ErrorCode::kInternal, "block released more often than acquired");
     if (--ref_[b] == 0) push_free(b);
   }

@@ -18,8 +18,13 @@ namespace vks::sched {
 // Hash of one full block chained over its parent's hash (0 for the first block).
 uint64_t hash_block(uint64_t parent_hash, std::span<const int32_t> tokens);
 
+// A sequence's table entry for a block it does not hold (a window pool's block it gave back, or
+// never needed: wholly before the first position its tokens see).
+inline constexpr int32_t kNoBlock = -1;
+
 // The blocks one sequence holds. hashes[i] is the chained hash of full block i, known for every
-// full block whose tokens were all computed (or that came from the cache).
+// full block whose tokens were all computed (or that came from the cache). In a window pool the
+// first entries may be kNoBlock.
 struct SeqBlocks {
   std::vector<int32_t> blocks;
   std::vector<uint64_t> hashes;
@@ -27,6 +32,7 @@ struct SeqBlocks {
 
 struct PrefixMatch {
   std::vector<int32_t> blocks;   // cached blocks covering the first blocks.size() * block_size tokens
+                                 // (in a window pool, kNoBlock for those no token will see)
   std::vector<uint64_t> hashes;
   int32_t evictable = 0;         // how many of them are free (ref 0) and would leave the free list
 };
@@ -47,6 +53,13 @@ class BlockManager {
   PrefixMatch match_prefix(std::span<const int32_t> tokens) const;
   // Keeps only the first n blocks of a match (n <= its size), evictable recounted.
   void cut_match(PrefixMatch& match, size_t n) const;
+  // The cached block registered under `hash` (chained over `parent`) holding `tokens`, or kNoBlock.
+  int32_t find_cached(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) const;
+  // A window pool's part of `full` (a match in the full pool, same hashes) cut to its first n blocks:
+  // blocks [first, n) from this pool's cache, kNoBlock before first. False (match untouched) when
+  // one of them is not cached here; `missing` is then the deepest such block.
+  bool match_window(const PrefixMatch& full, std::span<const int32_t> tokens, size_t first, size_t n,
+                    PrefixMatch& match, size_t& missing) const;
   // Counts one lookup in the hit statistics (once per request, at its first admission).
   void record_lookup(int32_t queried_tokens, int32_t hit_tokens) {
     query_tokens_ += queried_tokens;
@@ -56,7 +69,8 @@ class BlockManager {
   // Blocks a sequence holding `held` blocks needs to cover n_tokens positions.
   int32_t blocks_needed(int32_t held, int32_t n_tokens) const;
 
-  // Takes a reference on each matched block and makes them the sequence's first blocks.
+  // Takes a reference on each matched block and makes them the sequence's first blocks (kNoBlock
+  // entries stay kNoBlock).
   void acquire_prefix(SeqBlocks& seq, const PrefixMatch& match);
   // Makes seq.blocks cover n_tokens positions; false (and nothing changed) if the pool is short.
   bool grow(SeqBlocks& seq, int32_t n_tokens);
@@ -64,6 +78,11 @@ class BlockManager {
   void commit(SeqBlocks& seq, std::span<const int32_t> tokens, int32_t n_computed);
   // Drops the sequence's references (tail first, so its longest prefixes are evicted first).
   void release(SeqBlocks& seq);
+  // Gives back the blocks before block `first` (entries become kNoBlock; registered ones stay
+  // cached and evictable): a window pool's blocks no later token of the sequence sees.
+  void release_before(SeqBlocks& seq, size_t first);
+  // Blocks the sequence holds (kNoBlock entries not counted).
+  static int32_t num_held(const SeqBlocks& seq);
   // Drops the blocks past those covering n_tokens positions (they held only rejected draft
   // tokens, never registered: a registered block is full of computed tokens).
   void shrink(SeqBlocks& seq, int32_t n_tokens);

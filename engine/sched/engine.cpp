@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "engine/grammar/compile.h"
+#include "engine/model/kv_pools.h"
 #include "engine/sched/draft_length.h"
 #include "engine/sched/engine_impl.h"
 
@@ -41,8 +42,18 @@ int32_t kv_blocks_for(const EngineConfig& c, const ModelRunner& runner) {
   return c.kv_blocks_limit > 0 ? std::min(c.kv_blocks_limit, runner.num_blocks()) : runner.num_blocks();
 }
 
+// The window layers' own pool (engine/model/kv_pools.h), when the runner keeps one.
+std::optional<sched::BlockManager> window_pool(const EngineConfig& c, const ModelRunner& runner) {
+  if (runner.num_window_blocks() <= 0) return std::nullopt;
+  if (window_pool_window(runner.config()) == 0) {
+    throw Error(ErrorCode::kInvalidArgument, "runner has a window pool but the model has no window layers beside full ones");
+  }
+  return std::optional<sched::BlockManager>(std::in_place, runner.num_window_blocks(), runner.block_size(), c.prefix_caching);
+}
+
 sched::SchedulerConfig scheduler_config(const EngineConfig& c, const ModelRunner& runner) {
   sched::SchedulerConfig s;
+  s.kv_window = runner.num_window_blocks() > 0 ? static_cast<int32_t>(window_pool_window(runner.config())) : 0;
   // A recurrent state cannot roll rejected draft tokens back: no drafts for such models.
   s.max_draft_tokens = runner.recurrent_state_slots() > 0 ? 0 : std::max(0, runner.max_step_seqs() - c.max_seqs);
   s.state_slots = runner.recurrent_state_slots();
@@ -69,7 +80,8 @@ Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, E
       tokenizer(tok),
       config(resolve(cfg, *runner)),
       blocks(kv_blocks_for(config, *runner), runner->block_size(), config.prefix_caching),
-      scheduler(scheduler_config(config, *runner), blocks),
+      window_blocks(window_pool(config, *runner)),
+      scheduler(scheduler_config(config, *runner), blocks, window_blocks ? &*window_blocks : nullptr),
       id_rng(std::random_device{}()),
       pool(config.worker_threads > 0 ? config.worker_threads : std::min(ThreadPool::hardware_threads(), 16)) {
   const LlamaConfig& mc = runner->config();
@@ -295,6 +307,14 @@ std::string Engine::device_name() const { return impl_->runner->device_name(); }
 uint64_t Engine::kv_bytes_per_token() const { return impl_->runner->kv_bytes_per_token(); }
 std::string Engine::kv_type() const { return impl_->runner->kv_type(); }
 int32_t Engine::kv_capacity_tokens() const { return impl_->limits.kv_blocks * impl_->limits.block_size; }
+
+uint64_t Engine::kv_pool_bytes() const {
+  const ModelRunner& r = *impl_->runner;
+  const uint64_t window_per_token = r.kv_window_bytes_per_token();
+  const uint64_t full = uint64_t(impl_->limits.kv_blocks) * (r.kv_bytes_per_token() - window_per_token);
+  const uint64_t window = uint64_t(std::max(0, r.num_window_blocks())) * window_per_token;
+  return (full + window) * uint64_t(impl_->limits.block_size);
+}
 int32_t Engine::max_prompt_tokens() const { return impl_->limits.max_prompt_tokens; }
 
 }  // namespace vks

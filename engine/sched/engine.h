@@ -187,6 +187,18 @@ struct SubmitResult {
   int32_t prompt_tokens = 0;
 };
 
+// One paged KV pool (engine/model/kv_pools.h): "full" keeps whole sequences (every attention layer's
+// K/V in a one-pool model), "window" only what the window layers still see.
+struct KvPoolStats {
+  std::string kind;
+  int32_t layers = 0;            // attention layers whose K/V it holds
+  int32_t window = 0;            // the window it keeps (0: whole sequences)
+  int32_t blocks_total = 0;
+  int32_t blocks_used = 0;       // held by sequences
+  int32_t blocks_cached = 0;     // holding a registered prefix (evictable when free)
+  int64_t bytes_per_block = 0;   // one block of every layer it holds, K and V
+};
+
 struct EngineStats {
   int32_t waiting = 0;
   int32_t running = 0;
@@ -204,6 +216,7 @@ struct EngineStats {
   // Additions (E):
   int64_t preemptions = 0;
   int32_t kv_blocks_cached = 0;       // blocks holding a registered prefix (evictable when free)
+  std::vector<KvPoolStats> kv_pools;  // per layer kind: the full pool, then the window pool if any
   int64_t requests_rejected = 0;      // submits answered with an error
   // Engine overhead: over the `steps` loop turns that ran a model step, their total wall time
   // (scheduling, batch building, the runner, sampling, stop checks, events) and the part inside
@@ -246,6 +259,8 @@ class Engine {
   std::string kv_type() const;
   // Tokens the KV cache can hold (blocks in use x block size): what one sequence can ever reach.
   int32_t kv_capacity_tokens() const;
+  // The KV pools' memory: the full pool's blocks, and the window pool's (engine/model/kv_pools.h).
+  uint64_t kv_pool_bytes() const;
   // The longest prompt accepted: config.max_prompt_tokens, the context and the KV cache, the least.
   int32_t max_prompt_tokens() const;
 

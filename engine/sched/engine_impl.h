@@ -111,6 +111,7 @@ struct Engine::Impl {
   void fail(sched::Request& r, ErrorCode code, const std::string& message, sched::Clock::time_point now);
   void end_all(FinishReason reason, const std::string& message);
   void publish_stats();
+  std::vector<KvPoolStats> kv_pool_stats() const;  // the pools as stats reports them
   sched::Clock::time_point next_deadline() const;
 
   // Embed requests (engine_embed.cpp).
@@ -146,6 +147,7 @@ struct Engine::Impl {
 
   // Engine thread only.
   sched::BlockManager blocks;
+  std::optional<sched::BlockManager> window_blocks;  // the window layers' pool, when the runner has one
   sched::Scheduler scheduler;
   sched::StepPlan step_plan;  // the current step's, reused (no allocation once warm)
   std::unordered_map<std::string, std::unique_ptr<sched::Request>> requests;

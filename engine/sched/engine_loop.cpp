@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "engine/model/kv_pools.h"
 #include "engine/sched/engine_impl.h"
 
 namespace vks {
@@ -190,6 +191,27 @@ void Engine::Impl::expire_deadlines(Clock::time_point now) {
   for (sched::EmbedJob* job : late_embeds) finish_embed(*job, FinishReason::kDeadline, now);
 }
 
+std::vector<KvPoolStats> Engine::Impl::kv_pool_stats() const {
+  const LlamaConfig& c = runner->config();
+  const int64_t bs = blocks.block_size();
+  const auto window_bytes = static_cast<int64_t>(runner->kv_window_bytes_per_token());
+  const auto stats_of = [&](const char* kind, const sched::BlockManager& b, int64_t layers, int64_t window, int64_t bytes_per_token) {
+    return KvPoolStats{kind, static_cast<int32_t>(layers), static_cast<int32_t>(window), b.num_blocks(), b.num_used(),
+                       b.num_cached(), bs * bytes_per_token};
+  };
+  std::vector<KvPoolStats> pools;
+  if (!window_blocks) {
+    pools.push_back(stats_of("full", blocks, static_cast<int64_t>(c.n_attention_layers()), 0,
+                         static_cast<int64_t>(runner->kv_bytes_per_token())));
+    return pools;
+  }
+  pools.push_back(stats_of("full", blocks, static_cast<int64_t>(n_full_pool_layers(c)), 0,
+                       static_cast<int64_t>(runner->kv_bytes_per_token()) - window_bytes));
+  pools.push_back(stats_of("window", *window_blocks, static_cast<int64_t>(n_window_pool_layers(c)), window_pool_window(c),
+                       window_bytes));
+  return pools;
+}
+
 void Engine::Impl::publish_stats() {
   EngineStats s;
   s.waiting = scheduler.num_waiting();
@@ -198,6 +220,7 @@ void Engine::Impl::publish_stats() {
   s.kv_blocks_used = blocks.num_used();
   s.kv_bytes_per_token = static_cast<int64_t>(runner->kv_bytes_per_token());
   s.kv_blocks_cached = blocks.num_cached();
+  s.kv_pools = kv_pool_stats();
   s.prefix_hit_tokens = blocks.hit_tokens();
   s.prefix_query_tokens = blocks.query_tokens();
   s.requests_finished = requests_finished;

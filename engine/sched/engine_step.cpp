@@ -134,6 +134,8 @@ bool Engine::Impl::schedule_step(StepPlan& plan) {
     sc.n_tokens = c.n_tokens;
     sc.n_past = c.n_past;
     sc.block_table = c.seq->kv.blocks;
+    sc.window_block_table = c.seq->window_kv.blocks;  // empty without a window pool
+    std::replace(sc.window_block_table.begin(), sc.window_block_table.end(), sched::kNoBlock, 0);  // never read
     sc.state_slot = c.seq->state_slot;
     sc.logits = LogitsMode::kNone;
     sc.n_verify = 0;

@@ -8,14 +8,20 @@
 
 namespace vks::sched {
 
-Scheduler::Scheduler(SchedulerConfig config, BlockManager& blocks)
+Scheduler::Scheduler(SchedulerConfig config, BlockManager& blocks, BlockManager* window_blocks)
     : config_(config),
       blocks_(blocks),
+      window_(config.kv_window > 0 ? window_blocks : nullptr),
       checkpoints_(config.state_slots, config.state_slots > 0 && blocks.prefix_caching() ? config.state_checkpoints : 0) {
   if (config_.max_seqs <= 0 || config_.max_batched_tokens < config_.max_seqs) {
     throw Error(ErrorCode::kInvalidArgument, "scheduler needs max_seqs > 0 and max_batched_tokens >= max_seqs");
   }
   if (!(config_.aging_ms > 0)) throw Error(ErrorCode::kInvalidArgument, "scheduler aging_ms must be > 0");
+  if (config_.kv_window > 0 && (window_ == nullptr || window_->block_size() != blocks_.block_size() ||
+                                 window_->prefix_caching() != blocks_.prefix_caching() || config_.state_slots > 0)) {
+    throw Error(ErrorCode::kInvalidArgument, "a scheduler window pool needs its own block manager of the same block "
+                                             "size and prefix caching, and a model without recurrent state");
+  }
   for (int32_t slot = config_.state_slots - 1; slot >= 0; --slot) free_state_slots_.push_back(slot);
 }
 
@@ -32,6 +38,55 @@ int32_t Scheduler::cut_to_checkpoint(PrefixMatch& match) {
   while (keep > 0 && (slot = checkpoints_.find(match.hashes[keep - 1])) < 0) --keep;
   blocks_.cut_match(match, keep);
   return slot;
+}
+
+size_t Scheduler::first_window_block(int32_t pos) const {
+  return static_cast<size_t>(std::max(0, pos - (config_.kv_window - 1)) / blocks_.block_size());
+}
+
+PrefixMatch Scheduler::cut_to_window(PrefixMatch& match, const Sequence* s) const {
+  PrefixMatch window_match;
+  size_t n = match.blocks.size();
+  while (n > 0) {
+    size_t missing = 0;
+    const int32_t boundary = static_cast<int32_t>(n) * blocks_.block_size();
+    if (window_->match_window(match, s->tokens, first_window_block(boundary), n, window_match, missing)) break;
+    n = missing;  // every deeper boundary's window holds the missing block too
+  }
+  blocks_.cut_match(match, n);
+  if (n == 0) window_match = PrefixMatch{};
+  return window_match;
+}
+
+int32_t Scheduler::room(const Sequence* s) const {
+  const int32_t bs = blocks_.block_size();
+  int32_t r = (static_cast<int32_t>(s->kv.blocks.size()) + blocks_.num_free()) * bs - s->num_computed;
+  if (window_) {
+    r = std::min(r, (static_cast<int32_t>(s->window_kv.blocks.size()) + window_->num_free()) * bs - s->num_computed);
+  }
+  return r;
+}
+
+bool Scheduler::grow(Sequence* s, int32_t n_tokens) {
+  // Checked first so that a pool that is short leaves the other untouched.
+  const int32_t n = static_cast<int32_t>(s->kv.blocks.size());
+  if (blocks_.blocks_needed(n, n_tokens) > blocks_.num_free()) return false;
+  if (window_ && window_->blocks_needed(static_cast<int32_t>(s->window_kv.blocks.size()), n_tokens) > window_->num_free()) {
+    return false;
+  }
+  return blocks_.grow(s->kv, n_tokens) && (!window_ || window_->grow(s->window_kv, n_tokens));
+}
+
+void Scheduler::release_blocks(Sequence* s) {
+  blocks_.release(s->kv);
+  if (window_) window_->release(s->window_kv);
+}
+
+void Scheduler::commit(Sequence* s) {
+  blocks_.commit(s->kv, s->tokens, s->num_computed);
+  if (!window_) return;
+  window_->commit(s->window_kv, s->tokens, s->num_computed);
+  window_->release_before(s->window_kv, first_window_block(s->num_computed));
 }
 
 int32_t Scheduler::prompt_boundary(const Sequence* s) const {
@@ -66,7 +121,7 @@ void Scheduler::add(Sequence* seq, Clock::time_point now) {
 void Scheduler::remove(Sequence* seq) {
   if (auto it = std::find(waiting_.begin(), waiting_.end(), seq); it != waiting_.end()) waiting_.erase(it);
   if (auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end()) running_.erase(it);
-  blocks_.release(seq->kv);
+  release_blocks(seq);
   release_state_slot(seq);
   seq->state = SeqState::kFinished;
 }
@@ -108,7 +163,7 @@ Sequence* Scheduler::pick_victim(const std::vector<Sequence*>& unscheduled) cons
 }
 
 void Scheduler::preempt(Sequence* victim, Clock::time_point, SchedulerOutput& out) {
-  blocks_.release(victim->kv);
+  release_blocks(victim);
   release_state_slot(victim);  // its state is recomputed from its tokens, like its KV
   victim->num_computed = 0;
   victim->draft.clear();
@@ -152,10 +207,8 @@ SchedulerOutput Scheduler::schedule_chunks(Clock::time_point now) {
   // important unscheduled sequence; returns the tokens granted (0: s itself was preempted).
   auto reserve = [&](Sequence* s, int32_t want) -> int32_t {
     while (true) {
-      const int32_t held = static_cast<int32_t>(s->kv.blocks.size());
-      const int32_t room = (held + blocks_.num_free()) * blocks_.block_size() - s->num_computed;
-      const int32_t n = std::min(want, room);
-      if (n > 0 && blocks_.grow(s->kv, s->num_computed + n)) return n;
+      const int32_t n = std::min(want, room(s));
+      if (n > 0 && grow(s, s->num_computed + n)) return n;
       Sequence* victim = pick_victim(unscheduled());
       if (!victim) return 0;
       preempt(victim, now, out);
@@ -188,16 +241,22 @@ SchedulerOutput Scheduler::schedule_chunks(Clock::time_point now) {
     if (budget <= 0 || static_cast<int32_t>(running_.size()) >= config_.max_seqs) break;
     if (config_.state_slots > 0 && free_state_slots_.empty()) break;
     PrefixMatch match = s->use_prefix_cache ? blocks_.match_prefix(s->tokens) : PrefixMatch{};
+    const PrefixMatch window_match = window_ ? cut_to_window(match, s) : PrefixMatch{};
     const int32_t resume_from = config_.state_slots > 0 ? cut_to_checkpoint(match) : -1;
     const int32_t bs = blocks_.block_size();
     const int32_t cached = static_cast<int32_t>(match.blocks.size()) * bs;
     const int32_t free_after = blocks_.num_free() - match.evictable;
-    const int32_t room = (static_cast<int32_t>(match.blocks.size()) + free_after) * bs - cached;
-    if (room <= 0 || budget <= 0) break;  // head of line waits for blocks: later ones must not overtake it
+    int32_t fits = (static_cast<int32_t>(match.blocks.size()) + free_after) * bs - cached;
+    if (window_) {
+      const int32_t window_free = window_->num_free() - window_match.evictable;
+      fits = std::min(fits, (static_cast<int32_t>(window_match.blocks.size()) + window_free) * bs - cached);
+    }
+    if (fits <= 0 || budget <= 0) break;  // head of line waits for blocks: later ones must not overtake it
     s->num_computed = cached;
-    const int32_t n = stop_at_prompt_boundary(s, std::min({s->num_tokens() - cached, budget, room}));
+    const int32_t n = stop_at_prompt_boundary(s, std::min({s->num_tokens() - cached, budget, fits}));
     blocks_.acquire_prefix(s->kv, match);
-    if (!blocks_.grow(s->kv, cached + n)) throw Error(ErrorCode::kInternal, "block pool accounting mismatch");
+    if (window_) window_->acquire_prefix(s->window_kv, window_match);
+    if (!grow(s, cached + n)) throw Error(ErrorCode::kInternal, "block pool accounting mismatch");
     if (config_.state_slots > 0) {
       s->state_slot = free_state_slots_.back();
       free_state_slots_.pop_back();
@@ -223,7 +282,7 @@ void Scheduler::on_step_done(const SchedulerOutput& out) {
     Sequence* s = c.seq;
     if (s->state != SeqState::kRunning) continue;
     s->num_computed = c.n_past + c.n_tokens - c.n_draft;
-    blocks_.commit(s->kv, s->tokens, s->num_computed);
+    commit(s);
     if (checkpoints_.enabled() && s->state_slot >= 0) checkpoint(s);
   }
 }
@@ -232,8 +291,9 @@ void Scheduler::on_draft_verified(Sequence* seq, int32_t accepted) {
   if (seq->state != SeqState::kRunning) return;
   seq->num_computed += accepted;
   if (seq->num_computed > seq->num_tokens()) throw Error(ErrorCode::kInternal, "more draft tokens accepted than appended");
-  blocks_.commit(seq->kv, seq->tokens, seq->num_computed);
   blocks_.shrink(seq->kv, seq->num_tokens());
+  if (window_) window_->shrink(seq->window_kv, seq->num_tokens());
+  commit(seq);
   seq->draft.clear();
 }
 

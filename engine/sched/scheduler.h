@@ -22,6 +22,14 @@
 // (state_checkpoints.h), as is the state at each block boundary while it decodes (replacing the
 // sequence's previous one: a conversation continues from the deepest); a new sequence resumes from
 // the deepest checkpoint along its cached prefix and recomputes the rest.
+//
+// A model with a window pool (kv_window > 0, a second BlockManager for its window layers): every
+// sequence holds blocks in both pools for the same positions, and after each step gives back the
+// window pool's blocks wholly before the first position any of its later tokens sees (num_computed
+// - kv_window + 1: a step's tokens, drafts and chunks included, start at num_computed). Growth,
+// admission and preemption count both pools. A cached prefix is reused up to the deepest block
+// boundary where the full pool's chain is cached and the window pool still caches the blocks
+// covering the kv_window - 1 positions before it.
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -48,6 +56,8 @@ struct SchedulerConfig {
   // Checkpoint slots of the runner past the live ones (state_checkpoints.h): with them a recurrent
   // model reuses cached prefixes, resuming from the deepest block boundary whose state is kept.
   int32_t state_checkpoints = 0;
+  // The window pool's window (the widest window layer's), 0 without a window pool.
+  int32_t kv_window = 0;
 };
 
 struct ScheduledChunk {
@@ -71,7 +81,8 @@ struct SchedulerOutput {
 
 class Scheduler {
  public:
-  Scheduler(SchedulerConfig config, BlockManager& blocks);
+  // window_blocks: the window pool (needed when config.kv_window > 0, else ignored).
+  Scheduler(SchedulerConfig config, BlockManager& blocks, BlockManager* window_blocks = nullptr);
 
   // Appends a new request to the waiting queue.
   void add(Sequence* seq, Clock::time_point now);
@@ -116,9 +127,21 @@ class Scheduler {
   int32_t prompt_boundary(const Sequence* s) const;
   // After a step: keeps s's state if s's computed tokens end at a boundary worth a checkpoint.
   void checkpoint(Sequence* s);
+  // The window pool's part of a cached prefix: cuts `match` back to its deepest block boundary whose
+  // window is cached and returns the window pool's match for that many blocks.
+  PrefixMatch cut_to_window(PrefixMatch& match, const Sequence* s) const;
+  // The first window-pool block any token at or after position pos still sees.
+  size_t first_window_block(int32_t pos) const;
+  // Tokens s may grow by in both pools (its held blocks plus the free ones).
+  int32_t room(const Sequence* s) const;
+  bool grow(Sequence* s, int32_t n_tokens);
+  void release_blocks(Sequence* s);
+  // Registers s's newly computed full blocks, then gives back the window blocks it no longer sees.
+  void commit(Sequence* s);
 
   SchedulerConfig config_;
   BlockManager& blocks_;
+  BlockManager* window_;  // the window pool, or null
   std::deque<Sequence*> waiting_;   // preempted ones at the front
   std::vector<Sequence*> running_;  // admission order
   std::vector<int32_t> free_state_slots_;  // the lowest last

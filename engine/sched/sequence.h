@@ -31,6 +31,9 @@ struct Sequence {
   bool use_prefix_cache = true;      // false: always computed from position 0 (embeddings need every row)
   SeqState state = SeqState::kWaiting;
   SeqBlocks kv;
+  // A model with a window pool (engine/model/kv_pools.h): the window layers' blocks, the same
+  // positions as kv's; those no later token sees are given back (kNoBlock).
+  SeqBlocks window_kv;
   // A model with recurrent layers: the runner's state slot this sequence holds while running (-1: none).
   int32_t state_slot = -1;
   // Speculative decoding: tokens guessed to follow `tokens`, proposed before each step for a

@@ -39,6 +39,8 @@ TEST(Prometheus, WellFormedExposition) {
   snap.kv_blocks_total = 10;
   snap.kv_blocks_used = 5;
   snap.kv_usage = 0.5;
+  snap.kv_pools = {KvPoolSnapshot{"full", 1, 0, 10, 5, 0, 20480, 10240},
+                   KvPoolSnapshot{"window", 5, 8, 4, 3, 1, 40960, 30720}};
   const double ttft[] = {4, 40, 400};
   snap.ttft_ms = make_histogram(ttft);
   snap.itl_ms = make_histogram({});
@@ -75,6 +77,8 @@ TEST(Prometheus, WellFormedExposition) {
   EXPECT_GT(samples, 20);
   EXPECT_NE(text.find("vkstream_requests_waiting 3\n"), std::string::npos);
   EXPECT_NE(text.find("vkstream_kv_usage_ratio 0.5\n"), std::string::npos);
+  EXPECT_NE(text.find("vkstream_kv_pool_bytes{kind=\"window\"} 40960\n"), std::string::npos);
+  EXPECT_NE(text.find("vkstream_kv_pool_blocks_used{kind=\"full\"} 5\n"), std::string::npos);
   EXPECT_NE(text.find("vkstream_connections 2\n"), std::string::npos);
   EXPECT_NE(text.find("vkstream_ttft_seconds_bucket{le=\"0.005\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("vkstream_ttft_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos);

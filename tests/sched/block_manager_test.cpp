@@ -165,5 +165,64 @@ TEST(BlockManager, RejectsBadSizes) {
   EXPECT_THROW(BlockManager(4, 0, true), Error);
 }
 
+TEST(BlockManager, ReleaseBeforeKeepsRegisteredBlocksCachedAndEvictable) {
+  // A window pool's sequence gives back its first two blocks: they leave its table (kNoBlock), join
+  // the free list and stay cached, so a later match still finds them until something takes them.
+  BlockManager bm(6, 4, true);
+  SeqBlocks a;
+  const auto t = iota_tokens(16);
+  ASSERT_TRUE(bm.grow(a, 16));
+  bm.commit(a, t, 16);
+  bm.release_before(a, 2);
+  EXPECT_EQ(a.blocks[0], kNoBlock);
+  EXPECT_EQ(a.blocks[1], kNoBlock);
+  EXPECT_EQ(BlockManager::num_held(a), 2);
+  EXPECT_EQ(bm.num_used(), 2);
+  EXPECT_EQ(bm.num_cached(), 4);
+  EXPECT_EQ(bm.check_consistency(), "");
+  bm.release_before(a, 2);  // again: nothing left to give back there
+  EXPECT_EQ(bm.num_used(), 2);
+  bm.release(a);  // skips the kNoBlock entries
+  EXPECT_EQ(bm.num_used(), 0);
+  EXPECT_EQ(bm.check_consistency(), "");
+  EXPECT_EQ(bm.match_prefix(iota_tokens(17)).blocks.size(), 4u);
+}
+
+TEST(BlockManager, MatchWindowNeedsEveryBlockFromFirstAndLeavesTheOthersOut) {
+  // The full pool's match gives the hashes; the window pool holds blocks 1-3 of the chain but not 0.
+  BlockManager full(8, 4, true), win(8, 4, true);
+  const auto t = iota_tokens(17);
+  SeqBlocks f, w;
+  ASSERT_TRUE(full.grow(f, 16));
+  full.commit(f, t, 16);
+  full.release(f);
+  ASSERT_TRUE(win.grow(w, 16));
+  win.commit(w, t, 16);
+  win.release_before(w, 1);
+  SeqBlocks other;  // takes the free window block 0 of the chain (evicts it) and the unused ones
+  ASSERT_TRUE(win.grow(other, 20));
+  win.release(w);
+  const PrefixMatch m = full.match_prefix(t);
+  ASSERT_EQ(m.blocks.size(), 4u);
+  PrefixMatch got;
+  size_t missing = 99;
+  EXPECT_FALSE(win.match_window(m, t, 0, 4, got, missing));
+  EXPECT_EQ(missing, 0u);
+  ASSERT_TRUE(win.match_window(m, t, 1, 4, got, missing));
+  ASSERT_EQ(got.blocks.size(), 4u);
+  EXPECT_EQ(got.blocks[0], kNoBlock);
+  EXPECT_NE(got.blocks[1], kNoBlock);
+  EXPECT_EQ(got.hashes, m.hashes);
+  EXPECT_EQ(got.evictable, 3);
+  SeqBlocks b;
+  win.acquire_prefix(b, got);
+  EXPECT_EQ(BlockManager::num_held(b), 3);
+  EXPECT_EQ(win.check_consistency(), "");
+  win.release(b);
+  win.release(other);
+  EXPECT_EQ(win.num_used(), 0);
+  EXPECT_EQ(win.check_consistency(), "");
+}
+
 }  // namespace
 }  // namespace vks::sched

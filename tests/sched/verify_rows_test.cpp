@@ -211,6 +211,49 @@ TEST(StepBatchCheck, RefusesBadVerifyRowsAndSharedSlots) {
   shared.finalize(4);
   expect_invalid(shared, "slot");
 }
+
+TEST(StepBatchCheck, ChecksWindowTablesAgainstTheWindowPool) {
+  // A runner with a window pool of 6 blocks: each sequence needs a window table covering its
+  // positions with ids in [0, 6), window slots from finalize() and no two tokens on one window slot.
+  StepLimits lim{512, 4, 16, 32, 3, 8};
+  lim.num_window_blocks = 6;
+  std::vector<int32_t> token_seq, scratch;
+  auto expect_invalid = [&](const StepBatch& b, const std::string& needle) {
+    try {
+      check_step_batch(b, lim, token_seq, scratch);
+      ADD_FAILURE() << "accepted a batch that should fail with: " << needle;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  StepBatch ok;
+  ok.seqs.push_back(chunk(ok, {1, 2}, 8, 0, 0));  // positions 8, 9: block 2
+  ok.seqs[0].window_block_table = {0, 0, 5};       // blocks 0-1 given back: any valid id
+  ok.finalize(4);
+  ASSERT_EQ(ok.window_slot_mapping, (std::vector<int32_t>{20, 21}));
+  EXPECT_NO_THROW(check_step_batch(ok, lim, token_seq, scratch));
+  StepBatch none = ok;
+  none.seqs[0].window_block_table.clear();
+  none.finalize(4);
+  expect_invalid(none, "0 window slots");
+  StepBatch short_table = ok;
+  short_table.seqs[0].window_block_table.pop_back();
+  short_table.finalize(4);
+  expect_invalid(short_table, "window block table has 2 blocks");
+  StepBatch outside = ok;
+  outside.seqs[0].window_block_table[2] = 6;
+  outside.finalize(4);
+  expect_invalid(outside, "out of the pool [0, 6)");
+  StepBatch stale = ok;
+  stale.window_slot_mapping[1] = 3;
+  expect_invalid(stale, "window slot");
+  StepBatch shared = ok;  // a second sequence writing the same window block at the same offset
+  shared.seqs.push_back(chunk(shared, {3}, 8, 8, 0));
+  shared.seqs[1].window_block_table = {0, 0, 5};
+  shared.finalize(4);
+  expect_invalid(shared, "two tokens write window KV slot");
+}
 #endif
 
 }  // namespace

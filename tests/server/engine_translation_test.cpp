@@ -44,6 +44,7 @@ TEST(Answers, StatsRoundTrip) {
   e.accepted_tokens = 30;
   e.ttft_ms_samples = {3, 7, 12, 250};
   e.itl_ms_samples = {1.5, 1.7};
+  e.kv_pools = {KvPoolStats{"full", 1, 0, 100, 25, 7, 2048}, KvPoolStats{"window", 5, 8, 40, 6, 3, 10240}};
   ServerStats srv;
   srv.connections = 4;
   srv.requests_total = 77;
@@ -57,6 +58,17 @@ TEST(Answers, StatsRoundTrip) {
   EXPECT_NE(render_prometheus(s.stats).find("vkstream_draft_acceptance_ratio 0.75"), std::string::npos);
   EXPECT_EQ(s.stats.kv_bytes_per_token, 12960);
   EXPECT_NE(render_prometheus(s.stats).find("vkstream_kv_bytes_per_token 12960"), std::string::npos);
+  // Per layer kind: a block's bytes times the blocks.
+  ASSERT_EQ(s.stats.kv_pools.size(), 2u);
+  EXPECT_EQ(s.stats.kv_pools[1].kind, "window");
+  EXPECT_EQ(s.stats.kv_pools[1].window, 8);
+  EXPECT_EQ(s.stats.kv_pools[1].layers, 5);
+  EXPECT_EQ(s.stats.kv_pools[1].bytes_total, 40 * 10240);
+  EXPECT_EQ(s.stats.kv_pools[1].bytes_used, 6 * 10240);
+  EXPECT_EQ(s.stats.kv_pools[0].bytes_used, 25 * 2048);
+  EXPECT_EQ(s.stats.kv_pools[0].blocks_cached, 7);
+  EXPECT_NE(render_prometheus(s.stats).find("vkstream_kv_pool_bytes_used{kind=\"window\"} 61440\n"), std::string::npos);
+  EXPECT_NE(render_prometheus(s.stats).find("vkstream_kv_pool_blocks{kind=\"full\"} 100\n"), std::string::npos);
   const StatsAnswer o = roundtrip(s);
   EXPECT_EQ(o.format, StatsFormat::kMap);
   EXPECT_EQ(o.stats, s.stats);

@@ -70,6 +70,40 @@ TEST(RunnerKvCache, Q8PoolsHoldMoreBlocksInTheSameBudget) {
   EXPECT_EQ(parse_kv_type("q8_0"), KvType::kQ8_0);
 }
 
+TEST(RunnerKvCache, AWindowPoolIsPaidForFirstAndSizesItsLayersPools) {
+  // 22 layers, five of every six windowed (gemma3's pattern, window 1024; layers 5, 11, 17 global):
+  // 19 window layers take 20 blocks each, the budget left goes to the 3 global layers' pools.
+  LlamaConfig c = tinyllama();
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    LayerSpec spec;
+    spec.attention.head_dim = 64;
+    spec.attention.n_kv_heads = 4;
+    spec.attention.window = l % 6 == 5 ? 0 : 1024;
+    c.layers[l] = spec;
+  }
+  const uint64_t block_pair = 2 * 8192;  // one block of one layer's K and V pools
+  const uint64_t budget = 19 * 20 * block_pair + 3 * 100 * block_pair;
+  const KvCacheShape s = plan_kv_cache(c, 16, 0, budget, 128ull << 20, KvType::kF16, KvType::kF16, 20);
+  EXPECT_EQ(s.window_blocks, 20);
+  EXPECT_EQ(s.num_blocks, 100);
+  EXPECT_TRUE(s.in_window_pool(0));
+  EXPECT_FALSE(s.in_window_pool(5));
+  EXPECT_EQ(s.k_pool_bytes(0), 20ull * 8192);
+  EXPECT_EQ(s.v_pool_bytes(5), 100ull * 8192);
+  EXPECT_EQ(s.q8_scales_at(0), 20u * 16 * 256 / 4);
+  EXPECT_EQ(s.total_bytes(), budget);
+  EXPECT_EQ(s.window_bytes_per_token(), 19ull * 2 * 512);
+  // Asked for more window blocks than one pool of the budget holds (30 blocks of every layer): both
+  // pools get what one pool would.
+  const KvCacheShape big = plan_kv_cache(c, 16, 0, budget, 128ull << 20, KvType::kF16, KvType::kF16, 1000);
+  EXPECT_EQ(big.window_blocks, 30);
+  EXPECT_EQ(big.num_blocks, 30);
+  // A requested block count leaves the window pool as asked; no window layers, or none asked: one pool.
+  EXPECT_EQ(plan_kv_cache(c, 16, 7, 0, 128ull << 20, KvType::kF16, KvType::kF16, 20).window_blocks, 20);
+  EXPECT_EQ(plan_kv_cache(c, 16, 7, 0, 128ull << 20).window_blocks, 0);
+  EXPECT_EQ(plan_kv_cache(tinyllama(), 16, 7, 0, 128ull << 20, KvType::kF16, KvType::kF16, 20).window_blocks, 0);
+}
+
 TEST(RunnerKvCache, ClampsToOneBindingAndRejectsNonsense) {
   const LlamaConfig c = tinyllama();
   EXPECT_EQ(plan_kv_cache(c, 16, 1 << 20, 0, 8192ull * 50).num_blocks, 50);

@@ -39,6 +39,23 @@ void expect_invalid(const StepBatch& b, const std::string& needle) {
   }
 }
 
+TEST(RunnerStepInputs, PacksWindowTablesBesideTheFullOnes) {
+  // A window pool of 3 blocks: each sequence's window table is padded like its block table; none
+  // are packed without the pool.
+  StepBatch b = two_seqs();
+  b.seqs[0].window_block_table = {1, 2};
+  b.seqs[1].window_block_table = {0, 0, 2};  // blocks 0-1 given back: any valid id
+  b.finalize(4);
+  StepLimits lim = limits();
+  lim.num_window_blocks = 3;
+  StepInputs in;
+  pack_step_inputs(b, lim, in);
+  EXPECT_EQ(in.window_block_tables, (std::vector<int32_t>{1, 2, 0, 0, 0, 0, 0, 2, 0, 0}));
+  EXPECT_EQ(in.block_tables, (std::vector<int32_t>{7, 2, 0, 0, 0, 0, 1, 9, 0, 0}));
+  pack_step_inputs(two_seqs(), limits(), in);
+  EXPECT_TRUE(in.window_block_tables.empty());
+}
+
 TEST(RunnerStepInputs, PacksSequencesTablesAndOutputRows) {
   StepInputs in;
   pack_step_inputs(two_seqs(), limits(), in);

@@ -7,6 +7,7 @@
 
 #include "engine/common/error.h"
 #include "engine/cpu/cpu_runner.h"
+#include "engine/model/kv_pools.h"
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/backend_choice.h"
 #include "engine/vulkan/runner/runner_warmup.h"
@@ -32,13 +33,23 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
   cpu.state_slots = options.max_step_seqs;  // recurrent models: every sequence a step may hold can live
   // and 8 cached prefixes' states are kept (Qwen3.5-0.8B: ~19 MiB each, allocated once used).
   cpu.state_checkpoints = 8;
+  cpu.num_window_blocks = options.num_window_blocks;
   if (options.num_blocks > 0) {
     cpu.num_blocks = options.num_blocks;
   } else {
+    // The window pool first (its size follows from the step limits), the rest of the budget to the full pool.
     const LlamaConfig& c = model.config();
-    const uint64_t block_bytes =
-        uint64_t(options.block_size) * CpuRunner::pool_row_bytes(cpu.kv_type, c.kv_dim()) * 2 * c.n_attention_layers();
-    cpu.num_blocks = static_cast<int32_t>(std::max<uint64_t>(1, options.kv_budget_bytes / std::max<uint64_t>(block_bytes, 1)));
+    const uint64_t row_pair = CpuRunner::pool_row_bytes(cpu.kv_type, c.kv_dim()) * 2;
+    const int32_t window_blocks = resolve_window_blocks(c, options.num_window_blocks, options.block_size,
+                                                        options.max_step_seqs, options.max_step_tokens, 0);
+    const uint64_t full_layers = window_blocks > 0 ? n_full_pool_layers(c) : c.n_attention_layers();
+    const uint64_t window_layers = window_blocks > 0 ? n_window_pool_layers(c) : 0;
+    const uint64_t block = uint64_t(options.block_size) * row_pair;
+    const KvPoolSplit split = split_kv_budget(options.kv_budget_bytes, block * full_layers, block * window_layers,
+                                              static_cast<uint64_t>(window_blocks));
+    const auto clamp = [](uint64_t blocks) { return static_cast<int32_t>(std::clamp<uint64_t>(blocks, 1, INT32_MAX)); };
+    cpu.num_blocks = clamp(split.full_blocks);
+    cpu.num_window_blocks = window_blocks > 0 ? clamp(split.window_blocks) : 0;
   }
   return std::make_unique<CpuRunner>(model, cpu);
 }

@@ -22,6 +22,13 @@ struct RunnerOptions {
   int32_t block_size = 16;          // tokens per KV block
   int32_t num_blocks = 0;           // KV blocks in the pool; 0 = sized from kv_budget_bytes
   uint64_t kv_budget_bytes = 256ull << 20;  // KV memory (all layers, K and V) when num_blocks == 0
+  // A model with window layers beside full ones may keep their K/V in a pool of their own
+  // (engine/model/kv_pools.h; a budget is spent on it first), and every step's SeqChunk then carries
+  // a window_block_table (the engine's scheduler fills it): -1 as many blocks as max_step_seqs
+  // sequences need (at most num_blocks when that is set), n > 0 n blocks, 0 none: one pool, the
+  // window layers' K/V kept whole (callers laying out their own block tables: kernel tests, a draft
+  // model's drafter with its fixed slots of one pool).
+  int32_t num_window_blocks = 0;
   // The K and V pools' element types (engine/model/kv_type.h; the CPU backend keeps F32 for kF16
   // and takes Q8_0 for both or neither). Q8_0 takes 36 bytes per 32 values against F16's 64, so
   // the same budget holds 1.8x the blocks.

@@ -16,6 +16,7 @@ struct StepInputs {
   int32_t longest_keys = 0;            // keys the furthest token attends to (its position + 1)
   std::vector<int32_t> token_seq;      // [n_tokens] sequence index of each token
   std::vector<int32_t> block_tables;   // [n_seqs][max_blocks_per_seq], unused entries 0
+  std::vector<int32_t> window_block_tables;  // the same of the window tables (with a window pool)
   std::vector<int32_t> out_rows;       // [n_out] token index whose logits are computed, seq order
                                        // (a seq's n_verify rows before its last)
   std::vector<int32_t> out_seq;        // [n_out] sequence index of each out row

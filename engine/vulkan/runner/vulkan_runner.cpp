@@ -9,6 +9,7 @@
 #include <set>
 
 #include "engine/common/error.h"
+#include "engine/model/kv_pools.h"
 #include "engine/vulkan/runner/attn_kernels.h"
 #include "engine/vulkan/runner/expert_kernels.h"
 #include "engine/vulkan/runner/vulkan_features.h"
@@ -62,8 +63,11 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   }
   // Attention reads each pool whole through its texel view. Before the pipelines: they are
   // specialized for the pools' types, and a type the model cannot take fails before any compile.
+  const int32_t window_blocks = resolve_window_blocks(c, options.num_window_blocks, options.block_size,
+                                                      options.max_step_seqs, options.max_step_tokens, options.num_blocks);
   kv_.emplace(device_, vk::plan_kv_cache(c, options.block_size, options.num_blocks, options.kv_budget_bytes,
-                                         device_.max_texel_binding_bytes(), options.kv_type_k, options.kv_type_v));
+                                         device_.max_texel_binding_bytes(), options.kv_type_k, options.kv_type_v,
+                                         window_blocks));
   create_pipelines();
 
   const uint64_t max_binding = device_.max_binding_bytes();
@@ -84,7 +88,8 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     config_.context_length = static_cast<uint32_t>(max_context);
   }
   limits_ = StepLimits{static_cast<int32_t>(c.vocab_size), kv.block_size, kv.num_blocks, options.max_step_tokens,
-                       options.max_step_seqs, static_cast<int32_t>((max_context + kv.block_size - 1) / kv.block_size)};
+                       options.max_step_seqs, static_cast<int32_t>((max_context + kv.block_size - 1) / kv.block_size),
+                       0, kv.window_blocks};
 
   dim_s_ = align4(c.dim);
   q_s_ = align4(c.q_dim());
@@ -169,6 +174,10 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   slots_ = make_io(T * 4, true);
   token_seq_ = make_io(T * 4, true);
   block_tables_ = make_io(S * static_cast<uint64_t>(limits_.max_blocks_per_seq) * 4, true);
+  if (kv.window_blocks > 0) {
+    window_slots_ = make_io(T * 4, true);
+    window_block_tables_ = make_io(S * static_cast<uint64_t>(limits_.max_blocks_per_seq) * 4, true);
+  }
   logits_ = make_io(S * vocab_s_ * kF, false);
   ids_ = make_io(S * 4, false);
   hidden_ = make_io(T * dim_s_ * kF, false);
@@ -195,10 +204,11 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   cmd_.end();
   device_.submit_and_wait(cmd_);
   kernels_->save_cache();
-  spdlog::info("vulkan: {} ready: {} matrix kernels, {} KV blocks of {} tokens ({} MiB, K {}, V {}), step limits {} "
-               "tokens / {} seqs, longest sequence {} tokens",
+  spdlog::info("vulkan: {} ready: {} matrix kernels, {} KV blocks of {} tokens ({} window-pool blocks; {} MiB, K {}, "
+               "V {}), step limits {} tokens / {} seqs, longest sequence {} tokens",
                device_.info().name, vk::matmul_family_name(ops_->matmul_family()), kv.num_blocks, kv.block_size,
-               kv.total_bytes() >> 20, kv_type_name(kv.k_type), kv_type_name(kv.v_type), options.max_step_tokens, options.max_step_seqs, int64_t{limits_.max_blocks_per_seq} * kv.block_size);
+               kv.window_blocks, kv.total_bytes() >> 20, kv_type_name(kv.k_type), kv_type_name(kv.v_type),
+               options.max_step_tokens, options.max_step_seqs, int64_t{limits_.max_blocks_per_seq} * kv.block_size);
 }
 
 VulkanRunner::~VulkanRunner() {
@@ -380,6 +390,10 @@ void VulkanRunner::write_inputs(vk::CommandBuffer& cmd, const StepInputs& in, co
   put(cmd, slots_, batch.slot_mapping.data(), tok_bytes);
   put(cmd, token_seq_, in.token_seq.data(), tok_bytes);
   put(cmd, block_tables_, in.block_tables.data(), table_bytes);
+  if (limits_.num_window_blocks > 0) {
+    put(cmd, window_slots_, batch.window_slot_mapping.data(), tok_bytes);
+    put(cmd, window_block_tables_, in.window_block_tables.data(), table_bytes);
+  }
   if (tokens_.host.valid()) cmd.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
   cmd.barrier(vk::Stage::kHost, vk::Stage::kCompute);
 }
@@ -394,6 +408,10 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
   // K/V pool holds rows of its own kv_dim, written by rope_kv and read by attention alike.
   const uint32_t head_dim = spec.head_dim, n_kv_heads = spec.n_kv_heads;
   const uint32_t q_dim = c.n_heads * head_dim, kv_dim = spec.kv_dim();
+  // A window-pool layer's K/V: its own pool size, written and read through the window tables.
+  const bool window_pool = kv_->shape().in_window_pool(l);
+  const vk::BufferView slots = (window_pool ? window_slots_ : slots_).device.view();
+  const vk::BufferView tables = (window_pool ? window_block_tables_ : block_tables_).device.view();
 
   // Attention block: q|k|v = rmsnorm(x) Wqkv; rope(q, k); cache k, v; att = attention.
   norm_for_matmul(cmd, L.attn_norm, n);
@@ -425,13 +443,13 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
   // Rope on Q in place, rope on K into the cache, V into the cache: one dispatch.
   vk::record_rope_kv(cmd, *kernels_,
                      vk::RopeKvBindings{qkv_.view(), positions_.device.view(), weights_->rope_tables[L.rope_table].view(), kv_->k(l),
-                                        kv_->v(l), slots_.device.view()},
+                                        kv_->v(l), slots},
                      gpu::RopeKvParams{n, c.n_heads, spec.shares_kv() ? 0 : n_kv_heads, head_dim, spec.rope_dim, qkv_s_, 0, q_dim,
-                                       q_dim + kv_dim, kv_->n_slots(), L.rope_angle_scale,
+                                       q_dim + kv_dim, kv_->n_slots(l), L.rope_angle_scale,
                                        c.rope_mode == RopeMode::kNeox ? uint32_t{VKS_ROPE_MODE_NEOX}
                                                                       : uint32_t{VKS_ROPE_MODE_NORM},
                                        L.rope_mscale_extra, vk::kv_type_id(kv_->shape().k_type),
-                                       vk::kv_type_id(kv_->shape().v_type), kv_->shape().q8_scales_at()});
+                                       vk::kv_type_id(kv_->shape().v_type), kv_->shape().q8_scales_at(l)});
   mark(cmd, "rope_kv");
   barrier(cmd);
   gpu::AttnParams ap{};
@@ -444,17 +462,17 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
   ap.out_stride = q_s_;
   ap.block_size = static_cast<uint32_t>(limits_.block_size);
   ap.max_blocks_per_seq = static_cast<uint32_t>(limits_.max_blocks_per_seq);
-  ap.n_slots = kv_->n_slots();
+  ap.n_slots = kv_->n_slots(l);
   ap.scale = spec.scale;
   ap.window = spec.window;
   ap.softcap = spec.softcap;
   ap.has_sinks = L.sinks.valid() ? 1u : 0u;
   ap.k_type = vk::kv_type_id(kv_->shape().k_type);
   ap.v_type = vk::kv_type_id(kv_->shape().v_type);
-  ap.q8_scales_at = kv_->shape().q8_scales_at();
+  ap.q8_scales_at = kv_->shape().q8_scales_at(l);
   vk::record_attention(cmd, *kernels_,
                        vk::AttnBindings{qkv_.view(), kv_->k(l), kv_->v(l), positions_.device.view(),
-                                        token_seq_.device.view(), block_tables_.device.view(), att_.view(),
+                                        token_seq_.device.view(), tables, att_.view(),
                                         attn_partials_.valid() ? attn_partials_.view() : vk::BufferView{},
                                         L.sinks.valid() ? L.sinks.view() : vk::BufferView{}},
                        ap, ops_->matmul_family(), static_cast<uint64_t>(in.longest_keys));

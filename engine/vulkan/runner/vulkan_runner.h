@@ -41,6 +41,8 @@ class VulkanRunner final : public ModelRunner {
   int32_t block_size() const override { return limits_.block_size; }
   int32_t num_blocks() const override { return limits_.num_blocks; }
   uint64_t kv_bytes_per_token() const override { return kv_->shape().bytes_per_token(); }
+  uint64_t kv_window_bytes_per_token() const override { return kv_->shape().window_bytes_per_token(); }
+  int32_t num_window_blocks() const override { return kv_->shape().window_blocks; }
   std::string kv_type() const override;
   int32_t max_step_tokens() const override { return limits_.max_step_tokens; }
   int32_t max_step_seqs() const override { return limits_.max_step_seqs; }
@@ -137,6 +139,7 @@ class VulkanRunner final : public ModelRunner {
   vk::ExpertPlan expert_plan_;
   // Per-step I/O.
   IoBuffer tokens_, positions_, slots_, token_seq_, block_tables_;  // int32 inputs
+  IoBuffer window_slots_, window_block_tables_;  // the window pool's (only with one)
   IoBuffer logits_;    // f32 [max_step_seqs][vocab]
   IoBuffer ids_;       // int32 [max_step_seqs]
   IoBuffer hidden_;    // f32 [max_step_tokens][dim] final-normed states of kHidden rows (embeddings)
