@@ -364,6 +364,7 @@ struct Q3_K {
 
 #include "engine/cpu/quant/x86_driver.inc"
 #include "engine/cpu/quant/avx_float_pairs.inc"
+#include "engine/cpu/quant/avx_kquant_tiles.inc"
 
 }  // namespace
 
@@ -381,9 +382,9 @@ void add_avx_kernels(KernelTable& table) {
   // rows side by side read it slower (0.85x from memory in the kernel bench, though faster in cache).
   table.gemm[10] = gemm<Q2_K>;
   table.gemm[11] = gemm<Q3_K>;
-  table.gemm[12] = gemm<Q4_K>;
+  table.gemm[12] = k_gemm<Q4_KRow>;
   table.gemm[13] = gemm<Q5_K>;
-  table.gemm[14] = gemm<Q6_K>;
+  table.gemm[14] = k_gemm<Q6_KRow>;
 }
 
 }  // namespace vks::cpuq
