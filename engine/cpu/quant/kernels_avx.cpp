@@ -382,8 +382,8 @@ void add_avx_kernels(KernelTable& table) {
   // rows side by side read it slower (0.85x from memory in the kernel bench, though faster in cache).
   table.gemm[10] = gemm<Q2_K>;
   table.gemm[11] = gemm<Q3_K>;
-  table.gemm[12] = k_gemm<Q4_KRow>;
-  table.gemm[13] = gemm<Q5_K>;
+  table.gemm[12] = k_gemm<Q4_KRow<Q4_K>>;
+  table.gemm[13] = k_gemm<Q4_KRow<Q5_K>>;
   table.gemm[14] = k_gemm<Q6_KRow>;
 }
 
