@@ -1,7 +1,9 @@
 // The 128-bit level (CPUs with AVX and F16C but maybe without AVX2, such as this project's CI
 // machines): SSSE3 maddubs (u8 x s8 -> pairs of i16) and madd (-> i32) on 16-byte chunks, which
 // give the 4 lanes of the lane convention (kernels.h) directly. Each kernel loads and unpacks a
-// weight block once and uses it for up to 4 tokens.
+// weight block (or, for Q4_K/Q5_K/Q6_K, a 32-element group of it) once for several tokens: the
+// legacy types' kernels are in avx_float_pairs.inc, those K-quants' in avx_kquant_tiles.inc, and
+// Q2_K/Q3_K take the generic driver (x86_driver.inc) with the structs below.
 #include <immintrin.h>
 
 #include <cstddef>
