@@ -260,6 +260,37 @@ TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnTileTails) {
   }
 }
 
+// Odd block counts per row (the row-group kernels step block by block, prefetching the next group
+// of rows) with row counts that leave 1..3 rows after whole groups of 4 (13: two groups with a next
+// group to prefetch, then one without) and token counts around the token tiles (pairs, 8), at
+// every level against the scalar bits, on random and extreme values.
+TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnOddBlockCounts) {
+  const std::vector<CpuIsa> levels = runnable_isas();
+  for (const Case& c : all_cases()) {
+    if (!uses_quantized_activations(c.type)) continue;
+    const size_t bs = ggml_type_traits(c.type)->block_size;
+    for (size_t blocks : {1u, 5u, 7u}) {
+      for (size_t rows : {1u, 6u, 13u}) {
+        for (Fill fill : {Fill::kRandom, Fill::kExtreme}) {
+          const Matrix m = make_matrix(c.type, rows, bs * blocks, fill, static_cast<uint32_t>(50 + rows + blocks));
+          for (size_t n_tokens : {1u, 3u, 8u, 11u}) {
+            const std::vector<float> x = make_activations(n_tokens, bs * blocks, fill, 51);
+            std::vector<float> scalar(n_tokens * rows);
+            qmatmul(m.ref(), x.data(), n_tokens, scalar.data(), nullptr, CpuIsa::kScalar);
+            for (CpuIsa isa : levels) {
+              std::vector<float> y(n_tokens * rows, -1.0f);
+              qmatmul(m.ref(), x.data(), n_tokens, y.data(), nullptr, isa);
+              ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
+                  << label(c.type) << " at " << isa_name(isa) << " blocks " << blocks << " rows " << rows
+                  << " tokens " << n_tokens << (fill == Fill::kExtreme ? " (extreme)" : "");
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Qmatmul, IntegerKernelsAtEveryLevelForQuantizedTypes) {
   for (CpuIsa isa : runnable_isas()) {
     for (GgmlType t : supported_ggml_types()) {

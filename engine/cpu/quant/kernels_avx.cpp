@@ -1,7 +1,9 @@
 // The 128-bit level (CPUs with AVX and F16C but maybe without AVX2, such as this project's CI
 // machines): SSSE3 maddubs (u8 x s8 -> pairs of i16) and madd (-> i32) on 16-byte chunks, which
 // give the 4 lanes of the lane convention (kernels.h) directly. Each kernel loads and unpacks a
-// weight block once and uses it for up to 4 tokens.
+// weight block (or, for Q4_K/Q5_K/Q6_K, a 32-element group of it) once for several tokens: the
+// legacy types' kernels are in avx_float_pairs.inc, those K-quants' in avx_kquant_tiles.inc, and
+// Q2_K/Q3_K take the generic driver (x86_driver.inc) with the structs below.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -54,10 +56,11 @@ struct Q4_0 {
     w.d = _mm_set1_ps(half(b));
     unpack_nibbles(b + 2, w);
   }
-  static void dot(const W& w, const Act& a, __m128& acc, float&) {
-    const __m128i lanes = _mm_sub_epi32(unsigned_lanes(w, a), _mm_load_si128(reinterpret_cast<const __m128i*>(a.c8)));
-    scale_add(acc, lanes, w.d, act_d(a));
+  static __m128i lanes(const W& w, const Act& a) {
+    return _mm_sub_epi32(unsigned_lanes(w, a), _mm_load_si128(reinterpret_cast<const __m128i*>(a.c8)));
   }
+  static void min_term(const W&, const Act&, float&) {}
+  static void dot(const W& w, const Act& a, __m128& acc, float&) { scale_add(acc, lanes(w, a), w.d, act_d(a)); }
 };
 
 struct Q4_1 {
@@ -69,9 +72,11 @@ struct Q4_1 {
     w.m = half(b + 2);
     unpack_nibbles(b + 4, w);
   }
+  static __m128i lanes(const W& w, const Act& a) { return unsigned_lanes(w, a); }
+  static void min_term(const W& w, const Act& a, float& macc) { macc = macc + w.m * a.s; }
   static void dot(const W& w, const Act& a, __m128& acc, float& macc) {
-    scale_add(acc, unsigned_lanes(w, a), w.d, act_d(a));
-    macc = macc + w.m * a.s;
+    scale_add(acc, lanes(w, a), w.d, act_d(a));
+    min_term(w, a, macc);
   }
 };
 
@@ -90,10 +95,11 @@ struct Q5_0 {
     w.d = _mm_set1_ps(half(b));
     unpack_q5(b + 2, b + 6, w);
   }
-  static void dot(const W& w, const Act& a, __m128& acc, float&) {
-    const __m128i lanes = _mm_sub_epi32(unsigned_lanes(w, a), _mm_cvtsi32_si128(a.sum * 16));
-    scale_add(acc, lanes, w.d, act_d(a));
+  static __m128i lanes(const W& w, const Act& a) {
+    return _mm_sub_epi32(unsigned_lanes(w, a), _mm_cvtsi32_si128(a.sum * 16));
   }
+  static void min_term(const W&, const Act&, float&) {}
+  static void dot(const W& w, const Act& a, __m128& acc, float&) { scale_add(acc, lanes(w, a), w.d, act_d(a)); }
 };
 
 struct Q5_1 {
@@ -105,9 +111,11 @@ struct Q5_1 {
     w.m = half(b + 2);
     unpack_q5(b + 4, b + 8, w);
   }
+  static __m128i lanes(const W& w, const Act& a) { return unsigned_lanes(w, a); }
+  static void min_term(const W& w, const Act& a, float& macc) { macc = macc + w.m * a.s; }
   static void dot(const W& w, const Act& a, __m128& acc, float& macc) {
-    scale_add(acc, unsigned_lanes(w, a), w.d, act_d(a));
-    macc = macc + w.m * a.s;
+    scale_add(acc, lanes(w, a), w.d, act_d(a));
+    min_term(w, a, macc);
   }
 };
 
@@ -126,7 +134,7 @@ struct Q8_0 {
     w.a0 = _mm_abs_epi8(w.q0);
     w.a1 = _mm_abs_epi8(w.q1);
   }
-  static void dot(const W& w, const Act& a, __m128& acc, float&) {
+  static __m128i lanes(const W& w, const Act& a) {
     // |w| * (x with w's sign) = w * x; x is never -128, so the sign flip is exact. A pair reaches
     // 2 * 128 * 127 < 2^15, but two chunks' pairs together would not: madd each chunk.
     const __m128i x0 = _mm_load_si128(reinterpret_cast<const __m128i*>(a.qs));
@@ -134,8 +142,10 @@ struct Q8_0 {
     const __m128i ones = _mm_set1_epi16(1);
     const __m128i p0 = _mm_madd_epi16(_mm_maddubs_epi16(w.a0, _mm_sign_epi8(x0, w.q0)), ones);
     const __m128i p1 = _mm_madd_epi16(_mm_maddubs_epi16(w.a1, _mm_sign_epi8(x1, w.q1)), ones);
-    scale_add(acc, _mm_add_epi32(p0, p1), w.d, act_d(a));
+    return _mm_add_epi32(p0, p1);
   }
+  static void min_term(const W&, const Act&, float&) {}
+  static void dot(const W& w, const Act& a, __m128& acc, float&) { scale_add(acc, lanes(w, a), w.d, act_d(a)); }
 };
 
 // ---- K-quants (256-element super-blocks) with 256-element activation blocks ----
@@ -355,20 +365,28 @@ struct Q3_K {
 };
 
 #include "engine/cpu/quant/x86_driver.inc"
+#include "engine/cpu/quant/avx_float_pairs.inc"
+#include "engine/cpu/quant/avx_kquant_tiles.inc"
 
 }  // namespace
 
 void add_avx_kernels(KernelTable& table) {
-  table.gemm[2] = gemm<Q4_0>;
-  table.gemm[3] = gemm<Q4_1>;
-  table.gemm[6] = gemm<Q5_0>;
-  table.gemm[7] = gemm<Q5_1>;
-  table.gemm[8] = gemm<Q8_0>;
+  table.gemm[2] = pairs_gemm<Q4_0>;
+  table.gemm[3] = pairs_gemm<Q4_1>;
+  table.gemm[6] = pairs_gemm<Q5_0>;
+  table.gemm[7] = pairs_gemm<Q5_1>;
+  table.gemm[8] = pairs_gemm<Q8_0>;
+  table.one_token[2] = matvec<Q4_0>;
+  table.one_token[3] = matvec<Q4_1>;
+  table.one_token[6] = matvec<Q5_0>;
+  table.one_token[7] = matvec<Q5_1>;
+  // One Q8_0 token (34-byte blocks) reads memory near the core's limit as one stream of rows; four
+  // rows side by side read it slower (0.85x from memory, though 1.1x in cache; no one_token entry).
   table.gemm[10] = gemm<Q2_K>;
   table.gemm[11] = gemm<Q3_K>;
-  table.gemm[12] = gemm<Q4_K>;
-  table.gemm[13] = gemm<Q5_K>;
-  table.gemm[14] = gemm<Q6_K>;
+  table.gemm[12] = k_gemm<Q4_KRow<Q4_K>>;
+  table.gemm[13] = k_gemm<Q4_KRow<Q5_K>>;
+  table.gemm[14] = k_gemm<Q6_KRow>;
 }
 
 }  // namespace vks::cpuq
