@@ -187,7 +187,10 @@ void CpuActivations::resize(const LlamaConfig& c, size_t n) {
   gate.resize(n * c.max_ffn_hidden());
   up.resize(n * c.max_ffn_hidden());
   if (c.n_experts > 1) {
-    router_in.resize(n * c.dim);
+    const bool scaled_router = std::any_of(c.layers.begin(), c.layers.end(), [](const LayerSpec& l) {
+      return l.ffn.router_input == RouterInput::kScaledNorm;
+    });
+    if (scaled_router) router_in.resize(n * c.dim);
     router_logits.resize(n * c.n_experts);
     expert_ids.resize(n * c.n_experts_used);
     expert_weights.resize(n * c.n_experts_used);
@@ -217,6 +220,7 @@ void CpuActivations::resize(const LlamaConfig& c, size_t n) {
   if (shared) shared_out.resize(n * c.dim);
   if (c.per_layer_input_dim > 0) {
     per_layer_in.resize(n * c.n_layers * c.per_layer_input_dim);
+    per_layer_tok.resize(c.n_layers * c.per_layer_input_dim);
     per_layer_gate.resize(n * c.per_layer_input_dim);
   }
 }
@@ -243,12 +247,12 @@ void cpu_embed(const LlamaModel& model, const CpuModelVectors& vec, const int32_
   const float token_scale = std::sqrt(static_cast<float>(p));
   const float sum_scale = 1.0f / std::sqrt(2.0f);
   matmul(tables.model_proj, a.x.data(), n, a.per_layer_in.data(), pool);
-  std::vector<float> token_rows(all);
+  float* token_rows = a.per_layer_tok.data();
   for (size_t t = 0; t < n; ++t) {
     float* in = &a.per_layer_in[t * all];
     for (size_t i = 0; i < all; ++i) in[i] *= proj_scale;
     for (size_t l = 0; l < c.n_layers; ++l) ref::rmsnorm(in + l * p, in + l * p, vec.per_layer_proj_norm.data(), p, c.norm_eps);
-    dequantize_tensor_row(tables.token_embd, static_cast<uint64_t>(tokens[t]), token_rows.data());
+    dequantize_tensor_row(tables.token_embd, static_cast<uint64_t>(tokens[t]), token_rows);
     for (size_t i = 0; i < all; ++i) in[i] = (in[i] + token_rows[i] * token_scale) * sum_scale;
   }
 }

@@ -78,8 +78,9 @@ struct CpuActivations {
   // the gated output [n, V], and each head's delta-rule update [V].
   std::vector<float> dn_qkv, dn_z, dn_beta, dn_alpha, dn_out, dn_update;
   std::vector<float> shared_out;  // the shared expert's output [n, dim]
-  // Per-layer inputs [n, n_layers * P], and one layer's gated slice [n, P] (LlamaConfig::per_layer_input_dim).
-  std::vector<float> per_layer_in, per_layer_gate;
+  // Per-layer inputs [n, n_layers * P], one token's rows of their table [n_layers * P] while they
+  // are formed, and one layer's gated slice [n, P] (LlamaConfig::per_layer_input_dim).
+  std::vector<float> per_layer_in, per_layer_tok, per_layer_gate;
   void resize(const LlamaConfig& c, size_t n);
 };
 

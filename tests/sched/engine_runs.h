@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -22,8 +23,10 @@ struct EngineOutcome {
 };
 
 // Submits the requests (each waiting for the one before when one_by_one) and polls until all
-// finished or 50 s passed; an error event or an unfinished request fails the test.
-inline EngineOutcome run_to_completion(Engine& engine, const std::vector<GenerateRequest>& reqs, bool one_by_one) {
+// finished or 50 s passed; an error event or an unfinished request fails the test. watch, where
+// given, sees the engine's stats at every poll.
+inline EngineOutcome run_to_completion(Engine& engine, const std::vector<GenerateRequest>& reqs, bool one_by_one,
+                                       const std::function<void(const EngineStats&)>& watch = {}) {
   using namespace std::chrono_literals;
   EngineOutcome out;
   std::vector<std::string> ids;
@@ -32,7 +35,9 @@ inline EngineOutcome run_to_completion(Engine& engine, const std::vector<Generat
   auto drain_until = [&](auto done) {
     const auto until = std::chrono::steady_clock::now() + 50s;
     while (!done() && std::chrono::steady_clock::now() < until) {
-      out.most_running = std::max(out.most_running, engine.stats().running);
+      const EngineStats stats = engine.stats();
+      out.most_running = std::max(out.most_running, stats.running);
+      if (watch) watch(stats);
       std::vector<EngineEvent> ev;
       engine.poll_events(ev);
       for (const EngineEvent& e : ev) {

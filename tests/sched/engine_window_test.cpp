@@ -9,9 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
-#include <map>
-#include <thread>
 
 #include "engine/model/kv_pools.h"
 #include "engine/model/llama_model.h"
@@ -20,6 +17,7 @@
 #include "tests/common/vulkan_skip.h"
 #include "tests/cpu/reference_data.h"
 #include "tests/sched/engine_harness.h"
+#include "tests/sched/engine_runs.h"
 #ifdef VKS_ENGINE_TEST_VULKAN
 #include "engine/vulkan/runner/runner_factory.h"
 #include "engine/vulkan/runner/runner_warmup.h"
@@ -30,15 +28,10 @@
 namespace vks::test {
 namespace {
 
-using namespace std::chrono_literals;
-
 constexpr int32_t kBlock = 4;
 
-struct Outcome {
-  std::vector<std::vector<int32_t>> ids;  // per request
-  std::vector<Usage> usage;
-  EngineStats stats;                       // at the end
-  int32_t most_window_used = 0;            // the most window-pool blocks seen in use
+struct Outcome : EngineOutcome {
+  int32_t most_window_used = 0;  // the most window-pool blocks seen in use
   int32_t most_full_used = 0;
 };
 
@@ -101,41 +94,10 @@ class WindowEngine : public ::testing::TestWithParam<const char*> {
       return out;
     }
     Engine engine(std::move(runner), *tok_, cfg);
-    std::vector<std::string> ids;
-    std::map<std::string, std::vector<int32_t>> tokens;
-    std::map<std::string, Usage> usage;
-    auto watch = [&] {
-      const EngineStats s = engine.stats();
+    static_cast<EngineOutcome&>(out) = run_to_completion(engine, reqs, one_by_one, [&](const EngineStats& s) {
       if (const KvPoolStats* w = pool_of(s, "window")) out.most_window_used = std::max(out.most_window_used, w->blocks_used);
       if (const KvPoolStats* f = pool_of(s, "full")) out.most_full_used = std::max(out.most_full_used, f->blocks_used);
-    };
-    auto drain_until = [&](auto done) {
-      const auto until = std::chrono::steady_clock::now() + 50s;
-      while (!done() && std::chrono::steady_clock::now() < until) {
-        watch();
-        std::vector<EngineEvent> ev;
-        engine.poll_events(ev);
-        for (const EngineEvent& e : ev) {
-          for (const GeneratedToken& t : e.tokens) tokens[e.request_id].push_back(t.id);
-          if (e.type == EventType::kFinished) usage[e.request_id] = e.usage;
-          if (e.type == EventType::kError) ADD_FAILURE() << e.error_message;
-        }
-        if (ev.empty()) std::this_thread::sleep_for(1ms);
-      }
-    };
-    for (const GenerateRequest& r : reqs) {
-      const SubmitResult s = engine.submit(r);
-      EXPECT_TRUE(s.ok) << s.message;
-      ids.push_back(s.id);
-      if (one_by_one) drain_until([&] { return usage.count(s.id) != 0; });
-    }
-    drain_until([&] { return std::all_of(ids.begin(), ids.end(), [&](const auto& id) { return usage.count(id) != 0; }); });
-    out.stats = engine.stats();
-    for (const auto& id : ids) {
-      EXPECT_TRUE(usage.count(id)) << "request " << id << " did not finish";
-      out.ids.push_back(tokens[id]);
-      out.usage.push_back(usage[id]);
-    }
+    });
     return out;
   }
 
