@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/cpu/attention_rows.h"
+
 namespace vks::cpu {
 
 void quantize_kv_q8(const float* x, size_t n, int8_t* q, float* scales) {
@@ -18,52 +20,51 @@ void quantize_kv_q8(const float* x, size_t n, int8_t* q, float* scales) {
   }
 }
 
+namespace {
+
+// A Q8_0 pool's rows decoded into floats as attend() asks for them (one row per KV-head group, so
+// the heads of a group share a decode): value * its block's scale, the values the pool stands for.
+struct Q8Rows {
+  const int8_t* key_q;
+  const float* key_scales;
+  const int8_t* value_q;
+  const float* value_scales;
+  const size_t* slots;  // [n_ctx] pool slot of each visible position
+  size_t stride, head_dim;
+  float* rows;  // [kValueRows][head_dim] the rows decoded last, in turn
+  mutable size_t next = 0;
+
+  [[gnu::always_inline]] const float* decode(const int8_t* q, const float* scales, size_t t, size_t kv_offset) const {
+    const size_t at = slots[t] * stride + kv_offset;
+    const int8_t* v = q + at;
+    const float* s = scales + at / kKvQ8Block;
+    float* row = rows + (next++ % ref::rows::kValueRows) * head_dim;
+    for (size_t b = 0; b < head_dim / kKvQ8Block; ++b) {
+      for (size_t i = 0; i < kKvQ8Block; ++i) row[b * kKvQ8Block + i] = static_cast<float>(v[b * kKvQ8Block + i]) * s[b];
+    }
+    return row;
+  }
+  [[gnu::always_inline]] const float* key(size_t t, size_t kv_offset) const { return decode(key_q, key_scales, t, kv_offset); }
+  [[gnu::always_inline]] const float* value(size_t t, size_t kv_offset) const {
+    return decode(value_q, value_scales, t, kv_offset);
+  }
+};
+
+}  // namespace
+
 void attention_paged_q8(float* out, const float* q, const int8_t* key_q, const float* key_scales,
                         const int8_t* value_q, const float* value_scales, std::span<const int32_t> block_table,
                         size_t block_size, size_t first, size_t n_ctx, size_t stride, const ref::AttentionParams& p) {
-  const size_t head_dim = p.head_dim, blocks = head_dim / kKvQ8Block;
-  const size_t group = p.n_heads / p.n_kv_heads;
-  thread_local std::vector<float> scores;  // per thread: no allocation per call at long contexts
-  thread_local std::vector<size_t> slots;
-  if (scores.size() < n_ctx) scores.resize(n_ctx);
+  thread_local std::vector<size_t> slots;  // per thread: no allocation per call at long contexts
+  thread_local std::vector<float> rows;
   if (slots.size() < n_ctx) slots.resize(n_ctx);
+  if (rows.size() < ref::rows::kValueRows * p.head_dim) rows.resize(ref::rows::kValueRows * p.head_dim);
   for (size_t t = 0; t < n_ctx; ++t) {
     const size_t pos = first + t;
     slots[t] = static_cast<size_t>(block_table[pos / block_size]) * block_size + pos % block_size;
   }
-  for (size_t h = p.head_begin; h < p.heads_end(); ++h) {
-    const float* qh = q + h * head_dim;
-    const size_t kv_offset = (h / group) * head_dim;
-    // Scores: per block the int8 products, then times the block's scale.
-    float max_score = p.sinks != nullptr ? p.sinks[h] : -INFINITY;
-    for (size_t t = 0; t < n_ctx; ++t) {
-      const size_t at = slots[t] * stride + kv_offset;
-      const int8_t* k = key_q + at;
-      const float* ks = key_scales + at / kKvQ8Block;
-      float dot = 0.0f;
-      for (size_t b = 0; b < blocks; ++b) {
-        float sum = 0.0f;
-        for (size_t i = 0; i < kKvQ8Block; ++i) sum += qh[b * kKvQ8Block + i] * static_cast<float>(k[b * kKvQ8Block + i]);
-        dot += ks[b] * sum;
-      }
-      scores[t] = ref::attention_score(dot, p);
-      max_score = std::max(max_score, scores[t]);
-    }
-    const float sum = ref::softmax_in_place(scores.data(), n_ctx, max_score, p.sinks != nullptr ? &p.sinks[h] : nullptr);
-    // Probability-weighted values, a block's scale folded into its weight.
-    float* oh = out + h * head_dim;
-    std::fill(oh, oh + head_dim, 0.0f);
-    for (size_t t = 0; t < n_ctx; ++t) {
-      const float prob = scores[t] / sum;
-      const size_t at = slots[t] * stride + kv_offset;
-      const int8_t* v = value_q + at;
-      const float* vs = value_scales + at / kKvQ8Block;
-      for (size_t b = 0; b < blocks; ++b) {
-        const float w = prob * vs[b];
-        for (size_t i = 0; i < kKvQ8Block; ++i) oh[b * kKvQ8Block + i] += w * static_cast<float>(v[b * kKvQ8Block + i]);
-      }
-    }
-  }
+  Q8Rows reader{key_q, key_scales, value_q, value_scales, slots.data(), stride, p.head_dim, rows.data()};
+  ref::rows::attend(out, q, n_ctx, p, reader);
 }
 
 }  // namespace vks::cpu

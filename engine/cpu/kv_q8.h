@@ -1,7 +1,7 @@
 #pragma once
 // The CPU backend's Q8_0 KV pool (--kv-type q8_0): each block of 32 values of a slot's row as int8
 // with one f32 scale, the numbers the Vulkan pools hold (engine/vulkan/shaders/attn_params.h), and
-// paged attention reading them in place in ref::attention's loop order.
+// paged attention over them: ref::attention over the decoded values, the same bits.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -16,7 +16,8 @@ inline constexpr size_t kKvQ8Block = 32;
 // from zero (0 for an all-zero block). n is a multiple of kKvQ8Block.
 void quantize_kv_q8(const float* x, size_t n, int8_t* q, float* scales);
 
-// ref::attention_paged over Q8_0 pools: a slot's row is `stride` int8 values (stride / 32 scales),
+// ref::attention_paged over Q8_0 pools, giving the bits of ref::attention_paged over the decoded
+// values (value * block scale): a slot's row is `stride` int8 values (stride / 32 scales),
 // rows of positions [first, first + n_ctx) through block_table. head_dim must be a multiple of 32.
 void attention_paged_q8(float* out, const float* q, const int8_t* key_q, const float* key_scales,
                         const int8_t* value_q, const float* value_scales, std::span<const int32_t> block_table,

@@ -8,32 +8,12 @@
 #include <vector>
 
 #include "engine/common/thread_pool.h"
+#include "engine/cpu/attention_rows.h"
 
 namespace vks::ref {
 
-namespace {
 
-constexpr size_t kLanes = 8;  // dot()'s partial sums; element i goes to lane i % 8
-
-float combine_lanes(const float (&lane)[kLanes]) {
-  return ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
-}
-
-// dot() itself, inlined where attention takes one per cached position.
-[[gnu::always_inline]] inline float dot_lanes(const float* a, const float* b, size_t n) {
-  float lane[kLanes] = {};
-  const size_t body = n - n % kLanes;
-  for (size_t i = 0; i < body; i += kLanes) {
-    for (size_t j = 0; j < kLanes; ++j) lane[j] += a[i + j] * b[i + j];
-  }
-  float sum = combine_lanes(lane);
-  for (size_t i = body; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
-}  // namespace
-
-float dot(const float* a, const float* b, size_t n) { return dot_lanes(a, b, n); }
+float dot(const float* a, const float* b, size_t n) { return rows::dot_lanes(a, b, n); }
 
 void rmsnorm(float* out, const float* x, const float* weight, size_t n, float eps) {
   float sum_squares = 0.0f;
@@ -142,90 +122,26 @@ void add_bias(float* x, const float* bias, size_t n) {
 
 namespace {
 
-constexpr size_t kMaxGroup = 64;  // query heads attended together (at most)
+// Rows of a float cache read in place: position t's key and value rows (kv_offset not yet added).
+struct FloatRows {
+  std::vector<const float*>& keys;
+  std::vector<const float*>& values;
+  [[gnu::always_inline]] const float* key(size_t t, size_t kv_offset) const { return keys[t] + kv_offset; }
+  [[gnu::always_inline]] const float* value(size_t t, size_t kv_offset) const { return values[t] + kv_offset; }
+};
 
-// Query heads [h0, h1) of one KV head over the key and value rows of their visible positions
-// (kv_offset into each row): each head's scores, their softmax (with its sink), and its
-// probability-weighted sum of the values. The heads share each row as it is read (a KV row is read
-// once per group, not once per head); each head's operations and their order are those of a head
-// computed alone. scores: [h1 - h0][n_ctx].
-[[gnu::always_inline]] inline void attend_group_body(float* out, const float* q, const float* const* keys,
-                                                     const float* const* values, size_t kv_offset, size_t n_ctx,
-                                                     const AttentionParams& p, size_t h0, size_t h1,
-                                                     float* scores) {
-  const size_t head_dim = p.head_dim, g = h1 - h0;
-  for (size_t t = 0; t < n_ctx; ++t) {
-    const float* kt = keys[t] + kv_offset;
-    for (size_t j = 0; j < g; ++j) scores[j * n_ctx + t] = attention_score(dot_lanes(q + (h0 + j) * head_dim, kt, head_dim), p);
-  }
-  float sums[kMaxGroup];
-  for (size_t j = 0; j < g; ++j) {
-    float* s = scores + j * n_ctx;
-    const float* sink = p.sinks != nullptr ? &p.sinks[h0 + j] : nullptr;
-    float max_score = sink != nullptr ? *sink : -INFINITY;
-    for (size_t t = 0; t < n_ctx; ++t) max_score = std::max(max_score, s[t]);
-    sums[j] = softmax_in_place(s, n_ctx, max_score, sink);
-    std::fill(out + (h0 + j) * head_dim, out + (h0 + j + 1) * head_dim, 0.0f);
-  }
-  for (size_t t = 0; t < n_ctx; ++t) {
-    const float* vt = values[t] + kv_offset;
-    for (size_t j = 0; j < g; ++j) {
-      const float prob = scores[j * n_ctx + t] / sums[j];
-      float* oh = out + (h0 + j) * head_dim;
-      for (size_t d = 0; d < head_dim; ++d) oh[d] += prob * vt[d];
-    }
-  }
-}
-
-// The same operations compiled twice: the vectorizer keeps their order (no reassociation, no
-// multiply-add contraction: AVX2 without FMA), so both give the same bits; AVX2's loops are twice
-// as wide. Attention is most of a decode step's arithmetic at long contexts.
-using AttendGroupFn = void (*)(float*, const float*, const float* const*, const float* const*, size_t, size_t,
-                               const AttentionParams&, size_t, size_t, float*);
-#if defined(__x86_64__)
-[[gnu::target("avx2")]] void attend_group_avx2(float* out, const float* q, const float* const* keys,
-                                                const float* const* values, size_t kv_offset, size_t n_ctx,
-                                                const AttentionParams& p, size_t h0, size_t h1, float* scores) {
-  attend_group_body(out, q, keys, values, kv_offset, n_ctx, p, h0, h1, scores);
-}
-#endif
-void attend_group_baseline(float* out, const float* q, const float* const* keys, const float* const* values,
-                           size_t kv_offset, size_t n_ctx, const AttentionParams& p, size_t h0, size_t h1,
-                           float* scores) {
-  attend_group_body(out, q, keys, values, kv_offset, n_ctx, p, h0, h1, scores);
-}
-AttendGroupFn attend_group() {
-#if defined(__x86_64__)
-  static const AttendGroupFn fn = __builtin_cpu_supports("avx2") ? attend_group_avx2 : attend_group_baseline;
-  return fn;
-#else
-  return attend_group_baseline;
-#endif
-}
-
-// attention() over rows found by row(t) (the key and value rows of visible position t, kv_offset not
-// yet added): one loop order for contiguous and paged caches, so both give the same bits.
+// attention() over rows found by row(t) (the key and value rows of visible position t): one loop
+// order for contiguous and paged caches, so both give the same bits.
 template <typename RowOf>
 void attention_rows(float* out, const float* q, size_t n_ctx, const AttentionParams& p, RowOf row) {
-  const size_t head_dim = p.head_dim;
-  const size_t group = p.n_heads / p.n_kv_heads;  // query heads sharing one KV head
-  // Kept per thread: no allocation per call at long contexts.
-  thread_local std::vector<float> scores;
-  thread_local std::vector<const float*> keys, values;
-  if (scores.size() < std::min(group, kMaxGroup) * n_ctx) scores.resize(std::min(group, kMaxGroup) * n_ctx);
+  thread_local std::vector<const float*> keys, values;  // per thread: no allocation per call
   if (keys.size() < n_ctx) {
     keys.resize(n_ctx);
     values.resize(n_ctx);
   }
   for (size_t t = 0; t < n_ctx; ++t) std::tie(keys[t], values[t]) = row(t);
-  const AttendGroupFn attend = attend_group();
-  // The heads asked for, one KV head's share at a time.
-  for (size_t h0 = p.head_begin; h0 < p.heads_end();) {
-    const size_t kv = h0 / group;
-    const size_t h1 = std::min({p.heads_end(), (kv + 1) * group, h0 + kMaxGroup});
-    attend(out, q, keys.data(), values.data(), kv * head_dim, n_ctx, p, h0, h1, scores.data());
-    h0 = h1;
-  }
+  FloatRows rows{keys, values};
+  rows::attend(out, q, n_ctx, p, rows);
 }
 
 }  // namespace
