@@ -61,12 +61,16 @@ TEST_P(ArchitectureEngine, GreedyIdsEqualLlamaCppUnderEverySchedule) {
   EXPECT_EQ(preempted.ids[kTargetInBatch], ref_.generated) << "after preemption";
   for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(preempted.ids[i], batched.ids[i]) << "request " << i;
 
-  // The same prompt again reads its full blocks from the prefix cache; then with prompt lookup.
+  // The same prompt again reads its full blocks from the prefix cache; then with prompt lookup,
+  // every draft found verified (no cost model), so the drafts' verification steps are exercised.
   GenerateRequest speculative = target();
   speculative.speculative = 4;
-  const EngineOutcome again = run({target(), target(), speculative}, EngineConfig{}, 256, true);
+  EngineConfig verify_every_draft;
+  verify_every_draft.speculative_cost_model = false;
+  const EngineOutcome again = run({target(), target(), speculative}, verify_every_draft, 256, true);
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(again.ids[i], ref_.generated) << "request " << i;
   EXPECT_EQ(again.usage[1].cached_tokens, 36) << "the prompt's full blocks of 4";
+  EXPECT_GT(again.stats.draft_tokens, 0) << "no draft was verified";
 }
 
 std::string fixture_name(const ::testing::TestParamInfo<std::string>& info) {
