@@ -222,6 +222,17 @@ TEST(RunnerFactory, HybridRecurrentModelsFollowTheBackendRule) {
   EXPECT_EQ(vulkan->device_name(), picked.name);
   EXPECT_EQ(vulkan->recurrent_state_slots(), options().max_step_seqs);
   EXPECT_EQ(vulkan->recurrent_checkpoint_slots(), 3);
+  vulkan->copy_recurrent_state(0, options().max_step_seqs + 2);  // into the last checkpoint slot
+  try {
+    vulkan->copy_recurrent_state(0, options().max_step_seqs + 3);
+    ADD_FAILURE() << "a copy past the slots was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+  }
+  forced.state_slots = 2;  // fewer sequences live than a step may hold (the daemon's max_seqs)
+  EXPECT_EQ(make_runner(*model, forced)->recurrent_state_slots(), 2);
+  forced.state_slots = -1;
+  EXPECT_THROW(make_runner(*model, forced), Error);
 }
 
 }  // namespace

@@ -29,6 +29,9 @@ void check_options(const RunnerOptions& o) {
                 fmt::format("max_step_seqs {} must be in 1..max_step_tokens ({})", o.max_step_seqs, o.max_step_tokens));
   }
   if (o.max_context < 0) throw Error(ErrorCode::kInvalidArgument, "max_context must not be negative");
+  if (o.state_slots < 0 || o.state_checkpoints < 0) {
+    throw Error(ErrorCode::kInvalidArgument, "state_slots and state_checkpoints must not be negative");
+  }
 }
 
 }  // namespace
@@ -191,11 +194,13 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     }
   }
   if (c.has_recurrent_layers()) {
-    states_ = vk::RecurrentStateBuffers(device_, c, options.max_step_seqs + std::max(options.state_checkpoints, 0),
-                                        max_binding);
+    const int32_t live = options.state_slots > 0 ? options.state_slots : options.max_step_seqs;
+    states_ = vk::RecurrentStateBuffers(device_, c, live + std::max(options.state_checkpoints, 0), max_binding);
     dn_conv_ = activation(T, dn_conv_s_, "DeltaNet conv", false);
     seq_states_ = make_io(S * VKS_DELTANET_SEQ_FIELDS * 4, true);
-    limits_.state_slots = options.max_step_seqs;  // the live slots; the checkpoints lie past them
+    limits_.state_slots = live;  // the checkpoints lie past the live slots
+    spdlog::info("vulkan: {} recurrent state slots ({} live) of {:.1f} MiB", states_.slots(), live,
+                 static_cast<double>(states_.slot_bytes()) / (1 << 20));
   }
   tokens_ = make_io(T * 4, true);
   positions_ = make_io(T * 4, true);
