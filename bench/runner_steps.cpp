@@ -42,10 +42,15 @@ double StepDriver::step(std::vector<BenchSeq>& seqs, int32_t n) {
     c.logits = LogitsMode::kArgmax;
     if (runner_.recurrent_state_slots() > 0) {
       if (s.state_slot < 0) {
-        if (next_state_slot_ >= runner_.recurrent_state_slots()) {
+        if (free_state_slots_.empty() && next_state_slot_ >= runner_.recurrent_state_slots()) {
           throw Error(ErrorCode::kOutOfMemory, "benchmark ran out of recurrent state slots");
         }
-        s.state_slot = next_state_slot_++;
+        if (free_state_slots_.empty()) {
+          s.state_slot = next_state_slot_++;
+        } else {
+          s.state_slot = free_state_slots_.back();
+          free_state_slots_.pop_back();
+        }
       }
       c.state_slot = s.state_slot;
     }
@@ -67,7 +72,10 @@ double StepDriver::step(std::vector<BenchSeq>& seqs, int32_t n) {
 }
 
 void StepDriver::release(std::vector<BenchSeq>& seqs) {
-  for (BenchSeq& s : seqs) free_.insert(free_.end(), s.blocks.begin(), s.blocks.end());
+  for (BenchSeq& s : seqs) {
+    free_.insert(free_.end(), s.blocks.begin(), s.blocks.end());
+    if (s.state_slot >= 0) free_state_slots_.push_back(s.state_slot);  // a new sequence starts it afresh
+  }
   seqs.clear();
 }
 

@@ -48,6 +48,7 @@ class StepDriver {
   std::mt19937 rng_;
   std::vector<int32_t> free_;
   int32_t next_state_slot_ = 0;
+  std::vector<int32_t> free_state_slots_;  // given back by release
   double last_cpu_s_ = 0;
 };
 

@@ -79,6 +79,7 @@ ServedModel load_served_model(const std::string& path, const ServerOptions& opti
   ro.num_window_blocks = resolve_window_blocks(served.model->config(), -1, ro.block_size,
                                                std::min(options.max_seqs, ro.max_step_seqs),
                                                std::min(options.max_batched_tokens, ro.max_step_tokens), ro.num_blocks);
+  ro.state_slots = std::min(options.max_seqs, ro.max_step_seqs);  // recurrent models: one per sequence run at once
   ro.kv_type_k = parse_kv_type(options.kv_type_k);
   ro.kv_type_v = parse_kv_type(options.kv_type_v);
   std::unique_ptr<ModelRunner> runner = make_runner(*served.model, ro);

@@ -1,5 +1,5 @@
-// The engine on qwen35-tiny (Gated DeltaNet layers: a recurrent state slot per live sequence on the
-// CPU runner): the greedy request gives llama.cpp's 32 ids alone, among more concurrent requests
+// The engine on qwen35-tiny (Gated DeltaNet layers: a recurrent state slot per live sequence), on the
+// CPU runner and (VKS_ENGINE_TEST_VULKAN) on the Vulkan runner's device states: the greedy request gives llama.cpp's 32 ids alone, among more concurrent requests
 // than there are state slots (admission waits for a slot), with its prompt chunked, after forced
 // preemptions (recomputed from its tokens, or resumed from a state checkpoint), twice in a row with
 // the same prompt (the second resumes from the checkpoint at the prompt's last block boundary) and
@@ -13,13 +13,20 @@
 #include <map>
 #include <thread>
 
-#include "engine/cpu/cpu_runner.h"
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
 #include "tests/common/test_models.h"
 #include "tests/cpu/reference_data.h"
 #include "tests/sched/engine_harness.h"
 #include "tests/sched/engine_runs.h"
+#ifdef VKS_ENGINE_TEST_VULKAN
+#include "engine/vulkan/core/device_info.h"
+#include "engine/vulkan/runner/runner_factory.h"
+#include "engine/vulkan/runner/runner_warmup.h"
+#include "tests/common/vulkan_skip.h"
+#else
+#include "engine/cpu/cpu_runner.h"
+#endif
 
 namespace vks::test {
 namespace {
@@ -33,6 +40,9 @@ using Outcome = EngineOutcome;
 class HybridEngine : public ::testing::Test {
  protected:
   void SetUp() override {
+#ifdef VKS_ENGINE_TEST_VULKAN
+    if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
+#endif
     model_ = LlamaModel::load(model_path("qwen35-tiny.gguf"));
     tok_ = Tokenizer::from_gguf(model_->file());
     ref_ = load_ids_file("qwen35-tiny.greedy.ids");
@@ -42,14 +52,31 @@ class HybridEngine : public ::testing::Test {
   // Runs the requests on one engine (one after the other when one_by_one).
   Outcome run(const std::vector<GenerateRequest>& reqs, EngineConfig cfg, int32_t num_blocks = 256,
               bool one_by_one = false) {
+    Engine engine(make(num_blocks), *tok_, cfg);
+    return run_to_completion(engine, reqs, one_by_one);
+  }
+
+  std::unique_ptr<ModelRunner> make(int32_t num_blocks) {
+#ifdef VKS_ENGINE_TEST_VULKAN
+    RunnerOptions o;
+    o.allow_cpu_fallback = false;
+    o.block_size = 4;
+    o.num_blocks = num_blocks;
+    o.max_step_tokens = 256;
+    o.max_step_seqs = kStateSlots;  // a state slot for each sequence a step may hold
+    o.state_checkpoints = checkpoints_;
+    std::unique_ptr<ModelRunner> runner = make_runner(*model_, o);
+    warm_up_runner(*runner);  // the daemon's throw-away steps run in state slots too
+    return runner;
+#else
     CpuRunnerOptions o;
     o.block_size = 4;
     o.num_blocks = num_blocks;
     o.threads = 2;
     o.state_slots = kStateSlots;
     o.state_checkpoints = checkpoints_;
-    Engine engine(std::make_unique<CpuRunner>(*model_, o), *tok_, cfg);
-    return run_to_completion(engine, reqs, one_by_one);
+    return std::make_unique<CpuRunner>(*model_, o);
+#endif
   }
 
   GenerateRequest target() const { return greedy_request(ref_.prompt, 32); }

@@ -1,9 +1,11 @@
 // The architectures beyond llama on the Vulkan runner, each on its fixture (../shared/models
 // README): experts (qwen3moe-tiny: 8 experts, 2 per token, so every step groups rows of several
 // sequences per expert) and attention variants (sliding windows beside global layers, soft-capped
-// scores, sinks, Gemma 4's two head sizes). A sequence's logits, bit for bit, do not depend on the
-// other sequences of its steps or on which of them share its experts, on chunked prefill or on
-// decoding token by token, with prompts that run past the fixtures' windows.
+// scores, sinks, Gemma 4's two head sizes) and Gated DeltaNet layers (qwen35-tiny, qwen35moe-tiny: a
+// recurrent state slot per sequence, a gated attention output, a gated shared expert). A sequence's
+// logits, bit for bit, do not depend on the other sequences of its steps or on which of them share
+// its experts, on chunked prefill or on decoding token by token, with prompts that run past the
+// fixtures' windows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,9 +21,12 @@
 namespace vks {
 namespace {
 
+// What a fixture is here for.
+enum class Feature { kExperts, kWindows, kRecurrent };
+
 struct ArchitectureCase {
   std::string model;  // fixture file stem
-  bool experts;       // what the file is here for: routed experts, else attention windows
+  Feature feature;
 };
 
 class RunnerArchitectures : public ::testing::TestWithParam<ArchitectureCase> {
@@ -29,10 +34,10 @@ class RunnerArchitectures : public ::testing::TestWithParam<ArchitectureCase> {
   void SetUp() override {
     if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
     model_ = LlamaModel::load(test::model_path(GetParam().model + ".gguf"));
-    if (GetParam().experts) {
-      ASSERT_EQ(model_->config().layers[0].ffn.n_experts, 8u);
-    } else {
-      ASSERT_GT(model_->config().max_window(), 0u);
+    switch (GetParam().feature) {
+      case Feature::kExperts: ASSERT_EQ(model_->config().layers[0].ffn.n_experts, 8u); break;
+      case Feature::kWindows: ASSERT_GT(model_->config().max_window(), 0u); break;
+      case Feature::kRecurrent: ASSERT_TRUE(model_->config().has_recurrent_layers()); break;
     }
     RunnerOptions o;
     o.num_blocks = 128;
@@ -53,7 +58,7 @@ TEST_P(RunnerArchitectures, SequencesBatchedEqualAlone) {
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 5; ++i) prompts.push_back(prompt(lengths[i], 500 + static_cast<uint32_t>(i)));
   const auto alone = test::expect_batched_equals_alone(*runner_, prompts, 6, 1);
-  if (GetParam().experts) {
+  if (GetParam().feature != Feature::kWindows) {
     EXPECT_NE(alone[0].generated, alone[4].generated);
   }
 }
@@ -69,11 +74,15 @@ std::string case_name(const ::testing::TestParamInfo<ArchitectureCase>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RunnerArchitectures,
-                         ::testing::Values(ArchitectureCase{"qwen3moe-tiny", true}, ArchitectureCase{"gemma2-tiny", false},
-                                           ArchitectureCase{"gemma3-tiny", false}, ArchitectureCase{"gpt-oss-tiny", false},
-                                           ArchitectureCase{"gemma4-dense-tiny", false},
-                                           ArchitectureCase{"gemma4-moe-tiny", true},
-                                           ArchitectureCase{"gemma4-e-tiny", false}),
+                         ::testing::Values(ArchitectureCase{"qwen3moe-tiny", Feature::kExperts},
+                                           ArchitectureCase{"gemma2-tiny", Feature::kWindows},
+                                           ArchitectureCase{"gemma3-tiny", Feature::kWindows},
+                                           ArchitectureCase{"gpt-oss-tiny", Feature::kWindows},
+                                           ArchitectureCase{"gemma4-dense-tiny", Feature::kWindows},
+                                           ArchitectureCase{"gemma4-moe-tiny", Feature::kExperts},
+                                           ArchitectureCase{"gemma4-e-tiny", Feature::kWindows},
+                                           ArchitectureCase{"qwen35-tiny", Feature::kRecurrent},
+                                           ArchitectureCase{"qwen35moe-tiny", Feature::kRecurrent}),
                          case_name);
 
 }  // namespace

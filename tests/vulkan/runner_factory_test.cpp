@@ -198,31 +198,41 @@ TEST(RunnerFactory, APlainStartFollowsTheBackendRule) {
   }
 }
 
-// Qwen3.5's Gated DeltaNet layers run on the CPU backend only: a plain start picks it whatever the
-// device, --vulkan is refused saying so, and the Vulkan runner itself refuses the model.
-TEST(RunnerFactory, HybridRecurrentModelsRunOnTheCpuBackend) {
+// Qwen3.5's Gated DeltaNet layers follow the backend rule like any model: a plain start on a CPU
+// device picks the CPU backend, on a GPU Vulkan; --vulkan runs them on Vulkan, with a state slot
+// per sequence a step may hold and the checkpoint slots asked for.
+TEST(RunnerFactory, HybridRecurrentModelsFollowTheBackendRule) {
   auto model = LlamaModel::load(test::model_path("qwen35-tiny.gguf"));
-  auto runner = make_runner(*model, options());
-  EXPECT_EQ(runner->device_name(), "cpu");
-  EXPECT_EQ(runner->recurrent_state_slots(), options().max_step_seqs);
-  if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
+  RunnerOptions cpu = options();
+  cpu.force_cpu = true;
+  auto on_cpu = make_runner(*model, cpu);
+  EXPECT_EQ(on_cpu->device_name(), "cpu");
+  EXPECT_EQ(on_cpu->recurrent_state_slots(), options().max_step_seqs);
+  EXPECT_EQ(on_cpu->recurrent_checkpoint_slots(), options().state_checkpoints);
+  const std::vector<vk::DeviceInfo> devices = vk::list_devices();
+  if (devices.empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
+  if (std::getenv("VKSTREAM_DEVICE") != nullptr) GTEST_SKIP() << "VKSTREAM_DEVICE names a device: the rule yields to it";
+  const vk::DeviceInfo& picked = devices[vk::select_device(devices, "")];
+  auto plain = make_runner(*model, options());
+  EXPECT_EQ(plain->device_name(), picked.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? std::string("cpu") : picked.name);
   RunnerOptions forced = options();
   forced.force_vulkan = true;
+  forced.state_checkpoints = 3;
+  auto vulkan = make_runner(*model, forced);
+  EXPECT_EQ(vulkan->device_name(), picked.name);
+  EXPECT_EQ(vulkan->recurrent_state_slots(), options().max_step_seqs);
+  EXPECT_EQ(vulkan->recurrent_checkpoint_slots(), 3);
+  vulkan->copy_recurrent_state(0, options().max_step_seqs + 2);  // into the last checkpoint slot
   try {
-    make_runner(*model, forced);
-    ADD_FAILURE() << "--vulkan ran qwen35";
+    vulkan->copy_recurrent_state(0, options().max_step_seqs + 3);
+    ADD_FAILURE() << "a copy past the slots was taken";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("Gated DeltaNet layers"), std::string::npos) << e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
   }
-  try {
-    VulkanRunner direct(*model, options());
-    ADD_FAILURE() << "the Vulkan runner ran qwen35";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-    EXPECT_EQ(std::string(e.what()), "the Vulkan runner does not run Gated DeltaNet layers (a recurrent state per "
-                                     "sequence) yet (the CPU backend does)");
-  }
+  forced.state_slots = 2;  // fewer sequences live than a step may hold (the daemon's max_seqs)
+  EXPECT_EQ(make_runner(*model, forced)->recurrent_state_slots(), 2);
+  forced.state_slots = -1;
+  EXPECT_THROW(make_runner(*model, forced), Error);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // The Vulkan runner on the next-wave fixtures (../shared/models README): the 12 kquant-* files
 // (every added weight type, mixed Q4_K_M/Q5_K_M/Q3_K_M/Q2_K recipes) against the float64
 // reference over the dequantized weights, qwen2-tiny (Q/K/V biases, NEOX rope, tied output),
-// llama3-rope-freqs-tiny (rope_freqs.weight), qwen3moe-tiny and llama-moe-tiny (experts) and
-// phi3-tiny (fused projections) against llama.cpp; gemma2-tiny, gemma3-tiny, gpt-oss-tiny and
+// llama3-rope-freqs-tiny (rope_freqs.weight), qwen3moe-tiny and llama-moe-tiny (experts),
+// phi3-tiny (fused projections), qwen35-tiny and qwen35moe-tiny (Gated DeltaNet layers, gated
+// attention, a gated shared expert) against llama.cpp; gemma2-tiny, gemma3-tiny, gpt-oss-tiny and
 // gpt-oss-yarn-tiny (attention variants) against their float64 pass.
 //
 // Tolerance: the Vulkan runner keeps K and V in an F16 cache (11-bit mantissa, relative error
@@ -111,6 +112,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Fixture{"gemma4-moe-tiny.gguf", "gemma4-moe-tiny.floatref", 32},
                       // Per-layer inputs, KV-sharing layers.
                       Fixture{"gemma4-e-tiny.gguf", "gemma4-e-tiny.floatref", 32},
+                      // Gated DeltaNet layers beside gated attention; a sigmoid-gated shared expert.
+                      Fixture{"qwen35-tiny.gguf", "qwen35-tiny", 32},
+                      Fixture{"qwen35moe-tiny.gguf", "qwen35moe-tiny", 32},
                       Fixture{"kquant-q4_k_m.gguf", "kquant-q4_k_m.floatref", 8},
                       Fixture{"kquant-q5_k_m.gguf", "kquant-q5_k_m.floatref", 8},
                       Fixture{"kquant-q6_k.gguf", "kquant-q6_k.floatref", 8},

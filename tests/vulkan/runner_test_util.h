@@ -88,6 +88,7 @@ class GreedyDriver {
         c.n_tokens = n;
         c.n_past = s.n_past;
         c.block_table = s.blocks;
+        c.state_slot = static_cast<int32_t>(&s - live.data());  // a recurrent model's: one per live sequence
         const bool ends_known = s.n_past + n == len;
         c.logits = !ends_known ? LogitsMode::kNone : (o.full_logits ? LogitsMode::kFull : LogitsMode::kArgmax);
         batch.tokens.insert(batch.tokens.end(), s.tokens.begin() + s.n_past, s.tokens.begin() + s.n_past + n);

@@ -16,6 +16,7 @@ using shader::EmbedParams;
 using shader::MatmulParams;
 using shader::ReduceRowParams;
 using shader::RmsNormParams;
+using shader::SigmoidGateParams;
 
 uint32_t u32(uint64_t v) { return static_cast<uint32_t>(v); }
 
@@ -127,6 +128,24 @@ void Ops::rmsnorm_heads(CommandBuffer& cmd, BufferView x, uint32_t x_stride, Buf
   const Kernel& k = kernels_->get("rmsnorm_f32");
   const RmsNormParams p{n_rows, head_dim, x_stride, x_stride, eps, head_dim, 0, 0};
   cmd.dispatch(k, {x, weight, x}, p, Groups{n_heads, n_rows, 1});
+}
+
+void Ops::l2norm_heads(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t n_rows, uint32_t n_heads,
+                       uint32_t head_dim, float eps) const {
+  if (n_rows == 0 || n_heads == 0) return;
+  require(head_dim > 0 && x_stride >= uint64_t{n_heads} * head_dim, "l2norm_heads: stride < n_heads * head_dim");
+  const Kernel& k = kernels_->get("l2norm_f32");
+  const RmsNormParams p{n_rows, head_dim, x_stride, x_stride, eps, head_dim, 0, 0};
+  cmd.dispatch(k, {x, x}, p, Groups{n_heads, n_rows, 1});
+}
+
+void Ops::sigmoid_gate(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferView gate, uint32_t gate_stride,
+                       uint32_t n_rows, uint32_t cols, bool broadcast) const {
+  if (n_rows == 0 || cols == 0) return;
+  require(x_stride >= cols && (broadcast || gate_stride >= cols), "sigmoid_gate: stride < cols");
+  const Kernel& k = kernels_->get("sigmoid_gate_f32");
+  const SigmoidGateParams p{n_rows, cols, x_stride, gate_stride, broadcast ? 1u : 0u};
+  cmd.dispatch(k, {x, gate}, p, Groups{u32(ceil_div(cols, k.layout().local_size[0])), n_rows, 1});
 }
 
 void Ops::bias_add(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferView bias, uint32_t n_rows,

@@ -95,6 +95,15 @@ class Ops {
   void rmsnorm_heads(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferView weight, uint32_t n_rows,
                      uint32_t n_heads, uint32_t head_dim, float eps) const;
 
+  // Per-head L2 norm (the Gated DeltaNet's q and k), in place: the head_dim floats at
+  // x[r * x_stride + h * head_dim] become x / max(sqrt(sum x^2), eps) (ggml_l2_norm), l2norm_f32.
+  void l2norm_heads(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t n_rows, uint32_t n_heads,
+                    uint32_t head_dim, float eps) const;
+  // x[r][i] *= sigmoid(gate[r][i]) for r < n_rows, i < cols, or sigmoid(gate[r][0]) where
+  // broadcast (one gate a row); rows x_stride and gate_stride floats apart (sigmoid_gate_f32).
+  void sigmoid_gate(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferView gate, uint32_t gate_stride,
+                    uint32_t n_rows, uint32_t cols, bool broadcast) const;
+
   // x[r][i] += bias[i] for r < n_rows, i < cols (x rows x_stride floats apart): qwen2's Q/K/V biases.
   void bias_add(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferView bias, uint32_t n_rows,
                 uint32_t cols) const;

@@ -41,21 +41,63 @@ DeviceMatrix upload_stacked(const Device& device, std::span<const TensorRef* con
   return upload_stacked_matrix(device, first.type, first.cols, sources, 0, &pool);
 }
 
-// Q, K, V in row order, each run of one type stacked into one matrix.
-std::vector<DeviceLayerWeights::RowBlock> upload_qkv(const Device& device, const LayerWeights& lw, ThreadPool& pool) {
-  std::vector<DeviceLayerWeights::RowBlock> blocks;
-  if (lw.wk.data == nullptr) {  // a KV-sharing layer: Q only
-    blocks.push_back({upload_matrix(device, lw.wq, 0, &pool), 0});
-    return blocks;
+// One input product's rows and the row of the step's q|k|v activation where they land.
+struct RowPiece {
+  TensorRef rows;
+  uint32_t at = 0;
+};
+
+// What a layer's input products write, in row order (DeviceLayerWeights::qkv): Q, K, V; where
+// attention's output is gated (AttentionSpec::output_gate), attn_q holds each head's query then its
+// gate, so the queries go first, head by head, and the gates after V; a KV-sharing layer: Q only
+// (and its gates, at the same place); a Gated DeltaNet layer: qkv, z, beta, alpha.
+std::vector<RowPiece> input_rows(const LayerWeights& lw, const LayerSpec& spec, uint32_t n_heads) {
+  std::vector<RowPiece> pieces;
+  uint32_t at = 0;
+  auto add = [&](const TensorRef& t) {
+    pieces.push_back({t, at});
+    at += static_cast<uint32_t>(t.rows);
+  };
+  if (spec.mixer == Mixer::kDeltaNet) {
+    for (const TensorRef* t : {&lw.deltanet->qkv, &lw.deltanet->z, &lw.deltanet->beta, &lw.deltanet->alpha}) add(*t);
+    return pieces;
   }
-  const std::array<const TensorRef*, 3> parts{&lw.wq, &lw.wk, &lw.wv};
-  uint32_t row = 0;
-  for (size_t i = 0; i < parts.size();) {
+  const AttentionSpec& a = spec.attention;
+  const uint32_t hd = a.head_dim;
+  const bool gated = a.output_gate;
+  for (uint32_t h = 0; h < (gated ? n_heads : 0); ++h) add(lw.wq.rows_slice(uint64_t{2 * h} * hd, hd));
+  if (!gated) add(lw.wq);
+  if (lw.wk.data != nullptr) {
+    add(lw.wk);
+    add(lw.wv);
+  }
+  at = n_heads * hd + 2 * a.kv_dim();
+  for (uint32_t h = 0; h < (gated ? n_heads : 0); ++h) add(lw.wq.rows_slice(uint64_t{2 * h + 1} * hd, hd));
+  return pieces;
+}
+
+// The input products, each run of pieces of one type and width landing on consecutive rows stacked
+// into one matrix (one dispatch).
+std::vector<DeviceLayerWeights::RowBlock> upload_input_rows(const Device& device, const std::vector<RowPiece>& pieces,
+                                                            ThreadPool& pool) {
+  std::vector<DeviceLayerWeights::RowBlock> blocks;
+  for (size_t i = 0; i < pieces.size();) {
+    const TensorRef& first = pieces[i].rows;
+    std::vector<StackedSource> sources{{first.data, first.rows}};
     size_t end = i + 1;
-    while (end < parts.size() && stackable(std::span(parts).subspan(i, end - i + 1))) ++end;
-    const auto run = std::span(parts).subspan(i, end - i);
-    blocks.push_back({upload_stacked(device, run, pool), row});
-    for (const TensorRef* t : run) row += static_cast<uint32_t>(t->rows);
+    uint32_t next = pieces[i].at + static_cast<uint32_t>(first.rows);
+    while (end < pieces.size() && pieces[end].at == next && pieces[end].rows.type == first.type &&
+           pieces[end].rows.cols == first.cols) {
+      sources.push_back({pieces[end].rows.data, pieces[end].rows.rows});
+      next += static_cast<uint32_t>(pieces[end].rows.rows);
+      ++end;
+    }
+    for (const StackedSource& src : sources) {
+      if (src.data == nullptr) throw Error(ErrorCode::kInvalidArgument, "upload_matrix: tensor " + first.name + " has no data");
+    }
+    blocks.push_back({end == i + 1 ? upload_matrix(device, first, 0, &pool)
+                                   : upload_stacked_matrix(device, first.type, first.cols, sources, 0, &pool),
+                      pieces[i].at});
     i = end;
   }
   return blocks;
@@ -144,6 +186,10 @@ void check_weights_fit(const Device& device, const LlamaModel& model) {
     for (const TensorRef* t : {&lw.wq, &lw.wk, &lw.wv, &lw.wo}) {
       if (t->data != nullptr) add(*t);
     }
+    if (lw.deltanet) {
+      const DeltaNetWeights& d = *lw.deltanet;
+      for (const TensorRef* t : {&d.qkv, &d.z, &d.beta, &d.alpha, &d.out}) add(*t);
+    }
     if (lw.router) add(*lw.router);
     if (lw.shared) {
       for (const TensorRef* t : {&lw.shared->gate, &lw.shared->up, &lw.shared->down}) add(*t);
@@ -191,9 +237,16 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
     const LayerWeights& lw = w.layers[l];
     DeviceLayerWeights& d = dw->layers.emplace_back();
     d.attn_norm = upload_vector_f32(device, lw.attn_norm);
-    d.qkv = upload_qkv(device, lw, pool);
+    const LayerSpec& spec = model.config().layers[l];
+    d.qkv = upload_input_rows(device, input_rows(lw, spec, model.config().n_heads), pool);
     for (const DeviceLayerWeights::RowBlock& b : d.qkv) dw->bytes += matrix_bytes(b.matrix);
-    d.wo = upload_matrix(device, lw.wo, 0, &pool);
+    d.wo = upload_matrix(device, spec.mixer == Mixer::kDeltaNet ? lw.deltanet->out : lw.wo, 0, &pool);
+    if (lw.deltanet) {
+      d.conv = upload_vector_f32(device, lw.deltanet->conv);
+      d.dt_bias = upload_vector_f32(device, lw.deltanet->dt_bias);
+      d.ssm_a = upload_vector_f32(device, lw.deltanet->a);
+      d.ssm_norm = upload_vector_f32(device, lw.deltanet->norm);
+    }
     d.ffn_norm = upload_vector_f32(device, lw.ffn_norm);
     const FfnSpec& ffn = model.config().layers[l].ffn;
     for (uint32_t e = 0; e < ffn.n_experts; ++e) {
@@ -213,6 +266,7 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
       d.shared.activation = ffn.activation;
       dw->bytes += matrix_bytes(d.shared.w_gate_up) + matrix_bytes(d.shared.w_gate) + matrix_bytes(d.shared.w_up) +
                    matrix_bytes(d.shared.w_down);
+      if (lw.shared->gate_inp) d.shared_gate_inp = upload_matrix(device, *lw.shared->gate_inp, 0, &pool);
     }
     if (lw.split_norms) {
       d.post_norm_shared = upload_vector_f32(device, lw.split_norms->post_shared);

@@ -26,15 +26,20 @@ struct DeviceFfn {
 
 struct DeviceLayerWeights {
   Buffer attn_norm;             // f32 [dim]
-  // Q, K, V [q_dim + 2*kv_dim rows in all, dim], rows q then k then v, in as few matrices as their
-  // types allow: q|k|v, or q|k and v (V has its own type in a Q4_K_M file's more-bits layers), or
-  // three. Each writes its rows of the step's q|k|v activation from first_row on.
+  // The mixer's input products in as few matrices as their types allow, each writing its rows of
+  // the step's q|k|v activation from first_row on. Attention: Q, K, V [q_dim + 2*kv_dim rows in
+  // all, dim], rows q then k then v: q|k|v, or q|k and v (V has its own type in a Q4_K_M file's
+  // more-bits layers), or three; a gated output (AttentionSpec::output_gate) adds the gates [q_dim]
+  // after V. A Gated DeltaNet layer: qkv [conv_channels], z [v_dim], beta, alpha [n_v_heads].
   struct RowBlock {
     DeviceMatrix matrix;
     uint32_t first_row = 0;
   };
   std::vector<RowBlock> qkv;
-  DeviceMatrix wo;              // [dim, q_dim]
+  DeviceMatrix wo;              // [dim, q_dim] (a Gated DeltaNet layer: ssm_out [dim, v_dim])
+  // A Gated DeltaNet layer's vectors (f32): conv taps [conv_channels][conv_kernel], dt bias and
+  // A [n_v_heads], the output norm [head_dim].
+  Buffer conv, dt_bias, ssm_a, ssm_norm;
   Buffer ffn_norm;              // f32 [dim]
   // The feed-forward block as experts: one for a dense block (no router), else router picks
   // LayerSpec::ffn.n_used of them per token.
@@ -44,6 +49,7 @@ struct DeviceLayerWeights {
   // where its norms are split (Gemma 4): its post-norm, the experts' pre- and post-norms.
   DeviceFfn shared;
   Buffer post_norm_shared, pre_norm_experts, post_norm_experts;  // f32 [dim]
+  DeviceMatrix shared_gate_inp;  // [1, dim]: the shared block's output times sigmoid(this · x) (FfnSpec::shared_gated)
   Buffer router_in_weight;      // f32 [dim]: ffn_gate_inp.scale / sqrt(dim) (RouterInput::kScaledNorm)
   std::vector<float> expert_scale;  // [n_experts] on the host, folded into the routing weights
   // The layer's per-layer input (LlamaConfig::per_layer_input_dim P; rows 0 where there is none):

@@ -37,6 +37,10 @@ KvCacheShape plan_kv_cache(const LlamaConfig& config, int32_t block_size, int32_
   s.block_size = block_size;
   s.kv_dim = config.kv_dim();
   for (uint32_t l = 0; l < config.n_layers; ++l) {
+    if (config.layers[l].mixer != Mixer::kAttention) {  // a recurrent layer keeps its state elsewhere
+      s.layer_pool.push_back(KvCacheShape::kNoPool);
+      continue;
+    }
     const uint32_t source = config.kv_layer(l);
     if (source == l) s.pool_owner.push_back(l);
     s.layer_pool.push_back(source == l ? s.n_layers++ : s.layer_pool[source]);

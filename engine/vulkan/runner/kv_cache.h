@@ -18,8 +18,9 @@ struct KvCacheShape {
   int32_t num_blocks = 0;
   uint32_t kv_dim = 0;
   uint32_t n_layers = 0;  // pools of K and of V: the layers that keep their own
-  // [model layers] the pool each layer writes and reads (a KV-sharing layer: its source's), and
-  // [n_layers] the layer owning each pool.
+  // [model layers] the pool each layer writes and reads (a KV-sharing layer: its source's; a
+  // recurrent layer: kNoPool), and [n_layers] the layer owning each pool.
+  static constexpr uint32_t kNoPool = UINT32_MAX;
   std::vector<uint32_t> layer_pool, pool_owner;
   KvType k_type = KvType::kF16;
   KvType v_type = KvType::kF16;

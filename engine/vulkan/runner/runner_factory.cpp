@@ -12,7 +12,6 @@
 #include "engine/vulkan/runner/backend_choice.h"
 #include "engine/vulkan/runner/runner_warmup.h"
 #include "engine/vulkan/runner/warm_stamp.h"
-#include "engine/vulkan/runner/vulkan_features.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
 
 namespace vks {
@@ -30,9 +29,8 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
   cpu.max_step_tokens = options.max_step_tokens;
   cpu.max_step_seqs = options.max_step_seqs;
   cpu.compute_share = options.compute_share;
-  cpu.state_slots = options.max_step_seqs;  // recurrent models: every sequence a step may hold can live
-  // and 8 cached prefixes' states are kept (Qwen3.5-0.8B: ~19 MiB each, allocated once used).
-  cpu.state_checkpoints = 8;
+  cpu.state_slots = options.state_slots > 0 ? options.state_slots : options.max_step_seqs;
+  cpu.state_checkpoints = options.state_checkpoints;  // (the CPU allocates a slot once used)
   cpu.num_window_blocks = options.num_window_blocks;
   if (options.num_blocks > 0) {
     cpu.num_blocks = options.num_blocks;
@@ -66,15 +64,7 @@ std::unique_ptr<ModelRunner> make_runner(const LlamaModel& model, const RunnerOp
                 "--vulkan / --no-cpu-fallback to use the CPU backend");
   }
   const vk::DeviceInfo* device = selection.device();
-  BackendChoice choice = choose_backend(device, options, step_matrix_bytes(model.weights()));
-  if (const std::string missing = vk::missing_vulkan_feature(model); choice.backend == Backend::kVulkan && !missing.empty()) {
-    if (options.force_vulkan) {
-      throw Error(ErrorCode::kUnsupported, "this model needs " + missing +
-                                               ", which the Vulkan backend does not run yet; run it without --vulkan "
-                                               "(the CPU backend runs it)");
-    }
-    choice = BackendChoice{Backend::kCpu, "the model needs " + missing + ", which the Vulkan backend does not run yet"};
-  }
+  const BackendChoice choice = choose_backend(device, options, step_matrix_bytes(model.weights()));
   if (choice.backend == Backend::kCpu) {
     if (device == nullptr && !options.force_cpu) {
       spdlog::warn("runner: no Vulkan device found; running on the CPU backend. A GPU's Vulkan driver (e.g. "

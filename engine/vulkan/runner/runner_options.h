@@ -36,6 +36,12 @@ struct RunnerOptions {
   KvType kv_type_v = KvType::kF16;
   int32_t max_step_tokens = 512;    // most tokens in one step (sizes activations)
   int32_t max_step_seqs = 64;       // most sequences in one step
+  // Models with recurrent layers (Gated DeltaNet): the sequences that can live at once, each with a
+  // state slot (0: max_step_seqs; the engine runs no more sequences than slots), and this many more
+  // slots keep cached prefixes' states. Qwen3.5-0.8B: ~19 MiB a slot, which Vulkan allocates at
+  // start. Ignored for other models.
+  int32_t state_slots = 0;
+  int32_t state_checkpoints = 8;
   int32_t max_context = 0;          // longest sequence in tokens; 0 = the model's context_length
   // Batches with at most this many tokens use the matrix-vector kernels, larger ones the tiled
   // matrix-matrix kernels (both accumulate each dot product in the same order); -1 = the kernels'

@@ -9,10 +9,12 @@ namespace vks {
 namespace {
 
 // One sequence of `n_tokens` tokens at positions n_past.. in blocks 0.., all of token id 1 (the same
-// block ids in the window pool, where the runner has one).
+// block ids in the window pool, where the runner has one), in recurrent state slot `state_slot`
+// (ignored by models without recurrent layers).
 void add_sequence(StepBatch& batch, int32_t n_past, int32_t n_tokens, int32_t first_block, int32_t block_size,
-                  LogitsMode logits, bool window_pool) {
+                  LogitsMode logits, bool window_pool, int32_t state_slot = 0) {
   SeqChunk seq;
+  seq.state_slot = state_slot;
   seq.token_offset = static_cast<int32_t>(batch.tokens.size());
   seq.n_tokens = n_tokens;
   seq.n_past = n_past;
@@ -39,7 +41,8 @@ WarmUpReport warm_up_runner(ModelRunner& runner) {
   const int32_t prefill = std::max(1, std::min({VKS_MATVEC_TOKEN_TILE + 1, runner.max_step_tokens(), context - 2,
                                                  (pool_blocks / 2) * block_size - 2}));
   const int32_t blocks_per_seq = (prefill + 1 + block_size - 1) / block_size;
-  const bool two_sequences = runner.max_step_seqs() >= 2 && pool_blocks >= 2 * blocks_per_seq;
+  const bool two_sequences = runner.max_step_seqs() >= 2 && pool_blocks >= 2 * blocks_per_seq &&
+                             (runner.recurrent_state_slots() == 0 || runner.recurrent_state_slots() >= 2);
 
   WarmUpReport report;
   StepResult result;
@@ -65,7 +68,7 @@ WarmUpReport warm_up_runner(ModelRunner& runner) {
   if (two_sequences) {
     StepBatch batch;  // batched decode mixing greedy and sampled sequences
     add_sequence(batch, prefill, 1, 0, block_size, LogitsMode::kArgmax, window_pool);
-    add_sequence(batch, prefill, 1, blocks_per_seq, block_size, LogitsMode::kFull, window_pool);
+    add_sequence(batch, prefill, 1, blocks_per_seq, block_size, LogitsMode::kFull, window_pool, 1);
     run(batch);
   }
   report.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -12,7 +12,7 @@
 #include "engine/model/kv_pools.h"
 #include "engine/vulkan/runner/attn_kernels.h"
 #include "engine/vulkan/runner/expert_kernels.h"
-#include "engine/vulkan/runner/vulkan_features.h"
+#include "engine/vulkan/shaders/deltanet_params.h"
 
 namespace vks {
 namespace {
@@ -29,6 +29,9 @@ void check_options(const RunnerOptions& o) {
                 fmt::format("max_step_seqs {} must be in 1..max_step_tokens ({})", o.max_step_seqs, o.max_step_tokens));
   }
   if (o.max_context < 0) throw Error(ErrorCode::kInvalidArgument, "max_context must not be negative");
+  if (o.state_slots < 0 || o.state_checkpoints < 0) {
+    throw Error(ErrorCode::kInvalidArgument, "state_slots and state_checkpoints must not be negative");
+  }
 }
 
 }  // namespace
@@ -40,10 +43,17 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
       device_(vk::Device::create(vk::DeviceOptions{options.device, -1, options.disk_pipeline_cache})) {
   const LlamaConfig& c = config_;
   check_options(options);
-  if (const std::string missing = vk::missing_vulkan_feature(model); !missing.empty()) {
-    throw Error(ErrorCode::kUnsupported, "the Vulkan runner does not run " + missing + " yet (the CPU backend does)");
-  }
   for (const LayerSpec& l : c.layers) {
+    if (l.mixer == Mixer::kDeltaNet) {
+      if (l.deltanet.head_dim > VKS_DELTANET_MAX_HEAD_DIM || l.deltanet.conv_channels() % 4 != 0 ||
+          l.deltanet.v_dim() % 4 != 0) {
+        throw Error(ErrorCode::kUnsupported,
+                    fmt::format("the Vulkan runner runs Gated DeltaNet heads of up to {} values with q/k/v widths "
+                                "multiples of 4 (this model: head {}, conv channels {}); run it on the CPU (--cpu)",
+                                VKS_DELTANET_MAX_HEAD_DIM, l.deltanet.head_dim, l.deltanet.conv_channels()));
+      }
+      continue;
+    }
     vk::check_attention_shape(c.n_heads, l.attention.n_kv_heads, l.attention.head_dim, l.attention.rope_dim);
   }
   kernels_.emplace(device_);
@@ -56,9 +66,11 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   // Before the pipelines are built (a CPU device compiles each for seconds): a Q/K/V block after the
   // first writes from its first row on, through a view that must be 16-byte aligned.
   for (size_t l = 0; l < c.n_layers; ++l) {
-    const AttentionSpec& a = c.layers[l].attention;
-    if (weights_->layers[l].qkv.size() > 1 && ((c.n_heads * a.head_dim) % 4 != 0 || a.kv_dim() % 4 != 0)) {
-      throw Error(ErrorCode::kUnsupported, "Q, K, V of different types need q_dim and kv_dim multiples of 4");
+    for (const vk::DeviceLayerWeights::RowBlock& b : weights_->layers[l].qkv) {
+      if (b.first_row % 4 != 0) {
+        throw Error(ErrorCode::kUnsupported, "Q, K, V of different types (or a gated query) need q_dim and kv_dim "
+                                             "multiples of 4");
+      }
     }
   }
   // Attention reads each pool whole through its texel view. Before the pipelines: they are
@@ -94,6 +106,17 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   dim_s_ = align4(c.dim);
   q_s_ = align4(c.q_dim());
   qkv_s_ = align4(c.q_dim() + 2 * c.kv_dim());
+  for (const LayerSpec& l : c.layers) {  // the widest input products and mixer output of any layer
+    const AttentionSpec& a = l.attention;
+    const DeltaNetSpec& d = l.deltanet;
+    if (l.mixer == Mixer::kDeltaNet) {
+      qkv_s_ = std::max(qkv_s_, align4(d.conv_channels() + d.v_dim() + 2 * d.n_v_heads));
+      q_s_ = std::max(q_s_, align4(d.v_dim()));
+      dn_conv_s_ = std::max(dn_conv_s_, align4(d.conv_channels()));
+    } else if (a.output_gate) {
+      qkv_s_ = std::max(qkv_s_, align4(2 * c.n_heads * a.head_dim + 2 * a.kv_dim()));
+    }
+  }
   gate_up_s_ = align4(2 * align4(c.max_ffn_hidden()));
   vocab_s_ = align4(c.vocab_size);
   const uint64_t T = static_cast<uint64_t>(options.max_step_tokens);
@@ -167,7 +190,17 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
       if (l.ffn.router_input == RouterInput::kScaledNorm && !router_in_.valid()) {
         router_in_ = activation(T, dim_s_, "router input", true);
       }
+      if (l.ffn.shared_gated && !shared_gate_.valid()) shared_gate_ = activation(T, 4, "shared expert gate", false);
     }
+  }
+  if (c.has_recurrent_layers()) {
+    const int32_t live = options.state_slots > 0 ? options.state_slots : options.max_step_seqs;
+    states_ = vk::RecurrentStateBuffers(device_, c, live + std::max(options.state_checkpoints, 0), max_binding);
+    dn_conv_ = activation(T, dn_conv_s_, "DeltaNet conv", false);
+    seq_states_ = make_io(S * VKS_DELTANET_SEQ_FIELDS * 4, true);
+    limits_.state_slots = live;  // the checkpoints lie past the live slots
+    spdlog::info("vulkan: {} recurrent state slots ({} live) of {:.1f} MiB", states_.slots(), live,
+                 static_cast<double>(states_.slot_bytes()) / (1 << 20));
   }
   tokens_ = make_io(T * 4, true);
   positions_ = make_io(T * 4, true);
@@ -193,12 +226,14 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   // Zero everything once so padding lanes and never-written KV slots hold numbers, not garbage.
   cmd_.begin();
   for (uint32_t l = 0; l < c.n_layers; ++l) {
+    if (c.layers[l].mixer != Mixer::kAttention) continue;
     cmd_.fill(kv_->k_buffer(l), 0, VK_WHOLE_SIZE, 0);
     cmd_.fill(kv_->v_buffer(l), 0, VK_WHOLE_SIZE, 0);
   }
+  states_.record_zero(cmd_);
   for (vk::Buffer* b : {&x_, &xn_, &qkv_, &att_, &gate_up_, &sub_, &xo_, &logits_.device, &expert_in_,
                         &expert_gate_up_, &expert_out_, &shared_out_, &router_in_, &per_layer_in_, &per_layer_tok_,
-                        &per_layer_gate_}) {
+                        &per_layer_gate_, &shared_gate_, &dn_conv_}) {
     if (b->valid()) cmd_.fill(*b, 0, VK_WHOLE_SIZE, 0);  // xn_ is absent where the products norm x
   }
   cmd_.end();
@@ -244,6 +279,11 @@ void VulkanRunner::create_pipelines() {
       names.insert("add_f32");
     }
     if (L.per_layer_gate.rows > 0) names.insert({"geglu_f32", "add_f32", "scale_f32"});
+    if (L.shared_gate_inp.rows > 0) names.insert("sigmoid_gate_f32");
+  }
+  for (const LayerSpec& l : config_.layers) {
+    if (l.mixer == Mixer::kDeltaNet) names.insert({"deltanet_conv_f32", "l2norm_f32", "deltanet_rule_f32", "swiglu_f32"});
+    if (l.mixer == Mixer::kAttention && l.attention.output_gate) names.insert("sigmoid_gate_f32");
   }
   names.insert(weights_->token_embd.format->kernel_name(vk::WeightOp::kEmbed));
   if (weights_->per_layer_token_embd.rows > 0) {
@@ -261,7 +301,7 @@ void VulkanRunner::create_pipelines() {
     const bool routed = L.router.rows > 0;
     ops_->build_weight_kernels(L.router, false, false);
     for (const vk::DeviceMatrix* m : {&L.shared.w_gate, &L.shared.w_up, &L.shared.w_gate_up, &L.shared.w_down,
-                                      &L.per_layer_gate, &L.per_layer_proj}) {
+                                      &L.shared_gate_inp, &L.per_layer_gate, &L.per_layer_proj}) {
       ops_->build_weight_kernels(*m, false, false);
     }
     for (const vk::DeviceFfn& f : L.experts) {
@@ -274,7 +314,9 @@ void VulkanRunner::create_pipelines() {
     if (kernels_->has(name)) kernels_->get(name);
   }
   std::set<uint32_t> head_dims;  // the attention pipelines are specialized by head size
-  for (const LayerSpec& l : config_.layers) head_dims.insert(l.attention.head_dim);
+  for (const LayerSpec& l : config_.layers) {
+    if (l.mixer == Mixer::kAttention) head_dims.insert(l.attention.head_dim);
+  }
   for (const uint32_t head_dim : head_dims) {
     vk::attention_kernel(*kernels_, head_dim, ops_->matmul_family(), vk::kv_type_id(kv_->shape().k_type),
                          vk::kv_type_id(kv_->shape().v_type));
@@ -394,12 +436,73 @@ void VulkanRunner::write_inputs(vk::CommandBuffer& cmd, const StepInputs& in, co
     put(cmd, window_slots_, batch.window_slot_mapping.data(), tok_bytes);
     put(cmd, window_block_tables_, in.window_block_tables.data(), table_bytes);
   }
+  if (states_.slots() > 0) {
+    seq_states_host_.clear();
+    longest_chunk_ = 0;
+    for (const SeqChunk& s : batch.seqs) {
+      seq_states_host_.insert(seq_states_host_.end(), {s.token_offset, s.n_tokens, s.state_slot, s.n_past == 0 ? 1 : 0});
+      longest_chunk_ = std::max(longest_chunk_, static_cast<uint32_t>(s.n_tokens));
+    }
+    put(cmd, seq_states_, seq_states_host_.data(), seq_states_host_.size() * 4);
+  }
   if (tokens_.host.valid()) cmd.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
   cmd.barrier(vk::Stage::kHost, vk::Stage::kCompute);
 }
 
+void VulkanRunner::copy_recurrent_state(int32_t from, int32_t to) {
+  const int32_t n = states_.slots();
+  if (from < 0 || from >= n || to < 0 || to >= n) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("recurrent state copy {} -> {} outside the {} slots", from, to, n));
+  }
+  if (from == to) return;
+  // The steps before wrote the states in compute; the steps after read them there.
+  cmd_.begin();
+  cmd_.barrier(vk::Stage::kCompute, vk::Stage::kTransfer);
+  states_.record_copy(cmd_, from, to);
+  cmd_.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
+  cmd_.end();
+  device_.submit(cmd_, fence_);
+  fence_.wait();
+  fence_.reset();
+}
+
 // One decoder layer over the step's n_tokens rows (llama2.c's forward(), batched).
 void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepInputs& in) {
+  const uint32_t n = static_cast<uint32_t>(in.n_tokens);
+  const vk::DeviceLayerWeights& L = weights_->layers[l];
+  if (config_.layers[l].mixer == Mixer::kDeltaNet) {
+    record_deltanet_mixer(cmd, l, in);
+  } else {
+    record_attention_mixer(cmd, l, in);
+  }
+
+  // Feed-forward block: x += down(act(xn Wgate, xn Wup)), xn = rmsnorm(x), of one dense block or of
+  // the experts each token's router picks.
+  if (L.router.rows > 0) {
+    record_expert_ffn(cmd, l, n);
+  } else {
+    record_dense_ffn(cmd, L, n);
+  }
+  if (L.per_layer_gate.rows > 0) record_per_layer_input(cmd, l, n);
+  if (L.output_scale != 1.0f) {  // Gemma 4: the layer's output, residual included, scaled
+    ops_->scale(cmd, x_.view(), dim_s_, n, config_.dim, L.output_scale);
+    mark(cmd, "layer.scale");
+    barrier(cmd);
+  }
+}
+
+void VulkanRunner::record_input_products(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n) {
+  norm_for_matmul(cmd, L.attn_norm, n);
+  for (const vk::DeviceLayerWeights::RowBlock& b : L.qkv) {
+    const vk::BufferView out = b.first_row == 0 ? qkv_.view() : qkv_.view(b.first_row * kF, VK_WHOLE_SIZE);
+    normed_matmul(cmd, b.matrix, L.attn_norm, out, qkv_s_, n);
+  }
+  mark(cmd, "matmul.qkv");
+  barrier(cmd);
+}
+
+// Attention: q|k|v = rmsnorm(x) Wqkv; rope(q, k); cache k, v; att = attention; x += att Wo.
+void VulkanRunner::record_attention_mixer(vk::CommandBuffer& cmd, uint32_t l, const StepInputs& in) {
   const uint32_t n = static_cast<uint32_t>(in.n_tokens);
   const LlamaConfig& c = config_;
   const vk::DeviceLayerWeights& L = weights_->layers[l];
@@ -413,14 +516,7 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
   const vk::BufferView slots = (window_pool ? window_slots_ : slots_).device.view();
   const vk::BufferView tables = (window_pool ? window_block_tables_ : block_tables_).device.view();
 
-  // Attention block: q|k|v = rmsnorm(x) Wqkv; rope(q, k); cache k, v; att = attention.
-  norm_for_matmul(cmd, L.attn_norm, n);
-  for (const vk::DeviceLayerWeights::RowBlock& b : L.qkv) {
-    const vk::BufferView out = b.first_row == 0 ? qkv_.view() : qkv_.view(b.first_row * kF, VK_WHOLE_SIZE);
-    normed_matmul(cmd, b.matrix, L.attn_norm, out, qkv_s_, n);
-  }
-  mark(cmd, "matmul.qkv");
-  barrier(cmd);
+  record_input_products(cmd, L, n);
   // Architecture branches on the tensors a layer has: Q/K/V biases (qwen2), per-head Q/K norms (qwen3).
   if (L.bqkv.valid()) {
     ops_->bias_add(cmd, qkv_.view(), qkv_s_, L.bqkv.view(), n, q_dim + 2 * kv_dim);
@@ -478,25 +574,17 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
                        ap, ops_->matmul_family(), static_cast<uint64_t>(in.longest_keys));
   mark(cmd, "attention");
   barrier(cmd);
+  if (spec.output_gate) {  // Qwen3.5: att *= sigmoid(gate), the gates after V in each q|k|v row
+    ops_->sigmoid_gate(cmd, att_.view(), q_s_, qkv_.view(uint64_t{q_dim + 2 * kv_dim} * kF, VK_WHOLE_SIZE), qkv_s_,
+                       n, q_dim, false);
+    mark(cmd, "attention.gate");
+    barrier(cmd);
+  }
   // x += att Wo (residual add fused into the matmul), or its bias and post-norm first.
   matmul(cmd, L.wo, att_.view(), q_s_, sublayer_out(L.post_attn_norm), dim_s_, n, !L.post_attn_norm.valid());
   mark(cmd, "matmul.wo");
   barrier(cmd);
   finish_sublayer(cmd, L.bo, L.post_attn_norm, n);
-
-  // Feed-forward block: x += down(act(xn Wgate, xn Wup)), xn = rmsnorm(x), of one dense block or of
-  // the experts each token's router picks.
-  if (L.router.rows > 0) {
-    record_expert_ffn(cmd, l, n);
-  } else {
-    record_dense_ffn(cmd, L, n);
-  }
-  if (L.per_layer_gate.rows > 0) record_per_layer_input(cmd, l, n);
-  if (L.output_scale != 1.0f) {  // Gemma 4: the layer's output, residual included, scaled
-    ops_->scale(cmd, x_.view(), dim_s_, n, c.dim, L.output_scale);
-    mark(cmd, "layer.scale");
-    barrier(cmd);
-  }
 }
 
 // The dense block (fused with the norm where the products norm x themselves).
@@ -583,6 +671,7 @@ void VulkanRunner::record_shared_ffn(vk::CommandBuffer& cmd, const vk::DeviceLay
     matmul(cmd, f.w_gate, xn_.view(), dim_s_, gate_up_.view(), gate_up_s_, n, false);
     matmul(cmd, f.w_up, xn_.view(), dim_s_, gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, n, false);
   }
+  if (L.shared_gate_inp.rows > 0) matmul(cmd, L.shared_gate_inp, xn_.view(), dim_s_, shared_gate_.view(), 4, n, false);
   mark(cmd, "shared.gate_up");
   barrier(cmd);
   record_activation(cmd, f, gate_up_.view(), gate_up_.view(up_at, VK_WHOLE_SIZE), gate_up_s_, n);
@@ -591,11 +680,17 @@ void VulkanRunner::record_shared_ffn(vk::CommandBuffer& cmd, const vk::DeviceLay
   matmul(cmd, f.w_down, gate_up_.view(), gate_up_s_, shared_out_.view(), dim_s_, n, false);
   mark(cmd, "shared.down");
   barrier(cmd);
-  if (!L.post_norm_shared.valid()) return;
-  ops_->rmsnorm(cmd, shared_out_.view(), dim_s_, L.post_norm_shared.view(), shared_out_.view(), dim_s_, n, config_.dim,
-                config_.norm_eps);
-  mark(cmd, "shared.post_norm");
-  barrier(cmd);
+  if (L.post_norm_shared.valid()) {
+    ops_->rmsnorm(cmd, shared_out_.view(), dim_s_, L.post_norm_shared.view(), shared_out_.view(), dim_s_, n,
+                  config_.dim, config_.norm_eps);
+    mark(cmd, "shared.post_norm");
+    barrier(cmd);
+  }
+  if (L.shared_gate_inp.rows > 0) {  // Qwen3.5 MoE: times sigmoid(gate_inp · xn), one gate a token
+    ops_->sigmoid_gate(cmd, shared_out_.view(), dim_s_, shared_gate_.view(), 4, n, config_.dim, true);
+    mark(cmd, "shared.gate");
+    barrier(cmd);
+  }
 }
 
 // Routed experts: the router's logits are read back and routed on the host (expert_plan.h), then

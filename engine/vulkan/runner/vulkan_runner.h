@@ -17,6 +17,7 @@
 #include "engine/vulkan/runner/device_weights.h"
 #include "engine/vulkan/runner/expert_plan.h"
 #include "engine/vulkan/runner/kv_cache.h"
+#include "engine/vulkan/runner/recurrent_state_buffers.h"
 #include "engine/vulkan/runner/runner_options.h"
 #include "engine/vulkan/runner/step_inputs.h"
 #include "engine/vulkan/runner/step_profiler.h"
@@ -46,6 +47,10 @@ class VulkanRunner final : public ModelRunner {
   std::string kv_type() const override;
   int32_t max_step_tokens() const override { return limits_.max_step_tokens; }
   int32_t max_step_seqs() const override { return limits_.max_step_seqs; }
+  int32_t recurrent_state_slots() const override { return limits_.state_slots; }
+  int32_t recurrent_checkpoint_slots() const override { return states_.slots() - limits_.state_slots; }
+  // A device copy, run and waited for at once (between steps, on the engine thread).
+  void copy_recurrent_state(int32_t from, int32_t to) override;
   void step(const StepBatch& batch, StepResult& out) override;
 
   // Per-op GPU time (benchmarks): when on, every step adds each op's milliseconds into profile().
@@ -69,6 +74,12 @@ class VulkanRunner final : public ModelRunner {
   void write_inputs(vk::CommandBuffer& cmd, const StepInputs& in, const StepBatch& batch);
   void record_forward(vk::CommandBuffer& cmd, const StepInputs& in);
   void record_layer(vk::CommandBuffer& cmd, uint32_t layer, const StepInputs& in);
+  // A layer's mixer, from rmsnorm(x) to the residual add: attention over the paged KV, or a Gated
+  // DeltaNet over the sequences' recurrent states (deltanet_mixer.cpp).
+  void record_attention_mixer(vk::CommandBuffer& cmd, uint32_t layer, const StepInputs& in);
+  void record_deltanet_mixer(vk::CommandBuffer& cmd, uint32_t layer, const StepInputs& in);
+  // The mixer's input products (DeviceLayerWeights::qkv) of rmsnorm(x) into qkv_.
+  void record_input_products(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n_tokens);
   void record_logits(vk::CommandBuffer& cmd, const StepInputs& in);
   void record_hidden(vk::CommandBuffer& cmd, const StepInputs& in);
   // The rows family's kernel for n_tokens (RunnerOptions::matvec_max_tokens, else the kernels' choice).
@@ -115,12 +126,12 @@ class VulkanRunner final : public ModelRunner {
   std::optional<vk::KvCache> kv_;
 
   // Row strides (floats), each a multiple of 4 so every row view starts 16-byte aligned.
-  uint32_t dim_s_ = 0, qkv_s_ = 0, q_s_ = 0, gate_up_s_ = 0, vocab_s_ = 0;
+  uint32_t dim_s_ = 0, qkv_s_ = 0, q_s_ = 0, gate_up_s_ = 0, vocab_s_ = 0, dn_conv_s_ = 0;
   // Activations [max_step_tokens][stride] unless noted.
   vk::Buffer x_;       // residual stream [dim]
   vk::Buffer xn_;      // normed input of the attention / feed-forward block [dim] (none where the products norm x)
-  vk::Buffer qkv_;     // [q_dim | k kv_dim | v kv_dim]
-  vk::Buffer att_;     // attention output [q_dim]
+  vk::Buffer qkv_;     // [q_dim | k kv_dim | v kv_dim (| gate q_dim)], or a DeltaNet layer's [qkv | z | beta | alpha]
+  vk::Buffer att_;     // attention output [q_dim] (a DeltaNet layer's gated output [v_dim])
   vk::Buffer attn_partials_;  // lanes family: attention split states (vk::attention_partials_bytes)
   vk::Buffer gate_up_;  // [gate hidden | up hidden], then silu(gate) * up in the gate half
   vk::Buffer sub_;     // [max_step_tokens][dim] a sublayer's output before its post-norm (Gemma)
@@ -132,6 +143,14 @@ class VulkanRunner final : public ModelRunner {
   vk::Buffer expert_in_, expert_gate_up_, expert_out_;
   vk::Buffer shared_out_;  // [dim] the shared block's output beside the experts (FfnSpec::has_shared)
   vk::Buffer router_in_;   // [dim] the router's input where it is not xn_ (RouterInput::kScaledNorm)
+  vk::Buffer shared_gate_;  // [4] the shared block's gate logit (FfnSpec::shared_gated)
+  // Gated DeltaNet layers: their states, the conv's output [conv_channels], and the step's
+  // sequences as the kernels read them (deltanet_kernels.h), with the longest chunk's tokens.
+  vk::RecurrentStateBuffers states_;
+  vk::Buffer dn_conv_;
+  IoBuffer seq_states_;
+  std::vector<int32_t> seq_states_host_;
+  uint32_t longest_chunk_ = 0;
   // Per-layer inputs [n_layers * P] (LlamaConfig::per_layer_input_dim): the step's, the token rows
   // while they are formed, and one layer's gate (at the same stride, so it pairs with a slice).
   uint32_t per_layer_s_ = 0;

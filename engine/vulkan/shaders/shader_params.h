@@ -80,6 +80,7 @@ struct EmbedParams {
 
 // rmsnorm_f32: out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight, one workgroup per row (grid y)
 // and per sub-row h (grid x, h * head_stride floats into the row: per-head norms; 1 group, 0 otherwise).
+// l2norm_f32 the same with out[r] = x[r] / max(sqrt(sum(x[r]^2)), eps) and no weight.
 struct RmsNormParams {
   uint n_rows;
   uint dim;
@@ -132,6 +133,16 @@ struct ScalarMapParams {
   float value;
 };
 
+// sigmoid_gate_f32: x[r][i] *= sigmoid(gate[r][i]), or sigmoid(gate[r][0]) with broadcast 1;
+// r < n_rows, i < cols.
+struct SigmoidGateParams {
+  uint n_rows;
+  uint cols;
+  uint x_stride;
+  uint gate_stride;
+  uint broadcast;
+};
+
 // argmax_f32: out[r] = index of the largest x[r][i] (lowest index on ties, NaN never wins).
 // topk_f32: out_idx[r][j], out_val[r][j] for j < k, by value descending then index ascending.
 struct ReduceRowParams {
@@ -158,6 +169,7 @@ static_assert(sizeof(RmsNormParams) <= 128 && sizeof(RmsNormParams) % 4 == 0);
 static_assert(sizeof(MatmulParams) <= 128 && sizeof(MatmulParams) % 4 == 0);
 static_assert(sizeof(ElementwiseParams) <= 128 && sizeof(ElementwiseParams) % 4 == 0);
 static_assert(sizeof(ReduceRowParams) <= 128 && sizeof(ReduceRowParams) % 4 == 0);
+static_assert(sizeof(SigmoidGateParams) <= 128 && sizeof(SigmoidGateParams) % 4 == 0);
 }  // namespace vks::vk::shader
 #endif
 
