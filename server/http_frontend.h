@@ -66,7 +66,7 @@ struct HttpModelStatus {
   // what its GGUF header says (info.name, architecture, context_length; file_type).
   http::ModelCatalogue entry;
   bool loaded = false;
-  uint64_t resident_bytes = 0;   // loaded: weights + KV pool
+  uint64_t resident_bytes = 0;   // loaded: weights + KV pool + recurrent states
   int64_t expires_in_ms = -1;    // loaded: when it unloads if it stays idle (-1: never by itself)
 };
 

@@ -45,7 +45,7 @@ proto::ModelInfo loaded_model_info(const ServedModel& served) {
 
 uint64_t resident_bytes_of(const store::CatalogModel& file, const ServedModel& served) {
   if (!served.engine) return file.size_bytes;
-  return file.size_bytes + served.engine->kv_pool_bytes();
+  return file.size_bytes + served.engine->kv_pool_bytes() + served.engine->recurrent_state_bytes();
 }
 
 std::function<void()> Daemon::engine_notifier() const {

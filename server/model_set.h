@@ -43,7 +43,7 @@ struct ModelSlot {
   bool unload_requested = false;         // unload once idle (`unload`, keep_alive 0)
   double load_ms = 0;
   ResidencyClock::time_point loaded_at{};
-  uint64_t resident_bytes = 0;           // weights + KV pool, while loaded (estimated before)
+  uint64_t resident_bytes = 0;           // weights + KV pool + recurrent states, while loaded (estimated before)
   bool device_heap = false;              // ... in a discrete GPU's memory (else the host's)
   ItlHistogram itl;                      // its token events since the daemon started (across loads)
 

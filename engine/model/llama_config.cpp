@@ -342,6 +342,14 @@ bool LlamaConfig::has_recurrent_layers() const {
   return std::any_of(layers.begin(), layers.end(), [](const LayerSpec& l) { return l.mixer == Mixer::kDeltaNet; });
 }
 
+uint64_t LlamaConfig::recurrent_state_bytes() const {
+  uint64_t floats = 0;
+  for (const LayerSpec& l : layers) {
+    if (l.mixer == Mixer::kDeltaNet) floats += l.deltanet.conv_state_size() + l.deltanet.delta_state_size();
+  }
+  return floats * sizeof(float);
+}
+
 uint64_t LlamaConfig::n_attention_layers() const {
   return static_cast<uint64_t>(
       std::count_if(layers.begin(), layers.end(),

@@ -63,6 +63,9 @@ struct LlamaConfig {
   // Whether some layer carries a recurrent state per sequence (Mixer::kDeltaNet) that a KV cache
   // cannot hold: such a model cannot reuse a cached prefix or roll back drafted tokens.
   bool has_recurrent_layers() const;
+  // Bytes of one sequence's recurrent state in every DeltaNet layer (f32 conv inputs and delta
+  // matrices): what each state slot a runner keeps costs. 0 without recurrent layers.
+  uint64_t recurrent_state_bytes() const;
   uint64_t n_attention_layers() const;  // the layers that keep keys and values (the KV pool's)
   // The layer whose keys and values layer l reads (itself unless it shares another's).
   uint32_t kv_layer(uint32_t l) const {

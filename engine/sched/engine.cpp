@@ -315,6 +315,11 @@ uint64_t Engine::kv_pool_bytes() const {
   const uint64_t window = uint64_t(std::max(0, r.num_window_blocks())) * window_per_token;
   return (full + window) * uint64_t(impl_->limits.block_size);
 }
+uint64_t Engine::recurrent_state_bytes() const {
+  const ModelRunner& r = *impl_->runner;
+  const int64_t slots = int64_t{r.recurrent_state_slots()} + r.recurrent_checkpoint_slots();
+  return uint64_t(std::max<int64_t>(slots, 0)) * r.config().recurrent_state_bytes();
+}
 int32_t Engine::max_prompt_tokens() const { return impl_->limits.max_prompt_tokens; }
 
 }  // namespace vks

@@ -261,6 +261,9 @@ class Engine {
   int32_t kv_capacity_tokens() const;
   // The KV pools' memory: the full pool's blocks, and the window pool's (engine/model/kv_pools.h).
   uint64_t kv_pool_bytes() const;
+  // The recurrent state slots' memory (live and checkpoint slots, engine/model/model_runner.h): a
+  // hybrid model's per-sequence states, kept beside the KV pools. 0 for a model without them.
+  uint64_t recurrent_state_bytes() const;
   // The longest prompt accepted: config.max_prompt_tokens, the context and the KV cache, the least.
   int32_t max_prompt_tokens() const;
 

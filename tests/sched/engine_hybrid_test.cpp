@@ -109,6 +109,22 @@ TEST_F(HybridEngine, GreedyIdsEqualLlamaCppUnderEverySchedule) {
   for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(preempted.ids[i], batched.ids[i]) << "request " << i;
 }
 
+TEST_F(HybridEngine, ItsStateSlotsAreCountedInItsMemory) {
+  // One sequence's state: per DeltaNet layer the conv's last conv_kernel - 1 inputs of its q, k and
+  // v channels and a head_dim x head_dim matrix per value head, f32.
+  uint64_t per_slot = 0;
+  for (const LayerSpec& l : model_->config().layers) {
+    if (l.mixer != Mixer::kDeltaNet) continue;
+    const DeltaNetSpec& d = l.deltanet;
+    const uint64_t channels = 2ull * d.n_groups * d.head_dim + uint64_t{d.n_v_heads} * d.head_dim;
+    per_slot += 4 * ((d.conv_kernel - 1) * channels + uint64_t{d.n_v_heads} * d.head_dim * d.head_dim);
+  }
+  ASSERT_GT(per_slot, 0u);
+  Engine engine(make(64), *tok_, EngineConfig{});
+  EXPECT_EQ(engine.recurrent_state_bytes(), (kStateSlots + uint64_t(checkpoints_)) * per_slot)
+      << "live and checkpoint slots, every DeltaNet layer";
+}
+
 // Blocks of 4: the 39-token prompt's last block boundary is 36.
 constexpr int32_t kPromptBoundary = 36;
 
