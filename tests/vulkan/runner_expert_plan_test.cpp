@@ -1,5 +1,6 @@
 // The host side of expert layers on the device (expert_plan.h): (token, choice) pairs grouped by
-// expert, each group starting at an aligned row, every output row found again through `rows`.
+// expert in consecutive rows, the groups as mul_mat_id's slots, every output row found again
+// through `rows` and its expert through `row_expert`.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +13,7 @@
 namespace vks::vk {
 namespace {
 
-TEST(ExpertPlan, GroupsEveryChoiceByExpertAtAlignedRows) {
+TEST(ExpertPlan, GroupsEveryChoiceByExpertInConsecutiveRows) {
   FfnSpec spec;
   spec.hidden = 4;
   spec.n_experts = 6;
@@ -27,19 +28,26 @@ TEST(ExpertPlan, GroupsEveryChoiceByExpertAtAlignedRows) {
     logits[t * stride + static_cast<uint32_t>(best[t][1])] = 2.0f;
   }
   ExpertPlan plan;
-  plan_experts(logits.data(), stride, n, spec, 4, plan);
+  plan_experts(logits.data(), stride, n, spec, plan);
 
-  // Experts in use: 0, 1, 3, 5 (2 and 4 chosen by nobody), in order, each at a multiple of 4.
+  // Experts in use: 0, 1, 3, 5 (2 and 4 chosen by nobody), in order, one after the other.
   ASSERT_EQ(plan.groups.size(), 4u);
   const uint32_t used[] = {0, 1, 3, 5};
   const uint32_t counts[] = {2, 3, 3, 2};
+  uint32_t next = 0;
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     EXPECT_EQ(plan.groups[g].expert, used[g]);
     EXPECT_EQ(plan.groups[g].n_rows, counts[g]);
-    EXPECT_EQ(plan.groups[g].first_row % 4, 0u);
+    EXPECT_EQ(plan.groups[g].first_row, next);
+    next += counts[g];
+    const uint32_t slot[4] = {used[g], plan.groups[g].first_row, counts[g], 0};
+    for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ(plan.slots[g * 4 + i], slot[i]) << "slot " << g << " word " << i;
   }
-  EXPECT_EQ(plan.padded_rows, 16u);
-  EXPECT_LE(plan.padded_rows, expert_plan_max_rows(n, spec, 4));
+  EXPECT_EQ(plan.slots.size(), 16u);
+  EXPECT_EQ(plan.max_group_rows, 3u);
+  EXPECT_EQ(plan.gather.size(), 10u);
+  EXPECT_EQ(plan.gather.size(), expert_plan_max_rows(n, spec));
+  EXPECT_LE(plan.groups.size(), expert_plan_max_groups(n, spec));
   // Every (token, choice) has its own row, in its expert's group, gathering that token's input.
   std::set<int32_t> rows;
   for (uint32_t t = 0; t < n; ++t) {
@@ -47,6 +55,7 @@ TEST(ExpertPlan, GroupsEveryChoiceByExpertAtAlignedRows) {
       const int32_t row = plan.rows[t * 2 + s];
       EXPECT_TRUE(rows.insert(row).second) << "row " << row << " used twice";
       EXPECT_EQ(plan.gather[static_cast<size_t>(row)], static_cast<int32_t>(t));
+      EXPECT_EQ(plan.row_expert[static_cast<size_t>(row)], best[t][s]);
       const auto& g = *std::find_if(plan.groups.begin(), plan.groups.end(),
                                     [&](const ExpertPlan::Group& x) { return x.expert == uint32_t(best[t][s]); });
       EXPECT_GE(static_cast<uint32_t>(row), g.first_row);
@@ -55,17 +64,16 @@ TEST(ExpertPlan, GroupsEveryChoiceByExpertAtAlignedRows) {
     EXPECT_NEAR(plan.weights[t * 2] + plan.weights[t * 2 + 1], 1.0f, 1e-6f);
     EXPECT_GT(plan.weights[t * 2], plan.weights[t * 2 + 1]);
   }
-  for (size_t r = 0; r < plan.gather.size(); ++r) {
-    if (!rows.count(static_cast<int32_t>(r))) {
-      EXPECT_EQ(plan.gather[r], -1) << "padding row " << r;
-    }
-  }
+  EXPECT_EQ(rows.size(), plan.gather.size());
 }
 
-TEST(ExpertPlan, RowsForAlignment) {
-  EXPECT_EQ(rows_for_alignment(16, {16, 32}), 1u);
-  EXPECT_EQ(rows_for_alignment(64, {16}), 4u);
-  EXPECT_EQ(rows_for_alignment(256, {48, 64}), 16u);  // 48: 16 rows; 64: 4 rows
+TEST(ExpertPlan, MaxGroupsIsTheSmallerOfExpertsAndChoices) {
+  FfnSpec spec;
+  spec.n_experts = 128;
+  spec.n_used = 8;
+  EXPECT_EQ(expert_plan_max_groups(1, spec), 8u);
+  EXPECT_EQ(expert_plan_max_groups(100, spec), 128u);
+  EXPECT_EQ(expert_plan_max_rows(100, spec), 800u);
 }
 
 }  // namespace

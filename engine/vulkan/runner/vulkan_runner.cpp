@@ -146,17 +146,16 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
         vk::attention_partials_bytes(c.n_heads, c.head_dim, static_cast<uint64_t>(max_context)), max_binding));
   }
   if (c.n_experts > 1) {
-    // A group's rows are bound from its first row: every row size must reach the binding alignment.
     router_s_ = align4(c.n_experts);
-    expert_row_align_ = vk::rows_for_alignment(std::max<uint64_t>(device_.info().min_storage_buffer_offset_alignment, 16),
-                                               {uint64_t{gate_up_s_} * kF, uint64_t{dim_s_} * kF});
-    FfnSpec widest;  // the most rows any expert layer's plan needs
+    FfnSpec widest;  // the most rows and groups any expert layer's plan needs
     for (const LayerSpec& l : c.layers) {
       if (l.ffn.routed() && l.ffn.n_used * l.ffn.n_experts >= widest.n_used * widest.n_experts) widest = l.ffn;
     }
-    const uint64_t rows = vk::expert_plan_max_rows(static_cast<uint32_t>(T), widest, expert_row_align_);
+    const uint64_t rows = vk::expert_plan_max_rows(static_cast<uint32_t>(T), widest);
     router_logits_ = make_io(T * router_s_ * kF, false);
     expert_gather_ = make_io(rows * 4, true);
+    expert_row_expert_ = make_io(rows * 4, true);
+    expert_slots_ = make_io(uint64_t{vk::expert_plan_max_groups(static_cast<uint32_t>(T), widest)} * 16, true);
     expert_rows_ = make_io(T * widest.n_used * 4, true);
     expert_weights_ = make_io(T * widest.n_used * kF, true);
     expert_in_ = activation(rows, dim_s_, "expert input", true);
@@ -230,15 +229,15 @@ void VulkanRunner::create_pipelines() {
   }
   if (config_.final_softcap > 0.0f) names.insert("softcap_f32");
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
-    if (L.bqkv.valid() || L.bo.valid() || L.router_bias.valid() || L.b_gate.valid()) names.insert("bias_add_f32");
+    if (L.bqkv.valid() || L.bo.valid() || L.router_bias.valid()) names.insert("bias_add_f32");
     if (L.post_attn_norm.valid() || L.post_ffn_norm.valid()) names.insert("add_f32");
-    for (const vk::DeviceFfn& f : L.experts) {
-      if (swiglu_epilogue(f)) continue;
-      names.insert(f.activation == FfnActivation::kGeluTanh    ? "geglu_f32"
-                   : f.activation == FfnActivation::kSwigluOai ? "swiglu_oai_f32"
-                                                               : "swiglu_f32");
+    if (!swiglu_epilogue(L.ffn)) {
+      names.insert(L.ffn.activation == FfnActivation::kGeluTanh    ? "geglu_f32"
+                   : L.ffn.activation == FfnActivation::kSwigluOai ? "swiglu_oai_f32"
+                                                                   : "swiglu_f32");
     }
     if (L.router.rows > 0) names.insert({"moe_combine_f32", "embed_f32"});  // embed_f32: the row gather
+    if (L.router.rows > 0 && L.b_gate.valid()) names.insert("bias_add_rows_f32");
     if (L.shared.hidden > 0) {
       names.insert(L.shared.activation == FfnActivation::kGeluTanh ? "geglu_f32" : "swiglu_f32");
       names.insert("add_f32");
@@ -257,18 +256,18 @@ void VulkanRunner::create_pipelines() {
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
     ops_->build_weight_kernels(L.wo, false, false);
     for (const vk::DeviceLayerWeights::RowBlock& b : L.qkv) ops_->build_weight_kernels(b.matrix, false, normed);
-    // Experts read inputs normed beforehand (gathered from xn_); a dense block may norm them itself.
+    // Experts read inputs normed beforehand (gathered from xn_), all of them in mul_mat_id products;
+    // a dense block may norm them itself.
     const bool routed = L.router.rows > 0;
     ops_->build_weight_kernels(L.router, false, false);
     for (const vk::DeviceMatrix* m : {&L.shared.w_gate, &L.shared.w_up, &L.shared.w_gate_up, &L.shared.w_down,
                                       &L.per_layer_gate, &L.per_layer_proj}) {
       ops_->build_weight_kernels(*m, false, false);
     }
-    for (const vk::DeviceFfn& f : L.experts) {
-      ops_->build_weight_kernels(f.w_down, false, false);
-      for (const vk::DeviceMatrix* m : {&f.w_gate, &f.w_up}) ops_->build_weight_kernels(*m, false, normed && !routed);
-      ops_->build_weight_kernels(f.w_gate_up, swiglu_epilogue(f), normed && !routed);
-    }
+    const vk::DeviceFfn& f = L.ffn;
+    ops_->build_weight_kernels(f.w_down, false, false, routed);
+    for (const vk::DeviceMatrix* m : {&f.w_gate, &f.w_up}) ops_->build_weight_kernels(*m, false, normed && !routed, routed);
+    ops_->build_weight_kernels(f.w_gate_up, swiglu_epilogue(f), normed && !routed, routed);
   }
   for (const std::string& name : names) {
     if (kernels_->has(name)) kernels_->get(name);
@@ -329,10 +328,11 @@ void VulkanRunner::normed_matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix&
 }
 
 // The SwiGLU epilogue applies silu(gate) * up straight to the products: no other activation, and no
-// biases to add between.
+// biases to add between. A stack of experts fits it whatever its parts (each holds whole gate|up
+// blocks: Ops::matmul_id).
 bool VulkanRunner::swiglu_epilogue(const vk::DeviceFfn& f) {
   return f.activation == FfnActivation::kSilu && !f.biased && f.gate_up_fused &&
-         vk::Ops::swiglu_epilogue_fits(f.w_gate_up);
+         (f.n_experts > 1 || vk::Ops::swiglu_epilogue_fits(f.w_gate_up));
 }
 
 void VulkanRunner::record_activation(vk::CommandBuffer& cmd, const vk::DeviceFfn& f, vk::BufferView gate,
@@ -501,7 +501,7 @@ void VulkanRunner::record_layer(vk::CommandBuffer& cmd, uint32_t l, const StepIn
 
 // The dense block (fused with the norm where the products norm x themselves).
 void VulkanRunner::record_dense_ffn(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n) {
-  const vk::DeviceFfn& f = L.experts.front();
+  const vk::DeviceFfn& f = L.ffn;
   norm_for_matmul(cmd, L.ffn_norm, n);
   if (swiglu_epilogue(f)) {
     // One dispatch: each workgroup takes gate and up rows of the same outputs and stores
@@ -599,11 +599,12 @@ void VulkanRunner::record_shared_ffn(vk::CommandBuffer& cmd, const vk::DeviceLay
 }
 
 // Routed experts: the router's logits are read back and routed on the host (expert_plan.h), then
-// each expert in use runs over the rows of the tokens that chose it, and moe_combine_f32 adds the
-// weighted outputs in the router's order to x (or, where the block is post-normed, to a zeroed
-// sub_ that finish_sublayer norms and adds). A shared block beside them runs first (it reads
-// ffn_norm(x), which the experts' own pre-norm then replaces where the norms split) and is added
-// after the routed sum.
+// every expert in use runs over the rows of the tokens that chose it, one mul_mat_id dispatch per
+// matrix for all of them (and one per bias, one activation over all rows), and moe_combine_f32
+// adds the weighted outputs in the router's order to x (or, where the block is post-normed, to a
+// zeroed sub_ that finish_sublayer norms and adds). A shared block beside them runs first (it
+// reads ffn_norm(x), which the experts' own pre-norm then replaces where the norms split) and is
+// added after the routed sum.
 void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) {
   const LlamaConfig& c = config_;
   const FfnSpec& spec = c.layers[l].ffn;
@@ -640,75 +641,57 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
   run_recorded(cmd);
 
   device_.invalidate(router_logits_.host_side());
-  vk::plan_experts(static_cast<const float*>(router_logits_.mapped()), router_s_, n, spec, expert_row_align_,
-                   expert_plan_, L.expert_scale.empty() ? nullptr : L.expert_scale.data());
+  vk::plan_experts(static_cast<const float*>(router_logits_.mapped()), router_s_, n, spec, expert_plan_,
+                   L.expert_scale.empty() ? nullptr : L.expert_scale.data());
   const vk::ExpertPlan& plan = expert_plan_;
+  const uint32_t rows = static_cast<uint32_t>(plan.gather.size());
   put(cmd, expert_gather_, plan.gather.data(), plan.gather.size() * 4);
   put(cmd, expert_rows_, plan.rows.data(), plan.rows.size() * 4);
   put(cmd, expert_weights_, plan.weights.data(), plan.weights.size() * kF);
+  put(cmd, expert_slots_, plan.slots.data(), plan.slots.size() * 4);
+  if (L.b_gate.valid() || L.b_down.valid()) put(cmd, expert_row_expert_, plan.row_expert.data(), plan.row_expert.size() * 4);
   if (expert_gather_.host.valid()) cmd.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
   cmd.barrier(vk::Stage::kHost, vk::Stage::kCompute);
 
   // Each (token, choice)'s normed input at its row.
-  ops_->gather_rows(cmd, xn_.view(), dim_s_, n, c.dim, expert_gather_.device.view(), plan.padded_rows,
-                    expert_in_.view(), dim_s_);
+  ops_->gather_rows(cmd, xn_.view(), dim_s_, n, c.dim, expert_gather_.device.view(), rows, expert_in_.view(), dim_s_);
   mark(cmd, "expert.gather");
   barrier(cmd);
-  auto rows_of = [](const vk::Buffer& b, uint32_t stride, uint32_t first_row) {
-    return b.view(uint64_t{first_row} * stride * kF, VK_WHOLE_SIZE);
-  };
-  for (const vk::ExpertPlan::Group& g : plan.groups) {
-    const vk::DeviceFfn& f = L.experts[g.expert];
-    const vk::BufferView in = rows_of(expert_in_, dim_s_, g.first_row);
-    const vk::BufferView gu = rows_of(expert_gate_up_, gate_up_s_, g.first_row);
-    if (swiglu_epilogue(f)) {
-      ops_->matmul_swiglu(cmd, weight_op(g.n_rows), f.w_gate_up, in, dim_s_, gu, gate_up_s_, g.n_rows);
-    } else if (f.gate_up_fused) {
-      matmul(cmd, f.w_gate_up, in, dim_s_, gu, gate_up_s_, g.n_rows, false);
-    } else {
-      matmul(cmd, f.w_gate, in, dim_s_, gu, gate_up_s_, g.n_rows, false);
-      matmul(cmd, f.w_up, in, dim_s_, expert_gate_up_.view(gu.offset + align4(f.hidden) * kF, VK_WHOLE_SIZE),
-             gate_up_s_, g.n_rows, false);
-    }
+  const vk::DeviceFfn& f = L.ffn;
+  const vk::Ops::ExpertGroupTable groups{expert_slots_.device.view(), static_cast<uint32_t>(plan.groups.size()),
+                                         plan.max_group_rows};
+  const vk::WeightOp op = weight_op(plan.max_group_rows);
+  const uint64_t up_at = (f.gate_up_fused ? f.hidden : align4(f.hidden)) * kF;
+  const vk::BufferView gate = expert_gate_up_.view(), up = expert_gate_up_.view(up_at, VK_WHOLE_SIZE);
+  if (f.gate_up_fused) {
+    ops_->matmul_id(cmd, op, f.w_gate_up, 2 * f.hidden, groups, expert_in_.view(), dim_s_, gate, gate_up_s_,
+                    swiglu_epilogue(f));
+  } else {
+    ops_->matmul_id(cmd, op, f.w_gate, f.hidden, groups, expert_in_.view(), dim_s_, gate, gate_up_s_);
+    ops_->matmul_id(cmd, op, f.w_up, f.hidden, groups, expert_in_.view(), dim_s_, up, gate_up_s_);
   }
   mark(cmd, "expert.gate_up");
   barrier(cmd);
-  auto up_of = [&](const vk::DeviceFfn& f, const vk::BufferView& gu) {
-    return expert_gate_up_.view(gu.offset + (f.gate_up_fused ? f.hidden : align4(f.hidden)) * kF, VK_WHOLE_SIZE);
-  };
+  const vk::BufferView row_expert = expert_row_expert_.device.view();
   if (L.b_gate.valid()) {  // gpt-oss: each expert's gate and up biases on its rows
-    for (const vk::ExpertPlan::Group& g : plan.groups) {
-      const vk::DeviceFfn& f = L.experts[g.expert];
-      const vk::BufferView gu = rows_of(expert_gate_up_, gate_up_s_, g.first_row);
-      ops_->bias_add(cmd, gu, gate_up_s_, L.b_gate.row(g.expert, f.hidden), g.n_rows, f.hidden);
-      ops_->bias_add(cmd, up_of(f, gu), gate_up_s_, L.b_up.row(g.expert, f.hidden), g.n_rows, f.hidden);
-    }
+    ops_->bias_add_rows(cmd, gate, gate_up_s_, L.b_gate.buffer.view(), static_cast<uint32_t>(L.b_gate.row_bytes / kF),
+                        row_expert, rows, f.hidden);
+    ops_->bias_add_rows(cmd, up, gate_up_s_, L.b_up.buffer.view(), static_cast<uint32_t>(L.b_up.row_bytes / kF),
+                        row_expert, rows, f.hidden);
     mark(cmd, "expert.bias");
     barrier(cmd);
   }
-  bool activation_pass = false;
-  for (const vk::ExpertPlan::Group& g : plan.groups) {
-    const vk::DeviceFfn& f = L.experts[g.expert];
-    if (swiglu_epilogue(f)) continue;
-    const vk::BufferView gu = rows_of(expert_gate_up_, gate_up_s_, g.first_row);
-    record_activation(cmd, f, gu, up_of(f, gu), gate_up_s_, g.n_rows);
-    activation_pass = true;
-  }
-  if (activation_pass) {
+  if (!swiglu_epilogue(f)) {
+    record_activation(cmd, f, gate, up, gate_up_s_, rows);
     mark(cmd, "expert.activation");
     barrier(cmd);
   }
-  for (const vk::ExpertPlan::Group& g : plan.groups) {
-    matmul(cmd, L.experts[g.expert].w_down, rows_of(expert_gate_up_, gate_up_s_, g.first_row), gate_up_s_,
-           rows_of(expert_out_, dim_s_, g.first_row), dim_s_, g.n_rows, false);
-  }
+  ops_->matmul_id(cmd, op, f.w_down, c.dim, groups, expert_gate_up_.view(), gate_up_s_, expert_out_.view(), dim_s_);
   mark(cmd, "expert.down");
   barrier(cmd);
   if (L.b_down.valid()) {
-    for (const vk::ExpertPlan::Group& g : plan.groups) {
-      ops_->bias_add(cmd, rows_of(expert_out_, dim_s_, g.first_row), dim_s_, L.b_down.row(g.expert, c.dim), g.n_rows,
-                     c.dim);
-    }
+    ops_->bias_add_rows(cmd, expert_out_.view(), dim_s_, L.b_down.buffer.view(),
+                        static_cast<uint32_t>(L.b_down.row_bytes / kF), row_expert, rows, c.dim);
     mark(cmd, "expert.bias_down");
     barrier(cmd);
   }

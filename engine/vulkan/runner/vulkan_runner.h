@@ -125,10 +125,10 @@ class VulkanRunner final : public ModelRunner {
   vk::Buffer gate_up_;  // [gate hidden | up hidden], then silu(gate) * up in the gate half
   vk::Buffer sub_;     // [max_step_tokens][dim] a sublayer's output before its post-norm (Gemma)
   vk::Buffer xo_;      // [max_step_seqs][dim] final-normed rows that produce logits
-  // Expert layers (see expert_plan.h): the router's logits read back, the plan's int32/f32 arrays,
-  // each (token, choice)'s normed input, gate|up and output rows grouped by expert.
-  uint32_t router_s_ = 0, expert_row_align_ = 1;
-  IoBuffer router_logits_, expert_gather_, expert_rows_, expert_weights_;
+  // Expert layers (see expert_plan.h): the router's logits read back, the plan's int32/f32 arrays
+  // and group slots, each (token, choice)'s normed input, gate|up and output rows grouped by expert.
+  uint32_t router_s_ = 0;
+  IoBuffer router_logits_, expert_gather_, expert_rows_, expert_weights_, expert_slots_, expert_row_expert_;
   vk::Buffer expert_in_, expert_gate_up_, expert_out_;
   vk::Buffer shared_out_;  // [dim] the shared block's output beside the experts (FfnSpec::has_shared)
   vk::Buffer router_in_;   // [dim] the router's input where it is not xn_ (RouterInput::kScaledNorm)
