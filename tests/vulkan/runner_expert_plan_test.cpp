@@ -1,6 +1,7 @@
-// The host side of expert layers on the device (expert_plan.h): (token, choice) pairs grouped by
-// expert in consecutive rows, the groups as mul_mat_id's slots, every output row found again
-// through `rows` and its expert through `row_expert`.
+// The host's description of an expert layer's plan (expert_plan.h; the device builds the same, see
+// kernels_moe_route_test.cpp): (token, choice) pairs grouped by expert in consecutive rows, the
+// groups as mul_mat_id's slots, every output row found again through `rows` and its expert through
+// `row_expert`.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "engine/model/expert_routing.h"
 #include "engine/vulkan/runner/expert_plan.h"
+#include "engine/vulkan/shaders/moe_params.h"
 
 namespace vks::vk {
 namespace {
@@ -67,12 +69,32 @@ TEST(ExpertPlan, GroupsEveryChoiceByExpertInConsecutiveRows) {
   EXPECT_EQ(rows.size(), plan.gather.size());
 }
 
-TEST(ExpertPlan, MaxGroupsIsTheSmallerOfExpertsAndChoices) {
+// A group of more rows than a token tile takes one slot per tile (Ops::matmul_id's grid has one
+// tile a slot), in row order.
+TEST(ExpertPlan, CutsGroupsIntoSlotsOfATileOfRows) {
+  FfnSpec spec;
+  spec.n_experts = 4;
+  spec.n_used = 1;
+  spec.routing = ExpertRouting{ExpertRouting::Order::kSoftmaxThenTopK, false};
+  const uint32_t n = 19, stride = 4;
+  std::vector<float> logits(n * stride, 0.0f);
+  for (uint32_t t = 0; t < n; ++t) logits[t * stride + (t == 3 ? 0 : 2)] = 5.0f;
+  ExpertPlan plan;
+  plan_experts(logits.data(), stride, n, spec, plan);
+  static_assert(VKS_MOE_SLOT_ROWS == 8, "the slots below are cut at 8 rows");
+  const std::vector<uint32_t> want{0, 0, 1, 0, 2, 1, 8, 0, 2, 9, 8, 0, 2, 17, 2, 0};
+  EXPECT_EQ(plan.slots, want);
+  EXPECT_EQ(plan.max_group_rows, 18u);
+  EXPECT_LE(plan.slots.size() / 4, expert_plan_max_groups(n, spec));
+}
+
+// One slot per expert in use, one more per tile of rows: the most a step's choices can need.
+TEST(ExpertPlan, MaxGroupsCountsASlotPerExpertAndPerTileOfRows) {
   FfnSpec spec;
   spec.n_experts = 128;
   spec.n_used = 8;
-  EXPECT_EQ(expert_plan_max_groups(1, spec), 8u);
-  EXPECT_EQ(expert_plan_max_groups(100, spec), 128u);
+  EXPECT_EQ(expert_plan_max_groups(1, spec), 8u + 1u);
+  EXPECT_EQ(expert_plan_max_groups(100, spec), 128u + 100u);
   EXPECT_EQ(expert_plan_max_rows(100, spec), 800u);
 }
 

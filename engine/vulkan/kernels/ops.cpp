@@ -156,9 +156,9 @@ void Ops::build_weight_kernels(const DeviceMatrix& w, bool swiglu_epilogue, bool
     weight_kernel(w, WeightOp::kLanes, swiglu_epilogue, rmsnorm_prologue, mul_mat_id);
     return;
   }
-  for (WeightOp op : {WeightOp::kMatvec, WeightOp::kMatmul}) {
-    weight_kernel(w, op, swiglu_epilogue, rmsnorm_prologue, mul_mat_id);
-  }
+  weight_kernel(w, WeightOp::kMatvec, swiglu_epilogue, rmsnorm_prologue, mul_mat_id);
+  // mul_mat_id products take the matvec kernel whatever their rows (see matmul_id).
+  if (!mul_mat_id) weight_kernel(w, WeightOp::kMatmul, swiglu_epilogue, rmsnorm_prologue, mul_mat_id);
 }
 
 WeightOp Ops::weight_op_for(uint32_t n_tokens) {

@@ -87,7 +87,9 @@ class Ops {
   // t < rows, in one dispatch per part of W for every expert. W stacks the experts, expert_rows rows
   // each, parts holding whole experts; swiglu: each expert's block is gate|up (expert_rows / 2 of
   // each) and y gets silu(gate) * up. A group's outputs are the bits of matmul (matmul_swiglu) of
-  // its expert alone over its rows alone. op: kMatvec or kMatmul as above. x_stride % 4 == 0.
+  // its expert alone over its rows alone. op: kMatvec or kMatmul as above (the same bits; kMatvec
+  // sizes each token tile to its group's rows, and groups are mostly small: build_weight_kernels
+  // builds only it for mul_mat_id). x_stride % 4 == 0.
   void matmul_id(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, uint32_t expert_rows,
                  const ExpertGroupTable& groups, BufferView x, uint32_t x_stride, BufferView y, uint32_t y_stride,
                  bool swiglu_epilogue = false) const;
@@ -117,7 +119,7 @@ class Ops {
 
   // Builds, ahead of use (start-up), the pipelines this family's products with w take: matmul
   // (both false), matmul_swiglu (swiglu_epilogue), matmul_rmsnorm (rmsnorm_prologue, with or without
-  // the epilogue). Nothing for a matrix with no rows.
+  // the epilogue), matmul_id with kMatvec (mul_mat_id). Nothing for a matrix with no rows.
   void build_weight_kernels(const DeviceMatrix& w, bool swiglu_epilogue, bool rmsnorm_prologue,
                             bool mul_mat_id = false) const;
 

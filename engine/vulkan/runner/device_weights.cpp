@@ -243,7 +243,7 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
       d.post_norm_experts = upload_vector_f32(device, lw.split_norms->post_experts);
     }
     if (lw.router_scale) d.router_in_weight = upload_floats(device, scaled_norm_router_weight(*lw.router_scale, model.config().dim));
-    if (lw.expert_scale) d.expert_scale = dequantize_vector(*lw.expert_scale);
+    if (lw.expert_scale) d.expert_scale = upload_floats(device, dequantize_vector(*lw.expert_scale));
     if (lw.per_layer_input) {
       d.per_layer_gate = upload_matrix(device, lw.per_layer_input->gate, 0, &pool);
       d.per_layer_proj = upload_matrix(device, lw.per_layer_input->proj, 0, &pool);

@@ -50,7 +50,7 @@ struct DeviceLayerWeights {
   DeviceFfn shared;
   Buffer post_norm_shared, pre_norm_experts, post_norm_experts;  // f32 [dim]
   Buffer router_in_weight;      // f32 [dim]: ffn_gate_inp.scale / sqrt(dim) (RouterInput::kScaledNorm)
-  std::vector<float> expert_scale;  // [n_experts] on the host, folded into the routing weights
+  Buffer expert_scale;          // f32 [n_experts] (Gemma 4), folded into the routing weights; absent: none
   // The layer's per-layer input (LlamaConfig::per_layer_input_dim P; rows 0 where there is none):
   // x += post_norm(proj(gelu(gate x) * its slice)).
   DeviceMatrix per_layer_gate;  // [P, dim]

@@ -4,13 +4,16 @@
 #include <cstddef>
 
 #include "engine/model/expert_routing.h"
+#include "engine/vulkan/shaders/moe_params.h"
 
 namespace vks::vk {
 
 uint32_t expert_plan_max_rows(uint32_t n_tokens, const FfnSpec& spec) { return n_tokens * spec.n_used; }
 
+// ceil(c / S) <= 1 + floor(c / S) for each group, and the floors add up to at most floor(rows / S).
 uint32_t expert_plan_max_groups(uint32_t n_tokens, const FfnSpec& spec) {
-  return std::min(spec.n_experts, n_tokens * spec.n_used);
+  const uint32_t rows = n_tokens * spec.n_used;
+  return std::min(spec.n_experts, rows) + rows / VKS_MOE_SLOT_ROWS;
 }
 
 void plan_experts(const float* logits, uint32_t logits_stride, uint32_t n_tokens, const FfnSpec& spec,
@@ -35,7 +38,9 @@ void plan_experts(const float* logits, uint32_t logits_stride, uint32_t n_tokens
     if (m == 0) continue;
     const uint32_t first = static_cast<uint32_t>(plan.gather.size());
     plan.groups.push_back({e, first, m});
-    plan.slots.insert(plan.slots.end(), {e, first, m, 0u});
+    for (uint32_t r = 0; r < m; r += VKS_MOE_SLOT_ROWS) {
+      plan.slots.insert(plan.slots.end(), {e, first + r, std::min<uint32_t>(m - r, VKS_MOE_SLOT_ROWS), 0u});
+    }
     plan.max_group_rows = std::max(plan.max_group_rows, m);
     for (uint32_t j = 0; j < m; ++j) {
       const uint32_t choice = plan.by_expert.choices[plan.by_expert.starts[e] + j];

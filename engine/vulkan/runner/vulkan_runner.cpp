@@ -13,6 +13,7 @@
 #include "engine/vulkan/runner/attn_kernels.h"
 #include "engine/vulkan/runner/expert_kernels.h"
 #include "engine/vulkan/runner/vulkan_features.h"
+#include "engine/vulkan/shaders/shader_params.h"
 
 namespace vks {
 namespace {
@@ -152,12 +153,27 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
       if (l.ffn.routed() && l.ffn.n_used * l.ffn.n_experts >= widest.n_used * widest.n_experts) widest = l.ffn;
     }
     const uint64_t rows = vk::expert_plan_max_rows(static_cast<uint32_t>(T), widest);
-    router_logits_ = make_io(T * router_s_ * kF, false);
-    expert_gather_ = make_io(rows * 4, true);
-    expert_row_expert_ = make_io(rows * 4, true);
-    expert_slots_ = make_io(uint64_t{vk::expert_plan_max_groups(static_cast<uint32_t>(T), widest)} * 16, true);
-    expert_rows_ = make_io(T * widest.n_used * 4, true);
-    expert_weights_ = make_io(T * widest.n_used * kF, true);
+    // Routing runs on the device (moe_route_f32, moe_plan_i32); their loops must fit lavapipe's budget.
+    for (const LayerSpec& l : c.layers) {
+      if (!l.ffn.routed()) continue;
+      const uint64_t route = vk::moe_route_loop_iterations(l.ffn.n_experts, l.ffn.n_used);
+      const uint64_t plan = vk::moe_plan_loop_iterations(static_cast<uint32_t>(T) * l.ffn.n_used, l.ffn.n_experts,
+                                                         vk::expert_plan_max_groups(static_cast<uint32_t>(T), l.ffn));
+      if (l.ffn.n_experts > VKS_MOE_MAX_EXPERTS ||
+          (device_.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU && std::max(route, plan) > VKS_LAVAPIPE_LOOP_BUDGET)) {
+        throw Error(ErrorCode::kUnsupported,
+                    fmt::format("routing {} of {} experts for {} tokens a step on {} exceeds its kernels' limits (at "
+                                "most {} experts; loop budget); lower max_step_tokens or run it on the CPU (--cpu)",
+                                l.ffn.n_used, l.ffn.n_experts, T, device_.info().name, VKS_MOE_MAX_EXPERTS));
+      }
+    }
+    router_logits_ = device_.create_buffer(T * router_s_ * kF);
+    expert_ids_ = device_.create_buffer(rows * 4);
+    expert_gather_ = device_.create_buffer(rows * 4);
+    expert_row_expert_ = device_.create_buffer(rows * 4);
+    expert_slots_ = device_.create_buffer(uint64_t{vk::expert_plan_max_groups(static_cast<uint32_t>(T), widest)} * 16);
+    expert_rows_ = device_.create_buffer(rows * 4);
+    expert_weights_ = device_.create_buffer(rows * kF);
     expert_in_ = activation(rows, dim_s_, "expert input", true);
     expert_gate_up_ = activation(rows, gate_up_s_, "expert gate_up", true);
     expert_out_ = activation(rows, dim_s_, "expert output", false);
@@ -236,7 +252,9 @@ void VulkanRunner::create_pipelines() {
                    : L.ffn.activation == FfnActivation::kSwigluOai ? "swiglu_oai_f32"
                                                                    : "swiglu_f32");
     }
-    if (L.router.rows > 0) names.insert({"moe_combine_f32", "embed_f32"});  // embed_f32: the row gather
+    if (L.router.rows > 0) {  // embed_f32: the row gather
+      names.insert({"moe_route_f32", "moe_plan_i32", "moe_combine_f32", "embed_f32"});
+    }
     if (L.router.rows > 0 && L.b_gate.valid()) names.insert("bias_add_rows_f32");
     if (L.shared.hidden > 0) {
       names.insert(L.shared.activation == FfnActivation::kGeluTanh ? "geglu_f32" : "swiglu_f32");
@@ -598,13 +616,16 @@ void VulkanRunner::record_shared_ffn(vk::CommandBuffer& cmd, const vk::DeviceLay
   barrier(cmd);
 }
 
-// Routed experts: the router's logits are read back and routed on the host (expert_plan.h), then
-// every expert in use runs over the rows of the tokens that chose it, one mul_mat_id dispatch per
-// matrix for all of them (and one per bias, one activation over all rows), and moe_combine_f32
-// adds the weighted outputs in the router's order to x (or, where the block is post-normed, to a
-// zeroed sub_ that finish_sublayer norms and adds). A shared block beside them runs first (it
-// reads ffn_norm(x), which the experts' own pre-norm then replaces where the norms split) and is
-// added after the routed sum.
+// Routed experts, recorded without a host round trip: the router's logits are routed on the device
+// (moe_route_f32: route_experts' choices and weights) and the (token, choice) pairs grouped by
+// expert there (moe_plan_i32: plan_experts' groups, expert_plan.h), then every expert in use runs
+// over the rows of the tokens that chose it, one mul_mat_id dispatch per matrix for all of them
+// (its grid sized for the worst case: expert_plan_max_groups slots of one token tile each; those a
+// step leaves empty exit at once), one per bias, one activation over all rows, and moe_combine_f32 adds the
+// weighted outputs in the router's order to x (or, where the block is post-normed, to a zeroed sub_
+// that finish_sublayer norms and adds). A shared block beside them runs first (it reads
+// ffn_norm(x), which the experts' own pre-norm then replaces where the norms split) and is added
+// after the routed sum.
 void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) {
   const LlamaConfig& c = config_;
   const FfnSpec& spec = c.layers[l].ffn;
@@ -625,42 +646,42 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
     barrier(cmd);
     router_in = router_in_.view();
   }
-  matmul(cmd, L.router, router_in, dim_s_, router_logits_.device.view(), router_s_, n, false);
+  matmul(cmd, L.router, router_in, dim_s_, router_logits_.view(), router_s_, n, false);
   mark(cmd, "matmul.router");
+  barrier(cmd);
   if (L.router_bias.valid()) {
+    ops_->bias_add(cmd, router_logits_.view(), router_s_, L.router_bias.view(), n, spec.n_experts);
+    mark(cmd, "bias.router");
     barrier(cmd);
-    ops_->bias_add(cmd, router_logits_.device.view(), router_s_, L.router_bias.view(), n, spec.n_experts);
   }
-  if (router_logits_.host.valid()) {
-    cmd.barrier(vk::Stage::kCompute, vk::Stage::kTransfer);
-    cmd.copy(router_logits_.device, 0, router_logits_.host, 0, uint64_t{n} * router_s_ * kF);
-    cmd.barrier(vk::Stage::kTransfer, vk::Stage::kHost);
-  } else {
-    cmd.barrier(vk::Stage::kCompute, vk::Stage::kHost);
-  }
-  run_recorded(cmd);
-
-  device_.invalidate(router_logits_.host_side());
-  vk::plan_experts(static_cast<const float*>(router_logits_.mapped()), router_s_, n, spec, expert_plan_,
-                   L.expert_scale.empty() ? nullptr : L.expert_scale.data());
-  const vk::ExpertPlan& plan = expert_plan_;
-  const uint32_t rows = static_cast<uint32_t>(plan.gather.size());
-  put(cmd, expert_gather_, plan.gather.data(), plan.gather.size() * 4);
-  put(cmd, expert_rows_, plan.rows.data(), plan.rows.size() * 4);
-  put(cmd, expert_weights_, plan.weights.data(), plan.weights.size() * kF);
-  put(cmd, expert_slots_, plan.slots.data(), plan.slots.size() * 4);
-  if (L.b_gate.valid() || L.b_down.valid()) put(cmd, expert_row_expert_, plan.row_expert.data(), plan.row_expert.size() * 4);
-  if (expert_gather_.host.valid()) cmd.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
-  cmd.barrier(vk::Stage::kHost, vk::Stage::kCompute);
+  const bool softmax_first = spec.routing.order == ExpertRouting::Order::kSoftmaxThenTopK;
+  vk::record_moe_route(cmd, *kernels_,
+                       vk::MoeRouteBindings{router_logits_.view(),
+                                            L.expert_scale.valid() ? L.expert_scale.view() : router_logits_.view(),
+                                            expert_ids_.view(), expert_weights_.view()},
+                       vk::shader::MoeRouteParams{n, spec.n_experts, spec.n_used, router_s_, softmax_first ? 1u : 0u,
+                                                  softmax_first ? 0u : 1u, spec.routing.normalize ? 1u : 0u,
+                                                  L.expert_scale.valid() ? 1u : 0u});
+  mark(cmd, "expert.route");
+  barrier(cmd);
+  const uint32_t rows = n * spec.n_used;
+  const uint32_t max_groups = vk::expert_plan_max_groups(n, spec);
+  vk::record_moe_plan(cmd, *kernels_,
+                      vk::MoePlanBindings{expert_ids_.view(), expert_slots_.view(), expert_gather_.view(),
+                                          expert_rows_.view(), expert_row_expert_.view()},
+                      vk::shader::MoePlanParams{rows, spec.n_experts, spec.n_used, max_groups});
+  mark(cmd, "expert.plan");
+  barrier(cmd);
 
   // Each (token, choice)'s normed input at its row.
-  ops_->gather_rows(cmd, xn_.view(), dim_s_, n, c.dim, expert_gather_.device.view(), rows, expert_in_.view(), dim_s_);
+  ops_->gather_rows(cmd, xn_.view(), dim_s_, n, c.dim, expert_gather_.view(), rows, expert_in_.view(), dim_s_);
   mark(cmd, "expert.gather");
   barrier(cmd);
   const vk::DeviceFfn& f = L.ffn;
-  const vk::Ops::ExpertGroupTable groups{expert_slots_.device.view(), static_cast<uint32_t>(plan.groups.size()),
-                                         plan.max_group_rows};
-  const vk::WeightOp op = weight_op(plan.max_group_rows);
+  // A slot has at most VKS_MOE_SLOT_ROWS rows: one token tile, so the grid's spare workgroups are
+  // only the slots a step leaves empty. The rows family's matvec kernel sizes its tile to the rows.
+  const vk::Ops::ExpertGroupTable groups{expert_slots_.view(), max_groups, std::min<uint32_t>(n, VKS_MOE_SLOT_ROWS)};
+  const vk::WeightOp op = vk::WeightOp::kMatvec;
   const uint64_t up_at = (f.gate_up_fused ? f.hidden : align4(f.hidden)) * kF;
   const vk::BufferView gate = expert_gate_up_.view(), up = expert_gate_up_.view(up_at, VK_WHOLE_SIZE);
   if (f.gate_up_fused) {
@@ -672,7 +693,7 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
   }
   mark(cmd, "expert.gate_up");
   barrier(cmd);
-  const vk::BufferView row_expert = expert_row_expert_.device.view();
+  const vk::BufferView row_expert = expert_row_expert_.view();
   if (L.b_gate.valid()) {  // gpt-oss: each expert's gate and up biases on its rows
     ops_->bias_add_rows(cmd, gate, gate_up_s_, L.b_gate.buffer.view(), static_cast<uint32_t>(L.b_gate.row_bytes / kF),
                         row_expert, rows, f.hidden);
@@ -701,8 +722,7 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
     cmd.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
   }
   vk::record_moe_combine(cmd, *kernels_,
-                         vk::MoeCombineBindings{target, expert_out_.view(), expert_rows_.device.view(),
-                                                expert_weights_.device.view()},
+                         vk::MoeCombineBindings{target, expert_out_.view(), expert_rows_.view(), expert_weights_.view()},
                          vk::shader::MoeCombineParams{n, c.dim, spec.n_used, dim_s_, dim_s_});
   mark(cmd, "expert.combine");
   barrier(cmd);
@@ -717,17 +737,6 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
     barrier(cmd);
   }
   finish_sublayer(cmd, vk::Buffer{}, L.post_ffn_norm, n);
-}
-
-void VulkanRunner::run_recorded(vk::CommandBuffer& cmd) {
-  cmd.end();
-  recorded_dispatches_ += cmd.dispatch_count();
-  device_.submit(cmd, fence_);
-  fence_.wait();
-  fence_.reset();
-  if (profiler_) profiler_->collect(profile_ms_);
-  cmd.begin();
-  if (profiler_) profiler_->begin(cmd);
 }
 
 // Final norm of the rows that produce logits (gathered into xo), logits, greedy ids.
@@ -796,7 +805,6 @@ void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
   const uint32_t n_hidden = static_cast<uint32_t>(in.hidden_rows.size());
   const uint64_t hidden_bytes = uint64_t(n_hidden) * dim_s_ * kF;
 
-  recorded_dispatches_ = 0;
   cmd_.begin();
   if (profiler_) profiler_->begin(cmd_);
   write_inputs(cmd_, in, batch);
@@ -816,7 +824,7 @@ void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
     cmd_.barrier(vk::Stage::kCompute, vk::Stage::kHost);
   }
   cmd_.end();
-  last_dispatches_ = recorded_dispatches_ + cmd_.dispatch_count();
+  last_dispatches_ = cmd_.dispatch_count();
   device_.submit(cmd_, fence_);
   fence_.wait();
   fence_.reset();
