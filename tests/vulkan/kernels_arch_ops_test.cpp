@@ -32,6 +32,25 @@ TEST_F(ArchOpsTest, BiasAddAddsTheBiasToEveryRowOnly) {
   }
 }
 
+// Per-expert biases on rows grouped by expert (gpt-oss): each row gets the bias row its id names,
+// a negative id none; columns past cols and the padding stay as they were.
+TEST_F(ArchOpsTest, BiasAddRowsAddsEachRowItsOwnBiasRow) {
+  const uint32_t rows = 9, cols = 70, stride = 76, bias_stride = 80, n_bias = 4;
+  const std::vector<int32_t> ids{3, 3, 0, 2, -1, 1, 1, 1, 0};
+  const std::vector<float> x = random_floats(rows * stride, 11);
+  const std::vector<float> bias = random_floats(n_bias * bias_stride, 12);
+  Buffer xb = upload(x), bb = upload(bias), ib = upload(ids);
+  run([&](CommandBuffer& cmd) { ops().bias_add_rows(cmd, xb.view(), stride, bb.view(), bias_stride, ib.view(), rows, cols); });
+  const std::vector<float> got = download<float>(xb, rows * stride);
+  for (uint32_t r = 0; r < rows; ++r) {
+    for (uint32_t i = 0; i < stride; ++i) {
+      const bool added = i < cols && ids[r] >= 0;
+      const float expected = added ? x[r * stride + i] + bias[uint32_t(ids[r]) * bias_stride + i] : x[r * stride + i];
+      ASSERT_EQ(got[r * stride + i], expected) << "row " << r << " col " << i;
+    }
+  }
+}
+
 TEST_F(ArchOpsTest, PerHeadRmsNormMatchesReference) {
   struct Case {
     uint32_t rows, heads, head_dim, stride;

@@ -100,16 +100,18 @@ TEST(Reflection, EmbeddedKernelsDeclareWhatTheParamsSay) {
       EXPECT_EQ(l.bindings, 3u) << n;
     } else if (n.rfind("matlanes_", 0) == 0) {
       EXPECT_EQ(l.push_size, sizeof(shader::MatmulParams)) << n;
-      EXPECT_EQ(l.bindings, 4u) << n;
+      EXPECT_EQ(l.bindings, 5u) << n;
       EXPECT_EQ(l.local_size[0], uint32_t{VKS_LANES}) << n;
-      EXPECT_EQ(l.texel_bindings, 0b1011u) << n << ": weights, x and the RMSNorm prologue's weights through texel views";
+      EXPECT_EQ(l.texel_bindings, 0b10011u)
+          << n << ": weights, x and the RMSNorm prologue's weights through texel views, y and mul_mat_id's groups storage";
     } else if (n.rfind("mat", 0) == 0) {
       EXPECT_EQ(l.push_size, sizeof(shader::MatmulParams)) << n;
-      EXPECT_EQ(l.bindings, 3u) << n;
+      EXPECT_EQ(l.bindings, 4u) << n;
       // Each invocation carries ROW_SLOTS rows, the host counts VKS_ROWS_LOCAL_SIZE * row_slots
       // rows per workgroup (both from VKS_ROW_SLOTS_<TYPE>; the matmul tests check every row).
       EXPECT_EQ(l.local_size[0], uint32_t{VKS_ROWS_LOCAL_SIZE}) << n;
-      EXPECT_EQ(l.texel_bindings, 0b011u) << n << ": weights and x through texel views, y a storage buffer";
+      EXPECT_EQ(l.texel_bindings, 0b0011u)
+          << n << ": weights and x through texel views, y and mul_mat_id's groups storage buffers";
     } else if (n == "rmsnorm_f32") {
       EXPECT_EQ(l.push_size, sizeof(shader::RmsNormParams));
     } else if (n == "argmax_f32") {

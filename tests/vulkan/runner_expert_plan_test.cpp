@@ -1,5 +1,7 @@
-// The host side of expert layers on the device (expert_plan.h): (token, choice) pairs grouped by
-// expert, each group starting at an aligned row, every output row found again through `rows`.
+// The host's description of an expert layer's plan (expert_plan.h; the device builds the same, see
+// kernels_moe_route_test.cpp): (token, choice) pairs grouped by expert in consecutive rows, the
+// groups as mul_mat_id's slots, every output row found again through `rows` and its expert through
+// `row_expert`.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,11 +10,12 @@
 
 #include "engine/model/expert_routing.h"
 #include "engine/vulkan/runner/expert_plan.h"
+#include "engine/vulkan/shaders/moe_params.h"
 
 namespace vks::vk {
 namespace {
 
-TEST(ExpertPlan, GroupsEveryChoiceByExpertAtAlignedRows) {
+TEST(ExpertPlan, GroupsEveryChoiceByExpertInConsecutiveRows) {
   FfnSpec spec;
   spec.hidden = 4;
   spec.n_experts = 6;
@@ -27,19 +30,26 @@ TEST(ExpertPlan, GroupsEveryChoiceByExpertAtAlignedRows) {
     logits[t * stride + static_cast<uint32_t>(best[t][1])] = 2.0f;
   }
   ExpertPlan plan;
-  plan_experts(logits.data(), stride, n, spec, 4, plan);
+  plan_experts(logits.data(), stride, n, spec, plan);
 
-  // Experts in use: 0, 1, 3, 5 (2 and 4 chosen by nobody), in order, each at a multiple of 4.
+  // Experts in use: 0, 1, 3, 5 (2 and 4 chosen by nobody), in order, one after the other.
   ASSERT_EQ(plan.groups.size(), 4u);
   const uint32_t used[] = {0, 1, 3, 5};
   const uint32_t counts[] = {2, 3, 3, 2};
+  uint32_t next = 0;
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     EXPECT_EQ(plan.groups[g].expert, used[g]);
     EXPECT_EQ(plan.groups[g].n_rows, counts[g]);
-    EXPECT_EQ(plan.groups[g].first_row % 4, 0u);
+    EXPECT_EQ(plan.groups[g].first_row, next);
+    next += counts[g];
+    const uint32_t slot[4] = {used[g], plan.groups[g].first_row, counts[g], 0};
+    for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ(plan.slots[g * 4 + i], slot[i]) << "slot " << g << " word " << i;
   }
-  EXPECT_EQ(plan.padded_rows, 16u);
-  EXPECT_LE(plan.padded_rows, expert_plan_max_rows(n, spec, 4));
+  EXPECT_EQ(plan.slots.size(), 16u);
+  EXPECT_EQ(plan.max_group_rows, 3u);
+  EXPECT_EQ(plan.gather.size(), 10u);
+  EXPECT_EQ(plan.gather.size(), expert_plan_max_rows(n, spec));
+  EXPECT_LE(plan.groups.size(), expert_plan_max_groups(n, spec));
   // Every (token, choice) has its own row, in its expert's group, gathering that token's input.
   std::set<int32_t> rows;
   for (uint32_t t = 0; t < n; ++t) {
@@ -47,6 +57,7 @@ TEST(ExpertPlan, GroupsEveryChoiceByExpertAtAlignedRows) {
       const int32_t row = plan.rows[t * 2 + s];
       EXPECT_TRUE(rows.insert(row).second) << "row " << row << " used twice";
       EXPECT_EQ(plan.gather[static_cast<size_t>(row)], static_cast<int32_t>(t));
+      EXPECT_EQ(plan.row_expert[static_cast<size_t>(row)], best[t][s]);
       const auto& g = *std::find_if(plan.groups.begin(), plan.groups.end(),
                                     [&](const ExpertPlan::Group& x) { return x.expert == uint32_t(best[t][s]); });
       EXPECT_GE(static_cast<uint32_t>(row), g.first_row);
@@ -55,17 +66,36 @@ TEST(ExpertPlan, GroupsEveryChoiceByExpertAtAlignedRows) {
     EXPECT_NEAR(plan.weights[t * 2] + plan.weights[t * 2 + 1], 1.0f, 1e-6f);
     EXPECT_GT(plan.weights[t * 2], plan.weights[t * 2 + 1]);
   }
-  for (size_t r = 0; r < plan.gather.size(); ++r) {
-    if (!rows.count(static_cast<int32_t>(r))) {
-      EXPECT_EQ(plan.gather[r], -1) << "padding row " << r;
-    }
-  }
+  EXPECT_EQ(rows.size(), plan.gather.size());
 }
 
-TEST(ExpertPlan, RowsForAlignment) {
-  EXPECT_EQ(rows_for_alignment(16, {16, 32}), 1u);
-  EXPECT_EQ(rows_for_alignment(64, {16}), 4u);
-  EXPECT_EQ(rows_for_alignment(256, {48, 64}), 16u);  // 48: 16 rows; 64: 4 rows
+// A group of more rows than a token tile takes one slot per tile (Ops::matmul_id's grid has one
+// tile a slot), in row order.
+TEST(ExpertPlan, CutsGroupsIntoSlotsOfATileOfRows) {
+  FfnSpec spec;
+  spec.n_experts = 4;
+  spec.n_used = 1;
+  spec.routing = ExpertRouting{ExpertRouting::Order::kSoftmaxThenTopK, false};
+  const uint32_t n = 19, stride = 4;
+  std::vector<float> logits(n * stride, 0.0f);
+  for (uint32_t t = 0; t < n; ++t) logits[t * stride + (t == 3 ? 0 : 2)] = 5.0f;
+  ExpertPlan plan;
+  plan_experts(logits.data(), stride, n, spec, plan);
+  static_assert(VKS_MOE_SLOT_ROWS == 8, "the slots below are cut at 8 rows");
+  const std::vector<uint32_t> want{0, 0, 1, 0, 2, 1, 8, 0, 2, 9, 8, 0, 2, 17, 2, 0};
+  EXPECT_EQ(plan.slots, want);
+  EXPECT_EQ(plan.max_group_rows, 18u);
+  EXPECT_LE(plan.slots.size() / 4, expert_plan_max_groups(n, spec));
+}
+
+// One slot per expert in use, one more per tile of rows: the most a step's choices can need.
+TEST(ExpertPlan, MaxGroupsCountsASlotPerExpertAndPerTileOfRows) {
+  FfnSpec spec;
+  spec.n_experts = 128;
+  spec.n_used = 8;
+  EXPECT_EQ(expert_plan_max_groups(1, spec), 8u + 1u);
+  EXPECT_EQ(expert_plan_max_groups(100, spec), 128u + 100u);
+  EXPECT_EQ(expert_plan_max_rows(100, spec), 800u);
 }
 
 }  // namespace

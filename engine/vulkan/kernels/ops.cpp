@@ -56,25 +56,27 @@ Ops::Ops(KernelRegistry& kernels, MatmulFamily family, uint32_t lanes_wide_tile)
     : kernels_(&kernels),
       family_(family),
       lanes_wide_tile_(lanes_wide_tile),
-      weight_kernels_(size_t{device_kernel_slot_count()} * kWeightOpCount * 4, nullptr) {
+      weight_kernels_(size_t{device_kernel_slot_count()} * kWeightOpCount * 8, nullptr) {
   require(lanes_wide_tile == 8 || lanes_wide_tile == 16 || lanes_wide_tile == VKS_LANES_WIDE_TILES_MAX,
           "Ops: the lanes token tile must be 8, 16 or 32");
 }
 
-const Kernel& Ops::weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu_epilogue,
-                                 bool rmsnorm_prologue) const {
+const Kernel& Ops::weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu_epilogue, bool rmsnorm_prologue,
+                                 bool mul_mat_id) const {
   if (w.format == nullptr) throw Error(ErrorCode::kInvalidArgument, "weight op on a matrix that was never uploaded");
   require(!rmsnorm_prologue || op == WeightOp::kLanes, "the RMSNorm prologue exists in the lanes kernels only");
-  const size_t index = (size_t{w.format->kernel_slot} * kWeightOpCount + static_cast<uint32_t>(op)) * 4 +
-                       (rmsnorm_prologue ? 2 : 0) + (swiglu_epilogue ? 1 : 0);
+  const size_t index = (size_t{w.format->kernel_slot} * kWeightOpCount + static_cast<uint32_t>(op)) * 8 +
+                       (mul_mat_id ? 4 : 0) + (rmsnorm_prologue ? 2 : 0) + (swiglu_epilogue ? 1 : 0);
   const Kernel*& slot = weight_kernels_[index];
   if (slot == nullptr) {
-    // constant_id 0 and 1 of common_matmul.glsl, 2 of matlanes_main.glsl (the lanes kernels only).
-    const uint32_t constants[] = {swiglu_epilogue ? 1u : 0u, rmsnorm_prologue ? 1u : 0u, lanes_wide_tile_};
+    // constant_id 0, 1 and 3 of common_matmul.glsl, 2 of matlanes_main.glsl (the lanes kernels only;
+    // an entry for a constant a shader lacks is ignored).
+    const uint32_t constants[] = {swiglu_epilogue ? 1u : 0u, rmsnorm_prologue ? 1u : 0u, lanes_wide_tile_,
+                                  mul_mat_id ? 1u : 0u};
     const bool wide = op == WeightOp::kLanes && lanes_wide_tile_ != VKS_LANES_TOKEN_TILE;
-    const std::span<const uint32_t> used(constants, wide ? 3 : 2);
-    slot = swiglu_epilogue || rmsnorm_prologue || wide ? &kernels_->get(w.format->kernel_name(op), used)
-                                                       : &kernels_->get(w.format->kernel_name(op));
+    const std::span<const uint32_t> used(constants, mul_mat_id ? 4 : wide ? 3 : 2);
+    slot = swiglu_epilogue || rmsnorm_prologue || wide || mul_mat_id ? &kernels_->get(w.format->kernel_name(op), used)
+                                                                     : &kernels_->get(w.format->kernel_name(op));
   }
   return *slot;
 }
@@ -157,13 +159,25 @@ void Ops::bias_add(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferVi
   cmd.dispatch(k, {x, bias}, p, Groups{u32(ceil_div(cols, k.layout().local_size[0])), n_rows, 1});
 }
 
-void Ops::build_weight_kernels(const DeviceMatrix& w, bool swiglu_epilogue, bool rmsnorm_prologue) const {
+void Ops::bias_add_rows(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferView bias, uint32_t bias_stride,
+                        BufferView ids, uint32_t n_rows, uint32_t cols) const {
+  if (n_rows == 0 || cols == 0) return;
+  require(x_stride >= cols && bias_stride >= cols, "bias_add_rows: stride < cols");
+  const Kernel& k = kernels_->get("bias_add_rows_f32");
+  const ElementwiseParams p{n_rows, cols, x_stride, bias_stride};
+  cmd.dispatch(k, {x, bias, ids}, p, Groups{u32(ceil_div(cols, k.layout().local_size[0])), n_rows, 1});
+}
+
+void Ops::build_weight_kernels(const DeviceMatrix& w, bool swiglu_epilogue, bool rmsnorm_prologue,
+                               bool mul_mat_id) const {
   if (w.rows == 0) return;
   if (family_ == MatmulFamily::kLanes) {
-    weight_kernel(w, WeightOp::kLanes, swiglu_epilogue, rmsnorm_prologue);
+    weight_kernel(w, WeightOp::kLanes, swiglu_epilogue, rmsnorm_prologue, mul_mat_id);
     return;
   }
-  for (WeightOp op : {WeightOp::kMatvec, WeightOp::kMatmul}) weight_kernel(w, op, swiglu_epilogue, rmsnorm_prologue);
+  weight_kernel(w, WeightOp::kMatvec, swiglu_epilogue, rmsnorm_prologue, mul_mat_id);
+  // mul_mat_id products take the matvec kernel whatever their rows (see matmul_id).
+  if (!mul_mat_id) weight_kernel(w, WeightOp::kMatmul, swiglu_epilogue, rmsnorm_prologue, mul_mat_id);
 }
 
 WeightOp Ops::weight_op_for(uint32_t n_tokens) {
@@ -202,9 +216,24 @@ void Ops::matmul_only(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, u
   matmul_with(cmd, WeightOp::kMatmul, w, x, x_stride, y, y_stride, n_tokens, accumulate, Fusion{});
 }
 
+void Ops::matmul_id(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, uint32_t expert_rows,
+                    const ExpertGroupTable& groups, BufferView x, uint32_t x_stride, BufferView y, uint32_t y_stride,
+                    bool swiglu_epilogue) const {
+  if (groups.max_groups == 0 || groups.max_group_rows == 0) return;
+  require(expert_rows > 0 && w.rows % expert_rows == 0, "matmul_id: the stack's rows are not whole experts");
+  for (size_t part = 0; part < w.storage.part_count(); ++part) {
+    require(w.storage.part_rows(part) % expert_rows == 0 && w.storage.first_row(part) % expert_rows == 0,
+            "matmul_id: a part of the stack splits an expert");
+  }
+  require(!swiglu_epilogue || expert_rows % 2 == 0, "matmul_id: the SwiGLU epilogue needs gate|up blocks");
+  require(groups.max_groups <= kGuaranteedGroupsPerDimension, "matmul_id: more group slots than one grid dimension");
+  matmul_with(cmd, op, w, x, x_stride, y, y_stride, groups.max_group_rows, false, Fusion{swiglu_epilogue, {}, 0.0f},
+              &groups, expert_rows);
+}
+
 void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
                       BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate,
-                      const Fusion& fusion) const {
+                      const Fusion& fusion, const ExpertGroupTable* id, uint32_t expert_rows) const {
   if (n_tokens == 0) return;
   require(op != WeightOp::kEmbed, "matmul: kEmbed is not a product");
   const bool norm = fusion.norm.buffer != VK_NULL_HANDLE;
@@ -212,22 +241,28 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
   // The kernels read x as vec4s (see common_matmul.glsl).
   require(x_stride % 4 == 0 && x.offset % 16 == 0, "matmul: x_stride must be a multiple of 4 and x 16-byte aligned");
   // The SwiGLU epilogue writes one output per gate|up pair, from the pair's two rows in one workgroup.
-  require(!fusion.swiglu || (swiglu_epilogue_fits(w) && !accumulate),
+  require(!fusion.swiglu || id != nullptr || (swiglu_epilogue_fits(w) && !accumulate),
           "matmul: the SwiGLU epilogue needs a gate|up matrix of an even row count in one part, and no accumulate");
-  const uint32_t up_rows_at = fusion.swiglu ? u32(w.rows / 2) : 0u;
-  const uint64_t outputs = fusion.swiglu ? up_rows_at : w.rows;
+  // A mul_mat_id product's rows are one expert's (its block of the stack).
+  const uint64_t block_rows = id != nullptr ? expert_rows : w.rows;
+  const uint32_t up_rows_at = fusion.swiglu ? u32(block_rows / 2) : 0u;
+  const uint64_t outputs = fusion.swiglu ? up_rows_at : block_rows;
   require(y_stride >= outputs, "matmul: y_stride < rows");
   if (family_ == MatmulFamily::kLanes) op = WeightOp::kLanes;
-  const Kernel& k = weight_kernel(w, op, fusion.swiglu, norm);
+  const Kernel& k = weight_kernel(w, op, fusion.swiglu, norm, id != nullptr);
   struct Tiling {
     uint32_t rows_per_group, token_tile;
   };
   const uint32_t token_tile = op == WeightOp::kMatvec ? VKS_MATVEC_TOKEN_TILE : VKS_MATMUL_TOKEN_TILE;
-  const Tiling tiling = op == WeightOp::kLanes ? Tiling{VKS_LANES_ROWS, VKS_LANES_TILE_FOR(n_tokens, lanes_wide_tile_)}
+  // A mul_mat_id grid is sized for its largest group at the smallest tile (a lanes group of more
+  // than 8 rows takes the wide tile, and its workgroups past its rows exit).
+  const uint32_t lanes_tile = id != nullptr ? VKS_LANES_TOKEN_TILE : VKS_LANES_TILE_FOR(n_tokens, lanes_wide_tile_);
+  const Tiling tiling = op == WeightOp::kLanes ? Tiling{VKS_LANES_ROWS, lanes_tile}
                                                : Tiling{w.format->rows_per_group(), token_tile};
   const uint32_t outputs_per_group = fusion.swiglu ? tiling.rows_per_group / 2 : tiling.rows_per_group;
   for (size_t part = 0; part < w.storage.part_count(); ++part) {
-    const uint64_t rows = fusion.swiglu ? up_rows_at : w.storage.part_rows(part);
+    const uint64_t rows = id != nullptr ? outputs : fusion.swiglu ? up_rows_at : w.storage.part_rows(part);
+    const uint64_t first_row = w.storage.first_row(part);
     const MatmulParams p{u32(rows),
                          u32(w.cols),
                          n_tokens,
@@ -235,20 +270,30 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
                          w.d_offset[part],
                          x_stride,
                          y_stride,
-                         u32(w.storage.first_row(part)),
+                         id != nullptr ? 0u : u32(first_row),
                          accumulate ? 1u : 0u,
                          x.texel_offset(),
                          up_rows_at,
-                         fusion.norm_eps};
+                         fusion.norm_eps,
+                         id != nullptr ? expert_rows : 0u,
+                         id != nullptr ? u32(first_row / expert_rows) : 0u,
+                         id != nullptr ? u32((first_row + w.storage.part_rows(part)) / expert_rows) : 0u,
+                         0u};
     // Row groups past the guaranteed 65,535 per grid dimension go to grid z (the lanes family's 4
-    // rows per group reach it at 262,141 rows; its shader numbers groups across x and z).
+    // rows per group reach it at 262,141 rows; its shader numbers groups across x and z); a
+    // mul_mat_id dispatch has its group slots there instead.
     const uint64_t row_groups = ceil_div(rows, outputs_per_group);
-    const uint64_t z = ceil_div(row_groups, kGuaranteedGroupsPerDimension);
-    const Groups groups{u32(ceil_div(row_groups, z)), u32(ceil_div(n_tokens, tiling.token_tile)), u32(z)};
-    if (op == WeightOp::kLanes) {  // binding 3: the norm weights, or x standing in (never read)
-      cmd.dispatch(k, {w.storage.parts[part].view(), x, y, norm ? fusion.norm : x}, p, groups);
+    const uint64_t z = id != nullptr ? 1 : ceil_div(row_groups, kGuaranteedGroupsPerDimension);
+    require(row_groups <= kGuaranteedGroupsPerDimension * z, "matmul_id: an expert of more rows than one grid dimension");
+    const Groups groups{u32(ceil_div(row_groups, z)), u32(ceil_div(n_tokens, tiling.token_tile)),
+                        id != nullptr ? id->max_groups : u32(z)};
+    // Binding 3: mul_mat_id's group slots, or y standing in (never read); the lanes kernels'
+    // binding 4: the norm weights, or x standing in (never read).
+    const BufferView slots = id != nullptr ? id->table : y;
+    if (op == WeightOp::kLanes) {
+      cmd.dispatch(k, {w.storage.parts[part].view(), x, y, slots, norm ? fusion.norm : x}, p, groups);
     } else {
-      cmd.dispatch(k, {w.storage.parts[part].view(), x, y}, p, groups);
+      cmd.dispatch(k, {w.storage.parts[part].view(), x, y, slots}, p, groups);
     }
   }
 }

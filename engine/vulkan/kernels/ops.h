@@ -76,6 +76,24 @@ class Ops {
     return w.rows >= 2 && w.rows % 2 == 0 && w.storage.part_count() == 1;
   }
 
+  // Which rows each expert runs over in a mul_mat_id product: slot s of `table` is uint32 [4]
+  // (expert, first row of x and y, rows, unused); a slot of 0 rows is empty.
+  struct ExpertGroupTable {
+    BufferView table;
+    uint32_t max_groups = 0;      // slots the dispatch covers (grid z)
+    uint32_t max_group_rows = 0;  // the most rows one group may have (grid y)
+  };
+  // llama.cpp's mul_mat_id: for each group (e, first, rows), y[first + t] = W_e x[first + t] for
+  // t < rows, in one dispatch per part of W for every expert. W stacks the experts, expert_rows rows
+  // each, parts holding whole experts; swiglu: each expert's block is gate|up (expert_rows / 2 of
+  // each) and y gets silu(gate) * up. A group's outputs are the bits of matmul (matmul_swiglu) of
+  // its expert alone over its rows alone. op: kMatvec or kMatmul as above (the same bits; kMatvec
+  // sizes each token tile to its group's rows, and groups are mostly small: build_weight_kernels
+  // builds only it for mul_mat_id). x_stride % 4 == 0.
+  void matmul_id(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, uint32_t expert_rows,
+                 const ExpertGroupTable& groups, BufferView x, uint32_t x_stride, BufferView y, uint32_t y_stride,
+                 bool swiglu_epilogue = false) const;
+
   // The lanes family only (fuses_rmsnorm()): y[t] = W rmsnorm(x[t]) with RMSNorm's weights `norm`
   // (f32 [cols] at the start of its buffer, padded to a multiple of 4 floats) and eps, each workgroup norming the x it reads anyway (see
   // matlanes_main.glsl): no rmsnorm dispatch, the same values up to rounding, batch-invariant.
@@ -110,8 +128,14 @@ class Ops {
 
   // Builds, ahead of use (start-up), the pipelines this family's products with w take: matmul
   // (both false), matmul_swiglu (swiglu_epilogue), matmul_rmsnorm (rmsnorm_prologue, with or without
-  // the epilogue). Nothing for a matrix with no rows.
-  void build_weight_kernels(const DeviceMatrix& w, bool swiglu_epilogue, bool rmsnorm_prologue) const;
+  // the epilogue), matmul_id with kMatvec (mul_mat_id). Nothing for a matrix with no rows.
+  void build_weight_kernels(const DeviceMatrix& w, bool swiglu_epilogue, bool rmsnorm_prologue,
+                            bool mul_mat_id = false) const;
+
+  // x[r][i] += bias[ids[r] * bias_stride + i] for r < n_rows, i < cols (ids: int32 [n_rows]; a
+  // negative id leaves its row alone): per-expert biases on rows grouped by expert, one dispatch.
+  void bias_add_rows(CommandBuffer& cmd, BufferView x, uint32_t x_stride, BufferView bias, uint32_t bias_stride,
+                     BufferView ids, uint32_t n_rows, uint32_t cols) const;
 
   // out[r][i] = silu(gate[r][i]) * up[r][i] for r < n_rows, i < cols; gate and up rows are
   // in_stride floats apart (e.g. gate‖up in one [n, 2*hidden] buffer: up = gate view + hidden*4
@@ -151,18 +175,21 @@ class Ops {
   // Ops (then by kernel slot); swiglu_epilogue / rmsnorm_prologue: its specializations for
   // matmul_swiglu / matmul_rmsnorm (the prologue exists in the kLanes kernels only).
   const Kernel& weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu_epilogue = false,
-                              bool rmsnorm_prologue = false) const;
+                              bool rmsnorm_prologue = false, bool mul_mat_id = false) const;
   struct Fusion {
     bool swiglu = false;      // the SwiGLU epilogue (up rows from w.rows / 2)
     BufferView norm{};        // the RMSNorm prologue's weights (null buffer: none)
     float norm_eps = 0.0f;
   };
+  // id: the mul_mat_id form (matmul_id), expert_rows rows an expert; null: the plain product.
   void matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
-                   BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate, const Fusion& fusion) const;
+                   BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate, const Fusion& fusion,
+                   const ExpertGroupTable* id = nullptr, uint32_t expert_rows = 0) const;
   KernelRegistry* kernels_;
   MatmulFamily family_;
   uint32_t lanes_wide_tile_;
-  mutable std::vector<const Kernel*> weight_kernels_;  // [(kernel_slot * kWeightOpCount + op) * 4 + norm * 2 + swiglu]
+  // [(kernel_slot * kWeightOpCount + op) * 8 + id * 4 + norm * 2 + swiglu]
+  mutable std::vector<const Kernel*> weight_kernels_;
 };
 
 // Loop iterations one topk_f32 invocation runs, exit tests counted: k rounds of ceil(cols /

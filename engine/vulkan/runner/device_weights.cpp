@@ -28,19 +28,6 @@ bool stackable(std::span<const TensorRef* const> parts) {
   return true;
 }
 
-// Matrices of the same type and width stacked by rows into one, each row converted from its own
-// tensor (no stacked host copy: on a CPU device first touches of memory are most of a start).
-DeviceMatrix upload_stacked(const Device& device, std::span<const TensorRef* const> parts, ThreadPool& pool) {
-  if (parts.size() == 1) return upload_matrix(device, *parts.front(), 0, &pool);
-  std::vector<StackedSource> sources;
-  for (const TensorRef* t : parts) {
-    if (t->data == nullptr) throw Error(ErrorCode::kInvalidArgument, "upload_matrix: tensor " + t->name + " has no data");
-    sources.push_back(StackedSource{t->data, t->rows});
-  }
-  const TensorRef& first = *parts.front();
-  return upload_stacked_matrix(device, first.type, first.cols, sources, 0, &pool);
-}
-
 // One input product's rows and the row of the step's q|k|v activation where they land.
 struct RowPiece {
   TensorRef rows;
@@ -147,26 +134,55 @@ bool gate_up_stacks(const TensorRef& gate, const TensorRef& up) {
   return stackable(parts) && gate.rows % 4 == 0;
 }
 
-// One feed-forward block; gate and up stacked into one matrix where their types allow.
-DeviceFfn upload_ffn(const Device& device, const TensorRef& gate, const TensorRef& up, const TensorRef& down,
-                     ThreadPool& pool) {
-  DeviceFfn f;
-  f.hidden = static_cast<uint32_t>(gate.rows);
-  f.gate_up_fused = gate_up_stacks(gate, up);
-  if (f.gate_up_fused) {
-    const std::array<const TensorRef*, 2> gate_up{&gate, &up};
-    f.w_gate_up = upload_stacked(device, gate_up, pool);
-  } else {
-    f.w_gate = upload_matrix(device, gate, 0, &pool);
-    f.w_up = upload_matrix(device, up, 0, &pool);
+// The most bytes a part of a stack of blocks of block_rows rows may take so that no block straddles
+// two parts (0: the device's limit, for a single block). Throws when one block cannot fit a binding.
+uint64_t whole_block_part_bytes(const Device& device, const TensorRef& t, uint64_t block_rows, uint32_t n_blocks) {
+  if (n_blocks <= 1) return 0;
+  const uint64_t block = device_matrix_part_bytes(t.type, block_rows, t.cols);
+  const uint64_t limit = device.max_texel_binding_bytes();
+  if (block > limit) {
+    throw Error(ErrorCode::kUnsupported, "tensor " + t.name + ": one expert's " + std::to_string(block >> 20) +
+                                             " MiB exceed the " + std::to_string(limit >> 20) + " MiB a binding of " +
+                                             device.info().name + " holds; run it on the CPU (--cpu)");
   }
-  f.w_down = upload_matrix(device, down, 0, &pool);
+  return limit / block * block;
+}
+
+// A feed-forward block of n_experts experts (1: dense), each projection's experts stacked by rows
+// (gate and up of each expert fused into one gate|up block where their types allow).
+DeviceFfn upload_ffn(const Device& device, const TensorRef& gate, const TensorRef& up, const TensorRef& down,
+                     uint32_t n_experts, uint32_t dim, ThreadPool& pool) {
+  DeviceFfn f;
+  f.n_experts = n_experts;
+  f.hidden = static_cast<uint32_t>(gate.rows / n_experts);
+  const TensorRef gate0 = expert_matrix(gate, 0, f.hidden), up0 = expert_matrix(up, 0, f.hidden);
+  f.gate_up_fused = gate_up_stacks(gate0, up0);
+  if (f.gate_up_fused) {
+    std::vector<StackedSource> sources;
+    for (uint32_t e = 0; e < n_experts; ++e) {
+      for (const TensorRef* t : {&gate, &up}) {
+        const TensorRef part = expert_matrix(*t, e, f.hidden);
+        if (part.data == nullptr) throw Error(ErrorCode::kInvalidArgument, "upload_matrix: tensor " + t->name + " has no data");
+        sources.push_back(StackedSource{part.data, part.rows});
+      }
+    }
+    try {
+      f.w_gate_up = upload_stacked_matrix(device, gate.type, gate.cols, sources,
+                                          whole_block_part_bytes(device, gate, 2ull * f.hidden, n_experts), &pool);
+    } catch (const Error& e) {
+      throw Error(e.code(), "tensor " + gate.name + ": " + e.what());
+    }
+  } else {
+    f.w_gate = upload_matrix(device, gate, whole_block_part_bytes(device, gate, f.hidden, n_experts), &pool);
+    f.w_up = upload_matrix(device, up, whole_block_part_bytes(device, up, f.hidden, n_experts), &pool);
+  }
+  f.w_down = upload_matrix(device, down, whole_block_part_bytes(device, down, dim, n_experts), &pool);
   return f;
 }
 
 // Before any upload: the device layout's bytes and buffers of every matrix against the device's
 // memory and allocation count, so a model that cannot fit is refused with its sizes instead of
-// failing halfway (an expert model has two buffers per expert per layer).
+// failing halfway.
 void check_weights_fit(const Device& device, const LlamaModel& model) {
   const LlamaConfig& c = model.config();
   const LlamaWeights& w = model.weights();
@@ -198,14 +214,12 @@ void check_weights_fit(const Device& device, const LlamaModel& model) {
       add(lw.per_layer_input->gate);
       add(lw.per_layer_input->proj);
     }
+    // Every expert of a projection in one stack (gate and up in one where they fuse).
     const FfnSpec& ffn = c.layers[l].ffn;
-    for (uint32_t e = 0; e < ffn.n_experts; ++e) {
-      const TensorRef gate = expert_matrix(lw.w_gate, e, ffn.hidden), up = expert_matrix(lw.w_up, e, ffn.hidden);
-      add(gate);
-      add(up);
-      if (gate_up_stacks(gate, up)) --buffers;  // uploaded as one gate|up matrix
-      add(expert_matrix(lw.w_down, e, c.dim));
-    }
+    add(lw.w_gate);
+    add(lw.w_up);
+    add(lw.w_down);
+    if (gate_up_stacks(expert_matrix(lw.w_gate, 0, ffn.hidden), expert_matrix(lw.w_up, 0, ffn.hidden))) --buffers;
   }
   const DeviceInfo& info = device.info();
   const uint64_t mib = 1 << 20;
@@ -215,8 +229,7 @@ void check_weights_fit(const Device& device, const LlamaModel& model) {
                                              " MiB of device memory; run it on the CPU (--cpu) or use a smaller quantization");
   }
   if (info.max_memory_allocations != 0 && buffers + 1024 > info.max_memory_allocations) {
-    throw Error(ErrorCode::kUnsupported, "the model's weights need " + std::to_string(buffers) + " device buffers (" +
-                                             std::to_string(c.n_experts) + " experts a layer, each its own) and " +
+    throw Error(ErrorCode::kUnsupported, "the model's weights need " + std::to_string(buffers) + " device buffers and " +
                                              info.name + " allows " + std::to_string(info.max_memory_allocations) +
                                              " allocations; run it on the CPU (--cpu)");
   }
@@ -249,20 +262,17 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
     }
     d.ffn_norm = upload_vector_f32(device, lw.ffn_norm);
     const FfnSpec& ffn = model.config().layers[l].ffn;
-    for (uint32_t e = 0; e < ffn.n_experts; ++e) {
-      d.experts.push_back(upload_ffn(device, expert_matrix(lw.w_gate, e, ffn.hidden), expert_matrix(lw.w_up, e, ffn.hidden),
-                                     expert_matrix(lw.w_down, e, model.config().dim), pool));
-      DeviceFfn& f = d.experts.back();
-      f.activation = ffn.activation;
-      f.biased = lw.b_gate.has_value();
-      dw->bytes += matrix_bytes(f.w_gate_up) + matrix_bytes(f.w_gate) + matrix_bytes(f.w_up) + matrix_bytes(f.w_down);
-    }
+    d.ffn = upload_ffn(device, lw.w_gate, lw.w_up, lw.w_down, ffn.n_experts, model.config().dim, pool);
+    d.ffn.activation = ffn.activation;
+    d.ffn.biased = lw.b_gate.has_value();
+    dw->bytes += matrix_bytes(d.ffn.w_gate_up) + matrix_bytes(d.ffn.w_gate) + matrix_bytes(d.ffn.w_up) +
+                 matrix_bytes(d.ffn.w_down);
     if (lw.router) {
       d.router = upload_matrix(device, *lw.router, 0, &pool);
       dw->bytes += matrix_bytes(d.router);
     }
     if (lw.shared) {
-      d.shared = upload_ffn(device, lw.shared->gate, lw.shared->up, lw.shared->down, pool);
+      d.shared = upload_ffn(device, lw.shared->gate, lw.shared->up, lw.shared->down, 1, model.config().dim, pool);
       d.shared.activation = ffn.activation;
       dw->bytes += matrix_bytes(d.shared.w_gate_up) + matrix_bytes(d.shared.w_gate) + matrix_bytes(d.shared.w_up) +
                    matrix_bytes(d.shared.w_down);
@@ -274,7 +284,7 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
       d.post_norm_experts = upload_vector_f32(device, lw.split_norms->post_experts);
     }
     if (lw.router_scale) d.router_in_weight = upload_floats(device, scaled_norm_router_weight(*lw.router_scale, model.config().dim));
-    if (lw.expert_scale) d.expert_scale = dequantize_vector(*lw.expert_scale);
+    if (lw.expert_scale) d.expert_scale = upload_floats(device, dequantize_vector(*lw.expert_scale));
     if (lw.per_layer_input) {
       d.per_layer_gate = upload_matrix(device, lw.per_layer_input->gate, 0, &pool);
       d.per_layer_proj = upload_matrix(device, lw.per_layer_input->proj, 0, &pool);

@@ -12,16 +12,21 @@
 
 namespace vks::vk {
 
-// One feed-forward block (a dense layer's, or one expert's): down(act(gate x, up x)).
+// A feed-forward block, down(act(gate x, up x)): a dense layer's, a shared one's, or a layer's
+// n_experts experts stacked in one matrix per projection, expert e the e-th block of rows of each
+// (as the GGUF stores ffn_*_exps), so one descriptor binds every expert and a mul_mat_id product
+// (Ops::matmul_id) finds an expert by its index. A part of a stack holds whole experts.
 struct DeviceFfn {
   FfnActivation activation = FfnActivation::kSilu;
   bool biased = false;          // gate/up/down biases (DeviceLayerWeights::b_gate...) apply
-  // Fused: w_gate_up [2*hidden, dim] (rows: gate, then up). Unfused: w_gate, w_up [hidden, dim].
+  // Fused: w_gate_up, per expert [gate hidden; up hidden] rows. Unfused: w_gate, w_up [hidden, dim]
+  // per expert.
   bool gate_up_fused = false;
   DeviceMatrix w_gate_up;
   DeviceMatrix w_gate, w_up;
-  DeviceMatrix w_down;          // [dim, hidden]
+  DeviceMatrix w_down;          // [dim, hidden] per expert
   uint32_t hidden = 0;
+  uint32_t n_experts = 1;
 };
 
 struct DeviceLayerWeights {
@@ -41,9 +46,9 @@ struct DeviceLayerWeights {
   // A [n_v_heads], the output norm [head_dim].
   Buffer conv, dt_bias, ssm_a, ssm_norm;
   Buffer ffn_norm;              // f32 [dim]
-  // The feed-forward block as experts: one for a dense block (no router), else router picks
-  // LayerSpec::ffn.n_used of them per token.
-  std::vector<DeviceFfn> experts;
+  // The feed-forward block: one expert for a dense block (no router), else the router picks
+  // LayerSpec::ffn.n_used of ffn.n_experts per token.
+  DeviceFfn ffn;
   DeviceMatrix router;          // [n_experts, dim] ffn_gate_inp; no rows for a dense block
   // A shared block beside the experts (FfnSpec::has_shared; hidden 0 where there is none), and
   // where its norms are split (Gemma 4): its post-norm, the experts' pre- and post-norms.
@@ -51,7 +56,7 @@ struct DeviceLayerWeights {
   Buffer post_norm_shared, pre_norm_experts, post_norm_experts;  // f32 [dim]
   DeviceMatrix shared_gate_inp;  // [1, dim]: the shared block's output times sigmoid(this · x) (FfnSpec::shared_gated)
   Buffer router_in_weight;      // f32 [dim]: ffn_gate_inp.scale / sqrt(dim) (RouterInput::kScaledNorm)
-  std::vector<float> expert_scale;  // [n_experts] on the host, folded into the routing weights
+  Buffer expert_scale;          // f32 [n_experts] (Gemma 4), folded into the routing weights; absent: none
   // The layer's per-layer input (LlamaConfig::per_layer_input_dim P; rows 0 where there is none):
   // x += post_norm(proj(gelu(gate x) * its slice)).
   DeviceMatrix per_layer_gate;  // [P, dim]
@@ -64,13 +69,11 @@ struct DeviceLayerWeights {
   Buffer sinks;                 // f32 [n_heads]: attention sink logits (gpt-oss)
   Buffer post_attn_norm, post_ffn_norm;  // f32 [dim]: Gemma's post-norms (LayerSpec::post_norms)
   Buffer router_bias;           // f32 [n_experts] (gpt-oss)
-  // Per-expert biases (gpt-oss): expert e's row at e * row_bytes, row_bytes a multiple of the
-  // device's storage-offset alignment so that a row is a view of its own.
+  // Per-expert biases (gpt-oss): expert e's row at e * row_bytes (Ops::bias_add_rows' bias_stride).
   struct BiasRows {
     Buffer buffer;
     uint64_t row_bytes = 0;
     bool valid() const { return buffer.valid(); }
-    BufferView row(uint32_t e, uint64_t n_floats) const { return buffer.view(e * row_bytes, n_floats * sizeof(float)); }
   };
   BiasRows b_gate, b_up, b_down;
   Buffer value_norm;            // f32 [head_dim] of ones: Gemma 4's unweighted per-head V norm

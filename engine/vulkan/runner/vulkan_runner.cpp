@@ -13,6 +13,7 @@
 #include "engine/vulkan/runner/attn_kernels.h"
 #include "engine/vulkan/runner/expert_kernels.h"
 #include "engine/vulkan/shaders/deltanet_params.h"
+#include "engine/vulkan/shaders/shader_params.h"
 
 namespace vks {
 namespace {
@@ -169,19 +170,33 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
         vk::attention_partials_bytes(c.n_heads, c.head_dim, static_cast<uint64_t>(max_context)), max_binding));
   }
   if (c.n_experts > 1) {
-    // A group's rows are bound from its first row: every row size must reach the binding alignment.
     router_s_ = align4(c.n_experts);
-    expert_row_align_ = vk::rows_for_alignment(std::max<uint64_t>(device_.info().min_storage_buffer_offset_alignment, 16),
-                                               {uint64_t{gate_up_s_} * kF, uint64_t{dim_s_} * kF});
-    FfnSpec widest;  // the most rows any expert layer's plan needs
+    FfnSpec widest;  // the most rows and groups any expert layer's plan needs
     for (const LayerSpec& l : c.layers) {
       if (l.ffn.routed() && l.ffn.n_used * l.ffn.n_experts >= widest.n_used * widest.n_experts) widest = l.ffn;
     }
-    const uint64_t rows = vk::expert_plan_max_rows(static_cast<uint32_t>(T), widest, expert_row_align_);
-    router_logits_ = make_io(T * router_s_ * kF, false);
-    expert_gather_ = make_io(rows * 4, true);
-    expert_rows_ = make_io(T * widest.n_used * 4, true);
-    expert_weights_ = make_io(T * widest.n_used * kF, true);
+    const uint64_t rows = vk::expert_plan_max_rows(static_cast<uint32_t>(T), widest);
+    // Routing runs on the device (moe_route_f32, moe_plan_i32); their loops must fit lavapipe's budget.
+    for (const LayerSpec& l : c.layers) {
+      if (!l.ffn.routed()) continue;
+      const uint64_t route = vk::moe_route_loop_iterations(l.ffn.n_experts, l.ffn.n_used);
+      const uint64_t plan = vk::moe_plan_loop_iterations(static_cast<uint32_t>(T) * l.ffn.n_used, l.ffn.n_experts,
+                                                         vk::expert_plan_max_groups(static_cast<uint32_t>(T), l.ffn));
+      if (l.ffn.n_experts > VKS_MOE_MAX_EXPERTS ||
+          (device_.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU && std::max(route, plan) > VKS_LAVAPIPE_LOOP_BUDGET)) {
+        throw Error(ErrorCode::kUnsupported,
+                    fmt::format("routing {} of {} experts for {} tokens a step on {} exceeds its kernels' limits (at "
+                                "most {} experts; loop budget); lower max_step_tokens or run it on the CPU (--cpu)",
+                                l.ffn.n_used, l.ffn.n_experts, T, device_.info().name, VKS_MOE_MAX_EXPERTS));
+      }
+    }
+    router_logits_ = device_.create_buffer(T * router_s_ * kF);
+    expert_ids_ = device_.create_buffer(rows * 4);
+    expert_gather_ = device_.create_buffer(rows * 4);
+    expert_row_expert_ = device_.create_buffer(rows * 4);
+    expert_slots_ = device_.create_buffer(uint64_t{vk::expert_plan_max_groups(static_cast<uint32_t>(T), widest)} * 16);
+    expert_rows_ = device_.create_buffer(rows * 4);
+    expert_weights_ = device_.create_buffer(rows * kF);
     expert_in_ = activation(rows, dim_s_, "expert input", true);
     expert_gate_up_ = activation(rows, gate_up_s_, "expert gate_up", true);
     expert_out_ = activation(rows, dim_s_, "expert output", false);
@@ -265,15 +280,17 @@ void VulkanRunner::create_pipelines() {
   }
   if (config_.final_softcap > 0.0f) names.insert("softcap_f32");
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
-    if (L.bqkv.valid() || L.bo.valid() || L.router_bias.valid() || L.b_gate.valid()) names.insert("bias_add_f32");
+    if (L.bqkv.valid() || L.bo.valid() || L.router_bias.valid()) names.insert("bias_add_f32");
     if (L.post_attn_norm.valid() || L.post_ffn_norm.valid()) names.insert("add_f32");
-    for (const vk::DeviceFfn& f : L.experts) {
-      if (swiglu_epilogue(f)) continue;
-      names.insert(f.activation == FfnActivation::kGeluTanh    ? "geglu_f32"
-                   : f.activation == FfnActivation::kSwigluOai ? "swiglu_oai_f32"
-                                                               : "swiglu_f32");
+    if (!swiglu_epilogue(L.ffn)) {
+      names.insert(L.ffn.activation == FfnActivation::kGeluTanh    ? "geglu_f32"
+                   : L.ffn.activation == FfnActivation::kSwigluOai ? "swiglu_oai_f32"
+                                                                   : "swiglu_f32");
     }
-    if (L.router.rows > 0) names.insert({"moe_combine_f32", "embed_f32"});  // embed_f32: the row gather
+    if (L.router.rows > 0) {  // embed_f32: the row gather
+      names.insert({"moe_route_f32", "moe_plan_i32", "moe_combine_f32", "embed_f32"});
+    }
+    if (L.router.rows > 0 && L.b_gate.valid()) names.insert("bias_add_rows_f32");
     if (L.shared.hidden > 0) {
       names.insert(L.shared.activation == FfnActivation::kGeluTanh ? "geglu_f32" : "swiglu_f32");
       names.insert("add_f32");
@@ -297,18 +314,18 @@ void VulkanRunner::create_pipelines() {
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
     ops_->build_weight_kernels(L.wo, false, false);
     for (const vk::DeviceLayerWeights::RowBlock& b : L.qkv) ops_->build_weight_kernels(b.matrix, false, normed);
-    // Experts read inputs normed beforehand (gathered from xn_); a dense block may norm them itself.
+    // Experts read inputs normed beforehand (gathered from xn_), all of them in mul_mat_id products;
+    // a dense block may norm them itself.
     const bool routed = L.router.rows > 0;
     ops_->build_weight_kernels(L.router, false, false);
     for (const vk::DeviceMatrix* m : {&L.shared.w_gate, &L.shared.w_up, &L.shared.w_gate_up, &L.shared.w_down,
                                       &L.shared_gate_inp, &L.per_layer_gate, &L.per_layer_proj}) {
       ops_->build_weight_kernels(*m, false, false);
     }
-    for (const vk::DeviceFfn& f : L.experts) {
-      ops_->build_weight_kernels(f.w_down, false, false);
-      for (const vk::DeviceMatrix* m : {&f.w_gate, &f.w_up}) ops_->build_weight_kernels(*m, false, normed && !routed);
-      ops_->build_weight_kernels(f.w_gate_up, swiglu_epilogue(f), normed && !routed);
-    }
+    const vk::DeviceFfn& f = L.ffn;
+    ops_->build_weight_kernels(f.w_down, false, false, routed);
+    for (const vk::DeviceMatrix* m : {&f.w_gate, &f.w_up}) ops_->build_weight_kernels(*m, false, normed && !routed, routed);
+    ops_->build_weight_kernels(f.w_gate_up, swiglu_epilogue(f), normed && !routed, routed);
   }
   for (const std::string& name : names) {
     if (kernels_->has(name)) kernels_->get(name);
@@ -371,10 +388,11 @@ void VulkanRunner::normed_matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix&
 }
 
 // The SwiGLU epilogue applies silu(gate) * up straight to the products: no other activation, and no
-// biases to add between.
+// biases to add between. A stack of experts fits it whatever its parts (each holds whole gate|up
+// blocks: Ops::matmul_id).
 bool VulkanRunner::swiglu_epilogue(const vk::DeviceFfn& f) {
   return f.activation == FfnActivation::kSilu && !f.biased && f.gate_up_fused &&
-         vk::Ops::swiglu_epilogue_fits(f.w_gate_up);
+         (f.n_experts > 1 || vk::Ops::swiglu_epilogue_fits(f.w_gate_up));
 }
 
 void VulkanRunner::record_activation(vk::CommandBuffer& cmd, const vk::DeviceFfn& f, vk::BufferView gate,
@@ -589,7 +607,7 @@ void VulkanRunner::record_attention_mixer(vk::CommandBuffer& cmd, uint32_t l, co
 
 // The dense block (fused with the norm where the products norm x themselves).
 void VulkanRunner::record_dense_ffn(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n) {
-  const vk::DeviceFfn& f = L.experts.front();
+  const vk::DeviceFfn& f = L.ffn;
   norm_for_matmul(cmd, L.ffn_norm, n);
   if (swiglu_epilogue(f)) {
     // One dispatch: each workgroup takes gate and up rows of the same outputs and stores
@@ -693,10 +711,14 @@ void VulkanRunner::record_shared_ffn(vk::CommandBuffer& cmd, const vk::DeviceLay
   }
 }
 
-// Routed experts: the router's logits are read back and routed on the host (expert_plan.h), then
-// each expert in use runs over the rows of the tokens that chose it, and moe_combine_f32 adds the
-// weighted outputs in the router's order to x (or, where the block is post-normed, to a zeroed
-// sub_ that finish_sublayer norms and adds). A shared block beside them runs first (it reads
+// Routed experts, recorded without a host round trip: the router's logits are routed on the device
+// (moe_route_f32: route_experts' choices and weights) and the (token, choice) pairs grouped by
+// expert there (moe_plan_i32: plan_experts' groups, expert_plan.h), then every expert in use runs
+// over the rows of the tokens that chose it, one mul_mat_id dispatch per matrix for all of them
+// (its grid sized for the worst case: expert_plan_max_groups slots of one token tile each; those a
+// step leaves empty exit at once), one per bias, one activation over all rows, and moe_combine_f32 adds the
+// weighted outputs in the router's order to x (or, where the block is post-normed, to a zeroed sub_
+// that finish_sublayer norms and adds). A shared block beside them runs first (it reads
 // ffn_norm(x), which the experts' own pre-norm then replaces where the norms split) and is added
 // after the routed sum.
 void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) {
@@ -719,91 +741,73 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
     barrier(cmd);
     router_in = router_in_.view();
   }
-  matmul(cmd, L.router, router_in, dim_s_, router_logits_.device.view(), router_s_, n, false);
+  matmul(cmd, L.router, router_in, dim_s_, router_logits_.view(), router_s_, n, false);
   mark(cmd, "matmul.router");
+  barrier(cmd);
   if (L.router_bias.valid()) {
+    ops_->bias_add(cmd, router_logits_.view(), router_s_, L.router_bias.view(), n, spec.n_experts);
+    mark(cmd, "bias.router");
     barrier(cmd);
-    ops_->bias_add(cmd, router_logits_.device.view(), router_s_, L.router_bias.view(), n, spec.n_experts);
   }
-  if (router_logits_.host.valid()) {
-    cmd.barrier(vk::Stage::kCompute, vk::Stage::kTransfer);
-    cmd.copy(router_logits_.device, 0, router_logits_.host, 0, uint64_t{n} * router_s_ * kF);
-    cmd.barrier(vk::Stage::kTransfer, vk::Stage::kHost);
-  } else {
-    cmd.barrier(vk::Stage::kCompute, vk::Stage::kHost);
-  }
-  run_recorded(cmd);
-
-  device_.invalidate(router_logits_.host_side());
-  vk::plan_experts(static_cast<const float*>(router_logits_.mapped()), router_s_, n, spec, expert_row_align_,
-                   expert_plan_, L.expert_scale.empty() ? nullptr : L.expert_scale.data());
-  const vk::ExpertPlan& plan = expert_plan_;
-  put(cmd, expert_gather_, plan.gather.data(), plan.gather.size() * 4);
-  put(cmd, expert_rows_, plan.rows.data(), plan.rows.size() * 4);
-  put(cmd, expert_weights_, plan.weights.data(), plan.weights.size() * kF);
-  if (expert_gather_.host.valid()) cmd.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
-  cmd.barrier(vk::Stage::kHost, vk::Stage::kCompute);
+  const bool softmax_first = spec.routing.order == ExpertRouting::Order::kSoftmaxThenTopK;
+  vk::record_moe_route(cmd, *kernels_,
+                       vk::MoeRouteBindings{router_logits_.view(),
+                                            L.expert_scale.valid() ? L.expert_scale.view() : router_logits_.view(),
+                                            expert_ids_.view(), expert_weights_.view()},
+                       vk::shader::MoeRouteParams{n, spec.n_experts, spec.n_used, router_s_, softmax_first ? 1u : 0u,
+                                                  softmax_first ? 0u : 1u, spec.routing.normalize ? 1u : 0u,
+                                                  L.expert_scale.valid() ? 1u : 0u});
+  mark(cmd, "expert.route");
+  barrier(cmd);
+  const uint32_t rows = n * spec.n_used;
+  const uint32_t max_groups = vk::expert_plan_max_groups(n, spec);
+  vk::record_moe_plan(cmd, *kernels_,
+                      vk::MoePlanBindings{expert_ids_.view(), expert_slots_.view(), expert_gather_.view(),
+                                          expert_rows_.view(), expert_row_expert_.view()},
+                      vk::shader::MoePlanParams{rows, spec.n_experts, spec.n_used, max_groups});
+  mark(cmd, "expert.plan");
+  barrier(cmd);
 
   // Each (token, choice)'s normed input at its row.
-  ops_->gather_rows(cmd, xn_.view(), dim_s_, n, c.dim, expert_gather_.device.view(), plan.padded_rows,
-                    expert_in_.view(), dim_s_);
+  ops_->gather_rows(cmd, xn_.view(), dim_s_, n, c.dim, expert_gather_.view(), rows, expert_in_.view(), dim_s_);
   mark(cmd, "expert.gather");
   barrier(cmd);
-  auto rows_of = [](const vk::Buffer& b, uint32_t stride, uint32_t first_row) {
-    return b.view(uint64_t{first_row} * stride * kF, VK_WHOLE_SIZE);
-  };
-  for (const vk::ExpertPlan::Group& g : plan.groups) {
-    const vk::DeviceFfn& f = L.experts[g.expert];
-    const vk::BufferView in = rows_of(expert_in_, dim_s_, g.first_row);
-    const vk::BufferView gu = rows_of(expert_gate_up_, gate_up_s_, g.first_row);
-    if (swiglu_epilogue(f)) {
-      ops_->matmul_swiglu(cmd, weight_op(g.n_rows), f.w_gate_up, in, dim_s_, gu, gate_up_s_, g.n_rows);
-    } else if (f.gate_up_fused) {
-      matmul(cmd, f.w_gate_up, in, dim_s_, gu, gate_up_s_, g.n_rows, false);
-    } else {
-      matmul(cmd, f.w_gate, in, dim_s_, gu, gate_up_s_, g.n_rows, false);
-      matmul(cmd, f.w_up, in, dim_s_, expert_gate_up_.view(gu.offset + align4(f.hidden) * kF, VK_WHOLE_SIZE),
-             gate_up_s_, g.n_rows, false);
-    }
+  const vk::DeviceFfn& f = L.ffn;
+  // A slot has at most VKS_MOE_SLOT_ROWS rows: one token tile, so the grid's spare workgroups are
+  // only the slots a step leaves empty. The rows family's matvec kernel sizes its tile to the rows.
+  const vk::Ops::ExpertGroupTable groups{expert_slots_.view(), max_groups, std::min<uint32_t>(n, VKS_MOE_SLOT_ROWS)};
+  const vk::WeightOp op = vk::WeightOp::kMatvec;
+  const uint64_t up_at = (f.gate_up_fused ? f.hidden : align4(f.hidden)) * kF;
+  const vk::BufferView gate = expert_gate_up_.view(), up = expert_gate_up_.view(up_at, VK_WHOLE_SIZE);
+  if (f.gate_up_fused) {
+    ops_->matmul_id(cmd, op, f.w_gate_up, 2 * f.hidden, groups, expert_in_.view(), dim_s_, gate, gate_up_s_,
+                    swiglu_epilogue(f));
+  } else {
+    ops_->matmul_id(cmd, op, f.w_gate, f.hidden, groups, expert_in_.view(), dim_s_, gate, gate_up_s_);
+    ops_->matmul_id(cmd, op, f.w_up, f.hidden, groups, expert_in_.view(), dim_s_, up, gate_up_s_);
   }
   mark(cmd, "expert.gate_up");
   barrier(cmd);
-  auto up_of = [&](const vk::DeviceFfn& f, const vk::BufferView& gu) {
-    return expert_gate_up_.view(gu.offset + (f.gate_up_fused ? f.hidden : align4(f.hidden)) * kF, VK_WHOLE_SIZE);
-  };
+  const vk::BufferView row_expert = expert_row_expert_.view();
   if (L.b_gate.valid()) {  // gpt-oss: each expert's gate and up biases on its rows
-    for (const vk::ExpertPlan::Group& g : plan.groups) {
-      const vk::DeviceFfn& f = L.experts[g.expert];
-      const vk::BufferView gu = rows_of(expert_gate_up_, gate_up_s_, g.first_row);
-      ops_->bias_add(cmd, gu, gate_up_s_, L.b_gate.row(g.expert, f.hidden), g.n_rows, f.hidden);
-      ops_->bias_add(cmd, up_of(f, gu), gate_up_s_, L.b_up.row(g.expert, f.hidden), g.n_rows, f.hidden);
-    }
+    ops_->bias_add_rows(cmd, gate, gate_up_s_, L.b_gate.buffer.view(), static_cast<uint32_t>(L.b_gate.row_bytes / kF),
+                        row_expert, rows, f.hidden);
+    ops_->bias_add_rows(cmd, up, gate_up_s_, L.b_up.buffer.view(), static_cast<uint32_t>(L.b_up.row_bytes / kF),
+                        row_expert, rows, f.hidden);
     mark(cmd, "expert.bias");
     barrier(cmd);
   }
-  bool activation_pass = false;
-  for (const vk::ExpertPlan::Group& g : plan.groups) {
-    const vk::DeviceFfn& f = L.experts[g.expert];
-    if (swiglu_epilogue(f)) continue;
-    const vk::BufferView gu = rows_of(expert_gate_up_, gate_up_s_, g.first_row);
-    record_activation(cmd, f, gu, up_of(f, gu), gate_up_s_, g.n_rows);
-    activation_pass = true;
-  }
-  if (activation_pass) {
+  if (!swiglu_epilogue(f)) {
+    record_activation(cmd, f, gate, up, gate_up_s_, rows);
     mark(cmd, "expert.activation");
     barrier(cmd);
   }
-  for (const vk::ExpertPlan::Group& g : plan.groups) {
-    matmul(cmd, L.experts[g.expert].w_down, rows_of(expert_gate_up_, gate_up_s_, g.first_row), gate_up_s_,
-           rows_of(expert_out_, dim_s_, g.first_row), dim_s_, g.n_rows, false);
-  }
+  ops_->matmul_id(cmd, op, f.w_down, c.dim, groups, expert_gate_up_.view(), gate_up_s_, expert_out_.view(), dim_s_);
   mark(cmd, "expert.down");
   barrier(cmd);
   if (L.b_down.valid()) {
-    for (const vk::ExpertPlan::Group& g : plan.groups) {
-      ops_->bias_add(cmd, rows_of(expert_out_, dim_s_, g.first_row), dim_s_, L.b_down.row(g.expert, c.dim), g.n_rows,
-                     c.dim);
-    }
+    ops_->bias_add_rows(cmd, expert_out_.view(), dim_s_, L.b_down.buffer.view(),
+                        static_cast<uint32_t>(L.b_down.row_bytes / kF), row_expert, rows, c.dim);
     mark(cmd, "expert.bias_down");
     barrier(cmd);
   }
@@ -813,8 +817,7 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
     cmd.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
   }
   vk::record_moe_combine(cmd, *kernels_,
-                         vk::MoeCombineBindings{target, expert_out_.view(), expert_rows_.device.view(),
-                                                expert_weights_.device.view()},
+                         vk::MoeCombineBindings{target, expert_out_.view(), expert_rows_.view(), expert_weights_.view()},
                          vk::shader::MoeCombineParams{n, c.dim, spec.n_used, dim_s_, dim_s_});
   mark(cmd, "expert.combine");
   barrier(cmd);
@@ -829,17 +832,6 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
     barrier(cmd);
   }
   finish_sublayer(cmd, vk::Buffer{}, L.post_ffn_norm, n);
-}
-
-void VulkanRunner::run_recorded(vk::CommandBuffer& cmd) {
-  cmd.end();
-  recorded_dispatches_ += cmd.dispatch_count();
-  device_.submit(cmd, fence_);
-  fence_.wait();
-  fence_.reset();
-  if (profiler_) profiler_->collect(profile_ms_);
-  cmd.begin();
-  if (profiler_) profiler_->begin(cmd);
 }
 
 // Final norm of the rows that produce logits (gathered into xo), logits, greedy ids.
@@ -908,7 +900,6 @@ void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
   const uint32_t n_hidden = static_cast<uint32_t>(in.hidden_rows.size());
   const uint64_t hidden_bytes = uint64_t(n_hidden) * dim_s_ * kF;
 
-  recorded_dispatches_ = 0;
   cmd_.begin();
   if (profiler_) profiler_->begin(cmd_);
   write_inputs(cmd_, in, batch);
@@ -928,7 +919,7 @@ void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
     cmd_.barrier(vk::Stage::kCompute, vk::Stage::kHost);
   }
   cmd_.end();
-  last_dispatches_ = recorded_dispatches_ + cmd_.dispatch_count();
+  last_dispatches_ = cmd_.dispatch_count();
   device_.submit(cmd_, fence_);
   fence_.wait();
   fence_.reset();

@@ -107,9 +107,6 @@ class VulkanRunner final : public ModelRunner {
   void record_per_layer_input(vk::CommandBuffer& cmd, uint32_t layer, uint32_t n_tokens);
   // The shared block beside the experts over xn_ into shared_out_ (post-normed where its norms split).
   void record_shared_ffn(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n_tokens);
-  // Ends the command buffer, runs it and waits, then begins it again: the host reads what the
-  // device computed so far (the router's logits) before recording the rest of the step.
-  void run_recorded(vk::CommandBuffer& cmd);
   void matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix& w, vk::BufferView x, uint32_t x_stride,
               vk::BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate);
   void mark(vk::CommandBuffer& cmd, const char* label);
@@ -136,10 +133,12 @@ class VulkanRunner final : public ModelRunner {
   vk::Buffer gate_up_;  // [gate hidden | up hidden], then silu(gate) * up in the gate half
   vk::Buffer sub_;     // [max_step_tokens][dim] a sublayer's output before its post-norm (Gemma)
   vk::Buffer xo_;      // [max_step_seqs][dim] final-normed rows that produce logits
-  // Expert layers (see expert_plan.h): the router's logits read back, the plan's int32/f32 arrays,
-  // each (token, choice)'s normed input, gate|up and output rows grouped by expert.
-  uint32_t router_s_ = 0, expert_row_align_ = 1;
-  IoBuffer router_logits_, expert_gather_, expert_rows_, expert_weights_;
+  // Expert layers (see expert_plan.h), all written on the device: the router's logits, each
+  // (token, choice)'s expert and weight, the plan's int32 arrays and group slots, each (token,
+  // choice)'s normed input, gate|up and output rows grouped by expert.
+  uint32_t router_s_ = 0;
+  vk::Buffer router_logits_, expert_ids_, expert_weights_, expert_gather_, expert_rows_, expert_slots_,
+      expert_row_expert_;
   vk::Buffer expert_in_, expert_gate_up_, expert_out_;
   vk::Buffer shared_out_;  // [dim] the shared block's output beside the experts (FfnSpec::has_shared)
   vk::Buffer router_in_;   // [dim] the router's input where it is not xn_ (RouterInput::kScaledNorm)
@@ -155,7 +154,6 @@ class VulkanRunner final : public ModelRunner {
   // while they are formed, and one layer's gate (at the same stride, so it pairs with a slice).
   uint32_t per_layer_s_ = 0;
   vk::Buffer per_layer_in_, per_layer_tok_, per_layer_gate_;
-  vk::ExpertPlan expert_plan_;
   // Per-step I/O.
   IoBuffer tokens_, positions_, slots_, token_seq_, block_tables_;  // int32 inputs
   IoBuffer window_slots_, window_block_tables_;  // the window pool's (only with one)
@@ -169,7 +167,6 @@ class VulkanRunner final : public ModelRunner {
   std::unique_ptr<vk::StepProfiler> profiler_;
   std::map<std::string, double> profile_ms_;
   uint32_t last_dispatches_ = 0;
-  uint32_t recorded_dispatches_ = 0;  // dispatches of the step's segments already run
 };
 
 }  // namespace vks

@@ -35,6 +35,14 @@ layout(local_size_x = LOCAL_SIZE) in;
 layout(constant_id = 0) const uint SWIGLU_EPILOGUE = 0u;
 // 1: the RMSNorm prologue of the lanes family (matlanes_main.glsl), MatmulParams::norm_eps.
 layout(constant_id = 1) const uint RMSNORM_PROLOGUE = 0u;
+// 1: the mul_mat_id variant (llama.cpp's name): W stacks the experts of a layer, MatmulParams::
+// expert_rows rows each, and grid z walks the group slots of binding 3, each (expert, first row,
+// rows): the workgroup runs its expert's rows over those rows of x and y, its token tiles along grid
+// y as a plain dispatch of that many tokens would. One dispatch serves every expert in use; slots
+// and tiles past a group's rows exit at once. The body is the plain one (same K schedule, same
+// order per output), so a group's outputs are the bits of a plain product over its rows alone.
+// Constant_id 2 is the lanes family's wide tile (matlanes_main.glsl).
+layout(constant_id = 3) const uint MUL_MAT_ID = 0u;
 
 // Weights and x are read through uniform texel buffers (uvec4 texels), y written as a storage
 // buffer: lavapipe turns each storage-buffer load into a loop over the SIMD lanes, with a branch
@@ -45,10 +53,40 @@ layout(binding = 0) uniform usamplerBuffer w_texels;  // one part of a DeviceMat
 layout(binding = 1) uniform usamplerBuffer x_texels;  // x starts at texel p.x_offset
 layout(std430, binding = 2) buffer YBuf { float y[]; };            // [n_tokens][y_stride]
 layout(push_constant) uniform PushBlock { MatmulParams p; };
+// MUL_MAT_ID: per group slot (expert, first row of x and y, rows, unused); plain pipelines bind y
+// here and never read it.
+layout(std430, binding = 3) readonly buffer IdGroups { uvec4 id_groups[]; };
+
+// What this workgroup multiplies (enter_workgroup): the dispatch's tokens, or one expert group's.
+uint wg_tokens;   // rows of x and y (tokens)
+uint wg_x_texel;  // texel of x's first row
+uint wg_y_base;   // index in y of the first row's output 0
+uint wg_w_row;    // first weight row (the expert's block in the stack)
+
+// Sets the above; false: a mul_mat_id workgroup whose slot's expert lies in another part of W.
+bool enter_workgroup() {
+  if (MUL_MAT_ID == 0u) {
+    wg_tokens = p.n_tokens;
+    wg_x_texel = p.x_offset;
+    wg_y_base = p.y_offset;
+    wg_w_row = 0u;
+    return true;
+  }
+  const uvec4 g = id_groups[gl_WorkGroupID.z];
+  if (g.x < p.expert_begin || g.x >= p.expert_end) return false;
+  wg_tokens = g.z;
+  wg_x_texel = p.x_offset + ((g.y * p.x_stride) >> 2);
+  wg_y_base = p.y_offset + g.y * p.y_stride;
+  wg_w_row = (g.x - p.expert_begin) * p.expert_rows;
+  return true;
+}
+// The workgroup's row group: numbered across grid x and z (Ops puts what exceeds 65,535 per
+// dimension in z), or x alone where z walks mul_mat_id's group slots.
+uint row_group() { return MUL_MAT_ID != 0u ? gl_WorkGroupID.x : gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
 
 uvec4 wfetch(uint i) { return texelFetch(w_texels, int(i)); }
 // Texel i of x: floats 4i .. 4i+3 of [n_tokens][x_stride].
-vec4 xfetch(uint i) { return uintBitsToFloat(texelFetch(x_texels, int(p.x_offset + i))); }
+vec4 xfetch(uint i) { return uintBitsToFloat(texelFetch(x_texels, int(wg_x_texel + i))); }
 
 #include "weight_blocks.glsl"
 
@@ -72,11 +110,11 @@ float x_at_guarded(uint token_base, uint c, uint i) {
 uint slot_outputs(uint slots) { return SWIGLU_EPILOGUE != 0u ? slots / 2u : slots; }
 uint slot_row(uint first, uint r, uint slots, uint step) {
   const bool up = SWIGLU_EPILOGUE != 0u && r >= slots / 2u;
-  return min(first + (up ? r - slots / 2u : r) * step, p.rows - 1u) + (up ? p.up_rows_at : 0u);
+  return min(first + (up ? r - slots / 2u : r) * step, p.rows - 1u) + (up ? p.up_rows_at : 0u) + wg_w_row;
 }
 
 void store(uint row, uint token, float v) {
-  if (row >= p.rows || token >= p.n_tokens) return;
-  const uint idx = token * p.y_stride + p.y_offset + row;
+  if (row >= p.rows || token >= wg_tokens) return;
+  const uint idx = token * p.y_stride + wg_y_base + row;
   y[idx] = p.accumulate != 0u ? y[idx] + v : v;
 }

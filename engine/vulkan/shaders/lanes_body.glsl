@@ -16,11 +16,11 @@ void DOT_NAME(uint t0) {
   [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) acc[i] = 0.0;
   float sumsq[DOT_T];  // RMSNORM_PROLOGUE: this lane's share of each token's sum of x^2
   [[unroll]] for (uint t = 0u; t < DOT_T; ++t) sumsq[t] = 0.0;
-  const uint first_row = (gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x) * slot_outputs(DOT_R);
+  const uint first_row = row_group() * slot_outputs(DOT_R);
   uint row[DOT_R];
   [[unroll]] for (uint r = 0u; r < DOT_R; ++r) row[r] = slot_row(first_row, r, DOT_R, 1u);
   uint xb[DOT_T];  // first x element of each token (a multiple of 4)
-  [[unroll]] for (uint t = 0u; t < DOT_T; ++t) xb[t] = min(t0 + t, p.n_tokens - 1u) * p.x_stride;
+  [[unroll]] for (uint t = 0u; t < DOT_T; ++t) xb[t] = min(t0 + t, wg_tokens - 1u) * p.x_stride;
   const uint n_groups = full_chunks() / GROUP_CHUNKS;
   for (uint g = lane; g < n_groups; g += LOCAL_SIZE) {
     WGroup wg[DOT_R];

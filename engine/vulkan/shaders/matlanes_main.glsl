@@ -20,9 +20,9 @@ shared float lane_sums[(ROW_SLOTS + RMSNORM_PROLOGUE) * WIDE_TILE * SUM_STRIDE];
 // weights as it loads it, and scales each dot product by 1 / sqrt(mean(x^2) + eps): one dispatch and
 // barrier less than rmsnorm_f32 before the product, the same result up to rounding (the scale
 // multiplies the sum instead of each x), and still the same bits for a token in any batch.
-// Binding 3: the norm weights (f32, cols of them, from texel 0). Declared in every lanes pipeline;
+// Binding 4: the norm weights (f32, cols of them, from texel 0). Declared in every lanes pipeline;
 // Ops binds x there when the prologue is off.
-layout(binding = 3) uniform usamplerBuffer norm_texels;
+layout(binding = 4) uniform usamplerBuffer norm_texels;
 vec4 norm_weights(uint texel) { return uintBitsToFloat(texelFetch(norm_texels, int(texel))); }
 #define NORM_X(v, t, texel)                                                                  \
   if (RMSNORM_PROLOGUE != 0u) {                                                              \
@@ -59,9 +59,13 @@ vec4 norm_weights(uint texel) { return uintBitsToFloat(texelFetch(norm_texels, i
 #undef NORM_X_SCALAR
 
 void main() {
-  const uint tile = VKS_LANES_TILE_FOR(p.n_tokens, WIDE_TILE);
+  // Whole workgroups return (before any barrier): a mul_mat_id slot of another part, or a tile
+  // past its group's rows.
+  if (!enter_workgroup()) return;
+  const uint tile = VKS_LANES_TILE_FOR(wg_tokens, WIDE_TILE);
   const uint t0 = gl_WorkGroupID.y * tile;
-  const uint nt = min(p.n_tokens - t0, tile);
+  if (t0 >= wg_tokens) return;
+  const uint nt = min(wg_tokens - t0, tile);
   // A variant per tile size, the smallest that holds the tile's tokens: on a GPU the extra tokens of
   // a short tile cost arithmetic, not bandwidth, and each variant is another compile at start-up.
   if (nt == 1u) {

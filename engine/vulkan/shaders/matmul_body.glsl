@@ -9,13 +9,12 @@
 void DOT_NAME(uint t0) {
   float acc[DOT_R * DOT_T];
   [[unroll]] for (uint i = 0u; i < DOT_R * DOT_T; ++i) acc[i] = 0.0;
-  // Groups are numbered across grid x and z (Ops puts what exceeds 65,535 per dimension in z).
-  const uint group = gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  const uint group = row_group();
   const uint group_base = group * (LOCAL_SIZE * slot_outputs(DOT_R)) + gl_LocalInvocationID.x;
   uint row[DOT_R];
   [[unroll]] for (uint r = 0u; r < DOT_R; ++r) row[r] = slot_row(group_base, r, DOT_R, LOCAL_SIZE);
   uint xb[DOT_T];  // first x element of each token (a multiple of 4)
-  [[unroll]] for (uint t = 0u; t < DOT_T; ++t) xb[t] = min(t0 + t, p.n_tokens - 1u) * p.x_stride;
+  [[unroll]] for (uint t = 0u; t < DOT_T; ++t) xb[t] = min(t0 + t, wg_tokens - 1u) * p.x_stride;
   const uint n_groups = full_chunks() / GROUP_CHUNKS;
   // Super-groups of 8 groups: a few uvec4 loads bring the side record (scales, ...) of 8 groups.
   for (uint sg = 0u; sg < n_groups; sg += 8u) {

@@ -5,4 +5,8 @@
 #define DOT_T 8u
 #include "matmul_body.glsl"
 
-void main() { dot_tokens_8(gl_WorkGroupID.y * VKS_MATMUL_TOKEN_TILE); }
+void main() {
+  const uint t0 = gl_WorkGroupID.y * VKS_MATMUL_TOKEN_TILE;
+  if (!enter_workgroup() || t0 >= wg_tokens) return;
+  dot_tokens_8(t0);
+}

@@ -20,7 +20,8 @@
 
 void main() {
   const uint t0 = gl_WorkGroupID.y * VKS_MATVEC_TOKEN_TILE;
-  const uint nt = min(p.n_tokens - t0, VKS_MATVEC_TOKEN_TILE);
+  if (!enter_workgroup() || t0 >= wg_tokens) return;
+  const uint nt = min(wg_tokens - t0, VKS_MATVEC_TOKEN_TILE);
   if (nt == 1u) {
     dot_tokens_1(t0);
   } else if (nt == 2u) {

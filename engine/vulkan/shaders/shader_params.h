@@ -110,8 +110,15 @@ struct MatmulParams {
   // (accumulate is 0); the others ignore it (0).
   uint up_rows_at;
   // The lanes pipelines specialized with RMSNORM_PROLOGUE = 1 (matlanes_main.glsl) multiply by
-  // rmsnorm(x[t]) instead of x[t], with this eps and the norm weights of binding 3.
+  // rmsnorm(x[t]) instead of x[t], with this eps and the norm weights of binding 4.
   float norm_eps;
+  // The pipelines specialized with MUL_MAT_ID = 1 (common_matmul.glsl): this part of W holds experts
+  // [expert_begin, expert_end), expert_rows weight rows each (a gate|up block's 2 * rows with the
+  // SwiGLU epilogue); rows, x_offset, y_offset and up_rows_at are one expert's. Others: 0.
+  uint expert_rows;
+  uint expert_begin;
+  uint expert_end;
+  uint pad0;
 };
 
 // swiglu_f32: out[r][i] = silu(gate[r][i]) * up[r][i] (geglu_f32, swiglu_oai_f32: the other gated
