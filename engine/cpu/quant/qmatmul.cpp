@@ -35,12 +35,18 @@ const KernelTable& kernel_table(CpuIsa isa) {
   static const std::vector<KernelTable> tables = [] {
     std::vector<KernelTable> out(4);
     add_scalar_kernels(out[0]);
-    out[1] = out[0];
-    add_avx_kernels(out[1]);
-    out[2] = out[1];
-    add_avx2_kernels(out[2]);
-    out[3] = out[2];
-    add_avx512vnni_kernels(out[3]);
+    void (*const add_level[])(KernelTable&) = {add_avx_kernels, add_avx2_kernels, add_avx512vnni_kernels};
+    for (size_t level = 1; level < out.size(); ++level) {
+      out[level] = out[level - 1];
+      add_level[level - 1](out[level]);
+      // A lower level's one-token kernel stays only for types whose gemm this level left alone:
+      // otherwise a 128-bit matvec would run a decode step where the level has a kernel of its own.
+      for (size_t id = 0; id < kMaxTypeId; ++id) {
+        const KernelTable& below = out[level - 1];
+        KernelTable& here = out[level];
+        if (here.gemm[id] != below.gemm[id] && here.one_token[id] == below.one_token[id]) here.one_token[id] = nullptr;
+      }
+    }
     return out;
   }();
   return tables[static_cast<size_t>(isa)];
