@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -286,6 +287,50 @@ TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnOddBlockCounts) {
             }
           }
         }
+      }
+    }
+  }
+}
+
+// The activation quantizers of every level write the scalar level's bytes, on values that take
+// every branch of the scalar code: NaN and infinities (alone, beside finite values, making amax
+// infinite), exact ties of the rounding, values just under and at the clamp, subnormals, -0, an
+// all-zero block and ordinary values.
+TEST(Qmatmul, EveryIsaLevelQuantizesActivationsToTheSameBytes) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937 rng(77);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  constexpr size_t kCols = 256 * 6;
+  std::vector<float> x(kCols);
+  for (size_t i = 0; i < kCols; ++i) {
+    const size_t block = i / 32, e = i % 32;
+    float v = normal(rng);
+    switch (block % 12) {
+      case 0: break;                                          // ordinary
+      case 1: v = e == 5 ? nan : v; break;                    // a NaN among finite values
+      case 2: v = e == 9 ? inf : v; break;                    // amax infinite
+      case 3: v = e == 0 ? -inf : (e == 1 ? nan : v); break;  // both
+      case 4: v = 0.0f; break;                                // all zero: d = 0
+      case 5: v = e == 31 ? 127.0f : static_cast<float>(e) + 0.5f; break;  // ties: amax 127, id 1
+      case 6: v = e == 0 ? -254.0f : static_cast<float>(e) - 0.5f; break;  // ties at id 0.5
+      case 7: v = std::ldexp(static_cast<float>(e) - 16.0f, -140); break;  // subnormals
+      case 8: v = e % 2 ? -0.0f : 1e-30f * static_cast<float>(e); break;
+      case 9: v = e % 3 ? 3.0e38f : -3.4e38f; break;          // near the float range
+      case 10: v = 1.0f - std::ldexp(1.0f, -24) * static_cast<float>(e % 3); break;  // just under the clamp
+      default: v *= 1000.0f; break;
+    }
+    x[i] = v;
+  }
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+    std::vector<uint8_t> scalar(kCols / 32 * 80 + kCols / 256 * 304);
+    const size_t bytes = quantize_activations(t, x.data(), kCols, scalar.data(), CpuIsa::kScalar);
+    ASSERT_GT(bytes, 0u);
+    for (CpuIsa isa : runnable_isas()) {
+      std::vector<uint8_t> out(scalar.size(), 0xAB);
+      ASSERT_EQ(bytes, quantize_activations(t, x.data(), kCols, out.data(), isa));
+      for (size_t i = 0; i < bytes; ++i) {
+        ASSERT_EQ(out[i], scalar[i]) << label(t) << " at " << isa_name(isa) << ", byte " << i;
       }
     }
   }

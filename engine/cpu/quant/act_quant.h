@@ -13,7 +13,8 @@ namespace vks::cpuq {
 
 struct alignas(16) ActQ8x32 {
   int8_t qs[32];
-  int32_t c8[4];  // {8 * sum, 0, 0, 0}: Q4_0's offset correction, ready to subtract from the lanes
+  int32_t neg_c8[4];  // {-8 * sum, 0, 0, 0}: Q4_0's offset correction, ready to add to the lanes
+                      // (or to start them from, as the 512-bit level does)
   float dv[4];    // d four times, ready to multiply lanes by
   float d;        // x ≈ d * q
   float s;        // d * sum (the block sum in float, for weight types with an additive min)

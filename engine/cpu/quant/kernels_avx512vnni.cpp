@@ -107,11 +107,12 @@ struct Q4_0x4 {
     w.hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
     w.d = row_scales(rows, off);
   }
-  // The -8 offset: 8 * sum subtracted from lane 0 of each row (a.c8 is {8 * sum, 0, 0, 0}).
+  // The -8 offset: the lanes start from -8 * sum in lane 0 of each row (a.neg_c8), a broadcast
+  // load instead of a subtraction per token.
   static void dot(const W& w, const Act& a, __m512& acc, __m512&) {
-    __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.lo, every_lane(a.qs));
+    __m512i l = _mm512_dpbusd_epi32(every_lane(a.neg_c8), w.lo, every_lane(a.qs));
     l = _mm512_dpbusd_epi32(l, w.hi, every_lane(a.qs + 16));
-    scale_add(acc, _mm512_sub_epi32(l, every_lane(a.c8)), w.d, a.d);
+    scale_add(acc, l, w.d, a.d);
   }
 };
 
@@ -328,6 +329,8 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 }  // namespace
 
 void add_avx512vnni_kernels(KernelTable& table) {
+  table.quantize_q8x32 = quantize_act_q8x32_avx512;
+  table.quantize_q8x256 = quantize_act_q8x256_avx512;
   table.gemm[2] = gemm<Q4_0x4>;
   // One Q8_0 token (twice Q4_0's bytes) reads memory faster as the AVX2 kernel's single stream of
   // rows (1.2x this level's four rows, in vks_bench_cpu_kernels); in cache this one is 1.6x faster.

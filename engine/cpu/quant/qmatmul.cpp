@@ -85,6 +85,20 @@ bool has_integer_kernel(GgmlType type, CpuIsa isa) {
   return act_kind(type) != ActKind::kFloat && id < kMaxTypeId && kernel_table(runnable(isa)).gemm[id] != nullptr;
 }
 
+size_t quantize_activations(GgmlType type, const float* x, size_t cols, uint8_t* out, CpuIsa isa) {
+  const KernelTable& table = kernel_table(runnable(isa));
+  switch (act_kind(type)) {
+    case ActKind::kQ8x32:
+      table.quantize_q8x32(x, reinterpret_cast<ActQ8x32*>(out), cols / 32);
+      return cols / 32 * sizeof(ActQ8x32);
+    case ActKind::kQ8x256:
+      table.quantize_q8x256(x, reinterpret_cast<ActQ8x256*>(out), cols / 256);
+      return cols / 256 * sizeof(ActQ8x256);
+    case ActKind::kFloat: break;
+  }
+  return 0;
+}
+
 uint8_t* QmatmulScratch::reserve(size_t bytes) {
   const size_t lines = (bytes + sizeof(Line) - 1) / sizeof(Line);
   if (lines_.size() < lines) lines_.resize(lines);
@@ -150,9 +164,9 @@ void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, Thre
   uint8_t* act = scratch.reserve(n_tokens * act_stride);
   auto quantize_token = [&](size_t t) {
     if (kind == ActKind::kQ8x32) {
-      quantize_act_q8x32(x + t * cols, reinterpret_cast<ActQ8x32*>(act + t * act_stride), n_blocks);
+      table->quantize_q8x32(x + t * cols, reinterpret_cast<ActQ8x32*>(act + t * act_stride), n_blocks);
     } else {
-      quantize_act_q8x256(x + t * cols, reinterpret_cast<ActQ8x256*>(act + t * act_stride), n_blocks);
+      table->quantize_q8x256(x + t * cols, reinterpret_cast<ActQ8x256*>(act + t * act_stride), n_blocks);
     }
   };
   if (n_tokens >= 4) {
