@@ -237,7 +237,7 @@ TEST(Qmatmul, EveryIsaLevelGivesTheSameBits) {
 }
 
 // The tails of the SIMD tiles: row counts that fill no row group (the 512-bit level takes 4 rows
-// at once, the 256-bit 2) and token counts on both sides of the token tiles (4 and 8), each at
+// at once, the 256-bit 2) and token counts on both sides of the token tiles (4, 8 and 16), each at
 // every level against the scalar bits.
 TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnTileTails) {
   const std::vector<CpuIsa> levels = runnable_isas();
@@ -263,7 +263,7 @@ TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnTileTails) {
 
 // Odd block counts per row (the row-group kernels step block by block, prefetching the next group
 // of rows) with row counts that leave 1..3 rows after whole groups of 4 (13: two groups with a next
-// group to prefetch, then one without) and token counts around the token tiles (pairs, 8), at
+// group to prefetch, then one without) and token counts around the token tiles (pairs, 8, 16), at
 // every level against the scalar bits, on random and extreme values.
 TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnOddBlockCounts) {
   const std::vector<CpuIsa> levels = runnable_isas();
@@ -274,7 +274,7 @@ TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnOddBlockCounts) {
       for (size_t rows : {1u, 6u, 13u}) {
         for (Fill fill : {Fill::kRandom, Fill::kExtreme}) {
           const Matrix m = make_matrix(c.type, rows, bs * blocks, fill, static_cast<uint32_t>(50 + rows + blocks));
-          for (size_t n_tokens : {1u, 3u, 8u, 11u}) {
+          for (size_t n_tokens : {1u, 3u, 8u, 11u, 16u, 19u}) {
             const std::vector<float> x = make_activations(n_tokens, bs * blocks, fill, 51);
             std::vector<float> scalar(n_tokens * rows);
             qmatmul(m.ref(), x.data(), n_tokens, scalar.data(), nullptr, CpuIsa::kScalar);

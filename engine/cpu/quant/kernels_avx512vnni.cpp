@@ -6,8 +6,8 @@
 // convention (kernels.h; integer sums are exact whatever their order), with no fold. The float
 // steps then run on 16 floats: row i's 4 lanes at 4i..4i+3 (its min term in all four), the
 // convention's operations per element, so every output gets the bits of every other level. A row
-// group's block is unpacked once for up to 8 tokens; a group past the last row repeats the last
-// row and its outputs are not stored.
+// group's block is unpacked once for up to 16 tokens (the K-quants 8); a group past the last row
+// repeats the last row and its outputs are not stored.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -38,7 +38,6 @@ namespace {
 #include "engine/cpu/quant/x86_helpers.inc"
 
 constexpr int kRows = 4;       // rows per register (one per 128-bit lane)
-constexpr int kMaxTokens = 8;  // tokens sharing one unpacked block of a row group
 
 // Row i's 16 bytes at rows[i] + off, in 128-bit lane i.
 inline __m512i rows16(const uint8_t* const* rows, size_t off) {
@@ -93,9 +92,13 @@ inline __m512i bsums_dot(const ActQ8x256& a, __m512i f_lo, __m512i f_hi) {
 
 // ---- legacy 32-element blocks ----
 
+// kMaxTokens: tokens sharing one unpacked block of a row group. The legacy types' block takes 3-4
+// registers, so 16 tokens' accumulators fit beside it (16 rather than 8: GEMM +8-15% per core);
+// a K-quant block takes 20 and keeps 8.
 struct Q4_0x4 {
   using Act = ActQ8x32;
   static constexpr size_t kBytes = 18;
+  static constexpr int kMaxTokens = 16;
   struct W {
     __m512i lo, hi;  // elements 0..15 and 16..31 of the four rows, unsigned 0..15
     __m512 d;
@@ -122,6 +125,7 @@ struct Q4_0x4 {
 struct Q8_0x4 {
   using Act = ActQ8x32;
   static constexpr size_t kBytes = 34;
+  static constexpr int kMaxTokens = 16;
   struct W {
     __m512i lo, hi;  // elements 0..15 and 16..31 of the four rows, signed
     __m512i bias;    // -128 * (the weights' sum in each lane)
@@ -150,6 +154,7 @@ struct Q8_0x4 {
 struct Q4_Kx4 {
   using Act = ActQ8x256;
   static constexpr size_t kBytes = 144;
+  static constexpr int kMaxTokens = 8;
   struct W {
     __m512i q[8][2];          // sub-block j's elements 0..15 and 16..31, unsigned 0..15
     __m512i scales_mins;      // per row: bytes 0..7 the 8 scales, 8..15 the 8 mins
@@ -209,6 +214,7 @@ struct Q4_Kx4 {
 struct Q6_Kx4 {
   using Act = ActQ8x256;
   static constexpr size_t kBytes = 210;
+  static constexpr int kMaxTokens = 8;
   struct W {
     __m512i q[8][2];         // elements 32i..32i+15 and 32i+16..32i+31, unsigned 0..63
     __m512i sc_lo, sc_hi;    // the 16 signed scales as int16: sub-blocks 0..7 and 8..15
@@ -299,7 +305,7 @@ void row_groups(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
   }
 }
 
-// n_tokens (< kMaxTokens) tokens at once: the tile for exactly that many.
+// n_tokens (< K::kMaxTokens) tokens at once: the tile for exactly that many.
 template <class K, int NT>
 void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
                 size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
@@ -316,12 +322,12 @@ template <class K>
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tokens,
           size_t n_blocks, float* y, size_t y_stride) {
   size_t t0 = 0;
-  for (; t0 + kMaxTokens <= n_tokens; t0 += kMaxTokens) {
-    row_groups<K, kMaxTokens>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride,
+  for (; t0 + K::kMaxTokens <= n_tokens; t0 += K::kMaxTokens) {
+    row_groups<K, K::kMaxTokens>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride,
                               y_stride);
   }
   if (t0 < n_tokens) {
-    few_tokens<K, kMaxTokens - 1>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_tokens - t0, n_blocks,
+    few_tokens<K, K::kMaxTokens - 1>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_tokens - t0, n_blocks,
                                   y + t0 * y_stride, y_stride);
   }
 }
