@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/common/thread_pool.h"
+#include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/reference_ops.h"
 #include "engine/gguf/ggml_type.h"
 
@@ -323,7 +324,7 @@ TEST(Qmatmul, EveryIsaLevelQuantizesActivationsToTheSameBytes) {
     x[i] = v;
   }
   for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K}) {
-    std::vector<uint8_t> scalar(kCols / 32 * 80 + kCols / 256 * 304);
+    std::vector<uint8_t> scalar(kCols / 32 * sizeof(ActQ8x32) + kCols / 256 * sizeof(ActQ8x256));
     const size_t bytes = quantize_activations(t, x.data(), kCols, scalar.data(), CpuIsa::kScalar);
     ASSERT_GT(bytes, 0u);
     for (CpuIsa isa : runnable_isas()) {

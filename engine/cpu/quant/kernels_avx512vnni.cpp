@@ -83,6 +83,17 @@ inline void scale_add(__m512& acc, __m512i lanes, __m512 d_w, float d_x) {
   acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(lanes), _mm512_mul_ps(d_w, _mm512_set1_ps(d_x))));
 }
 
+// The legacy types' lanes start from kFloatBias (1.5 * 2^23 as a float's bits) in every int32, so
+// that the finished lanes, read as floats, are 1.5 * 2^23 + L exactly (|L| < 2^22: Q4_0's lanes
+// stay under 48,000, Q8_0's under 131,000); subtracting 1.5 * 2^23 then gives float(L) exactly,
+// cvtdq2ps's bits. The subtraction runs on either 512-bit port where vcvtdq2ps and vpdpbusd share
+// one, which bounded the GEMM. (The K-quants' lanes reach 2^23: they keep the conversion.)
+constexpr int32_t kFloatBias = 0x4B400000;
+inline void biased_scale_add(__m512& acc, __m512i biased_lanes, __m512 d_w, float d_x) {
+  const __m512 lanes = _mm512_sub_ps(_mm512_castsi512_ps(biased_lanes), _mm512_set1_ps(12582912.0f));
+  acc = _mm512_add_ps(acc, _mm512_mul_ps(lanes, _mm512_mul_ps(d_w, _mm512_set1_ps(d_x))));
+}
+
 // The activations' 16 block sums against each row's 16 int16 factors (f_lo: sub-blocks 0..7,
 // f_hi: 8..15, in the row's lane), summed per row into all four of its int32.
 inline __m512i bsums_dot(const ActQ8x256& a, __m512i f_lo, __m512i f_hi) {
@@ -110,12 +121,12 @@ struct Q4_0x4 {
     w.hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
     w.d = row_scales(rows, off);
   }
-  // The -8 offset: the lanes start from -8 * sum in lane 0 of each row (a.neg_c8), a broadcast
-  // load instead of a subtraction per token.
+  // The -8 offset: the lanes start from -8 * sum in lane 0 of each row, plus kFloatBias in every
+  // lane (a.biased_c8), a broadcast load instead of a subtraction and a conversion per token.
   static void dot(const W& w, const Act& a, __m512& acc, __m512&) {
-    __m512i l = _mm512_dpbusd_epi32(every_lane(a.neg_c8), w.lo, every_lane(a.qs));
+    __m512i l = _mm512_dpbusd_epi32(every_lane(a.biased_c8), w.lo, every_lane(a.qs));
     l = _mm512_dpbusd_epi32(l, w.hi, every_lane(a.qs + 16));
-    scale_add(acc, l, w.d, a.d);
+    biased_scale_add(acc, l, w.d, a.d);
   }
 };
 
@@ -128,7 +139,7 @@ struct Q8_0x4 {
   static constexpr int kMaxTokens = 16;
   struct W {
     __m512i lo, hi;  // elements 0..15 and 16..31 of the four rows, signed
-    __m512i bias;    // -128 * (the weights' sum in each lane)
+    __m512i bias;    // kFloatBias - 128 * (the weights' sum in each lane)
     __m512 d;
   };
   static void load(const uint8_t* const* rows, size_t off, W& w) {
@@ -136,14 +147,14 @@ struct Q8_0x4 {
     w.hi = rows16(rows, off + 18);
     const __m512i ones = _mm512_set1_epi8(1);
     const __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, w.lo), ones, w.hi);
-    w.bias = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 7));
+    w.bias = _mm512_sub_epi32(_mm512_set1_epi32(kFloatBias), _mm512_slli_epi32(sums, 7));
     w.d = row_scales(rows, off);
   }
   static void dot(const W& w, const Act& a, __m512& acc, __m512&) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     __m512i l = _mm512_dpbusd_epi32(w.bias, _mm512_xor_si512(every_lane(a.qs), flip), w.lo);
     l = _mm512_dpbusd_epi32(l, _mm512_xor_si512(every_lane(a.qs + 16), flip), w.hi);
-    scale_add(acc, l, w.d, a.d);
+    biased_scale_add(acc, l, w.d, a.d);
   }
 };
 

@@ -66,7 +66,7 @@ QmatmulScratch& thread_scratch() {
 // Rows per work item: kQmatmulRowsPerItem (qmatmul.h).
 constexpr size_t kRowsPerItem = kQmatmulRowsPerItem;
 // Tokens per work item of a large batch: one item's quantized activations (64 tokens x 2048
-// columns of Q8x32 blocks: 256 KiB) stay in L2 while its rows sweep them.
+// columns of Q8x32 blocks: 384 KiB) stay in L2 while its rows sweep them.
 constexpr size_t kTokensPerItem = 64;
 
 template <class Fn>
