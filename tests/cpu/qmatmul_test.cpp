@@ -6,11 +6,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "engine/common/thread_pool.h"
+#include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/reference_ops.h"
 #include "engine/gguf/ggml_type.h"
 
@@ -236,7 +238,7 @@ TEST(Qmatmul, EveryIsaLevelGivesTheSameBits) {
 }
 
 // The tails of the SIMD tiles: row counts that fill no row group (the 512-bit level takes 4 rows
-// at once, the 256-bit 2) and token counts on both sides of the token tiles (4 and 8), each at
+// at once, the 256-bit 2) and token counts on both sides of the token tiles (4, 8 and 16), each at
 // every level against the scalar bits.
 TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnTileTails) {
   const std::vector<CpuIsa> levels = runnable_isas();
@@ -262,7 +264,7 @@ TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnTileTails) {
 
 // Odd block counts per row (the row-group kernels step block by block, prefetching the next group
 // of rows) with row counts that leave 1..3 rows after whole groups of 4 (13: two groups with a next
-// group to prefetch, then one without) and token counts around the token tiles (pairs, 8), at
+// group to prefetch, then one without) and token counts around the token tiles (pairs, 8, 16), at
 // every level against the scalar bits, on random and extreme values.
 TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnOddBlockCounts) {
   const std::vector<CpuIsa> levels = runnable_isas();
@@ -273,7 +275,7 @@ TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnOddBlockCounts) {
       for (size_t rows : {1u, 6u, 13u}) {
         for (Fill fill : {Fill::kRandom, Fill::kExtreme}) {
           const Matrix m = make_matrix(c.type, rows, bs * blocks, fill, static_cast<uint32_t>(50 + rows + blocks));
-          for (size_t n_tokens : {1u, 3u, 8u, 11u}) {
+          for (size_t n_tokens : {1u, 3u, 8u, 11u, 16u, 19u}) {
             const std::vector<float> x = make_activations(n_tokens, bs * blocks, fill, 51);
             std::vector<float> scalar(n_tokens * rows);
             qmatmul(m.ref(), x.data(), n_tokens, scalar.data(), nullptr, CpuIsa::kScalar);
@@ -286,6 +288,50 @@ TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnOddBlockCounts) {
             }
           }
         }
+      }
+    }
+  }
+}
+
+// The activation quantizers of every level write the scalar level's bytes, on values that take
+// every branch of the scalar code: NaN and infinities (alone, beside finite values, making amax
+// infinite), exact ties of the rounding, values just under and at the clamp, subnormals, -0, an
+// all-zero block and ordinary values.
+TEST(Qmatmul, EveryIsaLevelQuantizesActivationsToTheSameBytes) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937 rng(77);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  constexpr size_t kCols = 256 * 6;
+  std::vector<float> x(kCols);
+  for (size_t i = 0; i < kCols; ++i) {
+    const size_t block = i / 32, e = i % 32;
+    float v = normal(rng);
+    switch (block % 12) {
+      case 0: break;                                          // ordinary
+      case 1: v = e == 5 ? nan : v; break;                    // a NaN among finite values
+      case 2: v = e == 9 ? inf : v; break;                    // amax infinite
+      case 3: v = e == 0 ? -inf : (e == 1 ? nan : v); break;  // both
+      case 4: v = 0.0f; break;                                // all zero: d = 0
+      case 5: v = e == 31 ? 127.0f : static_cast<float>(e) + 0.5f; break;  // ties: amax 127, id 1
+      case 6: v = e == 0 ? -254.0f : static_cast<float>(e) - 0.5f; break;  // ties at id 0.5
+      case 7: v = std::ldexp(static_cast<float>(e) - 16.0f, -140); break;  // subnormals
+      case 8: v = e % 2 ? -0.0f : 1e-30f * static_cast<float>(e); break;
+      case 9: v = e % 3 ? 3.0e38f : -3.4e38f; break;          // near the float range
+      case 10: v = 1.0f - std::ldexp(1.0f, -24) * static_cast<float>(e % 3); break;  // just under the clamp
+      default: v *= 1000.0f; break;
+    }
+    x[i] = v;
+  }
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+    std::vector<uint8_t> scalar(kCols / 32 * sizeof(ActQ8x32) + kCols / 256 * sizeof(ActQ8x256));
+    const size_t bytes = quantize_activations(t, x.data(), kCols, scalar.data(), CpuIsa::kScalar);
+    ASSERT_GT(bytes, 0u);
+    for (CpuIsa isa : runnable_isas()) {
+      std::vector<uint8_t> out(scalar.size(), 0xAB);
+      ASSERT_EQ(bytes, quantize_activations(t, x.data(), kCols, out.data(), isa));
+      for (size_t i = 0; i < bytes; ++i) {
+        ASSERT_EQ(out[i], scalar[i]) << label(t) << " at " << isa_name(isa) << ", byte " << i;
       }
     }
   }

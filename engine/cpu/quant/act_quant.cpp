@@ -44,8 +44,9 @@ void quantize_act_q8x32(const float* x, ActQ8x32* out, size_t n_blocks) {
     int32_t sum = 0;
     for (int i = 0; i < 32; ++i) sum += blk.qs[i];
     blk.sum = sum;
-    blk.c8[0] = 8 * sum;
-    blk.c8[1] = blk.c8[2] = blk.c8[3] = 0;
+    blk.neg_c8[0] = -8 * sum;
+    blk.neg_c8[1] = blk.neg_c8[2] = blk.neg_c8[3] = 0;
+    for (int k = 0; k < 4; ++k) blk.biased_c8[k] = blk.neg_c8[k] + 0x4B400000;
     blk.s = blk.d * static_cast<float>(sum);
     blk.pad = 0;
   }

@@ -13,14 +13,16 @@ namespace vks::cpuq {
 
 struct alignas(16) ActQ8x32 {
   int8_t qs[32];
-  int32_t c8[4];  // {8 * sum, 0, 0, 0}: Q4_0's offset correction, ready to subtract from the lanes
+  int32_t neg_c8[4];  // {-8 * sum, 0, 0, 0}: Q4_0's offset correction, ready to add to the lanes
+  int32_t biased_c8[4];  // neg_c8 + 0x4B400000 (1.5 * 2^23's bits) each: where the 512-bit level
+                         // starts Q4_0's lanes (kernels_avx512vnni.cpp, kFloatBias)
   float dv[4];    // d four times, ready to multiply lanes by
   float d;        // x ≈ d * q
   float s;        // d * sum (the block sum in float, for weight types with an additive min)
   int32_t sum;    // sum of qs
   int32_t pad;
 };
-static_assert(sizeof(ActQ8x32) == 80);
+static_assert(sizeof(ActQ8x32) == 96);
 
 struct alignas(16) ActQ8x256 {
   int8_t qs[256];

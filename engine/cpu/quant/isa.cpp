@@ -40,7 +40,9 @@ bool os_saves_zmm_state() {
 }  // namespace
 #endif
 
-CpuIsa detected_isa() {
+namespace {
+
+CpuIsa detect() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   const bool avx = __builtin_cpu_supports("avx") && __builtin_cpu_supports("ssse3") &&
@@ -54,6 +56,15 @@ CpuIsa detected_isa() {
   if (avx) return CpuIsa::kAvx;
 #endif
   return CpuIsa::kScalar;
+}
+
+}  // namespace
+
+// Detected once: qmatmul asks on every call (some 150 times per decode step), and cpuid/xgetbv
+// trap to the hypervisor in a virtual machine.
+CpuIsa detected_isa() {
+  static const CpuIsa detected = detect();
+  return detected;
 }
 
 std::vector<CpuIsa> runnable_isas() {

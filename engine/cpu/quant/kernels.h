@@ -25,9 +25,17 @@ namespace vks::cpuq {
 using GemmFn = void (*)(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
                         size_t n_tokens, size_t n_blocks, float* y, size_t y_stride);
 
+// act_quant.h's quantizers; a level may compute them with its own instructions, to the same bits.
+struct ActQ8x32;
+struct ActQ8x256;
+using QuantizeQ8x32Fn = void (*)(const float* x, ActQ8x32* out, size_t n_blocks);
+using QuantizeQ8x256Fn = void (*)(const float* x, ActQ8x256* out, size_t n_blocks);
+
 // Indexed by ggml type id; null where the level has no kernel of its own.
 inline constexpr size_t kMaxTypeId = 64;
 struct KernelTable {
+  QuantizeQ8x32Fn quantize_q8x32 = nullptr;  // set by the scalar level
+  QuantizeQ8x256Fn quantize_q8x256 = nullptr;
   GemmFn gemm[kMaxTypeId] = {};
   // Where set, the kernel for one token (a decode step's matvec) instead of gemm's: a lower
   // level's one-row kernel reads memory as a single stream, which can beat a wider kernel that
@@ -41,6 +49,10 @@ void add_scalar_kernels(KernelTable& table);
 void add_avx_kernels(KernelTable& table);
 void add_avx2_kernels(KernelTable& table);
 void add_avx512vnni_kernels(KernelTable& table);
+
+// act_quant.h's quantizers with 512-bit registers (act_quant_avx512.cpp), to the same bits.
+void quantize_act_q8x32_avx512(const float* x, ActQ8x32* out, size_t n_blocks);
+void quantize_act_q8x256_avx512(const float* x, ActQ8x256* out, size_t n_blocks);
 
 // The fallback for any type with a dequantizer (float weights, and quantized types without an
 // integer kernel): each row chunk dequantized to floats, dotted with float activations in ref::dot's

@@ -57,7 +57,7 @@ struct Q4_0 {
     unpack_nibbles(b + 2, w);
   }
   static __m128i lanes(const W& w, const Act& a) {
-    return _mm_sub_epi32(unsigned_lanes(w, a), _mm_load_si128(reinterpret_cast<const __m128i*>(a.c8)));
+    return _mm_add_epi32(unsigned_lanes(w, a), _mm_load_si128(reinterpret_cast<const __m128i*>(a.neg_c8)));
   }
   static void min_term(const W&, const Act&, float&) {}
   static void dot(const W& w, const Act& a, __m128& acc, float&) { scale_add(acc, lanes(w, a), w.d, act_d(a)); }

@@ -59,7 +59,7 @@ struct Q4_0 {
     w.q = unpack_nibbles(b + 2);
   }
   static void dot(const W& w, const Act& a, __m128& acc, float&) {
-    scale_add(acc, _mm_sub_epi32(unsigned_lanes(w, a), _mm_load_si128(reinterpret_cast<const __m128i*>(a.c8))), w.d,
+    scale_add(acc, _mm_add_epi32(unsigned_lanes(w, a), _mm_load_si128(reinterpret_cast<const __m128i*>(a.neg_c8))), w.d,
               act_d(a));
   }
 };
@@ -193,7 +193,7 @@ struct Q4_0x2 {
     unpack_pair(pair16(b0 + 2, b1 + 2), w);
   }
   static void dot(const W& w, const ActQ8x32& a, __m256& acc, float*) {
-    pair_scale_add(acc, _mm256_sub_epi32(pair_unsigned_lanes(w, a), both_halves(a.c8)), w.d, a);
+    pair_scale_add(acc, _mm256_add_epi32(pair_unsigned_lanes(w, a), both_halves(a.neg_c8)), w.d, a);
   }
 };
 

@@ -6,8 +6,8 @@
 // convention (kernels.h; integer sums are exact whatever their order), with no fold. The float
 // steps then run on 16 floats: row i's 4 lanes at 4i..4i+3 (its min term in all four), the
 // convention's operations per element, so every output gets the bits of every other level. A row
-// group's block is unpacked once for up to 8 tokens; a group past the last row repeats the last
-// row and its outputs are not stored.
+// group's block is unpacked once for up to 16 tokens (the K-quants 8); a group past the last row
+// repeats the last row and its outputs are not stored.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -38,7 +38,6 @@ namespace {
 #include "engine/cpu/quant/x86_helpers.inc"
 
 constexpr int kRows = 4;       // rows per register (one per 128-bit lane)
-constexpr int kMaxTokens = 8;  // tokens sharing one unpacked block of a row group
 
 // Row i's 16 bytes at rows[i] + off, in 128-bit lane i.
 inline __m512i rows16(const uint8_t* const* rows, size_t off) {
@@ -84,6 +83,17 @@ inline void scale_add(__m512& acc, __m512i lanes, __m512 d_w, float d_x) {
   acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(lanes), _mm512_mul_ps(d_w, _mm512_set1_ps(d_x))));
 }
 
+// The legacy types' lanes start from kFloatBias (1.5 * 2^23 as a float's bits) in every int32, so
+// that the finished lanes, read as floats, are 1.5 * 2^23 + L exactly (|L| < 2^22: Q4_0's lanes
+// stay under 48,000, Q8_0's under 131,000); subtracting 1.5 * 2^23 then gives float(L) exactly,
+// cvtdq2ps's bits. The subtraction runs on either 512-bit port where vcvtdq2ps and vpdpbusd share
+// one, which bounded the GEMM. (The K-quants' lanes reach 2^23: they keep the conversion.)
+constexpr int32_t kFloatBias = 0x4B400000;
+inline void biased_scale_add(__m512& acc, __m512i biased_lanes, __m512 d_w, float d_x) {
+  const __m512 lanes = _mm512_sub_ps(_mm512_castsi512_ps(biased_lanes), _mm512_set1_ps(12582912.0f));
+  acc = _mm512_add_ps(acc, _mm512_mul_ps(lanes, _mm512_mul_ps(d_w, _mm512_set1_ps(d_x))));
+}
+
 // The activations' 16 block sums against each row's 16 int16 factors (f_lo: sub-blocks 0..7,
 // f_hi: 8..15, in the row's lane), summed per row into all four of its int32.
 inline __m512i bsums_dot(const ActQ8x256& a, __m512i f_lo, __m512i f_hi) {
@@ -93,9 +103,13 @@ inline __m512i bsums_dot(const ActQ8x256& a, __m512i f_lo, __m512i f_hi) {
 
 // ---- legacy 32-element blocks ----
 
+// kMaxTokens: tokens sharing one unpacked block of a row group. The legacy types' block takes 3-4
+// registers, so 16 tokens' accumulators fit beside it (16 rather than 8: GEMM +8-15% per core);
+// a K-quant block takes 20 and keeps 8.
 struct Q4_0x4 {
   using Act = ActQ8x32;
   static constexpr size_t kBytes = 18;
+  static constexpr int kMaxTokens = 16;
   struct W {
     __m512i lo, hi;  // elements 0..15 and 16..31 of the four rows, unsigned 0..15
     __m512 d;
@@ -107,11 +121,12 @@ struct Q4_0x4 {
     w.hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
     w.d = row_scales(rows, off);
   }
-  // The -8 offset: 8 * sum subtracted from lane 0 of each row (a.c8 is {8 * sum, 0, 0, 0}).
+  // The -8 offset: the lanes start from -8 * sum in lane 0 of each row, plus kFloatBias in every
+  // lane (a.biased_c8), a broadcast load instead of a subtraction and a conversion per token.
   static void dot(const W& w, const Act& a, __m512& acc, __m512&) {
-    __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.lo, every_lane(a.qs));
+    __m512i l = _mm512_dpbusd_epi32(every_lane(a.biased_c8), w.lo, every_lane(a.qs));
     l = _mm512_dpbusd_epi32(l, w.hi, every_lane(a.qs + 16));
-    scale_add(acc, _mm512_sub_epi32(l, every_lane(a.c8)), w.d, a.d);
+    biased_scale_add(acc, l, w.d, a.d);
   }
 };
 
@@ -121,9 +136,10 @@ struct Q4_0x4 {
 struct Q8_0x4 {
   using Act = ActQ8x32;
   static constexpr size_t kBytes = 34;
+  static constexpr int kMaxTokens = 16;
   struct W {
     __m512i lo, hi;  // elements 0..15 and 16..31 of the four rows, signed
-    __m512i bias;    // -128 * (the weights' sum in each lane)
+    __m512i bias;    // kFloatBias - 128 * (the weights' sum in each lane)
     __m512 d;
   };
   static void load(const uint8_t* const* rows, size_t off, W& w) {
@@ -131,14 +147,14 @@ struct Q8_0x4 {
     w.hi = rows16(rows, off + 18);
     const __m512i ones = _mm512_set1_epi8(1);
     const __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, w.lo), ones, w.hi);
-    w.bias = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 7));
+    w.bias = _mm512_sub_epi32(_mm512_set1_epi32(kFloatBias), _mm512_slli_epi32(sums, 7));
     w.d = row_scales(rows, off);
   }
   static void dot(const W& w, const Act& a, __m512& acc, __m512&) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     __m512i l = _mm512_dpbusd_epi32(w.bias, _mm512_xor_si512(every_lane(a.qs), flip), w.lo);
     l = _mm512_dpbusd_epi32(l, _mm512_xor_si512(every_lane(a.qs + 16), flip), w.hi);
-    scale_add(acc, l, w.d, a.d);
+    biased_scale_add(acc, l, w.d, a.d);
   }
 };
 
@@ -149,6 +165,7 @@ struct Q8_0x4 {
 struct Q4_Kx4 {
   using Act = ActQ8x256;
   static constexpr size_t kBytes = 144;
+  static constexpr int kMaxTokens = 8;
   struct W {
     __m512i q[8][2];          // sub-block j's elements 0..15 and 16..31, unsigned 0..15
     __m512i scales_mins;      // per row: bytes 0..7 the 8 scales, 8..15 the 8 mins
@@ -208,6 +225,7 @@ struct Q4_Kx4 {
 struct Q6_Kx4 {
   using Act = ActQ8x256;
   static constexpr size_t kBytes = 210;
+  static constexpr int kMaxTokens = 8;
   struct W {
     __m512i q[8][2];         // elements 32i..32i+15 and 32i+16..32i+31, unsigned 0..63
     __m512i sc_lo, sc_hi;    // the 16 signed scales as int16: sub-blocks 0..7 and 8..15
@@ -298,7 +316,7 @@ void row_groups(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
   }
 }
 
-// n_tokens (< kMaxTokens) tokens at once: the tile for exactly that many.
+// n_tokens (< K::kMaxTokens) tokens at once: the tile for exactly that many.
 template <class K, int NT>
 void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
                 size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
@@ -315,12 +333,12 @@ template <class K>
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tokens,
           size_t n_blocks, float* y, size_t y_stride) {
   size_t t0 = 0;
-  for (; t0 + kMaxTokens <= n_tokens; t0 += kMaxTokens) {
-    row_groups<K, kMaxTokens>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride,
+  for (; t0 + K::kMaxTokens <= n_tokens; t0 += K::kMaxTokens) {
+    row_groups<K, K::kMaxTokens>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride,
                               y_stride);
   }
   if (t0 < n_tokens) {
-    few_tokens<K, kMaxTokens - 1>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_tokens - t0, n_blocks,
+    few_tokens<K, K::kMaxTokens - 1>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_tokens - t0, n_blocks,
                                   y + t0 * y_stride, y_stride);
   }
 }
@@ -328,6 +346,8 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 }  // namespace
 
 void add_avx512vnni_kernels(KernelTable& table) {
+  table.quantize_q8x32 = quantize_act_q8x32_avx512;
+  table.quantize_q8x256 = quantize_act_q8x256_avx512;
   table.gemm[2] = gemm<Q4_0x4>;
   // One Q8_0 token (twice Q4_0's bytes) reads memory faster as the AVX2 kernel's single stream of
   // rows (1.2x this level's four rows, in vks_bench_cpu_kernels); in cache this one is 1.6x faster.

@@ -249,6 +249,8 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 }  // namespace
 
 void add_scalar_kernels(KernelTable& table) {
+  table.quantize_q8x32 = quantize_act_q8x32;
+  table.quantize_q8x256 = quantize_act_q8x256;
   table.gemm[2] = gemm<decode_q4_0, ActLegacy, 18>;
   table.gemm[3] = gemm<decode_q4_1, ActLegacy, 20>;
   table.gemm[6] = gemm<decode_q5_0, ActLegacy, 22>;

@@ -35,12 +35,18 @@ const KernelTable& kernel_table(CpuIsa isa) {
   static const std::vector<KernelTable> tables = [] {
     std::vector<KernelTable> out(4);
     add_scalar_kernels(out[0]);
-    out[1] = out[0];
-    add_avx_kernels(out[1]);
-    out[2] = out[1];
-    add_avx2_kernels(out[2]);
-    out[3] = out[2];
-    add_avx512vnni_kernels(out[3]);
+    void (*const add_level[])(KernelTable&) = {add_avx_kernels, add_avx2_kernels, add_avx512vnni_kernels};
+    for (size_t level = 1; level < out.size(); ++level) {
+      out[level] = out[level - 1];
+      add_level[level - 1](out[level]);
+      // A lower level's one-token kernel stays only for types whose gemm this level left alone:
+      // otherwise a 128-bit matvec would run a decode step where the level has a kernel of its own.
+      for (size_t id = 0; id < kMaxTypeId; ++id) {
+        const KernelTable& below = out[level - 1];
+        KernelTable& here = out[level];
+        if (here.gemm[id] != below.gemm[id] && here.one_token[id] == below.one_token[id]) here.one_token[id] = nullptr;
+      }
+    }
     return out;
   }();
   return tables[static_cast<size_t>(isa)];
@@ -60,7 +66,7 @@ QmatmulScratch& thread_scratch() {
 // Rows per work item: kQmatmulRowsPerItem (qmatmul.h).
 constexpr size_t kRowsPerItem = kQmatmulRowsPerItem;
 // Tokens per work item of a large batch: one item's quantized activations (64 tokens x 2048
-// columns of Q8x32 blocks: 256 KiB) stay in L2 while its rows sweep them.
+// columns of Q8x32 blocks: 384 KiB) stay in L2 while its rows sweep them.
 constexpr size_t kTokensPerItem = 64;
 
 template <class Fn>
@@ -77,6 +83,20 @@ void for_each_item(size_t n_items, ThreadPool* pool, const Fn& fn) {
 bool has_integer_kernel(GgmlType type, CpuIsa isa) {
   const auto id = static_cast<size_t>(type);
   return act_kind(type) != ActKind::kFloat && id < kMaxTypeId && kernel_table(runnable(isa)).gemm[id] != nullptr;
+}
+
+size_t quantize_activations(GgmlType type, const float* x, size_t cols, uint8_t* out, CpuIsa isa) {
+  const KernelTable& table = kernel_table(runnable(isa));
+  switch (act_kind(type)) {
+    case ActKind::kQ8x32:
+      table.quantize_q8x32(x, reinterpret_cast<ActQ8x32*>(out), cols / 32);
+      return cols / 32 * sizeof(ActQ8x32);
+    case ActKind::kQ8x256:
+      table.quantize_q8x256(x, reinterpret_cast<ActQ8x256*>(out), cols / 256);
+      return cols / 256 * sizeof(ActQ8x256);
+    case ActKind::kFloat: break;
+  }
+  return 0;
 }
 
 uint8_t* QmatmulScratch::reserve(size_t bytes) {
@@ -144,9 +164,9 @@ void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, Thre
   uint8_t* act = scratch.reserve(n_tokens * act_stride);
   auto quantize_token = [&](size_t t) {
     if (kind == ActKind::kQ8x32) {
-      quantize_act_q8x32(x + t * cols, reinterpret_cast<ActQ8x32*>(act + t * act_stride), n_blocks);
+      table->quantize_q8x32(x + t * cols, reinterpret_cast<ActQ8x32*>(act + t * act_stride), n_blocks);
     } else {
-      quantize_act_q8x256(x + t * cols, reinterpret_cast<ActQ8x256*>(act + t * act_stride), n_blocks);
+      table->quantize_q8x256(x + t * cols, reinterpret_cast<ActQ8x256*>(act + t * act_stride), n_blocks);
     }
   };
   if (n_tokens >= 4) {

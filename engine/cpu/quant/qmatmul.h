@@ -54,4 +54,10 @@ inline constexpr size_t kQmatmulRowsPerItem = 64;
 // Whether type has an integer kernel at the given level (false: the float fallback runs).
 bool has_integer_kernel(GgmlType type, CpuIsa isa);
 
+// One token's activations (cols of them, a multiple of the block) as qmatmul quantizes them for
+// weights of this type at this level: act_quant.h's blocks written to out (cols / 32 ActQ8x32 or
+// cols / 256 ActQ8x256). Returns the bytes written: 0 for a type computed in floats. For tests:
+// every level must write the scalar level's bytes.
+size_t quantize_activations(GgmlType type, const float* x, size_t cols, uint8_t* out, CpuIsa isa);
+
 }  // namespace vks::cpuq
