@@ -32,6 +32,11 @@ struct alignas(16) ActQ8x256 {
 };
 static_assert(sizeof(ActQ8x256) == 304);
 
+// Fills a block's derived fields (dv, sum, the Q4_0 offsets, s, pad) from its d and the sum of its
+// qs: every level's quantizer ends a block with it, so the fields cannot disagree between levels.
+// Defined out of line (the ISA-specific files include this header).
+void finish_act_q8x32(ActQ8x32& blk, int32_t sum);
+
 // Quantizes n_blocks * 32 (or * 256) floats.
 void quantize_act_q8x32(const float* x, ActQ8x32* out, size_t n_blocks);
 void quantize_act_q8x256(const float* x, ActQ8x256* out, size_t n_blocks);

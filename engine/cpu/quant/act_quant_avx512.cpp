@@ -70,13 +70,7 @@ void quantize_act_q8x32_avx512(const float* x, ActQ8x32* out, size_t n_blocks) {
     ActQ8x32& blk = out[b];
     int32_t sum = 0;
     blk.d = quantize_run(x + b * 32, blk.qs, 32, nullptr, &sum);
-    blk.dv[0] = blk.dv[1] = blk.dv[2] = blk.dv[3] = blk.d;
-    blk.sum = sum;
-    blk.neg_c8[0] = -8 * sum;
-    blk.neg_c8[1] = blk.neg_c8[2] = blk.neg_c8[3] = 0;
-    for (int k = 0; k < 4; ++k) blk.biased_c8[k] = blk.neg_c8[k] + 0x4B400000;
-    blk.s = blk.d * static_cast<float>(sum);
-    blk.pad = 0;
+    finish_act_q8x32(blk, sum);
   }
 }
 
