@@ -198,6 +198,32 @@ TEST(RunnerFactory, APlainStartFollowsTheBackendRule) {
   }
 }
 
+// The device router (moe_route_f32, moe_plan_i32) runs its loops in one invocation; lavapipe stops
+// a loop at 65,535 iterations, so a runner whose steps could route more choices than that is
+// refused at start with the sizes and what to change, not wrong at the first big step.
+TEST(RunnerFactory, ExpertRoutingPastTheLoopBudgetIsRefusedAtStart) {
+  const std::vector<vk::DeviceInfo> devices = vk::list_devices();
+  if (devices.empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
+  if (std::getenv("VKSTREAM_DEVICE") != nullptr) GTEST_SKIP() << "VKSTREAM_DEVICE names a device";
+  if (devices[vk::select_device(devices, "")].type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    GTEST_SKIP() << "the loop budget is lavapipe's";
+  }
+  auto model = LlamaModel::load(test::model_path("qwen3moe-tiny.gguf"));  // 8 experts, 2 per token
+  RunnerOptions o = options();
+  o.force_vulkan = true;
+  o.max_step_tokens = 20000;  // 40,000 routed choices a step: the plan's loops pass 65,535
+  try {
+    make_runner(*model, o);
+    ADD_FAILURE() << "a runner past the router's loop budget was built";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("routing 2 of 8 experts for 20000 tokens"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("lower max_step_tokens"), std::string::npos) << e.what();
+  }
+  o.max_step_tokens = 64;
+  EXPECT_NO_THROW(make_runner(*model, o));
+}
+
 // Qwen3.5's Gated DeltaNet layers follow the backend rule like any model: a plain start on a CPU
 // device picks the CPU backend, on a GPU Vulkan; --vulkan runs them on Vulkan, with a state slot
 // per sequence a step may hold and the checkpoint slots asked for.
