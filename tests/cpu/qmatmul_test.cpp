@@ -215,24 +215,31 @@ TEST(Qmatmul, BitIdenticalAcrossBatchesAndThreads) {
   }
 }
 
+// Every level this CPU runs gives the scalar level's bits for m times x (n_tokens tokens).
+::testing::AssertionResult every_level_gives_the_scalar_bits(const Matrix& m, const std::vector<float>& x,
+                                                             size_t n_tokens) {
+  std::vector<float> scalar(n_tokens * m.rows);
+  qmatmul(m.ref(), x.data(), n_tokens, scalar.data(), nullptr, CpuIsa::kScalar);
+  for (CpuIsa isa : runnable_isas()) {
+    std::vector<float> y(n_tokens * m.rows, -1.0f);
+    qmatmul(m.ref(), x.data(), n_tokens, y.data(), nullptr, isa);
+    if (std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)) != 0) {
+      return ::testing::AssertionFailure() << "differs at " << isa_name(isa);
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // Every ISA level this CPU executes gives the scalar level's bits (VKSTREAM_CPU_ISA forces the
 // level for the whole process; here each level is asked for directly).
 TEST(Qmatmul, EveryIsaLevelGivesTheSameBits) {
-  const std::vector<CpuIsa> levels = runnable_isas();
-  ASSERT_EQ(levels.front(), CpuIsa::kScalar);
+  ASSERT_EQ(runnable_isas().front(), CpuIsa::kScalar);
   for (const Case& c : all_cases()) {
     for (Fill fill : {Fill::kRandom, Fill::kExtreme}) {
       const Matrix m = make_matrix(c.type, kRows, c.cols, fill, 8);
       const size_t n_tokens = 7;  // a tile of 4 and one of 3
       const std::vector<float> x = make_activations(n_tokens, c.cols, fill, 9);
-      std::vector<float> scalar(n_tokens * kRows);
-      qmatmul(m.ref(), x.data(), n_tokens, scalar.data(), nullptr, CpuIsa::kScalar);
-      for (CpuIsa isa : levels) {
-        std::vector<float> y(n_tokens * kRows);
-        qmatmul(m.ref(), x.data(), n_tokens, y.data(), nullptr, isa);
-        ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
-            << label(c.type) << " at " << isa_name(isa);
-      }
+      ASSERT_TRUE(every_level_gives_the_scalar_bits(m, x, n_tokens)) << label(c.type);
     }
   }
 }
@@ -241,7 +248,6 @@ TEST(Qmatmul, EveryIsaLevelGivesTheSameBits) {
 // at once, the 256-bit 2) and token counts on both sides of the token tiles (4, 8 and 16), each at
 // every level against the scalar bits.
 TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnTileTails) {
-  const std::vector<CpuIsa> levels = runnable_isas();
   for (const Case& c : all_cases()) {
     if (!uses_quantized_activations(c.type)) continue;
     for (size_t rows = 1; rows <= 9; ++rows) {
@@ -249,14 +255,8 @@ TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnTileTails) {
       constexpr size_t kMaxTokens = 17;
       const std::vector<float> x = make_activations(kMaxTokens, c.cols, Fill::kRandom, 31);
       for (size_t n_tokens = 1; n_tokens <= kMaxTokens; ++n_tokens) {
-        std::vector<float> scalar(n_tokens * rows);
-        qmatmul(m.ref(), x.data(), n_tokens, scalar.data(), nullptr, CpuIsa::kScalar);
-        for (CpuIsa isa : levels) {
-          std::vector<float> y(n_tokens * rows, -1.0f);
-          qmatmul(m.ref(), x.data(), n_tokens, y.data(), nullptr, isa);
-          ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
-              << label(c.type) << " at " << isa_name(isa) << " rows " << rows << " tokens " << n_tokens;
-        }
+        ASSERT_TRUE(every_level_gives_the_scalar_bits(m, x, n_tokens))
+            << label(c.type) << " rows " << rows << " tokens " << n_tokens;
       }
     }
   }
@@ -267,7 +267,6 @@ TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnTileTails) {
 // group to prefetch, then one without) and token counts around the token tiles (pairs, 8, 16), at
 // every level against the scalar bits, on random and extreme values.
 TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnOddBlockCounts) {
-  const std::vector<CpuIsa> levels = runnable_isas();
   for (const Case& c : all_cases()) {
     if (!uses_quantized_activations(c.type)) continue;
     const size_t bs = ggml_type_traits(c.type)->block_size;
@@ -277,15 +276,9 @@ TEST(Qmatmul, EveryIsaLevelGivesTheSameBitsOnOddBlockCounts) {
           const Matrix m = make_matrix(c.type, rows, bs * blocks, fill, static_cast<uint32_t>(50 + rows + blocks));
           for (size_t n_tokens : {1u, 3u, 8u, 11u, 16u, 19u}) {
             const std::vector<float> x = make_activations(n_tokens, bs * blocks, fill, 51);
-            std::vector<float> scalar(n_tokens * rows);
-            qmatmul(m.ref(), x.data(), n_tokens, scalar.data(), nullptr, CpuIsa::kScalar);
-            for (CpuIsa isa : levels) {
-              std::vector<float> y(n_tokens * rows, -1.0f);
-              qmatmul(m.ref(), x.data(), n_tokens, y.data(), nullptr, isa);
-              ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
-                  << label(c.type) << " at " << isa_name(isa) << " blocks " << blocks << " rows " << rows
-                  << " tokens " << n_tokens << (fill == Fill::kExtreme ? " (extreme)" : "");
-            }
+            ASSERT_TRUE(every_level_gives_the_scalar_bits(m, x, n_tokens))
+                << label(c.type) << " blocks " << blocks << " rows " << rows << " tokens " << n_tokens
+                << (fill == Fill::kExtreme ? " (extreme)" : "");
           }
         }
       }
