@@ -9,9 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
-#include <map>
-#include <thread>
 
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
@@ -31,11 +28,7 @@
 namespace vks::test {
 namespace {
 
-using namespace std::chrono_literals;
-
 constexpr int32_t kStateSlots = 3;
-
-using Outcome = EngineOutcome;
 
 class HybridEngine : public ::testing::Test {
  protected:
@@ -50,7 +43,7 @@ class HybridEngine : public ::testing::Test {
   }
 
   // Runs the requests on one engine (one after the other when one_by_one).
-  Outcome run(const std::vector<GenerateRequest>& reqs, EngineConfig cfg, int32_t num_blocks = 256,
+  EngineOutcome run(const std::vector<GenerateRequest>& reqs, EngineConfig cfg, int32_t num_blocks = 256,
               bool one_by_one = false) {
     Engine engine(make(num_blocks), *tok_, cfg);
     return run_to_completion(engine, reqs, one_by_one);
@@ -92,7 +85,7 @@ TEST_F(HybridEngine, GreedyIdsEqualLlamaCppUnderEverySchedule) {
 
   // Six companions (greedy and sampled, other prompts) and the target: more than the 3 slots.
   const std::vector<GenerateRequest> batch = with_companions(target());
-  const Outcome batched = run(batch, EngineConfig{});
+  const EngineOutcome batched = run(batch, EngineConfig{});
   EXPECT_EQ(batched.ids[kTargetInBatch], ref_.generated) << "batched with six others";
   EXPECT_EQ(batched.most_running, kStateSlots) << "running sequences are bounded by the state slots";
 
@@ -103,7 +96,7 @@ TEST_F(HybridEngine, GreedyIdsEqualLlamaCppUnderEverySchedule) {
   EXPECT_EQ(run(batch, chunked).ids[kTargetInBatch], ref_.generated) << "chunked and batched";
 
   // 24 blocks of 4 = 96 tokens for requests of up to 71: forced preemptions, each recomputed.
-  const Outcome preempted = run(batch, EngineConfig{}, 24);
+  const EngineOutcome preempted = run(batch, EngineConfig{}, 24);
   EXPECT_GT(preempted.stats.preemptions, 0);
   EXPECT_EQ(preempted.ids[kTargetInBatch], ref_.generated) << "after preemption";
   for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(preempted.ids[i], batched.ids[i]) << "request " << i;
@@ -131,7 +124,7 @@ constexpr int32_t kPromptBoundary = 36;
 TEST_F(HybridEngine, SamePromptTwiceResumesFromTheCheckpointAndSpeculationIsOff) {
   GenerateRequest speculative = target();
   speculative.speculative = 4;
-  const Outcome twice = run({target(), target(), speculative}, EngineConfig{}, 256, true);
+  const EngineOutcome twice = run({target(), target(), speculative}, EngineConfig{}, 256, true);
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(twice.ids[i], ref_.generated) << "request " << i;
     EXPECT_EQ(twice.usage[i].cached_tokens, i == 0 ? 0 : kPromptBoundary) << "request " << i;
@@ -139,7 +132,7 @@ TEST_F(HybridEngine, SamePromptTwiceResumesFromTheCheckpointAndSpeculationIsOff)
   EXPECT_EQ(twice.stats.draft_tokens, 0);
 
   checkpoints_ = 0;  // a runner keeping no states: every prompt is recomputed
-  const Outcome none = run({target(), target()}, EngineConfig{}, 256, true);
+  const EngineOutcome none = run({target(), target()}, EngineConfig{}, 256, true);
   EXPECT_EQ(none.ids[1], ref_.generated);
   EXPECT_EQ(none.usage[1].cached_tokens, 0);
 }
@@ -149,7 +142,7 @@ TEST_F(HybridEngine, AContinuedConversationResumesFromItsLastBoundary) {
   std::vector<int32_t> turn2 = ref_.prompt;
   turn2.insert(turn2.end(), ref_.generated.begin(), ref_.generated.end());
   turn2.insert(turn2.end(), ref_.prompt.begin() + 1, ref_.prompt.begin() + 10);
-  const Outcome cached = run({target(), greedy_request(turn2, 16)}, EngineConfig{}, 256, true);
+  const EngineOutcome cached = run({target(), greedy_request(turn2, 16)}, EngineConfig{}, 256, true);
   EXPECT_EQ(cached.ids[0], ref_.generated);
   // Turn 1 computed 39 + 31 tokens (its last is never fed): its last decode checkpoint is at 68.
   const auto computed = static_cast<int32_t>(ref_.prompt.size() + ref_.generated.size() - 1);
@@ -157,7 +150,7 @@ TEST_F(HybridEngine, AContinuedConversationResumesFromItsLastBoundary) {
 
   EngineConfig no_cache;
   no_cache.prefix_caching = false;
-  const Outcome fresh = run({greedy_request(turn2, 16)}, no_cache);
+  const EngineOutcome fresh = run({greedy_request(turn2, 16)}, no_cache);
   EXPECT_EQ(fresh.usage[0].cached_tokens, 0);
   EXPECT_EQ(cached.ids[1], fresh.ids[0]) << "resumed from a checkpoint, turn 2 must give the uncached tokens";
 }

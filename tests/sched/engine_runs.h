@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/sched/engine.h"
+#include "tests/sched/engine_harness.h"
 
 namespace vks::test {
 
@@ -72,11 +73,7 @@ inline std::vector<GenerateRequest> with_companions(const GenerateRequest& targe
   for (int i = 0; i < 6; ++i) {
     std::vector<int32_t> prompt(target.prompt_ids.begin(), target.prompt_ids.begin() + 5 + 4 * i);
     std::reverse(prompt.begin() + 1, prompt.end());
-    GenerateRequest r;
-    r.prompt_ids = prompt;
-    r.sampling.temperature = 0;
-    r.stop.max_tokens = 10 + 3 * i;
-    r.stop.ignore_eos = true;
+    GenerateRequest r = greedy_request(prompt, 10 + 3 * i);
     if (i % 2 == 1) {
       r.sampling.temperature = 0.8f;
       r.sampling.seed = 100 + i;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/cpu/reference_ops.h"
 #include "engine/vulkan/runner/deltanet_kernels.h"
 #include "tests/vulkan/kernels_test_util.h"
 
@@ -14,8 +15,6 @@ namespace vks::vk::test {
 namespace {
 
 using DeltaNetKernels = KernelTest;
-
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // One sequence's chunk of a step, as the kernels read it.
 struct Chunk {
@@ -35,9 +34,10 @@ std::vector<int32_t> token_seqs(const std::vector<Chunk>& chunks) {
 }
 
 TEST_F(DeltaNetKernels, ConvMatchesReferenceAndShiftsEachSequencesState) {
-  const uint32_t channels = 72, kernel = 4, past = kernel - 1, x_stride = 80, out_stride = 76, slots = 5;
+  const uint32_t channels = 72, kernel = 4, past = kernel - 1, x_stride = 80, out_stride = 76, slots = 6;
   const uint32_t slot_floats = past * channels;
-  // Chunks shorter than the state (1, 2 tokens), longer, fresh and continued, slots out of order.
+  // Chunks shorter than the state (1, 2 tokens), longer, fresh and continued, slots out of order;
+  // slot 5 is nobody's.
   const std::vector<Chunk> chunks{{0, 7, 3, 1}, {7, 1, 0, 0}, {8, 2, 4, 0}, {10, 5, 1, 0}, {15, 1, 2, 1}};
   const uint32_t n = 16;
   const std::vector<float> x = random_floats(n * x_stride, 1);
@@ -65,7 +65,7 @@ TEST_F(DeltaNetKernels, ConvMatchesReferenceAndShiftsEachSequencesState) {
         sum += w[ch * kernel + past] * x[t * x_stride + ch];
         for (uint32_t k = 0; k + 1 < past; ++k) st[k * channels + ch] = st[(k + 1) * channels + ch];
         st[(past - 1) * channels + ch] = x[t * x_stride + ch];
-        want_out[t * out_stride + ch] = sum * sigmoid(sum);
+        want_out[t * out_stride + ch] = sum * ref::sigmoid(sum);
       }
     }
   }
@@ -194,7 +194,7 @@ TEST_F(DeltaNetKernels, DeltaRuleMatchesReference) {
           const float raw = gates[t * gate_stride + alpha_at + j] + dt_bias[j];
           const float softplus = raw > 20.0f ? raw : std::log1p(std::exp(raw));
           const float decay = std::exp(softplus * a[j]);
-          const float beta = sigmoid(gates[t * gate_stride + beta_at + j]);
+          const float beta = ref::sigmoid(gates[t * gate_stride + beta_at + j]);
           reference_rule(slot + j * hd * hd, row + g * hd, row + qk + g * hd, row + 2 * qk + j * hd, decay, beta,
                          p.scale, hd, &want_out[t * out_stride + j * hd]);
         }
@@ -223,7 +223,7 @@ TEST_F(DeltaNetKernels, SigmoidGateScalesByItsGateOrOneGateARow) {
           ASSERT_EQ(got[r * x_stride + i], v);
           continue;
         }
-        const float want = v * sigmoid(gate[r * gate_stride + (broadcast ? 0 : i)]);
+        const float want = v * ref::sigmoid(gate[r * gate_stride + (broadcast ? 0 : i)]);
         ASSERT_NEAR(got[r * x_stride + i], want, 1e-6f * (1.0f + std::fabs(want))) << broadcast << " " << r << "," << i;
       }
     }
