@@ -1,7 +1,7 @@
 #pragma once
 // The router of an expert layer: which experts a token runs and with what weights. One function
-// for every backend (the Vulkan runner routes on the host too), so a token's choice is the same
-// everywhere and independent of the batch it is in.
+// for every backend (the Vulkan runner's moe_route_f32 does the same on the device), so a token's
+// choice is the same everywhere and independent of the batch it is in.
 #include <cstddef>
 #include <cstdint>
 #include <vector>

@@ -57,10 +57,7 @@ void VulkanRunner::record_deltanet_mixer(vk::CommandBuffer& cmd, uint32_t l, con
   ops_->swiglu(cmd, qkv_.view(uint64_t{z_at} * kF, VK_WHOLE_SIZE), qkv_.view(), qkv_s_, att_.view(), q_s_, n, v_dim);
   mark(cmd, "deltanet.gate");
   barrier(cmd);
-  matmul(cmd, L.wo, att_.view(), q_s_, sublayer_out(L.post_attn_norm), dim_s_, n, !L.post_attn_norm.valid());
-  mark(cmd, "matmul.ssm_out");
-  barrier(cmd);
-  finish_sublayer(cmd, L.bo, L.post_attn_norm, n);
+  record_mixer_output(cmd, L, n, "matmul.ssm_out");
 }
 
 }  // namespace vks

@@ -31,12 +31,6 @@ RecurrentStateBuffers::RecurrentStateBuffers(const Device& device, const LlamaCo
   }
 }
 
-uint64_t RecurrentStateBuffers::slot_bytes() const {
-  uint64_t floats = 0;
-  for (const Layer& l : layers_) floats += l.conv_size + l.delta_size;
-  return floats * sizeof(float);
-}
-
 void RecurrentStateBuffers::record_zero(CommandBuffer& cmd) const {
   for (const Layer& l : layers_) {
     if (l.conv.valid()) cmd.fill(l.conv, 0, VK_WHOLE_SIZE, 0);

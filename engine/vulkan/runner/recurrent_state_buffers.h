@@ -22,7 +22,6 @@ class RecurrentStateBuffers {
   // layer's slots do not fit a storage binding of max_binding bytes, naming the slot count.
   RecurrentStateBuffers(const Device& device, const LlamaConfig& c, int32_t slots, uint64_t max_binding);
   int32_t slots() const { return slots_; }
-  uint64_t slot_bytes() const;
   BufferView conv(uint32_t layer) const { return layers_[layer].conv.view(); }
   BufferView delta(uint32_t layer) const { return layers_[layer].delta.view(); }
   // Floats of one slot in a layer's conv and delta buffers.

@@ -12,6 +12,7 @@
 #include "engine/model/kv_pools.h"
 #include "engine/vulkan/runner/attn_kernels.h"
 #include "engine/vulkan/runner/expert_kernels.h"
+#include "engine/vulkan/runner/expert_plan.h"
 #include "engine/vulkan/shaders/deltanet_params.h"
 #include "engine/vulkan/shaders/shader_params.h"
 
@@ -182,8 +183,9 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
       const uint64_t route = vk::moe_route_loop_iterations(l.ffn.n_experts, l.ffn.n_used);
       const uint64_t plan = vk::moe_plan_loop_iterations(static_cast<uint32_t>(T) * l.ffn.n_used, l.ffn.n_experts,
                                                          vk::expert_plan_max_groups(static_cast<uint32_t>(T), l.ffn));
-      if (l.ffn.n_experts > VKS_MOE_MAX_EXPERTS ||
-          (device_.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU && std::max(route, plan) > VKS_LAVAPIPE_LOOP_BUDGET)) {
+      // The same bounds record_moe_route and record_moe_plan enforce on every device: refused here,
+      // not at the first step that routes that many.
+      if (l.ffn.n_experts > VKS_MOE_MAX_EXPERTS || std::max(route, plan) > VKS_LAVAPIPE_LOOP_BUDGET) {
         throw Error(ErrorCode::kUnsupported,
                     fmt::format("routing {} of {} experts for {} tokens a step on {} exceeds its kernels' limits (at "
                                 "most {} experts; loop budget); lower max_step_tokens or run it on the CPU (--cpu)",
@@ -215,7 +217,7 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     seq_states_ = make_io(S * VKS_DELTANET_SEQ_FIELDS * 4, true);
     limits_.state_slots = live;  // the checkpoints lie past the live slots
     spdlog::info("vulkan: {} recurrent state slots ({} live) of {:.1f} MiB", states_.slots(), live,
-                 static_cast<double>(states_.slot_bytes()) / (1 << 20));
+                 static_cast<double>(config_.recurrent_state_bytes()) / (1 << 20));
   }
   tokens_ = make_io(T * 4, true);
   positions_ = make_io(T * 4, true);
@@ -402,6 +404,14 @@ void VulkanRunner::record_activation(vk::CommandBuffer& cmd, const vk::DeviceFfn
     case FfnActivation::kGeluTanh: return ops_->geglu(cmd, gate, up, stride, gate, stride, n_rows, f.hidden);
     case FfnActivation::kSwigluOai: return ops_->swiglu_oai(cmd, gate, up, stride, gate, stride, n_rows, f.hidden);
   }
+}
+
+void VulkanRunner::record_mixer_output(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n,
+                                       const char* label) {
+  matmul(cmd, L.wo, att_.view(), q_s_, sublayer_out(L.post_attn_norm), dim_s_, n, !L.post_attn_norm.valid());
+  mark(cmd, label);
+  barrier(cmd);
+  finish_sublayer(cmd, L.bo, L.post_attn_norm, n);
 }
 
 void VulkanRunner::finish_sublayer(vk::CommandBuffer& cmd, const vk::Buffer& bias, const vk::Buffer& post_norm,
@@ -598,11 +608,7 @@ void VulkanRunner::record_attention_mixer(vk::CommandBuffer& cmd, uint32_t l, co
     mark(cmd, "attention.gate");
     barrier(cmd);
   }
-  // x += att Wo (residual add fused into the matmul), or its bias and post-norm first.
-  matmul(cmd, L.wo, att_.view(), q_s_, sublayer_out(L.post_attn_norm), dim_s_, n, !L.post_attn_norm.valid());
-  mark(cmd, "matmul.wo");
-  barrier(cmd);
-  finish_sublayer(cmd, L.bo, L.post_attn_norm, n);
+  record_mixer_output(cmd, L, n, "matmul.wo");
 }
 
 // The dense block (fused with the norm where the products norm x themselves).

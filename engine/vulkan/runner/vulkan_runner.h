@@ -15,7 +15,6 @@
 #include "engine/vulkan/core/kernel.h"
 #include "engine/vulkan/kernels/ops.h"
 #include "engine/vulkan/runner/device_weights.h"
-#include "engine/vulkan/runner/expert_plan.h"
 #include "engine/vulkan/runner/kv_cache.h"
 #include "engine/vulkan/runner/recurrent_state_buffers.h"
 #include "engine/vulkan/runner/runner_options.h"
@@ -100,6 +99,11 @@ class VulkanRunner final : public ModelRunner {
   vk::BufferView sublayer_out(const vk::Buffer& post_norm) { return post_norm.valid() ? sub_.view() : x_.view(); }
   // After a sublayer's product into sublayer_out: its bias, then (post-norm) x += rmsnorm(sub_).
   void finish_sublayer(vk::CommandBuffer& cmd, const vk::Buffer& bias, const vk::Buffer& post_norm, uint32_t n_tokens);
+  // A mixer's output (att_, rows q_s_ apart) through its output matrix into the residual: the
+  // product (fused with the add where no post-norm follows), then finish_sublayer. label: the
+  // product's name in step profiles.
+  void record_mixer_output(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n_tokens,
+                           const char* label);
   void record_expert_ffn(vk::CommandBuffer& cmd, uint32_t layer, uint32_t n_tokens);
   // Gemma 4's per-layer inputs of the step's tokens into per_layer_in_ (after the embedding), and
   // layer l's use of its slice (at the layer's end).

@@ -4,7 +4,7 @@
 // lower id, as route_experts' partial sort orders them: pass j takes the best expert after pass
 // j - 1's in that order, so nothing per expert is stored; scores (a softmax of the logits, or the
 // logits) are recomputed each pass. Then the chosen weights softmaxed, normalized and scaled as
-// route_experts does. Loop iterations: (n_used + 2) * n_experts + 3 * n_used (moe_route_loop_iterations).
+// route_experts does. Loop iterations: moe_route_loop_iterations (expert_kernels.cpp) counts them.
 // exp() is the device's and the softmax sums float where route_experts sums double: weights agree
 // to rounding, and choices exactly unless two scores round to a tie on one side only.
 #extension GL_GOOGLE_include_directive : require
