@@ -32,9 +32,9 @@ struct Q8Rows {
   const size_t* slots;  // [n_ctx] pool slot of each visible position
   size_t stride, head_dim;
   float* rows;  // [kValueRows][head_dim] the rows decoded last, in turn
-  mutable size_t next = 0;
+  size_t next = 0;
 
-  [[gnu::always_inline]] const float* decode(const int8_t* q, const float* scales, size_t t, size_t kv_offset) const {
+  [[gnu::always_inline]] const float* decode(const int8_t* q, const float* scales, size_t t, size_t kv_offset) {
     const size_t at = slots[t] * stride + kv_offset;
     const int8_t* v = q + at;
     const float* s = scales + at / kKvQ8Block;
@@ -44,8 +44,8 @@ struct Q8Rows {
     }
     return row;
   }
-  [[gnu::always_inline]] const float* key(size_t t, size_t kv_offset) const { return decode(key_q, key_scales, t, kv_offset); }
-  [[gnu::always_inline]] const float* value(size_t t, size_t kv_offset) const {
+  [[gnu::always_inline]] const float* key(size_t t, size_t kv_offset) { return decode(key_q, key_scales, t, kv_offset); }
+  [[gnu::always_inline]] const float* value(size_t t, size_t kv_offset) {
     return decode(value_q, value_scales, t, kv_offset);
   }
 };

@@ -88,9 +88,9 @@ inline void scale_add(__m512& acc, __m512i lanes, __m512 d_w, float d_x) {
 // stay under 48,000, Q8_0's under 131,000); subtracting 1.5 * 2^23 then gives float(L) exactly,
 // cvtdq2ps's bits. The subtraction runs on either 512-bit port where vcvtdq2ps and vpdpbusd share
 // one, which bounded the GEMM. (The K-quants' lanes reach 2^23: they keep the conversion.)
-constexpr int32_t kFloatBias = 0x4B400000;
+constexpr int32_t kFloatBias = kActFloatBias;
 inline void biased_scale_add(__m512& acc, __m512i biased_lanes, __m512 d_w, float d_x) {
-  const __m512 lanes = _mm512_sub_ps(_mm512_castsi512_ps(biased_lanes), _mm512_set1_ps(12582912.0f));
+  const __m512 lanes = _mm512_sub_ps(_mm512_castsi512_ps(biased_lanes), _mm512_set1_ps(kActFloatBiasValue));
   acc = _mm512_add_ps(acc, _mm512_mul_ps(lanes, _mm512_mul_ps(d_w, _mm512_set1_ps(d_x))));
 }
 
