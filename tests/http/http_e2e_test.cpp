@@ -19,6 +19,7 @@
 
 #include "tests/common/test_models.h"
 #include "tests/http/http_daemon_suite.h"
+#include "tests/server/held_load.h"
 
 namespace vks::test {
 namespace {
@@ -455,6 +456,8 @@ TEST(HttpE2eStartup, SocketActivatedHttpDescriptorIsServed) {
   TempDir dir;
   const std::string sock = dir.path + "/http.sock";
   const std::string log = dir.path + "/log";
+  const std::string fifo = held_load_fifo(dir.path);
+  ASSERT_FALSE(fifo.empty());
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -463,7 +466,8 @@ TEST(HttpE2eStartup, SocketActivatedHttpDescriptorIsServed) {
     const std::string model = stories_model();
     const std::vector<std::string> args = {
         "/usr/bin/systemd-socket-activate", "-l", dir.path + "/vkstream.sock", "-l", dir.path + "/router.zmq",
-        "-l", dir.path + "/pub.zmq", "-l", sock, "--fdname=uds:router:pub:http", daemon, "--model", model, "--cpu"};
+        "-l", dir.path + "/pub.zmq", "-l", sock, "--fdname=uds:router:pub:http", daemon, "--model", model, "--cpu",
+        "--chat-template", fifo};
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -474,11 +478,16 @@ TEST(HttpE2eStartup, SocketActivatedHttpDescriptorIsServed) {
   // then the front end serves it: the same socket, never closed in between.
   std::optional<RawResponse> r;
   int loading = 0;
+  bool released = false;
   for (int i = 0; i < 600 && !(r && r->status != 503); ++i) {
     RawHttpClient c;
     r.reset();
     if (c.connect_unix(sock) && c.send(http_request("GET", "/health"))) r = c.read_response(20000);
     if (r && r->status == 503 && json::parse(r->body, nullptr, false) == json({{"status", "loading"}})) ++loading;
+    if (loading >= 2 && !released) {
+      released = release_held_load(fifo, [pid] { return kill(pid, 0) == 0; });
+      if (!released) break;  // the daemon is gone or never read the template: reported below
+    }
     if (!r || r->status == 503) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   kill(pid, SIGTERM);
@@ -490,7 +499,8 @@ TEST(HttpE2eStartup, SocketActivatedHttpDescriptorIsServed) {
   ASSERT_TRUE(r) << ss.str();
   EXPECT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(json::parse(r->body)["status"], "ok");
-  EXPECT_GE(loading, 1) << ss.str();
+  EXPECT_GE(loading, 2) << ss.str();
+  EXPECT_TRUE(released) << ss.str();
 }
 
 }  // namespace

@@ -1,12 +1,9 @@
-// End to end: vkstreamd --http while the model loads. The load is held open by passing a FIFO as
-// --chat-template: the loader blocks reading it until the test writes the template, so "while
-// loading" lasts as long as the test needs however fast the CPU backend loads stories260K. From
-// the moment the port first accepts a connection it never refuses one again; GET /health answers 503 {"status":"loading"} at least once, then 200 on
+// End to end: vkstreamd --http while the model loads (held open by tests/server/held_load.h as
+// long as the test needs). From the moment the port first accepts a connection it never refuses one again; GET /health answers 503 {"status":"loading"} at least once, then 200 on
 // the same port; a generation asked for meanwhile is 503 JSON, and one asked for after is served.
 // A load that fails still exits 1 with its message and leaves no HTTP socket file behind.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -20,6 +17,7 @@
 
 #include "tests/http/http_test_client.h"
 #include "tests/server/daemon_harness.h"
+#include "tests/server/held_load.h"
 
 namespace vks::test {
 namespace {
@@ -45,26 +43,6 @@ uint16_t free_port() {
   return ntohs(addr.sin_port);
 }
 
-// Writes the chat template into the FIFO the daemon's loader is reading, which ends its load.
-// Non-blocking open fails with ENXIO until the loader has opened its end, so this retries rather
-// than hanging if the daemon never gets there.
-bool release_load(const std::string& fifo, DaemonProcess& daemon) {
-  const std::string tmpl =
-      "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-      "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
-  while (Clock::now() < deadline && daemon.running()) {
-    const int fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd >= 0) {
-      const bool written = write(fd, tmpl.data(), tmpl.size()) == static_cast<ssize_t>(tmpl.size());
-      close(fd);
-      return written;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
-
 std::optional<RawResponse> ask(uint16_t port, const std::string& method, const std::string& path,
                                const std::string& body = {}) {
   RawHttpClient c;
@@ -76,8 +54,8 @@ TEST(HttpLoadingE2e, HealthIs503WhileLoadingThen200OnTheSamePortWithNoRefusedCon
   TempDir dir;
   const uint16_t port = free_port();
   ASSERT_NE(port, 0);
-  const std::string fifo = dir.path + "/template.fifo";
-  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string fifo = held_load_fifo(dir.path);
+  ASSERT_FALSE(fifo.empty());
   DaemonProcess daemon;
   DaemonConfig config;
   config.dir = dir.path;
@@ -122,7 +100,7 @@ TEST(HttpLoadingE2e, HealthIs503WhileLoadingThen200OnTheSamePortWithNoRefusedCon
     }
     // A few rounds of both answers while loading, then let the load finish.
     if (!released && health_loading >= 3 && completions_loading >= 3) {
-      ASSERT_TRUE(release_load(fifo, daemon)) << daemon.log();
+      ASSERT_TRUE(release_held_load(fifo, [&] { return daemon.running(); })) << daemon.log();
       released = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
