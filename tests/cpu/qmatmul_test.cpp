@@ -363,6 +363,76 @@ TEST(Qmatmul, CallerScratchIsReused) {
   ASSERT_EQ(0, std::memcmp(got.data(), want.data(), 2 * kRows * sizeof(float)));
 }
 
+// qmatmul_jobs gives every job the bits qmatmul gives it alone: jobs of several types (integer
+// kernels of both activation blocks, the float fallback), row slices of a stacked matrix, 1 to 70
+// tokens, empty jobs, and neighbours that read the same inputs (which share their quantized
+// activations only when their activation blocks agree), at every level, with 1 and 2 threads.
+TEST(Qmatmul, JobsGiveEachJobItsOwnBits) {
+  constexpr size_t kCols = 256, kExpertRows = 37;
+  const Matrix stacked = make_matrix(GgmlType::kQ4_0, 3 * kExpertRows, kCols, Fill::kRandom, 31);
+  const Matrix up = make_matrix(GgmlType::kQ4_0, 2 * kQmatmulRowsPerItem + 22, kCols, Fill::kRandom, 32);
+  const Matrix k_quant = make_matrix(GgmlType::kQ4_K, 41, kCols, Fill::kRandom, 33);
+  const Matrix q8 = make_matrix(GgmlType::kQ8_0, 9, kCols, Fill::kRandom, 34);
+  const Matrix f16 = make_matrix(GgmlType::kF16, 13, kCols, Fill::kRandom, 35);
+  const Matrix q6 = make_matrix(GgmlType::kQ6_K, 70, kCols, Fill::kRandom, 36);
+  const std::vector<float> x = make_activations(70, kCols, Fill::kRandom, 37);
+  const TensorRef stacked_ref = stacked.ref(), up_ref = up.ref(), k_ref = k_quant.ref(), q8_ref = q8.ref(),
+                  f16_ref = f16.ref(), q6_ref = q6.ref();
+  const float* x17 = x.data();               // 17 tokens read by three jobs in a row
+  const float* x1 = x.data() + 3 * kCols;    // then 1 token, then 2 from the same place
+  std::vector<MatmulJob> jobs = {
+      {&stacked_ref, kExpertRows, kExpertRows, x17, 17, nullptr},  // expert 1 of a stack
+      {&up_ref, 0, up.rows, x17, 17, nullptr},                      // shares the activations above
+      {&k_ref, 0, k_quant.rows, x17, 17, nullptr},                  // same x, other blocks: its own
+      {&q8_ref, 0, q8.rows, x17, 0, nullptr},                       // no tokens
+      {&q8_ref, 5, 1, x1, 1, nullptr},                              // one row of one token
+      {&q8_ref, 2, 7, x1, 2, nullptr},                              // same x, more tokens: its own
+      {&stacked_ref, 3 * kExpertRows, 0, x1, 2, nullptr},           // no rows
+      {&f16_ref, 0, f16.rows, x1, 2, nullptr},                      // the float fallback
+      {&q6_ref, 0, q6.rows, x.data(), 70, nullptr},                 // more than one token chunk
+      {&stacked_ref, 0, kExpertRows, x.data() + 20 * kCols, 4, nullptr},
+  };
+  ThreadPool pool2(2);
+  for (CpuIsa isa : runnable_isas()) {
+    // Each job alone, as qmatmul computes it.
+    std::vector<std::vector<float>> want(jobs.size());
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const MatmulJob& job = jobs[j];
+      want[j].assign(job.n_tokens * job.rows + 1, -7.0f);  // one more: nothing is written past y
+      qmatmul(job.w->rows_slice(job.first_row, job.rows), job.x, job.n_tokens, want[j].data(), nullptr, isa);
+    }
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
+      std::vector<std::vector<float>> got(jobs.size());
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        got[j].assign(want[j].size(), -7.0f);
+        jobs[j].y = got[j].data();
+      }
+      QmatmulScratch scratch;
+      qmatmul_jobs(jobs.data(), jobs.size(), pool, isa, scratch);
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        ASSERT_EQ(0, std::memcmp(got[j].data(), want[j].data(), got[j].size() * sizeof(float)))
+            << "job " << j << " at " << isa_name(isa) << " threads " << (pool ? pool->size() : 1);
+      }
+    }
+  }
+}
+
+// A job the backend cannot compute is refused before any job runs.
+TEST(Qmatmul, JobsAreCheckedBeforeAnyRuns) {
+  const Matrix good = make_matrix(GgmlType::kQ4_0, 5, 64, Fill::kRandom, 41);
+  const Matrix bad_matrix = make_matrix(GgmlType::kQ4_0, 5, 64, Fill::kRandom, 42);
+  TensorRef good_ref = good.ref(), bad = bad_matrix.ref();
+  bad.cols = 48;
+  const std::vector<float> x = make_activations(2, 64, Fill::kRandom, 43);
+  std::vector<float> y(2 * 5, -7.0f), y_bad(2 * 5, -7.0f);
+  const MatmulJob jobs[] = {{&good_ref, 0, 5, x.data(), 2, y.data()}, {&bad, 0, 5, x.data(), 2, y_bad.data()}};
+  EXPECT_THROW(qmatmul_jobs(jobs, 2, nullptr), Error);
+  for (float v : y) ASSERT_EQ(v, -7.0f);
+  const MatmulJob past_the_end[] = {{&good_ref, 3, 3, x.data(), 2, y.data()}};
+  EXPECT_THROW(qmatmul_jobs(past_the_end, 1, nullptr), Error);
+  for (float v : y) ASSERT_EQ(v, -7.0f);
+}
+
 TEST(Qmatmul, RejectsPartialBlocks) {
   const Matrix m = make_matrix(GgmlType::kQ4_0, 2, 64, Fill::kRandom, 1);
   TensorRef t = m.ref();

@@ -1,6 +1,7 @@
 #include "engine/cpu/quant/qmatmul.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,69 @@ void for_each_item(size_t n_items, ThreadPool* pool, const Fn& fn) {
   }
 }
 
+// One job of a qmatmul_jobs call, worked out before any thread starts.
+struct JobPlan {
+  const uint8_t* w = nullptr;  // row first_row's blocks
+  size_t row_bytes = 0, rows = 0, cols = 0, n_blocks = 0, n_tokens = 0;
+  const float* x = nullptr;
+  float* y = nullptr;
+  ActKind kind = ActKind::kFloat;
+  GemmFn gemm = nullptr;  // null: the float fallback
+  GemmFn one_token = nullptr;
+  DequantizeFn dequantize = nullptr;
+  uint32_t block_size = 0, type_size = 0;
+  size_t act_offset = 0;  // bytes into the call's scratch: this job's quantized activations
+  size_t act_stride = 0;
+  size_t n_row_items = 0;
+  size_t first_item = 0;  // its first work item in the call's list
+};
+
+// A run of activations to quantize: plan `job`'s tokens, the call's quantize items from `first` on.
+struct QuantizeRun {
+  size_t job = 0;
+  size_t first = 0;
+};
+
+// The bookkeeping of the calls on this thread, kept so that a call allocates nothing once the
+// largest has been seen.
+struct CallPlan {
+  std::vector<JobPlan> jobs;
+  std::vector<QuantizeRun> quantize;
+  const KernelTable* table = nullptr;
+  uint8_t* act = nullptr;
+};
+CallPlan& thread_plan() {
+  thread_local CallPlan plan;
+  return plan;
+}
+
+// Throws qmatmul's errors for a job the CPU backend cannot compute.
+GgmlTypeTraits check_job(const MatmulJob& job) {
+  const TensorRef& w = *job.w;
+  const std::optional<GgmlTypeTraits> traits = ggml_type_traits(w.type);
+  if (!traits || traits->dequantize == nullptr) {
+    throw Error(ErrorCode::kUnsupported,
+                "qmatmul: tensor '" + w.name + "' has type " + std::string(ggml_type_name(w.type)) +
+                    ", which the CPU backend cannot compute with (supported: " + supported_ggml_type_names() + ")");
+  }
+  if (w.cols % traits->block_size != 0) {
+    throw Error(ErrorCode::kInvalidArgument, "qmatmul: tensor '" + w.name + "' has " + std::to_string(w.cols) +
+                                                 " columns, not a multiple of the " + std::string(traits->name) +
+                                                 " block size " + std::to_string(traits->block_size));
+  }
+  if (job.first_row > w.rows || job.rows > w.rows - job.first_row) {
+    throw Error(ErrorCode::kInvalidArgument, "qmatmul: rows [" + std::to_string(job.first_row) + ", " +
+                                                 std::to_string(job.first_row + job.rows) + ") of tensor '" + w.name +
+                                                 "', which has " + std::to_string(w.rows));
+  }
+  return *traits;
+}
+
+// Whether plan b can read plan a's quantized activations: the same inputs in the same blocks.
+bool same_activations(const JobPlan& a, const JobPlan& b) {
+  return a.kind != ActKind::kFloat && a.kind == b.kind && a.x == b.x && a.n_tokens == b.n_tokens && a.cols == b.cols;
+}
+
 }  // namespace
 
 bool has_integer_kernel(GgmlType type, CpuIsa isa) {
@@ -115,72 +179,101 @@ void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, Thre
 
 void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool, CpuIsa isa,
              QmatmulScratch& scratch) {
-  const std::optional<GgmlTypeTraits> traits = ggml_type_traits(w.type);
-  if (!traits || traits->dequantize == nullptr) {
-    throw Error(ErrorCode::kUnsupported,
-                "qmatmul: tensor '" + w.name + "' has type " + std::string(ggml_type_name(w.type)) +
-                    ", which the CPU backend cannot compute with (supported: " + supported_ggml_type_names() + ")");
-  }
-  if (w.cols % traits->block_size != 0) {
-    throw Error(ErrorCode::kInvalidArgument, "qmatmul: tensor '" + w.name + "' has " + std::to_string(w.cols) +
-                                                 " columns, not a multiple of the " + std::string(traits->name) +
-                                                 " block size " + std::to_string(traits->block_size));
-  }
-  if (n_tokens == 0 || w.rows == 0) return;
-  const size_t rows = w.rows;
-  const size_t cols = w.cols;
-  const size_t row_bytes = ggml_row_size(w.type, cols);
-  const size_t n_blocks = cols / traits->block_size;
-  const size_t n_row_items = (rows + kRowsPerItem - 1) / kRowsPerItem;
-  const size_t n_token_items = (n_tokens + kTokensPerItem - 1) / kTokensPerItem;
-  const size_t n_items = n_row_items * n_token_items;
-  // Item i: rows [r0, r0 + n) of tokens [t0, t0 + nt); token chunks outermost, so the threads
-  // share one chunk's activations at a time.
-  auto item_rows = [&](size_t item, size_t& r0, size_t& n, size_t& t0, size_t& nt) {
-    r0 = (item % n_row_items) * kRowsPerItem;
-    n = std::min(kRowsPerItem, rows - r0);
-    t0 = (item / n_row_items) * kTokensPerItem;
-    nt = std::min(kTokensPerItem, n_tokens - t0);
-  };
+  const MatmulJob job{&w, 0, w.rows, x, n_tokens, y};
+  qmatmul_jobs(&job, 1, pool, isa, scratch);
+}
 
-  const ActKind kind = act_kind(w.type);
-  const auto id = static_cast<size_t>(w.type);
-  const KernelTable* table = kind == ActKind::kFloat || id >= kMaxTypeId ? nullptr : &kernel_table(runnable(isa));
-  const GemmFn gemm = table != nullptr ? table->gemm[id] : nullptr;
-  if (gemm == nullptr) {
-    const DequantizeFn dequantize = traits->dequantize;
-    for_each_item(n_items, pool, [&](size_t item) {
-      size_t r0 = 0, n = 0, t0 = 0, nt = 0;
-      item_rows(item, r0, n, t0, nt);
-      gemm_dequantized(dequantize, traits->block_size, traits->type_size, w.data + r0 * row_bytes, row_bytes, n,
-                       x + t0 * cols, cols, nt, y + t0 * rows + r0, rows);
-    });
-    return;
-  }
+void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool) {
+  qmatmul_jobs(jobs, n_jobs, pool, active_isa(), thread_scratch());
+}
 
-  // Quantize every token's activations once (each token on its own: the same bits whatever the batch).
-  const size_t act_block_bytes = kind == ActKind::kQ8x32 ? sizeof(ActQ8x32) : sizeof(ActQ8x256);
-  const size_t act_stride = n_blocks * act_block_bytes;  // a multiple of 16
-  uint8_t* act = scratch.reserve(n_tokens * act_stride);
-  auto quantize_token = [&](size_t t) {
-    if (kind == ActKind::kQ8x32) {
-      table->quantize_q8x32(x + t * cols, reinterpret_cast<ActQ8x32*>(act + t * act_stride), n_blocks);
+void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa isa, QmatmulScratch& scratch) {
+  CallPlan& call = thread_plan();
+  call.jobs.clear();
+  call.quantize.clear();
+  call.table = &kernel_table(runnable(isa));
+  size_t n_items = 0, n_quantize = 0, act_bytes = 0;
+  for (size_t j = 0; j < n_jobs; ++j) {
+    const MatmulJob& job = jobs[j];
+    const GgmlTypeTraits traits = check_job(job);
+    if (job.n_tokens == 0 || job.rows == 0) continue;
+    const TensorRef& w = *job.w;
+    JobPlan& p = call.jobs.emplace_back();
+    p.row_bytes = ggml_row_size(w.type, w.cols);
+    p.w = w.data + job.first_row * p.row_bytes;
+    p.rows = job.rows;
+    p.cols = w.cols;
+    p.n_blocks = w.cols / traits.block_size;
+    p.n_tokens = job.n_tokens;
+    p.x = job.x;
+    p.y = job.y;
+    p.dequantize = traits.dequantize;
+    p.block_size = traits.block_size;
+    p.type_size = traits.type_size;
+    const auto id = static_cast<size_t>(w.type);
+    p.kind = id < kMaxTypeId ? act_kind(w.type) : ActKind::kFloat;
+    p.gemm = p.kind == ActKind::kFloat ? nullptr : call.table->gemm[id];
+    if (p.gemm == nullptr) {
+      p.kind = ActKind::kFloat;
     } else {
-      table->quantize_q8x256(x + t * cols, reinterpret_cast<ActQ8x256*>(act + t * act_stride), n_blocks);
+      p.one_token = call.table->one_token[id] != nullptr ? call.table->one_token[id] : p.gemm;
+      p.act_stride = p.n_blocks * (p.kind == ActKind::kQ8x32 ? sizeof(ActQ8x32) : sizeof(ActQ8x256));  // a multiple of 16
+      const size_t previous = call.jobs.size() - 1;
+      if (previous > 0 && same_activations(call.jobs[previous - 1], p)) {
+        p.act_offset = call.jobs[previous - 1].act_offset;
+      } else {
+        p.act_offset = act_bytes;
+        act_bytes += p.n_tokens * p.act_stride;
+        call.quantize.push_back({previous, n_quantize});
+        n_quantize += p.n_tokens;
+      }
+    }
+    p.n_row_items = (p.rows + kRowsPerItem - 1) / kRowsPerItem;
+    p.first_item = n_items;
+    n_items += p.n_row_items * ((p.n_tokens + kTokensPerItem - 1) / kTokensPerItem);
+  }
+  if (n_items == 0) return;
+  call.act = act_bytes > 0 ? scratch.reserve(act_bytes) : nullptr;
+
+  // Quantize every job's activations once, each token on its own (the same bits whatever the batch).
+  // The lambdas capture one pointer, which std::function stores without allocating.
+  const CallPlan* plan = &call;
+  auto quantize_token = [plan](size_t item) {
+    const auto run = std::upper_bound(plan->quantize.begin(), plan->quantize.end(), item,
+                                      [](size_t i, const QuantizeRun& r) { return i < r.first; }) - 1;
+    const JobPlan& p = plan->jobs[run->job];
+    const size_t t = item - run->first;
+    uint8_t* out = plan->act + p.act_offset + t * p.act_stride;
+    if (p.kind == ActKind::kQ8x32) {
+      plan->table->quantize_q8x32(p.x + t * p.cols, reinterpret_cast<ActQ8x32*>(out), p.n_blocks);
+    } else {
+      plan->table->quantize_q8x256(p.x + t * p.cols, reinterpret_cast<ActQ8x256*>(out), p.n_blocks);
     }
   };
-  if (n_tokens >= 4) {
-    for_each_item(n_tokens, pool, quantize_token);
+  if (n_quantize >= 4) {
+    for_each_item(n_quantize, pool, quantize_token);
   } else {
-    for (size_t t = 0; t < n_tokens; ++t) quantize_token(t);
+    for (size_t t = 0; t < n_quantize; ++t) quantize_token(t);
   }
 
-  const GemmFn one_token = table->one_token[id] != nullptr ? table->one_token[id] : gemm;
-  for_each_item(n_items, pool, [&](size_t item) {
-    size_t r0 = 0, n = 0, t0 = 0, nt = 0;
-    item_rows(item, r0, n, t0, nt);
-    (nt == 1 ? one_token : gemm)(w.data + r0 * row_bytes, row_bytes, n, act + t0 * act_stride, act_stride, nt,
-                                 n_blocks, y + t0 * rows + r0, rows);
+  // Item i of a job: rows [r0, r0 + n) of tokens [t0, t0 + nt); token chunks outermost, so the
+  // threads share one chunk's activations at a time.
+  for_each_item(n_items, pool, [plan](size_t item) {
+    const auto job = std::upper_bound(plan->jobs.begin(), plan->jobs.end(), item,
+                                      [](size_t i, const JobPlan& p) { return i < p.first_item; }) - 1;
+    const JobPlan& p = *job;
+    const size_t local = item - p.first_item;
+    const size_t r0 = (local % p.n_row_items) * kRowsPerItem;
+    const size_t n = std::min(kRowsPerItem, p.rows - r0);
+    const size_t t0 = (local / p.n_row_items) * kTokensPerItem;
+    const size_t nt = std::min(kTokensPerItem, p.n_tokens - t0);
+    if (p.gemm == nullptr) {
+      gemm_dequantized(p.dequantize, p.block_size, p.type_size, p.w + r0 * p.row_bytes, p.row_bytes, n,
+                       p.x + t0 * p.cols, p.cols, nt, p.y + t0 * p.rows + r0, p.rows);
+    } else {
+      (nt == 1 ? p.one_token : p.gemm)(p.w + r0 * p.row_bytes, p.row_bytes, n, plan->act + p.act_offset + t0 * p.act_stride,
+                                       p.act_stride, nt, p.n_blocks, p.y + t0 * p.rows + r0, p.rows);
+    }
   });
 }
 

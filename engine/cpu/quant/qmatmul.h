@@ -45,6 +45,30 @@ class QmatmulScratch {
 void qmatmul(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool, CpuIsa isa,
              QmatmulScratch& scratch);
 
+// One product of a multi-job call: y[t][r] = W[first_row + r] · x[t] for r < rows, t < n_tokens;
+// x is [n_tokens, w->cols], y is [n_tokens, rows]. A slice of rows is how one expert of a stacked
+// ffn_*_exps matrix is named without copying its TensorRef.
+struct MatmulJob {
+  const TensorRef* w = nullptr;
+  uint64_t first_row = 0;
+  uint64_t rows = 0;
+  const float* x = nullptr;
+  size_t n_tokens = 0;
+  float* y = nullptr;
+};
+
+// Several products in one pool dispatch (and one more to quantize their activations when they are
+// many): the work items of every job (qmatmul's: kQmatmulRowsPerItem rows x up to 64 tokens) form
+// one list that the threads claim from, so a layer's experts cost one dispatch per matrix instead
+// of one per expert and matrix. Each y[t][r] is computed by the kernel, with the activations, that
+// qmatmul of that job alone would use: the same bits. A job that reads the same x (pointer and
+// n_tokens) with the same activation blocks as the job before it shares its quantized activations
+// (gate and up of one expert). Jobs with no tokens or no rows are skipped; every job is checked
+// before any runs (qmatmul's errors). Not reentrant per thread (it keeps its bookkeeping in a
+// per-thread buffer).
+void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool);
+void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa isa, QmatmulScratch& scratch);
+
 // Rows per work item of the thread pool: a thread reads its item's rows as one sequential stream,
 // long enough for the hardware prefetchers (with 16-row items two threads took turns every 18 KB of
 // a matvec and ran no faster than one); items still many enough that a thread slowed by another
