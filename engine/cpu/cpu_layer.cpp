@@ -46,6 +46,60 @@ void ffn_block(const ExpertWeights& w, FfnActivation act, const float* x, size_t
   add_bias_rows(y, w.b_down, n, w.down.rows);
 }
 
+// The products of jobs: with the quantized kernels in one pool dispatch, else one call each.
+void run_jobs(const std::vector<cpuq::MatmulJob>& jobs, ThreadPool* pool, MatmulFn matmul) {
+  if (matmul == kQuantizedMatmul) {
+    cpuq::qmatmul_jobs(jobs.data(), jobs.size(), pool);
+    return;
+  }
+  for (const cpuq::MatmulJob& job : jobs) {
+    if (job.first_row == 0 && job.rows == job.w->rows) {
+      matmul(*job.w, job.x, job.n_tokens, job.y, pool);
+    } else {
+      matmul(job.w->rows_slice(job.first_row, job.rows), job.x, job.n_tokens, job.y, pool);
+    }
+  }
+}
+
+// The experts in use of an expert block over their tokens' gathered inputs a.expert_in (expert e's
+// rows from a.expert_groups.starts[e] on), each expert's outputs written over its inputs: gate and
+// up of every expert in one dispatch, then the activation, then every down in one, so the block
+// costs two dispatches whatever the number of experts (llama.cpp's mul_mat_id); each row gets the
+// bits of its expert's products alone.
+void run_experts(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& layer, const CpuLayerVectors& lv,
+                 CpuActivations& a, ThreadPool* pool, MatmulFn matmul) {
+  const size_t dim = c.dim, hidden = ffn.hidden;
+  const ExpertGroups& groups = a.expert_groups;
+  std::vector<cpuq::MatmulJob>& jobs = a.ffn_jobs;
+  jobs.clear();
+  for (uint32_t e = 0; e < ffn.n_experts; ++e) {
+    const size_t first = groups.starts[e], m = groups.count(e);
+    if (m == 0) continue;
+    const float* x = &a.expert_in[first * dim];
+    jobs.push_back({&layer.w_gate, uint64_t{e} * hidden, hidden, x, m, &a.gate[first * hidden]});
+    jobs.push_back({&layer.w_up, uint64_t{e} * hidden, hidden, x, m, &a.up[first * hidden]});
+  }
+  run_jobs(jobs, pool, matmul);
+  const size_t rows = groups.starts[ffn.n_experts];  // every (token, choice)
+  for (uint32_t e = 0; e < ffn.n_experts; ++e) {
+    const size_t first = groups.starts[e], m = groups.count(e);
+    add_bias_rows(&a.gate[first * hidden], expert_row(lv.b_gate, e, hidden), m, hidden);
+    add_bias_rows(&a.up[first * hidden], expert_row(lv.b_up, e, hidden), m, hidden);
+  }
+  ref::ffn_activation(ffn.activation, a.gate.data(), a.gate.data(), a.up.data(), rows * hidden);
+  jobs.clear();
+  for (uint32_t e = 0; e < ffn.n_experts; ++e) {
+    const size_t first = groups.starts[e], m = groups.count(e);
+    if (m == 0) continue;
+    jobs.push_back({&layer.w_down, uint64_t{e} * dim, dim, &a.gate[first * hidden], m, &a.expert_in[first * dim]});
+  }
+  run_jobs(jobs, pool, matmul);
+  for (uint32_t e = 0; e < ffn.n_experts; ++e) {
+    const size_t first = groups.starts[e], m = groups.count(e);
+    add_bias_rows(&a.expert_in[first * dim], expert_row(lv.b_down, e, dim), m, dim);
+  }
+}
+
 // The expert block over the normed inputs a.xb into a.proj: each token runs the experts its router
 // picks, and its output is the weighted sum of theirs, added in the router's order (llama.cpp's
 // build_moe_ffn). Tokens are grouped by expert, so each expert's rows are read once per step; a
@@ -67,17 +121,10 @@ void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& la
                   lv.expert_scale.empty() ? nullptr : lv.expert_scale.data());
   }
   group_by_expert(a.expert_ids.data(), n * k, ffn.n_experts, a.expert_groups);
-  for (uint32_t e = 0; e < ffn.n_experts; ++e) {
-    const uint32_t m = a.expert_groups.count(e);  // at most n: a token picks an expert once
-    if (m == 0) continue;
-    const uint32_t* choices = &a.expert_groups.choices[a.expert_groups.starts[e]];  // token * k + slot
-    for (uint32_t j = 0; j < m; ++j) std::copy_n(&a.xb[(choices[j] / k) * dim], dim, &a.expert_in[j * dim]);
-    const ExpertWeights w{expert_matrix(layer.w_gate, e, ffn.hidden), expert_matrix(layer.w_up, e, ffn.hidden),
-                          expert_matrix(layer.w_down, e, dim), expert_row(lv.b_gate, e, ffn.hidden),
-                          expert_row(lv.b_up, e, ffn.hidden), expert_row(lv.b_down, e, dim)};
-    ffn_block(w, ffn.activation, a.expert_in.data(), m, a.proj.data(), a, pool, matmul);
-    for (uint32_t j = 0; j < m; ++j) std::copy_n(&a.proj[j * dim], dim, &a.expert_out[size_t{choices[j]} * dim]);
-  }
+  const uint32_t* choices = a.expert_groups.choices.data();  // token * k + slot, expert by expert
+  for (size_t j = 0; j < n * k; ++j) std::copy_n(&a.xb[(choices[j] / k) * dim], dim, &a.expert_in[j * dim]);
+  run_experts(c, ffn, layer, lv, a, pool, matmul);
+  for (size_t j = 0; j < n * k; ++j) std::copy_n(&a.expert_in[j * dim], dim, &a.expert_out[size_t{choices[j]} * dim]);
   for (size_t t = 0; t < n; ++t) {
     for (size_t i = 0; i < dim; ++i) {
       float sum = a.expert_weights[t * k] * a.expert_out[(t * k) * dim + i];
@@ -184,8 +231,10 @@ void CpuActivations::resize(const LlamaConfig& c, size_t n) {
   v.resize(n * c.kv_dim());
   att.resize(n * c.q_dim());
   proj.resize(n * c.dim);
-  gate.resize(n * c.max_ffn_hidden());
-  up.resize(n * c.max_ffn_hidden());
+  size_t hidden_floats = n * size_t{c.max_ffn_hidden()};
+  for (const LayerSpec& l : c.layers) hidden_floats = std::max(hidden_floats, n * l.ffn.n_used * size_t{l.ffn.hidden});
+  gate.resize(hidden_floats);
+  up.resize(hidden_floats);
   if (c.n_experts > 1) {
     const bool scaled_router = std::any_of(c.layers.begin(), c.layers.end(), [](const LayerSpec& l) {
       return l.ffn.router_input == RouterInput::kScaledNorm;
@@ -194,8 +243,9 @@ void CpuActivations::resize(const LlamaConfig& c, size_t n) {
     router_logits.resize(n * c.n_experts);
     expert_ids.resize(n * c.n_experts_used);
     expert_weights.resize(n * c.n_experts_used);
-    expert_in.resize(n * c.dim);
+    expert_in.resize(n * c.n_experts_used * c.dim);
     expert_out.resize(n * c.n_experts_used * c.dim);
+    ffn_jobs.reserve(2 * size_t{c.n_experts});
   }
   size_t channels = 0, v_dim = 0, v_heads = 0;
   bool gated = false, shared = false;

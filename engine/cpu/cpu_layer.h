@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/common/thread_pool.h"
+#include "engine/cpu/quant/qmatmul.h"
 #include "engine/cpu/recurrent_state.h"
 #include "engine/cpu/reference_ops.h"
 #include "engine/model/expert_routing.h"
@@ -61,10 +62,11 @@ struct CpuActivations {
   std::vector<float> v;     // [n, kv_dim]
   std::vector<float> att;   // attention output [n, q_dim]
   std::vector<float> proj;  // sublayer output before the residual add [n, dim]
-  std::vector<float> gate;  // [n, hidden]
-  std::vector<float> up;    // [n, hidden]
+  std::vector<float> gate;  // [n, hidden]; expert layers: [n * n_used, hidden], the rows of every expert in use
+  std::vector<float> up;    // the same
   // Expert layers: router logits [n, n_experts], each token's chosen experts and weights [n, n_used],
-  // the inputs of one expert's tokens [n, dim] and every (token, choice)'s expert output [n * n_used, dim].
+  // every expert's tokens' inputs, expert by expert [n * n_used, dim] (then their outputs), and every
+  // (token, choice)'s expert output [n * n_used, dim].
   std::vector<float> router_in;  // the router's input where it is not xb (RouterInput::kScaledNorm) [n, dim]
   std::vector<float> router_logits;
   std::vector<int32_t> expert_ids;
@@ -72,6 +74,7 @@ struct CpuActivations {
   std::vector<float> expert_in;
   std::vector<float> expert_out;
   ExpertGroups expert_groups;  // the step's (token, choice) pairs by expert
+  std::vector<cpuq::MatmulJob> ffn_jobs;  // one matrix's products of a feed-forward block's experts
   // Attention with an output gate: attn_q's rows [n, 2 * q_dim] and their gate half [n, q_dim].
   std::vector<float> q_and_gate, q_gate;
   // Gated DeltaNet layers: the conv's input (then output) [n, C], z [n, V], beta and alpha [n, H],
@@ -103,6 +106,12 @@ class LayerKv {
 // The weight products of a forward pass (ref::matmul's contract): the float reference for the
 // oracle (CpuModel), the quantized integer kernels (cpuq::qmatmul) for the serving runner.
 using MatmulFn = void (*)(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool);
+// The serving runner's: cpuq::qmatmul (activations quantized per block, as llama.cpp; F32/F16/BF16
+// weights give ref::matmul's bits there too). Given it, a feed-forward block runs each matrix's products
+// for all its experts in one pool dispatch (cpuq::qmatmul_jobs, the same bits); given another
+// (ref::matmul), one call per product.
+inline constexpr MatmulFn kQuantizedMatmul =
+    static_cast<void (*)(const TensorRef&, const float*, size_t, float*, ThreadPool*)>(&cpuq::qmatmul);
 
 // a.x[t] = the embedding of tokens[t] (ids already validated), and where the model has them the
 // tokens' per-layer inputs (a.per_layer_in).

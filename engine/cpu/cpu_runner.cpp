@@ -15,15 +15,6 @@
 #include "engine/model/kv_pools.h"
 
 namespace vks {
-namespace {
-
-// Serving runs the integer kernels (activations quantized per block, as llama.cpp); F32/F16/BF16
-// weights give ref::matmul's bits there too.
-constexpr MatmulFn kQuantizedMatmul =
-    static_cast<void (*)(const TensorRef&, const float*, size_t, float*, ThreadPool*)>(&cpuq::qmatmul);
-
-}  // namespace
-
 CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
     : model_(model), options_(options), pool_(options.threads),
       states_(model.config(), model.config().has_recurrent_layers()
