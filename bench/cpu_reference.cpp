@@ -4,7 +4,7 @@
 // bytes, prefill and decode tok/s, and the GB/s of weights a decode token streams, set against a
 // plain-C read probe of the same thread count when --probe is given.
 //   vks_bench_cpu_reference MODEL.gguf [MODEL2.gguf ...] [--threads N] [--prompt N] [--generate N]
-//                           [--seqs 4 8] [--reps N] [--no-reference] [--probe]
+//                           [--seqs 4 8] [--same-prompt] [--reps N] [--no-reference] [--probe]
 // --reps N: each runner figure is the median of N runs after an untimed warm-up run (bench/cpu_versus.sh
 // runs it alternating with llama.cpp's CPU backend).
 #include <CLI/CLI.hpp>
@@ -96,6 +96,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100));
   bool no_reference = false;
   app.add_flag("--no-reference", no_reference, "skip the float reference (CpuModel), which is slow on large models");
+  bool same_prompt = false;
+  app.add_flag("--same-prompt", same_prompt,
+               "every sequence of an aggregate decode the same prompt (by default each its own, so that an expert "
+               "model's sequences choose different experts; the same prompt makes them all choose the same)");
   bool probe = false;
   app.add_flag("--probe", probe, "measure plain-C read bandwidth at the thread count and compare decode's with it");
   CLI11_PARSE(app, argc, argv);
@@ -174,6 +178,9 @@ int main(int argc, char** argv) {
         chunk.state_slot = s;
         step.seqs.push_back(chunk);
         step.tokens.insert(step.tokens.end(), prompt.begin(), prompt.end());
+        if (s > 0 && !same_prompt) {  // sequence 0 keeps the shared prompt, the others draw their own
+          for (auto t = step.tokens.end() - n_prompt + 1; t != step.tokens.end(); ++t) *t = token(rng);
+        }
       }
       const vks::StepBatch prefill_step = step;
       vks::StepResult res;
