@@ -32,20 +32,6 @@ struct ExpertWeights {
   const float* b_down = nullptr;  // [dim]
 };
 
-// y = down(act(gate x + b_gate, up x + b_up)) + b_down for n tokens (x: [n, dim] -> y: [n, dim]),
-// through a.gate and a.up.
-void ffn_block(const ExpertWeights& w, FfnActivation act, const float* x, size_t n, float* y, CpuActivations& a,
-               ThreadPool* pool, MatmulFn matmul) {
-  const size_t hidden = w.gate.rows;
-  matmul(w.gate, x, n, a.gate.data(), pool);
-  matmul(w.up, x, n, a.up.data(), pool);
-  add_bias_rows(a.gate.data(), w.b_gate, n, hidden);
-  add_bias_rows(a.up.data(), w.b_up, n, hidden);
-  ref::ffn_activation(act, a.gate.data(), a.gate.data(), a.up.data(), n * hidden);
-  matmul(w.down, a.gate.data(), n, y, pool);
-  add_bias_rows(y, w.b_down, n, w.down.rows);
-}
-
 // The products of jobs: with the quantized kernels in one pool dispatch, else one call each.
 void run_jobs(const std::vector<cpuq::MatmulJob>& jobs, ThreadPool* pool, MatmulFn matmul) {
   if (matmul == kQuantizedMatmul) {
@@ -61,6 +47,25 @@ void run_jobs(const std::vector<cpuq::MatmulJob>& jobs, ThreadPool* pool, Matmul
   }
 }
 
+// The job of a whole matrix: y [n, w.rows] = w x [n, w.cols].
+cpuq::MatmulJob whole(const TensorRef& w, const float* x, size_t n, float* y) { return {&w, 0, w.rows, x, n, y}; }
+
+// y = down(act(gate x + b_gate, up x + b_up)) + b_down for n tokens (x: [n, dim] -> y: [n, dim]),
+// through a.gate and a.up; gate and up in one dispatch.
+void ffn_block(const ExpertWeights& w, FfnActivation act, const float* x, size_t n, float* y, CpuActivations& a,
+               ThreadPool* pool, MatmulFn matmul) {
+  const size_t hidden = w.gate.rows;
+  a.jobs.clear();
+  a.jobs.push_back(whole(w.gate, x, n, a.gate.data()));
+  a.jobs.push_back(whole(w.up, x, n, a.up.data()));
+  run_jobs(a.jobs, pool, matmul);
+  add_bias_rows(a.gate.data(), w.b_gate, n, hidden);
+  add_bias_rows(a.up.data(), w.b_up, n, hidden);
+  ref::ffn_activation(act, a.gate.data(), a.gate.data(), a.up.data(), n * hidden);
+  matmul(w.down, a.gate.data(), n, y, pool);
+  add_bias_rows(y, w.b_down, n, w.down.rows);
+}
+
 // The experts in use of an expert block over their tokens' gathered inputs a.expert_in (expert e's
 // rows from a.expert_groups.starts[e] on), each expert's outputs written over its inputs: gate and
 // up of every expert in one dispatch, then the activation, then every down in one, so the block
@@ -70,7 +75,7 @@ void run_experts(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& l
                  CpuActivations& a, ThreadPool* pool, MatmulFn matmul) {
   const size_t dim = c.dim, hidden = ffn.hidden;
   const ExpertGroups& groups = a.expert_groups;
-  std::vector<cpuq::MatmulJob>& jobs = a.ffn_jobs;
+  std::vector<cpuq::MatmulJob>& jobs = a.jobs;
   jobs.clear();
   for (uint32_t e = 0; e < ffn.n_experts; ++e) {
     const size_t first = groups.starts[e], m = groups.count(e);
@@ -245,7 +250,6 @@ void CpuActivations::resize(const LlamaConfig& c, size_t n) {
     expert_weights.resize(n * c.n_experts_used);
     expert_in.resize(n * c.n_experts_used * c.dim);
     expert_out.resize(n * c.n_experts_used * c.dim);
-    ffn_jobs.reserve(2 * size_t{c.n_experts});
   }
   size_t channels = 0, v_dim = 0, v_heads = 0;
   bool gated = false, shared = false;
@@ -268,6 +272,7 @@ void CpuActivations::resize(const LlamaConfig& c, size_t n) {
   dn_out.resize(n * v_dim);
   dn_update.resize(v_dim);
   if (shared) shared_out.resize(n * c.dim);
+  jobs.reserve(std::max<size_t>(3, 2 * size_t{c.n_experts}));
   if (c.per_layer_input_dim > 0) {
     per_layer_in.resize(n * c.n_layers * c.per_layer_input_dim);
     per_layer_tok.resize(c.n_layers * c.per_layer_input_dim);
@@ -334,22 +339,17 @@ void attention_mixer(const LlamaModel& model, const CpuLayerVectors& lv, size_t 
   const size_t q_dim = c.n_heads * head_dim;
   const size_t kv_dim = spec.attention.kv_dim();
 
-  // Q, K, V projections.
-  if (spec.attention.output_gate) {
-    matmul(layer.wq, a.xb.data(), n, a.q_and_gate.data(), pool);
-    split_query_gate(n, c.n_heads, head_dim, a);
-  } else {
-    matmul(layer.wq, a.xb.data(), n, a.q.data(), pool);
-  }
-  // A KV-sharing layer (Gemma 4) has a query only; its keys and values are another layer's.
+  // Q, K, V projections, in one dispatch. A KV-sharing layer (Gemma 4) has a query only; its keys
+  // and values are another layer's.
   const bool own_kv = !spec.attention.shares_kv();
-  if (own_kv) {
-    matmul(layer.wk, a.xb.data(), n, a.k.data(), pool);
-    if (spec.attention.value_from_key) {
-      std::copy_n(a.k.data(), n * kv_dim, a.v.data());  // V is the K projection, before K's norm
-    } else {
-      matmul(layer.wv, a.xb.data(), n, a.v.data(), pool);
-    }
+  a.jobs.clear();
+  a.jobs.push_back(whole(layer.wq, a.xb.data(), n, spec.attention.output_gate ? a.q_and_gate.data() : a.q.data()));
+  if (own_kv) a.jobs.push_back(whole(layer.wk, a.xb.data(), n, a.k.data()));
+  if (own_kv && !spec.attention.value_from_key) a.jobs.push_back(whole(layer.wv, a.xb.data(), n, a.v.data()));
+  run_jobs(a.jobs, pool, matmul);
+  if (spec.attention.output_gate) split_query_gate(n, c.n_heads, head_dim, a);
+  if (own_kv && spec.attention.value_from_key) {
+    std::copy_n(a.k.data(), n * kv_dim, a.v.data());  // V is the K projection, before K's norm
   }
   for (size_t t = 0; t < n; ++t) {
     float* q = &a.q[t * q_dim];

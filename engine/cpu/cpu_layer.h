@@ -74,7 +74,6 @@ struct CpuActivations {
   std::vector<float> expert_in;
   std::vector<float> expert_out;
   ExpertGroups expert_groups;  // the step's (token, choice) pairs by expert
-  std::vector<cpuq::MatmulJob> ffn_jobs;  // one matrix's products of a feed-forward block's experts
   // Attention with an output gate: attn_q's rows [n, 2 * q_dim] and their gate half [n, q_dim].
   std::vector<float> q_and_gate, q_gate;
   // Gated DeltaNet layers: the conv's input (then output) [n, C], z [n, V], beta and alpha [n, H],
@@ -84,6 +83,7 @@ struct CpuActivations {
   // Per-layer inputs [n, n_layers * P], one token's rows of their table [n_layers * P] while they
   // are formed, and one layer's gated slice [n, P] (LlamaConfig::per_layer_input_dim).
   std::vector<float> per_layer_in, per_layer_tok, per_layer_gate;
+  std::vector<cpuq::MatmulJob> jobs;  // the products of one dispatch (Q|K|V, gate|up, every expert's down)
   void resize(const LlamaConfig& c, size_t n);
 };
 
@@ -107,9 +107,10 @@ class LayerKv {
 // oracle (CpuModel), the quantized integer kernels (cpuq::qmatmul) for the serving runner.
 using MatmulFn = void (*)(const TensorRef& w, const float* x, size_t n_tokens, float* y, ThreadPool* pool);
 // The serving runner's: cpuq::qmatmul (activations quantized per block, as llama.cpp; F32/F16/BF16
-// weights give ref::matmul's bits there too). Given it, a feed-forward block runs each matrix's products
-// for all its experts in one pool dispatch (cpuq::qmatmul_jobs, the same bits); given another
-// (ref::matmul), one call per product.
+// weights give ref::matmul's bits there too). Given it, a layer runs the products that read one
+// input (Q|K|V; gate|up of a block, of all its experts in use) in one pool dispatch, and every
+// expert's down in one more (cpuq::qmatmul_jobs, the same bits); given another (ref::matmul), one
+// call per product.
 inline constexpr MatmulFn kQuantizedMatmul =
     static_cast<void (*)(const TensorRef&, const float*, size_t, float*, ThreadPool*)>(&cpuq::qmatmul);
 
