@@ -5,6 +5,8 @@
 // plain-C read probe of the same thread count when --probe is given.
 //   vks_bench_cpu_reference MODEL.gguf [MODEL2.gguf ...] [--threads N] [--prompt N] [--generate N]
 //                           [--seqs 4 8] [--same-prompt] [--reps N] [--no-reference] [--probe]
+// Each row also shows the process CPU milliseconds per token (all threads; on a shared machine they
+// show the work when other processes stretch the wall time).
 // --reps N: each runner figure is the median of N runs after an untimed warm-up run (bench/cpu_versus.sh
 // runs it alternating with llama.cpp's CPU backend).
 #include <CLI/CLI.hpp>
@@ -19,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/process_cpu.h"
 #include "bench/read_probe.h"
 #include "engine/common/error.h"
 #include "engine/cpu/cpu_model.h"
@@ -34,8 +37,20 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-void print_row(const char* what, int tokens, double seconds) {
-  std::printf("%-40s %8d %10.3f %12.2f\n", what, tokens, seconds, tokens / seconds);
+// Wall seconds, and the process's CPU seconds over the same span: on a shared machine the CPU time
+// shows the work a phase costs even when other processes stretch its wall time.
+struct Timed {
+  double wall = 0;
+  double cpu = 0;
+};
+struct Stopwatch {
+  Clock::time_point start = Clock::now();
+  double cpu_start = vks::bench::process_cpu_seconds();
+  Timed elapsed() const { return {seconds_since(start), vks::bench::process_cpu_seconds() - cpu_start}; }
+};
+
+void print_row(const char* what, int tokens, Timed t) {
+  std::printf("%-40s %8d %10.3f %12.2f %12.3f\n", what, tokens, t.wall, tokens / t.wall, 1e3 * t.cpu / tokens);
 }
 
 // "q4_K x 9, q6_K x 3" over the model's matrices (norms and biases left out).
@@ -59,13 +74,17 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Runs fn() once untimed when reps > 1, then reps times; the median seconds.
+// Runs fn() once untimed when reps > 1, then reps times; the median wall and the median CPU seconds.
 template <class Fn>
-double median_seconds(int reps, const Fn& fn) {
+Timed median_seconds(int reps, const Fn& fn) {
   if (reps > 1) fn();
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) times.push_back(fn());
-  return median(times);
+  std::vector<double> wall, cpu;
+  for (int r = 0; r < reps; ++r) {
+    const Timed t = fn();
+    wall.push_back(t.wall);
+    cpu.push_back(t.cpu);
+  }
+  return {median(wall), median(cpu)};
 }
 
 struct Summary {
@@ -138,12 +157,12 @@ int main(int argc, char** argv) {
       batch.seqs[0].n_past = 0;
       batch.seqs[0].n_tokens = n_prompt;
       batch.finalize(options.block_size);
-      const auto start = Clock::now();
+      const Stopwatch watch;
       runner.step(batch, result);
-      return seconds_since(start);
+      return watch.elapsed();
     };
     auto decode = [&] {  // after a prefill: the KV cache holds the prompt
-      const auto start = Clock::now();
+      const Stopwatch watch;
       for (int i = 0; i < n_generate; ++i) {
         batch.tokens = {result.argmax[0]};
         batch.seqs[0].n_past = n_prompt + i;
@@ -151,16 +170,16 @@ int main(int argc, char** argv) {
         batch.finalize(options.block_size);
         runner.step(batch, result);
       }
-      return seconds_since(start);
+      return watch.elapsed();
     };
-    const double runner_prefill = median_seconds(reps, prefill);
-    const double runner_decode = median_seconds(reps, [&] {
+    const Timed runner_prefill = median_seconds(reps, prefill);
+    const Timed runner_decode = median_seconds(reps, [&] {
       prefill();
       return decode();
     });
 
     // CpuRunner aggregate decode: n sequences (each with the prompt prefilled) decode together.
-    std::vector<std::pair<int, double>> aggregate;
+    std::vector<std::pair<int, Timed>> aggregate;
     for (const int n_seqs : batch_sizes) {
       vks::CpuRunnerOptions multi = options;
       multi.num_blocks = options.num_blocks * n_seqs;
@@ -188,7 +207,7 @@ int main(int argc, char** argv) {
         step = prefill_step;
         step.finalize(options.block_size);
         many.step(step, res);
-        const auto start = Clock::now();
+        const Stopwatch watch;
         for (int i = 0; i < n_generate; ++i) {
           step.tokens.clear();
           for (int s = 0; s < n_seqs; ++s) {
@@ -200,45 +219,45 @@ int main(int argc, char** argv) {
           step.finalize(options.block_size);
           many.step(step, res);
         }
-        return seconds_since(start);
+        return watch.elapsed();
       }));
     }
 
     // CpuModel: one token at a time, prompt included.
-    double model_prefill = 0, model_decode = 0;
+    Timed model_prefill, model_decode;
     if (!no_reference) {
       vks::CpuModel cpu(*model, threads, total);
-      auto start = Clock::now();
+      Stopwatch watch;
       int32_t next = 0;
       for (int i = 0; i < n_prompt; ++i) {
         const std::vector<float>& logits = cpu.forward(prompt[static_cast<size_t>(i)], i);
         next = vks::ref::argmax(logits.data(), logits.size());
       }
-      model_prefill = seconds_since(start);
-      start = Clock::now();
+      model_prefill = watch.elapsed();
+      watch = Stopwatch();
       for (int i = 0; i < n_generate; ++i) {
         const std::vector<float>& logits = cpu.forward(next, n_prompt + i);
         next = vks::ref::argmax(logits.data(), logits.size());
       }
-      model_decode = seconds_since(start);
+      model_decode = watch.elapsed();
     }
 
     Summary summary;
     summary.file = path.substr(path.find_last_of('/') + 1);
     summary.types = matrix_types(*model, summary.matrix_bytes);
-    summary.prefill_tps = n_prompt / runner_prefill;
-    summary.decode_tps = n_generate / runner_decode;
+    summary.prefill_tps = n_prompt / runner_prefill.wall;
+    summary.decode_tps = n_generate / runner_decode.wall;
     summaries.push_back(summary);
     std::printf("model %s (%s): dim %u, layers %u, heads %u/%u, hidden %u, vocab %u, matrices %s\n", path.c_str(),
                 c.architecture.c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.hidden_dim, c.vocab_size,
                 summary.types.c_str());
     std::printf("threads %d, reps %d\n\n", n_threads, reps);
-    std::printf("%-40s %8s %10s %12s\n", "phase", "tokens", "seconds", "tokens/s");
+    std::printf("%-40s %8s %10s %12s %12s\n", "phase", "tokens", "seconds", "tokens/s", "CPU ms/tok");
     print_row("CpuRunner prefill (one step)", n_prompt, runner_prefill);
     print_row("CpuRunner decode (batch 1)", n_generate, runner_decode);
-    for (const auto& [n_seqs, seconds] : aggregate) {
+    for (const auto& [n_seqs, timed] : aggregate) {
       const std::string label = "CpuRunner decode, " + std::to_string(n_seqs) + " seqs (aggregate)";
-      print_row(label.c_str(), n_seqs * n_generate, seconds);
+      print_row(label.c_str(), n_seqs * n_generate, timed);
     }
     if (!no_reference) {
       print_row("CpuModel prefill (token by token)", n_prompt, model_prefill);
