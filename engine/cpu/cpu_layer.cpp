@@ -24,14 +24,6 @@ void add_bias_rows(float* y, const float* bias, size_t n_rows, size_t width) {
   for (size_t r = 0; r < n_rows; ++r) ref::add_bias(&y[r * width], bias, width);
 }
 
-// One expert's weights and optional biases (a dense block is expert 0 without biases).
-struct ExpertWeights {
-  TensorRef gate, up, down;
-  const float* b_gate = nullptr;  // [hidden]
-  const float* b_up = nullptr;    // [hidden]
-  const float* b_down = nullptr;  // [dim]
-};
-
 // The products of jobs: with the quantized kernels in one pool dispatch, else one call each.
 void run_jobs(const std::vector<cpuq::MatmulJob>& jobs, ThreadPool* pool, MatmulFn matmul) {
   if (matmul == kQuantizedMatmul) {
@@ -50,20 +42,16 @@ void run_jobs(const std::vector<cpuq::MatmulJob>& jobs, ThreadPool* pool, Matmul
 // The job of a whole matrix: y [n, w.rows] = w x [n, w.cols].
 cpuq::MatmulJob whole(const TensorRef& w, const float* x, size_t n, float* y) { return {&w, 0, w.rows, x, n, y}; }
 
-// y = down(act(gate x + b_gate, up x + b_up)) + b_down for n tokens (x: [n, dim] -> y: [n, dim]),
-// through a.gate and a.up; gate and up in one dispatch.
-void ffn_block(const ExpertWeights& w, FfnActivation act, const float* x, size_t n, float* y, CpuActivations& a,
-               ThreadPool* pool, MatmulFn matmul) {
-  const size_t hidden = w.gate.rows;
+// y = down(act(gate x, up x)) for n tokens of a dense block (x: [n, dim] -> y: [n, dim]), through
+// a.gate and a.up; gate and up in one dispatch.
+void ffn_block(const TensorRef& gate, const TensorRef& up, const TensorRef& down, FfnActivation act, const float* x,
+               size_t n, float* y, CpuActivations& a, ThreadPool* pool, MatmulFn matmul) {
   a.jobs.clear();
-  a.jobs.push_back(whole(w.gate, x, n, a.gate.data()));
-  a.jobs.push_back(whole(w.up, x, n, a.up.data()));
+  a.jobs.push_back(whole(gate, x, n, a.gate.data()));
+  a.jobs.push_back(whole(up, x, n, a.up.data()));
   run_jobs(a.jobs, pool, matmul);
-  add_bias_rows(a.gate.data(), w.b_gate, n, hidden);
-  add_bias_rows(a.up.data(), w.b_up, n, hidden);
-  ref::ffn_activation(act, a.gate.data(), a.gate.data(), a.up.data(), n * hidden);
-  matmul(w.down, a.gate.data(), n, y, pool);
-  add_bias_rows(y, w.b_down, n, w.down.rows);
+  ref::ffn_activation(act, a.gate.data(), a.gate.data(), a.up.data(), n * gate.rows);
+  matmul(down, a.gate.data(), n, y, pool);
 }
 
 // The experts in use of an expert block over their tokens' gathered inputs a.expert_in (expert e's
@@ -144,7 +132,7 @@ void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& la
 void shared_expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const SharedExpertWeights& w,
                        const CpuLayerVectors& lv, CpuActivations& a, ThreadPool* pool, MatmulFn matmul) {
   const size_t n = a.n_tokens, dim = c.dim;
-  ffn_block(ExpertWeights{w.gate, w.up, w.down}, ffn.activation, a.xb.data(), n, a.shared_out.data(), a, pool, matmul);
+  ffn_block(w.gate, w.up, w.down, ffn.activation, a.xb.data(), n, a.shared_out.data(), a, pool, matmul);
   for (size_t t = 0; t < n; ++t) {
     float* out = &a.shared_out[t * dim];
     if (ffn.split_norms) ref::rmsnorm(out, out, lv.post_norm_shared.data(), dim, c.norm_eps);
@@ -433,8 +421,8 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
   if (spec.ffn.routed()) {
     expert_ffn(c, spec.ffn, layer, lv, a, pool, matmul);
   } else {
-    ffn_block(ExpertWeights{layer.w_gate, layer.w_up, layer.w_down}, spec.ffn.activation, a.xb.data(), n,
-              a.proj.data(), a, pool, matmul);
+    ffn_block(layer.w_gate, layer.w_up, layer.w_down, spec.ffn.activation, a.xb.data(), n, a.proj.data(), a, pool,
+              matmul);
   }
   if (spec.ffn.split_norms) {
     for (size_t t = 0; t < n; ++t) ref::rmsnorm(&a.proj[t * dim], &a.proj[t * dim], lv.post_norm_experts.data(), dim, c.norm_eps);
