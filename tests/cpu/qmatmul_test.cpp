@@ -410,7 +410,7 @@ TEST(Qmatmul, JobsGiveEachJobItsOwnBits) {
       QmatmulScratch scratch;
       qmatmul_jobs(jobs.data(), jobs.size(), pool, isa, scratch);
       for (size_t j = 0; j < jobs.size(); ++j) {
-        ASSERT_EQ(0, std::memcmp(got[j].data(), want[j].data(), want[j].size() * sizeof(float)))
+        ASSERT_TRUE(want[j].empty() || 0 == std::memcmp(got[j].data(), want[j].data(), want[j].size() * sizeof(float)))
             << "job " << j << " at " << isa_name(isa) << " threads " << (pool ? pool->size() : 1);
         ASSERT_EQ(got[j].back(), -9.0f) << "job " << j;
       }
