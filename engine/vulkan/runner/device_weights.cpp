@@ -254,6 +254,7 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
                                               uint64_t budget) {
   auto dw = std::make_unique<DeviceWeights>();
   dw->split = plan_weights(device, model, cpu_expert_layers, budget);
+  if (dw->split.expert_layers > 0) spdlog::info("vulkan: {}", describe_split(dw->split));
   const LlamaWeights& w = model.weights();
   ThreadPool pool;  // converts large matrices' rows in parallel (device_matrix.h)
   dw->token_embd = upload_matrix(device, w.token_embd, 0, &pool);

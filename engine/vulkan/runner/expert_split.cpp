@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <climits>
+
 #include "engine/common/error.h"
 
 namespace vks::vk {
@@ -63,6 +66,17 @@ ExpertSplit split_experts(const WeightFootprint& footprint, int32_t requested, u
                               ? ""
                               : fmt::format(" ({:.1f} MiB even with every expert layer's {:.1f} MiB of experts on the CPU)",
                                             all.device_bytes / kMiB, all.host_bytes / kMiB)));
+}
+
+int32_t parse_cpu_expert_layers(std::string_view text) {
+  if (text == "auto") return -1;
+  if (text == "all") return INT32_MAX;
+  int32_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < 0 || text.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("--cpu-experts {}: expected auto, all or a count of layers", text));
+  }
+  return n;
 }
 
 std::string describe_split(const ExpertSplit& s) {

@@ -5,6 +5,7 @@
 // arithmetic over the weights' device sizes, so a test can force any split with a small budget.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vks::vk {
@@ -33,6 +34,10 @@ struct ExpertSplit {
 // `device` names the device in the message.
 ExpertSplit split_experts(const WeightFootprint& footprint, int32_t requested, uint64_t budget,
                           const std::string& device);
+
+// The command lines' --cpu-experts: "auto" -1, "all" every expert layer, or a count. Throws vks::Error
+// kInvalidArgument for anything else.
+int32_t parse_cpu_expert_layers(std::string_view text);
 
 // "experts of 3 of 8 expert layers on the CPU (412.0 MiB in host memory), 120.5 MiB of weights on the device".
 std::string describe_split(const ExpertSplit& split);

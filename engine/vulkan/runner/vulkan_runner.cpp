@@ -65,7 +65,6 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   if (const char* env = std::getenv("VKSTREAM_LANES_TILE"); tile.empty() && env != nullptr) tile = env;
   ops_.emplace(*kernels_, vk::choose_matmul_family(device_.info(), family), vk::lanes_wide_tile_for(device_.info(), tile));
   weights_ = vk::upload_weights(device_, model, options.cpu_expert_layers, options.device_weight_budget);
-  if (weights_->split.expert_layers > 0) spdlog::info("vulkan: {}", vk::describe_split(weights_->split));
   // Before the pipelines are built (a CPU device compiles each for seconds): a Q/K/V block after the
   // first writes from its first row on, through a view that must be 16-byte aligned.
   for (size_t l = 0; l < c.n_layers; ++l) {
