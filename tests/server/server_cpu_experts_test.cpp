@@ -1,6 +1,6 @@
 // vkstreamd --cpu-experts (issue 30): an MoE model on Vulkan with its first layer's experts in host
 // memory, run on the CPU, serves the same greedy completion as with every expert on the device,
-// and the load log says the split.
+// and the load log and `stats` say the split.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -18,6 +18,7 @@ namespace {
 
 struct Served {
   std::vector<TokenId> ids;
+  int32_t cpu_expert_layers = -1;  // as `stats` says
   std::string log;
 };
 
@@ -41,6 +42,10 @@ Served serve_greedy(const std::vector<std::string>& args) {
     const auto* accepted = m ? std::get_if<proto::AcceptedAnswer>(&m->body) : nullptr;
     StreamCollector stream{accepted != nullptr ? accepted->id : ""};
     if (accepted != nullptr && collect(client, stream, 60000) && stream.complete()) out.ids = stream.ids();
+    const std::optional<proto::ServerMessage> stats = request(client, simple(proto::StatsRequest{}, 2));
+    if (const auto* answer = stats ? std::get_if<proto::StatsAnswer>(&stats->body) : nullptr) {
+      out.cpu_expert_layers = answer->stats.cpu_expert_layers;
+    }
   }
   daemon.signal(SIGTERM);
   daemon.wait_exit(30);
@@ -53,8 +58,10 @@ TEST(ServerCpuExperts, OneLayersExpertsOnTheCpuServeThePlainCompletion) {
   if (plain.log.find("no Vulkan device") != std::string::npos) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device: " << plain.log);
   ASSERT_EQ(plain.ids.size(), 24u) << plain.log;
   EXPECT_NE(plain.log.find("experts of 0 of 2 expert layers on the CPU"), std::string::npos) << plain.log;
+  EXPECT_EQ(plain.cpu_expert_layers, 0);
   const Served split = serve_greedy({"--cpu-experts", "1"});
   EXPECT_NE(split.log.find("experts of 1 of 2 expert layers on the CPU"), std::string::npos) << split.log;
+  EXPECT_EQ(split.cpu_expert_layers, 1) << split.log;
   EXPECT_EQ(split.ids, plain.ids) << split.log;
 }
 

@@ -36,6 +36,7 @@ class VulkanRunner final : public ModelRunner {
   const LlamaConfig& config() const override { return config_; }
   std::string device_name() const override;
   bool uses_device_heap() const override { return !device_info().uma; }
+  int32_t cpu_expert_layers() const override { return static_cast<int32_t>(weights_->split.host_layers); }
   // Which weight-matrix kernels this runner records (RunnerOptions::matmul_kernels, else the device's).
   vk::MatmulFamily matmul_family() const { return ops_->matmul_family(); }
   const vk::DeviceInfo& device_info() const { return device_.info(); }
