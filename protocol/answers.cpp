@@ -73,6 +73,7 @@ std::string pack_stats(const StatsSnapshot& s) {
   w.i64("kv_blocks_total", s.kv_blocks_total).i64("kv_blocks_used", s.kv_blocks_used).f64("kv_usage", s.kv_usage);
   w.i64("kv_bytes_per_token", s.kv_bytes_per_token);
   pack_kv_pools(w, s.kv_pools);
+  w.i64("cpu_expert_layers", s.cpu_expert_layers);
   w.i64("prefix_hit_tokens", s.prefix_hit_tokens).i64("prefix_query_tokens", s.prefix_query_tokens);
   w.f64("prefix_hit_rate", s.prefix_hit_rate);
   w.i64("requests_finished", s.requests_finished).i64("tokens_generated", s.tokens_generated);

@@ -292,6 +292,7 @@ bool read_stats(const msgpack::object& map, StatsSnapshot& s, MapReader& outer) 
       r.get_i32("kv_blocks_used", s.kv_blocks_used, false, 0, kI32Max) &&
       r.get_int("kv_bytes_per_token", s.kv_bytes_per_token, false, 0, std::numeric_limits<int64_t>::max()) &&
       r.get_double("kv_usage", s.kv_usage, false, 0, kDMax) && read_kv_pools(r, s.kv_pools) &&
+      r.get_i32("cpu_expert_layers", s.cpu_expert_layers, false, 0, kI32Max) &&
       r.get_int("prefix_hit_tokens", s.prefix_hit_tokens, false, 0, kI64Max) &&
       r.get_int("prefix_query_tokens", s.prefix_query_tokens, false, 0, kI64Max) &&
       r.get_double("prefix_hit_rate", s.prefix_hit_rate, false, 0, kDMax) &&

@@ -128,6 +128,8 @@ std::string render_prometheus(const StatsSnapshot& s) {
   metric(out, "vkstream_kv_blocks_used", "gauge", "KV-cache blocks in use.", s.kv_blocks_used);
   metric(out, "vkstream_kv_usage_ratio", "gauge", "Used / total KV-cache blocks.", s.kv_usage);
   kv_pool_metrics(out, s.kv_pools);
+  metric(out, "vkstream_cpu_expert_layers", "gauge",
+         "Expert layers whose experts run on the CPU beside the GPU (--cpu-experts).", s.cpu_expert_layers);
   metric(out, "vkstream_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache.",
          static_cast<double>(s.prefix_hit_tokens));
   metric(out, "vkstream_prefix_cache_query_tokens_total", "counter", "Prompt tokens looked up in the prefix cache.",

@@ -59,6 +59,7 @@ struct StatsSnapshot {
   double kv_usage = 0;               // used / total, 0 when total is 0
   int64_t kv_bytes_per_token = 0;    // one token's keys and values in the KV pools, every layer
   std::vector<KvPoolSnapshot> kv_pools;  // "full", then "window" where the model has one
+  int32_t cpu_expert_layers = 0;     // expert layers whose experts run on the CPU beside the GPU (--cpu-experts)
   int64_t prefix_hit_tokens = 0;
   int64_t prefix_query_tokens = 0;
   double prefix_hit_rate = 0;        // hit / query, 0 when query is 0

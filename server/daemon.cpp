@@ -82,6 +82,7 @@ ServedModel load_served_model(const std::string& path, const ServerOptions& opti
   ro.state_slots = std::min(options.max_seqs, ro.max_step_seqs);  // recurrent models: one per sequence run at once
   ro.kv_type_k = parse_kv_type(options.kv_type_k);
   ro.kv_type_v = parse_kv_type(options.kv_type_v);
+  ro.cpu_expert_layers = options.cpu_expert_layers;
   std::unique_ptr<ModelRunner> runner = make_runner(*served.model, ro);
   served.device = runner->device_name();
   served.device_heap = runner->uses_device_heap();

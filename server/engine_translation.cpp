@@ -224,6 +224,7 @@ proto::StatsSnapshot make_stats_snapshot(const EngineStats& e, const proto::Serv
   s.running = e.running;
   s.kv_blocks_total = e.kv_blocks_total;
   s.kv_bytes_per_token = e.kv_bytes_per_token;
+  s.cpu_expert_layers = e.cpu_expert_layers;
   s.kv_blocks_used = e.kv_blocks_used;
   s.kv_usage = e.kv_blocks_total > 0 ? static_cast<double>(e.kv_blocks_used) / e.kv_blocks_total : 0.0;
   for (const KvPoolStats& p : e.kv_pools) {

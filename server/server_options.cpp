@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "engine/common/error.h"
+#include "engine/vulkan/runner/expert_split.h"
 #include "server/http/keep_alive.h"
 #include "store/model_cache.h"
 
@@ -161,6 +162,19 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
       ->check(CLI::IsMember({"f16", "q8_0"}));
   app.add_option("--kv-type-v", o.kv_type_v, "KV cache type of the values alone (overrides --kv-type)")
       ->check(CLI::IsMember({"f16", "q8_0"}));
+  std::string cpu_experts = "auto";
+  app.add_option("--cpu-experts", cpu_experts,
+                 "mixture-of-experts models on a GPU: keep the experts of the first N expert layers in host memory "
+                 "and run them on the CPU (llama.cpp's --n-cpu-moe); all, or auto: as many as the GPU's memory needs")
+      ->check([](const std::string& text) {
+        try {
+          vks::vk::parse_cpu_expert_layers(text);
+          return std::string();
+        } catch (const std::exception& e) {
+          return std::string(e.what());
+        }
+      })
+      ->capture_default_str();
   app.add_option("-c,--ctx-size,--kv-tokens", o.kv_tokens,
                  "each model's KV pool in tokens, shared by its concurrent sequences as in llama.cpp's server "
                  "(rounded up to whole 16-token blocks); one request's prompt + max_tokens must fit in it "
@@ -247,6 +261,7 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   o.socket_mode = parse_mode(mode);
   o.prefix_caching = !no_prefix_cache;
   if (fcfs) o.priority_policy = false;
+  o.cpu_expert_layers = vks::vk::parse_cpu_expert_layers(cpu_experts);
   if (!kv_type.empty()) {  // both pools, except one named on its own
     if (app.count("--kv-type-k") == 0) o.kv_type_k = kv_type;
     if (app.count("--kv-type-v") == 0) o.kv_type_v = kv_type;

@@ -42,6 +42,9 @@ struct ServerOptions {
   int32_t kv_tokens = 0;         // 0 = runner default
   std::string kv_type_k = "f16";  // the KV pools' element types (--kv-type, --kv-type-k, --kv-type-v)
   std::string kv_type_v = "f16";
+  // --cpu-experts: the first N expert layers' experts in host memory, run on the CPU
+  // (RunnerOptions::cpu_expert_layers; -1 automatic: as many as the GPU's memory needs).
+  int32_t cpu_expert_layers = -1;
   int32_t max_batched_tokens = 256;
   int32_t max_seqs = 16;
   // Milliseconds between a long prefill's `progress` events per request (0: after every prefill

@@ -24,6 +24,7 @@
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/vulkan/runner/expert_split.h"
 #include "engine/vulkan/runner/runner_factory.h"
 #include "protocol/responses.h"
 #include "protocol/value_codec.h"
@@ -41,6 +42,7 @@ struct RunArgs {
   bool cpu = false;
   bool no_fallback = false;
   bool vulkan = false;
+  std::string cpu_experts = "auto";  // RunnerOptions::cpu_expert_layers as vks::vk::parse_cpu_expert_layers reads it
   bool no_echo = false;
   bool verbose = false;
   bool json = false;
@@ -149,6 +151,7 @@ int run_local(RunArgs& a) {
     ro.force_cpu = a.cpu;
     ro.allow_cpu_fallback = !a.no_fallback;
     ro.force_vulkan = a.vulkan;
+    ro.cpu_expert_layers = vk::parse_cpu_expert_layers(a.cpu_experts);
     ro.warm_up = true;  // kernels compile here, inside the shown stage, not before the first token
     progress.begin("uploading the weights and compiling the kernels");
     std::unique_ptr<ModelRunner> runner = make_runner(*model, ro);
@@ -264,6 +267,10 @@ void add_run_command(CLI::App& root, int& exit_code) {
                                         "device such as lavapipe: see `vkstream devices`); fail without a device")
       ->excludes(cpu);
   run->add_flag("--no-cpu-fallback", a->no_fallback, "fail instead of using the CPU when no Vulkan device exists");
+  run->add_option("--cpu-experts", a->cpu_experts,
+                  "mixture-of-experts models on a GPU: the experts of the first N expert layers stay in host memory "
+                  "and run on the CPU (all; auto: as many as the GPU's memory needs)")
+      ->capture_default_str();
   run->add_flag("--no-echo", a->no_echo, "do not print the prompt before the generated text");
   run->add_flag("-v,--verbose", a->verbose,
                 "show loading progress and a summary (also shown on a terminal), engine logs and timings on stderr");

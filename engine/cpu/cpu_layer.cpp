@@ -93,6 +93,8 @@ void run_experts(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& l
   }
 }
 
+}  // namespace
+
 // The expert block over the normed inputs a.xb into a.proj: each token runs the experts its router
 // picks, and its output is the weighted sum of theirs, added in the router's order (llama.cpp's
 // build_moe_ffn). Tokens are grouped by expert, so each expert's rows are read once per step; a
@@ -126,6 +128,8 @@ void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& la
     }
   }
 }
+
+namespace {
 
 // a.shared_out = the shared expert's output for every token over a.xb, scaled by
 // sigmoid(gate_inp · a.xb) where it is gated, post-normed where the block's norms are split.

@@ -123,6 +123,13 @@ void cpu_embed(const LlamaModel& model, const CpuModelVectors& vec, const int32_
 void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, const int32_t* positions,
                CpuActivations& a, LayerKv& kv, ThreadPool* pool, MatmulFn matmul);
 
+// Layer l's routed experts (spec.ffn.routed()) over the normed inputs a.xb into a.proj, the residual
+// a.x read where the router norms it itself (RouterInput::kScaledNorm); a.n_tokens rows, a sized by
+// resize(). cpu_layer runs it, and so does the Vulkan runner for layers whose experts stay in host
+// memory (RunnerOptions::cpu_expert_layers).
+void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& layer, const CpuLayerVectors& lv,
+                CpuActivations& a, ThreadPool* pool, MatmulFn matmul);
+
 // Final norm and logits of the tokens rows[0..n_rows): logits [n_rows, vocab]. The output matrix is
 // dequantized once for all of them.
 void cpu_logits(const LlamaModel& model, const CpuModelVectors& vec, const CpuActivations& a, const size_t* rows,

@@ -205,6 +205,7 @@ struct EngineStats {
   int32_t kv_blocks_total = 0;
   int32_t kv_blocks_used = 0;
   int64_t kv_bytes_per_token = 0;     // one token's keys and values, every layer
+  int32_t cpu_expert_layers = 0;      // expert layers run on the CPU beside the GPU (ModelRunner::cpu_expert_layers)
   int64_t prefix_hit_tokens = 0;
   int64_t prefix_query_tokens = 0;    // hit rate = hit / query
   int64_t requests_finished = 0;

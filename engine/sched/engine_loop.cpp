@@ -219,6 +219,7 @@ void Engine::Impl::publish_stats() {
   s.kv_blocks_total = blocks.num_blocks();
   s.kv_blocks_used = blocks.num_used();
   s.kv_bytes_per_token = static_cast<int64_t>(runner->kv_bytes_per_token());
+  s.cpu_expert_layers = runner->cpu_expert_layers();
   s.kv_blocks_cached = blocks.num_cached();
   s.kv_pools = kv_pool_stats();
   s.prefix_hit_tokens = blocks.hit_tokens();

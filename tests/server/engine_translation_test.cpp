@@ -36,6 +36,7 @@ TEST(Answers, StatsRoundTrip) {
   e.kv_blocks_total = 100;
   e.kv_blocks_used = 25;
   e.kv_bytes_per_token = 12960;
+  e.cpu_expert_layers = 5;
   e.prefix_hit_tokens = 30;
   e.prefix_query_tokens = 120;
   e.tokens_generated = 999;
@@ -58,6 +59,8 @@ TEST(Answers, StatsRoundTrip) {
   EXPECT_NE(render_prometheus(s.stats).find("vkstream_draft_acceptance_ratio 0.75"), std::string::npos);
   EXPECT_EQ(s.stats.kv_bytes_per_token, 12960);
   EXPECT_NE(render_prometheus(s.stats).find("vkstream_kv_bytes_per_token 12960"), std::string::npos);
+  EXPECT_EQ(s.stats.cpu_expert_layers, 5);
+  EXPECT_NE(render_prometheus(s.stats).find("vkstream_cpu_expert_layers 5\n"), std::string::npos);
   // Per layer kind: a block's bytes times the blocks.
   ASSERT_EQ(s.stats.kv_pools.size(), 2u);
   EXPECT_EQ(s.stats.kv_pools[1].kind, "window");

@@ -63,6 +63,20 @@ TEST(ServerOptions, KvTypeSetsBothPoolsUnlessOneIsNamed) {
   EXPECT_THROW((void)parse({"--model", "m.gguf", "--kv-type", "q4_0"}), vks::Error);
 }
 
+// --cpu-experts: automatic unless asked, "all" every expert layer, or a count (llama.cpp's --n-cpu-moe).
+TEST(ServerOptions, CpuExpertsTakesAutoAllOrACount) {
+  const auto def = parse({"--model", "m.gguf"});
+  ASSERT_TRUE(def);
+  EXPECT_EQ(def->cpu_expert_layers, -1);
+  EXPECT_EQ(parse({"--model", "m.gguf", "--cpu-experts", "3"})->cpu_expert_layers, 3);
+  EXPECT_EQ(parse({"--model", "m.gguf", "--cpu-experts", "0"})->cpu_expert_layers, 0);
+  EXPECT_EQ(parse({"--model", "m.gguf", "--cpu-experts", "auto"})->cpu_expert_layers, -1);
+  EXPECT_GT(parse({"--model", "m.gguf", "--cpu-experts", "all"})->cpu_expert_layers, 1000);
+  for (const char* bad : {"-1", "x", "3x", ""}) {
+    EXPECT_THROW((void)parse({"--model", "m.gguf", "--cpu-experts", bad}), vks::Error) << bad;
+  }
+}
+
 // Several models: no --model needed; --keep-alive reads seconds and durations as Ollama does.
 TEST(ServerOptions, ModelsOptions) {
   const auto def = parse({"--models-dir", "/m"});

@@ -180,54 +180,9 @@ DeviceFfn upload_ffn(const Device& device, const TensorRef& gate, const TensorRe
   return f;
 }
 
-// Before any upload: the device layout's bytes and buffers of every matrix against the device's
-// memory and allocation count, so a model that cannot fit is refused with its sizes instead of
-// failing halfway.
-void check_weights_fit(const Device& device, const LlamaModel& model) {
-  const LlamaConfig& c = model.config();
-  const LlamaWeights& w = model.weights();
-  uint64_t bytes = 0, buffers = 0;
-  auto add = [&](const TensorRef& t) {
-    bytes += device_matrix_part_bytes(t.type, t.rows, t.cols);
-    buffers += 1 + device_matrix_part_bytes(t.type, t.rows, t.cols) / std::max<uint64_t>(device.max_texel_binding_bytes(), 1);
-  };
-  add(w.token_embd);
-  if (w.output.data != w.token_embd.data) add(w.output);
-  if (w.per_layer_inputs) {
-    add(w.per_layer_inputs->token_embd);
-    add(w.per_layer_inputs->model_proj);
-  }
-  for (size_t l = 0; l < w.layers.size(); ++l) {
-    const LayerWeights& lw = w.layers[l];
-    for (const TensorRef* t : {&lw.wq, &lw.wk, &lw.wv, &lw.wo}) {
-      if (t->data != nullptr) add(*t);
-    }
-    if (lw.deltanet) {
-      const DeltaNetWeights& d = *lw.deltanet;
-      for (const TensorRef* t : {&d.qkv, &d.z, &d.beta, &d.alpha, &d.out}) add(*t);
-    }
-    if (lw.router) add(*lw.router);
-    if (lw.shared) {
-      for (const TensorRef* t : {&lw.shared->gate, &lw.shared->up, &lw.shared->down}) add(*t);
-    }
-    if (lw.per_layer_input) {
-      add(lw.per_layer_input->gate);
-      add(lw.per_layer_input->proj);
-    }
-    // Every expert of a projection in one stack (gate and up in one where they fuse).
-    const FfnSpec& ffn = c.layers[l].ffn;
-    add(lw.w_gate);
-    add(lw.w_up);
-    add(lw.w_down);
-    if (gate_up_stacks(expert_matrix(lw.w_gate, 0, ffn.hidden), expert_matrix(lw.w_up, 0, ffn.hidden))) --buffers;
-  }
+// The refusal of a model whose weights need more device buffers than the device allows.
+void check_allocations(const Device& device, uint64_t buffers) {
   const DeviceInfo& info = device.info();
-  const uint64_t mib = 1 << 20;
-  if (info.device_local_bytes != 0 && bytes > info.device_local_bytes) {
-    throw Error(ErrorCode::kOutOfMemory, "the model's weights take " + std::to_string(bytes / mib) + " MiB on " +
-                                             info.name + ", which has " + std::to_string(info.device_local_bytes / mib) +
-                                             " MiB of device memory; run it on the CPU (--cpu) or use a smaller quantization");
-  }
   if (info.max_memory_allocations != 0 && buffers + 1024 > info.max_memory_allocations) {
     throw Error(ErrorCode::kUnsupported, "the model's weights need " + std::to_string(buffers) + " device buffers and " +
                                              info.name + " allows " + std::to_string(info.max_memory_allocations) +
@@ -237,10 +192,70 @@ void check_weights_fit(const Device& device, const LlamaModel& model) {
 
 }  // namespace
 
-std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaModel& model) {
-  check_weights_fit(device, model);
+WeightFootprint weight_footprint(const Device& device, const LlamaModel& model) {
+  const LlamaConfig& c = model.config();
   const LlamaWeights& w = model.weights();
+  WeightFootprint f;
+  f.expert_bytes.assign(w.layers.size(), 0);
+  f.expert_buffers.assign(w.layers.size(), 0);
+  auto add = [&](const TensorRef& t, uint64_t& bytes, uint64_t& buffers) {
+    const uint64_t b = device_matrix_part_bytes(t.type, t.rows, t.cols);
+    bytes += b;
+    buffers += 1 + b / std::max<uint64_t>(device.max_texel_binding_bytes(), 1);
+  };
+  auto fixed = [&](const TensorRef& t) { add(t, f.fixed_bytes, f.fixed_buffers); };
+  fixed(w.token_embd);
+  if (w.output.data != w.token_embd.data) fixed(w.output);
+  if (w.per_layer_inputs) {
+    fixed(w.per_layer_inputs->token_embd);
+    fixed(w.per_layer_inputs->model_proj);
+  }
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const LayerWeights& lw = w.layers[l];
+    for (const TensorRef* t : {&lw.wq, &lw.wk, &lw.wv, &lw.wo}) {
+      if (t->data != nullptr) fixed(*t);
+    }
+    if (lw.deltanet) {
+      const DeltaNetWeights& d = *lw.deltanet;
+      for (const TensorRef* t : {&d.qkv, &d.z, &d.beta, &d.alpha, &d.out}) fixed(*t);
+    }
+    if (lw.router) fixed(*lw.router);
+    if (lw.shared) {
+      for (const TensorRef* t : {&lw.shared->gate, &lw.shared->up, &lw.shared->down}) fixed(*t);
+    }
+    if (lw.per_layer_input) {
+      fixed(lw.per_layer_input->gate);
+      fixed(lw.per_layer_input->proj);
+    }
+    // Every expert of a projection in one stack (gate and up in one where they fuse): a routed
+    // layer's stacks are what may stay on the host.
+    const FfnSpec& ffn = c.layers[l].ffn;
+    const bool routed = ffn.routed() && lw.router;
+    uint64_t& bytes = routed ? f.expert_bytes[l] : f.fixed_bytes;
+    uint64_t& buffers = routed ? f.expert_buffers[l] : f.fixed_buffers;
+    add(lw.w_gate, bytes, buffers);
+    add(lw.w_up, bytes, buffers);
+    add(lw.w_down, bytes, buffers);
+    if (gate_up_stacks(expert_matrix(lw.w_gate, 0, ffn.hidden), expert_matrix(lw.w_up, 0, ffn.hidden))) --buffers;
+  }
+  return f;
+}
+
+ExpertSplit plan_weights(const Device& device, const LlamaModel& model, int32_t cpu_expert_layers, uint64_t budget) {
+  const DeviceInfo& info = device.info();
+  // Before any upload: a model that cannot fit is refused with its sizes instead of failing halfway.
+  const ExpertSplit split = split_experts(weight_footprint(device, model), cpu_expert_layers,
+                                          budget != 0 ? budget : info.device_local_bytes, info.name);
+  check_allocations(device, split.device_buffers);
+  return split;
+}
+
+std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaModel& model, int32_t cpu_expert_layers,
+                                              uint64_t budget) {
   auto dw = std::make_unique<DeviceWeights>();
+  dw->split = plan_weights(device, model, cpu_expert_layers, budget);
+  if (dw->split.expert_layers > 0) spdlog::info("vulkan: {}", describe_split(dw->split));
+  const LlamaWeights& w = model.weights();
   ThreadPool pool;  // converts large matrices' rows in parallel (device_matrix.h)
   dw->token_embd = upload_matrix(device, w.token_embd, 0, &pool);
   dw->bytes += matrix_bytes(dw->token_embd);
@@ -262,7 +277,13 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
     }
     d.ffn_norm = upload_vector_f32(device, lw.ffn_norm);
     const FfnSpec& ffn = model.config().layers[l].ffn;
-    d.ffn = upload_ffn(device, lw.w_gate, lw.w_up, lw.w_down, ffn.n_experts, model.config().dim, pool);
+    d.experts_on_host = dw->split.on_host[l];
+    if (d.experts_on_host) {  // read from the mmapped file by the CPU (host_experts.h)
+      d.ffn.n_experts = ffn.n_experts;
+      d.ffn.hidden = ffn.hidden;
+    } else {
+      d.ffn = upload_ffn(device, lw.w_gate, lw.w_up, lw.w_down, ffn.n_experts, model.config().dim, pool);
+    }
     d.ffn.activation = ffn.activation;
     d.ffn.biased = lw.b_gate.has_value();
     dw->bytes += matrix_bytes(d.ffn.w_gate_up) + matrix_bytes(d.ffn.w_gate) + matrix_bytes(d.ffn.w_up) +
@@ -304,9 +325,11 @@ std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaM
     if (lw.post_attn_norm) d.post_attn_norm = upload_vector_f32(device, *lw.post_attn_norm);
     if (lw.post_ffn_norm) d.post_ffn_norm = upload_vector_f32(device, *lw.post_ffn_norm);
     if (lw.router_bias) d.router_bias = upload_vector_f32(device, *lw.router_bias);
-    if (lw.b_gate) d.b_gate = upload_bias_rows(device, *lw.b_gate);
-    if (lw.b_up) d.b_up = upload_bias_rows(device, *lw.b_up);
-    if (lw.b_down) d.b_down = upload_bias_rows(device, *lw.b_down);
+    if (!d.experts_on_host) {
+      if (lw.b_gate) d.b_gate = upload_bias_rows(device, *lw.b_gate);
+      if (lw.b_up) d.b_up = upload_bias_rows(device, *lw.b_up);
+      if (lw.b_down) d.b_down = upload_bias_rows(device, *lw.b_down);
+    }
     const ref::RopeParams rope =
         ref::rope_params(model.config(), model.config().layers[l].attention, divisors.empty() ? nullptr : divisors.data());
     // The layer's angle table (from its base and the rope_freqs.weight divisors, whose length the

@@ -9,6 +9,7 @@
 #include "engine/vulkan/core/buffer.h"
 #include "engine/vulkan/core/device.h"
 #include "engine/vulkan/kernels/device_matrix.h"
+#include "engine/vulkan/runner/expert_split.h"
 
 namespace vks::vk {
 
@@ -49,6 +50,9 @@ struct DeviceLayerWeights {
   // The feed-forward block: one expert for a dense block (no router), else the router picks
   // LayerSpec::ffn.n_used of ffn.n_experts per token.
   DeviceFfn ffn;
+  // The experts (ffn's matrices and b_gate/b_up/b_down) stay in host memory and run on the CPU
+  // (ExpertSplit): ffn has their shape only, no matrices.
+  bool experts_on_host = false;
   DeviceMatrix router;          // [n_experts, dim] ffn_gate_inp; no rows for a dense block
   // A shared block beside the experts (FfnSpec::has_shared; hidden 0 where there is none), and
   // where its norms are split (Gemma 4): its post-norm, the experts' pre- and post-norms.
@@ -99,10 +103,20 @@ struct DeviceWeights {
   DeviceMatrix per_layer_model_proj;  // [L*P, dim]
   Buffer per_layer_proj_norm;         // f32 [P]
   uint64_t bytes = 0;           // device bytes of all weights
+  ExpertSplit split;            // which layers' experts stayed in host memory
 };
 
-// Uploads every weight tensor (through staging where the device needs it). Throws vks::Error
-// (kOutOfMemory when the device cannot hold them, kUnsupported for a weight type it cannot run).
-std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaModel& model);
+// The weights' device bytes and buffers, by what may stay on the host (expert_split.h).
+WeightFootprint weight_footprint(const Device& device, const LlamaModel& model);
+// Which layers' experts stay on the host (split_experts with budget, 0: the device's device-local
+// memory), checked against the device's allocation count too.
+ExpertSplit plan_weights(const Device& device, const LlamaModel& model, int32_t cpu_expert_layers, uint64_t budget);
+
+// Uploads every weight tensor (through staging where the device needs it) but the experts
+// plan_weights leaves on the host (RunnerOptions::cpu_expert_layers, device_weight_budget). Throws
+// vks::Error (kOutOfMemory when the device cannot hold them, kUnsupported for a weight type it
+// cannot run).
+std::unique_ptr<DeviceWeights> upload_weights(const Device& device, const LlamaModel& model,
+                                              int32_t cpu_expert_layers = -1, uint64_t budget = 0);
 
 }  // namespace vks::vk

@@ -53,6 +53,15 @@ struct RunnerOptions {
   // The lanes family's token tile for prefill batches (vk::lanes_wide_tile_for): "8", "16", "32", or
   // "" for the device's own (VKSTREAM_LANES_TILE when set). The same bits for every choice.
   std::string lanes_tile;
+  // Mixture-of-experts models (llama.cpp's --n-cpu-moe): the expert stacks (ffn_*_exps and their
+  // biases) of the first N expert layers stay in host memory, read from the mmapped file, and run
+  // on the CPU; router, shared expert and attention stay on the device. -1: as few layers as make
+  // the weights fit the device (0 when they fit); a model that does not fit even with every expert
+  // layer on the CPU is refused with its sizes. The CPU backend ignores it (its experts are all there).
+  int32_t cpu_expert_layers = -1;
+  // The device memory the weights may take; 0: the device's device-local memory. Tests force a
+  // split with a small one.
+  uint64_t device_weight_budget = 0;
   // Keep compiled pipelines in $XDG_CACHE_HOME (or ~/.cache)/vkstream/pipeline_cache.bin.
   bool disk_pipeline_cache = true;
   // Run a few throw-away steps before returning the runner, so every kernel is compiled before the

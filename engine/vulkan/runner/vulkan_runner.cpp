@@ -64,7 +64,7 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   std::string tile = options.lanes_tile;
   if (const char* env = std::getenv("VKSTREAM_LANES_TILE"); tile.empty() && env != nullptr) tile = env;
   ops_.emplace(*kernels_, vk::choose_matmul_family(device_.info(), family), vk::lanes_wide_tile_for(device_.info(), tile));
-  weights_ = vk::upload_weights(device_, model);
+  weights_ = vk::upload_weights(device_, model, options.cpu_expert_layers, options.device_weight_budget);
   // Before the pipelines are built (a CPU device compiles each for seconds): a Q/K/V block after the
   // first writes from its first row on, through a view that must be 16-byte aligned.
   for (size_t l = 0; l < c.n_layers; ++l) {
@@ -210,6 +210,17 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
       if (l.ffn.shared_gated && !shared_gate_.valid()) shared_gate_ = activation(T, 4, "shared expert gate", false);
     }
   }
+  if (weights_->split.any_on_host()) {
+    host_experts_ = std::make_unique<vk::HostExperts>(model, static_cast<uint32_t>(T));
+    host_xn_ = make_io(T * dim_s_ * kF, false);
+    host_out_ = make_io(T * dim_s_ * kF, true);
+    for (uint32_t l = 0; l < c.n_layers; ++l) {
+      if (weights_->split.on_host[l] && c.layers[l].ffn.router_input == RouterInput::kScaledNorm) {
+        host_x_ = make_io(T * dim_s_ * kF, false);
+        break;
+      }
+    }
+  }
   if (c.has_recurrent_layers()) {
     const int32_t live = options.state_slots > 0 ? options.state_slots : options.max_step_seqs;
     states_ = vk::RecurrentStateBuffers(device_, c, live + std::max(options.state_checkpoints, 0), max_binding);
@@ -284,12 +295,14 @@ void VulkanRunner::create_pipelines() {
   for (const vk::DeviceLayerWeights& L : weights_->layers) {
     if (L.bqkv.valid() || L.bo.valid() || L.router_bias.valid()) names.insert("bias_add_f32");
     if (L.post_attn_norm.valid() || L.post_ffn_norm.valid()) names.insert("add_f32");
-    if (!swiglu_epilogue(L.ffn)) {
+    if (L.experts_on_host) {
+      names.insert("add_f32");  // the CPU's sum into the residual
+    } else if (!swiglu_epilogue(L.ffn)) {
       names.insert(L.ffn.activation == FfnActivation::kGeluTanh    ? "geglu_f32"
                    : L.ffn.activation == FfnActivation::kSwigluOai ? "swiglu_oai_f32"
                                                                    : "swiglu_f32");
     }
-    if (L.router.rows > 0) {  // embed_f32: the row gather
+    if (L.router.rows > 0 && !L.experts_on_host) {  // embed_f32: the row gather
       names.insert({"moe_route_f32", "moe_plan_i32", "moe_combine_f32", "embed_f32"});
     }
     if (L.router.rows > 0 && L.b_gate.valid()) names.insert("bias_add_rows_f32");
@@ -740,6 +753,10 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
     mark(cmd, "rmsnorm.experts");
     barrier(cmd);
   }
+  if (L.experts_on_host) {
+    run_host_experts(cmd, l, n);
+    return;
+  }
   vk::BufferView router_in = xn_.view();
   if (L.router_in_weight.valid()) {
     ops_->rmsnorm(cmd, x_.view(), dim_s_, L.router_in_weight.view(), router_in_.view(), dim_s_, n, c.dim, c.norm_eps);
@@ -827,6 +844,12 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
                          vk::shader::MoeCombineParams{n, c.dim, spec.n_used, dim_s_, dim_s_});
   mark(cmd, "expert.combine");
   barrier(cmd);
+  record_expert_tail(cmd, L, target, n);
+}
+
+void VulkanRunner::record_expert_tail(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, vk::BufferView target,
+                                      uint32_t n) {
+  const LlamaConfig& c = config_;
   if (L.post_norm_experts.valid()) {
     ops_->rmsnorm(cmd, target, dim_s_, L.post_norm_experts.view(), target, dim_s_, n, c.dim, c.norm_eps);
     mark(cmd, "expert.post_norm");
@@ -838,6 +861,50 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
     barrier(cmd);
   }
   finish_sublayer(cmd, vk::Buffer{}, L.post_ffn_norm, n);
+}
+
+// The step so far is submitted and waited for, the CPU runs the layer's experts over the rows of
+// xn_ (HostExperts: router, routing and experts as the CPU backend runs them), and a new submission
+// adds their sum where the device's combine would have (x_, or a zeroed sub_), then goes on.
+void VulkanRunner::run_host_experts(vk::CommandBuffer& cmd, uint32_t l, uint32_t n) {
+  const vk::DeviceLayerWeights& L = weights_->layers[l];
+  const uint64_t bytes = uint64_t{n} * dim_s_ * kF;
+  cmd.barrier(vk::Stage::kCompute, vk::Stage::kTransfer);
+  cmd.copy(xn_, 0, host_xn_.host_side(), 0, bytes);
+  const bool reads_x = config_.layers[l].ffn.router_input == RouterInput::kScaledNorm;
+  if (reads_x) cmd.copy(x_, 0, host_x_.host_side(), 0, bytes);
+  cmd.barrier(vk::Stage::kTransfer, vk::Stage::kHost);
+  submit_and_wait(cmd);
+  device_.invalidate(host_xn_.host_side());
+  if (reads_x) device_.invalidate(host_x_.host_side());
+  host_experts_->run(l, static_cast<const float*>(host_xn_.mapped()),
+                     reads_x ? static_cast<const float*>(host_x_.mapped()) : nullptr, dim_s_, n,
+                     static_cast<float*>(host_out_.mapped()));
+  device_.flush(host_out_.host_side(), 0, VK_WHOLE_SIZE);
+  cmd.begin();
+  if (host_out_.host.valid()) {
+    cmd.copy(host_out_.host, 0, host_out_.device, 0, bytes);
+    cmd.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
+  }
+  cmd.barrier(vk::Stage::kHost, vk::Stage::kCompute);
+  const vk::BufferView target = sublayer_out(L.post_ffn_norm);
+  if (L.post_ffn_norm.valid()) {
+    cmd.fill(sub_, 0, bytes, 0);
+    cmd.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
+  }
+  ops_->add(cmd, target, host_out_.device.view(), dim_s_, target, dim_s_, n, config_.dim);
+  mark(cmd, "expert.host");  // the CPU's time included: the stamps before and after straddle it
+  barrier(cmd);
+  record_expert_tail(cmd, L, target, n);
+}
+
+void VulkanRunner::submit_and_wait(vk::CommandBuffer& cmd) {
+  cmd.end();
+  last_dispatches_ += cmd.dispatch_count();
+  ++last_submits_;
+  device_.submit(cmd, fence_);
+  fence_.wait();
+  fence_.reset();
 }
 
 // Final norm of the rows that produce logits (gathered into xo), logits, greedy ids.
@@ -906,6 +973,8 @@ void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
   const uint32_t n_hidden = static_cast<uint32_t>(in.hidden_rows.size());
   const uint64_t hidden_bytes = uint64_t(n_hidden) * dim_s_ * kF;
 
+  last_dispatches_ = 0;
+  last_submits_ = 0;
   cmd_.begin();
   if (profiler_) profiler_->begin(cmd_);
   write_inputs(cmd_, in, batch);
@@ -924,11 +993,7 @@ void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
   } else {
     cmd_.barrier(vk::Stage::kCompute, vk::Stage::kHost);
   }
-  cmd_.end();
-  last_dispatches_ = cmd_.dispatch_count();
-  device_.submit(cmd_, fence_);
-  fence_.wait();
-  fence_.reset();
+  submit_and_wait(cmd_);
   if (profiler_) profiler_->collect(profile_ms_);
 
   out.argmax.assign(batch.seqs.size(), -1);

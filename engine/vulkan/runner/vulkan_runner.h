@@ -1,7 +1,9 @@
 #pragma once
 // The Vulkan compute backend: weights, KV cache and every activation buffer allocated once at
 // start-up; each step is one command buffer (the whole forward pass), one submit, one wait, and
-// only the greedy ids (plus full logits rows for kFull sequences) are read back.
+// only the greedy ids (plus full logits rows for kFull sequences) are read back. A layer whose
+// experts stay in host memory (RunnerOptions::cpu_expert_layers) ends a submission where its
+// experts start and begins the next after the CPU ran them (host_experts.h).
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,6 +17,7 @@
 #include "engine/vulkan/core/kernel.h"
 #include "engine/vulkan/kernels/ops.h"
 #include "engine/vulkan/runner/device_weights.h"
+#include "engine/vulkan/runner/host_experts.h"
 #include "engine/vulkan/runner/kv_cache.h"
 #include "engine/vulkan/runner/recurrent_state_buffers.h"
 #include "engine/vulkan/runner/runner_options.h"
@@ -33,6 +36,7 @@ class VulkanRunner final : public ModelRunner {
   const LlamaConfig& config() const override { return config_; }
   std::string device_name() const override;
   bool uses_device_heap() const override { return !device_info().uma; }
+  int32_t cpu_expert_layers() const override { return static_cast<int32_t>(weights_->split.host_layers); }
   // Which weight-matrix kernels this runner records (RunnerOptions::matmul_kernels, else the device's).
   vk::MatmulFamily matmul_family() const { return ops_->matmul_family(); }
   const vk::DeviceInfo& device_info() const { return device_.info(); }
@@ -56,6 +60,10 @@ class VulkanRunner final : public ModelRunner {
   void set_profiling(bool on);
   const std::map<std::string, double>& profile() const { return profile_ms_; }
   uint32_t last_dispatch_count() const { return last_dispatches_; }
+  // Submissions of the last step: 1, plus one per layer whose experts ran on the CPU.
+  uint32_t last_submit_count() const { return last_submits_; }
+  // Which layers' experts stay in host memory and run on the CPU, and their bytes.
+  const vk::ExpertSplit& expert_split() const { return weights_->split; }
 
  private:
   // A per-step input or output array: device buffer, plus a host-side twin and a copy when the
@@ -105,6 +113,15 @@ class VulkanRunner final : public ModelRunner {
   void record_mixer_output(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, uint32_t n_tokens,
                            const char* label);
   void record_expert_ffn(vk::CommandBuffer& cmd, uint32_t layer, uint32_t n_tokens);
+  // A host layer's experts: xn_ (and x_) to the host, submit and wait, the CPU's sum back into
+  // the residual in a new submission (cmd begun again).
+  void run_host_experts(vk::CommandBuffer& cmd, uint32_t layer, uint32_t n_tokens);
+  // After the routed sum landed in target (x_, or sub_ where a post-norm follows): the experts'
+  // post-norm, the shared block's output, the sublayer's end.
+  void record_expert_tail(vk::CommandBuffer& cmd, const vk::DeviceLayerWeights& L, vk::BufferView target,
+                          uint32_t n_tokens);
+  // Ends cmd, submits it and waits; the step's dispatches counted.
+  void submit_and_wait(vk::CommandBuffer& cmd);
   // Gemma 4's per-layer inputs of the step's tokens into per_layer_in_ (after the embedding), and
   // layer l's use of its slice (at the layer's end).
   void record_per_layer_inputs(vk::CommandBuffer& cmd, uint32_t n_tokens);
@@ -165,12 +182,18 @@ class VulkanRunner final : public ModelRunner {
   IoBuffer ids_;       // int32 [max_step_seqs]
   IoBuffer hidden_;    // f32 [max_step_tokens][dim] final-normed states of kHidden rows (embeddings)
 
+  // Layers whose experts run on the CPU: their runner, the rows the CPU reads (the experts'
+  // normed inputs, and the residual where the router norms it itself) and the sum it writes.
+  std::unique_ptr<vk::HostExperts> host_experts_;
+  IoBuffer host_xn_, host_x_, host_out_;
+
   vk::CommandBuffer cmd_;
   vk::Fence fence_;
   StepInputs inputs_;
   std::unique_ptr<vk::StepProfiler> profiler_;
   std::map<std::string, double> profile_ms_;
   uint32_t last_dispatches_ = 0;
+  uint32_t last_submits_ = 0;
 };
 
 }  // namespace vks

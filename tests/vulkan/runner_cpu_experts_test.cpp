@@ -1,0 +1,238 @@
+// Experts in host memory on the Vulkan runner (RunnerOptions::cpu_expert_layers, llama.cpp's
+// --n-cpu-moe): which layers split_experts leaves on the host, by count and by a device budget, and
+// the refusal of what does not fit at all; then every MoE fixture with the experts of its first
+// layer and of all its layers on the CPU against llama.cpp's (or the float64 pass's) logits and
+// greedy ids, with the tolerance of runner_fixtures_test.cpp, batched = alone and chunked = whole.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <ostream>
+#include <string>
+
+#include "engine/common/error.h"
+#include "engine/model/llama_model.h"
+#include "engine/vulkan/core/device.h"
+#include "engine/vulkan/core/device_info.h"
+#include "engine/vulkan/runner/device_weights.h"
+#include "engine/vulkan/runner/expert_split.h"
+#include "engine/vulkan/runner/vulkan_runner.h"
+#include "tests/common/test_models.h"
+#include "tests/common/vulkan_skip.h"
+#include "tests/vulkan/runner_test_util.h"
+
+namespace vks {
+namespace {
+
+// Four layers: 100 bytes of fixed weights, experts of 40, 0 (dense), 30 and 20 bytes.
+vk::WeightFootprint toy_footprint() {
+  vk::WeightFootprint f;
+  f.fixed_bytes = 100;
+  f.fixed_buffers = 10;
+  f.expert_bytes = {40, 0, 30, 20};
+  f.expert_buffers = {2, 0, 2, 2};
+  return f;
+}
+
+TEST(ExpertSplit, CountsTheFirstExpertLayers) {
+  const vk::ExpertSplit none = vk::split_experts(toy_footprint(), 0, 0, "dev");
+  EXPECT_EQ(none.host_layers, 0u);
+  EXPECT_EQ(none.expert_layers, 3u);
+  EXPECT_EQ(none.device_bytes, 190u);
+  EXPECT_EQ(none.device_buffers, 16u);
+  EXPECT_FALSE(none.any_on_host());
+  const vk::ExpertSplit two = vk::split_experts(toy_footprint(), 2, 0, "dev");
+  EXPECT_EQ(two.on_host, (std::vector<bool>{true, false, true, false}));  // the dense layer is not counted
+  EXPECT_EQ(two.host_bytes, 70u);
+  EXPECT_EQ(two.device_bytes, 120u);
+  EXPECT_EQ(two.device_buffers, 12u);
+  const vk::ExpertSplit all = vk::split_experts(toy_footprint(), 99, 0, "dev");
+  EXPECT_EQ(all.host_layers, 3u);
+  EXPECT_EQ(all.device_bytes, 100u);
+  EXPECT_EQ(all.host_bytes, 90u);
+}
+
+TEST(ExpertSplit, AutomaticTakesTheFewestLayersThatFit) {
+  EXPECT_EQ(vk::split_experts(toy_footprint(), -1, 0, "dev").host_layers, 0u);    // no limit
+  EXPECT_EQ(vk::split_experts(toy_footprint(), -1, 190, "dev").host_layers, 0u);  // fits exactly
+  EXPECT_EQ(vk::split_experts(toy_footprint(), -1, 189, "dev").host_layers, 1u);
+  EXPECT_EQ(vk::split_experts(toy_footprint(), -1, 150, "dev").host_layers, 1u);
+  EXPECT_EQ(vk::split_experts(toy_footprint(), -1, 149, "dev").host_layers, 2u);
+  EXPECT_EQ(vk::split_experts(toy_footprint(), -1, 100, "dev").host_layers, 3u);
+}
+
+TEST(ExpertSplit, RefusesWhatDoesNotFitWithTheSizes) {
+  try {
+    vk::split_experts(toy_footprint(), -1, 99, "tiny GPU");
+    FAIL() << "100 bytes of fixed weights accepted in 99";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
+    const std::string m = e.what();
+    EXPECT_NE(m.find("tiny GPU"), std::string::npos) << m;
+    EXPECT_NE(m.find("even with every expert layer"), std::string::npos) << m;
+  }
+  try {
+    vk::split_experts(toy_footprint(), 1, 149, "tiny GPU");  // fits with 2, not with the 1 asked for
+    FAIL() << "a count that does not fit accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("keep more layers' experts on the CPU"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(vk::split_experts(toy_footprint(), -2, 0, "dev"), Error);
+}
+
+class CpuExpertsRunner : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
+  }
+};
+
+RunnerOptions small_options() {
+  RunnerOptions o;
+  o.num_blocks = 64;
+  o.max_step_tokens = 64;
+  o.max_step_seqs = 4;
+  return o;
+}
+
+// A device budget that holds every weight but the first `host` expert layers' experts: the
+// automatic split must put exactly those on the host, and each step submits once more per layer.
+TEST_F(CpuExpertsRunner, ASmallDeviceBudgetSplitsAutomaticallyOrRefuses) {
+  auto model = LlamaModel::load(test::model_path("qwen3moe-tiny.gguf"));
+  vk::WeightFootprint f;
+  {
+    vk::Device device = vk::Device::create();
+    f = vk::weight_footprint(device, *model);
+  }
+  ASSERT_EQ(f.expert_bytes.size(), 2u);
+  ASSERT_GT(f.expert_bytes[0], 0u);
+  const uint64_t total = f.fixed_bytes + f.expert_bytes[0] + f.expert_bytes[1];
+  RunnerOptions o = small_options();
+  o.device_weight_budget = total - f.expert_bytes[0];
+  VulkanRunner runner(*model, o);
+  EXPECT_EQ(runner.expert_split().host_layers, 1u);
+  EXPECT_EQ(runner.expert_split().on_host, (std::vector<bool>{true, false}));
+  EXPECT_EQ(runner.expert_split().host_bytes, f.expert_bytes[0]);
+  test::GreedyDriver driver(runner, 3);
+  test::GenerateOptions g;
+  g.n_gen = 2;
+  driver.run({test::random_prompt(9, 1, model->config().vocab_size)}, g);
+  EXPECT_EQ(runner.last_submit_count(), 2u);
+
+  o.device_weight_budget = total - f.expert_bytes[0] - 1;  // the second layer's experts must go too
+  EXPECT_EQ(VulkanRunner(*model, o).expert_split().host_layers, 2u);
+
+  o.device_weight_budget = f.fixed_bytes - 1;  // not even without experts
+  try {
+    VulkanRunner refused(*model, o);
+    FAIL() << "weights larger than the budget accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("MiB"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(CpuExpertsRunner, AllOnTheDeviceIsOneSubmit) {
+  auto model = LlamaModel::load(test::model_path("qwen3moe-tiny.gguf"));
+  RunnerOptions o = small_options();
+  VulkanRunner runner(*model, o);  // automatic: the tiny model fits
+  EXPECT_FALSE(runner.expert_split().any_on_host());
+  test::GreedyDriver driver(runner, 3);
+  test::GenerateOptions g;
+  g.n_gen = 2;
+  driver.run({test::random_prompt(9, 1, model->config().vocab_size)}, g);
+  EXPECT_EQ(runner.last_submit_count(), 1u);
+}
+
+struct Fixture {
+  std::string model;      // file in the models folder
+  std::string reference;  // reference/<reference>.{logits.f32,greedy.ids}
+  int32_t cpu_layers;     // RunnerOptions::cpu_expert_layers
+};
+
+void PrintTo(const Fixture& f, std::ostream* os) { *os << f.model << " cpu_expert_layers " << f.cpu_layers; }
+
+std::string fixture_name(const ::testing::TestParamInfo<Fixture>& info) {
+  std::string s = info.param.reference + "_cpu" + std::to_string(info.param.cpu_layers);
+  std::replace(s.begin(), s.end(), '-', '_');
+  std::replace(s.begin(), s.end(), '.', '_');
+  return s;
+}
+
+std::vector<float> read_floats(const std::string& path, size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<float> v(n);
+  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(float)));
+  if (!in) v.clear();
+  return v;
+}
+
+class CpuExpertsFixtures : public ::testing::TestWithParam<Fixture> {
+ protected:
+  void SetUp() override {
+    if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
+  }
+};
+
+TEST_P(CpuExpertsFixtures, MatchTheReferenceAndStayBatchInvariant) {
+  const Fixture& f = GetParam();
+  auto model = LlamaModel::load(test::model_path(f.model));
+  RunnerOptions o = small_options();
+  o.cpu_expert_layers = f.cpu_layers;
+  VulkanRunner runner(*model, o);
+  uint32_t expert_layers = 0;
+  for (const LayerSpec& l : model->config().layers) expert_layers += l.ffn.routed() ? 1 : 0;
+  ASSERT_EQ(runner.expert_split().host_layers, std::min<uint32_t>(expert_layers, f.cpu_layers));
+
+  const auto ids = test::read_id_lines(test::model_path("reference/" + f.reference + ".greedy.ids"));
+  ASSERT_EQ(ids.size(), 2u) << "prompt line and generated line expected";
+  const uint32_t vocab = model->config().vocab_size;
+  const std::vector<float> want = read_floats(test::model_path("reference/" + f.reference + ".logits.f32"), vocab);
+  ASSERT_EQ(want.size(), vocab) << "cannot read the reference logits";
+  test::GreedyDriver driver(runner, 5);
+  test::GenerateOptions g;
+  g.n_gen = 32;
+  g.full_logits = true;
+  const test::SeqResult r = driver.run({ids[0]}, g)[0];
+  EXPECT_EQ(runner.last_submit_count(), 1u + runner.expert_split().host_layers);
+  ASSERT_FALSE(r.logits.empty());
+  const std::vector<float>& got = r.logits[0];
+  double mean = 0, var = 0, max_diff = 0;
+  for (float w : want) mean += w;
+  mean /= vocab;
+  for (size_t i = 0; i < vocab; ++i) {
+    var += (want[i] - mean) * (want[i] - mean);
+    max_diff = std::max(max_diff, std::fabs(double(got[i]) - want[i]));
+  }
+  const double spread = std::sqrt(var / vocab);
+  std::printf("%s, %d layers' experts on the CPU: max |logit diff| %.3g, reference std %.3g (ratio %.3g)\n",
+              f.reference.c_str(), f.cpu_layers, max_diff, spread, max_diff / spread);
+  EXPECT_LE(max_diff, 3e-3 * spread) << f.model;
+  for (size_t i = 0; i < 32; ++i) ASSERT_EQ(r.generated.at(i), ids[1].at(i)) << f.model << " step " << i;
+
+  const std::vector<std::vector<int32_t>> prompts{ids[0], test::random_prompt(13, 7, vocab),
+                                                  test::random_prompt(5, 8, vocab)};
+  test::expect_batched_equals_alone(runner, prompts, 6, 11);
+  test::expect_chunked_equals_whole(runner, prompts, 4, 21);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, CpuExpertsFixtures,
+    ::testing::Values(Fixture{"qwen3moe-tiny.gguf", "qwen3moe-tiny", 1}, Fixture{"qwen3moe-tiny.gguf", "qwen3moe-tiny", 99},
+                      Fixture{"llama-moe-tiny.gguf", "llama-moe-tiny", 1},
+                      Fixture{"llama-moe-tiny.gguf", "llama-moe-tiny", 99},
+                      // Biased MXFP4 experts, a biased router, top-k then softmax.
+                      Fixture{"gpt-oss-tiny.gguf", "gpt-oss-tiny.floatref", 1},
+                      Fixture{"gpt-oss-tiny.gguf", "gpt-oss-tiny.floatref", 99},
+                      // A dense MLP beside the experts, split norms, the scaled-norm router, expert scales.
+                      Fixture{"gemma4-moe-tiny.gguf", "gemma4-moe-tiny.floatref", 1},
+                      Fixture{"gemma4-moe-tiny.gguf", "gemma4-moe-tiny.floatref", 99},
+                      // Gated DeltaNet layers; a sigmoid-gated shared expert.
+                      Fixture{"qwen35moe-tiny.gguf", "qwen35moe-tiny", 1},
+                      Fixture{"qwen35moe-tiny.gguf", "qwen35moe-tiny", 99}),
+    fixture_name);
+
+}  // namespace
+}  // namespace vks
