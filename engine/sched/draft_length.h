@@ -8,7 +8,8 @@
 // 4 tokens). So:
 //   StepCost (one per engine) learns the runner's time of decode steps by their token count,
 //   robust to a shared machine's stretched steps and re-measured from time to time;
-//   DraftLength (one per request) learns the request's per-token acceptance probability a, from
+//   DraftLength (one per request) learns the request's acceptance (of a draft's first token, and of
+//   each later one after a right predecessor), from
 //   verified drafts and from "shadow" drafts (proposed but not verified, compared with the tokens
 //   plain decoding then emits: free, so a request that stopped speculating keeps measuring and
 //   starts again when its text begins to repeat, with no probe step);
@@ -42,10 +43,10 @@ class StepCost {
   static constexpr int32_t kSamples = 4;
   static constexpr int64_t kStaleSteps = 64;
   static constexpr double kHalfLife = 256;
-  // An unmeasured count costs, per token beyond the nearest measured count below, this fraction of
-  // that step's time per token: a guess between a GPU's nearly free tokens and a compute-bound
-  // CPU's (~1.2 on this project's machine), so a width is tried once shadow drafts show a request
-  // whose acceptance would pay for it, and then known.
+  // An unmeasured count costs, per token beyond the nearest measured count below, what the measured
+  // counts up to it cost per token; with one measured count, this fraction of that step's time per
+  // token: a guess between a GPU's nearly free tokens and a compute-bound CPU's, so a width is tried
+  // once shadow drafts show a request whose acceptance would pay for it, and then known.
   static constexpr double kProbeSlope = 0.5;
 
   StepCost() : widths_(kMaxTokens + 1) {}
@@ -77,7 +78,7 @@ class StepCost {
     while (lo >= 1 && !measured(lo)) --lo;
     if (lo < 1) return 0;
     const double v_lo = least(lo);
-    double est = v_lo * (1 + kProbeSlope * (n_tokens - lo) / lo);
+    double est = v_lo + per_token_beyond(lo) * (n_tokens - lo);
     for (int32_t hi = n_tokens + 1; hi <= kMaxTokens; ++hi) {
       if (!measured(hi)) continue;
       est = std::min(est, v_lo + (least(hi) - v_lo) * (n_tokens - lo) / (hi - lo));
@@ -97,6 +98,15 @@ class StepCost {
     int32_t next = 0;
     int64_t stamp = 0;  // clock_ at its last sample
   };
+  // What each token past the measured width lo adds: the measured slope from the narrowest measured
+  // width up to lo (a backend's wider steps cost what its measured ones say, 6% of a decode step a
+  // token on this project's CPU with VNNI tiles, 120% without), the guess when lo is all that is known.
+  double per_token_beyond(int32_t lo) const {
+    int32_t narrow = 1;
+    while (narrow < lo && !measured(narrow)) ++narrow;
+    if (narrow == lo) return kProbeSlope * least(lo) / lo;
+    return std::max(0.0, (least(lo) - least(narrow)) / (lo - narrow));
+  }
   double least(int32_t n_tokens) const {
     const Width& w = widths_[static_cast<size_t>(n_tokens)];
     return *std::min_element(w.ms, w.ms + w.count);
@@ -116,14 +126,19 @@ class DraftLength {
 
   bool enabled() const { return max_ > 0; }
   int32_t max() const { return max_; }
-  // Per-token acceptance probability: the decayed share of draft tokens that were right (a drafted
-  // token is only tried after its predecessors were right), with a prior of one hit and one miss.
-  double acceptance() const { return (hits_ + 1) / (hits_ + misses_ + 2); }
-  // Expected tokens a draft of k adds to the one a step emits anyway: a + a^2 + ... + a^k.
+  // Acceptance as a two-state chain: the first drafted token is right with probability
+  // first_acceptance(), each later one, given its predecessor was, with run_acceptance(); both the
+  // decayed share of such tokens that were right, with a prior of one hit and one miss. Drafts tend
+  // to be right or wrong as a whole (prompt lookup inside a quote or a cycle is right to its end,
+  // outside one wrong from its first token), which one per-token probability would average into a
+  // middling value that undervalues long drafts.
+  double first_acceptance() const { return (first_hits_ + 1) / (first_hits_ + first_misses_ + 2); }
+  double run_acceptance() const { return (run_hits_ + 1) / (run_hits_ + run_misses_ + 2); }
+  // Expected tokens a draft of k adds to the one a step emits anyway: a1 (1 + ar + ... + ar^(k-1)).
   double expected_extra(int32_t k) const {
-    const double a = acceptance();
-    double sum = 0, p = 1;
-    for (int32_t i = 0; i < k; ++i) sum += (p *= a);
+    const double ar = run_acceptance();
+    double sum = 0, p = first_acceptance();
+    for (int32_t i = 0; i < k; ++i, p *= ar) sum += p;
     return sum;
   }
 
@@ -167,13 +182,17 @@ class DraftLength {
   int64_t accepted() const { return accepted_; }
 
  private:
+  // A draft whose first `hits` tokens were right, then one wrong (missed) or none left to try.
   void observe(int32_t hits, bool missed) {
-    hits_ = kDecay * hits_ + hits;
-    misses_ = kDecay * misses_ + (missed ? 1 : 0);
+    first_hits_ = kDecay * first_hits_ + (hits > 0 ? 1 : 0);
+    first_misses_ = kDecay * first_misses_ + (hits == 0 && missed ? 1 : 0);
+    run_hits_ = kDecay * run_hits_ + std::max(0, hits - 1);
+    run_misses_ = kDecay * run_misses_ + (hits > 0 && missed ? 1 : 0);
   }
 
   int32_t max_;
-  double hits_ = 0, misses_ = 0;
+  double first_hits_ = 0, first_misses_ = 0;
+  double run_hits_ = 0, run_misses_ = 0;
   std::vector<int32_t> shadow_;
   size_t shadow_pos_ = 0;
   double waited_ms_ = 0;  // plain steps' time since the last probe
@@ -183,7 +202,7 @@ class DraftLength {
 
 // The draft length for one request in a step that already holds `step_tokens` tokens expected to
 // emit `step_emitted` (its other decoding sequences and their drafts), `available` draft tokens
-// proposed: the k in 0..available maximizing (step_emitted + a + ... + a^k) / cost(step_tokens + k),
+// proposed: the k in 0..available maximizing (step_emitted + expected_extra(k)) / cost(step_tokens + k),
 // or 0 when that is not kMinGain times plain's ratio, or when the plain step's cost is unknown
 // (the first steps measure it). Widths are probed one token past the widest measured at a time: a
 // probe of an unmeasured width is a bet, and on a compute-bound backend the cheapest bet (one
