@@ -35,7 +35,8 @@ inline constexpr int32_t kMaxDraftTokens = 16;  // per request per step (the `sp
 // ever stretch a step, and one stretched sample must not make a width look expensive for good. A
 // count not measured in the last kStaleSteps recorded steps is stale: its estimate halves every
 // kHalfLife steps (down to the optimistic extrapolation), so a width judged in a bad moment is tried
-// again, soon if it nearly paid and rarely if it was far off (each probe costs a wide step).
+// again, soon if it nearly paid and rarely if it was far off (each probe costs a wide step); its
+// samples still shape the estimates of the counts around it.
 // Engine thread only.
 class StepCost {
  public:
@@ -75,12 +76,12 @@ class StepCost {
     if (n_tokens < 1) return 0;
     if (measured(n_tokens)) return least(n_tokens);
     int32_t lo = std::min(n_tokens, kMaxTokens + 1) - 1;
-    while (lo >= 1 && !measured(lo)) --lo;
+    while (lo >= 1 && samples(lo) == 0) --lo;
     if (lo < 1) return 0;
     const double v_lo = least(lo);
     double est = v_lo + per_token_beyond(lo) * (n_tokens - lo);
     for (int32_t hi = n_tokens + 1; hi <= kMaxTokens; ++hi) {
-      if (!measured(hi)) continue;
+      if (samples(hi) == 0) continue;
       est = std::min(est, v_lo + (least(hi) - v_lo) * (n_tokens - lo) / (hi - lo));
       break;
     }
@@ -103,7 +104,7 @@ class StepCost {
   // token on this project's CPU with VNNI tiles, 120% without), the guess when lo is all that is known.
   double per_token_beyond(int32_t lo) const {
     int32_t narrow = 1;
-    while (narrow < lo && !measured(narrow)) ++narrow;
+    while (narrow < lo && samples(narrow) == 0) ++narrow;
     if (narrow == lo) return kProbeSlope * least(lo) / lo;
     return std::max(0.0, (least(lo) - least(narrow)) / (lo - narrow));
   }
@@ -158,15 +159,19 @@ class DraftLength {
   }
   bool has_shadow() const { return !shadow_.empty(); }
   // Every token the request emits (after its shadow draft was set).
+  // Counted token by token, so the step after a shadow draft's first token was right can draft
+  // (a shadow of 6 right tokens would otherwise keep a request that entered a repeat from drafting
+  // for 6 steps); the shadow's end adds nothing more.
   void on_emitted(int32_t id) {
     if (shadow_.empty()) return;
-    if (shadow_[shadow_pos_] != id) {
-      observe(static_cast<int32_t>(shadow_pos_), true);
-      shadow_.clear();
-    } else if (++shadow_pos_ == shadow_.size()) {
-      observe(static_cast<int32_t>(shadow_pos_), false);
-      shadow_.clear();
+    const bool right = shadow_[shadow_pos_] == id;
+    if (shadow_pos_ == 0) {
+      decay();
+      (right ? first_hits_ : first_misses_) += 1;
+    } else {
+      (right ? run_hits_ : run_misses_) += 1;
     }
+    if (!right || ++shadow_pos_ == shadow_.size()) shadow_.clear();
   }
   // Whether a request not worth drafting for gets a shadow draft now (its acceptance re-measured),
   // called once per step it is not drafted for: a probe costing probe_ms is due once the plain steps
@@ -184,10 +189,17 @@ class DraftLength {
  private:
   // A draft whose first `hits` tokens were right, then one wrong (missed) or none left to try.
   void observe(int32_t hits, bool missed) {
-    first_hits_ = kDecay * first_hits_ + (hits > 0 ? 1 : 0);
-    first_misses_ = kDecay * first_misses_ + (hits == 0 && missed ? 1 : 0);
-    run_hits_ = kDecay * run_hits_ + std::max(0, hits - 1);
-    run_misses_ = kDecay * run_misses_ + (hits > 0 && missed ? 1 : 0);
+    decay();
+    first_hits_ += hits > 0 ? 1 : 0;
+    first_misses_ += hits == 0 && missed ? 1 : 0;
+    run_hits_ += std::max(0, hits - 1);
+    run_misses_ += hits > 0 && missed ? 1 : 0;
+  }
+  void decay() {  // once per draft observed
+    first_hits_ *= kDecay;
+    first_misses_ *= kDecay;
+    run_hits_ *= kDecay;
+    run_misses_ *= kDecay;
   }
 
   int32_t max_;
@@ -204,9 +216,11 @@ class DraftLength {
 // emit `step_emitted` (its other decoding sequences and their drafts), `available` draft tokens
 // proposed: the k in 0..available maximizing (step_emitted + expected_extra(k)) / cost(step_tokens + k),
 // or 0 when that is not kMinGain times plain's ratio, or when the plain step's cost is unknown
-// (the first steps measure it). Widths are probed one token past the widest measured at a time: a
-// probe of an unmeasured width is a bet, and on a compute-bound backend the cheapest bet (one
-// token wider) already shows that wider ones do not pay.
+// (the first steps measure it). Widths are probed one token past the widest ever measured at a
+// time: a probe of an unmeasured width is a bet, and on a compute-bound backend the cheapest bet
+// (one token wider) already shows that wider ones do not pay. A width measured long ago (stale)
+// is known all the same: its estimate is kept, decaying, and a request that starts repeating after
+// a long stretch of plain steps drafts at once at the length that paid, not one token more a step.
 // Before drafting, draft_ms is the drafter's time per draft token and draft_steps the longest draft
 // already chosen this step: the step's sequences draft in one batch per token, so drafting costs
 // draft_ms times the longest draft. After drafting that time is spent, and the choice leaves it out.
@@ -218,7 +232,7 @@ inline int32_t choose_draft(const StepCost& cost, const DraftLength& d, int32_t 
   int32_t best = 0;
   double best_rate = plain * DraftLength::kMinGain;
   for (int32_t k = 1; k <= available; ++k) {
-    if (!cost.measured(step_tokens + k) && !cost.measured(step_tokens + k - 1)) break;
+    if (cost.samples(step_tokens + k) == 0 && cost.samples(step_tokens + k - 1) == 0) break;
     double c = cost.estimate(step_tokens + k);
     if (c <= 0) break;
     c += draft_ms * std::max(k, draft_steps);

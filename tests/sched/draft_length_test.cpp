@@ -122,6 +122,11 @@ TEST(ChooseDraft, DraftsOnlyWhereItPays) {
   probed_expensive.record(1, 100);
   probed_expensive.record(2, 220);  // the CPU's 2-token step without the tile fix
   EXPECT_EQ(choose_draft(probed_expensive, good, 1, 1, 8), 0);
+  // Widths measured long ago (plain steps since) are drafted to at once, not probed again one by one.
+  StepCost stale = costs({100, 114, 128, 138, 150, 154});
+  for (int32_t i = 0; i < 4 * StepCost::kStaleSteps; ++i) stale.record(1, 100);
+  EXPECT_FALSE(stale.measured(6));
+  EXPECT_GE(choose_draft(stale, good, 1, 1, 6), 5);
   // In a step of 4 decoding requests, 3 drafted tokens ride on a 4-token step's cost.
   EXPECT_EQ(choose_draft(cpu, good, 4, 4, 8), 0);
 }
@@ -178,8 +183,12 @@ TEST(DraftLength, LearnsAcceptanceFromShadowDrafts) {
   const std::vector<int32_t> draft = {5, 6, 7};
   d.set_shadow(draft);
   d.set_shadow(std::vector<int32_t>{9});  // one at a time
-  d.on_emitted(5);
+  d.on_emitted(5);  // known at once: the first token was right
+  EXPECT_TRUE(d.has_shadow());
+  EXPECT_DOUBLE_EQ(d.first_acceptance(), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(d.run_acceptance(), 0.5);
   d.on_emitted(6);
+  EXPECT_DOUBLE_EQ(d.run_acceptance(), 2.0 / 3.0);
   d.on_emitted(8);  // the third was wrong: the first right, then 1 right and 1 wrong after it
   EXPECT_FALSE(d.has_shadow());
   EXPECT_DOUBLE_EQ(d.first_acceptance(), 2.0 / 3.0);
