@@ -110,6 +110,15 @@ TEST(ChooseDraft, DraftsOnlyWhereItPays) {
   const StepCost cpu = costs({100, 142, 160, 156, 225, 246, 321, 375, 486});
   EXPECT_EQ(choose_draft(cpu, good, 1, 1, 8), 3);
   EXPECT_EQ(choose_draft(cpu, poor, 1, 1, 8), 0);
+  // A request none of whose drafts was ever right bets nothing on the prior (a1 = 0.5 would pay on
+  // nearly free widths); one right draft makes it learn from verified drafts too.
+  DraftLength fresh(8);
+  EXPECT_EQ(choose_draft(flat, fresh, 1, 1, 8), 0);
+  fresh.on_verified(8, 0);
+  EXPECT_EQ(choose_draft(flat, fresh, 1, 1, 8), 0);
+  fresh.set_shadow(std::vector<int32_t>{4, 5});
+  fresh.on_emitted(4);
+  EXPECT_GT(choose_draft(flat, fresh, 1, 1, 8), 0);
   // Unknown plain cost (the first steps): measure it first.
   EXPECT_EQ(choose_draft(StepCost{}, good, 1, 1, 8), 0);
   // Unmeasured widths are probed one token past the widest measured one.
