@@ -3,9 +3,9 @@
 // speculation pays on the backend at hand. A step verifying k drafted tokens emits 1 + (accepted)
 // tokens but costs what a step of k more tokens costs, and that cost is the backend's: on a GPU a
 // decode step is bound by reading the weights, so a few more tokens are nearly free; on the CPU
-// backend the integer kernels are compute-bound (TinyLlama Q4_0 on this project's 2-core machine:
-// a 4-token step costs ~1.6 decode steps, a 7-token one ~3.2, since its kernel tiles hold at most
-// 4 tokens). So:
+// backend the integer kernels are compute-bound, how much depends on the ISA level (TinyLlama Q4_0
+// on this project's 2-core machine: a 4-token step costs ~1.6 decode steps and a 7-token one ~3.2
+// with the AVX2 tiles, 1.38 and 1.85 with the AVX-512 VNNI ones). So:
 //   StepCost (one per engine) learns the runner's time of decode steps by their token count,
 //   robust to a shared machine's stretched steps and re-measured from time to time;
 //   DraftLength (one per request) learns the request's acceptance (of a draft's first token, and of
