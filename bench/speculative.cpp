@@ -2,21 +2,31 @@
 // alternating request by request (plain, speculative, plain, ...) on one engine, so load from
 // neighbours falls on both alike.
 //   vks_bench_speculative MODEL.gguf [--gen 96] [--rounds 3] [--draft 6] [--cpu] [--step-profile]
-//                         [--draft-model DRAFT.gguf] [--draft-always]
-// Workloads of greedy requests given as token ids (any vocabulary):
-//   repetitive: a 24-token phrase said four times, to be continued;
-//   quoting:    a 160-token "document", then its first 24 tokens again (an answer that starts
-//               quoting the prompt: prompt lookup finds the rest of the quote in the prompt);
+//                         [--draft-model DRAFT.gguf] [--draft-always] [--seed 7] [--replays 1] [--trace]
+// Workloads of greedy requests (random token ids of any vocabulary, but for quoting):
+//   repetitive: a 24-token phrase said four times, to be continued (a random-weight model does not
+//               repeat the phrase; its greedy output falls into short cycles now and then, and
+//               those are what prompt lookup finds);
+//   quoting:    an English paragraph, then "Quote the text above.", the answer constrained by a
+//               grammar to the paragraph's text. The grammar fixes the text, not the tokens: the
+//               model picks, by its greedy argmax among the tokens that continue the quote, how to
+//               spell it, so a draft from the prompt is right only where the model spells the text
+//               as the prompt does. The prompt holds the paragraph as the model spelled it in
+//               --replays earlier plain passes (0: in the tokenizer's tokens);
+//   unquoted:   a 160-token "document", then its first 24 tokens again; a random-weight model does
+//               not go on quoting, so drafts from the prompt fail: the cost of lookups that miss;
 //   free:       (with --draft-model) a 32-token prompt continued freely, where only a draft model
 //               can guess.
 // Prints per workload the median decode tokens/s (tokens after the first / time after the first)
-// of each mode, the median of the per-pair ratios speculative / plain with its range, and the
-// acceptance (accepted / drafted tokens). The runner is the one vkstreamd would pick (--cpu: the
-// CPU backend). With --draft-model (same vocabulary, checked as vkstreamd checks it) the engine
-// drafts with that model on a runner of its own. The cost model decides, as in vkstreamd, which
-// drafts to make and verify (draft_length.h); --draft-always verifies every draft found.
-// --step-profile first times the runner alone: one sequence's step of 1 + k tokens verifying k
-// (what a verification step costs) against a 1-token decode step, for k = 0..8, so the ratios
+// of each mode, the median of the per-pair ratios speculative / plain with its range, the median
+// ratio of tokens per second of process CPU time (whole requests; on a shared machine other
+// processes stretch wall time, not the work done), decode steps per request (plain: one per token)
+// and the acceptance (accepted / drafted tokens). The runner is the one vkstreamd would pick
+// (--cpu: the CPU backend). With --draft-model (same vocabulary, checked as vkstreamd checks it)
+// the engine drafts with that model on a runner of its own. The cost model decides, as in
+// vkstreamd, which drafts to make and verify (draft_length.h); --draft-always verifies every draft
+// found. --step-profile first times the runner alone: one sequence's step of 1 + k tokens verifying
+// k (what a verification step costs) against a 1-token decode step, for k = 0..8, so the ratios
 // above can be read against the backend's cost of a wider step.
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -42,18 +52,28 @@ namespace {
 
 struct Run {
   double decode_tps = 0;
+  double cpu_tps = 0;  // generated tokens per second of process CPU time (the whole request)
   int32_t drafted = 0, accepted = 0;
+  int32_t steps = 0;  // decode steps after the first token: each emits 1 + its accepted draft tokens
   std::vector<int32_t> ids;
 };
 
-Run generate(vks::Engine& engine, const std::vector<int32_t>& prompt, int32_t gen, int32_t speculative) {
+struct Workload {
+  const char* name;
+  std::vector<int32_t> prompt;
+  std::string grammar;  // GBNF the answer must follow; empty: free
+};
+
+Run generate(vks::Engine& engine, const Workload& w, int32_t gen, int32_t speculative) {
   vks::GenerateRequest r;
-  r.prompt_ids = prompt;
+  r.prompt_ids = w.prompt;
+  r.grammar = w.grammar;
   r.sampling.temperature = 0;
   r.stop.max_tokens = gen;
-  r.stop.ignore_eos = true;
+  r.stop.ignore_eos = w.grammar.empty();  // a grammar's answer may end where the grammar does
   r.logprobs = -1;
   r.speculative = speculative;
+  const double cpu0 = vks::bench::process_cpu_seconds();
   const vks::SubmitResult s = engine.submit(r);
   if (!s.ok) throw vks::Error(s.code, s.message);
   Run run;
@@ -66,13 +86,31 @@ Run generate(vks::Engine& engine, const std::vector<int32_t>& prompt, int32_t ge
       if (e.type != vks::EventType::kFinished) continue;
       const double decode_ms = e.timings.total_ms - e.timings.ttft_ms;
       run.decode_tps = decode_ms > 0 ? (e.usage.generated_tokens - 1) / decode_ms * 1e3 : 0;
+      run.cpu_tps = e.usage.generated_tokens / (vks::bench::process_cpu_seconds() - cpu0);
       run.drafted = e.timings.draft_tokens;
       run.accepted = e.timings.accepted_tokens;
+      run.steps = e.usage.generated_tokens - 1 - run.accepted;
       return run;
     }
     if (ev.empty()) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }
+
+// The quoting workload's document: plain English, no quotes or backslashes (a GBNF literal as is).
+constexpr const char* kDocument =
+    "The old lighthouse stood at the end of the harbour wall for more than two hundred years. Its keepers "
+    "lived in a small stone house at its foot, and every evening one of them climbed the ninety steps to "
+    "light the lamp. In winter the storms came from the west, and the waves broke over the wall so high "
+    "that the spray reached the gallery. The town grew up around the harbour: first the fishermen and their "
+    "boats, then the net makers, the salt sellers and the inns. When the railway arrived, the fish went to "
+    "the cities by night and the town became rich for a while. Later the big trawlers moved to deeper "
+    "ports, the railway closed, and the lighthouse was run by a machine. Today the keepers house is a small "
+    "museum, and in summer children climb the ninety steps to look at the lamp and the sea.";
+
+// A grammar whose only sentence is `text`: the answer must quote it, in whatever tokens the model
+// picks at each step (the greedy argmax among the tokens that continue the quote), so drafts from
+// the prompt's tokens are right only where the model splits the text as the prompt does.
+std::string quote_grammar(const std::string& text) { return "root ::= \"" + text + "\"\n"; }
 
 double median(std::vector<double> v);
 
@@ -159,16 +197,21 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   std::string path, draft_path;
-  int32_t gen = 96, rounds = 3, draft = 6;
-  bool cpu = false, profile = false, always = false;
+  int32_t gen = 96, rounds = 3, draft = 6, replays = 1;
+  uint32_t seed = 7;
+  bool cpu = false, profile = false, always = false, trace = false;
   CLI::App app{"speculative decoding (prompt lookup or a draft model) vs plain decoding"};
   app.add_option("model", path)->required();
   app.add_option("--draft-model", draft_path, "draft with this model (same vocabulary) instead of prompt lookup");
   app.add_option("--gen", gen)->check(CLI::Range(2, 4096));
   app.add_option("--rounds", rounds)->check(CLI::Range(1, 100));
   app.add_option("--draft", draft)->check(CLI::Range(1, 16));
+  app.add_option("--seed", seed, "the random token ids of the prompts");
+  app.add_option("--replays", replays, "quoting: passes that respell the document in the model's own tokens")
+      ->check(CLI::Range(0, 8));
   app.add_flag("--cpu", cpu);
   app.add_flag("--step-profile", profile);
+  app.add_flag("--trace", trace, "print each workload's prompt and plain answer ids (first round)");
   app.add_flag("--draft-always", always, "verify every draft (the cost model off, as vkstreamd --draft-always)");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -198,7 +241,7 @@ int main(int argc, char** argv) {
     vks::Engine engine(std::move(runner), *tok, config, std::move(draft_runner));
 
     const int32_t vocab = static_cast<int32_t>(model->config().vocab_size);
-    std::mt19937 rng(7);
+    std::mt19937 rng(seed);
     auto random_ids = [&](int n) {
       std::vector<int32_t> v;
       for (int i = 0; i < n; ++i) v.push_back(3 + static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab - 3)));
@@ -208,42 +251,67 @@ int main(int argc, char** argv) {
     std::vector<int32_t> repetitive{bos};
     const std::vector<int32_t> phrase = random_ids(24);
     for (int i = 0; i < 4; ++i) repetitive.insert(repetitive.end(), phrase.begin(), phrase.end());
-    std::vector<int32_t> quoting{bos};
+    std::vector<int32_t> unquoted{bos};
     const std::vector<int32_t> doc = random_ids(160);
-    quoting.insert(quoting.end(), doc.begin(), doc.end());
-    quoting.insert(quoting.end(), doc.begin(), doc.begin() + 24);
-
+    unquoted.insert(unquoted.end(), doc.begin(), doc.end());
+    unquoted.insert(unquoted.end(), doc.begin(), doc.begin() + 24);
+    // The quote's document as the model itself spells it: a first, plain pass quotes it from the
+    // document in the tokenizer's own tokens (a random-weight model picks other tokens to spell the
+    // same text); the prompt then holds the document in the tokens of that quote, and the answer
+    // measured is the model's quote in that context, tokens picked again, drafts right only where
+    // it splits the text as it did before.
+    const std::vector<int32_t> question = tok->encode("\n\nQuote the text above.\n", false);
+    std::vector<int32_t> quoting = tok->encode(kDocument, true);
+    quoting.insert(quoting.end(), question.begin(), question.end());
+    for (int32_t pass = 0; pass < replays; ++pass) {
+      const std::vector<int32_t> spelled = generate(engine, {"quoting", quoting, quote_grammar(kDocument)}, gen + gen / 2, 0).ids;
+      quoting.assign(1, bos);
+      quoting.insert(quoting.end(), spelled.begin(), spelled.end());
+      quoting.insert(quoting.end(), question.begin(), question.end());
+    }
     std::vector<int32_t> free{bos};
     const std::vector<int32_t> start = random_ids(32);
     free.insert(free.end(), start.begin(), start.end());
-    std::vector<std::pair<const char*, std::vector<int32_t>>> workloads = {{"repetitive", repetitive},
-                                                                           {"quoting", quoting}};
-    if (!draft_path.empty()) workloads.emplace_back("free", free);
+    std::vector<Workload> workloads = {{"repetitive", repetitive, ""},
+                                       {"quoting", quoting, quote_grammar(kDocument)},
+                                       {"unquoted", unquoted, ""}};
+    if (!draft_path.empty()) workloads.push_back({"free", free, ""});
     const char* mode = draft_path.empty() ? "ngram" : "draft";
-    std::printf("| %-10s | %12s | %7s tok/s | %8s/plain | %12s | %10s |\n", "workload", "plain tok/s", mode, mode,
-                "range", "accepted");
-    std::printf("|------------|--------------|--------------|----------------|--------------|------------|\n");
+    std::printf("| %-10s | %11s | %11s | %10s | %12s | %9s | %11s | %12s |\n", "workload", "plain tok/s",
+                (mode + std::string(" tok/s")).c_str(), (mode + std::string("/plain")).c_str(), "range", "CPU ratio",
+                "steps", "accepted");
+    std::printf("|------------|-------------|-------------|------------|--------------|-----------|-------------|--------------|\n");
     std::vector<double> overhead;  // engine ms per step beyond the runner's, after each workload
-    for (const auto& [name, prompt] : workloads) {
-      generate(engine, prompt, 8, 0);  // warm-up (and the prompt's blocks cached for both modes alike)
-      std::vector<double> plain_tps, spec_tps, ratios;
+    for (const Workload& w : workloads) {
+      generate(engine, w, 8, 0);  // warm-up (and the prompt's blocks cached for both modes alike)
+      std::vector<double> plain_tps, spec_tps, ratios, cpu_ratios, plain_steps, spec_steps;
       int64_t drafted = 0, accepted = 0;
       for (int32_t round = 0; round < rounds; ++round) {
-        const Run p = generate(engine, prompt, gen, 0);
-        const Run s = generate(engine, prompt, gen, draft);
+        const Run p = generate(engine, w, gen, 0);
+        const Run s = generate(engine, w, gen, draft);
         if (p.ids != s.ids) throw vks::Error(vks::ErrorCode::kInternal, "speculative output differs from plain output");
+        if (trace && round == 0) {
+          std::printf("%s prompt:", w.name);
+          for (int32_t t : w.prompt) std::printf(" %d", t);
+          std::printf("\n%s plain:", w.name);
+          for (int32_t t : p.ids) std::printf(" %d", t);
+          std::printf("\n");
+        }
         plain_tps.push_back(p.decode_tps);
         spec_tps.push_back(s.decode_tps);
         ratios.push_back(s.decode_tps / p.decode_tps);
+        cpu_ratios.push_back(s.cpu_tps / p.cpu_tps);
+        plain_steps.push_back(p.steps);
+        spec_steps.push_back(s.steps);
         drafted += s.drafted;
         accepted += s.accepted;
       }
       const vks::EngineStats st = engine.stats();
       overhead.push_back((st.step_ms_total - st.runner_ms_total) / std::max<int64_t>(1, st.steps));
       const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
-      std::printf("| %-10s | %12.2f | %12.2f | %13.2fx | %5.2f..%5.2f | %4lld/%-5lld |\n", name, median(plain_tps),
-                  median(spec_tps), median(ratios), *lo, *hi, static_cast<long long>(accepted),
-                  static_cast<long long>(drafted));
+      std::printf("| %-10s | %11.2f | %11.2f | %9.2fx | %5.2f..%5.2f | %8.2fx | %4.0f -> %-4.0f | %5lld/%-6lld |\n", w.name,
+                  median(plain_tps), median(spec_tps), median(ratios), *lo, *hi, median(cpu_ratios), median(plain_steps),
+                  median(spec_steps), static_cast<long long>(accepted), static_cast<long long>(drafted));
     }
     std::printf("\nengine overhead per step (step - runner, all steps so far): %.2f ms after repetitive, %.2f ms after quoting\n",
                 overhead.at(0), overhead.at(1));

@@ -3,12 +3,13 @@
 // speculation pays on the backend at hand. A step verifying k drafted tokens emits 1 + (accepted)
 // tokens but costs what a step of k more tokens costs, and that cost is the backend's: on a GPU a
 // decode step is bound by reading the weights, so a few more tokens are nearly free; on the CPU
-// backend the integer kernels are compute-bound (TinyLlama Q4_0 on this project's 2-core machine:
-// a 4-token step costs ~1.6 decode steps, a 7-token one ~3.2, since its kernel tiles hold at most
-// 4 tokens). So:
+// backend the integer kernels are compute-bound, how much depends on the ISA level (TinyLlama Q4_0
+// on this project's 2-core machine: a 4-token step costs ~1.6 decode steps and a 7-token one ~3.2
+// with the AVX2 tiles, 1.38 and 1.85 with the AVX-512 VNNI ones). So:
 //   StepCost (one per engine) learns the runner's time of decode steps by their token count,
 //   robust to a shared machine's stretched steps and re-measured from time to time;
-//   DraftLength (one per request) learns the request's per-token acceptance probability a, from
+//   DraftLength (one per request) learns the request's acceptance (of a draft's first token, and of
+//   each later one after a right predecessor), from
 //   verified drafts and from "shadow" drafts (proposed but not verified, compared with the tokens
 //   plain decoding then emits: free, so a request that stopped speculating keeps measuring and
 //   starts again when its text begins to repeat, with no probe step);
@@ -34,7 +35,8 @@ inline constexpr int32_t kMaxDraftTokens = 16;  // per request per step (the `sp
 // ever stretch a step, and one stretched sample must not make a width look expensive for good. A
 // count not measured in the last kStaleSteps recorded steps is stale: its estimate halves every
 // kHalfLife steps (down to the optimistic extrapolation), so a width judged in a bad moment is tried
-// again, soon if it nearly paid and rarely if it was far off (each probe costs a wide step).
+// again, soon if it nearly paid and rarely if it was far off (each probe costs a wide step); its
+// samples still shape the estimates of the counts around it.
 // Engine thread only.
 class StepCost {
  public:
@@ -42,10 +44,10 @@ class StepCost {
   static constexpr int32_t kSamples = 4;
   static constexpr int64_t kStaleSteps = 64;
   static constexpr double kHalfLife = 256;
-  // An unmeasured count costs, per token beyond the nearest measured count below, this fraction of
-  // that step's time per token: a guess between a GPU's nearly free tokens and a compute-bound
-  // CPU's (~1.2 on this project's machine), so a width is tried once shadow drafts show a request
-  // whose acceptance would pay for it, and then known.
+  // An unmeasured count costs, per token beyond the nearest measured count below, what the measured
+  // counts up to it cost per token; with one measured count, this fraction of that step's time per
+  // token: a guess between a GPU's nearly free tokens and a compute-bound CPU's, so a width is tried
+  // once shadow drafts show a request whose acceptance would pay for it, and then known.
   static constexpr double kProbeSlope = 0.5;
 
   StepCost() : widths_(kMaxTokens + 1) {}
@@ -74,12 +76,12 @@ class StepCost {
     if (n_tokens < 1) return 0;
     if (measured(n_tokens)) return least(n_tokens);
     int32_t lo = std::min(n_tokens, kMaxTokens + 1) - 1;
-    while (lo >= 1 && !measured(lo)) --lo;
+    while (lo >= 1 && samples(lo) == 0) --lo;
     if (lo < 1) return 0;
     const double v_lo = least(lo);
-    double est = v_lo * (1 + kProbeSlope * (n_tokens - lo) / lo);
+    double est = v_lo + per_token_beyond(lo) * (n_tokens - lo);
     for (int32_t hi = n_tokens + 1; hi <= kMaxTokens; ++hi) {
-      if (!measured(hi)) continue;
+      if (samples(hi) == 0) continue;
       est = std::min(est, v_lo + (least(hi) - v_lo) * (n_tokens - lo) / (hi - lo));
       break;
     }
@@ -97,6 +99,15 @@ class StepCost {
     int32_t next = 0;
     int64_t stamp = 0;  // clock_ at its last sample
   };
+  // What each token past the measured width lo adds: the measured slope from the narrowest measured
+  // width up to lo (a backend's wider steps cost what its measured ones say, 6% of a decode step a
+  // token on this project's CPU with VNNI tiles, 120% without), the guess when lo is all that is known.
+  double per_token_beyond(int32_t lo) const {
+    int32_t narrow = 1;
+    while (narrow < lo && samples(narrow) == 0) ++narrow;
+    if (narrow == lo) return kProbeSlope * least(lo) / lo;
+    return std::max(0.0, (least(lo) - least(narrow)) / (lo - narrow));
+  }
   double least(int32_t n_tokens) const {
     const Width& w = widths_[static_cast<size_t>(n_tokens)];
     return *std::min_element(w.ms, w.ms + w.count);
@@ -116,14 +127,22 @@ class DraftLength {
 
   bool enabled() const { return max_ > 0; }
   int32_t max() const { return max_; }
-  // Per-token acceptance probability: the decayed share of draft tokens that were right (a drafted
-  // token is only tried after its predecessors were right), with a prior of one hit and one miss.
-  double acceptance() const { return (hits_ + 1) / (hits_ + misses_ + 2); }
-  // Expected tokens a draft of k adds to the one a step emits anyway: a + a^2 + ... + a^k.
+  // Acceptance as a two-state chain: the first drafted token is right with probability
+  // first_acceptance(), each later one, given its predecessor was, with run_acceptance(); both the
+  // decayed share of such tokens that were right, with a prior of one hit and one miss. Drafts tend
+  // to be right or wrong as a whole (prompt lookup inside a quote or a cycle is right to its end,
+  // outside one wrong from its first token), which one per-token probability would average into a
+  // middling value that undervalues long drafts.
+  double first_acceptance() const { return (first_hits_ + 1) / (first_hits_ + first_misses_ + 2); }
+  double run_acceptance() const { return (run_hits_ + 1) / (run_hits_ + run_misses_ + 2); }
+  // Whether any draft's first token, verified or shadow, was ever right: until then acceptance is
+  // the prior alone.
+  bool seen_hit() const { return first_hits_ > 0; }
+  // Expected tokens a draft of k adds to the one a step emits anyway: a1 (1 + ar + ... + ar^(k-1)).
   double expected_extra(int32_t k) const {
-    const double a = acceptance();
-    double sum = 0, p = 1;
-    for (int32_t i = 0; i < k; ++i) sum += (p *= a);
+    const double ar = run_acceptance();
+    double sum = 0, p = first_acceptance();
+    for (int32_t i = 0; i < k; ++i, p *= ar) sum += p;
     return sum;
   }
 
@@ -143,15 +162,19 @@ class DraftLength {
   }
   bool has_shadow() const { return !shadow_.empty(); }
   // Every token the request emits (after its shadow draft was set).
+  // Counted token by token, so the step after a shadow draft's first token was right can draft
+  // (a shadow of 6 right tokens would otherwise keep a request that entered a repeat from drafting
+  // for 6 steps); the shadow's end adds nothing more.
   void on_emitted(int32_t id) {
     if (shadow_.empty()) return;
-    if (shadow_[shadow_pos_] != id) {
-      observe(static_cast<int32_t>(shadow_pos_), true);
-      shadow_.clear();
-    } else if (++shadow_pos_ == shadow_.size()) {
-      observe(static_cast<int32_t>(shadow_pos_), false);
-      shadow_.clear();
+    const bool right = shadow_[shadow_pos_] == id;
+    if (shadow_pos_ == 0) {
+      decay();
+      (right ? first_hits_ : first_misses_) += 1;
+    } else {
+      (right ? run_hits_ : run_misses_) += 1;
     }
+    if (!right || ++shadow_pos_ == shadow_.size()) shadow_.clear();
   }
   // Whether a request not worth drafting for gets a shadow draft now (its acceptance re-measured),
   // called once per step it is not drafted for: a probe costing probe_ms is due once the plain steps
@@ -167,13 +190,24 @@ class DraftLength {
   int64_t accepted() const { return accepted_; }
 
  private:
+  // A draft whose first `hits` tokens were right, then one wrong (missed) or none left to try.
   void observe(int32_t hits, bool missed) {
-    hits_ = kDecay * hits_ + hits;
-    misses_ = kDecay * misses_ + (missed ? 1 : 0);
+    decay();
+    first_hits_ += hits > 0 ? 1 : 0;
+    first_misses_ += hits == 0 && missed ? 1 : 0;
+    run_hits_ += std::max(0, hits - 1);
+    run_misses_ += hits > 0 && missed ? 1 : 0;
+  }
+  void decay() {  // once per draft observed
+    first_hits_ *= kDecay;
+    first_misses_ *= kDecay;
+    run_hits_ *= kDecay;
+    run_misses_ *= kDecay;
   }
 
   int32_t max_;
-  double hits_ = 0, misses_ = 0;
+  double first_hits_ = 0, first_misses_ = 0;
+  double run_hits_ = 0, run_misses_ = 0;
   std::vector<int32_t> shadow_;
   size_t shadow_pos_ = 0;
   double waited_ms_ = 0;  // plain steps' time since the last probe
@@ -183,23 +217,28 @@ class DraftLength {
 
 // The draft length for one request in a step that already holds `step_tokens` tokens expected to
 // emit `step_emitted` (its other decoding sequences and their drafts), `available` draft tokens
-// proposed: the k in 0..available maximizing (step_emitted + a + ... + a^k) / cost(step_tokens + k),
+// proposed: the k in 0..available maximizing (step_emitted + expected_extra(k)) / cost(step_tokens + k),
 // or 0 when that is not kMinGain times plain's ratio, or when the plain step's cost is unknown
-// (the first steps measure it). Widths are probed one token past the widest measured at a time: a
-// probe of an unmeasured width is a bet, and on a compute-bound backend the cheapest bet (one
-// token wider) already shows that wider ones do not pay.
+// (the first steps measure it). Widths are probed one token past the widest ever measured at a
+// time: a probe of an unmeasured width is a bet, and on a compute-bound backend the cheapest bet
+// (one token wider) already shows that wider ones do not pay. A width measured long ago (stale)
+// is known all the same: its estimate is kept, decaying, and a request that starts repeating after
+// a long stretch of plain steps drafts at once at the length that paid, not one token more a step.
 // Before drafting, draft_ms is the drafter's time per draft token and draft_steps the longest draft
 // already chosen this step: the step's sequences draft in one batch per token, so drafting costs
 // draft_ms times the longest draft. After drafting that time is spent, and the choice leaves it out.
 inline int32_t choose_draft(const StepCost& cost, const DraftLength& d, int32_t step_tokens, double step_emitted,
                             int32_t available, double draft_ms = 0, int32_t draft_steps = 0) {
   const double base = cost.estimate(step_tokens);
-  if (base <= 0 || available <= 0) return 0;
+  // No bet on the prior alone: where a wider step costs little, a1 = 0.5 would pay, and every
+  // request would verify its first drafts, however rarely its drafts turn out right (prompt lookup
+  // on text that does not repeat lost 5%). Its first drafts are shadows, observed instead.
+  if (base <= 0 || available <= 0 || !d.seen_hit()) return 0;
   const double plain = step_emitted / (base + draft_ms * draft_steps);
   int32_t best = 0;
   double best_rate = plain * DraftLength::kMinGain;
   for (int32_t k = 1; k <= available; ++k) {
-    if (!cost.measured(step_tokens + k) && !cost.measured(step_tokens + k - 1)) break;
+    if (cost.samples(step_tokens + k) == 0 && cost.samples(step_tokens + k - 1) == 0) break;
     double c = cost.estimate(step_tokens + k);
     if (c <= 0) break;
     c += draft_ms * std::max(k, draft_steps);

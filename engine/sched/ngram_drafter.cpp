@@ -16,9 +16,14 @@ void ngram_draft(std::span<const int32_t> tokens, int32_t max_draft, std::vector
     // Latest first: a repetition's most recent round predicts its next round best.
     for (int64_t i = size - n - 1; i >= 0; --i) {
       if (!std::equal(suffix.begin(), suffix.end(), tokens.begin() + i)) continue;
+      // An occurrence p tokens back says the text repeats with period p: when p is shorter than
+      // the draft, the draft repeats itself (a greedy cycle of period 1 or 2, where lookup pays
+      // most, would otherwise draft only 1 or 2 tokens a step).
       const int64_t from = i + n;
-      const int64_t to = std::min<int64_t>(size, from + max_draft);
-      draft.assign(tokens.begin() + from, tokens.begin() + to);
+      const int64_t period = size - from;
+      for (int64_t j = 0; j < max_draft; ++j) {
+        draft.push_back(j < period ? tokens[static_cast<size_t>(from + j)] : draft[static_cast<size_t>(j - period)]);
+      }
       return;
     }
   }

@@ -11,10 +11,11 @@ namespace vks::sched {
 inline constexpr int32_t kNgramMax = 3;  // suffix lengths tried, longest first
 inline constexpr int32_t kNgramMin = 1;
 
-// Fills `draft` (cleared first, capacity reused) with up to max_draft tokens: for n = kNgramMax
-// down to kNgramMin, the latest i < size - n with tokens[i, i+n) equal to the last n tokens gives
-// tokens[i+n, ...). Empty when no suffix occurred before. O(size * kNgramMax), no allocation once
-// `draft` holds max_draft.
+// Fills `draft` (cleared first, capacity reused) with max_draft tokens: for n = kNgramMax down to
+// kNgramMin, the latest i < size - n with tokens[i, i+n) equal to the last n tokens gives
+// tokens[i+n, ...), continued periodically past the end (period size - i - n: the text after the
+// occurrence is taken to repeat). Empty when no suffix occurred before. O(size * kNgramMax), no
+// allocation once `draft` holds max_draft.
 void ngram_draft(std::span<const int32_t> tokens, int32_t max_draft, std::vector<int32_t>& draft);
 
 }  // namespace vks::sched
