@@ -161,14 +161,6 @@ std::string fixture_name(const ::testing::TestParamInfo<Fixture>& info) {
   return s;
 }
 
-std::vector<float> read_floats(const std::string& path, size_t n) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<float> v(n);
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(float)));
-  if (!in) v.clear();
-  return v;
-}
-
 class CpuExpertsFixtures : public ::testing::TestWithParam<Fixture> {
  protected:
   void SetUp() override {
@@ -189,7 +181,7 @@ TEST_P(CpuExpertsFixtures, MatchTheReferenceAndStayBatchInvariant) {
   const auto ids = test::read_id_lines(test::model_path("reference/" + f.reference + ".greedy.ids"));
   ASSERT_EQ(ids.size(), 2u) << "prompt line and generated line expected";
   const uint32_t vocab = model->config().vocab_size;
-  const std::vector<float> want = read_floats(test::model_path("reference/" + f.reference + ".logits.f32"), vocab);
+  const std::vector<float> want = test::read_floats(test::model_path("reference/" + f.reference + ".logits.f32"), vocab);
   ASSERT_EQ(want.size(), vocab) << "cannot read the reference logits";
   test::GreedyDriver driver(runner, 5);
   test::GenerateOptions g;
@@ -198,18 +190,8 @@ TEST_P(CpuExpertsFixtures, MatchTheReferenceAndStayBatchInvariant) {
   const test::SeqResult r = driver.run({ids[0]}, g)[0];
   EXPECT_EQ(runner.last_submit_count(), 1u + runner.expert_split().host_layers);
   ASSERT_FALSE(r.logits.empty());
-  const std::vector<float>& got = r.logits[0];
-  double mean = 0, var = 0, max_diff = 0;
-  for (float w : want) mean += w;
-  mean /= vocab;
-  for (size_t i = 0; i < vocab; ++i) {
-    var += (want[i] - mean) * (want[i] - mean);
-    max_diff = std::max(max_diff, std::fabs(double(got[i]) - want[i]));
-  }
-  const double spread = std::sqrt(var / vocab);
-  std::printf("%s, %d layers' experts on the CPU: max |logit diff| %.3g, reference std %.3g (ratio %.3g)\n",
-              f.reference.c_str(), f.cpu_layers, max_diff, spread, max_diff / spread);
-  EXPECT_LE(max_diff, 3e-3 * spread) << f.model;
+  test::expect_logits_near_reference(r.logits[0], want,
+                                     f.reference + ", " + std::to_string(f.cpu_layers) + " layers' experts on the CPU");
   for (size_t i = 0; i < 32; ++i) ASSERT_EQ(r.generated.at(i), ids[1].at(i)) << f.model << " step " << i;
 
   const std::vector<std::vector<int32_t>> prompts{ids[0], test::random_prompt(13, 7, vocab),

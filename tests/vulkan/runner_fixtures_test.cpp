@@ -40,14 +40,6 @@ std::string fixture_name(const ::testing::TestParamInfo<Fixture>& info) {
   return s;
 }
 
-std::vector<float> read_floats(const std::string& path, size_t n) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<float> v(n);
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(float)));
-  if (!in) v.clear();
-  return v;
-}
-
 class RunnerFixtures : public ::testing::TestWithParam<Fixture> {
  protected:
   void SetUp() override {
@@ -66,7 +58,7 @@ TEST_P(RunnerFixtures, LogitsAndGreedyIdsMatchTheReference) {
   const auto ids = test::read_id_lines(test::model_path("reference/" + f.reference + ".greedy.ids"));
   ASSERT_EQ(ids.size(), 2u) << "prompt line and generated line expected";
   const uint32_t vocab = model->config().vocab_size;
-  const std::vector<float> want = read_floats(test::model_path("reference/" + f.reference + ".logits.f32"), vocab);
+  const std::vector<float> want = test::read_floats(test::model_path("reference/" + f.reference + ".logits.f32"), vocab);
   ASSERT_EQ(want.size(), vocab) << "cannot read the reference logits";
 
   test::GreedyDriver driver(runner, 5);
@@ -75,19 +67,7 @@ TEST_P(RunnerFixtures, LogitsAndGreedyIdsMatchTheReference) {
   g.full_logits = true;
   const test::SeqResult r = driver.run({ids[0]}, g)[0];
   ASSERT_FALSE(r.logits.empty());
-  const std::vector<float>& got = r.logits[0];
-  ASSERT_EQ(got.size(), want.size());
-  double mean = 0, var = 0, max_diff = 0;
-  for (float w : want) mean += w;
-  mean /= vocab;
-  for (size_t i = 0; i < vocab; ++i) {
-    var += (want[i] - mean) * (want[i] - mean);
-    max_diff = std::max(max_diff, std::fabs(double(got[i]) - want[i]));
-  }
-  const double spread = std::sqrt(var / vocab);
-  std::printf("%s: max |logit diff| %.3g, reference std %.3g (ratio %.3g)\n", f.reference.c_str(), max_diff, spread,
-              max_diff / spread);
-  EXPECT_LE(max_diff, 3e-3 * spread) << f.model;
+  test::expect_logits_near_reference(r.logits[0], want, f.reference);
   for (int i = 0; i < f.ids_checked; ++i) {
     ASSERT_EQ(r.generated.at(static_cast<size_t>(i)), ids[1].at(static_cast<size_t>(i))) << f.model << " step " << i;
   }

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -136,6 +138,33 @@ inline std::vector<std::vector<int32_t>> read_id_lines(const std::string& path) 
     if (!ids.empty()) lines.push_back(ids);
   }
   return lines;
+}
+
+// The reference logits file (`n` floats), empty when it cannot be read.
+inline std::vector<float> read_floats(const std::string& path, size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<float> v(n);
+  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(float)));
+  if (!in) v.clear();
+  return v;
+}
+
+// Logits against a reference: the largest difference within 3e-3 of the reference's standard
+// deviation (a scale-free bound that holds on every kernel family); prints the ratio.
+inline void expect_logits_near_reference(const std::vector<float>& got, const std::vector<float>& want,
+                                         const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double mean = 0, var = 0, max_diff = 0;
+  for (float w : want) mean += w;
+  mean /= static_cast<double>(want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    var += (want[i] - mean) * (want[i] - mean);
+    max_diff = std::max(max_diff, std::fabs(double(got[i]) - want[i]));
+  }
+  const double spread = std::sqrt(var / static_cast<double>(want.size()));
+  std::printf("%s: max |logit diff| %.3g, reference std %.3g (ratio %.3g)\n", what.c_str(), max_diff, spread,
+              max_diff / spread);
+  EXPECT_LE(max_diff, 3e-3 * spread) << what;
 }
 
 // BOS then random ids below `vocab` (seeded), `len` tokens in all.
