@@ -2,14 +2,9 @@
 
 #include <algorithm>
 
-#include "engine/cpu/quant/qmatmul.h"
 
 namespace vks::vk {
 namespace {
-
-// The CPU backend's products (CpuRunner's), so a layer's experts give its bits.
-constexpr MatmulFn kQuantizedMatmul =
-    static_cast<void (*)(const TensorRef&, const float*, size_t, float*, ThreadPool*)>(&cpuq::qmatmul);
 
 void copy_rows(const float* from, size_t from_stride, float* to, size_t to_stride, size_t n, size_t width) {
   for (size_t t = 0; t < n; ++t) std::copy_n(from + t * from_stride, width, to + t * to_stride);
@@ -27,7 +22,8 @@ void HostExperts::run(uint32_t l, const float* xn, const float* x, uint32_t stri
   acts_.resize(c, n);
   copy_rows(xn, stride, acts_.xb.data(), c.dim, n, c.dim);
   if (ffn.router_input == RouterInput::kScaledNorm) copy_rows(x, stride, acts_.x.data(), c.dim, n, c.dim);
-  expert_ffn(c, ffn, model_.weights().layers[l], vectors_.layers[l], acts_, &pool_, kQuantizedMatmul);
+  expert_ffn(c, ffn, model_.weights().layers[l], vectors_.layers[l], acts_, &pool_,
+             kQuantizedMatmul);  // the CPU backend's products (and one dispatch per matrix), so its bits
   copy_rows(acts_.proj.data(), c.dim, out, stride, n, c.dim);
 }
 
