@@ -1,5 +1,6 @@
 #include "tests/common/test_models.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace vks::test {
@@ -10,6 +11,12 @@ std::string models_dir() {
 }
 
 std::string model_path(const std::string& file) { return models_dir() + "/" + file; }
+
+std::string test_name_of(std::string file) {
+  std::replace(file.begin(), file.end(), '-', '_');
+  std::replace(file.begin(), file.end(), '.', '_');
+  return file;
+}
 
 std::string build_dir() {
   if (const char* env = std::getenv("VKSTREAM_BUILD_DIR"); env != nullptr && *env != '\0') return env;

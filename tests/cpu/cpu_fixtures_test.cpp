@@ -81,12 +81,7 @@ std::vector<float> runner_prefill_logits(const LlamaModel& model, const std::vec
   return result.logits;
 }
 
-// gtest names allow [A-Za-z0-9_] only.
-std::string test_name(const ::testing::TestParamInfo<std::string>& param) {
-  std::string s = param.param;
-  std::replace(s.begin(), s.end(), '-', '_');
-  return s;
-}
+std::string test_name(const ::testing::TestParamInfo<std::string>& param) { return test::test_name_of(param.param); }
 
 class KQuantFixture : public ::testing::TestWithParam<std::string> {};
 

@@ -74,9 +74,7 @@ TEST_P(ArchitectureEngine, GreedyIdsEqualLlamaCppUnderEverySchedule) {
 }
 
 std::string fixture_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string s = info.param;
-  std::replace(s.begin(), s.end(), '-', '_');
-  return s;
+  return test::test_name_of(info.param);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ArchitectureEngine,

@@ -219,9 +219,7 @@ TEST_P(WindowEngine, AContinuedConversationHitsTheCacheAsTheOnePoolDoes) {
 }
 
 std::string fixture_name(const ::testing::TestParamInfo<const char*>& param) {
-  std::string name = param.param;
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name;
+  return test::test_name_of(param.param);
 }
 
 #ifdef VKS_ENGINE_TEST_VULKAN

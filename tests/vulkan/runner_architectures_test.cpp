@@ -68,9 +68,7 @@ TEST_P(RunnerArchitectures, PrefillInChunksEqualsOnePiece) {
 }
 
 std::string case_name(const ::testing::TestParamInfo<ArchitectureCase>& info) {
-  std::string s = info.param.model;
-  std::replace(s.begin(), s.end(), '-', '_');
-  return s;
+  return test::test_name_of(info.param.model);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RunnerArchitectures,

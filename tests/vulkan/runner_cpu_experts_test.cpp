@@ -155,10 +155,7 @@ struct Fixture {
 void PrintTo(const Fixture& f, std::ostream* os) { *os << f.model << " cpu_expert_layers " << f.cpu_layers; }
 
 std::string fixture_name(const ::testing::TestParamInfo<Fixture>& info) {
-  std::string s = info.param.reference + "_cpu" + std::to_string(info.param.cpu_layers);
-  std::replace(s.begin(), s.end(), '-', '_');
-  std::replace(s.begin(), s.end(), '.', '_');
-  return s;
+  return test::test_name_of(info.param.reference + "_cpu" + std::to_string(info.param.cpu_layers));
 }
 
 class CpuExpertsFixtures : public ::testing::TestWithParam<Fixture> {

@@ -34,10 +34,7 @@ struct Fixture {
 };
 
 std::string fixture_name(const ::testing::TestParamInfo<Fixture>& info) {
-  std::string s = info.param.reference;
-  std::replace(s.begin(), s.end(), '-', '_');
-  std::replace(s.begin(), s.end(), '.', '_');
-  return s;
+  return test::test_name_of(info.param.reference);
 }
 
 class RunnerFixtures : public ::testing::TestWithParam<Fixture> {
