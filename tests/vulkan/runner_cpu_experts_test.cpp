@@ -20,6 +20,7 @@
 #include "engine/vulkan/runner/vulkan_runner.h"
 #include "tests/common/test_models.h"
 #include "tests/common/vulkan_skip.h"
+#include "tests/cpu/reference_data.h"
 #include "tests/vulkan/runner_test_util.h"
 
 namespace vks {
@@ -175,23 +176,23 @@ TEST_P(CpuExpertsFixtures, MatchTheReferenceAndStayBatchInvariant) {
   for (const LayerSpec& l : model->config().layers) expert_layers += l.ffn.routed() ? 1 : 0;
   ASSERT_EQ(runner.expert_split().host_layers, std::min<uint32_t>(expert_layers, f.cpu_layers));
 
-  const auto ids = test::read_id_lines(test::model_path("reference/" + f.reference + ".greedy.ids"));
-  ASSERT_EQ(ids.size(), 2u) << "prompt line and generated line expected";
+  const test::GreedyReference ids = test::load_ids_file(f.reference + ".greedy.ids");
+  ASSERT_FALSE(ids.prompt.empty() || ids.generated.empty()) << "prompt line and generated line expected";
   const uint32_t vocab = model->config().vocab_size;
-  const std::vector<float> want = test::read_floats(test::model_path("reference/" + f.reference + ".logits.f32"), vocab);
+  const std::vector<float> want = test::load_f32_file(f.reference + ".logits.f32");
   ASSERT_EQ(want.size(), vocab) << "cannot read the reference logits";
   test::GreedyDriver driver(runner, 5);
   test::GenerateOptions g;
   g.n_gen = 32;
   g.full_logits = true;
-  const test::SeqResult r = driver.run({ids[0]}, g)[0];
+  const test::SeqResult r = driver.run({ids.prompt}, g)[0];
   EXPECT_EQ(runner.last_submit_count(), 1u + runner.expert_split().host_layers);
   ASSERT_FALSE(r.logits.empty());
   test::expect_logits_near_reference(r.logits[0], want,
                                      f.reference + ", " + std::to_string(f.cpu_layers) + " layers' experts on the CPU");
-  for (size_t i = 0; i < 32; ++i) ASSERT_EQ(r.generated.at(i), ids[1].at(i)) << f.model << " step " << i;
+  for (size_t i = 0; i < 32; ++i) ASSERT_EQ(r.generated.at(i), ids.generated.at(i)) << f.model << " step " << i;
 
-  const std::vector<std::vector<int32_t>> prompts{ids[0], test::random_prompt(13, 7, vocab),
+  const std::vector<std::vector<int32_t>> prompts{ids.prompt, test::random_prompt(13, 7, vocab),
                                                   test::random_prompt(5, 8, vocab)};
   test::expect_batched_equals_alone(runner, prompts, 6, 11);
   test::expect_chunked_equals_whole(runner, prompts, 4, 21);

@@ -22,6 +22,7 @@
 #include "engine/vulkan/runner/vulkan_runner.h"
 #include "tests/common/test_models.h"
 #include "tests/common/vulkan_skip.h"
+#include "tests/cpu/reference_data.h"
 #include "tests/vulkan/runner_test_util.h"
 
 namespace vks {
@@ -52,21 +53,21 @@ TEST_P(RunnerFixtures, LogitsAndGreedyIdsMatchTheReference) {
   o.max_step_tokens = 64;
   o.max_step_seqs = 4;
   VulkanRunner runner(*model, o);
-  const auto ids = test::read_id_lines(test::model_path("reference/" + f.reference + ".greedy.ids"));
-  ASSERT_EQ(ids.size(), 2u) << "prompt line and generated line expected";
+  const test::GreedyReference ids = test::load_ids_file(f.reference + ".greedy.ids");
+  ASSERT_FALSE(ids.prompt.empty() || ids.generated.empty()) << "prompt line and generated line expected";
   const uint32_t vocab = model->config().vocab_size;
-  const std::vector<float> want = test::read_floats(test::model_path("reference/" + f.reference + ".logits.f32"), vocab);
+  const std::vector<float> want = test::load_f32_file(f.reference + ".logits.f32");
   ASSERT_EQ(want.size(), vocab) << "cannot read the reference logits";
 
   test::GreedyDriver driver(runner, 5);
   test::GenerateOptions g;
   g.n_gen = f.ids_checked;
   g.full_logits = true;
-  const test::SeqResult r = driver.run({ids[0]}, g)[0];
+  const test::SeqResult r = driver.run({ids.prompt}, g)[0];
   ASSERT_FALSE(r.logits.empty());
   test::expect_logits_near_reference(r.logits[0], want, f.reference);
   for (int i = 0; i < f.ids_checked; ++i) {
-    ASSERT_EQ(r.generated.at(static_cast<size_t>(i)), ids[1].at(static_cast<size_t>(i))) << f.model << " step " << i;
+    ASSERT_EQ(r.generated.at(static_cast<size_t>(i)), ids.generated.at(static_cast<size_t>(i))) << f.model << " step " << i;
   }
 }
 

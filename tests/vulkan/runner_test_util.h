@@ -140,15 +140,6 @@ inline std::vector<std::vector<int32_t>> read_id_lines(const std::string& path) 
   return lines;
 }
 
-// The reference logits file (`n` floats), empty when it cannot be read.
-inline std::vector<float> read_floats(const std::string& path, size_t n) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<float> v(n);
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(float)));
-  if (!in) v.clear();
-  return v;
-}
-
 // Logits against a reference: the largest difference within 3e-3 of the reference's standard
 // deviation (a scale-free bound that holds on every kernel family); prints the ratio.
 inline void expect_logits_near_reference(const std::vector<float>& got, const std::vector<float>& want,
