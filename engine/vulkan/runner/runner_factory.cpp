@@ -29,7 +29,7 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
   cpu.max_step_tokens = options.max_step_tokens;
   cpu.max_step_seqs = options.max_step_seqs;
   cpu.compute_share = options.compute_share;
-  cpu.state_slots = options.state_slots > 0 ? options.state_slots : options.max_step_seqs;
+  cpu.state_slots = options.live_state_slots();
   cpu.state_checkpoints = options.state_checkpoints;  // (the CPU allocates a slot once used)
   cpu.num_window_blocks = options.num_window_blocks;
   if (options.num_blocks > 0) {

@@ -42,6 +42,7 @@ struct RunnerOptions {
   // start. Ignored for other models.
   int32_t state_slots = 0;
   int32_t state_checkpoints = 8;
+  int32_t live_state_slots() const { return state_slots > 0 ? state_slots : max_step_seqs; }
   int32_t max_context = 0;          // longest sequence in tokens; 0 = the model's context_length
   // Batches with at most this many tokens use the matrix-vector kernels, larger ones the tiled
   // matrix-matrix kernels (both accumulate each dot product in the same order); -1 = the kernels'

@@ -222,8 +222,8 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     }
   }
   if (c.has_recurrent_layers()) {
-    const int32_t live = options.state_slots > 0 ? options.state_slots : options.max_step_seqs;
-    states_ = vk::RecurrentStateBuffers(device_, c, live + std::max(options.state_checkpoints, 0), max_binding);
+    const int32_t live = options.live_state_slots();  // check_options refused negative counts
+    states_ = vk::RecurrentStateBuffers(device_, c, live + options.state_checkpoints, max_binding);
     dn_conv_ = activation(T, dn_conv_s_, "DeltaNet conv", false);
     seq_states_ = make_io(S * VKS_DELTANET_SEQ_FIELDS * 4, true);
     limits_.state_slots = live;  // the checkpoints lie past the live slots
@@ -501,10 +501,7 @@ void VulkanRunner::copy_recurrent_state(int32_t from, int32_t to) {
   cmd_.barrier(vk::Stage::kCompute, vk::Stage::kTransfer);
   states_.record_copy(cmd_, from, to);
   cmd_.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
-  cmd_.end();
-  device_.submit(cmd_, fence_);
-  fence_.wait();
-  fence_.reset();
+  submit_and_wait(cmd_);
 }
 
 // One decoder layer over the step's n_tokens rows (llama2.c's forward(), batched).
