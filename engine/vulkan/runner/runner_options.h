@@ -60,8 +60,8 @@ struct RunnerOptions {
   // the weights fit the device (0 when they fit); a model that does not fit even with every expert
   // layer on the CPU is refused with its sizes. The CPU backend ignores it (its experts are all there).
   int32_t cpu_expert_layers = -1;
-  // The device memory the weights may take; 0: the device's device-local memory. Tests force a
-  // split with a small one.
+  // The device memory the weights may take; 0: the device's device-local memory less the KV pool.
+  // Tests force a split with a small one.
   uint64_t device_weight_budget = 0;
   // Keep compiled pipelines in $XDG_CACHE_HOME (or ~/.cache)/vkstream/pipeline_cache.bin.
   bool disk_pipeline_cache = true;

@@ -64,7 +64,18 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   std::string tile = options.lanes_tile;
   if (const char* env = std::getenv("VKSTREAM_LANES_TILE"); tile.empty() && env != nullptr) tile = env;
   ops_.emplace(*kernels_, vk::choose_matmul_family(device_.info(), family), vk::lanes_wide_tile_for(device_.info(), tile));
-  weights_ = vk::upload_weights(device_, model, options.cpu_expert_layers, options.device_weight_budget);
+  // The KV pool is planned first (arithmetic only): the weights' share of the device's memory is
+  // what the pool leaves, so an automatic expert split leaves room for it.
+  const int32_t window_blocks = resolve_window_blocks(c, options.num_window_blocks, options.block_size,
+                                                      options.max_step_seqs, options.max_step_tokens, options.num_blocks);
+  const vk::KvCacheShape kv_shape =
+      vk::plan_kv_cache(c, options.block_size, options.num_blocks, options.kv_budget_bytes,
+                        device_.max_texel_binding_bytes(), options.kv_type_k, options.kv_type_v, window_blocks);
+  uint64_t weight_budget = options.device_weight_budget;
+  if (const uint64_t memory = device_.info().device_local_bytes; weight_budget == 0 && memory > 0) {
+    weight_budget = memory > kv_shape.total_bytes() ? memory - kv_shape.total_bytes() : 1;  // (0: no limit)
+  }
+  weights_ = vk::upload_weights(device_, model, options.cpu_expert_layers, weight_budget);
   // Before the pipelines are built (a CPU device compiles each for seconds): a Q/K/V block after the
   // first writes from its first row on, through a view that must be 16-byte aligned.
   for (size_t l = 0; l < c.n_layers; ++l) {
@@ -77,11 +88,7 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   }
   // Attention reads each pool whole through its texel view. Before the pipelines: they are
   // specialized for the pools' types, and a type the model cannot take fails before any compile.
-  const int32_t window_blocks = resolve_window_blocks(c, options.num_window_blocks, options.block_size,
-                                                      options.max_step_seqs, options.max_step_tokens, options.num_blocks);
-  kv_.emplace(device_, vk::plan_kv_cache(c, options.block_size, options.num_blocks, options.kv_budget_bytes,
-                                         device_.max_texel_binding_bytes(), options.kv_type_k, options.kv_type_v,
-                                         window_blocks));
+  kv_.emplace(device_, kv_shape);
   create_pipelines();
 
   const uint64_t max_binding = device_.max_binding_bytes();
