@@ -82,10 +82,12 @@ TEST(CpuKvQ8, PagedAttentionEqualsAttentionOverTheDecodedValues) {
   EXPECT_EQ(got, want);
   p.head_begin = 1;  // a thread's share of the heads gives those heads' bits
   p.head_end = 3;
-  std::vector<float> part(got.size());
+  std::vector<float> part(got.size(), -7.0f);  // heads outside the share must keep this
   cpu::attention_paged_q8(part.data(), q.data(), kq.data(), ks.data(), vq.data(), vs.data(), table, block_size, first,
                           n_ctx, kv_dim, p);
   EXPECT_TRUE(std::equal(part.begin() + 1 * p.head_dim, part.begin() + 3 * p.head_dim, got.begin() + 1 * p.head_dim));
+  EXPECT_TRUE(std::all_of(part.begin(), part.begin() + p.head_dim, [](float v) { return v == -7.0f; }));
+  EXPECT_TRUE(std::all_of(part.begin() + 3 * p.head_dim, part.end(), [](float v) { return v == -7.0f; }));
 }
 
 class CpuRunnerKvQ8 : public ::testing::Test {
