@@ -60,8 +60,8 @@ CpuIsa detect() {
 
 }  // namespace
 
-// Detected once: qmatmul asks on every call (some 150 times per decode step), and cpuid/xgetbv
-// trap to the hypervisor in a virtual machine.
+// Detected once: qmatmul asks on every call (several times per layer of every step), and
+// cpuid/xgetbv trap to the hypervisor in a virtual machine.
 CpuIsa detected_isa() {
   static const CpuIsa detected = detect();
   return detected;
