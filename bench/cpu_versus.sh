@@ -4,7 +4,7 @@
 # compare figures of the same round). Run by hand, from the project root, with node-llama-cpp
 # installed as tools/llama_cpp_refs/README.md says:
 #   bench/cpu_versus.sh [--rounds 2] [--prompt 128] [--gen 32] [--seqs 8,16] [--threads 1,2] [--reps 3]
-#                       [--timeout 600] [--llama-variant NAME] MODEL.gguf [MODEL.gguf ...]
+#                       [--timeout 600] [--llama-variant NAME] [--busy] MODEL.gguf [MODEL.gguf ...]
 # Environment: BUILD (default build), NODE_LLAMA_CPP_DIR (default /tmp/nlc), VKSTREAM_CPU_ISA (to
 # force a lower kernel level).
 # --llama-variant NAME: llama.cpp loads the best of its CPU builds the CPU runs (libggml-cpu-NAME.so,
@@ -15,10 +15,12 @@
 #   VKSTREAM_CPU_ISA=avx bench/cpu_versus.sh --llama-variant piledriver MODEL.gguf
 # The features llama.cpp reports for the build it loaded are printed; for those three variants the
 # script stops if they include AVX2.
+# --busy: every figure twice, quiet and then beside a busy process (a shell loop spinning on one core,
+# started before and killed after the program): issue 34's "loaded machine" ratio, for both backends.
 # Prints, per round, model and thread count, vkstream's table (prefill, decode batch 1, aggregate
 # decode at --seqs, decode GB/s against a plain-C read probe of that thread count) and llama.cpp's.
 set -uo pipefail
-rounds=2 prompt=128 gen=32 seqs=8,16 threads=1,2 reps=3 limit=600 variant=
+rounds=2 prompt=128 gen=32 seqs=8,16 threads=1,2 reps=3 limit=600 variant= conditions=quiet
 models=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -30,7 +32,8 @@ while [ $# -gt 0 ]; do
     --reps) reps=$2; shift 2 ;;
     --timeout) limit=$2; shift 2 ;;
     --llama-variant) variant=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --busy) conditions="quiet busy"; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) models+=("$1"); shift ;;
   esac
 done
@@ -71,17 +74,35 @@ case "$variant:$features" in
 esac
 echo "vkstream kernel level: ${VKSTREAM_CPU_ISA:-the best this CPU runs}"
 echo "prompt $prompt, gen $gen, seqs $seqs, threads $threads, reps $reps, $rounds rounds; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+# Runs "$@" beside a process spinning on one core when the condition is busy.
+busy_pid=
+start_condition() {
+  if [ "$1" = busy ]; then
+    sh -c 'while :; do :; done' &
+    busy_pid=$!
+  fi
+}
+stop_condition() {
+  if [ -n "$busy_pid" ]; then kill "$busy_pid" 2>/dev/null; wait "$busy_pid" 2>/dev/null; busy_pid=; fi
+}
+trap 'stop_condition; rm -f "$probe"' EXIT
 for ((r = 1; r <= rounds; ++r)); do
   for m in "${models[@]}"; do
     for t in ${threads//,/ }; do
-      echo "== round $r, $t thread(s): vkstream CPU, $m"
-      timeout "$limit" "$B/bench/vks_bench_cpu_reference" "$m" --threads "$t" --prompt "$prompt" --generate "$gen" \
-        --seqs ${seqs//,/ } --reps "$reps" --no-reference --probe 2>&1 | sed -n '/^CpuRunner/p;/^decode reads/p'
-      if [ "${PIPESTATUS[0]}" = 124 ]; then echo "(no result within $limit s)"; fi
-      echo "== round $r, $t thread(s): llama.cpp CPU, $m"
-      (cd "$nlc" && timeout "$limit" node "$root/tools/llama_cpp_refs/throughput.mjs" --model "$(realpath "$m")" \
-        --gpu false --threads "$t" --prompt "$prompt" --gen "$gen" --reps "$reps" --batches "1,$seqs") 2>&1 | tail -8
-      if [ "${PIPESTATUS[0]}" = 124 ]; then echo "(no result within $limit s)"; fi
+      for c in $conditions; do
+        echo "== round $r, $t thread(s), $c: vkstream CPU, $m"
+        start_condition "$c"
+        timeout "$limit" "$B/bench/vks_bench_cpu_reference" "$m" --threads "$t" --prompt "$prompt" --generate "$gen" \
+          --seqs ${seqs//,/ } --reps "$reps" --no-reference --probe 2>&1 | sed -n '/^CpuRunner/p;/^decode reads/p'
+        if [ "${PIPESTATUS[0]}" = 124 ]; then echo "(no result within $limit s)"; fi
+        stop_condition
+        echo "== round $r, $t thread(s), $c: llama.cpp CPU, $m"
+        start_condition "$c"
+        (cd "$nlc" && timeout "$limit" node "$root/tools/llama_cpp_refs/throughput.mjs" --model "$(realpath "$m")" \
+          --gpu false --threads "$t" --prompt "$prompt" --gen "$gen" --reps "$reps" --batches "1,$seqs") 2>&1 | tail -8
+        if [ "${PIPESTATUS[0]}" = 124 ]; then echo "(no result within $limit s)"; fi
+        stop_condition
+      done
     done
   done
 done
