@@ -86,6 +86,7 @@ ServedModel load_served_model(const std::string& path, const ServerOptions& opti
   std::unique_ptr<ModelRunner> runner = make_runner(*served.model, ro);
   served.device = runner->device_name();
   served.device_heap = runner->uses_device_heap();
+  served.host_weight_bytes = runner->host_weight_bytes();
   EngineConfig ec;
   ec.max_batched_tokens = std::min(options.max_batched_tokens, runner->max_step_tokens());
   ec.max_seqs = std::min(options.max_seqs, runner->max_step_seqs());
@@ -134,8 +135,7 @@ Daemon::Daemon(ServerOptions options, ListenFds fds, ServedModel pinned, std::sh
     if (limits_.max_tokens <= 0) limits_.max_tokens = static_cast<int32_t>(pinned.engine->model_config().context_length);
     auto served = std::make_shared<ServedModel>(std::move(pinned));
     ModelSlot& slot = models_.add_pinned(store::catalog_model_of(options_.model_path), served, loaded_model_info(*served));
-    slot.resident_bytes = resident_bytes_of(slot.file, *served);
-    slot.device_heap = served->device_heap;
+    slot.set_resident(resident_cost_of(slot.file, *served));
   }
   rescan_models();
   if (models_.slots().empty()) {

@@ -50,6 +50,7 @@ struct ServedModel {
   LlamaConfig config;
   std::string device;
   bool device_heap = false;  // its weights and KV pool are in a discrete GPU's own memory
+  uint64_t host_weight_bytes = 0;  // ... but for these, kept in host memory (experts run on the CPU)
   // The chat template `chat` requests render with (the model's, --chat-template, or ChatML);
   // null when the daemon runs without a model file (tests with a fake runner).
   std::shared_ptr<const chat::ModelChatTemplate> chat_template;
@@ -61,10 +62,10 @@ struct ServedModel {
 ServedModel load_served_model(const std::string& path, const ServerOptions& options, const std::string& chat_template_path,
                               std::shared_ptr<ComputeShare> compute_share, SystemdNotifier* notifier);
 
-// What a loaded model reports and holds; three quarters of the host's memory (the default budget
-// of the loaded models).
+// What a loaded model reports and holds in each memory (weights, KV pool, recurrent states); three
+// quarters of the host's memory (the default budget of the loaded models).
 proto::ModelInfo loaded_model_info(const ServedModel& served);
-uint64_t resident_bytes_of(const store::CatalogModel& file, const ServedModel& served);
+ModelCost resident_cost_of(const store::CatalogModel& file, const ServedModel& served);
 uint64_t default_loaded_bytes();
 
 // Tokenizes an embed request's texts into its token inputs (libuv's pool; embed_handler.cpp).

@@ -11,18 +11,22 @@ struct Usage {
   int32_t count = 0;
   uint64_t host = 0;
   uint64_t device = 0;
-  int32_t host_models = 0;    // loaded models in host memory (the incoming one not counted)
-  int32_t device_models = 0;  // loaded models in the device's own heap
+  int32_t host_models = 0;    // loaded models holding host memory (the incoming one not counted)
+  int32_t device_models = 0;  // loaded models holding some of the device's own heap
 
   void add(const ResidentModel& m) {
     count += 1;
-    (m.device_heap ? device : host) += m.bytes;
-    (m.device_heap ? device_models : host_models) += 1;
+    host += m.host_bytes;
+    device += m.device_bytes;
+    host_models += m.host_bytes != 0 ? 1 : 0;
+    device_models += m.device_bytes != 0 ? 1 : 0;
   }
   void remove(const ResidentModel& m) {
     count -= 1;
-    (m.device_heap ? device : host) -= m.bytes;
-    (m.device_heap ? device_models : host_models) -= 1;
+    host -= m.host_bytes;
+    device -= m.device_bytes;
+    host_models -= m.host_bytes != 0 ? 1 : 0;
+    device_models -= m.device_bytes != 0 ? 1 : 0;
   }
 };
 
@@ -33,7 +37,8 @@ std::optional<std::vector<std::string>> evictions_for(const std::vector<Resident
   Usage use;
   for (const ResidentModel& m : loaded) use.add(m);
   use.count += 1;
-  (incoming.device_heap ? use.device : use.host) += incoming.bytes;
+  use.host += incoming.host_bytes;
+  use.device += incoming.device_bytes;
   const int32_t max_loaded = std::max(1, limits.max_loaded);
   auto too_many = [&] { return use.count > max_loaded; };
   auto host_over = [&] { return limits.max_bytes != 0 && use.host > limits.max_bytes; };
@@ -49,9 +54,9 @@ std::optional<std::vector<std::string>> evictions_for(const std::vector<Resident
   std::vector<std::string> out;
   for (const ResidentModel* m : evictable) {
     if (fits()) break;
-    // Unloading a model frees only the memory it is in: a host-memory model makes no room on the
+    // Unloading a model frees only the memory it holds: a host-memory model makes no room on the
     // device, so it stays unless the count needs it gone.
-    const bool helps = too_many() || (host_over() && !m->device_heap) || (device_over() && m->device_heap);
+    const bool helps = too_many() || (host_over() && m->host_bytes != 0) || (device_over() && m->device_bytes != 0);
     if (!helps) continue;
     out.push_back(m->name);
     use.remove(*m);

@@ -20,10 +20,11 @@ struct ResidencyLimits {
   uint64_t max_device_bytes = 0; // the discrete device's heap they may take together (0 = no budget)
 };
 
-// What one model takes, and from which memory.
+// What one model takes (weights, KV pool, activations) from each memory. A model on a discrete
+// GPU can take both: experts kept in host memory (--cpu-experts) beside the rest on the device.
 struct ModelCost {
-  uint64_t bytes = 0;        // weights, KV pool, activations
-  bool device_heap = false;  // in a discrete GPU's own memory rather than the host's
+  uint64_t host_bytes = 0;
+  uint64_t device_bytes = 0;  // in a discrete GPU's own memory
 };
 
 // A loaded model as the policy sees it.
@@ -32,13 +33,13 @@ struct ResidentModel {
   bool pinned = false;
   bool busy = false;  // requests in flight or being prepared
   ResidencyClock::time_point last_used{};
-  uint64_t bytes = 0;        // what it holds (weights, KV pool, activations)
-  bool device_heap = false;  // ... in the discrete device's heap (else host memory)
+  uint64_t host_bytes = 0;    // what it holds (weights, KV pool, activations) in host memory
+  uint64_t device_bytes = 0;  // ... and in the discrete device's heap
 };
 
 // The models to evict, least recently used first, so that one more model costing `incoming` fits
 // beside the rest; nullopt when it cannot fit even after evicting every evictable one (the others
-// are busy or pinned). Only models in the memory that is short are evicted for bytes. A model
+// are busy or pinned). Only models holding bytes in the memory that is short are evicted for bytes. A model
 // alone larger than its budget fits once everything evictable in that memory is gone (the loader
 // then reports whether it really fits).
 std::optional<std::vector<std::string>> evictions_for(const std::vector<ResidentModel>& loaded, const ModelCost& incoming,

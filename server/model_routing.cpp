@@ -43,9 +43,12 @@ proto::ModelInfo loaded_model_info(const ServedModel& served) {
   return info;
 }
 
-uint64_t resident_bytes_of(const store::CatalogModel& file, const ServedModel& served) {
-  if (!served.engine) return file.size_bytes;
-  return file.size_bytes + served.engine->kv_pool_bytes() + served.engine->recurrent_state_bytes();
+ModelCost resident_cost_of(const store::CatalogModel& file, const ServedModel& served) {
+  uint64_t total = file.size_bytes;
+  if (served.engine) total += served.engine->kv_pool_bytes() + served.engine->recurrent_state_bytes();
+  if (!served.device_heap) return ModelCost{total, 0};
+  const uint64_t on_host = std::min(served.host_weight_bytes, total);
+  return ModelCost{on_host, total - on_host};
 }
 
 std::function<void()> Daemon::engine_notifier() const {
@@ -241,8 +244,10 @@ uint64_t Daemon::kv_pool_estimate(const ModelSlot& slot) const {
 
 void Daemon::start_load(ModelSlot& slot) {
   // Before a load, what the model will hold: its weights, and the KV pool the runner sizes by default.
-  // It goes where the device probe said models go (a discrete GPU's heap, else host memory).
-  const ModelCost estimate{slot.file.size_bytes + kv_pool_estimate(slot), residency_.max_device_bytes != 0};
+  // It goes where the device probe said models go (a discrete GPU's heap, else host memory); a split
+  // of its experts into host memory is known after the load (make_room_beside then counts it).
+  const uint64_t estimated = slot.file.size_bytes + kv_pool_estimate(slot);
+  const ModelCost estimate = residency_.max_device_bytes != 0 ? ModelCost{0, estimated} : ModelCost{estimated, 0};
   const std::optional<std::vector<std::string>> evict = evictions_for(models_.resident(), estimate, residency_);
   if (!evict) {
     const proto::ProtocolError e = proto::make_error(
@@ -260,8 +265,7 @@ void Daemon::start_load(ModelSlot& slot) {
     if (ModelSlot* victim = models_.find(name)) unload_now(*victim, "least recently used, to make room");
   }
   slot.loading = true;
-  slot.resident_bytes = estimate.bytes;
-  slot.device_heap = estimate.device_heap;
+  slot.set_resident(estimate);
   spdlog::info("loading model {} ({})", slot.file.name, slot.file.path);
   const std::string template_path = slot.pinned ? options_.chat_template_path : std::string();
   loader_->load(
@@ -286,22 +290,22 @@ void Daemon::on_model_loaded(const std::string& name, std::shared_ptr<ServedMode
   if (error) {
     failure = proto::make_error(proto::WireError::kModelLoadFailed, "model '" + name + "': " + what_of(error), "model");
     spdlog::error("loading model {} failed: {}", name, what_of(error));
-    slot->resident_bytes = 0;
+    slot->set_resident(ModelCost{});
   } else if (!handles_open_ || phase_ != Phase::kServing) {
     failure = proto::make_error(proto::WireError::kShuttingDown, "the server is shutting down; retry after it restarts");
     loader_->dispose(std::move(served));
-    slot->resident_bytes = 0;
+    slot->set_resident(ModelCost{});
   } else {
     served->engine->set_event_notifier(engine_notifier());
     slot->info = loaded_model_info(*served);
-    slot->resident_bytes = resident_bytes_of(slot->file, *served);
-    slot->device_heap = served->device_heap;
+    slot->set_resident(resident_cost_of(slot->file, *served));
     slot->served = std::move(served);
     slot->load_ms = ms_since(started);
     slot->loaded_at = std::chrono::steady_clock::now();
     slot->last_used = std::chrono::steady_clock::now();
-    spdlog::info("model {} loaded in {:.0f} ms on {} ({} MiB resident in {} memory)", name, slot->load_ms,
-                 slot->served->device, slot->resident_bytes >> 20, slot->device_heap ? "device" : "host");
+    spdlog::info("model {} loaded in {:.0f} ms on {} ({} MiB resident: {} MiB in host memory, {} MiB in device memory)",
+                 name, slot->load_ms, slot->served->device, slot->resident_bytes >> 20, slot->host_bytes() >> 20,
+                 slot->device_bytes >> 20);
     make_room_beside(*slot);  // measured now: it may take more than estimated, or another memory
   }
   std::vector<std::function<void(const proto::ProtocolError*)>> waiters;
@@ -320,7 +324,7 @@ void Daemon::make_room_beside(const ModelSlot& slot) {
   std::vector<ResidentModel> others = models_.resident();
   std::erase_if(others, [&](const ResidentModel& m) { return m.name == slot.file.name; });
   const std::optional<std::vector<std::string>> evict =
-      evictions_for(others, ModelCost{slot.resident_bytes, slot.device_heap}, residency_);
+      evictions_for(others, ModelCost{slot.host_bytes(), slot.device_bytes}, residency_);
   if (!evict) {
     spdlog::warn("model {} is loaded past the memory budget ({}): the other models are busy or pinned",
                  slot.file.name, budget_text());
@@ -365,7 +369,7 @@ void Daemon::unload_now(ModelSlot& slot, const char* why) {
   spdlog::info("unloading model {}: {}", slot.file.name, why);
   loader_->dispose(std::move(slot.served));  // leaves slot.served empty
   slot.info = proto::ModelInfo{};
-  slot.resident_bytes = 0;
+  slot.set_resident(ModelCost{});
   slot.unload_requested = false;
 }
 

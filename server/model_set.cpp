@@ -98,8 +98,8 @@ std::vector<ResidentModel> ModelSet::resident() const {
     r.pinned = s->pinned;
     r.busy = s->loading || !s->idle();
     r.last_used = s->last_used;
-    r.bytes = s->resident_bytes;
-    r.device_heap = s->device_heap;
+    r.host_bytes = s->host_bytes();
+    r.device_bytes = s->device_bytes;
     out.push_back(std::move(r));
   }
   return out;

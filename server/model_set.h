@@ -44,10 +44,15 @@ struct ModelSlot {
   double load_ms = 0;
   ResidencyClock::time_point loaded_at{};
   uint64_t resident_bytes = 0;           // weights + KV pool + recurrent states, while loaded (estimated before)
-  bool device_heap = false;              // ... in a discrete GPU's memory (else the host's)
+  uint64_t device_bytes = 0;             // ... of which in a discrete GPU's memory (the rest in the host's)
   ItlHistogram itl;                      // its token events since the daemon started (across loads)
 
   bool loaded() const { return served != nullptr; }
+  uint64_t host_bytes() const { return resident_bytes - device_bytes; }
+  void set_resident(const ModelCost& cost) {
+    resident_bytes = cost.host_bytes + cost.device_bytes;
+    device_bytes = cost.device_bytes;
+  }
   // Idle: loaded, nothing in flight on its engine, nothing being prepared for it (only this slot
   // holds its ServedModel; off-loop work keeps a reference while it tokenizes or renders).
   bool idle() const { return served != nullptr && running == 0 && served.use_count() == 1; }

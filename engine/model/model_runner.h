@@ -92,6 +92,9 @@ class ModelRunner {
   // Expert layers whose experts stay in host memory and run on the CPU beside the device
   // (RunnerOptions::cpu_expert_layers); 0 where every layer runs on one backend.
   virtual int32_t cpu_expert_layers() const { return 0; }
+  // Of the weights, the bytes those host layers read from host memory (the mmapped file) while the
+  // rest lives where uses_device_heap() says; 0 where every weight lives in one memory.
+  virtual uint64_t host_weight_bytes() const { return 0; }
   virtual int32_t block_size() const = 0;        // tokens per KV block
   virtual int32_t num_blocks() const = 0;        // KV blocks in the pool (ids 0..num_blocks-1)
   // Blocks of the window layers' own pool (engine/model/kv_pools.h; ids 0..num_window_blocks-1),

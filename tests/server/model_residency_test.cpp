@@ -18,14 +18,17 @@ ResidentModel model(const std::string& name, int age_s, bool busy = false, bool 
   m.last_used = ResidencyClock::time_point{} + seconds(1000 - age_s);
   m.busy = busy;
   m.pinned = pinned;
-  m.bytes = bytes;
+  m.host_bytes = bytes;
   return m;
 }
 
 ResidentModel on_device(ResidentModel m) {
-  m.device_heap = true;
+  m.device_bytes = m.host_bytes;
+  m.host_bytes = 0;
   return m;
 }
+
+ModelCost device_cost(uint64_t bytes) { return ModelCost{0, bytes}; }
 
 TEST(ModelResidency, NothingIsEvictedWhileThereIsRoom) {
   const auto out = evictions_for({model("a", 10), model("b", 5)}, ModelCost{100}, ResidencyLimits{3, 0});
@@ -70,29 +73,57 @@ TEST(ModelResidency, EachMemoryHasItsOwnBudget) {
   const std::vector<ResidentModel> loaded = {model("host-old", 90, false, false, 600),
                                              on_device(model("dev-old", 50, false, false, 700)),
                                              on_device(model("dev-new", 10, false, false, 200))};
-  const auto device = evictions_for(loaded, ModelCost{300, true}, limits);
+  const auto device = evictions_for(loaded, device_cost(300), limits);
   ASSERT_TRUE(device);
   EXPECT_EQ(*device, std::vector<std::string>{"dev-old"});
   // The same model in host memory (600 + 300 <= 1000) needs nothing to go.
-  const auto host = evictions_for(loaded, ModelCost{300, false}, limits);
+  const auto host = evictions_for(loaded, ModelCost{300}, limits);
   ASSERT_TRUE(host);
   EXPECT_TRUE(host->empty());
   // 500 more in host memory: the host model goes, the device models stay.
-  const auto host_big = evictions_for(loaded, ModelCost{500, false}, limits);
+  const auto host_big = evictions_for(loaded, ModelCost{500}, limits);
   ASSERT_TRUE(host_big);
   EXPECT_EQ(*host_big, std::vector<std::string>{"host-old"});
   // A busy device model blocks room on the device even when an idle host model could go.
   const std::vector<ResidentModel> busy = {model("host-idle", 90, false, false, 100),
                                            on_device(model("dev-busy", 10, true, false, 900))};
-  EXPECT_FALSE(evictions_for(busy, ModelCost{300, true}, limits));
+  EXPECT_FALSE(evictions_for(busy, device_cost(300), limits));
   // No device budget (a host without a discrete GPU): device bytes never evict anything.
-  const auto unbounded = evictions_for(loaded, ModelCost{5000, true}, ResidencyLimits{8, 1000, 0});
+  const auto unbounded = evictions_for(loaded, device_cost(5000), ResidencyLimits{8, 1000, 0});
   ASSERT_TRUE(unbounded);
   EXPECT_TRUE(unbounded->empty());
   // The count still evicts across memories, oldest first.
-  const auto counted = evictions_for(loaded, ModelCost{1, false}, ResidencyLimits{3, 0, 0});
+  const auto counted = evictions_for(loaded, ModelCost{1}, ResidencyLimits{3, 0, 0});
   ASSERT_TRUE(counted);
   EXPECT_EQ(*counted, std::vector<std::string>{"host-old"});
+}
+
+// A model on a discrete GPU with its experts in host memory (--cpu-experts) holds both memories:
+// it counts against each budget with its own part, and unloading it frees room in both.
+TEST(ModelResidency, ASplitModelCountsInBothMemories) {
+  const ResidencyLimits limits{8, /*host*/ 1000, /*device*/ 1000};
+  ResidentModel split = model("split-old", 90, false, false, 0);
+  split.host_bytes = 600;    // its experts
+  split.device_bytes = 300;  // the rest
+  const std::vector<ResidentModel> loaded = {split, on_device(model("dev-new", 10, false, false, 500))};
+  // 500 more on the device (300 + 500 + 500 > 1000): the split model holds device bytes, so it goes
+  // (oldest first), which also frees its 600 host bytes.
+  const auto device = evictions_for(loaded, device_cost(500), limits);
+  ASSERT_TRUE(device);
+  EXPECT_EQ(*device, std::vector<std::string>{"split-old"});
+  // 500 more host bytes (600 + 500 > 1000): only the split model holds host memory, so only it goes.
+  const auto host = evictions_for(loaded, ModelCost{500}, limits);
+  ASSERT_TRUE(host);
+  EXPECT_EQ(*host, std::vector<std::string>{"split-old"});
+  // An incoming split model counts its host part against the host budget: 300 of host beside 600 fits
+  // and 100 of device beside 800 fits, so nothing goes...
+  const auto fits = evictions_for(loaded, ModelCost{300, 100}, limits);
+  ASSERT_TRUE(fits);
+  EXPECT_TRUE(fits->empty());
+  // ... while 500 of host does not (counted as device bytes, it would have fitted on the device).
+  const auto over = evictions_for(loaded, ModelCost{500, 100}, limits);
+  ASSERT_TRUE(over);
+  EXPECT_EQ(*over, std::vector<std::string>{"split-old"});
 }
 
 vk::DeviceInfo device(VkPhysicalDeviceType type, bool uma, uint64_t heap) {

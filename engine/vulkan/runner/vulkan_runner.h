@@ -64,6 +64,7 @@ class VulkanRunner final : public ModelRunner {
   uint32_t last_submit_count() const { return last_submits_; }
   // Which layers' experts stay in host memory and run on the CPU, and their bytes.
   const vk::ExpertSplit& expert_split() const { return weights_->split; }
+  uint64_t host_weight_bytes() const override { return weights_->split.host_bytes; }
 
  private:
   // A per-step input or output array: device buffer, plus a host-side twin and a copy when the
