@@ -16,8 +16,11 @@
 #include "engine/vulkan/core/device.h"
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/device_weights.h"
+#include "engine/vulkan/runner/expert_kernels.h"
+#include "engine/vulkan/runner/expert_plan.h"
 #include "engine/vulkan/runner/expert_split.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
+#include "engine/vulkan/shaders/shader_params.h"
 #include "tests/common/test_models.h"
 #include "tests/common/vulkan_skip.h"
 #include "tests/cpu/reference_data.h"
@@ -145,6 +148,39 @@ TEST_F(CpuExpertsRunner, AllOnTheDeviceIsOneSubmit) {
   g.n_gen = 2;
   driver.run({test::random_prompt(9, 1, model->config().vocab_size)}, g);
   EXPECT_EQ(runner.last_submit_count(), 1u);
+}
+
+// The device's routing limits (lavapipe's loop budget over a step's routed choices) bind only the
+// layers that route on the device: a step too wide for them is refused with every expert on the
+// device and accepted with every expert layer on the CPU, which routes there.
+TEST_F(CpuExpertsRunner, RoutingLimitsBindOnlyTheLayersRoutedOnTheDevice) {
+  auto model = LlamaModel::load(test::model_path("qwen3moe-tiny.gguf"));
+  const FfnSpec& ffn = model->config().layers[0].ffn;
+  ASSERT_TRUE(ffn.routed());
+  RunnerOptions o = small_options();
+  // The fewest step tokens whose routed choices exceed the plan kernel's loop budget.
+  o.max_step_tokens = 64;
+  while (vk::moe_plan_loop_iterations(static_cast<uint32_t>(o.max_step_tokens) * ffn.n_used, ffn.n_experts,
+                                      vk::expert_plan_max_groups(static_cast<uint32_t>(o.max_step_tokens), ffn)) <=
+         VKS_LAVAPIPE_LOOP_BUDGET) {
+    o.max_step_tokens *= 2;
+  }
+  o.cpu_expert_layers = 0;
+  try {
+    VulkanRunner refused(*model, o);
+    FAIL() << "a step of " << o.max_step_tokens << " tokens routed on the device accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("routing"), std::string::npos) << e.what();
+  }
+  o.cpu_expert_layers = vk::parse_cpu_expert_layers("all");
+  VulkanRunner runner(*model, o);
+  EXPECT_EQ(runner.expert_split().host_layers, runner.expert_split().expert_layers);
+  test::GreedyDriver driver(runner, 3);
+  test::GenerateOptions g;
+  g.n_gen = 2;
+  driver.run({test::random_prompt(9, 1, model->config().vocab_size)}, g);
+  EXPECT_EQ(runner.last_submit_count(), 1u + runner.expert_split().host_layers);
 }
 
 struct Fixture {

@@ -179,14 +179,20 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   }
   if (c.n_experts > 1) {
     router_s_ = align4(c.n_experts);
-    FfnSpec widest;  // the most rows and groups any expert layer's plan needs
-    for (const LayerSpec& l : c.layers) {
-      if (l.ffn.routed() && l.ffn.n_used * l.ffn.n_experts >= widest.n_used * widest.n_experts) widest = l.ffn;
+    // Layers whose experts run on the CPU route there too (host_experts.h): the device's routing
+    // buffers and kernel limits are for the others alone.
+    std::vector<const LayerSpec*> device_routed;
+    for (uint32_t l = 0; l < c.n_layers; ++l) {
+      if (c.layers[l].ffn.routed() && !weights_->split.on_host[l]) device_routed.push_back(&c.layers[l]);
+    }
+    FfnSpec widest;  // the most rows and groups any device-routed layer's plan needs
+    for (const LayerSpec* l : device_routed) {
+      if (l->ffn.n_used * l->ffn.n_experts >= widest.n_used * widest.n_experts) widest = l->ffn;
     }
     const uint64_t rows = vk::expert_plan_max_rows(static_cast<uint32_t>(T), widest);
     // Routing runs on the device (moe_route_f32, moe_plan_i32); their loops must fit lavapipe's budget.
-    for (const LayerSpec& l : c.layers) {
-      if (!l.ffn.routed()) continue;
+    for (const LayerSpec* layer : device_routed) {
+      const LayerSpec& l = *layer;
       const uint64_t route = vk::moe_route_loop_iterations(l.ffn.n_experts, l.ffn.n_used);
       const uint64_t plan = vk::moe_plan_loop_iterations(static_cast<uint32_t>(T) * l.ffn.n_used, l.ffn.n_experts,
                                                          vk::expert_plan_max_groups(static_cast<uint32_t>(T), l.ffn));
@@ -199,16 +205,18 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
                                 l.ffn.n_used, l.ffn.n_experts, T, device_.info().name, VKS_MOE_MAX_EXPERTS));
       }
     }
-    router_logits_ = device_.create_buffer(T * router_s_ * kF);
-    expert_ids_ = device_.create_buffer(rows * 4);
-    expert_gather_ = device_.create_buffer(rows * 4);
-    expert_row_expert_ = device_.create_buffer(rows * 4);
-    expert_slots_ = device_.create_buffer(uint64_t{vk::expert_plan_max_groups(static_cast<uint32_t>(T), widest)} * 16);
-    expert_rows_ = device_.create_buffer(rows * 4);
-    expert_weights_ = device_.create_buffer(rows * kF);
-    expert_in_ = activation(rows, dim_s_, "expert input", true);
-    expert_gate_up_ = activation(rows, gate_up_s_, "expert gate_up", true);
-    expert_out_ = activation(rows, dim_s_, "expert output", false);
+    if (!device_routed.empty()) {
+      router_logits_ = device_.create_buffer(T * router_s_ * kF);
+      expert_ids_ = device_.create_buffer(rows * 4);
+      expert_gather_ = device_.create_buffer(rows * 4);
+      expert_row_expert_ = device_.create_buffer(rows * 4);
+      expert_slots_ = device_.create_buffer(uint64_t{vk::expert_plan_max_groups(static_cast<uint32_t>(T), widest)} * 16);
+      expert_rows_ = device_.create_buffer(rows * 4);
+      expert_weights_ = device_.create_buffer(rows * kF);
+      expert_in_ = activation(rows, dim_s_, "expert input", true);
+      expert_gate_up_ = activation(rows, gate_up_s_, "expert gate_up", true);
+      expert_out_ = activation(rows, dim_s_, "expert output", false);
+    }
     for (const LayerSpec& l : c.layers) {
       if (l.ffn.has_shared() && !shared_out_.valid()) shared_out_ = activation(T, dim_s_, "shared expert output", false);
       if (l.ffn.router_input == RouterInput::kScaledNorm && !router_in_.valid()) {
