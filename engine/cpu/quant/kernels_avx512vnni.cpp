@@ -166,11 +166,12 @@ struct Q8_0x4 {
 };
 
 // ---- K-quants (256-element blocks) ----
-// A K-quant block unpacked takes 20-30 registers, so it is kept in memory (the tile's stack buffer,
-// in L1) and each 32-element group's weights are loaded once for a group of up to kGroup tokens,
-// whose integer lanes sum in registers of their own: independent chains the core interleaves. Held
-// in registers beside 2 * 8 token accumulators the block spilled inside the hot loop, and one
-// token's chain of 8-16 dependent vpdpwssd per block left the core waiting on their latency.
+// A K-quant block unpacked takes 20-35 registers, so a tile of more tokens than one group keeps it
+// in memory (the tile's stack buffer, in L1), and each 32-element group's weights are loaded once
+// for a group of up to kGroup tokens, whose integer lanes sum in registers of their own:
+// independent chains the core interleaves. Held in registers beside the tokens' accumulators, the
+// block's scales and the accumulators went to the stack anyway, and one token's chain of 8-16
+// dependent vpdpwssd per block left the core waiting on their latency.
 
 struct Q4_Kx4 {
   using Act = ActQ8x256;
