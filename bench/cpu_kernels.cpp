@@ -4,6 +4,9 @@
 // Matvec cycles over copies of the matrix that together exceed the caches, as decode does.
 // Shared machines are noisy: read the ratios, measured back to back, rather than the absolutes.
 //   vks_bench_cpu_kernels [--types q4_0 q8_0 q4_K q6_K] [--threads 1 2] [--tokens 128] [--no-ref]
+//   vks_bench_cpu_kernels --sweep 17 [--shapes output]   (microseconds per call at 1..17 tokens, the
+//     weights from memory as a decode or verify step reads them, and in cache: what a speculative
+//     verify step of k+1 tokens costs beside a one-token step)
 //   VKSTREAM_CPU_ISA=avx vks_bench_cpu_kernels   (the 128-bit level on an AVX2 machine)
 #include <CLI/CLI.hpp>
 
@@ -83,6 +86,77 @@ PerCall time_per_call(double min_seconds, const Fn& fn) {
   return {seconds_since(start) / n, (vks::bench::process_cpu_seconds() - cpu0) / n};
 }
 
+// The fastest of the calls of fn run in at least min_seconds (after a warm-up call): on a shared
+// machine the calls another process interrupted are slower, never faster.
+template <class Fn>
+double fastest_call(double min_seconds, const Fn& fn) {
+  fn();
+  double best = 1e30;
+  const Clock::time_point start = Clock::now();
+  do {
+    const Clock::time_point t0 = Clock::now();
+    fn();
+    best = std::min(best, seconds_since(t0));
+  } while (seconds_since(start) < min_seconds);
+  return best;
+}
+
+struct Shape {
+  size_t rows, cols;
+  const char* what;
+};
+
+// Microseconds of the fastest qmatmul call at 1..max_tokens tokens: from memory (cycling over copies of the
+// matrix, as every decode or verify step reads the weights anew) and in cache (one copy), each
+// beside the one-token time of the same run.
+template <class Wanted>
+int run_sweep(const std::vector<std::string>& type_names, const std::vector<int>& thread_counts,
+              const Shape (&shapes)[4], const Wanted& wanted, size_t max_tokens, double min_seconds) {
+  std::printf("ISA level %s; the fastest call: us from memory (x one token), us in cache (x one token)\n",
+              std::string(vks::cpuq::isa_name(vks::cpuq::active_isa())).c_str());
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const std::string& name : type_names) {
+    const std::optional<GgmlType> type = vks::ggml_type_from_name(name);
+    if (!type) {
+      std::fprintf(stderr, "unknown type %s\n", name.c_str());
+      return 1;
+    }
+    for (const Shape& s : shapes) {
+      if (!wanted(s)) continue;
+      const size_t bytes = s.rows * vks::ggml_row_size(*type, s.cols);
+      const size_t copies = std::max<size_t>(1, (kCacheDefeatBytes + bytes - 1) / bytes);
+      const std::vector<uint8_t> one = make_matrix(*type, s.rows, s.cols);
+      std::vector<uint8_t> all(copies * bytes);
+      for (size_t c = 0; c < copies; ++c) std::memcpy(all.data() + c * bytes, one.data(), bytes);
+      std::vector<float> x(max_tokens * s.cols);
+      for (float& v : x) v = normal(rng);
+      std::vector<float> y(max_tokens * s.rows);
+      for (const int threads : thread_counts) {
+        vks::ThreadPool pool(threads);
+        double cold1 = 0, warm1 = 0;
+        for (size_t t = 1; t <= max_tokens; ++t) {
+          size_t next = 0;
+          const double cold = fastest_call(min_seconds, [&] {
+            const vks::TensorRef w = tensor(*type, s.rows, s.cols, all.data() + (next++ % copies) * bytes);
+            vks::cpuq::qmatmul(w, x.data(), t, y.data(), &pool);
+          });
+          const vks::TensorRef w0 = tensor(*type, s.rows, s.cols, all.data());
+          const double warm = fastest_call(min_seconds, [&] { vks::cpuq::qmatmul(w0, x.data(), t, y.data(), &pool); });
+          if (t == 1) {
+            cold1 = cold;
+            warm1 = warm;
+          }
+          std::printf("%-6s %-7s %zux%zu thr %d tokens %2zu: %9.1f us (%5.2fx) %9.1f us (%5.2fx)\n", name.c_str(), s.what,
+                      s.rows, s.cols, threads, t, cold * 1e6, cold / cold1, warm * 1e6, warm / warm1);
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,13 +171,18 @@ int main(int argc, char** argv) {
   app.add_option("--tokens", tokens, "tokens of the GEMM (prefill)");
   app.add_option("--seconds", min_seconds, "minimum seconds per measurement");
   app.add_flag("--no-ref", no_ref, "skip ref::matmul (the float reference) for speed");
+  size_t sweep = 0;
+  app.add_option("--sweep", sweep, "instead of the table: per-call times at 1..N tokens");
+  std::vector<std::string> shape_names;
+  app.add_option("--shapes", shape_names, "only these shapes (wq/wo gate/up down output)");
   CLI11_PARSE(app, argc, argv);
 
-  struct Shape {
-    size_t rows, cols;
-    const char* what;
-  };
   const Shape shapes[] = {{2048, 2048, "wq/wo"}, {5632, 2048, "gate/up"}, {2048, 5632, "down"}, {32000, 2048, "output"}};
+
+  const auto wanted = [&](const Shape& s) {
+    return shape_names.empty() || std::find(shape_names.begin(), shape_names.end(), s.what) != shape_names.end();
+  };
+  if (sweep > 0) return run_sweep(type_names, thread_counts, shapes, wanted, sweep, min_seconds);
 
   std::printf("ISA level %s (detected %s); plain-C read probe:", std::string(vks::cpuq::isa_name(vks::cpuq::active_isa())).c_str(),
               std::string(vks::cpuq::isa_name(vks::cpuq::detected_isa())).c_str());
@@ -125,6 +204,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     for (const Shape& s : shapes) {
+      if (!wanted(s)) continue;
       const size_t bytes = s.rows * vks::ggml_row_size(*type, s.cols);
       const size_t copies = std::max<size_t>(1, (kCacheDefeatBytes + bytes - 1) / bytes);
       const std::vector<uint8_t> one = make_matrix(*type, s.rows, s.cols);
