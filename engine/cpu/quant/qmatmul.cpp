@@ -34,9 +34,10 @@ ActKind act_kind(GgmlType t) {
 // Each level's table holds its own kernels over those of the levels below. Built once.
 const KernelTable& kernel_table(CpuIsa isa) {
   static const std::vector<KernelTable> tables = [] {
-    std::vector<KernelTable> out(4);
+    std::vector<KernelTable> out(5);
     add_scalar_kernels(out[0]);
-    void (*const add_level[])(KernelTable&) = {add_avx_kernels, add_avx2_kernels, add_avx512vnni_kernels};
+    void (*const add_level[])(KernelTable&) = {add_avx_kernels, add_avx2_kernels, add_avx512vnni_kernels,
+                                               add_amx_kernels};
     for (size_t level = 1; level < out.size(); ++level) {
       out[level] = out[level - 1];
       add_level[level - 1](out[level]);

@@ -1,0 +1,403 @@
+// The AMX level (AMX-TILE + AMX-INT8 over AVX-512 VNNI): Q4_0 and Q8_0 by tile multiplications,
+// under the "block sums" convention (kernels.h): one int32 per block and output, where the lane
+// convention needs four, so the float work per block is one multiply-add pair per output (the lane
+// convention's four bounded the 512-bit level's GEMM) and a tile instruction does the integer part.
+//
+// Weights are the tiles' A operand: 16 rows x the 32 bytes of one block, row-major as in the file
+// (Q8_0's signed bytes straight from the weights; Q4_0's nibbles unpacked to 0..15 first, its -8
+// added afterwards as -8 * the activation sum). The activations are B, in the VNNI layout
+// B[k][4t + j] = x_t[4k + j]. C[r][t] is then S_b for row r and token t, and the float step runs on
+// 16 lanes at once: over tokens for a full tile (prefill), over rows for a token on its own
+// (decode and the few tokens of a speculative step, where C is one column). Both paths do, for each
+// output, the same float operations in the same order, so the bits never depend on the batch.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "engine/cpu/quant/act_quant.h"
+#include "engine/cpu/quant/kernel_util.h"
+#include "engine/cpu/quant/kernels.h"
+
+// Everything below is compiled for this level's target (kernels.h: nothing here is shared).
+#if defined(__clang__)
+#pragma clang attribute push(                                                                                    \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,f16c,amx-tile,amx-int8"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,f16c,amx-tile,amx-int8")
+// GCC 12's AVX-512 headers (see kernels_avx512vnni.cpp).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace vks::cpuq {
+namespace {
+
+// GCC's _tile_loadd does not say it reads memory, so a store into the scratch just before it could
+// be moved past it; these do (and take the tile number as the intrinsics do, as a literal).
+#define VKS_TILE_LOAD(tile, base, stride)                                                      \
+  __asm__ volatile("{tileloadd\t(%0,%1,1), %%tmm" #tile "|tileloadd\t%%tmm" #tile ", [%0+%1*1]}" \
+                   ::"r"(static_cast<const void*>(base)), "r"(static_cast<long>(stride))            \
+                   : "memory")
+#define VKS_TILE_STORE(tile, base, stride)                                                       \
+  __asm__ volatile("{tilestored\t%%tmm" #tile ", (%0,%1,1)|tilestored\t[%0+%1*1], %%tmm" #tile "}" \
+                   ::"r"(static_cast<void*>(base)), "r"(static_cast<long>(stride))                    \
+                   : "memory")
+
+constexpr size_t kGroupRows = 16;    // weight rows per tile (A's rows)
+constexpr size_t kTileTokens = 16;   // tokens per tile (C's columns) in the GEMM path
+constexpr size_t kUnpackedBlock = kGroupRows * 32;  // bytes of one block of a group, unpacked
+// Fewer tokens than this run the path over rows, token by token (C one column): a padded 16-token
+// tile costs the same float work per block whatever the token count.
+constexpr size_t kRowPathMaxTokens = 4;
+
+struct alignas(64) TileConfig {
+  uint8_t palette_id = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Tiles 0 and 3: A (16 rows x 32 bytes); 1 and 4: B (8 rows of `tokens` x 4 bytes); 2 and 5: C
+// (16 rows of `tokens` int32). Two sets, so that two blocks are in flight.
+TileConfig make_config(size_t tokens) {
+  TileConfig c;
+  for (int set : {0, 3}) {
+    c.rows[set] = kGroupRows;
+    c.colsb[set] = 32;
+    c.rows[set + 1] = 8;
+    c.colsb[set + 1] = static_cast<uint16_t>(4 * tokens);
+    c.rows[set + 2] = kGroupRows;
+    c.colsb[set + 2] = static_cast<uint16_t>(4 * tokens);
+  }
+  return c;
+}
+
+// Loads a configuration and releases the tiles when the kernel call ends (tile state is per thread,
+// and a released state costs nothing to save on a context switch).
+class TileScope {
+ public:
+  explicit TileScope(const TileConfig& config) { _tile_loadconfig(&config); }
+  ~TileScope() { _tile_release(); }
+  TileScope(const TileScope&) = delete;
+  TileScope& operator=(const TileScope&) = delete;
+};
+
+// A per-thread buffer, 64-byte aligned, that only grows: no allocation once the largest call has run.
+class Scratch {
+ public:
+  uint8_t* get(size_t bytes) {
+    if (bytes > capacity_) {
+      raw_.reset(new uint8_t[bytes + 64]);
+      capacity_ = bytes;
+    }
+    return raw_.get() + ((64 - reinterpret_cast<uintptr_t>(raw_.get()) % 64) % 64);
+  }
+
+ private:
+  std::unique_ptr<uint8_t[]> raw_;
+  size_t capacity_ = 0;
+};
+
+struct Q4_0Amx {
+  static constexpr size_t kBytes = 18;
+  static constexpr bool kNibbles = true;  // unpacked to 0..15 (u8 x s8), the -8 added per block
+};
+struct Q8_0Amx {
+  static constexpr size_t kBytes = 34;
+  static constexpr bool kNibbles = false;  // signed bytes as stored (s8 x s8)
+};
+
+template <class K>
+inline void dot_tile_2() {
+  if constexpr (K::kNibbles) {
+    _tile_dpbusd(2, 0, 1);
+  } else {
+    _tile_dpbssd(2, 0, 1);
+  }
+}
+template <class K>
+inline void dot_tile_5() {
+  if constexpr (K::kNibbles) {
+    _tile_dpbusd(5, 3, 4);
+  } else {
+    _tile_dpbssd(5, 3, 4);
+  }
+}
+
+// ---- a group of 16 weight rows ----
+
+// The block scales of rows [0, n_valid) of a group as floats, in all 16 lanes (zero past n_valid):
+// one gather of the halves at each row's block.
+struct GroupScales {
+  __m512i index;
+  __mmask16 valid;
+  GroupScales(size_t w_stride, size_t n_valid)
+      : index(_mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                 _mm512_set1_epi32(static_cast<int>(w_stride)))),
+        valid(static_cast<__mmask16>((1u << n_valid) - 1)) {}
+  __m512 at(const uint8_t* block) const {
+    const __m512i h = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, index, block, 1);
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h));
+  }
+};
+
+// One block of rows [0, n_valid) as A: 16 rows x 32 bytes at out (rows past n_valid zero). Q4_0:
+// elements 0..15 the low nibbles, 16..31 the high ones, unsigned.
+template <class K>
+inline void unpack_block(const uint8_t* block, size_t w_stride, size_t n_valid, uint8_t* out) {
+  const __m128i m4 = _mm_set1_epi8(0xF);
+  for (size_t r = 0; r < n_valid; ++r) {
+    const uint8_t* q = block + r * w_stride + 2;
+    if constexpr (K::kNibbles) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+      const __m128i lo = _mm_and_si128(v, m4);
+      const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out + 32 * r), _mm256_set_m128i(hi, lo));
+    } else {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out + 32 * r),
+                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)));
+    }
+  }
+  for (size_t r = n_valid; r < kGroupRows; ++r) _mm256_store_si256(reinterpret_cast<__m256i*>(out + 32 * r), _mm256_setzero_si256());
+}
+
+// Where a group's A tiles come from: Q8_0 with 16 real rows reads the weights in place; otherwise
+// the blocks unpacked (or padded) into a scratch of kUnpackedBlock bytes per block.
+struct ASource {
+  const uint8_t* base;
+  size_t step;    // bytes from one block's tile to the next
+  size_t stride;  // bytes from one row of a tile to the next
+  const uint8_t* at(size_t b) const { return base + b * step; }
+};
+
+// ---- the GEMM path: 16 rows x 16 tokens per tile, the float step over tokens ----
+
+// One block of up to 16 tokens: B in the VNNI layout, each token's d, and Q4_0's -8 * sum (zero for
+// tokens past the last, whose outputs are not stored).
+struct alignas(64) TokenBlock {
+  int8_t b[8][64];
+  float d[16];
+  int32_t neg_c8[16];
+};
+static_assert(sizeof(TokenBlock) == 640);
+
+// Tokens [0, n_valid) of act (token t at act + t * act_stride) rearranged into n_blocks TokenBlocks:
+// row k of B gathers dword k of the 16 tokens' block.
+void gather_tokens(const uint8_t* act, size_t act_stride, size_t n_valid, size_t n_blocks, TokenBlock* out) {
+  const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(static_cast<int>(act_stride)));
+  const auto valid = static_cast<__mmask16>((1u << n_valid) - 1);
+  const __m512i zero = _mm512_setzero_si512();
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* base = act + b * sizeof(ActQ8x32);
+    TokenBlock& o = out[b];
+    for (int k = 0; k < 8; ++k) {
+      _mm512_store_si512(o.b[k], _mm512_mask_i32gather_epi32(zero, valid, index, base + 4 * k, 1));
+    }
+    _mm512_store_ps(o.d, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, index, base + offsetof(ActQ8x32, d), 1));
+    _mm512_store_si512(o.neg_c8, _mm512_mask_i32gather_epi32(zero, valid, index, base + offsetof(ActQ8x32, neg_c8), 1));
+  }
+}
+
+// acc[r] (16 tokens) += float(S) * (d_w[r] * d_x) for the 16 rows of one block's C.
+template <class K>
+inline void scale_add_tokens(const int32_t* c, const float* dw, const TokenBlock& x, __m512* acc) {
+  const __m512 dx = _mm512_load_ps(x.d);
+  const __m512i neg_c8 = _mm512_load_si512(x.neg_c8);
+  for (size_t r = 0; r < kGroupRows; ++r) {
+    __m512i s = _mm512_load_si512(c + 16 * r);
+    if constexpr (K::kNibbles) s = _mm512_add_epi32(s, neg_c8);
+    const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(dw[r]), dx);
+    acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(_mm512_cvtepi32_ps(s), scale));
+  }
+}
+
+// One group of 16 rows times one tile of 16 tokens, every block; acc[r] holds row r's 16 tokens.
+template <class K>
+void tile_tokens(const ASource& a, const float* dw, const TokenBlock* x, size_t n_blocks, __m512* acc) {
+  alignas(64) int32_t c[2][kGroupRows * kTileTokens];
+  for (size_t r = 0; r < kGroupRows; ++r) acc[r] = _mm512_setzero_ps();
+  size_t b = 0;
+  for (; b + 2 <= n_blocks; b += 2) {
+    _tile_zero(2);
+    _tile_zero(5);
+    VKS_TILE_LOAD(0, a.at(b), a.stride);
+    VKS_TILE_LOAD(1, x[b].b, 64);
+    VKS_TILE_LOAD(3, a.at(b + 1), a.stride);
+    VKS_TILE_LOAD(4, x[b + 1].b, 64);
+    dot_tile_2<K>();
+    dot_tile_5<K>();
+    VKS_TILE_STORE(2, c[0], 64);
+    VKS_TILE_STORE(5, c[1], 64);
+    scale_add_tokens<K>(c[0], dw + 16 * b, x[b], acc);
+    scale_add_tokens<K>(c[1], dw + 16 * (b + 1), x[b + 1], acc);
+  }
+  if (b < n_blocks) {
+    _tile_zero(2);
+    VKS_TILE_LOAD(0, a.at(b), a.stride);
+    VKS_TILE_LOAD(1, x[b].b, 64);
+    dot_tile_2<K>();
+    VKS_TILE_STORE(2, c[0], 64);
+    scale_add_tokens<K>(c[0], dw + 16 * b, x[b], acc);
+  }
+}
+
+thread_local Scratch t_weights;  // a group's unpacked blocks, then its scales
+thread_local Scratch t_tokens;   // the call's TokenBlocks
+
+template <class K>
+void gemm_tiles(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  const size_t n_tiles = (n_tokens + kTileTokens - 1) / kTileTokens;
+  auto* x = reinterpret_cast<TokenBlock*>(t_tokens.get(n_tiles * n_blocks * sizeof(TokenBlock)));
+  for (size_t j = 0; j < n_tiles; ++j) {
+    gather_tokens(act + j * kTileTokens * act_stride, act_stride, std::min(kTileTokens, n_tokens - j * kTileTokens),
+                  n_blocks, x + j * n_blocks);
+  }
+  uint8_t* unpacked = t_weights.get(n_blocks * (kUnpackedBlock + 64));
+  auto* dw = reinterpret_cast<float*>(unpacked + n_blocks * kUnpackedBlock);
+  const TileConfig config = make_config(kTileTokens);
+  const TileScope tiles(config);
+  for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
+    const size_t nr = std::min(kGroupRows, n_rows - r0);
+    const uint8_t* g = w + r0 * w_stride;
+    const GroupScales scales(w_stride, nr);
+    for (size_t b = 0; b < n_blocks; ++b) _mm512_store_ps(dw + 16 * b, scales.at(g + b * K::kBytes));
+    ASource a{g + 2, K::kBytes, w_stride};
+    if (K::kNibbles || nr < kGroupRows) {
+      for (size_t b = 0; b < n_blocks; ++b) unpack_block<K>(g + b * K::kBytes, w_stride, nr, unpacked + b * kUnpackedBlock);
+      a = ASource{unpacked, kUnpackedBlock, 32};
+    }
+    for (size_t j = 0; j < n_tiles; ++j) {
+      __m512 acc[kGroupRows];
+      tile_tokens<K>(a, dw, x + j * n_blocks, n_blocks, acc);
+      alignas(64) float out[kGroupRows][kTileTokens];
+      for (size_t r = 0; r < kGroupRows; ++r) _mm512_store_ps(out[r], acc[r]);
+      const size_t t0 = j * kTileTokens, nt = std::min(kTileTokens, n_tokens - t0);
+      for (size_t t = 0; t < nt; ++t) {
+        for (size_t r = 0; r < nr; ++r) y[(t0 + t) * y_stride + r0 + r] = out[r][t];
+      }
+    }
+  }
+}
+
+// ---- the path over rows: one token at a time, C one column of 16 rows ----
+
+// Reading 16 rows side by side is 16 short streams, which the hardware prefetchers follow badly
+// (kernels_avx512vnni.cpp): each block step prefetches its share of the next group, one
+// contiguous range, so memory sees one sequential stream a group ahead.
+inline void prefetch_step(const uint8_t* p, size_t bytes) {
+  for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+}
+
+// acc[t] (16 rows) += float(S) * (d_w * d_x) for token t of one block, C already in tile 2 or 5.
+template <class K>
+inline void scale_add_rows(const int32_t* c, __m512 dw, const ActQ8x32& x, __m512& acc) {
+  __m512i s = _mm512_load_si512(c);
+  if constexpr (K::kNibbles) s = _mm512_add_epi32(s, _mm512_set1_epi32(x.neg_c8[0]));
+  const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x.d));
+  acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s), scale));
+}
+
+// Tokens [0, NT) of one block against the group's A in tile 0, alternating tile sets 1/2 and 4/5
+// between tokens (tile 3 unused here: A is reloaded per block).
+template <class K, int NT>
+inline void rows_block(const ActQ8x32* const* x, size_t b, __m512 dw, __m512* acc) {
+  alignas(64) int32_t c[2][kGroupRows];
+  for (int t = 0; t < NT; t += 2) {
+    _tile_zero(2);
+    VKS_TILE_LOAD(1, x[t][b].qs, 4);
+    dot_tile_2<K>();
+    if (t + 1 < NT) {
+      _tile_zero(5);
+      VKS_TILE_LOAD(4, x[t + 1][b].qs, 4);
+      // dot_tile_5 multiplies tile 3 by tile 4: give it the same A.
+      if constexpr (K::kNibbles) {
+        _tile_dpbusd(5, 0, 4);
+      } else {
+        _tile_dpbssd(5, 0, 4);
+      }
+    }
+    VKS_TILE_STORE(2, c[0], 4);
+    if (t + 1 < NT) VKS_TILE_STORE(5, c[1], 4);
+    scale_add_rows<K>(c[0], dw, x[t][b], acc[t]);
+    if (t + 1 < NT) scale_add_rows<K>(c[1], dw, x[t + 1][b], acc[t + 1]);
+  }
+}
+
+template <class K, int NT>
+void gemm_rows(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+               size_t n_blocks, float* y, size_t y_stride) {
+  const ActQ8x32* x[NT];
+  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const ActQ8x32*>(act + static_cast<size_t>(t) * act_stride);
+  uint8_t* unpacked = t_weights.get(kUnpackedBlock);
+  const TileConfig config = make_config(1);
+  const TileScope tiles(config);
+  constexpr size_t kGroupStep = kGroupRows * K::kBytes;  // bytes of a group per block step
+  for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
+    const size_t nr = std::min(kGroupRows, n_rows - r0);
+    const uint8_t* g = w + r0 * w_stride;
+    const uint8_t* ahead = r0 + 2 * kGroupRows <= n_rows ? g + kGroupRows * w_stride : nullptr;
+    const GroupScales scales(w_stride, nr);
+    const bool in_place = !K::kNibbles && nr == kGroupRows;
+    __m512 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+    for (size_t b = 0; b < n_blocks; ++b) {
+      if (ahead != nullptr) prefetch_step(ahead + b * kGroupStep, kGroupStep);
+      const uint8_t* block = g + b * K::kBytes;
+      if (in_place) {
+        VKS_TILE_LOAD(0, block + 2, w_stride);
+      } else {
+        unpack_block<K>(block, w_stride, nr, unpacked);
+        VKS_TILE_LOAD(0, unpacked, 32);
+      }
+      rows_block<K, NT>(x, b, scales.at(block), acc);
+    }
+    for (int t = 0; t < NT; ++t) {
+      alignas(64) float out[kGroupRows];
+      _mm512_store_ps(out, acc[t]);
+      for (size_t r = 0; r < nr; ++r) y[static_cast<size_t>(t) * y_stride + r0 + r] = out[r];
+    }
+  }
+}
+
+template <class K>
+void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tokens,
+          size_t n_blocks, float* y, size_t y_stride) {
+  if (n_tokens >= kRowPathMaxTokens) {
+    gemm_tiles<K>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+    return;
+  }
+  switch (n_tokens) {
+    case 3: gemm_rows<K, 3>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride); break;
+    case 2: gemm_rows<K, 2>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride); break;
+    case 1: gemm_rows<K, 1>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride); break;
+    default: break;
+  }
+}
+
+#undef VKS_TILE_LOAD
+#undef VKS_TILE_STORE
+
+}  // namespace
+
+void add_amx_kernels(KernelTable& table) {
+  table.gemm[2] = gemm<Q4_0Amx>;
+  table.gemm[8] = gemm<Q8_0Amx>;
+}
+
+}  // namespace vks::cpuq
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif
