@@ -65,7 +65,9 @@ struct alignas(64) TileConfig {
 };
 
 // Tiles 0 and 3: A (16 rows x 32 bytes); 1 and 4: B (8 rows of `tokens` x 4 bytes); 2 and 5: C
-// (16 rows of `tokens` int32). Two sets, so that two blocks are in flight.
+// (16 rows of `tokens` int32). Two sets, so that two blocks are in flight; 6 and 7 are two more
+// C tiles (the GEMM path: four blocks in flight, the second two reusing A and B, which their
+// products release before the first two's C tiles are stored).
 TileConfig make_config(size_t tokens) {
   TileConfig c;
   for (int set : {0, 3}) {
@@ -75,6 +77,10 @@ TileConfig make_config(size_t tokens) {
     c.colsb[set + 1] = static_cast<uint16_t>(4 * tokens);
     c.rows[set + 2] = kGroupRows;
     c.colsb[set + 2] = static_cast<uint16_t>(4 * tokens);
+  }
+  for (int extra : {6, 7}) {
+    c.rows[extra] = kGroupRows;
+    c.colsb[extra] = static_cast<uint16_t>(4 * tokens);
   }
   return c;
 }
@@ -164,27 +170,54 @@ struct ASource {
 // ---- the GEMM path: 16 rows x 16 tokens per tile, the float step over tokens ----
 
 // One block of up to 16 tokens: B in the VNNI layout and each token's d (zero for tokens past the
-// last, whose outputs are not stored).
+// last, whose outputs are not stored). Column c holds token token_of(c) (the order the transpose
+// below produces; a column's outputs are stored to that token).
 struct alignas(64) TokenBlock {
   int8_t b[8][64];
   float d[16];
 };
 static_assert(sizeof(TokenBlock) == 576);
 
+constexpr size_t token_of(size_t c) { return 4 * (c % 4) + c / 4; }
+
 // Tokens [0, n_valid) of act (token t at act + t * act_stride) rearranged into n_blocks TokenBlocks:
-// row k of B gathers dword k of the 16 tokens' block.
+// B[k][4c + j] = qs[4k + j] of token token_of(c). Per block, the 16 tokens' 8 dwords are transposed
+// in registers (128-bit lane shuffles, then 4 x 4 transposes within lanes: nine gathers per block
+// took 8% of a prefill); tokens past n_valid read as zero (masked loads).
 void gather_tokens(const uint8_t* act, size_t act_stride, size_t n_valid, size_t n_blocks, TokenBlock* out) {
-  const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32(static_cast<int>(act_stride)));
-  const auto valid = static_cast<__mmask16>((1u << n_valid) - 1);
-  const __m512i zero = _mm512_setzero_si512();
+  alignas(64) int32_t d_index[16];
+  __mmask16 d_valid = 0;
+  for (size_t c = 0; c < 16; ++c) {
+    d_index[c] = static_cast<int32_t>(token_of(c) * act_stride + offsetof(ActQ8x32, d));
+    if (token_of(c) < n_valid) d_valid = static_cast<__mmask16>(d_valid | (1u << c));
+  }
+  const __m512i index = _mm512_load_si512(d_index);
   for (size_t b = 0; b < n_blocks; ++b) {
     const uint8_t* base = act + b * sizeof(ActQ8x32);
-    TokenBlock& o = out[b];
-    for (int k = 0; k < 8; ++k) {
-      _mm512_store_si512(o.b[k], _mm512_mask_i32gather_epi32(zero, valid, index, base + 4 * k, 1));
+    // u[q][h]: tokens 4q..4q+3, dwords 4h..4h+3 (token 4q + i in 128-bit lane i).
+    __m512i u[4][2];
+    for (size_t q = 0; q < 4; ++q) {
+      __m512i z[2];
+      for (size_t pair = 0; pair < 2; ++pair) {
+        const size_t t = 4 * q + 2 * pair;
+        const __mmask8 m0 = t < n_valid ? 0xFF : 0, m1 = t + 1 < n_valid ? 0xFF : 0;
+        const __m256i lo = _mm256_maskz_loadu_epi32(m0, base + t * act_stride);
+        const __m256i hi = _mm256_maskz_loadu_epi32(m1, base + (t + 1) * act_stride);
+        z[pair] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+      }
+      u[q][0] = _mm512_shuffle_i32x4(z[0], z[1], _MM_SHUFFLE(2, 0, 2, 0));
+      u[q][1] = _mm512_shuffle_i32x4(z[0], z[1], _MM_SHUFFLE(3, 1, 3, 1));
     }
-    _mm512_store_ps(o.d, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, index, base + offsetof(ActQ8x32, d), 1));
+    TokenBlock& o = out[b];
+    for (size_t h = 0; h < 2; ++h) {
+      const __m512i t0 = _mm512_unpacklo_epi32(u[0][h], u[1][h]), t1 = _mm512_unpackhi_epi32(u[0][h], u[1][h]);
+      const __m512i t2 = _mm512_unpacklo_epi32(u[2][h], u[3][h]), t3 = _mm512_unpackhi_epi32(u[2][h], u[3][h]);
+      _mm512_store_si512(o.b[4 * h + 0], _mm512_unpacklo_epi64(t0, t2));
+      _mm512_store_si512(o.b[4 * h + 1], _mm512_unpackhi_epi64(t0, t2));
+      _mm512_store_si512(o.b[4 * h + 2], _mm512_unpacklo_epi64(t1, t3));
+      _mm512_store_si512(o.b[4 * h + 3], _mm512_unpackhi_epi64(t1, t3));
+    }
+    _mm512_store_ps(o.d, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), d_valid, index, base, 1));
   }
 }
 
@@ -199,12 +232,45 @@ inline void scale_add_tokens(const int32_t* c, const float* dw, const TokenBlock
 }
 
 // One group of 16 rows times one tile of 16 tokens, every block; acc[r] holds row r's 16 tokens.
+// next: where the next group's bytes start (null for none), prefetched into L2 a share per block
+// step, so that the next group's scales and unpacking read it from cache.
 template <class K>
-void tile_tokens(const ASource& a, const float* dw, const TokenBlock* x, size_t n_blocks, __m512* acc) {
-  alignas(64) int32_t c[2][kGroupRows * kTileTokens];
+void tile_tokens(const ASource& a, const float* dw, const TokenBlock* x, size_t n_blocks, const uint8_t* next,
+                 __m512* acc) {
+  constexpr size_t kGroupStep = kGroupRows * K::kBytes;
+  alignas(64) int32_t c[4][kGroupRows * kTileTokens];
   for (size_t r = 0; r < kGroupRows; ++r) acc[r] = _mm512_setzero_ps();
   size_t b = 0;
+  for (; b + 4 <= n_blocks; b += 4) {
+    if (next != nullptr) {
+      for (size_t o = 0; o < 4 * kGroupStep; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + b * kGroupStep + o), _MM_HINT_T1);
+    }
+    _tile_zero(2);
+    _tile_zero(5);
+    _tile_zero(6);
+    _tile_zero(7);
+    VKS_TILE_LOAD(0, a.at(b), a.stride);
+    VKS_TILE_LOAD(1, x[b].b, 64);
+    _tile_dpbssd(2, 0, 1);
+    VKS_TILE_LOAD(3, a.at(b + 1), a.stride);
+    VKS_TILE_LOAD(4, x[b + 1].b, 64);
+    _tile_dpbssd(5, 3, 4);
+    VKS_TILE_LOAD(0, a.at(b + 2), a.stride);
+    VKS_TILE_LOAD(1, x[b + 2].b, 64);
+    _tile_dpbssd(6, 0, 1);
+    VKS_TILE_LOAD(3, a.at(b + 3), a.stride);
+    VKS_TILE_LOAD(4, x[b + 3].b, 64);
+    _tile_dpbssd(7, 3, 4);
+    VKS_TILE_STORE(2, c[0], 64);
+    VKS_TILE_STORE(5, c[1], 64);
+    VKS_TILE_STORE(6, c[2], 64);
+    VKS_TILE_STORE(7, c[3], 64);
+    for (size_t i = 0; i < 4; ++i) scale_add_tokens(c[i], dw + 16 * (b + i), x[b + i], acc);
+  }
   for (; b + 2 <= n_blocks; b += 2) {
+    if (next != nullptr) {
+      for (size_t o = 0; o < 2 * kGroupStep; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + b * kGroupStep + o), _MM_HINT_T1);
+    }
     _tile_zero(2);
     _tile_zero(5);
     VKS_TILE_LOAD(0, a.at(b), a.stride);
@@ -219,6 +285,9 @@ void tile_tokens(const ASource& a, const float* dw, const TokenBlock* x, size_t 
     scale_add_tokens(c[1], dw + 16 * (b + 1), x[b + 1], acc);
   }
   if (b < n_blocks) {
+    if (next != nullptr) {
+      for (size_t o = 0; o < kGroupStep; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + b * kGroupStep + o), _MM_HINT_T1);
+    }
     _tile_zero(2);
     VKS_TILE_LOAD(0, a.at(b), a.stride);
     VKS_TILE_LOAD(1, x[b].b, 64);
@@ -256,12 +325,19 @@ void gemm_tiles(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
     }
     for (size_t j = 0; j < n_tiles; ++j) {
       __m512 acc[kGroupRows];
-      tile_tokens<K>(a, dw, x + j * n_blocks, n_blocks, acc);
+      const bool prefetch = j == 0 && r0 + kGroupRows < n_rows;
+      tile_tokens<K>(a, dw, x + j * n_blocks, n_blocks, prefetch ? g + kGroupRows * w_stride : nullptr, acc);
       alignas(64) float out[kGroupRows][kTileTokens];
       for (size_t r = 0; r < kGroupRows; ++r) _mm512_store_ps(out[r], acc[r]);
+      // Column c (token token_of(c)) of the 16 rows, gathered and stored as one run of y.
       const size_t t0 = j * kTileTokens, nt = std::min(kTileTokens, n_tokens - t0);
-      for (size_t t = 0; t < nt; ++t) {
-        for (size_t r = 0; r < nr; ++r) y[(t0 + t) * y_stride + r0 + r] = out[r][t];
+      const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                              _mm512_set1_epi32(kTileTokens));
+      const auto row_mask = static_cast<__mmask16>((1u << nr) - 1);
+      for (size_t c = 0; c < kTileTokens; ++c) {
+        if (token_of(c) >= nt) continue;
+        const __m512 column = _mm512_i32gather_ps(rows, &out[0][c], 4);
+        _mm512_mask_storeu_ps(y + (t0 + token_of(c)) * y_stride + r0, row_mask, column);
       }
     }
   }
