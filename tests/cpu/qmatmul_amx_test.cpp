@@ -156,7 +156,7 @@ TEST(QmatmulAmx, RowSplitsAndThreadsGiveTheSameBits) {
   for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
     const Matrix m = make_matrix(type, kRows, kCols, Fill::kRandom, 11);
     const TensorRef w = m.ref();
-    for (size_t n_tokens : {1u, 3u, 20u, 70u}) {
+    for (size_t n_tokens : {1u, 3u, 20u, 70u, 130u}) {  // 130: more than one work item of tokens (128)
       const std::vector<float> x = make_activations(n_tokens, kCols, Fill::kRandom, 12);
       std::vector<float> whole(n_tokens * kRows);
       qmatmul(w, x.data(), n_tokens, whole.data(), nullptr, CpuIsa::kAmx);

@@ -49,6 +49,10 @@ struct KernelTable {
   // level's one-row kernel reads memory as a single stream, which can beat a wider kernel that
   // reads several rows side by side (all give the same bits).
   GemmFn one_token[kMaxTypeId] = {};
+  // Where set, the tokens of one qmatmul work item for this type (otherwise 64): a kernel that
+  // prepares a row group's weights per call (the amx level unpacks them) prepares them once for
+  // more tokens. Any value gives the same bits.
+  uint16_t tokens_per_item[kMaxTypeId] = {};
 };
 
 // Each level sets the entries it implements (kernels_scalar.cpp, kernels_avx.cpp, kernels_avx2.cpp,
