@@ -1,15 +1,17 @@
 // The AMX level (AMX-TILE + AMX-INT8 over AVX-512 VNNI): Q4_0 and Q8_0 by tile multiplications,
 // under the "block sums" convention (kernels.h): one int32 per block and output, where the lane
-// convention needs four, so the float work per block is one multiply-add pair per output (the lane
-// convention's four bounded the 512-bit level's GEMM) and a tile instruction does the integer part.
+// convention needs four, so the float work per block is one multiply and one add per output (the
+// lane convention's four of each bounded the 512-bit level's GEMM) and a tile instruction does the
+// integer part.
 //
 // Weights are the tiles' A operand: 16 rows x the 32 bytes of one block, row-major as in the file
-// (Q8_0's signed bytes straight from the weights; Q4_0's nibbles unpacked to 0..15 first, its -8
-// added afterwards as -8 * the activation sum). The activations are B, in the VNNI layout
-// B[k][4t + j] = x_t[4k + j]. C[r][t] is then S_b for row r and token t, and the float step runs on
-// 16 lanes at once: over tokens for a full tile (prefill), over rows for a token on its own
-// (decode and the few tokens of a speculative step, where C is one column). Both paths do, for each
-// output, the same float operations in the same order, so the bits never depend on the batch.
+// (Q8_0's signed bytes straight from the weights; Q4_0's nibbles unpacked less 8, so the product
+// includes the offset). The activations are B, in the VNNI layout B[k][4c + j] = x[4k + j] of the
+// token in column c. C[r][c] is then S_b for row r, and the float step runs on 16 lanes at once:
+// over tokens for 4 tokens or more (prefill), over rows for fewer (decode and the few tokens of a
+// speculative step: Q8_0 with C one column, Q4_0 with vpdpbusd, see q4_0_few_tokens). Every path
+// does, for each output, the same integer sums and float operations in the same order, so the bits
+// never depend on the batch.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -52,9 +54,6 @@ namespace {
 constexpr size_t kGroupRows = 16;    // weight rows per tile (A's rows)
 constexpr size_t kTileTokens = 16;   // tokens per tile (C's columns) in the GEMM path
 constexpr size_t kUnpackedBlock = kGroupRows * 32;  // bytes of one block of a group, unpacked
-// Fewer tokens than this run the path over rows, token by token (C one column): a padded 16-token
-// tile costs the same float work per block whatever the token count.
-constexpr size_t kRowPathMaxTokens = 4;
 
 struct alignas(64) TileConfig {
   uint8_t palette_id = 1;
@@ -113,13 +112,18 @@ class Scratch {
 
 // Both types' tiles hold signed bytes (tdpbssd): Q8_0's as stored, Q4_0's nibbles unpacked less
 // 8 (-8..7), which puts its offset into the integer product instead of a correction per output.
+// kTileFrom: the token count from which the GEMM path runs (a padded 16-token tile costs the same
+// float work whatever the token count, and its group preparation reads memory in short runs);
+// fewer run the paths over rows.
 struct Q4_0Amx {
   static constexpr size_t kBytes = 18;
   static constexpr bool kNibbles = true;
+  static constexpr size_t kTileFrom = 4;
 };
 struct Q8_0Amx {
   static constexpr size_t kBytes = 34;
   static constexpr bool kNibbles = false;
+  static constexpr size_t kTileFrom = 4;
 };
 
 // ---- a group of 16 weight rows ----
@@ -538,20 +542,28 @@ void q4_0_few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uin
   }
 }
 
+// n_tokens (1..NT) Q4_0 tokens by q4_0_few_tokens<n_tokens>.
+template <int NT>
+void q4_0_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  if constexpr (NT > 0) {
+    if (n_tokens == NT) {
+      q4_0_few_tokens<NT>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
+    } else {
+      q4_0_up_to<NT - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+    }
+  }
+}
+
 template <class K>
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tokens,
           size_t n_blocks, float* y, size_t y_stride) {
-  if (n_tokens >= kRowPathMaxTokens) {
+  if (n_tokens >= K::kTileFrom) {
     gemm_tiles<K>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
     return;
   }
   if constexpr (K::kNibbles) {
-    switch (n_tokens) {
-      case 3: q4_0_few_tokens<3>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride); break;
-      case 2: q4_0_few_tokens<2>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride); break;
-      case 1: q4_0_few_tokens<1>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride); break;
-      default: break;
-    }
+    q4_0_up_to<Q4_0Amx::kTileFrom - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
   } else {
     switch (n_tokens) {
       case 3: gemm_rows<K, 3>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride); break;
