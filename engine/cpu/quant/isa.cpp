@@ -3,6 +3,11 @@
 #include <cstdint>
 #include <cstdlib>
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace vks::cpuq {
 
 std::string_view isa_name(CpuIsa isa) {
@@ -11,12 +16,13 @@ std::string_view isa_name(CpuIsa isa) {
     case CpuIsa::kAvx: return "avx";
     case CpuIsa::kAvx2: return "avx2";
     case CpuIsa::kAvx512Vnni: return "avx512vnni";
+    case CpuIsa::kAmx: return "amx";
   }
   return "scalar";
 }
 
 std::optional<CpuIsa> isa_from_name(std::string_view name) {
-  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni}) {
+  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni, CpuIsa::kAmx}) {
     if (isa_name(isa) == name) return isa;
   }
   return std::nullopt;
@@ -37,6 +43,30 @@ bool os_saves_zmm_state() {
   return (xcr0_lo & kNeeded) == kNeeded;
 }
 
+// AMX-TILE and AMX-INT8 (cpuid leaf 7, edx bits 24 and 25), the OS saving the tile state (XCR0 bits
+// 17-18), and, on Linux, this process's permission to use the tile data, which the kernel grants on
+// request (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA; without it the first tile instruction
+// faults). The permission holds for the whole process, every thread; refused means no AMX.
+bool amx_usable() {
+  uint32_t eax = 0, ebx = 0, ecx = 0, edx = 0;
+  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0), "c"(0));
+  if (eax < 7) return false;
+  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
+  constexpr uint32_t kAmxTile = 1u << 24, kAmxInt8 = 1u << 25;
+  if ((edx & (kAmxTile | kAmxInt8)) != (kAmxTile | kAmxInt8)) return false;
+  uint32_t xcr0_lo = 0, xcr0_hi = 0;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));  // os_saves_zmm_state() checked OSXSAVE
+  constexpr uint32_t kTileState = (1u << 17) | (1u << 18);
+  if ((xcr0_lo & kTileState) != kTileState) return false;
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 #endif
 
@@ -50,7 +80,7 @@ CpuIsa detect() {
   const bool avx2 = avx && __builtin_cpu_supports("avx2");
   if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") && os_saves_zmm_state()) {
-    return CpuIsa::kAvx512Vnni;
+    return amx_usable() ? CpuIsa::kAmx : CpuIsa::kAvx512Vnni;
   }
   if (avx2) return CpuIsa::kAvx2;
   if (avx) return CpuIsa::kAvx;

@@ -2,7 +2,8 @@
 // The instruction-set levels the quantized CPU kernels are compiled for, and the one this process
 // uses. One binary carries every level (each in its own source file compiled for its target); the
 // level is chosen once, from the CPU's features, lowered by VKSTREAM_CPU_ISA when that is set.
-// Every level computes the same bits (see docs/ARCHITECTURE.md, "CPU kernels").
+// Every level computes the same bits (see docs/ARCHITECTURE.md, "CPU kernels"), except the amx
+// level's Q4_0 and Q8_0, a family of their own (kernels.h, "block sums").
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -14,10 +15,11 @@ enum class CpuIsa {
   kAvx = 1,     // 128-bit integer dot products (SSSE3 maddubs) with AVX encoding and F16C
   kAvx2 = 2,    // 256-bit integer dot products (AVX2, F16C)
   kAvx512Vnni = 3,  // 512-bit vpdpbusd (AVX-512 F/BW/VL + VNNI), four rows per register
+  kAmx = 4,         // AMX-TILE + AMX-INT8 tiles for Q4_0/Q8_0 (block sums); avx512vnni's other kernels
 };
 
 std::string_view isa_name(CpuIsa isa);
-// "scalar", "avx", "avx2", "avx512vnni" (case-sensitive); nullopt otherwise.
+// "scalar", "avx", "avx2", "avx512vnni", "amx" (case-sensitive); nullopt otherwise.
 std::optional<CpuIsa> isa_from_name(std::string_view name);
 // The highest level this CPU executes.
 CpuIsa detected_isa();

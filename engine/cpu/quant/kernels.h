@@ -14,6 +14,14 @@
 // Integer sums are exact, so any ISA computing them gives the same lanes; the float operations are
 // the same sequence everywhere (the library is compiled with -ffp-contract=off so no level fuses
 // a multiply-add the others do not).
+//
+// The amx level's Q4_0 and Q8_0 follow a convention of their own ("block sums"): for y[t][r], for
+// each block b in order, S_b = the exact integer sum of the block's 32 products, Q4_0's -8 offset
+// included (-8 times the activation block's sum); acc = acc + float(S_b) * (d_w * d_x); y = acc. One
+// float accumulator per output, so one multiply and one add per block and output, where the lane
+// convention's four lanes cost four of each. Its bits differ from the other levels' (the rounding
+// differs), but are the same for any token count, row split and thread count: the batch
+// invariance the engine needs. Every other type at the amx level is the avx512vnni level's.
 #include <cstddef>
 #include <cstdint>
 
@@ -41,14 +49,19 @@ struct KernelTable {
   // level's one-row kernel reads memory as a single stream, which can beat a wider kernel that
   // reads several rows side by side (all give the same bits).
   GemmFn one_token[kMaxTypeId] = {};
+  // Where set, the tokens of one qmatmul work item for this type (otherwise 64): a kernel that
+  // prepares a row group's weights per call (the amx level unpacks them) prepares them once for
+  // more tokens. Any value gives the same bits.
+  uint16_t tokens_per_item[kMaxTypeId] = {};
 };
 
 // Each level sets the entries it implements (kernels_scalar.cpp, kernels_avx.cpp, kernels_avx2.cpp,
-// kernels_avx512vnni.cpp).
+// kernels_avx512vnni.cpp, kernels_amx.cpp).
 void add_scalar_kernels(KernelTable& table);
 void add_avx_kernels(KernelTable& table);
 void add_avx2_kernels(KernelTable& table);
 void add_avx512vnni_kernels(KernelTable& table);
+void add_amx_kernels(KernelTable& table);
 
 // act_quant.h's quantizers with 512-bit registers (act_quant_avx512.cpp), to the same bits.
 void quantize_act_q8x32_avx512(const float* x, ActQ8x32* out, size_t n_blocks);

@@ -34,9 +34,10 @@ ActKind act_kind(GgmlType t) {
 // Each level's table holds its own kernels over those of the levels below. Built once.
 const KernelTable& kernel_table(CpuIsa isa) {
   static const std::vector<KernelTable> tables = [] {
-    std::vector<KernelTable> out(4);
+    std::vector<KernelTable> out(5);
     add_scalar_kernels(out[0]);
-    void (*const add_level[])(KernelTable&) = {add_avx_kernels, add_avx2_kernels, add_avx512vnni_kernels};
+    void (*const add_level[])(KernelTable&) = {add_avx_kernels, add_avx2_kernels, add_avx512vnni_kernels,
+                                               add_amx_kernels};
     for (size_t level = 1; level < out.size(); ++level) {
       out[level] = out[level - 1];
       add_level[level - 1](out[level]);
@@ -46,6 +47,9 @@ const KernelTable& kernel_table(CpuIsa isa) {
         const KernelTable& below = out[level - 1];
         KernelTable& here = out[level];
         if (here.gemm[id] != below.gemm[id] && here.one_token[id] == below.one_token[id]) here.one_token[id] = nullptr;
+        if (here.gemm[id] != below.gemm[id] && here.tokens_per_item[id] == below.tokens_per_item[id]) {
+          here.tokens_per_item[id] = 0;
+        }
       }
     }
     return out;
@@ -66,8 +70,9 @@ QmatmulScratch& thread_scratch() {
 
 // Rows per work item: kQmatmulRowsPerItem (qmatmul.h).
 constexpr size_t kRowsPerItem = kQmatmulRowsPerItem;
-// Tokens per work item of a large batch: one item's quantized activations (64 tokens x 2048
-// columns of Q8x32 blocks: 384 KiB) stay in L2 while its rows sweep them.
+// Tokens per work item of a large batch, unless the kernel table says otherwise: one item's
+// quantized activations (64 tokens x 2048 columns of Q8x32 blocks: 384 KiB) stay in L2 while its
+// rows sweep them.
 constexpr size_t kTokensPerItem = 64;
 
 template <class Fn>
@@ -93,6 +98,7 @@ struct JobPlan {
   size_t act_offset = 0;  // bytes into the call's scratch: this job's quantized activations
   size_t act_stride = 0;
   size_t n_row_items = 0;
+  size_t tokens_per_item = kTokensPerItem;
   size_t first_item = 0;  // its first work item in the call's list
 };
 
@@ -217,6 +223,7 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
       p.kind = ActKind::kFloat;
     } else {
       p.one_token = call.table->one_token[id] != nullptr ? call.table->one_token[id] : p.gemm;
+      if (call.table->tokens_per_item[id] != 0) p.tokens_per_item = call.table->tokens_per_item[id];
       p.act_stride = p.n_blocks * (p.kind == ActKind::kQ8x32 ? sizeof(ActQ8x32) : sizeof(ActQ8x256));  // a multiple of 16
       const size_t previous = call.jobs.size() - 1;
       if (previous > 0 && same_activations(call.jobs[previous - 1], p)) {
@@ -230,7 +237,7 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
     }
     p.n_row_items = (p.rows + kRowsPerItem - 1) / kRowsPerItem;
     p.first_item = n_items;
-    n_items += p.n_row_items * ((p.n_tokens + kTokensPerItem - 1) / kTokensPerItem);
+    n_items += p.n_row_items * ((p.n_tokens + p.tokens_per_item - 1) / p.tokens_per_item);
   }
   if (n_items == 0) return;
   call.act = act_bytes > 0 ? scratch.reserve(act_bytes) : nullptr;
@@ -265,8 +272,8 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
     const size_t local = item - p.first_item;
     const size_t r0 = (local % p.n_row_items) * kRowsPerItem;
     const size_t n = std::min(kRowsPerItem, p.rows - r0);
-    const size_t t0 = (local / p.n_row_items) * kTokensPerItem;
-    const size_t nt = std::min(kTokensPerItem, p.n_tokens - t0);
+    const size_t t0 = (local / p.n_row_items) * p.tokens_per_item;
+    const size_t nt = std::min(p.tokens_per_item, p.n_tokens - t0);
     if (p.gemm == nullptr) {
       gemm_dequantized(p.dequantize, p.block_size, p.type_size, p.w + r0 * p.row_bytes, p.row_bytes, n,
                        p.x + t0 * p.cols, p.cols, nt, p.y + t0 * p.rows + r0, p.rows);

@@ -1,0 +1,197 @@
+// The amx level's Q4_0 and Q8_0 (engine/cpu/quant/kernels_amx.cpp), which follow the "block sums"
+// convention (kernels.h) rather than the other levels' lanes: bit for bit against a plain
+// implementation of that convention, and the same bits for a token alone, in any batch (1..40
+// tokens, the tiles' tails included), in any row split and with any thread count. Skipped on a CPU
+// without AMX (CI's machines); the float reference test of qmatmul_test.cpp covers the level too.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/common/thread_pool.h"
+#include "engine/cpu/quant/act_quant.h"
+#include "engine/cpu/quant/kernel_util.h"
+#include "engine/cpu/quant/qmatmul.h"
+#include "engine/gguf/ggml_type.h"
+
+namespace vks::cpuq {
+namespace {
+
+#define SKIP_WITHOUT_AMX()                                                                        \
+  if (detected_isa() != CpuIsa::kAmx) GTEST_SKIP() << "this CPU has no AMX-INT8 (or the OS refuses " \
+                                                      "this process the tile state)"
+
+enum class Fill { kRandom, kExtreme };
+
+struct Matrix {
+  GgmlType type;
+  size_t rows, cols;
+  std::vector<uint8_t> bytes;
+  TensorRef ref() const {
+    TensorRef t;
+    t.name = "w";
+    t.type = type;
+    t.rows = rows;
+    t.cols = cols;
+    t.data = bytes.data();
+    t.nbytes = bytes.size();
+    return t;
+  }
+};
+
+// Random weights, or every weight at the largest magnitude (the sign flipping per row), so the
+// integer block sums reach their bounds.
+Matrix make_matrix(GgmlType type, size_t rows, size_t cols, Fill fill, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Matrix m{type, rows, cols, std::vector<uint8_t>(rows * ggml_row_size(type, cols))};
+  std::vector<float> row(cols);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < cols; ++c) {
+      row[c] = fill == Fill::kRandom ? normal(rng) * (1.0f + static_cast<float>(c % 7)) : (r % 2 ? 3.0f : -3.0f);
+    }
+    quantize_row(type, row.data(), m.bytes.data() + r * ggml_row_size(type, cols), cols);
+  }
+  return m;
+}
+
+// Random activations with some all-zero blocks, or every one quantizing to 127.
+std::vector<float> make_activations(size_t n_tokens, size_t cols, Fill fill, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(n_tokens * cols);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = fill == Fill::kExtreme ? 2.0f : ((i % cols) / 32) % 5 == 3 ? 0.0f : normal(rng);
+  }
+  return x;
+}
+
+// The block sums convention, literally: for each block in order, the exact integer sum of its
+// products (Q4_0: nibble - 8 times the activation), then acc = acc + float(S) * (d_w * d_x).
+std::vector<float> block_sums_reference(const Matrix& m, const float* x, size_t n_tokens) {
+  const size_t n_blocks = m.cols / 32, block_bytes = m.type == GgmlType::kQ4_0 ? 18 : 34;
+  const size_t row_bytes = ggml_row_size(m.type, m.cols);
+  std::vector<ActQ8x32> act(n_blocks);
+  std::vector<float> y(n_tokens * m.rows);
+  for (size_t t = 0; t < n_tokens; ++t) {
+    quantize_activations(m.type, x + t * m.cols, m.cols, reinterpret_cast<uint8_t*>(act.data()), CpuIsa::kScalar);
+    for (size_t r = 0; r < m.rows; ++r) {
+      float acc = 0.0f;
+      for (size_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* blk = m.bytes.data() + r * row_bytes + b * block_bytes;
+        int32_t s = 0;
+        for (int e = 0; e < 32; ++e) {
+          const int w = m.type == GgmlType::kQ4_0 ? (e < 16 ? blk[2 + e] & 0xF : blk[2 + e - 16] >> 4) - 8
+                                                  : static_cast<int8_t>(blk[2 + e]);
+          s += w * act[b].qs[e];
+        }
+        const float d = util::half_to_float(util::load_u16(blk)) * act[b].d;
+        const float term = static_cast<float>(s) * d;
+        acc = acc + term;
+      }
+      y[t * m.rows + r] = acc;
+    }
+  }
+  return y;
+}
+
+std::string label(GgmlType t) { return std::string(ggml_type_name(t)); }
+
+// Bit for bit against the plain convention: row counts around the 16-row tile (1, 16, 23, 37), block
+// counts odd and even, token counts on both sides of the paths (one token at a time below 4) and
+// of the 16-token tile, random and extreme values.
+TEST(QmatmulAmx, FollowsTheBlockSumsConvention) {
+  SKIP_WITHOUT_AMX();
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
+    for (size_t rows : {1u, 16u, 23u, 37u}) {
+      for (size_t blocks : {1u, 5u, 64u}) {
+        for (Fill fill : {Fill::kRandom, Fill::kExtreme}) {
+          const Matrix m = make_matrix(type, rows, 32 * blocks, fill, static_cast<uint32_t>(rows + blocks));
+          for (size_t n_tokens : {1u, 2u, 3u, 4u, 5u, 16u, 17u, 33u}) {
+            const std::vector<float> x = make_activations(n_tokens, m.cols, fill, 7);
+            std::vector<float> y(n_tokens * rows, -1.0f);
+            qmatmul(m.ref(), x.data(), n_tokens, y.data(), nullptr, CpuIsa::kAmx);
+            const std::vector<float> want = block_sums_reference(m, x.data(), n_tokens);
+            ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float)))
+                << label(type) << " rows " << rows << " blocks " << blocks << " tokens " << n_tokens
+                << (fill == Fill::kExtreme ? " (extreme)" : "");
+          }
+        }
+      }
+    }
+  }
+}
+
+// y[t] of every batch of 1..40 tokens is the bits of token t computed alone (the 16-token tiles'
+// tails and the switch between the paths included).
+TEST(QmatmulAmx, EveryBatchGivesEachTokenItsBitsAlone) {
+  SKIP_WITHOUT_AMX();
+  constexpr size_t kRows = 23, kCols = 32 * 7, kMaxTokens = 40;
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
+    const Matrix m = make_matrix(type, kRows, kCols, Fill::kRandom, 3);
+    const std::vector<float> x = make_activations(kMaxTokens, kCols, Fill::kRandom, 4);
+    std::vector<float> alone(kMaxTokens * kRows);
+    for (size_t t = 0; t < kMaxTokens; ++t) {
+      qmatmul(m.ref(), x.data() + t * kCols, 1, alone.data() + t * kRows, nullptr, CpuIsa::kAmx);
+    }
+    for (size_t n = 1; n <= kMaxTokens; ++n) {
+      for (size_t first : {size_t{0}, kMaxTokens - n}) {
+        std::vector<float> y(n * kRows, -1.0f);
+        qmatmul(m.ref(), x.data() + first * kCols, n, y.data(), nullptr, CpuIsa::kAmx);
+        ASSERT_EQ(0, std::memcmp(y.data(), alone.data() + first * kRows, y.size() * sizeof(float)))
+            << label(type) << " tokens " << n << " first " << first;
+      }
+    }
+  }
+}
+
+// Row slices of a matrix (first_row not a multiple of 16, slices across qmatmul's 64-row work
+// items) in one qmatmul_jobs call, with 1 and 2 threads, give each row the bits of the whole matrix.
+TEST(QmatmulAmx, RowSplitsAndThreadsGiveTheSameBits) {
+  SKIP_WITHOUT_AMX();
+  constexpr size_t kRows = 2 * kQmatmulRowsPerItem + 23, kCols = 32 * 9;
+  ThreadPool pool2(2);
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
+    const Matrix m = make_matrix(type, kRows, kCols, Fill::kRandom, 11);
+    const TensorRef w = m.ref();
+    for (size_t n_tokens : {1u, 3u, 20u, 70u, 130u}) {  // 130: more than one work item of tokens (128)
+      const std::vector<float> x = make_activations(n_tokens, kCols, Fill::kRandom, 12);
+      std::vector<float> whole(n_tokens * kRows);
+      qmatmul(w, x.data(), n_tokens, whole.data(), nullptr, CpuIsa::kAmx);
+      const std::vector<float> want = block_sums_reference(m, x.data(), n_tokens);
+      ASSERT_EQ(0, std::memcmp(whole.data(), want.data(), whole.size() * sizeof(float))) << label(type);
+      const size_t cuts[][2] = {{0, 5}, {5, 18}, {23, kQmatmulRowsPerItem + 1}, {kQmatmulRowsPerItem + 24, kRows - kQmatmulRowsPerItem - 24}};
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
+        std::vector<std::vector<float>> got(std::size(cuts));
+        std::vector<MatmulJob> jobs;
+        for (size_t j = 0; j < std::size(cuts); ++j) {
+          got[j].assign(n_tokens * cuts[j][1], -1.0f);
+          jobs.push_back({&w, cuts[j][0], cuts[j][1], x.data(), n_tokens, got[j].data()});
+        }
+        QmatmulScratch scratch;
+        qmatmul_jobs(jobs.data(), jobs.size(), pool, CpuIsa::kAmx, scratch);
+        for (size_t j = 0; j < std::size(cuts); ++j) {
+          for (size_t t = 0; t < n_tokens; ++t) {
+            ASSERT_EQ(0, std::memcmp(got[j].data() + t * cuts[j][1], whole.data() + t * kRows + cuts[j][0],
+                                     cuts[j][1] * sizeof(float)))
+                << label(type) << " rows from " << cuts[j][0] << " tokens " << n_tokens << " token " << t
+                << " threads " << (pool ? pool->size() : 1);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The level is the highest where the CPU and OS allow it, and VKSTREAM_CPU_ISA's names include it.
+TEST(QmatmulAmx, IsTheDetectedLevelWhereAvailable) {
+  SKIP_WITHOUT_AMX();
+  EXPECT_EQ(runnable_isas().back(), CpuIsa::kAmx);
+  EXPECT_TRUE(has_integer_kernel(GgmlType::kQ4_0, CpuIsa::kAmx));
+  EXPECT_TRUE(has_integer_kernel(GgmlType::kQ6_K, CpuIsa::kAmx));  // the avx512vnni level's
+}
+
+}  // namespace
+}  // namespace vks::cpuq
