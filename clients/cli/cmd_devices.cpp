@@ -13,11 +13,15 @@ namespace {
 
 std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
-// Which integer kernels the CPU backend runs here (VKSTREAM_CPU_ISA may lower the level).
+// Which integer kernels the CPU backend runs here (VKSTREAM_CPU_ISA chooses another level; amx
+// runs on request only, isa.h).
 std::string cpu_kernels_summary() {
   const cpuq::CpuIsa active = cpuq::active_isa(), detected = cpuq::detected_isa();
   std::string s = "CPU backend kernels: " + std::string(cpuq::isa_name(active));
-  if (active != detected) s += " (this CPU has " + std::string(cpuq::isa_name(detected)) + "; VKSTREAM_CPU_ISA lowers it)";
+  if (active != detected) {
+    const std::string name(cpuq::isa_name(detected));
+    s += " (this CPU has " + name + ": VKSTREAM_CPU_ISA=" + name + " runs it)";
+  }
   return s;
 }
 

@@ -25,7 +25,12 @@ std::optional<CpuIsa> isa_from_name(std::string_view name);
 CpuIsa detected_isa();
 // Every level this CPU executes, lowest first (what tests compare).
 std::vector<CpuIsa> runnable_isas();
-// The level qmatmul uses: detected_isa(), or VKSTREAM_CPU_ISA when it names a level this CPU
+// The level qmatmul uses when VKSTREAM_CPU_ISA names none: detected_isa(), but avx512vnni where
+// that is amx. The amx level runs on request only (VKSTREAM_CPU_ISA=amx) while it trades one
+// figure for another: its Q4_0 prefill is ~1.8x avx512vnni's, its steps of 4-15 tokens (batched
+// decode, speculative verification) ~0.7x.
+CpuIsa default_isa();
+// The level qmatmul uses: default_isa(), or VKSTREAM_CPU_ISA when it names a level this CPU
 // executes (a higher one than the CPU has is lowered to detected_isa()). Read once per process.
 CpuIsa active_isa();
 
