@@ -15,6 +15,7 @@
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/qmatmul.h"
 #include "engine/gguf/ggml_type.h"
+#include "tests/cpu/qmatmul_test_data.h"
 
 namespace vks::cpuq {
 namespace {
@@ -23,50 +24,10 @@ namespace {
   if (detected_isa() != CpuIsa::kAmx) GTEST_SKIP() << "this CPU has no AMX-INT8 (or the OS refuses " \
                                                       "this process the tile state)"
 
-enum class Fill { kRandom, kExtreme };
-
-struct Matrix {
-  GgmlType type;
-  size_t rows, cols;
-  std::vector<uint8_t> bytes;
-  TensorRef ref() const {
-    TensorRef t;
-    t.name = "w";
-    t.type = type;
-    t.rows = rows;
-    t.cols = cols;
-    t.data = bytes.data();
-    t.nbytes = bytes.size();
-    return t;
-  }
-};
-
-// Random weights, or every weight at the largest magnitude (the sign flipping per row), so the
-// integer block sums reach their bounds.
-Matrix make_matrix(GgmlType type, size_t rows, size_t cols, Fill fill, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Matrix m{type, rows, cols, std::vector<uint8_t>(rows * ggml_row_size(type, cols))};
-  std::vector<float> row(cols);
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t c = 0; c < cols; ++c) {
-      row[c] = fill == Fill::kRandom ? normal(rng) * (1.0f + static_cast<float>(c % 7)) : (r % 2 ? 3.0f : -3.0f);
-    }
-    quantize_row(type, row.data(), m.bytes.data() + r * ggml_row_size(type, cols), cols);
-  }
-  return m;
-}
-
-// Random activations with some all-zero blocks, or every one quantizing to 127.
-std::vector<float> make_activations(size_t n_tokens, size_t cols, Fill fill, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(n_tokens * cols);
-  for (size_t i = 0; i < x.size(); ++i) {
-    x[i] = fill == Fill::kExtreme ? 2.0f : ((i % cols) / 32) % 5 == 3 ? 0.0f : normal(rng);
-  }
-  return x;
-}
+using test::Fill;
+using test::make_activations;
+using test::make_matrix;
+using test::Matrix;
 
 // The block sums convention, literally: for each block in order, the exact integer sum of its
 // products (Q4_0: nibble - 8 times the activation), then acc = acc + float(S) * (d_w * d_x).

@@ -15,61 +15,15 @@
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/reference_ops.h"
 #include "engine/gguf/ggml_type.h"
+#include "tests/cpu/qmatmul_test_data.h"
 
 namespace vks::cpuq {
 namespace {
 
-// A weight matrix in its GGUF type, made by quantizing random floats (or floats of one magnitude).
-struct Matrix {
-  GgmlType type;
-  size_t rows, cols;
-  std::vector<uint8_t> bytes;
-  TensorRef ref() const {
-    TensorRef t;
-    t.name = "w";
-    t.type = type;
-    t.rows = rows;
-    t.cols = cols;
-    t.data = bytes.data();
-    t.nbytes = bytes.size();
-    return t;
-  }
-};
-
-enum class Fill { kRandom, kExtreme };
-
-Matrix make_matrix(GgmlType type, size_t rows, size_t cols, Fill fill, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Matrix m{type, rows, cols, std::vector<uint8_t>(rows * ggml_row_size(type, cols))};
-  std::vector<float> row(cols);
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t c = 0; c < cols; ++c) {
-      // Extreme: every weight at the largest magnitude, the sign flipping per row, so the integer
-      // sums reach their bounds (no i16 pair may saturate).
-      row[c] = fill == Fill::kRandom ? normal(rng) * (1.0f + static_cast<float>(c % 7)) : (r % 2 ? 3.0f : -3.0f);
-    }
-    quantize_row(type, row.data(), m.bytes.data() + r * ggml_row_size(type, cols), cols);
-  }
-  return m;
-}
-
-std::vector<float> make_activations(size_t n_tokens, size_t cols, Fill fill, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(n_tokens * cols);
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (fill == Fill::kExtreme) {
-      x[i] = 2.0f;  // every activation quantizes to 127
-    } else {
-      // Some blocks all zero (scale 0), some values exact ties of the quantizer, the rest normal.
-      const size_t c = i % cols;
-      x[i] = (c / 32) % 5 == 3 ? 0.0f : normal(rng);
-      if (c % 11 == 0) x[i] = 0.5f;
-    }
-  }
-  return x;
-}
+using test::Fill;
+using test::make_activations;
+using test::make_matrix;
+using test::Matrix;
 
 // The types with integer kernels; the others (F32, F16, BF16, MXFP4 for now) take the float fallback.
 bool uses_quantized_activations(GgmlType t) {
