@@ -66,6 +66,22 @@ vks::TensorRef tensor(GgmlType type, size_t rows, size_t cols, const uint8_t* da
   return t;
 }
 
+// A matrix and enough copies of it that cycling through them reads from memory, as every decode
+// or verify step reads the weights anew; the first copy alone stays in cache.
+struct MatrixCopies {
+  GgmlType type;
+  size_t rows, cols, bytes, copies;
+  std::vector<uint8_t> all;
+  MatrixCopies(GgmlType t, size_t r, size_t c)
+      : type(t), rows(r), cols(c), bytes(r * vks::ggml_row_size(t, c)),
+        copies(std::max<size_t>(1, (kCacheDefeatBytes + bytes - 1) / bytes)), all(copies * bytes) {
+    const std::vector<uint8_t> one = make_matrix(t, r, c);
+    for (size_t i = 0; i < copies; ++i) std::memcpy(all.data() + i * bytes, one.data(), bytes);
+  }
+  vks::TensorRef next(size_t i) const { return tensor(type, rows, cols, all.data() + (i % copies) * bytes); }
+  vks::TensorRef first() const { return tensor(type, rows, cols, all.data()); }
+};
+
 // Wall and process CPU seconds per call of fn, run at least min_seconds (after a warm-up call).
 // On a shared machine the CPU time shows the work itself when other processes stretch the wall time.
 struct PerCall {
@@ -124,11 +140,7 @@ int run_sweep(const std::vector<std::string>& type_names, const std::vector<int>
     }
     for (const Shape& s : shapes) {
       if (!wanted(s)) continue;
-      const size_t bytes = s.rows * vks::ggml_row_size(*type, s.cols);
-      const size_t copies = std::max<size_t>(1, (kCacheDefeatBytes + bytes - 1) / bytes);
-      const std::vector<uint8_t> one = make_matrix(*type, s.rows, s.cols);
-      std::vector<uint8_t> all(copies * bytes);
-      for (size_t c = 0; c < copies; ++c) std::memcpy(all.data() + c * bytes, one.data(), bytes);
+      const MatrixCopies m(*type, s.rows, s.cols);
       std::vector<float> x(max_tokens * s.cols);
       for (float& v : x) v = normal(rng);
       std::vector<float> y(max_tokens * s.rows);
@@ -138,10 +150,10 @@ int run_sweep(const std::vector<std::string>& type_names, const std::vector<int>
         for (size_t t = 1; t <= max_tokens; ++t) {
           size_t next = 0;
           const double cold = fastest_call(min_seconds, [&] {
-            const vks::TensorRef w = tensor(*type, s.rows, s.cols, all.data() + (next++ % copies) * bytes);
+            const vks::TensorRef w = m.next(next++);
             vks::cpuq::qmatmul(w, x.data(), t, y.data(), &pool);
           });
-          const vks::TensorRef w0 = tensor(*type, s.rows, s.cols, all.data());
+          const vks::TensorRef w0 = m.first();
           const double warm = fastest_call(min_seconds, [&] { vks::cpuq::qmatmul(w0, x.data(), t, y.data(), &pool); });
           if (t == 1) {
             cold1 = cold;
@@ -205,11 +217,7 @@ int main(int argc, char** argv) {
     }
     for (const Shape& s : shapes) {
       if (!wanted(s)) continue;
-      const size_t bytes = s.rows * vks::ggml_row_size(*type, s.cols);
-      const size_t copies = std::max<size_t>(1, (kCacheDefeatBytes + bytes - 1) / bytes);
-      const std::vector<uint8_t> one = make_matrix(*type, s.rows, s.cols);
-      std::vector<uint8_t> all(copies * bytes);
-      for (size_t c = 0; c < copies; ++c) std::memcpy(all.data() + c * bytes, one.data(), bytes);
+      const MatrixCopies m(*type, s.rows, s.cols);
       std::vector<float> x(tokens * s.cols);
       for (float& v : x) v = normal(rng);
       std::vector<float> y(tokens * s.rows);
@@ -218,22 +226,22 @@ int main(int argc, char** argv) {
         vks::ThreadPool pool(threads);
         size_t next = 0;
         const PerCall mv = time_per_call(min_seconds, [&] {
-          const vks::TensorRef w = tensor(*type, s.rows, s.cols, all.data() + (next++ % copies) * bytes);
+          const vks::TensorRef w = m.next(next++);
           vks::cpuq::qmatmul(w, x.data(), 1, y.data(), &pool);
         });
-        const vks::TensorRef w0 = tensor(*type, s.rows, s.cols, all.data());
+        const vks::TensorRef w0 = m.first();
         const PerCall mm = time_per_call(min_seconds, [&] { vks::cpuq::qmatmul(w0, x.data(), tokens, y.data(), &pool); });
         const double flops = 2.0 * static_cast<double>(s.rows * s.cols * tokens);
         PerCall ref_mv, ref_mm;
         if (!no_ref) {
           next = 0;
           ref_mv = time_per_call(min_seconds, [&] {
-            const vks::TensorRef w = tensor(*type, s.rows, s.cols, all.data() + (next++ % copies) * bytes);
+            const vks::TensorRef w = m.next(next++);
             vks::ref::matmul(w, x.data(), 1, y.data(), &pool);
           });
           ref_mm = time_per_call(0.0, [&] { vks::ref::matmul(w0, x.data(), tokens, y.data(), &pool); });
         }
-        const double gb = static_cast<double>(bytes) / 1e9;
+        const double gb = static_cast<double>(m.bytes) / 1e9;
         char shape[32];
         std::snprintf(shape, sizeof shape, "%zux%zu", s.rows, s.cols);
         std::printf("%-6s %-11s %3d %9.1f %6.2f %6.0f%% %9.2f %8.1f %10.1f", name.c_str(), shape, threads,
