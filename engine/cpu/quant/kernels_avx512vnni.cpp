@@ -417,9 +417,9 @@ void add_avx512vnni_kernels(KernelTable& table) {
   table.quantize_q8x32 = quantize_act_q8x32_avx512;
   table.quantize_q8x256 = quantize_act_q8x256_avx512;
   table.gemm[2] = gemm<Q4_0x4>;
-  // One Q8_0 token (twice Q4_0's bytes) reads memory faster as the AVX2 kernel's single stream of
-  // rows (1.2x this level's four rows, in vks_bench_cpu_kernels); in cache this one is 1.6x faster.
-  table.one_token[8] = table.gemm[8];
+  // One Q8_0 token runs this level's four rows too: with the next group prefetched they read memory
+  // at 1.5-1.9x the AVX2 kernel's single stream of rows (vks_bench_cpu_kernels --types q8_0, 1 and
+  // 2 threads; the single stream was once 1.2x faster, before the prefetch).
   table.gemm[8] = gemm<Q8_0x4>;
   table.gemm[12] = gemm<Q4_Kx4>;
   table.gemm[14] = gemm<Q6_Kx4>;
