@@ -72,7 +72,7 @@ case "$variant:$features" in
   sandybridge:*AVX2*|ivybridge:*AVX2*|piledriver:*AVX2*)
     echo "llama.cpp reports AVX2 with the $variant build: not the variant asked for" >&2; exit 2 ;;
 esac
-echo "vkstream kernel level: ${VKSTREAM_CPU_ISA:-the best this CPU runs}"
+echo "vkstream kernel level: ${VKSTREAM_CPU_ISA:-the default for this CPU (vkstream devices names it)}"
 echo "prompt $prompt, gen $gen, seqs $seqs, threads $threads, reps $reps, $rounds rounds; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 # Runs "$@" beside a process spinning on one core when the condition is busy.
 busy_pid=
