@@ -18,11 +18,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/kernels.h"
+#include "engine/cpu/quant/qmatmul.h"  // QmatmulScratch: per-thread buffers that only grow
 
 // Everything below is compiled for this level's target (kernels.h: nothing here is shared).
 #if defined(__clang__)
@@ -92,22 +92,6 @@ class TileScope {
   ~TileScope() { _tile_release(); }
   TileScope(const TileScope&) = delete;
   TileScope& operator=(const TileScope&) = delete;
-};
-
-// A per-thread buffer, 64-byte aligned, that only grows: no allocation once the largest call has run.
-class Scratch {
- public:
-  uint8_t* get(size_t bytes) {
-    if (bytes > capacity_) {
-      raw_.reset(new uint8_t[bytes + 64]);
-      capacity_ = bytes;
-    }
-    return raw_.get() + ((64 - reinterpret_cast<uintptr_t>(raw_.get()) % 64) % 64);
-  }
-
- private:
-  std::unique_ptr<uint8_t[]> raw_;
-  size_t capacity_ = 0;
 };
 
 // Both types' tiles hold signed bytes (tdpbssd): Q8_0's as stored, Q4_0's nibbles unpacked less
@@ -301,19 +285,19 @@ void tile_tokens(const ASource& a, const float* dw, const TokenBlock* x, size_t 
   }
 }
 
-thread_local Scratch t_weights;  // a group's unpacked blocks, then its scales
-thread_local Scratch t_tokens;   // the call's TokenBlocks
+thread_local QmatmulScratch t_weights;  // a group's unpacked blocks, then its scales
+thread_local QmatmulScratch t_tokens;   // the call's TokenBlocks
 
 template <class K>
 void gemm_tiles(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
                 size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
   const size_t n_tiles = (n_tokens + kTileTokens - 1) / kTileTokens;
-  auto* x = reinterpret_cast<TokenBlock*>(t_tokens.get(n_tiles * n_blocks * sizeof(TokenBlock)));
+  auto* x = reinterpret_cast<TokenBlock*>(t_tokens.reserve(n_tiles * n_blocks * sizeof(TokenBlock)));
   for (size_t j = 0; j < n_tiles; ++j) {
     gather_tokens(act + j * kTileTokens * act_stride, act_stride, std::min(kTileTokens, n_tokens - j * kTileTokens),
                   n_blocks, x + j * n_blocks);
   }
-  uint8_t* unpacked = t_weights.get(n_blocks * (kUnpackedBlock + 64));
+  uint8_t* unpacked = t_weights.reserve(n_blocks * (kUnpackedBlock + 64));
   auto* dw = reinterpret_cast<float*>(unpacked + n_blocks * kUnpackedBlock);
   const TileConfig config = make_config(kTileTokens);
   const TileScope tiles(config);
@@ -398,7 +382,7 @@ void gemm_rows(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* 
                size_t n_blocks, float* y, size_t y_stride) {
   const ActQ8x32* x[NT];
   for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const ActQ8x32*>(act + static_cast<size_t>(t) * act_stride);
-  uint8_t* unpacked = t_weights.get(n_blocks * kUnpackedBlock);
+  uint8_t* unpacked = t_weights.reserve(n_blocks * kUnpackedBlock);
   const TileConfig config = make_config(1);
   const TileScope tiles(config);
   constexpr size_t kGroupStep = kGroupRows * K::kBytes;  // bytes of a group per block step
@@ -466,7 +450,7 @@ inline __m512i transposed_sums(__m512i l0, __m512i l1, __m512i l2, __m512i l3) {
   return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
 }
 
-thread_local Scratch t_lanes;  // a group's per-row-group int32 lanes, [token][block][row group]
+thread_local QmatmulScratch t_lanes;  // a group's per-row-group int32 lanes, [token][block][row group]
 
 // Rows [0, 16) of a group from g on (rows past the group's last repeat it in a copy: see below).
 // Four rows at a time over every block, as the avx512vnni level reads them (one short run of four
@@ -478,7 +462,7 @@ template <int NT>
 void q4_0_group(const uint8_t* g, size_t w_stride, const uint8_t* ahead, const ActQ8x32* const* x, size_t n_blocks,
                 __m512* acc) {
   constexpr size_t kBytes = Q4_0Amx::kBytes, kStep = 4 * kBytes;
-  auto* lanes = reinterpret_cast<__m512i*>(t_lanes.get(static_cast<size_t>(NT) * n_blocks * 3 * sizeof(__m512i)));
+  auto* lanes = reinterpret_cast<__m512i*>(t_lanes.reserve(static_cast<size_t>(NT) * n_blocks * 3 * sizeof(__m512i)));
   const __m512i m4 = _mm512_set1_epi8(0xF);
   const auto block_lanes = [&](const uint8_t* p, const ActQ8x32& a) {
     const __m512i v = rows16(p, w_stride);
@@ -513,7 +497,7 @@ void q4_0_group(const uint8_t* g, size_t w_stride, const uint8_t* ahead, const A
   }
 }
 
-thread_local Scratch t_tail_rows;  // a last group of fewer than 16 rows, padded with copies of its last
+thread_local QmatmulScratch t_tail_rows;  // a last group of fewer than 16 rows, padded with copies of its last
 
 template <int NT>
 void q4_0_few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
@@ -526,7 +510,7 @@ void q4_0_few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uin
     const uint8_t* g = w + r0 * w_stride;
     size_t stride = w_stride;
     if (nr < kGroupRows) {
-      uint8_t* copy = t_tail_rows.get(kGroupRows * row_bytes);
+      uint8_t* copy = t_tail_rows.reserve(kGroupRows * row_bytes);
       for (size_t r = 0; r < kGroupRows; ++r) std::memcpy(copy + r * row_bytes, g + std::min(r, nr - 1) * w_stride, row_bytes);
       g = copy;
       stride = row_bytes;
