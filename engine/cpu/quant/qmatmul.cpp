@@ -41,15 +41,15 @@ const KernelTable& kernel_table(CpuIsa isa) {
     for (size_t level = 1; level < out.size(); ++level) {
       out[level] = out[level - 1];
       add_level[level - 1](out[level]);
-      // A lower level's one-token kernel stays only for types whose gemm this level left alone:
-      // otherwise a 128-bit matvec would run a decode step where the level has a kernel of its own.
+      // A lower level's one-token kernel and tokens per item stay only for types whose gemm this
+      // level left alone: otherwise a 128-bit matvec would run a decode step where the level has a
+      // kernel of its own.
       for (size_t id = 0; id < kMaxTypeId; ++id) {
         const KernelTable& below = out[level - 1];
         KernelTable& here = out[level];
-        if (here.gemm[id] != below.gemm[id] && here.one_token[id] == below.one_token[id]) here.one_token[id] = nullptr;
-        if (here.gemm[id] != below.gemm[id] && here.tokens_per_item[id] == below.tokens_per_item[id]) {
-          here.tokens_per_item[id] = 0;
-        }
+        if (here.gemm[id] == below.gemm[id]) continue;
+        if (here.one_token[id] == below.one_token[id]) here.one_token[id] = nullptr;
+        if (here.tokens_per_item[id] == below.tokens_per_item[id]) here.tokens_per_item[id] = 0;
       }
     }
     return out;
