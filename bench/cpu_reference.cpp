@@ -4,7 +4,9 @@
 // bytes, prefill and decode tok/s, and the GB/s of weights a decode token streams, set against a
 // plain-C read probe of the same thread count when --probe is given.
 //   vks_bench_cpu_reference MODEL.gguf [MODEL2.gguf ...] [--threads N] [--prompt N] [--generate N]
-//                           [--seqs 4 8] [--same-prompt] [--reps N] [--no-reference] [--probe]
+//                           [--seqs 4 8] [--same-prompt] [--reps N] [--no-reference] [--probe] [--mmap-weights]
+// --mmap-weights: the runner reads the weights from the mapped file, not from its copy in huge-page
+// memory (CpuRunnerOptions::weights_in_memory), to measure what the copy buys.
 // Each row also shows the process CPU milliseconds per token (all threads; on a shared machine they
 // show the work when other processes stretch the wall time).
 // --reps N: each runner figure is the median of N runs after an untimed warm-up run (bench/cpu_versus.sh
@@ -121,6 +123,8 @@ int main(int argc, char** argv) {
                "model's sequences choose different experts; the same prompt makes them all choose the same)");
   bool probe = false;
   app.add_flag("--probe", probe, "measure plain-C read bandwidth at the thread count and compare decode's with it");
+  bool mmap_weights = false;
+  app.add_flag("--mmap-weights", mmap_weights, "the runner reads the weights from the mapped file (not a copy in memory)");
   CLI11_PARSE(app, argc, argv);
   const int n_threads = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
   const double probe_gbs = probe ? vks::bench::read_probe_gbs(n_threads) : 0.0;
@@ -141,7 +145,11 @@ int main(int argc, char** argv) {
     options.threads = threads;
     options.max_step_tokens = std::max(512, n_prompt);
     options.num_blocks = (total + options.block_size - 1) / options.block_size;
+    options.weights_in_memory = !mmap_weights;
     vks::CpuRunner runner(*model, options);
+    const vks::gguf::MemoryMove& residence = runner.weights_residence();
+    std::printf("weights read from %s\n", residence.moved ? (residence.huge_pages ? "memory (huge pages requested)" : "memory")
+                                                       : ("the mapped file: " + residence.why_not).c_str());
     vks::StepBatch batch;
     vks::SeqChunk seq;
     seq.n_tokens = n_prompt;

@@ -153,6 +153,9 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
                "fail without a device")
       ->excludes(cpu);
   app.add_flag("--no-cpu-fallback", o.no_cpu_fallback, "fail instead of falling back to the CPU");
+  app.add_flag("--mmap-weights", o.mmap_weights,
+               "the CPU backend reads the weights from the mapped model file instead of a copy in (huge-page) memory: "
+               "less memory held, slower decode");
   app.add_option("--device", o.device, "Vulkan device name or index");
   std::string kv_type;
   app.add_option("--kv-type", kv_type,

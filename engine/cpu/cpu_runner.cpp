@@ -27,6 +27,11 @@ CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
                                              "max_step_tokens, max_step_seqs, state_slots; state_checkpoints >= 0, "
                                              "num_window_blocks >= -1)");
   }
+  if (options_.weights_in_memory) {
+    residence_ = model.file().hold_in_memory();
+  } else {
+    residence_.why_not = "on request";
+  }
   // No sequence can be longer than the pool: that is the only bound on a block table here. A step's
   // sequences run in the live state slots only; the checkpoint slots past them are copied to and from.
   const int32_t live_slots = model.config().has_recurrent_layers() ? options_.state_slots : 0;

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "engine/common/error.h"
+#include "engine/gguf/file_residence.h"
 #include "engine/gguf/gguf_parse.h"
 
 namespace vks::gguf {
@@ -109,24 +110,45 @@ class Mapping {
       ::close(fd);
       throw Error(ErrorCode::kCorrupt, path + ": file is empty, not a GGUF model");
     }
-    void* addr = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void* addr = map_file_aligned(fd, size_);
     const int err = errno;
     ::close(fd);
-    if (addr == MAP_FAILED) throw Error(ErrorCode::kIo, path + ": cannot mmap: " + std::strerror(err));
+    if (addr == nullptr) throw Error(ErrorCode::kIo, path + ": cannot mmap: " + std::strerror(err));
     addr_ = addr;
   }
 
   std::span<const uint8_t> bytes() const { return {static_cast<const uint8_t*>(addr_), size_}; }
 
+  MemoryMove move_into_memory() {
+    MemoryMove done;
+    if (addr_ == nullptr) {
+      done.why_not = "the model is not a mapped file";
+      return done;
+    }
+    if (in_memory_) {
+      done.moved = true;
+      done.huge_pages = huge_pages_;
+      return done;
+    }
+    MemoryMove m = move_mapping_into_memory(addr_, size_);
+    in_memory_ = m.moved;
+    huge_pages_ = m.huge_pages;
+    return m;
+  }
+
  private:
   void* addr_ = nullptr;
   size_t size_ = 0;
+  bool in_memory_ = false;
+  bool huge_pages_ = false;
 };
 
 }  // namespace
 
 struct GgufFile::Impl {
-  Mapping mapping;                   // empty when parsing a caller-owned buffer
+  // Empty when parsing a caller-owned buffer. Mutable: where its bytes live is not what they are
+  // (hold_in_memory).
+  mutable Mapping mapping;
   std::span<const uint8_t> bytes;
   detail::ParsedGguf parsed;
   std::unordered_map<std::string_view, size_t> key_index;     // views into parsed.metadata
@@ -170,6 +192,8 @@ const std::vector<KeyValue>& GgufFile::metadata() const { return impl_->parsed.m
 const std::vector<TensorInfo>& GgufFile::tensors() const { return impl_->parsed.tensors; }
 uint64_t GgufFile::data_offset() const { return impl_->parsed.data_offset; }
 uint64_t GgufFile::file_size() const { return impl_->bytes.size(); }
+
+MemoryMove GgufFile::hold_in_memory() const { return impl_->mapping.move_into_memory(); }
 
 const Value* GgufFile::find(std::string_view key) const {
   const auto it = impl_->key_index.find(key);

@@ -151,6 +151,33 @@ TEST_F(RunnerTest, SharedCoresGiveIdenticalLogits) {
   for (size_t k = 0; k < alone.logits.size(); ++k) EXPECT_EQ(shared.logits[k], alone.logits[k]) << "output " << k;
 }
 
+// Weights copied into memory (the default) or read from the mapped file: the same bytes at the same
+// addresses, so the same logits; each runner says where it reads them.
+TEST_F(RunnerTest, WeightsInMemoryOrMappedGiveIdenticalLogits) {
+  std::vector<int32_t> prompt(ref_.prompt.begin(), ref_.prompt.end());
+  const auto mapped_model = LlamaModel::load(test::model_path("stories260K.gguf"));
+  CpuRunnerOptions mapped_options = options();
+  mapped_options.weights_in_memory = false;
+  CpuRunner mapped_runner(*mapped_model, mapped_options);
+  EXPECT_FALSE(mapped_runner.weights_residence().moved);
+  Driver mapped_driver(mapped_runner);
+  Seq mapped;
+  mapped.tokens = prompt;
+  generate_alone(mapped_driver, mapped, prompt.size() + 20);
+
+  const auto memory_model = LlamaModel::load(test::model_path("stories260K.gguf"));
+  CpuRunner memory_runner(*memory_model, options());
+  EXPECT_TRUE(memory_runner.weights_residence().moved) << memory_runner.weights_residence().why_not;
+  Driver d(memory_runner);
+  Seq in_memory;
+  in_memory.tokens = prompt;
+  generate_alone(d, in_memory, prompt.size() + 20);
+
+  EXPECT_EQ(in_memory.tokens, mapped.tokens);
+  ASSERT_EQ(in_memory.logits.size(), mapped.logits.size());
+  for (size_t k = 0; k < mapped.logits.size(); ++k) EXPECT_EQ(in_memory.logits[k], mapped.logits[k]) << "output " << k;
+}
+
 // The runner and the single-sequence model share the reference ops, so their logits are equal
 // bit for bit; checked on the second real model (plain multi-head attention, rope_dim 16).
 TEST(RunnerVsModel, Aidreams260KLogitsIdentical) {

@@ -32,6 +32,7 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
   cpu.state_slots = options.live_state_slots();
   cpu.state_checkpoints = options.state_checkpoints;  // (the CPU allocates a slot once used)
   cpu.num_window_blocks = options.num_window_blocks;
+  cpu.weights_in_memory = options.cpu_weights_in_memory;
   if (options.num_blocks > 0) {
     cpu.num_blocks = options.num_blocks;
   } else {
@@ -49,7 +50,15 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
     cpu.num_blocks = clamp(split.full_blocks);
     cpu.num_window_blocks = window_blocks > 0 ? clamp(split.window_blocks) : 0;
   }
-  return std::make_unique<CpuRunner>(model, cpu);
+  auto runner = std::make_unique<CpuRunner>(model, cpu);
+  const gguf::MemoryMove& residence = runner->weights_residence();
+  if (residence.moved) {
+    spdlog::info("runner: the CPU backend reads the weights from memory ({} MiB{})", model.file().file_size() >> 20,
+                 residence.huge_pages ? ", transparent huge pages requested" : "");
+  } else {
+    spdlog::info("runner: the CPU backend reads the weights from the mapped file: {}", residence.why_not);
+  }
+  return runner;
 }
 
 }  // namespace

@@ -15,6 +15,9 @@ struct RunnerOptions {
   std::string device;
   bool allow_cpu_fallback = true;  // no Vulkan device: run on the CPU reference instead of failing
   bool force_cpu = false;          // skip Vulkan entirely (tests, `--cpu`)
+  // The CPU backend: the model file's bytes in anonymous huge-page memory (CpuRunnerOptions::
+  // weights_in_memory); false reads them from the mapped file (`--mmap-weights`).
+  bool cpu_weights_in_memory = true;
   // Run on Vulkan even where the backend rule (backend_choice.h) picks the CPU reference (a CPU-type
   // device and a small model); implies no CPU fallback. A non-empty `device` or VKSTREAM_DEVICE also picks Vulkan.
   bool force_vulkan = false;
