@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench/process_cpu.h"
+#include "bench/huge_page_buffer.h"
 #include "bench/read_probe.h"
 #include "engine/common/thread_pool.h"
 #include "engine/cpu/quant/qmatmul.h"
@@ -71,7 +72,7 @@ vks::TensorRef tensor(GgmlType type, size_t rows, size_t cols, const uint8_t* da
 struct MatrixCopies {
   GgmlType type;
   size_t rows, cols, bytes, copies;
-  std::vector<uint8_t> all;
+  vks::bench::HugePageBuffer all;  // huge pages, as the CPU backend's weights
   MatrixCopies(GgmlType t, size_t r, size_t c)
       : type(t), rows(r), cols(c), bytes(r * vks::ggml_row_size(t, c)),
         copies(std::max<size_t>(1, (kCacheDefeatBytes + bytes - 1) / bytes)), all(copies * bytes) {

@@ -1,7 +1,5 @@
 #include "bench/read_probe.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -9,16 +7,16 @@
 #include <thread>
 #include <vector>
 
+#include "bench/huge_page_buffer.h"
+
 namespace vks::bench {
 
 double read_probe_gbs(int threads) {
   using Clock = std::chrono::steady_clock;
-  const size_t bytes = size_t{512} << 20, huge = size_t{2} << 20;
+  const size_t bytes = size_t{512} << 20;
   const size_t words = bytes / sizeof(uint64_t);
-  void* raw = mmap(nullptr, bytes + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return 0;
-  uint64_t* buf = reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(raw) + huge - 1) & ~(huge - 1));
-  madvise(buf, bytes, MADV_HUGEPAGE);
+  const HugePageBuffer memory(bytes);
+  uint64_t* buf = reinterpret_cast<uint64_t*>(memory.data());
   for (size_t i = 0; i < words; ++i) buf[i] = i;
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
@@ -46,7 +44,6 @@ double read_probe_gbs(int threads) {
     if (total == 42) std::printf(" ");  // keeps the sums alive
     best = std::max(best, static_cast<double>(bytes) / s / 1e9);
   }
-  munmap(raw, bytes + huge);
   return best;
 }
 

@@ -4,8 +4,7 @@
 namespace vks::bench {
 
 // GB/s of `threads` threads each summing its slice of a 512 MiB buffer of 64-bit words; best of 5.
-// The buffer has transparent huge pages where the kernel grants them, as the CPU backend's weights
-// do (engine/gguf/file_residence.h): the probe is the ceiling decode is held to.
+// The buffer has huge pages (huge_page_buffer.h): the probe is the ceiling decode is held to.
 double read_probe_gbs(int threads);
 
 }  // namespace vks::bench
