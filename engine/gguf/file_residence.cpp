@@ -52,6 +52,16 @@ std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 }  // namespace
 
+std::string transparent_huge_pages_mode() {
+  // The file reads e.g. "always [madvise] never": the bracketed word is the mode.
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string word;
+  while (in >> word) {
+    if (word.size() > 2 && word.front() == '[' && word.back() == ']') return word.substr(1, word.size() - 2);
+  }
+  return "";
+}
+
 void* map_file_aligned(int fd, size_t size) {
   const size_t span = page_round(size);
   void* at = reserve_aligned(span);

@@ -26,4 +26,8 @@ struct MemoryMove {
 // fails; why_not says which. Not safe while another thread reads the range.
 MemoryMove move_mapping_into_memory(void* addr, size_t size);
 
+// The kernel's transparent huge page mode (/sys/kernel/mm/transparent_hugepage/enabled: "always",
+// "madvise" or "never"); "" where it cannot be read. Under "never" the moved bytes get 4 KiB pages.
+std::string transparent_huge_pages_mode();
+
 }  // namespace vks::gguf

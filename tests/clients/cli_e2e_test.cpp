@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "engine/gguf/file_residence.h"
 #include "tests/clients/process_util.h"
 #include "tests/clients/reference.h"
 #include "tests/common/test_models.h"
@@ -158,6 +159,12 @@ TEST_F(CliE2E, TokenizeStatusFollowAndStats) {
   ::unsetenv("VKSTREAM_CPU_ISA");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("CPU backend kernels: scalar"), std::string::npos) << r.out;
+  // And where the CPU backend's weights live, with the kernel's huge page mode.
+  const std::string thp = vks::gguf::transparent_huge_pages_mode();
+  EXPECT_NE(r.out.find("CPU backend weights: copied into memory"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(transparent huge pages: " + (thp.empty() ? std::string("unknown") : thp) + ")"),
+            std::string::npos)
+      << r.out;
   // `devices` asks no daemon: one JSON array on one newline-terminated line (lavapipe or no device).
   r = vks::test::run_process({vkstream_exe(), "devices", "--json"}, {}, 60);
   EXPECT_EQ(r.exit_code, 0) << r.err;
