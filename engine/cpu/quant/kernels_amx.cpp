@@ -99,15 +99,20 @@ class TileScope {
 // kTileFrom: the fewest tokens a tile of 16 runs for (a padded tile costs the same whatever its
 // token count; below this the few-token path costs less: vks_bench_cpu_kernels --sweep 16, where
 // the two crossed; Q8_0's tile reads its weights in place, Q4_0's unpacks them first).
+// kStreamedUpTo: the token counts that take few_group_streamed rather than few_group (measured
+// likewise: two Q4_0 tokens ran at 0.78x the avx512vnni level in cache streamed, 0.98x not; two
+// Q8_0 tokens from memory 1.03x streamed, 0.96x not).
 struct Q4_0Amx {
   static constexpr size_t kBytes = 18;
   static constexpr bool kNibbles = true;
   static constexpr size_t kTileFrom = 13;
+  static constexpr int kStreamedUpTo = 1;
 };
 struct Q8_0Amx {
   static constexpr size_t kBytes = 34;
   static constexpr bool kNibbles = false;
   static constexpr size_t kTileFrom = 10;
+  static constexpr int kStreamedUpTo = 2;
 };
 
 // ---- a group of 16 weight rows ----
@@ -513,16 +518,13 @@ inline __m512i transposed_sums(__m512i l0, __m512i l1, __m512i l2, __m512i l3) {
   return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
 }
 
-// Token counts up to this take few_group_streamed (one token: 1.05-1.1x the avx512vnni level's
-// matvec from memory, where few_group's sixteen streams ran at 0.85-0.9x).
-constexpr int kStreamedUpTo = 2;
-
 thread_local QmatmulScratch t_lanes;  // a group's per-row-group lanes, [token][block][row group]
 
-// few_group's outputs for one or two tokens, where memory, not arithmetic, bounds the time: four
-// rows at a time over every block, as the avx512vnni level reads them (one run of four rows and a
-// prefetch of the next four: sixteen rows side by side read a one-token matvec at 0.8x), the lanes
-// of the first three row groups kept per block; the fourth pass sums each block's four row groups'
+// few_group's outputs for one or two tokens (K::kStreamedUpTo), where memory, not arithmetic,
+// bounds the time: four rows at a time over every block, as the avx512vnni level reads them (one
+// run of four rows and a prefetch of the next four; few_group's sixteen rows side by side ran a
+// one-token matvec from memory at 0.8-0.9x the avx512vnni level, this 0.85-1.05x), the lanes of
+// the first three row groups kept per block; the fourth pass sums each block's four row groups'
 // lanes into 16 rows and runs the float step, while memory keeps streaming the next group.
 template <class F, int NT>
 void few_group_streamed(const uint8_t* g, size_t stride, const uint8_t* ahead, const ActQ8x32* const* x,
@@ -579,7 +581,7 @@ void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
     }
     const uint8_t* ahead = r0 + 2 * kGroupRows <= n_rows ? w + (r0 + kGroupRows) * w_stride : nullptr;
     __m512 acc[NT];
-    if constexpr (NT <= kStreamedUpTo) {
+    if constexpr (NT <= K::kStreamedUpTo) {
       few_group_streamed<typename FewOf<K>::type, NT>(g, stride, ahead, x, n_blocks, acc);
     } else {
       few_group<typename FewOf<K>::type, NT>(g, stride, ahead, x, n_blocks, acc);
