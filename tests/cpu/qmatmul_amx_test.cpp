@@ -60,9 +60,11 @@ std::vector<float> block_sums_reference(const Matrix& m, const float* x, size_t 
 
 std::string label(GgmlType t) { return std::string(ggml_type_name(t)); }
 
-// Bit for bit against the plain convention: row counts around the 16-row tile (1, 16, 23, 37), block
-// counts odd and even, token counts on both sides of the paths (one token at a time below 4) and
-// of the 16-token tile, random and extreme values.
+// Bit for bit against the plain convention: row counts around the 16-row group (1, 16, 23, 37),
+// block counts odd and even, random and extreme values, and token counts that take every path of
+// kernels_amx.cpp: the streamed few-token path (1, 2), the 16-row one (3..), tiles from Q8_0's 10
+// and Q4_0's 13 tokens, and the tokens past whole tiles either way (17, 18: a tile and the
+// streamed path; 25, 28, 29: a tile and the 16-row path, or two tiles).
 TEST(QmatmulAmx, FollowsTheBlockSumsConvention) {
   SKIP_WITHOUT_AMX();
   for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
@@ -70,7 +72,7 @@ TEST(QmatmulAmx, FollowsTheBlockSumsConvention) {
       for (size_t blocks : {1u, 5u, 64u}) {
         for (Fill fill : {Fill::kRandom, Fill::kExtreme}) {
           const Matrix m = make_matrix(type, rows, 32 * blocks, fill, static_cast<uint32_t>(rows + blocks));
-          for (size_t n_tokens : {1u, 2u, 3u, 4u, 5u, 16u, 17u, 33u}) {
+          for (size_t n_tokens : {1u, 2u, 3u, 4u, 9u, 10u, 12u, 13u, 15u, 16u, 17u, 18u, 25u, 28u, 29u, 33u}) {
             const std::vector<float> x = make_activations(n_tokens, m.cols, fill, 7);
             std::vector<float> y(n_tokens * rows, -1.0f);
             qmatmul(m.ref(), x.data(), n_tokens, y.data(), nullptr, CpuIsa::kAmx);
@@ -85,8 +87,8 @@ TEST(QmatmulAmx, FollowsTheBlockSumsConvention) {
   }
 }
 
-// y[t] of every batch of 1..40 tokens is the bits of token t computed alone (the 16-token tiles'
-// tails and the switch between the paths included).
+// y[t] of every batch of 1..40 tokens is the bits of token t computed alone (every switch between
+// the paths, and the tokens past whole tiles, included).
 TEST(QmatmulAmx, EveryBatchGivesEachTokenItsBitsAlone) {
   SKIP_WITHOUT_AMX();
   constexpr size_t kRows = 23, kCols = 32 * 7, kMaxTokens = 40;

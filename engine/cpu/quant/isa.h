@@ -27,8 +27,8 @@ CpuIsa detected_isa();
 std::vector<CpuIsa> runnable_isas();
 // The level qmatmul uses when VKSTREAM_CPU_ISA names none: detected_isa(), but avx512vnni where
 // that is amx. The amx level runs on request only (VKSTREAM_CPU_ISA=amx) while it trades one
-// figure for another: its Q4_0 prefill is ~1.8x avx512vnni's, its steps of 4-15 tokens (batched
-// decode, speculative verification) ~0.7x.
+// figure for another: its prefill is ~2x avx512vnni's and its batched decode of 8-16 sequences
+// 1.1-1.5x, but decode at batch 1 ~0.9x and steps of 2-6 tokens 0.83-0.99x.
 CpuIsa default_isa();
 // The level qmatmul uses: default_isa(), or VKSTREAM_CPU_ISA when it names a level this CPU
 // executes (a higher one than the CPU has is lowered to detected_isa()). Read once per process.

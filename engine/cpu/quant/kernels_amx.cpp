@@ -7,11 +7,11 @@
 // Weights are the tiles' A operand: 16 rows x the 32 bytes of one block, row-major as in the file
 // (Q8_0's signed bytes straight from the weights; Q4_0's nibbles unpacked less 8, so the product
 // includes the offset). The activations are B, in the VNNI layout B[k][4c + j] = x[4k + j] of the
-// token in column c. C[r][c] is then S_b for row r, and the float step runs on 16 lanes at once:
-// over tokens for 4 tokens or more (prefill), over rows for fewer (decode and the few tokens of a
-// speculative step: Q8_0 with C one column, Q4_0 with vpdpbusd, see q4_0_few_tokens). Every path
-// does, for each output, the same integer sums and float operations in the same order, so the bits
-// never depend on the batch.
+// token in column c. C[r][c] is then S_b for row r, and the float step runs on 16 lanes at once,
+// over tokens. Fewer tokens than a type's kTileFrom (decode, a few sequences' batched decode, a
+// speculative step, and a batch's last tokens past its whole tiles) take vpdpbusd instead, the
+// float step over rows (see few_tokens). Every path does, for each output, the same integer sums
+// and float operations in the same order, so the bits never depend on the batch.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -96,18 +96,23 @@ class TileScope {
 
 // Both types' tiles hold signed bytes (tdpbssd): Q8_0's as stored, Q4_0's nibbles unpacked less
 // 8 (-8..7), which puts its offset into the integer product instead of a correction per output.
-// kTileFrom: the token count from which the GEMM path runs (a padded 16-token tile costs the same
-// float work whatever the token count, and its group preparation reads memory in short runs);
-// fewer run the paths over rows.
+// kTileFrom: the fewest tokens a tile of 16 runs for (a padded tile costs the same whatever its
+// token count; below this the few-token path costs less: vks_bench_cpu_kernels --sweep 16, where
+// the two crossed; Q8_0's tile reads its weights in place, Q4_0's unpacks them first).
+// kStreamedUpTo: the token counts that take few_group_streamed rather than few_group (measured
+// likewise: two Q4_0 tokens ran at 0.78x the avx512vnni level in cache streamed, 0.98x not; two
+// Q8_0 tokens from memory 1.03x streamed, 0.96x not).
 struct Q4_0Amx {
   static constexpr size_t kBytes = 18;
   static constexpr bool kNibbles = true;
-  static constexpr size_t kTileFrom = 4;
+  static constexpr size_t kTileFrom = 13;
+  static constexpr int kStreamedUpTo = 1;
 };
 struct Q8_0Amx {
   static constexpr size_t kBytes = 34;
   static constexpr bool kNibbles = false;
-  static constexpr size_t kTileFrom = 4;
+  static constexpr size_t kTileFrom = 10;
+  static constexpr int kStreamedUpTo = 2;
 };
 
 // ---- a group of 16 weight rows ----
@@ -168,10 +173,14 @@ static_assert(sizeof(TokenBlock) == 576);
 
 constexpr size_t token_of(size_t c) { return 4 * (c % 4) + c / 4; }
 
+inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
 // Tokens [0, n_valid) of act (token t at act + t * act_stride) rearranged into n_blocks TokenBlocks:
 // B[k][4c + j] = qs[4k + j] of token token_of(c). Per block, the 16 tokens' 8 dwords are transposed
 // in registers (128-bit lane shuffles, then 4 x 4 transposes within lanes: nine gathers per block
-// took 8% of a prefill); tokens past n_valid read as zero (masked loads).
+// took 8% of a prefill); tokens past n_valid are zero registers, not loads. (Masked loads with an
+// empty mask cost a microcode assist where the skipped address lies past the activations: a tile
+// of 5 tokens took 1.45x the time of a full one.)
 void gather_tokens(const uint8_t* act, size_t act_stride, size_t n_valid, size_t n_blocks, TokenBlock* out) {
   alignas(64) int32_t d_index[16];
   __mmask16 d_valid = 0;
@@ -188,9 +197,8 @@ void gather_tokens(const uint8_t* act, size_t act_stride, size_t n_valid, size_t
       __m512i z[2];
       for (size_t pair = 0; pair < 2; ++pair) {
         const size_t t = 4 * q + 2 * pair;
-        const __mmask8 m0 = t < n_valid ? 0xFF : 0, m1 = t + 1 < n_valid ? 0xFF : 0;
-        const __m256i lo = _mm256_maskz_loadu_epi32(m0, base + t * act_stride);
-        const __m256i hi = _mm256_maskz_loadu_epi32(m1, base + (t + 1) * act_stride);
+        const __m256i lo = t < n_valid ? load32(base + t * act_stride) : _mm256_setzero_si256();
+        const __m256i hi = t + 1 < n_valid ? load32(base + (t + 1) * act_stride) : _mm256_setzero_si256();
         z[pair] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
       }
       u[q][0] = _mm512_shuffle_i32x4(z[0], z[1], _MM_SHUFFLE(2, 0, 2, 0));
@@ -331,166 +339,222 @@ void gemm_tiles(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
   }
 }
 
-// ---- the path over rows: one token at a time, C one column of 16 rows ----
-
-// Reading 16 rows side by side is 16 short streams, which the hardware prefetchers follow badly
-// (kernels_avx512vnni.cpp): each block step prefetches its share of the next group, one
-// contiguous range, so memory sees one sequential stream a group ahead.
-inline void prefetch_step(const uint8_t* p, size_t bytes) {
-  for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
-}
-
-// acc[t] (16 rows) += float(S) * (d_w * d_x) for token t of one block, C already in tile 2 or 5.
-inline void scale_add_rows(const int32_t* c, __m512 dw, const ActQ8x32& x, __m512& acc) {
-  const __m512i s = _mm512_load_si512(c);
-  const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x.d));
-  acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s), scale));
-}
-
-// The tile sets of make_config by number (the tile instructions take literal tile numbers).
-template <int kSet>
-inline void load_a(const uint8_t* p, size_t stride) {
-  if constexpr (kSet == 0) {
-    VKS_TILE_LOAD(0, p, stride);
-  } else {
-    VKS_TILE_LOAD(3, p, stride);
-  }
-}
-
-// Tokens [0, NT) of one block, against the block's A already in tile set kSet, one after another.
-template <class K, int NT, int kSet>
-inline void rows_block(const ActQ8x32* const* x, size_t b, __m512 dw, __m512* acc) {
-  alignas(64) int32_t c[kGroupRows];
-  for (int t = 0; t < NT; ++t) {
-    if constexpr (kSet == 0) {
-      _tile_zero(2);
-      VKS_TILE_LOAD(1, x[t][b].qs, 4);
-      _tile_dpbssd(2, 0, 1);
-      VKS_TILE_STORE(2, c, 4);
-    } else {
-      _tile_zero(5);
-      VKS_TILE_LOAD(4, x[t][b].qs, 4);
-      _tile_dpbssd(5, 3, 4);
-      VKS_TILE_STORE(5, c, 4);
-    }
-    scale_add_rows(c, dw, x[t][b], acc[t]);
-  }
-}
-
-template <class K, int NT>
-void gemm_rows(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-               size_t n_blocks, float* y, size_t y_stride) {
-  const ActQ8x32* x[NT];
-  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const ActQ8x32*>(act + static_cast<size_t>(t) * act_stride);
-  uint8_t* unpacked = t_weights.reserve(n_blocks * kUnpackedBlock);
-  const TileConfig config = make_config(1);
-  const TileScope tiles(config);
-  constexpr size_t kGroupStep = kGroupRows * K::kBytes;  // bytes of a group per block step
-  for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
-    const size_t nr = std::min(kGroupRows, n_rows - r0);
-    const uint8_t* g = w + r0 * w_stride;
-    const uint8_t* ahead = r0 + 2 * kGroupRows <= n_rows ? g + kGroupRows * w_stride : nullptr;
-    const GroupScales scales(w_stride, nr);
-    const bool in_place = !K::kNibbles && nr == kGroupRows;
-    // Where block b's A tile is read from.
-    const auto a_at = [&](size_t b) -> const uint8_t* {
-      if (ahead != nullptr) prefetch_step(ahead + b * kGroupStep, kGroupStep);
-      if (in_place) return g + b * K::kBytes + 2;
-      uint8_t* out = unpacked + (b % 2) * kUnpackedBlock;
-      unpack_block<K>(g + b * K::kBytes, w_stride, nr, out);
-      return out;
-    };
-    const size_t a_stride = in_place ? w_stride : 32;
-    __m512 acc[NT];
-    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
-    // Two blocks at a time in the two tile sets: one set's zero, product and store wait for each
-    // other (tile registers are not renamed), so one set alone ran at half Q8_0's memory speed.
-    size_t b = 0;
-    for (; b + 2 <= n_blocks; b += 2) {
-      load_a<0>(a_at(b), a_stride);
-      load_a<3>(a_at(b + 1), a_stride);
-      rows_block<K, NT, 0>(x, b, scales.at(g + b * K::kBytes), acc);
-      rows_block<K, NT, 3>(x, b + 1, scales.at(g + (b + 1) * K::kBytes), acc);
-    }
-    if (b < n_blocks) {
-      load_a<0>(a_at(b), a_stride);
-      rows_block<K, NT, 0>(x, b, scales.at(g + b * K::kBytes), acc);
-    }
-    for (int t = 0; t < NT; ++t) {
-      alignas(64) float out[kGroupRows];
-      _mm512_store_ps(out, acc[t]);
-      for (size_t r = 0; r < nr; ++r) y[static_cast<size_t>(t) * y_stride + r0 + r] = out[r];
-    }
-  }
-}
-
-// ---- Q4_0's few tokens without tiles ----
-// Unpacking a Q4_0 block for a tile costs more than the product of one token (the tile path over
-// rows ran a matvec at 0.7x the avx512vnni level's), so a few Q4_0 tokens take vpdpbusd four rows
-// per register as the avx512vnni level does, its four int32 per row then summed across four row
-// groups by a transposed add: the block sums of 16 rows in one register, lane 4i + g holding row
-// 4g + i. The same integers and the same float steps as the tiles: the same bits.
+// ---- few tokens without tiles ----
+// A tile's fixed cost (a group's unpacking and its 16-token float step) is paid whatever the token
+// count, so a few tokens take vpdpbusd on 16 rows at once, the weights in the tiles' VNNI layout
+// (register k: dword k, elements 4k..4k+3, of each of the 16 rows): eight vpdpbusd against the
+// token's eight dwords broadcast leave S_b of the 16 rows in one register, with no lanes to add
+// across, and the float step runs once per 16 rows and token (the avx512vnni level's four lanes per
+// row cost twice the instructions per token). The same integers and the same float steps as the
+// tiles: the same bits.
 
 inline __m128i load16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 
-// Row i's 16 bytes at p + i * stride, in 128-bit lane i (a base and a stride: sixteen row pointers
-// did not fit the registers).
-inline __m512i rows16(const uint8_t* p, size_t stride) {
+// The 16 rows of a group, stride bytes apart, addressed from two pointers and three multiples of
+// the stride (x86 addressing scales the stride by 1, 2, 4 or 8): sixteen row pointers did not fit
+// the registers, and moving them in and out of vector registers cost more than the loads.
+struct GroupRows {
+  const uint8_t* lo;  // row 0
+  const uint8_t* hi;  // row 8
+  size_t s, s3, s5, s7;
+  GroupRows(const uint8_t* g, size_t stride) : lo(g), hi(g + 8 * stride), s(stride), s3(3 * stride), s5(5 * stride), s7(7 * stride) {}
+  template <size_t R>
+  const uint8_t* row(size_t off) const {
+    const uint8_t* p = (R < 8 ? lo : hi) + off;
+    if constexpr (R % 8 == 0) return p;
+    if constexpr (R % 8 == 1) return p + s;
+    if constexpr (R % 8 == 2) return p + 2 * s;
+    if constexpr (R % 8 == 3) return p + s3;
+    if constexpr (R % 8 == 4) return p + 4 * s;
+    if constexpr (R % 8 == 5) return p + s5;
+    if constexpr (R % 8 == 6) return p + 2 * s3;
+    return p + s7;
+  }
+};
+
+// Rows 4G..4G+3's 16 bytes at off, row 4G + i in 128-bit lane i.
+template <size_t G>
+inline __m512i rows16(const GroupRows& rows, size_t off) {
+  __m512i v = _mm512_castsi128_si512(load16(rows.row<4 * G>(off)));
+  v = _mm512_inserti32x4(v, load16(rows.row<4 * G + 1>(off)), 1);
+  v = _mm512_inserti32x4(v, load16(rows.row<4 * G + 2>(off)), 2);
+  return _mm512_inserti32x4(v, load16(rows.row<4 * G + 3>(off)), 3);
+}
+// The four row groups' 16 bytes at off: v[g] holds rows 4g..4g+3.
+inline void group16(const GroupRows& rows, size_t off, __m512i* v) {
+  v[0] = rows16<0>(rows, off);
+  v[1] = rows16<1>(rows, off);
+  v[2] = rows16<2>(rows, off);
+  v[3] = rows16<3>(rows, off);
+}
+
+// Row i's 16 bytes at p + i * stride, in 128-bit lane i.
+inline __m512i rows4(const uint8_t* p, size_t stride) {
   __m512i v = _mm512_castsi128_si512(load16(p));
   v = _mm512_inserti32x4(v, load16(p + stride), 1);
   v = _mm512_inserti32x4(v, load16(p + 2 * stride), 2);
   return _mm512_inserti32x4(v, load16(p + 3 * stride), 3);
 }
 
+// v[g] holding rows 4g..4g+3 in its 128-bit lanes becomes v[k]: dword k of each row, row 4g + i in
+// int32 4i + g (a 4 x 4 transpose within each 128-bit lane).
+inline void transpose_rows(__m512i* v) {
+  const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+  v[0] = _mm512_unpacklo_epi64(t0, t2);
+  v[1] = _mm512_unpackhi_epi64(t0, t2);
+  v[2] = _mm512_unpacklo_epi64(t1, t3);
+  v[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+// One block of 16 rows (its quants at off in each row) as vpdpbusd's unsigned operand:
+// w[k] against the token's dword k. vpdpbusd wants one operand unsigned, so both types' weights
+// are stored unsigned and biased: Q4_0's nibbles as they are (q = w + 8), Q8_0's bytes ^ 0x80
+// (q = w + 128); the bias times the activations' sum is the token's offset.
+struct Q4_0Few {
+  static constexpr size_t kBytes = Q4_0Amx::kBytes;
+  static void load(const GroupRows& rows, size_t off, __m512i* w) {
+    group16(rows, off, w);
+    transpose_rows(w);
+    const __m512i m4 = _mm512_set1_epi8(0xF);
+    for (size_t k = 0; k < 4; ++k) {  // dword k: elements 4k.. in the low nibbles, 16 + 4k.. in the high
+      w[4 + k] = _mm512_and_si512(_mm512_srli_epi16(w[k], 4), m4);
+      w[k] = _mm512_and_si512(w[k], m4);
+    }
+  }
+  // Four rows (row i's quants at qs + i * stride in 128-bit lane i): lo against the token's bytes
+  // 0..15, hi against 16..31.
+  static void load4(const uint8_t* qs, size_t stride, __m512i& lo, __m512i& hi) {
+    const __m512i v = rows4(qs, stride), m4 = _mm512_set1_epi8(0xF);
+    lo = _mm512_and_si512(v, m4);
+    hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  }
+  static int32_t offset(const ActQ8x32& a) { return a.neg_c8[0]; }  // -8 * sum
+};
+struct Q8_0Few {
+  static constexpr size_t kBytes = Q8_0Amx::kBytes;
+  static void load(const GroupRows& rows, size_t off, __m512i* w) {
+    group16(rows, off, w);
+    group16(rows, off + 16, w + 4);
+    transpose_rows(w);
+    transpose_rows(w + 4);
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (size_t k = 0; k < 8; ++k) w[k] = _mm512_xor_si512(w[k], flip);
+  }
+  static void load4(const uint8_t* qs, size_t stride, __m512i& lo, __m512i& hi) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    lo = _mm512_xor_si512(rows4(qs, stride), flip);
+    hi = _mm512_xor_si512(rows4(qs + 16, stride), flip);
+  }
+  static int32_t offset(const ActQ8x32& a) { return -128 * a.sum; }
+};
+
+template <class K>
+struct FewOf;
+template <>
+struct FewOf<Q4_0Amx> {
+  using type = Q4_0Few;
+};
+template <>
+struct FewOf<Q8_0Amx> {
+  using type = Q8_0Few;
+};
+
+// 16 rows side by side are 16 short streams, which the hardware prefetchers follow badly
+// (kernels_avx512vnni.cpp): each block step prefetches its share of the next group, one contiguous
+// range, so memory sees one sequential stream a group ahead.
+inline void prefetch_step(const uint8_t* p, size_t bytes) {
+  for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+}
+
+inline __m512i dword_of(const ActQ8x32& a, size_t k) {
+  int32_t v;
+  std::memcpy(&v, a.qs + 4 * k, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// Rows [0, 16) of a group from g on (stride bytes apart), NT tokens: acc[t] holds row 4g + i's
+// output in float 4i + g. ahead: the next group's first byte (null for none).
+template <class F, int NT>
+void few_group(const uint8_t* g, size_t stride, const uint8_t* ahead, const ActQ8x32* const* x, size_t n_blocks,
+               __m512* acc) {
+  constexpr size_t kStep = kGroupRows * F::kBytes;
+  alignas(64) int32_t index[kGroupRows];
+  for (size_t r = 0; r < kGroupRows; ++r) index[4 * (r % 4) + r / 4] = static_cast<int32_t>(r * stride);
+  const __m512i scale_index = _mm512_load_si512(index);
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  const GroupRows rows(g, stride);
+  for (size_t b = 0; b < n_blocks; ++b) {
+    if (ahead != nullptr) prefetch_step(ahead + b * kStep, kStep);
+    __m512i w[8];
+    F::load(rows, b * F::kBytes + 2, w);
+    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(scale_index, g + b * F::kBytes, 1)));
+    for (int t = 0; t < NT; ++t) {
+      const ActQ8x32& a = x[t][b];
+      // Two chains: one token's eight dependent vpdpbusd would wait on their latency.
+      __m512i s0 = _mm512_set1_epi32(F::offset(a)), s1 = _mm512_setzero_si512();
+      for (size_t k = 0; k < 8; k += 2) {
+        s0 = _mm512_dpbusd_epi32(s0, w[k], dword_of(a, k));
+        s1 = _mm512_dpbusd_epi32(s1, w[k + 1], dword_of(a, k + 1));
+      }
+      const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(a.d));
+      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), scale));
+    }
+  }
+}
+
+// Four rows' lanes for one token: row i's in 128-bit lane i, four int32 that sum to S_b less the
+// token's offset.
+inline __m512i lanes4(__m512i lo, __m512i hi, const ActQ8x32& a) {
+  const __m512i xlo = _mm512_broadcast_i32x4(load16(a.qs)), xhi = _mm512_broadcast_i32x4(load16(a.qs + 16));
+  return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
+}
+
 // Four row groups' lanes (row i of group g in 128-bit lane i) summed per row: row 4g + i's sum in
-// int32 4i + g.
+// int32 4i + g, the order of few_group's registers.
 inline __m512i transposed_sums(__m512i l0, __m512i l1, __m512i l2, __m512i l3) {
   const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(l0, l1), _mm512_unpackhi_epi32(l0, l1));
   const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(l2, l3), _mm512_unpackhi_epi32(l2, l3));
   return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
 }
 
-thread_local QmatmulScratch t_lanes;  // a group's per-row-group int32 lanes, [token][block][row group]
+thread_local QmatmulScratch t_lanes;  // a group's per-row-group lanes, [token][block][row group]
 
-// Rows [0, 16) of a group from g on (rows past the group's last repeat it in a copy: see below).
-// Four rows at a time over every block, as the avx512vnni level reads them (one short run of four
-// rows plus a prefetch of the next four: sixteen side by side ran a decode at 0.85x), the lanes of
+// few_group's outputs for one or two tokens (K::kStreamedUpTo), where memory, not arithmetic,
+// bounds the time: four rows at a time over every block, as the avx512vnni level reads them (one
+// run of four rows and a prefetch of the next four; few_group's sixteen rows side by side ran a
+// one-token matvec from memory at 0.8-0.9x the avx512vnni level, this 0.85-1.05x), the lanes of
 // the first three row groups kept per block; the fourth pass sums each block's four row groups'
-// lanes into 16 rows and runs the float step, while memory keeps streaming the next group (a
-// separate pass after the reads left memory idle: 0.87x).
-template <int NT>
-void q4_0_group(const uint8_t* g, size_t w_stride, const uint8_t* ahead, const ActQ8x32* const* x, size_t n_blocks,
-                __m512* acc) {
-  constexpr size_t kBytes = Q4_0Amx::kBytes, kStep = 4 * kBytes;
+// lanes into 16 rows and runs the float step, while memory keeps streaming the next group.
+template <class F, int NT>
+void few_group_streamed(const uint8_t* g, size_t stride, const uint8_t* ahead, const ActQ8x32* const* x,
+                        size_t n_blocks, __m512* acc) {
+  constexpr size_t kStep = 4 * F::kBytes;
   auto* lanes = reinterpret_cast<__m512i*>(t_lanes.reserve(static_cast<size_t>(NT) * n_blocks * 3 * sizeof(__m512i)));
-  const __m512i m4 = _mm512_set1_epi8(0xF);
-  const auto block_lanes = [&](const uint8_t* p, const ActQ8x32& a) {
-    const __m512i v = rows16(p, w_stride);
-    const __m512i xlo = _mm512_broadcast_i32x4(load16(a.qs)), xhi = _mm512_broadcast_i32x4(load16(a.qs + 16));
-    const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
-  };
   for (size_t q = 0; q < 3; ++q) {
-    const uint8_t* p = g + 4 * q * w_stride + 2;
-    const uint8_t* next = g + 4 * (q + 1) * w_stride;
+    const uint8_t* p = g + 4 * q * stride + 2;
+    const uint8_t* next = g + 4 * (q + 1) * stride;
     for (size_t b = 0; b < n_blocks; ++b) {
       prefetch_step(next + b * kStep, kStep);
-      for (int t = 0; t < NT; ++t) lanes[(static_cast<size_t>(t) * n_blocks + b) * 3 + q] = block_lanes(p + b * kBytes, x[t][b]);
+      __m512i lo, hi;
+      F::load4(p + b * F::kBytes, stride, lo, hi);
+      for (int t = 0; t < NT; ++t) lanes[(static_cast<size_t>(t) * n_blocks + b) * 3 + q] = lanes4(lo, hi, x[t][b]);
     }
   }
   alignas(64) int32_t index[kGroupRows];
-  for (size_t r = 0; r < kGroupRows; ++r) index[4 * (r % 4) + r / 4] = static_cast<int32_t>(r * w_stride);
+  for (size_t r = 0; r < kGroupRows; ++r) index[4 * (r % 4) + r / 4] = static_cast<int32_t>(r * stride);
   const __m512i scale_index = _mm512_load_si512(index);
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
-  const uint8_t* p = g + 12 * w_stride + 2;
+  const uint8_t* p = g + 12 * stride + 2;
   for (size_t b = 0; b < n_blocks; ++b) {
     if (ahead != nullptr) prefetch_step(ahead + b * kStep, kStep);
-    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(scale_index, g + b * kBytes, 1)));
+    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(scale_index, g + b * F::kBytes, 1)));
+    __m512i lo, hi;
+    F::load4(p + b * F::kBytes, stride, lo, hi);
     for (int t = 0; t < NT; ++t) {
       const ActQ8x32& a = x[t][b];
       const __m512i* l = lanes + (static_cast<size_t>(t) * n_blocks + b) * 3;
-      const __m512i l3 = block_lanes(p + b * kBytes, a);
-      const __m512i sums = _mm512_add_epi32(transposed_sums(l[0], l[1], l[2], l3), _mm512_set1_epi32(a.neg_c8[0]));
+      const __m512i sums = _mm512_add_epi32(transposed_sums(l[0], l[1], l[2], lanes4(lo, hi, a)), _mm512_set1_epi32(F::offset(a)));
       const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(a.d));
       acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sums), scale));
     }
@@ -499,12 +563,12 @@ void q4_0_group(const uint8_t* g, size_t w_stride, const uint8_t* ahead, const A
 
 thread_local QmatmulScratch t_tail_rows;  // a last group of fewer than 16 rows, padded with copies of its last
 
-template <int NT>
-void q4_0_few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-                     size_t n_blocks, float* y, size_t y_stride) {
+template <class K, int NT>
+void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                size_t n_blocks, float* y, size_t y_stride) {
   const ActQ8x32* x[NT];
   for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const ActQ8x32*>(act + static_cast<size_t>(t) * act_stride);
-  const size_t row_bytes = n_blocks * Q4_0Amx::kBytes;
+  const size_t row_bytes = n_blocks * K::kBytes;
   for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
     const size_t nr = std::min(kGroupRows, n_rows - r0);
     const uint8_t* g = w + r0 * w_stride;
@@ -517,7 +581,11 @@ void q4_0_few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uin
     }
     const uint8_t* ahead = r0 + 2 * kGroupRows <= n_rows ? w + (r0 + kGroupRows) * w_stride : nullptr;
     __m512 acc[NT];
-    q4_0_group<NT>(g, stride, ahead, x, n_blocks, acc);
+    if constexpr (NT <= K::kStreamedUpTo) {
+      few_group_streamed<typename FewOf<K>::type, NT>(g, stride, ahead, x, n_blocks, acc);
+    } else {
+      few_group<typename FewOf<K>::type, NT>(g, stride, ahead, x, n_blocks, acc);
+    }
     for (int t = 0; t < NT; ++t) {
       alignas(64) float out[kGroupRows];
       _mm512_store_ps(out, acc[t]);
@@ -526,35 +594,31 @@ void q4_0_few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uin
   }
 }
 
-// n_tokens (1..NT) Q4_0 tokens by q4_0_few_tokens<n_tokens>.
-template <int NT>
-void q4_0_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-                size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+// n_tokens (1..NT) tokens by few_tokens<K, n_tokens>.
+template <class K, int NT>
+void few_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+               size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
   if constexpr (NT > 0) {
     if (n_tokens == NT) {
-      q4_0_few_tokens<NT>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
+      few_tokens<K, NT>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
     } else {
-      q4_0_up_to<NT - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+      few_up_to<K, NT - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
     }
   }
 }
 
+// Whole tiles of 16 tokens, and a last partial one where it has K::kTileFrom tokens or more; the
+// tokens left (fewer) by the few-token path, rather than a padded tile: 17 tokens cost a tile and
+// a matvec, not two tiles.
 template <class K>
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tokens,
           size_t n_blocks, float* y, size_t y_stride) {
-  if (n_tokens >= K::kTileFrom) {
-    gemm_tiles<K>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
-    return;
-  }
-  if constexpr (K::kNibbles) {
-    q4_0_up_to<Q4_0Amx::kTileFrom - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
-  } else {
-    switch (n_tokens) {
-      case 3: gemm_rows<K, 3>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride); break;
-      case 2: gemm_rows<K, 2>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride); break;
-      case 1: gemm_rows<K, 1>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride); break;
-      default: break;
-    }
+  const size_t rest = n_tokens % kTileTokens;
+  const size_t tiled = rest >= K::kTileFrom ? n_tokens : n_tokens - rest;
+  if (tiled > 0) gemm_tiles<K>(w, w_stride, n_rows, act, act_stride, tiled, n_blocks, y, y_stride);
+  if (tiled < n_tokens) {
+    few_up_to<K, K::kTileFrom - 1>(w, w_stride, n_rows, act + tiled * act_stride, act_stride, n_tokens - tiled,
+                                   n_blocks, y + tiled * y_stride, y_stride);
   }
 }
 
