@@ -20,9 +20,14 @@ namespace {
 
 class TempModel {
  public:
-  explicit TempModel(GgmlType type, const std::string& preset = "tiny") {
+  // width: the model dimension in place of the preset's (hidden 3 times it), 0 for the preset's.
+  explicit TempModel(GgmlType type, const std::string& preset = "tiny", uint32_t width = 0) {
     tools::ModelSpec spec = *tools::preset(preset);
     spec.type = type;
+    if (width != 0) {
+      spec.dim = width;
+      spec.hidden_dim = 3 * width;
+    }
     spec.seed = 7;
     path_ = (std::filesystem::temp_directory_path() /
              ("vks_cpu_quantized_" + std::to_string(::getpid()) + "_" + preset + "_" +
@@ -102,6 +107,20 @@ TEST(CpuQuantized, SingleTokenAndBatchedPathsAgreeBitwise) {
     if (type == GgmlType::kF16 || type == GgmlType::kBF16) {
       EXPECT_EQ(model_logits(m.model()), batched) << ggml_type_name(type);
     }
+  }
+}
+
+// The K-quants (rows of 256, so "tiny" widened to dim 256): a 9-token step runs the amx level's
+// Q4_K tiles, steps of 1 and 3 tokens its vector path, all to the same bits (at every level).
+TEST(CpuQuantized, KQuantPathsAgreeBitwise) {
+  for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    TempModel m(type, "tiny", 256);
+    ASSERT_EQ(m.model().weights().layers[0].wq.type, type);
+    const std::vector<float> batched = runner_logits(m.model());
+    ASSERT_EQ(batched.size(), 512u);
+    EXPECT_EQ(runner_logits(m.model(), 1), batched) << ggml_type_name(type);
+    EXPECT_EQ(runner_logits(m.model(), 3), batched) << ggml_type_name(type);
+    EXPECT_EQ(runner_logits(m.model(), 4), batched) << ggml_type_name(type);
   }
 }
 
