@@ -50,162 +50,111 @@ namespace {
                    : "memory")
 
 constexpr size_t kBytes = 144;      // a Q4_K block: d, dmin, 12 scale bytes, 128 bytes of nibbles
-constexpr size_t kGroupRows = 16;   // weight rows per tile (A's and C's rows)
-constexpr size_t kTileTokens = 16;  // tokens per tile (C's columns)
-// From this many tokens the tiles run: below it, preparing a row group's A costs more than the
+constexpr size_t kGroupRows = 16;   // weight rows per tile (B's and C's columns)
+constexpr size_t kTileTokens = 16;  // tokens per tile (A's and C's rows)
+// From this many tokens the tiles run: below it, preparing a row group's B costs more than the
 // vector products of its few tokens (vks_bench_cpu_kernels --sweep).
 constexpr size_t kTileFrom = 4;
 
-// ---- a group of 16 weight rows, prepared once per call for every token tile ----
+// ---- a group of 16 weight rows as B, prepared once per call for every token tile ----
 
-// One block of the group: A's two byte planes (row r's 256 elements times the low and high bits of
-// their sub-block's scale), each row's mins as int16 pairs (m_2i | m_2i+1 << 16) for vpdpwssd,
-// and the rows' d and dmin (zero past the group's last row).
+// One block of the group in the VNNI layout, chunk k (elements 64k..64k+63) by chunk:
+// lo[k][i][4r + e] = q * (sc & 15) and hi[k][i][4r + e] = q * (sc >> 4) for element 64k + 4i + e
+// of row r (nibble q, its sub-block's scale sc); each row's mins as int16 pairs
+// (min_pairs[i][r] = m_2i | m_2i+1 << 16, for vpdpwssd) and d and dmin (all zero past the last row).
 struct alignas(64) GroupBlock {
-  uint8_t lo[kGroupRows][256];
-  uint8_t hi[kGroupRows][256];
-  int32_t min_pairs[kGroupRows][4];
+  uint8_t lo[4][16][64];
+  uint8_t hi[4][16][64];
+  int32_t min_pairs[4][kGroupRows];
   float d[kGroupRows];
   float dmin[kGroupRows];
 };
 static_assert(sizeof(GroupBlock) % 64 == 0);
 
-// Byte 2i of each 16-bit pair takes scale byte `first` (lanes 0-1, sub-block 2n) or `first + 1`
-// (lanes 2-3, sub-block 2n + 1), the odd bytes zero: the multiplier of vpmaddubsw for one 64-byte
-// run of a row.
-inline __m512i scale_pattern(__m512i scales, int first) {
-  const __m512i index = _mm512_set_epi64(
-      static_cast<int64_t>(0x8000800080008000ull | static_cast<uint64_t>(first + 1) * 0x0001000100010001ull),
-      static_cast<int64_t>(0x8000800080008000ull | static_cast<uint64_t>(first + 1) * 0x0001000100010001ull),
-      static_cast<int64_t>(0x8000800080008000ull | static_cast<uint64_t>(first + 1) * 0x0001000100010001ull),
-      static_cast<int64_t>(0x8000800080008000ull | static_cast<uint64_t>(first + 1) * 0x0001000100010001ull),
-      static_cast<int64_t>(0x8000800080008000ull | static_cast<uint64_t>(first) * 0x0001000100010001ull),
-      static_cast<int64_t>(0x8000800080008000ull | static_cast<uint64_t>(first) * 0x0001000100010001ull),
-      static_cast<int64_t>(0x8000800080008000ull | static_cast<uint64_t>(first) * 0x0001000100010001ull),
-      static_cast<int64_t>(0x8000800080008000ull | static_cast<uint64_t>(first) * 0x0001000100010001ull));
-  return _mm512_shuffle_epi8(scales, index);
-}
-
-// Bytes q * s for unsigned bytes q and per-pair multipliers s in the even bytes (q * s <= 225 fits a
-// byte): vpmaddubsw gives the even bytes' products as int16, and the odd bytes' after a shift.
+// Bytes q * s for unsigned bytes q and, per int32, a multiplier s (< 16) in bytes 0 and 2 (q * s
+// <= 225 fits a byte): vpmaddubsw gives the even bytes' products as int16, and the odd bytes'
+// after a shift.
 inline __m512i times_scale(__m512i q, __m512i q_odd, __m512i pattern) {
   const __m512i even = _mm512_maddubs_epi16(q, pattern);
   const __m512i odd = _mm512_maddubs_epi16(q_odd, pattern);
   return _mm512_or_si512(even, _mm512_slli_epi16(odd, 8));
 }
 
-// Row r of a group's block from the Q4_K block at p.
-inline void prepare_row(const uint8_t* p, size_t r, GroupBlock& out) {
-  out.d[r] = _cvtsh_ss(util::load_u16(p));
-  out.dmin[r] = _cvtsh_ss(util::load_u16(p + 2));
-  alignas(16) uint8_t scales[16];  // 0..7: sc & 15, 8..15: sc >> 4
-  int m[8];
-  for (int j = 0; j < 8; ++j) {
-    int sc = 0;
-    util::scale_min_k4(j, p + 4, sc, m[j]);
-    scales[j] = static_cast<uint8_t>(sc & 15);
-    scales[8 + j] = static_cast<uint8_t>(sc >> 4);
-  }
-  for (int i = 0; i < 4; ++i) {
-    out.min_pairs[r][i] = static_cast<int32_t>(static_cast<uint32_t>(m[2 * i]) | static_cast<uint32_t>(m[2 * i + 1]) << 16);
-  }
-  const __m512i sv = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(scales)));
-  const __m512i m4 = _mm512_set1_epi8(0xF);
-  for (int n = 0; n < 4; ++n) {
-    // Elements 64n..64n+63: sub-block 2n the low nibbles of qs[32n..32n+31], 2n + 1 the high ones.
-    const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * n)));
-    const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFFFF0000u, v, 4), m4);
-    const __m512i q_odd = _mm512_srli_epi16(q, 8);
-    _mm512_store_si512(out.lo[r] + 64 * n, times_scale(q, q_odd, scale_pattern(sv, 2 * n)));
-    _mm512_store_si512(out.hi[r] + 64 * n, times_scale(q, q_odd, scale_pattern(sv, 8 + 2 * n)));
-  }
-}
+// s (< 2^16) in both int16 of its int32.
+inline __m512i twice(__m512i s) { return _mm512_or_si512(s, _mm512_slli_epi32(s, 16)); }
 
-// Rows [0, n_valid) of the group at g (rows w_stride apart), every block; rows past n_valid zero.
+// Rows [0, n_valid) of the group at g (rows w_stride apart), every block, 16 rows in the 16 int32 of
+// each register: dword w of every row by one gather.
 void prepare_group(const uint8_t* g, size_t w_stride, size_t n_valid, size_t n_blocks, GroupBlock* out) {
+  const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(static_cast<int>(w_stride)));
+  const auto valid = static_cast<__mmask16>((1u << n_valid) - 1);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i low6 = _mm512_set1_epi32(63), low4 = _mm512_set1_epi32(15), m4 = _mm512_set1_epi8(0xF);
   for (size_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* p = g + b * kBytes;
     GroupBlock& o = out[b];
-    for (size_t r = 0; r < n_valid; ++r) prepare_row(g + r * w_stride + b * kBytes, r, o);
-    for (size_t r = n_valid; r < kGroupRows; ++r) {
-      std::memset(o.lo[r], 0, 256);
-      std::memset(o.hi[r], 0, 256);
-      std::memset(o.min_pairs[r], 0, sizeof(o.min_pairs[r]));
-      o.d[r] = o.dmin[r] = 0.0f;
+    const __m512i head = _mm512_mask_i32gather_epi32(zero, valid, index, p, 1);
+    _mm512_store_ps(o.d, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head)));
+    _mm512_store_ps(o.dmin, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16))));
+    // The 12 scale bytes u0, u1, u2 (ggml's get_scale_min_k4): sub-block j < 4: scale u0 byte j,
+    // min u1 byte j (6 bits each); j >= 4: the low 4 bits of u2 byte j - 4, the high 2 from the top
+    // of u0 (scale) and u1 (min) byte j - 4.
+    const __m512i u0 = _mm512_mask_i32gather_epi32(zero, valid, index, p + 4, 1);
+    const __m512i u1 = _mm512_mask_i32gather_epi32(zero, valid, index, p + 8, 1);
+    const __m512i u2 = _mm512_mask_i32gather_epi32(zero, valid, index, p + 12, 1);
+    __m512i lo_pattern[8], hi_pattern[8], mins[8];
+    for (int j = 0; j < 4; ++j) {
+      const __m512i sc = _mm512_and_si512(_mm512_srli_epi32(u0, 8 * j), low6);
+      mins[j] = _mm512_and_si512(_mm512_srli_epi32(u1, 8 * j), low6);
+      lo_pattern[j] = twice(_mm512_and_si512(sc, low4));
+      hi_pattern[j] = twice(_mm512_srli_epi32(sc, 4));
+      const __m512i v = _mm512_srli_epi32(u2, 8 * j);
+      const __m512i top_sc = _mm512_and_si512(_mm512_srli_epi32(u0, 8 * j + 6), _mm512_set1_epi32(3));
+      const __m512i top_m = _mm512_and_si512(_mm512_srli_epi32(u1, 8 * j + 6), _mm512_set1_epi32(3));
+      lo_pattern[4 + j] = twice(_mm512_and_si512(v, low4));
+      hi_pattern[4 + j] = twice(top_sc);
+      mins[4 + j] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(v, 4), low4), _mm512_slli_epi32(top_m, 4));
+    }
+    for (int i = 0; i < 4; ++i) _mm512_store_si512(o.min_pairs[i], _mm512_or_si512(mins[2 * i], _mm512_slli_epi32(mins[2 * i + 1], 16)));
+    for (int k = 0; k < 4; ++k) {
+      // Chunk k: qs bytes 32k..32k+31, sub-block 2k the low nibbles (B rows 0..7), 2k + 1 the high
+      // ones (rows 8..15).
+      for (int i = 0; i < 8; ++i) {
+        const __m512i raw = _mm512_mask_i32gather_epi32(zero, valid, index, p + 16 + 32 * k + 4 * i, 1);
+        const __m512i q_lo = _mm512_and_si512(raw, m4), q_hi = _mm512_and_si512(_mm512_srli_epi32(raw, 4), m4);
+        const __m512i q_lo_odd = _mm512_srli_epi16(q_lo, 8), q_hi_odd = _mm512_srli_epi16(q_hi, 8);
+        _mm512_store_si512(o.lo[k][i], times_scale(q_lo, q_lo_odd, lo_pattern[2 * k]));
+        _mm512_store_si512(o.hi[k][i], times_scale(q_lo, q_lo_odd, hi_pattern[2 * k]));
+        _mm512_store_si512(o.lo[k][8 + i], times_scale(q_hi, q_hi_odd, lo_pattern[2 * k + 1]));
+        _mm512_store_si512(o.hi[k][8 + i], times_scale(q_hi, q_hi_odd, hi_pattern[2 * k + 1]));
+      }
     }
   }
 }
 
-// ---- up to 16 tokens of one block as B ----
+// ---- the tokens: A straight from the activations ----
 
-// B of the block's four K = 64 chunks (row 16k + i of b: elements 4(16k + i)..+3, the token in
-// column c being token_of(c), as kernels_amx.cpp orders them), each token's sub-block sums as
-// int16 pairs (bs_2i | bs_2i+1 << 16, bs_j = the sum of sub-block j's 32 activations) and its d
-// (zero for tokens past the last, whose outputs are not stored).
-struct alignas(64) TokenBlock {
-  int8_t b[64][64];
-  int32_t sum_pairs[4][16];
-  float d[16];
+// Each token's sub-block sums as int16 pairs (bs_2i | bs_2i+1 << 16, bs_j the sum of sub-block j's
+// 32 activations), per token and block.
+struct alignas(16) SumPairs {
+  int32_t v[4];
 };
-static_assert(sizeof(TokenBlock) % 64 == 0);
 
-constexpr size_t token_of(size_t c) { return 4 * (c % 4) + c / 4; }
-
-// Tokens [0, n_valid) of act rearranged into n_blocks TokenBlocks: per 32 activations of the 16
-// tokens, 8 dwords each transposed in registers as kernels_amx.cpp's gather_tokens does.
-void gather_tokens(const uint8_t* act, size_t act_stride, size_t n_valid, size_t n_blocks, TokenBlock* out) {
-  alignas(64) int32_t d_index[16];
-  __mmask16 d_valid = 0;
-  for (size_t c = 0; c < 16; ++c) {
-    d_index[c] = static_cast<int32_t>(token_of(c) * act_stride + offsetof(ActQ8x256, d));
-    if (token_of(c) < n_valid) d_valid = static_cast<__mmask16>(d_valid | (1u << c));
-  }
-  const __m512i index = _mm512_load_si512(d_index);
-  for (size_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* block = act + b * sizeof(ActQ8x256);
-    TokenBlock& o = out[b];
-    for (size_t sb = 0; sb < 8; ++sb) {
-      const uint8_t* base = block + 32 * sb;
-      // u[q][h]: tokens 4q..4q+3, dwords 4h..4h+3 (token 4q + i in 128-bit lane i).
-      __m512i u[4][2];
-      for (size_t q = 0; q < 4; ++q) {
-        __m512i z[2];
-        for (size_t pair = 0; pair < 2; ++pair) {
-          const size_t t = 4 * q + 2 * pair;
-          const __mmask8 m0 = t < n_valid ? 0xFF : 0, m1 = t + 1 < n_valid ? 0xFF : 0;
-          const __m256i lo = _mm256_maskz_loadu_epi32(m0, base + t * act_stride);
-          const __m256i hi = _mm256_maskz_loadu_epi32(m1, base + (t + 1) * act_stride);
-          z[pair] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-        }
-        u[q][0] = _mm512_shuffle_i32x4(z[0], z[1], _MM_SHUFFLE(2, 0, 2, 0));
-        u[q][1] = _mm512_shuffle_i32x4(z[0], z[1], _MM_SHUFFLE(3, 1, 3, 1));
-      }
-      int8_t(*rows)[64] = o.b + 8 * sb;
-      for (size_t h = 0; h < 2; ++h) {
-        const __m512i t0 = _mm512_unpacklo_epi32(u[0][h], u[1][h]), t1 = _mm512_unpackhi_epi32(u[0][h], u[1][h]);
-        const __m512i t2 = _mm512_unpacklo_epi32(u[2][h], u[3][h]), t3 = _mm512_unpackhi_epi32(u[2][h], u[3][h]);
-        _mm512_store_si512(rows[4 * h + 0], _mm512_unpacklo_epi64(t0, t2));
-        _mm512_store_si512(rows[4 * h + 1], _mm512_unpackhi_epi64(t0, t2));
-        _mm512_store_si512(rows[4 * h + 2], _mm512_unpacklo_epi64(t1, t3));
-        _mm512_store_si512(rows[4 * h + 3], _mm512_unpackhi_epi64(t1, t3));
-      }
+void sum_pairs(const uint8_t* act, size_t act_stride, size_t n_tokens, size_t n_blocks, SumPairs* out) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (size_t t = 0; t < n_tokens; ++t) {
+    const auto* a = reinterpret_cast<const ActQ8x256*>(act + t * act_stride);
+    for (size_t b = 0; b < n_blocks; ++b) {
+      const __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].bsums)), ones);
+      // |bs_j| <= 32 * 127: the int32 pack to int16 without saturating.
+      const __m128i pairs = _mm_packs_epi32(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      _mm_store_si128(reinterpret_cast<__m128i*>(out[t * n_blocks + b].v), pairs);
     }
-    for (size_t c = 0; c < 16; ++c) {
-      const size_t t = token_of(c);
-      if (t >= n_valid) {
-        for (int i = 0; i < 4; ++i) o.sum_pairs[i][c] = 0;
-        continue;
-      }
-      const auto& a = *reinterpret_cast<const ActQ8x256*>(block + t * act_stride);
-      for (int i = 0; i < 4; ++i) {
-        const int bs0 = a.bsums[4 * i] + a.bsums[4 * i + 1], bs1 = a.bsums[4 * i + 2] + a.bsums[4 * i + 3];
-        o.sum_pairs[i][c] = static_cast<int32_t>((static_cast<uint32_t>(bs0) & 0xFFFFu) | static_cast<uint32_t>(bs1) << 16);
-      }
-    }
-    _mm512_store_ps(o.d, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), d_valid, index, block, 1));
   }
 }
 
-// ---- the tiles: 16 rows x 16 tokens ----
+// ---- the tiles: 16 tokens x 16 rows, two token tiles per pass ----
 
 struct alignas(64) TileConfig {
   uint8_t palette_id = 1;
@@ -215,8 +164,8 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {};
 };
 
-// Tiles 0 and 3: A (16 rows x 64 bytes); 1 and 4: B (16 rows of 16 tokens x 4 bytes); 2, 5, 6, 7:
-// C (16 rows x 16 int32), two blocks' C_lo and C_hi in flight.
+// Every tile 16 rows x 64 bytes: 0-3 C (two token tiles' C_lo and C_hi), 4 and 5 A (the two token
+// tiles' activations), 6 and 7 B (the block's lo and hi chunk).
 TileConfig make_config() {
   TileConfig c;
   for (int t = 0; t < 8; ++t) {
@@ -234,109 +183,123 @@ class TileScope {
   TileScope& operator=(const TileScope&) = delete;
 };
 
-// The convention's step for the 16 rows of one block (C_lo and C_hi stored at lo and hi): per row,
-// S = C_lo + 16 C_hi, M from the sums, acc = (acc + float(S) * (d_w * d_x)) - float(M) * (dmin_w * d_x)
-// on the 16 tokens at once.
-inline void finish_block(const int32_t* lo, const int32_t* hi, const GroupBlock& w, const TokenBlock& x,
-                         __m512* acc) {
-  const __m512 dx = _mm512_load_ps(x.d);
-  const __m512i s0 = _mm512_load_si512(x.sum_pairs[0]), s1 = _mm512_load_si512(x.sum_pairs[1]);
-  const __m512i s2 = _mm512_load_si512(x.sum_pairs[2]), s3 = _mm512_load_si512(x.sum_pairs[3]);
-  for (size_t r = 0; r < kGroupRows; ++r) {
-    const __m512i s = _mm512_add_epi32(_mm512_load_si512(lo + 16 * r), _mm512_slli_epi32(_mm512_load_si512(hi + 16 * r), 4));
-    __m512i m = _mm512_dpwssd_epi32(_mm512_setzero_si512(), s0, _mm512_set1_epi32(w.min_pairs[r][0]));
-    m = _mm512_dpwssd_epi32(m, s1, _mm512_set1_epi32(w.min_pairs[r][1]));
-    m = _mm512_dpwssd_epi32(m, s2, _mm512_set1_epi32(w.min_pairs[r][2]));
-    m = _mm512_dpwssd_epi32(m, s3, _mm512_set1_epi32(w.min_pairs[r][3]));
-    const __m512 sum = _mm512_mul_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(_mm512_set1_ps(w.d[r]), dx));
-    const __m512 mins = _mm512_mul_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(_mm512_set1_ps(w.dmin[r]), dx));
-    acc[r] = _mm512_sub_ps(_mm512_add_ps(acc[r], sum), mins);
+// The convention's step for one block and n tokens (C_lo and C_hi stored at lo and hi, token t's
+// 16 rows in row t): S = C_lo + 16 C_hi, M from the sums, acc = (acc + float(S) * (d_w * d_x)) -
+// float(M) * (dmin_w * d_x), on the 16 rows at once.
+inline void finish_block(const int32_t* lo, const int32_t* hi, const GroupBlock& w, const uint8_t* act,
+                         size_t act_stride, const SumPairs* pairs, size_t pair_stride, size_t n, float* acc) {
+  const __m512 dw = _mm512_load_ps(w.d), dmin = _mm512_load_ps(w.dmin);
+  const __m512i m0 = _mm512_load_si512(w.min_pairs[0]), m1 = _mm512_load_si512(w.min_pairs[1]);
+  const __m512i m2 = _mm512_load_si512(w.min_pairs[2]), m3 = _mm512_load_si512(w.min_pairs[3]);
+  for (size_t t = 0; t < n; ++t) {
+    const __m512 dx = _mm512_set1_ps(reinterpret_cast<const ActQ8x256*>(act + t * act_stride)->d);
+    const int32_t* sp = pairs[t * pair_stride].v;
+    const __m512i s = _mm512_add_epi32(_mm512_load_si512(lo + 16 * t), _mm512_slli_epi32(_mm512_load_si512(hi + 16 * t), 4));
+    __m512i m = _mm512_dpwssd_epi32(_mm512_setzero_si512(), m0, _mm512_set1_epi32(sp[0]));
+    m = _mm512_dpwssd_epi32(m, m1, _mm512_set1_epi32(sp[1]));
+    m = _mm512_dpwssd_epi32(m, m2, _mm512_set1_epi32(sp[2]));
+    m = _mm512_dpwssd_epi32(m, m3, _mm512_set1_epi32(sp[3]));
+    const __m512 sum = _mm512_mul_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, dx));
+    const __m512 mins = _mm512_mul_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dmin, dx));
+    _mm512_store_ps(acc + 16 * t, _mm512_sub_ps(_mm512_add_ps(_mm512_load_ps(acc + 16 * t), sum), mins));
   }
 }
 
-// One group of 16 rows times one tile of 16 tokens, every block; acc[r] holds row r's 16 tokens.
-void tile_tokens(const GroupBlock* w, const TokenBlock* x, size_t n_blocks, __m512* acc) {
-  alignas(64) int32_t c[4][kGroupRows * kTileTokens];
-  for (size_t r = 0; r < kGroupRows; ++r) acc[r] = _mm512_setzero_ps();
-  size_t b = 0;
-  for (; b + 2 <= n_blocks; b += 2) {
-    _tile_zero(2);
-    _tile_zero(5);
-    _tile_zero(6);
-    _tile_zero(7);
-    for (size_t k = 0; k < 4; ++k) {
-      VKS_TILE_LOAD(1, x[b].b[16 * k], 64);
-      VKS_TILE_LOAD(0, w[b].lo[0] + 64 * k, 256);
-      _tile_dpbusd(2, 0, 1);
-      VKS_TILE_LOAD(3, w[b].hi[0] + 64 * k, 256);
-      _tile_dpbusd(5, 3, 1);
-      VKS_TILE_LOAD(4, x[b + 1].b[16 * k], 64);
-      VKS_TILE_LOAD(0, w[b + 1].lo[0] + 64 * k, 256);
-      _tile_dpbusd(6, 0, 4);
-      VKS_TILE_LOAD(3, w[b + 1].hi[0] + 64 * k, 256);
-      _tile_dpbusd(7, 3, 4);
+thread_local QmatmulScratch t_weights;  // a group's GroupBlocks
+thread_local QmatmulScratch t_pairs;    // the call's SumPairs
+thread_local QmatmulScratch t_tail;     // the last token tile's activations, padded to 16 tokens
+thread_local QmatmulScratch t_acc;      // the accumulators of a group: 16 floats per token
+
+void gemm_tiles(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  const size_t n_tiles = (n_tokens + kTileTokens - 1) / kTileTokens;
+  auto* pairs = reinterpret_cast<SumPairs*>(t_pairs.reserve(n_tokens * n_blocks * sizeof(SumPairs)));
+  sum_pairs(act, act_stride, n_tokens, n_blocks, pairs);
+  // Token tile j's A rows are its tokens' activations in place, act_stride apart; a last tile of
+  // fewer than 16 tokens reads a copy padded with zeros (a tile load reads all 16 rows).
+  const size_t tail_tokens = n_tokens % kTileTokens, row_bytes = n_blocks * sizeof(ActQ8x256);
+  const uint8_t* tail = nullptr;
+  if (tail_tokens != 0) {
+    uint8_t* copy = t_tail.reserve(kTileTokens * row_bytes);
+    const uint8_t* from = act + (n_tokens - tail_tokens) * act_stride;
+    for (size_t t = 0; t < kTileTokens; ++t) {
+      if (t < tail_tokens) {
+        std::memcpy(copy + t * row_bytes, from + t * act_stride, row_bytes);
+      } else {
+        std::memset(copy + t * row_bytes, 0, row_bytes);
+      }
     }
-    VKS_TILE_STORE(2, c[0], 64);
-    VKS_TILE_STORE(5, c[1], 64);
-    VKS_TILE_STORE(6, c[2], 64);
-    VKS_TILE_STORE(7, c[3], 64);
-    finish_block(c[0], c[1], w[b], x[b], acc);
-    finish_block(c[2], c[3], w[b + 1], x[b + 1], acc);
+    tail = copy;
   }
-  if (b < n_blocks) {
-    _tile_zero(2);
-    _tile_zero(5);
-    for (size_t k = 0; k < 4; ++k) {
-      VKS_TILE_LOAD(1, x[b].b[16 * k], 64);
-      VKS_TILE_LOAD(0, w[b].lo[0] + 64 * k, 256);
-      _tile_dpbusd(2, 0, 1);
-      VKS_TILE_LOAD(3, w[b].hi[0] + 64 * k, 256);
-      _tile_dpbusd(5, 3, 1);
+  const auto tile_act = [&](size_t j) { return j * kTileTokens + kTileTokens <= n_tokens ? act + j * kTileTokens * act_stride : tail; };
+  const auto tile_stride = [&](size_t j) { return j * kTileTokens + kTileTokens <= n_tokens ? act_stride : row_bytes; };
+  auto* group = reinterpret_cast<GroupBlock*>(t_weights.reserve(n_blocks * sizeof(GroupBlock)));
+  auto* acc = reinterpret_cast<float*>(t_acc.reserve(n_tiles * kTileTokens * kGroupRows * sizeof(float)));
+  const TileConfig config = make_config();
+  const TileScope tiles(config);
+  alignas(64) int32_t c[4][kTileTokens * kGroupRows];
+  for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
+    const size_t nr = std::min(kGroupRows, n_rows - r0);
+    prepare_group(w + r0 * w_stride, w_stride, nr, n_blocks, group);
+    std::memset(acc, 0, n_tiles * kTileTokens * kGroupRows * sizeof(float));
+    for (size_t b = 0; b < n_blocks; ++b) {
+      const GroupBlock& gb = group[b];
+      const size_t off = b * sizeof(ActQ8x256);
+      size_t j = 0;
+      for (; j + 2 <= n_tiles; j += 2) {
+        const uint8_t* a0 = tile_act(j) + off;
+        const uint8_t* a1 = tile_act(j + 1) + off;
+        const size_t s0 = tile_stride(j), s1 = tile_stride(j + 1);
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (size_t k = 0; k < 4; ++k) {
+          VKS_TILE_LOAD(6, gb.lo[k], 64);
+          VKS_TILE_LOAD(4, a0 + 64 * k, s0);
+          _tile_dpbsud(0, 4, 6);
+          VKS_TILE_LOAD(5, a1 + 64 * k, s1);
+          _tile_dpbsud(2, 5, 6);
+          VKS_TILE_LOAD(7, gb.hi[k], 64);
+          _tile_dpbsud(1, 4, 7);
+          _tile_dpbsud(3, 5, 7);
+        }
+        VKS_TILE_STORE(0, c[0], 64);
+        VKS_TILE_STORE(1, c[1], 64);
+        VKS_TILE_STORE(2, c[2], 64);
+        VKS_TILE_STORE(3, c[3], 64);
+        const size_t t0 = j * kTileTokens, n1 = std::min(kTileTokens, n_tokens - t0 - kTileTokens);
+        finish_block(c[0], c[1], gb, act + off + t0 * act_stride, act_stride, pairs + t0 * n_blocks + b, n_blocks,
+                     kTileTokens, acc + t0 * kGroupRows);
+        finish_block(c[2], c[3], gb, act + off + (t0 + kTileTokens) * act_stride, act_stride,
+                     pairs + (t0 + kTileTokens) * n_blocks + b, n_blocks, n1, acc + (t0 + kTileTokens) * kGroupRows);
+      }
+      if (j < n_tiles) {
+        const uint8_t* a0 = tile_act(j) + off;
+        const size_t s0 = tile_stride(j);
+        _tile_zero(0);
+        _tile_zero(1);
+        for (size_t k = 0; k < 4; ++k) {
+          VKS_TILE_LOAD(6, gb.lo[k], 64);
+          VKS_TILE_LOAD(4, a0 + 64 * k, s0);
+          _tile_dpbsud(0, 4, 6);
+          VKS_TILE_LOAD(7, gb.hi[k], 64);
+          _tile_dpbsud(1, 4, 7);
+        }
+        VKS_TILE_STORE(0, c[0], 64);
+        VKS_TILE_STORE(1, c[1], 64);
+        const size_t t0 = j * kTileTokens;
+        finish_block(c[0], c[1], gb, act + off + t0 * act_stride, act_stride, pairs + t0 * n_blocks + b, n_blocks,
+                     std::min(kTileTokens, n_tokens - t0), acc + t0 * kGroupRows);
+      }
     }
-    VKS_TILE_STORE(2, c[0], 64);
-    VKS_TILE_STORE(5, c[1], 64);
-    finish_block(c[0], c[1], w[b], x[b], acc);
+    const auto row_mask = static_cast<__mmask16>((1u << nr) - 1);
+    for (size_t t = 0; t < n_tokens; ++t) _mm512_mask_storeu_ps(y + t * y_stride + r0, row_mask, _mm512_load_ps(acc + 16 * t));
   }
 }
 
 #undef VKS_TILE_LOAD
 #undef VKS_TILE_STORE
-
-thread_local QmatmulScratch t_weights;  // a group's GroupBlocks
-thread_local QmatmulScratch t_tokens;   // the call's TokenBlocks
-
-void gemm_tiles(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-                size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
-  const size_t n_tiles = (n_tokens + kTileTokens - 1) / kTileTokens;
-  auto* x = reinterpret_cast<TokenBlock*>(t_tokens.reserve(n_tiles * n_blocks * sizeof(TokenBlock)));
-  for (size_t j = 0; j < n_tiles; ++j) {
-    gather_tokens(act + j * kTileTokens * act_stride, act_stride, std::min(kTileTokens, n_tokens - j * kTileTokens),
-                  n_blocks, x + j * n_blocks);
-  }
-  auto* group = reinterpret_cast<GroupBlock*>(t_weights.reserve(n_blocks * sizeof(GroupBlock)));
-  const TileConfig config = make_config();
-  const TileScope tiles(config);
-  const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(kTileTokens));
-  for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
-    const size_t nr = std::min(kGroupRows, n_rows - r0);
-    prepare_group(w + r0 * w_stride, w_stride, nr, n_blocks, group);
-    const auto row_mask = static_cast<__mmask16>((1u << nr) - 1);
-    for (size_t j = 0; j < n_tiles; ++j) {
-      __m512 acc[kGroupRows];
-      tile_tokens(group, x + j * n_blocks, n_blocks, acc);
-      alignas(64) float out[kGroupRows][kTileTokens];
-      for (size_t r = 0; r < kGroupRows; ++r) _mm512_store_ps(out[r], acc[r]);
-      // Column c (token token_of(c)) of the 16 rows, gathered and stored as one run of y.
-      const size_t t0 = j * kTileTokens, nt = std::min(kTileTokens, n_tokens - t0);
-      for (size_t c = 0; c < kTileTokens; ++c) {
-        if (token_of(c) >= nt) continue;
-        const __m512 column = _mm512_i32gather_ps(rows, &out[0][c], 4);
-        _mm512_mask_storeu_ps(y + (t0 + token_of(c)) * y_stride + r0, row_mask, column);
-      }
-    }
-  }
-}
 
 // ---- fewer tokens: four rows per register, vpdpbusd ----
 // Row i's 16-byte chunks in 128-bit lane i (kernels_avx512vnni.cpp's layout): per sub-block two
