@@ -54,7 +54,7 @@ constexpr size_t kGroupRows = 16;   // weight rows per tile (B's and C's columns
 constexpr size_t kTileTokens = 16;  // tokens per tile (A's and C's rows)
 // From this many tokens the tiles run: below it, preparing a row group's B costs more than the
 // vector products of its few tokens (vks_bench_cpu_kernels --sweep).
-constexpr size_t kTileFrom = 4;
+constexpr int kTileFrom = 13;
 
 // ---- a group of 16 weight rows as B, prepared once per call for every token tile ----
 
@@ -399,6 +399,21 @@ inline void prefetch_step(const uint8_t* p, size_t bytes) {
   for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
 }
 
+// Tokens whose products share one read of the block's registers (as the avx512vnni level's Q4_K).
+constexpr int kGroup = 8;
+
+// Tokens [T0, NT) of a block step in groups of at most kGroup, as even as possible (9: 5 + 4).
+template <int NT, int T0 = 0>
+__attribute__((always_inline)) inline void dot_groups(const Rows4& w, const ActQ8x256* const* a, size_t b, __m512* acc) {
+  if constexpr (T0 < NT) {
+    constexpr int kLeft = NT - T0, kGroups = (kLeft + kGroup - 1) / kGroup, G = (kLeft + kGroups - 1) / kGroups;
+    const ActQ8x256* x[G];
+    for (int g = 0; g < G; ++g) x[g] = a[T0 + g] + b;
+    dot_rows4<G>(w, x, acc + T0);
+    dot_groups<NT, T0 + G>(w, a, b, acc);
+  }
+}
+
 // Four rows at a time; each block step prefetches its share of the next four rows (one sequential
 // stream for memory, as the avx512vnni level reads).
 template <int NT>
@@ -413,13 +428,15 @@ void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
     const uint8_t* ahead = r + 8 <= n_rows ? w + (r + 4) * w_stride : nullptr;
     __m512 acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
-    Rows4 wb;
+    alignas(64) Rows4 wb;
     for (size_t b = 0; b < n_blocks; ++b) {
       if (ahead != nullptr) prefetch_step(ahead + b * kStep, kStep);
       load_rows4(rows, b * kBytes, wb);
-      const ActQ8x256* x[NT];
-      for (int t = 0; t < NT; ++t) x[t] = a[t] + b;
-      dot_rows4<NT>(wb, x, acc);
+      // Through a pointer the compiler cannot follow: with more than one group the block stays in
+      // wb and each group rereads it from L1, rather than being held in registers across groups.
+      const Rows4* wp = &wb;
+      if constexpr (NT > kGroup) asm("" : "+r"(wp));
+      dot_groups<NT>(*wp, a, b, acc);
     }
     const size_t n_valid = std::min<size_t>(4, n_rows - r);
     for (int t = 0; t < NT; ++t) {
@@ -430,18 +447,26 @@ void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
   }
 }
 
+// n_tokens (1..NT) tokens by few_tokens<n_tokens>.
+template <int NT>
+void few_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+               size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  if constexpr (NT > 0) {
+    if (n_tokens == NT) {
+      few_tokens<NT>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
+    } else {
+      few_up_to<NT - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+    }
+  }
+}
+
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tokens,
           size_t n_blocks, float* y, size_t y_stride) {
-  if (n_tokens >= kTileFrom) {
+  if (n_tokens >= static_cast<size_t>(kTileFrom)) {
     gemm_tiles(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
     return;
   }
-  switch (n_tokens) {
-    case 3: few_tokens<3>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride); break;
-    case 2: few_tokens<2>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride); break;
-    case 1: few_tokens<1>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride); break;
-    default: break;
-  }
+  few_up_to<kTileFrom - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
 }
 
 }  // namespace
