@@ -2,14 +2,15 @@
 // exact int32 S = sum_j sc_j * P_j for the scaled products and one M = sum_j m_j * (sub-block sum)
 // for the mins, then one float accumulator per output.
 //
-// Tiles (4 tokens or more): the weights are A, unsigned bytes with each sub-block's 6-bit scale
-// folded in. A 4-bit nibble times a 4-bit factor fits a byte, so a row's block becomes two
-// 256-byte rows, q * (sc & 15) and q * (sc >> 4), and S = C_lo + 16 * C_hi, exact: two tile
-// products (K = 64 bytes, four chunks per block) give S for 16 rows x 16 tokens with no integer
-// multiply per output. The activations are B in the VNNI layout; M comes from their 16-element
-// sums by vpdpwssd (an int16 pair of mins per row against a pair of sub-block sums per token).
-// Fewer tokens run four rows per register with vpdpbusd (the avx512vnni level's way of reading
-// Q4_K), summed to the same S and M: the same integers, the same float steps, the same bits.
+// Tiles (kTileFrom tokens or more): the tokens are A, 16 tokens' signed activation bytes read in
+// place; the weights are B in the VNNI layout, unsigned bytes with each sub-block's 6-bit scale
+// folded in. A 4-bit nibble times a 4-bit factor fits a byte, so a row's block becomes two byte
+// planes, q * (sc & 15) and q * (sc >> 4), and S = C_lo + 16 * C_hi, exact: two tile products per
+// 64-byte chunk (four chunks per block) give S for 16 tokens x 16 rows with no integer multiply per
+// output. M comes from the tokens' 16-element sums by vpdpwssd (an int16 pair of mins per row
+// against a pair of sub-block sums per token). Fewer tokens run four rows per register with
+// vpdpbusd (the avx512vnni level's way of reading Q4_K), summed to the same S and M: the same
+// integers, the same float steps, the same bits.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -154,7 +155,7 @@ void sum_pairs(const uint8_t* act, size_t act_stride, size_t n_tokens, size_t n_
   }
 }
 
-// ---- the tiles: 16 tokens x 16 rows, two token tiles per pass ----
+// ---- the tiles: 16 tokens x 16 rows, two row groups per pass ----
 
 struct alignas(64) TileConfig {
   uint8_t palette_id = 1;
@@ -164,8 +165,9 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {};
 };
 
-// Every tile 16 rows x 64 bytes: 0-3 C (two token tiles' C_lo and C_hi), 4 and 5 A (the two token
-// tiles' activations), 6 and 7 B (the block's lo and hi chunk).
+// Every tile 16 rows x 64 bytes: 0-3 C (two row groups' C_lo and C_hi), 4 A (a token tile's
+// activations), 5-7 B (the groups' lo and hi chunks, three registers for four so that a load waits
+// for one product only).
 TileConfig make_config() {
   TileConfig c;
   for (int t = 0; t < 8; ++t) {
@@ -233,68 +235,72 @@ void gemm_tiles(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
   }
   const auto tile_act = [&](size_t j) { return j * kTileTokens + kTileTokens <= n_tokens ? act + j * kTileTokens * act_stride : tail; };
   const auto tile_stride = [&](size_t j) { return j * kTileTokens + kTileTokens <= n_tokens ? act_stride : row_bytes; };
-  auto* group = reinterpret_cast<GroupBlock*>(t_weights.reserve(n_blocks * sizeof(GroupBlock)));
-  auto* acc = reinterpret_cast<float*>(t_acc.reserve(n_tiles * kTileTokens * kGroupRows * sizeof(float)));
+  // Two row groups at a time, so that each A tile (16 tokens' chunk, from L2) serves four products.
+  auto* group = reinterpret_cast<GroupBlock*>(t_weights.reserve(2 * n_blocks * sizeof(GroupBlock)));
+  const size_t acc_floats = n_tiles * kTileTokens * kGroupRows;
+  auto* acc = reinterpret_cast<float*>(t_acc.reserve(2 * acc_floats * sizeof(float)));
   const TileConfig config = make_config();
   const TileScope tiles(config);
   alignas(64) int32_t c[4][kTileTokens * kGroupRows];
-  for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
-    const size_t nr = std::min(kGroupRows, n_rows - r0);
-    prepare_group(w + r0 * w_stride, w_stride, nr, n_blocks, group);
-    std::memset(acc, 0, n_tiles * kTileTokens * kGroupRows * sizeof(float));
+  for (size_t r0 = 0; r0 < n_rows; r0 += 2 * kGroupRows) {
+    const size_t nr0 = std::min(kGroupRows, n_rows - r0);
+    const size_t nr1 = std::min(kGroupRows, n_rows - r0 - nr0);
+    const GroupBlock* g0 = group;
+    const GroupBlock* g1 = group + n_blocks;
+    prepare_group(w + r0 * w_stride, w_stride, nr0, n_blocks, group);
+    if (nr1 != 0) prepare_group(w + (r0 + kGroupRows) * w_stride, w_stride, nr1, n_blocks, group + n_blocks);
+    std::memset(acc, 0, 2 * acc_floats * sizeof(float));
     for (size_t b = 0; b < n_blocks; ++b) {
-      const GroupBlock& gb = group[b];
       const size_t off = b * sizeof(ActQ8x256);
-      size_t j = 0;
-      for (; j + 2 <= n_tiles; j += 2) {
-        const uint8_t* a0 = tile_act(j) + off;
-        const uint8_t* a1 = tile_act(j + 1) + off;
-        const size_t s0 = tile_stride(j), s1 = tile_stride(j + 1);
+      for (size_t j = 0; j < n_tiles; ++j) {
+        const uint8_t* a = tile_act(j) + off;
+        const size_t stride = tile_stride(j);
         _tile_zero(0);
         _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (size_t k = 0; k < 4; ++k) {
-          VKS_TILE_LOAD(6, gb.lo[k], 64);
-          VKS_TILE_LOAD(4, a0 + 64 * k, s0);
-          _tile_dpbsud(0, 4, 6);
-          VKS_TILE_LOAD(5, a1 + 64 * k, s1);
-          _tile_dpbsud(2, 5, 6);
-          VKS_TILE_LOAD(7, gb.hi[k], 64);
-          _tile_dpbsud(1, 4, 7);
-          _tile_dpbsud(3, 5, 7);
+        if (nr1 != 0) {
+          _tile_zero(2);
+          _tile_zero(3);
+          for (size_t k = 0; k < 4; ++k) {
+            VKS_TILE_LOAD(4, a + 64 * k, stride);
+            VKS_TILE_LOAD(5, g0[b].lo[k], 64);
+            _tile_dpbsud(0, 4, 5);
+            VKS_TILE_LOAD(6, g0[b].hi[k], 64);
+            _tile_dpbsud(1, 4, 6);
+            VKS_TILE_LOAD(7, g1[b].lo[k], 64);
+            _tile_dpbsud(2, 4, 7);
+            VKS_TILE_LOAD(5, g1[b].hi[k], 64);
+            _tile_dpbsud(3, 4, 5);
+          }
+        } else {
+          for (size_t k = 0; k < 4; ++k) {
+            VKS_TILE_LOAD(4, a + 64 * k, stride);
+            VKS_TILE_LOAD(5, g0[b].lo[k], 64);
+            _tile_dpbsud(0, 4, 5);
+            VKS_TILE_LOAD(6, g0[b].hi[k], 64);
+            _tile_dpbsud(1, 4, 6);
+          }
         }
         VKS_TILE_STORE(0, c[0], 64);
         VKS_TILE_STORE(1, c[1], 64);
-        VKS_TILE_STORE(2, c[2], 64);
-        VKS_TILE_STORE(3, c[3], 64);
-        const size_t t0 = j * kTileTokens, n1 = std::min(kTileTokens, n_tokens - t0 - kTileTokens);
-        finish_block(c[0], c[1], gb, act + off + t0 * act_stride, act_stride, pairs + t0 * n_blocks + b, n_blocks,
-                     kTileTokens, acc + t0 * kGroupRows);
-        finish_block(c[2], c[3], gb, act + off + (t0 + kTileTokens) * act_stride, act_stride,
-                     pairs + (t0 + kTileTokens) * n_blocks + b, n_blocks, n1, acc + (t0 + kTileTokens) * kGroupRows);
-      }
-      if (j < n_tiles) {
-        const uint8_t* a0 = tile_act(j) + off;
-        const size_t s0 = tile_stride(j);
-        _tile_zero(0);
-        _tile_zero(1);
-        for (size_t k = 0; k < 4; ++k) {
-          VKS_TILE_LOAD(6, gb.lo[k], 64);
-          VKS_TILE_LOAD(4, a0 + 64 * k, s0);
-          _tile_dpbsud(0, 4, 6);
-          VKS_TILE_LOAD(7, gb.hi[k], 64);
-          _tile_dpbsud(1, 4, 7);
+        if (nr1 != 0) {
+          VKS_TILE_STORE(2, c[2], 64);
+          VKS_TILE_STORE(3, c[3], 64);
         }
-        VKS_TILE_STORE(0, c[0], 64);
-        VKS_TILE_STORE(1, c[1], 64);
-        const size_t t0 = j * kTileTokens;
-        finish_block(c[0], c[1], gb, act + off + t0 * act_stride, act_stride, pairs + t0 * n_blocks + b, n_blocks,
-                     std::min(kTileTokens, n_tokens - t0), acc + t0 * kGroupRows);
+        const size_t t0 = j * kTileTokens, n = std::min(kTileTokens, n_tokens - t0);
+        const uint8_t* x = act + off + t0 * act_stride;
+        finish_block(c[0], c[1], g0[b], x, act_stride, pairs + t0 * n_blocks + b, n_blocks, n, acc + t0 * kGroupRows);
+        if (nr1 != 0) {
+          finish_block(c[2], c[3], g1[b], x, act_stride, pairs + t0 * n_blocks + b, n_blocks, n,
+                       acc + acc_floats + t0 * kGroupRows);
+        }
       }
     }
-    const auto row_mask = static_cast<__mmask16>((1u << nr) - 1);
-    for (size_t t = 0; t < n_tokens; ++t) _mm512_mask_storeu_ps(y + t * y_stride + r0, row_mask, _mm512_load_ps(acc + 16 * t));
+    for (size_t i = 0; i < (nr1 != 0 ? 2u : 1u); ++i) {
+      const auto row_mask = static_cast<__mmask16>((1u << (i == 0 ? nr0 : nr1)) - 1);
+      const float* from = acc + i * acc_floats;
+      float* to = y + r0 + i * kGroupRows;
+      for (size_t t = 0; t < n_tokens; ++t) _mm512_mask_storeu_ps(to + t * y_stride, row_mask, _mm512_load_ps(from + 16 * t));
+    }
   }
 }
 
