@@ -20,9 +20,14 @@ namespace {
 
 class TempModel {
  public:
-  explicit TempModel(GgmlType type, const std::string& preset = "tiny") {
+  // width: the model dimension in place of the preset's (hidden 3 times it), 0 for the preset's.
+  explicit TempModel(GgmlType type, const std::string& preset = "tiny", uint32_t width = 0) {
     tools::ModelSpec spec = *tools::preset(preset);
     spec.type = type;
+    if (width != 0) {
+      spec.dim = width;
+      spec.hidden_dim = 3 * width;
+    }
     spec.seed = 7;
     path_ = (std::filesystem::temp_directory_path() /
              ("vks_cpu_quantized_" + std::to_string(::getpid()) + "_" + preset + "_" +
@@ -57,22 +62,23 @@ std::vector<float> model_logits(const LlamaModel& m) {
 
 // Logits after the prompt through CpuRunner, as steps of `chunk` tokens (one prefill step when
 // chunk >= the prompt).
-std::vector<float> runner_logits(const LlamaModel& m, size_t chunk = 1 << 20) {
+std::vector<float> runner_logits(const LlamaModel& m, size_t chunk = 1 << 20,
+                                 const std::vector<int32_t>& prompt = kPrompt) {
   CpuRunnerOptions o;
   o.num_blocks = 4;
   o.threads = 2;
   CpuRunner runner(m, o);
   StepResult result;
-  for (size_t at = 0; at < kPrompt.size(); at += chunk) {
-    const size_t n = std::min(chunk, kPrompt.size() - at);
+  for (size_t at = 0; at < prompt.size(); at += chunk) {
+    const size_t n = std::min(chunk, prompt.size() - at);
     StepBatch batch;
-    batch.tokens.assign(kPrompt.begin() + static_cast<std::ptrdiff_t>(at),
-                        kPrompt.begin() + static_cast<std::ptrdiff_t>(at + n));
+    batch.tokens.assign(prompt.begin() + static_cast<std::ptrdiff_t>(at),
+                        prompt.begin() + static_cast<std::ptrdiff_t>(at + n));
     SeqChunk seq;
     seq.n_tokens = static_cast<int32_t>(n);
     seq.n_past = static_cast<int32_t>(at);
-    seq.block_table = {0};
-    seq.logits = at + n == kPrompt.size() ? LogitsMode::kFull : LogitsMode::kNone;
+    for (size_t i = 0; i * runner.block_size() < prompt.size(); ++i) seq.block_table.push_back(static_cast<int32_t>(i));
+    seq.logits = at + n == prompt.size() ? LogitsMode::kFull : LogitsMode::kNone;
     batch.seqs = {seq};
     batch.finalize(runner.block_size());
     runner.step(batch, result);
@@ -101,6 +107,23 @@ TEST(CpuQuantized, SingleTokenAndBatchedPathsAgreeBitwise) {
     EXPECT_EQ(runner_logits(m.model(), 3), batched) << ggml_type_name(type);
     if (type == GgmlType::kF16 || type == GgmlType::kBF16) {
       EXPECT_EQ(model_logits(m.model()), batched) << ggml_type_name(type);
+    }
+  }
+}
+
+// The K-quants (rows of 256, so "tiny" widened to dim 256), with a prompt of 20 tokens: one step
+// of 20 runs the amx level's Q4_K tiles (13 tokens or more), steps of 1, 3 and 8 its vector path,
+// steps of 13 both; all give the same bits (at every level).
+TEST(CpuQuantized, KQuantPathsAgreeBitwise) {
+  std::vector<int32_t> prompt = kPrompt;
+  for (int32_t i = 0; prompt.size() < 20; ++i) prompt.push_back(100 + 7 * i);
+  for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    TempModel m(type, "tiny", 256);
+    ASSERT_EQ(m.model().weights().layers[0].wq.type, type);
+    const std::vector<float> batched = runner_logits(m.model(), 1 << 20, prompt);
+    ASSERT_EQ(batched.size(), 512u);
+    for (size_t chunk : {1u, 3u, 8u, 13u}) {
+      EXPECT_EQ(runner_logits(m.model(), chunk, prompt), batched) << ggml_type_name(type) << " steps of " << chunk;
     }
   }
 }

@@ -169,10 +169,10 @@ TEST(Qmatmul, BitIdenticalAcrossBatchesAndThreads) {
   }
 }
 
-// The amx level's Q4_0 and Q8_0 follow their own convention ("block sums", kernels.h), with other
-// bits: qmatmul_amx_test.cpp tests them.
+// The amx level's Q4_0, Q8_0 and Q4_K follow conventions of their own ("block sums" and "K-block
+// sums", kernels.h), with other bits: qmatmul_amx_test.cpp and qmatmul_amx_kquant_test.cpp test them.
 bool follows_lane_convention(CpuIsa isa, GgmlType t) {
-  return !(isa == CpuIsa::kAmx && (t == GgmlType::kQ4_0 || t == GgmlType::kQ8_0));
+  return !(isa == CpuIsa::kAmx && (t == GgmlType::kQ4_0 || t == GgmlType::kQ8_0 || t == GgmlType::kQ4_K));
 }
 
 // Every level this CPU runs gives the scalar level's bits for m times x (n_tokens tokens), where it

@@ -21,7 +21,14 @@
 // float accumulator per output, so one multiply and one add per block and output, where the lane
 // convention's four lanes cost four of each. Its bits differ from the other levels' (the rounding
 // differs), but are the same for any token count, row split and thread count: the batch
-// invariance the engine needs. Every other type at the amx level is the avx512vnni level's.
+// invariance the engine needs.
+//
+// The amx level's Q4_K follows "K-block sums" (kernels_amx_kquant.cpp): for y[t][r], for each
+// 256-element block in order, with P_j the exact integer sum of sub-block j's 32 products (nibble
+// 0..15 times activation), S = sum_j sc_j * P_j and M = sum_j m_j * (bsum_2j + bsum_2j+1), both
+// exact int32; then acc = (acc + float(S) * (d_w * d_x)) - float(M) * (dmin_w * d_x); y = acc. One
+// float accumulator per output (the min term subtracted per block), the same for any token count,
+// row split and thread count. Every other type at the amx level is the avx512vnni level's.
 #include <cstddef>
 #include <cstdint>
 
@@ -56,12 +63,14 @@ struct KernelTable {
 };
 
 // Each level sets the entries it implements (kernels_scalar.cpp, kernels_avx.cpp, kernels_avx2.cpp,
-// kernels_avx512vnni.cpp, kernels_amx.cpp).
+// kernels_avx512vnni.cpp, kernels_amx.cpp, kernels_amx_kquant.cpp).
 void add_scalar_kernels(KernelTable& table);
 void add_avx_kernels(KernelTable& table);
 void add_avx2_kernels(KernelTable& table);
 void add_avx512vnni_kernels(KernelTable& table);
 void add_amx_kernels(KernelTable& table);
+// The amx level's K-quants (kernels_amx_kquant.cpp), called by add_amx_kernels.
+void add_amx_kquant_kernels(KernelTable& table);
 
 // act_quant.h's quantizers with 512-bit registers (act_quant_avx512.cpp), to the same bits.
 void quantize_act_q8x32_avx512(const float* x, ActQ8x32* out, size_t n_blocks);

@@ -633,6 +633,7 @@ void add_amx_kernels(KernelTable& table) {
   // 128 tokens per work item: a prefill of 128 unpacks each row group once (and reads it from
   // memory once) instead of twice.
   table.tokens_per_item[2] = table.tokens_per_item[8] = 128;
+  add_amx_kquant_kernels(table);
 }
 
 }  // namespace vks::cpuq
