@@ -40,28 +40,11 @@
 namespace vks::cpuq {
 namespace {
 
-// GCC's _tile_loadd does not say it reads memory, so a store into the scratch just before it could
-// be moved past it; these do (and take the tile number as the intrinsics do, as a literal).
-#define VKS_TILE_LOAD(tile, base, stride)                                                      \
-  __asm__ volatile("{tileloadd\t(%0,%1,1), %%tmm" #tile "|tileloadd\t%%tmm" #tile ", [%0+%1*1]}" \
-                   ::"r"(static_cast<const void*>(base)), "r"(static_cast<long>(stride))            \
-                   : "memory")
-#define VKS_TILE_STORE(tile, base, stride)                                                       \
-  __asm__ volatile("{tilestored\t%%tmm" #tile ", (%0,%1,1)|tilestored\t[%0+%1*1], %%tmm" #tile "}" \
-                   ::"r"(static_cast<void*>(base)), "r"(static_cast<long>(stride))                    \
-                   : "memory")
+#include "engine/cpu/quant/amx_tiles.inc"
 
 constexpr size_t kGroupRows = 16;    // weight rows per tile (A's rows)
 constexpr size_t kTileTokens = 16;   // tokens per tile (C's columns) in the GEMM path
 constexpr size_t kUnpackedBlock = kGroupRows * 32;  // bytes of one block of a group, unpacked
-
-struct alignas(64) TileConfig {
-  uint8_t palette_id = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
 
 // Tiles 0 and 3: A (16 rows x 32 bytes); 1 and 4: B (8 rows of `tokens` x 4 bytes); 2 and 5: C
 // (16 rows of `tokens` int32). Two sets, so that two blocks are in flight; 6 and 7 are two more
@@ -83,16 +66,6 @@ TileConfig make_config(size_t tokens) {
   }
   return c;
 }
-
-// Loads a configuration and releases the tiles when the kernel call ends (tile state is per thread,
-// and a released state costs nothing to save on a context switch).
-class TileScope {
- public:
-  explicit TileScope(const TileConfig& config) { _tile_loadconfig(&config); }
-  ~TileScope() { _tile_release(); }
-  TileScope(const TileScope&) = delete;
-  TileScope& operator=(const TileScope&) = delete;
-};
 
 // Both types' tiles hold signed bytes (tdpbssd): Q8_0's as stored, Q4_0's nibbles unpacked less
 // 8 (-8..7), which puts its offset into the integer product instead of a correction per output.

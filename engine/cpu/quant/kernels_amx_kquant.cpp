@@ -39,16 +39,7 @@
 namespace vks::cpuq {
 namespace {
 
-// As kernels_amx.cpp: GCC's _tile_loadd does not say it reads memory, so a store into the scratch
-// just before it could be moved past it; these do.
-#define VKS_TILE_LOAD(tile, base, stride)                                                      \
-  __asm__ volatile("{tileloadd\t(%0,%1,1), %%tmm" #tile "|tileloadd\t%%tmm" #tile ", [%0+%1*1]}" \
-                   ::"r"(static_cast<const void*>(base)), "r"(static_cast<long>(stride))            \
-                   : "memory")
-#define VKS_TILE_STORE(tile, base, stride)                                                       \
-  __asm__ volatile("{tilestored\t%%tmm" #tile ", (%0,%1,1)|tilestored\t[%0+%1*1], %%tmm" #tile "}" \
-                   ::"r"(static_cast<void*>(base)), "r"(static_cast<long>(stride))                    \
-                   : "memory")
+#include "engine/cpu/quant/amx_tiles.inc"
 
 constexpr size_t kBytes = 144;      // a Q4_K block: d, dmin, 12 scale bytes, 128 bytes of nibbles
 constexpr size_t kGroupRows = 16;   // weight rows per tile (B's and C's columns)
@@ -157,14 +148,6 @@ void sum_pairs(const uint8_t* act, size_t act_stride, size_t n_tokens, size_t n_
 
 // ---- the tiles: 16 tokens x 16 rows, two row groups per pass ----
 
-struct alignas(64) TileConfig {
-  uint8_t palette_id = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
 // Every tile 16 rows x 64 bytes: 0-3 C (two row groups' C_lo and C_hi), 4 A (a token tile's
 // activations), 5-7 B (the groups' lo and hi chunks, three registers for four so that a load waits
 // for one product only).
@@ -176,14 +159,6 @@ TileConfig make_config() {
   }
   return c;
 }
-
-class TileScope {
- public:
-  explicit TileScope(const TileConfig& config) { _tile_loadconfig(&config); }
-  ~TileScope() { _tile_release(); }
-  TileScope(const TileScope&) = delete;
-  TileScope& operator=(const TileScope&) = delete;
-};
 
 // The convention's step for one block and n tokens (C_lo and C_hi stored at lo and hi, token t's
 // 16 rows in row t): S = C_lo + 16 C_hi, M from the sums, acc = (acc + float(S) * (d_w * d_x)) -
