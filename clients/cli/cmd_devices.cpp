@@ -14,8 +14,7 @@ namespace {
 
 std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
-// Which integer kernels the CPU backend runs here (VKSTREAM_CPU_ISA chooses another level; amx
-// runs on request only, isa.h).
+// Which integer kernels the CPU backend runs here (VKSTREAM_CPU_ISA chooses a lower level, isa.h).
 std::string cpu_kernels_summary() {
   const cpuq::CpuIsa active = cpuq::active_isa(), detected = cpuq::detected_isa();
   std::string s = "CPU backend kernels: " + std::string(cpuq::isa_name(active));

@@ -103,15 +103,13 @@ std::vector<CpuIsa> runnable_isas() {
   return out;
 }
 
-CpuIsa default_isa() { return detected_isa() == CpuIsa::kAmx ? CpuIsa::kAvx512Vnni : detected_isa(); }
-
 CpuIsa active_isa() {
   static const CpuIsa chosen = [] {
     const CpuIsa best = detected_isa();
     const char* env = std::getenv("VKSTREAM_CPU_ISA");
-    if (env == nullptr || *env == '\0') return default_isa();
+    if (env == nullptr || *env == '\0') return best;
     const std::optional<CpuIsa> wanted = isa_from_name(env);
-    if (!wanted) return default_isa();  // an unknown name changes nothing
+    if (!wanted) return best;  // an unknown name changes nothing
     return static_cast<int>(*wanted) < static_cast<int>(best) ? *wanted : best;
   }();
   return chosen;

@@ -25,13 +25,10 @@ std::optional<CpuIsa> isa_from_name(std::string_view name);
 CpuIsa detected_isa();
 // Every level this CPU executes, lowest first (what tests compare).
 std::vector<CpuIsa> runnable_isas();
-// The level qmatmul uses when VKSTREAM_CPU_ISA names none: detected_isa(), but avx512vnni where
-// that is amx. The amx level runs on request only (VKSTREAM_CPU_ISA=amx) while it trades one
-// figure for another: its prefill is ~2x avx512vnni's and its batched decode of 8-16 sequences
-// 1.1-1.5x, but decode at batch 1 ~0.9x and steps of 2-6 tokens 0.83-0.99x.
-CpuIsa default_isa();
-// The level qmatmul uses: default_isa(), or VKSTREAM_CPU_ISA when it names a level this CPU
+// The level qmatmul uses: detected_isa(), or VKSTREAM_CPU_ISA when it names a level this CPU
 // executes (a higher one than the CPU has is lowered to detected_isa()). Read once per process.
+// amx is the default where the CPU has it: against avx512vnni its prefill is ~1.8x and its
+// batched decode of 8-16 sequences 1.0-1.3x, for decode at batch 1 at ~0.9x (docs/ARCHITECTURE.md).
 CpuIsa active_isa();
 
 }  // namespace vks::cpuq
