@@ -15,14 +15,11 @@
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/qmatmul.h"
 #include "engine/gguf/ggml_type.h"
+#include "tests/cpu/qmatmul_amx_checks.h"
 #include "tests/cpu/qmatmul_test_data.h"
 
 namespace vks::cpuq {
 namespace {
-
-#define SKIP_WITHOUT_AMX()                                                                        \
-  if (detected_isa() != CpuIsa::kAmx) GTEST_SKIP() << "this CPU has no AMX-INT8 (or the OS refuses " \
-                                                      "this process the tile state)"
 
 using test::Fill;
 using test::make_activations;
@@ -94,19 +91,8 @@ TEST(QmatmulAmx, EveryBatchGivesEachTokenItsBitsAlone) {
   constexpr size_t kRows = 23, kCols = 32 * 7, kMaxTokens = 40;
   for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
     const Matrix m = make_matrix(type, kRows, kCols, Fill::kRandom, 3);
-    const std::vector<float> x = make_activations(kMaxTokens, kCols, Fill::kRandom, 4);
-    std::vector<float> alone(kMaxTokens * kRows);
-    for (size_t t = 0; t < kMaxTokens; ++t) {
-      qmatmul(m.ref(), x.data() + t * kCols, 1, alone.data() + t * kRows, nullptr, CpuIsa::kAmx);
-    }
-    for (size_t n = 1; n <= kMaxTokens; ++n) {
-      for (size_t first : {size_t{0}, kMaxTokens - n}) {
-        std::vector<float> y(n * kRows, -1.0f);
-        qmatmul(m.ref(), x.data() + first * kCols, n, y.data(), nullptr, CpuIsa::kAmx);
-        ASSERT_EQ(0, std::memcmp(y.data(), alone.data() + first * kRows, y.size() * sizeof(float)))
-            << label(type) << " tokens " << n << " first " << first;
-      }
-    }
+    test::expect_batches_give_each_token_its_bits_alone(
+        m.ref(), make_activations(kMaxTokens, kCols, Fill::kRandom, 4), kMaxTokens, label(type));
   }
 }
 
@@ -115,7 +101,6 @@ TEST(QmatmulAmx, EveryBatchGivesEachTokenItsBitsAlone) {
 TEST(QmatmulAmx, RowSplitsAndThreadsGiveTheSameBits) {
   SKIP_WITHOUT_AMX();
   constexpr size_t kRows = 2 * kQmatmulRowsPerItem + 23, kCols = 32 * 9;
-  ThreadPool pool2(2);
   for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
     const Matrix m = make_matrix(type, kRows, kCols, Fill::kRandom, 11);
     const TensorRef w = m.ref();
@@ -125,25 +110,7 @@ TEST(QmatmulAmx, RowSplitsAndThreadsGiveTheSameBits) {
       qmatmul(w, x.data(), n_tokens, whole.data(), nullptr, CpuIsa::kAmx);
       const std::vector<float> want = block_sums_reference(m, x.data(), n_tokens);
       ASSERT_EQ(0, std::memcmp(whole.data(), want.data(), whole.size() * sizeof(float))) << label(type);
-      const size_t cuts[][2] = {{0, 5}, {5, 18}, {23, kQmatmulRowsPerItem + 1}, {kQmatmulRowsPerItem + 24, kRows - kQmatmulRowsPerItem - 24}};
-      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
-        std::vector<std::vector<float>> got(std::size(cuts));
-        std::vector<MatmulJob> jobs;
-        for (size_t j = 0; j < std::size(cuts); ++j) {
-          got[j].assign(n_tokens * cuts[j][1], -1.0f);
-          jobs.push_back({&w, cuts[j][0], cuts[j][1], x.data(), n_tokens, got[j].data()});
-        }
-        QmatmulScratch scratch;
-        qmatmul_jobs(jobs.data(), jobs.size(), pool, CpuIsa::kAmx, scratch);
-        for (size_t j = 0; j < std::size(cuts); ++j) {
-          for (size_t t = 0; t < n_tokens; ++t) {
-            ASSERT_EQ(0, std::memcmp(got[j].data() + t * cuts[j][1], whole.data() + t * kRows + cuts[j][0],
-                                     cuts[j][1] * sizeof(float)))
-                << label(type) << " rows from " << cuts[j][0] << " tokens " << n_tokens << " token " << t
-                << " threads " << (pool ? pool->size() : 1);
-          }
-        }
-      }
+      test::expect_row_slices_give_the_whole_bits(w, x.data(), n_tokens, whole, label(type));
     }
   }
 }
