@@ -119,28 +119,21 @@ class Mapping {
 
   std::span<const uint8_t> bytes() const { return {static_cast<const uint8_t*>(addr_), size_}; }
 
+  // Moves once; a move that did not happen is tried again on the next call.
   MemoryMove move_into_memory() {
-    MemoryMove done;
     if (addr_ == nullptr) {
-      done.why_not = "the model is not a mapped file";
-      return done;
+      MemoryMove none;
+      none.why_not = "the model is not a mapped file";
+      return none;
     }
-    if (in_memory_) {
-      done.moved = true;
-      done.huge_pages = huge_pages_;
-      return done;
-    }
-    MemoryMove m = move_mapping_into_memory(addr_, size_);
-    in_memory_ = m.moved;
-    huge_pages_ = m.huge_pages;
-    return m;
+    if (!moved_.moved) moved_ = move_mapping_into_memory(addr_, size_);
+    return moved_;
   }
 
  private:
   void* addr_ = nullptr;
   size_t size_ = 0;
-  bool in_memory_ = false;
-  bool huge_pages_ = false;
+  MemoryMove moved_;  // the last move's outcome
 };
 
 }  // namespace
