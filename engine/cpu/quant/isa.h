@@ -28,7 +28,8 @@ std::vector<CpuIsa> runnable_isas();
 // The level qmatmul uses: detected_isa(), or VKSTREAM_CPU_ISA when it names a level this CPU
 // executes (a higher one than the CPU has is lowered to detected_isa()). Read once per process.
 // amx is the default where the CPU has it: against avx512vnni its prefill is ~1.8x and its
-// batched decode of 8-16 sequences 1.0-1.3x, for decode at batch 1 at ~0.9x (docs/ARCHITECTURE.md).
+// batched decode of 8-16 sequences 0.96-1.4x, for decode at batch 1 at 0.89-1.05x
+// (docs/ARCHITECTURE.md).
 CpuIsa active_isa();
 
 }  // namespace vks::cpuq
