@@ -65,6 +65,7 @@ template <class Rows>
                                                 const AttentionParams& p, size_t h0, size_t g, float* scores) {
   const size_t head_dim = p.head_dim;
   for (size_t t = 0; t < n_ctx; ++t) {
+    if (t + kPrefetchAhead < n_ctx) rows.prefetch(t + kPrefetchAhead, kv_offset);
     const float* kt = rows.key(t, kv_offset);
     size_t j = 0;
     for (; j + 4 <= g; j += 4) {
