@@ -40,12 +40,12 @@ template <int kLocality>
   for (size_t at = 0; at < n; at += 64) __builtin_prefetch(static_cast<const char*>(p) + at, 0, kLocality);
 }
 
-// std::max(...std::max(std::max(init, s[0]), s[1])..., s[n - 1]) eight lanes at a time (one
-// chain of comparisons held every score up). The same value: a maximum rounds nothing, and a NaN
-// score is passed over in every lane as in one (m < NaN is false; a NaN init stays). Only which of
-// +0 and -0 wins may differ, and neither s - max nor sink - max tells them apart (x - 0 == x - -0
-// but for x = -0, and exp(-0) == exp(+0)).
-[[gnu::always_inline]] inline float max_in_order(const float* s, size_t n, float init) {
+// A head's maximum score, std::max(...std::max(std::max(init, s[0]), s[1])..., s[n - 1]), eight
+// lanes at a time (one chain of comparisons held every score up). The same value: a maximum rounds
+// nothing, and a NaN score is passed over in every lane as in one (m < NaN is false; a NaN init
+// stays). Only which of +0 and -0 wins may differ, and neither s - max nor sink - max tells them
+// apart (x - 0 == x - -0 but for x = -0, and exp(-0) == exp(+0)).
+[[gnu::always_inline]] inline float max_score_of(const float* s, size_t n, float init) {
   Lanes m;
   for (size_t j = 0; j < kLanes; ++j) m[j] = init;
   size_t t = 0;
@@ -128,7 +128,7 @@ template <bool kWide, class Rows>
   for (size_t j = 0; j < g; ++j) {
     float* s = scores + j * n_ctx;
     const float* sink = p.sinks != nullptr ? &p.sinks[h0 + j] : nullptr;
-    const float max_score = max_in_order(s, n_ctx, sink != nullptr ? *sink : -INFINITY);
+    const float max_score = max_score_of(s, n_ctx, sink != nullptr ? *sink : -INFINITY);
     sums[j] = softmax_in_place(s, n_ctx, max_score, sink);
     std::fill(out + (h0 + j) * head_dim, out + (h0 + j + 1) * head_dim, 0.0f);
   }
