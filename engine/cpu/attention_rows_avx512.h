@@ -36,7 +36,9 @@ using Lanes16 = float __attribute__((vector_size(16 * sizeof(float))));
 // combine_lanes of both halves of four registers a, b, c, d (eight sums), the same additions:
 // ((l0 + l4) + (l1 + l5)) + ((l2 + l6) + (l3 + l7)). Register u's half s lands in lane
 // pair_lane(u, s).
-[[gnu::always_inline]] inline constexpr size_t pair_lane(size_t u, size_t s) { return (u % 2) * 8 + s * 4 + (u / 2) * 2; }
+[[gnu::always_inline]] inline constexpr size_t pair_lane(size_t u, size_t s) {
+  return (u % 2) * 8 + s * 4 + (u / 2) * 2;
+}
 [[gnu::always_inline]] inline Lanes16 combine_pairs_x4(Lanes16 a, Lanes16 b, Lanes16 c, Lanes16 d) {
   // A register's quarters are [t: l0-l3 | t: l4-l7 | t+1: l0-l3 | t+1: l4-l7]; x_i = l_i + l_(i+4)
   // gives quarters [a t | a t+1 | b t | b t+1] of (x0, x1, x2, x3), likewise for c and d.
@@ -66,8 +68,8 @@ using Lanes16 = float __attribute__((vector_size(16 * sizeof(float))));
 // same row twice for a lone position); q2: those heads' duplicate_steps. H registers' additions
 // advance together.
 template <size_t H>
-[[gnu::always_inline]] inline void dot_pairs(const float* q2, const float* q, const float* k0, const float* k1, size_t n,
-                                             float (&out)[H][2]) {
+[[gnu::always_inline]] inline void dot_pairs(const float* q2, const float* q, const float* k0, const float* k1,
+                                             size_t n, float (&out)[H][2]) {
   static_assert(H == 1 || H % 4 == 0);
   Lanes16 acc[H] = {};
   const size_t body = n - n % kLanes;

@@ -166,7 +166,8 @@ float softmax_in_place(float* scores, size_t n, float max_score, const float* si
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
                const AttentionParams& p) {
   const size_t kv_dim = p.kv_stride != 0 ? p.kv_stride : p.n_kv_heads * p.head_dim;
-  attention_rows(out, q, n_ctx, p, fastest_attend_level(), [&](size_t t) { return std::pair{keys + t * kv_dim, values + t * kv_dim}; });
+  attention_rows(out, q, n_ctx, p, fastest_attend_level(),
+                 [&](size_t t) { return std::pair{keys + t * kv_dim, values + t * kv_dim}; });
 }
 
 void attention_paged(float* out, const float* q, const float* key_pool, const float* value_pool,
