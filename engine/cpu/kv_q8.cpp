@@ -44,6 +44,13 @@ struct Q8Rows {
     }
     return row;
   }
+  [[gnu::always_inline]] void prefetch(size_t t, size_t kv_offset) const {
+    const size_t at = slots[t] * stride + kv_offset;
+    ref::rows::prefetch_bytes<3>(key_q + at, head_dim);
+    ref::rows::prefetch_bytes<3>(key_scales + at / kKvQ8Block, head_dim / kKvQ8Block * sizeof(float));
+    ref::rows::prefetch_bytes<2>(value_q + at, head_dim);
+    ref::rows::prefetch_bytes<2>(value_scales + at / kKvQ8Block, head_dim / kKvQ8Block * sizeof(float));
+  }
   [[gnu::always_inline]] const float* key(size_t t, size_t kv_offset) { return decode(key_q, key_scales, t, kv_offset); }
   [[gnu::always_inline]] const float* value(size_t t, size_t kv_offset) {
     return decode(value_q, value_scales, t, kv_offset);
@@ -54,7 +61,8 @@ struct Q8Rows {
 
 void attention_paged_q8(float* out, const float* q, const int8_t* key_q, const float* key_scales,
                         const int8_t* value_q, const float* value_scales, std::span<const int32_t> block_table,
-                        size_t block_size, size_t first, size_t n_ctx, size_t stride, const ref::AttentionParams& p) {
+                        size_t block_size, size_t first, size_t n_ctx, size_t stride, const ref::AttentionParams& p,
+                        ref::AttendLevel level) {
   thread_local std::vector<size_t> slots;  // per thread: no allocation per call at long contexts
   thread_local std::vector<float> rows;
   if (slots.size() < n_ctx) slots.resize(n_ctx);
@@ -64,7 +72,7 @@ void attention_paged_q8(float* out, const float* q, const int8_t* key_q, const f
     slots[t] = static_cast<size_t>(block_table[pos / block_size]) * block_size + pos % block_size;
   }
   Q8Rows reader{key_q, key_scales, value_q, value_scales, slots.data(), stride, p.head_dim, rows.data()};
-  ref::rows::attend(out, q, n_ctx, p, reader);
+  ref::rows::attend(out, q, n_ctx, p, reader, level);
 }
 
 }  // namespace vks::cpu

@@ -19,8 +19,10 @@ void quantize_kv_q8(const float* x, size_t n, int8_t* q, float* scales);
 // ref::attention_paged over Q8_0 pools, giving the bits of ref::attention_paged over the decoded
 // values (value * block scale): a slot's row is `stride` int8 values (stride / 32 scales),
 // rows of positions [first, first + n_ctx) through block_table. head_dim must be a multiple of 32.
+// level: as ref::attention_paged's.
 void attention_paged_q8(float* out, const float* q, const int8_t* key_q, const float* key_scales,
                         const int8_t* value_q, const float* value_scales, std::span<const int32_t> block_table,
-                        size_t block_size, size_t first, size_t n_ctx, size_t stride, const ref::AttentionParams& p);
+                        size_t block_size, size_t first, size_t n_ctx, size_t stride, const ref::AttentionParams& p,
+                        ref::AttendLevel level = ref::fastest_attend_level());
 
 }  // namespace vks::cpu

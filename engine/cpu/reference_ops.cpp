@@ -128,20 +128,27 @@ struct FloatRows {
   std::vector<const float*>& values;
   [[gnu::always_inline]] const float* key(size_t t, size_t kv_offset) const { return keys[t] + kv_offset; }
   [[gnu::always_inline]] const float* value(size_t t, size_t kv_offset) const { return values[t] + kv_offset; }
+  // The value row waits in L2 for the pass over values that follows the scores.
+  [[gnu::always_inline]] void prefetch(size_t t, size_t kv_offset) const {
+    rows::prefetch_bytes<3>(keys[t] + kv_offset, head_dim * sizeof(float));
+    rows::prefetch_bytes<2>(values[t] + kv_offset, head_dim * sizeof(float));
+  }
+  size_t head_dim;
 };
 
 // attention() over rows found by row(t) (the key and value rows of visible position t): one loop
 // order for contiguous and paged caches, so both give the same bits.
 template <typename RowOf>
-void attention_rows(float* out, const float* q, size_t n_ctx, const AttentionParams& p, RowOf row) {
+void attention_rows(float* out, const float* q, size_t n_ctx, const AttentionParams& p, AttendLevel level,
+                    RowOf row) {
   thread_local std::vector<const float*> keys, values;  // per thread: no allocation per call
   if (keys.size() < n_ctx) {
     keys.resize(n_ctx);
     values.resize(n_ctx);
   }
   for (size_t t = 0; t < n_ctx; ++t) std::tie(keys[t], values[t]) = row(t);
-  FloatRows rows{keys, values};
-  rows::attend(out, q, n_ctx, p, rows);
+  FloatRows rows{keys, values, p.head_dim};
+  rows::attend(out, q, n_ctx, p, rows, level);
 }
 
 }  // namespace
@@ -159,13 +166,14 @@ float softmax_in_place(float* scores, size_t n, float max_score, const float* si
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
                const AttentionParams& p) {
   const size_t kv_dim = p.kv_stride != 0 ? p.kv_stride : p.n_kv_heads * p.head_dim;
-  attention_rows(out, q, n_ctx, p, [&](size_t t) { return std::pair{keys + t * kv_dim, values + t * kv_dim}; });
+  attention_rows(out, q, n_ctx, p, fastest_attend_level(),
+                 [&](size_t t) { return std::pair{keys + t * kv_dim, values + t * kv_dim}; });
 }
 
 void attention_paged(float* out, const float* q, const float* key_pool, const float* value_pool,
                      std::span<const int32_t> block_table, size_t block_size, size_t first, size_t n_ctx,
-                     size_t stride, const AttentionParams& p) {
-  attention_rows(out, q, n_ctx, p, [&](size_t t) {
+                     size_t stride, const AttentionParams& p, AttendLevel level) {
+  attention_rows(out, q, n_ctx, p, level, [&](size_t t) {
     const size_t pos = first + t;
     const size_t slot = static_cast<size_t>(block_table[pos / block_size]) * block_size + pos % block_size;
     return std::pair{key_pool + slot * stride, value_pool + slot * stride};

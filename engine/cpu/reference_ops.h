@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/cpu/attention_level.h"
 #include "engine/model/llama_model.h"
 
 namespace vks {
@@ -101,10 +102,11 @@ inline float attention_score(float dot, const AttentionParams& p) {
 float softmax_in_place(float* scores, size_t n, float max_score, const float* sink);
 // The same over a paged pool ([num_blocks * block_size] rows `stride` floats apart): the rows of
 // positions [first, first + n_ctx) through block_table, read in place, in attention()'s order (the
-// same bits as gathering them first).
+// same bits as gathering them first). level: the loop's instruction set (every level gives the same
+// bits; tests compare them), lowered to the highest this CPU executes.
 void attention_paged(float* out, const float* q, const float* key_pool, const float* value_pool,
                      std::span<const int32_t> block_table, size_t block_size, size_t first, size_t n_ctx,
-                     size_t stride, const AttentionParams& p);
+                     size_t stride, const AttentionParams& p, AttendLevel level = fastest_attend_level());
 // Scale 1/sqrt(head_dim), no soft-cap or sinks.
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx, size_t n_heads,
                size_t n_kv_heads, size_t head_dim);
