@@ -446,8 +446,8 @@ void few_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* 
   }
 }
 
-// From kTileFrom tokens every token tile, the last padded (the tiles qmatmul prepares: add_amx_kquant_kernels'
-// thresholds).
+// From kTileFrom tokens every token tile, the last padded (the tiles qmatmul prepares: the
+// thresholds in add_amx_kquant_kernels).
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
           const uint8_t* prepared, size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
   if (n_tokens >= static_cast<size_t>(kTileFrom)) {

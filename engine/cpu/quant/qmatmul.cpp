@@ -167,8 +167,8 @@ size_t tiles_read(const JobPlan& p) {
 // Whether b can read the tiles a prepared: the same activations, prepared the same way, and at
 // least the tiles b reads.
 bool same_tiles(const JobPlan& a, const JobPlan& b) {
-  return a.act_offset == b.act_offset && a.prepared.prepare == b.prepared.prepare && a.prepared.bytes == b.prepared.bytes &&
-         a.n_prepared >= b.n_prepared;
+  return a.act_offset == b.act_offset && a.prepared.prepare == b.prepared.prepare &&
+         a.prepared.bytes == b.prepared.bytes && a.n_prepared >= b.n_prepared;
 }
 
 size_t round_up_64(size_t bytes) { return (bytes + 63) / 64 * 64; }
