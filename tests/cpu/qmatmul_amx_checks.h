@@ -4,6 +4,7 @@
 // must get the bits it gets alone.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 #include <string>
@@ -12,6 +13,7 @@
 #include "engine/common/thread_pool.h"
 #include "engine/cpu/quant/isa.h"
 #include "engine/cpu/quant/qmatmul.h"
+#include "tests/cpu/qmatmul_test_data.h"
 
 #define SKIP_WITHOUT_AMX()                                                                        \
   if (vks::cpuq::detected_isa() != vks::cpuq::CpuIsa::kAmx)                                      \
@@ -63,6 +65,56 @@ inline void expect_row_slices_give_the_whole_bits(const TensorRef& w, const floa
                                  cuts[j][1] * sizeof(float)))
             << what << " rows from " << cuts[j][0] << " tokens " << n_tokens << " token " << t << " threads "
             << (pool ? pool->size() : 1);
+      }
+    }
+  }
+}
+
+// The tiles a call prepares once for all its work items (kernels.h's PreparedKernel), read by every
+// item at its tokens' offset: n_tokens x 200 rows (four row items, the last of 8 rows), so more
+// than one item of 128 tokens where n_tokens > 128. In one qmatmul_jobs call, with 1 and 2 threads,
+// jobs 0 and 1 (matrices a and b, as gate and up: the same x, one quantization and one preparation)
+// and job 2 (a again, with other activations) give reference(m, x, n)'s bits (a plain
+// implementation of the level's convention); and the same three products in calls of `piece`
+// tokens give the one call's bits.
+template <class Reference>
+void expect_items_read_their_prepared_tiles(const Matrix& a, const Matrix& b, size_t n_tokens, size_t piece,
+                                            const Reference& reference, const std::string& what) {
+  constexpr size_t kRows = 200;
+  ASSERT_EQ(a.rows, kRows);
+  ASSERT_EQ(b.rows, kRows);
+  ASSERT_EQ(a.cols, b.cols);
+  const size_t cols = a.cols;
+  const std::vector<float> x = make_activations(n_tokens, cols, Fill::kRandom, static_cast<uint32_t>(n_tokens));
+  const std::vector<float> x2 = make_activations(n_tokens, cols, Fill::kRandom, static_cast<uint32_t>(n_tokens + 1));
+  const TensorRef wa = a.ref(), wb = b.ref();
+  const std::vector<float> want[] = {reference(a, x.data(), n_tokens), reference(b, x.data(), n_tokens),
+                                     reference(a, x2.data(), n_tokens)};
+  // The three products of tokens [t0, t0 + n) of x and x2 in one call; y[j] holds all n_tokens.
+  const auto call = [&](size_t t0, size_t n, ThreadPool* pool, QmatmulScratch& scratch, std::vector<float>* y) {
+    const MatmulJob jobs[] = {{&wa, 0, kRows, x.data() + t0 * cols, n, y[0].data() + t0 * kRows},
+                              {&wb, 0, kRows, x.data() + t0 * cols, n, y[1].data() + t0 * kRows},
+                              {&wa, 0, kRows, x2.data() + t0 * cols, n, y[2].data() + t0 * kRows}};
+    qmatmul_jobs(jobs, std::size(jobs), pool, CpuIsa::kAmx, scratch);
+  };
+  ThreadPool pool2(2);
+  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
+    const std::string where = what + " tokens " + std::to_string(n_tokens) + " threads " +
+                              std::to_string(pool != nullptr ? pool->size() : 1);
+    QmatmulScratch scratch;
+    std::vector<float> whole[3], pieces[3];
+    for (size_t j = 0; j < 3; ++j) {
+      whole[j].assign(n_tokens * kRows, -1.0f);
+      pieces[j].assign(n_tokens * kRows, -2.0f);
+    }
+    call(0, n_tokens, pool, scratch, whole);
+    for (size_t t0 = 0; t0 < n_tokens; t0 += piece) call(t0, std::min(piece, n_tokens - t0), pool, scratch, pieces);
+    for (size_t j = 0; j < 3; ++j) {
+      for (size_t t = 0; t < n_tokens; ++t) {
+        ASSERT_EQ(0, std::memcmp(whole[j].data() + t * kRows, want[j].data() + t * kRows, kRows * sizeof(float)))
+            << where << " job " << j << " token " << t;
+        ASSERT_EQ(0, std::memcmp(pieces[j].data() + t * kRows, whole[j].data() + t * kRows, kRows * sizeof(float)))
+            << where << " job " << j << " token " << t << " in calls of " << piece;
       }
     }
   }

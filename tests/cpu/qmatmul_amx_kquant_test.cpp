@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -153,6 +154,51 @@ TEST(QmatmulAmxKquant, RowSplitsAndThreadsGiveTheSameBits) {
     const std::vector<float> want = kblock_sums_reference(m, x.data(), n_tokens);
     ASSERT_EQ(0, std::memcmp(whole.data(), want.data(), whole.size() * sizeof(float))) << "tokens " << n_tokens;
     test::expect_row_slices_give_the_whole_bits(w, x.data(), n_tokens, whole, "q4_K");
+  }
+}
+
+// The tiles qmatmul prepares once per call (each tile's sums, and the last tile's padded copy),
+// each work item reading its tokens' part: 200 rows (four row items) x token counts with more than
+// one 128-token item and every kind of last tile: 13 (a tail tile alone), 29 (a tile and a tail of
+// 13), 138 (the second item's 10 tokens by the vector path, no tile prepared for them), 141 and 143
+// (the second item a tail of 13 or 15 alone), 150 and 300 (tails of 6 and 12, padded); two jobs
+// sharing activations and one not, 1 and 2 threads, and calls of 16 and 45 tokens.
+TEST(QmatmulAmxKquant, WorkItemsReadTheTilesPreparedOncePerCall) {
+  SKIP_WITHOUT_AMX();
+  const Matrix a = make_matrix(GgmlType::kQ4_K, 200, 256 * 2, Fill::kRandom, 21);
+  const Matrix b = raw_q4_k(200, 256 * 2, Raw::kRandom, 22);
+  for (size_t n_tokens : {13u, 29u, 138u, 141u, 143u, 150u, 300u}) {
+    for (size_t piece : {16u, 45u}) {
+      test::expect_items_read_their_prepared_tiles(a, b, n_tokens, piece, kblock_sums_reference, "q4_K");
+    }
+  }
+}
+
+// Q|K|V of a Q4_K_M file: Q6_K's V between two Q4_K matrices, all three reading the same quantized
+// activations; the Q4_K jobs share one preparation across the job without tiles.
+TEST(QmatmulAmxKquant, JobsShareTheirTilesAcrossAJobWithout) {
+  SKIP_WITHOUT_AMX();
+  constexpr size_t kRows = 200, kCols = 256 * 2;
+  const Matrix q = make_matrix(GgmlType::kQ4_K, kRows, kCols, Fill::kRandom, 31);
+  const Matrix v = make_matrix(GgmlType::kQ6_K, kRows, kCols, Fill::kRandom, 32);
+  const Matrix k = make_matrix(GgmlType::kQ4_K, kRows, kCols, Fill::kRandom, 33);
+  const TensorRef wq = q.ref(), wv = v.ref(), wk = k.ref();
+  for (size_t n_tokens : {29u, 141u, 150u}) {
+    const std::vector<float> x = make_activations(n_tokens, kCols, Fill::kRandom, 34);
+    std::vector<float> y[3], v_alone(n_tokens * kRows);
+    for (std::vector<float>& out : y) out.assign(n_tokens * kRows, -1.0f);
+    const MatmulJob jobs[] = {{&wq, 0, kRows, x.data(), n_tokens, y[0].data()},
+                              {&wv, 0, kRows, x.data(), n_tokens, y[1].data()},
+                              {&wk, 0, kRows, x.data(), n_tokens, y[2].data()}};
+    QmatmulScratch scratch;
+    qmatmul_jobs(jobs, std::size(jobs), nullptr, CpuIsa::kAmx, scratch);
+    qmatmul(wv, x.data(), n_tokens, v_alone.data(), nullptr, CpuIsa::kAmx);
+    const std::vector<float> want_q = kblock_sums_reference(q, x.data(), n_tokens);
+    const std::vector<float> want_k = kblock_sums_reference(k, x.data(), n_tokens);
+    const size_t bytes = n_tokens * kRows * sizeof(float);
+    EXPECT_EQ(0, std::memcmp(y[0].data(), want_q.data(), bytes)) << "q, tokens " << n_tokens;
+    EXPECT_EQ(0, std::memcmp(y[1].data(), v_alone.data(), bytes)) << "v, tokens " << n_tokens;
+    EXPECT_EQ(0, std::memcmp(y[2].data(), want_k.data(), bytes)) << "k, tokens " << n_tokens;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -111,6 +112,57 @@ TEST(QmatmulAmx, RowSplitsAndThreadsGiveTheSameBits) {
       const std::vector<float> want = block_sums_reference(m, x.data(), n_tokens);
       ASSERT_EQ(0, std::memcmp(whole.data(), want.data(), whole.size() * sizeof(float))) << label(type);
       test::expect_row_slices_give_the_whole_bits(w, x.data(), n_tokens, whole, label(type));
+    }
+  }
+}
+
+// The tiles qmatmul prepares once per call (kernels.h's PreparedKernel), each work item reading its
+// tokens' part: 200 rows (four row items) x token counts with more than one 128-token item and
+// every kind of last tile: 13 (a tail tile alone), 29 (a tile and a tiled tail of 13), 138 (Q8_0
+// tiles the second item's 10 tokens, Q4_0 does not), 141 and 143 (the second item a tiled tail of
+// 13 or 15 alone), 150 and 300 (tails of 6 and 12 by the few-token path, Q8_0 tiling the 12);
+// two jobs sharing activations and one not, 1 and 2 threads, and calls of 16 and 45 tokens.
+TEST(QmatmulAmx, WorkItemsReadTheTilesPreparedOncePerCall) {
+  SKIP_WITHOUT_AMX();
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
+    const Matrix a = make_matrix(type, 200, 32 * 5, Fill::kRandom, 21);
+    const Matrix b = make_matrix(type, 200, 32 * 5, Fill::kRandom, 22);
+    for (size_t n_tokens : {13u, 29u, 138u, 141u, 143u, 150u, 300u}) {
+      for (size_t piece : {16u, 45u}) {
+        test::expect_items_read_their_prepared_tiles(a, b, n_tokens, piece, block_sums_reference, label(type));
+      }
+    }
+  }
+}
+
+// Q4_0 and Q8_0 tiles have one layout, so jobs of either type reading the same activations share
+// one preparation where it holds every tile the job reads: Q8_0 tiles a last tile from 10 tokens,
+// Q4_0 from 13, so with a tail of 10..12 (27 and 138 tokens) the first Q8_0 job prepares its own
+// tiles after the first Q4_0 job's, and the jobs after it share the Q8_0 job's.
+TEST(QmatmulAmx, JobsOfBothTypesShareTheirTilesWhereTheyCan) {
+  SKIP_WITHOUT_AMX();
+  constexpr size_t kRows = 200, kCols = 32 * 5;
+  const Matrix m[] = {make_matrix(GgmlType::kQ4_0, kRows, kCols, Fill::kRandom, 41),
+                      make_matrix(GgmlType::kQ8_0, kRows, kCols, Fill::kRandom, 42),
+                      make_matrix(GgmlType::kQ4_0, kRows, kCols, Fill::kRandom, 43),
+                      make_matrix(GgmlType::kQ8_0, kRows, kCols, Fill::kRandom, 44)};
+  for (size_t n_tokens : {27u, 138u, 141u}) {
+    const std::vector<float> x = make_activations(n_tokens, kCols, Fill::kRandom, 45);
+    std::vector<float> y[std::size(m)];
+    std::vector<TensorRef> w;
+    std::vector<MatmulJob> jobs;
+    for (size_t j = 0; j < std::size(m); ++j) {
+      y[j].assign(n_tokens * kRows, -1.0f);
+      w.push_back(m[j].ref());
+    }
+    for (size_t j = 0; j < std::size(m); ++j) jobs.push_back({&w[j], 0, kRows, x.data(), n_tokens, y[j].data()});
+    ThreadPool pool2(2);
+    QmatmulScratch scratch;
+    qmatmul_jobs(jobs.data(), jobs.size(), &pool2, CpuIsa::kAmx, scratch);
+    for (size_t j = 0; j < std::size(m); ++j) {
+      const std::vector<float> want = block_sums_reference(m[j], x.data(), n_tokens);
+      EXPECT_EQ(0, std::memcmp(y[j].data(), want.data(), want.size() * sizeof(float)))
+          << "job " << j << " (" << label(m[j].type) << ") tokens " << n_tokens;
     }
   }
 }

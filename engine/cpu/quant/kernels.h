@@ -40,6 +40,35 @@ namespace vks::cpuq {
 using GemmFn = void (*)(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
                         size_t n_tokens, size_t n_blocks, float* y, size_t y_stride);
 
+// A kernel whose tiles read the activations in a layout of its own (the amx level's) gets them
+// prepared once per qmatmul call, after quantization and before the work items run, rather than
+// once per work item: a 2048-row matrix is 32 items of 64 rows, each of which would rearrange the
+// same tokens. Tile j is tokens [16 j, 16 j + 16) of a product's activations (fewer in the last);
+// a work item starts at a multiple of 16 tokens, so its tiles are whole tiles of the product's.
+inline constexpr size_t kPreparedTileTokens = 16;
+
+// Prepares one tile: tokens [0, n_tokens) (1..16) of act, n_blocks blocks each, into out (64-byte
+// aligned, prepared_bytes(16, n_blocks) bytes, or prepared_bytes(n_tokens, n_blocks) for a last
+// tile of fewer than 16 tokens).
+using PrepareTileFn = void (*)(const uint8_t* act, size_t act_stride, size_t n_tokens, size_t n_blocks, uint8_t* out);
+// The bytes of n_tokens tokens' tiles, a multiple of 64; tile j starts at bytes(16 j, n_blocks).
+using PreparedBytesFn = size_t (*)(size_t n_tokens, size_t n_blocks);
+// GemmFn's product reading its tiles from prepared (tile 0: tokens [0, 16) of act), null where the
+// call prepared none of the item's tiles (it reads none: see PreparedKernel's thresholds).
+using PreparedGemmFn = void (*)(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act,
+                                size_t act_stride, const uint8_t* prepared, size_t n_tokens, size_t n_blocks, float* y,
+                                size_t y_stride);
+struct PreparedKernel {
+  PreparedGemmFn gemm = nullptr;
+  PrepareTileFn prepare = nullptr;
+  PreparedBytesFn bytes = nullptr;
+  // The tiles the kernel reads, so that only those are prepared (none for a decode step): a work
+  // item of tiles_from tokens or more reads its whole tiles, and its last partial tile where that
+  // has tail_from tokens or more (1 <= both <= 16).
+  uint8_t tiles_from = 0;
+  uint8_t tail_from = 0;
+};
+
 // act_quant.h's quantizers; a level may compute them with its own instructions, to the same bits.
 struct ActQ8x32;
 struct ActQ8x256;
@@ -52,13 +81,15 @@ struct KernelTable {
   QuantizeQ8x32Fn quantize_q8x32 = nullptr;  // set by the scalar level
   QuantizeQ8x256Fn quantize_q8x256 = nullptr;
   GemmFn gemm[kMaxTypeId] = {};
+  // Where set (its gemm), the type's kernel instead of gemm's, with its activations prepared per call.
+  PreparedKernel prepared[kMaxTypeId] = {};
   // Where set, the kernel for one token (a decode step's matvec) instead of gemm's: a lower
   // level's one-row kernel reads memory as a single stream, which can beat a wider kernel that
   // reads several rows side by side (all give the same bits).
   GemmFn one_token[kMaxTypeId] = {};
   // Where set, the tokens of one qmatmul work item for this type (otherwise 64): a kernel that
   // prepares a row group's weights per call (the amx level unpacks them) prepares them once for
-  // more tokens. Any value gives the same bits.
+  // more tokens. Any value gives the same bits; a multiple of kPreparedTileTokens.
   uint16_t tokens_per_item[kMaxTypeId] = {};
 };
 

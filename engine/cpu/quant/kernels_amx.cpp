@@ -43,7 +43,7 @@ namespace {
 #include "engine/cpu/quant/amx_tiles.inc"
 
 constexpr size_t kGroupRows = 16;    // weight rows per tile (A's rows)
-constexpr size_t kTileTokens = 16;   // tokens per tile (C's columns) in the GEMM path
+constexpr size_t kTileTokens = kPreparedTileTokens;  // tokens per tile (C's columns) in the GEMM path
 constexpr size_t kUnpackedBlock = kGroupRows * 32;  // bytes of one block of a group, unpacked
 
 // Tiles 0 and 3: A (16 rows x 32 bytes); 1 and 4: B (8 rows of `tokens` x 4 bytes); 2 and 5: C
@@ -153,8 +153,10 @@ inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_
 // in registers (128-bit lane shuffles, then 4 x 4 transposes within lanes: nine gathers per block
 // took 8% of a prefill); tokens past n_valid are zero registers, not loads. (Masked loads with an
 // empty mask cost a microcode assist where the skipped address lies past the activations: a tile
-// of 5 tokens took 1.45x the time of a full one.)
-void gather_tokens(const uint8_t* act, size_t act_stride, size_t n_valid, size_t n_blocks, TokenBlock* out) {
+// of 5 tokens took 1.45x the time of a full one.) qmatmul runs it once per call and tile
+// (PreparedKernel): once per work item, it took 7% of a 16-sequence decode step.
+void gather_tokens(const uint8_t* act, size_t act_stride, size_t n_valid, size_t n_blocks, uint8_t* prepared) {
+  auto* out = reinterpret_cast<TokenBlock*>(prepared);
   alignas(64) int32_t d_index[16];
   __mmask16 d_valid = 0;
   for (size_t c = 0; c < 16; ++c) {
@@ -266,18 +268,18 @@ void tile_tokens(const ASource& a, const float* dw, const TokenBlock* x, size_t 
   }
 }
 
-thread_local QmatmulScratch t_weights;  // a group's unpacked blocks, then its scales
-thread_local QmatmulScratch t_tokens;   // the call's TokenBlocks
+// The bytes of n_tokens tokens' tiles: n_blocks TokenBlocks per tile.
+size_t token_block_bytes(size_t n_tokens, size_t n_blocks) {
+  return (n_tokens + kTileTokens - 1) / kTileTokens * n_blocks * sizeof(TokenBlock);
+}
 
+thread_local QmatmulScratch t_weights;  // a group's unpacked blocks, then its scales
+
+// x: the tiles' TokenBlocks, n_blocks per tile of 16 tokens (gather_tokens').
 template <class K>
-void gemm_tiles(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-                size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+void gemm_tiles(const uint8_t* w, size_t w_stride, size_t n_rows, const TokenBlock* x, size_t n_tokens,
+                size_t n_blocks, float* y, size_t y_stride) {
   const size_t n_tiles = (n_tokens + kTileTokens - 1) / kTileTokens;
-  auto* x = reinterpret_cast<TokenBlock*>(t_tokens.reserve(n_tiles * n_blocks * sizeof(TokenBlock)));
-  for (size_t j = 0; j < n_tiles; ++j) {
-    gather_tokens(act + j * kTileTokens * act_stride, act_stride, std::min(kTileTokens, n_tokens - j * kTileTokens),
-                  n_blocks, x + j * n_blocks);
-  }
   uint8_t* unpacked = t_weights.reserve(n_blocks * (kUnpackedBlock + 64));
   auto* dw = reinterpret_cast<float*>(unpacked + n_blocks * kUnpackedBlock);
   const TileConfig config = make_config(kTileTokens);
@@ -580,15 +582,17 @@ void few_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* 
   }
 }
 
-// Whole tiles of 16 tokens, and a last partial one where it has K::kTileFrom tokens or more; the
-// tokens left (fewer) by the few-token path, rather than a padded tile: 17 tokens cost a tile and
-// a matvec, not two tiles.
+// Whole tiles of 16 tokens, and a last partial one where it has K::kTileFrom tokens or more (the
+// tiles qmatmul prepares: tiled_kernel's thresholds); the tokens left (fewer) by the few-token
+// path, rather than a padded tile: 17 tokens cost a tile and a matvec, not two tiles.
 template <class K>
-void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tokens,
-          size_t n_blocks, float* y, size_t y_stride) {
+void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+          const uint8_t* prepared, size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
   const size_t rest = n_tokens % kTileTokens;
   const size_t tiled = rest >= K::kTileFrom ? n_tokens : n_tokens - rest;
-  if (tiled > 0) gemm_tiles<K>(w, w_stride, n_rows, act, act_stride, tiled, n_blocks, y, y_stride);
+  if (tiled > 0) {
+    gemm_tiles<K>(w, w_stride, n_rows, reinterpret_cast<const TokenBlock*>(prepared), tiled, n_blocks, y, y_stride);
+  }
   if (tiled < n_tokens) {
     few_up_to<K, K::kTileFrom - 1>(w, w_stride, n_rows, act + tiled * act_stride, act_stride, n_tokens - tiled,
                                    n_blocks, y + tiled * y_stride, y_stride);
@@ -598,14 +602,22 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 #undef VKS_TILE_LOAD
 #undef VKS_TILE_STORE
 
+template <class K>
+PreparedKernel tiled_kernel() {
+  return {gemm<K>, gather_tokens, token_block_bytes, K::kTileFrom, K::kTileFrom};
+}
+
 }  // namespace
 
 void add_amx_kernels(KernelTable& table) {
-  table.gemm[2] = gemm<Q4_0Amx>;
-  table.gemm[8] = gemm<Q8_0Amx>;
+  table.gemm[2] = table.gemm[8] = nullptr;  // the avx512vnni level's: these run prepared instead
+  table.prepared[2] = tiled_kernel<Q4_0Amx>();
+  table.prepared[8] = tiled_kernel<Q8_0Amx>();
   // 128 tokens per work item: a prefill of 128 unpacks each row group once (and reads it from
   // memory once) instead of twice.
-  table.tokens_per_item[2] = table.tokens_per_item[8] = 128;
+  constexpr uint16_t kItemTokens = 128;
+  static_assert(kItemTokens % kTileTokens == 0, "a work item's tiles are whole tiles of the call's");
+  table.tokens_per_item[2] = table.tokens_per_item[8] = kItemTokens;
   add_amx_kquant_kernels(table);
 }
 

@@ -43,7 +43,7 @@ namespace {
 
 constexpr size_t kBytes = 144;      // a Q4_K block: d, dmin, 12 scale bytes, 128 bytes of nibbles
 constexpr size_t kGroupRows = 16;   // weight rows per tile (B's and C's columns)
-constexpr size_t kTileTokens = 16;  // tokens per tile (A's and C's rows)
+constexpr size_t kTileTokens = kPreparedTileTokens;  // tokens per tile (A's and C's rows)
 // From this many tokens the tiles run: below it, preparing a row group's B costs more than the
 // vector products of its few tokens (vks_bench_cpu_kernels --sweep).
 constexpr int kTileFrom = 13;
@@ -125,13 +125,22 @@ void prepare_group(const uint8_t* g, size_t w_stride, size_t n_valid, size_t n_b
   }
 }
 
-// ---- the tokens: A straight from the activations ----
+// ---- the tokens: A straight from the activations, their sums prepared once per call ----
 
 // Each token's sub-block sums as int16 pairs (bs_2i | bs_2i+1 << 16, bs_j the sum of sub-block j's
 // 32 activations), per token and block.
 struct alignas(16) SumPairs {
   int32_t v[4];
 };
+
+// A tile's prepared part (qmatmul runs prepare_tile once per call and tile: PreparedKernel): its
+// tokens' SumPairs, [token][block], and for a last tile of fewer than 16 tokens a copy of their
+// activations padded with zero tokens (a tile load reads all 16 rows), n_blocks ActQ8x256 apart.
+size_t pairs_bytes(size_t n_blocks) { return kTileTokens * n_blocks * sizeof(SumPairs); }
+size_t prepared_bytes(size_t n_tokens, size_t n_blocks) {
+  const size_t tail_copy = n_tokens % kTileTokens != 0 ? kTileTokens * n_blocks * sizeof(ActQ8x256) : 0;
+  return (n_tokens + kTileTokens - 1) / kTileTokens * pairs_bytes(n_blocks) + tail_copy;
+}
 
 void sum_pairs(const uint8_t* act, size_t act_stride, size_t n_tokens, size_t n_blocks, SumPairs* out) {
   const __m256i ones = _mm256_set1_epi16(1);
@@ -144,6 +153,15 @@ void sum_pairs(const uint8_t* act, size_t act_stride, size_t n_tokens, size_t n_
       _mm_store_si128(reinterpret_cast<__m128i*>(out[t * n_blocks + b].v), pairs);
     }
   }
+}
+
+void prepare_tile(const uint8_t* act, size_t act_stride, size_t n_tokens, size_t n_blocks, uint8_t* out) {
+  sum_pairs(act, act_stride, n_tokens, n_blocks, reinterpret_cast<SumPairs*>(out));
+  if (n_tokens == kTileTokens) return;
+  uint8_t* copy = out + pairs_bytes(n_blocks);
+  const size_t row_bytes = n_blocks * sizeof(ActQ8x256);
+  for (size_t t = 0; t < n_tokens; ++t) std::memcpy(copy + t * row_bytes, act + t * act_stride, row_bytes);
+  std::memset(copy + n_tokens * row_bytes, 0, (kTileTokens - n_tokens) * row_bytes);
 }
 
 // ---- the tiles: 16 tokens x 16 rows, two row groups per pass ----
@@ -183,31 +201,18 @@ inline void finish_block(const int32_t* lo, const int32_t* hi, const GroupBlock&
 }
 
 thread_local QmatmulScratch t_weights;  // a group's GroupBlocks
-thread_local QmatmulScratch t_pairs;    // the call's SumPairs
-thread_local QmatmulScratch t_tail;     // the last token tile's activations, padded to 16 tokens
 thread_local QmatmulScratch t_acc;      // the accumulators of a group: 16 floats per token
 
+// prepared: the tiles' parts (prepare_tile's), tile 0 first.
 void gemm_tiles(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-                size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+                const uint8_t* prepared, size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
   const size_t n_tiles = (n_tokens + kTileTokens - 1) / kTileTokens;
-  auto* pairs = reinterpret_cast<SumPairs*>(t_pairs.reserve(n_tokens * n_blocks * sizeof(SumPairs)));
-  sum_pairs(act, act_stride, n_tokens, n_blocks, pairs);
+  const auto* pairs = reinterpret_cast<const SumPairs*>(prepared);
   // Token tile j's A rows are its tokens' activations in place, act_stride apart; a last tile of
-  // fewer than 16 tokens reads a copy padded with zeros (a tile load reads all 16 rows).
+  // fewer than 16 tokens reads its padded copy.
   const size_t tail_tokens = n_tokens % kTileTokens, row_bytes = n_blocks * sizeof(ActQ8x256);
-  const uint8_t* tail = nullptr;
-  if (tail_tokens != 0) {
-    uint8_t* copy = t_tail.reserve(kTileTokens * row_bytes);
-    const uint8_t* from = act + (n_tokens - tail_tokens) * act_stride;
-    for (size_t t = 0; t < kTileTokens; ++t) {
-      if (t < tail_tokens) {
-        std::memcpy(copy + t * row_bytes, from + t * act_stride, row_bytes);
-      } else {
-        std::memset(copy + t * row_bytes, 0, row_bytes);
-      }
-    }
-    tail = copy;
-  }
+  const uint8_t* tail =
+      tail_tokens != 0 ? prepared + prepared_bytes(n_tokens - tail_tokens, n_blocks) + pairs_bytes(n_blocks) : nullptr;
   const auto tile_act = [&](size_t j) { return j * kTileTokens + kTileTokens <= n_tokens ? act + j * kTileTokens * act_stride : tail; };
   const auto tile_stride = [&](size_t j) { return j * kTileTokens + kTileTokens <= n_tokens ? act_stride : row_bytes; };
   // Two row groups at a time, so that each A tile (16 tokens' chunk, from L2) serves four products.
@@ -441,10 +446,12 @@ void few_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* 
   }
 }
 
-void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tokens,
-          size_t n_blocks, float* y, size_t y_stride) {
+// From kTileFrom tokens every token tile, the last padded (the tiles qmatmul prepares: the
+// thresholds in add_amx_kquant_kernels).
+void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+          const uint8_t* prepared, size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
   if (n_tokens >= static_cast<size_t>(kTileFrom)) {
-    gemm_tiles(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+    gemm_tiles(w, w_stride, n_rows, act, act_stride, prepared, n_tokens, n_blocks, y, y_stride);
     return;
   }
   few_up_to<kTileFrom - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
@@ -453,9 +460,13 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 }  // namespace
 
 void add_amx_kquant_kernels(KernelTable& table) {
-  table.gemm[12] = gemm;
+  table.gemm[12] = nullptr;  // the avx512vnni level's: this runs prepared instead
+  // A work item of kTileFrom tokens or more reads every tile, the last one whatever its tokens.
+  table.prepared[12] = {gemm, prepare_tile, prepared_bytes, kTileFrom, 1};
   // As Q4_0's: a prefill of 128 tokens prepares each row group once.
-  table.tokens_per_item[12] = 128;
+  constexpr uint16_t kItemTokens = 128;
+  static_assert(kItemTokens % kTileTokens == 0, "a work item's tiles are whole tiles of the call's");
+  table.tokens_per_item[12] = kItemTokens;
 }
 
 }  // namespace vks::cpuq

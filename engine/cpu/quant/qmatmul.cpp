@@ -41,13 +41,13 @@ const KernelTable& kernel_table(CpuIsa isa) {
     for (size_t level = 1; level < out.size(); ++level) {
       out[level] = out[level - 1];
       add_level[level - 1](out[level]);
-      // A lower level's one-token kernel and tokens per item stay only for types whose gemm this
+      // A lower level's one-token kernel and tokens per item stay only for types whose kernel this
       // level left alone: otherwise a 128-bit matvec would run a decode step where the level has a
       // kernel of its own.
       for (size_t id = 0; id < kMaxTypeId; ++id) {
         const KernelTable& below = out[level - 1];
         KernelTable& here = out[level];
-        if (here.gemm[id] == below.gemm[id]) continue;
+        if (here.gemm[id] == below.gemm[id] && here.prepared[id].gemm == below.prepared[id].gemm) continue;
         if (here.one_token[id] == below.one_token[id]) here.one_token[id] = nullptr;
         if (here.tokens_per_item[id] == below.tokens_per_item[id]) here.tokens_per_item[id] = 0;
       }
@@ -74,6 +74,7 @@ constexpr size_t kRowsPerItem = kQmatmulRowsPerItem;
 // quantized activations (64 tokens x 2048 columns of Q8x32 blocks: 384 KiB) stay in L2 while its
 // rows sweep them.
 constexpr size_t kTokensPerItem = 64;
+static_assert(kTokensPerItem % kPreparedTileTokens == 0, "a work item's tiles are whole tiles of the product's");
 
 template <class Fn>
 void for_each_item(size_t n_items, ThreadPool* pool, const Fn& fn) {
@@ -91,8 +92,11 @@ struct JobPlan {
   const float* x = nullptr;
   float* y = nullptr;
   ActKind kind = ActKind::kFloat;
-  GemmFn gemm = nullptr;  // null: the float fallback
+  GemmFn gemm = nullptr;  // null with prepared.gemm: the float fallback
   GemmFn one_token = nullptr;
+  PreparedKernel prepared;
+  size_t n_prepared = 0;       // tiles prepared (the first n_prepared of its activations'), 0: none
+  size_t prepared_offset = 0;  // bytes into the call's prepared tiles
   DequantizeFn dequantize = nullptr;
   uint32_t block_size = 0, type_size = 0;
   size_t act_offset = 0;  // bytes into the call's scratch: this job's quantized activations
@@ -102,8 +106,9 @@ struct JobPlan {
   size_t first_item = 0;  // its first work item in the call's list
 };
 
-// A run of activations to quantize: plan `job`'s tokens, the call's quantize items from `first` on.
-struct QuantizeRun {
+// A job's share of a stage (quantizing, preparing tiles): plan `job`'s tokens or tiles are the
+// stage's items from `first` on.
+struct StageRun {
   size_t job = 0;
   size_t first = 0;
 };
@@ -112,9 +117,11 @@ struct QuantizeRun {
 // largest has been seen.
 struct CallPlan {
   std::vector<JobPlan> jobs;
-  std::vector<QuantizeRun> quantize;
+  std::vector<StageRun> quantize;
+  std::vector<StageRun> prepare;
   const KernelTable* table = nullptr;
   uint8_t* act = nullptr;
+  uint8_t* prepared = nullptr;  // after the activations
 };
 CallPlan& thread_plan() {
   thread_local CallPlan plan;
@@ -148,11 +155,31 @@ bool same_activations(const JobPlan& a, const JobPlan& b) {
   return a.kind != ActKind::kFloat && a.kind == b.kind && a.x == b.x && a.n_tokens == b.n_tokens && a.cols == b.cols;
 }
 
+// The tiles of p's activations that its prepared kernel reads (PreparedKernel's thresholds): the
+// whole ones, and the last partial one where it has tail_from tokens and its work item tiles_from.
+size_t tiles_read(const JobPlan& p) {
+  const size_t whole = p.n_tokens / kPreparedTileTokens, tail = p.n_tokens % kPreparedTileTokens;
+  const size_t last_item_tokens = p.n_tokens - (p.n_tokens - 1) / p.tokens_per_item * p.tokens_per_item;
+  const bool tail_read = tail != 0 && tail >= p.prepared.tail_from && last_item_tokens >= p.prepared.tiles_from;
+  return whole + (tail_read ? 1 : 0);
+}
+
+// Whether b can read the tiles a prepared: the same activations, prepared the same way, and at
+// least the tiles b reads.
+bool same_tiles(const JobPlan& a, const JobPlan& b) {
+  return a.act_offset == b.act_offset && a.prepared.prepare == b.prepared.prepare &&
+         a.prepared.bytes == b.prepared.bytes && a.n_prepared >= b.n_prepared;
+}
+
+size_t round_up_64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
 }  // namespace
 
 bool has_integer_kernel(GgmlType type, CpuIsa isa) {
   const auto id = static_cast<size_t>(type);
-  return act_kind(type) != ActKind::kFloat && id < kMaxTypeId && kernel_table(runnable(isa)).gemm[id] != nullptr;
+  if (act_kind(type) == ActKind::kFloat || id >= kMaxTypeId) return false;
+  const KernelTable& table = kernel_table(runnable(isa));
+  return table.gemm[id] != nullptr || table.prepared[id].gemm != nullptr;
 }
 
 size_t quantize_activations(GgmlType type, const float* x, size_t cols, uint8_t* out, CpuIsa isa) {
@@ -197,8 +224,10 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
   CallPlan& call = thread_plan();
   call.jobs.clear();
   call.quantize.clear();
+  call.prepare.clear();
   call.table = &kernel_table(runnable(isa));
-  size_t n_items = 0, n_quantize = 0, act_bytes = 0;
+  size_t n_items = 0, n_quantize = 0, act_bytes = 0, n_prepare = 0, prepared_bytes = 0;
+  size_t tiles_job = 0;  // the last job that prepared tiles of the current activations (0: none)
   for (size_t j = 0; j < n_jobs; ++j) {
     const MatmulJob& job = jobs[j];
     const GgmlTypeTraits traits = check_job(job);
@@ -218,21 +247,38 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
     p.type_size = traits.type_size;
     const auto id = static_cast<size_t>(w.type);
     p.kind = id < kMaxTypeId ? act_kind(w.type) : ActKind::kFloat;
-    p.gemm = p.kind == ActKind::kFloat ? nullptr : call.table->gemm[id];
-    if (p.gemm == nullptr) {
+    if (p.kind != ActKind::kFloat) {
+      p.gemm = call.table->gemm[id];
+      p.prepared = call.table->prepared[id];
+    }
+    if (p.gemm == nullptr && p.prepared.gemm == nullptr) {
       p.kind = ActKind::kFloat;
     } else {
-      p.one_token = call.table->one_token[id] != nullptr ? call.table->one_token[id] : p.gemm;
+      p.one_token = call.table->one_token[id];
       if (call.table->tokens_per_item[id] != 0) p.tokens_per_item = call.table->tokens_per_item[id];
       p.act_stride = p.n_blocks * (p.kind == ActKind::kQ8x32 ? sizeof(ActQ8x32) : sizeof(ActQ8x256));  // a multiple of 16
-      const size_t previous = call.jobs.size() - 1;
-      if (previous > 0 && same_activations(call.jobs[previous - 1], p)) {
-        p.act_offset = call.jobs[previous - 1].act_offset;
+      const size_t index = call.jobs.size() - 1;
+      if (index > 0 && same_activations(call.jobs[index - 1], p)) {
+        p.act_offset = call.jobs[index - 1].act_offset;
       } else {
         p.act_offset = act_bytes;
         act_bytes += p.n_tokens * p.act_stride;
-        call.quantize.push_back({previous, n_quantize});
+        call.quantize.push_back({index, n_quantize});
         n_quantize += p.n_tokens;
+        tiles_job = 0;
+      }
+      if (p.prepared.gemm != nullptr) p.n_prepared = tiles_read(p);
+      if (p.n_prepared > 0) {
+        // Jobs reading the same activations (gate and up) share their tiles as they share them.
+        if (tiles_job > 0 && same_tiles(call.jobs[tiles_job - 1], p)) {
+          p.prepared_offset = call.jobs[tiles_job - 1].prepared_offset;
+        } else {
+          p.prepared_offset = prepared_bytes;
+          prepared_bytes += round_up_64(p.prepared.bytes(p.n_tokens, p.n_blocks));
+          call.prepare.push_back({index, n_prepare});
+          n_prepare += p.n_prepared;
+          tiles_job = index + 1;
+        }
       }
     }
     p.n_row_items = (p.rows + kRowsPerItem - 1) / kRowsPerItem;
@@ -240,14 +286,16 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
     n_items += p.n_row_items * ((p.n_tokens + p.tokens_per_item - 1) / p.tokens_per_item);
   }
   if (n_items == 0) return;
-  call.act = act_bytes > 0 ? scratch.reserve(act_bytes) : nullptr;
+  act_bytes = round_up_64(act_bytes);
+  call.act = act_bytes + prepared_bytes > 0 ? scratch.reserve(act_bytes + prepared_bytes) : nullptr;
+  call.prepared = call.act + act_bytes;
 
   // Quantize every job's activations once, each token on its own (the same bits whatever the batch).
   // The lambdas capture one pointer, which std::function stores without allocating.
   const CallPlan* plan = &call;
   auto quantize_token = [plan](size_t item) {
     const auto run = std::upper_bound(plan->quantize.begin(), plan->quantize.end(), item,
-                                      [](size_t i, const QuantizeRun& r) { return i < r.first; }) - 1;
+                                      [](size_t i, const StageRun& r) { return i < r.first; }) - 1;
     const JobPlan& p = plan->jobs[run->job];
     const size_t t = item - run->first;
     uint8_t* out = plan->act + p.act_offset + t * p.act_stride;
@@ -263,6 +311,19 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
     for (size_t t = 0; t < n_quantize; ++t) quantize_token(t);
   }
 
+  // Then the tiles that prepared kernels read, once for every work item (none in a decode step).
+  if (n_prepare > 0) {
+    for_each_item(n_prepare, pool, [plan](size_t item) {
+      const auto run = std::upper_bound(plan->prepare.begin(), plan->prepare.end(), item,
+                                        [](size_t i, const StageRun& r) { return i < r.first; }) - 1;
+      const JobPlan& p = plan->jobs[run->job];
+      const size_t t0 = (item - run->first) * kPreparedTileTokens;
+      p.prepared.prepare(plan->act + p.act_offset + t0 * p.act_stride, p.act_stride,
+                         std::min(kPreparedTileTokens, p.n_tokens - t0), p.n_blocks,
+                         plan->prepared + p.prepared_offset + p.prepared.bytes(t0, p.n_blocks));
+    });
+  }
+
   // Item i of a job: rows [r0, r0 + n) of tokens [t0, t0 + nt); token chunks outermost, so the
   // threads share one chunk's activations at a time.
   for_each_item(n_items, pool, [plan](size_t item) {
@@ -274,12 +335,25 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
     const size_t n = std::min(kRowsPerItem, p.rows - r0);
     const size_t t0 = (local / p.n_row_items) * p.tokens_per_item;
     const size_t nt = std::min(p.tokens_per_item, p.n_tokens - t0);
-    if (p.gemm == nullptr) {
-      gemm_dequantized(p.dequantize, p.block_size, p.type_size, p.w + r0 * p.row_bytes, p.row_bytes, n,
-                       p.x + t0 * p.cols, p.cols, nt, p.y + t0 * p.rows + r0, p.rows);
+    const uint8_t* w = p.w + r0 * p.row_bytes;
+    float* y = p.y + t0 * p.rows + r0;
+    if (p.kind == ActKind::kFloat) {
+      gemm_dequantized(p.dequantize, p.block_size, p.type_size, w, p.row_bytes, n, p.x + t0 * p.cols, p.cols, nt, y,
+                       p.rows);
+      return;
+    }
+    const uint8_t* act = plan->act + p.act_offset + t0 * p.act_stride;
+    if (nt == 1 && p.one_token != nullptr) {
+      p.one_token(w, p.row_bytes, n, act, p.act_stride, 1, p.n_blocks, y, p.rows);
+    } else if (p.prepared.gemm != nullptr) {
+      // t0 is a multiple of the tiles' 16 tokens (tokens_per_item is); past the prepared tiles the
+      // item reads none.
+      const size_t tile = t0 / kPreparedTileTokens;
+      const uint8_t* tiles =
+          tile < p.n_prepared ? plan->prepared + p.prepared_offset + p.prepared.bytes(t0, p.n_blocks) : nullptr;
+      p.prepared.gemm(w, p.row_bytes, n, act, p.act_stride, tiles, nt, p.n_blocks, y, p.rows);
     } else {
-      (nt == 1 ? p.one_token : p.gemm)(p.w + r0 * p.row_bytes, p.row_bytes, n, plan->act + p.act_offset + t0 * p.act_stride,
-                                       p.act_stride, nt, p.n_blocks, p.y + t0 * p.rows + r0, p.rows);
+      p.gemm(w, p.row_bytes, n, act, p.act_stride, nt, p.n_blocks, y, p.rows);
     }
   });
 }

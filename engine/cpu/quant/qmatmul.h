@@ -58,14 +58,15 @@ struct MatmulJob {
 };
 
 // Several products in one pool dispatch (and one more to quantize their activations when they are
-// many): the work items of every job (qmatmul's: kQmatmulRowsPerItem rows x up to 64 tokens) form
-// one list that the threads claim from, so a layer's experts cost one dispatch per matrix instead
-// of one per expert and matrix. Each y[t][r] is computed by the kernel, with the activations, that
-// qmatmul of that job alone would use: the same bits. A job that reads the same x (pointer and
-// n_tokens) with the same activation blocks as the job before it shares its quantized activations
-// (gate and up of one expert). Jobs with no tokens or no rows are skipped; every job is checked
-// before any runs (qmatmul's errors). Not reentrant per thread (it keeps its bookkeeping in a
-// per-thread buffer).
+// many, and one to prepare the tiles of kernels that read a layout of their own, kernels.h, when
+// there are several): the work items of every job (qmatmul's: kQmatmulRowsPerItem rows x up to 64
+// tokens) form one list that the threads claim from, so a layer's experts cost one dispatch per
+// matrix instead of one per expert and matrix. Each y[t][r] is computed by the kernel, with the
+// activations, that qmatmul of that job alone would use: the same bits. A job that reads the same x
+// (pointer and n_tokens) with the same activation blocks as the job before it shares its quantized
+// activations (gate and up of one expert), and their prepared tiles where it can. Jobs with no
+// tokens or no rows are skipped; every job is checked before any runs (qmatmul's errors). Not
+// reentrant per thread (it keeps its bookkeeping in a per-thread buffer).
 void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool);
 void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa isa, QmatmulScratch& scratch);
 
