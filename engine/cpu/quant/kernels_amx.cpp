@@ -439,8 +439,8 @@ struct FewOf<Q8_0Amx> {
 // (kernels_avx512vnni.cpp): each block step prefetches its share of the next group, one contiguous
 // range, so memory sees one sequential stream a group ahead. Into L2 (T1), not L1: a T0 prefetch
 // waits for a line fill buffer, and the loads of the rows in flight wait for them too (one-token
-// decode, alternating binaries, vks_bench_cpu_reference -p 8 -n 48 -s 1: Q8_0 1.07-1.10x at 1 and 2
-// threads, Q4_0 1.03x at 1 thread, 1.07x at 2; 4 and 8 tokens Q4_0 1.00x, Q8_0 1.02-1.06x. The
+// decode, alternating binaries, vks_bench_cpu_reference -p 8 -n 48 -s 1: Q8_0 1.09-1.11x at 1 and 2
+// threads, Q4_0 1.01x at 1 thread, 1.08x at 2; 4 and 8 tokens Q4_0 1.00x, Q8_0 1.02-1.06x. The
 // avx512vnni and avx levels' one-stream kernels ran 0.93x with T1: they keep T0).
 inline void prefetch_step(const uint8_t* p, size_t bytes) {
   for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T1);
