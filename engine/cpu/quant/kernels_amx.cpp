@@ -214,7 +214,7 @@ void tile_tokens(const ASource& a, const float* dw, const TokenBlock* x, size_t 
   size_t b = 0;
   for (; b + 4 <= n_blocks; b += 4) {
     if (next != nullptr) {
-      for (size_t o = 0; o < 4 * kGroupStep; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + b * kGroupStep + o), _MM_HINT_T1);
+      util::prefetch_range<util::PrefetchTo::kL2>(next + b * kGroupStep, 4 * kGroupStep);
     }
     _tile_zero(2);
     _tile_zero(5);
@@ -240,7 +240,7 @@ void tile_tokens(const ASource& a, const float* dw, const TokenBlock* x, size_t 
   }
   for (; b + 2 <= n_blocks; b += 2) {
     if (next != nullptr) {
-      for (size_t o = 0; o < 2 * kGroupStep; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + b * kGroupStep + o), _MM_HINT_T1);
+      util::prefetch_range<util::PrefetchTo::kL2>(next + b * kGroupStep, 2 * kGroupStep);
     }
     _tile_zero(2);
     _tile_zero(5);
@@ -257,7 +257,7 @@ void tile_tokens(const ASource& a, const float* dw, const TokenBlock* x, size_t 
   }
   if (b < n_blocks) {
     if (next != nullptr) {
-      for (size_t o = 0; o < kGroupStep; o += 64) _mm_prefetch(reinterpret_cast<const char*>(next + b * kGroupStep + o), _MM_HINT_T1);
+      util::prefetch_range<util::PrefetchTo::kL2>(next + b * kGroupStep, kGroupStep);
     }
     _tile_zero(2);
     VKS_TILE_LOAD(0, a.at(b), a.stride);
@@ -442,9 +442,7 @@ struct FewOf<Q8_0Amx> {
 // decode, alternating binaries, vks_bench_cpu_reference -p 8 -n 48 -s 1: Q8_0 1.09-1.11x at 1 and 2
 // threads, Q4_0 1.01x at 1 thread, 1.08x at 2; 4 and 8 tokens Q4_0 1.00x, Q8_0 1.02-1.06x. The
 // avx512vnni and avx levels' one-stream kernels ran 0.93x with T1: they keep T0).
-inline void prefetch_step(const uint8_t* p, size_t bytes) {
-  for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T1);
-}
+inline void prefetch_step(const uint8_t* p, size_t bytes) { util::prefetch_range<util::PrefetchTo::kL2>(p, bytes); }
 
 inline __m512i dword_of(const ActQ8x32& a, size_t k) {
   int32_t v;

@@ -381,9 +381,6 @@ __attribute__((always_inline)) inline void dot_rows4(const Rows4& w, const ActQ8
   }
 }
 
-inline void prefetch_step(const uint8_t* p, size_t bytes) {
-  for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
-}
 
 // Tokens whose products share one read of the block's registers (as the avx512vnni level's Q4_K).
 constexpr int kGroup = 8;
@@ -416,7 +413,7 @@ void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     alignas(64) Rows4 wb;
     for (size_t b = 0; b < n_blocks; ++b) {
-      if (ahead != nullptr) prefetch_step(ahead + b * kStep, kStep);
+      if (ahead != nullptr) util::prefetch_range<util::PrefetchTo::kL1>(ahead + b * kStep, kStep);
       load_rows4(rows, b * kBytes, wb);
       // Through a pointer the compiler cannot follow: with more than one group the block stays in
       // wb and each group rereads it from L1, rather than being held in registers across groups.

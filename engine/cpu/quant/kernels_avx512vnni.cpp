@@ -320,9 +320,6 @@ struct Q6_Kx4 {
 template <class K>
 inline constexpr size_t kGroupStep = kRows * K::kBytes;  // bytes of a row group per block step
 
-inline void prefetch_step(const uint8_t* p, size_t bytes) {
-  for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
-}
 
 // The tokens [T0, NT) of a block step in groups of at most K::kGroup, as even as possible (7: 4 + 3).
 template <class K, int NT, int T0 = 0>
@@ -348,7 +345,7 @@ void tile(const uint8_t* const* rows, const uint8_t* ahead, const typename K::Ac
   __m512 acc[NT], macc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = macc[t] = _mm512_setzero_ps();
   for (size_t b = 0; b < n_blocks; ++b) {
-    if (ahead != nullptr) prefetch_step(ahead + b * kGroupStep<K>, kGroupStep<K>);
+    if (ahead != nullptr) util::prefetch_range<util::PrefetchTo::kL1>(ahead + b * kGroupStep<K>, kGroupStep<K>);
     K::load(rows, b * K::kBytes, wb);
     if constexpr (kGrouped) {
       // Through a pointer the compiler cannot follow: the block stays in wb and each group
