@@ -76,6 +76,21 @@ void* map_file_aligned(int fd, size_t size) {
   return addr;
 }
 
+void* map_huge_page_memory(size_t size, bool* huge_pages) {
+  const size_t span = page_round(size);
+  void* memory = reserve_aligned(span);
+  if (memory == nullptr) return nullptr;
+  if (mprotect(memory, span, PROT_READ | PROT_WRITE) != 0) {
+    const int err = errno;
+    munmap(memory, span);
+    errno = err;
+    return nullptr;
+  }
+  const bool granted = madvise(memory, span, MADV_HUGEPAGE) == 0;
+  if (huge_pages != nullptr) *huge_pages = granted;
+  return memory;
+}
+
 MemoryMove move_mapping_into_memory(void* addr, size_t size) {
   MemoryMove result;
   const size_t span = page_round(size);
@@ -87,13 +102,11 @@ MemoryMove move_mapping_into_memory(void* addr, size_t size) {
   }
   // At the same offset within a huge page as addr (0 for map_file_aligned's), so that the huge pages
   // survive the move.
-  void* copy = reserve_aligned(span);
-  if (copy == nullptr || mprotect(copy, span, PROT_READ | PROT_WRITE) != 0) {
+  void* copy = map_huge_page_memory(span, &result.huge_pages);
+  if (copy == nullptr) {
     result.why_not = std::string("cannot allocate: ") + std::strerror(errno);
-    if (copy != nullptr) munmap(copy, span);
     return result;
   }
-  result.huge_pages = madvise(copy, span, MADV_HUGEPAGE) == 0;
   std::memcpy(copy, addr, size);
   if (mprotect(copy, span, PROT_READ) != 0 ||
       mremap(copy, span, span, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED) {

@@ -14,6 +14,11 @@ namespace vks::gguf {
 // with errno set on failure.
 void* map_file_aligned(int fd, size_t size);
 
+// `size` bytes (rounded up to whole pages) of zeroed, read-write anonymous memory at a 2 MiB-aligned
+// address, transparent huge pages requested; nullptr with errno set on failure. *huge_pages (when
+// given): whether the kernel accepted the request. Free with munmap(p, size rounded up to pages).
+void* map_huge_page_memory(size_t size, bool* huge_pages = nullptr);
+
 struct MemoryMove {
   bool moved = false;       // the bytes now live in anonymous memory
   bool huge_pages = false;  // transparent huge pages were requested for it (madvise accepted)
