@@ -208,6 +208,11 @@ TensorRef TensorRef::rows_slice(uint64_t first, uint64_t n) const {
                                                  " of tensor '" + name + "' are out of range (" + std::to_string(rows) +
                                                  " rows)");
   }
+  if (layout == WeightLayout::kRows16 && (first % kRows16Group != 0 || n % kRows16Group != 0)) {
+    throw Error(ErrorCode::kInvalidArgument, "rows " + std::to_string(first) + ".." + std::to_string(first + n) +
+                                                 " of tensor '" + name + "' do not start and end at a group of " +
+                                                 std::to_string(kRows16Group) + " rows (the CPU runner's packed copy)");
+  }
   TensorRef s = *this;
   s.rows = n;
   s.data = row(first);
@@ -392,6 +397,10 @@ void dequantize_tensor_row(const TensorRef& t, uint64_t row, float* out) {
   if (row >= t.rows) {
     throw Error(ErrorCode::kInvalidArgument, "row " + std::to_string(row) + " of tensor '" + t.name + "' is out of range (" +
                                                  std::to_string(t.rows) + " rows)");
+  }
+  if (t.layout != WeightLayout::kGguf) {
+    throw Error(ErrorCode::kInvalidArgument, "tensor '" + t.name + "' is the CPU runner's packed copy: its rows "
+                                             "are read by the amx level's kernels only");
   }
   dequantize_row(t.type, t.row(row), out, t.cols);
 }

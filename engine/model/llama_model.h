@@ -17,6 +17,13 @@ namespace vks {
 
 // A weight tensor inside the mapping. A matrix W of `rows` x `cols` maps an input of `cols` to an
 // output of `rows` (ggml dims: dims[0] = cols, dims[1] = rows); each row is ggml_row_size bytes.
+// How a matrix's blocks are laid out. kGguf: row after row, as in the file. kRows16: the CPU
+// runner's copy of a Q4_0/Q8_0 matrix, rearranged for the amx level's kernels
+// (engine/cpu/quant/packed_rows.h): groups of 16 rows, each group the same bytes as its 16 GGUF
+// rows, so a group starts where its first row did, but a single row cannot be addressed.
+enum class WeightLayout : uint8_t { kGguf, kRows16 };
+inline constexpr uint64_t kRows16Group = 16;
+
 struct TensorRef {
   std::string name;
   GgmlType type = GgmlType::kF32;
@@ -24,8 +31,11 @@ struct TensorRef {
   uint64_t cols = 0;
   const uint8_t* data = nullptr;
   uint64_t nbytes = 0;
-  const uint8_t* row(uint64_t r) const;  // pointer to row r
-  // Rows [first, first + n) as a matrix of their own (same mapping, no copy).
+  WeightLayout layout = WeightLayout::kGguf;
+  // Pointer to row r (kRows16: to the group starting at r, a multiple of 16).
+  const uint8_t* row(uint64_t r) const;
+  // Rows [first, first + n) as a matrix of their own (same mapping, no copy). kRows16: first and n
+  // multiples of 16 (an error otherwise).
   TensorRef rows_slice(uint64_t first, uint64_t n) const;
 };
 

@@ -1,0 +1,29 @@
+#pragma once
+// Q4_0 and Q8_0 matrices rearranged once, when the CPU runner loads a model, into the layout the
+// amx level's kernels read (WeightLayout::kRows16): groups of 16 rows, and within a group, block by
+// block, the 16 rows' fp16 scales side by side and then their quants in the VNNI order
+// (dword k of every row, rows 0..15, then dword k + 1). One group is one sequential stream of
+// memory, the scales are one load, and the quants are already what vpdpbusd (a decode step) and a
+// tile's B operand (prefill) read: no per-step gathers, transposes or row shuffles. The same bytes
+// as the GGUF rows, so a group starts where its first row did. The kernels give the bits of the
+// amx level's GGUF-layout kernels (kernels.h, "block sums").
+#include <cstdint>
+
+#include "engine/cpu/quant/isa.h"
+#include "engine/model/llama_model.h"
+
+namespace vks::cpuq {
+
+// Whether qmatmul at this level reads `type` in WeightLayout::kRows16 (a matrix of it can be
+// packed when its rows are a multiple of kRows16Group).
+bool packs_rows16(GgmlType type, CpuIsa isa);
+
+// Writes w's bytes (WeightLayout::kGguf; a type packs_rows16 accepts at some level; rows a multiple
+// of kRows16Group) into dst (w.nbytes bytes, not overlapping w.data) in the kRows16 layout.
+// Throws vks::Error for anything else.
+void pack_rows16(const TensorRef& w, uint8_t* dst);
+
+// The inverse: kRows16 bytes back to GGUF rows (tests).
+void unpack_rows16(const TensorRef& packed, uint8_t* dst);
+
+}  // namespace vks::cpuq
