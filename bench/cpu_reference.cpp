@@ -125,6 +125,9 @@ int main(int argc, char** argv) {
   app.add_flag("--probe", probe, "measure plain-C read bandwidth at the thread count and compare decode's with it");
   bool mmap_weights = false;
   app.add_flag("--mmap-weights", mmap_weights, "the runner reads the weights from the mapped file (not a copy in memory)");
+  bool gguf_layout = false;
+  app.add_flag("--gguf-layout", gguf_layout,
+               "the runner's copy keeps every matrix in GGUF's layout (not packed for the kernel level)");
   CLI11_PARSE(app, argc, argv);
   const int n_threads = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
   const double probe_gbs = probe ? vks::bench::read_probe_gbs(n_threads) : 0.0;
@@ -146,10 +149,13 @@ int main(int argc, char** argv) {
     options.max_step_tokens = std::max(512, n_prompt);
     options.num_blocks = (total + options.block_size - 1) / options.block_size;
     options.weights_in_memory = !mmap_weights;
+    options.pack_weights = !gguf_layout;
     vks::CpuRunner runner(*model, options);
     const vks::gguf::MemoryMove& residence = runner.weights_residence();
-    std::printf("weights read from %s\n", residence.moved ? (residence.huge_pages ? "memory (huge pages requested)" : "memory")
-                                                       : ("the mapped file: " + residence.why_not).c_str());
+    std::printf("weights read from %s, %zu matrices packed\n",
+                residence.moved ? (residence.huge_pages ? "memory (huge pages requested)" : "memory")
+                                : ("the mapped file: " + residence.why_not).c_str(),
+                runner.packed_matrices());
     vks::StepBatch batch;
     vks::SeqChunk seq;
     seq.n_tokens = n_prompt;

@@ -25,7 +25,7 @@ std::string cpu_kernels_summary() {
   return s;
 }
 
-// Where the CPU backend reads the weights from (engine/gguf/file_residence.h), and what the kernel
+// Where the CPU backend reads the weights from (engine/cpu/cpu_weights.h), and what the kernel
 // lets it have: without transparent huge pages decode runs at about two thirds of the speed.
 std::string cpu_weights_summary() {
   const std::string mode = gguf::transparent_huge_pages_mode();

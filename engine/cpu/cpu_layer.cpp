@@ -272,23 +272,22 @@ void CpuActivations::resize(const LlamaConfig& c, size_t n) {
   }
 }
 
-void cpu_embed(const LlamaModel& model, const CpuModelVectors& vec, const int32_t* tokens, CpuActivations& a,
-               ThreadPool* pool, MatmulFn matmul) {
-  const LlamaConfig& c = model.config();
+void cpu_embed(const LlamaConfig& c, const LlamaWeights& w, const CpuModelVectors& vec, const int32_t* tokens,
+               CpuActivations& a, ThreadPool* pool, MatmulFn matmul) {
   const size_t dim = c.dim, n = a.n_tokens;
   const float scale = c.embedding_scale;
   for (size_t t = 0; t < n; ++t) {
     float* x = &a.x[t * dim];
-    dequantize_tensor_row(model.weights().token_embd, static_cast<uint64_t>(tokens[t]), x);
+    dequantize_tensor_row(w.token_embd, static_cast<uint64_t>(tokens[t]), x);
     if (scale != 1.0f) {
       for (size_t i = 0; i < dim; ++i) x[i] *= scale;
     }
   }
-  if (!model.weights().per_layer_inputs) return;
+  if (!w.per_layer_inputs) return;
   // Per-layer inputs (llama.cpp's project_per_layer_inputs): the scaled embedding projected and
   // scaled by 1/sqrt(dim), each layer's slice RMS-normed, plus the token's own rows times sqrt(P),
   // the sum times 1/sqrt(2).
-  const PerLayerInputTables& tables = *model.weights().per_layer_inputs;
+  const PerLayerInputTables& tables = *w.per_layer_inputs;
   const size_t p = c.per_layer_input_dim, all = p * c.n_layers;
   const float proj_scale = 1.0f / std::sqrt(static_cast<float>(dim));
   const float token_scale = std::sqrt(static_cast<float>(p));
@@ -319,10 +318,8 @@ void split_query_gate(size_t n, size_t n_heads, size_t head_dim, CpuActivations&
 }
 
 // The attention sublayer over the normed inputs a.xb into a.proj (before the residual add).
-void attention_mixer(const LlamaModel& model, const CpuLayerVectors& lv, size_t l, const int32_t* positions,
-                     CpuActivations& a, LayerKv& kv, ThreadPool* pool, MatmulFn matmul) {
-  const LlamaConfig& c = model.config();
-  const LayerWeights& layer = model.weights().layers[l];
+void attention_mixer(const LlamaConfig& c, const LayerWeights& layer, const CpuLayerVectors& lv, size_t l,
+                     const int32_t* positions, CpuActivations& a, LayerKv& kv, ThreadPool* pool, MatmulFn matmul) {
   const size_t n = a.n_tokens;
   const LayerSpec& spec = c.layers[l];
   const size_t dim = c.dim;
@@ -395,10 +392,9 @@ void attention_mixer(const LlamaModel& model, const CpuLayerVectors& lv, size_t 
 
 }  // namespace
 
-void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, const int32_t* positions,
-               CpuActivations& a, LayerKv& kv, ThreadPool* pool, MatmulFn matmul) {
-  const LlamaConfig& c = model.config();
-  const LayerWeights& layer = model.weights().layers[l];
+void cpu_layer(const LlamaConfig& c, const LlamaWeights& w, const CpuModelVectors& vec, size_t l,
+               const int32_t* positions, CpuActivations& a, LayerKv& kv, ThreadPool* pool, MatmulFn matmul) {
+  const LayerWeights& layer = w.layers[l];
   const CpuLayerVectors& lv = vec.layers[l];
   const size_t n = a.n_tokens;
   const LayerSpec& spec = c.layers[l];
@@ -409,7 +405,7 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
   if (spec.mixer == Mixer::kDeltaNet) {
     deltanet_mixer(c, spec.deltanet, *layer.deltanet, lv, a, kv, pool, matmul);
   } else {
-    attention_mixer(model, lv, l, positions, a, kv, pool, matmul);
+    attention_mixer(c, layer, lv, l, positions, a, kv, pool, matmul);
   }
   add_residual(c, lv.post_attn_norm, a);
 
@@ -441,15 +437,14 @@ void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, co
   }
 }
 
-void cpu_logits(const LlamaModel& model, const CpuModelVectors& vec, const CpuActivations& a, const size_t* rows,
-                size_t n_rows, float* logits, ThreadPool* pool, MatmulFn matmul) {
-  const LlamaConfig& c = model.config();
+void cpu_logits(const LlamaConfig& c, const LlamaWeights& w, const CpuModelVectors& vec, const CpuActivations& a,
+                const size_t* rows, size_t n_rows, float* logits, ThreadPool* pool, MatmulFn matmul) {
   const size_t dim = c.dim;
   std::vector<float> last(n_rows * dim);  // [n_rows, dim] normalized final states
   for (size_t o = 0; o < n_rows; ++o) {
     ref::rmsnorm(&last[o * dim], &a.x[rows[o] * dim], vec.output_norm.data(), dim, c.norm_eps);
   }
-  matmul(model.weights().output, last.data(), n_rows, logits, pool);
+  matmul(w.output, last.data(), n_rows, logits, pool);
   if (c.final_softcap > 0.0f) ref::softcap(logits, n_rows * c.vocab_size, c.final_softcap);
 }
 

@@ -114,14 +114,17 @@ using MatmulFn = void (*)(const TensorRef& w, const float* x, size_t n_tokens, f
 inline constexpr MatmulFn kQuantizedMatmul =
     static_cast<void (*)(const TensorRef&, const float*, size_t, float*, ThreadPool*)>(&cpuq::qmatmul);
 
+// The forward pass reads the weights w of the model whose configuration is c: the model's own
+// (CpuModel), or CpuRunner's copy of them (cpu_weights.h: in memory, some matrices packed).
+
 // a.x[t] = the embedding of tokens[t] (ids already validated), and where the model has them the
 // tokens' per-layer inputs (a.per_layer_in).
-void cpu_embed(const LlamaModel& model, const CpuModelVectors& vec, const int32_t* tokens, CpuActivations& a,
-               ThreadPool* pool, MatmulFn matmul);
+void cpu_embed(const LlamaConfig& c, const LlamaWeights& w, const CpuModelVectors& vec, const int32_t* tokens,
+               CpuActivations& a, ThreadPool* pool, MatmulFn matmul);
 
 // Runs layer l over every token of a (positions[t] is token t's position), updating a.x.
-void cpu_layer(const LlamaModel& model, const CpuModelVectors& vec, size_t l, const int32_t* positions,
-               CpuActivations& a, LayerKv& kv, ThreadPool* pool, MatmulFn matmul);
+void cpu_layer(const LlamaConfig& c, const LlamaWeights& w, const CpuModelVectors& vec, size_t l,
+               const int32_t* positions, CpuActivations& a, LayerKv& kv, ThreadPool* pool, MatmulFn matmul);
 
 // Layer l's routed experts (spec.ffn.routed()) over the normed inputs a.xb into a.proj, the residual
 // a.x read where the router norms it itself (RouterInput::kScaledNorm); a.n_tokens rows, a sized by
@@ -132,7 +135,7 @@ void expert_ffn(const LlamaConfig& c, const FfnSpec& ffn, const LayerWeights& la
 
 // Final norm and logits of the tokens rows[0..n_rows): logits [n_rows, vocab]. The output matrix is
 // dequantized once for all of them.
-void cpu_logits(const LlamaModel& model, const CpuModelVectors& vec, const CpuActivations& a, const size_t* rows,
-                size_t n_rows, float* logits, ThreadPool* pool, MatmulFn matmul);
+void cpu_logits(const LlamaConfig& c, const LlamaWeights& w, const CpuModelVectors& vec, const CpuActivations& a,
+                const size_t* rows, size_t n_rows, float* logits, ThreadPool* pool, MatmulFn matmul);
 
 }  // namespace vks

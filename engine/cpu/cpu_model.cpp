@@ -77,14 +77,14 @@ const std::vector<float>& CpuModel::forward(int32_t token, int32_t pos) {
     }
     if (pos == 0) states_.reset(0);
   }
-  cpu_embed(model_, *vectors_, &token, acts_, &pool_, &ref::matmul);
+  cpu_embed(c, model_.weights(), *vectors_, &token, acts_, &pool_, &ref::matmul);
   for (size_t l = 0; l < c.n_layers; ++l) {
     const size_t kv_l = c.kv_layer(static_cast<uint32_t>(l));  // a KV-sharing layer reads another's cache
     ContiguousKv kv(c, key_cache_[kv_l].data(), value_cache_[kv_l].data(), pos, states_.at(l, 0));
-    cpu_layer(model_, *vectors_, l, &pos, acts_, kv, &pool_, &ref::matmul);
+    cpu_layer(c, model_.weights(), *vectors_, l, &pos, acts_, kv, &pool_, &ref::matmul);
   }
   const size_t row = 0;
-  cpu_logits(model_, *vectors_, acts_, &row, 1, logits_.data(), &pool_, &ref::matmul);
+  cpu_logits(c, model_.weights(), *vectors_, acts_, &row, 1, logits_.data(), &pool_, &ref::matmul);
   n_cached_ = pos + 1;
   return logits_;
 }

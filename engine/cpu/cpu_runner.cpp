@@ -9,6 +9,7 @@
 
 #include "engine/common/error.h"
 #include "engine/cpu/cpu_model.h"
+#include "engine/cpu/cpu_weights.h"
 #include "engine/cpu/kv_q8.h"
 #include "engine/cpu/quant/qmatmul.h"
 #include "engine/cpu/reference_ops.h"
@@ -27,11 +28,8 @@ CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
                                              "max_step_tokens, max_step_seqs, state_slots; state_checkpoints >= 0, "
                                              "num_window_blocks >= -1)");
   }
-  if (options_.weights_in_memory) {
-    residence_ = model.file().hold_in_memory();
-  } else {
-    residence_.why_not = "on request";
-  }
+  weights_ = std::make_unique<CpuWeights>(model, options_.weights_in_memory, options_.pack_weights,
+                                          cpuq::active_isa());
   // No sequence can be longer than the pool: that is the only bound on a block table here. A step's
   // sequences run in the live state slots only; the checkpoint slots past them are copied to and from.
   const int32_t live_slots = model.config().has_recurrent_layers() ? options_.state_slots : 0;
@@ -202,7 +200,7 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
   }
   CpuActivations& acts = acts_;
   acts.resize(c, n);
-  cpu_embed(model_, *vectors_, batch.tokens.data(), acts, &pool_, kQuantizedMatmul);
+  cpu_embed(c, weights_->weights(), *vectors_, batch.tokens.data(), acts, &pool_, kQuantizedMatmul);
   for (size_t l = 0; l < c.n_layers; ++l) {
     const size_t block_size = static_cast<size_t>(options_.block_size);
     const size_t kv_l = c.kv_layer(static_cast<uint32_t>(l));  // a KV-sharing layer reads another's pools
@@ -210,11 +208,11 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
     if (q8()) {
       PagedKvQ8 kv(c, batch, token_seq_, block_size, states_, l, window_pool, key_q8_[kv_l].data(),
                    key_scales_[kv_l].data(), value_q8_[kv_l].data(), value_scales_[kv_l].data());
-      cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
+      cpu_layer(c, weights_->weights(), *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
     } else {
       PagedKv kv(c, batch, token_seq_, block_size, states_, l, window_pool, key_pool_[kv_l].data(),
                  value_pool_[kv_l].data());
-      cpu_layer(model_, *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
+      cpu_layer(c, weights_->weights(), *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
     }
   }
 
@@ -235,7 +233,7 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
   const size_t vocab = c.vocab_size;
   std::vector<float>& logits = logits_;  // [n_outputs, vocab]
   logits.resize(outputs.size() * vocab);
-  cpu_logits(model_, *vectors_, acts, rows.data(), rows.size(), logits.data(), &pool_, kQuantizedMatmul);
+  cpu_logits(c, weights_->weights(), *vectors_, acts, rows.data(), rows.size(), logits.data(), &pool_, kQuantizedMatmul);
 
   out.argmax.assign(batch.seqs.size(), -1);
   out.verify_argmax.clear();

@@ -16,6 +16,7 @@
 #include "engine/common/thread_pool.h"
 #include "engine/common/zeroed_array.h"
 #include "engine/cpu/cpu_layer.h"
+#include "engine/cpu/cpu_weights.h"
 #include "engine/model/kv_type.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/model_runner.h"
@@ -44,11 +45,15 @@ struct CpuRunnerOptions {
   // max_step_seqs sequences, at most num_blocks; 0: the window layers keep their K/V in the one
   // pool, whole (what a caller laying out its own block tables gets).
   int32_t num_window_blocks = 0;
-  // The model file's bytes moved into anonymous memory with transparent huge pages when the runner
-  // is made (gguf::GgufFile::hold_in_memory): decode streams every weight once per step, and from
-  // a file's 4 KiB pages it ran at 0.5-0.65x the speed. false: read the mapped file (no memory held
-  // beyond the page cache the kernel can drop).
+  // The matrices a step streams copied into anonymous memory with transparent huge pages when the
+  // runner is made (cpu_weights.h): decode streams every weight once per step, and from a file's
+  // 4 KiB pages it ran at 0.5-0.65x the speed. false: read the mapped file (no memory held beyond
+  // the page cache the kernel can drop).
   bool weights_in_memory = true;
+  // With weights_in_memory: the copy of a matrix the kernel level reads in a layout of its own is
+  // packed into it (engine/cpu/quant/packed_rows.h; the same bits). false: GGUF's layout (tests
+  // compare the two).
+  bool pack_weights = true;
 };
 
 class CpuRunner final : public ModelRunner {
@@ -73,8 +78,10 @@ class CpuRunner final : public ModelRunner {
   int32_t recurrent_state_slots() const override { return limits_.state_slots; }
   int32_t recurrent_checkpoint_slots() const override { return states_.slots() - limits_.state_slots; }
   void copy_recurrent_state(int32_t from, int32_t to) override;
-  // Where the weights are read from (options.weights_in_memory), for the log.
-  const gguf::MemoryMove& weights_residence() const { return residence_; }
+  // Where the weights are read from (options.weights_in_memory) and how many matrices are packed,
+  // for the log.
+  const gguf::MemoryMove& weights_residence() const { return weights_->residence(); }
+  size_t packed_matrices() const { return weights_->packed_matrices(); }
 
   // Throws vks::Error(kInvalidArgument) for a malformed batch (nothing is computed then).
   void step(const StepBatch& batch, StepResult& out) override;
@@ -82,7 +89,7 @@ class CpuRunner final : public ModelRunner {
  private:
   const LlamaModel& model_;
   CpuRunnerOptions options_;
-  gguf::MemoryMove residence_;
+  std::unique_ptr<CpuWeights> weights_;  // the model's, or its matrices' copy (options.weights_in_memory)
   int32_t window_blocks_ = 0;         // the window layers' pool (0: they share the one pool)
   StepLimits limits_;                 // what check_step_batch holds a step to
   std::vector<int32_t> token_seq_;    // per token of the current step: its sequence

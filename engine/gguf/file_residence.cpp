@@ -62,20 +62,6 @@ std::string transparent_huge_pages_mode() {
   return "";
 }
 
-void* map_file_aligned(int fd, size_t size) {
-  const size_t span = page_round(size);
-  void* at = reserve_aligned(span);
-  if (at == nullptr) return nullptr;
-  void* addr = mmap(at, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
-  if (addr == MAP_FAILED) {
-    const int err = errno;
-    munmap(at, span);
-    errno = err;
-    return nullptr;
-  }
-  return addr;
-}
-
 void* map_huge_page_memory(size_t size, bool* huge_pages) {
   const size_t span = page_round(size);
   void* memory = reserve_aligned(span);
@@ -91,32 +77,11 @@ void* map_huge_page_memory(size_t size, bool* huge_pages) {
   return memory;
 }
 
-MemoryMove move_mapping_into_memory(void* addr, size_t size) {
-  MemoryMove result;
-  const size_t span = page_round(size);
+std::string memory_shortfall(size_t size) {
   const std::optional<uint64_t> available = available_memory();
-  if (available && *available < span + kMemoryMargin) {
-    result.why_not = "the model's " + mib(span) + " would not fit beside " + mib(kMemoryMargin) + " free (" +
-                     mib(*available) + " available)";
-    return result;
-  }
-  // At the same offset within a huge page as addr (0 for map_file_aligned's), so that the huge pages
-  // survive the move.
-  void* copy = map_huge_page_memory(span, &result.huge_pages);
-  if (copy == nullptr) {
-    result.why_not = std::string("cannot allocate: ") + std::strerror(errno);
-    return result;
-  }
-  std::memcpy(copy, addr, size);
-  if (mprotect(copy, span, PROT_READ) != 0 ||
-      mremap(copy, span, span, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED) {
-    result.why_not = std::string("cannot move the copy in place: ") + std::strerror(errno);
-    result.huge_pages = false;
-    munmap(copy, span);
-    return result;
-  }
-  result.moved = true;
-  return result;
+  if (!available || *available >= size + kMemoryMargin) return "";
+  return "the model's " + mib(size) + " would not fit beside " + mib(kMemoryMargin) + " free (" + mib(*available) +
+         " available)";
 }
 
 }  // namespace vks::gguf

@@ -11,7 +11,6 @@
 #include <unordered_map>
 
 #include "engine/common/error.h"
-#include "engine/gguf/file_residence.h"
 #include "engine/gguf/gguf_parse.h"
 
 namespace vks::gguf {
@@ -110,38 +109,24 @@ class Mapping {
       ::close(fd);
       throw Error(ErrorCode::kCorrupt, path + ": file is empty, not a GGUF model");
     }
-    void* addr = map_file_aligned(fd, size_);
+    void* addr = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     const int err = errno;
     ::close(fd);
-    if (addr == nullptr) throw Error(ErrorCode::kIo, path + ": cannot mmap: " + std::strerror(err));
+    if (addr == MAP_FAILED) throw Error(ErrorCode::kIo, path + ": cannot mmap: " + std::strerror(err));
     addr_ = addr;
   }
 
   std::span<const uint8_t> bytes() const { return {static_cast<const uint8_t*>(addr_), size_}; }
 
-  // Moves once; a move that did not happen is tried again on the next call.
-  MemoryMove move_into_memory() {
-    if (addr_ == nullptr) {
-      MemoryMove none;
-      none.why_not = "the model is not a mapped file";
-      return none;
-    }
-    if (!moved_.moved) moved_ = move_mapping_into_memory(addr_, size_);
-    return moved_;
-  }
-
  private:
   void* addr_ = nullptr;
   size_t size_ = 0;
-  MemoryMove moved_;  // the last move's outcome
 };
 
 }  // namespace
 
 struct GgufFile::Impl {
-  // Empty when parsing a caller-owned buffer. Mutable: where its bytes live is not what they are
-  // (hold_in_memory).
-  mutable Mapping mapping;
+  Mapping mapping;  // empty when parsing a caller-owned buffer
   std::span<const uint8_t> bytes;
   detail::ParsedGguf parsed;
   std::unordered_map<std::string_view, size_t> key_index;     // views into parsed.metadata
@@ -186,7 +171,6 @@ const std::vector<TensorInfo>& GgufFile::tensors() const { return impl_->parsed.
 uint64_t GgufFile::data_offset() const { return impl_->parsed.data_offset; }
 uint64_t GgufFile::file_size() const { return impl_->bytes.size(); }
 
-MemoryMove GgufFile::hold_in_memory() const { return impl_->mapping.move_into_memory(); }
 
 const Value* GgufFile::find(std::string_view key) const {
   const auto it = impl_->key_index.find(key);

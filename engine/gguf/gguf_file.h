@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "engine/common/error.h"
-#include "engine/gguf/file_residence.h"
 #include "engine/gguf/ggml_type.h"
 
 namespace vks::gguf {
@@ -85,11 +84,6 @@ class GgufFile {
   std::span<const uint8_t> tensor_data(const TensorInfo& t) const;
   uint64_t data_offset() const;  // absolute file offset of the tensor data section
   uint64_t file_size() const;
-  // Moves the mapped file's bytes into anonymous memory with transparent huge pages, at the same
-  // addresses (file_residence.h): every span and pointer into the file stays valid. A no-op
-  // reporting moved once done; why_not for a parsed buffer or when memory is short. Not while
-  // another thread reads the file's bytes.
-  MemoryMove hold_in_memory() const;
 
  private:
   struct Impl;

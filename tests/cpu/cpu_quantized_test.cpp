@@ -12,6 +12,8 @@
 
 #include "engine/cpu/cpu_model.h"
 #include "engine/cpu/cpu_runner.h"
+#include "engine/cpu/cpu_weights.h"
+#include "engine/cpu/quant/packed_rows.h"
 #include "engine/model/llama_model.h"
 #include "tools/make_model/model_generator.h"
 
@@ -62,12 +64,17 @@ std::vector<float> model_logits(const LlamaModel& m) {
 
 // Logits after the prompt through CpuRunner, as steps of `chunk` tokens (one prefill step when
 // chunk >= the prompt).
+// pack: the runner's copy of the matrices packed where the kernel level reads them packed (the
+// default); packed (when given): how many it packed.
 std::vector<float> runner_logits(const LlamaModel& m, size_t chunk = 1 << 20,
-                                 const std::vector<int32_t>& prompt = kPrompt) {
+                                 const std::vector<int32_t>& prompt = kPrompt, bool pack = true,
+                                 size_t* packed = nullptr) {
   CpuRunnerOptions o;
   o.num_blocks = 4;
   o.threads = 2;
+  o.pack_weights = pack;
   CpuRunner runner(m, o);
+  if (packed != nullptr) *packed = runner.packed_matrices();
   StepResult result;
   for (size_t at = 0; at < prompt.size(); at += chunk) {
     const size_t n = std::min(chunk, prompt.size() - at);
@@ -142,6 +149,75 @@ TEST(CpuQuantized, ExpertModelPathsAgreeBitwise) {
     EXPECT_EQ(runner_logits(m.model(), 4), batched) << ggml_type_name(type);
     if (type == GgmlType::kF16) {
       EXPECT_EQ(model_logits(m.model()), batched) << ggml_type_name(type);
+    }
+  }
+}
+
+// The runner's copy of the matrices (cpu_weights.h): every step matrix copied, the packed ones
+// (where the level packs their type) holding their GGUF bytes rearranged, the others the same
+// bytes; the model's own weights untouched. Without the copy, the model's weights themselves.
+TEST(CpuQuantized, RunnerWeightsCopyEveryStepMatrixAndPackWhatTheLevelReadsPacked) {
+  const cpuq::CpuIsa isa = cpuq::active_isa();
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_1}) {
+    for (const char* preset : {"tiny", "tiny-moe"}) {
+      TempModel m(type, preset);
+      const CpuWeights copy(m.model(), true, true, isa);
+      ASSERT_TRUE(copy.residence().moved) << copy.residence().why_not;
+      const std::vector<const TensorRef*> originals = step_matrices(m.model().weights());
+      const std::vector<const TensorRef*> copies = step_matrices(copy.weights());
+      ASSERT_EQ(copies.size(), originals.size());
+      size_t packed = 0;
+      for (size_t i = 0; i < copies.size(); ++i) {
+        const TensorRef& o = *originals[i];
+        const TensorRef& c = *copies[i];
+        SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + preset + " " + o.name);
+        EXPECT_NE(c.data, o.data);
+        EXPECT_EQ(o.layout, WeightLayout::kGguf);
+        std::vector<uint8_t> bytes(c.data, c.data + c.nbytes);
+        if (c.layout == WeightLayout::kRows16) {
+          ++packed;
+          EXPECT_TRUE(cpuq::packs_rows16(c.type, isa));
+          EXPECT_NE(bytes, std::vector<uint8_t>(o.data, o.data + o.nbytes));
+          cpuq::unpack_rows16(c, bytes.data());
+        }
+        EXPECT_EQ(bytes, std::vector<uint8_t>(o.data, o.data + o.nbytes));
+      }
+      EXPECT_EQ(packed, copy.packed_matrices());
+      // Every matrix of these models has rows in groups of 16, experts included.
+      if (cpuq::packs_rows16(type, isa)) {
+        EXPECT_GT(packed, 0u);
+      } else {
+        EXPECT_EQ(packed, 0u);
+      }
+      const CpuWeights unpacked(m.model(), true, false, isa);
+      EXPECT_EQ(unpacked.packed_matrices(), 0u);
+      const CpuWeights mapped(m.model(), false, true, isa);
+      EXPECT_FALSE(mapped.residence().moved);
+      EXPECT_EQ(mapped.weights().layers[0].wq.data, m.model().weights().layers[0].wq.data);
+    }
+  }
+}
+
+// Packed matrices give the bits of the GGUF layout's kernels, in one prefill step and one token a
+// step, for a dense and an expert model.
+TEST(CpuQuantized, PackedAndGgufLayoutsGiveIdenticalLogits) {
+  if (!cpuq::packs_rows16(GgmlType::kQ4_0, cpuq::active_isa())) {
+    GTEST_SKIP() << "the " << cpuq::isa_name(cpuq::active_isa()) << " level reads no matrix packed";
+  }
+  std::vector<int32_t> prompt = kPrompt;
+  for (int32_t i = 0; prompt.size() < 40; ++i) prompt.push_back(100 + 7 * i);
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
+    for (const char* preset : {"tiny", "tiny-moe"}) {
+      TempModel m(type, preset);
+      for (size_t chunk : {1u << 20, 1u, 3u, 17u}) {
+        size_t packed = 0, unpacked = 1;
+        const std::vector<float> want = runner_logits(m.model(), chunk, prompt, false, &unpacked);
+        const std::vector<float> got = runner_logits(m.model(), chunk, prompt, true, &packed);
+        EXPECT_EQ(unpacked, 0u);
+        EXPECT_GT(packed, 0u);
+        ASSERT_EQ(want.size(), 512u);
+        EXPECT_EQ(got, want) << ggml_type_name(type) << " " << preset << " steps of " << chunk;
+      }
     }
   }
 }

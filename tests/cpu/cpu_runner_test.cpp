@@ -151,8 +151,8 @@ TEST_F(RunnerTest, SharedCoresGiveIdenticalLogits) {
   for (size_t k = 0; k < alone.logits.size(); ++k) EXPECT_EQ(shared.logits[k], alone.logits[k]) << "output " << k;
 }
 
-// Weights copied into memory (the default) or read from the mapped file: the same bytes at the same
-// addresses, so the same logits; each runner says where it reads them.
+// Weights copied into memory (the default; packed where the kernel level reads them packed) or read
+// from the mapped file: the same logits; each runner says where it reads them.
 TEST_F(RunnerTest, WeightsInMemoryOrMappedGiveIdenticalLogits) {
   std::vector<int32_t> prompt(ref_.prompt.begin(), ref_.prompt.end());
   const auto mapped_model = LlamaModel::load(test::model_path("stories260K.gguf"));

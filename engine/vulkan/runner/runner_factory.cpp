@@ -7,6 +7,7 @@
 
 #include "engine/common/error.h"
 #include "engine/cpu/cpu_runner.h"
+#include "engine/cpu/quant/isa.h"
 #include "engine/model/kv_pools.h"
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/backend_choice.h"
@@ -53,8 +54,11 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
   auto runner = std::make_unique<CpuRunner>(model, cpu);
   const gguf::MemoryMove& residence = runner->weights_residence();
   if (residence.moved) {
-    spdlog::info("runner: the CPU backend reads the weights from memory ({} MiB{})", model.file().file_size() >> 20,
-                 residence.huge_pages ? ", transparent huge pages requested" : "");
+    spdlog::info("runner: the CPU backend reads its weight matrices from memory ({} MiB{}; {} packed for the {} "
+                 "kernels)",
+                 step_matrix_bytes(model.weights()) >> 20,
+                 residence.huge_pages ? ", transparent huge pages requested" : "", runner->packed_matrices(),
+                 cpuq::isa_name(cpuq::active_isa()));
   } else {
     spdlog::info("runner: the CPU backend reads the weights from the mapped file: {}", residence.why_not);
   }

@@ -1,0 +1,42 @@
+#pragma once
+// The weights CpuRunner reads: the model's, with every matrix a step streams (step_matrices) copied
+// once, at load, into anonymous memory with transparent huge pages, and packed on the way where the
+// kernel level reads a layout of its own (engine/cpu/quant/packed_rows.h: the amx level's Q4_0 and
+// Q8_0). Decode streams every weight once per step: from a file's 4 KiB pages it ran at 0.5-0.65x
+// the speed (gguf/file_residence.h). The model's own weights are left as they are (the tests' float
+// oracle, or another runner, may read them); its file's pages of the copied matrices become page
+// cache the kernel can drop, so memory holds the matrices once.
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/cpu/quant/isa.h"
+#include "engine/gguf/file_residence.h"
+#include "engine/model/llama_model.h"
+
+namespace vks {
+
+class CpuWeights {
+ public:
+  // in_memory false, or no room for the copy: the model's weights as they are, read from the
+  // mapped file (residence() says why). pack: pack what `isa`'s kernels read packed.
+  CpuWeights(const LlamaModel& model, bool in_memory, bool pack, cpuq::CpuIsa isa);
+  ~CpuWeights();
+  CpuWeights(const CpuWeights&) = delete;  // weights_ points into memory_
+  CpuWeights& operator=(const CpuWeights&) = delete;
+
+  const LlamaWeights& weights() const { return weights_; }
+  // Whether the matrices were copied (moved) into memory, with huge pages; why not.
+  const gguf::MemoryMove& residence() const { return residence_; }
+  // The matrices held in WeightLayout::kRows16, and all that were copied.
+  size_t packed_matrices() const { return packed_; }
+  size_t copied_matrices() const { return copied_; }
+
+ private:
+  LlamaWeights weights_;
+  gguf::MemoryMove residence_;
+  uint8_t* memory_ = nullptr;
+  size_t memory_bytes_ = 0;
+  size_t packed_ = 0, copied_ = 0;
+};
+
+}  // namespace vks
