@@ -1,0 +1,329 @@
+// The AMX level's Q4_0 and Q8_0 on weights packed in groups of 16 rows (WeightLayout::kRows16,
+// packed_rows.h): per group and block, the 16 rows' fp16 scales side by side (one load and one
+// conversion give row r's d_w in lane r) and then the quants in the VNNI order, dword k of rows
+// 0..15 in 64 bytes. Under the "block sums" convention (kernels.h), to the bits of the GGUF-layout
+// kernels of kernels_amx.cpp: the same exact integer sums per block and output, the same float step
+// (d_w * d_x commutes, so the 16 rows' d_w times a token's d_x is the GGUF tiles' d_w times 16
+// tokens' d_x).
+//
+// What the layout saves: a group is one sequential stream (no 16 row streams, no gathers of
+// scales), the quants are vpdpbusd's weight operand and a tile's B operand as they lie (no
+// transposes), and the tiles take the activations in place as A (tokens as rows, each token's 32
+// bytes act_stride apart): C then holds a token's 16 rows in one register, stored as one run of y
+// (no gathered tokens, no transposed outputs), and a partial tile is configured to its token count,
+// so it costs its tokens, not 16.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/cpu/quant/act_quant.h"
+#include "engine/cpu/quant/kernel_util.h"
+#include "engine/cpu/quant/kernels.h"
+#include "engine/cpu/quant/qmatmul.h"  // QmatmulScratch: per-thread buffers that only grow
+
+// Everything below is compiled for this level's target (kernels.h: nothing here is shared).
+#if defined(__clang__)
+#pragma clang attribute push(                                                                                    \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,f16c,amx-tile,amx-int8"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,f16c,amx-tile,amx-int8")
+// GCC 12's AVX-512 headers (see kernels_avx512vnni.cpp).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace vks::cpuq {
+namespace {
+
+#include "engine/cpu/quant/amx_tiles.inc"
+
+constexpr size_t kGroupRows = 16;
+constexpr size_t kTileTokens = 16;  // a tile's most rows (A and C): tokens
+constexpr size_t kScaleBytes = 2 * kGroupRows;  // a packed block's scales, before its quants
+constexpr size_t kUnpackedB = 8 * 64;  // one block of a group as a tile's B: 8 rows of 64 bytes
+
+// kDwords: a row's quant dwords per block (64 bytes of them per packed block). kTileFrom: the
+// fewest tokens that take the tiles (a whole tile of 16, or a last tile of its own token count);
+// fewer take vpdpbusd (measured with vks_bench_cpu_kernels --packed and --sweep: see
+// add_amx_packed_kernels).
+struct Q4_0Packed {
+  static constexpr size_t kBytes = 18;
+  static constexpr size_t kDwords = 4;
+  static constexpr size_t kTileFrom = 4;
+};
+struct Q8_0Packed {
+  static constexpr size_t kBytes = 34;
+  static constexpr size_t kDwords = 8;
+  static constexpr size_t kTileFrom = 4;
+};
+
+// ---- few tokens: vpdpbusd, 16 rows per register ----
+
+// One packed block's quants as vpdpbusd's unsigned operand, w[k] against a token's dword k.
+// vpdpbusd wants one operand unsigned, so the weights are used biased: Q4_0's nibbles as stored
+// (q = w + 8; the low nibbles are elements 0..15, the high ones 16..31), Q8_0's bytes ^ 0x80
+// (q = w + 128); the bias times the token's block sum is its offset. (Q8_0 is stored signed, as a
+// tile's B reads it: the 8 xors per block are shared by the tokens, and a one-token step waits on
+// memory.)
+struct Q4_0Few {
+  static void load(const uint8_t* q, __m512i* w) {
+    const __m512i m4 = _mm512_set1_epi8(0xF);
+    for (size_t k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_loadu_si512(q + 64 * k);
+      w[k] = _mm512_and_si512(v, m4);
+      w[4 + k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    }
+  }
+  static int32_t offset(const ActQ8x32& a) { return a.neg_c8[0]; }  // -8 * sum
+};
+struct Q8_0Few {
+  static void load(const uint8_t* q, __m512i* w) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (size_t k = 0; k < 8; ++k) w[k] = _mm512_xor_si512(_mm512_loadu_si512(q + 64 * k), flip);
+  }
+  static int32_t offset(const ActQ8x32& a) { return -128 * a.sum; }
+};
+
+template <class K>
+struct FewOf;
+template <>
+struct FewOf<Q4_0Packed> {
+  using type = Q4_0Few;
+};
+template <>
+struct FewOf<Q8_0Packed> {
+  using type = Q8_0Few;
+};
+
+// The 16 rows' d_w of the packed block at blk, row r in lane r.
+inline __m512 scales(const uint8_t* blk) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+}
+
+// Token a's dword k broadcast (the compiler folds it into vpdpbusd's {1to16} memory operand).
+inline __m512i dword_of(const ActQ8x32& a, size_t k) { return _mm512_set1_epi32(util::load_u32(reinterpret_cast<const uint8_t*>(a.qs) + 4 * k)); }
+
+// The next group is prefetched into L2 a block's share per block step: the group being read is
+// one stream the hardware prefetchers follow, and an L1 prefetch would hold line fill buffers its
+// loads wait for (kernels_amx.cpp's measurements).
+inline void prefetch_step(const uint8_t* p, size_t bytes) { util::prefetch_range<util::PrefetchTo::kL2>(p, bytes); }
+
+template <class K, int NT>
+void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                size_t n_blocks, float* y, size_t y_stride) {
+  using F = typename FewOf<K>::type;
+  constexpr size_t kBlock = kGroupRows * K::kBytes;
+  const ActQ8x32* x[NT];
+  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const ActQ8x32*>(act + static_cast<size_t>(t) * act_stride);
+  for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
+    const uint8_t* g = w + r0 * w_stride;
+    const uint8_t* ahead = r0 + kGroupRows < n_rows ? g + kGroupRows * w_stride : nullptr;
+    __m512 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+    for (size_t b = 0; b < n_blocks; ++b) {
+      const uint8_t* blk = g + b * kBlock;
+      if (ahead != nullptr) prefetch_step(ahead + b * kBlock, kBlock);
+      __m512i q[8];
+      F::load(blk + kScaleBytes, q);
+      const __m512 dw = scales(blk);
+      for (int t = 0; t < NT; ++t) {
+        const ActQ8x32& a = x[t][b];
+        // Two chains: one token's eight dependent vpdpbusd would wait on their latency.
+        __m512i s0 = _mm512_set1_epi32(F::offset(a)), s1 = _mm512_setzero_si512();
+        for (size_t k = 0; k < 8; k += 2) {
+          s0 = _mm512_dpbusd_epi32(s0, q[k], dword_of(a, k));
+          s1 = _mm512_dpbusd_epi32(s1, q[k + 1], dword_of(a, k + 1));
+        }
+        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(a.d));
+        acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), scale));
+      }
+    }
+    for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride + r0, acc[t]);
+  }
+}
+
+// n_tokens (1..NT) tokens by few_tokens<K, n_tokens>.
+template <class K, int NT>
+void few_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+               size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  if constexpr (NT > 0) {
+    if (n_tokens == NT) {
+      few_tokens<K, NT>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
+    } else {
+      few_up_to<K, NT - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+    }
+  }
+}
+
+// ---- tiles: tokens as A, in place; the packed quants as B ----
+
+// Tiles 0 and 3: A (m tokens x 32 bytes); 1 and 4: B (8 rows x 64 bytes: dword k of 16 rows per
+// row); 2 and 5: C (m tokens x 16 int32). Two sets: two blocks in flight.
+TileConfig make_config(size_t m) {
+  TileConfig c;
+  for (int set : {0, 3}) {
+    c.rows[set] = static_cast<uint8_t>(m);
+    c.colsb[set] = 32;
+    c.rows[set + 1] = 8;
+    c.colsb[set + 1] = 64;
+    c.rows[set + 2] = static_cast<uint8_t>(m);
+    c.colsb[set + 2] = 64;
+  }
+  return c;
+}
+
+// Where a group's B tiles lie: Q8_0's packed quants as they are (signed, tdpbssd), Q4_0's unpacked
+// less 8 into a per-thread scratch once per group (low nibbles rows 0-3, high ones 4-7), so that
+// the product includes the offset.
+struct BSource {
+  const uint8_t* base;
+  size_t step;  // bytes from one block's B to the next
+  const uint8_t* at(size_t b) const { return base + b * step; }
+};
+
+thread_local QmatmulScratch t_unpacked;
+
+template <class K>
+BSource group_b(const uint8_t* g, size_t n_blocks) {
+  constexpr size_t kBlock = kGroupRows * K::kBytes;
+  if constexpr (K::kDwords == 8) {
+    return {g + kScaleBytes, kBlock};
+  } else {
+    uint8_t* out = t_unpacked.reserve(n_blocks * kUnpackedB);
+    const __m512i m4 = _mm512_set1_epi8(0xF), eight = _mm512_set1_epi8(8);
+    for (size_t b = 0; b < n_blocks; ++b) {
+      const uint8_t* q = g + b * kBlock + kScaleBytes;
+      uint8_t* o = out + b * kUnpackedB;
+      for (size_t k = 0; k < 4; ++k) {
+        const __m512i v = _mm512_loadu_si512(q + 64 * k);
+        _mm512_store_si512(o + 64 * k, _mm512_sub_epi8(_mm512_and_si512(v, m4), eight));
+        _mm512_store_si512(o + 64 * (4 + k), _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), eight));
+      }
+    }
+    return {out, kUnpackedB};
+  }
+}
+
+// acc[t] += float(C[t]) * (d_w * d_x[t]) for the M tokens of one block's C (row t: token t's 16 rows).
+template <int M>
+inline void scale_add(const int32_t* c, __m512 dw, const uint8_t* act_block, size_t act_stride, __m512* acc) {
+  for (int t = 0; t < M; ++t) {
+    float dx;
+    std::memcpy(&dx, act_block + static_cast<size_t>(t) * act_stride + offsetof(ActQ8x32, d), sizeof dx);
+    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(dx));
+    acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * t)), scale));
+  }
+}
+
+// One group of 16 rows times M tokens (from act, act_stride apart), every block, into y (token t's
+// 16 outputs at y + t * y_stride). next: the next group's bytes, prefetched into L2 a share per
+// block step (null: none).
+template <class K, int M>
+void tile_group(const BSource& bsrc, const uint8_t* g, const uint8_t* act, size_t act_stride, size_t n_blocks,
+                const uint8_t* next, float* y, size_t y_stride) {
+  constexpr size_t kBlock = kGroupRows * K::kBytes;
+  alignas(64) int32_t c[2][kTileTokens * 16];
+  __m512 acc[M];
+  for (int t = 0; t < M; ++t) acc[t] = _mm512_setzero_ps();
+  size_t b = 0;
+  for (; b + 2 <= n_blocks; b += 2) {
+    if (next != nullptr) prefetch_step(next + b * kBlock, 2 * kBlock);
+    const uint8_t* a0 = act + b * sizeof(ActQ8x32);
+    _tile_zero(2);
+    _tile_zero(5);
+    VKS_TILE_LOAD(0, a0, act_stride);
+    VKS_TILE_LOAD(1, bsrc.at(b), 64);
+    VKS_TILE_LOAD(3, a0 + sizeof(ActQ8x32), act_stride);
+    VKS_TILE_LOAD(4, bsrc.at(b + 1), 64);
+    _tile_dpbssd(2, 0, 1);
+    _tile_dpbssd(5, 3, 4);
+    VKS_TILE_STORE(2, c[0], 64);
+    VKS_TILE_STORE(5, c[1], 64);
+    scale_add<M>(c[0], scales(g + b * kBlock), a0, act_stride, acc);
+    scale_add<M>(c[1], scales(g + (b + 1) * kBlock), a0 + sizeof(ActQ8x32), act_stride, acc);
+  }
+  if (b < n_blocks) {
+    if (next != nullptr) prefetch_step(next + b * kBlock, kBlock);
+    const uint8_t* a0 = act + b * sizeof(ActQ8x32);
+    _tile_zero(2);
+    VKS_TILE_LOAD(0, a0, act_stride);
+    VKS_TILE_LOAD(1, bsrc.at(b), 64);
+    _tile_dpbssd(2, 0, 1);
+    VKS_TILE_STORE(2, c[0], 64);
+    scale_add<M>(c[0], scales(g + b * kBlock), a0, act_stride, acc);
+  }
+  for (int t = 0; t < M; ++t) _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride, acc[t]);
+}
+
+// Rows [0, n_rows) x tiles of M tokens from act on (n_tiles of them), under one tile configuration.
+template <class K, int M>
+void tile_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tiles,
+               size_t n_blocks, float* y, size_t y_stride) {
+  const TileConfig config = make_config(M);
+  const TileScope tiles(config);
+  for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
+    const uint8_t* g = w + r0 * w_stride;
+    const BSource bsrc = group_b<K>(g, n_blocks);
+    for (size_t j = 0; j < n_tiles; ++j) {
+      // The first tile prefetches the next group (Q4_0 has just read this one to unpack it).
+      const uint8_t* next = j == 0 && r0 + kGroupRows < n_rows ? g + kGroupRows * w_stride : nullptr;
+      tile_group<K, M>(bsrc, g, act + j * M * act_stride, act_stride, n_blocks, next, y + j * M * y_stride + r0,
+                       y_stride);
+    }
+  }
+}
+
+// One tile of m (1..M) tokens by tile_pass<K, m>.
+template <class K, int M>
+void tail_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t m,
+                size_t n_blocks, float* y, size_t y_stride) {
+  if constexpr (M > 0) {
+    if (m == M) {
+      tile_pass<K, M>(w, w_stride, n_rows, act, act_stride, 1, n_blocks, y, y_stride);
+    } else {
+      tail_up_to<K, M - 1>(w, w_stride, n_rows, act, act_stride, m, n_blocks, y, y_stride);
+    }
+  }
+}
+
+// n_rows: a multiple of 16 (qmatmul checks that a packed matrix's work items are whole groups).
+// Whole tiles of 16 tokens, then the tokens left: a tile of their count from K::kTileFrom tokens
+// on, the vpdpbusd path below.
+template <class K>
+void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tokens,
+          size_t n_blocks, float* y, size_t y_stride) {
+  const size_t whole = n_tokens < K::kTileFrom ? 0 : n_tokens / kTileTokens;
+  if (whole > 0) tile_pass<K, kTileTokens>(w, w_stride, n_rows, act, act_stride, whole, n_blocks, y, y_stride);
+  const size_t t0 = whole * kTileTokens, rest = n_tokens - t0;
+  if (rest == 0) return;
+  if (rest >= K::kTileFrom) {
+    tail_up_to<K, kTileTokens - 1>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, rest, n_blocks,
+                                   y + t0 * y_stride, y_stride);
+  } else {
+    few_up_to<K, K::kTileFrom - 1>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, rest, n_blocks,
+                                   y + t0 * y_stride, y_stride);
+  }
+}
+
+#undef VKS_TILE_LOAD
+#undef VKS_TILE_STORE
+
+}  // namespace
+
+void add_amx_packed_kernels(KernelTable& table) {
+  table.packed[2] = {gemm<Q4_0Packed>, 128};
+  table.packed[8] = {gemm<Q8_0Packed>, 128};
+}
+
+}  // namespace vks::cpuq
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif
