@@ -69,10 +69,12 @@ struct PreparedKernel {
   uint8_t tail_from = 0;
 };
 
-// A kernel for weights packed in groups of 16 rows, and the tokens of one qmatmul work item for it
-// (a multiple of kPreparedTileTokens).
+
+// A kernel for weights packed in groups of 16 rows (its activations prepared per call as
+// PreparedKernel says), and the tokens of one qmatmul work item for it (a multiple of
+// kPreparedTileTokens).
 struct PackedKernel {
-  GemmFn gemm = nullptr;
+  PreparedKernel prepared;
   uint16_t tokens_per_item = 0;
 };
 
@@ -98,9 +100,10 @@ struct KernelTable {
   // prepares a row group's weights per call (the amx level unpacks them) prepares them once for
   // more tokens. Any value gives the same bits; a multiple of kPreparedTileTokens.
   uint16_t tokens_per_item[kMaxTypeId] = {};
-  // Where set, the kernel for a matrix in WeightLayout::kRows16 (packed_rows.h): gemm's contract
-  // with w_stride a row's bytes (a group of 16 rows starts at w + r * w_stride, r a multiple of 16)
-  // and n_rows a multiple of 16. Absent where the level cannot read the layout (qmatmul refuses it).
+  // Where set, the kernel for a matrix in WeightLayout::kRows16 (packed_rows.h): PreparedGemmFn's
+  // contract with w_stride a row's bytes (a group of 16 rows starts at w + r * w_stride, r a
+  // multiple of 16) and n_rows a multiple of 16. Absent where the level cannot read the layout
+  // (qmatmul refuses it).
   PackedKernel packed[kMaxTypeId] = {};
 };
 

@@ -23,6 +23,8 @@
 #include "engine/cpu/quant/kernels.h"
 #include "engine/cpu/quant/qmatmul.h"  // QmatmulScratch: per-thread buffers that only grow
 
+
+
 // Everything below is compiled for this level's target (kernels.h: nothing here is shared).
 #if defined(__clang__)
 #pragma clang attribute push(                                                                                    \
@@ -162,7 +164,9 @@ void few_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* 
 // ---- tiles: tokens as A, in place; the packed quants as B ----
 
 // Tiles 0 and 3: A (m tokens x 32 bytes); 1 and 4: B (8 rows x 64 bytes: dword k of 16 rows per
-// row); 2 and 5: C (m tokens x 16 int32). Two sets: two blocks in flight.
+// row); 2 and 5: C (m tokens x 16 int32). Two sets: two blocks in flight; 6 and 7 two more C tiles,
+// four blocks in flight, the second two reusing A and B once the first two's products have read
+// them.
 TileConfig make_config(size_t m) {
   TileConfig c;
   for (int set : {0, 3}) {
@@ -172,6 +176,10 @@ TileConfig make_config(size_t m) {
     c.colsb[set + 1] = 64;
     c.rows[set + 2] = static_cast<uint8_t>(m);
     c.colsb[set + 2] = 64;
+  }
+  for (int extra : {6, 7}) {
+    c.rows[extra] = static_cast<uint8_t>(m);
+    c.colsb[extra] = 64;
   }
   return c;
 }
@@ -208,61 +216,122 @@ BSource group_b(const uint8_t* g, size_t n_blocks) {
   }
 }
 
+// Where a tile's A operands lie: block b's M tokens' 32 bytes at base + b * block_step, row_stride
+// apart; their d_x side by side at d + b * block_step (prepared tiles) or d + 64 b (a partial tile).
+struct ASource {
+  const uint8_t* base;
+  size_t block_step, row_stride;
+  const uint8_t* d;
+  size_t d_step;
+};
+
 // acc[t] += float(C[t]) * (d_w * d_x[t]) for the M tokens of one block's C (row t: token t's 16 rows).
 template <int M>
-inline void scale_add(const int32_t* c, __m512 dw, const uint8_t* act_block, size_t act_stride, __m512* acc) {
+inline void scale_add(const int32_t* c, __m512 dw, const ASource& a, size_t b, __m512* acc) {
+  // Unrolled, so that acc stays in registers (GCC otherwise kept it in memory, a load and a store
+  // per token and block).
+#pragma GCC unroll 16
   for (int t = 0; t < M; ++t) {
     float dx;
-    std::memcpy(&dx, act_block + static_cast<size_t>(t) * act_stride + offsetof(ActQ8x32, d), sizeof dx);
+    std::memcpy(&dx, a.d + a.d_step * b + 4 * static_cast<size_t>(t), sizeof dx);
     const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(dx));
     acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * t)), scale));
   }
 }
 
-// One group of 16 rows times M tokens (from act, act_stride apart), every block, into y (token t's
-// 16 outputs at y + t * y_stride). next: the next group's bytes, prefetched into L2 a share per
-// block step (null: none).
+// One group of 16 rows times M tokens (A operands from a), every block, into y (token t's 16
+// outputs at y + t * y_stride). next: the next group's bytes, prefetched into L2 a share per block
+// step (null: none).
 template <class K, int M>
-void tile_group(const BSource& bsrc, const uint8_t* g, const uint8_t* act, size_t act_stride, size_t n_blocks,
-                const uint8_t* next, float* y, size_t y_stride) {
+void tile_group(const BSource& bsrc, const uint8_t* g, const ASource& a, size_t n_blocks, const uint8_t* next, float* y,
+                size_t y_stride) {
   constexpr size_t kBlock = kGroupRows * K::kBytes;
-  alignas(64) int32_t c[2][kTileTokens * 16];
+  alignas(64) int32_t c[4][kTileTokens * 16];
   __m512 acc[M];
   for (int t = 0; t < M; ++t) acc[t] = _mm512_setzero_ps();
+  // Locals, not the sources' fields: the tile loads' memory clobbers would reload those each time.
+  const size_t as = a.row_stride;
+  const uint8_t* const a_base = a.base;
+  const size_t a_step = a.block_step;
+  const uint8_t* const b_base = bsrc.base;
+  const size_t b_step = bsrc.step;
+  const ASource al{a_base, a_step, as, a.d, a.d_step};
   size_t b = 0;
-  for (; b + 2 <= n_blocks; b += 2) {
-    if (next != nullptr) prefetch_step(next + b * kBlock, 2 * kBlock);
-    const uint8_t* a0 = act + b * sizeof(ActQ8x32);
+  for (; b + 4 <= n_blocks; b += 4) {
+    if (next != nullptr) prefetch_step(next + b * kBlock, 4 * kBlock);
     _tile_zero(2);
     _tile_zero(5);
-    VKS_TILE_LOAD(0, a0, act_stride);
-    VKS_TILE_LOAD(1, bsrc.at(b), 64);
-    VKS_TILE_LOAD(3, a0 + sizeof(ActQ8x32), act_stride);
-    VKS_TILE_LOAD(4, bsrc.at(b + 1), 64);
+    _tile_zero(6);
+    _tile_zero(7);
+    VKS_TILE_LOAD(0, (a_base + a_step * (b)), as);
+    VKS_TILE_LOAD(1, (b_base + b_step * (b)), 64);
     _tile_dpbssd(2, 0, 1);
+    VKS_TILE_LOAD(3, (a_base + a_step * (b + 1)), as);
+    VKS_TILE_LOAD(4, (b_base + b_step * (b + 1)), 64);
     _tile_dpbssd(5, 3, 4);
+    VKS_TILE_LOAD(0, (a_base + a_step * (b + 2)), as);
+    VKS_TILE_LOAD(1, (b_base + b_step * (b + 2)), 64);
+    _tile_dpbssd(6, 0, 1);
+    VKS_TILE_LOAD(3, (a_base + a_step * (b + 3)), as);
+    VKS_TILE_LOAD(4, (b_base + b_step * (b + 3)), 64);
+    _tile_dpbssd(7, 3, 4);
     VKS_TILE_STORE(2, c[0], 64);
     VKS_TILE_STORE(5, c[1], 64);
-    scale_add<M>(c[0], scales(g + b * kBlock), a0, act_stride, acc);
-    scale_add<M>(c[1], scales(g + (b + 1) * kBlock), a0 + sizeof(ActQ8x32), act_stride, acc);
+    VKS_TILE_STORE(6, c[2], 64);
+    VKS_TILE_STORE(7, c[3], 64);
+    for (size_t i = 0; i < 4; ++i) scale_add<M>(c[i], scales(g + (b + i) * kBlock), al, b + i, acc);
   }
-  if (b < n_blocks) {
+  for (; b < n_blocks; ++b) {
     if (next != nullptr) prefetch_step(next + b * kBlock, kBlock);
-    const uint8_t* a0 = act + b * sizeof(ActQ8x32);
     _tile_zero(2);
-    VKS_TILE_LOAD(0, a0, act_stride);
-    VKS_TILE_LOAD(1, bsrc.at(b), 64);
+    VKS_TILE_LOAD(0, (a_base + a_step * (b)), as);
+    VKS_TILE_LOAD(1, (b_base + b_step * (b)), 64);
     _tile_dpbssd(2, 0, 1);
     VKS_TILE_STORE(2, c[0], 64);
-    scale_add<M>(c[0], scales(g + b * kBlock), a0, act_stride, acc);
+    scale_add<M>(c[0], scales(g + b * kBlock), al, b, acc);
   }
   for (int t = 0; t < M; ++t) _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride, acc[t]);
 }
 
-// Rows [0, n_rows) x tiles of M tokens from act on (n_tiles of them), under one tile configuration.
-template <class K, int M>
-void tile_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tiles,
-               size_t n_blocks, float* y, size_t y_stride) {
+// Whole tiles of 16 tokens read a copy of their activations prepared once per qmatmul call
+// (kernels.h's PreparedKernel): per block, the 16 tokens' 32 bytes side by side (A, rows 32 bytes
+// apart) and then their 16 d_x. Read in place, the activations are 96 bytes per 32 values: 128
+// tokens of 5632 columns (2.2 MB) did not stay in L2 while a work item's groups swept them, and
+// their rows, act_stride apart, fell into few L1 sets (2048x2048 at 128 tokens ran at 0.8x the
+// GGUF-layout kernel, 2048x5632 at 0.6x).
+struct alignas(64) PreparedBlock {
+  int8_t qs[kTileTokens][32];
+  float d[kTileTokens];
+};
+static_assert(sizeof(PreparedBlock) == 576);
+
+void prepare_tile(const uint8_t* act, size_t act_stride, size_t n_tokens, size_t n_blocks, uint8_t* out) {
+  auto* blocks = reinterpret_cast<PreparedBlock*>(out);
+  for (size_t b = 0; b < n_blocks; ++b) {
+    PreparedBlock& o = blocks[b];
+    for (size_t t = 0; t < kTileTokens; ++t) {
+      if (t < n_tokens) {
+        const ActQ8x32& x = reinterpret_cast<const ActQ8x32*>(act + t * act_stride)[b];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(o.qs[t]), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs)));
+        o.d[t] = x.d;
+      } else {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(o.qs[t]), _mm256_setzero_si256());
+        o.d[t] = 0.0f;
+      }
+    }
+  }
+}
+
+size_t prepared_bytes(size_t n_tokens, size_t n_blocks) {
+  return (n_tokens + kTileTokens - 1) / kTileTokens * n_blocks * sizeof(PreparedBlock);
+}
+
+thread_local QmatmulScratch t_tail_d;
+
+// Rows [0, n_rows) x n_tiles tiles of M tokens under one tile configuration; a(j): tile j's A.
+template <class K, int M, class ATile>
+void tile_pass(const uint8_t* w, size_t w_stride, size_t n_rows, size_t n_tiles, size_t n_blocks, const ATile& a,
+               float* y, size_t y_stride) {
   const TileConfig config = make_config(M);
   const TileScope tiles(config);
   for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
@@ -271,42 +340,73 @@ void tile_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* 
     for (size_t j = 0; j < n_tiles; ++j) {
       // The first tile prefetches the next group (Q4_0 has just read this one to unpack it).
       const uint8_t* next = j == 0 && r0 + kGroupRows < n_rows ? g + kGroupRows * w_stride : nullptr;
-      tile_group<K, M>(bsrc, g, act + j * M * act_stride, act_stride, n_blocks, next, y + j * M * y_stride + r0,
-                       y_stride);
+      tile_group<K, M>(bsrc, g, a(j), n_blocks, next, y + j * M * y_stride + r0, y_stride);
     }
   }
 }
 
-// One tile of m (1..M) tokens by tile_pass<K, m>.
+// One partial tile of M (< 16) tokens, the activations read in place (M tokens of a few-token step
+// are little to read; a copy per call would cost as much): A rows act_stride apart, the d_x copied
+// side by side first (read in place, one line per token and block, the float steps waited on them).
 template <class K, int M>
-void tail_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t m,
-                size_t n_blocks, float* y, size_t y_stride) {
+void partial_tile(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                  size_t n_blocks, float* y, size_t y_stride) {
+  auto* d = reinterpret_cast<float*>(t_tail_d.reserve(n_blocks * kTileTokens * sizeof(float)));
+  for (size_t t = 0; t < M; ++t) {
+    const auto* x = reinterpret_cast<const ActQ8x32*>(act + t * act_stride);
+    for (size_t b = 0; b < n_blocks; ++b) d[b * kTileTokens + t] = x[b].d;
+  }
+  const ASource a{act, sizeof(ActQ8x32), act_stride, reinterpret_cast<const uint8_t*>(d), kTileTokens * sizeof(float)};
+  tile_pass<K, M>(w, w_stride, n_rows, 1, n_blocks, [&](size_t) { return a; }, y, y_stride);
+}
+
+// One partial tile of m (1..M) tokens by partial_tile<K, m>.
+template <class K, int M>
+void partial_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t m,
+                   size_t n_blocks, float* y, size_t y_stride) {
   if constexpr (M > 0) {
     if (m == M) {
-      tile_pass<K, M>(w, w_stride, n_rows, act, act_stride, 1, n_blocks, y, y_stride);
+      partial_tile<K, M>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
     } else {
-      tail_up_to<K, M - 1>(w, w_stride, n_rows, act, act_stride, m, n_blocks, y, y_stride);
+      partial_up_to<K, M - 1>(w, w_stride, n_rows, act, act_stride, m, n_blocks, y, y_stride);
     }
   }
 }
 
 // n_rows: a multiple of 16 (qmatmul checks that a packed matrix's work items are whole groups).
-// Whole tiles of 16 tokens, then the tokens left: a tile of their count from K::kTileFrom tokens
-// on, the vpdpbusd path below.
+// Whole tiles of 16 tokens from the prepared copy (prepared: the item's first tile; null where
+// the item has fewer than 16 tokens), then the tokens left: a partial tile from K::kTileFrom
+// tokens on, the vpdpbusd path below that.
 template <class K>
-void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tokens,
-          size_t n_blocks, float* y, size_t y_stride) {
-  const size_t whole = n_tokens < K::kTileFrom ? 0 : n_tokens / kTileTokens;
-  if (whole > 0) tile_pass<K, kTileTokens>(w, w_stride, n_rows, act, act_stride, whole, n_blocks, y, y_stride);
+void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+          const uint8_t* prepared, size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  const size_t whole = n_tokens / kTileTokens;
+  if (whole > 0) {
+    const auto* tiles = reinterpret_cast<const PreparedBlock*>(prepared);
+    tile_pass<K, kTileTokens>(
+        w, w_stride, n_rows, whole, n_blocks,
+        [&](size_t j) {
+          const auto* base = reinterpret_cast<const uint8_t*>(tiles + j * n_blocks);
+          return ASource{base, sizeof(PreparedBlock), 32, base + offsetof(PreparedBlock, d), sizeof(PreparedBlock)};
+        },
+        y, y_stride);
+  }
   const size_t t0 = whole * kTileTokens, rest = n_tokens - t0;
   if (rest == 0) return;
   if (rest >= K::kTileFrom) {
-    tail_up_to<K, kTileTokens - 1>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, rest, n_blocks,
-                                   y + t0 * y_stride, y_stride);
+    partial_up_to<K, kTileTokens - 1>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, rest, n_blocks,
+                                      y + t0 * y_stride, y_stride);
   } else {
     few_up_to<K, K::kTileFrom - 1>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, rest, n_blocks,
                                    y + t0 * y_stride, y_stride);
   }
+}
+
+template <class K>
+PackedKernel packed_kernel() {
+  // Only whole tiles are prepared (tiles_from 16; tail_from 16: a last partial tile never is).
+  // 128 tokens per work item: a prefill of 128 unpacks (Q4_0) and reads each group once.
+  return {{gemm<K>, prepare_tile, prepared_bytes, kTileTokens, kTileTokens}, 128};
 }
 
 #undef VKS_TILE_LOAD
@@ -315,8 +415,8 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 }  // namespace
 
 void add_amx_packed_kernels(KernelTable& table) {
-  table.packed[2] = {gemm<Q4_0Packed>, 128};
-  table.packed[8] = {gemm<Q8_0Packed>, 128};
+  table.packed[2] = packed_kernel<Q4_0Packed>();
+  table.packed[8] = packed_kernel<Q8_0Packed>();
 }
 
 }  // namespace vks::cpuq

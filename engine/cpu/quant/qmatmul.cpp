@@ -156,7 +156,7 @@ PackedKernel check_packed(const MatmulJob& job, const KernelTable& table, CpuIsa
   const TensorRef& w = *job.w;
   const auto id = static_cast<size_t>(w.type);
   const PackedKernel kernel = id < kMaxTypeId ? table.packed[id] : PackedKernel{};
-  if (kernel.gemm == nullptr) {
+  if (kernel.prepared.gemm == nullptr) {
     throw Error(ErrorCode::kUnsupported, "qmatmul: tensor '" + w.name + "' (" + std::string(ggml_type_name(w.type)) +
                                              ") is packed in groups of " + std::to_string(kRows16Group) +
                                              " rows, which the " + std::string(isa_name(isa)) +
@@ -272,9 +272,8 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
     const auto id = static_cast<size_t>(w.type);
     p.kind = id < kMaxTypeId ? act_kind(w.type) : ActKind::kFloat;
     if (packed) {
-      // The packed kernel reads the quantized activations in place: nothing prepared, no one-token
-      // kernel of another level (none reads the layout).
-      p.gemm = packed_kernel.gemm;
+      // No one-token kernel of another level: none reads the layout.
+      p.prepared = packed_kernel.prepared;
       if (packed_kernel.tokens_per_item != 0) p.tokens_per_item = packed_kernel.tokens_per_item;
     } else if (p.kind != ActKind::kFloat) {
       p.gemm = call.table->gemm[id];
