@@ -246,6 +246,37 @@ TEST(QmatmulAmxPacked, RowSlicesInOneCallGiveTheGgufLayoutsBits) {
   }
 }
 
+// Packed Q4_0 and Q8_0 jobs reading the same activations share one preparation of their tiles
+// where it holds every tile a job reads: Q8_0 tiles a last partial tile from 8 tokens, Q4_0 from
+// 12, so with a tail of 8..11 (27 and 138 tokens) the first Q8_0 job prepares its own after the
+// first Q4_0 job's; 141 tokens (a tail of 13) is one preparation for all four.
+TEST(QmatmulAmxPacked, JobsOfBothTypesShareTheirTilesWhereTheyCan) {
+  SKIP_WITHOUT_AMX();
+  constexpr size_t kRows = 64, kCols = 32 * 5;
+  const Matrix m[] = {make_matrix(GgmlType::kQ4_0, kRows, kCols, Fill::kRandom, 41),
+                      make_matrix(GgmlType::kQ8_0, kRows, kCols, Fill::kRandom, 42),
+                      make_matrix(GgmlType::kQ4_0, kRows, kCols, Fill::kRandom, 43),
+                      make_matrix(GgmlType::kQ8_0, kRows, kCols, Fill::kRandom, 44)};
+  const Packed p[] = {Packed(m[0]), Packed(m[1]), Packed(m[2]), Packed(m[3])};
+  ThreadPool pool2(2);
+  for (size_t n_tokens : {27u, 138u, 141u}) {
+    const std::vector<float> x = make_activations(n_tokens, kCols, Fill::kRandom, 45);
+    std::vector<float> y[std::size(m)];
+    std::vector<MatmulJob> jobs;
+    for (size_t j = 0; j < std::size(m); ++j) {
+      y[j].assign(n_tokens * kRows, -1.0f);
+      jobs.push_back({&p[j].ref, 0, kRows, x.data(), n_tokens, y[j].data()});
+    }
+    QmatmulScratch scratch;
+    qmatmul_jobs(jobs.data(), jobs.size(), &pool2, CpuIsa::kAmx, scratch);
+    for (size_t j = 0; j < std::size(m); ++j) {
+      const std::vector<float> want = block_sums_reference(m[j], x.data(), n_tokens);
+      EXPECT_EQ(0, std::memcmp(y[j].data(), want.data(), want.size() * sizeof(float)))
+          << "job " << j << " (" << label(m[j].type) << ") tokens " << n_tokens;
+    }
+  }
+}
+
 // Against the float reference (dequantized weights, double sums): the error of 8-bit activations,
 // a few tenths of a percent, so a kernel off by a wrong scale or a wrong nibble cannot pass.
 TEST(QmatmulAmxPacked, MatchesTheFloatReference) {

@@ -8,12 +8,13 @@
 //
 // What the layout saves: a group is one sequential stream (no 16 row streams, no gathers of
 // scales), the quants are vpdpbusd's weight operand and a tile's B operand as they lie (no
-// transposes), and the tiles take the activations in place as A (tokens as rows, each token's 32
-// bytes act_stride apart): C then holds a token's 16 rows in one register, stored as one run of y
-// (no gathered tokens, no transposed outputs), and a partial tile is configured to its token count,
-// so it costs its tokens, not 16.
+// transposes), and the tiles take the tokens as A (rows of 32 bytes, copied side by side once per
+// call, no transposes): C then holds a token's 16 rows in one register, stored as one run of y
+// (no transposed outputs), and a partial tile is configured to its token count, so it costs its
+// tokens, not 16.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -49,18 +50,21 @@ constexpr size_t kScaleBytes = 2 * kGroupRows;  // a packed block's scales, befo
 constexpr size_t kUnpackedB = 8 * 64;  // one block of a group as a tile's B: 8 rows of 64 bytes
 
 // kDwords: a row's quant dwords per block (64 bytes of them per packed block). kTileFrom: the
-// fewest tokens that take the tiles (a whole tile of 16, or a last tile of its own token count);
-// fewer take vpdpbusd (measured with vks_bench_cpu_kernels --packed and --sweep: see
-// add_amx_packed_kernels).
+// fewest tokens that take a tile of their own token count (a last partial tile, or a call of
+// fewer than 16); fewer take vpdpbusd. Where the two paths' times crossed, built with each at
+// every token count (vks_bench_cpu_kernels --packed --packed-tokens 4 6 8 10 12 14 15, 2048x2048
+// and 5632x2048, two rounds, from memory and in cache): Q4_0's vpdpbusd path was faster up to 10
+// tokens, the tile from 12-14 (Q4_0's tile unpacks the group first); Q8_0's tile was as fast from
+// 4-6 and faster from 8-10.
 struct Q4_0Packed {
   static constexpr size_t kBytes = 18;
   static constexpr size_t kDwords = 4;
-  static constexpr size_t kTileFrom = 4;
+  static constexpr size_t kTileFrom = 12;
 };
 struct Q8_0Packed {
   static constexpr size_t kBytes = 34;
   static constexpr size_t kDwords = 8;
-  static constexpr size_t kTileFrom = 4;
+  static constexpr size_t kTileFrom = 8;
 };
 
 // ---- few tokens: vpdpbusd, 16 rows per register ----
@@ -161,7 +165,7 @@ void few_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* 
   }
 }
 
-// ---- tiles: tokens as A, in place; the packed quants as B ----
+// ---- tiles: tokens as A (prepared once per call, below); the packed quants as B ----
 
 // Tiles 0 and 3: A (m tokens x 32 bytes); 1 and 4: B (8 rows x 64 bytes: dword k of 16 rows per
 // row); 2 and 5: C (m tokens x 16 int32). Two sets: two blocks in flight; 6 and 7 two more C tiles,
@@ -217,7 +221,7 @@ BSource group_b(const uint8_t* g, size_t n_blocks) {
 }
 
 // Where a tile's A operands lie: block b's M tokens' 32 bytes at base + b * block_step, row_stride
-// apart; their d_x side by side at d + b * block_step (prepared tiles) or d + 64 b (a partial tile).
+// apart; their d_x side by side at d + b * d_step.
 struct ASource {
   const uint8_t* base;
   size_t block_step, row_stride;
@@ -326,76 +330,54 @@ size_t prepared_bytes(size_t n_tokens, size_t n_blocks) {
   return (n_tokens + kTileTokens - 1) / kTileTokens * n_blocks * sizeof(PreparedBlock);
 }
 
-thread_local QmatmulScratch t_tail_d;
-
-// Rows [0, n_rows) x n_tiles tiles of M tokens under one tile configuration; a(j): tile j's A.
-template <class K, int M, class ATile>
-void tile_pass(const uint8_t* w, size_t w_stride, size_t n_rows, size_t n_tiles, size_t n_blocks, const ATile& a,
-               float* y, size_t y_stride) {
+// Rows [0, n_rows) x n_tiles prepared tiles of M tokens (tile j's blocks at tiles + j * n_blocks)
+// under one tile configuration.
+template <class K, int M>
+void tile_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const PreparedBlock* tiles, size_t n_tiles,
+               size_t n_blocks, float* y, size_t y_stride) {
   const TileConfig config = make_config(M);
-  const TileScope tiles(config);
+  const TileScope scope(config);
   for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
     const uint8_t* g = w + r0 * w_stride;
     const BSource bsrc = group_b<K>(g, n_blocks);
     for (size_t j = 0; j < n_tiles; ++j) {
+      const auto* base = reinterpret_cast<const uint8_t*>(tiles + j * n_blocks);
+      const ASource a{base, sizeof(PreparedBlock), 32, base + offsetof(PreparedBlock, d), sizeof(PreparedBlock)};
       // The first tile prefetches the next group (Q4_0 has just read this one to unpack it).
       const uint8_t* next = j == 0 && r0 + kGroupRows < n_rows ? g + kGroupRows * w_stride : nullptr;
-      tile_group<K, M>(bsrc, g, a(j), n_blocks, next, y + j * M * y_stride + r0, y_stride);
+      tile_group<K, M>(bsrc, g, a, n_blocks, next, y + j * M * y_stride + r0, y_stride);
     }
   }
 }
 
-// One partial tile of M (< 16) tokens, the activations read in place (M tokens of a few-token step
-// are little to read; a copy per call would cost as much): A rows act_stride apart, the d_x copied
-// side by side first (read in place, one line per token and block, the float steps waited on them).
+// One partial tile of m (1..M) tokens by tile_pass<K, m>.
 template <class K, int M>
-void partial_tile(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-                  size_t n_blocks, float* y, size_t y_stride) {
-  auto* d = reinterpret_cast<float*>(t_tail_d.reserve(n_blocks * kTileTokens * sizeof(float)));
-  for (size_t t = 0; t < M; ++t) {
-    const auto* x = reinterpret_cast<const ActQ8x32*>(act + t * act_stride);
-    for (size_t b = 0; b < n_blocks; ++b) d[b * kTileTokens + t] = x[b].d;
-  }
-  const ASource a{act, sizeof(ActQ8x32), act_stride, reinterpret_cast<const uint8_t*>(d), kTileTokens * sizeof(float)};
-  tile_pass<K, M>(w, w_stride, n_rows, 1, n_blocks, [&](size_t) { return a; }, y, y_stride);
-}
-
-// One partial tile of m (1..M) tokens by partial_tile<K, m>.
-template <class K, int M>
-void partial_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t m,
+void partial_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const PreparedBlock* tile, size_t m,
                    size_t n_blocks, float* y, size_t y_stride) {
   if constexpr (M > 0) {
     if (m == M) {
-      partial_tile<K, M>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
+      tile_pass<K, M>(w, w_stride, n_rows, tile, 1, n_blocks, y, y_stride);
     } else {
-      partial_up_to<K, M - 1>(w, w_stride, n_rows, act, act_stride, m, n_blocks, y, y_stride);
+      partial_up_to<K, M - 1>(w, w_stride, n_rows, tile, m, n_blocks, y, y_stride);
     }
   }
 }
 
 // n_rows: a multiple of 16 (qmatmul checks that a packed matrix's work items are whole groups).
-// Whole tiles of 16 tokens from the prepared copy (prepared: the item's first tile; null where
-// the item has fewer than 16 tokens), then the tokens left: a partial tile from K::kTileFrom
-// tokens on, the vpdpbusd path below that.
+// Whole tiles of 16 tokens, and a last partial one of K::kTileFrom tokens or more configured to
+// its token count, from the prepared copy (prepared: the item's first tile; qmatmul prepares
+// those tiles, packed_kernel's thresholds); fewer tokens left take the vpdpbusd path.
 template <class K>
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
           const uint8_t* prepared, size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  const auto* tiles = reinterpret_cast<const PreparedBlock*>(prepared);
   const size_t whole = n_tokens / kTileTokens;
-  if (whole > 0) {
-    const auto* tiles = reinterpret_cast<const PreparedBlock*>(prepared);
-    tile_pass<K, kTileTokens>(
-        w, w_stride, n_rows, whole, n_blocks,
-        [&](size_t j) {
-          const auto* base = reinterpret_cast<const uint8_t*>(tiles + j * n_blocks);
-          return ASource{base, sizeof(PreparedBlock), 32, base + offsetof(PreparedBlock, d), sizeof(PreparedBlock)};
-        },
-        y, y_stride);
-  }
+  if (whole > 0) tile_pass<K, kTileTokens>(w, w_stride, n_rows, tiles, whole, n_blocks, y, y_stride);
   const size_t t0 = whole * kTileTokens, rest = n_tokens - t0;
   if (rest == 0) return;
   if (rest >= K::kTileFrom) {
-    partial_up_to<K, kTileTokens - 1>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, rest, n_blocks,
-                                      y + t0 * y_stride, y_stride);
+    partial_up_to<K, kTileTokens - 1>(w, w_stride, n_rows, tiles + whole * n_blocks, rest, n_blocks, y + t0 * y_stride,
+                                      y_stride);
   } else {
     few_up_to<K, K::kTileFrom - 1>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, rest, n_blocks,
                                    y + t0 * y_stride, y_stride);
@@ -404,9 +386,11 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 
 template <class K>
 PackedKernel packed_kernel() {
-  // Only whole tiles are prepared (tiles_from 16; tail_from 16: a last partial tile never is).
-  // 128 tokens per work item: a prefill of 128 unpacks (Q4_0) and reads each group once.
-  return {{gemm<K>, prepare_tile, prepared_bytes, kTileTokens, kTileTokens}, 128};
+  // The tiles gemm reads: those of an item of kTileFrom tokens or more, a last partial one from
+  // kTileFrom tokens. 128 tokens per work item: a prefill of 128 unpacks (Q4_0) and reads each
+  // group once.
+  constexpr auto kFrom = static_cast<uint8_t>(std::min(K::kTileFrom, kTileTokens));
+  return {{gemm<K>, prepare_tile, prepared_bytes, kFrom, kFrom}, 128};
 }
 
 #undef VKS_TILE_LOAD
