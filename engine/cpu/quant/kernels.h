@@ -69,7 +69,6 @@ struct PreparedKernel {
   uint8_t tail_from = 0;
 };
 
-
 // A kernel for weights packed in groups of 16 rows (its activations prepared per call as
 // PreparedKernel says), and the tokens of one qmatmul work item for it (a multiple of
 // kPreparedTileTokens).
