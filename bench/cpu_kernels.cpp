@@ -8,6 +8,9 @@
 //     weights from memory as a decode or verify step reads them, and in cache: what a speculative
 //     verify step of k+1 tokens costs beside a one-token step)
 //   VKSTREAM_CPU_ISA=avx vks_bench_cpu_kernels   (the 128-bit level on an AVX2 machine)
+//   vks_bench_cpu_kernels --packed [--packed-tokens 1 2 4 8 16 128]   (the amx level's Q4_0/Q8_0 on
+//     the GGUF layout against the same matrix packed in groups of 16 rows, packed_rows.h: time per
+//     call from memory and in cache, rounds alternating the two, the best round of each)
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -25,6 +28,7 @@
 #include "bench/huge_page_buffer.h"
 #include "bench/read_probe.h"
 #include "engine/common/thread_pool.h"
+#include "engine/cpu/quant/packed_rows.h"
 #include "engine/cpu/quant/qmatmul.h"
 #include "engine/cpu/reference_ops.h"
 #include "engine/gguf/ggml_type.h"
@@ -73,14 +77,28 @@ struct MatrixCopies {
   GgmlType type;
   size_t rows, cols, bytes, copies;
   vks::bench::HugePageBuffer all;  // huge pages, as the CPU backend's weights
-  MatrixCopies(GgmlType t, size_t r, size_t c)
+  vks::WeightLayout layout;
+  // packed: the copies in WeightLayout::kRows16 (the CPU runner's copy for the amx level).
+  MatrixCopies(GgmlType t, size_t r, size_t c, bool packed = false)
       : type(t), rows(r), cols(c), bytes(r * vks::ggml_row_size(t, c)),
-        copies(std::max<size_t>(1, (kCacheDefeatBytes + bytes - 1) / bytes)), all(copies * bytes) {
-    const std::vector<uint8_t> one = make_matrix(t, r, c);
+        copies(std::max<size_t>(1, (kCacheDefeatBytes + bytes - 1) / bytes)), all(copies * bytes),
+        layout(packed ? vks::WeightLayout::kRows16 : vks::WeightLayout::kGguf) {
+    std::vector<uint8_t> one = make_matrix(t, r, c);
+    if (packed) {
+      std::vector<uint8_t> gguf = std::move(one);
+      one.resize(bytes);
+      vks::cpuq::pack_rows16(tensor(t, r, c, gguf.data()), one.data());
+    }
     for (size_t i = 0; i < copies; ++i) std::memcpy(all.data() + i * bytes, one.data(), bytes);
   }
-  vks::TensorRef next(size_t i) const { return tensor(type, rows, cols, all.data() + (i % copies) * bytes); }
-  vks::TensorRef first() const { return tensor(type, rows, cols, all.data()); }
+  vks::TensorRef next(size_t i) const { return with_layout(tensor(type, rows, cols, all.data() + (i % copies) * bytes)); }
+  vks::TensorRef first() const { return with_layout(tensor(type, rows, cols, all.data())); }
+
+ private:
+  vks::TensorRef with_layout(vks::TensorRef t) const {
+    t.layout = layout;
+    return t;
+  }
 };
 
 // Wall and process CPU seconds per call of fn, run at least min_seconds (after a warm-up call).
@@ -170,6 +188,60 @@ int run_sweep(const std::vector<std::string>& type_names, const std::vector<int>
   return 0;
 }
 
+// The amx level's Q4_0/Q8_0 on the GGUF layout against the same matrix packed (packed_rows.h):
+// per token count, the mean wall time per call from memory (cycling over copies) and in cache,
+// `rounds` rounds alternating the two layouts, the best round of each; weight GB/s from memory
+// and the speedup (GGUF time / packed time).
+template <class Wanted>
+int run_packed(const std::vector<std::string>& type_names, const std::vector<int>& thread_counts,
+               const Shape (&shapes)[4], const Wanted& wanted, const std::vector<size_t>& token_counts,
+               double min_seconds, int rounds) {
+  std::printf("ISA level %s; mean us per call, best of %d alternating rounds: GGUF layout, packed, speedup\n",
+              std::string(vks::cpuq::isa_name(vks::cpuq::active_isa())).c_str(), rounds);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const size_t max_tokens = *std::max_element(token_counts.begin(), token_counts.end());
+  for (const std::string& name : type_names) {
+    const std::optional<GgmlType> type = vks::ggml_type_from_name(name);
+    if (!type || !vks::cpuq::packs_rows16(*type, vks::cpuq::active_isa())) {
+      std::fprintf(stderr, "%s: no packed layout at this level\n", name.c_str());
+      return 1;
+    }
+    for (const Shape& s : shapes) {
+      if (!wanted(s)) continue;
+      const MatrixCopies gguf(*type, s.rows, s.cols), packed(*type, s.rows, s.cols, true);
+      std::vector<float> x(max_tokens * s.cols);
+      for (float& v : x) v = normal(rng);
+      std::vector<float> y(max_tokens * s.rows);
+      const double gb = static_cast<double>(gguf.bytes) / 1e9;
+      for (const int threads : thread_counts) {
+        vks::ThreadPool pool(threads);
+        for (const size_t t : token_counts) {
+          double cold[2] = {1e30, 1e30}, warm[2] = {1e30, 1e30};
+          for (int round = 0; round < rounds; ++round) {
+            for (int which = 0; which < 2; ++which) {
+              const MatrixCopies& m = which == 0 ? gguf : packed;
+              size_t next = 0;
+              cold[which] = std::min(cold[which], time_per_call(min_seconds, [&] {
+                                                    vks::cpuq::qmatmul(m.next(next++), x.data(), t, y.data(), &pool);
+                                                  }).wall);
+              const vks::TensorRef w0 = m.first();
+              warm[which] = std::min(
+                  warm[which], time_per_call(min_seconds, [&] { vks::cpuq::qmatmul(w0, x.data(), t, y.data(), &pool); }).wall);
+            }
+          }
+          std::printf("%-6s %4zux%-4zu thr %d tokens %3zu: memory %9.1f %9.1f us (%5.1f %5.1f GB/s) %5.2fx"
+                      "  cache %9.1f %9.1f us %5.2fx\n",
+                      name.c_str(), s.rows, s.cols, threads, t, cold[0] * 1e6, cold[1] * 1e6, gb / cold[0], gb / cold[1],
+                      cold[0] / cold[1], warm[0] * 1e6, warm[1] * 1e6, warm[0] / warm[1]);
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,6 +260,13 @@ int main(int argc, char** argv) {
   app.add_option("--sweep", sweep, "instead of the table: per-call times at 1..N tokens");
   std::vector<std::string> shape_names;
   app.add_option("--shapes", shape_names, "only these shapes (wq/wo gate/up down output)");
+  bool packed = false;
+  app.add_flag("--packed", packed, "instead of the table: the GGUF layout against the packed one (amx level; "
+                                   "default types q4_0 q8_0, shapes wq/wo gate/up)");
+  std::vector<size_t> packed_tokens = {1, 2, 4, 8, 16, 128};
+  app.add_option("--packed-tokens", packed_tokens, "token counts of --packed");
+  int rounds = 2;
+  app.add_option("--rounds", rounds, "alternating rounds of --packed");
   CLI11_PARSE(app, argc, argv);
 
   const Shape shapes[] = {{2048, 2048, "wq/wo"}, {5632, 2048, "gate/up"}, {2048, 5632, "down"}, {32000, 2048, "output"}};
@@ -195,6 +274,11 @@ int main(int argc, char** argv) {
   const auto wanted = [&](const Shape& s) {
     return shape_names.empty() || std::find(shape_names.begin(), shape_names.end(), s.what) != shape_names.end();
   };
+  if (packed) {
+    if (app.count("--types") == 0) type_names = {"q4_0", "q8_0"};
+    if (shape_names.empty()) shape_names = {"wq/wo", "gate/up"};
+    return run_packed(type_names, thread_counts, shapes, wanted, packed_tokens, min_seconds, rounds);
+  }
   if (sweep > 0) return run_sweep(type_names, thread_counts, shapes, wanted, sweep, min_seconds);
 
   std::printf("ISA level %s (detected %s); plain-C read probe:", std::string(vks::cpuq::isa_name(vks::cpuq::active_isa())).c_str(),

@@ -1,7 +1,7 @@
 #pragma once
-// The amx level's batch-invariance checks, shared by its kernel tests (qmatmul_amx_test.cpp,
-// qmatmul_amx_kquant_test.cpp): whatever the type, every token of a batch and every row of a slice
-// must get the bits it gets alone.
+// The amx level's batch-invariance checks and its Q4_0/Q8_0 convention, shared by its kernel tests
+// (qmatmul_amx_test.cpp, qmatmul_amx_kquant_test.cpp, qmatmul_amx_packed_test.cpp): whatever the
+// type, every token of a batch and every row of a slice must get the bits it gets alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,8 +11,11 @@
 #include <vector>
 
 #include "engine/common/thread_pool.h"
+#include "engine/cpu/quant/act_quant.h"
+#include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/isa.h"
 #include "engine/cpu/quant/qmatmul.h"
+#include "engine/gguf/ggml_type.h"
 #include "tests/cpu/qmatmul_test_data.h"
 
 #define SKIP_WITHOUT_AMX()                                                                        \
@@ -20,6 +23,35 @@
   GTEST_SKIP() << "this CPU has no AMX-INT8 (or the OS refuses this process the tile state)"
 
 namespace vks::cpuq::test {
+
+// The block sums convention, literally: for each block in order, the exact integer sum of its
+// products (Q4_0: nibble - 8 times the activation), then acc = acc + float(S) * (d_w * d_x).
+inline std::vector<float> block_sums_reference(const Matrix& m, const float* x, size_t n_tokens) {
+  const size_t n_blocks = m.cols / 32, block_bytes = m.type == GgmlType::kQ4_0 ? 18 : 34;
+  const size_t row_bytes = ggml_row_size(m.type, m.cols);
+  std::vector<ActQ8x32> act(n_blocks);
+  std::vector<float> y(n_tokens * m.rows);
+  for (size_t t = 0; t < n_tokens; ++t) {
+    quantize_activations(m.type, x + t * m.cols, m.cols, reinterpret_cast<uint8_t*>(act.data()), CpuIsa::kScalar);
+    for (size_t r = 0; r < m.rows; ++r) {
+      float acc = 0.0f;
+      for (size_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* blk = m.bytes.data() + r * row_bytes + b * block_bytes;
+        int32_t s = 0;
+        for (int e = 0; e < 32; ++e) {
+          const int w = m.type == GgmlType::kQ4_0 ? (e < 16 ? blk[2 + e] & 0xF : blk[2 + e - 16] >> 4) - 8
+                                                  : static_cast<int8_t>(blk[2 + e]);
+          s += w * act[b].qs[e];
+        }
+        const float d = util::half_to_float(util::load_u16(blk)) * act[b].d;
+        const float term = static_cast<float>(s) * d;
+        acc = acc + term;
+      }
+      y[t * m.rows + r] = acc;
+    }
+  }
+  return y;
+}
 
 // y[t] of every batch of 1..max_tokens tokens (from the first token and ending at the last) is the
 // bits of token t computed alone. x: max_tokens tokens of w.cols values.

@@ -26,35 +26,7 @@ using test::Fill;
 using test::make_activations;
 using test::make_matrix;
 using test::Matrix;
-
-// The block sums convention, literally: for each block in order, the exact integer sum of its
-// products (Q4_0: nibble - 8 times the activation), then acc = acc + float(S) * (d_w * d_x).
-std::vector<float> block_sums_reference(const Matrix& m, const float* x, size_t n_tokens) {
-  const size_t n_blocks = m.cols / 32, block_bytes = m.type == GgmlType::kQ4_0 ? 18 : 34;
-  const size_t row_bytes = ggml_row_size(m.type, m.cols);
-  std::vector<ActQ8x32> act(n_blocks);
-  std::vector<float> y(n_tokens * m.rows);
-  for (size_t t = 0; t < n_tokens; ++t) {
-    quantize_activations(m.type, x + t * m.cols, m.cols, reinterpret_cast<uint8_t*>(act.data()), CpuIsa::kScalar);
-    for (size_t r = 0; r < m.rows; ++r) {
-      float acc = 0.0f;
-      for (size_t b = 0; b < n_blocks; ++b) {
-        const uint8_t* blk = m.bytes.data() + r * row_bytes + b * block_bytes;
-        int32_t s = 0;
-        for (int e = 0; e < 32; ++e) {
-          const int w = m.type == GgmlType::kQ4_0 ? (e < 16 ? blk[2 + e] & 0xF : blk[2 + e - 16] >> 4) - 8
-                                                  : static_cast<int8_t>(blk[2 + e]);
-          s += w * act[b].qs[e];
-        }
-        const float d = util::half_to_float(util::load_u16(blk)) * act[b].d;
-        const float term = static_cast<float>(s) * d;
-        acc = acc + term;
-      }
-      y[t * m.rows + r] = acc;
-    }
-  }
-  return y;
-}
+using test::block_sums_reference;
 
 std::string label(GgmlType t) { return std::string(ggml_type_name(t)); }
 

@@ -69,6 +69,14 @@ struct PreparedKernel {
   uint8_t tail_from = 0;
 };
 
+// A kernel for weights packed in groups of 16 rows (its activations prepared per call as
+// PreparedKernel says), and the tokens of one qmatmul work item for it (a multiple of
+// kPreparedTileTokens).
+struct PackedKernel {
+  PreparedKernel prepared;
+  uint16_t tokens_per_item = 0;
+};
+
 // act_quant.h's quantizers; a level may compute them with its own instructions, to the same bits.
 struct ActQ8x32;
 struct ActQ8x256;
@@ -91,10 +99,15 @@ struct KernelTable {
   // prepares a row group's weights per call (the amx level unpacks them) prepares them once for
   // more tokens. Any value gives the same bits; a multiple of kPreparedTileTokens.
   uint16_t tokens_per_item[kMaxTypeId] = {};
+  // Where set, the kernel for a matrix in WeightLayout::kRows16 (packed_rows.h): PreparedGemmFn's
+  // contract with w_stride a row's bytes (a group of 16 rows starts at w + r * w_stride, r a
+  // multiple of 16) and n_rows a multiple of 16. Absent where the level cannot read the layout
+  // (qmatmul refuses it).
+  PackedKernel packed[kMaxTypeId] = {};
 };
 
 // Each level sets the entries it implements (kernels_scalar.cpp, kernels_avx.cpp, kernels_avx2.cpp,
-// kernels_avx512vnni.cpp, kernels_amx.cpp, kernels_amx_kquant.cpp).
+// kernels_avx512vnni.cpp, kernels_amx.cpp, kernels_amx_kquant.cpp, kernels_amx_packed.cpp).
 void add_scalar_kernels(KernelTable& table);
 void add_avx_kernels(KernelTable& table);
 void add_avx2_kernels(KernelTable& table);
@@ -102,6 +115,8 @@ void add_avx512vnni_kernels(KernelTable& table);
 void add_amx_kernels(KernelTable& table);
 // The amx level's K-quants (kernels_amx_kquant.cpp), called by add_amx_kernels.
 void add_amx_kquant_kernels(KernelTable& table);
+// The amx level's Q4_0/Q8_0 on packed weights (kernels_amx_packed.cpp), called by add_amx_kernels.
+void add_amx_packed_kernels(KernelTable& table);
 
 // act_quant.h's quantizers with 512-bit registers (act_quant_avx512.cpp), to the same bits.
 void quantize_act_q8x32_avx512(const float* x, ActQ8x32* out, size_t n_blocks);

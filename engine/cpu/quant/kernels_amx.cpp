@@ -621,6 +621,7 @@ void add_amx_kernels(KernelTable& table) {
   static_assert(kItemTokens % kTileTokens == 0, "a work item's tiles are whole tiles of the call's");
   table.tokens_per_item[2] = table.tokens_per_item[8] = kItemTokens;
   add_amx_kquant_kernels(table);
+  add_amx_packed_kernels(table);
 }
 
 }  // namespace vks::cpuq

@@ -1,18 +1,88 @@
 #include "engine/cpu/quant/packed_rows.h"
 
+#include <cstring>
+#include <string>
+
 #include "engine/common/error.h"
+#include "engine/gguf/ggml_type.h"
 
 namespace vks::cpuq {
+namespace {
 
-// Not written yet: no level packs, so the CPU runner keeps every matrix in its GGUF layout.
-bool packs_rows16(GgmlType, CpuIsa) { return false; }
+// The block of a type that packs: its bytes, and its quants' dwords after the 2-byte scale.
+struct PackedBlock {
+  size_t bytes = 0;
+  size_t dwords = 0;
+};
 
-void pack_rows16(const TensorRef& w, uint8_t*) {
-  throw Error(ErrorCode::kInvalidArgument, "tensor '" + w.name + "': no packed layout is implemented");
+bool packable_type(GgmlType type, PackedBlock& block) {
+  switch (type) {
+    case GgmlType::kQ4_0: block = {18, 4}; return true;  // 16 bytes of nibbles
+    case GgmlType::kQ8_0: block = {34, 8}; return true;  // 32 signed bytes
+    default: return false;
+  }
 }
 
-void unpack_rows16(const TensorRef& packed, uint8_t*) {
-  throw Error(ErrorCode::kInvalidArgument, "tensor '" + packed.name + "': no packed layout is implemented");
+// The checks both directions share: the layout `from` is what w must be in.
+PackedBlock check(const TensorRef& w, WeightLayout from, const uint8_t* dst, const char* what) {
+  const std::string where = std::string(what) + ": tensor '" + w.name + "'";
+  PackedBlock block;
+  if (!packable_type(w.type, block)) {
+    throw Error(ErrorCode::kInvalidArgument, where + " has type " + std::string(ggml_type_name(w.type)) +
+                                                 ", which has no packed layout (Q4_0 and Q8_0 have)");
+  }
+  if (w.layout != from) {
+    throw Error(ErrorCode::kInvalidArgument, where + (from == WeightLayout::kGguf ? " is already packed in groups of rows"
+                                                                                 : " is not packed in groups of rows"));
+  }
+  if (w.rows % kRows16Group != 0) {
+    throw Error(ErrorCode::kInvalidArgument, where + " has " + std::to_string(w.rows) + " rows, not a multiple of " +
+                                                 std::to_string(kRows16Group));
+  }
+  if (w.cols % 32 != 0 || w.nbytes != w.rows * (w.cols / 32) * block.bytes) {
+    throw Error(ErrorCode::kInvalidArgument, where + " has " + std::to_string(w.nbytes) + " bytes for " +
+                                                 std::to_string(w.rows) + " x " + std::to_string(w.cols) + " values");
+  }
+  if (w.data == nullptr || dst == nullptr) throw Error(ErrorCode::kInvalidArgument, where + ": no data or destination");
+  return block;
+}
+
+// Calls fn(gguf_offset, packed_offset, bytes) for every piece of every block: a row's scale goes to
+// the group's block start + 2r, its quants' dword k to + 32 + 64k + 4r.
+template <class Fn>
+void for_each_piece(const TensorRef& w, const PackedBlock& block, const Fn& fn) {
+  const size_t n_blocks = w.cols / 32, row_bytes = n_blocks * block.bytes;
+  const size_t group_block = kRows16Group * block.bytes;  // a block of 16 rows in the packed layout
+  for (size_t g = 0; g < w.rows; g += kRows16Group) {
+    const size_t group = g * row_bytes;
+    for (size_t b = 0; b < n_blocks; ++b) {
+      const size_t packed = group + b * group_block;
+      for (size_t r = 0; r < kRows16Group; ++r) {
+        const size_t gguf = group + r * row_bytes + b * block.bytes;
+        fn(gguf, packed + 2 * r, size_t{2});
+        for (size_t k = 0; k < block.dwords; ++k) {
+          fn(gguf + 2 + 4 * k, packed + 2 * kRows16Group + 4 * kRows16Group * k + 4 * r, size_t{4});
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool packs_rows16(GgmlType type, CpuIsa isa) {
+  return isa == CpuIsa::kAmx && (type == GgmlType::kQ4_0 || type == GgmlType::kQ8_0);
+}
+
+void pack_rows16(const TensorRef& w, uint8_t* dst) {
+  const PackedBlock block = check(w, WeightLayout::kGguf, dst, "pack_rows16");
+  for_each_piece(w, block, [&](size_t gguf, size_t packed, size_t n) { std::memcpy(dst + packed, w.data + gguf, n); });
+}
+
+void unpack_rows16(const TensorRef& packed, uint8_t* dst) {
+  const PackedBlock block = check(packed, WeightLayout::kRows16, dst, "unpack_rows16");
+  for_each_piece(packed, block,
+                 [&](size_t gguf, size_t at, size_t n) { std::memcpy(dst + gguf, packed.data + at, n); });
 }
 
 }  // namespace vks::cpuq

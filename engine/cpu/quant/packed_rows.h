@@ -7,6 +7,13 @@
 // tile's B operand (prefill) read: no per-step gathers, transposes or row shuffles. The same bytes
 // as the GGUF rows, so a group starts where its first row did. The kernels give the bits of the
 // amx level's GGUF-layout kernels (kernels.h, "block sums").
+//
+// Exactly: group g (rows 16g..16g+15) starts at byte 16g * row_bytes; its block b at
+// + b * 16 * block_bytes (Q4_0 288 bytes, Q8_0 544); in it, row r's fp16 scale at + 2r (32 bytes:
+// one vcvtph2ps gives row r's d in lane r), then for k = 0..3 (Q4_0: the 16 nibble bytes) or 0..7
+// (Q8_0: the 32 signed bytes, stored as in the file) row r's quant dword k at + 32 + 64k + 4r.
+// A group's 64-byte quant rows are a tile's B operand (B[k][4r + j] = element 4k + j of row r);
+// Q4_0's dword k holds elements 4k..4k+3 in its low nibbles and 16 + 4k.. in its high ones.
 #include <cstdint>
 
 #include "engine/cpu/quant/isa.h"

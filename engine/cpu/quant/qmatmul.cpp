@@ -150,6 +150,27 @@ GgmlTypeTraits check_job(const MatmulJob& job) {
   return *traits;
 }
 
+// The packed kernel of a job on a WeightLayout::kRows16 matrix, or qmatmul's error: the level must
+// read the layout, and the job's rows must be whole groups of 16 (its work items are then too).
+PackedKernel check_packed(const MatmulJob& job, const KernelTable& table, CpuIsa isa) {
+  const TensorRef& w = *job.w;
+  const auto id = static_cast<size_t>(w.type);
+  const PackedKernel kernel = id < kMaxTypeId ? table.packed[id] : PackedKernel{};
+  if (kernel.prepared.gemm == nullptr) {
+    throw Error(ErrorCode::kUnsupported, "qmatmul: tensor '" + w.name + "' (" + std::string(ggml_type_name(w.type)) +
+                                             ") is packed in groups of " + std::to_string(kRows16Group) +
+                                             " rows, which the " + std::string(isa_name(isa)) +
+                                             " level's kernels cannot read (packs_rows16)");
+  }
+  if (job.first_row % kRows16Group != 0 || job.rows % kRows16Group != 0) {
+    throw Error(ErrorCode::kInvalidArgument, "qmatmul: rows [" + std::to_string(job.first_row) + ", " +
+                                                 std::to_string(job.first_row + job.rows) + ") of tensor '" + w.name +
+                                                 "', packed in groups of " + std::to_string(kRows16Group) +
+                                                 " rows, do not start and end at a group");
+  }
+  return kernel;
+}
+
 // Whether plan b can read plan a's quantized activations: the same inputs in the same blocks.
 bool same_activations(const JobPlan& a, const JobPlan& b) {
   return a.kind != ActKind::kFloat && a.kind == b.kind && a.x == b.x && a.n_tokens == b.n_tokens && a.cols == b.cols;
@@ -225,12 +246,15 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
   call.jobs.clear();
   call.quantize.clear();
   call.prepare.clear();
-  call.table = &kernel_table(runnable(isa));
+  const CpuIsa level = runnable(isa);
+  call.table = &kernel_table(level);
   size_t n_items = 0, n_quantize = 0, act_bytes = 0, n_prepare = 0, prepared_bytes = 0;
   size_t tiles_job = 0;  // the last job that prepared tiles of the current activations (0: none)
   for (size_t j = 0; j < n_jobs; ++j) {
     const MatmulJob& job = jobs[j];
     const GgmlTypeTraits traits = check_job(job);
+    const bool packed = job.w->layout == WeightLayout::kRows16;
+    const PackedKernel packed_kernel = packed ? check_packed(job, *call.table, level) : PackedKernel{};
     if (job.n_tokens == 0 || job.rows == 0) continue;
     const TensorRef& w = *job.w;
     JobPlan& p = call.jobs.emplace_back();
@@ -247,15 +271,21 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
     p.type_size = traits.type_size;
     const auto id = static_cast<size_t>(w.type);
     p.kind = id < kMaxTypeId ? act_kind(w.type) : ActKind::kFloat;
-    if (p.kind != ActKind::kFloat) {
+    if (packed) {
+      // No one-token kernel of another level: none reads the layout.
+      p.prepared = packed_kernel.prepared;
+      if (packed_kernel.tokens_per_item != 0) p.tokens_per_item = packed_kernel.tokens_per_item;
+    } else if (p.kind != ActKind::kFloat) {
       p.gemm = call.table->gemm[id];
       p.prepared = call.table->prepared[id];
     }
     if (p.gemm == nullptr && p.prepared.gemm == nullptr) {
       p.kind = ActKind::kFloat;
-    } else {
+    } else if (!packed) {
       p.one_token = call.table->one_token[id];
       if (call.table->tokens_per_item[id] != 0) p.tokens_per_item = call.table->tokens_per_item[id];
+    }
+    if (p.kind != ActKind::kFloat) {
       p.act_stride = p.n_blocks * (p.kind == ActKind::kQ8x32 ? sizeof(ActQ8x32) : sizeof(ActQ8x256));  // a multiple of 16
       const size_t index = call.jobs.size() - 1;
       if (index > 0 && same_activations(call.jobs[index - 1], p)) {
