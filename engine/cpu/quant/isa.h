@@ -27,9 +27,8 @@ CpuIsa detected_isa();
 std::vector<CpuIsa> runnable_isas();
 // The level qmatmul uses: detected_isa(), or VKSTREAM_CPU_ISA when it names a level this CPU
 // executes (a higher one than the CPU has is lowered to detected_isa()). Read once per process.
-// amx is the default where the CPU has it: against avx512vnni its prefill is ~1.8x and its
-// batched decode of 8-16 sequences 0.96-1.4x, for decode at batch 1 at 0.89-1.05x
-// (docs/ARCHITECTURE.md).
+// amx is the default where the CPU has it (docs/ARCHITECTURE.md has its figures against
+// avx512vnni: faster prefill and batched decode, decode at batch 1 about the same).
 CpuIsa active_isa();
 
 }  // namespace vks::cpuq
