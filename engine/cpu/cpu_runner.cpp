@@ -29,7 +29,7 @@ CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
                                              "num_window_blocks >= -1)");
   }
   weights_ = std::make_unique<CpuWeights>(model, options_.weights_in_memory, options_.pack_weights,
-                                          cpuq::active_isa());
+                                          cpuq::active_isa(), &pool_);
   // No sequence can be longer than the pool: that is the only bound on a block table here. A step's
   // sequences run in the live state slots only; the checkpoint slots past them are copied to and from.
   const int32_t live_slots = model.config().has_recurrent_layers() ? options_.state_slots : 0;

@@ -47,18 +47,26 @@ bool packable(const Matrix& m, cpuq::CpuIsa isa) {
 
 }  // namespace
 
-CpuWeights::CpuWeights(const LlamaModel& model, bool in_memory, bool pack, cpuq::CpuIsa isa)
+CpuWeights::CpuWeights(const LlamaModel& model, bool in_memory, bool pack, cpuq::CpuIsa isa, ThreadPool* pool)
     : weights_(model.weights()) {
   if (!in_memory) {
     residence_.why_not = "on request";
     return;
   }
   std::vector<Matrix> matrices = matrices_to_copy(model.config(), weights_);
-  // Offsets in the copy, one per distinct mapping (data pointer and size).
-  std::map<std::pair<const uint8_t*, uint64_t>, size_t> offset_of;
+  // One copy per distinct mapping (data pointer and size): its offset, and whether it is packed.
+  struct Copy {
+    const TensorRef* source;
+    size_t offset;
+    bool packed;
+  };
+  std::vector<Copy> copies;
+  std::map<std::pair<const uint8_t*, uint64_t>, size_t> copy_of;
   size_t bytes = 0;
   for (const Matrix& m : matrices) {
-    if (offset_of.emplace(std::pair{m.ref->data, m.ref->nbytes}, bytes).second) bytes += align_up(m.ref->nbytes);
+    if (!copy_of.emplace(std::pair{m.ref->data, m.ref->nbytes}, copies.size()).second) continue;
+    copies.push_back({m.ref, bytes, pack && packable(m, isa)});
+    bytes += align_up(m.ref->nbytes);
   }
   residence_.why_not = gguf::memory_shortfall(bytes);
   if (!residence_.why_not.empty()) return;
@@ -68,21 +76,33 @@ CpuWeights::CpuWeights(const LlamaModel& model, bool in_memory, bool pack, cpuq:
     return;
   }
   memory_bytes_ = bytes;
-  std::map<size_t, bool> written;  // offset -> packed
-  for (Matrix& m : matrices) {
-    const size_t offset = offset_of.at({m.ref->data, m.ref->nbytes});
-    auto [at, first] = written.emplace(offset, pack && packable(m, isa));
-    if (first) {
-      if (at->second) {
-        cpuq::pack_rows16(*m.ref, memory_ + offset);
-        ++packed_;
-      } else {
-        std::memcpy(memory_ + offset, m.ref->data, m.ref->nbytes);
-      }
-      ++copied_;
+  // Matrix by matrix over the pool (packing is a byte shuffle: a 1 GB file took seconds on one
+  // thread); each source's pages are given back once copied, so the file's pages do not stay
+  // resident beside the copy.
+  std::vector<TensorRef> sources;
+  for (const Copy& c : copies) sources.push_back(*c.source);  // before the views below are redirected
+  const auto copy_one = [&](size_t i) {
+    const TensorRef& source = sources[i];
+    if (copies[i].packed) {
+      cpuq::pack_rows16(source, memory_ + copies[i].offset);
+    } else {
+      std::memcpy(memory_ + copies[i].offset, source.data, source.nbytes);
     }
-    m.ref->data = memory_ + offset;
-    if (at->second) m.ref->layout = WeightLayout::kRows16;
+    model.file().release_pages(source.data, source.nbytes);
+  };
+  if (pool != nullptr) {
+    pool->parallel_for(copies.size(), copy_one);
+  } else {
+    for (size_t i = 0; i < copies.size(); ++i) copy_one(i);
+  }
+  for (Matrix& m : matrices) {
+    const Copy& c = copies[copy_of.at({m.ref->data, m.ref->nbytes})];
+    m.ref->data = memory_ + c.offset;
+    if (c.packed) m.ref->layout = WeightLayout::kRows16;
+  }
+  for (const Copy& c : copies) {
+    ++copied_;
+    packed_ += c.packed ? 1 : 0;
   }
   mprotect(memory_, bytes, PROT_READ);  // read-only from here on, as the mapping was
   residence_.moved = true;

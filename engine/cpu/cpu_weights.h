@@ -4,11 +4,12 @@
 // kernel level reads a layout of its own (engine/cpu/quant/packed_rows.h: the amx level's Q4_0 and
 // Q8_0). Decode streams every weight once per step: from a file's 4 KiB pages it ran at 0.5-0.65x
 // the speed (gguf/file_residence.h). The model's own weights are left as they are (the tests' float
-// oracle, or another runner, may read them); its file's pages of the copied matrices become page
-// cache the kernel can drop, so memory holds the matrices once.
+// oracle, or another runner, may read them); the process gives back its pages of the copied
+// matrices' bytes in the file (gguf::GgufFile::release_pages), so memory holds the matrices once.
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/common/thread_pool.h"
 #include "engine/cpu/quant/isa.h"
 #include "engine/gguf/file_residence.h"
 #include "engine/model/llama_model.h"
@@ -18,8 +19,9 @@ namespace vks {
 class CpuWeights {
  public:
   // in_memory false, or no room for the copy: the model's weights as they are, read from the
-  // mapped file (residence() says why). pack: pack what `isa`'s kernels read packed.
-  CpuWeights(const LlamaModel& model, bool in_memory, bool pack, cpuq::CpuIsa isa);
+  // mapped file (residence() says why). pack: pack what `isa`'s kernels read packed. The copy is
+  // made on pool's threads (null: this one).
+  CpuWeights(const LlamaModel& model, bool in_memory, bool pack, cpuq::CpuIsa isa, ThreadPool* pool = nullptr);
   ~CpuWeights();
   CpuWeights(const CpuWeights&) = delete;  // weights_ points into memory_
   CpuWeights& operator=(const CpuWeights&) = delete;

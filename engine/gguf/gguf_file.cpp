@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <unordered_map>
@@ -118,6 +120,18 @@ class Mapping {
 
   std::span<const uint8_t> bytes() const { return {static_cast<const uint8_t*>(addr_), size_}; }
 
+  // The whole pages inside [p, p + n), if it lies in the mapping: dropped from this process's page
+  // tables. The mapping is private, read-only and never written, so a later read faults the same
+  // bytes back in from the file (the page cache).
+  void release(const uint8_t* p, size_t n) const {
+    const auto* base = static_cast<const uint8_t*>(addr_);
+    if (addr_ == nullptr || p < base || n > size_ || p - base > static_cast<ptrdiff_t>(size_ - n)) return;
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t first = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+    if (end > first) madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTNEED);
+  }
+
  private:
   void* addr_ = nullptr;
   size_t size_ = 0;
@@ -170,6 +184,8 @@ const std::vector<KeyValue>& GgufFile::metadata() const { return impl_->parsed.m
 const std::vector<TensorInfo>& GgufFile::tensors() const { return impl_->parsed.tensors; }
 uint64_t GgufFile::data_offset() const { return impl_->parsed.data_offset; }
 uint64_t GgufFile::file_size() const { return impl_->bytes.size(); }
+
+void GgufFile::release_pages(const uint8_t* p, size_t n) const { impl_->mapping.release(p, n); }
 
 
 const Value* GgufFile::find(std::string_view key) const {

@@ -84,6 +84,11 @@ class GgufFile {
   std::span<const uint8_t> tensor_data(const TensorInfo& t) const;
   uint64_t data_offset() const;  // absolute file offset of the tensor data section
   uint64_t file_size() const;
+  // Once a caller has copied bytes of the mapped file it reads no more (the CPU runner's weights),
+  // it can give back the pages this process holds of them: they stay readable (a read brings them
+  // back from the page cache) but stop counting in its resident memory. A no-op for a parsed buffer
+  // or a range outside the mapping.
+  void release_pages(const uint8_t* p, size_t n) const;
 
  private:
   struct Impl;
