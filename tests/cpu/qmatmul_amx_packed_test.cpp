@@ -66,28 +66,21 @@ TEST(PackedRows, PackThenUnpackGivesTheOriginalBytes) {
   }
 }
 
-// packed_rows.h's layout, byte by byte: group g's blocks b and b + 1 (b even) start at g's first row
-// + 16 b block bytes; block b's scales at + 0 and b + 1's at + 32, block b's quants at + 64 and
-// b + 1's at + 64 + 16 (block bytes - 2); a last odd block's scales at + 0, its quants at + 32. Row r's
-// scale at a block's scales + 2r, its quant dword k at the block's quants + 64k + 4r. 5 blocks: two
-// pairs and one alone.
+// packed_rows.h's layout, byte by byte: group g's block b starts at g's first row + 16 b block
+// bytes; row r's scale at + 2r, its quant dword k at + 32 + 64k + 4r.
 TEST(PackedRows, LaysTheBytesOutAsDocumented) {
   for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
-    const size_t rows = 48, n_blocks = 5, cols = 32 * n_blocks, block = type == GgmlType::kQ4_0 ? 18 : 34;
-    const size_t dwords = (block - 2) / 4, quants = 16 * (block - 2);
+    const size_t rows = 48, cols = 32 * 5, block = type == GgmlType::kQ4_0 ? 18 : 34, dwords = (block - 2) / 4;
     const Matrix m = random_bytes(type, rows, cols, 5);
     const Packed p(m);
     const size_t row_bytes = ggml_row_size(type, cols);
     for (size_t r = 0; r < rows; ++r) {
-      for (size_t b = 0; b < n_blocks; ++b) {
+      for (size_t b = 0; b < cols / 32; ++b) {
         const uint8_t* src = m.bytes.data() + r * row_bytes + b * block;
-        const uint8_t* pair = p.bytes.data() + (r / 16) * 16 * row_bytes + (b / 2) * 2 * 16 * block;
-        const bool alone = b == n_blocks - 1;
-        const uint8_t* scales = alone ? pair : pair + 32 * (b % 2);
-        const uint8_t* qs = alone ? pair + 32 : pair + 64 + quants * (b % 2);
-        ASSERT_EQ(0, std::memcmp(scales + 2 * (r % 16), src, 2)) << label(type) << " row " << r << " block " << b;
+        const uint8_t* dst = p.bytes.data() + (r / 16) * 16 * row_bytes + b * 16 * block;
+        ASSERT_EQ(0, std::memcmp(dst + 2 * (r % 16), src, 2)) << label(type) << " row " << r << " block " << b;
         for (size_t k = 0; k < dwords; ++k) {
-          ASSERT_EQ(0, std::memcmp(qs + 64 * k + 4 * (r % 16), src + 2 + 4 * k, 4))
+          ASSERT_EQ(0, std::memcmp(dst + 32 + 64 * k + 4 * (r % 16), src + 2 + 4 * k, 4))
               << label(type) << " row " << r << " block " << b << " dword " << k;
         }
       }

@@ -1,7 +1,7 @@
 // The AMX level's Q4_0 and Q8_0 on weights packed in groups of 16 rows (WeightLayout::kRows16,
-// packed_rows.h): per group and pair of blocks, the 16 rows' fp16 scales side by side (one load and
-// one conversion give row r's d_w in lane r) and then the quants in the VNNI order, dword k of rows
-// 0..15 in 64 bytes on a line of its own (packed_layout.h says where). Under the "block sums" convention (kernels.h), to the bits of the GGUF-layout
+// packed_rows.h): per group and block, the 16 rows' fp16 scales side by side (one load and one
+// conversion give row r's d_w in lane r) and then the quants in the VNNI order, dword k of rows
+// 0..15 in 64 bytes. Under the "block sums" convention (kernels.h), to the bits of the GGUF-layout
 // kernels of kernels_amx.cpp: the same exact integer sums per block and output, the same float step
 // (d_w * d_x commutes, so the 16 rows' d_w times a token's d_x is the GGUF tiles' d_w times 16
 // tokens' d_x).
@@ -17,12 +17,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/kernels.h"
-#include "engine/cpu/quant/packed_layout.h"
 #include "engine/cpu/quant/qmatmul.h"  // QmatmulScratch: per-thread buffers that only grow
 
 
@@ -47,6 +45,7 @@ namespace {
 
 constexpr size_t kGroupRows = 16;
 constexpr size_t kTileTokens = 16;  // a tile's most rows (A and C): tokens
+constexpr size_t kScaleBytes = 2 * kGroupRows;  // a packed block's scales, before its quants
 constexpr size_t kUnpackedB = 8 * 64;  // one block of a group as a tile's B: 8 rows of 64 bytes
 
 // kDwords: a row's quant dwords per block (64 bytes of them per packed block). kTileFrom: the
@@ -105,15 +104,9 @@ struct FewOf<Q8_0Packed> {
   using type = Q8_0Few;
 };
 
-// The 16 rows' d_w of a packed block whose scales are at p, row r in lane r.
-inline __m512 scales(const uint8_t* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-
-// Where block b of a packed group at g lies (packed_layout.h).
-template <class K>
-inline PackedBlockAt block_at(size_t b, size_t n_blocks) {
-  return packed_block_at(b, n_blocks, K::kBytes);
+// The 16 rows' d_w of the packed block at blk, row r in lane r.
+inline __m512 scales(const uint8_t* blk) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
 }
 
 // Token a's dword k broadcast. (GCC loads it with a vpbroadcastd of its own rather than as
@@ -139,11 +132,11 @@ void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
     __m512 acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < n_blocks; ++b) {
-      const PackedBlockAt at = block_at<K>(b, n_blocks);
+      const uint8_t* blk = g + b * kBlock;
       if (ahead != nullptr) prefetch_step(ahead + b * kBlock, kBlock);
       __m512i q[8];
-      F::load(g + at.quants, q);
-      const __m512 dw = scales(g + at.scales);
+      F::load(blk + kScaleBytes, q);
+      const __m512 dw = scales(blk);
       for (int t = 0; t < NT; ++t) {
         const ActQ8x32& a = x[t][b];
         // Two chains: one token's eight dependent vpdpbusd would wait on their latency.
@@ -200,32 +193,10 @@ TileConfig make_config(size_t m) {
 // less 8 into a per-thread scratch once per group (low nibbles rows 0-3, high ones 4-7), so that
 // the product includes the offset.
 struct BSource {
-  const uint8_t* base;  // null: the packed group's own quants
-  const uint8_t* group;
-  size_t n_blocks;
+  const uint8_t* base;
+  size_t step;  // bytes from one block's B to the next
+  const uint8_t* at(size_t b) const { return base + b * step; }
 };
-
-// Block b's B operand (8 rows of 64 bytes, 64 apart).
-template <class K>
-inline const uint8_t* b_at(const BSource& s, size_t b) {
-  if constexpr (K::kDwords == 8) {
-    return s.group + block_at<K>(b, s.n_blocks).quants;
-  } else {
-    return s.base + b * kUnpackedB;
-  }
-}
-
-// The same for block b + i (i = 0..3) where b is even and b + 3 a block: two whole pairs, so the
-// offsets from block b are constants (no test for a block alone per block).
-template <class K>
-inline const uint8_t* b_in_pairs(const BSource& s, size_t b, size_t i) {
-  if constexpr (K::kDwords == 8) {
-    constexpr size_t kBlock = kGroupRows * K::kBytes;
-    return s.group + (b + (i & 2)) * kBlock + packed_block_at(i & 1, 2, K::kBytes).quants;
-  } else {
-    return s.base + (b + i) * kUnpackedB;
-  }
-}
 
 thread_local QmatmulScratch t_unpacked;
 // A group's 16 rows' d_w per block as floats, converted once for all its tiles (the float step,
@@ -234,13 +205,14 @@ thread_local QmatmulScratch t_scales;
 
 template <class K>
 BSource group_b(const uint8_t* g, size_t n_blocks) {
+  constexpr size_t kBlock = kGroupRows * K::kBytes;
   if constexpr (K::kDwords == 8) {
-    return {nullptr, g, n_blocks};
+    return {g + kScaleBytes, kBlock};
   } else {
     uint8_t* out = t_unpacked.reserve(n_blocks * kUnpackedB);
     const __m512i m4 = _mm512_set1_epi8(0xF), eight = _mm512_set1_epi8(8);
     for (size_t b = 0; b < n_blocks; ++b) {
-      const uint8_t* q = g + block_at<K>(b, n_blocks).quants;
+      const uint8_t* q = g + b * kBlock + kScaleBytes;
       uint8_t* o = out + b * kUnpackedB;
       for (size_t k = 0; k < 4; ++k) {
         const __m512i v = _mm512_loadu_si512(q + 64 * k);
@@ -248,7 +220,7 @@ BSource group_b(const uint8_t* g, size_t n_blocks) {
         _mm512_store_si512(o + 64 * (4 + k), _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), eight));
       }
     }
-    return {out, g, n_blocks};
+    return {out, kUnpackedB};
   }
 }
 
@@ -300,16 +272,16 @@ void tile_group(const BSource& bsrc, const float* dw, const PreparedBlock* x, si
     _tile_zero(6);
     _tile_zero(7);
     VKS_TILE_LOAD(0, x[b].qs, 32);
-    VKS_TILE_LOAD(1, b_in_pairs<K>(bs, b, 0), 64);
+    VKS_TILE_LOAD(1, bs.at(b), 64);
     _tile_dpbssd(2, 0, 1);
     VKS_TILE_LOAD(3, x[b + 1].qs, 32);
-    VKS_TILE_LOAD(4, b_in_pairs<K>(bs, b, 1), 64);
+    VKS_TILE_LOAD(4, bs.at(b + 1), 64);
     _tile_dpbssd(5, 3, 4);
     VKS_TILE_LOAD(0, x[b + 2].qs, 32);
-    VKS_TILE_LOAD(1, b_in_pairs<K>(bs, b, 2), 64);
+    VKS_TILE_LOAD(1, bs.at(b + 2), 64);
     _tile_dpbssd(6, 0, 1);
     VKS_TILE_LOAD(3, x[b + 3].qs, 32);
-    VKS_TILE_LOAD(4, b_in_pairs<K>(bs, b, 3), 64);
+    VKS_TILE_LOAD(4, bs.at(b + 3), 64);
     _tile_dpbssd(7, 3, 4);
     VKS_TILE_STORE(2, c[0], 64);
     VKS_TILE_STORE(5, c[1], 64);
@@ -321,7 +293,7 @@ void tile_group(const BSource& bsrc, const float* dw, const PreparedBlock* x, si
     if (next != nullptr) prefetch_step(next + b * kBlock, kBlock);
     _tile_zero(2);
     VKS_TILE_LOAD(0, x[b].qs, 32);
-    VKS_TILE_LOAD(1, b_at<K>(bs, b), 64);
+    VKS_TILE_LOAD(1, bs.at(b), 64);
     _tile_dpbssd(2, 0, 1);
     VKS_TILE_STORE(2, c[0], 64);
     scale_add<M>(c[0], _mm512_load_ps(dw + 16 * b), x[b].d, acc);
@@ -356,13 +328,14 @@ size_t prepared_bytes(size_t n_tokens, size_t n_blocks) {
 template <class K, int M>
 void tile_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const PreparedBlock* tiles, size_t n_tiles,
                size_t n_blocks, float* y, size_t y_stride) {
+  constexpr size_t kBlock = kGroupRows * K::kBytes;
   const TileConfig config = make_config(M);
   const TileScope scope(config);
   auto* dw = reinterpret_cast<float*>(t_scales.reserve(n_blocks * 16 * sizeof(float)));
   for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
     const uint8_t* g = w + r0 * w_stride;
     const BSource bsrc = group_b<K>(g, n_blocks);
-    for (size_t b = 0; b < n_blocks; ++b) _mm512_store_ps(dw + 16 * b, scales(g + block_at<K>(b, n_blocks).scales));
+    for (size_t b = 0; b < n_blocks; ++b) _mm512_store_ps(dw + 16 * b, scales(g + b * kBlock));
     for (size_t j = 0; j < n_tiles; ++j) {
       // The first tile prefetches the next group (Q4_0 has just read this one to unpack it).
       const uint8_t* next = j == 0 && r0 + kGroupRows < n_rows ? g + kGroupRows * w_stride : nullptr;

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "engine/common/error.h"
-#include "engine/cpu/quant/packed_layout.h"
 #include "engine/gguf/ggml_type.h"
 
 namespace vks::cpuq {
@@ -49,19 +48,20 @@ PackedBlock check(const TensorRef& w, WeightLayout from, const uint8_t* dst, con
 }
 
 // Calls fn(gguf_offset, packed_offset, bytes) for every piece of every block: a row's scale goes to
-// its block's scales + 2r, its quants' dword k to the block's quants + 64k + 4r (packed_layout.h).
+// the group's block start + 2r, its quants' dword k to + 32 + 64k + 4r.
 template <class Fn>
 void for_each_piece(const TensorRef& w, const PackedBlock& block, const Fn& fn) {
   const size_t n_blocks = w.cols / 32, row_bytes = n_blocks * block.bytes;
+  const size_t group_block = kRows16Group * block.bytes;  // a block of 16 rows in the packed layout
   for (size_t g = 0; g < w.rows; g += kRows16Group) {
     const size_t group = g * row_bytes;
     for (size_t b = 0; b < n_blocks; ++b) {
-      const PackedBlockAt at = packed_block_at(b, n_blocks, block.bytes);
+      const size_t packed = group + b * group_block;
       for (size_t r = 0; r < kRows16Group; ++r) {
         const size_t gguf = group + r * row_bytes + b * block.bytes;
-        fn(gguf, group + at.scales + 2 * r, size_t{2});
+        fn(gguf, packed + 2 * r, size_t{2});
         for (size_t k = 0; k < block.dwords; ++k) {
-          fn(gguf + 2 + 4 * k, group + at.quants + 4 * kRows16Group * k + 4 * r, size_t{4});
+          fn(gguf + 2 + 4 * k, packed + 2 * kRows16Group + 4 * kRows16Group * k + 4 * r, size_t{4});
         }
       }
     }
