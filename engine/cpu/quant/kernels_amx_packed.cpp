@@ -199,17 +199,17 @@ struct BSource {
 };
 
 thread_local QmatmulScratch t_unpacked;
-// Q8_0: a group's 16 rows' d_w per block as floats, converted once for all its tiles (the float
-// step, not the tile products, bounds the tiles: see tile_group). Q4_0 converts them in place per
-// tile: beside its unpacked B, the extra scratch cost more than it saved (0.89-0.97x at 128 tokens,
+// Q8_0: a group's 16 rows' d_w per block as floats, converted once for all its tiles where it has
+// more than one (the float step, not the tile products, bounds the tiles: see tile_group; for one
+// tile the conversion pass cost 8-11% at 8 tokens). Q4_0 converts them in place per tile: beside its unpacked B, the extra scratch cost more than it saved (0.89-0.97x at 128 tokens,
 // vks_bench_cpu_kernels --packed --packed-tokens 16 128, both orders of two alternating rounds,
 // where Q8_0 gained 1.05-1.08x).
 thread_local QmatmulScratch t_scales;
 
-// Block b's 16 d_w of the group at g (Q4_0) or from the group's converted scales dw (Q8_0).
-template <class K>
+// Block b's 16 d_w from the group's converted scales dw (kConverted) or the group at g.
+template <class K, bool kConverted>
 inline __m512 block_scales(const uint8_t* g, const float* dw, size_t b) {
-  if constexpr (K::kDwords == 8) {
+  if constexpr (kConverted) {
     return _mm512_load_ps(dw + 16 * b);
   } else {
     return scales(g + b * kGroupRows * K::kBytes);
@@ -261,10 +261,10 @@ inline void scale_add(const int32_t* c, __m512 dw, const float* dx, __m512* acc)
   }
 }
 
-// One group of 16 rows (at g; Q8_0's scales converted in dw) times the M tokens of prepared blocks
+// One group of 16 rows (at g; its scales converted in dw where kConverted) times the M tokens of prepared blocks
 // x, every block, into y (token t's 16 outputs at y + t * y_stride). next: the next group's bytes,
 // prefetched into L2 a share per block step (null: none).
-template <class K, int M>
+template <class K, int M, bool kConverted>
 void tile_group(const BSource& bsrc, const uint8_t* g, const float* dw, const PreparedBlock* x, size_t n_blocks,
                 const uint8_t* next, float* y, size_t y_stride) {
   constexpr size_t kBlock = kGroupRows * K::kBytes;
@@ -300,7 +300,7 @@ void tile_group(const BSource& bsrc, const uint8_t* g, const float* dw, const Pr
     VKS_TILE_STORE(5, c[1], 64);
     VKS_TILE_STORE(6, c[2], 64);
     VKS_TILE_STORE(7, c[3], 64);
-    for (size_t i = 0; i < 4; ++i) scale_add<M>(c[i], block_scales<K>(g, dw, b + i), x[b + i].d, acc);
+    for (size_t i = 0; i < 4; ++i) scale_add<M>(c[i], block_scales<K, kConverted>(g, dw, b + i), x[b + i].d, acc);
   }
   for (; b < n_blocks; ++b) {
     if (next != nullptr) prefetch_step(next + b * kBlock, kBlock);
@@ -309,7 +309,7 @@ void tile_group(const BSource& bsrc, const uint8_t* g, const float* dw, const Pr
     VKS_TILE_LOAD(1, bs.at(b), 64);
     _tile_dpbssd(2, 0, 1);
     VKS_TILE_STORE(2, c[0], 64);
-    scale_add<M>(c[0], block_scales<K>(g, dw, b), x[b].d, acc);
+    scale_add<M>(c[0], block_scales<K, kConverted>(g, dw, b), x[b].d, acc);
   }
 #pragma GCC unroll 16
   for (int t = 0; t < M; ++t) _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride, acc[t]);
@@ -344,17 +344,23 @@ void tile_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const PreparedB
   constexpr size_t kBlock = kGroupRows * K::kBytes;
   const TileConfig config = make_config(M);
   const TileScope scope(config);
-  float* dw = K::kDwords == 8 ? reinterpret_cast<float*>(t_scales.reserve(n_blocks * 16 * sizeof(float))) : nullptr;
+  const bool converted = K::kDwords == 8 && n_tiles > 1;
+  float* dw = converted ? reinterpret_cast<float*>(t_scales.reserve(n_blocks * 16 * sizeof(float))) : nullptr;
   for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
     const uint8_t* g = w + r0 * w_stride;
     const BSource bsrc = group_b<K>(g, n_blocks);
-    if constexpr (K::kDwords == 8) {
+    if (converted) {
       for (size_t b = 0; b < n_blocks; ++b) _mm512_store_ps(dw + 16 * b, scales(g + b * kBlock));
     }
     for (size_t j = 0; j < n_tiles; ++j) {
       // The first tile prefetches the next group (Q4_0 has just read this one to unpack it).
       const uint8_t* next = j == 0 && r0 + kGroupRows < n_rows ? g + kGroupRows * w_stride : nullptr;
-      tile_group<K, M>(bsrc, g, dw, tiles + j * n_blocks, n_blocks, next, y + j * M * y_stride + r0, y_stride);
+      float* out = y + j * M * y_stride + r0;
+      if (converted) {
+        tile_group<K, M, true>(bsrc, g, dw, tiles + j * n_blocks, n_blocks, next, out, y_stride);
+      } else {
+        tile_group<K, M, false>(bsrc, g, dw, tiles + j * n_blocks, n_blocks, next, out, y_stride);
+      }
     }
   }
 }
