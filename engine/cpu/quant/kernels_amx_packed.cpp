@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernel_util.h"
@@ -200,6 +199,22 @@ struct BSource {
 };
 
 thread_local QmatmulScratch t_unpacked;
+// Q8_0: a group's 16 rows' d_w per block as floats, converted once for all its tiles where it has
+// more than one (the float step, not the tile products, bounds the tiles: see tile_group; for one
+// tile the conversion pass cost 8-11% at 8 tokens). Q4_0 converts them in place per tile: beside its unpacked B, the extra scratch cost more than it saved (0.89-0.97x at 128 tokens,
+// vks_bench_cpu_kernels --packed --packed-tokens 16 128, both orders of two alternating rounds,
+// where Q8_0 gained 1.05-1.08x).
+thread_local QmatmulScratch t_scales;
+
+// Block b's 16 d_w from the group's converted scales dw (kConverted) or the group at g.
+template <class K, bool kConverted>
+inline __m512 block_scales(const uint8_t* g, const float* dw, size_t b) {
+  if constexpr (kConverted) {
+    return _mm512_load_ps(dw + 16 * b);
+  } else {
+    return scales(g + b * kGroupRows * K::kBytes);
+  }
+}
 
 template <class K>
 BSource group_b(const uint8_t* g, size_t n_blocks) {
@@ -222,83 +237,6 @@ BSource group_b(const uint8_t* g, size_t n_blocks) {
   }
 }
 
-// Where a tile's A operands lie: block b's M tokens' 32 bytes at base + b * block_step, row_stride
-// apart; their d_x side by side at d + b * d_step.
-struct ASource {
-  const uint8_t* base;
-  size_t block_step, row_stride;
-  const uint8_t* d;
-  size_t d_step;
-};
-
-// acc[t] += float(C[t]) * (d_w * d_x[t]) for the M tokens of one block's C (row t: token t's 16 rows).
-template <int M>
-inline void scale_add(const int32_t* c, __m512 dw, const ASource& a, size_t b, __m512* acc) {
-  // Unrolled, so that acc stays in registers (GCC otherwise kept it in memory, a load and a store
-  // per token and block).
-#pragma GCC unroll 16
-  for (int t = 0; t < M; ++t) {
-    float dx;
-    std::memcpy(&dx, a.d + a.d_step * b + 4 * static_cast<size_t>(t), sizeof dx);
-    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(dx));
-    acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * t)), scale));
-  }
-}
-
-// One group of 16 rows times M tokens (A operands from a), every block, into y (token t's 16
-// outputs at y + t * y_stride). next: the next group's bytes, prefetched into L2 a share per block
-// step (null: none).
-template <class K, int M>
-void tile_group(const BSource& bsrc, const uint8_t* g, const ASource& a, size_t n_blocks, const uint8_t* next, float* y,
-                size_t y_stride) {
-  constexpr size_t kBlock = kGroupRows * K::kBytes;
-  alignas(64) int32_t c[4][kTileTokens * 16];
-  __m512 acc[M];
-  for (int t = 0; t < M; ++t) acc[t] = _mm512_setzero_ps();
-  // Locals, not the sources' fields: the tile loads' memory clobbers would reload those each time.
-  const size_t as = a.row_stride;
-  const uint8_t* const a_base = a.base;
-  const size_t a_step = a.block_step;
-  const uint8_t* const b_base = bsrc.base;
-  const size_t b_step = bsrc.step;
-  const ASource al{a_base, a_step, as, a.d, a.d_step};
-  size_t b = 0;
-  for (; b + 4 <= n_blocks; b += 4) {
-    if (next != nullptr) prefetch_step(next + b * kBlock, 4 * kBlock);
-    _tile_zero(2);
-    _tile_zero(5);
-    _tile_zero(6);
-    _tile_zero(7);
-    VKS_TILE_LOAD(0, a_base + a_step * b, as);
-    VKS_TILE_LOAD(1, b_base + b_step * b, 64);
-    _tile_dpbssd(2, 0, 1);
-    VKS_TILE_LOAD(3, a_base + a_step * (b + 1), as);
-    VKS_TILE_LOAD(4, b_base + b_step * (b + 1), 64);
-    _tile_dpbssd(5, 3, 4);
-    VKS_TILE_LOAD(0, a_base + a_step * (b + 2), as);
-    VKS_TILE_LOAD(1, b_base + b_step * (b + 2), 64);
-    _tile_dpbssd(6, 0, 1);
-    VKS_TILE_LOAD(3, a_base + a_step * (b + 3), as);
-    VKS_TILE_LOAD(4, b_base + b_step * (b + 3), 64);
-    _tile_dpbssd(7, 3, 4);
-    VKS_TILE_STORE(2, c[0], 64);
-    VKS_TILE_STORE(5, c[1], 64);
-    VKS_TILE_STORE(6, c[2], 64);
-    VKS_TILE_STORE(7, c[3], 64);
-    for (size_t i = 0; i < 4; ++i) scale_add<M>(c[i], scales(g + (b + i) * kBlock), al, b + i, acc);
-  }
-  for (; b < n_blocks; ++b) {
-    if (next != nullptr) prefetch_step(next + b * kBlock, kBlock);
-    _tile_zero(2);
-    VKS_TILE_LOAD(0, a_base + a_step * b, as);
-    VKS_TILE_LOAD(1, b_base + b_step * b, 64);
-    _tile_dpbssd(2, 0, 1);
-    VKS_TILE_STORE(2, c[0], 64);
-    scale_add<M>(c[0], scales(g + b * kBlock), al, b, acc);
-  }
-  for (int t = 0; t < M; ++t) _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride, acc[t]);
-}
-
 // Whole tiles of 16 tokens read a copy of their activations prepared once per qmatmul call
 // (kernels.h's PreparedKernel): per block, the 16 tokens' 32 bytes side by side (A, rows 32 bytes
 // apart) and then their 16 d_x. Read in place, the activations are 96 bytes per 32 values: 128
@@ -310,6 +248,72 @@ struct alignas(64) PreparedBlock {
   float d[kTileTokens];
 };
 static_assert(sizeof(PreparedBlock) == 576);
+
+// acc[t] += float(C[t]) * (d_w * d_x[t]) for the M tokens of one block's C (row t: token t's 16 rows).
+template <int M>
+inline void scale_add(const int32_t* c, __m512 dw, const float* dx, __m512* acc) {
+  // Unrolled, so that acc stays in registers (GCC otherwise kept it in memory, a load and a store
+  // per token and block).
+#pragma GCC unroll 16
+  for (int t = 0; t < M; ++t) {
+    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(dx[t]));
+    acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * t)), scale));
+  }
+}
+
+// One group of 16 rows (at g; its scales converted in dw where kConverted) times the M tokens of prepared blocks
+// x, every block, into y (token t's 16 outputs at y + t * y_stride). next: the next group's bytes,
+// prefetched into L2 a share per block step (null: none).
+template <class K, int M, bool kConverted>
+void tile_group(const BSource& bsrc, const uint8_t* g, const float* dw, const PreparedBlock* x, size_t n_blocks,
+                const uint8_t* next, float* y, size_t y_stride) {
+  constexpr size_t kBlock = kGroupRows * K::kBytes;
+  alignas(64) int32_t c[4][kTileTokens * 16];
+  __m512 acc[M];
+  // The zeroing and the final stores unrolled too: as loops (the zeroing became a rep stos), they
+  // kept acc an array in memory, loaded and stored around every four blocks' float step, which
+  // bounds the tiles (packed Q8_0 ran 0.85-0.93x the GGUF layout at 128 tokens).
+#pragma GCC unroll 16
+  for (int t = 0; t < M; ++t) acc[t] = _mm512_setzero_ps();
+  // A local, not the source's fields: the tile loads' memory clobbers would reload those each time.
+  const BSource bs = bsrc;
+  size_t b = 0;
+  for (; b + 4 <= n_blocks; b += 4) {
+    if (next != nullptr) prefetch_step(next + b * kBlock, 4 * kBlock);
+    _tile_zero(2);
+    _tile_zero(5);
+    _tile_zero(6);
+    _tile_zero(7);
+    VKS_TILE_LOAD(0, x[b].qs, 32);
+    VKS_TILE_LOAD(1, bs.at(b), 64);
+    _tile_dpbssd(2, 0, 1);
+    VKS_TILE_LOAD(3, x[b + 1].qs, 32);
+    VKS_TILE_LOAD(4, bs.at(b + 1), 64);
+    _tile_dpbssd(5, 3, 4);
+    VKS_TILE_LOAD(0, x[b + 2].qs, 32);
+    VKS_TILE_LOAD(1, bs.at(b + 2), 64);
+    _tile_dpbssd(6, 0, 1);
+    VKS_TILE_LOAD(3, x[b + 3].qs, 32);
+    VKS_TILE_LOAD(4, bs.at(b + 3), 64);
+    _tile_dpbssd(7, 3, 4);
+    VKS_TILE_STORE(2, c[0], 64);
+    VKS_TILE_STORE(5, c[1], 64);
+    VKS_TILE_STORE(6, c[2], 64);
+    VKS_TILE_STORE(7, c[3], 64);
+    for (size_t i = 0; i < 4; ++i) scale_add<M>(c[i], block_scales<K, kConverted>(g, dw, b + i), x[b + i].d, acc);
+  }
+  for (; b < n_blocks; ++b) {
+    if (next != nullptr) prefetch_step(next + b * kBlock, kBlock);
+    _tile_zero(2);
+    VKS_TILE_LOAD(0, x[b].qs, 32);
+    VKS_TILE_LOAD(1, bs.at(b), 64);
+    _tile_dpbssd(2, 0, 1);
+    VKS_TILE_STORE(2, c[0], 64);
+    scale_add<M>(c[0], block_scales<K, kConverted>(g, dw, b), x[b].d, acc);
+  }
+#pragma GCC unroll 16
+  for (int t = 0; t < M; ++t) _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride, acc[t]);
+}
 
 void prepare_tile(const uint8_t* act, size_t act_stride, size_t n_tokens, size_t n_blocks, uint8_t* out) {
   auto* blocks = reinterpret_cast<PreparedBlock*>(out);
@@ -337,17 +341,26 @@ size_t prepared_bytes(size_t n_tokens, size_t n_blocks) {
 template <class K, int M>
 void tile_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const PreparedBlock* tiles, size_t n_tiles,
                size_t n_blocks, float* y, size_t y_stride) {
+  constexpr size_t kBlock = kGroupRows * K::kBytes;
   const TileConfig config = make_config(M);
   const TileScope scope(config);
+  const bool converted = K::kDwords == 8 && n_tiles > 1;
+  float* dw = converted ? reinterpret_cast<float*>(t_scales.reserve(n_blocks * 16 * sizeof(float))) : nullptr;
   for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
     const uint8_t* g = w + r0 * w_stride;
     const BSource bsrc = group_b<K>(g, n_blocks);
+    if (converted) {
+      for (size_t b = 0; b < n_blocks; ++b) _mm512_store_ps(dw + 16 * b, scales(g + b * kBlock));
+    }
     for (size_t j = 0; j < n_tiles; ++j) {
-      const auto* base = reinterpret_cast<const uint8_t*>(tiles + j * n_blocks);
-      const ASource a{base, sizeof(PreparedBlock), 32, base + offsetof(PreparedBlock, d), sizeof(PreparedBlock)};
       // The first tile prefetches the next group (Q4_0 has just read this one to unpack it).
       const uint8_t* next = j == 0 && r0 + kGroupRows < n_rows ? g + kGroupRows * w_stride : nullptr;
-      tile_group<K, M>(bsrc, g, a, n_blocks, next, y + j * M * y_stride + r0, y_stride);
+      float* out = y + j * M * y_stride + r0;
+      if (converted) {
+        tile_group<K, M, true>(bsrc, g, dw, tiles + j * n_blocks, n_blocks, next, out, y_stride);
+      } else {
+        tile_group<K, M, false>(bsrc, g, dw, tiles + j * n_blocks, n_blocks, next, out, y_stride);
+      }
     }
   }
 }
