@@ -54,7 +54,8 @@ CpuWeights::CpuWeights(const LlamaModel& model, bool in_memory, bool pack, cpuq:
     return;
   }
   std::vector<Matrix> matrices = matrices_to_copy(model.config(), weights_);
-  // One copy per distinct mapping (data pointer and size): its offset, and whether it is packed.
+  // One copy per distinct mapping (data pointer and size): its offset, and whether it is packed
+  // (only if every view of it may be).
   struct Copy {
     const TensorRef* source;
     size_t offset;
@@ -64,9 +65,12 @@ CpuWeights::CpuWeights(const LlamaModel& model, bool in_memory, bool pack, cpuq:
   std::map<std::pair<const uint8_t*, uint64_t>, size_t> copy_of;
   size_t bytes = 0;
   for (const Matrix& m : matrices) {
-    if (!copy_of.emplace(std::pair{m.ref->data, m.ref->nbytes}, copies.size()).second) continue;
-    copies.push_back({m.ref, bytes, pack && packable(m, isa)});
-    bytes += align_up(m.ref->nbytes);
+    const auto [at, first] = copy_of.emplace(std::pair{m.ref->data, m.ref->nbytes}, copies.size());
+    if (first) {
+      copies.push_back({m.ref, bytes, pack});
+      bytes += align_up(m.ref->nbytes);
+    }
+    copies[at->second].packed = copies[at->second].packed && packable(m, isa);
   }
   residence_.why_not = gguf::memory_shortfall(bytes);
   if (!residence_.why_not.empty()) return;
