@@ -70,10 +70,6 @@ void for_each_piece(const TensorRef& w, const PackedBlock& block, const Fn& fn) 
 
 }  // namespace
 
-bool packs_rows16(GgmlType type, CpuIsa isa) {
-  return isa == CpuIsa::kAmx && (type == GgmlType::kQ4_0 || type == GgmlType::kQ8_0);
-}
-
 void pack_rows16(const TensorRef& w, uint8_t* dst) {
   const PackedBlock block = check(w, WeightLayout::kGguf, dst, "pack_rows16");
   for_each_piece(w, block, [&](size_t gguf, size_t packed, size_t n) { std::memcpy(dst + packed, w.data + gguf, n); });

@@ -21,8 +21,9 @@
 
 namespace vks::cpuq {
 
-// Whether qmatmul at this level reads `type` in WeightLayout::kRows16 (a matrix of it can be
-// packed when its rows are a multiple of kRows16Group).
+// Whether qmatmul at this level reads `type` in WeightLayout::kRows16: the level's kernel table has
+// a packed kernel for it (KernelTable::packed; defined in qmatmul.cpp, beside the tables). A matrix
+// of it can be packed when its rows are a multiple of kRows16Group.
 bool packs_rows16(GgmlType type, CpuIsa isa);
 
 // Writes w's bytes (WeightLayout::kGguf; a type packs_rows16 accepts at some level; rows a multiple

@@ -9,6 +9,7 @@
 #include "engine/common/thread_pool.h"
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernels.h"
+#include "engine/cpu/quant/packed_rows.h"
 
 namespace vks::cpuq {
 namespace {
@@ -201,6 +202,11 @@ bool has_integer_kernel(GgmlType type, CpuIsa isa) {
   if (act_kind(type) == ActKind::kFloat || id >= kMaxTypeId) return false;
   const KernelTable& table = kernel_table(runnable(isa));
   return table.gemm[id] != nullptr || table.prepared[id].gemm != nullptr;
+}
+
+bool packs_rows16(GgmlType type, CpuIsa isa) {
+  const auto id = static_cast<size_t>(type);
+  return id < kMaxTypeId && kernel_table(isa).packed[id].prepared.gemm != nullptr;
 }
 
 size_t quantize_activations(GgmlType type, const float* x, size_t cols, uint8_t* out, CpuIsa isa) {
