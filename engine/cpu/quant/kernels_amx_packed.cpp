@@ -23,8 +23,6 @@
 #include "engine/cpu/quant/kernels.h"
 #include "engine/cpu/quant/qmatmul.h"  // QmatmulScratch: per-thread buffers that only grow
 
-
-
 // Everything below is compiled for this level's target (kernels.h: nothing here is shared).
 #if defined(__clang__)
 #pragma clang attribute push(                                                                                    \
@@ -222,16 +220,13 @@ BSource group_b(const uint8_t* g, size_t n_blocks) {
   if constexpr (K::kDwords == 8) {
     return {g + kScaleBytes, kBlock};
   } else {
+    // The few-token path's nibbles (0..15, in B's row order), less 8.
     uint8_t* out = t_unpacked.reserve(n_blocks * kUnpackedB);
-    const __m512i m4 = _mm512_set1_epi8(0xF), eight = _mm512_set1_epi8(8);
+    const __m512i eight = _mm512_set1_epi8(8);
     for (size_t b = 0; b < n_blocks; ++b) {
-      const uint8_t* q = g + b * kBlock + kScaleBytes;
-      uint8_t* o = out + b * kUnpackedB;
-      for (size_t k = 0; k < 4; ++k) {
-        const __m512i v = _mm512_loadu_si512(q + 64 * k);
-        _mm512_store_si512(o + 64 * k, _mm512_sub_epi8(_mm512_and_si512(v, m4), eight));
-        _mm512_store_si512(o + 64 * (4 + k), _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), eight));
-      }
+      __m512i q[8];
+      Q4_0Few::load(g + b * kBlock + kScaleBytes, q);
+      for (size_t k = 0; k < 8; ++k) _mm512_store_si512(out + b * kUnpackedB + 64 * k, _mm512_sub_epi8(q[k], eight));
     }
     return {out, kUnpackedB};
   }
