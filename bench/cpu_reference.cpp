@@ -151,9 +151,9 @@ int main(int argc, char** argv) {
     options.weights_in_memory = !mmap_weights;
     options.pack_weights = !gguf_layout;
     vks::CpuRunner runner(*model, options);
-    const vks::gguf::MemoryMove& residence = runner.weights_residence();
+    const vks::WeightsResidence& residence = runner.weights_residence();
     std::printf("weights read from %s, %zu matrices packed\n",
-                residence.moved ? (residence.huge_pages ? "memory (huge pages requested)" : "memory")
+                residence.copied ? (residence.huge_pages ? "memory (huge pages requested)" : "memory")
                                 : ("the mapped file: " + residence.why_not).c_str(),
                 runner.packed_matrices());
     vks::StepBatch batch;

@@ -3,7 +3,6 @@
 // the CPU backend's weights have (engine/gguf/file_residence.h, whose allocation it uses): benches
 // that stream weights or probe the memory read what decode reads.
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -21,10 +20,7 @@ class HugePageBuffer {
   }
   HugePageBuffer(const HugePageBuffer&) = delete;
   HugePageBuffer& operator=(const HugePageBuffer&) = delete;
-  ~HugePageBuffer() {
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    munmap(data_, (bytes_ + page - 1) / page * page);
-  }
+  ~HugePageBuffer() { munmap(data_, bytes_); }
 
   uint8_t* data() const { return data_; }
   size_t size() const { return bytes_; }

@@ -80,7 +80,7 @@ class CpuRunner final : public ModelRunner {
   void copy_recurrent_state(int32_t from, int32_t to) override;
   // Where the weights are read from (options.weights_in_memory) and how many matrices are packed,
   // for the log.
-  const gguf::MemoryMove& weights_residence() const { return weights_->residence(); }
+  const WeightsResidence& weights_residence() const { return weights_->residence(); }
   size_t packed_matrices() const { return weights_->packed_matrices(); }
 
   // Throws vks::Error(kInvalidArgument) for a malformed batch (nothing is computed then).

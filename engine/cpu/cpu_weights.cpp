@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/cpu/quant/packed_rows.h"
+#include "engine/gguf/file_residence.h"
 
 namespace vks {
 namespace {
@@ -82,11 +83,9 @@ CpuWeights::CpuWeights(const LlamaModel& model, bool in_memory, bool pack, cpuq:
   memory_bytes_ = bytes;
   // Matrix by matrix over the pool (packing is a byte shuffle: a 1 GB file took seconds on one
   // thread); each source's pages are given back once copied, so the file's pages do not stay
-  // resident beside the copy.
-  std::vector<TensorRef> sources;
-  for (const Copy& c : copies) sources.push_back(*c.source);  // before the views below are redirected
+  // resident beside the copy. The views are redirected to the copy only after.
   const auto copy_one = [&](size_t i) {
-    const TensorRef& source = sources[i];
+    const TensorRef& source = *copies[i].source;
     if (copies[i].packed) {
       cpuq::pack_rows16(source, memory_ + copies[i].offset);
     } else {
@@ -104,12 +103,9 @@ CpuWeights::CpuWeights(const LlamaModel& model, bool in_memory, bool pack, cpuq:
     m.ref->data = memory_ + c.offset;
     if (c.packed) m.ref->layout = WeightLayout::kRows16;
   }
-  for (const Copy& c : copies) {
-    ++copied_;
-    packed_ += c.packed ? 1 : 0;
-  }
+  for (const Copy& c : copies) packed_ += c.packed ? 1 : 0;
   mprotect(memory_, bytes, PROT_READ);  // read-only from here on, as the mapping was
-  residence_.moved = true;
+  residence_.copied = true;
 }
 
 CpuWeights::~CpuWeights() {

@@ -8,13 +8,20 @@
 // matrices' bytes in the file (gguf::GgufFile::release_pages), so memory holds the matrices once.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "engine/common/thread_pool.h"
 #include "engine/cpu/quant/isa.h"
-#include "engine/gguf/file_residence.h"
 #include "engine/model/llama_model.h"
 
 namespace vks {
+
+// Where CpuWeights' matrices live, for the log.
+struct WeightsResidence {
+  bool copied = false;      // a copy lives in anonymous memory
+  bool huge_pages = false;  // transparent huge pages were requested for it (madvise accepted)
+  std::string why_not;      // when !copied: the reason
+};
 
 class CpuWeights {
  public:
@@ -27,18 +34,16 @@ class CpuWeights {
   CpuWeights& operator=(const CpuWeights&) = delete;
 
   const LlamaWeights& weights() const { return weights_; }
-  // Whether the matrices were copied (moved) into memory, with huge pages; why not.
-  const gguf::MemoryMove& residence() const { return residence_; }
-  // The matrices held in WeightLayout::kRows16, and all that were copied.
+  const WeightsResidence& residence() const { return residence_; }
+  // The matrices held in WeightLayout::kRows16.
   size_t packed_matrices() const { return packed_; }
-  size_t copied_matrices() const { return copied_; }
 
  private:
   LlamaWeights weights_;
-  gguf::MemoryMove residence_;
+  WeightsResidence residence_;
   uint8_t* memory_ = nullptr;
   size_t memory_bytes_ = 0;
-  size_t packed_ = 0, copied_ = 0;
+  size_t packed_ = 0;
 };
 
 }  // namespace vks

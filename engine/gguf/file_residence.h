@@ -11,20 +11,13 @@ namespace vks::gguf {
 
 // `size` bytes (rounded up to whole pages) of zeroed, read-write anonymous memory at a 2 MiB-aligned
 // address, transparent huge pages requested; nullptr with errno set on failure. *huge_pages (when
-// given): whether the kernel accepted the request. Free with munmap(p, size rounded up to pages).
+// given): whether the kernel accepted the request. Free with munmap(p, size).
 void* map_huge_page_memory(size_t size, bool* huge_pages = nullptr);
 
 // Why `size` bytes should not be copied into anonymous memory now: the machine's available memory
 // (page cache the kernel can drop included) could not hold them beside a margin left to other
 // processes. "" when they fit or the figure cannot be read.
 std::string memory_shortfall(size_t size);
-
-// Where a copy of weights lives, for the log.
-struct MemoryMove {
-  bool moved = false;       // a copy of the bytes lives in anonymous memory
-  bool huge_pages = false;  // transparent huge pages were requested for it (madvise accepted)
-  std::string why_not;      // when !moved: the reason
-};
 
 // The kernel's transparent huge page mode (/sys/kernel/mm/transparent_hugepage/enabled: "always",
 // "madvise" or "never"); "" where it cannot be read. Under "never" the copy gets 4 KiB pages.

@@ -162,7 +162,7 @@ TEST(CpuQuantized, RunnerWeightsCopyEveryStepMatrixAndPackWhatTheLevelReadsPacke
     for (const char* preset : {"tiny", "tiny-moe"}) {
       TempModel m(type, preset);
       const CpuWeights copy(m.model(), true, true, isa);
-      ASSERT_TRUE(copy.residence().moved) << copy.residence().why_not;
+      ASSERT_TRUE(copy.residence().copied) << copy.residence().why_not;
       const std::vector<const TensorRef*> originals = step_matrices(m.model().weights());
       const std::vector<const TensorRef*> copies = step_matrices(copy.weights());
       ASSERT_EQ(copies.size(), originals.size());
@@ -192,7 +192,7 @@ TEST(CpuQuantized, RunnerWeightsCopyEveryStepMatrixAndPackWhatTheLevelReadsPacke
       const CpuWeights unpacked(m.model(), true, false, isa);
       EXPECT_EQ(unpacked.packed_matrices(), 0u);
       const CpuWeights mapped(m.model(), false, true, isa);
-      EXPECT_FALSE(mapped.residence().moved);
+      EXPECT_FALSE(mapped.residence().copied);
       EXPECT_EQ(mapped.weights().layers[0].wq.data, m.model().weights().layers[0].wq.data);
     }
   }

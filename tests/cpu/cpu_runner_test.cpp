@@ -159,7 +159,7 @@ TEST_F(RunnerTest, WeightsInMemoryOrMappedGiveIdenticalLogits) {
   CpuRunnerOptions mapped_options = options();
   mapped_options.weights_in_memory = false;
   CpuRunner mapped_runner(*mapped_model, mapped_options);
-  EXPECT_FALSE(mapped_runner.weights_residence().moved);
+  EXPECT_FALSE(mapped_runner.weights_residence().copied);
   Driver mapped_driver(mapped_runner);
   Seq mapped;
   mapped.tokens = prompt;
@@ -167,7 +167,7 @@ TEST_F(RunnerTest, WeightsInMemoryOrMappedGiveIdenticalLogits) {
 
   const auto memory_model = LlamaModel::load(test::model_path("stories260K.gguf"));
   CpuRunner memory_runner(*memory_model, options());
-  EXPECT_TRUE(memory_runner.weights_residence().moved) << memory_runner.weights_residence().why_not;
+  EXPECT_TRUE(memory_runner.weights_residence().copied) << memory_runner.weights_residence().why_not;
   Driver d(memory_runner);
   Seq in_memory;
   in_memory.tokens = prompt;

@@ -52,8 +52,8 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
     cpu.num_window_blocks = window_blocks > 0 ? clamp(split.window_blocks) : 0;
   }
   auto runner = std::make_unique<CpuRunner>(model, cpu);
-  const gguf::MemoryMove& residence = runner->weights_residence();
-  if (residence.moved) {
+  const WeightsResidence& residence = runner->weights_residence();
+  if (residence.copied) {
     spdlog::info("runner: the CPU backend reads its weight matrices from memory ({} MiB{}; {} packed for the {} "
                  "kernels)",
                  step_matrix_bytes(model.weights()) >> 20,
