@@ -187,7 +187,6 @@ uint64_t GgufFile::file_size() const { return impl_->bytes.size(); }
 
 void GgufFile::release_pages(const uint8_t* p, size_t n) const { impl_->mapping.release(p, n); }
 
-
 const Value* GgufFile::find(std::string_view key) const {
   const auto it = impl_->key_index.find(key);
   return it == impl_->key_index.end() ? nullptr : &impl_->parsed.metadata[it->second].value;

@@ -15,8 +15,6 @@
 
 namespace vks {
 
-// A weight tensor inside the mapping. A matrix W of `rows` x `cols` maps an input of `cols` to an
-// output of `rows` (ggml dims: dims[0] = cols, dims[1] = rows); each row is ggml_row_size bytes.
 // How a matrix's blocks are laid out. kGguf: row after row, as in the file. kRows16: the CPU
 // runner's copy of a Q4_0/Q8_0 matrix, rearranged for the amx level's kernels
 // (engine/cpu/quant/packed_rows.h): groups of 16 rows, each group the same bytes as its 16 GGUF
@@ -24,6 +22,8 @@ namespace vks {
 enum class WeightLayout : uint8_t { kGguf, kRows16 };
 inline constexpr uint64_t kRows16Group = 16;
 
+// A weight tensor inside the mapping. A matrix W of `rows` x `cols` maps an input of `cols` to an
+// output of `rows` (ggml dims: dims[0] = cols, dims[1] = rows); each row is ggml_row_size bytes.
 struct TensorRef {
   std::string name;
   GgmlType type = GgmlType::kF32;

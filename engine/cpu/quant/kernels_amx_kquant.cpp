@@ -381,7 +381,6 @@ __attribute__((always_inline)) inline void dot_rows4(const Rows4& w, const ActQ8
   }
 }
 
-
 // Tokens whose products share one read of the block's registers (as the avx512vnni level's Q4_K).
 constexpr int kGroup = 8;
 

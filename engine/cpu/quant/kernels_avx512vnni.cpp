@@ -320,7 +320,6 @@ struct Q6_Kx4 {
 template <class K>
 inline constexpr size_t kGroupStep = kRows * K::kBytes;  // bytes of a row group per block step
 
-
 // The tokens [T0, NT) of a block step in groups of at most K::kGroup, as even as possible (7: 4 + 3).
 template <class K, int NT, int T0 = 0>
 VKS_INLINE void dot_groups(const typename K::W& w, const typename K::Act* const* a, size_t b, __m512* acc, __m512* macc) {
