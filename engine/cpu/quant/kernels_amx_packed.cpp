@@ -73,6 +73,7 @@ struct Q8_0Packed {
 // tile's B reads it: the 8 xors per block are shared by the tokens, and a one-token step waits on
 // memory.)
 struct Q4_0Few {
+  // The nibbles 0..15 in element order (a tile's B, less 8).
   static void load(const uint8_t* q, __m512i* w) {
     const __m512i m4 = _mm512_set1_epi8(0xF);
     for (size_t k = 0; k < 4; ++k) {
@@ -81,13 +82,29 @@ struct Q4_0Few {
       w[4 + k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
     }
   }
+  // vpdpbusd's operand: the high nibbles are masked in place, not shifted down (16 times their
+  // value), so the second chain's sum is 16 times the true one and is shifted back once per
+  // block, exactly (a multiple of 16, at most 16 * 15 * 127 * 16 in magnitude): one op per token
+  // and block in place of four shifts per block.
+  static void load_dot(const uint8_t* q, __m512i* w) {
+    const __m512i lo = _mm512_set1_epi8(0x0F), hi = _mm512_set1_epi8(static_cast<char>(0xF0));
+    for (size_t k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_loadu_si512(q + 64 * k);
+      w[k] = _mm512_and_si512(v, lo);
+      w[4 + k] = _mm512_and_si512(v, hi);
+    }
+  }
+  static __m512i combine(__m512i low_sum, __m512i high_sum) {
+    return _mm512_add_epi32(low_sum, _mm512_srai_epi32(high_sum, 4));
+  }
   static int32_t offset(const ActQ8x32& a) { return a.neg_c8[0]; }  // -8 * sum
 };
 struct Q8_0Few {
-  static void load(const uint8_t* q, __m512i* w) {
+  static void load_dot(const uint8_t* q, __m512i* w) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     for (size_t k = 0; k < 8; ++k) w[k] = _mm512_xor_si512(_mm512_loadu_si512(q + 64 * k), flip);
   }
+  static __m512i combine(__m512i first_half, __m512i second_half) { return _mm512_add_epi32(first_half, second_half); }
   static int32_t offset(const ActQ8x32& a) { return -128 * a.sum; }
 };
 
@@ -133,18 +150,19 @@ void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
       const uint8_t* blk = g + b * kBlock;
       if (ahead != nullptr) prefetch_step(ahead + b * kBlock, kBlock);
       __m512i q[8];
-      F::load(blk + kScaleBytes, q);
+      F::load_dot(blk + kScaleBytes, q);
       const __m512 dw = scales(blk);
       for (int t = 0; t < NT; ++t) {
         const ActQ8x32& a = x[t][b];
-        // Two chains: one token's eight dependent vpdpbusd would wait on their latency.
+        // Two chains (one token's eight dependent vpdpbusd would wait on their latency): the
+        // block's first four dwords and its last four.
         __m512i s0 = _mm512_set1_epi32(F::offset(a)), s1 = _mm512_setzero_si512();
-        for (size_t k = 0; k < 8; k += 2) {
+        for (size_t k = 0; k < 4; ++k) {
           s0 = _mm512_dpbusd_epi32(s0, q[k], dword_of(a, k));
-          s1 = _mm512_dpbusd_epi32(s1, q[k + 1], dword_of(a, k + 1));
+          s1 = _mm512_dpbusd_epi32(s1, q[k + 4], dword_of(a, k + 4));
         }
         const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(a.d));
-        acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), scale));
+        acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(F::combine(s0, s1)), scale));
       }
     }
     for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride + r0, acc[t]);
