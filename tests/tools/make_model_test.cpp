@@ -9,11 +9,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <vector>
 
 #include "engine/cpu/cpu_model.h"
 #include "engine/model/llama_model.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tests/common/test_models.h"
 
 namespace vks {
@@ -341,6 +343,59 @@ TEST_F(MakeModel, BadArgumentsFailClearly) {
   EXPECT_EQ(make("x.gguf", "--vocab-from /nonexistent.gguf"), 1);
   EXPECT_NE(last_stderr_.find("/nonexistent.gguf"), std::string::npos) << last_stderr_;
   EXPECT_EQ(make("x.gguf", "--tied --untied"), 2);
+}
+
+// --memorize: after any token of the text, in any context, the model's argmax is the token the text
+// follows it by (where that is one token: a token the text follows by several is left to the
+// random weights), across a pass through the text and in a greedy continuation of a random
+// prompt; the file carries the text. Refused without --vocab-from and with tied embeddings.
+TEST_F(MakeModel, MemorizedTextIsContinuedGreedily) {
+  const std::string vocab = test::model_path("llama2-vocab.gguf");
+  const std::string text = "The lighthouse keeper climbed ninety steps every evening to light the lamp.";
+  {
+    std::ofstream(path("text.txt")) << text;
+  }
+  ASSERT_EQ(make("m.gguf", "--preset tiny --dim 256 --heads 4 --kv-heads 2 --hidden 512 --layers 3 --type q4_0 --untied "
+                           "--vocab-from '" + vocab + "' --memorize '" + path("text.txt") + "'"),
+            0)
+      << last_stderr_;
+  const auto model = LlamaModel::load(path("m.gguf"));
+  EXPECT_EQ(model->file().get_string("vkstream.synthetic.memorized_text"), text);
+  const std::vector<int32_t> ids = Tokenizer::from_gguf(model->file())->encode(text, false);
+  ASSERT_GE(ids.size(), 12u);
+  std::map<int32_t, std::set<int32_t>> next;
+  for (size_t i = 0; i < ids.size(); ++i) next[ids[i]].insert(ids[(i + 1) % ids.size()]);
+  auto argmax = [](const std::vector<float>& v) {
+    return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+  };
+  CpuModel cpu(*model, 2, 256);
+  int32_t pos = 0, checked = 0;
+  for (const int32_t id : {7, 19000, 4242}) cpu.forward(id, pos++);  // a random context before the text
+  for (const int32_t id : ids) {
+    const int32_t predicted = argmax(cpu.forward(id, pos++));
+    if (next[id].size() != 1) continue;
+    EXPECT_EQ(predicted, *next[id].begin()) << "after token " << id << " at " << pos;
+    ++checked;
+  }
+  EXPECT_GE(checked, static_cast<int32_t>(ids.size()) - 4);
+  // Greedy after a random prompt that ends in one token of the text: the text follows.
+  CpuModel greedy(*model, 2, 256);
+  int32_t token = ids[3], unique_steps = 0;
+  for (const int32_t id : {1, 12345, 777}) greedy.forward(id, unique_steps++);
+  for (int32_t p = 3; p < 30; ++p) {
+    const int32_t out = argmax(greedy.forward(token, p));
+    if (next[token].size() == 1) {
+      EXPECT_EQ(out, *next[token].begin()) << "at " << p;
+      ++unique_steps;
+    }
+    token = out;
+  }
+  EXPECT_GE(unique_steps, 3 + 20);
+
+  EXPECT_EQ(make("x.gguf", "--preset tiny --untied --memorize '" + path("text.txt") + "'"), 2);
+  EXPECT_NE(last_stderr_.find("--memorize needs --vocab-from"), std::string::npos) << last_stderr_;
+  EXPECT_EQ(make("x.gguf", "--preset tiny --dim 256 --tied --vocab-from '" + vocab + "' --memorize '" + path("text.txt") + "'"), 1);
+  EXPECT_NE(last_stderr_.find("needs untied embeddings"), std::string::npos) << last_stderr_;
 }
 
 // Gemma 3 and gpt-oss files load with the windows, rope bases, sinks, biases and expert types asked

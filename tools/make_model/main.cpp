@@ -4,12 +4,15 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <optional>
 #include <string>
 
 #include "engine/common/error.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/architecture.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tools/make_model/model_generator.h"
 #include "tools/make_model/model_spec.h"
 
@@ -23,7 +26,7 @@ std::string join(const std::vector<std::string>& v) {
 
 int run(int argc, char** argv) {
   CLI::App app{"Write a synthetic llama/qwen2/qwen3/phi3/gemma2/gemma3/gpt-oss GGUF with seeded random weights."};
-  std::string output, preset_name = "tiny", type_name, output_type_name, arch_name, vocab_from, name;
+  std::string output, preset_name = "tiny", type_name, output_type_name, arch_name, vocab_from, name, memorize;
   std::optional<uint32_t> dim, layers, heads, kv_heads, hidden, vocab, context;
   std::optional<float> rope_base, norm_eps, init_scale;
   std::optional<uint64_t> seed;
@@ -74,6 +77,10 @@ int run(int argc, char** argv) {
   app.add_option("--init-scale", init_scale, "Matrix weights ~ N(0, (scale/sqrt(cols))^2)");
   app.add_option("--name", name, "general.name (default: the preset name)");
   app.add_option("--vocab-from", vocab_from, "Copy tokenizer.* keys (and vocabulary size) from this GGUF");
+  app.add_option("--memorize", memorize,
+                 "A text file the model continues from any of its tokens (greedy), in --vocab-from's tokens, "
+                 "the last followed by the first: a stand-in for a model that quotes its prompt (needs --untied)")
+      ->check(CLI::ExistingFile);
   app.add_option("--threads", threads, "Worker threads (0 = all cores)");
   app.add_flag("-q,--quiet", quiet, "Print only errors");
   try {
@@ -171,6 +178,17 @@ int run(int argc, char** argv) {
     }
     spec->vocab_size = n;
     options.vocab_from = &*vocab_file;
+  }
+  if (!memorize.empty()) {
+    if (!vocab_file) {
+      std::fprintf(stderr, "vks-make-model: --memorize needs --vocab-from (the text is written in its tokens)\n");
+      return 2;
+    }
+    std::ifstream in(memorize, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    options.memorized_text = text.str();
+    options.memorized_ids = vks::Tokenizer::from_gguf(*vocab_file)->encode(options.memorized_text, false);
   }
 
   const auto start = std::chrono::steady_clock::now();

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <optional>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/common/error.h"
@@ -227,10 +229,33 @@ void add_hyperparameters(gguf::GgufWriter& w, const ModelSpec& s) {
   }
 }
 
+// The memorized text's successions (GenerateOptions::memorized_ids), as the embedding and output
+// rows write them.
+//  - Token x's embedding is its random row u_x times kEmbedGain: the residual stream stays that
+//    direction, whatever the random layers add (their outputs do not grow with the stream, which
+//    RMSNorm normalises before each layer reads it).
+//  - Output row y is its random row plus u_x of every x the text follows by y. After the final
+//    norm the state is about u_x / sigma (sigma: the rows' standard deviation), so y's logit gains
+//    |u_x|^2 / sigma = dim * sigma, against random logits of standard deviation sqrt(dim) * sigma:
+//    sqrt(dim) standard deviations (45 at dim 2048) is a margin that quantization does not close.
+struct Memorized {
+  static constexpr float kEmbedGain = 32.0f;
+  size_t embed_index = 0;  // token_embd's place in the plan: the seed of u_x
+  std::unordered_map<int32_t, std::vector<int32_t>> before;  // y -> every x followed by y
+};
+
+// Row r of tensor `index`, random: N(mean, std_dev^2) seeded by the tensor and row alone.
+void random_row(const ModelSpec& s, size_t index, uint64_t r, float mean, float std_dev, std::vector<float>& row) {
+  uint64_t seed_state = s.seed ^ (static_cast<uint64_t>(index) << 40) ^ r;
+  NormalRng rng(splitmix64(seed_state));
+  for (float& v : row) v = mean + std_dev * rng.next();
+}
+
 // Fills rows [r0, r1) of tensor `index` (row-seeded, so the result is independent of threading
 // and chunking) and encodes them into out (row-major, ggml_row_size bytes per row).
-void fill_rows(const ModelSpec& s, size_t index, const TensorPlan& t, uint64_t r0, uint64_t r1, uint8_t* out) {
-  std::vector<float> row(t.cols);
+void fill_rows(const ModelSpec& s, size_t index, const TensorPlan& t, uint64_t r0, uint64_t r1, const Memorized* memo,
+               uint8_t* out) {
+  std::vector<float> row(t.cols), other(t.cols);
   const size_t row_bytes = ggml_row_size(t.type, t.cols);
   // Norms ~ 1 ± 0.02, biases ~ N(0, 0.1²) (small next to the projections' unit-scale outputs).
   const float std_dev = t.std_dev >= 0.0f        ? t.std_dev
@@ -238,12 +263,53 @@ void fill_rows(const ModelSpec& s, size_t index, const TensorPlan& t, uint64_t r
                         : t.init == Init::kBias ? 0.1f
                                                 : s.init_scale / std::sqrt(static_cast<float>(t.cols));
   const float mean = t.std_dev >= 0.0f ? t.mean : t.init == Init::kNorm ? 1.0f : 0.0f;
+  const bool embedding = memo != nullptr && index == memo->embed_index;
+  const bool output = memo != nullptr && t.name == "output.weight";
   for (uint64_t r = r0; r < r1; ++r) {
-    uint64_t seed_state = s.seed ^ (static_cast<uint64_t>(index) << 40) ^ r;
-    NormalRng rng(splitmix64(seed_state));
-    for (float& v : row) v = mean + std_dev * rng.next();
+    random_row(s, index, r, mean, std_dev, row);
+    if (embedding) {
+      for (float& v : row) v *= Memorized::kEmbedGain;
+    } else if (output) {
+      const auto found = memo->before.find(static_cast<int32_t>(r));
+      if (found != memo->before.end()) {
+        for (const int32_t x : found->second) {
+          random_row(s, memo->embed_index, static_cast<uint64_t>(x), mean, std_dev, other);
+          for (size_t c = 0; c < row.size(); ++c) row[c] += other[c];
+        }
+      }
+    }
     quantize_row(t.type, row.data(), out + (r - r0) * row_bytes, t.cols);
   }
+}
+
+std::optional<Memorized> plan_memorized(const ModelSpec& s, const std::vector<TensorPlan>& plan,
+                                        const std::vector<int32_t>& ids) {
+  if (ids.empty()) return std::nullopt;
+  if (s.tied_embeddings) {
+    throw Error(ErrorCode::kInvalidArgument, "a memorized text needs untied embeddings (--untied): the output rows "
+                                             "carry it, the embedding rows stay random");
+  }
+  if (ids.size() < 2) throw Error(ErrorCode::kInvalidArgument, "a memorized text needs two tokens or more");
+  Memorized m;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (plan[i].name == "token_embd.weight") m.embed_index = i;
+  }
+  // An embedding std of init_scale / sqrt(dim) for u_x is what output's rows use too (same cols).
+  if (plan[m.embed_index].std_dev >= 0.0f) {
+    throw Error(ErrorCode::kInvalidArgument, "a memorized text needs an architecture whose embeddings are plain random rows");
+  }
+  for (const int32_t id : ids) {
+    if (id < 0 || static_cast<uint32_t>(id) >= s.vocab_size) {
+      throw Error(ErrorCode::kInvalidArgument, "memorized token id " + std::to_string(id) +
+                                                   " is outside the vocabulary of " + std::to_string(s.vocab_size));
+    }
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int32_t x = ids[i], y = ids[(i + 1) % ids.size()];
+    std::vector<int32_t>& xs = m.before[y];
+    if (std::find(xs.begin(), xs.end(), x) == xs.end()) xs.push_back(x);
+  }
+  return m;
 }
 
 }  // namespace
@@ -264,6 +330,9 @@ GenerateResult write_model(const ModelSpec& spec, const std::string& path, const
     result.vocab_size = spec.vocab_size;
   }
   const std::vector<TensorPlan> plan = plan_tensors(spec);
+  const std::optional<Memorized> memorized = plan_memorized(spec, plan, options.memorized_ids);
+  if (memorized) w.set(kMemorizedKey, gguf::make_string(options.memorized_text));
+  const Memorized* memo = memorized ? &*memorized : nullptr;
   for (const TensorPlan& t : plan) {
     w.add_tensor(t.name, t.type, t.stack > 1                              ? std::vector<uint64_t>{t.cols, t.rows / t.stack, t.stack}
                                  : t.init != Init::kMatrix && t.rows == 1 ? std::vector<uint64_t>{t.cols}
@@ -292,16 +361,16 @@ GenerateResult write_model(const ModelSpec& spec, const std::string& path, const
         const uint64_t a = r0 + k * per_worker, b = std::min(r1, a + per_worker);
         if (a >= b) continue;
         uint8_t* out = chunk.data() + (a - r0) * row_bytes;
-        workers.emplace_back([&spec, &t, &errors, index, a, b, k, out] {
+        workers.emplace_back([&spec, &t, &errors, memo, index, a, b, k, out] {
           try {
-            fill_rows(spec, index, t, a, b, out);
+            fill_rows(spec, index, t, a, b, memo, out);
           } catch (...) {
             errors[k] = std::current_exception();
           }
         });
       }
       try {
-        fill_rows(spec, index, t, r0, std::min(r1, r0 + per_worker), chunk.data());
+        fill_rows(spec, index, t, r0, std::min(r1, r0 + per_worker), memo, chunk.data());
       } catch (...) {
         errors[0] = std::current_exception();
       }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "engine/gguf/gguf_file.h"
 #include "tools/make_model/model_spec.h"
@@ -14,7 +15,16 @@ struct GenerateOptions {
   const gguf::GgufFile* vocab_from = nullptr;  // copy its tokenizer.* keys; else synthetic
   unsigned threads = 0;                        // 0 = hardware concurrency
   std::function<void(uint64_t done, uint64_t total)> progress;  // bytes of tensor data
+  // A text the model continues: its token ids, each followed by the next (the last by the first).
+  // Greedy decoding after any of them goes on with the text, whatever the context: a stand-in for
+  // a trained model that quotes or repeats its prompt, at the cost of a real one of that shape
+  // (the bench of speculative decoding). Needs untied embeddings. The text is written as the key
+  // kMemorizedKey for those that build prompts from it.
+  std::vector<int32_t> memorized_ids;
+  std::string memorized_text;
 };
+
+inline constexpr const char* kMemorizedKey = "vkstream.synthetic.memorized_text";
 
 struct GenerateResult {
   uint64_t file_bytes = 0;
