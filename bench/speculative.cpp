@@ -3,6 +3,7 @@
 // neighbours falls on both alike.
 //   vks_bench_speculative MODEL.gguf [--gen 96] [--rounds 3] [--draft 6] [--cpu] [--step-profile]
 //                         [--draft-model DRAFT.gguf] [--draft-always] [--seed 7] [--replays 1] [--trace]
+//   vks_bench_speculative --print-document
 // Workloads of greedy requests (random token ids of any vocabulary, but for quoting):
 //   repetitive: a 24-token phrase said four times, to be continued (a random-weight model does not
 //               repeat the phrase; its greedy output falls into short cycles now and then, and
@@ -17,6 +18,16 @@
 //               not go on quoting, so drafts from the prompt fail: the cost of lookups that miss;
 //   free:       (with --draft-model) a 32-token prompt continued freely, where only a draft model
 //               can guess.
+// A random-weight model neither repeats nor quotes its prompt, so the first two workloads measure
+// little there. A model that memorized a text (vks-make-model --memorize FILE --untied: after any
+// token of the text its greedy choice is the token the text follows it by, at the cost of a real
+// model of its shape) makes them what they say: its text is then the phrase (said twice, not four
+// times) and the document; --print-document writes the default document, to memorize, e.g.
+//   vks_bench_speculative --print-document > doc.txt
+//   vks-make-model -p tinyllama-1.1b -t q4_0 --vocab-from llama2-vocab.gguf --untied --memorize doc.txt -o memo.gguf
+// Where the text follows a token by several (" the"), the model takes one of them wherever it meets
+// that token: its answers jump within the text, and drafts miss there. Unquoted then measures
+// little: the model goes on with its text whatever the prompt, and lookups find its own output.
 // Prints per workload the median decode tokens/s (tokens after the first / time after the first)
 // of each mode, the median of the per-pair ratios speculative / plain with its range, the median
 // ratio of tokens per second of process CPU time (whole requests; on a shared machine other
@@ -47,6 +58,7 @@
 #include "engine/sched/engine.h"
 #include "engine/vulkan/runner/runner_factory.h"
 #include "server/draft_model.h"
+#include "tools/make_model/model_generator.h"
 
 namespace {
 
@@ -96,7 +108,7 @@ Run generate(vks::Engine& engine, const Workload& w, int32_t gen, int32_t specul
   }
 }
 
-// The quoting workload's document: plain English, no quotes or backslashes (a GBNF literal as is).
+// The quoting workload's document, unless the model memorized a text of its own.
 constexpr const char* kDocument =
     "The old lighthouse stood at the end of the harbour wall for more than two hundred years. Its keepers "
     "lived in a small stone house at its foot, and every evening one of them climbed the ninety steps to "
@@ -110,7 +122,18 @@ constexpr const char* kDocument =
 // A grammar whose only sentence is `text`: the answer must quote it, in whatever tokens the model
 // picks at each step (the greedy argmax among the tokens that continue the quote), so drafts from
 // the prompt's tokens are right only where the model splits the text as the prompt does.
-std::string quote_grammar(const std::string& text) { return "root ::= \"" + text + "\"\n"; }
+std::string quote_grammar(const std::string& text) {
+  std::string literal;
+  for (const char c : text) {
+    if (c == '"' || c == '\\') literal += '\\';
+    if (c == '\n') {
+      literal += "\\n";
+    } else {
+      literal += c;
+    }
+  }
+  return "root ::= \"" + literal + "\"\n";
+}
 
 double median(std::vector<double> v);
 
@@ -201,7 +224,9 @@ int main(int argc, char** argv) {
   uint32_t seed = 7;
   bool cpu = false, profile = false, always = false, trace = false;
   CLI::App app{"speculative decoding (prompt lookup or a draft model) vs plain decoding"};
-  app.add_option("model", path)->required();
+  bool print_document = false;
+  app.add_option("model", path);
+  app.add_flag("--print-document", print_document, "write the quoting workload's default document and exit");
   app.add_option("--draft-model", draft_path, "draft with this model (same vocabulary) instead of prompt lookup");
   app.add_option("--gen", gen)->check(CLI::Range(2, 4096));
   app.add_option("--rounds", rounds)->check(CLI::Range(1, 100));
@@ -214,6 +239,14 @@ int main(int argc, char** argv) {
   app.add_flag("--trace", trace, "print each workload's prompt and plain answer ids (first round)");
   app.add_flag("--draft-always", always, "verify every draft (the cost model off, as vkstreamd --draft-always)");
   CLI11_PARSE(app, argc, argv);
+  if (print_document) {
+    std::printf("%s", kDocument);
+    return 0;
+  }
+  if (path.empty()) {
+    std::fprintf(stderr, "a model file is required\n");
+    return 2;
+  }
   try {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     spdlog::set_level(spdlog::level::warn);
@@ -248,9 +281,13 @@ int main(int argc, char** argv) {
       return v;
     };
     const int32_t bos = tok->bos() >= 0 ? tok->bos() : 1;
+    // A model that memorized a text (vks-make-model --memorize) continues it from any of its
+    // tokens: that text is the phrase and the document.
+    const vks::gguf::Value* memorized = model->file().find(vks::tools::kMemorizedKey);
+    const std::string document = memorized != nullptr ? memorized->s : kDocument;
     std::vector<int32_t> repetitive{bos};
-    const std::vector<int32_t> phrase = random_ids(24);
-    for (int i = 0; i < 4; ++i) repetitive.insert(repetitive.end(), phrase.begin(), phrase.end());
+    const std::vector<int32_t> phrase = memorized != nullptr ? tok->encode(document, false) : random_ids(24);
+    for (int i = 0; i < (memorized != nullptr ? 2 : 4); ++i) repetitive.insert(repetitive.end(), phrase.begin(), phrase.end());
     std::vector<int32_t> unquoted{bos};
     const std::vector<int32_t> doc = random_ids(160);
     unquoted.insert(unquoted.end(), doc.begin(), doc.end());
@@ -261,10 +298,10 @@ int main(int argc, char** argv) {
     // measured is the model's quote in that context, tokens picked again, drafts right only where
     // it splits the text as it did before.
     const std::vector<int32_t> question = tok->encode("\n\nQuote the text above.\n", false);
-    std::vector<int32_t> quoting = tok->encode(kDocument, true);
+    std::vector<int32_t> quoting = tok->encode(document, true);
     quoting.insert(quoting.end(), question.begin(), question.end());
     for (int32_t pass = 0; pass < replays; ++pass) {
-      const std::vector<int32_t> spelled = generate(engine, {"quoting", quoting, quote_grammar(kDocument)}, gen + gen / 2, 0).ids;
+      const std::vector<int32_t> spelled = generate(engine, {"quoting", quoting, quote_grammar(document)}, gen + gen / 2, 0).ids;
       quoting.assign(1, bos);
       quoting.insert(quoting.end(), spelled.begin(), spelled.end());
       quoting.insert(quoting.end(), question.begin(), question.end());
@@ -273,7 +310,7 @@ int main(int argc, char** argv) {
     const std::vector<int32_t> start = random_ids(32);
     free.insert(free.end(), start.begin(), start.end());
     std::vector<Workload> workloads = {{"repetitive", repetitive, ""},
-                                       {"quoting", quoting, quote_grammar(kDocument)},
+                                       {"quoting", quoting, quote_grammar(document)},
                                        {"unquoted", unquoted, ""}};
     if (!draft_path.empty()) workloads.push_back({"free", free, ""});
     const char* mode = draft_path.empty() ? "ngram" : "draft";
