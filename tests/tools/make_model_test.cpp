@@ -396,6 +396,11 @@ TEST_F(MakeModel, MemorizedTextIsContinuedGreedily) {
   EXPECT_NE(last_stderr_.find("--memorize needs --vocab-from"), std::string::npos) << last_stderr_;
   EXPECT_EQ(make("x.gguf", "--preset tiny --dim 256 --tied --vocab-from '" + vocab + "' --memorize '" + path("text.txt") + "'"), 1);
   EXPECT_NE(last_stderr_.find("needs untied embeddings"), std::string::npos) << last_stderr_;
+  {
+    std::ofstream(path("empty.txt")) << "";
+  }
+  EXPECT_EQ(make("x.gguf", "--preset tiny --untied --vocab-from '" + vocab + "' --memorize '" + path("empty.txt") + "'"), 1);
+  EXPECT_NE(last_stderr_.find("two tokens or more"), std::string::npos) << last_stderr_;
 }
 
 // Gemma 3 and gpt-oss files load with the windows, rope bases, sinks, biases and expert types asked

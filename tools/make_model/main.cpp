@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "engine/common/error.h"
@@ -188,7 +188,7 @@ int run(int argc, char** argv) {
     std::ostringstream text;
     text << in.rdbuf();
     options.memorized_text = text.str();
-    options.memorized_ids = vks::Tokenizer::from_gguf(*vocab_file)->encode(options.memorized_text, false);
+    options.memorized_ids = vks::Tokenizer::from_gguf(*vocab_file)->encode(*options.memorized_text, false);
   }
 
   const auto start = std::chrono::steady_clock::now();

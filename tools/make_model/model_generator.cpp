@@ -283,11 +283,12 @@ void fill_rows(const ModelSpec& s, size_t index, const TensorPlan& t, uint64_t r
 }
 
 std::optional<Memorized> plan_memorized(const ModelSpec& s, const std::vector<TensorPlan>& plan,
-                                        const std::vector<int32_t>& ids) {
-  if (ids.empty()) return std::nullopt;
+                                        const GenerateOptions& options) {
+  const std::vector<int32_t>& ids = options.memorized_ids;
+  if (!options.memorized_text) return std::nullopt;
   if (s.tied_embeddings) {
     throw Error(ErrorCode::kInvalidArgument, "a memorized text needs untied embeddings (--untied): the output rows "
-                                             "carry it, the embedding rows stay random");
+                                             "carry the text, and the embedding rows are other rows");
   }
   if (ids.size() < 2) throw Error(ErrorCode::kInvalidArgument, "a memorized text needs two tokens or more");
   Memorized m;
@@ -330,8 +331,8 @@ GenerateResult write_model(const ModelSpec& spec, const std::string& path, const
     result.vocab_size = spec.vocab_size;
   }
   const std::vector<TensorPlan> plan = plan_tensors(spec);
-  const std::optional<Memorized> memorized = plan_memorized(spec, plan, options.memorized_ids);
-  if (memorized) w.set(kMemorizedKey, gguf::make_string(options.memorized_text));
+  const std::optional<Memorized> memorized = plan_memorized(spec, plan, options);
+  if (memorized) w.set(kMemorizedKey, gguf::make_string(*options.memorized_text));
   const Memorized* memo = memorized ? &*memorized : nullptr;
   for (const TensorPlan& t : plan) {
     w.add_tensor(t.name, t.type, t.stack > 1                              ? std::vector<uint64_t>{t.cols, t.rows / t.stack, t.stack}

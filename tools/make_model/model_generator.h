@@ -3,6 +3,7 @@
 // seeded random weights, streamed to disk in row chunks (never the whole model in memory).
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,8 @@ struct GenerateOptions {
   // a trained model that quotes or repeats its prompt, at the cost of a real one of that shape
   // (the bench of speculative decoding). Needs untied embeddings. The text is written as the key
   // kMemorizedKey for those that build prompts from it.
+  std::optional<std::string> memorized_text;
   std::vector<int32_t> memorized_ids;
-  std::string memorized_text;
 };
 
 inline constexpr const char* kMemorizedKey = "vkstream.synthetic.memorized_text";
