@@ -10,6 +10,10 @@
 
 namespace vks::sched {
 
+// `probe` set to `constraint`'s state (reusing its memory): a copy to walk drafts on.
+grammar::TokenConstraint& reset_probe(const grammar::TokenConstraint& constraint,
+                                      std::optional<grammar::TokenConstraint>& probe);
+
 // Cuts `draft` before its first token that `constraint`'s current state (advanced by the tokens
 // before it) refuses. `constraint` is unchanged: the walk runs on `probe`, the caller's reused copy.
 void cut_draft_to_grammar(const grammar::TokenConstraint& constraint, std::optional<grammar::TokenConstraint>& probe,

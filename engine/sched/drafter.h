@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 
+#include "engine/grammar/token_constraint.h"
 #include "engine/model/model_runner.h"
 #include "engine/sched/sequence.h"
 
@@ -14,6 +15,10 @@ namespace vks::sched {
 struct DraftJob {
   Sequence* seq = nullptr;  // drafts into seq->draft (cleared first): tokens guessed to follow seq->tokens
   int32_t max = 0;          // the most tokens to draft
+  // A constrained request's grammar in its state now, a copy the drafter may advance: a draft model
+  // drafts the best token it allows (its unconstrained pick is often one the grammar refuses, and
+  // the draft would be cut there). Prompt lookup ignores it (its drafts are cut afterwards).
+  grammar::TokenConstraint* grammar = nullptr;
 };
 
 class Drafter {

@@ -67,7 +67,7 @@ void Engine::Impl::propose_drafts() {
       }
     }
     draft_steps = std::max(draft_steps, want);
-    draft_jobs.push_back({s, want});
+    draft_jobs.push_back({s, want, r.constraint ? &sched::reset_probe(*r.constraint, r.draft_grammar) : nullptr});
   }
   if (draft_jobs.empty()) return;
   const auto start = Clock::now();

@@ -113,7 +113,8 @@ void ModelDrafter::add_chunk(Active& a, std::span<const int32_t> tokens, bool ou
     spare_tables_.pop_back();
   }
   c.block_table.assign(a.slot->blocks.begin(), a.slot->blocks.end());
-  c.logits = output ? LogitsMode::kArgmax : LogitsMode::kNone;
+  // A constrained job's rows come back whole: its pick is among the tokens its grammar allows.
+  c.logits = !output ? LogitsMode::kNone : a.job->grammar != nullptr ? LogitsMode::kFull : LogitsMode::kArgmax;
   batch_.tokens.insert(batch_.tokens.end(), tokens.begin(), tokens.end());
   a.slot->fed.insert(a.slot->fed.end(), tokens.begin(), tokens.end());
   owners_.push_back(output ? &a : nullptr);
@@ -124,9 +125,15 @@ void ModelDrafter::run_batch() {
   batch_.finalize(runner_->block_size());
   runner_->step(batch_, result_);
   const auto vocab = static_cast<int32_t>(runner_->config().vocab_size);
+  size_t full_rows = 0;  // kFull rows before this chunk's (one per kFull chunk: none verifies)
   for (size_t s = 0; s < owners_.size(); ++s) {
+    const bool full = batch_.seqs[s].logits == LogitsMode::kFull;
+    const size_t row = full ? full_rows++ : 0;
     if (!owners_[s]) continue;
-    const int32_t id = result_.argmax[s];
+    const int32_t id =
+        full ? constrained_pick(*owners_[s]->job, std::span<float>(result_.logits)
+                                                      .subspan(row * static_cast<size_t>(vocab), static_cast<size_t>(vocab)))
+             : result_.argmax[s];
     // An id outside the vocabulary would fail the target's step: that sequence drafts no further.
     if (id >= 0 && id < vocab) {
       owners_[s]->job->seq->draft.push_back(id);
@@ -135,6 +142,12 @@ void ModelDrafter::run_batch() {
     }
   }
   clear_batch();
+}
+
+int32_t ModelDrafter::constrained_pick(const DraftJob& job, std::span<float> logits) {
+  if (job.grammar->apply(logits) == 0) return -1;
+  const auto best = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  return job.grammar->accept(best) ? best : -1;
 }
 
 void ModelDrafter::clear_batch() {

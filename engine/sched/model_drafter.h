@@ -1,7 +1,8 @@
 #pragma once
 // Drafting with a draft model: k greedy tokens per sequence from a second, small model that shares
 // the target's vocabulary, all the step's sequences batched (one draft-model step per draft token,
-// after one that feeds each sequence's tokens not yet in the draft model's cache).
+// after one that feeds each sequence's tokens not yet in the draft model's cache); a constrained
+// request's draft tokens are the best ones its grammar allows.
 // The draft model's KV pool is split into fixed slots, one per sequence (least recently used one
 // taken over when all are held). A slot remembers the tokens whose K/V it holds, and every draft
 // starts from the longest prefix of those equal to the sequence's tokens now: rejected draft
@@ -9,6 +10,7 @@
 // on the tokens up to it) all roll back by that comparison, with no bookkeeping to keep in sync.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "engine/sched/drafter.h"
@@ -32,6 +34,9 @@ class ModelDrafter : public Drafter {
     Slot* slot = nullptr;
     int32_t max = 0;              // draft tokens wanted (what fits the slot)
   };
+  // The job's next draft token from the draft model's logits row: the best one its grammar allows
+  // (advancing the grammar by it); -1 where the grammar allows none.
+  static int32_t constrained_pick(const DraftJob& job, std::span<float> logits);
   Slot* slot_for(const Sequence* seq);
   // Feeds each active sequence its tokens past slot->fed (chunked to the runner's limits) and
   // takes the argmax after the last as its first draft token.

@@ -166,6 +166,36 @@ TEST_F(DraftModel, SeededSamplingKeepsItsPlainTokens) {
   EXPECT_GT(b.stats.draft_tokens, b.stats.accepted_tokens) << "sampling rejected no draft";
 }
 
+// A grammar-constrained request drafts within its grammar: the draft model picks the best token
+// the grammar allows, so the target drafting for itself has every draft accepted even where the
+// grammar forces text the model would not write (its unconstrained pick, refused, would cut each
+// draft to nothing), and the answer is plain constrained decoding's, alone and batched.
+TEST_F(DraftModel, ConstrainedRequestsDraftWithinTheirGrammar) {
+  auto constrained = [&](const std::string& prompt, int32_t speculative) {
+    GenerateRequest r = request(prompt, 80, speculative);
+    r.grammar = "root ::= \" the purple robot sang to the moon and the stars every night\" [.!]\n";
+    r.stop.ignore_eos = false;  // the answer ends where the grammar does
+    return r;
+  };
+  const std::vector<std::string> prompts = {"Once upon a time", "Tom and Lily went", "The cat sat on the"};
+  std::vector<GenerateRequest> plain_reqs, spec_reqs;
+  for (const std::string& p : prompts) {
+    plain_reqs.push_back(constrained(p, 0));
+    spec_reqs.push_back(constrained(p, 4));
+  }
+  const Outcome plain = run(runner(*stories_, 512), nullptr, plain_reqs);
+  const Outcome alone = run(runner(*stories_, 512), runner(*stories_, 512), {spec_reqs[0]});
+  const Outcome batched = run(runner(*stories_, 512), runner(*stories_, 512), spec_reqs);
+  EXPECT_EQ(alone.ids[0], plain.ids[0]);
+  for (size_t i = 0; i < plain.ids.size(); ++i) EXPECT_EQ(batched.ids[i], plain.ids[i]) << "request " << i;
+  EXPECT_NE(tok_->decode(plain.ids[0]).find("the purple robot sang"), std::string::npos);
+  const auto generated = static_cast<int64_t>(plain.ids[0].size());
+  ASSERT_GT(generated, 12);
+  EXPECT_EQ(alone.stats.accepted_tokens, alone.stats.draft_tokens);
+  EXPECT_GT(alone.stats.draft_tokens, generated / 2) << "drafts were cut where the model's own pick was refused";
+  EXPECT_EQ(batched.stats.accepted_tokens, batched.stats.draft_tokens);
+}
+
 // Plain greedy decoding of n tokens after `tokens` on a fresh runner: the reference a draft of
 // the target by itself must equal.
 std::vector<int32_t> greedy_after(const LlamaModel& m, const std::vector<int32_t>& tokens, int32_t n) {
