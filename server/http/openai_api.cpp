@@ -84,7 +84,8 @@ std::optional<ApiError> map_openai_common(const JsonBody& body, const ModelCatal
   }
   for (const char* same : {"temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty",
                            "logit_bias", "top_k", "min_p", "repetition_penalty", "ignore_eos", "priority",
-                           "deadline_ms", "min_tokens", "stop_token_ids", "penalty_last_n", "grammar"}) {
+                           "deadline_ms", "min_tokens", "stop_token_ids", "penalty_last_n", "grammar",
+                           "speculative"}) {
     copy_field(body, same, w, same);
   }
   if (auto it = body.find("stream"); it != body.end() && !it->is_null()) {

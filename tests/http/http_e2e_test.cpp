@@ -354,6 +354,59 @@ TEST(HttpE2eStartup, NonLoopbackWithoutApiKeyRefusesToStart) {
   EXPECT_NE(d.log().find("--api-key"), std::string::npos) << d.log();
 }
 
+// The request field `speculative` over HTTP, on a daemon that speculates (prompt lookup, every
+// draft verified): false turns it off for that request (no draft counted), true or a draft length
+// keeps it on, with the same text; a value out of range is a 400 naming the field.
+TEST(HttpE2eStartup, SpeculativeFieldTurnsSpeculationOffPerRequest) {
+  TempDir dir;
+  DaemonProcess d;
+  DaemonConfig config;
+  config.dir = dir.path;
+  const std::string sock = dir.path + "/http.sock";
+  config.extra_args = {"--cpu", "--http", "unix:" + sock, "--speculative", "ngram", "--draft-always"};
+  d.start(config);
+  ASSERT_TRUE(d.wait_ready(60)) << d.log();
+  auto post = [&](const std::string& speculative) {
+    RawHttpClient c;
+    EXPECT_TRUE(c.connect_unix(sock));
+    const std::string body = R"({"model":"stories260K","prompt":"Tom had a red ball. Tom had a red ball. Tom had",)"
+                             R"("max_tokens":40,"temperature":0,"ignore_eos":true,"speculative":)" + speculative + "}";
+    c.send(http_request("POST", "/v1/completions", body));
+    return c.read_response(30000);
+  };
+  auto drafted = [&] {
+    RawHttpClient c;
+    EXPECT_TRUE(c.connect_unix(sock));
+    c.send(http_request("GET", "/metrics"));
+    const auto m = c.read_response(10000);
+    const std::string key = "\nvkstream_draft_tokens_total ";
+    const size_t at = m ? m->body.find(key) : std::string::npos;
+    return at == std::string::npos ? -1 : std::stoll(m->body.substr(at + key.size()));
+  };
+  const auto off = post("false");
+  ASSERT_TRUE(off);
+  ASSERT_EQ(off->status, 200) << off->body;
+  EXPECT_EQ(drafted(), 0) << "speculative: false still drafted";
+  const auto on = post("true");
+  ASSERT_TRUE(on);
+  ASSERT_EQ(on->status, 200) << on->body;
+  const int64_t after_on = drafted();
+  EXPECT_GT(after_on, 0) << "the repeated prompt drew no draft";
+  const auto three = post("3");
+  ASSERT_TRUE(three);
+  ASSERT_EQ(three->status, 200) << three->body;
+  EXPECT_GT(drafted(), after_on);
+  const auto text = [](const RawResponse& r) { return json::parse(r.body)["choices"][0]["text"].get<std::string>(); };
+  EXPECT_EQ(text(*on), text(*off));
+  EXPECT_EQ(text(*three), text(*off));
+  const auto bad = post("99");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
+  EXPECT_EQ(json::parse(bad->body)["error"]["param"], "speculative") << bad->body;
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(20), 0) << d.log();
+}
+
 TEST(HttpE2eStartup, ApiKeyIsRequiredAsBearer) {
   TempDir dir;
   DaemonProcess d;
