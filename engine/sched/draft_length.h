@@ -189,6 +189,28 @@ class DraftLength {
   int64_t drafted() const { return drafted_; }
   int64_t accepted() const { return accepted_; }
 
+  // The drafter's record over finished requests (a draft model's quality is the pair's, not the
+  // text's): `finished`'s observations added to this one's, older ones halved per request.
+  void merge(const DraftLength& finished) {
+    first_hits_ = 0.5 * first_hits_ + finished.first_hits_;
+    first_misses_ = 0.5 * first_misses_ + finished.first_misses_;
+    run_hits_ = 0.5 * run_hits_ + finished.run_hits_;
+    run_misses_ = 0.5 * run_misses_ + finished.run_misses_;
+  }
+  // A new request's acceptance starts from `record` (the drafter's on earlier requests), weighing at
+  // most kPriorWeight observations of each kind, so the request's own soon outweigh it: a draft
+  // model that has been right drafts from a request's first steps (no shadow probe first, which
+  // would have to feed it the whole prompt), one that has not is probed as before.
+  static constexpr double kPriorWeight = 2;
+  void start_from(const DraftLength& record) {
+    const double first = record.first_hits_ + record.first_misses_, run = record.run_hits_ + record.run_misses_;
+    const double f = first > kPriorWeight ? kPriorWeight / first : 1, r = run > kPriorWeight ? kPriorWeight / run : 1;
+    first_hits_ = f * record.first_hits_;
+    first_misses_ = f * record.first_misses_;
+    run_hits_ = r * record.run_hits_;
+    run_misses_ = r * record.run_misses_;
+  }
+
  private:
   // A draft whose first `hits` tokens were right, then one wrong (missed) or none left to try.
   void observe(int32_t hits, bool missed) {

@@ -21,11 +21,24 @@ struct DraftJob {
   grammar::TokenConstraint* grammar = nullptr;
 };
 
+// A draft() call's feeding of sequences' tokens to the drafter before it drafts (a draft model's
+// catch-up: a step's new tokens, or a whole prompt the first time).
+struct FeedCost {
+  int64_t tokens = 0;       // fed, all sequences
+  int64_t most_for_one = 0;  // the most fed for one sequence
+  double ms = 0;
+};
+
 class Drafter {
  public:
   virtual ~Drafter() = default;
   // Engine thread. Never throws: a drafter that cannot draft leaves drafts empty.
   virtual void draft(std::span<const DraftJob> jobs) = 0;
+  // The tokens of `seq` a draft for it would first feed the drafter (prompt lookup: none): a shadow
+  // probe's price includes feeding them (a request's first probe feeds its whole prompt).
+  virtual int32_t unfed_tokens(const Sequence& /*seq*/) const { return 0; }
+  // The last draft() call's feeding.
+  virtual FeedCost last_feed() const { return {}; }
 };
 
 // Prompt lookup (ngram_drafter.h).

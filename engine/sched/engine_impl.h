@@ -167,6 +167,13 @@ struct Engine::Impl {
   std::vector<sched::DraftJob> draft_jobs;  // propose_drafts' list, reused
   sched::StepCost step_cost;  // the runner's decode step time by width (speculation's cost model)
   sched::StepCost draft_cost;  // the drafter's time per draft token, as width 1
+  // A draft model's acceptance over finished requests, where new requests start (a draft model's
+  // quality is the pair's; prompt lookup's depends on each request's text, so it starts afresh).
+  bool drafts_with_model = false;
+  sched::DraftLength drafter_record;
+  // The drafter's time per token fed in a long catch-up (a request's first draft feeds it the
+  // prompt): a shadow probe's price; 0 until one ran.
+  double feed_ms_per_token = 0;
   double step_ms_total = 0, runner_ms_total = 0;
 
   // Shared with submitters: guarded by mu.

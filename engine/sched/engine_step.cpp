@@ -24,6 +24,8 @@ using sched::StepPlan;
 
 namespace {
 constexpr auto kThroughputWindow = std::chrono::seconds(5);
+// Tokens fed to the drafter for one sequence from which a call is a catch-up (a prompt), not a step's.
+constexpr int64_t kLongFeed = 32;
 }  // namespace
 
 void Engine::Impl::propose_drafts() {
@@ -62,7 +64,10 @@ void Engine::Impl::propose_drafts() {
       planned_emitted += r.draft_length.expected_extra(want);
       if (want == 0) {
         // Not worth drafting for: a shadow draft now and then keeps its acceptance measured.
-        if (r.draft_length.has_shadow() || !r.draft_length.probe_due(most * draft_ms, plain_ms)) continue;
+        if (r.draft_length.has_shadow() ||
+            !r.draft_length.probe_due(most * draft_ms + drafter->unfed_tokens(*s) * feed_ms_per_token, plain_ms)) {
+          continue;
+        }
         want = most;
       }
     }
@@ -74,7 +79,15 @@ void Engine::Impl::propose_drafts() {
   drafter->draft(draft_jobs);
   size_t longest = 0;
   for (const sched::DraftJob& job : draft_jobs) longest = std::max(longest, job.seq->draft.size());
-  if (longest > 0) draft_cost.record(1, ms_between(start, Clock::now()) / static_cast<double>(longest));
+  // A call that fed a long catch-up prices feeding, not drafting: its time per draft token would
+  // make drafts look dear for good.
+  const sched::FeedCost feed = drafter->last_feed();
+  if (feed.most_for_one >= kLongFeed) {
+    const double per_token = feed.ms / static_cast<double>(feed.tokens);
+    feed_ms_per_token = feed_ms_per_token > 0 ? 0.5 * (feed_ms_per_token + per_token) : per_token;
+  } else if (longest > 0) {
+    draft_cost.record(1, ms_between(start, Clock::now()) / static_cast<double>(longest));
+  }
   // Which drafts to verify: the drafting is paid for now, only the verification's cost counts.
   double step_emitted = step_tokens;
   for (const sched::DraftJob& job : draft_jobs) {

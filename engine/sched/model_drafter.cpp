@@ -1,6 +1,7 @@
 #include "engine/sched/model_drafter.h"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <utility>
 
@@ -36,9 +37,22 @@ ModelDrafter::Slot* ModelDrafter::slot_for(const Sequence* seq) {
   return oldest;
 }
 
+int32_t ModelDrafter::unfed_tokens(const Sequence& seq) const {
+  const std::vector<int32_t>& tokens = seq.tokens;
+  for (const Slot& s : slots_) {
+    if (s.seq != &seq) continue;
+    const size_t most = std::min(s.fed.size(), tokens.size());
+    size_t held = 0;
+    while (held < most && s.fed[held] == tokens[held]) ++held;
+    return static_cast<int32_t>(tokens.size() - held);
+  }
+  return seq.num_tokens();
+}
+
 void ModelDrafter::draft(std::span<const DraftJob> jobs) {
   ++clock_;
   active_.clear();
+  last_feed_ = {};
   for (const DraftJob& job : jobs) {
     job.seq->draft.clear();
     const std::vector<int32_t>& tokens = job.seq->tokens;
@@ -57,7 +71,9 @@ void ModelDrafter::draft(std::span<const DraftJob> jobs) {
   }
   if (active_.empty()) return;
   try {
+    const auto start = std::chrono::steady_clock::now();
     catch_up();
+    last_feed_.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     for (int32_t i = 1;; ++i) {  // one batched step per further draft token
       bool any = false;
       for (Active& a : active_) {
@@ -85,9 +101,11 @@ void ModelDrafter::draft(std::span<const DraftJob> jobs) {
 void ModelDrafter::catch_up() {
   const auto max_tokens = static_cast<size_t>(runner_->max_step_tokens());
   const auto max_seqs = static_cast<size_t>(runner_->max_step_seqs());
+  fed_now_.assign(active_.size(), 0);
   for (bool pending = true; pending;) {
     pending = false;
-    for (Active& a : active_) {
+    for (size_t i = 0; i < active_.size(); ++i) {
+      Active& a = active_[i];
       const std::vector<int32_t>& tokens = a.job->seq->tokens;
       const size_t from = a.slot->fed.size();
       if (from == tokens.size()) continue;
@@ -97,6 +115,9 @@ void ModelDrafter::catch_up() {
       }
       const size_t n = std::min(tokens.size() - from, max_tokens - batch_.tokens.size());
       add_chunk(a, std::span<const int32_t>(tokens.data() + from, n), from + n == tokens.size());
+      last_feed_.tokens += static_cast<int64_t>(n);
+      fed_now_[i] += static_cast<int64_t>(n);
+      last_feed_.most_for_one = std::max(last_feed_.most_for_one, fed_now_[i]);
       pending |= from + n < tokens.size();
     }
     run_batch();

@@ -21,6 +21,8 @@ class ModelDrafter : public Drafter {
  public:
   ModelDrafter(std::unique_ptr<ModelRunner> runner, int32_t slots);
   void draft(std::span<const DraftJob> jobs) override;
+  int32_t unfed_tokens(const Sequence& seq) const override;
+  FeedCost last_feed() const override { return last_feed_; }
 
  private:
   struct Slot {
@@ -59,6 +61,8 @@ class ModelDrafter : public Drafter {
   // Block tables of chunks already run: a new chunk takes one, so drafting allocates none per step.
   std::vector<std::vector<int32_t>> spare_tables_;
   StepResult result_;
+  FeedCost last_feed_;
+  std::vector<int64_t> fed_now_;  // catch_up's tokens fed per active sequence, reused
 };
 
 }  // namespace vks::sched

@@ -184,6 +184,39 @@ TEST(DraftLength, ProbesCostTheirBudgetShareOfPlainDecoding) {
   EXPECT_EQ(free_probes, 10);  // prompt lookup: every step
 }
 
+// The engine's record of a draft model over finished requests, and where new requests start: the
+// record's acceptance, weighing at most kPriorWeight observations of each kind.
+TEST(DraftLength, NewRequestsStartFromTheDraftersRecord) {
+  DraftLength good(4), bad(4);
+  for (int32_t i = 0; i < 6; ++i) {
+    good.on_verified(4, 4);
+    bad.on_verified(4, 0);
+  }
+  DraftLength record(4);
+  DraftLength fresh(4);
+  fresh.start_from(record);
+  EXPECT_FALSE(fresh.seen_hit()) << "an empty record is no evidence";
+  EXPECT_DOUBLE_EQ(fresh.first_acceptance(), 0.5);
+  record.merge(good);
+  record.merge(good);
+  DraftLength after_good(4);
+  after_good.start_from(record);
+  EXPECT_TRUE(after_good.seen_hit());
+  // All first tokens right, at most kPriorWeight of them: (2 + 1) / (2 + 2).
+  EXPECT_DOUBLE_EQ(after_good.first_acceptance(), (DraftLength::kPriorWeight + 1) / (DraftLength::kPriorWeight + 2));
+  EXPECT_EQ(after_good.drafted(), 0) << "the record's counts are not the request's drafts";
+  // The request's own misses soon outweigh the prior.
+  after_good.on_verified(4, 0);
+  after_good.on_verified(4, 0);
+  after_good.on_verified(4, 0);
+  EXPECT_LT(after_good.first_acceptance(), 0.5);
+  // Older requests count half per request: after bad ones the record says bad.
+  for (int32_t i = 0; i < 4; ++i) record.merge(bad);
+  DraftLength after_bad(4);
+  after_bad.start_from(record);
+  EXPECT_LT(after_bad.first_acceptance(), 0.35);
+}
+
 TEST(DraftLength, LearnsAcceptanceFromShadowDrafts) {
   DraftLength d(4);
   EXPECT_DOUBLE_EQ(d.first_acceptance(), 0.5);  // the priors

@@ -369,6 +369,74 @@ TEST(DraftModelCost, ACheapAccurateDraftModelIsUsed) {
   EXPECT_GE(run.accepted, 20) << "draft steps " << run.draft_steps;
 }
 
+// Two greedy requests one after the other on one engine (cost model on): a first one of 60 tokens
+// that teaches the engine the draft model's costs and acceptance, then the one measured. Returns the
+// second's draft-model steps and its drafted and accepted tokens.
+struct SecondRun {
+  int32_t draft_steps = 0;
+  int64_t drafted = 0, accepted = 0;
+};
+SecondRun second_request(const FakeTokenizer& tok, LogitsFn draft_fn, FakeRunnerOptions draft,
+                         std::chrono::microseconds target_step, const std::string& first_prompt,
+                         const std::string& second_prompt, int32_t second_tokens) {
+  FakeRunnerOptions target;
+  target.step_delay = target_step;
+  auto draft_runner = std::make_unique<FakeRunner>(draft, std::move(draft_fn));
+  const std::shared_ptr<FakeRunner::Shared> shared = draft_runner->shared();
+  EngineConfig cfg;
+  cfg.max_seqs = 2;
+  Engine engine(std::make_unique<FakeRunner>(target), tok, cfg, std::move(draft_runner));
+  std::vector<int32_t> ids;
+  GenerateRequest first = abc_speculative(tok, 60);
+  first.prompt_ids = tok.encode(first_prompt, true);
+  EXPECT_TRUE(engine.submit(first).ok);
+  EXPECT_TRUE(drain_one(engine, ids));
+  GenerateRequest second = abc_speculative(tok, second_tokens);
+  second.prompt_ids = tok.encode(second_prompt, true);
+  const int32_t steps_before = shared->steps_started;
+  const EngineStats before = engine.stats();
+  const SubmitResult s = engine.submit(second);
+  EXPECT_TRUE(s.ok) << s.message;
+  ids.clear();
+  EXPECT_TRUE(drain_one(engine, ids));
+  EXPECT_EQ(ids, greedy_reference(hashed_logits, 64, second.prompt_ids, second_tokens));
+  const EngineStats after = engine.stats();
+  return {shared->steps_started - steps_before, after.draft_tokens - before.draft_tokens,
+          after.accepted_tokens - before.accepted_tokens};
+}
+
+std::string repeat(const std::string& s, int32_t n) {
+  std::string out;
+  for (int32_t i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// A draft model that is never right, cheap per step but fed a long prompt in many small steps
+// (4 tokens): a shadow probe's price includes feeding it the tokens it has not seen (the cost per
+// token learned from the first request's prompt), so a second request with another 150-token
+// prompt is not probed within its 100 tokens. Priced by its draft steps alone, a probe was due
+// every ~13 plain steps, the first feeding the whole prompt (~40 draft-model steps).
+TEST(DraftModelCost, AProbeIsPricedWithTheTokensItFeeds) {
+  const FakeTokenizer tok = FakeTokenizer::letters(64);
+  FakeRunnerOptions draft;
+  draft.step_delay = 200us;
+  draft.max_step_tokens = 4;
+  const SecondRun run = second_request(tok, off_by_one_logits, draft, 2ms, repeat("abc", 50), repeat("bca", 50), 100);
+  EXPECT_EQ(run.accepted, 0);
+  EXPECT_LT(run.draft_steps, 20) << "the draft model was fed the long prompt for probes that could not pay";
+}
+
+// A draft model that was right on earlier requests drafts from a new request's first steps: its
+// acceptance starts from the engine's record (no shadow probe first, which at these costs would be
+// due after ~17 plain steps, past the request's 12 tokens).
+TEST(DraftModelCost, ANewRequestStartsFromTheDraftModelsRecord) {
+  const FakeTokenizer tok = FakeTokenizer::letters(64);
+  FakeRunnerOptions draft;
+  draft.step_delay = 500us;
+  const SecondRun run = second_request(tok, hashed_logits, draft, 4ms, "abcabcabc", "abcabcabc", 12);
+  EXPECT_GE(run.accepted, 4) << "drafted " << run.drafted;
+}
+
 TEST(DraftModelVocabulary, AnotherVocabularySizeIsRefused) {
   // The fixtures all have 512 tokens: fake runners of 64 and 80 (the token texts are the server's
   // check, server/draft_model.h).
