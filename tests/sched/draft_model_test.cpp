@@ -414,14 +414,15 @@ std::string repeat(const std::string& s, int32_t n) {
 // A draft model that is never right, cheap per step but fed a long prompt in many small steps
 // (4 tokens): a shadow probe's price includes feeding it the tokens it has not seen (the cost per
 // token learned from the first request's prompt), so a second request with another 150-token
-// prompt is not probed within its 100 tokens. Priced by its draft steps alone, a probe was due
-// every ~13 plain steps, the first feeding the whole prompt (~40 draft-model steps).
+// prompt is not probed within its 60 tokens (due after ~138 plain steps: room for a loaded machine's
+// stretched steps). Priced by its draft steps alone, a probe was due every ~13 plain steps, the
+// first feeding the whole prompt (~40 draft-model steps).
 TEST(DraftModelCost, AProbeIsPricedWithTheTokensItFeeds) {
   const FakeTokenizer tok = FakeTokenizer::letters(64);
   FakeRunnerOptions draft;
   draft.step_delay = 200us;
   draft.max_step_tokens = 4;
-  const SecondRun run = second_request(tok, off_by_one_logits, draft, 2ms, repeat("abc", 50), repeat("bca", 50), 100);
+  const SecondRun run = second_request(tok, off_by_one_logits, draft, 2ms, repeat("abc", 50), repeat("bca", 50), 60);
   EXPECT_EQ(run.accepted, 0);
   EXPECT_LT(run.draft_steps, 20) << "the draft model was fed the long prompt for probes that could not pay";
 }
