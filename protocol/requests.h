@@ -48,8 +48,8 @@ struct GenerateRequest {
   std::optional<bool> ignore_eos;
   std::optional<int32_t> logprobs;     // absent: no logprobs at all
   std::optional<int32_t> priority;
-  // Prompt-lookup speculative decoding: false = off (0), true = on with the server's draft length
-  // (-1), an integer 0..16 = that draft length; absent = the server's --speculative setting.
+  // Speculative decoding (prompt lookup or a draft model): false = off (0), true = on with the
+  // server's draft length (-1), an integer 0..16 = that draft length; absent = the server's setting.
   std::optional<int32_t> speculative;
   std::optional<int64_t> deadline_ms;  // relative, milliseconds, 1..max_deadline_ms
   std::string id;                      // client-chosen id ("" = server assigns one)

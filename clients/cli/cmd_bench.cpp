@@ -1,6 +1,7 @@
 // `vkstream bench`: a load generator through the real daemon. Several connections, a bound on the
 // requests in flight, Poisson arrivals, prompt/output length distributions; prints throughput and
-// TTFT / inter-token latency percentiles, optionally every request as CSV or JSON.
+// TTFT / inter-token latency percentiles and the draft tokens verified and accepted (speculative
+// decoding), optionally every request as CSV or JSON.
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "clients/cli/bench_stats.h"
@@ -35,6 +37,7 @@ struct BenchArgs {
   std::string csv;
   std::string json;
   bool quiet = false;
+  std::optional<int32_t> speculative;  // the request field; unset: the daemon's setting
 };
 
 struct Planned {
@@ -53,6 +56,7 @@ struct RequestRecord {
   double ttft_ms = -1;
   double e2e_ms = 0;
   std::vector<double> itl_ms;
+  int32_t draft_tokens = 0, accepted_tokens = 0;  // speculative decoding (finished.timings)
   std::string finish_reason;
   std::string error;
 };
@@ -98,6 +102,7 @@ void run_connection(const BenchArgs& args, Shared& shared, int32_t limit, std::s
         o.ignore_eos = true;  // exact output lengths
         o.temperature = args.temperature;
         o.seed = args.seed + *held;
+        o.speculative = args.speculative;
         Live l;
         l.rec.index = *held;
         l.rec.prompt_tokens = static_cast<int32_t>(p.prompt_ids.size());
@@ -151,6 +156,8 @@ void run_connection(const BenchArgs& args, Shared& shared, int32_t limit, std::s
         l.rec.error = ev->error_code;
       } else if (ev->kind == vkstream::EventKind::kFinished) {
         l.rec.finish_reason = ev->finish_reason;
+        l.rec.draft_tokens = ev->timings.draft_tokens;
+        l.rec.accepted_tokens = ev->timings.accepted_tokens;
         l.rec.e2e_ms = std::chrono::duration<double, std::milli>(now - l.sent).count();
         {
           std::lock_guard<std::mutex> lock(shared.mu);
@@ -246,11 +253,14 @@ int run_bench(BenchArgs& a) {
   std::sort(recs.begin(), recs.end(), [](const RequestRecord& x, const RequestRecord& y) { return x.index < y.index; });
   std::vector<double> ttft, itl, e2e;
   size_t ok = 0, out_tokens = 0, in_tokens = 0;
+  int64_t drafted = 0, accepted = 0;
   for (const RequestRecord& r : recs) {
     if (!r.error.empty() || r.finish_reason == "error") continue;
     ++ok;
     out_tokens += static_cast<size_t>(r.output_tokens);
     in_tokens += static_cast<size_t>(r.prompt_tokens);
+    drafted += r.draft_tokens;
+    accepted += r.accepted_tokens;
     if (r.ttft_ms >= 0) ttft.push_back(r.ttft_ms);
     itl.insert(itl.end(), r.itl_ms.begin(), r.itl_ms.end());
     e2e.push_back(r.e2e_ms);
@@ -266,15 +276,19 @@ int run_bench(BenchArgs& a) {
   print_summary_line(std::cout, "TTFT       ", s_ttft);
   print_summary_line(std::cout, "inter-token", s_itl);
   print_summary_line(std::cout, "end-to-end ", s_e2e);
+  std::cout << "speculative: " << drafted << " draft tokens verified, " << accepted << " accepted";
+  if (drafted > 0) std::cout << " (" << fixed2(100.0 * static_cast<double>(accepted) / static_cast<double>(drafted)) << "%)";
+  std::cout << '\n';
 
   if (!a.csv.empty()) {
     std::ofstream f(a.csv);
     if (!f) throw vkstream::ClientError(vkstream::ErrorKind::kUsage, "cannot write " + a.csv);
-    f << "index,id,prompt_tokens,output_tokens,arrival_s,start_s,ttft_ms,e2e_ms,mean_itl_ms,finish_reason,error\n";
+    f << "index,id,prompt_tokens,output_tokens,arrival_s,start_s,ttft_ms,e2e_ms,mean_itl_ms,draft_tokens,accepted_tokens,"
+         "finish_reason,error\n";
     for (const RequestRecord& r : recs) {
       f << r.index << ',' << r.id << ',' << r.prompt_tokens << ',' << r.output_tokens << ',' << r.arrival_s << ','
         << r.start_s << ',' << r.ttft_ms << ',' << r.e2e_ms << ',' << summarize(r.itl_ms).mean << ','
-        << r.finish_reason << ',' << r.error << '\n';
+        << r.draft_tokens << ',' << r.accepted_tokens << ',' << r.finish_reason << ',' << r.error << '\n';
     }
   }
   if (!a.json.empty()) {
@@ -284,13 +298,15 @@ int run_bench(BenchArgs& a) {
           {"index", static_cast<uint64_t>(r.index)}, {"id", r.id}, {"prompt_tokens", r.prompt_tokens},
           {"output_tokens", r.output_tokens}, {"arrival_s", r.arrival_s}, {"start_s", r.start_s},
           {"ttft_ms", r.ttft_ms}, {"e2e_ms", r.e2e_ms}, {"mean_itl_ms", summarize(r.itl_ms).mean},
+          {"draft_tokens", r.draft_tokens}, {"accepted_tokens", r.accepted_tokens},
           {"finish_reason", r.finish_reason}, {"error", r.error}});
     }
     vkstream::Value doc = vkstream::Value::Map{
         {"requests_ok", static_cast<uint64_t>(ok)}, {"requests_failed", static_cast<uint64_t>(recs.size() - ok)},
         {"elapsed_s", elapsed}, {"requests_per_s", req_per_s}, {"output_tokens_per_s", out_tok_per_s},
         {"total_tokens_per_s", total_tok_per_s}, {"ttft_ms", summary_json(s_ttft)}, {"itl_ms", summary_json(s_itl)},
-        {"e2e_ms", summary_json(s_e2e)}, {"requests", vkstream::Value(std::move(rows))}};
+        {"e2e_ms", summary_json(s_e2e)}, {"draft_tokens", drafted}, {"accepted_tokens", accepted},
+        {"requests", vkstream::Value(std::move(rows))}};
     std::ofstream f(a.json);
     if (!f) throw vkstream::ClientError(vkstream::ErrorKind::kUsage, "cannot write " + a.json);
     f << doc.to_json() << '\n';
@@ -315,6 +331,10 @@ void add_bench_command(CLI::App& root, int& exit_code) {
   b->add_option("-s,--seed", a->seed, "seed of the workload (prompts, lengths, arrivals)");
   b->add_option("--csv", a->csv, "write one row per request to this CSV file");
   b->add_option("--json", a->json, "write the summary and every request to this JSON file");
+  b->add_option("--speculative", a->speculative,
+                 "speculative decoding per request where the daemon runs it: 0 = off, 1..16 = the most tokens "
+                 "drafted a step (default: the daemon's setting)")
+      ->check(CLI::Range(0, 16));
   b->add_flag("-q,--quiet", a->quiet, "no progress bar");
   b->callback([a, &exit_code] { exit_code = guarded("bench", [&] { return run_bench(*a); }); });
 }

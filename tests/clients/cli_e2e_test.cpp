@@ -234,6 +234,40 @@ TEST_F(CliE2E, BenchReportsThroughputAndLatency) {
   EXPECT_EQ(count_lines(vks::test::read_file(csv)), 13u);  // header + 12 rows
 }
 
+// `vkstream bench --speculative N` against a daemon that speculates (prompt lookup, every draft
+// verified): the draft tokens verified and accepted, summed from the requests' finished timings,
+// in the summary, the JSON and the CSV; `--speculative 0` turns it off for its requests.
+TEST(CliBenchSpeculative, ReportsDraftAndAcceptedTokens) {
+  Daemon daemon({"--speculative", "ngram", "--draft-always"});
+  auto bench = [&](const std::string& speculative, const std::string& json) {
+    std::vector<std::string> argv = {vkstream_exe(), "bench"};
+    for (const std::string& f : daemon.cli_flags()) argv.push_back(f);
+    for (const std::string a : {"-N", "4", "-c", "1", "--prompt-len", "8", "--output-len", "64", "-q", "--speculative"}) {
+      argv.push_back(a);
+    }
+    argv.push_back(speculative);
+    argv.push_back("--json");
+    argv.push_back(json);
+    return vks::test::run_process(argv, {}, 60);
+  };
+  auto number_after = [](const std::string& text, const std::string& key) -> long long {
+    const size_t at = text.find(key);
+    return at == std::string::npos ? -1 : std::atoll(text.c_str() + at + key.size());
+  };
+  const std::string on_json = daemon.dir() + "/on.json", off_json = daemon.dir() + "/off.json";
+  const ProcessResult on = bench("4", on_json);
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  const long long drafted = number_after(on.out, "speculative: ");
+  EXPECT_GT(drafted, 0) << on.out;
+  EXPECT_NE(on.out.find(" accepted ("), std::string::npos) << on.out;
+  const std::string doc = vks::test::read_file(on_json);
+  EXPECT_EQ(number_after(doc, "\"draft_tokens\":"), drafted) << doc.substr(0, 400);
+  EXPECT_GE(number_after(doc, "\"accepted_tokens\":"), 0);
+  const ProcessResult off = bench("0", off_json);
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_NE(off.out.find("speculative: 0 draft tokens verified, 0 accepted\n"), std::string::npos) << off.out;
+}
+
 // `vkstream embed A B A`: one JSON array of three 64-float arrays, in order; the repeated text gives
 // the same array; a text longer than the context fails with one line on stderr.
 TEST_F(CliE2E, EmbedPrintsOneJsonArrayOfVectors) {

@@ -65,7 +65,8 @@ Event parse_event(const Value& map) {
     ev.usage = {u->get_int("prompt_tokens"), u->get_int("cached_tokens"), u->get_int("generated_tokens")};
   }
   if (const Value* t = map.find("timings")) {
-    ev.timings = {t->get_double("queue_ms"), t->get_double("ttft_ms"), t->get_double("total_ms")};
+    ev.timings = {t->get_double("queue_ms"), t->get_double("ttft_ms"), t->get_double("total_ms"),
+                  static_cast<int32_t>(t->get_int("draft_tokens")), static_cast<int32_t>(t->get_int("accepted_tokens"))};
   }
   if (ev.kind == EventKind::kProgress) {  // its counts are top-level fields
     ev.usage.prompt_tokens = map.get_int("prompt_tokens");

@@ -63,6 +63,7 @@ vks::proto::GenerateRequest to_wire(const GenerateOptions& o) {
   g.logprobs = o.logprobs;
   g.priority = o.priority;
   g.deadline_ms = o.deadline_ms;
+  g.speculative = o.speculative;
   g.id = o.id;
   g.detached = o.detached;
   g.stream = o.stream;

@@ -65,6 +65,9 @@ struct GenerateOptions {
   std::optional<int32_t> logprobs;       // top-N alternatives, 0..20
   std::optional<int32_t> priority;
   std::optional<int64_t> deadline_ms;    // relative
+  // Speculative decoding where the daemon runs it: 0 = off for this request, 1..16 = the most
+  // tokens drafted a step, -1 = on with the daemon's draft length; unset = the daemon's setting.
+  std::optional<int32_t> speculative;
   std::string id;                        // optional client-chosen id
   std::optional<bool> detached;          // survives this connection's close
   std::optional<bool> stream;            // token events on this connection (default true)
@@ -101,6 +104,8 @@ struct Timings {
   double queue_ms = 0;
   double ttft_ms = 0;
   double total_ms = 0;
+  int32_t draft_tokens = 0;     // speculative decoding: draft tokens verified
+  int32_t accepted_tokens = 0;  // of them, accepted
 };
 
 struct TopLogprob {
