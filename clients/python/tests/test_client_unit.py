@@ -67,6 +67,9 @@ class FramingTest(unittest.TestCase):
             generate_request()
 
     def test_model_and_keep_alive_in_request_maps(self):
+        # speculative: False (off for the request), True or a draft length, as the server takes it.
+        self.assertIs(generate_request("x", speculative=False)["speculative"], False)
+        self.assertEqual(generate_request("x", speculative=4)["speculative"], 4)
         req = generate_request("x", model="m", keep_alive=30)
         self.assertEqual((req["model"], req["keep_alive"]), ("m", 30.0))
         self.assertIsInstance(req["keep_alive"], float)

@@ -23,7 +23,7 @@ GENERATE_FIELDS = frozenset({
     "prompt", "prompt_ids", "add_bos", "max_tokens", "min_tokens", "temperature", "top_k", "top_p", "min_p",
     "repetition_penalty", "presence_penalty", "frequency_penalty", "penalty_last_n", "logit_bias", "seed",
     "stop", "stop_token_ids", "ignore_eos", "logprobs", "priority", "deadline_ms", "id", "detached", "stream",
-    "grammar", "json_schema", "model", "keep_alive",
+    "grammar", "json_schema", "model", "keep_alive", "speculative",
 })
 FLOAT_FIELDS = frozenset({
     "temperature", "top_p", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "keep_alive",
