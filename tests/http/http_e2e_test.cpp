@@ -354,17 +354,25 @@ TEST(HttpE2eStartup, NonLoopbackWithoutApiKeyRefusesToStart) {
   EXPECT_NE(d.log().find("--api-key"), std::string::npos) << d.log();
 }
 
+// Starts `d` on the CPU serving HTTP on the Unix socket dir/http.sock, with `flags` added; returns
+// that socket's path (the caller waits for the daemon to be ready).
+std::string start_http_daemon(DaemonProcess& d, const TempDir& dir, const std::vector<std::string>& flags) {
+  DaemonConfig config;
+  config.dir = dir.path;
+  const std::string sock = dir.path + "/http.sock";
+  config.extra_args = {"--cpu", "--http", "unix:" + sock};
+  config.extra_args.insert(config.extra_args.end(), flags.begin(), flags.end());
+  d.start(config);
+  return sock;
+}
+
 // The request field `speculative` over HTTP, on a daemon that speculates (prompt lookup, every
 // draft verified): false turns it off for that request (no draft counted), true or a draft length
 // keeps it on, with the same text; a value out of range is a 400 naming the field.
 TEST(HttpE2eStartup, SpeculativeFieldTurnsSpeculationOffPerRequest) {
   TempDir dir;
   DaemonProcess d;
-  DaemonConfig config;
-  config.dir = dir.path;
-  const std::string sock = dir.path + "/http.sock";
-  config.extra_args = {"--cpu", "--http", "unix:" + sock, "--speculative", "ngram", "--draft-always"};
-  d.start(config);
+  const std::string sock = start_http_daemon(d, dir, {"--speculative", "ngram", "--draft-always"});
   ASSERT_TRUE(d.wait_ready(60)) << d.log();
   auto post = [&](const std::string& speculative) {
     RawHttpClient c;
@@ -410,11 +418,7 @@ TEST(HttpE2eStartup, SpeculativeFieldTurnsSpeculationOffPerRequest) {
 TEST(HttpE2eStartup, ApiKeyIsRequiredAsBearer) {
   TempDir dir;
   DaemonProcess d;
-  DaemonConfig config;
-  config.dir = dir.path;
-  const std::string sock = dir.path + "/http.sock";
-  config.extra_args = {"--cpu", "--http", "unix:" + sock, "--api-key", "sesame"};
-  d.start(config);
+  const std::string sock = start_http_daemon(d, dir, {"--api-key", "sesame"});
   ASSERT_TRUE(d.wait_ready(60)) << d.log();
   auto get = [&](const std::string& headers) {
     RawHttpClient c;
@@ -434,11 +438,7 @@ TEST(HttpE2eStartup, ApiKeyIsRequiredAsBearer) {
 TEST(HttpE2eStartup, AFullQueueIs429WithRetryAfter) {
   TempDir dir;
   DaemonProcess d;
-  DaemonConfig config;
-  config.dir = dir.path;
-  const std::string sock = dir.path + "/http.sock";
-  config.extra_args = {"--cpu", "--http", "unix:" + sock, "--max-seqs", "1", "--max-queued", "1"};
-  d.start(config);
+  const std::string sock = start_http_daemon(d, dir, {"--max-seqs", "1", "--max-queued", "1"});
   ASSERT_TRUE(d.wait_ready(60)) << d.log();
   const std::string long_stream = R"({"prompt":"Once upon a time","max_tokens":2000,"ignore_eos":true,"stream":true})";
   std::vector<RawHttpClient> held(2);
@@ -468,11 +468,7 @@ TEST(HttpE2eStartup, AFullQueueIs429WithRetryAfter) {
 TEST(HttpE2eStartup, ASlowSseReaderIsClosedAndItsRequestCancelled) {
   TempDir dir;
   DaemonProcess d;
-  DaemonConfig config;
-  config.dir = dir.path;
-  const std::string sock = dir.path + "/http.sock";
-  config.extra_args = {"--cpu", "--http", "unix:" + sock, "--max-output-bytes", "65536"};
-  d.start(config);
+  const std::string sock = start_http_daemon(d, dir, {"--max-output-bytes", "65536"});
   ASSERT_TRUE(d.wait_ready(60)) << d.log();
   RawHttpClient slow;
   ASSERT_TRUE(slow.connect_unix(sock));

@@ -327,26 +327,42 @@ struct CostRun {
   int64_t accepted = 0;
 };
 
-// One greedy request of 60 tokens with drafts of up to 4 and the cost model on, on fake runners
-// whose steps take the given time whatever their width (a bandwidth-bound device).
+// An engine with the cost model on (max_seqs 2) over a fake target whose steps take `target_step`
+// whatever their width (a bandwidth-bound device) and a fake draft model whose steps it counts.
+struct CostEngine {
+  CostEngine(const FakeTokenizer& tok, std::chrono::microseconds target_step, const FakeRunnerOptions& draft,
+             LogitsFn draft_fn) {
+    FakeRunnerOptions target;
+    target.step_delay = target_step;
+    auto draft_runner = std::make_unique<FakeRunner>(draft, std::move(draft_fn));
+    draft_model = draft_runner->shared();
+    EngineConfig cfg;
+    cfg.max_seqs = 2;
+    engine = std::make_unique<Engine>(std::make_unique<FakeRunner>(target), tok, cfg, std::move(draft_runner));
+  }
+  // Runs `r` (greedy) to its end; its tokens, checked against plain greedy decoding.
+  std::vector<int32_t> run(const GenerateRequest& r) {
+    const SubmitResult s = engine->submit(r);
+    EXPECT_TRUE(s.ok) << s.message;
+    std::vector<int32_t> ids;
+    EXPECT_TRUE(drain_one(*engine, ids));
+    EXPECT_EQ(ids, greedy_reference(hashed_logits, 64, r.prompt_ids, r.stop.max_tokens));
+    return ids;
+  }
+  std::shared_ptr<FakeRunner::Shared> draft_model;
+  std::unique_ptr<Engine> engine;
+};
+
+// One greedy request of 60 tokens with drafts of up to 4.
 CostRun run_with_draft_cost(const FakeTokenizer& tok, std::chrono::microseconds target_step, LogitsFn draft_fn,
                             std::chrono::microseconds draft_step) {
-  FakeRunnerOptions target, draft;
-  target.step_delay = target_step;
+  FakeRunnerOptions draft;
   draft.step_delay = draft_step;
-  auto draft_runner = std::make_unique<FakeRunner>(draft, std::move(draft_fn));
-  const std::shared_ptr<FakeRunner::Shared> shared = draft_runner->shared();
-  EngineConfig cfg;
-  cfg.max_seqs = 2;
-  Engine engine(std::make_unique<FakeRunner>(target), tok, cfg, std::move(draft_runner));
-  const GenerateRequest r = abc_speculative(tok, 60);
-  const SubmitResult s = engine.submit(r);
-  EXPECT_TRUE(s.ok) << s.message;
+  CostEngine e(tok, target_step, draft, std::move(draft_fn));
   CostRun out;
-  EXPECT_TRUE(drain_one(engine, out.ids));
-  EXPECT_EQ(out.ids, greedy_reference(hashed_logits, 64, r.prompt_ids, 60));
-  out.draft_steps = shared->steps_started;
-  out.accepted = engine.stats().accepted_tokens;
+  out.ids = e.run(abc_speculative(tok, 60));
+  out.draft_steps = e.draft_model->steps_started;
+  out.accepted = e.engine->stats().accepted_tokens;
   return out;
 }
 
@@ -369,39 +385,27 @@ TEST(DraftModelCost, ACheapAccurateDraftModelIsUsed) {
   EXPECT_GE(run.accepted, 20) << "draft steps " << run.draft_steps;
 }
 
-// Two greedy requests one after the other on one engine (cost model on): a first one of 60 tokens
-// that teaches the engine the draft model's costs and acceptance, then the one measured. Returns the
-// second's draft-model steps and its drafted and accepted tokens.
+// Two greedy requests one after the other on one CostEngine: a first one of 60 tokens that teaches
+// the engine the draft model's costs and acceptance, then the one measured. Returns the second's
+// draft-model steps and its drafted and accepted tokens.
 struct SecondRun {
   int32_t draft_steps = 0;
   int64_t drafted = 0, accepted = 0;
 };
-SecondRun second_request(const FakeTokenizer& tok, LogitsFn draft_fn, FakeRunnerOptions draft,
+SecondRun second_request(const FakeTokenizer& tok, LogitsFn draft_fn, const FakeRunnerOptions& draft,
                          std::chrono::microseconds target_step, const std::string& first_prompt,
                          const std::string& second_prompt, int32_t second_tokens) {
-  FakeRunnerOptions target;
-  target.step_delay = target_step;
-  auto draft_runner = std::make_unique<FakeRunner>(draft, std::move(draft_fn));
-  const std::shared_ptr<FakeRunner::Shared> shared = draft_runner->shared();
-  EngineConfig cfg;
-  cfg.max_seqs = 2;
-  Engine engine(std::make_unique<FakeRunner>(target), tok, cfg, std::move(draft_runner));
-  std::vector<int32_t> ids;
+  CostEngine e(tok, target_step, draft, std::move(draft_fn));
   GenerateRequest first = abc_speculative(tok, 60);
   first.prompt_ids = tok.encode(first_prompt, true);
-  EXPECT_TRUE(engine.submit(first).ok);
-  EXPECT_TRUE(drain_one(engine, ids));
+  e.run(first);
   GenerateRequest second = abc_speculative(tok, second_tokens);
   second.prompt_ids = tok.encode(second_prompt, true);
-  const int32_t steps_before = shared->steps_started;
-  const EngineStats before = engine.stats();
-  const SubmitResult s = engine.submit(second);
-  EXPECT_TRUE(s.ok) << s.message;
-  ids.clear();
-  EXPECT_TRUE(drain_one(engine, ids));
-  EXPECT_EQ(ids, greedy_reference(hashed_logits, 64, second.prompt_ids, second_tokens));
-  const EngineStats after = engine.stats();
-  return {shared->steps_started - steps_before, after.draft_tokens - before.draft_tokens,
+  const int32_t steps_before = e.draft_model->steps_started;
+  const EngineStats before = e.engine->stats();
+  e.run(second);
+  const EngineStats after = e.engine->stats();
+  return {e.draft_model->steps_started - steps_before, after.draft_tokens - before.draft_tokens,
           after.accepted_tokens - before.accepted_tokens};
 }
 
