@@ -95,6 +95,7 @@ void ModelDrafter::draft(std::span<const DraftJob> jobs) {
     for (const DraftJob& job : jobs) job.seq->draft.clear();
     for (Slot& s : slots_) s.fed.clear();
     clear_batch();
+    last_feed_ = {};  // a partial feed's time is no price of feeding
   }
 }
 
