@@ -1,6 +1,7 @@
 // Speculative decoding with a draft model (model_drafter.h) never changes a token: on the CPU
-// runner, greedy ids with a draft model equal plain decoding's alone, batched, across preemptions
-// and prefix-cache hits, with fewer draft slots than sequences; a draft model equal to the target
+// runner (and on Vulkan: sched_draft_model_vulkan_test), greedy ids with a draft model equal plain
+// decoding's alone, batched, across preemptions and prefix-cache hits, with fewer draft slots than
+// sequences, and a constrained request drafts within its grammar; a draft model equal to the target
 // (stories260K for itself) has every draft accepted, a different one of the same vocabulary
 // (kquant-q2_k drafting for kquant-q6_k) has some rejected; a seeded sampled request
 // gives its plain tokens; a draft model with another vocabulary size is refused by the engine; the
@@ -13,6 +14,10 @@
 
 #include "engine/common/error.h"
 #include "engine/cpu/cpu_runner.h"
+#ifdef VKS_DRAFT_TEST_VULKAN
+#include "engine/vulkan/runner/runner_factory.h"
+#include "tests/common/vulkan_skip.h"
+#endif
 #include "engine/model/llama_model.h"
 #include "engine/sched/drafter.h"
 #include "engine/sched/engine.h"
@@ -30,20 +35,43 @@ struct Outcome {
   EngineStats stats;
 };
 
+// Target and draft runners of block size 4: the CPU backend, or Vulkan in this test's Vulkan build
+// (sched_draft_model_vulkan_test), where the references are Vulkan's too.
+std::unique_ptr<ModelRunner> test_runner(const LlamaModel& m, int32_t num_blocks) {
+#ifdef VKS_DRAFT_TEST_VULKAN
+  RunnerOptions o;
+  o.allow_cpu_fallback = false;
+  o.force_vulkan = true;
+  o.block_size = 4;
+  o.num_blocks = num_blocks;
+  o.max_step_tokens = 128;
+  o.max_step_seqs = 32;
+  return make_runner(m, o);
+#else
+  CpuRunnerOptions o;
+  o.block_size = 4;
+  o.num_blocks = num_blocks;
+  o.threads = 2;
+  o.max_step_seqs = 32;
+  return std::make_unique<CpuRunner>(m, o);
+#endif
+}
+
 class DraftModel : public ::testing::Test {
  protected:
   void SetUp() override {
     stories_ = LlamaModel::load(model_path("stories260K.gguf"));
     tok_ = Tokenizer::from_gguf(stories_->file());
+#ifdef VKS_DRAFT_TEST_VULKAN
+    try {
+      test_runner(*stories_, 8);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kDevice) throw;
+      VKS_SKIP_WITHOUT_VULKAN(e.what());
+    }
+#endif
   }
-  static std::unique_ptr<ModelRunner> runner(const LlamaModel& m, int32_t num_blocks) {
-    CpuRunnerOptions o;
-    o.block_size = 4;
-    o.num_blocks = num_blocks;
-    o.threads = 2;
-    o.max_step_seqs = 32;
-    return std::make_unique<CpuRunner>(m, o);
-  }
+  static std::unique_ptr<ModelRunner> runner(const LlamaModel& m, int32_t num_blocks) { return test_runner(m, num_blocks); }
   Outcome run(std::unique_ptr<ModelRunner> target, std::unique_ptr<ModelRunner> draft,
               const std::vector<GenerateRequest>& reqs, int32_t max_seqs = 8) {
     EngineConfig cfg;
@@ -199,11 +227,7 @@ TEST_F(DraftModel, ConstrainedRequestsDraftWithinTheirGrammar) {
 // Plain greedy decoding of n tokens after `tokens` on a fresh runner: the reference a draft of
 // the target by itself must equal.
 std::vector<int32_t> greedy_after(const LlamaModel& m, const std::vector<int32_t>& tokens, int32_t n) {
-  CpuRunnerOptions o;
-  o.block_size = 4;
-  o.num_blocks = 64;
-  o.threads = 2;
-  CpuRunner r(m, o);
+  const std::unique_ptr<ModelRunner> r = test_runner(m, 64);
   std::vector<int32_t> out, next = tokens;
   int32_t n_past = 0;
   for (int32_t i = 0; i < n; ++i) {
@@ -215,9 +239,9 @@ std::vector<int32_t> greedy_after(const LlamaModel& m, const std::vector<int32_t
     for (int32_t k = 0; k < 64; ++k) c.block_table.push_back(k);
     c.logits = LogitsMode::kArgmax;
     b.seqs = {c};
-    b.finalize(o.block_size);
+    b.finalize(r->block_size());
     StepResult res;
-    r.step(b, res);
+    r->step(b, res);
     n_past += c.n_tokens;
     out.push_back(res.argmax[0]);
     next = {res.argmax[0]};
