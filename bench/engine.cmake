@@ -12,7 +12,7 @@ endif()
 # Prompt-lookup speculative decoding vs plain, alternating in one process (bench/speculative.cpp).
 if(TARGET vks_engine AND TARGET vks_vulkan)
   add_executable(vks_bench_speculative ${CMAKE_CURRENT_LIST_DIR}/speculative.cpp)
-  target_link_libraries(vks_bench_speculative PRIVATE vks_engine vks_vulkan vks_model vks_tokenizer vks_server CLI11::CLI11
+  target_link_libraries(vks_bench_speculative PRIVATE vks_engine vks_grammar vks_vulkan vks_model vks_tokenizer vks_server CLI11::CLI11
     Threads::Threads)
   vks_warnings(vks_bench_speculative)
 endif()

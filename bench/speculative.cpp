@@ -54,6 +54,7 @@
 #include "engine/common/error.h"
 #include "engine/common/thread_pool.h"
 #include "engine/cpu/quant/qmatmul.h"
+#include "engine/grammar/gbnf_text.h"
 #include "engine/model/llama_model.h"
 #include "engine/sched/engine.h"
 #include "engine/vulkan/runner/runner_factory.h"
@@ -122,18 +123,7 @@ constexpr const char* kDocument =
 // A grammar whose only sentence is `text`: the answer must quote it, in whatever tokens the model
 // picks at each step (the greedy argmax among the tokens that continue the quote), so drafts from
 // the prompt's tokens are right only where the model splits the text as the prompt does.
-std::string quote_grammar(const std::string& text) {
-  std::string literal;
-  for (const char c : text) {
-    if (c == '"' || c == '\\') literal += '\\';
-    if (c == '\n') {
-      literal += "\\n";
-    } else {
-      literal += c;
-    }
-  }
-  return "root ::= \"" + literal + "\"\n";
-}
+std::string quote_grammar(const std::string& text) { return "root ::= " + vks::grammar::gbnf_literal(text) + "\n"; }
 
 double median(std::vector<double> v);
 
