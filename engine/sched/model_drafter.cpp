@@ -37,14 +37,18 @@ ModelDrafter::Slot* ModelDrafter::slot_for(const Sequence* seq) {
   return oldest;
 }
 
+size_t ModelDrafter::kept(const Slot& slot, const std::vector<int32_t>& tokens) {
+  // The last token is fed again when already held: its logits give the first draft token.
+  const size_t most = std::min(slot.fed.size(), tokens.size() - 1);
+  return static_cast<size_t>(std::mismatch(slot.fed.begin(), slot.fed.begin() + static_cast<std::ptrdiff_t>(most),
+                                           tokens.begin())
+                                 .first -
+                             slot.fed.begin());
+}
+
 int32_t ModelDrafter::unfed_tokens(const Sequence& seq) const {
-  const std::vector<int32_t>& tokens = seq.tokens;
   for (const Slot& s : slots_) {
-    if (s.seq != &seq) continue;
-    const size_t most = std::min(s.fed.size(), tokens.size());
-    size_t held = 0;
-    while (held < most && s.fed[held] == tokens[held]) ++held;
-    return static_cast<int32_t>(tokens.size() - held);
+    if (s.seq == &seq && !seq.tokens.empty()) return static_cast<int32_t>(seq.tokens.size() - kept(s, seq.tokens));
   }
   return seq.num_tokens();
 }
@@ -62,11 +66,11 @@ void ModelDrafter::draft(std::span<const DraftJob> jobs) {
     if (max <= 0 || len == 0) continue;
     Slot* slot = slot_for(job.seq);
     if (!slot) continue;
-    // The last token is fed again when already held: its logits give the first draft token.
-    const size_t most = std::min(slot->fed.size(), tokens.size() - 1);
-    size_t keep = 0;
-    while (keep < most && slot->fed[keep] == tokens[keep]) ++keep;
-    slot->fed.resize(keep);
+    slot->fed.resize(kept(*slot, tokens));
+    // What catch_up() feeds it: the tokens past those.
+    const auto unfed = static_cast<int64_t>(tokens.size() - slot->fed.size());
+    last_feed_.tokens += unfed;
+    last_feed_.most_for_one = std::max(last_feed_.most_for_one, unfed);
     active_.push_back({&job, slot, max});
   }
   if (active_.empty()) return;
@@ -102,11 +106,9 @@ void ModelDrafter::draft(std::span<const DraftJob> jobs) {
 void ModelDrafter::catch_up() {
   const auto max_tokens = static_cast<size_t>(runner_->max_step_tokens());
   const auto max_seqs = static_cast<size_t>(runner_->max_step_seqs());
-  fed_now_.assign(active_.size(), 0);
   for (bool pending = true; pending;) {
     pending = false;
-    for (size_t i = 0; i < active_.size(); ++i) {
-      Active& a = active_[i];
+    for (Active& a : active_) {
       const std::vector<int32_t>& tokens = a.job->seq->tokens;
       const size_t from = a.slot->fed.size();
       if (from == tokens.size()) continue;
@@ -116,9 +118,6 @@ void ModelDrafter::catch_up() {
       }
       const size_t n = std::min(tokens.size() - from, max_tokens - batch_.tokens.size());
       add_chunk(a, std::span<const int32_t>(tokens.data() + from, n), from + n == tokens.size());
-      last_feed_.tokens += static_cast<int64_t>(n);
-      fed_now_[i] += static_cast<int64_t>(n);
-      last_feed_.most_for_one = std::max(last_feed_.most_for_one, fed_now_[i]);
       pending |= from + n < tokens.size();
     }
     run_batch();

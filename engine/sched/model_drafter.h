@@ -40,6 +40,9 @@ class ModelDrafter : public Drafter {
   // (advancing the grammar by it); -1 where the grammar allows none.
   static int32_t constrained_pick(const DraftJob& job, std::span<float> logits);
   Slot* slot_for(const Sequence* seq);
+  // How many of `tokens` (non-empty) the slot's K/V still hold for a draft: the common prefix,
+  // short of the last token, which is fed again for its logits.
+  static size_t kept(const Slot& slot, const std::vector<int32_t>& tokens);
   // Feeds each active sequence its tokens past slot->fed (chunked to the runner's limits) and
   // takes the argmax after the last as its first draft token.
   void catch_up();
@@ -62,7 +65,6 @@ class ModelDrafter : public Drafter {
   std::vector<std::vector<int32_t>> spare_tables_;
   StepResult result_;
   FeedCost last_feed_;
-  std::vector<int64_t> fed_now_;  // catch_up's tokens fed per active sequence, reused
 };
 
 }  // namespace vks::sched
