@@ -15,9 +15,9 @@ namespace vks::sched {
 struct DraftJob {
   Sequence* seq = nullptr;  // drafts into seq->draft (cleared first): tokens guessed to follow seq->tokens
   int32_t max = 0;          // the most tokens to draft
-  // A constrained request's grammar in its state now, a copy the drafter may advance: a draft model
-  // drafts the best token it allows (its unconstrained pick is often one the grammar refuses, and
-  // the draft would be cut there). Prompt lookup ignores it (its drafts are cut afterwards).
+  // For a drafter that follows_grammar(): a constrained request's grammar in its state now, a copy
+  // the drafter advances as it drafts the best token it allows (a draft model's unconstrained pick
+  // is often one the grammar refuses, and the draft would be cut there). Null otherwise.
   grammar::TokenConstraint* grammar = nullptr;
 };
 
@@ -39,6 +39,9 @@ class Drafter {
   virtual int32_t unfed_tokens(const Sequence& /*seq*/) const { return 0; }
   // The last draft() call's feeding.
   virtual FeedCost last_feed() const { return {}; }
+  // Whether it drafts within DraftJob::grammar; if not, the engine cuts a constrained request's
+  // draft at the first token its grammar refuses.
+  virtual bool follows_grammar() const { return false; }
 };
 
 // Prompt lookup (ngram_drafter.h).

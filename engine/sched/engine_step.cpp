@@ -72,7 +72,8 @@ void Engine::Impl::propose_drafts() {
       }
     }
     draft_steps = std::max(draft_steps, want);
-    draft_jobs.push_back({s, want, r.constraint ? &sched::reset_probe(*r.constraint, r.draft_grammar) : nullptr});
+    const bool within_grammar = r.constraint && drafter->follows_grammar();
+    draft_jobs.push_back({s, want, within_grammar ? &sched::reset_probe(*r.constraint, r.draft_grammar) : nullptr});
   }
   if (draft_jobs.empty()) return;
   const auto start = Clock::now();
@@ -93,7 +94,7 @@ void Engine::Impl::propose_drafts() {
   for (const sched::DraftJob& job : draft_jobs) {
     sched::Sequence* s = job.seq;
     Request& r = *by_seq.at(s);
-    if (r.constraint) sched::cut_draft_to_grammar(*r.constraint, r.draft_grammar, s->draft);
+    if (r.constraint && job.grammar == nullptr) sched::cut_draft_to_grammar(*r.constraint, r.draft_grammar, s->draft);
     const auto available = static_cast<int32_t>(s->draft.size());
     const int32_t k = config.speculative_cost_model
                           ? sched::choose_draft(step_cost, r.draft_length, step_tokens, step_emitted, available)

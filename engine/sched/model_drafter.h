@@ -23,6 +23,7 @@ class ModelDrafter : public Drafter {
   void draft(std::span<const DraftJob> jobs) override;
   int32_t unfed_tokens(const Sequence& seq) const override;
   FeedCost last_feed() const override { return last_feed_; }
+  bool follows_grammar() const override { return true; }
 
  private:
   struct Slot {
