@@ -13,9 +13,8 @@
 #include <thread>
 
 #include "engine/common/error.h"
-#include "engine/cpu/cpu_runner.h"
-#ifdef VKS_DRAFT_TEST_VULKAN
-#include "engine/vulkan/runner/runner_factory.h"
+#include "tests/sched/model_test_runner.h"
+#ifdef VKS_SCHED_TEST_VULKAN
 #include "tests/common/vulkan_skip.h"
 #endif
 #include "engine/model/llama_model.h"
@@ -35,43 +34,20 @@ struct Outcome {
   EngineStats stats;
 };
 
-// Target and draft runners of block size 4: the CPU backend, or Vulkan in this test's Vulkan build
-// (sched_draft_model_vulkan_test), where the references are Vulkan's too.
-std::unique_ptr<ModelRunner> test_runner(const LlamaModel& m, int32_t num_blocks) {
-#ifdef VKS_DRAFT_TEST_VULKAN
-  RunnerOptions o;
-  o.allow_cpu_fallback = false;
-  o.force_vulkan = true;
-  o.block_size = 4;
-  o.num_blocks = num_blocks;
-  o.max_step_tokens = 128;
-  o.max_step_seqs = 32;
-  return make_runner(m, o);
-#else
-  CpuRunnerOptions o;
-  o.block_size = 4;
-  o.num_blocks = num_blocks;
-  o.threads = 2;
-  o.max_step_seqs = 32;
-  return std::make_unique<CpuRunner>(m, o);
-#endif
-}
-
 class DraftModel : public ::testing::Test {
  protected:
   void SetUp() override {
     stories_ = LlamaModel::load(model_path("stories260K.gguf"));
     tok_ = Tokenizer::from_gguf(stories_->file());
-#ifdef VKS_DRAFT_TEST_VULKAN
+#ifdef VKS_SCHED_TEST_VULKAN
     try {
-      test_runner(*stories_, 8);
+      model_test_runner(*stories_, 8);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kDevice) throw;
       VKS_SKIP_WITHOUT_VULKAN(e.what());
     }
 #endif
   }
-  static std::unique_ptr<ModelRunner> runner(const LlamaModel& m, int32_t num_blocks) { return test_runner(m, num_blocks); }
   Outcome run(std::unique_ptr<ModelRunner> target, std::unique_ptr<ModelRunner> draft,
               const std::vector<GenerateRequest>& reqs, int32_t max_seqs = 8) {
     EngineConfig cfg;
@@ -131,9 +107,9 @@ class DraftModel : public ::testing::Test {
 };
 
 TEST_F(DraftModel, TheTargetAsItsOwnDraftIsAlwaysAcceptedAndExact) {
-  const Outcome plain = run(runner(*stories_, 512), nullptr, requests(6, 0));
-  const Outcome alone = run(runner(*stories_, 512), runner(*stories_, 512), {requests(1, 4)[0]});
-  const Outcome batched = run(runner(*stories_, 512), runner(*stories_, 512), requests(6, 4));
+  const Outcome plain = run(model_test_runner(*stories_, 512), nullptr, requests(6, 0));
+  const Outcome alone = run(model_test_runner(*stories_, 512), model_test_runner(*stories_, 512), {requests(1, 4)[0]});
+  const Outcome batched = run(model_test_runner(*stories_, 512), model_test_runner(*stories_, 512), requests(6, 4));
   EXPECT_EQ(alone.ids[0], plain.ids[0]);
   for (size_t i = 0; i < plain.ids.size(); ++i) EXPECT_EQ(batched.ids[i], plain.ids[i]) << "request " << i;
   EXPECT_GT(batched.stats.draft_tokens, 0);
@@ -148,14 +124,14 @@ TEST_F(DraftModel, AnotherDraftModelIsExactAcrossPreemptionAndFewSlots) {
   auto target = LlamaModel::load(model_path("kquant-q6_k.gguf"));
   auto small_draft = LlamaModel::load(model_path("kquant-q2_k.gguf"));
   const std::vector<GenerateRequest> plain_reqs = requests(8, 0), spec_reqs = requests(8, 4);
-  const Outcome plain = run(runner(*target, 512), nullptr, plain_reqs);
-  const Outcome spec = run(runner(*target, 512), runner(*small_draft, 512), spec_reqs);
+  const Outcome plain = run(model_test_runner(*target, 512), nullptr, plain_reqs);
+  const Outcome spec = run(model_test_runner(*target, 512), model_test_runner(*small_draft, 512), spec_reqs);
   // 24 target blocks of 4 for 8 sequences of up to ~45 tokens: preemptions with drafts in flight.
-  const Outcome small = run(runner(*target, 24), runner(*small_draft, 512), spec_reqs);
+  const Outcome small = run(model_test_runner(*target, 24), model_test_runner(*small_draft, 512), spec_reqs);
   // 64 draft blocks: 8 slots of 32 tokens, shorter than the sequences (drafting stops where a
   // slot is full); 16 sequences per step for 8 slots: slots change hands.
-  const Outcome few = run(runner(*target, 512), runner(*small_draft, 64), requests(16, 4), 16);
-  const Outcome few_plain = run(runner(*target, 512), nullptr, requests(16, 0), 16);
+  const Outcome few = run(model_test_runner(*target, 512), model_test_runner(*small_draft, 64), requests(16, 4), 16);
+  const Outcome few_plain = run(model_test_runner(*target, 512), nullptr, requests(16, 0), 16);
   for (size_t i = 0; i < plain.ids.size(); ++i) {
     EXPECT_EQ(spec.ids[i], plain.ids[i]) << "request " << i;
     EXPECT_EQ(small.ids[i], plain.ids[i]) << "request " << i << " with preemptions";
@@ -170,8 +146,9 @@ TEST_F(DraftModel, AnotherDraftModelIsExactAcrossPreemptionAndFewSlots) {
 
   // A prefix-cache hit: the second request starts from the first's cached blocks.
   const GenerateRequest again = request("Once upon a time there was a", 20, 4);
-  const Outcome cached = run(runner(*target, 512), runner(*small_draft, 512), {again, again}, 1);
-  const Outcome cached_plain = run(runner(*target, 512), nullptr, {request("Once upon a time there was a", 20, 0)});
+  const Outcome cached = run(model_test_runner(*target, 512), model_test_runner(*small_draft, 512), {again, again}, 1);
+  const Outcome cached_plain =
+      run(model_test_runner(*target, 512), nullptr, {request("Once upon a time there was a", 20, 0)});
   EXPECT_GT(cached.finished[1].usage.cached_tokens, 0);
   EXPECT_EQ(cached.ids[0], cached_plain.ids[0]);
   EXPECT_EQ(cached.ids[1], cached_plain.ids[0]);
@@ -187,8 +164,8 @@ TEST_F(DraftModel, SeededSamplingKeepsItsPlainTokens) {
     r.speculative = 4;
     spec.push_back(r);
   }
-  const Outcome a = run(runner(*stories_, 512), nullptr, plain);
-  const Outcome b = run(runner(*stories_, 512), runner(*stories_, 512), spec);
+  const Outcome a = run(model_test_runner(*stories_, 512), nullptr, plain);
+  const Outcome b = run(model_test_runner(*stories_, 512), model_test_runner(*stories_, 512), spec);
   for (size_t i = 0; i < a.ids.size(); ++i) EXPECT_EQ(b.ids[i], a.ids[i]) << "seed " << i + 1;
   EXPECT_GT(b.stats.accepted_tokens, 0);
   EXPECT_GT(b.stats.draft_tokens, b.stats.accepted_tokens) << "sampling rejected no draft";
@@ -211,9 +188,9 @@ TEST_F(DraftModel, ConstrainedRequestsDraftWithinTheirGrammar) {
     plain_reqs.push_back(constrained(p, 0));
     spec_reqs.push_back(constrained(p, 4));
   }
-  const Outcome plain = run(runner(*stories_, 512), nullptr, plain_reqs);
-  const Outcome alone = run(runner(*stories_, 512), runner(*stories_, 512), {spec_reqs[0]});
-  const Outcome batched = run(runner(*stories_, 512), runner(*stories_, 512), spec_reqs);
+  const Outcome plain = run(model_test_runner(*stories_, 512), nullptr, plain_reqs);
+  const Outcome alone = run(model_test_runner(*stories_, 512), model_test_runner(*stories_, 512), {spec_reqs[0]});
+  const Outcome batched = run(model_test_runner(*stories_, 512), model_test_runner(*stories_, 512), spec_reqs);
   EXPECT_EQ(alone.ids[0], plain.ids[0]);
   for (size_t i = 0; i < plain.ids.size(); ++i) EXPECT_EQ(batched.ids[i], plain.ids[i]) << "request " << i;
   EXPECT_NE(tok_->decode(plain.ids[0]).find("the purple robot sang"), std::string::npos);
@@ -227,7 +204,7 @@ TEST_F(DraftModel, ConstrainedRequestsDraftWithinTheirGrammar) {
 // Plain greedy decoding of n tokens after `tokens` on a fresh runner: the reference a draft of
 // the target by itself must equal.
 std::vector<int32_t> greedy_after(const LlamaModel& m, const std::vector<int32_t>& tokens, int32_t n) {
-  const std::unique_ptr<ModelRunner> r = test_runner(m, 64);
+  const std::unique_ptr<ModelRunner> r = model_test_runner(m, 64);
   std::vector<int32_t> out, next = tokens;
   int32_t n_past = 0;
   for (int32_t i = 0; i < n; ++i) {
@@ -253,7 +230,7 @@ std::vector<int32_t> greedy_after(const LlamaModel& m, const std::vector<int32_t
 // or a slot taken over by another sequence, its draft is still exactly the greedy continuation of
 // the sequence's tokens now (stale K/V past the common prefix would change it).
 TEST_F(DraftModel, DraftsFollowRejectionsAndSlotTakeovers) {
-  auto drafter = sched::make_model_drafter(runner(*stories_, 64), 2);  // 2 slots of 128 tokens
+  auto drafter = sched::make_model_drafter(model_test_runner(*stories_, 64), 2);  // 2 slots of 128 tokens
   sched::Sequence a, b, c;
   a.tokens = tok_->encode("Once upon a time", true);
   b.tokens = tok_->encode("Tom and Lily went to the park", true);

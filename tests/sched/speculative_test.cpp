@@ -2,7 +2,7 @@
 // qwen2-tiny) the ids with speculation equal plain decoding's alone, batched, across preemptions,
 // after a prefix-cache hit and at every max_tokens, with drafts that were rejected (so stale K/V
 // past the accepted prefix would show). Built for the CPU runner (label unit) and for Vulkan
-// (VKS_SPEC_TEST_VULKAN, label vulkan). The fake-runner cases (no model) check the same on a
+// (VKS_SCHED_TEST_VULKAN, label vulkan). The fake-runner cases (no model) check the same on a
 // runner whose logits read the whole history back from its paged pool, and that sampled,
 // penalized, logprobs and constrained requests speculate with the tokens they give without.
 #include <gtest/gtest.h>
@@ -16,11 +16,7 @@
 #include "tests/common/test_models.h"
 #include "tests/common/vulkan_skip.h"
 #include "tests/sched/engine_harness.h"
-#ifdef VKS_SPEC_TEST_VULKAN
-#include "engine/vulkan/runner/runner_factory.h"
-#else
-#include "engine/cpu/cpu_runner.h"
-#endif
+#include "tests/sched/model_test_runner.h"
 
 namespace vks::test {
 namespace {
@@ -87,29 +83,14 @@ class SpeculativeModel : public ::testing::TestWithParam<const char*> {
     model_ = LlamaModel::load(model_path(GetParam()));
     tok_ = Tokenizer::from_gguf(model_->file());
   }
+  // Null where the Vulkan build finds no device (the test skips).
   std::unique_ptr<ModelRunner> make(int32_t num_blocks) {
-#ifdef VKS_SPEC_TEST_VULKAN
-    RunnerOptions o;
-    o.allow_cpu_fallback = false;
-    o.force_vulkan = true;
-    o.block_size = 4;
-    o.num_blocks = num_blocks;
-    o.max_step_tokens = 128;
-    o.max_step_seqs = 32;
     try {
-      return make_runner(*model_, o);
+      return model_test_runner(*model_, num_blocks);
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kDevice) return nullptr;
       throw;
     }
-#else
-    CpuRunnerOptions o;
-    o.block_size = 4;
-    o.num_blocks = num_blocks;
-    o.threads = 2;
-    o.max_step_seqs = 32;
-    return std::make_unique<CpuRunner>(*model_, o);
-#endif
   }
   std::vector<int32_t> encode(const std::string& text) const { return tok_->encode(text, true); }
 
@@ -202,7 +183,7 @@ TEST_P(SpeculativeModel, ExactAcrossPreemptionPrefixCacheAndMaxTokens) {
   EXPECT_GT(cut.stats.accepted_tokens, 0);
 }
 
-#ifndef VKS_SPEC_TEST_VULKAN
+#ifndef VKS_SCHED_TEST_VULKAN
 // Two-sample Pearson chi-square over the tokens seen >= 10 times in both samples together (the
 // rest pooled), against its critical value at p = 1e-6 (Wilson-Hilferty): true when the two
 // samples fit one distribution.
@@ -312,14 +293,14 @@ TEST_P(SpeculativeSampling, SampledTokensHavePlainSamplingsDistribution) {
 INSTANTIATE_TEST_SUITE_P(Stories, SpeculativeSampling, ::testing::Values("stories260K.gguf"));
 #endif
 
-#ifdef VKS_SPEC_TEST_VULKAN
+#ifdef VKS_SCHED_TEST_VULKAN
 // lavapipe builds a runner in ~0.5 s and these tests build a dozen: one fixture keeps CI short.
 INSTANTIATE_TEST_SUITE_P(Fixtures, SpeculativeModel, ::testing::Values("stories260K.gguf"));
 #else
 INSTANTIATE_TEST_SUITE_P(Fixtures, SpeculativeModel, ::testing::Values("stories260K.gguf", "qwen2-tiny.gguf"));
 #endif
 
-#ifndef VKS_SPEC_TEST_VULKAN
+#ifndef VKS_SCHED_TEST_VULKAN
 // A history whose greedy continuation cycles with period 5 after a while, so drafts are found and
 // accepted, with a hash-dependent break every so often so that some are rejected.
 void cyclic_logits(std::span<const int32_t> history, std::span<float> logits) {
