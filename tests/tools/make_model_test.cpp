@@ -380,9 +380,9 @@ TEST_F(MakeModel, MemorizedTextIsContinuedGreedily) {
   EXPECT_GE(checked, static_cast<int32_t>(ids.size()) - 4);
   // Greedy after a random prompt that ends in one token of the text: the text follows.
   CpuModel greedy(*model, 2, 256);
-  int32_t token = ids[3], unique_steps = 0;
-  for (const int32_t id : {1, 12345, 777}) greedy.forward(id, unique_steps++);
-  for (int32_t p = 3; p < 30; ++p) {
+  int32_t p = 0, unique_steps = 0;
+  for (const int32_t id : {1, 12345, 777}) greedy.forward(id, p++);
+  for (int32_t token = ids[3]; p < 30; ++p) {
     const int32_t out = argmax(greedy.forward(token, p));
     if (next[token].size() == 1) {
       EXPECT_EQ(out, *next[token].begin()) << "at " << p;
@@ -390,7 +390,7 @@ TEST_F(MakeModel, MemorizedTextIsContinuedGreedily) {
     }
     token = out;
   }
-  EXPECT_GE(unique_steps, 3 + 20);
+  EXPECT_GE(unique_steps, 20);
 
   EXPECT_EQ(make("x.gguf", "--preset tiny --untied --memorize '" + path("text.txt") + "'"), 2);
   EXPECT_NE(last_stderr_.find("--memorize needs --vocab-from"), std::string::npos) << last_stderr_;
