@@ -42,6 +42,10 @@ class Drafter {
   // Whether it drafts within DraftJob::grammar; if not, the engine cuts a constrained request's
   // draft at the first token its grammar refuses.
   virtual bool follows_grammar() const { return false; }
+  // Whether how often its drafts are right is the drafter's own more than the text's (a draft
+  // model, against the target: a pair): a new request then starts from its record over finished
+  // requests (DraftLength::start_from). Prompt lookup's depends on each request's text.
+  virtual bool acceptance_carries_over() const { return false; }
 };
 
 // Prompt lookup (ngram_drafter.h).

@@ -118,7 +118,6 @@ Engine::Impl::Impl(std::unique_ptr<ModelRunner> runner_, const Tokenizer& tok, E
                                            "accepted tokens: a draft model must be attention-only");
     }
     drafter = sched::make_model_drafter(std::move(draft_runner), config.max_seqs);
-    drafts_with_model = true;
   } else {
     drafter = sched::make_ngram_drafter();
   }

@@ -92,7 +92,7 @@ void Engine::Impl::finish(Request& r, FinishReason reason, Clock::time_point now
   e.timings.draft_tokens = static_cast<int32_t>(r.draft_length.drafted());
   e.timings.accepted_tokens = static_cast<int32_t>(r.draft_length.accepted());
   avg_request_ms = 0.9 * avg_request_ms + 0.1 * e.timings.total_ms;
-  if (drafts_with_model) drafter_record.merge(r.draft_length);
+  if (drafter->acceptance_carries_over()) drafter_record.merge(r.draft_length);
   events.add(std::move(e));
 
   ++requests_finished;

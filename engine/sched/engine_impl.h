@@ -167,9 +167,8 @@ struct Engine::Impl {
   std::vector<sched::DraftJob> draft_jobs;  // propose_drafts' list, reused
   sched::StepCost step_cost;  // the runner's decode step time by width (speculation's cost model)
   sched::StepCost draft_cost;  // the drafter's time per draft token, as width 1
-  // A draft model's acceptance over finished requests, where new requests start (a draft model's
-  // quality is the pair's; prompt lookup's depends on each request's text, so it starts afresh).
-  bool drafts_with_model = false;
+  // The drafter's acceptance over finished requests, where new requests start when it carries over
+  // (Drafter::acceptance_carries_over).
   sched::DraftLength drafter_record;
   // The drafter's time per token fed in a long catch-up (a request's first draft feeds it the
   // prompt): a shadow probe's price; 0 until one ran.

@@ -29,7 +29,7 @@ void Engine::Impl::run() {
       for (auto& job : fresh_embeds) add_embed_job(std::move(job), now);
       for (auto& r : fresh) {
         Request& req = *r;
-        if (drafts_with_model) req.draft_length.start_from(drafter_record);
+        if (drafter->acceptance_carries_over()) req.draft_length.start_from(drafter_record);
         by_seq[&req.seq] = &req;
         requests[req.id] = std::move(r);
         scheduler.add(&req.seq, now);

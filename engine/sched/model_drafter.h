@@ -24,6 +24,7 @@ class ModelDrafter : public Drafter {
   int32_t unfed_tokens(const Sequence& seq) const override;
   FeedCost last_feed() const override { return last_feed_; }
   bool follows_grammar() const override { return true; }
+  bool acceptance_carries_over() const override { return true; }
 
  private:
   struct Slot {
