@@ -1,7 +1,7 @@
-// Q4_0 and Q8_0 packed in groups of 16 rows (packed_rows.h, WeightLayout::kRows16) and the amx
-// level's kernels on them (kernels_amx_packed.cpp): packing is lossless and lays the bytes out as
+// Q4_0, Q8_0 and Q4_K packed in groups of 16 rows (packed_rows.h, WeightLayout::kRows16) and the
+// amx level's kernels on them (kernels_amx_packed.cpp, kernels_amx_kquant.cpp): packing is lossless and lays the bytes out as
 // documented, refuses what it cannot pack, and qmatmul / qmatmul_jobs on a packed copy give exactly
-// the bits of the GGUF-layout amx kernels (and of a plain implementation of the block sums) for
+// the bits of the GGUF-layout amx kernels (and of a plain implementation of Q4_0's and Q8_0's block sums) for
 // every path: one token, a few, a partial tile, whole tiles and their tails, several row items,
 // slices of rows, 1 and 2 threads. The kernel tests skip on a CPU without AMX (CI's machines);
 // packing and the refusals run everywhere.
@@ -32,6 +32,11 @@ using test::Matrix;
 
 std::string label(GgmlType t) { return std::string(ggml_type_name(t)); }
 
+constexpr GgmlType kPackedTypes[] = {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K};
+
+// Elements per block of a packed type.
+size_t block_values(GgmlType t) { return t == GgmlType::kQ4_K ? 256 : 32; }
+
 // A packed copy of m and the TensorRef that names it.
 struct Packed {
   std::vector<uint8_t> bytes;
@@ -54,8 +59,9 @@ Matrix random_bytes(GgmlType type, size_t rows, size_t cols, uint32_t seed) {
 }
 
 TEST(PackedRows, PackThenUnpackGivesTheOriginalBytes) {
-  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
-    for (const auto& [rows, cols] : {std::pair<size_t, size_t>{16, 32}, {32, 96}, {48, 224}, {400, 4096}}) {
+  for (GgmlType type : kPackedTypes) {
+    for (const auto& [rows, blocks] : {std::pair<size_t, size_t>{16, 1}, {32, 3}, {48, 7}, {400, 16}}) {
+      const size_t cols = blocks * block_values(type);
       const Matrix m = random_bytes(type, rows, cols, static_cast<uint32_t>(rows + cols));
       const Packed p(m);
       EXPECT_NE(p.bytes, m.bytes) << label(type) << " " << rows << "x" << cols;  // it did move them
@@ -67,20 +73,22 @@ TEST(PackedRows, PackThenUnpackGivesTheOriginalBytes) {
 }
 
 // packed_rows.h's layout, byte by byte: group g's block b starts at g's first row + 16 b block
-// bytes; row r's scale at + 2r, its quant dword k at + 32 + 64k + 4r.
+// bytes; Q4_0's and Q8_0's row r's scale at + 2r, its quant dword k at + 32 + 64k + 4r; Q4_K's
+// row r's dword k (from its d and dmin) at + 64k + 4r.
 TEST(PackedRows, LaysTheBytesOutAsDocumented) {
-  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
-    const size_t rows = 48, cols = 32 * 5, block = type == GgmlType::kQ4_0 ? 18 : 34, dwords = (block - 2) / 4;
+  for (GgmlType type : kPackedTypes) {
+    const size_t rows = 48, cols = block_values(type) * 5, block = ggml_row_size(type, block_values(type));
+    const size_t head = type == GgmlType::kQ4_K ? 0 : 2, dwords = (block - head) / 4;
     const Matrix m = random_bytes(type, rows, cols, 5);
     const Packed p(m);
     const size_t row_bytes = ggml_row_size(type, cols);
     for (size_t r = 0; r < rows; ++r) {
-      for (size_t b = 0; b < cols / 32; ++b) {
+      for (size_t b = 0; b < 5; ++b) {
         const uint8_t* src = m.bytes.data() + r * row_bytes + b * block;
         const uint8_t* dst = p.bytes.data() + (r / 16) * 16 * row_bytes + b * 16 * block;
-        ASSERT_EQ(0, std::memcmp(dst + 2 * (r % 16), src, 2)) << label(type) << " row " << r << " block " << b;
+        ASSERT_EQ(0, std::memcmp(dst + head * (r % 16), src, head)) << label(type) << " row " << r << " block " << b;
         for (size_t k = 0; k < dwords; ++k) {
-          ASSERT_EQ(0, std::memcmp(dst + 32 + 64 * k + 4 * (r % 16), src + 2 + 4 * k, 4))
+          ASSERT_EQ(0, std::memcmp(dst + 16 * head + 64 * k + 4 * (r % 16), src + head + 4 * k, 4))
               << label(type) << " row " << r << " block " << b << " dword " << k;
         }
       }
@@ -101,7 +109,7 @@ TEST(PackedRows, RefusesWhatItCannotPack) {
   std::vector<uint8_t> out(1 << 16);
   const Matrix rows24 = random_bytes(GgmlType::kQ4_0, 24, 64, 1);
   expect_invalid_argument([&] { pack_rows16(rows24.ref(), out.data()); }, "24 rows");
-  for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ4_K, GgmlType::kF32}) {
+  for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kF32}) {
     const Matrix m = random_bytes(type, 16, 256, 2);
     expect_invalid_argument([&] { pack_rows16(m.ref(), out.data()); }, label(type));
     EXPECT_FALSE(packs_rows16(type, CpuIsa::kAmx)) << label(type);
@@ -114,7 +122,7 @@ TEST(PackedRows, RefusesWhatItCannotPack) {
   short_bytes.nbytes -= 1;
   expect_invalid_argument([&] { pack_rows16(short_bytes, out.data()); }, "bytes short of the shape");
   // Only the amx level reads the layout.
-  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
+  for (GgmlType type : kPackedTypes) {
     EXPECT_TRUE(packs_rows16(type, CpuIsa::kAmx)) << label(type);
     for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni}) {
       EXPECT_FALSE(packs_rows16(type, isa)) << label(type) << " " << isa_name(isa);
@@ -157,15 +165,16 @@ TEST(QmatmulAmxPacked, GivesTheGgufLayoutsBits) {
   for (size_t n = 1; n <= 40; ++n) token_counts.push_back(n);
   for (size_t n : {64u, 128u, 130u}) token_counts.push_back(n);
   ThreadPool pool2(2);
-  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
-    for (const auto& [rows, cols] : {std::pair<size_t, size_t>{16, 32}, {48, 224}, {144, 4096}, {400, 416}}) {
+  for (GgmlType type : kPackedTypes) {
+    const size_t v = block_values(type);
+    for (const auto& [rows, cols] : {std::pair<size_t, size_t>{16, v}, {48, 7 * v}, {144, 4096}, {400, 13 * v}}) {
       for (Fill fill : {Fill::kRandom, Fill::kExtreme}) {
         const Matrix m = make_matrix(type, rows, cols, fill, static_cast<uint32_t>(rows + cols));
         const Packed p(m);
         const std::vector<float> x = make_activations(token_counts.back(), cols, fill, 9);
         const std::string what = label(type) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
                                  (fill == Fill::kExtreme ? " (extreme)" : "");
-        if (cols <= 416) {
+        if (cols <= 416 && type != GgmlType::kQ4_K) {
           const std::vector<float> want = block_sums_reference(m, x.data(), token_counts.back());
           std::vector<float> y(want.size(), -1.0f);
           qmatmul(p.ref, x.data(), token_counts.back(), y.data(), nullptr, CpuIsa::kAmx);
@@ -188,10 +197,11 @@ TEST(QmatmulAmxPacked, GivesTheGgufLayoutsBits) {
 // Every token of a batch of 1..40 gets the bits it gets alone.
 TEST(QmatmulAmxPacked, EveryBatchGivesEachTokenItsBitsAlone) {
   SKIP_WITHOUT_AMX();
-  constexpr size_t kRows = 48, kCols = 32 * 7, kMaxTokens = 40;
-  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
-    const Packed p(make_matrix(type, kRows, kCols, Fill::kRandom, 3));
-    test::expect_batches_give_each_token_its_bits_alone(p.ref, make_activations(kMaxTokens, kCols, Fill::kRandom, 4),
+  constexpr size_t kRows = 48, kMaxTokens = 40;
+  for (GgmlType type : kPackedTypes) {
+    const size_t cols = 7 * block_values(type);
+    const Packed p(make_matrix(type, kRows, cols, Fill::kRandom, 3));
+    test::expect_batches_give_each_token_its_bits_alone(p.ref, make_activations(kMaxTokens, cols, Fill::kRandom, 4),
                                                         kMaxTokens, label(type));
   }
 }
@@ -202,15 +212,16 @@ TEST(QmatmulAmxPacked, EveryBatchGivesEachTokenItsBitsAlone) {
 // the GGUF matrix computed alone.
 TEST(QmatmulAmxPacked, RowSlicesInOneCallGiveTheGgufLayoutsBits) {
   SKIP_WITHOUT_AMX();
-  constexpr size_t kRows = 400, kCols = 32 * 9;
+  constexpr size_t kRows = 400;
   ThreadPool pool2(2);
-  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
-    const Matrix gate = make_matrix(type, kRows, kCols, Fill::kRandom, 31), up = make_matrix(type, kRows, kCols, Fill::kRandom, 32);
+  for (GgmlType type : kPackedTypes) {
+    const size_t cols = 9 * block_values(type);
+    const Matrix gate = make_matrix(type, kRows, cols, Fill::kRandom, 31), up = make_matrix(type, kRows, cols, Fill::kRandom, 32);
     const Packed pg(gate), pu(up);
     const TensorRef gate_gguf = gate.ref();
     for (size_t n_tokens : {1u, 3u, 9u, 20u, 130u}) {
-      const std::vector<float> x = make_activations(n_tokens, kCols, Fill::kRandom, 33);
-      const std::vector<float> x2 = make_activations(n_tokens, kCols, Fill::kRandom, 34);
+      const std::vector<float> x = make_activations(n_tokens, cols, Fill::kRandom, 33);
+      const std::vector<float> x2 = make_activations(n_tokens, cols, Fill::kRandom, 34);
       struct Slice {
         const TensorRef* w;
         const TensorRef* gguf;
@@ -281,21 +292,22 @@ TEST(QmatmulAmxPacked, JobsOfBothTypesShareTheirTilesWhereTheyCan) {
 // a few tenths of a percent, so a kernel off by a wrong scale or a wrong nibble cannot pass.
 TEST(QmatmulAmxPacked, MatchesTheFloatReference) {
   SKIP_WITHOUT_AMX();
-  constexpr size_t kRows = 80, kCols = 32 * 11;
-  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
-    const Matrix m = make_matrix(type, kRows, kCols, Fill::kRandom, 51);
+  constexpr size_t kRows = 80;
+  for (GgmlType type : kPackedTypes) {
+    const size_t cols = 11 * block_values(type);
+    const Matrix m = make_matrix(type, kRows, cols, Fill::kRandom, 51);
     const Packed p(m);
     for (size_t n_tokens : {1u, 5u, 16u, 21u}) {
-      const std::vector<float> x = make_activations(n_tokens, kCols, Fill::kRandom, 52);
+      const std::vector<float> x = make_activations(n_tokens, cols, Fill::kRandom, 52);
       std::vector<float> y(n_tokens * kRows);
       qmatmul(p.ref, x.data(), n_tokens, y.data(), nullptr, CpuIsa::kAmx);
-      std::vector<float> w(kCols);
+      std::vector<float> w(cols);
       double err2 = 0, ref2 = 0;
       for (size_t r = 0; r < kRows; ++r) {
-        dequantize_row(type, m.bytes.data() + r * ggml_row_size(type, kCols), w.data(), kCols);
+        dequantize_row(type, m.bytes.data() + r * ggml_row_size(type, cols), w.data(), cols);
         for (size_t t = 0; t < n_tokens; ++t) {
           double want = 0;
-          for (size_t c = 0; c < kCols; ++c) want += static_cast<double>(w[c]) * x[t * kCols + c];
+          for (size_t c = 0; c < cols; ++c) want += static_cast<double>(w[c]) * x[t * cols + c];
           const double got = y[t * kRows + r];
           err2 += (got - want) * (got - want);
           ref2 += want * want;

@@ -10,7 +10,9 @@
 // output. M comes from the tokens' 16-element sums by vpdpwssd (an int16 pair of mins per row
 // against a pair of sub-block sums per token). Fewer tokens run four rows per register with
 // vpdpbusd (the avx512vnni level's way of reading Q4_K), summed to the same S and M: the same
-// integers, the same float steps, the same bits.
+// integers, the same float steps, the same bits. The same matrix packed in groups of 16 rows
+// (packed_rows.h, the CPU runner's copy) takes the same tiles, its groups read by plain loads in
+// place of gathers, and fewer tokens sixteen rows per register (below): the same bits again.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -75,26 +77,41 @@ inline __m512i times_scale(__m512i q, __m512i q_odd, __m512i pattern) {
 // s (< 2^16) in both int16 of its int32.
 inline __m512i twice(__m512i s) { return _mm512_or_si512(s, _mm512_slli_epi32(s, 16)); }
 
-// Rows [0, n_valid) of the group at g (rows w_stride apart), every block, 16 rows in the 16 int32 of
-// each register: dword w of every row by one gather.
-void prepare_group(const uint8_t* g, size_t w_stride, size_t n_valid, size_t n_blocks, GroupBlock* out) {
-  const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32(static_cast<int>(w_stride)));
-  const auto valid = static_cast<__mmask16>((1u << n_valid) - 1);
-  const __m512i zero = _mm512_setzero_si512();
+// Where a group's dwords lie: dword `off / 4` of every row of block b, 16 rows in the 16 int32 of
+// one register. GGUF rows (w_stride apart, n_valid of them, the rest zero): one gather.
+struct GgufGroup {
+  const uint8_t* g;
+  __m512i index;
+  __mmask16 valid;
+  GgufGroup(const uint8_t* rows, size_t w_stride, size_t n_valid)
+      : g(rows),
+        index(_mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                 _mm512_set1_epi32(static_cast<int>(w_stride)))),
+        valid(static_cast<__mmask16>((1u << n_valid) - 1)) {}
+  __m512i dword(size_t b, size_t off) const {
+    return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, index, g + b * kBytes + off, 1);
+  }
+};
+// Packed rows (WeightLayout::kRows16, packed_rows.h): the 16 rows' dword side by side, one load.
+constexpr size_t kPackedBlock = kGroupRows * kBytes;
+struct PackedGroup {
+  const uint8_t* g;
+  __m512i dword(size_t b, size_t off) const { return _mm512_loadu_si512(g + b * kPackedBlock + 16 * off); }
+};
+
+// The group's blocks, every one, in the tiles' layout.
+template <class Group>
+void prepare_group(const Group& rows, size_t n_blocks, GroupBlock* out) {
   const __m512i low6 = _mm512_set1_epi32(63), low4 = _mm512_set1_epi32(15), m4 = _mm512_set1_epi8(0xF);
   for (size_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* p = g + b * kBytes;
     GroupBlock& o = out[b];
-    const __m512i head = _mm512_mask_i32gather_epi32(zero, valid, index, p, 1);
+    const __m512i head = rows.dword(b, 0);
     _mm512_store_ps(o.d, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head)));
     _mm512_store_ps(o.dmin, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16))));
     // The 12 scale bytes u0, u1, u2 (ggml's get_scale_min_k4): sub-block j < 4: scale u0 byte j,
     // min u1 byte j (6 bits each); j >= 4: the low 4 bits of u2 byte j - 4, the high 2 from the top
     // of u0 (scale) and u1 (min) byte j - 4.
-    const __m512i u0 = _mm512_mask_i32gather_epi32(zero, valid, index, p + 4, 1);
-    const __m512i u1 = _mm512_mask_i32gather_epi32(zero, valid, index, p + 8, 1);
-    const __m512i u2 = _mm512_mask_i32gather_epi32(zero, valid, index, p + 12, 1);
+    const __m512i u0 = rows.dword(b, 4), u1 = rows.dword(b, 8), u2 = rows.dword(b, 12);
     __m512i lo_pattern[8], hi_pattern[8], mins[8];
     for (int j = 0; j < 4; ++j) {
       const __m512i sc = _mm512_and_si512(_mm512_srli_epi32(u0, 8 * j), low6);
@@ -113,7 +130,7 @@ void prepare_group(const uint8_t* g, size_t w_stride, size_t n_valid, size_t n_b
       // Chunk k: qs bytes 32k..32k+31, sub-block 2k the low nibbles (B rows 0..7), 2k + 1 the high
       // ones (rows 8..15).
       for (int i = 0; i < 8; ++i) {
-        const __m512i raw = _mm512_mask_i32gather_epi32(zero, valid, index, p + 16 + 32 * k + 4 * i, 1);
+        const __m512i raw = rows.dword(b, 16 + 32 * k + 4 * i);
         const __m512i q_lo = _mm512_and_si512(raw, m4), q_hi = _mm512_and_si512(_mm512_srli_epi32(raw, 4), m4);
         const __m512i q_lo_odd = _mm512_srli_epi16(q_lo, 8), q_hi_odd = _mm512_srli_epi16(q_hi, 8);
         _mm512_store_si512(o.lo[k][i], times_scale(q_lo, q_lo_odd, lo_pattern[2 * k]));
@@ -203,7 +220,9 @@ inline void finish_block(const int32_t* lo, const int32_t* hi, const GroupBlock&
 thread_local QmatmulScratch t_weights;  // a group's GroupBlocks
 thread_local QmatmulScratch t_acc;      // the accumulators of a group: 16 floats per token
 
-// prepared: the tiles' parts (prepare_tile's), tile 0 first.
+// prepared: the tiles' parts (prepare_tile's), tile 0 first. kPacked: w in WeightLayout::kRows16
+// (n_rows a multiple of 16).
+template <bool kPacked>
 void gemm_tiles(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
                 const uint8_t* prepared, size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
   const size_t n_tiles = (n_tokens + kTileTokens - 1) / kTileTokens;
@@ -227,8 +246,15 @@ void gemm_tiles(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
     const size_t nr1 = std::min(kGroupRows, n_rows - r0 - nr0);
     const GroupBlock* g0 = group;
     const GroupBlock* g1 = group + n_blocks;
-    prepare_group(w + r0 * w_stride, w_stride, nr0, n_blocks, group);
-    if (nr1 != 0) prepare_group(w + (r0 + kGroupRows) * w_stride, w_stride, nr1, n_blocks, group + n_blocks);
+    const auto prepare = [&](size_t first, size_t n_valid, GroupBlock* out) {
+      if constexpr (kPacked) {
+        prepare_group(PackedGroup{w + first * w_stride}, n_blocks, out);
+      } else {
+        prepare_group(GgufGroup(w + first * w_stride, w_stride, n_valid), n_blocks, out);
+      }
+    };
+    prepare(r0, nr0, group);
+    if (nr1 != 0) prepare(r0 + kGroupRows, nr1, group + n_blocks);
     std::memset(acc, 0, 2 * acc_floats * sizeof(float));
     for (size_t b = 0; b < n_blocks; ++b) {
       const size_t off = b * sizeof(ActQ8x256);
@@ -442,15 +468,144 @@ void few_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* 
   }
 }
 
+// ---- packed rows (WeightLayout::kRows16), fewer tokens: sixteen rows per register ----
+// A packed block's dword k of the 16 rows is one load (packed_rows.h), so row r is lane r of every
+// register, as in the tiles' C: per chunk of 64 elements, eight loads give sub-blocks 2c (the low
+// nibbles) and 2c + 1 (the high ones, masked in place: 16 times their value) for every row, one
+// vpdpbusd each against the token's dword broadcast. P_j is then exact in an int32 per row
+// (|P_j| <= 32 * 15 * 127), and S = sum_j sc_j * P_j takes one vpmulld per sub-block; the high
+// sub-blocks' sum, 16 times theirs, is shifted back once (exact: every term is a multiple of 16;
+// |16 sum| <= 4 * 63 * 16 * 60960 < 2^31). M: per sub-block, its min in both int16 of a row's
+// int32 against the token's two 16-element sums (vpdpwssd). The same S and M as the GGUF layout's
+// kernels, the same float step: the same bits.
+
+// A packed block's scales and mins, 16 rows per register.
+struct PackedScales {
+  __m512 d, dmin;
+  __m512i sc[8];    // sub-block j's 6-bit scale, zero-extended in each row's int32
+  __m512i min2[8];  // sub-block j's 6-bit min in both int16 of each row's int32
+};
+
+// Byte j (0..3) of each int32 of v, zero-extended into its low int16 (kBoth: into both), the rest zero.
+template <bool kBoth>
+inline __m512i byte_of_each(__m512i v, int j) {
+  // vpshufb indexes within a 128-bit lane: int32 i of a lane reads byte 4i + j (0x80: zero).
+  int32_t word[4];
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t at = static_cast<uint32_t>(4 * i + j);
+    word[i] = static_cast<int32_t>(at | 0x80u << 8 | (kBoth ? at : 0x80u) << 16 | 0x80u << 24);
+  }
+  return _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(_mm_setr_epi32(word[0], word[1], word[2], word[3])));
+}
+
+inline void packed_scales(const uint8_t* blk, PackedScales& s) {
+  const __m512i head = _mm512_loadu_si512(blk);
+  s.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
+  s.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
+  const __m512i u0 = _mm512_loadu_si512(blk + 64), u1 = _mm512_loadu_si512(blk + 128), u2 = _mm512_loadu_si512(blk + 192);
+  // ggml's get_scale_min_k4 on every byte at once: sub-blocks 0..3 the low 6 bits of u0 (scales)
+  // and u1 (mins); 4..7 a nibble of u2 with the top 2 bits of the same byte of u0 or u1.
+  const __m512i low6 = _mm512_set1_epi8(0x3F), low4 = _mm512_set1_epi8(0x0F), top2 = _mm512_set1_epi8(0x30);
+  const __m512i sc03 = _mm512_and_si512(u0, low6), m03 = _mm512_and_si512(u1, low6);
+  const __m512i sc47 = _mm512_or_si512(_mm512_and_si512(u2, low4), _mm512_and_si512(_mm512_srli_epi32(u0, 2), top2));
+  const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), low4),
+                                      _mm512_and_si512(_mm512_srli_epi32(u1, 2), top2));
+  for (int j = 0; j < 4; ++j) {
+    s.sc[j] = byte_of_each<false>(sc03, j);
+    s.sc[4 + j] = byte_of_each<false>(sc47, j);
+    s.min2[j] = byte_of_each<true>(m03, j);
+    s.min2[4 + j] = byte_of_each<true>(m47, j);
+  }
+}
+
+inline __m512i dword_at(const void* p) { return _mm512_set1_epi32(static_cast<int32_t>(util::load_u32(static_cast<const uint8_t*>(p)))); }
+
+// n_rows a multiple of 16. Each block step prefetches its share of the next group into L2 (one
+// sequential stream, as the packed Q4_0 and Q8_0 kernels read).
+template <int NT>
+void packed_few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                       size_t n_blocks, float* y, size_t y_stride) {
+  const ActQ8x256* a[NT];
+  for (int t = 0; t < NT; ++t) a[t] = reinterpret_cast<const ActQ8x256*>(act + static_cast<size_t>(t) * act_stride);
+  const __m512i lo_mask = _mm512_set1_epi8(0x0F), hi_mask = _mm512_set1_epi8(static_cast<char>(0xF0));
+  for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
+    const uint8_t* g = w + r0 * w_stride;
+    const uint8_t* ahead = r0 + kGroupRows < n_rows ? g + kGroupRows * w_stride : nullptr;
+    __m512 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+    for (size_t b = 0; b < n_blocks; ++b) {
+      const uint8_t* blk = g + b * kPackedBlock;
+      if (ahead != nullptr) util::prefetch_range<util::PrefetchTo::kL2>(ahead + b * kPackedBlock, kPackedBlock);
+      PackedScales ps;
+      packed_scales(blk, ps);
+      __m512i s_lo[NT], s_hi[NT];
+      for (int t = 0; t < NT; ++t) s_lo[t] = s_hi[t] = _mm512_setzero_si512();
+      for (int c = 0; c < 4; ++c) {
+        // Chunk c: nibble dwords 8c..8c+7 (the block's dwords 4 + 8c + i).
+        __m512i lo[8], hi[8];
+        for (int i = 0; i < 8; ++i) {
+          const __m512i v = _mm512_loadu_si512(blk + 64 * (4 + 8 * c + i));
+          lo[i] = _mm512_and_si512(v, lo_mask);
+          hi[i] = _mm512_and_si512(v, hi_mask);
+        }
+        for (int t = 0; t < NT; ++t) {
+          const int8_t* q = a[t][b].qs + 64 * c;
+          __m512i p_lo = _mm512_setzero_si512(), p_hi = _mm512_setzero_si512();
+          for (int i = 0; i < 8; ++i) {
+            p_lo = _mm512_dpbusd_epi32(p_lo, lo[i], dword_at(q + 4 * i));
+            p_hi = _mm512_dpbusd_epi32(p_hi, hi[i], dword_at(q + 32 + 4 * i));
+          }
+          s_lo[t] = _mm512_add_epi32(s_lo[t], _mm512_mullo_epi32(p_lo, ps.sc[2 * c]));
+          s_hi[t] = _mm512_add_epi32(s_hi[t], _mm512_mullo_epi32(p_hi, ps.sc[2 * c + 1]));
+        }
+      }
+      for (int t = 0; t < NT; ++t) {
+        const ActQ8x256& x = a[t][b];
+        const __m512i s = _mm512_add_epi32(s_lo[t], _mm512_srai_epi32(s_hi[t], 4));
+        __m512i m = _mm512_setzero_si512();
+        for (int j = 0; j < 8; ++j) m = _mm512_dpwssd_epi32(m, ps.min2[j], dword_at(x.bsums + 2 * j));
+        const __m512 dx = _mm512_set1_ps(x.d);
+        const __m512 sum = _mm512_mul_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ps.d, dx));
+        const __m512 mins = _mm512_mul_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(ps.dmin, dx));
+        acc[t] = _mm512_sub_ps(_mm512_add_ps(acc[t], sum), mins);
+      }
+    }
+    for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride + r0, acc[t]);
+  }
+}
+
+// n_tokens (1..NT) tokens by packed_few_tokens<n_tokens>.
+template <int NT>
+void packed_few_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                      size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  if constexpr (NT > 0) {
+    if (n_tokens == NT) {
+      packed_few_tokens<NT>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
+    } else {
+      packed_few_up_to<NT - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+    }
+  }
+}
+
 // From kTileFrom tokens every token tile, the last padded (the tiles qmatmul prepares: the
 // thresholds in add_amx_kquant_kernels).
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
           const uint8_t* prepared, size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
   if (n_tokens >= static_cast<size_t>(kTileFrom)) {
-    gemm_tiles(w, w_stride, n_rows, act, act_stride, prepared, n_tokens, n_blocks, y, y_stride);
+    gemm_tiles<false>(w, w_stride, n_rows, act, act_stride, prepared, n_tokens, n_blocks, y, y_stride);
     return;
   }
   few_up_to<kTileFrom - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+}
+
+// The same on packed rows (KernelTable::packed; n_rows a multiple of 16).
+void gemm_packed(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                 const uint8_t* prepared, size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  if (n_tokens >= static_cast<size_t>(kTileFrom)) {
+    gemm_tiles<true>(w, w_stride, n_rows, act, act_stride, prepared, n_tokens, n_blocks, y, y_stride);
+    return;
+  }
+  packed_few_up_to<kTileFrom - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
 }
 
 }  // namespace
@@ -463,6 +618,7 @@ void add_amx_kquant_kernels(KernelTable& table) {
   constexpr uint16_t kItemTokens = 128;
   static_assert(kItemTokens % kTileTokens == 0, "a work item's tiles are whole tiles of the call's");
   table.tokens_per_item[12] = kItemTokens;
+  table.packed[12] = {{gemm_packed, prepare_tile, prepared_bytes, kTileFrom, 1}, kItemTokens};
 }
 
 }  // namespace vks::cpuq

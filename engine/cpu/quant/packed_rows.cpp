@@ -9,16 +9,20 @@
 namespace vks::cpuq {
 namespace {
 
-// The block of a type that packs: its bytes, and its quants' dwords after the 2-byte scale.
+// The block of a type that packs: its values and bytes, the bytes of its scale before the dwords
+// (packed side by side, 16 rows' first), and its dwords.
 struct PackedBlock {
+  size_t values = 0;
   size_t bytes = 0;
+  size_t head = 0;
   size_t dwords = 0;
 };
 
 bool packable_type(GgmlType type, PackedBlock& block) {
   switch (type) {
-    case GgmlType::kQ4_0: block = {18, 4}; return true;  // 16 bytes of nibbles
-    case GgmlType::kQ8_0: block = {34, 8}; return true;  // 32 signed bytes
+    case GgmlType::kQ4_0: block = {32, 18, 2, 4}; return true;      // 16 bytes of nibbles
+    case GgmlType::kQ8_0: block = {32, 34, 2, 8}; return true;      // 32 signed bytes
+    case GgmlType::kQ4_K: block = {256, 144, 0, 36}; return true;  // d and dmin, 12 scale bytes, 128 of nibbles
     default: return false;
   }
 }
@@ -29,7 +33,7 @@ PackedBlock check(const TensorRef& w, WeightLayout from, const uint8_t* dst, con
   PackedBlock block;
   if (!packable_type(w.type, block)) {
     throw Error(ErrorCode::kInvalidArgument, where + " has type " + std::string(ggml_type_name(w.type)) +
-                                                 ", which has no packed layout (Q4_0 and Q8_0 have)");
+                                                 ", which has no packed layout (Q4_0, Q8_0 and Q4_K have)");
   }
   if (w.layout != from) {
     throw Error(ErrorCode::kInvalidArgument, where + (from == WeightLayout::kGguf ? " is already packed in groups of rows"
@@ -39,7 +43,7 @@ PackedBlock check(const TensorRef& w, WeightLayout from, const uint8_t* dst, con
     throw Error(ErrorCode::kInvalidArgument, where + " has " + std::to_string(w.rows) + " rows, not a multiple of " +
                                                  std::to_string(kRows16Group));
   }
-  if (w.cols % 32 != 0 || w.nbytes != w.rows * (w.cols / 32) * block.bytes) {
+  if (w.cols % block.values != 0 || w.nbytes != w.rows * (w.cols / block.values) * block.bytes) {
     throw Error(ErrorCode::kInvalidArgument, where + " has " + std::to_string(w.nbytes) + " bytes for " +
                                                  std::to_string(w.rows) + " x " + std::to_string(w.cols) + " values");
   }
@@ -48,10 +52,10 @@ PackedBlock check(const TensorRef& w, WeightLayout from, const uint8_t* dst, con
 }
 
 // Calls fn(gguf_offset, packed_offset, bytes) for every piece of every block: a row's scale goes to
-// the group's block start + 2r, its quants' dword k to + 32 + 64k + 4r.
+// the group's block start + head r, its dword k to + 16 head + 64k + 4r.
 template <class Fn>
 void for_each_piece(const TensorRef& w, const PackedBlock& block, const Fn& fn) {
-  const size_t n_blocks = w.cols / 32, row_bytes = n_blocks * block.bytes;
+  const size_t n_blocks = w.cols / block.values, row_bytes = n_blocks * block.bytes;
   const size_t group_block = kRows16Group * block.bytes;  // a block of 16 rows in the packed layout
   for (size_t g = 0; g < w.rows; g += kRows16Group) {
     const size_t group = g * row_bytes;
@@ -59,9 +63,9 @@ void for_each_piece(const TensorRef& w, const PackedBlock& block, const Fn& fn) 
       const size_t packed = group + b * group_block;
       for (size_t r = 0; r < kRows16Group; ++r) {
         const size_t gguf = group + r * row_bytes + b * block.bytes;
-        fn(gguf, packed + 2 * r, size_t{2});
+        if (block.head != 0) fn(gguf, packed + block.head * r, block.head);
         for (size_t k = 0; k < block.dwords; ++k) {
-          fn(gguf + 2 + 4 * k, packed + 2 * kRows16Group + 4 * kRows16Group * k + 4 * r, size_t{4});
+          fn(gguf + block.head + 4 * k, packed + block.head * kRows16Group + 4 * kRows16Group * k + 4 * r, size_t{4});
         }
       }
     }
