@@ -1,5 +1,6 @@
-// Q4_0, Q8_0 and Q4_K packed in groups of 16 rows (packed_rows.h, WeightLayout::kRows16) and the
-// amx level's kernels on them (kernels_amx_packed.cpp, kernels_amx_kquant.cpp): packing is lossless and lays the bytes out as
+// Q4_0, Q8_0, Q4_K and Q6_K packed in groups of 16 rows (packed_rows.h, WeightLayout::kRows16) and
+// the amx level's kernels on them (kernels_amx_packed.cpp, kernels_amx_kquant.cpp,
+// kernels_amx_q6k_packed.cpp): packing is lossless and lays the bytes out as
 // documented, refuses what it cannot pack, and qmatmul / qmatmul_jobs on a packed copy give exactly
 // the bits of the GGUF-layout amx kernels (and of a plain implementation of Q4_0's and Q8_0's block sums) for
 // every path: one token, a few, a partial tile, whole tiles and their tails, several row items,
@@ -32,10 +33,10 @@ using test::Matrix;
 
 std::string label(GgmlType t) { return std::string(ggml_type_name(t)); }
 
-constexpr GgmlType kPackedTypes[] = {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K};
+constexpr GgmlType kPackedTypes[] = {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K};
 
 // Elements per block of a packed type.
-size_t block_values(GgmlType t) { return t == GgmlType::kQ4_K ? 256 : 32; }
+size_t block_values(GgmlType t) { return t == GgmlType::kQ4_K || t == GgmlType::kQ6_K ? 256 : 32; }
 
 // A packed copy of m and the TensorRef that names it.
 struct Packed {
@@ -74,11 +75,13 @@ TEST(PackedRows, PackThenUnpackGivesTheOriginalBytes) {
 
 // packed_rows.h's layout, byte by byte: group g's block b starts at g's first row + 16 b block
 // bytes; Q4_0's and Q8_0's row r's scale at + 2r, its quant dword k at + 32 + 64k + 4r; Q4_K's
-// row r's dword k (from its d and dmin) at + 64k + 4r.
+// row r's dword k (from its d and dmin) at + 64k + 4r; Q6_K's dword k at + 64k + 4r and its d
+// after the 52 dwords, at + 3328 + 2r.
 TEST(PackedRows, LaysTheBytesOutAsDocumented) {
   for (GgmlType type : kPackedTypes) {
     const size_t rows = 48, cols = block_values(type) * 5, block = ggml_row_size(type, block_values(type));
-    const size_t head = type == GgmlType::kQ4_K ? 0 : 2, dwords = (block - head) / 4;
+    const bool k_quant = type == GgmlType::kQ4_K || type == GgmlType::kQ6_K;
+    const size_t head = k_quant ? 0 : 2, dwords = (block - head) / 4, tail = block - head - 4 * dwords;
     const Matrix m = random_bytes(type, rows, cols, 5);
     const Packed p(m);
     const size_t row_bytes = ggml_row_size(type, cols);
@@ -91,6 +94,8 @@ TEST(PackedRows, LaysTheBytesOutAsDocumented) {
           ASSERT_EQ(0, std::memcmp(dst + 16 * head + 64 * k + 4 * (r % 16), src + head + 4 * k, 4))
               << label(type) << " row " << r << " block " << b << " dword " << k;
         }
+        ASSERT_EQ(0, std::memcmp(dst + 16 * head + 64 * dwords + tail * (r % 16), src + head + 4 * dwords, tail))
+            << label(type) << " row " << r << " block " << b << " tail";
       }
     }
   }
@@ -109,7 +114,7 @@ TEST(PackedRows, RefusesWhatItCannotPack) {
   std::vector<uint8_t> out(1 << 16);
   const Matrix rows24 = random_bytes(GgmlType::kQ4_0, 24, 64, 1);
   expect_invalid_argument([&] { pack_rows16(rows24.ref(), out.data()); }, "24 rows");
-  for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kF32}) {
+  for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_K, GgmlType::kQ3_K, GgmlType::kF32}) {
     const Matrix m = random_bytes(type, 16, 256, 2);
     expect_invalid_argument([&] { pack_rows16(m.ref(), out.data()); }, label(type));
     EXPECT_FALSE(packs_rows16(type, CpuIsa::kAmx)) << label(type);
@@ -174,7 +179,7 @@ TEST(QmatmulAmxPacked, GivesTheGgufLayoutsBits) {
         const std::vector<float> x = make_activations(token_counts.back(), cols, fill, 9);
         const std::string what = label(type) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
                                  (fill == Fill::kExtreme ? " (extreme)" : "");
-        if (cols <= 416 && type != GgmlType::kQ4_K) {
+        if (cols <= 416 && block_values(type) == 32) {
           const std::vector<float> want = block_sums_reference(m, x.data(), token_counts.back());
           std::vector<float> y(want.size(), -1.0f);
           qmatmul(p.ref, x.data(), token_counts.back(), y.data(), nullptr, CpuIsa::kAmx);

@@ -28,7 +28,8 @@
 // 0..15 times activation), S = sum_j sc_j * P_j and M = sum_j m_j * (bsum_2j + bsum_2j+1), both
 // exact int32; then acc = (acc + float(S) * (d_w * d_x)) - float(M) * (dmin_w * d_x); y = acc. One
 // float accumulator per output (the min term subtracted per block), the same for any token count,
-// row split and thread count. Every other type at the amx level is the avx512vnni level's.
+// row split and thread count. Every other type at the amx level is the avx512vnni level's (Q6_K on
+// packed rows too: its own kernel, to that level's bits).
 #include <cstddef>
 #include <cstdint>
 
@@ -70,8 +71,8 @@ struct PreparedKernel {
 };
 
 // A kernel for weights packed in groups of 16 rows (its activations prepared per call as
-// PreparedKernel says), and the tokens of one qmatmul work item for it (a multiple of
-// kPreparedTileTokens).
+// PreparedKernel says, or not at all where its prepare is null: it reads them in place), and the
+// tokens of one qmatmul work item for it (a multiple of kPreparedTileTokens).
 struct PackedKernel {
   PreparedKernel prepared;
   uint16_t tokens_per_item = 0;
@@ -107,7 +108,8 @@ struct KernelTable {
 };
 
 // Each level sets the entries it implements (kernels_scalar.cpp, kernels_avx.cpp, kernels_avx2.cpp,
-// kernels_avx512vnni.cpp, kernels_amx.cpp, kernels_amx_kquant.cpp, kernels_amx_packed.cpp).
+// kernels_avx512vnni.cpp, kernels_amx.cpp, kernels_amx_kquant.cpp, kernels_amx_packed.cpp,
+// kernels_amx_q6k_packed.cpp).
 void add_scalar_kernels(KernelTable& table);
 void add_avx_kernels(KernelTable& table);
 void add_avx2_kernels(KernelTable& table);
@@ -117,6 +119,8 @@ void add_amx_kernels(KernelTable& table);
 void add_amx_kquant_kernels(KernelTable& table);
 // The amx level's Q4_0/Q8_0 on packed weights (kernels_amx_packed.cpp), called by add_amx_kernels.
 void add_amx_packed_kernels(KernelTable& table);
+// The amx level's Q6_K on packed weights (kernels_amx_q6k_packed.cpp), called by add_amx_kernels.
+void add_amx_q6k_packed_kernels(KernelTable& table);
 
 // act_quant.h's quantizers with 512-bit registers (act_quant_avx512.cpp), to the same bits.
 void quantize_act_q8x32_avx512(const float* x, ActQ8x32* out, size_t n_blocks);

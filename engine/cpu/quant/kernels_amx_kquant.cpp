@@ -535,19 +535,25 @@ void packed_few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const u
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < n_blocks; ++b) {
       const uint8_t* blk = g + b * kPackedBlock;
-      if (ahead != nullptr) util::prefetch_range<util::PrefetchTo::kL2>(ahead + b * kPackedBlock, kPackedBlock);
       PackedScales ps;
       packed_scales(blk, ps);
       __m512i s_lo[NT], s_hi[NT];
       for (int t = 0; t < NT; ++t) s_lo[t] = s_hi[t] = _mm512_setzero_si512();
+      // Unrolled (chunks and tokens): s_lo and s_hi then stay in registers, not arrays in memory.
+#pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         // Chunk c: nibble dwords 8c..8c+7 (the block's dwords 4 + 8c + i).
+        if (ahead != nullptr) {
+          constexpr size_t kShare = kPackedBlock / 4;
+          util::prefetch_range<util::PrefetchTo::kL2>(ahead + b * kPackedBlock + c * kShare, kShare);
+        }
         __m512i lo[8], hi[8];
         for (int i = 0; i < 8; ++i) {
           const __m512i v = _mm512_loadu_si512(blk + 64 * (4 + 8 * c + i));
           lo[i] = _mm512_and_si512(v, lo_mask);
           hi[i] = _mm512_and_si512(v, hi_mask);
         }
+#pragma GCC unroll 12
         for (int t = 0; t < NT; ++t) {
           const int8_t* q = a[t][b].qs + 64 * c;
           __m512i p_lo = _mm512_setzero_si512(), p_hi = _mm512_setzero_si512();

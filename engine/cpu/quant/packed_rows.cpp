@@ -10,12 +10,13 @@ namespace vks::cpuq {
 namespace {
 
 // The block of a type that packs: its values and bytes, the bytes of its scale before the dwords
-// (packed side by side, 16 rows' first), and its dwords.
+// (head) or after them (tail), packed 16 rows' side by side, and its dwords.
 struct PackedBlock {
   size_t values = 0;
   size_t bytes = 0;
   size_t head = 0;
   size_t dwords = 0;
+  size_t tail = 0;
 };
 
 bool packable_type(GgmlType type, PackedBlock& block) {
@@ -23,6 +24,7 @@ bool packable_type(GgmlType type, PackedBlock& block) {
     case GgmlType::kQ4_0: block = {32, 18, 2, 4}; return true;      // 16 bytes of nibbles
     case GgmlType::kQ8_0: block = {32, 34, 2, 8}; return true;      // 32 signed bytes
     case GgmlType::kQ4_K: block = {256, 144, 0, 36}; return true;  // d and dmin, 12 scale bytes, 128 of nibbles
+    case GgmlType::kQ6_K: block = {256, 210, 0, 52, 2}; return true;  // 128 + 64 bytes of bits, 16 scales; d
     default: return false;
   }
 }
@@ -33,7 +35,7 @@ PackedBlock check(const TensorRef& w, WeightLayout from, const uint8_t* dst, con
   PackedBlock block;
   if (!packable_type(w.type, block)) {
     throw Error(ErrorCode::kInvalidArgument, where + " has type " + std::string(ggml_type_name(w.type)) +
-                                                 ", which has no packed layout (Q4_0, Q8_0 and Q4_K have)");
+                                                 ", which has no packed layout (Q4_0, Q8_0, Q4_K and Q6_K have)");
   }
   if (w.layout != from) {
     throw Error(ErrorCode::kInvalidArgument, where + (from == WeightLayout::kGguf ? " is already packed in groups of rows"
@@ -52,7 +54,8 @@ PackedBlock check(const TensorRef& w, WeightLayout from, const uint8_t* dst, con
 }
 
 // Calls fn(gguf_offset, packed_offset, bytes) for every piece of every block: a row's scale goes to
-// the group's block start + head r, its dword k to + 16 head + 64k + 4r.
+// the group's block start + head r, its dword k to + 16 head + 64k + 4r, its tail to + 16 head +
+// 64 dwords + tail r.
 template <class Fn>
 void for_each_piece(const TensorRef& w, const PackedBlock& block, const Fn& fn) {
   const size_t n_blocks = w.cols / block.values, row_bytes = n_blocks * block.bytes;
@@ -66,6 +69,10 @@ void for_each_piece(const TensorRef& w, const PackedBlock& block, const Fn& fn) 
         if (block.head != 0) fn(gguf, packed + block.head * r, block.head);
         for (size_t k = 0; k < block.dwords; ++k) {
           fn(gguf + block.head + 4 * k, packed + block.head * kRows16Group + 4 * kRows16Group * k + 4 * r, size_t{4});
+        }
+        if (block.tail != 0) {
+          const size_t tail_at = (block.head + 4 * block.dwords) * kRows16Group;
+          fn(gguf + block.head + 4 * block.dwords, packed + tail_at + block.tail * r, block.tail);
         }
       }
     }

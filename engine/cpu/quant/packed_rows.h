@@ -1,12 +1,13 @@
 #pragma once
-// Q4_0, Q8_0 and Q4_K matrices rearranged once, when the CPU runner loads a model, into the layout the
+// Q4_0, Q8_0, Q4_K and Q6_K matrices rearranged once, when the CPU runner loads a model, into the layout the
 // amx level's kernels read (WeightLayout::kRows16): groups of 16 rows, and within a group, block by
 // block, the 16 rows' fp16 scales side by side and then their quants in the VNNI order
 // (dword k of every row, rows 0..15, then dword k + 1). One group is one sequential stream of
 // memory, the scales are one load, and the quants are already what vpdpbusd (a decode step) and a
 // tile's B operand (prefill) read: no per-step gathers, transposes or row shuffles. The same bytes
 // as the GGUF rows, so a group starts where its first row did. The kernels give the bits of the
-// amx level's GGUF-layout kernels (kernels.h, "block sums" and "K-block sums").
+// amx level's GGUF-layout kernels (kernels.h: "block sums", "K-block sums", and for Q6_K the lane
+// convention of the avx512vnni level the amx level runs for it).
 //
 // Exactly: group g (rows 16g..16g+15) starts at byte 16g * row_bytes; its block b at
 // + b * 16 * block_bytes (Q4_0 288 bytes, Q8_0 544, Q4_K 2304); in it, for Q4_0 and Q8_0, row r's
@@ -16,7 +17,9 @@
 // (B[k][4r + j] = element 4k + j of row r); Q4_0's dword k holds elements 4k..4k+3 in its low
 // nibbles and 16 + 4k.. in its high ones. Q4_K's block is 36 dwords, row r's dword k at + 64k + 4r:
 // dword 0 its fp16 d and dmin, 1..3 its 12 scale bytes, 4..35 its 128 bytes of nibbles (one load
-// gives 16 rows' scales, or 16 rows' 4 bytes of nibbles).
+// gives 16 rows' scales, or 16 rows' 4 bytes of nibbles). Q6_K's block is 52 dwords and its fp16 d:
+// row r's dword k at + 64k + 4r (0..31 the low bits, 32..47 the high bits, 48..51 the 16 signed
+// scales), then the 16 rows' d side by side at + 3328 + 2r (3360 bytes per group and block).
 #include <cstdint>
 
 #include "engine/cpu/quant/isa.h"

@@ -178,8 +178,10 @@ bool same_activations(const JobPlan& a, const JobPlan& b) {
 }
 
 // The tiles of p's activations that its prepared kernel reads (PreparedKernel's thresholds): the
-// whole ones, and the last partial one where it has tail_from tokens and its work item tiles_from.
+// whole ones, and the last partial one where it has tail_from tokens and its work item tiles_from;
+// none for a kernel that prepares none.
 size_t tiles_read(const JobPlan& p) {
+  if (p.prepared.prepare == nullptr) return 0;
   const size_t whole = p.n_tokens / kPreparedTileTokens, tail = p.n_tokens % kPreparedTileTokens;
   const size_t last_item_tokens = p.n_tokens - (p.n_tokens - 1) / p.tokens_per_item * p.tokens_per_item;
   const bool tail_read = tail != 0 && tail >= p.prepared.tail_from && last_item_tokens >= p.prepared.tiles_from;
