@@ -8,7 +8,7 @@
 //     weights from memory as a decode or verify step reads them, and in cache: what a speculative
 //     verify step of k+1 tokens costs beside a one-token step)
 //   VKSTREAM_CPU_ISA=avx vks_bench_cpu_kernels   (the 128-bit level on an AVX2 machine)
-//   vks_bench_cpu_kernels --packed [--packed-tokens 1 2 4 8 16 128]   (the amx level's Q4_0/Q8_0/Q4_K on
+//   vks_bench_cpu_kernels --packed [--packed-tokens 1 2 4 8 16 128]   (the amx level's packed types on
 //     the GGUF layout against the same matrix packed in groups of 16 rows, packed_rows.h: time per
 //     call from memory and in cache, rounds alternating the two, the best round of each)
 #include <CLI/CLI.hpp>
@@ -188,7 +188,7 @@ int run_sweep(const std::vector<std::string>& type_names, const std::vector<int>
   return 0;
 }
 
-// The amx level's Q4_0/Q8_0/Q4_K on the GGUF layout against the same matrix packed (packed_rows.h):
+// The amx level's packed types (Q4_0, Q8_0, Q4_K, Q6_K) on the GGUF layout against the same matrix packed (packed_rows.h):
 // per token count, the mean wall time per call from memory (cycling over copies) and in cache,
 // `rounds` rounds alternating the two layouts, the best round of each; weight GB/s from memory
 // and the speedup (GGUF time / packed time).
@@ -262,7 +262,7 @@ int main(int argc, char** argv) {
   app.add_option("--shapes", shape_names, "only these shapes (wq/wo gate/up down output)");
   bool packed = false;
   app.add_flag("--packed", packed, "instead of the table: the GGUF layout against the packed one (amx level; "
-                                   "default types q4_0 q8_0 q4_K, shapes wq/wo gate/up)");
+                                   "default types q4_0 q8_0 q4_K q6_K, shapes wq/wo gate/up)");
   std::vector<size_t> packed_tokens = {1, 2, 4, 8, 16, 128};
   app.add_option("--packed-tokens", packed_tokens, "token counts of --packed");
   int rounds = 2;
@@ -275,7 +275,7 @@ int main(int argc, char** argv) {
     return shape_names.empty() || std::find(shape_names.begin(), shape_names.end(), s.what) != shape_names.end();
   };
   if (packed) {
-    if (app.count("--types") == 0) type_names = {"q4_0", "q8_0", "q4_K"};
+    if (app.count("--types") == 0) type_names = {"q4_0", "q8_0", "q4_K", "q6_K"};
     if (shape_names.empty()) shape_names = {"wq/wo", "gate/up"};
     return run_packed(type_names, thread_counts, shapes, wanted, packed_tokens, min_seconds, rounds);
   }
