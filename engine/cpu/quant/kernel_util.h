@@ -4,8 +4,22 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace vks::cpuq::util {
+
+// Calls fn(std::integral_constant<int, n>{}) for n in 1..kMax (nothing otherwise): a kernel
+// templated on its token count (its accumulators in registers), chosen at run time.
+template <int kMax, class Fn>
+static inline void with_count(size_t n, const Fn& fn) {
+  if constexpr (kMax > 0) {
+    if (n == static_cast<size_t>(kMax)) {
+      fn(std::integral_constant<int, kMax>{});
+    } else {
+      with_count<kMax - 1>(n, fn);
+    }
+  }
+}
 
 // Where prefetch_range brings lines: L1 (x86 prefetcht0) or L2 (prefetcht1).
 enum class PrefetchTo { kL1 = 3, kL2 = 2 };

@@ -571,19 +571,6 @@ void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
   }
 }
 
-// n_tokens (1..NT) tokens by few_tokens<K, n_tokens>.
-template <class K, int NT>
-void few_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-               size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
-  if constexpr (NT > 0) {
-    if (n_tokens == NT) {
-      few_tokens<K, NT>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
-    } else {
-      few_up_to<K, NT - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
-    }
-  }
-}
-
 // Whole tiles of 16 tokens, and a last partial one where it has K::kTileFrom tokens or more (the
 // tiles qmatmul prepares: tiled_kernel's thresholds); the tokens left (fewer) by the few-token
 // path, rather than a padded tile: 17 tokens cost a tile and a matvec, not two tiles.
@@ -596,8 +583,10 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
     gemm_tiles<K>(w, w_stride, n_rows, reinterpret_cast<const TokenBlock*>(prepared), tiled, n_blocks, y, y_stride);
   }
   if (tiled < n_tokens) {
-    few_up_to<K, K::kTileFrom - 1>(w, w_stride, n_rows, act + tiled * act_stride, act_stride, n_tokens - tiled,
-                                   n_blocks, y + tiled * y_stride, y_stride);
+    util::with_count<K::kTileFrom - 1>(n_tokens - tiled, [&](auto nt) {
+      few_tokens<K, nt()>(w, w_stride, n_rows, act + tiled * act_stride, act_stride, n_blocks, y + tiled * y_stride,
+                          y_stride);
+    });
   }
 }
 

@@ -455,19 +455,6 @@ void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
   }
 }
 
-// n_tokens (1..NT) tokens by few_tokens<n_tokens>.
-template <int NT>
-void few_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-               size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
-  if constexpr (NT > 0) {
-    if (n_tokens == NT) {
-      few_tokens<NT>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
-    } else {
-      few_up_to<NT - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
-    }
-  }
-}
-
 // ---- packed rows (WeightLayout::kRows16), fewer tokens: sixteen rows per register ----
 // A packed block's dword k of the 16 rows is one load (packed_rows.h), so row r is lane r of every
 // register, as in the tiles' C: per chunk of 64 elements, eight loads give sub-blocks 2c (the low
@@ -580,19 +567,6 @@ void packed_few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const u
   }
 }
 
-// n_tokens (1..NT) tokens by packed_few_tokens<n_tokens>.
-template <int NT>
-void packed_few_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-                      size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
-  if constexpr (NT > 0) {
-    if (n_tokens == NT) {
-      packed_few_tokens<NT>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
-    } else {
-      packed_few_up_to<NT - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
-    }
-  }
-}
-
 // From kTileFrom tokens every token tile, the last padded (the tiles qmatmul prepares: the
 // thresholds in add_amx_kquant_kernels).
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
@@ -601,7 +575,9 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
     gemm_tiles<false>(w, w_stride, n_rows, act, act_stride, prepared, n_tokens, n_blocks, y, y_stride);
     return;
   }
-  few_up_to<kTileFrom - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+  util::with_count<kTileFrom - 1>(n_tokens, [&](auto nt) {
+    few_tokens<nt()>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
+  });
 }
 
 // The same on packed rows (KernelTable::packed; n_rows a multiple of 16).
@@ -611,7 +587,9 @@ void gemm_packed(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t
     gemm_tiles<true>(w, w_stride, n_rows, act, act_stride, prepared, n_tokens, n_blocks, y, y_stride);
     return;
   }
-  packed_few_up_to<kTileFrom - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+  util::with_count<kTileFrom - 1>(n_tokens, [&](auto nt) {
+    packed_few_tokens<nt()>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
+  });
 }
 
 }  // namespace

@@ -169,19 +169,6 @@ void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
   }
 }
 
-// n_tokens (1..NT) tokens by few_tokens<K, n_tokens>.
-template <class K, int NT>
-void few_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-               size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
-  if constexpr (NT > 0) {
-    if (n_tokens == NT) {
-      few_tokens<K, NT>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
-    } else {
-      few_up_to<K, NT - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
-    }
-  }
-}
-
 // ---- tiles: tokens as A (prepared once per call, below); the packed quants as B ----
 
 // Tiles 0 and 3: A (m tokens x 32 bytes); 1 and 4: B (8 rows x 64 bytes: dword k of 16 rows per
@@ -378,19 +365,6 @@ void tile_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const PreparedB
   }
 }
 
-// One partial tile of m (1..M) tokens by tile_pass<K, m>.
-template <class K, int M>
-void partial_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const PreparedBlock* tile, size_t m,
-                   size_t n_blocks, float* y, size_t y_stride) {
-  if constexpr (M > 0) {
-    if (m == M) {
-      tile_pass<K, M>(w, w_stride, n_rows, tile, 1, n_blocks, y, y_stride);
-    } else {
-      partial_up_to<K, M - 1>(w, w_stride, n_rows, tile, m, n_blocks, y, y_stride);
-    }
-  }
-}
-
 // n_rows: a multiple of 16 (qmatmul checks that a packed matrix's work items are whole groups).
 // Whole tiles of 16 tokens, and a last partial one of K::kTileFrom tokens or more configured to
 // its token count, from the prepared copy (prepared: the item's first tile; qmatmul prepares
@@ -404,11 +378,14 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
   const size_t t0 = whole * kTileTokens, rest = n_tokens - t0;
   if (rest == 0) return;
   if (rest >= K::kTileFrom) {
-    partial_up_to<K, kTileTokens - 1>(w, w_stride, n_rows, tiles + whole * n_blocks, rest, n_blocks, y + t0 * y_stride,
-                                      y_stride);
+    util::with_count<kTileTokens - 1>(rest, [&](auto m) {
+      tile_pass<K, m()>(w, w_stride, n_rows, tiles + whole * n_blocks, 1, n_blocks, y + t0 * y_stride, y_stride);
+    });
   } else {
-    few_up_to<K, K::kTileFrom - 1>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, rest, n_blocks,
-                                   y + t0 * y_stride, y_stride);
+    util::with_count<K::kTileFrom - 1>(rest, [&](auto nt) {
+      few_tokens<K, nt()>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride,
+                          y_stride);
+    });
   }
 }
 

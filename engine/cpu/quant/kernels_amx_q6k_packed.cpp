@@ -156,19 +156,6 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
   }
 }
 
-// n_tokens (1..NT) tokens by pass<n_tokens>.
-template <int NT>
-void pass_up_to(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-                size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
-  if constexpr (NT > 0) {
-    if (n_tokens == NT) {
-      pass<NT>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
-    } else {
-      pass_up_to<NT - 1>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
-    }
-  }
-}
-
 // KernelTable::packed's contract; no tiles (prepared is null: PreparedKernel::prepare is).
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, const uint8_t*,
           size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
@@ -177,8 +164,9 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
     pass<kMaxTokens>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride, y_stride);
   }
   if (t0 < n_tokens) {
-    pass_up_to<kMaxTokens - 1>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_tokens - t0, n_blocks,
-                               y + t0 * y_stride, y_stride);
+    util::with_count<kMaxTokens - 1>(n_tokens - t0, [&](auto nt) {
+      pass<nt()>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride, y_stride);
+    });
   }
 }
 
