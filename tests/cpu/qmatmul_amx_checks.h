@@ -103,16 +103,17 @@ inline void expect_row_slices_give_the_whole_bits(const TensorRef& w, const floa
 }
 
 // The tiles a call prepares once for all its work items (kernels.h's PreparedKernel), read by every
-// item at its tokens' offset: n_tokens x 200 rows (four row items, the last of 8 rows), so more
+// item at its tokens' offset: n_tokens x kItemsTestRows rows (four row items, the last of 8 rows), so more
 // than one item of 128 tokens where n_tokens > 128. In one qmatmul_jobs call, with 1 and 2 threads,
 // jobs 0 and 1 (matrices a and b, as gate and up: the same x, one quantization and one preparation)
 // and job 2 (a again, with other activations) give reference(m, x, n)'s bits (a plain
 // implementation of the level's convention); and the same three products in calls of `piece`
 // tokens give the one call's bits.
+inline constexpr size_t kItemsTestRows = 3 * kQmatmulRowsPerItem + 8;
 template <class Reference>
 void expect_items_read_their_prepared_tiles(const Matrix& a, const Matrix& b, size_t n_tokens, size_t piece,
                                             const Reference& reference, const std::string& what) {
-  constexpr size_t kRows = 200;
+  constexpr size_t kRows = kItemsTestRows;
   ASSERT_EQ(a.rows, kRows);
   ASSERT_EQ(b.rows, kRows);
   ASSERT_EQ(a.cols, b.cols);

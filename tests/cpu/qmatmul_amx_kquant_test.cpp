@@ -158,15 +158,15 @@ TEST(QmatmulAmxKquant, RowSplitsAndThreadsGiveTheSameBits) {
 }
 
 // The tiles qmatmul prepares once per call (each tile's sums, and the last tile's padded copy),
-// each work item reading its tokens' part: 200 rows (four row items) x token counts with more than
+// each work item reading its tokens' part: four row items x token counts with more than
 // one 128-token item and every kind of last tile: 13 (a tail tile alone), 29 (a tile and a tail of
 // 13), 138 (the second item's 10 tokens by the vector path, no tile prepared for them), 141 and 143
 // (the second item a tail of 13 or 15 alone), 150 and 300 (tails of 6 and 12, padded); two jobs
 // sharing activations and one not, 1 and 2 threads, and calls of 16 and 45 tokens.
 TEST(QmatmulAmxKquant, WorkItemsReadTheTilesPreparedOncePerCall) {
   SKIP_WITHOUT_AMX();
-  const Matrix a = make_matrix(GgmlType::kQ4_K, 200, 256 * 2, Fill::kRandom, 21);
-  const Matrix b = raw_q4_k(200, 256 * 2, Raw::kRandom, 22);
+  const Matrix a = make_matrix(GgmlType::kQ4_K, test::kItemsTestRows, 256 * 2, Fill::kRandom, 21);
+  const Matrix b = raw_q4_k(test::kItemsTestRows, 256 * 2, Raw::kRandom, 22);
   for (size_t n_tokens : {13u, 29u, 138u, 141u, 143u, 150u, 300u}) {
     for (size_t piece : {16u, 45u}) {
       test::expect_items_read_their_prepared_tiles(a, b, n_tokens, piece, kblock_sums_reference, "q4_K");

@@ -89,7 +89,7 @@ TEST(QmatmulAmx, RowSplitsAndThreadsGiveTheSameBits) {
 }
 
 // The tiles qmatmul prepares once per call (kernels.h's PreparedKernel), each work item reading its
-// tokens' part: 200 rows (four row items) x token counts with more than one 128-token item and
+// tokens' part: four row items x token counts with more than one 128-token item and
 // every kind of last tile: 13 (a tail tile alone), 29 (a tile and a tiled tail of 13), 138 (Q8_0
 // tiles the second item's 10 tokens, Q4_0 does not), 141 and 143 (the second item a tiled tail of
 // 13 or 15 alone), 150 and 300 (tails of 6 and 12 by the few-token path, Q8_0 tiling the 12);
@@ -97,8 +97,8 @@ TEST(QmatmulAmx, RowSplitsAndThreadsGiveTheSameBits) {
 TEST(QmatmulAmx, WorkItemsReadTheTilesPreparedOncePerCall) {
   SKIP_WITHOUT_AMX();
   for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
-    const Matrix a = make_matrix(type, 200, 32 * 5, Fill::kRandom, 21);
-    const Matrix b = make_matrix(type, 200, 32 * 5, Fill::kRandom, 22);
+    const Matrix a = make_matrix(type, test::kItemsTestRows, 32 * 5, Fill::kRandom, 21);
+    const Matrix b = make_matrix(type, test::kItemsTestRows, 32 * 5, Fill::kRandom, 22);
     for (size_t n_tokens : {13u, 29u, 138u, 141u, 143u, 150u, 300u}) {
       for (size_t piece : {16u, 45u}) {
         test::expect_items_read_their_prepared_tiles(a, b, n_tokens, piece, block_sums_reference, label(type));

@@ -43,7 +43,7 @@ using GemmFn = void (*)(const uint8_t* w, size_t w_stride, size_t n_rows, const 
 
 // A kernel whose tiles read the activations in a layout of its own (the amx level's) gets them
 // prepared once per qmatmul call, after quantization and before the work items run, rather than
-// once per work item: a 2048-row matrix is 32 items of 64 rows, each of which would rearrange the
+// once per work item: a 2048-row matrix is 16 items of 128 rows, each of which would rearrange the
 // same tokens. Tile j is tokens [16 j, 16 j + 16) of a product's activations (fewer in the last);
 // a work item starts at a multiple of 16 tokens, so its tiles are whole tiles of the product's.
 inline constexpr size_t kPreparedTileTokens = 16;
