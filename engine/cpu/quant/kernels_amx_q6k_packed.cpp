@@ -96,12 +96,9 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
       const uint8_t* blk = g + b * kPackedBlock;
       Scales s;
       load_scales(blk, s);
-      // Each half's own lanes where the tokens are few: 16 dependent vpdpwssd per lane and block
-      // would wait on their latency (integer sums: added once, exactly).
-      constexpr int kChains = NT <= 2 ? 2 : 1;
-      __m512i lanes[NT][4 * kChains];
+      __m512i lanes[NT][4];
       for (int t = 0; t < NT; ++t) {
-        for (int k = 0; k < 4 * kChains; ++k) lanes[t][k] = _mm512_setzero_si512();
+        for (int k = 0; k < 4; ++k) lanes[t][k] = _mm512_setzero_si512();
       }
       // Half n (elements 128n..): low bits in dwords 16n..16n+15, high bits in 32 + 8n..; dword i
       // of each 32-byte run gives elements 128n + 32c + 4i.. (c = 0..3) of sub-block 8n + 2c + i / 4.
@@ -128,8 +125,7 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
             const int8_t* x = a[t][b].qs + 128 * n + 4 * i;
             for (int c = 0; c < 4; ++c) {
               const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[c], dword_at(x + 32 * c));
-              __m512i& lane = lanes[t][i % 4 + 4 * (n % kChains)];
-              lane = _mm512_dpwssd_epi32(lane, p, s.sc[sub + 2 * c]);
+              lanes[t][i % 4] = _mm512_dpwssd_epi32(lanes[t][i % 4], p, s.sc[sub + 2 * c]);
             }
           }
         }
@@ -137,9 +133,6 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
       const __m512 d_w = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kDAt)));
       for (int t = 0; t < NT; ++t) {
         const ActQ8x256& x = a[t][b];
-        if constexpr (kChains == 2) {
-          for (int k = 0; k < 4; ++k) lanes[t][k] = _mm512_add_epi32(lanes[t][k], lanes[t][4 + k]);
-        }
         __m512i corr = _mm512_setzero_si512();
         for (int m = 0; m < 8; ++m) corr = _mm512_dpwssd_epi32(corr, s.pairs[m], dword_at(x.bsums + 2 * m));
         lanes[t][0] = _mm512_sub_epi32(lanes[t][0], _mm512_slli_epi32(corr, 5));
