@@ -77,6 +77,38 @@ inline __m512i times_scale(__m512i q, __m512i q_odd, __m512i pattern) {
 // s (< 2^16) in both int16 of its int32.
 inline __m512i twice(__m512i s) { return _mm512_or_si512(s, _mm512_slli_epi32(s, 16)); }
 
+// Byte j (0..3) of each int32 of v, zero-extended into the int32.
+inline __m512i byte_of_each(__m512i v, int j) {
+  // vpshufb indexes within a 128-bit lane: int32 i of a lane reads byte 4i + j (0x80: zero).
+  int32_t word[4];
+  for (int i = 0; i < 4; ++i) word[i] = static_cast<int32_t>(static_cast<uint32_t>(4 * i + j) | 0x808080u << 8);
+  return _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(_mm_setr_epi32(word[0], word[1], word[2], word[3])));
+}
+
+// The 6-bit scale and min of each sub-block j of 16 rows, zero-extended in each row's int32, from
+// the rows' 12 scale bytes u0, u1, u2 (16 rows per register): ggml's get_scale_min_k4 on every byte
+// at once, sub-blocks 0..3 the low 6 bits of u0 (scales) and u1 (mins), 4..7 a nibble of u2 with
+// the top 2 bits of the same byte of u0 or u1.
+struct ScalesMins {
+  __m512i sc[8];
+  __m512i m[8];
+};
+inline ScalesMins scales_mins16(__m512i u0, __m512i u1, __m512i u2) {
+  const __m512i low6 = _mm512_set1_epi8(0x3F), low4 = _mm512_set1_epi8(0x0F), top2 = _mm512_set1_epi8(0x30);
+  const __m512i sc03 = _mm512_and_si512(u0, low6), m03 = _mm512_and_si512(u1, low6);
+  const __m512i sc47 = _mm512_or_si512(_mm512_and_si512(u2, low4), _mm512_and_si512(_mm512_srli_epi32(u0, 2), top2));
+  const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), low4),
+                                      _mm512_and_si512(_mm512_srli_epi32(u1, 2), top2));
+  ScalesMins out;
+  for (int j = 0; j < 4; ++j) {
+    out.sc[j] = byte_of_each(sc03, j);
+    out.sc[4 + j] = byte_of_each(sc47, j);
+    out.m[j] = byte_of_each(m03, j);
+    out.m[4 + j] = byte_of_each(m47, j);
+  }
+  return out;
+}
+
 // Where a group's dwords lie: dword `off / 4` of every row of block b, 16 rows in the 16 int32 of
 // one register. GGUF rows (w_stride apart, n_valid of them, the rest zero): one gather.
 struct GgufGroup {
@@ -102,30 +134,19 @@ struct PackedGroup {
 // The group's blocks, every one, in the tiles' layout.
 template <class Group>
 void prepare_group(const Group& rows, size_t n_blocks, GroupBlock* out) {
-  const __m512i low6 = _mm512_set1_epi32(63), low4 = _mm512_set1_epi32(15), m4 = _mm512_set1_epi8(0xF);
+  const __m512i low4 = _mm512_set1_epi32(15), m4 = _mm512_set1_epi8(0xF);
   for (size_t b = 0; b < n_blocks; ++b) {
     GroupBlock& o = out[b];
     const __m512i head = rows.dword(b, 0);
     _mm512_store_ps(o.d, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head)));
     _mm512_store_ps(o.dmin, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16))));
-    // The 12 scale bytes u0, u1, u2 (ggml's get_scale_min_k4): sub-block j < 4: scale u0 byte j,
-    // min u1 byte j (6 bits each); j >= 4: the low 4 bits of u2 byte j - 4, the high 2 from the top
-    // of u0 (scale) and u1 (min) byte j - 4.
-    const __m512i u0 = rows.dword(b, 4), u1 = rows.dword(b, 8), u2 = rows.dword(b, 12);
-    __m512i lo_pattern[8], hi_pattern[8], mins[8];
-    for (int j = 0; j < 4; ++j) {
-      const __m512i sc = _mm512_and_si512(_mm512_srli_epi32(u0, 8 * j), low6);
-      mins[j] = _mm512_and_si512(_mm512_srli_epi32(u1, 8 * j), low6);
-      lo_pattern[j] = twice(_mm512_and_si512(sc, low4));
-      hi_pattern[j] = twice(_mm512_srli_epi32(sc, 4));
-      const __m512i v = _mm512_srli_epi32(u2, 8 * j);
-      const __m512i top_sc = _mm512_and_si512(_mm512_srli_epi32(u0, 8 * j + 6), _mm512_set1_epi32(3));
-      const __m512i top_m = _mm512_and_si512(_mm512_srli_epi32(u1, 8 * j + 6), _mm512_set1_epi32(3));
-      lo_pattern[4 + j] = twice(_mm512_and_si512(v, low4));
-      hi_pattern[4 + j] = twice(top_sc);
-      mins[4 + j] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(v, 4), low4), _mm512_slli_epi32(top_m, 4));
+    const ScalesMins sm = scales_mins16(rows.dword(b, 4), rows.dword(b, 8), rows.dword(b, 12));
+    __m512i lo_pattern[8], hi_pattern[8];
+    for (int j = 0; j < 8; ++j) {
+      lo_pattern[j] = twice(_mm512_and_si512(sm.sc[j], low4));
+      hi_pattern[j] = twice(_mm512_srli_epi32(sm.sc[j], 4));
     }
-    for (int i = 0; i < 4; ++i) _mm512_store_si512(o.min_pairs[i], _mm512_or_si512(mins[2 * i], _mm512_slli_epi32(mins[2 * i + 1], 16)));
+    for (int i = 0; i < 4; ++i) _mm512_store_si512(o.min_pairs[i], _mm512_or_si512(sm.m[2 * i], _mm512_slli_epi32(sm.m[2 * i + 1], 16)));
     for (int k = 0; k < 4; ++k) {
       // Chunk k: qs bytes 32k..32k+31, sub-block 2k the low nibbles (B rows 0..7), 2k + 1 the high
       // ones (rows 8..15).
@@ -473,35 +494,15 @@ struct PackedScales {
   __m512i min2[8];  // sub-block j's 6-bit min in both int16 of each row's int32
 };
 
-// Byte j (0..3) of each int32 of v, zero-extended into its low int16 (kBoth: into both), the rest zero.
-template <bool kBoth>
-inline __m512i byte_of_each(__m512i v, int j) {
-  // vpshufb indexes within a 128-bit lane: int32 i of a lane reads byte 4i + j (0x80: zero).
-  int32_t word[4];
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t at = static_cast<uint32_t>(4 * i + j);
-    word[i] = static_cast<int32_t>(at | 0x80u << 8 | (kBoth ? at : 0x80u) << 16 | 0x80u << 24);
-  }
-  return _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(_mm_setr_epi32(word[0], word[1], word[2], word[3])));
-}
-
 inline void packed_scales(const uint8_t* blk, PackedScales& s) {
   const __m512i head = _mm512_loadu_si512(blk);
   s.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
   s.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
-  const __m512i u0 = _mm512_loadu_si512(blk + 64), u1 = _mm512_loadu_si512(blk + 128), u2 = _mm512_loadu_si512(blk + 192);
-  // ggml's get_scale_min_k4 on every byte at once: sub-blocks 0..3 the low 6 bits of u0 (scales)
-  // and u1 (mins); 4..7 a nibble of u2 with the top 2 bits of the same byte of u0 or u1.
-  const __m512i low6 = _mm512_set1_epi8(0x3F), low4 = _mm512_set1_epi8(0x0F), top2 = _mm512_set1_epi8(0x30);
-  const __m512i sc03 = _mm512_and_si512(u0, low6), m03 = _mm512_and_si512(u1, low6);
-  const __m512i sc47 = _mm512_or_si512(_mm512_and_si512(u2, low4), _mm512_and_si512(_mm512_srli_epi32(u0, 2), top2));
-  const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), low4),
-                                      _mm512_and_si512(_mm512_srli_epi32(u1, 2), top2));
-  for (int j = 0; j < 4; ++j) {
-    s.sc[j] = byte_of_each<false>(sc03, j);
-    s.sc[4 + j] = byte_of_each<false>(sc47, j);
-    s.min2[j] = byte_of_each<true>(m03, j);
-    s.min2[4 + j] = byte_of_each<true>(m47, j);
+  const ScalesMins sm = scales_mins16(_mm512_loadu_si512(blk + 64), _mm512_loadu_si512(blk + 128),
+                                      _mm512_loadu_si512(blk + 192));
+  for (int j = 0; j < 8; ++j) {
+    s.sc[j] = sm.sc[j];
+    s.min2[j] = twice(sm.m[j]);
   }
 }
 
@@ -568,27 +569,21 @@ void packed_few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const u
 }
 
 // From kTileFrom tokens every token tile, the last padded (the tiles qmatmul prepares: the
-// thresholds in add_amx_kquant_kernels).
+// thresholds in add_amx_kquant_kernels); fewer tokens by the vector path of w's layout. kPacked: w
+// in WeightLayout::kRows16 (KernelTable::packed; n_rows a multiple of 16).
+template <bool kPacked>
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
           const uint8_t* prepared, size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
   if (n_tokens >= static_cast<size_t>(kTileFrom)) {
-    gemm_tiles<false>(w, w_stride, n_rows, act, act_stride, prepared, n_tokens, n_blocks, y, y_stride);
+    gemm_tiles<kPacked>(w, w_stride, n_rows, act, act_stride, prepared, n_tokens, n_blocks, y, y_stride);
     return;
   }
   util::with_count<kTileFrom - 1>(n_tokens, [&](auto nt) {
-    few_tokens<nt()>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
-  });
-}
-
-// The same on packed rows (KernelTable::packed; n_rows a multiple of 16).
-void gemm_packed(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-                 const uint8_t* prepared, size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
-  if (n_tokens >= static_cast<size_t>(kTileFrom)) {
-    gemm_tiles<true>(w, w_stride, n_rows, act, act_stride, prepared, n_tokens, n_blocks, y, y_stride);
-    return;
-  }
-  util::with_count<kTileFrom - 1>(n_tokens, [&](auto nt) {
-    packed_few_tokens<nt()>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
+    if constexpr (kPacked) {
+      packed_few_tokens<nt()>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
+    } else {
+      few_tokens<nt()>(w, w_stride, n_rows, act, act_stride, n_blocks, y, y_stride);
+    }
   });
 }
 
@@ -597,12 +592,12 @@ void gemm_packed(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t
 void add_amx_kquant_kernels(KernelTable& table) {
   table.gemm[12] = nullptr;  // the avx512vnni level's: this runs prepared instead
   // A work item of kTileFrom tokens or more reads every tile, the last one whatever its tokens.
-  table.prepared[12] = {gemm, prepare_tile, prepared_bytes, kTileFrom, 1};
+  table.prepared[12] = {gemm<false>, prepare_tile, prepared_bytes, kTileFrom, 1};
   // As Q4_0's: a prefill of 128 tokens prepares each row group once.
   constexpr uint16_t kItemTokens = 128;
   static_assert(kItemTokens % kTileTokens == 0, "a work item's tiles are whole tiles of the call's");
   table.tokens_per_item[12] = kItemTokens;
-  table.packed[12] = {{gemm_packed, prepare_tile, prepared_bytes, kTileFrom, 1}, kItemTokens};
+  table.packed[12] = {{gemm<true>, prepare_tile, prepared_bytes, kTileFrom, 1}, kItemTokens};
 }
 
 }  // namespace vks::cpuq
