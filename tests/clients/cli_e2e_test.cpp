@@ -262,7 +262,10 @@ TEST(CliBenchSpeculative, ReportsDraftAndAcceptedTokens) {
   EXPECT_NE(on.out.find(" accepted ("), std::string::npos) << on.out;
   const std::string doc = vks::test::read_file(on_json);
   EXPECT_EQ(number_after(doc, "\"draft_tokens\":"), drafted) << doc.substr(0, 400);
-  EXPECT_GE(number_after(doc, "\"accepted_tokens\":"), 0);
+  const long long accepted = number_after(on.out, "verified, ");
+  EXPECT_GE(accepted, 0) << on.out;
+  EXPECT_LE(accepted, drafted) << on.out;
+  EXPECT_EQ(number_after(doc, "\"accepted_tokens\":"), accepted) << doc.substr(0, 400);
   const ProcessResult off = bench("0", off_json);
   ASSERT_EQ(off.exit_code, 0) << off.err;
   EXPECT_NE(off.out.find("speculative: 0 draft tokens verified, 0 accepted\n"), std::string::npos) << off.out;

@@ -13,7 +13,6 @@
 #include <csignal>
 #include <map>
 #include <random>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -41,15 +40,7 @@ class HttpChoicesE2eTest : public HttpDaemonSuite {
     return json::parse(r->body, nullptr, false);
   }
   // One counter or gauge of GET /metrics (-1 when it is missing).
-  static double metric(const std::string& name) {
-    RawHttpClient c;
-    if (!c.connect_unix(http_path()) || !c.send(http_request("GET", "/metrics"))) return -1;
-    auto r = c.read_response(10000);
-    if (!r) return -1;
-    std::smatch m;
-    const std::regex line("(^|\n)" + name + "(\\{[^}]*\\})? ([0-9.e+]+)");
-    return std::regex_search(r->body, m, line) ? std::stod(m[3].str()) : -1;
-  }
+  static double metric(const std::string& name) { return scrape_metric(http_path(), name); }
 };
 
 // A prompt no earlier test sent: the prefix cache holds nothing of it yet.

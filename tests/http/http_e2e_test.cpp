@@ -382,23 +382,15 @@ TEST(HttpE2eStartup, SpeculativeFieldTurnsSpeculationOffPerRequest) {
     c.send(http_request("POST", "/v1/completions", body));
     return c.read_response(30000);
   };
-  auto drafted = [&] {
-    RawHttpClient c;
-    EXPECT_TRUE(c.connect_unix(sock));
-    c.send(http_request("GET", "/metrics"));
-    const auto m = c.read_response(10000);
-    const std::string key = "\nvkstream_draft_tokens_total ";
-    const size_t at = m ? m->body.find(key) : std::string::npos;
-    return at == std::string::npos ? -1 : std::stoll(m->body.substr(at + key.size()));
-  };
+  auto drafted = [&] { return scrape_metric(sock, "vkstream_draft_tokens_total"); };
   const auto off = post("false");
   ASSERT_TRUE(off);
   ASSERT_EQ(off->status, 200) << off->body;
-  EXPECT_EQ(drafted(), 0) << "speculative: false still drafted";
+  EXPECT_EQ(drafted(), 0.0) << "speculative: false still drafted";
   const auto on = post("true");
   ASSERT_TRUE(on);
   ASSERT_EQ(on->status, 200) << on->body;
-  const int64_t after_on = drafted();
+  const double after_on = drafted();
   EXPECT_GT(after_on, 0) << "the repeated prompt drew no draft";
   const auto three = post("3");
   ASSERT_TRUE(three);

@@ -11,6 +11,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstring>
+#include <regex>
 
 namespace vks::test {
 
@@ -202,6 +203,19 @@ std::string http_request(std::string_view method, std::string_view path, std::st
   r += "\r\n";
   r += body;
   return r;
+}
+
+double prometheus_value(const std::string& text, const std::string& name) {
+  std::smatch m;
+  const std::regex line("(^|\n)" + name + "(\\{[^}]*\\})? ([0-9.e+]+)");
+  return std::regex_search(text, m, line) ? std::stod(m[3].str()) : -1;
+}
+
+double scrape_metric(const std::string& path, const std::string& name) {
+  RawHttpClient c;
+  if (!c.connect_unix(path) || !c.send(http_request("GET", "/metrics"))) return -1;
+  const std::optional<RawResponse> r = c.read_response(10000);
+  return r ? prometheus_value(r->body, name) : -1;
 }
 
 }  // namespace vks::test

@@ -51,4 +51,11 @@ class RawHttpClient {
 std::string http_request(std::string_view method, std::string_view path, std::string_view body = {},
                          std::string_view extra_headers = {});
 
+// One counter or gauge of a Prometheus text exposition: the value of the first series named `name`
+// (any labels), -1 when there is none.
+double prometheus_value(const std::string& text, const std::string& name);
+// GET /metrics from the HTTP server on the Unix socket `path`, then prometheus_value; -1 when the
+// scrape fails.
+double scrape_metric(const std::string& path, const std::string& name);
+
 }  // namespace vks::test

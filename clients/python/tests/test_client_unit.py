@@ -66,10 +66,12 @@ class FramingTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             generate_request()
 
-    def test_model_and_keep_alive_in_request_maps(self):
-        # speculative: False (off for the request), True or a draft length, as the server takes it.
+    def test_speculative_is_a_request_field(self):
+        # False (off for the request), True or a draft length, as the server takes it.
         self.assertIs(generate_request("x", speculative=False)["speculative"], False)
         self.assertEqual(generate_request("x", speculative=4)["speculative"], 4)
+
+    def test_model_and_keep_alive_in_request_maps(self):
         req = generate_request("x", model="m", keep_alive=30)
         self.assertEqual((req["model"], req["keep_alive"]), ("m", 30.0))
         self.assertIsInstance(req["keep_alive"], float)
