@@ -13,6 +13,7 @@
 // i % 4 of every row: one sequential stream per group, no transposes, a token's 16 outputs one store.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -152,12 +153,8 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 // KernelTable::packed's contract; no tiles (prepared is null: PreparedKernel::prepare is).
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, const uint8_t*,
           size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
-  size_t t0 = 0;
-  for (; t0 + kMaxTokens <= n_tokens; t0 += kMaxTokens) {
-    pass<kMaxTokens>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride, y_stride);
-  }
-  if (t0 < n_tokens) {
-    util::with_count<kMaxTokens - 1>(n_tokens - t0, [&](auto nt) {
+  for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
+    util::with_count<kMaxTokens>(std::min<size_t>(kMaxTokens, n_tokens - t0), [&](auto nt) {
       pass<nt()>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride, y_stride);
     });
   }
@@ -167,7 +164,7 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 
 void add_amx_q6k_packed_kernels(KernelTable& table) {
   // A prefill's tokens pass over each group in eights; 128 tokens per work item, as the other
-  // packed kernels', so that a group is read once for them.
+  // packed kernels', so that a group comes from memory once for them.
   table.packed[14] = {{gemm, nullptr, nullptr, 0, 0}, 128};
 }
 
