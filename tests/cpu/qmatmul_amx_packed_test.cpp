@@ -35,8 +35,8 @@ std::string label(GgmlType t) { return std::string(ggml_type_name(t)); }
 
 constexpr GgmlType kPackedTypes[] = {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K};
 
-// Elements per block of a packed type.
-size_t block_values(GgmlType t) { return t == GgmlType::kQ4_K || t == GgmlType::kQ6_K ? 256 : 32; }
+// Elements per block of a type (the type table's).
+size_t block_values(GgmlType t) { return ggml_type_traits(t)->block_size; }
 
 // A packed copy of m and the TensorRef that names it.
 struct Packed {
@@ -80,7 +80,7 @@ TEST(PackedRows, PackThenUnpackGivesTheOriginalBytes) {
 TEST(PackedRows, LaysTheBytesOutAsDocumented) {
   for (GgmlType type : kPackedTypes) {
     const size_t rows = 48, cols = block_values(type) * 5, block = ggml_row_size(type, block_values(type));
-    const bool k_quant = type == GgmlType::kQ4_K || type == GgmlType::kQ6_K;
+    const bool k_quant = block_values(type) == 256;  // no scale before the dwords
     const size_t head = k_quant ? 0 : 2, dwords = (block - head) / 4, tail = block - head - 4 * dwords;
     const Matrix m = random_bytes(type, rows, cols, 5);
     const Packed p(m);
