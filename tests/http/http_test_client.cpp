@@ -10,8 +10,9 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
-#include <regex>
+#include <sstream>
 
 namespace vks::test {
 
@@ -206,9 +207,22 @@ std::string http_request(std::string_view method, std::string_view path, std::st
 }
 
 double prometheus_value(const std::string& text, const std::string& name) {
-  std::smatch m;
-  const std::regex line("(^|\n)" + name + "(\\{[^}]*\\})? ([0-9.e+]+)");
-  return std::regex_search(text, m, line) ? std::stod(m[3].str()) : -1;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(name, 0) != 0) continue;
+    size_t at = name.size();
+    if (at < line.size() && line[at] == '{') {  // the series' labels
+      at = line.find('}', at);
+      if (at == std::string::npos) continue;
+      ++at;
+    }
+    if (at >= line.size() || line[at] != ' ') continue;  // another metric whose name starts with this one
+    const char* value = line.c_str() + at + 1;
+    char* end = nullptr;
+    const double v = std::strtod(value, &end);
+    if (end != value) return v;
+  }
+  return -1;
 }
 
 double scrape_metric(const std::string& path, const std::string& name) {
