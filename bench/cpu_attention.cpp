@@ -1,5 +1,5 @@
 // The CPU backend's attention (engine/cpu/attention_rows.h) at each level this CPU executes, over
-// paged F32 and Q8_0 pools: microseconds per call (one token, every head) and GB/s of key and value
+// paged F32, Q8_0 and Q4_0 pools: microseconds per call (one token, every head) and GB/s of key and value
 // rows read, from memory as a batched decode reads them (each call another sequence's blocks,
 // scattered over pools larger than this machine's caches) and in cache (one sequence again and
 // again). Every level gives the same bits (cpu_attention_levels_test); this says what each costs.
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "engine/cpu/attention_level.h"
-#include "engine/cpu/kv_q8.h"
+#include "engine/cpu/kv_quant.h"
 #include "engine/cpu/reference_ops.h"
 
 namespace {
@@ -44,7 +44,7 @@ struct Noise {
 struct Pools {
   size_t stride = 0, n_seqs = 0, blocks_per_seq = 0;
   std::vector<float> keys, values;                 // F32 pools
-  std::vector<int8_t> key_q, value_q;              // Q8_0 pools, as many slots
+  std::vector<uint8_t> key_q, value_q;             // Q8_0 pools, as many slots (Q4_0 reads the first half)
   std::vector<float> key_scales, value_scales;
   std::vector<int32_t> tables;                     // [n_seqs][blocks_per_seq], blocks shuffled over the pool
   std::span<const int32_t> table(size_t seq) const {
@@ -66,9 +66,9 @@ Pools make_pools(size_t stride, size_t max_ctx, size_t pool_bytes) {
   for (float& x : p.values) x = noise.unit();
   p.key_q.resize(slots * stride);
   p.value_q.resize(slots * stride);
-  for (int8_t& x : p.key_q) x = static_cast<int8_t>(noise.next() % 255 - 127);
-  for (int8_t& x : p.value_q) x = static_cast<int8_t>(noise.next() % 255 - 127);
-  p.key_scales.assign(slots * stride / vks::cpu::kKvQ8Block, 1.0f / 127.0f);
+  for (uint8_t& x : p.key_q) x = static_cast<uint8_t>(noise.next());
+  for (uint8_t& x : p.value_q) x = static_cast<uint8_t>(noise.next());
+  p.key_scales.assign(slots * stride / vks::cpu::kKvBlock, 1.0f / 127.0f);
   p.value_scales = p.key_scales;
   p.tables.resize(p.n_seqs * p.blocks_per_seq);
   std::iota(p.tables.begin(), p.tables.end(), 0);
@@ -100,14 +100,14 @@ int main(int argc, char** argv) {
   double seconds = 0.3;
   app.add_option("--heads", heads, "query heads");
   app.add_option("--kv-heads", kv_heads, "KV heads");
-  app.add_option("--head-dim", head_dim, "head size (a multiple of 32 for the Q8_0 pools)");
+  app.add_option("--head-dim", head_dim, "head size (a multiple of 32 for the quantized pools)");
   app.add_option("--contexts", contexts, "positions attended");
   app.add_option("--seconds", seconds, "time per figure");
   app.add_option("--pool-mib", pool_mib, "F32 pools' size (larger than the caches)");
   CLI11_PARSE(app, argc, argv);
-  if (kv_heads == 0 || heads % kv_heads != 0 || head_dim % vks::cpu::kKvQ8Block != 0 || contexts.empty()) {
+  if (kv_heads == 0 || heads % kv_heads != 0 || head_dim % vks::cpu::kKvBlock != 0 || contexts.empty()) {
     std::fprintf(stderr, "heads must be a multiple of kv-heads, head-dim of %zu, and contexts given\n",
-                 vks::cpu::kKvQ8Block);
+                 vks::cpu::kKvBlock);
     return 2;
   }
   const size_t stride = kv_heads * head_dim;
@@ -122,25 +122,28 @@ int main(int argc, char** argv) {
               head_dim, pools.n_seqs, vks::ref::attend_level_name(vks::ref::fastest_attend_level()));
   std::printf("%-6s %-7s %6s %12s %12s %14s %14s\n", "pool", "level", "n_ctx", "us (memory)", "GB/s", "us (in cache)",
               "GB/s");
-  for (const bool q8 : {false, true}) {
+  for (const vks::KvType type : {vks::KvType::kF16, vks::KvType::kQ8_0, vks::KvType::kQ4_0}) {
+    const bool f32 = type == vks::KvType::kF16;
     for (const size_t n_ctx : contexts) {
       // K and V rows of every KV head at every position.
-      const double bytes = 2.0 * static_cast<double>(n_ctx * stride) * (q8 ? 1.0 + 4.0 / 32.0 : 4.0);
+      const double values = 2.0 * static_cast<double>(n_ctx * stride);
+      const double bytes = f32 ? values * 4.0 : static_cast<double>(vks::kv_row_bytes(type, n_ctx * stride)) * 2.0;
       for (int l = 0; l <= static_cast<int>(vks::ref::fastest_attend_level()); ++l) {
         const auto level = static_cast<AttendLevel>(l);
         auto call = [&](size_t seq) {
-          if (q8) {
-            vks::cpu::attention_paged_q8(out.data(), q.data(), pools.key_q.data(), pools.key_scales.data(),
-                                         pools.value_q.data(), pools.value_scales.data(), pools.table(seq), kBlock, 0,
-                                         n_ctx, stride, p, level);
-          } else {
+          if (f32) {
             vks::ref::attention_paged(out.data(), q.data(), pools.keys.data(), pools.values.data(), pools.table(seq),
                                       kBlock, 0, n_ctx, stride, p, level);
+          } else {
+            const vks::cpu::QuantKvPools quant{type, pools.key_q.data(), pools.key_scales.data(), pools.value_q.data(),
+                                               pools.value_scales.data()};
+            vks::cpu::attention_paged_quant(out.data(), q.data(), quant, pools.table(seq), kBlock, 0, n_ctx, stride, p,
+                                            level);
           }
         };
         const double memory = us_per_call(true, pools.n_seqs, seconds, call);
         const double cached = us_per_call(false, pools.n_seqs, seconds, call);
-        std::printf("%-6s %-7s %6zu %12.1f %12.2f %14.1f %14.2f\n", q8 ? "q8_0" : "f32",
+        std::printf("%-6s %-7s %6zu %12.1f %12.2f %14.1f %14.2f\n", f32 ? "f32" : vks::kv_type_name(type).data(),
                     vks::ref::attend_level_name(level), n_ctx, memory, bytes / memory / 1e3, cached,
                     bytes / cached / 1e3);
       }

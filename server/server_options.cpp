@@ -159,12 +159,13 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   app.add_option("--device", o.device, "Vulkan device name or index");
   std::string kv_type;
   app.add_option("--kv-type", kv_type,
-                 "KV cache element type of keys and values: f16 (F32 on the CPU backend), or q8_0 (about half of F16's bytes)")
-      ->check(CLI::IsMember({"f16", "q8_0"}));
+                 "KV cache element type of keys and values: f16 (F32 on the CPU backend), q8_0 (about half of F16's "
+                 "bytes) or q4_0 (under a third)")
+      ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
   app.add_option("--kv-type-k", o.kv_type_k, "KV cache type of the keys alone (overrides --kv-type)")
-      ->check(CLI::IsMember({"f16", "q8_0"}));
+      ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
   app.add_option("--kv-type-v", o.kv_type_v, "KV cache type of the values alone (overrides --kv-type)")
-      ->check(CLI::IsMember({"f16", "q8_0"}));
+      ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
   std::string cpu_experts = "auto";
   app.add_option("--cpu-experts", cpu_experts,
                  "mixture-of-experts models on a GPU: keep the experts of the first N expert layers in host memory "

@@ -1,6 +1,6 @@
 #pragma once
 // The loop of ref::attention, over key and value rows that a reader hands out as floats. The f32
-// caches (reference_ops.cpp) hand out their rows in place; the Q8_0 cache (kv_q8.cpp) decodes a
+// caches (reference_ops.cpp) hand out their rows in place; the quantized caches (kv_quant.cpp) decode a
 // row into floats once per group of query heads that share it, then runs the same operations, so
 // it gives exactly the bits of attention over its decoded values, at the f32 path's speed.
 //

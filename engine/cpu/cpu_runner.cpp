@@ -10,7 +10,7 @@
 #include "engine/common/error.h"
 #include "engine/cpu/cpu_model.h"
 #include "engine/cpu/cpu_weights.h"
-#include "engine/cpu/kv_q8.h"
+#include "engine/cpu/kv_quant.h"
 #include "engine/cpu/quant/qmatmul.h"
 #include "engine/cpu/reference_ops.h"
 #include "engine/model/kv_pools.h"
@@ -49,11 +49,11 @@ CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
                               ? static_cast<size_t>(window_blocks_)
                               : static_cast<size_t>(options_.num_blocks);
     const size_t rows = spec.mixer == Mixer::kAttention && !spec.attention.shares_kv() ? blocks * block_size * kv_dim : 0;
-    if (q8()) {
-      key_q8_.emplace_back(rows);
-      value_q8_.emplace_back(rows);
-      key_scales_.emplace_back(rows / cpu::kKvQ8Block);
-      value_scales_.emplace_back(rows / cpu::kKvQ8Block);
+    if (quantized_kv()) {
+      key_quants_.emplace_back(cpu::kv_quant_bytes(options_.kv_type, rows));
+      value_quants_.emplace_back(cpu::kv_quant_bytes(options_.kv_type, rows));
+      key_scales_.emplace_back(rows / cpu::kKvBlock);
+      value_scales_.emplace_back(rows / cpu::kKvBlock);
     } else {
       key_pool_.emplace_back(rows);
       value_pool_.emplace_back(rows);
@@ -143,29 +143,31 @@ class PagedKv final : public PagedRows {
   float* values_;
 };
 
-// Q8_0 pools (cpu/kv_q8.h): rows quantized as they are stored.
-class PagedKvQ8 final : public PagedRows {
+// Quantized pools (cpu/kv_quant.h): rows quantized as they are stored.
+class PagedKvQuant final : public PagedRows {
  public:
-  PagedKvQ8(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size,
-            RecurrentStatePool& states, size_t layer, bool window_pool, int8_t* keys, float* key_scales,
-            int8_t* values, float* value_scales)
-      : PagedRows(c, batch, seq_of, block_size, states, layer, window_pool), keys_(keys), key_scales_(key_scales), values_(values),
-        value_scales_(value_scales) {}
+  PagedKvQuant(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size,
+               RecurrentStatePool& states, size_t layer, bool window_pool, KvType type, uint8_t* keys,
+               float* key_scales, uint8_t* values, float* value_scales)
+      : PagedRows(c, batch, seq_of, block_size, states, layer, window_pool), type_(type), keys_(keys),
+        key_scales_(key_scales), values_(values), value_scales_(value_scales) {}
   void store(size_t t, const float* k, const float* v, size_t width) override {
     const size_t at = row_at(t);
-    cpu::quantize_kv_q8(k, width, keys_ + at, key_scales_ + at / cpu::kKvQ8Block);
-    cpu::quantize_kv_q8(v, width, values_ + at, value_scales_ + at / cpu::kKvQ8Block);
+    const size_t q_at = cpu::kv_quant_bytes(type_, at);
+    cpu::quantize_kv(type_, k, width, keys_ + q_at, key_scales_ + at / cpu::kKvBlock);
+    cpu::quantize_kv(type_, v, width, values_ + q_at, value_scales_ + at / cpu::kKvBlock);
   }
   void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) override {
     const Visible r = visible(t, p.window);
-    cpu::attention_paged_q8(out, q, keys_, key_scales_, values_, value_scales_, r.block_table, block_size_, r.first,
-                            r.n_ctx, c_.kv_dim(), p);
+    cpu::attention_paged_quant(out, q, cpu::QuantKvPools{type_, keys_, key_scales_, values_, value_scales_},
+                               r.block_table, block_size_, r.first, r.n_ctx, c_.kv_dim(), p);
   }
 
  private:
-  int8_t* keys_;
+  KvType type_;
+  uint8_t* keys_;
   float* key_scales_;
-  int8_t* values_;
+  uint8_t* values_;
   float* value_scales_;
 };
 
@@ -205,9 +207,10 @@ void CpuRunner::step(const StepBatch& batch, StepResult& out) {
     const size_t block_size = static_cast<size_t>(options_.block_size);
     const size_t kv_l = c.kv_layer(static_cast<uint32_t>(l));  // a KV-sharing layer reads another's pools
     const bool window_pool = window_blocks_ > 0 && in_window_pool(c, l);
-    if (q8()) {
-      PagedKvQ8 kv(c, batch, token_seq_, block_size, states_, l, window_pool, key_q8_[kv_l].data(),
-                   key_scales_[kv_l].data(), value_q8_[kv_l].data(), value_scales_[kv_l].data());
+    if (quantized_kv()) {
+      PagedKvQuant kv(c, batch, token_seq_, block_size, states_, l, window_pool, options_.kv_type,
+                      key_quants_[kv_l].data(), key_scales_[kv_l].data(), value_quants_[kv_l].data(),
+                      value_scales_[kv_l].data());
       cpu_layer(c, weights_->weights(), *vectors_, l, batch.positions.data(), acts, kv, &pool_, kQuantizedMatmul);
     } else {
       PagedKv kv(c, batch, token_seq_, block_size, states_, l, window_pool, key_pool_[kv_l].data(),

@@ -30,8 +30,8 @@ struct CpuRunnerOptions {
   int threads = 0;                // 0 = hardware concurrency
   int32_t max_step_tokens = 512;  // most tokens one step may hold
   int32_t max_step_seqs = 64;     // most sequences one step may hold
-  // Keys and values in F32 (kF16, the unquantized default) or both in Q8_0 (engine/cpu/kv_q8.h:
-  // 0.28x the bytes; head sizes multiples of 32).
+  // Keys and values in F32 (kF16, the unquantized default), or both in Q8_0 or Q4_0
+  // (engine/cpu/kv_quant.h: 0.28x or 0.16x the bytes; head sizes multiples of 32).
   KvType kv_type = KvType::kF16;
   // The cores this runner shares with other models' runners (null: it has them to itself).
   std::shared_ptr<ComputeShare> compute_share;
@@ -72,7 +72,7 @@ class CpuRunner final : public ModelRunner {
   static int32_t window_blocks_for(const LlamaConfig& c, const CpuRunnerOptions& options);
   // One token's K (or V) row of kv_dim values in one layer's pool: F32 for kF16, else kv_row_bytes's.
   static uint64_t pool_row_bytes(KvType type, uint64_t kv_dim);
-  std::string kv_type() const override { return q8() ? "q8_0" : "f32"; }
+  std::string kv_type() const override { return quantized_kv() ? std::string(kv_type_name(options_.kv_type)) : "f32"; }
   int32_t max_step_tokens() const override { return options_.max_step_tokens; }
   int32_t max_step_seqs() const override { return options_.max_step_seqs; }
   int32_t recurrent_state_slots() const override { return limits_.state_slots; }
@@ -98,14 +98,15 @@ class CpuRunner final : public ModelRunner {
 
   std::unique_ptr<CpuModelVectors> vectors_;  // norms, biases, rope factors in F32
 
-  bool q8() const { return options_.kv_type == KvType::kQ8_0; }
+  bool quantized_kv() const { return options_.kv_type != KvType::kF16; }
   // Paged KV cache, per layer: [num_blocks * block_size, kv_dim]; slot = block * block_size + offset
   // (a window-pool layer's: window_blocks_ blocks, addressed by the window block tables).
-  // F32 in key_pool_/value_pool_, or Q8_0 values in the *_q8_ pools with their scales [.., kv_dim/32].
+  // F32 in key_pool_/value_pool_, or quantized in the *_quants_ pools (cpu::kv_quant_bytes of the
+  // values) with their scales [.., kv_dim/32].
   // Zeroed lazily (ZeroedArray): a pool's pages cost only once written.
   std::vector<ZeroedArray<float>> key_pool_;
   std::vector<ZeroedArray<float>> value_pool_;
-  std::vector<ZeroedArray<int8_t>> key_q8_, value_q8_;
+  std::vector<ZeroedArray<uint8_t>> key_quants_, value_quants_;
   std::vector<ZeroedArray<float>> key_scales_, value_scales_;
   RecurrentStatePool states_;  // DeltaNet layers' per-sequence states (no slots for other models)
 

@@ -91,7 +91,7 @@ struct AttentionParams {
 };
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
                const AttentionParams& p);
-// The steps of attention() that other caches' attention (engine/cpu/kv_q8) repeats in its order:
+// The steps of attention() that other caches' attention (engine/cpu/kv_quant) repeats in its order:
 // a score from its dot product (scaled, soft-capped where p.softcap > 0), and the softmax of a
 // head's scores in place: exp(score - max_score) each, returning their sum with the sink's
 // exp(sink - max_score) where sink is not null (a sink weighs in the denominator only).

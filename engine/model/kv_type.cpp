@@ -9,12 +9,20 @@ namespace vks {
 KvType parse_kv_type(std::string_view name) {
   if (name == "f16") return KvType::kF16;
   if (name == "q8_0") return KvType::kQ8_0;
-  throw Error(ErrorCode::kInvalidArgument, "KV cache type must be f16 or q8_0, not '" + std::string(name) + "'");
+  if (name == "q4_0") return KvType::kQ4_0;
+  throw Error(ErrorCode::kInvalidArgument, "KV cache type must be f16, q8_0 or q4_0, not '" + std::string(name) + "'");
 }
 
-std::string_view kv_type_name(KvType type) { return type == KvType::kQ8_0 ? "q8_0" : "f16"; }
+std::string_view kv_type_name(KvType type) {
+  switch (type) {
+    case KvType::kQ8_0: return "q8_0";
+    case KvType::kQ4_0: return "q4_0";
+    case KvType::kF16: break;
+  }
+  return "f16";
+}
 
-uint32_t kv_block_values(KvType type) { return type == KvType::kQ8_0 ? 32 : 1; }
+uint32_t kv_block_values(KvType type) { return type == KvType::kF16 ? 1 : 32; }
 
 void require_kv_type_fits(const LlamaConfig& config, KvType type) {
   const uint32_t block = kv_block_values(type);
@@ -29,8 +37,13 @@ void require_kv_type_fits(const LlamaConfig& config, KvType type) {
 }
 
 uint64_t kv_row_bytes(KvType type, uint64_t kv_dim) {
-  // Q8_0: an int8 per value and an f32 scale per 32 (attn_params.h says why f32).
-  return type == KvType::kQ8_0 ? kv_dim + kv_dim / 32 * 4 : kv_dim * 2;
+  // Q8_0: an int8 per value, Q4_0 a nibble, and an f32 scale per 32 (attn_params.h says why f32).
+  switch (type) {
+    case KvType::kQ8_0: return kv_dim + kv_dim / 32 * 4;
+    case KvType::kQ4_0: return kv_dim / 2 + kv_dim / 32 * 4;
+    case KvType::kF16: break;
+  }
+  return kv_dim * 2;
 }
 
 }  // namespace vks

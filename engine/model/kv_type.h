@@ -1,8 +1,9 @@
 #pragma once
 // The element type of a runner's KV cache, chosen per pool (K and V apart, as llama.cpp's -ctk/-ctv):
-// F16 (the default: the unquantized cache, F32 on the CPU backend) or Q8_0 (int8 values with one
-// scale per 32: 0.56x F16's bytes, 0.28x F32's; the CPU backend takes K and V both or neither).
-// Layouts: engine/vulkan/shaders/attn_params.h, engine/cpu/kv_q8.h.
+// F16 (the default: the unquantized cache, F32 on the CPU backend), Q8_0 (int8 values with one
+// scale per 32: 0.56x F16's bytes, 0.28x F32's) or Q4_0 (4-bit values with one scale per 32: 0.31x
+// F16's bytes, 0.16x F32's). The CPU backend takes one type for K and V.
+// Layouts: engine/vulkan/shaders/attn_params.h, engine/cpu/kv_quant.h.
 #include <cstdint>
 #include <string_view>
 
@@ -10,12 +11,12 @@
 
 namespace vks {
 
-enum class KvType : uint8_t { kF16, kQ8_0 };
+enum class KvType : uint8_t { kF16, kQ8_0, kQ4_0 };
 
-// "f16" or "q8_0"; throws vks::Error(kInvalidArgument) naming the accepted types otherwise.
+// "f16", "q8_0" or "q4_0"; throws vks::Error(kInvalidArgument) naming the accepted types otherwise.
 KvType parse_kv_type(std::string_view name);
 std::string_view kv_type_name(KvType type);
-// Bytes one token's row of kv_dim values takes in a pool of this type (Q8_0: kv_dim a multiple of 32).
+// Bytes one token's row of kv_dim values takes in a pool of this type (quantized: kv_dim a multiple of 32).
 uint64_t kv_row_bytes(KvType type, uint64_t kv_dim);
 // Values per quantization block (1 for F16): head sizes must be a multiple of it.
 uint32_t kv_block_values(KvType type);

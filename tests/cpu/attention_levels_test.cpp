@@ -1,6 +1,6 @@
 // ref::attention's loop (engine/cpu/attention_rows.h) at each instruction-set level it is compiled
 // for: the avx2 and avx512 copies must give the baseline copy's bits exactly, over the f32 reader
-// and the Q8_0 one, for head sizes with and without 16-, 8- and 32-element tails, query-head groups
+// and the quantized ones (Q8_0, Q4_0), for head sizes with and without 16-, 8- and 32-element tails, query-head groups
 // of 1 to 67 (groups of 8, 4 and single heads; more than kMaxGroup), odd and even context lengths,
 // with and without sinks and soft-capping, and for a thread's share of the heads.
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine/cpu/attention_level.h"
-#include "engine/cpu/kv_q8.h"
+#include "engine/cpu/kv_quant.h"
 #include "engine/cpu/reference_ops.h"
 
 namespace vks {
@@ -124,36 +124,41 @@ void f32_attend(ref::AttendLevel level, const Case& c, std::vector<float>& out) 
                        c.n_ctx, c.stride, c.p, level);
 }
 
-// The Q8_0 reader over the same values quantized (it decodes two key rows at a time at avx512).
-void q8_attend(ref::AttendLevel level, const Case& c, std::vector<float>& out) {
-  std::vector<int8_t> kq(c.keys.size()), vq(c.values.size());
-  std::vector<float> ks(c.keys.size() / cpu::kKvQ8Block), vs(ks.size());
-  cpu::quantize_kv_q8(c.keys.data(), c.keys.size(), kq.data(), ks.data());
-  cpu::quantize_kv_q8(c.values.data(), c.values.size(), vq.data(), vs.data());
-  cpu::attention_paged_q8(out.data(), c.q.data(), kq.data(), ks.data(), vq.data(), vs.data(), c.table, Case::kBlock,
-                          c.first, c.n_ctx, c.stride, c.p, level);
+// A quantized reader over the same values quantized (it decodes two key rows at a time at avx512).
+template <KvType kType>
+void quant_attend(ref::AttendLevel level, const Case& c, std::vector<float>& out) {
+  std::vector<uint8_t> kq(cpu::kv_quant_bytes(kType, c.keys.size())), vq(kq.size());
+  std::vector<float> ks(c.keys.size() / cpu::kKvBlock), vs(ks.size());
+  cpu::quantize_kv(kType, c.keys.data(), c.keys.size(), kq.data(), ks.data());
+  cpu::quantize_kv(kType, c.values.data(), c.values.size(), vq.data(), vs.data());
+  cpu::attention_paged_quant(out.data(), c.q.data(), cpu::QuantKvPools{kType, kq.data(), ks.data(), vq.data(), vs.data()},
+                             c.table, Case::kBlock, c.first, c.n_ctx, c.stride, c.p, level);
 }
 
 // head_dim 20: neither 16- nor 8-element steps alone; 8, 24, 40, 72: an 8-element step after the
 // 16-element ones (values) and odd counts of 8-element steps (scores).
 const std::vector<size_t> kF32HeadDims{8, 20, 24, 40, 64, 72, 80, 128};
-const std::vector<size_t> kQ8HeadDims{32, 64, 96, 128};  // Q8_0 blocks may not straddle heads
+const std::vector<size_t> kQuantHeadDims{32, 64, 96, 128};  // quantized blocks may not straddle heads
 
-void run_or_skip(ref::AttendLevel level, bool q8) {
+void run_or_skip(ref::AttendLevel level, KvType type) {
   if (!runs(level)) {
     GTEST_SKIP() << "this CPU does not execute the " << ref::attend_level_name(level) << " copy";
   }
-  if (q8) {
-    expect_baseline_bits(level, shapes(kQ8HeadDims, 5), 6, q8_attend);
+  if (type == KvType::kQ8_0) {
+    expect_baseline_bits(level, shapes(kQuantHeadDims, 5), 6, quant_attend<KvType::kQ8_0>);
+  } else if (type == KvType::kQ4_0) {
+    expect_baseline_bits(level, shapes(kQuantHeadDims, 7), 8, quant_attend<KvType::kQ4_0>);
   } else {
     expect_baseline_bits(level, shapes(kF32HeadDims, 3), 4, f32_attend);
   }
 }
 
-TEST(AttentionLevels, Avx2GivesTheBaselinesBits) { run_or_skip(ref::AttendLevel::kAvx2, false); }
-TEST(AttentionLevels, Avx512GivesTheBaselinesBits) { run_or_skip(ref::AttendLevel::kAvx512, false); }
-TEST(AttentionLevels, Avx2GivesTheBaselinesBitsOverQ8Rows) { run_or_skip(ref::AttendLevel::kAvx2, true); }
-TEST(AttentionLevels, Avx512GivesTheBaselinesBitsOverQ8Rows) { run_or_skip(ref::AttendLevel::kAvx512, true); }
+TEST(AttentionLevels, Avx2GivesTheBaselinesBits) { run_or_skip(ref::AttendLevel::kAvx2, KvType::kF16); }
+TEST(AttentionLevels, Avx512GivesTheBaselinesBits) { run_or_skip(ref::AttendLevel::kAvx512, KvType::kF16); }
+TEST(AttentionLevels, Avx2GivesTheBaselinesBitsOverQ8Rows) { run_or_skip(ref::AttendLevel::kAvx2, KvType::kQ8_0); }
+TEST(AttentionLevels, Avx512GivesTheBaselinesBitsOverQ8Rows) { run_or_skip(ref::AttendLevel::kAvx512, KvType::kQ8_0); }
+TEST(AttentionLevels, Avx2GivesTheBaselinesBitsOverQ4Rows) { run_or_skip(ref::AttendLevel::kAvx2, KvType::kQ4_0); }
+TEST(AttentionLevels, Avx512GivesTheBaselinesBitsOverQ4Rows) { run_or_skip(ref::AttendLevel::kAvx512, KvType::kQ4_0); }
 
 // A level the CPU lacks is lowered to the highest it has: its bits, no illegal instruction.
 TEST(AttentionLevels, ALevelTheCpuLacksRunsTheHighestItHas) {

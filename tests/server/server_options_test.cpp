@@ -60,7 +60,12 @@ TEST(ServerOptions, KvTypeSetsBothPoolsUnlessOneIsNamed) {
   ASSERT_TRUE(keys_apart);
   EXPECT_EQ(keys_apart->kv_type_k, "q8_0");
   EXPECT_EQ(keys_apart->kv_type_v, "f16");
-  EXPECT_THROW((void)parse({"--model", "m.gguf", "--kv-type", "q4_0"}), vks::Error);
+  const auto mixed = parse({"--model", "m.gguf", "--kv-type-k", "q8_0", "--kv-type-v", "q4_0"});
+  ASSERT_TRUE(mixed);
+  EXPECT_EQ(mixed->kv_type_k, "q8_0");
+  EXPECT_EQ(mixed->kv_type_v, "q4_0");
+  EXPECT_THROW((void)parse({"--model", "m.gguf", "--kv-type", "q4_1"}), vks::Error);
+  EXPECT_THROW((void)parse({"--model", "m.gguf", "--kv-type-v", "q5_0"}), vks::Error);
 }
 
 // --cpu-experts: automatic unless asked, "all" every expert layer, or a count (llama.cpp's --n-cpu-moe).

@@ -95,7 +95,7 @@ gpu::RopeKvParams rope_only(int n_tokens, int n_heads, int head_dim, int rope_di
   return gpu::RopeKvParams{static_cast<uint32_t>(n_tokens), static_cast<uint32_t>(n_heads), 0,
                            static_cast<uint32_t>(head_dim), static_cast<uint32_t>(rope_dim),
                            static_cast<uint32_t>(row_stride), static_cast<uint32_t>(col_offset), 0, 0, 0, scale, mode, 0.0f,
-                           VKS_KV_F16, VKS_KV_F16, 0};
+                           VKS_KV_F16, VKS_KV_F16, 0, 0};
 }
 
 struct RopeCase {
@@ -198,7 +198,7 @@ TEST_F(RunnerKernels, KvWriteMatchesReference) {
   std::vector<uint16_t> k_want(static_cast<size_t>(n_slots * kv_dim), 0x1234), v_want = k_want;
   Buffer srcb = make(src), kb = make(pack_halves(k_want)), vb = make(pack_halves(v_want));
   const gpu::RopeKvParams p{n_tokens, 0, n_kv_heads, head_dim, 0, row_stride, 0, k_offset, v_offset, n_slots, 1.0f,
-                            VKS_ROPE_MODE_NORM, 0.0f, VKS_KV_F16, VKS_KV_F16, 0};
+                            VKS_ROPE_MODE_NORM, 0.0f, VKS_KV_F16, VKS_KV_F16, 0, 0};
   rope_kv(srcb, std::vector<int32_t>(n_tokens, 0), {0.0f}, &kb, &vb, slots, p);
 
   test::kv_write_ref(src, n_tokens, kv_dim, row_stride, k_offset, v_offset, slots, k_want, v_want);
@@ -210,58 +210,94 @@ TEST_F(RunnerKernels, KvWriteMatchesReference) {
   EXPECT_EQ(read<float>(srcb, src.size()), src) << "the rows are only read";
 }
 
-// A Q8_0 pool as rope_kv_f16 writes it (attn_params.h): each block of 32 values an int8 per value
-// and an f32 scale max|v| / 127 in the plane after the quants, against the values written (no
-// rotation here: position 0). K in Q8_0 with V in F16, and both in Q8_0; an invalid slot is skipped.
-TEST_F(RunnerKernels, KvWriteQuantizesQ8Blocks) {
+// A quantized pool's words for n_slots rows of kv_dim values: quants, then one f32 scale a block.
+uint32_t quant_words(uint32_t type, uint32_t values) { return values / (type == VKS_KV_Q4_0 ? 8 : 4) + values / 32; }
+
+// Value `at` of a pool as attn_params.h lays it out (scales at uint scales_at), and its block's scale.
+float pool_value(const std::vector<uint32_t>& w, uint32_t type, uint32_t scales_at, size_t at, float* scale) {
+  if (type == VKS_KV_F16) return fp16_to_fp32(static_cast<uint16_t>(w[at / 2] >> (16 * (at % 2))));
+  *scale = std::bit_cast<float>(w[scales_at + at / 32]);
+  if (type == VKS_KV_Q4_0) return static_cast<float>(static_cast<int>((w[at / 8] >> (4 * (at % 8))) & 15u) - 8) * *scale;
+  return static_cast<float>(static_cast<int8_t>(w[at / 4] >> (8 * (at % 4)))) * *scale;
+}
+
+// Quantized pools as rope_kv_f16 writes them (attn_params.h), against the values written (no rotation
+// here: position 0), for K and V of every type pair the runner makes, mixed ones included (each pool
+// with its own scale plane):
+//  - Q8_0: each block's scale max|v| / 127, every value within half a step;
+//  - Q4_0: the scale the block's value of largest magnitude / -8, exactly, that value decoding to
+//    itself, the others within half a step up to +7 steps (the far side of that value stops there);
+//  - F16: the half of each value.
+// An all-zero block, a block whose largest magnitude is positive, an invalid slot that is skipped.
+TEST_F(RunnerKernels, KvWriteQuantizesBlocks) {
   const int n_tokens = 5, n_kv_heads = 2, head_dim = 32, kv_dim = n_kv_heads * head_dim, row_stride = 140;
   const int k_offset = 4, v_offset = 70, n_slots = 12;
-  const uint32_t scales_at = n_slots * kv_dim / 4;
   std::vector<float> src = random_floats(static_cast<size_t>(n_tokens * row_stride), 17, -3.0f, 3.0f);
   for (int i = 0; i < 32; ++i) src[static_cast<size_t>(2 * row_stride + v_offset + 32 + i)] = 0.0f;  // an all-zero block
+  src[static_cast<size_t>(k_offset + 40)] = 3.5f;   // token 0's second K block peaks positive
+  src[static_cast<size_t>(k_offset + 41)] = -3.5f;  // and the equal negative comes later
   const std::vector<int32_t> slots{7, 2, 11, n_slots + 1, 0};
   const uint32_t fill = 0xdeadbeef;  // what an untouched word keeps
-  const uint64_t q8_words = scales_at + n_slots * kv_dim / 32, f16_words = n_slots * kv_dim / 2;
-  for (const uint32_t v_type : {uint32_t{VKS_KV_F16}, uint32_t{VKS_KV_Q8_0}}) {
-    Buffer srcb = make(src), kb = make(std::vector<uint32_t>(q8_words, fill));
-    Buffer vb = make(std::vector<uint32_t>(v_type == VKS_KV_Q8_0 ? q8_words : f16_words, fill));
+  const uint32_t values = n_slots * kv_dim;
+  for (const auto& [k_type, v_type] :
+       {std::pair{uint32_t{VKS_KV_Q8_0}, uint32_t{VKS_KV_F16}}, std::pair{uint32_t{VKS_KV_Q8_0}, uint32_t{VKS_KV_Q8_0}},
+        std::pair{uint32_t{VKS_KV_Q4_0}, uint32_t{VKS_KV_Q4_0}}, std::pair{uint32_t{VKS_KV_Q8_0}, uint32_t{VKS_KV_Q4_0}},
+        std::pair{uint32_t{VKS_KV_F16}, uint32_t{VKS_KV_Q4_0}}}) {
+    const uint32_t k_words_n = k_type == VKS_KV_F16 ? values / 2 : quant_words(k_type, values);
+    const uint32_t v_words_n = v_type == VKS_KV_F16 ? values / 2 : quant_words(v_type, values);
+    const uint32_t k_scales_at = k_words_n - values / 32, v_scales_at = v_words_n - values / 32;
+    Buffer srcb = make(src), kb = make(std::vector<uint32_t>(k_words_n, fill)), vb = make(std::vector<uint32_t>(v_words_n, fill));
     const gpu::RopeKvParams p{n_tokens, 0, n_kv_heads, head_dim, 0, row_stride, 0, k_offset, v_offset, n_slots,
-                              1.0f, VKS_ROPE_MODE_NORM, 0.0f, VKS_KV_Q8_0, v_type, scales_at};
+                              1.0f, VKS_ROPE_MODE_NORM, 0.0f, k_type, v_type, k_scales_at, v_scales_at};
     rope_kv(srcb, std::vector<int32_t>(n_tokens, 0), {0.0f}, &kb, &vb, slots, p);
-    const std::vector<uint32_t> k_words = read<uint32_t>(kb, q8_words);
-    const std::vector<uint32_t> v_words = read<uint32_t>(vb, v_type == VKS_KV_Q8_0 ? q8_words : f16_words);
-    // Decodes value `col` of `slot` from a Q8_0 pool.
-    auto q8_value = [&](const std::vector<uint32_t>& w, int slot, int col, float* scale) {
-      const size_t at = static_cast<size_t>(slot * kv_dim + col);
-      *scale = std::bit_cast<float>(w[scales_at + at / 32]);
-      return static_cast<float>(static_cast<int8_t>(w[at / 4] >> (8 * (at % 4)))) * *scale;
-    };
+    const std::vector<uint32_t> k_words = read<uint32_t>(kb, k_words_n), v_words = read<uint32_t>(vb, v_words_n);
+    const std::string types = "K " + std::to_string(k_type) + " V " + std::to_string(v_type);
     for (int t = 0; t < n_tokens; ++t) {
       const int slot = slots[static_cast<size_t>(t)];
       if (slot >= n_slots) continue;
       for (int col = 0; col < kv_dim; col += 32) {
         for (const bool is_k : {true, false}) {
+          const uint32_t type = is_k ? k_type : v_type;
+          const std::vector<uint32_t>& words = is_k ? k_words : v_words;
           const float* v = &src[static_cast<size_t>(t * row_stride + (is_k ? k_offset : v_offset) + col)];
-          float amax = 0.0f;
-          for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[i]));
+          float amax = 0.0f, peak = 0.0f;  // llama.cpp's scan: the first of equal magnitudes
           for (int i = 0; i < 32; ++i) {
-            if (!is_k && v_type == VKS_KV_F16) {
-              const uint16_t half = static_cast<uint16_t>(v_words[static_cast<size_t>(slot * kv_dim + col + i) / 2] >> (16 * ((col + i) % 2)));
-              ASSERT_EQ(half, fp32_to_fp16(v[i])) << "V half, token " << t << " col " << col + i;
+            if (amax < std::fabs(v[i])) {
+              amax = std::fabs(v[i]);
+              peak = v[i];
+            }
+          }
+          const std::string where = types + (is_k ? ", K" : ", V") + " token " + std::to_string(t) + " col " + std::to_string(col);
+          for (int i = 0; i < 32; ++i) {
+            float scale = 0.0f;
+            const float got = pool_value(words, type, is_k ? k_scales_at : v_scales_at,
+                                         static_cast<size_t>(slot * kv_dim + col + i), &scale);
+            if (type == VKS_KV_F16) {
+              ASSERT_EQ(got, fp16_to_fp32(fp32_to_fp16(v[i]))) << where << " + " << i;
               continue;
             }
-            float scale = 0.0f;
-            const float got = q8_value(is_k ? k_words : v_words, slot, col + i, &scale);
-            ASSERT_NEAR(scale, amax / 127.0f, 1e-6f * amax) << (is_k ? "K" : "V") << " token " << t << " col " << col;
+            float bound = 0.5f * std::fabs(scale);
+            if (type == VKS_KV_Q8_0) {
+              ASSERT_NEAR(scale, amax / 127.0f, 1e-6f * amax) << where;
+            } else {
+              ASSERT_EQ(scale, peak * -0.125f) << where;
+              if (v[i] == peak && amax > 0.0f) {
+                ASSERT_EQ(got, peak) << where << ": the peak decodes exactly";
+              }
+              const float steps = scale != 0.0f ? v[i] / scale : 0.0f;
+              if (steps > 7.5f) bound = (steps - 7.0f) * std::fabs(scale);
+            }
             // Rounded to the nearest step: within half a step (and exact zeros stay zero).
-            ASSERT_LE(std::fabs(got - v[i]), 0.5f * scale * 1.0001f + 1e-7f)
-                << (is_k ? "K" : "V") << " token " << t << " col " << col + i << ": " << got << " vs " << v[i];
+            ASSERT_LE(std::fabs(got - v[i]), bound * 1.0001f + 1e-7f) << where << " + " << i << ": " << got << " vs " << v[i];
           }
         }
       }
     }
-    // The skipped slot's words are untouched.
-    for (int col = 0; col < kv_dim; col += 4) EXPECT_EQ(k_words[static_cast<size_t>(3 * kv_dim + col) / 4], fill);
+    // The skipped slot's quants are untouched (its words hold whole blocks of one slot).
+    for (const auto& [type, words] : {std::pair{k_type, &k_words}, std::pair{v_type, &v_words}}) {
+      const uint32_t per_slot = type == VKS_KV_F16 ? kv_dim / 2 : kv_dim / (type == VKS_KV_Q4_0 ? 8 : 4);
+      for (uint32_t w = 0; w < per_slot; ++w) EXPECT_EQ((*words)[3 * per_slot + w], fill) << types;
+    }
   }
 }
 
@@ -286,7 +322,7 @@ TEST_F(RunnerKernels, RopeKvMatchesRopeThenKvWrite) {
     Buffer rb = make(rows), kb = make(pack_halves(pool_fill)), vb = make(pack_halves(pool_fill));
     rope_kv(rb, pos, ref::rope_frequencies(rp), &kb, &vb, slots,
             gpu::RopeKvParams{n_tokens, n_q, n_kv, head_dim, rope_dim, row_stride, q_offset, k_offset, v_offset,
-                              n_slots, 1.0f, mode, 0.0f, VKS_KV_F16, VKS_KV_F16, 0});
+                              n_slots, 1.0f, mode, 0.0f, VKS_KV_F16, VKS_KV_F16, 0, 0});
 
     // Rows: Q rotated, everything else (K, V, padding before and after) as it was.
     std::vector<float> want_rows = rows;
@@ -534,12 +570,13 @@ TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
   }
 }
 
-// Q8_0 pools (attn_params.h) whose values are exact halves: each block's scale a power of two, so
-// scale * int8 is a half and the same number an F16 pool holds. Reading them must give the F16
-// pools' output bit for bit (the kernels add the same products in the same order), which checks
-// every index of the quant and scale planes; K alone and both in Q8_0; windows, soft-caps, sinks,
-// parallel splits, GQA, head_dim 32 and 64.
-TEST_P(RunnerAttention, Q8PoolsGiveTheBitsOfTheirValuesAsF16) {
+// Quantized pools (attn_params.h) whose values are exact halves: each block's scale a power of two,
+// so scale * int8 (Q8_0) or scale * (nibble - 8) (Q4_0) is a half and the same number an F16 pool
+// holds. Reading them must give the F16 pools' output bit for bit (the kernels add the same products
+// in the same order), which checks every index of the quant and scale planes; K alone in Q8_0, both
+// in Q8_0, both in Q4_0, Q8_0 keys with Q4_0 values (two scale planes apart); windows, soft-caps,
+// sinks, parallel splits, GQA, head_dim 32 and 64.
+TEST_P(RunnerAttention, QuantPoolsGiveTheBitsOfTheirValuesAsF16) {
   const MatmulFamily family = GetParam();
   const std::vector<AttnCase> cases = {
       {4, 2, 32, 16, {{0, 12}, {30, 1}, {200, 9}, {5, 1}}, 8, 5.0f, true},
@@ -549,25 +586,37 @@ TEST_P(RunnerAttention, Q8PoolsGiveTheBitsOfTheirValuesAsF16) {
   for (const AttnCase& c : cases) {
     AttnRun r(c, seed += 10);
     const size_t n_values = r.k_.size(), blocks = n_values / 32;
-    const uint32_t scales_at = static_cast<uint32_t>(n_values / 4);
-    // Random int8 values and power-of-two scales, as Q8_0 words and as the halves they decode to.
+    // Random quants and power-of-two scales, as a pool's words and as the halves they decode to.
     std::mt19937 rng(seed);
-    auto q8_pool = [&](std::vector<uint16_t>& halves) {
-      std::vector<uint32_t> words(n_values / 4 + blocks, 0u);
+    auto quant_pool = [&](uint32_t type, std::vector<uint16_t>& halves) {
+      const size_t scales_at = n_values / (type == VKS_KV_Q4_0 ? 8 : 4);
+      std::vector<uint32_t> words(scales_at + blocks, 0u);
       for (size_t b = 0; b < blocks; ++b) {
         const float scale = std::ldexp(1.0f, -4 - static_cast<int>(rng() % 5));
         words[scales_at + b] = std::bit_cast<uint32_t>(scale);
         for (size_t i = 0; i < 32; ++i) {
-          const int8_t q = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
-          words[(b * 32 + i) / 4] |= uint32_t(uint8_t(q)) << (8 * (i % 4));
-          halves[b * 32 + i] = fp32_to_fp16(scale * q);  // exact: 7 bits times a power of two
+          const size_t at = b * 32 + i;
+          int q = 0;
+          if (type == VKS_KV_Q4_0) {
+            const uint32_t nibble = rng() % 16;
+            words[at / 8] |= nibble << (4 * (at % 8));
+            q = static_cast<int>(nibble) - 8;
+          } else {
+            q = static_cast<int>(rng() % 255) - 127;
+            words[at / 4] |= uint32_t(uint8_t(int8_t(q))) << (8 * (at % 4));
+          }
+          halves[at] = fp32_to_fp16(scale * static_cast<float>(q));  // exact: 7 bits times a power of two
         }
       }
       return words;
     };
-    const std::vector<uint32_t> k_words = q8_pool(r.k_), v_words = q8_pool(r.v_);
-    Buffer k_f16 = make(pack_halves(r.k_)), v_f16 = make(pack_halves(r.v_));
-    Buffer k_q8 = make(k_words), v_q8 = make(v_words);
+    // Every quantized pool decodes to the same halves: Q8_0's drawn first, Q4_0's the same values
+    // with quants of 4 bits, drawn again for both pools.
+    std::vector<uint16_t> k8 = r.k_, v8 = r.v_;
+    const std::vector<uint32_t> k_q8_words = quant_pool(VKS_KV_Q8_0, k8), v_q8_words = quant_pool(VKS_KV_Q8_0, v8);
+    std::vector<uint16_t> k4 = r.k_, v4 = r.v_;
+    const std::vector<uint32_t> k_q4_words = quant_pool(VKS_KV_Q4_0, k4), v_q4_words = quant_pool(VKS_KV_Q4_0, v4);
+    Buffer k_q8 = make(k_q8_words), v_q8 = make(v_q8_words), k_q4 = make(k_q4_words), v_q4 = make(v_q4_words);
     std::vector<size_t> all(c.seqs.size());
     std::iota(all.begin(), all.end(), 0);
     const AttnRun::Batch b = r.batch(all);
@@ -578,14 +627,18 @@ TEST_P(RunnerAttention, Q8PoolsGiveTheBitsOfTheirValuesAsF16) {
     const uint64_t partials_bytes = attention_partials_bytes(static_cast<uint32_t>(c.n_heads),
                                                              static_cast<uint32_t>(c.head_dim), longest);
     Buffer partials = device_->create_buffer(partials_bytes);
-    auto attend = [&](uint32_t k_type, uint32_t v_type) {
+    // keys and values: the halves both pools of a run decode to (F16 pools of them stand in for F16).
+    auto attend = [&](uint32_t k_type, uint32_t v_type, const std::vector<uint16_t>& keys,
+                      const std::vector<uint16_t>& vals) {
       gpu::AttnParams p = r.params(n);
       p.k_type = k_type;
       p.v_type = v_type;
-      p.q8_scales_at = scales_at;
+      p.k_scales_at = static_cast<uint32_t>(n_values / (k_type == VKS_KV_Q4_0 ? 8 : 4));
+      p.v_scales_at = static_cast<uint32_t>(n_values / (v_type == VKS_KV_Q4_0 ? 8 : 4));
       Buffer ob = device_->create_buffer(uint64_t{n} * p.out_stride * sizeof(float));
-      const Buffer& kb = k_type == VKS_KV_Q8_0 ? k_q8 : k_f16;
-      const Buffer& vb = v_type == VKS_KV_Q8_0 ? v_q8 : v_f16;
+      Buffer k_f16 = make(pack_halves(keys)), v_f16 = make(pack_halves(vals));
+      const Buffer& kb = k_type == VKS_KV_Q8_0 ? k_q8 : k_type == VKS_KV_Q4_0 ? k_q4 : k_f16;
+      const Buffer& vb = v_type == VKS_KV_Q8_0 ? v_q8 : v_type == VKS_KV_Q4_0 ? v_q4 : v_f16;
       run([&](CommandBuffer& cmd) {
         record_attention(cmd, *kernels_,
                          AttnBindings{qb.view(), kb.view(), vb.view(), pb.view(), tb.view(), bt.view(), ob.view(),
@@ -594,20 +647,26 @@ TEST_P(RunnerAttention, Q8PoolsGiveTheBitsOfTheirValuesAsF16) {
       });
       return read<float>(ob, size_t{n} * p.out_stride);
     };
-    const std::vector<float> want = attend(VKS_KV_F16, VKS_KV_F16);
-    // (Each pair of types is a pipeline to compile here. F16 keys with Q8_0 values run in no test yet:
-    // the runner suite only checks that stories260K refuses them.)
-    for (const auto& [k_type, v_type] : {std::pair{uint32_t{VKS_KV_Q8_0}, uint32_t{VKS_KV_Q8_0}},
-                                         std::pair{uint32_t{VKS_KV_Q8_0}, uint32_t{VKS_KV_F16}}}) {
-      const std::vector<float> got = attend(k_type, v_type);
+    const uint32_t f16 = VKS_KV_F16, q8 = VKS_KV_Q8_0, q4 = VKS_KV_Q4_0;
+    struct Run {
+      uint32_t k_type, v_type;
+      const std::vector<uint16_t>&keys, &vals;
+    };
+    // (Each pair of types is a pipeline to compile here. F16 keys with quantized values run in no
+    // test: the runner suite only checks that stories260K refuses them.)
+    const std::vector<float> want8 = attend(f16, f16, k8, v8), want4 = attend(f16, f16, k4, v4),
+                             want84 = attend(f16, f16, k8, v4);
+    for (const Run& run_types : {Run{q8, q8, k8, v8}, Run{q8, f16, k8, v8}, Run{q4, q4, k4, v4}, Run{q8, q4, k8, v4}}) {
+      const std::vector<float>& want = &run_types.keys == &k4 ? want4 : &run_types.vals == &v4 ? want84 : want8;
+      const std::vector<float> got = attend(run_types.k_type, run_types.v_type, run_types.keys, run_types.vals);
       ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-          << "head_dim " << c.head_dim << " K " << k_type << " V " << v_type << ": "
+          << "head_dim " << c.head_dim << " K " << run_types.k_type << " V " << run_types.v_type << ": "
           << normalized_error(got, want);
     }
     // And the F16 run is attention itself (the reference the other test holds every case to).
-    std::vector<float> ref(want.size());
-    test::attn_ref(r.ref_args(static_cast<int>(n)), b.q, r.k_, r.v_, b.positions, b.token_seq, b.block_tables, ref);
-    EXPECT_LT(normalized_error(want, ref), 2e-6) << "head_dim " << c.head_dim;
+    std::vector<float> ref(want8.size());
+    test::attn_ref(r.ref_args(static_cast<int>(n)), b.q, k8, v8, b.positions, b.token_seq, b.block_tables, ref);
+    EXPECT_LT(normalized_error(want8, ref), 2e-6) << "head_dim " << c.head_dim;
   }
 }
 

@@ -42,18 +42,28 @@ TEST(RunnerKvCache, KvSharingLayersHaveNoPoolsOfTheirOwn) {
   EXPECT_EQ(s.layer_pool[20], 18u);
 }
 
-TEST(RunnerKvCache, Q8PoolsHoldMoreBlocksInTheSameBudget) {
-  const LlamaConfig c = tinyllama();  // per layer and token: F16 512 bytes each pool, Q8_0 256 + 8 * 4 = 288
+TEST(RunnerKvCache, QuantizedPoolsHoldMoreBlocksInTheSameBudget) {
+  // Per layer and token: F16 512 bytes each pool, Q8_0 256 + 8 * 4 = 288, Q4_0 128 + 8 * 4 = 160.
+  const LlamaConfig c = tinyllama();
   const uint64_t budget = 44ull * 8192 * 100;
   const KvCacheShape both = plan_kv_cache(c, 16, 0, budget, 128ull << 20, KvType::kQ8_0, KvType::kQ8_0);
   EXPECT_EQ(both.bytes_per_token(), 22ull * 2 * 288);
   EXPECT_EQ(both.num_blocks, static_cast<int32_t>(budget / (16 * 22 * 2 * 288)));  // 177 against 100
   EXPECT_EQ(both.k_pool_bytes(), uint64_t(both.num_blocks) * 16 * 288);
-  EXPECT_EQ(both.q8_scales_at(), uint64_t(both.num_blocks) * 16 * 256 / 4);
+  EXPECT_EQ(both.k_scales_at(0), uint64_t(both.num_blocks) * 16 * 256 / 4);
   const KvCacheShape keys = plan_kv_cache(c, 16, 10, 0, 128ull << 20, KvType::kQ8_0, KvType::kF16);
   EXPECT_EQ(keys.bytes_per_token(), 22ull * (288 + 512));
   EXPECT_EQ(keys.k_pool_bytes(), 10ull * 16 * 288);
   EXPECT_EQ(keys.v_pool_bytes(), 10ull * 16 * 512);
+  const KvCacheShape q4 = plan_kv_cache(c, 16, 0, budget, 128ull << 20, KvType::kQ4_0, KvType::kQ4_0);
+  EXPECT_EQ(q4.bytes_per_token(), 22ull * 2 * 160);
+  EXPECT_EQ(q4.num_blocks, static_cast<int32_t>(budget / (16 * 22 * 2 * 160)));  // 320 against 100
+  EXPECT_EQ(q4.v_pool_bytes(), uint64_t(q4.num_blocks) * 16 * 160);
+  EXPECT_EQ(q4.v_scales_at(0), uint64_t(q4.num_blocks) * 16 * 256 / 8);  // after 8 nibbles a uint
+  const KvCacheShape mixed = plan_kv_cache(c, 16, 10, 0, 128ull << 20, KvType::kQ8_0, KvType::kQ4_0);
+  EXPECT_EQ(mixed.bytes_per_token(), 22ull * (288 + 160));
+  EXPECT_EQ(mixed.k_scales_at(0), 10u * 16 * 256 / 4);
+  EXPECT_EQ(mixed.v_scales_at(0), 10u * 16 * 256 / 8);
   // A block of 32 values must not straddle two heads.
   LlamaConfig small = c;
   small.head_dim = 48;
@@ -65,9 +75,12 @@ TEST(RunnerKvCache, Q8PoolsHoldMoreBlocksInTheSameBudget) {
     small.layers.push_back(spec);
   }
   EXPECT_THROW(plan_kv_cache(small, 16, 10, 0, 128ull << 20, KvType::kF16, KvType::kQ8_0), Error);
+  EXPECT_THROW(plan_kv_cache(small, 16, 10, 0, 128ull << 20, KvType::kQ4_0, KvType::kF16), Error);
   EXPECT_NO_THROW(plan_kv_cache(small, 16, 10, 0, 128ull << 20));
-  EXPECT_THROW(parse_kv_type("q4_0"), Error);
+  EXPECT_THROW(parse_kv_type("q4_1"), Error);
   EXPECT_EQ(parse_kv_type("q8_0"), KvType::kQ8_0);
+  EXPECT_EQ(parse_kv_type("q4_0"), KvType::kQ4_0);
+  EXPECT_EQ(kv_type_name(KvType::kQ4_0), "q4_0");
 }
 
 TEST(RunnerKvCache, AWindowPoolIsPaidForFirstAndSizesItsLayersPools) {
@@ -90,7 +103,7 @@ TEST(RunnerKvCache, AWindowPoolIsPaidForFirstAndSizesItsLayersPools) {
   EXPECT_FALSE(s.in_window_pool(5));
   EXPECT_EQ(s.k_pool_bytes(0), 20ull * 8192);
   EXPECT_EQ(s.v_pool_bytes(5), 100ull * 8192);
-  EXPECT_EQ(s.q8_scales_at(0), 20u * 16 * 256 / 4);
+  EXPECT_EQ(s.scales_at(KvType::kQ8_0, s.n_slots(0)), 20u * 16 * 256 / 4);
   EXPECT_EQ(s.total_bytes(), budget);
   EXPECT_EQ(s.window_bytes_per_token(), 19ull * 2 * 512);
   // Asked for more window blocks than one pool of the budget holds (30 blocks of every layer): both

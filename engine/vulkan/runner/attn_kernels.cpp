@@ -24,13 +24,13 @@ AttnKernelChoice attention_choice(MatmulFamily family) {
 }  // namespace
 
 void record_rope_kv(CommandBuffer& cmd, KernelRegistry& kernels, const RopeKvBindings& b, const gpu::RopeKvParams& p) {
-  // With a Q8_0 pool an invocation writes 4 K and V values (8 a block), else a pair (rope_kv_f16.comp).
-  const bool blocks = p.k_type == VKS_KV_Q8_0 || p.v_type == VKS_KV_Q8_0;
+  // With a quantized pool an invocation writes 4 K and V values (8 a block), else a pair (rope_kv_f16.comp).
+  const bool blocks = p.k_type != VKS_KV_F16 || p.v_type != VKS_KV_F16;
   const uint64_t kv_units = uint64_t{p.n_kv_heads} * p.head_dim / (blocks ? 4 : 2);
   const uint64_t invocations = uint64_t{p.n_q_heads} * (p.rope_dim / 2) + kv_units;
   if (invocations == 0 || p.n_tokens == 0) return;
-  if (blocks && p.n_kv_heads > 0 && p.head_dim % VKS_KV_Q8_BLOCK != 0) {
-    throw Error(ErrorCode::kInvalidArgument, "rope_kv: a Q8_0 pool needs head_dim a multiple of 32");
+  if (blocks && p.n_kv_heads > 0 && p.head_dim % VKS_KV_BLOCK != 0) {
+    throw Error(ErrorCode::kInvalidArgument, "rope_kv: a quantized pool needs head_dim a multiple of 32");
   }
   const uint32_t constants[2] = {p.k_type, p.v_type};  // constant_id 0 and 1 of rope_kv_f16.comp
   const Kernel& k = blocks ? kernels.get("rope_kv_f16", constants) : kernels.get("rope_kv_f16");
@@ -107,10 +107,11 @@ const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, Matmu
   if (k_type == VKS_KV_F16 && v_type == VKS_KV_F16) {
     return specialized_for_head(kernels, attention_choice(family).name, head_dim);
   }
-  if (head_dim % VKS_KV_Q8_BLOCK != 0) {
-    throw Error(ErrorCode::kInvalidArgument, "attention: a Q8_0 pool needs head_dim a multiple of 32");
+  if (head_dim % VKS_KV_BLOCK != 0) {
+    throw Error(ErrorCode::kInvalidArgument, "attention: a quantized pool needs head_dim a multiple of 32");
   }
-  // constant_id 2 and 3: the pools' types (a Q8_0 head size is a multiple of 32, so dim_step is 4).
+  // constant_id 2 and 3: the pools' types (a quantized pool's head size is a multiple of 32, so
+  // dim_step is 4).
   const AttnSpecialization spec = attention_specialization(head_dim);
   const uint32_t constants[4] = {spec.half_head_dim, spec.dim_step, k_type, v_type};
   return kernels.get(attention_choice(family).name, constants);

@@ -11,7 +11,14 @@
 namespace vks::vk {
 
 // A KV pool type as the kernels name it (VKS_KV_*).
-inline uint32_t kv_type_id(KvType type) { return type == KvType::kQ8_0 ? VKS_KV_Q8_0 : VKS_KV_F16; }
+inline uint32_t kv_type_id(KvType type) {
+  switch (type) {
+    case KvType::kQ8_0: return VKS_KV_Q8_0;
+    case KvType::kQ4_0: return VKS_KV_Q4_0;
+    case KvType::kF16: break;
+  }
+  return VKS_KV_F16;
+}
 
 struct RopeKvBindings {
   BufferView rows;          // f32 [n_tokens][row_stride]: Q rotated in place, K and V read

@@ -1,5 +1,5 @@
 #pragma once
-// The paged KV cache: one K pool and one V pool per layer, F16 or Q8_0, num_blocks blocks of block_size
+// The paged KV cache: one K pool and one V pool per layer, F16, Q8_0 or Q4_0, num_blocks blocks of block_size
 // tokens each (layout in engine/vulkan/shaders/attn_params.h), or window_blocks for a layer in the
 // window pool (engine/model/kv_pools.h). The scheduler owns which blocks belong to which sequence;
 // this only holds the memory.
@@ -41,17 +41,21 @@ struct KvCacheShape {
   uint64_t bytes_per_token() const { return row_pair_bytes() * n_layers; }
   uint64_t window_bytes_per_token() const;
   uint64_t total_bytes() const;
-  // uint index of a Q8_0 pool's scale plane (attn_params.h): the full pool's and a layer's own.
-  uint32_t q8_scales_at() const { return static_cast<uint32_t>(n_slots() * kv_dim / 4); }
-  uint32_t q8_scales_at(uint32_t layer) const { return static_cast<uint32_t>(n_slots(layer) * kv_dim / 4); }
+  // uint index of a quantized pool's scale plane (attn_params.h: after its quants, 4 values a uint
+  // for Q8_0, 8 for Q4_0; unused for F16), in a layer's own pools.
+  uint32_t k_scales_at(uint32_t layer) const { return scales_at(k_type, n_slots(layer)); }
+  uint32_t v_scales_at(uint32_t layer) const { return scales_at(v_type, n_slots(layer)); }
+  uint32_t scales_at(KvType type, uint64_t slots) const {
+    return static_cast<uint32_t>(slots * kv_dim / (type == KvType::kQ4_0 ? 8 : 4));
+  }
 };
 
 // num_blocks = requested, or (0) as many as kv_budget_bytes holds at these types; clamped so one
 // pool fits one storage binding (max_pool_bytes). window_blocks > 0 for a model with a window pool
 // (window_pool_window > 0) gives its window layers pools of that many blocks (clamped the same way),
 // and a budget is spent on them first. Throws vks::Error(kInvalidArgument) for block_size < 1 or a
-// result below one block, kUnsupported for a Q8_0 pool of a model whose head size is not a multiple
-// of 32.
+// result below one block, kUnsupported for a quantized pool of a model whose head size is not a
+// multiple of 32.
 KvCacheShape plan_kv_cache(const LlamaConfig& config, int32_t block_size, int32_t requested_blocks,
                            uint64_t kv_budget_bytes, uint64_t max_pool_bytes, KvType k_type = KvType::kF16,
                            KvType v_type = KvType::kF16, int32_t window_blocks = 0);

@@ -33,8 +33,8 @@ struct RunnerOptions {
   // model's drafter with its fixed slots of one pool).
   int32_t num_window_blocks = 0;
   // The K and V pools' element types (engine/model/kv_type.h; the CPU backend keeps F32 for kF16
-  // and takes Q8_0 for both or neither). Q8_0 takes 36 bytes per 32 values against F16's 64, so
-  // the same budget holds 1.8x the blocks.
+  // and takes one type for both). Q8_0 takes 36 bytes per 32 values against F16's 64, Q4_0 20, so
+  // the same budget holds 1.8x or 3.2x the blocks.
   KvType kv_type_k = KvType::kF16;
   KvType kv_type_v = KvType::kF16;
   int32_t max_step_tokens = 512;    // most tokens in one step (sizes activations)

@@ -598,7 +598,8 @@ void VulkanRunner::record_attention_mixer(vk::CommandBuffer& cmd, uint32_t l, co
                                        c.rope_mode == RopeMode::kNeox ? uint32_t{VKS_ROPE_MODE_NEOX}
                                                                       : uint32_t{VKS_ROPE_MODE_NORM},
                                        L.rope_mscale_extra, vk::kv_type_id(kv_->shape().k_type),
-                                       vk::kv_type_id(kv_->shape().v_type), kv_->shape().q8_scales_at(l)});
+                                       vk::kv_type_id(kv_->shape().v_type), kv_->shape().k_scales_at(l),
+                                       kv_->shape().v_scales_at(l)});
   mark(cmd, "rope_kv");
   barrier(cmd);
   gpu::AttnParams ap{};
@@ -618,7 +619,8 @@ void VulkanRunner::record_attention_mixer(vk::CommandBuffer& cmd, uint32_t l, co
   ap.has_sinks = L.sinks.valid() ? 1u : 0u;
   ap.k_type = vk::kv_type_id(kv_->shape().k_type);
   ap.v_type = vk::kv_type_id(kv_->shape().v_type);
-  ap.q8_scales_at = kv_->shape().q8_scales_at(l);
+  ap.k_scales_at = kv_->shape().k_scales_at(l);
+  ap.v_scales_at = kv_->shape().v_scales_at(l);
   vk::record_attention(cmd, *kernels_,
                        vk::AttnBindings{qkv_.view(), kv_->k(l), kv_->v(l), positions_.device.view(),
                                         token_seq_.device.view(), tables, att_.view(),

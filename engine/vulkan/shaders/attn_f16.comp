@@ -40,7 +40,7 @@ layout(push_constant) uniform Push { AttnParams p; };
 // Set by record_attention: p.head_dim == 2 * HALF_HD, and DIM_STEP divides HALF_HD.
 layout(constant_id = 0) const uint HALF_HD = 4;   // head_dim / 2 (pairs of halves)
 layout(constant_id = 1) const uint DIM_STEP = 4;  // pairs handled per runtime-loop iteration
-layout(constant_id = 2) const uint K_TYPE = VKS_KV_F16;  // the pools' VKS_KV_* (Q8_0: DIM_STEP is 4)
+layout(constant_id = 2) const uint K_TYPE = VKS_KV_F16;  // the pools' VKS_KV_* (quantized: DIM_STEP is 4)
 layout(constant_id = 3) const uint V_TYPE = VKS_KV_F16;
 const uint CHUNK = VKS_ATTN_CHUNK;
 
@@ -95,15 +95,15 @@ void main() {
       s[j] = 0.0;
     }
     // Scores: each key's dot product sums its pairs in order (i0, then u, ascending).
-    // Q8_0 keys a block of 16 pairs at a time (kv_q8_block), in the same order.
-    for (uint i0 = 0; i0 < HALF_HD && K_TYPE == VKS_KV_Q8_0; i0 += 16u) {
+    // Quantized keys a block of 16 pairs at a time (kv_block), in the same order.
+    for (uint i0 = 0; i0 < HALF_HD && K_TYPE != VKS_KV_F16; i0 += 16u) {
       [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
         vec2 k2[16];
-        kv_q8_block(k_texels, rows[j] + i0, k2);
+        kv_block(k_texels, K_TYPE, p.k_scales_at, rows[j] + i0, k2);
         [[unroll]] for (uint u = 0; u < 16u; ++u) s[j] += q[i0 + u].x * k2[u].x + q[i0 + u].y * k2[u].y;
       }
     }
-    for (uint i0 = 0; i0 < HALF_HD && K_TYPE != VKS_KV_Q8_0; i0 += DIM_STEP) {
+    for (uint i0 = 0; i0 < HALF_HD && K_TYPE == VKS_KV_F16; i0 += DIM_STEP) {
       [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
         const uvec4 k4 = pairs_at(k_texels, rows[j] + i0);
         [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) {
@@ -129,19 +129,19 @@ void main() {
       if (j < n) l += pj[j];
     }
     // Values: each pair's accumulator adds the chunk's keys in order (j ascending).
-    for (uint i0 = 0; i0 < HALF_HD && V_TYPE == VKS_KV_Q8_0; i0 += 16u) {
+    for (uint i0 = 0; i0 < HALF_HD && V_TYPE != VKS_KV_F16; i0 += 16u) {
       vec2 a[16];
       [[unroll]] for (uint u = 0; u < 16u; ++u) a[u] = acc[i0 + u] * correction;
       [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
         if (j < n) {
           vec2 v2[16];
-          kv_q8_block(v_texels, rows[j] + i0, v2);
+          kv_block(v_texels, V_TYPE, p.v_scales_at, rows[j] + i0, v2);
           [[unroll]] for (uint u = 0; u < 16u; ++u) a[u] += pj[j] * v2[u];
         }
       }
       [[unroll]] for (uint u = 0; u < 16u; ++u) acc[i0 + u] = a[u];
     }
-    for (uint i0 = 0; i0 < HALF_HD && V_TYPE != VKS_KV_Q8_0; i0 += DIM_STEP) {
+    for (uint i0 = 0; i0 < HALF_HD && V_TYPE == VKS_KV_F16; i0 += DIM_STEP) {
       vec2 a[DIM_STEP];
       [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) a[u] = acc[i0 + u] * correction;
       [[unroll]] for (uint j = 0; j < CHUNK; ++j) {

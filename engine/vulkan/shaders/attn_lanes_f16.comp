@@ -47,7 +47,7 @@ layout(push_constant) uniform Push { AttnParams p; };
 // Set by record_attention: p.head_dim == 2 * HALF_HD, and DIM_STEP divides HALF_HD.
 layout(constant_id = 0) const uint HALF_HD = 4;   // head_dim / 2 (pairs of halves)
 layout(constant_id = 1) const uint DIM_STEP = 4;  // pairs of a key read per score-loop iteration
-layout(constant_id = 2) const uint K_TYPE = VKS_KV_F16;  // the pools' VKS_KV_* (Q8_0: DIM_STEP is 4)
+layout(constant_id = 2) const uint K_TYPE = VKS_KV_F16;  // the pools' VKS_KV_* (quantized: DIM_STEP is 4)
 layout(constant_id = 3) const uint V_TYPE = VKS_KV_F16;
 const uint WG = VKS_ATTN_LANES_WG;                // keys per tile, and invocations
 #include "attn_split.glsl"
@@ -116,13 +116,13 @@ void main() {
       const uint slot = min(block * p.block_size + key % p.block_size, p.n_slots - 1);
       const uint row = slot * kv_half_dim + kv_col;
       float s = 0.0;
-      // Q8_0 keys a block of 16 pairs at a time (kv_q8_block), in the same order.
-      for (uint i0 = 0; i0 < HALF_HD && K_TYPE == VKS_KV_Q8_0; i0 += 16u) {
+      // Quantized keys a block of 16 pairs at a time (kv_block), in the same order.
+      for (uint i0 = 0; i0 < HALF_HD && K_TYPE != VKS_KV_F16; i0 += 16u) {
         vec2 k2[16];
-        kv_q8_block(k_texels, row + i0, k2);
+        kv_block(k_texels, K_TYPE, p.k_scales_at, row + i0, k2);
         [[unroll]] for (uint u = 0; u < 16u; ++u) s += q_shared[i0 + u].x * k2[u].x + q_shared[i0 + u].y * k2[u].y;
       }
-      for (uint i0 = 0; i0 < HALF_HD && K_TYPE != VKS_KV_Q8_0; i0 += DIM_STEP) {
+      for (uint i0 = 0; i0 < HALF_HD && K_TYPE == VKS_KV_F16; i0 += DIM_STEP) {
         const uvec4 k4 = pairs_at(k_texels, row + i0);
         [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) {
           const vec2 qi = q_shared[i0 + u];
@@ -161,8 +161,7 @@ void main() {
           vec2 a = acc[r] * correction;
           [[unroll]] for (uint j = 0; j < WG; ++j) {
             const uint at = rows[j] + i;
-            a += weights[j] * (V_TYPE == VKS_KV_Q8_0 ? kv_q8_pair(v_texels, at)
-                                                      : unpackHalf2x16(texelFetch(v_texels, int(at >> 2))[at & 3u]));
+            a += weights[j] * kv_pair(v_texels, V_TYPE, p.v_scales_at, at);
           }
           acc[r] = a;
         }

@@ -7,12 +7,17 @@
 //   pool[slot][kv_head][d]  -> half at index (slot * n_kv_heads + kv_head) * head_dim + d
 // Halves are stored two per uint (packHalf2x16: element 2i in the low 16 bits), so the pools
 // need no 16-bit storage feature; head_dim must be even.
-// A Q8_0 pool (RunnerOptions::kv_type_k / kv_type_v, llama.cpp's -ctk/-ctv q8_0) holds the same
-// [n_slots][kv_dim] values as blocks of VKS_KV_Q8_BLOCK: an int8 plane, four values a uint (value
-// 4i in the low byte), at uint 0, then one f32 scale per block at uint q8_scales_at (= n_slots *
-// kv_dim / 4); a value is scale * int8. A block never straddles two heads: head_dim must be a
-// multiple of VKS_KV_Q8_BLOCK. The scale is f32 (llama.cpp's is f16) so that two writers of
-// neighbouring blocks never share a word: 36 bytes per 32 values against F16's 64.
+// A quantized pool (RunnerOptions::kv_type_k / kv_type_v, llama.cpp's -ctk/-ctv q8_0 and q4_0)
+// holds the same [n_slots][kv_dim] values as blocks of VKS_KV_BLOCK, a plane of quants from uint 0,
+// then one f32 scale per block at uint scales_at (k_scales_at / v_scales_at: the quant plane's
+// uints, n_slots * kv_dim / 4 for Q8_0, / 8 for Q4_0):
+//  - Q8_0: an int8 per value, four a uint (value 4i in the low byte); a value is scale * int8.
+//  - Q4_0: a nibble per value, eight a uint (value 8i in the low nibble), a block one uvec4 texel;
+//    a value is scale * (nibble - 8), llama.cpp's q4_0 numbers (the scale is the block's value of
+//    largest magnitude / -8, so that value is exactly -8 steps).
+// A block never straddles two heads: head_dim must be a multiple of VKS_KV_BLOCK. The scale is f32
+// (llama.cpp's is f16) so that two writers of neighbouring blocks never share a word: Q8_0 takes 36
+// bytes per 32 values, Q4_0 20, against F16's 64.
 //
 // Block tables: int32 [n_seqs][max_blocks_per_seq], row s = physical blocks of sequence s.
 // Per-token arrays: positions[t], token_seq[t] (row of block_tables of token t's sequence).
@@ -44,7 +49,8 @@ using uint = uint32_t;
 // KV pool types (the kernels' specialization constants, RopeKvParams / AttnParams k_type, v_type).
 #define VKS_KV_F16 0
 #define VKS_KV_Q8_0 1
-#define VKS_KV_Q8_BLOCK 32
+#define VKS_KV_Q4_0 2
+#define VKS_KV_BLOCK 32
 
 // Rotary embedding as llama.cpp applies it, and the K/V cache write, in one dispatch (rope_kv_f16):
 // Q heads are rotated in place; K heads are rotated on their way into the layer's F16 K pool and V
@@ -73,7 +79,8 @@ struct RopeKvParams {
   float mscale_extra;  // cos and sin are multiplied by 1 + mscale_extra (YaRN's attention factor; 0: none)
   uint k_type;         // VKS_KV_* of each pool (the pipeline is specialized for them)
   uint v_type;
-  uint q8_scales_at;   // uint index of a Q8_0 pool's scale plane (n_slots * kv_dim / 4)
+  uint k_scales_at;    // uint index of a quantized pool's scale plane (attn_params.h's layout)
+  uint v_scales_at;
 };
 
 // Paged attention over a flattened batch: token t, head h attends to positions
@@ -102,7 +109,8 @@ struct AttnParams {
   uint has_sinks;           // 0: the sinks binding is not read
   uint k_type;              // VKS_KV_* of each pool (the pipeline is specialized for them)
   uint v_type;
-  uint q8_scales_at;        // uint index of a Q8_0 pool's scale plane (n_slots * kv_dim / 4)
+  uint k_scales_at;         // uint index of a quantized pool's scale plane (the layout above)
+  uint v_scales_at;
 };
 
 #ifdef __cplusplus

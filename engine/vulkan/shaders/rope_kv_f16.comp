@@ -20,11 +20,12 @@ layout(std430, binding = 4) writeonly buffer VPool { uint v_pool[]; };        //
 layout(std430, binding = 5) readonly buffer Slots { int slot_mapping[]; };    // [n_tokens]
 
 layout(push_constant) uniform Push { RopeKvParams p; };
-// The pools' VKS_KV_*: with a Q8_0 pool, block mode (main_blocks): 8 invocations a block of
-// VKS_KV_Q8_BLOCK values of K and of V (a block's scale needs all of them).
+// The pools' VKS_KV_*: with a quantized pool, block mode (main_blocks): 8 invocations a block of
+// VKS_KV_BLOCK values of K and of V (a block's scale needs all of them).
 layout(constant_id = 0) const uint K_TYPE = VKS_KV_F16;
 layout(constant_id = 1) const uint V_TYPE = VKS_KV_F16;
-const bool BLOCKS = K_TYPE == VKS_KV_Q8_0 || V_TYPE == VKS_KV_Q8_0;
+const bool BLOCKS = K_TYPE != VKS_KV_F16 || V_TYPE != VKS_KV_F16;
+const bool NIBBLES = K_TYPE == VKS_KV_Q4_0 || V_TYPE == VKS_KV_Q4_0;
 
 // cos and sin of pair i's angle at `pos`. The same float operations as the CPU reference, so theta
 // is the same number. Reduced to [-pi, pi] before sin/cos: Vulkan promises their precision only
@@ -60,40 +61,74 @@ float rotated_element(uint head_at, uint d, int pos) {
   return at.x == head_at + d ? r.x : r.y;
 }
 
-// Block mode (a Q8_0 pool): invocation id < kv_quads takes 4 consecutive values of the token's K
-// and of its V (column 4 * id of the kv row), the rest rotate Q pairs. The 8 invocations of a block
-// of 32 values are neighbours in one workgroup (the kv quads come first, from id 0), so the block's
-// max|v| is their 8 maxima through shared memory; then each writes its own word of int8 (or two of
-// halves for an F16 pool beside a Q8_0 one) and the block's first writes the scale: llama.cpp's
-// quantize_row_q8_0 numbers, scale = max|v| / 127, values rounded half away from zero, as roundf.
-shared float k_amax[VKS_ROPE_KV_WG];
-shared float v_amax[VKS_ROPE_KV_WG];
+// Block mode (a quantized pool): invocation id < kv_quads takes 4 consecutive values of the
+// token's K and of its V (column 4 * id of the kv row), the rest rotate Q pairs. The 8 invocations of
+// a block of 32 values are neighbours in one workgroup (the kv quads come first, from id 0, and a
+// workgroup holds whole blocks), so the block's value of largest magnitude comes from their 8
+// through shared memory, first of equals as llama.cpp's scan finds it. Then, with llama.cpp's
+// quantize_row_q8_0 and quantize_row_q4_0 numbers:
+//  - Q8_0: scale = max|v| / 127, values rounded half away from zero (roundf); each quad writes its
+//    own word of int8 (or two of halves for an F16 pool beside it).
+//  - Q4_0: scale = that value / -8, nibble = min(15, trunc(v / scale + 8.5)); a quad's 16 bits go
+//    through shared memory and the even quad of each pair writes their word.
+// The block's first quad writes the scale.
+shared float k_peak[VKS_ROPE_KV_WG];
+shared float v_peak[VKS_ROPE_KV_WG];
+shared uint k_nibbles[VKS_ROPE_KV_WG];
+shared uint v_nibbles[VKS_ROPE_KV_WG];
+
+// The value of largest magnitude among v (the first of equals; 0 for none).
+float peak(vec4 v) {
+  float m = 0.0;
+  [[unroll]] for (uint b = 0u; b < 4u; ++b) m = abs(m) < abs(v[b]) ? v[b] : m;
+  return m;
+}
+
+// The same over the 8 quads of lid's block, in column order.
+float block_peak(bool is_k, uint lid) {
+  const uint first = lid & ~7u;
+  float m = 0.0;
+  [[unroll]] for (uint i = 0u; i < 8u; ++i) {
+    const float x = is_k ? k_peak[first + i] : v_peak[first + i];
+    m = abs(m) < abs(x) ? x : m;
+  }
+  return m;
+}
+
+void store_word(bool is_k, uint at, uint word) {
+  if (is_k) {
+    k_pool[at] = word;
+  } else {
+    v_pool[at] = word;
+  }
+}
 
 // The quad's word of int8 and (first quad of the block) the block's scale, into one pool.
-void store_q8_quad(bool is_k, uint at, vec4 v, float amax, bool first_of_block) {
-  const float d = amax / 127.0;
+void store_q8_quad(bool is_k, uint at, vec4 v, float peak_value, bool first_of_block) {
+  const float d = abs(peak_value) / 127.0;
   const float id = d != 0.0 ? 1.0 / d : 0.0;
   uint word = 0u;
   [[unroll]] for (uint b = 0u; b < 4u; ++b) {
     const float q = v[b] * id;
     word |= (uint(int(sign(q) * floor(abs(q) + 0.5))) & 255u) << (8u * b);
   }
-  const uint s_at = p.q8_scales_at + at / VKS_KV_Q8_BLOCK;
-  if (is_k) {
-    k_pool[at / 4u] = word;
-    if (first_of_block) k_pool[s_at] = floatBitsToUint(d);
-  } else {
-    v_pool[at / 4u] = word;
-    if (first_of_block) v_pool[s_at] = floatBitsToUint(d);
-  }
+  store_word(is_k, at / 4u, word);
+  if (first_of_block) store_word(is_k, (is_k ? p.k_scales_at : p.v_scales_at) + at / VKS_KV_BLOCK, floatBitsToUint(d));
 }
 
-// The largest of the 8 maxima of lid's block.
-float block_max(bool is_k, uint lid) {
-  const uint first = lid & ~7u;
-  float m = 0.0;
-  [[unroll]] for (uint i = 0u; i < 8u; ++i) m = max(m, is_k ? k_amax[first + i] : v_amax[first + i]);
-  return m;
+// Q4_0's step for a block whose value of largest magnitude is peak_value (exact: a power of two).
+float q4_scale(float peak_value) { return peak_value * -0.125; }
+
+// The quad's four nibbles (value b at bits 4b), as llama.cpp's quantize_row_q4_0 rounds them. The
+// sum is `precise`: a fused multiply-add could round a value across a step edge.
+uint q4_bits(vec4 v, float d) {
+  const float id = d != 0.0 ? 1.0 / d : 0.0;
+  uint bits = 0u;
+  [[unroll]] for (uint b = 0u; b < 4u; ++b) {
+    precise float t = v[b] * id + 8.5;
+    bits |= uint(clamp(int(t), 0, 15)) << (4u * b);
+  }
+  return bits;
 }
 
 void main_blocks() {
@@ -116,10 +151,9 @@ void main_blocks() {
       v[e] = x[row + p.v_offset + col + e];
     }
   }
-  const vec4 ka = abs(k), va = abs(v);
-  k_amax[lid] = max(max(ka.x, ka.y), max(ka.z, ka.w));
-  v_amax[lid] = max(max(va.x, va.y), max(va.z, va.w));
-  barrier();  // every invocation of the workgroup: the block maxima are complete
+  k_peak[lid] = peak(k);
+  v_peak[lid] = peak(v);
+  barrier();  // every invocation of the workgroup: the block peaks are complete
   if (in_batch && id >= kv_quads && id < kv_quads + p.n_q_heads * pairs_per_head) {  // Q: one pair in place
     const uint j = id - kv_quads;
     const uint i = j % pairs_per_head;
@@ -127,24 +161,35 @@ void main_blocks() {
     const vec2 r = rotate(x[at.x], x[at.y], angle_cos_sin(pos, i));
     x[at.x] = r.x;
     x[at.y] = r.y;
-    return;
   }
-  if (!is_kv) return;
-  const int slot = slot_mapping[token];
-  if (slot < 0 || uint(slot) >= p.n_slots) return;  // the runner validates slots; never write wild
-  const uint at = uint(slot) * kv_dim + col;  // value index in the flattened [n_slots][kv_dim]
+  const int slot = is_kv ? slot_mapping[token] : -1;
+  // The runner validates slots; never write wild.
+  const bool store = is_kv && slot >= 0 && uint(slot) < p.n_slots;
+  const uint at = store ? uint(slot) * kv_dim + col : 0u;  // value index in the flattened [n_slots][kv_dim]
   const bool first_of_block = (lid & 7u) == 0u;
-  if (K_TYPE == VKS_KV_Q8_0) {
-    store_q8_quad(true, at, k, block_max(true, lid), first_of_block);
-  } else {
+  const float k_block = block_peak(true, lid), v_block = block_peak(false, lid);
+  if (K_TYPE == VKS_KV_Q4_0) k_nibbles[lid] = q4_bits(k, q4_scale(k_block));
+  if (V_TYPE == VKS_KV_Q4_0) v_nibbles[lid] = q4_bits(v, q4_scale(v_block));
+  if (store && K_TYPE == VKS_KV_Q8_0) store_q8_quad(true, at, k, k_block, first_of_block);
+  if (store && V_TYPE == VKS_KV_Q8_0) store_q8_quad(false, at, v, v_block, first_of_block);
+  if (store && K_TYPE == VKS_KV_F16) {
     k_pool[at / 2u] = packHalf2x16(k.xy);
     k_pool[at / 2u + 1u] = packHalf2x16(k.zw);
   }
-  if (V_TYPE == VKS_KV_Q8_0) {
-    store_q8_quad(false, at, v, block_max(false, lid), first_of_block);
-  } else {
+  if (store && V_TYPE == VKS_KV_F16) {
     v_pool[at / 2u] = packHalf2x16(v.xy);
     v_pool[at / 2u + 1u] = packHalf2x16(v.zw);
+  }
+  if (!NIBBLES) return;
+  barrier();  // every quad's nibbles are in shared memory (a specialization constant: uniform flow)
+  if (!store || (lid & 1u) != 0u) return;  // the pair's neighbour is the same token's next quad
+  if (K_TYPE == VKS_KV_Q4_0) {
+    store_word(true, at / 8u, k_nibbles[lid] | (k_nibbles[lid + 1u] << 16u));
+    if (first_of_block) store_word(true, p.k_scales_at + at / VKS_KV_BLOCK, floatBitsToUint(q4_scale(k_block)));
+  }
+  if (V_TYPE == VKS_KV_Q4_0) {
+    store_word(false, at / 8u, v_nibbles[lid] | (v_nibbles[lid + 1u] << 16u));
+    if (first_of_block) store_word(false, p.v_scales_at + at / VKS_KV_BLOCK, floatBitsToUint(q4_scale(v_block)));
   }
 }
 

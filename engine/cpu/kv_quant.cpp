@@ -1,0 +1,129 @@
+#include "engine/cpu/kv_quant.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/cpu/attention_rows.h"
+
+namespace vks::cpu {
+
+size_t kv_quant_bytes(KvType type, size_t n) { return type == KvType::kQ4_0 ? n / 2 : n; }
+
+namespace {
+
+void quantize_q8_block(const float* v, uint8_t* q, float* scale) {
+  float amax = 0.0f;
+  for (size_t i = 0; i < kKvBlock; ++i) amax = std::max(amax, std::fabs(v[i]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (size_t i = 0; i < kKvBlock; ++i) q[i] = static_cast<uint8_t>(static_cast<int8_t>(std::lround(v[i] * id)));
+  *scale = d;
+}
+
+// This file is built with -ffp-contract=off: v * id + 8.5 rounds twice, as the Vulkan write's
+// `precise` sum does.
+uint8_t q4_nibble(float v, float id) { return static_cast<uint8_t>(std::clamp(static_cast<int>(v * id + 8.5f), 0, 15)); }
+
+void quantize_q4_block(const float* v, uint8_t* q, float* scale) {
+  float amax = 0.0f, peak = 0.0f;
+  for (size_t i = 0; i < kKvBlock; ++i) {
+    if (amax < std::fabs(v[i])) {
+      amax = std::fabs(v[i]);
+      peak = v[i];
+    }
+  }
+  const float d = peak * -0.125f;  // peak / -8, exactly
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (size_t i = 0; i < kKvBlock / 2; ++i) {
+    q[i] = static_cast<uint8_t>(q4_nibble(v[2 * i], id) | q4_nibble(v[2 * i + 1], id) << 4);
+  }
+  *scale = d;
+}
+
+}  // namespace
+
+void quantize_kv(KvType type, const float* x, size_t n, uint8_t* q, float* scales) {
+  const size_t block_bytes = kv_quant_bytes(type, kKvBlock);
+  for (size_t b = 0; b < n / kKvBlock; ++b) {
+    if (type == KvType::kQ4_0) {
+      quantize_q4_block(x + b * kKvBlock, q + b * block_bytes, scales + b);
+    } else {
+      quantize_q8_block(x + b * kKvBlock, q + b * block_bytes, scales + b);
+    }
+  }
+}
+
+namespace {
+
+// One block of 32 decoded: the values the pool stands for.
+template <KvType kType>
+[[gnu::always_inline]] inline void decode_block(const uint8_t* q, float d, float* out) {
+  if constexpr (kType == KvType::kQ4_0) {
+    for (size_t i = 0; i < kKvBlock / 2; ++i) {
+      out[2 * i] = static_cast<float>((q[i] & 15) - 8) * d;
+      out[2 * i + 1] = static_cast<float>((q[i] >> 4) - 8) * d;
+    }
+  } else {
+    for (size_t i = 0; i < kKvBlock; ++i) out[i] = static_cast<float>(static_cast<int8_t>(q[i])) * d;
+  }
+}
+
+// Quantized pools' rows decoded into floats as attend() asks for them (one row per KV-head group, so
+// the heads of a group share a decode).
+template <KvType kType>
+struct QuantRows {
+  QuantKvPools pools;
+  const size_t* slots;  // [n_ctx] pool slot of each visible position
+  size_t stride, head_dim;
+  float* rows;  // [kValueRows][head_dim] the rows decoded last, in turn
+  size_t next = 0;
+
+  static constexpr size_t quant_at(size_t at) { return kType == KvType::kQ4_0 ? at / 2 : at; }
+  [[gnu::always_inline]] const float* decode(const uint8_t* q, const float* scales, size_t t, size_t kv_offset) {
+    const size_t at = slots[t] * stride + kv_offset;
+    float* row = rows + (next++ % ref::rows::kValueRows) * head_dim;
+    for (size_t b = 0; b < head_dim / kKvBlock; ++b) {
+      decode_block<kType>(q + quant_at(at + b * kKvBlock), scales[at / kKvBlock + b], row + b * kKvBlock);
+    }
+    return row;
+  }
+  [[gnu::always_inline]] void prefetch(size_t t, size_t kv_offset) const {
+    const size_t at = slots[t] * stride + kv_offset;
+    const size_t bytes = quant_at(head_dim), scale_bytes = head_dim / kKvBlock * sizeof(float);
+    ref::rows::prefetch_bytes<3>(pools.key_q + quant_at(at), bytes);
+    ref::rows::prefetch_bytes<3>(pools.key_scales + at / kKvBlock, scale_bytes);
+    ref::rows::prefetch_bytes<2>(pools.value_q + quant_at(at), bytes);
+    ref::rows::prefetch_bytes<2>(pools.value_scales + at / kKvBlock, scale_bytes);
+  }
+  [[gnu::always_inline]] const float* key(size_t t, size_t kv_offset) {
+    return decode(pools.key_q, pools.key_scales, t, kv_offset);
+  }
+  [[gnu::always_inline]] const float* value(size_t t, size_t kv_offset) {
+    return decode(pools.value_q, pools.value_scales, t, kv_offset);
+  }
+};
+
+}  // namespace
+
+void attention_paged_quant(float* out, const float* q, const QuantKvPools& pools, std::span<const int32_t> block_table,
+                           size_t block_size, size_t first, size_t n_ctx, size_t stride, const ref::AttentionParams& p,
+                           ref::AttendLevel level) {
+  thread_local std::vector<size_t> slots;  // per thread: no allocation per call at long contexts
+  thread_local std::vector<float> rows;
+  if (slots.size() < n_ctx) slots.resize(n_ctx);
+  if (rows.size() < ref::rows::kValueRows * p.head_dim) rows.resize(ref::rows::kValueRows * p.head_dim);
+  for (size_t t = 0; t < n_ctx; ++t) {
+    const size_t pos = first + t;
+    slots[t] = static_cast<size_t>(block_table[pos / block_size]) * block_size + pos % block_size;
+  }
+  if (pools.type == KvType::kQ4_0) {
+    QuantRows<KvType::kQ4_0> reader{pools, slots.data(), stride, p.head_dim, rows.data()};
+    ref::rows::attend(out, q, n_ctx, p, reader, level);
+  } else {
+    QuantRows<KvType::kQ8_0> reader{pools, slots.data(), stride, p.head_dim, rows.data()};
+    ref::rows::attend(out, q, n_ctx, p, reader, level);
+  }
+}
+
+}  // namespace vks::cpu
