@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   app.add_option("--chunk", chunk, "prefill chunk with --fill")->check(CLI::Range(1, 8192))->capture_default_str();
   std::string kv_type = "f16";
   app.add_option("--kv-type", kv_type, "KV cache type of keys and values")
-      ->check(CLI::IsMember({"f16", "q8_0"}))->capture_default_str();
+      ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {

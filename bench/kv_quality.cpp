@@ -1,10 +1,10 @@
-// What a quantized KV cache costs in accuracy: the Vulkan runner with F16 pools and with Q8_0 pools
-// (K and V) fed the same tokens, their logits compared at every step.
-//   vks_bench_kv_quality MODEL.gguf [MODEL.gguf ...] [--prompt 64] [--gen 192] [--seed 1]
+// What a quantized KV cache costs in accuracy: the Vulkan runner with F16 pools and with quantized
+// pools (K and V; each of --types) fed the same tokens, their logits compared at every step.
+//   vks_bench_kv_quality MODEL.gguf [MODEL.gguf ...] [--types q8_0 q4_0] [--prompt 64] [--gen 192] [--seed 1]
 // Per model: a random prompt (seeded) prefilled in one step, then --gen tokens decoded one a step,
 // each the F16 run's greedy token (teacher forcing: both caches see the same history, so the error
 // is the cache's alone, not a diverged continuation). Prints the mean and largest normalized logit
-// error (||q8 - f16|| / ||f16|| over the vocabulary), the largest absolute logit difference and how
+// error (||quantized - f16|| / ||f16|| over the vocabulary), the largest absolute logit difference and how
 // often the greedy tokens agree.
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -72,52 +72,55 @@ struct Errors {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Logit error of a Q8_0 KV cache against F16, teacher-forced, per model"};
-  std::vector<std::string> paths;
+  CLI::App app{"Logit error of a quantized KV cache against F16, teacher-forced, per model and type"};
+  std::vector<std::string> paths, types{"q8_0", "q4_0"};
   int prompt = 64, gen = 192;
   uint32_t seed = 1;
   app.add_option("models", paths, "GGUF model files (head sizes multiples of 32)")->required();
   app.add_option("--prompt", prompt, "prompt tokens (random, seeded)")->check(CLI::Range(1, 2048));
   app.add_option("--gen", gen, "decode steps compared")->check(CLI::Range(1, 4096));
+  app.add_option("--types", types, "quantized KV types compared with F16")->check(CLI::IsMember({"q8_0", "q4_0"}));
   app.add_option("--seed", seed, "prompt seed");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
-  std::printf("| model | KV bytes/token f16 -> q8_0 | mean norm. error | max norm. error | max abs logit diff | greedy agree |\n");
-  std::printf("|---|---|---|---|---|---|\n");
+  std::printf("| model | KV type | KV bytes/token f16 -> quantized | mean norm. error | max norm. error | max abs logit diff | greedy agree |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
   int rc = 0;
   for (const std::string& path : paths) {
-    try {
-      const auto model = vks::LlamaModel::load(path);
-      vks::RunnerOptions o;
-      o.max_step_tokens = std::max(prompt, 16);
-      o.max_step_seqs = 1;
-      o.num_blocks = (prompt + gen + 15) / 16 + 1;
-      vks::VulkanRunner f16(*model, o);
-      o.kv_type_k = o.kv_type_v = vks::KvType::kQ8_0;
-      vks::VulkanRunner q8(*model, o);
-      std::mt19937 rng(seed);
-      const uint32_t vocab = model->config().vocab_size;
-      std::vector<int32_t> tokens(static_cast<size_t>(prompt));
-      for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % vocab);
-      Sequence a(f16), b(q8);
-      Errors e;
-      a.step(tokens);
-      b.step(tokens);
-      e.add(b.logits, a.logits, a.argmax == b.argmax);
-      for (int i = 0; i < gen; ++i) {
-        const std::vector<int32_t> next{a.argmax};  // the F16 run's token for both
-        a.step(next);
-        b.step(next);
+    for (const std::string& type : types) {
+      try {
+        const auto model = vks::LlamaModel::load(path);
+        vks::RunnerOptions o;
+        o.max_step_tokens = std::max(prompt, 16);
+        o.max_step_seqs = 1;
+        o.num_blocks = (prompt + gen + 15) / 16 + 1;
+        vks::VulkanRunner f16(*model, o);
+        o.kv_type_k = o.kv_type_v = vks::parse_kv_type(type);
+        vks::VulkanRunner quantized(*model, o);
+        std::mt19937 rng(seed);
+        const uint32_t vocab = model->config().vocab_size;
+        std::vector<int32_t> tokens(static_cast<size_t>(prompt));
+        for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % vocab);
+        Sequence a(f16), b(quantized);
+        Errors e;
+        a.step(tokens);
+        b.step(tokens);
         e.add(b.logits, a.logits, a.argmax == b.argmax);
+        for (int i = 0; i < gen; ++i) {
+          const std::vector<int32_t> next{a.argmax};  // the F16 run's token for both
+          a.step(next);
+          b.step(next);
+          e.add(b.logits, a.logits, a.argmax == b.argmax);
+        }
+        const std::string name = path.substr(path.find_last_of('/') + 1);
+        std::printf("| %s | %s | %llu -> %llu | %.2e | %.2e | %.3f | %d/%d |\n", name.c_str(), type.c_str(),
+                    static_cast<unsigned long long>(f16.kv_bytes_per_token()),
+                    static_cast<unsigned long long>(quantized.kv_bytes_per_token()), e.sum_norm / e.steps, e.max_norm, e.max_abs,
+                    e.agree, e.steps);
+      } catch (const vks::Error& err) {
+        std::printf("| %s | %s | error: %s | | | | |\n", path.c_str(), type.c_str(), err.what());
+        rc = 1;
       }
-      const std::string name = path.substr(path.find_last_of('/') + 1);
-      std::printf("| %s | %llu -> %llu | %.2e | %.2e | %.3f | %d/%d |\n", name.c_str(),
-                  static_cast<unsigned long long>(f16.kv_bytes_per_token()),
-                  static_cast<unsigned long long>(q8.kv_bytes_per_token()), e.sum_norm / e.steps, e.max_norm, e.max_abs,
-                  e.agree, e.steps);
-    } catch (const vks::Error& err) {
-      std::printf("| %s | error: %s | | | | |\n", path.c_str(), err.what());
-      rc = 1;
     }
   }
   return rc;

@@ -89,8 +89,8 @@ int main(int argc, char** argv) {
   app.add_flag("--profile", profile, "print per-op GPU time of both models' decode steps side by side");
   // The same file twice with two KV cache types measures what a type costs (issue: q8_0 <= 5%).
   std::string kv_base = "f16", kv_other = "f16";
-  app.add_option("--kv-type-base", kv_base, "KV cache type of BASE (K and V)")->check(CLI::IsMember({"f16", "q8_0"}));
-  app.add_option("--kv-type-other", kv_other, "KV cache type of OTHER (K and V)")->check(CLI::IsMember({"f16", "q8_0"}));
+  app.add_option("--kv-type-base", kv_base, "KV cache type of BASE (K and V)")->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
+  app.add_option("--kv-type-other", kv_other, "KV cache type of OTHER (K and V)")->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
   CLI11_PARSE(app, argc, argv);
 
   try {

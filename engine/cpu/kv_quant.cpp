@@ -4,6 +4,10 @@
 #include <cmath>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "engine/cpu/attention_rows.h"
 
 namespace vks::cpu {
@@ -60,10 +64,23 @@ namespace {
 template <KvType kType>
 [[gnu::always_inline]] inline void decode_block(const uint8_t* q, float d, float* out) {
   if constexpr (kType == KvType::kQ4_0) {
+    // The nibbles as int8 in value order first, then Q8_0's loop, which vectorizes: interleaving
+    // the low and high nibbles' floats in one loop did not (vks_bench_cpu_attention, in cache: 1.48x
+    // Q8_0's time that way, 1.27x this way).
+    alignas(16) int8_t v[kKvBlock];
+#if defined(__SSE2__)
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    const __m128i mask = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+    const __m128i lo = _mm_and_si128(bytes, mask), hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
+    _mm_store_si128(reinterpret_cast<__m128i*>(v), _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), eight));
+    _mm_store_si128(reinterpret_cast<__m128i*>(v + 16), _mm_sub_epi8(_mm_unpackhi_epi8(lo, hi), eight));
+#else
     for (size_t i = 0; i < kKvBlock / 2; ++i) {
-      out[2 * i] = static_cast<float>((q[i] & 15) - 8) * d;
-      out[2 * i + 1] = static_cast<float>((q[i] >> 4) - 8) * d;
+      v[2 * i] = static_cast<int8_t>((q[i] & 15) - 8);
+      v[2 * i + 1] = static_cast<int8_t>((q[i] >> 4) - 8);
     }
+#endif
+    for (size_t i = 0; i < kKvBlock; ++i) out[i] = static_cast<float>(v[i]) * d;
   } else {
     for (size_t i = 0; i < kKvBlock; ++i) out[i] = static_cast<float>(static_cast<int8_t>(q[i])) * d;
   }
