@@ -1,11 +1,12 @@
-// Q4_0, Q8_0, Q4_K and Q6_K packed in groups of 16 rows (packed_rows.h, WeightLayout::kRows16) and
-// the amx level's kernels on them (kernels_amx_packed.cpp, kernels_amx_kquant.cpp,
-// kernels_amx_q6k_packed.cpp): packing is lossless and lays the bytes out as
-// documented, refuses what it cannot pack, and qmatmul / qmatmul_jobs on a packed copy give exactly
-// the bits of the GGUF-layout amx kernels (and of a plain implementation of Q4_0's and Q8_0's block sums) for
-// every path: one token, a few, a partial tile, whole tiles and their tails, several row items,
-// slices of rows, 1 and 2 threads. The kernel tests skip on a CPU without AMX (CI's machines);
-// packing and the refusals run everywhere.
+// Q4_0, Q8_0, Q4_K, Q5_K and Q6_K packed in groups of 16 rows (packed_rows.h,
+// WeightLayout::kRows16) and the kernels on them (the amx level's kernels_amx_packed.cpp and
+// kernels_amx_kquant.cpp; the avx512vnni level's kernels_avx512vnni_q5k_packed.cpp and
+// kernels_avx512vnni_q6k_packed.cpp): packing is lossless and lays the bytes out as documented,
+// refuses what it cannot pack, and qmatmul / qmatmul_jobs on a packed copy give exactly the bits of
+// the GGUF-layout kernels of the level (and of a plain implementation of Q4_0's and Q8_0's block
+// sums) for every path: one token, a few, a partial tile, whole tiles and their tails, several row
+// items, slices of rows, 1 and 2 threads. The kernel tests run the types the CPU reads packed (Q5_K
+// and Q6_K with AVX-512 VNNI, every one with AMX); packing and the refusals run everywhere.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,7 +34,14 @@ using test::Matrix;
 
 std::string label(GgmlType t) { return std::string(ggml_type_name(t)); }
 
-constexpr GgmlType kPackedTypes[] = {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K};
+constexpr GgmlType kPackedTypes[] = {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
+
+// Whether this CPU's best level reads a type's packed rows: Q5_K and Q6_K from the avx512vnni level
+// (vpdpbusd alone), the others with AMX. A kernel test goes through the types it can and skips
+// where there are none.
+bool runs_packed(GgmlType type) { return packs_rows16(type, detected_isa()); }
+#define SKIP_WITHOUT_PACKED_KERNELS() \
+  if (!runs_packed(GgmlType::kQ6_K)) GTEST_SKIP() << "this CPU reads no packed rows (it has no AVX-512 VNNI)"
 
 // Elements per block of a type (the type table's).
 size_t block_values(GgmlType t) { return ggml_type_traits(t)->block_size; }
@@ -75,8 +83,8 @@ TEST(PackedRows, PackThenUnpackGivesTheOriginalBytes) {
 
 // packed_rows.h's layout, byte by byte: group g's block b starts at g's first row + 16 b block
 // bytes; Q4_0's and Q8_0's row r's scale at + 2r, its quant dword k at + 32 + 64k + 4r; Q4_K's
-// row r's dword k (from its d and dmin) at + 64k + 4r; Q6_K's dword k at + 64k + 4r and its d
-// after the 52 dwords, at + 3328 + 2r.
+// and Q5_K's row r's dword k (from its d and dmin) at + 64k + 4r; Q6_K's dword k at + 64k + 4r
+// and its d after the 52 dwords, at + 3328 + 2r.
 TEST(PackedRows, LaysTheBytesOutAsDocumented) {
   for (GgmlType type : kPackedTypes) {
     const size_t rows = 48, cols = block_values(type) * 5, block = ggml_row_size(type, block_values(type));
@@ -114,7 +122,7 @@ TEST(PackedRows, RefusesWhatItCannotPack) {
   std::vector<uint8_t> out(1 << 16);
   const Matrix rows24 = random_bytes(GgmlType::kQ4_0, 24, 64, 1);
   expect_invalid_argument([&] { pack_rows16(rows24.ref(), out.data()); }, "24 rows");
-  for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_K, GgmlType::kQ3_K, GgmlType::kF32}) {
+  for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kF32}) {
     const Matrix m = random_bytes(type, 16, 256, 2);
     expect_invalid_argument([&] { pack_rows16(m.ref(), out.data()); }, label(type));
     EXPECT_FALSE(packs_rows16(type, CpuIsa::kAmx)) << label(type);
@@ -126,10 +134,11 @@ TEST(PackedRows, RefusesWhatItCannotPack) {
   TensorRef short_bytes = m.ref();
   short_bytes.nbytes -= 1;
   expect_invalid_argument([&] { pack_rows16(short_bytes, out.data()); }, "bytes short of the shape");
-  // Only the amx level reads the layout.
+  // The amx level reads every packed type, the avx512vnni level Q5_K and Q6_K, no level below.
   for (GgmlType type : kPackedTypes) {
     EXPECT_TRUE(packs_rows16(type, CpuIsa::kAmx)) << label(type);
-    for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni}) {
+    EXPECT_EQ(packs_rows16(type, CpuIsa::kAvx512Vnni), type == GgmlType::kQ5_K || type == GgmlType::kQ6_K) << label(type);
+    for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx, CpuIsa::kAvx2}) {
       EXPECT_FALSE(packs_rows16(type, isa)) << label(type) << " " << isa_name(isa);
     }
   }
@@ -165,12 +174,13 @@ TEST(PackedRows, QmatmulRefusesWhatItCannotRead) {
 // items with a last item of one group, and odd block counts, with 1 and 2 threads; and the plain
 // block sums' bits.
 TEST(QmatmulAmxPacked, GivesTheGgufLayoutsBits) {
-  SKIP_WITHOUT_AMX();
+  SKIP_WITHOUT_PACKED_KERNELS();
   std::vector<size_t> token_counts;
   for (size_t n = 1; n <= 40; ++n) token_counts.push_back(n);
   for (size_t n : {64u, 128u, 130u}) token_counts.push_back(n);
   ThreadPool pool2(2);
   for (GgmlType type : kPackedTypes) {
+    if (!runs_packed(type)) continue;
     const size_t v = block_values(type);
     for (const auto& [rows, cols] : {std::pair<size_t, size_t>{16, v}, {48, 7 * v}, {144, 4096}, {400, 13 * v}}) {
       for (Fill fill : {Fill::kRandom, Fill::kExtreme}) {
@@ -201,9 +211,10 @@ TEST(QmatmulAmxPacked, GivesTheGgufLayoutsBits) {
 
 // Every token of a batch of 1..40 gets the bits it gets alone.
 TEST(QmatmulAmxPacked, EveryBatchGivesEachTokenItsBitsAlone) {
-  SKIP_WITHOUT_AMX();
+  SKIP_WITHOUT_PACKED_KERNELS();
   constexpr size_t kRows = 48, kMaxTokens = 40;
   for (GgmlType type : kPackedTypes) {
+    if (!runs_packed(type)) continue;
     const size_t cols = 7 * block_values(type);
     const Packed p(make_matrix(type, kRows, cols, Fill::kRandom, 3));
     test::expect_batches_give_each_token_its_bits_alone(p.ref, make_activations(kMaxTokens, cols, Fill::kRandom, 4),
@@ -216,10 +227,11 @@ TEST(QmatmulAmxPacked, EveryBatchGivesEachTokenItsBitsAlone) {
 // sharing the packed jobs' activations; 1 and 2 threads; each job the bits of the same slice of
 // the GGUF matrix computed alone.
 TEST(QmatmulAmxPacked, RowSlicesInOneCallGiveTheGgufLayoutsBits) {
-  SKIP_WITHOUT_AMX();
+  SKIP_WITHOUT_PACKED_KERNELS();
   constexpr size_t kRows = 400;
   ThreadPool pool2(2);
   for (GgmlType type : kPackedTypes) {
+    if (!runs_packed(type)) continue;
     const size_t cols = 9 * block_values(type);
     const Matrix gate = make_matrix(type, kRows, cols, Fill::kRandom, 31), up = make_matrix(type, kRows, cols, Fill::kRandom, 32);
     const Packed pg(gate), pu(up);
@@ -296,9 +308,10 @@ TEST(QmatmulAmxPacked, JobsOfBothTypesShareTheirTilesWhereTheyCan) {
 // Against the float reference (dequantized weights, double sums): the error of 8-bit activations,
 // a few tenths of a percent, so a kernel off by a wrong scale or a wrong nibble cannot pass.
 TEST(QmatmulAmxPacked, MatchesTheFloatReference) {
-  SKIP_WITHOUT_AMX();
+  SKIP_WITHOUT_PACKED_KERNELS();
   constexpr size_t kRows = 80;
   for (GgmlType type : kPackedTypes) {
+    if (!runs_packed(type)) continue;
     const size_t cols = 11 * block_values(type);
     const Matrix m = make_matrix(type, kRows, cols, Fill::kRandom, 51);
     const Packed p(m);

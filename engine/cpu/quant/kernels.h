@@ -28,8 +28,8 @@
 // 0..15 times activation), S = sum_j sc_j * P_j and M = sum_j m_j * (bsum_2j + bsum_2j+1), both
 // exact int32; then acc = (acc + float(S) * (d_w * d_x)) - float(M) * (dmin_w * d_x); y = acc. One
 // float accumulator per output (the min term subtracted per block), the same for any token count,
-// row split and thread count. Every other type at the amx level is the avx512vnni level's (Q6_K on
-// packed rows too: its own kernel, to that level's bits).
+// row split and thread count. Every other type at the amx level is the avx512vnni level's (Q5_K and
+// Q6_K on packed rows too, read by that level's kernels to its bits).
 #include <cstddef>
 #include <cstdint>
 
@@ -108,8 +108,8 @@ struct KernelTable {
 };
 
 // Each level sets the entries it implements (kernels_scalar.cpp, kernels_avx.cpp, kernels_avx2.cpp,
-// kernels_avx512vnni.cpp, kernels_amx.cpp, kernels_amx_kquant.cpp, kernels_amx_packed.cpp,
-// kernels_amx_q6k_packed.cpp).
+// kernels_avx512vnni.cpp and its packed K-quants, kernels_amx.cpp, kernels_amx_kquant.cpp,
+// kernels_amx_packed.cpp).
 void add_scalar_kernels(KernelTable& table);
 void add_avx_kernels(KernelTable& table);
 void add_avx2_kernels(KernelTable& table);
@@ -119,8 +119,11 @@ void add_amx_kernels(KernelTable& table);
 void add_amx_kquant_kernels(KernelTable& table);
 // The amx level's Q4_0/Q8_0 on packed weights (kernels_amx_packed.cpp), called by add_amx_kernels.
 void add_amx_packed_kernels(KernelTable& table);
-// The amx level's Q6_K on packed weights (kernels_amx_q6k_packed.cpp), called by add_amx_kernels.
-void add_amx_q6k_packed_kernels(KernelTable& table);
+// The avx512vnni level's Q5_K and Q6_K on packed weights (kernels_avx512vnni_q5k_packed.cpp,
+// kernels_avx512vnni_q6k_packed.cpp), called by add_avx512vnni_kernels: vpdpbusd alone, so the
+// level below AMX reads the layout for them too, to its own bits.
+void add_avx512vnni_q5k_packed_kernels(KernelTable& table);
+void add_avx512vnni_q6k_packed_kernels(KernelTable& table);
 
 // act_quant.h's quantizers with 512-bit registers (act_quant_avx512.cpp), to the same bits.
 void quantize_act_q8x32_avx512(const float* x, ActQ8x32* out, size_t n_blocks);

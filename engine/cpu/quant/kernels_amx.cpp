@@ -611,7 +611,6 @@ void add_amx_kernels(KernelTable& table) {
   table.tokens_per_item[2] = table.tokens_per_item[8] = kItemTokens;
   add_amx_kquant_kernels(table);
   add_amx_packed_kernels(table);
-  add_amx_q6k_packed_kernels(table);
 }
 
 }  // namespace vks::cpuq

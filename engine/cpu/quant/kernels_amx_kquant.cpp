@@ -42,6 +42,7 @@ namespace vks::cpuq {
 namespace {
 
 #include "engine/cpu/quant/amx_tiles.inc"
+#include "engine/cpu/quant/kquant_rows16.inc"
 
 constexpr size_t kBytes = 144;      // a Q4_K block: d, dmin, 12 scale bytes, 128 bytes of nibbles
 constexpr size_t kGroupRows = 16;   // weight rows per tile (B's and C's columns)
@@ -72,41 +73,6 @@ inline __m512i times_scale(__m512i q, __m512i q_odd, __m512i pattern) {
   const __m512i even = _mm512_maddubs_epi16(q, pattern);
   const __m512i odd = _mm512_maddubs_epi16(q_odd, pattern);
   return _mm512_or_si512(even, _mm512_slli_epi16(odd, 8));
-}
-
-// s (< 2^16) in both int16 of its int32.
-inline __m512i twice(__m512i s) { return _mm512_or_si512(s, _mm512_slli_epi32(s, 16)); }
-
-// Byte j (0..3) of each int32 of v, zero-extended into the int32.
-inline __m512i byte_of_each(__m512i v, int j) {
-  // vpshufb indexes within a 128-bit lane: int32 i of a lane reads byte 4i + j (0x80: zero).
-  int32_t word[4];
-  for (int i = 0; i < 4; ++i) word[i] = static_cast<int32_t>(static_cast<uint32_t>(4 * i + j) | 0x808080u << 8);
-  return _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(_mm_setr_epi32(word[0], word[1], word[2], word[3])));
-}
-
-// The 6-bit scale and min of each sub-block j of 16 rows, zero-extended in each row's int32, from
-// the rows' 12 scale bytes u0, u1, u2 (16 rows per register): ggml's get_scale_min_k4 on every byte
-// at once, sub-blocks 0..3 the low 6 bits of u0 (scales) and u1 (mins), 4..7 a nibble of u2 with
-// the top 2 bits of the same byte of u0 or u1.
-struct ScalesMins {
-  __m512i sc[8];
-  __m512i m[8];
-};
-inline ScalesMins scales_mins16(__m512i u0, __m512i u1, __m512i u2) {
-  const __m512i low6 = _mm512_set1_epi8(0x3F), low4 = _mm512_set1_epi8(0x0F), top2 = _mm512_set1_epi8(0x30);
-  const __m512i sc03 = _mm512_and_si512(u0, low6), m03 = _mm512_and_si512(u1, low6);
-  const __m512i sc47 = _mm512_or_si512(_mm512_and_si512(u2, low4), _mm512_and_si512(_mm512_srli_epi32(u0, 2), top2));
-  const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), low4),
-                                      _mm512_and_si512(_mm512_srli_epi32(u1, 2), top2));
-  ScalesMins out;
-  for (int j = 0; j < 4; ++j) {
-    out.sc[j] = byte_of_each(sc03, j);
-    out.sc[4 + j] = byte_of_each(sc47, j);
-    out.m[j] = byte_of_each(m03, j);
-    out.m[4 + j] = byte_of_each(m47, j);
-  }
-  return out;
 }
 
 // Where a group's dwords lie: dword `off / 4` of every row of block b, 16 rows in the 16 int32 of
@@ -486,27 +452,6 @@ void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t*
 // |16 sum| <= 4 * 63 * 16 * 60960 < 2^31). M: per sub-block, its min in both int16 of a row's
 // int32 against the token's two 16-element sums (vpdpwssd). The same S and M as the GGUF layout's
 // kernels, the same float step: the same bits.
-
-// A packed block's scales and mins, 16 rows per register.
-struct PackedScales {
-  __m512 d, dmin;
-  __m512i sc[8];    // sub-block j's 6-bit scale, zero-extended in each row's int32
-  __m512i min2[8];  // sub-block j's 6-bit min in both int16 of each row's int32
-};
-
-inline void packed_scales(const uint8_t* blk, PackedScales& s) {
-  const __m512i head = _mm512_loadu_si512(blk);
-  s.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
-  s.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
-  const ScalesMins sm = scales_mins16(_mm512_loadu_si512(blk + 64), _mm512_loadu_si512(blk + 128),
-                                      _mm512_loadu_si512(blk + 192));
-  for (int j = 0; j < 8; ++j) {
-    s.sc[j] = sm.sc[j];
-    s.min2[j] = twice(sm.m[j]);
-  }
-}
-
-inline __m512i dword_at(const void* p) { return _mm512_set1_epi32(static_cast<int32_t>(util::load_u32(static_cast<const uint8_t*>(p)))); }
 
 // n_rows a multiple of 16. Each block step prefetches its share of the next group into L2 (one
 // sequential stream, as the packed Q4_0 and Q8_0 kernels read).

@@ -1,7 +1,7 @@
-// The AMX level's Q6_K on weights packed in groups of 16 rows (WeightLayout::kRows16,
-// packed_rows.h): every token count, sixteen rows per register. On the GGUF layout the amx level
-// runs the avx512vnni level's Q6_K (four rows side by side, each in a 128-bit lane), so this gives
-// that kernel's bits, the lane convention of kernels.h: per block the exact integer lanes L[k]
+// The avx512vnni level's (and so the amx level's) Q6_K on weights packed in groups of 16 rows
+// (WeightLayout::kRows16, packed_rows.h): every token count, sixteen rows per register. On the GGUF
+// layout both levels run the avx512vnni level's Q6_K (four rows side by side, each in a 128-bit
+// lane), so this gives that kernel's bits, the lane convention of kernels.h: per block the exact integer lanes L[k]
 // (element e in lane (e % 16) / 4; Q6_K's -32 offset, 32 times the sum of scale times 16-element
 // activation sum, subtracted from lane 0), acc[k] = acc[k] + float(L[k]) * (d_w * d_x), and
 // y = ((acc0 + acc1) + (acc2 + acc3)) + 0 (Q6_K has no min term, its accumulator stays zero).
@@ -36,6 +36,8 @@
 
 namespace vks::cpuq {
 namespace {
+
+#include "engine/cpu/quant/kquant_rows16.inc"  // dword_at
 
 constexpr size_t kGroupRows = 16;
 constexpr size_t kBytes = 210;                    // ql 128, qh 64, 16 scales, fp16 d
@@ -72,10 +74,6 @@ inline void load_scales(const uint8_t* blk, Scales& s) {
     s.pairs[2 * m] = signed_bytes(v, 0, 1);
     s.pairs[2 * m + 1] = signed_bytes(v, 2, 3);
   }
-}
-
-inline __m512i dword_at(const void* p) {
-  return _mm512_set1_epi32(static_cast<int32_t>(util::load_u32(static_cast<const uint8_t*>(p))));
 }
 
 // NT tokens of rows [0, n_rows) (a multiple of 16); each block step prefetches its share of the
@@ -162,7 +160,7 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 
 }  // namespace
 
-void add_amx_q6k_packed_kernels(KernelTable& table) {
+void add_avx512vnni_q6k_packed_kernels(KernelTable& table) {
   // A prefill's tokens pass over each group in eights; 128 tokens per work item, as the other
   // packed kernels', so that a group comes from memory once for them.
   table.packed[14] = {{gemm, nullptr, nullptr, 0, 0}, 128};
