@@ -50,7 +50,13 @@ int main(int argc, char** argv) {
     }
     // With the runner gone: destroying the instance is what lets Mesa finish writing its shader
     // cache, which the next start (a restart, a socket activation after an idle exit) compiles from.
+#if defined(__SANITIZE_ADDRESS__)
+    // Not under AddressSanitizer: lavapipe keeps 128 bytes in its globals on some CPUs (seen on an
+    // AMD EPYC, not on Intel Xeons), which unloading it with the last instance orphans; LeakSanitizer
+    // then fails the exit status the daemon tests check, for a leak that is the driver's.
+#else
     vks::vk::Instance::release_shared();
+#endif
     return rc;
   } catch (const vks::Error& e) {
     std::fprintf(stderr, "vkstreamd: %s [%s]\n", e.what(), std::string(vks::error_code_name(e.code())).c_str());
