@@ -1,12 +1,13 @@
 // Q4_0, Q8_0, Q4_K, Q5_K and Q6_K packed in groups of 16 rows (packed_rows.h,
 // WeightLayout::kRows16) and the kernels on them (the amx level's kernels_amx_packed.cpp and
-// kernels_amx_kquant.cpp; the avx512vnni level's kernels_avx512vnni_q5k_packed.cpp and
-// kernels_avx512vnni_q6k_packed.cpp): packing is lossless and lays the bytes out as documented,
-// refuses what it cannot pack, and qmatmul / qmatmul_jobs on a packed copy give exactly the bits of
-// the GGUF-layout kernels of the level (and of a plain implementation of Q4_0's and Q8_0's block
-// sums) for every path: one token, a few, a partial tile, whole tiles and their tails, several row
-// items, slices of rows, 1 and 2 threads. The kernel tests run the types the CPU reads packed (Q5_K
-// and Q6_K with AVX-512 VNNI, every one with AMX); packing and the refusals run everywhere.
+// kernels_amx_kquant.cpp; the avx512vnni level's kernels_avx512vnni_q4k_q5k_packed.cpp and
+// kernels_avx512vnni_q6k_packed.cpp, Q4_K's replaced by the amx level's own there): packing is
+// lossless and lays the bytes out as documented, refuses what it cannot pack, and qmatmul /
+// qmatmul_jobs on a packed copy give exactly the bits of the GGUF-layout kernels of the level (and
+// of a plain implementation of Q4_0's and Q8_0's block sums) for every path: one token, a few, a
+// partial tile, whole tiles and their tails, several row items, slices of rows, 1 and 2 threads.
+// The kernel tests run the types the CPU reads packed (the K-quants with AVX-512 VNNI, every one
+// with AMX); packing and the refusals run everywhere.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -36,8 +37,8 @@ std::string label(GgmlType t) { return std::string(ggml_type_name(t)); }
 
 constexpr GgmlType kPackedTypes[] = {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
 
-// Whether this CPU's best level reads a type's packed rows: Q5_K and Q6_K from the avx512vnni level
-// (vpdpbusd alone), the others with AMX. A kernel test goes through the types it can and skips
+// Whether this CPU's best level reads a type's packed rows: the K-quants from the avx512vnni level
+// (vpdpbusd alone), Q4_0 and Q8_0 with AMX. A kernel test goes through the types it can and skips
 // where there are none.
 bool runs_packed(GgmlType type) { return packs_rows16(type, detected_isa()); }
 #define SKIP_WITHOUT_PACKED_KERNELS() \
@@ -134,10 +135,10 @@ TEST(PackedRows, RefusesWhatItCannotPack) {
   TensorRef short_bytes = m.ref();
   short_bytes.nbytes -= 1;
   expect_invalid_argument([&] { pack_rows16(short_bytes, out.data()); }, "bytes short of the shape");
-  // The amx level reads every packed type, the avx512vnni level Q5_K and Q6_K, no level below.
+  // The amx level reads every packed type, the avx512vnni level the K-quants, no level below.
   for (GgmlType type : kPackedTypes) {
     EXPECT_TRUE(packs_rows16(type, CpuIsa::kAmx)) << label(type);
-    EXPECT_EQ(packs_rows16(type, CpuIsa::kAvx512Vnni), type == GgmlType::kQ5_K || type == GgmlType::kQ6_K) << label(type);
+    EXPECT_EQ(packs_rows16(type, CpuIsa::kAvx512Vnni), block_values(type) == 256) << label(type);
     for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx, CpuIsa::kAvx2}) {
       EXPECT_FALSE(packs_rows16(type, isa)) << label(type) << " " << isa_name(isa);
     }

@@ -119,10 +119,11 @@ void add_amx_kernels(KernelTable& table);
 void add_amx_kquant_kernels(KernelTable& table);
 // The amx level's Q4_0/Q8_0 on packed weights (kernels_amx_packed.cpp), called by add_amx_kernels.
 void add_amx_packed_kernels(KernelTable& table);
-// The avx512vnni level's Q5_K and Q6_K on packed weights (kernels_avx512vnni_q5k_packed.cpp,
-// kernels_avx512vnni_q6k_packed.cpp), called by add_avx512vnni_kernels: vpdpbusd alone, so the
-// level below AMX reads the layout for them too, to its own bits.
-void add_avx512vnni_q5k_packed_kernels(KernelTable& table);
+// The avx512vnni level's Q4_K, Q5_K and Q6_K on packed weights
+// (kernels_avx512vnni_q4k_q5k_packed.cpp, kernels_avx512vnni_q6k_packed.cpp), called by
+// add_avx512vnni_kernels: vpdpbusd alone, so the level below AMX reads the layout for them too, to
+// its own bits (the amx level's Q4_K replaces that one with its own).
+void add_avx512vnni_q4k_q5k_packed_kernels(KernelTable& table);
 void add_avx512vnni_q6k_packed_kernels(KernelTable& table);
 
 // act_quant.h's quantizers with 512-bit registers (act_quant_avx512.cpp), to the same bits.

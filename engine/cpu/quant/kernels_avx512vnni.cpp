@@ -419,7 +419,7 @@ void add_avx512vnni_kernels(KernelTable& table) {
   table.gemm[8] = gemm<Q8_0x4>;
   table.gemm[12] = gemm<Q4_Kx4>;
   table.gemm[14] = gemm<Q6_Kx4>;
-  add_avx512vnni_q5k_packed_kernels(table);
+  add_avx512vnni_q4k_q5k_packed_kernels(table);
   add_avx512vnni_q6k_packed_kernels(table);
 }
 

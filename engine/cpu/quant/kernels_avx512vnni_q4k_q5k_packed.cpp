@@ -1,18 +1,21 @@
-// The avx512vnni level's (and so the amx level's) Q5_K on weights packed in groups of 16 rows
+// The avx512vnni level's Q4_K and Q5_K on weights packed in groups of 16 rows
 // (WeightLayout::kRows16, packed_rows.h): every token count, sixteen rows per register. On the GGUF
-// layout every level from avx up runs the avx level's Q5_K (one row per 128-bit register), so this
-// gives that kernel's bits, the lane convention of kernels.h: per block the exact integer lanes L[k] (element e in lane
-// (e % 16) / 4, sub-block j's products times its scale sc_j), acc[k] = acc[k] + float(L[k]) *
-// (d_w * d_x), the min term macc = macc + float(-M) * (dmin_w * d_x) with M = sum_j m_j * (the
-// sub-block's two 16-element activation sums), and y = ((acc0 + acc1) + (acc2 + acc3)) + macc.
+// layout the avx512vnni level runs its own Q4_K (four rows side by side) and the avx level's Q5_K
+// (one row per 128-bit register), both under the lane convention of kernels.h, so this gives their
+// bits: per block the exact integer lanes L[k] (element e in lane (e % 16) / 4, sub-block j's
+// products times its scale sc_j), acc[k] = acc[k] + float(L[k]) * (d_w * d_x), the min term macc =
+// macc + float(-M) * (dmin_w * d_x) with M = sum_j m_j * (the sub-block's two 16-element activation
+// sums), and y = ((acc0 + acc1) + (acc2 + acc3)) + macc. (The amx level has a Q4_K of its own, to
+// its own convention, and replaces this one there; it inherits the Q5_K.)
 //
-// Packed, a block is 44 dwords (d and dmin, 3 of scales, 8 of fifth bits qh, 32 of nibbles qs), and
-// dword k of the 16 rows is one load. Chunk c's nibble dword i (elements 4i..4i+3 of sub-blocks 2c,
-// low nibbles, and 2c + 1, high ones) takes its fifth bits from qh dword i (bit j of each byte for
-// sub-block j), and all four elements lie in lane i % 4: per sub-block and lane, two vpdpbusd (the
-// dwords i and i + 4: 8 products of 0..31 and -127..127, |p| <= 31,496 < 2^15, so p is its own low
-// int16) and one vpdpwssd with the scale in the low int16 and zero in the high add sc_j * p to lane
-// i % 4 of every row: one sequential stream per group, no transposes, a token's 16 outputs one store.
+// Packed, a Q4_K block is 36 dwords (d and dmin, 3 of scales, 32 of nibbles qs) and a Q5_K block 44
+// (8 of fifth bits qh before the nibbles), and dword k of the 16 rows is one load. Chunk c's nibble
+// dword i (elements 4i..4i+3 of sub-blocks 2c, low nibbles, and 2c + 1, high ones; Q5_K's fifth
+// bits from qh dword i, bit j of each byte for sub-block j) has all four elements in lane i % 4: per
+// sub-block and lane, two vpdpbusd (the dwords i and i + 4: 8 products of 0..31 and -127..127, |p|
+// <= 31,496 < 2^15, so p is its own low int16) and one vpdpwssd with the scale in the low int16 and
+// zero in the high add sc_j * p to lane i % 4 of every row: one sequential stream per group, no
+// transposes, a token's 16 outputs one store.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -42,20 +45,26 @@ namespace {
 #include "engine/cpu/quant/kquant_rows16.inc"
 
 constexpr size_t kGroupRows = 16;
-constexpr size_t kBytes = 176;                        // d, dmin, 12 scale bytes, qh 32, qs 128
-constexpr size_t kPackedBlock = kGroupRows * kBytes;  // 44 dwords of 16 rows
-constexpr size_t kQhDword = 4, kQsDword = 12;
+// The two types' blocks: d and dmin, 12 scale bytes, (Q5_K: qh 32,) qs 128.
+template <bool kFifthBits>
+struct KBlock {
+  static constexpr size_t kBytes = kFifthBits ? 176 : 144;
+  static constexpr size_t kPacked = kGroupRows * kBytes;  // 44 or 36 dwords of 16 rows
+  static constexpr size_t kQhDword = 4, kQsDword = kFifthBits ? 12 : 4;
+};
 // Tokens per pass over a group's blocks: each holds four lanes of integers and five floats (a pass
 // of 8 reads each block from L1 once per 8 tokens, as the packed Q6_K does).
 constexpr int kMaxTokens = 8;
 
 // NT tokens of rows [0, n_rows) (a multiple of 16); each block step prefetches its share of the
 // next group into L2 (as the other packed kernels read).
-template <int NT>
+template <int NT, bool kFifthBits>
 void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_blocks,
           float* y, size_t y_stride) {
   const ActQ8x256* a[NT];
   for (int t = 0; t < NT; ++t) a[t] = reinterpret_cast<const ActQ8x256*>(act + static_cast<size_t>(t) * act_stride);
+  using Block = KBlock<kFifthBits>;
+  constexpr size_t kPackedBlock = Block::kPacked;
   const __m512i m4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
   for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
     const uint8_t* g = w + r0 * w_stride;
@@ -70,7 +79,9 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
       PackedScales s;
       packed_scales(blk, s);
       __m512i qh[8];
-      for (int i = 0; i < 8; ++i) qh[i] = _mm512_loadu_si512(blk + 64 * (kQhDword + i));
+      if constexpr (kFifthBits) {
+        for (int i = 0; i < 8; ++i) qh[i] = _mm512_loadu_si512(blk + 64 * (Block::kQhDword + i));
+      }
       __m512i lanes[NT][4];
       for (int t = 0; t < NT; ++t) {
         for (int k = 0; k < 4; ++k) lanes[t][k] = _mm512_setzero_si512();
@@ -83,16 +94,20 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
           constexpr size_t kShare = kPackedBlock / 4;
           util::prefetch_range<util::PrefetchTo::kL2>(ahead + b * kPackedBlock + c * kShare, kShare);
         }
-        // Sub-blocks 2c (low nibbles, fifth bit 2c) and 2c + 1 (high nibbles, bit 2c + 1) of the
-        // chunk's 8 dwords, each byte's fifth bit brought to bit 4 (32-bit shifts; the mask keeps
-        // each byte's own bit).
+        // Sub-blocks 2c (low nibbles; Q5_K's fifth bit 2c) and 2c + 1 (high nibbles, bit 2c + 1)
+        // of the chunk's 8 dwords, each byte's fifth bit brought to bit 4 (32-bit shifts; the mask
+        // keeps each byte's own bit).
         __m512i q_lo[8], q_hi[8];
         for (int i = 0; i < 8; ++i) {
-          const __m512i v = _mm512_loadu_si512(blk + 64 * (kQsDword + 8 * c + i));
-          const __m512i h_lo = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[i], 2 * c), one), 4);
-          const __m512i h_hi = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[i], 2 * c + 1), one), 4);
-          q_lo[i] = _mm512_or_si512(_mm512_and_si512(v, m4), h_lo);
-          q_hi[i] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(v, 4), m4), h_hi);
+          const __m512i v = _mm512_loadu_si512(blk + 64 * (Block::kQsDword + 8 * c + i));
+          q_lo[i] = _mm512_and_si512(v, m4);
+          q_hi[i] = _mm512_and_si512(_mm512_srli_epi32(v, 4), m4);
+          if constexpr (kFifthBits) {
+            const __m512i h_lo = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[i], 2 * c), one), 4);
+            const __m512i h_hi = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[i], 2 * c + 1), one), 4);
+            q_lo[i] = _mm512_or_si512(q_lo[i], h_lo);
+            q_hi[i] = _mm512_or_si512(q_hi[i], h_hi);
+          }
         }
 #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) {
@@ -129,21 +144,23 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 }
 
 // KernelTable::packed's contract; no tiles (prepared is null: PreparedKernel::prepare is).
+template <bool kFifthBits>
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, const uint8_t*,
           size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
   for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
     util::with_count<kMaxTokens>(std::min<size_t>(kMaxTokens, n_tokens - t0), [&](auto nt) {
-      pass<nt()>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride, y_stride);
+      pass<nt(), kFifthBits>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride, y_stride);
     });
   }
 }
 
 }  // namespace
 
-void add_avx512vnni_q5k_packed_kernels(KernelTable& table) {
+void add_avx512vnni_q4k_q5k_packed_kernels(KernelTable& table) {
   // A prefill's tokens pass over each group in eights; 128 tokens per work item, as the other
   // packed kernels', so that a group comes from memory once for them.
-  table.packed[13] = {{gemm, nullptr, nullptr, 0, 0}, 128};
+  table.packed[12] = {{gemm<false>, nullptr, nullptr, 0, 0}, 128};
+  table.packed[13] = {{gemm<true>, nullptr, nullptr, 0, 0}, 128};
 }
 
 }  // namespace vks::cpuq
