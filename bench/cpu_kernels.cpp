@@ -261,8 +261,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> shape_names;
   app.add_option("--shapes", shape_names, "only these shapes (wq/wo gate/up down output)");
   bool packed = false;
-  app.add_flag("--packed", packed, "instead of the table: the GGUF layout against the packed one (amx level; "
-                                   "default types q4_0 q8_0 q4_K q6_K, shapes wq/wo gate/up)");
+  app.add_flag("--packed", packed, "instead of the table: the GGUF layout against the packed one (types the "
+                                   "level packs: q4_0 q8_0 with AMX, the K-quants from AVX-512 VNNI; default "
+                                   "q4_0 q8_0 q4_K q6_K, shapes wq/wo gate/up)");
   std::vector<size_t> packed_tokens = {1, 2, 4, 8, 16, 128};
   app.add_option("--packed-tokens", packed_tokens, "token counts of --packed");
   int rounds = 2;
