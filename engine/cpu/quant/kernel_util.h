@@ -21,6 +21,16 @@ static inline void with_count(size_t n, const Fn& fn) {
   }
 }
 
+// Calls fn(nt, t0) for the tokens [t0, t0 + nt) of n in passes of kMax (the last shorter), nt the
+// pass's count as with_count gives it: kernels whose accumulators hold at most kMax tokens.
+template <int kMax, class Fn>
+static inline void in_passes(size_t n, const Fn& fn) {
+  for (size_t t0 = 0; t0 < n; t0 += kMax) {
+    with_count<kMax>(n - t0 < static_cast<size_t>(kMax) ? n - t0 : static_cast<size_t>(kMax),
+                     [&](auto nt) { fn(nt, t0); });
+  }
+}
+
 // Where prefetch_range brings lines: L1 (x86 prefetcht0) or L2 (prefetcht1).
 enum class PrefetchTo { kL1 = 3, kL2 = 2 };
 

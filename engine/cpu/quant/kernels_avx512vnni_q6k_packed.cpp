@@ -13,7 +13,6 @@
 // i % 4 of every row: one sequential stream per group, no transposes, a token's 16 outputs one store.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -151,11 +150,9 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 // KernelTable::packed's contract; no tiles (prepared is null: PreparedKernel::prepare is).
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, const uint8_t*,
           size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
-  for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
-    util::with_count<kMaxTokens>(std::min<size_t>(kMaxTokens, n_tokens - t0), [&](auto nt) {
-      pass<nt()>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride, y_stride);
-    });
-  }
+  util::in_passes<kMaxTokens>(n_tokens, [&](auto nt, size_t t0) {
+    pass<nt()>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride, y_stride);
+  });
 }
 
 }  // namespace
