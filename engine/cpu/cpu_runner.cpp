@@ -50,8 +50,8 @@ CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
                               : static_cast<size_t>(options_.num_blocks);
     const size_t rows = spec.mixer == Mixer::kAttention && !spec.attention.shares_kv() ? blocks * block_size * kv_dim : 0;
     if (quantized_kv()) {
-      key_quants_.emplace_back(cpu::kv_quant_bytes(options_.kv_type, rows));
-      value_quants_.emplace_back(cpu::kv_quant_bytes(options_.kv_type, rows));
+      key_quants_.emplace_back(kv_plane_bytes(options_.kv_type, rows));
+      value_quants_.emplace_back(kv_plane_bytes(options_.kv_type, rows));
       key_scales_.emplace_back(rows / cpu::kKvBlock);
       value_scales_.emplace_back(rows / cpu::kKvBlock);
     } else {
@@ -153,7 +153,7 @@ class PagedKvQuant final : public PagedRows {
         key_scales_(key_scales), values_(values), value_scales_(value_scales) {}
   void store(size_t t, const float* k, const float* v, size_t width) override {
     const size_t at = row_at(t);
-    const size_t q_at = cpu::kv_quant_bytes(type_, at);
+    const size_t q_at = kv_plane_bytes(type_, at);
     cpu::quantize_kv(type_, k, width, keys_ + q_at, key_scales_ + at / cpu::kKvBlock);
     cpu::quantize_kv(type_, v, width, values_ + q_at, value_scales_ + at / cpu::kKvBlock);
   }

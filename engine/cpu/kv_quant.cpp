@@ -12,8 +12,6 @@
 
 namespace vks::cpu {
 
-size_t kv_quant_bytes(KvType type, size_t n) { return type == KvType::kQ4_0 ? n / 2 : n; }
-
 namespace {
 
 void quantize_q8_block(const float* v, uint8_t* q, float* scale) {
@@ -48,7 +46,7 @@ void quantize_q4_block(const float* v, uint8_t* q, float* scale) {
 }  // namespace
 
 void quantize_kv(KvType type, const float* x, size_t n, uint8_t* q, float* scales) {
-  const size_t block_bytes = kv_quant_bytes(type, kKvBlock);
+  const size_t block_bytes = kv_plane_bytes(type, kKvBlock);
   for (size_t b = 0; b < n / kKvBlock; ++b) {
     if (type == KvType::kQ4_0) {
       quantize_q4_block(x + b * kKvBlock, q + b * block_bytes, scales + b);
@@ -96,7 +94,7 @@ struct QuantRows {
   float* rows;  // [kValueRows][head_dim] the rows decoded last, in turn
   size_t next = 0;
 
-  static constexpr size_t quant_at(size_t at) { return kType == KvType::kQ4_0 ? at / 2 : at; }
+  static constexpr size_t quant_at(size_t at) { return kv_plane_bytes(kType, at); }
   [[gnu::always_inline]] const float* decode(const uint8_t* q, const float* scales, size_t t, size_t kv_offset) {
     const size_t at = slots[t] * stride + kv_offset;
     float* row = rows + (next++ % ref::rows::kValueRows) * head_dim;

@@ -37,13 +37,8 @@ void require_kv_type_fits(const LlamaConfig& config, KvType type) {
 }
 
 uint64_t kv_row_bytes(KvType type, uint64_t kv_dim) {
-  // Q8_0: an int8 per value, Q4_0 a nibble, and an f32 scale per 32 (attn_params.h says why f32).
-  switch (type) {
-    case KvType::kQ8_0: return kv_dim + kv_dim / 32 * 4;
-    case KvType::kQ4_0: return kv_dim / 2 + kv_dim / 32 * 4;
-    case KvType::kF16: break;
-  }
-  return kv_dim * 2;
+  // The scales are f32 (attn_params.h says why).
+  return kv_plane_bytes(type, kv_dim) + (type == KvType::kF16 ? 0 : kv_dim / kv_block_values(type) * 4);
 }
 
 }  // namespace vks

@@ -16,7 +16,14 @@ enum class KvType : uint8_t { kF16, kQ8_0, kQ4_0 };
 // "f16", "q8_0" or "q4_0"; throws vks::Error(kInvalidArgument) naming the accepted types otherwise.
 KvType parse_kv_type(std::string_view name);
 std::string_view kv_type_name(KvType type);
-// Bytes one token's row of kv_dim values takes in a pool of this type (quantized: kv_dim a multiple of 32).
+// Bytes the values themselves of n values take in a pool of this type: F16's halves, Q8_0's int8,
+// Q4_0's nibbles (a quantized pool's scales follow them; quantized: n a multiple of 32). The one
+// place a type's value width is written: rows, scale-plane offsets and the CPU pools use it.
+constexpr uint64_t kv_plane_bytes(KvType type, uint64_t n) {
+  return type == KvType::kF16 ? 2 * n : type == KvType::kQ8_0 ? n : n / 2;
+}
+// Bytes one token's row of kv_dim values takes in a pool of this type: its values' plane and, for
+// a quantized type, an f32 scale per 32 (kv_dim a multiple of 32).
 uint64_t kv_row_bytes(KvType type, uint64_t kv_dim);
 // Values per quantization block (1 for F16): head sizes must be a multiple of it.
 uint32_t kv_block_values(KvType type);

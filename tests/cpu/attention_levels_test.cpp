@@ -1,7 +1,7 @@
 // ref::attention's loop (engine/cpu/attention_rows.h) at each instruction-set level it is compiled
 // for: the avx2 and avx512 copies must give the baseline copy's bits exactly, over the f32 reader
-// and the quantized ones (Q8_0, Q4_0), for head sizes with and without 16-, 8- and 32-element tails, query-head groups
-// of 1 to 67 (groups of 8, 4 and single heads; more than kMaxGroup), odd and even context lengths,
+// and the quantized ones (Q8_0, Q4_0), for head sizes with and without 16-, 8- and 32-element
+// tails, query-head groups of 1 to 67 (groups of 8, 4 and single heads; more than kMaxGroup), odd and even context lengths,
 // with and without sinks and soft-capping, and for a thread's share of the heads.
 #include <gtest/gtest.h>
 
@@ -127,7 +127,7 @@ void f32_attend(ref::AttendLevel level, const Case& c, std::vector<float>& out) 
 // A quantized reader over the same values quantized (it decodes two key rows at a time at avx512).
 template <KvType kType>
 void quant_attend(ref::AttendLevel level, const Case& c, std::vector<float>& out) {
-  std::vector<uint8_t> kq(cpu::kv_quant_bytes(kType, c.keys.size())), vq(kq.size());
+  std::vector<uint8_t> kq(kv_plane_bytes(kType, c.keys.size())), vq(kq.size());
   std::vector<float> ks(c.keys.size() / cpu::kKvBlock), vs(ks.size());
   cpu::quantize_kv(kType, c.keys.data(), c.keys.size(), kq.data(), ks.data());
   cpu::quantize_kv(kType, c.values.data(), c.values.size(), vq.data(), vs.data());

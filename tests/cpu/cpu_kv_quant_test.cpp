@@ -51,7 +51,7 @@ TEST(CpuKvQuant, Q8BlocksRoundToTheNearestStepOfMaxOver127) {
   std::vector<float> x = random_values(96, 1, 3.0f);
   std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block stays zero
   x[70] = -5.0f;                                    // the block's largest magnitude maps to -127
-  std::vector<uint8_t> q(cpu::kv_quant_bytes(KvType::kQ8_0, 96));
+  std::vector<uint8_t> q(kv_plane_bytes(KvType::kQ8_0, 96));
   std::vector<float> scales(3);
   cpu::quantize_kv(KvType::kQ8_0, x.data(), x.size(), q.data(), scales.data());
   EXPECT_EQ(scales[1], 0.0f);
@@ -73,7 +73,7 @@ TEST(CpuKvQuant, Q4BlocksAreLlamaCppsQ4_0) {
   x[70] = 3.0f;                                     // a positive peak: a negative scale
   x[75] = -3.0f;                                    // equal magnitude, later: not the peak
   x[100] = -2.5f;
-  std::vector<uint8_t> q(cpu::kv_quant_bytes(KvType::kQ4_0, 128));
+  std::vector<uint8_t> q(kv_plane_bytes(KvType::kQ4_0, 128));
   ASSERT_EQ(q.size(), 64u);
   std::vector<float> scales(4);
   cpu::quantize_kv(KvType::kQ4_0, x.data(), x.size(), q.data(), scales.data());
@@ -109,7 +109,7 @@ TEST_P(QuantKvAttention, PagedAttentionEqualsAttentionOverTheDecodedValues) {
   p.sinks = sinks.data();
   const size_t kv_dim = 128, block_size = 16, n_slots = 64, n_ctx = 37, first = 3;
   const std::vector<float> keys = random_values(n_slots * kv_dim, 2, 2.0f), values = random_values(n_slots * kv_dim, 3, 1.0f);
-  std::vector<uint8_t> kq(cpu::kv_quant_bytes(type, keys.size())), vq(kq.size());
+  std::vector<uint8_t> kq(kv_plane_bytes(type, keys.size())), vq(kq.size());
   std::vector<float> ks(keys.size() / 32), vs(values.size() / 32);
   cpu::quantize_kv(type, keys.data(), keys.size(), kq.data(), ks.data());
   cpu::quantize_kv(type, values.data(), values.size(), vq.data(), vs.data());

@@ -41,12 +41,12 @@ struct KvCacheShape {
   uint64_t bytes_per_token() const { return row_pair_bytes() * n_layers; }
   uint64_t window_bytes_per_token() const;
   uint64_t total_bytes() const;
-  // uint index of a quantized pool's scale plane (attn_params.h: after its quants, 4 values a uint
-  // for Q8_0, 8 for Q4_0; unused for F16), in a layer's own pools.
+  // uint index of a quantized pool's scale plane (attn_params.h: right after its values' plane;
+  // unused for F16), in a layer's own pools.
   uint32_t k_scales_at(uint32_t layer) const { return scales_at(k_type, n_slots(layer)); }
   uint32_t v_scales_at(uint32_t layer) const { return scales_at(v_type, n_slots(layer)); }
   uint32_t scales_at(KvType type, uint64_t slots) const {
-    return static_cast<uint32_t>(slots * kv_dim / (type == KvType::kQ4_0 ? 8 : 4));
+    return static_cast<uint32_t>(slots * kv_plane_bytes(type, kv_dim) / 4);
   }
 };
 
