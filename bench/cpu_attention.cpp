@@ -126,8 +126,7 @@ int main(int argc, char** argv) {
     const bool f32 = type == vks::KvType::kF16;
     for (const size_t n_ctx : contexts) {
       // K and V rows of every KV head at every position.
-      const double values = 2.0 * static_cast<double>(n_ctx * stride);
-      const double bytes = f32 ? values * 4.0 : static_cast<double>(vks::kv_row_bytes(type, n_ctx * stride)) * 2.0;
+      const double bytes = 2.0 * static_cast<double>(f32 ? n_ctx * stride * sizeof(float) : vks::kv_row_bytes(type, n_ctx * stride));
       for (int l = 0; l <= static_cast<int>(vks::ref::fastest_attend_level()); ++l) {
         const auto level = static_cast<AttendLevel>(l);
         auto call = [&](size_t seq) {

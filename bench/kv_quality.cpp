@@ -87,40 +87,46 @@ int main(int argc, char** argv) {
   std::printf("|---|---|---|---|---|---|---|\n");
   int rc = 0;
   for (const std::string& path : paths) {
-    for (const std::string& type : types) {
-      try {
-        const auto model = vks::LlamaModel::load(path);
-        vks::RunnerOptions o;
-        o.max_step_tokens = std::max(prompt, 16);
-        o.max_step_seqs = 1;
-        o.num_blocks = (prompt + gen + 15) / 16 + 1;
-        vks::VulkanRunner f16(*model, o);
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    try {
+      // One F16 run per model, teacher for every quantized type, stepped beside them.
+      const auto model = vks::LlamaModel::load(path);
+      vks::RunnerOptions o;
+      o.max_step_tokens = std::max(prompt, 16);
+      o.max_step_seqs = 1;
+      o.num_blocks = (prompt + gen + 15) / 16 + 1;
+      vks::VulkanRunner f16(*model, o);
+      std::vector<std::unique_ptr<vks::VulkanRunner>> quantized;
+      for (const std::string& type : types) {
         o.kv_type_k = o.kv_type_v = vks::parse_kv_type(type);
-        vks::VulkanRunner quantized(*model, o);
-        std::mt19937 rng(seed);
-        const uint32_t vocab = model->config().vocab_size;
-        std::vector<int32_t> tokens(static_cast<size_t>(prompt));
-        for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % vocab);
-        Sequence a(f16), b(quantized);
-        Errors e;
-        a.step(tokens);
-        b.step(tokens);
-        e.add(b.logits, a.logits, a.argmax == b.argmax);
-        for (int i = 0; i < gen; ++i) {
-          const std::vector<int32_t> next{a.argmax};  // the F16 run's token for both
-          a.step(next);
-          b.step(next);
-          e.add(b.logits, a.logits, a.argmax == b.argmax);
-        }
-        const std::string name = path.substr(path.find_last_of('/') + 1);
-        std::printf("| %s | %s | %llu -> %llu | %.2e | %.2e | %.3f | %d/%d |\n", name.c_str(), type.c_str(),
-                    static_cast<unsigned long long>(f16.kv_bytes_per_token()),
-                    static_cast<unsigned long long>(quantized.kv_bytes_per_token()), e.sum_norm / e.steps, e.max_norm, e.max_abs,
-                    e.agree, e.steps);
-      } catch (const vks::Error& err) {
-        std::printf("| %s | %s | error: %s | | | | |\n", path.c_str(), type.c_str(), err.what());
-        rc = 1;
+        quantized.push_back(std::make_unique<vks::VulkanRunner>(*model, o));
       }
+      std::mt19937 rng(seed);
+      const uint32_t vocab = model->config().vocab_size;
+      std::vector<int32_t> tokens(static_cast<size_t>(prompt));
+      for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % vocab);
+      Sequence a(f16);
+      std::vector<Sequence> b;
+      for (const auto& r : quantized) b.emplace_back(*r);
+      std::vector<Errors> e(quantized.size());
+      for (int i = 0; i <= gen; ++i) {
+        // The prompt first, then the F16 run's token for every run.
+        const std::vector<int32_t> next = i == 0 ? tokens : std::vector<int32_t>{a.argmax};
+        a.step(next);
+        for (size_t q = 0; q < b.size(); ++q) {
+          b[q].step(next);
+          e[q].add(b[q].logits, a.logits, a.argmax == b[q].argmax);
+        }
+      }
+      for (size_t q = 0; q < b.size(); ++q) {
+        std::printf("| %s | %s | %llu -> %llu | %.2e | %.2e | %.3f | %d/%d |\n", name.c_str(), types[q].c_str(),
+                    static_cast<unsigned long long>(f16.kv_bytes_per_token()),
+                    static_cast<unsigned long long>(quantized[q]->kv_bytes_per_token()), e[q].sum_norm / e[q].steps,
+                    e[q].max_norm, e[q].max_abs, e[q].agree, e[q].steps);
+      }
+    } catch (const vks::Error& err) {
+      std::printf("| %s | | error: %s | | | | |\n", name.c_str(), err.what());
+      rc = 1;
     }
   }
   return rc;
