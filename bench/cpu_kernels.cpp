@@ -8,7 +8,7 @@
 //     weights from memory as a decode or verify step reads them, and in cache: what a speculative
 //     verify step of k+1 tokens costs beside a one-token step)
 //   VKSTREAM_CPU_ISA=avx vks_bench_cpu_kernels   (the 128-bit level on an AVX2 machine)
-//   vks_bench_cpu_kernels --packed [--packed-tokens 1 2 4 8 16 128]   (the amx level's packed types on
+//   vks_bench_cpu_kernels --packed [--packed-tokens 1 2 4 8 16 128]   (the level's packed types on
 //     the GGUF layout against the same matrix packed in groups of 16 rows, packed_rows.h: time per
 //     call from memory and in cache, rounds alternating the two, the best round of each)
 #include <CLI/CLI.hpp>
@@ -188,10 +188,10 @@ int run_sweep(const std::vector<std::string>& type_names, const std::vector<int>
   return 0;
 }
 
-// The amx level's packed types (Q4_0, Q8_0, Q4_K, Q6_K) on the GGUF layout against the same matrix packed (packed_rows.h):
-// per token count, the mean wall time per call from memory (cycling over copies) and in cache,
-// `rounds` rounds alternating the two layouts, the best round of each; weight GB/s from memory
-// and the speedup (GGUF time / packed time).
+// The level's packed types (Q4_0 and Q8_0 with AMX, the K-quants from AVX-512 VNNI) on the GGUF
+// layout against the same matrix packed (packed_rows.h): per token count, the mean wall time per
+// call from memory (cycling over copies) and in cache, `rounds` rounds alternating the two layouts,
+// the best round of each; weight GB/s from memory and the speedup (GGUF time / packed time).
 template <class Wanted>
 int run_packed(const std::vector<std::string>& type_names, const std::vector<int>& thread_counts,
                const Shape (&shapes)[4], const Wanted& wanted, const std::vector<size_t>& token_counts,

@@ -71,34 +71,34 @@ class RunnerKvType : public ::testing::TestWithParam<KvType> {
 
 TEST_P(RunnerKvType, QuantizedCacheIsBatchInvariantAndCloseToF16) {
   const KvType type = GetParam();
-  auto q8 = runner(type, type);
+  auto quantized = runner(type, type);
   auto f16 = runner(KvType::kF16, KvType::kF16);
-  EXPECT_EQ(q8->kv_type(), kv_type_name(type));
+  EXPECT_EQ(quantized->kv_type(), kv_type_name(type));
   EXPECT_EQ(f16->kv_type(), "f16");
   // kv_dim 64: 2 layers x (K + V) x (64 int8 or 32 bytes of nibbles, + 2 f32 scales) against 2 x 2 x
   // 128 bytes.
-  EXPECT_EQ(q8->kv_bytes_per_token(), 2u * 2 * ((type == KvType::kQ4_0 ? 32 : 64) + 8));
+  EXPECT_EQ(quantized->kv_bytes_per_token(), 2u * 2 * ((type == KvType::kQ4_0 ? 32 : 64) + 8));
   EXPECT_EQ(f16->kv_bytes_per_token(), 2u * 2 * 128);
   const auto ps = prompts();
-  const auto with_q8 = test::expect_batched_equals_alone(*q8, ps, 8, 5);
-  test::expect_chunked_equals_whole(*q8, {ps[1]}, 4, 9);
+  const auto with_quantized = test::expect_batched_equals_alone(*quantized, ps, 8, 5);
+  test::expect_chunked_equals_whole(*quantized, {ps[1]}, 4, 9);
   test::GreedyDriver driver(*f16, 5);
   test::GenerateOptions g;
   g.n_gen = 8;
   g.full_logits = true;
   for (size_t i = 0; i < ps.size(); ++i) {
     const test::SeqResult with_f16 = driver.run({ps[i]}, g)[0];
-    ASSERT_EQ(with_f16.logits.size(), with_q8[i].logits.size());
+    ASSERT_EQ(with_f16.logits.size(), with_quantized[i].logits.size());
     // The first row depends on the prompt's keys alone; compare it (later rows follow tokens that
     // may differ once the two caches pick different ones).
-    const double err = test::normalized_error(with_q8[i].logits[0], with_f16.logits[0]);
+    const double err = test::normalized_error(with_quantized[i].logits[0], with_f16.logits[0]);
     std::printf("prompt %zu (%zu tokens): %s KV logits vs F16 KV, normalized error %.3g\n", i, ps[i].size(),
                 kv_type_name(type).data(), err);
     // Q4_0's step is 127/8 = 16x Q8_0's, and so, near enough, is its error on this random model
     // (0.10-0.25 against 0.006-0.014 when written).
     EXPECT_LT(err, type == KvType::kQ4_0 ? 3.5e-1 : 2e-2) << "prompt " << i;
     if (ps[i].size() > 1) {  // one token attends to itself alone: the weights sum to 1 whatever K is
-      EXPECT_NE(std::memcmp(with_q8[i].logits[0].data(), with_f16.logits[0].data(), with_f16.logits[0].size() * 4), 0)
+      EXPECT_NE(std::memcmp(with_quantized[i].logits[0].data(), with_f16.logits[0].data(), with_f16.logits[0].size() * 4), 0)
           << "prompt " << i << ": the quantized cache gave the F16 cache's bits: was it used?";
     }
   }

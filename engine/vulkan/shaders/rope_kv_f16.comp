@@ -116,7 +116,8 @@ void store_q8_quad(bool is_k, uint at, vec4 v, float peak_value, bool first_of_b
   if (first_of_block) store_word(is_k, (is_k ? p.k_scales_at : p.v_scales_at) + at / VKS_KV_BLOCK, floatBitsToUint(d));
 }
 
-// Q4_0's step for a block whose value of largest magnitude is peak_value (exact: a power of two).
+// Q4_0's step for a block whose value of largest magnitude is peak_value (exact: -1/8 is a power
+// of two, as llama.cpp's division by -8 is).
 float q4_scale(float peak_value) { return peak_value * -0.125; }
 
 // The quad's four nibbles (value b at bits 4b), as llama.cpp's quantize_row_q4_0 rounds them. The
