@@ -188,7 +188,7 @@ int run_sweep(const std::vector<std::string>& type_names, const std::vector<int>
   return 0;
 }
 
-// The level's packed types (Q4_0 and Q8_0 with AMX, the K-quants from AVX-512 VNNI) on the GGUF
+// The level's packed types (Q4_0, Q8_0 and the K-quants, from AVX-512 VNNI on) on the GGUF
 // layout against the same matrix packed (packed_rows.h): per token count, the mean wall time per
 // call from memory (cycling over copies) and in cache, `rounds` rounds alternating the two layouts,
 // the best round of each; weight GB/s from memory and the speedup (GGUF time / packed time).
@@ -262,7 +262,7 @@ int main(int argc, char** argv) {
   app.add_option("--shapes", shape_names, "only these shapes (wq/wo gate/up down output)");
   bool packed = false;
   app.add_flag("--packed", packed, "instead of the table: the GGUF layout against the packed one (types the "
-                                   "level packs: q4_0 q8_0 with AMX, the K-quants from AVX-512 VNNI; default "
+                                   "level packs: q4_0 q8_0 and the K-quants from AVX-512 VNNI; default "
                                    "q4_0 q8_0 q4_K q6_K, shapes wq/wo gate/up)");
   std::vector<size_t> packed_tokens = {1, 2, 4, 8, 16, 128};
   app.add_option("--packed-tokens", packed_tokens, "token counts of --packed");

@@ -16,8 +16,8 @@
 namespace vks {
 
 // How a matrix's blocks are laid out. kGguf: row after row, as in the file. kRows16: the CPU
-// runner's copy of a matrix the kernel level reads packed (Q4_0/Q8_0 with AMX, the K-quants from
-// AVX-512 VNNI), rearranged for its kernels (engine/cpu/quant/packed_rows.h): groups of 16 rows,
+// runner's copy of a matrix the kernel level reads packed (Q4_0/Q8_0 and the K-quants, from AVX-512
+// VNNI on), rearranged for its kernels (engine/cpu/quant/packed_rows.h): groups of 16 rows,
 // each group the same bytes as its 16 GGUF rows, so a group starts where its first row did, but a
 // single row cannot be addressed.
 enum class WeightLayout : uint8_t { kGguf, kRows16 };

@@ -16,7 +16,7 @@
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/qmatmul.h"
 #include "engine/gguf/ggml_type.h"
-#include "tests/cpu/qmatmul_amx_checks.h"
+#include "tests/cpu/qmatmul_convention_checks.h"
 #include "tests/cpu/qmatmul_test_data.h"
 
 namespace vks::cpuq {
@@ -137,7 +137,7 @@ TEST(QmatmulAmxKquant, EveryBatchGivesEachTokenItsBitsAlone) {
   constexpr size_t kRows = 23, kCols = 256 * 3, kMaxTokens = 40;
   const Matrix m = raw_q4_k(kRows, kCols, Raw::kRandom, 3);
   test::expect_batches_give_each_token_its_bits_alone(m.ref(), make_activations(kMaxTokens, kCols, Fill::kRandom, 4),
-                                                      kMaxTokens, "q4_K");
+                                                      kMaxTokens, "q4_K", CpuIsa::kAmx);
 }
 
 // Row slices of a matrix (first_row not a multiple of 4 or 16, slices across qmatmul's 64-row work
@@ -153,7 +153,7 @@ TEST(QmatmulAmxKquant, RowSplitsAndThreadsGiveTheSameBits) {
     qmatmul(w, x.data(), n_tokens, whole.data(), nullptr, CpuIsa::kAmx);
     const std::vector<float> want = kblock_sums_reference(m, x.data(), n_tokens);
     ASSERT_EQ(0, std::memcmp(whole.data(), want.data(), whole.size() * sizeof(float))) << "tokens " << n_tokens;
-    test::expect_row_slices_give_the_whole_bits(w, x.data(), n_tokens, whole, "q4_K");
+    test::expect_row_slices_give_the_whole_bits(w, x.data(), n_tokens, whole, "q4_K", CpuIsa::kAmx);
   }
 }
 
@@ -169,7 +169,8 @@ TEST(QmatmulAmxKquant, WorkItemsReadTheTilesPreparedOncePerCall) {
   const Matrix b = raw_q4_k(test::kItemsTestRows, 256 * 2, Raw::kRandom, 22);
   for (size_t n_tokens : {13u, 29u, 138u, 141u, 143u, 150u, 300u}) {
     for (size_t piece : {16u, 45u}) {
-      test::expect_items_read_their_prepared_tiles(a, b, n_tokens, piece, kblock_sums_reference, "q4_K");
+      test::expect_items_read_their_prepared_tiles(a, b, n_tokens, piece, kblock_sums_reference, "q4_K",
+                                                   CpuIsa::kAmx);
     }
   }
 }

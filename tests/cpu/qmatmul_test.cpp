@@ -169,10 +169,13 @@ TEST(Qmatmul, BitIdenticalAcrossBatchesAndThreads) {
   }
 }
 
-// The amx level's Q4_0, Q8_0 and Q4_K follow conventions of their own ("block sums" and "K-block
-// sums", kernels.h), with other bits: qmatmul_amx_test.cpp and qmatmul_amx_kquant_test.cpp test them.
+// The avx512vnni and amx levels' Q4_0 and Q8_0, and the amx level's Q4_K, follow conventions of their
+// own ("block sums" and "K-block sums", kernels.h), with other bits: qmatmul_block_sums_test.cpp and
+// qmatmul_amx_kquant_test.cpp test them.
 bool follows_lane_convention(CpuIsa isa, GgmlType t) {
-  return !(isa == CpuIsa::kAmx && (t == GgmlType::kQ4_0 || t == GgmlType::kQ8_0 || t == GgmlType::kQ4_K));
+  const bool block_sums = static_cast<int>(isa) >= static_cast<int>(CpuIsa::kAvx512Vnni) &&
+                          (t == GgmlType::kQ4_0 || t == GgmlType::kQ8_0);
+  return !block_sums && !(isa == CpuIsa::kAmx && t == GgmlType::kQ4_K);
 }
 
 // Every level this CPU runs gives the scalar level's bits for m times x (n_tokens tokens), where it

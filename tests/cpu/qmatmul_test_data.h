@@ -1,5 +1,5 @@
 #pragma once
-// Weight matrices and activations for the qmatmul tests (qmatmul_test.cpp, qmatmul_amx_test.cpp):
+// Weight matrices and activations for the qmatmul tests (qmatmul_test.cpp, qmatmul_block_sums_test.cpp):
 // random values, or values at the bounds the integer kernels must hold.
 #include <cstddef>
 #include <cstdint>

@@ -2,8 +2,9 @@
 // The instruction-set levels the quantized CPU kernels are compiled for, and the one this process
 // uses. One binary carries every level (each in its own source file compiled for its target); the
 // level is chosen once, from the CPU's features, lowered by VKSTREAM_CPU_ISA when that is set.
-// Every level computes the same bits (see docs/ARCHITECTURE.md, "CPU kernels"), except the amx
-// level's Q4_0 and Q8_0, a family of their own (kernels.h, "block sums").
+// Every level computes the same bits (see docs/ARCHITECTURE.md, "CPU kernels"), except the
+// avx512vnni and amx levels' Q4_0 and Q8_0 ("block sums") and the amx level's Q4_K ("K-block sums"),
+// families of their own (kernels.h).
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -14,7 +15,7 @@ enum class CpuIsa {
   kScalar = 0,  // plain C++: any CPU
   kAvx = 1,     // 128-bit integer dot products (SSSE3 maddubs) with AVX encoding and F16C
   kAvx2 = 2,    // 256-bit integer dot products (AVX2, F16C)
-  kAvx512Vnni = 3,  // 512-bit vpdpbusd (AVX-512 F/BW/VL + VNNI), four rows per register
+  kAvx512Vnni = 3,  // 512-bit vpdpbusd (AVX-512 F/BW/VL + VNNI); Q4_0/Q8_0 under block sums
   kAmx = 4,         // AMX-TILE + AMX-INT8 tiles for Q4_0/Q8_0 (block sums); avx512vnni's other kernels
 };
 

@@ -15,11 +15,12 @@
 // the same sequence everywhere (the library is compiled with -ffp-contract=off so no level fuses
 // a multiply-add the others do not).
 //
-// The amx level's Q4_0 and Q8_0 follow a convention of their own ("block sums"): for y[t][r], for
-// each block b in order, S_b = the exact integer sum of the block's 32 products, Q4_0's -8 offset
-// included (-8 times the activation block's sum); acc = acc + float(S_b) * (d_w * d_x); y = acc. One
-// float accumulator per output, so one multiply and one add per block and output, where the lane
-// convention's four lanes cost four of each. Its bits differ from the other levels' (the rounding
+// The avx512vnni and amx levels' Q4_0 and Q8_0 follow a convention of their own ("block sums"):
+// for y[t][r], for each block b in order, S_b = the exact integer sum of the block's 32 products,
+// Q4_0's -8 offset included (-8 times the activation block's sum); acc = acc + float(S_b) * (d_w *
+// d_x); y = acc. One float accumulator per output, so one multiply and one add per block and
+// output, where the lane
+// convention's four lanes cost four of each. Its bits differ from the lower levels' (the rounding
 // differs), but are the same for any token count, row split and thread count: the batch
 // invariance the engine needs.
 //
@@ -117,7 +118,7 @@ void add_avx512vnni_kernels(KernelTable& table);
 void add_amx_kernels(KernelTable& table);
 // The amx level's K-quants (kernels_amx_kquant.cpp), called by add_amx_kernels.
 void add_amx_kquant_kernels(KernelTable& table);
-// The amx level's Q4_0/Q8_0 on packed weights (kernels_amx_packed.cpp), called by add_amx_kernels.
+// The amx level's Q4_0/Q8_0 tiles on packed weights (kernels_amx_packed.cpp), called by add_amx_kernels.
 void add_amx_packed_kernels(KernelTable& table);
 // The avx512vnni level's Q4_K, Q5_K and Q6_K on packed weights
 // (kernels_avx512vnni_q4k_q5k_packed.cpp, kernels_avx512vnni_q6k_packed.cpp), called by
@@ -125,6 +126,19 @@ void add_amx_packed_kernels(KernelTable& table);
 // its own bits (the amx level's Q4_K replaces that one with its own).
 void add_avx512vnni_q4k_q5k_packed_kernels(KernelTable& table);
 void add_avx512vnni_q6k_packed_kernels(KernelTable& table);
+// The avx512vnni level's Q4_0 and Q8_0 (kernels_avx512vnni_block_sums.cpp), under block sums, for
+// any token count: GemmFn's contract on GGUF rows, and on packed rows (w_stride a row's bytes,
+// n_rows a multiple of 16). add_avx512vnni_kernels sets them; the amx level's tiles hand them the
+// tokens below a tile, so that both levels give the same bits.
+void add_avx512vnni_block_sums_kernels(KernelTable& table);
+void block_sums_q4_0(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                     size_t n_tokens, size_t n_blocks, float* y, size_t y_stride);
+void block_sums_q8_0(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                     size_t n_tokens, size_t n_blocks, float* y, size_t y_stride);
+void block_sums_q4_0_packed(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                            size_t n_tokens, size_t n_blocks, float* y, size_t y_stride);
+void block_sums_q8_0_packed(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                            size_t n_tokens, size_t n_blocks, float* y, size_t y_stride);
 
 // act_quant.h's quantizers with 512-bit registers (act_quant_avx512.cpp), to the same bits.
 void quantize_act_q8x32_avx512(const float* x, ActQ8x32* out, size_t n_blocks);

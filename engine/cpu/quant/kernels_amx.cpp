@@ -9,15 +9,15 @@
 // includes the offset). The activations are B, in the VNNI layout B[k][4c + j] = x[4k + j] of the
 // token in column c. C[r][c] is then S_b for row r, and the float step runs on 16 lanes at once,
 // over tokens. Fewer tokens than a type's kTileFrom (decode, a few sequences' batched decode, a
-// speculative step, and a batch's last tokens past its whole tiles) take vpdpbusd instead, the
-// float step over rows (see few_tokens). Every path does, for each output, the same integer sums
-// and float operations in the same order, so the bits never depend on the batch.
+// speculative step, and a batch's last tokens past its whole tiles) take the avx512vnni level's
+// vpdpbusd kernels instead (kernels_avx512vnni_block_sums.cpp), the float step over rows. Every
+// path does, for each output, the same integer sums and float operations in the same order, so the
+// bits never depend on the batch.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernel_util.h"
@@ -71,21 +71,19 @@ TileConfig make_config(size_t tokens) {
 // 8 (-8..7), which puts its offset into the integer product instead of a correction per output.
 // kTileFrom: the fewest tokens a tile of 16 runs for (a padded tile costs the same whatever its
 // token count; below this the few-token path costs less: vks_bench_cpu_kernels --sweep 16, where
-// the two crossed; Q8_0's tile reads its weights in place, Q4_0's unpacks them first).
-// kStreamedUpTo: the token counts that take few_group_streamed rather than few_group (measured
-// likewise: two Q4_0 tokens ran at 0.78x the avx512vnni level in cache streamed, 0.98x not; two
-// Q8_0 tokens from memory 1.03x streamed, 0.96x not).
+// the two crossed; Q8_0's tile reads its weights in place, Q4_0's unpacks them first). few_tokens:
+// the avx512vnni level's kernel for the tokens below a tile.
 struct Q4_0Amx {
   static constexpr size_t kBytes = 18;
   static constexpr bool kNibbles = true;
   static constexpr size_t kTileFrom = 13;
-  static constexpr int kStreamedUpTo = 1;
+  static constexpr GemmFn few_tokens = block_sums_q4_0;
 };
 struct Q8_0Amx {
   static constexpr size_t kBytes = 34;
   static constexpr bool kNibbles = false;
   static constexpr size_t kTileFrom = 10;
-  static constexpr int kStreamedUpTo = 2;
+  static constexpr GemmFn few_tokens = block_sums_q8_0;
 };
 
 // ---- a group of 16 weight rows ----
@@ -314,263 +312,6 @@ void gemm_tiles(const uint8_t* w, size_t w_stride, size_t n_rows, const TokenBlo
   }
 }
 
-// ---- few tokens without tiles ----
-// A tile's fixed cost (a group's unpacking and its 16-token float step) is paid whatever the token
-// count, so a few tokens take vpdpbusd on 16 rows at once, the weights in the tiles' VNNI layout
-// (register k: dword k, elements 4k..4k+3, of each of the 16 rows): eight vpdpbusd against the
-// token's eight dwords broadcast leave S_b of the 16 rows in one register, with no lanes to add
-// across, and the float step runs once per 16 rows and token (the avx512vnni level's four lanes per
-// row cost twice the instructions per token). The same integers and the same float steps as the
-// tiles: the same bits.
-
-inline __m128i load16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-
-// The 16 rows of a group, stride bytes apart, addressed from two pointers and three multiples of
-// the stride (x86 addressing scales the stride by 1, 2, 4 or 8): sixteen row pointers did not fit
-// the registers, and moving them in and out of vector registers cost more than the loads.
-struct GroupRows {
-  const uint8_t* lo;  // row 0
-  const uint8_t* hi;  // row 8
-  size_t s, s3, s5, s7;
-  GroupRows(const uint8_t* g, size_t stride) : lo(g), hi(g + 8 * stride), s(stride), s3(3 * stride), s5(5 * stride), s7(7 * stride) {}
-  template <size_t R>
-  const uint8_t* row(size_t off) const {
-    const uint8_t* p = (R < 8 ? lo : hi) + off;
-    if constexpr (R % 8 == 0) return p;
-    if constexpr (R % 8 == 1) return p + s;
-    if constexpr (R % 8 == 2) return p + 2 * s;
-    if constexpr (R % 8 == 3) return p + s3;
-    if constexpr (R % 8 == 4) return p + 4 * s;
-    if constexpr (R % 8 == 5) return p + s5;
-    if constexpr (R % 8 == 6) return p + 2 * s3;
-    return p + s7;
-  }
-};
-
-// Rows 4G..4G+3's 16 bytes at off, row 4G + i in 128-bit lane i.
-template <size_t G>
-inline __m512i rows16(const GroupRows& rows, size_t off) {
-  __m512i v = _mm512_castsi128_si512(load16(rows.row<4 * G>(off)));
-  v = _mm512_inserti32x4(v, load16(rows.row<4 * G + 1>(off)), 1);
-  v = _mm512_inserti32x4(v, load16(rows.row<4 * G + 2>(off)), 2);
-  return _mm512_inserti32x4(v, load16(rows.row<4 * G + 3>(off)), 3);
-}
-// The four row groups' 16 bytes at off: v[g] holds rows 4g..4g+3.
-inline void group16(const GroupRows& rows, size_t off, __m512i* v) {
-  v[0] = rows16<0>(rows, off);
-  v[1] = rows16<1>(rows, off);
-  v[2] = rows16<2>(rows, off);
-  v[3] = rows16<3>(rows, off);
-}
-
-// Row i's 16 bytes at p + i * stride, in 128-bit lane i.
-inline __m512i rows4(const uint8_t* p, size_t stride) {
-  __m512i v = _mm512_castsi128_si512(load16(p));
-  v = _mm512_inserti32x4(v, load16(p + stride), 1);
-  v = _mm512_inserti32x4(v, load16(p + 2 * stride), 2);
-  return _mm512_inserti32x4(v, load16(p + 3 * stride), 3);
-}
-
-// v[g] holding rows 4g..4g+3 in its 128-bit lanes becomes v[k]: dword k of each row, row 4g + i in
-// int32 4i + g (a 4 x 4 transpose within each 128-bit lane).
-inline void transpose_rows(__m512i* v) {
-  const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
-  const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
-  v[0] = _mm512_unpacklo_epi64(t0, t2);
-  v[1] = _mm512_unpackhi_epi64(t0, t2);
-  v[2] = _mm512_unpacklo_epi64(t1, t3);
-  v[3] = _mm512_unpackhi_epi64(t1, t3);
-}
-
-// One block of 16 rows (its quants at off in each row) as vpdpbusd's unsigned operand:
-// w[k] against the token's dword k. vpdpbusd wants one operand unsigned, so both types' weights
-// are stored unsigned and biased: Q4_0's nibbles as they are (q = w + 8), Q8_0's bytes ^ 0x80
-// (q = w + 128); the bias times the activations' sum is the token's offset.
-struct Q4_0Few {
-  static constexpr size_t kBytes = Q4_0Amx::kBytes;
-  static void load(const GroupRows& rows, size_t off, __m512i* w) {
-    group16(rows, off, w);
-    transpose_rows(w);
-    const __m512i m4 = _mm512_set1_epi8(0xF);
-    for (size_t k = 0; k < 4; ++k) {  // dword k: elements 4k.. in the low nibbles, 16 + 4k.. in the high
-      w[4 + k] = _mm512_and_si512(_mm512_srli_epi16(w[k], 4), m4);
-      w[k] = _mm512_and_si512(w[k], m4);
-    }
-  }
-  // Four rows (row i's quants at qs + i * stride in 128-bit lane i): lo against the token's bytes
-  // 0..15, hi against 16..31.
-  static void load4(const uint8_t* qs, size_t stride, __m512i& lo, __m512i& hi) {
-    const __m512i v = rows4(qs, stride), m4 = _mm512_set1_epi8(0xF);
-    lo = _mm512_and_si512(v, m4);
-    hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-  }
-  static int32_t offset(const ActQ8x32& a) { return a.neg_c8[0]; }  // -8 * sum
-};
-struct Q8_0Few {
-  static constexpr size_t kBytes = Q8_0Amx::kBytes;
-  static void load(const GroupRows& rows, size_t off, __m512i* w) {
-    group16(rows, off, w);
-    group16(rows, off + 16, w + 4);
-    transpose_rows(w);
-    transpose_rows(w + 4);
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    for (size_t k = 0; k < 8; ++k) w[k] = _mm512_xor_si512(w[k], flip);
-  }
-  static void load4(const uint8_t* qs, size_t stride, __m512i& lo, __m512i& hi) {
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    lo = _mm512_xor_si512(rows4(qs, stride), flip);
-    hi = _mm512_xor_si512(rows4(qs + 16, stride), flip);
-  }
-  static int32_t offset(const ActQ8x32& a) { return -128 * a.sum; }
-};
-
-template <class K>
-struct FewOf;
-template <>
-struct FewOf<Q4_0Amx> {
-  using type = Q4_0Few;
-};
-template <>
-struct FewOf<Q8_0Amx> {
-  using type = Q8_0Few;
-};
-
-// 16 rows side by side are 16 short streams, which the hardware prefetchers follow badly
-// (kernels_avx512vnni.cpp): each block step prefetches its share of the next group, one contiguous
-// range, so memory sees one sequential stream a group ahead. Into L2 (T1), not L1: a T0 prefetch
-// waits for a line fill buffer, and the loads of the rows in flight wait for them too (one-token
-// decode, alternating binaries, vks_bench_cpu_reference -p 8 -n 48 -s 1: Q8_0 1.09-1.11x at 1 and 2
-// threads, Q4_0 1.01x at 1 thread, 1.08x at 2; 4 and 8 tokens Q4_0 1.00x, Q8_0 1.02-1.06x. The
-// avx512vnni and avx levels' one-stream kernels ran 0.93x with T1: they keep T0).
-inline void prefetch_step(const uint8_t* p, size_t bytes) { util::prefetch_range<util::PrefetchTo::kL2>(p, bytes); }
-
-inline __m512i dword_of(const ActQ8x32& a, size_t k) {
-  int32_t v;
-  std::memcpy(&v, a.qs + 4 * k, 4);
-  return _mm512_set1_epi32(v);
-}
-
-// Rows [0, 16) of a group from g on (stride bytes apart), NT tokens: acc[t] holds row 4g + i's
-// output in float 4i + g. ahead: the next group's first byte (null for none).
-template <class F, int NT>
-void few_group(const uint8_t* g, size_t stride, const uint8_t* ahead, const ActQ8x32* const* x, size_t n_blocks,
-               __m512* acc) {
-  constexpr size_t kStep = kGroupRows * F::kBytes;
-  alignas(64) int32_t index[kGroupRows];
-  for (size_t r = 0; r < kGroupRows; ++r) index[4 * (r % 4) + r / 4] = static_cast<int32_t>(r * stride);
-  const __m512i scale_index = _mm512_load_si512(index);
-  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
-  const GroupRows rows(g, stride);
-  for (size_t b = 0; b < n_blocks; ++b) {
-    if (ahead != nullptr) prefetch_step(ahead + b * kStep, kStep);
-    __m512i w[8];
-    F::load(rows, b * F::kBytes + 2, w);
-    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(scale_index, g + b * F::kBytes, 1)));
-    for (int t = 0; t < NT; ++t) {
-      const ActQ8x32& a = x[t][b];
-      // Two chains: one token's eight dependent vpdpbusd would wait on their latency.
-      __m512i s0 = _mm512_set1_epi32(F::offset(a)), s1 = _mm512_setzero_si512();
-      for (size_t k = 0; k < 8; k += 2) {
-        s0 = _mm512_dpbusd_epi32(s0, w[k], dword_of(a, k));
-        s1 = _mm512_dpbusd_epi32(s1, w[k + 1], dword_of(a, k + 1));
-      }
-      const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(a.d));
-      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), scale));
-    }
-  }
-}
-
-// Four rows' lanes for one token: row i's in 128-bit lane i, four int32 that sum to S_b less the
-// token's offset.
-inline __m512i lanes4(__m512i lo, __m512i hi, const ActQ8x32& a) {
-  const __m512i xlo = _mm512_broadcast_i32x4(load16(a.qs)), xhi = _mm512_broadcast_i32x4(load16(a.qs + 16));
-  return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
-}
-
-// Four row groups' lanes (row i of group g in 128-bit lane i) summed per row: row 4g + i's sum in
-// int32 4i + g, the order of few_group's registers.
-inline __m512i transposed_sums(__m512i l0, __m512i l1, __m512i l2, __m512i l3) {
-  const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(l0, l1), _mm512_unpackhi_epi32(l0, l1));
-  const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(l2, l3), _mm512_unpackhi_epi32(l2, l3));
-  return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
-}
-
-thread_local QmatmulScratch t_lanes;  // a group's per-row-group lanes, [token][block][row group]
-
-// few_group's outputs for one or two tokens (K::kStreamedUpTo), where memory, not arithmetic,
-// bounds the time: four rows at a time over every block, as the avx512vnni level reads them (one
-// run of four rows and a prefetch of the next four; few_group's sixteen rows side by side ran a
-// one-token matvec from memory at 0.8-0.9x the avx512vnni level, this 0.85-1.05x), the lanes of
-// the first three row groups kept per block; the fourth pass sums each block's four row groups'
-// lanes into 16 rows and runs the float step, while memory keeps streaming the next group.
-template <class F, int NT>
-void few_group_streamed(const uint8_t* g, size_t stride, const uint8_t* ahead, const ActQ8x32* const* x,
-                        size_t n_blocks, __m512* acc) {
-  constexpr size_t kStep = 4 * F::kBytes;
-  auto* lanes = reinterpret_cast<__m512i*>(t_lanes.reserve(static_cast<size_t>(NT) * n_blocks * 3 * sizeof(__m512i)));
-  for (size_t q = 0; q < 3; ++q) {
-    const uint8_t* p = g + 4 * q * stride + 2;
-    const uint8_t* next = g + 4 * (q + 1) * stride;
-    for (size_t b = 0; b < n_blocks; ++b) {
-      prefetch_step(next + b * kStep, kStep);
-      __m512i lo, hi;
-      F::load4(p + b * F::kBytes, stride, lo, hi);
-      for (int t = 0; t < NT; ++t) lanes[(static_cast<size_t>(t) * n_blocks + b) * 3 + q] = lanes4(lo, hi, x[t][b]);
-    }
-  }
-  alignas(64) int32_t index[kGroupRows];
-  for (size_t r = 0; r < kGroupRows; ++r) index[4 * (r % 4) + r / 4] = static_cast<int32_t>(r * stride);
-  const __m512i scale_index = _mm512_load_si512(index);
-  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
-  const uint8_t* p = g + 12 * stride + 2;
-  for (size_t b = 0; b < n_blocks; ++b) {
-    if (ahead != nullptr) prefetch_step(ahead + b * kStep, kStep);
-    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(scale_index, g + b * F::kBytes, 1)));
-    __m512i lo, hi;
-    F::load4(p + b * F::kBytes, stride, lo, hi);
-    for (int t = 0; t < NT; ++t) {
-      const ActQ8x32& a = x[t][b];
-      const __m512i* l = lanes + (static_cast<size_t>(t) * n_blocks + b) * 3;
-      const __m512i sums = _mm512_add_epi32(transposed_sums(l[0], l[1], l[2], lanes4(lo, hi, a)), _mm512_set1_epi32(F::offset(a)));
-      const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(a.d));
-      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(sums), scale));
-    }
-  }
-}
-
-thread_local QmatmulScratch t_tail_rows;  // a last group of fewer than 16 rows, padded with copies of its last
-
-template <class K, int NT>
-void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-                size_t n_blocks, float* y, size_t y_stride) {
-  const ActQ8x32* x[NT];
-  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const ActQ8x32*>(act + static_cast<size_t>(t) * act_stride);
-  const size_t row_bytes = n_blocks * K::kBytes;
-  for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
-    const size_t nr = std::min(kGroupRows, n_rows - r0);
-    const uint8_t* g = w + r0 * w_stride;
-    size_t stride = w_stride;
-    if (nr < kGroupRows) {
-      uint8_t* copy = t_tail_rows.reserve(kGroupRows * row_bytes);
-      for (size_t r = 0; r < kGroupRows; ++r) std::memcpy(copy + r * row_bytes, g + std::min(r, nr - 1) * w_stride, row_bytes);
-      g = copy;
-      stride = row_bytes;
-    }
-    const uint8_t* ahead = r0 + 2 * kGroupRows <= n_rows ? w + (r0 + kGroupRows) * w_stride : nullptr;
-    __m512 acc[NT];
-    if constexpr (NT <= K::kStreamedUpTo) {
-      few_group_streamed<typename FewOf<K>::type, NT>(g, stride, ahead, x, n_blocks, acc);
-    } else {
-      few_group<typename FewOf<K>::type, NT>(g, stride, ahead, x, n_blocks, acc);
-    }
-    for (int t = 0; t < NT; ++t) {
-      alignas(64) float out[kGroupRows];
-      _mm512_store_ps(out, acc[t]);
-      for (size_t r = 0; r < nr; ++r) y[static_cast<size_t>(t) * y_stride + r0 + r] = out[4 * (r % 4) + r / 4];
-    }
-  }
-}
-
 // Whole tiles of 16 tokens, and a last partial one where it has K::kTileFrom tokens or more (the
 // tiles qmatmul prepares: tiled_kernel's thresholds); the tokens left (fewer) by the few-token
 // path, rather than a padded tile: 17 tokens cost a tile and a matvec, not two tiles.
@@ -583,10 +324,8 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
     gemm_tiles<K>(w, w_stride, n_rows, reinterpret_cast<const TokenBlock*>(prepared), tiled, n_blocks, y, y_stride);
   }
   if (tiled < n_tokens) {
-    util::with_count<K::kTileFrom - 1>(n_tokens - tiled, [&](auto nt) {
-      few_tokens<K, nt()>(w, w_stride, n_rows, act + tiled * act_stride, act_stride, n_blocks, y + tiled * y_stride,
-                          y_stride);
-    });
+    K::few_tokens(w, w_stride, n_rows, act + tiled * act_stride, act_stride, n_tokens - tiled, n_blocks,
+                  y + tiled * y_stride, y_stride);
   }
 }
 

@@ -48,7 +48,8 @@ constexpr size_t kUnpackedB = 8 * 64;  // one block of a group as a tile's B: 8 
 
 // kDwords: a row's quant dwords per block (64 bytes of them per packed block). kTileFrom: the
 // fewest tokens that take a tile of their own token count (a last partial tile, or a call of
-// fewer than 16); fewer take vpdpbusd. Where the two paths' times crossed, built with each at
+// fewer than 16); fewer take the avx512vnni level's vpdpbusd kernel (few_tokens). Where the two
+// paths' times crossed, built with each at
 // every token count (vks_bench_cpu_kernels --packed --packed-tokens 4 6 8 10 12 14 15, 2048x2048
 // and 5632x2048, two rounds, from memory and in cache): Q4_0's vpdpbusd path was faster up to 10
 // tokens, the tile from 12-14 (Q4_0's tile unpacks the group first); Q8_0's tile was as fast from
@@ -57,66 +58,13 @@ struct Q4_0Packed {
   static constexpr size_t kBytes = 18;
   static constexpr size_t kDwords = 4;
   static constexpr size_t kTileFrom = 12;
+  static constexpr GemmFn few_tokens = block_sums_q4_0_packed;
 };
 struct Q8_0Packed {
   static constexpr size_t kBytes = 34;
   static constexpr size_t kDwords = 8;
   static constexpr size_t kTileFrom = 8;
-};
-
-// ---- few tokens: vpdpbusd, 16 rows per register ----
-
-// One packed block's quants as vpdpbusd's unsigned operand, w[k] against a token's dword k.
-// vpdpbusd wants one operand unsigned, so the weights are used biased: Q4_0's nibbles as stored
-// (q = w + 8; the low nibbles are elements 0..15, the high ones 16..31), Q8_0's bytes ^ 0x80
-// (q = w + 128); the bias times the token's block sum is its offset. (Q8_0 is stored signed, as a
-// tile's B reads it: the 8 xors per block are shared by the tokens, and a one-token step waits on
-// memory.)
-struct Q4_0Few {
-  // The nibbles 0..15 in element order (a tile's B, less 8).
-  static void load(const uint8_t* q, __m512i* w) {
-    const __m512i m4 = _mm512_set1_epi8(0xF);
-    for (size_t k = 0; k < 4; ++k) {
-      const __m512i v = _mm512_loadu_si512(q + 64 * k);
-      w[k] = _mm512_and_si512(v, m4);
-      w[4 + k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-    }
-  }
-  // vpdpbusd's operand: the high nibbles are masked in place, not shifted down (16 times their
-  // value), so the second chain's sum is 16 times the true one and is shifted back once per
-  // block, exactly (a multiple of 16, at most 16 * 15 * 127 * 16 in magnitude): one op per token
-  // and block in place of four shifts per block.
-  static void load_dot(const uint8_t* q, __m512i* w) {
-    const __m512i lo = _mm512_set1_epi8(0x0F), hi = _mm512_set1_epi8(static_cast<char>(0xF0));
-    for (size_t k = 0; k < 4; ++k) {
-      const __m512i v = _mm512_loadu_si512(q + 64 * k);
-      w[k] = _mm512_and_si512(v, lo);
-      w[4 + k] = _mm512_and_si512(v, hi);
-    }
-  }
-  static __m512i combine(__m512i low_sum, __m512i high_sum) {
-    return _mm512_add_epi32(low_sum, _mm512_srai_epi32(high_sum, 4));
-  }
-  static int32_t offset(const ActQ8x32& a) { return a.neg_c8[0]; }  // -8 * sum
-};
-struct Q8_0Few {
-  static void load_dot(const uint8_t* q, __m512i* w) {
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    for (size_t k = 0; k < 8; ++k) w[k] = _mm512_xor_si512(_mm512_loadu_si512(q + 64 * k), flip);
-  }
-  static __m512i combine(__m512i first_half, __m512i second_half) { return _mm512_add_epi32(first_half, second_half); }
-  static int32_t offset(const ActQ8x32& a) { return -128 * a.sum; }
-};
-
-template <class K>
-struct FewOf;
-template <>
-struct FewOf<Q4_0Packed> {
-  using type = Q4_0Few;
-};
-template <>
-struct FewOf<Q8_0Packed> {
-  using type = Q8_0Few;
+  static constexpr GemmFn few_tokens = block_sums_q8_0_packed;
 };
 
 // The 16 rows' d_w of the packed block at blk, row r in lane r.
@@ -124,50 +72,10 @@ inline __m512 scales(const uint8_t* blk) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
 }
 
-// Token a's dword k broadcast. (GCC loads it with a vpbroadcastd of its own rather than as
-// vpdpbusd's embedded {1to16} operand; forced by inline asm, that gained 5-10% at 4-7 tokens in
-// cache and was mixed at one, within this machine's noise, so it is left to the compiler.)
-inline __m512i dword_of(const ActQ8x32& a, size_t k) { return _mm512_set1_epi32(util::load_u32(reinterpret_cast<const uint8_t*>(a.qs) + 4 * k)); }
-
 // The next group is prefetched into L2 a block's share per block step: the group being read is
 // one stream the hardware prefetchers follow, and an L1 prefetch would hold line fill buffers its
 // loads wait for (kernels_amx.cpp's measurements).
 inline void prefetch_step(const uint8_t* p, size_t bytes) { util::prefetch_range<util::PrefetchTo::kL2>(p, bytes); }
-
-template <class K, int NT>
-void few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-                size_t n_blocks, float* y, size_t y_stride) {
-  using F = typename FewOf<K>::type;
-  constexpr size_t kBlock = kGroupRows * K::kBytes;
-  const ActQ8x32* x[NT];
-  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const ActQ8x32*>(act + static_cast<size_t>(t) * act_stride);
-  for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
-    const uint8_t* g = w + r0 * w_stride;
-    const uint8_t* ahead = r0 + kGroupRows < n_rows ? g + kGroupRows * w_stride : nullptr;
-    __m512 acc[NT];
-    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
-    for (size_t b = 0; b < n_blocks; ++b) {
-      const uint8_t* blk = g + b * kBlock;
-      if (ahead != nullptr) prefetch_step(ahead + b * kBlock, kBlock);
-      __m512i q[8];
-      F::load_dot(blk + kScaleBytes, q);
-      const __m512 dw = scales(blk);
-      for (int t = 0; t < NT; ++t) {
-        const ActQ8x32& a = x[t][b];
-        // Two chains (one token's eight dependent vpdpbusd would wait on their latency): the
-        // block's first four dwords and its last four.
-        __m512i s0 = _mm512_set1_epi32(F::offset(a)), s1 = _mm512_setzero_si512();
-        for (size_t k = 0; k < 4; ++k) {
-          s0 = _mm512_dpbusd_epi32(s0, q[k], dword_of(a, k));
-          s1 = _mm512_dpbusd_epi32(s1, q[k + 4], dword_of(a, k + 4));
-        }
-        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(a.d));
-        acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(F::combine(s0, s1)), scale));
-      }
-    }
-    for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride + r0, acc[t]);
-  }
-}
 
 // ---- tiles: tokens as A (prepared once per call, below); the packed quants as B ----
 
@@ -204,7 +112,8 @@ struct BSource {
 thread_local QmatmulScratch t_unpacked;
 // Q8_0: a group's 16 rows' d_w per block as floats, converted once for all its tiles where it has
 // more than one (the float step, not the tile products, bounds the tiles: see tile_group; for one
-// tile the conversion pass cost 8-11% at 8 tokens). Q4_0 converts them in place per tile: beside its unpacked B, the extra scratch cost more than it saved (0.89-0.97x at 128 tokens,
+// tile the conversion pass cost 8-11% at 8 tokens). Q4_0 converts them in place per tile: beside
+// its unpacked B, the extra scratch cost more than it saved (0.89-0.97x at 128 tokens,
 // vks_bench_cpu_kernels --packed --packed-tokens 16 128, both orders of two alternating rounds,
 // where Q8_0 gained 1.05-1.08x).
 thread_local QmatmulScratch t_scales;
@@ -225,13 +134,17 @@ BSource group_b(const uint8_t* g, size_t n_blocks) {
   if constexpr (K::kDwords == 8) {
     return {g + kScaleBytes, kBlock};
   } else {
-    // The few-token path's nibbles (0..15, in B's row order), less 8.
+    // The nibbles less 8, in B's row order: dword k's low nibbles (elements 4k..) as row k, its
+    // high ones (16 + 4k..) as row 4 + k.
     uint8_t* out = t_unpacked.reserve(n_blocks * kUnpackedB);
-    const __m512i eight = _mm512_set1_epi8(8);
+    const __m512i m4 = _mm512_set1_epi8(0xF), eight = _mm512_set1_epi8(8);
     for (size_t b = 0; b < n_blocks; ++b) {
-      __m512i q[8];
-      Q4_0Few::load(g + b * kBlock + kScaleBytes, q);
-      for (size_t k = 0; k < 8; ++k) _mm512_store_si512(out + b * kUnpackedB + 64 * k, _mm512_sub_epi8(q[k], eight));
+      for (size_t k = 0; k < 4; ++k) {
+        const __m512i v = _mm512_loadu_si512(g + b * kBlock + kScaleBytes + 64 * k);
+        uint8_t* row = out + b * kUnpackedB + 64 * k;
+        _mm512_store_si512(row, _mm512_sub_epi8(_mm512_and_si512(v, m4), eight));
+        _mm512_store_si512(row + 256, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), eight));
+      }
     }
     return {out, kUnpackedB};
   }
@@ -368,7 +281,7 @@ void tile_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const PreparedB
 // n_rows: a multiple of 16 (qmatmul checks that a packed matrix's work items are whole groups).
 // Whole tiles of 16 tokens, and a last partial one of K::kTileFrom tokens or more configured to
 // its token count, from the prepared copy (prepared: the item's first tile; qmatmul prepares
-// those tiles, packed_kernel's thresholds); fewer tokens left take the vpdpbusd path.
+// those tiles, packed_kernel's thresholds); fewer tokens left take the vpdpbusd kernel.
 template <class K>
 void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
           const uint8_t* prepared, size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
@@ -382,10 +295,8 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
       tile_pass<K, m()>(w, w_stride, n_rows, tiles + whole * n_blocks, 1, n_blocks, y + t0 * y_stride, y_stride);
     });
   } else {
-    util::with_count<K::kTileFrom - 1>(rest, [&](auto nt) {
-      few_tokens<K, nt()>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride,
-                          y_stride);
-    });
+    K::few_tokens(w, w_stride, n_rows, act + t0 * act_stride, act_stride, rest, n_blocks, y + t0 * y_stride,
+                  y_stride);
   }
 }
 

@@ -7,7 +7,8 @@
 // steps then run on 16 floats: row i's 4 lanes at 4i..4i+3 (its min term in all four), the
 // convention's operations per element, so every output gets the bits of every other level. A row
 // group's block is unpacked once for up to 16 tokens; a group past the last row repeats the last
-// row and its outputs are not stored.
+// row and its outputs are not stored. Q4_0 and Q8_0 follow "block sums" at this level instead
+// (kernels_avx512vnni_block_sums.cpp).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -87,19 +88,13 @@ inline void scale_add(__m512& acc, __m512i lanes, __m512 d_w, float d_x) {
   acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(lanes), _mm512_mul_ps(d_w, _mm512_set1_ps(d_x))));
 }
 
-// The legacy types' lanes start from kFloatBias (1.5 * 2^23 as a float's bits) in every int32, so
-// that the finished lanes, read as floats, are 1.5 * 2^23 + L exactly (|L| < 2^22: Q4_0's lanes
-// stay under 48,000, Q8_0's under 131,000); subtracting 1.5 * 2^23 then gives float(L) exactly,
-// cvtdq2ps's bits. The subtraction runs on either 512-bit port where vcvtdq2ps and vpdpbusd share
-// one, which bounded the GEMM. (The K-quants' lanes reach 2^23: they keep the conversion.)
+// The min term's sums start from kFloatBias (1.5 * 2^23 as a float's bits), so that the finished
+// sums, read as floats, are 1.5 * 2^23 + S exactly (|S| < 2^22); subtracting 1.5 * 2^23 then gives
+// float(S) exactly, cvtdq2ps's bits, on either 512-bit port where vcvtdq2ps and vpdpbusd share one.
 constexpr int32_t kFloatBias = kActFloatBias;
-// Lanes L (|L| < 2^22) that started from kFloatBias, as the floats float(L), exactly.
+// Sums S (|S| < 2^22) that started from kFloatBias, as the floats float(S), exactly.
 inline __m512 unbias(__m512i biased_lanes) {
   return _mm512_sub_ps(_mm512_castsi512_ps(biased_lanes), _mm512_set1_ps(kActFloatBiasValue));
-}
-inline void biased_scale_add(__m512& acc, __m512i biased_lanes, __m512 d_w, float d_x) {
-  const __m512 lanes = unbias(biased_lanes);
-  acc = _mm512_add_ps(acc, _mm512_mul_ps(lanes, _mm512_mul_ps(d_w, _mm512_set1_ps(d_x))));
 }
 
 // The activations' 16 block sums against each row's 16 int16 factors (f_lo: sub-blocks 0..7,
@@ -108,62 +103,6 @@ inline __m512i bsums_dot(const ActQ8x256& a, __m512i f_lo, __m512i f_hi) {
   __m512i s = _mm512_dpwssd_epi32(_mm512_setzero_si512(), every_lane(a.bsums), f_lo);
   return lane_sums(_mm512_dpwssd_epi32(s, every_lane(a.bsums + 8), f_hi));
 }
-
-// ---- legacy 32-element blocks ----
-
-// kMaxTokens: tokens sharing one unpacked block of a row group. The legacy types' block takes 3-4
-// registers, so 16 tokens' accumulators fit beside it (16 rather than 8: GEMM +8-15% per core).
-struct Q4_0x4 {
-  using Act = ActQ8x32;
-  static constexpr size_t kBytes = 18;
-  static constexpr int kMaxTokens = 16;
-  struct W {
-    __m512i lo, hi;  // elements 0..15 and 16..31 of the four rows, unsigned 0..15
-    __m512 d;
-  };
-  static void load(const uint8_t* const* rows, size_t off, W& w) {
-    const __m512i q = rows16(rows, off + 2);
-    const __m512i m4 = _mm512_set1_epi8(0xF);
-    w.lo = _mm512_and_si512(q, m4);
-    w.hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-    w.d = row_scales(rows, off);
-  }
-  // The -8 offset: the lanes start from -8 * sum in lane 0 of each row, plus kFloatBias in every
-  // lane (a.biased_c8), a broadcast load instead of a subtraction and a conversion per token.
-  static void dot(const W& w, const Act& a, __m512& acc, __m512&) {
-    __m512i l = _mm512_dpbusd_epi32(every_lane(a.biased_c8), w.lo, every_lane(a.qs));
-    l = _mm512_dpbusd_epi32(l, w.hi, every_lane(a.qs + 16));
-    biased_scale_add(acc, l, w.d, a.d);
-  }
-};
-
-// vpdpbusd wants one unsigned operand: the activations biased by 128 (x ^ 0x80 = x + 128 as u8,
-// x in [-127, 127]) times the signed weights, less 128 times each lane's weight sum, which the
-// load computes once for all tokens.
-struct Q8_0x4 {
-  using Act = ActQ8x32;
-  static constexpr size_t kBytes = 34;
-  static constexpr int kMaxTokens = 16;
-  struct W {
-    __m512i lo, hi;  // elements 0..15 and 16..31 of the four rows, signed
-    __m512i bias;    // kFloatBias - 128 * (the weights' sum in each lane)
-    __m512 d;
-  };
-  static void load(const uint8_t* const* rows, size_t off, W& w) {
-    w.lo = rows16(rows, off + 2);
-    w.hi = rows16(rows, off + 18);
-    const __m512i ones = _mm512_set1_epi8(1);
-    const __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, w.lo), ones, w.hi);
-    w.bias = _mm512_sub_epi32(_mm512_set1_epi32(kFloatBias), _mm512_slli_epi32(sums, 7));
-    w.d = row_scales(rows, off);
-  }
-  static void dot(const W& w, const Act& a, __m512& acc, __m512&) {
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    __m512i l = _mm512_dpbusd_epi32(w.bias, _mm512_xor_si512(every_lane(a.qs), flip), w.lo);
-    l = _mm512_dpbusd_epi32(l, _mm512_xor_si512(every_lane(a.qs + 16), flip), w.hi);
-    biased_scale_add(acc, l, w.d, a.d);
-  }
-};
 
 // ---- K-quants (256-element blocks) ----
 // A K-quant block unpacked takes 20-35 registers, so a tile of more tokens than one group keeps it
@@ -412,11 +351,7 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 void add_avx512vnni_kernels(KernelTable& table) {
   table.quantize_q8x32 = quantize_act_q8x32_avx512;
   table.quantize_q8x256 = quantize_act_q8x256_avx512;
-  table.gemm[2] = gemm<Q4_0x4>;
-  // One Q8_0 token runs this level's four rows too: with the next group prefetched they read memory
-  // at 1.5-1.9x the AVX2 kernel's single stream of rows (vks_bench_cpu_kernels --types q8_0, 1 and
-  // 2 threads; the single stream was once 1.2x faster, before the prefetch).
-  table.gemm[8] = gemm<Q8_0x4>;
+  add_avx512vnni_block_sums_kernels(table);  // Q4_0 and Q8_0
   table.gemm[12] = gemm<Q4_Kx4>;
   table.gemm[14] = gemm<Q6_Kx4>;
   add_avx512vnni_q4k_q5k_packed_kernels(table);

@@ -1,13 +1,14 @@
 #pragma once
 // Q4_0, Q8_0, Q4_K, Q5_K and Q6_K matrices rearranged once, when the CPU runner loads a model, into
-// the layout the packed kernels read (WeightLayout::kRows16; the amx level's Q4_0/Q8_0/Q4_K and the
-// avx512vnni level's Q4_K/Q5_K/Q6_K): groups of 16 rows, and within a group, block by block, the 16
+// the layout the packed kernels read (WeightLayout::kRows16; the avx512vnni level's Q4_0/Q8_0/Q4_K/
+// Q5_K/Q6_K, and the amx level's own Q4_0/Q8_0/Q4_K tiles): groups of 16 rows, and within a group, block by block, the 16
 // rows' fp16 scales side by side and then their quants in the VNNI order (dword k of every row, rows
 // 0..15, then dword k + 1). One group is one sequential stream of memory, the scales are one load,
 // and the quants are already what vpdpbusd (a decode step) and a tile's B operand (prefill) read: no
 // per-step gathers, transposes or row shuffles. The same bytes as the GGUF rows, so a group starts
 // where its first row did. The kernels give the bits of their level's GGUF-layout kernels
-// (kernels.h: the amx level's "block sums" and "K-block sums", the lane convention below it).
+// (kernels.h: "block sums" for Q4_0/Q8_0, the amx level's "K-block sums" for Q4_K, the lane
+// convention for the others).
 //
 // Exactly: group g (rows 16g..16g+15) starts at byte 16g * row_bytes; its block b at + b * 16 *
 // block_bytes (Q4_0 288 bytes, Q8_0 544, Q4_K 2304, Q5_K 2816); in it, for Q4_0 and Q8_0, row r's

@@ -3,8 +3,8 @@
 // quantized per block (act_quant.h) and each block's products are integer dot products (SSSE3/AVX
 // maddubs, AVX2), chosen at run time by CPU features (isa.h).
 //
-// Batch invariance: y[t][r] depends only on W[r] and x[t], never on n_tokens, the thread count or
-// the ISA level (the lane convention of kernels.h). Prefill runs the same per-token arithmetic
+// Batch invariance: y[t][r] depends only on W[r] and x[t] and the ISA level's convention (kernels.h),
+// never on n_tokens or the thread count. Prefill runs the same per-token arithmetic
 // with each weight block loaded once for several tokens.
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,9 @@
 #pragma once
-// The amx level's batch-invariance checks and its Q4_0/Q8_0 convention, shared by its kernel tests
-// (qmatmul_amx_test.cpp, qmatmul_amx_kquant_test.cpp, qmatmul_amx_packed_test.cpp): whatever the
-// type, every token of a batch and every row of a slice must get the bits it gets alone.
+// The batch-invariance checks of the levels with conventions of their own, and the Q4_0/Q8_0 block
+// sums convention, shared by their kernel tests (qmatmul_block_sums_test.cpp,
+// qmatmul_amx_kquant_test.cpp, qmatmul_packed_test.cpp): whatever the type, every token of a
+// batch and every row of a slice must get the bits it gets alone. Each check runs at the level it
+// is given (lowered to the CPU's best, as qmatmul does).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -56,16 +58,16 @@ inline std::vector<float> block_sums_reference(const Matrix& m, const float* x, 
 // y[t] of every batch of 1..max_tokens tokens (from the first token and ending at the last) is the
 // bits of token t computed alone. x: max_tokens tokens of w.cols values.
 inline void expect_batches_give_each_token_its_bits_alone(const TensorRef& w, const std::vector<float>& x,
-                                                          size_t max_tokens, const std::string& what) {
+                                                          size_t max_tokens, const std::string& what, CpuIsa isa) {
   const size_t rows = w.rows, cols = w.cols;
   std::vector<float> alone(max_tokens * rows);
   for (size_t t = 0; t < max_tokens; ++t) {
-    qmatmul(w, x.data() + t * cols, 1, alone.data() + t * rows, nullptr, CpuIsa::kAmx);
+    qmatmul(w, x.data() + t * cols, 1, alone.data() + t * rows, nullptr, isa);
   }
   for (size_t n = 1; n <= max_tokens; ++n) {
     for (size_t first : {size_t{0}, max_tokens - n}) {
       std::vector<float> y(n * rows, -1.0f);
-      qmatmul(w, x.data() + first * cols, n, y.data(), nullptr, CpuIsa::kAmx);
+      qmatmul(w, x.data() + first * cols, n, y.data(), nullptr, isa);
       ASSERT_EQ(0, std::memcmp(y.data(), alone.data() + first * rows, y.size() * sizeof(float)))
           << what << " tokens " << n << " first " << first;
     }
@@ -76,7 +78,8 @@ inline void expect_batches_give_each_token_its_bits_alone(const TensorRef& w, co
 // items; w needs 2 * kQmatmulRowsPerItem + 23 rows) in one qmatmul_jobs call, with 1 and 2
 // threads, give each row the bits `whole` (the whole matrix's n_tokens x w.rows outputs) has.
 inline void expect_row_slices_give_the_whole_bits(const TensorRef& w, const float* x, size_t n_tokens,
-                                                  const std::vector<float>& whole, const std::string& what) {
+                                                  const std::vector<float>& whole, const std::string& what,
+                                                  CpuIsa isa) {
   const size_t rows = w.rows;
   ASSERT_EQ(rows, 2 * kQmatmulRowsPerItem + 23);
   const size_t cuts[][2] = {
@@ -90,7 +93,7 @@ inline void expect_row_slices_give_the_whole_bits(const TensorRef& w, const floa
       jobs.push_back({&w, cuts[j][0], cuts[j][1], x, n_tokens, got[j].data()});
     }
     QmatmulScratch scratch;
-    qmatmul_jobs(jobs.data(), jobs.size(), pool, CpuIsa::kAmx, scratch);
+    qmatmul_jobs(jobs.data(), jobs.size(), pool, isa, scratch);
     for (size_t j = 0; j < std::size(cuts); ++j) {
       for (size_t t = 0; t < n_tokens; ++t) {
         ASSERT_EQ(0, std::memcmp(got[j].data() + t * cuts[j][1], whole.data() + t * rows + cuts[j][0],
@@ -112,7 +115,7 @@ inline void expect_row_slices_give_the_whole_bits(const TensorRef& w, const floa
 inline constexpr size_t kItemsTestRows = 3 * kQmatmulRowsPerItem + 8;
 template <class Reference>
 void expect_items_read_their_prepared_tiles(const Matrix& a, const Matrix& b, size_t n_tokens, size_t piece,
-                                            const Reference& reference, const std::string& what) {
+                                            const Reference& reference, const std::string& what, CpuIsa isa) {
   constexpr size_t kRows = kItemsTestRows;
   ASSERT_EQ(a.rows, kRows);
   ASSERT_EQ(b.rows, kRows);
@@ -128,7 +131,7 @@ void expect_items_read_their_prepared_tiles(const Matrix& a, const Matrix& b, si
     const MatmulJob jobs[] = {{&wa, 0, kRows, x.data() + t0 * cols, n, y[0].data() + t0 * kRows},
                               {&wb, 0, kRows, x.data() + t0 * cols, n, y[1].data() + t0 * kRows},
                               {&wa, 0, kRows, x2.data() + t0 * cols, n, y[2].data() + t0 * kRows}};
-    qmatmul_jobs(jobs, std::size(jobs), pool, CpuIsa::kAmx, scratch);
+    qmatmul_jobs(jobs, std::size(jobs), pool, isa, scratch);
   };
   ThreadPool pool2(2);
   for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {

@@ -1,19 +1,21 @@
 // Q4_0, Q8_0, Q4_K, Q5_K and Q6_K packed in groups of 16 rows (packed_rows.h,
-// WeightLayout::kRows16) and the kernels on them (the amx level's kernels_amx_packed.cpp and
-// kernels_amx_kquant.cpp; the avx512vnni level's kernels_avx512vnni_q4k_q5k_packed.cpp and
-// kernels_avx512vnni_q6k_packed.cpp, Q4_K's replaced by the amx level's own there): packing is
-// lossless and lays the bytes out as documented, refuses what it cannot pack, and qmatmul /
-// qmatmul_jobs on a packed copy give exactly the bits of the GGUF-layout kernels of the level (and
-// of a plain implementation of Q4_0's and Q8_0's block sums) for every path: one token, a few, a
-// partial tile, whole tiles and their tails, several row items, slices of rows, 1 and 2 threads.
-// The kernel tests run the types the CPU reads packed (the K-quants with AVX-512 VNNI, every one
-// with AMX); packing and the refusals run everywhere.
+// WeightLayout::kRows16) and the kernels on them (the avx512vnni level's
+// kernels_avx512vnni_block_sums.cpp, kernels_avx512vnni_q4k_q5k_packed.cpp and
+// kernels_avx512vnni_q6k_packed.cpp; the amx level's kernels_amx_packed.cpp and
+// kernels_amx_kquant.cpp, its Q4_K in place of the avx512vnni level's): packing is lossless and lays
+// the bytes out as documented, refuses what it cannot pack, and qmatmul / qmatmul_jobs on a packed
+// copy give exactly the bits of the GGUF-layout kernels of the level (and of a plain implementation
+// of Q4_0's and Q8_0's block sums) for every path: one token, a few, passes of tokens, a partial
+// tile, whole tiles and their tails, several row items, slices of rows, 1 and 2 threads. The kernel
+// tests run at every level the CPU has that reads packed rows (from AVX-512 VNNI); packing and the
+// refusals run everywhere.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/common/error.h"
@@ -21,7 +23,7 @@
 #include "engine/cpu/quant/packed_rows.h"
 #include "engine/cpu/quant/qmatmul.h"
 #include "engine/gguf/ggml_type.h"
-#include "tests/cpu/qmatmul_amx_checks.h"
+#include "tests/cpu/qmatmul_convention_checks.h"
 #include "tests/cpu/qmatmul_test_data.h"
 
 namespace vks::cpuq {
@@ -37,12 +39,26 @@ std::string label(GgmlType t) { return std::string(ggml_type_name(t)); }
 
 constexpr GgmlType kPackedTypes[] = {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
 
-// Whether this CPU's best level reads a type's packed rows: the K-quants from the avx512vnni level
-// (vpdpbusd alone), Q4_0 and Q8_0 with AMX. A kernel test goes through the types it can and skips
-// where there are none.
-bool runs_packed(GgmlType type) { return packs_rows16(type, detected_isa()); }
+// The levels of this CPU that read packed rows (every packed type from the avx512vnni level on). A
+// kernel test goes through each, and skips where there are none.
+std::vector<CpuIsa> packed_levels() {
+  std::vector<CpuIsa> out;
+  for (CpuIsa isa : runnable_isas()) {
+    if (packs_rows16(GgmlType::kQ4_0, isa)) out.push_back(isa);
+  }
+  return out;
+}
+std::string label(GgmlType t, CpuIsa isa) { return label(t) + " at " + std::string(isa_name(isa)); }
+// Every packed type at every level of packed_levels().
+std::vector<std::pair<CpuIsa, GgmlType>> packed_cases() {
+  std::vector<std::pair<CpuIsa, GgmlType>> out;
+  for (CpuIsa isa : packed_levels()) {
+    for (GgmlType type : kPackedTypes) out.emplace_back(isa, type);
+  }
+  return out;
+}
 #define SKIP_WITHOUT_PACKED_KERNELS() \
-  if (!runs_packed(GgmlType::kQ6_K)) GTEST_SKIP() << "this CPU reads no packed rows (it has no AVX-512 VNNI)"
+  if (packed_levels().empty()) GTEST_SKIP() << "this CPU reads no packed rows (it has no AVX-512 VNNI)"
 
 // Elements per block of a type (the type table's).
 size_t block_values(GgmlType t) { return ggml_type_traits(t)->block_size; }
@@ -135,24 +151,24 @@ TEST(PackedRows, RefusesWhatItCannotPack) {
   TensorRef short_bytes = m.ref();
   short_bytes.nbytes -= 1;
   expect_invalid_argument([&] { pack_rows16(short_bytes, out.data()); }, "bytes short of the shape");
-  // The amx level reads every packed type, the avx512vnni level the K-quants, no level below.
+  // The avx512vnni and amx levels read every packed type, no level below.
   for (GgmlType type : kPackedTypes) {
     EXPECT_TRUE(packs_rows16(type, CpuIsa::kAmx)) << label(type);
-    EXPECT_EQ(packs_rows16(type, CpuIsa::kAvx512Vnni), block_values(type) == 256) << label(type);
+    EXPECT_TRUE(packs_rows16(type, CpuIsa::kAvx512Vnni)) << label(type);
     for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx, CpuIsa::kAvx2}) {
       EXPECT_FALSE(packs_rows16(type, isa)) << label(type) << " " << isa_name(isa);
     }
   }
 }
 
-// A level without the packed kernels refuses a packed matrix with an error, and the amx level
-// refuses slices that are not whole groups of 16 rows.
+// A level without the packed kernels refuses a packed matrix with an error, and the levels with
+// them refuse slices that are not whole groups of 16 rows.
 TEST(PackedRows, QmatmulRefusesWhatItCannotRead) {
   const Matrix m = make_matrix(GgmlType::kQ4_0, 64, 64, Fill::kRandom, 4);
   const Packed p(m);
   const std::vector<float> x = make_activations(2, 64, Fill::kRandom, 5);
   std::vector<float> y(2 * 64);
-  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni}) {
+  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx, CpuIsa::kAvx2}) {
     try {
       qmatmul(p.ref, x.data(), 2, y.data(), nullptr, isa);
       ADD_FAILURE() << isa_name(isa) << ": no error";
@@ -160,12 +176,14 @@ TEST(PackedRows, QmatmulRefusesWhatItCannotRead) {
       EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
     }
   }
-  if (detected_isa() != CpuIsa::kAmx) return;
-  for (const auto& [first, rows] : {std::pair<uint64_t, uint64_t>{8, 16}, {16, 24}, {0, 1}}) {
-    const MatmulJob job{&p.ref, first, rows, x.data(), 2, y.data()};
-    QmatmulScratch scratch;
-    expect_invalid_argument([&] { qmatmul_jobs(&job, 1, nullptr, CpuIsa::kAmx, scratch); },
-                            "rows from " + std::to_string(first) + " x " + std::to_string(rows));
+  for (CpuIsa isa : packed_levels()) {
+    for (const auto& [first, rows] : {std::pair<uint64_t, uint64_t>{8, 16}, {16, 24}, {0, 1}}) {
+      const MatmulJob job{&p.ref, first, rows, x.data(), 2, y.data()};
+      QmatmulScratch scratch;
+      expect_invalid_argument([&] { qmatmul_jobs(&job, 1, nullptr, isa, scratch); },
+                              std::string(isa_name(isa)) + " rows from " + std::to_string(first) + " x " +
+                                  std::to_string(rows));
+    }
   }
 }
 
@@ -174,35 +192,36 @@ TEST(PackedRows, QmatmulRefusesWhatItCannotRead) {
 // a work item of 128 tokens and a second item of 2), on shapes of one group, several, several row
 // items with a last item of one group, and odd block counts, with 1 and 2 threads; and the plain
 // block sums' bits.
-TEST(QmatmulAmxPacked, GivesTheGgufLayoutsBits) {
+TEST(QmatmulPacked, GivesTheGgufLayoutsBits) {
   SKIP_WITHOUT_PACKED_KERNELS();
   std::vector<size_t> token_counts;
   for (size_t n = 1; n <= 40; ++n) token_counts.push_back(n);
   for (size_t n : {64u, 128u, 130u}) token_counts.push_back(n);
   ThreadPool pool2(2);
-  for (GgmlType type : kPackedTypes) {
-    if (!runs_packed(type)) continue;
-    const size_t v = block_values(type);
-    for (const auto& [rows, cols] : {std::pair<size_t, size_t>{16, v}, {48, 7 * v}, {144, 4096}, {400, 13 * v}}) {
-      for (Fill fill : {Fill::kRandom, Fill::kExtreme}) {
-        const Matrix m = make_matrix(type, rows, cols, fill, static_cast<uint32_t>(rows + cols));
-        const Packed p(m);
-        const std::vector<float> x = make_activations(token_counts.back(), cols, fill, 9);
-        const std::string what = label(type) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
-                                 (fill == Fill::kExtreme ? " (extreme)" : "");
-        if (cols <= 416 && block_values(type) == 32) {
-          const std::vector<float> want = block_sums_reference(m, x.data(), token_counts.back());
-          std::vector<float> y(want.size(), -1.0f);
-          qmatmul(p.ref, x.data(), token_counts.back(), y.data(), nullptr, CpuIsa::kAmx);
-          ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float))) << what << " plain block sums";
-        }
-        for (size_t n : token_counts) {
-          for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
-            std::vector<float> want(n * rows, -1.0f), got(n * rows, -2.0f);
-            qmatmul(m.ref(), x.data(), n, want.data(), pool, CpuIsa::kAmx);
-            qmatmul(p.ref, x.data(), n, got.data(), pool, CpuIsa::kAmx);
-            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                << what << " tokens " << n << " threads " << (pool != nullptr ? 2 : 1);
+  for (CpuIsa isa : packed_levels()) {
+    for (GgmlType type : kPackedTypes) {
+      const size_t v = block_values(type);
+      for (const auto& [rows, cols] : {std::pair<size_t, size_t>{16, v}, {48, 7 * v}, {144, 4096}, {400, 13 * v}}) {
+        for (Fill fill : {Fill::kRandom, Fill::kExtreme}) {
+          const Matrix m = make_matrix(type, rows, cols, fill, static_cast<uint32_t>(rows + cols));
+          const Packed p(m);
+          const std::vector<float> x = make_activations(token_counts.back(), cols, fill, 9);
+          const std::string what = label(type, isa) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                   (fill == Fill::kExtreme ? " (extreme)" : "");
+          if (cols <= 416 && block_values(type) == 32) {
+            const std::vector<float> want = block_sums_reference(m, x.data(), token_counts.back());
+            std::vector<float> y(want.size(), -1.0f);
+            qmatmul(p.ref, x.data(), token_counts.back(), y.data(), nullptr, isa);
+            ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float))) << what << " plain block sums";
+          }
+          for (size_t n : token_counts) {
+            for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
+              std::vector<float> want(n * rows, -1.0f), got(n * rows, -2.0f);
+              qmatmul(m.ref(), x.data(), n, want.data(), pool, isa);
+              qmatmul(p.ref, x.data(), n, got.data(), pool, isa);
+              ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                  << what << " tokens " << n << " threads " << (pool != nullptr ? 2 : 1);
+            }
           }
         }
       }
@@ -211,15 +230,16 @@ TEST(QmatmulAmxPacked, GivesTheGgufLayoutsBits) {
 }
 
 // Every token of a batch of 1..40 gets the bits it gets alone.
-TEST(QmatmulAmxPacked, EveryBatchGivesEachTokenItsBitsAlone) {
+TEST(QmatmulPacked, EveryBatchGivesEachTokenItsBitsAlone) {
   SKIP_WITHOUT_PACKED_KERNELS();
   constexpr size_t kRows = 48, kMaxTokens = 40;
-  for (GgmlType type : kPackedTypes) {
-    if (!runs_packed(type)) continue;
-    const size_t cols = 7 * block_values(type);
-    const Packed p(make_matrix(type, kRows, cols, Fill::kRandom, 3));
-    test::expect_batches_give_each_token_its_bits_alone(p.ref, make_activations(kMaxTokens, cols, Fill::kRandom, 4),
-                                                        kMaxTokens, label(type));
+  for (CpuIsa isa : packed_levels()) {
+    for (GgmlType type : kPackedTypes) {
+      const size_t cols = 7 * block_values(type);
+      const Packed p(make_matrix(type, kRows, cols, Fill::kRandom, 3));
+      test::expect_batches_give_each_token_its_bits_alone(p.ref, make_activations(kMaxTokens, cols, Fill::kRandom, 4),
+                                                          kMaxTokens, label(type, isa), isa);
+    }
   }
 }
 
@@ -227,12 +247,11 @@ TEST(QmatmulAmxPacked, EveryBatchGivesEachTokenItsBitsAlone) {
 // one qmatmul_jobs call: gate and up sharing their activations, another input, a GGUF-layout job
 // sharing the packed jobs' activations; 1 and 2 threads; each job the bits of the same slice of
 // the GGUF matrix computed alone.
-TEST(QmatmulAmxPacked, RowSlicesInOneCallGiveTheGgufLayoutsBits) {
+TEST(QmatmulPacked, RowSlicesInOneCallGiveTheGgufLayoutsBits) {
   SKIP_WITHOUT_PACKED_KERNELS();
   constexpr size_t kRows = 400;
   ThreadPool pool2(2);
-  for (GgmlType type : kPackedTypes) {
-    if (!runs_packed(type)) continue;
+  for (const auto& [isa, type] : packed_cases()) {
     const size_t cols = 9 * block_values(type);
     const Matrix gate = make_matrix(type, kRows, cols, Fill::kRandom, 31), up = make_matrix(type, kRows, cols, Fill::kRandom, 32);
     const Packed pg(gate), pu(up);
@@ -259,16 +278,16 @@ TEST(QmatmulAmxPacked, RowSlicesInOneCallGiveTheGgufLayoutsBits) {
           jobs.push_back({slices[j].w, slices[j].first, slices[j].rows, slices[j].x, n_tokens, got[j].data()});
         }
         QmatmulScratch scratch;
-        qmatmul_jobs(jobs.data(), jobs.size(), pool, CpuIsa::kAmx, scratch);
+        qmatmul_jobs(jobs.data(), jobs.size(), pool, isa, scratch);
         for (size_t j = 0; j < std::size(slices); ++j) {
           const Slice& s = slices[j];
           const TensorRef* gguf = s.w == &pu.ref ? &up_gguf : &gate_gguf;
           std::vector<float> want(n_tokens * s.rows, -2.0f);
           const MatmulJob alone{gguf, s.first, s.rows, s.x, n_tokens, want.data()};
           QmatmulScratch scratch_alone;
-          qmatmul_jobs(&alone, 1, nullptr, CpuIsa::kAmx, scratch_alone);
+          qmatmul_jobs(&alone, 1, nullptr, isa, scratch_alone);
           ASSERT_EQ(0, std::memcmp(got[j].data(), want.data(), want.size() * sizeof(float)))
-              << label(type) << " job " << j << " tokens " << n_tokens << " threads " << (pool != nullptr ? 2 : 1);
+              << label(type, isa) << " job " << j << " tokens " << n_tokens << " threads " << (pool != nullptr ? 2 : 1);
         }
       }
     }
@@ -279,7 +298,7 @@ TEST(QmatmulAmxPacked, RowSlicesInOneCallGiveTheGgufLayoutsBits) {
 // where it holds every tile a job reads: Q8_0 tiles a last partial tile from 8 tokens, Q4_0 from
 // 12, so with a tail of 8..11 (27 and 138 tokens) the first Q8_0 job prepares its own after the
 // first Q4_0 job's; 141 tokens (a tail of 13) is one preparation for all four.
-TEST(QmatmulAmxPacked, JobsOfBothTypesShareTheirTilesWhereTheyCan) {
+TEST(QmatmulPacked, AmxJobsOfBothTypesShareTheirTilesWhereTheyCan) {
   SKIP_WITHOUT_AMX();
   constexpr size_t kRows = 64, kCols = 32 * 5;
   const Matrix m[] = {make_matrix(GgmlType::kQ4_0, kRows, kCols, Fill::kRandom, 41),
@@ -308,18 +327,17 @@ TEST(QmatmulAmxPacked, JobsOfBothTypesShareTheirTilesWhereTheyCan) {
 
 // Against the float reference (dequantized weights, double sums): the error of 8-bit activations,
 // a few tenths of a percent, so a kernel off by a wrong scale or a wrong nibble cannot pass.
-TEST(QmatmulAmxPacked, MatchesTheFloatReference) {
+TEST(QmatmulPacked, MatchesTheFloatReference) {
   SKIP_WITHOUT_PACKED_KERNELS();
   constexpr size_t kRows = 80;
-  for (GgmlType type : kPackedTypes) {
-    if (!runs_packed(type)) continue;
+  for (const auto& [isa, type] : packed_cases()) {
     const size_t cols = 11 * block_values(type);
     const Matrix m = make_matrix(type, kRows, cols, Fill::kRandom, 51);
     const Packed p(m);
     for (size_t n_tokens : {1u, 5u, 16u, 21u}) {
       const std::vector<float> x = make_activations(n_tokens, cols, Fill::kRandom, 52);
       std::vector<float> y(n_tokens * kRows);
-      qmatmul(p.ref, x.data(), n_tokens, y.data(), nullptr, CpuIsa::kAmx);
+      qmatmul(p.ref, x.data(), n_tokens, y.data(), nullptr, isa);
       std::vector<float> w(cols);
       double err2 = 0, ref2 = 0;
       for (size_t r = 0; r < kRows; ++r) {
@@ -332,7 +350,7 @@ TEST(QmatmulAmxPacked, MatchesTheFloatReference) {
           ref2 += want * want;
         }
       }
-      EXPECT_LT(std::sqrt(err2 / ref2), 0.02) << label(type) << " tokens " << n_tokens;
+      EXPECT_LT(std::sqrt(err2 / ref2), 0.02) << label(type, isa) << " tokens " << n_tokens;
     }
   }
 }

@@ -1,0 +1,447 @@
+// The avx512vnni level's Q4_0 and Q8_0, under the "block sums" convention (kernels.h), on GGUF rows
+// and on rows packed in groups of 16 (packed_rows.h): vpdpbusd on 16 rows at once, the weights in
+// the VNNI order (register k: dword k, elements 4k..4k+3, of each of the 16 rows), so that eight
+// vpdpbusd against a token's eight dwords broadcast leave S_b of the 16 rows in one register, with
+// no lanes to add across, and the float step runs once per 16 rows, token and block. The lane
+// convention's four lanes per row cost four times that float step, which bounded this level's
+// GEMM (TinyLlama Q4_0 prefill at 0.94-0.97x llama.cpp on an AVX-512 VNNI CPU without AMX).
+//
+// Every token count runs here, in passes of a few tokens per weight load; the amx level's tiles
+// (kernels_amx.cpp, kernels_amx_packed.cpp) hand these the tokens below a tile, so both levels
+// give the same bits.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/cpu/quant/act_quant.h"
+#include "engine/cpu/quant/kernel_util.h"
+#include "engine/cpu/quant/kernels.h"
+#include "engine/cpu/quant/qmatmul.h"  // QmatmulScratch: per-thread buffers that only grow
+
+// Everything below is compiled for this level's target (kernels.h: nothing here is shared).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,f16c"))), \
+                             apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,f16c")
+// GCC 12's AVX-512 headers (see kernels_avx512vnni.cpp).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace vks::cpuq {
+namespace {
+
+constexpr size_t kGroupRows = 16;
+
+// The packed layout's block of a group: the 16 rows' fp16 scales, then the quants (packed_rows.h).
+constexpr size_t kScaleBytes = 2 * kGroupRows;
+
+// vpdpbusd wants one operand unsigned, so both types' weights are used unsigned and biased:
+// Q4_0's nibbles as stored (q = w + 8), Q8_0's bytes ^ 0x80 (q = w + 128); the bias times the
+// token's block sum is its offset, where a token's sum starts.
+struct Q4_0Bs {
+  static constexpr size_t kBytes = 18;
+  static int32_t offset(const ActQ8x32& a) { return a.neg_c8[0]; }  // -8 * sum
+  // kStreamedUpTo: the token counts that take few_group_streamed on GGUF rows rather than
+  // few_group (measured on the amx level's CPU: two Q4_0 tokens ran at 0.78x the lane-convention
+  // kernel in cache streamed, 0.98x not; two Q8_0 tokens from memory 1.03x streamed, 0.96x not).
+  static constexpr int kStreamedUpTo = 1;
+};
+struct Q8_0Bs {
+  static constexpr size_t kBytes = 34;
+  static int32_t offset(const ActQ8x32& a) { return -128 * a.sum; }
+  static constexpr int kStreamedUpTo = 2;
+};
+
+// Token a's dword k broadcast. (GCC loads it with a vpbroadcastd of its own rather than as
+// vpdpbusd's embedded {1to16} operand; forced by inline asm, that gained 5-10% at 4-7 tokens in
+// cache and was mixed at one, within noise, so it is left to the compiler.)
+inline __m512i dword_of(const ActQ8x32& a, size_t k) {
+  return _mm512_set1_epi32(static_cast<int32_t>(util::load_u32(reinterpret_cast<const uint8_t*>(a.qs) + 4 * k)));
+}
+
+// 16 rows side by side are 16 short streams, which the hardware prefetchers follow badly
+// (kernels_avx512vnni.cpp): each block step prefetches its share of the next group, one contiguous
+// range, so memory sees one sequential stream a group ahead. Into L2 (T1), not L1: a T0 prefetch
+// waits for a line fill buffer, and the loads of the rows in flight wait for them too (one-token
+// decode, alternating binaries, vks_bench_cpu_reference -p 8 -n 48 -s 1, on the amx level's CPU:
+// Q8_0 1.09-1.11x at 1 and 2 threads, Q4_0 1.01x at 1 thread, 1.08x at 2).
+inline void prefetch_step(const uint8_t* p, size_t bytes) { util::prefetch_range<util::PrefetchTo::kL2>(p, bytes); }
+
+// Tokens per pass: the accumulators of a pass stay in registers beside a block's eight weight
+// registers (vks_bench_cpu_kernels --types q4_0 q8_0, 128 tokens).
+constexpr int kPassTokens = 8;
+
+// acc += float(S) * (d_w * d_x): the convention's float step for one token's 16 rows.
+inline void scale_add(__m512& acc, __m512i s, __m512 dw, float dx) {
+  const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(dx));
+  acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s), scale));
+}
+
+// S_b of one token against a block's eight weight registers w (w[k] against dword k), its offset
+// included. Up to three tokens, two chains per token (one token's eight dependent vpdpbusd would
+// wait on their latency); from four on, the tokens' chains are independent enough.
+template <int NT>
+inline __m512i block_sum(const __m512i* w, const ActQ8x32& a, int32_t offset) {
+  if constexpr (NT < 4) {
+    __m512i s0 = _mm512_set1_epi32(offset), s1 = _mm512_setzero_si512();
+    for (size_t k = 0; k < 8; k += 2) {
+      s0 = _mm512_dpbusd_epi32(s0, w[k], dword_of(a, k));
+      s1 = _mm512_dpbusd_epi32(s1, w[k + 1], dword_of(a, k + 1));
+    }
+    return _mm512_add_epi32(s0, s1);
+  } else {
+    __m512i s = _mm512_set1_epi32(offset);
+    for (size_t k = 0; k < 8; ++k) s = _mm512_dpbusd_epi32(s, w[k], dword_of(a, k));
+    return s;
+  }
+}
+
+// ---- GGUF rows ----
+
+inline __m128i load16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+
+// The 16 rows of a group, stride bytes apart, addressed from two pointers and three multiples of
+// the stride (x86 addressing scales the stride by 1, 2, 4 or 8): sixteen row pointers did not fit
+// the registers, and moving them in and out of vector registers cost more than the loads.
+struct GroupRows {
+  const uint8_t* lo;  // row 0
+  const uint8_t* hi;  // row 8
+  size_t s, s3, s5, s7;
+  GroupRows(const uint8_t* g, size_t stride)
+      : lo(g), hi(g + 8 * stride), s(stride), s3(3 * stride), s5(5 * stride), s7(7 * stride) {}
+  template <size_t R>
+  const uint8_t* row(size_t off) const {
+    const uint8_t* p = (R < 8 ? lo : hi) + off;
+    if constexpr (R % 8 == 0) return p;
+    if constexpr (R % 8 == 1) return p + s;
+    if constexpr (R % 8 == 2) return p + 2 * s;
+    if constexpr (R % 8 == 3) return p + s3;
+    if constexpr (R % 8 == 4) return p + 4 * s;
+    if constexpr (R % 8 == 5) return p + s5;
+    if constexpr (R % 8 == 6) return p + 2 * s3;
+    return p + s7;
+  }
+};
+
+// Rows 4G..4G+3's 16 bytes at off, row 4G + i in 128-bit lane i.
+template <size_t G>
+inline __m512i rows16(const GroupRows& rows, size_t off) {
+  __m512i v = _mm512_castsi128_si512(load16(rows.row<4 * G>(off)));
+  v = _mm512_inserti32x4(v, load16(rows.row<4 * G + 1>(off)), 1);
+  v = _mm512_inserti32x4(v, load16(rows.row<4 * G + 2>(off)), 2);
+  return _mm512_inserti32x4(v, load16(rows.row<4 * G + 3>(off)), 3);
+}
+// The four row groups' 16 bytes at off: v[g] holds rows 4g..4g+3.
+inline void group16(const GroupRows& rows, size_t off, __m512i* v) {
+  v[0] = rows16<0>(rows, off);
+  v[1] = rows16<1>(rows, off);
+  v[2] = rows16<2>(rows, off);
+  v[3] = rows16<3>(rows, off);
+}
+
+// Row i's 16 bytes at p + i * stride, in 128-bit lane i.
+inline __m512i rows4(const uint8_t* p, size_t stride) {
+  __m512i v = _mm512_castsi128_si512(load16(p));
+  v = _mm512_inserti32x4(v, load16(p + stride), 1);
+  v = _mm512_inserti32x4(v, load16(p + 2 * stride), 2);
+  return _mm512_inserti32x4(v, load16(p + 3 * stride), 3);
+}
+
+// v[g] holding rows 4g..4g+3 in its 128-bit lanes becomes v[k]: dword k of each row, row 4g + i in
+// int32 4i + g (a 4 x 4 transpose within each 128-bit lane).
+inline void transpose_rows(__m512i* v) {
+  const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+  v[0] = _mm512_unpacklo_epi64(t0, t2);
+  v[1] = _mm512_unpackhi_epi64(t0, t2);
+  v[2] = _mm512_unpacklo_epi64(t1, t3);
+  v[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+// One block of 16 GGUF rows (its quants at off in each row) as w[k], against the token's dword k
+// (row 4g + i in int32 4i + g); load4: four rows, row i's quants at qs + i * stride in 128-bit lane
+// i, lo against the token's bytes 0..15, hi against 16..31.
+struct Q4_0Rows : Q4_0Bs {
+  static void load(const GroupRows& rows, size_t off, __m512i* w) {
+    group16(rows, off, w);
+    transpose_rows(w);
+    const __m512i m4 = _mm512_set1_epi8(0xF);
+    for (size_t k = 0; k < 4; ++k) {  // dword k: elements 4k.. in the low nibbles, 16 + 4k.. in the high
+      w[4 + k] = _mm512_and_si512(_mm512_srli_epi16(w[k], 4), m4);
+      w[k] = _mm512_and_si512(w[k], m4);
+    }
+  }
+  static void load4(const uint8_t* qs, size_t stride, __m512i& lo, __m512i& hi) {
+    const __m512i v = rows4(qs, stride), m4 = _mm512_set1_epi8(0xF);
+    lo = _mm512_and_si512(v, m4);
+    hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  }
+};
+struct Q8_0Rows : Q8_0Bs {
+  static void load(const GroupRows& rows, size_t off, __m512i* w) {
+    group16(rows, off, w);
+    group16(rows, off + 16, w + 4);
+    transpose_rows(w);
+    transpose_rows(w + 4);
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (size_t k = 0; k < 8; ++k) w[k] = _mm512_xor_si512(w[k], flip);
+  }
+  static void load4(const uint8_t* qs, size_t stride, __m512i& lo, __m512i& hi) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    lo = _mm512_xor_si512(rows4(qs, stride), flip);
+    hi = _mm512_xor_si512(rows4(qs + 16, stride), flip);
+  }
+};
+
+// The 16 rows' block scales (halves at each row's block start), row 4g + i's in float 4i + g.
+struct RowScales {
+  __m512i index;
+  explicit RowScales(size_t stride) {
+    alignas(64) int32_t at[kGroupRows];
+    for (size_t r = 0; r < kGroupRows; ++r) at[4 * (r % 4) + r / 4] = static_cast<int32_t>(r * stride);
+    index = _mm512_load_si512(at);
+  }
+  __m512 at(const uint8_t* block) const {
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(index, block, 1)));
+  }
+};
+
+// Rows [0, 16) of a group from g on (stride bytes apart), NT tokens: acc[t] holds row 4g + i's
+// output in float 4i + g. ahead: the next group's first byte (null for none).
+template <class F, int NT>
+void few_group(const uint8_t* g, size_t stride, const uint8_t* ahead, const ActQ8x32* const* x, size_t n_blocks,
+               __m512* acc) {
+  constexpr size_t kStep = kGroupRows * F::kBytes;
+  const RowScales scales(stride);
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  const GroupRows rows(g, stride);
+  for (size_t b = 0; b < n_blocks; ++b) {
+    if (ahead != nullptr) prefetch_step(ahead + b * kStep, kStep);
+    __m512i w[8];
+    F::load(rows, b * F::kBytes + 2, w);
+    const __m512 dw = scales.at(g + b * F::kBytes);
+    for (int t = 0; t < NT; ++t) {
+      const ActQ8x32& a = x[t][b];
+      scale_add(acc[t], block_sum<NT>(w, a, F::offset(a)), dw, a.d);
+    }
+  }
+}
+
+// Four rows' lanes for one token: row i's in 128-bit lane i, four int32 that sum to S_b less the
+// token's offset.
+inline __m512i lanes4(__m512i lo, __m512i hi, const ActQ8x32& a) {
+  const __m512i xlo = _mm512_broadcast_i32x4(load16(a.qs)), xhi = _mm512_broadcast_i32x4(load16(a.qs + 16));
+  return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
+}
+
+// Four row groups' lanes (row i of group g in 128-bit lane i) summed per row: row 4g + i's sum in
+// int32 4i + g, the order of few_group's registers.
+inline __m512i transposed_sums(__m512i l0, __m512i l1, __m512i l2, __m512i l3) {
+  const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(l0, l1), _mm512_unpackhi_epi32(l0, l1));
+  const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(l2, l3), _mm512_unpackhi_epi32(l2, l3));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+}
+
+thread_local QmatmulScratch t_lanes;  // a group's per-row-group lanes, [token][block][row group]
+
+// few_group's outputs for one or two tokens (F::kStreamedUpTo), where memory, not arithmetic,
+// bounds the time: four rows at a time over every block, as the lane-convention kernel reads them
+// (one run of four rows and a prefetch of the next four; few_group's sixteen rows side by side ran
+// a one-token matvec from memory at 0.8-0.9x that kernel, this 0.85-1.05x), the lanes of the first
+// three row groups kept per block; the fourth pass sums each block's four row groups' lanes into
+// 16 rows and runs the float step, while memory keeps streaming the next group.
+template <class F, int NT>
+void few_group_streamed(const uint8_t* g, size_t stride, const uint8_t* ahead, const ActQ8x32* const* x,
+                        size_t n_blocks, __m512* acc) {
+  constexpr size_t kStep = 4 * F::kBytes;
+  auto* lanes = reinterpret_cast<__m512i*>(t_lanes.reserve(static_cast<size_t>(NT) * n_blocks * 3 * sizeof(__m512i)));
+  for (size_t q = 0; q < 3; ++q) {
+    const uint8_t* p = g + 4 * q * stride + 2;
+    const uint8_t* next = g + 4 * (q + 1) * stride;
+    for (size_t b = 0; b < n_blocks; ++b) {
+      prefetch_step(next + b * kStep, kStep);
+      __m512i lo, hi;
+      F::load4(p + b * F::kBytes, stride, lo, hi);
+      for (int t = 0; t < NT; ++t) lanes[(static_cast<size_t>(t) * n_blocks + b) * 3 + q] = lanes4(lo, hi, x[t][b]);
+    }
+  }
+  const RowScales scales(stride);
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  const uint8_t* p = g + 12 * stride + 2;
+  for (size_t b = 0; b < n_blocks; ++b) {
+    if (ahead != nullptr) prefetch_step(ahead + b * kStep, kStep);
+    const __m512 dw = scales.at(g + b * F::kBytes);
+    __m512i lo, hi;
+    F::load4(p + b * F::kBytes, stride, lo, hi);
+    for (int t = 0; t < NT; ++t) {
+      const ActQ8x32& a = x[t][b];
+      const __m512i* l = lanes + (static_cast<size_t>(t) * n_blocks + b) * 3;
+      const __m512i sums =
+          _mm512_add_epi32(transposed_sums(l[0], l[1], l[2], lanes4(lo, hi, a)), _mm512_set1_epi32(F::offset(a)));
+      scale_add(acc[t], sums, dw, a.d);
+    }
+  }
+}
+
+thread_local QmatmulScratch t_tail_rows;  // a last group of fewer than 16 rows, padded with copies of its last
+
+// NT tokens (at most kPassTokens) on GGUF rows.
+template <class F, int NT>
+void rows_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+               size_t n_blocks, float* y, size_t y_stride) {
+  const ActQ8x32* x[NT];
+  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const ActQ8x32*>(act + static_cast<size_t>(t) * act_stride);
+  const size_t row_bytes = n_blocks * F::kBytes;
+  for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
+    const size_t nr = std::min(kGroupRows, n_rows - r0);
+    const uint8_t* g = w + r0 * w_stride;
+    size_t stride = w_stride;
+    if (nr < kGroupRows) {
+      uint8_t* copy = t_tail_rows.reserve(kGroupRows * row_bytes);
+      for (size_t r = 0; r < kGroupRows; ++r) {
+        std::memcpy(copy + r * row_bytes, g + std::min(r, nr - 1) * w_stride, row_bytes);
+      }
+      g = copy;
+      stride = row_bytes;
+    }
+    const uint8_t* ahead = r0 + 2 * kGroupRows <= n_rows ? w + (r0 + kGroupRows) * w_stride : nullptr;
+    __m512 acc[NT];
+    if constexpr (NT <= F::kStreamedUpTo) {
+      few_group_streamed<F, NT>(g, stride, ahead, x, n_blocks, acc);
+    } else {
+      few_group<F, NT>(g, stride, ahead, x, n_blocks, acc);
+    }
+    for (int t = 0; t < NT; ++t) {
+      alignas(64) float out[kGroupRows];
+      _mm512_store_ps(out, acc[t]);
+      for (size_t r = 0; r < nr; ++r) y[static_cast<size_t>(t) * y_stride + r0 + r] = out[4 * (r % 4) + r / 4];
+    }
+  }
+}
+
+template <class F>
+void gemm_rows(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+               size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  util::in_passes<kPassTokens>(n_tokens, [&](auto nt, size_t t0) {
+    rows_pass<F, nt()>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride, y_stride);
+  });
+}
+
+// ---- packed rows ----
+
+// One packed block's quants (at q) as w[k] against a token's dword k.
+struct Q4_0Packed : Q4_0Bs {
+  // The nibbles 0..15: dword k's low nibbles are elements 4k.., its high ones 16 + 4k...
+  static void load(const uint8_t* q, __m512i* w) {
+    const __m512i m4 = _mm512_set1_epi8(0xF);
+    for (size_t k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_loadu_si512(q + 64 * k);
+      w[k] = _mm512_and_si512(v, m4);
+      w[4 + k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    }
+  }
+};
+struct Q8_0Packed : Q8_0Bs {
+  // Stored signed, as the amx level's tiles read them: the 8 xors per block are shared by the
+  // tokens, and a one-token step waits on memory.
+  static void load(const uint8_t* q, __m512i* w) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (size_t k = 0; k < 8; ++k) w[k] = _mm512_xor_si512(_mm512_loadu_si512(q + 64 * k), flip);
+  }
+};
+
+// NT tokens (at most kPassTokens) on packed rows (n_rows a multiple of 16): token t's 16 outputs
+// of a group in one register, stored as one run of y.
+template <class F, int NT>
+void packed_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                 size_t n_blocks, float* y, size_t y_stride) {
+  constexpr size_t kBlock = kGroupRows * F::kBytes;
+  const ActQ8x32* x[NT];
+  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const ActQ8x32*>(act + static_cast<size_t>(t) * act_stride);
+  for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
+    const uint8_t* g = w + r0 * w_stride;
+    const uint8_t* ahead = r0 + kGroupRows < n_rows ? g + kGroupRows * w_stride : nullptr;
+    __m512 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+    for (size_t b = 0; b < n_blocks; ++b) {
+      const uint8_t* blk = g + b * kBlock;
+      if (ahead != nullptr) {
+        // One token waits on memory alone: on an AMD EPYC (AVX-512 VNNI, no AMX) an L1 prefetch
+        // decoded TinyLlama at 1.07-1.11x (Q4_0) and 1.11-1.13x (Q8_0) the L2 one at 1 thread, and
+        // 0.93-1.22x at 2 (vks_bench_cpu_reference -p 8 -n 48 -s 1, alternating binaries); two tokens
+        // or more ran slower with it (a 2-token matvec from memory at 0.66x).
+        if constexpr (NT == 1) {
+          util::prefetch_range<util::PrefetchTo::kL1>(ahead + b * kBlock, kBlock);
+        } else {
+          prefetch_step(ahead + b * kBlock, kBlock);
+        }
+      }
+      __m512i q[8];
+      F::load(blk + kScaleBytes, q);
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+      for (int t = 0; t < NT; ++t) {
+        const ActQ8x32& a = x[t][b];
+        scale_add(acc[t], block_sum<NT>(q, a, F::offset(a)), dw, a.d);
+      }
+    }
+    for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride + r0, acc[t]);
+  }
+}
+
+template <class F>
+void gemm_packed(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                 size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  util::in_passes<kPassTokens>(n_tokens, [&](auto nt, size_t t0) {
+    packed_pass<F, nt()>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride,
+                         y_stride);
+  });
+}
+
+// The packed table entry's form: it prepares nothing.
+template <class F>
+void packed_entry(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                  const uint8_t*, size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  gemm_packed<F>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+}
+
+}  // namespace
+
+void block_sums_q4_0(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                     size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  gemm_rows<Q4_0Rows>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+}
+void block_sums_q8_0(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                     size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  gemm_rows<Q8_0Rows>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+}
+void block_sums_q4_0_packed(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                            size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  gemm_packed<Q4_0Packed>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+}
+void block_sums_q8_0_packed(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                            size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  gemm_packed<Q8_0Packed>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+}
+
+void add_avx512vnni_block_sums_kernels(KernelTable& table) {
+  table.gemm[2] = block_sums_q4_0;
+  table.gemm[8] = block_sums_q8_0;
+  table.packed[2] = {{packed_entry<Q4_0Packed>, nullptr, nullptr, 0, 0}, 0};
+  table.packed[8] = {{packed_entry<Q8_0Packed>, nullptr, nullptr, 0, 0}, 0};
+}
+
+}  // namespace vks::cpuq
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif
