@@ -51,7 +51,6 @@ void finish_act_q8x32(ActQ8x32& blk, int32_t sum) {
   blk.sum = sum;
   blk.neg_c8[0] = -8 * sum;
   blk.neg_c8[1] = blk.neg_c8[2] = blk.neg_c8[3] = 0;
-  for (int k = 0; k < 4; ++k) blk.biased_c8[k] = blk.neg_c8[k] + kActFloatBias;
   blk.s = blk.d * static_cast<float>(sum);
   blk.pad = 0;
 }

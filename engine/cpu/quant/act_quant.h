@@ -13,22 +13,20 @@ namespace vks::cpuq {
 
 // 1.5 * 2^23 as a float's bits, and as a float: an int32 lane started from kActFloatBias and
 // advanced by L (|L| < 2^22), read as a float, is kActFloatBiasValue + L exactly (the 512-bit
-// level's Q4_0/Q8_0 lanes, ActQ8x32::biased_c8).
+// level's Q4_K min terms).
 inline constexpr int32_t kActFloatBias = 0x4B400000;
 inline constexpr float kActFloatBiasValue = 12582912.0f;
 
 struct alignas(16) ActQ8x32 {
   int8_t qs[32];
   int32_t neg_c8[4];  // {-8 * sum, 0, 0, 0}: Q4_0's offset correction, ready to add to the lanes
-  int32_t biased_c8[4];  // neg_c8 + 0x4B400000 (1.5 * 2^23's bits) each: where the 512-bit level
-                         // starts Q4_0's lanes (kernels_avx512vnni.cpp)
   float dv[4];    // d four times, ready to multiply lanes by
   float d;        // x ≈ d * q
   float s;        // d * sum (the block sum in float, for weight types with an additive min)
   int32_t sum;    // sum of qs
   int32_t pad;
 };
-static_assert(sizeof(ActQ8x32) == 96);
+static_assert(sizeof(ActQ8x32) == 80);
 
 struct alignas(16) ActQ8x256 {
   int8_t qs[256];

@@ -152,8 +152,8 @@ BSource group_b(const uint8_t* g, size_t n_blocks) {
 
 // Whole tiles of 16 tokens read a copy of their activations prepared once per qmatmul call
 // (kernels.h's PreparedKernel): per block, the 16 tokens' 32 bytes side by side (A, rows 32 bytes
-// apart) and then their 16 d_x. Read in place, the activations are 96 bytes per 32 values: 128
-// tokens of 5632 columns (2.2 MB) did not stay in L2 while a work item's groups swept them, and
+// apart) and then their 16 d_x. Read in place, the activations were 96 bytes per 32 values when
+// this was measured (80 since): 128 tokens of 5632 columns (2.2 MB) did not stay in L2 while a work item's groups swept them, and
 // their rows, act_stride apart, fell into few L1 sets (2048x2048 at 128 tokens ran at 0.8x the
 // GGUF-layout kernel, 2048x5632 at 0.6x).
 struct alignas(64) PreparedBlock {

@@ -72,7 +72,7 @@ QmatmulScratch& thread_scratch() {
 // Rows per work item: kQmatmulRowsPerItem (qmatmul.h).
 constexpr size_t kRowsPerItem = kQmatmulRowsPerItem;
 // Tokens per work item of a large batch, unless the kernel table says otherwise: one item's
-// quantized activations (64 tokens x 2048 columns of Q8x32 blocks: 384 KiB) stay in L2 while its
+// quantized activations (64 tokens x 2048 columns of Q8x32 blocks: 320 KiB) stay in L2 while its
 // rows sweep them.
 constexpr size_t kTokensPerItem = 64;
 static_assert(kTokensPerItem % kPreparedTileTokens == 0, "a work item's tiles are whole tiles of the product's");
