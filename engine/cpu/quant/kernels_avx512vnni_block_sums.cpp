@@ -372,17 +372,7 @@ void packed_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < n_blocks; ++b) {
       const uint8_t* blk = g + b * kBlock;
-      if (ahead != nullptr) {
-        // One token waits on memory alone: on an AMD EPYC (AVX-512 VNNI, no AMX) an L1 prefetch
-        // decoded TinyLlama at 1.07-1.11x (Q4_0) and 1.11-1.13x (Q8_0) the L2 one at 1 thread, and
-        // 0.93-1.22x at 2 (vks_bench_cpu_reference -p 8 -n 48 -s 1, alternating binaries); two tokens
-        // or more ran slower with it (a 2-token matvec from memory at 0.66x).
-        if constexpr (NT == 1) {
-          util::prefetch_range<util::PrefetchTo::kL1>(ahead + b * kBlock, kBlock);
-        } else {
-          prefetch_step(ahead + b * kBlock, kBlock);
-        }
-      }
+      util::prefetch_packed<NT>(blk, ahead != nullptr ? ahead + b * kBlock : nullptr, kBlock);
       __m512i q[8];
       F::load(blk + kScaleBytes, q);
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));

@@ -55,15 +55,8 @@ struct KBlock {
 // of 8 reads each block from L1 once per 8 tokens, as the packed Q6_K does).
 constexpr int kMaxTokens = 8;
 
-// Where the next group is prefetched: one token, which waits on memory alone, into L1 (TinyLlama
-// Q4_K_M decode at 1 thread 1.04-1.09x the L2 prefetch on an AMD EPYC without AMX, three
-// alternating rounds of vks_bench_cpu_reference -p 8 -n 48 -s 1; at 2 threads within noise, as the
-// block sums kernels measured); more tokens into L2, as the other packed kernels read.
-template <int NT>
-constexpr util::PrefetchTo kPrefetchTo = NT == 1 ? util::PrefetchTo::kL1 : util::PrefetchTo::kL2;
-
-// NT tokens of rows [0, n_rows) (a multiple of 16); each block step prefetches its share of the
-// next group (kPrefetchTo).
+// NT tokens of rows [0, n_rows) (a multiple of 16); each chunk prefetches its share of the stream
+// (util::prefetch_packed).
 template <int NT, bool kFifthBits>
 void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_blocks,
           float* y, size_t y_stride) {
@@ -96,9 +89,14 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
       // run time.
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
-        if (ahead != nullptr) {
-          constexpr size_t kShare = kPackedBlock / 4;
-          util::prefetch_range<kPrefetchTo<NT>>(ahead + b * kPackedBlock + c * kShare, kShare);
+        constexpr size_t kShare = kPackedBlock / 4;
+        const uint8_t* next = ahead != nullptr ? ahead + b * kPackedBlock + c * kShare : nullptr;
+        if constexpr (kFifthBits && NT == 1) {
+          // Q5_K's one token fetches the next group into L1: the stream kStreamAhead bytes ahead
+          // read it at 0.88-0.91x (vks_bench_cpu_kernels --packed --packed-tokens 1, two rounds).
+          if (next != nullptr) util::prefetch_range<util::PrefetchTo::kL1>(next, kShare);
+        } else {
+          util::prefetch_packed<NT>(blk + c * kShare, next, kShare);
         }
         // Sub-blocks 2c (low nibbles; Q5_K's fifth bit 2c) and 2c + 1 (high nibbles, bit 2c + 1)
         // of the chunk's 8 dwords, each byte's fifth bit brought to bit 4 (32-bit shifts; the mask
