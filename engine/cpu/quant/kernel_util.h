@@ -42,22 +42,13 @@ static inline void prefetch_range(const void* p, size_t bytes) {
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o, 0, static_cast<int>(To));
 }
 
-// The packed kernels' prefetch for the share of a block step at `here` (packed_rows.h: a matrix's
-// groups follow one another, so its bytes are one sequential stream). One token, which waits on
-// memory alone, fetches the stream kStreamAhead bytes ahead into L1; more tokens fetch the same
-// share of the next group (next, null past the last) into L2. On an AMD EPYC (AVX-512 VNNI, no
-// AMX), vks_bench_cpu_kernels --packed --packed-tokens 1, two rounds: 4096 bytes ahead read Q4_0
-// and Q8_0 at 1.18-1.28x the next group into L1 at 1 thread (2048 1.0-1.1x, 8192 and 16384 less),
-// the same or better at 2; the next group into L1 had read 1.07-1.13x the next group into L2.
+// How far ahead a one-token step on packed rows prefetches into L1 (packed_rows.h: a matrix's groups
+// follow one another, so its bytes are one sequential stream): one token waits on memory alone.
+// On an AMD EPYC (AVX-512 VNNI, no AMX), vks_bench_cpu_kernels --packed --packed-tokens 1, two
+// rounds: 4096 bytes ahead read Q4_0 and Q8_0 at 1.18-1.28x the next group into L1 at 1 thread
+// (2048 1.0-1.1x, 8192 and 16384 less), the same or better at 2; the next group into L1 had read
+// 1.07-1.13x the next group into L2. More tokens fetch the next group into L2.
 inline constexpr size_t kStreamAhead = 4096;
-template <int NT>
-static inline void prefetch_packed(const uint8_t* here, const uint8_t* next, size_t bytes) {
-  if constexpr (NT == 1) {
-    prefetch_range<PrefetchTo::kL1>(here + kStreamAhead, bytes);
-  } else if (next != nullptr) {
-    prefetch_range<PrefetchTo::kL2>(next, bytes);
-  }
-}
 
 static inline uint16_t load_u16(const uint8_t* p) {
   uint16_t v;

@@ -372,7 +372,11 @@ void packed_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < n_blocks; ++b) {
       const uint8_t* blk = g + b * kBlock;
-      util::prefetch_packed<NT>(blk, ahead != nullptr ? ahead + b * kBlock : nullptr, kBlock);
+      if constexpr (NT == 1) {
+        util::prefetch_range<util::PrefetchTo::kL1>(blk + util::kStreamAhead, kBlock);
+      } else if (ahead != nullptr) {
+        prefetch_step(ahead + b * kBlock, kBlock);
+      }
       __m512i q[8];
       F::load(blk + kScaleBytes, q);
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));

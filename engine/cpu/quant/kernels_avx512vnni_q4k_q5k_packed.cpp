@@ -55,8 +55,8 @@ struct KBlock {
 // of 8 reads each block from L1 once per 8 tokens, as the packed Q6_K does).
 constexpr int kMaxTokens = 8;
 
-// NT tokens of rows [0, n_rows) (a multiple of 16); each chunk prefetches its share of the stream
-// (util::prefetch_packed).
+// NT tokens of rows [0, n_rows) (a multiple of 16); each chunk prefetches its share of the stream:
+// one Q4_K token kStreamAhead bytes ahead into L1 (kernel_util.h), more tokens the next group into L2.
 template <int NT, bool kFifthBits>
 void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_blocks,
           float* y, size_t y_stride) {
@@ -90,13 +90,13 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         constexpr size_t kShare = kPackedBlock / 4;
-        const uint8_t* next = ahead != nullptr ? ahead + b * kPackedBlock + c * kShare : nullptr;
-        if constexpr (kFifthBits && NT == 1) {
+        if constexpr (NT == 1 && !kFifthBits) {
+          util::prefetch_range<util::PrefetchTo::kL1>(blk + util::kStreamAhead + c * kShare, kShare);
+        } else if (ahead != nullptr) {
           // Q5_K's one token fetches the next group into L1: the stream kStreamAhead bytes ahead
           // read it at 0.88-0.91x (vks_bench_cpu_kernels --packed --packed-tokens 1, two rounds).
-          if (next != nullptr) util::prefetch_range<util::PrefetchTo::kL1>(next, kShare);
-        } else {
-          util::prefetch_packed<NT>(blk + c * kShare, next, kShare);
+          constexpr auto kTo = NT == 1 ? util::PrefetchTo::kL1 : util::PrefetchTo::kL2;
+          util::prefetch_range<kTo>(ahead + b * kPackedBlock + c * kShare, kShare);
         }
         // Sub-blocks 2c (low nibbles; Q5_K's fifth bit 2c) and 2c + 1 (high nibbles, bit 2c + 1)
         // of the chunk's 8 dwords, each byte's fifth bit brought to bit 4 (32-bit shifts; the mask
