@@ -94,7 +94,7 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
           util::prefetch_range<util::PrefetchTo::kL1>(blk + util::kStreamAhead + c * kShare, kShare);
         } else if (ahead != nullptr) {
           // Q5_K's one token fetches the next group into L1: the stream kStreamAhead bytes ahead
-          // read it at 0.88-0.91x (vks_bench_cpu_kernels --packed --packed-tokens 1, two rounds).
+          // read it at 0.87-0.94x (vks_bench_cpu_kernels --packed --packed-tokens 1, two rounds).
           constexpr auto kTo = NT == 1 ? util::PrefetchTo::kL1 : util::PrefetchTo::kL2;
           util::prefetch_range<kTo>(ahead + b * kPackedBlock + c * kShare, kShare);
         }
