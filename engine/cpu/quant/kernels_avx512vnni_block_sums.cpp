@@ -294,25 +294,18 @@ void few_group_streamed(const uint8_t* g, size_t stride, const uint8_t* ahead, c
 
 thread_local QmatmulScratch t_tail_rows;  // a last group of fewer than 16 rows, padded with copies of its last
 
-// NT tokens (at most kPassTokens) on GGUF rows.
+// NT tokens (at most kPassTokens) on GGUF rows; tail: the last group padded to 16 rows (tail_group's
+// copy, row_bytes apart), null where n_rows is a multiple of 16.
 template <class F, int NT>
-void rows_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
-               size_t n_blocks, float* y, size_t y_stride) {
+void rows_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* tail, const uint8_t* act,
+               size_t act_stride, size_t n_blocks, float* y, size_t y_stride) {
   const ActQ8x32* x[NT];
   for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const ActQ8x32*>(act + static_cast<size_t>(t) * act_stride);
-  const size_t row_bytes = n_blocks * F::kBytes;
   for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
     const size_t nr = std::min(kGroupRows, n_rows - r0);
-    const uint8_t* g = w + r0 * w_stride;
-    size_t stride = w_stride;
-    if (nr < kGroupRows) {
-      uint8_t* copy = t_tail_rows.reserve(kGroupRows * row_bytes);
-      for (size_t r = 0; r < kGroupRows; ++r) {
-        std::memcpy(copy + r * row_bytes, g + std::min(r, nr - 1) * w_stride, row_bytes);
-      }
-      g = copy;
-      stride = row_bytes;
-    }
+    const bool padded = nr < kGroupRows;
+    const uint8_t* g = padded ? tail : w + r0 * w_stride;
+    const size_t stride = padded ? n_blocks * F::kBytes : w_stride;
     const uint8_t* ahead = r0 + 2 * kGroupRows <= n_rows ? w + (r0 + kGroupRows) * w_stride : nullptr;
     __m512 acc[NT];
     if constexpr (NT <= F::kStreamedUpTo) {
@@ -328,11 +321,27 @@ void rows_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* 
   }
 }
 
+// The last group of rows [0, n_rows) padded to 16 rows with copies of its last row, in a per-thread
+// copy (row_bytes apart), or null where n_rows is a multiple of 16: made once per call, not once per
+// pass of tokens.
+const uint8_t* tail_group(const uint8_t* w, size_t w_stride, size_t n_rows, size_t row_bytes) {
+  const size_t nr = n_rows % kGroupRows;
+  if (nr == 0) return nullptr;
+  const uint8_t* g = w + (n_rows - nr) * w_stride;
+  uint8_t* copy = t_tail_rows.reserve(kGroupRows * row_bytes);
+  for (size_t r = 0; r < kGroupRows; ++r) {
+    std::memcpy(copy + r * row_bytes, g + std::min(r, nr - 1) * w_stride, row_bytes);
+  }
+  return copy;
+}
+
 template <class F>
 void gemm_rows(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
                size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  const uint8_t* tail = tail_group(w, w_stride, n_rows, n_blocks * F::kBytes);
   util::in_passes<kPassTokens>(n_tokens, [&](auto nt, size_t t0) {
-    rows_pass<F, nt()>(w, w_stride, n_rows, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride, y_stride);
+    rows_pass<F, nt()>(w, w_stride, n_rows, tail, act + t0 * act_stride, act_stride, n_blocks, y + t0 * y_stride,
+                       y_stride);
   });
 }
 
