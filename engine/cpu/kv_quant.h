@@ -16,10 +16,10 @@ namespace vks::cpu {
 
 inline constexpr size_t kKvBlock = 32;
 
-// The quants (kv_plane_bytes(type, n) bytes, kv_type.h) and scales[0..n/32) of x[0..n), with llama.cpp's
-// numbers: Q8_0 scale = max|x| / 127, x / scale rounded half away from zero; Q4_0 scale = the value
-// of largest magnitude (first of equals) / -8, nibble = min(15, trunc(x / scale + 8.5)). An all-zero
-// block is zeros. n is a multiple of kKvBlock; type is kQ8_0 or kQ4_0.
+// The quants (kv_plane_bytes(type, n) bytes, kv_type.h) and scales[0..n/32) of x[0..n), with
+// llama.cpp's numbers: Q8_0 scale = max|x| / 127, x / scale rounded half away from zero; Q4_0
+// scale = the value of largest magnitude (first of equals) / -8, nibble = min(15, trunc(x / scale +
+// 8.5)). An all-zero block is zeros. n is a multiple of kKvBlock; type is kQ8_0 or kQ4_0.
 void quantize_kv(KvType type, const float* x, size_t n, uint8_t* q, float* scales);
 
 // Pools of one quantized type, as quantize_kv writes them: a slot's row is `stride` values

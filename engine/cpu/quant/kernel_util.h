@@ -47,8 +47,8 @@ static inline void prefetch_range(const void* p, size_t bytes) {
 // On an AMD EPYC (AVX-512 VNNI, no AMX), vks_bench_cpu_kernels --packed --packed-tokens 1, two
 // rounds: 4096 bytes ahead read Q4_0 and Q8_0 at 1.18-1.34x the speed of the next group into L1
 // at 1 thread, the same or better at 2 (2048 ahead ran at 0.88-1.03x the speed of 4096, 8192 at
-// 0.89-0.99x, 16384 at 0.83-0.94x); the next group into L1 had decoded at 1.07-1.13x the next
-// group into L2. More tokens fetch the next group into L2.
+// 0.89-0.99x, 16384 at 0.83-0.94x); the next group into L1 had decoded TinyLlama Q4_0 and Q8_0 at
+// 1.05-1.14x the next group into L2. More tokens fetch the next group into L2.
 inline constexpr size_t kStreamAhead = 4096;
 
 static inline uint16_t load_u16(const uint8_t* p) {

@@ -2,8 +2,8 @@
 // (WeightLayout::kRows16, packed_rows.h): every token count, sixteen rows per register. On the GGUF
 // layout both levels run the avx512vnni level's Q6_K (four rows side by side, each in a 128-bit
 // lane), so this gives that kernel's bits, the lane convention of kernels.h: per block the exact
-// integer lanes L[k] (element e in lane (e % 16) / 4; Q6_K's -32 offset, 32 times the sum of scale times 16-element
-// activation sum, subtracted from lane 0), acc[k] = acc[k] + float(L[k]) * (d_w * d_x), and
+// integer lanes L[k] (element e in lane (e % 16) / 4; Q6_K's -32 offset, 32 times the sum of scale
+// times 16-element activation sum, subtracted from lane 0), acc[k] = acc[k] + float(L[k]) * (d_w * d_x), and
 // y = ((acc0 + acc1) + (acc2 + acc3)) + 0 (Q6_K has no min term, its accumulator stays zero).
 //
 // Packed, dword i of a 32-byte run of the block's low bits is one load for 16 rows, and its four
