@@ -486,6 +486,7 @@ void packed_few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const u
           lo[i] = _mm512_and_si512(v, lo_mask);
           hi[i] = _mm512_and_si512(v, hi_mask);
         }
+        const __m512i sc_lo = scale_of(ps.bytes, 2 * c), sc_hi = scale_of(ps.bytes, 2 * c + 1);
 #pragma GCC unroll 12
         for (int t = 0; t < NT; ++t) {
           const int8_t* q = a[t][b].qs + 64 * c;
@@ -494,15 +495,17 @@ void packed_few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const u
             p_lo = _mm512_dpbusd_epi32(p_lo, lo[i], dword_at(q + 4 * i));
             p_hi = _mm512_dpbusd_epi32(p_hi, hi[i], dword_at(q + 32 + 4 * i));
           }
-          s_lo[t] = _mm512_add_epi32(s_lo[t], _mm512_mullo_epi32(p_lo, ps.sc[2 * c]));
-          s_hi[t] = _mm512_add_epi32(s_hi[t], _mm512_mullo_epi32(p_hi, ps.sc[2 * c + 1]));
+          s_lo[t] = _mm512_add_epi32(s_lo[t], _mm512_mullo_epi32(p_lo, sc_lo));
+          s_hi[t] = _mm512_add_epi32(s_hi[t], _mm512_mullo_epi32(p_hi, sc_hi));
         }
       }
+      __m512i min2[8];
+      min_pairs(ps.bytes, min2);
       for (int t = 0; t < NT; ++t) {
         const ActQ8x256& x = a[t][b];
         const __m512i s = _mm512_add_epi32(s_lo[t], _mm512_srai_epi32(s_hi[t], 4));
         __m512i m = _mm512_setzero_si512();
-        for (int j = 0; j < 8; ++j) m = _mm512_dpwssd_epi32(m, ps.min2[j], dword_at(x.bsums + 2 * j));
+        for (int j = 0; j < 8; ++j) m = _mm512_dpwssd_epi32(m, min2[j], dword_at(x.bsums + 2 * j));
         const __m512 dx = _mm512_set1_ps(x.d);
         const __m512 sum = _mm512_mul_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ps.d, dx));
         const __m512 mins = _mm512_mul_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(ps.dmin, dx));

@@ -55,8 +55,10 @@ struct KBlock {
 // of 8 reads each block from L1 once per 8 tokens, as the packed Q6_K does).
 constexpr int kMaxTokens = 8;
 
-// NT tokens of rows [0, n_rows) (a multiple of 16); each chunk prefetches its share of the stream:
-// one Q4_K token kStreamAhead bytes ahead into L1 (kernel_util.h), more tokens the next group into L2.
+// NT tokens of rows [0, n_rows) (a multiple of 16). One token waits on memory alone: each line it
+// loads, it first prefetches the line kKQuantStreamAhead bytes further into L1 (kernel_util.h: the
+// matrix's groups follow one another, one stream). More tokens fetch the next group into L2, a
+// chunk's share at a time.
 template <int NT, bool kFifthBits>
 void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_blocks,
           float* y, size_t y_stride) {
@@ -75,8 +77,26 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
     }
     for (size_t b = 0; b < n_blocks; ++b) {
       const uint8_t* blk = g + b * kPackedBlock;
+      if constexpr (NT == 1) {  // the lines packed_scales (and Q5_K's qh) load
+        for (size_t i = 0; i < Block::kQsDword; ++i) {
+          util::prefetch_here<util::PrefetchTo::kL1>(blk + util::kKQuantStreamAhead + 64 * i);
+        }
+      }
       PackedScales s;
       packed_scales(blk, s);
+      // The min term first: its eight mins are then free registers before the chunks need them
+      // (macc is its own accumulator, so the order changes no bits).
+      {
+        __m512i min2[8];
+        min_pairs(s.bytes, min2);
+        for (int t = 0; t < NT; ++t) {
+          const ActQ8x256& x = a[t][b];
+          __m512i m = _mm512_setzero_si512();
+          for (int j = 0; j < 8; ++j) m = _mm512_dpwssd_epi32(m, min2[j], dword_at(x.bsums + 2 * j));
+          const __m512 mins = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), m));
+          macc[t] = _mm512_add_ps(macc[t], _mm512_mul_ps(mins, _mm512_mul_ps(s.dmin, _mm512_set1_ps(x.d))));
+        }
+      }
       __m512i qh[8];
       if constexpr (kFifthBits) {
         for (int i = 0; i < 8; ++i) qh[i] = _mm512_loadu_si512(blk + 64 * (Block::kQhDword + i));
@@ -90,20 +110,17 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         constexpr size_t kShare = kPackedBlock / 4;
-        if constexpr (NT == 1 && !kFifthBits) {
-          util::prefetch_range<util::PrefetchTo::kL1>(blk + util::kStreamAhead + c * kShare, kShare);
-        } else if (ahead != nullptr) {
-          // Q5_K's one token fetches the next group into L1: the stream kStreamAhead bytes ahead
-          // read it at 0.87-0.94x (vks_bench_cpu_kernels --packed --packed-tokens 1, two rounds).
-          constexpr auto kTo = NT == 1 ? util::PrefetchTo::kL1 : util::PrefetchTo::kL2;
-          util::prefetch_range<kTo>(ahead + b * kPackedBlock + c * kShare, kShare);
+        if constexpr (NT > 1) {
+          if (ahead != nullptr) util::prefetch_range<util::PrefetchTo::kL2>(ahead + b * kPackedBlock + c * kShare, kShare);
         }
         // Sub-blocks 2c (low nibbles; Q5_K's fifth bit 2c) and 2c + 1 (high nibbles, bit 2c + 1)
         // of the chunk's 8 dwords, each byte's fifth bit brought to bit 4 (32-bit shifts; the mask
         // keeps each byte's own bit).
         __m512i q_lo[8], q_hi[8];
         for (int i = 0; i < 8; ++i) {
-          const __m512i v = _mm512_loadu_si512(blk + 64 * (Block::kQsDword + 8 * c + i));
+          const uint8_t* line = blk + 64 * (Block::kQsDword + 8 * c + i);
+          if constexpr (NT == 1) util::prefetch_here<util::PrefetchTo::kL1>(line + util::kKQuantStreamAhead);
+          const __m512i v = _mm512_loadu_si512(line);
           q_lo[i] = _mm512_and_si512(v, m4);
           q_hi[i] = _mm512_and_si512(_mm512_srli_epi32(v, 4), m4);
           if constexpr (kFifthBits) {
@@ -113,6 +130,7 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
             q_hi[i] = _mm512_or_si512(q_hi[i], h_hi);
           }
         }
+        const __m512i sc_lo = scale_of(s.bytes, 2 * c), sc_hi = scale_of(s.bytes, 2 * c + 1);
 #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) {
           const int8_t* x = a[t][b].qs + 64 * c;  // sub-block 2c's 32 activations, then 2c + 1's
@@ -122,22 +140,16 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
             p_lo = _mm512_dpbusd_epi32(p_lo, q_lo[k + 4], dword_at(x + 16 + 4 * k));
             __m512i p_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q_hi[k], dword_at(x + 32 + 4 * k));
             p_hi = _mm512_dpbusd_epi32(p_hi, q_hi[k + 4], dword_at(x + 48 + 4 * k));
-            lanes[t][k] = _mm512_dpwssd_epi32(lanes[t][k], p_lo, s.sc[2 * c]);
-            lanes[t][k] = _mm512_dpwssd_epi32(lanes[t][k], p_hi, s.sc[2 * c + 1]);
+            lanes[t][k] = _mm512_dpwssd_epi32(lanes[t][k], p_lo, sc_lo);
+            lanes[t][k] = _mm512_dpwssd_epi32(lanes[t][k], p_hi, sc_hi);
           }
         }
       }
       for (int t = 0; t < NT; ++t) {
-        const ActQ8x256& x = a[t][b];
-        __m512i m = _mm512_setzero_si512();
-        for (int j = 0; j < 8; ++j) m = _mm512_dpwssd_epi32(m, s.min2[j], dword_at(x.bsums + 2 * j));
-        const __m512 dx = _mm512_set1_ps(x.d);
-        const __m512 dd = _mm512_mul_ps(s.d, dx);
+        const __m512 dd = _mm512_mul_ps(s.d, _mm512_set1_ps(a[t][b].d));
         for (int k = 0; k < 4; ++k) {
           acc[t][k] = _mm512_add_ps(acc[t][k], _mm512_mul_ps(_mm512_cvtepi32_ps(lanes[t][k]), dd));
         }
-        const __m512 mins = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), m));
-        macc[t] = _mm512_add_ps(macc[t], _mm512_mul_ps(mins, _mm512_mul_ps(s.dmin, dx)));
       }
     }
     for (int t = 0; t < NT; ++t) {

@@ -75,8 +75,9 @@ inline void load_scales(const uint8_t* blk, Scales& s) {
   }
 }
 
-// NT tokens of rows [0, n_rows) (a multiple of 16); each block step prefetches its share of the
-// next group into L2 (as the packed Q4_0/Q8_0/Q4_K kernels read).
+// NT tokens of rows [0, n_rows) (a multiple of 16). One token prefetches the stream
+// kKQuantStreamAhead bytes ahead into L2, a line per line it loads (into L1 it read slower than no
+// prefetch at all: kernel_util.h); more tokens fetch the next group into L2, a share per step.
 template <int NT>
 void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_blocks,
           float* y, size_t y_stride) {
@@ -92,6 +93,11 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
     }
     for (size_t b = 0; b < n_blocks; ++b) {
       const uint8_t* blk = g + b * kPackedBlock;
+      if constexpr (NT == 1) {  // the scales' and d's lines (dwords 48..52)
+        for (size_t i = kScalesDword; i <= 52; ++i) {
+          util::prefetch_here<util::PrefetchTo::kL2>(blk + util::kKQuantStreamAhead + 64 * i);
+        }
+      }
       Scales s;
       load_scales(blk, s);
       __m512i lanes[NT][4];
@@ -105,13 +111,20 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
       for (int n = 0; n < 2; ++n) {
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          if (ahead != nullptr) {
+          const uint8_t* l01_at = blk + 64 * (16 * n + i);
+          const uint8_t* l23_at = blk + 64 * (16 * n + 8 + i);
+          const uint8_t* h_at = blk + 64 * (32 + 8 * n + i);
+          if constexpr (NT == 1) {  // three lines of dwords 0..47 in address order, as it loads three
+            for (int j = 0; j < 3; ++j) {
+              util::prefetch_here<util::PrefetchTo::kL2>(blk + util::kKQuantStreamAhead + 64 * (3 * (8 * n + i) + j));
+            }
+          } else if (ahead != nullptr) {
             constexpr size_t kShare = kPackedBlock / 16;
             util::prefetch_range<util::PrefetchTo::kL2>(ahead + b * kPackedBlock + (8 * n + i) * kShare, kShare);
           }
-          const __m512i l01 = _mm512_loadu_si512(blk + 64 * (16 * n + i));
-          const __m512i l23 = _mm512_loadu_si512(blk + 64 * (16 * n + 8 + i));
-          const __m512i h = _mm512_loadu_si512(blk + 64 * (32 + 8 * n + i));
+          const __m512i l01 = _mm512_loadu_si512(l01_at);
+          const __m512i l23 = _mm512_loadu_si512(l23_at);
+          const __m512i h = _mm512_loadu_si512(h_at);
           __m512i q[4];
           q[0] = _mm512_or_si512(_mm512_and_si512(l01, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
           q[1] = _mm512_or_si512(_mm512_and_si512(l23, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
