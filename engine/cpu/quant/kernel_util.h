@@ -52,8 +52,8 @@ static inline void prefetch_range(const void* p, size_t bytes) {
 // 1.05-1.14x the next group into L2. More tokens fetch the next group into L2.
 inline constexpr size_t kStreamAhead = 4096;
 
-// How far ahead the K-quant one-token steps on packed rows prefetch, one line per line they load:
-// Q4_K and Q5_K into L1, Q6_K into L2. Same bench, 1 thread: 8192 ahead read Q4_K at 29.9-30.7 GB/s,
+// How far ahead the K-quant kernels on packed rows prefetch, one line per line they load: Q4_K and
+// Q5_K into L1, Q6_K into L2. Same bench, one token, 1 thread: 8192 ahead read Q4_K at 29.9-30.7 GB/s,
 // 4096 at 27.0-27.9, 6144 at 28.4-28.9, 12288 at 29.4-30.5 (Q5_K 27.0-28.6 and 28.9-29.3 at 4096);
 // Q6_K into L2 at 8192 read 28.4-30.1, into L1 at any distance 13.4-18.4 (below no prefetch at all,
 // 21-22: why was not found).

@@ -55,10 +55,9 @@ struct KBlock {
 // of 8 reads each block from L1 once per 8 tokens, as the packed Q6_K does).
 constexpr int kMaxTokens = 8;
 
-// NT tokens of rows [0, n_rows) (a multiple of 16). One token waits on memory alone: each line it
-// loads, it first prefetches the line kKQuantStreamAhead bytes further into L1 (kernel_util.h: the
-// matrix's groups follow one another, one stream). More tokens fetch the next group into L2, a
-// chunk's share at a time.
+// NT tokens of rows [0, n_rows) (a multiple of 16). Before each line it loads, the pass prefetches
+// the line kKQuantStreamAhead bytes further into L1 (kernel_util.h: the matrix's groups follow one
+// another, one stream).
 template <int NT, bool kFifthBits>
 void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_blocks,
           float* y, size_t y_stride) {
@@ -69,7 +68,6 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
   const __m512i m4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
   for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
     const uint8_t* g = w + r0 * w_stride;
-    const uint8_t* ahead = r0 + kGroupRows < n_rows ? g + kGroupRows * w_stride : nullptr;
     __m512 acc[NT][4], macc[NT];
     for (int t = 0; t < NT; ++t) {
       for (int k = 0; k < 4; ++k) acc[t][k] = _mm512_setzero_ps();
@@ -77,10 +75,9 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
     }
     for (size_t b = 0; b < n_blocks; ++b) {
       const uint8_t* blk = g + b * kPackedBlock;
-      if constexpr (NT == 1) {  // the lines packed_scales (and Q5_K's qh) load
-        for (size_t i = 0; i < Block::kQsDword; ++i) {
-          util::prefetch_here<util::PrefetchTo::kL1>(blk + util::kKQuantStreamAhead + 64 * i);
-        }
+      // The lines packed_scales (and Q5_K's qh) load.
+      for (size_t i = 0; i < Block::kQsDword; ++i) {
+        util::prefetch_here<util::PrefetchTo::kL1>(blk + util::kKQuantStreamAhead + 64 * i);
       }
       PackedScales s;
       packed_scales(blk, s);
@@ -109,17 +106,13 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
       // run time.
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
-        constexpr size_t kShare = kPackedBlock / 4;
-        if constexpr (NT > 1) {
-          if (ahead != nullptr) util::prefetch_range<util::PrefetchTo::kL2>(ahead + b * kPackedBlock + c * kShare, kShare);
-        }
         // Sub-blocks 2c (low nibbles; Q5_K's fifth bit 2c) and 2c + 1 (high nibbles, bit 2c + 1)
         // of the chunk's 8 dwords, each byte's fifth bit brought to bit 4 (32-bit shifts; the mask
         // keeps each byte's own bit).
         __m512i q_lo[8], q_hi[8];
         for (int i = 0; i < 8; ++i) {
           const uint8_t* line = blk + 64 * (Block::kQsDword + 8 * c + i);
-          if constexpr (NT == 1) util::prefetch_here<util::PrefetchTo::kL1>(line + util::kKQuantStreamAhead);
+          util::prefetch_here<util::PrefetchTo::kL1>(line + util::kKQuantStreamAhead);
           const __m512i v = _mm512_loadu_si512(line);
           q_lo[i] = _mm512_and_si512(v, m4);
           q_hi[i] = _mm512_and_si512(_mm512_srli_epi32(v, 4), m4);

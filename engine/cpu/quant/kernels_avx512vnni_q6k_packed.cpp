@@ -75,9 +75,9 @@ inline void load_scales(const uint8_t* blk, Scales& s) {
   }
 }
 
-// NT tokens of rows [0, n_rows) (a multiple of 16). One token prefetches the stream
+// NT tokens of rows [0, n_rows) (a multiple of 16). The pass prefetches the stream
 // kKQuantStreamAhead bytes ahead into L2, a line per line it loads (into L1 it read slower than no
-// prefetch at all: kernel_util.h); more tokens fetch the next group into L2, a share per step.
+// prefetch at all: kernel_util.h).
 template <int NT>
 void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_blocks,
           float* y, size_t y_stride) {
@@ -86,17 +86,15 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   for (size_t r0 = 0; r0 < n_rows; r0 += kGroupRows) {
     const uint8_t* g = w + r0 * w_stride;
-    const uint8_t* ahead = r0 + kGroupRows < n_rows ? g + kGroupRows * w_stride : nullptr;
     __m512 acc[NT][4];
     for (int t = 0; t < NT; ++t) {
       for (int k = 0; k < 4; ++k) acc[t][k] = _mm512_setzero_ps();
     }
     for (size_t b = 0; b < n_blocks; ++b) {
       const uint8_t* blk = g + b * kPackedBlock;
-      if constexpr (NT == 1) {  // the scales' and d's lines (dwords 48..52)
-        for (size_t i = kScalesDword; i <= 52; ++i) {
-          util::prefetch_here<util::PrefetchTo::kL2>(blk + util::kKQuantStreamAhead + 64 * i);
-        }
+      // The scales' and d's lines (dwords 48..52).
+      for (size_t i = kScalesDword; i <= 52; ++i) {
+        util::prefetch_here<util::PrefetchTo::kL2>(blk + util::kKQuantStreamAhead + 64 * i);
       }
       Scales s;
       load_scales(blk, s);
@@ -114,13 +112,9 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
           const uint8_t* l01_at = blk + 64 * (16 * n + i);
           const uint8_t* l23_at = blk + 64 * (16 * n + 8 + i);
           const uint8_t* h_at = blk + 64 * (32 + 8 * n + i);
-          if constexpr (NT == 1) {  // three lines of dwords 0..47 in address order, as it loads three
-            for (int j = 0; j < 3; ++j) {
-              util::prefetch_here<util::PrefetchTo::kL2>(blk + util::kKQuantStreamAhead + 64 * (3 * (8 * n + i) + j));
-            }
-          } else if (ahead != nullptr) {
-            constexpr size_t kShare = kPackedBlock / 16;
-            util::prefetch_range<util::PrefetchTo::kL2>(ahead + b * kPackedBlock + (8 * n + i) * kShare, kShare);
+          // Three lines of dwords 0..47 in address order, as it loads three.
+          for (int j = 0; j < 3; ++j) {
+            util::prefetch_here<util::PrefetchTo::kL2>(blk + util::kKQuantStreamAhead + 64 * (3 * (8 * n + i) + j));
           }
           const __m512i l01 = _mm512_loadu_si512(l01_at);
           const __m512i l23 = _mm512_loadu_si512(l23_at);
