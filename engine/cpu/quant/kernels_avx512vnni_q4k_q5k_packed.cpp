@@ -106,33 +106,36 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
       // run time.
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
-        // Sub-blocks 2c (low nibbles; Q5_K's fifth bit 2c) and 2c + 1 (high nibbles, bit 2c + 1)
-        // of the chunk's 8 dwords, each byte's fifth bit brought to bit 4 (32-bit shifts; the mask
-        // keeps each byte's own bit).
-        __m512i q_lo[8], q_hi[8];
-        for (int i = 0; i < 8; ++i) {
-          const uint8_t* line = blk + 64 * (Block::kQsDword + 8 * c + i);
-          util::prefetch_here<util::PrefetchTo::kL1>(line + util::kKQuantStreamAhead);
-          const __m512i v = _mm512_loadu_si512(line);
-          q_lo[i] = _mm512_and_si512(v, m4);
-          q_hi[i] = _mm512_and_si512(_mm512_srli_epi32(v, 4), m4);
-          if constexpr (kFifthBits) {
-            const __m512i h_lo = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[i], 2 * c), one), 4);
-            const __m512i h_hi = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[i], 2 * c + 1), one), 4);
-            q_lo[i] = _mm512_or_si512(q_lo[i], h_lo);
-            q_hi[i] = _mm512_or_si512(q_hi[i], h_hi);
-          }
-        }
         const __m512i sc_lo = scale_of(s.bytes, 2 * c), sc_hi = scale_of(s.bytes, 2 * c + 1);
-#pragma GCC unroll 8
-        for (int t = 0; t < NT; ++t) {
-          const int8_t* x = a[t][b].qs + 64 * c;  // sub-block 2c's 32 activations, then 2c + 1's
+        // Lane k takes the chunk's dwords k and k + 4, one lane at a time: four weight registers
+        // live instead of sixteen (all eight dwords unpacked at once spilled).
 #pragma GCC unroll 4
-          for (int k = 0; k < 4; ++k) {
-            __m512i p_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q_lo[k], dword_at(x + 4 * k));
-            p_lo = _mm512_dpbusd_epi32(p_lo, q_lo[k + 4], dword_at(x + 16 + 4 * k));
-            __m512i p_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q_hi[k], dword_at(x + 32 + 4 * k));
-            p_hi = _mm512_dpbusd_epi32(p_hi, q_hi[k + 4], dword_at(x + 48 + 4 * k));
+        for (int k = 0; k < 4; ++k) {
+          // Sub-blocks 2c (low nibbles; Q5_K's fifth bit 2c) and 2c + 1 (high nibbles, bit 2c + 1)
+          // of dwords k and k + 4, each byte's fifth bit brought to bit 4 (32-bit shifts; the mask
+          // keeps each byte's own bit).
+          __m512i q_lo[2], q_hi[2];
+          for (int h = 0; h < 2; ++h) {
+            const int i = k + 4 * h;
+            const uint8_t* line = blk + 64 * (Block::kQsDword + 8 * c + i);
+            util::prefetch_here<util::PrefetchTo::kL1>(line + util::kKQuantStreamAhead);
+            const __m512i v = _mm512_loadu_si512(line);
+            q_lo[h] = _mm512_and_si512(v, m4);
+            q_hi[h] = _mm512_and_si512(_mm512_srli_epi32(v, 4), m4);
+            if constexpr (kFifthBits) {
+              const __m512i h_lo = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[i], 2 * c), one), 4);
+              const __m512i h_hi = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[i], 2 * c + 1), one), 4);
+              q_lo[h] = _mm512_or_si512(q_lo[h], h_lo);
+              q_hi[h] = _mm512_or_si512(q_hi[h], h_hi);
+            }
+          }
+#pragma GCC unroll 8
+          for (int t = 0; t < NT; ++t) {
+            const int8_t* x = a[t][b].qs + 64 * c;  // sub-block 2c's 32 activations, then 2c + 1's
+            __m512i p_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q_lo[0], dword_at(x + 4 * k));
+            p_lo = _mm512_dpbusd_epi32(p_lo, q_lo[1], dword_at(x + 16 + 4 * k));
+            __m512i p_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q_hi[0], dword_at(x + 32 + 4 * k));
+            p_hi = _mm512_dpbusd_epi32(p_hi, q_hi[1], dword_at(x + 48 + 4 * k));
             lanes[t][k] = _mm512_dpwssd_epi32(lanes[t][k], p_lo, sc_lo);
             lanes[t][k] = _mm512_dpwssd_epi32(lanes[t][k], p_hi, sc_hi);
           }
