@@ -117,9 +117,10 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
           __m512i q_lo[2], q_hi[2];
           for (int h = 0; h < 2; ++h) {
             const int i = k + 4 * h;
-            const uint8_t* line = blk + 64 * (Block::kQsDword + 8 * c + i);
-            util::prefetch_here<util::PrefetchTo::kL1>(line + util::kKQuantStreamAhead);
-            const __m512i v = _mm512_loadu_si512(line);
+            // The prefetches go in address order (dwords 2k and 2k + 1), not the loads' order.
+            util::prefetch_here<util::PrefetchTo::kL1>(blk + util::kKQuantStreamAhead +
+                                                       64 * (Block::kQsDword + 8 * c + 2 * k + h));
+            const __m512i v = _mm512_loadu_si512(blk + 64 * (Block::kQsDword + 8 * c + i));
             q_lo[h] = _mm512_and_si512(v, m4);
             q_hi[h] = _mm512_and_si512(_mm512_srli_epi32(v, 4), m4);
             if constexpr (kFifthBits) {
