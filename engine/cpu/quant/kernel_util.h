@@ -55,15 +55,15 @@ inline constexpr size_t kStreamAhead = 4096;
 // How far ahead the K-quant kernels on packed rows prefetch, one line per line they load: Q4_K and
 // Q5_K into L1, Q6_K into L2. Same bench, one token, 1 thread: 8192 ahead read Q4_K at 29.9-30.7 GB/s,
 // 4096 at 27.0-27.9, 6144 at 28.4-28.9, 12288 at 29.4-30.5 (Q5_K 27.0-28.6 and 28.9-29.3 at 4096);
-// Q6_K into L2 at 8192 read 28.4-30.1, into L1 at any distance 12.9-18.4 (below no prefetch at all,
-// 21-22: why was not found).
+// Q6_K into L2 at 8192 read 28.4-30.1, into L1 at any distance 12.9-18.4 (below the next group into
+// L2 that it had before, 21-22: why was not found).
 inline constexpr size_t kKQuantStreamAhead = 8192;
 
 // Prefetches the line of p where the call is written. GCC's scheduler moves __builtin_prefetch
 // freely: it gathered a packed Q4_K block step's 36 prefetches into one burst at the step's top,
-// and that read one token's matrix from memory at 23.3 GB/s where one prefetch per load, each
-// before its load, reads 28.4 (vks_bench_cpu_kernels --packed --packed-tokens 1, AMD EPYC, 1
-// thread). A volatile asm stays where it is written.
+// and that read one token's matrix from memory at 21.9-23.0 GB/s where the same code with one
+// prefetch per load, each before its load, read 27.0-28.4 (vks_bench_cpu_kernels --packed
+// --packed-tokens 1, AMD EPYC, 1 thread, 4096 ahead). A volatile asm stays where it is written.
 template <PrefetchTo To>
 static inline void prefetch_here(const void* p) {
 #if defined(__x86_64__) || defined(__i386__)

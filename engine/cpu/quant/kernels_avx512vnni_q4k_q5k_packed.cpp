@@ -55,9 +55,9 @@ struct KBlock {
 // of 8 reads each block from L1 once per 8 tokens, as the packed Q6_K does).
 constexpr int kMaxTokens = 8;
 
-// NT tokens of rows [0, n_rows) (a multiple of 16). Before each line it loads, the pass prefetches
-// the line kKQuantStreamAhead bytes further into L1 (kernel_util.h: the matrix's groups follow one
-// another, one stream).
+// NT tokens of rows [0, n_rows) (a multiple of 16). For each line it loads, the pass prefetches one
+// line kKQuantStreamAhead bytes further into L1, in address order (kernel_util.h: the matrix's
+// groups follow one another, one stream).
 template <int NT, bool kFifthBits>
 void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_blocks,
           float* y, size_t y_stride) {

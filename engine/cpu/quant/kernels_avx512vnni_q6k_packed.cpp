@@ -76,8 +76,8 @@ inline void load_scales(const uint8_t* blk, Scales& s) {
 }
 
 // NT tokens of rows [0, n_rows) (a multiple of 16). The pass prefetches the stream
-// kKQuantStreamAhead bytes ahead into L2, a line per line it loads (into L1 it read slower than no
-// prefetch at all: kernel_util.h).
+// kKQuantStreamAhead bytes ahead into L2, a line per line it loads (into L1 it read slower than the
+// next group into L2: kernel_util.h).
 template <int NT>
 void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_blocks,
           float* y, size_t y_stride) {
