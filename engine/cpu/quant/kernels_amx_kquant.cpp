@@ -504,8 +504,7 @@ void packed_few_tokens(const uint8_t* w, size_t w_stride, size_t n_rows, const u
       for (int t = 0; t < NT; ++t) {
         const ActQ8x256& x = a[t][b];
         const __m512i s = _mm512_add_epi32(s_lo[t], _mm512_srai_epi32(s_hi[t], 4));
-        __m512i m = _mm512_setzero_si512();
-        for (int j = 0; j < 8; ++j) m = _mm512_dpwssd_epi32(m, min2[j], dword_at(x.bsums + 2 * j));
+        const __m512i m = min_sum(min2, x.bsums);
         const __m512 dx = _mm512_set1_ps(x.d);
         const __m512 sum = _mm512_mul_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ps.d, dx));
         const __m512 mins = _mm512_mul_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(ps.dmin, dx));

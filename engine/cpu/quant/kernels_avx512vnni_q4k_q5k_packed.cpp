@@ -88,9 +88,7 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
         min_pairs(s.bytes, min2);
         for (int t = 0; t < NT; ++t) {
           const ActQ8x256& x = a[t][b];
-          __m512i m = _mm512_setzero_si512();
-          for (int j = 0; j < 8; ++j) m = _mm512_dpwssd_epi32(m, min2[j], dword_at(x.bsums + 2 * j));
-          const __m512 mins = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), m));
+          const __m512 mins = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), min_sum(min2, x.bsums)));
           macc[t] = _mm512_add_ps(macc[t], _mm512_mul_ps(mins, _mm512_mul_ps(s.dmin, _mm512_set1_ps(x.d))));
         }
       }

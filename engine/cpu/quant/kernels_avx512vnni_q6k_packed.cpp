@@ -109,16 +109,13 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
       for (int n = 0; n < 2; ++n) {
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          const uint8_t* l01_at = blk + 64 * (16 * n + i);
-          const uint8_t* l23_at = blk + 64 * (16 * n + 8 + i);
-          const uint8_t* h_at = blk + 64 * (32 + 8 * n + i);
           // Three lines of dwords 0..47 in address order, as it loads three.
           for (int j = 0; j < 3; ++j) {
             util::prefetch_here<util::PrefetchTo::kL2>(blk + util::kKQuantStreamAhead + 64 * (3 * (8 * n + i) + j));
           }
-          const __m512i l01 = _mm512_loadu_si512(l01_at);
-          const __m512i l23 = _mm512_loadu_si512(l23_at);
-          const __m512i h = _mm512_loadu_si512(h_at);
+          const __m512i l01 = _mm512_loadu_si512(blk + 64 * (16 * n + i));
+          const __m512i l23 = _mm512_loadu_si512(blk + 64 * (16 * n + 8 + i));
+          const __m512i h = _mm512_loadu_si512(blk + 64 * (32 + 8 * n + i));
           __m512i q[4];
           q[0] = _mm512_or_si512(_mm512_and_si512(l01, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
           q[1] = _mm512_or_si512(_mm512_and_si512(l23, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
