@@ -19,6 +19,7 @@
 #include "engine/cpu/attention_lanes.h"
 #include "engine/cpu/attention_level.h"
 #include "engine/cpu/attention_rows_avx512.h"
+#include "engine/cpu/exp_lanes.h"
 #include "engine/cpu/reference_ops.h"
 
 // Lanes values pass between always_inline functions only (never across a call), so the ABI of an
@@ -57,6 +58,42 @@ template <int kLocality>
   for (size_t j = 0; j < kLanes; ++j) max = std::max(max, m[j]);
   for (; t < n; ++t) max = std::max(max, s[t]);
   return max;
+}
+
+// A head's softmax in place: s[t] = exp(s[t] - max_score) / sum (exp_lanes), the sum over every
+// t's exp in eight lanes (t in lane t % 8, combined by combine_lanes, then the n % 8 tail in order)
+// plus the sink's exp(sink - max_score) where there is one (a sink weighs in the denominator only).
+// kWide: 16 floats per register, each half added to the lanes in turn (the same additions).
+template <bool kWide>
+[[gnu::always_inline]] inline void softmax_lanes(float* s, size_t n, float max_score, const float* sink) {
+  const size_t body = n - n % kLanes;
+  Lanes sum{};
+  size_t t = 0;
+  if constexpr (kWide) {
+    for (; t + 2 * kLanes <= body; t += 2 * kLanes) {
+      const Lanes16 e = exp_lanes(load_lanes16(s + t) - max_score);
+      store_lanes16(s + t, e);
+      sum += __builtin_shufflevector(e, e, 0, 1, 2, 3, 4, 5, 6, 7);
+      sum += __builtin_shufflevector(e, e, 8, 9, 10, 11, 12, 13, 14, 15);
+    }
+  }
+  for (; t < body; t += kLanes) {
+    const Lanes e = exp_lanes(load_lanes(s + t) - max_score);
+    store_lanes(s + t, e);
+    sum += e;
+  }
+  float lane[kLanes];
+  __builtin_memcpy(lane, &sum, sizeof lane);
+  float total = combine_lanes(lane);
+  for (; t < n; ++t) total += (s[t] = exp_lanes(s[t] - max_score));
+  if (sink != nullptr) total += exp_lanes(*sink - max_score);
+  // Division rounds each quotient alone: a vector of them has the scalar loop's bits.
+  t = 0;
+  if constexpr (kWide) {
+    for (; t + 2 * kLanes <= n; t += 2 * kLanes) store_lanes16(s + t, load_lanes16(s + t) / total);
+  }
+  for (; t + kLanes <= n; t += kLanes) store_lanes(s + t, load_lanes(s + t) / total);
+  for (; t < n; ++t) s[t] = s[t] / total;
 }
 
 // Each query head's score at every position: dot_lanes's bits, several heads per key row read.
@@ -124,12 +161,11 @@ template <bool kWide, class Rows>
   } else {
     scores_lanes(q, rows, kv_offset, n_ctx, p, h0, g, scores);
   }
-  float sums[kMaxGroup];
   for (size_t j = 0; j < g; ++j) {
     float* s = scores + j * n_ctx;
     const float* sink = p.sinks != nullptr ? &p.sinks[h0 + j] : nullptr;
     const float max_score = max_score_of(s, n_ctx, sink != nullptr ? *sink : -INFINITY);
-    sums[j] = softmax_in_place(s, n_ctx, max_score, sink);
+    softmax_lanes<kWide>(s, n_ctx, max_score, sink);  // the scores become probabilities
     std::fill(out + (h0 + j) * head_dim, out + (h0 + j + 1) * head_dim, 0.0f);
   }
   for (size_t t0 = 0; t0 < n_ctx; t0 += kValueRows) {
@@ -137,8 +173,7 @@ template <bool kWide, class Rows>
     const float* vt[kValueRows];
     for (size_t u = 0; u < m; ++u) vt[u] = rows.value(t0 + u, kv_offset);
     for (size_t j = 0; j < g; ++j) {
-      float prob[kValueRows];
-      for (size_t u = 0; u < m; ++u) prob[u] = scores[j * n_ctx + t0 + u] / sums[j];
+      const float* prob = scores + j * n_ctx + t0;
       if constexpr (kWide) {
         add_weighted_rows_x16(out + (h0 + j) * head_dim, prob, vt, m, head_dim);
       } else {

@@ -153,16 +153,6 @@ void attention_rows(float* out, const float* q, size_t n_ctx, const AttentionPar
 
 }  // namespace
 
-float softmax_in_place(float* scores, size_t n, float max_score, const float* sink) {
-  float sum = 0.0f;
-  for (size_t t = 0; t < n; ++t) {
-    scores[t] = std::exp(scores[t] - max_score);
-    sum += scores[t];
-  }
-  if (sink != nullptr) sum += std::exp(*sink - max_score);
-  return sum;
-}
-
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
                const AttentionParams& p) {
   const size_t kv_dim = p.kv_stride != 0 ? p.kv_stride : p.n_kv_heads * p.head_dim;

@@ -91,15 +91,12 @@ struct AttentionParams {
 };
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
                const AttentionParams& p);
-// The steps of attention() that other caches' attention (engine/cpu/kv_quant) repeats in its order:
-// a score from its dot product (scaled, soft-capped where p.softcap > 0), and the softmax of a
-// head's scores in place: exp(score - max_score) each, returning their sum with the sink's
-// exp(sink - max_score) where sink is not null (a sink weighs in the denominator only).
+// attention()'s score from a dot product (scaled, soft-capped where p.softcap > 0); its softmax is
+// attention_rows.h's softmax_lanes.
 inline float attention_score(float dot, const AttentionParams& p) {
   const float score = dot * p.scale;
   return p.softcap > 0.0f ? p.softcap * std::tanh(score / p.softcap) : score;
 }
-float softmax_in_place(float* scores, size_t n, float max_score, const float* sink);
 // The same over a paged pool ([num_blocks * block_size] rows `stride` floats apart): the rows of
 // positions [first, first + n_ctx) through block_table, read in place, in attention()'s order (the
 // same bits as gathering them first). level: the loop's instruction set (every level gives the same

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/common/thread_pool.h"
+#include "engine/cpu/exp_lanes.h"
 #include "engine/cpu/reference_ops.h"
 #include "engine/gguf/ggml_type.h"
 
@@ -208,9 +209,13 @@ TEST(ReferenceOps, AttentionHasThePlainOrdersBitsHeadByHead) {
         s[t] = ref::attention_score(plain_dot(&q[h * head_dim], kh + t * kv_dim, head_dim), p);
         max_score = std::max(max_score, s[t]);
       }
-      float sum = 0;
-      for (size_t t = 0; t < n_ctx; ++t) sum += (s[t] = std::exp(s[t] - max_score));
-      if (p.sinks) sum += std::exp(p.sinks[h] - max_score);
+      // exp(s - max) each, summed in eight lanes (position t in lane t % 8), then the tail, then the sink.
+      float lane[8] = {};
+      const size_t body = n_ctx - n_ctx % 8;
+      for (size_t t = 0; t < body; ++t) lane[t % 8] += (s[t] = ref::exp_lanes(s[t] - max_score));
+      float sum = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+      for (size_t t = body; t < n_ctx; ++t) sum += (s[t] = ref::exp_lanes(s[t] - max_score));
+      if (p.sinks) sum += ref::exp_lanes(p.sinks[h] - max_score);
       std::vector<float> o(head_dim, 0.0f);
       for (size_t t = 0; t < n_ctx; ++t) {
         const float prob = s[t] / sum;
