@@ -63,9 +63,21 @@ template <int kLocality>
 // A head's softmax in place: s[t] = exp(s[t] - max_score) / sum (exp_lanes), the sum over every
 // t's exp in eight lanes (t in lane t % 8, combined by combine_lanes, then the n % 8 tail in order)
 // plus the sink's exp(sink - max_score) where there is one (a sink weighs in the denominator only).
-// kWide: 16 floats per register, each half added to the lanes in turn (the same additions).
-template <bool kWide>
+// At kAvx512 16 floats per register, each half added to the lanes in turn (the same additions); at
+// kBaseline the exponentials four at a time (GCC splits an 8-float comparison into scalar ones
+// where the widest register holds four).
+template <AttendLevel kLevel>
 [[gnu::always_inline]] inline void softmax_lanes(float* s, size_t n, float max_score, const float* sink) {
+  constexpr bool kWide = kLevel == AttendLevel::kAvx512;
+  const auto exp8 = [](Lanes x) {
+    if constexpr (kLevel == AttendLevel::kBaseline) {
+      using Lanes4 = float __attribute__((vector_size(4 * sizeof(float))));
+      const Lanes4 lo = exp_lanes(Lanes4{x[0], x[1], x[2], x[3]}), hi = exp_lanes(Lanes4{x[4], x[5], x[6], x[7]});
+      return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+    } else {
+      return exp_lanes(x);
+    }
+  };
   const size_t body = n - n % kLanes;
   Lanes sum{};
   size_t t = 0;
@@ -78,7 +90,7 @@ template <bool kWide>
     }
   }
   for (; t < body; t += kLanes) {
-    const Lanes e = exp_lanes(load_lanes(s + t) - max_score);
+    const Lanes e = exp8(load_lanes(s + t) - max_score);
     store_lanes(s + t, e);
     sum += e;
   }
@@ -149,11 +161,12 @@ template <class Rows>
 // head's scores, their softmax (with its sink), and its probability-weighted sum of the values. The
 // heads share each row as it is read (a KV row is read once per group, not once per head); each
 // head's operations and their order are those of a head computed alone. scratch: [h1 - h0][n_ctx +
-// 2 * head_dim], the scores first. kWide: 16 floats per register (the avx512f copy), the same bits.
-template <bool kWide, class Rows>
+// 2 * head_dim], the scores first. At kAvx512 16 floats per register, the same bits.
+template <AttendLevel kLevel, class Rows>
 [[gnu::always_inline]] inline void attend_group_body(float* out, const float* q, Rows& rows, size_t kv_offset,
                                                      size_t n_ctx, const AttentionParams& p, size_t h0, size_t h1,
                                                      float* scratch) {
+  constexpr bool kWide = kLevel == AttendLevel::kAvx512;
   const size_t head_dim = p.head_dim, g = h1 - h0;
   float* scores = scratch;
   if constexpr (kWide) {
@@ -165,7 +178,7 @@ template <bool kWide, class Rows>
     float* s = scores + j * n_ctx;
     const float* sink = p.sinks != nullptr ? &p.sinks[h0 + j] : nullptr;
     const float max_score = max_score_of(s, n_ctx, sink != nullptr ? *sink : -INFINITY);
-    softmax_lanes<kWide>(s, n_ctx, max_score, sink);  // the scores become probabilities
+    softmax_lanes<kLevel>(s, n_ctx, max_score, sink);  // the scores become probabilities
     std::fill(out + (h0 + j) * head_dim, out + (h0 + j + 1) * head_dim, 0.0f);
   }
   for (size_t t0 = 0; t0 < n_ctx; t0 += kValueRows) {
@@ -193,18 +206,18 @@ template <class Rows>
 [[gnu::target("avx512f")]] void attend_group_avx512(float* out, const float* q, Rows& rows, size_t kv_offset,
                                                     size_t n_ctx, const AttentionParams& p, size_t h0, size_t h1,
                                                     float* scratch) {
-  attend_group_body<true>(out, q, rows, kv_offset, n_ctx, p, h0, h1, scratch);
+  attend_group_body<AttendLevel::kAvx512>(out, q, rows, kv_offset, n_ctx, p, h0, h1, scratch);
 }
 template <class Rows>
 [[gnu::target("avx2")]] void attend_group_avx2(float* out, const float* q, Rows& rows, size_t kv_offset, size_t n_ctx,
                                                const AttentionParams& p, size_t h0, size_t h1, float* scratch) {
-  attend_group_body<false>(out, q, rows, kv_offset, n_ctx, p, h0, h1, scratch);
+  attend_group_body<AttendLevel::kAvx2>(out, q, rows, kv_offset, n_ctx, p, h0, h1, scratch);
 }
 #endif
 template <class Rows>
 void attend_group_baseline(float* out, const float* q, Rows& rows, size_t kv_offset, size_t n_ctx,
                            const AttentionParams& p, size_t h0, size_t h1, float* scratch) {
-  attend_group_body<false>(out, q, rows, kv_offset, n_ctx, p, h0, h1, scratch);
+  attend_group_body<AttendLevel::kBaseline>(out, q, rows, kv_offset, n_ctx, p, h0, h1, scratch);
 }
 
 // ref::attention's heads [p.head_begin, p.heads_end()) over n_ctx positions read through rows, one

@@ -53,8 +53,17 @@ template <class V>
       return reinterpret_cast<V>(b);
     }
   };
-  const V lo = x < kExpMin ? V{} + kExpMin : x;  // NaN stays NaN (a comparison with it is false)
-  const V y = lo > kExpMax ? V{} + kExpMax : lo;
+  // where ? a : b, lane by lane as bit masks (GCC scalarised the vector ?: of an SSE2 copy).
+  const auto pick = [&](auto where, V a, V b) {
+    if constexpr (kScalar) {
+      return where ? a : b;
+    } else {
+      const Bits mask = reinterpret_cast<Bits>(where);
+      return float_of((bits_of(a) & mask) | (bits_of(b) & ~mask));
+    }
+  };
+  const V lo = pick(x < kExpMin, V{} + kExpMin, x);  // NaN stays NaN (a comparison with it is false)
+  const V y = pick(lo > kExpMax, V{} + kExpMax, lo);
   constexpr float kLog2e = 1.44269504088896341f, kRound = 12582912.0f;  // 1.5 * 2^23
   const V shifted = y * kLog2e + kRound;  // n in the low mantissa bits
   const V n = shifted - kRound;
@@ -69,8 +78,7 @@ template <class V>
   p = (p * (r * r) + r) + 1.0f;
   const Bits scale = (bits_of(shifted) - bits_of(V{} + kRound) + 127u) << 23;  // 2^n
   const V e = p * float_of(scale);
-  const V zero_below = x < kExpMin ? V{} : e;
-  return x > kExpMax ? V{} + __builtin_inff() : zero_below;
+  return pick(x > kExpMax, V{} + __builtin_inff(), pick(x < kExpMin, V{}, e));
 }
 
 }  // namespace vks::ref

@@ -180,11 +180,52 @@ void attention(float* out, const float* q, const float* keys, const float* value
   attention(out, q, keys, values, n_ctx, p);
 }
 
-void swiglu(float* out, const float* gate, const float* up, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
+namespace {
+
+// SwiGLU over vectors of V, then element by element: the same bits at every width (sigmoid's
+// exp_lanes and the rest are element-wise). V is the widest register the level has: GCC splits a
+// wider vector's comparisons (exp_lanes' range checks) into scalar ones.
+template <class V>
+[[gnu::always_inline]] inline void swiglu_lanes(float* out, const float* gate, const float* up, size_t n) {
+  constexpr size_t kWidth = sizeof(V) / sizeof(float);
+  size_t i = 0;
+  for (; i + kWidth <= n; i += kWidth) {
+    V g, u;
+    std::memcpy(&g, gate + i, sizeof g);
+    std::memcpy(&u, up + i, sizeof u);
+    const V o = g * sigmoid(g) * u;
+    std::memcpy(out + i, &o, sizeof o);
+  }
+  for (; i < n; ++i) {
     const float g = gate[i];
     out[i] = g * sigmoid(g) * up[i];
   }
+}
+
+using Floats4 = float __attribute__((vector_size(4 * sizeof(float))));
+void swiglu_baseline(float* out, const float* gate, const float* up, size_t n) {
+  swiglu_lanes<Floats4>(out, gate, up, n);
+}
+#if defined(__x86_64__)
+[[gnu::target("avx2")]] void swiglu_avx2(float* out, const float* gate, const float* up, size_t n) {
+  swiglu_lanes<rows::Lanes>(out, gate, up, n);
+}
+[[gnu::target("avx512f")]] void swiglu_avx512(float* out, const float* gate, const float* up, size_t n) {
+  swiglu_lanes<rows::Lanes16>(out, gate, up, n);
+}
+#endif
+
+}  // namespace
+
+void swiglu(float* out, const float* gate, const float* up, size_t n) {
+#if defined(__x86_64__)
+  switch (fastest_attend_level()) {
+    case AttendLevel::kAvx512: return swiglu_avx512(out, gate, up, n);
+    case AttendLevel::kAvx2: return swiglu_avx2(out, gate, up, n);
+    case AttendLevel::kBaseline: break;
+  }
+#endif
+  swiglu_baseline(out, gate, up, n);
 }
 
 void gelu_glu(float* out, const float* gate, const float* up, size_t n) {

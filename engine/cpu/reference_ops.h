@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/cpu/attention_level.h"
+#include "engine/cpu/exp_lanes.h"
 #include "engine/model/llama_model.h"
 
 namespace vks {
@@ -118,8 +119,12 @@ void rmsnorm_heads(float* vec, const float* weight, size_t n_heads, size_t head_
 void add_bias(float* x, const float* bias, size_t n);
 
 // 1 / (1 + e^-x): every gate of the forward pass (SwiGLU, attention's output gate, the shared
-// expert's gate, Gated DeltaNet) uses this one expression, so the CPU paths agree bit for bit.
-inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+// expert's gate, Gated DeltaNet) uses this one expression, so the CPU paths agree bit for bit. V: a
+// float or a vector of them (exp_lanes: every lane has the float's bits), so SwiGLU runs in lanes.
+template <class V>
+[[gnu::always_inline]] inline V sigmoid(V x) {
+  return 1.0f / (1.0f + exp_lanes(-x));
+}
 
 // SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x * sigmoid(x). out may alias gate.
 void swiglu(float* out, const float* gate, const float* up, size_t n);

@@ -38,6 +38,27 @@ TEST(ReferenceOps, RmsNormByHand) {
   EXPECT_FLOAT_EQ(out[3], -4 * scale);
 }
 
+// SwiGLU runs eight lanes at a time and the rest one by one: every element has the scalar
+// expression's bits, and the value is close to the double one.
+TEST(ReferenceOps, SwigluIsTheScalarExpressionInEveryElement) {
+  std::mt19937 rng(8);
+  std::normal_distribution<float> dist(0.0f, 6.0f);
+  const size_t n = 8 * 37 + 5;
+  std::vector<float> gate(n), up(n), out(n);
+  for (float& x : gate) x = dist(rng);
+  for (float& x : up) x = dist(rng);
+  gate[3] = -200.0f;  // exp(200) is +inf: silu is -0
+  gate[n - 1] = 200.0f;
+  ref::swiglu(out.data(), gate.data(), up.data(), n);
+  for (size_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    const float want = g * (1.0f / (1.0f + ref::exp_lanes(-g))) * up[i];
+    EXPECT_EQ(std::memcmp(&out[i], &want, sizeof want), 0) << i;
+    const double silu = static_cast<double>(g) / (1.0 + std::exp(-static_cast<double>(g)));
+    EXPECT_NEAR(out[i], silu * up[i], 1e-5 * (1 + std::fabs(silu * up[i]))) << i;
+  }
+}
+
 TEST(ReferenceOps, RopeRotatesAdjacentPairs) {
   // Two heads of 6 values, rope_dim 4: pairs (0,1) and (2,3) rotate, (4,5) stay.
   std::vector<float> v = {1, 0, 0, 1, 7, 8, 1, 0, 0, 1, 7, 8};
