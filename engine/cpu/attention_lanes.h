@@ -18,6 +18,8 @@ inline constexpr size_t kLanes = 8;      // dot()'s partial sums; element i goes
 // loops over the same elements in the same order; the compiler keeps them in registers (an array
 // of partial sums it spills on every iteration).
 using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
+// Four floats: the widest vector the baseline's registers hold (exp_lanes.h: why that matters).
+using Lanes4 = float __attribute__((vector_size(4 * sizeof(float))));
 [[gnu::always_inline]] inline Lanes load_lanes(const float* p) {
   Lanes v;
   __builtin_memcpy(&v, p, sizeof v);

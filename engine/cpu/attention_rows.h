@@ -64,14 +64,12 @@ template <int kLocality>
 // t's exp in eight lanes (t in lane t % 8, combined by combine_lanes, then the n % 8 tail in order)
 // plus the sink's exp(sink - max_score) where there is one (a sink weighs in the denominator only).
 // At kAvx512 16 floats per register, each half added to the lanes in turn (the same additions); at
-// kBaseline the exponentials four at a time (GCC splits an 8-float comparison into scalar ones
-// where the widest register holds four).
+// kBaseline the exponentials four at a time (exp_lanes.h: a vector no wider than the registers).
 template <AttendLevel kLevel>
 [[gnu::always_inline]] inline void softmax_lanes(float* s, size_t n, float max_score, const float* sink) {
   constexpr bool kWide = kLevel == AttendLevel::kAvx512;
   const auto exp8 = [](Lanes x) {
     if constexpr (kLevel == AttendLevel::kBaseline) {
-      using Lanes4 = float __attribute__((vector_size(4 * sizeof(float))));
       const Lanes4 lo = exp_lanes(Lanes4{x[0], x[1], x[2], x[3]}), hi = exp_lanes(Lanes4{x[4], x[5], x[6], x[7]});
       return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
     } else {

@@ -3,15 +3,21 @@
 // over 8 or 16 lanes and its scalar tail (or the plain loop the tests spell out) agree exactly,
 // and every ISA level that compiles it gives the same bits. glibc's expf differs between its FMA
 // and non-FMA builds and has no vector form; softmax and SiLU call exp once per score or element,
-// and one scalar call each was a quarter of attention's time at 1,024 positions.
+// and taking them in lanes cut attention's time in cache by a quarter at 1,024 positions
+// (vks_bench_cpu_attention, AMD EPYC: 375-381 -> 275-279 us).
 //
 // Cephes' expf: x = n ln2 + r with n = round(x / ln2) (the round-to-nearest of adding 1.5 * 2^23)
 // and ln2 split in two so that n * ln2's high part is exact; a degree-7 polynomial for exp(r) on
 // |r| <= ln2 / 2; 2^n from n's bits. At most 1 ulp from exp (tests/cpu/exp_lanes_test.cpp). Below
 // kExpMin it returns 0 (exp is under 1.3e-38 there), above kExpMax +inf, NaN for NaN.
 //
-// Every operation is an IEEE float operation in a fixed order: a file that includes this compiles
-// with -ffp-contract=off (no level may fuse a multiply-add another does not).
+// Every operation is an IEEE float operation in a fixed order. Where it is compiled for a target
+// with FMA (a gnu::target copy), the file compiles with -ffp-contract=off, so that no level fuses a
+// multiply-add another does not (GCC's -std=c++20 defaults to off; the flag keeps it so).
+//
+// V no wider than the target's vector registers: GCC 12 splits a comparison on a wider vector into
+// scalar ones (eight comiss for 8 floats on SSE2), which made the range checks slower than the
+// scalar expf they replace. So the baseline copies take 4 floats (rows::Lanes4), AVX2 8, AVX-512 16.
 #include <cstdint>
 #include <type_traits>
 
@@ -53,17 +59,8 @@ template <class V>
       return reinterpret_cast<V>(b);
     }
   };
-  // where ? a : b, lane by lane as bit masks (GCC scalarised the vector ?: of an SSE2 copy).
-  const auto pick = [&](auto where, V a, V b) {
-    if constexpr (kScalar) {
-      return where ? a : b;
-    } else {
-      const Bits mask = reinterpret_cast<Bits>(where);
-      return float_of((bits_of(a) & mask) | (bits_of(b) & ~mask));
-    }
-  };
-  const V lo = pick(x < kExpMin, V{} + kExpMin, x);  // NaN stays NaN (a comparison with it is false)
-  const V y = pick(lo > kExpMax, V{} + kExpMax, lo);
+  const V lo = x < kExpMin ? V{} + kExpMin : x;  // NaN stays NaN (a comparison with it is false)
+  const V y = lo > kExpMax ? V{} + kExpMax : lo;
   constexpr float kLog2e = 1.44269504088896341f, kRound = 12582912.0f;  // 1.5 * 2^23
   const V shifted = y * kLog2e + kRound;  // n in the low mantissa bits
   const V n = shifted - kRound;
@@ -78,7 +75,7 @@ template <class V>
   p = (p * (r * r) + r) + 1.0f;
   const Bits scale = (bits_of(shifted) - bits_of(V{} + kRound) + 127u) << 23;  // 2^n
   const V e = p * float_of(scale);
-  return pick(x > kExpMax, V{} + __builtin_inff(), pick(x < kExpMin, V{}, e));
+  return x > kExpMax ? V{} + __builtin_inff() : (x < kExpMin ? V{} : e);
 }
 
 }  // namespace vks::ref

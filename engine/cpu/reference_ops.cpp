@@ -183,8 +183,7 @@ void attention(float* out, const float* q, const float* keys, const float* value
 namespace {
 
 // SwiGLU over vectors of V, then element by element: the same bits at every width (sigmoid's
-// exp_lanes and the rest are element-wise). V is the widest register the level has: GCC splits a
-// wider vector's comparisons (exp_lanes' range checks) into scalar ones.
+// exp_lanes and the rest are element-wise). V is the widest register the level has (exp_lanes.h).
 template <class V>
 [[gnu::always_inline]] inline void swiglu_lanes(float* out, const float* gate, const float* up, size_t n) {
   constexpr size_t kWidth = sizeof(V) / sizeof(float);
@@ -202,9 +201,8 @@ template <class V>
   }
 }
 
-using Floats4 = float __attribute__((vector_size(4 * sizeof(float))));
 void swiglu_baseline(float* out, const float* gate, const float* up, size_t n) {
-  swiglu_lanes<Floats4>(out, gate, up, n);
+  swiglu_lanes<rows::Lanes4>(out, gate, up, n);
 }
 #if defined(__x86_64__)
 [[gnu::target("avx2")]] void swiglu_avx2(float* out, const float* gate, const float* up, size_t n) {

@@ -95,7 +95,7 @@ void pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
     for (size_t b = 0; b < n_blocks; ++b) {
       const uint8_t* blk = g + b * kPackedBlock;
       // The scales' and d's lines (dwords 48..52).
-      for (size_t i = kScalesDword; i <= 52; ++i) {
+      for (size_t i = kScalesDword; i <= kDAt / 64; ++i) {
         util::prefetch_here<util::PrefetchTo::kL2>(blk + util::kKQuantStreamAhead + 64 * i);
       }
       Scales s;
