@@ -2,7 +2,10 @@
 // serves with), and by default the float reference's (CpuModel, the tests' oracle). Given several
 // files (e.g. one model in several weight types), it ends with one table comparing them: weight
 // bytes, prefill and decode tok/s, and the GB/s of weights a decode token streams, set against a
-// plain-C read probe of the same thread count when --probe is given.
+// plain-C read probe of the same thread count when --probe is given: the probe reads memory just
+// before and just after each timed decode, and each decode's share is of those two readings' mean
+// (this VM's bandwidth drifts by 10-30% within minutes; a probe taken once at the start let the share
+// move with the drift, not with the code).
 //   vks_bench_cpu_reference MODEL.gguf [MODEL2.gguf ...] [--threads N] [--prompt N] [--generate N]
 //                           [--seqs 4 8] [--same-prompt] [--reps N] [--no-reference] [--probe] [--mmap-weights]
 // --mmap-weights: the runner reads the weights from the mapped file, not from its copy in huge-page
@@ -15,8 +18,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -70,6 +74,14 @@ std::string matrix_types(const vks::LlamaModel& model, uint64_t& matrix_bytes) {
   for (const auto& [name, n] : count) s += (s.empty() ? "" : ", ") + name + " x " + std::to_string(n);
   return s;
 }
+
+// A timed decode and the read probe's GB/s beside it (the mean of a reading just before and one
+// just after).
+struct ProbedDecode {
+  double decode_gbs = 0;
+  double probe_gbs = 0;
+  double share() const { return decode_gbs / probe_gbs; }
+};
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -130,7 +142,8 @@ int main(int argc, char** argv) {
                "the runner's copy keeps every matrix in GGUF's layout (not packed for the kernel level)");
   CLI11_PARSE(app, argc, argv);
   const int n_threads = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
-  const double probe_gbs = probe ? vks::bench::read_probe_gbs(n_threads) : 0.0;
+  std::optional<vks::bench::ReadProbe> read_probe;
+  if (probe) read_probe.emplace(n_threads);
 
   std::vector<Summary> summaries;
   for (const std::string& path : paths) try {
@@ -186,11 +199,22 @@ int main(int argc, char** argv) {
       }
       return watch.elapsed();
     };
+    uint64_t matrix_bytes = 0;
+    const std::string types = matrix_types(*model, matrix_bytes);
     const Timed runner_prefill = median_seconds(reps, prefill);
+    std::vector<ProbedDecode> probed;
     const Timed runner_decode = median_seconds(reps, [&] {
       prefill();
-      return decode();
+      const double before = read_probe ? read_probe->gbs(3) : 0.0;
+      const Timed t = decode();
+      if (read_probe) {
+        const double after = read_probe->gbs(3);
+        probed.push_back({static_cast<double>(matrix_bytes) * n_generate / t.wall / 1e9, (before + after) / 2});
+      }
+      return t;
     });
+    // The timed runs are the last `reps` (median_seconds runs one untimed first).
+    probed.erase(probed.begin(), probed.end() - std::min(probed.size(), static_cast<size_t>(reps)));
 
     // CpuRunner aggregate decode: n sequences (each with the prompt prefilled) decode together.
     std::vector<std::pair<int, Timed>> aggregate;
@@ -258,7 +282,8 @@ int main(int argc, char** argv) {
 
     Summary summary;
     summary.file = path.substr(path.find_last_of('/') + 1);
-    summary.types = matrix_types(*model, summary.matrix_bytes);
+    summary.types = types;
+    summary.matrix_bytes = matrix_bytes;
     summary.prefill_tps = n_prompt / runner_prefill.wall;
     summary.decode_tps = n_generate / runner_decode.wall;
     summaries.push_back(summary);
@@ -278,8 +303,20 @@ int main(int argc, char** argv) {
       print_row("CpuModel decode", n_generate, model_decode);
     }
     const double decode_gbs = summary.matrix_bytes * summary.decode_tps / 1e9;
-    std::printf("decode reads weights at %.2f GB/s", decode_gbs);
-    if (probe) std::printf(" = %.0f%% of the plain-C read probe (%.2f GB/s at %d threads)", 100.0 * decode_gbs / probe_gbs, probe_gbs, n_threads);
+    std::printf("decode reads weights at %.2f GB/s (median run)", decode_gbs);
+    if (!probed.empty()) {
+      std::vector<double> shares, probes;
+      for (const ProbedDecode& p : probed) {
+        shares.push_back(p.share());
+        probes.push_back(p.probe_gbs);
+      }
+      const auto [share_lo, share_hi] = std::minmax_element(shares.begin(), shares.end());
+      const auto [probe_lo, probe_hi] = std::minmax_element(probes.begin(), probes.end());
+      std::printf("; each run against the plain-C read probe beside it: %.0f%% (median of %zu runs, %.0f-%.0f%%; "
+                  "the probe read %.2f-%.2f GB/s at %d threads)",
+                  100.0 * median(shares), shares.size(), 100.0 * *share_lo, 100.0 * *share_hi, *probe_lo, *probe_hi,
+                  n_threads);
+    }
     std::printf("\n\n");
   } catch (const vks::Error& e) {
     std::fprintf(stderr, "error (%s): %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());
