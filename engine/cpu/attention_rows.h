@@ -8,6 +8,7 @@
 //   const float* key(size_t t, size_t kv_offset);    // the KV head's head_dim key floats
 //   const float* value(size_t t, size_t kv_offset);  // likewise its values
 //   void prefetch(size_t t, size_t kv_offset);       // a hint: t's rows are read soon (t < n_ctx)
+//   size_t head_step;                                // kv_offset of KV head h: h * head_step
 // key(t, ...) is asked for every t before the first value(...); a key row must stay valid until the
 // call after next (the avx512f copy reads positions t and t + 1 together), a value row until
 // kValueRows - 1 more calls.
@@ -240,7 +241,7 @@ void attend(float* out, const float* q, size_t n_ctx, const AttentionParams& p, 
   for (size_t h0 = p.head_begin; h0 < p.heads_end();) {
     const size_t kv = h0 / group;
     const size_t h1 = std::min({p.heads_end(), (kv + 1) * group, h0 + kMaxGroup});
-    fn(out, q, rows, kv * head_dim, n_ctx, p, h0, h1, scratch.data());
+    fn(out, q, rows, kv * rows.head_step, n_ctx, p, h0, h1, scratch.data());
     h0 = h1;
   }
 }

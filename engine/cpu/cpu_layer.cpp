@@ -355,7 +355,7 @@ void attention_mixer(const LlamaConfig& c, const LayerWeights& layer, const CpuL
     if (layer.attn_k_norm) ref::rmsnorm_heads(k, lv.k_norm.data(), n_kv_heads, head_dim, c.norm_eps);
     if (!lv.ones.empty()) ref::rmsnorm_heads(v, lv.ones.data(), n_kv_heads, head_dim, c.norm_eps);
     ref::rope(k, n_kv_heads, head_dim, positions[t], lv.rope);
-    kv.store(t, k, v, kv_dim);
+    kv.store(t, k, v, n_kv_heads, head_dim);
   }
   // Attention of each token over the cached positions its window sees.
   ref::AttentionParams ap;

@@ -91,9 +91,10 @@ struct CpuActivations {
 class LayerKv {
  public:
   virtual ~LayerKv() = default;
-  // Stores the roped key and the value of token t, `width` floats each (this layer's KV heads; the
-  // pools' rows are LlamaConfig::kv_dim() apart). Called for every token before any attend.
-  virtual void store(size_t t, const float* k, const float* v, size_t width) = 0;
+  // Stores the roped key and the value of token t, n_kv_heads rows of head_dim floats each (this
+  // layer's KV heads; a position's rows take LlamaConfig::kv_dim() values of a pool). Called for
+  // every token before any attend.
+  virtual void store(size_t t, const float* k, const float* v, size_t n_kv_heads, size_t head_dim) = 0;
   // Attention of token t's query over its sequence's positions up to its own (the last p.window
   // of them where p.window > 0) into out [q_dim]. Called from pool threads for different tokens at
   // once.

@@ -21,9 +21,9 @@ class ContiguousKv final : public LayerKv {
  public:
   ContiguousKv(const LlamaConfig& c, float* keys, float* values, int32_t pos, RecurrentState state)
       : c_(c), keys_(keys), values_(values), pos_(static_cast<size_t>(pos)), state_(state) {}
-  void store(size_t t, const float* k, const float* v, size_t width) override {
-    std::copy_n(k, width, keys_ + (pos_ + t) * c_.kv_dim());
-    std::copy_n(v, width, values_ + (pos_ + t) * c_.kv_dim());
+  void store(size_t t, const float* k, const float* v, size_t n_kv_heads, size_t head_dim) override {
+    std::copy_n(k, n_kv_heads * head_dim, keys_ + (pos_ + t) * c_.kv_dim());
+    std::copy_n(v, n_kv_heads * head_dim, values_ + (pos_ + t) * c_.kv_dim());
   }
   void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) override {
     const size_t first = ref::window_start(pos_ + t, p.window);

@@ -11,6 +11,7 @@
 #include "engine/cpu/cpu_model.h"
 #include "engine/cpu/cpu_weights.h"
 #include "engine/cpu/kv_quant.h"
+#include "engine/cpu/paged_kv_layout.h"
 #include "engine/cpu/quant/qmatmul.h"
 #include "engine/cpu/reference_ops.h"
 #include "engine/model/kv_pools.h"
@@ -82,10 +83,10 @@ int32_t CpuRunner::window_blocks_for(const LlamaConfig& c, const CpuRunnerOption
 
 namespace {
 
-// Where one layer's paged pool puts and finds a step's tokens: token t's row starts at its slot's
-// (rows c.kv_dim() values apart), and its attention reads its sequence's positions [first, pos]
-// through the block table (a window layer only its window); a DeltaNet layer's state is its
-// sequence's slot. The pools' element type is the subclass's.
+// Where one layer's paged pool puts and finds a step's tokens: token t's rows go to its slot
+// (blocks of c.kv_dim() values per position, by KV head: paged_kv_layout.h), and its attention reads
+// its sequence's positions [first, pos] through the block table (a window layer only its window); a
+// DeltaNet layer's state is its sequence's slot. The pools' element type is the subclass's.
 class PagedRows : public LayerKv {
  public:
   RecurrentState recurrent_state(size_t t) override {
@@ -98,9 +99,11 @@ class PagedRows : public LayerKv {
             RecurrentStatePool& states, size_t layer, bool window_pool)
       : c_(c), block_size_(block_size), batch_(batch), seq_of_(seq_of), states_(states), layer_(layer),
         window_pool_(window_pool) {}
-  size_t row_at(size_t t) const {
-    return static_cast<size_t>(window_pool_ ? batch_.window_slot_mapping[t] : batch_.slot_mapping[t]) * c_.kv_dim();
+  // Token t's pool slot, and where the pool keeps rows of head_dim values.
+  size_t slot_of(size_t t) const {
+    return static_cast<size_t>(window_pool_ ? batch_.window_slot_mapping[t] : batch_.slot_mapping[t]);
   }
+  cpu::PagedKvLayout layout(size_t head_dim) const { return {block_size_, c_.kv_dim(), head_dim}; }
   struct Visible {
     std::span<const int32_t> block_table;
     size_t first, n_ctx;
@@ -129,9 +132,12 @@ class PagedKv final : public PagedRows {
   PagedKv(const LlamaConfig& c, const StepBatch& batch, const std::vector<int32_t>& seq_of, size_t block_size,
           RecurrentStatePool& states, size_t layer, bool window_pool, float* keys, float* values)
       : PagedRows(c, batch, seq_of, block_size, states, layer, window_pool), keys_(keys), values_(values) {}
-  void store(size_t t, const float* k, const float* v, size_t width) override {
-    std::copy_n(k, width, keys_ + row_at(t));
-    std::copy_n(v, width, values_ + row_at(t));
+  void store(size_t t, const float* k, const float* v, size_t n_kv_heads, size_t head_dim) override {
+    const cpu::PagedKvLayout pool = layout(head_dim);
+    for (size_t h = 0; h < n_kv_heads; ++h) {
+      std::copy_n(k + h * head_dim, head_dim, keys_ + pool.row(slot_of(t), h));
+      std::copy_n(v + h * head_dim, head_dim, values_ + pool.row(slot_of(t), h));
+    }
   }
   void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) override {
     const Visible r = visible(t, p.window);
@@ -151,11 +157,13 @@ class PagedKvQuant final : public PagedRows {
                float* key_scales, uint8_t* values, float* value_scales)
       : PagedRows(c, batch, seq_of, block_size, states, layer, window_pool), type_(type), keys_(keys),
         key_scales_(key_scales), values_(values), value_scales_(value_scales) {}
-  void store(size_t t, const float* k, const float* v, size_t width) override {
-    const size_t at = row_at(t);
-    const size_t q_at = kv_plane_bytes(type_, at);
-    cpu::quantize_kv(type_, k, width, keys_ + q_at, key_scales_ + at / cpu::kKvBlock);
-    cpu::quantize_kv(type_, v, width, values_ + q_at, value_scales_ + at / cpu::kKvBlock);
+  void store(size_t t, const float* k, const float* v, size_t n_kv_heads, size_t head_dim) override {
+    const cpu::PagedKvLayout pool = layout(head_dim);
+    for (size_t h = 0; h < n_kv_heads; ++h) {
+      const size_t at = pool.row(slot_of(t), h), q_at = kv_plane_bytes(type_, at);
+      cpu::quantize_kv(type_, k + h * head_dim, head_dim, keys_ + q_at, key_scales_ + at / cpu::kKvBlock);
+      cpu::quantize_kv(type_, v + h * head_dim, head_dim, values_ + q_at, value_scales_ + at / cpu::kKvBlock);
+    }
   }
   void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) override {
     const Visible r = visible(t, p.window);

@@ -99,8 +99,9 @@ class CpuRunner final : public ModelRunner {
   std::unique_ptr<CpuModelVectors> vectors_;  // norms, biases, rope factors in F32
 
   bool quantized_kv() const { return options_.kv_type != KvType::kF16; }
-  // Paged KV cache, per layer: [num_blocks * block_size, kv_dim]; slot = block * block_size + offset
-  // (a window-pool layer's: window_blocks_ blocks, addressed by the window block tables).
+  // Paged KV cache, per layer: num_blocks blocks of block_size * kv_dim values, by KV head within a
+  // block (paged_kv_layout.h); slot = block * block_size + offset (a window-pool layer's:
+  // window_blocks_ blocks, addressed by the window block tables).
   // F32 in key_pool_/value_pool_, or quantized in the *_quants_ pools (kv_plane_bytes of the
   // values) with their scales [.., kv_dim/32].
   // Zeroed lazily (ZeroedArray): a pool's pages cost only once written.

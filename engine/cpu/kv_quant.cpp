@@ -9,6 +9,7 @@
 #endif
 
 #include "engine/cpu/attention_rows.h"
+#include "engine/cpu/paged_kv_layout.h"
 
 namespace vks::cpu {
 
@@ -89,14 +90,14 @@ template <KvType kType>
 template <KvType kType>
 struct QuantRows {
   QuantKvPools pools;
-  const size_t* slots;  // [n_ctx] pool slot of each visible position
-  size_t stride, head_dim;
+  const size_t* rows_at;  // [n_ctx] the value index of KV head 0's row at each visible position
+  size_t head_step, head_dim;
   float* rows;  // [kValueRows][head_dim] the rows decoded last, in turn
   size_t next = 0;
 
   static constexpr size_t quant_at(size_t at) { return kv_plane_bytes(kType, at); }
   [[gnu::always_inline]] const float* decode(const uint8_t* q, const float* scales, size_t t, size_t kv_offset) {
-    const size_t at = slots[t] * stride + kv_offset;
+    const size_t at = rows_at[t] + kv_offset;
     float* row = rows + (next++ % ref::rows::kValueRows) * head_dim;
     for (size_t b = 0; b < head_dim / kKvBlock; ++b) {
       decode_block<kType>(q + quant_at(at + b * kKvBlock), scales[at / kKvBlock + b], row + b * kKvBlock);
@@ -104,7 +105,7 @@ struct QuantRows {
     return row;
   }
   [[gnu::always_inline]] void prefetch(size_t t, size_t kv_offset) const {
-    const size_t at = slots[t] * stride + kv_offset;
+    const size_t at = rows_at[t] + kv_offset;
     const size_t bytes = quant_at(head_dim), scale_bytes = head_dim / kKvBlock * sizeof(float);
     ref::rows::prefetch_bytes<3>(pools.key_q + quant_at(at), bytes);
     ref::rows::prefetch_bytes<3>(pools.key_scales + at / kKvBlock, scale_bytes);
@@ -124,19 +125,20 @@ struct QuantRows {
 void attention_paged_quant(float* out, const float* q, const QuantKvPools& pools, std::span<const int32_t> block_table,
                            size_t block_size, size_t first, size_t n_ctx, size_t stride, const ref::AttentionParams& p,
                            ref::AttendLevel level) {
-  thread_local std::vector<size_t> slots;  // per thread: no allocation per call at long contexts
+  thread_local std::vector<size_t> rows_at;  // per thread: no allocation per call at long contexts
   thread_local std::vector<float> rows;
-  if (slots.size() < n_ctx) slots.resize(n_ctx);
+  if (rows_at.size() < n_ctx) rows_at.resize(n_ctx);
   if (rows.size() < ref::rows::kValueRows * p.head_dim) rows.resize(ref::rows::kValueRows * p.head_dim);
+  const PagedKvLayout layout{block_size, stride, p.head_dim};
   for (size_t t = 0; t < n_ctx; ++t) {
     const size_t pos = first + t;
-    slots[t] = static_cast<size_t>(block_table[pos / block_size]) * block_size + pos % block_size;
+    rows_at[t] = layout.row(static_cast<size_t>(block_table[pos / block_size]) * block_size + pos % block_size, 0);
   }
   if (pools.type == KvType::kQ4_0) {
-    QuantRows<KvType::kQ4_0> reader{pools, slots.data(), stride, p.head_dim, rows.data()};
+    QuantRows<KvType::kQ4_0> reader{pools, rows_at.data(), layout.head_step(), p.head_dim, rows.data()};
     ref::rows::attend(out, q, n_ctx, p, reader, level);
   } else {
-    QuantRows<KvType::kQ8_0> reader{pools, slots.data(), stride, p.head_dim, rows.data()};
+    QuantRows<KvType::kQ8_0> reader{pools, rows_at.data(), layout.head_step(), p.head_dim, rows.data()};
     ref::rows::attend(out, q, n_ctx, p, reader, level);
   }
 }

@@ -22,8 +22,9 @@ inline constexpr size_t kKvBlock = 32;
 // 8.5)). An all-zero block is zeros. n is a multiple of kKvBlock; type is kQ8_0 or kQ4_0.
 void quantize_kv(KvType type, const float* x, size_t n, uint8_t* q, float* scales);
 
-// Pools of one quantized type, as quantize_kv writes them: a slot's row is `stride` values
-// (kv_plane_bytes(type, stride) bytes of quants, stride / 32 scales).
+// Pools of one quantized type, as quantize_kv writes them: the values are placed as an F32 pool's
+// (paged_kv_layout.h); value i's quants start at byte kv_plane_bytes(type, i), its block's scale is
+// scales[i / 32].
 struct QuantKvPools {
   KvType type;
   const uint8_t* key_q;

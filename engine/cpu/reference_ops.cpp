@@ -9,6 +9,7 @@
 
 #include "engine/common/thread_pool.h"
 #include "engine/cpu/attention_rows.h"
+#include "engine/cpu/paged_kv_layout.h"
 
 namespace vks::ref {
 
@@ -122,10 +123,12 @@ void add_bias(float* x, const float* bias, size_t n) {
 
 namespace {
 
-// Rows of a float cache read in place: position t's key and value rows (kv_offset not yet added).
+// Rows of a float cache read in place: position t's key and value rows of KV head 0 (kv_offset, a
+// multiple of head_step, not yet added).
 struct FloatRows {
   std::vector<const float*>& keys;
   std::vector<const float*>& values;
+  size_t head_step;
   [[gnu::always_inline]] const float* key(size_t t, size_t kv_offset) const { return keys[t] + kv_offset; }
   [[gnu::always_inline]] const float* value(size_t t, size_t kv_offset) const { return values[t] + kv_offset; }
   // The value row waits in L2 for the pass over values that follows the scores.
@@ -136,18 +139,19 @@ struct FloatRows {
   size_t head_dim;
 };
 
-// attention() over rows found by row(t) (the key and value rows of visible position t): one loop
-// order for contiguous and paged caches, so both give the same bits.
+// attention() over rows found by row(t) (KV head 0's key and value rows of visible position t; head
+// h's are h * head_step values on): one loop order for contiguous and paged caches, so both give the
+// same bits.
 template <typename RowOf>
 void attention_rows(float* out, const float* q, size_t n_ctx, const AttentionParams& p, AttendLevel level,
-                    RowOf row) {
+                    size_t head_step, RowOf row) {
   thread_local std::vector<const float*> keys, values;  // per thread: no allocation per call
   if (keys.size() < n_ctx) {
     keys.resize(n_ctx);
     values.resize(n_ctx);
   }
   for (size_t t = 0; t < n_ctx; ++t) std::tie(keys[t], values[t]) = row(t);
-  FloatRows rows{keys, values, p.head_dim};
+  FloatRows rows{keys, values, head_step, p.head_dim};
   rows::attend(out, q, n_ctx, p, rows, level);
 }
 
@@ -156,17 +160,18 @@ void attention_rows(float* out, const float* q, size_t n_ctx, const AttentionPar
 void attention(float* out, const float* q, const float* keys, const float* values, size_t n_ctx,
                const AttentionParams& p) {
   const size_t kv_dim = p.kv_stride != 0 ? p.kv_stride : p.n_kv_heads * p.head_dim;
-  attention_rows(out, q, n_ctx, p, fastest_attend_level(),
+  attention_rows(out, q, n_ctx, p, fastest_attend_level(), p.head_dim,
                  [&](size_t t) { return std::pair{keys + t * kv_dim, values + t * kv_dim}; });
 }
 
 void attention_paged(float* out, const float* q, const float* key_pool, const float* value_pool,
                      std::span<const int32_t> block_table, size_t block_size, size_t first, size_t n_ctx,
                      size_t stride, const AttentionParams& p, AttendLevel level) {
-  attention_rows(out, q, n_ctx, p, level, [&](size_t t) {
+  const cpu::PagedKvLayout layout{block_size, stride, p.head_dim};
+  attention_rows(out, q, n_ctx, p, level, layout.head_step(), [&](size_t t) {
     const size_t pos = first + t;
-    const size_t slot = static_cast<size_t>(block_table[pos / block_size]) * block_size + pos % block_size;
-    return std::pair{key_pool + slot * stride, value_pool + slot * stride};
+    const size_t row = layout.row(static_cast<size_t>(block_table[pos / block_size]) * block_size + pos % block_size, 0);
+    return std::pair{key_pool + row, value_pool + row};
   });
 }
 

@@ -149,7 +149,8 @@ TEST(ReferenceOps, SwigluAndArgmax) {
 }
 
 // Attention read in place from a paged pool (rows wider than the layer's, blocks out of order, a
-// window, soft-cap and sinks) gives the bits of gathering the rows first.
+// window, soft-cap and sinks; each block's rows by KV head, paged_kv_layout.h) gives the bits of
+// gathering the rows first.
 TEST(ReferenceOps, PagedAttentionEqualsGatheredAttention) {
   std::mt19937 rng(11);
   std::normal_distribution<float> dist;
@@ -172,8 +173,11 @@ TEST(ReferenceOps, PagedAttentionEqualsGatheredAttention) {
     for (size_t t = 0; t < n; ++t) {
       const size_t pos = first + t;
       const size_t slot = static_cast<size_t>(table[pos / block]) * block + pos % block;
-      std::copy_n(&keys[slot * stride], kv_dim, &k[t * kv_dim]);
-      std::copy_n(&values[slot * stride], kv_dim, &v[t * kv_dim]);
+      for (size_t h = 0; h < p.n_kv_heads; ++h) {  // head h's row: the block's h-th run of `block` rows
+        const size_t row = slot / block * block * stride + (h * block + slot % block) * p.head_dim;
+        std::copy_n(&keys[row], p.head_dim, &k[t * kv_dim + h * p.head_dim]);
+        std::copy_n(&values[row], p.head_dim, &v[t * kv_dim + h * p.head_dim]);
+      }
     }
     std::vector<float> gathered(4 * 16), paged(4 * 16);
     ref::attention(gathered.data(), q.data(), k.data(), v.data(), n, p);
