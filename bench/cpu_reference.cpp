@@ -8,8 +8,12 @@
 // move with the drift, not with the code).
 //   vks_bench_cpu_reference MODEL.gguf [MODEL2.gguf ...] [--threads N] [--prompt N] [--generate N]
 //                           [--seqs 4 8] [--same-prompt] [--reps N] [--no-reference] [--probe] [--mmap-weights]
+//                           [--scatter-blocks]
 // --mmap-weights: the runner reads the weights from the mapped file, not from its copy in huge-page
 // memory (CpuRunnerOptions::weights_in_memory), to measure what the copy buys.
+// --scatter-blocks: the sequences' block tables take the pool's blocks in a shuffled order, as a
+// server's pool hands them out once requests have come and gone (by default in order: a fresh
+// pool's, which the hardware prefetchers follow).
 // Each row also shows the process CPU milliseconds per token (all threads; on a shared machine they
 // show the work when other processes stretch the wall time).
 // --reps N: each runner figure is the median of N runs after an untimed warm-up run (bench/cpu_versus.sh
@@ -83,6 +87,14 @@ struct ProbedDecode {
   double share() const { return decode_gbs / probe_gbs; }
 };
 
+// Pool block ids 0..n-1 in order, or shuffled (a fixed seed: every run and build the same order).
+std::vector<int32_t> block_order(int32_t n, bool scatter) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int32_t b = 0; b < n; ++b) ids[static_cast<size_t>(b)] = b;
+  if (scatter) std::shuffle(ids.begin(), ids.end(), std::mt19937(7));
+  return ids;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -137,6 +149,8 @@ int main(int argc, char** argv) {
   app.add_flag("--probe", probe, "measure plain-C read bandwidth at the thread count and compare decode's with it");
   bool mmap_weights = false;
   app.add_flag("--mmap-weights", mmap_weights, "the runner reads the weights from the mapped file (not a copy in memory)");
+  bool scatter_blocks = false;
+  app.add_flag("--scatter-blocks", scatter_blocks, "block tables in a shuffled order (a pool that has served a while)");
   bool gguf_layout = false;
   app.add_flag("--gguf-layout", gguf_layout,
                "the runner's copy keeps every matrix in GGUF's layout (not packed for the kernel level)");
@@ -172,7 +186,7 @@ int main(int argc, char** argv) {
     vks::StepBatch batch;
     vks::SeqChunk seq;
     seq.n_tokens = n_prompt;
-    for (int32_t b = 0; b < options.num_blocks; ++b) seq.block_table.push_back(b);
+    seq.block_table = block_order(options.num_blocks, scatter_blocks);
     seq.logits = vks::LogitsMode::kArgmax;
     seq.state_slot = 0;  // models with recurrent layers
     batch.tokens = prompt;
@@ -225,12 +239,14 @@ int main(int argc, char** argv) {
       multi.max_step_seqs = n_seqs;
       multi.state_slots = n_seqs;
       vks::CpuRunner many(*model, multi);
+      const std::vector<int32_t> blocks = block_order(multi.num_blocks, scatter_blocks);
       vks::StepBatch step;
       for (int s = 0; s < n_seqs; ++s) {
         vks::SeqChunk chunk;
         chunk.token_offset = s * n_prompt;
         chunk.n_tokens = n_prompt;
-        for (int32_t b = 0; b < options.num_blocks; ++b) chunk.block_table.push_back(s * options.num_blocks + b);
+        const auto own = blocks.begin() + s * options.num_blocks;  // sequence s's share of the pool's blocks
+        chunk.block_table.assign(own, own + options.num_blocks);
         chunk.logits = vks::LogitsMode::kArgmax;
         chunk.state_slot = s;
         step.seqs.push_back(chunk);
