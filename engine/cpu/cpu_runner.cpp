@@ -135,8 +135,9 @@ class PagedKv final : public PagedRows {
   void store(size_t t, const float* k, const float* v, size_t n_kv_heads, size_t head_dim) override {
     const cpu::PagedKvLayout pool = layout(head_dim);
     for (size_t h = 0; h < n_kv_heads; ++h) {
-      std::copy_n(k + h * head_dim, head_dim, keys_ + pool.row(slot_of(t), h));
-      std::copy_n(v + h * head_dim, head_dim, values_ + pool.row(slot_of(t), h));
+      const size_t at = pool.row(slot_of(t), h);
+      std::copy_n(k + h * head_dim, head_dim, keys_ + at);
+      std::copy_n(v + h * head_dim, head_dim, values_ + at);
     }
   }
   void attend(size_t t, const float* q, const ref::AttentionParams& p, float* out) override {

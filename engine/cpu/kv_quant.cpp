@@ -130,10 +130,7 @@ void attention_paged_quant(float* out, const float* q, const QuantKvPools& pools
   if (rows_at.size() < n_ctx) rows_at.resize(n_ctx);
   if (rows.size() < ref::rows::kValueRows * p.head_dim) rows.resize(ref::rows::kValueRows * p.head_dim);
   const PagedKvLayout layout{block_size, stride, p.head_dim};
-  for (size_t t = 0; t < n_ctx; ++t) {
-    const size_t pos = first + t;
-    rows_at[t] = layout.row(static_cast<size_t>(block_table[pos / block_size]) * block_size + pos % block_size, 0);
-  }
+  for (size_t t = 0; t < n_ctx; ++t) rows_at[t] = layout.row(block_table, first + t, 0);
   if (pools.type == KvType::kQ4_0) {
     QuantRows<KvType::kQ4_0> reader{pools, rows_at.data(), layout.head_step(), p.head_dim, rows.data()};
     ref::rows::attend(out, q, n_ctx, p, reader, level);

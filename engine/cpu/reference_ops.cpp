@@ -169,8 +169,7 @@ void attention_paged(float* out, const float* q, const float* key_pool, const fl
                      size_t stride, const AttentionParams& p, AttendLevel level) {
   const cpu::PagedKvLayout layout{block_size, stride, p.head_dim};
   attention_rows(out, q, n_ctx, p, level, layout.head_step(), [&](size_t t) {
-    const size_t pos = first + t;
-    const size_t row = layout.row(static_cast<size_t>(block_table[pos / block_size]) * block_size + pos % block_size, 0);
+    const size_t row = layout.row(block_table, first + t, 0);
     return std::pair{key_pool + row, value_pool + row};
   });
 }

@@ -100,8 +100,9 @@ inline float attention_score(float dot, const AttentionParams& p) {
 }
 // The same over a paged pool (num_blocks blocks of block_size positions' rows of `stride` floats,
 // laid out by KV head: paged_kv_layout.h): the rows of positions [first, first + n_ctx) through
-// block_table, read in place, in attention()'s order (the same bits as gathering them first). level: the loop's instruction set (every level gives the same
-// bits; tests compare them), lowered to the highest this CPU executes.
+// block_table, read in place, in attention()'s order (the same bits as gathering them first).
+// level: the loop's instruction set (every level gives the same bits; tests compare them), lowered
+// to the highest this CPU executes.
 void attention_paged(float* out, const float* q, const float* key_pool, const float* value_pool,
                      std::span<const int32_t> block_table, size_t block_size, size_t first, size_t n_ctx,
                      size_t stride, const AttentionParams& p, AttendLevel level = fastest_attend_level());
