@@ -4,8 +4,8 @@
 // bytes, prefill and decode tok/s, and the GB/s of weights a decode token streams, set against a
 // plain-C read probe of the same thread count when --probe is given: the probe reads memory just
 // before and just after each timed decode, and each decode's share is of those two readings' mean
-// (this VM's bandwidth drifts by 10-30% within minutes; a probe taken once at the start let the share
-// move with the drift, not with the code).
+// (the probe's readings moved by 9-38% within one run of a few minutes on this project's VM; one
+// probe at the start let the share move with that drift, not with the code).
 //   vks_bench_cpu_reference MODEL.gguf [MODEL2.gguf ...] [--threads N] [--prompt N] [--generate N]
 //                           [--seqs 4 8] [--same-prompt] [--reps N] [--no-reference] [--probe] [--mmap-weights]
 //                           [--scatter-blocks]

@@ -10,8 +10,8 @@ namespace vks::bench {
 
 // `threads` threads each summing its slice of a 512 MiB buffer of 64-bit words. The buffer has huge
 // pages (huge_page_buffer.h): the probe is the ceiling decode is held to. It is filled once, so a
-// bench can read the probe beside each of its runs (a shared VM's bandwidth drifts by 10-30% within
-// minutes: a figure is only comparable with a probe taken next to it).
+// bench can read the probe beside each of its runs (on a shared VM its readings moved by 9-38%
+// within one run of a few minutes: a figure is only comparable with a probe taken next to it).
 class ReadProbe {
  public:
   explicit ReadProbe(int threads);
