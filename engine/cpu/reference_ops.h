@@ -12,6 +12,7 @@
 
 #include "engine/cpu/attention_level.h"
 #include "engine/cpu/exp_lanes.h"
+#include "engine/cpu/tanh_lanes.h"
 #include "engine/model/llama_model.h"
 
 namespace vks {
@@ -96,7 +97,7 @@ void attention(float* out, const float* q, const float* keys, const float* value
 // attention_rows.h's softmax_lanes.
 inline float attention_score(float dot, const AttentionParams& p) {
   const float score = dot * p.scale;
-  return p.softcap > 0.0f ? p.softcap * std::tanh(score / p.softcap) : score;
+  return p.softcap > 0.0f ? p.softcap * tanh_lanes(score / p.softcap) : score;
 }
 // The same over a paged pool (num_blocks blocks of block_size positions' rows of `stride` floats,
 // laid out by KV head: paged_kv_layout.h): the rows of positions [first, first + n_ctx) through
@@ -129,13 +130,14 @@ template <class V>
 
 // SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x * sigmoid(x). out may alias gate.
 void swiglu(float* out, const float* gate, const float* up, size_t n);
-// GeGLU: out[i] = gelu(gate[i]) * up[i], GELU's tanh approximation. out may alias gate.
+// GeGLU: out[i] = gelu(gate[i]) * up[i], GELU's tanh approximation (0.5 g (1 + tanh(z)), computed
+// as g * sigmoid(2z)). out may alias gate.
 void gelu_glu(float* out, const float* gate, const float* up, size_t n);
 // gpt-oss's clamped SwiGLU: g = min(gate, 7), u = clamp(up, -7, 7), out = g * sigmoid(1.702 g) * (u + 1).
 void swiglu_oai(float* out, const float* gate, const float* up, size_t n);
 // The gated activation a feed-forward block's spec names.
 void ffn_activation(FfnActivation act, float* out, const float* gate, const float* up, size_t n);
-// x[i] = cap * tanh(x[i] / cap) (logit soft-capping).
+// x[i] = cap * tanh(x[i] / cap) (logit soft-capping; tanh_lanes).
 void softcap(float* x, size_t n, float cap);
 
 // Index of the largest value (the lowest index among equal maxima).

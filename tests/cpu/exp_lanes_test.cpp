@@ -1,6 +1,9 @@
 // exp_lanes: within 1 ulp of exp over its whole range, exact at its edges, and the same bits for a
-// float and for every lane of an 8- or 16-float vector at every ISA level this CPU executes.
+// float and for every lane of an 8- or 16-float vector at every ISA level this CPU executes;
+// tanh_lanes the same, within 2 ulp of tanh.
 #include "engine/cpu/exp_lanes.h"
+
+#include "engine/cpu/tanh_lanes.h"
 
 #include <gtest/gtest.h>
 
@@ -23,6 +26,7 @@ using ref::kExpMax;
 using ref::kExpMin;
 using ref::rows::Lanes;
 using ref::rows::Lanes16;
+using ref::tanh_lanes;
 
 // Floats between a and b, counted through their bit patterns (both positive and normal here).
 int64_t ulps_between(float a, float b) {
@@ -127,6 +131,87 @@ TEST(ExpLanes, EveryLaneAndLevelHasTheScalarsBits) {
     expect_same_bits(scalar, got, "16 lanes, avx512f");
     exp1_avx512(xs.data(), got.data(), xs.size());
     expect_same_bits(scalar, got, "scalar, avx512f");
+  }
+#endif
+}
+
+
+// Every 61st float of [-10, 10] (past 9.01, tanh rounds to 1), through its bit patterns.
+std::vector<float> tanh_range() {
+  std::vector<float> xs;
+  for (uint32_t bits = 0; bits <= 0x41200000u; bits += 61) {
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    xs.push_back(x);
+    xs.push_back(-x);
+  }
+  return xs;
+}
+
+TEST(TanhLanes, WithinTwoUlpOfTanh) {
+  int64_t worst = 0;
+  float worst_x = 0;
+  for (const float x : tanh_range()) {
+    const float want = static_cast<float>(std::tanh(static_cast<double>(x)));
+    const int64_t d = ulps_between(std::fabs(tanh_lanes(x)), std::fabs(want));
+    ASSERT_EQ(std::signbit(tanh_lanes(x)), std::signbit(want)) << "at x = " << x;
+    if (d > worst) {
+      worst = d;
+      worst_x = x;
+    }
+  }
+  EXPECT_LE(worst, 2) << "at x = " << worst_x;
+}
+
+TEST(TanhLanes, Edges) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(tanh_lanes(0.0f), 0.0f);
+  EXPECT_TRUE(std::signbit(tanh_lanes(-0.0f)));
+  EXPECT_EQ(tanh_lanes(inf), 1.0f);
+  EXPECT_EQ(tanh_lanes(-inf), -1.0f);
+  EXPECT_EQ(tanh_lanes(1e30f), 1.0f);
+  EXPECT_EQ(tanh_lanes(-50.0f), -1.0f);
+  EXPECT_EQ(tanh_lanes(1e-30f), 1e-30f);
+  EXPECT_TRUE(std::isnan(tanh_lanes(std::numeric_limits<float>::quiet_NaN())));
+}
+
+template <class V>
+[[gnu::always_inline]] inline void tanh_vectors(const float* x, float* out, size_t n) {
+  constexpr size_t kWidth = sizeof(V) / sizeof(float);
+  for (size_t i = 0; i < n; i += kWidth) {
+    V v;
+    std::memcpy(&v, x + i, sizeof v);
+    const V t = tanh_lanes(v);
+    std::memcpy(out + i, &t, sizeof t);
+  }
+}
+void tanh8_baseline(const float* x, float* out, size_t n) { tanh_vectors<Lanes>(x, out, n); }
+#if defined(__x86_64__)
+[[gnu::target("avx2")]] void tanh8_avx2(const float* x, float* out, size_t n) { tanh_vectors<Lanes>(x, out, n); }
+[[gnu::target("avx512f")]] void tanh16_avx512(const float* x, float* out, size_t n) {
+  tanh_vectors<Lanes16>(x, out, n);
+}
+#endif
+
+TEST(TanhLanes, EveryLaneAndLevelHasTheScalarsBits) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> xs = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 0.625f,
+                           std::nextafter(0.625f, 0.0f), -0.625f, 44.0f, -100.0f};
+  const std::vector<float> range = tanh_range();
+  for (size_t i = 0; i < range.size(); i += 97) xs.push_back(range[i]);
+  while (xs.size() % 16 != 0) xs.push_back(0.5f);
+  std::vector<float> scalar(xs.size()), got(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) scalar[i] = tanh_lanes(xs[i]);
+  tanh8_baseline(xs.data(), got.data(), xs.size());
+  expect_same_bits(scalar, got, "8 lanes, baseline");
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2")) {
+    tanh8_avx2(xs.data(), got.data(), xs.size());
+    expect_same_bits(scalar, got, "8 lanes, avx2");
+  }
+  if (__builtin_cpu_supports("avx512f")) {
+    tanh16_avx512(xs.data(), got.data(), xs.size());
+    expect_same_bits(scalar, got, "16 lanes, avx512f");
   }
 #endif
 }

@@ -10,6 +10,7 @@
 #include "engine/common/thread_pool.h"
 #include "engine/cpu/exp_lanes.h"
 #include "engine/cpu/reference_ops.h"
+#include "engine/cpu/tanh_lanes.h"
 #include "engine/gguf/ggml_type.h"
 
 namespace vks {
@@ -134,6 +135,69 @@ TEST(ReferenceOps, AttentionByHand) {
   // Head 1: q = 0, uniform.
   EXPECT_NEAR(out[2], 20, 1e-5);
   EXPECT_NEAR(out[3], 30, 1e-5);
+}
+
+// GeGLU and gpt-oss's clamped SwiGLU run in lanes the same way: every element has the scalar
+// expression's bits (written out here), and the value is close to the double formula's: GELU's
+// 0.5 g (1 + tanh(z)); gpt-oss's clamps, NaN passing through them.
+TEST(ReferenceOps, GatedActivationsAreTheScalarExpressionInEveryElement) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist(0.0f, 6.0f);
+  const size_t n = 16 * 23 + 7;
+  std::vector<float> gate(n), up(n), out(n);
+  for (float& x : gate) x = dist(rng);
+  for (float& x : up) x = dist(rng);
+  gate[5] = -200.0f;
+  gate[n - 2] = 200.0f;
+  up[9] = std::nanf("");
+  gate[10] = std::nanf("");
+  const auto sigmoid = [](float x) { return 1.0f / (1.0f + ref::exp_lanes(-x)); };
+  ref::gelu_glu(out.data(), gate.data(), up.data(), n);
+  for (size_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    const float want = g * sigmoid(1.59576912160573071176f * g * (1.0f + 0.044715f * g * g)) * up[i];
+    EXPECT_EQ(std::memcmp(&out[i], &want, sizeof want), 0) << "gelu " << i;
+    const double gd = g, z = 0.79788456080286535588 * gd * (1 + 0.044715 * gd * gd);
+    const double exact = 0.5 * gd * (1 + std::tanh(z)) * up[i];
+    if (std::isnan(exact)) {
+      EXPECT_TRUE(std::isnan(out[i])) << "gelu " << i;
+    } else {
+      EXPECT_NEAR(out[i], exact, 1e-5 * (1 + std::fabs(exact))) << "gelu " << i;
+    }
+  }
+  ref::swiglu_oai(out.data(), gate.data(), up.data(), n);
+  for (size_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], 7.0f), u = std::clamp(up[i], -7.0f, 7.0f);
+    const float want = g * sigmoid(1.702f * g) * (u + 1.0f);
+    EXPECT_EQ(std::memcmp(&out[i], &want, sizeof want), 0) << "oai " << i;
+    const double exact = g / (1.0 + std::exp(-1.702 * g)) * (u + 1.0);
+    if (std::isnan(exact)) {
+      EXPECT_TRUE(std::isnan(out[i])) << "oai " << i;
+    } else {
+      EXPECT_NEAR(out[i], exact, 1e-5 * (1 + std::fabs(exact))) << "oai " << i;
+    }
+  }
+}
+
+// Soft-capping in lanes: every element is cap * tanh_lanes(x / cap), close to the double tanh.
+TEST(ReferenceOps, SoftcapIsTheScalarExpressionInEveryElement) {
+  std::mt19937 rng(10);
+  std::normal_distribution<float> dist(0.0f, 40.0f);
+  const size_t n = 16 * 19 + 3;
+  std::vector<float> x(n);
+  for (float& v : x) v = dist(rng);
+  x[4] = 1e-30f;
+  x[7] = -0.0f;
+  x[n - 1] = 1e30f;
+  std::vector<float> out = x;
+  ref::softcap(out.data(), n, 30.0f);
+  for (size_t i = 0; i < n; ++i) {
+    const float want = 30.0f * ref::tanh_lanes(x[i] / 30.0f);
+    EXPECT_EQ(std::memcmp(&out[i], &want, sizeof want), 0) << i;
+    EXPECT_NEAR(out[i], 30.0 * std::tanh(x[i] / 30.0), 4e-6 * 30.0) << i;
+  }
+  EXPECT_TRUE(std::signbit(out[7]));
+  EXPECT_EQ(out[n - 1], 30.0f);
 }
 
 TEST(ReferenceOps, SwigluAndArgmax) {
