@@ -1,26 +1,17 @@
 // CPU reference conversions of MXFP4 blocks, as ggml's dequantize_row_mxfp4 and
 // quantize_row_mxfp4_ref compute them.
-#include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "engine/gguf/ggml_type.h"
+#include "engine/gguf/mxfp4_codes.h"
 #include "engine/gguf/quant_rows.h"
 
 namespace vks::quant {
 namespace {
 
-// The 16 E2M1 codes' values doubled, so that they are integers (ggml's kvalues_mxfp4). Code 8 is
-// -0, stored as 0 so that it dequantizes to +0 as ggml's does.
-constexpr int8_t kDoubledE2M1[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-
-// 2^(e - 128): half the E8M0 scale, for the doubled values (ggml's ggml_e8m0_to_fp32_half). Exact
-// for every byte: e = 0 and 1 are the subnormals 2^-128 and 2^-127, and e = 255 (NaN in the OCP
-// format) is 2^127 as in ggml.
-float e8m0_half(uint8_t e) {
-  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
-  return std::bit_cast<float>(bits);
-}
+using mxfp4::e8m0_half;
+using mxfp4::kDoubledE2M1;
 
 // ggml's best_index_mxfp4: the code whose value is nearest to x, the lowest code on a tie (so 0,
 // not code 8's -0; a NaN x gets code 0).

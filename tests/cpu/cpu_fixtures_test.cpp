@@ -11,7 +11,9 @@
 // - gemma2-tiny, gemma3-tiny (sliding windows, soft-caps, post-norms, GELU, scaled embeddings),
 //   gpt-oss-tiny and gpt-oss-yarn-tiny (sinks, biases, MXFP4 experts, YaRN) and gemma4-dense-tiny
 //   (per-layer head sizes and KV heads, V = K, V norm, output scales, partial rope) against `floatref`.
-// Also: CpuRunner's one-step prefill gives bit-identical logits to CpuModel's token-by-token run.
+// Also: CpuRunner's one-step prefill gives bit-identical logits to its token-by-token run, and to
+// CpuModel's where every matrix is float (CpuModel is the float oracle; the runner's integer kernels,
+// MXFP4's among them, quantize activations as llama.cpp does).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include "engine/cpu/reference_ops.h"
 #include "engine/model/llama_model.h"
 #include "tests/common/test_models.h"
+#include "tests/cpu/cpu_runner_driver.h"
 #include "tests/cpu/reference_data.h"
 
 namespace vks {
@@ -79,6 +82,23 @@ std::vector<float> runner_prefill_logits(const LlamaModel& model, const std::vec
   StepResult result;
   runner.step(batch, result);
   return result.logits;
+}
+
+// The prompt through CpuRunner one token per step; returns the last step's full logits.
+std::vector<float> runner_token_by_token_logits(const LlamaModel& model, const std::vector<int32_t>& prompt) {
+  CpuRunnerOptions options;
+  options.threads = 2;
+  options.num_blocks = 8;
+  CpuRunner runner(model, options);
+  test::Driver driver(runner);
+  test::Seq seq;
+  seq.tokens = prompt;
+  seq.state_slot = 0;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    driver.add(seq, 1);
+    driver.run();
+  }
+  return seq.logits.empty() ? std::vector<float>() : seq.logits.back();
 }
 
 std::string test_name(const ::testing::TestParamInfo<std::string>& param) { return test::test_name_of(param.param); }
@@ -176,7 +196,10 @@ INSTANTIATE_TEST_SUITE_P(Architectures, LlamaCppFixture,
 // Architectures whose llama.cpp logits carry its fp16 GELU table or its activation quantization
 // (../shared/models/README.md): every step's logits against the float64 pass (`floatref`) within
 // 1e-4 of their spread, the greedy ids equal to llama.cpp's and the float pass's, llama.cpp's logits
-// loosely (0.03 for GELU, 0.2 for MXFP4), and the runner's one-step prefill bit-identical to the token-by-token run.
+// loosely (0.03 for GELU, 0.2 for MXFP4), and the runner's one-step prefill bit-identical to its
+// token-by-token run. Gemma's matrices are float: the runner's prefill has CpuModel's bits there.
+// gpt-oss's MXFP4 experts take the integer kernels with Q8_0 activations, as llama.cpp's do: the
+// runner is held to llama.cpp's logits, and to the float pass loosely.
 class FloatRefFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FloatRefFixture, MatchesFloatReference) {
@@ -194,7 +217,19 @@ TEST_P(FloatRefFixture, MatchesFloatReference) {
   // MXFP4 experts gpt-oss's by up to 0.145 (the fixtures' README).
   const float loose = name.rfind("gpt-oss", 0) == 0 ? 0.2f : 0.03f;
   EXPECT_LE(max_abs_diff(run.logits[0].data(), cpp.logits.data(), vocab), loose) << name << ": llama.cpp's logits";
-  EXPECT_EQ(runner_prefill_logits(*model, ref.ids.prompt), run.logits[0]) << name;
+  const std::vector<float> served = runner_prefill_logits(*model, ref.ids.prompt);
+  EXPECT_EQ(served, runner_token_by_token_logits(*model, ref.ids.prompt)) << name;
+  if (name.rfind("gpt-oss", 0) == 0) {
+    const float to_cpp = max_abs_diff(served.data(), cpp.logits.data(), vocab);
+    const float to_float = max_abs_diff(served.data(), run.logits[0].data(), vocab);
+    std::printf("%s: runner's max |logit - llama.cpp| %.3g, - float pass %.3g\n", name.c_str(), to_cpp, to_float);
+    // Measured 0.034 and 0.038 (the float pass: up to 0.145); the rest is llama.cpp's other rounding
+    // (its KV cache is F16, for one).
+    EXPECT_LE(to_cpp, 0.06f) << name << ": the runner against llama.cpp's logits";
+    EXPECT_LE(to_float, loose) << name << ": the runner against the float pass";
+  } else {
+    EXPECT_EQ(served, run.logits[0]) << name;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, FloatRefFixture,

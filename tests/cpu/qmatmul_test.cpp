@@ -25,10 +25,11 @@ using test::make_activations;
 using test::make_matrix;
 using test::Matrix;
 
-// The types with integer kernels; the others (F32, F16, BF16, MXFP4 for now) take the float fallback.
+// The types with integer kernels; the others (F32, F16, BF16) take the float fallback.
 bool uses_quantized_activations(GgmlType t) {
   switch (t) {
     case GgmlType::kQ4_0: case GgmlType::kQ4_1: case GgmlType::kQ5_0: case GgmlType::kQ5_1: case GgmlType::kQ8_0:
+    case GgmlType::kMXFP4:
     case GgmlType::kQ2_K: case GgmlType::kQ3_K: case GgmlType::kQ4_K: case GgmlType::kQ5_K: case GgmlType::kQ6_K:
       return true;
     default:

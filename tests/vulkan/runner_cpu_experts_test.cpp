@@ -2,7 +2,8 @@
 // --n-cpu-moe): which layers split_experts leaves on the host, by count and by a device budget, and
 // the refusal of what does not fit at all; then every MoE fixture with the experts of its first
 // layer and of all its layers on the CPU against llama.cpp's (or the float64 pass's) logits and
-// greedy ids, with the tolerance of runner_fixtures_test.cpp, batched = alone and chunked = whole.
+// greedy ids, with the tolerance of runner_fixtures_test.cpp (wider for gpt-oss's MXFP4 experts on
+// the CPU: they quantize activations), batched = alone and chunked = whole.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -187,6 +188,8 @@ struct Fixture {
   std::string model;      // file in the models folder
   std::string reference;  // reference/<reference>.{logits.f32,greedy.ids}
   int32_t cpu_layers;     // RunnerOptions::cpu_expert_layers
+  // The logits' bound against the reference, in its standard deviations (expect_logits_near_reference).
+  double ratio = 3e-3;
 };
 
 void PrintTo(const Fixture& f, std::ostream* os) { *os << f.model << " cpu_expert_layers " << f.cpu_layers; }
@@ -225,7 +228,8 @@ TEST_P(CpuExpertsFixtures, MatchTheReferenceAndStayBatchInvariant) {
   EXPECT_EQ(runner.last_submit_count(), 1u + runner.expert_split().host_layers);
   ASSERT_FALSE(r.logits.empty());
   test::expect_logits_near_reference(r.logits[0], want,
-                                     f.reference + ", " + std::to_string(f.cpu_layers) + " layers' experts on the CPU");
+                                     f.reference + ", " + std::to_string(f.cpu_layers) + " layers' experts on the CPU",
+                                     f.ratio);
   for (size_t i = 0; i < 32; ++i) ASSERT_EQ(r.generated.at(i), ids.generated.at(i)) << f.model << " step " << i;
 
   const std::vector<std::vector<int32_t>> prompts{ids.prompt, test::random_prompt(13, 7, vocab),
@@ -239,9 +243,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Fixture{"qwen3moe-tiny.gguf", "qwen3moe-tiny", 1}, Fixture{"qwen3moe-tiny.gguf", "qwen3moe-tiny", 99},
                       Fixture{"llama-moe-tiny.gguf", "llama-moe-tiny", 1},
                       Fixture{"llama-moe-tiny.gguf", "llama-moe-tiny", 99},
-                      // Biased MXFP4 experts, a biased router, top-k then softmax.
-                      Fixture{"gpt-oss-tiny.gguf", "gpt-oss-tiny.floatref", 1},
-                      Fixture{"gpt-oss-tiny.gguf", "gpt-oss-tiny.floatref", 99},
+                      // Biased MXFP4 experts, a biased router, top-k then softmax. On the CPU the
+                      // MXFP4 products quantize their activations to Q8_0, as llama.cpp's do (up to
+                      // 0.145 from the float64 pass there, 0.037 of its deviation): 0.012 and 0.021
+                      // measured here with one layer's and both layers' experts on the CPU.
+                      Fixture{"gpt-oss-tiny.gguf", "gpt-oss-tiny.floatref", 1, 0.03},
+                      Fixture{"gpt-oss-tiny.gguf", "gpt-oss-tiny.floatref", 99, 0.03},
                       // A dense MLP beside the experts, split norms, the scaled-norm router, expert scales.
                       Fixture{"gemma4-moe-tiny.gguf", "gemma4-moe-tiny.floatref", 1},
                       Fixture{"gemma4-moe-tiny.gguf", "gemma4-moe-tiny.floatref", 99},

@@ -12,6 +12,7 @@
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/kernels.h"
+#include "engine/gguf/mxfp4_codes.h"
 
 // Everything below is compiled for this level's target (kernels.h: nothing here is shared).
 #if defined(__clang__)
@@ -146,6 +147,21 @@ struct Q8_0 {
   }
   static void min_term(const W&, const Act&, float&) {}
   static void dot(const W& w, const Act& a, __m128& acc, float&) { scale_add(acc, lanes(w, a), w.d, act_d(a)); }
+};
+
+// MXFP4: each code's doubled value (-12..12) looked up from its nibble, then Q8_0's products on
+// those signed bytes, with half the E8M0 scale as d.
+struct MXFP4 : Q8_0 {
+  static constexpr size_t kBytes = 17;
+  static void load(const uint8_t* b, W& w) {
+    w.d = _mm_set1_ps(mxfp4::e8m0_half(b[0]));
+    const __m128i values = _mm_load_si128(reinterpret_cast<const __m128i*>(mxfp4::kDoubledE2M1));
+    const __m128i q = load16(b + 1), m4 = _mm_set1_epi8(0xF);
+    w.q0 = _mm_shuffle_epi8(values, _mm_and_si128(q, m4));
+    w.q1 = _mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(q, 4), m4));
+    w.a0 = _mm_abs_epi8(w.q0);
+    w.a1 = _mm_abs_epi8(w.q1);
+  }
 };
 
 // ---- K-quants (256-element super-blocks) with 256-element activation blocks ----
@@ -376,6 +392,7 @@ void add_avx_kernels(KernelTable& table) {
   table.gemm[6] = pairs_gemm<Q5_0>;
   table.gemm[7] = pairs_gemm<Q5_1>;
   table.gemm[8] = pairs_gemm<Q8_0>;
+  table.gemm[39] = pairs_gemm<MXFP4>;  // for one token too: matvec's four_rows reads fp16 scales
   table.one_token[2] = matvec<Q4_0>;
   table.one_token[3] = matvec<Q4_1>;
   table.one_token[6] = matvec<Q5_0>;

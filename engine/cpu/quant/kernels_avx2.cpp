@@ -12,6 +12,7 @@
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/kernels.h"
+#include "engine/gguf/mxfp4_codes.h"
 
 // Everything below is compiled for this level's target (kernels.h: nothing here is shared).
 #if defined(__clang__)
@@ -128,6 +129,20 @@ struct Q8_0 {
     // Pairs reach 2 * 128 * 127 < 2^15 (x is never -128), so one maddubs is exact.
     const __m256i p = _mm256_maddubs_epi16(w.a, _mm256_sign_epi8(load32(a.qs), w.q));
     scale_add(acc, fold(_mm256_madd_epi16(p, _mm256_set1_epi16(1))), w.d, act_d(a));
+  }
+};
+
+// MXFP4: each code's doubled value (-12..12) looked up from its nibble (pshufb within each 128-bit
+// half, the 16 values in both), then Q8_0's products, with half the E8M0 scale as d.
+inline __m256i mxfp4_values() {
+  return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(mxfp4::kDoubledE2M1)));
+}
+struct MXFP4 : Q8_0 {
+  static constexpr size_t kBytes = 17;
+  static void load(const uint8_t* b, W& w) {
+    w.d = _mm_set1_ps(mxfp4::e8m0_half(b[0]));
+    w.q = _mm256_shuffle_epi8(mxfp4_values(), unpack_nibbles(b + 1));
+    w.a = _mm256_abs_epi8(w.q);
   }
 };
 
@@ -255,6 +270,18 @@ struct Q8_0x2 {
     const __m256i p1 =
         _mm256_madd_epi16(_mm256_maddubs_epi16(w.a1, _mm256_sign_epi8(both_halves(a.qs + 16), w.q1)), ones);
     pair_scale_add(acc, _mm256_add_epi32(p0, p1), w.d, a);
+  }
+};
+
+struct MXFP4x2 : Q8_0x2 {
+  using One = MXFP4;
+  static void load(const uint8_t* b0, const uint8_t* b1, W& w) {
+    w.d = _mm256_set_m128(_mm_set1_ps(mxfp4::e8m0_half(b1[0])), _mm_set1_ps(mxfp4::e8m0_half(b0[0])));
+    const __m256i q = pair16(b0 + 1, b1 + 1), m4 = _mm256_set1_epi8(0xF);
+    w.q0 = _mm256_shuffle_epi8(mxfp4_values(), _mm256_and_si256(q, m4));
+    w.q1 = _mm256_shuffle_epi8(mxfp4_values(), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+    w.a0 = _mm256_abs_epi8(w.q0);
+    w.a1 = _mm256_abs_epi8(w.q1);
   }
 };
 
@@ -408,6 +435,7 @@ void add_avx2_kernels(KernelTable& table) {
   table.gemm[6] = pair_gemm<Q5_0x2>;
   table.gemm[7] = pair_gemm<Q5_1x2>;
   table.gemm[8] = pair_gemm<Q8_0x2>;
+  table.gemm[39] = pair_gemm<MXFP4x2>;
   table.gemm[12] = gemm<Q4_K>;
   table.gemm[14] = gemm<Q6_K>;
 }

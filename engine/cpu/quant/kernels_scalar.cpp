@@ -6,6 +6,7 @@
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/kernels.h"
+#include "engine/gguf/mxfp4_codes.h"
 
 namespace vks::cpuq {
 namespace {
@@ -83,6 +84,18 @@ void decode_q5_1(const uint8_t* b, Decoded& o) {
 void decode_q8_0(const uint8_t* b, Decoded& o) {
   o.d = half_to_float(load_u16(b));
   for (int e = 0; e < 32; ++e) o.v[e] = static_cast<int8_t>(b[2 + e]);
+  fill_unit(o, 32);
+}
+
+// MXFP4: e@0 (E8M0), then the 16 bytes of codes as Q4_0's nibbles; each code's doubled value
+// (-12..12) times half the scale.
+void decode_mxfp4(const uint8_t* b, Decoded& o) {
+  o.d = mxfp4::e8m0_half(b[0]);
+  const uint8_t* qs = b + 1;
+  for (int e = 0; e < 16; ++e) {
+    o.v[e] = mxfp4::kDoubledE2M1[qs[e] & 0xF];
+    o.v[e + 16] = mxfp4::kDoubledE2M1[qs[e] >> 4];
+  }
   fill_unit(o, 32);
 }
 
@@ -261,6 +274,7 @@ void add_scalar_kernels(KernelTable& table) {
   table.gemm[12] = gemm<decode_q4_k, ActK, 144>;
   table.gemm[13] = gemm<decode_q5_k, ActK, 176>;
   table.gemm[14] = gemm<decode_q6_k, ActK, 210>;
+  table.gemm[39] = gemm<decode_mxfp4, ActLegacy, 17>;
 }
 
 }  // namespace vks::cpuq

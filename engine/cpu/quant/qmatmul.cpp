@@ -22,7 +22,8 @@ ActKind act_kind(GgmlType t) {
     case GgmlType::kQ4_1:
     case GgmlType::kQ5_0:
     case GgmlType::kQ5_1:
-    case GgmlType::kQ8_0: return ActKind::kQ8x32;
+    case GgmlType::kQ8_0:
+    case GgmlType::kMXFP4: return ActKind::kQ8x32;
     case GgmlType::kQ2_K:
     case GgmlType::kQ3_K:
     case GgmlType::kQ4_K:
