@@ -1,6 +1,6 @@
-// The avx512vnni and amx levels' Q4_0 and Q8_0 (engine/cpu/quant/kernels_avx512vnni_block_sums.cpp,
-// kernels_amx.cpp), which follow the "block sums" convention (kernels.h) rather than the lower
-// levels' lanes: at each of those levels the CPU runs, bit for bit against a plain implementation
+// The avx512vnni and amx levels' Q4_0, Q8_0 and MXFP4 (engine/cpu/quant/kernels_avx512vnni_block_sums.cpp,
+// kernels_amx.cpp; MXFP4 has no tiles of its own), which follow the "block sums" convention
+// (kernels.h) rather than the lower levels' lanes: at each of those levels the CPU runs, bit for bit against a plain implementation
 // of that convention, and the same bits for a token alone, in any batch (1..40 tokens, the passes'
 // and tiles' tails included), in any row split and with any thread count. Skipped on a CPU without
 // AVX-512 VNNI (the tiles' tests without AMX); the float reference test of qmatmul_test.cpp covers
@@ -33,7 +33,7 @@ using test::block_sums_reference;
 std::string label(GgmlType t) { return std::string(ggml_type_name(t)); }
 std::string label(GgmlType t, CpuIsa isa) { return label(t) + " at " + std::string(isa_name(isa)); }
 
-// The levels of this CPU whose Q4_0 and Q8_0 follow block sums (none below AVX-512 VNNI).
+// The levels of this CPU whose Q4_0, Q8_0 and MXFP4 follow block sums (none below AVX-512 VNNI).
 std::vector<CpuIsa> block_sums_levels() {
   std::vector<CpuIsa> out;
   for (CpuIsa isa : runnable_isas()) {
@@ -53,7 +53,7 @@ std::vector<CpuIsa> block_sums_levels() {
 TEST(QmatmulBlockSums, FollowsTheBlockSumsConvention) {
   SKIP_WITHOUT_BLOCK_SUMS();
   for (CpuIsa isa : block_sums_levels()) {
-    for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
+    for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kMXFP4}) {
       for (size_t rows : {1u, 16u, 23u, 37u}) {
         for (size_t blocks : {1u, 5u, 64u}) {
           for (Fill fill : {Fill::kRandom, Fill::kExtreme}) {
@@ -74,13 +74,38 @@ TEST(QmatmulBlockSums, FollowsTheBlockSumsConvention) {
   }
 }
 
+// MXFP4's block scales over the E8M0 range's edges (e = 0 and 1 are subnormal halves, 255 is 2^127,
+// which overflows to infinity here): bit for bit against the plain convention, every path.
+TEST(QmatmulBlockSums, MxfpScalesAtTheEdgesOfTheExponentRange) {
+  SKIP_WITHOUT_BLOCK_SUMS();
+  constexpr size_t kRows = 37, kBlocks = 8;
+  const uint8_t edges[] = {0, 1, 2, 3, 126, 127, 128, 254, 255};
+  Matrix m = make_matrix(GgmlType::kMXFP4, kRows, 32 * kBlocks, Fill::kRandom, 19);
+  for (size_t r = 0; r < kRows; ++r) {
+    // Rows 0..8: one edge in every block (a subnormal scale's products are not lost beside others').
+    for (size_t b = 0; b < kBlocks; ++b) {
+      m.bytes[(r * kBlocks + b) * 17] = edges[(r < std::size(edges) ? r : r + b) % std::size(edges)];
+    }
+  }
+  for (CpuIsa isa : block_sums_levels()) {
+    for (size_t n_tokens : {1u, 2u, 3u, 9u}) {
+      const std::vector<float> x = make_activations(n_tokens, m.cols, Fill::kRandom, 20);
+      std::vector<float> y(n_tokens * kRows, -1.0f);
+      qmatmul(m.ref(), x.data(), n_tokens, y.data(), nullptr, isa);
+      const std::vector<float> want = block_sums_reference(m, x.data(), n_tokens);
+      ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float)))
+          << label(GgmlType::kMXFP4, isa) << " tokens " << n_tokens;
+    }
+  }
+}
+
 // y[t] of every batch of 1..40 tokens is the bits of token t computed alone (every switch between
 // the paths, and the tokens past whole tiles, included).
 TEST(QmatmulBlockSums, EveryBatchGivesEachTokenItsBitsAlone) {
   SKIP_WITHOUT_BLOCK_SUMS();
   constexpr size_t kRows = 23, kCols = 32 * 7, kMaxTokens = 40;
   for (CpuIsa isa : block_sums_levels()) {
-    for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
+    for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kMXFP4}) {
       const Matrix m = make_matrix(type, kRows, kCols, Fill::kRandom, 3);
       test::expect_batches_give_each_token_its_bits_alone(
           m.ref(), make_activations(kMaxTokens, kCols, Fill::kRandom, 4), kMaxTokens, label(type, isa), isa);
@@ -94,7 +119,7 @@ TEST(QmatmulBlockSums, RowSplitsAndThreadsGiveTheSameBits) {
   SKIP_WITHOUT_BLOCK_SUMS();
   constexpr size_t kRows = 2 * kQmatmulRowsPerItem + 23, kCols = 32 * 9;
   for (CpuIsa isa : block_sums_levels()) {
-    for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
+    for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kMXFP4}) {
       const Matrix m = make_matrix(type, kRows, kCols, Fill::kRandom, 11);
       const TensorRef w = m.ref();
       for (size_t n_tokens : {1u, 3u, 20u, 70u, 130u}) {  // 130: more than one work item of tokens (128)

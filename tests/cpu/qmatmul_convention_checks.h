@@ -18,6 +18,7 @@
 #include "engine/cpu/quant/isa.h"
 #include "engine/cpu/quant/qmatmul.h"
 #include "engine/gguf/ggml_type.h"
+#include "engine/gguf/mxfp4_codes.h"
 #include "tests/cpu/qmatmul_test_data.h"
 
 #define SKIP_WITHOUT_AMX()                                                                        \
@@ -27,9 +28,11 @@
 namespace vks::cpuq::test {
 
 // The block sums convention, literally: for each block in order, the exact integer sum of its
-// products (Q4_0: nibble - 8 times the activation), then acc = acc + float(S) * (d_w * d_x).
+// products (Q4_0: nibble - 8 times the activation; MXFP4: the code's doubled value), then
+// acc = acc + float(S) * (d_w * d_x) (MXFP4's d_w: half the E8M0 scale).
 inline std::vector<float> block_sums_reference(const Matrix& m, const float* x, size_t n_tokens) {
-  const size_t n_blocks = m.cols / 32, block_bytes = m.type == GgmlType::kQ4_0 ? 18 : 34;
+  const bool mxfp4 = m.type == GgmlType::kMXFP4;
+  const size_t n_blocks = m.cols / 32, block_bytes = mxfp4 ? 17 : m.type == GgmlType::kQ4_0 ? 18 : 34;
   const size_t row_bytes = ggml_row_size(m.type, m.cols);
   std::vector<ActQ8x32> act(n_blocks);
   std::vector<float> y(n_tokens * m.rows);
@@ -41,11 +44,18 @@ inline std::vector<float> block_sums_reference(const Matrix& m, const float* x, 
         const uint8_t* blk = m.bytes.data() + r * row_bytes + b * block_bytes;
         int32_t s = 0;
         for (int e = 0; e < 32; ++e) {
-          const int w = m.type == GgmlType::kQ4_0 ? (e < 16 ? blk[2 + e] & 0xF : blk[2 + e - 16] >> 4) - 8
-                                                  : static_cast<int8_t>(blk[2 + e]);
+          int w = 0;
+          if (mxfp4) {
+            w = mxfp4::kDoubledE2M1[e < 16 ? blk[1 + e] & 0xF : blk[1 + e - 16] >> 4];
+          } else if (m.type == GgmlType::kQ4_0) {
+            w = (e < 16 ? blk[2 + e] & 0xF : blk[2 + e - 16] >> 4) - 8;
+          } else {
+            w = static_cast<int8_t>(blk[2 + e]);
+          }
           s += w * act[b].qs[e];
         }
-        const float d = util::half_to_float(util::load_u16(blk)) * act[b].d;
+        const float d_w = mxfp4 ? mxfp4::e8m0_half(blk[0]) : util::half_to_float(util::load_u16(blk));
+        const float d = d_w * act[b].d;
         const float term = static_cast<float>(s) * d;
         acc = acc + term;
       }

@@ -1,5 +1,5 @@
-// The avx512vnni level's Q4_0 and Q8_0, under the "block sums" convention (kernels.h), on GGUF rows
-// and on rows packed in groups of 16 (packed_rows.h): vpdpbusd on 16 rows at once, the weights in
+// The avx512vnni level's Q4_0, Q8_0 and MXFP4, under the "block sums" convention (kernels.h), on GGUF
+// rows (Q4_0 and Q8_0 also on rows packed in groups of 16, packed_rows.h): vpdpbusd on 16 rows at once, the weights in
 // the VNNI order (register k: dword k, elements 4k..4k+3, of each of the 16 rows), so that eight
 // vpdpbusd against a token's eight dwords broadcast leave S_b of the 16 rows in one register, with
 // no lanes to add across, and the float step runs once per 16 rows, token and block. The lane
@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/kernels.h"
 #include "engine/cpu/quant/qmatmul.h"  // QmatmulScratch: per-thread buffers that only grow
+#include "engine/gguf/mxfp4_codes.h"
 
 // Everything below is compiled for this level's target (kernels.h: nothing here is shared).
 #if defined(__clang__)
@@ -39,14 +41,16 @@ namespace {
 
 constexpr size_t kGroupRows = 16;
 
-// The packed layout's block of a group: the 16 rows' fp16 scales, then the quants (packed_rows.h).
-constexpr size_t kScaleBytes = 2 * kGroupRows;
 
-// vpdpbusd wants one operand unsigned, so both types' weights are used unsigned and biased:
-// Q4_0's nibbles as stored (q = w + 8), Q8_0's bytes ^ 0x80 (q = w + 128); the bias times the
-// token's block sum is its offset, where a token's sum starts.
+// vpdpbusd wants one operand unsigned, so every type's weights are used unsigned and biased:
+// Q4_0's nibbles as stored (q = w + 8), Q8_0's bytes ^ 0x80 (q = w + 128), MXFP4's doubled values
+// looked up with 12 added (q = w + 12, 0..24); the bias times the token's block sum is its offset,
+// where a token's sum starts. kQuantsAt: where a block's quants start; scales(): the 16 rows' block
+// scales from the 32 bits at each row's block start (RowScales).
+inline __m512 half_scales(__m512i raw) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw)); }
 struct Q4_0Bs {
-  static constexpr size_t kBytes = 18;
+  static constexpr size_t kBytes = 18, kQuantsAt = 2;
+  static __m512 scales(__m512i raw) { return half_scales(raw); }
   static int32_t offset(const ActQ8x32& a) { return a.neg_c8[0]; }  // -8 * sum
   // kStreamedUpTo: the token counts that take few_group_streamed on GGUF rows rather than
   // few_group (measured on the amx level's CPU: two Q4_0 tokens ran at 0.78x the lane-convention
@@ -54,9 +58,24 @@ struct Q4_0Bs {
   static constexpr int kStreamedUpTo = 1;
 };
 struct Q8_0Bs {
-  static constexpr size_t kBytes = 34;
+  static constexpr size_t kBytes = 34, kQuantsAt = 2;
+  static __m512 scales(__m512i raw) { return half_scales(raw); }
   static int32_t offset(const ActQ8x32& a) { return -128 * a.sum; }
   static constexpr int kStreamedUpTo = 2;
+};
+// MXFP4: half the E8M0 scale (mxfp4_codes.h's e8m0_half in 16 lanes: 2^(e - 128), subnormal for
+// e = 0 and 1).
+struct MXFP4Bs {
+  static constexpr size_t kBytes = 17, kQuantsAt = 1;
+  static __m512 scales(__m512i raw) {
+    const __m512i e = _mm512_and_si512(raw, _mm512_set1_epi32(0xFF));
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    const __mmask16 small = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal));
+  }
+  static int32_t offset(const ActQ8x32& a) { return -12 * a.sum; }
+  static constexpr int kStreamedUpTo = 1;
 };
 
 // Token a's dword k broadcast. (GCC loads it with a vpbroadcastd of its own rather than as
@@ -186,6 +205,31 @@ struct Q4_0Rows : Q4_0Bs {
     hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
   }
 };
+// The 16 biased values (value + 12) in every 128-bit lane, for vpshufb by nibble.
+inline __m512i mxfp4_biased_values() {
+  alignas(16) static constexpr auto kBiased = [] {
+    std::array<uint8_t, 16> v{};
+    for (size_t i = 0; i < 16; ++i) v[i] = static_cast<uint8_t>(mxfp4::kDoubledE2M1[i] + 12);
+    return v;
+  }();
+  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kBiased.data())));
+}
+struct MXFP4Rows : MXFP4Bs {
+  static void load(const GroupRows& rows, size_t off, __m512i* w) {
+    group16(rows, off, w);
+    transpose_rows(w);
+    const __m512i m4 = _mm512_set1_epi8(0xF), values = mxfp4_biased_values();
+    for (size_t k = 0; k < 4; ++k) {  // dword k: elements 4k.. in the low nibbles, 16 + 4k.. in the high
+      w[4 + k] = _mm512_shuffle_epi8(values, _mm512_and_si512(_mm512_srli_epi16(w[k], 4), m4));
+      w[k] = _mm512_shuffle_epi8(values, _mm512_and_si512(w[k], m4));
+    }
+  }
+  static void load4(const uint8_t* qs, size_t stride, __m512i& lo, __m512i& hi) {
+    const __m512i v = rows4(qs, stride), m4 = _mm512_set1_epi8(0xF), values = mxfp4_biased_values();
+    lo = _mm512_shuffle_epi8(values, _mm512_and_si512(v, m4));
+    hi = _mm512_shuffle_epi8(values, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+  }
+};
 struct Q8_0Rows : Q8_0Bs {
   static void load(const GroupRows& rows, size_t off, __m512i* w) {
     group16(rows, off, w);
@@ -202,7 +246,8 @@ struct Q8_0Rows : Q8_0Bs {
   }
 };
 
-// The 16 rows' block scales (halves at each row's block start), row 4g + i's in float 4i + g.
+// The 16 rows' block scales (F::scales of the 32 bits at each row's block start), row 4g + i's in
+// float 4i + g.
 struct RowScales {
   __m512i index;
   explicit RowScales(size_t stride) {
@@ -210,8 +255,9 @@ struct RowScales {
     for (size_t r = 0; r < kGroupRows; ++r) at[4 * (r % 4) + r / 4] = static_cast<int32_t>(r * stride);
     index = _mm512_load_si512(at);
   }
+  template <class F>
   __m512 at(const uint8_t* block) const {
-    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(index, block, 1)));
+    return F::scales(_mm512_i32gather_epi32(index, block, 1));
   }
 };
 
@@ -227,8 +273,8 @@ void few_group(const uint8_t* g, size_t stride, const uint8_t* ahead, const ActQ
   for (size_t b = 0; b < n_blocks; ++b) {
     if (ahead != nullptr) prefetch_step(ahead + b * kStep, kStep);
     __m512i w[8];
-    F::load(rows, b * F::kBytes + 2, w);
-    const __m512 dw = scales.at(g + b * F::kBytes);
+    F::load(rows, b * F::kBytes + F::kQuantsAt, w);
+    const __m512 dw = scales.at<F>(g + b * F::kBytes);
     for (int t = 0; t < NT; ++t) {
       const ActQ8x32& a = x[t][b];
       scale_add(acc[t], block_sum<NT>(w, a, F::offset(a)), dw, a.d);
@@ -265,7 +311,7 @@ void few_group_streamed(const uint8_t* g, size_t stride, const uint8_t* ahead, c
   constexpr size_t kStep = 4 * F::kBytes;
   auto* lanes = reinterpret_cast<__m512i*>(t_lanes.reserve(static_cast<size_t>(NT) * n_blocks * 3 * sizeof(__m512i)));
   for (size_t q = 0; q < 3; ++q) {
-    const uint8_t* p = g + 4 * q * stride + 2;
+    const uint8_t* p = g + 4 * q * stride + F::kQuantsAt;
     const uint8_t* next = g + 4 * (q + 1) * stride;
     for (size_t b = 0; b < n_blocks; ++b) {
       prefetch_step(next + b * kStep, kStep);
@@ -276,10 +322,10 @@ void few_group_streamed(const uint8_t* g, size_t stride, const uint8_t* ahead, c
   }
   const RowScales scales(stride);
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
-  const uint8_t* p = g + 12 * stride + 2;
+  const uint8_t* p = g + 12 * stride + F::kQuantsAt;
   for (size_t b = 0; b < n_blocks; ++b) {
     if (ahead != nullptr) prefetch_step(ahead + b * kStep, kStep);
-    const __m512 dw = scales.at(g + b * F::kBytes);
+    const __m512 dw = scales.at<F>(g + b * F::kBytes);
     __m512i lo, hi;
     F::load4(p + b * F::kBytes, stride, lo, hi);
     for (int t = 0; t < NT; ++t) {
@@ -347,8 +393,16 @@ void gemm_rows(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* 
 
 // ---- packed rows ----
 
-// One packed block's quants (at q) as w[k] against a token's dword k.
-struct Q4_0Packed : Q4_0Bs {
+// A packed block of a group (packed_rows.h): the 16 rows' scales (kScaleBytes: fp16 for Q4_0 and
+// Q8_0, E8M0 bytes for MXFP4; block_scales() gives row r's d in float r), then the quants, at q, as w[k]
+// against a token's dword k (load()).
+struct HalfScales {
+  static constexpr size_t kScaleBytes = 2 * kGroupRows;
+  static __m512 block_scales(const uint8_t* blk) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+  }
+};
+struct Q4_0Packed : Q4_0Bs, HalfScales {
   // The nibbles 0..15: dword k's low nibbles are elements 4k.., its high ones 16 + 4k...
   static void load(const uint8_t* q, __m512i* w) {
     const __m512i m4 = _mm512_set1_epi8(0xF);
@@ -359,12 +413,28 @@ struct Q4_0Packed : Q4_0Bs {
     }
   }
 };
-struct Q8_0Packed : Q8_0Bs {
+struct Q8_0Packed : Q8_0Bs, HalfScales {
   // Stored signed, as the amx level's tiles read them: the 8 xors per block are shared by the
   // tokens, and a one-token step waits on memory.
   static void load(const uint8_t* q, __m512i* w) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     for (size_t k = 0; k < 8; ++k) w[k] = _mm512_xor_si512(_mm512_loadu_si512(q + 64 * k), flip);
+  }
+};
+
+struct MXFP4Packed : MXFP4Bs {
+  static constexpr size_t kScaleBytes = kGroupRows;
+  static __m512 block_scales(const uint8_t* blk) {
+    return scales(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
+  }
+  // Q4_0's nibbles, each looked up as MXFP4Rows does.
+  static void load(const uint8_t* q, __m512i* w) {
+    const __m512i m4 = _mm512_set1_epi8(0xF), values = mxfp4_biased_values();
+    for (size_t k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_loadu_si512(q + 64 * k);
+      w[k] = _mm512_shuffle_epi8(values, _mm512_and_si512(v, m4));
+      w[4 + k] = _mm512_shuffle_epi8(values, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+    }
   }
 };
 
@@ -389,8 +459,8 @@ void packed_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t
         prefetch_step(ahead + b * kBlock, kBlock);
       }
       __m512i q[8];
-      F::load(blk + kScaleBytes, q);
-      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+      F::load(blk + F::kScaleBytes, q);
+      const __m512 dw = F::block_scales(blk);
       for (int t = 0; t < NT; ++t) {
         const ActQ8x32& a = x[t][b];
         scale_add(acc[t], block_sum<NT>(q, a, F::offset(a)), dw, a.d);
@@ -426,6 +496,10 @@ void block_sums_q8_0(const uint8_t* w, size_t w_stride, size_t n_rows, const uin
                      size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
   gemm_rows<Q8_0Rows>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
 }
+void block_sums_mxfp4(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
+                      size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
+  gemm_rows<MXFP4Rows>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
+}
 void block_sums_q4_0_packed(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
                             size_t n_tokens, size_t n_blocks, float* y, size_t y_stride) {
   gemm_packed<Q4_0Packed>(w, w_stride, n_rows, act, act_stride, n_tokens, n_blocks, y, y_stride);
@@ -438,8 +512,10 @@ void block_sums_q8_0_packed(const uint8_t* w, size_t w_stride, size_t n_rows, co
 void add_avx512vnni_block_sums_kernels(KernelTable& table) {
   table.gemm[2] = block_sums_q4_0;
   table.gemm[8] = block_sums_q8_0;
+  table.gemm[39] = block_sums_mxfp4;
   table.packed[2] = {{packed_entry<Q4_0Packed>, nullptr, nullptr, 0, 0}, 0};
   table.packed[8] = {{packed_entry<Q8_0Packed>, nullptr, nullptr, 0, 0}, 0};
+  table.packed[39] = {{packed_entry<MXFP4Packed>, nullptr, nullptr, 0, 0}, 0};
 }
 
 }  // namespace vks::cpuq
