@@ -63,7 +63,8 @@ void print_row(const char* what, int tokens, Timed t) {
   std::printf("%-40s %8d %10.3f %12.2f %12.3f\n", what, tokens, t.wall, tokens / t.wall, 1e3 * t.cpu / tokens);
 }
 
-// "q4_K x 9, q6_K x 3" over the model's matrices (norms and biases left out).
+// "q4_K x 9, q6_K x 3" over the model's matrices (norms and biases left out); matrix_bytes: what a
+// one-token decode step reads of them.
 std::string matrix_types(const vks::LlamaModel& model, uint64_t& matrix_bytes) {
   std::map<std::string, int> count;
   matrix_bytes = 0;
@@ -74,6 +75,15 @@ std::string matrix_types(const vks::LlamaModel& model, uint64_t& matrix_bytes) {
   // Every layer's matrices (a DeltaNet layer's own) and the output; the token embedding is read one
   // row per token: not counted.
   for (const vks::TensorRef* m : vks::step_matrices(model.weights())) add(*m);
+  // Of a routed layer's stacked experts a token reads the n_used it is routed to.
+  for (size_t l = 0; l < model.config().layers.size(); ++l) {
+    const vks::FfnSpec& ffn = model.config().layers[l].ffn;
+    if (!ffn.routed()) continue;
+    const vks::LayerWeights& w = model.weights().layers[l];
+    for (const vks::TensorRef* t : {&w.w_gate, &w.w_up, &w.w_down}) {
+      matrix_bytes -= t->nbytes - t->nbytes / ffn.n_experts * ffn.n_used;
+    }
+  }
   std::string s;
   for (const auto& [name, n] : count) s += (s.empty() ? "" : ", ") + name + " x " + std::to_string(n);
   return s;
