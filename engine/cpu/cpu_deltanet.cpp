@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/cpu/delta_rule.h"
+
 namespace vks {
 namespace {
 
-float silu(float x) { return x * ref::sigmoid(x); }
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 // x / max(|x|, eps) per head, as ggml_l2_norm.
@@ -22,7 +23,7 @@ void l2_normalize_heads(float* x, size_t n_heads, size_t dim, float eps) {
 
 // The causal depthwise conv of one token, in place: channel c of x becomes
 // silu(sum_k w[c][k] * input[t - (kernel-1) + k][c]), x being input[t]; the state then holds the
-// last kernel-1 inputs, oldest first.
+// last kernel-1 inputs, oldest first. The silu runs over every channel at once, in lanes.
 void conv_step(float* x, float* state, const float* w, size_t channels, size_t kernel) {
   const size_t past = kernel - 1;
   for (size_t c = 0; c < channels; ++c) {
@@ -32,32 +33,9 @@ void conv_step(float* x, float* state, const float* w, size_t channels, size_t k
     sum += wc[past] * x[c];
     for (size_t k = 0; k + 1 < past; ++k) state[k * channels + c] = state[(k + 1) * channels + c];
     state[(past - 1) * channels + c] = x[c];
-    x[c] = silu(sum);
+    x[c] = sum;
   }
-}
-
-// One value head's delta rule for one token: S = decay S; S += k ⊗ beta (v - S^T k); o = scale S^T q.
-// S is [d (key index)][d (value index)]; update is scratch [d].
-void delta_rule(float* S, const float* q, const float* k, const float* v, float decay, float beta, float scale,
-                size_t d, float* update, float* o) {
-  std::fill_n(update, d, 0.0f);
-  for (size_t i = 0; i < d; ++i) {
-    float* row = S + i * d;
-    for (size_t c = 0; c < d; ++c) {
-      row[c] *= decay;
-      update[c] += row[c] * k[i];
-    }
-  }
-  for (size_t c = 0; c < d; ++c) update[c] = beta * (v[c] - update[c]);
-  std::fill_n(o, d, 0.0f);
-  for (size_t i = 0; i < d; ++i) {
-    float* row = S + i * d;
-    for (size_t c = 0; c < d; ++c) {
-      row[c] += k[i] * update[c];
-      o[c] += row[c] * q[i];
-    }
-  }
-  for (size_t c = 0; c < d; ++c) o[c] *= scale;
+  ref::silu(x, channels);
 }
 
 }  // namespace
@@ -87,12 +65,11 @@ void deltanet_mixer(const LlamaConfig& c, const DeltaNetSpec& d, const DeltaNetW
       const float decay = std::exp(softplus(a.dn_alpha[t * n_heads + j] + lv.dt_bias[j]) * lv.ssm_a[j]);
       const float beta = ref::sigmoid(a.dn_beta[t * n_heads + j]);
       float* o = &a.dn_out[t * v_dim + j * hd];
-      delta_rule(kv.recurrent_state(t).delta + j * hd * hd, x + g * hd, x + qk_dim + g * hd, x + 2 * qk_dim + j * hd,
+      ref::delta_rule(kv.recurrent_state(t).delta + j * hd * hd, x + g * hd, x + qk_dim + g * hd, x + 2 * qk_dim + j * hd,
                  decay, beta, scale, hd, update, o);
-      // Gated RMSNorm: norm(o) * silu(z).
+      // Gated RMSNorm: norm(o) * silu(z), which is SwiGLU with z as the gate and o as the up.
       ref::rmsnorm(o, o, lv.ssm_norm.data(), hd, c.norm_eps);
-      const float* z = &a.dn_z[t * v_dim + j * hd];
-      for (size_t i = 0; i < hd; ++i) o[i] *= silu(z[i]);
+      ref::swiglu(o, &a.dn_z[t * v_dim + j * hd], o, hd);
     }
   };
   if (pool != nullptr && n_heads > 1) {

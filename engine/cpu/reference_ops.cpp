@@ -196,6 +196,13 @@ struct Silu {
     return g * sigmoid(g) * u;
   }
 };
+// silu alone (ref::silu passes x as both).
+struct SiluAlone {
+  template <class V>
+  [[gnu::always_inline]] static V times(V g, V) {
+    return g * sigmoid(g);
+  }
+};
 // GELU's tanh approximation, 0.5 g (1 + tanh(z)), as g * sigmoid(2z): the same function without
 // 1 + tanh(z)'s cancellation where z is negative (and one exp_lanes per element instead of glibc's
 // tanhf, which took 16% of a Gemma 3 1B-shape prefill's samples: perf, vks_bench_cpu_reference).
@@ -281,6 +288,7 @@ void gated(float* out, const float* gate, const float* up, size_t n) {
 }  // namespace
 
 void swiglu(float* out, const float* gate, const float* up, size_t n) { gated<Silu>(out, gate, up, n); }
+void silu(float* x, size_t n) { gated<SiluAlone>(x, x, x, n); }
 void gelu_glu(float* out, const float* gate, const float* up, size_t n) { gated<GeluTanh>(out, gate, up, n); }
 void swiglu_oai(float* out, const float* gate, const float* up, size_t n) { gated<SwigluOai>(out, gate, up, n); }
 

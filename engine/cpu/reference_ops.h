@@ -128,8 +128,10 @@ template <class V>
   return 1.0f / (1.0f + exp_lanes(-x));
 }
 
-// SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x * sigmoid(x). out may alias gate.
+// SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x * sigmoid(x). out may alias gate or up.
 void swiglu(float* out, const float* gate, const float* up, size_t n);
+// x[i] = silu(x[i]) in place, the same expression in lanes.
+void silu(float* x, size_t n);
 // GeGLU: out[i] = gelu(gate[i]) * up[i], GELU's tanh approximation (0.5 g (1 + tanh(z)), computed
 // as g * sigmoid(2z)). out may alias gate.
 void gelu_glu(float* out, const float* gate, const float* up, size_t n);

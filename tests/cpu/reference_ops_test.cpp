@@ -58,6 +58,13 @@ TEST(ReferenceOps, SwigluIsTheScalarExpressionInEveryElement) {
     const double silu = static_cast<double>(g) / (1.0 + std::exp(-static_cast<double>(g)));
     EXPECT_NEAR(out[i], silu * up[i], 1e-5 * (1 + std::fabs(silu * up[i]))) << i;
   }
+  // silu alone, in place: g * sigmoid(g) in every element.
+  std::vector<float> x = gate;
+  ref::silu(x.data(), n);
+  for (size_t i = 0; i < n; ++i) {
+    const float want = gate[i] * (1.0f / (1.0f + ref::exp_lanes(-gate[i])));
+    EXPECT_EQ(std::memcmp(&x[i], &want, sizeof want), 0) << "silu " << i;
+  }
 }
 
 TEST(ReferenceOps, RopeRotatesAdjacentPairs) {
