@@ -175,6 +175,10 @@ TEST_F(MakeModel, HybridDeltaNetArchitectures) {
     EXPECT_EQ(c.layers[0].deltanet.head_dim, 64u);
     EXPECT_EQ(c.layers[0].deltanet.n_v_heads, 4u);
     EXPECT_EQ(c.layers[1].attention.rope_dim, 16u);
+    // llama.cpp refuses a qwen35 file without M-RoPE's sections (8 roped pairs: the fixtures' 3/3/2).
+    const std::string arch = c.arch == Arch::kQwen35Moe ? "qwen35moe" : "qwen35";
+    EXPECT_EQ(model->file().get_int_array(arch + ".rope.dimension_sections"), (std::vector<int64_t>{3, 3, 2, 0}))
+        << file;
     EXPECT_EQ(c.layers[1].ffn.shared_hidden, c.arch == Arch::kQwen35Moe ? 64u : 0u) << file;
     const Stats a = tensor_stats(model->weights().layers[0].deltanet->a);
     EXPECT_LT(a.mean, -0.3) << "the decay rate must be negative";

@@ -188,6 +188,11 @@ void add_hyperparameters(gguf::GgufWriter& w, const ModelSpec& s) {
   w.set(a + ".attention.head_count_kv", make_uint32(s.n_kv_heads));
   w.set(a + ".rope.dimension_count", make_uint32(s.hybrid() ? s.head_dim() / 4 : s.head_dim()));
   if (s.hybrid()) {  // qwen35: the Gated DeltaNet layers' sizes and which layers they are
+    // M-RoPE's sections of the roped pairs, which llama.cpp requires of a qwen35 file: Qwen3.5's
+    // 11/11/10 of 32 pairs, scaled (text positions rotate every section alike, so any split reads
+    // the same).
+    const int32_t pairs = static_cast<int32_t>(s.head_dim() / 8), side = (pairs * 11 + 31) / 32;
+    w.set(a + ".rope.dimension_sections", make_int32_array({side, side, pairs - 2 * side, 0}));
     const ModelSpec::DeltaNet& d = s.deltanet;
     w.set(a + ".ssm.conv_kernel", make_uint32(d.conv_kernel));
     w.set(a + ".ssm.state_size", make_uint32(d.head_dim));
