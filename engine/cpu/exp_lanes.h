@@ -40,25 +40,28 @@ struct BitsOf<float> {
   using type = uint32_t;
 };
 
+// V's bits as BitsOf<V>, and back.
+template <class V>
+[[gnu::always_inline]] inline typename BitsOf<V>::type bits_of(V v) {
+  if constexpr (std::is_same_v<V, float>) {
+    return __builtin_bit_cast(uint32_t, v);
+  } else {
+    return reinterpret_cast<typename BitsOf<V>::type>(v);
+  }
+}
+template <class V>
+[[gnu::always_inline]] inline V floats_of(typename BitsOf<V>::type b) {
+  if constexpr (std::is_same_v<V, float>) {
+    return __builtin_bit_cast(float, b);
+  } else {
+    return reinterpret_cast<V>(b);
+  }
+}
+
 // V: float, or a GCC vector of floats (vector_size of 4 * lanes bytes).
 template <class V>
 [[gnu::always_inline]] inline V exp_lanes(V x) {
-  constexpr bool kScalar = std::is_same_v<V, float>;
   using Bits = typename BitsOf<V>::type;
-  const auto bits_of = [](V v) {
-    if constexpr (kScalar) {
-      return __builtin_bit_cast(uint32_t, v);
-    } else {
-      return reinterpret_cast<Bits>(v);
-    }
-  };
-  const auto float_of = [](Bits b) {
-    if constexpr (kScalar) {
-      return __builtin_bit_cast(float, b);
-    } else {
-      return reinterpret_cast<V>(b);
-    }
-  };
   const V lo = x < kExpMin ? V{} + kExpMin : x;  // NaN stays NaN (a comparison with it is false)
   const V y = lo > kExpMax ? V{} + kExpMax : lo;
   constexpr float kLog2e = 1.44269504088896341f, kRound = 12582912.0f;  // 1.5 * 2^23
@@ -74,7 +77,7 @@ template <class V>
   p = p * r + 5.0000001201e-1f;
   p = (p * (r * r) + r) + 1.0f;
   const Bits scale = (bits_of(shifted) - bits_of(V{} + kRound) + 127u) << 23;  // 2^n
-  const V e = p * float_of(scale);
+  const V e = p * floats_of<V>(scale);
   return x > kExpMax ? V{} + __builtin_inff() : (x < kExpMin ? V{} : e);
 }
 

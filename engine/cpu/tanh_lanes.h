@@ -18,24 +18,9 @@ namespace vks::ref {
 
 template <class V>
 [[gnu::always_inline]] inline V tanh_lanes(V x) {
-  constexpr bool kScalar = std::is_same_v<V, float>;
   using Bits = typename BitsOf<V>::type;
-  const auto bits_of = [](V v) {
-    if constexpr (kScalar) {
-      return __builtin_bit_cast(uint32_t, v);
-    } else {
-      return reinterpret_cast<Bits>(v);
-    }
-  };
-  const auto float_of = [](Bits b) {
-    if constexpr (kScalar) {
-      return __builtin_bit_cast(float, b);
-    } else {
-      return reinterpret_cast<V>(b);
-    }
-  };
   const Bits sign = bits_of(x) & 0x80000000u;
-  const V ax = float_of(bits_of(x) & 0x7fffffffu);
+  const V ax = floats_of<V>(bits_of(x) & 0x7fffffffu);
   // Near 0: |x| + |x|^3 P(x^2).
   const V z = ax * ax;
   V p = V{} + -5.70498872745e-3f;
@@ -47,7 +32,7 @@ template <class V>
   // Elsewhere: 1 - 2 / (e^(2|x|) + 1).
   const V large = 1.0f - 2.0f / (exp_lanes(ax + ax) + 1.0f);
   // tanh is odd: x's sign on either (so tanh(-0) is -0).
-  return float_of(bits_of(ax < 0.625f ? small : large) | sign);
+  return floats_of<V>(bits_of(ax < 0.625f ? small : large) | sign);
 }
 
 }  // namespace vks::ref
