@@ -463,6 +463,23 @@ TEST_F(MakeModel, WindowedArchitectures) {
   EXPECT_EQ(g2.layers[0].attention.window, 128u);
   EXPECT_EQ(g2.layers[1].attention.window, 0u);
 
+  // gemma4 from a gemma3 preset: its layer output scales (1) and the keys and tensors llama.cpp
+  // requires of it: the window pattern as a per-layer array, the window layers' sizes, the global
+  // layers' rope factors (all 1).
+  ASSERT_EQ(make("g4.gguf", "--preset gemma3-small --arch gemma4 --layers 6 --window 16 " + small), 0) << last_stderr_;
+  const auto g4 = LlamaModel::load(path("g4.gguf"));
+  for (uint32_t l = 0; l < 6; ++l) {
+    EXPECT_EQ(g4->config().layers[l].attention.window, l < 5 ? 16u : 0u) << l;
+    ASSERT_TRUE(g4->weights().layers[l].output_scale.has_value()) << l;
+    EXPECT_EQ(tensor_stats(*g4->weights().layers[l].output_scale).mean, 1.0) << l;
+  }
+  EXPECT_EQ(g4->file().get_int_array("gemma4.attention.sliding_window_pattern"),
+            (std::vector<int64_t>{1, 1, 1, 1, 1, 0}));
+  EXPECT_EQ(g4->file().get_int("gemma4.attention.key_length_swa"), 32);
+  EXPECT_EQ(g4->file().get_int("gemma4.attention.shared_kv_layers"), 0);
+  ASSERT_NE(g4->file().find_tensor("rope_freqs.weight"), nullptr);
+  EXPECT_EQ(g4->file().find_tensor("rope_freqs.weight")->dims[0], 16u);
+
   ASSERT_EQ(make("oss.gguf", "--preset gpt-oss-small --layers 3 --window 8 --experts 4 --experts-used 2 "
                              "--expert-hidden 32 " + small), 0) << last_stderr_;
   const auto oss = LlamaModel::load(path("oss.gguf"));
