@@ -12,6 +12,16 @@ namespace vks::mxfp4 {
 // The 16 E2M1 codes' values doubled, so that they are integers (ggml's kvalues_mxfp4). Code 8 is
 // -0, stored as 0 so that it dequantizes to +0 as ggml's does.
 alignas(16) static constexpr int8_t kDoubledE2M1[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+// The same plus kBias, unsigned (0..24): what a u8 x s8 product (maddubs, vpdpbusd) takes; the
+// kernels subtract kBias times the activations' sum.
+inline constexpr int kBias = 12;
+alignas(16) static constexpr uint8_t kBiasedE2M1[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
+static_assert([] {
+  for (int i = 0; i < 16; ++i) {
+    if (kBiasedE2M1[i] != kDoubledE2M1[i] + kBias) return false;
+  }
+  return true;
+}());
 
 // 2^(e - 128): half the E8M0 scale, for the doubled values (ggml's ggml_e8m0_to_fp32_half). Exact
 // for every byte: e = 0 and 1 are the subnormals 2^-128 and 2^-127, and e = 255 (NaN in the OCP

@@ -149,19 +149,26 @@ struct Q8_0 {
   static void dot(const W& w, const Act& a, __m128& acc, float&) { scale_add(acc, lanes(w, a), w.d, act_d(a)); }
 };
 
-// MXFP4: each code's doubled value (-12..12) looked up from its nibble, then Q8_0's products on
-// those signed bytes, with half the E8M0 scale as d.
-struct MXFP4 : Q8_0 {
+// MXFP4: each code's doubled value plus 12 (0..24, unsigned) looked up from its nibble, then Q5_0's
+// products with offset 12, with half the E8M0 scale as d.
+struct MXFP4 {
+  using Act = ActQ8x32;
+  using W = Nibbles;
   static constexpr size_t kBytes = 17;
+  static constexpr bool kE8m0Scale = true;  // matvec's four_scales reads them so
   static void load(const uint8_t* b, W& w) {
     w.d = _mm_set1_ps(mxfp4::e8m0_half(b[0]));
-    const __m128i values = _mm_load_si128(reinterpret_cast<const __m128i*>(mxfp4::kDoubledE2M1));
-    const __m128i q = load16(b + 1), m4 = _mm_set1_epi8(0xF);
-    w.q0 = _mm_shuffle_epi8(values, _mm_and_si128(q, m4));
-    w.q1 = _mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(q, 4), m4));
-    w.a0 = _mm_abs_epi8(w.q0);
-    w.a1 = _mm_abs_epi8(w.q1);
+    unpack_nibbles(b + 1, w);
+    const __m128i values = _mm_load_si128(reinterpret_cast<const __m128i*>(mxfp4::kBiasedE2M1));
+    w.lo = _mm_shuffle_epi8(values, w.lo);
+    w.hi = _mm_shuffle_epi8(values, w.hi);
   }
+  // Pairs of u5 x s8 (0..24 times at most 127) stay inside i16, the two chunks' sum too.
+  static __m128i lanes(const W& w, const Act& a) {
+    return _mm_sub_epi32(unsigned_lanes(w, a), _mm_cvtsi32_si128(a.sum * mxfp4::kBias));
+  }
+  static void min_term(const W&, const Act&, float&) {}
+  static void dot(const W& w, const Act& a, __m128& acc, float&) { scale_add(acc, lanes(w, a), w.d, act_d(a)); }
 };
 
 // ---- K-quants (256-element super-blocks) with 256-element activation blocks ----
@@ -392,11 +399,12 @@ void add_avx_kernels(KernelTable& table) {
   table.gemm[6] = pairs_gemm<Q5_0>;
   table.gemm[7] = pairs_gemm<Q5_1>;
   table.gemm[8] = pairs_gemm<Q8_0>;
-  table.gemm[39] = pairs_gemm<MXFP4>;  // for one token too: matvec's four_rows reads fp16 scales
+  table.gemm[39] = pairs_gemm<MXFP4>;
   table.one_token[2] = matvec<Q4_0>;
   table.one_token[3] = matvec<Q4_1>;
   table.one_token[6] = matvec<Q5_0>;
   table.one_token[7] = matvec<Q5_1>;
+  table.one_token[39] = matvec<MXFP4>;
   // One Q8_0 token (34-byte blocks) reads memory near the core's limit as one stream of rows; four
   // rows side by side read it slower (0.85x from memory, though 1.1x in cache; no one_token entry).
   table.gemm[10] = gemm<Q2_K>;

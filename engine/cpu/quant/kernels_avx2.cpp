@@ -132,17 +132,22 @@ struct Q8_0 {
   }
 };
 
-// MXFP4: each code's doubled value (-12..12) looked up from its nibble (pshufb within each 128-bit
-// half, the 16 values in both), then Q8_0's products, with half the E8M0 scale as d.
+// MXFP4: each code's doubled value plus 12 (0..24, unsigned) looked up from its nibble (pshufb
+// within each 128-bit half, the 16 values in both), then Q5_0's products with offset 12, with half
+// the E8M0 scale as d.
 inline __m256i mxfp4_values() {
-  return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(mxfp4::kDoubledE2M1)));
+  return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(mxfp4::kBiasedE2M1)));
 }
-struct MXFP4 : Q8_0 {
+struct MXFP4 {
+  using Act = ActQ8x32;
+  using W = Nibbles;
   static constexpr size_t kBytes = 17;
   static void load(const uint8_t* b, W& w) {
     w.d = _mm_set1_ps(mxfp4::e8m0_half(b[0]));
     w.q = _mm256_shuffle_epi8(mxfp4_values(), unpack_nibbles(b + 1));
-    w.a = _mm256_abs_epi8(w.q);
+  }
+  static void dot(const W& w, const Act& a, __m128& acc, float&) {
+    scale_add(acc, _mm_sub_epi32(unsigned_lanes(w, a), _mm_cvtsi32_si128(a.sum * mxfp4::kBias)), w.d, act_d(a));
   }
 };
 
@@ -273,15 +278,18 @@ struct Q8_0x2 {
   }
 };
 
-struct MXFP4x2 : Q8_0x2 {
+struct MXFP4x2 {
   using One = MXFP4;
+  using W = PairNibbles;
   static void load(const uint8_t* b0, const uint8_t* b1, W& w) {
     w.d = _mm256_set_m128(_mm_set1_ps(mxfp4::e8m0_half(b1[0])), _mm_set1_ps(mxfp4::e8m0_half(b0[0])));
-    const __m256i q = pair16(b0 + 1, b1 + 1), m4 = _mm256_set1_epi8(0xF);
-    w.q0 = _mm256_shuffle_epi8(mxfp4_values(), _mm256_and_si256(q, m4));
-    w.q1 = _mm256_shuffle_epi8(mxfp4_values(), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
-    w.a0 = _mm256_abs_epi8(w.q0);
-    w.a1 = _mm256_abs_epi8(w.q1);
+    unpack_pair(pair16(b0 + 1, b1 + 1), w);
+    w.lo = _mm256_shuffle_epi8(mxfp4_values(), w.lo);
+    w.hi = _mm256_shuffle_epi8(mxfp4_values(), w.hi);
+  }
+  static void dot(const W& w, const ActQ8x32& a, __m256& acc, float*) {
+    const __m256i offset = _mm256_broadcastsi128_si256(_mm_cvtsi32_si128(a.sum * mxfp4::kBias));
+    pair_scale_add(acc, _mm256_sub_epi32(pair_unsigned_lanes(w, a), offset), w.d, a);
   }
 };
 

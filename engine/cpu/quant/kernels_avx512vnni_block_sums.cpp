@@ -12,7 +12,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -74,7 +73,7 @@ struct MXFP4Bs {
     const __mmask16 small = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
     return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal));
   }
-  static int32_t offset(const ActQ8x32& a) { return -12 * a.sum; }
+  static int32_t offset(const ActQ8x32& a) { return -mxfp4::kBias * a.sum; }
   static constexpr int kStreamedUpTo = 1;
 };
 
@@ -207,12 +206,7 @@ struct Q4_0Rows : Q4_0Bs {
 };
 // The 16 biased values (value + 12) in every 128-bit lane, for vpshufb by nibble.
 inline __m512i mxfp4_biased_values() {
-  alignas(16) static constexpr auto kBiased = [] {
-    std::array<uint8_t, 16> v{};
-    for (size_t i = 0; i < 16; ++i) v[i] = static_cast<uint8_t>(mxfp4::kDoubledE2M1[i] + 12);
-    return v;
-  }();
-  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kBiased.data())));
+  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(mxfp4::kBiasedE2M1)));
 }
 struct MXFP4Rows : MXFP4Bs {
   static void load(const GroupRows& rows, size_t off, __m512i* w) {

@@ -88,15 +88,16 @@ void decode_q8_0(const uint8_t* b, Decoded& o) {
 }
 
 // MXFP4: e@0 (E8M0), then the 16 bytes of codes as Q4_0's nibbles; each code's doubled value
-// (-12..12) times half the scale.
+// (-12..12) times half the scale, taken unsigned (+12, 0..24) with offset 12 as Q4_0's nibbles.
 void decode_mxfp4(const uint8_t* b, Decoded& o) {
   o.d = mxfp4::e8m0_half(b[0]);
   const uint8_t* qs = b + 1;
   for (int e = 0; e < 16; ++e) {
-    o.v[e] = mxfp4::kDoubledE2M1[qs[e] & 0xF];
-    o.v[e + 16] = mxfp4::kDoubledE2M1[qs[e] >> 4];
+    o.v[e] = mxfp4::kBiasedE2M1[qs[e] & 0xF];
+    o.v[e + 16] = mxfp4::kBiasedE2M1[qs[e] >> 4];
   }
   fill_unit(o, 32);
+  o.offset = mxfp4::kBias;
 }
 
 // Q2_K: scales@0, qs@16, d@80, dmin@82. Element 128n + 32j + 16h + l is bits 2j.. of
