@@ -8,8 +8,7 @@
 // b in order, the integer products of the block are summed into 4 lanes, element e of the block
 // going to lane (e % 16) / 4 (what SSSE3's maddubs + madd produce on 16-byte chunks); integer
 // offset corrections (Q4_0's -8, Q5_0's -16, MXFP4's -12 on its values + 12, Q3_K's -4, Q6_K's -32,
-// times the activation sums) are
-// subtracted from lane 0. Then acc[k] = acc[k] + float(L[k]) * (d_w * d_x) for k = 0..3, and a
+// times the activation sums) are subtracted from lane 0. Then acc[k] = acc[k] + float(L[k]) * (d_w * d_x) for k = 0..3, and a
 // separate float macc collects the min terms (Q4_1/Q5_1: m_w * s_x; Q2_K/Q4_K/Q5_K:
 // float(-sum of min * bsum) * (dmin_w * d_x)). Finally y = ((acc0 + acc1) + (acc2 + acc3)) + macc.
 // Integer sums are exact, so any ISA computing them gives the same lanes; the float operations are
