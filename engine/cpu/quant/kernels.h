@@ -97,6 +97,10 @@ struct KernelTable {
   // level's one-row kernel reads memory as a single stream, which can beat a wider kernel that
   // reads several rows side by side (all give the same bits).
   GemmFn one_token[kMaxTypeId] = {};
+  // Set by a level whose kernels give the level below's bits for every type it sets: it keeps that
+  // level's one-token kernels where it sets its own gemm (qmatmul.cpp's table builder drops them
+  // otherwise; the flag is not inherited).
+  bool keeps_one_token_below = false;
   // Where set, the tokens of one qmatmul work item for this type (otherwise 64): a kernel that
   // prepares a row group's weights per call (the amx level unpacks them) prepares them once for
   // more tokens. Any value gives the same bits; a multiple of kPreparedTileTokens.

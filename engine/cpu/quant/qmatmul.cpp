@@ -42,15 +42,16 @@ const KernelTable& kernel_table(CpuIsa isa) {
                                                add_amx_kernels};
     for (size_t level = 1; level < out.size(); ++level) {
       out[level] = out[level - 1];
+      out[level].keeps_one_token_below = false;
       add_level[level - 1](out[level]);
       // A lower level's one-token kernel and tokens per item stay only for types whose kernel this
-      // level left alone: otherwise a 128-bit matvec would run a decode step where the level has a
-      // kernel of its own.
+      // level left alone, or (one-token kernels) where the level says its kernels give the lower
+      // level's bits: a decode step must not take another convention's bits than a batch.
       for (size_t id = 0; id < kMaxTypeId; ++id) {
         const KernelTable& below = out[level - 1];
         KernelTable& here = out[level];
         if (here.gemm[id] == below.gemm[id] && here.prepared[id].gemm == below.prepared[id].gemm) continue;
-        if (here.one_token[id] == below.one_token[id]) here.one_token[id] = nullptr;
+        if (!here.keeps_one_token_below && here.one_token[id] == below.one_token[id]) here.one_token[id] = nullptr;
         if (here.tokens_per_item[id] == below.tokens_per_item[id]) here.tokens_per_item[id] = 0;
       }
     }
