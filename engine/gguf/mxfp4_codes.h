@@ -4,7 +4,9 @@
 // Internal linkage on purpose: those kernels' files are compiled for different ISA targets, and the
 // one copy of an inline function the linker keeps could carry another target's instructions
 // (engine/cpu/quant/kernels.h).
+#include <array>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 
 namespace vks::mxfp4 {
@@ -15,13 +17,11 @@ alignas(16) static constexpr int8_t kDoubledE2M1[16] = {0, 1, 2, 3, 4, 6, 8, 12,
 // The same plus kBias, unsigned (0..24): what a u8 x s8 product (maddubs, vpdpbusd) takes; the
 // kernels subtract kBias times the activations' sum.
 inline constexpr int kBias = 12;
-alignas(16) static constexpr uint8_t kBiasedE2M1[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
-static_assert([] {
-  for (int i = 0; i < 16; ++i) {
-    if (kBiasedE2M1[i] != kDoubledE2M1[i] + kBias) return false;
-  }
-  return true;
-}());
+alignas(16) static constexpr std::array<uint8_t, 16> kBiasedE2M1 = [] {
+  std::array<uint8_t, 16> v{};
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint8_t>(kDoubledE2M1[i] + kBias);
+  return v;
+}();
 
 // 2^(e - 128): half the E8M0 scale, for the doubled values (ggml's ggml_e8m0_to_fp32_half). Exact
 // for every byte: e = 0 and 1 are the subnormals 2^-128 and 2^-127, and e = 255 (NaN in the OCP

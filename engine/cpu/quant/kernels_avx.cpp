@@ -159,7 +159,7 @@ struct MXFP4 {
   static void load(const uint8_t* b, W& w) {
     w.d = _mm_set1_ps(mxfp4::e8m0_half(b[0]));
     unpack_nibbles(b + 1, w);
-    const __m128i values = _mm_load_si128(reinterpret_cast<const __m128i*>(mxfp4::kBiasedE2M1));
+    const __m128i values = _mm_load_si128(reinterpret_cast<const __m128i*>(mxfp4::kBiasedE2M1.data()));
     w.lo = _mm_shuffle_epi8(values, w.lo);
     w.hi = _mm_shuffle_epi8(values, w.hi);
   }

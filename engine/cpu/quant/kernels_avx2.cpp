@@ -136,7 +136,8 @@ struct Q8_0 {
 // within each 128-bit half, the 16 values in both), then Q5_0's products with offset 12, with half
 // the E8M0 scale as d.
 inline __m256i mxfp4_values() {
-  return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(mxfp4::kBiasedE2M1)));
+  const __m128i table = _mm_load_si128(reinterpret_cast<const __m128i*>(mxfp4::kBiasedE2M1.data()));
+  return _mm256_broadcastsi128_si256(table);
 }
 struct MXFP4 {
   using Act = ActQ8x32;

@@ -1,6 +1,6 @@
-// The avx512vnni level's Q4_0, Q8_0 and MXFP4, under the "block sums" convention (kernels.h), on GGUF
-// rows (Q4_0 and Q8_0 also on rows packed in groups of 16, packed_rows.h): vpdpbusd on 16 rows at once, the weights in
-// the VNNI order (register k: dword k, elements 4k..4k+3, of each of the 16 rows), so that eight
+// The avx512vnni level's Q4_0, Q8_0 and MXFP4, under the "block sums" convention (kernels.h), on
+// GGUF rows and on rows packed in groups of 16 (packed_rows.h): vpdpbusd on 16 rows at once, the
+// weights in the VNNI order (register k: dword k, elements 4k..4k+3, of each of the 16 rows), so that eight
 // vpdpbusd against a token's eight dwords broadcast leave S_b of the 16 rows in one register, with
 // no lanes to add across, and the float step runs once per 16 rows, token and block. The lane
 // convention's four lanes per row cost four times that float step, which bounded this level's
@@ -39,7 +39,6 @@ namespace vks::cpuq {
 namespace {
 
 constexpr size_t kGroupRows = 16;
-
 
 // vpdpbusd wants one operand unsigned, so every type's weights are used unsigned and biased:
 // Q4_0's nibbles as stored (q = w + 8), Q8_0's bytes ^ 0x80 (q = w + 128), MXFP4's doubled values
@@ -204,24 +203,24 @@ struct Q4_0Rows : Q4_0Bs {
     hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
   }
 };
-// The 16 biased values (value + 12) in every 128-bit lane, for vpshufb by nibble.
-inline __m512i mxfp4_biased_values() {
-  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(mxfp4::kBiasedE2M1)));
+// MXFP4's codes lie as Q4_0's nibbles; vpshufb turns each unpacked nibble into its code's biased
+// value (value + 12), the 16 values in every 128-bit lane.
+inline void look_up_mxfp4(__m512i* v, size_t n) {
+  const __m128i table = _mm_load_si128(reinterpret_cast<const __m128i*>(mxfp4::kBiasedE2M1.data()));
+  const __m512i values = _mm512_broadcast_i32x4(table);
+  for (size_t k = 0; k < n; ++k) v[k] = _mm512_shuffle_epi8(values, v[k]);
 }
 struct MXFP4Rows : MXFP4Bs {
   static void load(const GroupRows& rows, size_t off, __m512i* w) {
-    group16(rows, off, w);
-    transpose_rows(w);
-    const __m512i m4 = _mm512_set1_epi8(0xF), values = mxfp4_biased_values();
-    for (size_t k = 0; k < 4; ++k) {  // dword k: elements 4k.. in the low nibbles, 16 + 4k.. in the high
-      w[4 + k] = _mm512_shuffle_epi8(values, _mm512_and_si512(_mm512_srli_epi16(w[k], 4), m4));
-      w[k] = _mm512_shuffle_epi8(values, _mm512_and_si512(w[k], m4));
-    }
+    Q4_0Rows::load(rows, off, w);
+    look_up_mxfp4(w, 8);
   }
   static void load4(const uint8_t* qs, size_t stride, __m512i& lo, __m512i& hi) {
-    const __m512i v = rows4(qs, stride), m4 = _mm512_set1_epi8(0xF), values = mxfp4_biased_values();
-    lo = _mm512_shuffle_epi8(values, _mm512_and_si512(v, m4));
-    hi = _mm512_shuffle_epi8(values, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+    __m512i v[2];
+    Q4_0Rows::load4(qs, stride, v[0], v[1]);
+    look_up_mxfp4(v, 2);
+    lo = v[0];
+    hi = v[1];
   }
 };
 struct Q8_0Rows : Q8_0Bs {
@@ -388,8 +387,8 @@ void gemm_rows(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* 
 // ---- packed rows ----
 
 // A packed block of a group (packed_rows.h): the 16 rows' scales (kScaleBytes: fp16 for Q4_0 and
-// Q8_0, E8M0 bytes for MXFP4; block_scales() gives row r's d in float r), then the quants, at q, as w[k]
-// against a token's dword k (load()).
+// Q8_0, E8M0 bytes for MXFP4; block_scales() gives row r's d in float r), then the quants, at q, as
+// w[k] against a token's dword k (load()).
 struct HalfScales {
   static constexpr size_t kScaleBytes = 2 * kGroupRows;
   static __m512 block_scales(const uint8_t* blk) {
@@ -421,14 +420,9 @@ struct MXFP4Packed : MXFP4Bs {
   static __m512 block_scales(const uint8_t* blk) {
     return scales(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
   }
-  // Q4_0's nibbles, each looked up as MXFP4Rows does.
   static void load(const uint8_t* q, __m512i* w) {
-    const __m512i m4 = _mm512_set1_epi8(0xF), values = mxfp4_biased_values();
-    for (size_t k = 0; k < 4; ++k) {
-      const __m512i v = _mm512_loadu_si512(q + 64 * k);
-      w[k] = _mm512_shuffle_epi8(values, _mm512_and_si512(v, m4));
-      w[4 + k] = _mm512_shuffle_epi8(values, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
-    }
+    Q4_0Packed::load(q, w);
+    look_up_mxfp4(w, 8);
   }
 };
 
