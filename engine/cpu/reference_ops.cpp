@@ -186,20 +186,20 @@ void attention(float* out, const float* q, const float* keys, const float* value
 
 namespace {
 
-// The gated activations, out = act(gate) * up, element-wise: over vectors of V, then element by
-// element, with the same bits at every width (exp_lanes, tanh_lanes and the rest are element-wise).
-// V is the widest register the level has (exp_lanes.h). Each one's formula is written once, for a
-// float and for a vector.
+// The element-wise operations, out[i] = op(a[i], b[i]): over vectors of V, then element by element,
+// with the same bits at every width (exp_lanes, tanh_lanes and the rest are element-wise). V is the
+// widest register the level has (exp_lanes.h). Each operation's formula is written once, for a float
+// and for a vector. The gated activations take (gate, up).
 struct Silu {
   template <class V>
-  [[gnu::always_inline]] static V times(V g, V u) {
+  [[gnu::always_inline]] V operator()(V g, V u) const {
     return g * sigmoid(g) * u;
   }
 };
 // silu alone (ref::silu passes x as both).
 struct SiluAlone {
   template <class V>
-  [[gnu::always_inline]] static V times(V g, V) {
+  [[gnu::always_inline]] V operator()(V g, V) const {
     return g * sigmoid(g);
   }
 };
@@ -208,7 +208,7 @@ struct SiluAlone {
 // tanhf, which took 16% of a Gemma 3 1B-shape prefill's samples: perf, vks_bench_cpu_reference).
 struct GeluTanh {
   template <class V>
-  [[gnu::always_inline]] static V times(V g, V u) {
+  [[gnu::always_inline]] V operator()(V g, V u) const {
     constexpr float kTwoSqrt2OverPi = 1.59576912160573071176f;
     return g * sigmoid(kTwoSqrt2OverPi * g * (1.0f + 0.044715f * g * g)) * u;
   }
@@ -217,80 +217,70 @@ struct GeluTanh {
 // std::clamp), out = g * sigmoid(1.702 g) * (u + 1).
 struct SwigluOai {
   template <class V>
-  [[gnu::always_inline]] static V times(V gate, V up) {
+  [[gnu::always_inline]] V operator()(V gate, V up) const {
     constexpr float kAlpha = 1.702f, kLimit = 7.0f;
     const V g = kLimit < gate ? V{} + kLimit : gate;
     const V u = up < -kLimit ? V{} - kLimit : (kLimit < up ? V{} + kLimit : up);
     return g * sigmoid(kAlpha * g) * (u + 1.0f);
   }
 };
+// cap * tanh(x / cap) (ref::softcap passes x as both).
+struct Softcap {
+  float cap;
+  template <class V>
+  [[gnu::always_inline]] V operator()(V x, V) const {
+    return cap * tanh_lanes(x / cap);
+  }
+};
 
-template <class Act, class V>
-[[gnu::always_inline]] inline void gated_lanes(float* out, const float* gate, const float* up, size_t n) {
+template <class V, class Op>
+[[gnu::always_inline]] inline void map_lanes(const Op& op, float* out, const float* a, const float* b, size_t n) {
   constexpr size_t kWidth = sizeof(V) / sizeof(float);
   size_t i = 0;
   for (; i + kWidth <= n; i += kWidth) {
-    V g, u;
-    std::memcpy(&g, gate + i, sizeof g);
-    std::memcpy(&u, up + i, sizeof u);
-    const V o = Act::times(g, u);
+    V va, vb;
+    std::memcpy(&va, a + i, sizeof va);
+    std::memcpy(&vb, b + i, sizeof vb);
+    const V o = op(va, vb);
     std::memcpy(out + i, &o, sizeof o);
   }
-  for (; i < n; ++i) out[i] = Act::times(gate[i], up[i]);
+  for (; i < n; ++i) out[i] = op(a[i], b[i]);
 }
 
-// x = cap * tanh(x / cap), the same way.
-template <class V>
-[[gnu::always_inline]] inline void softcap_lanes(float* x, size_t n, float cap) {
-  constexpr size_t kWidth = sizeof(V) / sizeof(float);
-  size_t i = 0;
-  for (; i + kWidth <= n; i += kWidth) {
-    V v;
-    std::memcpy(&v, x + i, sizeof v);
-    v = cap * tanh_lanes(v / cap);
-    std::memcpy(x + i, &v, sizeof v);
-  }
-  for (; i < n; ++i) x[i] = cap * tanh_lanes(x[i] / cap);
+template <class Op>
+void map_baseline(const Op& op, float* out, const float* a, const float* b, size_t n) {
+  map_lanes<rows::Lanes4>(op, out, a, b, n);
 }
-
-template <class Act>
-void gated_baseline(float* out, const float* gate, const float* up, size_t n) {
-  gated_lanes<Act, rows::Lanes4>(out, gate, up, n);
-}
-void softcap_baseline(float* x, size_t n, float cap) { softcap_lanes<rows::Lanes4>(x, n, cap); }
 #if defined(__x86_64__)
-template <class Act>
-[[gnu::target("avx2")]] void gated_avx2(float* out, const float* gate, const float* up, size_t n) {
-  gated_lanes<Act, rows::Lanes>(out, gate, up, n);
+template <class Op>
+[[gnu::target("avx2")]] void map_avx2(const Op& op, float* out, const float* a, const float* b, size_t n) {
+  map_lanes<rows::Lanes>(op, out, a, b, n);
 }
-template <class Act>
-[[gnu::target("avx512f")]] void gated_avx512(float* out, const float* gate, const float* up, size_t n) {
-  gated_lanes<Act, rows::Lanes16>(out, gate, up, n);
-}
-[[gnu::target("avx2")]] void softcap_avx2(float* x, size_t n, float cap) { softcap_lanes<rows::Lanes>(x, n, cap); }
-[[gnu::target("avx512f")]] void softcap_avx512(float* x, size_t n, float cap) {
-  softcap_lanes<rows::Lanes16>(x, n, cap);
+template <class Op>
+[[gnu::target("avx512f")]] void map_avx512(const Op& op, float* out, const float* a, const float* b, size_t n) {
+  map_lanes<rows::Lanes16>(op, out, a, b, n);
 }
 #endif
 
-template <class Act>
-void gated(float* out, const float* gate, const float* up, size_t n) {
+// map_lanes at the CPU's widest level.
+template <class Op>
+void map(const Op& op, float* out, const float* a, const float* b, size_t n) {
 #if defined(__x86_64__)
   switch (fastest_attend_level()) {
-    case AttendLevel::kAvx512: return gated_avx512<Act>(out, gate, up, n);
-    case AttendLevel::kAvx2: return gated_avx2<Act>(out, gate, up, n);
+    case AttendLevel::kAvx512: return map_avx512(op, out, a, b, n);
+    case AttendLevel::kAvx2: return map_avx2(op, out, a, b, n);
     case AttendLevel::kBaseline: break;
   }
 #endif
-  gated_baseline<Act>(out, gate, up, n);
+  map_baseline(op, out, a, b, n);
 }
 
 }  // namespace
 
-void swiglu(float* out, const float* gate, const float* up, size_t n) { gated<Silu>(out, gate, up, n); }
-void silu(float* x, size_t n) { gated<SiluAlone>(x, x, x, n); }
-void gelu_glu(float* out, const float* gate, const float* up, size_t n) { gated<GeluTanh>(out, gate, up, n); }
-void swiglu_oai(float* out, const float* gate, const float* up, size_t n) { gated<SwigluOai>(out, gate, up, n); }
+void swiglu(float* out, const float* gate, const float* up, size_t n) { map(Silu{}, out, gate, up, n); }
+void silu(float* x, size_t n) { map(SiluAlone{}, x, x, x, n); }
+void gelu_glu(float* out, const float* gate, const float* up, size_t n) { map(GeluTanh{}, out, gate, up, n); }
+void swiglu_oai(float* out, const float* gate, const float* up, size_t n) { map(SwigluOai{}, out, gate, up, n); }
 
 void ffn_activation(FfnActivation act, float* out, const float* gate, const float* up, size_t n) {
   switch (act) {
@@ -300,16 +290,7 @@ void ffn_activation(FfnActivation act, float* out, const float* gate, const floa
   }
 }
 
-void softcap(float* x, size_t n, float cap) {
-#if defined(__x86_64__)
-  switch (fastest_attend_level()) {
-    case AttendLevel::kAvx512: return softcap_avx512(x, n, cap);
-    case AttendLevel::kAvx2: return softcap_avx2(x, n, cap);
-    case AttendLevel::kBaseline: break;
-  }
-#endif
-  softcap_baseline(x, n, cap);
-}
+void softcap(float* x, size_t n, float cap) { map(Softcap{cap}, x, x, x, n); }
 
 int32_t argmax(const float* x, size_t n) {
   size_t best = 0;
