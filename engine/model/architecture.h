@@ -42,8 +42,8 @@ struct ArchitectureInfo {
   ExpertRouting routing = {};  // how the router weighs them, where there are experts
   FfnActivation activation = FfnActivation::kSilu;
   // Sliding windows: llama.cpp's default pattern period where <arch>.attention.sliding_window is set
-  // and no sliding_window_pattern key says otherwise (layer l is local when l % period < period - 1);
-  // 0: the architecture has no windows (the key is refused).
+  // and no sliding_window_pattern key says otherwise (slides_in_period); 0: the architecture has no
+  // windows (the key is refused).
   uint32_t window_period = 0;
   float local_rope_base = 0.0f;     // local layers' rope base without rope.freq_base_swa (0: the global one)
   float attn_softcap = 0.0f;        // default of <arch>.attn_logit_softcapping (0: not applied)
@@ -72,6 +72,10 @@ struct ArchitectureInfo {
   // normed apart, the router reading the residual's scaled norm, per-expert output scales (Gemma 4).
   bool dense_beside_experts = false;
 };
+
+// Whether layer l slides a window under a sliding_window_pattern period (llama.cpp's swa pattern):
+// every layer but the last of each period; period 0 or 1: every layer.
+inline bool slides_in_period(uint32_t l, uint32_t period) { return period <= 1 || l % period < period - 1; }
 
 // nullptr for an architecture vkstream does not run.
 const ArchitectureInfo* find_architecture(std::string_view name);

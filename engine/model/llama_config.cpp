@@ -141,7 +141,7 @@ std::vector<bool> sliding_layers(const gguf::GgufFile& file, const KeyReader& ke
     if (period < 0 || period > kMaxLayers) inconsistent(key + " = " + std::to_string(period) + " is out of range");
   }
   // Period 0 or 1: every layer slides (llama.cpp: n_pattern 0 means all layers are SWA).
-  for (uint32_t l = 0; l < n_layers; ++l) sliding[l] = period <= 1 || l % period < period - 1;
+  for (uint32_t l = 0; l < n_layers; ++l) sliding[l] = slides_in_period(l, static_cast<uint32_t>(period));
   return sliding;
 }
 

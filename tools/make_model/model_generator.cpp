@@ -170,7 +170,7 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
   }
   norm("output_norm.weight", gemma_scaled ? kGemmaOutputNorm : 1.0f);
   // Gemma 4's global layers' rope factors, which llama.cpp requires: all 1 (no scaling).
-  if (arch.layer_output_scale) vec("rope_freqs.weight", s.head_dim() / 2, Init::kNorm, 1.0f, 0.0f);
+  if (arch.arch == Arch::kGemma4) vec("rope_freqs.weight", s.head_dim() / 2, Init::kNorm, 1.0f, 0.0f);
   if (!s.tied_embeddings) matrix("output.weight", s.vocab_size, s.dim);
   return p;
 }
@@ -217,27 +217,33 @@ void add_hyperparameters(gguf::GgufWriter& w, const ModelSpec& s) {
   w.set(a + ".rope.freq_base", make_float32(s.rope_freq_base));
   w.set(a + ".attention.layer_norm_rms_epsilon", make_float32(s.norm_eps));
   w.set(a + ".vocab_size", make_uint32(s.vocab_size));
+  const ArchitectureInfo& arch = *find_architecture(s.architecture);
+  // llama.cpp reads Gemma 4's window pattern only as a per-layer array, and requires it.
+  const bool gemma4 = arch.arch == Arch::kGemma4;
   if (s.window != 0) {
     w.set(a + ".attention.sliding_window", make_uint32(s.window));
-    if (s.window_period != 0) w.set(a + ".attention.sliding_window_pattern", make_uint32(s.window_period));
+    if (s.window_period != 0 && !gemma4) {
+      w.set(a + ".attention.sliding_window_pattern", make_uint32(s.window_period));
+    }
     if (s.rope_freq_base_swa > 0.0f) w.set(a + ".rope.freq_base_swa", make_float32(s.rope_freq_base_swa));
   }
-  const ArchitectureInfo& arch = *find_architecture(s.architecture);
-  if (arch.layer_output_scale) {
-    // Gemma 4's keys, which llama.cpp requires: the window layers per layer (its pattern is an
-    // array), their head and rope sizes and rope base (the same head size as the global layers
-    // here), no KV sharing and no per-layer inputs.
+  if (gemma4) {
+    // Gemma 4's keys, which llama.cpp requires: the window layers per layer, their head and rope
+    // sizes and rope base (the same head size as the global layers here), no KV sharing and no
+    // per-layer inputs.
     const uint32_t period = s.window_period != 0 ? s.window_period : arch.window_period;
     std::vector<gguf::Value> pattern;
     for (uint32_t l = 0; l < s.n_layers; ++l) {
-      pattern.push_back(make_bool(s.window != 0 && (period <= 1 || l % period < period - 1)));
+      pattern.push_back(make_bool(s.window != 0 && slides_in_period(l, period)));
     }
     w.set(a + ".attention.sliding_window_pattern", make_array(gguf::ValueType::kBool, std::move(pattern)));
     w.set(a + ".attention.key_length_swa", make_uint32(s.head_dim()));
     w.set(a + ".attention.value_length_swa", make_uint32(s.head_dim()));
     w.set(a + ".rope.dimension_count_swa", make_uint32(s.head_dim()));
-    const float local_base = arch.local_rope_base > 0.0f ? arch.local_rope_base : s.rope_freq_base;
-    w.set(a + ".rope.freq_base_swa", make_float32(s.rope_freq_base_swa > 0.0f ? s.rope_freq_base_swa : local_base));
+    if (s.window == 0 || s.rope_freq_base_swa <= 0.0f) {  // the window keys above did not set it
+      const float base = arch.local_rope_base > 0.0f ? arch.local_rope_base : s.rope_freq_base;
+      w.set(a + ".rope.freq_base_swa", make_float32(base));
+    }
     w.set(a + ".attention.shared_kv_layers", make_uint32(0));
     w.set(a + ".embedding_length_per_layer_input", make_uint32(0));
   }
