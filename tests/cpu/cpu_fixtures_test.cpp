@@ -64,12 +64,17 @@ GreedyRun run_greedy(const LlamaModel& model, const std::vector<int32_t>& prompt
   return run;
 }
 
-// The prompt as one CpuRunner prefill step; returns its full logits.
-std::vector<float> runner_prefill_logits(const LlamaModel& model, const std::vector<int32_t>& prompt) {
+// The runner the fixtures run on: 2 threads, 8 KV blocks.
+CpuRunnerOptions fixture_runner_options() {
   CpuRunnerOptions options;
   options.threads = 2;
   options.num_blocks = 8;
-  CpuRunner runner(model, options);
+  return options;
+}
+
+// The prompt as one CpuRunner prefill step; returns its full logits.
+std::vector<float> runner_prefill_logits(const LlamaModel& model, const std::vector<int32_t>& prompt) {
+  CpuRunner runner(model, fixture_runner_options());
   StepBatch batch;
   batch.tokens = prompt;
   SeqChunk seq;
@@ -86,10 +91,7 @@ std::vector<float> runner_prefill_logits(const LlamaModel& model, const std::vec
 
 // The prompt through CpuRunner one token per step; returns the last step's full logits.
 std::vector<float> runner_token_by_token_logits(const LlamaModel& model, const std::vector<int32_t>& prompt) {
-  CpuRunnerOptions options;
-  options.threads = 2;
-  options.num_blocks = 8;
-  CpuRunner runner(model, options);
+  CpuRunner runner(model, fixture_runner_options());
   test::Driver driver(runner);
   test::Seq seq;
   seq.tokens = prompt;

@@ -48,18 +48,41 @@ std::vector<float> sample_range() {
   return xs;
 }
 
-TEST(ExpLanes, WithinOneUlpOfExpOverItsRange) {
-  int64_t worst = 0;
-  float worst_x = 0;
-  for (const float x : sample_range()) {
-    const float want = static_cast<float>(std::exp(static_cast<double>(x)));
-    const int64_t d = ulps_between(exp_lanes(x), want);
-    if (d > worst) {
-      worst = d;
-      worst_x = x;
-    }
+// The functions under test, for a float and for a vector of them.
+struct Exp {
+  template <class V>
+  [[gnu::always_inline]] V operator()(V v) const {
+    return exp_lanes(v);
   }
-  EXPECT_LE(worst, 1) << "at x = " << worst_x;
+};
+struct Tanh {
+  template <class V>
+  [[gnu::always_inline]] V operator()(V v) const {
+    return tanh_lanes(v);
+  }
+};
+
+// The largest distance in ulps between f and the double function over xs, and where (f's sign is
+// the double's at every x).
+struct Worst {
+  int64_t ulps = 0;
+  float x = 0;
+};
+template <class F>
+Worst worst_ulps(const std::vector<float>& xs, F f, double (*exact)(double)) {
+  Worst worst;
+  for (const float x : xs) {
+    const float got = f(x), want = static_cast<float>(exact(static_cast<double>(x)));
+    EXPECT_EQ(std::signbit(got), std::signbit(want)) << "at x = " << x;
+    const int64_t d = ulps_between(std::fabs(got), std::fabs(want));
+    if (d > worst.ulps) worst = {d, x};
+  }
+  return worst;
+}
+
+TEST(ExpLanes, WithinOneUlpOfExpOverItsRange) {
+  const Worst worst = worst_ulps(sample_range(), Exp{}, [](double x) { return std::exp(x); });
+  EXPECT_LE(worst.ulps, 1) << "at x = " << worst.x;
 }
 
 TEST(ExpLanes, Edges) {
@@ -87,24 +110,32 @@ std::vector<float> level_inputs() {
   return xs;
 }
 
-template <class V>
-[[gnu::always_inline]] inline void exp_vectors(const float* x, float* out, size_t n) {
+template <class F, class V>
+[[gnu::always_inline]] inline void in_vectors(const float* x, float* out, size_t n) {
   constexpr size_t kWidth = sizeof(V) / sizeof(float);
   for (size_t i = 0; i < n; i += kWidth) {
     V v;
     std::memcpy(&v, x + i, sizeof v);
-    const V e = exp_lanes(v);
+    const V e = F{}(v);
     std::memcpy(out + i, &e, sizeof e);
   }
 }
-void exp8_baseline(const float* x, float* out, size_t n) { exp_vectors<Lanes>(x, out, n); }
-#if defined(__x86_64__)
-[[gnu::target("avx2")]] void exp8_avx2(const float* x, float* out, size_t n) { exp_vectors<Lanes>(x, out, n); }
-[[gnu::target("avx512f")]] void exp16_avx512(const float* x, float* out, size_t n) {
-  exp_vectors<Lanes16>(x, out, n);
+template <class F>
+void lanes8_baseline(const float* x, float* out, size_t n) {
+  in_vectors<F, Lanes>(x, out, n);
 }
-[[gnu::target("avx512f")]] void exp1_avx512(const float* x, float* out, size_t n) {
-  for (size_t i = 0; i < n; ++i) out[i] = exp_lanes(x[i]);
+#if defined(__x86_64__)
+template <class F>
+[[gnu::target("avx2")]] void lanes8_avx2(const float* x, float* out, size_t n) {
+  in_vectors<F, Lanes>(x, out, n);
+}
+template <class F>
+[[gnu::target("avx512f")]] void lanes16_avx512(const float* x, float* out, size_t n) {
+  in_vectors<F, Lanes16>(x, out, n);
+}
+template <class F>
+[[gnu::target("avx512f")]] void scalar_avx512(const float* x, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = F{}(x[i]);
 }
 #endif
 
@@ -115,24 +146,30 @@ void expect_same_bits(const std::vector<float>& want, const std::vector<float>& 
   EXPECT_EQ(differ, 0u) << level;
 }
 
-TEST(ExpLanes, EveryLaneAndLevelHasTheScalarsBits) {
-  const std::vector<float> xs = level_inputs();
+// F over xs (a multiple of 16 values) in 8 lanes at the baseline and AVX2, in 16 and one at a time at
+// AVX-512: every result has the bits of the float function compiled for the baseline.
+template <class F>
+void expect_every_lane_and_level_has_the_scalars_bits(const std::vector<float>& xs) {
   std::vector<float> scalar(xs.size()), got(xs.size());
-  for (size_t i = 0; i < xs.size(); ++i) scalar[i] = exp_lanes(xs[i]);
-  exp8_baseline(xs.data(), got.data(), xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) scalar[i] = F{}(xs[i]);
+  lanes8_baseline<F>(xs.data(), got.data(), xs.size());
   expect_same_bits(scalar, got, "8 lanes, baseline");
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx2")) {
-    exp8_avx2(xs.data(), got.data(), xs.size());
+    lanes8_avx2<F>(xs.data(), got.data(), xs.size());
     expect_same_bits(scalar, got, "8 lanes, avx2");
   }
   if (__builtin_cpu_supports("avx512f")) {
-    exp16_avx512(xs.data(), got.data(), xs.size());
+    lanes16_avx512<F>(xs.data(), got.data(), xs.size());
     expect_same_bits(scalar, got, "16 lanes, avx512f");
-    exp1_avx512(xs.data(), got.data(), xs.size());
+    scalar_avx512<F>(xs.data(), got.data(), xs.size());
     expect_same_bits(scalar, got, "scalar, avx512f");
   }
 #endif
+}
+
+TEST(ExpLanes, EveryLaneAndLevelHasTheScalarsBits) {
+  expect_every_lane_and_level_has_the_scalars_bits<Exp>(level_inputs());
 }
 
 
@@ -149,18 +186,8 @@ std::vector<float> tanh_range() {
 }
 
 TEST(TanhLanes, WithinTwoUlpOfTanh) {
-  int64_t worst = 0;
-  float worst_x = 0;
-  for (const float x : tanh_range()) {
-    const float want = static_cast<float>(std::tanh(static_cast<double>(x)));
-    const int64_t d = ulps_between(std::fabs(tanh_lanes(x)), std::fabs(want));
-    ASSERT_EQ(std::signbit(tanh_lanes(x)), std::signbit(want)) << "at x = " << x;
-    if (d > worst) {
-      worst = d;
-      worst_x = x;
-    }
-  }
-  EXPECT_LE(worst, 2) << "at x = " << worst_x;
+  const Worst worst = worst_ulps(tanh_range(), Tanh{}, [](double x) { return std::tanh(x); });
+  EXPECT_LE(worst.ulps, 2) << "at x = " << worst.x;
 }
 
 TEST(TanhLanes, Edges) {
@@ -175,24 +202,6 @@ TEST(TanhLanes, Edges) {
   EXPECT_TRUE(std::isnan(tanh_lanes(std::numeric_limits<float>::quiet_NaN())));
 }
 
-template <class V>
-[[gnu::always_inline]] inline void tanh_vectors(const float* x, float* out, size_t n) {
-  constexpr size_t kWidth = sizeof(V) / sizeof(float);
-  for (size_t i = 0; i < n; i += kWidth) {
-    V v;
-    std::memcpy(&v, x + i, sizeof v);
-    const V t = tanh_lanes(v);
-    std::memcpy(out + i, &t, sizeof t);
-  }
-}
-void tanh8_baseline(const float* x, float* out, size_t n) { tanh_vectors<Lanes>(x, out, n); }
-#if defined(__x86_64__)
-[[gnu::target("avx2")]] void tanh8_avx2(const float* x, float* out, size_t n) { tanh_vectors<Lanes>(x, out, n); }
-[[gnu::target("avx512f")]] void tanh16_avx512(const float* x, float* out, size_t n) {
-  tanh_vectors<Lanes16>(x, out, n);
-}
-#endif
-
 TEST(TanhLanes, EveryLaneAndLevelHasTheScalarsBits) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> xs = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 0.625f,
@@ -200,20 +209,7 @@ TEST(TanhLanes, EveryLaneAndLevelHasTheScalarsBits) {
   const std::vector<float> range = tanh_range();
   for (size_t i = 0; i < range.size(); i += 97) xs.push_back(range[i]);
   while (xs.size() % 16 != 0) xs.push_back(0.5f);
-  std::vector<float> scalar(xs.size()), got(xs.size());
-  for (size_t i = 0; i < xs.size(); ++i) scalar[i] = tanh_lanes(xs[i]);
-  tanh8_baseline(xs.data(), got.data(), xs.size());
-  expect_same_bits(scalar, got, "8 lanes, baseline");
-#if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx2")) {
-    tanh8_avx2(xs.data(), got.data(), xs.size());
-    expect_same_bits(scalar, got, "8 lanes, avx2");
-  }
-  if (__builtin_cpu_supports("avx512f")) {
-    tanh16_avx512(xs.data(), got.data(), xs.size());
-    expect_same_bits(scalar, got, "16 lanes, avx512f");
-  }
-#endif
+  expect_every_lane_and_level_has_the_scalars_bits<Tanh>(xs);
 }
 
 }  // namespace

@@ -39,15 +39,22 @@ TEST(ReferenceOps, RmsNormByHand) {
   EXPECT_FLOAT_EQ(out[3], -4 * scale);
 }
 
+// n gate values, then n up values, from N(0, 6^2) seeded by `seed`.
+void random_gate_up(uint32_t seed, size_t n, std::vector<float>& gate, std::vector<float>& up) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 6.0f);
+  gate.resize(n);
+  up.resize(n);
+  for (float& x : gate) x = dist(rng);
+  for (float& x : up) x = dist(rng);
+}
+
 // SwiGLU runs eight lanes at a time and the rest one by one: every element has the scalar
 // expression's bits, and the value is close to the double one.
 TEST(ReferenceOps, SwigluIsTheScalarExpressionInEveryElement) {
-  std::mt19937 rng(8);
-  std::normal_distribution<float> dist(0.0f, 6.0f);
   const size_t n = 8 * 37 + 5;
-  std::vector<float> gate(n), up(n), out(n);
-  for (float& x : gate) x = dist(rng);
-  for (float& x : up) x = dist(rng);
+  std::vector<float> gate, up, out(n);
+  random_gate_up(8, n, gate, up);
   gate[3] = -200.0f;  // exp(200) is +inf: silu is -0
   gate[n - 1] = 200.0f;
   ref::swiglu(out.data(), gate.data(), up.data(), n);
@@ -148,12 +155,9 @@ TEST(ReferenceOps, AttentionByHand) {
 // expression's bits (written out here), and the value is close to the double formula's: GELU's
 // 0.5 g (1 + tanh(z)); gpt-oss's clamps, NaN passing through them.
 TEST(ReferenceOps, GatedActivationsAreTheScalarExpressionInEveryElement) {
-  std::mt19937 rng(9);
-  std::normal_distribution<float> dist(0.0f, 6.0f);
   const size_t n = 16 * 23 + 7;
-  std::vector<float> gate(n), up(n), out(n);
-  for (float& x : gate) x = dist(rng);
-  for (float& x : up) x = dist(rng);
+  std::vector<float> gate, up, out(n);
+  random_gate_up(9, n, gate, up);
   gate[5] = -200.0f;
   gate[n - 2] = 200.0f;
   up[9] = std::nanf("");
