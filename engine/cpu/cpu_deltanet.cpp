@@ -65,8 +65,8 @@ void deltanet_mixer(const LlamaConfig& c, const DeltaNetSpec& d, const DeltaNetW
       const float decay = std::exp(softplus(a.dn_alpha[t * n_heads + j] + lv.dt_bias[j]) * lv.ssm_a[j]);
       const float beta = ref::sigmoid(a.dn_beta[t * n_heads + j]);
       float* o = &a.dn_out[t * v_dim + j * hd];
-      ref::delta_rule(kv.recurrent_state(t).delta + j * hd * hd, x + g * hd, x + qk_dim + g * hd, x + 2 * qk_dim + j * hd,
-                 decay, beta, scale, hd, update, o);
+      ref::delta_rule(kv.recurrent_state(t).delta + j * hd * hd, x + g * hd, x + qk_dim + g * hd,
+                      x + 2 * qk_dim + j * hd, decay, beta, scale, hd, update, o);
       // Gated RMSNorm: norm(o) * silu(z), which is SwiGLU with z as the gate and o as the up.
       ref::rmsnorm(o, o, lv.ssm_norm.data(), hd, c.norm_eps);
       ref::swiglu(o, &a.dn_z[t * v_dim + j * hd], o, hd);

@@ -1,8 +1,9 @@
-// The avx512vnni and amx levels' Q4_0, Q8_0 and MXFP4 (engine/cpu/quant/kernels_avx512vnni_block_sums.cpp,
-// kernels_amx.cpp; MXFP4 has no tiles of its own), which follow the "block sums" convention
-// (kernels.h) rather than the lower levels' lanes: at each of those levels the CPU runs, bit for bit against a plain implementation
-// of that convention, and the same bits for a token alone, in any batch (1..40 tokens, the passes'
-// and tiles' tails included), in any row split and with any thread count. Skipped on a CPU without
+// The avx512vnni and amx levels' Q4_0, Q8_0 and MXFP4
+// (engine/cpu/quant/kernels_avx512vnni_block_sums.cpp, kernels_amx.cpp; MXFP4 has no tiles of its
+// own), which follow the "block sums" convention (kernels.h) rather than the lower levels' lanes:
+// at each of those levels the CPU runs, bit for bit against a plain implementation of that
+// convention, and the same bits for a token alone, in any batch (1..40 tokens, the passes' and
+// tiles' tails included), in any row split and with any thread count. Skipped on a CPU without
 // AVX-512 VNNI (the tiles' tests without AMX); the float reference test of qmatmul_test.cpp covers
 // the levels too.
 #include <gtest/gtest.h>

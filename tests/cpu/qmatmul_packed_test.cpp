@@ -2,13 +2,13 @@
 // WeightLayout::kRows16) and the kernels on them (the avx512vnni level's
 // kernels_avx512vnni_block_sums.cpp, kernels_avx512vnni_q4k_q5k_packed.cpp and
 // kernels_avx512vnni_q6k_packed.cpp; the amx level's kernels_amx_packed.cpp and
-// kernels_amx_kquant.cpp, its Q4_K in place of the avx512vnni level's): packing is lossless and lays
-// the bytes out as documented, refuses what it cannot pack, and qmatmul / qmatmul_jobs on a packed
-// copy give exactly the bits of the GGUF-layout kernels of the level (and of a plain implementation
-// of Q4_0's, Q8_0's and MXFP4's block sums) for every path: one token, a few, passes of tokens, a partial
-// tile, whole tiles and their tails, several row items, slices of rows, 1 and 2 threads. The kernel
-// tests run at every level the CPU has that reads packed rows (from AVX-512 VNNI); packing and the
-// refusals run everywhere.
+// kernels_amx_kquant.cpp, its Q4_K in place of the avx512vnni level's): packing is lossless and
+// lays the bytes out as documented, refuses what it cannot pack, and qmatmul / qmatmul_jobs on a
+// packed copy give exactly the bits of the GGUF-layout kernels of the level (and of a plain
+// implementation of Q4_0's, Q8_0's and MXFP4's block sums) for every path: one token, a few, passes
+// of tokens, a partial tile, whole tiles and their tails, several row items, slices of rows, 1 and
+// 2 threads. The kernel tests run at every level the CPU has that reads packed rows (from AVX-512
+// VNNI); packing and the refusals run everywhere.
 #include <gtest/gtest.h>
 
 #include <cmath>

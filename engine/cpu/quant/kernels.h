@@ -8,20 +8,20 @@
 // b in order, the integer products of the block are summed into 4 lanes, element e of the block
 // going to lane (e % 16) / 4 (what SSSE3's maddubs + madd produce on 16-byte chunks); integer
 // offset corrections (Q4_0's -8, Q5_0's -16, MXFP4's -12 on its values + 12, Q3_K's -4, Q6_K's -32,
-// times the activation sums) are subtracted from lane 0. Then acc[k] = acc[k] + float(L[k]) * (d_w * d_x) for k = 0..3, and a
-// separate float macc collects the min terms (Q4_1/Q5_1: m_w * s_x; Q2_K/Q4_K/Q5_K:
-// float(-sum of min * bsum) * (dmin_w * d_x)). Finally y = ((acc0 + acc1) + (acc2 + acc3)) + macc.
-// Integer sums are exact, so any ISA computing them gives the same lanes; the float operations are
-// the same sequence everywhere (the library is compiled with -ffp-contract=off so no level fuses
-// a multiply-add the others do not).
+// times the activation sums) are subtracted from lane 0. Then acc[k] = acc[k] + float(L[k]) * (d_w
+// * d_x) for k = 0..3, and a separate float macc collects the min terms (Q4_1/Q5_1: m_w * s_x;
+// Q2_K/Q4_K/Q5_K: float(-sum of min * bsum) * (dmin_w * d_x)). Finally y = ((acc0 + acc1) + (acc2 +
+// acc3)) + macc. Integer sums are exact, so any ISA computing them gives the same lanes; the float
+// operations are the same sequence everywhere (the library is compiled with -ffp-contract=off so no
+// level fuses a multiply-add the others do not).
 //
 // The avx512vnni and amx levels' Q4_0, Q8_0 and MXFP4 follow a convention of their own ("block
 // sums"): for y[t][r], for each block b in order, S_b = the exact integer sum of the block's 32
 // products, Q4_0's -8 offset included (-8 times the activation block's sum; MXFP4's weights are its
-// codes' doubled values, d_w half its E8M0 scale); acc = acc + float(S_b) * (d_w * d_x); y = acc. One float accumulator per output, so one multiply and one add per block and
-// output, where the lane
-// convention's four lanes cost four of each. Its bits differ from the lower levels' (the rounding
-// differs), but are the same for any token count, row split and thread count: the batch
+// codes' doubled values, d_w half its E8M0 scale); acc = acc + float(S_b) * (d_w * d_x); y = acc.
+// One float accumulator per output, so one multiply and one add per block and output, where the
+// lane convention's four lanes cost four of each. Its bits differ from the lower levels' (the
+// rounding differs), but are the same for any token count, row split and thread count: the batch
 // invariance the engine needs.
 //
 // The amx level's Q4_K follows "K-block sums" (kernels_amx_kquant.cpp): for y[t][r], for each

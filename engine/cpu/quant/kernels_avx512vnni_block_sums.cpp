@@ -1,10 +1,10 @@
 // The avx512vnni level's Q4_0, Q8_0 and MXFP4, under the "block sums" convention (kernels.h), on
 // GGUF rows and on rows packed in groups of 16 (packed_rows.h): vpdpbusd on 16 rows at once, the
-// weights in the VNNI order (register k: dword k, elements 4k..4k+3, of each of the 16 rows), so that eight
-// vpdpbusd against a token's eight dwords broadcast leave S_b of the 16 rows in one register, with
-// no lanes to add across, and the float step runs once per 16 rows, token and block. The lane
-// convention's four lanes per row cost four times that float step, which bounded this level's
-// GEMM (TinyLlama Q4_0 prefill at 0.94-0.97x llama.cpp on an AVX-512 VNNI CPU without AMX).
+// weights in the VNNI order (register k: dword k, elements 4k..4k+3, of each of the 16 rows), so
+// that eight vpdpbusd against a token's eight dwords broadcast leave S_b of the 16 rows in one
+// register, with no lanes to add across, and the float step runs once per 16 rows, token and block.
+// The lane convention's four lanes per row cost four times that float step, which bounded this
+// level's GEMM (TinyLlama Q4_0 prefill at 0.94-0.97x llama.cpp on an AVX-512 VNNI CPU without AMX).
 //
 // Every token count runs here, in passes of a few tokens per weight load; the amx level's tiles
 // (kernels_amx.cpp, kernels_amx_packed.cpp) hand these the tokens below a tile, so both levels
