@@ -1,6 +1,6 @@
-// The avx512vnni and amx levels' Q4_0, Q8_0 and MXFP4
-// (engine/cpu/quant/kernels_avx512vnni_block_sums.cpp, kernels_amx.cpp; MXFP4 has no tiles of its
-// own), which follow the "block sums" convention (kernels.h) rather than the lower levels' lanes:
+// The avx512vnni and amx levels' Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and MXFP4
+// (engine/cpu/quant/kernels_avx512vnni_block_sums.cpp, kernels_amx.cpp; only Q4_0 and Q8_0 have
+// tiles of their own), which follow the "block sums" convention (kernels.h) rather than the lower levels' lanes:
 // at each of those levels the CPU runs, bit for bit against a plain implementation of that
 // convention, and the same bits for a token alone, in any batch (1..40 tokens, the passes' and
 // tiles' tails included), in any row split and with any thread count. Skipped on a CPU without
@@ -32,9 +32,12 @@ using test::Matrix;
 using test::block_sums_reference;
 
 std::string label(GgmlType t) { return std::string(ggml_type_name(t)); }
+
+constexpr GgmlType kBlockSumsTypes[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0,
+                                        GgmlType::kQ5_1, GgmlType::kQ8_0, GgmlType::kMXFP4};
 std::string label(GgmlType t, CpuIsa isa) { return label(t) + " at " + std::string(isa_name(isa)); }
 
-// The levels of this CPU whose Q4_0, Q8_0 and MXFP4 follow block sums (none below AVX-512 VNNI).
+// The levels of this CPU whose kBlockSumsTypes follow block sums (none below AVX-512 VNNI).
 std::vector<CpuIsa> block_sums_levels() {
   std::vector<CpuIsa> out;
   for (CpuIsa isa : runnable_isas()) {
@@ -54,7 +57,7 @@ std::vector<CpuIsa> block_sums_levels() {
 TEST(QmatmulBlockSums, FollowsTheBlockSumsConvention) {
   SKIP_WITHOUT_BLOCK_SUMS();
   for (CpuIsa isa : block_sums_levels()) {
-    for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kMXFP4}) {
+    for (GgmlType type : kBlockSumsTypes) {
       for (size_t rows : {1u, 16u, 23u, 37u}) {
         for (size_t blocks : {1u, 5u, 64u}) {
           for (Fill fill : {Fill::kRandom, Fill::kExtreme}) {
@@ -106,7 +109,7 @@ TEST(QmatmulBlockSums, EveryBatchGivesEachTokenItsBitsAlone) {
   SKIP_WITHOUT_BLOCK_SUMS();
   constexpr size_t kRows = 23, kCols = 32 * 7, kMaxTokens = 40;
   for (CpuIsa isa : block_sums_levels()) {
-    for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kMXFP4}) {
+    for (GgmlType type : kBlockSumsTypes) {
       const Matrix m = make_matrix(type, kRows, kCols, Fill::kRandom, 3);
       test::expect_batches_give_each_token_its_bits_alone(
           m.ref(), make_activations(kMaxTokens, kCols, Fill::kRandom, 4), kMaxTokens, label(type, isa), isa);
@@ -120,7 +123,7 @@ TEST(QmatmulBlockSums, RowSplitsAndThreadsGiveTheSameBits) {
   SKIP_WITHOUT_BLOCK_SUMS();
   constexpr size_t kRows = 2 * kQmatmulRowsPerItem + 23, kCols = 32 * 9;
   for (CpuIsa isa : block_sums_levels()) {
-    for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kMXFP4}) {
+    for (GgmlType type : kBlockSumsTypes) {
       const Matrix m = make_matrix(type, kRows, kCols, Fill::kRandom, 11);
       const TensorRef w = m.ref();
       for (size_t n_tokens : {1u, 3u, 20u, 70u, 130u}) {  // 130: more than one work item of tokens (128)

@@ -1,6 +1,6 @@
 #pragma once
-// The batch-invariance checks of the levels with conventions of their own, and the Q4_0/Q8_0 block
-// sums convention, shared by their kernel tests (qmatmul_block_sums_test.cpp,
+// The batch-invariance checks of the levels with conventions of their own, and the block sums
+// convention, shared by their kernel tests (qmatmul_block_sums_test.cpp,
 // qmatmul_amx_kquant_test.cpp, qmatmul_packed_test.cpp): whatever the type, every token of a
 // batch and every row of a slice must get the bits it gets alone. Each check runs at the level it
 // is given (lowered to the CPU's best, as qmatmul does).
@@ -28,36 +28,50 @@
 namespace vks::cpuq::test {
 
 // The block sums convention, literally: for each block in order, the exact integer sum of its
-// products (Q4_0: nibble - 8 times the activation; MXFP4: the code's doubled value), then
-// acc = acc + float(S) * (d_w * d_x) (MXFP4's d_w: half the E8M0 scale).
+// products (Q4_0: nibble - 8, Q5_0: the five bits - 16, Q4_1 and Q5_1: the unsigned quant, MXFP4:
+// the code's doubled value, times the activation), then acc = acc + float(S) * (d_w * d_x)
+// (MXFP4's d_w: half the E8M0 scale), and for Q4_1 and Q5_1 then acc = acc + m_w * s_x.
 inline std::vector<float> block_sums_reference(const Matrix& m, const float* x, size_t n_tokens) {
-  const bool mxfp4 = m.type == GgmlType::kMXFP4;
-  const size_t n_blocks = m.cols / 32, block_bytes = mxfp4 ? 17 : m.type == GgmlType::kQ4_0 ? 18 : 34;
-  const size_t row_bytes = ggml_row_size(m.type, m.cols);
+  const GgmlType type = m.type;
+  const bool with_min = type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1;
+  const bool five_bits = type == GgmlType::kQ5_0 || type == GgmlType::kQ5_1;
+  const size_t n_blocks = m.cols / 32, block_bytes = ggml_row_size(type, 32);
+  // Where a block's quants start: after d (MXFP4: its E8M0 byte), m and the fifth bits.
+  const size_t quants_at = type == GgmlType::kMXFP4 ? 1 : 2 + (with_min ? 2 : 0) + (five_bits ? 4 : 0);
+  const size_t row_bytes = ggml_row_size(type, m.cols);
   std::vector<ActQ8x32> act(n_blocks);
   std::vector<float> y(n_tokens * m.rows);
   for (size_t t = 0; t < n_tokens; ++t) {
-    quantize_activations(m.type, x + t * m.cols, m.cols, reinterpret_cast<uint8_t*>(act.data()), CpuIsa::kScalar);
+    quantize_activations(type, x + t * m.cols, m.cols, reinterpret_cast<uint8_t*>(act.data()), CpuIsa::kScalar);
     for (size_t r = 0; r < m.rows; ++r) {
       float acc = 0.0f;
       for (size_t b = 0; b < n_blocks; ++b) {
         const uint8_t* blk = m.bytes.data() + r * row_bytes + b * block_bytes;
+        const uint8_t* qs = blk + quants_at;
+        const uint32_t qh = five_bits ? util::load_u32(qs - 4) : 0;
         int32_t s = 0;
         for (int e = 0; e < 32; ++e) {
+          const int nibble = e < 16 ? qs[e] & 0xF : qs[e - 16] >> 4;
+          const int quant = nibble | static_cast<int>(((qh >> e) & 1u) << 4);
           int w = 0;
-          if (mxfp4) {
-            w = mxfp4::kDoubledE2M1[e < 16 ? blk[1 + e] & 0xF : blk[1 + e - 16] >> 4];
-          } else if (m.type == GgmlType::kQ4_0) {
-            w = (e < 16 ? blk[2 + e] & 0xF : blk[2 + e - 16] >> 4) - 8;
-          } else {
-            w = static_cast<int8_t>(blk[2 + e]);
+          switch (type) {
+            case GgmlType::kMXFP4: w = mxfp4::kDoubledE2M1[nibble]; break;
+            case GgmlType::kQ4_0: w = nibble - 8; break;
+            case GgmlType::kQ5_0: w = quant - 16; break;
+            case GgmlType::kQ4_1: case GgmlType::kQ5_1: w = quant; break;
+            default: w = static_cast<int8_t>(qs[e]); break;  // Q8_0
           }
           s += w * act[b].qs[e];
         }
-        const float d_w = mxfp4 ? mxfp4::e8m0_half(blk[0]) : util::half_to_float(util::load_u16(blk));
+        const float d_w = type == GgmlType::kMXFP4 ? mxfp4::e8m0_half(blk[0]) : util::half_to_float(util::load_u16(blk));
         const float d = d_w * act[b].d;
         const float term = static_cast<float>(s) * d;
         acc = acc + term;
+        if (with_min) {
+          const float m_w = util::half_to_float(util::load_u16(blk + 2));
+          const float min_term = m_w * act[b].s;
+          acc = acc + min_term;
+        }
       }
       y[t * m.rows + r] = acc;
     }

@@ -15,12 +15,13 @@
 // operations are the same sequence everywhere (the library is compiled with -ffp-contract=off so no
 // level fuses a multiply-add the others do not).
 //
-// The avx512vnni and amx levels' Q4_0, Q8_0 and MXFP4 follow a convention of their own ("block
-// sums"): for y[t][r], for each block b in order, S_b = the exact integer sum of the block's 32
-// products, Q4_0's -8 offset included (-8 times the activation block's sum; MXFP4's weights are its
-// codes' doubled values, d_w half its E8M0 scale); acc = acc + float(S_b) * (d_w * d_x); y = acc.
-// One float accumulator per output, so one multiply and one add per block and output, where the
-// lane convention's four lanes cost four of each. Its bits differ from the lower levels' (the
+// The avx512vnni and amx levels' Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and MXFP4 follow a convention of
+// their own ("block sums"): for y[t][r], for each block b in order, S_b = the exact integer sum of
+// the block's 32 products, Q4_0's -8 and Q5_0's -16 offsets included (the offset times the
+// activation block's sum; MXFP4's weights are its codes' doubled values, d_w half its E8M0 scale);
+// acc = acc + float(S_b) * (d_w * d_x), then for Q4_1 and Q5_1 (their quants unsigned, no offset)
+// acc = acc + m_w * s_x; y = acc. One float accumulator per output, so one multiply and one add
+// per block and output, where the lane convention's four lanes cost four of each. Its bits differ from the lower levels' (the
 // rounding differs), but are the same for any token count, row split and thread count: the batch
 // invariance the engine needs.
 //
@@ -130,10 +131,11 @@ void add_amx_packed_kernels(KernelTable& table);
 // its own bits (the amx level's Q4_K replaces that one with its own).
 void add_avx512vnni_q4k_q5k_packed_kernels(KernelTable& table);
 void add_avx512vnni_q6k_packed_kernels(KernelTable& table);
-// The avx512vnni level's Q4_0, Q8_0 and MXFP4 (kernels_avx512vnni_block_sums.cpp), under block sums,
-// for any token count: GemmFn's contract on GGUF rows, and on packed rows (w_stride a row's bytes,
-// n_rows a multiple of 16). add_avx512vnni_kernels sets them; the amx level's tiles hand them the
-// tokens below a tile, so that both levels give the same bits.
+// The avx512vnni level's Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and MXFP4 (kernels_avx512vnni_block_sums.cpp),
+// under block sums, for any token count: GemmFn's contract on GGUF rows, and on packed rows
+// (w_stride a row's bytes, n_rows a multiple of 16). add_avx512vnni_kernels sets them; the amx
+// level's Q4_0 and Q8_0 tiles hand these the tokens below a tile, so that both levels give the same
+// bits (its other types are these).
 void add_avx512vnni_block_sums_kernels(KernelTable& table);
 void block_sums_q4_0(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
                      size_t n_tokens, size_t n_blocks, float* y, size_t y_stride);

@@ -7,8 +7,8 @@
 // steps then run on 16 floats: row i's 4 lanes at 4i..4i+3 (its min term in all four), the
 // convention's operations per element, so every output gets the bits of every other level. A row
 // group's block is unpacked once for up to 16 tokens; a group past the last row repeats the last
-// row and its outputs are not stored. Q4_0 and Q8_0 follow "block sums" at this level instead
-// (kernels_avx512vnni_block_sums.cpp).
+// row and its outputs are not stored. Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and MXFP4 follow "block sums" at
+// this level instead (kernels_avx512vnni_block_sums.cpp).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -351,7 +351,7 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 void add_avx512vnni_kernels(KernelTable& table) {
   table.quantize_q8x32 = quantize_act_q8x32_avx512;
   table.quantize_q8x256 = quantize_act_q8x256_avx512;
-  add_avx512vnni_block_sums_kernels(table);  // Q4_0 and Q8_0
+  add_avx512vnni_block_sums_kernels(table);  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and MXFP4
   table.gemm[12] = gemm<Q4_Kx4>;
   table.gemm[14] = gemm<Q6_Kx4>;
   add_avx512vnni_q4k_q5k_packed_kernels(table);

@@ -1,10 +1,11 @@
-// The avx512vnni level's Q4_0, Q8_0 and MXFP4, under the "block sums" convention (kernels.h), on
-// GGUF rows and on rows packed in groups of 16 (packed_rows.h): vpdpbusd on 16 rows at once, the
-// weights in the VNNI order (register k: dword k, elements 4k..4k+3, of each of the 16 rows), so
-// that eight vpdpbusd against a token's eight dwords broadcast leave S_b of the 16 rows in one
-// register, with no lanes to add across, and the float step runs once per 16 rows, token and block.
-// The lane convention's four lanes per row cost four times that float step, which bounded this
-// level's GEMM (TinyLlama Q4_0 prefill at 0.94-0.97x llama.cpp on an AVX-512 VNNI CPU without AMX).
+// The avx512vnni level's Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and MXFP4, under the "block sums" convention
+// (kernels.h), on GGUF rows and on rows packed in groups of 16 (packed_rows.h): vpdpbusd on 16 rows
+// at once, the weights in the VNNI order (register k: dword k, elements 4k..4k+3, of each of the 16
+// rows), so that eight vpdpbusd against a token's eight dwords broadcast leave S_b of the 16 rows in
+// one register, with no lanes to add across, and the float step runs once per 16 rows, token and
+// block. The lane convention's four lanes per row cost four times that float step, which bounded
+// this level's GEMM (TinyLlama Q4_0 prefill at 0.94-0.97x llama.cpp on an AVX-512 VNNI CPU without
+// AMX).
 //
 // Every token count runs here, in passes of a few tokens per weight load; the amx level's tiles
 // (kernels_amx.cpp, kernels_amx_packed.cpp) hand these the tokens below a tile, so both levels
@@ -44,9 +45,15 @@ constexpr size_t kGroupRows = 16;
 // Q4_0's nibbles as stored (q = w + 8), Q8_0's bytes ^ 0x80 (q = w + 128), MXFP4's doubled values
 // looked up with 12 added (q = w + 12, 0..24); the bias times the token's block sum is its offset,
 // where a token's sum starts. kQuantsAt: where a block's quants start; scales(): the 16 rows' block
-// scales from the 32 bits at each row's block start (RowScales).
+// scales from the 32 bits at each row's block start (RowDwords).
+// kMin: the type adds m_w * s_x per block (Q4_1, Q5_1; mins() gives the 16 rows' m_w from the same
+// 32 bits as scales()); kFifthBitsAt: where a Q5 block's 32 fifth bits lie (0: none).
 inline __m512 half_scales(__m512i raw) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw)); }
-struct Q4_0Bs {
+struct NoMinNoFifthBits {
+  static constexpr bool kMin = false;
+  static constexpr size_t kFifthBitsAt = 0;
+};
+struct Q4_0Bs : NoMinNoFifthBits {
   static constexpr size_t kBytes = 18, kQuantsAt = 2;
   static __m512 scales(__m512i raw) { return half_scales(raw); }
   static int32_t offset(const ActQ8x32& a) { return a.neg_c8[0]; }  // -8 * sum
@@ -55,15 +62,37 @@ struct Q4_0Bs {
   // kernel in cache streamed, 0.98x not; two Q8_0 tokens from memory 1.03x streamed, 0.96x not).
   static constexpr int kStreamedUpTo = 1;
 };
-struct Q8_0Bs {
+struct Q8_0Bs : NoMinNoFifthBits {
   static constexpr size_t kBytes = 34, kQuantsAt = 2;
   static __m512 scales(__m512i raw) { return half_scales(raw); }
   static int32_t offset(const ActQ8x32& a) { return -128 * a.sum; }
   static constexpr int kStreamedUpTo = 2;
 };
+// Q4_1, Q5_0 and Q5_1: the nibbles (and fifth bits) as stored, unsigned; Q5_0's bias 16 is its
+// offset, Q4_1's and Q5_1's m_w * s_x their min term. Their one-token kernels on GGUF rows read the
+// 16 rows side by side (kStreamedUpTo 0): the runner packs these matrices, so GGUF rows are what the
+// Vulkan runner's host experts and row counts off the 16-row group read.
+struct Q4_1Bs {
+  static constexpr size_t kBytes = 20, kQuantsAt = 4, kFifthBitsAt = 0;
+  static constexpr bool kMin = true;
+  static __m512 scales(__m512i raw) { return half_scales(raw); }
+  static __m512 mins(__m512i raw) { return half_scales(_mm512_srli_epi32(raw, 16)); }
+  static int32_t offset(const ActQ8x32&) { return 0; }
+  static constexpr int kStreamedUpTo = 0;
+};
+struct Q5_0Bs {
+  static constexpr size_t kBytes = 22, kQuantsAt = 6, kFifthBitsAt = 2;
+  static constexpr bool kMin = false;
+  static __m512 scales(__m512i raw) { return half_scales(raw); }
+  static int32_t offset(const ActQ8x32& a) { return -16 * a.sum; }
+  static constexpr int kStreamedUpTo = 0;
+};
+struct Q5_1Bs : Q4_1Bs {
+  static constexpr size_t kBytes = 24, kQuantsAt = 8, kFifthBitsAt = 4;
+};
 // MXFP4: half the E8M0 scale (mxfp4_codes.h's e8m0_half in 16 lanes: 2^(e - 128), subnormal for
 // e = 0 and 1).
-struct MXFP4Bs {
+struct MXFP4Bs : NoMinNoFifthBits {
   static constexpr size_t kBytes = 17, kQuantsAt = 1;
   static __m512 scales(__m512i raw) {
     const __m512i e = _mm512_and_si512(raw, _mm512_set1_epi32(0xFF));
@@ -101,6 +130,33 @@ constexpr int kPassTokens = 8;
 inline void scale_add(__m512& acc, __m512i s, __m512 dw, float dx) {
   const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(dx));
   acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s), scale));
+}
+
+// acc += float(S) * (d_w * d_x), then, for a type with mins, acc += m_w * s_x (kernels.h).
+template <class F>
+inline void block_step(__m512& acc, __m512i s, __m512 dw, __m512 mw, const ActQ8x32& a) {
+  scale_add(acc, s, dw, a.d);
+  if constexpr (F::kMin) acc = _mm512_add_ps(acc, _mm512_mul_ps(mw, _mm512_set1_ps(a.s)));
+}
+
+// Q5's fifth bits: w[k] holds elements 4k..4k+3 of each row (byte i of a dword: element 4k + i),
+// qh the rows' 32 fifth bits in the same dword lanes; element e's bit is bit e of qh, so byte
+// k / 2 of the row's qh, bit 4 (k % 2) + i. vpshufb spreads that byte over the row's dword,
+// vptestmb picks each byte's bit, and a masked add puts 16 on the elements whose bit is set.
+inline void add_fifth_bits(__m512i* w, __m512i qh) {
+  const __m512i sixteen = _mm512_set1_epi8(16);
+  for (size_t k = 0; k < 8; ++k) {
+    const int j = static_cast<int>(k / 2);
+    const __m512i spread =
+        _mm512_shuffle_epi8(qh, _mm512_set_epi8(12 + j, 12 + j, 12 + j, 12 + j, 8 + j, 8 + j, 8 + j, 8 + j, 4 + j,
+                                                4 + j, 4 + j, 4 + j, j, j, j, j, 12 + j, 12 + j, 12 + j, 12 + j, 8 + j,
+                                                8 + j, 8 + j, 8 + j, 4 + j, 4 + j, 4 + j, 4 + j, j, j, j, j, 12 + j,
+                                                12 + j, 12 + j, 12 + j, 8 + j, 8 + j, 8 + j, 8 + j, 4 + j, 4 + j, 4 + j,
+                                                4 + j, j, j, j, j, 12 + j, 12 + j, 12 + j, 12 + j, 8 + j, 8 + j, 8 + j,
+                                                8 + j, 4 + j, 4 + j, 4 + j, 4 + j, j, j, j, j));
+    const __m512i bits = _mm512_set1_epi32(k % 2 == 0 ? 0x08040201 : static_cast<int32_t>(0x80402010u));
+    w[k] = _mm512_mask_add_epi8(w[k], _mm512_test_epi8_mask(spread, bits), w[k], sixteen);
+  }
 }
 
 // S_b of one token against a block's eight weight registers w (w[k] against dword k), its offset
@@ -239,18 +295,31 @@ struct Q8_0Rows : Q8_0Bs {
   }
 };
 
-// The 16 rows' block scales (F::scales of the 32 bits at each row's block start), row 4g + i's in
-// float 4i + g.
-struct RowScales {
+// Q4_1's, Q5_0's and Q5_1's nibbles lie as Q4_0's; their fifth bits and mins are added by
+// few_group.
+struct Q4_1Rows : Q4_1Bs {
+  static void load(const GroupRows& rows, size_t off, __m512i* w) { Q4_0Rows::load(rows, off, w); }
+};
+struct Q5_0Rows : Q5_0Bs {
+  static void load(const GroupRows& rows, size_t off, __m512i* w) { Q4_0Rows::load(rows, off, w); }
+};
+struct Q5_1Rows : Q5_1Bs {
+  static void load(const GroupRows& rows, size_t off, __m512i* w) { Q4_0Rows::load(rows, off, w); }
+};
+
+// The 32 bits at the same offset of each of the 16 rows' blocks (scales, mins, fifth bits), row 4g +
+// i's in int32 4i + g.
+struct RowDwords {
   __m512i index;
-  explicit RowScales(size_t stride) {
+  explicit RowDwords(size_t stride) {
     alignas(64) int32_t at[kGroupRows];
     for (size_t r = 0; r < kGroupRows; ++r) at[4 * (r % 4) + r / 4] = static_cast<int32_t>(r * stride);
     index = _mm512_load_si512(at);
   }
+  __m512i at(const uint8_t* p) const { return _mm512_i32gather_epi32(index, p, 1); }
   template <class F>
-  __m512 at(const uint8_t* block) const {
-    return F::scales(_mm512_i32gather_epi32(index, block, 1));
+  __m512 scales_at(const uint8_t* block) const {
+    return F::scales(at(block));
   }
 };
 
@@ -260,17 +329,22 @@ template <class F, int NT>
 void few_group(const uint8_t* g, size_t stride, const uint8_t* ahead, const ActQ8x32* const* x, size_t n_blocks,
                __m512* acc) {
   constexpr size_t kStep = kGroupRows * F::kBytes;
-  const RowScales scales(stride);
+  const RowDwords dwords(stride);
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const GroupRows rows(g, stride);
   for (size_t b = 0; b < n_blocks; ++b) {
     if (ahead != nullptr) prefetch_step(ahead + b * kStep, kStep);
+    const uint8_t* block = g + b * F::kBytes;
     __m512i w[8];
     F::load(rows, b * F::kBytes + F::kQuantsAt, w);
-    const __m512 dw = scales.at<F>(g + b * F::kBytes);
+    if constexpr (F::kFifthBitsAt != 0) add_fifth_bits(w, dwords.at(block + F::kFifthBitsAt));
+    const __m512i head = dwords.at(block);
+    const __m512 dw = F::scales(head);
+    __m512 mw = _mm512_setzero_ps();
+    if constexpr (F::kMin) mw = F::mins(head);
     for (int t = 0; t < NT; ++t) {
       const ActQ8x32& a = x[t][b];
-      scale_add(acc[t], block_sum<NT>(w, a, F::offset(a)), dw, a.d);
+      block_step<F>(acc[t], block_sum<NT>(w, a, F::offset(a)), dw, mw, a);
     }
   }
 }
@@ -301,6 +375,7 @@ thread_local QmatmulScratch t_lanes;  // a group's per-row-group lanes, [token][
 template <class F, int NT>
 void few_group_streamed(const uint8_t* g, size_t stride, const uint8_t* ahead, const ActQ8x32* const* x,
                         size_t n_blocks, __m512* acc) {
+  static_assert(!F::kMin && F::kFifthBitsAt == 0, "the streamed path runs the float step of Q4_0, Q8_0 and MXFP4");
   constexpr size_t kStep = 4 * F::kBytes;
   auto* lanes = reinterpret_cast<__m512i*>(t_lanes.reserve(static_cast<size_t>(NT) * n_blocks * 3 * sizeof(__m512i)));
   for (size_t q = 0; q < 3; ++q) {
@@ -313,12 +388,12 @@ void few_group_streamed(const uint8_t* g, size_t stride, const uint8_t* ahead, c
       for (int t = 0; t < NT; ++t) lanes[(static_cast<size_t>(t) * n_blocks + b) * 3 + q] = lanes4(lo, hi, x[t][b]);
     }
   }
-  const RowScales scales(stride);
+  const RowDwords dwords(stride);
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const uint8_t* p = g + 12 * stride + F::kQuantsAt;
   for (size_t b = 0; b < n_blocks; ++b) {
     if (ahead != nullptr) prefetch_step(ahead + b * kStep, kStep);
-    const __m512 dw = scales.at<F>(g + b * F::kBytes);
+    const __m512 dw = dwords.scales_at<F>(g + b * F::kBytes);
     __m512i lo, hi;
     F::load4(p + b * F::kBytes, stride, lo, hi);
     for (int t = 0; t < NT; ++t) {
@@ -406,6 +481,26 @@ struct Q4_0Packed : Q4_0Bs, HalfScales {
     }
   }
 };
+// Q4_1 and Q5_1: each row's fp16 d and m side by side (64 bytes), one load for both.
+struct HalfScalesAndMins {
+  static constexpr size_t kScaleBytes = 4 * kGroupRows;
+  static __m512 block_scales(const uint8_t* blk) { return half_scales(_mm512_loadu_si512(blk)); }
+  static __m512 block_mins(const uint8_t* blk) { return Q4_1Bs::mins(_mm512_loadu_si512(blk)); }
+};
+// Q5's quants: the 16 rows' fifth bits as dword 0 (row r's in lane r), then Q4_0's nibble dwords.
+inline void load_q5_packed(const uint8_t* q, __m512i* w) {
+  Q4_0Packed::load(q + 4 * kGroupRows, w);
+  add_fifth_bits(w, _mm512_loadu_si512(q));
+}
+struct Q4_1Packed : Q4_1Bs, HalfScalesAndMins {
+  static void load(const uint8_t* q, __m512i* w) { Q4_0Packed::load(q, w); }
+};
+struct Q5_0Packed : Q5_0Bs, HalfScales {
+  static void load(const uint8_t* q, __m512i* w) { load_q5_packed(q, w); }
+};
+struct Q5_1Packed : Q5_1Bs, HalfScalesAndMins {
+  static void load(const uint8_t* q, __m512i* w) { load_q5_packed(q, w); }
+};
 struct Q8_0Packed : Q8_0Bs, HalfScales {
   // Stored signed, as the amx level's tiles read them: the 8 xors per block are shared by the
   // tokens, and a one-token step waits on memory.
@@ -449,9 +544,11 @@ void packed_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t
       __m512i q[8];
       F::load(blk + F::kScaleBytes, q);
       const __m512 dw = F::block_scales(blk);
+      __m512 mw = _mm512_setzero_ps();
+      if constexpr (F::kMin) mw = F::block_mins(blk);
       for (int t = 0; t < NT; ++t) {
         const ActQ8x32& a = x[t][b];
-        scale_add(acc[t], block_sum<NT>(q, a, F::offset(a)), dw, a.d);
+        block_step<F>(acc[t], block_sum<NT>(q, a, F::offset(a)), dw, mw, a);
       }
     }
     for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride + r0, acc[t]);
@@ -499,9 +596,15 @@ void block_sums_q8_0_packed(const uint8_t* w, size_t w_stride, size_t n_rows, co
 
 void add_avx512vnni_block_sums_kernels(KernelTable& table) {
   table.gemm[2] = block_sums_q4_0;
+  table.gemm[3] = gemm_rows<Q4_1Rows>;
+  table.gemm[6] = gemm_rows<Q5_0Rows>;
+  table.gemm[7] = gemm_rows<Q5_1Rows>;
   table.gemm[8] = block_sums_q8_0;
   table.gemm[39] = block_sums_mxfp4;
   table.packed[2] = {{packed_entry<Q4_0Packed>, nullptr, nullptr, 0, 0}, 0};
+  table.packed[3] = {{packed_entry<Q4_1Packed>, nullptr, nullptr, 0, 0}, 0};
+  table.packed[6] = {{packed_entry<Q5_0Packed>, nullptr, nullptr, 0, 0}, 0};
+  table.packed[7] = {{packed_entry<Q5_1Packed>, nullptr, nullptr, 0, 0}, 0};
   table.packed[8] = {{packed_entry<Q8_0Packed>, nullptr, nullptr, 0, 0}, 0};
   table.packed[39] = {{packed_entry<MXFP4Packed>, nullptr, nullptr, 0, 0}, 0};
 }
