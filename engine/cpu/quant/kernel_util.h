@@ -42,21 +42,14 @@ static inline void prefetch_range(const void* p, size_t bytes) {
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o, 0, static_cast<int>(To));
 }
 
-// How far ahead a packed Q4_0 or Q8_0 one-token step prefetches into L1 (packed_rows.h: a matrix's
-// groups follow one another, so its bytes are one sequential stream): one token waits on memory
-// alone. (Placed with prefetch_here, 4096 read them no faster: 25.8-31.5 GB/s against 31.2-32.6.)
-// On an AMD EPYC (AVX-512 VNNI, no AMX), vks_bench_cpu_kernels --packed --packed-tokens 1, two
-// rounds: 4096 bytes ahead read Q4_0 and Q8_0 at 1.18-1.34x the speed of the next group into L1
-// at 1 thread, the same or better at 2 (2048 ahead ran at 0.88-1.03x the speed of 4096, 8192 at
-// 0.89-0.99x, 16384 at 0.83-0.94x); the next group into L1 had decoded TinyLlama Q4_0 and Q8_0 at
-// 1.05-1.14x the next group into L2. More tokens fetch the next group into L2.
-inline constexpr size_t kStreamAhead = 4096;
-
 // How far ahead the K-quant kernels on packed rows prefetch, one line per line they load: Q4_K and
-// Q5_K into L1, Q6_K into L2. Same bench, one token, 1 thread: 8192 ahead read Q4_K at 29.9-30.7 GB/s,
-// 4096 at 27.0-27.9, 6144 at 28.4-28.9, 12288 at 29.4-30.5 (Q5_K 27.0-28.6 and 28.9-29.3 at 4096);
-// Q6_K into L2 at 8192 read 28.4-30.1, into L1 at any distance 12.9-18.4 (below the next group into
-// L2 that it had before, 21-22: why was not found).
+// Q5_K into L1, Q6_K into L2. vks_bench_cpu_kernels --packed, one token, 1 thread: 8192 ahead read
+// Q4_K at 29.9-30.7 GB/s, 4096 at 27.0-27.9, 6144 at 28.4-28.9, 12288 at 29.4-30.5 (Q5_K 27.0-28.6
+// and 28.9-29.3 at 4096); Q6_K into L2 at 8192 read 28.4-30.1, into L1 at any distance 12.9-18.4
+// (below the next group into L2 that it had before, 21-22: why was not found). Without them
+// (--packed-tokens 1 8 --types q4_k q5_k q6_k --shapes gate/up, three alternating rounds) one token
+// read at 14.7-20.0 GB/s instead of 23.1-31.7 and 8 tokens at 5.3-7.4 instead of 9.5-13.3. (The
+// block-sums kernels' one token, fewer operations a byte, reads fastest with no prefetch.)
 inline constexpr size_t kKQuantStreamAhead = 8192;
 
 // Prefetches the line of p where the call is written. GCC's scheduler moves __builtin_prefetch

@@ -522,7 +522,11 @@ struct MXFP4Packed : MXFP4Bs {
 };
 
 // NT tokens (at most kPassTokens) on packed rows (n_rows a multiple of 16): token t's 16 outputs
-// of a group in one register, stored as one run of y.
+// of a group in one register, stored as one run of y. More than one token prefetches the next group
+// into L2; one token prefetches nothing: its matrix is one sequential stream (packed_rows.h) that
+// the hardware prefetchers follow, and the 4 KiB-ahead L1 prefetch it had read slower
+// (vks_bench_cpu_kernels --packed --packed-tokens 1 --types q8_0 q4_0 --shapes gate/up, 1 thread,
+// three alternating rounds: Q8_0 21.0-24.3 -> 25.6-28.5 GB/s, Q4_0 21.8-27.6 -> 25.9-26.7).
 template <class F, int NT>
 void packed_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride,
                  size_t n_blocks, float* y, size_t y_stride) {
@@ -536,10 +540,8 @@ void packed_pass(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < n_blocks; ++b) {
       const uint8_t* blk = g + b * kBlock;
-      if constexpr (NT == 1) {
-        util::prefetch_range<util::PrefetchTo::kL1>(blk + util::kStreamAhead, kBlock);
-      } else if (ahead != nullptr) {
-        prefetch_step(ahead + b * kBlock, kBlock);
+      if constexpr (NT > 1) {
+        if (ahead != nullptr) prefetch_step(ahead + b * kBlock, kBlock);
       }
       __m512i q[8];
       F::load(blk + F::kScaleBytes, q);
