@@ -121,7 +121,10 @@ TEST_P(WindowEngine, ALongSequenceHoldsOnlyItsWindowInTheWindowPool) {
   SKIP_IF_NO_DEVICE();
   ASSERT_EQ(out.ids[0].size(), 300u);
   EXPECT_TRUE(std::equal(ref_.generated.begin(), ref_.generated.end(), out.ids[0].begin()));
-  EXPECT_GE(out.most_full_used, 80);
+  // The pools are sampled between polls, and a loaded machine runs several steps between two (79 of
+  // the final 85 blocks seen once under ctest -j2): half of them still says the full pool held the
+  // whole sequence, which a window's few blocks cannot reach.
+  EXPECT_GE(out.most_full_used, 40);
   EXPECT_GE(out.most_window_used, 2);
   EXPECT_LE(out.most_window_used, (w - 1 + kBlock - 1) / kBlock + 2);
   const KvPoolStats* full = pool_of(out.stats, "full");
