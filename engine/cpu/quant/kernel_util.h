@@ -48,8 +48,8 @@ static inline void prefetch_range(const void* p, size_t bytes) {
 // and 28.9-29.3 at 4096); Q6_K into L2 at 8192 read 28.4-30.1, into L1 at any distance 12.9-18.4
 // (below the next group into L2 that it had before, 21-22: why was not found). Without them
 // (--packed-tokens 1 8 --types q4_k q5_k q6_k --shapes gate/up, three alternating rounds) one token
-// read at 14.7-20.0 GB/s instead of 23.1-31.7 and 8 tokens at 5.3-7.4 instead of 9.5-13.3. (The
-// block-sums kernels' one token, fewer operations a byte, reads fastest with no prefetch.)
+// read at 14.7-20.0 GB/s instead of 23.1-31.7 and 8 tokens at 5.3-7.4 GB/s instead of 9.5-13.3.
+// (The block-sums kernels' one token reads fastest with no prefetch: kernels_avx512vnni_block_sums.cpp.)
 inline constexpr size_t kKQuantStreamAhead = 8192;
 
 // Prefetches the line of p where the call is written. GCC's scheduler moves __builtin_prefetch
