@@ -197,6 +197,7 @@ struct KvPoolStats {
   int32_t blocks_used = 0;       // held by sequences
   int32_t blocks_cached = 0;     // holding a registered prefix (evictable when free)
   int64_t bytes_per_block = 0;   // one block of every layer it holds, K and V
+  int32_t blocks_used_peak = 0;  // the most blocks_used any engine turn has ended with
 };
 
 struct EngineStats {

@@ -192,6 +192,7 @@ struct Engine::Impl {
 
   mutable std::mutex stats_mu;
   EngineStats stats_snapshot;  // guarded by stats_mu
+  std::vector<int32_t> kv_pool_peaks;  // per kv_pool_stats() entry: its blocks_used_peak so far
 
   sched::EventQueue events;
   ThreadPool pool;  // sampling helpers (config.worker_threads in all; 0: one per core, at most 16)

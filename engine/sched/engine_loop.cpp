@@ -223,6 +223,12 @@ void Engine::Impl::publish_stats() {
   s.cpu_expert_layers = runner->cpu_expert_layers();
   s.kv_blocks_cached = blocks.num_cached();
   s.kv_pools = kv_pool_stats();
+  // Each turn ends here, so the peaks see every turn's end (a reader polling stats may miss some).
+  kv_pool_peaks.resize(s.kv_pools.size(), 0);
+  for (size_t i = 0; i < s.kv_pools.size(); ++i) {
+    kv_pool_peaks[i] = std::max(kv_pool_peaks[i], s.kv_pools[i].blocks_used);
+    s.kv_pools[i].blocks_used_peak = kv_pool_peaks[i];
+  }
   s.prefix_hit_tokens = blocks.hit_tokens();
   s.prefix_query_tokens = blocks.query_tokens();
   s.requests_finished = requests_finished;
