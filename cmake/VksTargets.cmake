@@ -78,6 +78,7 @@ endfunction()
 function(vks_add_test name)
   cmake_parse_arguments(A "OPTIMIZED" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${A_SOURCES})
+  set_target_properties(${name} PROPERTIES UNITY_BUILD ${VKS_UNITY_BUILD} UNITY_BUILD_BATCH_SIZE 8)
   target_link_libraries(${name} PRIVATE ${A_DEPS} vks_test_support GTest::gtest GTest::gtest_main)
   vks_warnings(${name})
   if(NOT A_OPTIMIZED)  # OPTIMIZED: the test itself computes heavy references; keep the build type's flags

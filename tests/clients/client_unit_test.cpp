@@ -11,12 +11,7 @@ namespace {
 
 using vkstream::Value;
 using vks::test::FakeDaemon;
-
-Value answer(const Value& req, const std::string& type, Value::Map fields = {}) {
-  Value v = Value::Map{{"type", Value(type)}, {"tag", *req.find("tag")}};
-  for (auto& [k, f] : fields) v.set(k, f);
-  return v;
-}
+using vks::test::answer;
 
 Value token_event(const std::string& id, int64_t seq, std::vector<int64_t> ids, const std::string& text) {
   Value::Array arr;

@@ -13,13 +13,8 @@ namespace {
 
 using vkstream::Value;
 using vks::test::FakeDaemon;
+using vks::test::answer;
 using namespace std::chrono_literals;
-
-Value answer(const Value& req, const std::string& type, Value::Map fields = {}) {
-  Value v = Value::Map{{"type", Value(type)}, {"tag", *req.find("tag")}};
-  for (auto& [k, f] : fields) v.set(k, f);
-  return v;
-}
 
 // A daemon that accepts a generate and then says nothing about it until it is asked for its
 // stats the `answer_after`-th time: then the request's token and finished events follow. With

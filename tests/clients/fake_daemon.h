@@ -46,4 +46,12 @@ class FakeDaemon {
   std::thread thread_;
 };
 
+// The answer a daemon sends to `request`: its type, the request's tag, then `fields`.
+inline vkstream::Value answer(const vkstream::Value& request, const std::string& type,
+                              vkstream::Value::Map fields = {}) {
+  vkstream::Value v = vkstream::Value::Map{{"type", vkstream::Value(type)}, {"tag", *request.find("tag")}};
+  for (auto& [k, f] : fields) v.set(k, f);
+  return v;
+}
+
 }  // namespace vks::test

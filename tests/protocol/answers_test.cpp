@@ -7,22 +7,12 @@
 #include "protocol/responses.h"
 #include "protocol/topic.h"
 #include "tests/protocol/msgpack_builder.h"
+#include "tests/protocol/roundtrip.h"
 
 namespace vks::proto {
 namespace {
 
-template <class T>
-T roundtrip(const T& body, const Tag& tag = Tag::of(12)) {
-  const std::string payload = encode_answer(AnswerBody(body), tag);
-  Result<ServerMessage> m = parse_server_message(payload);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message + " field " + m.error().field);
-  if (!m.ok()) return T{};
-  EXPECT_TRUE(std::holds_alternative<T>(m->body));
-  if constexpr (!std::is_same_v<T, StreamEvent>) {
-    EXPECT_EQ(m->tag, tag);
-  }
-  return std::get<T>(m->body);
-}
+using test::answer_roundtrip;
 
 ModelInfo sample_model() {
   ModelInfo m;
@@ -87,7 +77,7 @@ TEST(Answers, HelloRoundTrip) {
   h.pub_endpoint = "ipc:///run/vkstream/pub.zmq";
   h.router_endpoint = "ipc:///run/vkstream/router.zmq";
   h.retention_ms = 60000;
-  const HelloAnswer out = roundtrip(h);
+  const HelloAnswer out = answer_roundtrip(h);
   EXPECT_EQ(out.version, 1);
   EXPECT_EQ(out.server, h.server);
   expect_model_eq(out.model, h.model);
@@ -104,16 +94,16 @@ TEST(Answers, HelloRoundTrip) {
 
 TEST(Answers, AcceptedCancelledTokenizeDetokenizeModel) {
   AcceptedAnswer a{"req-1", topic_for(StreamToken{}), 3, 17, true};
-  const AcceptedAnswer ao = roundtrip(a);
+  const AcceptedAnswer ao = answer_roundtrip(a);
   EXPECT_EQ(ao.id, "req-1");
   EXPECT_EQ(ao.topic, a.topic);
   EXPECT_EQ(ao.queue_position, 3);
   EXPECT_EQ(ao.prompt_tokens, 17);
   EXPECT_TRUE(ao.detached);
-  EXPECT_EQ(roundtrip(CancelledAnswer{"abc"}, Tag::of("s")).id, "abc");
-  EXPECT_EQ(roundtrip(TokenizeAnswer{{1, 403, 9}}).ids, (std::vector<TokenId>{1, 403, 9}));
-  EXPECT_EQ(roundtrip(DetokenizeAnswer{"Once upon"}).text, "Once upon");
-  expect_model_eq(roundtrip(ModelAnswer{sample_model()}).model, sample_model());
+  EXPECT_EQ(answer_roundtrip(CancelledAnswer{"abc"}, Tag::of("s")).id, "abc");
+  EXPECT_EQ(answer_roundtrip(TokenizeAnswer{{1, 403, 9}}).ids, (std::vector<TokenId>{1, 403, 9}));
+  EXPECT_EQ(answer_roundtrip(DetokenizeAnswer{"Once upon"}).text, "Once upon");
+  expect_model_eq(answer_roundtrip(ModelAnswer{sample_model()}).model, sample_model());
 }
 
 TEST(Answers, StatusRoundTrip) {
@@ -126,7 +116,7 @@ TEST(Answers, StatusRoundTrip) {
   s.generated_tokens = 38;
   s.detached = true;
   s.reason = FinishReason::kLength;
-  StatusAnswer o = roundtrip(s);
+  StatusAnswer o = answer_roundtrip(s);
   EXPECT_EQ(o.state, RequestState::kFinished);
   EXPECT_EQ(o.topic, s.topic);
   EXPECT_EQ(o.last_seq, 41);
@@ -137,7 +127,7 @@ TEST(Answers, StatusRoundTrip) {
   s.reason.reset();
   s.queue_position = 4;
   s.last_seq = -1;
-  o = roundtrip(s);
+  o = answer_roundtrip(s);
   EXPECT_EQ(o.state, RequestState::kQueued);
   EXPECT_EQ(o.queue_position, 4);
   EXPECT_EQ(o.last_seq, -1);
@@ -146,7 +136,7 @@ TEST(Answers, StatusRoundTrip) {
 
 TEST(Answers, ErrorRoundTrip) {
   ErrorAnswer e{make_error(WireError::kOverloaded, "queue full", ""), "req-9", 250};
-  const ErrorAnswer o = roundtrip(e);
+  const ErrorAnswer o = answer_roundtrip(e);
   EXPECT_EQ(o.error.code, WireError::kOverloaded);
   EXPECT_EQ(o.error.message, "queue full");
   EXPECT_EQ(o.id, "req-9");
@@ -195,7 +185,7 @@ TEST(Replay, TypedRoundTrip) {
   p.next_seq = 7;
   p.finished = false;
   p.truncated = true;
-  const ReplayAnswer o = roundtrip(p);
+  const ReplayAnswer o = answer_roundtrip(p);
   ASSERT_EQ(o.events.size(), 3u);
   EXPECT_EQ(o.events[2].seq, 6);
   EXPECT_EQ(o.events[2].text, "2");

@@ -14,16 +14,16 @@ namespace {
 using test::V;
 using namespace test;
 
-ProtocolLimits limits() {
+ProtocolLimits embed_limits() {
   ProtocolLimits l;
   l.max_prompt_tokens = 8;
   return l;
 }
 
-Result<Request> parse(const V& v) { return parse_request(pack(v), limits()); }
+Result<Request> parse_embed(const V& v) { return parse_request(pack(v), embed_limits()); }
 
 void expect_error(const V& v, WireError code, const std::string& field) {
-  Result<Request> r = parse(v);
+  Result<Request> r = parse_embed(v);
   ASSERT_FALSE(r.ok()) << field;
   EXPECT_EQ(r.error().code, code) << r.error().message;
   EXPECT_EQ(r.error().field, field) << r.error().message;
@@ -38,7 +38,7 @@ TEST(EmbedWire, RequestRoundTripEveryField) {
   e.priority = -3;
   e.deadline_ms = 2500;
   e.id = "emb.1";
-  Result<Request> r = parse_request(encode_request(RequestBody(e), Tag::of(9)), limits());
+  Result<Request> r = parse_request(encode_request(RequestBody(e), Tag::of(9)), embed_limits());
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->tag, Tag::of(9));
   const EmbedRequest& out = std::get<EmbedRequest>(r->body);
@@ -54,7 +54,7 @@ TEST(EmbedWire, RequestRoundTripEveryField) {
 
   EmbedRequest t;
   t.tokens = {{1, 2, 3}, {7}};
-  Result<Request> rt = parse_request(encode_request(RequestBody(t)), limits());
+  Result<Request> rt = parse_request(encode_request(RequestBody(t)), embed_limits());
   ASSERT_TRUE(rt.ok()) << rt.error().message;
   const EmbedRequest& tout = std::get<EmbedRequest>(rt->body);
   EXPECT_EQ(tout.tokens, t.tokens);
@@ -63,7 +63,7 @@ TEST(EmbedWire, RequestRoundTripEveryField) {
 }
 
 TEST(EmbedWire, OneStringIsOneInput) {
-  Result<Request> r = parse(obj({{"type", s("embed")}, {"input", s("just one")}}));
+  Result<Request> r = parse_embed(obj({{"type", s("embed")}, {"input", s("just one")}}));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(std::get<EmbedRequest>(r->body).input, std::vector<std::string>{"just one"});
 }
@@ -91,7 +91,7 @@ TEST(EmbedWire, BadFields) {
   expect_error(with(ok, "id", s("bad id!")), WireError::kInvalidField, "id");
   EmbedRequest many;
   many.input.assign(kMaxEmbedInputs + 1, "x");
-  Result<Request> r = parse_request(encode_request(RequestBody(many)), limits());
+  Result<Request> r = parse_request(encode_request(RequestBody(many)), embed_limits());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, WireError::kInvalidField);
   EXPECT_EQ(r.error().field, "input");

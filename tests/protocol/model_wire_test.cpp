@@ -8,34 +8,15 @@
 #include "protocol/requests.h"
 #include "protocol/responses.h"
 #include "tests/protocol/msgpack_builder.h"
+#include "tests/protocol/roundtrip.h"
 
 namespace vks::proto {
 namespace {
 
 using test::V;
 
-template <class T>
-T request_roundtrip(const T& body) {
-  Result<Request> r = parse_request(encode_request(RequestBody(body), Tag::of(7)), ProtocolLimits{});
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message + " field " + r.error().field);
-  if (!r.ok() || !std::holds_alternative<T>(r->body)) {
-    ADD_FAILURE() << "not the request type sent";
-    return T{};
-  }
-  return std::get<T>(r->body);
-}
-
-template <class T>
-T answer_roundtrip(const T& body) {
-  Result<ServerMessage> m = parse_server_message(encode_answer(AnswerBody(body), Tag::of(9)));
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message + " field " + m.error().field);
-  if (!m.ok() || !std::holds_alternative<T>(m->body)) {
-    ADD_FAILURE() << "not the answer type sent";
-    return T{};
-  }
-  EXPECT_EQ(m->tag, Tag::of(9));
-  return std::get<T>(m->body);
-}
+using test::answer_roundtrip;
+using test::request_roundtrip;
 
 TEST(ModelWire, GenerateChatAndEmbedCarryModelAndKeepAlive) {
   GenerateRequest g;

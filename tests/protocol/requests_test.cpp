@@ -6,6 +6,7 @@
 #include "protocol/requests.h"
 #include "protocol/version.h"
 #include "tests/protocol/msgpack_builder.h"
+#include "tests/protocol/roundtrip.h"
 
 namespace vks::proto {
 namespace {
@@ -23,22 +24,13 @@ Result<Request> parse(const V& v, const ProtocolLimits& limits = test_limits()) 
   return parse_request(test::pack(v), limits);
 }
 
-template <class T>
-T roundtrip(const T& body, const Tag& tag = Tag::of("t-1")) {
-  const std::string payload = encode_request(RequestBody(body), tag);
-  Result<Request> r = parse_request(payload, test_limits());
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-  if (!r.ok()) return T{};
-  EXPECT_EQ(r->tag, tag);
-  EXPECT_TRUE(std::holds_alternative<T>(r->body));
-  return std::get<T>(r->body);
-}
+using test::request_roundtrip;
 
 TEST(Requests, HelloRoundTrip) {
   HelloRequest h;
   h.version = 3;
   h.client = "unit-test";
-  const HelloRequest out = roundtrip(h);
+  const HelloRequest out = request_roundtrip(h);
   EXPECT_EQ(out.version, 3);
   EXPECT_EQ(out.client, "unit-test");
   Result<Request> bare = parse(test::obj({{"type", test::s("hello")}}));
@@ -72,7 +64,7 @@ TEST(Requests, GenerateRoundTripEveryField) {
   q.detached = true;
   q.stream = false;
   q.grammar = "root ::= \"a\"+\n";
-  const GenerateRequest r = roundtrip(q);
+  const GenerateRequest r = request_roundtrip(q);
   EXPECT_EQ(r.id, q.id);
   EXPECT_EQ(r.prompt_ids, q.prompt_ids);
   EXPECT_TRUE(r.prompt.empty());
@@ -210,19 +202,19 @@ TEST(Requests, AcceptsAlternateSpellings) {
 }
 
 TEST(Requests, OtherTypesRoundTrip) {
-  EXPECT_EQ(roundtrip(CancelRequest{"abc"}).id, "abc");
-  EXPECT_EQ(roundtrip(StatusRequest{"0123456789abcdef0123456789abcdef"}).id, "0123456789abcdef0123456789abcdef");
-  EXPECT_EQ(roundtrip(StatsRequest{StatsFormat::kMap}).format, StatsFormat::kMap);
-  EXPECT_EQ(roundtrip(StatsRequest{StatsFormat::kPrometheus}, Tag::of(-5)).format, StatsFormat::kPrometheus);
-  const TokenizeRequest t = roundtrip(TokenizeRequest{"héllo <s>", false, true});
+  EXPECT_EQ(request_roundtrip(CancelRequest{"abc"}).id, "abc");
+  EXPECT_EQ(request_roundtrip(StatusRequest{"0123456789abcdef0123456789abcdef"}).id, "0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(request_roundtrip(StatsRequest{StatsFormat::kMap}).format, StatsFormat::kMap);
+  EXPECT_EQ(request_roundtrip(StatsRequest{StatsFormat::kPrometheus}, Tag::of(-5)).format, StatsFormat::kPrometheus);
+  const TokenizeRequest t = request_roundtrip(TokenizeRequest{"héllo <s>", false, true});
   EXPECT_EQ(t.text, "héllo <s>");
   EXPECT_EQ(t.add_bos, std::optional<bool>(false));
   EXPECT_TRUE(t.parse_special);
   // Unset stays unset on the wire: the server's model decides.
-  EXPECT_FALSE(roundtrip(TokenizeRequest{"x"}).add_bos.has_value());
-  EXPECT_EQ(roundtrip(DetokenizeRequest{{1, 2, 3}}).ids, (std::vector<TokenId>{1, 2, 3}));
-  roundtrip(ModelRequest{}, Tag::none());
-  const ReplayRequest p = roundtrip(ReplayRequest{"r1", 17});
+  EXPECT_FALSE(request_roundtrip(TokenizeRequest{"x"}).add_bos.has_value());
+  EXPECT_EQ(request_roundtrip(DetokenizeRequest{{1, 2, 3}}).ids, (std::vector<TokenId>{1, 2, 3}));
+  request_roundtrip(ModelRequest{}, Tag::none());
+  const ReplayRequest p = request_roundtrip(ReplayRequest{"r1", 17});
   EXPECT_EQ(p.id, "r1");
   EXPECT_EQ(p.from_seq, 17);
 }

@@ -164,7 +164,7 @@ INSTANTIATE_TEST_SUITE_P(Rows, MatmulIdTest, ::testing::ValuesIn(rows_cases()), 
 
 // The lanes family (GPUs) on the same types, wide tiles (the 17-row group takes one) and rows of
 // several groups per lane.
-std::vector<IdCase> lanes_cases() {
+std::vector<IdCase> lanes_id_cases() {
   std::vector<IdCase> cases = rows_cases();
   cases.push_back(IdCase{GgmlType::kQ4_0, 9, 4096});
   for (IdCase& c : cases) c.family = MatmulFamily::kLanes;
@@ -172,7 +172,7 @@ std::vector<IdCase> lanes_cases() {
   cases.push_back(IdCase{GgmlType::kF16, 11, 1037, MatmulFamily::kLanes, 32});
   return cases;
 }
-INSTANTIATE_TEST_SUITE_P(Lanes, MatmulIdTest, ::testing::ValuesIn(lanes_cases()), id_case_name);
+INSTANTIATE_TEST_SUITE_P(Lanes, MatmulIdTest, ::testing::ValuesIn(lanes_id_cases()), id_case_name);
 
 // The SwiGLU epilogue over gate|up blocks (hidden = rows / 2, rarely a multiple of a workgroup's
 // outputs): gpt-oss's MXFP4 and a Q4_K_M file's types, both families.

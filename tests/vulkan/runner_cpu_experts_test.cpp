@@ -184,7 +184,7 @@ TEST_F(CpuExpertsRunner, RoutingLimitsBindOnlyTheLayersRoutedOnTheDevice) {
   EXPECT_EQ(runner.last_submit_count(), 1u + runner.expert_split().host_layers);
 }
 
-struct Fixture {
+struct ExpertsFixture {
   std::string model;      // file in the models folder
   std::string reference;  // reference/<reference>.{logits.f32,greedy.ids}
   int32_t cpu_layers;     // RunnerOptions::cpu_expert_layers
@@ -192,13 +192,13 @@ struct Fixture {
   double ratio = 3e-3;
 };
 
-void PrintTo(const Fixture& f, std::ostream* os) { *os << f.model << " cpu_expert_layers " << f.cpu_layers; }
+void PrintTo(const ExpertsFixture& f, std::ostream* os) { *os << f.model << " cpu_expert_layers " << f.cpu_layers; }
 
-std::string fixture_name(const ::testing::TestParamInfo<Fixture>& info) {
+std::string experts_fixture_name(const ::testing::TestParamInfo<ExpertsFixture>& info) {
   return test::test_name_of(info.param.reference + "_cpu" + std::to_string(info.param.cpu_layers));
 }
 
-class CpuExpertsFixtures : public ::testing::TestWithParam<Fixture> {
+class CpuExpertsFixtures : public ::testing::TestWithParam<ExpertsFixture> {
  protected:
   void SetUp() override {
     if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
@@ -206,7 +206,7 @@ class CpuExpertsFixtures : public ::testing::TestWithParam<Fixture> {
 };
 
 TEST_P(CpuExpertsFixtures, MatchTheReferenceAndStayBatchInvariant) {
-  const Fixture& f = GetParam();
+  const ExpertsFixture& f = GetParam();
   auto model = LlamaModel::load(test::model_path(f.model));
   RunnerOptions o = small_options();
   o.cpu_expert_layers = f.cpu_layers;
@@ -240,22 +240,22 @@ TEST_P(CpuExpertsFixtures, MatchTheReferenceAndStayBatchInvariant) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, CpuExpertsFixtures,
-    ::testing::Values(Fixture{"qwen3moe-tiny.gguf", "qwen3moe-tiny", 1}, Fixture{"qwen3moe-tiny.gguf", "qwen3moe-tiny", 99},
-                      Fixture{"llama-moe-tiny.gguf", "llama-moe-tiny", 1},
-                      Fixture{"llama-moe-tiny.gguf", "llama-moe-tiny", 99},
+    ::testing::Values(ExpertsFixture{"qwen3moe-tiny.gguf", "qwen3moe-tiny", 1}, ExpertsFixture{"qwen3moe-tiny.gguf", "qwen3moe-tiny", 99},
+                      ExpertsFixture{"llama-moe-tiny.gguf", "llama-moe-tiny", 1},
+                      ExpertsFixture{"llama-moe-tiny.gguf", "llama-moe-tiny", 99},
                       // Biased MXFP4 experts, a biased router, top-k then softmax. On the CPU the
                       // MXFP4 products quantize their activations to Q8_0, as llama.cpp's do (up to
                       // 0.145 from the float64 pass there, 0.037 of its deviation): 0.012 and 0.021
                       // measured here with one layer's and both layers' experts on the CPU.
-                      Fixture{"gpt-oss-tiny.gguf", "gpt-oss-tiny.floatref", 1, 0.03},
-                      Fixture{"gpt-oss-tiny.gguf", "gpt-oss-tiny.floatref", 99, 0.03},
+                      ExpertsFixture{"gpt-oss-tiny.gguf", "gpt-oss-tiny.floatref", 1, 0.03},
+                      ExpertsFixture{"gpt-oss-tiny.gguf", "gpt-oss-tiny.floatref", 99, 0.03},
                       // A dense MLP beside the experts, split norms, the scaled-norm router, expert scales.
-                      Fixture{"gemma4-moe-tiny.gguf", "gemma4-moe-tiny.floatref", 1},
-                      Fixture{"gemma4-moe-tiny.gguf", "gemma4-moe-tiny.floatref", 99},
+                      ExpertsFixture{"gemma4-moe-tiny.gguf", "gemma4-moe-tiny.floatref", 1},
+                      ExpertsFixture{"gemma4-moe-tiny.gguf", "gemma4-moe-tiny.floatref", 99},
                       // Gated DeltaNet layers; a sigmoid-gated shared expert.
-                      Fixture{"qwen35moe-tiny.gguf", "qwen35moe-tiny", 1},
-                      Fixture{"qwen35moe-tiny.gguf", "qwen35moe-tiny", 99}),
-    fixture_name);
+                      ExpertsFixture{"qwen35moe-tiny.gguf", "qwen35moe-tiny", 1},
+                      ExpertsFixture{"qwen35moe-tiny.gguf", "qwen35moe-tiny", 99}),
+    experts_fixture_name);
 
 }  // namespace
 }  // namespace vks
