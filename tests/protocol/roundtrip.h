@@ -11,15 +11,10 @@
 
 namespace vks::test {
 
-using proto::encode_answer;
-using proto::encode_request;
-using proto::parse_request;
-using proto::parse_server_message;
-
 template <class T>
 T request_roundtrip(const T& body, const proto::Tag& tag = proto::Tag::of("t-1"),
                     const proto::ProtocolLimits& limits = {}) {
-  proto::Result<proto::Request> r = parse_request(encode_request(proto::RequestBody(body), tag), limits);
+  proto::Result<proto::Request> r = proto::parse_request(proto::encode_request(proto::RequestBody(body), tag), limits);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message + " field " + r.error().field);
   if (!r.ok() || !std::holds_alternative<T>(r->body)) {
     ADD_FAILURE() << "not the request type sent";
@@ -32,7 +27,8 @@ T request_roundtrip(const T& body, const proto::Tag& tag = proto::Tag::of("t-1")
 // A stream event carries no tag: only the other answers' tags are checked.
 template <class T>
 T answer_roundtrip(const T& body, const proto::Tag& tag = proto::Tag::of(12)) {
-  proto::Result<proto::ServerMessage> m = parse_server_message(encode_answer(proto::AnswerBody(body), tag));
+  proto::Result<proto::ServerMessage> m =
+      proto::parse_server_message(proto::encode_answer(proto::AnswerBody(body), tag));
   EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message + " field " + m.error().field);
   if (!m.ok() || !std::holds_alternative<T>(m->body)) {
     ADD_FAILURE() << "not the answer type sent";
