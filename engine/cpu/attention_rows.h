@@ -66,17 +66,22 @@ template <int kLocality>
 // plus the sink's exp(sink - max_score) where there is one (a sink weighs in the denominator only).
 // At kAvx512 16 floats per register, each half added to the lanes in turn (the same additions); at
 // kBaseline the exponentials four at a time (exp_lanes.h: a vector no wider than the registers).
+// Eight exponentials, four at a time at kBaseline. A function, not a lambda: GCC compiles a lambda
+// for the file's target, not its caller's, and a Lanes argument passed to it out of line (as at -Og)
+// arrived garbled under the AVX ABI mismatch (-Wpsabi, silenced above).
+template <AttendLevel kLevel>
+[[gnu::always_inline]] inline Lanes exp8(Lanes x) {
+  if constexpr (kLevel == AttendLevel::kBaseline) {
+    const Lanes4 lo = exp_lanes(Lanes4{x[0], x[1], x[2], x[3]}), hi = exp_lanes(Lanes4{x[4], x[5], x[6], x[7]});
+    return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+  } else {
+    return exp_lanes(x);
+  }
+}
+
 template <AttendLevel kLevel>
 [[gnu::always_inline]] inline void softmax_lanes(float* s, size_t n, float max_score, const float* sink) {
   constexpr bool kWide = kLevel == AttendLevel::kAvx512;
-  const auto exp8 = [](Lanes x) {
-    if constexpr (kLevel == AttendLevel::kBaseline) {
-      const Lanes4 lo = exp_lanes(Lanes4{x[0], x[1], x[2], x[3]}), hi = exp_lanes(Lanes4{x[4], x[5], x[6], x[7]});
-      return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
-    } else {
-      return exp_lanes(x);
-    }
-  };
   const size_t body = n - n % kLanes;
   Lanes sum{};
   size_t t = 0;
@@ -89,7 +94,7 @@ template <AttendLevel kLevel>
     }
   }
   for (; t < body; t += kLanes) {
-    const Lanes e = exp8(load_lanes(s + t) - max_score);
+    const Lanes e = exp8<kLevel>(load_lanes(s + t) - max_score);
     store_lanes(s + t, e);
     sum += e;
   }
