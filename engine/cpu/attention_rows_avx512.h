@@ -78,8 +78,12 @@ template <size_t H>
     for (size_t u = 0; u < H; ++u) acc[u] += load_lanes16(q2 + 2 * (u * body + i)) * k;
   }
   for (size_t u0 = 0; u0 < H; u0 += 4) {
-    const auto reg = [&](size_t u) { return acc[std::min(u0 + u, H - 1)]; };  // one head: itself four times
-    const Lanes16 sums = combine_pairs_x4(reg(0), reg(1), reg(2), reg(3));
+    // One head: itself four times. Indexed here, not through a lambda: a lambda returning a vector
+    // is compiled for the file's target, and out of line its result would cross an ABI mismatch
+    // (attention_rows.h's exp8).
+    const size_t last = H - 1;
+    const Lanes16 sums = combine_pairs_x4(acc[std::min(u0, last)], acc[std::min(u0 + 1, last)],
+                                          acc[std::min(u0 + 2, last)], acc[std::min(u0 + 3, last)]);
     for (size_t u = 0; u < std::min<size_t>(4, H); ++u) {
       out[u0 + u][0] = sums[pair_lane(u, 0)];
       out[u0 + u][1] = sums[pair_lane(u, 1)];
