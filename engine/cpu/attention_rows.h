@@ -61,11 +61,6 @@ template <int kLocality>
   return max;
 }
 
-// A head's softmax in place: s[t] = exp(s[t] - max_score) / sum (exp_lanes), the sum over every
-// t's exp in eight lanes (t in lane t % 8, combined by combine_lanes, then the n % 8 tail in order)
-// plus the sink's exp(sink - max_score) where there is one (a sink weighs in the denominator only).
-// At kAvx512 16 floats per register, each half added to the lanes in turn (the same additions); at
-// kBaseline the exponentials four at a time (exp_lanes.h: a vector no wider than the registers).
 // Eight exponentials, four at a time at kBaseline. A function, not a lambda: GCC compiles a lambda
 // for the file's target, not its caller's, and a Lanes argument passed to it out of line (as at -Og)
 // arrived garbled under the AVX ABI mismatch (-Wpsabi, silenced above).
@@ -79,6 +74,11 @@ template <AttendLevel kLevel>
   }
 }
 
+// A head's softmax in place: s[t] = exp(s[t] - max_score) / sum (exp_lanes), the sum over every
+// t's exp in eight lanes (t in lane t % 8, combined by combine_lanes, then the n % 8 tail in order)
+// plus the sink's exp(sink - max_score) where there is one (a sink weighs in the denominator only).
+// At kAvx512 16 floats per register, each half added to the lanes in turn (the same additions); at
+// kBaseline the exponentials four at a time (exp_lanes.h: a vector no wider than the registers).
 template <AttendLevel kLevel>
 [[gnu::always_inline]] inline void softmax_lanes(float* s, size_t n, float max_score, const float* sink) {
   constexpr bool kWide = kLevel == AttendLevel::kAvx512;

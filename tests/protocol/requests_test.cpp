@@ -24,13 +24,17 @@ Result<Request> parse(const V& v, const ProtocolLimits& limits = test_limits()) 
   return parse_request(test::pack(v), limits);
 }
 
-using test::request_roundtrip;
+// The shared round trip, parsed under this file's limits (as every request here is).
+template <class T>
+T limited_roundtrip(const T& body, const Tag& tag = Tag::of("t-1")) {
+  return test::request_roundtrip(body, tag, test_limits());
+}
 
 TEST(Requests, HelloRoundTrip) {
   HelloRequest h;
   h.version = 3;
   h.client = "unit-test";
-  const HelloRequest out = request_roundtrip(h);
+  const HelloRequest out = limited_roundtrip(h);
   EXPECT_EQ(out.version, 3);
   EXPECT_EQ(out.client, "unit-test");
   Result<Request> bare = parse(test::obj({{"type", test::s("hello")}}));
@@ -64,7 +68,7 @@ TEST(Requests, GenerateRoundTripEveryField) {
   q.detached = true;
   q.stream = false;
   q.grammar = "root ::= \"a\"+\n";
-  const GenerateRequest r = request_roundtrip(q);
+  const GenerateRequest r = limited_roundtrip(q);
   EXPECT_EQ(r.id, q.id);
   EXPECT_EQ(r.prompt_ids, q.prompt_ids);
   EXPECT_TRUE(r.prompt.empty());
@@ -202,19 +206,19 @@ TEST(Requests, AcceptsAlternateSpellings) {
 }
 
 TEST(Requests, OtherTypesRoundTrip) {
-  EXPECT_EQ(request_roundtrip(CancelRequest{"abc"}).id, "abc");
-  EXPECT_EQ(request_roundtrip(StatusRequest{"0123456789abcdef0123456789abcdef"}).id, "0123456789abcdef0123456789abcdef");
-  EXPECT_EQ(request_roundtrip(StatsRequest{StatsFormat::kMap}).format, StatsFormat::kMap);
-  EXPECT_EQ(request_roundtrip(StatsRequest{StatsFormat::kPrometheus}, Tag::of(-5)).format, StatsFormat::kPrometheus);
-  const TokenizeRequest t = request_roundtrip(TokenizeRequest{"héllo <s>", false, true});
+  EXPECT_EQ(limited_roundtrip(CancelRequest{"abc"}).id, "abc");
+  EXPECT_EQ(limited_roundtrip(StatusRequest{"0123456789abcdef0123456789abcdef"}).id, "0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(limited_roundtrip(StatsRequest{StatsFormat::kMap}).format, StatsFormat::kMap);
+  EXPECT_EQ(limited_roundtrip(StatsRequest{StatsFormat::kPrometheus}, Tag::of(-5)).format, StatsFormat::kPrometheus);
+  const TokenizeRequest t = limited_roundtrip(TokenizeRequest{"héllo <s>", false, true});
   EXPECT_EQ(t.text, "héllo <s>");
   EXPECT_EQ(t.add_bos, std::optional<bool>(false));
   EXPECT_TRUE(t.parse_special);
   // Unset stays unset on the wire: the server's model decides.
-  EXPECT_FALSE(request_roundtrip(TokenizeRequest{"x"}).add_bos.has_value());
-  EXPECT_EQ(request_roundtrip(DetokenizeRequest{{1, 2, 3}}).ids, (std::vector<TokenId>{1, 2, 3}));
-  request_roundtrip(ModelRequest{}, Tag::none());
-  const ReplayRequest p = request_roundtrip(ReplayRequest{"r1", 17});
+  EXPECT_FALSE(limited_roundtrip(TokenizeRequest{"x"}).add_bos.has_value());
+  EXPECT_EQ(limited_roundtrip(DetokenizeRequest{{1, 2, 3}}).ids, (std::vector<TokenId>{1, 2, 3}));
+  limited_roundtrip(ModelRequest{}, Tag::none());
+  const ReplayRequest p = limited_roundtrip(ReplayRequest{"r1", 17});
   EXPECT_EQ(p.id, "r1");
   EXPECT_EQ(p.from_seq, 17);
 }
