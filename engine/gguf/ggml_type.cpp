@@ -18,7 +18,7 @@ using namespace quant;
 // THE table of weight formats. Every type id ggml defines is here (ids 4, 5, 31..33 and 36..38
 // were removed upstream): sizes of the types vkstream cannot compute with still matter, as the
 // GGUF reader bounds-checks every tensor with them. A new type is a row here, its block layout in
-// quant_blocks.h and its converters in quant_legacy.cpp / quant_kquants.cpp / quant_mxfp4.cpp.
+// quant_blocks.h and its converters in quant_legacy.cpp / quant_kquants.cpp / quant_mxfp4.cpp / quant_iq4.cpp.
 //  type               name       block  bytes  dequantize        quantize        row_dot supported
 constexpr GgmlTypeTraits kTypes[] = {
     {GgmlType::kF32,   "f32",     1,   4,   dequantize_f32,  quantize_f32,  nullptr, true},
@@ -35,6 +35,8 @@ constexpr GgmlTypeTraits kTypes[] = {
     {GgmlType::kQ5_K,  "q5_K",    256, 176, dequantize_q5_K, quantize_q5_K, nullptr, true},
     {GgmlType::kQ6_K,  "q6_K",    256, 210, dequantize_q6_K, quantize_q6_K, nullptr, true},
     {GgmlType::kMXFP4, "mxfp4",   32,  17,  dequantize_mxfp4, quantize_mxfp4, nullptr, true},
+    {GgmlType::kIQ4_NL, "iq4_nl", 32,  18,  dequantize_iq4_nl, quantize_iq4_nl, nullptr, true},
+    {GgmlType::kIQ4_XS, "iq4_xs", 256, 136, dequantize_iq4_xs, quantize_iq4_xs, nullptr, true},
     // Types ggml defines that vkstream does not compute with (activation-only, integer or exotic).
     {GgmlType::kQ8_1,  "q8_1",    32,  36,  nullptr, nullptr, nullptr, false},
     {GgmlType::kQ8_K,  "q8_K",    256, 292, nullptr, nullptr, nullptr, false},
@@ -42,10 +44,8 @@ constexpr GgmlTypeTraits kTypes[] = {
     {GgmlType{17},     "iq2_xs",  256, 74,  nullptr, nullptr, nullptr, false},
     {GgmlType{18},     "iq3_xxs", 256, 98,  nullptr, nullptr, nullptr, false},
     {GgmlType{19},     "iq1_s",   256, 50,  nullptr, nullptr, nullptr, false},
-    {GgmlType::kIQ4_NL, "iq4_nl", 32,  18,  nullptr, nullptr, nullptr, false},
     {GgmlType{21},     "iq3_s",   256, 110, nullptr, nullptr, nullptr, false},
     {GgmlType{22},     "iq2_s",   256, 82,  nullptr, nullptr, nullptr, false},
-    {GgmlType{23},     "iq4_xs",  256, 136, nullptr, nullptr, nullptr, false},
     {GgmlType::kI8,    "i8",      1,   1,   nullptr, nullptr, nullptr, false},
     {GgmlType::kI16,   "i16",     1,   2,   nullptr, nullptr, nullptr, false},
     {GgmlType::kI32,   "i32",     1,   4,   nullptr, nullptr, nullptr, false},

@@ -39,6 +39,12 @@ inline constexpr uint32_t QK_MXFP4 = 32;
 struct BlockMXFP4 { uint8_t e; uint8_t qs[QK_MXFP4 / 2]; };
 static_assert(sizeof(BlockMXFP4) == 17);
 
+// The non-linear 4-bit types (iq4_values.h has their 16 values): each weight is a nibble indexing
+// iq4::kValues, nibbles in Q4_0's order. ggml block_iq4_nl: x = d * value(q), 32 weights a block.
+inline constexpr uint32_t QK4_NL = 32;
+struct BlockIQ4_NL { uint16_t d; uint8_t qs[QK4_NL / 2]; };
+static_assert(sizeof(BlockIQ4_NL) == 18);
+
 // K-quants: super-blocks of QK_K = 256 weights in sub-blocks of 16 or 32 with quantized scales.
 inline constexpr uint32_t QK_K = 256;
 inline constexpr uint32_t K_SCALE_SIZE = 12;
@@ -63,6 +69,16 @@ static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
+
+// ggml block_iq4_xs: 8 sub-blocks of 32 with 6-bit scales ls (low 4 bits in scales_l, nibble ib % 2
+// of byte ib / 2; high 2 bits at bit 2 ib of scales_h); x = (d * (ls - 32)) * value(q), sub-block
+// ib's nibbles in qs[16 ib ..] in Q4_0's order.
+struct BlockIQ4_XS { uint16_t d; uint16_t scales_h; uint8_t scales_l[QK_K / 64]; uint8_t qs[QK_K / 2]; };
+static_assert(sizeof(BlockIQ4_XS) == 136);
+// The 6-bit scale of sub-block ib (0..7) of an IQ4_XS block, as stored (ggml subtracts 32).
+inline int iq4_xs_scale(const BlockIQ4_XS& b, int ib) {
+  return ((b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((b.scales_h >> (2 * ib)) & 3) << 4);
+}
 
 // ggml's get_scale_min_k4: the 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block.
 // Sub-blocks 0-3 keep theirs in the low 6 bits of bytes j and j+4; sub-blocks 4-7 take 4 bits from

@@ -38,6 +38,12 @@ void quantize_q8_0(const float* src, uint8_t* dst, uint64_t n_blocks);
 void dequantize_mxfp4(const uint8_t* src, float* dst, uint64_t n_blocks);
 void quantize_mxfp4(const float* src, uint8_t* dst, uint64_t n_blocks);
 
+// The non-linear 4-bit types (quant_iq4.cpp).
+void dequantize_iq4_nl(const uint8_t* src, float* dst, uint64_t n_blocks);
+void dequantize_iq4_xs(const uint8_t* src, float* dst, uint64_t n_blocks);
+void quantize_iq4_nl(const float* src, uint8_t* dst, uint64_t n_blocks);
+void quantize_iq4_xs(const float* src, uint8_t* dst, uint64_t n_blocks);
+
 // K-quant 256-element super-blocks (quant_kquants.cpp).
 void dequantize_q2_K(const uint8_t* src, float* dst, uint64_t n_blocks);
 void dequantize_q3_K(const uint8_t* src, float* dst, uint64_t n_blocks);

@@ -29,7 +29,7 @@ using test::Matrix;
 bool uses_quantized_activations(GgmlType t) {
   switch (t) {
     case GgmlType::kQ4_0: case GgmlType::kQ4_1: case GgmlType::kQ5_0: case GgmlType::kQ5_1: case GgmlType::kQ8_0:
-    case GgmlType::kMXFP4:
+    case GgmlType::kMXFP4: case GgmlType::kIQ4_NL: case GgmlType::kIQ4_XS:
     case GgmlType::kQ2_K: case GgmlType::kQ3_K: case GgmlType::kQ4_K: case GgmlType::kQ5_K: case GgmlType::kQ6_K:
       return true;
     default:

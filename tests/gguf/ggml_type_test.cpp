@@ -23,7 +23,10 @@ TEST(GgmlTypeTraits, SizesAndNames) {
   EXPECT_EQ(ggml_type_traits(12)->type_size, 144u);
   EXPECT_TRUE(ggml_type_traits(12)->supported);
   EXPECT_TRUE(ggml_type_traits(1)->supported);
-  EXPECT_FALSE(ggml_type_traits(20)->supported);  // iq4_nl
+  EXPECT_TRUE(ggml_type_traits(20)->supported);  // iq4_nl
+  EXPECT_EQ(ggml_type_traits(23)->name, "iq4_xs");
+  EXPECT_EQ(ggml_type_traits(23)->type_size, 136u);
+  EXPECT_FALSE(ggml_type_traits(21)->supported);  // iq3_s
   EXPECT_FALSE(ggml_type_traits(15)->supported);  // q8_K: activations only
   EXPECT_EQ(ggml_type_traits(39)->name, "mxfp4");
   EXPECT_EQ(ggml_type_traits(39)->block_size, 32u);
@@ -226,15 +229,15 @@ TEST(Quantize, RejectsUnsupportedAndPartialBlocks) {
   std::vector<float> x(64);
   std::vector<uint8_t> q(256);
   try {
-    dequantize_row(GgmlType::kIQ4_NL, q.data(), x.data(), 32);
+    dequantize_row(GgmlType::kQ8_1, q.data(), x.data(), 32);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("iq4_nl"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("q8_1"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(supported_ggml_type_names()), std::string::npos) << e.what();
   }
   EXPECT_THROW(quantize_row(GgmlType::kQ8_0, x.data(), q.data(), 33), Error);
-  EXPECT_THROW(quantize_row(GgmlType::kIQ4_NL, x.data(), q.data(), 32), Error);
+  EXPECT_THROW(quantize_row(GgmlType::kQ8_1, x.data(), q.data(), 32), Error);
 }
 
 TEST(GgmlTypeTable, NamesParseBackAndListSupportedTypes) {
@@ -249,8 +252,8 @@ TEST(GgmlTypeTable, NamesParseBackAndListSupportedTypes) {
   EXPECT_EQ(ggml_type_from_name("BF16"), GgmlType::kBF16);
   EXPECT_FALSE(ggml_type_from_name("q4_K_M").has_value());  // a file recipe, not a tensor type
   EXPECT_FALSE(ggml_type_from_name("").has_value());
-  EXPECT_EQ(supported_ggml_type_names(), "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, mxfp4");
-  EXPECT_EQ(supported_ggml_types().size(), 14u);
+  EXPECT_EQ(supported_ggml_type_names(), "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, mxfp4, iq4_nl, iq4_xs");
+  EXPECT_EQ(supported_ggml_types().size(), 16u);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// CPU dequantization of the legacy, K-quant and MXFP4 block types on hand-made blocks. Expected
+// CPU dequantization of the legacy, K-quant, MXFP4 and IQ4 block types on hand-made blocks. Expected
 // values come from each format's element-wise description (which bits of which bytes make weight i,
 // and which scale applies), written independently of the sweep-order code under test; scales are
 // packed with ggml's own packing rules. MXFP4's quantizer is checked against blocks worked out by hand
@@ -487,6 +487,96 @@ TEST(QuantBlocks, Mxfp4QuantizerRoundTrip) {
   const double rel = std::sqrt(err / ref);
   EXPECT_LT(rel, 0.2);
   EXPECT_GT(rel, 0.01);  // it is lossy
+}
+
+// ---- IQ4_NL, IQ4_XS ----
+
+// llama.cpp's kvalues_iq4nl, the value of each 4-bit index.
+constexpr int kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+TEST(QuantBlocks, Iq4Nl) {
+  auto blocks = random_bytes(3 * 18, 21);
+  for (int b = 0; b < 3; ++b) put_half(&blocks[b * 18], kD * (b - 1.5f));
+  int b = -1;
+  check(GgmlType::kIQ4_NL, blocks, [&](const uint8_t* blk, int i) {
+    if (i == 0) ++b;
+    return double(half(kD * (b - 1.5f))) * kIq4Values[legacy_nibble(blk + 2, i)];
+  });
+}
+
+TEST(QuantBlocks, Iq4Xs) {
+  // Bytes: d (2), scales_h (2), scales_l (4), qs (128). Sub-block j's 6-bit scale: low 4 bits from
+  // nibble j % 2 of scales_l[j / 2], high 2 from bits 2j.. of scales_h; weight = (d * (ls - 32)) *
+  // value. Random scale bytes cover ls from 0 to 63, so negative and zero multipliers too.
+  auto blocks = random_bytes(2 * 136, 22);
+  put_half(&blocks[0], kD);
+  put_half(&blocks[136], -3 * kD);
+  int b = -1;
+  check(GgmlType::kIQ4_XS, blocks, [&](const uint8_t* blk, int i) {
+    if (i == 0) ++b;
+    const int j = i / 32, e = i % 32;
+    const int scales_h = blk[2] | blk[3] << 8;
+    const int ls = ((blk[4 + j / 2] >> (4 * (j % 2))) & 15) | (((scales_h >> (2 * j)) & 3) << 4);
+    const float dl = half(b == 0 ? kD : -3 * kD) * static_cast<float>(ls - 32);
+    return double(dl) * kIq4Values[legacy_nibble(blk + 8 + 16 * j, e)];
+  });
+}
+
+// Each weight decodes to the value nearest it at its block's stored scale (IQ4_NL) or its
+// sub-block's (IQ4_XS): the quantizer's index search, checked by brute force over the 16 values.
+// And the non-linear grid beats Q4_0's even one on normal weights, which is what it is for.
+TEST(QuantBlocks, Iq4QuantizersPickTheNearestValueAndBeatQ4_0) {
+  std::mt19937 rng(12);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(32 * 256);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = normal(rng) * (i / 256 % 2 == 1 ? 1e-3f : 1.0f);
+  auto rms_error = [&](GgmlType t) {
+    std::vector<uint8_t> q(ggml_row_size(t, x.size()));
+    quantize_row(t, x.data(), q.data(), x.size());
+    std::vector<float> y(x.size());
+    dequantize_row(t, q.data(), y.data(), y.size());
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      err += (double(y[i]) - x[i]) * (double(y[i]) - x[i]);
+      ref += double(x[i]) * x[i];
+      if (t == GgmlType::kQ4_0) continue;
+      // The sub-block's scale: the stored value of the element's block over its index's value.
+      const uint8_t* blk = t == GgmlType::kIQ4_NL ? q.data() + i / 32 * 18 : q.data() + i / 256 * 136;
+      float d = fp16_to_fp32(static_cast<uint16_t>(blk[0] | blk[1] << 8));
+      if (t == GgmlType::kIQ4_XS) {
+        const int j = static_cast<int>(i % 256 / 32);
+        const int ls = ((blk[4 + j / 2] >> (4 * (j % 2))) & 15) | ((((blk[2] | blk[3] << 8) >> (2 * j)) & 3) << 4);
+        d *= static_cast<float>(ls - 32);
+      }
+      double best = 1e30;
+      for (int v : kIq4Values) best = std::min(best, std::fabs(double(d * static_cast<float>(v)) - x[i]));
+      EXPECT_LE(std::fabs(double(y[i]) - x[i]), best * (1 + 1e-6) + 1e-12) << ggml_type_name(t) << " element " << i;
+    }
+    return std::sqrt(err / ref);
+  };
+  const double q4_0 = rms_error(GgmlType::kQ4_0), nl = rms_error(GgmlType::kIQ4_NL), xs = rms_error(GgmlType::kIQ4_XS);
+  EXPECT_LT(nl, q4_0);
+  EXPECT_LT(xs, q4_0 * 1.1);  // 6-bit sub-block scales cost IQ4_XS a little against a half per 32
+  EXPECT_GT(nl, 0.01);        // lossy
+  EXPECT_LT(xs, 0.15);
+}
+
+TEST(QuantBlocks, Iq4QuantizeZeroAndNanBlocksAreDefined) {
+  std::vector<float> x(256, 0.0f);
+  std::vector<uint8_t> q(136, 0xAB);
+  std::vector<float> y(256, 1.0f);
+  for (GgmlType t : {GgmlType::kIQ4_NL, GgmlType::kIQ4_XS}) {
+    quantize_row(t, x.data(), q.data(), x.size());
+    dequantize_row(t, q.data(), y.data(), y.size());
+    for (float v : y) ASSERT_EQ(v, 0.0f) << ggml_type_name(t);
+  }
+  x.assign(256, 0.5f);
+  x[3] = std::numeric_limits<float>::quiet_NaN();
+  for (GgmlType t : {GgmlType::kIQ4_NL, GgmlType::kIQ4_XS}) {
+    quantize_row(t, x.data(), q.data(), x.size());  // UBSan builds check that nothing undefined runs
+    dequantize_row(t, q.data(), y.data(), y.size());
+    EXPECT_NEAR(y[100], 0.5f, 0.05f) << ggml_type_name(t) << ": a NaN in one block leaves the others";
+  }
 }
 
 TEST(QuantBlocks, PartialSuperBlockIsRejected) {

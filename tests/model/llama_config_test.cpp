@@ -169,10 +169,10 @@ TEST(LlamaModelErrors, WrongShape) {
 TEST(LlamaModelErrors, UnsupportedMatrixType) {
   TinyLlamaSpec spec;
   spec.edit_tensor = [](const std::string& n, std::vector<uint64_t>&, GgmlType& t) {
-    if (n == "blk.1.attn_v.weight") t = GgmlType::kIQ4_NL;
+    if (n == "blk.1.attn_v.weight") t = GgmlType::kQ8_1;
   };
   expect_load_error(spec, ErrorCode::kUnsupported,
-                    {"'blk.1.attn_v.weight'", "iq4_nl", "supported: " + supported_ggml_type_names(), "llama-quantize"});
+                    {"'blk.1.attn_v.weight'", "q8_1", "supported: " + supported_ggml_type_names(), "llama-quantize"});
 }
 
 TEST(LlamaModelErrors, NormWeightsMustBeF32) {

@@ -159,7 +159,8 @@ TEST(ModelSpecTypes, ParseAndFileType) {
   EXPECT_EQ(parse_weight_type("Q4_0"), GgmlType::kQ4_0);
   EXPECT_EQ(parse_weight_type("bf16"), GgmlType::kBF16);
   EXPECT_EQ(parse_weight_type("q5_1"), GgmlType::kQ5_1);
-  EXPECT_FALSE(parse_weight_type("iq4_nl").has_value());  // a known type without a quantizer
+  EXPECT_FALSE(parse_weight_type("iq3_s").has_value());  // a known type without a quantizer
+  EXPECT_EQ(parse_weight_type("IQ4_XS"), GgmlType::kIQ4_XS);
   EXPECT_FALSE(parse_weight_type("q9_9").has_value());
   EXPECT_EQ(llama_file_type(GgmlType::kQ8_0), 7u);
   EXPECT_EQ(llama_file_type(GgmlType::kQ4_0), 2u);
@@ -167,7 +168,9 @@ TEST(ModelSpecTypes, ParseAndFileType) {
   EXPECT_EQ(llama_file_type(GgmlType::kQ6_K), 18u);
   EXPECT_EQ(parse_weight_type("MXFP4"), GgmlType::kMXFP4);
   EXPECT_EQ(llama_file_type(GgmlType::kMXFP4), 38u);
-  EXPECT_THROW(llama_file_type(GgmlType::kIQ4_NL), Error);
+  EXPECT_EQ(llama_file_type(GgmlType::kIQ4_NL), 25u);
+  EXPECT_EQ(llama_file_type(GgmlType::kIQ4_XS), 30u);
+  EXPECT_THROW(llama_file_type(GgmlType::kQ8_1), Error);
 }
 
 }  // namespace

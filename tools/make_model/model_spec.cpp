@@ -165,6 +165,8 @@ uint32_t llama_file_type(GgmlType t) {
     case GgmlType::kQ4_K: return 14;  // LLAMA_FTYPE_MOSTLY_Q4_K_S
     case GgmlType::kQ5_K: return 16;  // LLAMA_FTYPE_MOSTLY_Q5_K_S
     case GgmlType::kQ6_K: return 18;  // LLAMA_FTYPE_MOSTLY_Q6_K
+    case GgmlType::kIQ4_NL: return 25;  // LLAMA_FTYPE_MOSTLY_IQ4_NL
+    case GgmlType::kIQ4_XS: return 30;  // LLAMA_FTYPE_MOSTLY_IQ4_XS
     case GgmlType::kBF16: return 32;  // LLAMA_FTYPE_MOSTLY_BF16
     case GgmlType::kMXFP4: return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE (llama.cpp's only MXFP4 file type)
     default: break;
@@ -208,13 +210,14 @@ bool use_more_bits(uint32_t layer, uint32_t n_layers) {
   return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
-// llama.cpp's fallback for a K-quant whose 256-block does not divide the rows.
+// llama.cpp's fallback for a K-quant (or IQ4_XS) whose 256-block does not divide the rows.
 GgmlType fallback_type(GgmlType t) {
   switch (t) {
-    case GgmlType::kQ2_K: case GgmlType::kQ3_K: return GgmlType::kQ4_0;
+    case GgmlType::kQ2_K: case GgmlType::kQ3_K: return GgmlType::kIQ4_NL;
     case GgmlType::kQ4_K: return GgmlType::kQ5_0;
     case GgmlType::kQ5_K: return GgmlType::kQ5_1;
     case GgmlType::kQ6_K: return GgmlType::kQ8_0;
+    case GgmlType::kIQ4_XS: return GgmlType::kIQ4_NL;
     default: return t;
   }
 }

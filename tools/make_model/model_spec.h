@@ -111,7 +111,7 @@ std::string weight_format_names();
 // these mixes: Q6_K for output (token_embd when tied) and for attn_v / ffn_down of layers where
 // use_more_bits holds (the first and last eighth, and every third between); a K-quant whose
 // 256-block does not divide cols falls back as llama.cpp does (Q4_K→Q5_0, Q5_K→Q5_1, Q6_K→Q8_0,
-// Q2_K/Q3_K→Q4_0, where llama.cpp would use IQ4_NL). spec.output_type, when set, is the output's
+// Q2_K/Q3_K/IQ4_XS→IQ4_NL). spec.output_type, when set, is the output's
 // type whatever the recipe (with the same fallback).
 GgmlType matrix_type(const ModelSpec& spec, const std::string& name, uint64_t cols);
 // Parses a type name (case-insensitive) of a type the tool can write (one with a quantizer in

@@ -6,6 +6,7 @@
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/kernels.h"
+#include "engine/gguf/iq4_values.h"
 #include "engine/gguf/mxfp4_codes.h"
 
 namespace vks::cpuq {
@@ -98,6 +99,37 @@ void decode_mxfp4(const uint8_t* b, Decoded& o) {
   }
   fill_unit(o, 32);
   o.offset = mxfp4::kBias;
+}
+
+// IQ4_NL: d@0, then the 16 bytes of indices as Q4_0's nibbles; each weight is its index's value
+// (-127..113) times d.
+void decode_iq4_nl(const uint8_t* b, Decoded& o) {
+  o.d = half_to_float(load_u16(b));
+  const uint8_t* qs = b + 2;
+  for (int e = 0; e < 16; ++e) {
+    o.v[e] = iq4::kValues[qs[e] & 0xF];
+    o.v[e + 16] = iq4::kValues[qs[e] >> 4];
+  }
+  fill_unit(o, 32);
+}
+
+// IQ4_XS: d@0, scales_h@2, scales_l@4, qs@8. Sub-block j (32 elements) has the 6-bit scale ls
+// (quant_blocks.h) taken as ls - 32, and IQ4_NL's indices in qs[16 j ..].
+void decode_iq4_xs(const uint8_t* b, Decoded& o) {
+  o.d = half_to_float(load_u16(b));
+  const unsigned scales_h = load_u16(b + 2);
+  for (int j = 0; j < 8; ++j) {
+    const int ls = ((b[4 + j / 2] >> (4 * (j % 2))) & 0xF) | static_cast<int>(((scales_h >> (2 * j)) & 3) << 4);
+    const uint8_t* qs = b + 8 + 16 * j;
+    for (int l = 0; l < 16; ++l) {
+      o.v[32 * j + l] = iq4::kValues[qs[l] & 0xF];
+      o.v[32 * j + l + 16] = iq4::kValues[qs[l] >> 4];
+    }
+    for (int l = 0; l < 32; ++l) {
+      o.s[32 * j + l] = ls - 32;
+      o.mn[32 * j + l] = 0;
+    }
+  }
 }
 
 // Q2_K: scales@0, qs@16, d@80, dmin@82. Element 128n + 32j + 16h + l is bits 2j.. of
@@ -276,6 +308,8 @@ void add_scalar_kernels(KernelTable& table) {
   table.gemm[13] = gemm<decode_q5_k, ActK, 176>;
   table.gemm[14] = gemm<decode_q6_k, ActK, 210>;
   table.gemm[39] = gemm<decode_mxfp4, ActLegacy, 17>;
+  table.gemm[20] = gemm<decode_iq4_nl, ActLegacy, 18>;
+  table.gemm[23] = gemm<decode_iq4_xs, ActK, 136>;
 }
 
 }  // namespace vks::cpuq

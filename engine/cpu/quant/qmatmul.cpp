@@ -23,12 +23,14 @@ ActKind act_kind(GgmlType t) {
     case GgmlType::kQ5_0:
     case GgmlType::kQ5_1:
     case GgmlType::kQ8_0:
-    case GgmlType::kMXFP4: return ActKind::kQ8x32;
+    case GgmlType::kMXFP4:
+    case GgmlType::kIQ4_NL: return ActKind::kQ8x32;
     case GgmlType::kQ2_K:
     case GgmlType::kQ3_K:
     case GgmlType::kQ4_K:
     case GgmlType::kQ5_K:
-    case GgmlType::kQ6_K: return ActKind::kQ8x256;
+    case GgmlType::kQ6_K:
+    case GgmlType::kIQ4_XS: return ActKind::kQ8x256;
     default: return ActKind::kFloat;
   }
 }
