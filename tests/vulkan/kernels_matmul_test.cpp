@@ -191,7 +191,8 @@ INSTANTIATE_TEST_SUITE_P(Types, MatmulKernelTest,
                                            Case{GgmlType::kQ5_1, 37, 288}, Case{GgmlType::kQ2_K, 37, 768},
                                            Case{GgmlType::kQ3_K, 37, 768}, Case{GgmlType::kQ4_K, 137, 768},
                                            Case{GgmlType::kQ5_K, 77, 768}, Case{GgmlType::kQ6_K, 77, 768},
-                                           Case{GgmlType::kMXFP4, 137, 288}),
+                                           Case{GgmlType::kMXFP4, 137, 288}, Case{GgmlType::kIQ4_NL, 137, 288},
+                                           Case{GgmlType::kIQ4_XS, 77, 768}),
                          case_name);
 
 // The lanes family on the same cases, plus rows long enough that every lane takes several groups
@@ -203,7 +204,8 @@ std::vector<Case> lanes_cases() {
                           Case{GgmlType::kQ3_K, 37, 768},  Case{GgmlType::kQ4_K, 37, 768}, Case{GgmlType::kQ5_K, 37, 768},
                           Case{GgmlType::kQ6_K, 37, 768},  Case{GgmlType::kQ4_0, 9, 4096}, Case{GgmlType::kQ4_K, 7, 4608},
                           Case{GgmlType::kQ6_K, 7, 4608},  Case{GgmlType::kF16, 11, 1037}, Case{GgmlType::kQ8_0, 13, 2080},
-                          Case{GgmlType::kMXFP4, 37, 288}, Case{GgmlType::kMXFP4, 9, 4096}};
+                          Case{GgmlType::kMXFP4, 37, 288}, Case{GgmlType::kMXFP4, 9, 4096},
+                          Case{GgmlType::kIQ4_NL, 37, 288}, Case{GgmlType::kIQ4_XS, 37, 768}};
   for (Case& c : cases) c.family = MatmulFamily::kLanes;
   return cases;
 }

@@ -40,7 +40,8 @@ class OpsTest : public KernelTest {
 TEST_F(OpsTest, EmbedGathersExactRowsOfEveryType) {
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0,
                         GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K,
-                        GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kMXFP4}) {
+                        GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kMXFP4,
+                        GgmlType::kIQ4_NL, GgmlType::kIQ4_XS}) {
     const uint32_t block = ggml_type_traits(static_cast<uint32_t>(type))->block_size;
     const uint64_t rows = 37, cols = block == 1 ? 61 : block == 32 ? 96 : 512;
     const std::vector<uint8_t> data = ggml_matrix(type, rows, cols, 5);

@@ -101,8 +101,8 @@ inline double normalized_error(const std::vector<float>& a, const std::vector<fl
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
 }
 
-// Hand-made blocks of the types tested without a quantizer (Q4_1, Q5_0, Q5_1 and the K-quants):
-// random bytes with every f16 scale field (byte offsets below) set to a random half in
+// Hand-made blocks of the types tested without a quantizer (Q4_1, Q5_0, Q5_1 and the K-quants) and
+// of IQ4_NL / IQ4_XS (whose quantizers never write some scale patterns): random bytes with every f16 scale field (byte offsets below) set to a random half in
 // +-[0.002, 0.05] (dmin positive), so every bit pattern of quants and packed scales occurs.
 struct HalfFields {
   GgmlType type;
@@ -113,7 +113,8 @@ inline const HalfFields* hand_made_fields(GgmlType type) {
   static const HalfFields kFields[] = {
       {GgmlType::kQ4_1, 20, 0, 2},   {GgmlType::kQ5_0, 22, 0, -1},  {GgmlType::kQ5_1, 24, 0, 2},
       {GgmlType::kQ2_K, 84, 80, 82}, {GgmlType::kQ3_K, 110, 108, -1}, {GgmlType::kQ4_K, 144, 0, 2},
-      {GgmlType::kQ5_K, 176, 0, 2},  {GgmlType::kQ6_K, 210, 208, -1},
+      {GgmlType::kQ5_K, 176, 0, 2},  {GgmlType::kQ6_K, 210, 208, -1}, {GgmlType::kIQ4_NL, 18, 0, -1},
+      {GgmlType::kIQ4_XS, 136, 0, -1},
   };
   for (const HalfFields& f : kFields) {
     if (f.type == type) return &f;

@@ -215,6 +215,29 @@ void convert_mxfp4(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* 
   }
 }
 
+// IQ4_NL (18 bytes: d, qs[16]). Side record (1 uvec4 per 256): the 8 blocks' f16 d, as Q4_0's.
+// Quants: the indices as stored (the kernel looks their values up).
+void convert_iq4_nl(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+  for (uint64_t b = 0; b < cols / 32; ++b) {
+    const uint8_t* blk = src + b * sizeof(BlockIQ4_NL);
+    std::memcpy(side + 2 * b, blk, 2);
+    std::memcpy(quants + 16 * b, blk + 2, 16);
+  }
+}
+
+// IQ4_XS (136 bytes: d, scales_h, scales_l[4], qs[128]). Side record (1 uvec4): the 8 sub-blocks'
+// scales ls - 32 as int8, then d. Quants: qs as stored (sub-block j is group j, in Q4_0's order).
+void convert_iq4_xs(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+  for (uint64_t sb = 0; sb < cols / 256; ++sb) {
+    BlockIQ4_XS blk;
+    std::memcpy(&blk, src + sb * sizeof(BlockIQ4_XS), sizeof(BlockIQ4_XS));
+    uint8_t* rec = side + 16 * sb;
+    for (int j = 0; j < 8; ++j) rec[j] = static_cast<uint8_t>(static_cast<int8_t>(iq4_xs_scale(blk, j) - 32));
+    std::memcpy(rec + 8, &blk.d, 2);
+    std::memcpy(quants + 128 * sb, blk.qs, 128);
+  }
+}
+
 // Kernel slots: F32 and BF16 share the f32 kernels.
 const DeviceFormat kFormats[] = {
     {GgmlType::kF32, "f32", 0, 1, 4, 0, 0, VKS_ROW_SLOTS_F32, convert_f32},
@@ -231,8 +254,10 @@ const DeviceFormat kFormats[] = {
     {GgmlType::kQ5_K, "q5_k", 10, 256, 0, 16, 3, VKS_ROW_SLOTS_Q5_K, convert_q5_k},
     {GgmlType::kQ6_K, "q6_k", 11, 256, 0, 16, 6, VKS_ROW_SLOTS_Q6_K, convert_q6_k},
     {GgmlType::kMXFP4, "mxfp4", 12, 32, 0, 16, 1, VKS_ROW_SLOTS_MXFP4, convert_mxfp4},
+    {GgmlType::kIQ4_NL, "iq4_nl", 13, 32, 0, 16, 1, VKS_ROW_SLOTS_IQ4_NL, convert_iq4_nl},
+    {GgmlType::kIQ4_XS, "iq4_xs", 14, 256, 0, 16, 1, VKS_ROW_SLOTS_IQ4_XS, convert_iq4_xs},
 };
-constexpr uint32_t kSlotCount = 13;
+constexpr uint32_t kSlotCount = 15;
 
 }  // namespace
 

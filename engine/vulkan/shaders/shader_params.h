@@ -50,6 +50,8 @@ using uint = uint32_t;
 #define VKS_ROW_SLOTS_Q5_K 8
 #define VKS_ROW_SLOTS_Q6_K 16
 #define VKS_ROW_SLOTS_MXFP4 16
+#define VKS_ROW_SLOTS_IQ4_NL 16
+#define VKS_ROW_SLOTS_IQ4_XS 16
 #define VKS_MATVEC_TOKEN_TILE 8
 #define VKS_MATMUL_TOKEN_TILE 8
 // matlanes_<type> (the GPU family, see matlanes_main.glsl): VKS_LANES invocations share each row,

@@ -37,7 +37,8 @@ struct WGroup {
 #define SIDE_UVEC4 1u
 #else
 // Side record sizes in uvec4 per 256 weights (device_format.cpp side_uvec4).
-#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0) || defined(WTYPE_Q4_K) || defined(WTYPE_MXFP4)
+#if defined(WTYPE_Q8_0) || defined(WTYPE_Q4_0) || defined(WTYPE_Q4_K) || defined(WTYPE_MXFP4) || defined(WTYPE_IQ4_NL) || \
+    defined(WTYPE_IQ4_XS)
 #define SIDE_UVEC4 1u
 #elif defined(WTYPE_Q4_1) || defined(WTYPE_Q2_K) || defined(WTYPE_Q3_K)
 #define SIDE_UVEC4 2u
@@ -152,6 +153,28 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
     const uint magnitude = (kMxfp4Magnitudes >> ((code & 7u) * 4u)) & 15u;
     wv[b] = (code > 7u ? wg.dm.y : wg.dm.x) * float(magnitude);
   }
+}
+#elif defined(WTYPE_IQ4_NL) || defined(WTYPE_IQ4_XS)
+// IQ4_NL / IQ4_XS: weight = d * value(index), the 16 values ggml's kvalues_iq4nl (-127 .. 113) as
+// the bytes of four constants, picked with selects and shifts (an array lookup lavapipe would put
+// in memory). IQ4_NL's d is its block's half (side record as Q4_0's); IQ4_XS's is the super-block's
+// half times its sub-block's scale ls - 32, a float product as the CPU's (device_format.cpp
+// convert_iq4_xs: the 8 scales as int8, then d, in one uvec4).
+int iq4_value(uint index) {
+  const uint word = index < 8u ? (index < 4u ? 0xBFAD9881u : 0xF6EADDCFu) : (index < 12u ? 0x26190D01u : 0x71594535u);
+  return int(word << (24u - 8u * (index & 3u))) >> 24;
+}
+WGroup load_group(uint row, uint g, WSide sd, uint j) {
+#if defined(WTYPE_IQ4_NL)
+  const float d = half_from(sd.v[0], j);
+#else
+  const float d = unpackHalf2x16(sd.v[0].z).x * float(byte_s(sd.v[0], j));
+#endif
+  return WGroup(wfetch(group_base(row, g, 1u)), uvec4(0u), vec4(d), uvec2(0u));
+}
+void dequant(WGroup wg, uint k, out float wv[8]) {
+  const uint q = wg.q0[k];
+  [[unroll]] for (uint b = 0u; b < 8u; ++b) wv[b] = wg.dm.x * float(iq4_value(nibble_u(q, b)));
 }
 #else
 // The element (0..31) of its group that slot b of chunk k holds.
