@@ -158,7 +158,8 @@ std::vector<IdCase> rows_cases() {
           IdCase{GgmlType::kQ8_0, 37, 160}, IdCase{GgmlType::kQ4_0, 137, 96}, IdCase{GgmlType::kQ4_1, 37, 288},
           IdCase{GgmlType::kQ5_0, 37, 288}, IdCase{GgmlType::kQ5_1, 37, 288}, IdCase{GgmlType::kQ2_K, 37, 768},
           IdCase{GgmlType::kQ3_K, 37, 768}, IdCase{GgmlType::kQ4_K, 37, 768}, IdCase{GgmlType::kQ5_K, 37, 768},
-          IdCase{GgmlType::kQ6_K, 37, 768}, IdCase{GgmlType::kMXFP4, 37, 288}};
+          IdCase{GgmlType::kQ6_K, 37, 768}, IdCase{GgmlType::kMXFP4, 37, 288}, IdCase{GgmlType::kIQ4_NL, 37, 288},
+          IdCase{GgmlType::kIQ4_XS, 37, 768}};
 }
 INSTANTIATE_TEST_SUITE_P(Rows, MatmulIdTest, ::testing::ValuesIn(rows_cases()), id_case_name);
 
