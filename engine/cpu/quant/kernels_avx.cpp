@@ -12,6 +12,7 @@
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/kernels.h"
+#include "engine/gguf/iq4_values.h"
 #include "engine/gguf/mxfp4_codes.h"
 
 // Everything below is compiled for this level's target (kernels.h: nothing here is shared).
@@ -167,6 +168,22 @@ struct MXFP4 {
   static __m128i lanes(const W& w, const Act& a) {
     return _mm_sub_epi32(unsigned_lanes(w, a), _mm_cvtsi32_si128(a.sum * mxfp4::kBias));
   }
+  static void min_term(const W&, const Act&, float&) {}
+  static void dot(const W& w, const Act& a, __m128& acc, float&) { scale_add(acc, lanes(w, a), w.d, act_d(a)); }
+};
+
+// IQ4_NL: each index's value (-127..113) looked up from its nibble, then Q8_0's signed products.
+struct IQ4_NL {
+  using Act = ActQ8x32;
+  using W = Q8_0::W;
+  static constexpr size_t kBytes = 18;
+  static void load(const uint8_t* b, W& w) {
+    w.d = _mm_set1_ps(half(b));
+    iq4_values(b + 2, w.q0, w.q1);
+    w.a0 = _mm_abs_epi8(w.q0);
+    w.a1 = _mm_abs_epi8(w.q1);
+  }
+  static __m128i lanes(const W& w, const Act& a) { return Q8_0::lanes(w, a); }
   static void min_term(const W&, const Act&, float&) {}
   static void dot(const W& w, const Act& a, __m128& acc, float&) { scale_add(acc, lanes(w, a), w.d, act_d(a)); }
 };
@@ -387,6 +404,36 @@ struct Q3_K {
   }
 };
 
+// IQ4_XS: IQ4_NL's values in 8 sub-blocks of 32 with signed 6-bit scales; each 16-element chunk's
+// signed products (as Q8_0's, pairs inside int16) times its sub-block's scale, no offset.
+struct IQ4_XS {
+  using Act = ActQ8x256;
+  struct W {
+    __m128i q[16], a[16];  // 16-element chunks' values and their magnitudes
+    __m128i sc[8];         // each sub-block's scale in every int16
+    __m128 d;
+  };
+  static constexpr size_t kBytes = 136;
+  static void load(const uint8_t* b, W& w) {
+    w.d = _mm_set1_ps(half(b));
+    const __m128i sc = iq4_xs_scales(b);
+    for (int j = 0; j < 8; ++j) {
+      w.sc[j] = broadcast_i16(sc, j);
+      iq4_values(b + 8 + 16 * j, w.q[2 * j], w.q[2 * j + 1]);
+    }
+    for (int c = 0; c < 16; ++c) w.a[c] = _mm_abs_epi8(w.q[c]);
+  }
+  static void dot(const W& w, const Act& a, __m128& acc, float&) {
+    const auto* x = reinterpret_cast<const __m128i*>(a.qs);
+    __m128i lanes = _mm_setzero_si128();
+    for (int c = 0; c < 16; ++c) {
+      const __m128i p = _mm_maddubs_epi16(w.a[c], _mm_sign_epi8(_mm_load_si128(x + c), w.q[c]));
+      lanes = _mm_add_epi32(lanes, _mm_madd_epi16(p, w.sc[c / 2]));
+    }
+    scale_add(acc, lanes, w.d, a.d);
+  }
+};
+
 #include "engine/cpu/quant/x86_driver.inc"
 #include "engine/cpu/quant/avx_float_pairs.inc"
 #include "engine/cpu/quant/avx_kquant_tiles.inc"
@@ -405,6 +452,9 @@ void add_avx_kernels(KernelTable& table) {
   table.one_token[6] = matvec<Q5_0>;
   table.one_token[7] = matvec<Q5_1>;
   table.one_token[39] = matvec<MXFP4>;
+  table.gemm[20] = pairs_gemm<IQ4_NL>;
+  table.one_token[20] = matvec<IQ4_NL>;
+  table.gemm[23] = gemm<IQ4_XS>;
   // One Q8_0 token (34-byte blocks) reads memory near the core's limit as one stream of rows; four
   // rows side by side read it slower (0.85x from memory, though 1.1x in cache; no one_token entry).
   table.gemm[10] = gemm<Q2_K>;

@@ -12,6 +12,7 @@
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/kernels.h"
+#include "engine/gguf/iq4_values.h"
 #include "engine/gguf/mxfp4_codes.h"
 
 // Everything below is compiled for this level's target (kernels.h: nothing here is shared).

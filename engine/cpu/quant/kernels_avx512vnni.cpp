@@ -7,8 +7,8 @@
 // steps then run on 16 floats: row i's 4 lanes at 4i..4i+3 (its min term in all four), the
 // convention's operations per element, so every output gets the bits of every other level. A row
 // group's block is unpacked once for up to 16 tokens; a group past the last row repeats the last
-// row and its outputs are not stored. Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and MXFP4 follow "block sums" at
-// this level instead (kernels_avx512vnni_block_sums.cpp).
+// row and its outputs are not stored. Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4 and IQ4_NL follow "block
+// sums" at this level instead (kernels_avx512vnni_block_sums.cpp).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/kernels.h"
+#include "engine/gguf/iq4_values.h"
 
 // Everything below is compiled for this level's target (kernels.h: nothing here is shared).
 #if defined(__clang__)
@@ -252,6 +253,89 @@ struct Q6_Kx4 {
   }
 };
 
+// ---- IQ4_XS: signed values looked up from the indices (IQ4_NL follows block sums here) ----
+// The products are signed x signed: maddubs takes each weight's magnitude and the activation with
+// the weight's sign (a masked negation, AVX-512 having no vpsignb); a pair reaches 2 * 127 * 127 <
+// 2^15, exact. vpdpwssd then adds the pairs times the (sub-)block's scale in both int16 of an
+// int32 into the lanes: each lane gets its four elements' products, the convention's
+// lanes with no offset correction.
+
+// The 16 values (ggml's kvalues_iq4nl) in every 128-bit lane, for vpshufb.
+inline __m512i iq4_table() { return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(iq4::kValues))); }
+
+// A 32-element group of the four rows (their 16 index bytes at rows[i] + off) as magnitudes and
+// sign masks: [0] elements 0..15, [1] 16..31.
+struct Iq4Group {
+  __m512i mag[2];
+  __mmask64 neg[2];
+};
+VKS_INLINE void load_iq4_group(const uint8_t* const* rows, size_t off, __m512i table, Iq4Group& g) {
+  const __m512i q = rows16(rows, off);
+  const __m512i m4 = _mm512_set1_epi8(0xF);
+  const __m512i v[2] = {_mm512_shuffle_epi8(table, _mm512_and_si512(q, m4)),
+                        _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4))};
+  for (int h = 0; h < 2; ++h) {
+    g.mag[h] = _mm512_abs_epi8(v[h]);
+    g.neg[h] = _mm512_movepi8_mask(v[h]);
+  }
+}
+// lanes + scale * (the group's products with the token's 32 activations at x), per lane.
+VKS_INLINE __m512i iq4_group_dot(__m512i lanes, const Iq4Group& g, const int8_t* x, __m512i scale) {
+  for (int h = 0; h < 2; ++h) {
+    const __m512i xv = every_lane(x + 16 * h);
+    const __m512i signed_x = _mm512_mask_sub_epi8(xv, g.neg[h], _mm512_setzero_si512(), xv);
+    lanes = _mm512_dpwssd_epi32(lanes, _mm512_maddubs_epi16(g.mag[h], signed_x), scale);
+  }
+  return lanes;
+}
+
+struct IQ4_XSx4 {
+  using Act = ActQ8x256;
+  static constexpr size_t kBytes = 136;
+  static constexpr int kMaxTokens = 16;
+  static constexpr int kGroup = 4;
+  struct W {
+    Iq4Group g[8];
+    __m512i sc[8];  // sub-block j's scale ls - 32 of each row in every int16 of its lane
+    __m512 d;
+  };
+  VKS_INLINE static void load(const uint8_t* const* rows, size_t off, W& w) {
+    const __m512i head = rows16(rows, off);  // d, scales_h, scales_l and 8 index bytes of each row
+    w.d = lane_halves(head);
+    const __m512i scales = scales_of(head);
+    const __m512i table = iq4_table();
+    for (int j = 0; j < 8; ++j) {
+      w.sc[j] = lane_i16(scales, j);
+      load_iq4_group(rows, off + 8 + 16 * static_cast<size_t>(j), table, w.g[j]);
+    }
+  }
+  // Int16 j (0..7) of each lane: sub-block j's ls - 32 (quant_blocks.h), its low 4 bits the
+  // nibble j % 2 of scales_l[j / 2] (byte 4 + j / 2), its high 2 bits at bit 2j of scales_h
+  // (bytes 2..3): each int16 gathers its bytes, shifts by its own amount and masks.
+  static __m512i scales_of(__m512i head) {
+    const __m512i low_bytes = _mm512_shuffle_epi8(
+        head, _mm512_broadcast_i32x4(_mm_setr_epi8(4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1)));
+    const __m512i low = _mm512_and_si512(
+        _mm512_srlv_epi16(low_bytes, _mm512_broadcast_i32x4(_mm_setr_epi16(0, 4, 0, 4, 0, 4, 0, 4))),
+        _mm512_set1_epi16(0xF));
+    const __m512i high_word = _mm512_shuffle_epi8(
+        head, _mm512_broadcast_i32x4(_mm_setr_epi8(2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3)));
+    const __m512i high = _mm512_and_si512(
+        _mm512_srlv_epi16(high_word, _mm512_broadcast_i32x4(_mm_setr_epi16(0, 2, 4, 6, 8, 10, 12, 14))),
+        _mm512_set1_epi16(3));
+    return _mm512_sub_epi16(_mm512_or_si512(low, _mm512_slli_epi16(high, 4)), _mm512_set1_epi16(32));
+  }
+  template <int G>
+  VKS_INLINE static void dot(const W& w, const Act* const* x, __m512* acc, __m512*) {
+    __m512i l[G];
+    for (int g = 0; g < G; ++g) l[g] = _mm512_setzero_si512();
+    for (int j = 0; j < 8; ++j) {
+      for (int g = 0; g < G; ++g) l[g] = iq4_group_dot(l[g], w.g[j], x[g]->qs + 32 * j, w.sc[j]);
+    }
+    for (int g = 0; g < G; ++g) scale_add(acc[g], l[g], w.d, x[g]->d);
+  }
+};
+
 // Reading four rows side by side makes four short streams, which the hardware prefetchers follow
 // badly (a one-token Q4_0 matvec from memory ran at 0.65x the one-row AVX2 kernel). So each block
 // step also prefetches its share of the next row group's bytes, one contiguous range: the memory
@@ -351,9 +435,10 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
 void add_avx512vnni_kernels(KernelTable& table) {
   table.quantize_q8x32 = quantize_act_q8x32_avx512;
   table.quantize_q8x256 = quantize_act_q8x256_avx512;
-  add_avx512vnni_block_sums_kernels(table);  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and MXFP4
+  add_avx512vnni_block_sums_kernels(table);  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4 and IQ4_NL
   table.gemm[12] = gemm<Q4_Kx4>;
   table.gemm[14] = gemm<Q6_Kx4>;
+  table.gemm[23] = gemm<IQ4_XSx4>;
   add_avx512vnni_q4k_q5k_packed_kernels(table);
   add_avx512vnni_q6k_packed_kernels(table);
 }
