@@ -2,7 +2,7 @@
 // The weights CpuRunner reads: the model's, with every matrix a step streams (step_matrices) copied
 // once, at load, into anonymous memory with transparent huge pages, and packed on the way where the
 // kernel level reads a layout of its own (engine/cpu/quant/packed_rows.h: from the avx512vnni level
-// on, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4, Q4_K, Q5_K and Q6_K). Decode streams every weight once
+// on, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4, IQ4_NL, Q4_K, Q5_K and Q6_K). Decode streams every weight once
 // per step: from a file's 4 KiB pages it ran at 0.5-0.65x the speed (gguf/file_residence.h). The
 // model's own weights are left as they are (the tests' float oracle, or another runner, may read
 // them); the process gives back its pages of the copied matrices' bytes in the file

@@ -1,4 +1,4 @@
-// The avx512vnni and amx levels' Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and MXFP4
+// The avx512vnni and amx levels' Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4 and IQ4_NL
 // (engine/cpu/quant/kernels_avx512vnni_block_sums.cpp, kernels_amx.cpp; only Q4_0 and Q8_0 have
 // tiles of their own), which follow the "block sums" convention (kernels.h) rather than the lower levels' lanes:
 // at each of those levels the CPU runs, bit for bit against a plain implementation of that
@@ -34,7 +34,8 @@ using test::block_sums_reference;
 std::string label(GgmlType t) { return std::string(ggml_type_name(t)); }
 
 constexpr GgmlType kBlockSumsTypes[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0,
-                                        GgmlType::kQ5_1, GgmlType::kQ8_0, GgmlType::kMXFP4};
+                                        GgmlType::kQ5_1, GgmlType::kQ8_0, GgmlType::kMXFP4,
+                                        GgmlType::kIQ4_NL};
 std::string label(GgmlType t, CpuIsa isa) { return label(t) + " at " + std::string(isa_name(isa)); }
 
 // The levels of this CPU whose kBlockSumsTypes follow block sums (none below AVX-512 VNNI).

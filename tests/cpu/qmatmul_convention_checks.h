@@ -27,9 +27,12 @@
 
 namespace vks::cpuq::test {
 
+// llama.cpp's kvalues_iq4nl: the value of each IQ4_NL / IQ4_XS index.
+inline constexpr int kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
 // The block sums convention, literally: for each block in order, the exact integer sum of its
 // products (Q4_0: nibble - 8, Q5_0: the five bits - 16, Q4_1 and Q5_1: the unsigned quant, MXFP4:
-// the code's doubled value, times the activation), then acc = acc + float(S) * (d_w * d_x)
+// the code's doubled value, IQ4_NL: the index's value, times the activation), then acc = acc + float(S) * (d_w * d_x)
 // (MXFP4's d_w: half the E8M0 scale), and for Q4_1 and Q5_1 then acc = acc + m_w * s_x.
 inline std::vector<float> block_sums_reference(const Matrix& m, const float* x, size_t n_tokens) {
   const GgmlType type = m.type;
@@ -56,6 +59,7 @@ inline std::vector<float> block_sums_reference(const Matrix& m, const float* x, 
           int w = 0;
           switch (type) {
             case GgmlType::kMXFP4: w = mxfp4::kDoubledE2M1[nibble]; break;
+            case GgmlType::kIQ4_NL: w = kIq4Values[nibble]; break;
             case GgmlType::kQ4_0: w = nibble - 8; break;
             case GgmlType::kQ5_0: w = quant - 16; break;
             case GgmlType::kQ4_1: case GgmlType::kQ5_1: w = quant; break;

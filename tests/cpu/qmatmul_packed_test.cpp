@@ -1,4 +1,4 @@
-// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4, Q4_K, Q5_K and Q6_K packed in groups of 16 rows (packed_rows.h,
+// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4, IQ4_NL, Q4_K, Q5_K and Q6_K packed in groups of 16 rows (packed_rows.h,
 // WeightLayout::kRows16) and the kernels on them (the avx512vnni level's
 // kernels_avx512vnni_block_sums.cpp, kernels_avx512vnni_q4k_q5k_packed.cpp and
 // kernels_avx512vnni_q6k_packed.cpp; the amx level's kernels_amx_packed.cpp and
@@ -38,7 +38,7 @@ using test::Matrix;
 std::string label(GgmlType t) { return std::string(ggml_type_name(t)); }
 
 constexpr GgmlType kPackedTypes[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
-                                     GgmlType::kQ8_0, GgmlType::kMXFP4, GgmlType::kQ4_K, GgmlType::kQ5_K,
+                                     GgmlType::kQ8_0, GgmlType::kMXFP4, GgmlType::kIQ4_NL, GgmlType::kQ4_K, GgmlType::kQ5_K,
                                      GgmlType::kQ6_K};
 
 // The levels of this CPU that read packed rows (every packed type from the avx512vnni level on). A
@@ -103,7 +103,7 @@ TEST(PackedRows, PackThenUnpackGivesTheOriginalBytes) {
 // packed_rows.h's layout, byte by byte: group g's block b starts at g's first row + 16 b block
 // bytes; Q4_0's, Q5_0's and Q8_0's row r's scale at + 2r, its dword k at + 32 + 64k + 4r (Q5_0's
 // fifth bits dword 0); Q4_1's and Q5_1's d and m at + 4r, dword k at + 64 + 64k + 4r; MXFP4's
-// row r's E8M0 byte at + r, its dword k at + 16 + 64k + 4r; Q4_K's
+// row r's E8M0 byte at + r, its dword k at + 16 + 64k + 4r; IQ4_NL's as Q4_0's; Q4_K's
 // and Q5_K's row r's dword k (from its d and dmin) at + 64k + 4r; Q6_K's dword k at + 64k + 4r
 // and its d after the 52 dwords, at + 3328 + 2r.
 TEST(PackedRows, LaysTheBytesOutAsDocumented) {
@@ -147,7 +147,7 @@ TEST(PackedRows, RefusesWhatItCannotPack) {
   std::vector<uint8_t> out(1 << 16);
   const Matrix rows24 = random_bytes(GgmlType::kQ4_0, 24, 64, 1);
   expect_invalid_argument([&] { pack_rows16(rows24.ref(), out.data()); }, "24 rows");
-  for (GgmlType type : {GgmlType::kIQ4_NL, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kF32}) {
+  for (GgmlType type : {GgmlType::kIQ4_XS, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kF32}) {
     const Matrix m = random_bytes(type, 16, 256, 2);
     expect_invalid_argument([&] { pack_rows16(m.ref(), out.data()); }, label(type));
     EXPECT_FALSE(packs_rows16(type, CpuIsa::kAmx)) << label(type);

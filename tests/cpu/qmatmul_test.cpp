@@ -170,13 +170,14 @@ TEST(Qmatmul, BitIdenticalAcrossBatchesAndThreads) {
   }
 }
 
-// The avx512vnni and amx levels' 32-element types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4), and the amx
+// The avx512vnni and amx levels' 32-element types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4, IQ4_NL), and the amx
 // level's Q4_K, follow conventions of their own ("block sums" and "K-block sums", kernels.h), with other bits: qmatmul_block_sums_test.cpp
 // and qmatmul_amx_kquant_test.cpp test them.
 bool follows_lane_convention(CpuIsa isa, GgmlType t) {
   const bool block_sums = static_cast<int>(isa) >= static_cast<int>(CpuIsa::kAvx512Vnni) &&
                           (t == GgmlType::kQ4_0 || t == GgmlType::kQ4_1 || t == GgmlType::kQ5_0 ||
-                           t == GgmlType::kQ5_1 || t == GgmlType::kQ8_0 || t == GgmlType::kMXFP4);
+                           t == GgmlType::kQ5_1 || t == GgmlType::kQ8_0 || t == GgmlType::kMXFP4 ||
+                           t == GgmlType::kIQ4_NL);
   return !block_sums && !(isa == CpuIsa::kAmx && t == GgmlType::kQ4_K);
 }
 

@@ -1,4 +1,4 @@
-// The avx512vnni level's Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and MXFP4, under the "block sums" convention
+// The avx512vnni level's Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4 and IQ4_NL, under the "block sums" convention
 // (kernels.h), on GGUF rows and on rows packed in groups of 16 (packed_rows.h): vpdpbusd on 16 rows
 // at once, the weights in the VNNI order (register k: dword k, elements 4k..4k+3, of each of the 16
 // rows), so that eight vpdpbusd against a token's eight dwords broadcast leave S_b of the 16 rows in
@@ -21,6 +21,7 @@
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/kernels.h"
 #include "engine/cpu/quant/qmatmul.h"  // QmatmulScratch: per-thread buffers that only grow
+#include "engine/gguf/iq4_values.h"
 #include "engine/gguf/mxfp4_codes.h"
 
 // Everything below is compiled for this level's target (kernels.h: nothing here is shared).
@@ -43,7 +44,8 @@ constexpr size_t kGroupRows = 16;
 
 // vpdpbusd wants one operand unsigned, so every type's weights are used unsigned and biased:
 // Q4_0's nibbles as stored (q = w + 8), Q8_0's bytes ^ 0x80 (q = w + 128), MXFP4's doubled values
-// looked up with 12 added (q = w + 12, 0..24); the bias times the token's block sum is its offset,
+// looked up with 12 added (q = w + 12, 0..24), IQ4_NL's values looked up with 128 added (q = w + 128,
+// 1..241: eight vpdpbusd of them stay far inside int32); the bias times the token's block sum is its offset,
 // where a token's sum starts. kQuantsAt: where a block's quants start; scales(): the 16 rows' block
 // scales from the 32 bits at each row's block start (RowDwords).
 // kMin: the type adds m_w * s_x per block (Q4_1, Q5_1; mins() gives the 16 rows' m_w from the same
@@ -102,6 +104,14 @@ struct MXFP4Bs : NoMinNoFifthBits {
     return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal));
   }
   static int32_t offset(const ActQ8x32& a) { return -mxfp4::kBias * a.sum; }
+  static constexpr int kStreamedUpTo = 1;
+};
+
+// IQ4_NL: Q4_0's block (a half d, then the nibbles), each nibble an index into ggml's kvalues_iq4nl.
+struct IQ4_NLBs : NoMinNoFifthBits {
+  static constexpr size_t kBytes = 18, kQuantsAt = 2;
+  static __m512 scales(__m512i raw) { return half_scales(raw); }
+  static int32_t offset(const ActQ8x32& a) { return -iq4::kBias * a.sum; }
   static constexpr int kStreamedUpTo = 1;
 };
 
@@ -266,6 +276,25 @@ inline void look_up_mxfp4(__m512i* v, size_t n) {
   const __m512i values = _mm512_broadcast_i32x4(table);
   for (size_t k = 0; k < n; ++k) v[k] = _mm512_shuffle_epi8(values, v[k]);
 }
+// IQ4_NL's indices lie as Q4_0's nibbles too; vpshufb turns each into its value + 128.
+inline void look_up_iq4(__m512i* v, size_t n) {
+  const __m128i table = _mm_load_si128(reinterpret_cast<const __m128i*>(iq4::kBiasedValues.data()));
+  const __m512i values = _mm512_broadcast_i32x4(table);
+  for (size_t k = 0; k < n; ++k) v[k] = _mm512_shuffle_epi8(values, v[k]);
+}
+struct IQ4_NLRows : IQ4_NLBs {
+  static void load(const GroupRows& rows, size_t off, __m512i* w) {
+    Q4_0Rows::load(rows, off, w);
+    look_up_iq4(w, 8);
+  }
+  static void load4(const uint8_t* qs, size_t stride, __m512i& lo, __m512i& hi) {
+    __m512i v[2];
+    Q4_0Rows::load4(qs, stride, v[0], v[1]);
+    look_up_iq4(v, 2);
+    lo = v[0];
+    hi = v[1];
+  }
+};
 struct MXFP4Rows : MXFP4Bs {
   static void load(const GroupRows& rows, size_t off, __m512i* w) {
     Q4_0Rows::load(rows, off, w);
@@ -375,7 +404,8 @@ thread_local QmatmulScratch t_lanes;  // a group's per-row-group lanes, [token][
 template <class F, int NT>
 void few_group_streamed(const uint8_t* g, size_t stride, const uint8_t* ahead, const ActQ8x32* const* x,
                         size_t n_blocks, __m512* acc) {
-  static_assert(!F::kMin && F::kFifthBitsAt == 0, "the streamed path runs the float step of Q4_0, Q8_0 and MXFP4");
+  static_assert(!F::kMin && F::kFifthBitsAt == 0,
+                "the streamed path runs the float step of Q4_0, Q8_0, MXFP4 and IQ4_NL");
   constexpr size_t kStep = 4 * F::kBytes;
   auto* lanes = reinterpret_cast<__m512i*>(t_lanes.reserve(static_cast<size_t>(NT) * n_blocks * 3 * sizeof(__m512i)));
   for (size_t q = 0; q < 3; ++q) {
@@ -521,6 +551,13 @@ struct MXFP4Packed : MXFP4Bs {
   }
 };
 
+struct IQ4_NLPacked : IQ4_NLBs, HalfScales {
+  static void load(const uint8_t* q, __m512i* w) {
+    Q4_0Packed::load(q, w);
+    look_up_iq4(w, 8);
+  }
+};
+
 // NT tokens (at most kPassTokens) on packed rows (n_rows a multiple of 16): token t's 16 outputs
 // of a group in one register, stored as one run of y. More than one token prefetches the next group
 // into L2; one token prefetches nothing: its matrix is one sequential stream (packed_rows.h) that
@@ -603,12 +640,14 @@ void add_avx512vnni_block_sums_kernels(KernelTable& table) {
   table.gemm[7] = gemm_rows<Q5_1Rows>;
   table.gemm[8] = block_sums_q8_0;
   table.gemm[39] = block_sums_mxfp4;
+  table.gemm[20] = gemm_rows<IQ4_NLRows>;
   table.packed[2] = {{packed_entry<Q4_0Packed>, nullptr, nullptr, 0, 0}, 0};
   table.packed[3] = {{packed_entry<Q4_1Packed>, nullptr, nullptr, 0, 0}, 0};
   table.packed[6] = {{packed_entry<Q5_0Packed>, nullptr, nullptr, 0, 0}, 0};
   table.packed[7] = {{packed_entry<Q5_1Packed>, nullptr, nullptr, 0, 0}, 0};
   table.packed[8] = {{packed_entry<Q8_0Packed>, nullptr, nullptr, 0, 0}, 0};
   table.packed[39] = {{packed_entry<MXFP4Packed>, nullptr, nullptr, 0, 0}, 0};
+  table.packed[20] = {{packed_entry<IQ4_NLPacked>, nullptr, nullptr, 0, 0}, 0};
 }
 
 }  // namespace vks::cpuq

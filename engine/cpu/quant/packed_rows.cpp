@@ -27,6 +27,7 @@ bool packable_type(GgmlType type, PackedBlock& block) {
     case GgmlType::kQ5_1: block = {32, 24, 4, 5}; return true;      // d and m, Q5_0's dwords
     case GgmlType::kQ8_0: block = {32, 34, 2, 8}; return true;      // 32 signed bytes
     case GgmlType::kMXFP4: block = {32, 17, 1, 4}; return true;    // an E8M0 scale, 16 bytes of nibbles
+    case GgmlType::kIQ4_NL: block = {32, 18, 2, 4}; return true;   // as Q4_0: d, 16 bytes of indices
     case GgmlType::kQ4_K: block = {256, 144, 0, 36}; return true;  // d and dmin, 12 scale bytes, 128 of nibbles
     case GgmlType::kQ5_K: block = {256, 176, 0, 44}; return true;  // Q4_K's, with 32 bytes of fifth bits before the nibbles
     case GgmlType::kQ6_K: block = {256, 210, 0, 52, 2}; return true;  // 128 + 64 bytes of bits, 16 scales; d
@@ -40,7 +41,8 @@ PackedBlock check(const TensorRef& w, WeightLayout from, const uint8_t* dst, con
   PackedBlock block;
   if (!packable_type(w.type, block)) {
     throw Error(ErrorCode::kInvalidArgument, where + " has type " + std::string(ggml_type_name(w.type)) +
-                                                 ", which has no packed layout (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4, Q4_K, Q5_K and Q6_K have)");
+                                                 ", which has no packed layout (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4, IQ4_NL, Q4_K, Q5_K "
+                                                 "and Q6_K have)");
   }
   if (w.layout != from) {
     throw Error(ErrorCode::kInvalidArgument, where + (from == WeightLayout::kGguf ? " is already packed in groups of rows"

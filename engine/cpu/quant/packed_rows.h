@@ -1,5 +1,5 @@
 #pragma once
-// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4, Q4_K, Q5_K and Q6_K matrices rearranged once, when the CPU
+// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4, IQ4_NL, Q4_K, Q5_K and Q6_K matrices rearranged once, when the CPU
 // runner loads a model, into the layout the packed kernels read (WeightLayout::kRows16; the
 // avx512vnni level's kernels for all of them, and the amx level's own Q4_0/Q8_0/Q4_K tiles): groups
 // of 16 rows,
@@ -18,7 +18,7 @@
 // dword k at + 32 + 64k + 4r. A group's 64-byte quant rows are a tile's B operand (B[k][4r + j] =
 // element 4k + j of row r); Q4_0's dword k holds elements 4k..4k+3 in its low nibbles and 16 + 4k..
 // in its high ones. MXFP4's (272 bytes): row r's E8M0 byte at + r, then Q4_0's nibble dwords from +
-// 16 (row r's dword k at + 16 + 64k + 4r). Q4_1's (320 bytes): row r's fp16 d and m at + 4r, then
+// 16 (row r's dword k at + 16 + 64k + 4r). IQ4_NL's is Q4_0's (its indices where Q4_0 has nibbles). Q4_1's (320 bytes): row r's fp16 d and m at + 4r, then
 // Q4_0's nibble dwords from + 64. Q5_0's (352 bytes): Q4_0's scales, then row r's 32 fifth bits at +
 // 32 + 4r, then Q4_0's nibble dwords from + 96; Q5_1's (384 bytes): Q4_1's d and m, its fifth bits
 // at + 64 + 4r, the nibble dwords from + 128. Q4_K's block is 36 dwords, row r's dword k at + 64k +

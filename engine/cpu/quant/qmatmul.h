@@ -22,7 +22,7 @@ namespace vks::cpuq {
 // ref::matmul's contract: y[t][r] = W[r] · x[t]; W is [rows, cols] in its GGUF type, x is
 // [n_tokens, cols], y is [n_tokens, rows]. Rows are spread over the pool's threads (pool may be
 // null: single-threaded). Quantized types with an integer kernel (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q2_K..Q6_K, MXFP4) use it; every other type with a dequantizer (F32, F16, BF16, and any type
+// Q2_K..Q6_K, MXFP4, IQ4_NL, IQ4_XS) use it; every other type with a dequantizer (F32, F16, BF16, and any type
 // added to the table later) is dequantized chunk by chunk and dotted in floats in ref::dot's order.
 // Throws vks::Error for a type without a dequantizer or cols not a multiple of its block size, and
 // for a matrix in WeightLayout::kRows16 (packed_rows.h) at a level that cannot read it (below amx)
