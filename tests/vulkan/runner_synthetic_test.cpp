@@ -123,7 +123,7 @@ TEST_F(RunnerSynthetic, QwenArchitecturesMatchCpuModel) {
 
 // "f32:222": with hidden 222 the gate and up rows cannot be stacked 16-byte aligned, so the runner's
 // separate gate/up path runs.
-INSTANTIATE_TEST_SUITE_P(WeightTypes, RunnerSynthetic, ::testing::Values("q8_0", "q4_0", "f16", "f32:222"));
+INSTANTIATE_TEST_SUITE_P(WeightTypes, RunnerSynthetic, ::testing::Values("q8_0", "q4_0", "f16", "f32:222", "iq4_nl"));
 
 // lavapipe's loop budget bounds how many keys attention reaches (attention_max_keys): on a CPU
 // device a model with a longer context is served with the context capped there, and the runner's
