@@ -104,6 +104,7 @@ struct MXFP4Bs : NoMinNoFifthBits {
     return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal));
   }
   static int32_t offset(const ActQ8x32& a) { return -mxfp4::kBias * a.sum; }
+  static const uint8_t* values() { return mxfp4::kBiasedE2M1.data(); }
   static constexpr int kStreamedUpTo = 1;
 };
 
@@ -112,6 +113,7 @@ struct IQ4_NLBs : NoMinNoFifthBits {
   static constexpr size_t kBytes = 18, kQuantsAt = 2;
   static __m512 scales(__m512i raw) { return half_scales(raw); }
   static int32_t offset(const ActQ8x32& a) { return -iq4::kBias * a.sum; }
+  static const uint8_t* values() { return iq4::kBiasedValues.data(); }
   static constexpr int kStreamedUpTo = 1;
 };
 
@@ -269,45 +271,29 @@ struct Q4_0Rows : Q4_0Bs {
     hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
   }
 };
-// MXFP4's codes lie as Q4_0's nibbles; vpshufb turns each unpacked nibble into its code's biased
-// value (value + 12), the 16 values in every 128-bit lane.
-inline void look_up_mxfp4(__m512i* v, size_t n) {
-  const __m128i table = _mm_load_si128(reinterpret_cast<const __m128i*>(mxfp4::kBiasedE2M1.data()));
-  const __m512i values = _mm512_broadcast_i32x4(table);
+// MXFP4's codes and IQ4_NL's indices lie as Q4_0's nibbles; vpshufb turns each unpacked nibble
+// into its biased value (F::values(): the 16 of them, in every 128-bit lane).
+template <class F>
+inline void look_up(__m512i* v, size_t n) {
+  const __m512i values = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(F::values())));
   for (size_t k = 0; k < n; ++k) v[k] = _mm512_shuffle_epi8(values, v[k]);
 }
-// IQ4_NL's indices lie as Q4_0's nibbles too; vpshufb turns each into its value + 128.
-inline void look_up_iq4(__m512i* v, size_t n) {
-  const __m128i table = _mm_load_si128(reinterpret_cast<const __m128i*>(iq4::kBiasedValues.data()));
-  const __m512i values = _mm512_broadcast_i32x4(table);
-  for (size_t k = 0; k < n; ++k) v[k] = _mm512_shuffle_epi8(values, v[k]);
-}
-struct IQ4_NLRows : IQ4_NLBs {
+template <class Bs>
+struct LookedUpRows : Bs {
   static void load(const GroupRows& rows, size_t off, __m512i* w) {
     Q4_0Rows::load(rows, off, w);
-    look_up_iq4(w, 8);
+    look_up<Bs>(w, 8);
   }
   static void load4(const uint8_t* qs, size_t stride, __m512i& lo, __m512i& hi) {
     __m512i v[2];
     Q4_0Rows::load4(qs, stride, v[0], v[1]);
-    look_up_iq4(v, 2);
+    look_up<Bs>(v, 2);
     lo = v[0];
     hi = v[1];
   }
 };
-struct MXFP4Rows : MXFP4Bs {
-  static void load(const GroupRows& rows, size_t off, __m512i* w) {
-    Q4_0Rows::load(rows, off, w);
-    look_up_mxfp4(w, 8);
-  }
-  static void load4(const uint8_t* qs, size_t stride, __m512i& lo, __m512i& hi) {
-    __m512i v[2];
-    Q4_0Rows::load4(qs, stride, v[0], v[1]);
-    look_up_mxfp4(v, 2);
-    lo = v[0];
-    hi = v[1];
-  }
-};
+using MXFP4Rows = LookedUpRows<MXFP4Bs>;
+using IQ4_NLRows = LookedUpRows<IQ4_NLBs>;
 struct Q8_0Rows : Q8_0Bs {
   static void load(const GroupRows& rows, size_t off, __m512i* w) {
     group16(rows, off, w);
@@ -547,14 +533,14 @@ struct MXFP4Packed : MXFP4Bs {
   }
   static void load(const uint8_t* q, __m512i* w) {
     Q4_0Packed::load(q, w);
-    look_up_mxfp4(w, 8);
+    look_up<MXFP4Bs>(w, 8);
   }
 };
 
 struct IQ4_NLPacked : IQ4_NLBs, HalfScales {
   static void load(const uint8_t* q, __m512i* w) {
     Q4_0Packed::load(q, w);
-    look_up_iq4(w, 8);
+    look_up<IQ4_NLBs>(w, 8);
   }
 };
 
