@@ -153,6 +153,26 @@ struct MXFP4 {
   }
 };
 
+// IQ4_NL / IQ4_XS: 32 indices' signed values (ggml's kvalues_iq4nl, -127..113) in element order,
+// by pshufb from the 16 values in both 128-bit halves.
+inline __m256i iq4_table() {
+  return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(iq4::kValues)));
+}
+inline __m256i iq4_values32(const uint8_t* qs) { return _mm256_shuffle_epi8(iq4_table(), unpack_nibbles(qs)); }
+
+// IQ4_NL: the values, then Q8_0's signed product.
+struct IQ4_NL {
+  using Act = ActQ8x32;
+  using W = Q8_0::W;
+  static constexpr size_t kBytes = 18;
+  static void load(const uint8_t* b, W& w) {
+    w.d = _mm_set1_ps(half(b));
+    w.q = iq4_values32(b + 2);
+    w.a = _mm256_abs_epi8(w.q);
+  }
+  static void dot(const W& w, const Act& a, __m128& acc, float& macc) { Q8_0::dot(w, a, acc, macc); }
+};
+
 // ---- legacy blocks of two rows at once ----
 // Two rows' blocks side by side, row r in the low 128 bits and row r + 1 in the high: a 128-bit
 // half of maddubs + madd over 16-byte chunks gives exactly its row's 4 lanes of the lane
@@ -295,6 +315,22 @@ struct MXFP4x2 {
   }
 };
 
+// IQ4_NL: both rows' values, elements 0..15 and 16..31 as Q8_0x2 holds them, then its product.
+struct IQ4_NLx2 {
+  using One = IQ4_NL;
+  using W = Q8_0x2::W;
+  static void load(const uint8_t* b0, const uint8_t* b1, W& w) {
+    w.d = pair_d(b0, b1);
+    PairNibbles n;
+    unpack_pair(pair16(b0 + 2, b1 + 2), n);
+    w.q0 = _mm256_shuffle_epi8(iq4_table(), n.lo);
+    w.q1 = _mm256_shuffle_epi8(iq4_table(), n.hi);
+    w.a0 = _mm256_abs_epi8(w.q0);
+    w.a1 = _mm256_abs_epi8(w.q1);
+  }
+  static void dot(const W& w, const ActQ8x32& a, __m256& acc, float* macc) { Q8_0x2::dot(w, a, acc, macc); }
+};
+
 // Two rows (w0 -> y0, w1 -> y1) for NT tokens: each pair of blocks loaded and unpacked once for
 // every token.
 template <class K2, int NT>
@@ -402,6 +438,35 @@ struct Q6_K {
   }
 };
 
+// IQ4_XS: a sub-block's 32 values in one register, their signed products (Q8_0's) times its scale
+// by madd, 8 lanes over the block folded once at its end, as Q4_K.
+struct IQ4_XS {
+  using Act = ActQ8x256;
+  struct W {
+    __m256i q[8], a[8];  // sub-block j's 32 values and their magnitudes
+    __m256i sc[8];       // its scale ls - 32 in every int16
+    __m128 d;
+  };
+  static constexpr size_t kBytes = 136;
+  static void load(const uint8_t* b, W& w) {
+    w.d = _mm_set1_ps(half(b));
+    const __m128i sc = iq4_xs_scales(b);
+    for (int j = 0; j < 8; ++j) {
+      w.sc[j] = _mm256_broadcastsi128_si256(broadcast_i16(sc, j));
+      w.q[j] = iq4_values32(b + 8 + 16 * j);
+      w.a[j] = _mm256_abs_epi8(w.q[j]);
+    }
+  }
+  static void dot(const W& w, const Act& a, __m128& acc, float&) {
+    __m256i lanes = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const __m256i p = _mm256_maddubs_epi16(w.a[j], _mm256_sign_epi8(load32(a.qs + 32 * j), w.q[j]));
+      lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p, w.sc[j]));
+    }
+    scale_add(acc, fold(lanes), w.d, a.d);
+  }
+};
+
 #include "engine/cpu/quant/x86_driver.inc"
 
 // Neighbouring rows in pairs. Several tokens per weight block make this compute-bound, where the
@@ -451,6 +516,8 @@ void add_avx2_kernels(KernelTable& table) {
   table.gemm[7] = pair_gemm<Q5_1x2>;
   table.gemm[8] = pair_gemm<Q8_0x2>;
   table.gemm[39] = pair_gemm<MXFP4x2>;
+  table.gemm[20] = pair_gemm<IQ4_NLx2>;
+  table.gemm[23] = gemm<IQ4_XS>;
   table.gemm[12] = gemm<Q4_K>;
   table.gemm[14] = gemm<Q6_K>;
 }
