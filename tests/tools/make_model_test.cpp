@@ -129,6 +129,13 @@ TEST_F(MakeModel, NewTypesAndRecipesLoadWithExpectedTypes) {
   EXPECT_EQ(q4_0->weights().output.type, GgmlType::kQ6_K);
   EXPECT_EQ(q4_0->weights().token_embd.type, GgmlType::kQ4_0);
   EXPECT_EQ(q4_0->weights().layers[0].w_down.type, GgmlType::kQ4_0);
+  // Q2_K, Q3_K and IQ4_XS rows that are no whole 256-blocks fall back to IQ4_NL, as in llama.cpp.
+  for (const char* t : {"q2_K", "q3_K", "iq4_xs"}) {
+    const std::string name = std::string("fallback_") + t + ".gguf";
+    ASSERT_EQ(make(name, "--preset tiny --dim 96 --heads 4 --hidden 512 --tied --type q8_0 --output-type " + std::string(t)), 0)
+        << last_stderr_;
+    EXPECT_EQ(LlamaModel::load(path(name))->weights().token_embd.type, GgmlType::kIQ4_NL) << t;  // tied: 96 columns
+  }
   EXPECT_EQ(make("bad.gguf", shape + "--type q4_0 --output-type q7_K"), 2);
   EXPECT_NE(last_stderr_.find("unknown --output-type 'q7_K'"), std::string::npos) << last_stderr_;
   // A pure K-quant of rows that do not fit is refused, naming the flag.

@@ -2,7 +2,7 @@
 // machines): SSSE3 maddubs (u8 x s8 -> pairs of i16) and madd (-> i32) on 16-byte chunks, which
 // give the 4 lanes of the lane convention (kernels.h) directly. Each kernel loads and unpacks a
 // weight block (or, for Q4_K/Q5_K/Q6_K, a 32-element group of it) once for several tokens: the
-// legacy types' kernels are in avx_float_pairs.inc, those K-quants' in avx_kquant_tiles.inc, and
+// legacy types' kernels are in avx_float_pairs.inc, those K-quants' and IQ4_XS's in avx_kquant_tiles.inc, and
 // Q2_K/Q3_K take the generic driver (x86_driver.inc) with the structs below.
 #include <immintrin.h>
 
@@ -404,36 +404,6 @@ struct Q3_K {
   }
 };
 
-// IQ4_XS: IQ4_NL's values in 8 sub-blocks of 32 with signed 6-bit scales; each 16-element chunk's
-// signed products (as Q8_0's, pairs inside int16) times its sub-block's scale, no offset.
-struct IQ4_XS {
-  using Act = ActQ8x256;
-  struct W {
-    __m128i q[16], a[16];  // 16-element chunks' values and their magnitudes
-    __m128i sc[8];         // each sub-block's scale in every int16
-    __m128 d;
-  };
-  static constexpr size_t kBytes = 136;
-  static void load(const uint8_t* b, W& w) {
-    w.d = _mm_set1_ps(half(b));
-    const __m128i sc = iq4_xs_scales(b);
-    for (int j = 0; j < 8; ++j) {
-      w.sc[j] = broadcast_i16(sc, j);
-      iq4_values(b + 8 + 16 * j, w.q[2 * j], w.q[2 * j + 1]);
-    }
-    for (int c = 0; c < 16; ++c) w.a[c] = _mm_abs_epi8(w.q[c]);
-  }
-  static void dot(const W& w, const Act& a, __m128& acc, float&) {
-    const auto* x = reinterpret_cast<const __m128i*>(a.qs);
-    __m128i lanes = _mm_setzero_si128();
-    for (int c = 0; c < 16; ++c) {
-      const __m128i p = _mm_maddubs_epi16(w.a[c], _mm_sign_epi8(_mm_load_si128(x + c), w.q[c]));
-      lanes = _mm_add_epi32(lanes, _mm_madd_epi16(p, w.sc[c / 2]));
-    }
-    scale_add(acc, lanes, w.d, a.d);
-  }
-};
-
 #include "engine/cpu/quant/x86_driver.inc"
 #include "engine/cpu/quant/avx_float_pairs.inc"
 #include "engine/cpu/quant/avx_kquant_tiles.inc"
@@ -454,7 +424,7 @@ void add_avx_kernels(KernelTable& table) {
   table.one_token[39] = matvec<MXFP4>;
   table.gemm[20] = pairs_gemm<IQ4_NL>;
   table.one_token[20] = matvec<IQ4_NL>;
-  table.gemm[23] = gemm<IQ4_XS>;
+  table.gemm[23] = k_gemm<IQ4_XSRow>;
   // One Q8_0 token (34-byte blocks) reads memory near the core's limit as one stream of rows; four
   // rows side by side read it slower (0.85x from memory, though 1.1x in cache; no one_token entry).
   table.gemm[10] = gemm<Q2_K>;
