@@ -1,6 +1,7 @@
 // CPU reference conversions of the non-linear 4-bit types IQ4_NL and IQ4_XS. Dequantization is
 // ggml's dequantize_row_iq4_nl / _xs. The quantizers follow the shape of ggml's quantize_iq4_nl_impl
-// (unweighted: importance x^2, a search over 15 trial scales, then the best least-squares scale)
+// (without an importance matrix: each weight's importance x^2, a search over 15 trial scales, then
+// the best one's least-squares scale)
 // without claiming its bytes: they make model files (vks-make-model), and what vkstream computes
 // is defined by the blocks, not by how they were chosen.
 #include <cmath>
@@ -41,7 +42,7 @@ float block_scale(const float* x, uint8_t* idx) {
       max = x[j];
     }
   }
-  if (!(amax >= 1e-15f)) {  // an all-zero block (or NaN): every weight the value nearest 0 at scale 0
+  if (!(amax >= 1e-15f)) {  // an all-zero block (or NaNs only): index 0 at scale 0, every weight 0
     std::memset(idx, 0, 32);
     return 0.0f;
   }
