@@ -494,6 +494,13 @@ TEST(QuantBlocks, Mxfp4QuantizerRoundTrip) {
 // llama.cpp's kvalues_iq4nl, the value of each 4-bit index.
 constexpr int kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
+// IQ4_XS block bytes: d (2), scales_h (2), scales_l (4), qs (128). Sub-block j's 6-bit scale: low 4
+// bits from nibble j % 2 of scales_l[j / 2], high 2 from bits 2j.. of scales_h.
+int iq4_xs_ls(const uint8_t* blk, int j) {
+  const int scales_h = blk[2] | blk[3] << 8;
+  return ((blk[4 + j / 2] >> (4 * (j % 2))) & 15) | (((scales_h >> (2 * j)) & 3) << 4);
+}
+
 TEST(QuantBlocks, Iq4Nl) {
   auto blocks = random_bytes(3 * 18, 21);
   for (int b = 0; b < 3; ++b) put_half(&blocks[b * 18], kD * (b - 1.5f));
@@ -505,9 +512,8 @@ TEST(QuantBlocks, Iq4Nl) {
 }
 
 TEST(QuantBlocks, Iq4Xs) {
-  // Bytes: d (2), scales_h (2), scales_l (4), qs (128). Sub-block j's 6-bit scale: low 4 bits from
-  // nibble j % 2 of scales_l[j / 2], high 2 from bits 2j.. of scales_h; weight = (d * (ls - 32)) *
-  // value. Random scale bytes cover ls from 0 to 63, so negative and zero multipliers too.
+  // Weight = (d * (ls - 32)) * value. Random scale bytes cover ls from 0 to 63, so negative and zero
+  // multipliers too.
   auto blocks = random_bytes(2 * 136, 22);
   put_half(&blocks[0], kD);
   put_half(&blocks[136], -3 * kD);
@@ -515,9 +521,7 @@ TEST(QuantBlocks, Iq4Xs) {
   check(GgmlType::kIQ4_XS, blocks, [&](const uint8_t* blk, int i) {
     if (i == 0) ++b;
     const int j = i / 32, e = i % 32;
-    const int scales_h = blk[2] | blk[3] << 8;
-    const int ls = ((blk[4 + j / 2] >> (4 * (j % 2))) & 15) | (((scales_h >> (2 * j)) & 3) << 4);
-    const float dl = half(b == 0 ? kD : -3 * kD) * static_cast<float>(ls - 32);
+    const float dl = half(b == 0 ? kD : -3 * kD) * static_cast<float>(iq4_xs_ls(blk, j) - 32);
     return double(dl) * kIq4Values[legacy_nibble(blk + 8 + 16 * j, e)];
   });
 }
@@ -544,9 +548,7 @@ TEST(QuantBlocks, Iq4QuantizersPickTheNearestValueAndBeatQ4_0) {
       const uint8_t* blk = t == GgmlType::kIQ4_NL ? q.data() + i / 32 * 18 : q.data() + i / 256 * 136;
       float d = fp16_to_fp32(static_cast<uint16_t>(blk[0] | blk[1] << 8));
       if (t == GgmlType::kIQ4_XS) {
-        const int j = static_cast<int>(i % 256 / 32);
-        const int ls = ((blk[4 + j / 2] >> (4 * (j % 2))) & 15) | ((((blk[2] | blk[3] << 8) >> (2 * j)) & 3) << 4);
-        d *= static_cast<float>(ls - 32);
+        d *= static_cast<float>(iq4_xs_ls(blk, static_cast<int>(i % 256 / 32)) - 32);
       }
       double best = 1e30;
       for (int v : kIq4Values) best = std::min(best, std::fabs(double(d * static_cast<float>(v)) - x[i]));

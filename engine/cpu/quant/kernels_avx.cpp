@@ -2,8 +2,8 @@
 // machines): SSSE3 maddubs (u8 x s8 -> pairs of i16) and madd (-> i32) on 16-byte chunks, which
 // give the 4 lanes of the lane convention (kernels.h) directly. Each kernel loads and unpacks a
 // weight block (or, for Q4_K/Q5_K/Q6_K, a 32-element group of it) once for several tokens: the
-// legacy types' kernels are in avx_float_pairs.inc, those K-quants' and IQ4_XS's in avx_kquant_tiles.inc, and
-// Q2_K/Q3_K take the generic driver (x86_driver.inc) with the structs below.
+// legacy types' kernels are in avx_float_pairs.inc, those K-quants' and IQ4_XS's in
+// avx_kquant_tiles.inc, and Q2_K/Q3_K take the generic driver (x86_driver.inc) with the structs below.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -172,10 +172,9 @@ struct MXFP4 {
   static void dot(const W& w, const Act& a, __m128& acc, float&) { scale_add(acc, lanes(w, a), w.d, act_d(a)); }
 };
 
-// IQ4_NL: each index's value (-127..113) looked up from its nibble, then Q8_0's signed products.
-struct IQ4_NL {
-  using Act = ActQ8x32;
-  using W = Q8_0::W;
+// IQ4_NL: each index's value (-127..113) looked up from its nibble; the rest is Q8_0's (its signed
+// products, its W).
+struct IQ4_NL : Q8_0 {
   static constexpr size_t kBytes = 18;
   static void load(const uint8_t* b, W& w) {
     w.d = _mm_set1_ps(half(b));
@@ -183,9 +182,6 @@ struct IQ4_NL {
     w.a0 = _mm_abs_epi8(w.q0);
     w.a1 = _mm_abs_epi8(w.q1);
   }
-  static __m128i lanes(const W& w, const Act& a) { return Q8_0::lanes(w, a); }
-  static void min_term(const W&, const Act&, float&) {}
-  static void dot(const W& w, const Act& a, __m128& acc, float&) { scale_add(acc, lanes(w, a), w.d, act_d(a)); }
 };
 
 // ---- K-quants (256-element super-blocks) with 256-element activation blocks ----

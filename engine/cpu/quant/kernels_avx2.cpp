@@ -160,17 +160,14 @@ inline __m256i iq4_table() {
 }
 inline __m256i iq4_values32(const uint8_t* qs) { return _mm256_shuffle_epi8(iq4_table(), unpack_nibbles(qs)); }
 
-// IQ4_NL: the values, then Q8_0's signed product.
-struct IQ4_NL {
-  using Act = ActQ8x32;
-  using W = Q8_0::W;
+// IQ4_NL: the values; the rest is Q8_0's (its signed product, its W).
+struct IQ4_NL : Q8_0 {
   static constexpr size_t kBytes = 18;
   static void load(const uint8_t* b, W& w) {
     w.d = _mm_set1_ps(half(b));
     w.q = iq4_values32(b + 2);
     w.a = _mm256_abs_epi8(w.q);
   }
-  static void dot(const W& w, const Act& a, __m128& acc, float& macc) { Q8_0::dot(w, a, acc, macc); }
 };
 
 // ---- legacy blocks of two rows at once ----
@@ -315,20 +312,19 @@ struct MXFP4x2 {
   }
 };
 
-// IQ4_NL: both rows' values, elements 0..15 and 16..31 as Q8_0x2 holds them, then its product.
-struct IQ4_NLx2 {
+// IQ4_NL: both rows' values, elements 0..15 and 16..31 as Q8_0x2 holds them; the rest is Q8_0x2's.
+struct IQ4_NLx2 : Q8_0x2 {
   using One = IQ4_NL;
-  using W = Q8_0x2::W;
   static void load(const uint8_t* b0, const uint8_t* b1, W& w) {
     w.d = pair_d(b0, b1);
     PairNibbles n;
     unpack_pair(pair16(b0 + 2, b1 + 2), n);
-    w.q0 = _mm256_shuffle_epi8(iq4_table(), n.lo);
-    w.q1 = _mm256_shuffle_epi8(iq4_table(), n.hi);
+    const __m256i table = iq4_table();
+    w.q0 = _mm256_shuffle_epi8(table, n.lo);
+    w.q1 = _mm256_shuffle_epi8(table, n.hi);
     w.a0 = _mm256_abs_epi8(w.q0);
     w.a1 = _mm256_abs_epi8(w.q1);
   }
-  static void dot(const W& w, const ActQ8x32& a, __m256& acc, float* macc) { Q8_0x2::dot(w, a, acc, macc); }
 };
 
 // Two rows (w0 -> y0, w1 -> y1) for NT tokens: each pair of blocks loaded and unpacked once for

@@ -2,11 +2,13 @@
 // convention of kernels.h computed literally. It is the definition the SIMD levels must match and
 // the path of CPUs without SSSE3/AVX.
 #include <cstdint>
+#include <cstring>
 
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/kernels.h"
 #include "engine/gguf/iq4_values.h"
+#include "engine/gguf/quant_blocks.h"
 #include "engine/gguf/mxfp4_codes.h"
 
 namespace vks::cpuq {
@@ -114,13 +116,14 @@ void decode_iq4_nl(const uint8_t* b, Decoded& o) {
 }
 
 // IQ4_XS: d@0, scales_h@2, scales_l@4, qs@8. Sub-block j (32 elements) has the 6-bit scale ls
-// (quant_blocks.h) taken as ls - 32, and IQ4_NL's indices in qs[16 j ..].
+// (quant_blocks.h's iq4_xs_scale) taken as ls - 32, and IQ4_NL's indices in qs[16 j ..].
 void decode_iq4_xs(const uint8_t* b, Decoded& o) {
-  o.d = half_to_float(load_u16(b));
-  const unsigned scales_h = load_u16(b + 2);
+  BlockIQ4_XS block;
+  std::memcpy(&block, b, sizeof(block));
+  o.d = half_to_float(block.d);
   for (int j = 0; j < 8; ++j) {
-    const int ls = ((b[4 + j / 2] >> (4 * (j % 2))) & 0xF) | static_cast<int>(((scales_h >> (2 * j)) & 3) << 4);
-    const uint8_t* qs = b + 8 + 16 * j;
+    const int ls = iq4_xs_scale(block, j);
+    const uint8_t* qs = block.qs + 16 * j;
     for (int l = 0; l < 16; ++l) {
       o.v[32 * j + l] = iq4::kValues[qs[l] & 0xF];
       o.v[32 * j + l + 16] = iq4::kValues[qs[l] >> 4];

@@ -32,13 +32,17 @@ void convert_q8_0(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* s
   }
 }
 
-// Q4_0 side record (1 uvec4 per 256): the 8 blocks' f16 scales d. Quants: ggml's nibbles XOR 0x88,
-// so a nibble read as a signed 4-bit value is q - 8 (no subtraction in the kernel).
-void convert_q4_0(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+// Blocks of a half d and 16 nibble bytes (Q4_0, IQ4_NL). Side record (1 uvec4 per 256): the 8
+// blocks' d. Quants: the nibble bytes XOR kFlip: Q4_0's with 0x88, so that a nibble read as a signed
+// 4-bit value is q - 8 (no subtraction in the kernel); IQ4_NL's indices as stored (the kernel looks
+// their values up).
+template <uint8_t kFlip>
+void convert_half_and_nibbles(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
+  static_assert(sizeof(BlockQ4_0) == sizeof(BlockIQ4_NL));
   for (uint64_t b = 0; b < cols / 32; ++b) {
     const uint8_t* blk = src + b * sizeof(BlockQ4_0);
     std::memcpy(side + 2 * b, blk, 2);
-    for (int i = 0; i < 16; ++i) quants[16 * b + i] = static_cast<uint8_t>(blk[2 + i] ^ 0x88);
+    for (int i = 0; i < 16; ++i) quants[16 * b + i] = static_cast<uint8_t>(blk[2 + i] ^ kFlip);
   }
 }
 
@@ -215,16 +219,6 @@ void convert_mxfp4(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* 
   }
 }
 
-// IQ4_NL (18 bytes: d, qs[16]). Side record (1 uvec4 per 256): the 8 blocks' f16 d, as Q4_0's.
-// Quants: the indices as stored (the kernel looks their values up).
-void convert_iq4_nl(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
-  for (uint64_t b = 0; b < cols / 32; ++b) {
-    const uint8_t* blk = src + b * sizeof(BlockIQ4_NL);
-    std::memcpy(side + 2 * b, blk, 2);
-    std::memcpy(quants + 16 * b, blk + 2, 16);
-  }
-}
-
 // IQ4_XS (136 bytes: d, scales_h, scales_l[4], qs[128]). Side record (1 uvec4): the 8 sub-blocks'
 // scales ls - 32 as int8, then d. Quants: qs as stored (sub-block j is group j, in Q4_0's order).
 void convert_iq4_xs(const uint8_t* src, uint64_t cols, uint8_t* quants, uint8_t* side) {
@@ -244,7 +238,7 @@ const DeviceFormat kFormats[] = {
     {GgmlType::kBF16, "f32", 0, 1, 4, 0, 0, VKS_ROW_SLOTS_F32, convert_bf16},
     {GgmlType::kF16, "f16", 1, 1, 2, 0, 0, VKS_ROW_SLOTS_F16, convert_f16},
     {GgmlType::kQ8_0, "q8_0", 2, 32, 0, 32, 1, VKS_ROW_SLOTS_Q8_0, convert_q8_0},
-    {GgmlType::kQ4_0, "q4_0", 3, 32, 0, 16, 1, VKS_ROW_SLOTS_Q4_0, convert_q4_0},
+    {GgmlType::kQ4_0, "q4_0", 3, 32, 0, 16, 1, VKS_ROW_SLOTS_Q4_0, convert_half_and_nibbles<0x88>},
     {GgmlType::kQ4_1, "q4_1", 4, 32, 0, 16, 2, VKS_ROW_SLOTS_Q4_1, convert_q4_1},
     {GgmlType::kQ5_0, "q5_0", 5, 32, 0, 16, 3, VKS_ROW_SLOTS_Q5_0, convert_q5_0},
     {GgmlType::kQ5_1, "q5_1", 6, 32, 0, 16, 4, VKS_ROW_SLOTS_Q5_1, convert_q5_1},
@@ -254,7 +248,7 @@ const DeviceFormat kFormats[] = {
     {GgmlType::kQ5_K, "q5_k", 10, 256, 0, 16, 3, VKS_ROW_SLOTS_Q5_K, convert_q5_k},
     {GgmlType::kQ6_K, "q6_k", 11, 256, 0, 16, 6, VKS_ROW_SLOTS_Q6_K, convert_q6_k},
     {GgmlType::kMXFP4, "mxfp4", 12, 32, 0, 16, 1, VKS_ROW_SLOTS_MXFP4, convert_mxfp4},
-    {GgmlType::kIQ4_NL, "iq4_nl", 13, 32, 0, 16, 1, VKS_ROW_SLOTS_IQ4_NL, convert_iq4_nl},
+    {GgmlType::kIQ4_NL, "iq4_nl", 13, 32, 0, 16, 1, VKS_ROW_SLOTS_IQ4_NL, convert_half_and_nibbles<0>},
     {GgmlType::kIQ4_XS, "iq4_xs", 14, 256, 0, 16, 1, VKS_ROW_SLOTS_IQ4_XS, convert_iq4_xs},
 };
 constexpr uint32_t kSlotCount = 15;
