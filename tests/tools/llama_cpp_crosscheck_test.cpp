@@ -4,8 +4,8 @@
 // `vks-make-model -o qwen3_f32.gguf --arch qwen3` (the same with per-head Q/K RMSNorm, NEOX rope and
 // qwen3 keys: no qwen3 reference exists in ../shared/models), and on the IQ4 files
 // `vks-make-model -o tiny_iq4_nl.gguf --type iq4_nl` and `vks-make-model -o tiny_iq4_xs.gguf --type
-// iq4_xs --dim 256 --heads 4 --hidden 512` (llama.cpp on 2026-12-02), whose exact bytes are pinned below: if
-// the generator changes, the hash test fails and the ids must be recomputed (see tools/README.md,
+// iq4_xs --dim 256 --heads 4 --hidden 512` (llama.cpp on 2026-12-02), whose exact bytes are pinned
+// below: if the generator changes, the hash test fails and the ids must be recomputed (see tools/README.md,
 // "Checking against llama.cpp").
 #include <gtest/gtest.h>
 
@@ -183,7 +183,7 @@ TEST_F(LlamaCppCrossCheck, Qwen3CpuReferenceGreedyMatchesLlamaCpp) {
 }
 
 // The IQ4 files: every matrix (embeddings and output too) in IQ4_NL, or IQ4_XS, as llama.cpp reads
-// them, through the serving runner (runner_greedy); the same prompt.
+// them, through the serving runner (runner_gaps); the same prompt.
 TEST_F(LlamaCppCrossCheck, Iq4RunnerFollowsLlamaCppsGreedyIds) {
   const std::vector<int32_t> prompt = {1, 259, 300, 273, 432, 365, 275, 274, 273, 356, 355, 268, 272, 264};
   const std::vector<int32_t> iq4_nl = {402, 77,  269, 291, 166, 118, 166, 268, 220, 135, 124, 196,

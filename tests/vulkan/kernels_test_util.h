@@ -102,8 +102,9 @@ inline double normalized_error(const std::vector<float>& a, const std::vector<fl
 }
 
 // Hand-made blocks of the types tested without a quantizer (Q4_1, Q5_0, Q5_1 and the K-quants) and
-// of IQ4_NL / IQ4_XS (whose quantizers never write some scale patterns): random bytes with every f16 scale field (byte offsets below) set to a random half in
-// +-[0.002, 0.05] (dmin positive), so every bit pattern of quants and packed scales occurs.
+// of IQ4_NL / IQ4_XS (whose quantizers never write some scale patterns): random bytes with every f16
+// scale field (byte offsets below) set to a random half in +-[0.002, 0.05] (dmin positive), so every
+// bit pattern of quants and packed scales occurs.
 struct HalfFields {
   GgmlType type;
   uint32_t block_bytes;

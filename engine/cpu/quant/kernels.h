@@ -15,8 +15,8 @@
 // operations are the same sequence everywhere (the library is compiled with -ffp-contract=off so no
 // level fuses a multiply-add the others do not).
 //
-// The avx512vnni and amx levels' Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4 and IQ4_NL follow a convention of
-// their own ("block sums"): for y[t][r], for each block b in order, S_b = the exact integer sum of
+// The avx512vnni and amx levels' Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4 and IQ4_NL follow a convention
+// of their own ("block sums"): for y[t][r], for each block b in order, S_b = the exact integer sum of
 // the block's 32 products, Q4_0's -8 and Q5_0's -16 offsets included (the offset times the
 // activation block's sum; MXFP4's weights are its codes' doubled values, d_w half its E8M0 scale;
 // IQ4_NL's its indices' values);
@@ -132,8 +132,8 @@ void add_amx_packed_kernels(KernelTable& table);
 // its own bits (the amx level's Q4_K replaces that one with its own).
 void add_avx512vnni_q4k_q5k_packed_kernels(KernelTable& table);
 void add_avx512vnni_q6k_packed_kernels(KernelTable& table);
-// The avx512vnni level's Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4 and IQ4_NL (kernels_avx512vnni_block_sums.cpp),
-// under block sums, for any token count: GemmFn's contract on GGUF rows, and on packed rows
+// The avx512vnni level's Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4 and IQ4_NL
+// (kernels_avx512vnni_block_sums.cpp), under block sums, for any token count: GemmFn's contract on GGUF rows, and on packed rows
 // (w_stride a row's bytes, n_rows a multiple of 16). add_avx512vnni_kernels sets them; the amx
 // level's Q4_0 and Q8_0 tiles hand these the tokens below a tile, so that both levels give the same
 // bits (its other types are these).

@@ -1,5 +1,5 @@
-// The avx512vnni level's Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4 and IQ4_NL, under the "block sums" convention
-// (kernels.h), on GGUF rows and on rows packed in groups of 16 (packed_rows.h): vpdpbusd on 16 rows
+// The avx512vnni level's Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4 and IQ4_NL, under the "block sums"
+// convention (kernels.h), on GGUF rows and on rows packed in groups of 16 (packed_rows.h): vpdpbusd on 16 rows
 // at once, the weights in the VNNI order (register k: dword k, elements 4k..4k+3, of each of the 16
 // rows), so that eight vpdpbusd against a token's eight dwords broadcast leave S_b of the 16 rows in
 // one register, with no lanes to add across, and the float step runs once per 16 rows, token and
@@ -44,9 +44,9 @@ constexpr size_t kGroupRows = 16;
 
 // vpdpbusd wants one operand unsigned, so every type's weights are used unsigned and biased:
 // Q4_0's nibbles as stored (q = w + 8), Q8_0's bytes ^ 0x80 (q = w + 128), MXFP4's doubled values
-// looked up with 12 added (q = w + 12, 0..24), IQ4_NL's values looked up with 128 added (q = w + 128,
-// 1..241: eight vpdpbusd of them stay far inside int32); the bias times the token's block sum is its offset,
-// where a token's sum starts. kQuantsAt: where a block's quants start; scales(): the 16 rows' block
+// looked up with 12 added (q = w + 12, 0..24), IQ4_NL's values looked up with 128 added (q = w +
+// 128, 1..241: eight vpdpbusd of them stay far inside int32); the bias times the token's block sum
+// is its offset, where a token's sum starts. kQuantsAt: where a block's quants start; scales(): the 16 rows' block
 // scales from the 32 bits at each row's block start (RowDwords).
 // kMin: the type adds m_w * s_x per block (Q4_1, Q5_1; mins() gives the 16 rows' m_w from the same
 // 32 bits as scales()); kFifthBitsAt: where a Q5 block's 32 fifth bits lie (0: none).
