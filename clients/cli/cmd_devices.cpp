@@ -57,6 +57,8 @@ int run_devices(bool json) {
           {"device_local_bytes", vkstream::Value(d.device_local_bytes)},
           {"max_storage_buffer_range", vkstream::Value(d.max_storage_buffer_range)},
           {"compute", vkstream::Value(d.has_compute_queue)},
+          {"integer_dot", vkstream::Value(d.integer_dot)},
+          {"integer_dot_accelerated", vkstream::Value(d.integer_dot_accelerated)},
           {"picked", vkstream::Value(i == best)},
       };
       // What a plain start does with the device it picks (naming another one means Vulkan on it).
@@ -78,6 +80,7 @@ int run_devices(bool json) {
     std::cout << (i == best ? "* " : "  ") << d.index << ": " << d.name << " [" << d.type_name << "] Vulkan "
               << vk::api_version_string(d.api_version) << ", " << d.driver << ", device-local "
               << mib(d.device_local_bytes) << ", max storage buffer " << mib(d.max_storage_buffer_range)
+              << (d.integer_dot ? (d.integer_dot_accelerated ? ", int8 dot (accelerated)" : ", int8 dot") : "")
               << (d.has_compute_queue ? "" : ", no compute queue") << '\n';
   }
   std::cout << "(* = picked by default; choose another with --device INDEX or a name substring, "

@@ -184,6 +184,11 @@ TEST_F(CliE2E, TokenizeStatusFollowAndStats) {
                                     : "\"default_backend\":\"Vulkan"),
               std::string::npos)
         << r.out;
+    // Whether the dot matmul kernels can run there (lavapipe: the extension, not accelerated).
+    EXPECT_NE(r.out.find("\"integer_dot\":"), std::string::npos) << r.out;
+    if (cpu_device) {
+      EXPECT_NE(r.out.find("\"integer_dot_accelerated\":false"), std::string::npos) << r.out;
+    }
   }
 }
 

@@ -110,8 +110,12 @@ Device Device::create(const DeviceOptions& options) {
   VkPhysicalDeviceFeatures core{};
   vkGetPhysicalDeviceFeatures(d.physical_, &core);
 
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot{};
+  dot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
+  dot.shaderIntegerDotProduct = VK_TRUE;
   VkPhysicalDeviceVulkan12Features e12{};
   e12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+  if (d.info_.integer_dot) e12.pNext = &dot;
   e12.shaderFloat16 = d.info_.shader_float16 ? VK_TRUE : VK_FALSE;
   e12.shaderInt8 = d.info_.shader_int8 ? VK_TRUE : VK_FALSE;
   e12.storageBuffer8BitAccess = d.info_.storage_8bit ? VK_TRUE : VK_FALSE;
@@ -136,6 +140,12 @@ Device Device::create(const DeviceOptions& options) {
   dci.pNext = &enabled;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
+  // The int8 dot-product kernels' SPIR-V (OpSDot) needs the extension on a Vulkan 1.2 instance.
+  const char* dot_extension = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
+  if (d.info_.integer_dot) {
+    dci.enabledExtensionCount = 1;
+    dci.ppEnabledExtensionNames = &dot_extension;
+  }
   check(vkCreateDevice(d.physical_, &dci, nullptr, &d.device_), "vkCreateDevice(" + d.info_.name + ")");
   vkGetDeviceQueue(d.device_, family, 0, &d.queue_);
 

@@ -80,6 +80,15 @@ size_t select_device(const std::vector<DeviceInfo>& devices, std::string_view se
                   "or a name substring); " + describe(devices));
 }
 
+bool has_device_extension(VkPhysicalDevice pd, std::string_view name) {
+  uint32_t n = 0;
+  if (vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkExtensionProperties> extensions(n);
+  if (vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, extensions.data()) != VK_SUCCESS) return false;
+  return std::any_of(extensions.begin(), extensions.begin() + n,
+                     [&](const VkExtensionProperties& e) { return name == e.extensionName; });
+}
+
 DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t index) {
   DeviceInfo info;
   info.index = index;
@@ -117,8 +126,12 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t index) {
   info.subgroup_size = subgroup.subgroupSize;
   info.min_storage_buffer_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
 
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot_features{};
+  dot_features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
+  const bool dot_extension = has_device_extension(pd, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   VkPhysicalDeviceVulkan12Features f12{};
   f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+  if (dot_extension) f12.pNext = &dot_features;
   VkPhysicalDeviceVulkan11Features f11{};
   f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
   f11.pNext = &f12;
@@ -131,6 +144,16 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t index) {
     info.shader_int8 = f12.shaderInt8;
     info.storage_8bit = f12.storageBuffer8BitAccess;
     info.storage_16bit = f11.storageBuffer16BitAccess;
+    info.integer_dot = dot_extension && dot_features.shaderIntegerDotProduct;
+  }
+  if (info.integer_dot) {
+    VkPhysicalDeviceShaderIntegerDotProductProperties dot_props{};
+    dot_props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES;
+    VkPhysicalDeviceProperties2 with_dot{};
+    with_dot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    with_dot.pNext = &dot_props;
+    vkGetPhysicalDeviceProperties2(pd, &with_dot);
+    info.integer_dot_accelerated = dot_props.integerDotProduct4x8BitPackedSignedAccelerated;
   }
 
   VkPhysicalDeviceMemoryProperties mem{};

@@ -37,6 +37,11 @@ struct DeviceInfo {
   bool shader_int8 = false;
   bool storage_16bit = false;            // storageBuffer16BitAccess
   bool storage_8bit = false;             // storageBuffer8BitAccess
+  // VK_KHR_shader_integer_dot_product with its feature: the int8 dot-product kernels (Ops'
+  // MatmulFamily::kDot) can run. Accelerated: the driver says 4x8-bit packed signed dot products
+  // are faster than their emulation (lavapipe has the extension, not the acceleration).
+  bool integer_dot = false;
+  bool integer_dot_accelerated = false;
   bool has_compute_queue = false;
 };
 
@@ -51,6 +56,9 @@ int device_type_rank(VkPhysicalDeviceType t);
 // otherwise a case-insensitive substring of the name. Throws vks::Error(kNotFound) naming the
 // selector and the available devices when nothing matches, or when `devices` is empty.
 size_t select_device(const std::vector<DeviceInfo>& devices, std::string_view selector);
+
+// Whether the device offers this extension (vkEnumerateDeviceExtensionProperties).
+bool has_device_extension(VkPhysicalDevice device, std::string_view name);
 
 // Properties, limits, features and memory of one physical device.
 DeviceInfo query_device_info(VkPhysicalDevice device, uint32_t index);
