@@ -1,5 +1,5 @@
-// Both weight-matrix kernel families, matvec_<type> / matmul_<type> (rows) and matlanes_<type>
-// (lanes), against the plain C++ reference (vks::ref::matmul), on awkward sizes, plus batch
+// The weight-matrix kernel families, matvec_<type> / matmul_<type> (rows), matlanes_<type> (lanes)
+// and quantize_q8_f32 + matdot_<type> (dot), against the plain C++ reference (vks::ref::matmul), on awkward sizes, plus batch
 // invariance (bit-identical rows whatever the batch/kernel), split weights and the fused residual add.
 #include <cstring>
 #include <string>
@@ -28,7 +28,9 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 }
 
 // Batches that fill wide tiles too: 40 tokens are a tile of 32 and one of 8 (or 16, 16 and 8).
-bool wide(const Case& c) { return c.family == MatmulFamily::kLanes && c.lanes_tile > 8; }
+bool wide(const Case& c) { return c.family != MatmulFamily::kRows && c.lanes_tile > 8; }
+// The dot family multiplies each token's x as q8 blocks: the reference takes x that way too.
+bool int8_x(const Case& c) { return c.family == MatmulFamily::kDot && find_device_format(c.type)->blocked(); }
 
 class MatmulKernelTest : public KernelTest, public ::testing::WithParamInterface<Case> {
  protected:
@@ -36,6 +38,7 @@ class MatmulKernelTest : public KernelTest, public ::testing::WithParamInterface
     KernelTest::SetUp();
     if (IsSkipped()) return;
     const Case c = GetParam();
+    if (!can_run(c.family)) GTEST_SKIP() << "no integer dot products on " << device().info().name;
     data_ = ggml_matrix(c.type, c.rows, c.cols, 1234 + static_cast<uint32_t>(c.rows));
     matrix_ = upload_matrix(device(), c.type, c.rows, c.cols, data_.data());
     x_stride_ = static_cast<uint32_t>((c.cols + 3) / 4 * 4);  // views of one token start 16-byte aligned
@@ -90,11 +93,15 @@ TEST_P(MatmulKernelTest, MatchesReferenceForEveryBatchSize) {
     const std::vector<float> x = make_x(n, 99 + n);
     std::vector<float> dense(n * c.cols);
     for (uint32_t t = 0; t < n; ++t) std::memcpy(&dense[t * c.cols], &x[t * x_stride_], c.cols * 4);
+    if (int8_x(c)) dense = q8_round_trip(dense);  // cols % 32 == 0: blocks never straddle tokens
     std::vector<float> expected(n * c.rows);
     ref::matmul(tensor(), dense.data(), n, expected.data(), nullptr);
     for (Path path : {Path::kMatvec, Path::kMatmul}) {
       const std::vector<float> got = run_matmul(matrix_, x, n, path, static_cast<uint32_t>(c.rows));
-      EXPECT_LT(normalized_error(got, expected), 2e-6) << "n_tokens=" << n << " path=" << int(path);
+      // The dot family's sums are exact integers per group, scaled once: float rounding of the
+      // group sums only (2e-6 is the float families' bound; an int8 x off by one step would
+      // exceed both).
+      EXPECT_LT(normalized_error(got, expected), int8_x(c) ? 1e-5 : 2e-6) << "n_tokens=" << n << " path=" << int(path);
     }
   }
 }
@@ -211,6 +218,21 @@ std::vector<Case> lanes_cases() {
 }
 INSTANTIATE_TEST_SUITE_P(Lanes, MatmulKernelTest, ::testing::ValuesIn(lanes_cases()), case_name);
 
+// The int8 dot-product family: every quantized type (its int8 form in weight_int8.glsl), rows of
+// many groups per lane, and a float type (which runs the lanes kernels in this family).
+std::vector<Case> dot_cases() {
+  std::vector<Case> cases{Case{GgmlType::kQ8_0, 33, 160},  Case{GgmlType::kQ4_0, 257, 96}, Case{GgmlType::kQ4_1, 37, 288},
+                          Case{GgmlType::kQ5_0, 37, 288},  Case{GgmlType::kQ5_1, 37, 288}, Case{GgmlType::kQ2_K, 37, 768},
+                          Case{GgmlType::kQ3_K, 37, 768},  Case{GgmlType::kQ4_K, 37, 768}, Case{GgmlType::kQ5_K, 37, 768},
+                          Case{GgmlType::kQ6_K, 37, 768},  Case{GgmlType::kQ4_0, 9, 4096}, Case{GgmlType::kQ6_K, 7, 4608},
+                          Case{GgmlType::kMXFP4, 37, 288}, Case{GgmlType::kIQ4_NL, 37, 288},
+                          Case{GgmlType::kIQ4_XS, 37, 768}, Case{GgmlType::kF16, 11, 1037}};
+  for (Case& c : cases) c.family = MatmulFamily::kDot;
+  cases.push_back(Case{GgmlType::kQ4_K, 37, 768, MatmulFamily::kDot, 16});  // wide tiles
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(Dot, MatmulKernelTest, ::testing::ValuesIn(dot_cases()), case_name);
+
 // Wide token tiles (GPUs' prefill): the same bits as one token alone (RowsAreBitIdenticalWhateverTheBatch
 // compares a 41-token batch with each token alone and in small batches). A float tail, a scale per
 // block, super-blocks, several groups per lane; each case compiles its own pipelines on lavapipe.
@@ -323,7 +345,9 @@ INSTANTIATE_TEST_SUITE_P(Types, SwigluEpilogueTest,
                                            Case{GgmlType::kQ4_K, 137, 768}, Case{GgmlType::kQ6_K, 77, 768},
                                            Case{GgmlType::kF32, 33, 172, MatmulFamily::kLanes},
                                            Case{GgmlType::kF32, 35, 172, MatmulFamily::kLanes},
-                                           Case{GgmlType::kQ4_0, 9, 4096, MatmulFamily::kLanes}),
+                                           Case{GgmlType::kQ4_0, 9, 4096, MatmulFamily::kLanes},
+                                           Case{GgmlType::kQ4_0, 9, 4096, MatmulFamily::kDot},
+                                           Case{GgmlType::kQ6_K, 77, 768, MatmulFamily::kDot}),
                          case_name);
 
 // The lanes family's RMSNorm prologue (Ops::matmul_rmsnorm), alone and with the SwiGLU epilogue:
@@ -335,7 +359,7 @@ class RmsnormPrologueTest : public MatmulKernelTest {
   // y = w (rmsnorm(x) with norm weights `norm`), fused or as rmsnorm_f32 then the product.
   std::vector<float> run_normed(const DeviceMatrix& w, const std::vector<float>& x, const std::vector<float>& norm,
                                 uint32_t n, bool fused, bool swiglu, uint32_t y_stride) const {
-    const Ops& o = ops(MatmulFamily::kLanes, GetParam().lanes_tile);
+    const Ops& o = ops(GetParam().family, GetParam().lanes_tile);
     const uint32_t cols = static_cast<uint32_t>(GetParam().cols);
     Buffer xb = upload(x), nb = upload(norm), xn = upload(std::vector<float>(x.size(), 0.0f));
     Buffer yb = upload(std::vector<float>(n * y_stride, -7.0f));
@@ -360,7 +384,10 @@ class RmsnormPrologueTest : public MatmulKernelTest {
 
 TEST_P(RmsnormPrologueTest, MatchesRmsnormThenMatmulAndIsBatchInvariant) {
   const Case c = GetParam();
-  ASSERT_EQ(c.family, MatmulFamily::kLanes);
+  ASSERT_NE(c.family, MatmulFamily::kRows);
+  // The dot family norms x in its quantize pass exactly as rmsnorm_f32 does: the same bits as the
+  // two steps. The lanes prologue scales the sums instead: the same values up to rounding.
+  const bool same_bits = int8_x(c);
   std::vector<float> norm = random_floats(c.cols, 5);
   norm.resize((c.cols + 3) / 4 * 4, 0.0f);  // whole texels, as upload_vector_f32 pads them
   const uint32_t hidden = static_cast<uint32_t>(c.rows / 2);
@@ -385,8 +412,12 @@ TEST_P(RmsnormPrologueTest, MatchesRmsnormThenMatmulAndIsBatchInvariant) {
       }
     }
     EXPECT_LT(normalized_error(got, want), 2e-6) << "swiglu " << swiglu;
-    EXPECT_NE(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
-        << "swiglu " << swiglu << ": the fused path gave the two-step bits: was the prologue used?";
+    if (same_bits) {
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << "swiglu " << swiglu;
+    } else {
+      EXPECT_NE(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
+          << "swiglu " << swiglu << ": the fused path gave the two-step bits: was the prologue used?";
+    }
     for (uint32_t t : {0u, 5u, 10u}) {
       const std::vector<float> one(x.begin() + t * x_stride_, x.begin() + (t + 1) * x_stride_);
       const std::vector<float> alone = run_normed(w, one, norm, 1, true, swiglu, y_stride);
@@ -404,6 +435,11 @@ INSTANTIATE_TEST_SUITE_P(Lanes, RmsnormPrologueTest,
                                            Case{GgmlType::kQ6_K, 7, 4608, MatmulFamily::kLanes},
                                            Case{GgmlType::kF16, 11, 1037, MatmulFamily::kLanes, 32},
                                            Case{GgmlType::kQ4_K, 37, 768, MatmulFamily::kLanes, 32}),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(Dot, RmsnormPrologueTest,
+                         ::testing::Values(Case{GgmlType::kQ4_0, 9, 4096, MatmulFamily::kDot},
+                                           Case{GgmlType::kQ4_K, 37, 768, MatmulFamily::kDot, 16},
+                                           Case{GgmlType::kF16, 11, 1037, MatmulFamily::kDot}),
                          case_name);
 
 }  // namespace

@@ -27,13 +27,22 @@ struct Gpu {
   Ops lanes_ops;  // the lanes family (GPUs'): both are tested on every device
   Ops lanes_16;   // the lanes family with wide token tiles (GPUs' prefill), 16 and 32 tokens
   Ops lanes_32;
+  Ops dot_ops;    // the int8 dot-product family (devices with integer dot products), tiles 8 and 16
+  Ops dot_16;
+  Buffer q8_scratch;  // the dot family's Q8 rows: 41 tokens of 4,608 columns and more
   explicit Gpu(Device d)
       : device(std::move(d)),
         kernels(device),
         ops(kernels),
         lanes_ops(kernels, MatmulFamily::kLanes),
         lanes_16(kernels, MatmulFamily::kLanes, 16),
-        lanes_32(kernels, MatmulFamily::kLanes, 32) {}
+        lanes_32(kernels, MatmulFamily::kLanes, 32),
+        dot_ops(kernels, MatmulFamily::kDot),
+        dot_16(kernels, MatmulFamily::kDot, 16),
+        q8_scratch(device.create_buffer(Ops::q8_scratch_bytes(64, 8192))) {
+    dot_ops.bind_q8_scratch(q8_scratch.view());
+    dot_16.bind_q8_scratch(q8_scratch.view());
+  }
 };
 
 class KernelTest : public ::testing::Test {
@@ -54,9 +63,13 @@ class KernelTest : public ::testing::Test {
   const Ops& ops() const { return gpu_->ops; }
   // lanes_tile: the lanes family's wide token tile (8, 16 or 32).
   const Ops& ops(MatmulFamily family, uint32_t lanes_tile = 8) const {
+    if (family == MatmulFamily::kDot) return lanes_tile == 16 ? gpu_->dot_16 : gpu_->dot_ops;
     if (family != MatmulFamily::kLanes) return gpu_->ops;
     return lanes_tile == 32 ? gpu_->lanes_32 : lanes_tile == 16 ? gpu_->lanes_16 : gpu_->lanes_ops;
   }
+  // The dot family runs where the device has integer dot products (lavapipe has them): its tests
+  // skip elsewhere.
+  bool can_run(MatmulFamily family) const { return family != MatmulFamily::kDot || device().info().integer_dot; }
 
   template <class T>
   Buffer upload(const std::vector<T>& v) const {
@@ -99,6 +112,20 @@ inline double normalized_error(const std::vector<float>& a, const std::vector<fl
   }
   if (a.size() != b.size()) return 1e30;
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// x as the dot family's kernels see it: each block of 32 as ggml's q8 (d = max|v| / 127, values
+// round(v * (1 / d)), ties to even as quantize_q8_f32.comp) and back to floats, d * q.
+inline std::vector<float> q8_round_trip(const std::vector<float>& x) {
+  std::vector<float> out(x.size());
+  for (size_t b = 0; b + 32 <= x.size(); b += 32) {
+    float amax = 0.0f;
+    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b + i]));
+    const float d = amax / 127.0f;
+    const float inv = d != 0.0f ? 1.0f / d : 0.0f;
+    for (size_t i = 0; i < 32; ++i) out[b + i] = d * std::nearbyint(x[b + i] * inv);
+  }
+  return out;
 }
 
 // Hand-made blocks of the types tested without a quantizer (Q4_1, Q5_0, Q5_1 and the K-quants) and

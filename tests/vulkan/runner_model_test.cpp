@@ -124,6 +124,22 @@ TEST_F(RunnerModel, MatrixKernelsAreTheOptionsThenTheEnvironmentsThenTheDevices)
     VulkanRunner runner(*model, o);
     EXPECT_EQ(runner.matmul_family(), family) << name;
   }
+  {
+    // "dot" where the device has integer dot products, a clear refusal where it has not.
+    RunnerOptions o = small_options();
+    o.matmul_kernels = "dot";
+    const vk::DeviceInfo info = vk::list_devices().at(vk::select_device(vk::list_devices(), ""));
+    if (info.integer_dot) {
+      EXPECT_EQ(VulkanRunner(*model, o).matmul_family(), vk::MatmulFamily::kDot);
+    } else {
+      try {
+        VulkanRunner runner(*model, o);
+        FAIL() << "matmul_kernels 'dot' was accepted without integer dot products";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+      }
+    }
+  }
   RunnerOptions bad = small_options();
   bad.matmul_kernels = "columns";
   try {

@@ -58,13 +58,16 @@ class RunnerSynthetic : public ::testing::TestWithParam<const char*> {
   fs::path dir_;
 };
 
-// The runner's logits over a prompt and 6 greedy steps against the CPU model's.
-void expect_runner_matches_cpu_model(const std::string& path, const std::string& label) {
+// The runner's logits over a prompt and 6 greedy steps against the CPU model's (matmul_kernels:
+// RunnerOptions'; tolerance: the normalized error allowed each step).
+void expect_runner_matches_cpu_model(const std::string& path, const std::string& label,
+                                     const std::string& matmul_kernels = "", double tolerance = 5e-3) {
   auto model = LlamaModel::load(path);
   RunnerOptions o;
   o.num_blocks = 64;
   o.max_step_tokens = 64;
   o.max_step_seqs = 4;
+  o.matmul_kernels = matmul_kernels;
   VulkanRunner runner(*model, o);
   const std::vector<int32_t> prompt{1, 17, 250, 3, 99, 42, 7, 180, 5, 64, 33};
   test::GreedyDriver driver(runner, 3);
@@ -81,12 +84,42 @@ void expect_runner_matches_cpu_model(const std::string& path, const std::string&
   for (size_t i = 0; i < tokens.size(); ++i) {
     const std::vector<float>& want = cpu.forward(tokens[i], static_cast<int32_t>(i));
     if (i + 1 < prompt.size()) continue;
-    EXPECT_LT(test::normalized_error(r.logits[row], want), 5e-3) << label << " step " << row;
+    EXPECT_LT(test::normalized_error(r.logits[row], want), tolerance) << label << " step " << row;
     ++row;
   }
 }
 
 TEST_P(RunnerSynthetic, LogitsMatchCpuModel) { expect_runner_matches_cpu_model(make_model(GetParam()), GetParam()); }
+
+// The int8 dot-product kernels end to end (Ops' MatmulFamily::kDot; lavapipe has integer dot
+// products): logits near the CPU model's (x's int8 rounding in every product: a looser bound than
+// the float families' 5e-3), and a sequence's logits the same bits batched, chunked or alone.
+TEST_F(RunnerSynthetic, DotKernelsMatchCpuModelAndAreBatchInvariant) {
+  if (!vk::list_devices().at(vk::select_device(vk::list_devices(), "")).integer_dot) {
+    GTEST_SKIP() << "the device has no integer dot products";
+  }
+  for (const char* type : {"q8_0", "iq4_nl"}) expect_runner_matches_cpu_model(make_model(type), type, "dot", 5e-2);
+  auto model = LlamaModel::load(make_model("q4_0"));
+  RunnerOptions o;
+  o.num_blocks = 128;
+  o.max_step_tokens = 64;
+  o.max_step_seqs = 8;
+  o.matmul_kernels = "dot";
+  VulkanRunner runner(*model, o);
+  ASSERT_EQ(runner.matmul_family(), vk::MatmulFamily::kDot);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 6; ++i) prompts.push_back(test::random_prompt(2 + 5 * i, 40 + static_cast<uint32_t>(i), 300));
+  const auto alone = test::expect_batched_equals_alone(runner, prompts, 8, 2);
+  EXPECT_NE(alone[0].generated, alone[5].generated);
+  test::GenerateOptions g;
+  g.n_gen = 6;
+  g.full_logits = true;
+  test::GreedyDriver whole(runner, 5);
+  const auto in_one = whole.run({prompts[5]}, g);
+  g.chunk = 4;
+  test::GreedyDriver chunked(runner, 6);
+  test::expect_same_results(in_one, chunked.run({prompts[5]}, g));
+}
 
 // Q, K, V of different types are separate products writing into one q|k|v row at their offsets,
 // which must be 16-byte aligned: a model where they are not is refused, whatever its first layer

@@ -258,7 +258,7 @@ constexpr uint32_t kSlotCount = 15;
 uint32_t DeviceFormat::rows_per_group() const { return VKS_ROWS_LOCAL_SIZE * row_slots; }
 
 std::string DeviceFormat::kernel_name(WeightOp op) const {
-  static const char* const kOps[kWeightOpCount] = {"matvec_", "matmul_", "embed_", "matlanes_"};
+  static const char* const kOps[kWeightOpCount] = {"matvec_", "matmul_", "embed_", "matlanes_", "matdot_"};
   return std::string(kOps[static_cast<uint32_t>(op)]) + suffix;
 }
 

@@ -2,8 +2,9 @@
 // The device side of the table of weight formats: for every ggml type the Vulkan kernels can run,
 // one row saying how its rows are laid out on the device, which kernels read it and how a ggml row
 // is converted at upload. Everything in device_matrix.cpp and ops.cpp derives from these rows;
-// adding a type = one row here + its decode in shaders/weight_blocks.glsl + its four .comp files
-// (matvec_<suffix>, matmul_<suffix>, matlanes_<suffix>, embed_<suffix>) + its tests.
+// adding a type = one row here + its decode in shaders/weight_blocks.glsl (and, blocked, its int8
+// form in shaders/weight_int8.glsl) + its .comp files (matvec_<suffix>, matmul_<suffix>,
+// matlanes_<suffix>, embed_<suffix>, blocked: matdot_<suffix>) + its tests.
 //
 // Device layout of rows [first, first + n) of one part (a DeviceMatrix part buffer):
 //   float formats (F32, F16; BF16 is converted to F32):
@@ -27,13 +28,14 @@
 namespace vks::vk {
 
 // What a kernel does with a weight matrix (an index into a format's pipeline cache slots).
-// kLanes is the GPU family's one kernel for both matrix ops (Ops' MatmulFamily::kLanes).
-enum class WeightOp : uint32_t { kMatvec = 0, kMatmul = 1, kEmbed = 2, kLanes = 3 };
-inline constexpr uint32_t kWeightOpCount = 4;
+// kLanes is the GPU family's one kernel for both matrix ops (Ops' MatmulFamily::kLanes); kDot the
+// int8 dot-product family's (MatmulFamily::kDot: matdot_<suffix>, blocked formats only).
+enum class WeightOp : uint32_t { kMatvec = 0, kMatmul = 1, kEmbed = 2, kLanes = 3, kDot = 4 };
+inline constexpr uint32_t kWeightOpCount = 5;
 
 struct DeviceFormat {
   GgmlType source;                 // ggml type of the tensor in the file
-  const char* suffix;              // kernels matvec_, matmul_, embed_ and matlanes_<suffix>
+  const char* suffix;              // kernels matvec_, matmul_, embed_, matlanes_ and matdot_<suffix>
   uint32_t kernel_slot;            // dense index shared by formats using the same kernels (BF16 -> F32)
   uint32_t block;                  // cols must be a multiple of this (1 for float formats)
   uint32_t float_bytes;            // float formats: bytes per stored element; 0 for blocked formats

@@ -14,6 +14,7 @@ using shader::ElementwiseParams;
 using shader::ScalarMapParams;
 using shader::EmbedParams;
 using shader::MatmulParams;
+using shader::QuantizeQ8Params;
 using shader::ReduceRowParams;
 using shader::RmsNormParams;
 using shader::SigmoidGateParams;
@@ -27,18 +28,32 @@ void require(bool ok, const std::string& what) {
 }  // namespace
 
 std::string_view matmul_family_name(MatmulFamily family) {
-  return family == MatmulFamily::kLanes ? "lanes" : "rows";
+  switch (family) {
+    case MatmulFamily::kLanes: return "lanes";
+    case MatmulFamily::kDot: return "dot";
+    case MatmulFamily::kRows: break;
+  }
+  return "rows";
 }
 
 MatmulFamily choose_matmul_family(const DeviceInfo& device, std::string_view choice) {
   if (choice == "rows") return MatmulFamily::kRows;
   if (choice == "lanes") return MatmulFamily::kLanes;
+  if (choice == "dot") {
+    if (!device.integer_dot) {
+      throw Error(ErrorCode::kUnsupported, "the dot matmul kernels need VK_KHR_shader_integer_dot_product, which " +
+                                               device.name + " lacks (use auto, rows or lanes)");
+    }
+    return MatmulFamily::kDot;
+  }
   if (!choice.empty() && choice != "auto") {
     throw Error(ErrorCode::kInvalidArgument,
-                "matmul kernels must be auto, rows or lanes, not '" + std::string(choice) + "'");
+                "matmul kernels must be auto, rows, lanes or dot, not '" + std::string(choice) + "'");
   }
   return device.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? MatmulFamily::kRows : MatmulFamily::kLanes;
 }
+
+uint32_t q8_row_words(uint64_t cols) { return u32(cols / 32 * VKS_Q8_BLOCK_WORDS); }
 
 uint32_t lanes_wide_tile_for(const DeviceInfo& device, std::string_view choice) {
   if (choice == "8") return 8;
@@ -65,6 +80,7 @@ const Kernel& Ops::weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu
                                  bool mul_mat_id) const {
   if (w.format == nullptr) throw Error(ErrorCode::kInvalidArgument, "weight op on a matrix that was never uploaded");
   require(!rmsnorm_prologue || op == WeightOp::kLanes, "the RMSNorm prologue exists in the lanes kernels only");
+  require(op != WeightOp::kDot || w.format->blocked(), "the dot kernels take quantized formats only");
   const size_t index = (size_t{w.format->kernel_slot} * kWeightOpCount + static_cast<uint32_t>(op)) * 8 +
                        (mul_mat_id ? 4 : 0) + (rmsnorm_prologue ? 2 : 0) + (swiglu_epilogue ? 1 : 0);
   const Kernel*& slot = weight_kernels_[index];
@@ -73,7 +89,7 @@ const Kernel& Ops::weight_kernel(const DeviceMatrix& w, WeightOp op, bool swiglu
     // an entry for a constant a shader lacks is ignored).
     const uint32_t constants[] = {swiglu_epilogue ? 1u : 0u, rmsnorm_prologue ? 1u : 0u, lanes_wide_tile_,
                                   mul_mat_id ? 1u : 0u};
-    const bool wide = op == WeightOp::kLanes && lanes_wide_tile_ != VKS_LANES_TOKEN_TILE;
+    const bool wide = (op == WeightOp::kLanes || op == WeightOp::kDot) && lanes_wide_tile_ != VKS_LANES_TOKEN_TILE;
     const std::span<const uint32_t> used(constants, mul_mat_id ? 4 : wide ? 3 : 2);
     slot = swiglu_epilogue || rmsnorm_prologue || wide || mul_mat_id ? &kernels_->get(w.format->kernel_name(op), used)
                                                                      : &kernels_->get(w.format->kernel_name(op));
@@ -171,8 +187,10 @@ void Ops::bias_add_rows(CommandBuffer& cmd, BufferView x, uint32_t x_stride, Buf
 void Ops::build_weight_kernels(const DeviceMatrix& w, bool swiglu_epilogue, bool rmsnorm_prologue,
                                bool mul_mat_id) const {
   if (w.rows == 0) return;
-  if (family_ == MatmulFamily::kLanes) {
-    weight_kernel(w, WeightOp::kLanes, swiglu_epilogue, rmsnorm_prologue, mul_mat_id);
+  if (family_ != MatmulFamily::kRows) {
+    const WeightOp op = family_op(w, WeightOp::kLanes, mul_mat_id);
+    if (op == WeightOp::kDot) kernels_->get("quantize_q8_f32");
+    weight_kernel(w, op, swiglu_epilogue, rmsnorm_prologue && op == WeightOp::kLanes, mul_mat_id);
     return;
   }
   weight_kernel(w, WeightOp::kMatvec, swiglu_epilogue, rmsnorm_prologue, mul_mat_id);
@@ -248,8 +266,15 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
   const uint32_t up_rows_at = fusion.swiglu ? u32(block_rows / 2) : 0u;
   const uint64_t outputs = fusion.swiglu ? up_rows_at : block_rows;
   require(y_stride >= outputs, "matmul: y_stride < rows");
-  if (family_ == MatmulFamily::kLanes) op = WeightOp::kLanes;
-  const Kernel& k = weight_kernel(w, op, fusion.swiglu, norm, id != nullptr);
+  op = family_op(w, op, id != nullptr);
+  if (op == WeightOp::kDot) {
+    // x becomes its Q8 rows (normed there, not in the product).
+    quantize_q8(cmd, x, x_stride, u32(w.cols), n_tokens, fusion);
+    x = q8_scratch_;
+    x_stride = q8_row_words(w.cols);
+  }
+  const bool prologue = norm && op == WeightOp::kLanes;
+  const Kernel& k = weight_kernel(w, op, fusion.swiglu, prologue, id != nullptr);
   struct Tiling {
     uint32_t rows_per_group, token_tile;
   };
@@ -257,8 +282,8 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
   // A mul_mat_id grid is sized for its largest group at the smallest tile (a lanes group of more
   // than 8 rows takes the wide tile, and its workgroups past its rows exit).
   const uint32_t lanes_tile = id != nullptr ? VKS_LANES_TOKEN_TILE : VKS_LANES_TILE_FOR(n_tokens, lanes_wide_tile_);
-  const Tiling tiling = op == WeightOp::kLanes ? Tiling{VKS_LANES_ROWS, lanes_tile}
-                                               : Tiling{w.format->rows_per_group(), token_tile};
+  const bool lanes_grid = op == WeightOp::kLanes || op == WeightOp::kDot;
+  const Tiling tiling = lanes_grid ? Tiling{VKS_LANES_ROWS, lanes_tile} : Tiling{w.format->rows_per_group(), token_tile};
   const uint32_t outputs_per_group = fusion.swiglu ? tiling.rows_per_group / 2 : tiling.rows_per_group;
   for (size_t part = 0; part < w.storage.part_count(); ++part) {
     const uint64_t rows = id != nullptr ? outputs : fusion.swiglu ? up_rows_at : w.storage.part_rows(part);
@@ -274,7 +299,7 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
                          accumulate ? 1u : 0u,
                          x.texel_offset(),
                          up_rows_at,
-                         fusion.norm_eps,
+                         prologue ? fusion.norm_eps : 0.0f,
                          id != nullptr ? expert_rows : 0u,
                          id != nullptr ? u32(first_row / expert_rows) : 0u,
                          id != nullptr ? u32((first_row + w.storage.part_rows(part)) / expert_rows) : 0u,
@@ -290,12 +315,29 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
     // Binding 3: mul_mat_id's group slots, or y standing in (never read); the lanes kernels'
     // binding 4: the norm weights, or x standing in (never read).
     const BufferView slots = id != nullptr ? id->table : y;
-    if (op == WeightOp::kLanes) {
-      cmd.dispatch(k, {w.storage.parts[part].view(), x, y, slots, norm ? fusion.norm : x}, p, groups);
+    if (lanes_grid) {
+      cmd.dispatch(k, {w.storage.parts[part].view(), x, y, slots, prologue ? fusion.norm : x}, p, groups);
     } else {
       cmd.dispatch(k, {w.storage.parts[part].view(), x, y, slots}, p, groups);
     }
   }
+}
+
+WeightOp Ops::family_op(const DeviceMatrix& w, WeightOp op, bool mul_mat_id) const {
+  if (family_ == MatmulFamily::kRows) return op;
+  return family_ == MatmulFamily::kDot && w.format->blocked() && !mul_mat_id ? WeightOp::kDot : WeightOp::kLanes;
+}
+
+void Ops::quantize_q8(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t cols, uint32_t n_tokens,
+                      const Fusion& fusion) const {
+  require(q8_scratch_.buffer != VK_NULL_HANDLE, "the dot kernels need their Q8 scratch (Ops::bind_q8_scratch)");
+  require(q8_scratch_.size == VK_WHOLE_SIZE || q8_scratch_.size >= uint64_t{n_tokens} * q8_row_words(cols) * 4,
+          "the dot kernels' Q8 scratch is too small for this product");
+  const bool norm = fusion.norm.buffer != VK_NULL_HANDLE;
+  const QuantizeQ8Params p{n_tokens, cols, x_stride, q8_row_words(cols), fusion.norm_eps, norm ? 1u : 0u, 0, 0};
+  cmd.barrier(Stage::kCompute, Stage::kCompute);  // a previous product may still read the scratch
+  cmd.dispatch(kernels_->get("quantize_q8_f32"), {x, norm ? fusion.norm : x, q8_scratch_}, p, Groups{1, n_tokens, 1});
+  cmd.barrier(Stage::kCompute, Stage::kCompute);
 }
 
 void Ops::swiglu(CommandBuffer& cmd, BufferView gate, BufferView up, uint32_t in_stride, BufferView out,

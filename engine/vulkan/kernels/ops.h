@@ -23,12 +23,26 @@ enum class MatmulFamily : uint8_t {
   // matlanes_<type>: a workgroup's 64 invocations split each row, neighbours reading neighbouring
   // 16-byte words (GPUs: coalesced loads), partial sums added in a fixed tree.
   kLanes,
+  // Integer dot products (VK_KHR_shader_integer_dot_product): quantize_q8_f32 turns x into int8
+  // blocks of 32 with a scale (the RMSNorm on the way where fused), then matdot_<type> multiplies
+  // each group's int8 weights with them exactly in int32 and adds group_sum * scale in the lanes
+  // kernels' order (shaders/group_dot.glsl). Quantized formats only: F32/F16/BF16 matrices and
+  // mul_mat_id products run the lanes kernels. Products differ from the lanes family's by x's int8
+  // rounding (as llama.cpp's q8_1 products do); a token's bits are the same in any batch.
+  kDot,
 };
 std::string_view matmul_family_name(MatmulFamily family);
-// kLanes on a GPU, kRows on a CPU device; `choice` "rows" or "lanes" forces one (RunnerOptions::
-// matmul_kernels, VKSTREAM_MATMUL_KERNELS), "" or "auto" leaves it to the device. Throws
-// vks::Error(kInvalidArgument) on anything else.
+// kLanes on a GPU, kRows on a CPU device; `choice` "rows", "lanes" or "dot" forces one
+// (RunnerOptions::matmul_kernels, VKSTREAM_MATMUL_KERNELS), "" or "auto" leaves it to the device.
+// kDot is never chosen by itself until a GPU run measures it against kLanes (bench/real_gpu).
+// Throws vks::Error(kInvalidArgument) on anything else, kUnsupported for "dot" on a device without
+// integer dot products.
 MatmulFamily choose_matmul_family(const DeviceInfo& device, std::string_view choice);
+// Whether a family's attention and per-row sums take the GPU layout (lanes and dot) rather than the
+// rows family's.
+inline bool lanes_layout(MatmulFamily family) { return family != MatmulFamily::kRows; }
+// Words of one Q8 row of cols values (quantize_q8_f32.comp; cols % 32 == 0).
+uint32_t q8_row_words(uint64_t cols);
 // The lanes family's wide token tile (Ops): 16 on a GPU, 8 on a CPU device (lavapipe compiles each
 // variant for seconds and gains nothing: its invocations stream x from cache either way); `choice`
 // "8", "16" or "32" forces one (VKSTREAM_LANES_TILE), "" leaves it to the device. Throws
@@ -42,6 +56,14 @@ class Ops {
   // fewer times per prefill token and take longer to compile (lanes_wide_tile_for picks).
   explicit Ops(KernelRegistry& kernels, MatmulFamily family = MatmulFamily::kRows, uint32_t lanes_wide_tile = 8);
   MatmulFamily matmul_family() const { return family_; }
+  // The kDot family's Q8 rows of x (quantize_q8_f32): room for the most tokens times
+  // q8_row_words(largest cols) words, bound once before recording. Each product writes it, then
+  // reads it: it records a barrier before its quantize dispatch (a previous product's matdot may
+  // still read the buffer) and one after.
+  void bind_q8_scratch(BufferView scratch) { q8_scratch_ = scratch; }
+  static uint64_t q8_scratch_bytes(uint32_t max_tokens, uint64_t max_cols) {
+    return uint64_t{max_tokens} * q8_row_words(max_cols) * 4;
+  }
   uint32_t lanes_wide_tile() const { return lanes_wide_tile_; }
 
   // out[t][0..cols) = table row tokens[t] (tokens: int32 [n_tokens]; out_stride floats per row).
@@ -94,16 +116,17 @@ class Ops {
                  const ExpertGroupTable& groups, BufferView x, uint32_t x_stride, BufferView y, uint32_t y_stride,
                  bool swiglu_epilogue = false) const;
 
-  // The lanes family only (fuses_rmsnorm()): y[t] = W rmsnorm(x[t]) with RMSNorm's weights `norm`
-  // (f32 [cols] at the start of its buffer, padded to a multiple of 4 floats) and eps, each workgroup norming the x it reads anyway (see
-  // matlanes_main.glsl): no rmsnorm dispatch, the same values up to rounding, batch-invariant.
+  // The lanes and dot families (fuses_rmsnorm()): y[t] = W rmsnorm(x[t]) with RMSNorm's weights
+  // `norm` (f32 [cols] at the start of its buffer, padded to a multiple of 4 floats) and eps. Lanes:
+  // each workgroup norms the x it reads anyway (see matlanes_main.glsl): no rmsnorm dispatch, the
+  // same values up to rounding. Dot: quantize_q8_f32 norms x as rmsnorm_f32 does. Batch-invariant.
   // swiglu_epilogue: as matmul_swiglu as well. op as above.
   void matmul_rmsnorm(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
                       BufferView norm, float eps, BufferView y, uint32_t y_stride, uint32_t n_tokens,
                       bool swiglu_epilogue = false) const;
   // In the kRows family (CPU devices' default) the norm's weights would cost each row group as many
   // loads as x itself, so rmsnorm stays a dispatch of its own there.
-  bool fuses_rmsnorm() const { return family_ == MatmulFamily::kLanes; }
+  bool fuses_rmsnorm() const { return family_ != MatmulFamily::kRows; }
   // The rows family's kernel for a token count (kMatvec up to VKS_MATVEC_TOKEN_TILE).
   static WeightOp weight_op_for(uint32_t n_tokens);
 
@@ -185,9 +208,17 @@ class Ops {
   void matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, BufferView x, uint32_t x_stride,
                    BufferView y, uint32_t y_stride, uint32_t n_tokens, bool accumulate, const Fusion& fusion,
                    const ExpertGroupTable* id = nullptr, uint32_t expert_rows = 0) const;
+  // The op a product of w runs in this family: kDot's quantized formats, else kLanes; the rows
+  // family's `op` as asked.
+  WeightOp family_op(const DeviceMatrix& w, WeightOp op, bool mul_mat_id) const;
+  // The kDot family's first half of a product: x (normed where norm is given) into q8_scratch_,
+  // between barriers (bind_q8_scratch).
+  void quantize_q8(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t cols, uint32_t n_tokens,
+                   const Fusion& fusion) const;
   KernelRegistry* kernels_;
   MatmulFamily family_;
   uint32_t lanes_wide_tile_;
+  BufferView q8_scratch_{};
   // [(kernel_slot * kWeightOpCount + op) * 8 + id * 4 + norm * 2 + swiglu]
   mutable std::vector<const Kernel*> weight_kernels_;
 };

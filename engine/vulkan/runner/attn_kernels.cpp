@@ -17,7 +17,7 @@ struct AttnKernelChoice {
   uint32_t heads_per_group;
 };
 AttnKernelChoice attention_choice(MatmulFamily family) {
-  if (family == MatmulFamily::kLanes) return {"attn_lanes_f16", 1};  // a workgroup per (head, token)
+  if (lanes_layout(family)) return {"attn_lanes_f16", 1};  // a workgroup per (head, token)
   return {"attn_f16", VKS_ATTN_HEADS_PER_GROUP};                      // an invocation per (head, token)
 }
 
@@ -44,7 +44,7 @@ void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBin
   const uint32_t head_groups = static_cast<uint32_t>(ceil_div(p.n_heads, attention_choice(family).heads_per_group));
   const Kernel& k = attention_kernel(kernels, p.head_dim, family, p.k_type, p.v_type);
   const BufferView sinks = p.has_sinks != 0 ? b.sinks : b.out;  // bound in any case, read with has_sinks
-  if (family == MatmulFamily::kRows) {
+  if (!lanes_layout(family)) {
     p.split_count = 0;
     cmd.dispatch(k, {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out, sinks}, p,
                  Groups{head_groups, p.n_tokens, 1});
@@ -67,7 +67,7 @@ void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBin
 
 uint32_t attention_parallel_splits(const gpu::AttnParams& p, MatmulFamily family, uint64_t longest_keys,
                                    uint64_t partials_bytes) {
-  if (family != MatmulFamily::kLanes || p.n_tokens > kAttnParallelMaxTokens) return 0;
+  if (!lanes_layout(family) || p.n_tokens > kAttnParallelMaxTokens) return 0;
   // A window layer's tokens see at most its window.
   const uint64_t visible = p.window > 0 ? std::min<uint64_t>(longest_keys, p.window) : longest_keys;
   const uint64_t splits = ceil_div(visible, VKS_ATTN_SPLIT_KEYS);
@@ -156,7 +156,7 @@ uint64_t lanes_attention_max_keys(const AttnSpecialization& spec) {
 
 uint64_t attention_max_keys(uint32_t head_dim, MatmulFamily family) {
   const AttnSpecialization spec = attention_specialization(head_dim);
-  if (family == MatmulFamily::kLanes) return lanes_attention_max_keys(spec);
+  if (lanes_layout(family)) return lanes_attention_max_keys(spec);
   // lavapipe counts a loop's exit test as an iteration too (measured: at head_dim 64 the kernel
   // reaches 3,449 chunks and not 3,450, i.e. 19 counted iterations per chunk, not 17).
   const uint64_t dim_loop = spec.half_head_dim / spec.dim_step + 1;

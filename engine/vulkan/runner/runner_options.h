@@ -52,7 +52,8 @@ struct RunnerOptions {
   // own choice (VKS_MATMUL_TOKEN_TILE). The rows family only: lanes has one kernel for both.
   int32_t matvec_max_tokens = -1;
   // Weight-matrix kernel family (engine/vulkan/kernels/ops.h MatmulFamily): "rows" (CPU devices'
-  // layout), "lanes" (GPUs'), or "" for the device's own (VKSTREAM_MATMUL_KERNELS when set).
+  // layout), "lanes" (GPUs'), "dot" (int8 dot products, on request), or "" for the device's own
+  // (VKSTREAM_MATMUL_KERNELS when set).
   std::string matmul_kernels;
   // The lanes family's token tile for prefill batches (vk::lanes_wide_tile_for): "8", "16", "32", or
   // "" for the device's own (VKSTREAM_LANES_TILE when set). The same bits for every choice.

@@ -171,7 +171,13 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     per_layer_tok_ = activation(T, per_layer_s_, "per-layer token rows", false);
     per_layer_gate_ = activation(T, per_layer_s_, "per-layer gate", true);
   }
-  if (ops_->matmul_family() == vk::MatmulFamily::kLanes) {
+  if (ops_->matmul_family() == vk::MatmulFamily::kDot) {
+    // The Q8 rows of the widest input any product takes (Ops::bind_q8_scratch).
+    const uint32_t widest = std::max({dim_s_, q_s_, gate_up_s_, per_layer_s_});
+    q8_ = activation(T, vk::q8_row_words(widest), "Q8 activations", true);
+    ops_->bind_q8_scratch(q8_.view());
+  }
+  if (vk::lanes_layout(ops_->matmul_family())) {
     // Split states of decode steps over long rows (vk::attention_parallel_splits). Past the binding
     // limit the longest rows' steps run their splits one workgroup each, as prefill does.
     attn_partials_ = device_.create_buffer(std::min<uint64_t>(
@@ -367,7 +373,7 @@ void VulkanRunner::create_pipelines() {
   for (const uint32_t head_dim : head_dims) {
     vk::attention_kernel(*kernels_, head_dim, ops_->matmul_family(), vk::kv_type_id(kv_->shape().k_type),
                          vk::kv_type_id(kv_->shape().v_type));
-    if (ops_->matmul_family() == vk::MatmulFamily::kLanes) vk::attention_combine_kernel(*kernels_, head_dim);
+    if (vk::lanes_layout(ops_->matmul_family())) vk::attention_combine_kernel(*kernels_, head_dim);
   }
 }
 

@@ -155,6 +155,7 @@ class VulkanRunner final : public ModelRunner {
   vk::Buffer gate_up_;  // [gate hidden | up hidden], then silu(gate) * up in the gate half
   vk::Buffer sub_;     // [max_step_tokens][dim] a sublayer's output before its post-norm (Gemma)
   vk::Buffer xo_;      // [max_step_seqs][dim] final-normed rows that produce logits
+  vk::Buffer q8_;      // the dot family's Q8 rows of a product's x (Ops::bind_q8_scratch)
   // Expert layers (see expert_plan.h), all written on the device: the router's logits, each
   // (token, choice)'s expert and weight, the plan's int32 arrays and group slots, each (token,
   // choice)'s normed input, gate|up and output rows grouped by expert.

@@ -85,10 +85,16 @@ bool enter_workgroup() {
 uint row_group() { return MUL_MAT_ID != 0u ? gl_WorkGroupID.x : gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
 
 uvec4 wfetch(uint i) { return texelFetch(w_texels, int(i)); }
-// Texel i of x: floats 4i .. 4i+3 of [n_tokens][x_stride].
-vec4 xfetch(uint i) { return uintBitsToFloat(texelFetch(x_texels, int(wg_x_texel + i))); }
+// Texel i of x: floats 4i .. 4i+3 of [n_tokens][x_stride] (xtexel: as stored, the Q8 words of
+// the dot-product kernels).
+uvec4 xtexel(uint i) { return texelFetch(x_texels, int(wg_x_texel + i)); }
+vec4 xfetch(uint i) { return uintBitsToFloat(xtexel(i)); }
 
 #include "weight_blocks.glsl"
+#ifdef INT8_DOT
+#include "int8_dot.glsl"
+#include "weight_int8.glsl"
+#endif
 
 // Elements i = 0..3 and 4..7 of chunk c are each 4 consecutive, 4-aligned x values: one vec4 each.
 uint x_vec_index(uint c, uint half_) { return x_index(c, half_ * 4u) >> 2; }

@@ -19,7 +19,7 @@ void DOT_NAME(uint t0) {
   const uint first_row = row_group() * slot_outputs(DOT_R);
   uint row[DOT_R];
   [[unroll]] for (uint r = 0u; r < DOT_R; ++r) row[r] = slot_row(first_row, r, DOT_R, 1u);
-  uint xb[DOT_T];  // first x element of each token (a multiple of 4)
+  uint xb[DOT_T];  // first x element (INT8_DOT: word of its Q8 row) of each token (a multiple of 4)
   [[unroll]] for (uint t = 0u; t < DOT_T; ++t) xb[t] = min(t0 + t, wg_tokens - 1u) * p.x_stride;
   const uint n_groups = full_chunks() / GROUP_CHUNKS;
   for (uint g = lane; g < n_groups; g += LOCAL_SIZE) {
@@ -27,6 +27,9 @@ void DOT_NAME(uint t0) {
     [[unroll]] for (uint r = 0u; r < DOT_R; ++r) {
       wg[r] = load_group(row[r], g, load_side(row[r], g & ~7u), g & 7u);
     }
+#ifdef INT8_DOT
+#include "group_dot.glsl"
+#else
     [[unroll]] for (uint k = 0u; k < GROUP_CHUNKS; ++k) {
 #if DOT_WIDE
 #include "chunk_fma_wide.glsl"
@@ -34,6 +37,7 @@ void DOT_NAME(uint t0) {
 #include "chunk_fma.glsl"
 #endif
     }
+#endif
   }
 #if defined(WTYPE_F32) || defined(WTYPE_F16)
   if (has_tail_chunk() && lane == 0u) {

@@ -94,6 +94,23 @@ struct RmsNormParams {
   uint pad2;
 };
 
+// quantize_q8_f32: x [n_rows][x_stride floats] (or rmsnorm(x) with weights and eps where norm is
+// 1, as rmsnorm_f32 computes it) into Q8 rows [n_rows][out_stride words], the input of the
+// dot-product kernels (matdot_<type>): per 32 values (cols % 32 == 0) 8 words of int8 values
+// round(v / d), d = max|v| / 127, then d (f32), the sums of the int8 values of elements 0..15 and
+// 16..31 (int32) and a zero word. One workgroup of 64 per row (grid y).
+#define VKS_Q8_BLOCK_WORDS 12u
+struct QuantizeQ8Params {
+  uint n_rows;
+  uint cols;
+  uint x_stride;
+  uint out_stride;
+  float eps;
+  uint norm;
+  uint pad1;
+  uint pad2;
+};
+
 // matvec_<type> / matmul_<type> / matlanes_<type>: y[t][y_offset + r] (+)= dot(W[r], x[t]) for r < rows,
 // t < n_tokens. W is one part of a DeviceMatrix (rows of this part only).
 struct MatmulParams {
@@ -176,6 +193,7 @@ struct ReduceRowParams {
 static_assert(sizeof(EmbedParams) <= 128 && sizeof(EmbedParams) % 4 == 0);
 static_assert(sizeof(RmsNormParams) <= 128 && sizeof(RmsNormParams) % 4 == 0);
 static_assert(sizeof(MatmulParams) <= 128 && sizeof(MatmulParams) % 4 == 0);
+static_assert(sizeof(QuantizeQ8Params) <= 128 && sizeof(QuantizeQ8Params) % 4 == 0);
 static_assert(sizeof(ElementwiseParams) <= 128 && sizeof(ElementwiseParams) % 4 == 0);
 static_assert(sizeof(ReduceRowParams) <= 128 && sizeof(ReduceRowParams) % 4 == 0);
 static_assert(sizeof(SigmoidGateParams) <= 128 && sizeof(SigmoidGateParams) % 4 == 0);
