@@ -17,9 +17,12 @@
 #                  (VKSTREAM_LANES_TILE 8, 32, 16 alternating) against llama.cpp at prefill 128 and
 #                  2,048 on TinyLlama-shape Q4_0, per-op GPU time of a 512-token prefill and a batch-1
 #                  decode step, and tiles 8 and 32 against llama.cpp on Q4_K_M and F16
+#   run.sh dot     the int8 dot-product family (VKSTREAM_MATMUL_KERNELS=dot): its kernel and runner
+#                  tests on the GPU, then dot and lanes alternating with llama.cpp at prefill 128
+#                  (batches 1 and 16) on TinyLlama-shape Q4_0 and Q4_K_M, and at prefill 2,048 on Q4_0
 set -uo pipefail
-mode=${1:?usage: run.sh tests|profile|versus|bench|prefill}
-case $mode in tests|profile|versus|bench|prefill) ;; *) echo "usage: run.sh tests|profile|versus|bench|prefill" >&2; exit 2 ;; esac
+mode=${1:?usage: run.sh tests|profile|versus|bench|prefill|dot}
+case $mode in tests|profile|versus|bench|prefill|dot) ;; *) echo "usage: run.sh tests|profile|versus|bench|prefill|dot" >&2; exit 2 ;; esac
 out=/tmp/real_gpu_logs
 mkdir -p "$out" /tmp/m
 # The logs so far, also after each suite: a call killed at the device's limit skips the EXIT trap.
@@ -125,6 +128,22 @@ if [ "$mode" = prefill ]; then
     for tile in 8 32; do vks_bench "$m-t$tile" /tmp/m/$m.gguf VKSTREAM_LANES_TILE=$tile; done
     LLAMA_BENCH_ARGS="--prompt 128 --gen 16 --reps 3 --batches 1,16" llama_bench "$m" /tmp/m/$m.gguf
   done
+fi
+
+if [ "$mode" = dot ]; then
+  gtest_suite vks_vulkan_kernels_tests 90 'Dot/*'
+  gtest_suite vks_vulkan_runner_tests 60 'RunnerSynthetic.Dot*'
+  mk tl-q4_0 tinyllama-1.1b q4_0 "$voc"; mk tl-q4_k_m tinyllama-1.1b q4_k_m "$voc"
+  export VKS_BENCH_ARGS="--prompt 128 --gen 16 --reps 3 --batches 1 16"
+  for m in tl-q4_0 tl-q4_k_m; do
+    i=0; for family in lanes dot lanes dot; do
+      i=$((i + 1)); vks_bench "$m-$family-r$i" /tmp/m/$m.gguf VKSTREAM_MATMUL_KERNELS=$family
+    done
+    LLAMA_BENCH_ARGS="--prompt 128 --gen 16 --reps 3 --batches 1,16" llama_bench "$m" /tmp/m/$m.gguf
+  done
+  VKS_BENCH_ARGS="--prompt 2048 --gen 8 --reps 2 --batches 1"
+  for family in lanes dot; do vks_bench "tl-q4_0-2048-$family" /tmp/m/tl-q4_0.gguf VKSTREAM_MATMUL_KERNELS=$family; done
+  LLAMA_BENCH_ARGS="--prompt 2048 --gen 8 --reps 2 --batches 1" llama_bench tl-q4_0-2048 /tmp/m/tl-q4_0.gguf
 fi
 
 if [ "$mode" = tests ]; then

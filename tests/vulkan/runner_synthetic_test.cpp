@@ -92,8 +92,10 @@ void expect_runner_matches_cpu_model(const std::string& path, const std::string&
 TEST_P(RunnerSynthetic, LogitsMatchCpuModel) { expect_runner_matches_cpu_model(make_model(GetParam()), GetParam()); }
 
 // The int8 dot-product kernels end to end (Ops' MatmulFamily::kDot; lavapipe has integer dot
-// products): logits near the CPU model's (x's int8 rounding in every product: a looser bound than
-// the float families' 5e-3), and a sequence's logits the same bits batched, chunked or alone.
+// products): logits near the CPU model's, and a sequence's logits the same bits batched, chunked or
+// alone. x's int8 rounding in every product of these random-weight models moves the logits by
+// 1.3-3.1% (normalized, measured on lavapipe: every step of both models), against 5e-3 for the
+// float families; each product's rounding alone is checked to 1e-5 by the kernel tests.
 TEST_F(RunnerSynthetic, DotKernelsMatchCpuModelAndAreBatchInvariant) {
   if (!vk::list_devices().at(vk::select_device(vk::list_devices(), "")).integer_dot) {
     GTEST_SKIP() << "the device has no integer dot products";
