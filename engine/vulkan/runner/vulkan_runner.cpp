@@ -13,11 +13,29 @@
 #include "engine/vulkan/runner/attn_kernels.h"
 #include "engine/vulkan/runner/expert_kernels.h"
 #include "engine/vulkan/runner/expert_plan.h"
+#include "engine/vulkan/runner/invariance_check.h"
 #include "engine/vulkan/shaders/deltanet_params.h"
 #include "engine/vulkan/shaders/shader_params.h"
 
 namespace vks {
 namespace {
+
+// The weight types of the matrices a step multiplies in plain products (not mul_mat_id's experts).
+std::set<GgmlType> product_types(const vk::DeviceWeights& w) {
+  std::set<GgmlType> types;
+  auto add = [&](const vk::DeviceMatrix& m) {
+    if (m.rows > 0 && m.format != nullptr) types.insert(m.format->source);
+  };
+  add(w.output());
+  for (const vk::DeviceLayerWeights& L : w.layers) {
+    add(L.wo);
+    for (const vk::DeviceLayerWeights::RowBlock& b : L.qkv) add(b.matrix);
+    for (const vk::DeviceMatrix* m : {&L.shared.w_gate_up, &L.shared.w_gate, &L.shared.w_down, &L.router}) add(*m);
+    if (L.router.rows > 0) continue;  // a routed layer's FFN matrices are expert stacks
+    for (const vk::DeviceMatrix* m : {&L.ffn.w_gate_up, &L.ffn.w_gate, &L.ffn.w_up, &L.ffn.w_down}) add(*m);
+  }
+  return types;
+}
 
 uint32_t align4(uint32_t n) { return (n + 3u) & ~3u; }
 constexpr uint64_t kF = sizeof(float);
@@ -76,6 +94,16 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     weight_budget = memory > kv_shape.total_bytes() ? memory - kv_shape.total_bytes() : 1;  // (0: no limit)
   }
   weights_ = vk::upload_weights(device_, model, options.cpu_expert_layers, weight_budget);
+  // A GPU driver's code for a token alone and in a batch must give the same bits (invariance_check.h);
+  // on CPU devices (lavapipe) the kernel tests check that, and each check would compile pipelines
+  // for seconds.
+  if (device_.info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    const bool forced = !family.empty() && family != "auto";
+    const vk::MatmulFamily settled =
+        vk::settle_matmul_family(device_, *kernels_, ops_->matmul_family(), forced, ops_->lanes_wide_tile(),
+                                 product_types(*weights_), static_cast<uint32_t>(std::min(options.max_step_tokens, 40)));
+    if (settled != ops_->matmul_family()) ops_.emplace(*kernels_, settled, ops_->lanes_wide_tile());
+  }
   // Before the pipelines are built (a CPU device compiles each for seconds): a Q/K/V block after the
   // first writes from its first row on, through a view that must be 16-byte aligned.
   for (size_t l = 0; l < c.n_layers; ++l) {
