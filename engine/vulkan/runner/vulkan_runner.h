@@ -60,6 +60,9 @@ class VulkanRunner final : public ModelRunner {
   void set_profiling(bool on);
   const std::map<std::string, double>& profile() const { return profile_ms_; }
   uint32_t last_dispatch_count() const { return last_dispatches_; }
+  // Host time of the last step before its submission: packing its inputs and recording its command
+  // buffer, in milliseconds (what recording a step once and replaying it would save; issue 35).
+  double last_record_ms() const { return last_record_ms_; }
   // Submissions of the last step: 1, plus one per layer whose experts ran on the CPU.
   uint32_t last_submit_count() const { return last_submits_; }
   // Which layers' experts stay in host memory and run on the CPU, and their bytes.
@@ -195,6 +198,7 @@ class VulkanRunner final : public ModelRunner {
   std::unique_ptr<vk::StepProfiler> profiler_;
   std::map<std::string, double> profile_ms_;
   uint32_t last_dispatches_ = 0;
+  double last_record_ms_ = 0;
   uint32_t last_submits_ = 0;
 };
 
