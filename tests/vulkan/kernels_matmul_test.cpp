@@ -218,17 +218,17 @@ std::vector<Case> lanes_cases() {
 }
 INSTANTIATE_TEST_SUITE_P(Lanes, MatmulKernelTest, ::testing::ValuesIn(lanes_cases()), case_name);
 
-// The int8 dot-product family: every quantized type (its int8 form in weight_int8.glsl), rows of
-// many groups per lane, and a float type (which runs the lanes kernels in this family).
+// The int8 dot-product family on the lanes family's cases (its kernels have the lanes kernels'
+// grid and order): every quantized type (its int8 form in weight_int8.glsl), rows of many groups per
+// lane, F16 (which runs the lanes kernels in this family), and a wide tile.
 std::vector<Case> dot_cases() {
-  std::vector<Case> cases{Case{GgmlType::kQ8_0, 33, 160},  Case{GgmlType::kQ4_0, 257, 96}, Case{GgmlType::kQ4_1, 37, 288},
-                          Case{GgmlType::kQ5_0, 37, 288},  Case{GgmlType::kQ5_1, 37, 288}, Case{GgmlType::kQ2_K, 37, 768},
-                          Case{GgmlType::kQ3_K, 37, 768},  Case{GgmlType::kQ4_K, 37, 768}, Case{GgmlType::kQ5_K, 37, 768},
-                          Case{GgmlType::kQ6_K, 37, 768},  Case{GgmlType::kQ4_0, 9, 4096}, Case{GgmlType::kQ6_K, 7, 4608},
-                          Case{GgmlType::kMXFP4, 37, 288}, Case{GgmlType::kIQ4_NL, 37, 288},
-                          Case{GgmlType::kIQ4_XS, 37, 768}, Case{GgmlType::kF16, 11, 1037}};
-  for (Case& c : cases) c.family = MatmulFamily::kDot;
-  cases.push_back(Case{GgmlType::kQ4_K, 37, 768, MatmulFamily::kDot, 16});  // wide tiles
+  std::vector<Case> cases;
+  for (Case c : lanes_cases()) {
+    if (!find_device_format(c.type)->blocked() && c.type != GgmlType::kF16) continue;
+    c.family = MatmulFamily::kDot;
+    cases.push_back(c);
+  }
+  cases.push_back(Case{GgmlType::kQ4_K, 37, 768, MatmulFamily::kDot, 16});
   return cases;
 }
 INSTANTIATE_TEST_SUITE_P(Dot, MatmulKernelTest, ::testing::ValuesIn(dot_cases()), case_name);

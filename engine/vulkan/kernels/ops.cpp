@@ -189,7 +189,7 @@ void Ops::build_weight_kernels(const DeviceMatrix& w, bool swiglu_epilogue, bool
   if (w.rows == 0) return;
   if (family_ != MatmulFamily::kRows) {
     const WeightOp op = family_op(w, WeightOp::kLanes, mul_mat_id);
-    if (op == WeightOp::kDot) kernels_->get("quantize_q8_f32");
+    if (op == WeightOp::kDot) quantize_q8_ = &kernels_->get("quantize_q8_f32");
     weight_kernel(w, op, swiglu_epilogue, rmsnorm_prologue && op == WeightOp::kLanes, mul_mat_id);
     return;
   }
@@ -336,7 +336,8 @@ void Ops::quantize_q8(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint3
   const bool norm = fusion.norm.buffer != VK_NULL_HANDLE;
   const QuantizeQ8Params p{n_tokens, cols, x_stride, q8_row_words(cols), fusion.norm_eps, norm ? 1u : 0u, 0, 0};
   cmd.barrier(Stage::kCompute, Stage::kCompute);  // a previous product may still read the scratch
-  cmd.dispatch(kernels_->get("quantize_q8_f32"), {x, norm ? fusion.norm : x, q8_scratch_}, p, Groups{1, n_tokens, 1});
+  if (quantize_q8_ == nullptr) quantize_q8_ = &kernels_->get("quantize_q8_f32");  // no name lookup a product
+  cmd.dispatch(*quantize_q8_, {x, norm ? fusion.norm : x, q8_scratch_}, p, Groups{1, n_tokens, 1});
   cmd.barrier(Stage::kCompute, Stage::kCompute);
 }
 

@@ -77,8 +77,10 @@ class Ops {
 
   // y[t][r] = dot(W[r], x[t]) (or y += when accumulate: a fused residual add) for t < n_tokens.
   // kRows: matvec_<type> for n_tokens <= VKS_MATMUL_TOKEN_TILE and matmul_<type> above; kLanes:
-  // matlanes_<type> for any count. Either family gives a token bit-identical results whatever the
-  // batch (the two families differ from each other in summation order). One dispatch per part of W.
+  // matlanes_<type> for any count; kDot: quantize_q8_f32 then matdot_<type> (quantized formats).
+  // Each family gives a token bit-identical results whatever the batch (they differ from each other
+  // in summation order, and dot in x's rounding). One dispatch per part of W (kDot: one more, and
+  // two barriers, see bind_q8_scratch).
   // x: [n_tokens][x_stride] (x_stride >= cols, x_stride % 4 == 0), y: [n_tokens][y_stride] (y_stride >= rows).
   void matmul(CommandBuffer& cmd, const DeviceMatrix& w, BufferView x, uint32_t x_stride, BufferView y,
               uint32_t y_stride, uint32_t n_tokens, bool accumulate = false) const;
@@ -219,6 +221,7 @@ class Ops {
   MatmulFamily family_;
   uint32_t lanes_wide_tile_;
   BufferView q8_scratch_{};
+  mutable const Kernel* quantize_q8_ = nullptr;  // quantize_q8_f32, looked up once
   // [(kernel_slot * kWeightOpCount + op) * 8 + id * 4 + norm * 2 + swiglu]
   mutable std::vector<const Kernel*> weight_kernels_;
 };

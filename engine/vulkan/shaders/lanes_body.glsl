@@ -1,4 +1,5 @@
-// Generates `void DOT_NAME(uint t0)` for matlanes_<type>: the DOT_R (= ROW_SLOTS) rows of this
+// Generates `void DOT_NAME(uint t0)` for matlanes_<type> and matdot_<type> (INT8_DOT: each group
+// through group_dot.glsl instead of the chunk loop below): the DOT_R (= ROW_SLOTS) rows of this
 // workgroup (rows group * DOT_R + r, the group numbered across grid x and z: z carries what exceeds
 // the 65,535 workgroups a grid dimension is guaranteed; the SwiGLU epilogue maps them as below) for
 // tokens t0 .. t0 + DOT_T - 1. Included once per variant.

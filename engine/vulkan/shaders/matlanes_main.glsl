@@ -5,7 +5,8 @@
 // its lanes splitting every row between them (lanes_body.glsl). CPU devices use matvec_/matmul_,
 // where each invocation streams its own rows (common_matmul.glsl explains why lavapipe wants that).
 // The includer defines WTYPE_<type>, LOCAL_SIZE (VKS_LANES) and ROW_SLOTS (VKS_LANES_ROWS) and
-// includes common_matmul.glsl first.
+// includes common_matmul.glsl first. matdot_<type> (Ops' MatmulFamily::kDot) is this main() with
+// INT8_DOT defined: x is Q8 rows and each group meets it in integers (group_dot.glsl).
 // The wide token tile (8, 16 or 32) for batches of more than VKS_LANES_TOKEN_TILE tokens: see
 // shader_params.h. A specialization constant: the variants a pipeline never runs are compiled out.
 layout(constant_id = 2) const uint WIDE_TILE = VKS_LANES_TOKEN_TILE;
