@@ -1,7 +1,7 @@
 // The mul_mat_id form of the weight kernels (Ops::matmul_id): every expert in use in one dispatch
 // over a stack of experts. Each group's outputs must be the bits of the plain kernel run on that
 // expert's own matrix over the group's rows alone (the runner's greedy output depends on it), for
-// every weight type the device runs, both kernel families, the rows family's two kernels, wide
+// every weight type the device runs, every kernel family, the rows family's two kernels, wide
 // lanes tiles, the SwiGLU epilogue, and stacks split into parts of whole experts.
 #include <algorithm>
 #include <cstring>
@@ -50,6 +50,7 @@ class MatmulIdTest : public KernelTest, public ::testing::WithParamInterface<IdC
     KernelTest::SetUp();
     if (IsSkipped()) return;
     const IdCase c = GetParam();
+    if (!can_run(c.family)) GTEST_SKIP() << "no integer dot products on " << device().info().name;
     data_ = ggml_matrix(c.type, kExperts * c.rows, c.cols, 77 + static_cast<uint32_t>(c.rows));
     x_stride_ = static_cast<uint32_t>((c.cols + 3) / 4 * 4);
     y_stride_ = static_cast<uint32_t>(c.rows + 4);
@@ -94,7 +95,7 @@ class MatmulIdTest : public KernelTest, public ::testing::WithParamInterface<IdC
       max_rows = std::max(max_rows, g.rows);
     }
     Buffer xb = upload(x_), yb = upload(std::vector<float>(kRows * y_stride_, -7.0f)), sb = upload(slots);
-    const Ops::ExpertGroupTable table{sb.view(), static_cast<uint32_t>(groups().size()), max_rows};
+    const Ops::ExpertGroupTable table{sb.view(), static_cast<uint32_t>(groups().size()), max_rows, kRows};
     run([&](CommandBuffer& cmd) {
       ops(c.family, c.lanes_tile)
           .matmul_id(cmd, op, stack, static_cast<uint32_t>(c.rows), table, xb.view(), x_stride_, yb.view(), y_stride_,
@@ -125,8 +126,8 @@ TEST_P(MatmulIdTest, EachGroupHasThePlainKernelsBits) {
   const DeviceMatrix stack = upload_matrix(device(), c.type, kExperts * c.rows, c.cols, data_.data());
   ASSERT_EQ(stack.storage.part_count(), 1u);
   const std::vector<float> want = expected();
-  if (c.family == MatmulFamily::kLanes) {
-    expect_bits(run_id(stack, WeightOp::kMatvec), want, "lanes");
+  if (c.family != MatmulFamily::kRows) {  // one kernel for every token count
+    expect_bits(run_id(stack, WeightOp::kMatvec), want, std::string(matmul_family_name(c.family)));
     return;
   }
   expect_bits(run_id(stack, WeightOp::kMatvec), want, "matvec");
@@ -174,6 +175,21 @@ std::vector<IdCase> lanes_id_cases() {
   return cases;
 }
 INSTANTIATE_TEST_SUITE_P(Lanes, MatmulIdTest, ::testing::ValuesIn(lanes_id_cases()), id_case_name);
+
+// The dot family on the quantized types (x's rows quantized once for every group), a wide tile and
+// the SwiGLU epilogue.
+std::vector<IdCase> dot_id_cases() {
+  std::vector<IdCase> cases;
+  for (IdCase c : rows_cases()) {
+    if (!find_device_format(c.type)->blocked()) continue;
+    c.family = MatmulFamily::kDot;
+    cases.push_back(c);
+  }
+  cases.push_back(IdCase{GgmlType::kQ4_K, 37, 768, MatmulFamily::kDot, 16});
+  cases.push_back(IdCase{GgmlType::kMXFP4, 34, 288, MatmulFamily::kDot, 8, true});
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(Dot, MatmulIdTest, ::testing::ValuesIn(dot_id_cases()), id_case_name);
 
 // The SwiGLU epilogue over gate|up blocks (hidden = rows / 2, rarely a multiple of a workgroup's
 // outputs): gpt-oss's MXFP4 and a Q4_K_M file's types, both families.

@@ -188,7 +188,7 @@ void Ops::build_weight_kernels(const DeviceMatrix& w, bool swiglu_epilogue, bool
                                bool mul_mat_id) const {
   if (w.rows == 0) return;
   if (family_ != MatmulFamily::kRows) {
-    const WeightOp op = family_op(w, WeightOp::kLanes, mul_mat_id);
+    const WeightOp op = family_op(w, WeightOp::kLanes);
     if (op == WeightOp::kDot) quantize_q8_ = &kernels_->get("quantize_q8_f32");
     weight_kernel(w, op, swiglu_epilogue, rmsnorm_prologue && op == WeightOp::kLanes, mul_mat_id);
     return;
@@ -266,10 +266,11 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
   const uint32_t up_rows_at = fusion.swiglu ? u32(block_rows / 2) : 0u;
   const uint64_t outputs = fusion.swiglu ? up_rows_at : block_rows;
   require(y_stride >= outputs, "matmul: y_stride < rows");
-  op = family_op(w, op, id != nullptr);
+  op = family_op(w, op);
   if (op == WeightOp::kDot) {
-    // x becomes its Q8 rows (normed there, not in the product).
-    quantize_q8(cmd, x, x_stride, u32(w.cols), n_tokens, fusion);
+    // x becomes its Q8 rows (normed there, not in the product): a mul_mat_id product's every row.
+    require(id == nullptr || id->x_rows > 0, "matmul_id: the dot kernels need the rows of x (ExpertGroupTable::x_rows)");
+    quantize_q8(cmd, x, x_stride, u32(w.cols), id != nullptr ? id->x_rows : n_tokens, fusion);
     x = q8_scratch_;
     x_stride = q8_row_words(w.cols);
   }
@@ -323,9 +324,9 @@ void Ops::matmul_with(CommandBuffer& cmd, WeightOp op, const DeviceMatrix& w, Bu
   }
 }
 
-WeightOp Ops::family_op(const DeviceMatrix& w, WeightOp op, bool mul_mat_id) const {
+WeightOp Ops::family_op(const DeviceMatrix& w, WeightOp op) const {
   if (family_ == MatmulFamily::kRows) return op;
-  return family_ == MatmulFamily::kDot && w.format->blocked() && !mul_mat_id ? WeightOp::kDot : WeightOp::kLanes;
+  return family_ == MatmulFamily::kDot && w.format->blocked() ? WeightOp::kDot : WeightOp::kLanes;
 }
 
 void Ops::quantize_q8(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t cols, uint32_t n_tokens,

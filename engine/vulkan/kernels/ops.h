@@ -26,8 +26,9 @@ enum class MatmulFamily : uint8_t {
   // Integer dot products (VK_KHR_shader_integer_dot_product): quantize_q8_f32 turns x into int8
   // blocks of 32 with a scale (the RMSNorm on the way where fused), then matdot_<type> multiplies
   // each group's int8 weights with them exactly in int32 and adds group_sum * scale in the lanes
-  // kernels' order (shaders/group_dot.glsl). Quantized formats only: F32/F16/BF16 matrices and
-  // mul_mat_id products run the lanes kernels. Products differ from the lanes family's by x's int8
+  // kernels' order (shaders/group_dot.glsl), mul_mat_id products too (every row of x quantized
+  // once). Quantized formats only: F32/F16/BF16 matrices run the lanes kernels. Products differ from
+  // the lanes family's by x's int8
   // rounding (as llama.cpp's q8_1 products do); a token's bits are the same in any batch.
   kDot,
 };
@@ -106,6 +107,7 @@ class Ops {
     BufferView table;
     uint32_t max_groups = 0;      // slots the dispatch covers (grid z)
     uint32_t max_group_rows = 0;  // the most rows one group may have (grid y)
+    uint32_t x_rows = 0;          // rows of x the groups cover (the dot family quantizes them all)
   };
   // llama.cpp's mul_mat_id: for each group (e, first, rows), y[first + t] = W_e x[first + t] for
   // t < rows, in one dispatch per part of W for every expert. W stacks the experts, expert_rows rows
@@ -212,7 +214,7 @@ class Ops {
                    const ExpertGroupTable* id = nullptr, uint32_t expert_rows = 0) const;
   // The op a product of w runs in this family: kDot's quantized formats, else kLanes; the rows
   // family's `op` as asked.
-  WeightOp family_op(const DeviceMatrix& w, WeightOp op, bool mul_mat_id) const;
+  WeightOp family_op(const DeviceMatrix& w, WeightOp op) const;
   // The kDot family's first half of a product: x (normed where norm is given) into q8_scratch_,
   // between barriers (bind_q8_scratch).
   void quantize_q8(CommandBuffer& cmd, BufferView x, uint32_t x_stride, uint32_t cols, uint32_t n_tokens,

@@ -201,9 +201,12 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     per_layer_gate_ = activation(T, per_layer_s_, "per-layer gate", true);
   }
   if (ops_->matmul_family() == vk::MatmulFamily::kDot) {
-    // The Q8 rows of the widest input any product takes (Ops::bind_q8_scratch).
+    // The Q8 rows of the widest input any product takes (Ops::bind_q8_scratch), a row per (token,
+    // expert choice) in the experts' products.
     const uint32_t widest = std::max({dim_s_, q_s_, gate_up_s_, per_layer_s_});
-    q8_ = activation(T, vk::q8_row_words(widest), "Q8 activations", true);
+    uint64_t rows = T;
+    for (const LayerSpec& l : c.layers) rows = std::max<uint64_t>(rows, T * l.ffn.n_used);
+    q8_ = activation(rows, vk::q8_row_words(widest), "Q8 activations", true);
     ops_->bind_q8_scratch(q8_.view());
   }
   if (vk::lanes_layout(ops_->matmul_family())) {
@@ -847,7 +850,8 @@ void VulkanRunner::record_expert_ffn(vk::CommandBuffer& cmd, uint32_t l, uint32_
   const vk::DeviceFfn& f = L.ffn;
   // A slot has at most VKS_MOE_SLOT_ROWS rows: one token tile, so the grid's spare workgroups are
   // only the slots a step leaves empty. The rows family's matvec kernel sizes its tile to the rows.
-  const vk::Ops::ExpertGroupTable groups{expert_slots_.view(), max_groups, std::min<uint32_t>(n, VKS_MOE_SLOT_ROWS)};
+  const vk::Ops::ExpertGroupTable groups{expert_slots_.view(), max_groups, std::min<uint32_t>(n, VKS_MOE_SLOT_ROWS),
+                                         rows};
   const vk::WeightOp op = vk::WeightOp::kMatvec;
   const uint64_t up_at = (f.gate_up_fused ? f.hidden : align4(f.hidden)) * kF;
   const vk::BufferView gate = expert_gate_up_.view(), up = expert_gate_up_.view(up_at, VK_WHOLE_SIZE);
