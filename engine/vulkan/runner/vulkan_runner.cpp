@@ -31,7 +31,10 @@ std::set<GgmlType> product_types(const vk::DeviceWeights& w) {
   for (const vk::DeviceLayerWeights& L : w.layers) {
     add(L.wo);
     for (const vk::DeviceLayerWeights::RowBlock& b : L.qkv) add(b.matrix);
-    for (const vk::DeviceMatrix* m : {&L.shared.w_gate_up, &L.shared.w_gate, &L.shared.w_down, &L.router}) add(*m);
+    for (const vk::DeviceMatrix* m :
+         {&L.shared.w_gate_up, &L.shared.w_gate, &L.shared.w_up, &L.shared.w_down, &L.router}) {
+      add(*m);
+    }
     if (L.router.rows > 0) continue;  // a routed layer's FFN matrices are expert stacks
     for (const vk::DeviceMatrix* m : {&L.ffn.w_gate_up, &L.ffn.w_gate, &L.ffn.w_up, &L.ffn.w_down}) add(*m);
   }
