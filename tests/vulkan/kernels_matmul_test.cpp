@@ -1,6 +1,7 @@
 // The weight-matrix kernel families, matvec_<type> / matmul_<type> (rows), matlanes_<type> (lanes)
-// and quantize_q8_f32 + matdot_<type> (dot), against the plain C++ reference (vks::ref::matmul), on awkward sizes, plus batch
-// invariance (bit-identical rows whatever the batch/kernel), split weights and the fused residual add.
+// and quantize_q8_f32 + matdot_<type> (dot), against the plain C++ reference (vks::ref::matmul), on
+// awkward sizes, plus batch invariance (bit-identical rows whatever the batch/kernel), split weights
+// and the fused residual add.
 #include <cstring>
 #include <string>
 #include <tuple>
