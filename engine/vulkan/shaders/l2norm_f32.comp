@@ -11,22 +11,14 @@ layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) buffer Out { float outv[]; };
 layout(push_constant) uniform PushBlock { RmsNormParams p; };
 
-shared float partial[64];
+#include "row_sum_squares.glsl"
 
 void main() {
   const uint row = gl_WorkGroupID.y;
   const uint head_at = gl_WorkGroupID.x * p.head_stride;
   const uint lid = gl_LocalInvocationID.x;
   const uint xb = row * p.x_stride + head_at;
-  float s = 0.0;
-  for (uint j = lid; j < p.dim; j += 64u) s = fma(x[xb + j], x[xb + j], s);
-  partial[lid] = s;
-  barrier();
-  [[unroll]] for (uint step = 32u; step > 0u; step >>= 1) {
-    if (lid < step) partial[lid] += partial[lid + step];
-    barrier();
-  }
-  const float scale = 1.0 / max(sqrt(partial[0]), p.eps);
+  const float scale = 1.0 / max(sqrt(row_sum_squares(xb, p.dim)), p.eps);
   const uint ob = row * p.out_stride + head_at;
   for (uint j = lid; j < p.dim; j += 64u) outv[ob + j] = x[xb + j] * scale;
 }

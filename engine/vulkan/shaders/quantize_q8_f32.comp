@@ -13,24 +13,14 @@ layout(std430, binding = 1) readonly buffer W { float weight[]; };
 layout(std430, binding = 2) writeonly buffer Out { uint outw[]; };
 layout(push_constant) uniform PushBlock { QuantizeQ8Params p; };
 
-shared float partial[64];
+#include "row_sum_squares.glsl"
 
 void main() {
   const uint row = gl_WorkGroupID.y;
   const uint lid = gl_LocalInvocationID.x;
   const uint xb = row * p.x_stride;
-  float scale = 1.0;
-  if (p.norm != 0u) {  // rmsnorm_f32's reduction, step for step
-    float s = 0.0;
-    for (uint j = lid; j < p.cols; j += 64u) s = fma(x[xb + j], x[xb + j], s);
-    partial[lid] = s;
-    barrier();
-    [[unroll]] for (uint step = 32u; step > 0u; step >>= 1) {
-      if (lid < step) partial[lid] += partial[lid + step];
-      barrier();
-    }
-    scale = 1.0 / sqrt(partial[0] / float(p.cols) + p.eps);
-  }
+  // rmsnorm_f32's scale, the same expression (p.norm is uniform: every invocation reduces or none).
+  const float scale = p.norm != 0u ? 1.0 / sqrt(row_sum_squares(xb, p.cols) / float(p.cols) + p.eps) : 1.0;
   const uint ob = row * p.out_stride;
   for (uint b = lid; b < p.cols / 32u; b += 64u) {
     float v[32];

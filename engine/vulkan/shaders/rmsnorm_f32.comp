@@ -1,8 +1,8 @@
 #version 450
 // rmsnorm_f32: out[r] = x[r] * (1 / sqrt(mean(x[r]^2) + eps)) * weight, one workgroup per row
 // (grid y) and sub-row (grid x: the heads of a per-head norm, head_stride floats apart).
-// The sum of squares is reduced in a fixed order (64 strided partial sums, then a fixed tree), so a
-// row's result does not depend on the batch.
+// The sum of squares is reduced in a fixed order (row_sum_squares.glsl), so a row's result does not
+// depend on the batch.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -12,22 +12,14 @@ layout(std430, binding = 1) readonly buffer W { float weight[]; };
 layout(std430, binding = 2) buffer Out { float outv[]; };
 layout(push_constant) uniform PushBlock { RmsNormParams p; };
 
-shared float partial[64];
+#include "row_sum_squares.glsl"
 
 void main() {
   const uint row = gl_WorkGroupID.y;
   const uint head_at = gl_WorkGroupID.x * p.head_stride;
   const uint lid = gl_LocalInvocationID.x;
   const uint xb = row * p.x_stride + head_at;
-  float s = 0.0;
-  for (uint j = lid; j < p.dim; j += 64u) s = fma(x[xb + j], x[xb + j], s);
-  partial[lid] = s;
-  barrier();
-  [[unroll]] for (uint step = 32u; step > 0u; step >>= 1) {
-    if (lid < step) partial[lid] += partial[lid + step];
-    barrier();
-  }
-  const float scale = 1.0 / sqrt(partial[0] / float(p.dim) + p.eps);
+  const float scale = 1.0 / sqrt(row_sum_squares(xb, p.dim) / float(p.dim) + p.eps);
   const uint ob = row * p.out_stride + head_at;
   for (uint j = lid; j < p.dim; j += 64u) outv[ob + j] = (x[xb + j] * scale) * weight[j];
 }
