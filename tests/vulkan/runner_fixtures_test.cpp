@@ -38,6 +38,16 @@ std::string fixture_name(const ::testing::TestParamInfo<Fixture>& info) {
   return test::test_name_of(info.param.reference);
 }
 
+// A runner for one fixture's prompt and greedy steps (matmul_kernels: RunnerOptions').
+RunnerOptions fixture_options(const std::string& matmul_kernels = "") {
+  RunnerOptions o;
+  o.num_blocks = 64;
+  o.max_step_tokens = 64;
+  o.max_step_seqs = 4;
+  o.matmul_kernels = matmul_kernels;
+  return o;
+}
+
 class RunnerFixtures : public ::testing::TestWithParam<Fixture> {
  protected:
   void SetUp() override {
@@ -48,11 +58,7 @@ class RunnerFixtures : public ::testing::TestWithParam<Fixture> {
 TEST_P(RunnerFixtures, LogitsAndGreedyIdsMatchTheReference) {
   const Fixture& f = GetParam();
   auto model = LlamaModel::load(test::model_path(f.model));
-  RunnerOptions o;
-  o.num_blocks = 64;
-  o.max_step_tokens = 64;
-  o.max_step_seqs = 4;
-  VulkanRunner runner(*model, o);
+  VulkanRunner runner(*model, fixture_options());
   const test::GreedyReference ids = test::load_ids_file(f.reference + ".greedy.ids");
   ASSERT_FALSE(ids.prompt.empty() || ids.generated.empty()) << "prompt line and generated line expected";
   const uint32_t vocab = model->config().vocab_size;
@@ -130,12 +136,7 @@ class DotFixtures : public ::testing::TestWithParam<std::string> {
 TEST_P(DotFixtures, LogitsStayAsCloseToTheFloatPassAsLlamaCppIs) {
   const std::string name = GetParam();
   auto model = LlamaModel::load(test::model_path(name + ".gguf"));
-  RunnerOptions o;
-  o.num_blocks = 64;
-  o.max_step_tokens = 64;
-  o.max_step_seqs = 4;
-  o.matmul_kernels = "dot";
-  VulkanRunner runner(*model, o);
+  VulkanRunner runner(*model, fixture_options("dot"));
   const test::GreedyReference ids = test::load_ids_file(name + ".floatref.greedy.ids");
   test::GreedyDriver driver(runner, 5);
   test::GenerateOptions g;

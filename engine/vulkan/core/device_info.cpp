@@ -51,6 +51,16 @@ std::string describe(const std::vector<DeviceInfo>& devices) {
   return out;
 }
 
+// Whether the device offers this extension.
+bool has_device_extension(VkPhysicalDevice pd, std::string_view name) {
+  uint32_t n = 0;
+  if (vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkExtensionProperties> extensions(n);
+  if (vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, extensions.data()) != VK_SUCCESS) return false;
+  return std::any_of(extensions.begin(), extensions.begin() + n,
+                     [&](const VkExtensionProperties& e) { return name == e.extensionName; });
+}
+
 }  // namespace
 
 size_t select_device(const std::vector<DeviceInfo>& devices, std::string_view selector) {
@@ -78,15 +88,6 @@ size_t select_device(const std::vector<DeviceInfo>& devices, std::string_view se
   throw Error(ErrorCode::kNotFound,
               "no Vulkan device matches '" + std::string(selector) + "' (VKSTREAM_DEVICE / --device takes an index " +
                   "or a name substring); " + describe(devices));
-}
-
-bool has_device_extension(VkPhysicalDevice pd, std::string_view name) {
-  uint32_t n = 0;
-  if (vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr) != VK_SUCCESS) return false;
-  std::vector<VkExtensionProperties> extensions(n);
-  if (vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, extensions.data()) != VK_SUCCESS) return false;
-  return std::any_of(extensions.begin(), extensions.begin() + n,
-                     [&](const VkExtensionProperties& e) { return name == e.extensionName; });
 }
 
 DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t index) {

@@ -57,9 +57,6 @@ int device_type_rank(VkPhysicalDeviceType t);
 // selector and the available devices when nothing matches, or when `devices` is empty.
 size_t select_device(const std::vector<DeviceInfo>& devices, std::string_view selector);
 
-// Whether the device offers this extension (vkEnumerateDeviceExtensionProperties).
-bool has_device_extension(VkPhysicalDevice device, std::string_view name);
-
 // Properties, limits, features and memory of one physical device.
 DeviceInfo query_device_info(VkPhysicalDevice device, uint32_t index);
 

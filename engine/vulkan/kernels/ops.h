@@ -28,8 +28,8 @@ enum class MatmulFamily : uint8_t {
   // each group's int8 weights with them exactly in int32 and adds group_sum * scale in the lanes
   // kernels' order (shaders/group_dot.glsl), mul_mat_id products too (every row of x quantized
   // once). Quantized formats only: F32/F16/BF16 matrices run the lanes kernels. Products differ from
-  // the lanes family's by x's int8
-  // rounding (as llama.cpp's q8_1 products do); a token's bits are the same in any batch.
+  // the lanes family's by x's int8 rounding (as llama.cpp's q8_1 products do); a token's bits are
+  // the same in any batch.
   kDot,
 };
 std::string_view matmul_family_name(MatmulFamily family);

@@ -18,7 +18,7 @@ struct AttnKernelChoice {
 };
 AttnKernelChoice attention_choice(MatmulFamily family) {
   if (lanes_layout(family)) return {"attn_lanes_f16", 1};  // a workgroup per (head, token)
-  return {"attn_f16", VKS_ATTN_HEADS_PER_GROUP};                      // an invocation per (head, token)
+  return {"attn_f16", VKS_ATTN_HEADS_PER_GROUP};           // an invocation per (head, token)
 }
 
 }  // namespace
