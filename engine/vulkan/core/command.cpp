@@ -114,14 +114,14 @@ void CommandBuffer::destroy() noexcept {
   device_ = VK_NULL_HANDLE;
 }
 
-void CommandBuffer::begin() {
+void CommandBuffer::begin(Reuse reuse) {
   check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
   for (VkDescriptorPool p : descriptor_pools_) check(vkResetDescriptorPool(device_, p, 0), "vkResetDescriptorPool");
   current_pool_ = 0;
   dispatches_ = 0;
   VkCommandBufferBeginInfo bi{};
   bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  bi.flags = reuse == Reuse::kOnce ? VkCommandBufferUsageFlags{VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT} : 0;
   check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
 }
 

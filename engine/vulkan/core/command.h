@@ -39,6 +39,9 @@ class Fence {
 // Where memory is produced or consumed, for CommandBuffer::barrier.
 enum class Stage { kCompute, kTransfer, kHost };
 
+// How a recording is submitted: once, or again and again (a replayed step, step_replay.h).
+enum class Reuse { kOnce, kReplayed };
+
 // Workgroup counts of one dispatch.
 struct Groups {
   uint32_t x = 1, y = 1, z = 1;
@@ -61,8 +64,9 @@ class CommandBuffer {
   VkCommandBuffer handle() const { return cmd_; }
 
   // begin() resets the command buffer and its descriptor pool (the previous submission must have
-  // completed: wait on its fence first). One-time-submit usage.
-  void begin();
+  // completed: wait on its fence first). A kReplayed recording keeps its descriptor sets until the
+  // next begin() and may be submitted any number of times, each after the last one completed.
+  void begin(Reuse reuse = Reuse::kOnce);
   void end();
 
   // Global memory barrier: everything written at `src` before is visible to `dst` after.
@@ -101,7 +105,7 @@ class CommandBuffer {
   void dispatch_raw(const Kernel& kernel, std::span<const BufferView> bindings, const void* push,
                     uint32_t push_size, Groups groups);
 
-  // Number of dispatches recorded since begin() (for benchmarks and tests).
+  // Number of dispatches recorded since begin() (for benchmarks and tests; kept after end()).
   uint32_t dispatch_count() const { return dispatches_; }
 
  private:

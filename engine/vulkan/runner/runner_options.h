@@ -67,6 +67,9 @@ struct RunnerOptions {
   // The device memory the weights may take; 0: the device's device-local memory less the KV pool.
   // Tests force a split with a small one.
   uint64_t device_weight_budget = 0;
+  // Decode steps (every sequence one token) recorded once per shape and replayed (step_replay.h):
+  // the same commands, so the same bits; off records every step anew.
+  bool replay_decode_steps = true;
   // Keep compiled pipelines in $XDG_CACHE_HOME (or ~/.cache)/vkstream/pipeline_cache.bin.
   bool disk_pipeline_cache = true;
   // Run a few throw-away steps before returning the runner, so every kernel is compiled before the

@@ -306,6 +306,10 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   }
 
   cmd_ = device_.create_command_buffer();
+  // A recording per decode batch size and split count in use: a few dozen cover a busy server's
+  // mix (each holds a command buffer and a descriptor pool).
+  constexpr size_t kReplayCapacity = 32;
+  if (options_.replay_decode_steps) replays_.emplace(device_, kReplayCapacity);
   fence_ = device_.create_fence(false);
   // Zero everything once so padding lanes and never-written KV slots hold numbers, not garbage.
   cmd_.begin();
@@ -515,23 +519,26 @@ void VulkanRunner::matmul(vk::CommandBuffer& cmd, const vk::DeviceMatrix& w, vk:
   }
 }
 
-void VulkanRunner::put(vk::CommandBuffer& cmd, IoBuffer& io, const void* data, uint64_t bytes) {
+void VulkanRunner::stage(IoBuffer& io, const void* data, uint64_t bytes) {
   std::memcpy(io.mapped(), data, bytes);
   device_.flush(io.host_side(), 0, VK_WHOLE_SIZE);
+}
+
+void VulkanRunner::record_upload(vk::CommandBuffer& cmd, const IoBuffer& io, uint64_t bytes) {
   if (io.host.valid()) cmd.copy(io.host, 0, io.device, 0, bytes);
 }
 
-void VulkanRunner::write_inputs(vk::CommandBuffer& cmd, const StepInputs& in, const StepBatch& batch) {
+void VulkanRunner::stage_inputs(const StepInputs& in, const StepBatch& batch) {
   const uint64_t tok_bytes = uint64_t(in.n_tokens) * 4;
   const uint64_t table_bytes = in.block_tables.size() * 4;
-  put(cmd, tokens_, batch.tokens.data(), tok_bytes);
-  put(cmd, positions_, batch.positions.data(), tok_bytes);
-  put(cmd, slots_, batch.slot_mapping.data(), tok_bytes);
-  put(cmd, token_seq_, in.token_seq.data(), tok_bytes);
-  put(cmd, block_tables_, in.block_tables.data(), table_bytes);
+  stage(tokens_, batch.tokens.data(), tok_bytes);
+  stage(positions_, batch.positions.data(), tok_bytes);
+  stage(slots_, batch.slot_mapping.data(), tok_bytes);
+  stage(token_seq_, in.token_seq.data(), tok_bytes);
+  stage(block_tables_, in.block_tables.data(), table_bytes);
   if (limits_.num_window_blocks > 0) {
-    put(cmd, window_slots_, batch.window_slot_mapping.data(), tok_bytes);
-    put(cmd, window_block_tables_, in.window_block_tables.data(), table_bytes);
+    stage(window_slots_, batch.window_slot_mapping.data(), tok_bytes);
+    stage(window_block_tables_, in.window_block_tables.data(), table_bytes);
   }
   if (states_.slots() > 0) {
     seq_states_host_.clear();
@@ -540,8 +547,20 @@ void VulkanRunner::write_inputs(vk::CommandBuffer& cmd, const StepInputs& in, co
       seq_states_host_.insert(seq_states_host_.end(), {s.token_offset, s.n_tokens, s.state_slot, s.n_past == 0 ? 1 : 0});
       longest_chunk_ = std::max(longest_chunk_, static_cast<uint32_t>(s.n_tokens));
     }
-    put(cmd, seq_states_, seq_states_host_.data(), seq_states_host_.size() * 4);
+    stage(seq_states_, seq_states_host_.data(), seq_states_host_.size() * 4);
   }
+}
+
+void VulkanRunner::record_uploads(vk::CommandBuffer& cmd, const StepInputs& in) {
+  const uint64_t tok_bytes = uint64_t(in.n_tokens) * 4;
+  const uint64_t table_bytes = in.block_tables.size() * 4;
+  for (const IoBuffer* io : {&tokens_, &positions_, &slots_, &token_seq_}) record_upload(cmd, *io, tok_bytes);
+  record_upload(cmd, block_tables_, table_bytes);
+  if (limits_.num_window_blocks > 0) {
+    record_upload(cmd, window_slots_, tok_bytes);
+    record_upload(cmd, window_block_tables_, table_bytes);
+  }
+  if (states_.slots() > 0) record_upload(cmd, seq_states_, seq_states_host_.size() * 4);
   if (tokens_.host.valid()) cmd.barrier(vk::Stage::kTransfer, vk::Stage::kCompute);
   cmd.barrier(vk::Stage::kHost, vk::Stage::kCompute);
 }
@@ -956,6 +975,10 @@ void VulkanRunner::run_host_experts(vk::CommandBuffer& cmd, uint32_t l, uint32_t
 
 void VulkanRunner::submit_and_wait(vk::CommandBuffer& cmd) {
   cmd.end();
+  submit_recorded(cmd);
+}
+
+void VulkanRunner::submit_recorded(const vk::CommandBuffer& cmd) {
   last_dispatches_ += cmd.dispatch_count();
   ++last_submits_;
   device_.submit(cmd, fence_);
@@ -1022,38 +1045,67 @@ void VulkanRunner::record_forward(vk::CommandBuffer& cmd, const StepInputs& in) 
   record_hidden(cmd, in);
 }
 
+void VulkanRunner::record_readbacks(vk::CommandBuffer& cmd, const StepInputs& in) {
+  const uint32_t n_out = static_cast<uint32_t>(in.out_rows.size());
+  const uint32_t n_hidden = static_cast<uint32_t>(in.hidden_rows.size());
+  const uint64_t hidden_bytes = uint64_t(n_hidden) * dim_s_ * kF;
+  if (ids_.host.valid() && n_out > 0) {
+    cmd.barrier(vk::Stage::kCompute, vk::Stage::kTransfer);
+    cmd.copy(ids_.device, 0, ids_.host, 0, uint64_t(n_out) * 4);
+    if (in.n_full > 0) cmd.copy(logits_.device, 0, logits_.host, 0, uint64_t(n_out) * vocab_s_ * kF);
+    if (hidden_.host.valid() && n_hidden > 0) cmd.copy(hidden_.device, 0, hidden_.host, 0, hidden_bytes);
+    cmd.barrier(vk::Stage::kTransfer, vk::Stage::kHost);
+  } else if (hidden_.host.valid() && n_hidden > 0) {
+    cmd.barrier(vk::Stage::kCompute, vk::Stage::kTransfer);
+    cmd.copy(hidden_.device, 0, hidden_.host, 0, hidden_bytes);
+    cmd.barrier(vk::Stage::kTransfer, vk::Stage::kHost);
+    cmd.barrier(vk::Stage::kCompute, vk::Stage::kHost);  // ids written straight to mapped memory
+  } else {
+    cmd.barrier(vk::Stage::kCompute, vk::Stage::kHost);
+  }
+}
+
+void VulkanRunner::record_step(vk::CommandBuffer& cmd, const StepInputs& in) {
+  record_uploads(cmd, in);
+  record_forward(cmd, in);
+  record_readbacks(cmd, in);
+}
+
 void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
   const auto host_start = std::chrono::steady_clock::now();
   pack_step_inputs(batch, limits_, inputs_);
   const StepInputs& in = inputs_;
   const uint32_t n_out = static_cast<uint32_t>(in.out_rows.size());
   const uint32_t n_hidden = static_cast<uint32_t>(in.hidden_rows.size());
-  const uint64_t hidden_bytes = uint64_t(n_hidden) * dim_s_ * kF;
+  stage_inputs(in, batch);
 
   last_dispatches_ = 0;
   last_submits_ = 0;
-  cmd_.begin();
-  if (profiler_) profiler_->begin(cmd_);
-  write_inputs(cmd_, in, batch);
-  record_forward(cmd_, in);
-  if (ids_.host.valid() && n_out > 0) {
-    cmd_.barrier(vk::Stage::kCompute, vk::Stage::kTransfer);
-    cmd_.copy(ids_.device, 0, ids_.host, 0, uint64_t(n_out) * 4);
-    if (in.n_full > 0) cmd_.copy(logits_.device, 0, logits_.host, 0, uint64_t(n_out) * vocab_s_ * kF);
-    if (hidden_.host.valid() && n_hidden > 0) cmd_.copy(hidden_.device, 0, hidden_.host, 0, hidden_bytes);
-    cmd_.barrier(vk::Stage::kTransfer, vk::Stage::kHost);
-  } else if (hidden_.host.valid() && n_hidden > 0) {
-    cmd_.barrier(vk::Stage::kCompute, vk::Stage::kTransfer);
-    cmd_.copy(hidden_.device, 0, hidden_.host, 0, hidden_bytes);
-    cmd_.barrier(vk::Stage::kTransfer, vk::Stage::kHost);
-    cmd_.barrier(vk::Stage::kCompute, vk::Stage::kHost);  // ids written straight to mapped memory
+  // Profiled steps time each op with queries of their own recording; host experts submit mid-step.
+  const std::optional<vk::ReplayKey> key = replays_ && !profiler_ && !weights_->split.any_on_host()
+                                               ? vk::replay_key(batch, in)
+                                               : std::nullopt;
+  vk::StepReplays::Recording* replay = key ? &replays_->find_or_make(*key) : nullptr;
+  last_replayed_ = replay != nullptr && replay->recorded;
+  if (replay != nullptr) {
+    if (!replay->recorded) {
+      replay->cmd.begin(vk::Reuse::kReplayed);
+      record_step(replay->cmd, in);
+      replay->cmd.end();
+      replay->recorded = true;
+      ++replay_recordings_;
+    }
+    last_record_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
+    submit_recorded(replay->cmd);
   } else {
-    cmd_.barrier(vk::Stage::kCompute, vk::Stage::kHost);
+    cmd_.begin();
+    if (profiler_) profiler_->begin(cmd_);
+    record_step(cmd_, in);
+    // Steps whose experts run on the CPU submit mid-step: their record time includes those parts.
+    last_record_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
+    submit_and_wait(cmd_);
+    if (profiler_) profiler_->collect(profile_ms_);
   }
-  // Steps whose experts run on the CPU submit mid-step: their record time includes those parts.
-  last_record_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
-  submit_and_wait(cmd_);
-  if (profiler_) profiler_->collect(profile_ms_);
 
   out.argmax.assign(batch.seqs.size(), -1);
   out.verify_argmax.clear();

@@ -1,7 +1,8 @@
 #pragma once
 // The Vulkan compute backend: weights, KV cache and every activation buffer allocated once at
 // start-up; each step is one command buffer (the whole forward pass), one submit, one wait, and
-// only the greedy ids (plus full logits rows for kFull sequences) are read back. A layer whose
+// only the greedy ids (plus full logits rows for kFull sequences) are read back. A decode step's
+// command buffer is recorded once per shape and replayed (step_replay.h). A layer whose
 // experts stay in host memory (RunnerOptions::cpu_expert_layers) ends a submission where its
 // experts start and begins the next after the CPU ran them (host_experts.h).
 #include <map>
@@ -23,6 +24,7 @@
 #include "engine/vulkan/runner/runner_options.h"
 #include "engine/vulkan/runner/step_inputs.h"
 #include "engine/vulkan/runner/step_profiler.h"
+#include "engine/vulkan/runner/step_replay.h"
 
 namespace vks {
 
@@ -63,6 +65,10 @@ class VulkanRunner final : public ModelRunner {
   // Host time of the last step before its submission: packing its inputs and recording its command
   // buffer, in milliseconds (what recording a step once and replaying it would save; issue 35).
   double last_record_ms() const { return last_record_ms_; }
+  // Whether the last step submitted a recording made for an earlier step (step_replay.h), and how
+  // many decode steps were recorded for replay so far.
+  bool last_step_replayed() const { return last_replayed_; }
+  uint64_t replay_recordings() const { return replay_recordings_; }
   // Submissions of the last step: 1, plus one per layer whose experts ran on the CPU.
   uint32_t last_submit_count() const { return last_submits_; }
   // Which layers' experts stay in host memory and run on the CPU, and their bytes.
@@ -80,10 +86,19 @@ class VulkanRunner final : public ModelRunner {
   };
   void create_pipelines();
   IoBuffer make_io(uint64_t bytes, bool input);
-  // Writes an input array into its mapped buffer (and records the copy to the device where it has one).
-  void put(vk::CommandBuffer& cmd, IoBuffer& io, const void* data, uint64_t bytes);
-  void write_inputs(vk::CommandBuffer& cmd, const StepInputs& in, const StepBatch& batch);
+  // Writes an input array into its mapped buffer.
+  void stage(IoBuffer& io, const void* data, uint64_t bytes);
+  // Copies a staged input to the device where it has a buffer of its own.
+  static void record_upload(vk::CommandBuffer& cmd, const IoBuffer& io, uint64_t bytes);
+  // The step's inputs into their mapped buffers (host work, every step), and the commands that
+  // hand them to the kernels (part of the recording).
+  void stage_inputs(const StepInputs& in, const StepBatch& batch);
+  void record_uploads(vk::CommandBuffer& cmd, const StepInputs& in);
+  // A whole step: uploads, forward pass, read-backs.
+  void record_step(vk::CommandBuffer& cmd, const StepInputs& in);
   void record_forward(vk::CommandBuffer& cmd, const StepInputs& in);
+  // The greedy ids, logits rows and hidden rows of the step to host-visible memory.
+  void record_readbacks(vk::CommandBuffer& cmd, const StepInputs& in);
   void record_layer(vk::CommandBuffer& cmd, uint32_t layer, const StepInputs& in);
   // A layer's mixer, from rmsnorm(x) to the residual add: attention over the paged KV, or a Gated
   // DeltaNet over the sequences' recurrent states (deltanet_mixer.cpp).
@@ -126,6 +141,8 @@ class VulkanRunner final : public ModelRunner {
                           uint32_t n_tokens);
   // Ends cmd, submits it and waits; the step's dispatches counted.
   void submit_and_wait(vk::CommandBuffer& cmd);
+  // Submits an ended recording and waits.
+  void submit_recorded(const vk::CommandBuffer& cmd);
   // Gemma 4's per-layer inputs of the step's tokens into per_layer_in_ (after the embedding), and
   // layer l's use of its slice (at the layer's end).
   void record_per_layer_inputs(vk::CommandBuffer& cmd, uint32_t n_tokens);
@@ -193,6 +210,7 @@ class VulkanRunner final : public ModelRunner {
   IoBuffer host_xn_, host_x_, host_out_;
 
   vk::CommandBuffer cmd_;
+  std::optional<vk::StepReplays> replays_;  // RunnerOptions::replay_decode_steps
   vk::Fence fence_;
   StepInputs inputs_;
   std::unique_ptr<vk::StepProfiler> profiler_;
@@ -200,6 +218,8 @@ class VulkanRunner final : public ModelRunner {
   uint32_t last_dispatches_ = 0;
   double last_record_ms_ = 0;
   uint32_t last_submits_ = 0;
+  bool last_replayed_ = false;
+  uint64_t replay_recordings_ = 0;
 };
 
 }  // namespace vks
