@@ -20,9 +20,11 @@
 #   run.sh dot     the int8 dot-product family (VKSTREAM_MATMUL_KERNELS=dot): its kernel and runner
 #                  tests on the GPU, then dot and lanes alternating with llama.cpp at prefill 128
 #                  (batches 1 and 16) on TinyLlama-shape Q4_0 and Q4_K_M, and at prefill 2,048 on Q4_0
+#   run.sh replay  replayed decode steps: their runner tests on the GPU, then the runner bench with
+#                  and without replay (--no-replay) alternating, and llama.cpp, on TinyLlama-shape Q4_0
 set -uo pipefail
-mode=${1:?usage: run.sh tests|profile|versus|bench|prefill|dot}
-case $mode in tests|profile|versus|bench|prefill|dot) ;; *) echo "usage: run.sh tests|profile|versus|bench|prefill|dot" >&2; exit 2 ;; esac
+mode=${1:?usage: run.sh tests|profile|versus|bench|prefill|dot|replay}
+case $mode in tests|profile|versus|bench|prefill|dot|replay) ;; *) echo "usage: run.sh tests|profile|versus|bench|prefill|dot|replay" >&2; exit 2 ;; esac
 out=/tmp/real_gpu_logs
 mkdir -p "$out" /tmp/m
 # The logs so far, also after each suite: a call killed at the device's limit skips the EXIT trap.
@@ -144,6 +146,16 @@ if [ "$mode" = dot ]; then
   VKS_BENCH_ARGS="--prompt 2048 --gen 8 --reps 2 --batches 1"
   for family in lanes dot; do vks_bench "tl-q4_0-2048-$family" /tmp/m/tl-q4_0.gguf VKSTREAM_MATMUL_KERNELS=$family; done
   LLAMA_BENCH_ARGS="--prompt 2048 --gen 8 --reps 2 --batches 1" llama_bench tl-q4_0-2048 /tmp/m/tl-q4_0.gguf
+fi
+
+if [ "$mode" = replay ]; then
+  gtest_suite vks_vulkan_runner_tests 60 'RunnerReplay.*:StepReplay*'
+  mk tl-q4_0 tinyllama-1.1b q4_0 "$voc"
+  for r in 1 2; do
+    VKS_BENCH_ARGS="--prompt 128 --gen 32 --reps 2 --batches 1 16" vks_bench "tl-q4_0-replay-r$r" /tmp/m/tl-q4_0.gguf
+    VKS_BENCH_ARGS="--prompt 128 --gen 32 --reps 2 --batches 1 16 --no-replay" vks_bench "tl-q4_0-record-r$r" /tmp/m/tl-q4_0.gguf
+  done
+  LLAMA_BENCH_ARGS="--prompt 128 --gen 32 --reps 2 --batches 1,16" llama_bench tl-q4_0 /tmp/m/tl-q4_0.gguf
 fi
 
 if [ "$mode" = tests ]; then
