@@ -511,8 +511,9 @@ TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
     }
     AttnRun r(c, seed);
     Buffer kb = make(pack_halves(r.k_)), vb = make(pack_halves(r.v_));
-    // with_partials: room for the lanes kernel's split states, so that steps of up to
-    // kAttnParallelMaxTokens tokens over more than one split run them in parallel (attn_combine_f32).
+    // with_partials: room for the lanes kernel's split states and counts, so that steps of up to
+    // kAttnParallelMaxTokens tokens over more than one split run them in parallel (the last split's
+    // workgroup merging them).
     auto run_batch = [&](const std::vector<size_t>& which, bool with_partials) {
       const AttnRun::Batch b = r.batch(which);
       const uint32_t n = static_cast<uint32_t>(b.positions.size());
@@ -522,19 +523,28 @@ TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
       Buffer ob = device_->create_buffer(uint64_t{n} * p.out_stride * sizeof(float));
       const uint64_t longest = static_cast<uint64_t>(*std::max_element(b.positions.begin(), b.positions.end())) + 1;
       const uint64_t partials_bytes = attention_partials_bytes(p.n_heads, p.head_dim, longest);
-      Buffer partials = device_->create_buffer(partials_bytes);
+      // Split states over a pattern no state has (NaN bits), to see whether any were stored.
+      const std::vector<uint32_t> untouched(partials_bytes / sizeof(uint32_t), 0xffffffffu);
+      Buffer partials = make(untouched);
+      const std::vector<uint32_t> zero_counts(attention_split_counts_bytes(p.n_heads) / sizeof(uint32_t), 0u);
+      Buffer counts = make(zero_counts);
       const bool parallel = with_partials && attention_parallel_splits(p, family, longest, partials_bytes) > 1;
       uint32_t dispatches = 0;
       run([&](CommandBuffer& cmd) {
         record_attention(cmd, *kernels_,
                          AttnBindings{qb.view(), kb.view(), vb.view(), pb.view(), tb.view(), bt.view(), ob.view(),
-                                      with_partials ? partials.view() : BufferView{}, sb.view()},
+                                      with_partials ? partials.view() : BufferView{}, sb.view(),
+                                      with_partials ? counts.view() : BufferView{}},
                          p, family, longest);
         dispatches = cmd.dispatch_count();
       });
-      // What record_attention did: the split workgroups and attn_combine_f32, or one dispatch.
-      EXPECT_EQ(dispatches, parallel ? 2u : 1u) << "longest row " << longest << " keys, " << n << " tokens";
-      if (dispatches == 2) ++parallel_runs;
+      // What record_attention did: one dispatch, which stored split states where it ran the splits
+      // in parallel, and left every count at zero for the next.
+      EXPECT_EQ(dispatches, 1u);
+      EXPECT_EQ(read<uint32_t>(partials, untouched.size()) != untouched, parallel)
+          << "longest row " << longest << " keys, " << n << " tokens";
+      EXPECT_EQ(read<uint32_t>(counts, zero_counts.size()), zero_counts);
+      if (parallel) ++parallel_runs;
       return std::make_pair(read<float>(ob, size_t{n} * p.out_stride), b);
     };
 
@@ -627,6 +637,7 @@ TEST_P(RunnerAttention, QuantPoolsGiveTheBitsOfTheirValuesAsF16) {
     const uint64_t partials_bytes = attention_partials_bytes(static_cast<uint32_t>(c.n_heads),
                                                              static_cast<uint32_t>(c.head_dim), longest);
     Buffer partials = device_->create_buffer(partials_bytes);
+    Buffer counts = make(std::vector<uint32_t>(attention_split_counts_bytes(static_cast<uint32_t>(c.n_heads)) / 4, 0u));
     // keys and values: the halves both pools of a run decode to (F16 pools of them stand in for F16).
     auto attend = [&](uint32_t k_type, uint32_t v_type, const std::vector<uint16_t>& keys,
                       const std::vector<uint16_t>& vals) {
@@ -642,7 +653,7 @@ TEST_P(RunnerAttention, QuantPoolsGiveTheBitsOfTheirValuesAsF16) {
       run([&](CommandBuffer& cmd) {
         record_attention(cmd, *kernels_,
                          AttnBindings{qb.view(), kb.view(), vb.view(), pb.view(), tb.view(), bt.view(), ob.view(),
-                                      partials.view(), sb.view()},
+                                      partials.view(), sb.view(), counts.view()},
                          p, family, longest);
       });
       return read<float>(ob, size_t{n} * p.out_stride);

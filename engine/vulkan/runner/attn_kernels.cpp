@@ -51,18 +51,15 @@ void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBin
     return;
   }
   // A view of unknown size (VK_WHOLE_SIZE) bounds nothing: no parallel splits then.
-  const uint64_t partials_bytes =
-      b.partials.buffer == VK_NULL_HANDLE || b.partials.size == VK_WHOLE_SIZE ? 0 : b.partials.size;
-  p.split_count = attention_parallel_splits(p, family, longest_keys, partials_bytes);
-  // Binding 7 is written only with split_count > 1; out stands in otherwise.
-  const BufferView partials = p.split_count > 1 ? b.partials : b.out;
-  cmd.dispatch(k, {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out, partials, sinks}, p,
-               Groups{head_groups, p.n_tokens, std::max<uint32_t>(p.split_count, 1)});
-  if (p.split_count > 1) {
-    cmd.barrier(Stage::kCompute, Stage::kCompute);
-    cmd.dispatch(attention_combine_kernel(kernels, p.head_dim), {b.partials, b.positions, b.out, sinks}, p,
-                 Groups{p.n_heads, p.n_tokens, 1});
-  }
+  const auto sized = [](const BufferView& v) { return v.buffer == VK_NULL_HANDLE || v.size == VK_WHOLE_SIZE ? 0 : v.size; };
+  const bool counts_fit = sized(b.split_counts) >= uint64_t{p.n_tokens} * p.n_heads * sizeof(uint32_t);
+  p.split_count = counts_fit ? attention_parallel_splits(p, family, longest_keys, sized(b.partials)) : 0;
+  // Bindings 7 and 9 are used only with split_count > 1; out stands in otherwise.
+  const bool split = p.split_count > 1;
+  cmd.dispatch(k,
+               {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out, split ? b.partials : b.out,
+                sinks, split ? b.split_counts : b.out},
+               p, Groups{head_groups, p.n_tokens, std::max<uint32_t>(p.split_count, 1)});
 }
 
 uint32_t attention_parallel_splits(const gpu::AttnParams& p, MatmulFamily family, uint64_t longest_keys,
@@ -81,6 +78,10 @@ uint32_t attention_parallel_splits(const gpu::AttnParams& p, MatmulFamily family
 uint64_t attention_partials_bytes(uint32_t n_heads, uint32_t head_dim, uint64_t max_keys) {
   return uint64_t{kAttnParallelMaxTokens} * n_heads * ceil_div(max_keys, VKS_ATTN_SPLIT_KEYS) * (head_dim + 2) *
          sizeof(float);
+}
+
+uint64_t attention_split_counts_bytes(uint32_t n_heads) {
+  return uint64_t{kAttnParallelMaxTokens} * n_heads * sizeof(uint32_t);
 }
 
 AttnSpecialization attention_specialization(uint32_t head_dim) {
@@ -117,9 +118,6 @@ const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, Matmu
   return kernels.get(attention_choice(family).name, constants);
 }
 
-const Kernel& attention_combine_kernel(KernelRegistry& kernels, uint32_t head_dim) {
-  return specialized_for_head(kernels, "attn_combine_f32", head_dim);
-}
 
 namespace {
 

@@ -43,10 +43,13 @@ struct AttnBindings {
   // view with its size; a null, smaller or unsized view leaves every workgroup walking its splits.
   BufferView partials;
   BufferView sinks;         // f32 [n_heads] where p.has_sinks (else unread: any view)
+  // kLanes, with partials: the (head, token) counts of stored splits (attention_split_counts_bytes),
+  // zero before the first dispatch; each dispatch leaves them zero. Null or smaller: no parallel splits.
+  BufferView split_counts;
 };
 // kRows: attn_f16, one invocation per (token, head) walking its keys alone; kLanes: attn_lanes_f16,
 // a workgroup per (head, token) splitting each tile of keys, and for decode batches per split of
-// VKS_ATTN_SPLIT_KEYS keys with attn_combine_f32 merging them (a second dispatch). Each is
+// VKS_ATTN_SPLIT_KEYS keys, the last of them merging the stored states (one dispatch). Each is
 // bit-identical alone/batched/chunked, split in parallel or not; the two families differ from each
 // other in the last bits (their sums run in other orders). longest_keys: the step's
 // StepInputs::longest_keys, no less than any token's position + 1 (the splits past it would be
@@ -64,6 +67,8 @@ uint32_t attention_parallel_splits(const gpu::AttnParams& p, MatmulFamily family
                                    uint64_t partials_bytes);
 // Bytes of split states a step of kAttnParallelMaxTokens tokens attending to max_keys keys needs.
 uint64_t attention_partials_bytes(uint32_t n_heads, uint32_t head_dim, uint64_t max_keys);
+// Bytes of the split counts of a step of kAttnParallelMaxTokens tokens (AttnBindings::split_counts).
+uint64_t attention_split_counts_bytes(uint32_t n_heads);
 
 // The attention kernels' specialization for a head size: {head_dim / 2, pairs per runtime-loop iteration}.
 struct AttnSpecialization {
@@ -78,8 +83,6 @@ AttnSpecialization attention_specialization(uint32_t head_dim);
 // k_type, v_type: the pools' VKS_KV_* (AttnParams::k_type, v_type).
 const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, MatmulFamily family,
                                uint32_t k_type = VKS_KV_F16, uint32_t v_type = VKS_KV_F16);
-// attn_combine_f32 specialized for head_dim (kLanes only; built at start like attention_kernel).
-const Kernel& attention_combine_kernel(KernelRegistry& kernels, uint32_t head_dim);
 
 // The most keys one attention row can attend to on a device that ends an invocation's loops after
 // VKS_LAVAPIPE_LOOP_BUDGET iterations (lavapipe), counting each loop's exit test. attn_f16: two

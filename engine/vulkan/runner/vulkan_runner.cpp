@@ -217,6 +217,7 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     // limit the longest rows' steps run their splits one workgroup each, as prefill does.
     attn_partials_ = device_.create_buffer(std::min<uint64_t>(
         vk::attention_partials_bytes(c.n_heads, c.head_dim, static_cast<uint64_t>(max_context)), max_binding));
+    attn_split_counts_ = device_.create_buffer(vk::attention_split_counts_bytes(c.n_heads));
   }
   if (c.n_experts > 1) {
     router_s_ = align4(c.n_experts);
@@ -319,7 +320,7 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     cmd_.fill(kv_->v_buffer(l), 0, VK_WHOLE_SIZE, 0);
   }
   states_.record_zero(cmd_);
-  for (vk::Buffer* b : {&x_, &xn_, &qkv_, &att_, &gate_up_, &sub_, &xo_, &logits_.device, &expert_in_,
+  for (vk::Buffer* b : {&x_, &xn_, &qkv_, &att_, &attn_split_counts_, &gate_up_, &sub_, &xo_, &logits_.device, &expert_in_,
                         &expert_gate_up_, &expert_out_, &shared_out_, &router_in_, &per_layer_in_, &per_layer_tok_,
                         &per_layer_gate_, &shared_gate_, &dn_conv_}) {
     if (b->valid()) cmd_.fill(*b, 0, VK_WHOLE_SIZE, 0);  // xn_ is absent where the products norm x
@@ -412,7 +413,6 @@ void VulkanRunner::create_pipelines() {
   for (const uint32_t head_dim : head_dims) {
     vk::attention_kernel(*kernels_, head_dim, ops_->matmul_family(), vk::kv_type_id(kv_->shape().k_type),
                          vk::kv_type_id(kv_->shape().v_type));
-    if (vk::lanes_layout(ops_->matmul_family())) vk::attention_combine_kernel(*kernels_, head_dim);
   }
 }
 
@@ -685,7 +685,8 @@ void VulkanRunner::record_attention_mixer(vk::CommandBuffer& cmd, uint32_t l, co
                        vk::AttnBindings{qkv_.view(), kv_->k(l), kv_->v(l), positions_.device.view(),
                                         token_seq_.device.view(), tables, att_.view(),
                                         attn_partials_.valid() ? attn_partials_.view() : vk::BufferView{},
-                                        L.sinks.valid() ? L.sinks.view() : vk::BufferView{}},
+                                        L.sinks.valid() ? L.sinks.view() : vk::BufferView{},
+                                        attn_split_counts_.valid() ? attn_split_counts_.view() : vk::BufferView{}},
                        ap, ops_->matmul_family(), static_cast<uint64_t>(in.longest_keys));
   mark(cmd, "attention");
   barrier(cmd);

@@ -172,6 +172,7 @@ class VulkanRunner final : public ModelRunner {
   vk::Buffer qkv_;     // [q_dim | k kv_dim | v kv_dim (| gate q_dim)], or a DeltaNet layer's [qkv | z | beta | alpha]
   vk::Buffer att_;     // attention output [q_dim] (a DeltaNet layer's gated output [v_dim])
   vk::Buffer attn_partials_;  // lanes family: attention split states (vk::attention_partials_bytes)
+  vk::Buffer attn_split_counts_;  // and their counts (vk::attention_split_counts_bytes), zero between dispatches
   vk::Buffer gate_up_;  // [gate hidden | up hidden], then silu(gate) * up in the gate half
   vk::Buffer sub_;     // [max_step_tokens][dim] a sublayer's output before its post-norm (Gemma)
   vk::Buffer xo_;      // [max_step_seqs][dim] final-normed rows that produce logits

@@ -18,10 +18,12 @@
 // Two ways to run it, the same bits (p.split_count):
 //   0 or 1  a workgroup walks every split of its (head, token) and writes the output (prefill,
 //           and any step whose keys fit one split);
-//   P > 1   workgroup z of grid z takes split z alone and writes its state to `partials`; then
-//           attn_combine_f32 merges the splits. On a GPU a decode step of one sequence at 1,024
-//           tokens of context ran 32 workgroups walking 16 tiles each, one after another: 13.3 ms
-//           a TinyLlama step on an H200 against 2.0 at 140 tokens.
+//   P > 1   workgroup z of grid z takes split z alone and writes its state to `partials`; the last
+//           of a (head, token)'s workgroups to finish (a device-scope count in `split_counts`)
+//           merges the stored states in ascending split order and writes the output, so a
+//           layer's attention stays one dispatch. On a GPU a decode step of one sequence at
+//           1,024 tokens of context ran 32 workgroups walking 16 tiles each, one after another:
+//           13.3 ms a TinyLlama step on an H200 against 2.0 at 140 tokens.
 //
 // lavapipe's loop limit (65,535 iterations an invocation, nested loops counted; attn_f16.comp) holds
 // here too when this family is forced on a CPU device: attention_max_keys() counts this kernel's loops.
@@ -38,9 +40,13 @@ layout(std430, binding = 3) readonly buffer Positions { int positions[]; };  // 
 layout(std430, binding = 4) readonly buffer TokenSeq { int token_seq[]; };   // [n_tokens]
 layout(std430, binding = 5) readonly buffer BlockTables { int block_tables[]; };  // [n_seqs][max_blocks_per_seq]
 layout(std430, binding = 6) writeonly buffer Out { float out_rows[]; };     // [n_tokens][out_stride]
-// p.split_count > 1: [n_tokens][n_heads][split_count] records of attn_split.glsl (unused otherwise).
-layout(std430, binding = 7) writeonly buffer Partials { float partials[]; };
+// p.split_count > 1: [n_tokens][n_heads][split_count] records of attn_split.glsl (unused otherwise),
+// coherent: the last workgroup of a (head, token) reads the records the others wrote.
+layout(std430, binding = 7) coherent buffer Partials { float partials[]; };
 layout(std430, binding = 8) readonly buffer Sinks { float sinks[]; };  // [n_heads] (p.has_sinks)
+// p.split_count > 1: [n_tokens][n_heads] counts of the splits stored so far; zero before the
+// dispatch, and zero again after it (the last workgroup resets its count).
+layout(std430, binding = 9) coherent buffer SplitCounts { uint split_counts[]; };
 
 layout(push_constant) uniform Push { AttnParams p; };
 
@@ -56,6 +62,7 @@ shared vec2 q_shared[VKS_ATTN_MAX_HEAD_DIM / 2];  // the scaled query head
 shared float reduce[WG];                          // the tile's max, then its sum of exp()
 shared float weights[WG];                         // exp(score - running max) of the tile's keys
 shared uint rows[WG];                             // first pair of each tile key's K/V row
+shared bool merges_splits;                        // this workgroup stored its (head, token)'s last split
 
 // Stores a split's state as record `record` of `partials` (attn_split.glsl's layout).
 void write_split_state(SplitState t, uint record, uint lid) {
@@ -171,9 +178,34 @@ void main() {
     merge_split(total, m, l, acc);
   }
 
-  if (split_alone) {
-    write_split_state(total, (token * p.n_heads + head) * p.split_count + first_split, lid);
-  } else {
-    write_output(total, token * p.out_stride + head * p.head_dim, lid, p.has_sinks != 0u ? sinks[head] : -1.0 / 0.0);
+  const uint out_at = token * p.out_stride + head * p.head_dim;
+  const float sink = p.has_sinks != 0u ? sinks[head] : -1.0 / 0.0;
+  if (!split_alone) {
+    write_output(total, out_at, lid, sink);
+    return;
   }
+  // Store this split's state; the workgroup that stores the last of the (head, token)'s splits
+  // merges them all from memory (its own too), as a workgroup walking every split would.
+  const uint first_record = (token * p.n_heads + head) * p.split_count;
+  write_split_state(total, first_record + first_split, lid);
+  memoryBarrierBuffer();  // every invocation's stores are visible device-wide before the count
+  barrier();
+  const uint n_splits = split_count_of(n_keys - first);
+  const uint count_at = token * p.n_heads + head;
+  if (lid == 0u) merges_splits = atomicAdd(split_counts[count_at], 1u) == n_splits - 1u;
+  barrier();
+  if (!merges_splits) return;
+  memoryBarrierBuffer();
+  SplitState merged = empty_split_state();
+  for (uint split = 0u; split < n_splits; ++split) {
+    const uint at = (first_record + split) * split_record_floats();
+    vec2 o[OWNED];
+    [[unroll]] for (uint r = 0; r < OWNED; ++r) {
+      const uint i = min(lid + r * WG, HALF_HD - 1u);  // pairs past the head repeat its last (never written)
+      o[r] = vec2(partials[at + 2u + 2u * i], partials[at + 3u + 2u * i]);
+    }
+    merge_split(merged, partials[at], partials[at + 1u], o);
+  }
+  write_output(merged, out_at, lid, sink);
+  if (lid == 0u) split_counts[count_at] = 0u;  // every other split's workgroup has counted
 }

@@ -103,7 +103,7 @@ struct AttnParams {
   uint n_slots;             // slots per pool (bounds check)
   float scale;              // 1/sqrt(head_dim), applied to q
   uint split_count;         // attn_lanes_f16: 0 or 1, a workgroup per (head, token) walks every split;
-                            // P > 1, grid z = P takes one split each and attn_combine_f32 merges them
+                            // P > 1, grid z = P takes one split each, the last to finish merges them
   uint window;              // 0: every position up to the token's own; W: the last W of them
   float softcap;            // 0: none
   uint has_sinks;           // 0: the sinks binding is not read

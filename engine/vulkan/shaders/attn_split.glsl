@@ -1,12 +1,11 @@
-// The split arithmetic of the lanes attention (attn_lanes_f16 and attn_combine_f32 include it, so
-// both run the same expressions): a token's keys in splits of VKS_ATTN_SPLIT_KEYS from its first
-// visible key (key 0 without a window), each
-// split's online-softmax state (max m, sum l of exp(score - m), output pairs o weighted alike)
-// merged into a running total in ascending split order, the output o / l at the end. Merging the
-// first split into the empty state copies it, so a split merged by its own workgroup, stored and
-// merged again by attn_combine_f32 has the bits it has when one workgroup walks every split. The
-// merge's results are `precise`: no compiler may contract or reorder them differently in the two
-// shaders.
+// The split arithmetic of the lanes attention (attn_lanes_f16.comp): a token's keys in splits of
+// VKS_ATTN_SPLIT_KEYS from its first visible key (key 0 without a window), each split's
+// online-softmax state (max m, sum l of exp(score - m), output pairs o weighted alike) merged into a
+// running total in ascending split order, the output o / l at the end. Merging the first split into
+// the empty state copies it, so a split merged by its own workgroup, stored, and merged again by the
+// workgroup that stores a (head, token)'s last split has the bits it has when one workgroup walks
+// every split. The merge's results are `precise`: no compiler may contract or reorder them
+// differently in the two paths.
 // The includer defines HALF_HD (specialization constant) and WG, and binds `p` (AttnParams).
 
 const uint OWNED = VKS_ATTN_MAX_HEAD_DIM / 2 / WG;  // output pairs an invocation holds, at most: lid + r * WG
