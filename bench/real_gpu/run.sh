@@ -20,8 +20,9 @@
 #   run.sh dot     the int8 dot-product family (VKSTREAM_MATMUL_KERNELS=dot): its kernel and runner
 #                  tests on the GPU, then dot and lanes alternating with llama.cpp at prefill 128
 #                  (batches 1 and 16) on TinyLlama-shape Q4_0 and Q4_K_M, and at prefill 2,048 on Q4_0
-#   run.sh replay  replayed decode steps: their runner tests on the GPU, then the runner bench with
-#                  and without replay (--no-replay) alternating, and llama.cpp, on TinyLlama-shape Q4_0
+#   run.sh replay  replayed decode steps and the one-dispatch lanes attention: their runner tests on
+#                  the GPU, then the runner bench with and without replay (--no-replay) alternating at
+#                  16 and 1,024 tokens of context, and llama.cpp, on TinyLlama-shape Q4_0
 set -uo pipefail
 mode=${1:?usage: run.sh tests|profile|versus|bench|prefill|dot|replay}
 case $mode in tests|profile|versus|bench|prefill|dot|replay) ;; *) echo "usage: run.sh tests|profile|versus|bench|prefill|dot|replay" >&2; exit 2 ;; esac
@@ -149,11 +150,16 @@ if [ "$mode" = dot ]; then
 fi
 
 if [ "$mode" = replay ]; then
-  gtest_suite vks_vulkan_runner_tests 60 'RunnerReplay.*:StepReplay*'
+  gtest_suite vks_vulkan_runner_tests 90 'RunnerReplay.*:StepReplay*:Families/RunnerAttention.*/lanes'
   mk tl-q4_0 tinyllama-1.1b q4_0 "$voc"
-  for r in 1 2; do
-    VKS_BENCH_ARGS="--prompt 128 --gen 32 --reps 2 --batches 1 16" vks_bench "tl-q4_0-replay-r$r" /tmp/m/tl-q4_0.gguf
-    VKS_BENCH_ARGS="--prompt 128 --gen 32 --reps 2 --batches 1 16 --no-replay" vks_bench "tl-q4_0-record-r$r" /tmp/m/tl-q4_0.gguf
+  for context in 16 1024; do
+    for r in 1 2; do
+      for replay in replay record; do
+        flag=; [ $replay = record ] && flag=--no-replay
+        VKS_BENCH_ARGS="--prompt 128 --gen 32 --reps 2 --batches 1 16 --context $context $flag" \
+          vks_bench "tl-q4_0-ctx$context-$replay-r$r" /tmp/m/tl-q4_0.gguf
+      done
+    done
   done
   LLAMA_BENCH_ARGS="--prompt 128 --gen 32 --reps 2 --batches 1,16" llama_bench tl-q4_0 /tmp/m/tl-q4_0.gguf
 fi
