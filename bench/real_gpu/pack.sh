@@ -49,7 +49,7 @@ pack_vks() {
 }
 # tests.tar.xz: everything `run.sh tests` runs, with the fixtures.
 pack_vks tests.tar.xz "server/vkstreamd clients/cli/vkstream tools/vks-gguf-info tools/vks-make-model
-  bench/vks_bench_vulkan_kernels bench/vks_bench_vulkan_runner bench/vks_bench_vulkan_versus bench/engine_load bench/vks_bench_device_probe tests/vulkan/vks_vulkan_kernels_tests tests/vulkan/vks_vulkan_runner_tests
+  bench/vks_bench_vulkan_kernels bench/vks_bench_vulkan_runner bench/vks_bench_vulkan_versus bench/engine_load bench/vks_bench_device_probe bench/vks_bench_context_decode tests/vulkan/vks_vulkan_kernels_tests tests/vulkan/vks_vulkan_runner_tests
   tests/sched/sched_engine_vulkan_test tests/sched/sched_engine_embed_vulkan_test" \
   "${FIXTURES:-$(cd "$models" && echo stories260K.gguf kquant-*.gguf qwen2-tiny.gguf llama3-rope-freqs-tiny.gguf)}"
 # bench.tar.xz: the model writer and the runner benchmark, small enough to travel beside nlc.tar.xz.

@@ -23,9 +23,12 @@
 #   run.sh replay  replayed decode steps and the one-dispatch lanes attention: their runner tests on
 #                  the GPU, then the runner bench with and without replay (--no-replay) alternating at
 #                  16 and 1,024 tokens of context, and llama.cpp, on TinyLlama-shape Q4_0
+#   run.sh context decode at 1,024 against 8,192 and 32,768 tokens of context (vks_bench_context_decode,
+#                  sequences placed, not prefilled), F16 and Q8_0 KV, on Llama-3.2-1B-shape Q4_0
 set -uo pipefail
-mode=${1:?usage: run.sh tests|profile|versus|bench|prefill|dot|replay}
-case $mode in tests|profile|versus|bench|prefill|dot|replay) ;; *) echo "usage: run.sh tests|profile|versus|bench|prefill|dot|replay" >&2; exit 2 ;; esac
+modes="tests|profile|versus|bench|prefill|dot|replay|context"
+mode=${1:?usage: run.sh $modes}
+case "|$modes|" in *"|$mode|"*) ;; *) echo "usage: run.sh $modes" >&2; exit 2 ;; esac
 out=/tmp/real_gpu_logs
 mkdir -p "$out" /tmp/m
 # The logs so far, also after each suite: a call killed at the device's limit skips the EXIT trap.
@@ -162,6 +165,18 @@ if [ "$mode" = replay ]; then
     done
   done
   LLAMA_BENCH_ARGS="--prompt 128 --gen 32 --reps 2 --batches 1,16" llama_bench tl-q4_0 /tmp/m/tl-q4_0.gguf
+fi
+
+if [ "$mode" = context ]; then
+  mk l32-q4_0 llama-3.2-1b q4_0
+  for long in 8192 32768; do
+    for kv in f16 q8_0; do
+      step "context decode 1024 vs $long, KV $kv"
+      timeout 150 "$bin/vks_bench_context_decode" /tmp/m/l32-q4_0.gguf --short 1024 --long "$long" --gen 16 \
+        --rounds 3 --backend vulkan --kv-type "$kv" > "$out/context-$long-$kv.txt" 2>&1
+      echo "exit $?"; tail -4 "$out/context-$long-$kv.txt"
+    done
+  done
 fi
 
 if [ "$mode" = tests ]; then
