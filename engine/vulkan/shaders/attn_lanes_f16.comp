@@ -192,7 +192,14 @@ void main() {
   barrier();
   const uint n_splits = split_count_of(n_keys - first);
   const uint count_at = token * p.n_heads + head;
-  if (lid == 0u) merges_splits = atomicAdd(split_counts[count_at], 1u) == n_splits - 1u;
+  // The counting invocation fences again on both sides of its atomic: the stores it publishes
+  // are the whole workgroup's (ordered before it by the barrier), and the states it acquires are
+  // read by every invocation after the next barrier.
+  if (lid == 0u) {
+    memoryBarrierBuffer();
+    merges_splits = atomicAdd(split_counts[count_at], 1u) == n_splits - 1u;
+    memoryBarrierBuffer();
+  }
   barrier();
   if (!merges_splits) return;
   memoryBarrierBuffer();
