@@ -24,7 +24,9 @@ StepBatch decode_step(const std::vector<int32_t>& positions, const std::vector<L
     c.token_offset = static_cast<int32_t>(s);
     c.n_tokens = 1;
     c.n_past = positions[s];
-    for (int32_t block = 0; block * 4 <= positions[s]; ++block) c.block_table.push_back(static_cast<int32_t>(s) * 90 + block);
+    for (int32_t block = 0; block * 4 <= positions[s]; ++block) {
+      c.block_table.push_back(static_cast<int32_t>(s) * 90 + block);  // 90 blocks a sequence, apart
+    }
     c.logits = modes[s];
     b.tokens.push_back(5);
     b.seqs.push_back(c);

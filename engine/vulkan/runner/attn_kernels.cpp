@@ -51,7 +51,9 @@ void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBin
     return;
   }
   // A view of unknown size (VK_WHOLE_SIZE) bounds nothing: no parallel splits then.
-  const auto sized = [](const BufferView& v) { return v.buffer == VK_NULL_HANDLE || v.size == VK_WHOLE_SIZE ? 0 : v.size; };
+  const auto sized = [](const BufferView& v) {
+    return v.buffer == VK_NULL_HANDLE || v.size == VK_WHOLE_SIZE ? uint64_t{0} : v.size;
+  };
   const bool counts_fit = sized(b.split_counts) >= uint64_t{p.n_tokens} * p.n_heads * sizeof(uint32_t);
   p.split_count = counts_fit ? attention_parallel_splits(p, family, longest_keys, sized(b.partials)) : 0;
   // Bindings 7 and 9 are used only with split_count > 1; out stands in otherwise.
@@ -117,7 +119,6 @@ const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, Matmu
   const uint32_t constants[4] = {spec.half_head_dim, spec.dim_step, k_type, v_type};
   return kernels.get(attention_choice(family).name, constants);
 }
-
 
 namespace {
 

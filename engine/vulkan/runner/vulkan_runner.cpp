@@ -320,9 +320,9 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     cmd_.fill(kv_->v_buffer(l), 0, VK_WHOLE_SIZE, 0);
   }
   states_.record_zero(cmd_);
-  for (vk::Buffer* b : {&x_, &xn_, &qkv_, &att_, &attn_split_counts_, &gate_up_, &sub_, &xo_, &logits_.device, &expert_in_,
-                        &expert_gate_up_, &expert_out_, &shared_out_, &router_in_, &per_layer_in_, &per_layer_tok_,
-                        &per_layer_gate_, &shared_gate_, &dn_conv_}) {
+  for (vk::Buffer* b : {&x_, &xn_, &qkv_, &att_, &attn_split_counts_, &gate_up_, &sub_, &xo_, &logits_.device,
+                        &expert_in_, &expert_gate_up_, &expert_out_, &shared_out_, &router_in_, &per_layer_in_,
+                        &per_layer_tok_, &per_layer_gate_, &shared_gate_, &dn_conv_}) {
     if (b->valid()) cmd_.fill(*b, 0, VK_WHOLE_SIZE, 0);  // xn_ is absent where the products norm x
   }
   cmd_.end();
