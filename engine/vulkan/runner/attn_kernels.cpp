@@ -69,7 +69,7 @@ uint32_t attention_parallel_splits(const gpu::AttnParams& p, MatmulFamily family
   if (!lanes_layout(family) || p.n_tokens > kAttnParallelMaxTokens) return 0;
   // A window layer's tokens see at most its window.
   const uint64_t visible = p.window > 0 ? std::min<uint64_t>(longest_keys, p.window) : longest_keys;
-  const uint64_t splits = ceil_div(visible, VKS_ATTN_SPLIT_KEYS);
+  const uint64_t splits = attention_split_count(visible);
   // Grid z holds the splits: past the workgroups a grid dimension is guaranteed (8.4M keys), the
   // workgroups walk them.
   if (splits <= 1 || splits > kGuaranteedGroupsPerDimension) return 0;
@@ -78,7 +78,7 @@ uint32_t attention_parallel_splits(const gpu::AttnParams& p, MatmulFamily family
 }
 
 uint64_t attention_partials_bytes(uint32_t n_heads, uint32_t head_dim, uint64_t max_keys) {
-  return uint64_t{kAttnParallelMaxTokens} * n_heads * ceil_div(max_keys, VKS_ATTN_SPLIT_KEYS) * (head_dim + 2) *
+  return uint64_t{kAttnParallelMaxTokens} * n_heads * attention_split_count(max_keys) * (head_dim + 2) *
          sizeof(float);
 }
 

@@ -57,6 +57,10 @@ struct AttnBindings {
 void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b, gpu::AttnParams p,
                       MatmulFamily family, uint64_t longest_keys);
 
+// Splits of VKS_ATTN_SPLIT_KEYS keys that `keys` keys from a row's first visible key span
+// (attn_split.glsl's split_count_of): what the lanes attention's grid is sized by.
+inline uint64_t attention_split_count(uint64_t keys) { return ceil_div(keys, VKS_ATTN_SPLIT_KEYS); }
+
 // Steps of at most this many tokens run attn_lanes_f16's splits in parallel: decode batches, where
 // a workgroup per (head, token) leaves most of a GPU idle while each walks a long context.
 inline constexpr uint32_t kAttnParallelMaxTokens = 16;

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "engine/common/error.h"
-#include "engine/vulkan/shaders/attn_params.h"
+#include "engine/vulkan/runner/attn_kernels.h"
 
 namespace vks::vk {
 
@@ -18,7 +18,7 @@ std::optional<ReplayKey> replay_key(const StepBatch& batch, const StepInputs& in
     if (in.out_rows[k] != static_cast<int32_t>(k)) return std::nullopt;
   }
   return ReplayKey{static_cast<uint32_t>(n),
-                   static_cast<uint32_t>(ceil_div(static_cast<uint64_t>(in.longest_keys), VKS_ATTN_SPLIT_KEYS)),
+                   static_cast<uint32_t>(attention_split_count(static_cast<uint64_t>(in.longest_keys))),
                    in.n_full > 0};
 }
 

@@ -21,8 +21,8 @@ namespace vks::vk {
 // What a decode step's recording depends on beyond the runner's own buffers and weights.
 struct ReplayKey {
   uint32_t n_tokens = 0;  // = sequences, = logits rows
-  // Splits of VKS_ATTN_SPLIT_KEYS keys the furthest token needs: the attention's grid
-  // (record_attention) is the one command shaped by the step's context length.
+  // attention_split_count of the furthest token's keys: the attention's grid (record_attention)
+  // is the one command shaped by the step's context length.
   uint32_t key_splits = 0;
   bool full_logits = false;  // the logits rows are copied back too
   bool operator==(const ReplayKey&) const = default;

@@ -1088,25 +1088,21 @@ void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
                                                : std::nullopt;
   vk::StepReplays::Recording* replay = key ? &replays_->find_or_make(*key) : nullptr;
   last_replayed_ = replay != nullptr && replay->recorded;
-  if (replay != nullptr) {
-    if (!replay->recorded) {
-      replay->cmd.begin(vk::Reuse::kReplayed);
-      record_step(replay->cmd, in);
-      replay->cmd.end();
+  vk::CommandBuffer& cmd = replay != nullptr ? replay->cmd : cmd_;
+  if (!last_replayed_) {
+    cmd.begin(replay != nullptr ? vk::Reuse::kReplayed : vk::Reuse::kOnce);
+    if (profiler_) profiler_->begin(cmd);
+    record_step(cmd, in);
+    cmd.end();
+    if (replay != nullptr) {
       replay->recorded = true;
       ++replay_recordings_;
     }
-    last_record_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
-    submit_recorded(replay->cmd);
-  } else {
-    cmd_.begin();
-    if (profiler_) profiler_->begin(cmd_);
-    record_step(cmd_, in);
-    // Steps whose experts run on the CPU submit mid-step: their record time includes those parts.
-    last_record_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
-    submit_and_wait(cmd_);
-    if (profiler_) profiler_->collect(profile_ms_);
   }
+  // Steps whose experts run on the CPU submit mid-step: their record time includes those parts.
+  last_record_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
+  submit_recorded(cmd);
+  if (profiler_) profiler_->collect(profile_ms_);
 
   out.argmax.assign(batch.seqs.size(), -1);
   out.verify_argmax.clear();
