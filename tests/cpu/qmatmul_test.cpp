@@ -170,6 +170,46 @@ TEST(Qmatmul, BitIdenticalAcrossBatchesAndThreads) {
   }
 }
 
+// One token's products are cut into guided work items (long first, then shorter, sized by the
+// thread count and the one-token rows the whole call has left): two one-token jobs in one call,
+// with 1, 2 and 3 threads, give every row the bits of that row's 16-row slice computed alone, and
+// write nothing past their outputs.
+TEST(Qmatmul, GuidedOneTokenItemsGiveEveryRowItsBits) {
+  ThreadPool pool2(2);
+  ThreadPool pool3(3);
+  constexpr size_t kBigRows = 8 * kQmatmulRowsPerItem + 5, kSmallRows = 3 * kQmatmulRowsPerItem - 16;
+  for (const Case& c : all_cases()) {
+    const Matrix big = make_matrix(c.type, kBigRows, c.cols, Fill::kRandom, 51);
+    const Matrix small = make_matrix(c.type, kSmallRows, c.cols, Fill::kRandom, 52);
+    const std::vector<float> x = make_activations(2, c.cols, Fill::kRandom, 53);
+    const TensorRef big_ref = big.ref(), small_ref = small.ref();
+    std::vector<MatmulJob> jobs = {{&big_ref, 0, kBigRows, x.data(), 1, nullptr},
+                                   {&small_ref, 0, kSmallRows, x.data() + c.cols, 1, nullptr}};
+    std::vector<std::vector<float>> want(jobs.size());
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const TensorRef& w = *jobs[j].w;
+      want[j].resize(w.rows);
+      for (size_t r0 = 0; r0 < w.rows; r0 += 16) {
+        const size_t n = std::min<size_t>(16, w.rows - r0);
+        qmatmul(w.rows_slice(r0, n), jobs[j].x, 1, &want[j][r0], nullptr);
+      }
+    }
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+      std::vector<std::vector<float>> got(jobs.size());
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        got[j].assign(want[j].size() + 1, -9.0f);
+        jobs[j].y = got[j].data();
+      }
+      qmatmul_jobs(jobs.data(), jobs.size(), pool);
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        ASSERT_EQ(0, std::memcmp(got[j].data(), want[j].data(), want[j].size() * sizeof(float)))
+            << label(c.type) << " job " << j << " threads " << (pool ? pool->size() : 1);
+        ASSERT_EQ(got[j].back(), -9.0f) << label(c.type) << " job " << j;
+      }
+    }
+  }
+}
+
 // The avx512vnni and amx levels' 32-element types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4, IQ4_NL), and the amx
 // level's Q4_K, follow conventions of their own ("block sums" and "K-block sums", kernels.h), with other bits: qmatmul_block_sums_test.cpp
 // and qmatmul_amx_kquant_test.cpp test them.

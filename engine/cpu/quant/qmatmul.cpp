@@ -106,9 +106,14 @@ struct JobPlan {
   uint32_t block_size = 0, type_size = 0;
   size_t act_offset = 0;  // bytes into the call's scratch: this job's quantized activations
   size_t act_stride = 0;
-  size_t n_row_items = 0;
   size_t tokens_per_item = kTokensPerItem;
-  size_t first_item = 0;  // its first work item in the call's list
+};
+
+// One work item of a call: rows [r0, r0 + rows) of tokens [t0, t0 + tokens) of plan `job`.
+struct WorkItem {
+  uint32_t job = 0;
+  uint32_t r0 = 0, rows = 0;
+  uint32_t t0 = 0, tokens = 0;
 };
 
 // A job's share of a stage (quantizing, preparing tiles): plan `job`'s tokens or tiles are the
@@ -124,6 +129,7 @@ struct CallPlan {
   std::vector<JobPlan> jobs;
   std::vector<StageRun> quantize;
   std::vector<StageRun> prepare;
+  std::vector<WorkItem> items;
   const KernelTable* table = nullptr;
   uint8_t* act = nullptr;
   uint8_t* prepared = nullptr;  // after the activations
@@ -201,6 +207,42 @@ bool same_tiles(const JobPlan& a, const JobPlan& b) {
 
 size_t round_up_64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
+// The call's work items, claimed in this order. A product of several tokens: kRowsPerItem rows x
+// tokens_per_item tokens, token chunks outermost (the threads share one chunk's activations at a
+// time). One token's product (a decode step's matvec) streams its rows from memory, and each item
+// a thread claims starts a new stream that the hardware prefetchers ramp up on; so its items are
+// guided: each takes 1/(2 x threads) of the one-token rows the call has left, at least
+// kRowsPerItem. The first items are long streams, the last ones short enough that the threads end
+// together (2 threads: 8 to 14 items per call instead of 16 to 88). Bits do not depend on items:
+// rows are computed alone, and items start at multiples of 16 rows (packed groups).
+void plan_items(CallPlan& call, size_t threads) {
+  call.items.clear();
+  size_t one_token_rows = 0;
+  for (const JobPlan& p : call.jobs) one_token_rows += p.n_tokens == 1 ? p.rows : 0;
+  for (size_t j = 0; j < call.jobs.size(); ++j) {
+    const JobPlan& p = call.jobs[j];
+    const auto item = [&](size_t r0, size_t rows, size_t t0, size_t tokens) {
+      call.items.push_back({static_cast<uint32_t>(j), static_cast<uint32_t>(r0), static_cast<uint32_t>(rows),
+                            static_cast<uint32_t>(t0), static_cast<uint32_t>(tokens)});
+    };
+    if (p.n_tokens == 1) {
+      for (size_t r0 = 0; r0 < p.rows;) {
+        const size_t share = (one_token_rows + 2 * threads - 1) / (2 * threads);
+        const size_t rows = std::min((std::max(share, kRowsPerItem) + 15) / 16 * 16, p.rows - r0);
+        item(r0, rows, 0, 1);
+        r0 += rows;
+        one_token_rows -= rows;
+      }
+      continue;
+    }
+    for (size_t t0 = 0; t0 < p.n_tokens; t0 += p.tokens_per_item) {
+      for (size_t r0 = 0; r0 < p.rows; r0 += kRowsPerItem) {
+        item(r0, std::min(kRowsPerItem, p.rows - r0), t0, std::min(p.tokens_per_item, p.n_tokens - t0));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool has_integer_kernel(GgmlType type, CpuIsa isa) {
@@ -260,7 +302,7 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
   call.prepare.clear();
   const CpuIsa level = runnable(isa);
   call.table = &kernel_table(level);
-  size_t n_items = 0, n_quantize = 0, act_bytes = 0, n_prepare = 0, prepared_bytes = 0;
+  size_t n_quantize = 0, act_bytes = 0, n_prepare = 0, prepared_bytes = 0;
   size_t tiles_job = 0;  // the last job that prepared tiles of the current activations (0: none)
   for (size_t j = 0; j < n_jobs; ++j) {
     const MatmulJob& job = jobs[j];
@@ -323,11 +365,9 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
         }
       }
     }
-    p.n_row_items = (p.rows + kRowsPerItem - 1) / kRowsPerItem;
-    p.first_item = n_items;
-    n_items += p.n_row_items * ((p.n_tokens + p.tokens_per_item - 1) / p.tokens_per_item);
   }
-  if (n_items == 0) return;
+  if (call.jobs.empty()) return;
+  plan_items(call, pool != nullptr ? static_cast<size_t>(pool->size()) : 1);
   act_bytes = round_up_64(act_bytes);
   call.act = act_bytes + prepared_bytes > 0 ? scratch.reserve(act_bytes + prepared_bytes) : nullptr;
   call.prepared = call.act + act_bytes;
@@ -366,17 +406,11 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
     });
   }
 
-  // Item i of a job: rows [r0, r0 + n) of tokens [t0, t0 + nt); token chunks outermost, so the
-  // threads share one chunk's activations at a time.
-  for_each_item(n_items, pool, [plan](size_t item) {
-    const auto job = std::upper_bound(plan->jobs.begin(), plan->jobs.end(), item,
-                                      [](size_t i, const JobPlan& p) { return i < p.first_item; }) - 1;
-    const JobPlan& p = *job;
-    const size_t local = item - p.first_item;
-    const size_t r0 = (local % p.n_row_items) * kRowsPerItem;
-    const size_t n = std::min(kRowsPerItem, p.rows - r0);
-    const size_t t0 = (local / p.n_row_items) * p.tokens_per_item;
-    const size_t nt = std::min(p.tokens_per_item, p.n_tokens - t0);
+  // The products, item by item (plan_items).
+  for_each_item(call.items.size(), pool, [plan](size_t item) {
+    const WorkItem& it = plan->items[item];
+    const JobPlan& p = plan->jobs[it.job];
+    const size_t r0 = it.r0, n = it.rows, t0 = it.t0, nt = it.tokens;
     const uint8_t* w = p.w + r0 * p.row_bytes;
     float* y = p.y + t0 * p.rows + r0;
     if (p.kind == ActKind::kFloat) {
