@@ -66,6 +66,9 @@ int main(int argc, char** argv) {
   std::string kv_type = "f16";
   app.add_option("--kv-type", kv_type, "KV cache type of keys and values")
       ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}))->capture_default_str();
+  std::string split_keys;
+  app.add_option("--attn-split-keys", split_keys,
+                 "the lanes attention's keys per split (a multiple of 64; default: the device's own)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -84,6 +87,7 @@ int main(int argc, char** argv) {
       o.force_cpu = backend == "cpu";
       o.force_vulkan = backend == "vulkan";
       o.kv_type_k = o.kv_type_v = vks::parse_kv_type(kv_type);
+      o.attention_split_keys = split_keys;
       const int steps = gen * (rounds + 1) + 2;
       o.max_context = long_ctx + steps + 16;
       o.max_step_tokens = fill ? chunk : 16;
@@ -94,9 +98,11 @@ int main(int argc, char** argv) {
 
       std::printf("model %s: %s, dim %u, %u layers, heads %u/%u x %u, %s\n", path.c_str(), c.architecture.c_str(), c.dim,
                   c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, attention_summary(c).c_str());
-      std::printf("runner %s, KV %s (%llu bytes a token), contexts %d and %d (%s), %d rounds of %d decode steps per side\n",
+      std::printf("runner %s, KV %s (%llu bytes a token), attention split keys %s, contexts %d and %d (%s), %d rounds of "
+                  "%d decode steps per side\n",
                   runner->device_name().c_str(), runner->kv_type().c_str(),
-                  static_cast<unsigned long long>(runner->kv_bytes_per_token()), short_ctx, long_ctx,
+                  static_cast<unsigned long long>(runner->kv_bytes_per_token()),
+                  split_keys.empty() ? "the device's" : split_keys.c_str(), short_ctx, long_ctx,
                   fill ? "prefilled" : "placed, KV not written", rounds, gen);
       std::vector<vks::bench::BenchSeq> short_seq(1), long_seq(1);
       for (auto* seq : {&short_seq, &long_seq}) {

@@ -25,8 +25,11 @@
 #                  16 and 1,024 tokens of context, and llama.cpp, on TinyLlama-shape Q4_0
 #   run.sh context decode at 1,024 against 8,192 and 32,768 tokens of context (vks_bench_context_decode,
 #                  sequences placed, not prefilled), F16 and Q8_0 KV, on Llama-3.2-1B-shape Q4_0
+#   run.sh splits  the lanes attention's split size (--attn-split-keys 128, 256, 512, 1,024; the default
+#                  is 128) at 8,192 and 32,768 tokens of context against 1,024, the same model, F16 KV:
+#                  which size this GPU should take (vk::attention_split_keys_for)
 set -uo pipefail
-modes="tests|profile|versus|bench|prefill|dot|replay|context"
+modes="tests|profile|versus|bench|prefill|dot|replay|context|splits"
 mode=${1:?usage: run.sh $modes}
 case "|$modes|" in *"|$mode|"*) ;; *) echo "usage: run.sh $modes" >&2; exit 2 ;; esac
 out=/tmp/real_gpu_logs
@@ -175,6 +178,18 @@ if [ "$mode" = context ]; then
       timeout 150 "$bin/vks_bench_context_decode" /tmp/m/l32-q4_0.gguf --short 1024 --long "$long" --gen 16 \
         --rounds 3 --backend vulkan --kv-type "$kv" > "$out/context-$long-$kv.txt" 2>&1
       echo "exit $?"; tail -4 "$out/context-$long-$kv.txt"
+    done
+  done
+fi
+
+if [ "$mode" = splits ]; then
+  mk l32-q4_0 llama-3.2-1b q4_0
+  for long in 8192 32768; do
+    for keys in 128 256 512 1024; do
+      step "context decode 1024 vs $long, $keys keys per attention split"
+      timeout 100 "$bin/vks_bench_context_decode" /tmp/m/l32-q4_0.gguf --short 1024 --long "$long" --gen 16 \
+        --rounds 2 --backend vulkan --attn-split-keys "$keys" > "$out/splits-$long-$keys.txt" 2>&1
+      echo "exit $?"; tail -4 "$out/splits-$long-$keys.txt"
     done
   done
 fi

@@ -9,6 +9,7 @@
 #include "engine/model/llama_model.h"
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/kernels/ops.h"
+#include "engine/vulkan/runner/attn_kernels.h"
 #include "engine/vulkan/runner/backend_choice.h"
 #include "engine/vulkan/runner/runner_factory.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
@@ -181,6 +182,19 @@ TEST(MatmulFamily, WideLanesTilesOnGpusUnlessNamed) {
   EXPECT_EQ(vk::lanes_wide_tile_for(gpu, "8"), 8u);
   EXPECT_THROW(vk::lanes_wide_tile_for(gpu, "64"), Error);
   EXPECT_THROW(vk::lanes_wide_tile_for(gpu, "auto"), Error);
+}
+
+TEST(MatmulFamily, AttentionSplitKeysAreTheDevicesOrAMultipleOfATile) {
+  const vk::DeviceInfo cpu_device = device_of_type(VK_PHYSICAL_DEVICE_TYPE_CPU);
+  const vk::DeviceInfo gpu = device_of_type(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
+  EXPECT_EQ(vk::attention_split_keys_for(cpu_device, ""), uint32_t{VKS_ATTN_SPLIT_KEYS});
+  EXPECT_EQ(vk::attention_split_keys_for(gpu, ""), uint32_t{VKS_ATTN_SPLIT_KEYS});
+  EXPECT_EQ(vk::attention_split_keys_for(gpu, "64"), 64u);
+  EXPECT_EQ(vk::attention_split_keys_for(gpu, "512"), 512u);
+  EXPECT_EQ(vk::attention_split_keys_for(gpu, "4096"), 4096u);
+  for (const char* bad : {"0", "96", "100", "4160", "-64", "128k", " 128", "auto"}) {
+    EXPECT_THROW(vk::attention_split_keys_for(gpu, bad), Error) << bad;
+  }
 }
 
 TEST(RunnerFactory, APlainStartFollowsTheBackendRule) {

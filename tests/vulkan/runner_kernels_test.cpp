@@ -370,6 +370,7 @@ struct AttnCase {
   uint32_t window = 0;
   float softcap = 0.0f;
   bool sinks = false;
+  uint32_t split_keys = VKS_ATTN_SPLIT_KEYS;  // the lanes kernel's keys per split (the rows kernel has none)
 };
 
 // Runs attention over `seqs` (pools pre-filled with random keys for every slot) and returns
@@ -439,6 +440,7 @@ class AttnRun {
     p.window = c_.window;
     p.softcap = c_.softcap;
     p.has_sinks = c_.sinks ? 1u : 0u;
+    p.split_keys = c_.split_keys;
     return p;
   }
   test::AttnRefArgs ref_args(int n_tokens) const {
@@ -491,13 +493,20 @@ TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
       {1, 1, 256, 16, {{600, 1}}},
       // The budget's edge: the last key attention_max_keys() promises (the runner caps the context
       // there on CPU devices) is reached, so the formula holds on the device, not only on paper.
-      {1, 1, 64, 16, {{static_cast<int>(attention_max_keys(64, family)) - 1, 1}}},
-      {1, 1, 256, 16, {{static_cast<int>(attention_max_keys(256, family)) - 1, 1}}},
+      {1, 1, 64, 16, {{static_cast<int>(attention_max_keys(64, family, VKS_ATTN_SPLIT_KEYS)) - 1, 1}}},
+      {1, 1, 256, 16, {{static_cast<int>(attention_max_keys(256, family, VKS_ATTN_SPLIT_KEYS)) - 1, 1}}},
       // Variants: windows shorter and longer than a chunk/split, not a multiple of the block, with
       // soft-capping and sinks; prefill chunks crossing the window's edge.
       {4, 2, 32, 16, {{0, 12}, {30, 1}, {200, 9}, {5, 1}}, 8, 5.0f, true},
       {8, 4, 64, 16, {{300, 1}, {140, 20}, {0, 3}}, 130, 0.0f, false},
       {4, 4, 64, 7, {{1000, 1}, {600, 4}}, 257, 50.0f, true},
+      // Other split sizes (a GPU may take one, attention_split_keys_for): the decode batch above in
+      // splits of 64 (5 for the longest row), 256 (2) and 512 (1: no parallel splits), and a window
+      // of 130 keys in splits of 256.
+      {4, 2, 64, 16, {{300, 1}, {129, 1}, {127, 1}, {5, 1}}, 0, 0.0f, false, 64},
+      {4, 2, 64, 16, {{300, 1}, {129, 1}, {127, 1}, {5, 1}}, 0, 0.0f, false, 256},
+      {4, 2, 64, 16, {{300, 1}, {129, 1}, {127, 1}, {5, 1}}, 0, 0.0f, false, 512},
+      {8, 4, 64, 16, {{300, 1}, {140, 20}, {0, 3}}, 130, 0.0f, false, 256},
   };
   const bool cpu_device = device_->info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   uint32_t seed = 100;
@@ -506,7 +515,8 @@ TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
     seed += 10;
     int longest_key = 0;
     for (const SeqSpec& s : c.seqs) longest_key = std::max(longest_key, s.n_past + s.n_tokens - 1);
-    if (cpu_device && uint64_t(longest_key) >= attention_max_keys(static_cast<uint32_t>(c.head_dim), family)) {
+    if (cpu_device &&
+        uint64_t(longest_key) >= attention_max_keys(static_cast<uint32_t>(c.head_dim), family, c.split_keys)) {
       continue;  // past the loop budget: the runner never asks this of a CPU device
     }
     AttnRun r(c, seed);
@@ -522,7 +532,7 @@ TEST_P(RunnerAttention, MatchesReferenceAndIsBatchInvariant) {
       const gpu::AttnParams p = r.params(n);
       Buffer ob = device_->create_buffer(uint64_t{n} * p.out_stride * sizeof(float));
       const uint64_t longest = static_cast<uint64_t>(*std::max_element(b.positions.begin(), b.positions.end())) + 1;
-      const uint64_t partials_bytes = attention_partials_bytes(p.n_heads, p.head_dim, longest);
+      const uint64_t partials_bytes = attention_partials_bytes(p.n_heads, p.head_dim, longest, p.split_keys);
       // Split states over a pattern no state has (NaN bits), to see whether any were stored.
       const std::vector<uint32_t> untouched(partials_bytes / sizeof(uint32_t), 0xffffffffu);
       Buffer partials = make(untouched);
@@ -635,7 +645,7 @@ TEST_P(RunnerAttention, QuantPoolsGiveTheBitsOfTheirValuesAsF16) {
     Buffer sb = make(r.sinks_.empty() ? std::vector<float>{0.0f} : r.sinks_);
     const uint64_t longest = static_cast<uint64_t>(*std::max_element(b.positions.begin(), b.positions.end())) + 1;
     const uint64_t partials_bytes = attention_partials_bytes(static_cast<uint32_t>(c.n_heads),
-                                                             static_cast<uint32_t>(c.head_dim), longest);
+                                                             static_cast<uint32_t>(c.head_dim), longest, c.split_keys);
     Buffer partials = device_->create_buffer(partials_bytes);
     Buffer counts = make(std::vector<uint32_t>(attention_split_counts_bytes(static_cast<uint32_t>(c.n_heads)) / 4, 0u));
     // keys and values: the halves both pools of a run decode to (F16 pools of them stand in for F16).
@@ -709,18 +719,18 @@ uint64_t attention_loop_iterations(uint32_t head_dim, uint64_t keys) {
 
 // The same for attn_lanes_f16 walking every split itself, loop by loop as attention_max_keys models it
 // (unrolled loops counted as if they ran, 8 more a tile for what the measured edges showed).
-uint64_t lanes_attention_loop_iterations(uint32_t head_dim, uint64_t keys) {
+uint64_t lanes_attention_loop_iterations(uint32_t head_dim, uint64_t keys, uint64_t split_keys) {
   const AttnSpecialization s = attention_specialization(head_dim);
   const uint64_t wg = VKS_ATTN_LANES_WG, owned_max = VKS_ATTN_MAX_HEAD_DIM / 2 / wg;
   uint64_t count = 0;
   const auto loop = [&](uint64_t iterations) { count += iterations + 1; };  // and its exit test
   loop((s.half_head_dim + wg - 1) / wg);  // load q
   loop(owned_max);                        // the empty state
-  for (uint64_t split = 0; split * VKS_ATTN_SPLIT_KEYS < keys; ++split) {
+  for (uint64_t split = 0; split * split_keys < keys; ++split) {
     ++count;          // the split loop
     loop(owned_max);  // clearing the pairs
-    const uint64_t split_end = std::min(keys, (split + 1) * VKS_ATTN_SPLIT_KEYS);
-    for (uint64_t base = split * VKS_ATTN_SPLIT_KEYS; base < split_end; base += wg) {
+    const uint64_t split_end = std::min(keys, (split + 1) * split_keys);
+    for (uint64_t base = split * split_keys; base < split_end; base += wg) {
       ++count;                                    // the tile loop
       loop(s.half_head_dim / s.dim_step);         // scores
       for (int tree = 0; tree < 2; ++tree) {      // max and sum
@@ -748,7 +758,7 @@ TEST(RunnerKernelShapes, AttentionFitsLavapipesLoopBudget) {
     const AttnSpecialization s = attention_specialization(head_dim);
     EXPECT_EQ(s.half_head_dim, head_dim / 2);
     EXPECT_EQ(s.half_head_dim % s.dim_step, 0u) << head_dim;
-    const uint64_t max_keys = attention_max_keys(head_dim, MatmulFamily::kRows);
+    const uint64_t max_keys = attention_max_keys(head_dim, MatmulFamily::kRows, VKS_ATTN_SPLIT_KEYS);
     EXPECT_EQ(max_keys % VKS_ATTN_CHUNK, 0u) << head_dim;
     EXPECT_LE(attention_loop_iterations(head_dim, max_keys), uint64_t{VKS_LAVAPIPE_LOOP_BUDGET}) << head_dim;
     EXPECT_GT(attention_loop_iterations(head_dim, max_keys + VKS_ATTN_CHUNK), uint64_t{VKS_LAVAPIPE_LOOP_BUDGET})
@@ -756,23 +766,26 @@ TEST(RunnerKernelShapes, AttentionFitsLavapipesLoopBudget) {
     EXPECT_GE(max_keys, head_dim % 8 == 0 ? 30000u : 8000u) << head_dim;
     // attn_lanes_f16 (forced on a CPU device): still room for long contexts, and the closed form is
     // the largest whole number of splits the walk fits in the budget.
-    const uint64_t lanes_keys = attention_max_keys(head_dim, MatmulFamily::kLanes);
-    EXPECT_GE(lanes_keys, head_dim % 8 == 0 ? 20000u : 8000u) << head_dim;
-    EXPECT_EQ(lanes_keys % VKS_ATTN_SPLIT_KEYS, 0u) << head_dim;
-    EXPECT_LE(lanes_attention_loop_iterations(head_dim, lanes_keys), uint64_t{VKS_LAVAPIPE_LOOP_BUDGET}) << head_dim;
-    EXPECT_GT(lanes_attention_loop_iterations(head_dim, lanes_keys + VKS_ATTN_SPLIT_KEYS),
-              uint64_t{VKS_LAVAPIPE_LOOP_BUDGET})
-        << head_dim << ": one more split would still fit";
+    // With every split size a runner may take.
+    for (const uint32_t split : {64u, uint32_t{VKS_ATTN_SPLIT_KEYS}, 512u, uint32_t{VKS_ATTN_SPLIT_KEYS_MAX}}) {
+      const uint64_t lanes_keys = attention_max_keys(head_dim, MatmulFamily::kLanes, split);
+      EXPECT_GE(lanes_keys, head_dim % 8 == 0 ? 20000u : 8000u) << head_dim << " split " << split;
+      EXPECT_EQ(lanes_keys % split, 0u) << head_dim << " split " << split;
+      EXPECT_LE(lanes_attention_loop_iterations(head_dim, lanes_keys, split), uint64_t{VKS_LAVAPIPE_LOOP_BUDGET})
+          << head_dim << " split " << split;
+      EXPECT_GT(lanes_attention_loop_iterations(head_dim, lanes_keys + split, split), uint64_t{VKS_LAVAPIPE_LOOP_BUDGET})
+          << head_dim << " split " << split << ": one more split would still fit";
+    }
   }
   std::printf("attn_lanes_f16 on lavapipe: at most %llu keys at head_dim 64, %llu at 128, %llu at 256\n",
-              static_cast<unsigned long long>(attention_max_keys(64, MatmulFamily::kLanes)),
-              static_cast<unsigned long long>(attention_max_keys(128, MatmulFamily::kLanes)),
-              static_cast<unsigned long long>(attention_max_keys(256, MatmulFamily::kLanes)));
+              static_cast<unsigned long long>(attention_max_keys(64, MatmulFamily::kLanes, VKS_ATTN_SPLIT_KEYS)),
+              static_cast<unsigned long long>(attention_max_keys(128, MatmulFamily::kLanes, VKS_ATTN_SPLIT_KEYS)),
+              static_cast<unsigned long long>(attention_max_keys(256, MatmulFamily::kLanes, VKS_ATTN_SPLIT_KEYS)));
   // And never past the edges measured on lavapipe (Mesa 22.3) by bisecting the key count: keys were
   // lost past 279,579 at head_dim 64 and past 87,352 at 256 (before the kernel walked splits, which
   // lowered the edges a little; the attention test above runs the count's last key on the device).
-  EXPECT_LE(attention_max_keys(64, MatmulFamily::kLanes), 279579u);
-  EXPECT_LE(attention_max_keys(256, MatmulFamily::kLanes), 87352u);
+  EXPECT_LE(attention_max_keys(64, MatmulFamily::kLanes, VKS_ATTN_SPLIT_KEYS), 279579u);
+  EXPECT_LE(attention_max_keys(256, MatmulFamily::kLanes, VKS_ATTN_SPLIT_KEYS), 87352u);
 }
 
 TEST(RunnerKernelShapes, RejectsUnsupportedHeads) {

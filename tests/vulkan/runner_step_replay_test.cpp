@@ -3,6 +3,7 @@
 // records every step.
 #include <gtest/gtest.h>
 
+#include "engine/common/error.h"
 #include "engine/model/llama_model.h"
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/step_replay.h"
@@ -35,10 +36,10 @@ StepBatch decode_step(const std::vector<int32_t>& positions, const std::vector<L
   return b;
 }
 
-std::optional<vk::ReplayKey> key_of(const StepBatch& b) {
+std::optional<vk::ReplayKey> key_of(const StepBatch& b, uint32_t split_keys = 128) {
   StepInputs in;
   pack_step_inputs(b, replay_limits(), in);
-  return vk::replay_key(b, in);
+  return vk::replay_key(b, in, split_keys);
 }
 
 TEST(StepReplayKey, ADecodeStepsKeyIsItsTokensSplitsAndReadBacks) {
@@ -50,6 +51,10 @@ TEST(StepReplayKey, ADecodeStepsKeyIsItsTokensSplitsAndReadBacks) {
   EXPECT_EQ(*key_of(decode_step({127}, {argmax})), (vk::ReplayKey{1, 1, false}));
   EXPECT_EQ(*key_of(decode_step({128}, {argmax})), (vk::ReplayKey{1, 2, false}));
   EXPECT_EQ(*key_of(decode_step({9, 300}, {argmax, LogitsMode::kFull})), (vk::ReplayKey{2, 3, true}));
+  // The runner's split size counts them: 301 keys are 5 splits of 64, 2 of 256, 1 of 512.
+  EXPECT_EQ(*key_of(decode_step({300}, {argmax}), 64), (vk::ReplayKey{1, 5, false}));
+  EXPECT_EQ(*key_of(decode_step({300}, {argmax}), 256), (vk::ReplayKey{1, 2, false}));
+  EXPECT_EQ(*key_of(decode_step({300}, {argmax}), 512), (vk::ReplayKey{1, 1, false}));
 }
 
 TEST(StepReplayKey, OtherStepsHaveNone) {
@@ -97,8 +102,9 @@ class RunnerReplay : public ::testing::Test {
     if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
     model_ = LlamaModel::load(test::model_path("stories260K.gguf"));
   }
-  std::unique_ptr<VulkanRunner> make_runner(bool replay) const {
+  std::unique_ptr<VulkanRunner> make_runner(bool replay, const std::string& split_keys = "") const {
     RunnerOptions o;
+    o.attention_split_keys = split_keys;
     o.num_blocks = 512;
     o.max_step_tokens = 512;
     o.max_step_seqs = 4;
@@ -128,6 +134,25 @@ TEST_F(RunnerReplay, ReplayedDecodeStepsGiveTheBitsOfFreshRecordings) {
   EXPECT_TRUE(replaying->last_step_replayed());
   EXPECT_EQ(recording->replay_recordings(), 0u);
   EXPECT_FALSE(recording->last_step_replayed());
+}
+
+// A runner told another attention split size takes it and keys its recordings by it: decode steps
+// at 251 to 257 keys are 2, then 3 splits of 128 (two recordings) but one split of 512 (one
+// recording); the replaying runner gives the bits of a recording one of the same split size. An
+// odd size is refused.
+TEST_F(RunnerReplay, TheRunnersSplitSizeKeysItsRecordings) {
+  const auto replaying = make_runner(true, "512");
+  const auto recording = make_runner(false, "512");
+  EXPECT_EQ(replaying->attention_split_keys(), 512u);
+  EXPECT_EQ(make_runner(true)->attention_split_keys(), uint32_t{VKS_ATTN_SPLIT_KEYS});
+  const std::vector<std::vector<int32_t>> prompts{test::random_prompt(250, 33, model_->config().vocab_size)};
+  test::GenerateOptions o;
+  o.n_gen = 8;  // decode steps at 251..257 keys: 2 and 3 splits of 128, 1 of 512
+  o.full_logits = true;
+  test::GreedyDriver replaying_driver(*replaying, 3), recording_driver(*recording, 3);
+  test::expect_same_results(replaying_driver.run(prompts, o), recording_driver.run(prompts, o));
+  EXPECT_EQ(replaying->replay_recordings(), 1u);
+  EXPECT_THROW(make_runner(true, "100"), Error);
 }
 
 }  // namespace

@@ -175,7 +175,8 @@ TEST_F(RunnerSynthetic, ContextIsCappedWhereAttentionCannotReach) {
   o.max_step_seqs = 2;
   VulkanRunner runner(*model, o);
   const bool cpu_device = runner.device_info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
-  const uint32_t expected = cpu_device ? static_cast<uint32_t>(vk::attention_max_keys(64, runner.matmul_family()))
+  const uint32_t expected = cpu_device ? static_cast<uint32_t>(vk::attention_max_keys(64, runner.matmul_family(),
+                                                                                runner.attention_split_keys()))
                                     : 200000u;
   EXPECT_EQ(runner.config().context_length, expected) << runner.device_name() << ", " << runner.num_blocks() << " blocks of " << runner.block_size();
   EXPECT_EQ(model->config().context_length, 200000u);  // the model itself is unchanged

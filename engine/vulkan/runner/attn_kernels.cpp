@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <string>
 #include <string_view>
 
 #include "engine/common/error.h"
@@ -46,9 +48,14 @@ void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBin
   const BufferView sinks = p.has_sinks != 0 ? b.sinks : b.out;  // bound in any case, read with has_sinks
   if (!lanes_layout(family)) {
     p.split_count = 0;
+    p.split_keys = 0;
     cmd.dispatch(k, {b.q, b.k_pool, b.v_pool, b.positions, b.token_seq, b.block_tables, b.out, sinks}, p,
                  Groups{head_groups, p.n_tokens, 1});
     return;
+  }
+  if (p.split_keys == 0 || p.split_keys % VKS_ATTN_LANES_WG != 0 || p.split_keys > VKS_ATTN_SPLIT_KEYS_MAX) {
+    throw Error(ErrorCode::kInvalidArgument, "record_attention: " + std::to_string(p.split_keys) +
+                                                 " keys per split (attention_split_keys_for gives them)");
   }
   // A view of unknown size (VK_WHOLE_SIZE) bounds nothing: no parallel splits then.
   const auto sized = [](const BufferView& v) {
@@ -69,7 +76,7 @@ uint32_t attention_parallel_splits(const gpu::AttnParams& p, MatmulFamily family
   if (!lanes_layout(family) || p.n_tokens > kAttnParallelMaxTokens) return 0;
   // A window layer's tokens see at most its window.
   const uint64_t visible = p.window > 0 ? std::min<uint64_t>(longest_keys, p.window) : longest_keys;
-  const uint64_t splits = attention_split_count(visible);
+  const uint64_t splits = attention_split_count(visible, p.split_keys);
   // Grid z holds the splits: past the workgroups a grid dimension is guaranteed (8.4M keys), the
   // workgroups walk them.
   if (splits <= 1 || splits > kGuaranteedGroupsPerDimension) return 0;
@@ -77,9 +84,23 @@ uint32_t attention_parallel_splits(const gpu::AttnParams& p, MatmulFamily family
   return need <= partials_bytes ? static_cast<uint32_t>(splits) : 0;
 }
 
-uint64_t attention_partials_bytes(uint32_t n_heads, uint32_t head_dim, uint64_t max_keys) {
-  return uint64_t{kAttnParallelMaxTokens} * n_heads * attention_split_count(max_keys) * (head_dim + 2) *
+uint64_t attention_partials_bytes(uint32_t n_heads, uint32_t head_dim, uint64_t max_keys, uint32_t split_keys) {
+  return uint64_t{kAttnParallelMaxTokens} * n_heads * attention_split_count(max_keys, split_keys) * (head_dim + 2) *
          sizeof(float);
+}
+
+uint32_t attention_split_keys_for(const DeviceInfo&, std::string_view choice) {
+  if (choice.empty()) return VKS_ATTN_SPLIT_KEYS;
+  uint32_t keys = 0;
+  const auto [end, error] = std::from_chars(choice.data(), choice.data() + choice.size(), keys);
+  if (error != std::errc() || end != choice.data() + choice.size() || keys == 0 || keys % VKS_ATTN_LANES_WG != 0 ||
+      keys > VKS_ATTN_SPLIT_KEYS_MAX) {
+    throw Error(ErrorCode::kInvalidArgument, "attention split keys must be a multiple of " +
+                                                 std::to_string(VKS_ATTN_LANES_WG) + " up to " +
+                                                 std::to_string(VKS_ATTN_SPLIT_KEYS_MAX) + ", not '" +
+                                                 std::string(choice) + "'");
+  }
+  return keys;
 }
 
 uint64_t attention_split_counts_bytes(uint32_t n_heads) {
@@ -132,7 +153,7 @@ namespace {
 // 87,352 at head_dim 256 (48 per tile: the score loop stays), before the kernel walked splits (a
 // split adds the merge and its own loops, so the edges now lie a little lower); the attention test
 // runs the count's last key on the device.
-uint64_t lanes_attention_max_keys(const AttnSpecialization& spec) {
+uint64_t lanes_attention_max_keys(const AttnSpecialization& spec, uint32_t split_keys) {
   const uint64_t wg = VKS_ATTN_LANES_WG;
   const uint64_t owned_max = VKS_ATTN_MAX_HEAD_DIM / 2 / wg;       // the unrolled loop over output pairs
   const uint64_t owned = (spec.half_head_dim + wg - 1) / wg;       // pairs an invocation loads q for
@@ -144,18 +165,18 @@ uint64_t lanes_attention_max_keys(const AttnSpecialization& spec) {
                             + (owned_max + 1)                      // values (keys unrolled)
                             + 8;                                   // what the measured edges showed beyond
   const uint64_t per_split = 1                                     // the split loop
-                             + VKS_ATTN_SPLIT_KEYS / wg * per_tile
+                             + split_keys / wg * per_tile
                              + 1                                   // the tile loop's exit test
                              + 2 * (owned_max + 1);                // clearing the pairs, merging the split
   const uint64_t fixed = (owned + 1) + 2 * (owned_max + 1) + 1;    // q, empty state and output loops, split-loop exit
-  return (uint64_t{VKS_LAVAPIPE_LOOP_BUDGET} - fixed) / per_split * VKS_ATTN_SPLIT_KEYS;
+  return (uint64_t{VKS_LAVAPIPE_LOOP_BUDGET} - fixed) / per_split * split_keys;
 }
 
 }  // namespace
 
-uint64_t attention_max_keys(uint32_t head_dim, MatmulFamily family) {
+uint64_t attention_max_keys(uint32_t head_dim, MatmulFamily family, uint32_t split_keys) {
   const AttnSpecialization spec = attention_specialization(head_dim);
-  if (lanes_layout(family)) return lanes_attention_max_keys(spec);
+  if (lanes_layout(family)) return lanes_attention_max_keys(spec, split_keys);
   // lavapipe counts a loop's exit test as an iteration too (measured: at head_dim 64 the kernel
   // reaches 3,449 chunks and not 3,450, i.e. 19 counted iterations per chunk, not 17).
   const uint64_t dim_loop = spec.half_head_dim / spec.dim_step + 1;

@@ -49,7 +49,8 @@ struct AttnBindings {
 };
 // kRows: attn_f16, one invocation per (token, head) walking its keys alone; kLanes: attn_lanes_f16,
 // a workgroup per (head, token) splitting each tile of keys, and for decode batches per split of
-// VKS_ATTN_SPLIT_KEYS keys, the last of them merging the stored states (one dispatch). Each is
+// p.split_keys keys (the runner's attention_split_keys_for; kLanes throws for another value), the
+// last of them merging the stored states (one dispatch). Each is
 // bit-identical alone/batched/chunked, split in parallel or not; the two families differ from each
 // other in the last bits (their sums run in other orders). longest_keys: the step's
 // StepInputs::longest_keys, no less than any token's position + 1 (the splits past it would be
@@ -57,20 +58,28 @@ struct AttnBindings {
 void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b, gpu::AttnParams p,
                       MatmulFamily family, uint64_t longest_keys);
 
-// Splits of VKS_ATTN_SPLIT_KEYS keys that `keys` keys from a row's first visible key span
-// (attn_split.glsl's split_count_of): what the lanes attention's grid is sized by.
-inline uint64_t attention_split_count(uint64_t keys) { return ceil_div(keys, VKS_ATTN_SPLIT_KEYS); }
+// Splits of split_keys keys that `keys` keys from a row's first visible key span (attn_split.glsl's
+// split_count_of): what the lanes attention's grid is sized by.
+inline uint64_t attention_split_count(uint64_t keys, uint32_t split_keys) { return ceil_div(keys, split_keys); }
+
+// The lanes attention's keys per split on this device: "" its own (VKS_ATTN_SPLIT_KEYS on every
+// device until a GPU run measures others: bench/real_gpu/run.sh context sweeps them), or a number of
+// keys, a multiple of VKS_ATTN_LANES_WG up to VKS_ATTN_SPLIT_KEYS_MAX (VKSTREAM_ATTN_SPLIT_KEYS).
+// Larger splits merge fewer states at long context; smaller ones give a short context more
+// workgroups. A token's bits depend on it (its splits' sums), never on its batch. Throws
+// vks::Error(kInvalidArgument) for anything else.
+uint32_t attention_split_keys_for(const DeviceInfo& device, std::string_view choice);
 
 // Steps of at most this many tokens run attn_lanes_f16's splits in parallel: decode batches, where
 // a workgroup per (head, token) leaves most of a GPU idle while each walks a long context.
 inline constexpr uint32_t kAttnParallelMaxTokens = 16;
 // The split workgroups record_attention dispatches per (head, token): 0 (each walks its splits)
 // unless the family is kLanes, the step has at most kAttnParallelMaxTokens tokens, its longest
-// row has more than one split and their states fit partials_bytes.
+// row has more than one split of p.split_keys and their states fit partials_bytes.
 uint32_t attention_parallel_splits(const gpu::AttnParams& p, MatmulFamily family, uint64_t longest_keys,
                                    uint64_t partials_bytes);
 // Bytes of split states a step of kAttnParallelMaxTokens tokens attending to max_keys keys needs.
-uint64_t attention_partials_bytes(uint32_t n_heads, uint32_t head_dim, uint64_t max_keys);
+uint64_t attention_partials_bytes(uint32_t n_heads, uint32_t head_dim, uint64_t max_keys, uint32_t split_keys);
 // Bytes of the split counts of a step of kAttnParallelMaxTokens tokens (AttnBindings::split_counts).
 uint64_t attention_split_counts_bytes(uint32_t n_heads);
 
@@ -93,9 +102,9 @@ const Kernel& attention_kernel(KernelRegistry& kernels, uint32_t head_dim, Matmu
 // loops of half_head_dim / dim_step + 1 and the chunk loop per VKS_ATTN_CHUNK keys, plus the set-up
 // and output loops: 110,336 keys at head_dim 64, 59,872 at 128, 31,264 at 256. attn_lanes_f16 (only
 // on a CPU device when forced): every loop counted, the unrolled ones too, per split of
-// VKS_ATTN_SPLIT_KEYS keys walked by one workgroup, and a margin: 107,520 keys at head_dim 64,
-// 89,216 at 128, 66,560 at 256.
-uint64_t attention_max_keys(uint32_t head_dim, MatmulFamily family);
+// split_keys keys walked by one workgroup, and a margin: 107,520 keys at head_dim 64, 89,216 at
+// 128, 66,560 at 256 (splits of VKS_ATTN_SPLIT_KEYS).
+uint64_t attention_max_keys(uint32_t head_dim, MatmulFamily family, uint32_t split_keys);
 
 // Throws vks::Error(kUnsupported) when the model's head shape is one these kernels cannot run
 // (odd head_dim, head_dim above VKS_ATTN_MAX_HEAD_DIM, n_heads not a multiple of n_kv_heads, odd rope_dim).

@@ -58,6 +58,9 @@ struct RunnerOptions {
   // The lanes family's token tile for prefill batches (vk::lanes_wide_tile_for): "8", "16", "32", or
   // "" for the device's own (VKSTREAM_LANES_TILE when set). The same bits for every choice.
   std::string lanes_tile;
+  // The lanes family's keys per attention split (vk::attention_split_keys_for): a multiple of 64 up to
+  // 4096, or "" for the device's own (VKSTREAM_ATTN_SPLIT_KEYS when set). A token's bits depend on it.
+  std::string attention_split_keys;
   // Mixture-of-experts models (llama.cpp's --n-cpu-moe): the expert stacks (ffn_*_exps and their
   // biases) of the first N expert layers stay in host memory, read from the mmapped file, and run
   // on the CPU; router, shared expert and attention stay on the device. -1: as few layers as make

@@ -7,7 +7,7 @@
 
 namespace vks::vk {
 
-std::optional<ReplayKey> replay_key(const StepBatch& batch, const StepInputs& in) {
+std::optional<ReplayKey> replay_key(const StepBatch& batch, const StepInputs& in, uint32_t split_keys) {
   const auto n = static_cast<size_t>(in.n_tokens);
   if (n == 0 || batch.seqs.size() != n || !in.hidden_rows.empty() || in.out_rows.size() != n) return std::nullopt;
   for (const SeqChunk& s : batch.seqs) {
@@ -18,7 +18,7 @@ std::optional<ReplayKey> replay_key(const StepBatch& batch, const StepInputs& in
     if (in.out_rows[k] != static_cast<int32_t>(k)) return std::nullopt;
   }
   return ReplayKey{static_cast<uint32_t>(n),
-                   static_cast<uint32_t>(attention_split_count(static_cast<uint64_t>(in.longest_keys))),
+                   static_cast<uint32_t>(attention_split_count(static_cast<uint64_t>(in.longest_keys), split_keys)),
                    in.n_full > 0};
 }
 

@@ -29,8 +29,8 @@ struct ReplayKey {
 };
 
 // The key of a step that can be replayed: every sequence brings one token and wants its logits
-// (argmax or full); nullopt for any other step.
-std::optional<ReplayKey> replay_key(const StepBatch& batch, const StepInputs& in);
+// (argmax or full); nullopt for any other step. split_keys: the runner's attention split size.
+std::optional<ReplayKey> replay_key(const StepBatch& batch, const StepInputs& in, uint32_t split_keys);
 
 class StepReplays {
  public:

@@ -86,6 +86,9 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   std::string tile = options.lanes_tile;
   if (const char* env = std::getenv("VKSTREAM_LANES_TILE"); tile.empty() && env != nullptr) tile = env;
   ops_.emplace(*kernels_, vk::choose_matmul_family(device_.info(), family), vk::lanes_wide_tile_for(device_.info(), tile));
+  std::string split_keys = options.attention_split_keys;
+  if (const char* env = std::getenv("VKSTREAM_ATTN_SPLIT_KEYS"); split_keys.empty() && env != nullptr) split_keys = env;
+  attn_split_keys_ = vk::attention_split_keys_for(device_.info(), split_keys);
   // The KV pool is planned first (arithmetic only): the weights' share of the device's memory is
   // what the pool leaves, so an automatic expert split leaves room for it.
   const int32_t window_blocks = resolve_window_blocks(c, options.num_window_blocks, options.block_size,
@@ -128,7 +131,8 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
   const int64_t pool_tokens = int64_t{kv.num_blocks} * kv.block_size;
   int64_t max_context = options.max_context > 0 ? options.max_context : (c.context_length > 0 ? c.context_length : 4096);
   max_context = std::min(max_context, pool_tokens);
-  const int64_t attention_keys = static_cast<int64_t>(vk::attention_max_keys(c.head_dim, ops_->matmul_family()));
+  const int64_t attention_keys =
+      static_cast<int64_t>(vk::attention_max_keys(c.head_dim, ops_->matmul_family(), attn_split_keys_));
   if (device_.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU && max_context > attention_keys) {
     // lavapipe ends a shader's loops after 65,535 iterations: attention could not reach further keys.
     spdlog::warn("vulkan: context limited to {} tokens on the CPU device {} (its shader loop limit, head_dim {})",
@@ -216,7 +220,8 @@ VulkanRunner::VulkanRunner(const LlamaModel& model, const RunnerOptions& options
     // Split states of decode steps over long rows (vk::attention_parallel_splits). Past the binding
     // limit the longest rows' steps run their splits one workgroup each, as prefill does.
     attn_partials_ = device_.create_buffer(std::min<uint64_t>(
-        vk::attention_partials_bytes(c.n_heads, c.head_dim, static_cast<uint64_t>(max_context)), max_binding));
+        vk::attention_partials_bytes(c.n_heads, c.head_dim, static_cast<uint64_t>(max_context), attn_split_keys_),
+        max_binding));
     attn_split_counts_ = device_.create_buffer(vk::attention_split_counts_bytes(c.n_heads));
   }
   if (c.n_experts > 1) {
@@ -681,6 +686,7 @@ void VulkanRunner::record_attention_mixer(vk::CommandBuffer& cmd, uint32_t l, co
   ap.v_type = vk::kv_type_id(kv_->shape().v_type);
   ap.k_scales_at = kv_->shape().k_scales_at(l);
   ap.v_scales_at = kv_->shape().v_scales_at(l);
+  ap.split_keys = attn_split_keys_;
   vk::record_attention(cmd, *kernels_,
                        vk::AttnBindings{qkv_.view(), kv_->k(l), kv_->v(l), positions_.device.view(),
                                         token_seq_.device.view(), tables, att_.view(),
@@ -1084,7 +1090,7 @@ void VulkanRunner::step(const StepBatch& batch, StepResult& out) {
   last_submits_ = 0;
   // Profiled steps time each op with queries of their own recording; host experts submit mid-step.
   const std::optional<vk::ReplayKey> key = replays_ && !profiler_ && !weights_->split.any_on_host()
-                                               ? vk::replay_key(batch, in)
+                                               ? vk::replay_key(batch, in, attn_split_keys_)
                                                : std::nullopt;
   vk::StepReplays::Recording* replay = key ? &replays_->find_or_make(*key) : nullptr;
   last_replayed_ = replay != nullptr && replay->recorded;

@@ -69,6 +69,8 @@ class VulkanRunner final : public ModelRunner {
   // many decode steps were recorded for replay so far.
   bool last_step_replayed() const { return last_replayed_; }
   uint64_t replay_recordings() const { return replay_recordings_; }
+  // The lanes attention's keys per split (RunnerOptions::attention_split_keys, resolved).
+  uint32_t attention_split_keys() const { return attn_split_keys_; }
   // Submissions of the last step: 1, plus one per layer whose experts ran on the CPU.
   uint32_t last_submit_count() const { return last_submits_; }
   // Which layers' experts stay in host memory and run on the CPU, and their bytes.
@@ -212,6 +214,7 @@ class VulkanRunner final : public ModelRunner {
 
   vk::CommandBuffer cmd_;
   std::optional<vk::StepReplays> replays_;  // RunnerOptions::replay_decode_steps
+  uint32_t attn_split_keys_ = 0;  // RunnerOptions::attention_split_keys, resolved before anything uses it
   vk::Fence fence_;
   StepInputs inputs_;
   std::unique_ptr<vk::StepProfiler> profiler_;

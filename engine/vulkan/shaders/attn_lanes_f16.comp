@@ -7,7 +7,7 @@
 // decode step of 32 heads ran 32 threads on a 132-SM H100, and attention took 30% of a TinyLlama
 // decode step at 140 tokens of context (41 us a layer).
 //
-// The numerics (attn_split.glsl): keys go in splits of VKS_ATTN_SPLIT_KEYS from key 0, each split in
+// The numerics (attn_split.glsl): keys go in splits of p.split_keys from key 0, each split in
 // tiles of VKS_ATTN_LANES_WG. In a tile invocation j scores key base + j (its pairs summed in order),
 // the tile's max and sum of exp() are reduced in a fixed tree, and invocation i accumulates output
 // pairs i, i + WG, ... over the tile's keys in order; a split starts from an empty state, and the
@@ -111,11 +111,11 @@ void main() {
   if (first_split >= split_count_of(n_keys - first)) return;  // a shorter sequence of the batch: no keys here
   SplitState total = empty_split_state();
   for (uint split = first_split; split < end_split; ++split) {
-    const uint split_end = min(n_keys, first + (split + 1u) * VKS_ATTN_SPLIT_KEYS);
+    const uint split_end = min(n_keys, first + (split + 1u) * p.split_keys);
     float m = -1.0 / 0.0;  // running max of the split's scores (the same in every invocation)
     float l = 0.0;         // running sum of exp(score - m)
     [[unroll]] for (uint r = 0; r < OWNED; ++r) acc[r] = vec2(0.0);
-    for (uint base = first + split * VKS_ATTN_SPLIT_KEYS; base < split_end; base += WG) {
+    for (uint base = first + split * p.split_keys; base < split_end; base += WG) {
       const uint n = min(WG, split_end - base);
       // This invocation's key; past the last key it repeats it, so loads stay in bounds (masked below).
       const uint key = base + min(lid, n - 1);

@@ -42,9 +42,13 @@ using uint = uint32_t;
 #define VKS_ATTN_HEADS_PER_GROUP 8
 // Invocations per workgroup of attn_lanes_f16 (GPUs: one workgroup per (head, token)), and keys per tile.
 #define VKS_ATTN_LANES_WG 64
-// Keys per split of attn_lanes_f16 (a whole number of its tiles). Part of its numerics: splits start
-// at key 0 and are merged in order, so a token's output does not depend on how its splits were run.
+// Keys per split of attn_lanes_f16 unless the device or the user picks another (AttnParams::
+// split_keys, vk::attention_split_keys_for): a whole number of its tiles. Part of its numerics:
+// splits start at key 0 and are merged in order, so a token's output does not depend on how its
+// splits were run, only on the split size, which a runner keeps for its life.
 #define VKS_ATTN_SPLIT_KEYS 128
+// The split sizes a runner may take: multiples of VKS_ATTN_LANES_WG up to this many keys.
+#define VKS_ATTN_SPLIT_KEYS_MAX 4096
 #define VKS_ROPE_KV_WG 64
 // KV pool types (the kernels' specialization constants, RopeKvParams / AttnParams k_type, v_type).
 #define VKS_KV_F16 0
@@ -111,6 +115,7 @@ struct AttnParams {
   uint v_type;
   uint k_scales_at;         // uint index of a quantized pool's scale plane (the layout above)
   uint v_scales_at;
+  uint split_keys;          // attn_lanes_f16: keys per split (a multiple of VKS_ATTN_LANES_WG)
 };
 
 #ifdef __cplusplus

@@ -1,5 +1,5 @@
 // The split arithmetic of the lanes attention (attn_lanes_f16.comp): a token's keys in splits of
-// VKS_ATTN_SPLIT_KEYS from its first visible key (key 0 without a window), each split's
+// p.split_keys from its first visible key (key 0 without a window), each split's
 // online-softmax state (max m, sum l of exp(score - m), output pairs o weighted alike) merged into a
 // running total in ascending split order, the output o / l at the end. Merging the first split into
 // the empty state copies it, so a split merged by its own workgroup, stored, and merged again by the
@@ -16,7 +16,7 @@ struct SplitState {
   vec2 o[OWNED];
 };
 
-uint split_count_of(uint n_keys) { return (n_keys + VKS_ATTN_SPLIT_KEYS - 1u) / VKS_ATTN_SPLIT_KEYS; }
+uint split_count_of(uint n_keys) { return (n_keys + p.split_keys - 1u) / p.split_keys; }
 
 SplitState empty_split_state() {
   SplitState t;
