@@ -62,13 +62,14 @@ struct MatmulJob {
 // Several products in one pool dispatch (and one more to quantize their activations when they are
 // many, and one to prepare the tiles of kernels that read a layout of their own, kernels.h, when
 // there are several): the work items of every job (kQmatmulRowsPerItem rows x up to 64 tokens; a
-// one-token job's are guided, longer first) form one list that the threads claim from, so a layer's experts cost one dispatch per
-// matrix instead of one per expert and matrix. Each y[t][r] is computed by the kernel, with the
-// activations, that qmatmul of that job alone would use: the same bits. A job that reads the same x
-// (pointer and n_tokens) with the same activation blocks as the job before it shares its quantized
-// activations (gate and up of one expert), and their prepared tiles where it can. Jobs with no
-// tokens or no rows are skipped; every job is checked before any runs (qmatmul's errors). Not
-// reentrant per thread (it keeps its bookkeeping in a per-thread buffer).
+// one-token job's are guided, longer first) form one list that the threads claim from, so a layer's
+// experts cost one dispatch per matrix instead of one per expert and matrix. Each y[t][r] is
+// computed by the kernel, with the activations, that qmatmul of that job alone would use: the same
+// bits. A job that reads the same x (pointer and n_tokens) with the same activation blocks as the
+// job before it shares its quantized activations (gate and up of one expert), and their prepared
+// tiles where it can. Jobs with no tokens or no rows are skipped; every job is checked before any
+// runs (qmatmul's errors). Not reentrant per thread (it keeps its bookkeeping in a per-thread
+// buffer).
 void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool);
 void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa isa, QmatmulScratch& scratch);
 
@@ -76,9 +77,9 @@ void qmatmul_jobs(const MatmulJob* jobs, size_t n_jobs, ThreadPool* pool, CpuIsa
 // reads its item's rows as one sequential stream, long enough for the hardware prefetchers (with
 // 16-row items two threads took turns every 18 KB of a matvec and ran no faster than one; 128 rows
 // against 64 decoded 1.01-1.06x at batch 1 on 2 threads, quiet and beside a busy process; guided
-// one-token items against 128 rows each read 71-75% of the probe against 57-72%, same figure
-// beside a busy process); items still many enough that a thread slowed by another process hands its
-// share to the others.
+// one-token items against 128 rows each read 78-87% of the probe against 70-80% in alternating
+// 2-thread runs, and decoded as fast beside a busy process); items still many enough that a thread
+// slowed by another process hands its share to the others.
 inline constexpr size_t kQmatmulRowsPerItem = 128;
 
 // Whether type has an integer kernel at the given level (false: the float fallback runs).

@@ -50,11 +50,11 @@ struct AttnBindings {
 // kRows: attn_f16, one invocation per (token, head) walking its keys alone; kLanes: attn_lanes_f16,
 // a workgroup per (head, token) splitting each tile of keys, and for decode batches per split of
 // p.split_keys keys (the runner's attention_split_keys_for; kLanes throws for another value), the
-// last of them merging the stored states (one dispatch). Each is
-// bit-identical alone/batched/chunked, split in parallel or not; the two families differ from each
-// other in the last bits (their sums run in other orders). longest_keys: the step's
-// StepInputs::longest_keys, no less than any token's position + 1 (the splits past it would be
-// neither computed nor merged right). p.split_count is set here.
+// last of them merging the stored states (one dispatch). Each is bit-identical
+// alone/batched/chunked, split in parallel or not; the two families differ from each other in the
+// last bits (their sums run in other orders). longest_keys: the step's StepInputs::longest_keys, no
+// less than any token's position + 1 (the splits past it would be neither computed nor merged
+// right). p.split_count is set here.
 void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBindings& b, gpu::AttnParams p,
                       MatmulFamily family, uint64_t longest_keys);
 
@@ -63,7 +63,7 @@ void record_attention(CommandBuffer& cmd, KernelRegistry& kernels, const AttnBin
 inline uint64_t attention_split_count(uint64_t keys, uint32_t split_keys) { return ceil_div(keys, split_keys); }
 
 // The lanes attention's keys per split on this device: "" its own (VKS_ATTN_SPLIT_KEYS on every
-// device until a GPU run measures others: bench/real_gpu/run.sh context sweeps them), or a number of
+// device until a GPU run measures others: bench/real_gpu/run.sh splits sweeps them), or a number of
 // keys, a multiple of VKS_ATTN_LANES_WG up to VKS_ATTN_SPLIT_KEYS_MAX (VKSTREAM_ATTN_SPLIT_KEYS).
 // Larger splits merge fewer states at long context; smaller ones give a short context more
 // workgroups. A token's bits depend on it (its splits' sums), never on its batch. Throws
