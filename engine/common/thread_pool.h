@@ -56,9 +56,9 @@ class ThreadPool {
   size_t n_ = 0;
   std::atomic<uint64_t> generation_{0};  // bumped per job (under mutex_) so workers notice new work
   int sleeping_ = 0;                      // workers waiting on work_ready_ (guarded by mutex_)
-  std::atomic<int> active_{0};  // workers inside run_indices of the current job (changed under
-                                // mutex_, read without it too): a job ends only when
-                             // none is, so none claims an index of the next job with this one's fn
+  // Workers inside run_indices of the current job (changed under mutex_, read without it too): a
+  // job ends only when none is, so none claims an index of the next job with this one's fn.
+  std::atomic<int> active_{0};
   std::exception_ptr error_;
   bool stopping_ = false;
   const std::atomic<int>* yield_to_ = nullptr;  // published to workers with each job (under mutex_)
