@@ -73,6 +73,7 @@ ServedModel load_served_model(const std::string& path, const ServerOptions& opti
   ro.allow_cpu_fallback = !options.no_cpu_fallback;
   ro.force_vulkan = options.force_vulkan;
   ro.cpu_weights_in_memory = !options.mmap_weights;
+  ro.cpu_threads = options.cpu_threads;
   ro.compute_share = std::move(compute_share);
   if (options.kv_tokens > 0) ro.num_blocks = (options.kv_tokens + ro.block_size - 1) / ro.block_size;
   // The window layers' own pool (engine/model/kv_pools.h; the engine frees their blocks past the

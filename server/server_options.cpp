@@ -156,6 +156,10 @@ std::optional<ServerOptions> parse_options(int argc, char** argv) {
   app.add_flag("--mmap-weights", o.mmap_weights,
                "the CPU backend reads the weights from the mapped model file instead of a copy in (huge-page) memory: "
                "less memory held, slower decode");
+  app.add_option("--threads", o.cpu_threads,
+                 "threads of the CPU backend (0 = one per physical core this process may use, within its cgroup CPU "
+                 "quota)")
+      ->check(CLI::Range(0, 1024))->capture_default_str();
   app.add_option("--device", o.device, "Vulkan device name or index");
   std::string kv_type;
   app.add_option("--kv-type", kv_type,

@@ -40,6 +40,7 @@ struct ServerOptions {
   bool force_vulkan = false;  // --vulkan: overrides the backend rule (engine/vulkan/runner/backend_choice.h)
   bool mmap_weights = false;  // --mmap-weights: the CPU backend reads the mapped file (RunnerOptions::cpu_weights_in_memory)
   std::string device;            // name or index; empty = best
+  int32_t cpu_threads = 0;       // --threads: the CPU backend's (RunnerOptions::cpu_threads; 0 = physical cores)
   int32_t kv_tokens = 0;         // 0 = runner default
   std::string kv_type_k = "f16";  // the KV pools' element types (--kv-type, --kv-type-k, --kv-type-v)
   std::string kv_type_v = "f16";

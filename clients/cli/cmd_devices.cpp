@@ -4,6 +4,7 @@
 
 #include "clients/cli/cli_common.h"
 #include "clients/cli/commands.h"
+#include "engine/common/cpu_count.h"
 #include "engine/cpu/quant/isa.h"
 #include "engine/gguf/file_residence.h"
 #include "engine/vulkan/core/device_info.h"
@@ -34,6 +35,12 @@ std::string cpu_weights_summary() {
   s += ", 4 KiB pages (transparent huge pages: " + (mode.empty() ? std::string("unknown") : mode) + ")";
   if (mode == "never") s += "; `echo madvise > /sys/kernel/mm/transparent_hugepage/enabled` (root) speeds decode up";
   return s;
+}
+
+// How many threads the CPU backend runs without --threads, and why that many.
+std::string cpu_threads_summary() {
+  const CpuCount count = default_cpu_threads();
+  return "CPU backend threads: " + std::to_string(count.threads) + " (" + count.why + "; --threads N sets another)";
 }
 
 int run_devices(bool json) {
@@ -72,6 +79,7 @@ int run_devices(bool json) {
     std::cout << "no Vulkan device found: vkstream runs on its CPU backend (a GPU's Vulkan driver, e.g. "
                  "mesa-vulkan-drivers for AMD and Intel, lets it use the GPU)\n"
               << cpu_kernels_summary() << '\n'
+              << cpu_threads_summary() << '\n'
               << cpu_weights_summary() << '\n';
     return kExitOk;
   }
@@ -86,7 +94,7 @@ int run_devices(bool json) {
   std::cout << "(* = picked by default; choose another with --device INDEX or a name substring, "
                "or VKSTREAM_DEVICE)\n";
   if (best < devices.size()) std::cout << "default backend: " << backend_rule_summary(devices[best]) << '\n';
-  std::cout << cpu_kernels_summary() << '\n' << cpu_weights_summary() << '\n';
+  std::cout << cpu_kernels_summary() << '\n' << cpu_threads_summary() << '\n' << cpu_weights_summary() << '\n';
   return kExitOk;
 }
 

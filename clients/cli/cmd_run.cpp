@@ -43,6 +43,7 @@ struct RunArgs {
   bool no_fallback = false;
   bool vulkan = false;
   std::string cpu_experts = "auto";  // RunnerOptions::cpu_expert_layers as vks::vk::parse_cpu_expert_layers reads it
+  int threads = 0;                   // RunnerOptions::cpu_threads
   bool no_echo = false;
   bool verbose = false;
   bool json = false;
@@ -152,6 +153,7 @@ int run_local(RunArgs& a) {
     ro.allow_cpu_fallback = !a.no_fallback;
     ro.force_vulkan = a.vulkan;
     ro.cpu_expert_layers = vk::parse_cpu_expert_layers(a.cpu_experts);
+    ro.cpu_threads = a.threads;
     ro.warm_up = true;  // kernels compile here, inside the shown stage, not before the first token
     progress.begin("uploading the weights and compiling the kernels");
     std::unique_ptr<ModelRunner> runner = make_runner(*model, ro);
@@ -267,6 +269,9 @@ void add_run_command(CLI::App& root, int& exit_code) {
                                         "device such as lavapipe: see `vkstream devices`); fail without a device")
       ->excludes(cpu);
   run->add_flag("--no-cpu-fallback", a->no_fallback, "fail instead of using the CPU when no Vulkan device exists");
+  run->add_option("--threads", a->threads, "threads of the CPU backend (0 = one per physical core this process may use)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
   run->add_option("--cpu-experts", a->cpu_experts,
                   "mixture-of-experts models on a GPU: the experts of the first N expert layers stay in host memory "
                   "and run on the CPU (all; auto: as many as the GPU's memory needs)")

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "engine/common/cpu_count.h"
 #include "engine/common/error.h"
 #include "engine/cpu/cpu_model.h"
 #include "engine/cpu/cpu_weights.h"
@@ -18,7 +19,7 @@
 
 namespace vks {
 CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
-    : model_(model), options_(options), pool_(options.threads),
+    : model_(model), options_(options), pool_(options.threads > 0 ? options.threads : default_cpu_threads().threads),
       states_(model.config(), model.config().has_recurrent_layers()
                                   ? options.state_slots + std::max(options.state_checkpoints, 0)
                                   : 0) {

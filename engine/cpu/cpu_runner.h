@@ -27,7 +27,7 @@ namespace vks {
 struct CpuRunnerOptions {
   int32_t block_size = 16;        // tokens per KV block
   int32_t num_blocks = 256;       // KV blocks in the pool of each layer
-  int threads = 0;                // 0 = hardware concurrency
+  int threads = 0;                // 0: one per physical core this process may use (engine/common/cpu_count.h)
   int32_t max_step_tokens = 512;  // most tokens one step may hold
   int32_t max_step_seqs = 64;     // most sequences one step may hold
   // Keys and values in F32 (kF16, the unquantized default), or both in Q8_0 or Q4_0

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "engine/common/cpu_count.h"
 #include "engine/gguf/file_residence.h"
 #include "tests/clients/process_util.h"
 #include "tests/clients/reference.h"
@@ -159,6 +160,10 @@ TEST_F(CliE2E, TokenizeStatusFollowAndStats) {
   ::unsetenv("VKSTREAM_CPU_ISA");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("CPU backend kernels: scalar"), std::string::npos) << r.out;
+  // The CPU backend's default thread count, and why.
+  const vks::CpuCount threads = vks::default_cpu_threads();
+  EXPECT_NE(r.out.find("CPU backend threads: " + std::to_string(threads.threads) + " (" + threads.why), std::string::npos)
+      << r.out;
   // And where the CPU backend's weights live, with the kernel's huge page mode.
   const std::string thp = vks::gguf::transparent_huge_pages_mode();
   EXPECT_NE(r.out.find("CPU backend weights: copied into memory"), std::string::npos) << r.out;

@@ -83,6 +83,14 @@ TEST(ServerOptions, CpuExpertsTakesAutoAllOrACount) {
 }
 
 // Several models: no --model needed; --keep-alive reads seconds and durations as Ollama does.
+TEST(ServerOptions, ThreadsDefaultToPhysicalCoresAndTakeACount) {
+  EXPECT_EQ(parse({"--model", "m.gguf"})->cpu_threads, 0);
+  EXPECT_EQ(parse({"--model", "m.gguf", "--threads", "3"})->cpu_threads, 3);
+  for (const char* bad : {"-1", "1025", "two", ""}) {
+    EXPECT_THROW((void)parse({"--model", "m.gguf", "--threads", bad}), vks::Error) << bad;
+  }
+}
+
 TEST(ServerOptions, ModelsOptions) {
   const auto def = parse({"--models-dir", "/m"});
   ASSERT_TRUE(def);

@@ -67,8 +67,8 @@ TEST(ServerProgress, ALongPromptReportsItsProgressLiveAndKeepsItsSeqs) {
   DaemonConfig config;
   config.dir = dir.path;
   // 8 tokens a step and a progress event after each: a ~160-token prompt reports 20 times, every
-  // time it is sent (no prefix cache).
-  config.extra_args = {"--cpu", "--max-batched-tokens", "8", "--progress-interval", "0", "--no-prefix-cache",
+  // time it is sent (no prefix cache). One CPU thread (--threads reaches the runner: its log says so).
+  config.extra_args = {"--cpu", "--threads", "1", "--max-batched-tokens", "8", "--progress-interval", "0", "--no-prefix-cache",
                        "--http", "unix:" + dir.path + "/http.sock"};
   DaemonProcess daemon;
   daemon.start(config);
@@ -89,6 +89,7 @@ TEST(ServerProgress, ALongPromptReportsItsProgressLiveAndKeepsItsSeqs) {
     ASSERT_GT(a->prompt_tokens, 80);
     StreamCollector on_connection{a->id};
     ASSERT_TRUE(collect(c, on_connection, 30000)) << daemon.log();
+    EXPECT_NE(daemon.log().find("the CPU backend runs 1 thread (--threads)"), std::string::npos) << daemon.log();
     EXPECT_TRUE(on_connection.arrived_in_order);  // progress took no seq: no gap, no duplicate
     EXPECT_FALSE(on_connection.ids().empty());
 

@@ -18,6 +18,9 @@ struct RunnerOptions {
   // The CPU backend: the model file's bytes in anonymous huge-page memory (CpuRunnerOptions::
   // weights_in_memory); false reads them from the mapped file (`--mmap-weights`).
   bool cpu_weights_in_memory = true;
+  // The CPU backend's threads (`--threads`); 0: one per physical core this process may use, within
+  // its cgroup CPU quota (engine/common/cpu_count.h).
+  int cpu_threads = 0;
   // Run on Vulkan even where the backend rule (backend_choice.h) picks the CPU reference (a CPU-type
   // device and a small model); implies no CPU fallback. A non-empty `device` or VKSTREAM_DEVICE also picks Vulkan.
   bool force_vulkan = false;

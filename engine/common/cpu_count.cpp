@@ -1,0 +1,144 @@
+#include "engine/common/cpu_count.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace vks {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  for (size_t at = 0;;) {
+    const size_t end = text.find(sep, at);
+    parts.push_back(text.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
+    if (end == std::string_view::npos) return parts;
+    at = end + 1;
+  }
+}
+
+// The CPUs this process may run on (every online CPU when the mask cannot be read).
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+    }
+  }
+  if (cpus.empty()) {
+    for (int cpu = 0; cpu < static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); ++cpu) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+// "package:core" of a CPU from sysfs; empty when unknown.
+std::string sysfs_core_of(int cpu) {
+  const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+  const std::string package = trimmed(read_file(dir + "physical_package_id"));
+  const std::string core = trimmed(read_file(dir + "core_id"));
+  return package.empty() || core.empty() ? std::string() : package + ":" + core;
+}
+
+// The CPUs the process's cgroup quota allows (v2, else v1's cpu controller); 0: no quota found.
+int quota_cpus() {
+  const std::string self = read_file("/proc/self/cgroup");
+  const std::string v2 = cgroup_path(self, "");
+  if (!v2.empty()) {
+    const int cpus = cpus_of_quota(read_file("/sys/fs/cgroup" + (v2 == "/" ? std::string() : v2) + "/cpu.max"));
+    if (cpus > 0) return cpus;
+  }
+  const std::string v1 = cgroup_path(self, "cpu");
+  if (v1.empty()) return 0;
+  for (const char* mount : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"}) {
+    const std::string dir = mount + (v1 == "/" ? std::string() : v1);
+    const std::string quota = trimmed(read_file(dir + "/cpu.cfs_quota_us"));
+    if (quota.empty()) continue;
+    return cpus_of_quota(quota + " " + trimmed(read_file(dir + "/cpu.cfs_period_us")));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int count_physical_cores(const std::vector<int>& cpus, const std::function<std::string(int cpu)>& core_of) {
+  std::set<std::string> cores;
+  int unknown = 0;
+  for (const int cpu : cpus) {
+    const std::string key = core_of(cpu);
+    if (key.empty()) {
+      ++unknown;
+    } else {
+      cores.insert(key);
+    }
+  }
+  return static_cast<int>(cores.size()) + unknown;
+}
+
+int cpus_of_quota(std::string_view quota_and_period) {
+  const std::vector<std::string_view> fields = split(trimmed(std::string(quota_and_period)), ' ');
+  if (fields.size() != 2) return 0;
+  long long quota = 0, period = 0;
+  const auto number = [](std::string_view text, long long& value) {
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    return ec == std::errc() && end == text.data() + text.size();
+  };
+  if (!number(fields[0], quota) || !number(fields[1], period) || quota <= 0 || period <= 0) return 0;  // "max", -1
+  return static_cast<int>(std::min<long long>((quota + period - 1) / period, 1 << 20));
+}
+
+std::string cgroup_path(std::string_view proc_self_cgroup, std::string_view controller) {
+  for (const std::string_view line : split(proc_self_cgroup, '\n')) {
+    const size_t first = line.find(':');
+    const size_t second = first == std::string_view::npos ? first : line.find(':', first + 1);
+    if (second == std::string_view::npos) continue;
+    const std::string_view id = line.substr(0, first), controllers = line.substr(first + 1, second - first - 1);
+    const std::string_view path = line.substr(second + 1);
+    if (path.empty() || path.front() != '/') continue;
+    if (controller.empty()) {
+      if (id == "0" && controllers.empty()) return std::string(path);
+      continue;
+    }
+    for (const std::string_view c : split(controllers, ',')) {
+      if (c == controller) return std::string(path);
+    }
+  }
+  return {};
+}
+
+CpuCount default_cpu_threads() {
+  const std::vector<int> cpus = allowed_cpus();
+  const int cores = count_physical_cores(cpus, sysfs_core_of);
+  const int logical = static_cast<int>(cpus.size());
+  CpuCount count;
+  count.threads = std::max(1, cores);
+  count.why = std::to_string(cores) + (cores == 1 ? " physical core" : " physical cores") + " of the " +
+              std::to_string(logical) + (logical == 1 ? " logical CPU" : " logical CPUs") + " this process may use";
+  const int quota = quota_cpus();
+  if (quota > 0 && quota < count.threads) {
+    count.threads = quota;
+    count.why = std::to_string(quota) + ": the cgroup's CPU quota (" + count.why + ")";
+  }
+  return count;
+}
+
+}  // namespace vks
