@@ -42,7 +42,7 @@ std::string label(GgmlType t, CpuIsa isa) { return label(t) + " at " + std::stri
 std::vector<CpuIsa> block_sums_levels() {
   std::vector<CpuIsa> out;
   for (CpuIsa isa : runnable_isas()) {
-    if (static_cast<int>(isa) >= static_cast<int>(CpuIsa::kAvx512Vnni)) out.push_back(isa);
+    if (isa == CpuIsa::kAvx512Vnni || isa == CpuIsa::kAmx) out.push_back(isa);
   }
   return out;
 }

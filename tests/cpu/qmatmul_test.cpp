@@ -214,7 +214,7 @@ TEST(Qmatmul, GuidedOneTokenItemsGiveEveryRowItsBits) {
 // level's Q4_K, follow conventions of their own ("block sums" and "K-block sums", kernels.h), with other bits: qmatmul_block_sums_test.cpp
 // and qmatmul_amx_kquant_test.cpp test them.
 bool follows_lane_convention(CpuIsa isa, GgmlType t) {
-  const bool block_sums = static_cast<int>(isa) >= static_cast<int>(CpuIsa::kAvx512Vnni) &&
+  const bool block_sums = (isa == CpuIsa::kAvx512Vnni || isa == CpuIsa::kAmx) &&
                           (t == GgmlType::kQ4_0 || t == GgmlType::kQ4_1 || t == GgmlType::kQ5_0 ||
                            t == GgmlType::kQ5_1 || t == GgmlType::kQ8_0 || t == GgmlType::kMXFP4 ||
                            t == GgmlType::kIQ4_NL);
@@ -347,14 +347,24 @@ TEST(Qmatmul, IntegerKernelsAtEveryLevelForQuantizedTypes) {
 }
 
 TEST(Qmatmul, IsaNames) {
-  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni, CpuIsa::kAmx}) {
-    EXPECT_EQ(isa_from_name(isa_name(isa)), isa);
-  }
+  for (CpuIsa isa : architecture_isas()) EXPECT_EQ(isa_from_name(isa_name(isa)), isa);
   EXPECT_EQ(isa_name(CpuIsa::kAvx512Vnni), "avx512vnni");
   EXPECT_EQ(isa_name(CpuIsa::kAmx), "amx");
+  EXPECT_EQ(isa_name(CpuIsa::kNeonDot), "neondot");
   EXPECT_FALSE(isa_from_name("sse9"));
-  // The active level is one the CPU executes.
-  EXPECT_LE(static_cast<int>(active_isa()), static_cast<int>(detected_isa()));
+#if defined(__x86_64__)
+  // The other architecture's level is no level here (VKSTREAM_CPU_ISA=neondot changes nothing).
+  EXPECT_EQ(architecture_isas().size(), 5u);
+  EXPECT_FALSE(isa_from_name("neondot"));
+  EXPECT_TRUE(isa_at_most(CpuIsa::kAvx2, CpuIsa::kAmx));
+  EXPECT_FALSE(isa_at_most(CpuIsa::kAmx, CpuIsa::kAvx2));
+#endif
+  // The active level is one the CPU executes, and the runnable levels are this architecture's up to it.
+  EXPECT_TRUE(isa_at_most(active_isa(), detected_isa()));
+  const std::vector<CpuIsa> runnable = runnable_isas();
+  ASSERT_FALSE(runnable.empty());
+  EXPECT_EQ(runnable.back(), detected_isa());
+  EXPECT_TRUE(std::equal(runnable.begin(), runnable.end(), architecture_isas().begin()));
 }
 
 // A caller's own scratch gives the same bits, and a smaller batch reuses it without reallocating.

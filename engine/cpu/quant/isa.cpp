@@ -3,9 +3,15 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include <algorithm>
+
 #if defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 
 namespace vks::cpuq {
@@ -17,12 +23,26 @@ std::string_view isa_name(CpuIsa isa) {
     case CpuIsa::kAvx2: return "avx2";
     case CpuIsa::kAvx512Vnni: return "avx512vnni";
     case CpuIsa::kAmx: return "amx";
+    case CpuIsa::kNeonDot: return "neondot";
   }
   return "scalar";
 }
 
+const std::vector<CpuIsa>& architecture_isas() {
+  static const std::vector<CpuIsa> levels = {
+#if defined(__x86_64__) || defined(__i386__)
+      CpuIsa::kScalar, CpuIsa::kAvx, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni, CpuIsa::kAmx,
+#elif defined(__aarch64__)
+      CpuIsa::kScalar, CpuIsa::kNeonDot,
+#else
+      CpuIsa::kScalar,
+#endif
+  };
+  return levels;
+}
+
 std::optional<CpuIsa> isa_from_name(std::string_view name) {
-  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni, CpuIsa::kAmx}) {
+  for (CpuIsa isa : architecture_isas()) {
     if (isa_name(isa) == name) return isa;
   }
   return std::nullopt;
@@ -84,8 +104,17 @@ CpuIsa detect() {
   }
   if (avx2) return CpuIsa::kAvx2;
   if (avx) return CpuIsa::kAvx;
+#elif defined(__aarch64__) && defined(__linux__)
+  if ((getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0) return CpuIsa::kNeonDot;
 #endif
   return CpuIsa::kScalar;
+}
+
+// A level's place in architecture_isas() (0 for a level of another architecture: scalar's).
+size_t position(CpuIsa isa) {
+  const std::vector<CpuIsa>& levels = architecture_isas();
+  const auto at = std::find(levels.begin(), levels.end(), isa);
+  return at == levels.end() ? 0 : static_cast<size_t>(at - levels.begin());
 }
 
 }  // namespace
@@ -98,10 +127,11 @@ CpuIsa detected_isa() {
 }
 
 std::vector<CpuIsa> runnable_isas() {
-  std::vector<CpuIsa> out;
-  for (int i = 0; i <= static_cast<int>(detected_isa()); ++i) out.push_back(static_cast<CpuIsa>(i));
-  return out;
+  const std::vector<CpuIsa>& levels = architecture_isas();
+  return {levels.begin(), levels.begin() + static_cast<std::ptrdiff_t>(position(detected_isa())) + 1};
 }
+
+bool isa_at_most(CpuIsa isa, CpuIsa than) { return position(isa) <= position(than); }
 
 CpuIsa active_isa() {
   static const CpuIsa chosen = [] {
@@ -110,7 +140,7 @@ CpuIsa active_isa() {
     if (env == nullptr || *env == '\0') return best;
     const std::optional<CpuIsa> wanted = isa_from_name(env);
     if (!wanted) return best;  // an unknown name changes nothing
-    return static_cast<int>(*wanted) < static_cast<int>(best) ? *wanted : best;
+    return isa_at_most(*wanted, best) ? *wanted : best;
   }();
   return chosen;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // The instruction-set levels the quantized CPU kernels are compiled for, and the one this process
-// uses. One binary carries every level (each in its own source file compiled for its target); the
-// level is chosen once, from the CPU's features, lowered by VKSTREAM_CPU_ISA when that is set.
+// uses. One binary carries every level of its architecture (each in its own source file compiled
+// for its target); the level is chosen once, from the CPU's features, lowered by VKSTREAM_CPU_ISA
+// when that is set.
 // Every level computes the same bits (see docs/ARCHITECTURE.md, "CPU kernels"), except the
 // avx512vnni and amx levels' Q4_0 and Q8_0 ("block sums") and the amx level's Q4_K ("K-block sums"),
 // families of their own (kernels.h).
@@ -17,15 +18,25 @@ enum class CpuIsa {
   kAvx2 = 2,    // 256-bit integer dot products (AVX2, F16C)
   kAvx512Vnni = 3,  // 512-bit vpdpbusd (AVX-512 F/BW/VL + VNNI); Q4_0/Q8_0 under block sums
   kAmx = 4,         // AMX-TILE + AMX-INT8 tiles for Q4_0/Q8_0 (block sums); avx512vnni's other kernels
+  // aarch64: 128-bit NEON with the dot-product extension (SDOT, ARMv8.2 dotprod; HWCAP_ASIMDDP), in
+  // the lane convention (the scalar level's bits).
+  kNeonDot = 5,
 };
 
+// This architecture's levels, lowest first (x86: scalar, avx, avx2, avx512vnni, amx; aarch64:
+// scalar, neondot; others: scalar). A level is "lower" than another when it comes before it here.
+const std::vector<CpuIsa>& architecture_isas();
+
 std::string_view isa_name(CpuIsa isa);
-// "scalar", "avx", "avx2", "avx512vnni", "amx" (case-sensitive); nullopt otherwise.
+// "scalar", "avx", "avx2", "avx512vnni", "amx", "neondot" (case-sensitive); nullopt otherwise (also
+// for another architecture's level's name).
 std::optional<CpuIsa> isa_from_name(std::string_view name);
 // The highest level this CPU executes.
 CpuIsa detected_isa();
 // Every level this CPU executes, lowest first (what tests compare).
 std::vector<CpuIsa> runnable_isas();
+// Whether isa comes no later than `than` in architecture_isas().
+bool isa_at_most(CpuIsa isa, CpuIsa than);
 // The level qmatmul uses: detected_isa(), or VKSTREAM_CPU_ISA when it names a level this CPU
 // executes (a higher one than the CPU has is lowered to detected_isa()). Read once per process.
 // amx is the default where the CPU has it (docs/ARCHITECTURE.md has its figures against

@@ -116,12 +116,15 @@ struct KernelTable {
 
 // Each level sets the entries it implements (kernels_scalar.cpp, kernels_avx.cpp, kernels_avx2.cpp,
 // kernels_avx512vnni.cpp and its packed K-quants, kernels_amx.cpp, kernels_amx_kquant.cpp,
-// kernels_amx_packed.cpp).
+// kernels_amx_packed.cpp; on aarch64 kernels_neondot.cpp). Only the build's architecture's levels
+// are compiled (engine/cpu/quant/CMakeLists.txt).
 void add_scalar_kernels(KernelTable& table);
 void add_avx_kernels(KernelTable& table);
 void add_avx2_kernels(KernelTable& table);
 void add_avx512vnni_kernels(KernelTable& table);
 void add_amx_kernels(KernelTable& table);
+// aarch64's NEON dotprod level (kernels_neondot.cpp), in the lane convention.
+void add_neondot_kernels(KernelTable& table);
 // The amx level's K-quants (kernels_amx_kquant.cpp), called by add_amx_kernels.
 void add_amx_kquant_kernels(KernelTable& table);
 // The amx level's Q4_0/Q8_0 tiles on packed weights (kernels_amx_packed.cpp), called by add_amx_kernels.

@@ -35,17 +35,24 @@ ActKind act_kind(GgmlType t) {
   }
 }
 
-// Each level's table holds its own kernels over those of the levels below. Built once.
+// Each level's table holds its own kernels over those of the levels below (architecture_isas()'s
+// order). Built once, indexed by the level's place in that list.
 const KernelTable& kernel_table(CpuIsa isa) {
   static const std::vector<KernelTable> tables = [] {
-    std::vector<KernelTable> out(5);
-    add_scalar_kernels(out[0]);
-    void (*const add_level[])(KernelTable&) = {add_avx_kernels, add_avx2_kernels, add_avx512vnni_kernels,
-                                               add_amx_kernels};
+#if defined(__x86_64__) || defined(__i386__)
+    void (*const add_level[])(KernelTable&) = {add_scalar_kernels, add_avx_kernels, add_avx2_kernels,
+                                               add_avx512vnni_kernels, add_amx_kernels};
+#elif defined(__aarch64__)
+    void (*const add_level[])(KernelTable&) = {add_scalar_kernels, add_neondot_kernels};
+#else
+    void (*const add_level[])(KernelTable&) = {add_scalar_kernels};
+#endif
+    std::vector<KernelTable> out(architecture_isas().size());
+    add_level[0](out[0]);
     for (size_t level = 1; level < out.size(); ++level) {
       out[level] = out[level - 1];
       out[level].keeps_one_token_below = false;
-      add_level[level - 1](out[level]);
+      add_level[level](out[level]);
       // A lower level's one-token kernel and tokens per item stay only for types whose kernel this
       // level left alone, or (one-token kernels) where the level says its kernels give the lower
       // level's bits: a decode step must not take another convention's bits than a batch.
@@ -59,12 +66,14 @@ const KernelTable& kernel_table(CpuIsa isa) {
     }
     return out;
   }();
-  return tables[static_cast<size_t>(isa)];
+  const std::vector<CpuIsa>& levels = architecture_isas();
+  const auto at = std::find(levels.begin(), levels.end(), isa);
+  return tables[at == levels.end() ? 0 : static_cast<size_t>(at - levels.begin())];
 }
 
 CpuIsa runnable(CpuIsa isa) {
   const CpuIsa best = detected_isa();
-  return static_cast<int>(isa) <= static_cast<int>(best) ? isa : best;
+  return isa_at_most(isa, best) ? isa : best;
 }
 
 // The scratch of the overloads that take none: one per calling thread.
