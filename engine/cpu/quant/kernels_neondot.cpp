@@ -1,11 +1,14 @@
-// The neondot level (aarch64: NEON with ARMv8.2's dot product, SDOT): Q4_0, Q4_1 and Q8_0 in the lane
-// convention of kernels.h, so with the scalar level's bits; every other type keeps the scalar
+// The neondot level (aarch64: NEON with ARMv8.2's dot product, SDOT): the 32-element types Q4_0,
+// Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 and the K-quants Q4_K, Q5_K and Q6_K in the lane
+// convention of kernels.h, so with the scalar level's bits; Q2_K, Q3_K and IQ4_XS keep the scalar
 // level's kernel.
 //
 // SDOT (vdotq_s32) adds to 32-bit lane k the products of bytes 4k..4k+3 of two 16-byte vectors:
 // over a block's 16-byte halves that is the lane convention's lane (e % 16) / 4 exactly. The
-// weights' nibbles (0..15) go in as signed bytes, so each product is the integer the scalar level
-// sums; Q4_0's -8 times the activations' sum goes to lane 0 (ActQ8x32::neg_c8). The float steps are
+// weights' values (Q4_0's nibbles 0..15, Q6_K's 0..63, IQ4_NL's table values) go in as signed bytes,
+// so each product is the integer the scalar level sums; an offset (Q4_0's 8, Q5_0's 16, MXFP4's 12,
+// Q6_K's 32) times the activations' sum is taken from lane 0. A K-quant sub-block's products are
+// scaled in integers (exact, as the scalar level's int64 sums are) before the float steps. Those are
 // the convention's, one multiply and one add per lane (the library is built with
 // -ffp-contract=off, and the intrinsics used here never fuse).
 #include <cstddef>
@@ -14,6 +17,8 @@
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/kernels.h"
+#include "engine/gguf/iq4_values.h"
+#include "engine/gguf/mxfp4_codes.h"
 
 #if defined(__aarch64__)
 #include <arm_neon.h>
@@ -24,39 +29,129 @@
 namespace vks::cpuq {
 namespace {
 
-// A block's 32 weights as two 16-byte halves (elements 0..15, 16..31), with its scale and min.
+// value added to lane 0 (an offset correction)
+int32x4_t add_to_lane0(int32x4_t lanes, int32_t value) { return vaddq_s32(lanes, vsetq_lane_s32(value, vdupq_n_s32(0), 0)); }
+
+// A 32-element block's nibbles: elements 0..15 in the low ones of its 16 bytes, 16..31 in the high.
+void nibbles(const uint8_t* qs, uint8x16_t& lo, uint8x16_t& hi) {
+  const uint8x16_t q = vld1q_u8(qs);
+  lo = vandq_u8(q, vdupq_n_u8(0x0F));
+  hi = vshrq_n_u8(q, 4);
+}
+
+// Q5_x's fifth bits: bit e of qh (e = 0..31) as 0x10 in byte e of the two halves.
+void fifth_bits(uint32_t qh, uint8x16_t& lo, uint8x16_t& hi) {
+  static const uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+  const uint8x16_t bit = vld1q_u8(kBit);
+  const uint8x16_t bytes_lo = vcombine_u8(vdup_n_u8(static_cast<uint8_t>(qh)), vdup_n_u8(static_cast<uint8_t>(qh >> 8)));
+  const uint8x16_t bytes_hi =
+      vcombine_u8(vdup_n_u8(static_cast<uint8_t>(qh >> 16)), vdup_n_u8(static_cast<uint8_t>(qh >> 24)));
+  lo = vandq_u8(vtstq_u8(bytes_lo, bit), vdupq_n_u8(0x10));
+  hi = vandq_u8(vtstq_u8(bytes_hi, bit), vdupq_n_u8(0x10));
+}
+
+// The 32-element types: a block's weights as two 16-byte halves (elements 0..15, 16..31), its
+// scale, its min (kHasMin), and the offset taken times the activations' sum from lane 0.
 struct Q4_0 {
   static constexpr size_t kBytes = 18;
-  static void load(const uint8_t* b, int8x16_t& lo, int8x16_t& hi) {
-    const uint8x16_t q = vld1q_u8(b + 2);
-    lo = vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F)));
-    hi = vreinterpretq_s8_u8(vshrq_n_u8(q, 4));
-  }
-  static int32x4_t correct(int32x4_t lanes, const ActQ8x32& a) { return vaddq_s32(lanes, vld1q_s32(a.neg_c8)); }
+  static constexpr int kOffset = 8;
   static constexpr bool kHasMin = false;
+  static void load(const uint8_t* b, int8x16_t& lo, int8x16_t& hi) {
+    uint8x16_t l, h;
+    nibbles(b + 2, l, h);
+    lo = vreinterpretq_s8_u8(l);
+    hi = vreinterpretq_s8_u8(h);
+  }
+  static float scale(const uint8_t* b) { return util::half_to_float(util::load_u16(b)); }
   static float min(const uint8_t*) { return 0.0f; }
 };
 
 struct Q4_1 {
   static constexpr size_t kBytes = 20;
-  static void load(const uint8_t* b, int8x16_t& lo, int8x16_t& hi) {
-    const uint8x16_t q = vld1q_u8(b + 4);
-    lo = vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F)));
-    hi = vreinterpretq_s8_u8(vshrq_n_u8(q, 4));
-  }
-  static int32x4_t correct(int32x4_t lanes, const ActQ8x32&) { return lanes; }
+  static constexpr int kOffset = 0;
   static constexpr bool kHasMin = true;
+  static void load(const uint8_t* b, int8x16_t& lo, int8x16_t& hi) {
+    uint8x16_t l, h;
+    nibbles(b + 4, l, h);
+    lo = vreinterpretq_s8_u8(l);
+    hi = vreinterpretq_s8_u8(h);
+  }
+  static float scale(const uint8_t* b) { return util::half_to_float(util::load_u16(b)); }
+  static float min(const uint8_t* b) { return util::half_to_float(util::load_u16(b + 2)); }
+};
+
+struct Q5_0 {
+  static constexpr size_t kBytes = 22;
+  static constexpr int kOffset = 16;
+  static constexpr bool kHasMin = false;
+  static void load(const uint8_t* b, int8x16_t& lo, int8x16_t& hi) {
+    uint8x16_t l, h, l5, h5;
+    nibbles(b + 6, l, h);
+    fifth_bits(util::load_u32(b + 2), l5, h5);
+    lo = vreinterpretq_s8_u8(vorrq_u8(l, l5));
+    hi = vreinterpretq_s8_u8(vorrq_u8(h, h5));
+  }
+  static float scale(const uint8_t* b) { return util::half_to_float(util::load_u16(b)); }
+  static float min(const uint8_t*) { return 0.0f; }
+};
+
+struct Q5_1 {
+  static constexpr size_t kBytes = 24;
+  static constexpr int kOffset = 0;
+  static constexpr bool kHasMin = true;
+  static void load(const uint8_t* b, int8x16_t& lo, int8x16_t& hi) {
+    uint8x16_t l, h, l5, h5;
+    nibbles(b + 8, l, h);
+    fifth_bits(util::load_u32(b + 4), l5, h5);
+    lo = vreinterpretq_s8_u8(vorrq_u8(l, l5));
+    hi = vreinterpretq_s8_u8(vorrq_u8(h, h5));
+  }
+  static float scale(const uint8_t* b) { return util::half_to_float(util::load_u16(b)); }
   static float min(const uint8_t* b) { return util::half_to_float(util::load_u16(b + 2)); }
 };
 
 struct Q8_0 {
   static constexpr size_t kBytes = 34;
+  static constexpr int kOffset = 0;
+  static constexpr bool kHasMin = false;
   static void load(const uint8_t* b, int8x16_t& lo, int8x16_t& hi) {
     lo = vld1q_s8(reinterpret_cast<const int8_t*>(b + 2));
     hi = vld1q_s8(reinterpret_cast<const int8_t*>(b + 18));
   }
-  static int32x4_t correct(int32x4_t lanes, const ActQ8x32&) { return lanes; }
+  static float scale(const uint8_t* b) { return util::half_to_float(util::load_u16(b)); }
+  static float min(const uint8_t*) { return 0.0f; }
+};
+
+// IQ4_NL: each nibble an index into iq4::kValues (signed), by table lookup.
+struct IQ4_NL {
+  static constexpr size_t kBytes = 18;
+  static constexpr int kOffset = 0;
   static constexpr bool kHasMin = false;
+  static void load(const uint8_t* b, int8x16_t& lo, int8x16_t& hi) {
+    const int8x16_t values = vld1q_s8(iq4::kValues);
+    uint8x16_t l, h;
+    nibbles(b + 2, l, h);
+    lo = vqtbl1q_s8(values, l);
+    hi = vqtbl1q_s8(values, h);
+  }
+  static float scale(const uint8_t* b) { return util::half_to_float(util::load_u16(b)); }
+  static float min(const uint8_t*) { return 0.0f; }
+};
+
+// MXFP4: each nibble a code whose doubled E2M1 value plus kBias (0..24) is looked up; d is half
+// the E8M0 scale at byte 0.
+struct MXFP4 {
+  static constexpr size_t kBytes = 17;
+  static constexpr int kOffset = mxfp4::kBias;
+  static constexpr bool kHasMin = false;
+  static void load(const uint8_t* b, int8x16_t& lo, int8x16_t& hi) {
+    const int8x16_t values = vreinterpretq_s8_u8(vld1q_u8(mxfp4::kBiasedE2M1.data()));
+    uint8x16_t l, h;
+    nibbles(b + 1, l, h);
+    lo = vqtbl1q_s8(values, l);
+    hi = vqtbl1q_s8(values, h);
+  }
+  static float scale(const uint8_t* b) { return mxfp4::e8m0_half(b[0]); }
   static float min(const uint8_t*) { return 0.0f; }
 };
 
@@ -85,11 +180,11 @@ void tile(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stri
       const uint8_t* block = w + r * w_stride + b * W::kBytes;
       int8x16_t w_lo, w_hi;
       W::load(block, w_lo, w_hi);
-      const float d = util::half_to_float(util::load_u16(block));
+      const float d = W::scale(block);
       const float m = W::min(block);
       for (size_t t = 0; t < kTokens; ++t) {
         int32x4_t lanes = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w_lo, x_lo[t]), w_hi, x_hi[t]);
-        lanes = W::correct(lanes, *a[t]);
+        if (W::kOffset != 0) lanes = add_to_lane0(lanes, -W::kOffset * a[t]->sum);
         const float dd = d * a[t]->d;
         acc[r][t] = vaddq_f32(acc[r][t], vmulq_f32(vcvtq_f32_s32(lanes), vdupq_n_f32(dd)));
         if (W::kHasMin) macc[r][t] = macc[r][t] + m * a[t]->s;
@@ -107,7 +202,7 @@ void tile(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stri
 
 // Tokens four at a time, two rows a tile (one token: four rows a tile); the rest one by one.
 template <class W>
-void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tokens,
+void gemm_32(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tokens,
           size_t n_blocks, float* y, size_t y_stride) {
   size_t t = 0;
   for (; t + 4 <= n_tokens; t += 4) {
@@ -126,12 +221,136 @@ void gemm(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, 
   }
 }
 
+// The K-quants (256-element blocks against ActQ8x256). A block of one row, decoded once for the
+// tokens of a tile: its 256 values as 16 vectors of 16 (vector i: elements 16 i..16 i + 15, so lane
+// k of an SDOT on it is the convention's lane (e % 16) / 4), the integer scale of each 16 elements,
+// the offset, and the min term's integer factor per 16 elements (0 where there is none).
+struct KBlock {
+  int8x16_t v[16];
+  int32_t scale[16];
+  int32_t min[16];
+  int32_t offset = 0;
+  bool k_min = false;  // Q4_K, Q5_K: the min term (float(-mins) * (dmin * d_x)) goes to macc
+  float d = 0, dmin = 0;
+};
+
+// Q4_K (Q5_K with qh): sub-block j (32 elements) is the low (j even) or high nibbles of
+// qs[32 (j / 2) ..], Q5_K's fifth bit bit j of qh[l].
+void decode_q45_k(const uint8_t* b, const uint8_t* qs, const uint8_t* qh, KBlock& o) {
+  o.d = util::half_to_float(util::load_u16(b));
+  o.dmin = util::half_to_float(util::load_u16(b + 2));
+  o.offset = 0;
+  o.k_min = true;
+  for (int j = 0; j < 8; ++j) {
+    int sc = 0, m = 0;
+    util::scale_min_k4(j, b + 4, sc, m);
+    for (int half = 0; half < 2; ++half) {
+      const uint8x16_t q = vld1q_u8(qs + 32 * (j / 2) + 16 * half);
+      uint8x16_t v = j % 2 == 0 ? vandq_u8(q, vdupq_n_u8(0x0F)) : vshrq_n_u8(q, 4);
+      if (qh != nullptr) {
+        const uint8x16_t h = vld1q_u8(qh + 16 * half);
+        v = vorrq_u8(v, vandq_u8(vtstq_u8(h, vdupq_n_u8(static_cast<uint8_t>(1u << j))), vdupq_n_u8(0x10)));
+      }
+      o.v[2 * j + half] = vreinterpretq_s8_u8(v);
+      o.scale[2 * j + half] = sc;
+      o.min[2 * j + half] = m;
+    }
+  }
+}
+
+void decode_q4_k(const uint8_t* b, KBlock& o) { decode_q45_k(b, b + 16, nullptr, o); }
+void decode_q5_k(const uint8_t* b, KBlock& o) { decode_q45_k(b, b + 48, b + 16, o); }
+
+// Q6_K: in half n, element 128 n + 32 c + l has low bits from ql[64 n + l + 32 (c & 1)] (low
+// nibble for c < 2, high for c >= 2) and high bits 2c.. of qh[32 n + l]; 16 elements a scale.
+void decode_q6_k(const uint8_t* b, KBlock& o) {
+  o.d = util::half_to_float(util::load_u16(b + 208));
+  o.dmin = 0;
+  o.offset = 32;
+  o.k_min = false;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  for (int n = 0; n < 2; ++n) {
+    for (int c = 0; c < 4; ++c) {
+      for (int half = 0; half < 2; ++half) {
+        const uint8x16_t ql = vld1q_u8(b + 64 * n + 32 * (c & 1) + 16 * half);
+        const uint8x16_t qh = vld1q_u8(b + 128 + 32 * n + 16 * half);
+        const uint8x16_t low = c < 2 ? vandq_u8(ql, vdupq_n_u8(0x0F)) : vshrq_n_u8(ql, 4);
+        const uint8x16_t high = vshlq_n_u8(vandq_u8(vshlq_u8(qh, vdupq_n_s8(static_cast<int8_t>(-2 * c))), vdupq_n_u8(3)), 4);
+        const int i = 8 * n + 2 * c + half;
+        o.v[i] = vreinterpretq_s8_u8(vorrq_u8(low, high));
+        o.scale[i] = sc[i];
+        o.min[i] = 0;
+      }
+    }
+  }
+}
+
+// One row's K-quant blocks against kTokens tokens.
+template <void (*Decode)(const uint8_t*, KBlock&), size_t kBlockBytes, size_t kTokens>
+void k_tile(const uint8_t* row, const uint8_t* act, size_t act_stride, size_t n_blocks, float* y, size_t y_stride) {
+  float32x4_t acc[kTokens];
+  float macc[kTokens];
+  for (size_t t = 0; t < kTokens; ++t) {
+    acc[t] = vdupq_n_f32(0.0f);
+    macc[t] = 0.0f;
+  }
+  KBlock w;
+  for (size_t b = 0; b < n_blocks; ++b) {
+    Decode(row + b * kBlockBytes, w);
+    for (size_t t = 0; t < kTokens; ++t) {
+      const ActQ8x256& a = reinterpret_cast<const ActQ8x256*>(act + t * act_stride)[b];
+      int32x4_t lanes = vdupq_n_s32(0);
+      int32_t corr = 0, mins = 0;
+      for (int i = 0; i < 16; ++i) {
+        const int32x4_t p = vdotq_s32(vdupq_n_s32(0), w.v[i], vld1q_s8(a.qs + 16 * i));
+        lanes = vmlaq_n_s32(lanes, p, w.scale[i]);
+        corr += w.scale[i] * a.bsums[i];
+        mins += w.min[i] * a.bsums[i];
+      }
+      lanes = add_to_lane0(lanes, -w.offset * corr);
+      const float dd = w.d * a.d;
+      acc[t] = vaddq_f32(acc[t], vmulq_f32(vcvtq_f32_s32(lanes), vdupq_n_f32(dd)));
+      if (w.k_min) macc[t] = macc[t] + static_cast<float>(-mins) * (w.dmin * a.d);
+    }
+  }
+  for (size_t t = 0; t < kTokens; ++t) {
+    float lanes[4];
+    vst1q_f32(lanes, acc[t]);
+    y[t * y_stride] = util::finish(lanes, macc[t]);
+  }
+}
+
+template <void (*Decode)(const uint8_t*, KBlock&), size_t kBlockBytes>
+void gemm_k(const uint8_t* w, size_t w_stride, size_t n_rows, const uint8_t* act, size_t act_stride, size_t n_tokens,
+            size_t n_blocks, float* y, size_t y_stride) {
+  size_t t = 0;
+  for (; t + 4 <= n_tokens; t += 4) {
+    for (size_t r = 0; r < n_rows; ++r) {
+      k_tile<Decode, kBlockBytes, 4>(w + r * w_stride, act + t * act_stride, act_stride, n_blocks, y + t * y_stride + r,
+                                     y_stride);
+    }
+  }
+  for (; t < n_tokens; ++t) {
+    for (size_t r = 0; r < n_rows; ++r) {
+      k_tile<Decode, kBlockBytes, 1>(w + r * w_stride, act + t * act_stride, act_stride, n_blocks, y + t * y_stride + r,
+                                     y_stride);
+    }
+  }
+}
+
 }  // namespace
 
 void add_neondot_kernels(KernelTable& table) {
-  table.gemm[2] = gemm<Q4_0>;
-  table.gemm[3] = gemm<Q4_1>;
-  table.gemm[8] = gemm<Q8_0>;
+  table.gemm[2] = gemm_32<Q4_0>;
+  table.gemm[3] = gemm_32<Q4_1>;
+  table.gemm[6] = gemm_32<Q5_0>;
+  table.gemm[7] = gemm_32<Q5_1>;
+  table.gemm[8] = gemm_32<Q8_0>;
+  table.gemm[20] = gemm_32<IQ4_NL>;
+  table.gemm[39] = gemm_32<MXFP4>;
+  table.gemm[12] = gemm_k<decode_q4_k, 144>;
+  table.gemm[13] = gemm_k<decode_q5_k, 176>;
+  table.gemm[14] = gemm_k<decode_q6_k, 210>;
 }
 
 }  // namespace vks::cpuq
