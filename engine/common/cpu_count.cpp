@@ -95,7 +95,8 @@ int count_physical_cores(const std::vector<int>& cpus, const std::function<std::
 }
 
 int cpus_of_quota(std::string_view quota_and_period) {
-  const std::vector<std::string_view> fields = split(trimmed(std::string(quota_and_period)), ' ');
+  const std::string fields_text = trimmed(std::string(quota_and_period));  // the fields view it
+  const std::vector<std::string_view> fields = split(fields_text, ' ');
   if (fields.size() != 2) return 0;
   long long quota = 0, period = 0;
   const auto number = [](std::string_view text, long long& value) {
