@@ -110,13 +110,6 @@ CpuIsa detect() {
   return CpuIsa::kScalar;
 }
 
-// A level's place in architecture_isas() (0 for a level of another architecture: scalar's).
-size_t position(CpuIsa isa) {
-  const std::vector<CpuIsa>& levels = architecture_isas();
-  const auto at = std::find(levels.begin(), levels.end(), isa);
-  return at == levels.end() ? 0 : static_cast<size_t>(at - levels.begin());
-}
-
 }  // namespace
 
 // Detected once: qmatmul asks on every call (several times per layer of every step), and
@@ -128,10 +121,16 @@ CpuIsa detected_isa() {
 
 std::vector<CpuIsa> runnable_isas() {
   const std::vector<CpuIsa>& levels = architecture_isas();
-  return {levels.begin(), levels.begin() + static_cast<std::ptrdiff_t>(position(detected_isa())) + 1};
+  return {levels.begin(), levels.begin() + static_cast<std::ptrdiff_t>(isa_position(detected_isa())) + 1};
 }
 
-bool isa_at_most(CpuIsa isa, CpuIsa than) { return position(isa) <= position(than); }
+size_t isa_position(CpuIsa isa) {
+  const std::vector<CpuIsa>& levels = architecture_isas();
+  const auto at = std::find(levels.begin(), levels.end(), isa);
+  return at == levels.end() ? 0 : static_cast<size_t>(at - levels.begin());
+}
+
+bool isa_at_most(CpuIsa isa, CpuIsa than) { return isa_position(isa) <= isa_position(than); }
 
 CpuIsa active_isa() {
   static const CpuIsa chosen = [] {

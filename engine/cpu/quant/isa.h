@@ -6,6 +6,7 @@
 // Every level computes the same bits (see docs/ARCHITECTURE.md, "CPU kernels"), except the
 // avx512vnni and amx levels' Q4_0 and Q8_0 ("block sums") and the amx level's Q4_K ("K-block sums"),
 // families of their own (kernels.h).
+#include <cstddef>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,8 @@ std::optional<CpuIsa> isa_from_name(std::string_view name);
 CpuIsa detected_isa();
 // Every level this CPU executes, lowest first (what tests compare).
 std::vector<CpuIsa> runnable_isas();
+// isa's place in architecture_isas() (0, scalar's, for another architecture's level).
+size_t isa_position(CpuIsa isa);
 // Whether isa comes no later than `than` in architecture_isas().
 bool isa_at_most(CpuIsa isa, CpuIsa than);
 // The level qmatmul uses: detected_isa(), or VKSTREAM_CPU_ISA when it names a level this CPU

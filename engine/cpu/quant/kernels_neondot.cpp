@@ -52,63 +52,32 @@ void fifth_bits(uint32_t qh, uint8x16_t& lo, uint8x16_t& hi) {
 
 // The 32-element types: a block's weights as two 16-byte halves (elements 0..15, 16..31), its
 // scale, its min (kHasMin), and the offset taken times the activations' sum from lane 0.
-struct Q4_0 {
-  static constexpr size_t kBytes = 18;
-  static constexpr int kOffset = 8;
-  static constexpr bool kHasMin = false;
+// Q4_0, Q4_1, Q5_0, Q5_1: d (fp16) at byte 0, Q4_1/Q5_1's m (fp16) at 2, Q5_x's fifth bits (a
+// 32-bit word) at kQh (0: none), the nibbles at kQs.
+template <size_t kBlockBytes, size_t kQs, size_t kQh, int kOffsetValue, bool kMin>
+struct Legacy {
+  static constexpr size_t kBytes = kBlockBytes;
+  static constexpr int kOffset = kOffsetValue;
+  static constexpr bool kHasMin = kMin;
   static void load(const uint8_t* b, int8x16_t& lo, int8x16_t& hi) {
     uint8x16_t l, h;
-    nibbles(b + 2, l, h);
+    nibbles(b + kQs, l, h);
+    if (kQh != 0) {
+      uint8x16_t l5, h5;
+      fifth_bits(util::load_u32(b + kQh), l5, h5);
+      l = vorrq_u8(l, l5);
+      h = vorrq_u8(h, h5);
+    }
     lo = vreinterpretq_s8_u8(l);
     hi = vreinterpretq_s8_u8(h);
   }
   static float scale(const uint8_t* b) { return util::half_to_float(util::load_u16(b)); }
-  static float min(const uint8_t*) { return 0.0f; }
+  static float min(const uint8_t* b) { return kMin ? util::half_to_float(util::load_u16(b + 2)) : 0.0f; }
 };
-
-struct Q4_1 {
-  static constexpr size_t kBytes = 20;
-  static constexpr int kOffset = 0;
-  static constexpr bool kHasMin = true;
-  static void load(const uint8_t* b, int8x16_t& lo, int8x16_t& hi) {
-    uint8x16_t l, h;
-    nibbles(b + 4, l, h);
-    lo = vreinterpretq_s8_u8(l);
-    hi = vreinterpretq_s8_u8(h);
-  }
-  static float scale(const uint8_t* b) { return util::half_to_float(util::load_u16(b)); }
-  static float min(const uint8_t* b) { return util::half_to_float(util::load_u16(b + 2)); }
-};
-
-struct Q5_0 {
-  static constexpr size_t kBytes = 22;
-  static constexpr int kOffset = 16;
-  static constexpr bool kHasMin = false;
-  static void load(const uint8_t* b, int8x16_t& lo, int8x16_t& hi) {
-    uint8x16_t l, h, l5, h5;
-    nibbles(b + 6, l, h);
-    fifth_bits(util::load_u32(b + 2), l5, h5);
-    lo = vreinterpretq_s8_u8(vorrq_u8(l, l5));
-    hi = vreinterpretq_s8_u8(vorrq_u8(h, h5));
-  }
-  static float scale(const uint8_t* b) { return util::half_to_float(util::load_u16(b)); }
-  static float min(const uint8_t*) { return 0.0f; }
-};
-
-struct Q5_1 {
-  static constexpr size_t kBytes = 24;
-  static constexpr int kOffset = 0;
-  static constexpr bool kHasMin = true;
-  static void load(const uint8_t* b, int8x16_t& lo, int8x16_t& hi) {
-    uint8x16_t l, h, l5, h5;
-    nibbles(b + 8, l, h);
-    fifth_bits(util::load_u32(b + 4), l5, h5);
-    lo = vreinterpretq_s8_u8(vorrq_u8(l, l5));
-    hi = vreinterpretq_s8_u8(vorrq_u8(h, h5));
-  }
-  static float scale(const uint8_t* b) { return util::half_to_float(util::load_u16(b)); }
-  static float min(const uint8_t* b) { return util::half_to_float(util::load_u16(b + 2)); }
-};
+using Q4_0 = Legacy<18, 2, 0, 8, false>;
+using Q4_1 = Legacy<20, 4, 0, 0, true>;
+using Q5_0 = Legacy<22, 6, 2, 16, false>;
+using Q5_1 = Legacy<24, 8, 4, 0, true>;
 
 struct Q8_0 {
   static constexpr size_t kBytes = 34;

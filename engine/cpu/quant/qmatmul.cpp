@@ -66,9 +66,7 @@ const KernelTable& kernel_table(CpuIsa isa) {
     }
     return out;
   }();
-  const std::vector<CpuIsa>& levels = architecture_isas();
-  const auto at = std::find(levels.begin(), levels.end(), isa);
-  return tables[at == levels.end() ? 0 : static_cast<size_t>(at - levels.begin())];
+  return tables[isa_position(isa)];
 }
 
 CpuIsa runnable(CpuIsa isa) {

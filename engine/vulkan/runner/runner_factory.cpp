@@ -35,10 +35,11 @@ std::unique_ptr<ModelRunner> make_cpu_runner(const LlamaModel& model, const Runn
   cpu.state_checkpoints = options.state_checkpoints;  // (the CPU allocates a slot once used)
   cpu.num_window_blocks = options.num_window_blocks;
   cpu.weights_in_memory = options.cpu_weights_in_memory;
-  const CpuCount default_threads = default_cpu_threads();
-  cpu.threads = options.cpu_threads > 0 ? options.cpu_threads : default_threads.threads;
+  // The machine's count is read (sysfs, the cgroup) only when --threads leaves it to us.
+  const CpuCount threads = options.cpu_threads > 0 ? CpuCount{options.cpu_threads, "--threads"} : default_cpu_threads();
+  cpu.threads = threads.threads;
   spdlog::info("runner: the CPU backend runs {} {} ({})", cpu.threads, cpu.threads == 1 ? "thread" : "threads",
-               options.cpu_threads > 0 ? std::string("--threads") : default_threads.why);
+               threads.why);
   if (options.num_blocks > 0) {
     cpu.num_blocks = options.num_blocks;
   } else {
