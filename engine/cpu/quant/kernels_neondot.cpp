@@ -1,7 +1,6 @@
 // The neondot level (aarch64: NEON with ARMv8.2's dot product, SDOT): the 32-element types Q4_0,
-// Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 and the K-quants Q4_K, Q5_K and Q6_K in the lane
-// convention of kernels.h, so with the scalar level's bits; Q2_K, Q3_K and IQ4_XS keep the scalar
-// level's kernel.
+// Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 and the 256-element ones Q2_K, Q3_K, Q4_K, Q5_K, Q6_K
+// and IQ4_XS in the lane convention of kernels.h, so with the scalar level's bits.
 //
 // SDOT (vdotq_s32) adds to 32-bit lane k the products of bytes 4k..4k+3 of two 16-byte vectors:
 // over a block's 16-byte halves that is the lane convention's lane (e % 16) / 4 exactly. The
@@ -13,12 +12,14 @@
 // -ffp-contract=off, and the intrinsics used here never fuse).
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "engine/cpu/quant/act_quant.h"
 #include "engine/cpu/quant/kernel_util.h"
 #include "engine/cpu/quant/kernels.h"
 #include "engine/gguf/iq4_values.h"
 #include "engine/gguf/mxfp4_codes.h"
+#include "engine/gguf/quant_blocks.h"
 
 #if defined(__aarch64__)
 #include <arm_neon.h>
@@ -254,6 +255,72 @@ void decode_q6_k(const uint8_t* b, KBlock& o) {
   }
 }
 
+// Q2_K: scales@0 (low nibble the scale, high the min), qs@16, d@80, dmin@82. Vector 8n + 2j + h
+// (elements 128n + 32j + 16h ..) is bits 2j.. of qs[32n + 16h ..].
+void decode_q2_k(const uint8_t* b, KBlock& o) {
+  o.d = util::half_to_float(util::load_u16(b + 80));
+  o.dmin = util::half_to_float(util::load_u16(b + 82));
+  o.offset = 0;
+  o.k_min = true;
+  for (int n = 0; n < 2; ++n) {
+    for (int h = 0; h < 2; ++h) {
+      const uint8x16_t q = vld1q_u8(b + 16 + 32 * n + 16 * h);
+      for (int j = 0; j < 4; ++j) {
+        const int i = 8 * n + 2 * j + h;
+        o.v[i] = vreinterpretq_s8_u8(vandq_u8(vshlq_u8(q, vdupq_n_s8(static_cast<int8_t>(-2 * j))), vdupq_n_u8(3)));
+        o.scale[i] = b[i] & 0xF;
+        o.min[i] = b[i] >> 4;
+      }
+    }
+  }
+}
+
+// Q3_K: hmask@0, qs@32, scales@96, d@108. As Q2_K, plus 4 where bit 4n + j of hmask[16h + l] is
+// set, with signed scales and offset 4.
+void decode_q3_k(const uint8_t* b, KBlock& o) {
+  int scales[16];
+  util::q3_k_scales(b + 96, scales);
+  o.d = util::half_to_float(util::load_u16(b + 108));
+  o.dmin = 0;
+  o.offset = 4;
+  o.k_min = false;
+  for (int h = 0; h < 2; ++h) {
+    const uint8x16_t hmask = vld1q_u8(b + 16 * h);
+    for (int n = 0; n < 2; ++n) {
+      const uint8x16_t q = vld1q_u8(b + 32 + 32 * n + 16 * h);
+      for (int j = 0; j < 4; ++j) {
+        const int i = 8 * n + 2 * j + h;
+        const uint8x16_t low = vandq_u8(vshlq_u8(q, vdupq_n_s8(static_cast<int8_t>(-2 * j))), vdupq_n_u8(3));
+        const uint8x16_t high =
+            vandq_u8(vtstq_u8(hmask, vdupq_n_u8(static_cast<uint8_t>(1u << (4 * n + j)))), vdupq_n_u8(4));
+        o.v[i] = vreinterpretq_s8_u8(vorrq_u8(low, high));
+        o.scale[i] = scales[i];
+        o.min[i] = 0;
+      }
+    }
+  }
+}
+
+// IQ4_XS: sub-block j (32 elements) is IQ4_NL's indices in qs[16j ..] (low nibbles, then high),
+// scaled by its 6-bit scale less 32.
+void decode_iq4_xs(const uint8_t* b, KBlock& o) {
+  BlockIQ4_XS block;
+  std::memcpy(&block, b, sizeof(block));
+  o.d = util::half_to_float(block.d);
+  o.dmin = 0;
+  o.offset = 0;
+  o.k_min = false;
+  const int8x16_t values = vld1q_s8(iq4::kValues);
+  for (int j = 0; j < 8; ++j) {
+    uint8x16_t lo, hi;
+    nibbles(block.qs + 16 * j, lo, hi);
+    o.v[2 * j] = vqtbl1q_s8(values, lo);
+    o.v[2 * j + 1] = vqtbl1q_s8(values, hi);
+    o.scale[2 * j] = o.scale[2 * j + 1] = iq4_xs_scale(block, j) - 32;
+    o.min[2 * j] = o.min[2 * j + 1] = 0;
+  }
+}
+
 // One row's K-quant blocks against kTokens tokens.
 template <void (*Decode)(const uint8_t*, KBlock&), size_t kBlockBytes, size_t kTokens>
 void k_tile(const uint8_t* row, const uint8_t* act, size_t act_stride, size_t n_blocks, float* y, size_t y_stride) {
@@ -317,9 +384,12 @@ void add_neondot_kernels(KernelTable& table) {
   table.gemm[8] = gemm_32<Q8_0>;
   table.gemm[20] = gemm_32<IQ4_NL>;
   table.gemm[39] = gemm_32<MXFP4>;
+  table.gemm[10] = gemm_k<decode_q2_k, 84>;
+  table.gemm[11] = gemm_k<decode_q3_k, 110>;
   table.gemm[12] = gemm_k<decode_q4_k, 144>;
   table.gemm[13] = gemm_k<decode_q5_k, 176>;
   table.gemm[14] = gemm_k<decode_q6_k, 210>;
+  table.gemm[23] = gemm_k<decode_iq4_xs, 136>;
 }
 
 }  // namespace vks::cpuq

@@ -105,6 +105,8 @@ int main() {
       {"Q5_1", 7, 24, {0, 2}},        {"Q8_0", 8, 34, {0}},          {"IQ4_NL", 20, 18, {0}},
       {"MXFP4", 39, 17, {}, true},    {"Q4_K", 12, 144, {0, 2}, false, true},
       {"Q5_K", 13, 176, {0, 2}, false, true}, {"Q6_K", 14, 210, {208}, false, true},
+      {"Q2_K", 10, 84, {80, 82}, false, true}, {"Q3_K", 11, 110, {108}, false, true},
+      {"IQ4_XS", 23, 136, {0}, false, true},
   };
   std::mt19937 rng(7);
   int cases = 0;
