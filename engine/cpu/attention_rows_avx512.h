@@ -8,7 +8,7 @@
 //   the same order.
 // Only the avx512f copy in attention_rows.h inlines these. AVX-512 has FMA, and a multiply-add
 // contracted into one rounds once where these operations round twice: the files that include
-// attention_rows.h compile with -ffp-contract=off (engine/cpu/CMakeLists.txt).
+// attention_rows.h compile with -ffp-contract=off (as all of ours: the top-level CMakeLists.txt).
 #include <algorithm>
 #include <cstddef>
 
