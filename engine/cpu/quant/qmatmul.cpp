@@ -35,24 +35,33 @@ ActKind act_kind(GgmlType t) {
   }
 }
 
+// Sets the kernels of one of this architecture's levels (only its files are compiled).
+void add_level_kernels(CpuIsa isa, KernelTable& table) {
+  switch (isa) {
+    case CpuIsa::kScalar: return add_scalar_kernels(table);
+#if defined(__x86_64__) || defined(__i386__)
+    case CpuIsa::kAvx: return add_avx_kernels(table);
+    case CpuIsa::kAvx2: return add_avx2_kernels(table);
+    case CpuIsa::kAvx512Vnni: return add_avx512vnni_kernels(table);
+    case CpuIsa::kAmx: return add_amx_kernels(table);
+#elif defined(__aarch64__)
+    case CpuIsa::kNeonDot: return add_neondot_kernels(table);
+#endif
+    default: return;  // another architecture's level: architecture_isas() never lists it
+  }
+}
+
 // Each level's table holds its own kernels over those of the levels below (architecture_isas()'s
 // order). Built once, indexed by the level's place in that list.
 const KernelTable& kernel_table(CpuIsa isa) {
   static const std::vector<KernelTable> tables = [] {
-#if defined(__x86_64__) || defined(__i386__)
-    void (*const add_level[])(KernelTable&) = {add_scalar_kernels, add_avx_kernels, add_avx2_kernels,
-                                               add_avx512vnni_kernels, add_amx_kernels};
-#elif defined(__aarch64__)
-    void (*const add_level[])(KernelTable&) = {add_scalar_kernels, add_neondot_kernels};
-#else
-    void (*const add_level[])(KernelTable&) = {add_scalar_kernels};
-#endif
-    std::vector<KernelTable> out(architecture_isas().size());
-    add_level[0](out[0]);
+    const std::vector<CpuIsa>& levels = architecture_isas();
+    std::vector<KernelTable> out(levels.size());
+    add_level_kernels(levels[0], out[0]);
     for (size_t level = 1; level < out.size(); ++level) {
       out[level] = out[level - 1];
       out[level].keeps_one_token_below = false;
-      add_level[level](out[level]);
+      add_level_kernels(levels[level], out[level]);
       // A lower level's one-token kernel and tokens per item stay only for types whose kernel this
       // level left alone, or (one-token kernels) where the level says its kernels give the lower
       // level's bits: a decode step must not take another convention's bits than a batch.
