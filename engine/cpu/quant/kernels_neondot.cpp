@@ -40,6 +40,11 @@ void nibbles(const uint8_t* qs, uint8x16_t& lo, uint8x16_t& hi) {
   hi = vshrq_n_u8(q, 4);
 }
 
+// Bits 2k and 2k + 1 of each byte (k = 0..3: a run-time count, so a shift by a negative vector).
+uint8x16_t two_bits(uint8x16_t bytes, int k) {
+  return vandq_u8(vshlq_u8(bytes, vdupq_n_s8(static_cast<int8_t>(-2 * k))), vdupq_n_u8(3));
+}
+
 // Q5_x's fifth bits: bit e of qh (e = 0..31) as 0x10 in byte e of the two halves.
 void fifth_bits(uint32_t qh, uint8x16_t& lo, uint8x16_t& hi) {
   static const uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
@@ -245,7 +250,7 @@ void decode_q6_k(const uint8_t* b, KBlock& o) {
         const uint8x16_t ql = vld1q_u8(b + 64 * n + 32 * (c & 1) + 16 * half);
         const uint8x16_t qh = vld1q_u8(b + 128 + 32 * n + 16 * half);
         const uint8x16_t low = c < 2 ? vandq_u8(ql, vdupq_n_u8(0x0F)) : vshrq_n_u8(ql, 4);
-        const uint8x16_t high = vshlq_n_u8(vandq_u8(vshlq_u8(qh, vdupq_n_s8(static_cast<int8_t>(-2 * c))), vdupq_n_u8(3)), 4);
+        const uint8x16_t high = vshlq_n_u8(two_bits(qh, c), 4);
         const int i = 8 * n + 2 * c + half;
         o.v[i] = vreinterpretq_s8_u8(vorrq_u8(low, high));
         o.scale[i] = sc[i];
@@ -267,7 +272,7 @@ void decode_q2_k(const uint8_t* b, KBlock& o) {
       const uint8x16_t q = vld1q_u8(b + 16 + 32 * n + 16 * h);
       for (int j = 0; j < 4; ++j) {
         const int i = 8 * n + 2 * j + h;
-        o.v[i] = vreinterpretq_s8_u8(vandq_u8(vshlq_u8(q, vdupq_n_s8(static_cast<int8_t>(-2 * j))), vdupq_n_u8(3)));
+        o.v[i] = vreinterpretq_s8_u8(two_bits(q, j));
         o.scale[i] = b[i] & 0xF;
         o.min[i] = b[i] >> 4;
       }
@@ -290,7 +295,7 @@ void decode_q3_k(const uint8_t* b, KBlock& o) {
       const uint8x16_t q = vld1q_u8(b + 32 + 32 * n + 16 * h);
       for (int j = 0; j < 4; ++j) {
         const int i = 8 * n + 2 * j + h;
-        const uint8x16_t low = vandq_u8(vshlq_u8(q, vdupq_n_s8(static_cast<int8_t>(-2 * j))), vdupq_n_u8(3));
+        const uint8x16_t low = two_bits(q, j);
         const uint8x16_t high =
             vandq_u8(vtstq_u8(hmask, vdupq_n_u8(static_cast<uint8_t>(1u << (4 * n + j)))), vdupq_n_u8(4));
         o.v[i] = vreinterpretq_s8_u8(vorrq_u8(low, high));
