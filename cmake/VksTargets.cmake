@@ -6,7 +6,7 @@ if(VKS_WERROR)
   # GCC 12 for aarch64 inlines differently at -O3 and then sees a "potential null pointer
   # dereference" inside libstdc++'s own shared_ptr and vector destructors (jinja::Value, a copied
   # vector<vector<float>>); none is in our code, so on aarch64 it stays a warning.
-  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     list(APPEND VKS_WARNINGS -Wno-error=null-dereference)
   endif()
 endif()

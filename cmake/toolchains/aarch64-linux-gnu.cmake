@@ -26,9 +26,9 @@ set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
 
-# libhttp-parser-dev and glslang-tools cannot be installed for two architectures at once (the arm64
-# -dev package removes the host's): the headers and glslangValidator stay the host's, and the
-# library is the runtime package's (libhttp-parser2.9:arm64), named in full.
+# libhttp-parser-dev and glslang-dev cannot be installed for two architectures at once (their arm64
+# packages removed the host's, glslang-tools with them): the headers and glslangValidator stay the
+# host's, and the library is the runtime package's (libhttp-parser2.9:arm64), named in full.
 set(vks_arm64_http_parser /usr/lib/aarch64-linux-gnu/libhttp_parser.so.2.9)
 if(NOT EXISTS /usr/lib/aarch64-linux-gnu/libhttp_parser.so AND EXISTS ${vks_arm64_http_parser})
   set(HTTP_PARSER_LIBRARY ${vks_arm64_http_parser} CACHE FILEPATH "arm64 libhttp_parser")

@@ -7,7 +7,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <thread>
+
+#include "engine/common/thread_pool.h"
 
 namespace vks {
 namespace {
@@ -46,7 +47,7 @@ std::vector<int> allowed_cpus() {
     }
   }
   if (cpus.empty()) {
-    for (int cpu = 0; cpu < static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); ++cpu) cpus.push_back(cpu);
+    for (int cpu = 0; cpu < ThreadPool::hardware_threads(); ++cpu) cpus.push_back(cpu);
   }
   return cpus;
 }

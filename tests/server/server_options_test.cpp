@@ -82,7 +82,6 @@ TEST(ServerOptions, CpuExpertsTakesAutoAllOrACount) {
   }
 }
 
-// Several models: no --model needed; --keep-alive reads seconds and durations as Ollama does.
 TEST(ServerOptions, ThreadsDefaultToPhysicalCoresAndTakeACount) {
   EXPECT_EQ(parse({"--model", "m.gguf"})->cpu_threads, 0);
   EXPECT_EQ(parse({"--model", "m.gguf", "--threads", "3"})->cpu_threads, 3);
@@ -90,6 +89,8 @@ TEST(ServerOptions, ThreadsDefaultToPhysicalCoresAndTakeACount) {
     EXPECT_THROW((void)parse({"--model", "m.gguf", "--threads", bad}), vks::Error) << bad;
   }
 }
+
+// Several models: no --model needed; --keep-alive reads seconds and durations as Ollama does.
 
 TEST(ServerOptions, ModelsOptions) {
   const auto def = parse({"--models-dir", "/m"});
