@@ -60,21 +60,24 @@ std::string sysfs_core_of(int cpu) {
   return package.empty() || core.empty() ? std::string() : package + ":" + core;
 }
 
-// The CPUs the process's cgroup quota allows (v2, else v1's cpu controller); 0: no quota found.
+// The CPUs the cgroup quotas on the process's way to the root allow (v2, else v1's cpu controller);
+// 0: no quota found.
 int quota_cpus() {
   const std::string self = read_file("/proc/self/cgroup");
   const std::string v2 = cgroup_path(self, "");
   if (!v2.empty()) {
-    const int cpus = cpus_of_quota(read_file("/sys/fs/cgroup" + (v2 == "/" ? std::string() : v2) + "/cpu.max"));
+    const int cpus = tightest_quota_cpus(v2, [](const std::string& dir) { return read_file("/sys/fs/cgroup" + dir + "/cpu.max"); });
     if (cpus > 0) return cpus;
   }
   const std::string v1 = cgroup_path(self, "cpu");
   if (v1.empty()) return 0;
-  for (const char* mount : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"}) {
-    const std::string dir = mount + (v1 == "/" ? std::string() : v1);
-    const std::string quota = trimmed(read_file(dir + "/cpu.cfs_quota_us"));
-    if (quota.empty()) continue;
-    return cpus_of_quota(quota + " " + trimmed(read_file(dir + "/cpu.cfs_period_us")));
+  for (const std::string mount : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"}) {
+    const auto cfs_quota = [&mount](const std::string& dir) {
+      const std::string quota = trimmed(read_file(mount + dir + "/cpu.cfs_quota_us"));
+      return quota.empty() ? quota : quota + " " + trimmed(read_file(mount + dir + "/cpu.cfs_period_us"));
+    };
+    if (cfs_quota(v1 == "/" ? std::string() : v1).empty()) continue;  // not this mount
+    return tightest_quota_cpus(v1, cfs_quota);
   }
   return 0;
 }
@@ -106,6 +109,19 @@ int cpus_of_quota(std::string_view quota_and_period) {
   };
   if (!number(fields[0], quota) || !number(fields[1], period) || quota <= 0 || period <= 0) return 0;  // "max", -1
   return static_cast<int>(std::min<long long>((quota + period - 1) / period, 1 << 20));
+}
+
+int tightest_quota_cpus(std::string_view path, const std::function<std::string(const std::string& dir)>& quota_of) {
+  int tightest = 0;
+  std::string dir(path);
+  while (!dir.empty() && dir.back() == '/') dir.pop_back();  // the root is ""
+  for (;;) {
+    const int cpus = cpus_of_quota(quota_of(dir));
+    if (cpus > 0 && (tightest == 0 || cpus < tightest)) tightest = cpus;
+    if (dir.empty()) return tightest;
+    const size_t slash = dir.rfind('/');
+    dir.resize(slash == std::string::npos ? 0 : slash);
+  }
 }
 
 std::string cgroup_path(std::string_view proc_self_cgroup, std::string_view controller) {

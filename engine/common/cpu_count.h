@@ -31,6 +31,11 @@ int count_physical_cores(const std::vector<int>& cpus, const std::function<std::
 // when it sets no limit or cannot be read as one.
 int cpus_of_quota(std::string_view quota_and_period);
 
+// The tightest quota, in CPUs, from cgroup `path` ("/a/b") up to the root: a parent's quota holds its
+// children too (systemd's CPUQuota= on a slice, a container around a nested cgroup). `quota_of` gives a
+// directory's cpus_of_quota text ("" for the root); 0 when none on the way sets a limit.
+int tightest_quota_cpus(std::string_view path, const std::function<std::string(const std::string& dir)>& quota_of);
+
 // The cgroup path in /proc/self/cgroup's text of cgroup v2 (controller "": the "0::/path" line) or
 // of the cgroup v1 hierarchy whose controller list holds `controller` ("4:cpu,cpuacct:/path");
 // empty when there is none.

@@ -33,6 +33,31 @@ TEST(CpuCount, QuotaRoundsUpToWholeCpus) {
   }
 }
 
+TEST(CpuCount, AParentsQuotaHoldsItsChildren) {
+  // A slice with a 3-CPU quota, a service below it with none, a scope below that with 6.
+  const std::map<std::string, std::string> cpu_max = {
+      {"", ""}, {"/system.slice", "300000 100000"}, {"/system.slice/vkstreamd.service", "max 100000"},
+      {"/system.slice/vkstreamd.service/x.scope", "600000 100000"}};
+  std::vector<std::string> asked;
+  const auto quota_of = [&](const std::string& dir) {
+    asked.push_back(dir);
+    const auto found = cpu_max.find(dir);
+    return found == cpu_max.end() ? std::string() : found->second;
+  };
+  EXPECT_EQ(tightest_quota_cpus("/system.slice/vkstreamd.service/x.scope", quota_of), 3);
+  EXPECT_EQ(asked, (std::vector<std::string>{"/system.slice/vkstreamd.service/x.scope", "/system.slice/vkstreamd.service",
+                                             "/system.slice", ""}));
+  EXPECT_EQ(tightest_quota_cpus("/system.slice/", quota_of), 3);
+  EXPECT_EQ(tightest_quota_cpus("/user.slice", quota_of), 0);  // nothing on its way limits it
+  EXPECT_EQ(tightest_quota_cpus("/", quota_of), 0);
+  // The child's own quota when it is the tighter one.
+  const auto child_tighter = [](const std::string& dir) { return dir == "/a/b" ? "100000 100000" : dir == "/a" ? "400000 100000" : ""; };
+  EXPECT_EQ(tightest_quota_cpus("/a/b", child_tighter), 1);
+  asked.clear();
+  EXPECT_EQ(tightest_quota_cpus("relative", quota_of), 0);  // never a path of cgroup_path's, but ends
+  EXPECT_EQ(asked, (std::vector<std::string>{"relative", ""}));
+}
+
 TEST(CpuCount, FindsTheCgroupPath) {
   const std::string v2 = "0::/system.slice/vkstreamd.service\n";
   EXPECT_EQ(cgroup_path(v2, ""), "/system.slice/vkstreamd.service");
