@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -87,6 +88,18 @@ Device Device::create(const DeviceOptions& options) {
   const size_t chosen = select_device(infos, selector);
   d.physical_ = pds[chosen];
   d.info_ = infos[chosen];
+  int halves = options.halves_by_integer_steps;
+  if (halves < 0) {
+    const char* env = std::getenv("VKSTREAM_HALVES_BY_INTEGER_STEPS");
+    const std::string_view value = env == nullptr ? "" : env;
+    if (value == "0" || value == "1") {
+      halves = value == "1" ? 1 : 0;
+    } else if (!value.empty()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "VKSTREAM_HALVES_BY_INTEGER_STEPS is '" + std::string(value) + "': 1 or 0, or unset for the device's rule");
+    }
+  }
+  if (halves >= 0) d.info_.halves_by_integer_steps = halves == 1;
   vkGetPhysicalDeviceMemoryProperties(d.physical_, &d.memory_props_);
 
   uint32_t n_families = 0;
@@ -172,7 +185,8 @@ Device Device::create(const DeviceOptions& options) {
     cci.pInitialData = nullptr;
     check(vkCreatePipelineCache(d.device_, &cci, nullptr, &d.pipeline_cache_), "vkCreatePipelineCache");
   }
-  spdlog::debug("vulkan device: {} ({}, {}), uma={}", d.info_.name, d.info_.type_name, d.info_.driver, d.info_.uma);
+  spdlog::debug("vulkan device: {} ({}, {}), uma={}, halves by integer steps={}", d.info_.name, d.info_.type_name,
+                d.info_.driver, d.info_.uma, d.info_.halves_by_integer_steps);
   return d;
 }
 

@@ -21,6 +21,10 @@ struct DeviceOptions {
   int validation = -1;
   // Load/save the pipeline cache at $XDG_CACHE_HOME (or ~/.cache)/vkstream/pipeline_cache.bin.
   bool disk_pipeline_cache = true;
+  // Half conversions in the shaders: -1 = env VKSTREAM_HALVES_BY_INTEGER_STEPS (0 or 1) if set, else
+  // the device's rule (DeviceInfo::halves_by_integer_steps); 0 = unpackHalf2x16, 1 = integer steps
+  // (tests run both on one device; a user can take the integer steps on a driver that gets it wrong).
+  int halves_by_integer_steps = -1;
 };
 
 class Device {

@@ -43,6 +43,9 @@ struct DeviceInfo {
   bool integer_dot = false;
   bool integer_dot_accelerated = false;
   bool has_compute_queue = false;
+  // The shaders turn halves into floats with integer steps (shaders/halves.glsl), not
+  // unpackHalf2x16, which this device's compiler gets wrong (halves_need_integer_steps).
+  bool halves_by_integer_steps = false;
 };
 
 std::string_view device_type_name(VkPhysicalDeviceType t);
@@ -56,6 +59,10 @@ int device_type_rank(VkPhysicalDeviceType t);
 // otherwise a case-insensitive substring of the name. Throws vks::Error(kNotFound) naming the
 // selector and the available devices when nothing matches, or when `devices` is empty.
 size_t select_device(const std::vector<DeviceInfo>& devices, std::string_view selector);
+
+// Whether a device's shader compiler gets unpackHalf2x16 wrong: lavapipe on an aarch64 host (Debian
+// 12's, LLVM 15, aborts on it or returns wrong values; on x86 it is right).
+bool halves_need_integer_steps(VkDriverId driver, bool aarch64_host);
 
 // Properties, limits, features and memory of one physical device.
 DeviceInfo query_device_info(VkPhysicalDevice device, uint32_t index);

@@ -7,6 +7,7 @@
 #include "engine/common/error.h"
 #include "engine/vulkan/core/device.h"
 #include "engine/vulkan/core/vk_error.h"
+#include "engine/vulkan/shaders/shader_params.h"
 
 namespace vks::vk {
 
@@ -100,13 +101,18 @@ Kernel Kernel::create(const Device& device, std::string_view name, std::span<con
   pci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   pci.stage.module = k.module_;
   pci.stage.pName = "main";
+  // The kernel's constants at ids 0..n-1, then the device's half conversion (shaders/halves.glsl),
+  // which every pipeline gets: an id a shader does not declare is ignored.
+  std::vector<uint32_t> values(spec_constants.begin(), spec_constants.end());
   std::vector<VkSpecializationMapEntry> entries(spec_constants.size());
   for (uint32_t i = 0; i < spec_constants.size(); ++i) {
     entries[i] = VkSpecializationMapEntry{i, i * 4u, 4u};
   }
-  const VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), spec_constants.size() * 4u,
-                                  spec_constants.data()};
-  if (!spec_constants.empty()) pci.stage.pSpecializationInfo = &spec;
+  entries.push_back(VkSpecializationMapEntry{VKS_HALVES_CONSTANT_ID, static_cast<uint32_t>(values.size()) * 4u, 4u});
+  values.push_back(device.info().halves_by_integer_steps ? VK_TRUE : VK_FALSE);
+  const VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), values.size() * 4u,
+                                  values.data()};
+  pci.stage.pSpecializationInfo = &spec;
   pci.layout = k.pipeline_layout_;
   check(vkCreateComputePipelines(k.device_, device.pipeline_cache(), 1, &pci, nullptr, &k.pipeline_),
         "vkCreateComputePipelines" + what);

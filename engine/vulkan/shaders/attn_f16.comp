@@ -108,7 +108,7 @@ void main() {
         const uvec4 k4 = pairs_at(k_texels, rows[j] + i0);
         [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) {
           const vec2 qi = q[i0 + u];
-          const vec2 k2 = unpackHalf2x16(k4[u]);
+          const vec2 k2 = unpack_halves(k4[u]);
           s[j] += qi.x * k2.x + qi.y * k2.y;
         }
       }
@@ -147,7 +147,7 @@ void main() {
       [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
         if (j < n) {
           const uvec4 v4 = pairs_at(v_texels, rows[j] + i0);
-          [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) a[u] += pj[j] * unpackHalf2x16(v4[u]);
+          [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) a[u] += pj[j] * unpack_halves(v4[u]);
         }
       }
       [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) acc[i0 + u] = a[u];

@@ -133,7 +133,7 @@ void main() {
         const uvec4 k4 = pairs_at(k_texels, row + i0);
         [[unroll]] for (uint u = 0; u < DIM_STEP; ++u) {
           const vec2 qi = q_shared[i0 + u];
-          const vec2 k2 = unpackHalf2x16(k4[u]);
+          const vec2 k2 = unpack_halves(k4[u]);
           s += qi.x * k2.x + qi.y * k2.y;
         }
       }

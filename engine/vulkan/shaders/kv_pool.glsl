@@ -3,6 +3,7 @@
 // column/2, the F16 pool's uint index). Quantized values come back as scale * quant, the value the
 // CPU side (cpu::quantize_kv) decodes too. `type` is a pool's VKS_KV_* (a specialization constant
 // at every call, so each branch below folds away) and `scales_at` its scale plane's uint index.
+#include "halves.glsl"
 
 int kv_byte(uint word, uint i) { return int(word << (24u - 8u * i)) >> 24; }
 float kv_nibble(uint word, uint i) { return float(int((word >> (4u * i)) & 15u) - 8); }
@@ -24,7 +25,7 @@ vec2 kv_pair(usamplerBuffer pool, uint type, uint scales_at, uint at) {
     const uint n = (at & 3u) * 2u;
     return vec2(kv_nibble(word, n), kv_nibble(word, n + 1u)) * kv_scale(pool, scales_at, at);
   }
-  return unpackHalf2x16(texelFetch(pool, int(at >> 2))[at & 3u]);
+  return unpack_halves(texelFetch(pool, int(at >> 2))[at & 3u]);
 }
 
 // The 16 pairs of the quantized block that starts at pair `at` (a multiple of 16): Q8_0's two

@@ -27,6 +27,9 @@ using uint = uint32_t;
 // accumulate every output in the same order (see common_matmul.glsl); matlanes_<type> (below) has
 // an order of its own.
 #define VKS_ROWS_LOCAL_SIZE 8
+// The specialization constant id of halves.glsl's HALVES_BY_INTEGER_STEPS, which Kernel::create
+// sets on every pipeline (above the ids 0.. a kernel's own constants take).
+#define VKS_HALVES_CONSTANT_ID 31
 // ROW_SLOTS per kernel suffix, the one definition that matvec_/matmul_<suffix>.comp and
 // DeviceFormat::row_slots both use. More rows share each x load; Q2_K, Q3_K and the legacy 5-bit
 // types stay at 4 because their larger decode state compiles slowly at 16. Q5_K (most of a Q5_K_M

@@ -13,14 +13,15 @@
 //                                             floats the CPU dequantization gives
 //   uint x_index(c, i)     the element (column) that weight i of chunk c multiplies
 // Elements x_index(c, 0..3) and x_index(c, 4..7) are each 4 consecutive, 4-aligned columns.
+#include "halves.glsl"
 
 float half_at(uint half_index) {
   const uint word = wfetch(half_index >> 3u)[(half_index >> 1u) & 3u];
-  return unpackHalf2x16((half_index & 1u) != 0u ? word >> 16 : word).x;
+  return unpack_halves((half_index & 1u) != 0u ? word >> 16 : word).x;
 }
 
 // Half j (0..7) of a uvec4 of 8 halves.
-float half_from(uvec4 v, uint j) { return unpackHalf2x16(v[j >> 1] >> ((j & 1u) * 16u)).x; }
+float half_from(uvec4 v, uint j) { return unpack_halves(v[j >> 1] >> ((j & 1u) * 16u)).x; }
 // Byte i (0..15) of a uvec4, unsigned and sign-extended.
 uint byte_u(uvec4 v, uint i) { return (v[i >> 2] >> ((i & 3u) * 8u)) & 255u; }
 int byte_s(uvec4 v, uint i) { return int(v[i >> 2] << (24u - (i & 3u) * 8u)) >> 24; }
@@ -92,7 +93,7 @@ WGroup load_group(uint row, uint g, WSide sd, uint j) {
 }
 void dequant(WGroup wg, uint k, out float wv[8]) {
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-    const vec2 h = unpackHalf2x16(wg.q0[i]);
+    const vec2 h = unpack_halves(wg.q0[i]);
     wv[2u * i] = h.x;
     wv[2u * i + 1u] = h.y;
   }
@@ -168,7 +169,7 @@ WGroup load_group(uint row, uint g, WSide sd, uint j) {
 #if defined(WTYPE_IQ4_NL)
   const float d = half_from(sd.v[0], j);
 #else
-  const float d = unpackHalf2x16(sd.v[0].z).x * float(byte_s(sd.v[0], j));
+  const float d = unpack_halves(sd.v[0].z).x * float(byte_s(sd.v[0], j));
 #endif
   return WGroup(wfetch(group_base(row, g, 1u)), uvec4(0u), vec4(d), uvec2(0u));
 }
@@ -185,7 +186,7 @@ uint word_of(uvec4 a, uvec4 b, uint i) { return i < 4u ? a[i] : b[i - 4u]; }
 #if defined(WTYPE_Q4_1) || defined(WTYPE_Q5_1)
 // Q4_1 / Q5_1: weight = q * d + m (q * d is exact, so the one rounding is the CPU's).
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
-  const vec2 dm = unpackHalf2x16(word_of(sd.v[0], sd.v[1], j));
+  const vec2 dm = unpack_halves(word_of(sd.v[0], sd.v[1], j));
 #if defined(WTYPE_Q5_1)
   const uint qh = word_of(sd.v[2], sd.v[3], j);
 #else
@@ -218,7 +219,7 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
 #if defined(WTYPE_Q2_K)
 // Q2_K: weight = (d * scale) * q - dmin * min, per sub-block scale | min << 4 bytes.
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
-  const vec2 dd = unpackHalf2x16(sd.v[1].x);
+  const vec2 dd = unpack_halves(sd.v[1].x);
   const uint lo = byte_u(sd.v[0], 2u * j), hi = byte_u(sd.v[0], 2u * j + 1u);
   return WGroup(wfetch(group_base(row, g, 1u)), uvec4(0u),
                 vec4(dd.x * float(lo & 15u), dd.y * float(lo >> 4), dd.x * float(hi & 15u), dd.y * float(hi >> 4)),
@@ -227,7 +228,7 @@ WGroup load_group(uint row, uint g, WSide sd, uint j) {
 #elif defined(WTYPE_Q3_K)
 // Q3_K: weight = (d * scale) * q, q signed in -4..3, scale signed 6-bit.
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
-  const float d = unpackHalf2x16(sd.v[1].x).x;
+  const float d = unpack_halves(sd.v[1].x).x;
   return WGroup(wfetch(group_base(row, g, 1u)), uvec4(0u),
                 vec4(d * float(byte_s(sd.v[0], 2u * j)), 0.0, d * float(byte_s(sd.v[0], 2u * j + 1u)), 0.0),
                 uvec2(0u));
@@ -251,7 +252,7 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
 // as device_format.cpp's convert_q6_k says (chunk c in word c / 2, each pair beside its nibble's
 // byte position, upper bit flipped), then d.
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
-  const float d = unpackHalf2x16(sd.v[5].x).x;
+  const float d = unpack_halves(sd.v[5].x).x;
   // Selects, not sd.v[1u + (j >> 1)]: a dynamic index into the side array puts it in memory.
   const uvec4 pair = j < 4u ? (j < 2u ? sd.v[1] : sd.v[2]) : (j < 6u ? sd.v[3] : sd.v[4]);
   return WGroup(wfetch(group_base(row, g, 1u)), uvec4(0u),
@@ -276,7 +277,7 @@ void dequant(WGroup wg, uint k, out float wv[8]) {
 // (d, dmin, scales[12]) in sd.v[0]; Q5_K adds a fifth bit per weight (one word per group).
 WGroup load_group(uint row, uint g, WSide sd, uint j) {
   const uvec4 h = sd.v[0];
-  const vec2 dd = unpackHalf2x16(h.x);
+  const vec2 dd = unpack_halves(h.x);
   // Bytes 4+j, 8+j (j < 4) or 12+(j-4), j, 4+j (j >= 4) of the header, taken from fixed words
   // shifted by one amount instead of four byte_u(h, f(j)) with a group-dependent index: Q4_K gate/up matvecs
   // took 1.02-1.16x Q4_0's time with those and 0.94-1.06x with this (vks_bench_vulkan_versus

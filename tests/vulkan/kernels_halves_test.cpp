@@ -1,0 +1,138 @@
+// Half-precision values in the shaders (halves.glsl): unpackHalf2x16 or integer steps, whichever the
+// device takes (DeviceInfo::halves_by_integer_steps), give every half's float, so weights, scales and
+// products have the same bits either way. The integer steps are what Debian 12's arm64 lavapipe
+// runs; here both run on one device (DeviceOptions::halves_by_integer_steps forces each).
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+
+#include "tests/vulkan/kernels_test_util.h"
+
+namespace vks::vk::test {
+namespace {
+
+TEST(HalvesNeedIntegerSteps, OnlyLavapipeOnAnAarch64Host) {
+  EXPECT_TRUE(halves_need_integer_steps(VK_DRIVER_ID_MESA_LLVMPIPE, true));
+  EXPECT_FALSE(halves_need_integer_steps(VK_DRIVER_ID_MESA_LLVMPIPE, false));
+  EXPECT_FALSE(halves_need_integer_steps(VK_DRIVER_ID_NVIDIA_PROPRIETARY, true));
+  EXPECT_FALSE(halves_need_integer_steps(VK_DRIVER_ID_MESA_RADV, false));
+}
+
+// One device per conversion: [0] unpackHalf2x16 (none where the device's rule takes the integer
+// steps: its compiler gets unpackHalf2x16 wrong, or aborts), [1] integer steps.
+class HalvesTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::vector<DeviceInfo> devices = list_devices();
+    if (devices.empty()) return;
+    const char* selector = std::getenv("VKSTREAM_DEVICE");
+    const bool unpack_works = !devices[select_device(devices, selector == nullptr ? "" : selector)].halves_by_integer_steps;
+    for (int steps = unpack_works ? 0 : 1; steps < 2; ++steps) {
+      DeviceOptions options;
+      options.disk_pipeline_cache = false;
+      options.halves_by_integer_steps = steps;
+      gpus_[steps] = std::make_unique<Gpu>(Device::create(options));
+    }
+  }
+  static void TearDownTestSuite() {
+    for (auto& gpu : gpus_) gpu.reset();
+  }
+  void SetUp() override {
+    if (!gpus_[1]) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device found (install mesa-vulkan-drivers for lavapipe); skipping");
+  }
+
+  template <class T>
+  static Buffer upload(const Gpu& gpu, const std::vector<T>& v) {
+    Buffer b = gpu.device.create_buffer(std::max<size_t>(16, v.size() * sizeof(T)));
+    gpu.device.upload(b, 0, v.data(), v.size() * sizeof(T));
+    return b;
+  }
+  static void run(const Gpu& gpu, const std::function<void(CommandBuffer&)>& record) {
+    CommandBuffer cmd = gpu.device.create_command_buffer();
+    cmd.begin();
+    record(cmd);
+    cmd.barrier(Stage::kCompute, Stage::kHost);
+    cmd.end();
+    gpu.device.submit_and_wait(cmd);
+  }
+
+  // Every row of the matrix gathered by the embedding kernel on gpu `steps`.
+  static std::vector<float> embed_all(int steps, GgmlType type, const std::vector<uint8_t>& data, uint64_t rows,
+                                      uint64_t cols) {
+    const Gpu& gpu = *gpus_[steps];
+    const DeviceMatrix m = upload_matrix(gpu.device, type, rows, cols, data.data());
+    std::vector<int32_t> ids(rows);
+    std::iota(ids.begin(), ids.end(), 0);
+    Buffer tok = upload(gpu, ids);
+    Buffer out = upload(gpu, std::vector<float>(rows * cols, 42.0f));
+    run(gpu, [&](CommandBuffer& cmd) { gpu.ops.embed(cmd, m, tok.view(), uint32_t(rows), out.view(), uint32_t(cols)); });
+    std::vector<float> got(rows * cols);
+    gpu.device.download(out, 0, got.data(), got.size() * 4);
+    return got;
+  }
+
+  // Every float equal to the CPU's bits (NaNs: NaN, their payloads are the device's).
+  static void expect_cpu_bits(const std::vector<float>& got, const std::vector<float>& cpu, const char* what) {
+    ASSERT_EQ(got.size(), cpu.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (std::isnan(got[i]) && std::isnan(cpu[i])) continue;
+      ASSERT_EQ(std::memcmp(&got[i], &cpu[i], 4), 0) << what << " element " << i << ": " << got[i] << " vs " << cpu[i];
+    }
+  }
+
+  static inline std::unique_ptr<Gpu> gpus_[2];
+};
+
+TEST_F(HalvesTest, EveryHalfAsAnF16WeightOrAQ8_0ScaleGivesTheCpusFloat) {
+  // F16: the 65,536 halves as 64 rows of 1,024 weights.
+  std::vector<uint8_t> f16(65536 * 2);
+  for (uint32_t h = 0; h < 65536; ++h) std::memcpy(&f16[2 * h], &h, 2);
+  // Q8_0: each half the scale of one block; weight 0 is 1 (the scale itself), 1 is -1, 2 is 0.
+  std::vector<uint8_t> q8;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    q8.push_back(static_cast<uint8_t>(h & 255));
+    q8.push_back(static_cast<uint8_t>(h >> 8));
+    for (int i = 0; i < 32; ++i) q8.push_back(static_cast<uint8_t>(i == 0 ? 1 : i == 1 ? -1 : i == 2 ? 0 : i * 37 - 128));
+  }
+  const std::vector<float> f16_cpu = dequantize_matrix(GgmlType::kF16, f16, 64, 1024);
+  const std::vector<float> q8_cpu = dequantize_matrix(GgmlType::kQ8_0, q8, 2048, 1024);
+  for (int steps = 0; steps < 2; ++steps) {
+    if (!gpus_[steps]) continue;
+    SCOPED_TRACE(steps == 1 ? "integer steps" : "unpackHalf2x16");
+    ASSERT_EQ(gpus_[steps]->device.info().halves_by_integer_steps, steps == 1);
+    expect_cpu_bits(embed_all(steps, GgmlType::kF16, f16, 64, 1024), f16_cpu, "F16");
+    expect_cpu_bits(embed_all(steps, GgmlType::kQ8_0, q8, 2048, 1024), q8_cpu, "Q8_0");
+  }
+}
+
+TEST_F(HalvesTest, ProductsHaveTheSameBitsEitherWay) {
+  if (!gpus_[0]) GTEST_SKIP() << "this device takes the integer steps only: its unpackHalf2x16 is wrong";
+  // Types whose weights or scales are halves (F16, a block's d, a K-quant's d and dmin), through
+  // both matrix families at 1 and 5 tokens.
+  const uint64_t rows = 40, cols = 256;
+  const std::vector<float> x = random_floats(5 * cols, 31);
+  for (GgmlType type : {GgmlType::kF16, GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+    const std::vector<uint8_t> data = ggml_matrix(type, rows, cols, 30);
+    for (MatmulFamily family : {MatmulFamily::kRows, MatmulFamily::kLanes}) {
+      for (uint32_t tokens : {1u, 5u}) {
+        std::vector<float> outs[2];
+        for (int steps = 0; steps < 2; ++steps) {
+          const Gpu& gpu = *gpus_[steps];
+          const Ops& o = family == MatmulFamily::kLanes ? gpu.lanes_ops : gpu.ops;
+          const DeviceMatrix m = upload_matrix(gpu.device, type, rows, cols, data.data());
+          Buffer xb = upload(gpu, x), yb = upload(gpu, std::vector<float>(tokens * rows, -7.0f));
+          run(gpu, [&](CommandBuffer& cmd) { o.matmul(cmd, m, xb.view(), cols, yb.view(), rows, tokens); });
+          outs[steps].resize(tokens * rows);
+          gpu.device.download(yb, 0, outs[steps].data(), outs[steps].size() * 4);
+        }
+        EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4), 0)
+            << ggml_type_name(type) << " " << matmul_family_name(family) << " " << tokens << " tokens";
+        EXPECT_NE(outs[1].back(), -7.0f) << "the last output was never written";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vks::vk::test
