@@ -90,6 +90,12 @@ size_t select_device(const std::vector<DeviceInfo>& devices, std::string_view se
                   "or a name substring); " + describe(devices));
 }
 
+#if defined(__aarch64__)
+constexpr bool kAarch64Host = true;
+#else
+constexpr bool kAarch64Host = false;
+#endif
+
 bool halves_need_integer_steps(VkDriverId driver, bool aarch64_host) {
   return aarch64_host && driver == VK_DRIVER_ID_MESA_LLVMPIPE;
 }
@@ -114,11 +120,7 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t index) {
   info.type = p.deviceType;
   info.type_name = std::string(device_type_name(p.deviceType));
   info.driver = driver.driverInfo;
-#if defined(__aarch64__)
-  info.halves_by_integer_steps = halves_need_integer_steps(driver.driverID, true);
-#else
-  info.halves_by_integer_steps = halves_need_integer_steps(driver.driverID, false);
-#endif
+  info.halves_by_integer_steps = halves_need_integer_steps(driver.driverID, kAarch64Host);
   info.api_version = p.apiVersion;
   info.vendor_id = p.vendorID;
   info.device_id = p.deviceID;
