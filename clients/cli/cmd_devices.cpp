@@ -89,6 +89,7 @@ int run_devices(bool json) {
               << vk::api_version_string(d.api_version) << ", " << d.driver << ", device-local "
               << mib(d.device_local_bytes) << ", max storage buffer " << mib(d.max_storage_buffer_range)
               << (d.integer_dot ? (d.integer_dot_accelerated ? ", int8 dot (accelerated)" : ", int8 dot") : "")
+              << (d.halves_by_integer_steps ? ", halves by integer steps (its unpackHalf2x16 is wrong)" : "")
               << (d.has_compute_queue ? "" : ", no compute queue") << '\n';
   }
   std::cout << "(* = picked by default; choose another with --device INDEX or a name substring, "
