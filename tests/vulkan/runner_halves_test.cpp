@@ -6,21 +6,18 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fmt/format.h>
+#include <memory>
 
 #include "engine/common/error.h"
 #include "engine/model/llama_model.h"
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
-#include "tests/common/test_models.h"
 #include "tests/common/vulkan_skip.h"
 #include "tests/vulkan/runner_test_util.h"
+#include "tests/vulkan/synthetic_models.h"
 
 namespace vks {
 namespace {
-
-namespace fs = std::filesystem;
 
 // Sets VKSTREAM_HALVES_BY_INTEGER_STEPS for its scope, then restores what was there.
 class HalvesEnv {
@@ -43,20 +40,12 @@ class RunnerHalves : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (vk::list_devices().empty()) return;
-    dir_ = fs::temp_directory_path() / fmt::format("vks_runner_halves_{}", ::getpid());
-    fs::create_directories(dir_);
+    models_ = std::make_unique<test::SyntheticModels>("runner_halves");
     // F16 matrices and embeddings, a Q4_K output (half d and dmin), 2 layers of F16 KV.
-    const std::string tool = test::build_dir() + "/tools/vks-make-model";
-    path_ = (dir_ / "halves.gguf").string();
-    const std::string cmd = fmt::format("'{}' -q -o '{}' -p tiny -t f16 --output-type q4_K --dim 128 --heads 4 "
-                                        "--kv-heads 2 --hidden 256 --vocab 300 --layers 2 --seed 21",
-                                        tool, path_);
-    if (std::system(cmd.c_str()) != 0) path_.clear();
+    path_ = models_->make("halves", "-t f16 --output-type q4_K --dim 128 --heads 4 --kv-heads 2 --hidden 256 "
+                                    "--vocab 300 --layers 2 --seed 21");
   }
-  static void TearDownTestSuite() {
-    std::error_code ec;
-    if (!dir_.empty()) fs::remove_all(dir_, ec);
-  }
+  static void TearDownTestSuite() { models_.reset(); }
   void SetUp() override {
     if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
     ASSERT_FALSE(path_.empty()) << "vks-make-model failed: build the vks-make-model target";
@@ -72,7 +61,7 @@ class RunnerHalves : public ::testing::Test {
     return std::make_unique<VulkanRunner>(*model_, o);
   }
 
-  static inline fs::path dir_;
+  static inline std::unique_ptr<test::SyntheticModels> models_;
   static inline std::string path_;
   std::unique_ptr<LlamaModel> model_;
 };

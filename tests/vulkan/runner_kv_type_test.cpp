@@ -6,8 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fmt/format.h>
+#include <memory>
 
 #include "engine/common/error.h"
 #include "engine/model/llama_model.h"
@@ -18,30 +17,20 @@
 #include "tests/common/vulkan_skip.h"
 #include "tests/vulkan/runner_reference.h"
 #include "tests/vulkan/runner_test_util.h"
+#include "tests/vulkan/synthetic_models.h"
 
 namespace vks {
 namespace {
-
-namespace fs = std::filesystem;
 
 class RunnerKvType : public ::testing::TestWithParam<KvType> {
  protected:
   static void SetUpTestSuite() {
     if (vk::list_devices().empty()) return;
-    dir_ = fs::temp_directory_path() / fmt::format("vks_runner_kv_type_{}", ::getpid());
-    fs::create_directories(dir_);
+    models_ = std::make_unique<test::SyntheticModels>("runner_kv_type");
     // head_dim 32 (one Q8_0 block a head), GQA 2:1, Q8_0 weights.
-    const std::string tool = test::build_dir() + "/tools/vks-make-model";
-    path_ = (dir_ / "kv32.gguf").string();
-    const std::string cmd = fmt::format("'{}' -q -o '{}' -p tiny -t q8_0 --dim 128 --heads 4 --kv-heads 2 --hidden 256 "
-                                        "--vocab 300 --layers 2 --seed 9",
-                                        tool, path_);
-    if (std::system(cmd.c_str()) != 0) path_.clear();
+    path_ = models_->make("kv32", "-t q8_0 --dim 128 --heads 4 --kv-heads 2 --hidden 256 --vocab 300 --layers 2 --seed 9");
   }
-  static void TearDownTestSuite() {
-    std::error_code ec;
-    if (!dir_.empty()) fs::remove_all(dir_, ec);
-  }
+  static void TearDownTestSuite() { models_.reset(); }
   void SetUp() override {
     if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
     ASSERT_FALSE(path_.empty()) << "vks-make-model failed: build the vks-make-model target";
@@ -64,7 +53,7 @@ class RunnerKvType : public ::testing::TestWithParam<KvType> {
     return {test::random_prompt(1, 11, 300), test::random_prompt(24, 12, 300), test::random_prompt(150, 13, 300)};
   }
 
-  static inline fs::path dir_;
+  static inline std::unique_ptr<test::SyntheticModels> models_;
   static inline std::string path_;
   std::unique_ptr<LlamaModel> model_;
 };

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <filesystem>
+#include <memory>
 #include <fmt/format.h>
 
 #include "engine/common/error.h"
@@ -16,23 +16,18 @@
 #include "tests/common/vulkan_skip.h"
 #include "tests/vulkan/runner_reference.h"
 #include "tests/vulkan/runner_test_util.h"
+#include "tests/vulkan/synthetic_models.h"
 
 namespace vks {
 namespace {
-
-namespace fs = std::filesystem;
 
 class RunnerSynthetic : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     if (vk::list_devices().empty()) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
-    dir_ = fs::temp_directory_path() / fmt::format("vks_runner_synthetic_{}", ::getpid());
-    fs::create_directories(dir_);
+    models_ = std::make_unique<test::SyntheticModels>("runner_synthetic");
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void TearDown() override { models_.reset(); }
 
   // A synthetic model of the "tiny" preset reshaped to awkward sizes: head_dim 16 with GQA 3:1,
   // hidden 224 (or the N of a "type:N" parameter), vocab 300, untied output, llama-3 rope base.
@@ -45,17 +40,14 @@ class RunnerSynthetic : public ::testing::TestWithParam<const char*> {
                                                             type, hidden));
   }
 
-  // vks-make-model -p tiny with these flags into dir_/<name>.gguf.
+  // vks-make-model -p tiny with these flags, as <name>.gguf.
   std::string make_model_with(const std::string& name, const std::string& flags) {
-    const std::string tool = test::build_dir() + "/tools/vks-make-model";
-    if (!fs::exists(tool)) ADD_FAILURE() << "missing " << tool << ": build the vks-make-model target";
-    const std::string path = (dir_ / (name + ".gguf")).string();
-    const std::string cmd = fmt::format("'{}' -q -o '{}' -p tiny {}", tool, path, flags);
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const std::string path = models_->make(name, flags);
+    EXPECT_FALSE(path.empty()) << "vks-make-model -p tiny " << flags << " failed: build the vks-make-model target";
     return path;
   }
 
-  fs::path dir_;
+  std::unique_ptr<test::SyntheticModels> models_;
 };
 
 // The runner's logits over a prompt and 6 greedy steps against the CPU model's (matmul_kernels:
