@@ -12,7 +12,6 @@
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/attn_kernels.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
-#include "tests/common/test_models.h"
 #include "tests/common/vulkan_skip.h"
 #include "tests/vulkan/runner_reference.h"
 #include "tests/vulkan/runner_test_util.h"
