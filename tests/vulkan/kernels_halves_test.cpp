@@ -42,21 +42,6 @@ class HalvesTest : public ::testing::Test {
     if (!gpus_[1]) VKS_SKIP_WITHOUT_VULKAN("no Vulkan device found (install mesa-vulkan-drivers for lavapipe); skipping");
   }
 
-  template <class T>
-  static Buffer upload(const Gpu& gpu, const std::vector<T>& v) {
-    Buffer b = gpu.device.create_buffer(std::max<size_t>(16, v.size() * sizeof(T)));
-    gpu.device.upload(b, 0, v.data(), v.size() * sizeof(T));
-    return b;
-  }
-  static void run(const Gpu& gpu, const std::function<void(CommandBuffer&)>& record) {
-    CommandBuffer cmd = gpu.device.create_command_buffer();
-    cmd.begin();
-    record(cmd);
-    cmd.barrier(Stage::kCompute, Stage::kHost);
-    cmd.end();
-    gpu.device.submit_and_wait(cmd);
-  }
-
   // Every row of the matrix gathered by the embedding kernel on gpu `steps`.
   static std::vector<float> embed_all(int steps, GgmlType type, const std::vector<uint8_t>& data, uint64_t rows,
                                       uint64_t cols) {
@@ -64,12 +49,10 @@ class HalvesTest : public ::testing::Test {
     const DeviceMatrix m = upload_matrix(gpu.device, type, rows, cols, data.data());
     std::vector<int32_t> ids(rows);
     std::iota(ids.begin(), ids.end(), 0);
-    Buffer tok = upload(gpu, ids);
-    Buffer out = upload(gpu, std::vector<float>(rows * cols, 42.0f));
-    run(gpu, [&](CommandBuffer& cmd) { gpu.ops.embed(cmd, m, tok.view(), uint32_t(rows), out.view(), uint32_t(cols)); });
-    std::vector<float> got(rows * cols);
-    gpu.device.download(out, 0, got.data(), got.size() * 4);
-    return got;
+    Buffer tok = upload_to(gpu.device, ids);
+    Buffer out = upload_to(gpu.device, std::vector<float>(rows * cols, 42.0f));
+    run_on(gpu.device, [&](CommandBuffer& cmd) { gpu.ops.embed(cmd, m, tok.view(), uint32_t(rows), out.view(), uint32_t(cols)); });
+    return download_from<float>(gpu.device, out, rows * cols);
   }
 
   // Every float equal to the CPU's bits (NaNs: NaN, their payloads are the device's).
@@ -121,10 +104,9 @@ TEST_F(HalvesTest, ProductsHaveTheSameBitsEitherWay) {
         const Gpu& gpu = *gpus_[steps];
         const Ops& o = family == MatmulFamily::kLanes ? gpu.lanes_ops : gpu.ops;
         const DeviceMatrix m = upload_matrix(gpu.device, type, rows, cols, data.data());
-        Buffer xb = upload(gpu, x), yb = upload(gpu, std::vector<float>(rows, -7.0f));
-        run(gpu, [&](CommandBuffer& cmd) { o.matmul(cmd, m, xb.view(), cols, yb.view(), rows, 1); });
-        outs[steps].resize(rows);
-        gpu.device.download(yb, 0, outs[steps].data(), rows * 4);
+        Buffer xb = upload_to(gpu.device, x), yb = upload_to(gpu.device, std::vector<float>(rows, -7.0f));
+        run_on(gpu.device, [&](CommandBuffer& cmd) { o.matmul(cmd, m, xb.view(), cols, yb.view(), rows, 1); });
+        outs[steps] = download_from<float>(gpu.device, yb, rows);
       }
       EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), rows * 4), 0)
           << ggml_type_name(type) << " " << matmul_family_name(family);

@@ -45,6 +45,28 @@ struct Gpu {
   }
 };
 
+// A buffer holding v (at least 16 bytes), n values read back, and one recording run to completion.
+template <class T>
+Buffer upload_to(const Device& device, const std::vector<T>& v) {
+  Buffer b = device.create_buffer(std::max<size_t>(16, v.size() * sizeof(T)));
+  device.upload(b, 0, v.data(), v.size() * sizeof(T));
+  return b;
+}
+template <class T>
+std::vector<T> download_from(const Device& device, const Buffer& b, size_t n) {
+  std::vector<T> v(n);
+  device.download(b, 0, v.data(), n * sizeof(T));
+  return v;
+}
+inline void run_on(const Device& device, const std::function<void(CommandBuffer&)>& record) {
+  CommandBuffer cmd = device.create_command_buffer();
+  cmd.begin();
+  record(cmd);
+  cmd.barrier(Stage::kCompute, Stage::kHost);
+  cmd.end();
+  device.submit_and_wait(cmd);
+}
+
 class KernelTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -73,24 +95,13 @@ class KernelTest : public ::testing::Test {
 
   template <class T>
   Buffer upload(const std::vector<T>& v) const {
-    Buffer b = device().create_buffer(std::max<size_t>(16, v.size() * sizeof(T)));
-    device().upload(b, 0, v.data(), v.size() * sizeof(T));
-    return b;
+    return upload_to(device(), v);
   }
   template <class T>
   std::vector<T> download(const Buffer& b, size_t n) const {
-    std::vector<T> v(n);
-    device().download(b, 0, v.data(), n * sizeof(T));
-    return v;
+    return download_from<T>(device(), b, n);
   }
-  void run(const std::function<void(CommandBuffer&)>& record) const {
-    CommandBuffer cmd = device().create_command_buffer();
-    cmd.begin();
-    record(cmd);
-    cmd.barrier(Stage::kCompute, Stage::kHost);
-    cmd.end();
-    device().submit_and_wait(cmd);
-  }
+  void run(const std::function<void(CommandBuffer&)>& record) const { run_on(device(), record); }
 
   static inline std::unique_ptr<Gpu> gpu_;
 };
