@@ -3,7 +3,6 @@
 // products have the same bits either way. The integer steps are what Debian 12's arm64 lavapipe
 // runs; here both run on one device (DeviceOptions::halves_by_integer_steps forces each).
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
@@ -26,8 +25,7 @@ class HalvesTest : public ::testing::Test {
   static void SetUpTestSuite() {
     const std::vector<DeviceInfo> devices = list_devices();
     if (devices.empty()) return;
-    const char* selector = std::getenv("VKSTREAM_DEVICE");
-    const bool unpack_works = !devices[select_device(devices, selector == nullptr ? "" : selector)].halves_by_integer_steps;
+    const bool unpack_works = !devices[select_device(devices, device_selector(""))].halves_by_integer_steps;
     for (int steps = unpack_works ? 0 : 1; steps < 2; ++steps) {
       DeviceOptions options;
       options.disk_pipeline_cache = false;

@@ -80,12 +80,7 @@ Device Device::create(const DeviceOptions& options) {
   const std::vector<VkPhysicalDevice> pds = d.instance_->physical_devices();
   std::vector<DeviceInfo> infos;
   for (uint32_t i = 0; i < pds.size(); ++i) infos.push_back(query_device_info(pds[i], i));
-  std::string selector = options.selector;
-  if (selector.empty()) {
-    const char* env = std::getenv("VKSTREAM_DEVICE");
-    if (env != nullptr) selector = env;
-  }
-  const size_t chosen = select_device(infos, selector);
+  const size_t chosen = select_device(infos, device_selector(options.selector));
   d.physical_ = pds[chosen];
   d.info_ = infos[chosen];
   int halves = options.halves_by_integer_steps;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <string>
 
 #include "engine/common/error.h"
@@ -88,6 +89,12 @@ size_t select_device(const std::vector<DeviceInfo>& devices, std::string_view se
   throw Error(ErrorCode::kNotFound,
               "no Vulkan device matches '" + std::string(selector) + "' (VKSTREAM_DEVICE / --device takes an index " +
                   "or a name substring); " + describe(devices));
+}
+
+std::string device_selector(std::string_view selector) {
+  if (!selector.empty()) return std::string(selector);
+  const char* env = std::getenv("VKSTREAM_DEVICE");
+  return env == nullptr ? std::string() : std::string(env);
 }
 
 #if defined(__aarch64__)

@@ -60,6 +60,10 @@ int device_type_rank(VkPhysicalDeviceType t);
 // selector and the available devices when nothing matches, or when `devices` is empty.
 size_t select_device(const std::vector<DeviceInfo>& devices, std::string_view selector);
 
+// The selector a device is picked by: `selector` when given, else env VKSTREAM_DEVICE, else ""
+// (automatic).
+std::string device_selector(std::string_view selector);
+
 // Whether a device's shader compiler gets unpackHalf2x16 wrong: lavapipe on an aarch64 host (Debian
 // 12's, LLVM 15, aborts on it or returns wrong values; on x86 it is right).
 bool halves_need_integer_steps(VkDriverId driver, bool aarch64_host);

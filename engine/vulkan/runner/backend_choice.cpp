@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-
 namespace vks {
 
 DeviceSelection select_runner_device(const RunnerOptions& requested) {
@@ -11,7 +9,7 @@ DeviceSelection select_runner_device(const RunnerOptions& requested) {
   s.options = requested;
   // --vulkan promises Vulkan: no quiet fallback to the CPU when the device is missing or unusable.
   if (s.options.force_vulkan) s.options.allow_cpu_fallback = false;
-  if (const char* env = std::getenv("VKSTREAM_DEVICE"); s.options.device.empty() && env != nullptr) s.options.device = env;
+  s.options.device = vk::device_selector(s.options.device);
   if (!s.options.force_cpu) s.devices = vk::list_devices();
   if (!s.devices.empty()) s.selected = vk::select_device(s.devices, s.options.device);
   return s;
