@@ -4,7 +4,6 @@
 // a startup error that names it.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -12,6 +11,7 @@
 #include "engine/model/llama_model.h"
 #include "engine/vulkan/core/device_info.h"
 #include "engine/vulkan/runner/vulkan_runner.h"
+#include "tests/common/scoped_env.h"
 #include "tests/common/vulkan_skip.h"
 #include "tests/vulkan/runner_test_util.h"
 #include "tests/vulkan/synthetic_models.h"
@@ -19,22 +19,7 @@
 namespace vks {
 namespace {
 
-// Sets VKSTREAM_HALVES_BY_INTEGER_STEPS for its scope, then restores what was there.
-class HalvesEnv {
- public:
-  explicit HalvesEnv(const char* value) {
-    if (const char* old = std::getenv(kName)) old_ = old, had_ = true;
-    ::setenv(kName, value, 1);
-  }
-  ~HalvesEnv() { had_ ? ::setenv(kName, old_.c_str(), 1) : ::unsetenv(kName); }
-  HalvesEnv(const HalvesEnv&) = delete;
-  HalvesEnv& operator=(const HalvesEnv&) = delete;
-
- private:
-  static constexpr const char* kName = "VKSTREAM_HALVES_BY_INTEGER_STEPS";
-  std::string old_;
-  bool had_ = false;
-};
+constexpr const char* kHalvesEnv = "VKSTREAM_HALVES_BY_INTEGER_STEPS";
 
 class RunnerHalves : public ::testing::Test {
  protected:
@@ -68,17 +53,16 @@ class RunnerHalves : public ::testing::Test {
 
 TEST_F(RunnerHalves, IntegerStepsGiveTheLogitsOfUnpackHalf2x16) {
   const std::vector<vk::DeviceInfo> devices = vk::list_devices();
-  const char* selector = std::getenv("VKSTREAM_DEVICE");
-  if (devices[vk::select_device(devices, selector == nullptr ? "" : selector)].halves_by_integer_steps) {
+  if (devices[vk::select_device(devices, vk::device_selector(""))].halves_by_integer_steps) {
     GTEST_SKIP() << "this device's unpackHalf2x16 is wrong: only the integer steps run here";
   }
   std::unique_ptr<VulkanRunner> unpacking, stepping;
   {
-    const HalvesEnv env("0");
+    const test::ScopedEnv env(kHalvesEnv, "0");
     unpacking = runner();
   }
   {
-    const HalvesEnv env("1");
+    const test::ScopedEnv env(kHalvesEnv, "1");
     stepping = runner();
   }
   // One token, and one past the first 128-key attention split.
@@ -91,7 +75,7 @@ TEST_F(RunnerHalves, IntegerStepsGiveTheLogitsOfUnpackHalf2x16) {
 }
 
 TEST_F(RunnerHalves, ABadSettingIsAStartupErrorThatNamesIt) {
-  const HalvesEnv env("yes");
+  const test::ScopedEnv env(kHalvesEnv, "yes");
   try {
     runner();
     FAIL() << "VKSTREAM_HALVES_BY_INTEGER_STEPS=yes was accepted";

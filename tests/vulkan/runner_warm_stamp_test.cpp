@@ -1,40 +1,17 @@
 // The warm-up stamp's rule (warm_stamp.h): only CPU devices with Mesa's cache placed and enabled,
 // and a name that changes with the driver and with the pipelines.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "engine/vulkan/runner/warm_stamp.h"
+#include "tests/common/scoped_env.h"
 
 namespace vks {
 namespace {
 
-// Sets an environment variable for one scope and puts the old value back.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 vk::DeviceInfo device(VkPhysicalDeviceType type, const char* driver) {
   vk::DeviceInfo d;
