@@ -91,7 +91,6 @@ TEST(ServerOptions, ThreadsDefaultToPhysicalCoresAndTakeACount) {
 }
 
 // Several models: no --model needed; --keep-alive reads seconds and durations as Ollama does.
-
 TEST(ServerOptions, ModelsOptions) {
   const auto def = parse({"--models-dir", "/m"});
   ASSERT_TRUE(def);
