@@ -456,4 +456,16 @@ std::optional<proto::ServerMessage> request(UdsClient& client, const proto::Requ
   }
 }
 
+bool wait_for_subscriptions(UdsClient& client, int32_t n, int timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (int64_t tag = 9000;; ++tag) {
+    const std::optional<proto::ServerMessage> m = request(client, simple(proto::StatsRequest{}, tag), remaining_ms(deadline));
+    if (!m) return false;
+    const auto* stats = std::get_if<proto::StatsAnswer>(&m->body);
+    if (stats != nullptr && stats->stats.server.subscriptions >= n) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 }  // namespace vks::test

@@ -156,4 +156,9 @@ bool collect(ZmqSubscriber& sub, StreamCollector& stream, int timeout_ms);
 // Sends a request and waits for its direct answer (skipping stream events).
 std::optional<proto::ServerMessage> request(UdsClient& client, const proto::Request& req, int timeout_ms = 10000);
 
+// Polls `stats` until the daemon counts at least `n` PUB subscriptions: a subscription applied
+// there, so events published from then on reach its subscriber (a fixed sleep after subscribing
+// was too short on a loaded machine). False at the deadline.
+bool wait_for_subscriptions(UdsClient& client, int32_t n, int timeout_ms = 20000);
+
 }  // namespace vks::test

@@ -112,10 +112,10 @@ TEST(ServerLateSubscriberTest, FirehoseCanTellCatchUpFromLiveEvents) {
     ZmqSubscriber firehose(ctx);
     ASSERT_TRUE(firehose.connect(daemon.pub_endpoint()));
     firehose.subscribe("vks.");
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the subscription reaches the daemon
 
     UdsClient owner;
     ASSERT_TRUE(owner.connect(daemon.socket_path()));
+    ASSERT_TRUE(wait_for_subscriptions(owner, 1)) << daemon.log();  // the firehose sees every event from here
     proto::Request req = greedy_request(300, true);
     std::get<proto::GenerateRequest>(req.body).id = "fh-0";
     std::get<proto::GenerateRequest>(req.body).stream = false;

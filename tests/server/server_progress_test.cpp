@@ -78,10 +78,10 @@ TEST(ServerProgress, ALongPromptReportsItsProgressLiveAndKeepsItsSeqs) {
     ZmqSubscriber firehose(zmq);
     ASSERT_TRUE(firehose.connect(daemon.pub_endpoint()));
     firehose.subscribe("vks.");
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the subscription reaches the daemon
 
     UdsClient c;
     ASSERT_TRUE(c.connect(daemon.socket_path()));
+    ASSERT_TRUE(wait_for_subscriptions(c, 1)) << daemon.log();  // the firehose sees every event from here
     const auto accepted = request(c, long_greedy_request(3));
     ASSERT_TRUE(accepted);
     const auto* a = std::get_if<proto::AcceptedAnswer>(&accepted->body);
