@@ -55,19 +55,39 @@ void deltanet_mixer(const LlamaConfig& c, const DeltaNetSpec& d, const DeltaNetW
     conv_step(x, kv.recurrent_state(t).conv, lv.conv.data(), channels, d.conv_kernel);
     l2_normalize_heads(x, 2 * groups, hd, c.norm_eps);  // q heads then k heads
   }
-  // Value heads are independent: each runs its tokens in order; head j reads q/k head j mod groups.
+  // Value heads are independent: each runs its tokens in order, a sequence's consecutive tokens in
+  // one call; head j reads q/k head j mod groups. Each (token, head)'s gate inputs become its decay
+  // and beta in place.
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   auto run_head = [&](size_t j) {
     const size_t g = j % groups;
-    float* update = &a.dn_update[j * hd];
     for (size_t t = 0; t < n; ++t) {
-      const float* x = &a.dn_qkv[t * channels];
-      const float decay = std::exp(softplus(a.dn_alpha[t * n_heads + j] + lv.dt_bias[j]) * lv.ssm_a[j]);
-      const float beta = ref::sigmoid(a.dn_beta[t * n_heads + j]);
+      float& alpha = a.dn_alpha[t * n_heads + j];
+      alpha = std::exp(softplus(alpha + lv.dt_bias[j]) * lv.ssm_a[j]);
+      float& beta = a.dn_beta[t * n_heads + j];
+      beta = ref::sigmoid(beta);
+    }
+    for (size_t t = 0; t < n;) {
+      float* state = kv.recurrent_state(t).delta;
+      size_t end = t + 1;
+      while (end < n && kv.recurrent_state(end).delta == state) ++end;
+      ref::DeltaRuleTokens x;
+      x.q = &a.dn_qkv[t * channels + g * hd];
+      x.k = x.q + qk_dim;
+      x.v = &a.dn_qkv[t * channels + 2 * qk_dim + j * hd];
+      x.qkv_stride = channels;
+      x.decay = &a.dn_alpha[t * n_heads + j];
+      x.beta = &a.dn_beta[t * n_heads + j];
+      x.gate_stride = n_heads;
+      x.o = &a.dn_out[t * v_dim + j * hd];
+      x.o_stride = v_dim;
+      x.n = end - t;
+      ref::delta_rule(state + j * hd * hd, x, scale, hd);
+      t = end;
+    }
+    // Gated RMSNorm: norm(o) * silu(z), which is SwiGLU with z as the gate and o as the up.
+    for (size_t t = 0; t < n; ++t) {
       float* o = &a.dn_out[t * v_dim + j * hd];
-      ref::delta_rule(kv.recurrent_state(t).delta + j * hd * hd, x + g * hd, x + qk_dim + g * hd,
-                      x + 2 * qk_dim + j * hd, decay, beta, scale, hd, update, o);
-      // Gated RMSNorm: norm(o) * silu(z), which is SwiGLU with z as the gate and o as the up.
       ref::rmsnorm(o, o, lv.ssm_norm.data(), hd, c.norm_eps);
       ref::swiglu(o, &a.dn_z[t * v_dim + j * hd], o, hd);
     }

@@ -262,7 +262,6 @@ void CpuActivations::resize(const LlamaConfig& c, size_t n) {
   dn_beta.resize(n * v_heads);
   dn_alpha.resize(n * v_heads);
   dn_out.resize(n * v_dim);
-  dn_update.resize(v_dim);
   if (shared) shared_out.resize(n * c.dim);
   jobs.reserve(std::max<size_t>(3, 2 * size_t{c.n_experts}));
   if (c.per_layer_input_dim > 0) {

@@ -76,9 +76,9 @@ struct CpuActivations {
   ExpertGroups expert_groups;  // the step's (token, choice) pairs by expert
   // Attention with an output gate: attn_q's rows [n, 2 * q_dim] and their gate half [n, q_dim].
   std::vector<float> q_and_gate, q_gate;
-  // Gated DeltaNet layers: the conv's input (then output) [n, C], z [n, V], beta and alpha [n, H],
-  // the gated output [n, V], and each head's delta-rule update [V].
-  std::vector<float> dn_qkv, dn_z, dn_beta, dn_alpha, dn_out, dn_update;
+  // Gated DeltaNet layers: the conv's input (then output) [n, C], z [n, V], beta and alpha [n, H]
+  // (then each head's beta and decay), and the gated output [n, V].
+  std::vector<float> dn_qkv, dn_z, dn_beta, dn_alpha, dn_out;
   std::vector<float> shared_out;  // the shared expert's output [n, dim]
   // Per-layer inputs [n, n_layers * P], one token's rows of their table [n_layers * P] while they
   // are formed, and one layer's gated slice [n, P] (LlamaConfig::per_layer_input_dim).
