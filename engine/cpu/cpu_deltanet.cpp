@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "engine/cpu/delta_rule.h"
 
@@ -21,21 +22,30 @@ void l2_normalize_heads(float* x, size_t n_heads, size_t dim, float eps) {
   }
 }
 
-// The causal depthwise conv of one token, in place: channel c of x becomes
-// silu(sum_k w[c][k] * input[t - (kernel-1) + k][c]), x being input[t]; the state then holds the
-// last kernel-1 inputs, oldest first. The silu runs over every channel at once, in lanes.
-void conv_step(float* x, float* state, const float* w, size_t channels, size_t kernel) {
+// Channels a conv slice holds: slices run in parallel, each over every token in order (the test
+// fixtures' 256 channels are four).
+constexpr size_t kConvSlice = 64;
+
+// The causal depthwise conv of one token over `count` (<= kConvSlice) channels, in place: channel c
+// of x becomes silu(sum_k w[c][k] * input[t - (kernel-1) + k][c]), x being input[t]; the state (its
+// rows `stride` floats apart) then holds the last kernel-1 inputs, oldest first. Each channel's sum
+// runs over k in order from 0, as written; the loops over channels are innermost so that they run
+// in vector lanes, and the silu runs over the slice at once.
+void conv_step(float* x, float* state, size_t stride, const float* w, size_t count, size_t kernel) {
   const size_t past = kernel - 1;
-  for (size_t c = 0; c < channels; ++c) {
-    const float* wc = w + c * kernel;
-    float sum = 0.0f;
-    for (size_t k = 0; k < past; ++k) sum += wc[k] * state[k * channels + c];
-    sum += wc[past] * x[c];
-    for (size_t k = 0; k + 1 < past; ++k) state[k * channels + c] = state[(k + 1) * channels + c];
-    state[(past - 1) * channels + c] = x[c];
-    x[c] = sum;
+  float sum[kConvSlice];
+  for (size_t c = 0; c < count; ++c) sum[c] = 0.0f;
+  for (size_t k = 0; k < past; ++k) {
+    const float* input = state + k * stride;
+    for (size_t c = 0; c < count; ++c) sum[c] = sum[c] + w[c * kernel + k] * input[c];
   }
-  ref::silu(x, channels);
+  for (size_t c = 0; c < count; ++c) sum[c] = sum[c] + w[c * kernel + past] * x[c];
+  if (past > 0) {
+    for (size_t k = 0; k + 1 < past; ++k) std::memcpy(state + k * stride, state + (k + 1) * stride, count * sizeof(float));
+    std::memcpy(state + (past - 1) * stride, x, count * sizeof(float));
+  }
+  std::memcpy(x, sum, count * sizeof(float));
+  ref::silu(x, count);
 }
 
 }  // namespace
@@ -48,12 +58,23 @@ void deltanet_mixer(const LlamaConfig& c, const DeltaNetSpec& d, const DeltaNetW
   matmul(w.z, a.xb.data(), n, a.dn_z.data(), pool);
   matmul(w.beta, a.xb.data(), n, a.dn_beta.data(), pool);
   matmul(w.alpha, a.xb.data(), n, a.dn_alpha.data(), pool);
-  // The conv runs every token in order (each token shifts its sequence's conv state); q and k
-  // leave it L2-normalized per head.
-  for (size_t t = 0; t < n; ++t) {
-    float* x = &a.dn_qkv[t * channels];
-    conv_step(x, kv.recurrent_state(t).conv, lv.conv.data(), channels, d.conv_kernel);
-    l2_normalize_heads(x, 2 * groups, hd, c.norm_eps);  // q heads then k heads
+  // The conv runs every token in order (each token shifts its sequence's conv state), a slice of
+  // channels per thread; then q and k are L2-normalized per head.
+  auto conv_slice = [&](size_t slice) {
+    const size_t c0 = slice * kConvSlice, count = std::min(kConvSlice, channels - c0);
+    for (size_t t = 0; t < n; ++t) {
+      conv_step(&a.dn_qkv[t * channels + c0], kv.recurrent_state(t).conv + c0, channels,
+                lv.conv.data() + c0 * d.conv_kernel, count, d.conv_kernel);
+    }
+  };
+  auto normalize = [&](size_t t) { l2_normalize_heads(&a.dn_qkv[t * channels], 2 * groups, hd, c.norm_eps); };
+  const size_t slices = (channels + kConvSlice - 1) / kConvSlice;
+  if (pool != nullptr) {
+    pool->parallel_for(slices, conv_slice);
+    pool->parallel_for(n, normalize);
+  } else {
+    for (size_t slice = 0; slice < slices; ++slice) conv_slice(slice);
+    for (size_t t = 0; t < n; ++t) normalize(t);
   }
   // Value heads are independent: each runs its tokens in order, a sequence's consecutive tokens in
   // one call; head j reads q/k head j mod groups. Each (token, head)'s gate inputs become its decay
