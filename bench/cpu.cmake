@@ -1,6 +1,7 @@
 # CPU reference benchmark: prefill and decode tokens/s of the CPU model and runner for a GGUF.
 if(TARGET vks_cpu)
-  add_executable(vks_bench_cpu_reference ${CMAKE_CURRENT_LIST_DIR}/cpu_reference.cpp ${CMAKE_CURRENT_LIST_DIR}/read_probe.cpp)
+  add_executable(vks_bench_cpu_reference ${CMAKE_CURRENT_LIST_DIR}/cpu_reference.cpp ${CMAKE_CURRENT_LIST_DIR}/read_probe.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/busy_spinner.cpp)
   target_link_libraries(vks_bench_cpu_reference PRIVATE vks_cpu CLI11::CLI11 Threads::Threads)
   target_include_directories(vks_bench_cpu_reference PRIVATE ${PROJECT_SOURCE_DIR})
   vks_warnings(vks_bench_cpu_reference)

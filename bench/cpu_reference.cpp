@@ -18,6 +18,10 @@
 // show the work when other processes stretch the wall time).
 // --reps N: each runner figure is the median of N runs after an untimed warm-up run (bench/cpu_versus.sh
 // runs it alternating with llama.cpp's CPU backend).
+// --busy-pairs N: then N pairs of batch-1 decode runs (prefill, then --generate tokens), one quiet
+// and one beside a process spinning on one core (busy_spinner.h: stopped and resumed within this
+// run), the order flipped every pair: each pair's busy / quiet ratio and their median (issue 34's
+// loaded-machine figure, both halves of a pair under the same host conditions).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -31,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/busy_spinner.h"
 #include "bench/process_cpu.h"
 #include "bench/read_probe.h"
 #include "engine/common/error.h"
@@ -164,7 +169,12 @@ int main(int argc, char** argv) {
   bool gguf_layout = false;
   app.add_flag("--gguf-layout", gguf_layout,
                "the runner's copy keeps every matrix in GGUF's layout (not packed for the kernel level)");
+  int busy_pairs = 0;
+  app.add_option("--busy-pairs", busy_pairs, "then this many quiet/busy pairs of batch-1 decode runs")
+      ->check(CLI::Range(0, 100));
   CLI11_PARSE(app, argc, argv);
+  std::optional<vks::bench::BusySpinner> spinner;  // forked before any thread starts
+  if (busy_pairs > 0) spinner.emplace();
   const int n_threads = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
   std::optional<vks::bench::ReadProbe> read_probe;
   if (probe) read_probe.emplace(n_threads);
@@ -239,6 +249,19 @@ int main(int argc, char** argv) {
     });
     // The timed runs are the last `reps` (median_seconds runs one untimed first).
     probed.erase(probed.begin(), probed.end() - std::min(probed.size(), static_cast<size_t>(reps)));
+
+    // Quiet and busy batch-1 decode in pairs, quiet first in even pairs.
+    std::vector<std::pair<double, double>> pairs;  // (quiet, busy) tokens/s
+    for (int p = 0; p < busy_pairs; ++p) {
+      std::pair<double, double> pair;
+      for (const bool busy : {p % 2 == 1, p % 2 == 0}) {
+        spinner->set_busy(busy);
+        prefill();
+        (busy ? pair.second : pair.first) = n_generate / decode().wall;
+      }
+      spinner->set_busy(false);
+      pairs.push_back(pair);
+    }
 
     // CpuRunner aggregate decode: n sequences (each with the prompt prefilled) decode together.
     std::vector<std::pair<int, Timed>> aggregate;
@@ -343,7 +366,18 @@ int main(int argc, char** argv) {
                   100.0 * median(shares), shares.size(), 100.0 * *share_lo, 100.0 * *share_hi, *probe_lo, *probe_hi,
                   n_threads);
     }
-    std::printf("\n\n");
+    std::printf("\n");
+    if (!pairs.empty()) {
+      std::vector<double> ratios;
+      std::printf("batch-1 decode beside a process spinning on one core, tok/s quiet / busy per pair:");
+      for (const auto& [quiet, busy] : pairs) {
+        std::printf(" %.2f/%.2f", quiet, busy);
+        ratios.push_back(busy / quiet);
+      }
+      const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+      std::printf("\nbusy / quiet: median %.2f of %zu pairs (%.2f-%.2f)\n", median(ratios), ratios.size(), *lo, *hi);
+    }
+    std::printf("\n");
   } catch (const vks::Error& e) {
     std::fprintf(stderr, "error (%s): %s\n", std::string(vks::error_code_name(e.code())).c_str(), e.what());
     return 1;
