@@ -8,7 +8,7 @@
 // probe at the start let the share move with that drift, not with the code).
 //   vks_bench_cpu_reference MODEL.gguf [MODEL2.gguf ...] [--threads N] [--prompt N] [--generate N]
 //                           [--seqs 4 8] [--same-prompt] [--reps N] [--no-reference] [--probe] [--mmap-weights]
-//                           [--scatter-blocks]
+//                           [--scatter-blocks] [--fixed-threads] [--busy-pairs N]
 // --mmap-weights: the runner reads the weights from the mapped file, not from its copy in huge-page
 // memory (CpuRunnerOptions::weights_in_memory), to measure what the copy buys.
 // --scatter-blocks: the sequences' block tables take the pool's blocks in a shuffled order, as a
@@ -18,6 +18,7 @@
 // show the work when other processes stretch the wall time).
 // --reps N: each runner figure is the median of N runs after an untimed warm-up run (bench/cpu_versus.sh
 // runs it alternating with llama.cpp's CPU backend).
+// --fixed-threads: every step on every thread (decode steps do not shed threads; decode_threads.h).
 // --busy-pairs N: then N pairs of batch-1 decode runs (prefill, then --generate tokens), one quiet
 // and one beside a process spinning on one core (busy_spinner.h: stopped and resumed within this
 // run), the order flipped every pair: each pair's busy / quiet ratio and their median (issue 34's
@@ -169,6 +170,10 @@ int main(int argc, char** argv) {
   bool gguf_layout = false;
   app.add_flag("--gguf-layout", gguf_layout,
                "the runner's copy keeps every matrix in GGUF's layout (not packed for the kernel level)");
+  bool fixed_threads = false;
+  app.add_flag("--fixed-threads", fixed_threads,
+               "every step on every thread (CpuRunnerOptions::adapt_decode_threads off: decode steps do not shed "
+               "threads a busy machine keeps waiting)");
   int busy_pairs = 0;
   app.add_option("--busy-pairs", busy_pairs, "then this many quiet/busy pairs of batch-1 decode runs")
       ->check(CLI::Range(0, 100));
@@ -197,6 +202,7 @@ int main(int argc, char** argv) {
     options.num_blocks = (total + options.block_size - 1) / options.block_size;
     options.weights_in_memory = !mmap_weights;
     options.pack_weights = !gguf_layout;
+    options.adapt_decode_threads = !fixed_threads;
     vks::CpuRunner runner(*model, options);
     const vks::WeightsResidence& residence = runner.weights_residence();
     std::printf("weights read from %s, %zu matrices packed\n",

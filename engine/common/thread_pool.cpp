@@ -1,5 +1,7 @@
 #include "engine/common/thread_pool.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -34,8 +36,22 @@ int ThreadPool::hardware_threads() { return static_cast<int>(std::max(1u, std::t
 
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = hardware_threads();
+  participants_ = n_threads;
+  asleep_.assign(static_cast<size_t>(n_threads - 1), 0);
+  tids_.assign(static_cast<size_t>(n_threads - 1), 0);
   workers_.reserve(static_cast<size_t>(n_threads - 1));
-  for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+void ThreadPool::set_participants(int n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  participants_ = std::clamp(n, 1, size());
+}
+
+std::vector<pid_t> ThreadPool::worker_tids() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  work_done_.wait(lock, [this] { return std::find(tids_.begin(), tids_.end(), 0) == tids_.end(); });
+  return tids_;
 }
 
 ThreadPool::~ThreadPool() {
@@ -49,7 +65,7 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& fn) {
   if (n == 0) return;
-  if (workers_.empty() || n == 1) {
+  if (workers_.empty() || n == 1 || participants_ == 1) {
     for (size_t i = 0; i < n; ++i) fn(i);
     return;
   }
@@ -62,7 +78,7 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& fn) {
     unfinished_.store(n, std::memory_order_relaxed);
     error_ = nullptr;
     generation_.fetch_add(1, std::memory_order_release);
-    wake = sleeping_ > 0;
+    for (int i = 1; i < participants_ && !wake; ++i) wake = asleep_[static_cast<size_t>(i - 1)] != 0;
   }
   if (wake) work_ready_.notify_all();
   run_indices(fn, n, /*worker=*/false);
@@ -101,7 +117,12 @@ void ThreadPool::run_indices(const std::function<void(size_t)>& fn, size_t n, bo
   }
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(int index) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    tids_[static_cast<size_t>(index - 1)] = gettid();
+  }
+  work_done_.notify_all();  // worker_tids() may be waiting for it
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(size_t)>* fn = nullptr;
@@ -109,11 +130,18 @@ void ThreadPool::worker_loop() {
     watch([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      const auto ready = [&] { return stopping_ || (generation_.load(std::memory_order_relaxed) != seen && fn_ != nullptr); };
+      // A job this worker sits out (index >= participants_) is seen and passed over.
+      const auto ready = [&] {
+        if (stopping_) return true;
+        if (generation_.load(std::memory_order_relaxed) == seen || fn_ == nullptr) return false;
+        if (index < participants_) return true;
+        seen = generation_.load(std::memory_order_relaxed);
+        return false;
+      };
       if (!ready()) {
-        ++sleeping_;
+        asleep_[static_cast<size_t>(index - 1)] = 1;
         work_ready_.wait(lock, ready);
-        --sleeping_;
+        asleep_[static_cast<size_t>(index - 1)] = 0;
       }
       if (stopping_) return;
       seen = generation_.load(std::memory_order_relaxed);

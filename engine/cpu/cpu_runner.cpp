@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <span>
 #include <string>
@@ -32,6 +33,10 @@ CpuRunner::CpuRunner(const LlamaModel& model, CpuRunnerOptions options)
   }
   weights_ = std::make_unique<CpuWeights>(model, options_.weights_in_memory, options_.pack_weights,
                                           cpuq::active_isa(), &pool_);
+  if (options_.adapt_decode_threads && pool_.size() > 1) {  // without the kernel's statistics: all threads always
+    auto delay = std::make_unique<RunDelay>(pool_.worker_tids());
+    if (delay->available()) run_delay_ = std::move(delay);
+  }
   // No sequence can be longer than the pool: that is the only bound on a block table here. A step's
   // sequences run in the live state slots only; the checkpoint slots past them are copied to and from.
   const int32_t live_slots = model.config().has_recurrent_layers() ? options_.state_slots : 0;
@@ -194,14 +199,30 @@ void CpuRunner::copy_recurrent_state(int32_t from, int32_t to) {
 
 void CpuRunner::step(const StepBatch& batch, StepResult& out) {
   check_step_batch(batch, limits_, token_seq_, slot_scratch_);  // token_seq_: each token's sequence
+  const bool decode = std::all_of(batch.seqs.begin(), batch.seqs.end(), [](const SeqChunk& s) {
+    return s.n_tokens <= 1 + s.n_verify;
+  });
   // A decode step goes first on cores shared with other models; a prefill step gives way to theirs.
   ComputeShare* share = options_.compute_share.get();
-  const bool urgent = share != nullptr && std::all_of(batch.seqs.begin(), batch.seqs.end(), [](const SeqChunk& s) {
-                        return s.n_tokens <= 1 + s.n_verify;
-                      });
+  const bool urgent = share != nullptr && decode;
   std::optional<ComputeShare::Urgent> mark;
   if (urgent) mark.emplace(*share);
   pool_.yield_to(share != nullptr && !urgent ? &share->urgent_steps() : nullptr);
+  // A decode step runs on as many threads as have cores to themselves (decode_threads.h); a
+  // prefill step on all.
+  const bool adapt = decode && run_delay_ != nullptr;
+  const int threads = adapt ? decode_threads_.threads() : pool_.size();
+  pool_.set_participants(threads);
+  if (!adapt) return step_layers(batch, out);
+  const size_t workers = static_cast<size_t>(threads - 1);
+  const double waited_before = run_delay_->seconds(workers);
+  const auto start = std::chrono::steady_clock::now();
+  step_layers(batch, out);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  decode_threads_.record(run_delay_->seconds(workers) - waited_before, wall);
+}
+
+void CpuRunner::step_layers(const StepBatch& batch, StepResult& out) {
   const LlamaConfig& c = config();
   const size_t n = batch.tokens.size();
 

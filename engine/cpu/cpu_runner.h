@@ -13,9 +13,11 @@
 #include <memory>
 
 #include "engine/common/compute_share.h"
+#include "engine/common/run_delay.h"
 #include "engine/common/thread_pool.h"
 #include "engine/common/zeroed_array.h"
 #include "engine/cpu/cpu_layer.h"
+#include "engine/cpu/decode_threads.h"
 #include "engine/cpu/cpu_weights.h"
 #include "engine/model/kv_type.h"
 #include "engine/model/llama_model.h"
@@ -54,6 +56,9 @@ struct CpuRunnerOptions {
   // packed into it (engine/cpu/quant/packed_rows.h; the same bits). false: GGUF's layout (tests
   // compare the two).
   bool pack_weights = true;
+  // Decode steps shed threads whose workers wait for a CPU (another process holding their cores) and
+  // probe for them again (decode_threads.h). false: every step runs on every thread.
+  bool adapt_decode_threads = true;
 };
 
 class CpuRunner final : public ModelRunner {
@@ -87,6 +92,8 @@ class CpuRunner final : public ModelRunner {
   void step(const StepBatch& batch, StepResult& out) override;
 
  private:
+  // The step's layers, logits and hidden states, once step() has checked it and set the threads.
+  void step_layers(const StepBatch& batch, StepResult& out);
   const LlamaModel& model_;
   CpuRunnerOptions options_;
   std::unique_ptr<CpuWeights> weights_;  // the model's, or its matrices' copy (options.weights_in_memory)
@@ -95,6 +102,8 @@ class CpuRunner final : public ModelRunner {
   std::vector<int32_t> token_seq_;    // per token of the current step: its sequence
   std::vector<int32_t> slot_scratch_;
   ThreadPool pool_;
+  DecodeThreads decode_threads_{pool_.size()};
+  std::unique_ptr<RunDelay> run_delay_;  // the workers' waiting for a CPU; null: decode on every thread
 
   std::unique_ptr<CpuModelVectors> vectors_;  // norms, biases, rope factors in F32
 

@@ -1,6 +1,9 @@
 #include "engine/common/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include <atomic>
 #include <chrono>
@@ -129,6 +132,43 @@ TEST(ThreadPool, BackToBackJobsKeepTheirOwnFunctions) {
     });
     for (int v : out) ASSERT_EQ(v, job);
   }
+}
+
+// The participants bound which threads take indices: at 1 the caller runs every job alone, at k
+// no more than k threads run a job's indices, and all of them again once raised.
+TEST(ThreadPool, ParticipantsBoundTheThreadsThatRunAJob) {
+  ThreadPool pool(4);
+  const auto threads_of_a_job = [&] {
+    std::mutex m;
+    std::set<std::thread::id> ids;
+    pool.parallel_for(64, [&](size_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::lock_guard<std::mutex> lock(m);
+      ids.insert(std::this_thread::get_id());
+    });
+    return ids;
+  };
+  pool.set_participants(1);
+  EXPECT_EQ(pool.participants(), 1);
+  EXPECT_EQ(threads_of_a_job(), std::set<std::thread::id>{std::this_thread::get_id()});
+  pool.set_participants(2);
+  for (int job = 0; job < 5; ++job) EXPECT_LE(threads_of_a_job().size(), 2u);
+  pool.set_participants(9);  // clamped to the pool
+  EXPECT_EQ(pool.participants(), 4);
+  size_t most = 0;
+  for (int job = 0; job < 5; ++job) most = std::max(most, threads_of_a_job().size());
+  EXPECT_GT(most, 2u);  // 64 indices of 2 ms: the other workers take some
+}
+
+TEST(ThreadPool, WorkerTidsAreTheWorkersOwn) {
+  ThreadPool pool(3);
+  const std::vector<pid_t> tids = pool.worker_tids();
+  ASSERT_EQ(tids.size(), 2u);
+  EXPECT_GT(tids[0], 0);
+  EXPECT_GT(tids[1], 0);
+  EXPECT_NE(tids[0], tids[1]);
+  EXPECT_EQ(std::count(tids.begin(), tids.end(), gettid()), 0);  // not the caller's
+  EXPECT_TRUE(ThreadPool(1).worker_tids().empty());
 }
 
 }  // namespace
