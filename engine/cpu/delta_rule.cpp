@@ -3,23 +3,16 @@
 #include <algorithm>
 #include <cstring>
 
-
-
-
-
-
-
-
-
+#include "engine/cpu/attention_rows_avx512.h"  // rows::Lanes4, Lanes, Lanes16
 
 namespace vks::ref {
 namespace {
 
-// GCC's vector types: element-wise IEEE multiplies and adds (never fused: -ffp-contract=off), at
-// the width of the function they are inlined into.
-typedef float F4 __attribute__((vector_size(16)));
-typedef float F8 __attribute__((vector_size(32)));
-typedef float F16 __attribute__((vector_size(64)));
+// The CPU backend's vector types (attention_lanes.h): element-wise IEEE multiplies and adds (never
+// fused: -ffp-contract=off), at the width of the function they are inlined into.
+using rows::Lanes;
+using rows::Lanes16;
+using rows::Lanes4;
 
 template <class V>
 constexpr size_t kLanes = sizeof(V) / sizeof(float);
@@ -109,13 +102,13 @@ template <class V, size_t kVectors>
   for (; c < d; ++c) columns<float, 1>(S, x, scale, d, c);
 }
 
-void rule_baseline(float* S, const DeltaRuleTokens& x, float scale, size_t d) { rule<F4, 4>(S, x, scale, d); }
+void rule_baseline(float* S, const DeltaRuleTokens& x, float scale, size_t d) { rule<Lanes4, 4>(S, x, scale, d); }
 #if defined(__x86_64__)
 [[gnu::target("avx2")]] void rule_avx2(float* S, const DeltaRuleTokens& x, float scale, size_t d) {
-  rule<F8, 2>(S, x, scale, d);
+  rule<Lanes, 2>(S, x, scale, d);
 }
 [[gnu::target("avx512f")]] void rule_avx512(float* S, const DeltaRuleTokens& x, float scale, size_t d) {
-  rule<F16, 4>(S, x, scale, d);
+  rule<Lanes16, 4>(S, x, scale, d);
 }
 #endif
 
